@@ -1,0 +1,24 @@
+# `make demo` runs the main job; `make test` runs every test. Both set up .venv on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/python scripts/demo.py
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check src tests examples scripts
+
+test: lint
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) tamesu-runs .pytest_cache

@@ -1,0 +1,3 @@
+from tamesu.cli import entry
+
+entry()

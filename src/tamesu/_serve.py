@@ -1,0 +1,106 @@
+"""Serving an ASGI app on 127.0.0.1 for as long as it is needed, in this loop or in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from typing import Any
+
+import uvicorn
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _server(app: Any) -> uvicorn.Server:
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                            timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    return server
+
+
+class LoopServer:
+    """An app served by a task of the running event loop; `stop` waits for it to finish."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._app = app
+        self._sock = bind_socket(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self._server = _server(app)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> LoopServer:
+        self._task = asyncio.create_task(self._server.serve(sockets=[self._sock]))
+        for _ in range(200):
+            if self._server.started or self._task.done():
+                break
+            await asyncio.sleep(0.01)
+        if self._task.done():
+            self._task.result()
+        return self
+
+    async def stop(self) -> None:
+        self._server.should_exit = True
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout=5)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._task
+        self._sock.close()
+
+
+class ThreadServer:
+    """An app served from a thread of its own, for tests and demos that are not async."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._sock = bind_socket(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self._server = _server(app)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._sock]))
+
+    def start(self) -> ThreadServer:
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started or not self._thread.is_alive():
+                break
+            threading.Event().wait(0.01)
+        if not self._server.started:
+            raise RuntimeError("the server did not start")
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+    def __enter__(self) -> ThreadServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

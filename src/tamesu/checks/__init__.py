@@ -1,0 +1,107 @@
+"""Assertion kinds. Each lives in one module; this registry imports it only when a suite uses it."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from tamesu.checks.base import Check
+
+_IMPLEMENTED: dict[str, str] = {
+    "contains": "tamesu.checks.text:Contains",
+    "not_contains": "tamesu.checks.text:NotContains",
+    "regex": "tamesu.checks.text:Regex",
+    "not_regex": "tamesu.checks.text:NotRegex",
+    "json_path": "tamesu.checks.json_path:JsonPath",
+    "status": "tamesu.checks.status:Status",
+    "turns": "tamesu.checks.turns:Turns",
+    "metric": "tamesu.checks.metric:Metric",
+    "captured": "tamesu.checks.captured:Captured",
+    "http": "tamesu.checks.http:Http",
+    "command": "tamesu.checks.command:Command",
+    "handoff": "tamesu.checks.handoff:Handoff",
+    "tool_called": "tamesu.checks.tools:ToolCalled",
+    "tool_not_called": "tamesu.checks.tools:ToolNotCalled",
+    "tool_sequence": "tamesu.checks.tools:ToolSequence",
+}
+
+# Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
+_PLANNED = {
+    "judge", "similar_to", "golden", "grounded", "evaluator", "custom", "pack", "delegated_to",
+    "dtmf_received", "call_ended_by", "transferred_to",
+}
+
+META_KEYS = {"on_turn", "name"}
+
+
+def check_class(key: str) -> type[Check]:
+    module_name, _, class_name = _IMPLEMENTED[key].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def known_keys() -> list[str]:
+    return sorted(_IMPLEMENTED)
+
+
+@dataclass
+class Assertion:
+    """One entry of an `assert:` list, parsed."""
+
+    key: str
+    check: Check
+    on_turn: int | str | None
+    label: str
+
+
+class AssertionProblem(Exception):
+    """What is wrong with one assertion, and where inside it (a path below the entry)."""
+
+    def __init__(self, loc: tuple[Any, ...], message: str, *, at_key: bool = False) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+        self.at_key = at_key
+
+
+def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
+    """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem."""
+    if not isinstance(entry, dict):
+        raise AssertionProblem((), "an assertion is a mapping such as contains: \"text\"")
+    kinds = [k for k in entry if k not in META_KEYS]
+    if len(kinds) != 1:
+        if not kinds:
+            raise AssertionProblem((), "an assertion needs one kind, such as contains or json_path")
+        raise AssertionProblem((kinds[1],), f"one kind per assertion, found {', '.join(kinds)}", at_key=True)
+    key = kinds[0]
+    if key not in _IMPLEMENTED:
+        if key in _PLANNED:
+            raise AssertionProblem((key,), f"{key!r} is not available in this version of tamesu", at_key=True)
+        close = difflib.get_close_matches(key, [*known_keys(), *_PLANNED], n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_keys())}"
+        raise AssertionProblem((key,), f"unknown assertion {key!r} ({hint})", at_key=True)
+    on_turn = entry.get("on_turn")
+    if on_turn is not None and on_turn != "last" and not (isinstance(on_turn, int) and on_turn >= 1):
+        raise AssertionProblem(("on_turn",), "on_turn is a turn number from 1, or last")
+    cls = check_class(key)
+    try:
+        spec = cls.parse(entry[key])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(p for p in first["loc"] if p != cls.shorthand or isinstance(entry[key], dict))
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            message = f"not a {key} option"
+        elif first["type"] == "missing":
+            message = "missing required option"
+        elif first["type"].startswith("value_error"):
+            message = message.removeprefix("Value error, ")
+        raise AssertionProblem((key, *loc), message[:1].lower() + message[1:],
+                               at_key=first["type"] == "extra_forbidden") from None
+    except ValueError as exc:
+        raise AssertionProblem((key,), str(exc)) from None
+    label = entry.get("name") or key
+    return Assertion(key=key, check=cls(spec), on_turn=on_turn, label=f"{prefix}{label}")

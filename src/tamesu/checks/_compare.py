@@ -1,0 +1,282 @@
+"""Comparisons of one found value against what an assertion expects, shared by every check that has them.
+
+`json_path`, `captured`, `metric`, `turns` and `http` all accept some of `equals`, `not_equals`, `matches`,
+`contains`, `gt`, `gte`, `lt`, `lte` and `length`; they mean the same thing everywhere because they are
+decided here. HTTP status expectations (`200`, `[200, 201]`, `"2xx"`) live here too, for `status` and `http`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field, field_validator
+
+from tamesu.checks.base import Verdict, show
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import Strict
+from tamesu.suite.templates import TEMPLATE, Context
+
+COMPARISONS = ("equals", "not_equals", "matches", "contains", "gt", "gte", "lt", "lte", "length")
+# `equals: null` is a real expectation; for the others an explicit null means "not given".
+_NULL_MEANS_NULL = {"equals", "not_equals", "contains"}
+
+# ---------------------------------------------------------------- regular expressions and templates
+
+
+def placeholder_templates(text: str) -> str:
+    """`text` with every `{{...}}` replaced by a plain word, so its syntax can be checked before a run."""
+    return TEMPLATE.sub("x", text)
+
+
+def valid_pattern(pattern: str) -> str:
+    """Raise ValueError (a parse-time error) when `pattern` is not a Python regular expression."""
+    try:
+        re.compile(placeholder_templates(pattern))
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+def render_pattern(context: Context, pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """Compile a pattern whose templates are filled with their values escaped.
+
+    A captured value is data, not a pattern: `^{{captured.id}}$` must match an id with a `.` literally.
+    """
+
+    def literal(match: re.Match[str]) -> str:
+        value = context.lookup(match.group(1))
+        return re.escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+    try:
+        return re.compile(TEMPLATE.sub(literal, pattern), flags)
+    except re.error as exc:
+        # Checked with placeholders at parse time; a value can still land where a quantifier was expected.
+        raise TemplateError(f"/{pattern}/ is not a valid pattern once filled in: {exc}") from None
+
+
+def template_failed(exc: TemplateError) -> Verdict:
+    return Verdict(passed=False, reason=f"cannot check: {exc}")
+
+
+def number_text(value: float) -> str:
+    """1500.0 reads as 1500; 0.051234 as 0.051234."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
+
+
+def shown(value: Any, limit: int = 120) -> str:
+    """`show` for a reason line: strings quoted on one line, floats as a person writes them (1500, not 1500.0)."""
+    if isinstance(value, float):
+        return number_text(value)
+    if isinstance(value, str):
+        return show(json.dumps(value, ensure_ascii=False), limit)
+    return show(value, limit)
+
+
+# ---------------------------------------------------------------- the comparison options, as pydantic mixins
+
+
+class Equals(Strict):
+    equals: Any = None
+
+
+class NotEquals(Strict):
+    not_equals: Any = None
+
+
+class Matches(Strict):
+    matches: str | None = None
+    """A Python regular expression searched in the value (its JSON text when it is not a string)."""
+
+    @field_validator("matches")
+    @classmethod
+    def _valid_matches(cls, value: str | None) -> str | None:
+        return None if value is None else valid_pattern(value)
+
+
+class Bounds(Strict):
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+
+class ValueComparisons(Equals, NotEquals, Matches, Bounds):
+    """Every comparison a JSON value may be put to (json_path, and http's json_path)."""
+
+    contains: Any = None
+    length: int | None = Field(None, ge=0)
+
+
+def expectations(spec: BaseModel) -> dict[str, Any]:
+    """The comparisons a user actually wrote in `spec`, by name."""
+    given: dict[str, Any] = {}
+    for key in COMPARISONS:
+        if key not in type(spec).model_fields or key not in spec.model_fields_set:
+            continue
+        value = getattr(spec, key)
+        if value is not None or key in _NULL_MEANS_NULL:
+            given[key] = value
+    return given
+
+
+def render_expectations(context: Context, expected: Mapping[str, Any]) -> dict[str, Any]:
+    """Fill the templates of expected values; `matches` becomes a compiled pattern. May raise TemplateError."""
+    rendered: dict[str, Any] = {}
+    for key, value in expected.items():
+        if key == "matches":
+            rendered[key] = render_pattern(context, value)
+        else:
+            rendered[key] = context.render_value(value)
+    return rendered
+
+
+# ---------------------------------------------------------------- deciding
+
+
+def as_text(value: Any) -> str:
+    """How a found value reads when searched as text: strings as they are, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def same(found: Any, expected: Any) -> bool:
+    """Equality that forgives a number written as text ("42" and 42), because captures and YAML disagree."""
+    if isinstance(found, str) != isinstance(expected, str) and _scalar(found) and _scalar(expected):
+        text, other = (found, expected) if isinstance(found, str) else (expected, found)
+        if other is None or isinstance(other, bool):
+            return text == json.dumps(other)
+        return as_number(text) == other
+    if isinstance(found, bool) or isinstance(expected, bool):
+        # Python says True == 1; a user who wrote `true` did not mean 1.
+        return type(found) is type(expected) and found == expected
+    return bool(found == expected)
+
+
+def contains(found: Any, expected: Any) -> bool:
+    """Substring of a string, element of a list, key (or sub-mapping) of a mapping; a list expects all."""
+    if isinstance(expected, list) and not isinstance(found, list):
+        return all(contains(found, item) for item in expected)
+    if isinstance(found, str):
+        return as_text(expected) in found
+    if isinstance(found, list):
+        wanted = expected if isinstance(expected, list) else [expected]
+        return all(any(same(item, want) for item in found) for want in wanted)
+    if isinstance(found, Mapping):
+        if isinstance(expected, Mapping):
+            return all(k in found and same(found[k], v) for k, v in expected.items())
+        return as_text(expected) in found
+    return False
+
+
+def _length(found: Any) -> int | None:
+    return len(found) if isinstance(found, str | list | Mapping) else None
+
+
+_BOUNDS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
+    "gt": (">", lambda a, b: a > b),
+    "gte": (">=", lambda a, b: a >= b),
+    "lt": ("<", lambda a, b: a < b),
+    "lte": ("<=", lambda a, b: a <= b),
+}
+
+
+def phrase(key: str, expected: Any) -> str:
+    """One expectation as words that follow "expected": `<= 6`, `to match /^ORD-/`."""
+    if key in _BOUNDS:
+        return f"{_BOUNDS[key][0]} {number_text(expected)}"
+    if key == "equals":
+        return shown(expected)
+    if key == "not_equals":
+        return f"anything but {shown(expected)}"
+    if key == "matches":
+        pattern = expected.pattern if isinstance(expected, re.Pattern) else expected
+        return f"to match /{pattern}/"
+    if key == "contains":
+        return f"to contain {shown(expected)}"
+    if key == "length":
+        return f"length {expected}"
+    raise KeyError(key)
+
+
+def describe(expected: Mapping[str, Any]) -> str:
+    return " and ".join(phrase(key, value) for key, value in expected.items())
+
+
+def _problem(key: str, found: Any, expected: Any) -> str | None:
+    """Why `found` fails one expectation, or None when it holds."""
+    if key in _BOUNDS:
+        number = as_number(found)
+        if number is None:
+            return f"expected a number {phrase(key, expected)}, found {shown(found)}"
+        return None if _BOUNDS[key][1](number, expected) else f"expected {phrase(key, expected)}, found {shown(found)}"
+    if key == "equals":
+        return None if same(found, expected) else f"expected {shown(expected)}, found {shown(found)}"
+    if key == "not_equals":
+        return None if not same(found, expected) else f"expected anything but {shown(expected)}, found it"
+    if key == "matches":
+        return None if expected.search(as_text(found)) else f"expected {phrase(key, expected)}, found {shown(found)}"
+    if key == "contains":
+        return None if contains(found, expected) else f"expected {phrase(key, expected)}, found {shown(found)}"
+    if key == "length":
+        size = _length(found)
+        if size == expected:
+            return None
+        has = "no length" if size is None else f"length {size}"
+        return f"expected length {expected}, found {has}: {shown(found)}"
+    raise KeyError(key)
+
+
+def compare(found: Any, expected: Mapping[str, Any]) -> list[str]:
+    """Every expectation `found` fails, each as "expected ..., found ..."; empty when all hold."""
+    return [p for key, value in expected.items() if (p := _problem(key, found, value)) is not None]
+
+
+# ---------------------------------------------------------------- HTTP status codes
+
+_STATUS_CLASS = re.compile(r"^[1-5]xx$")
+
+
+def _status(value: Any) -> int | str:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if _STATUS_CLASS.match(text):
+            return text
+        if text.isdigit():
+            value = int(text)
+    if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+        return value
+    raise ValueError(f"expected an HTTP status such as 200 or a class such as 2xx, got {value!r}")
+
+
+StatusCode = Annotated[int | str, BeforeValidator(_status)]
+"""200, or a class of statuses: "2xx"."""
+
+StatusCodes = Annotated[list[StatusCode], BeforeValidator(lambda v: v if isinstance(v, list) else [v])]
+"""One status or class, or a list of them: always read as the list."""
+
+
+def status_allowed(allowed: list[int | str], actual: int) -> bool:
+    return any(actual == want if isinstance(want, int) else str(actual)[0] == want[0] for want in allowed)
+
+
+def describe_statuses(allowed: list[int | str]) -> str:
+    return " or ".join(str(s) for s in allowed)

@@ -1,0 +1,92 @@
+"""The contract of an assertion, and the finished run it reads. A check never imports a target."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from tamesu.conversation import Event, Exchange, ToolCall
+
+__all__ = ["Check", "Exchange", "RunView", "Verdict", "show"]
+from tamesu.suite.templates import Context
+
+
+class Verdict(BaseModel):
+    passed: bool
+    reason: str = ""
+    score: float | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class RunView:
+    """What an assertion may read of one finished run."""
+
+    exchanges: list[Exchange]
+    metrics: dict[str, float]
+    captured: dict[str, Any]
+    events: list[Event]
+    tool_calls: list[ToolCall]
+    context: Context
+    base_dir: Path
+    vars: dict[str, Any] = field(default_factory=dict)
+    command_timeout: float = 60.0
+
+    def scoped(self, on_turn: int | str | None) -> RunView:
+        """The same run seen through one agent turn (1-based, or `last`)."""
+        if on_turn is None:
+            return self
+        if not self.exchanges:
+            chosen: list[Exchange] = []
+        elif on_turn == "last":
+            chosen = [self.exchanges[-1]]
+        else:
+            position = int(on_turn) - 1
+            chosen = [self.exchanges[position]] if 0 <= position < len(self.exchanges) else []
+        indexes = {e.index for e in chosen}
+        return RunView(
+            exchanges=chosen,
+            metrics=self.metrics,
+            captured=self.captured,
+            events=self.events,
+            tool_calls=[c for c in self.tool_calls if c.turn is None or c.turn in indexes],
+            context=self.context,
+            base_dir=self.base_dir,
+            vars=self.vars,
+            command_timeout=self.command_timeout,
+        )
+
+    def agent_text(self) -> str:
+        return "\n".join(e.agent.text for e in self.exchanges if e.agent.text)
+
+
+class Check(ABC):
+    """One assertion kind: the key a user writes under `assert:`, its options, and how it decides."""
+
+    key: ClassVar[str]
+    Spec: ClassVar[type[BaseModel]]
+    shorthand: ClassVar[str | None] = None
+    """The option a scalar value fills: `contains: "refund"` is `contains: {value: "refund"}`."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+
+    @classmethod
+    def parse(cls, value: Any) -> Any:
+        if cls.shorthand and not isinstance(value, dict):
+            value = {cls.shorthand: value}
+        return cls.Spec.model_validate(value)
+
+    @abstractmethod
+    async def evaluate(self, run: RunView) -> Verdict: ...
+
+
+def show(value: Any, limit: int = 120) -> str:
+    """A value as it should read in a reason line: short, JSON for structures."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

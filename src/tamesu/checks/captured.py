@@ -1,0 +1,66 @@
+"""`captured`: a value the test's `capture` rules took from the agent's turns.
+
+`captured: order_id` (it was captured), `{name: order_id, matches: "^ORD-"}`, `{name: eta, equals: "{{vars.eta}}"}`,
+`{name: refund_id, exists: false}` (nothing was captured under that name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from tamesu.checks._compare import (
+    Equals,
+    Matches,
+    compare,
+    expectations,
+    render_expectations,
+    shown,
+    template_failed,
+)
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.errors import TemplateError
+
+
+class CapturedSpec(Equals, Matches):
+    name: str = Field(min_length=1)
+    exists: bool = True
+
+    @model_validator(mode="after")
+    def _absent_means_nothing_else(self) -> CapturedSpec:
+        if not self.exists and expectations(self):
+            raise ValueError("exists: false cannot be combined with equals or matches")
+        return self
+
+
+def _names(captured: dict[str, Any]) -> str:
+    names = sorted(k for k, v in captured.items() if v is not None)
+    return f"captured: {', '.join(names)}" if names else "nothing was captured"
+
+
+class Captured(Check):
+    key = "captured"
+    Spec = CapturedSpec
+    shorthand = "name"
+    spec: CapturedSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        name = self.spec.name
+        # A capture rule that found nothing may leave its name with no value: that is "not captured".
+        value = run.captured.get(name)
+        if not self.spec.exists:
+            if value is None:
+                return Verdict(passed=True, reason=f"nothing captured as {name}, as expected")
+            return Verdict(passed=False, reason=f"expected nothing captured as {name}, found {shown(value)}")
+        if value is None:
+            return Verdict(passed=False,
+                           reason=f"expected a value captured as {name}, found none ({_names(run.captured)})")
+        try:
+            expected = render_expectations(run.context, expectations(self.spec))
+        except TemplateError as exc:
+            return template_failed(exc)
+        problems = compare(value, expected)
+        if problems:
+            return Verdict(passed=False, reason=f"captured {name}: {'; '.join(problems)}")
+        return Verdict(passed=True, reason=f"captured {name} = {shown(value)}")

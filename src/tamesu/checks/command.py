@@ -1,0 +1,165 @@
+"""`command`: a shell command run after the conversation; its exit code and output decide.
+
+`command: "./scripts/check.sh {{captured.order_id}}"` expects exit code 0; the mapping form adds `exit_code`,
+`contains` / `not_contains` / `matches` on stdout and stderr together, `timeout` and `env`. The command runs in
+the suite's folder with the environment of tamesu plus `env`.
+
+Values filled into `run` by templates are shell-quoted: a captured value comes from the agent, and must reach
+the script as one argument, never as shell syntax. Write `{{captured.x}}` bare, not inside quotes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu.checks._compare import number_text, render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import Duration, Strict
+from tamesu.suite.templates import TEMPLATE, Context
+
+_TAIL_LINES = 5
+_CHUNK = 65536
+
+EnvValue = str | int | float | bool
+
+
+class CommandSpec(Strict):
+    run: str = Field(min_length=1)
+    exit_code: int | None = 0
+    """The exit code expected; null accepts any (then an output check is required)."""
+    contains: str | list[str] | None = None
+    not_contains: str | list[str] | None = None
+    matches: str | None = None
+    timeout: Duration | None = None
+    """Default: the run's command timeout (60s)."""
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+
+    @field_validator("matches")
+    @classmethod
+    def _valid_matches(cls, value: str | None) -> str | None:
+        return None if value is None else valid_pattern(value)
+
+    @model_validator(mode="after")
+    def _can_fail(self) -> CommandSpec:
+        if self.exit_code is None and self.contains is None and self.not_contains is None and self.matches is None:
+            raise ValueError("exit_code: null needs contains, not_contains or matches")
+        return self
+
+
+def render_command(context: Context, command: str) -> str:
+    def quoted(match: re.Match[str]) -> str:
+        value = context.lookup(match.group(1))
+        return shlex.quote(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+    return TEMPLATE.sub(quoted, command)
+
+
+def _env_text(value: EnvValue) -> str:
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+def _as_list(value: str | list[str] | None) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _tail(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    return "output: " + shown(" | ".join(lines[-_TAIL_LINES:]), 300)
+
+
+class _Outcome:
+    def __init__(self, code: int | None, output: str) -> None:
+        self.code = code
+        """None when the command was killed for running too long."""
+        self.output = output
+
+
+async def _execute(command: str, cwd: str, env: dict[str, str], timeout: float) -> _Outcome:
+    """Run `command` in its own process group; past `timeout` the whole group is killed."""
+    process = await asyncio.create_subprocess_shell(
+        command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    )
+    chunks: list[bytes] = []
+
+    async def drain() -> None:
+        assert process.stdout is not None
+        while chunk := await process.stdout.read(_CHUNK):
+            chunks.append(chunk)
+        await process.wait()
+
+    try:
+        await asyncio.wait_for(drain(), timeout)
+    except TimeoutError:
+        _kill_group(process.pid)
+        await process.wait()
+        return _Outcome(None, b"".join(chunks).decode(errors="replace"))
+    finally:
+        # Cancelled from outside (the test's own timeout): leave no process behind.
+        if process.returncode is None:
+            _kill_group(process.pid)
+    return _Outcome(process.returncode, b"".join(chunks).decode(errors="replace"))
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class Command(Check):
+    key = "command"
+    Spec = CommandSpec
+    shorthand = "run"
+    spec: CommandSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        spec = self.spec
+        try:
+            command = render_command(run.context, spec.run)
+            env = {**os.environ, **{k: run.context.render_text(_env_text(v)) for k, v in spec.env.items()}}
+            contains = [run.context.render_text(n) for n in _as_list(spec.contains)]
+            not_contains = [run.context.render_text(n) for n in _as_list(spec.not_contains)]
+            pattern = render_pattern(run.context, spec.matches) if spec.matches is not None else None
+        except TemplateError as exc:
+            return template_failed(exc)
+        timeout = spec.timeout if spec.timeout is not None else run.command_timeout
+        # The command is shown as written: its rendered form may carry secrets.
+        label = f"`{spec.run}`"
+        try:
+            outcome = await _execute(command, str(run.base_dir), env, timeout)
+        except OSError as exc:
+            return Verdict(passed=False, reason=f"{label} could not start: {exc}")
+        if outcome.code is None:
+            return Verdict(passed=False, reason=f"{label} did not finish within {number_text(timeout)}s "
+                                                f"(killed); {_tail(outcome.output)}")
+        problem = self._problem(outcome, contains, not_contains, pattern)
+        if problem:
+            return Verdict(passed=False, reason=f"{label}: {problem}; exit code {outcome.code}, "
+                                                f"{_tail(outcome.output)}")
+        return Verdict(passed=True, reason=f"{label} exited {outcome.code}", evidence=[_tail(outcome.output)])
+
+    def _problem(
+        self, outcome: _Outcome, contains: list[str], not_contains: list[str], pattern: re.Pattern[str] | None
+    ) -> str | None:
+        if self.spec.exit_code is not None and outcome.code != self.spec.exit_code:
+            return f"expected exit code {self.spec.exit_code}"
+        missing = next((n for n in contains if n not in outcome.output), None)
+        if missing is not None:
+            return f"expected the output to contain {shown(missing)}"
+        present = next((n for n in not_contains if n in outcome.output), None)
+        if present is not None:
+            return f"expected the output not to contain {shown(present)}"
+        if pattern is not None and not pattern.search(outcome.output):
+            return f"expected the output to match /{self.spec.matches}/"
+        return None

@@ -1,0 +1,97 @@
+"""`handoff`: whether the agent handed the conversation to a person, as the target's handoff signal says.
+
+`handoff: true` (some turn in scope handed over), `handoff: false` (none did), or a mapping that expects a
+handoff and adds conditions on the first one: `within_turns` (it came by agent turn N), `to` (a regex searched in
+where it went) and `summary_contains` (texts its summary must hold).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks.base import Check, Exchange, RunView, Verdict
+from tamesu.conversation import Handoff as HandoffSignal
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import Strict
+from tamesu.suite.templates import Context
+
+
+class HandoffSpec(Strict):
+    handed_off: bool = True
+    within_turns: int | None = Field(None, ge=1)
+    to: str | None = None
+    summary_contains: list[str] = Field(default_factory=list)
+    summary: Any = None
+
+    @field_validator("summary_contains", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("to")
+    @classmethod
+    def _valid_to(cls, value: str | None) -> str | None:
+        return None if value is None else valid_pattern(value)
+
+    @field_validator("summary")
+    @classmethod
+    def _no_judge_yet(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError("summary rubrics need a judge model (not in this version)")
+        return value
+
+    @model_validator(mode="after")
+    def _conditions_need_a_handoff(self) -> HandoffSpec:
+        if not self.handed_off and (self.within_turns or self.to or self.summary_contains):
+            raise ValueError("handoff: false takes no within_turns, to or summary_contains")
+        return self
+
+
+def _destination(signal: HandoffSignal) -> str:
+    return f" to {shown(signal.to)}" if signal.to else ""
+
+
+class Handoff(Check):
+    key = "handoff"
+    Spec = HandoffSpec
+    shorthand = "handed_off"
+    spec: HandoffSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        handed = [(e, signal) for e in run.exchanges if (signal := e.agent.handoff) is not None]
+        count = len(run.exchanges)
+        if not self.spec.handed_off:
+            if not handed:
+                return Verdict(passed=True, reason=f"no handoff in {count} turn(s)")
+            exchange, signal = handed[0]
+            return Verdict(passed=False, reason=f"expected no handoff; turn {exchange.index} handed over"
+                                                f"{_destination(signal)}")
+        if not handed:
+            return Verdict(passed=False, reason=f"expected a handoff; none in {count} turn(s)")
+        exchange, signal = handed[0]
+        try:
+            problems = self._problems(exchange, signal, run.context)
+        except TemplateError as exc:
+            return template_failed(exc)
+        if problems:
+            return Verdict(passed=False, reason="; ".join(problems))
+        return Verdict(passed=True, reason=f"turn {exchange.index} handed over{_destination(signal)}",
+                       evidence=[signal.summary] if signal.summary else [])
+
+    def _problems(self, exchange: Exchange, signal: HandoffSignal, context: Context) -> list[str]:
+        problems: list[str] = []
+        if self.spec.within_turns is not None and exchange.index > self.spec.within_turns:
+            problems.append(f"expected a handoff within {self.spec.within_turns} turn(s), "
+                            f"it came at turn {exchange.index}")
+        if self.spec.to is not None and not render_pattern(context, self.spec.to).search(signal.to or ""):
+            found = shown(signal.to) if signal.to else "no destination"
+            problems.append(f"expected a handoff to /{self.spec.to}/, found {found}")
+        for text in self.spec.summary_contains:
+            needle = context.render_text(text)
+            if needle not in (signal.summary or ""):
+                found = shown(signal.summary) if signal.summary else "no summary"
+                problems.append(f"expected the handoff summary to contain {shown(needle)}, found {found}")
+        return problems

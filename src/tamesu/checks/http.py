@@ -1,0 +1,144 @@
+"""`http`: one real request made after the conversation, to check the state of your backend.
+
+`http: "{{vars.admin_url}}/health"` expects a 2xx; the mapping form adds the request (`method`, `headers`,
+`body`, `timeout`) and what the answer must be (`status`, `contains` on the body text, `json_path` on the body
+as JSON, with the comparisons of the `json_path` assertion). Every string may hold templates. A backend that
+cannot be reached fails the assertion with the reason; it is not an infrastructure error of the run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+from pydantic import Field, field_validator
+
+from tamesu._http import async_client
+from tamesu.checks._compare import (
+    StatusCodes,
+    as_text,
+    describe_statuses,
+    expectations,
+    number_text,
+    render_expectations,
+    shown,
+    status_allowed,
+    template_failed,
+)
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.json_path import PathSpec, compile_path, find, judge
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import Duration, Strict
+
+_METHOD = re.compile(r"^[A-Z]+$")
+
+
+class HttpSpec(Strict):
+    url: str = Field(min_length=1)
+    method: str = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: Any = None
+    """A mapping or list is sent as JSON; a string as it is."""
+    timeout: Duration = 30.0
+    status: StatusCodes = Field(default_factory=lambda: ["2xx"], min_length=1)
+    json_path: PathSpec | None = None
+    contains: str | list[str] | None = None
+
+    @field_validator("json_path", mode="before")
+    @classmethod
+    def _path_alone(cls, value: Any) -> Any:
+        # As for the json_path assertion, a bare path means "it exists".
+        return {"path": value} if isinstance(value, str) else value
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, value: str) -> str:
+        if not _METHOD.match(value.upper()):
+            raise ValueError(f"expected an HTTP method such as GET or POST, got {value!r}")
+        return value.upper()
+
+
+class _Request:
+    """The spec with every template filled, ready to send."""
+
+    def __init__(self, spec: HttpSpec, run: RunView) -> None:
+        context = run.context
+        self.url = context.render_text(spec.url)
+        self.headers = {name: context.render_text(value) for name, value in spec.headers.items()}
+        self.body = context.render_value(spec.body)
+        needles = [spec.contains] if isinstance(spec.contains, str) else spec.contains or []
+        self.contains = [context.render_text(n) for n in needles]
+        self.path_text = context.render_text(spec.json_path.path) if spec.json_path else ""
+        self.path_expected = (
+            render_expectations(context, expectations(spec.json_path)) if spec.json_path else {}
+        )
+
+    def content(self) -> dict[str, Any]:
+        if self.body is None:
+            return {}
+        if isinstance(self.body, str):
+            return {"content": self.body.encode()}
+        return {"json": self.body}
+
+
+class Http(Check):
+    key = "http"
+    Spec = HttpSpec
+    shorthand = "url"
+    spec: HttpSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            request = _Request(self.spec, run)
+        except TemplateError as exc:
+            return template_failed(exc)
+        # Headers are never shown: they are where `{{secrets.X}}` tokens go.
+        label = f"{self.spec.method} {request.url}"
+        try:
+            async with async_client(self.spec.timeout) as client:
+                response = await client.request(
+                    self.spec.method, request.url, headers=request.headers, **request.content()
+                )
+        except httpx.TimeoutException:
+            return Verdict(passed=False,
+                           reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            return Verdict(passed=False,
+                           reason=f"{label}: could not reach it ({type(exc).__name__}: {str(exc) or 'no detail'})")
+        return self._decide(label, request, response)
+
+    def _decide(self, label: str, request: _Request, response: httpx.Response) -> Verdict:
+        allowed = self.spec.status
+        if not status_allowed(allowed, response.status_code):
+            return Verdict(
+                passed=False,
+                reason=f"{label}: expected status {describe_statuses(allowed)}, found {response.status_code}: "
+                f"{shown(response.text)}",
+            )
+        missing = [n for n in request.contains if n not in response.text]
+        if missing:
+            return Verdict(passed=False,
+                           reason=f"{label}: expected the body to contain {shown(missing[0])}, "
+                           f"found {shown(response.text)}")
+        if self.spec.json_path is None:
+            return Verdict(passed=True, reason=f"{label}: {response.status_code}")
+        return _judge_json(self.spec.json_path, label, request, response)
+
+
+def _judge_json(spec: PathSpec, label: str, request: _Request, response: httpx.Response) -> Verdict:
+    try:
+        path = compile_path(request.path_text)
+    except ValueError as exc:
+        return Verdict(passed=False, reason=f"cannot check: {exc}")
+    try:
+        document = response.json()
+    except ValueError:
+        return Verdict(passed=False, reason=f"{label}: expected a JSON body for {request.path_text}, "
+                                            f"found {shown(response.text)}")
+    nodes = find(path, document)
+    verdict = judge(spec, request.path_text, nodes, request.path_expected, "the body")
+    verdict.reason = f"{label}: {verdict.reason}"
+    if not verdict.passed and not verdict.evidence:
+        verdict.evidence.append(shown(as_text(document), 400))
+    return verdict

@@ -1,0 +1,46 @@
+"""`metric`: one measured number of the run, `{name: time_to_first_token_ms_p95, lt: 1500}`.
+
+A metric the run did not measure fails, unless `missing: pass`: the engine turns `defaults.slo` into
+`metric` checks with it, because an SLO on an audio metric must not fail a text test.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from tamesu.checks._compare import Bounds, compare, describe, expectations, number_text
+from tamesu.checks.base import Check, RunView, Verdict
+
+
+class MetricSpec(Bounds):
+    name: str = Field(min_length=1)
+    equals: float | None = None
+    missing: Literal["fail", "pass"] = "fail"
+
+    @model_validator(mode="after")
+    def _something(self) -> MetricSpec:
+        if not expectations(self):
+            raise ValueError("give a bound: one of lt, lte, gt, gte, equals")
+        return self
+
+
+class Metric(Check):
+    key = "metric"
+    Spec = MetricSpec
+    spec: MetricSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        name = self.spec.name
+        expected = expectations(self.spec)
+        if name not in run.metrics:
+            measured = ", ".join(sorted(run.metrics)) or "none"
+            if self.spec.missing == "pass":
+                return Verdict(passed=True, reason=f"metric {name} was not measured by this test (passes)")
+            return Verdict(passed=False, reason=f"metric {name} was not measured (measured: {measured})")
+        value = run.metrics[name]
+        problems = compare(value, expected)
+        if problems:
+            return Verdict(passed=False, reason=f"{name}: {'; '.join(problems)}")
+        return Verdict(passed=True, reason=f"{name} was {number_text(value)}, expected {describe(expected)}")

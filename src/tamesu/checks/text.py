@@ -1,0 +1,204 @@
+"""`contains`, `not_contains`, `regex`, `not_regex`: what the agent said, over its whole transcript.
+
+The transcript is every agent turn in scope joined by newlines (`RunView.agent_text`), so `on_turn` narrows
+these checks to one turn. Values may hold templates (`{{captured.eta}}`), filled when the check runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic import field_validator
+
+from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import Strict
+
+_CONTEXT = 40  # characters shown either side of a match in a reason
+
+
+class TextSpec(Strict):
+    value: str | list[str]
+    """One string, or several that must all appear (contains) or none of which may appear (not_contains)."""
+    ignore_case: bool = False
+
+    @field_validator("value")
+    @classmethod
+    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+        # An empty needle is found in every transcript: the check could never fail.
+        items = [value] if isinstance(value, str) else value
+        if not items or any(not item for item in items):
+            raise ValueError("expected non-empty text")
+        return value
+
+
+class PatternSpec(Strict):
+    pattern: str
+    ignore_case: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _valid(cls, value: str) -> str:
+        return valid_pattern(value)
+
+
+@dataclass
+class _Hit:
+    turn: int | None
+    """The turn the match starts in; None when there is no turn text at all."""
+    snippet: str
+
+
+class _Transcript:
+    """The agent's text of a run with the turn each character came from, so a hit can name its turn."""
+
+    def __init__(self, run: RunView) -> None:
+        self.text = run.agent_text()
+        self.turn_count = len(run.exchanges)
+        self._spans: list[tuple[int, int, int]] = []  # (start, end, turn) of each turn in `text`
+        offset = 0
+        for exchange in run.exchanges:
+            if exchange.agent.text:
+                end = offset + len(exchange.agent.text)
+                self._spans.append((offset, end, exchange.index))
+                offset = end + 1  # agent_text joins turns with one newline
+
+    def hit(self, start: int, end: int) -> _Hit:
+        """The turn a match starts in, and the match with some context from that turn only."""
+        first, last, turn = next(
+            (span for span in self._spans if span[0] <= start <= span[1]), (0, len(self.text), None)
+        )
+        left, right = max(first, start - _CONTEXT), min(last, end + _CONTEXT)
+        snippet = ("…" if left > first else "") + self.text[left:right] + ("…" if right < last else "")
+        return _Hit(turn, snippet.strip())
+
+    def where(self, hit: _Hit) -> str:
+        return f"turn {hit.turn}" if hit.turn is not None else "the transcript"
+
+    def summary(self) -> str:
+        """What was searched, for a reason that says nothing was found."""
+        if not self.text:
+            return f"the agent said nothing in {self.turn_count} turn(s)"
+        return f"{self.turn_count} turn(s) of agent text: {shown(self.text)}"
+
+
+def _find(text: str, needle: str, ignore_case: bool) -> int:
+    if ignore_case:
+        # Not casefold(): it can change lengths (ß -> ss) and the offset must point into `text`.
+        match = re.search(re.escape(needle), text, re.IGNORECASE)
+        return match.start() if match else -1
+    return text.find(needle)
+
+
+class _TextCheck(Check):
+    Spec = TextSpec
+    shorthand = "value"
+    spec: TextSpec
+
+    def _values(self) -> list[str]:
+        return [self.spec.value] if isinstance(self.spec.value, str) else self.spec.value
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            needles = [run.context.render_text(value) for value in self._values()]
+        except TemplateError as exc:
+            return template_failed(exc)
+        empty = [value for value, needle in zip(self._values(), needles, strict=True) if not needle]
+        if empty:
+            return Verdict(passed=False, reason=f"cannot check: {shown(empty[0])} rendered to empty text")
+        return self._decide(_Transcript(run), needles)
+
+    def _decide(self, transcript: _Transcript, needles: list[str]) -> Verdict:
+        raise NotImplementedError
+
+
+class Contains(_TextCheck):
+    """Every given text appears somewhere in the agent's turns."""
+
+    key = "contains"
+
+    def _decide(self, transcript: _Transcript, needles: list[str]) -> Verdict:
+        missing = [n for n in needles if _find(transcript.text, n, self.spec.ignore_case) < 0]
+        if missing:
+            return Verdict(
+                passed=False,
+                reason=f"expected the agent to say {shown(missing[0])}; not found in {transcript.summary()}",
+            )
+        first = needles[0]
+        start = _find(transcript.text, first, self.spec.ignore_case)
+        hit = transcript.hit(start, start + len(first))
+        found = shown(first) if len(needles) == 1 else f"all of {shown(needles)}"
+        return Verdict(passed=True, reason=f"found {found} ({transcript.where(hit)})",
+                       evidence=[hit.snippet])
+
+
+class NotContains(_TextCheck):
+    """None of the given texts appears in the agent's turns."""
+
+    key = "not_contains"
+
+    def _decide(self, transcript: _Transcript, needles: list[str]) -> Verdict:
+        for needle in needles:
+            start = _find(transcript.text, needle, self.spec.ignore_case)
+            if start >= 0:
+                hit = transcript.hit(start, start + len(needle))
+                return Verdict(
+                    passed=False,
+                    reason=f"expected the agent never to say {shown(needle)}; "
+                    f"{transcript.where(hit)} said: {shown(hit.snippet)}",
+                    evidence=[hit.snippet],
+                )
+        return Verdict(passed=True, reason=f"none of {shown(needles)} in {transcript.turn_count} turn(s)")
+
+
+class _PatternCheck(Check):
+    Spec = PatternSpec
+    shorthand = "pattern"
+    spec: PatternSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            pattern = render_pattern(run.context, self.spec.pattern, re.IGNORECASE if self.spec.ignore_case else 0)
+        except TemplateError as exc:
+            return template_failed(exc)
+        transcript = _Transcript(run)
+        return self._decide(transcript, pattern.search(transcript.text))
+
+    def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+        raise NotImplementedError
+
+
+class Regex(_PatternCheck):
+    """The pattern matches somewhere in the agent's turns (`re.search`)."""
+
+    key = "regex"
+
+    def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+        if match is None:
+            return Verdict(
+                passed=False,
+                reason=f"expected a match for /{self.spec.pattern}/; none in {transcript.summary()}",
+            )
+        hit = transcript.hit(match.start(), match.end())
+        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {shown(match.group(0))}",
+                       evidence=[hit.snippet])
+
+
+class NotRegex(_PatternCheck):
+    """The pattern matches nowhere in the agent's turns."""
+
+    key = "not_regex"
+
+    def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+        if match is None:
+            return Verdict(passed=True, reason=f"no match for /{self.spec.pattern}/ in "
+                                               f"{transcript.turn_count} turn(s)")
+        hit = transcript.hit(match.start(), match.end())
+        return Verdict(
+            passed=False,
+            reason=f"expected no match for /{self.spec.pattern}/; {transcript.where(hit)} has "
+            f"{shown(match.group(0))}",
+            evidence=[hit.snippet],
+        )

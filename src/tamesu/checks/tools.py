@@ -1,0 +1,203 @@
+"""`tool_called`, `tool_not_called`, `tool_sequence`: the tools the agent called (`run.tool_calls`).
+
+A call is described by a name and, optionally, `args` that must match as a subset of the actual arguments:
+every key given must be there; a value equal to the actual one matches; a string that is not equal is tried
+as a full regular expression against the actual value's text (JSON for non-strings); mappings recurse and
+lists match item by item. Delegations to remote agents are not tool calls (see `delegated_to`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from tamesu.checks._compare import same, shown, template_failed
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.conversation import ToolCall
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import Strict
+from tamesu.suite.templates import Context
+
+
+class CallSpec(Strict):
+    name: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+
+    def label(self) -> str:
+        return self.name if self.args is None else f"{self.name}({shown(self.args)})"
+
+
+def args_problem(expected: Any, actual: Any, where: str = "args") -> str | None:
+    """Why `actual` does not match `expected` (the rules of the module docstring), or None when it does."""
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return f"{where} is {shown(actual)}, not a mapping"
+        for key, value in expected.items():
+            if key not in actual:
+                return f"{where}.{key} is missing"
+            problem = args_problem(value, actual[key], f"{where}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return f"{where} is {shown(actual)}, expected {shown(expected)}"
+        for index, (want, have) in enumerate(zip(expected, actual, strict=True)):
+            problem = args_problem(want, have, f"{where}[{index}]")
+            if problem:
+                return problem
+        return None
+    if same(actual, expected) or (isinstance(expected, str) and _full_match(expected, actual)):
+        return None
+    return f"{where} is {shown(actual)}, expected {shown(expected)}"
+
+
+def _full_match(pattern: str, actual: Any) -> bool:
+    text = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False, default=str)
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        # Not every string value is meant as a pattern; one that is not a valid one only matches equal.
+        return False
+
+
+def call_problem(spec: CallSpec, call: ToolCall, expected_args: dict[str, Any] | None) -> str | None:
+    if call.name != spec.name:
+        return f"called {call.name}"
+    if expected_args is None:
+        return None
+    return args_problem(expected_args, call.args)
+
+
+def _tool_calls(run: RunView) -> list[ToolCall]:
+    return [c for c in run.tool_calls if c.kind == "tool"]
+
+
+def _names(calls: list[ToolCall]) -> str:
+    return ", ".join(c.name for c in calls) if calls else "none"
+
+
+def _turn(call: ToolCall) -> str:
+    return f" at turn {call.turn}" if call.turn is not None else ""
+
+
+def _rendered_args(spec: CallSpec, context: Context) -> dict[str, Any] | None:
+    return None if spec.args is None else context.render_value(spec.args)
+
+
+class ToolCalled(Check):
+    """At least one call with this name (and matching args) was made."""
+
+    key = "tool_called"
+    Spec = CallSpec
+    shorthand = "name"
+    spec: CallSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            expected = _rendered_args(self.spec, run.context)
+        except TemplateError as exc:
+            return template_failed(exc)
+        calls = _tool_calls(run)
+        named = [c for c in calls if c.name == self.spec.name]
+        if not named:
+            return Verdict(passed=False,
+                           reason=f"expected a call to {self.spec.name}; tools called: {_names(calls)}")
+        for call in named:
+            if call_problem(self.spec, call, expected) is None:
+                return Verdict(passed=True, reason=f"{self.spec.name} called{_turn(call)} with {shown(call.args)}")
+        problem = call_problem(self.spec, named[0], expected)
+        return Verdict(
+            passed=False,
+            reason=f"expected {self.spec.name} with {shown(expected)}; {len(named)} call(s) to it, "
+            f"none matching (first: {problem})",
+            evidence=[shown(c.args, 400) for c in named],
+        )
+
+
+class ToolNotCalled(Check):
+    """No call with this name (and, when given, matching args) was made."""
+
+    key = "tool_not_called"
+    Spec = CallSpec
+    shorthand = "name"
+    spec: CallSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            expected = _rendered_args(self.spec, run.context)
+        except TemplateError as exc:
+            return template_failed(exc)
+        calls = _tool_calls(run)
+        for call in calls:
+            if call_problem(self.spec, call, expected) is None:
+                with_args = f" with {shown(expected)}" if expected is not None else ""
+                return Verdict(
+                    passed=False,
+                    reason=f"expected no call to {self.spec.name}{with_args}; called{_turn(call)} "
+                    f"with {shown(call.args)}",
+                )
+        return Verdict(passed=True, reason=f"{self.spec.label()} was not called; tools called: {_names(calls)}")
+
+
+class SequenceSpec(Strict):
+    calls: list[CallSpec] = Field(min_length=1)
+    strict: bool = False
+    """True: the calls are exactly these, in this order. False: in this order, others allowed between."""
+
+    @field_validator("calls", mode="before")
+    @classmethod
+    def _names_are_calls(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+
+class ToolSequence(Check):
+    key = "tool_sequence"
+    Spec = SequenceSpec
+    shorthand = "calls"
+    spec: SequenceSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            wanted = [(spec, _rendered_args(spec, run.context)) for spec in self.spec.calls]
+        except TemplateError as exc:
+            return template_failed(exc)
+        calls = _tool_calls(run)
+        order = " -> ".join(spec.label() for spec in self.spec.calls)
+        found = " -> ".join(c.name for c in calls) or "no tool calls"
+        problem = _strict_problem(wanted, calls) if self.spec.strict else _in_order_problem(wanted, calls)
+        if problem:
+            kind = "exactly" if self.spec.strict else "in order"
+            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem})")
+        return Verdict(passed=True, reason=f"tools called: {found}")
+
+
+Wanted = list[tuple[CallSpec, dict[str, Any] | None]]
+
+
+def _in_order_problem(wanted: Wanted, calls: list[ToolCall]) -> str | None:
+    """Each wanted call matched by a later call than the one before; the earliest match is always safe."""
+    position = 0
+    for spec, args in wanted:
+        while position < len(calls) and call_problem(spec, calls[position], args) is not None:
+            position += 1
+        if position == len(calls):
+            return f"no {spec.label()} after the calls before it"
+        position += 1
+    return None
+
+
+def _strict_problem(wanted: Wanted, calls: list[ToolCall]) -> str | None:
+    for index, ((spec, args), call) in enumerate(zip(wanted, calls, strict=False), start=1):
+        problem = call_problem(spec, call, args)
+        if problem:
+            return f"call {index}: expected {spec.label()}, {problem}"
+    if len(calls) != len(wanted):
+        return f"{len(calls)} call(s) instead of {len(wanted)}"
+    return None

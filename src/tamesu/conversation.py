@@ -1,0 +1,142 @@
+"""The things a conversation is made of, shared by targets, checks and the engine.
+
+Times are milliseconds on the monotonic clock since the session opened, taken where the bytes move.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tamesu.suite.secrets import Redactor
+from tamesu.suite.templates import Context
+
+
+class FileRef(BaseModel):
+    """A file a user turn carries: bytes from a path, or a URI the agent fetches."""
+
+    name: str
+    mime: str = "application/octet-stream"
+    path: str | None = None
+    uri: str | None = None
+
+
+class UserTurn(BaseModel):
+    text: str = ""
+    data: Any = None
+    files: list[FileRef] = Field(default_factory=list)
+    source: Literal["script", "simulator", "counterpart", "static", "goal"] = "script"
+
+    def display(self) -> str:
+        """How the turn reads in a transcript: words, data as JSON, files as [name]."""
+        parts = [self.text] if self.text else []
+        if self.data is not None:
+            parts.append(json.dumps(self.data, ensure_ascii=False, sort_keys=True))
+        parts.extend(f"[{f.name}]" for f in self.files)
+        return "\n".join(parts)
+
+
+class ToolCall(BaseModel):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    kind: Literal["tool", "delegation"] = "tool"
+    turn: int | None = None
+
+
+class Handoff(BaseModel):
+    """The agent handed the conversation to a person."""
+
+    to: str | None = None
+    summary: str | None = None
+
+
+class AgentTurn(BaseModel):
+    text: str = ""
+    response: Any = None
+    """The document `json_path` reads: the response body, or the final state of a streamed turn."""
+    raw: list[Any] = Field(default_factory=list)
+    """Every raw response or streamed event of the turn, in order."""
+    status: int | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    sent_at_ms: float = 0.0
+    first_token_at_ms: float | None = None
+    completed_at_ms: float = 0.0
+    ended: bool = False
+    """The agent ended the conversation."""
+    handoff: Handoff | None = None
+
+    @property
+    def latency_ms(self) -> float:
+        return self.completed_at_ms - self.sent_at_ms
+
+    @property
+    def first_token_ms(self) -> float | None:
+        if self.first_token_at_ms is None:
+            return None
+        return self.first_token_at_ms - self.sent_at_ms
+
+
+@dataclass
+class Exchange:
+    """One agent turn and the user turn it answered (index from 1)."""
+
+    index: int
+    user: UserTurn | None
+    agent: AgentTurn
+
+
+class Event(BaseModel):
+    name: str
+    at_ms: float
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnError(Exception):
+    """The agent answered a turn with an error it owns (a protocol error, a 5xx): the run fails."""
+
+    def __init__(self, message: str, raw: Any = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.status = status
+
+
+class Session:
+    """One run's live state that a target may read and write: its timeline, templates and artifacts."""
+
+    def __init__(
+        self,
+        *,
+        context: Context,
+        artifacts_dir: Path,
+        redactor: Redactor,
+        run_id: str,
+        base_dir: Path,
+    ) -> None:
+        self._origin = time.monotonic()
+        self.context = context
+        self.artifacts_dir = artifacts_dir
+        self.redactor = redactor
+        self.run_id = run_id
+        self.base_dir = base_dir
+        """The folder of the suite, against which relative paths resolve."""
+        self.events: list[Event] = []
+        self.values: dict[str, Any] = {}
+        """Values captured by `session.open`, seen as `{{session.NAME}}`."""
+        self.counters: dict[str, float] = {}
+
+    def now_ms(self) -> float:
+        return (time.monotonic() - self._origin) * 1000.0
+
+    def event(self, name: str, /, **data: Any) -> Event:
+        recorded = Event(name=name, at_ms=self.now_ms(), data=data)
+        self.events.append(recorded)
+        return recorded
+
+    def count(self, metric: str, by: float = 1) -> None:
+        self.counters[metric] = self.counters.get(metric, 0) + by

@@ -1,0 +1,61 @@
+"""`tamesu doctor`: what would stop a run, found before the run. It never prints a secret."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from tamesu.errors import ConfigError
+
+Finding = tuple[bool | None, str]
+"""(True: fine, None: worth knowing, False: will fail) and one line."""
+
+
+async def _reachable(url: str, timeout: float = 2.0) -> str | None:
+    parsed = urlparse(url)
+    if not parsed.hostname:
+        return "no host in the URL"
+    port = parsed.port or (443 if parsed.scheme in ("https", "wss", "grpcs") else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(parsed.hostname, port), timeout)
+    except (OSError, TimeoutError) as exc:
+        return f"{parsed.hostname}:{port} does not answer ({type(exc).__name__})"
+    writer.close()
+    return None
+
+
+async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
+    from tamesu.suite.loader import load_plan
+
+    findings: list[Finding] = []
+    version = sys.version_info
+    findings.append((version >= (3, 11), f"Python {version.major}.{version.minor}.{version.micro}"))
+    for module, purpose in (("a2a", "A2A targets"), ("mcp", "MCP targets"), ("openai", "OpenAI models"),
+                            ("anthropic", "Anthropic models")):
+        present = importlib.util.find_spec(module) is not None
+        findings.append((True if present else None, f"{module}: {'installed' if present else 'not installed'} "
+                         f"(for {purpose})"))
+    try:
+        plan = load_plan(paths, config, require_secrets=False)
+    except ConfigError as exc:
+        findings.extend((False, str(p)) for p in exc.problems)
+        return findings
+    where = plan.project.path or "none (defaults)"
+    findings.append((True, f"project file: {where}"))
+    findings.append((True, f"{len(plan.tests)} test(s) in {len(plan.suites)} suite(s) validate"))
+    findings.extend((False, f"{w}") for w in plan.warnings if "secret" in w.message)
+    findings.extend((None, f"{w}") for w in plan.warnings if "secret" not in w.message)
+    seen: set[str] = set()
+    for suite in plan.suites:
+        for name, target in suite.targets.items():
+            url = getattr(target, "url", None)
+            if not isinstance(url, str) or "{{" in url or url in seen:
+                continue
+            seen.add(url)
+            problem = await _reachable(url)
+            findings.append((problem is None or None, f"target {name} ({target.type}) at {url}: "
+                             f"{'reachable' if problem is None else problem}"))
+    return findings

@@ -1,0 +1,1 @@
+"""The conversation loop, runs and repeats, scheduling, hooks and artifacts."""

@@ -1,0 +1,43 @@
+"""`capture`: values taken from the agent's turns as they arrive, for later templates and assertions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jsonpath
+
+from tamesu.conversation import AgentTurn, Session
+from tamesu.suite.schema import CaptureSpec
+
+
+def _from_regex(pattern: str, text: str) -> str | None:
+    match = re.search(pattern, text)
+    if match is None:
+        return None
+    return match.group(1) if match.groups() else match.group(0)
+
+
+def _from_json_path(path: str, turn: AgentTurn) -> Any:
+    for document in (turn.response, turn.raw):
+        if document is None:
+            continue
+        found = jsonpath.findall(path, document)
+        if found:
+            return found[0]
+    return None
+
+
+def capture_from(turn: AgentTurn, specs: list[CaptureSpec], captured: dict[str, Any], session: Session) -> None:
+    """Fill every capture this turn has a value for and that no earlier turn set."""
+    for spec in specs:
+        if spec.name in captured:
+            continue
+        value: Any = None
+        if spec.regex is not None:
+            value = _from_regex(spec.regex, turn.text)
+        elif spec.json_path is not None:
+            value = _from_json_path(spec.json_path, turn)
+        if value is not None:
+            captured[spec.name] = value
+            session.event("captured", name=spec.name)

@@ -1,0 +1,185 @@
+"""One run of one test: open the target, let the user side talk to it, close, grade."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tamesu import targets
+from tamesu.checks import Assertion, parse_assertion
+from tamesu.checks.base import RunView
+from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
+from tamesu.engine import metrics as metric_math
+from tamesu.engine.capture import capture_from
+from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.errors import InfraError, TemplateError
+from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
+from tamesu.roles.simulator import ScriptedUser, UserSimulator
+from tamesu.suite.loader import PlannedTest
+from tamesu.suite.schema import HookSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+
+
+@dataclass
+class RunInputs:
+    test: PlannedTest
+    number: int
+    attempt: int
+    run_id: str
+    artifacts_dir: Path
+    secrets: Secrets
+    before_each: list[HookSpec] = field(default_factory=list)
+    after_each: list[HookSpec] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    result: RunResult
+    transcript: Transcript
+    warnings: list[str] = field(default_factory=list)
+
+
+def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, Any], run: dict[str, Any]) -> Context:
+    return Context(secrets=secrets, env=dict(os.environ), vars=test.vars, captured=captured, run=run)
+
+
+def choose_user(test: PlannedTest) -> UserSimulator:
+    return ScriptedUser(test.spec.scenario.script, test.suite.dir)
+
+
+async def execute_run(inputs: RunInputs) -> RunOutcome:
+    test = inputs.test
+    started_wall = dt.datetime.now(dt.UTC)
+    started = time.monotonic()
+    captured: dict[str, Any] = {}
+    context = template_context(test, inputs.secrets, captured,
+                               {"id": inputs.run_id, "number": inputs.number})
+    session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
+                      run_id=inputs.run_id, base_dir=test.suite.dir)
+    result = RunResult(
+        suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
+        started_at=started_wall.isoformat(), target=test.target_name, target_type=test.target.type,
+        vars=test.vars,
+    )
+    exchanges: list[Exchange] = []
+    failures: list[AssertionResult] = []
+    warnings: list[str] = []
+    target_metrics: dict[str, float] = {}
+    try:
+        await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
+        async with asyncio.timeout(test.spec.timeout):
+            result.end_reason, failure, target_metrics = await _converse(test, session, exchanges, captured)
+        if failure:
+            failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
+    except TimeoutError:
+        result.end_reason = "timeout"
+        failures.append(AssertionResult(name="conversation", passed=False,
+                                        reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
+    except (InfraError, HookFailed) as exc:
+        result.status, result.error, result.end_reason = "error", str(exc), "error"
+    except Exception as exc:  # a bug of ours: the run is an error, the details go to the artifacts
+        result.status, result.end_reason = "error", "error"
+        result.error = f"internal error: {type(exc).__name__}: {exc}"
+        inputs.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        (inputs.artifacts_dir / "traceback.txt").write_text(
+            inputs.secrets.redactor.text(traceback.format_exc()), encoding="utf-8")
+    finally:
+        try:
+            await run_hooks(inputs.after_each, context, test.suite.dir, "after_each")
+        except HookFailed as exc:
+            warnings.append(str(exc))
+
+    measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics})
+    result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
+    result.metrics = measured.standard()
+    result.captured = dict(captured)
+    result.tool_calls = [call for e in exchanges for call in e.agent.tool_calls]
+    result.events = session.events
+    if result.status != "error":
+        view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
+                       tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars)
+        result.assertions = [*failures, *await grade(test, view)]
+        if any(not a.passed for a in result.assertions):
+            result.status = "failed"
+    result.duration_ms = round((time.monotonic() - started) * 1000, 3)
+    transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
+    return RunOutcome(result, transcript, warnings)
+
+
+async def _converse(
+    test: PlannedTest, session: Session, exchanges: list[Exchange], captured: dict[str, Any]
+) -> tuple[Any, str | None, dict[str, float]]:
+    """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics."""
+    target = targets.target_class(test.target.type)(test.target, test.target_name)
+    user = choose_user(test)
+    try:
+        await target.open(session)
+        for _ in range(test.spec.scenario.max_turns):
+            try:
+                action = await user.next_turn(exchanges, session.context)
+            except TemplateError as exc:
+                return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
+            if action.turn is None:
+                return action.stop or "simulator_stopped", action.failure, target.metrics()
+            index = len(exchanges) + 1
+            try:
+                agent = await target.send(action.turn)
+            except TurnError as exc:
+                now = session.now_ms()
+                failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
+                                   status=exc.status, sent_at_ms=now, completed_at_ms=now)
+                exchanges.append(Exchange(index, action.turn, failed))
+                session.event("turn_failed", turn=index, reason=str(exc))
+                return "turn_failed", f"turn {index}: {exc}", target.metrics()
+            for call in agent.tool_calls:
+                call.turn = index
+            exchanges.append(Exchange(index, action.turn, agent))
+            capture_from(agent, test.spec.capture, captured, session)
+            if agent.handoff is not None:
+                return "handoff", None, target.metrics()
+            if agent.ended:
+                return "agent_ended", None, target.metrics()
+        return "max_turns", None, target.metrics()
+    finally:
+        try:
+            await asyncio.shield(target.close())
+        except Exception as exc:
+            session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
+
+
+def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
+    return [
+        parse_assertion({"metric": {"name": name, "lte": limit, "missing": "pass"}, "name": name}, prefix="slo/")
+        for name, limit in slo.items()
+    ]
+
+
+async def grade(test: PlannedTest, view: RunView) -> list[AssertionResult]:
+    graded: list[AssertionResult] = []
+    for assertion in [*test.assertions, *slo_assertions(test.slo)]:
+        try:
+            verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
+        except TemplateError as exc:
+            graded.append(AssertionResult(name=assertion.label, passed=False, reason=str(exc),
+                                          on_turn=assertion.on_turn))
+            continue
+        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
+                                      score=verdict.score, evidence=verdict.evidence,
+                                      on_turn=assertion.on_turn))
+    return graded
+
+
+def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:
+    lines: list[TranscriptLine] = []
+    for e in exchanges:
+        if e.user is not None:
+            lines.append(TranscriptLine(role="user", text=e.user.display(), turn=e.index, at_ms=e.agent.sent_at_ms))
+        lines.append(TranscriptLine(role="agent", text=e.agent.text, turn=e.index, at_ms=e.agent.completed_at_ms))
+    return lines

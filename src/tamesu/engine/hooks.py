@@ -1,0 +1,75 @@
+"""Hooks: commands or HTTP requests run before and after a suite, and around every run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import httpx
+
+from tamesu._http import async_client
+from tamesu.errors import TemplateError
+from tamesu.suite.schema import HookSpec
+from tamesu.suite.templates import Context
+
+
+class HookFailed(Exception):
+    pass
+
+
+async def run_hooks(hooks: list[HookSpec], context: Context, cwd: Path, stage: str) -> None:
+    for number, hook in enumerate(hooks, start=1):
+        try:
+            if hook.run is not None:
+                await _run_command(hook, context, cwd)
+            else:
+                await _run_request(hook, context)
+        except TemplateError as exc:
+            raise HookFailed(f"{stage} hook {number}: {exc}") from None
+        except HookFailed as exc:
+            raise HookFailed(f"{stage} hook {number}: {exc}") from None
+
+
+async def _run_command(hook: HookSpec, context: Context, cwd: Path) -> None:
+    assert hook.run is not None
+    command = context.render_text(hook.run)
+    env = {**os.environ, **{k: context.render_text(v) for k, v in hook.env.items()}}
+    process = await asyncio.create_subprocess_shell(
+        command, cwd=cwd, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), timeout=hook.timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        raise HookFailed(f"`{command}` timed out after {hook.timeout:g}s") from None
+    if process.returncode != 0:
+        tail = output.decode(errors="replace").strip().splitlines()[-3:]
+        raise HookFailed(f"`{command}` exited with {process.returncode}: {' | '.join(tail)}")
+
+
+async def _run_request(hook: HookSpec, context: Context) -> None:
+    assert hook.http is not None
+    spec = hook.http
+    url = context.render_text(spec.url)
+    body = context.render_value(spec.body)
+    headers = {k: context.render_text(v) for k, v in spec.headers.items()}
+    try:
+        async with async_client(spec.timeout) as client:
+            response = await client.request(
+                spec.method, url, headers=headers,
+                **({"json": body} if body is not None and not isinstance(body, str) else
+                   {"content": body} if isinstance(body, str) else {}),
+            )
+    except httpx.HTTPError as exc:
+        raise HookFailed(f"{spec.method} {url}: {type(exc).__name__}: {exc}") from None
+    expected = spec.expect_status
+    ok = (response.status_code in expected if isinstance(expected, list)
+          else response.status_code == expected if expected is not None else response.is_success)
+    if not ok:
+        raise HookFailed(f"{spec.method} {url} answered {response.status_code}")

@@ -1,0 +1,79 @@
+"""Metrics of a run, computed after it from the turns' transport timestamps and the target's counters.
+
+A metric measured once per turn is a distribution: its plain name is the worst turn (`_max`), and any
+`_pNN` suffix (`turn_latency_ms_p95`, `_p50`, `_p99`...) is computed on request, as are `_min`, `_mean`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+
+from tamesu.conversation import AgentTurn
+
+_SUFFIX = re.compile(r"^(?P<base>.+?)_(?:p(?P<pct>\d{1,2}(?:\.\d+)?)|(?P<stat>max|min|mean))$")
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Linear interpolation between closest ranks (as spreadsheets and numpy compute it)."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = (pct / 100.0) * (len(ordered) - 1)
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+class Metrics(Mapping[str, float]):
+    """Scalar metrics plus per-turn distributions, readable by any supported name."""
+
+    def __init__(self, scalars: dict[str, float], distributions: dict[str, list[float]]) -> None:
+        self._scalars = scalars
+        self._distributions = {k: v for k, v in distributions.items() if v}
+
+    def _derive(self, name: str) -> float | None:
+        if name in self._scalars:
+            return self._scalars[name]
+        if name in self._distributions:
+            return max(self._distributions[name])
+        match = _SUFFIX.match(name)
+        if not match or match.group("base") not in self._distributions:
+            return None
+        values = self._distributions[match.group("base")]
+        if match.group("pct") is not None:
+            return percentile(values, float(match.group("pct")))
+        return {"max": max, "min": min, "mean": lambda v: sum(v) / len(v)}[match.group("stat")](values)
+
+    def __getitem__(self, name: str) -> float:
+        value = self._derive(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._derive(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.standard())
+
+    def __len__(self) -> int:
+        return len(self.standard())
+
+    def standard(self) -> dict[str, float]:
+        """What result.json records: every scalar, and p50/p95/max of every distribution."""
+        shown = dict(self._scalars)
+        for base, values in self._distributions.items():
+            shown[base] = max(values)
+            shown[f"{base}_p50"] = round(percentile(values, 50), 3)
+            shown[f"{base}_p95"] = round(percentile(values, 95), 3)
+            shown[f"{base}_max"] = max(values)
+        return shown
+
+
+def from_turns(turns: Iterable[AgentTurn], counters: Mapping[str, float]) -> Metrics:
+    agent_turns = list(turns)
+    latencies = [round(t.latency_ms, 3) for t in agent_turns if t.completed_at_ms >= t.sent_at_ms]
+    first_tokens = [round(v, 3) for t in agent_turns if (v := t.first_token_ms) is not None]
+    scalars = {"turns": float(len(agent_turns)), **{k: float(v) for k, v in counters.items()}}
+    return Metrics(scalars, {"turn_latency_ms": latencies, "time_to_first_token_ms": first_tokens})

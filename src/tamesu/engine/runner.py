@@ -1,0 +1,219 @@
+"""A whole invocation: suites in order, their tests side by side, repeats, retries, hooks, results on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from tamesu import __version__
+from tamesu.engine.artifacts import RunDirectory, new_run_dir
+from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
+from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult
+from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
+from tamesu.suite.templates import Context
+
+
+class Reporter(Protocol):
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None: ...
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None: ...
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None: ...
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None: ...
+    def warning(self, message: str) -> None: ...
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None: ...
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    parallel: int = 1
+    repeat: int | None = None
+    fail_fast: bool = False
+    today: dt.date = field(default_factory=dt.date.today)
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    run_dir: Path
+    results: list[TestResult]
+    summary: RunSummaryFile
+
+
+def exit_code_for(results: list[TestResult]) -> int:
+    statuses = {r.status for r in results}
+    if "error" in statuses:
+        return EXIT_INFRA
+    if "failed" in statuses:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def count(results: list[TestResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0, "skipped": 0}
+    for r in results:
+        counts[r.status] += 1
+    counts["total"] = len(results)
+    return counts
+
+
+class Runner:
+    def __init__(self, plan: Plan, tests: list[PlannedTest], options: RunOptions, reporter: Reporter) -> None:
+        self.plan = plan
+        self.tests = tests
+        self.options = options
+        self.reporter = reporter
+        self.results: list[TestResult] = []
+        self._stop = False
+        self._slots = asyncio.Semaphore(max(1, options.parallel))
+
+    async def run(self) -> Outcome:
+        started_wall = dt.datetime.now(dt.UTC)
+        started = time.monotonic()
+        run_dir = new_run_dir(self.options.out)
+        directory = RunDirectory(run_dir, self.plan.secrets.redactor)
+        self.reporter.start(self.plan, self.tests, run_dir)
+        warnings: list[str] = []
+        interrupted: str | None = None
+        try:
+            for suite in self.plan.suites:
+                chosen = [t for t in self.tests if t.suite is suite]
+                if chosen:
+                    warnings.extend(await self._run_suite(suite, chosen, directory))
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            interrupted = "interrupted"
+            raise
+        finally:
+            code = exit_code_for(self.results)
+            summary = RunSummaryFile(
+                tamesu_version=__version__, started_at=started_wall.isoformat(),
+                finished_at=dt.datetime.now(dt.UTC).isoformat(),
+                duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
+                counts=count(self.results), interrupted=interrupted, warnings=warnings,
+            )
+            directory.write_json(run_dir / "run.json", summary)
+        self.reporter.finish(summary, run_dir)
+        return Outcome(code, run_dir, self.results, summary)
+
+    def _suite_context(self, suite: LoadedSuite) -> Context:
+        merged = {**self.plan.project.spec.vars, **suite.spec.vars}
+        return Context(secrets=self.plan.secrets, env=dict(os.environ), vars=merged)
+
+    async def _run_suite(self, suite: LoadedSuite, tests: list[PlannedTest], directory: RunDirectory) -> list[str]:
+        project_hooks, suite_hooks = self.plan.project.spec.hooks, suite.spec.hooks
+        warnings: list[str] = []
+        context = self._suite_context(suite)
+        try:
+            await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, suite.dir, "before_all")
+        except HookFailed as exc:
+            for test in tests:
+                self._record(directory, self._unrun(test, "error", str(exc)), [])
+            return [str(exc)]
+        try:
+            await asyncio.gather(*(self._run_test(test, directory) for test in tests))
+        finally:
+            try:
+                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, suite.dir, "after_all")
+            except HookFailed as exc:
+                warnings.append(str(exc))
+                self.reporter.warning(str(exc))
+        return warnings
+
+    def _unrun(self, test: PlannedTest, status: str, reason: str) -> TestResult:
+        return TestResult(
+            suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags,
+            target=test.target_name, status=status,  # type: ignore[arg-type]
+            pass_threshold=test.spec.pass_threshold, skip_reason=reason if status == "skipped" else None,
+            runs=[RunSummary(run=0, status=status, dir="", error=reason)] if status == "error" else [],  # type: ignore[arg-type]
+        )
+
+    def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:
+        self.results.append(result)
+        directory.append_result(result)
+        self.reporter.test_finished(result, runs)
+        if self.options.fail_fast and result.status in ("failed", "error"):
+            self._stop = True
+
+    async def _run_test(self, test: PlannedTest, directory: RunDirectory) -> None:
+        if test.spec.skip:
+            reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
+            self._record(directory, self._unrun(test, "skipped", reason), [])
+            return
+        test_dir = directory.test_dir(test.suite.name, test.name)
+        repeat = self.options.repeat or test.spec.repeat
+        outcomes = await asyncio.gather(
+            *(self._run_with_retries(test, number, repeat, test_dir, directory) for number in range(1, repeat + 1))
+        )
+        finished = [o for o in outcomes if o is not None]
+        if not finished:
+            self._record(directory, self._unrun(test, "skipped", "fail-fast: an earlier test failed"), [])
+            return
+        runs = [o.result for o in finished]
+        result = aggregate(test, runs, test_dir, directory.root, self.options.today)
+        # the time the runs took, not the time spent waiting for a slot
+        result.duration_ms = round(sum(r.duration_ms for r in runs), 3)
+        self._record(directory, result, runs)
+
+    async def _run_with_retries(
+        self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory
+    ) -> RunOutcome | None:
+        async with self._slots:
+            if self._stop:
+                return None
+            self.reporter.run_started(test, number, total)
+            hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
+            outcome: RunOutcome | None = None
+            for attempt in range(1, test.spec.retries + 2):
+                run_dir = test_dir / (f"run-{number}" if attempt == 1 else f"run-{number}-retry-{attempt - 1}")
+                outcome = await execute_run(RunInputs(
+                    test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
+                    artifacts_dir=run_dir, secrets=self.plan.secrets,
+                    before_each=[*hooks[0].before_each, *hooks[1].before_each],
+                    after_each=[*hooks[0].after_each, *hooks[1].after_each],
+                ))
+                directory.write_json(run_dir / "transcript.json", outcome.transcript)
+                directory.write_json(run_dir / "result.json", outcome.result)
+                for message in outcome.warnings:
+                    self.reporter.warning(f"{test.id}: {message}")
+                if outcome.result.status != "error":
+                    break
+            assert outcome is not None
+            # decided before the slot is released, so no later run slips in after a failure
+            failed = outcome.result.status != "passed" and not test.quarantined(self.options.today)
+            if self.options.fail_fast and failed:
+                self._stop = True
+            self.reporter.run_finished(test, outcome.result)
+            return outcome
+
+
+def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date) -> TestResult:
+    passed = sum(1 for r in runs if r.status == "passed")
+    enough = passed / len(runs) >= test.spec.pass_threshold - 1e-9
+    if enough:
+        status = "passed"
+    elif any(r.status == "error" for r in runs):
+        status = "error"
+    else:
+        status = "failed"
+    quarantine = test.spec.quarantine if test.quarantined(today) else None
+    if status != "passed" and quarantine is not None:
+        status = "quarantined"
+    summaries = []
+    for r in sorted(runs, key=lambda r: r.run):
+        name = f"run-{r.run}" if r.attempt == 1 else f"run-{r.run}-retry-{r.attempt - 1}"
+        summaries.append(RunSummary(
+            run=r.run, status=r.status, attempts=r.attempt, error=r.error, failures=r.failed_assertions,
+            dir=str((test_dir / name).relative_to(root)), metrics=r.metrics,
+        ))
+    return TestResult(
+        suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
+        status=status, passed_runs=passed, total_runs=len(runs),  # type: ignore[arg-type]
+        pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
+        runs=summaries,
+    )

@@ -1,0 +1,48 @@
+"""The failures tamesu tells apart, each with its exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INFRA = 3
+EXIT_BUDGET = 4
+
+
+@dataclass
+class Problem:
+    """One thing wrong in what a user wrote, located in the file."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+@dataclass
+class ConfigError(Exception):
+    """Everything wrong in a suite or project file, reported at once (exit 2)."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+class InfraError(Exception):
+    """The agent, a server or a tool could not be reached or broke: not the agent's fault (exit 3)."""
+
+
+class TemplateError(Exception):
+    """A template names something that does not exist when it is rendered."""
+
+
+class BudgetExceeded(Exception):
+    """The run spent more than its budget (exit 4)."""

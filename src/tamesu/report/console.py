@@ -1,0 +1,131 @@
+"""The console: a live line per running test, then PASS / FAIL / QUAR / SKIP / ERR with reasons, then a summary."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.text import Text
+
+from tamesu.results import RunResult, RunSummaryFile, TestResult
+from tamesu.suite.secrets import Redactor
+
+_BADGES = {
+    "passed": ("PASS", "bold green"),
+    "failed": ("FAIL", "bold red"),
+    "error": ("ERR ", "bold magenta"),
+    "quarantined": ("QUAR", "bold yellow"),
+    "skipped": ("SKIP", "dim"),
+}
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def make_console(color: str, stderr: bool = False) -> Console:
+    """`auto` follows the terminal and NO_COLOR; `always` and `never` force it."""
+    if color == "always":
+        return Console(force_terminal=True, no_color=False, stderr=stderr, highlight=False)
+    if color == "never":
+        return Console(no_color=True, stderr=stderr, highlight=False, force_terminal=False)
+    return Console(stderr=stderr, highlight=False)
+
+
+class ConsoleReporter:
+    def __init__(self, console: Console, redactor: Redactor, verbose: int = 0) -> None:
+        self.console = console
+        self.redactor = redactor
+        self.verbose = verbose
+        self._running: dict[tuple[str, int], tuple[str, float]] = {}
+        self._live: Live | None = None
+        self._started = time.monotonic()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+        suites = len({t.suite.name for t in tests})
+        self._print(Text.assemble(("tamesu ", "bold"), f"running {len(tests)} test(s) from {suites} suite(s)"))
+        if self.console.is_terminal:
+            self._live = Live(self._render_running(), console=self.console, refresh_per_second=8,
+                              transient=True, get_renderable=self._render_running)
+            self._live.start()
+
+    def run_started(self, test: Any, number: int, total: int) -> None:
+        label = test.id if total == 1 else f"{test.id} (run {number}/{total})"
+        self._running[(test.id, number)] = (label, time.monotonic())
+        if self._live is None and self.verbose:
+            self._print(Text(f"  RUN  {label}", style="dim"))
+
+    def run_finished(self, test: Any, result: RunResult) -> None:
+        self._running.pop((test.id, result.run), None)
+        if self.verbose >= 2 or (self.verbose and result.status != "passed"):
+            self._print_transcript(result)
+
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        badge, style = _BADGES[result.status]
+        line = Text.assemble((badge, style), "  ", result.id)
+        if result.total_runs > 1:
+            line.append(f"  {result.passed_runs}/{result.total_runs} runs passed", style="dim")
+        if result.duration_ms:
+            line.append(f"  {result.duration_ms / 1000:.2f}s", style="dim")
+        self._print(line)
+        if result.status == "skipped" and result.skip_reason:
+            self._print(Text(f"      {result.skip_reason}", style="dim"))
+        if result.status == "quarantined" and result.quarantine:
+            self._print(Text(f"      quarantined: {result.quarantine}", style="yellow"))
+        if result.status in ("failed", "error", "quarantined"):
+            self._print_problems(result)
+
+    def warning(self, message: str) -> None:
+        self._print(Text(f"warning: {message}", style="yellow"))
+
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        c = summary.counts
+        parts = [f"{c['passed']} passed", f"{c['failed']} failed"]
+        if c["quarantined"]:
+            parts.append(f"{c['quarantined']} quarantined")
+        if c["error"]:
+            parts.append(f"{c['error']} errors")
+        if c["skipped"]:
+            parts.append(f"{c['skipped']} skipped")
+        style = "bold red" if c["failed"] or c["error"] else "bold green"
+        self._print(Text(""))
+        self._print(Text.assemble((", ".join(parts), style), f" in {summary.duration_ms / 1000:.2f}s"))
+        self._print(Text(f"results: {run_dir}", style="dim"))
+
+    # ------------------------------------------------------------ helpers
+
+    def _print(self, renderable: Any) -> None:
+        if isinstance(renderable, Text):
+            renderable = Text(self.redactor.text(renderable.plain), style=renderable.style, spans=renderable.spans)
+        self.console.print(renderable)
+
+    def _render_running(self) -> Group:
+        now = time.monotonic()
+        frame = _SPINNER[int(now * 8) % len(_SPINNER)]
+        lines = [Text(f"  {frame} {label}  {now - since:.1f}s", style="cyan")
+                 for label, since in sorted(self._running.values(), key=lambda v: v[1])]
+        return Group(*lines)
+
+    def _print_problems(self, result: TestResult) -> None:
+        for run in result.runs:
+            prefix = f"run {run.run}: " if result.total_runs > 1 else ""
+            if run.error:
+                self._print(Text(f"      ! {prefix}{run.error}", style="magenta"))
+            for failure in run.failures:
+                where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
+                self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
+            if run.dir and (run.error or run.failures):
+                self._print(Text(f"        {run.dir}", style="dim"))
+
+    def _print_transcript(self, result: RunResult) -> None:
+        self._print(Text(f"    transcript of {result.test}, run {result.run}:", style="dim"))
+        for turn in result.turns:
+            if turn.user is not None:
+                self.console.print(f"      [bold]user[/]  {escape(self.redactor.text(turn.user.display()))}")
+            self.console.print(f"      [bold]agent[/] {escape(self.redactor.text(turn.agent.text))}")

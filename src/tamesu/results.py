@@ -1,0 +1,131 @@
+"""What a run records on disk: the typed, versioned shapes of result.json, transcript.json and results.jsonl."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["passed", "failed", "error", "skipped"]
+TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined"]
+EndReason = Literal[
+    "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "simulator_stopped",
+    "turn_failed", "error", "timeout", "not_started",
+]
+
+
+class AssertionResult(BaseModel):
+    name: str
+    """`contains`, `defaults/contains`, `slo/turn_latency_ms_p95`..."""
+    passed: bool
+    reason: str = ""
+    score: float | None = None
+    evidence: list[str] = Field(default_factory=list)
+    on_turn: int | str | None = None
+
+
+class TurnRecord(BaseModel):
+    index: int
+    user: UserTurn | None
+    agent: AgentTurn
+
+
+class TranscriptLine(BaseModel):
+    role: Literal["user", "agent"]
+    text: str
+    turn: int
+    at_ms: float
+
+
+class Transcript(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    test: str
+    run: int
+    lines: list[TranscriptLine] = Field(default_factory=list)
+
+
+class RunResult(BaseModel):
+    """result.json: everything one run of one test did and how it was graded."""
+
+    schema_version: int = SCHEMA_VERSION
+    suite: str
+    test: str
+    run: int
+    attempt: int = 1
+    status: RunStatus
+    error: str | None = None
+    end_reason: EndReason = "not_started"
+    started_at: str
+    duration_ms: float = 0.0
+    target: str
+    target_type: str
+    vars: dict[str, Any] = Field(default_factory=dict)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    captured: dict[str, Any] = Field(default_factory=dict)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+
+    @property
+    def failed_assertions(self) -> list[AssertionResult]:
+        return [a for a in self.assertions if not a.passed]
+
+
+class RunSummary(BaseModel):
+    run: int
+    status: RunStatus
+    dir: str
+    attempts: int = 1
+    error: str | None = None
+    failures: list[AssertionResult] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class TestResult(BaseModel):
+    """One line of results.jsonl, written as soon as every run of the test has finished."""
+
+    schema_version: int = SCHEMA_VERSION
+    suite: str
+    test: str
+    id: str
+    case: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    target: str
+    status: TestStatus
+    passed_runs: int = 0
+    total_runs: int = 0
+    pass_threshold: float = 1.0
+    quarantine: str | None = None
+    skip_reason: str | None = None
+    duration_ms: float = 0.0
+    runs: list[RunSummary] = Field(default_factory=list)
+
+    __test__ = False
+
+    @property
+    def underlying(self) -> str:
+        """What the test did when quarantine is set aside: passed, failed or error."""
+        if self.status != "quarantined":
+            return self.status
+        if any(r.status == "error" for r in self.runs) and self.passed_runs < self.total_runs:
+            return "error"
+        return "failed"
+
+
+class RunSummaryFile(BaseModel):
+    """run.json: the whole invocation, written at the end."""
+
+    schema_version: int = SCHEMA_VERSION
+    tamesu_version: str
+    started_at: str
+    finished_at: str
+    duration_ms: float
+    exit_code: int
+    counts: dict[str, int]
+    interrupted: str | None = None
+    warnings: list[str] = Field(default_factory=list)

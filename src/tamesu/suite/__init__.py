@@ -1,0 +1,1 @@
+"""What a user writes: the schema of suites and project files, loading, and templates."""

@@ -1,0 +1,222 @@
+"""The pydantic models of everything a user writes in a suite or in `tamesu.yaml`.
+
+Targets and assertions are validated by the module that owns each type (see `tamesu.targets` and
+`tamesu.checks`), so here they stay raw mappings; the loader dispatches them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: Any) -> float:
+    """`60s`, `500ms`, `2m`, or a number of seconds, as seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 30s or 500ms")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    raise ValueError(f"expected a duration such as 30s or 500ms, got {value!r}")
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class Strict(BaseModel):
+    """Every model a user writes rejects keys it does not know, so typos are caught."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ConnectSpec(Strict):
+    """How a request that never reached the agent is retried."""
+
+    attempts: int = Field(3, ge=1, le=100)
+    backoff: Duration = 0.5
+    timeout: Duration = 10.0
+
+
+class HttpRequestSpec(Strict):
+    url: str
+    method: str = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: Any = None
+    timeout: Duration = 30.0
+    expect_status: list[int] | int | None = None
+
+
+class HookSpec(Strict):
+    """A command (`run`) or an HTTP request (`http`) run around tests."""
+
+    run: str | None = None
+    http: HttpRequestSpec | None = None
+    timeout: Duration = 60.0
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"run": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HookSpec:
+        if (self.run is None) == (self.http is None):
+            raise ValueError("a hook is either run: <command> or http: {url, ...}")
+        return self
+
+
+class HooksSpec(Strict):
+    before_all: list[HookSpec] = Field(default_factory=list)
+    after_all: list[HookSpec] = Field(default_factory=list)
+    before_each: list[HookSpec] = Field(default_factory=list)
+    after_each: list[HookSpec] = Field(default_factory=list)
+
+
+class Behaviors(Strict):
+    interrupt_probability: float | None = Field(None, ge=0, le=1)
+    silence_after_turn_ms: list[int] | int | None = None
+    background_noise: str | None = None
+
+
+class Persona(Strict):
+    name: str = "User"
+    style: str | None = None
+    language: str | None = None
+    voice: str | None = None
+    background: str | None = None
+    behaviors: Behaviors = Field(default_factory=Behaviors)
+
+
+class FileSpec(Strict):
+    path: str | None = None
+    uri: str | None = None
+    name: str | None = None
+    mime: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"uri": value} if re.match(r"^[a-z][a-z0-9+.-]*://", value) else {"path": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FileSpec:
+        if (self.path is None) == (self.uri is None):
+            raise ValueError("a file is a path relative to the suite or a uri")
+        return self
+
+
+class ScriptStep(Strict):
+    say: str | None = None
+    data: Any = None
+    files: list[FileSpec] = Field(default_factory=list)
+    wait_for: str | None = None
+    dtmf: str | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> ScriptStep:
+        if self.say is None and self.data is None and not self.files and self.wait_for is None and not self.dtmf:
+            raise ValueError("a script step needs say, data, files, wait_for or dtmf")
+        return self
+
+
+class Scenario(Strict):
+    goal: str | None = None
+    max_turns: int = Field(10, ge=1, le=1000)
+    stop_when: str | None = None
+    script: list[ScriptStep] = Field(default_factory=list)
+
+
+class Quarantine(Strict):
+    reason: str = Field(min_length=1)
+    until: dt.date | None = None
+
+    def active(self, today: dt.date) -> bool:
+        return self.until is None or today <= self.until
+
+
+class Case(Strict):
+    name: str = Field(min_length=1)
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+
+class CaptureSpec(Strict):
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    regex: str | None = None
+    json_path: str | None = None
+    extract: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CaptureSpec:
+        given = [k for k in ("regex", "json_path", "extract") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("a capture takes exactly one of regex, json_path or extract")
+        return self
+
+
+class Defaults(Strict):
+    assert_: list[Any] = Field(default_factory=list, alias="assert")
+    slo: dict[str, float] = Field(default_factory=dict)
+
+
+class TestSpec(Strict):
+    name: str = Field(min_length=1)
+    description: str | None = None
+    target: str
+    tags: list[str] = Field(default_factory=list)
+    persona: Persona | None = None
+    scenario: Scenario = Field(default_factory=Scenario)
+    assert_: list[Any] = Field(default_factory=list, alias="assert")
+    repeat: int = Field(1, ge=1, le=10000)
+    pass_threshold: float = Field(1.0, ge=0.0, le=1.0)
+    retries: int = Field(0, ge=0, le=20)
+    quarantine: Quarantine | None = None
+    skip: str | bool = False
+    vars: dict[str, Any] = Field(default_factory=dict)
+    cases: list[Case] = Field(default_factory=list)
+    cases_file: str | None = None
+    capture: list[CaptureSpec] = Field(default_factory=list)
+    timeout: Duration = 300.0
+
+    __test__ = False  # not a pytest class
+
+
+class SecretsSpec(Strict):
+    env_files: list[str] = Field(default_factory=lambda: [".env"])
+
+
+class SuiteSpec(Strict):
+    name: str | None = None
+    description: str | None = None
+    targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    defaults: Defaults = Field(default_factory=Defaults)
+    hooks: HooksSpec = Field(default_factory=HooksSpec)
+    vars: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, Any] = Field(default_factory=dict)
+    tests: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ProjectSpec(Strict):
+    """`tamesu.yaml`: what every suite of a project shares."""
+
+    suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
+    models: dict[str, Any] = Field(default_factory=dict)
+    defaults: Defaults = Field(default_factory=Defaults)
+    hooks: HooksSpec = Field(default_factory=HooksSpec)
+    secrets: SecretsSpec = Field(default_factory=SecretsSpec)
+    vars: dict[str, Any] = Field(default_factory=dict)
+    out: str = "tamesu-runs"
+    parallel: int = Field(1, ge=1, le=10000)

@@ -1,0 +1,157 @@
+"""`{{namespace.name}}` templates: parsing for validation, rendering at run time."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from tamesu.errors import TemplateError
+
+TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$")
+
+# Namespaces and what they hold; bare names (`message`, `session`) are values of their own.
+KNOWN_ROOTS = {
+    "secrets": "an environment variable or a .env entry, masked in everything tamesu writes",
+    "env": "an environment variable that is not secret (shown as is)",
+    "vars": "a value of the test, its case or its suite",
+    "captured": "a value captured from an agent turn",
+    "session": "the session id, or a value captured by session.open",
+    "message": "the user message of this turn",
+    "remote": "a remote agent of the suite",
+    "listen": "the URL of the API tamesu serves for the agent",
+    "response": "the JSON the send request answered",
+    "run": "the run's id and number",
+}
+
+
+def references(text: str) -> Iterator[tuple[str, str]]:
+    """Yield (expression, problem) for every template in `text`; problem is empty when well-formed."""
+    opened = text.count("{{")
+    found = 0
+    for match in TEMPLATE.finditer(text):
+        found += 1
+        expr = match.group(1)
+        if not NAME.match(expr):
+            yield expr, f"bad template {{{{{expr}}}}}: expected a name such as vars.city"
+            continue
+        root = expr.split(".", 1)[0]
+        if root not in KNOWN_ROOTS:
+            known = ", ".join(sorted(KNOWN_ROOTS))
+            yield expr, f"bad template {{{{{expr}}}}}: unknown namespace {root!r} (one of {known})"
+            continue
+        yield expr, ""
+    if opened > found:
+        yield "", "bad template: '{{' without a matching '}}'"
+
+
+def walk_strings(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Every string inside a JSON-like value, with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from walk_strings(item, (*path, key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from walk_strings(item, (*path, index))
+
+
+Resolver = Callable[[str], Any]
+
+
+class Context:
+    """The values templates may name at one moment of a run.
+
+    Each namespace is a mapping or a resolver; a bare root (such as `message`) is a plain value.
+    """
+
+    def __init__(self, **namespaces: Any) -> None:
+        self._namespaces: dict[str, Any] = dict(namespaces)
+
+    def child(self, **namespaces: Any) -> Context:
+        merged = dict(self._namespaces)
+        merged.update(namespaces)
+        return Context(**merged)
+
+    def lookup(self, expr: str) -> Any:
+        root, _, rest = expr.partition(".")
+        if root not in self._namespaces:
+            raise TemplateError(f"{{{{{expr}}}}} is not available here")
+        value = self._namespaces[root]
+        if not rest:
+            if isinstance(value, Mapping) and "" in value:
+                return value[""]
+            if isinstance(value, Mapping) or callable(value):
+                raise TemplateError(f"{{{{{expr}}}}} needs a name after {root}.")
+            return value
+        if callable(value) and not isinstance(value, Mapping):
+            return value(rest)
+        for part in rest.split("."):
+            if isinstance(value, Mapping) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                raise TemplateError(f"{{{{{expr}}}}} has no value")
+        return value
+
+    def render(self, text: str) -> Any:
+        """Render one string. A string that is exactly one template keeps the value's type."""
+        whole = TEMPLATE.fullmatch(text.strip()) if "{{" in text else None
+        if whole:
+            return self.lookup(whole.group(1))
+        if "{{" not in text:
+            return text
+
+        def substitute(match: re.Match[str]) -> str:
+            value = self.lookup(match.group(1))
+            if isinstance(value, str):
+                return value
+            return json.dumps(value, ensure_ascii=False)
+
+        return TEMPLATE.sub(substitute, text)
+
+    def render_text(self, text: str) -> str:
+        value = self.render(text)
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    def render_value(self, value: Any) -> Any:
+        """Render every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self.render(value)
+        if isinstance(value, Mapping):
+            return {key: self.render_value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.render_value(item) for item in value]
+        return value
+
+
+def render_partial(value: Any, known: Mapping[str, Any]) -> Any:
+    """Render only the namespaces in `known`, leaving every other template as written.
+
+    Used when expanding cases: `{{vars.x}}` becomes its value, `{{captured.y}}` waits for the run.
+    """
+    if isinstance(value, str):
+        if "{{" not in value:
+            return value
+
+        def substitute(match: re.Match[str]) -> str:
+            expr = match.group(1)
+            root, _, rest = expr.partition(".")
+            if root not in known or not rest:
+                return match.group(0)
+            try:
+                found = Context(**{root: known[root]}).lookup(expr)
+            except TemplateError:
+                return match.group(0)
+            return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+
+        return TEMPLATE.sub(substitute, value)
+    if isinstance(value, Mapping):
+        return {key: render_partial(item, known) for key, item in value.items()}
+    if isinstance(value, list):
+        return [render_partial(item, known) for item in value]
+    return value

@@ -1,0 +1,54 @@
+"""Target types. Each is one module; this registry imports it only when a suite uses it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tamesu.targets.base import Target
+
+_IMPLEMENTED: dict[str, str] = {
+    "rest": "tamesu.targets.rest:RestTarget",
+}
+
+# Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
+KEYS_BY_TYPE: dict[str, set[str]] = {
+    "browser": {"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"},
+    "rest": {"url", "method", "headers", "request", "response", "streaming", "session"},
+    "livekit": {"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"},
+    "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"},
+    "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
+                 "audio_format"},
+    "grpc": {"url", "headers"},
+    "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
+    "twilio": {"url", "from", "to", "parameters"},
+    "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
+              "model"},
+    "mcp": {"command", "args", "env", "url", "headers", "allow_tools", "call_timeout", "model", "system"},
+    "a2a": {"url", "transport", "headers", "stream", "push", "skill", "metadata"},
+    "voice": {"url", "audio", "messages", "session"},
+}
+
+
+def known_types() -> list[str]:
+    return sorted(KEYS_BY_TYPE)
+
+
+def is_implemented(kind: str) -> bool:
+    return kind in _IMPLEMENTED
+
+
+def target_class(kind: str) -> type[Target]:
+    module_name, _, class_name = _IMPLEMENTED[kind].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def foreign_key_owner(kind: str, key: str) -> str | None:
+    """The other target type a key belongs to, when it is not a key of `kind` itself."""
+    if key in KEYS_BY_TYPE.get(kind, set()):
+        return None
+    for other, keys in KEYS_BY_TYPE.items():
+        if other != kind and key in keys:
+            return other
+    return None

@@ -1,0 +1,164 @@
+"""HTTP for the rest target: one client per target instance, connect retries, answers as tamesu reads them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from tamesu._http import ssl_context
+from tamesu.conversation import Session, TurnError
+from tamesu.errors import InfraError
+from tamesu.suite.schema import ConnectSpec
+
+T = TypeVar("T")
+EXCERPT = 200
+
+
+def parse_body(text: str) -> Any:
+    """JSON when the text is JSON (whatever the content type says), else the text; None when empty."""
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def excerpt(doc: Any) -> str:
+    text = doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False)
+    return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """Why a request never reached the agent, or None when it did (or the error is not about reaching it)."""
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return "connect timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return os_reason(exc)
+    return None
+
+
+def os_reason(exc: BaseException) -> str:
+    """The operating system's words (Connection refused, Name or service not known) behind a wrapped error."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and (seen.errno or seen.strerror):
+            # asyncio words refusals as "Connect call failed (addr)"; the errno says what happened.
+            if seen.errno and seen.errno > 0 and not isinstance(seen, socket.gaierror):
+                return os.strerror(seen.errno)
+            return str(seen.strerror or seen)
+        seen = seen.__cause__ or seen.__context__
+    return str(exc) or type(exc).__name__
+
+
+async def with_connect_retries(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    reason_of: Callable[[BaseException], str | None],
+    connect: ConnectSpec,
+    session: Session,
+    what: str,
+    url: str,
+) -> T:
+    """Run `attempt` until it reaches the agent: failures `reason_of` recognises are retried, then InfraError."""
+    masked = session.redactor.text(url)
+    for number in range(1, connect.attempts + 1):
+        try:
+            return await attempt()
+        except Exception as exc:
+            reason = reason_of(exc)
+            if reason is None:
+                raise
+            if number == connect.attempts:
+                raise InfraError(f"{what}: cannot reach {masked} after {number} attempts: {reason}") from exc
+            session.event("connect_retry", attempt=number, attempts=connect.attempts, reason=reason, url=masked)
+            await asyncio.sleep(connect.backoff)
+    raise AssertionError("unreachable: connect.attempts is at least 1")
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    sent_at_ms: float
+    completed_at_ms: float
+
+
+class Http:
+    """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md)."""
+
+    def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str) -> None:
+        self._session = session
+        self._connect = connect
+        self._what = what
+        self.client = httpx.AsyncClient(verify=ssl_context(),
+                                        timeout=httpx.Timeout(read_timeout, connect=connect.timeout))
+        self.requests = 0
+        """Requests that reached the agent."""
+        self.unreachable: str | None = None
+        """Why the last attempt did not reach the agent, while it is being retried."""
+
+    def build(self, method: str, url: str, headers: dict[str, str], body: Any, *, has_body: bool,
+              timeout: float | None = None) -> httpx.Request:
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = httpx.Timeout(timeout, connect=self._connect.timeout)
+        if not has_body:
+            return self.client.build_request(method, url, headers=headers, **extra)
+        if isinstance(body, str):
+            if not any(k.lower() == "content-type" for k in headers):
+                headers = {**headers, "Content-Type": "text/plain; charset=utf-8"}
+            return self.client.build_request(method, url, headers=headers, content=body.encode(), **extra)
+        return self.client.build_request(method, url, headers=headers, json=body, **extra)
+
+    async def open_stream(self, request: httpx.Request) -> tuple[httpx.Response, float]:
+        """Send with connect retries; the response's body is left unread. Returns it and when it was sent."""
+
+        async def attempt() -> tuple[httpx.Response, float]:
+            sent_at = self._session.now_ms()
+            try:
+                response = await self.client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                reason = unreachable_reason(exc)
+                self.unreachable = reason
+                if reason is None:
+                    self.requests += 1
+                    raise TurnError(f"{request.method} {self._mask(request)} failed: {os_reason(exc)}") from exc
+                raise
+            self.unreachable = None
+            self.requests += 1
+            return response, sent_at
+
+        return await with_connect_retries(attempt, reason_of=unreachable_reason, connect=self._connect,
+                                          session=self._session, what=self._what, url=str(request.url))
+
+    async def fetch(self, request: httpx.Request) -> Answer:
+        response, sent_at = await self.open_stream(request)
+        try:
+            text = await read_text(response)
+        finally:
+            await response.aclose()
+        return Answer(response.status_code, parse_body(text), sent_at, self._session.now_ms())
+
+    def _mask(self, request: httpx.Request) -> str:
+        return self._session.redactor.text(str(request.url))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+async def read_text(response: httpx.Response) -> str:
+    try:
+        content = await response.aread()
+    except httpx.HTTPError as exc:
+        raise TurnError(f"the answer broke off: {os_reason(exc)}", status=response.status_code) from exc
+    return content.decode(response.encoding or "utf-8", errors="replace")

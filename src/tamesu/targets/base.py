@@ -1,0 +1,70 @@
+"""The contract every target implements, and the keys every conversational target shares."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from tamesu.conversation import AgentTurn, Session, UserTurn
+from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
+
+
+class SessionOpenSpec(HttpRequestSpec):
+    """A request made once per run before the target starts; its captures render as {{session.NAME}}."""
+
+    method: str = "POST"
+    capture: dict[str, str] = Field(default_factory=dict)
+    """NAME: JSONPath into the response body."""
+
+
+class HandoffSpec(Strict):
+    """How the agent signals that a person took over: a JSONPath that is truthy, or a pattern in its text."""
+
+    json_path: str | None = None
+    regex: str | None = None
+    to: str | None = None
+    """JSONPath to who took over (a queue, a person)."""
+    summary: str | None = None
+    """JSONPath to the summary the agent handed over."""
+
+
+class TargetSpec(Strict):
+    """Keys every target type accepts."""
+
+    type: str
+    description: str | None = None
+    connect: ConnectSpec = Field(default_factory=ConnectSpec)
+    handoff: HandoffSpec | None = None
+    turn_timeout: Duration = 60.0
+
+
+class Target(ABC):
+    """One agent under test, reached over one transport. A target never imports the engine."""
+
+    kind: ClassVar[str]
+    Spec: ClassVar[type[TargetSpec]]
+    conversational: ClassVar[bool] = True
+
+    def __init__(self, spec: Any, name: str) -> None:
+        self.spec = spec
+        self.name = name
+
+    @abstractmethod
+    async def open(self, session: Session) -> None:
+        """Connect, read what describes the agent, make the session.open request."""
+
+    @abstractmethod
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        """Send one user turn and return the agent's turn. Raises TurnError or InfraError."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Hang up and release everything; safe to call twice, and after a failed open."""
+
+    def metrics(self) -> dict[str, float]:
+        """Metrics only this target type knows (counters it kept); the engine adds the common ones."""
+        return {}
+
+

@@ -1,0 +1,255 @@
+"""Real HTTP and websocket agents for testing the `rest` target, in one Starlette app.
+
+Serve them with `serve()` (a `tamesu._serve.ThreadServer` on a free 127.0.0.1 port) or the fixtures in
+`agents.fixtures`. Every agent keeps its state in the app instance, so each `app()` starts fresh.
+
+What each agent says to what (MESSAGE is the user's words):
+
+POST /chat            plain JSON. Body {message, session_id, data?}. Remembers turns per session_id.
+    "crash"           -> 500 {"error": "internal failure"}
+    "forbidden"       -> 403 {"error": "not allowed", "text": "You may not do that."}
+    "slow"            -> waits SLOW_SECONDS, then answers like any message
+    "bye"             -> {"text": "Goodbye!", "done": true}
+    "human please"    -> {"text": "Let me connect you to a person.",
+                          "handoff": {"active": true, "queue": "billing", "summary": "Customer wants a human"}}
+    contains "book"   -> {"text": "Booked Saturday 10:00.", "tool_calls": [
+                            {"name": "find_slot", "arguments": "{\"day\": \"saturday\"}", "result": {"slot": "10:00"}},
+                            {"function": {"name": "book_room", "arguments": "{\"day\": \"saturday\"}"}}]}
+    anything else     -> {"text": "Echo N: MESSAGE"} (N = this session's turn number)
+    Every JSON answer also has "session_id", "turn", "data" (as received) and "auth" (the Authorization header).
+POST /plain           text/plain "plain: MESSAGE".
+POST /sse             server-sent events: "You said MESSAGE" word by word as {"delta": " word"} events
+                      (STREAM_PAUSE apart; the deltas joined give the sentence), then `data: [DONE]`.
+    "final"           -> the deltas, then {"done": true, "text": <the whole reply>} and no [DONE]
+    "bye"             -> {"delta": "Goodbye!"}, then {"done": true, "hangup": true}
+    "tools"           -> {"tool_calls": [{"name": "lookup", "args": {"q": "x"}}]}, then the deltas, then [DONE]
+    "crash"           -> 500 {"error": "stream failed"}
+    "nostream"        -> a plain JSON answer {"text": "not streamed"}
+WS   /ws              websocket. Each JSON message {message, ...} is answered with "You said MESSAGE"
+                      word by word as {"delta": " word"} messages, then {"done": true, "turn": N,
+                      "key": <X-Api-Key header of the handshake>}.
+    ?greet=1          -> sends {"text": "Welcome!"} as soon as the socket opens
+    "bye"             -> {"delta": "Bye"}, then {"done": true, "hangup": true}
+    "close"           -> closes the socket with code 1011
+POST /jobs            poll style. Body {message, session_id} -> 202 {"job": ID}.
+GET  /jobs/{ID}       {"status": "pending"} for the first PENDING_POLLS polls, then
+                      {"status": "done", "text": "Processed: MESSAGE"}; 404 for an unknown job.
+    "crash"           -> the job's polls answer 500
+POST /bot             callback style, as Slack or Telegram bots. Body {text, callback, session_id}
+                      -> 200 {"accepted": true}; then, asynchronously, it POSTs to `callback`
+                      {"text": "Working on: MESSAGE"} and, CALLBACK_PAUSE later, {"text": "Done: MESSAGE"}.
+    "bye"             -> posts {"text": "Bye", "end": true}
+    "silent"          -> posts nothing
+    Bodies the callback answered are kept in `agents.callback_answers`.
+POST /conversations   session.open: 201 {"id": "conv-N", "token": "tok-N"}.
+POST /conversations/{ID}/messages
+                      needs "Authorization: Bearer tok-N" of that conversation (else 401 {"error": ...});
+                      answers {"reply": {"text": "[conv-N] MESSAGE"}, "conversation": ID}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from tamesu._serve import ThreadServer
+
+SLOW_SECONDS = 3.0
+STREAM_PAUSE = 0.03
+PENDING_POLLS = 2
+CALLBACK_PAUSE = 0.1
+
+BOOK_CALLS = [
+    {"name": "find_slot", "arguments": json.dumps({"day": "saturday"}), "result": {"slot": "10:00"}},
+    {"function": {"name": "book_room", "arguments": json.dumps({"day": "saturday"})}},
+]
+
+
+def chunks(text: str) -> list[str]:
+    """The words of `text` as a stream sends them: joined, they give `text` back."""
+    words = text.split(" ")
+    return [words[0], *(" " + word for word in words[1:])]
+
+
+class RestAgents:
+    """The state of every agent of one app: sessions, jobs, conversations, what callbacks answered."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, int] = {}
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.conversations: dict[str, str] = {}
+        self.callback_answers: list[Any] = []
+        self._ids = itertools.count(1)
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            Route("/chat", self.chat, methods=["POST"]),
+            Route("/plain", self.plain, methods=["POST"]),
+            Route("/sse", self.sse, methods=["POST"]),
+            WebSocketRoute("/ws", self.ws),
+            Route("/jobs", self.create_job, methods=["POST"]),
+            Route("/jobs/{job}", self.read_job, methods=["GET"]),
+            Route("/bot", self.bot, methods=["POST"]),
+            Route("/conversations", self.open_conversation, methods=["POST"]),
+            Route("/conversations/{conv}/messages", self.conversation_message, methods=["POST"]),
+        ])
+
+    # -- POST /chat ---------------------------------------------------------------------------------
+
+    async def chat(self, request: Request) -> Response:
+        body = await request.json()
+        message = str(body.get("message", ""))
+        session_id = str(body.get("session_id", ""))
+        turn = self.turns[session_id] = self.turns.get(session_id, 0) + 1
+        common = {"session_id": session_id, "turn": turn, "data": body.get("data"),
+                  "auth": request.headers.get("authorization")}
+        if message == "crash":
+            return JSONResponse({"error": "internal failure"}, status_code=500)
+        if message == "forbidden":
+            return JSONResponse({"error": "not allowed", "text": "You may not do that.", **common},
+                                status_code=403)
+        if message == "slow":
+            await asyncio.sleep(SLOW_SECONDS)
+        if message == "bye":
+            return JSONResponse({"text": "Goodbye!", "done": True, **common})
+        if message == "human please":
+            return JSONResponse({"text": "Let me connect you to a person.", **common, "handoff": {
+                "active": True, "queue": "billing", "summary": "Customer wants a human"}})
+        if "book" in message:
+            return JSONResponse({"text": "Booked Saturday 10:00.", "tool_calls": BOOK_CALLS, **common})
+        return JSONResponse({"text": f"Echo {turn}: {message}", **common})
+
+    async def plain(self, request: Request) -> Response:
+        body = await request.json()
+        return PlainTextResponse(f"plain: {body.get('message', '')}")
+
+    # -- POST /sse ----------------------------------------------------------------------------------
+
+    async def sse(self, request: Request) -> Response:
+        message = str((await request.json()).get("message", ""))
+        if message == "crash":
+            return JSONResponse({"error": "stream failed"}, status_code=500)
+        if message == "nostream":
+            return JSONResponse({"text": "not streamed"})
+        return StreamingResponse(self._sse_events(message), media_type="text/event-stream")
+
+    async def _sse_events(self, message: str) -> AsyncIterator[str]:
+        if message == "bye":
+            events: list[Any] = [{"delta": "Goodbye!"}, {"done": True, "hangup": True}]
+        else:
+            events = [{"delta": chunk} for chunk in chunks(f"You said {message}")]
+            if message == "tools":
+                events.insert(0, {"tool_calls": [{"name": "lookup", "args": {"q": "x"}}]})
+            if message == "final":
+                events.append({"done": True, "text": f"You said {message}"})
+            else:
+                events.append("[DONE]")
+        yield ": a comment line the reader must skip\n\n"
+        for event in events:
+            await asyncio.sleep(STREAM_PAUSE)
+            data = event if isinstance(event, str) else json.dumps(event)
+            yield f"event: message\ndata: {data}\n\n"
+
+    # -- WS /ws -------------------------------------------------------------------------------------
+
+    async def ws(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        key = websocket.headers.get("x-api-key")
+        if websocket.query_params.get("greet"):
+            await websocket.send_json({"text": "Welcome!"})
+        turn = 0
+        try:
+            while True:
+                message = str(json.loads(await websocket.receive_text()).get("message", ""))
+                turn += 1
+                if message == "close":
+                    await websocket.close(code=1011, reason="asked to close")
+                    return
+                if message == "bye":
+                    await websocket.send_json({"delta": "Bye"})
+                    await websocket.send_json({"done": True, "hangup": True})
+                    continue
+                for chunk in chunks(f"You said {message}"):
+                    await asyncio.sleep(STREAM_PAUSE)
+                    await websocket.send_json({"delta": chunk})
+                await websocket.send_json({"done": True, "turn": turn, "key": key})
+        except WebSocketDisconnect:
+            return
+
+    # -- POST /jobs, GET /jobs/{id} -----------------------------------------------------------------
+
+    async def create_job(self, request: Request) -> Response:
+        body = await request.json()
+        job = f"job-{next(self._ids)}"
+        self.jobs[job] = {"message": str(body.get("message", "")), "polls": 0}
+        return JSONResponse({"job": job}, status_code=202)
+
+    async def read_job(self, request: Request) -> Response:
+        job = self.jobs.get(request.path_params["job"])
+        if job is None:
+            return JSONResponse({"error": "no such job"}, status_code=404)
+        if job["message"] == "crash":
+            return JSONResponse({"error": "job failed"}, status_code=500)
+        job["polls"] += 1
+        if job["polls"] <= PENDING_POLLS:
+            return JSONResponse({"status": "pending"})
+        return JSONResponse({"status": "done", "text": f"Processed: {job['message']}"})
+
+    # -- POST /bot ----------------------------------------------------------------------------------
+
+    async def bot(self, request: Request) -> Response:
+        body = await request.json()
+        text, callback = str(body.get("text", "")), str(body.get("callback", ""))
+        if text == "bye":
+            posts: list[dict[str, Any]] = [{"text": "Bye", "end": True}]
+        elif text == "silent":
+            posts = []
+        else:
+            posts = [{"text": f"Working on: {text}"}, {"text": f"Done: {text}"}]
+        return JSONResponse({"accepted": True}, background=BackgroundTask(self._call_back, callback, posts))
+
+    async def _call_back(self, callback: str, posts: list[dict[str, Any]]) -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            for post in posts:
+                await asyncio.sleep(CALLBACK_PAUSE)
+                answer = await client.post(callback, json=post)
+                self.callback_answers.append(answer.json())
+
+    # -- session.open: /conversations ---------------------------------------------------------------
+
+    async def open_conversation(self, request: Request) -> Response:
+        number = next(self._ids)
+        conv, token = f"conv-{number}", f"tok-{number}"
+        self.conversations[conv] = token
+        return JSONResponse({"id": conv, "token": token}, status_code=201)
+
+    async def conversation_message(self, request: Request) -> Response:
+        conv = request.path_params["conv"]
+        token = self.conversations.get(conv)
+        if token is None or request.headers.get("authorization") != f"Bearer {token}":
+            return JSONResponse({"error": "unknown conversation or bad token"}, status_code=401)
+        message = str((await request.json()).get("message", ""))
+        return JSONResponse({"reply": {"text": f"[{conv}] {message}"}, "conversation": conv})
+
+
+def app() -> tuple[Starlette, RestAgents]:
+    """A fresh app and the state behind it."""
+    agents = RestAgents()
+    return agents.app(), agents
+
+
+def serve() -> tuple[ThreadServer, RestAgents]:
+    """Start every agent on a free port; `stop()` the server when done (or use it as a context manager)."""
+    application, agents = app()
+    return ThreadServer(application).start(), agents

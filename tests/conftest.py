@@ -1,0 +1,45 @@
+"""Shared fixtures: the tamesu command run as a user runs it, and local servers on free ports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tamesu._serve import ThreadServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`tamesu ARGS` in a child process, exactly as from a shell."""
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    full_env.pop("TAMESU_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "tamesu", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def tamesu() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_tamesu
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Any], ThreadServer]]:
+    """Start ASGI apps on 127.0.0.1 free ports; all stop when the test ends."""
+    servers: list[ThreadServer] = []
+
+    def start(app: Any) -> ThreadServer:
+        server = ThreadServer(app).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

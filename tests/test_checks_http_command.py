@@ -1,0 +1,263 @@
+"""`http` against a real local server and `command` with real shell commands."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from tamesu._serve import ThreadServer
+from tamesu.checks import AssertionProblem, parse_assertion
+from tamesu.checks.base import Exchange, RunView, Verdict
+from tamesu.conversation import AgentTurn, UserTurn
+from tamesu.suite.templates import Context
+
+ORDERS = {"ORD-1": {"id": "ORD-1", "status": "refunded", "items": [1, 2, 3]}}
+
+
+async def order(request: Request) -> Response:
+    found = ORDERS.get(request.path_params["order_id"])
+    return JSONResponse(found) if found else JSONResponse({"error": "not found"}, status_code=404)
+
+
+async def echo(request: Request) -> Response:
+    raw = (await request.body()).decode()
+    return JSONResponse({
+        "method": request.method,
+        "authorization": request.headers.get("authorization"),
+        "content_type": request.headers.get("content-type"),
+        "body": raw,
+    })
+
+
+async def text(request: Request) -> Response:
+    return PlainTextResponse("all systems nominal")
+
+
+async def slow(request: Request) -> Response:
+    await asyncio.sleep(1)
+    return PlainTextResponse("late")
+
+
+APP = Starlette(routes=[
+    Route("/orders/{order_id}", order),
+    Route("/echo", echo, methods=["GET", "POST", "PUT"]),
+    Route("/text", text),
+    Route("/slow", slow),
+])
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[str]:
+    with ThreadServer(APP) as server:
+        yield server.url
+
+
+def run_with(base: str = "", tmp: Path | None = None, **captured: Any) -> RunView:
+    variables = {"admin_url": base}
+    return RunView(
+        exchanges=[Exchange(1, UserTurn(text="refund it"), AgentTurn(text="done"))],
+        metrics={},
+        captured=captured,
+        events=[],
+        tool_calls=[],
+        context=Context(captured=captured, vars=variables, secrets={"TOKEN": "s3cret"}),
+        base_dir=tmp or Path.cwd(),
+        vars=variables,
+    )
+
+
+def problem(entry: dict[str, Any]) -> AssertionProblem:
+    with pytest.raises(AssertionProblem) as caught:
+        parse_assertion(entry)
+    return caught.value
+
+
+async def verdict(entry: dict[str, Any], run: RunView) -> Verdict:
+    assertion = parse_assertion(entry)
+    return await assertion.check.evaluate(run.scoped(assertion.on_turn))
+
+
+async def passes(entry: dict[str, Any], run: RunView) -> Verdict:
+    result = await verdict(entry, run)
+    assert result.passed, result.reason
+    return result
+
+
+async def fails(entry: dict[str, Any], run: RunView) -> Verdict:
+    result = await verdict(entry, run)
+    assert not result.passed, result.reason
+    return result
+
+
+# ---------------------------------------------------------------- http
+
+
+async def test_http_status_default_and_shorthand(backend: str) -> None:
+    run = run_with(backend, order_id="ORD-1")
+    result = await passes({"http": "{{vars.admin_url}}/orders/{{captured.order_id}}"}, run)
+    assert "GET" in result.reason and "/orders/ORD-1" in result.reason and "200" in result.reason
+    result = await fails({"http": f"{backend}/orders/ORD-404"}, run)
+    assert "expected status 2xx, found 404" in result.reason and "not found" in result.reason
+    await passes({"http": {"url": f"{backend}/orders/ORD-404", "status": 404}}, run)
+    await passes({"http": {"url": f"{backend}/orders/ORD-404", "status": [200, "4xx"]}}, run)
+    await fails({"http": {"url": f"{backend}/orders/ORD-1", "status": [201, 404]}}, run)
+
+
+async def test_http_json_path(backend: str) -> None:
+    run = run_with(backend, order_id="ORD-1")
+    url = "{{vars.admin_url}}/orders/{{captured.order_id}}"
+    await passes({"http": {"url": url, "json_path": {"path": "$.status", "equals": "refunded"}}}, run)
+    result = await fails({"http": {"url": url, "json_path": {"path": "$.status", "equals": "open"}}}, run)
+    assert '$.status in the body: expected "open", found "refunded"' in result.reason
+    await passes({"http": {"url": url, "json_path": {"path": "$.items", "length": 3}}}, run)
+    await passes({"http": {"url": url, "json_path": {"path": "$.id", "equals": "{{captured.order_id}}"}}}, run)
+    await passes({"http": {"url": url, "json_path": "$.id"}}, run)
+    await fails({"http": {"url": url, "json_path": "$.refund_id"}}, run)
+    await passes({"http": {"url": url, "json_path": {"path": "$.refund_id", "exists": False}}}, run)
+    result = await fails({"http": {"url": f"{backend}/text", "json_path": "$.x"}}, run)
+    assert "expected a JSON body" in result.reason
+
+
+async def test_http_contains(backend: str) -> None:
+    run = run_with(backend)
+    await passes({"http": {"url": f"{backend}/text", "contains": "nominal"}}, run)
+    await passes({"http": {"url": f"{backend}/text", "contains": ["all", "nominal"]}}, run)
+    result = await fails({"http": {"url": f"{backend}/text", "contains": "degraded"}}, run)
+    assert '"degraded"' in result.reason and "nominal" in result.reason
+
+
+async def test_http_method_headers_and_body(backend: str) -> None:
+    run = run_with(backend, order_id="ORD-1")
+    entry = {"http": {
+        "url": f"{backend}/echo", "method": "post",
+        "headers": {"Authorization": "Bearer {{secrets.TOKEN}}"},
+        "body": {"order": "{{captured.order_id}}"},
+        "json_path": {"path": "$.body", "matches": '"order": ?"ORD-1"'},
+    }}
+    await passes(entry, run)
+    for path, expected in [("$.method", "POST"), ("$.authorization", "Bearer s3cret"),
+                           ("$.content_type", "application/json")]:
+        await passes({"http": {**entry["http"], "json_path": {"path": path, "equals": expected}}}, run)
+    text_body = {"url": f"{backend}/echo", "method": "PUT", "body": "plain {{captured.order_id}}",
+                 "json_path": {"path": "$.body", "equals": "plain ORD-1"}}
+    await passes({"http": text_body}, run)
+    result = await fails({"http": {**entry["http"], "json_path": {"path": "$.method", "equals": "GET"}}}, run)
+    assert "s3cret" not in result.reason
+
+
+async def test_http_unreachable_is_a_failed_verdict(backend: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = await fails({"http": f"http://127.0.0.1:{port}/health"}, run_with())
+    assert "could not reach it" in result.reason and f"127.0.0.1:{port}" in result.reason
+    result = await fails({"http": "not a url"}, run_with())
+    assert "could not reach it" in result.reason
+
+
+async def test_http_timeout(backend: str) -> None:
+    started = time.monotonic()
+    result = await fails({"http": {"url": f"{backend}/slow", "timeout": "300ms"}}, run_with())
+    assert "no answer within 0.3s" in result.reason
+    assert time.monotonic() - started < 2
+
+
+async def test_http_template_without_value(backend: str) -> None:
+    result = await fails({"http": "{{vars.admin_url}}/orders/{{captured.order_id}}"}, run_with(backend))
+    assert "{{captured.order_id}}" in result.reason
+
+
+def test_http_parse_errors() -> None:
+    assert problem({"http": {"url": "http://x", "status": "6xx"}}).loc[:2] == ("http", "status")
+    problem({"http": {"url": "http://x", "json_path": {"path": "$["}}})
+    problem({"http": {"url": "http://x", "method": "GE T"}})
+    problem({"http": {"url": "http://x", "timeout": "soon"}})
+    problem({"http": {"url": "http://x", "verb": "GET"}})
+    problem({"http": {"method": "GET"}})
+
+
+# ---------------------------------------------------------------- command
+
+
+async def test_command_exit_code(tmp_path: Path) -> None:
+    run = run_with(tmp=tmp_path)
+    result = await passes({"command": "echo hello"}, run)
+    assert "exited 0" in result.reason
+    result = await fails({"command": "echo first; echo last line; exit 3"}, run)
+    assert "expected exit code 0" in result.reason and "exit code 3" in result.reason
+    assert "last line" in result.reason
+    await passes({"command": {"run": "exit 3", "exit_code": 3}}, run)
+    await fails({"command": {"run": "true", "exit_code": 3}}, run)
+
+
+async def test_command_output_checks(tmp_path: Path) -> None:
+    run = run_with(tmp=tmp_path)
+    await passes({"command": {"run": "echo refunded; echo oops >&2", "contains": ["refunded", "oops"]}}, run)
+    result = await fails({"command": {"run": "echo pending", "contains": "refunded"}}, run)
+    assert '"refunded"' in result.reason and "pending" in result.reason
+    await passes({"command": {"run": "echo ok", "not_contains": "error"}}, run)
+    await fails({"command": {"run": "echo an error >&2", "not_contains": ["error"]}}, run)
+    await passes({"command": {"run": "echo total=42", "matches": r"total=\d+"}}, run)
+    await fails({"command": {"run": "echo total=x", "matches": r"total=\d+"}}, run)
+    await passes({"command": {"run": "echo ok; exit 1", "exit_code": None, "contains": "ok"}}, run)
+
+
+async def test_command_runs_in_the_suite_folder_with_env(tmp_path: Path) -> None:
+    (tmp_path / "check.sh").write_text('#!/bin/sh\necho "order=$1 mode=$MODE port=$PORT"\n')
+    (tmp_path / "check.sh").chmod(0o755)
+    run = run_with(tmp=tmp_path, order_id="ORD-1", mode="strict")
+    entry = {"command": {"run": "./check.sh {{captured.order_id}}", "env": {"MODE": "{{captured.mode}}",
+                                                                          "PORT": 8080},
+                         "contains": "order=ORD-1 mode=strict port=8080"}}
+    await passes(entry, run)
+    await passes({"command": {"run": "echo $HOME", "matches": "/"}}, run)
+
+
+async def test_command_quotes_template_values(tmp_path: Path) -> None:
+    run = run_with(tmp=tmp_path, order_id="ORD-1; echo injected > pwned", spaced="a  b")
+    result = await passes({"command": {"run": "echo {{captured.order_id}}", "contains": "ORD-1; echo"}}, run)
+    assert not (tmp_path / "pwned").exists(), result.reason
+    await passes({"command": {"run": "printf '%s|' {{captured.spaced}}", "contains": "a  b|"}}, run)
+
+
+async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    run = run_with(tmp=tmp_path)
+    marker = tmp_path / "survived"
+    started = time.monotonic()
+    result = await fails({"command": {"run": f"echo started; (sleep 0.5; touch {marker}) & sleep 5",
+                                      "timeout": "300ms"}}, run)
+    assert time.monotonic() - started < 3
+    assert "did not finish within 0.3s" in result.reason and "started" in result.reason
+    await asyncio.sleep(0.8)
+    assert not marker.exists()
+
+
+async def test_command_default_timeout_comes_from_the_run(tmp_path: Path) -> None:
+    run = run_with(tmp=tmp_path)
+    run.command_timeout = 0.2
+    result = await fails({"command": "sleep 3"}, run)
+    assert "0.2s" in result.reason
+
+
+async def test_command_problems_are_failed_verdicts(tmp_path: Path) -> None:
+    result = await fails({"command": "echo {{captured.none}}"}, run_with(tmp=tmp_path))
+    assert "{{captured.none}}" in result.reason
+    result = await fails({"command": "echo hi"}, run_with(tmp=tmp_path / "missing"))
+    assert "could not start" in result.reason
+
+
+def test_command_parse_errors() -> None:
+    problem({"command": {"run": "x", "exit_code": None}})
+    problem({"command": {"run": "x", "matches": "("}})
+    problem({"command": {"run": ""}})
+    problem({"command": {"run": "x", "cwd": "/"}})

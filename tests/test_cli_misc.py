@@ -1,0 +1,68 @@
+"""The commands around `run`: init, validate, list, doctor, version, colour."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+def test_init_writes_a_project_that_validates(tmp_path: Path, tamesu) -> None:
+    made = tamesu(["init"], cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "tamesu.yaml").is_file() and (tmp_path / "suites" / "first.yaml").is_file()
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.strip() == "ok: 1 test(s) in 1 suite(s)"
+    listed = tamesu(["list", "--json"], cwd=tmp_path)
+    assert json.loads(listed.stdout) == {"id": "first/greets and answers", "suite": "first",
+                                         "name": "greets and answers", "target": "my-agent",
+                                         "tags": ["smoke"], "quarantined": False}
+    again = tamesu(["init"], cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serve) -> None:
+    async def chat(request):
+        body = await request.json()
+        return JSONResponse({"reply": f"Hi! You said {body['message']}"})
+
+    server = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])]))
+    tamesu(["init"], cwd=tmp_path)
+    suite = tmp_path / "suites" / "first.yaml"
+    suite.write_text(suite.read_text().replace("http://127.0.0.1:8080", server.url))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  first/greets and answers" in result.stdout
+
+
+def test_doctor_reports_the_project_and_unreachable_targets(tmp_path: Path, tamesu) -> None:
+    tamesu(["init"], cwd=tmp_path)
+    suite = tmp_path / "suites" / "first.yaml"
+    suite.write_text(suite.read_text().replace("http://127.0.0.1:8080", "http://127.0.0.1:9"))
+    result = tamesu(["doctor"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "ok    1 test(s) in 1 suite(s) validate" in result.stdout
+    assert "warn  target my-agent (rest) at http://127.0.0.1:9/chat: 127.0.0.1:9 does not answer" in result.stdout
+    (tmp_path / "suites" / "broken.yaml").write_text("tests: [ { name: x } ]\n")
+    broken = tamesu(["doctor"], cwd=tmp_path)
+    assert broken.returncode == 3
+    assert "FAIL  suites/broken.yaml:1:10: tests[0].target: missing required key" in broken.stdout
+
+
+def test_version_and_colour(tmp_path: Path, tamesu) -> None:
+    version = tamesu(["--version"], cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.startswith("tamesu, version ")
+    tamesu(["init"], cwd=tmp_path)
+    (tmp_path / "suites" / "first.yaml").write_text(
+        "targets: { a: { type: rest, url: 'http://127.0.0.1:9/x', connect: { attempts: 1 } } }\n"
+        "tests: [ { name: t, target: a, scenario: { script: [ { say: hi } ] } } ]\n")
+    coloured = tamesu(["run", "--color", "always", "--out", "o1"], cwd=tmp_path)
+    assert "\x1b[" in coloured.stdout
+    plain = tamesu(["run", "--out", "o2"], cwd=tmp_path)  # NO_COLOR=1 is set by the fixture
+    assert "\x1b[" not in plain.stdout and "ERR   first/t" in plain.stdout
+    never = tamesu(["run", "--color", "never", "--out", "o3"], cwd=tmp_path, env={"NO_COLOR": ""})
+    assert "\x1b[" not in never.stdout

@@ -1,0 +1,172 @@
+"""Every class of mistake in a suite: one exact `file:line:col: path: problem` line each, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TARGET = """\
+targets:
+  api:
+    type: rest
+    url: http://127.0.0.1:9/chat
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "suite.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+CASES = [
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ]\n",
+        "suite.yaml:9:1: YAML syntax error: expected ',' or '}', but got '<stream end>'",
+        id="syntax-error",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    persona:\n      colour: red\n",
+        "suite.yaml:9:7: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
+        "background, behaviors)",
+        id="unknown-key",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      max_turns: lots\n",
+        "suite.yaml:9:18: tests[0].scenario.max_turns: input should be a valid integer, unable to parse "
+        "string as an integer, got 'lots'",
+        id="wrong-type",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: web\n",
+        "suite.yaml:7:13: tests[0].target: no target named 'web' (targets: api)",
+        id="missing-target",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      script:\n"
+        "        - say: \"{{vars.city}}\"\n",
+        "suite.yaml:10:16: tests[0].scenario.script[0].say: bad template {{vars.city}}: no var 'city' in the "
+        "test, its cases or the suite",
+        id="bad-template-var",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{vars.x\"\n",
+        "suite.yaml:9:19: tests[0].assert[0].contains: bad template: '{{' without a matching '}}'",
+        id="bad-template-unclosed",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{weather.today}}\"\n",
+        "suite.yaml:9:19: tests[0].assert[0].contains: bad template {{weather.today}}: unknown namespace "
+        "'weather' (one of captured, env, listen, message, remote, response, run, secrets, session, vars)",
+        id="bad-template-namespace",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    target: api\n",
+        "suite.yaml:8:5: duplicate key 'target'",
+        id="duplicate-key",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    cases_file: missing.csv\n",
+        "suite.yaml:8:17: tests[0].cases_file: cases file not found: missing.csv",
+        id="cases-file-missing",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - jsonpath: { path: $.x }\n",
+        "suite.yaml:9:9: tests[0].assert[0].jsonpath: unknown assertion 'jsonpath' (did you mean 'json_path'?)",
+        id="unknown-assertion",
+    ),
+    pytest.param(
+        "targets:\n  api:\n    type: rest\n    uri: http://x\ntests: []\n",
+        "suite.yaml:3:5: targets.api.url: missing required key\n"
+        "suite.yaml:4:5: targets.api.uri: not a rest target key (did you mean 'url'?)",
+        id="unknown-target-key",
+    ),
+    pytest.param(
+        "targets:\n  api:\n    type: carrier-pigeon\ntests: []\n",
+        "suite.yaml:3:11: targets.api.type: unknown target type 'carrier-pigeon' (one of a2a, browser, grpc, "
+        "livekit, mcp, model, pipecat, realtime, rest, sip, twilio, voice)",
+        id="unknown-target-type",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    quarantine: { until: 2026-01-01 }\n",
+        "suite.yaml:8:17: tests[0].quarantine.reason: missing required key",
+        id="quarantine-without-reason",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected: str) -> None:
+    write(tmp_path, text)
+    for command in ("validate", "run"):
+        result = tamesu([command, "suite.yaml"], cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines()[: expected.count("\n") + 1] == expected.splitlines()
+        assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("cases.csv", "order,expect\n1,a\n", "cases.csv needs a header row with a name column"),
+        ("cases.json", "{\"name\": \"a\"}", "cases.json must be a JSON array of objects"),
+        ("cases.json", "[{\"name\": \"a\",}]", "cases.json:1:15: not valid JSON: Expecting property name "
+         "enclosed in double quotes"),
+        ("cases.csv", "name,order\n,1\n", "cases.csv row 2 has no name"),
+    ],
+)
+def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    write(tmp_path, TARGET + f"tests:\n  - name: a\n    target: api\n    cases_file: {name}\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == f"suite.yaml:8:17: tests[0].cases_file: {expected}"
+
+
+def test_every_problem_at_once(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, TARGET + (
+        "tests:\n"
+        "  - name: a\n    target: api\n    persona: { colour: red }\n"
+        "    assert:\n      - contians: x\n"
+        "  - name: b\n    target: nowhere\n    repeat: 0\n"
+    ))
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines == [
+        "suite.yaml:8:16: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
+        "background, behaviors)",
+        "suite.yaml:10:9: tests[0].assert[0].contians: unknown assertion 'contians' (did you mean 'contains'?)",
+        "suite.yaml:12:13: tests[1].target: no target named 'nowhere' (targets: api)",
+        "suite.yaml:13:13: tests[1].repeat: input should be greater than or equal to 1, got 0",
+        "4 problems found",
+    ]
+
+
+def test_missing_secret_is_an_error_to_run_and_a_warning_to_validate(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat",
+                                   "url: http://127.0.0.1:9/chat\n    headers: { Authorization: \"Bearer "
+                                   "{{secrets.TAMESU_TEST_NOPE}}\" }")
+          + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ] }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert checked.returncode == 0
+    assert ("warning: suite.yaml:5:31: targets.api.headers.Authorization: secret TAMESU_TEST_NOPE is not set "
+            "(environment or .env)") in checked.stderr
+    ran = tamesu(["run", "suite.yaml"], cwd=tmp_path)
+    assert ran.returncode == 2
+    assert "secret TAMESU_TEST_NOPE is not set" in ran.stderr.splitlines()[0]
+
+
+def test_warnings_for_foreign_keys_and_expired_quarantine(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, TARGET + "    skill: trip-planning\n" + (
+        "tests:\n  - name: a\n    target: api\n"
+        "    quarantine: { reason: SUP-1, until: 2020-01-31 }\n"
+        "    scenario: { script: [ {say: hi} ] }\n"
+    ))
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "warning: suite.yaml:5:5: targets.api.skill: 'skill' is a key of a2a targets, not rest; ignored" \
+        in result.stderr
+    assert ("warning: suite.yaml:9:41: tests[0].quarantine.until: quarantine expired on 2020-01-31; the test "
+            "counts again") in result.stderr
