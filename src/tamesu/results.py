@@ -26,6 +26,9 @@ class AssertionResult(BaseModel):
     score: float | None = None
     evidence: list[str] = Field(default_factory=list)
     on_turn: int | str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    fake: bool = False
 
 
 class TurnRecord(BaseModel):

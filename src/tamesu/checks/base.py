@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from tamesu.conversation import Event, Exchange, ToolCall
+from tamesu.models.base import Models
 
 __all__ = ["Check", "Exchange", "RunView", "Verdict", "show"]
 from tamesu.suite.templates import Context
@@ -21,6 +22,11 @@ class Verdict(BaseModel):
     reason: str = ""
     score: float | None = None
     evidence: list[str] = Field(default_factory=list)
+    model: str | None = None
+    """provider:model of a model-made verdict."""
+    prompt_version: str | None = None
+    fake: bool = False
+    """Decided by the fake provider's rules, not by a model."""
 
 
 @dataclass
@@ -36,6 +42,10 @@ class RunView:
     base_dir: Path
     vars: dict[str, Any] = field(default_factory=dict)
     command_timeout: float = 60.0
+    models: Models | None = None
+    """The run's models, for judges and other model-graded checks; None when none are configured."""
+    update_golden: bool = False
+    """`--update-golden`: golden checks write what they saw instead of comparing."""
 
     def scoped(self, on_turn: int | str | None) -> RunView:
         """The same run seen through one agent turn (1-based, or `last`)."""
@@ -59,6 +69,8 @@ class RunView:
             base_dir=self.base_dir,
             vars=self.vars,
             command_timeout=self.command_timeout,
+            models=self.models,
+            update_golden=self.update_golden,
         )
 
     def agent_text(self) -> str:

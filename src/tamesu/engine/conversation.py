@@ -172,7 +172,8 @@ async def grade(test: PlannedTest, view: RunView) -> list[AssertionResult]:
             continue
         graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
                                       score=verdict.score, evidence=verdict.evidence,
-                                      on_turn=assertion.on_turn))
+                                      on_turn=assertion.on_turn, model=verdict.model,
+                                      prompt_version=verdict.prompt_version, fake=verdict.fake))
     return graded
 
 

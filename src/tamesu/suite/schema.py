@@ -8,37 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+from tamesu._types import Duration, Strict, parse_duration
+from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 
-
-def parse_duration(value: Any) -> float:
-    """`60s`, `500ms`, `2m`, or a number of seconds, as seconds."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration such as 30s or 500ms")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
-        return float(value)
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    raise ValueError(f"expected a duration such as 30s or 500ms, got {value!r}")
-
-
-Duration = Annotated[float, BeforeValidator(parse_duration)]
-
-
-class Strict(BaseModel):
-    """Every model a user writes rejects keys it does not know, so typos are caught."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
+__all__ = ["Duration", "Strict", "parse_duration"]
 
 class ConnectSpec(Strict):
     """How a request that never reached the agent is retried."""
@@ -205,7 +182,9 @@ class SuiteSpec(Strict):
     defaults: Defaults = Field(default_factory=Defaults)
     hooks: HooksSpec = Field(default_factory=HooksSpec)
     vars: dict[str, Any] = Field(default_factory=dict)
-    models: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    """`simulator`, `judge`, `extract`, or any name an assertion's `model:` refers to."""
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
     tests: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -213,7 +192,9 @@ class ProjectSpec(Strict):
     """`tamesu.yaml`: what every suite of a project shares."""
 
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
-    models: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    cache: CacheSpec = Field(default_factory=CacheSpec)
     defaults: Defaults = Field(default_factory=Defaults)
     hooks: HooksSpec = Field(default_factory=HooksSpec)
     secrets: SecretsSpec = Field(default_factory=SecretsSpec)

@@ -1,0 +1,37 @@
+"""Types every user-written model shares: strict mappings and durations."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: Any) -> float:
+    """`60s`, `500ms`, `2m`, or a number of seconds, as seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 30s or 500ms")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    raise ValueError(f"expected a duration such as 30s or 500ms, got {value!r}")
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class Strict(BaseModel):
+    """Every model a user writes rejects keys it does not know, so typos are caught."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+

@@ -1,0 +1,121 @@
+"""The contract between tamesu and a language model provider, and what a model call records.
+
+A provider turns one `ModelRequest` into one `ModelResponse`. Everything around it (the replay cache,
+retries, fallback, cost accounting, the budget) is the `ModelClient`'s job, so a provider stays short.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator"]
+
+
+class ToolSpec(BaseModel):
+    """A function the model may call (model and mcp targets)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ToolRequest(BaseModel):
+    """A call the model asked for."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolRequest] = Field(default_factory=list)
+    """Calls an assistant message asked for."""
+    tool_call_id: str | None = None
+    """For a tool message: the call it answers."""
+    name: str | None = None
+
+
+class ModelRequest(BaseModel):
+    """Everything that shapes an answer; the replay cache keys on all of it."""
+
+    purpose: Purpose
+    messages: list[Message]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+    """Ask for JSON that fits this schema (structured output), where the provider supports it."""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    prompt_version: str | None = None
+    """Which version of tamesu's prompt template built the messages (simulator, judge...)."""
+    context: dict[str, Any] = Field(default_factory=dict)
+    """The structured inputs the messages were built from (persona, goal, transcript, rubric...).
+    Real providers ignore it; the fake provider's rules read it. Part of the cache key."""
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class ModelResponse(BaseModel):
+    text: str = ""
+    tool_calls: list[ToolRequest] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    provider: str
+    model: str
+    cost_usd: float = 0.0
+    cached: bool = False
+    """Replayed from the cache: no call was made, nothing was spent."""
+    fake: bool = False
+    """Answered by the fake provider's rules, not by a model."""
+
+
+class ModelError(Exception):
+    """A model call failed. `retryable` errors (rate limits, timeouts, 5xx) are tried again within a limit."""
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class Provider(ABC):
+    """One model on one provider. Subclasses are small: build the wire request, read the wire answer."""
+
+    name: str
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    @abstractmethod
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """One call, bounded by the provider's timeout. Raises ModelError."""
+
+    async def aclose(self) -> None:  # noqa: B027 - most providers hold nothing to release
+        """Release connections; called once when the run ends."""
+
+
+class ModelClient(Protocol):
+    """What roles (simulator, judge, extractor) and the model target call: a provider with the cache,
+    retries, fallback and budget around it."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class Models(Protocol):
+    """The models of one run, by role: `simulator`, `judge`, `extract` (default: the judge's), or any name
+    under `models:`. `override` is an assertion's `model:` (a name or a spec). Raises ModelError naming the
+    missing `models.<role>` when nothing is configured for the role."""
+
+    def client(self, role: str, override: Any = None) -> ModelClient: ...

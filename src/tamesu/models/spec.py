@@ -1,0 +1,70 @@
+"""How a user names a model in `tamesu.yaml` or a suite: `models:`, `budget:` and the replay `cache:`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from tamesu._types import Duration, Strict
+
+PROVIDERS = ("openai", "anthropic", "fake")
+
+
+class PriceSpec(Strict):
+    """Dollars per million tokens; overrides tamesu's price table for this model."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class ModelSpec(Strict):
+    """One model: `openai:gpt-4o-mini`, or a mapping with the provider's settings."""
+
+    provider: Literal["openai", "anthropic", "fake"]
+    model: str = ""
+    base_url: str | None = None
+    """Any OpenAI-compatible server (Azure, Ollama, vLLM, LM Studio, OpenRouter) or an Anthropic-shaped one."""
+    api_key: str | None = None
+    """A template such as `{{secrets.OPENAI_API_KEY}}`; default the provider's usual environment variable."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    timeout: Duration = 60.0
+    max_retries: int = Field(3, ge=0, le=10)
+    price: PriceSpec | None = None
+    rules: Any = None
+    """fake only: the rules that decide its answers (a list, or a path to a YAML file of them)."""
+    fallback: ModelSpec | None = None
+    """Used when this model still fails after its retries."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            provider, _, model = value.partition(":")
+            return {"provider": provider, "model": model}
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> ModelSpec:
+        if self.provider != "fake" and not self.model:
+            raise ValueError(f"a {self.provider} model needs a model name, such as {self.provider}:<model>")
+        if self.provider != "fake" and self.rules is not None:
+            raise ValueError("rules are for the fake provider only")
+        return self
+
+
+class BudgetSpec(Strict):
+    """The most a run may spend on tamesu's own model calls; past it the run stops with exit 4."""
+
+    usd: float | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+
+
+class CacheSpec(Strict):
+    """The replay cache of model calls."""
+
+    dir: str = ".tamesu/cache"
+    mode: Literal["use", "off", "only"] = "use"
+    """use: read and write; off: neither (`--no-cache`); only: fail on a miss (`--cache-only`)."""
