@@ -39,7 +39,7 @@ CASES = [
         id="wrong-type",
     ),
     pytest.param(
-        TARGET + "tests:\n  - name: a\n    target: web\n",
+        TARGET + "tests:\n  - name: a\n    target: web\n    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:7:13: tests[0].target: no target named 'web' (targets: api)",
         id="missing-target",
     ),
@@ -51,12 +51,14 @@ CASES = [
         id="bad-template-var",
     ),
     pytest.param(
-        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{vars.x\"\n",
+        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{vars.x\"\n"
+        "    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:9:19: tests[0].assert[0].contains: bad template: '{{' without a matching '}}'",
         id="bad-template-unclosed",
     ),
     pytest.param(
-        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{weather.today}}\"\n",
+        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{weather.today}}\"\n"
+        "    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:9:19: tests[0].assert[0].contains: bad template {{weather.today}}: unknown namespace "
         "'weather' (one of captured, env, listen, message, remote, response, run, secrets, session, vars)",
         id="bad-template-namespace",
@@ -72,7 +74,8 @@ CASES = [
         id="cases-file-missing",
     ),
     pytest.param(
-        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - jsonpath: { path: $.x }\n",
+        TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - jsonpath: { path: $.x }\n"
+        "    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:9:9: tests[0].assert[0].jsonpath: unknown assertion 'jsonpath' (did you mean 'json_path'?)",
         id="unknown-assertion",
     ),
@@ -170,3 +173,13 @@ def test_warnings_for_foreign_keys_and_expired_quarantine(tmp_path: Path, tamesu
         in result.stderr
     assert ("warning: suite.yaml:9:41: tests[0].quarantine.until: quarantine expired on 2020-01-31; the test "
             "counts again") in result.stderr
+
+
+def test_a_test_needs_something_to_play_the_user(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n    persona: { name: Marta }\n"
+                             "    scenario: { goal: Get a refund }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        "suite.yaml:9:15: tests[0].scenario: nothing plays the user: add scenario.script steps, or set "
+        "models.simulator so the persona can speak")

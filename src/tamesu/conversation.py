@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 
@@ -117,6 +118,7 @@ class Session:
         redactor: Redactor,
         run_id: str,
         base_dir: Path,
+        models: Models | None = None,
     ) -> None:
         self._origin = time.monotonic()
         self.context = context
@@ -129,6 +131,8 @@ class Session:
         self.values: dict[str, Any] = {}
         """Values captured by `session.open`, seen as `{{session.NAME}}`."""
         self.counters: dict[str, float] = {}
+        self.models = models
+        """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0

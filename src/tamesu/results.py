@@ -131,4 +131,6 @@ class RunSummaryFile(BaseModel):
     exit_code: int
     counts: dict[str, int]
     interrupted: str | None = None
+    stopped: str | None = None
+    """Why runs stopped starting before the end: fail-fast, the budget."""
     warnings: list[str] = Field(default_factory=list)

@@ -18,7 +18,7 @@ from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
-from tamesu.errors import InfraError, TemplateError
+from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
 from tamesu.roles.simulator import ScriptedUser, UserSimulator
 from tamesu.suite.loader import PlannedTest
@@ -44,6 +44,7 @@ class RunOutcome:
     result: RunResult
     transcript: Transcript
     warnings: list[str] = field(default_factory=list)
+    budget_exceeded: bool = False
 
 
 def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, Any], run: dict[str, Any]) -> Context:
@@ -72,6 +73,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     failures: list[AssertionResult] = []
     warnings: list[str] = []
     target_metrics: dict[str, float] = {}
+    budget_exceeded = False
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
         async with asyncio.timeout(test.spec.timeout):
@@ -84,6 +86,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                                         reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
     except (InfraError, HookFailed) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
+    except BudgetExceeded as exc:
+        result.status, result.error, result.end_reason = "error", str(exc), "error"
+        budget_exceeded = True
     except Exception as exc:  # a bug of ours: the run is an error, the details go to the artifacts
         result.status, result.end_reason = "error", "error"
         result.error = f"internal error: {type(exc).__name__}: {exc}"
@@ -110,7 +115,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             result.status = "failed"
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
-    return RunOutcome(result, transcript, warnings)
+    return RunOutcome(result, transcript, warnings, budget_exceeded)
 
 
 async def _converse(

@@ -14,7 +14,7 @@ from tamesu import __version__
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
-from tamesu.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult
 from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
 from tamesu.suite.templates import Context
@@ -46,7 +46,9 @@ class Outcome:
     summary: RunSummaryFile
 
 
-def exit_code_for(results: list[TestResult]) -> int:
+def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> int:
+    if budget_exceeded:
+        return EXIT_BUDGET
     statuses = {r.status for r in results}
     if "error" in statuses:
         return EXIT_INFRA
@@ -70,7 +72,9 @@ class Runner:
         self.options = options
         self.reporter = reporter
         self.results: list[TestResult] = []
-        self._stop = False
+        self._stop: str | None = None
+        """Why no more runs start: fail-fast or the budget."""
+        self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
 
     async def run(self) -> Outcome:
@@ -90,12 +94,12 @@ class Runner:
             interrupted = "interrupted"
             raise
         finally:
-            code = exit_code_for(self.results)
+            code = exit_code_for(self.results, self.budget_exceeded)
             summary = RunSummaryFile(
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
-                counts=count(self.results), interrupted=interrupted, warnings=warnings,
+                counts=count(self.results), interrupted=interrupted, stopped=self._stop, warnings=warnings,
             )
             directory.write_json(run_dir / "run.json", summary)
         self.reporter.finish(summary, run_dir)
@@ -137,8 +141,6 @@ class Runner:
         self.results.append(result)
         directory.append_result(result)
         self.reporter.test_finished(result, runs)
-        if self.options.fail_fast and result.status in ("failed", "error"):
-            self._stop = True
 
     async def _run_test(self, test: PlannedTest, directory: RunDirectory) -> None:
         if test.spec.skip:
@@ -152,7 +154,7 @@ class Runner:
         )
         finished = [o for o in outcomes if o is not None]
         if not finished:
-            self._record(directory, self._unrun(test, "skipped", "fail-fast: an earlier test failed"), [])
+            self._record(directory, self._unrun(test, "skipped", self._stop or "not run"), [])
             return
         runs = [o.result for o in finished]
         result = aggregate(test, runs, test_dir, directory.root, self.options.today)
@@ -181,13 +183,16 @@ class Runner:
                 directory.write_json(run_dir / "result.json", outcome.result)
                 for message in outcome.warnings:
                     self.reporter.warning(f"{test.id}: {message}")
-                if outcome.result.status != "error":
+                if outcome.budget_exceeded:
+                    self.budget_exceeded = True
+                    self._stop = "the budget was exceeded"
+                if outcome.result.status != "error" or outcome.budget_exceeded:
                     break
             assert outcome is not None
             # decided before the slot is released, so no later run slips in after a failure
             failed = outcome.result.status != "passed" and not test.quarantined(self.options.today)
-            if self.options.fail_fast and failed:
-                self._stop = True
+            if self.options.fail_fast and failed and self._stop is None:
+                self._stop = "fail-fast: an earlier test failed"
             self.reporter.run_finished(test, outcome.result)
             return outcome
 

@@ -96,6 +96,8 @@ class ConsoleReporter:
         style = "bold red" if c["failed"] or c["error"] else "bold green"
         self._print(Text(""))
         self._print(Text.assemble((", ".join(parts), style), f" in {summary.duration_ms / 1000:.2f}s"))
+        if summary.stopped:
+            self._print(Text(f"stopped early: {summary.stopped}", style="bold yellow"))
         self._print(Text(f"results: {run_dir}", style="dim"))
 
     # ------------------------------------------------------------ helpers

@@ -332,10 +332,41 @@ def _expand_test(
             problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
             continue
         assertions = _parse_assertions(case_spec.assert_, doc, loc, problems)
+        if case_name is None or case_name == variants[0][0]:
+            _check_user_side(suite, case_spec, doc, loc, problems)
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index))
     return expanded
+
+
+def _check_user_side(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """Something must play the user: script steps, or a simulator model with a goal."""
+    if spec.skip:
+        return
+    scenario = spec.scenario
+    has_simulator = "simulator" in suite.spec.models or "simulator" in suite.project.spec.models
+    if scenario.script and not has_simulator:
+        return
+    if not has_simulator:
+        problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
+                                    "nothing plays the user: add scenario.script steps, or set models.simulator "
+                                    "so the persona can speak"))
+    elif not scenario.goal and not scenario.script:
+        problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
+                                    "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
+    node: Any = doc.data
+    for part in loc:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return set()
+    return set(node) if isinstance(node, dict) else set()
 
 
 def _parse_assertions(

@@ -1,0 +1,350 @@
+"""The fake provider: deterministic, offline answers decided by readable rules.
+
+It lets a team run a whole suite (simulated user, judges, extraction, a model target) without a model, and
+lets tamesu's own tests drive every role. The rules read `request.context`, the structured inputs each role
+puts there, never the prompt text, so rewording a prompt never changes a fake answer.
+
+Context keys it reads, by purpose:
+
+- simulator: `goal` (str | None), `simulator_turns` (how many turns the simulator already said), `last_agent`
+  (the agent's last turn, "" before it spoke).
+- judge: `mode` ("rubric" or "grounded"), `rubric`, `scale` ("binary", "1-5"), `transcript` (a list of
+  {role, text, turn}), `claims` (grounded: the agent's text to check), `context` (the reference text, or None).
+- extract: `description`, `text` (the agent turn to take the value from).
+- target, counterpart, generator: `message` if given, else the content of the last user message.
+
+A rule that does not apply is skipped; when none applies the fake says so, loudly: a judge never passes by
+default, a model target never makes an answer up. Only the simulator may end quietly (it stops talking).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    Usage,
+)
+from tamesu.models.spec import ModelSpec
+
+
+def _compile(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+    return value
+
+
+def _search(pattern: str | None, text: str) -> re.Match[str] | None:
+    return re.search(pattern, text) if pattern is not None else None
+
+
+class _Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FakeToolCall(_Rule):
+    name: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnRule(_Rule):
+    """Simulator and model-target rules: when the other side's last text matches `when`, answer."""
+
+    when: str | None = None
+    """A regular expression searched in the other side's last text; absent means any text."""
+    say: str | None = None
+    stop: bool = False
+    """Simulator: hang up here."""
+    goal_achieved: bool = False
+    """Simulator: the persona's goal is reached, so the conversation ends."""
+    stop_when_met: bool = False
+    """Simulator: the scenario's `stop_when` condition holds, so the conversation ends."""
+    tool_calls: list[FakeToolCall] = Field(default_factory=list)
+    """Model target: the calls to ask for first; `say` is the answer once their results are back."""
+
+    _when = field_validator("when")(_compile)
+
+    @model_validator(mode="after")
+    def _does_something(self) -> TurnRule:
+        if self.say is None and not (self.stop or self.goal_achieved or self.stop_when_met or self.tool_calls):
+            raise ValueError("a rule with `when` needs say, tool_calls, stop, goal_achieved or stop_when_met")
+        return self
+
+
+class JudgeRule(_Rule):
+    """A verdict, given when every condition written holds."""
+
+    check: Literal["rubric", "grounded"] = "rubric"
+    rubric: str | None = None
+    """A regular expression searched in the rubric (rubric checks only)."""
+    transcript: str | None = None
+    """Searched in the transcript, one `user: ...` / `agent: ...` line per turn; grounded: in the claims."""
+    not_transcript: str | None = None
+    context: str | None = None
+    """Searched in the reference text given to the judge."""
+    passed: bool = Field(alias="pass")
+    score: float | None = None
+    """Default: 1/0 (binary, grounded), 5/1 (1-5)."""
+    reason: str | None = None
+    evidence: list[str] | None = None
+    """Default: what `transcript` matched."""
+
+    _regexes = field_validator("rubric", "transcript", "not_transcript", "context")(_compile)
+
+    @model_validator(mode="after")
+    def _rubric_only_for_rubrics(self) -> JudgeRule:
+        if self.check == "grounded" and self.rubric is not None:
+            raise ValueError("a grounded rule has no rubric; match the claims with `transcript`")
+        return self
+
+
+class ExtractRule(_Rule):
+    """A value for a description: fixed (`value`), or taken from the turn (`pattern`, its first group)."""
+
+    description: str
+    text: str | None = None
+    """Only when the turn text matches this too."""
+    value: str | None = None
+    pattern: str | None = None
+
+    _regexes = field_validator("description", "text", "pattern")(_compile)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ExtractRule:
+        if "value" in self.model_fields_set and self.pattern is not None:
+            raise ValueError("an extract rule takes value or pattern, not both")
+        if "value" not in self.model_fields_set and self.pattern is None:
+            raise ValueError("an extract rule needs value (null: not found) or pattern")
+        return self
+
+
+Rule = TurnRule | JudgeRule | ExtractRule
+
+_KINDS: list[tuple[set[str], type[_Rule], str]] = [
+    ({"pass", "passed", "rubric", "transcript", "not_transcript", "check"}, JudgeRule, "judge"),
+    ({"description"}, ExtractRule, "extract"),
+    ({"when", "say", "stop", "goal_achieved", "stop_when_met", "tool_calls"}, TurnRule, "turn"),
+]
+
+
+def parse_rule(raw: Any, number: int) -> Rule:
+    """One rule from what a user wrote; the kind follows from its keys. Raises ValueError naming the rule."""
+    if isinstance(raw, Rule):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"rule {number}: expected a mapping, got {type(raw).__name__}")
+    keys = set(raw)
+    for markers, model, kind in _KINDS:
+        if keys & markers:
+            try:
+                return model.model_validate(dict(raw))  # type: ignore[return-value]
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or kind}: {e['msg']}" for e in exc.errors())
+                raise ValueError(f"rule {number} ({kind} rule): {problems}") from None
+    raise ValueError(
+        f"rule {number}: cannot tell what it is for (keys: {', '.join(sorted(map(str, keys))) or 'none'}); "
+        "a simulator or model-target rule has when/say/stop, a judge rule has pass, an extract rule has "
+        "description")
+
+
+def parse_rules(raw: Any) -> list[Rule]:
+    if raw is None:
+        return []
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise ValueError(f"fake rules must be a list of rules, got {type(raw).__name__}")
+    return [parse_rule(item, number) for number, item in enumerate(raw, start=1)]
+
+
+def load_rules_file(path: Path) -> list[Rule]:
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"fake rules file {path}: cannot read it: {exc.strerror or exc}") from None
+    except YAMLError as exc:
+        raise ValueError(f"fake rules file {path}: not valid YAML: {exc}") from None
+    if isinstance(data, Mapping) and "rules" in data:
+        data = data["rules"]  # also accept `rules:` at the top, so the file can say what it is
+    try:
+        return parse_rules(data)
+    except ValueError as exc:
+        raise ValueError(f"fake rules file {path}: {exc}") from None
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def count_words(messages: Sequence[Message]) -> int:
+    """The fake's input token count: words, so a budget test can predict what a call costs."""
+    return sum(_words(m.content) for m in messages)
+
+
+def _default_for(schema: Mapping[str, Any]) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    return {"string": "", "boolean": False, "number": 0, "integer": 0, "array": [], "object": {}}.get(
+        str(kind), None)
+
+
+def shaped(answer: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The answer in the schema's shape: its properties only, each present (a typed default if missing)."""
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, Mapping):
+        return answer
+    return {key: answer[key] if key in answer else _default_for(prop) for key, prop in properties.items()}
+
+
+def transcript_text(lines: Any) -> str:
+    """How judge rules see a transcript: one `role: text` line per entry."""
+    if isinstance(lines, str):
+        return lines
+    out = []
+    for line in lines or []:
+        if isinstance(line, Mapping):
+            out.append(f"{line.get('role', '')}: {line.get('text', '')}")
+    return "\n".join(out)
+
+
+class FakeProvider(Provider):
+    """Answers every purpose from rules; `fake=True` on every response."""
+
+    name = "fake"
+
+    def __init__(self, rules: Sequence[Any] = (), model: str = "fake") -> None:
+        super().__init__(model or "fake")
+        self.rules = parse_rules(list(rules))
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, api_key: str | None = None, *, base_dir: Path | None = None) -> FakeProvider:
+        """The rules are `spec.rules`: a list, or the path of a YAML file of them (relative to `base_dir`,
+        default the current directory). A bad rule is a ValueError saying which and why."""
+        del api_key  # a fake needs no key; the parameter keeps the providers' constructor shape
+        rules: Any = spec.rules
+        if isinstance(rules, str | Path):
+            path = Path(rules)
+            if not path.is_absolute():
+                path = (base_dir or Path.cwd()) / path
+            return cls(load_rules_file(path), spec.model or "fake")
+        return cls(parse_rules(rules), spec.model or "fake")
+
+    def _of(self, kind: type[_Rule]) -> list[tuple[int, Any]]:
+        return [(number, rule) for number, rule in enumerate(self.rules, start=1) if isinstance(rule, kind)]
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        text = ""
+        tool_calls: list[ToolRequest] = []
+        if request.purpose == "simulator":
+            text = self._json(self._simulator(request.context), request)
+        elif request.purpose == "judge":
+            text = self._json(self._judge(request.context), request)
+        elif request.purpose == "extract":
+            text = self._json(self._extract(request.context), request)
+        else:
+            text, tool_calls = self._target(request)
+        return ModelResponse(
+            text=text, tool_calls=tool_calls, finish_reason="tool_calls" if tool_calls else "stop",
+            usage=Usage(input_tokens=count_words(request.messages), output_tokens=_words(text)),
+            provider=self.name, model=self.model, fake=True,
+        )
+
+    @staticmethod
+    def _json(answer: dict[str, Any], request: ModelRequest) -> str:
+        return json.dumps(shaped(answer, request.json_schema), ensure_ascii=False)
+
+    def _simulator(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        goal = context.get("goal")
+        if goal and not context.get("simulator_turns"):
+            return {"input": goal, "reasoning": "fake simulator: the goal comes first"}
+        last = str(context.get("last_agent") or "")
+        for number, rule in self._of(TurnRule):
+            if rule.when is None or _search(rule.when, last):
+                return {
+                    "input": rule.say or "", "stop": rule.stop, "goal_achieved": rule.goal_achieved,
+                    "stop_when_met": rule.stop_when_met,
+                    "reasoning": f"fake simulator: rule {number}" + (f" (when {rule.when!r})" if rule.when else ""),
+                }
+        return {"input": "", "stop": True, "reasoning": "fake simulator: no rule for the agent's last turn"}
+
+    def _judge(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        mode = context.get("mode", "rubric")
+        rubric = str(context.get("rubric") or "")
+        said = str(context.get("claims") or "") if mode == "grounded" else transcript_text(context.get("transcript"))
+        reference = str(context.get("context") or "")
+        for number, rule in self._of(JudgeRule):
+            if rule.check != mode:
+                continue
+            if rule.rubric is not None and not _search(rule.rubric, rubric):
+                continue
+            found = _search(rule.transcript, said)
+            if rule.transcript is not None and not found:
+                continue
+            if rule.not_transcript is not None and _search(rule.not_transcript, said):
+                continue
+            if rule.context is not None and not _search(rule.context, reference):
+                continue
+            top, bottom = (5, 1) if context.get("scale") == "1-5" and mode == "rubric" else (1, 0)
+            evidence = rule.evidence if rule.evidence is not None else ([found.group(0)] if found else [])
+            return {
+                "pass": rule.passed,
+                "score": rule.score if rule.score is not None else (top if rule.passed else bottom),
+                "reason": rule.reason or f"fake judge: rule {number}", "evidence": evidence,
+            }
+        what = f"rubric {rubric[:80]!r}" if mode == "rubric" else "the grounded check"
+        raise ModelError(f"fake judge: no rule matches {what}", retryable=False)
+
+    def _extract(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        description = str(context.get("description") or "")
+        text = str(context.get("text") or "")
+        described = False
+        for _, rule in self._of(ExtractRule):
+            if not _search(rule.description, description):
+                continue
+            described = True
+            if rule.text is not None and not _search(rule.text, text):
+                continue
+            if rule.pattern is None:
+                if rule.value is None:
+                    return {"found": False, "value": ""}
+                return {"found": True, "value": rule.value}
+            match = _search(rule.pattern, text)
+            if match:
+                return {"found": True, "value": match.group(1) if match.groups() else match.group(0)}
+        if not described:
+            raise ModelError(f"fake extract: no rule matches description {description[:80]!r}", retryable=False)
+        return {"found": False, "value": ""}
+
+    def _target(self, request: ModelRequest) -> tuple[str, list[ToolRequest]]:
+        message = request.context.get("message")
+        if message is None:
+            message = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        answering_tools = bool(request.messages) and request.messages[-1].role == "tool"
+        for _, rule in self._of(TurnRule):
+            if rule.when is not None and not _search(rule.when, str(message)):
+                continue
+            if rule.tool_calls and not answering_tools:
+                # ids only need to be unique within the conversation and the same on every run
+                calls = [ToolRequest(id=f"fake_{len(request.messages)}_{k}", name=c.name, arguments=c.args)
+                         for k, c in enumerate(rule.tool_calls, start=1)]
+                return "", calls
+            return rule.say or "", []
+        raise ModelError(f"fake {request.purpose}: no rule matches the message {str(message)[:80]!r}",
+                         retryable=False)

@@ -1,0 +1,110 @@
+"""Every way of reaching a REST agent, through the `tamesu` command: plain, SSE, websocket, poll, listen,
+session.open, and an HTTP hook. Each checks the exit code, results.jsonl and result.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agents.fixtures import RunningAgents, rest_agents
+
+__all__ = ["rest_agents"]  # a fixture, imported to be found by pytest
+
+SUITE = """\
+targets:
+  plain: {{ type: rest, url: "{url}/chat" }}
+  sse:
+    type: rest
+    url: "{url}/sse"
+    streaming: sse
+  ws:
+    type: rest
+    url: "{ws}"
+    streaming: websocket
+  poll:
+    type: rest
+    url: "{url}/jobs"
+    response:
+      poll: {{ url: "/jobs/{{{{response.job}}}}", interval: 20ms, done: {{ path: $.status, equals: done }} }}
+  bot:
+    type: rest
+    url: "{url}/bot"
+    request:
+      body: {{ text: "{{{{message}}}}", callback: "{{{{listen.url}}}}", session_id: "{{{{session}}}}" }}
+    response:
+      listen: {{ path: /hook, idle: 300ms }}
+  conversation:
+    type: rest
+    url: "{url}/conversations/{{{{session.id}}}}/messages"
+    headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
+    session:
+      open: {{ url: "{url}/conversations", capture: {{ id: $.id, token: $.token }} }}
+    response: {{ text: $.reply.text }}
+hooks:
+  before_all:
+    - http: {{ url: "{url}/chat", method: POST, body: {{ message: "warm up", session_id: hook }} }}
+tests:
+  - name: plain
+    target: plain
+    scenario: {{ script: [ {{ say: hello }}, {{ say: again }} ] }}
+    assert:
+      - contains: "Echo 2: again"
+      - status: 200
+      - json_path: {{ path: $.turn, equals: 1 }}
+        on_turn: 1
+  - name: sse
+    target: sse
+    scenario: {{ script: [ {{ say: "stream this" }} ] }}
+    assert:
+      - contains: "You said stream this"
+      - metric: {{ name: time_to_first_token_ms, lte: 5000 }}
+  - name: websocket
+    target: ws
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+    assert:
+      - regex: "You said one(.|\\n)*You said two"
+      - json_path: {{ path: $.turn, equals: 2 }}
+        on_turn: last
+  - name: poll
+    target: poll
+    scenario: {{ script: [ {{ say: "long job" }} ] }}
+    assert: [ {{ contains: "Processed: long job" }} ]
+  - name: listen
+    target: bot
+    scenario: {{ script: [ {{ say: "order pizza" }} ] }}
+    assert: [ {{ contains: "Working on: order pizza" }}, {{ contains: "Done: order pizza" }} ]
+  - name: session open
+    target: conversation
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert: [ {{ regex: "^\\\\[conv-[0-9]+\\\\] hi$" }} ]
+"""
+
+
+def test_every_rest_mode_through_the_command(tmp_path: Path, tamesu, rest_agents: RunningAgents) -> None:
+    (tmp_path / "modes.yaml").write_text(SUITE.format(url=rest_agents.url, ws=rest_agents.ws_url))
+    result = tamesu(["run", "modes.yaml", "--out", "out", "--parallel", "3"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    parsed = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    lines = {line["test"]: line for line in parsed}
+    assert set(lines) == {"plain", "sse", "websocket", "poll", "listen", "session open"}
+    assert {line["status"] for line in lines.values()} == {"passed"}
+
+    def detail(test: str) -> dict:
+        return json.loads((run_dir / lines[test]["runs"][0]["dir"] / "result.json").read_text())
+
+    sse = detail("sse")
+    turn = sse["turns"][0]["agent"]
+    assert len(turn["raw"]) >= 3  # every streamed event is kept
+    assert turn["sent_at_ms"] <= turn["first_token_at_ms"] <= turn["completed_at_ms"]
+    assert sse["metrics"]["time_to_first_token_ms"] > 0
+    poll = detail("poll")["turns"][0]["agent"]
+    assert poll["raw"][0]["job"] and poll["response"]["status"] == "done"
+    assert len(poll["raw"]) >= 3  # the send, the pending polls, the answer
+    listen = detail("listen")
+    assert [post["text"] for post in listen["turns"][0]["agent"]["raw"]] == ["Working on: order pizza",
+                                                                             "Done: order pizza"]
+    opened = detail("session open")
+    assert {"transport", "session_open"} <= {e["name"] for e in opened["events"]}
+    assert "tok-" not in json.dumps(opened["events"])  # the captured token is a session value, not an event
+    assert rest_agents.state.turns.get("hook") == 1  # the before_all HTTP hook reached the agent
