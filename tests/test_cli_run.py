@@ -388,4 +388,4 @@ def test_the_demo_runs_the_example_suite(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     lines = results(only_run_dir(tmp_path / "out"))
     assert {line["status"] for line in lines} == {"passed"}
-    assert len(lines) == 7
+    assert len(lines) == 8

@@ -72,9 +72,12 @@ def main() -> None:
 @click.option("--color", type=COLOR, default="auto", show_default=True)
 @click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest tamesu.yaml).")
 @click.option("-v", "--verbose", count=True, help="-v: transcripts of failing runs; -vv: of every run.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
+@click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
+@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
-        verbose: int) -> None:
+        verbose: int, no_cache: bool, cache_only: bool, update_golden: bool) -> None:
     """Run suites (files or folders; default: the project's suites)."""
     from tamesu.engine.runner import Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
@@ -88,8 +91,12 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         click.echo("no test matches the filter", err=True)
         sys.exit(EXIT_CONFIG)
     out_dir = Path(out) if out else plan.project.dir / plan.project.spec.out
+    if no_cache and cache_only:
+        click.echo("--no-cache and --cache-only contradict each other: choose one", err=True)
+        sys.exit(EXIT_CONFIG)
     options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
-                         fail_fast=fail_fast)
+                         fail_fast=fail_fast, cache_mode="off" if no_cache else "only" if cache_only else None,
+                         update_golden=update_golden)
     reporter = ConsoleReporter(console, plan.secrets.redactor, verbose)
     try:
         outcome = asyncio.run(Runner(plan, tests, options, reporter).run())

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from tamesu.errors import ConfigError
@@ -46,8 +48,11 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
     findings.append((True, f"{len(plan.tests)} test(s) in {len(plan.suites)} suite(s) validate"))
-    findings.extend((False, f"{w}") for w in plan.warnings if "secret" in w.message)
-    findings.extend((None, f"{w}") for w in plan.warnings if "secret" not in w.message)
+    # what `run` would refuse (an unset secret or variable) fails here; the rest is worth knowing
+    fatal = [w for w in plan.warnings if w.message.endswith("is not set") or "is not set (" in w.message]
+    findings.extend((False, str(w)) for w in fatal)
+    findings.extend((None, str(w)) for w in plan.warnings if w not in fatal)
+    findings.extend(await _model_findings(plan))
     seen: set[str] = set()
     for suite in plan.suites:
         for name, target in suite.targets.items():
@@ -59,3 +64,24 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             findings.append((problem is None or None, f"target {name} ({target.type}) at {url}: "
                              f"{'reachable' if problem is None else problem}"))
     return findings
+
+
+async def _model_findings(plan: Any) -> list[Finding]:
+    """Each configured model: key present, server reachable, key accepted. Keys are never shown."""
+    from tamesu.models.client import check
+    from tamesu.suite.templates import Context
+
+    context = Context(secrets=plan.secrets, env=dict(os.environ))
+    found: list[Finding] = []
+    seen: set[str] = set()
+    declared = [(name, spec) for name, spec in plan.project.spec.models.items()]
+    declared += [(name, spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
+    for role, spec in declared:
+        label = f"{spec.provider}:{spec.model or 'fake'}"
+        key = f"{role}/{spec.model_dump_json()}"
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = await check(spec, context.render_text)
+        found.append((problem is None, f"models.{role} ({label}): {problem or 'ready'}"))
+    return found

@@ -11,7 +11,7 @@ EXIT_INFRA = 3
 EXIT_BUDGET = 4
 
 
-@dataclass
+@dataclass(frozen=True)
 class Problem:
     """One thing wrong in what a user wrote, located in the file."""
 

@@ -13,7 +13,7 @@ SCHEMA_VERSION = 1
 RunStatus = Literal["passed", "failed", "error", "skipped"]
 TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined"]
 EndReason = Literal[
-    "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "simulator_stopped",
+    "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "goal_achieved", "simulator_stopped",
     "turn_failed", "error", "timeout", "not_started",
 ]
 

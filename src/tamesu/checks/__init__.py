@@ -27,11 +27,15 @@ _IMPLEMENTED: dict[str, str] = {
     "tool_called": "tamesu.checks.tools:ToolCalled",
     "tool_not_called": "tamesu.checks.tools:ToolNotCalled",
     "tool_sequence": "tamesu.checks.tools:ToolSequence",
+    "judge": "tamesu.checks.judge:Judge",
+    "grounded": "tamesu.checks.grounded:Grounded",
+    "similar_to": "tamesu.checks.similar:SimilarTo",
+    "golden": "tamesu.checks.golden:Golden",
 }
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
 _PLANNED = {
-    "judge", "similar_to", "golden", "grounded", "evaluator", "custom", "pack", "delegated_to",
+    "evaluator", "custom", "pack", "delegated_to",
     "dtmf_received", "call_ended_by", "transferred_to",
 }
 

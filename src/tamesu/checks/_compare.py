@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
-from tamesu.checks.base import Verdict, show
+from tamesu._match import as_number, number_text, same, shown
+from tamesu.checks.base import Verdict
 from tamesu.errors import TemplateError
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import TEMPLATE, Context
@@ -59,20 +60,6 @@ def render_pattern(context: Context, pattern: str, flags: int = 0) -> re.Pattern
 
 def template_failed(exc: TemplateError) -> Verdict:
     return Verdict(passed=False, reason=f"cannot check: {exc}")
-
-
-def number_text(value: float) -> str:
-    """1500.0 reads as 1500; 0.051234 as 0.051234."""
-    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
-
-
-def shown(value: Any, limit: int = 120) -> str:
-    """`show` for a reason line: strings quoted on one line, floats as a person writes them (1500, not 1500.0)."""
-    if isinstance(value, float):
-        return number_text(value)
-    if isinstance(value, str):
-        return show(json.dumps(value, ensure_ascii=False), limit)
-    return show(value, limit)
 
 
 # ---------------------------------------------------------------- the comparison options, as pydantic mixins
@@ -139,36 +126,6 @@ def render_expectations(context: Context, expected: Mapping[str, Any]) -> dict[s
 def as_text(value: Any) -> str:
     """How a found value reads when searched as text: strings as they are, the rest as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
-
-
-def same(found: Any, expected: Any) -> bool:
-    """Equality that forgives a number written as text ("42" and 42), because captures and YAML disagree."""
-    if isinstance(found, str) != isinstance(expected, str) and _scalar(found) and _scalar(expected):
-        text, other = (found, expected) if isinstance(found, str) else (expected, found)
-        if other is None or isinstance(other, bool):
-            return text == json.dumps(other)
-        return as_number(text) == other
-    if isinstance(found, bool) or isinstance(expected, bool):
-        # Python says True == 1; a user who wrote `true` did not mean 1.
-        return type(found) is type(expected) and found == expected
-    return bool(found == expected)
 
 
 def contains(found: Any, expected: Any) -> bool:

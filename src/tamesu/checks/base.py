@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,10 +9,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from tamesu._match import show
 from tamesu.conversation import Event, Exchange, ToolCall
 from tamesu.models.base import Models
+from tamesu.suite.secrets import Redactor
 
 __all__ = ["Check", "Exchange", "RunView", "Verdict", "show"]
+
 from tamesu.suite.templates import Context
 
 
@@ -46,6 +48,8 @@ class RunView:
     """The run's models, for judges and other model-graded checks; None when none are configured."""
     update_golden: bool = False
     """`--update-golden`: golden checks write what they saw instead of comparing."""
+    redactor: Redactor | None = None
+    """Masks secrets in anything a check writes to disk (golden files)."""
 
     def scoped(self, on_turn: int | str | None) -> RunView:
         """The same run seen through one agent turn (1-based, or `last`)."""
@@ -71,6 +75,7 @@ class RunView:
             command_timeout=self.command_timeout,
             models=self.models,
             update_golden=self.update_golden,
+            redactor=self.redactor,
         )
 
     def agent_text(self) -> str:
@@ -98,7 +103,3 @@ class Check(ABC):
     async def evaluate(self, run: RunView) -> Verdict: ...
 
 
-def show(value: Any, limit: int = 120) -> str:
-    """A value as it should read in a reason line: short, JSON for structures."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

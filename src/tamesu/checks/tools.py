@@ -8,14 +8,12 @@ lists match item by item. Delegations to remote agents are not tool calls (see `
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from tamesu.checks._compare import same, shown, template_failed
+from tamesu._match import args_problem, shown
+from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
@@ -29,40 +27,6 @@ class CallSpec(Strict):
 
     def label(self) -> str:
         return self.name if self.args is None else f"{self.name}({shown(self.args)})"
-
-
-def args_problem(expected: Any, actual: Any, where: str = "args") -> str | None:
-    """Why `actual` does not match `expected` (the rules of the module docstring), or None when it does."""
-    if isinstance(expected, Mapping):
-        if not isinstance(actual, Mapping):
-            return f"{where} is {shown(actual)}, not a mapping"
-        for key, value in expected.items():
-            if key not in actual:
-                return f"{where}.{key} is missing"
-            problem = args_problem(value, actual[key], f"{where}.{key}")
-            if problem:
-                return problem
-        return None
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return f"{where} is {shown(actual)}, expected {shown(expected)}"
-        for index, (want, have) in enumerate(zip(expected, actual, strict=True)):
-            problem = args_problem(want, have, f"{where}[{index}]")
-            if problem:
-                return problem
-        return None
-    if same(actual, expected) or (isinstance(expected, str) and _full_match(expected, actual)):
-        return None
-    return f"{where} is {shown(actual)}, expected {shown(expected)}"
-
-
-def _full_match(pattern: str, actual: Any) -> bool:
-    text = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False, default=str)
-    try:
-        return re.fullmatch(pattern, text) is not None
-    except re.error:
-        # Not every string value is meant as a pattern; one that is not a valid one only matches equal.
-        return False
 
 
 def call_problem(spec: CallSpec, call: ToolCall, expected_args: dict[str, Any] | None) -> str | None:

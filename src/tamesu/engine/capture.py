@@ -8,6 +8,7 @@ from typing import Any
 import jsonpath
 
 from tamesu.conversation import AgentTurn, Session
+from tamesu.roles.extractor import Extractor
 from tamesu.suite.schema import CaptureSpec
 
 
@@ -28,8 +29,11 @@ def _from_json_path(path: str, turn: AgentTurn) -> Any:
     return None
 
 
-def capture_from(turn: AgentTurn, specs: list[CaptureSpec], captured: dict[str, Any], session: Session) -> None:
-    """Fill every capture this turn has a value for and that no earlier turn set."""
+async def capture_from(
+    turn: AgentTurn, specs: list[CaptureSpec], captured: dict[str, Any], session: Session,
+    extractor: Extractor | None = None,
+) -> None:
+    """Fill every capture this turn has a value for and that no earlier turn set; `extract` asks a model."""
     for spec in specs:
         if spec.name in captured:
             continue
@@ -38,6 +42,8 @@ def capture_from(turn: AgentTurn, specs: list[CaptureSpec], captured: dict[str, 
             value = _from_regex(spec.regex, turn.text)
         elif spec.json_path is not None:
             value = _from_json_path(spec.json_path, turn)
+        elif spec.extract is not None and extractor is not None and turn.text:
+            value = await extractor.extract(spec.extract, turn.text)
         if value is not None:
             captured[spec.name] = value
             session.event("captured", name=spec.name)

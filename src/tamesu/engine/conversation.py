@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import os
 import time
 import traceback
@@ -19,8 +20,12 @@ from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.models.base import ModelError
+from tamesu.models.client import ModelRegistry
+from tamesu.models.ledger import Ledger
 from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
-from tamesu.roles.simulator import ScriptedUser, UserSimulator
+from tamesu.roles.extractor import Extractor
+from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
@@ -37,6 +42,14 @@ class RunInputs:
     secrets: Secrets
     before_each: list[HookSpec] = field(default_factory=list)
     after_each: list[HookSpec] = field(default_factory=list)
+    models: ModelRegistry | None = None
+    update_golden: bool = False
+
+    @property
+    def seed(self) -> int:
+        """One seed per run: stable across invocations, different for each repeat."""
+        digest = hashlib.sha256(self.test.id.encode()).hexdigest()
+        return (int(digest[:8], 16) + self.number - 1) % 2**31
 
 
 @dataclass
@@ -51,8 +64,13 @@ def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, An
     return Context(secrets=secrets, env=dict(os.environ), vars=test.vars, captured=captured, run=run)
 
 
-def choose_user(test: PlannedTest) -> UserSimulator:
-    return ScriptedUser(test.spec.scenario.script, test.suite.dir)
+def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int) -> UserSimulator:
+    """The script alone, or a model playing the persona (after the script's steps) when one is configured."""
+    scenario = test.spec.scenario
+    if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona):
+        return ModelSimulator(models.client("simulator"), scenario, test.spec.persona, base_dir=test.suite.dir,
+                              seed=seed)
+    return ScriptedUser(scenario.script, test.suite.dir)
 
 
 async def execute_run(inputs: RunInputs) -> RunOutcome:
@@ -62,8 +80,10 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     captured: dict[str, Any] = {}
     context = template_context(test, inputs.secrets, captured,
                                {"id": inputs.run_id, "number": inputs.number})
+    run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
+    models = inputs.models.with_ledger(run_ledger) if inputs.models is not None and run_ledger else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
-                      run_id=inputs.run_id, base_dir=test.suite.dir)
+                      run_id=inputs.run_id, base_dir=test.suite.dir, models=models)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
         started_at=started_wall.isoformat(), target=test.target_name, target_type=test.target.type,
@@ -77,14 +97,15 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
         async with asyncio.timeout(test.spec.timeout):
-            result.end_reason, failure, target_metrics = await _converse(test, session, exchanges, captured)
+            user = choose_user(test, models, inputs.seed)
+            result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured)
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
         result.end_reason = "timeout"
         failures.append(AssertionResult(name="conversation", passed=False,
                                         reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
-    except (InfraError, HookFailed) as exc:
+    except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
     except BudgetExceeded as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
@@ -101,7 +122,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         except HookFailed as exc:
             warnings.append(str(exc))
 
-    measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics})
+    spent = _spending(run_ledger)
+    measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
     result.metrics = measured.standard()
     result.captured = dict(captured)
@@ -109,21 +131,37 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.events = session.events
     if result.status != "error":
         view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
-                       tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars)
-        result.assertions = [*failures, *await grade(test, view)]
-        if any(not a.passed for a in result.assertions):
+                       tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
+                       models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor)
+        try:
+            graded, grading_error = await grade(test, view)
+        except BudgetExceeded as exc:
+            graded, grading_error, budget_exceeded = [], str(exc), True
+        result.assertions = [*failures, *graded]
+        if grading_error:
+            # a judge that could not answer is broken infrastructure, not a verdict on the agent
+            result.status, result.error = "error", grading_error
+        elif any(not a.passed for a in result.assertions):
             result.status = "failed"
+    # judges are paid after the conversation: the recorded totals include them
+    result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
     return RunOutcome(result, transcript, warnings, budget_exceeded)
 
 
+def _spending(ledger: Ledger | None) -> dict[str, float]:
+    if ledger is None:
+        return {}
+    return {"llm_cost_usd": round(ledger.usd, 6), "llm_tokens": float(ledger.tokens)}
+
+
 async def _converse(
-    test: PlannedTest, session: Session, exchanges: list[Exchange], captured: dict[str, Any]
+    test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, Any]
 ) -> tuple[Any, str | None, dict[str, float]]:
     """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics."""
     target = targets.target_class(test.target.type)(test.target, test.target_name)
-    user = choose_user(test)
+    extractor = _extractor(test, session.models)
     try:
         await target.open(session)
         for _ in range(test.spec.scenario.max_turns):
@@ -131,6 +169,8 @@ async def _converse(
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
+            if isinstance(user, ModelSimulator) and user.last_reasoning:
+                session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
             if action.turn is None:
                 return action.stop or "simulator_stopped", action.failure, target.metrics()
             index = len(exchanges) + 1
@@ -146,7 +186,7 @@ async def _converse(
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))
-            capture_from(agent, test.spec.capture, captured, session)
+            await capture_from(agent, test.spec.capture, captured, session, extractor)
             if agent.handoff is not None:
                 return "handoff", None, target.metrics()
             if agent.ended:
@@ -159,6 +199,12 @@ async def _converse(
             session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
 
 
+def _extractor(test: PlannedTest, models: Any) -> Extractor | None:
+    if models is None or not any(c.extract for c in test.spec.capture):
+        return None
+    return Extractor(models.client("extract"))
+
+
 def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
     return [
         parse_assertion({"metric": {"name": name, "lte": limit, "missing": "pass"}, "name": name}, prefix="slo/")
@@ -166,8 +212,10 @@ def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
     ]
 
 
-async def grade(test: PlannedTest, view: RunView) -> list[AssertionResult]:
+async def grade(test: PlannedTest, view: RunView) -> tuple[list[AssertionResult], str | None]:
+    """Every assertion's verdict, and the first model failure that kept one from being decided."""
     graded: list[AssertionResult] = []
+    error: str | None = None
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
         try:
             verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
@@ -175,11 +223,17 @@ async def grade(test: PlannedTest, view: RunView) -> list[AssertionResult]:
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=str(exc),
                                           on_turn=assertion.on_turn))
             continue
+        except (InfraError, ModelError) as exc:
+            reason = f"{assertion.label}: {exc}"
+            error = error or reason
+            graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
+                                          on_turn=assertion.on_turn))
+            continue
         graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
                                       score=verdict.score, evidence=verdict.evidence,
                                       on_turn=assertion.on_turn, model=verdict.model,
                                       prompt_version=verdict.prompt_version, fake=verdict.fake))
-    return graded
+    return graded, error
 
 
 def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:

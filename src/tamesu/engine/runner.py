@@ -15,6 +15,9 @@ from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.models.cache import CacheMode, ReplayCache
+from tamesu.models.client import ModelRegistry
+from tamesu.models.ledger import Ledger
 from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult
 from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
 from tamesu.suite.templates import Context
@@ -36,6 +39,9 @@ class RunOptions:
     repeat: int | None = None
     fail_fast: bool = False
     today: dt.date = field(default_factory=dt.date.today)
+    cache_mode: CacheMode | None = None
+    """`--no-cache` (off) or `--cache-only` (only) over the project's `cache.mode`."""
+    update_golden: bool = False
 
 
 @dataclass
@@ -76,6 +82,11 @@ class Runner:
         """Why no more runs start: fail-fast or the budget."""
         self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
+        self.ledger = Ledger(plan.project.spec.budget)
+        cache_spec = plan.project.spec.cache
+        if options.cache_mode is not None:
+            cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
+        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir)
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
@@ -105,6 +116,15 @@ class Runner:
         self.reporter.finish(summary, run_dir)
         return Outcome(code, run_dir, self.results, summary)
 
+    def _models_for(self, suite: LoadedSuite) -> ModelRegistry | None:
+        specs = {**self.plan.project.spec.models, **suite.spec.models}
+        if not specs:
+            return None
+        budget = suite.spec.budget
+        ledger = Ledger(budget, parent=self.ledger) if budget.usd is not None or budget.tokens is not None \
+            else self.ledger
+        return ModelRegistry(specs, render=self._suite_context(suite).render_text, cache=self.cache, ledger=ledger)
+
     def _suite_context(self, suite: LoadedSuite) -> Context:
         merged = {**self.plan.project.spec.vars, **suite.spec.vars}
         return Context(secrets=self.plan.secrets, env=dict(os.environ), vars=merged)
@@ -119,9 +139,12 @@ class Runner:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
             return [str(exc)]
+        models = self._models_for(suite)
         try:
-            await asyncio.gather(*(self._run_test(test, directory) for test in tests))
+            await asyncio.gather(*(self._run_test(test, directory, models) for test in tests))
         finally:
+            if models is not None:
+                await models.aclose()
             try:
                 await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, suite.dir, "after_all")
             except HookFailed as exc:
@@ -142,7 +165,7 @@ class Runner:
         directory.append_result(result)
         self.reporter.test_finished(result, runs)
 
-    async def _run_test(self, test: PlannedTest, directory: RunDirectory) -> None:
+    async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
         if test.spec.skip:
             reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
             self._record(directory, self._unrun(test, "skipped", reason), [])
@@ -150,7 +173,8 @@ class Runner:
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
         outcomes = await asyncio.gather(
-            *(self._run_with_retries(test, number, repeat, test_dir, directory) for number in range(1, repeat + 1))
+            *(self._run_with_retries(test, number, repeat, test_dir, directory, models)
+              for number in range(1, repeat + 1))
         )
         finished = [o for o in outcomes if o is not None]
         if not finished:
@@ -163,7 +187,8 @@ class Runner:
         self._record(directory, result, runs)
 
     async def _run_with_retries(
-        self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory
+        self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
+        models: ModelRegistry | None,
     ) -> RunOutcome | None:
         async with self._slots:
             if self._stop:
@@ -178,6 +203,7 @@ class Runner:
                     artifacts_dir=run_dir, secrets=self.plan.secrets,
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
+                    models=models, update_golden=self.options.update_golden,
                 ))
                 directory.write_json(run_dir / "transcript.json", outcome.transcript)
                 directory.write_json(run_dir / "result.json", outcome.result)

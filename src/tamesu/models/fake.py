@@ -144,6 +144,12 @@ _KINDS: list[tuple[set[str], type[_Rule], str]] = [
 ]
 
 
+def _problem(loc: Sequence[Any], message: str) -> str:
+    message = message.removeprefix("Value error, ")
+    where = ".".join(str(part) for part in loc)
+    return f"{where}: {message}" if where else message
+
+
 def parse_rule(raw: Any, number: int) -> Rule:
     """One rule from what a user wrote; the kind follows from its keys. Raises ValueError naming the rule."""
     if isinstance(raw, Rule):
@@ -156,8 +162,7 @@ def parse_rule(raw: Any, number: int) -> Rule:
             try:
                 return model.model_validate(dict(raw))  # type: ignore[return-value]
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or kind}: {e['msg']}" for e in exc.errors())
+                problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
                 raise ValueError(f"rule {number} ({kind} rule): {problems}") from None
     raise ValueError(
         f"rule {number}: cannot tell what it is for (keys: {', '.join(sorted(map(str, keys))) or 'none'}); "
@@ -198,11 +203,13 @@ def count_words(messages: Sequence[Message]) -> int:
 
 
 def _default_for(schema: Mapping[str, Any]) -> Any:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), None)
-    return {"string": "", "boolean": False, "number": 0, "integer": 0, "array": [], "object": {}}.get(
-        str(kind), None)
+    if "default" in schema:
+        return schema["default"]
+    kinds = schema.get("type")
+    options = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    options += [o.get("type") for o in schema.get("anyOf", []) if isinstance(o, Mapping)]
+    kind = next((k for k in options if k and k != "null"), None)
+    return {"string": "", "boolean": False, "number": 0, "integer": 0, "array": [], "object": {}}.get(str(kind))
 
 
 def shaped(answer: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -21,6 +21,14 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _REPAIR = "That was not valid JSON for the schema: {error}. Answer with the JSON object only."
 
 
+class StructuredOutputError(ModelError):
+    """No usable answer within the attempts; `responses` are the calls made (they still cost)."""
+
+    def __init__(self, message: str, responses: list[ModelResponse]) -> None:
+        super().__init__(message, retryable=False)
+        self.responses = responses
+
+
 def find_json(text: str) -> Any:
     """The JSON object in a model's answer: the whole text, a fenced block, or the first balanced object.
 
@@ -80,8 +88,8 @@ async def generate_structured(
     """Ask `client` for an answer that validates as `schema`, repairing up to `attempts` calls in all.
 
     Returns the parsed answer and every response (each costs something). A provider failure (ModelError)
-    passes through untouched: the client already retried it. After `attempts` unusable answers, raises a
-    non-retryable ModelError naming the purpose and the last problem.
+    passes through untouched: the client already retried it. After `attempts` unusable answers, raises
+    StructuredOutputError (a non-retryable ModelError) naming the purpose and the last problem.
     """
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
@@ -101,4 +109,5 @@ async def generate_structured(
             Message(role="assistant", content=response.text),
             Message(role="user", content=_REPAIR.format(error=last_error)),
         ]})
-    raise ModelError(f"{request.purpose}: no valid JSON after {attempts} attempts: {last_error}")
+    raise StructuredOutputError(
+        f"{request.purpose}: no valid JSON after {attempts} attempts: {last_error}", responses)

@@ -1,4 +1,8 @@
-"""The user side of a conversation: what to say next, or that the conversation is over."""
+"""The user side of a conversation: what to say next, or that the conversation is over.
+
+`ScriptedUser` says a scenario's script; `ModelSimulator` says the script too, then lets a model play the
+persona toward the scenario's goal.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,17 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
-from tamesu.suite.schema import FileSpec, ScriptStep
+from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
+from tamesu.models.structured import StructuredOutputError, generate_structured
+from tamesu.roles import _prompts
+from tamesu.roles._failures import infra_error
+from tamesu.roles._transcript import as_text, lines_of
+from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 
 
@@ -84,3 +96,129 @@ class ScriptedUser(UserSimulator):
         if not text and data is None and not files:
             return None
         return UserTurn(text=text, data=data, files=files, source="script")
+
+
+class SimulatorAnswer(BaseModel):
+    """What the simulator model answers each turn (the simulator interface: input, goal_achieved, reasoning)."""
+
+    input: str
+    """The user's next message; empty when the answer ends the conversation."""
+    goal_achieved: bool = False
+    stop: bool = False
+    """The user hangs up."""
+    stop_when_met: bool = False
+    """The scenario's `stop_when` condition holds."""
+    reasoning: str = ""
+    """Why, for the tester; never sent to the agent."""
+
+    @model_validator(mode="after")
+    def _usable(self) -> SimulatorAnswer:
+        # an empty message that does not end the conversation would send the agent nothing: ask again
+        if not self.input.strip() and not (self.goal_achieved or self.stop or self.stop_when_met):
+            raise ValueError("input is empty and the answer does not stop; write the user's next message")
+        return self
+
+    @property
+    def ends(self) -> bool:
+        return self.goal_achieved or self.stop or self.stop_when_met
+
+
+class ModelSimulator(UserSimulator):
+    """Plays `persona` toward `scenario.goal`: the script steps first, exactly as ScriptedUser says them,
+    then one model call per turn.
+
+    Ends the conversation with `stop_when` (the model says the scenario's stop condition holds),
+    `goal_achieved`, or `simulator_stopped` (the user hangs up). A model that gives no usable answer
+    within `attempts` is an infrastructure error of the run (InfraError), not a failure of the agent.
+    """
+
+    def __init__(
+        self,
+        client: ModelClient,
+        scenario: Scenario,
+        persona: Persona | None = None,
+        *,
+        base_dir: Path,
+        seed: int | None = None,
+        attempts: int = 3,
+    ) -> None:
+        self._client = client
+        self._scenario = scenario
+        self._persona = persona or Persona()
+        self._script = ScriptedUser(scenario.script, base_dir)
+        self._seed = seed
+        self._attempts = attempts
+        self.prompt = _prompts.load("simulator")
+        self.responses: list[ModelResponse] = []
+        """Every model response so far, retries included (for cost and usage)."""
+        self.reasoning: list[str] = []
+        """The model's reasoning for each answer it gave, in order."""
+
+    @property
+    def last_reasoning(self) -> str | None:
+        return self.reasoning[-1] if self.reasoning else None
+
+    async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
+        if not self._script.exhausted:
+            action = await self._script.next_turn(exchanges, context)
+            if action.turn is not None or action.failure is not None:
+                return action
+        answer = await self._ask(exchanges, context)
+        self.reasoning.append(answer.reasoning)
+        if answer.stop_when_met and self._scenario.stop_when:
+            return UserAction(stop="stop_when")
+        if answer.goal_achieved:
+            return UserAction(stop="goal_achieved")
+        if answer.ends:
+            return UserAction(stop="simulator_stopped")
+        return UserAction(turn=UserTurn(text=answer.input.strip(), source="simulator"))
+
+    def inputs(self, exchanges: list[Exchange], context: Context) -> dict[str, Any]:
+        """The structured inputs of the next call: what the fake provider's rules read, and the cache keys on."""
+        persona = context.render_value(self._persona.model_dump(exclude_none=True, exclude_defaults=True))
+        persona.setdefault("name", self._persona.name)
+        history = lines_of(exchanges)
+        scenario = self._scenario
+        return {
+            "persona": persona,
+            "goal": context.render_text(scenario.goal) if scenario.goal else None,
+            "stop_when": context.render_text(scenario.stop_when) if scenario.stop_when else None,
+            "history": history,
+            "last_agent": exchanges[-1].agent.text if exchanges else "",
+            "turn": len(exchanges) + 1,
+            "max_turns": scenario.max_turns,
+            "simulator_turns": sum(1 for e in exchanges if e.user is not None and e.user.source == "simulator"),
+        }
+
+    def _messages(self, inputs: dict[str, Any]) -> list[Message]:
+        persona = inputs["persona"]
+        about = [f"{key.capitalize()}: {persona[key]}" for key in ("name", "style", "language", "background")
+                 if persona.get(key)]
+        behaviors = persona.get("behaviors") or {}
+        if behaviors:
+            about.append("Behaviours: " + ", ".join(f"{k}={v}" for k, v in behaviors.items()))
+        if inputs["stop_when"]:
+            stop_rule = self.prompt.render("stop_when", stop_when=inputs["stop_when"])
+        else:
+            stop_rule = self.prompt.render("no_stop_when")
+        system = self.prompt.render(
+            "system", persona="\n".join(about), stop_rule=stop_rule,
+            goal=inputs["goal"] or "(no particular goal: talk as this user naturally would)")
+        user = self.prompt.render("user", history=as_text(inputs["history"]), turn=inputs["turn"],
+                                  max_turns=inputs["max_turns"])
+        return [Message(role="system", content=system), Message(role="user", content=user)]
+
+    async def _ask(self, exchanges: list[Exchange], context: Context) -> SimulatorAnswer:
+        inputs = self.inputs(exchanges, context)
+        request = ModelRequest(purpose="simulator", messages=self._messages(inputs), seed=self._seed,
+                               prompt_version=self.prompt.version, context=inputs)
+        try:
+            answer, responses = await generate_structured(self._client, request, SimulatorAnswer,
+                                                          attempts=self._attempts)
+        except StructuredOutputError as exc:
+            self.responses.extend(exc.responses)
+            raise infra_error("simulator", exc) from exc
+        except ModelError as exc:
+            raise infra_error("simulator", exc) from exc
+        self.responses.extend(responses)
+        return answer

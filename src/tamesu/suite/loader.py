@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from tamesu import checks, targets
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
+from tamesu.models.spec import ModelSpec
 from tamesu.suite._errors import problems_from
 from tamesu.suite._yaml import Document, load_yaml
 from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
@@ -126,7 +127,37 @@ def load_project(path: Path | None, fallback_dir: Path) -> Project:
         spec = ProjectSpec.model_validate(doc.data)
     except ValidationError as exc:
         raise ConfigError(problems_from(exc, doc, ProjectSpec, owner="project")) from None
+    problems: list[Problem] = []
+    spec.models = _resolve_models(spec.models, doc, path.parent.resolve(), problems)
+    if problems:
+        raise ConfigError(problems)
     return Project(spec, path.parent.resolve(), doc)
+
+
+def _resolve_models(
+    models: dict[str, ModelSpec], doc: Document, base_dir: Path, problems: list[Problem]
+) -> dict[str, ModelSpec]:
+    """Fake rules files resolve against the file that names them, and every fake's rules are checked now."""
+    from tamesu.models.fake import FakeProvider
+
+    resolved: dict[str, ModelSpec] = {}
+    for name, spec in models.items():
+        chain, current = [], spec
+        while current is not None:
+            chain.append(current)
+            current = current.fallback
+        for depth, model in enumerate(chain):
+            if model.provider != "fake":
+                continue
+            loc = ("models", name, *(["fallback"] * depth), "rules")
+            if isinstance(model.rules, str) and not Path(model.rules).is_absolute():
+                model.rules = str(base_dir / model.rules)
+            try:
+                FakeProvider.from_spec(model, None, base_dir=base_dir)
+            except (ValueError, OSError) as exc:
+                problems.append(doc.problem(loc, f"fake rules: {exc}"))
+        resolved[name] = spec
+    return resolved
 
 
 def suite_files(paths: list[Path], project: Project) -> list[Path]:
@@ -134,7 +165,11 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
     found: list[Path] = []
     if paths:
         for path in paths:
-            if path.is_dir():
+            if path.is_dir() and project.dir == path.resolve():
+                # the project's own folder: its `suites` patterns say which YAML files are suites
+                found.extend(p for pattern in project.spec.suites for p in sorted(path.glob(pattern))
+                             if p.name != PROJECT_FILE)
+            elif path.is_dir():
                 found.extend(p for p in sorted(path.glob("*.y*ml")) if p.name != PROJECT_FILE)
             else:
                 found.append(path)
@@ -183,7 +218,8 @@ def load_plan(
         plan.tests.extend(tests)
         plan.warnings.extend(warnings)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(list(dict.fromkeys(problems)))
+    plan.warnings = list(dict.fromkeys(plan.warnings))
     return plan
 
 
@@ -216,6 +252,7 @@ def _load_suite(
         spec = SuiteSpec.model_validate(doc.data)
     except ValidationError as exc:
         raise ConfigError(problems_from(exc, doc, SuiteSpec, owner="suite")) from None
+    spec.models = _resolve_models(spec.models, doc, path.parent.resolve(), problems)
 
     target_specs = _load_targets(spec, doc, problems, warnings)
     suite = LoadedSuite(spec, doc, target_specs, project)
@@ -334,6 +371,7 @@ def _expand_test(
         assertions = _parse_assertions(case_spec.assert_, doc, loc, problems)
         if case_name is None or case_name == variants[0][0]:
             _check_user_side(suite, case_spec, doc, loc, problems)
+            _check_models_needed(suite, case_spec, doc, loc, problems)
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index))
@@ -357,6 +395,32 @@ def _check_user_side(
     elif not scenario.goal and not scenario.script:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+_JUDGED = {"judge", "grounded"}
+
+
+def _check_models_needed(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """A judge, a golden file judged by a model, or an extracted capture need models.judge (or a `model:`)."""
+    configured = {**suite.project.spec.models, **suite.spec.models}
+    if "judge" in configured or "extract" in configured:
+        return
+    for i, entry in enumerate(spec.assert_):
+        if not isinstance(entry, dict):
+            continue
+        key = next((k for k in entry if k not in checks.META_KEYS), None)
+        options = entry.get(key) if key else None
+        own_model = isinstance(options, dict) and options.get("model") is not None
+        judged = key in _JUDGED or (key == "golden" and isinstance(options, dict) and options.get("mode") == "judge")
+        if judged and not own_model:
+            problems.append(doc.problem((*loc, "assert", i, key), f"{key} needs a model: set models.judge in "
+                                        "tamesu.yaml or the suite, or give this assertion a model:", key=True))
+    for i, capture in enumerate(spec.capture):
+        if capture.extract is not None and "judge" not in configured:
+            problems.append(doc.problem((*loc, "capture", i, "extract"), "extract needs a model: set models.judge "
+                                        "(or models.extract) in tamesu.yaml or the suite", key=True))
 
 
 def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:

@@ -24,6 +24,7 @@ KNOWN_ROOTS = {
     "listen": "the URL of the API tamesu serves for the agent",
     "response": "the JSON the send request answered",
     "run": "the run's id and number",
+    "args": "the arguments of the tool call being answered (model target tools)",
 }
 
 

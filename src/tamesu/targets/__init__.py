@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
 _IMPLEMENTED: dict[str, str] = {
     "rest": "tamesu.targets.rest:RestTarget",
+    "model": "tamesu.targets.model:ModelTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.

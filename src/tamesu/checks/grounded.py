@@ -1,0 +1,86 @@
+"""`grounded`: every factual claim of the agent is supported by a context, judged with evidence.
+
+The context is a text, a JSONPath into the turns' responses, or the results of a tool's calls in the run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonpath
+from pydantic import Field, model_validator
+
+from tamesu._types import Strict
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.judge import judge_client, to_verdict
+from tamesu.roles.judge import Judge
+
+
+class ContextSpec(Strict):
+    text: str | None = None
+    json_path: str | None = None
+    tool: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"text": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one(self) -> ContextSpec:
+        given = [k for k in ("text", "json_path", "tool") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("the context is one of text, json_path or tool")
+        if self.json_path is not None:
+            try:
+                jsonpath.compile(self.json_path)
+            except jsonpath.JSONPathError as exc:
+                raise ValueError(f"context.json_path: {exc}") from None
+        return self
+
+
+class GroundedSpec(Strict):
+    context: ContextSpec
+    model: Any = None
+    min: float = Field(1.0, ge=0, le=1)
+    """The fraction of claims that must be supported (default all of them)."""
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def gather_context(spec: ContextSpec, run: RunView) -> str:
+    if spec.text is not None:
+        return run.context.render_text(spec.text)
+    if spec.tool is not None:
+        return "\n".join(_as_text(call.result) for call in run.tool_calls
+                         if call.name == spec.tool and call.result is not None)
+    found: list[Any] = []
+    for exchange in run.exchanges:
+        if exchange.agent.response is not None:
+            found.extend(jsonpath.findall(spec.json_path or "$", exchange.agent.response))
+    return "\n".join(_as_text(value) for value in found)
+
+
+class Grounded(Check):
+    key = "grounded"
+    Spec = GroundedSpec
+    shorthand = "context"
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        spec: GroundedSpec = self.spec
+        context = gather_context(spec.context, run)
+        claims = run.agent_text()
+        if not context.strip():
+            where = spec.context.tool and f"tool {spec.context.tool!r} was not called or returned nothing"
+            return Verdict(passed=False, reason=f"no context to check the claims against: "
+                           f"{where or 'the context is empty'}")
+        if not claims.strip():
+            return Verdict(passed=False, reason="the agent made no claims to check (it said nothing)")
+        verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context)
+        result = to_verdict(verdict)
+        if verdict.score < spec.min:
+            result.passed = False
+        return result

@@ -1,0 +1,59 @@
+"""`judge`: a model grades the conversation against a rubric, from structured input, with evidence."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from tamesu._types import Strict
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.models.base import ModelError
+from tamesu.roles._transcript import lines_of
+from tamesu.roles.judge import Judge as JudgeRole
+from tamesu.roles.judge import JudgeInput, JudgeVerdict
+
+
+class JudgeSpec(Strict):
+    rubric: str = Field(min_length=1)
+    model: Any = None
+    """A name under `models:` or `provider:model`; default `models.judge`."""
+    scale: Literal["binary", "1-5"] = "binary"
+    min: float = Field(4, ge=1, le=5)
+
+    @model_validator(mode="after")
+    def _min_needs_scale(self) -> JudgeSpec:
+        if "min" in self.model_fields_set and self.scale != "1-5":
+            raise ValueError("min applies to scale: 1-5")
+        return self
+
+
+def to_verdict(verdict: JudgeVerdict) -> Verdict:
+    label = " (fake judge)" if verdict.fake else ""
+    return Verdict(passed=verdict.passed, reason=verdict.reason + label, score=verdict.score,
+                   evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
+                   fake=verdict.fake)
+
+
+def judge_client(run: RunView, override: Any) -> Any:
+    if run.models is None:
+        raise ModelError("no model for the judge: set models.judge in tamesu.yaml or the suite")
+    return run.models.client("judge", override)
+
+
+class Judge(Check):
+    key = "judge"
+    Spec = JudgeSpec
+    shorthand = "rubric"
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        spec: JudgeSpec = self.spec
+        verdict = await JudgeRole(judge_client(run, spec.model)).grade(JudgeInput(
+            rubric=run.context.render_text(spec.rubric),
+            transcript=lines_of(run.exchanges),
+            tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
+            metrics=dict(run.metrics),
+            scale=spec.scale,
+            min=spec.min,
+        ))
+        return to_verdict(verdict)

@@ -1,0 +1,180 @@
+"""Anthropic's Messages API (and servers shaped like it, through `base_url`).
+
+Differences from chat completions that matter here: the system prompt is a separate field, tool calls and
+their results are content blocks (`tool_use` in the assistant turn, `tool_result` in the next user turn),
+`max_tokens` is required, and there is no seed. Structured output is asked for in the system prompt, with the
+schema, which every Anthropic-shaped server understands.
+
+The 2.x SDK has no `temperature` argument (newer models refuse sampling parameters), yet older models and
+compatible servers take it and judges want 0; so it goes in the body, and is dropped for the rest of the run if
+the server refuses it once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import anthropic
+
+from tamesu._http import ssl_context
+from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
+from tamesu.models.spec import ModelSpec
+
+DEFAULT_MAX_TOKENS = 4096
+"""The Messages API needs a limit; this one is enough for a user turn or a verdict."""
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 60.0,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(model)
+        self.base_url = base_url
+        self.timeout = timeout
+        self._api_key = api_key
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout,
+            max_retries=0,  # ResilientClient retries, with backoff and a fallback model
+            default_headers=headers or None,
+            # the SDK's default client loads the certificate bundle again (~20 ms); share the process's context
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
+        )
+        self._send_temperature = True
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, api_key: str | None) -> AnthropicProvider:
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            if not is_local_url(spec.base_url):
+                raise ModelError("anthropic: no API key (set ANTHROPIC_API_KEY or models.X.api_key)")
+            key = LOCAL_PLACEHOLDER_KEY
+        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        for _ in range(2):
+            try:
+                message = await self._client.messages.create(**self._params(request))
+            except anthropic.BadRequestError as exc:
+                if self._send_temperature and request.temperature is not None \
+                        and "temperature" in _server_message(exc).lower():
+                    self._send_temperature = False
+                    continue
+                raise self._error(exc) from None
+            except anthropic.AnthropicError as exc:
+                raise self._error(exc) from None
+            return self._response(message)
+        raise ModelError(f"anthropic:{self.model}: the server kept refusing the request's parameters")
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system" and m.content)
+        if request.json_schema is not None:
+            instruction = ("Answer with one JSON object only (no prose, no code fence) that fits this JSON schema:\n"
+                           + json.dumps(request.json_schema, ensure_ascii=False))
+            system = f"{system}\n\n{instruction}" if system else instruction
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": _wire_messages(request.messages),
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+        }
+        if system:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+                               for t in request.tools]
+        if request.temperature is not None and self._send_temperature:
+            params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    def _response(self, message: Any) -> ModelResponse:
+        texts: list[str] = []
+        calls: list[ToolRequest] = []
+        for block in message.content or []:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                texts.append(block.text)
+            elif kind == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else {"_value": block.input}
+                calls.append(ToolRequest(id=block.id, name=block.name, arguments=arguments))
+        usage = message.usage
+        return ModelResponse(
+            text="".join(texts),
+            tool_calls=calls,
+            finish_reason=message.stop_reason,
+            usage=Usage(input_tokens=getattr(usage, "input_tokens", 0) or 0,
+                        output_tokens=getattr(usage, "output_tokens", 0) or 0),
+            provider=self.name,
+            model=message.model or self.model,
+        )
+
+    def _error(self, exc: anthropic.AnthropicError) -> ModelError:
+        where = f"anthropic:{self.model}"
+        if isinstance(exc, anthropic.APITimeoutError):
+            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True)
+        if isinstance(exc, anthropic.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f" ({type(cause).__name__})" if cause else ""
+            return ModelError(f"{where}: cannot reach {self.base_url or 'api.anthropic.com'}{detail}",
+                              retryable=True)
+        if isinstance(exc, anthropic.APIStatusError):
+            status = exc.status_code
+            message = redact(one_line(_server_message(exc)), self._api_key)
+            # 529 is Anthropic's "overloaded": a 5xx like the others
+            return ModelError(f"{where}: HTTP {status}: {message}",
+                              retryable=status in (408, 409, 429) or status >= 500,
+                              retry_after=retry_after_from_headers(exc.response.headers))
+        return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
+
+
+def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Messages as the API wants them: no system turns, tool results inside a user turn, and consecutive turns
+    of one role merged (the results of several tool calls must arrive together, in one user turn)."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    for turn in wire:
+        # a turn of one text block is sent as plain text, the common and most compatible form
+        content = turn["content"]
+        if len(content) == 1 and content[0]["type"] == "text":
+            turn["content"] = content[0]["text"]
+    return wire
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
+    blocks: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        # the API refuses empty text blocks; an empty turn still needs some text
+        blocks.append({"type": "text", "text": message.content or "(empty)"})
+    blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls)
+    return blocks
+
+
+def _server_message(exc: anthropic.APIStatusError) -> str:
+    message = getattr(exc, "api_message", None)
+    if message:
+        return str(message)
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if body.get("message"):
+            return str(body["message"])
+    if isinstance(body, str) and body:
+        return body
+    return f"HTTP {exc.status_code}"

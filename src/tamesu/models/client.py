@@ -1,0 +1,387 @@
+"""A provider made dependable: the replay cache, retries with backoff, a fallback model, cost and budget.
+
+`ResilientClient.generate` does, in order: the cache (a hit is free and final; the fake provider skips it);
+the provider, retried on rate limits, 5xx and timeouts; on final failure the `fallback` model's own client
+(recursively); then the answer is priced, recorded in the cache and charged to the ledger. An answer that
+passes the budget is still recorded: it was paid for, and the next run replays it for free.
+
+`ModelRegistry` gives each role (`simulator`, `judge`, `extract`, or any name under `models:`) its client,
+creating providers lazily (importing `anthropic` alone costs a second) and sharing them between clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import importlib
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from pydantic import ValidationError
+
+from tamesu.errors import TemplateError
+from tamesu.models import pricing
+from tamesu.models.base import ModelError, ModelRequest, ModelResponse, Provider
+from tamesu.models.cache import ReplayCache, canonical_json, label
+from tamesu.models.ledger import Ledger
+from tamesu.models.spec import ModelSpec
+
+BACKOFF_BASE = 0.5
+"""Seconds before the first retry; doubled each time (0.5, 1, 2, 4, 8...)."""
+BACKOFF_CAP = 8.0
+RETRY_AFTER_CAP = 30.0
+"""The longest a server's Retry-After is honoured; a longer wait is not worth holding a test run for."""
+TIMEOUT_MARGIN = 5.0
+"""Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
+
+PROVIDERS: dict[str, str] = {
+    "openai": "tamesu.models.openai:OpenAIProvider",
+    "anthropic": "tamesu.models.anthropic:AnthropicProvider",
+    "fake": "tamesu.models.fake:FakeProvider",
+}
+"""Provider name -> "module:Class"; each class has `from_spec(spec, api_key)`. Imported on first use."""
+
+DEFAULT_ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+LOCAL_PLACEHOLDER_KEY = "tamesu-local"
+"""Sent as the key to servers on this machine (Ollama, vLLM...) when none is configured: they need none."""
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+# ---- the client -----------------------------------------------------------------------------------------
+
+
+class ResilientClient:
+    """One model spec, with the cache, retries, fallback and budget around its provider (a ModelClient)."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        provider: Provider | Callable[[], Provider],
+        *,
+        cache: ReplayCache | None = None,
+        ledger: Ledger | None = None,
+        fallback: ResilientClient | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.spec = spec
+        self._provider = provider if isinstance(provider, Provider) else None
+        self._make_provider = None if isinstance(provider, Provider) else provider
+        # the fake provider is free, offline and deterministic, and its rules are not part of the key: caching
+        # it would only replay answers from rules since edited
+        self.cache = cache if spec.provider != "fake" else None
+        self.ledger = ledger
+        self.fallback = fallback
+        self._sleep = sleep or asyncio.sleep
+        self.attempts = 0
+        """Provider calls made by this client (not its fallback): for tests and diagnostics."""
+
+    @property
+    def label(self) -> str:
+        return label(self.spec)
+
+    def provider(self) -> Provider:
+        """This spec's provider, created on first use (so a replay from the cache needs neither SDK nor key)."""
+        if self._provider is None:
+            assert self._make_provider is not None
+            self._provider = self._make_provider()
+        return self._provider
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        request = self._with_defaults(request)
+        if self.cache is not None:
+            hit = self.cache.get(self.spec, request)  # raises CacheMiss with --cache-only
+            if hit is not None:
+                self._charge(hit, request)
+                return hit
+        try:
+            response = await self._call_with_retries(request)
+        except ModelError as primary:
+            if self.fallback is None:
+                raise
+            try:
+                response = await self.fallback.generate(request)
+            except ModelError as secondary:
+                raise ModelError(f"{primary}; fallback {secondary}", retryable=secondary.retryable) from None
+            # the fallback's client has priced, charged and recorded its answer under its own spec; record it
+            # under this one too, so a replay of this run finds what this call ended with
+            if self.cache is not None:
+                self.cache.put(self.spec, request, response)
+            return response
+        response = response.model_copy(update={"cost_usd": pricing.cost(self.spec, response.usage)})
+        if self.cache is not None:
+            self.cache.put(self.spec, request, response)
+        self._charge(response, request)
+        return response
+
+    def _with_defaults(self, request: ModelRequest) -> ModelRequest:
+        # the spec's settings apply where the caller left them open; done before the cache key is taken,
+        # so changing `temperature:` in tamesu.yaml records new answers
+        update: dict[str, Any] = {}
+        if request.temperature is None and self.spec.temperature is not None:
+            update["temperature"] = self.spec.temperature
+        if request.max_tokens is None and self.spec.max_tokens is not None:
+            update["max_tokens"] = self.spec.max_tokens
+        return request.model_copy(update=update) if update else request
+
+    async def _call_with_retries(self, request: ModelRequest) -> ModelResponse:
+        tries = self.spec.max_retries + 1
+        for attempt in range(tries):
+            if self.ledger is not None:
+                self.ledger.ensure_open()  # do not pay for another call once the budget is spent
+            try:
+                provider = self.provider()
+                self.attempts += 1
+                async with asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
+                    return await provider.generate(request)
+            except TimeoutError:
+                error = ModelError(f"{self.label}: no answer within {self.spec.timeout:g}s", retryable=True)
+            except ModelError as exc:
+                error = exc
+            if not error.retryable or attempt == tries - 1:
+                if tries > 1 and error.retryable:
+                    raise ModelError(f"{error} (gave up after {tries} attempts)", retryable=True,
+                                     retry_after=error.retry_after) from None
+                raise error
+            await self._sleep(self._delay(attempt, error))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _delay(attempt: int, error: ModelError) -> float:
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), RETRY_AFTER_CAP)
+        return min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
+
+    def _charge(self, response: ModelResponse, request: ModelRequest) -> None:
+        if self.ledger is not None:
+            self.ledger.charge(response, request.purpose)
+
+
+# ---- the registry ---------------------------------------------------------------------------------------
+
+
+class ModelRegistry:
+    """The models of one run by role (the `Models` protocol): clients with a shared cache and ledger.
+
+    `render` turns templates such as `{{secrets.X}}` in `api_key`, `base_url` and `headers` into values; it is
+    called only when a provider is created, so a replay from the cache needs no secrets.
+    """
+
+    def __init__(
+        self,
+        specs: Mapping[str, ModelSpec],
+        *,
+        render: Callable[[str], str] | None = None,
+        cache: ReplayCache | None = None,
+        ledger: Ledger | None = None,
+        sleep: Sleep | None = None,
+        base_dir: Path | None = None,
+        _providers: dict[str, Provider] | None = None,
+    ) -> None:
+        self.specs = dict(specs)
+        self.base_dir = base_dir
+        """Where the fake provider finds a rules file named by a relative path (the suite's directory)."""
+        self.render = render or (lambda text: text)
+        self.cache = cache
+        self.ledger = ledger if ledger is not None else Ledger()
+        self._sleep = sleep
+        self._providers: dict[str, Provider] = _providers if _providers is not None else {}
+        self._clients: dict[str, ResilientClient] = {}
+
+    def with_ledger(self, ledger: Ledger) -> ModelRegistry:
+        """The same models (sharing providers and cache) charging another ledger, usually `ledger.scope()` of
+        one test run. Close the registry it came from, not this one."""
+        return ModelRegistry(self.specs, render=self.render, cache=self.cache, ledger=ledger, sleep=self._sleep,
+                             base_dir=self.base_dir, _providers=self._providers)
+
+    def spec(self, role: str, override: Any = None) -> ModelSpec:
+        """The spec serving a role, or an assertion's `model:` override (a name under `models:`, a ModelSpec,
+        a mapping, or `provider:model`)."""
+        if override is not None:
+            return self._resolve_override(override)
+        spec = self.specs.get(role)
+        if spec is None and role == "extract":
+            spec = self.specs.get("judge")  # extraction is judging's sibling; one model serves both by default
+        if spec is None:
+            raise ModelError(f"no model for the {role}: set models.{role} in tamesu.yaml or the suite")
+        return spec
+
+    def client(self, role: str, override: Any = None) -> ResilientClient:
+        return self._client(self.spec(role, override))
+
+    async def aclose(self) -> None:
+        providers = list(self._providers.values())
+        self._providers.clear()
+        self._clients.clear()
+        for provider in providers:
+            # closing is best effort at the end of a run: one stuck pool must not keep others open
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+
+    def _resolve_override(self, override: Any) -> ModelSpec:
+        if isinstance(override, ModelSpec):
+            return override
+        if isinstance(override, str) and override in self.specs:
+            return self.specs[override]
+        if isinstance(override, str) and ":" not in override:
+            raise ModelError(f"no model named {override!r} under models: (or write provider:model)")
+        try:
+            return ModelSpec.model_validate(override)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ModelError(f"model {override!r}: {first['msg']}") from None
+
+    def _client(self, spec: ModelSpec) -> ResilientClient:
+        key = canonical_json(spec.model_dump(mode="json"))
+        client = self._clients.get(key)
+        if client is None:
+            fallback = self._client(spec.fallback) if spec.fallback is not None else None
+            client = ResilientClient(spec, lambda: self._provider(spec), cache=self.cache, ledger=self.ledger,
+                                     fallback=fallback, sleep=self._sleep)
+            self._clients[key] = client
+        return client
+
+    def _provider(self, spec: ModelSpec) -> Provider:
+        # one provider (one connection pool) per distinct connection, whatever retries or fallback say
+        key = canonical_json(spec.model_dump(mode="json", exclude={"fallback", "max_retries", "price"}))
+        provider = self._providers.get(key)
+        if provider is None:
+            rendered, api_key = self._rendered(spec)
+            cls = provider_class(spec.provider)
+            if spec.provider == "fake" and self.base_dir is not None:
+                provider = cls.from_spec(rendered, api_key, base_dir=self.base_dir)  # only fake reads files
+            else:
+                provider = cls.from_spec(rendered, api_key)
+            self._providers[key] = provider
+        return provider
+
+    def _rendered(self, spec: ModelSpec) -> tuple[ModelSpec, str | None]:
+        try:
+            update = {
+                "base_url": self.render(spec.base_url) if spec.base_url else None,
+                "headers": {name: self.render(value) for name, value in spec.headers.items()},
+                "api_key": None,  # handed over separately, and never kept in a spec that could be printed
+            }
+            api_key = self.render(spec.api_key) if spec.api_key else None
+        except TemplateError as exc:
+            raise ModelError(f"{label(spec)}: {exc}") from None
+        return spec.model_copy(update=update), api_key or None
+
+
+def provider_class(name: str) -> Any:
+    """The provider class registered under `name` (imported now)."""
+    try:
+        module_name, _, class_name = PROVIDERS[name].partition(":")
+    except KeyError:
+        raise ModelError(f"unknown model provider {name!r} (known: {', '.join(PROVIDERS)})") from None
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(f"the {name} provider needs a package that is not installed: {exc.name or exc}") from None
+    return getattr(module, class_name)
+
+
+# ---- `tamesu doctor` ------------------------------------------------------------------------------------
+
+
+async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, timeout: float = 3.0) -> str | None:
+    """What would stop this model from answering (no key, server unreachable, key refused), or None.
+    A short GET of the server's model list; the key is sent only to the configured server, never printed."""
+    if spec.provider == "fake":
+        return None
+    render = render or (lambda text: text)
+    try:
+        base_url = render(spec.base_url) if spec.base_url else None
+        api_key = render(spec.api_key) if spec.api_key else None
+        headers = {name: render(value) for name, value in spec.headers.items()}
+    except TemplateError as exc:
+        return f"{label(spec)}: {exc}"
+    env = DEFAULT_ENV_KEYS.get(spec.provider, "")
+    api_key = api_key or os.environ.get(env)
+    if not api_key:
+        if not is_local_url(base_url):
+            return f"{label(spec)}: no API key (set {env} or api_key)"
+        api_key = LOCAL_PLACEHOLDER_KEY
+    url = (base_url or DEFAULT_BASE_URLS[spec.provider]).rstrip("/")
+    # both SDKs send the key as a bearer token (anthropic 2.x too)
+    headers["Authorization"] = f"Bearer {api_key}"
+    if spec.provider == "anthropic":
+        url += "/v1/models"
+        headers["anthropic-version"] = "2023-06-01"
+    else:
+        url += "/models"
+    from tamesu._http import async_client  # httpx: not needed by a run, only by this check
+
+    started = time.monotonic()
+    try:
+        async with async_client(timeout) as http:
+            answer = await http.get(url, headers=headers)
+    except Exception as exc:  # any failure to connect is the finding
+        return f"{label(spec)}: {_host(url)} not reachable ({type(exc).__name__} after " \
+               f"{time.monotonic() - started:.1f}s)"
+    if answer.status_code in (401, 403):
+        return f"{label(spec)}: the key was refused by {_host(url)} (HTTP {answer.status_code})"
+    # anything else (even a 404 from a server without a model list) means the server is there
+    return None
+
+
+# ---- small helpers the providers share ------------------------------------------------------------------
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether a base_url points at this machine (where servers need no key)."""
+    if not url:
+        return False
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("127.0.0.1", "localhost", "::1", "0.0.0.0") or host.endswith(".localhost")
+
+
+_KEYISH = re.compile(r"\b(sk-proj|sk-ant|sk)-[A-Za-z0-9_*.\-]{6,}")
+
+
+def redact(text: str, secret: str | None) -> str:
+    """A server's message without the key: some servers quote it back ("Incorrect API key provided: sk-...")."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return _KEYISH.sub(r"\1-***", text)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from `retry-after-ms` (OpenAI), or `retry-after` as seconds or an HTTP date."""
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(float(value) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _host(url: str) -> str:
+    parsed = urlparse(url)
+    return parsed.netloc or url

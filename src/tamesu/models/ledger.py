@@ -1,0 +1,123 @@
+"""What tamesu's own model calls spent: dollars and tokens by purpose, per run, against the run's budget.
+
+One `Ledger` per `tamesu run`; the engine opens a `scope()` per test run so each run can report its own
+`llm_cost_usd` and `llm_tokens`, while every charge also counts toward the whole run's budget.
+Charges come from many conversations at once (asyncio tasks, and the odd thread), so totals sit behind a lock;
+nothing inside the lock awaits.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from tamesu.errors import BudgetExceeded
+from tamesu.models.base import ModelResponse
+from tamesu.models.spec import BudgetSpec
+
+
+@dataclass
+class Totals:
+    usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    """Calls answered by a provider (each one spent something)."""
+    cached_calls: int = 0
+    """Calls answered from the replay cache (free)."""
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, response: ModelResponse) -> None:
+        if response.cached:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        self.usd += response.cost_usd
+        self.input_tokens += response.usage.input_tokens
+        self.output_tokens += response.usage.output_tokens
+
+
+@dataclass
+class _State:
+    total: Totals = field(default_factory=Totals)
+    by_purpose: dict[str, Totals] = field(default_factory=dict)
+
+
+class Ledger:
+    """Totals of model spending. `charge` raises BudgetExceeded once the budget is passed."""
+
+    def __init__(self, budget: BudgetSpec | None = None, *, parent: Ledger | None = None) -> None:
+        self.budget = budget or BudgetSpec()
+        self._parent = parent
+        self._lock = threading.Lock()
+        self._state = _State()
+        self._exceeded: str | None = None
+
+    # ---- reading -------------------------------------------------------------------------------------
+
+    @property
+    def usd(self) -> float:
+        with self._lock:
+            return self._state.total.usd
+
+    @property
+    def tokens(self) -> int:
+        with self._lock:
+            return self._state.total.tokens
+
+    def totals(self) -> Totals:
+        """A copy of the totals over every purpose."""
+        with self._lock:
+            return Totals(**vars(self._state.total))
+
+    def by_purpose(self) -> dict[str, Totals]:
+        """A copy of the totals per purpose (`simulator`, `judge`, `extract`, `target`...)."""
+        with self._lock:
+            return {purpose: Totals(**vars(t)) for purpose, t in self._state.by_purpose.items()}
+
+    # ---- spending ------------------------------------------------------------------------------------
+
+    def scope(self) -> Ledger:
+        """A sub-ledger (one test run) with its own totals; what it is charged is charged here too, and this
+        ledger's budget decides. A scope has no budget of its own."""
+        return Ledger(parent=self)
+
+    def charge(self, response: ModelResponse, purpose: str = "unknown") -> None:
+        """Count one answer. Cached answers count as calls but cost nothing. Raises BudgetExceeded when the
+        total (here or in a parent) is now over budget; the answer is counted all the same, since it was paid."""
+        with self._lock:
+            self._state.total.add(response)
+            self._state.by_purpose.setdefault(purpose, Totals()).add(response)
+            if not response.cached:
+                self._exceeded = self._exceeded or self._over()
+            exceeded = self._exceeded
+        if self._parent is not None:
+            self._parent.charge(response, purpose)
+        if exceeded and not response.cached:
+            raise BudgetExceeded(exceeded)
+
+    def ensure_open(self) -> None:
+        """Raise BudgetExceeded if the budget is already spent, before paying for another call."""
+        ledger: Ledger | None = self
+        while ledger is not None:
+            with ledger._lock:
+                exceeded = ledger._exceeded
+            if exceeded:
+                raise BudgetExceeded(exceeded)
+            ledger = ledger._parent
+
+    def _over(self) -> str | None:
+        total = self._state.total
+        if self.budget.usd is not None and total.usd > self.budget.usd:
+            return f"budget of ${self.budget.usd:g} exceeded: spent ${_dollars(total.usd)}"
+        if self.budget.tokens is not None and total.tokens > self.budget.tokens:
+            return f"budget of {self.budget.tokens} tokens exceeded: spent {total.tokens} tokens"
+        return None
+
+
+def _dollars(usd: float) -> str:
+    # cents for ordinary sums, more digits for the tiny sums of small models and tests
+    return f"{usd:.4f}" if usd >= 0.01 else f"{usd:.6f}"

@@ -1,0 +1,202 @@
+"""OpenAI chat completions, and any server that speaks them through `base_url` (Azure-compatible endpoints,
+Ollama, vLLM, LM Studio, OpenRouter...).
+
+Servers differ in what they accept. Rather than a table of quirks, the provider learns from a 400 that names
+the parameter it rejected, adapts the request once, and remembers it for the rest of the run:
+`json_schema` structured output falls back to `json_object` (then to asking in the prompt), `max_tokens`
+becomes `max_completion_tokens` (reasoning models), and a `temperature` the model refuses is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import openai
+
+from tamesu._http import ssl_context
+from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
+from tamesu.models.spec import ModelSpec
+
+_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 60.0,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(model)
+        self.base_url = base_url
+        self.timeout = timeout
+        self._api_key = api_key
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout,
+            max_retries=0,  # ResilientClient retries, with backoff and a fallback model
+            default_headers=headers or None,
+            # the SDK's default client loads the certificate bundle again (~20 ms); share the process's context
+            http_client=openai.DefaultAsyncHttpx2Client(verify=ssl_context()),
+        )
+        # what this server refused once, so later calls do not pay for the 400 again
+        self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
+        self._max_tokens_param = "max_tokens"
+        self._send_temperature = True
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, api_key: str | None) -> OpenAIProvider:
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if not is_local_url(spec.base_url):
+                raise ModelError("openai: no API key (set OPENAI_API_KEY or models.X.api_key)")
+            key = LOCAL_PLACEHOLDER_KEY  # Ollama, vLLM, LM Studio on this machine need none
+        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    # ---- one call ------------------------------------------------------------------------------------
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        # at most one adaptation per kind of refusal, so a server that refuses everything ends quickly
+        for _ in range(4):
+            try:
+                completion = await self._client.chat.completions.create(**self._params(request))
+            except openai.BadRequestError as exc:
+                if self._adapt(exc):
+                    continue
+                raise self._error(exc) from None
+            except openai.OpenAIError as exc:
+                raise self._error(exc) from None
+            return self._response(completion)
+        raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        messages = [_wire_message(m) for m in request.messages]
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        if request.temperature is not None and self._send_temperature:
+            params["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            params[self._max_tokens_param] = request.max_tokens
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.tools:
+            params["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}} for t in request.tools]
+        if request.json_schema is not None:
+            if self._response_format == "json_schema":
+                params["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": _schema_name(request), "schema": request.json_schema, "strict": False}}
+            else:
+                # without a schema the server cannot hold the model to it: say it in the prompt
+                # (json_object mode also requires the word JSON in the messages)
+                params["messages"] = [{"role": "system", "content": _schema_instruction(request.json_schema)},
+                                      *messages]
+                if self._response_format == "json_object":
+                    params["response_format"] = {"type": "json_object"}
+        return params
+
+    def _adapt(self, exc: openai.BadRequestError) -> bool:
+        """Learn from a 400 that names what the server refused; True when the request should be tried again."""
+        text = _server_message(exc).lower()
+        if "response_format" in text or "json_schema" in text:
+            if self._response_format == "json_schema":
+                self._response_format = "json_object"
+                return True
+            if self._response_format == "json_object":
+                self._response_format = "prompt"
+                return True
+        if "max_completion_tokens" in text and self._max_tokens_param == "max_tokens":
+            self._max_tokens_param = "max_completion_tokens"
+            return True
+        if "temperature" in text and self._send_temperature:
+            self._send_temperature = False
+            return True
+        return False
+
+    def _response(self, completion: Any) -> ModelResponse:
+        if not completion.choices:
+            raise ModelError(f"openai:{self.model}: the server answered with no choices", retryable=True)
+        choice = completion.choices[0]
+        message = choice.message
+        calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            if function is None:  # custom (non-function) tools are never offered, so never expected
+                continue
+            calls.append(ToolRequest(id=call.id, name=function.name, arguments=_arguments(function.arguments)))
+        usage = completion.usage
+        return ModelResponse(
+            text=message.content or getattr(message, "refusal", None) or "",
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            usage=Usage(input_tokens=(usage.prompt_tokens or 0) if usage else 0,
+                        output_tokens=(usage.completion_tokens or 0) if usage else 0),
+            provider=self.name,
+            model=completion.model or self.model,
+        )
+
+    def _error(self, exc: openai.OpenAIError) -> ModelError:
+        where = f"openai:{self.model}"
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f" ({type(cause).__name__})" if cause else ""
+            return ModelError(f"{where}: cannot reach {self.base_url or 'api.openai.com'}{detail}", retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            message = redact(one_line(_server_message(exc)), self._api_key)
+            return ModelError(f"{where}: HTTP {status}: {message}",
+                              retryable=status in (408, 409, 429) or status >= 500,
+                              retry_after=retry_after_from_headers(exc.response.headers))
+        return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        wire["content"] = message.content or None
+        wire["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in message.tool_calls]
+    if message.name:
+        wire["name"] = message.name
+    return wire
+
+
+def _arguments(raw: str | None) -> dict[str, Any]:
+    # models sometimes write broken JSON arguments; keep the text rather than lose the call
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def _schema_name(request: ModelRequest) -> str:
+    title = request.json_schema.get("title") if request.json_schema else None
+    name = _NAME.sub("_", str(title or request.purpose))[:64]
+    return name or "answer"
+
+
+def _schema_instruction(schema: dict[str, Any]) -> str:
+    return ("Answer with one JSON object only (no prose, no code fence) that fits this JSON schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    # the SDK keeps the body's `error` object; its `message` is the server's own words
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error")
+        if isinstance(message, dict):
+            message = message.get("message")
+        if message:
+            return str(message)
+    if isinstance(body, str) and body:
+        return body
+    return exc.message

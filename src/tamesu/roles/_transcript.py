@@ -1,0 +1,28 @@
+"""The conversation as roles hand it to a model: structured lines, and the text a prompt shows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tamesu.conversation import Exchange
+
+
+def lines_of(exchanges: Iterable[Exchange]) -> list[dict[str, Any]]:
+    """`{role, text, turn}` per message, user before agent within a turn (the user turn starts it)."""
+    lines: list[dict[str, Any]] = []
+    for exchange in exchanges:
+        if exchange.user is not None:
+            lines.append({"role": "user", "text": exchange.user.display(), "turn": exchange.index,
+                          "source": exchange.user.source})
+        lines.append({"role": "agent", "text": exchange.agent.text, "turn": exchange.index})
+    return lines
+
+
+def as_text(lines: Iterable[Mapping[str, Any]], empty: str = "(nothing yet)") -> str:
+    """`[1] user: ...` lines; multi-line messages stay indented under their speaker."""
+    out = []
+    for line in lines:
+        text = str(line.get("text", "")).replace("\n", "\n    ")
+        out.append(f"[{line.get('turn', '?')}] {line.get('role', '?')}: {text}")
+    return "\n".join(out) or empty

@@ -1,0 +1,337 @@
+"""The `model` target: a system prompt and declared tools run directly against a model, no agent server.
+
+The model is `model` (a name under `models:`, a shorthand such as `openai:gpt-4o-mini`, or a mapping);
+without it, the run's `models.target`. The system prompt is `system`, or `system_file` (a path relative to
+the suite); either is a template rendered once when the session opens (`{{vars.x}}`, `{{secrets.X}}`...).
+
+One user turn is one agent turn. The user's words (a script step's data as JSON, files as [name], as the
+transcript shows them) become a user message; the model is asked with the whole conversation so far (system,
+user, assistant and tool messages), `temperature`, `max_tokens` and the declared tools. When it asks for
+tools, tamesu answers every call from the tool's declaration and asks again, at most `max_tool_rounds`
+times; a model still asking for tools after that fails the turn (TurnError). The turn's text is every text
+the model wrote during the turn, joined by newlines (a "let me check" before a tool call is said to the
+user too); `raw` is every ModelResponse of the turn as JSON, `response` the last one.
+
+How a tool call is answered, from its declaration:
+- `results`: `[{when: {arg: value}, result | error}]`, the first entry whose `when` matches the call's
+  arguments wins. `when` matches like `tool_called`'s `args`: every key given must be there, a value equal
+  to the argument matches, a string that is not equal is tried as a full regular expression.
+- otherwise `error: "message"` makes the tool fail (the model gets `{"error": "message"}`), or `result`
+  (any JSON) is its answer. A tool with none of them answers null; a tool whose `results` all miss, with
+  no `result` or `error` to fall back on, fails with "no result declared for these arguments".
+- results and errors are templates rendered with the call's arguments as `{{args.x}}` (and everything
+  else the test knows: `{{captured.x}}`, `{{vars.x}}`). A template naming an argument the model did not
+  pass fails the turn, so a typo in the suite does not pass for the model's fault silently.
+- a tool the model invented is answered `{"error": "no tool named X"}`.
+Every call is recorded as a ToolCall (name, args, result) for `tool_called` and `tool_sequence`.
+
+Failures: a ModelError (no key, unreachable, rate-limited after the client's retries) is not the agent's
+fault: it raises InfraError, after trying `fallback` (another model) when one is declared. A turn longer
+than `turn_timeout` raises TurnError. A failed turn leaves the conversation history as it was before it.
+
+`handoff` works as for rest, over the turn's ModelResponses: `json_path: "$.tool_calls[?(@.name ==
+'transfer_to_human')]"` makes a tool call the handoff signal. Each request carries `purpose: target`, no seed,
+and `context: {message}` (the user's turn) for the fake provider's rules.
+
+Events: `transport` (the models and tools), `model_fallback`, `handoff`. Metric: `model_calls`, the calls
+made (a fallback's included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu._match import args_problem
+from tamesu._types import Strict
+from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
+from tamesu.errors import InfraError, TemplateError
+from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse, ToolRequest, ToolSpec
+from tamesu.models.spec import ModelSpec
+from tamesu.suite.templates import Context
+from tamesu.targets._rest_read import handoff
+from tamesu.targets.base import Target, TargetSpec
+
+__all__ = ["ModelTarget", "ModelTargetSpec", "ModelToolSpec", "ToolResultCase"]
+
+# The name rule OpenAI and Anthropic share for functions; checked here so a bad name fails at validate.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NO_MATCH = "no result declared for these arguments"
+
+
+class ToolResultCase(Strict):
+    """One entry of a tool's `results`: when the arguments match, this result (or this error)."""
+
+    when: dict[str, Any] = Field(default_factory=dict)
+    """Argument name: expected value, or a full regular expression for its text. Empty matches every call."""
+    result: Any = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ToolResultCase:
+        if self.error is not None and "result" in self.model_fields_set:
+            raise ValueError("a results entry answers with result or error, not both")
+        return self
+
+
+class ModelToolSpec(Strict):
+    """A tool offered to the model, and how tamesu answers it."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """The JSON schema of the arguments, as the provider's function-calling API takes it."""
+    result: Any = None
+    results: list[ToolResultCase] = Field(default_factory=list)
+    error: str | None = None
+    """Make every call fail with this message (unless a `results` entry matches first)."""
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _TOOL_NAME.match(value):
+            raise ValueError("a tool name is 1 to 64 letters, digits, _ or -")
+        return value
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ModelToolSpec:
+        if self.error is not None and "result" in self.model_fields_set:
+            raise ValueError(f"tool {self.name} answers with result or error, not both")
+        return self
+
+    def offered(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+
+class ModelTargetSpec(TargetSpec):
+    model: str | ModelSpec | None = None
+    """A name under `models:`, a shorthand (`openai:gpt-4o-mini`) or a mapping; default `models.target`."""
+    system: str | None = None
+    system_file: str | None = None
+    """A file holding the system prompt, relative to the suite."""
+    tools: list[ModelToolSpec] = Field(default_factory=list)
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    max_tool_rounds: int = Field(5, ge=0, le=100)
+    """How many times per turn the model's tool calls are answered before the turn fails."""
+    fallback: str | ModelSpec | None = None
+    """Another model, asked when `model` still fails after its retries."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ModelTargetSpec:
+        if self.system is not None and self.system_file is not None:
+            raise ValueError("system and system_file both give the system prompt: keep one")
+        names = [tool.name for tool in self.tools]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"tool {twice[0]} is declared twice")
+        return self
+
+
+def _label(model: str | ModelSpec | None, role: str = "target") -> str:
+    """How a model is named in messages: as written, or `models.target`."""
+    if model is None:
+        return f"models.{role}"
+    if isinstance(model, str):
+        return model
+    return f"{model.provider}:{model.model}" if model.model else model.provider
+
+
+def _one_line(exc: Exception) -> str:
+    """A provider's message (which may quote a server's body) as one line of an error."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _as_content(value: Any) -> str:
+    """A tool result as the text of a tool message: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+class ModelTarget(Target):
+    kind = "model"
+    Spec = ModelTargetSpec
+
+    def __init__(self, spec: ModelTargetSpec, name: str) -> None:
+        super().__init__(spec, name)
+        self.spec: ModelTargetSpec = spec
+        self._session: Session | None = None
+        self._clients: list[tuple[str, ModelClient]] = []
+        """The model, then its fallback: (label, client)."""
+        self._messages: list[Message] = []
+        self._tools = {tool.name: tool for tool in spec.tools}
+        self._calls = 0
+
+    @property
+    def _what(self) -> str:
+        return f"model target {self.name}"
+
+    # -- open and close -------------------------------------------------------------------------------
+
+    async def open(self, session: Session) -> None:
+        self._session = session
+        self._clients = [(_label(self.spec.model), self._client(session, self.spec.model))]
+        if self.spec.fallback is not None:
+            self._clients.append((_label(self.spec.fallback), self._client(session, self.spec.fallback)))
+        system = self._system(session)
+        self._messages = [Message(role="system", content=system)] if system else []
+        session.event("transport", model=self._clients[0][0],
+                      fallback=self._clients[1][0] if len(self._clients) > 1 else None,
+                      tools=list(self._tools), system_chars=len(system))
+
+    def _client(self, session: Session, model: str | ModelSpec | None) -> ModelClient:
+        if session.models is None:
+            raise InfraError(f"{self._what}: the model target needs models: no models are configured for this "
+                             "run; configure models.target or the target's model")
+        try:
+            return session.models.client("target", model)
+        except ModelError as exc:
+            # The registry's message names what is missing: models.target, or the unknown name.
+            raise InfraError(f"{self._what}: {_one_line(exc)}") from exc
+
+    def _system(self, session: Session) -> str:
+        spec = self.spec
+        if spec.system_file is not None:
+            path = session.base_dir / spec.system_file
+            try:
+                template = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InfraError(f"{self._what}: cannot read system_file {spec.system_file} "
+                                 f"({exc.strerror or exc})") from exc
+            where = f"system_file {spec.system_file}"
+        elif spec.system is not None:
+            template, where = spec.system, "system"
+        else:
+            return ""
+        try:
+            return session.context.render_text(template)
+        except TemplateError as exc:
+            raise InfraError(f"{self._what}: {where}: {exc}") from exc
+
+    async def close(self) -> None:
+        # The clients belong to the run's model registry, which releases them; nothing is held here.
+        self._clients = []
+
+    def metrics(self) -> dict[str, float]:
+        return {"model_calls": float(self._calls)}
+
+    # -- turns ----------------------------------------------------------------------------------------
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        session = self._require_session()
+        kept = len(self._messages)
+        limit = self.spec.turn_timeout
+        self._messages.append(Message(role="user", content=turn.display()))
+        try:
+            async with asyncio.timeout(limit) as scope:
+                return await self._exchange(session, turn.display())
+        except TimeoutError:
+            del self._messages[kept:]
+            if not scope.expired():
+                raise
+            raise TurnError(f"turn timed out after {limit:g}s") from None
+        except BaseException:
+            # The engine ends the conversation on a failed turn, but a half-answered tool round must never
+            # be sent to a model again (providers reject a tool call without its result).
+            del self._messages[kept:]
+            raise
+
+    async def _exchange(self, session: Session, said: str) -> AgentTurn:
+        responses: list[ModelResponse] = []
+        calls: list[ToolCall] = []
+        sent_at = session.now_ms()
+        for round_ in range(self.spec.max_tool_rounds + 1):
+            response = await self._generate(said)
+            responses.append(response)
+            self._messages.append(Message(role="assistant", content=response.text, tool_calls=response.tool_calls))
+            if not response.tool_calls:
+                break
+            if round_ == self.spec.max_tool_rounds:
+                asked = ", ".join(call.name for call in response.tool_calls)
+                raise TurnError(f"the model still asked for tools ({asked}) after {round_} round(s) of tool "
+                                f"results (max_tool_rounds: {self.spec.max_tool_rounds})",
+                                raw=[r.model_dump(mode="json") for r in responses])
+            for request in response.tool_calls:
+                call = self._answer(session, request, responses)
+                calls.append(call)
+                self._messages.append(Message(role="tool", content=_as_content(call.result),
+                                              tool_call_id=request.id, name=request.name))
+        completed_at = session.now_ms()
+        raw = [r.model_dump(mode="json") for r in responses]
+        text = "\n".join(r.text for r in responses if r.text)
+        handed = handoff(self.spec.handoff, text, raw)
+        if handed is not None:
+            session.event("handoff", to=handed.to, summary=handed.summary)
+        return AgentTurn(text=text, response=raw[-1], raw=raw, tool_calls=calls, sent_at_ms=sent_at,
+                         first_token_at_ms=None, completed_at_ms=completed_at, handoff=handed)
+
+    def _request(self, said: str) -> ModelRequest:
+        return ModelRequest(
+            purpose="target", messages=list(self._messages), temperature=self.spec.temperature,
+            max_tokens=self.spec.max_tokens, seed=None, tools=[tool.offered() for tool in self.spec.tools],
+            # What the fake provider's rules read. Nothing else goes here: the context is part of the replay
+            # cache key, and the messages already say everything else (renaming the target keeps the cache).
+            context={"message": said},
+        )
+
+    async def _generate(self, said: str) -> ModelResponse:
+        """Ask the model, then its fallback; what neither can answer is not the agent's fault."""
+        request = self._request(said)
+        failures: list[str] = []
+        for position, (label, client) in enumerate(self._clients):
+            if position:
+                self._require_session().event("model_fallback", model=label, reason=failures[-1])
+            self._calls += 1
+            try:
+                return await client.generate(request)
+            except ModelError as exc:
+                failures.append(f"{label}: {_one_line(exc)}")
+        if len(failures) == 1:
+            raise InfraError(f"{self._what}: the model call failed: {failures[0]}")
+        raise InfraError(f"{self._what}: the model and its fallback failed: {'; '.join(failures)}")
+
+    # -- tools ----------------------------------------------------------------------------------------
+
+    def _answer(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
+        """The declared answer to one call, recorded as the ToolCall the assertions read."""
+        tool = self._tools.get(request.name)
+        if tool is None:
+            return ToolCall(name=request.name, args=request.arguments,
+                            result={"error": f"no tool named {request.name}"})
+        context = session.context.child(args=request.arguments)
+        result, error = self._declared(tool, request.arguments, context)
+        try:
+            if error is not None:
+                return ToolCall(name=tool.name, args=request.arguments,
+                                result={"error": context.render_text(error)})
+            return ToolCall(name=tool.name, args=request.arguments, result=context.render_value(result))
+        except TemplateError as exc:
+            raise TurnError(f"tool {tool.name}: cannot write its result: {exc} (the model called it with "
+                            f"{json.dumps(request.arguments, ensure_ascii=False, default=str)})",
+                            raw=[r.model_dump(mode="json") for r in responses]) from None
+
+    def _declared(self, tool: ModelToolSpec, args: dict[str, Any], context: Context) -> tuple[Any, str | None]:
+        """(result, error) for these arguments: the first matching `results` entry, else the tool's own."""
+        for case in tool.results:
+            try:
+                expected = context.render_value(case.when)
+            except TemplateError:
+                continue  # a `when` naming a value that does not exist yet cannot match
+            if args_problem(expected, args) is None:
+                return case.result, case.error
+        if tool.error is not None:
+            return None, tool.error
+        if tool.results and "result" not in tool.model_fields_set:
+            return None, _NO_MATCH
+        return tool.result, None
+
+    # -- state ----------------------------------------------------------------------------------------
+
+    def _require_session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError(f"{self._what} is not open")
+        return self._session
+

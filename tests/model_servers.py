@@ -1,0 +1,255 @@
+"""Local model servers for tests: one OpenAI-compatible, one Anthropic-shaped, both scriptable.
+
+- `OpenAIServer`: `POST /v1/chat/completions` and `GET /v1/models`, answering in the chat-completions shape
+  (point an OpenAI client's base_url at `server.base_url`, which ends in `/v1`).
+- `AnthropicServer`: `POST /v1/messages` and `GET /v1/models`, answering in the Messages shape (its base_url
+  is the bare host, as the Anthropic SDK adds `/v1/messages` itself).
+
+Each server answers from a queue of planned answers, first in first out, then with a default answer once the
+queue is empty: a JSON verdict when the request asks for JSON (a `response_format`, or a system prompt that
+mentions a JSON schema), otherwise an echo of the last user message. Planned answers:
+
+    server.plan(text("hello"))                       # an assistant message
+    server.plan(tool_call("lookup", {"id": 7}))      # a tool call (several: tool_calls([...]))
+    server.plan(text('{"pass": tru'))                # malformed JSON is just text
+    server.plan(status(429, "slow down", retry_after="0"))   # an error, with a Retry-After header
+    server.plan(status(500, "boom"))
+    server.plan(delay(2.0))                          # wait, then answer with the next planned (or default)
+    server.plan(status(400, "...", when="response_format"))  # only if the body has that key, else skipped
+
+`require_key` makes the server answer 401 to any other key, quoting the wrong key back as some servers do
+(so tests can check tamesu never repeats it). Every request is recorded (`server.requests`: path, JSON body,
+lower-cased headers). Token usage is deterministic: words in the request and in the answer.
+
+Serve with `tamesu._serve.ThreadServer(server.app)` (or the `serve` fixture) and read `server.base_url(url)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+DEFAULT_VERDICT = {"pass": True, "score": 1, "reason": "the test server's default verdict", "evidence": []}
+
+
+@dataclass
+class Planned:
+    """One planned answer. `kind`: text | tools | status | delay."""
+
+    kind: str
+    text: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    status: int = 200
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    when: str | None = None
+    """Only for a request whose JSON body has this top-level key; otherwise the plan skips this answer."""
+    usage: tuple[int, int] | None = None
+
+
+def text(value: str, usage: tuple[int, int] | None = None) -> Planned:
+    return Planned("text", text=value, usage=usage)
+
+
+def tool_call(name: str, arguments: dict[str, Any], text: str = "") -> Planned:
+    return Planned("tools", text=text, calls=[(name, arguments)])
+
+
+def tool_calls(calls: list[tuple[str, dict[str, Any]]], text: str = "") -> Planned:
+    return Planned("tools", text=text, calls=calls)
+
+
+def status(code: int, message: str, retry_after: str | None = None, when: str | None = None) -> Planned:
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    return Planned("status", status=code, message=message, headers=headers, when=when)
+
+
+def delay(seconds: float) -> Planned:
+    return Planned("delay", seconds=seconds)
+
+
+@dataclass
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+class _ScriptedServer:
+    """What both servers share: the plan, the record, the key check and the default answer."""
+
+    def __init__(self, require_key: str | None = None) -> None:
+        self.require_key = require_key
+        self.requests: list[Recorded] = []
+        self._plan: deque[Planned] = deque()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.app = Starlette(routes=[
+            Route(self.completion_path, self._complete, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ])
+
+    completion_path = ""
+
+    def plan(self, *answers: Planned) -> None:
+        with self._lock:
+            self._plan.extend(answers)
+
+    @property
+    def pending(self) -> int:
+        return len(self._plan)
+
+    def calls(self) -> list[Recorded]:
+        """The recorded completion requests (not the model-list GETs)."""
+        return [r for r in self.requests if r.path == self.completion_path]
+
+    def _next(self, body: dict[str, Any]) -> Planned | None:
+        with self._lock:
+            while self._plan:
+                planned = self._plan.popleft()
+                if planned.when is None or planned.when in body:
+                    return planned
+            return None
+
+    async def _models(self, request: Request) -> Response:
+        self.requests.append(Recorded(request.url.path, {}, dict(request.headers)))
+        if (refused := self._refuse(request)) is not None:
+            return refused
+        return JSONResponse({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+
+    async def _complete(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(Recorded(request.url.path, body, dict(request.headers)))
+        if (refused := self._refuse(request)) is not None:
+            return refused
+        planned = self._next(body)
+        while planned is not None and planned.kind == "delay":
+            await asyncio.sleep(planned.seconds)
+            planned = self._next(body)
+        if planned is not None and planned.kind == "status":
+            return self.error(planned.status, planned.message, planned.headers)
+        if planned is None:
+            planned = text(self.default_text(body))
+        return JSONResponse(self.answer(body, planned))
+
+    def _refuse(self, request: Request) -> Response | None:
+        if self.require_key is None:
+            return None
+        given = self.given_key(request)
+        if given == self.require_key:
+            return None
+        return self.error(401, f"Incorrect API key provided: {given}. Find your key in your account.", {})
+
+    def default_text(self, body: dict[str, Any]) -> str:
+        if self.wants_json(body):
+            return json.dumps(DEFAULT_VERDICT)
+        return f"echo: {self.last_user_text(body)}"
+
+    @staticmethod
+    def words(value: Any) -> int:
+        return len(json.dumps(value).split()) if not isinstance(value, str) else len(value.split())
+
+    # the shape of each API
+    def given_key(self, request: Request) -> str: ...
+    def wants_json(self, body: dict[str, Any]) -> bool: ...
+    def last_user_text(self, body: dict[str, Any]) -> str: ...
+    def answer(self, body: dict[str, Any], planned: Planned) -> dict[str, Any]: ...
+    def error(self, code: int, message: str, headers: dict[str, str]) -> Response: ...
+
+
+class OpenAIServer(_ScriptedServer):
+    completion_path = "/v1/chat/completions"
+
+    @staticmethod
+    def base_url(url: str) -> str:
+        return f"{url}/v1"
+
+    def given_key(self, request: Request) -> str:
+        return request.headers.get("authorization", "").removeprefix("Bearer ")
+
+    def wants_json(self, body: dict[str, Any]) -> bool:
+        return "response_format" in body
+
+    def last_user_text(self, body: dict[str, Any]) -> str:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        return str(users[-1].get("content", "")) if users else ""
+
+    def answer(self, body: dict[str, Any], planned: Planned) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": planned.text or None}
+        if planned.calls:
+            message["tool_calls"] = [
+                {"id": f"call_{next(self._ids)}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for name, arguments in planned.calls]
+        prompt, completion = planned.usage or (self.words(body.get("messages", [])),
+                                               max(self.words(planned.text), 1))
+        return {
+            "id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion", "created": 0,
+            "model": body.get("model", "test-model"),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if planned.calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }
+
+    def error(self, code: int, message: str, headers: dict[str, str]) -> Response:
+        kind = {400: "invalid_request_error", 401: "invalid_api_key",
+                429: "rate_limit_exceeded"}.get(code, "server_error")
+        return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": kind}},
+                            status_code=code, headers=headers)
+
+
+class AnthropicServer(_ScriptedServer):
+    completion_path = "/v1/messages"
+
+    @staticmethod
+    def base_url(url: str) -> str:
+        return url
+
+    def given_key(self, request: Request) -> str:
+        # the 2.x SDK sends its key as a bearer token; older clients use x-api-key
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        return request.headers.get("x-api-key") or bearer
+
+    def wants_json(self, body: dict[str, Any]) -> bool:
+        return "json schema" in str(body.get("system", "")).lower()
+
+    def last_user_text(self, body: dict[str, Any]) -> str:
+        for message in reversed(body.get("messages", [])):
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return " ".join(b.get("text", "") for b in content if b.get("type") == "text")
+        return ""
+
+    def answer(self, body: dict[str, Any], planned: Planned) -> dict[str, Any]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": planned.text}] if planned.text else []
+        content += [{"type": "tool_use", "id": f"toolu_{next(self._ids)}", "name": name, "input": arguments}
+                    for name, arguments in planned.calls]
+        asked = self.words(body.get("messages", [])) + self.words(body.get("system", ""))
+        prompt, completion = planned.usage or (asked, max(self.words(planned.text), 1))
+        return {
+            "id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant",
+            "model": body.get("model", "test-model"), "content": content,
+            "stop_reason": "tool_use" if planned.calls else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": prompt, "output_tokens": completion},
+        }
+
+    def error(self, code: int, message: str, headers: dict[str, str]) -> Response:
+        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+                529: "overloaded_error"}.get(code, "api_error")
+        return JSONResponse({"type": "error", "error": {"type": kind, "message": message}},
+                            status_code=code, headers=headers)

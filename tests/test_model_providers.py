@@ -1,0 +1,727 @@
+"""The real provider code paths (openai and anthropic SDKs) against local scripted servers (model_servers),
+with the resilient client around them: retries, fallback, the replay cache, cost and the budget."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from model_servers import (
+    DEFAULT_VERDICT,
+    AnthropicServer,
+    OpenAIServer,
+    delay,
+    status,
+    text,
+    tool_call,
+    tool_calls,
+)
+from tamesu._serve import ThreadServer
+from tamesu.errors import BudgetExceeded
+from tamesu.models import pricing
+from tamesu.models.anthropic import AnthropicProvider
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    ToolSpec,
+    Usage,
+)
+from tamesu.models.cache import CacheMiss, ReplayCache
+from tamesu.models.client import ModelRegistry, ResilientClient, check, redact, retry_after_from_headers
+from tamesu.models.ledger import Ledger
+from tamesu.models.openai import OpenAIProvider
+from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
+
+Serve = Callable[[Any], ThreadServer]
+KEY = "sk-test-0123456789abcdef"
+VERDICT_SCHEMA = {"title": "Verdict", "type": "object", "required": ["pass", "reason"],
+                  "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}}}
+
+
+class Sleeps:
+    """Records the waits between retries instead of waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+def ask(content: str = "hello", purpose: str = "simulator", **fields: Any) -> ModelRequest:
+    return ModelRequest(purpose=purpose, messages=[Message(role="user", content=content)], **fields)  # type: ignore[arg-type]
+
+
+def dead_base_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture
+def oai(serve: Serve) -> tuple[OpenAIServer, str]:
+    server = OpenAIServer()
+    return server, server.base_url(serve(server.app).url)
+
+
+@pytest.fixture
+def claude(serve: Serve) -> tuple[AnthropicServer, str]:
+    server = AnthropicServer()
+    return server, server.base_url(serve(server.app).url)
+
+
+def openai_spec(base_url: str, model: str = "gpt-4o-mini", **fields: Any) -> ModelSpec:
+    return ModelSpec(provider="openai", model=model, base_url=base_url, api_key=KEY, **fields)
+
+
+def registry(specs: dict[str, ModelSpec], **options: Any) -> ModelRegistry:
+    return ModelRegistry(specs, sleep=options.pop("sleep", Sleeps()), **options)
+
+
+# ---- openai: the wire ---------------------------------------------------------------------------------
+
+
+async def test_openai_text_answer(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(text("Hi, how can I help?"))
+    provider = OpenAIProvider("gpt-4o-mini", api_key=KEY, base_url=base_url)
+    try:
+        response = await provider.generate(ask("hello there"))
+    finally:
+        await provider.aclose()
+    assert response.text == "Hi, how can I help?"
+    assert (response.provider, response.model, response.finish_reason) == ("openai", "gpt-4o-mini", "stop")
+    assert response.usage.input_tokens > 0 and response.usage.output_tokens == 5
+    [call] = server.calls()
+    assert call.body["model"] == "gpt-4o-mini"
+    assert call.body["messages"] == [{"role": "user", "content": "hello there"}]
+    assert call.headers["authorization"] == f"Bearer {KEY}"
+    assert "x-stainless-retry-count" not in call.headers or call.headers["x-stainless-retry-count"] == "0"
+
+
+async def test_openai_tool_calls_round_trip(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(tool_calls([("lookup_order", {"order_id": "A-7"}), ("weather", {"city": "Lyon"})]),
+                text("Your order A-7 ships tomorrow."))
+    tools = [ToolSpec(name="lookup_order", description="find an order",
+                      parameters={"type": "object", "properties": {"order_id": {"type": "string"}}}),
+             ToolSpec(name="weather")]
+    provider = OpenAIProvider("gpt-4o", api_key=KEY, base_url=base_url)
+    try:
+        first = await provider.generate(ask("where is A-7?", purpose="target", tools=tools))
+        assert first.finish_reason == "tool_calls"
+        assert [(c.name, c.arguments) for c in first.tool_calls] == [
+            ("lookup_order", {"order_id": "A-7"}), ("weather", {"city": "Lyon"})]
+        history = [
+            Message(role="system", content="You are a shop assistant."),
+            Message(role="user", content="where is A-7?"),
+            Message(role="assistant", content="", tool_calls=first.tool_calls),
+            Message(role="tool", tool_call_id=first.tool_calls[0].id, content='{"status": "shipping"}'),
+            Message(role="tool", tool_call_id=first.tool_calls[1].id, content="sunny"),
+        ]
+        second = await provider.generate(ModelRequest(purpose="target", messages=history, tools=tools))
+    finally:
+        await provider.aclose()
+    assert second.text == "Your order A-7 ships tomorrow." and second.tool_calls == []
+    first_body, second_body = (c.body for c in server.calls())
+    assert first_body["tools"][0] == {"type": "function", "function": {
+        "name": "lookup_order", "description": "find an order",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}
+    assistant = second_body["messages"][2]
+    assert assistant["role"] == "assistant" and assistant["content"] is None
+    assert assistant["tool_calls"][0]["type"] == "function"
+    assert assistant["tool_calls"][0]["id"] == first.tool_calls[0].id
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"order_id": "A-7"}
+    assert second_body["messages"][3] == {"role": "tool", "tool_call_id": first.tool_calls[0].id,
+                                          "content": '{"status": "shipping"}'}
+    assert second_body["messages"][0] == {"role": "system", "content": "You are a shop assistant."}
+
+
+async def test_openai_sends_seed_temperature_and_max_tokens(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    models = registry({"simulator": openai_spec(base_url, temperature=0.7, max_tokens=50)})
+    try:
+        await models.client("simulator").generate(ask(seed=42))
+        await models.client("simulator").generate(ask(seed=42, temperature=0.0, max_tokens=9))
+    finally:
+        await models.aclose()
+    defaults, explicit = (c.body for c in server.calls())
+    assert (defaults["seed"], defaults["temperature"], defaults["max_tokens"]) == (42, 0.7, 50)
+    assert (explicit["seed"], explicit["temperature"], explicit["max_tokens"]) == (42, 0.0, 9)
+
+
+async def test_openai_structured_output_request(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    provider = OpenAIProvider("gpt-4o-mini", api_key=KEY, base_url=base_url)
+    try:
+        response = await provider.generate(ask("judge this", purpose="judge", json_schema=VERDICT_SCHEMA))
+    finally:
+        await provider.aclose()
+    assert json.loads(response.text) == DEFAULT_VERDICT
+    [call] = server.calls()
+    assert call.body["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "Verdict", "schema": VERDICT_SCHEMA, "strict": False}}
+
+
+async def test_json_schema_refused_falls_back_to_json_object_and_remembers(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(400, "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
+                            "with this model."))
+    provider = OpenAIProvider("llama3", api_key=KEY, base_url=base_url)
+    try:
+        first = await provider.generate(ask("judge this", purpose="judge", json_schema=VERDICT_SCHEMA))
+        second = await provider.generate(ask("and this", purpose="judge", json_schema=VERDICT_SCHEMA))
+    finally:
+        await provider.aclose()
+    assert json.loads(first.text) == json.loads(second.text) == DEFAULT_VERDICT
+    bodies = [c.body for c in server.calls()]
+    assert len(bodies) == 3  # refused, retried once as json_object, then json_object straight away
+    assert bodies[0]["response_format"]["type"] == "json_schema"
+    for body in bodies[1:]:
+        assert body["response_format"] == {"type": "json_object"}
+        # json_object mode needs the word JSON in the messages, and the model still needs the schema
+        instruction = body["messages"][0]
+        assert instruction["role"] == "system" and "JSON" in instruction["content"]
+        assert '"reason"' in instruction["content"]
+
+
+async def test_a_400_that_names_nothing_is_not_retried(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(400, "messages: too long"))
+    models = registry({"judge": openai_spec(base_url)})
+    try:
+        with pytest.raises(ModelError) as caught:
+            await models.client("judge").generate(ask(purpose="judge", json_schema=VERDICT_SCHEMA))
+    finally:
+        await models.aclose()
+    assert str(caught.value) == "openai:gpt-4o-mini: HTTP 400: messages: too long"
+    assert not caught.value.retryable
+    assert len(server.calls()) == 1
+
+
+async def test_malformed_json_text_is_returned_as_is(oai: tuple[OpenAIServer, str]) -> None:
+    # repairing it is the judge's job (roles/); the provider must hand back exactly what the model wrote
+    server, base_url = oai
+    server.plan(text('{"pass": tru, "reason": "ok"'))
+    provider = OpenAIProvider("gpt-4o-mini", api_key=KEY, base_url=base_url)
+    try:
+        response = await provider.generate(ask(purpose="judge", json_schema=VERDICT_SCHEMA))
+    finally:
+        await provider.aclose()
+    assert response.text == '{"pass": tru, "reason": "ok"'
+
+
+async def test_reasoning_model_parameters_adapt(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                            "Use 'max_completion_tokens' instead."),
+                status(400, "Unsupported value: 'temperature' does not support 0 with this model."))
+    provider = OpenAIProvider("o4-mini", api_key=KEY, base_url=base_url)
+    try:
+        await provider.generate(ask(temperature=0.0, max_tokens=100))
+        await provider.generate(ask(temperature=0.0, max_tokens=100))
+    finally:
+        await provider.aclose()
+    bodies = [c.body for c in server.calls()]
+    assert len(bodies) == 4
+    assert "max_tokens" in bodies[0] and "temperature" in bodies[0]
+    for body in bodies[2:]:
+        assert body["max_completion_tokens"] == 100
+        assert "max_tokens" not in body and "temperature" not in body
+
+
+# ---- retries, fallback, timeouts, errors --------------------------------------------------------------
+
+
+async def test_rate_limit_is_retried_after_the_servers_delay(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(429, "Rate limit reached for gpt-4o-mini", retry_after="1.5"), text("finally"))
+    sleeps = Sleeps()
+    models = registry({"simulator": openai_spec(base_url)}, sleep=sleeps)
+    try:
+        response = await models.client("simulator").generate(ask())
+    finally:
+        await models.aclose()
+    assert response.text == "finally"
+    assert len(server.calls()) == 2
+    assert sleeps.delays == [1.5]
+
+
+async def test_backoff_doubles_without_retry_after(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(500, "boom"), status(503, "busy"), status(502, "bad gateway"), text("up again"))
+    sleeps = Sleeps()
+    models = registry({"simulator": openai_spec(base_url, max_retries=3)}, sleep=sleeps)
+    try:
+        response = await models.client("simulator").generate(ask())
+    finally:
+        await models.aclose()
+    assert response.text == "up again"
+    assert sleeps.delays == [0.5, 1.0, 2.0]
+
+
+async def test_server_errors_exhausted_then_the_fallback_answers(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(500, "boom"), status(500, "boom"))
+    spec = openai_spec(base_url, model="gpt-4o", max_retries=1, fallback=openai_spec(base_url, "gpt-4o-mini"))
+    ledger = Ledger()
+    models = registry({"judge": spec}, ledger=ledger)
+    try:
+        response = await models.client("judge").generate(ask("judge", purpose="judge"))
+    finally:
+        await models.aclose()
+    assert [c.body["model"] for c in server.calls()] == ["gpt-4o", "gpt-4o", "gpt-4o-mini"]
+    assert (response.provider, response.model) == ("openai", "gpt-4o-mini")
+    assert response.cost_usd > 0  # priced as the fallback model
+    assert ledger.totals().calls == 1 and ledger.usd == pytest.approx(response.cost_usd)
+
+
+async def test_primary_and_fallback_failing_reports_both(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(500, "primary down"), status(500, "fallback down"))
+    spec = openai_spec(base_url, model="gpt-4o", max_retries=0,
+                       fallback=openai_spec(base_url, "gpt-4o-mini", max_retries=0))
+    models = registry({"judge": spec})
+    try:
+        with pytest.raises(ModelError) as caught:
+            await models.client("judge").generate(ask(purpose="judge"))
+    finally:
+        await models.aclose()
+    assert str(caught.value) == ("openai:gpt-4o: HTTP 500: primary down; "
+                                 "fallback openai:gpt-4o-mini: HTTP 500: fallback down")
+
+
+async def test_timeout_is_retryable_then_exhausted(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(delay(1.5), delay(1.5))
+    models = registry({"simulator": openai_spec(base_url, timeout="300ms", max_retries=1)})
+    try:
+        with pytest.raises(ModelError) as caught:
+            await models.client("simulator").generate(ask())
+    finally:
+        await models.aclose()
+    assert caught.value.retryable
+    assert str(caught.value) == "openai:gpt-4o-mini: no answer within 0.3s (gave up after 2 attempts)"
+    assert len(server.calls()) == 2
+
+
+async def test_unauthorised_is_not_retried_and_the_key_is_never_repeated(serve: Serve) -> None:
+    server = OpenAIServer(require_key="sk-right-key-000000")
+    base_url = server.base_url(serve(server.app).url)
+    wrong = "sk-wrong-key-9876543210"
+    spec = ModelSpec(provider="openai", model="gpt-4o-mini", base_url=base_url, api_key="{{secrets.KEY}}",
+                     max_retries=3)
+    models = registry({"judge": spec}, render=lambda value: value.replace("{{secrets.KEY}}", wrong))
+    try:
+        with pytest.raises(ModelError) as caught:
+            await models.client("judge").generate(ask(purpose="judge"))
+    finally:
+        await models.aclose()
+    message = str(caught.value)
+    assert not caught.value.retryable
+    assert message.startswith("openai:gpt-4o-mini: HTTP 401: Incorrect API key provided: ")
+    assert wrong not in message and "9876543210" not in message
+    assert len(server.calls()) == 1
+    assert server.calls()[0].headers["authorization"] == f"Bearer {wrong}"  # the template was rendered
+
+
+async def test_unreachable_server_is_retryable_and_names_no_key() -> None:
+    base_url = dead_base_url()
+    models = registry({"judge": openai_spec(base_url, max_retries=1)})
+    try:
+        with pytest.raises(ModelError) as caught:
+            await models.client("judge").generate(ask(purpose="judge"))
+    finally:
+        await models.aclose()
+    assert caught.value.retryable
+    assert f"cannot reach {base_url}" in str(caught.value)
+    assert KEY not in str(caught.value)
+
+
+def test_redact_hides_keys_servers_quote_back() -> None:
+    assert redact("Incorrect API key provided: sk-proj-abc123def456", None) == \
+        "Incorrect API key provided: sk-proj-***"
+    assert redact("bad key my-own-secret-value", "my-own-secret-value") == "bad key ***"
+
+
+def test_retry_after_headers() -> None:
+    assert retry_after_from_headers({"retry-after": "3"}) == 3.0
+    assert retry_after_from_headers({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
+    assert retry_after_from_headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert retry_after_from_headers({"retry-after": "soon"}) is None
+    assert retry_after_from_headers({}) is None
+
+
+# ---- anthropic ----------------------------------------------------------------------------------------
+
+
+async def test_anthropic_system_tool_blocks_and_json(claude: tuple[AnthropicServer, str]) -> None:
+    server, base_url = claude
+    server.plan(tool_call("lookup_order", {"order_id": "A-7"}, text="Let me check."))
+    tools = [ToolSpec(name="lookup_order", description="find an order",
+                      parameters={"type": "object", "properties": {"order_id": {"type": "string"}}})]
+    provider = AnthropicProvider("claude-sonnet-4-20250514", api_key=KEY, base_url=base_url)
+    try:
+        first = await provider.generate(ModelRequest(purpose="target", tools=tools, temperature=0.0, seed=7,
+                                                     messages=[Message(role="system", content="Be brief."),
+                                                               Message(role="user", content="where is A-7?")]))
+        history = [
+            Message(role="system", content="Be brief."),
+            Message(role="user", content="where is A-7?"),
+            Message(role="assistant", content=first.text, tool_calls=[
+                *first.tool_calls, ToolRequest(id="toolu_x", name="lookup_order", arguments={"order_id": "B"})]),
+            Message(role="tool", tool_call_id=first.tool_calls[0].id, content="shipping"),
+            Message(role="tool", tool_call_id="toolu_x", content="unknown order"),
+        ]
+        second = await provider.generate(ModelRequest(purpose="judge", messages=history,
+                                                      json_schema=VERDICT_SCHEMA))
+    finally:
+        await provider.aclose()
+    assert first.text == "Let me check." and first.finish_reason == "tool_use"
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [("lookup_order", {"order_id": "A-7"})]
+    assert json.loads(second.text) == DEFAULT_VERDICT
+    first_body, second_body = (c.body for c in server.calls())
+    assert first_body["system"] == "Be brief."
+    assert first_body["messages"] == [{"role": "user", "content": "where is A-7?"}]
+    assert first_body["tools"] == [{"name": "lookup_order", "description": "find an order",
+                                    "input_schema": tools[0].parameters}]
+    assert first_body["temperature"] == 0.0 and first_body["max_tokens"] == 4096
+    assert "seed" not in first_body  # Anthropic has none
+    assert second_body["system"].startswith("Be brief.\n\n") and '"reason"' in second_body["system"]
+    assistant, results = second_body["messages"][1:]
+    assert assistant == {"role": "assistant", "content": [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": first.tool_calls[0].id, "name": "lookup_order", "input": {"order_id": "A-7"}},
+        {"type": "tool_use", "id": "toolu_x", "name": "lookup_order", "input": {"order_id": "B"}}]}
+    # both results in one user turn, as the API requires
+    assert results == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": first.tool_calls[0].id, "content": "shipping"},
+        {"type": "tool_result", "tool_use_id": "toolu_x", "content": "unknown order"}]}
+
+
+async def test_anthropic_refused_temperature_is_dropped_for_the_run(claude: tuple[AnthropicServer, str]) -> None:
+    server, base_url = claude
+    server.plan(status(400, "temperature is not supported for this model"))
+    provider = AnthropicProvider("claude-opus-4-7", api_key=KEY, base_url=base_url)
+    try:
+        await provider.generate(ask(temperature=0.0))
+        await provider.generate(ask(temperature=0.0))
+    finally:
+        await provider.aclose()
+    bodies = [c.body for c in server.calls()]
+    assert len(bodies) == 3 and "temperature" in bodies[0]
+    assert all("temperature" not in body for body in bodies[1:])
+
+
+async def test_anthropic_errors_map_like_openai(claude: tuple[AnthropicServer, str]) -> None:
+    server, base_url = claude
+    server.plan(status(529, "Overloaded"), status(429, "slow down", retry_after="2"), text("ok"))
+    sleeps = Sleeps()
+    spec = ModelSpec(provider="anthropic", model="claude-3-5-haiku-latest", base_url=base_url, api_key=KEY)
+    models = registry({"simulator": spec}, sleep=sleeps)
+    try:
+        response = await models.client("simulator").generate(ask())
+    finally:
+        await models.aclose()
+    assert response.text == "ok" and sleeps.delays == [0.5, 2.0]
+    assert response.cost_usd == pytest.approx(pricing.cost("claude-3-5-haiku", response.usage))
+    assert server.calls()[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_anthropic_unauthorised_hides_the_key(serve: Serve) -> None:
+    server = AnthropicServer(require_key="sk-ant-right")
+    provider = AnthropicProvider("claude-sonnet-4", api_key="sk-ant-wrong-secret",
+                                 base_url=server.base_url(serve(server.app).url))
+    try:
+        with pytest.raises(ModelError) as caught:
+            await provider.generate(ask())
+    finally:
+        await provider.aclose()
+    assert not caught.value.retryable
+    assert str(caught.value).startswith("anthropic:claude-sonnet-4: HTTP 401: Incorrect API key provided")
+    assert "wrong-secret" not in str(caught.value)
+
+
+# ---- the replay cache ---------------------------------------------------------------------------------
+
+
+async def test_record_then_replay_with_the_server_stopped(tmp_path: Path) -> None:
+    server = OpenAIServer()
+    running = ThreadServer(server.app).start()
+    server.plan(text("I want to return my shoes."), tool_call("refund", {"order": "A-7"}))
+    spec = openai_spec(server.base_url(running.url))
+    requests = [ask("Hi, what can I do for you?", seed=1),
+                ask("Which order?", purpose="target", tools=[ToolSpec(name="refund")]),
+                ask("transcript...", purpose="judge", json_schema=VERDICT_SCHEMA, temperature=0.0)]
+    recording = registry({"simulator": spec}, cache=ReplayCache(tmp_path / "cache", "use"))
+    try:
+        recorded = [await recording.client("simulator").generate(r) for r in requests]
+    finally:
+        await recording.aclose()
+        running.stop()
+    assert len(server.calls()) == 3 and not any(r.cached for r in recorded)
+
+    ledger = Ledger(BudgetSpec(usd=0.0))  # a replay is free: even a zero budget holds
+    replaying = registry({"simulator": spec}, cache=ReplayCache(tmp_path / "cache", "only"), ledger=ledger)
+    try:
+        replayed = [await replaying.client("simulator").generate(r) for r in requests]
+    finally:
+        await replaying.aclose()
+    assert len(server.calls()) == 3
+    for old, new in zip(recorded, replayed, strict=True):
+        assert new.cached and new.cost_usd == 0.0
+        assert new.model_dump(exclude={"cached", "cost_usd"}) == old.model_dump(exclude={"cached", "cost_usd"})
+    assert ledger.usd == 0.0 and ledger.totals().cached_calls == 3
+
+    cache = ReplayCache(tmp_path / "cache")
+    key = cache.key(spec, requests[0])
+    path = tmp_path / "cache" / key[:2] / f"{key}.json"
+    content = path.read_text()
+    assert content.startswith("{\n  ")  # indented, for review
+    record = json.loads(content)
+    assert record["response"]["cost_usd"] == recorded[0].cost_usd > 0  # the original cost is kept
+    assert record["request"]["messages"][0]["content"] == "Hi, what can I do for you?"
+    assert KEY not in content
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+async def test_cache_only_miss_names_purpose_and_model(tmp_path: Path) -> None:
+    spec = openai_spec(dead_base_url())
+    models = registry({"judge": spec}, cache=ReplayCache(tmp_path, "only"))
+    try:
+        with pytest.raises(CacheMiss) as caught:
+            await models.client("judge").generate(ask(purpose="judge"))
+    finally:
+        await models.aclose()
+    assert isinstance(caught.value, ModelError)
+    assert str(caught.value) == ("cache miss for judge on openai:gpt-4o-mini with --cache-only: "
+                                 "record the run once without --cache-only")
+    assert models._providers == {}  # no provider was even created: a replay needs no SDK, key or server
+
+
+async def test_cache_off_neither_reads_nor_writes(oai: tuple[OpenAIServer, str], tmp_path: Path) -> None:
+    _, base_url = oai
+    spec = openai_spec(base_url)
+    ReplayCache(tmp_path).put(spec, ask(), ModelResponse(text="stale", provider="openai", model="gpt-4o-mini"))
+    before = sorted(tmp_path.rglob("*.json"))
+    models = registry({"simulator": spec}, cache=ReplayCache(tmp_path, "off"))
+    try:
+        response = await models.client("simulator").generate(ask())
+        await models.client("simulator").generate(ask("other"))
+    finally:
+        await models.aclose()
+    assert response.text == "echo: hello" and not response.cached
+    assert sorted(tmp_path.rglob("*.json")) == before
+
+
+def test_cache_key_covers_what_shapes_the_answer_and_not_the_key(tmp_path: Path) -> None:
+    cache = ReplayCache(tmp_path)
+    base = openai_spec("http://127.0.0.1:1/v1")
+    key = cache.key(base, ask())
+    assert cache.key(base.model_copy(update={"api_key": "sk-other", "headers": {"x": "y"}}), ask()) == key
+    assert cache.key(base.model_copy(update={"model": "gpt-4o"}), ask()) != key
+    assert cache.key(base.model_copy(update={"base_url": "http://127.0.0.1:2/v1"}), ask()) != key
+    assert cache.key(base, ask(seed=1)) != key
+    assert cache.key(base, ask(purpose="judge")) != key
+    assert cache.key(base, ask(context={"rubric": "polite"})) != key
+
+
+async def test_a_damaged_cache_file_is_a_miss(oai: tuple[OpenAIServer, str], tmp_path: Path) -> None:
+    _, base_url = oai
+    spec = openai_spec(base_url)
+    cache = ReplayCache(tmp_path)
+    path = cache.path(cache.key(spec, ask()))
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    models = registry({"simulator": spec}, cache=cache)
+    try:
+        response = await models.client("simulator").generate(ask())
+    finally:
+        await models.aclose()
+    assert response.text == "echo: hello"
+    assert json.loads(path.read_text())["response"]["text"] == "echo: hello"
+
+
+# ---- cost and budget ----------------------------------------------------------------------------------
+
+
+def test_cost_from_the_price_table() -> None:
+    million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert pricing.cost("gpt-4o-mini", million) == pytest.approx(0.75)
+    assert pricing.cost("gpt-4o-mini-2024-07-18", million) == pytest.approx(0.75)
+    assert pricing.cost("gpt-4o", million) == pytest.approx(12.5)
+    assert pricing.cost("openai/gpt-4.1-mini", million) == pytest.approx(2.0)
+    assert pricing.cost("claude-sonnet-4-20250514", million) == pytest.approx(18.0)
+    assert pricing.cost("claude-opus-4-1-20250805", million) == pytest.approx(90.0)
+    assert pricing.known("o4-mini") and pricing.known("claude-3-5-haiku-latest")
+    assert not pricing.known("llama3.1:8b") and pricing.cost("llama3.1:8b", million) == 0.0
+    assert not pricing.known("gpt-4o-audio-preview")  # not gpt-4o's price
+
+
+def test_cost_from_a_price_override() -> None:
+    usage = Usage(input_tokens=2_000, output_tokens=1_000)
+    override = PriceSpec(input_per_mtok=1.0, output_per_mtok=10.0)
+    assert pricing.cost("llama3.1:8b", usage, override) == pytest.approx(0.012)
+    spec = ModelSpec(provider="openai", model="gpt-4o", price=override)
+    assert pricing.cost(spec, usage) == pytest.approx(0.012)
+    assert pricing.cost(ModelSpec(provider="fake"), usage) == 0.0
+
+
+async def test_cost_of_a_call_uses_the_spec_price(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(text("priced", usage=(1000, 500)), text("table", usage=(1000, 500)))
+    priced = openai_spec(base_url, "my-vllm-model", price={"input_per_mtok": 2.0, "output_per_mtok": 4.0})
+    models = registry({"simulator": priced, "judge": openai_spec(base_url, "gpt-4o-mini")})
+    try:
+        first = await models.client("simulator").generate(ask())
+        second = await models.client("judge").generate(ask(purpose="judge"))
+    finally:
+        await models.aclose()
+    assert first.cost_usd == pytest.approx((1000 * 2.0 + 500 * 4.0) / 1e6)
+    assert second.cost_usd == pytest.approx((1000 * 0.15 + 500 * 0.60) / 1e6)
+    spent = models.ledger.by_purpose()
+    assert spent["simulator"].usd == pytest.approx(first.cost_usd)
+    assert spent["judge"].tokens == 1500
+
+
+async def test_budget_exceeded_stops_spending(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(text("one", usage=(1000, 1000)), text("two", usage=(1000, 1000)))
+    spec = openai_spec(base_url, price={"input_per_mtok": 100.0, "output_per_mtok": 100.0})
+    run_ledger = Ledger(BudgetSpec(usd=0.25))
+    models = registry({"simulator": spec}, ledger=run_ledger)
+    first_run, second_run = run_ledger.scope(), run_ledger.scope()
+    try:
+        await models.with_ledger(first_run).client("simulator").generate(ask("a"))  # $0.20: within budget
+        with pytest.raises(BudgetExceeded) as caught:
+            await models.with_ledger(second_run).client("simulator").generate(ask("b"))  # $0.40 in all
+        with pytest.raises(BudgetExceeded):
+            await models.client("simulator").generate(ask("c"))  # refused before any call
+    finally:
+        await models.aclose()
+    assert str(caught.value) == "budget of $0.25 exceeded: spent $0.4000"
+    assert len(server.calls()) == 2
+    assert first_run.usd == pytest.approx(0.2) and second_run.usd == pytest.approx(0.2)
+    assert first_run.tokens == 2000 and run_ledger.tokens == 4000
+
+
+def test_token_budget_and_cached_answers_are_free() -> None:
+    ledger = Ledger(BudgetSpec(tokens=100))
+    cached = ModelResponse(provider="openai", model="m", usage=Usage(input_tokens=500), cached=True)
+    ledger.charge(cached, "judge")
+    assert ledger.tokens == 0 and ledger.totals().cached_calls == 1
+    ledger.charge(ModelResponse(provider="openai", model="m", usage=Usage(input_tokens=60)), "judge")
+    with pytest.raises(BudgetExceeded, match="budget of 100 tokens exceeded: spent 120 tokens"):
+        ledger.charge(ModelResponse(provider="openai", model="m", usage=Usage(input_tokens=60)), "simulator")
+    assert ledger.by_purpose()["simulator"].tokens == 60
+
+
+# ---- the registry, keys, doctor -----------------------------------------------------------------------
+
+
+async def test_registry_roles_and_overrides(oai: tuple[OpenAIServer, str]) -> None:
+    _, base_url = oai
+    judge = openai_spec(base_url, "gpt-4o")
+    models = registry({"judge": judge, "cheap": openai_spec(base_url, "gpt-4o-mini")})
+    try:
+        assert models.spec("extract") is judge  # extract falls back to the judge
+        assert models.client("judge") is models.client("extract")
+        assert models.spec("judge", "cheap").model == "gpt-4o-mini"
+        assert models.spec("judge", "anthropic:claude-3-5-haiku").provider == "anthropic"
+        assert models.spec("judge", {"provider": "openai", "model": "gpt-4.1"}).model == "gpt-4.1"
+        assert models.spec("judge", judge) is judge
+        with pytest.raises(ModelError, match=r"no model for the simulator: set models\.simulator in tamesu\.yaml "
+                                             r"or the suite"):
+            models.client("simulator")
+        with pytest.raises(ModelError, match="no model named 'nope' under models:"):
+            models.client("judge", "nope")
+        assert models._providers == {}  # created on first use only
+        response = await models.client("judge", "cheap").generate(ask(purpose="judge"))
+        assert response.model == "gpt-4o-mini"
+        await models.client("judge").generate(ask(purpose="judge"))
+        assert len(models._providers) == 2
+    finally:
+        await models.aclose()
+    assert models._providers == {}
+
+
+def test_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelError, match=r"openai: no API key \(set OPENAI_API_KEY or models.X.api_key\)"):
+        OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), None)
+    with pytest.raises(ModelError, match="anthropic: no API key"):
+        AnthropicProvider.from_spec(ModelSpec(provider="anthropic", model="claude-sonnet-4"), None)
+    local = OpenAIProvider.from_spec(ModelSpec(provider="openai", model="llama3",
+                                               base_url="http://localhost:11434/v1"), None)
+    assert local._api_key and local._api_key != KEY
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    assert OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), None)._api_key == "sk-from-env"
+    assert OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), "sk-given")._api_key == "sk-given"
+
+
+async def test_local_server_without_a_key(oai: tuple[OpenAIServer, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server, base_url = oai
+    models = registry({"simulator": ModelSpec(provider="openai", model="llama3", base_url=base_url)})
+    try:
+        assert (await models.client("simulator").generate(ask())).text == "echo: hello"
+    finally:
+        await models.aclose()
+    assert server.calls()[0].headers["authorization"].startswith("Bearer ")
+
+
+async def test_doctor_check(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    openai_server = OpenAIServer(require_key=KEY)
+    anthropic_server = AnthropicServer()
+    openai_url = openai_server.base_url(serve(openai_server.app).url)
+    anthropic_url = anthropic_server.base_url(serve(anthropic_server.app).url)
+    assert await check(openai_spec(openai_url)) is None
+    assert await check(ModelSpec(provider="anthropic", model="claude-sonnet-4", base_url=anthropic_url)) is None
+    assert [r.path for r in anthropic_server.requests] == ["/v1/models"]
+    assert await check(ModelSpec(provider="fake")) is None
+    refused = await check(ModelSpec(provider="openai", model="gpt-4o", base_url=openai_url, api_key="sk-bad-123456"))
+    assert refused is not None and "refused" in refused and "sk-bad" not in refused
+    missing = await check(ModelSpec(provider="openai", model="gpt-4o"))
+    assert missing == "openai:gpt-4o: no API key (set OPENAI_API_KEY or api_key)"
+    dead = await check(openai_spec(dead_base_url()))
+    assert dead is not None and "not reachable" in dead and KEY not in dead
+
+
+async def test_client_without_registry_counts_attempts(oai: tuple[OpenAIServer, str]) -> None:
+    server, base_url = oai
+    server.plan(status(500, "boom"))
+    provider = OpenAIProvider("gpt-4o-mini", api_key=KEY, base_url=base_url)
+    client = ResilientClient(openai_spec(base_url), provider, sleep=Sleeps())
+    try:
+        assert (await client.generate(ask())).text == "echo: hello"
+    finally:
+        await provider.aclose()
+    assert client.attempts == 2
+
+
+class Canned(Provider):
+    """A provider answering without a server (for the client's own logic)."""
+
+    name = "fake"
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse(text="canned", provider="fake", model=self.model, fake=True)
+
+
+async def test_fake_answers_are_never_cached(tmp_path: Path) -> None:
+    client = ResilientClient(ModelSpec(provider="fake"), Canned(""), cache=ReplayCache(tmp_path, "only"))
+    response = await client.generate(ask())
+    assert response.text == "canned" and not response.cached and response.cost_usd == 0.0
+    assert not list(tmp_path.iterdir())
