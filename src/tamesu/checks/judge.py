@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -20,6 +21,9 @@ class JudgeSpec(Strict):
     """A name under `models:` or `provider:model`; default `models.judge`."""
     scale: Literal["binary", "1-5"] = "binary"
     min: float = Field(4, ge=1, le=5)
+    timings: bool = False
+    """Show the judge the timing and spending metrics too. They differ on every run, so each run then
+    asks the model anew instead of replaying its verdict from the cache."""
 
     @model_validator(mode="after")
     def _min_needs_scale(self) -> JudgeSpec:
@@ -33,6 +37,13 @@ def to_verdict(verdict: JudgeVerdict) -> Verdict:
     return Verdict(passed=verdict.passed, reason=verdict.reason + label, score=verdict.score,
                    evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
                    fake=verdict.fake)
+
+
+def judge_metrics(metrics: Mapping[str, float], timings: bool) -> dict[str, float]:
+    """The metrics a judge sees: by default those that are the same whenever the conversation is (turns,
+    request counts), so a recorded verdict replays."""
+    return {name: value for name, value in metrics.items()
+            if timings or not (name.endswith(("_ms", "_ms_p50", "_ms_p95", "_ms_max")) or name.startswith("llm_"))}
 
 
 def judge_client(run: RunView, override: Any) -> Any:
@@ -52,7 +63,7 @@ class Judge(Check):
             rubric=run.context.render_text(spec.rubric),
             transcript=lines_of(run.exchanges),
             tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
-            metrics=dict(run.metrics),
+            metrics=judge_metrics(run.metrics, spec.timings),
             scale=spec.scale,
             min=spec.min,
         ))

@@ -1,0 +1,237 @@
+"""Model-driven runs through the `tamesu` command, against local model servers written for the tests:
+a persona and a judge on the real provider code paths, recorded then replayed offline with the server
+stopped, a budget that stops the run with exit 4, and a fake judge that has no rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from model_servers import AnthropicServer, OpenAIServer, status, text
+from tamesu._serve import ThreadServer
+
+
+async def _refund_desk(request: Request) -> JSONResponse:
+    message = (await request.json())["message"]
+    if "refund" in message.lower() and "ORD-" not in message:
+        return JSONResponse({"text": "Which order is it?"})
+    if "ORD-" in message:
+        return JSONResponse({"text": "Refund issued for your order, reference RF-889."})
+    return JSONResponse({"text": "How can I help?"})
+
+
+@pytest.fixture
+def agent_url(serve) -> str:
+    return serve(Starlette(routes=[Route("/chat", _refund_desk, methods=["POST"])])).url
+
+
+def sim(words: str, **flags: bool) -> str:
+    return json.dumps({"input": words, "goal_achieved": False, "stop": False, "reasoning": "playing Marta", **flags})
+
+
+SUITE = """\
+targets:
+  desk: {{ type: rest, url: "{agent}/chat" }}
+tests:
+  - name: refund
+    target: desk
+    persona: {{ name: Marta, style: short and direct }}
+    scenario: {{ goal: "Get a refund for order ORD-1001", max_turns: 4 }}
+    assert:
+      - judge: "The agent gives a refund reference"
+      - contains: RF-889
+"""
+
+
+def project(tmp_path: Path, provider: str, extra: str = "") -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\n"
+        "cache: { dir: recorded }\n"
+        "models:\n"
+        f"  simulator: {{ provider: {provider}, model: test-model, base_url: '{{{{env.MODEL_URL}}}}', timeout: 5s }}\n"
+        f"  judge: {{ provider: {provider}, model: test-model, base_url: '{{{{env.MODEL_URL}}}}', timeout: 5s }}\n"
+        + extra)
+
+
+def run_dir(out: Path) -> Path:
+    [found] = list(out.iterdir())
+    return found
+
+
+def outcome(out: Path) -> tuple[list[str], list[dict]]:
+    directory = run_dir(out)
+    [line] = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()]
+    detail = json.loads((directory / line["runs"][0]["dir"] / "result.json").read_text())
+    said = [f"{t['user']['text']} -> {t['agent']['text']}" for t in detail["turns"]]
+    verdicts = [{k: a[k] for k in ("name", "passed", "reason", "model", "prompt_version", "fake")}
+                for a in detail["assertions"]]
+    return said, verdicts
+
+
+@pytest.mark.parametrize("server_class", [OpenAIServer, AnthropicServer], ids=["openai", "anthropic"])
+def test_record_with_a_model_server_then_replay_offline(tmp_path: Path, tamesu, agent_url: str,
+                                                        server_class: type) -> None:
+    provider = "openai" if server_class is OpenAIServer else "anthropic"
+    model_server = server_class()
+    model_server.plan(
+        text(sim("Hi, I want a refund")),
+        text('{"input": "My order is ORD-1'),                  # cut off: repaired by asking again
+        text(sim("It is order ORD-1001")),
+        status(429, "slow down", retry_after="0"),            # rate limited: retried
+        text(sim("", goal_achieved=True)),
+        text(json.dumps({"pass": True, "score": 1, "reason": "the agent gave RF-889", "evidence": ["RF-889"]})),
+    )
+    server = ThreadServer(model_server.app).start()
+    env = {"MODEL_URL": model_server.base_url(server.url), "OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""}
+    project(tmp_path, provider)
+    (tmp_path / "suite.yaml").write_text(SUITE.format(agent=agent_url))
+    try:
+        recorded = tamesu(["run", "--out", "rec"], cwd=tmp_path, env=env)
+    finally:
+        server.stop()
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    said, verdicts = outcome(tmp_path / "rec")
+    assert said == ["Hi, I want a refund -> Which order is it?",
+                    "It is order ORD-1001 -> Refund issued for your order, reference RF-889."]
+    assert verdicts[0] == {"name": "judge", "passed": True, "reason": "the agent gave RF-889",
+                           "model": f"{provider}:test-model", "prompt_version": "judge.v1", "fake": False}
+    calls = model_server.calls()
+    assert len(calls) == 6  # three simulator answers, one repair, one retry after the 429, one verdict
+    judge_body = calls[-1].body
+    assert judge_body.get("temperature") == 0
+    if provider == "openai":
+        assert isinstance(calls[0].body["seed"], int)
+    assert list((tmp_path / "recorded").rglob("*.json")), "nothing was recorded"
+
+    replayed = tamesu(["run", "--out", "replay", "--cache-only"], cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert outcome(tmp_path / "replay") == (said, verdicts)
+
+    (tmp_path / "suite.yaml").write_text(SUITE.format(agent=agent_url).replace("ORD-1001", "ORD-2002"))
+    missed = tamesu(["run", "--out", "miss", "--cache-only"], cwd=tmp_path, env=env)
+    assert missed.returncode == 3
+    assert "cache miss" in missed.stdout
+
+
+def test_a_budget_stops_the_run_with_exit_4_and_keeps_what_finished(tmp_path: Path, tamesu,
+                                                                     agent_url: str, serve) -> None:
+    model_server = OpenAIServer()
+    server = serve(model_server.app)
+    project(tmp_path, "openai", extra="budget: { usd: 0.01 }\n")
+    priced = (tmp_path / "tamesu.yaml").read_text().replace(
+        "timeout: 5s }", "timeout: 5s, price: { input_per_mtok: 100000, output_per_mtok: 100000 } }")
+    (tmp_path / "tamesu.yaml").write_text(priced)
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: scripted first
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ contains: help }} ]
+  - name: expensive persona
+    target: desk
+    persona: {{ name: Marta }}
+    scenario: {{ goal: "Get a refund" }}
+  - name: never started
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+""")
+    model_server.plan(text(sim("I want a refund")))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"MODEL_URL": model_server.base_url(server.url)})
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "stopped early: the budget was exceeded" in result.stdout
+    lines = {json.loads(x)["test"]: json.loads(x) for x in (run_dir(tmp_path / "out") / "results.jsonl")
+             .read_text().splitlines()}
+    assert lines["scripted first"]["status"] == "passed"
+    assert lines["expensive persona"]["status"] == "error"
+    assert "budget of $0.01 exceeded" in lines["expensive persona"]["runs"][0]["error"]
+    assert lines["never started"]["status"] == "skipped"
+    assert len(model_server.calls()) == 1  # nothing more was paid for once the budget was spent
+    summary = json.loads((run_dir(tmp_path / "out") / "run.json").read_text())
+    assert summary["exit_code"] == 4
+
+
+def test_a_fake_judge_without_a_matching_rule_fails_loudly(tmp_path: Path, tamesu, agent_url: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\n"
+        "models:\n"
+        "  judge: { provider: fake, rules: [ { rubric: '(?i)weather', pass: true, reason: sunny } ] }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: judged
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: "The agent offers help" }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout
+    assert "ERR   suite/judged" in result.stdout
+    assert "fake judge: no rule matches rubric" in result.stdout
+    [line] = [json.loads(x) for x in (run_dir(tmp_path / "out") / "results.jsonl").read_text().splitlines()]
+    assert line["status"] == "error"
+
+
+def test_a_fake_judge_verdict_is_labelled_fake(tmp_path: Path, tamesu, agent_url: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\n"
+        "models:\n"
+        "  judge: { provider: fake, rules: [ { rubric: '(?i)help', transcript: '(?i)how can i help', pass: true,"
+        " reason: offers help }, { rubric: '(?i)help', pass: false, reason: no offer } ] }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: judged
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: "The agent offers help" }} ]
+  - name: judged badly
+    target: desk
+    scenario: {{ script: [ {{ say: "I want a refund" }} ] }}
+    assert: [ {{ judge: "The agent offers help" }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert "✗ judge: no offer (fake judge)" in result.stdout
+    directory = run_dir(tmp_path / "out")
+    lines = {json.loads(x)["test"]: json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()}
+    passed = json.loads((directory / lines["judged"]["runs"][0]["dir"] / "result.json").read_text())
+    assert passed["assertions"][0]["fake"] is True and passed["assertions"][0]["passed"] is True
+
+
+def test_grounded_against_a_text_context_with_the_fake_judge(tmp_path: Path, tamesu, agent_url: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\n"
+        "models:\n"
+        "  judge:\n"
+        "    provider: fake\n"
+        "    rules:\n"
+        "      - { check: grounded, transcript: 'RF-889', context: 'refunds take 5 days', pass: false,"
+        " reason: 'the reference is not in the policy', evidence: ['RF-889'] }\n"
+        "      - { check: grounded, pass: true, reason: 'every claim is in the policy' }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: offers help
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ grounded: {{ context: "Policy: refunds take 5 days." }} }} ]
+  - name: invents a reference
+    target: desk
+    scenario: {{ script: [ {{ say: "refund ORD-1" }} ] }}
+    assert: [ {{ grounded: {{ context: "Policy: refunds take 5 days." }} }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert "PASS  suite/offers help" in result.stdout
+    assert "✗ grounded: the reference is not in the policy (fake judge)" in result.stdout
