@@ -55,11 +55,15 @@ class ConsoleReporter:
     def run_started(self, test: Any, number: int, total: int) -> None:
         label = test.id if total == 1 else f"{test.id} (run {number}/{total})"
         self._running[(test.id, number)] = (label, time.monotonic())
-        if self._live is None and self.verbose:
+        if self._live is not None:
+            self._live.refresh()  # the live region is redrawn from its last refresh when a line is printed
+        elif self.verbose:
             self._print(Text(f"  RUN  {label}", style="dim"))
 
     def run_finished(self, test: Any, result: RunResult) -> None:
         self._running.pop((test.id, result.run), None)
+        if self._live is not None:
+            self._live.refresh()
         if self.verbose >= 2 or (self.verbose and result.status != "passed"):
             self._print_transcript(result)
 
