@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ lint: $(BIN)/.installed
 
 test: lint
 	$(BIN)/pytest -q
+
+bench: $(BIN)/.installed
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) tamesu-runs .pytest_cache

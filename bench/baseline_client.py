@@ -1,0 +1,40 @@
+"""The baseline: the same conversations as tamesu runs, sent by a plain httpx loop and nothing else.
+
+    python bench/baseline_client.py URL CONVERSATIONS TURNS CONCURRENCY
+One AsyncClient per conversation (the fast way with httpx 0.28, see DESIGN.md), the SSL context built once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import sys
+import uuid
+
+import httpx
+
+
+async def conversation(url: str, turns: int, context: ssl.SSLContext) -> int:
+    session = uuid.uuid4().hex
+    ok = 0
+    async with httpx.AsyncClient(timeout=60, verify=context) as client:
+        for turn in range(turns):
+            answer = await client.post(url, json={"message": f"step {turn + 1}", "session_id": session})
+            ok += answer.status_code == 200 and "echo" in answer.json()["text"]
+    return ok
+
+
+async def main(url: str, conversations: int, turns: int, concurrency: int) -> None:
+    slots = asyncio.Semaphore(concurrency)
+    context = ssl.create_default_context()
+
+    async def one() -> int:
+        async with slots:
+            return await conversation(url, turns, context)
+
+    done = await asyncio.gather(*(one() for _ in range(conversations)))
+    print(sum(done))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))

@@ -1,0 +1,251 @@
+"""The whole benchmark: `python bench/run.py` (or `make bench`). Writes bench/results/<date>.json and .md and
+refreshes the table in docs/performance.md.
+
+Every figure is a ratio against a baseline measured in the same run, or a count, never a bare time compared
+with a fixed number: the machine is shared and noisy. CPU time is read per child process with wait4, so the
+agents' own work is never counted as tamesu's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+PYTHON = sys.executable
+TAMESU = [PYTHON, "-m", "tamesu"]
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+@dataclass
+class Measured:
+    cpu_s: float
+    wall_s: float
+    peak_rss_mib: float
+    returncode: int
+    stdout: str
+
+
+def measure(command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Measured:
+    """Run one command; its own CPU (user + system) and peak memory, from wait4."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(usage.ru_utime + usage.ru_stime, time.perf_counter() - started, usage.ru_maxrss / 1024,
+                    process.returncode, output)
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([PYTHON, str(BENCH / "agents.py")], stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        match = _LISTENING.search(line)
+        if not match:
+            self.process.kill()
+            raise SystemExit(f"the benchmark agent did not start: {line!r}")
+        self.url = match.group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def write_suite(folder: Path, url: str, conversations: int, turns: int, *, path: str = "/chat",
+                streaming: bool = False) -> Path:
+    steps = ", ".join(f"{{ say: 'step {n + 1}' }}" for n in range(turns))
+    target = f"  bot: {{ type: rest, url: '{url}{path}'" + (", streaming: sse, response: { delta: $.delta }" if
+                                                               streaming else "") + " }\n"
+    tests = "".join(
+        f"  - name: c{index}\n    target: bot\n    scenario: {{ max_turns: {turns}, script: [ {steps} ] }}\n"
+        f"    assert: [ {{ contains: {'first' if streaming else 'echo'} }} ]\n"
+        for index in range(conversations))
+    suite = folder / f"bench-{conversations}x{turns}{'-sse' if streaming else ''}.yaml"
+    suite.write_text("targets:\n" + target + "tests:\n" + tests, encoding="utf-8")
+    return suite
+
+
+def run_tamesu(folder: Path, suite: Path, parallel: int) -> tuple[Measured, list[dict[str, Any]]]:
+    out = folder / f"out-{suite.stem}-{parallel}-{time.monotonic_ns()}"
+    measured = measure([*TAMESU, "run", str(suite), "--parallel", str(parallel), "--out", str(out),
+                        "--color", "never"], cwd=folder)
+    results: list[dict[str, Any]] = []
+    for found in out.glob("*/results.jsonl"):
+        results = [json.loads(line) for line in found.read_text().splitlines()]
+    return measured, results
+
+
+def run_baseline(url: str, conversations: int, turns: int, parallel: int) -> Measured:
+    return measure([PYTHON, str(BENCH / "baseline_client.py"), f"{url}/chat", str(conversations), str(turns),
+                    str(parallel)])
+
+
+def per_turn_overhead(folder: Path, url: str, parallel: int, small: int, large: int, turns: int) -> dict[str, Any]:
+    """CPU per turn from the slope between a small and a large run, so start-up cancels out."""
+    suites = {n: write_suite(folder, url, n, turns) for n in (small, large)}
+    tamesu_cpu = {n: run_tamesu(folder, suites[n], parallel)[0].cpu_s for n in (small, large)}
+    baseline_cpu = {n: run_baseline(url, n, turns, parallel).cpu_s for n in (small, large)}
+    extra_turns = (large - small) * turns
+    tamesu_ms = (tamesu_cpu[large] - tamesu_cpu[small]) / extra_turns * 1000
+    baseline_ms = (baseline_cpu[large] - baseline_cpu[small]) / extra_turns * 1000
+    return {"at_once": parallel, "tamesu_cpu_ms_per_turn": round(tamesu_ms, 3),
+            "baseline_cpu_ms_per_turn": round(baseline_ms, 3), "ratio": round(tamesu_ms / baseline_ms, 2),
+            "goal": "<= 1.3", "met": tamesu_ms / baseline_ms <= 1.3}
+
+
+def concurrency(folder: Path, url: str, at_once: int, turns: int) -> dict[str, Any]:
+    suite = write_suite(folder, url, at_once, turns)
+    measured, results = run_tamesu(folder, suite, at_once)
+    passed = sum(1 for r in results if r["status"] == "passed")
+    baseline = run_baseline(url, at_once, turns, at_once)
+    return {"at_once": at_once, "turns": at_once * turns,
+            "turns_per_s": round(at_once * turns / measured.wall_s, 1),
+            "baseline_turns_per_s": round(at_once * turns / baseline.wall_s, 1),
+            "peak_rss_mib": round(measured.peak_rss_mib, 1), "finished": len(results), "passed": passed,
+            "lost": at_once - len(results), "exit_code": measured.returncode}
+
+
+def accuracy(folder: Path, url: str, tests: int, turns: int) -> dict[str, Any]:
+    from agents import FIRST_MS, LAST_MS  # the known delays of the timed agent
+
+    suite = write_suite(folder, url, tests, turns, path="/sse", streaming=True)
+    _, results = run_tamesu(folder, suite, 4)
+    ttft_errors: list[float] = []
+    latency_errors: list[float] = []
+    for line in results:
+        run_dir = next(folder.glob(f"out-{suite.stem}-4-*")).glob("*/")
+        for base in run_dir:
+            detail = json.loads((base / line["runs"][0]["dir"] / "result.json").read_text())
+            for turn in detail["turns"]:
+                agent = turn["agent"]
+                ttft_errors.append(agent["first_token_at_ms"] - agent["sent_at_ms"] - FIRST_MS)
+                latency_errors.append(agent["completed_at_ms"] - agent["sent_at_ms"] - LAST_MS)
+
+    def quantiles(values: list[float]) -> dict[str, float]:
+        ordered = sorted(values)
+        return {"p50": round(statistics.median(ordered), 3),
+                "p95": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3), "n": len(ordered)}
+
+    ttft, latency = quantiles(ttft_errors), quantiles(latency_errors)
+    worst = max(abs(ttft["p95"]), abs(latency["p95"]))
+    return {"time_to_first_token_ms_error": ttft, "turn_latency_ms_error": latency, "goal": "p95 <= 2 ms",
+            "met": worst <= 2.0, "known_first_ms": FIRST_MS, "known_last_ms": LAST_MS}
+
+
+def startup(folder: Path, repeats: int) -> dict[str, Any]:
+    suite = write_suite(folder, "http://127.0.0.1:9", 200, 3)
+    entry = str(Path(PYTHON).parent / "tamesu")
+
+    def median_wall(command: list[str]) -> float:
+        return statistics.median(measure(command, cwd=folder).wall_s for _ in range(repeats))
+
+    baseline = median_wall([PYTHON, "-c", "pass"])
+    version = median_wall([entry, "--version"])
+    validate = median_wall([entry, "validate", str(suite)])
+    listed = median_wall([entry, "list", str(suite)])
+    return {"python_c_pass_s": round(baseline, 3), "version_s": round(version, 3),
+            "version_minus_baseline_s": round(version - baseline, 3), "validate_200_s": round(validate, 3),
+            "list_200_s": round(listed, 3),
+            "goals": {"version within 0.25 s of python -c pass": version - baseline <= 0.25,
+                      "validate of 200 tests under 1 s": validate < 1.0}}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [f"Measured {result['date']} on {result['machine']} with `{result['command']}`.", "",
+             "| figure | tamesu | baseline | ratio / value | goal | met |", "| --- | --- | --- | --- | --- | --- |"]
+    for row in result["per_turn"]:
+        lines.append(f"| CPU per turn, rest, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms | "
+                     f"{row['baseline_cpu_ms_per_turn']} ms (httpx loop) | {row['ratio']}x | {row['goal']} | "
+                     f"{'yes' if row['met'] else 'no'} |")
+    for row in result["concurrency"]:
+        ok = row["lost"] == 0 and row["passed"] == row["finished"]
+        memory_ok = row["peak_rss_mib"] < 1024
+        lines.append(f"| {row['at_once']} conversations at once ({row['turns']} turns) | {row['turns_per_s']} turns/s,"
+                     f" {row['peak_rss_mib']} MiB peak | {row['baseline_turns_per_s']} turns/s | lost {row['lost']}, "
+                     f"failed {row['finished'] - row['passed']} | nothing lost, < 1 GiB | "
+                     f"{'yes' if ok and memory_ok else 'no'} |")
+    acc = result["accuracy"]
+    ttft = acc["time_to_first_token_ms_error"]
+    lines.append(f"| time_to_first_token_ms error (n={ttft['n']}) | p50 {ttft['p50']} ms, p95 {ttft['p95']} ms | "
+                 f"known delay {acc['known_first_ms']} ms | | p95 <= 2 ms | "
+                 f"{'yes' if abs(ttft['p95']) <= 2 else 'no'} |")
+    lines.append(f"| turn_latency_ms error | p50 {acc['turn_latency_ms_error']['p50']} ms, p95 "
+                 f"{acc['turn_latency_ms_error']['p95']} ms | known delay {acc['known_last_ms']} ms | | p95 <= 2 ms | "
+                 f"{'yes' if abs(acc['turn_latency_ms_error']['p95']) <= 2 else 'no'} |")
+    start = result["startup"]
+    lines.append(f"| `tamesu --version` | {start['version_s']} s | {start['python_c_pass_s']} s (`python -c pass`) | "
+                 f"+{start['version_minus_baseline_s']} s | within 0.25 s | "
+                 f"{'yes' if start['goals']['version within 0.25 s of python -c pass'] else 'no'} |")
+    lines.append(f"| `tamesu validate`, 200 tests | {start['validate_200_s']} s | | | under 1 s | "
+                 f"{'yes' if start['goals']['validate of 200 tests under 1 s'] else 'no'} |")
+    lines.append(f"| `tamesu list`, 200 tests | {start['list_200_s']} s | | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def refresh_docs(table: str) -> None:
+    doc = ROOT / "docs" / "performance.md"
+    text = doc.read_text(encoding="utf-8")
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        doc.write_text(f"{head}{start}\n{table}{end}{tail}", encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run (not for the table)")
+    args = parser.parse_args()
+    sizes = {"small": 4, "large": 40 if args.quick else 200, "turns": 5,
+             "levels": [1, 10, 100] if args.quick else [1, 10, 100, 1000], "accuracy_tests": 8 if args.quick else 40,
+             "repeats": 3 if args.quick else 7}
+    agent = Agent()
+    try:
+        with tempfile.TemporaryDirectory(prefix="tamesu-bench-") as temporary:
+            folder = Path(temporary)
+            result = {
+                "date": dt.date.today().isoformat(), "machine": f"{os.cpu_count()} cores, {sys.platform}",
+                "command": "python bench/run.py" + (" --quick" if args.quick else ""),
+                "per_turn": [per_turn_overhead(folder, agent.url, 1, sizes["small"], sizes["large"] // 4,
+                                               sizes["turns"]),
+                             per_turn_overhead(folder, agent.url, 100, sizes["small"] * 5, sizes["large"],
+                                               sizes["turns"])],
+                "concurrency": [concurrency(folder, agent.url, n, sizes["turns"]) for n in sizes["levels"]],
+                "accuracy": accuracy(folder, agent.url, sizes["accuracy_tests"], 3),
+                "startup": startup(folder, sizes["repeats"]),
+            }
+    finally:
+        agent.stop()
+    table = markdown(result)
+    print(table)
+    if not args.quick:
+        out = BENCH / "results" / f"{result['date']}.json"
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        out.with_suffix(".md").write_text(table, encoding="utf-8")
+        refresh_docs(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(BENCH))
+    sys.exit(main())
