@@ -12,6 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 demo: $(BIN)/.installed
+	$(BIN)/python scripts/demo_a2a.py
 	$(BIN)/python scripts/demo.py
 
 lint: $(BIN)/.installed

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tamesu import __version__
-from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, Problem
+from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
 
 COLOR = click.Choice(["auto", "always", "never"])
 
@@ -55,6 +55,74 @@ def _select(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
     return chosen
 
 
+def _shard(text: str | None) -> Any:
+    """`--shard K/N` parsed, or exit 2 saying what is wrong."""
+    if text is None:
+        return None
+    from tamesu.sharding import Shard, ShardError
+
+    try:
+        return Shard.parse(text)
+    except ShardError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+
+
+def _report_requests(cli_value: str | None, project: Any) -> list[Any]:
+    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder)."""
+    from tamesu.report.spec import ReportSpecError, parse_reports
+
+    try:
+        if cli_value is not None:
+            return parse_reports(cli_value, Path.cwd())
+        if project is not None:
+            return parse_reports(project.spec.report.formats, project.dir)
+    except ReportSpecError as exc:
+        click.echo(f"--report: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    return []
+
+
+def _finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, tolerance: float,
+                    console: Any, code: int) -> int:
+    """Compare with the baseline, write every report; a report that cannot be written is exit 3.
+
+    Runs after the console's summary, so the comparison reads as its last lines."""
+    from tamesu.report._load import RunDirError, load_run, shown_path
+    from tamesu.report.baseline import console_lines
+    from tamesu.report.emit import compare_with, stored_comparison, write_reports
+
+    try:
+        run = load_run(run_dir)
+    except RunDirError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_INFRA
+    for problem in run.problems:
+        console.print(f"[yellow]warning:[/] {problem}", highlight=False, markup=True)
+    comparison = None
+    if baseline is not None:
+        try:
+            comparison = compare_with(run, baseline, tolerance)
+        except RunDirError as exc:
+            # the first run of a project has nothing to compare with: say so, and carry on
+            console.print(f"warning: baseline: {exc}", style="yellow", highlight=False, markup=False)
+        else:
+            console.print("")
+            for style, line in console_lines(comparison):
+                console.print(line, style=style, highlight=False, markup=False)
+    else:
+        comparison = stored_comparison(run)
+    emitted = write_reports(run, requests, comparison)
+    for kind, path in emitted.written:
+        if path is not None:
+            console.print(f"{kind} report: {shown_path(path)}", style="dim", highlight=False, markup=False)
+    for error in emitted.errors:
+        click.echo(f"error: {error}", err=True)
+    if emitted.errors and code in (0, 1):
+        return EXIT_INFRA
+    return code
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tamesu")
 def main() -> None:
@@ -75,12 +143,22 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
 @click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
 @click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
+@click.option("--report", "reports", metavar="SPECS",
+              help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github.")
+@click.option("--baseline", type=click.Path(file_okay=False),
+              help="Compare with an earlier run directory (or the newest run in a folder of runs).")
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
+              help="Metric changes smaller than this fraction of the baseline are not reported (default 0.2).")
+@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the tests.")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
-        verbose: int, no_cache: bool, cache_only: bool, update_golden: bool) -> None:
+        verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
+        baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
     """Run suites (files or folders; default: the project's suites)."""
     from tamesu.engine.runner import Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
+    from tamesu.report.recorder import Fanout, PlanRecorder
+    from tamesu.sharding import select
 
     plan = _load(paths, config, require_secrets=True)
     console = make_console(color)
@@ -90,6 +168,14 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     if not tests:
         click.echo("no test matches the filter", err=True)
         sys.exit(EXIT_CONFIG)
+    shard = _shard(shard_text)
+    if shard is not None:
+        # an empty shard is a valid, empty run: its CI job passes and `merge` finds its directory
+        tests = select(tests, shard)
+    settings = plan.project.spec.report
+    requests = _report_requests(reports, plan.project)
+    baseline_dir = Path(baseline) if baseline else \
+        (plan.project.dir / settings.baseline if settings.baseline else None)
     out_dir = Path(out) if out else plan.project.dir / plan.project.spec.out
     if no_cache and cache_only:
         click.echo("--no-cache and --cache-only contradict each other: choose one", err=True)
@@ -97,13 +183,18 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
                          fail_fast=fail_fast, cache_mode="off" if no_cache else "only" if cache_only else None,
                          update_golden=update_golden)
-    reporter = ConsoleReporter(console, plan.secrets.redactor, verbose)
+    reporter = Fanout(ConsoleReporter(console, plan.secrets.redactor, verbose),
+                      PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data))
     try:
         outcome = asyncio.run(Runner(plan, tests, options, reporter).run())
     except KeyboardInterrupt:
         click.echo("interrupted: finished tests are in results.jsonl", err=True)
         sys.exit(130)
-    sys.exit(outcome.exit_code)
+    code = outcome.exit_code
+    if requests or baseline_dir is not None:
+        code = _finish_reports(outcome.run_dir, requests, baseline_dir,
+                               settings.tolerance if tolerance is None else tolerance, console, code)
+    sys.exit(code)
 
 
 @main.command()
@@ -123,12 +214,17 @@ def validate(paths: tuple[str, ...], config: str | None) -> None:
 @click.option("--filter", "pattern", metavar="REGEX")
 @click.option("--tags", metavar="TAGS")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per test.")
+@click.option("--shard", "shard_text", metavar="K/N", help="Only the tests of the K-th of N shards.")
 def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, tags: str | None,
-               as_json: bool) -> None:
+               as_json: bool, shard_text: str | None) -> None:
     """List the tests that `run` would run."""
+    from tamesu.sharding import select
+
     plan = _load(paths, config, require_secrets=False)
     today = dt.date.today()
-    for test in _select(plan, pattern, tags):
+    shard = _shard(shard_text)
+    chosen = _select(plan, pattern, tags)
+    for test in select(chosen, shard) if shard is not None else chosen:
         if as_json:
             click.echo(json.dumps({"id": test.id, "suite": test.suite.name, "name": test.name,
                                    "target": test.target_name, "tags": test.tags,
@@ -170,6 +266,158 @@ def doctor(paths: tuple[str, ...], config: str | None) -> None:
         if ok is False:
             worst = EXIT_INFRA
     sys.exit(worst)
+
+
+def _project_near(config: str | None, start: Path) -> Any:
+    """The project file for commands that read runs, not suites: --config, else the nearest tamesu.yaml."""
+    from tamesu.suite.loader import find_project, load_project
+
+    path = Path(config) if config else find_project(start) or find_project(Path.cwd())
+    if path is None:
+        return None
+    try:
+        return load_project(path, Path.cwd())
+    except ConfigError as exc:
+        _fail_config(exc.problems)
+
+
+def _print_summary(run: Any, console: Any) -> None:
+    """A finished run as `tamesu run` printed it: one line per test with its reasons, then the counts."""
+    from tamesu.report.console import ConsoleReporter
+    from tamesu.suite.secrets import Redactor
+
+    # artifacts on disk are already masked; nothing is left to redact
+    reporter = ConsoleReporter(console, Redactor(), 0)
+    for result in run.results:
+        reporter.test_finished(result, [])
+    reporter.finish(run.summary, run.dir)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--report", "reports", metavar="SPECS",
+              help="junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github (default: tamesu.yaml's report:).")
+@click.option("--baseline", type=click.Path(exists=True, file_okay=False),
+              help="Compare with an earlier run (default: the comparison kept by the run's own --baseline).")
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False))
+def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: float | None, color: str,
+           config: str | None) -> None:
+    """Render reports of a finished run again (its console summary when no report is named)."""
+    from tamesu.report._load import RunDirError, load_run
+    from tamesu.report.console import make_console
+
+    project = _project_near(config, Path(run_dir))
+    requests = _report_requests(reports, project)
+    console = make_console(color)
+    try:
+        run = load_run(Path(run_dir))
+    except RunDirError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+    if not requests:
+        _print_summary(run, console)
+    default_tolerance = project.spec.report.tolerance if project is not None else 0.2
+    code = _finish_reports(run.dir, requests, Path(baseline) if baseline else None,
+                           default_tolerance if tolerance is None else tolerance, console, 0)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", type=click.Path(file_okay=False), help="Where the merged run goes (default tamesu-runs).")
+@click.option("--report", "reports", metavar="SPECS", help="Reports of the merged run, as for `run`.")
+@click.option("--baseline", type=click.Path(file_okay=False), help="Compare with an earlier run, as for `run`.")
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False))
+def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline: str | None,
+          tolerance: float | None, color: str, config: str | None) -> None:
+    """Join run directories (shards) into one run; exits with the merged run's code.
+
+    Each DIR is a run directory, or a folder whose run directories are all taken."""
+    from tamesu.report._load import RunDirError, is_run_dir, load_run
+    from tamesu.report.console import make_console
+    from tamesu.report.merge import MergeError, merge_runs
+
+    inputs: list[Path] = []
+    for name in dirs:
+        folder = Path(name)
+        found = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
+        if not found:
+            click.echo(f"{folder}: not a run directory and holds none", err=True)
+            sys.exit(EXIT_CONFIG)
+        inputs.extend(found)
+    project = _project_near(config, Path.cwd())
+    out_dir = Path(out) if out else (project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
+    try:
+        merged = merge_runs(inputs, out_dir)
+    except (MergeError, RunDirError) as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+    console = make_console(color)
+    run = load_run(merged)
+    click.echo(f"merged {len(inputs)} run(s) into {merged}")
+    _print_summary(run, console)
+    default_tolerance = project.spec.report.tolerance if project is not None else 0.2
+    code = _finish_reports(merged, _report_requests(reports, project), Path(baseline) if baseline else None,
+                           default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="The coverage as one JSON document.")
+@click.option("--fail-under", type=click.FloatRange(0, 100), metavar="PERCENT",
+              help="Exit 1 when less than PERCENT of what the agents offered was exercised.")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False))
+def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color: str, config: str | None) -> None:
+    """Which skills, tools and remote agents a run exercised, and which it never touched.
+
+    Reads RUN_DIR (or a folder of runs: its newest), default the newest run in the project's out folder."""
+    from tamesu.report._load import RunDirError, load_run, resolve_run_dir
+    from tamesu.report.console import make_console
+    from tamesu.report.coverage import coverage as compute
+    from tamesu.report.coverage import table_lines
+
+    if run_dir is None:
+        project = _project_near(config, Path.cwd())
+        folder = project.dir / project.spec.out if project is not None else Path("tamesu-runs")
+    else:
+        folder = Path(run_dir)
+    try:
+        run = load_run(resolve_run_dir(folder))
+    except RunDirError as exc:
+        click.echo(f"{exc}; pass RUN_DIR, or `tamesu run` first", err=True)
+        sys.exit(EXIT_CONFIG)
+    result = compute(run)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        console = make_console(color)
+        console.print(f"coverage of {run.dir}", style="dim", highlight=False, markup=False)
+        for style, line in table_lines(result):
+            console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+    if fail_under is not None and (result.percent if result.percent is not None else 100.0) < fail_under:
+        click.echo(f"coverage {result.percent:.0f}% is under {fail_under:.0f}%", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["suite", "project"]), default="suite")
+@click.option("--write", "directory", type=click.Path(file_okay=False), metavar="DIR",
+              help="Write both schemas into DIR (suite.schema.json, project.schema.json) instead of printing.")
+def schema(kind: str, directory: str | None) -> None:
+    """The JSON Schema of a suite (or of tamesu.yaml), for editors; generated from the loader's own models."""
+    from tamesu.schema_export import schemas, write_schemas
+
+    if directory is not None:
+        for path in write_schemas(Path(directory)):
+            click.echo(f"wrote {path}")
+        return
+    click.echo(json.dumps(schemas()[kind], indent=2, ensure_ascii=False))
 
 
 def entry() -> None:

@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
+
+if TYPE_CHECKING:  # _fuzz imports this module
+    from tamesu._fuzz import FuzzSpec
 
 
 class FileRef(BaseModel):
@@ -27,11 +31,26 @@ class FileRef(BaseModel):
     uri: str | None = None
 
 
+class HistoryMessage(BaseModel):
+    """One earlier message of a conversation that travels with a user turn (a stateless test's history)."""
+
+    role: Literal["user", "assistant", "system"]
+    content: str = ""
+    files: list[FileRef] = Field(default_factory=list)
+
+
 class UserTurn(BaseModel):
     text: str = ""
     data: Any = None
     files: list[FileRef] = Field(default_factory=list)
-    source: Literal["script", "simulator", "counterpart", "static", "goal"] = "script"
+    source: Literal["script", "simulator", "counterpart", "static", "goal", "human"] = "script"
+    history: list[HistoryMessage] = Field(default_factory=list)
+    """The conversation before this turn, when the test gives it instead of playing it (JSONL `input` as a
+    message list). A target that keeps no history of its own sends it with the turn: the model target as
+    messages before this one, the rest target as `{{messages}}` and in its default body."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Per-test settings for the target (JSONL `options`: connector, mode, metadata...); rest shows them as
+    `{{options.X}}`; an A2A target may send `metadata` as message metadata."""
 
     def display(self) -> str:
         """How the turn reads in a transcript: words, data as JSON, files as [name]."""
@@ -40,6 +59,15 @@ class UserTurn(BaseModel):
             parts.append(json.dumps(self.data, ensure_ascii=False, sort_keys=True))
         parts.extend(f"[{f.name}]" for f in self.files)
         return "\n".join(parts)
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The history and this turn as `{role, content}` messages, this turn last."""
+        earlier = [{"role": m.role, "content": _with_files(m.content, m.files)} for m in self.history]
+        return [*earlier, {"role": "user", "content": self.display()}]
+
+
+def _with_files(text: str, files: list[FileRef]) -> str:
+    return "\n".join([text, *(f"[{f.name}]" for f in files)]) if files else text
 
 
 class ToolCall(BaseModel):
@@ -119,6 +147,7 @@ class Session:
         run_id: str,
         base_dir: Path,
         models: Models | None = None,
+        fuzz_tools: Mapping[str, FuzzSpec] | None = None,
     ) -> None:
         self._origin = time.monotonic()
         self.context = context
@@ -133,6 +162,8 @@ class Session:
         self.counters: dict[str, float] = {}
         self.models = models
         """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
+        self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
+        """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0

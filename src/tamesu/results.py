@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
+from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 
 SCHEMA_VERSION = 1
 
@@ -15,6 +16,8 @@ TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined"]
 EndReason = Literal[
     "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "goal_achieved", "simulator_stopped",
     "turn_failed", "error", "timeout", "not_started",
+    # JSONL tests: the agent no longer awaits input; no input for an agent that does; every checkpoint reached
+    "agent_done", "missing_input", "checkpoints_reached",
 ]
 
 
@@ -61,6 +64,8 @@ class RunResult(BaseModel):
     attempt: int = 1
     status: RunStatus
     error: str | None = None
+    skip_reason: str | None = None
+    """Why a run that started counts as skipped (the agent awaited input nobody could give)."""
     end_reason: EndReason = "not_started"
     started_at: str
     duration_ms: float = 0.0
@@ -134,3 +139,22 @@ class RunSummaryFile(BaseModel):
     stopped: str | None = None
     """Why runs stopped starting before the end: fail-fast, the budget."""
     warnings: list[str] = Field(default_factory=list)
+
+
+def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> int:
+    if budget_exceeded:
+        return EXIT_BUDGET
+    statuses = {r.status for r in results}
+    if "error" in statuses:
+        return EXIT_INFRA
+    if "failed" in statuses:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def count(results: list[TestResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0, "skipped": 0}
+    for r in results:
+        counts[r.status] += 1
+    counts["total"] = len(results)
+    return counts

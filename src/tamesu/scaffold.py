@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PROJECT = """\
+# yaml-language-server: $schema=.tamesu/schema/project.schema.json
 # tamesu project file: what every suite of this folder shares.
 suites: ["suites/*.yaml"]
 out: tamesu-runs
@@ -16,6 +17,7 @@ secrets:
 """
 
 FIRST_SUITE = """\
+# yaml-language-server: $schema=../.tamesu/schema/suite.schema.json
 # A first suite. Point the target at your agent, then: tamesu run
 targets:
   my-agent:
@@ -42,6 +44,10 @@ tests:
 
 
 def write_scaffold(directory: Path) -> list[Path]:
+    """The two files, plus the JSON Schemas their first lines point editors at (`tamesu schema --write`
+    refreshes them after an upgrade). Local files, so completion works offline and nothing is fetched."""
+    from tamesu.schema_export import SCHEMA_DIR, write_schemas
+
     files = {directory / "tamesu.yaml": PROJECT, directory / "suites" / "first.yaml": FIRST_SUITE}
     for path in files:
         if path.exists():
@@ -51,4 +57,5 @@ def write_scaffold(directory: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    written.extend(write_schemas(directory / SCHEMA_DIR))
     return written

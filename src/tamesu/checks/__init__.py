@@ -31,11 +31,12 @@ _IMPLEMENTED: dict[str, str] = {
     "grounded": "tamesu.checks.grounded:Grounded",
     "similar_to": "tamesu.checks.similar:SimilarTo",
     "golden": "tamesu.checks.golden:Golden",
+    "pack": "tamesu.checks.pack:Pack",
 }
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
 _PLANNED = {
-    "evaluator", "custom", "pack", "delegated_to",
+    "evaluator", "custom", "delegated_to",
     "dtmf_received", "call_ended_by", "transferred_to",
 }
 
@@ -107,5 +108,6 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
                                at_key=first["type"] == "extra_forbidden") from None
     except ValueError as exc:
         raise AssertionProblem((key,), str(exc)) from None
-    label = entry.get("name") or key
+    named_pack = key == "pack" and isinstance(entry["pack"], str)
+    label = entry.get("name") or (f"pack {entry['pack']}" if named_pack else key)
     return Assertion(key=key, check=cls(spec), on_turn=on_turn, label=f"{prefix}{label}")

@@ -8,6 +8,7 @@ import hashlib
 import os
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ class RunInputs:
     after_each: list[HookSpec] = field(default_factory=list)
     models: ModelRegistry | None = None
     update_golden: bool = False
+    user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
+    """Who plays the user, given the run's models and seed; default `choose_user` (script or persona).
+    JSONL tests bring their own (static turns, their simulator, a person, checkpoints)."""
 
     @property
     def seed(self) -> int:
@@ -83,7 +87,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
     models = inputs.models.with_ledger(run_ledger) if inputs.models is not None and run_ledger else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
-                      run_id=inputs.run_id, base_dir=test.suite.dir, models=models)
+                      run_id=inputs.run_id, base_dir=test.suite.dir, models=models,
+                      fuzz_tools=test.spec.fuzz_tools)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
         started_at=started_wall.isoformat(), target=test.target_name, target_type=test.target.type,
@@ -94,10 +99,14 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     warnings: list[str] = []
     target_metrics: dict[str, float] = {}
     budget_exceeded = False
+    user: UserSimulator | None = None
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
         async with asyncio.timeout(test.spec.timeout):
-            user = choose_user(test, models, inputs.seed)
+            if inputs.user_factory is not None:
+                user = inputs.user_factory(models, inputs.seed)
+            else:
+                user = choose_user(test, models, inputs.seed)
             result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured)
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
@@ -129,12 +138,15 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.captured = dict(captured)
     result.tool_calls = [call for e in exchanges for call in e.agent.tool_calls]
     result.events = session.events
+    skipped = user.skipped if user is not None and result.status != "error" else None
+    result.skip_reason = skipped
     if result.status != "error":
         view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
                        tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
                        models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor)
         try:
-            graded, grading_error = await grade(test, view)
+            # a skipped run grades only what happened: the assertions of the turns it reached
+            graded, grading_error = await grade(test, view, reached=len(exchanges) if skipped else None)
         except BudgetExceeded as exc:
             graded, grading_error, budget_exceeded = [], str(exc), True
         result.assertions = [*failures, *graded]
@@ -143,6 +155,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             result.status, result.error = "error", grading_error
         elif any(not a.passed for a in result.assertions):
             result.status = "failed"
+        elif skipped:
+            result.status = "skipped"
     # judges are paid after the conversation: the recorded totals include them
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
@@ -171,6 +185,8 @@ async def _converse(
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
             if isinstance(user, ModelSimulator) and user.last_reasoning:
                 session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
+            if action.note:
+                session.event("user_side", **action.note)
             if action.turn is None:
                 return action.stop or "simulator_stopped", action.failure, target.metrics()
             index = len(exchanges) + 1
@@ -212,11 +228,17 @@ def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
     ]
 
 
-async def grade(test: PlannedTest, view: RunView) -> tuple[list[AssertionResult], str | None]:
-    """Every assertion's verdict, and the first model failure that kept one from being decided."""
+async def grade(
+    test: PlannedTest, view: RunView, reached: int | None = None
+) -> tuple[list[AssertionResult], str | None]:
+    """Every assertion's verdict, and the first model failure that kept one from being decided.
+
+    With `reached`, only the assertions scoped to one of the first `reached` turns are graded."""
     graded: list[AssertionResult] = []
     error: str | None = None
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
+        if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
+            continue
         try:
             verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
         except TemplateError as exc:

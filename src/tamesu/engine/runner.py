@@ -14,11 +14,10 @@ from tamesu import __version__
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
-from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
-from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult
+from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
 from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
 from tamesu.suite.templates import Context
 
@@ -50,25 +49,6 @@ class Outcome:
     run_dir: Path
     results: list[TestResult]
     summary: RunSummaryFile
-
-
-def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> int:
-    if budget_exceeded:
-        return EXIT_BUDGET
-    statuses = {r.status for r in results}
-    if "error" in statuses:
-        return EXIT_INFRA
-    if "failed" in statuses:
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def count(results: list[TestResult]) -> dict[str, int]:
-    counts = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0, "skipped": 0}
-    for r in results:
-        counts[r.status] += 1
-    counts["total"] = len(results)
-    return counts
 
 
 class Runner:

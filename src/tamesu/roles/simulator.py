@@ -34,10 +34,17 @@ class UserAction:
     """Why the conversation ends here: `script_done`, `simulator_stopped`, `stop_when`..."""
     failure: str | None = None
     """Set when stopping means the agent did not do what the script waited for."""
+    note: dict[str, Any] | None = None
+    """What the user side decided and why (whether the agent awaits input, where the next input came
+    from), recorded as a `user_side` event in the run's timeline."""
 
 
 class UserSimulator(ABC):
     """Anything that plays the user: a script, a model with a persona, another agent."""
+
+    skipped: str | None = None
+    """Set when the user side had no input to give and the run counts as skipped, with the reason (a JSONL
+    test with `on_missing_input: skip`). Only the assertions of the turns that happened are graded."""
 
     @abstractmethod
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction: ...

@@ -72,8 +72,9 @@ def to_plain(node: Any) -> Any:
         return [to_plain(v) for v in node]
     # ruamel scalar subclasses (ScalarFloat, TimeStamp...) become their plain built-in type
     for kind in (bool, int, float, str):
-        if isinstance(node, kind) and type(node) is not kind:
-            return kind(node)
+        if isinstance(node, kind):
+            # bool before int: True is an int too, and must stay True
+            return node if type(node) is kind else kind(node)
     return node
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tamesu import checks, targets
+from tamesu import checks, packs, targets
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import ModelSpec
@@ -48,6 +48,8 @@ class LoadedSuite:
     doc: Document
     targets: dict[str, TargetSpec]
     project: Project
+    broken_packs: set[str] = field(default_factory=set)
+    """The suite's packs with a problem in them, reported where they are written and not where they are used."""
 
     @property
     def name(self) -> str:
@@ -56,6 +58,11 @@ class LoadedSuite:
     @property
     def dir(self) -> Path:
         return self.doc.path.parent
+
+    @property
+    def packs(self) -> dict[str, packs.PackSpec]:
+        """The packs its tests may name besides the built-in ones: the project's, then the suite's own."""
+        return {**self.project.spec.packs, **self.spec.packs}
 
 
 @dataclass
@@ -225,9 +232,11 @@ def load_plan(
 
 def _project_assertions(project: Project, problems: list[Problem]) -> list[Assertion]:
     parsed: list[Assertion] = []
+    if project.doc is not None:
+        _check_packs(project.spec.packs, project.doc, problems)
     for i, entry in enumerate(project.spec.defaults.assert_):
         try:
-            parsed.append(checks.parse_assertion(entry, prefix="defaults/"))
+            parsed.append(checks.parse_assertion(packs.inline(entry, project.spec.packs), prefix="defaults/"))
         except AssertionProblem as exc:
             if project.doc is not None:
                 loc = ("defaults", "assert", i, *exc.loc)
@@ -256,11 +265,14 @@ def _load_suite(
 
     target_specs = _load_targets(spec, doc, problems, warnings)
     suite = LoadedSuite(spec, doc, target_specs, project)
+    suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []
     for i, entry in enumerate(spec.defaults.assert_):
         try:
-            suite_asserts.append(checks.parse_assertion(entry, prefix="defaults/"))
+            if packs.name_of(entry) in suite.broken_packs:
+                continue
+            suite_asserts.append(checks.parse_assertion(packs.inline(entry, suite.packs), prefix="defaults/"))
         except AssertionProblem as exc:
             problems.append(doc.problem(("defaults", "assert", i, *exc.loc), exc.message, key=exc.at_key))
     slo = {**project.spec.defaults.slo, **spec.defaults.slo}
@@ -281,8 +293,21 @@ def _load_suite(
     return suite, planned, warnings
 
 
+def load_project_targets(project: Project) -> tuple[dict[str, TargetSpec], list[Problem]]:
+    """The `targets:` of tamesu.yaml (for `tamesu test -n NAME`), validated by their types; raises ConfigError.
+    Returns the targets and the warnings (a key of another target type)."""
+    if project.doc is None or not project.spec.targets:
+        return {}, []
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    loaded = _load_targets(project.spec, project.doc, problems, warnings)
+    if problems:
+        raise ConfigError(problems)
+    return loaded, warnings
+
+
 def _load_targets(
-    spec: SuiteSpec, doc: Document, problems: list[Problem], warnings: list[Problem]
+    spec: SuiteSpec | ProjectSpec, doc: Document, problems: list[Problem], warnings: list[Problem]
 ) -> dict[str, TargetSpec]:
     loaded: dict[str, TargetSpec] = {}
     for name, raw in spec.targets.items():
@@ -337,7 +362,7 @@ def _expand_test(
         # the rest of the test is still checked, so one run of `validate` shows every problem
         entries = raw.get("assert")
         if isinstance(entries, list):
-            _parse_assertions(entries, doc, loc, problems)
+            _parse_assertions(entries, doc, loc, problems, suite.packs, suite.broken_packs)
         return []
     if spec.quarantine and spec.quarantine.until and spec.quarantine.until < today:
         warnings.append(doc.problem((*loc, "quarantine", "until"),
@@ -368,7 +393,7 @@ def _expand_test(
         except ValidationError as exc:
             problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
             continue
-        assertions = _parse_assertions(case_spec.assert_, doc, loc, problems)
+        assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs)
         if case_name is None or case_name == variants[0][0]:
             _check_user_side(suite, case_spec, doc, loc, problems)
             _check_models_needed(suite, case_spec, doc, loc, problems)
@@ -413,7 +438,8 @@ def _check_models_needed(
         key = next((k for k in entry if k not in checks.META_KEYS), None)
         options = entry.get(key) if key else None
         own_model = isinstance(options, dict) and options.get("model") is not None
-        judged = key in _JUDGED or (key == "golden" and isinstance(options, dict) and options.get("mode") == "judge")
+        judged = key in _JUDGED or (key == "golden" and isinstance(options, dict) and options.get("mode") == "judge") \
+            or (key == "pack" and packs.needs_judge(entry, suite.packs))
         if judged and not own_model:
             problems.append(doc.problem((*loc, "assert", i, key), f"{key} needs a model: set models.judge in "
                                         "tamesu.yaml or the suite, or give this assertion a model:", key=True))
@@ -434,17 +460,34 @@ def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
 
 
 def _parse_assertions(
-    entries: list[Any], doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+    entries: list[Any], doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    user_packs: dict[str, packs.PackSpec] | None = None, broken_packs: set[str] | None = None,
 ) -> list[Assertion]:
     parsed: list[Assertion] = []
     for i, entry in enumerate(entries):
+        if broken_packs and packs.name_of(entry) in broken_packs:
+            continue  # its problem is reported where the pack is written
         try:
-            parsed.append(checks.parse_assertion(entry))
+            parsed.append(checks.parse_assertion(packs.inline(entry, user_packs or {})))
         except AssertionProblem as exc:
             problem = doc.problem((*loc, "assert", i, *exc.loc), exc.message, key=exc.at_key)
             if problem not in problems:
                 problems.append(problem)
     return parsed
+
+
+def _check_packs(defined: dict[str, packs.PackSpec], doc: Document, problems: list[Problem]) -> set[str]:
+    """A pack's assertions are checked where the pack is written, once, not at every test that uses it.
+    Returns the names of the packs with a problem."""
+    broken: set[str] = set()
+    for name, pack in defined.items():
+        for i, entry in enumerate(pack.assert_):
+            try:
+                checks.parse_assertion(entry)
+            except AssertionProblem as exc:
+                broken.add(name)
+                problems.append(doc.problem(("packs", name, "assert", i, *exc.loc), exc.message, key=exc.at_key))
+    return broken
 
 
 def read_cases(path: Path) -> list[Any]:

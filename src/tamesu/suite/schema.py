@@ -10,10 +10,12 @@ import datetime as dt
 import re
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from tamesu._fuzz import FuzzSpec
 from tamesu._types import Duration, Strict, parse_duration
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
+from tamesu.packs import PackSpec
 
 __all__ = ["Duration", "Strict", "parse_duration"]
 
@@ -167,6 +169,8 @@ class TestSpec(Strict):
     cases_file: str | None = None
     capture: list[CaptureSpec] = Field(default_factory=list)
     timeout: Duration = 300.0
+    fuzz_tools: dict[str, FuzzSpec] = Field(default_factory=dict)
+    """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""
 
     __test__ = False  # not a pytest class
 
@@ -185,15 +189,52 @@ class SuiteSpec(Strict):
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     """`simulator`, `judge`, `extract`, or any name an assertion's `model:` refers to."""
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    packs: dict[str, PackSpec] = Field(default_factory=dict)
+    """The suite's own packs, used as `pack: NAME`; they replace the project's and built-in ones of that name."""
     tests: list[dict[str, Any]] = Field(default_factory=list)
+
+
+REPORT_KINDS = ("junit", "html", "json", "github", "markdown")
+"""The report formats `--report` and `report:` name; `tamesu.report.spec` renders them."""
+
+
+class ReportSettings(Strict):
+    """`report:` in tamesu.yaml: the reports every `tamesu run` writes, as `--report` would name them."""
+
+    formats: list[str] = Field(default_factory=list)
+    """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml."""
+    baseline: str | None = None
+    """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
+    tolerance: float = Field(0.2, ge=0)
+    """A metric change smaller than this fraction of the baseline's value is not reported."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part for part in value.split(",") if part.strip()]
+        return {"formats": value} if isinstance(value, list) else value
+
+    @field_validator("formats")
+    @classmethod
+    def _known(cls, formats: list[str]) -> list[str]:
+        for entry in formats:
+            kind = entry.partition(":")[0].strip()
+            if kind not in REPORT_KINDS:
+                raise ValueError(f"unknown report {kind!r} (one of {', '.join(REPORT_KINDS)})")
+        return formats
 
 
 class ProjectSpec(Strict):
     """`tamesu.yaml`: what every suite of a project shares."""
 
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
+    targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Agents named for `tamesu test -n NAME` (JSONL tests); the same shape as a suite's `targets`."""
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    packs: dict[str, PackSpec] = Field(default_factory=dict)
+    """Packs every suite of the project may use as `pack: NAME`."""
     cache: CacheSpec = Field(default_factory=CacheSpec)
     defaults: Defaults = Field(default_factory=Defaults)
     hooks: HooksSpec = Field(default_factory=HooksSpec)
@@ -201,3 +242,4 @@ class ProjectSpec(Strict):
     vars: dict[str, Any] = Field(default_factory=dict)
     out: str = "tamesu-runs"
     parallel: int = Field(1, ge=1, le=10000)
+    report: ReportSettings = Field(default_factory=ReportSettings)

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 _IMPLEMENTED: dict[str, str] = {
     "rest": "tamesu.targets.rest:RestTarget",
     "model": "tamesu.targets.model:ModelTarget",
+    "a2a": "tamesu.targets.a2a:A2ATarget",
+    "mcp": "tamesu.targets.mcp:McpTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.

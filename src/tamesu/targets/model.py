@@ -23,6 +23,8 @@ How a tool call is answered, from its declaration:
   else the test knows: `{{captured.x}}`, `{{vars.x}}`). A template naming an argument the model did not
   pass fails the turn, so a typo in the suite does not pass for the model's fault silently.
 - a tool the model invented is answered `{"error": "no tool named X"}`.
+- a declared tool the test names in `fuzz_tools` misbehaves as the mode says (`tamesu._fuzz`): `error`,
+  `empty`, `hostile`, `custom` replace its answer; `delay` holds the declared answer back.
 Every call is recorded as a ToolCall (name, args, result) for `tool_called` and `tool_sequence`.
 
 Failures: a ModelError (no key, unreachable, rate-limited after the client's retries) is not the agent's
@@ -46,6 +48,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._match import args_problem
 from tamesu._types import Strict
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
@@ -180,7 +183,7 @@ class ModelTarget(Target):
         self._messages = [Message(role="system", content=system)] if system else []
         session.event("transport", model=self._clients[0][0],
                       fallback=self._clients[1][0] if len(self._clients) > 1 else None,
-                      tools=list(self._tools), system_chars=len(system))
+                      tools=[tool.name for tool in self._offered_tools()], system_chars=len(system))
 
     def _client(self, session: Session, model: str | ModelSpec | None) -> ModelClient:
         if session.models is None:
@@ -224,6 +227,8 @@ class ModelTarget(Target):
         session = self._require_session()
         kept = len(self._messages)
         limit = self.spec.turn_timeout
+        # a stateless test gives the conversation so far with the turn: it goes before the user's words
+        self._messages.extend(Message(role=m["role"], content=m["content"]) for m in turn.messages()[:-1])
         self._messages.append(Message(role="user", content=turn.display()))
         try:
             async with asyncio.timeout(limit) as scope:
@@ -255,7 +260,7 @@ class ModelTarget(Target):
                                 f"results (max_tool_rounds: {self.spec.max_tool_rounds})",
                                 raw=[r.model_dump(mode="json") for r in responses])
             for request in response.tool_calls:
-                call = self._answer(session, request, responses)
+                call = await self._call_tool(session, request, responses)
                 calls.append(call)
                 self._messages.append(Message(role="tool", content=_as_content(call.result),
                                               tool_call_id=request.id, name=request.name))
@@ -271,7 +276,7 @@ class ModelTarget(Target):
     def _request(self, said: str) -> ModelRequest:
         return ModelRequest(
             purpose="target", messages=list(self._messages), temperature=self.spec.temperature,
-            max_tokens=self.spec.max_tokens, seed=None, tools=[tool.offered() for tool in self.spec.tools],
+            max_tokens=self.spec.max_tokens, seed=None, tools=self._offered_tools(),
             # What the fake provider's rules read. Nothing else goes here: the context is part of the replay
             # cache key, and the messages already say everything else (renaming the target keeps the cache).
             context={"message": said},
@@ -294,6 +299,21 @@ class ModelTarget(Target):
         raise InfraError(f"{self._what}: the model and its fallback failed: {'; '.join(failures)}")
 
     # -- tools ----------------------------------------------------------------------------------------
+
+    def _offered_tools(self) -> list[ToolSpec]:
+        """The tools the model may call; the mcp target offers its server's instead."""
+        return [tool.offered() for tool in self.spec.tools]
+
+    async def _call_tool(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
+        """One call answered: as the test's `fuzz_tools` says for this tool, else from its declaration. The mcp
+        target overrides this to call its server."""
+        fuzz = fuzz_for(session, request.name)
+        if fuzz is not None and request.name in self._tools:
+            async def declared() -> ToolCall:
+                return self._answer(session, request, responses)
+
+            return await fuzzed_call(session, fuzz, request.name, request.arguments, declared)
+        return self._answer(session, request, responses)
 
     def _answer(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
         """The declared answer to one call, recorded as the ToolCall the assertions read."""

@@ -2,8 +2,10 @@
 
 How a turn is sent: `method` `url` with `headers` and `request.body`, all templates rendered per turn with
 `{{message}}` (the user's words), `{{session}}` (the session id), `{{session.NAME}}` (session.open captures),
-`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`. Without `request.body` the body is
-`{"message": ..., "session_id": ...}`, plus `"data"` when the turn carries data; `body: null` sends none.
+`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, and for JSONL tests `{{messages}}` (the
+history the test gives and this turn, as [{role, content}]) and `{{options.X}}`. Without `request.body` the body
+is `{"message": ..., "session_id": ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries
+a history and `"options"` when it carries options; `body: null` sends none.
 A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
 (session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
 send the target's `headers` and then their own; session.open, made before the target's headers can
@@ -286,7 +288,7 @@ class RestTarget(Target):
         session = self._require_session()
         ws = self._require_ws()
         self._note_unsolicited(ws.drain())
-        body, has_body = self._body(self._context(message=turn.text), turn, self.spec.request)
+        body, has_body = self._body(self._turn_context(turn), turn, self.spec.request)
         payload = "" if not has_body else body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
         self._waiting_for = "waiting for the final websocket message"
         sent_at = session.now_ms()
@@ -312,7 +314,7 @@ class RestTarget(Target):
         if sent.status >= 400:
             return self._answer_turn(sent)
         answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
-        ctx = self._context(message=turn.text, response=answered)
+        ctx = self._turn_context(turn, response=answered)
         poll_request = http.build(poll.method.upper(), self._resolve(ctx.render_text(poll.url), ctx),
                                   self._headers(ctx, {**self.spec.headers, **poll.headers}),
                                   ctx.render_value(poll.body), has_body=poll.body is not None)
@@ -396,8 +398,12 @@ class RestTarget(Target):
             own["listen"] = {"url": self._listener.url}
         return session.context.child(**own, **extra)
 
+    def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
+        """`{{message}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
+        return self._context(message=turn.text, messages=turn.messages(), options=turn.options, **extra)
+
     def _turn_request(self, turn: UserTurn) -> httpx.Request:
-        ctx = self._context(message=turn.text)
+        ctx = self._turn_context(turn)
         headers = self._headers(ctx, self.spec.headers)
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
@@ -411,6 +417,10 @@ class RestTarget(Target):
         body: dict[str, Any] = {"message": turn.text, "session_id": self.session_id}
         if turn.data is not None:
             body["data"] = turn.data
+        if turn.history:
+            body["messages"] = turn.messages()
+        if turn.options:
+            body["options"] = turn.options
         return body, True
 
     @staticmethod

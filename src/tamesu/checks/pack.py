@@ -1,0 +1,107 @@
+"""`pack`: a named set of assertions, graded together (see `tamesu.packs` for the built-in ones).
+
+`pack: NAME`, or `{name, judges, model}`: `judges: false` leaves the pack's model-graded assertions out (an
+offline run with no judge model keeps the deterministic ones); `model` is the judge model of its judges.
+The pack passes when every assertion in it passes; the reason names each that failed, with its own reason,
+and the score is the fraction that passed. A judge that cannot answer is an infrastructure error, as for a
+`judge` written alone. The loader writes a suite's own pack into the entry (`description` and `assert`,
+see `tamesu.packs.inline`), which is also how an inline pack is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from tamesu._types import Strict
+from tamesu.checks import Assertion, AssertionProblem, parse_assertion
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.errors import TemplateError
+from tamesu.packs import JUDGED_KEYS, PackSpec, resolve
+
+
+class PackRef(Strict):
+    name: str = Field(min_length=1)
+    judges: bool = True
+    """False: leave out the pack's assertions that ask a model."""
+    model: Any = None
+    """The model of the pack's judges (a name under `models:` or `provider:model`); default models.judge."""
+    description: str | None = None
+    assert_: list[dict[str, Any]] | None = Field(None, alias="assert")
+    """An inline pack (the loader writes a suite's own pack here); default the built-in pack `name`."""
+
+    _assertions: list[Assertion] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _parsed(self) -> PackRef:
+        if self.assert_ is None:
+            pack = resolve(self.name)
+        else:
+            pack = PackSpec.model_validate({"description": self.description or self.name, "assert": self.assert_})
+        self._assertions = parse_pack(self.name, pack, judges=self.judges, model=self.model)
+        if not self._assertions:
+            raise ValueError(f"pack {self.name!r} has only judges, and judges: false leaves nothing to check")
+        return self
+
+    @property
+    def assertions(self) -> list[Assertion]:
+        return list(self._assertions)
+
+
+def parse_pack(name: str, pack: PackSpec, *, judges: bool = True, model: Any = None) -> list[Assertion]:
+    """The pack's assertions, parsed; a problem names the pack and the assertion (ValueError)."""
+    parsed: list[Assertion] = []
+    for index, entry in enumerate(pack.assert_):
+        kind = next((key for key in entry if key not in ("name", "on_turn")), None)
+        if kind in JUDGED_KEYS:
+            if not judges:
+                continue
+            entry = _with_model(entry, kind, model)
+        try:
+            parsed.append(parse_assertion(entry))
+        except AssertionProblem as exc:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.loc)
+            raise ValueError(f"pack {name!r}, assert[{index}]{where}: {exc.message}") from None
+    return parsed
+
+
+def _with_model(entry: dict[str, Any], kind: str, model: Any) -> dict[str, Any]:
+    """The judge entry with the pack's `model` when it names none itself."""
+    if model is None:
+        return entry
+    options = entry[kind]
+    if isinstance(options, dict):
+        return entry if options.get("model") is not None else {**entry, kind: {**options, "model": model}}
+    shorthand = "rubric" if kind == "judge" else "context"
+    return {**entry, kind: {shorthand: options, "model": model}}
+
+
+class Pack(Check):
+    key = "pack"
+    Spec = PackRef
+    shorthand = "name"
+    spec: PackRef
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        graded: list[tuple[str, Verdict]] = []
+        for assertion in self.spec.assertions:
+            try:
+                verdict = await assertion.check.evaluate(run.scoped(assertion.on_turn))
+            except TemplateError as exc:
+                verdict = Verdict(passed=False, reason=str(exc))
+            graded.append((assertion.label, verdict))
+        failed = [(label, verdict) for label, verdict in graded if not verdict.passed]
+        total = len(graded)
+        if failed:
+            details = "; ".join(f"{label}: {verdict.reason}" for label, verdict in failed)
+            reason = f"pack {self.spec.name}: {len(failed)} of {total} failed: {details}"
+        else:
+            reason = f"pack {self.spec.name}: all {total} passed"
+        judged = next((verdict for _, verdict in graded if verdict.model or verdict.prompt_version), None)
+        return Verdict(
+            passed=not failed, reason=reason, score=round((total - len(failed)) / total, 4),
+            evidence=[f"{label}: {item}" for label, verdict in failed for item in verdict.evidence],
+            model=judged.model if judged else None, prompt_version=judged.prompt_version if judged else None,
+            fake=any(verdict.fake for _, verdict in graded),
+        )

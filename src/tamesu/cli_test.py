@@ -1,0 +1,257 @@
+"""`tamesu test`: JSONL test cases (a file, one message, or generated) against one agent, through the engine.
+
+Kept apart from `cli.py` so the command can grow without touching the others; `cli.py` registers it with
+`main.add_command(test_command)`. Until then `python -m tamesu.cli_test ...` runs it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
+from tamesu.models.base import ModelError
+
+COLOR = click.Choice(["auto", "always", "never"])
+MISSING = click.Choice(["skip", "fail", "end"])
+
+
+def _fail(problems: list[Problem]) -> None:
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    click.echo(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+class _Usage(Exception):
+    """What the command line asks for cannot be done (exit 2)."""
+
+
+def _usage(message: str) -> None:
+    click.echo(f"tamesu test: {message}", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+def _label(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _duration(_ctx: Any, _param: Any, value: str) -> float:
+    from tamesu._types import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command("test", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-i", "--input", "source", required=True, metavar="INPUT",
+              help="A JSONL file, a message, agents:MODEL?count=N&focus=..&complexity=.., or "
+                   "scripts:MODULE:FUNC?k=v.")
+@click.option("-n", "--name", "target", metavar="TARGET",
+              help="The agent under test: a target of tamesu.yaml, or a URL (an A2A card there makes it A2A).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write one JSON record per test case here "
+              "(with --dry-run: the test cases).")
+@click.option("-c", "--connector", help="The model a model target uses (a name under models:, or provider:model); "
+              "other targets get it as options.connector.")
+@click.option("-v", "--verbose", count=True, help="Whole answers, and whether the agent awaited input after each turn.")
+@click.option("--interactive", is_flag=True, help="Ask a person (stdin) for input no turn gives.")
+@click.option("--skip-interactive", is_flag=True, help="Never ask a person, even for cases with interactive.enabled.")
+@click.option("--simulator", metavar="MODEL", help="The simulator for cases that name none: a model under "
+              "models: (agents:NAME or NAME) or scripts:MODULE:FUNC.")
+@click.option("--timeout", default="5m", show_default=True, callback=_duration, help="Per test case.")
+@click.option("--parallel", type=click.IntRange(1, 10000), default=1, show_default=True)
+@click.option("--fail-fast", is_flag=True, help="Stop starting test cases after the first failure.")
+@click.option("--dry-run", is_flag=True, help="Parse (or generate) the test cases and show them; run nothing.")
+@click.option("--on-missing-input", type=MISSING, help="When the agent awaits input nothing can give: skip the case "
+              "(the default), fail it, or end the conversation and grade it.")
+@click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default tamesu-runs).")
+@click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest tamesu.yaml).")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
+@click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
+def test_command(source: str, target: str | None, output: str | None, connector: str | None, verbose: int,
+                 interactive: bool, skip_interactive: bool, simulator: str | None, timeout: float, parallel: int,
+                 fail_fast: bool, dry_run: bool, on_missing_input: str | None, out: str | None, config: str | None,
+                 color: str, no_cache: bool, cache_only: bool) -> None:
+    """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
+    if interactive and skip_interactive:
+        _usage("--interactive and --skip-interactive contradict each other: choose one")
+    if no_cache and cache_only:
+        _usage("--no-cache and --cache-only contradict each other: choose one")
+    try:
+        code = asyncio.run(_main(source=source, target=target, output=output, connector=connector, verbose=verbose,
+                                 interactive=interactive, skip_interactive=skip_interactive, simulator=simulator,
+                                 timeout=timeout, parallel=parallel, fail_fast=fail_fast, dry_run=dry_run,
+                                 on_missing_input=on_missing_input, out=out, config=config, color=color,
+                                 cache_mode="off" if no_cache else "only" if cache_only else None))
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished test cases are in results.jsonl", err=True)
+        sys.exit(130)
+    sys.exit(code)
+
+
+async def _main(**options: Any) -> int:
+    from tamesu.jsonl import sources
+    from tamesu.jsonl.targets import TargetProblem, resolve
+    from tamesu.suite.loader import find_project, load_project
+    from tamesu.suite.secrets import Secrets
+
+    source = sources.parse_input(options["source"])
+    where = Path(source.value) if source.kind == "file" else Path.cwd()
+    try:
+        config = options["config"]
+        project = load_project(Path(config) if config else find_project(where), Path.cwd())
+    except ConfigError as exc:
+        _fail(exc.problems)
+    secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
+    if source.kind != "file" and options["target"] is None:
+        _usage("-n is needed with a message or generated test cases: name the agent to test")
+    try:
+        resolved, warnings = await resolve(options["target"], project, secrets)
+    except TargetProblem as exc:
+        _usage(str(exc))
+    except ConfigError as exc:
+        _fail(exc.problems)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    try:
+        cases, label, base_dir = await _cases(source, project, resolved, secrets, options)
+    except ConfigError as exc:
+        _fail(exc.problems)
+    except _Usage as exc:
+        _usage(str(exc))
+    except (InfraError, ModelError) as exc:
+        click.echo(f"tamesu test: {exc}", err=True)
+        return EXIT_INFRA
+    if options["dry_run"]:
+        return _dry_run(cases, label, resolved, options)
+    return await _run(cases, label, base_dir, source, project, secrets, resolved, options)
+
+
+async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
+    """The parsed cases, how the header names their source, and the folder their relative paths start from."""
+    from tamesu.jsonl import assertions, generator, parser
+    from tamesu.jsonl.checks import load_function
+    from tamesu.jsonl.helpers import TargetHelper
+    from tamesu.suite.loader import load_project_targets
+
+    base_dir = Path(source.value).parent.resolve() if source.kind == "file" else Path.cwd()
+    specs = load_project_targets(project)[0] if project.spec.targets else {}
+    resolver = assertions.Resolver(models=set(project.spec.models), targets=set(specs),
+                                   search=list(dict.fromkeys([base_dir, project.dir, Path.cwd()])),
+                                   helpers={n: TargetHelper(n, s, secrets, project.dir) for n, s in specs.items()})
+    settings = parser.ParseSettings(resolver, default_simulator=options["simulator"])
+    if source.kind == "file":
+        label = _label(Path(source.value))
+        return parser.parse_file(Path(source.value), label, settings), label, base_dir
+    if source.kind == "message":
+        return parser.parse_objects([{"id": "message", "input": source.value}], "message", base_dir,
+                                    settings), "message", base_dir
+    about = generator.describe(resolved.name, resolved.spec)
+    try:
+        if source.kind == "scripts":
+            function = load_function(source.value, resolver.search)
+            made = await generator.from_script(function, source.value, about, source.params)
+        else:
+            made = await _from_agent(source, project, secrets, about, resolver, options)
+    except ValueError as exc:
+        raise _Usage(f"-i {source.text}: {exc}") from None
+    return parser.parse_objects(made, source.text, base_dir, settings), source.text, base_dir
+
+
+async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
+                      options: dict[str, Any]) -> list[Any]:
+    """`agents:NAME`: a model under `models:` writes the cases, or else a target of tamesu.yaml."""
+    from tamesu.jsonl import generator
+    from tamesu.jsonl.run import models_for
+
+    name = source.value
+    helper = resolver.helper(name)
+    if name not in project.spec.models and ":" not in name and helper is None:
+        known = ", ".join(project.spec.models) or "none configured"
+        targets = ", ".join(resolver.helpers) or "none"
+        raise ValueError(f"no model or target named {name!r} to generate test cases (models: {known}; "
+                         f"targets: {targets})")
+    registry = models_for(project, secrets, options["cache_mode"])
+    try:
+        if helper is not None:
+            return await generator.from_target(helper, about, source.params, registry)
+        if registry is None:
+            raise ValueError("generating test cases needs a model: configure models in tamesu.yaml")
+        return await generator.from_model(registry.client("generator", name), about, source.params)
+    finally:
+        if registry is not None:
+            await registry.aclose()
+
+
+def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any]) -> int:
+    from tamesu.report.console import make_console
+
+    console = make_console(options["color"])
+    console.print(f"Agent: {resolved.about}", soft_wrap=True, markup=False)
+    console.print(f"Input: {label} ({len(cases)} test case{'s' if len(cases) != 1 else ''}), not run (--dry-run)",
+                  soft_wrap=True, markup=False)
+    for parsed in cases:
+        case = parsed.case
+        count = len(parsed.final) + sum(len(v) for v in parsed.turn_assertions.values())
+        shape = f"{len(case.turns)} turns" if case.turns else f"{len(case.input or [])} message(s)"
+        if case.checkpoints:
+            shape = f"{len(case.checkpoints)} checkpoints"
+        console.print(f"  [{case.id}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
+                      markup=False)
+    if options["output"]:
+        path = Path(options["output"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(p.case.as_json(), ensure_ascii=False) + "\n" for p in cases),
+                        encoding="utf-8")
+        console.print(f"wrote {len(cases)} test case(s) to {path}", soft_wrap=True, markup=False)
+    return 0
+
+
+async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
+               resolved: Any, options: dict[str, Any]) -> int:
+    from tamesu.jsonl.console import TestConsole
+    from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
+    from tamesu.report.console import make_console
+
+    name = Path(source.value).stem if source.kind == "file" else source.kind
+    plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
+                     base_dir=base_dir)
+    out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
+    settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],
+                            timeout=options["timeout"], connector=options["connector"],
+                            on_missing_input=options["on_missing_input"], interactive=options["interactive"],
+                            skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],
+                            output=Path(options["output"]) if options["output"] else None)
+    console = TestConsole(make_console(options["color"]), secrets.redactor, options["verbose"])
+    console.start(resolved.about, label, len(cases), {c.case.mode for c in cases})
+    outcome = await JsonlRunner(plan, settings, console).run()
+    console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
+                   outcome.summary.stopped)
+    return outcome.exit_code
+
+
+def main() -> None:
+    """`python -m tamesu.cli_test`: the command alone; a bug of ours is one line and exit 3."""
+    try:
+        test_command(standalone_mode=True)
+    except Exception as exc:
+        if os.environ.get("TAMESU_DEBUG"):
+            raise
+        click.echo(f"tamesu: internal error: {type(exc).__name__}: {exc} (set TAMESU_DEBUG=1 for details)", err=True)
+        sys.exit(EXIT_INFRA)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""JSON text that remembers where things were written, for `file:line:col: path: problem` errors.
+
+Python's json module gives positions only for syntax errors, so a value's position is found again by walking
+the (already valid) text along the path with the decoder's own scanner: keys with `scanstring`, skipped
+values with `raw_decode`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from json.decoder import scanstring
+from typing import Any
+
+from tamesu.errors import Problem
+from tamesu.suite._yaml import format_loc
+
+_DECODER = json.JSONDecoder()
+_SPACE = " \t\r\n"
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _SPACE:
+        pos += 1
+    return pos
+
+
+def _member(text: str, pos: int, name: str) -> tuple[int, int] | None:
+    """(key offset, value offset) of `name` in the object at `pos`."""
+    pos = _skip(text, pos + 1)
+    while pos < len(text) and text[pos] == '"':
+        key_at = pos
+        key, pos = scanstring(text, pos + 1)
+        pos = _skip(text, _skip(text, pos) + 1)  # past the colon
+        if key == name:
+            return key_at, pos
+        _, pos = _DECODER.raw_decode(text, pos)
+        pos = _skip(text, pos)
+        if pos >= len(text) or text[pos] != ",":
+            return None
+        pos = _skip(text, pos + 1)
+    return None
+
+
+def _item(text: str, pos: int, index: int) -> int | None:
+    pos = _skip(text, pos + 1)
+    for _ in range(index):
+        if pos >= len(text) or text[pos] == "]":
+            return None
+        _, pos = _DECODER.raw_decode(text, pos)
+        pos = _skip(text, pos)
+        if pos >= len(text) or text[pos] != ",":
+            return None
+        pos = _skip(text, pos + 1)
+    return pos if pos < len(text) and text[pos] != "]" else None
+
+
+def locate(text: str, start: int, loc: Sequence[Any], *, key: bool = False) -> int:
+    """The offset of the value at `loc` in the JSON value starting at `start` (of its key when `key`), or of
+    the nearest parent that exists."""
+    pos = _skip(text, start)
+    try:
+        for depth, part in enumerate(loc):
+            last = depth == len(loc) - 1
+            if text[pos] == "{" and isinstance(part, str):
+                found = _member(text, pos, part)
+                if found is None:
+                    return pos
+                pos = found[0] if last and key else found[1]
+            elif text[pos] == "[" and isinstance(part, int):
+                item = _item(text, pos, part)
+                if item is None:
+                    return pos
+                pos = item
+            else:
+                return pos
+    except (IndexError, ValueError):
+        return pos
+    return pos
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+@dataclass
+class JsonDocument:
+    """One JSON value of a JSONL file; `problem` has the signature of `suite._yaml.Document.problem`, so the
+    suite loader's pydantic error wording (`problems_from`) serves both formats."""
+
+    label: str
+    text: str
+    start: int
+
+    def problem(self, loc: Sequence[Any], message: str, *, key: bool = False) -> Problem:
+        line, col = line_col(self.text, locate(self.text, self.start, loc, key=key))
+        return Problem(self.label, line, col, format_loc(loc), message)
+
+
+def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem]:
+    """Every JSON value of a JSONL text with its document, or a Problem for text that is not JSON.
+
+    One object per line is the format; an object spread over several lines is read too, and lines that
+    start with `#` or `//` are comments. After a syntax error reading resumes at the next line that starts
+    with `{`, so one bad line does not hide the problems of the others.
+    """
+    pos = 0
+    while True:
+        pos = _skip(text, pos)
+        if pos >= len(text):
+            return
+        if text.startswith(("#", "//"), pos):
+            pos = _next_line(text, pos)
+            continue
+        try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            line, col = line_col(text, exc.pos)
+            yield Problem(label, line, col, "", f"not valid JSON: {exc.msg}")
+            pos = _next_object(text, pos)
+            continue
+        yield value, JsonDocument(label, text, pos)
+        pos = end
+
+
+def _next_line(text: str, pos: int) -> int:
+    newline = text.find("\n", pos)
+    return len(text) if newline < 0 else newline + 1
+
+
+def _next_object(text: str, pos: int) -> int:
+    pos = _next_line(text, pos)
+    while pos < len(text) and not text.startswith("{", pos):
+        pos = _next_line(text, pos)
+    return pos

@@ -1,0 +1,235 @@
+"""JSONL assertions (`{"type": "contains", "value": "x", "negate": true}`) as the engine's assertions.
+
+| JSONL type    | engine check                                                                       |
+| ------------- | ---------------------------------------------------------------------------------- |
+| `contains`    | `contains` (`negate`: `not_contains`); `value` is text or a list of texts           |
+| `regex`       | `regex` (`negate`: `not_regex`); `pattern` (or `value`)                              |
+| `json_path`   | `json_path` with `equals: value` (`negate`: `not_equals`); no value: `exists`        |
+| `tool_called` | `tool_called` (`negate`: `tool_not_called`); `name` (or `value`), optional `args`    |
+| `equals`      | `tamesu.jsonl.checks.Equals`: the reply is exactly `value` (or the value at `path`)  |
+| `type`        | `tamesu.jsonl.checks.TypeCheck`: the JSON type of the value at `path`                |
+| `agent`       | `judge`: `options.metadata.criteria` (and the other metadata) as the rubric, the     |
+|               | model named by `use` (`agents:NAME` or `NAME`, default `models.judge`) or `connector`; |
+|               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`          |
+| `script`      | `tamesu.jsonl.checks.Script`: `use: scripts:module:function`                         |
+
+`negate` on `equals`, `type`, `agent` and `script` inverts the verdict. An object without `type` is one of
+tamesu's own assertions as a suite writes them (`{"judge": "..."}`, `{"turns": {"lte": 4}}`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError, model_validator
+
+from tamesu._match import shown
+from tamesu._types import Strict
+from tamesu.checks import META_KEYS, Assertion, AssertionProblem, parse_assertion
+from tamesu.jsonl import checks
+from tamesu.jsonl.schema import Options
+
+KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
+
+
+@dataclass
+class Resolver:
+    """What an assertion may name: models and targets of the project, folders that hold scripts."""
+
+    models: set[str] = field(default_factory=set)
+    targets: set[str] = field(default_factory=set)
+    search: list[Path] = field(default_factory=list)
+    helpers: dict[str, Any] = field(default_factory=dict)
+    """`TargetHelper`s by target name: targets that may play the simulator, a validator or a generator."""
+
+    def helper(self, name: str | None) -> Any:
+        """The target helper `name` names when it is a target and not a model (a model wins a tie)."""
+        if name is None or name in self.models:
+            return None
+        return self.helpers.get(name)
+
+    def model_for(self, name: str | None) -> str | None:
+        """The model an `agent` assertion or a simulator names; raises ValueError when nothing has that name."""
+        if name is None or name == "judge":
+            if "judge" not in self.models:
+                raise ValueError("no validator model: set models.judge in tamesu.yaml, or name a model with "
+                                 "use: agents:NAME")
+            return None
+        if name in self.models or ":" in name:
+            return name
+        known = ", ".join(sorted(self.models)) or "none configured"
+        raise ValueError(f"no model named {name!r} under models: (models: {known})")
+
+
+class SpecAssertion(Strict):
+    type: Literal["contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script"]
+    value: Any = None
+    pattern: str | None = None
+    path: str | None = None
+    name: str | None = None
+    args: dict[str, Any] | None = None
+    use: str | None = None
+    options: Options | None = None
+    negate: bool = False
+    ignore_case: bool = False
+
+    @model_validator(mode="after")
+    def _complete(self) -> SpecAssertion:
+        needed = {"contains": self.value is not None, "equals": self.value is not None,
+                  "regex": self.pattern is not None or isinstance(self.value, str),
+                  "json_path": self.path is not None,
+                  "tool_called": self.name is not None or isinstance(self.value, str),
+                  "type": self.path is not None and isinstance(self.value, str),
+                  "agent": bool(self.metadata.get("criteria")), "script": bool(self.use)}
+        if not needed[self.type]:
+            raise ValueError(_NEEDS[self.type])
+        return self
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.options.metadata if self.options else {}
+
+
+_NEEDS = {
+    "contains": "a contains assertion needs value (text, or a list of texts)",
+    "equals": "an equals assertion needs value",
+    "regex": "a regex assertion needs pattern",
+    "json_path": "a json_path assertion needs path (and value to compare)",
+    "tool_called": "a tool_called assertion needs name",
+    "type": "a type assertion needs path and value (string, number, integer, boolean, array, object, null)",
+    "agent": "an agent assertion needs options.metadata.criteria",
+    "script": "a script assertion needs use: scripts:module:function",
+}
+
+
+def label(raw: Any) -> str:
+    """How an assertion reads in the console and in result.json: `contains "submitted"`."""
+    if not isinstance(raw, dict):
+        return "assertion"
+    kind = raw.get("type")
+    if kind is None:
+        key = next((k for k in raw if k not in META_KEYS), "assertion")
+        return raw.get("name") or f"{key} {shown(raw.get(key), 60)}"
+    negate = "not " if raw.get("negate") else ""
+    if kind == "json_path":
+        if "value" in raw:
+            return f"{raw.get('path')} {'!=' if negate else '='} {shown(raw['value'], 60)}"
+        return f"{raw.get('path')} {'is absent' if negate else 'exists'}"
+    if kind == "type":
+        return f"{raw.get('path')} is {negate}{raw.get('value')}"
+    if kind == "agent":
+        criteria = ((raw.get("options") or {}).get("metadata") or {}).get("criteria", "")
+        return f"{negate}agent {shown(criteria, 60)}"
+    if kind == "script":
+        return f"{negate}script {raw.get('use')}"
+    shown_value = raw.get("pattern") if kind == "regex" and "pattern" in raw else \
+        raw.get("name") if kind == "tool_called" and "name" in raw else raw.get("value")
+    return f"{negate}{kind} {shown(shown_value, 60)}"
+
+
+def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Assertion:
+    """One JSONL assertion as an engine Assertion, or AssertionProblem with its place inside `raw`."""
+    if not isinstance(raw, dict):
+        raise AssertionProblem((), 'an assertion is an object such as {"type": "contains", "value": "..."}')
+    if "type" not in raw:
+        assertion = parse_assertion(raw)  # one of tamesu's own, written as in a suite
+        assertion.on_turn = on_turn if on_turn is not None else assertion.on_turn
+        assertion.label = label(raw)
+        return assertion
+    kind = raw["type"]
+    if kind not in KINDS:
+        close = difflib.get_close_matches(str(kind), KINDS, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"one of {', '.join(KINDS)}"
+        raise AssertionProblem(("type",), f"unknown assertion type {kind!r} ({hint})")
+    try:
+        spec = SpecAssertion.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(part for part in first["loc"] if isinstance(part, str | int))
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"not a key of a {kind} assertion"
+        raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
+    check = _check(spec, resolver)
+    return Assertion(key=kind, check=check, on_turn=on_turn, label=label(raw))
+
+
+_FIELD = {"contains": "value", "regex": "pattern", "json_path": "path", "tool_called": "name"}
+
+
+def _engine(entry: dict[str, Any], spec: SpecAssertion) -> Any:
+    """A check of tamesu's own, with its problems pointed at the JSONL key they come from."""
+    try:
+        return parse_assertion(entry).check
+    except AssertionProblem as exc:
+        key = _FIELD.get(spec.type, "value")
+        if spec.type == "json_path" and "equals" in exc.loc:
+            key = "value"
+        raise AssertionProblem((key,), exc.message) from None
+
+
+def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
+    kind, negate = spec.type, spec.negate
+    if kind == "contains":
+        return _engine({"not_contains" if negate else "contains": {"value": spec.value,
+                                                                    "ignore_case": spec.ignore_case}}, spec)
+    if kind == "regex":
+        pattern = spec.pattern if spec.pattern is not None else spec.value
+        return _engine({"not_regex" if negate else "regex": {"pattern": pattern,
+                                                             "ignore_case": spec.ignore_case}}, spec)
+    if kind == "json_path":
+        options: dict[str, Any] = {"path": spec.path}
+        if spec.value is not None:
+            options["not_equals" if negate else "equals"] = spec.value
+        elif negate:
+            options["exists"] = False
+        return _engine({"json_path": options}, spec)
+    if kind == "tool_called":
+        call = {"name": spec.name if spec.name is not None else spec.value, "args": spec.args}
+        return _engine({"tool_not_called" if negate else "tool_called": call}, spec)
+    inner = _own_check(spec, resolver)
+    return checks.Negated(inner) if negate else inner
+
+
+def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
+    if spec.type == "equals":
+        return checks.Equals(checks.EqualsSpec(value=spec.value, path=spec.path))
+    if spec.type == "type":
+        try:
+            return checks.TypeCheck(checks.TypeSpec(path=spec.path, value=spec.value))
+        except ValidationError:
+            raise AssertionProblem(("value",), _NEEDS["type"]) from None
+    if spec.type == "script":
+        try:
+            function = checks.load_function(str(spec.use), resolver.search)
+        except ValueError as exc:
+            raise AssertionProblem(("use",), str(exc)) from None
+        return checks.Script(checks.ScriptSpec(use=str(spec.use), metadata=spec.metadata), function)
+    return _validator(spec, resolver)
+
+
+def _validator(spec: SpecAssertion, resolver: Resolver) -> Any:
+    """`agent`: tamesu's judge with the criteria as its rubric and the named model, or a target of tamesu.yaml
+    answering the design's validator interface."""
+    name = spec.use.removeprefix("agents:") if spec.use else None
+    connector = spec.options.connector if spec.options else None
+    helper = resolver.helper(name)
+    if helper is not None and connector is None:
+        from tamesu.jsonl.helpers import TargetValidator
+
+        return TargetValidator(helper, dict(spec.metadata))
+    try:
+        model = resolver.model_for(connector or name)
+    except ValueError as exc:
+        raise AssertionProblem(("options", "connector") if connector else ("use",), str(exc)) from None
+    return _engine({"judge": {"rubric": rubric(spec.metadata), "model": model}}, spec)
+
+
+def rubric(metadata: dict[str, Any]) -> str:
+    """The validator's criteria first, then every other metadata entry as `key: value`."""
+    lines = [str(metadata.get("criteria", ""))]
+    lines += [f"{key}: {value}" for key, value in metadata.items() if key not in ("criteria", "test_mode")]
+    return "\n".join(line for line in lines if line)

@@ -1,0 +1,88 @@
+"""Dynamic mode's checkpoints: which were reached, at which turn, in an order their `after` allows.
+
+The tracker checks each new agent turn as the conversation goes (the user side asks it before every turn, so
+the conversation stops as soon as every required checkpoint is reached), and once more at grading time for
+the turns after the last question (the agent ended, `max_turns`). Each checkpoint is then reported by a
+`CheckpointCheck`, an engine assertion like any other, so the run's status and result.json come from the
+engine's grading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.jsonl.parser import PlannedCheckpoint
+
+
+@dataclass
+class CheckpointState:
+    planned: PlannedCheckpoint
+    reached_at: int | None = None
+    reason: str = ""
+    """Why it counts as reached, or what the last check of it said."""
+
+    @property
+    def id(self) -> str:
+        return self.planned.spec.id
+
+
+class Tracker:
+    def __init__(self, checkpoints: list[PlannedCheckpoint]) -> None:
+        self.states = [CheckpointState(c) for c in checkpoints]
+        self._by_id = {s.id: s for s in self.states}
+        self._checked = 0
+        """Agent turns already checked."""
+
+    async def catch_up(self, run: RunView) -> None:
+        """Check every agent turn not checked yet. A checkpoint counts at the first turn where its
+        assertion holds and everything it waits for was reached (at that turn or before)."""
+        for exchange in run.exchanges:
+            if exchange.index <= self._checked:
+                continue
+            view = run.scoped(exchange.index)
+            for state in self.states:  # in dependency order, so a chain may complete within one turn
+                if state.reached_at is not None:
+                    continue
+                waiting = [d for d in state.planned.spec.after if self._by_id[d].reached_at is None]
+                if waiting:
+                    state.reason = f"waiting for {', '.join(waiting)}"
+                    continue
+                verdict = await state.planned.assertion.check.evaluate(view)
+                state.reason = verdict.reason
+                if verdict.passed:
+                    state.reached_at = exchange.index
+            self._checked = exchange.index
+
+    @property
+    def done(self) -> bool:
+        return all(s.reached_at is not None for s in self.states if s.planned.spec.required)
+
+    def missing(self) -> list[str]:
+        return [s.id for s in self.states if s.planned.spec.required and s.reached_at is None]
+
+    def state(self, checkpoint_id: str) -> CheckpointState:
+        return self._by_id[checkpoint_id]
+
+
+class CheckpointCheck(Check):
+    """Reports one checkpoint: passed when reached, or when optional (`required: false`)."""
+
+    key = "checkpoint"
+    Spec = None  # type: ignore[assignment]  # built from a tracker, never from what a user writes
+
+    def __init__(self, tracker: Tracker, checkpoint_id: str) -> None:
+        super().__init__(None)
+        self.tracker = tracker
+        self.checkpoint_id = checkpoint_id
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        await self.tracker.catch_up(run)
+        state = self.tracker.state(self.checkpoint_id)
+        if state.reached_at is not None:
+            return Verdict(passed=True, reason=f"reached at turn {state.reached_at}: {state.reason}")
+        turns = len(run.exchanges)
+        detail = f" (last check: {state.reason})" if state.reason else ""
+        if not state.planned.spec.required:
+            return Verdict(passed=True, reason=f"optional, not reached in {turns} turn(s){detail}")
+        return Verdict(passed=False, reason=f"not reached in {turns} turn(s){detail}")

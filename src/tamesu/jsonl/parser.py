@@ -1,0 +1,318 @@
+"""JSONL text to validated test cases, every problem of every case at once as `file:line:col: path: problem`.
+
+Beyond the schema, a case is checked for what would otherwise fail silently at run time: a mode without its
+first input, a history that does not end with the user, an unknown `after` id or a cycle among checkpoints, a
+checkpoint without an assertion, a file attachment that does not exist, a simulator, validator or script
+that names nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from tamesu.checks import Assertion, AssertionProblem
+from tamesu.errors import ConfigError, Problem
+from tamesu.jsonl import assertions as mapping
+from tamesu.jsonl._source import JsonDocument, values
+from tamesu.jsonl.checks import load_function
+from tamesu.jsonl.schema import Checkpoint, ContentPart, TestCase
+from tamesu.suite._errors import problems_from
+
+Loc = tuple[Any, ...]
+
+
+@dataclass
+class Graded:
+    """One assertion as written and as the engine grades it."""
+
+    raw: Any
+    assertion: Assertion
+
+
+@dataclass
+class PlannedCheckpoint:
+    spec: Checkpoint
+    assertion: Assertion
+
+
+@dataclass
+class SimulatorRef:
+    """Who plays the user: a model (`name` under `models:`, None for `models.simulator`), a script, or a target
+    of tamesu.yaml (`helper`)."""
+
+    kind: Literal["model", "script", "target"]
+    name: str | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    function: Callable[..., Any] | None = None
+    helper: Any = None
+
+    @property
+    def shown(self) -> str:
+        return self.name or "simulator"
+
+
+@dataclass
+class ParsedCase:
+    case: TestCase
+    doc: JsonDocument
+    base_dir: Path
+    """The folder of the JSONL file: attachments and scripts are relative to it."""
+    turn_assertions: dict[int, list[Graded]] = field(default_factory=dict)
+    final: list[Graded] = field(default_factory=list)
+    """Standard mode: the assertions; multi-turn and dynamic: `final_assertions` (and `assertions`)."""
+    checkpoints: list[PlannedCheckpoint] = field(default_factory=list)
+    """In an order where every checkpoint comes after those it waits for."""
+    simulator: SimulatorRef | None = None
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def line(self) -> int:
+        return self.doc.problem((), "").line
+
+
+@dataclass
+class ParseSettings:
+    resolver: mapping.Resolver
+    default_simulator: str | None = None
+    """`--simulator`: for cases that need one and name none."""
+
+
+def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
+    """Every case of a JSONL text; raises ConfigError with all problems when any case is wrong."""
+    problems: list[Problem] = []
+    parsed: list[ParsedCase] = []
+    seen: dict[str, int] = {}
+    for item in values(text, label):
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        raw, doc = item
+        case = _parse_case(raw, doc, base_dir, settings, problems)
+        if case is None:
+            continue
+        if case.id in seen:
+            problems.append(doc.problem(("id",), f"another test case has id {case.id!r} (line {seen[case.id]})"))
+            continue
+        seen[case.id] = case.line
+        parsed.append(case)
+    if problems:
+        raise ConfigError(problems)
+    return parsed
+
+
+def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCase]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([Problem(label, 1, 1, "", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([Problem(label, 1, 1, "", f"cannot read the file: {exc}")]) from None
+    cases = parse_text(text, label, path.parent.resolve(), settings)
+    if not cases:
+        raise ConfigError([Problem(label, 1, 1, "", "no test cases in the file")])
+    return cases
+
+
+def parse_objects(objects: list[Any], label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
+    """Cases made by a generator: one JSON line each, so a problem names the generated case's line."""
+    text = "\n".join(json.dumps(item, ensure_ascii=False) for item in objects)
+    return parse_text(text, label, base_dir, settings)
+
+
+def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSettings,
+                problems: list[Problem]) -> ParsedCase | None:
+    if not isinstance(raw, dict):
+        problems.append(doc.problem((), "a test case is a JSON object with id and input"))
+        return None
+    try:
+        case = TestCase.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, doc, TestCase, owner="test case"))  # type: ignore[arg-type]
+        return None
+    before = len(problems)
+    found = ParsedCase(case, doc, base_dir)
+    _check_shape(case, doc, problems)
+    _check_files(case, raw, doc, base_dir, problems)
+    resolver = settings.resolver
+    assert_key = "assert" if "assert" in raw else "assertions"
+    if case.mode == "standard":
+        found.final = _graded(case.assertions, (assert_key,), resolver, None, doc, problems)
+    else:
+        found.final = [*_graded(case.assertions, (assert_key,), resolver, None, doc, problems),
+                       *_graded(case.final_assertions, ("final_assertions",), resolver, None, doc, problems)]
+    for number, turn in enumerate(case.turns, start=1):
+        key = "assert" if "assert" in raw["turns"][number - 1] else "assertions"
+        found.turn_assertions[number] = _graded(turn.assertions, ("turns", number - 1, key), resolver, number,
+                                                doc, problems)
+    found.checkpoints = _checkpoints(case, doc, resolver, problems)
+    if case.mode != "standard":
+        found.simulator = _simulator(case, doc, settings, problems)
+    return found if len(problems) == before else None
+
+
+def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
+    mode = case.mode
+    if case.type == "single_turn" and mode != "standard":
+        what = "turns" if case.turns else "checkpoints" if case.checkpoints else "simulator"
+        problems.append(doc.problem((what,), f"a single_turn case has no {what}", key=True))
+    if mode == "standard":
+        if not case.input:
+            problems.append(doc.problem((), "a test case needs input (text, a message, or a message history), "
+                                        "turns, or a simulator with checkpoints"))
+        elif case.input[-1].role != "user":
+            problems.append(doc.problem(("input", len(case.input) - 1, "role"),
+                                        "the last message of input is the one the agent answers: it must be "
+                                        "from the user"))
+        if case.final_assertions:
+            problems.append(doc.problem(("final_assertions",), "final_assertions belong to multi-turn cases; "
+                                        "a standard case has assertions", key=True))
+    if mode == "multi_turn":
+        if case.turns and case.input:
+            problems.append(doc.problem(("input",), "the first input is turns[0].input or input, not both",
+                                        key=True))
+        elif not case.turns and not case.input:
+            problems.append(doc.problem((), "a multi-turn case needs turns (or input to start with)"))
+        elif case.input and case.input[-1].role != "user":
+            problems.append(doc.problem(("input",), "input must end with a user message"))
+    if mode == "dynamic":
+        if case.turns:
+            problems.append(doc.problem(("turns",), "a dynamic case is played by its simulator: no turns "
+                                        "(use input for a first message)", key=True))
+        if not case.checkpoints:
+            problems.append(doc.problem(("type",), "a dynamic case needs checkpoints"))
+        if case.input and case.input[-1].role != "user":
+            problems.append(doc.problem(("input",), "input must end with a user message"))
+
+
+def _parts(case: TestCase) -> list[tuple[Loc, ContentPart]]:
+    found: list[tuple[Loc, ContentPart]] = []
+    for m, message in enumerate(case.input or []):
+        found += [(("input", m, "content", p), part) for p, part in enumerate(message.files)]
+    for t, turn in enumerate(case.turns):
+        found += [(("turns", t, "input", "content", p), part) for p, part in enumerate(turn.input.files)]
+        found += [(("turns", t, "attachments", a), part) for a, part in enumerate(turn.attachments)]
+    return found
+
+
+def file_path(source: str, base_dir: Path) -> Path | None:
+    """The local file a `file://` source names (relative to the JSONL file), or None for a URL."""
+    if source.startswith("file://"):
+        return base_dir / source.removeprefix("file://")
+    if "://" in source:
+        return None
+    return base_dir / source
+
+
+def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, base_dir: Path,
+                 problems: list[Problem]) -> None:
+    for loc, part in _parts(case):
+        path = file_path(part.source or "", base_dir)
+        if path is not None and not path.is_file():
+            # a single message written as an object has no index 0 in the file: point at the part anyway
+            if isinstance(raw.get("input"), dict) and loc[0] == "input":
+                loc = ("input", *loc[2:])
+            problems.append(doc.problem((*loc, "source"), f"file not found: {path}"))
+
+
+def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: int | None, doc: JsonDocument,
+            problems: list[Problem]) -> list[Graded]:
+    graded: list[Graded] = []
+    for index, entry in enumerate(entries):
+        try:
+            graded.append(Graded(entry, mapping.to_engine(entry, resolver, on_turn)))
+        except AssertionProblem as exc:
+            problems.append(doc.problem((*loc, index, *exc.loc), exc.message, key=exc.at_key))
+    return graded
+
+
+def _checkpoints(case: TestCase, doc: JsonDocument, resolver: mapping.Resolver,
+                 problems: list[Problem]) -> list[PlannedCheckpoint]:
+    planned: dict[str, PlannedCheckpoint] = {}
+    for index, checkpoint in enumerate(case.checkpoints):
+        loc = ("checkpoints", index)
+        if checkpoint.id in planned:
+            problems.append(doc.problem((*loc, "id"), f"another checkpoint has id {checkpoint.id!r}"))
+            continue
+        if not checkpoint.assertion:
+            problems.append(doc.problem((*loc, "assertion"), "a checkpoint needs an assertion"))
+            continue
+        try:
+            assertion = mapping.to_engine(checkpoint.assertion, resolver)
+        except AssertionProblem as exc:
+            problems.append(doc.problem((*loc, "assertion", *exc.loc), exc.message, key=exc.at_key))
+            continue
+        assertion.label = f"checkpoint {checkpoint.id}"
+        planned[checkpoint.id] = PlannedCheckpoint(checkpoint, assertion)
+    ids = [c.id for c in case.checkpoints]
+    for index, checkpoint in enumerate(case.checkpoints):
+        for position, other in enumerate(checkpoint.after):
+            where = ("checkpoints", index, "after", position)
+            if other == checkpoint.id:
+                problems.append(doc.problem(where, "a checkpoint cannot wait for itself"))
+            elif other not in ids:
+                problems.append(doc.problem(where, f"unknown checkpoint id {other!r} (ids: {', '.join(ids)})"))
+    return _ordered(planned, case, doc, problems)
+
+
+def _ordered(planned: dict[str, PlannedCheckpoint], case: TestCase, doc: JsonDocument,
+             problems: list[Problem]) -> list[PlannedCheckpoint]:
+    """Checkpoints with each after the ones it waits for; a cycle is a problem (it could never be reached)."""
+    order: list[PlannedCheckpoint] = []
+    placed: set[str] = set()
+    pending = [c for c in planned.values()]
+    while pending:
+        ready = [c for c in pending if all(dep in placed or dep not in planned for dep in c.spec.after)]
+        if not ready:
+            index = next(i for i, c in enumerate(case.checkpoints) if c.id == pending[0].spec.id)
+            cycle = ", ".join(c.spec.id for c in pending)
+            problems.append(doc.problem(("checkpoints", index, "after"), f"checkpoints wait for each other in a "
+                                        f"cycle and can never be reached: {cycle}"))
+            return order
+        for checkpoint in ready:
+            order.append(checkpoint)
+            placed.add(checkpoint.spec.id)
+            pending.remove(checkpoint)
+    return order
+
+
+def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
+               problems: list[Problem]) -> SimulatorRef | None:
+    spec = case.simulator
+    use = spec.use if spec is not None and spec.use else settings.default_simulator
+    loc: Loc = ("simulator", "use") if spec is not None and spec.use else ("simulator",) if spec else ()
+    config = spec.settings() if spec is not None else {}
+    resolver = settings.resolver
+    if use is None:
+        if spec is None and case.mode == "multi_turn":
+            return None  # static turns only: when the agent still waits, a person or on_missing_input answers
+        if "simulator" in resolver.models:
+            return SimulatorRef("model", None, config)
+        problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
+                                    "models.simulator in tamesu.yaml"))
+        return None
+    if use.startswith("scripts:"):
+        try:
+            return SimulatorRef("script", use, config, load_function(use, resolver.search))
+        except ValueError as exc:
+            problems.append(doc.problem(loc, str(exc)))
+            return None
+    name = use.removeprefix("agents:")
+    helper = resolver.helper(name)
+    if helper is not None:
+        return SimulatorRef("target", name, config, helper=helper)
+    if name in resolver.models or ":" in name:
+        return SimulatorRef("model", name, config)
+    known = ", ".join(sorted(resolver.models)) or "none configured"
+    targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
+    problems.append(doc.problem(loc, f"no model or target named {name!r} for the simulator (models: {known}"
+                                f"{targets})"))
+    return None

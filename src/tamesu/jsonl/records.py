@@ -1,0 +1,196 @@
+"""The JSONL output of `tamesu test`: one record per test case, in the design's shapes.
+
+- standard: `id, name, status, messages_count, response, assertions, duration_ms` (the later revision);
+- multi_turn: `turns[]` (`turn, input, input_source, output, tool_calls, awaiting_input, awaiting_reason,
+  assertions, duration_ms`), `final_assertions`, `total_turns` (the earlier revision);
+- dynamic: `turns[]`, `checkpoints[]` (`id, reached_at_turn, passed`), `total_turns` (the later revision).
+
+Each assertion is written as the test wrote it plus `passed` and `reason` (`passed: null` when it was not
+graded: a skipped test's final assertions, an infrastructure error). A record is built from the run's
+`RunResult` (the same one result.json holds), the user side's notes and the checkpoint tracker, and the
+console prints from the record, so the two always agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from tamesu.jsonl.checkpoints import Tracker
+from tamesu.jsonl.parser import Graded, ParsedCase
+from tamesu.jsonl.schema import Mode
+from tamesu.jsonl.user import CaseUser
+from tamesu.results import SCHEMA_VERSION, AssertionResult, RunResult
+
+Status = Literal["passed", "failed", "error", "skipped"]
+
+
+class AssertionRecord(BaseModel):
+    """The assertion as written (its keys kept as they are), and its verdict."""
+
+    model_config = ConfigDict(extra="allow")
+
+    passed: bool | None
+    reason: str = ""
+    label: str = ""
+
+    @model_serializer(mode="wrap")
+    def _as_written_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # the keys the test wrote come first, then the verdict; `passed: null` (not graded) is always shown
+        data = handler(self)
+        verdict = {"passed": self.passed, "reason": data.pop("reason", ""), "label": data.pop("label", "")}
+        data.pop("passed", None)
+        return {**data, **verdict}
+
+
+class ToolCallRecord(BaseModel):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+
+
+class TurnRecord(BaseModel):
+    turn: int
+    input: str
+    input_source: str
+    """static (the test's input or turns), simulator, human (`--interactive`)."""
+    output: str
+    tool_calls: list[ToolCallRecord] | None = None
+    awaiting_input: bool | None = None
+    awaiting_reason: str | None = None
+    input_hint: str | None = None
+    assertions: list[AssertionRecord] | None = None
+    status: Status = "passed"
+    error: str | None = None
+    duration_ms: float
+
+
+class CheckpointRecord(BaseModel):
+    id: str
+    description: str | None = None
+    required: bool = True
+    reached_at_turn: int | None
+    passed: bool | None
+    reason: str = ""
+
+
+class MissingInputRecord(BaseModel):
+    after_turn: int
+    question: str
+    hint: str | None = None
+    policy: Literal["skip", "fail", "end"]
+
+
+class CaseRecord(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    name: str
+    mode: Mode
+    status: Status
+    error: str | None = None
+    skip_reason: str | None = None
+    simulator: str | None = None
+    messages_count: int | None = None
+    response: str | None = None
+    tool_calls: list[ToolCallRecord] | None = None
+    assertions: list[AssertionRecord] | None = None
+    turns: list[TurnRecord] | None = None
+    final_assertions: list[AssertionRecord] | None = None
+    checkpoints: list[CheckpointRecord] | None = None
+    missing_input: MissingInputRecord | None = None
+    goal_achieved: str | None = None
+    """The simulator's reasoning when it said its goal was reached."""
+    end_reason: str | None = None
+    total_turns: int | None = None
+    duration_ms: float
+    result: str | None = None
+    """result.json of the run, relative to the run directory."""
+
+    def line(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str) -> list[AssertionRecord]:
+    """Each assertion as written beside its verdict; the engine grades them in the order they were given."""
+    records = []
+    for position, item in enumerate(graded):
+        raw = item.raw if isinstance(item.raw, dict) else {"assertion": item.raw}
+        if position < len(results):
+            verdict = results[position]
+            records.append(AssertionRecord(**raw, passed=verdict.passed, reason=verdict.reason,
+                                           label=item.assertion.label))
+        else:
+            why = "not evaluated: the test was skipped" if status == "skipped" else "not evaluated"
+            records.append(AssertionRecord(**raw, passed=None, reason=why, label=item.assertion.label))
+    return records
+
+
+def _tools(calls: list[Any]) -> list[ToolCallRecord] | None:
+    return [ToolCallRecord(name=c.name, args=c.args, result=c.result) for c in calls] or None
+
+
+def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker: Tracker | None,
+          result_path: str | None) -> CaseRecord:
+    case = parsed.case
+    graded = [a for a in result.assertions if a.name != "conversation"]
+    conversation = next((a.reason for a in result.assertions if a.name == "conversation" and not a.passed), None)
+    finals = [a for a in graded if a.on_turn is None and not a.name.startswith("checkpoint ")]
+    record = CaseRecord(
+        id=case.id, name=case.title, mode=case.mode, status=result.status, skip_reason=result.skip_reason,
+        error=result.error or conversation, end_reason=result.end_reason, duration_ms=result.duration_ms,
+        result=result_path, simulator=parsed.simulator.shown if parsed.simulator else None,
+    )
+    if case.mode == "standard":
+        agent = result.turns[0].agent if result.turns else None
+        record.messages_count = len(case.input or [])
+        record.response = agent.text if agent else None
+        record.tool_calls = _tools(agent.tool_calls) if agent else None
+        record.assertions = _verdicts(parsed.final, finals, result.status)
+        return record
+    record.turns = [_turn(t, parsed, graded, result, user) for t in result.turns]
+    record.total_turns = len(result.turns)
+    record.final_assertions = _verdicts(parsed.final, finals, result.status) if parsed.final else None
+    if tracker is not None:
+        record.checkpoints = _checkpoints(parsed, tracker, graded)
+        missing = tracker.missing()
+        if missing and record.status == "failed" and not record.error:
+            record.error = f"missing checkpoints: {', '.join(missing)}"
+    if user is not None:
+        record.goal_achieved = user.goal_note if result.end_reason == "goal_achieved" else None
+        if user.missing is not None:
+            m = user.missing
+            record.missing_input = MissingInputRecord(after_turn=m.after_turn, question=m.question, hint=m.hint,
+                                                      policy=m.policy)
+    return record
+
+
+def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: RunResult,
+          user: CaseUser | None) -> TurnRecord:
+    index = turn.index
+    awaiting = user.awaiting.get(index) if user is not None else None
+    written = parsed.turn_assertions.get(index, [])
+    verdicts = _verdicts(written, [a for a in graded if a.on_turn == index], result.status) if written else None
+    failed_turn = result.end_reason == "turn_failed" and index == len(result.turns)
+    status: Status = "failed" if failed_turn or any(v.passed is False for v in verdicts or []) else "passed"
+    error = next((a.reason for a in result.assertions if a.name == "conversation"), None) if failed_turn else None
+    return TurnRecord(
+        turn=index, input=turn.user.display() if turn.user else "", output=turn.agent.text,
+        input_source=turn.user.source if turn.user else "static", tool_calls=_tools(turn.agent.tool_calls),
+        awaiting_input=awaiting.awaiting if awaiting else None, awaiting_reason=awaiting.reason if awaiting else None,
+        input_hint=awaiting.hint if awaiting else None, assertions=verdicts, status=status, error=error,
+        duration_ms=round(turn.agent.latency_ms, 1),
+    )
+
+
+def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionResult]) -> list[CheckpointRecord]:
+    verdicts = {a.name.removeprefix("checkpoint "): a for a in graded if a.name.startswith("checkpoint ")}
+    records = []
+    for spec in parsed.case.checkpoints:  # in the order the test wrote them
+        state = tracker.state(spec.id)
+        verdict = verdicts.get(state.id)
+        records.append(CheckpointRecord(
+            id=state.id, description=spec.description, required=spec.required, reached_at_turn=state.reached_at,
+            passed=verdict.passed if verdict else None, reason=verdict.reason if verdict else state.reason))
+    return records
+

@@ -1,0 +1,185 @@
+"""What a user writes in a JSONL test file: one test case per JSON object.
+
+Two revisions of the agent test design meet here; where they disagree the later one is the default and the
+earlier one stays available:
+
+- **standard** (no `turns`, no `checkpoints`, no `simulator`): `input` is text, one message, or a message
+  history; the target is called once with it (the later revision: stateless, no awaiting-input detection).
+- **multi_turn** (`turns[]`, or `type: multi_turn`, or `input` with a `simulator`): static turns said in
+  order, then, while the agent awaits input, the simulator, then a person (`--interactive`), then
+  `on_missing_input` (the earlier revision).
+- **dynamic** (`checkpoints`): a simulator talks until every required checkpoint is reached (the later one).
+
+Assertions stay raw mappings here: `tamesu.jsonl.assertions` maps them onto the engine's checks, so an error
+in one points at its own position in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu._types import Duration, Strict
+
+Mode = Literal["standard", "multi_turn", "dynamic"]
+MissingInput = Literal["skip", "fail", "end"]
+
+DEFAULT_MAX_TURNS = 20
+
+
+class ContentPart(Strict):
+    """A part of a message's content: text, or a file (`file://` relative to the JSONL file, or a URL)."""
+
+    type: Literal["text", "image", "file", "audio"]
+    text: str | None = None
+    source: str | None = None
+    name: str | None = None
+    mime: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> ContentPart:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text part needs text")
+        if self.type != "text" and not self.source:
+            raise ValueError(f"an {self.type} part needs a source such as file://./receipt.jpg")
+        return self
+
+
+class ChatMessage(Strict):
+    role: Literal["user", "assistant", "system"]
+    content: str | list[ContentPart]
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(part.text or "" for part in self.content if part.type == "text")
+
+    @property
+    def files(self) -> list[ContentPart]:
+        return [] if isinstance(self.content, str) else [p for p in self.content if p.type != "text"]
+
+
+def as_messages(value: Any) -> Any:
+    """`input` as written (text, one message, a list of them) becomes a list of messages."""
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if isinstance(value, dict):
+        return [value]
+    return value
+
+
+def as_message(value: Any) -> Any:
+    return {"role": "user", "content": value} if isinstance(value, str) else value
+
+
+class Options(Strict):
+    """The context options of the design, passed to the target (or to a simulator or validator)."""
+
+    connector: str | None = None
+    """A model for the target (a name under `models:`, or provider:model); model targets use it."""
+    skip: dict[str, Any] | None = None
+    search: Any = None
+    mode: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def sent(self) -> dict[str, Any]:
+        """What travels with a user turn: the options that were written."""
+        return self.model_dump(exclude_defaults=True)
+
+
+class Turn(Strict):
+    input: ChatMessage
+    assertions: list[Any] = Field(default_factory=list, alias="assert")
+    options: Options | None = None
+    attachments: list[ContentPart] = Field(default_factory=list)
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _text_is_a_message(cls, value: Any) -> Any:
+        return as_message(value)
+
+
+class SimulatorSpec(Strict):
+    """Who plays the user when the static input runs out: a model under `models:` (or `agents:NAME`), a
+    target of tamesu.yaml, or `scripts:module:function`. Default: `--simulator`, else `models.simulator`."""
+
+    use: str | None = None
+    options: Options | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The earlier revision writes persona and goal here directly; the later one under options.metadata."""
+
+    def settings(self) -> dict[str, Any]:
+        return {**(self.options.metadata if self.options else {}), **self.metadata}
+
+
+class InteractiveSpec(Strict):
+    enabled: bool = False
+    timeout: Duration = 300.0
+    """How long a person has to answer before the input counts as missing."""
+
+
+class Checkpoint(Strict):
+    id: str = Field(min_length=1)
+    description: str | None = None
+    assertion: Any
+    after: list[str] = Field(default_factory=list)
+    """Checkpoints that must be reached first (at this turn or an earlier one)."""
+    required: bool = True
+
+
+class TestCase(Strict):
+    id: str = Field(min_length=1)
+    name: str | None = None
+    type: Literal["single_turn", "multi_turn", "dynamic"] | None = None
+    input: list[ChatMessage] | None = None
+    assertions: list[Any] = Field(default_factory=list, alias="assert")
+    options: Options | None = None
+    turns: list[Turn] = Field(default_factory=list)
+    simulator: SimulatorSpec | None = None
+    interactive: InteractiveSpec | None = None
+    on_missing_input: MissingInput | None = None
+    final_assertions: list[Any] = Field(default_factory=list)
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    max_turns: int | None = Field(None, ge=1, le=1000)
+    timeout: Duration | None = None
+
+    __test__ = False  # not a pytest class
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _input_is_messages(cls, value: Any) -> Any:
+        return as_messages(value)
+
+    @property
+    def mode(self) -> Mode:
+        if self.checkpoints or self.type == "dynamic":
+            return "dynamic"
+        if self.turns or self.type == "multi_turn" or self.simulator is not None:
+            return "multi_turn"
+        return "standard"
+
+    @property
+    def title(self) -> str:
+        return self.name or self.id
+
+    def turn_limit(self) -> int:
+        """`max_turns`, else the simulator's `max_turns` setting (the earlier revision), else 20."""
+        if self.max_turns is not None:
+            return self.max_turns
+        setting = self.simulator.settings().get("max_turns") if self.simulator else None
+        return setting if isinstance(setting, int) and setting >= 1 else DEFAULT_MAX_TURNS
+
+    def as_json(self) -> dict[str, Any]:
+        """The case as a JSONL line would hold it (a lone user message written as text)."""
+        data = self.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+        messages = data.get("input")
+        if isinstance(messages, list) and len(messages) == 1 and messages[0].get("role") == "user" \
+                and isinstance(messages[0].get("content"), str):
+            data["input"] = messages[0]["content"]
+        for turn in data.get("turns", []):
+            message = turn.get("input")
+            if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+                turn["input"] = message["content"]
+        return data

@@ -1,0 +1,71 @@
+"""A Python function playing the user (`simulator.use: scripts:module:function`), beside the model simulator
+of `tamesu.roles.simulator`.
+
+The function gets one mapping, the simulator input of the design: `persona`, `goal`, `conversation`
+(`[{role, content}]`), `last_response`, `turn_number`, `max_turns`, `metadata` (every simulator setting). It
+returns the next user message as text, or `{"input", "goal_achieved", "reasoning"}`, or None to hang up.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tamesu.conversation import Exchange, UserTurn
+from tamesu.errors import InfraError
+from tamesu.roles.simulator import UserAction, UserSimulator
+from tamesu.suite.templates import Context
+
+
+class ScriptAnswer(BaseModel):
+    input: str = ""
+    goal_achieved: bool = False
+    reasoning: str = ""
+
+
+def conversation(exchanges: list[Exchange]) -> list[dict[str, str]]:
+    messages: list[dict[str, str]] = []
+    for exchange in exchanges:
+        if exchange.user is not None:
+            messages.append({"role": "user", "content": exchange.user.display()})
+        messages.append({"role": "assistant", "content": exchange.agent.text})
+    return messages
+
+
+class ScriptSimulator(UserSimulator):
+    def __init__(self, function: Callable[..., Any], name: str, settings: dict[str, Any], max_turns: int) -> None:
+        self._function = function
+        self._name = name
+        self._settings = settings
+        self._max_turns = max_turns
+        self.last_reasoning: str | None = None
+
+    async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
+        inputs = {
+            "persona": self._settings.get("persona"), "goal": self._settings.get("goal"),
+            "conversation": conversation(exchanges),
+            "last_response": exchanges[-1].agent.text if exchanges else "",
+            "turn_number": len(exchanges) + 1, "max_turns": self._max_turns, "metadata": dict(self._settings),
+        }
+        try:
+            result = self._function(inputs)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            raise InfraError(f"simulator {self._name} raised {type(exc).__name__}: {exc}") from exc
+        if result is None:
+            return UserAction(stop="simulator_stopped")
+        try:
+            answer = ScriptAnswer(input=result) if isinstance(result, str) else ScriptAnswer.model_validate(result)
+        except ValidationError as exc:
+            raise InfraError(f"simulator {self._name} returned {result!r}: expected text or "
+                             f"{{input, goal_achieved, reasoning}} ({exc.errors()[0]['msg']})") from None
+        self.last_reasoning = answer.reasoning or None
+        if answer.goal_achieved:
+            return UserAction(stop="goal_achieved")
+        if not answer.input.strip():
+            return UserAction(stop="simulator_stopped")
+        return UserAction(turn=UserTurn(text=answer.input.strip(), source="simulator"))

@@ -1,0 +1,40 @@
+"""`-i INPUT`: where test cases come from.
+
+- `agents:NAME?count=10&focus=edge-cases&complexity=medium`: a model under `models:` generates them;
+- `scripts:module:function?k=v`: a Python function generates them;
+- an existing file, or a name ending in .jsonl / .json / .ndjson: a JSONL file;
+- anything else: one message, run as one standard test case (`-n` is then required).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import parse_qsl
+
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+@dataclass
+class InputSource:
+    kind: Literal["file", "message", "agents", "scripts"]
+    value: str
+    """The path, the message, the model name, or `module:function`."""
+    params: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+    """As given on the command line."""
+
+    @property
+    def generated(self) -> bool:
+        return self.kind in ("agents", "scripts")
+
+
+def parse_input(text: str) -> InputSource:
+    for prefix in ("agents", "scripts"):
+        if text.startswith(f"{prefix}:"):
+            body, _, query = text[len(prefix) + 1:].partition("?")
+            return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)  # type: ignore[arg-type]
+    if Path(text).is_file() or text.lower().endswith(_FILE_SUFFIXES):
+        return InputSource("file", text, text=text)
+    return InputSource("message", text, text=text)

@@ -1,0 +1,174 @@
+"""The pytest plugin: suite files become pytest items, so `pytest` runs tamesu tests beside unit tests.
+
+Each test of a suite (each case too) is one item named after it, so `-k`, `-m <tag>`, `--junitxml`, `-x`
+and pytest-xdist's `-n 4` work as for any test. Collected files: `*.tamesu.yaml` by default, or the globs
+of the `tamesu_files` ini option (matched against the end of the path, so `suites/*.yaml` works too); the
+project file `tamesu.yaml` never is. Outcomes: passed passes; failed and error fail with every failing
+assertion's reason and the transcript; skipped skips; a quarantined failure is an expected failure (xfail),
+which JUnit files show as skipped with the failure in the message, as tamesu's own JUnit report does.
+
+Each item is a tamesu run of its own (its own run directory, under `<out>/pytest-<session>/`, shared by
+every xdist worker of one session; `tamesu merge` joins them into one run). Because of that, a suite's
+`before_all`/`after_all` hooks and the `budget` apply to each item, not once per suite: xdist spreads a
+suite's tests over processes, so "once per suite" could not hold anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tamesu.errors import ConfigError
+
+_SESSION = pytest.StashKey[str]()
+_WORKER_KEY = "tamesu_session"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tamesu", "tamesu suites as pytest items")
+    group.addoption("--tamesu-out", dest="tamesu_out", metavar="DIR", default=None,
+                    help="Where tamesu writes its run directories (default: the project's `out`).")
+    group.addoption("--tamesu-config", dest="tamesu_config", metavar="FILE", default=None,
+                    help="The tamesu project file (default: the nearest tamesu.yaml above each suite).")
+    parser.addini("tamesu_files", type="args", default=["*.tamesu.yaml"],
+                  help="Globs of the files collected as tamesu suites (default: *.tamesu.yaml).")
+    parser.addini("tamesu_out", default="", help="Default of --tamesu-out.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "tamesu: a test of a tamesu suite")
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None and _WORKER_KEY in worker_input:
+        config.stash[_SESSION] = worker_input[_WORKER_KEY]
+    else:
+        config.stash[_SESSION] = f"pytest-{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, on the controller: every worker writes into the controller's session folder."""
+    node.workerinput[_WORKER_KEY] = node.config.stash[_SESSION]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    from tamesu.suite.loader import PROJECT_FILE
+
+    if file_path.name == PROJECT_FILE:
+        return None
+    patterns = parent.config.getini("tamesu_files")
+    if any(file_path.match(pattern) for pattern in patterns):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+class SuiteFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        from tamesu.suite.loader import load_plan
+
+        config_option = self.config.getoption("tamesu_config")
+        project = Path(config_option) if config_option else None
+        try:
+            plan = load_plan([self.path], project, require_secrets=True)
+        except ConfigError as exc:
+            raise self.CollectError(str(exc)) from None
+        for warning in plan.warnings:
+            self.warn(pytest.PytestWarning(f"tamesu: {warning}"))
+        for test in plan.tests:
+            item = TamesuItem.from_parent(self, name=test.name, plan=plan, planned=test)
+            item.add_marker(pytest.mark.tamesu)
+            for tag in test.tags:
+                if tag.isidentifier():
+                    # tags are markers too, so `-m smoke` selects as `--tags smoke` does
+                    self.config.addinivalue_line("markers", f"{tag}: tamesu tag")
+                    item.add_marker(getattr(pytest.mark, tag))
+            if test.spec.skip:
+                reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
+                item.add_marker(pytest.mark.skip(reason=reason))
+            yield item
+
+
+class TamesuFailure(Exception):
+    """A test that failed or errored; its text is what pytest shows."""
+
+
+class TamesuItem(pytest.Item):
+    def __init__(self, *, plan: Any, planned: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.planned = planned
+
+    def _out(self) -> Path:
+        chosen = self.config.getoption("tamesu_out") or self.config.getini("tamesu_out")
+        if chosen:
+            base = Path(chosen)
+            if not base.is_absolute():
+                base = self.config.invocation_params.dir / base
+        else:
+            base = self.plan.project.dir / self.plan.project.spec.out
+        return base / self.config.stash[_SESSION]
+
+    def runtest(self) -> None:
+        from tamesu.engine.runner import Runner, RunOptions
+        from tamesu.report._load import load_run
+        from tamesu.report.baseline import failure_reason
+        from tamesu.report.junit import failure_text
+        from tamesu.report.recorder import Fanout, PlanRecorder
+
+        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel)
+        reporter = Fanout(_Quiet(), PlanRecorder(None, self.plan.secrets.redactor.data))
+        outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())
+        if not outcome.results:
+            raise TamesuFailure(f"the test did not run: {outcome.summary.stopped or outcome.summary.interrupted}")
+        result = outcome.results[0]
+        if result.status == "passed":
+            return
+        if result.status == "skipped":
+            pytest.skip(result.skip_reason or "skipped")
+        if result.status == "quarantined":
+            pytest.xfail(f"quarantined ({result.quarantine}): {failure_reason(result)}")
+        run = load_run(outcome.run_dir)
+        lines = [f"tamesu: {result.id} {result.status}", failure_text(result, run)]
+        for summary in result.runs:
+            transcript = run.transcript(summary)
+            if summary.status != "passed" and transcript is not None and transcript.lines:
+                lines.append(f"transcript of run {summary.run}:")
+                lines.extend(f"  {line.role}: {line.text}" for line in transcript.lines)
+        raise TamesuFailure("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, TamesuFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        line, _ = self.planned.suite.doc.position(("tests", self.planned.index))
+        return self.path, line - 1, f"tamesu: {self.planned.id}"
+
+
+class _Quiet:
+    """pytest prints the outcome; tamesu's console stays silent inside it, its warnings become pytest's."""
+
+    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+        pass
+
+    def run_started(self, test: Any, number: int, total: int) -> None:
+        pass
+
+    def run_finished(self, test: Any, result: Any) -> None:
+        pass
+
+    def test_finished(self, result: Any, runs: list[Any]) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        warnings.warn(f"tamesu: {message}", UserWarning, stacklevel=1)
+
+    def finish(self, summary: Any, run_dir: Path) -> None:
+        pass

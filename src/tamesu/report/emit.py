@@ -1,0 +1,75 @@
+"""Writing the requested reports of a finished run, and the baseline comparison they all show.
+
+`tamesu run`, `tamesu report` and `tamesu merge` all end here, reading the run back from disk, so the three
+write the same files for the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tamesu.report._load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
+from tamesu.report.baseline import Comparison, compare
+from tamesu.report.spec import ReportRequest
+
+
+@dataclass
+class Emitted:
+    written: list[tuple[str, Path | None]] = field(default_factory=list)
+    """(kind, file) of every report written; github has no file."""
+    errors: list[str] = field(default_factory=list)
+
+
+def compare_with(run: LoadedRun, baseline: Path, tolerance: float) -> Comparison:
+    """Compare with an earlier run (or the newest other run in a folder of runs) and keep the result on disk."""
+    earlier = load_run(resolve_run_dir(baseline, exclude=run.dir))
+    comparison = compare(run, earlier, tolerance)
+    path = run.dir / BASELINE_FILE
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    os.replace(temporary, path)
+    return comparison
+
+
+def stored_comparison(run: LoadedRun) -> Comparison | None:
+    """The comparison `--baseline` kept in the run directory, for re-rendering without naming it again."""
+    path = run.dir / BASELINE_FILE
+    try:
+        return Comparison.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Comparison | None) -> Emitted:
+    from tamesu.report.github import emit_github
+    from tamesu.report.html import write_html
+    from tamesu.report.json_report import write_json_report
+    from tamesu.report.junit import write_junit
+    from tamesu.report.markdown import render_markdown
+
+    emitted = Emitted()
+    for request in requests:
+        path = request.target(run.dir)
+        try:
+            if request.kind == "github":
+                emit_github(run, comparison)
+            elif path is None:
+                continue
+            elif request.kind == "junit":
+                write_junit(run, path)
+            elif request.kind == "html":
+                write_html(run, path, comparison)
+            elif request.kind == "json":
+                write_json_report(run, path, comparison)
+            elif request.kind == "markdown":
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(render_markdown(run, comparison), encoding="utf-8")
+        except OSError as exc:
+            emitted.errors.append(f"cannot write the {request.kind} report to {path}: {exc.strerror or exc}")
+            continue
+        emitted.written.append((request.kind, path))
+    return emitted

@@ -1,0 +1,71 @@
+"""`--report github`: workflow-command annotations on stdout, and the job summary when GitHub asks for one.
+
+A failed or errored test is an `::error`, a quarantined one a `::warning` (it must be seen without failing
+the job), each pointing at the line of the suite that defines the test so GitHub shows it beside the code.
+When `GITHUB_STEP_SUMMARY` names a file, the Markdown summary is appended to it (GitHub collects every step's).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tamesu.report._load import LoadedRun
+from tamesu.report.baseline import Comparison
+from tamesu.report.junit import failure_text
+from tamesu.report.markdown import headline, render_markdown
+
+
+def _data(text: str) -> str:
+    # the escapes GitHub's workflow commands define for a message
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _relative(file: str) -> str:
+    """Annotations need a path from the repository root: GITHUB_WORKSPACE, else the current folder."""
+    root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd()).resolve()
+    try:
+        return Path(file).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return file
+
+
+def annotations(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
+    regressed = {c.id: c for c in comparison.regressions} if comparison else {}
+    lines = []
+    for result in run.results:
+        if result.status not in ("failed", "error", "quarantined"):
+            continue
+        level = "warning" if result.status == "quarantined" else "error"
+        badge = {"failed": "FAIL", "error": "ERR", "quarantined": "QUAR"}[result.status]
+        props = []
+        source = run.source(result.id)
+        if source is not None and source.file:
+            props.append(f"file={_property(_relative(source.file))}")
+            if source.line:
+                props.append(f"line={source.line}")
+        props.append(f"title={_property(f'{badge} {result.id}')}")
+        message = failure_text(result, run)
+        if result.status == "quarantined":
+            message = f"quarantined ({result.quarantine}), not failing the run:\n{message}"
+        if result.id in regressed:
+            message = f"regression: passed in {comparison.baseline if comparison else 'the baseline'}\n{message}"
+        lines.append(f"::{level} {','.join(props)}::{_data(message)}")
+    lines.append(f"::notice title=tamesu::{_data(headline(run))}")
+    return lines
+
+
+def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
+    """Print the annotations; append the job summary when GitHub provides the file. Returns the lines printed."""
+    lines = annotations(run, comparison)
+    for line in lines:
+        print(line, flush=True)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as handle:
+            handle.write(render_markdown(run, comparison) + "\n")
+    return lines

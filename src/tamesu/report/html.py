@@ -1,0 +1,323 @@
+"""The HTML report: one self-contained file (inline CSS, inline script, inline SVG) that needs no network.
+
+Everything is rendered here on the server side, so the page reads and prints without its script; the script
+only adds filters, a search box and opening every test before printing. A Content-Security-Policy forbids any
+fetch, so even text an agent wrote cannot make the page load something. Artifacts are linked by relative path
+from the report's own folder. The agent's words are escaped, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from html import escape
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+from urllib.parse import quote
+
+from tamesu import __version__
+from tamesu.report import _svg
+from tamesu.report._load import LoadedRun, mean_metrics
+from tamesu.report.baseline import Comparison, describe_change
+from tamesu.results import AssertionResult, RunResult, RunSummary, TestResult
+
+_BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP"}
+_ORDER = {"failed": 0, "error": 1, "quarantined": 2, "passed": 3, "skipped": 4}
+
+
+def _asset(name: str) -> str:
+    return resources.files("tamesu.report").joinpath("html_assets").joinpath(name).read_text(encoding="utf-8")
+
+
+def _e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def _ms(value: float) -> str:
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
+
+
+def _num(value: float) -> str:
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Page:
+    """Renders one run; `base` is the report's folder, from which artifact links are made relative."""
+
+    def __init__(self, run: LoadedRun, base: Path, comparison: Comparison | None) -> None:
+        self.run = run
+        self.base = base
+        self.comparison = comparison
+
+    def link(self, path: Path, text: str) -> str:
+        relative = Path(os.path.relpath(path.resolve(), self.base.resolve())).as_posix()
+        return f'<a href="{_e(quote(relative))}">{_e(text)}</a>'
+
+    # -------------------------------------------------------------- the page
+
+    def render(self) -> str:
+        run = self.run
+        parts = [self.header(), self.summary()]
+        if self.comparison is not None:
+            parts.append(self.baseline(self.comparison))
+        parts.append(self.controls())
+        ordered = sorted(enumerate(run.results), key=lambda p: (_ORDER.get(p[1].status, 9), p[0]))
+        parts.append('<main id="tests">')
+        parts.extend(self.test(result, number) for number, result in ordered)
+        parts.append(self.unfinished())
+        parts.append("</main>")
+        parts.append(f'<footer>tamesu {_e(__version__)} · run directory {self.link(run.dir, run.name)} · '
+                     "this file loads nothing from the network</footer>")
+        page = Template(_asset("page.html"))
+        return page.substitute(title=_e(f"tamesu · {run.name}"), style=_asset("report.css"),
+                               script=_asset("report.js"), body="\n".join(p for p in parts if p))
+
+    def header(self) -> str:
+        s = self.run.summary
+        facts = []
+        if s.started_at:
+            facts.append(f"started {_e(s.started_at.replace('T', ' ')[:19])} UTC")
+        facts.append(f"took {_ms(s.duration_ms)}")
+        facts.append(f"exit code {s.exit_code}")
+        plan = self.run.plan
+        if plan is not None and plan.shards:
+            facts.append(f"shard{'s' if len(plan.shards) > 1 else ''} {_e(', '.join(plan.shards))}")
+        notes = [f'<p class="note">{_e(text)}</p>' for text in (s.interrupted, s.stopped) if text]
+        notes.extend(f'<p class="note">warning: {_e(w)}</p>' for w in s.warnings)
+        return (f'<header><h1>tamesu <span class="run-name">{_e(self.run.name)}</span></h1>'
+                f'<p class="facts">{" · ".join(facts)}</p>{"".join(notes)}</header>')
+
+    def summary(self) -> str:
+        c = self.run.summary.counts
+        cells = []
+        for status in ("passed", "failed", "error", "quarantined", "skipped"):
+            cells.append(f'<div class="count s-{status}"><b>{c.get(status, 0)}</b> {status}</div>')
+        total = c.get("total", len(self.run.results))
+        return (f'<section class="summary" aria-label="summary"><div class="counts">{"".join(cells)}'
+                f'<div class="count total"><b>{total}</b> tests</div></div>{_svg.status_bar(c)}</section>')
+
+    def baseline(self, cmp: Comparison) -> str:
+        rows = []
+        for change in cmp.regressions:
+            rows.append(f'<li class="bad">regression <a href="#{_e(self.anchor(change.id))}">{_e(change.id)}</a>: '
+                        f"was {_e(change.before)}, now {_e(change.now)}: {_e(change.reason)}</li>")
+        for change in cmp.fixes:
+            rows.append(f'<li class="good">fixed <a href="#{_e(self.anchor(change.id))}">{_e(change.id)}</a>: '
+                        f"was {_e(change.before)}</li>")
+        for change in cmp.quarantined:
+            rows.append(f'<li class="warn">quarantined {_e(change.id)}: was {_e(change.before)}, '
+                        f"not counted as a regression</li>")
+        rows.extend(f"<li>new {_e(i)}</li>" for i in cmp.new)
+        rows.extend(f"<li>removed {_e(i)}</li>" for i in cmp.removed)
+        metrics = "".join(f"<tr><td>{_e(m.id)}</td><td>{_e(describe_change(m))}</td></tr>"
+                          for m in cmp.metric_changes)
+        table = (f'<div class="scroll"><table><caption>metrics that moved more than {cmp.tolerance:.0%}'
+                 f"</caption>{metrics}</table></div>") if metrics else ""
+        return (f'<section class="baseline"><h2>Compared with {_e(cmp.baseline)}</h2>'
+                f"<p>{_e(cmp.headline())}</p><ul>{''.join(rows)}</ul>{table}</section>")
+
+    def controls(self) -> str:
+        buttons = "".join(f'<button type="button" data-filter="{s}">{label}</button>' for s, label in [
+            ("all", "all"), ("failed", "failed"), ("error", "errors"), ("quarantined", "quarantined"),
+            ("passed", "passed"), ("skipped", "skipped")])
+        return (f'<nav class="controls js-only" aria-label="filters">{buttons}'
+                '<input type="search" placeholder="search tests" aria-label="search tests">'
+                '<button type="button" data-expand="1">open all</button>'
+                '<button type="button" data-expand="0">close all</button>'
+                '<span class="shown" aria-live="polite"></span></nav>')
+
+    # -------------------------------------------------------------- one test
+
+    @staticmethod
+    def anchor(test_id: str) -> str:
+        return "t-" + "".join(ch if ch.isalnum() else "-" for ch in test_id)
+
+    def test(self, result: TestResult, number: int) -> str:
+        opened = " open" if result.status in ("failed", "error", "quarantined") else ""
+        runs_note = f" · {result.passed_runs}/{result.total_runs} runs" if result.total_runs > 1 else ""
+        reason = ""
+        if result.status in ("failed", "error", "quarantined"):
+            reason = f'<span class="why">{_e(_short(_first_reason(result), 160))}</span>'
+        elif result.status == "skipped":
+            reason = f'<span class="why">{_e(result.skip_reason or "")}</span>'
+        head = (f'<summary><span class="badge s-{result.status}">{_BADGES[result.status]}</span> '
+                f'<span class="name">{_e(result.id)}</span>'
+                f'<span class="meta">{_ms(result.duration_ms)}{runs_note}</span>{reason}</summary>')
+        facts = [f"target <b>{_e(result.target)}</b>"]
+        if result.case:
+            facts.append(f"case <b>{_e(result.case)}</b>")
+        if result.tags:
+            facts.append("tags " + " ".join(f'<span class="tag">{_e(t)}</span>' for t in result.tags))
+        source = self.run.source(result.id)
+        if source is not None and source.file:
+            facts.append(f"defined in {_e(Path(source.file).name)}:{source.line or 1}")
+        body = [f'<p class="facts">{" · ".join(facts)}</p>']
+        if result.quarantine:
+            body.append(f'<p class="note">quarantined: {_e(result.quarantine)} (a failure does not fail the run)</p>')
+        if result.status == "skipped" and result.skip_reason:
+            body.append(f'<p class="note">skipped: {_e(result.skip_reason)}</p>')
+        if result.total_runs > 1:
+            body.append(self.repeat_metrics(result))
+        body.extend(self.run_section(result, summary) for summary in result.runs)
+        return (f'<details class="test" id="{_e(self.anchor(result.id))}" data-status="{result.status}" '
+                f'data-name="{_e(result.id.lower())}"{opened}>{head}<div class="body">{"".join(body)}</div>'
+                "</details>")
+
+    def repeat_metrics(self, result: TestResult) -> str:
+        """A repeated test: each metric's mean over the runs, and how it moved from run to run."""
+        rows = []
+        runs = sorted(result.runs, key=lambda r: r.run)
+        for name, mean in sorted(mean_metrics(result).items()):
+            values = [r.metrics[name] for r in runs if name in r.metrics]
+            chart = _svg.sparkline(values, f"{name} per run")
+            rows.append(f"<tr><th>{_e(name)}</th><td>{_num(mean)}</td><td>{_num(min(values))}–{_num(max(values))}"
+                        f"</td><td>{chart}</td></tr>")
+        if not rows:
+            return ""
+        return ('<div class="scroll"><table class="metrics"><caption>metrics over the runs</caption>'
+                f"<tr><th>metric</th><th>mean</th><th>range</th><th>per run</th></tr>{''.join(rows)}</table></div>")
+
+    def run_section(self, result: TestResult, summary: RunSummary) -> str:
+        folder = self.run.dir / summary.dir
+        detail = self.run.run_result(summary)
+        title = f"run {summary.run}" + (f" (attempt {summary.attempts})" if summary.attempts > 1 else "")
+        links = " · ".join([self.link(folder / "result.json", "result.json"),
+                            self.link(folder / "transcript.json", "transcript.json"),
+                            self.link(folder, "folder")])
+        status = f'<span class="badge s-{summary.status}">{_BADGES[summary.status]}</span>'
+        extra = ""
+        if detail is not None:
+            extra = f" · {_e(detail.end_reason.replace('_', ' '))} · {_ms(detail.duration_ms)}"
+        parts = [f'<section class="run"><h3>{status} {_e(title)}{extra}</h3><p class="links">{links}</p>']
+        if summary.error:
+            parts.append(f'<p class="error">{_e(summary.error)}</p>')
+        if detail is None:
+            parts.append(self.assertions(summary.failures, only_failures=True))
+        else:
+            parts.append(self.assertions(detail.assertions))
+            parts.append(self.chat(detail))
+            parts.append(self.metrics(detail))
+            parts.append(self.events(detail))
+        parts.append("</section>")
+        return "".join(parts)
+
+    def assertions(self, items: list[AssertionResult], only_failures: bool = False) -> str:
+        if not items:
+            return ""
+        rows = []
+        for a in items:
+            mark = '<span class="ok">✓</span>' if a.passed else '<span class="ko">✗</span>'
+            name = _e(a.name) + (f' <span class="dim">turn {_e(a.on_turn)}</span>' if a.on_turn is not None else "")
+            by = []
+            if a.score is not None:
+                by.append(f"score {_num(a.score)}")
+            if a.model:
+                by.append(_e(a.model))
+            if a.fake:
+                by.append("fake judge")
+            evidence = "".join(f"<blockquote>{_e(item)}</blockquote>" for item in a.evidence)
+            dim = f'<div class="dim">{" · ".join(by)}</div>' if by else ""
+            rows.append(f'<tr class="{"pass" if a.passed else "fail"}"><td>{mark}</td><td class="kind">{name}</td>'
+                        f'<td><div class="reason">{_e(a.reason)}</div>{evidence}{dim}</td></tr>')
+        caption = "failing assertions" if only_failures else "assertions"
+        return (f'<div class="scroll"><table class="assertions"><caption>{caption}</caption>'
+                f"{''.join(rows)}</table></div>")
+
+    def chat(self, detail: RunResult) -> str:
+        if not detail.turns:
+            return ""
+        bubbles = []
+        for turn in detail.turns:
+            if turn.user is not None:
+                said = turn.user.display()
+                source = f" · {turn.user.source}" if turn.user.source not in ("script",) else ""
+                bubbles.append(f'<div class="msg user"><div class="who">user · turn {turn.index}{_e(source)}</div>'
+                               f'<div class="text">{_e(said)}</div></div>')
+            agent = turn.agent
+            facts = [f"agent · turn {turn.index}", _ms(agent.latency_ms)]
+            if agent.first_token_ms is not None:
+                facts.append(f"first token {_ms(agent.first_token_ms)}")
+            if agent.status is not None and not 200 <= agent.status < 300:
+                facts.append(f"HTTP {agent.status}")
+            tools = "".join(
+                f'<details class="tool"><summary>tool {_e(call.kind if call.kind != "tool" else "")} '
+                f"<code>{_e(call.name)}({_e(_short(call.args, 120))})</code></summary>"
+                f"<pre>{_e(_short(call.result, 2000))}</pre></details>" for call in agent.tool_calls)
+            handoff = ""
+            if agent.handoff is not None:
+                handoff = (f'<div class="handoff">handed to {_e(agent.handoff.to or "a person")}'
+                           f'{": " + _e(agent.handoff.summary) if agent.handoff.summary else ""}</div>')
+            ended = '<div class="dim">the agent ended the conversation</div>' if agent.ended else ""
+            bubbles.append(f'<div class="msg agent"><div class="who">{" · ".join(_e(f) for f in facts)}</div>'
+                           f'<div class="text">{_e(agent.text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
+                           "</div>")
+        return f'<div class="chat" aria-label="transcript">{"".join(bubbles)}</div>'
+
+    def metrics(self, detail: RunResult) -> str:
+        if not detail.metrics and not detail.turns:
+            return ""
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_num(v)}</td></tr>" for k, v in sorted(detail.metrics.items()))
+        bars = [_svg.Bar(f"turn {t.index}", t.agent.latency_ms, t.agent.first_token_ms,
+                         failed=t.agent.status is not None and t.agent.status >= 500) for t in detail.turns]
+        chart = _svg.bars(bars, "latency per turn")
+        streamed = any(b.inner is not None for b in bars)
+        caption = f"latency per turn, tallest {_ms(max((b.value for b in bars), default=0))}" + \
+            (" (first token inside)" if streamed else "")
+        figure = f"<figure>{chart}<figcaption>{caption}</figcaption></figure>" if chart else ""
+        table = (f'<div class="scroll"><table class="metrics"><caption>metrics</caption>{rows}</table></div>'
+                 if rows else "")
+        return f'<div class="metrics-box">{table}{figure}</div>'
+
+    def events(self, detail: RunResult) -> str:
+        if not detail.events and not detail.turns:
+            return ""
+        spans = [_svg.Span(f"turn {t.index}", t.agent.sent_at_ms, t.agent.completed_at_ms, t.agent.first_token_at_ms)
+                 for t in detail.turns]
+        marks = [_svg.Mark(e.name, e.at_ms, _short(e.data, 200) if e.data else "") for e in detail.events]
+        chart = _svg.timeline(spans, marks, "timeline of turns and events")
+        end = _svg.timeline_end(spans, marks)
+        rows = "".join(f'<tr><td class="num">{e.at_ms:.1f}</td><th>{_e(e.name)}</th>'
+                       f'<td><code>{_e(_short(e.data)) if e.data else ""}</code></td></tr>' for e in detail.events)
+        count = f"{len(detail.events)} event{'s' if len(detail.events) != 1 else ''}"
+        listing = (f'<details class="events"><summary>{count}</summary><div class="scroll">'
+                   f'<table><tr><th>ms</th><th>event</th><th>data</th></tr>{rows}</table></div></details>'
+                   if rows else "")
+        return (f'<figure class="timeline-box">{chart}<figcaption>timeline from 0 to {_ms(end)}: turns above, '
+                f"events below (hover for details)</figcaption></figure>{listing}")
+
+    def unfinished(self) -> str:
+        missing = self.run.not_finished()
+        if not missing:
+            return ""
+        why = self.run.summary.stopped or self.run.summary.interrupted or "not run"
+        items = "".join(f"<li>{_e(entry.id)}</li>" for entry in missing)
+        return f'<section class="unfinished"><h2>Not finished ({_e(why)})</h2><ul>{items}</ul></section>'
+
+
+def _first_reason(result: TestResult) -> str:
+    for summary in result.runs:
+        if summary.error:
+            return summary.error
+        for failure in summary.failures:
+            return f"{failure.name}: {failure.reason}"
+    return result.status
+
+
+def render_html(run: LoadedRun, base: Path, comparison: Comparison | None = None) -> str:
+    return _Page(run, base, comparison).render()
+
+
+def write_html(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(run, path.parent, comparison), encoding="utf-8")

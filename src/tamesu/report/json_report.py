@@ -1,0 +1,100 @@
+"""`--report json:PATH`: the whole run in one JSON document for programs (dashboards, trend stores).
+
+It holds every test with every run's assertions, metrics, captured values, tool calls and transcript; the raw
+responses and events stay in each run's result.json (its `dir`), which keeps this file small enough to
+upload. The shape is a pydantic model with a schema_version, like every other file tamesu writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tamesu.conversation import ToolCall
+from tamesu.report._load import LoadedRun, PlannedEntry
+from tamesu.report.baseline import Comparison
+from tamesu.results import SCHEMA_VERSION, AssertionResult, RunSummaryFile, TestResult, TranscriptLine
+
+
+class RunDetail(BaseModel):
+    run: int
+    attempt: int = 1
+    status: str
+    dir: str
+    error: str | None = None
+    end_reason: str | None = None
+    duration_ms: float = 0.0
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    captured: dict[str, Any] = Field(default_factory=dict)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    transcript: list[TranscriptLine] = Field(default_factory=list)
+
+
+class TestEntry(BaseModel):
+    id: str
+    suite: str
+    test: str
+    case: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    target: str
+    status: str
+    quarantine: str | None = None
+    skip_reason: str | None = None
+    passed_runs: int = 0
+    total_runs: int = 0
+    duration_ms: float = 0.0
+    file: str | None = None
+    line: int | None = None
+    runs: list[RunDetail] = Field(default_factory=list)
+
+    __test__ = False
+
+
+class JsonReport(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    kind: str = "tamesu.report"
+    run_dir: str
+    summary: RunSummaryFile
+    shards: list[str] = Field(default_factory=list)
+    tests: list[TestEntry] = Field(default_factory=list)
+    not_finished: list[PlannedEntry] = Field(default_factory=list)
+    baseline: Comparison | None = None
+
+
+def _entry(run: LoadedRun, result: TestResult) -> TestEntry:
+    source = run.source(result.id)
+    details = []
+    for summary in result.runs:
+        detail = run.run_result(summary)
+        transcript = run.transcript(summary)
+        details.append(RunDetail(
+            run=summary.run, attempt=summary.attempts, status=summary.status, dir=summary.dir, error=summary.error,
+            end_reason=detail.end_reason if detail else None, duration_ms=detail.duration_ms if detail else 0.0,
+            assertions=detail.assertions if detail else summary.failures,
+            metrics=detail.metrics if detail else summary.metrics,
+            captured=detail.captured if detail else {}, tool_calls=detail.tool_calls if detail else [],
+            transcript=transcript.lines if transcript else [],
+        ))
+    return TestEntry(
+        id=result.id, suite=result.suite, test=result.test, case=result.case, tags=result.tags, target=result.target,
+        status=result.status, quarantine=result.quarantine, skip_reason=result.skip_reason,
+        passed_runs=result.passed_runs, total_runs=result.total_runs, duration_ms=result.duration_ms,
+        file=source.file if source else None, line=source.line if source else None, runs=details,
+    )
+
+
+def build_json(run: LoadedRun, comparison: Comparison | None = None) -> JsonReport:
+    return JsonReport(
+        run_dir=str(run.dir), summary=run.summary, shards=run.plan.shards if run.plan else [],
+        tests=[_entry(run, r) for r in run.results], not_finished=run.not_finished(), baseline=comparison,
+    )
+
+
+def write_json_report(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = build_json(run, comparison).model_dump(mode="json")
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

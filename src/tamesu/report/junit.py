@@ -1,0 +1,146 @@
+"""JUnit XML, the format every CI system reads: one <testsuite> per suite, one <testcase> per test (and case).
+
+Mapping: failed -> <failure> with every failing assertion's reason; error (the agent unreachable, a hook
+failed) -> <error>; skipped -> <skipped>; quarantined -> <skipped> whose message says it was quarantined and
+carries the failure, because a quarantined test must not fail the CI job yet must stay visible. A test the run
+planned but never finished (killed, fail-fast) is <skipped> too, so the file still lists every test.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tamesu.report._load import LoadedRun, shown_path
+from tamesu.results import TestResult
+
+# XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms / 1000:.3f}"
+
+
+def _timestamp(iso: str) -> str | None:
+    # xs:dateTime without fractions, which strict readers (the Ant schema) reject
+    match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$", iso)
+    return match.group(1) + (match.group(2) or "") if match else None
+
+
+def failure_text(result: TestResult, run: LoadedRun) -> str:
+    """Every failing assertion of every run, with its evidence and where the artifacts are."""
+    lines: list[str] = []
+    several = result.total_runs > 1
+    if several:
+        lines.append(f"{result.passed_runs}/{result.total_runs} runs passed (needed {result.pass_threshold:.0%})")
+    for summary in result.runs:
+        prefix = f"run {summary.run}: " if several else ""
+        if summary.error:
+            lines.append(f"{prefix}error: {summary.error}")
+        detail = run.run_result(summary)
+        failures = detail.failed_assertions if detail is not None else summary.failures
+        for failure in failures:
+            where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
+            judge = " (fake judge)" if failure.fake and "fake judge" not in failure.reason else ""
+            lines.append(f"{prefix}{failure.name}{where}: {failure.reason}{judge}")
+            lines.extend(f"    evidence: {item}" for item in failure.evidence)
+        if summary.error or failures:
+            lines.append(f"    artifacts: {shown_path(run.dir / summary.dir)}")
+    return "\n".join(lines)
+
+
+def first_reason(result: TestResult) -> str:
+    for summary in result.runs:
+        if summary.error:
+            return summary.error
+        if summary.failures:
+            failure = summary.failures[0]
+            return f"{failure.name}: {failure.reason}"
+    return result.status
+
+
+def _transcript(result: TestResult, run: LoadedRun) -> str:
+    parts = []
+    for summary in result.runs:
+        transcript = run.transcript(summary)
+        if transcript is None or not transcript.lines:
+            continue
+        if result.total_runs > 1:
+            parts.append(f"--- run {summary.run}")
+        parts.extend(f"{line.role}: {line.text}" for line in transcript.lines)
+    return "\n".join(parts)
+
+
+def _testcase(parent: ET.Element, result: TestResult, run: LoadedRun) -> None:
+    source = run.source(result.id)
+    case = ET.SubElement(parent, "testcase", name=_clean(result.test), classname=_clean(result.suite),
+                         time=_seconds(result.duration_ms))
+    if source is not None and source.file:
+        # relative to where tamesu runs (the repository root in CI), as GitLab and others expect
+        case.set("file", shown_path(Path(source.file)))
+        if source.line:
+            case.set("line", str(source.line))
+    if result.status == "failed":
+        element = ET.SubElement(case, "failure", message=_clean(first_reason(result)), type="assertion")
+        element.text = _clean(failure_text(result, run))
+    elif result.status == "error":
+        element = ET.SubElement(case, "error", message=_clean(first_reason(result)), type="infrastructure")
+        element.text = _clean(failure_text(result, run))
+    elif result.status == "skipped":
+        ET.SubElement(case, "skipped", message=_clean(result.skip_reason or "skipped"))
+    elif result.status == "quarantined":
+        message = f"quarantined ({result.quarantine}): {result.underlying}: {first_reason(result)}"
+        element = ET.SubElement(case, "skipped", message=_clean(message))
+        element.text = _clean(failure_text(result, run))
+    if result.status != "passed" and result.status != "skipped":
+        transcript = _transcript(result, run)
+        if transcript:
+            ET.SubElement(case, "system-out").text = _clean(transcript)
+
+
+def render_junit(run: LoadedRun) -> bytes:
+    stamp = _timestamp(run.summary.started_at)
+    root = ET.Element("testsuites", name="tamesu", time=_seconds(run.summary.duration_ms))
+    by_suite: dict[str, list[TestResult]] = {}
+    for result in run.results:
+        by_suite.setdefault(result.suite, []).append(result)
+    unfinished = run.not_finished()
+    for entry in unfinished:
+        by_suite.setdefault(entry.suite, [])
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite_id, (suite, results) in enumerate(by_suite.items()):
+        missing = [e for e in unfinished if e.suite == suite]
+        counts = {
+            "tests": len(results) + len(missing),
+            "failures": sum(r.status == "failed" for r in results),
+            "errors": sum(r.status == "error" for r in results),
+            "skipped": sum(r.status in ("skipped", "quarantined") for r in results) + len(missing),
+        }
+        element = ET.SubElement(root, "testsuite", name=_clean(suite), id=str(suite_id),
+                                **{k: str(v) for k, v in counts.items()},
+                                time=_seconds(sum(r.duration_ms for r in results)), hostname=socket.gethostname())
+        if stamp:
+            element.set("timestamp", stamp)
+        for result in results:
+            _testcase(element, result, run)
+        for entry in missing:
+            case = ET.SubElement(element, "testcase", name=_clean(entry.name), classname=_clean(suite), time="0.000")
+            ET.SubElement(case, "skipped", message=run.summary.stopped or run.summary.interrupted or "not run")
+        for key in totals:
+            totals[key] += counts[key]
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def write_junit(run: LoadedRun, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(render_junit(run))

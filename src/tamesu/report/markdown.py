@@ -1,0 +1,78 @@
+"""A Markdown summary of a run: the GitHub job summary (`$GITHUB_STEP_SUMMARY`) and `--report markdown:PATH`.
+
+Short on purpose: a job summary is read at a glance and GitHub caps its size, so it lists what needs attention
+(failures, errors, quarantined tests, the baseline's regressions) and leaves the rest to the HTML report.
+"""
+
+from __future__ import annotations
+
+from tamesu.report._load import LoadedRun
+from tamesu.report.baseline import Comparison, describe_change, failure_reason
+from tamesu.results import TestResult
+
+_ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️"}
+LIMIT = 50
+"""Rows per list; the rest is counted, not shown."""
+
+
+def _cell(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return flat.replace("|", "\\|")
+
+
+def headline(run: LoadedRun) -> str:
+    c = run.summary.counts
+    parts = [f"{c.get('passed', 0)} passed", f"{c.get('failed', 0)} failed"]
+    for key, word in (("error", "errors"), ("quarantined", "quarantined"), ("skipped", "skipped")):
+        if c.get(key):
+            parts.append(f"{c[key]} {word}")
+    return ", ".join(parts)
+
+
+def _table(rows: list[TestResult]) -> list[str]:
+    lines = ["| test | runs | why |", "| --- | --- | --- |"]
+    for result in rows[:LIMIT]:
+        cells = [f"`{_cell(result.id)}`", f"{result.passed_runs}/{result.total_runs}", _cell(failure_reason(result))]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(rows) > LIMIT:
+        lines.append(f"| … and {len(rows) - LIMIT} more | | |")
+    return lines
+
+
+def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str:
+    s = run.summary
+    bad = s.counts.get("failed", 0) or s.counts.get("error", 0)
+    icon = "❌" if bad else "✅"
+    lines = [f"### {icon} tamesu: {headline(run)}", "",
+             f"{s.counts.get('total', len(run.results))} tests in {s.duration_ms / 1000:.2f} s · exit code "
+             f"{s.exit_code} · run `{run.name}`"]
+    if run.plan and run.plan.shards:
+        lines[-1] += f" · shards {', '.join(run.plan.shards)}"
+    for note in (s.interrupted, s.stopped):
+        if note:
+            lines += ["", f"> ⚠️ {note}"]
+    groups = [("failed", "Failed"), ("error", "Errors (infrastructure)"),
+              ("quarantined", "Quarantined (not failing the run)")]
+    for status, title in groups:
+        rows = [r for r in run.results if r.status == status]
+        if rows:
+            lines += ["", f"#### {_ICONS[status]} {title}", "", *_table(rows)]
+    if comparison is not None:
+        lines += ["", f"#### Compared with `{comparison.baseline}`: {comparison.headline()}", ""]
+        for change in comparison.regressions[:LIMIT]:
+            lines.append(f"- ❌ regression `{_cell(change.id)}`: was {change.before}, now {change.now}: "
+                         f"{_cell(change.reason, 200)}")
+        for change in comparison.fixes[:LIMIT]:
+            lines.append(f"- ✅ fixed `{_cell(change.id)}` (was {change.before})")
+        for change in comparison.quarantined[:LIMIT]:
+            lines.append(f"- 🟡 quarantined `{_cell(change.id)}` (was {change.before}; not a regression)")
+        lines.extend(f"- 🆕 new `{_cell(i)}`" for i in comparison.new[:LIMIT])
+        lines.extend(f"- ➖ removed `{_cell(i)}`" for i in comparison.removed[:LIMIT])
+        lines.extend(f"- 📈 `{_cell(m.id)}` {describe_change(m)}" for m in comparison.metric_changes[:LIMIT])
+    missing = run.not_finished()
+    if missing:
+        lines += ["", f"#### Not finished ({len(missing)})", ""]
+        lines.extend(f"- `{_cell(entry.id)}`" for entry in missing[:LIMIT])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,105 @@
+"""`tamesu merge DIRS...`: join the run directories of shards into one run, as if one machine had run it all.
+
+The artifacts are copied (not linked) so the merged directory stands alone: CI jobs usually download each
+shard into a folder that is gone by the time someone opens the report. A test found in two inputs is an
+error, since shards never overlap and silently keeping one result would hide the other.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+from pathlib import Path, PurePosixPath
+
+from tamesu import __version__
+from tamesu.engine.artifacts import new_run_dir
+from tamesu.errors import EXIT_BUDGET
+from tamesu.report._load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
+from tamesu.results import RunSummaryFile, TestResult, count, exit_code_for
+
+
+class MergeError(Exception):
+    pass
+
+
+def _when(text: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _write(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _copy_artifacts(run: LoadedRun, result: TestResult, dest: Path, taken: set[str]) -> TestResult:
+    """Copy the test's folder; when another input already used its name, pick a free one and repoint the runs."""
+    if not result.runs:
+        return result
+    folder = PurePosixPath(result.runs[0].dir).parent
+    name, n = str(folder), 1
+    while name in taken:
+        n += 1
+        name = f"{folder}-{n}"
+    taken.add(name)
+    source = run.dir / folder
+    if source.is_dir():
+        shutil.copytree(source, dest / name)
+    runs = [r.model_copy(update={"dir": str(PurePosixPath(name) / PurePosixPath(r.dir).relative_to(folder))})
+            if PurePosixPath(r.dir).is_relative_to(folder) else r for r in result.runs]
+    return result.model_copy(update={"runs": runs})
+
+
+def merge_runs(inputs: list[Path], out: Path) -> Path:
+    runs = [load_run(path) for path in inputs]
+    seen: dict[str, Path] = {}
+    clashes = []
+    for run in runs:
+        for result in run.results:
+            if result.id in seen:
+                clashes.append(f"{result.id} (in {seen[result.id]} and {run.dir})")
+            seen.setdefault(result.id, run.dir)
+    if clashes:
+        raise MergeError("the same test is in two runs; shards never overlap: " + "; ".join(clashes[:10]))
+
+    dest = new_run_dir(out)
+    taken: set[str] = set()
+    merged: list[TestResult] = []
+    with (dest / "results.jsonl").open("w", encoding="utf-8") as handle:
+        for run in runs:
+            for result in run.results:
+                copied = _copy_artifacts(run, result, dest, taken)
+                merged.append(copied)
+                handle.write(json.dumps(copied.model_dump(mode="json"), ensure_ascii=False) + "\n")
+
+    entries: dict[str, PlannedEntry] = {}
+    shards: list[str] = []
+    for run in runs:
+        if run.plan is not None:
+            for entry in run.plan.tests:
+                entries.setdefault(entry.id, entry)
+            shards.extend(s for s in run.plan.shards if s not in shards)
+    shards.sort(key=lambda s: tuple(int(p) for p in s.split("/")) if s.replace("/", "").isdigit() else (0, 0))
+    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values())).model_dump(mode="json"))
+
+    starts = [t for t in (_when(r.summary.started_at) for r in runs) if t]
+    ends = [t for t in (_when(r.summary.finished_at) for r in runs) if t]
+    duration = (max(ends) - min(starts)).total_seconds() * 1000 if starts and ends else \
+        sum(r.summary.duration_ms for r in runs)
+    budget = any(r.summary.exit_code == EXIT_BUDGET for r in runs)
+    notes = [f"{r.name}: {r.summary.interrupted}" for r in runs if r.summary.interrupted]
+    stops = [f"{r.name}: {r.summary.stopped}" for r in runs if r.summary.stopped]
+    summary = RunSummaryFile(
+        tamesu_version=__version__, started_at=min(starts).isoformat() if starts else "",
+        finished_at=max(ends).isoformat() if ends else "", duration_ms=round(duration, 3),
+        exit_code=exit_code_for(merged, budget), counts=count(merged),
+        interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
+        warnings=[w for r in runs for w in r.summary.warnings],
+    )
+    temporary = dest / "run.json.tmp"
+    _write(temporary, summary.model_dump(mode="json"))
+    os.replace(temporary, dest / "run.json")
+    return dest

@@ -1,0 +1,89 @@
+"""Reporters that sit beside the console: plan.json at the start of a run, and a fan-out to several reporters."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tamesu.report._load import PLAN_FILE, PlannedEntry, PlanRecord
+from tamesu.results import RunResult, RunSummaryFile, TestResult
+
+
+def planned_entries(tests: list[Any]) -> list[PlannedEntry]:
+    """Each planned test with the file and line that define it (annotations point there)."""
+    entries = []
+    for test in tests:
+        doc = test.suite.doc
+        line, _ = doc.position(("tests", test.index))
+        entries.append(PlannedEntry(id=test.id, suite=test.suite.name, name=test.name, case=test.case,
+                                    tags=list(test.tags), file=str(doc.path.resolve()), line=line))
+    return entries
+
+
+class PlanRecorder:
+    """Writes plan.json as the run starts: what it meant to run, its shard, and where each test is written.
+
+    Written first so that a run killed half-way still tells `tamesu report` which tests never finished.
+    """
+
+    def __init__(self, shard: str | None = None, redact: Any = None) -> None:
+        self.shard = shard
+        self.redact = redact
+
+    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+        record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],
+                            tests=planned_entries(tests))
+        data = record.model_dump(mode="json")
+        if self.redact is not None:
+            data = self.redact(data)
+        temporary = run_dir / (PLAN_FILE + ".tmp")
+        temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(temporary, run_dir / PLAN_FILE)
+
+    def run_started(self, test: Any, number: int, total: int) -> None:
+        pass
+
+    def run_finished(self, test: Any, result: RunResult) -> None:
+        pass
+
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        pass
+
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+        pass
+
+
+class Fanout:
+    """One Reporter that forwards every call to several, in order (the console first, so it prints first)."""
+
+    def __init__(self, *reporters: Any) -> None:
+        self.reporters = reporters
+
+    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+        for reporter in self.reporters:
+            reporter.start(plan, tests, run_dir)
+
+    def run_started(self, test: Any, number: int, total: int) -> None:
+        for reporter in self.reporters:
+            reporter.run_started(test, number, total)
+
+    def run_finished(self, test: Any, result: RunResult) -> None:
+        for reporter in self.reporters:
+            reporter.run_finished(test, result)
+
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        for reporter in self.reporters:
+            reporter.test_finished(result, runs)
+
+    def warning(self, message: str) -> None:
+        for reporter in self.reporters:
+            reporter.warning(message)
+
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+        for reporter in self.reporters:
+            reporter.finish(summary, run_dir)

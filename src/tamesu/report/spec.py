@@ -1,0 +1,56 @@
+"""What `--report junit:PATH,html,github` and `report:` in tamesu.yaml ask for, as a list of requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tamesu.suite.schema import REPORT_KINDS
+
+# Where a report goes when no path is given: inside the run directory, beside the artifacts it links to.
+DEFAULT_NAMES = {"junit": "junit.xml", "html": "report.html", "json": "report.json", "markdown": "summary.md"}
+
+
+class ReportSpecError(ValueError):
+    """A `--report` entry that names no known format, or a path where none is taken."""
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    kind: str
+    path: str | None = None
+    """As written; `{run}` is replaced by the run directory's name. None: the default inside the run dir."""
+    base: Path | None = None
+    """The folder a relative path is read from: the current one for `--report`, tamesu.yaml's for `report:`."""
+
+    def target(self, run_dir: Path) -> Path | None:
+        """The file this report is written to; None for `github`, which prints and appends to the job summary."""
+        if self.kind == "github":
+            return None
+        if self.path is None:
+            return run_dir / DEFAULT_NAMES[self.kind]
+        written = Path(self.path.replace("{run}", run_dir.name))
+        if not written.is_absolute() and self.base is not None:
+            written = self.base / written
+        return written
+
+
+def parse_reports(text: str | list[str], base: Path | None = None) -> list[ReportRequest]:
+    """`junit:out/junit.xml,html,github` (or the same as a list) into requests, in the order written."""
+    entries = text.split(",") if isinstance(text, str) else list(text)
+    requests: list[ReportRequest] = []
+    for raw in entries:
+        entry = raw.strip()
+        if not entry:
+            continue
+        kind, sep, path = entry.partition(":")
+        kind = kind.strip()
+        if kind not in REPORT_KINDS:
+            raise ReportSpecError(f"unknown report {kind!r} in {entry!r} (one of {', '.join(REPORT_KINDS)})")
+        path = path.strip()
+        if kind == "github" and path:
+            raise ReportSpecError("github takes no path: it prints annotations and writes $GITHUB_STEP_SUMMARY")
+        if sep and not path and kind != "github":
+            raise ReportSpecError(f"{entry!r}: a path after the colon, or no colon for the default")
+        requests.append(ReportRequest(kind, path or None, base))
+    return requests

@@ -1,0 +1,241 @@
+"""The mcp target's client: one MCP session over stdio or streamable HTTP, and what its answers mean.
+
+The session lives in a task of its own. The `mcp` SDK is built on anyio, whose cancel scopes must be left by
+the task that entered them, while the engine closes a target from another task (it shields `close`); a task
+that opens the client, waits to be told to stop, then closes it keeps both sides in one task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tamesu import __version__
+from tamesu._http import ssl_context
+
+Transport = AbstractAsyncContextManager[Any]
+
+_PAGES = 100
+"""tools/list pages read at most: a server whose cursor never ends cannot hang the start."""
+_STOP_GRACE = 10.0
+"""How long closing may take: the SDK's stdio shutdown waits up to about 6.5 s for a stubborn process."""
+_HTTP_READ = 300.0
+"""Read timeout of the HTTP client. Calls are bounded by `call_timeout`; this only ends a dead stream."""
+
+CONNECTION_CLOSED = mcp_types.CONNECTION_CLOSED
+REQUEST_TIMEOUT = mcp_types.REQUEST_TIMEOUT
+
+
+class ConnectionLost(Exception):
+    """The server went away (it exited, or the HTTP session ended) and no call can reach it."""
+
+
+@dataclass
+class ServerInfo:
+    """What the server said about itself when the session opened."""
+
+    name: str | None
+    version: str | None
+    protocol_version: str
+    instructions: str | None
+    tools: list[mcp_types.Tool] = field(default_factory=list)
+
+
+def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO) -> Transport:
+    """The server as a child process; the SDK passes it only a safe part of our environment, plus `env`."""
+    params = StdioServerParameters(command=command, args=args, env=env or None, cwd=cwd)
+    return stdio_client(params, errlog=errlog)
+
+
+@asynccontextmanager
+async def http_transport(url: str, headers: dict[str, str], connect_timeout: float,
+                         errors: list[str] | None = None) -> AsyncIterator[Any]:
+    """The server at `url` over streamable HTTP, with `headers` on every request. Each 4xx or 5xx answer is
+    appended to `errors` as `HTTP 401 Unauthorized`."""
+    timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
+
+    async def seen(response: httpx2.Response) -> None:
+        if errors is not None and response.status_code >= 400:
+            errors.append(f"HTTP {response.status_code} {response.reason_phrase}".strip())
+
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
+                           event_hooks={"response": [seen]}) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+class McpConnection:
+    """One client session, opened by `start`, used by `call` from any task, ended by `stop`."""
+
+    def __init__(self, transport: Callable[[], Transport]) -> None:
+        self._transport = transport
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self.lost: BaseException | None = None
+        """Why the session ended by itself after it started, if it did."""
+
+    async def start(self, timeout: float) -> ServerInfo:
+        """Open the session and list the tools, within `timeout`. Raises what went wrong (see `cause`)."""
+        ready: asyncio.Future[ServerInfo] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._hold(ready), name="tamesu-mcp-session")
+        done, _ = await asyncio.wait({ready}, timeout=timeout)
+        if not done:
+            await self.stop()
+            raise TimeoutError(f"no answer within {timeout:g}s")
+        return ready.result()
+
+    async def _hold(self, ready: asyncio.Future[ServerInfo]) -> None:
+        try:
+            # cache=None: tamesu wants what the server says now, never a listing remembered by the SDK
+            async with Client(self._transport(), cache=None,
+                              client_info=mcp_types.Implementation(name="tamesu", version=__version__)) as client:
+                info = ServerInfo(
+                    name=client.server_info.name if client.server_info else None,
+                    version=client.server_info.version if client.server_info else None,
+                    protocol_version=client.protocol_version,
+                    instructions=client.session.instructions,
+                    tools=await _all_tools(client),
+                )
+                self._client = client
+                ready.set_result(info)
+                await self._stopping.wait()
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+            raise
+        except BaseException as exc:  # the SDK raises exception groups; the reason is kept, never lost
+            if not ready.done():
+                ready.set_exception(cause(exc))
+            elif not self._stopping.is_set():
+                self.lost = cause(exc)
+        finally:
+            self._client = None
+
+    async def call(self, name: str, args: dict[str, Any], timeout: float) -> mcp_types.CallToolResult:
+        """One tools/call. Raises MCPError (a protocol error, REQUEST_TIMEOUT, CONNECTION_CLOSED), TimeoutError,
+        or ConnectionLost when the session had already ended."""
+        client = self._client
+        if client is None:
+            raise ConnectionLost(describe(self.lost) if self.lost else "the session is not open")
+        # The SDK's own timeout answers REQUEST_TIMEOUT; the outer one only guards against it not firing.
+        async with asyncio.timeout(timeout + 2):
+            return await client.call_tool(name, args, read_timeout_seconds=timeout)
+
+    async def stop(self) -> None:
+        """End the session (the SDK stops a stdio server: stdin closed, then SIGTERM, then SIGKILL)."""
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self._client is None:
+            # Still starting (or already ended): nothing waits for `_stopping` yet, so cancel the handshake.
+            task.cancel()
+        # asyncio.wait, not wait_for: a task that ignores its cancellation must not hang the run's end.
+        done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE)
+        if not done:
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE)
+        if done and not task.cancelled():
+            task.exception()  # retrieved: `_hold` already kept what it meant
+
+
+async def _all_tools(client: Client) -> list[mcp_types.Tool]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def cause(exc: BaseException) -> BaseException:
+    """The first real failure inside the exception groups the SDK's task groups raise."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+def is_unreached(exc: BaseException) -> bool:
+    """The request never got to a server (refused, unresolved, timed out connecting): worth another try."""
+    return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError)
+
+
+def server_environment(env: dict[str, str]) -> dict[str, str]:
+    """What a server process sees: the same safe part of our environment the SDK gives a stdio server."""
+    return {**get_default_environment(), **env}
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what went wrong, in a person's words where the SDK's are cryptic."""
+    if isinstance(exc, MCPError):
+        if exc.code == CONNECTION_CLOSED:
+            return "the server closed the connection"
+        return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"cannot connect ({exc})"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start the command: {exc.strerror or exc} ({exc.filename})"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# -- answers ---------------------------------------------------------------------------------------------------
+
+
+def _block_text(block: Any) -> str:
+    """A content block as a host shows it to a model: text as it is, anything else named."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    if kind in ("image", "audio"):
+        return f"[{kind} {getattr(block, 'mime_type', '')}]".replace(" ]", "]")
+    if kind == "resource_link":
+        return f"[resource {block.uri}]"
+    if kind == "resource":
+        resource = block.resource
+        return str(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+    return f"[{kind or 'content'}]"
+
+
+def result_text(result: mcp_types.CallToolResult) -> str:
+    return "\n".join(_block_text(block) for block in result.content)
+
+
+def result_value(result: mcp_types.CallToolResult) -> tuple[Any, bool]:
+    """(the value the model sees and the run records, is it an error).
+
+    The content is what a host shows a model, so it wins: its text, read as JSON when it is a JSON object or
+    array (so `tool_called`, `grounded` and judges see structure). Structured content stands in for empty
+    content. An error is `{"error": text}`, as the model target writes one.
+    """
+    text = result_text(result)
+    if result.is_error:
+        return {"error": text or "the tool failed without saying why"}, True
+    if not result.content and result.structured_content is not None:
+        return result.structured_content, False
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        with suppress(ValueError):
+            return json.loads(stripped), False
+    return text, False

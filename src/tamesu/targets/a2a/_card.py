@@ -1,0 +1,103 @@
+"""Finding and reading the agent card: where to look, what it says, what it asks of the caller.
+
+Over HTTP the card is looked for at `/.well-known/agent-card.json`, then `/.well-known/agent.json`, on the
+url's origin, then under the url itself; the first answer that parses as a card (either version's format)
+wins. A request that never reaches the agent is retried as `connect` says and then fails the session; any
+other failure (404, not JSON, not a card) moves on to the next place.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from a2a.client.card_resolver import parse_agent_card
+from a2a.types.a2a_pb2 import AgentCard
+from google.protobuf.json_format import ParseError
+
+from tamesu.targets.a2a._errors import unreachable
+
+WELL_KNOWN = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"}
+
+
+@dataclass
+class CardSearch:
+    card: AgentCard | None = None
+    found_at: str | None = None
+    tried: list[str] = field(default_factory=list)
+    """`url: why not` for each place that had no card."""
+    authenticated: bool = False
+    """Read with the credentials already (gRPC's card calls): there is no other card to read."""
+
+
+def card_urls(url: str) -> list[str]:
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    places = [origin + path for path in WELL_KNOWN]
+    base = f"{origin}{parts.path}".rstrip("/")
+    if base != origin:
+        places += [base + path for path in WELL_KNOWN]
+    return places
+
+
+async def fetch_card(http: httpx.AsyncClient, place: str) -> tuple[AgentCard | None, str]:
+    """The card at one place, or None and why not. Raises what `unreachable` recognises."""
+    try:
+        response = await http.get(place, headers={"Accept": "application/json"})
+    except httpx.HTTPError as exc:
+        if unreachable(exc) is not None:
+            raise
+        return None, f"{type(exc).__name__}: {exc}"
+    if response.status_code != 200:
+        return None, f"HTTP {response.status_code}"
+    try:
+        return parse_agent_card(response.json()), ""
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, "not JSON"
+    except (ParseError, ValueError, TypeError) as exc:
+        return None, f"not an agent card: {' '.join(str(exc).split())[:200]}"
+
+
+def summary(card: AgentCard) -> dict[str, Any]:
+    return {"name": card.name, "version": card.version, "skills": [s.id for s in card.skills],
+            "interfaces": [{"binding": i.protocol_binding, "url": i.url, "version": i.protocol_version}
+                           for i in card.supported_interfaces],
+            "streaming": card.capabilities.streaming, "push": card.capabilities.push_notifications,
+            "extended": card.capabilities.extended_agent_card}
+
+
+def security_schemes(card: AgentCard) -> list[str]:
+    """The schemes the card asks callers to use (empty when it declares none)."""
+    names = {name for requirement in card.security_requirements for name in requirement.schemes}
+    return sorted(names or set(card.security_schemes))
+
+
+def sends_credentials(headers: dict[str, str], card: AgentCard | None) -> bool:
+    """Whether the headers carry credentials: Authorization and its usual kin, or an API key header the
+    card's security schemes name."""
+    wanted = set(CREDENTIAL_HEADERS)
+    if card is not None:
+        for scheme in card.security_schemes.values():
+            api_key = scheme.api_key_security_scheme
+            if scheme.HasField("api_key_security_scheme") and api_key.location.lower() == "header":
+                wanted.add(api_key.name.lower())
+    return any(name.lower() in wanted and value for name, value in headers.items())
+
+
+def find_skill(card: AgentCard, wanted: str) -> str | None:
+    """The id of the skill named `wanted` (its id or its name, in any case), or None."""
+    folded = wanted.casefold()
+    for skill in card.skills:
+        if folded in (skill.id.casefold(), skill.name.casefold()):
+            return skill.id
+    return None
+
+
+def skills_text(card: AgentCard) -> str:
+    if not card.skills:
+        return "it lists no skills"
+    return "it has " + ", ".join(f"{s.id} ({s.name})" if s.name and s.name != s.id else s.id for s in card.skills)

@@ -1,0 +1,139 @@
+"""What went wrong in a call to the agent, told apart: never reached it, or an answer that is an error.
+
+The SDK raises one exception family for every binding; the cause chain says what happened underneath. A
+protocol error keeps its JSON-RPC code whatever the binding (HTTP+JSON and gRPC errors are mapped back to
+the code of the same A2A error).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import httpx
+from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
+
+from tamesu.targets._rest_http import os_reason
+
+SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)
+"""What a call through the SDK raises when the agent (or what it answered) is at fault; ValueError is the
+SDK's word for an answer it cannot read."""
+
+_JSONRPC_TEXT = re.compile(r"JSON-RPC Error (-?\d+): (.*)", re.DOTALL)
+_GRPC_TEXT = re.compile(r"gRPC Error (\w+): (.*)", re.DOTALL)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(seen) < 10 and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """Why a call never reached the agent (refused, unresolved, connect timeout), or None when it did."""
+    for link in _chain(exc):
+        if isinstance(link, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return "connect timed out"
+        if isinstance(link, httpx.ConnectError):
+            return os_reason(link)
+        if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.UNAVAILABLE:
+            details = link.details() or ""
+            # UNAVAILABLE also means "the connection broke after the call went out"; only a failed
+            # connect is safe to retry.
+            if "connect" in details.lower() or "refused" in details.lower():
+                return " ".join(details.split())[:200]
+    return None
+
+
+def broken_off(exc: BaseException) -> bool:
+    """The connection broke while an answer was being read (a stream dropped half-way)."""
+    for link in _chain(exc):
+        if isinstance(link, httpx.TransportError) and not isinstance(link, httpx.ConnectError | httpx.TimeoutException):
+            return True
+        if isinstance(link, grpc.aio.AioRpcError) and link.code() in (
+                grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.CANCELLED):
+            return True
+    return False
+
+
+@dataclass
+class AgentError:
+    """An error the agent answered, as the turn reports it."""
+
+    message: str
+    code: int | None = None
+    status: int | None = None
+
+    def describe(self) -> str:
+        if self.code is not None:
+            return f"the agent answered error {self.code}: {self.message}"
+        if self.status is not None:
+            return f"the agent answered HTTP {self.status}: {self.message}"
+        return f"the agent answered an error: {self.message}"
+
+    def raw(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"message": self.message}
+        if self.code is not None:
+            error["code"] = self.code
+        if self.status is not None:
+            error["status"] = self.status
+        return {"error": error}
+
+
+def agent_error(exc: BaseException) -> AgentError:
+    """The error an exception from the SDK stands for."""
+    if isinstance(exc, A2AError) and type(exc) in JSON_RPC_ERROR_CODE_MAP:
+        return AgentError(_one_line(exc.message), code=JSON_RPC_ERROR_CODE_MAP[type(exc)])
+    text = str(exc.message if isinstance(exc, A2AError) else exc)
+    match = _JSONRPC_TEXT.match(text)
+    if match:
+        return AgentError(_one_line(match.group(2)), code=int(match.group(1)))
+    for link in _chain(exc):
+        if isinstance(link, httpx.HTTPStatusError):
+            return _http_error(link.response)
+    match = _GRPC_TEXT.match(text)
+    if match:
+        return AgentError(f"gRPC {match.group(1)}: {_one_line(match.group(2))}")
+    return AgentError(_one_line(text) or type(exc).__name__)
+
+
+def _http_error(response: httpx.Response) -> AgentError:
+    """An HTTP+JSON error answer. Agents write it as a google.rpc.Status with an A2A ErrorInfo (1.0), as
+    `{"type": "InvalidParamsError", "message"}` (a2a-sdk 0.3) or as a JSON-RPC error object; the SDK's
+    client reads only its own version's form, so every form is read here."""
+    status = response.status_code
+    try:
+        body = response.json()
+    except (ValueError, httpx.ResponseNotRead, UnicodeDecodeError):
+        body = None
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        message = _one_line(str(error.get("message", "")))
+        for detail in error.get("details") or []:
+            if isinstance(detail, dict) and detail.get("domain") == "a2a-protocol.org":
+                kind = A2A_REASON_TO_ERROR.get(str(detail.get("reason")))
+                if kind in JSON_RPC_ERROR_CODE_MAP:
+                    return AgentError(message, code=JSON_RPC_ERROR_CODE_MAP[kind], status=status)
+        by_name = _ERRORS_BY_NAME.get(str(error.get("type")))
+        if by_name is not None:
+            return AgentError(message, code=JSON_RPC_ERROR_CODE_MAP[by_name], status=status)
+        code = error.get("code")
+        if isinstance(code, int) and code < 0:
+            return AgentError(message, code=code, status=status)
+    try:
+        text = response.text
+    except httpx.ResponseNotRead:
+        text = ""
+    return AgentError(_one_line(text[:200]) or response.reason_phrase or "", status=status)
+
+
+_ERRORS_BY_NAME = {kind.__name__: kind for kind in JSON_RPC_ERROR_CODE_MAP}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())[:500]

@@ -1,0 +1,246 @@
+"""One result shape whatever the wire version: A2A 0.3's JSON vocabulary, which the A2A target page uses.
+
+The SDK hands every binding and version to us as A2A 1.0 protobuf objects; this module writes them as the
+documents `result.json` keeps and `json_path` reads:
+
+- a task: `{"kind": "task", "id", "contextId", "status": {"state", "message"?, "timestamp"?},
+  "artifacts": [...], "history": [...], "metadata"?}`; `state` is one of `submitted`, `working`,
+  `input-required`, `auth-required`, `completed`, `failed`, `canceled`, `rejected` (`unknown` otherwise).
+- a message: `{"kind": "message", "messageId", "role": "user" | "agent", "parts", "contextId"?, "taskId"?,
+  "metadata"?, "referenceTaskIds"?, "extensions"?}`.
+- a part: `{"kind": "text", "text"}`, `{"kind": "data", "data"}` (any JSON value) or
+  `{"kind": "file", "file": {"name"?, "mimeType"?, "bytes" (base64) | "uri"}}`, each with `metadata`?.
+- an artifact: `{"artifactId", "name"?, "description"?, "parts", "metadata"?, "extensions"?}`.
+- stream events: `{"kind": "status-update", "taskId", "contextId", "status", "final", "metadata"?}` and
+  `{"kind": "artifact-update", "taskId", "contextId", "artifact", "append", "lastChunk", "metadata"?}`;
+  `final` is true when the state ends the turn (see SETTLED).
+
+`merged` applies an event to the task as it stands, as the agent's own store does, so a streamed turn has
+a whole task to show.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import types as types_v03
+from a2a.types.a2a_pb2 import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from pydantic import ValidationError
+
+STATES: dict[int, str] = {
+    TaskState.TASK_STATE_SUBMITTED: "submitted",
+    TaskState.TASK_STATE_WORKING: "working",
+    TaskState.TASK_STATE_INPUT_REQUIRED: "input-required",
+    TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
+    TaskState.TASK_STATE_COMPLETED: "completed",
+    TaskState.TASK_STATE_FAILED: "failed",
+    TaskState.TASK_STATE_CANCELED: "canceled",
+    TaskState.TASK_STATE_REJECTED: "rejected",
+}
+WAITING = frozenset({"input-required", "auth-required"})
+"""The agent waits for the user: the next user turn continues the task."""
+ENDED = frozenset({"failed", "canceled", "rejected"})
+"""The task, and with it the session, is over."""
+SETTLED = WAITING | ENDED | {"completed", "unknown"}
+"""States that end the agent's turn: everything but submitted and working."""
+
+ROLES = {Role.ROLE_USER: "user", Role.ROLE_AGENT: "agent"}
+
+
+def _put(doc: dict[str, Any], key: str, value: Any) -> None:
+    if value not in (None, "", [], {}):
+        doc[key] = value
+
+
+def _struct(holder: Any, field: str) -> dict[str, Any] | None:
+    return MessageToDict(getattr(holder, field)) if holder.HasField(field) else None
+
+
+def part(p: Part) -> dict[str, Any]:
+    content = p.WhichOneof("content")
+    doc: dict[str, Any]
+    if content == "data":
+        doc = {"kind": "data", "data": MessageToDict(p.data)}
+    elif content in ("raw", "url"):
+        file: dict[str, Any] = {}
+        _put(file, "name", p.filename)
+        _put(file, "mimeType", p.media_type)
+        if content == "raw":
+            file["bytes"] = base64.b64encode(p.raw).decode("ascii")
+        else:
+            file["uri"] = p.url
+        doc = {"kind": "file", "file": file}
+    else:
+        doc = {"kind": "text", "text": p.text}
+    _put(doc, "metadata", _struct(p, "metadata"))
+    return doc
+
+
+def message(m: Message) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": "message", "messageId": m.message_id, "role": ROLES.get(m.role, "agent"),
+                           "parts": [part(p) for p in m.parts]}
+    _put(doc, "contextId", m.context_id)
+    _put(doc, "taskId", m.task_id)
+    _put(doc, "metadata", _struct(m, "metadata"))
+    _put(doc, "referenceTaskIds", list(m.reference_task_ids))
+    _put(doc, "extensions", list(m.extensions))
+    return doc
+
+
+def status(s: TaskStatus) -> dict[str, Any]:
+    doc: dict[str, Any] = {"state": STATES.get(s.state, "unknown")}
+    if s.HasField("message"):
+        doc["message"] = message(s.message)
+    if s.HasField("timestamp"):
+        doc["timestamp"] = MessageToDict(s.timestamp)
+    return doc
+
+
+def artifact(a: Artifact) -> dict[str, Any]:
+    doc: dict[str, Any] = {"artifactId": a.artifact_id}
+    _put(doc, "name", a.name)
+    _put(doc, "description", a.description)
+    doc["parts"] = [part(p) for p in a.parts]
+    _put(doc, "metadata", _struct(a, "metadata"))
+    _put(doc, "extensions", list(a.extensions))
+    return doc
+
+
+def task(t: Task) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": "task", "id": t.id, "contextId": t.context_id, "status": status(t.status),
+                           "artifacts": [artifact(a) for a in t.artifacts],
+                           "history": [message(m) for m in t.history]}
+    _put(doc, "metadata", _struct(t, "metadata"))
+    return doc
+
+
+def status_update(e: TaskStatusUpdateEvent) -> dict[str, Any]:
+    shown = status(e.status)
+    doc: dict[str, Any] = {"kind": "status-update", "taskId": e.task_id, "contextId": e.context_id,
+                           "status": shown, "final": shown["state"] in SETTLED}
+    _put(doc, "metadata", _struct(e, "metadata"))
+    return doc
+
+
+def artifact_update(e: TaskArtifactUpdateEvent) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": "artifact-update", "taskId": e.task_id, "contextId": e.context_id,
+                           "artifact": artifact(e.artifact), "append": e.append, "lastChunk": e.last_chunk}
+    _put(doc, "metadata", _struct(e, "metadata"))
+    return doc
+
+
+def stream_event(event: StreamResponse) -> dict[str, Any]:
+    which = event.WhichOneof("payload")
+    if which == "task":
+        return task(event.task)
+    if which == "message":
+        return message(event.message)
+    if which == "status_update":
+        return status_update(event.status_update)
+    if which == "artifact_update":
+        return artifact_update(event.artifact_update)
+    raise ValueError("the agent sent an empty stream event")
+
+
+_V10_PAYLOADS = ("task", "message", "statusUpdate", "artifactUpdate", "status_update", "artifact_update")
+_V03_KINDS: dict[str, Any] = {
+    "task": types_v03.Task, "message": types_v03.Message,
+    "status-update": types_v03.TaskStatusUpdateEvent, "artifact-update": types_v03.TaskArtifactUpdateEvent,
+}
+
+
+def push_body(body: Any) -> dict[str, Any]:
+    """A push notification in either version: A2A 1.0 posts a StreamResponse, A2A 0.3 the task itself."""
+    if not isinstance(body, dict):
+        raise ValueError("a push notification must be a JSON object")
+    try:
+        if any(key in body for key in _V10_PAYLOADS):
+            return stream_event(ParseDict(body, StreamResponse(), ignore_unknown_fields=True))
+        kind = body.get("kind")
+        if kind is None and isinstance(body.get("status"), dict) and "id" in body:
+            state = str(body["status"].get("state", ""))
+            if state.startswith("TASK_STATE_"):
+                return task(ParseDict(body, Task(), ignore_unknown_fields=True))
+            kind = "task"
+        model = _V03_KINDS.get(str(kind))
+        if model is None:
+            raise ValueError(f"unknown kind {kind!r}")
+        parsed = model.model_validate(body)
+        wrapped = types_v03.SendStreamingMessageSuccessResponse(id=0, result=parsed)
+        return stream_event(conversions.to_core_stream_response(wrapped))
+    except (ParseError, ValidationError, KeyError, TypeError) as exc:
+        raise ValueError(f"not an A2A task or event: {_one_line(exc)}") from None
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+# -- reading documents ----------------------------------------------------------------------------------
+
+
+def state_of(doc: dict[str, Any]) -> str | None:
+    """The task state a document reports, or None (a message, an artifact update)."""
+    if doc.get("kind") in ("task", "status-update"):
+        return str(doc.get("status", {}).get("state", "unknown"))
+    return None
+
+
+def task_id_of(doc: dict[str, Any]) -> str | None:
+    if doc.get("kind") == "task":
+        return doc.get("id") or None
+    return doc.get("taskId") or None
+
+
+def ends_turn(doc: dict[str, Any]) -> bool:
+    """A plain message, or a task state the agent stops at."""
+    if doc.get("kind") == "message":
+        return True
+    state = state_of(doc)
+    return state is not None and state in SETTLED
+
+
+def merged(current: dict[str, Any] | None, event: dict[str, Any]) -> dict[str, Any]:
+    """The task as it stands once `event` is applied (the event itself when it is a task or a message)."""
+    kind = event.get("kind")
+    if kind in ("task", "message"):
+        return copy.deepcopy(event)
+    if current is None or current.get("kind") != "task" or current.get("id") != event.get("taskId"):
+        current = {"kind": "task", "id": event.get("taskId", ""), "contextId": event.get("contextId", ""),
+                   "status": {"state": "submitted"}, "artifacts": [], "history": []}
+    else:
+        current = copy.deepcopy(current)
+    if kind == "status-update":
+        # The agent's store moves the previous status message into the history; so does this view.
+        previous = current.get("status", {}).get("message")
+        if previous is not None:
+            current.setdefault("history", []).append(previous)
+        current["status"] = copy.deepcopy(event["status"])
+    elif kind == "artifact-update":
+        incoming = copy.deepcopy(event["artifact"])
+        artifacts: list[dict[str, Any]] = current.setdefault("artifacts", [])
+        for index, existing in enumerate(artifacts):
+            if existing.get("artifactId") == incoming.get("artifactId"):
+                if event.get("append"):
+                    existing["parts"] = [*existing.get("parts", []), *incoming.get("parts", [])]
+                else:
+                    artifacts[index] = incoming
+                break
+        else:
+            artifacts.append(incoming)
+    return current

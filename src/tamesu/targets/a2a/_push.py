@@ -1,0 +1,74 @@
+"""The local listener push notifications arrive at: one per session, on 127.0.0.1 (or `push.addr`).
+
+A notification counts only with the session's token in `X-A2A-Notification-Token` (anything else is answered
+401 and ignored). Each one is stamped on arrival, recorded as a `push_received` event and queued for the turn
+that waits for its task; a body that is not an A2A task or event is answered 400 and recorded as
+`push_unreadable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tamesu._serve import LoopServer
+from tamesu.conversation import Session
+from tamesu.targets.a2a._normalize import push_body, state_of, task_id_of
+
+PATH = "/a2a/push"
+TOKEN_HEADER = "X-A2A-Notification-Token"
+QUEUE_LIMIT = 10_000
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class PushListener:
+    def __init__(self, session: Session, *, host: str, port: int, public_url: str | None) -> None:
+        self._session = session
+        self.token = secrets.token_urlsafe(24)
+        self._queue: asyncio.Queue[tuple[dict[str, Any], float]] = asyncio.Queue(QUEUE_LIMIT)
+        app = Starlette(routes=[Route("/{path:path}", self._receive, methods=["POST"])])
+        self._server = LoopServer(app, host=host, port=port)
+        shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host
+        self.url = public_url or f"http://{shown_host}:{self._server.port}{PATH}"
+        self.received = 0
+
+    async def start(self) -> None:
+        await self._server.start()
+
+    async def stop(self) -> None:
+        await self._server.stop()
+
+    async def _receive(self, request: Request) -> JSONResponse:
+        at = self._session.now_ms()
+        if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), self.token):
+            return JSONResponse({"ok": False, "error": "unknown notification token"}, status_code=401)
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return JSONResponse({"ok": False, "error": "body too large"}, status_code=413)
+        try:
+            doc = push_body(json.loads(body))
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._session.event("push_unreadable", reason=str(exc)[:300])
+            return JSONResponse({"ok": False, "error": str(exc)[:300]}, status_code=400)
+        try:
+            self._queue.put_nowait((doc, at))
+        except asyncio.QueueFull:
+            return JSONResponse({"ok": False, "error": "too many notifications waiting"}, status_code=503)
+        self.received += 1
+        self._session.event("push_received", task_id=task_id_of(doc), kind=doc.get("kind"), state=state_of(doc))
+        return JSONResponse({"ok": True})
+
+    async def next(self, timeout: float) -> tuple[dict[str, Any], float] | None:
+        """The next notification, or None when `timeout` passes first."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._queue.get()
+        except TimeoutError:
+            return None

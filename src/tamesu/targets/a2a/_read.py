@@ -1,0 +1,87 @@
+"""The agent's turn as words, read from a task or a message in the shape of `_normalize`.
+
+A task reads as its status message, then the text of the artifacts not read in an earlier turn; when both
+are empty, as the agent's messages in the history after the user's message. A plain message reads as its
+parts. Text parts are the words, data parts are JSON (so a judge can read them), file parts are `[name]`;
+parts are joined by newlines, except that adjacent text parts of one artifact join as they are, because an
+agent that streams its answer appends it to one artifact a few words at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def part_text(part: dict[str, Any]) -> str:
+    kind = part.get("kind")
+    if kind == "data":
+        return json.dumps(part.get("data"), ensure_ascii=False, sort_keys=True)
+    if kind == "file":
+        file = part.get("file") or {}
+        return f"[{file.get('name') or file.get('uri') or 'file'}]"
+    return str(part.get("text", ""))
+
+
+def parts_text(parts: list[dict[str, Any]], *, run_on: bool = False) -> str:
+    """The parts as lines; with `run_on`, adjacent text parts are one line."""
+    pieces: list[str] = []
+    previous_text = False
+    for part in parts:
+        text = part_text(part)
+        is_text = part.get("kind", "text") == "text"
+        if run_on and is_text and previous_text and pieces:
+            pieces[-1] += text
+        elif text:
+            pieces.append(text)
+        previous_text = is_text
+    return "\n".join(piece for piece in pieces if piece)
+
+
+def has_text(doc: dict[str, Any]) -> bool:
+    """Whether a task, message or event carries words for the user (time_to_first_token_ms)."""
+    kind = doc.get("kind")
+    if kind == "message":
+        return bool(parts_text(doc.get("parts", [])))
+    if kind == "artifact-update":
+        return bool(parts_text(doc.get("artifact", {}).get("parts", [])))
+    message = doc.get("status", {}).get("message")
+    if message and parts_text(message.get("parts", [])):
+        return True
+    return kind == "task" and any(parts_text(a.get("parts", [])) for a in doc.get("artifacts", []))
+
+
+class TurnReader:
+    """Remembers what the session already read of each artifact, so a later turn reads only what is new."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[str, str], int] = {}
+        """(task id, artifact id) -> parts already read."""
+
+    def text(self, doc: dict[str, Any] | None, sent_message_id: str) -> str:
+        if doc is None:
+            return ""
+        if doc.get("kind") == "message":
+            return parts_text(doc.get("parts", []))
+        said: list[str] = []
+        status_message = doc.get("status", {}).get("message")
+        if status_message:
+            said.append(parts_text(status_message.get("parts", [])))
+        task_id = str(doc.get("id", ""))
+        for artifact in doc.get("artifacts", []):
+            key = (task_id, str(artifact.get("artifactId", "")))
+            parts = artifact.get("parts", [])
+            said.append(parts_text(parts[self._read.get(key, 0):], run_on=True))
+            self._read[key] = len(parts)
+        text = "\n".join(s for s in said if s)
+        return text or self._history_after(doc, sent_message_id)
+
+    @staticmethod
+    def _history_after(doc: dict[str, Any], sent_message_id: str) -> str:
+        history = doc.get("history", [])
+        start = 0
+        for index, message in enumerate(history):
+            if message.get("messageId") == sent_message_id:
+                start = index + 1
+        return "\n".join(text for text in (parts_text(m.get("parts", [])) for m in history[start:]
+                                           if m.get("role") == "agent") if text)

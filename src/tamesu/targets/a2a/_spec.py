@@ -1,0 +1,62 @@
+"""The keys of an `a2a` target, as a user writes them. Documented key by key in `tamesu.targets.a2a`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu._types import Strict
+from tamesu.targets._rest_spec import split_addr
+from tamesu.targets.base import TargetSpec
+
+Binding = Literal["jsonrpc", "http", "grpc"]
+URL_SCHEMES = ("http://", "https://", "grpc://", "grpcs://")
+
+
+class PushSpec(Strict):
+    """Where the push listener binds, and the URL the agent is told to post to (a tunnel, a proxy)."""
+
+    addr: str | None = None
+    """host:port to bind; default 127.0.0.1 on a free port."""
+    url: str | None = None
+    """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push."""
+
+    @field_validator("addr")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            split_addr(value)
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("{{", "http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return value
+
+
+class A2ASpec(TargetSpec):
+    url: str
+    """The JSON-RPC endpoint, the base of the HTTP+JSON binding, or grpc://host:port (grpcs:// for TLS)."""
+    transport: Binding | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    stream: bool = False
+    push: bool | PushSpec = False
+    skill: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> A2ASpec:
+        if not self.url.startswith(("{{", *URL_SCHEMES)):
+            raise ValueError("url must start with http://, https://, grpc:// or grpcs://")
+        if self.stream and self.push_spec is not None:
+            raise ValueError("stream and push are two ways to follow a task: keep one")
+        return self
+
+    @property
+    def push_spec(self) -> PushSpec | None:
+        if self.push is False:
+            return None
+        return PushSpec() if self.push is True else self.push

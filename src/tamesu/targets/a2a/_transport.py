@@ -1,0 +1,155 @@
+"""Which binding, URL and protocol version a session speaks, chosen from the card and the target's keys.
+
+Without `transport`: when the card is about the target's url (an interface of the card has that URL, or the
+url is only an origin, with no path, and the card lists interfaces), the card's preferred interface among
+those is used (the first the card lists; a 0.3 card lists its `url`/`preferredTransport` first). Otherwise
+grpc for a grpc:// or grpcs:// url, else jsonrpc, at the url as written.
+
+With `transport`: the card's interface of that binding at the url; else the card's interface of that binding
+at another URL (tamesu goes there); else the url as written.
+
+Among interfaces of one binding, A2A 1.0 is preferred to a later version, then to 0.3. Without a card, or
+for a binding the card does not list, the version is the best one the card uses, else 1.0.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from a2a.types.a2a_pb2 import AgentCard, AgentInterface
+from packaging.version import InvalidVersion, Version
+
+BINDINGS = {"jsonrpc": "JSONRPC", "http": "HTTP+JSON", "grpc": "GRPC"}
+"""The target's `transport` values and the card's protocolBinding names."""
+KEYS = {name: key for key, name in BINDINGS.items()}
+DEFAULT_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class Choice:
+    binding: str
+    """The card's name for it: JSONRPC, HTTP+JSON or GRPC."""
+    url: str
+    version: str
+    """As the card writes it (0.3.0, 1.0); `shown_version` is major.minor."""
+    reason: str
+
+    @property
+    def key(self) -> str:
+        return KEYS.get(self.binding, self.binding.lower())
+
+    @property
+    def shown_version(self) -> str:
+        try:
+            parsed = Version(self.version)
+        except InvalidVersion:
+            return self.version
+        return f"{parsed.major}.{parsed.minor}"
+
+    def interface(self) -> AgentInterface:
+        return AgentInterface(url=self.url, protocol_binding=self.binding, protocol_version=self.version)
+
+
+def _binding(interface: AgentInterface) -> str:
+    name = interface.protocol_binding.upper()
+    return {"JSON-RPC": "JSONRPC", "HTTP": "HTTP+JSON", "REST": "HTTP+JSON", "HTTP_JSON": "HTTP+JSON"}.get(name, name)
+
+
+def _rank(version: str) -> int:
+    if not version:
+        return 3
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return 5
+    if (parsed.major, parsed.minor) == (1, 0):
+        return 0
+    if parsed >= Version("1.0"):
+        return 1
+    if parsed >= Version("0.3"):
+        return 2
+    return 4
+
+
+def _best(interfaces: list[AgentInterface]) -> AgentInterface | None:
+    return min(interfaces, key=lambda i: _rank(i.protocol_version), default=None)
+
+
+def grpc_target(url: str) -> tuple[str, bool]:
+    """host:port to dial and whether to use TLS: grpcs:// and https:// do, grpc:// and http:// do not, a bare
+    host:port does unless it is a loopback address."""
+    if "://" not in url:
+        host_port, tls = url, None
+    else:
+        parts = urlsplit(url)
+        tls = parts.scheme in ("grpcs", "https")
+        host_port = parts.netloc
+        if ":" not in host_port.rsplit("]", 1)[-1]:
+            host_port += ":443" if tls else ":80"
+    host = host_port.rsplit(":", 1)[0].strip("[]") if ":" in host_port else host_port
+    if tls is None:
+        tls = not _loopback(host)
+    return host_port, tls
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _same(interface: AgentInterface, url: str) -> bool:
+    if _binding(interface) == "GRPC" or urlsplit(url).scheme in ("grpc", "grpcs"):
+        return grpc_target(interface.url)[0].lower() == grpc_target(url)[0].lower()
+    return _http_key(interface.url) == _http_key(url)
+
+
+def _http_key(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def _only_origin(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and parts.path in ("", "/") and not parts.query
+
+
+def choose(card: AgentCard | None, url: str, transport: str | None) -> Choice:
+    is_grpc_url = urlsplit(url).scheme in ("grpc", "grpcs")
+    wanted = BINDINGS[transport] if transport else None
+    if card is None:
+        binding = wanted or ("GRPC" if is_grpc_url else "JSONRPC")
+        return Choice(binding, url, DEFAULT_VERSION, "no agent card: the url as written, A2A 1.0")
+    interfaces = [i for i in card.supported_interfaces if i.url]
+    at_url = [i for i in interfaces if _same(i, url)]
+    if not at_url and _only_origin(url):
+        at_url = interfaces
+    fallback_version = (_best(interfaces) or AgentInterface(protocol_version=DEFAULT_VERSION)).protocol_version
+    if wanted:
+        here = _best([i for i in at_url if _binding(i) == wanted])
+        if here is not None:
+            return _choice(here, "transport, as the card lists it at this url")
+        there = _best([i for i in interfaces if _binding(i) == wanted])
+        if there is not None:
+            return _choice(there, "transport, at the URL the card gives for it")
+        return Choice(wanted, url, fallback_version or DEFAULT_VERSION,
+                      "transport, at the url as written (the card does not list this binding)")
+    if at_url:
+        preferred = _binding(at_url[0])
+        best = _best([i for i in at_url if _binding(i) == preferred])
+        assert best is not None
+        return _choice(best, "the card's preferred interface for this url")
+    binding = "GRPC" if is_grpc_url else "JSONRPC"
+    same_binding = _best([i for i in interfaces if _binding(i) == binding])
+    version = same_binding.protocol_version if same_binding is not None else fallback_version
+    return Choice(binding, url, version or DEFAULT_VERSION,
+                  "the card does not list this url: the url as written")
+
+
+def _choice(interface: AgentInterface, reason: str) -> Choice:
+    return Choice(_binding(interface), interface.url, interface.protocol_version or DEFAULT_VERSION, reason)

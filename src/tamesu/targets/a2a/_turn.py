@@ -1,0 +1,92 @@
+"""One turn's two halves: the user's message as A2A sends it, and what the agent's answers add up to."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from a2a.types.a2a_pb2 import Message, Part, Role
+from google.protobuf.json_format import ParseDict
+from google.protobuf.struct_pb2 import Struct, Value
+
+from tamesu.conversation import UserTurn
+from tamesu.errors import InfraError
+from tamesu.targets.a2a._normalize import ends_turn, merged, task_id_of
+from tamesu.targets.a2a._read import has_text
+
+
+def _as_json(value: Any) -> Any:
+    # YAML can hold dates and other values JSON has no type for; they travel as their text.
+    return json.loads(json.dumps(value, default=str))
+
+
+def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task_id: str | None,
+                 metadata: dict[str, Any], what: str) -> Message:
+    """The turn as one message with a fresh messageId: a text part for the words, a data part for `data`,
+    a file part per file (its bytes inline when it has a path, else its URI)."""
+    parts: list[Part] = []
+    if turn.text or (turn.data is None and not turn.files):
+        parts.append(Part(text=turn.text))
+    if turn.data is not None:
+        value = Value()
+        ParseDict(_as_json(turn.data), value)
+        parts.append(Part(data=value))
+    for file in turn.files:
+        if file.path:
+            path = base_dir / file.path
+            try:
+                content = path.read_bytes()
+            except OSError as exc:
+                raise InfraError(f"{what}: cannot read the file {file.name} ({path}): "
+                                 f"{exc.strerror or exc}") from exc
+            parts.append(Part(raw=content, filename=file.name, media_type=file.mime))
+        elif file.uri:
+            parts.append(Part(url=file.uri, filename=file.name, media_type=file.mime))
+    message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=parts,
+                      context_id=context_id or "", task_id=task_id or "")
+    if metadata:
+        struct = Struct()
+        ParseDict(_as_json(metadata), struct)
+        message.metadata.CopyFrom(struct)
+    return message
+
+
+class Progress:
+    """Everything one turn received, in order (`raw`), and the task (or message) as it now stands (`doc`)."""
+
+    def __init__(self, observe: Callable[[dict[str, Any]], None], *,
+                 stale_status: dict[str, Any] | None = None) -> None:
+        self._observe = observe
+        self._stale_status = stale_status
+        """The status the continued task stopped at last turn: seen again, it is old news, not an answer (an
+        agent asked to return at once answers a follow-up with the task as it was)."""
+        self.raw: list[dict[str, Any]] = []
+        self.doc: dict[str, Any] | None = None
+        self.first_text_at: float | None = None
+        self.last_at: float | None = None
+
+    def add(self, doc: dict[str, Any], at: float) -> None:
+        self.raw.append(doc)
+        self.doc = merged(self.doc, doc)
+        if self.first_text_at is None and has_text(doc):
+            self.first_text_at = at
+        self.last_at = at
+        self._observe(doc)
+
+    def add_polled(self, doc: dict[str, Any], at: float) -> None:
+        """A tasks/get answer: kept only when it says something new, so a long wait is not 100 copies."""
+        if doc != self.doc:
+            self.add(doc, at)
+
+    @property
+    def task_id(self) -> str | None:
+        return None if self.doc is None else task_id_of(self.doc)
+
+    @property
+    def settled(self) -> bool:
+        if self.doc is None or not ends_turn(self.doc):
+            return False
+        return self._stale_status is None or self.doc.get("status") != self._stale_status

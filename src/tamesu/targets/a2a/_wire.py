@@ -1,0 +1,136 @@
+"""Calls to the agent through a2a-sdk's client, whatever the binding: connect retries, request counting,
+the gRPC channels the SDK needs, the headers as gRPC metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+import grpc
+import httpx
+from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client.transports.grpc import GrpcTransport
+from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
+from a2a.compat.v0_3.versions import is_legacy_version
+from a2a.types.a2a_pb2 import AgentCard, StreamResponse
+
+from tamesu._http import ssl_context
+from tamesu.conversation import Session
+from tamesu.errors import InfraError
+from tamesu.suite.schema import ConnectSpec
+from tamesu.targets.a2a._errors import unreachable
+from tamesu.targets.a2a._transport import Choice, grpc_target
+
+T = TypeVar("T")
+
+
+class Wire:
+    """One session's way to the agent: an httpx client of its own (see DESIGN.md on sharing one), the gRPC
+    channels its SDK clients open, and a count of the calls that reached the agent."""
+
+    def __init__(self, *, session: Session, connect: ConnectSpec, turn_timeout: float, headers: dict[str, str],
+                 what: str) -> None:
+        self._session = session
+        self._connect = connect
+        self._what = what
+        self.headers = headers
+        self.http = httpx.AsyncClient(verify=ssl_context(), headers=headers,
+                                      timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout))
+        self._channels: list[grpc.aio.Channel] = []
+        self.requests = 0
+        """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
+        self.unreachable: str | None = None
+        """Why the last attempt did not reach the agent, while it is being retried."""
+
+    # -- clients --------------------------------------------------------------------------------------
+
+    def client(self, card: AgentCard, choice: Choice, *, streaming: bool) -> Client:
+        """An SDK client that speaks exactly `choice`: the card it gets lists that one interface."""
+        spoken = AgentCard()
+        spoken.CopyFrom(card)
+        del spoken.supported_interfaces[:]
+        spoken.supported_interfaces.append(choice.interface())
+        spoken.capabilities.streaming = streaming
+        config = ClientConfig(streaming=streaming, httpx_client=self.http,
+                              grpc_channel_factory=self._channel, supported_protocol_bindings=[choice.binding])
+        factory = ClientFactory(config)
+        if choice.binding == "GRPC":
+            # The factory finds the 0.3 gRPC transport through an import that fails quietly when a2a's server
+            # modules were imported first (it then speaks 1.0 to a 0.3 interface); name the class ourselves.
+            transport = CompatGrpcTransport if is_legacy_version(choice.version) else GrpcTransport
+            factory.register("GRPC", lambda card, url, config: transport.create(card, url, config))
+        return factory.create(spoken)
+
+    def _channel(self, url: str) -> grpc.aio.Channel:
+        target, tls = grpc_target(url)
+        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials()) if tls
+                   else grpc.aio.insecure_channel(target))
+        self._channels.append(channel)
+        return channel
+
+    def context(self, choice: Choice, timeout: float | None = None) -> ClientCallContext:
+        # HTTP requests carry the headers from the httpx client; gRPC needs them as metadata on each call.
+        parameters = {k.lower(): v for k, v in self.headers.items()} if choice.binding == "GRPC" else None
+        return ClientCallContext(service_parameters=parameters, timeout=timeout)
+
+    async def aclose(self) -> None:
+        for channel in self._channels:
+            with contextlib.suppress(Exception):
+                await channel.close(grace=None)
+        self._channels.clear()
+        await self.http.aclose()
+
+    # -- calls ----------------------------------------------------------------------------------------
+
+    async def call(self, url: str, attempt: Callable[[], Awaitable[T]], *, counted: bool = True) -> T:
+        """One call, retried while it does not reach the agent (then InfraError); errors it answered raise.
+        `counted=False` keeps it out of `requests` (reading the card)."""
+        for number in range(1, self._connect.attempts + 1):
+            try:
+                result = await attempt()
+            except Exception as exc:
+                await self._failed(exc, number, url, counted=counted)
+                continue
+            self.unreachable = None
+            self.requests += counted
+            return result
+        raise AssertionError("unreachable: connect.attempts is at least 1")
+
+    async def stream(self, url: str, opener: Callable[[], AsyncIterator[StreamResponse]]
+                     ) -> AsyncIterator[StreamResponse]:
+        """A streamed call: retried like `call` until its first event arrives, then read as it comes."""
+        for number in range(1, self._connect.attempts + 1):
+            async with contextlib.aclosing(opener()) as events:  # type: ignore[type-var]
+                try:
+                    first = await anext(aiter(events))
+                except StopAsyncIteration:
+                    self.unreachable = None
+                    self.requests += 1
+                    return
+                except Exception as exc:
+                    await self._failed(exc, number, url)
+                    continue
+                self.unreachable = None
+                self.requests += 1
+                yield first
+                async for event in events:
+                    yield event
+                return
+
+    async def _failed(self, exc: Exception, number: int, url: str, *, counted: bool = True) -> None:
+        """Count an error the agent answered and raise it; retry (return) or give up on one that never got
+        there."""
+        reason = unreachable(exc)
+        if reason is None:
+            self.unreachable = None
+            self.requests += counted
+            raise exc
+        self.unreachable = reason
+        masked = self._session.redactor.text(url)
+        if number >= self._connect.attempts:
+            raise InfraError(f"{self._what}: cannot reach {masked} after {number} attempts: {reason}") from exc
+        self._session.event("connect_retry", attempt=number, attempts=self._connect.attempts, reason=reason,
+                            url=masked)
+        await asyncio.sleep(self._connect.backoff)

@@ -1,0 +1,259 @@
+"""Script tests in Python: talk to an agent and grade its answers with tamesu's own assertions, from pytest.
+
+The spirit of the design's `t.assert.Agent()`: a test opens a session on a target of tamesu.yaml (or a URL),
+sends messages (text, one message, or a message history), and checks each reply with the same assertions a
+suite or a JSONL file uses, judges and validators included. Nothing here is a second engine: the session is
+the engine's `Session`, the target is the target class `tamesu run` uses, the checks are the engine's checks.
+
+    from tamesu.testing import AgentSession
+
+    def test_asks_before_submitting():
+        with AgentSession.open("expense", project="examples/expense-agent") as agent:
+            reply = agent.send("I want to submit an expense")
+            agent.expect(reply, contains="type of expense")                  # a suite's assertion
+            reply = agent.send("Business travel, $3500")
+            agent.expect(reply, {"type": "tool_called", "name": "create_expense"})   # a JSONL assertion
+            agent.expect_agent(reply, "The agent asks to confirm before submitting")  # a validator (judge)
+
+`AgentSession` runs its own event loop; inside `async` tests use `AsyncAgentSession` (the same methods,
+awaited). `expect*` raise AssertionError with the check's reason; `check*` return the Verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from tamesu import targets
+from tamesu.checks import AssertionProblem
+from tamesu.checks.base import RunView, Verdict
+from tamesu.conversation import Exchange, Session, ToolCall
+from tamesu.engine import metrics as metric_math
+from tamesu.jsonl.assertions import Resolver, to_engine
+from tamesu.jsonl.awaiting import Awaiting, detect
+from tamesu.jsonl.helpers import TargetHelper
+from tamesu.jsonl.run import models_for
+from tamesu.jsonl.schema import ChatMessage, as_messages
+from tamesu.jsonl.targets import resolve
+from tamesu.jsonl.user import user_turn
+from tamesu.models.client import ModelRegistry
+from tamesu.suite.loader import Project, find_project, load_project, load_project_targets
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets.base import Target
+
+__all__ = ["AgentSession", "AsyncAgentSession", "Reply"]
+
+OPEN_TIMEOUT = 60.0
+CLOSE_TIMEOUT = 30.0
+_MESSAGES = TypeAdapter(list[ChatMessage])
+
+
+@dataclass
+class Reply:
+    """One answer of the agent."""
+
+    text: str
+    turn: int
+    """1 for the first answer of the session."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    response: Any = None
+    """The response document (`json_path` reads it)."""
+    awaiting: Awaiting | None = None
+    """Whether the agent awaits input after this answer, and why (as multi-turn JSONL tests decide it)."""
+
+
+class AsyncAgentSession:
+    def __init__(self, target: Target, session: Session, models: ModelRegistry | None, resolver: Resolver,
+                 workdir: str) -> None:
+        self._target = target
+        self._session = session
+        self._models = models
+        self._resolver = resolver
+        self._workdir = workdir
+        self.exchanges: list[Exchange] = []
+
+    @classmethod
+    async def open(cls, target: str, *, project: str | Path | None = None, config: str | Path | None = None,
+                   connector: str | None = None) -> AsyncAgentSession:
+        """A session on `target` (a target of the project's tamesu.yaml, or a URL). `project` is a folder where
+        tamesu.yaml is found (default: the current one, or above); `config` names the file itself."""
+        start = Path(project) if project is not None else Path.cwd()
+        loaded = load_project(Path(config) if config else find_project(start), start)
+        secrets = Secrets(loaded.dir / name for name in loaded.spec.secrets.env_files)
+        resolved, _ = await resolve(target, loaded, secrets)
+        spec = resolved.spec
+        if connector is not None and spec.type == "model":
+            spec = spec.model_copy(update={"model": connector})
+        models = models_for(loaded, secrets, None)
+        workdir = tempfile.mkdtemp(prefix="tamesu-api-")
+        run_id = f"api-{uuid.uuid4().hex[:8]}"
+        context = Context(secrets=secrets, env=dict(os.environ), vars=loaded.spec.vars, captured={},
+                          run={"id": run_id, "number": 1})
+        session = Session(context=context, artifacts_dir=Path(workdir), redactor=secrets.redactor, run_id=run_id,
+                          base_dir=loaded.dir, models=models)
+        agent = targets.target_class(spec.type)(spec, resolved.name)
+        try:
+            async with asyncio.timeout(OPEN_TIMEOUT):
+                await agent.open(session)
+        except BaseException:
+            await _quietly(agent.close())
+            if models is not None:
+                await models.aclose()
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        return cls(agent, session, models, _resolver(loaded, secrets), workdir)
+
+    async def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,
+                   options: dict[str, Any] | None = None) -> Reply:
+        """Say `message` (text, one message, or a history ending with the user's message) and get the answer.
+        A history travels with the turn, as a standard JSONL case sends it."""
+        try:
+            messages = _MESSAGES.validate_python(as_messages(message))
+        except ValidationError as exc:
+            raise ValueError(f"not a message or a message history: {exc.errors()[0]['msg']}") from None
+        if not messages or messages[-1].role != "user":
+            raise ValueError("the last message must be the user's")
+        turn = user_turn(messages, self._session.base_dir, options or {})
+        index = len(self.exchanges) + 1
+        agent = await self._target.send(turn)
+        for call in agent.tool_calls:
+            call.turn = index
+        self.exchanges.append(Exchange(index, turn, agent))
+        return Reply(text=agent.text, turn=index, tool_calls=list(agent.tool_calls), response=agent.response,
+                     awaiting=detect(agent))
+
+    async def check(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
+                    **shorthand: Any) -> Verdict:
+        """Grade one assertion on `reply` (None: the whole conversation so far). The assertion is written as a
+        suite writes it (`{"contains": "x"}`, or `contains="x"`) or as a JSONL file does (`{"type": ...}`)."""
+        if (assertion is None) == (not shorthand):
+            raise ValueError("give one assertion: a mapping, or one keyword such as contains='...'")
+        raw = assertion if assertion is not None else shorthand
+        try:
+            parsed = to_engine(raw, self._resolver, reply.turn if reply is not None else None)
+        except AssertionProblem as exc:
+            where = ".".join(str(p) for p in exc.loc)
+            raise ValueError(f"{where + ': ' if where else ''}{exc.message}") from None
+        return await parsed.check.evaluate(self._view().scoped(parsed.on_turn))
+
+    async def expect(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
+                     **shorthand: Any) -> Verdict:
+        verdict = await self.check(reply, assertion, **shorthand)
+        if not verdict.passed:
+            raise AssertionError(verdict.reason)
+        return verdict
+
+    async def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
+                          **metadata: Any) -> Verdict:
+        """A validator's verdict (`"type": "agent"`): `criteria` and the other metadata judged by the model `use`
+        (default `models.judge`)."""
+        raw: dict[str, Any] = {"type": "agent", "options": {"metadata": {"criteria": criteria, **metadata}}}
+        if use is not None:
+            raw["use"] = use
+        return await self.check(reply, raw)
+
+    async def expect_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
+                           **metadata: Any) -> Verdict:
+        verdict = await self.check_agent(reply, criteria, use=use, **metadata)
+        if not verdict.passed:
+            raise AssertionError(verdict.reason)
+        return verdict
+
+    async def close(self) -> None:
+        try:
+            await _quietly(self._target.close())
+            if self._models is not None:
+                await self._models.aclose()
+        finally:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    async def __aenter__(self) -> AsyncAgentSession:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    def _view(self) -> RunView:
+        exchanges = list(self.exchanges)
+        measured = metric_math.from_turns((e.agent for e in exchanges), {**self._session.counters,
+                                                                          **self._target.metrics()})
+        return RunView(exchanges=exchanges, metrics=measured, captured={}, events=self._session.events,
+                       tool_calls=[c for e in exchanges for c in e.agent.tool_calls], context=self._session.context,
+                       base_dir=self._session.base_dir, models=self._models, redactor=self._session.redactor)
+
+
+class AgentSession:
+    """`AsyncAgentSession` for plain (not async) tests: every call runs on the session's own event loop."""
+
+    def __init__(self, runner: asyncio.Runner, inner: AsyncAgentSession) -> None:
+        self._runner = runner
+        self._inner = inner
+
+    @classmethod
+    def open(cls, target: str, *, project: str | Path | None = None, config: str | Path | None = None,
+             connector: str | None = None) -> AgentSession:
+        runner = asyncio.Runner()
+        try:
+            inner = runner.run(AsyncAgentSession.open(target, project=project, config=config, connector=connector))
+        except BaseException:
+            runner.close()
+            raise
+        return cls(runner, inner)
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self._inner.exchanges
+
+    def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,
+             options: dict[str, Any] | None = None) -> Reply:
+        return self._runner.run(self._inner.send(message, options=options))
+
+    def check(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None, **shorthand: Any) -> Verdict:
+        return self._runner.run(self._inner.check(reply, assertion, **shorthand))
+
+    def expect(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
+               **shorthand: Any) -> Verdict:
+        return self._runner.run(self._inner.expect(reply, assertion, **shorthand))
+
+    def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None, **metadata: Any) -> Verdict:
+        return self._runner.run(self._inner.check_agent(reply, criteria, use=use, **metadata))
+
+    def expect_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
+                     **metadata: Any) -> Verdict:
+        return self._runner.run(self._inner.expect_agent(reply, criteria, use=use, **metadata))
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._inner.close())
+        finally:
+            self._runner.close()
+
+    def __enter__(self) -> AgentSession:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _resolver(project: Project, secrets: Secrets) -> Resolver:
+    specs = load_project_targets(project)[0] if project.spec.targets else {}
+    return Resolver(models=set(project.spec.models), targets=set(specs),
+                    search=list(dict.fromkeys([project.dir, Path.cwd()])),
+                    helpers={name: TargetHelper(name, spec, secrets, project.dir) for name, spec in specs.items()})
+
+
+async def _quietly(closing: Any) -> None:
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await closing
+    except Exception:  # closing is best effort: the test's own outcome matters more
+        return

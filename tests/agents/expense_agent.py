@@ -1,0 +1,58 @@
+"""The example expense agent (examples/expense-agent/agent.py) served on a free 127.0.0.1 port, and `tamesu test`
+run as a user runs it, for the JSONL tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tamesu._serve import ThreadServer
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+EXAMPLE = ROOT / "examples" / "expense-agent"
+
+
+def _example_module() -> Any:
+    spec = importlib.util.spec_from_file_location("expense_example_agent", EXAMPLE / "agent.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class ExpenseAgent:
+    url: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"EXPENSE_URL": self.url}
+
+
+@pytest.fixture(scope="module")
+def expense_agent() -> Iterator[ExpenseAgent]:
+    server = ThreadServer(_example_module().create_app()).start()
+    try:
+        yield ExpenseAgent(server.url)
+    finally:
+        server.stop()
+
+
+def run_test(args: list[str], cwd: Path = EXAMPLE, env: dict[str, str] | None = None, stdin: str | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`tamesu test ARGS` in a child process. Until cli.py registers the command, through its own module."""
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    full_env.pop("TAMESU_DEBUG", None)
+    # no stdin unless the test gives one: a run that asked a person would otherwise wait on pytest's
+    feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    return subprocess.run([sys.executable, "-m", "tamesu.cli_test", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout, **feed)

@@ -1,0 +1,141 @@
+"""MCP servers for the mcp target's tests, started as real processes: `python mcp_servers.py MODE [--http]`.
+
+Modes:
+- `tools` (default): tools that answer, fail, hang, crash the process or read the environment, plus a tool
+  `ghost` that is listed but unknown when called (a server whose listing and handler disagree).
+- `crash`: writes a reason to stderr and exits 3 before answering anything.
+- `mute`: starts and never answers (the handshake hangs).
+
+`--http --port 0` serves streamable HTTP at /mcp on a free port and prints `listening on URL`; `--token T`
+makes every HTTP request need `Authorization: Bearer T`. Every tool call is appended to `--log FILE` (one
+name per line), so a test can prove what reached the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+DOCS = {
+    "returns": "Returns are accepted within 30 days of delivery. Refunds reach the card in 5 business days.",
+    "shipping": "Standard shipping takes 3 to 5 business days and is free above 50 euros.",
+}
+ORDERS = {"ORD-1001": {"order_id": "ORD-1001", "status": "shipped", "eta": "Friday"}}
+
+
+def build(log: Path | None) -> Any:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import Tool
+
+    def record(name: str) -> None:
+        if log is not None:
+            with log.open("a", encoding="utf-8") as out:
+                out.write(name + "\n")
+
+    class ListsAGhost(MCPServer):
+        """Lists a tool it has no handler for, so calling it answers "Unknown tool"."""
+
+        async def list_tools(self) -> list[Tool]:
+            ghost = Tool(name="ghost", description="Listed, but not there", input_schema={"type": "object"})
+            return [*await super().list_tools(), ghost]
+
+    server = ListsAGhost("testshop", instructions="Always look an order up before talking about it.",
+                         log_level="WARNING")
+
+    @server.tool()
+    def search_docs(query: str) -> str:
+        """Search the help centre."""
+        record("search_docs")
+        hits = [text for key, text in DOCS.items() if key in query.lower()]
+        return "\n".join(hits) or "no document matches"
+
+    @server.tool()
+    def get_order(order_id: str) -> dict[str, Any]:
+        """Look an order up by its id."""
+        record("get_order")
+        if order_id not in ORDERS:
+            raise ToolError(f"no order {order_id}")
+        return ORDERS[order_id]
+
+    @server.tool()
+    def refund_order(order_id: str) -> str:
+        """Refund an order."""
+        record("refund_order")
+        return f"refunded {order_id}"
+
+    @server.tool()
+    async def hang() -> str:
+        """Never answers."""
+        record("hang")
+        await anyio.sleep(3600)
+        return "too late"
+
+    @server.tool()
+    def crash() -> str:
+        """Kills the server."""
+        record("crash")
+        print("fatal: the tool crashed the server", file=sys.stderr, flush=True)
+        os._exit(9)
+
+    @server.tool()
+    def read_env(name: str) -> str:
+        """An environment variable of the server, or <unset>."""
+        record("read_env")
+        return os.environ.get(name, "<unset>")
+
+    return server
+
+
+def serve_http(server: Any, port: int, token: str | None) -> None:
+    import socket
+
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if token and scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != \
+                f"Bearer {token}".encode():
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await app(scope, receive, send)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
+    anyio.run(uvicorn.Server(config).serve, [sock])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", nargs="?", default="tools", choices=["tools", "crash", "mute"])
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token")
+    parser.add_argument("--log", type=Path)
+    options = parser.parse_args()
+    if options.mode == "crash":
+        print("boom: the database is unreachable", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if options.mode == "mute":
+        time.sleep(3600)
+        return
+    server = build(options.log)
+    if options.http:
+        serve_http(server, options.port, options.token)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,554 @@
+"""The a2a target against real A2A agents (agents.a2a_agents, a2a-sdk's server side): every binding, both
+protocol versions, send, stream and push, and every failure the A2A target page names."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface
+from pydantic import ValidationError
+
+from agents.a2a_agents import SLOW_SECONDS, TOKEN, A2AAgents
+from tamesu.checks import parse_assertion
+from tamesu.checks.base import Exchange, RunView
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets import target_class
+from tamesu.targets.a2a import A2ASpec, A2ATarget
+from tamesu.targets.a2a._normalize import merged, push_body
+from tamesu.targets.a2a._push import TOKEN_HEADER, PushListener
+from tamesu.targets.a2a._read import TurnReader
+from tamesu.targets.a2a._transport import choose, grpc_target
+
+VERSIONS = ["v10", "v03"]
+BINDINGS = ["jsonrpc", "http", "grpc"]
+MODES: dict[str, dict[str, Any]] = {"send": {}, "stream": {"stream": True}, "push": {"push": True}}
+SHOWN_VERSION = {"v10": "1.0", "v03": "0.3"}
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[A2AAgents]:
+    with A2AAgents() as running:
+        yield running
+
+
+def make_session(tmp_path: Path) -> Session:
+    secrets = Secrets(environ={"SHOP_TOKEN": TOKEN})
+    return Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                   redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+
+
+@asynccontextmanager
+async def opened(spec: dict[str, Any], session: Session, *, poll_interval: float | None = None
+                 ) -> AsyncIterator[A2ATarget]:
+    target = A2ATarget(A2ASpec.model_validate({"type": "a2a", **spec}), "shop")
+    if poll_interval is not None:
+        target.poll_interval = poll_interval
+    await target.open(session)
+    try:
+        yield target
+    finally:
+        await target.close()
+
+
+def events(session: Session, name: str) -> list[dict[str, Any]]:
+    return [e.data for e in session.events if e.name == name]
+
+
+def names(session: Session) -> list[str]:
+    return [e.name for e in session.events]
+
+
+def view(session: Session, *turns: AgentTurn) -> RunView:
+    return RunView(exchanges=[Exchange(i, UserTurn(text=f"user {i}"), t) for i, t in enumerate(turns, start=1)],
+                   metrics={}, captured={}, events=session.events, tool_calls=[], context=session.context,
+                   base_dir=session.base_dir)
+
+
+async def assert_holds(entry: dict[str, Any], run: RunView) -> None:
+    assertion = parse_assertion(entry)
+    verdict = await assertion.check.evaluate(run.scoped(assertion.on_turn))
+    assert verdict.passed, verdict.reason
+
+
+# -- the registry and the keys ---------------------------------------------------------------------------
+
+
+def test_registered_under_a2a() -> None:
+    assert target_class("a2a") is A2ATarget
+    assert A2ATarget.Spec is A2ASpec
+
+
+def test_spec_rejects_what_cannot_work() -> None:
+    with pytest.raises(ValidationError, match="url must start with"):
+        A2ASpec.model_validate({"type": "a2a", "url": "ftp://agent"})
+    with pytest.raises(ValidationError, match="keep one"):
+        A2ASpec.model_validate({"type": "a2a", "url": "http://a", "stream": True, "push": True})
+    with pytest.raises(ValidationError, match="transport"):
+        A2ASpec.model_validate({"type": "a2a", "url": "http://a", "transport": "soap"})
+    with pytest.raises(ValidationError, match="host:port"):
+        A2ASpec.model_validate({"type": "a2a", "url": "http://a", "push": {"addr": "nowhere"}})
+    spec = A2ASpec.model_validate({"type": "a2a", "url": "grpc://h:1", "push": {"addr": "0.0.0.0:9000",
+                                                                             "url": "https://tunnel/push"}})
+    assert spec.push_spec is not None and spec.push_spec.url == "https://tunnel/push"
+    assert spec.turn_timeout == 60.0
+
+
+# -- the matrix: every binding, both versions, send, stream and push ---------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_matrix_same_assertions_everywhere(agents: A2AAgents, tmp_path: Path, version: str, binding: str,
+                                                 mode: str) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls[version]}/a2a", "transport": binding, **MODES[mode]}
+    async with opened(spec, session) as target:
+        asked = await target.send(UserTurn(text="order status please"))
+        answered = await target.send(UserTurn(text="ORD-1001"))
+        echoed = await target.send(UserTurn(text="thanks", data={"rating": 5}))
+        metrics = target.metrics()
+
+    transport = events(session, "transport")[0]
+    assert (transport["binding"], transport["protocol_version"], transport["mode"]) == (
+        binding, SHOWN_VERSION[version], mode)
+    assert echoed.response["artifacts"][0]["parts"][0]["data"]["version"] == SHOWN_VERSION[version]
+
+    assert asked.text == "Which order number?"
+    assert asked.response["status"]["state"] == "input-required"
+    assert answered.response["id"] == asked.response["id"]  # the follow-up continued the task
+    assert answered.text == 'Order ORD-1001 has shipped\n{"order": "ORD-1001", "status": "shipped"}'
+    assert echoed.response["id"] != answered.response["id"]  # completed: a new task...
+    assert echoed.response["contextId"] == asked.response["contextId"]  # ...in the same context
+    assert not any(turn.ended for turn in (asked, answered, echoed))
+
+    run = view(session, asked, answered, echoed)
+    await assert_holds({"json_path": {"path": "$.status.state", "equals": "completed"}, "on_turn": 2}, run)
+    await assert_holds({"json_path": {"path": "$.status.state", "equals": "completed"}, "on_turn": "last"}, run)
+    await assert_holds({"json_path": {"path": "$.artifacts[*].name", "equals": "order"}, "on_turn": 2}, run)
+    await assert_holds({"json_path": {"path": "$.artifacts[*].parts[?(@.kind == 'data')].data",
+                                      "equals": {"order": "ORD-1001", "status": "shipped"}}, "on_turn": 2}, run)
+    await assert_holds({"json_path": {"path": "$.artifacts[*].parts[?(@.kind == 'data')].data.data",
+                                      "equals": [{"rating": 5}]}, "on_turn": 3}, run)
+    await assert_holds({"json_path": {"path": "$.status.state", "equals": "input-required"}, "on_turn": 1}, run)
+
+    assert names(session).count("task_input_required") == 1
+    assert names(session).count("task_completed") == 2
+    assert metrics["a2a_tasks"] == 2
+    assert metrics["a2a_skills"] == 2
+    assert metrics["a2a_requests"] >= 3
+    if mode == "stream":
+        assert metrics["a2a_resubscribes"] == 0
+        assert all(t.first_token_at_ms is not None and t.sent_at_ms <= t.first_token_at_ms <= t.completed_at_ms
+                   for t in (asked, answered, echoed))
+        assert [e["kind"] for e in answered.raw][-1] == "status-update"
+    else:
+        assert asked.first_token_at_ms is None
+    if mode == "push":
+        assert metrics["a2a_pushes"] >= 3
+        assert events(session, "push_received")
+    for turn in (asked, answered, echoed):
+        assert 0 < turn.sent_at_ms <= turn.completed_at_ms
+        json.dumps(turn.raw)  # result.json keeps it as it is
+
+
+# -- what a message carries, and how a turn reads --------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_data_files_metadata_and_headers_reach_the_agent(agents: A2AAgents, tmp_path: Path,
+                                                               binding: str) -> None:
+    (tmp_path / "note.txt").write_text("two pairs, size 42")
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls['v10']}/a2a", "transport": binding, "metadata": {"tenant": "acme"},
+            "headers": {"Authorization": "Bearer {{secrets.SHOP_TOKEN}}"}}
+    turn = UserTurn(text="here", data={"order": "ORD-1001", "reason": "damaged"}, files=[
+        FileRef(name="note.txt", mime="text/plain", path="note.txt"),
+        FileRef(name="photo.jpg", mime="image/jpeg", uri="https://files.example/photo.jpg")],
+        options={"metadata": {"channel": "jsonl"}})
+    async with opened(spec, session) as target:
+        answer = await target.send(turn)
+    received = answer.response["artifacts"][0]["parts"][0]["data"]
+    assert received["said"] == "here"
+    assert received["data"] == [{"order": "ORD-1001", "reason": "damaged"}]
+    assert received["files"] == [
+        {"name": "note.txt", "mime": "text/plain", "size": 18, "text": "two pairs, size 42"},
+        {"name": "photo.jpg", "mime": "image/jpeg", "uri": "https://files.example/photo.jpg"}]
+    assert received["metadata"] == {"tenant": "acme", "channel": "jsonl"}
+    assert received["auth"] == f"Bearer {TOKEN}"  # headers travel as gRPC metadata too
+
+
+async def test_a_file_that_cannot_be_read_is_not_the_agents_fault(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/a2a"}, session) as target:
+        with pytest.raises(InfraError, match=r"cannot read the file gone\.pdf"):
+            await target.send(UserTurn(files=[FileRef(name="gone.pdf", path="gone.pdf")]))
+
+
+@pytest.mark.parametrize("mode", ["send", "stream"])
+async def test_turn_text_from_messages_history_and_files(agents: A2AAgents, tmp_path: Path, mode: str) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v03']}/a2a", **MODES[mode]}, session) as target:
+        pong = await target.send(UserTurn(text="ping"))
+        quiet = await target.send(UserTurn(text="quiet please"))
+        receipt = await target.send(UserTurn(text="file my receipt"))
+    assert (pong.text, pong.response["kind"]) == ("pong", "message")
+    assert pong.response["parts"] == [{"kind": "text", "text": "pong"}]
+    assert quiet.text == "Thinking about quiet please"  # no status message, no artifact: the history after ours
+    assert receipt.text == "Here is your receipt\n[receipt.txt]"
+    file_part = receipt.response["artifacts"][0]["parts"][0]
+    assert file_part["kind"] == "file" and file_part["file"]["name"] == "receipt.txt"
+    assert file_part["file"]["mimeType"] == "text/plain"
+
+
+@pytest.mark.parametrize("word, state", [("fail", "failed"), ("reject", "rejected")])
+async def test_a_task_that_ends_badly_ends_the_conversation(agents: A2AAgents, tmp_path: Path, word: str,
+                                                            state: str) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/a2a", "stream": True}, session) as target:
+        turn = await target.send(UserTurn(text=word))
+    assert turn.ended
+    assert turn.response["status"]["state"] == state
+    assert events(session, f"task_{state}")
+
+
+async def test_auth_required_is_continued_like_input_required(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v03']}/a2a", "transport": "grpc"}, session) as target:
+        first = await target.send(UserTurn(text="login"))
+        second = await target.send(UserTurn(text="done, signed in"))
+    assert first.response["status"]["state"] == "auth-required"
+    assert second.response["id"] == first.response["id"]
+    assert second.text == "Signed in"
+    assert events(session, "task_auth_required")
+
+
+async def test_closing_cancels_a_task_waiting_for_input(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/rest", "transport": "http"}, session) as target:
+        asked = await target.send(UserTurn(text="order something"))
+    task_id = asked.response["id"]
+    assert task_id in agents.canceled
+    assert events(session, "task_canceled")[0]["task_id"] == task_id
+
+
+# -- following a task: polling, push, resubscribe ---------------------------------------------------------
+
+
+async def test_send_polls_a_working_task_until_it_settles(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/a2a"}, session) as target:
+        turn = await target.send(UserTurn(text="early bird"))
+        metrics = target.metrics()
+    states = [doc["status"]["state"] for doc in turn.raw]
+    assert states[0] in ("submitted", "working") and states[-1] == "completed"  # the send, then tasks/get
+    assert turn.response == turn.raw[-1]
+    assert turn.text == 'Ready\nready\n{"ready": true}'
+    assert metrics["a2a_requests"] >= 2  # the send and at least one tasks/get
+
+
+async def test_a_push_that_never_comes_is_found_by_the_fallback_poll(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    skipped_before = agents.pushes_skipped
+    started = time.monotonic()
+    port = _dead_port()
+    spec = {"url": f"{agents.urls['v10']}/a2a", "push": {"addr": f"127.0.0.1:{port}"}}
+    # Ten intervals of 0.1s: the fallback tasks/get comes after one second instead of five.
+    async with opened(spec, session, poll_interval=0.1) as target:
+        turn = await target.send(UserTurn(text="nopush please"))
+        metrics = target.metrics()
+    assert turn.response["status"]["state"] == "completed"
+    assert turn.response["artifacts"][0]["name"] == "result"
+    assert agents.pushes_skipped > skipped_before
+    assert metrics["a2a_pushes"] == 0 and not events(session, "push_received")
+    assert time.monotonic() - started >= 0.9  # it waited for the fallback, not for a push
+    assert events(session, "transport")[0]["push_url"] == f"http://127.0.0.1:{port}/a2a/push"
+
+
+async def test_push_listener_checks_the_token(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    listener = PushListener(session, host="127.0.0.1", port=0, public_url=None)
+    await listener.start()
+    task = {"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "completed"}}
+    try:
+        async with httpx.AsyncClient(timeout=5) as client:
+            refused = await client.post(listener.url, json=task, headers={TOKEN_HEADER: "guess"})
+            garbled = await client.post(listener.url, json={"hello": 1}, headers={TOKEN_HEADER: listener.token})
+            accepted = await client.post(listener.url, json=task, headers={TOKEN_HEADER: listener.token})
+        arrived = await listener.next(1.0)
+    finally:
+        await listener.stop()
+    assert (refused.status_code, garbled.status_code, accepted.status_code) == (401, 400, 200)
+    assert listener.received == 1
+    assert arrived is not None and arrived[0]["id"] == "t1" and arrived[0]["status"]["state"] == "completed"
+    assert events(session, "push_received") == [{"task_id": "t1", "kind": "task", "state": "completed"}]
+    assert events(session, "push_unreadable")
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_dropped_stream_is_resubscribed_and_nothing_is_lost(agents: A2AAgents, tmp_path: Path,
+                                                                    version: str, binding: str) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls[version]}/a2a", "transport": binding, "stream": True}
+    async with opened(spec, session) as target:
+        turn = await target.send(UserTurn(text="drop it"))
+        metrics = target.metrics()
+    assert metrics["a2a_resubscribes"] >= 1
+    assert events(session, "resubscribed")[0]["task_id"] == turn.response["id"]
+    assert turn.response["status"]["state"] == "completed"
+    assert [a["name"] for a in turn.response["artifacts"]] == ["part-1", "part-2", "part-3"]
+    assert turn.text == "Done\nchunk 1\nchunk 2\nchunk 3"
+    assert not turn.ended
+
+
+# -- the card --------------------------------------------------------------------------------------------
+
+
+async def test_card_event_and_skill_by_id_or_name(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/a2a", "skill": "Order status"}, session):
+        pass
+    card = events(session, "card")[0]
+    assert (card["name"], card["version"], card["skills"]) == ("Test Shop", "1.2.0", ["order-status", "returns"])
+    assert events(session, "transport")[0]["skill"] == "order-status"
+    assert card["found_at"] == f"{agents.urls['v10']}/.well-known/agent-card.json"
+
+
+async def test_a_skill_the_card_lacks_fails_the_session_naming_the_skills(agents: A2AAgents,
+                                                                          tmp_path: Path) -> None:
+    with pytest.raises(InfraError) as caught:
+        async with opened({"url": f"{agents.urls['v03']}/a2a", "skill": "teleport"}, make_session(tmp_path)):
+            pass
+    message = str(caught.value)
+    assert "does not offer the skill 'teleport'" in message
+    assert "order-status (Order status)" in message and "returns (Returns)" in message
+
+
+async def test_a_missing_card_is_an_event_not_an_error(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['nocard']}/a2a"}, session) as target:
+        turn = await target.send(UserTurn(text="hello"))
+        metrics = target.metrics()
+    tried = events(session, "card_missing")[0]["tried"]
+    assert len(tried) == 4 and all("HTTP 404" in t for t in tried)
+    transport = events(session, "transport")[0]
+    assert (transport["binding"], transport["protocol_version"]) == ("jsonrpc", "1.0")
+    assert turn.response["status"]["state"] == "completed"
+    assert "a2a_skills" not in metrics
+
+
+async def test_a_missing_card_fails_the_session_when_skill_needs_it(agents: A2AAgents, tmp_path: Path) -> None:
+    with pytest.raises(InfraError, match="skill 'returns' needs the agent card, and none was found"):
+        async with opened({"url": f"{agents.urls['nocard']}/a2a", "skill": "returns"}, make_session(tmp_path)):
+            pass
+
+
+async def test_credentials_missing_for_a_secured_card(agents: A2AAgents, tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['secure']}/a2a"}, session) as target:
+        with pytest.raises(TurnError, match="HTTP 401") as caught:
+            await target.send(UserTurn(text="hello"))
+    assert events(session, "auth_missing") == [{"schemes": ["bearer"]}]
+    assert not events(session, "card_extended")
+    assert caught.value.status == 401
+
+
+@pytest.mark.parametrize("origin, binding", [("secure", "jsonrpc"), ("secure03", "jsonrpc"), ("secure03", "http")])
+async def test_credentials_read_the_extended_card(agents: A2AAgents, tmp_path: Path, origin: str,
+                                                  binding: str) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls[origin]}/a2a", "skill": "refunds", "transport": binding,
+            "headers": {"Authorization": "Bearer {{secrets.SHOP_TOKEN}}"}}
+    async with opened(spec, session) as target:
+        turn = await target.send(UserTurn(text="hello"))
+        metrics = target.metrics()
+    assert not events(session, "auth_missing")
+    assert events(session, "card_extended")[0]["added"] == 2
+    assert events(session, "card_extended")[0]["skills"] == ["bulk-orders", "refunds"]
+    assert metrics["a2a_skills"] == 3
+    assert turn.response["artifacts"][0]["parts"][0]["data"]["auth"] == f"Bearer {TOKEN}"
+    assert TOKEN not in json.dumps([e.data for e in session.events])
+
+
+@pytest.mark.parametrize("port, rpc, version", [("grpc_url", "GetExtendedAgentCard", "1.0"),
+                                               ("grpc03_url", "GetAgentCard", "0.3")])
+async def test_grpc_url_reads_the_card_over_grpc(agents: A2AAgents, tmp_path: Path, port: str, rpc: str,
+                                                 version: str) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": getattr(agents, port), "skill": "bulk-orders", "stream": True}, session) as target:
+        turn = await target.send(UserTurn(text="hello"))
+    card = events(session, "card")[0]
+    assert rpc in card["found_at"]
+    transport = events(session, "transport")[0]
+    assert (transport["binding"], transport["protocol_version"], transport["mode"]) == ("grpc", version, "stream")
+    assert turn.response["artifacts"][0]["parts"][0]["data"]["version"] == version
+    assert turn.response["status"]["state"] == "completed"
+
+
+async def test_no_streaming_and_no_push_fall_back_when_the_card_says_so(agents: A2AAgents,
+                                                                        tmp_path: Path) -> None:
+    for asked, event in (({"stream": True}, "no_streaming"), ({"push": True}, "no_push")):
+        session = make_session(tmp_path)
+        async with opened({"url": f"{agents.urls['basic']}/a2a", **asked}, session) as target:
+            turn = await target.send(UserTurn(text="hello"))
+            metrics = target.metrics()
+        assert events(session, event)
+        assert events(session, "transport")[0]["mode"] == "send"
+        assert turn.response["status"]["state"] == "completed"
+        assert "a2a_pushes" not in metrics and "a2a_resubscribes" not in metrics
+
+
+# -- failures ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["send", "stream"])
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_protocol_error_fails_the_turn_with_code_and_message(agents: A2AAgents, tmp_path: Path,
+                                                                     version: str, binding: str, mode: str) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls[version]}/a2a", "transport": binding, **MODES[mode]}
+    async with opened(spec, session) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="error now"))
+    if (version, binding, mode) == ("v03", "http", "stream"):
+        # a2a-sdk's 0.3 HTTP+JSON adapter drops the connection instead of answering the error: nothing to read.
+        assert str(caught.value).startswith("the stream broke: ")
+        assert str(caught.value).endswith("before the agent sent a task or a message")
+        return
+    assert str(caught.value) == "the agent answered error -32602: no order number given"
+    assert caught.value.raw["error"]["code"] == -32602
+    assert caught.value.raw["error"]["message"] == "no order number given"
+
+
+@pytest.mark.parametrize("mode", ["send", "stream", "push"])
+async def test_an_agent_slower_than_turn_timeout_fails_on_time(agents: A2AAgents, tmp_path: Path,
+                                                               mode: str) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls['v10']}/a2a", "turn_timeout": "400ms", **MODES[mode]}
+    async with opened(spec, session) as target:
+        started = time.monotonic()
+        with pytest.raises(TurnError, match=r"turn timed out after 0\.4s"):
+            await target.send(UserTurn(text="slow down"))
+        waited = time.monotonic() - started
+    assert 0.35 <= waited < SLOW_SECONDS - 1  # on time, never the agent's 3 seconds
+
+
+def _dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("scheme", ["http", "grpc"])
+async def test_an_unreachable_agent_is_an_infrastructure_error_after_retries(tmp_path: Path, scheme: str) -> None:
+    session = make_session(tmp_path)
+    url = f"{scheme}://127.0.0.1:{_dead_port()}/a2a" if scheme == "http" else f"grpc://127.0.0.1:{_dead_port()}"
+    with pytest.raises(InfraError, match="after 2 attempts"):
+        async with opened({"url": url, "connect": {"attempts": 2, "backoff": "10ms"}}, session):
+            pass
+    assert len(events(session, "connect_retry")) == 1
+
+
+# -- the pieces: transport choice, grpc addresses, the one shape ------------------------------------------
+
+
+def _card(*interfaces: tuple[str, str, str]) -> AgentCard:
+    return AgentCard(name="c", capabilities=AgentCapabilities(), supported_interfaces=[
+        AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
+        for url, binding, version in interfaces])
+
+
+def test_transport_choice() -> None:
+    card = _card(("http://a/rpc", "JSONRPC", "0.3"), ("http://a/rpc", "JSONRPC", "1.0"),
+                 ("http://a/rest", "HTTP+JSON", "1.0"), ("a:50051", "GRPC", "1.0"))
+    chosen = choose(card, "http://a/rpc/", None)
+    assert (chosen.binding, chosen.url, chosen.shown_version) == ("JSONRPC", "http://a/rpc", "1.0")
+    chosen = choose(card, "http://a/rpc", "grpc")  # a binding the card lists under another URL
+    assert (chosen.binding, chosen.url) == ("GRPC", "a:50051")
+    chosen = choose(card, "http://a/rest", None)
+    assert (chosen.binding, chosen.url) == ("HTTP+JSON", "http://a/rest")
+    chosen = choose(card, "http://a", None)  # an origin: the card's preferred interface
+    assert (chosen.binding, chosen.url) == ("JSONRPC", "http://a/rpc")
+    chosen = choose(card, "http://proxy.example/agent", None)  # not about this url: jsonrpc as written
+    assert (chosen.binding, chosen.url, chosen.shown_version) == ("JSONRPC", "http://proxy.example/agent", "1.0")
+    chosen = choose(card, "grpc://a:50051", None)
+    assert (chosen.binding, chosen.url) == ("GRPC", "a:50051")
+    legacy = _card(("http://b/a2a", "JSONRPC", "0.3.0"))
+    assert choose(legacy, "http://b/a2a", "http").shown_version == "0.3"
+    assert choose(None, "grpcs://b:443", None).binding == "GRPC"
+    assert choose(None, "http://b/a2a", "http").binding == "HTTP+JSON"
+
+
+def test_grpc_addresses() -> None:
+    assert grpc_target("grpc://h:5") == ("h:5", False)
+    assert grpc_target("grpcs://h") == ("h:443", True)
+    assert grpc_target("http://127.0.0.1:9") == ("127.0.0.1:9", False)
+    assert grpc_target("agents.example.com:443") == ("agents.example.com:443", True)
+    assert grpc_target("127.0.0.1:7") == ("127.0.0.1:7", False)
+    assert grpc_target("localhost:7") == ("localhost:7", False)
+
+
+def test_push_bodies_of_both_versions_read_the_same() -> None:
+    v03 = {"kind": "task", "id": "t", "contextId": "c", "status": {"state": "completed"},
+           "artifacts": [{"artifactId": "a", "name": "order", "parts": [{"kind": "data", "data": {"x": 1}}]}]}
+    v10 = {"task": {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
+                    "artifacts": [{"artifactId": "a", "name": "order", "parts": [{"data": {"x": 1}}]}]}}
+    assert push_body(v03) == push_body(v10)
+    assert push_body(v10)["status"] == {"state": "completed"}
+    update = push_body({"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}})
+    assert update == {"kind": "status-update", "taskId": "t", "contextId": "c", "status": {"state": "working"},
+                      "final": False}
+    with pytest.raises(ValueError):
+        push_body({"kind": "nonsense"})
+
+
+def test_streamed_words_of_one_artifact_read_as_one_text() -> None:
+    task = {"kind": "task", "id": "t", "contextId": "c", "history": [], "status": {"state": "completed"},
+            "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "Your order "},
+                                                        {"kind": "text", "text": "has shipped"},
+                                                        {"kind": "data", "data": {"order": 1}},
+                                                        {"kind": "text", "text": "Bye"}]}]}
+    reader = TurnReader()
+    assert reader.text(task, "m") == 'Your order has shipped\n{"order": 1}\nBye'
+    assert reader.text(task, "m") == ""  # read once: a later turn of the same task reads only what is new
+
+
+def test_merged_applies_events_to_the_task() -> None:
+    task = {"kind": "task", "id": "t", "contextId": "c", "artifacts": [], "history": [],
+            "status": {"state": "working", "message": {"kind": "message", "messageId": "m", "role": "agent",
+                                                       "parts": [{"kind": "text", "text": "Looking"}]}}}
+    chunk = {"kind": "artifact-update", "taskId": "t", "contextId": "c", "append": False, "lastChunk": False,
+             "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "one"}]}}
+    more = {**chunk, "append": True, "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "two"}]}}
+    done = {"kind": "status-update", "taskId": "t", "contextId": "c", "status": {"state": "completed"},
+            "final": True}
+    now = merged(merged(merged(merged(None, task), chunk), more), done)
+    assert now["status"] == {"state": "completed"}
+    assert [p["text"] for p in now["artifacts"][0]["parts"]] == ["one", "two"]
+    assert now["history"][0]["messageId"] == "m"  # the old status message went to the history
+    assert task["status"]["state"] == "working"  # events never change what was recorded
+
+
+async def test_many_sessions_at_once(agents: A2AAgents, tmp_path: Path) -> None:
+    async def one(index: int) -> str:
+        session = make_session(tmp_path)
+        spec = {"url": f"{agents.urls['v10']}/a2a", "transport": BINDINGS[index % 3], "stream": index % 2 == 0}
+        async with opened(spec, session) as target:
+            return (await target.send(UserTurn(text=f"n{index}"))).text.splitlines()[0]
+
+    said = await asyncio.gather(*(one(i) for i in range(12)))
+    assert said == [f"Echo: n{i}" for i in range(12)]

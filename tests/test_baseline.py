@@ -1,0 +1,96 @@
+"""`--baseline`: a second run compared with the first, through the real command against a local agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from report_fixtures import ReportAgent
+
+
+def _suite(path: Path, url: str, tests: list[dict]) -> None:
+    suite = {"name": "shop", "targets": {"bot": {"type": "rest", "url": f"{url}/chat",
+                                                 "response": {"text": "$.text", "tool_calls": "$.tool_calls"}}},
+             "tests": tests}
+    path.write_text(json.dumps(suite, indent=2), encoding="utf-8")
+
+
+def _test(name: str, expect: str, turns: int = 1, **extra: object) -> dict:
+    return {"name": name, "target": "bot", "scenario": {"script": [{"say": "hello"}] * turns},
+            "assert": [{"contains": expect}], **extra}
+
+
+def test_a_regression_a_fix_and_a_quarantined_failure(tmp_path: Path, tamesu, serve) -> None:
+    server = serve(ReportAgent().app())
+    suite = tmp_path / "shop.yaml"
+    _suite(suite, server.url, [
+        _test("steady", "hello"),
+        _test("regresses", "hello"),
+        _test("gets fixed", "goodbye"),
+        _test("flaky", "hello"),
+        _test("longer", "hello"),
+        _test("gone", "hello"),
+    ])
+    first = tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path)
+    assert first.returncode == 1, first.stdout + first.stderr  # "gets fixed" fails at first
+    [before] = [d for d in (tmp_path / "out").iterdir() if d.is_dir()]
+
+    _suite(suite, server.url, [
+        _test("steady", "hello"),
+        _test("regresses", "goodbye"),
+        _test("gets fixed", "hello"),
+        _test("flaky", "goodbye", quarantine={"reason": "SUP-412 flaky"}),
+        _test("longer", "hello", turns=3),
+        _test("fresh", "hello"),
+    ])
+    # the folder of runs: its newest run other than this one is the baseline
+    second = tamesu(["run", "shop.yaml", "--out", "out", "--baseline", "out", "--report", "json,markdown,html"],
+                    cwd=tmp_path)
+    assert second.returncode == 1, second.stdout + second.stderr  # the regression fails the run, nothing else
+    out = second.stdout
+    assert f"compared with {before.name}: 1 regression, 1 fix, 1 quarantined, 1 new, 1 removed" in out
+    assert "regression  shop/regresses: was passed, now failed: contains:" in out
+    assert "fixed       shop/gets fixed: was failed" in out
+    assert "quarantined shop/flaky: was passed (not a regression)" in out
+
+    [after] = [d for d in (tmp_path / "out").iterdir() if d.is_dir() and d != before]
+    kept = json.loads((after / "baseline.json").read_text())
+    assert kept["baseline"] == before.name
+    assert [c["id"] for c in kept["regressions"]] == ["shop/regresses"]
+    assert [c["id"] for c in kept["fixes"]] == ["shop/gets fixed"]
+    assert [(c["id"], c["before"], c["now"]) for c in kept["quarantined"]] == [("shop/flaky", "passed", "quarantined")]
+    assert kept["new"] == ["shop/fresh"] and kept["removed"] == ["shop/gone"]
+    turns = [m for m in kept["metric_changes"] if m["id"] == "shop/longer" and m["metric"] == "turns"]
+    assert turns == [{"id": "shop/longer", "metric": "turns", "before": 1.0, "now": 3.0, "change": 2.0}]
+    # an unchanged count is no change, whatever the tolerance
+    assert not [m for m in kept["metric_changes"] if m["metric"] == "turns" and m["id"] != "shop/longer"]
+
+    report = json.loads((after / "report.json").read_text())
+    assert [c["id"] for c in report["baseline"]["regressions"]] == ["shop/regresses"]
+    summary = (after / "summary.md").read_text()
+    assert "- ❌ regression `shop/regresses`" in summary and "- 🟡 quarantined `shop/flaky`" in summary
+    assert f"Compared with {before.name}" in (after / "report.html").read_text()
+
+    # the comparison is kept: `tamesu report` shows it again without naming the baseline
+    again = tamesu(["report", str(after), "--report", "markdown:again.md"], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.md").read_text() == summary
+
+    # a tolerance wide enough hides the turns change; statuses are compared all the same
+    wide = tamesu(["report", str(after), "--baseline", str(before), "--tolerance", "5", "--report", "json:w.json"],
+                  cwd=tmp_path)
+    assert wide.returncode == 0, wide.stderr
+    changes = json.loads((tmp_path / "w.json").read_text())["baseline"]
+    assert not [m for m in changes["metric_changes"] if m["metric"] == "turns"]
+    assert [c["id"] for c in changes["regressions"]] == ["shop/regresses"]
+
+
+def test_no_earlier_run_is_a_warning_not_a_failure(tmp_path: Path, tamesu, serve) -> None:
+    server = serve(ReportAgent().app())
+    _suite(tmp_path / "shop.yaml", server.url, [_test("steady", "hello")])
+    (tmp_path / "runs").mkdir()
+    result = tamesu(["run", "shop.yaml", "--out", "runs", "--baseline", "runs"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "warning: baseline:" in result.stdout and "holds no earlier run" in result.stdout
+    first_ever = tamesu(["run", "shop.yaml", "--out", "runs", "--baseline", "no-such-folder"], cwd=tmp_path)
+    assert first_ever.returncode == 0 and "warning: baseline: no-such-folder" in first_ever.stdout

@@ -1,0 +1,96 @@
+"""The a2a target through the `tamesu` command, against the A2A test agents: a streamed conversation with a
+skill, headers, metadata, a data step and a file step, and a push-notification test over gRPC."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.a2a_agents import TOKEN, A2AAgents
+
+SUITE = """\
+targets:
+  shop:
+    type: a2a
+    url: "{url}/a2a"
+    headers: {{ Authorization: "Bearer {{{{secrets.SHOP_TOKEN}}}}" }}
+    stream: true
+    skill: order-status
+    metadata: {{ tenant: acme }}
+    turn_timeout: 10s
+  shop-push: {{ type: a2a, url: "{grpc}", push: true, turn_timeout: 10s }}
+tests:
+  - name: order status
+    target: shop
+    scenario:
+      script:
+        - say: "order status please"
+        - say: "ORD-1001"
+        - say: "here is the receipt"
+          data: {{ order: ORD-1001, reason: damaged }}
+          files: [receipt.txt]
+    assert:
+      - contains: "Order ORD-1001 has shipped"
+      - json_path: {{ path: "$.status.state", equals: completed }}
+        on_turn: last
+      - json_path:
+          path: "$.artifacts[*].parts[?(@.kind == 'data')].data"
+          equals: {{ order: ORD-1001, status: shipped }}
+        on_turn: 2
+      - json_path: {{ path: "$.artifacts[*].parts[?(@.kind == 'data')].data.files[*].name", equals: receipt.txt }}
+        on_turn: last
+      - metric: {{ name: a2a_tasks, lte: 2 }}
+      - metric: {{ name: time_to_first_token_ms, lte: 5000 }}
+  - name: push
+    target: shop-push
+    scenario: {{ script: [ {{ say: "early bird" }} ] }}
+    assert:
+      - json_path: {{ path: "$.status.state", equals: completed }}
+        on_turn: last
+      - json_path: {{ path: "$.artifacts[*].name", equals: result }}
+      - metric: {{ name: a2a_pushes, gte: 1 }}
+"""
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[A2AAgents]:
+    with A2AAgents() as running:
+        yield running
+
+
+def test_a2a_suite_through_the_command(tmp_path: Path, tamesu, agents: A2AAgents) -> None:
+    (tmp_path / "receipt.txt").write_text("ORD-1001: 2 items")
+    (tmp_path / "shop.yaml").write_text(SUITE.format(url=agents.urls["v03"], grpc=agents.grpc_url))
+    result = tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path, env={"SHOP_TOKEN": TOKEN})
+    assert result.returncode == 0, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    lines = {line["test"]: line for line in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {name: line["status"] for name, line in lines.items()} == {"order status": "passed", "push": "passed"}
+
+    def detail(test: str) -> dict:
+        return json.loads((run_dir / lines[test]["runs"][0]["dir"] / "result.json").read_text())
+
+    streamed = detail("order status")
+    last = streamed["turns"][-1]["agent"]
+    assert last["response"]["status"]["state"] == "completed"
+    assert [event["kind"] for event in last["raw"]][-1] == "status-update"  # every streamed event is kept
+    received = last["response"]["artifacts"][0]["parts"][0]["data"]
+    assert received["data"] == [{"order": "ORD-1001", "reason": "damaged"}]
+    assert received["metadata"] == {"tenant": "acme"} and received["version"] == "0.3"
+    assert streamed["turns"][-1]["user"]["files"][0]["name"] == "receipt.txt"
+    names = [event["name"] for event in streamed["events"]]
+    assert {"card", "transport", "task_input_required", "task_completed"} <= set(names)
+    transport = next(e for e in streamed["events"] if e["name"] == "transport")["data"]
+    assert (transport["binding"], transport["protocol_version"], transport["mode"]) == ("jsonrpc", "0.3", "stream")
+    assert streamed["metrics"]["a2a_tasks"] == 2 and streamed["metrics"]["a2a_skills"] == 2
+    assert streamed["metrics"]["time_to_first_token_ms"] > 0
+    assert TOKEN not in (run_dir / lines["order status"]["runs"][0]["dir"] / "result.json").read_text()
+
+    pushed = detail("push")
+    assert pushed["metrics"]["a2a_pushes"] >= 1
+    assert "push_received" in {event["name"] for event in pushed["events"]}
+    transport = next(e for e in pushed["events"] if e["name"] == "transport")["data"]
+    assert (transport["binding"], transport["protocol_version"], transport["mode"]) == ("grpc", "1.0", "push")

@@ -1,0 +1,63 @@
+"""The Python API for script tests (`tamesu.testing`), against the real example agent with the fake judge: open a
+session on a target, send messages and histories, grade replies with suite assertions, JSONL assertions and
+validators."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.expense_agent import EXAMPLE, ExpenseAgent, expense_agent
+from tamesu.testing import AgentSession, AsyncAgentSession
+
+__all__ = ["expense_agent"]
+
+
+@pytest.fixture
+def agent_env(expense_agent: ExpenseAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXPENSE_URL", expense_agent.url)
+
+
+def test_a_conversation_graded_turn_by_turn(agent_env: None) -> None:
+    with AgentSession.open("expense", project=EXAMPLE) as agent:
+        reply = agent.send("I want to submit an expense")
+        assert reply.turn == 1 and reply.awaiting is not None and reply.awaiting.reason == "agent_declared"
+        agent.expect(reply, contains="type of expense")
+        reply = agent.send("Business travel, $3500")
+        agent.expect(reply, {"type": "tool_called", "name": "create_expense"})
+        verdict = agent.expect_agent(reply, "The agent asks to confirm before submitting", use="agents:judge")
+        assert verdict.fake and verdict.reason == "asks for confirmation first (fake judge)"
+        with pytest.raises(AssertionError, match='expected the agent to say "submitted"'):
+            agent.expect(reply, contains="submitted")
+        agent.send("Yes")
+        # no reply: the whole conversation so far
+        agent.expect(None, {"type": "json_path", "path": "$.expense.status", "value": "submitted"})
+        agent.expect(None, tool_sequence=["create_expense", "submit_expense"])
+        assert not agent.check(None, turns={"lte": 2}).passed
+
+
+def test_a_history_in_one_call(agent_env: None) -> None:
+    history = [{"role": "user", "content": "I want to submit an expense"},
+               {"role": "assistant", "content": "What type of expense?"},
+               {"role": "user", "content": "Business travel, $3500"},
+               {"role": "assistant", "content": "Please confirm."},
+               {"role": "user", "content": "Yes, confirm"}]
+    with AgentSession.open("expense", project=EXAMPLE) as agent:
+        reply = agent.send(history)
+        assert reply.text == "Expense submitted. Reference: EXP-2025-001"
+        agent.expect_agent(reply, "The reply gives a reference")
+        assert not agent.check_agent(reply, "The reply names the approval threshold").passed
+
+
+def test_wrong_input_is_a_clear_error(agent_env: None) -> None:
+    with AgentSession.open("expense", project=EXAMPLE) as agent:
+        with pytest.raises(ValueError, match="the last message must be the user's"):
+            agent.send([{"role": "assistant", "content": "hi"}])
+        with pytest.raises(ValueError, match="unknown assertion type 'contain'"):
+            agent.check(None, {"type": "contain", "value": "x"})
+
+
+async def test_the_async_session_for_async_tests(agent_env: None) -> None:
+    async with await AsyncAgentSession.open("expense-model", project=EXAMPLE) as agent:
+        reply = await agent.send("I want to submit an expense")
+        await agent.expect(reply, {"type": "contains", "value": "type of expense"})
+        assert reply.awaiting is not None and reply.awaiting.reason == "content_is_question"

@@ -1,0 +1,163 @@
+"""JSONL test cases: modes, the mapping of the design's assertions onto the engine's checks, and every problem
+as one `file:line:col: path: problem` line, all at once (exit 2 through the command)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.expense_agent import run_test
+from tamesu.errors import ConfigError
+from tamesu.jsonl.assertions import Resolver, to_engine
+from tamesu.jsonl.parser import ParseSettings, parse_text
+
+RESOLVER = Resolver(models={"judge", "simulator", "validator"}, targets={"expense"})
+
+
+def parse(text: str, tmp_path: Path, default_simulator: str | None = None) -> list:
+    return parse_text(text, "cases.jsonl", tmp_path, ParseSettings(RESOLVER, default_simulator))
+
+
+def problems(text: str, tmp_path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse(text, tmp_path)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_modes_follow_the_case(tmp_path: Path) -> None:
+    cases = parse("\n".join([
+        '{"id": "a", "input": "Hello"}',
+        '{"id": "b", "input": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"},'
+        ' {"role": "user", "content": "z"}]}',
+        '{"id": "c", "turns": [{"input": "x"}, {"input": "y"}]}',
+        '{"id": "d", "type": "multi_turn", "input": "x"}',
+        '{"id": "e", "input": "x", "simulator": {"use": "simulator"}}',
+        '{"id": "f", "simulator": {"use": "agents:simulator"}, "checkpoints": [{"id": "p", "assertion":'
+        ' {"type": "contains", "value": "x"}}]}',
+        "# a comment line, and an object spread over lines:",
+        '{"id": "g",\n "input": "x"}',
+    ]), tmp_path)
+    assert [(c.id, c.case.mode) for c in cases] == [
+        ("a", "standard"), ("b", "standard"), ("c", "multi_turn"), ("d", "multi_turn"), ("e", "multi_turn"),
+        ("f", "dynamic"), ("g", "standard")]
+    assert [m.role for m in cases[1].case.input] == ["user", "assistant", "user"]
+    assert cases[5].simulator is not None and cases[5].simulator.name == "simulator"
+    assert cases[6].line == 8
+
+
+def test_problems_name_file_line_column_and_path(tmp_path: Path) -> None:
+    text = "\n".join([
+        '{"id": "a", "input": "hi", "assertions": [{"type": "contain", "value": "x"}]}',
+        '{"id": "b", "input": "hi", "asserts": []}',
+        '{"id": "c", "simulator": {"use": "simulator"}, "checkpoints": [{"id": "x", "assertion": {"type":'
+        ' "contains", "value": "a"}, "after": ["nope"]}]}',
+        '{"id": "d", "simulator": {"use": "simulator"}, "checkpoints": [{"id": "y", "description": "no assertion"}]}',
+        '{"id": "e", "input": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
+        '{"id": "f", "input": "hi", "assertions": [{"type": "regex", "pattern": "(unclosed"}]}',
+        '{"id": "g", "input": "hi" "oops"}',
+        '{"id": "h", "simulator": {"use": "simulator"}, "checkpoints": [{"id": "p", "assertion": {"type":'
+        ' "contains", "value": "a"}, "after": ["q"]}, {"id": "q", "assertion": {"type": "contains", "value":'
+        ' "b"}, "after": ["p"]}]}',
+        '{"id": "i", "input": "hi", "assertions": [{"type": "agent", "use": "agents:nobody", "options":'
+        ' {"metadata": {"criteria": "x"}}}, {"type": "agent"}]}',
+        '{"id": "j", "input": "hi"}',
+        '{"id": "j", "input": "again"}',
+        '{"id": "k", "input": [{"role": "user", "content": [{"type": "image", "source": "file://./missing.jpg"}]}]}',
+        '{"id": "l", "turns": [{"input": "x"}], "input": "y"}',
+        '{"id": "m", "input": "x", "final_assertions": [{"type": "contains", "value": "x"}]}',
+        '{"id": "n", "simulator": {"use": "nobody"}, "checkpoints": [{"id": "p", "assertion": {"contains": "a"}}]}',
+    ])
+    assert problems(text, tmp_path) == [
+        "cases.jsonl:1:52: assertions[0].type: unknown assertion type 'contain' (did you mean 'contains'?)",
+        "cases.jsonl:2:28: asserts: not a test case key (did you mean 'assert'?)",
+        "cases.jsonl:3:135: checkpoints[0].after[0]: unknown checkpoint id 'nope' (ids: x)",
+        "cases.jsonl:4:64: checkpoints[0].assertion: missing required key",
+        "cases.jsonl:5:66: input[1].role: the last message of input is the one the agent answers: it must be "
+        "from the user",
+        "cases.jsonl:6:72: assertions[0].pattern: invalid regular expression '(unclosed': missing ), "
+        "unterminated subpattern at position 0",
+        "cases.jsonl:7:27: not valid JSON: Expecting ',' delimiter",
+        "cases.jsonl:8:134: checkpoints[0].after: checkpoints wait for each other in a cycle and can never be "
+        "reached: p, q",
+        "cases.jsonl:9:68: assertions[0].use: no model named 'nobody' under models: (models: judge, simulator, "
+        "validator)",
+        "cases.jsonl:9:130: assertions[1]: an agent assertion needs options.metadata.criteria",
+        "cases.jsonl:11:8: id: another test case has id 'j' (line 10)",
+        f"cases.jsonl:12:80: input[0].content[0].source: file not found: {tmp_path}/missing.jpg",
+        "cases.jsonl:13:40: input: the first input is turns[0].input or input, not both",
+        "cases.jsonl:14:27: final_assertions: final_assertions belong to multi-turn cases; a standard case has "
+        "assertions",
+        "cases.jsonl:15:34: simulator.use: no model or target named 'nobody' for the simulator (models: judge, "
+        "simulator, validator)",
+    ]
+
+
+def test_a_dynamic_case_takes_the_default_simulator(tmp_path: Path) -> None:
+    text = '{"id": "a", "checkpoints": [{"id": "p", "assertion": {"type": "contains", "value": "x"}}]}'
+    no_models = ParseSettings(Resolver(models=set()), None)
+    with pytest.raises(ConfigError) as caught:
+        parse_text(text, "cases.jsonl", tmp_path, no_models)
+    assert "no simulator: set simulator.use, pass --simulator" in str(caught.value)
+    (case,) = parse(text, tmp_path, default_simulator="validator")
+    assert case.simulator is not None and case.simulator.name == "validator"
+
+
+def test_checkpoints_are_ordered_after_what_they_wait_for(tmp_path: Path) -> None:
+    (case,) = parse('{"id": "a", "simulator": {"use": "simulator"}, "checkpoints": ['
+                    '{"id": "third", "after": ["second"], "assertion": {"type": "contains", "value": "c"}},'
+                    '{"id": "first", "assertion": {"type": "contains", "value": "a"}},'
+                    '{"id": "second", "after": ["first"], "required": false,'
+                    ' "assertion": {"type": "contains", "value": "b"}}]}', tmp_path)
+    assert [c.spec.id for c in case.checkpoints] == ["first", "second", "third"]
+    assert case.checkpoints[1].spec.required is False
+
+
+@pytest.mark.parametrize(("raw", "key", "label"), [
+    ({"type": "contains", "value": "ok"}, "contains", 'contains "ok"'),
+    ({"type": "contains", "value": "ok", "negate": True}, "contains", 'not contains "ok"'),
+    ({"type": "regex", "pattern": "a\\d"}, "regex", 'regex "a\\\\d"'),
+    ({"type": "json_path", "path": "$.status", "value": "ok"}, "json_path", '$.status = "ok"'),
+    ({"type": "json_path", "path": "$.status", "negate": True}, "json_path", "$.status is absent"),
+    ({"type": "tool_called", "name": "create_expense"}, "tool_called", 'tool_called "create_expense"'),
+    ({"type": "equals", "value": "OK"}, "equals", 'equals "OK"'),
+    ({"type": "type", "path": "$.count", "value": "number"}, "type", "$.count is number"),
+    ({"type": "agent", "use": "agents:validator", "options": {"metadata": {"criteria": "helpful"}}}, "agent",
+     'agent "helpful"'),
+    ({"judge": "be polite"}, "judge", 'judge "be polite"'),
+])
+def test_assertions_map_onto_engine_checks(raw: dict, key: str, label: str) -> None:
+    assertion = to_engine(raw, RESOLVER, on_turn=2)
+    assert (assertion.key, assertion.label, assertion.on_turn) == (key, label, 2)
+
+
+def test_negate_uses_the_engine_siblings_where_they_exist() -> None:
+    from tamesu.checks.json_path import JsonPath
+    from tamesu.checks.text import NotContains, NotRegex
+    from tamesu.checks.tools import ToolNotCalled
+    from tamesu.jsonl.checks import Negated
+
+    def check(raw: dict) -> object:
+        return to_engine({**raw, "negate": True}, RESOLVER).check
+
+    assert isinstance(check({"type": "contains", "value": "x"}), NotContains)
+    assert isinstance(check({"type": "regex", "pattern": "x"}), NotRegex)
+    assert isinstance(check({"type": "tool_called", "name": "x"}), ToolNotCalled)
+    assert isinstance(check({"type": "json_path", "path": "$.a", "value": 1}), JsonPath)
+    assert isinstance(check({"type": "equals", "value": "x"}), Negated)
+
+
+def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "input": "hi", "assertions": [{"type": "contains"}]}\n'
+                     '{"id": "b", "simulator": {"use": "simulator"}, "checkpoints": [{"id": "x", "assertion":'
+                     ' {"type": "contains", "value": "a"}, "after": ["nope"]}]}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  simulator: { provider: fake, rules: [] }\n"
+                                          "targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
+    done = run_test(["-i", "cases.jsonl", "-n", "bot"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "cases.jsonl:1:43: assertions[0]: a contains assertion needs value (text, or a list of texts)",
+        "cases.jsonl:2:135: checkpoints[0].after[0]: unknown checkpoint id 'nope' (ids: x)",
+        "2 problems found",
+    ]

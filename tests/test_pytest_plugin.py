@@ -1,0 +1,92 @@
+"""The pytest plugin: suites collected as pytest items, run by pytest itself in a child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from example_shop import example_shop
+from report_fixtures import ReportAgent, report_suite
+from tamesu._serve import ThreadServer
+
+XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
+
+
+def _plugin_args() -> list[str]:
+    """`-p tamesu.pytest_plugin` until the package's pytest11 entry point loads it by itself."""
+    installed = any(ep.value == "tamesu.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "tamesu.pytest_plugin"]
+
+
+def run_pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # a project of its own: no ini file above it, no cache, and pytest-asyncio kept out of the way
+    command = [sys.executable, "-m", "pytest", *_plugin_args(), "-p", "no:cacheprovider", "-p", "no:asyncio",
+               "--rootdir", str(cwd), "-c", os.devnull, *args]
+    return subprocess.run(command, cwd=cwd, env={**os.environ, "NO_COLOR": "1", **(env or {})},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    with example_shop(tmp_path_factory.mktemp("shop")) as (folder, url):
+        yield folder, {"SHOP_URL": url}
+
+
+def test_the_example_suite_passes_over_two_xdist_workers(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    folder, env = shop
+    junit = tmp_path / "junit.xml"
+    result = run_pytest(["-n", "2", "-v", str(folder / "shop.tamesu.yaml"), "--junitxml", str(junit),
+                         "--tamesu-out", str(tmp_path / "runs")], cwd=folder, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "created: 2/2 workers" in result.stdout
+    assert "8 passed" in result.stdout
+    assert "[gw0]" in result.stdout and "[gw1]" in result.stdout  # both workers ran tests
+    xmlschema.XMLSchema(XSD).validate(str(junit))
+    names = sorted(case.get("name") for case in ET.parse(junit).getroot().iter("testcase"))
+    assert names == ["a customer returns a jacket", "asks for a person", "order lookups [delivered]",
+                     "order lookups [shipped]", "order lookups [unknown]", "order status", "return an order",
+                     "streams its answer"]
+    # every item left a tamesu run, all in the one folder of this session
+    [session] = list((tmp_path / "runs").iterdir())
+    assert session.name.startswith("pytest-") and len([d for d in session.iterdir() if d.is_dir()]) == 8
+
+    picked = run_pytest([str(folder / "shop.tamesu.yaml"), "-k", "lookups and not unknown", "-q"],
+                        cwd=folder, env=env)
+    assert picked.returncode == 0, picked.stdout + picked.stderr
+    assert "2 passed, 6 deselected" in picked.stdout
+    tagged = run_pytest([str(folder / "shop.tamesu.yaml"), "-m", "smoke", "-q"], cwd=folder, env=env)
+    assert "2 passed, 6 deselected" in tagged.stdout, tagged.stdout
+
+
+def test_every_status_maps_to_pytest(tmp_path: Path) -> None:
+    agent = ReportAgent()
+    server = ThreadServer(agent.app()).start()
+    try:
+        report_suite(tmp_path, server.url)  # shop.yaml: not *.tamesu.yaml, so the ini option names it
+        result = run_pytest(["-o", "tamesu_files=*.yaml", "-rA", "--tamesu-out", "runs"], cwd=tmp_path)
+    finally:
+        server.stop()
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "2 failed, 4 passed, 1 skipped, 1 xfailed" in out
+    assert "FAILED shop.yaml::refund" in out and "FAILED shop.yaml::unreachable" in out
+    assert 'contains: expected the agent to say "refund issued"' in out  # the reason, in the failure
+    assert "judge: the agent refuses curtly (fake judge)" in out and "evidence: I can't do that." in out
+    assert "  user: refund please" in out  # and the transcript
+    assert "XFAIL shop.yaml::flaky - quarantined (SUP-412 flaky)" in out
+    assert "SKIPPED [1] shop.yaml" in out and "waiting for the billing API" in out
+
+
+def test_a_broken_suite_is_a_collection_error_with_its_position(tmp_path: Path) -> None:
+    (tmp_path / "bad.tamesu.yaml").write_text("targets: {}\ntests:\n  - name: x\n    target: nowhere\n")
+    result = run_pytest(["-q"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert "bad.tamesu.yaml:4:13: tests[0].target: no target named 'nowhere'" in result.stdout
