@@ -71,6 +71,83 @@ class Agent:
             self.process.kill()
 
 
+class A2AShop:
+    """The example A2A shop agent, answering at once (no delay between streamed words)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [PYTHON, str(ROOT / "examples" / "a2a-shop" / "agent.py"), "--port", "0", "--grpc-port", "0",
+             "--word-delay", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert self.process.stdout is not None
+        found: dict[str, str] = {}
+        deadline = time.monotonic() + 30
+        while len(found) < 3 and time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            for key, pattern in (("jsonrpc", r"listening on (http://\S+)"), ("http", r"HTTP\+JSON\s+(http://\S+)"),
+                                 ("grpc", r"gRPC\s+(grpc://\S+)")):
+                if match := re.search(pattern, line):
+                    found[key] = match.group(1)
+        if len(found) < 3:
+            self.process.kill()
+            raise SystemExit(f"the A2A shop agent did not start: {found}")
+        self.urls = found
+        self.origin = re.sub(r"^(http://[^/]+).*$", r"\1", found["jsonrpc"])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+A2A_VARIANTS = {  # name: (binding for the baseline, transport key, stream)
+    "a2a JSON-RPC send": ("JSONRPC", "jsonrpc", False),
+    "a2a JSON-RPC stream": ("JSONRPC", "jsonrpc", True),
+    "a2a HTTP+JSON send": ("HTTP+JSON", "http", False),
+    "a2a gRPC send": ("GRPC", "grpc", False),
+}
+
+
+def write_a2a_suite(folder: Path, shop: A2AShop, variant: str, conversations: int, turns: int) -> Path:
+    _, transport, stream = A2A_VARIANTS[variant]
+    url = shop.urls[transport]
+    steps = ", ".join(f"{{ say: 'step {n + 1}' }}" for n in range(turns))
+    target = (f"  shop: {{ type: a2a, url: '{url}', transport: {transport}"
+              + (", stream: true" if stream else "") + " }\n")
+    tests = "".join(
+        f"  - name: c{index}\n    target: shop\n    scenario: {{ max_turns: {turns}, script: [ {steps} ] }}\n"
+        for index in range(conversations))
+    suite = folder / f"a2a-{transport}-{int(stream)}-{conversations}x{turns}.yaml"
+    suite.write_text("targets:\n" + target + "tests:\n" + tests, encoding="utf-8")
+    return suite
+
+
+def a2a_per_turn(folder: Path, shop: A2AShop, variant: str, parallel: int, small: int, large: int,
+                 turns: int) -> dict[str, Any]:
+    binding, _, stream = A2A_VARIANTS[variant]
+    tamesu_cpu: dict[int, float] = {}
+    baseline_cpu: dict[int, float] = {}
+    for n in (small, large):
+        measured, results = run_tamesu(folder, write_a2a_suite(folder, shop, variant, n, turns), parallel)
+        if measured.returncode != 0:
+            raise SystemExit(f"{variant}: tamesu exited {measured.returncode}:\n{measured.stdout[-2000:]}")
+        tamesu_cpu[n] = measured.cpu_s
+        baseline = measure([PYTHON, str(BENCH / "a2a_baseline_client.py"), shop.origin, binding,
+                            "1" if stream else "0", str(n), str(turns), str(parallel)])
+        if baseline.returncode != 0:
+            raise SystemExit(f"{variant}: the baseline failed:\n{baseline.stdout[-2000:]}")
+        baseline_cpu[n] = baseline.cpu_s
+    extra = (large - small) * turns
+    tamesu_ms = (tamesu_cpu[large] - tamesu_cpu[small]) / extra * 1000
+    baseline_ms = (baseline_cpu[large] - baseline_cpu[small]) / extra * 1000
+    return {"variant": variant, "at_once": parallel, "tamesu_cpu_ms_per_turn": round(tamesu_ms, 3),
+            "baseline_cpu_ms_per_turn": round(baseline_ms, 3), "ratio": round(tamesu_ms / baseline_ms, 2),
+            "goal": "<= 1.3", "met": tamesu_ms / baseline_ms <= 1.3}
+
+
 def write_suite(folder: Path, url: str, conversations: int, turns: int, *, path: str = "/chat",
                 streaming: bool = False) -> Path:
     steps = ", ".join(f"{{ say: 'step {n + 1}' }}" for n in range(turns))
@@ -173,6 +250,10 @@ def startup(folder: Path, repeats: int) -> dict[str, Any]:
 def markdown(result: dict[str, Any]) -> str:
     lines = [f"Measured {result['date']} on {result['machine']} with `{result['command']}`.", "",
              "| figure | tamesu | baseline | ratio / value | goal | met |", "| --- | --- | --- | --- | --- | --- |"]
+    for row in result.get("a2a_per_turn", []):
+        lines.append(f"| CPU per turn, {row['variant']}, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms"
+                     f" | {row['baseline_cpu_ms_per_turn']} ms (a2a-sdk client) | {row['ratio']}x | {row['goal']} | "
+                     f"{'yes' if row['met'] else 'no'} |")
     for row in result["per_turn"]:
         lines.append(f"| CPU per turn, rest, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms | "
                      f"{row['baseline_cpu_ms_per_turn']} ms (httpx loop) | {row['ratio']}x | {row['goal']} | "
@@ -220,12 +301,17 @@ def main() -> int:
              "levels": [1, 10, 100] if args.quick else [1, 10, 100, 1000], "accuracy_tests": 8 if args.quick else 40,
              "repeats": 3 if args.quick else 7}
     agent = Agent()
+    shop = A2AShop()
     try:
         with tempfile.TemporaryDirectory(prefix="tamesu-bench-") as temporary:
             folder = Path(temporary)
             result = {
                 "date": dt.date.today().isoformat(), "machine": f"{os.cpu_count()} cores, {sys.platform}",
                 "command": "python bench/run.py" + (" --quick" if args.quick else ""),
+                "a2a_per_turn": [a2a_per_turn(folder, shop, variant, 1, 2, 6 if args.quick else 20, sizes["turns"])
+                                 for variant in A2A_VARIANTS]
+                + [a2a_per_turn(folder, shop, "a2a JSON-RPC send", 100, 20, 40 if args.quick else 200,
+                                sizes["turns"])],
                 "per_turn": [per_turn_overhead(folder, agent.url, 1, sizes["small"], sizes["large"] // 4,
                                                sizes["turns"]),
                              per_turn_overhead(folder, agent.url, 100, sizes["small"] * 5, sizes["large"],
@@ -236,6 +322,7 @@ def main() -> int:
             }
     finally:
         agent.stop()
+        shop.stop()
     table = markdown(result)
     print(table)
     if not args.quick:

@@ -8,7 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -123,7 +123,25 @@ def _finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, t
     return code
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Commands that live in modules of their own are imported only when used, so `tamesu --version` and
+    `tamesu validate` start fast."""
+
+    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self._lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self._lazy:
+            import importlib
+
+            module, attribute = self._lazy[name]
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tamesu")
 def main() -> None:
     """Test conversational AI agents the way their users meet them."""

@@ -49,10 +49,10 @@ def expense_agent() -> Iterator[ExpenseAgent]:
 
 def run_test(args: list[str], cwd: Path = EXAMPLE, env: dict[str, str] | None = None, stdin: str | None = None,
              timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`tamesu test ARGS` in a child process. Until cli.py registers the command, through its own module."""
+    """`tamesu test ARGS` in a child process, as a user types it."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
     # no stdin unless the test gives one: a run that asked a person would otherwise wait on pytest's
     feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-    return subprocess.run([sys.executable, "-m", "tamesu.cli_test", *args], cwd=cwd, env=full_env,
+    return subprocess.run([sys.executable, "-m", "tamesu", "test", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout, **feed)

@@ -1,0 +1,81 @@
+"""The cards of a remote agent: the public one, and the authenticated extended one when `extended` is given.
+
+Every binding is listed for both protocol versions, 1.0 first (clients take the first interface they speak):
+JSON-RPC at the agent's URL, HTTP+JSON at the same origin (0.3 clients add `/v1`), and gRPC on its own port,
+written as a bare host:port for 1.0 and an http:// URL for 0.3, as the A2A TCK expects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+
+from tamesu.remote.spec import RemoteAgentSpec
+
+BEARER = "bearer"
+
+
+@dataclass(frozen=True)
+class Addresses:
+    origin: str
+    """http://host:port: the agent's URL, its JSON-RPC endpoint and the base of HTTP+JSON."""
+    grpc: str
+    """host:port of the gRPC server."""
+
+    def interfaces(self) -> list[AgentInterface]:
+        listed: list[AgentInterface] = []
+        for version, grpc_url in (("1.0", self.grpc), ("0.3", f"http://{self.grpc}")):
+            listed += [
+                AgentInterface(url=self.origin, protocol_binding="JSONRPC", protocol_version=version),
+                AgentInterface(url=self.origin, protocol_binding="HTTP+JSON", protocol_version=version),
+                AgentInterface(url=grpc_url, protocol_binding="GRPC", protocol_version=version),
+            ]
+        return listed
+
+
+def _skill(name: str) -> AgentSkill:
+    return AgentSkill(id=name, name=name, description=f"{name} (scripted by tamesu)", tags=[name],
+                      input_modes=["text/plain", "application/json"],
+                      output_modes=["text/plain", "application/json"])
+
+
+def public_card(name: str, spec: RemoteAgentSpec, at: Addresses, token: str | None) -> AgentCard:
+    return _card(name, spec.skills, spec.description or f"{name}: a remote agent played by tamesu", spec, at,
+                 token)
+
+
+def extended_card(name: str, spec: RemoteAgentSpec, at: Addresses, token: str | None) -> AgentCard | None:
+    if spec.extended is None:
+        return None
+    skills = [*spec.skills, *(s for s in spec.extended.skills if s not in spec.skills)]
+    description = spec.extended.description or spec.description or f"{name}: a remote agent played by tamesu"
+    return _card(name, skills, description, spec, at, token)
+
+
+def _card(name: str, skills: list[str], description: str, spec: RemoteAgentSpec, at: Addresses,
+          token: str | None) -> AgentCard:
+    card = AgentCard(
+        name=name, description=description, version="1.0.0",
+        supported_interfaces=at.interfaces(),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True,
+                                       extended_agent_card=spec.extended is not None),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[_skill(s) for s in skills],
+    )
+    if token:
+        # declared and required: the agent under test should see from the card that it must authenticate
+        card.security_schemes[BEARER].CopyFrom(SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer")))
+        card.security_requirements.append(SecurityRequirement(schemes={BEARER: StringList()}))
+    return card

@@ -1,0 +1,134 @@
+"""What a remote agent does with each message: answer from its script (or as `fuzz_tools` says), and record it.
+
+Every message that reaches the executor is a delegation: it is recorded with the reply and the binding it came
+in on (`Delegation`), as a `delegated` event and in the `delegations` metric. Replies are shaped so the usual
+readers find them: a completed task carries the answer as a `reply` artifact (a text part, and a data part when
+the script gives data); a task that waits (input-required, auth-required) or ends badly (failed, rejected)
+carries it as its status message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict
+from pydantic import BaseModel
+
+from tamesu._fuzz import fuzz_for
+from tamesu.conversation import Session
+from tamesu.remote._binding import binding_of
+from tamesu.remote.spec import RemoteAgentSpec, ReplySpec
+
+
+class Delegation(BaseModel):
+    """One message the agent under test sent a remote agent, and what it got back."""
+
+    agent: str
+    message: str
+    data: list[Any] = []
+    reply: str = ""
+    reply_data: Any = None
+    state: str = "completed"
+    binding: str = "unknown"
+    version: str = "1.0"
+    task_id: str = ""
+    context_id: str = ""
+    at_ms: float = 0.0
+    fuzzed: str | None = None
+
+
+def message_text(message: Message) -> tuple[str, list[Any]]:
+    texts: list[str] = []
+    data: list[Any] = []
+    for part in message.parts:
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            texts.append(part.text)
+        elif kind == "data":
+            data.append(MessageToDict(part.data))
+        elif kind in ("raw", "url"):
+            texts.append(f"[{part.filename or 'file'}]")
+    return " ".join(texts), data
+
+
+def _parts(text: str | None, data: Any, with_data: bool) -> list[Part]:
+    parts = [Part(text=text)] if text is not None else []
+    if with_data:
+        parts.append(Part(data=ParseDict(data, struct_pb2.Value())))
+    return parts
+
+
+class ScriptedExecutor(AgentExecutor):
+    def __init__(self, name: str, spec: RemoteAgentSpec, session: Session,
+                 record: Callable[[Delegation], None]) -> None:
+        self._name = name
+        self._spec = spec
+        self._session = session
+        self._record = record
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        message = context.message or Message()
+        if context.current_task is None:  # the SDK wants the task before any update
+            await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=[message],
+                                                 status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        await updater.start_work()
+        text, data = message_text(message)
+        binding, version = binding_of(context.call_context)
+        delegation = Delegation(agent=self._name, message=text, data=data, binding=binding, version=version,
+                                task_id=task_id, context_id=context_id, at_ms=self._session.now_ms())
+        reply = await self._reply(text, data, delegation)
+        delegation.reply, delegation.state = reply.say or "", reply.state
+        with_data = "data" in reply.model_fields_set
+        delegation.reply_data = reply.data if with_data else None
+        # recorded before the answer leaves, so the delegation is known when the agent under test hears back
+        self._record(delegation)
+        parts = _parts(reply.say, reply.data, with_data)
+        if reply.state == "completed":
+            if parts:
+                await updater.add_artifact(parts, name="reply")
+            await updater.complete()
+            return
+        status_message = updater.new_agent_message(parts or [Part(text="")])
+        if reply.state == "input-required":
+            await updater.requires_input(status_message)
+        elif reply.state == "auth-required":
+            await updater.requires_auth(status_message)
+        elif reply.state == "rejected":
+            await updater.reject(status_message)
+        else:
+            await updater.failed(status_message)
+
+    async def _reply(self, text: str, data: list[Any], delegation: Delegation) -> ReplySpec:
+        searched = " ".join([text, *(json.dumps(d, sort_keys=True) for d in data)])
+        fuzz = fuzz_for(self._session, self._name)
+        if fuzz is None:
+            return self._spec.answer(searched)
+        delegation.fuzzed = fuzz.mode
+        self._session.event("tool_fuzzed", tool=self._name, mode=fuzz.mode)
+        self._session.count("tools_fuzzed")
+        if fuzz.mode == "error":
+            return ReplySpec(say=fuzz.error_message(), state="failed")
+        if fuzz.mode == "empty":
+            return ReplySpec(say="")
+        if fuzz.mode == "hostile":
+            return ReplySpec(say=fuzz.hostile_text())
+        if fuzz.mode == "delay":
+            await asyncio.sleep(fuzz.hold_seconds())
+            return self._spec.answer(searched)
+        answer: dict[str, Any] = {"say": fuzz.text}
+        if "data" in fuzz.model_fields_set:
+            answer["data"] = fuzz.data
+        return ReplySpec.model_validate(answer) if fuzz.text is not None or "data" in answer else ReplySpec(say="")
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()

@@ -1,0 +1,78 @@
+"""The keys of one entry of a suite's `remote_agents:`, as a user writes them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu._types import Strict
+from tamesu.targets._rest_spec import split_addr
+
+ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
+"""The states a scripted reply may leave its task in (the task settles in each of them)."""
+
+
+class ReplySpec(Strict):
+    """One scripted answer: used when `when` (a regex searched in the message's text) matches."""
+
+    when: str | None = None
+    """A regular expression searched in the delegated message (its text, then its data as JSON); none: always."""
+    say: str | None = None
+    data: Any = None
+    """Answered as a data part beside the text."""
+    state: ReplyState = "completed"
+
+    @field_validator("when")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _answers(self) -> ReplySpec:
+        if self.say is None and "data" not in self.model_fields_set:
+            raise ValueError("a reply needs say or data")
+        return self
+
+
+class ExtendedSpec(Strict):
+    """What the authenticated extended card adds: more skills, another description."""
+
+    skills: list[str] = Field(default_factory=list)
+    description: str | None = None
+
+
+class RemoteAgentSpec(Strict):
+    """A scripted A2A agent that tamesu serves for every run, for the agent under test to delegate to."""
+
+    description: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    reply: str = "OK"
+    """The answer when no entry of `replies` matches."""
+    replies: list[ReplySpec] = Field(default_factory=list)
+    """Tried in order; the first whose `when` matches answers."""
+    extended: ExtendedSpec | None = None
+    token: str | None = None
+    """Every request (but the public card) needs `Authorization: Bearer <token>`; templates allowed."""
+    addr: str | None = None
+    """host:port for the HTTP side (a fixed port the agent under test is configured with); default a free port.
+    The gRPC side always takes a free port, named on the card."""
+
+    @field_validator("addr")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            split_addr(value)
+        return value
+
+    def answer(self, text: str) -> ReplySpec:
+        for reply in self.replies:
+            if reply.when is None or re.search(reply.when, text):
+                return reply
+        return ReplySpec(say=self.reply)
