@@ -452,9 +452,10 @@ async def test_tool_called() -> None:
     result = await passes({"tool_called": "reschedule_booking"}, TOOLS)
     assert "turn 2" in result.reason
     result = await fails({"tool_called": "refund"}, TOOLS)
-    assert result.reason == "expected a call to refund; tools called: lookup_order, reschedule_booking, notify"
-    # A delegation is not a tool call.
-    await fails({"tool_called": "billing"}, TOOLS)
+    assert result.reason == ("expected a call to refund; tools called: lookup_order, reschedule_booking, notify, "
+                             "billing")
+    # A delegation to a remote agent is a call named after the agent (the A2A page's remote agents).
+    await passes({"tool_called": "billing"}, TOOLS)
 
 
 async def test_tool_called_args_subset_regex_and_nesting() -> None:
@@ -498,7 +499,7 @@ async def test_tool_not_called() -> None:
     assert "turn 2" in result.reason and "sms" in result.reason
     await passes({"tool_not_called": {"name": "notify", "args": {"channel": "email"}}}, TOOLS)
     await fails({"tool_not_called": {"name": "notify", "args": {"channel": "s.s"}}}, TOOLS)
-    await passes({"tool_not_called": "billing"}, TOOLS)
+    await fails({"tool_not_called": "billing"}, TOOLS)  # a delegation counts
 
 
 async def test_tool_sequence() -> None:
@@ -514,12 +515,12 @@ async def test_tool_sequence() -> None:
 
 
 async def test_tool_sequence_strict() -> None:
-    every = ["lookup_order", "reschedule_booking", "notify"]
+    every = ["lookup_order", "reschedule_booking", "notify", "billing"]  # the delegation is a call too
     await passes({"tool_sequence": {"calls": every, "strict": True}}, TOOLS)
     result = await fails({"tool_sequence": {"calls": ["lookup_order", "notify"], "strict": True}}, TOOLS)
     assert "call 2" in result.reason
-    result = await fails({"tool_sequence": {"calls": every[:2], "strict": True}}, TOOLS)
-    assert "3 call(s) instead of 2" in result.reason
+    result = await fails({"tool_sequence": {"calls": every[:3], "strict": True}}, TOOLS)
+    assert "4 call(s) instead of 3" in result.reason
     result = await fails({"tool_sequence": {"calls": ["lookup_order"], "strict": True}}, make_view())
     assert "no tool calls" in result.reason
 

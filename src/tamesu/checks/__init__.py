@@ -32,11 +32,12 @@ _IMPLEMENTED: dict[str, str] = {
     "similar_to": "tamesu.checks.similar:SimilarTo",
     "golden": "tamesu.checks.golden:Golden",
     "pack": "tamesu.checks.pack:Pack",
+    "delegated_to": "tamesu.checks.delegation:DelegatedTo",
 }
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
 _PLANNED = {
-    "evaluator", "custom", "delegated_to",
+    "evaluator", "custom",
     "dtmf_received", "call_ended_by", "transferred_to",
 }
 

@@ -3,7 +3,8 @@
 A call is described by a name and, optionally, `args` that must match as a subset of the actual arguments:
 every key given must be there; a value equal to the actual one matches; a string that is not equal is tried
 as a full regular expression against the actual value's text (JSON for non-strings); mappings recurse and
-lists match item by item. Delegations to remote agents are not tool calls (see `delegated_to`).
+lists match item by item. A delegation to a remote agent counts as a call named after the agent (its args:
+`message`), so `tool_not_called: shipping` sees it; `delegated_to` asserts on delegations alone.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def call_problem(spec: CallSpec, call: ToolCall, expected_args: dict[str, Any] |
 
 
 def _tool_calls(run: RunView) -> list[ToolCall]:
-    return [c for c in run.tool_calls if c.kind == "tool"]
+    return [c for c in run.tool_calls if c.kind in ("tool", "delegation")]
 
 
 def _names(calls: list[ToolCall]) -> str:

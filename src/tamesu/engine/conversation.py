@@ -24,7 +24,9 @@ from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
+from tamesu.remote.group import RemoteAgents
 from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
+from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.suite.loader import PlannedTest
@@ -64,13 +66,22 @@ class RunOutcome:
     budget_exceeded: bool = False
 
 
-def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, Any], run: dict[str, Any]) -> Context:
-    return Context(secrets=secrets, env=dict(os.environ), vars=test.vars, captured=captured, run=run)
+def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, Any], run: dict[str, Any],
+                     remote: dict[str, Any] | None = None) -> Context:
+    # `remote` is filled in place once the run's remote agents have their ports
+    return Context(secrets=secrets, env=dict(os.environ), vars=test.vars, captured=captured, run=run,
+                   remote=remote if remote is not None else {})
 
 
-def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int) -> UserSimulator:
-    """The script alone, or a model playing the persona (after the script's steps) when one is configured."""
+def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
+                session: Session | None = None) -> UserSimulator:
+    """The script alone, or a model playing the persona (after the script's steps) when one is configured;
+    another target of the suite when the test names a `counterpart` (it needs the run's session)."""
     scenario = test.spec.scenario
+    counterpart = test.spec.counterpart
+    if counterpart is not None and session is not None:
+        return CounterpartUser(test.suite.targets[counterpart.target], counterpart.target,
+                               opening=counterpart.opening, goal=scenario.goal, session=session)
     if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona):
         return ModelSimulator(models.client("simulator"), scenario, test.spec.persona, base_dir=test.suite.dir,
                               seed=seed)
@@ -82,13 +93,15 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     started_wall = dt.datetime.now(dt.UTC)
     started = time.monotonic()
     captured: dict[str, Any] = {}
+    remote_urls: dict[str, Any] = {}
     context = template_context(test, inputs.secrets, captured,
-                               {"id": inputs.run_id, "number": inputs.number})
+                               {"id": inputs.run_id, "number": inputs.number}, remote_urls)
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
     models = inputs.models.with_ledger(run_ledger) if inputs.models is not None and run_ledger else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
                       run_id=inputs.run_id, base_dir=test.suite.dir, models=models,
                       fuzz_tools=test.spec.fuzz_tools)
+    remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
         started_at=started_wall.isoformat(), target=test.target_name, target_type=test.target.type,
@@ -106,7 +119,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:
-                user = choose_user(test, models, inputs.seed)
+                user = choose_user(test, models, inputs.seed, session)
+            await remote_agents.start()  # before the target opens: its config may name their URLs
             result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured)
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
@@ -130,6 +144,10 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             await run_hooks(inputs.after_each, context, test.suite.dir, "after_each")
         except HookFailed as exc:
             warnings.append(str(exc))
+        if isinstance(user, CounterpartUser):
+            await user.aclose()
+        await remote_agents.stop()  # after every run, a failed one too
+        remote_agents.attach(exchanges)
 
     spent = _spending(run_ledger)
     measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics, **spent})

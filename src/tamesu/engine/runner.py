@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import time
@@ -62,6 +63,8 @@ class Runner:
         """Why no more runs start: fail-fast or the budget."""
         self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
+        self._pinned = asyncio.Lock()
+        """Held by a run whose suite has remote agents on a fixed `addr`: two such runs would fight for the port."""
         self.ledger = Ledger(plan.project.spec.budget)
         cache_spec = plan.project.spec.cache
         if options.cache_mode is not None:
@@ -170,7 +173,8 @@ class Runner:
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
         models: ModelRegistry | None,
     ) -> RunOutcome | None:
-        async with self._slots:
+        pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
+        async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
             if self._stop:
                 return None
             self.reporter.run_started(test, number, total)

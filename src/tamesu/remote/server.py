@@ -33,12 +33,22 @@ from tamesu.conversation import Session
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, ScriptedExecutor
-from tamesu.remote.gate import GrpcGate, HttpGate
-from tamesu.remote.spec import RemoteAgentSpec
-from tamesu.targets._rest_spec import split_addr
+from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
+from tamesu.remote.spec import RemoteAgentSpec, split_addr
 
 PUSH_TIMEOUT = 5.0
 """A push notification that the listener does not take within this long is dropped (best effort)."""
+
+
+class _Later:
+    """An ASGI app given after the socket is bound: the app's card needs the port the socket got."""
+
+    def __init__(self) -> None:
+        self.app: Starlette | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.app is not None, "served before the app was set"
+        await self.app(scope, receive, send)
 
 
 class RemoteAgentServer:
@@ -56,19 +66,15 @@ class RemoteAgentServer:
         self._grpc: grpc.aio.Server | None = None
         self._handler: DefaultRequestHandler | None = None
         self._push_client: httpx.AsyncClient | None = None
-        self._app: Starlette | None = None
+        self._app = _Later()
         self.url = ""
         self.grpc_addr = ""
 
-    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # the app needs the port in its card, and the port is known only once the socket is bound
-        assert self._app is not None
-        await self._app(scope, receive, send)
 
     async def start(self) -> RemoteAgentServer:
         host, port = split_addr(self.spec.addr) if self.spec.addr else ("127.0.0.1", 0)
         try:
-            self._http = LoopServer(self._asgi, host, port)
+            self._http = LoopServer(self._app, host, port)
         except OSError as exc:
             raise OSError(f"remote agent {self.name}: cannot listen on {host}:{port}: {exc.strerror}") from exc
         self.url = self._http.url
@@ -85,11 +91,12 @@ class RemoteAgentServer:
             task_store=InMemoryTaskStore(), agent_card=public, push_config_store=configs,
             push_sender=BasePushNotificationSender(self._push_client, configs),
             extended_agent_card=extended_card(self.name, self.spec, at, self._token),
+            extended_card_modifier=extended_card_guard(public, self._token),
         )
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
-        self._app = self._starlette(public)
+        self._app.app = self._starlette(public)
         await self._grpc.start()
         await self._http.start()
         return self

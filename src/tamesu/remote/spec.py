@@ -8,7 +8,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu._types import Strict
-from tamesu.targets._rest_spec import split_addr
 
 ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
 """The states a scripted reply may leave its task in (the task settles in each of them)."""
@@ -63,6 +62,13 @@ class RemoteAgentSpec(Strict):
     addr: str | None = None
     """host:port for the HTTP side (a fixed port the agent under test is configured with); default a free port.
     The gRPC side always takes a free port, named on the card."""
+    forward: str | None = None
+    """The URL of a real A2A agent (its JSON-RPC endpoint or HTTP+JSON base): this agent then forwards every
+    HTTP request to it and relays the answer unchanged, recording each message as a delegation; templates
+    allowed. `reply`, `replies`, `skills` are then only used when `fuzz_tools` names this agent."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
+    allowed."""
 
     @field_validator("addr")
     @classmethod
@@ -71,8 +77,31 @@ class RemoteAgentSpec(Strict):
             split_addr(value)
         return value
 
+    @field_validator("forward")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        # a template is checked once rendered, when the run starts
+        if value is not None and "{{" not in value and not re.match(r"(?i)https?://[^/\s]+", value):
+            raise ValueError(f"forward: expected an http:// or https:// URL, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _headers_need_forward(self) -> RemoteAgentSpec:
+        if self.headers and self.forward is None:
+            raise ValueError("headers only apply with forward: the headers sent to the real agent")
+        return self
+
     def answer(self, text: str) -> ReplySpec:
         for reply in self.replies:
             if reply.when is None or re.search(reply.when, text):
                 return reply
         return ReplySpec(say=self.reply)
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """`host:port` as a pair (an empty host is 127.0.0.1). Here and not shared with the rest target's, because
+    the suite schema imports this module and the targets import the suite schema."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected host:port, got {addr!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)

@@ -406,8 +406,11 @@ def _expand_test(
 def _check_user_side(
     suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
 ) -> None:
-    """Something must play the user: script steps, or a simulator model with a goal."""
+    """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
     if spec.skip:
+        return
+    if spec.counterpart is not None:
+        _check_counterpart(suite, spec, doc, loc, problems)
         return
     scenario = spec.scenario
     has_simulator = "simulator" in suite.spec.models or "simulator" in suite.project.spec.models
@@ -420,6 +423,21 @@ def _check_user_side(
     elif not scenario.goal and not scenario.script:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+def _check_counterpart(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """The counterpart is a target of the suite, and it has something to start from."""
+    counterpart = spec.counterpart
+    assert counterpart is not None
+    if counterpart.target not in suite.spec.targets:
+        known = ", ".join(suite.spec.targets) or "none declared"
+        problems.append(doc.problem((*loc, "counterpart", "target"),
+                                    f"no target named {counterpart.target!r} (targets: {known})"))
+    if counterpart.opening is None and not spec.scenario.goal:
+        problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
+                                    "to answer first"))
 
 
 _JUDGED = {"judge", "grounded"}
@@ -527,6 +545,8 @@ def read_cases(path: Path) -> list[Any]:
 
 
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
+_REMOTE_REF = re.compile(r"^remote\.([^.]+)(?:\.(.+))?$")
+_REMOTE_FIELDS = ("url", "grpc", "card")
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
@@ -564,3 +584,16 @@ def _check_templates(
                     secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
                     secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
+                elif (m := _REMOTE_REF.match(expr)) and (problem := _remote_problem(test, m)):
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {problem}"))
+
+
+def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
+    """What is wrong with `{{remote.NAME.FIELD}}`: an agent the suite does not declare, or an unknown field."""
+    name, field_name = match.group(1), match.group(2)
+    declared = test.suite.spec.remote_agents
+    if name not in declared:
+        return f"no remote agent {name!r} (remote_agents: {', '.join(declared) or 'none declared'})"
+    if field_name not in _REMOTE_FIELDS:
+        return f"a remote agent has {', '.join(_REMOTE_FIELDS)}"
+    return None

@@ -16,6 +16,7 @@ from tamesu._fuzz import FuzzSpec
 from tamesu._types import Duration, Strict, parse_duration
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 from tamesu.packs import PackSpec
+from tamesu.remote.spec import RemoteAgentSpec
 
 __all__ = ["Duration", "Strict", "parse_duration"]
 
@@ -151,6 +152,14 @@ class Defaults(Strict):
     slo: dict[str, float] = Field(default_factory=dict)
 
 
+class CounterpartSpec(Strict):
+    """`counterpart:` another target of the suite plays the user (two agents talking)."""
+
+    target: str = Field(min_length=1)
+    opening: str | None = None
+    """The first user turn; without it the counterpart's answer to `scenario.goal` is."""
+
+
 class TestSpec(Strict):
     name: str = Field(min_length=1)
     description: str | None = None
@@ -171,6 +180,8 @@ class TestSpec(Strict):
     timeout: Duration = 300.0
     fuzz_tools: dict[str, FuzzSpec] = Field(default_factory=dict)
     """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""
+    counterpart: CounterpartSpec | None = None
+    """Another target of the suite in the user's seat instead of a persona."""
 
     __test__ = False  # not a pytest class
 
@@ -191,6 +202,8 @@ class SuiteSpec(Strict):
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     packs: dict[str, PackSpec] = Field(default_factory=dict)
     """The suite's own packs, used as `pack: NAME`; they replace the project's and built-in ones of that name."""
+    remote_agents: dict[str, RemoteAgentSpec] = Field(default_factory=dict)
+    """Scripted A2A agents served for every run of the suite's tests, for the agent under test to delegate to."""
     tests: list[dict[str, Any]] = Field(default_factory=list)
 
 

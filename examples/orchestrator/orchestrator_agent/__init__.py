@@ -1,0 +1,1 @@
+"""A small orchestrator agent for tamesu's remote-agents example."""

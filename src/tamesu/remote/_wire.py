@@ -1,0 +1,218 @@
+"""Reading A2A JSON as it crosses the forward proxy, in either protocol version, without parsing it into types.
+
+The proxy relays bytes unchanged, so it only needs to *read* them: which call a request is, the message it
+carries, and what came back. Both versions are read by shape rather than by schema: 0.3 tags objects with
+`kind` and writes states as `completed`; 1.0 wraps results (`{"task": ...}`, `{"statusUpdate": ...}`) and writes
+`TASK_STATE_COMPLETED`. A shape this module does not know reads as nothing, never as an error: recording must not
+break the relay.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+SEND_METHODS = frozenset({"SendMessage", "SendStreamingMessage", "message/send", "message/stream"})
+CARD_METHODS = frozenset({"GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"})
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/extendedAgentCard", "/v1/card",
+              "/card")
+
+
+class Call(BaseModel):
+    """What one request through the proxy is."""
+
+    binding: str
+    """jsonrpc or http."""
+    version: str
+    method: str
+    """The JSON-RPC method, or `METHOD path` for HTTP+JSON."""
+    message: dict[str, Any] | None = None
+    """The message sent, when the call sends one (a delegation)."""
+    card: bool = False
+    """The answer is a card, whose URLs the proxy rewrites."""
+
+
+def read_call(http_method: str, path: str, body: bytes, a2a_version: str | None) -> Call:
+    """`path` is relative to the real agent's origin, as the request named it."""
+    parsed = _json(body)
+    if http_method == "POST" and isinstance(parsed, dict) and parsed.get("jsonrpc") == "2.0":
+        method = str(parsed.get("method") or "")
+        params = parsed.get("params") if isinstance(parsed.get("params"), dict) else {}
+        version = a2a_version or ("0.3" if "/" in method else "1.0")
+        message = params.get("message") if method in SEND_METHODS else None
+        return Call(binding="jsonrpc", version=version, method=method,
+                    message=message if isinstance(message, dict) else None, card=method in CARD_METHODS)
+    version = a2a_version or ("0.3" if "/v1/" in path else "1.0")
+    message = None
+    if http_method == "POST" and path.endswith((":send", ":stream")) and isinstance(parsed, dict):
+        found = parsed.get("message") or parsed.get("request")  # 0.3's proto names the field `request`
+        message = found if isinstance(found, dict) else None
+    return Call(binding="http", version=version, method=f"{http_method} {path}", message=message,
+                card=http_method == "GET" and path.endswith(CARD_PATHS))
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def parts_of(parts: Any) -> tuple[list[str], list[Any]]:
+    """(texts, data) of a list of parts: 0.3 `{kind: text, text}` / `{kind: data, data}`, 1.0 `{text}` /
+    `{data}`, and 0.3 proto-JSON's `{data: {data: ...}}`."""
+    texts: list[str] = []
+    data: list[Any] = []
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif "data" in part:
+            value = part["data"]
+            if part.get("kind") is None and isinstance(value, dict) and set(value) == {"data"}:
+                value = value["data"]
+            data.append(value)
+        elif isinstance(part.get("file"), dict) or "raw" in part or "url" in part:
+            name = part.get("filename") or (part.get("file") or {}).get("name") or "file"
+            texts.append(f"[{name}]")
+    return texts, data
+
+
+def state_name(state: Any) -> str:
+    """`TASK_STATE_INPUT_REQUIRED` and `input-required` both as `input-required`."""
+    text = str(state or "").removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return "canceled" if text == "cancelled" else text
+
+
+class Reply:
+    """What came back for one message, built up from a JSON-RPC answer, an HTTP+JSON body or the events of a
+    stream: the task's state, the text of its artifacts (appends joined) or else of its last message."""
+
+    def __init__(self) -> None:
+        self.state = ""
+        self.task_id = ""
+        self.context_id = ""
+        self._artifacts: dict[str, tuple[list[str], list[Any]]] = {}
+        self._message: tuple[list[str], list[Any]] = ([], [])
+        self.error: str | None = None
+
+    @property
+    def text(self) -> str:
+        texts = [t for parts, _ in self._artifacts.values() for t in parts] or self._message[0]
+        return " ".join(texts) if self.error is None else self.error
+
+    @property
+    def data(self) -> Any:
+        found = [d for _, data in self._artifacts.values() for d in data] or self._message[1]
+        return found[0] if len(found) == 1 else (found or None)
+
+    @property
+    def settled(self) -> bool:
+        """The caller has its answer: a final or interrupted state, a direct message, or an error."""
+        return self.error is not None or self.state in {
+            "completed", "failed", "canceled", "rejected", "input-required", "auth-required", "message"}
+
+    def feed_body(self, body: bytes) -> None:
+        self.feed(_json(body))
+
+    def feed(self, payload: Any) -> None:
+        """One JSON-RPC response, HTTP+JSON body or stream event, of either version."""
+        if not isinstance(payload, dict):
+            return
+        if payload.get("jsonrpc") == "2.0":
+            if isinstance(payload.get("error"), dict):
+                self.error = str(payload["error"].get("message") or "error")
+                self.state = "error"
+                return
+            payload = payload.get("result")
+            if not isinstance(payload, dict):
+                return
+        elif isinstance(payload.get("error"), dict) and not payload.get("kind"):  # an HTTP+JSON error body
+            self.error = str(payload["error"].get("message") or "error")
+            self.state = "error"
+            return
+        for key in ("task", "message", "msg", "statusUpdate", "artifactUpdate"):  # 1.0 and 0.3 proto-JSON
+            if isinstance(payload.get(key), dict):
+                self._one(key, payload[key])
+                return
+        kind = {"status-update": "statusUpdate", "artifact-update": "artifactUpdate"}.get(
+            str(payload.get("kind")), str(payload.get("kind") or ""))
+        if kind in ("task", "message", "statusUpdate", "artifactUpdate"):
+            self._one(kind, payload)
+
+    def _one(self, kind: str, body: dict[str, Any]) -> None:
+        if kind in ("message", "msg"):
+            self._message = parts_of(body.get("parts") or body.get("content"))
+            self.state = self.state or "message"
+            self.context_id = str(body.get("contextId") or self.context_id)
+            return
+        self.task_id = str(body.get("taskId") or body.get("id") or self.task_id)
+        self.context_id = str(body.get("contextId") or self.context_id)
+        if kind == "artifactUpdate":
+            self._artifact(body.get("artifact"), bool(body.get("append")))
+            return
+        status = body.get("status") if isinstance(body.get("status"), dict) else {}
+        if status.get("state"):
+            self.state = state_name(status["state"])
+        if isinstance(status.get("message"), dict):
+            self._message = parts_of(status["message"].get("parts") or status["message"].get("content"))
+        for artifact in body.get("artifacts") or [] if kind == "task" else []:
+            self._artifact(artifact, False)
+
+    def _artifact(self, artifact: Any, append: bool) -> None:
+        if not isinstance(artifact, dict):
+            return
+        key = str(artifact.get("artifactId") or len(self._artifacts))
+        texts, data = parts_of(artifact.get("parts"))
+        if append and key in self._artifacts:
+            old_texts, old_data = self._artifacts[key]
+            texts, data = old_texts + texts, old_data + data
+        self._artifacts[key] = (texts, data)
+
+
+class SseReader:
+    """Splits a relayed event stream into its events' JSON, chunk by chunk (a chunk may hold part of an event,
+    or several)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        self._buffer += chunk.replace(b"\r\n", b"\n")
+        events: list[Any] = []
+        while b"\n\n" in self._buffer:
+            raw, self._buffer = self._buffer.split(b"\n\n", 1)
+            lines = [line[5:].removeprefix(b" ") for line in raw.split(b"\n") if line.startswith(b"data:")]
+            if lines:
+                events.append(_json(b"\n".join(lines)))
+        return events
+
+
+def rewrite_card(card: Any, real_origin: str, proxy_origin: str) -> Any:
+    """The card with every interface at the real agent's origin moved to the proxy's. Interfaces elsewhere (gRPC,
+    other hosts) are dropped: the proxy relays HTTP only, and a caller taking one of them would go round it."""
+    if not isinstance(card, dict):
+        return card
+
+    def moved(url: Any) -> str | None:
+        if not isinstance(url, str):
+            return None
+        if url == real_origin or url.startswith(real_origin + "/"):
+            return proxy_origin + url[len(real_origin):]
+        return None
+
+    card = dict(card)
+    for key in ("supportedInterfaces", "additionalInterfaces"):  # 1.0, 0.3
+        if isinstance(card.get(key), list):
+            kept = []
+            for interface in card[key]:
+                url = moved(interface.get("url")) if isinstance(interface, dict) else None
+                if url is not None:
+                    kept.append({**interface, "url": url})
+            card[key] = kept
+    if "url" in card:  # 0.3's main URL
+        card["url"] = moved(card["url"]) or card["url"]
+    return card

@@ -1,0 +1,208 @@
+"""`forward:`: a remote agent that is a recording proxy in front of a real A2A agent.
+
+Forwarding is done at the HTTP level, not by re-issuing A2A calls: every request (JSON-RPC, HTTP+JSON, the card)
+goes on to the same path at the real agent's origin with its body as is, and the answer comes back with its
+status and body unchanged; an event stream is relayed chunk by chunk as it arrives. So whatever version, method
+or extension the two agents speak passes through, and the proxy only *reads* the traffic (`_wire`) to record
+each message as a delegation, in both directions. Two things are changed, on purpose:
+- cards: interfaces at the real agent's origin are moved to the proxy, others (gRPC) dropped, so the agent under
+  test keeps talking through the proxy after reading the card;
+- headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
+  the caller's `Authorization` (meant for the proxy) is not passed on.
+gRPC is not forwarded. With `fuzz_tools` naming the agent, messages are answered locally by the scripted
+executor (`local`); `delay` holds the request, then forwards it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tamesu.conversation import Session
+from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
+from tamesu.remote.executor import Delegation
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 300.0
+"""Between two chunks of an answer: a stream may sit idle while the real agent works."""
+_NOT_RELAYED = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive",
+                          "accept-encoding", "content-encoding", "te", "trailer", "upgrade", "proxy-authorization",
+                          "proxy-connection"})
+
+
+class Forwarding(BaseModel):
+    """The rendered `forward` and `headers` of one remote agent."""
+
+    url: str
+    headers: dict[str, str] = {}
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path.rstrip("/")
+
+
+class ForwardProxy:
+    """The ASGI app of a forwarding remote agent. `proxy_origin` is set once the socket is bound."""
+
+    def __init__(self, name: str, forwarding: Forwarding, session: Session, record: Callable[[Delegation], None],
+                 *, local: ASGIApp | None = None, hold: float | None = None, keep_authorization: bool = True,
+                 fuzzed: str | None = None) -> None:
+        self.name = name
+        self.forwarding = forwarding
+        self.proxy_origin = ""
+        self._session = session
+        self._record = record
+        self._local = local
+        self._hold = hold
+        self._fuzzed = fuzzed
+        self._keep_authorization = keep_authorization
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = await _read_body(receive)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        call = read_call(scope["method"], scope["path"], body, headers.get("a2a-version"))
+        if self._local is not None and not call.card:
+            await self._local(scope, _replay(body), send)  # the scripted executor answers and records
+            return
+        delegation = self._delegation(call) if call.message is not None else None
+        if delegation is not None and self._hold is not None:
+            self._session.event("tool_fuzzed", tool=self.name, mode="delay")
+            self._session.count("tools_fuzzed")
+            await asyncio.sleep(self._hold)
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = self.forwarding.origin + scope["path"] + (f"?{query}" if query else "")
+        request = self._client.build_request(scope["method"], url, content=body, headers=self._outgoing(headers))
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            await self._unreachable(send, call, delegation, exc)
+            return
+        try:
+            await self._relay(response, send, call, delegation)
+        finally:
+            await response.aclose()
+
+    def _outgoing(self, incoming: dict[str, str]) -> dict[str, str]:
+        headers = {k: v for k, v in incoming.items() if k not in _NOT_RELAYED}
+        if not self._keep_authorization:
+            headers.pop("authorization", None)
+        headers.update({k.lower(): v for k, v in self.forwarding.headers.items()})
+        # identity: the bytes relayed are the bytes read, so the recording can parse them
+        headers["accept-encoding"] = "identity"
+        return headers
+
+    def _delegation(self, call: Call) -> Delegation:
+        message = call.message or {}
+        texts, data = parts_of(message.get("parts") or message.get("content"))
+        return Delegation(agent=self.name, message=" ".join(texts), data=data, binding=call.binding,
+                          version=call.version, task_id=str(message.get("taskId") or ""),
+                          context_id=str(message.get("contextId") or ""), at_ms=self._session.now_ms(),
+                          forwarded=self.forwarding.url, fuzzed="delay" if self._hold is not None else None)
+
+    async def _relay(self, response: httpx.Response, send: Send, call: Call, delegation: Delegation | None) -> None:
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
+                   if k.lower() not in _NOT_RELAYED]
+        reply = Reply()
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+            reader = SseReader()
+            async for chunk in response.aiter_raw():
+                for event in reader.feed(chunk):
+                    reply.feed(event)
+                if delegation is not None and reply.settled:
+                    # recorded before the answer leaves, as the scripted agents do
+                    self._finish(delegation, reply)
+                    delegation = None
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if delegation is not None:
+                self._finish(delegation, reply)
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = await response.aread()
+        if call.card and response.status_code == 200:
+            body = self._rewritten(body, call)
+        self._session.event("forwarded", agent=self.name, method=call.method, status=response.status_code,
+                            binding=call.binding, version=call.version)
+        if delegation is not None:
+            reply.feed_body(body)
+            if response.status_code >= 400 and reply.error is None:
+                reply.error, reply.state = f"HTTP {response.status_code}", "error"
+            self._finish(delegation, reply)
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _rewritten(self, body: bytes, call: Call) -> bytes:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return body
+        if call.binding == "jsonrpc" and isinstance(parsed, dict) and "result" in parsed:
+            parsed = {**parsed, "result": rewrite_card(parsed["result"], self.forwarding.origin, self.proxy_origin)}
+        else:
+            parsed = rewrite_card(parsed, self.forwarding.origin, self.proxy_origin)
+        return json.dumps(parsed).encode()
+
+    def _finish(self, delegation: Delegation, reply: Reply) -> None:
+        delegation.reply, delegation.state = reply.text, reply.state or "unknown"
+        delegation.reply_data = reply.data
+        delegation.task_id = reply.task_id or delegation.task_id
+        delegation.context_id = reply.context_id or delegation.context_id
+        self._record(delegation)
+
+    async def _unreachable(self, send: Send, call: Call, delegation: Delegation | None, exc: httpx.HTTPError) -> None:
+        reason = f"the real agent did not answer: {type(exc).__name__}: {exc}"
+        self._session.event("forward_failed", agent=self.name, url=self.forwarding.url, method=call.method,
+                            error=reason)
+        if delegation is not None:
+            delegation.reply, delegation.state = reason, "error"
+            self._record(delegation)
+        body = json.dumps({"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}}).encode()
+        await send({"type": "http.response.start", "status": 502, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    """A `receive` that gives the body already read, then waits like a connection kept open."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # never set: the app is cancelled with the request
+        return {"type": "http.disconnect"}
+
+    return receive

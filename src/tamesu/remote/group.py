@@ -1,0 +1,96 @@
+"""One run's remote agents.
+
+`RemoteAgents` starts a suite's agents before the target opens (their URLs become `{{remote.NAME.url}}`)
+and stops them after the run, whatever happened. Each message an agent receives is a `Delegation`
+(`tamesu.remote.executor`): a `delegated` event, the `delegations` metric, and after the run a tool call of
+kind `delegation` named after the agent, on the turn during which it was sent (`attach`).
+A request refused for a missing or wrong `token` is a `delegation_refused` event, not a delegation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tamesu.conversation import Exchange, Session, ToolCall
+from tamesu.errors import InfraError, TemplateError
+from tamesu.remote.spec import RemoteAgentSpec
+
+if TYPE_CHECKING:
+    from tamesu.remote.executor import Delegation
+    from tamesu.remote.server import RemoteAgentServer
+
+__all__ = ["RemoteAgents", "as_tool_call"]
+
+
+class RemoteAgents:
+    """One run's remote agents. `urls` is the `remote` template namespace, filled by `start`."""
+
+    def __init__(self, specs: Mapping[str, RemoteAgentSpec], session: Session, urls: dict[str, Any]) -> None:
+        self._specs = dict(specs)
+        self._session = session
+        self.urls = urls
+        self.servers: list[RemoteAgentServer] = []
+        self.delegations: list[Delegation] = []
+
+    async def start(self) -> None:
+        if not self._specs:
+            return
+        # imported here: a2a-sdk's server side is heavy, and most suites have no remote agents
+        from tamesu.remote.server import RemoteAgentServer
+
+        for name, spec in self._specs.items():
+            try:
+                token = self._session.context.render_text(spec.token) if spec.token else None
+            except TemplateError as exc:
+                raise InfraError(f"remote agent {name}: token: {exc}") from exc
+            server = RemoteAgentServer(name, spec, self._session, token, self._record, self._refused)
+            self.servers.append(server)
+            try:
+                await server.start()
+            except OSError as exc:
+                raise InfraError(str(exc)) from exc
+            self.urls[name] = {"url": server.url, "grpc": server.grpc_addr,
+                               "card": f"{server.url}/.well-known/agent-card.json"}
+            self._session.event("remote_agent_started", agent=name, url=server.url, grpc=server.grpc_addr)
+
+    async def stop(self) -> None:
+        for server in reversed(self.servers):
+            with contextlib.suppress(Exception):
+                await server.stop()
+        self.servers.clear()
+
+    def _record(self, delegation: Delegation) -> None:
+        self.delegations.append(delegation)
+        self._session.count("delegations")
+        self._session.event("delegated", agent=delegation.agent, message=delegation.message,
+                            reply=delegation.reply, state=delegation.state, binding=delegation.binding,
+                            version=delegation.version, task_id=delegation.task_id,
+                            **({"fuzzed": delegation.fuzzed} if delegation.fuzzed else {}))
+
+    def _refused(self, agent: str, binding: str) -> None:
+        self._session.count("delegations_refused")
+        self._session.event("delegation_refused", agent=agent, binding=binding, reason="no valid bearer token")
+
+    def attach(self, exchanges: list[Exchange]) -> None:
+        """Each delegation as a tool call of the turn it happened in: the last turn sent before it."""
+        for delegation in self.delegations:
+            owner = None
+            for exchange in exchanges:
+                if exchange.agent.sent_at_ms <= delegation.at_ms:
+                    owner = exchange
+            if owner is None:
+                if not exchanges:
+                    continue
+                owner = exchanges[0]  # sent while the agent under test started up: the first turn owns it
+            owner.agent.tool_calls.append(as_tool_call(delegation, owner.index))
+
+
+def as_tool_call(delegation: Delegation, turn: int | None = None) -> ToolCall:
+    result: Any = delegation.reply
+    if delegation.reply_data is not None:
+        result = {"text": delegation.reply, "data": delegation.reply_data}
+    return ToolCall(name=delegation.agent, kind="delegation", turn=turn,
+                    args={"message": delegation.message, **({"data": delegation.data} if delegation.data else {})},
+                    result=result)

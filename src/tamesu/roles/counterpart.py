@@ -1,0 +1,73 @@
+"""`counterpart:`: another target of the suite plays the user, so two agents talk and tamesu brokers it.
+
+The counterpart's `opening` is the first user turn; without one, the counterpart is sent `scenario.goal` and
+its answer is. Then each agent turn goes to the counterpart, and its answer is the next user turn, until the
+counterpart ends the conversation or answers nothing (`simulator_stopped`), the agent under test stops, or
+`max_turns`. The counterpart runs in a session of its own (its artifacts under `counterpart/`), so its card,
+transport and task events do not mix with the agent under test's; the run records one `counterpart` event
+when it opens, and a `user_side` note for each turn it wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from tamesu import targets
+from tamesu.conversation import Exchange, Session, TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.roles.simulator import UserAction, UserSimulator
+from tamesu.suite.templates import Context
+from tamesu.targets.base import Target, TargetSpec
+
+
+class CounterpartUser(UserSimulator):
+    def __init__(self, spec: TargetSpec, name: str, *, opening: str | None, goal: str | None,
+                 session: Session) -> None:
+        self._name = name
+        self._opening = opening
+        self._goal = goal
+        self._run_session = session
+        self._target: Target = targets.target_class(spec.type)(spec, name)
+        self._opened = False
+
+    async def _open(self) -> None:
+        own = Session(context=self._run_session.context, artifacts_dir=self._run_session.artifacts_dir / "counterpart",
+                      redactor=self._run_session.redactor, run_id=self._run_session.run_id,
+                      base_dir=self._run_session.base_dir, models=self._run_session.models)
+        self._opened = True  # set first: a failed open is still closed
+        await self._target.open(own)
+        self._run_session.event("counterpart", target=self._name, type=self._target.kind,
+                                opening=self._opening is not None)
+
+    async def _ask(self, text: str) -> str | None:
+        """The counterpart's answer to `text`, or None when it ended the conversation or said nothing."""
+        try:
+            answer = await self._target.send(UserTurn(text=text, source="counterpart"))
+        except TurnError as exc:
+            raise InfraError(f"counterpart {self._name}: {exc}") from exc
+        if answer.ended or answer.handoff is not None or not answer.text.strip():
+            return None
+        return answer.text
+
+    async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
+        if not self._opened:
+            await self._open()
+        if not exchanges:
+            if self._opening is not None:
+                said: str | None = context.render_text(self._opening)
+            elif self._goal:
+                said = await self._ask(context.render_text(self._goal))
+            else:
+                said = None
+        else:
+            said = await self._ask(exchanges[-1].agent.text)
+        if said is None:
+            return UserAction(stop="simulator_stopped", note={"counterpart": self._name, "stopped": True})
+        return UserAction(turn=UserTurn(text=said, source="counterpart"),
+                          note={"counterpart": self._name, "turn": len(exchanges) + 1})
+
+    async def aclose(self) -> None:
+        if self._opened:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._target.close())

@@ -1,0 +1,95 @@
+"""`counterpart:`: another target of the suite in the user's seat, so two local agents talk through tamesu."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+def negotiator(role: str, heard: list[str], quiet_after: int | None = None) -> Starlette:
+    """Answers each message with its role and how many it heard; says nothing after `quiet_after` of them."""
+
+    async def chat(request: Request) -> JSONResponse:
+        message = str((await request.json()).get("message", ""))
+        heard.append(message)
+        if quiet_after is not None and len(heard) > quiet_after:
+            return JSONResponse({"text": ""})
+        return JSONResponse({"text": f"{role} reply {len(heard)}"})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def write_suite(tmp_path: Path, buyer: str, supplier: str, test: str) -> None:
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer}/chat }}\n"
+        f"  supplier: {{ type: rest, url: {supplier}/chat }}\n"
+        f"tests:\n{test}", encoding="utf-8")
+
+
+def result(out: Path, test: str) -> dict[str, Any]:
+    return json.loads(next(out.glob(f"*/*/{test}/run-1/result.json")).read_text())
+
+
+def test_two_agents_talk_until_max_turns(tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    buyer_heard: list[str] = []
+    supplier_heard: list[str] = []
+    buyer, supplier = serve(negotiator("buyer", buyer_heard)), serve(negotiator("supplier", supplier_heard))
+    write_suite(tmp_path, buyer.url, supplier.url, """\
+  - name: negotiate
+    target: buyer
+    counterpart: { target: supplier, opening: "500 units at 12 euros" }
+    scenario: { max_turns: 3 }
+    assert:
+      - turns: { lte: 3 }
+      - contains: "buyer reply 3"
+""")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "negotiate")
+    assert run["end_reason"] == "max_turns"
+    users = [t["user"]["text"] for t in run["turns"]]
+    assert users == ["500 units at 12 euros", "supplier reply 1", "supplier reply 2"]
+    assert [t["user"]["source"] for t in run["turns"]] == ["counterpart"] * 3
+    assert buyer_heard == users
+    assert supplier_heard == ["buyer reply 1", "buyer reply 2"]
+    assert [e["data"]["target"] for e in run["events"] if e["name"] == "counterpart"] == ["supplier"]
+
+
+def test_without_an_opening_the_counterpart_answers_the_goal_and_may_stop(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    supplier_heard: list[str] = []
+    buyer, supplier = serve(negotiator("buyer", [])), serve(negotiator("supplier", supplier_heard, quiet_after=2))
+    write_suite(tmp_path, buyer.url, supplier.url, """\
+  - name: open by goal
+    target: buyer
+    counterpart: { target: supplier }
+    scenario: { goal: "Sell 500 units", max_turns: 8 }
+""")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "open-by-goal")
+    assert supplier_heard[0] == "Sell 500 units"
+    assert [t["user"]["text"] for t in run["turns"]] == ["supplier reply 1", "supplier reply 2"]
+    assert run["end_reason"] == "simulator_stopped"
+
+
+def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: Any) -> None:
+    write_suite(tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:9", """\
+  - name: nobody
+    target: buyer
+    counterpart: { target: seller }
+  - name: nothing to say
+    target: buyer
+    counterpart: { target: supplier }
+""")
+    done = tamesu(["validate"], cwd=tmp_path)
+    assert done.returncode != 0
+    assert "no target named 'seller'" in done.stdout + done.stderr
+    assert "the counterpart needs an opening, or scenario.goal" in done.stdout + done.stderr

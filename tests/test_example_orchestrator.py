@@ -1,0 +1,71 @@
+"""The orchestrator example (examples/orchestrator): its suite passes offline with the fake models.
+
+The orchestrator runs as a user runs it (`python examples/orchestrator/agent.py --port 0`); tamesu plays its
+billing and shipping agents (`remote_agents:`) for every run, including the run where billing is down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orchestrator"
+
+
+@pytest.fixture(scope="module")
+def orchestrator() -> Iterator[str]:
+    process = subprocess.Popen([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0"], cwd=EXAMPLE,
+                               stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "SHIPPING_AGENT_TOKEN": "demo-shipping-token"})
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # "orchestrator listening on URL"
+        assert "listening on" in line, line
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _results(out: Path) -> dict[str, dict[str, Any]]:
+    lines = next(out.glob("*/results.jsonl")).read_text().splitlines()
+    return {r["test"]: r for r in map(json.loads, lines)}
+
+
+def _run_result(out: Path, test: str) -> dict[str, Any]:
+    return json.loads(next(out.glob(f"*/*/{test}/run-1/result.json")).read_text())
+
+
+def test_the_suite_passes_offline(orchestrator: str, tamesu: Callable[..., Any], tmp_path: Path) -> None:
+    env = {**os.environ, "ORCHESTRATOR_URL": orchestrator}
+    done = tamesu(["run", "--out", str(tmp_path)], cwd=EXAMPLE, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = _results(tmp_path)
+    assert {name: r["status"] for name, r in results.items()} == {
+        "refund goes to billing": "passed", "tracking goes to shipping, with its token": "passed",
+        "billing is down": "passed"}
+
+    refund = _run_result(tmp_path, "refund-goes-to-billing")
+    delegations = [c for c in refund["tool_calls"] if c["kind"] == "delegation"]
+    assert delegations and delegations[0]["name"] == "billing"
+    assert "ORD-1001" in delegations[0]["args"]["message"]
+    assert delegations[0]["result"]["data"] == {"reference": "RF-889"}
+    assert refund["metrics"]["delegations"] == len(delegations)
+    delegated = [e for e in refund["events"] if e["name"] == "delegated"]
+    assert delegated[0]["data"]["binding"] == "jsonrpc" and delegated[0]["data"]["version"] == "1.0"
+
+    down = _run_result(tmp_path, "billing-is-down")
+    fuzzed = [e["data"] for e in down["events"] if e["name"] == "delegated"]
+    assert fuzzed and fuzzed[0]["state"] == "failed" and fuzzed[0]["fuzzed"] == "error"
+    assert "unavailable" in down["turns"][0]["agent"]["text"]

@@ -1,0 +1,293 @@
+"""`remote_agents:`: tamesu's scripted A2A agents, talked to by a2a-sdk's own client on every binding and version,
+and as the engine uses them (delegations, `delegated_to`, `fuzz_tools`, `token`, template checks).
+
+A client here can speak only one binding at one version: the card is cut down to that interface and the SDK's
+factory picks the matching transport, so "GRPC 0.3" really calls the `a2a.v1.A2AService` compat service.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, A2AClientError, Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client.transports.grpc import GrpcTransport
+from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.errors import A2AError
+from google.protobuf.json_format import MessageToDict
+
+from tamesu._fuzz import HOSTILE_TEXT, FuzzSpec
+from tamesu.conversation import AgentTurn, Exchange, Session, UserTurn
+from tamesu.remote.group import RemoteAgents
+from tamesu.remote.spec import RemoteAgentSpec
+from tamesu.suite.secrets import Redactor
+from tamesu.suite.templates import Context
+
+TOKEN = "remote-token-42"
+REFUSED = (A2AClientError, A2AError, grpc.aio.AioRpcError)
+"""What an SDK client raises for an error the agent answered, whatever the binding."""
+COMBOS = [(b, v) for b in ("JSONRPC", "HTTP+JSON", "GRPC") for v in ("1.0", "0.3")]
+combos = pytest.mark.parametrize(("binding", "version"), COMBOS, ids=[f"{b}-{v}" for b, v in COMBOS])
+
+BILLING = {
+    "skills": ["refund", "invoice-lookup"],
+    "reply": "I can help with refunds and invoices.",
+    "replies": [
+        {"when": "(?i)refund", "say": "Refund issued, reference RF-889", "data": {"reference": "RF-889"}},
+        {"when": "(?i)cancel", "say": "Which order should I cancel?", "state": "input-required"},
+    ],
+    "extended": {"skills": ["bulk-refund"], "description": "Billing for partners"},
+}
+
+
+def _session(tmp_path: Path, fuzz: dict[str, Any] | None = None, urls: dict[str, Any] | None = None) -> Session:
+    return Session(context=Context(remote=urls if urls is not None else {}, vars={"token": TOKEN}),
+                   artifacts_dir=tmp_path, redactor=Redactor(), run_id="r", base_dir=tmp_path,
+                   fuzz_tools={k: FuzzSpec.model_validate(v) for k, v in (fuzz or {}).items()})
+
+
+@asynccontextmanager
+async def agents(tmp_path: Path, specs: dict[str, dict[str, Any]], fuzz: dict[str, Any] | None = None
+                 ) -> AsyncIterator[RemoteAgents]:
+    urls: dict[str, Any] = {}
+    group = RemoteAgents({n: RemoteAgentSpec.model_validate(s) for n, s in specs.items()},
+                         _session(tmp_path, fuzz, urls), urls)
+    try:
+        await group.start()
+        yield group
+    finally:
+        await group.stop()
+
+
+@asynccontextmanager
+async def connect(url: str, binding: str, version: str, *, streaming: bool = False) -> AsyncIterator[Client]:
+    # no credentials on the client itself: each call says whether it carries the token (`call`)
+    async with httpx.AsyncClient(timeout=10) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        chosen = [i for i in card.supported_interfaces
+                  if i.protocol_binding == binding and i.protocol_version == version]
+        assert len(chosen) == 1, card.supported_interfaces
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(chosen)
+        config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
+                              grpc_channel_factory=lambda u: grpc.aio.insecure_channel(u.removeprefix("http://")))
+        factory = ClientFactory(config)
+        if binding == "GRPC":  # name the transport: the factory's own lookup of the 0.3 one can fail quietly
+            transport = CompatGrpcTransport if version == "0.3" else GrpcTransport
+            factory.register("GRPC", lambda card, u, config: transport.create(card, u, config))
+        client = factory.create(card)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def call(token: str | None = None) -> ClientCallContext:
+    return ClientCallContext(service_parameters={"Authorization": f"Bearer {token}"} if token else None, timeout=10)
+
+
+def request(words: str, task: Task | None = None) -> SendMessageRequest:
+    return SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex,
+                                              parts=[Part(text=words)], task_id=task.id if task else "",
+                                              context_id=task.context_id if task else ""))
+
+
+async def send(client: Client, words: str, token: str | None = None, task: Task | None = None) -> Task:
+    events = [e async for e in client.send_message(request(words, task), context=call(token))]
+    assert len(events) == 1 and events[0].HasField("task"), events
+    return events[0].task
+
+
+def reply_of(task: Task) -> dict[str, Any]:
+    return MessageToDict(task)["artifacts"][0]
+
+
+@combos
+async def test_a_client_sends_streams_gets_and_cancels(tmp_path: Path, binding: str, version: str) -> None:
+    async with agents(tmp_path, {"billing": BILLING}) as group:
+        url = group.urls["billing"]["url"]
+        async with connect(url, binding, version) as client:
+            task = await send(client, "A refund for ORD-1001 please")
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            parts = reply_of(task)["parts"]
+            assert parts[0]["text"] == "Refund issued, reference RF-889"
+            assert parts[1]["data"] == {"reference": "RF-889"}
+            again = await client.get_task(GetTaskRequest(id=task.id), context=call())
+            assert again.status.state == TaskState.TASK_STATE_COMPLETED
+            with pytest.raises(REFUSED):  # a finished task is not cancelable
+                await client.cancel_task(CancelTaskRequest(id=task.id), context=call())
+            asked = await send(client, "Please cancel my order")
+            assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            canceled = await client.cancel_task(CancelTaskRequest(id=asked.id), context=call())
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+        async with connect(url, binding, version, streaming=True) as client:
+            events: list[StreamResponse] = [e async for e in client.send_message(request("hello"), context=call())]
+            assert events[-1].HasField("status_update") or events[-1].HasField("task")
+            texts = [p.text for e in events if e.HasField("artifact_update") for p in e.artifact_update.artifact.parts]
+            assert texts == ["I can help with refunds and invoices."]
+    delegations = group.delegations
+    assert [d.message for d in delegations] == ["A refund for ORD-1001 please", "Please cancel my order", "hello"]
+    assert {(d.binding, d.version) for d in delegations} == {({"HTTP+JSON": "http"}.get(binding, binding.lower()),
+                                                              version)}
+    assert [d.state for d in delegations] == ["completed", "input-required", "completed"]
+
+
+@combos
+async def test_push_configs_and_the_extended_card(tmp_path: Path, binding: str, version: str) -> None:
+    async with agents(tmp_path, {"billing": {**BILLING, "token": "{{vars.token}}"}}) as group:
+        url = group.urls["billing"]["url"]
+        async with connect(url, binding, version) as client:
+            task = await send(client, "refund", token=TOKEN)
+            config = TaskPushNotificationConfig(task_id=task.id, id="c1", url="http://127.0.0.1:9/push", token="t")
+            await client.create_task_push_notification_config(config, context=call(TOKEN))
+            got = await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id="c1"), context=call(TOKEN))
+            assert got.url == "http://127.0.0.1:9/push"
+            extended = await client.get_extended_agent_card(GetExtendedAgentCardRequest(), context=call(TOKEN))
+            assert [s.id for s in extended.skills] == ["refund", "invoice-lookup", "bulk-refund"]
+            assert extended.description == "Billing for partners"
+            if (binding, version) == ("GRPC", "0.3"):  # GetAgentCard is also 0.3 gRPC's public card
+                public = await client.get_extended_agent_card(GetExtendedAgentCardRequest(), context=call())
+                assert [s.id for s in public.skills] == ["refund", "invoice-lookup"]
+            else:
+                with pytest.raises(REFUSED):
+                    await client.get_extended_agent_card(GetExtendedAgentCardRequest(), context=call())
+            with pytest.raises(REFUSED):  # without the token: refused
+                await send(client, "refund without a token", token="wrong")
+    assert [d.message for d in group.delegations] == ["refund"], "a refused request is not a delegation"
+
+
+async def test_the_card_declares_the_bearer_scheme(tmp_path: Path) -> None:
+    shipping = {"shipping": {"skills": ["track"], "token": "{{vars.token}}"}}
+    async with agents(tmp_path, shipping) as group, httpx.AsyncClient(timeout=10) as http:
+        card = (await http.get(group.urls["shipping"]["card"])).json()
+        assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+        assert [s["id"] for s in card["skills"]] == ["track"]
+        denied = await http.post(group.urls["shipping"]["url"] + "/a2a", json={
+            "jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+                "kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}})
+        assert denied.status_code == 401
+    assert group.delegations == []
+    assert [e.name for e in group._session.events].count("delegation_refused") == 1
+
+
+@pytest.mark.parametrize(("fuzz", "state", "text"), [
+    ("error", TaskState.TASK_STATE_FAILED, "503 Service Unavailable: the service did not answer"),
+    ("empty", TaskState.TASK_STATE_COMPLETED, ""),
+    ("hostile", TaskState.TASK_STATE_COMPLETED, HOSTILE_TEXT),
+    ({"mode": "delay", "delay": "0.2s"}, TaskState.TASK_STATE_COMPLETED, "Refund issued, reference RF-889"),
+    ({"mode": "custom", "text": "Refunds are paused"}, TaskState.TASK_STATE_COMPLETED, "Refunds are paused"),
+], ids=["error", "empty", "hostile", "delay", "custom"])
+async def test_fuzz_tools_replace_the_replies(tmp_path: Path, fuzz: Any, state: int, text: str) -> None:
+    async with agents(tmp_path, {"billing": BILLING}, fuzz={"billing": fuzz}) as group:
+        url = group.urls["billing"]["url"]
+        async with connect(url, "JSONRPC", "1.0") as client:
+            task = await send(client, "refund please")
+    assert task.status.state == state
+    found = MessageToDict(task)
+    said = [p.get("text", "") for a in found.get("artifacts", []) for p in a["parts"]]
+    said += [p.get("text", "") for p in found["status"].get("message", {}).get("parts", [])]
+    assert text in said or (text == "" and not any(said))
+    assert group.delegations[0].fuzzed == (fuzz if isinstance(fuzz, str) else fuzz["mode"])
+    assert group._session.counters["tools_fuzzed"] == 1
+
+
+def test_delegations_become_tool_calls_of_their_turn(tmp_path: Path) -> None:
+    from tamesu.remote.executor import Delegation
+
+    group = RemoteAgents({}, _session(tmp_path), {})
+    group.delegations = [Delegation(agent="billing", message="refund ORD-1", reply="RF-889", at_ms=15.0,
+                                    reply_data={"reference": "RF-889"})]
+    exchanges = [Exchange(1, UserTurn(text="a"), AgentTurn(sent_at_ms=0, completed_at_ms=10)),
+                 Exchange(2, UserTurn(text="b"), AgentTurn(sent_at_ms=12, completed_at_ms=30))]
+    group.attach(exchanges)
+    [call_] = exchanges[1].agent.tool_calls
+    assert (call_.name, call_.kind, call_.turn, call_.args) == ("billing", "delegation", 2, {"message": "refund ORD-1"})
+    assert call_.result == {"text": "RF-889", "data": {"reference": "RF-889"}}
+
+
+def test_a_fixed_addr_that_is_taken_is_an_infra_error(tmp_path: Path) -> None:
+    import asyncio
+    import socket
+
+    from tamesu.errors import InfraError
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+
+        async def start() -> None:
+            async with agents(tmp_path, {"billing": {"addr": f"127.0.0.1:{port}"}}):
+                pass
+
+        with pytest.raises(InfraError, match="cannot listen"):
+            asyncio.run(start())
+    finally:
+        taken.close()
+
+
+def test_remote_templates_and_delegated_to_are_checked_when_the_suite_loads(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+remote_agents:
+  billing: { skills: [refund], replies: [{ when: "(", say: x }] }
+  shipping: { addr: "nowhere" }
+targets:
+  bot:
+    type: a2a
+    url: http://127.0.0.1:9
+    metadata: { billing: "{{remote.biling.url}}", other: "{{remote.billing.port}}" }
+tests:
+  - name: t
+    target: bot
+    scenario: { script: [{ say: hi }] }
+    assert:
+      - delegated_to: { agent: billing, colour: red }
+""", encoding="utf-8")
+    done = tamesu(["validate"], cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "not a regular expression" in out
+    assert "expected host:port" in out
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+remote_agents:
+  billing: { skills: [refund] }
+targets:
+  bot:
+    type: a2a
+    url: http://127.0.0.1:9
+    metadata: { billing: "{{remote.biling.url}}", other: "{{remote.billing.port}}" }
+tests:
+  - name: t
+    target: bot
+    scenario: { script: [{ say: hi }] }
+    assert:
+      - delegated_to: { agent: billing, colour: red }
+""", encoding="utf-8")
+    done = tamesu(["validate"], cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "no remote agent 'biling' (remote_agents: billing)" in out
+    assert "a remote agent has url, grpc, card" in out
+    assert "not a delegated_to option" in out
