@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
-import re
-import secrets as random
 import threading
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from tamesu._rundir import new_run_dir, slug
 from tamesu.suite.secrets import Redactor
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def slug(text: str, limit: int = 80) -> str:
-    cleaned = _UNSAFE.sub("-", text).strip("-._") or "test"
-    return cleaned[:limit]
-
-
-def new_run_dir(out: Path) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = out / f"{stamp}-{random.token_hex(2)}"
-    path.mkdir(parents=True, exist_ok=False)
-    return path
-
+__all__ = ["RunDirectory", "new_run_dir", "slug"]
 
 class RunDirectory:
     """Writes everything a run leaves behind, with every secret value masked."""

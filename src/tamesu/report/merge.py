@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from tamesu import __version__
-from tamesu.engine.artifacts import new_run_dir
+from tamesu._rundir import new_run_dir
 from tamesu.errors import EXIT_BUDGET
 from tamesu.report._load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
 from tamesu.results import RunSummaryFile, TestResult, count, exit_code_for
