@@ -7,6 +7,7 @@ factory picks the matching transport, so "GRPC 0.3" really calls the `a2a.v1.A2A
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,19 +25,27 @@ from a2a.types.a2a_pb2 import (
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
+    SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from tamesu._fuzz import HOSTILE_TEXT, FuzzSpec
+from tamesu._serve import LoopServer
 from tamesu.conversation import AgentTurn, Exchange, Session, UserTurn
 from tamesu.remote.group import RemoteAgents
 from tamesu.remote.spec import RemoteAgentSpec
@@ -177,6 +186,112 @@ async def test_push_configs_and_the_extended_card(tmp_path: Path, binding: str, 
     assert [d.message for d in group.delegations] == ["refund"], "a refused request is not a delegation"
 
 
+class Listener:
+    """A caller's push-notification endpoint on a free port: keeps each notification's token and body."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str | None, dict[str, Any]]] = []
+        self.arrived = asyncio.Event()
+
+        async def take(request: Request) -> Response:
+            self.received.append((request.headers.get("x-a2a-notification-token"), await request.json()))
+            self.arrived.set()
+            return Response(status_code=200)
+
+        self.server = LoopServer(Starlette(routes=[Route("/push", take, methods=["POST"])]))
+        self.url = self.server.url + "/push"
+
+    async def settled(self, finished: Any) -> dict[str, Any]:
+        """The first notification `finished(body)` accepts, waited for (at most 10 s)."""
+        async with asyncio.timeout(10):
+            while True:
+                for _, body in self.received:
+                    if finished(body):
+                        return body
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+@asynccontextmanager
+async def listening() -> AsyncIterator[Listener]:
+    listener = Listener()
+    await listener.server.start()
+    try:
+        yield listener
+    finally:
+        await listener.server.stop()
+
+
+def _finished_v03(body: dict[str, Any]) -> bool:
+    return body.get("kind") == "task" and body["status"]["state"] == "completed"
+
+
+def _finished_v10(body: dict[str, Any]) -> bool:
+    state = (body.get("statusUpdate") or body.get("task") or {}).get("status", {}).get("state")
+    return state == "TASK_STATE_COMPLETED"
+
+
+@combos
+async def test_push_notifications_reach_the_callers_listener_in_its_versions_shape(
+        tmp_path: Path, binding: str, version: str) -> None:
+    async with agents(tmp_path, {"billing": BILLING}) as group, listening() as listener, \
+            connect(group.urls["billing"]["url"], binding, version) as client:
+        asking = request("A refund for ORD-1001 please")
+        asking.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+        asking.configuration.task_push_notification_config.url = listener.url
+        asking.configuration.task_push_notification_config.token = "caller-token"
+        [answer] = [e async for e in client.send_message(asking, context=call())]
+        task_id = answer.task.id
+        assert task_id and answer.task.status.state == TaskState.TASK_STATE_SUBMITTED  # the answer comes by push
+        body = await listener.settled(_finished_v03 if version == "0.3" else _finished_v10)
+    assert {token for token, _ in listener.received} == {"caller-token"}
+    if version == "0.3":  # the finished task itself, as a 0.3 listener reads it
+        assert body["id"] == task_id
+        assert body["artifacts"][0]["parts"][0] == {"kind": "text", "text": "Refund issued, reference RF-889"}
+    else:  # 1.0: stream responses, as the SDK posts them
+        assert (body.get("statusUpdate") or body.get("task"))["taskId" if "statusUpdate" in body else "id"] == task_id
+
+
+@combos
+async def test_tasks_are_listed_and_resubscribed(tmp_path: Path, binding: str, version: str) -> None:
+    async with agents(tmp_path, {"billing": BILLING}) as group:
+        url = group.urls["billing"]["url"]
+        async with connect(url, binding, version) as client:
+            done = await send(client, "refund ORD-1")
+            waiting = await send(client, "Please cancel my order")
+            if version == "1.0":  # ListTasks is new in 1.0: 0.3 has no tasks/list
+                listed = await client.list_tasks(ListTasksRequest(), context=call())
+                assert {t.id for t in listed.tasks} >= {done.id, waiting.id}
+                only = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED),
+                                               context=call())
+                assert [t.id for t in only.tasks] == [waiting.id]
+        async with connect(url, binding, version, streaming=True) as streaming, \
+                connect(url, binding, version) as other:
+            seen: list[StreamResponse] = []
+
+            async def follow() -> None:
+                async for event in streaming.subscribe(SubscribeToTaskRequest(id=waiting.id), context=call()):
+                    seen.append(event)
+
+            following = asyncio.create_task(follow())
+            try:
+                async with asyncio.timeout(10):
+                    while not seen:  # subscribed: the task as it stands comes first
+                        await asyncio.sleep(0.02)
+                    answered = await send(other, "refund ORD-2 instead", task=waiting)
+                    await following
+            finally:
+                following.cancel()
+    assert answered.status.state == TaskState.TASK_STATE_COMPLETED
+    assert seen[0].HasField("task") and seen[0].task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    last = seen[-1]
+    final = last.status_update.status.state if last.HasField("status_update") else last.task.status.state
+    assert final == TaskState.TASK_STATE_COMPLETED
+    texts = [p.text for e in seen if e.HasField("artifact_update") for p in e.artifact_update.artifact.parts
+             if p.text]
+    assert texts == ["Refund issued, reference RF-889"]
+
+
 async def test_the_card_declares_the_bearer_scheme(tmp_path: Path) -> None:
     shipping = {"shipping": {"skills": ["track"], "token": "{{vars.token}}"}}
     async with agents(tmp_path, shipping) as group, httpx.AsyncClient(timeout=10) as http:
@@ -291,3 +406,47 @@ tests:
     assert "no remote agent 'biling' (remote_agents: billing)" in out
     assert "a remote agent has url, grpc, card" in out
     assert "not a delegated_to option" in out
+
+
+PINNED = """\
+remote_agents:
+  billing: { ADDR reply: "hello from billing" }
+targets:
+  billing: { type: a2a, url: "{{remote.billing.url}}" }
+tests:
+  - name: first
+    target: billing
+    fuzz_tools: { billing: { mode: delay, delay: 1s } }
+    scenario: { script: [{ say: hi }] }
+    assert: [{ contains: "hello from billing" }]
+  - name: second
+    target: billing
+    fuzz_tools: { billing: { mode: delay, delay: 1s } }
+    scenario: { script: [{ say: hi }] }
+    assert: [{ contains: "hello from billing" }]
+"""
+
+
+@pytest.mark.parametrize("pinned", [True, False], ids=["pinned-addr", "free-ports"])
+def test_tests_pinning_an_addr_never_run_at_once(tmp_path: Path, tamesu: Any, pinned: bool) -> None:
+    import json
+    import socket
+    from datetime import datetime
+
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        addr = f'addr: "127.0.0.1:{spare.getsockname()[1]}",' if pinned else ""
+    (tmp_path / "pin.tamesu.yaml").write_text(PINNED.replace("ADDR", addr), encoding="utf-8")
+    done = tamesu(["run", "--parallel", "2", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    spans = []
+    for found in (tmp_path / "out").glob("*/*/*/run-1/result.json"):
+        result = json.loads(found.read_text())
+        start = datetime.fromisoformat(result["started_at"]).timestamp()
+        spans.append((start, start + result["duration_ms"] / 1000))
+    assert len(spans) == 2, done.stdout
+    (_, first_end), (second_start, _) = sorted(spans)
+    if pinned:  # one after the other: the second could not have bound the port while the first held it
+        assert second_start >= first_end - 0.01, spans
+    else:  # the control: without a pinned addr the two runs do overlap under --parallel 2
+        assert second_start < first_end, spans

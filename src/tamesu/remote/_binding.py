@@ -21,10 +21,14 @@ _BINDING, _VERSION = "tamesu_binding", "tamesu_version"
 
 
 class HttpTagger(DefaultServerCallContextBuilder):
+    def __init__(self, extra_jsonrpc: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self._jsonrpc = (*JSONRPC_PATHS, *extra_jsonrpc)
+
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         path = request.url.path
-        if path in JSONRPC_PATHS:
+        if path in self._jsonrpc:
             context.state[_BINDING] = "jsonrpc"
         else:
             context.state[_BINDING] = "http"

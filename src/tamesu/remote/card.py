@@ -38,8 +38,9 @@ class Addresses:
             listed += [
                 AgentInterface(url=self.origin, protocol_binding="JSONRPC", protocol_version=version),
                 AgentInterface(url=self.origin, protocol_binding="HTTP+JSON", protocol_version=version),
-                AgentInterface(url=grpc_url, protocol_binding="GRPC", protocol_version=version),
             ]
+            if self.grpc:  # none for a forwarding agent, which relays HTTP only
+                listed.append(AgentInterface(url=grpc_url, protocol_binding="GRPC", protocol_version=version))
         return listed
 
 
@@ -71,7 +72,8 @@ def _card(name: str, skills: list[str], description: str, spec: RemoteAgentSpec,
                                        extended_agent_card=spec.extended is not None),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
-        skills=[_skill(s) for s in skills],
+        # a card must list skills (the SDK warns on every use of one without): the agent's name stands in
+        skills=[_skill(s) for s in skills or [name]],
     )
     if token:
         # declared and required: the agent under test should see from the card that it must authenticate

@@ -43,6 +43,8 @@ class Delegation(BaseModel):
     context_id: str = ""
     at_ms: float = 0.0
     fuzzed: str | None = None
+    forwarded: str | None = None
+    """With `forward`: the real agent's URL the message went on to (its reply is the real agent's)."""
 
 
 def message_text(message: Message) -> tuple[str, list[Any]]:

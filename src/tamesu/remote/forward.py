@@ -9,16 +9,17 @@ each message as a delegation, in both directions. Two things are changed, on pur
   test keeps talking through the proxy after reading the card;
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
   the caller's `Authorization` (meant for the proxy) is not passed on.
-gRPC is not forwarded. With `fuzz_tools` naming the agent, messages are answered locally by the scripted
-executor (`local`); `delay` holds the request, then forwards it.
+gRPC is not forwarded. With `fuzz_tools` naming the agent, everything but the card is answered locally by the
+scripted executor (`local`), and the card too when the real agent cannot be reached; `delay` holds the request,
+then forwards it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -57,8 +58,7 @@ class ForwardProxy:
     """The ASGI app of a forwarding remote agent. `proxy_origin` is set once the socket is bound."""
 
     def __init__(self, name: str, forwarding: Forwarding, session: Session, record: Callable[[Delegation], None],
-                 *, local: ASGIApp | None = None, hold: float | None = None, keep_authorization: bool = True,
-                 fuzzed: str | None = None) -> None:
+                 *, local: ASGIApp | None = None, hold: float | None = None, keep_authorization: bool = True) -> None:
         self.name = name
         self.forwarding = forwarding
         self.proxy_origin = ""
@@ -66,8 +66,10 @@ class ForwardProxy:
         self._record = record
         self._local = local
         self._hold = hold
-        self._fuzzed = fuzzed
         self._keep_authorization = keep_authorization
+        self._recorded: set[int] = set()
+        """Each delegation once (by identity; the group keeps them alive): a stream's is recorded as soon as it
+        settles, or when it ends or is dropped."""
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     async def aclose(self) -> None:
@@ -93,10 +95,13 @@ class ForwardProxy:
         try:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
+            if self._local is not None:  # fuzzed, and the real agent is down too: the local card stands in
+                await self._local(scope, _replay(body), send)
+                return
             await self._unreachable(send, call, delegation, exc)
             return
         try:
-            await self._relay(response, send, call, delegation)
+            await self._relay(response, send, receive, call, delegation)
         finally:
             await response.aclose()
 
@@ -117,30 +122,34 @@ class ForwardProxy:
                           context_id=str(message.get("contextId") or ""), at_ms=self._session.now_ms(),
                           forwarded=self.forwarding.url, fuzzed="delay" if self._hold is not None else None)
 
-    async def _relay(self, response: httpx.Response, send: Send, call: Call, delegation: Delegation | None) -> None:
+    async def _relay(self, response: httpx.Response, send: Send, receive: Receive, call: Call,
+                     delegation: Delegation | None) -> None:
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
                    if k.lower() not in _NOT_RELAYED]
         reply = Reply()
+        self._session.event("forwarded", agent=self.name, method=call.method, status=response.status_code,
+                            binding=call.binding, version=call.version)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-            reader = SseReader()
-            async for chunk in response.aiter_raw():
-                for event in reader.feed(chunk):
-                    reply.feed(event)
-                if delegation is not None and reply.settled:
-                    # recorded before the answer leaves, as the scripted agents do
-                    self._finish(delegation, reply)
-                    delegation = None
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            if delegation is not None:
-                self._finish(delegation, reply)
-            await send({"type": "http.response.body", "body": b""})
+            relaying = asyncio.create_task(self._relay_stream(response, send, reply, delegation))
+            # the caller may hang up mid-stream (it has what it wanted): then stop reading the real agent too
+            hung_up = asyncio.create_task(_disconnected(receive))
+            try:
+                await asyncio.wait({relaying, hung_up}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                hung_up.cancel()
+                if not relaying.done():
+                    relaying.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await relaying
+                    if delegation is not None and id(delegation) not in self._recorded:
+                        self._finish(delegation, reply)
+            if relaying.done() and not relaying.cancelled():
+                relaying.result()
             return
         body = await response.aread()
         if call.card and response.status_code == 200:
             body = self._rewritten(body, call)
-        self._session.event("forwarded", agent=self.name, method=call.method, status=response.status_code,
-                            binding=call.binding, version=call.version)
         if delegation is not None:
             reply.feed_body(body)
             if response.status_code >= 400 and reply.error is None:
@@ -149,6 +158,19 @@ class ForwardProxy:
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    async def _relay_stream(self, response: httpx.Response, send: Send, reply: Reply,
+                            delegation: Delegation | None) -> None:
+        reader = SseReader()
+        async for chunk in response.aiter_raw():
+            for event in reader.feed(chunk):
+                reply.feed(event)
+            if delegation is not None and reply.settled and id(delegation) not in self._recorded:
+                self._finish(delegation, reply)  # recorded before the answer leaves, as the scripted agents do
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if delegation is not None and id(delegation) not in self._recorded:
+            self._finish(delegation, reply)
+        await send({"type": "http.response.body", "body": b""})
 
     def _rewritten(self, body: bytes, call: Call) -> bytes:
         try:
@@ -162,6 +184,7 @@ class ForwardProxy:
         return json.dumps(parsed).encode()
 
     def _finish(self, delegation: Delegation, reply: Reply) -> None:
+        self._recorded.add(id(delegation))
         delegation.reply, delegation.state = reply.text, reply.state or "unknown"
         delegation.reply_data = reply.data
         delegation.task_id = reply.task_id or delegation.task_id
@@ -179,6 +202,11 @@ class ForwardProxy:
         await send({"type": "http.response.start", "status": 502, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_body(receive: Receive) -> bytes:

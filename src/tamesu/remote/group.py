@@ -19,6 +19,7 @@ from tamesu.remote.spec import RemoteAgentSpec
 
 if TYPE_CHECKING:
     from tamesu.remote.executor import Delegation
+    from tamesu.remote.forward import Forwarding
     from tamesu.remote.server import RemoteAgentServer
 
 __all__ = ["RemoteAgents", "as_tool_call"]
@@ -45,15 +46,31 @@ class RemoteAgents:
                 token = self._session.context.render_text(spec.token) if spec.token else None
             except TemplateError as exc:
                 raise InfraError(f"remote agent {name}: token: {exc}") from exc
-            server = RemoteAgentServer(name, spec, self._session, token, self._record, self._refused)
+            server = RemoteAgentServer(name, spec, self._session, token, self._record, self._refused,
+                                       forwarding=self._forwarding(name, spec))
             self.servers.append(server)
             try:
                 await server.start()
             except OSError as exc:
                 raise InfraError(str(exc)) from exc
             self.urls[name] = {"url": server.url, "grpc": server.grpc_addr,
-                               "card": f"{server.url}/.well-known/agent-card.json"}
-            self._session.event("remote_agent_started", agent=name, url=server.url, grpc=server.grpc_addr)
+                               "card": f"{server.origin}/.well-known/agent-card.json"}
+            self._session.event("remote_agent_started", agent=name, url=server.url, grpc=server.grpc_addr,
+                                **({"forward": server.forwarding.url} if server.forwarding else {}))
+
+    def _forwarding(self, name: str, spec: RemoteAgentSpec) -> Forwarding | None:
+        if spec.forward is None:
+            return None
+        from tamesu.remote.forward import Forwarding
+
+        try:
+            url = self._session.context.render_text(spec.forward)
+            headers = {k: self._session.context.render_text(v) for k, v in spec.headers.items()}
+        except TemplateError as exc:
+            raise InfraError(f"remote agent {name}: forward: {exc}") from exc
+        if not url.lower().startswith(("http://", "https://")):
+            raise InfraError(f"remote agent {name}: forward: expected an http(s) URL, got {url!r}")
+        return Forwarding(url=url, headers=headers)
 
     async def stop(self) -> None:
         for server in reversed(self.servers):
@@ -67,7 +84,8 @@ class RemoteAgents:
         self._session.event("delegated", agent=delegation.agent, message=delegation.message,
                             reply=delegation.reply, state=delegation.state, binding=delegation.binding,
                             version=delegation.version, task_id=delegation.task_id,
-                            **({"fuzzed": delegation.fuzzed} if delegation.fuzzed else {}))
+                            **({"fuzzed": delegation.fuzzed} if delegation.fuzzed else {}),
+                            **({"forwarded": delegation.forwarded} if delegation.forwarded else {}))
 
     def _refused(self, agent: str, binding: str) -> None:
         self._session.count("delegations_refused")

@@ -6,7 +6,8 @@
           URL/v1/message:send, URL/v1/...     HTTP+JSON, A2A 0.3
     gRPC  127.0.0.1:GRPC_PORT                 lf.a2a.v1.A2AService (1.0) and a2a.v1.A2AService (0.3)
 
-Tasks, push configs and push notifications are the SDK's own (in-memory, for the life of the run).
+Tasks and push configs are the SDK's own (in-memory, for the life of the run); push notifications are posted in
+the shape of the version the caller spoke (`push`).
 """
 
 from __future__ import annotations
@@ -21,19 +22,21 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import BasePushNotificationSender, InMemoryPushNotificationConfigStore, InMemoryTaskStore
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2_grpc
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
+from tamesu._fuzz import fuzz_for
 from tamesu._serve import LoopServer
 from tamesu.conversation import Session
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, ScriptedExecutor
+from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
+from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
 from tamesu.remote.spec import RemoteAgentSpec, split_addr
 
 PUSH_TIMEOUT = 5.0
@@ -55,7 +58,8 @@ class RemoteAgentServer:
     """Binds its ports at `start()`, serves until `stop()`; `stop` is safe after a failed start, and twice."""
 
     def __init__(self, name: str, spec: RemoteAgentSpec, session: Session, token: str | None,
-                 record: Callable[[Delegation], None], refused: Callable[[str, str], None]) -> None:
+                 record: Callable[[Delegation], None], refused: Callable[[str, str], None],
+                 forwarding: Forwarding | None = None) -> None:
         self.name = name
         self.spec = spec
         self._session = session
@@ -67,7 +71,11 @@ class RemoteAgentServer:
         self._handler: DefaultRequestHandler | None = None
         self._push_client: httpx.AsyncClient | None = None
         self._app = _Later()
+        self.forwarding = forwarding
+        self._proxy: ForwardProxy | None = None
+        self.origin = ""
         self.url = ""
+        """The agent's URL: its origin, or with `forward` the origin and the real URL's path (a stand-in)."""
         self.grpc_addr = ""
 
 
@@ -77,40 +85,68 @@ class RemoteAgentServer:
             self._http = LoopServer(self._app, host, port)
         except OSError as exc:
             raise OSError(f"remote agent {self.name}: cannot listen on {host}:{port}: {exc.strerror}") from exc
-        self.url = self._http.url
+        self.origin = self.url = self._http.url
+        if self.forwarding is not None:
+            await self._start_forwarding(self.forwarding)
+            return self
         interceptors = [GrpcGate(self._token, lambda b: self._refused(self.name, b))] if self._token else []
         self._grpc = grpc.aio.server(interceptors=interceptors)
         grpc_port = self._grpc.add_insecure_port(f"{host}:0")
         self.grpc_addr = f"{host}:{grpc_port}"
         at = Addresses(origin=self.url, grpc=self.grpc_addr)
-        public = public_card(self.name, self.spec, at, self._token)
-        configs = InMemoryPushNotificationConfigStore()
-        self._push_client = httpx.AsyncClient(timeout=PUSH_TIMEOUT)
-        self._handler = DefaultRequestHandler(
-            agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
-            task_store=InMemoryTaskStore(), agent_card=public, push_config_store=configs,
-            push_sender=BasePushNotificationSender(self._push_client, configs),
-            extended_agent_card=extended_card(self.name, self.spec, at, self._token),
-            extended_card_modifier=extended_card_guard(public, self._token),
-        )
+        public = self._make_handler(at)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
-        self._app.app = self._starlette(public)
+        self._app.app = self._gated(self._starlette(public))
         await self._grpc.start()
         await self._http.start()
         return self
 
-    def _starlette(self, public: Any) -> Starlette:
+    async def _start_forwarding(self, forwarding: Forwarding) -> None:
+        """A recording proxy on the HTTP port and no gRPC server; fuzzed, a local agent behind the proxy."""
+        assert self._http is not None
+        self.url = self.origin + forwarding.path
+        fuzz = fuzz_for(self._session, self.name)
+        local = None
+        if fuzz is not None and fuzz.mode != "delay":
+            public = self._make_handler(Addresses(origin=self.origin, grpc=""))
+            # the real card may name the JSON-RPC endpoint at the forwarded URL's path: answer there too
+            local = self._starlette(public, extra_jsonrpc=(forwarding.path,) if forwarding.path else ())
+        self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local,
+                                   hold=fuzz.hold_seconds() if fuzz is not None and fuzz.mode == "delay" else None,
+                                   keep_authorization=self._token is None)
+        self._proxy.proxy_origin = self.origin
+        self._app.app = self._gated(self._proxy)
+        await self._http.start()
+
+    def _gated(self, app: Any) -> Any:
+        if not self._token:
+            return app
+        return HttpGate(app, token=self._token, refused=lambda b: self._refused(self.name, b))
+
+    def _make_handler(self, at: Addresses) -> Any:
+        """The SDK's request handler with the scripted executor; returns the public card."""
+        public = public_card(self.name, self.spec, at, self._token)
+        configs, tasks = VersionedConfigStore(), InMemoryTaskStore()
+        self._push_client = httpx.AsyncClient(timeout=PUSH_TIMEOUT)
+        self._handler = DefaultRequestHandler(
+            agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
+            task_store=tasks, agent_card=public, push_config_store=configs,
+            push_sender=VersionedPushSender(self._push_client, configs, tasks),
+            extended_agent_card=extended_card(self.name, self.spec, at, self._token),
+            extended_card_modifier=extended_card_guard(public, self._token),
+        )
+        return public
+
+    def _starlette(self, public: Any, extra_jsonrpc: tuple[str, ...] = ()) -> Starlette:
         assert self._handler is not None
-        tagger = HttpTagger()
+        tagger = HttpTagger(extra_jsonrpc)
         routes: list[BaseRoute] = [*create_agent_card_routes(public)]
-        for path in JSONRPC_PATHS:
+        for path in (*JSONRPC_PATHS, *(p for p in extra_jsonrpc if p not in JSONRPC_PATHS)):
             routes += create_jsonrpc_routes(self._handler, path, context_builder=tagger, enable_v0_3_compat=True)
         routes += create_rest_routes(self._handler, context_builder=tagger, enable_v0_3_compat=True)
-        middleware = ([Middleware(HttpGate, token=self._token, refused=lambda b: self._refused(self.name, b))]
-                      if self._token else [])
-        return Starlette(routes=routes, middleware=middleware)
+        return Starlette(routes=routes)
 
     async def stop(self) -> None:
         if self._http is not None:
@@ -123,6 +159,9 @@ class RemoteAgentServer:
             handler, self._handler = self._handler, None
             with contextlib.suppress(Exception):
                 await handler.aclose()  # ends tasks still running or waiting for input
+        if self._proxy is not None:
+            proxy, self._proxy = self._proxy, None
+            await proxy.aclose()
         if self._push_client is not None:
             client, self._push_client = self._push_client, None
             await client.aclose()
