@@ -426,10 +426,42 @@ async def test_handoff_summary_contains_captured() -> None:
     await passes({"handoff": {"summary_contains": "{{captured.order}}"}}, run)
 
 
+class _FakeModels:
+    """The run's models, as a fake judge with readable rules: the summary must name the order."""
+
+    def __init__(self) -> None:
+        from tamesu.models.fake import FakeProvider
+
+        self.judge = FakeProvider([
+            {"rubric": "(?i)summary handed", "context": "ORD-\\d+", "pass": True, "reason": "names the order"},
+            {"rubric": "(?i)summary handed", "pass": False, "reason": "the order is missing"},
+        ])
+
+    def client(self, role: str, override: Any = None) -> Any:
+        assert role == "judge"
+        return self.judge
+
+
+@pytest.mark.parametrize(("summary", "passed", "reason"), [
+    ("Customer wants a refund for ORD-9", True, "turn 1 handed over; summary: names the order (fake judge)"),
+    ("Customer wants a refund", False, "turn 1 handed over; summary: the order is missing (fake judge)"),
+])
+async def test_handoff_summary_graded_by_the_judge(summary: str, passed: bool, reason: str) -> None:
+    run = make_view(AgentTurn(text="passing you on", handoff=Handoff(summary=summary)))
+    run.models = _FakeModels()  # type: ignore[assignment]
+    found = await verdict({"handoff": {"summary": "the person taking over learns the order number"}}, run)
+    assert (found.passed, found.reason, found.fake) == (passed, reason, True)
+
+
+async def test_handoff_summary_without_a_summary_fails() -> None:
+    run = make_view(AgentTurn(handoff=Handoff(summary=None)))
+    run.models = _FakeModels()  # type: ignore[assignment]
+    found = await verdict({"handoff": {"summary": "names the order"}}, run)
+    assert not found.passed and found.reason == "turn 1 handed over with no summary to grade"
+
+
 def test_handoff_parse_errors() -> None:
-    found = problem({"handoff": {"summary": "the summary names the order"}})
-    assert found.message == "summary rubrics need a judge model (not in this version)"
-    assert found.loc == ("handoff", "summary")
+    problem({"handoff": {"handed_off": False, "summary": "names the order"}})
     problem({"handoff": {"within_turns": 0}})
     problem({"handoff": {"to": "("}})
     problem({"handoff": {"handed_off": False, "within_turns": 2}})
@@ -545,3 +577,32 @@ def test_registry_errors() -> None:
     assert "unknown assertion" in problem({"containz": "x"}).message
     assert "one kind" in problem({"contains": "x", "regex": "y"}).message
     assert "on_turn" in problem({"contains": "x", "on_turn": 0}).message
+
+
+class _GroundingModels:
+    """A fake judge for grounding: a claim of 'instant refunds' is not in any policy it is shown."""
+
+    def __init__(self) -> None:
+        from tamesu.models.fake import FakeProvider
+
+        self.judge = FakeProvider([
+            {"check": "grounded", "transcript": "(?i)instant", "pass": False, "reason": "instant is not in the policy"},
+            {"check": "grounded", "context": "5 days", "pass": True, "reason": "every claim is in the policy"},
+        ])
+
+    def client(self, role: str, override: Any = None) -> Any:
+        return self.judge
+
+
+@pytest.mark.parametrize(("said_text", "passed"), [("Refunds take 5 days.", True), ("Refunds are instant.", False)])
+async def test_grounded_reads_its_context_with_a_json_path(said_text: str, passed: bool) -> None:
+    run = make_view(AgentTurn(text=said_text, response={"sources": [{"text": "Policy: refunds take 5 days."}]}))
+    run.models = _GroundingModels()  # type: ignore[assignment]
+    found = await verdict({"grounded": {"context": {"json_path": "$.sources[*].text"}}}, run)
+    assert found.passed is passed and found.fake
+
+
+async def test_grounded_with_an_empty_context_fails_without_asking() -> None:
+    run = make_view(AgentTurn(text="Refunds take 5 days.", response={"sources": []}))
+    found = await verdict({"grounded": {"context": {"json_path": "$.sources[*].text"}}}, run)
+    assert not found.passed and "no context" in found.reason

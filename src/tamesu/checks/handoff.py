@@ -2,7 +2,8 @@
 
 `handoff: true` (some turn in scope handed over), `handoff: false` (none did), or a mapping that expects a
 handoff and adds conditions on the first one: `within_turns` (it came by agent turn N), `to` (a regex searched in
-where it went) and `summary_contains` (texts its summary must hold).
+where it went), `summary_contains` (texts its summary must hold) and `summary` (a rubric the judge model grades
+the summary against, with the conversation as context: does the person who takes over learn what they need?).
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
+from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.conversation import Handoff as HandoffSignal
 from tamesu.errors import TemplateError
+from tamesu.roles._transcript import lines_of
+from tamesu.roles.judge import Judge as JudgeRole
+from tamesu.roles.judge import JudgeInput
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
 
@@ -24,7 +29,9 @@ class HandoffSpec(Strict):
     within_turns: int | None = Field(None, ge=1)
     to: str | None = None
     summary_contains: list[str] = Field(default_factory=list)
-    summary: Any = None
+    summary: str | None = Field(None, min_length=1)
+    """A rubric for the handoff summary, graded by the judge model (`models.judge`, or `model`)."""
+    model: Any = None
 
     @field_validator("summary_contains", mode="before")
     @classmethod
@@ -36,17 +43,10 @@ class HandoffSpec(Strict):
     def _valid_to(cls, value: str | None) -> str | None:
         return None if value is None else valid_pattern(value)
 
-    @field_validator("summary")
-    @classmethod
-    def _no_judge_yet(cls, value: Any) -> Any:
-        if value is not None:
-            raise ValueError("summary rubrics need a judge model (not in this version)")
-        return value
-
     @model_validator(mode="after")
     def _conditions_need_a_handoff(self) -> HandoffSpec:
-        if not self.handed_off and (self.within_turns or self.to or self.summary_contains):
-            raise ValueError("handoff: false takes no within_turns, to or summary_contains")
+        if not self.handed_off and (self.within_turns or self.to or self.summary_contains or self.summary):
+            raise ValueError("handoff: false takes no within_turns, to, summary_contains or summary")
         return self
 
 
@@ -78,8 +78,23 @@ class Handoff(Check):
             return template_failed(exc)
         if problems:
             return Verdict(passed=False, reason="; ".join(problems))
+        if self.spec.summary is not None:
+            return await self._judge_summary(run, exchange, signal)
         return Verdict(passed=True, reason=f"turn {exchange.index} handed over{_destination(signal)}",
                        evidence=[signal.summary] if signal.summary else [])
+
+    async def _judge_summary(self, run: RunView, exchange: Exchange, signal: HandoffSignal) -> Verdict:
+        if not signal.summary:
+            return Verdict(passed=False, reason=f"turn {exchange.index} handed over with no summary to grade")
+        # the judge reads the conversation, and the summary as the context the rubric is about
+        verdict = await JudgeRole(judge_client(run, self.spec.model)).grade(JudgeInput(
+            rubric=f"The summary handed to the person who takes over: {run.context.render_text(self.spec.summary)}",
+            transcript=lines_of(run.exchanges),
+            context=signal.summary,
+        ))
+        graded = to_verdict(verdict)
+        graded.reason = f"turn {exchange.index} handed over{_destination(signal)}; summary: {graded.reason}"
+        return graded
 
     def _problems(self, exchange: Exchange, signal: HandoffSignal, context: Context) -> list[str]:
         problems: list[str] = []

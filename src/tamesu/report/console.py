@@ -26,11 +26,12 @@ _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 def make_console(color: str, stderr: bool = False) -> Console:
     """`auto` follows the terminal and NO_COLOR; `always` and `never` force it."""
+    # soft wrap: a reason line is never cut at 80 columns in a CI log; the terminal wraps it if it must
     if color == "always":
-        return Console(force_terminal=True, no_color=False, stderr=stderr, highlight=False)
+        return Console(force_terminal=True, no_color=False, stderr=stderr, highlight=False, soft_wrap=True)
     if color == "never":
-        return Console(no_color=True, stderr=stderr, highlight=False, force_terminal=False)
-    return Console(stderr=stderr, highlight=False)
+        return Console(no_color=True, stderr=stderr, highlight=False, force_terminal=False, soft_wrap=True)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 class ConsoleReporter:

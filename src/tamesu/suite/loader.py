@@ -456,7 +456,8 @@ def _check_models_needed(
         key = next((k for k in entry if k not in checks.META_KEYS), None)
         options = entry.get(key) if key else None
         own_model = isinstance(options, dict) and options.get("model") is not None
-        judged = key in _JUDGED or (key == "golden" and isinstance(options, dict) and options.get("mode") == "judge") \
+        judged = key in _JUDGED or (isinstance(options, dict) and (
+            (key == "golden" and options.get("mode") == "judge") or (key == "handoff" and options.get("summary")))) \
             or (key == "pack" and packs.needs_judge(entry, suite.packs))
         if judged and not own_model:
             problems.append(doc.problem((*loc, "assert", i, key), f"{key} needs a model: set models.judge in "
