@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from model_servers import AnthropicServer, OpenAIServer, status, text
+from model_servers import AnthropicServer, OpenAIServer, status, text, tool_call
 from tamesu._serve import ThreadServer
 
 
@@ -235,3 +235,41 @@ tests:
     assert result.returncode == 1, result.stdout
     assert "PASS  suite/offers help" in result.stdout
     assert "✗ grounded: the reference is not in the policy (fake judge)" in result.stdout
+
+
+def test_a_model_target_against_an_openai_compatible_server(tmp_path: Path, tamesu, serve) -> None:
+    model_server = OpenAIServer()
+    server = serve(model_server.app)
+    model_server.plan(tool_call("lookup_order", {"order_id": "ORD-1001"}), text("ORD-1001 arrives on Friday."))
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\n"
+        "models:\n"
+        "  target: { provider: openai, model: test-model, base_url: '{{env.MODEL_URL}}', timeout: 5s }\n")
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  bot:
+    type: model
+    system: "You are the shop's assistant. Use the tools."
+    temperature: 0.2
+    tools:
+      - name: lookup_order
+        description: Look an order up
+        parameters: { type: object, properties: { order_id: { type: string } }, required: [order_id] }
+        result: { order_id: "{{args.order_id}}", eta: Friday }
+tests:
+  - name: where is my order
+    target: bot
+    scenario: { script: [ { say: "Where is ORD-1001?" } ] }
+    assert:
+      - tool_called: { name: lookup_order, args: { order_id: ORD-1001 } }
+      - contains: Friday
+      - metric: { name: model_calls, equals: 2 }
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"MODEL_URL": model_server.base_url(server.url)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    first, second = (call.body for call in model_server.calls())
+    assert first["messages"][0] == {"role": "system", "content": "You are the shop's assistant. Use the tools."}
+    assert first["tools"][0]["function"]["name"] == "lookup_order" and first["temperature"] == 0.2
+    tool_message = second["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert json.loads(tool_message["content"]) == {"order_id": "ORD-1001", "eta": "Friday"}
