@@ -109,6 +109,9 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
                                at_key=first["type"] == "extra_forbidden") from None
     except ValueError as exc:
         raise AssertionProblem((key,), str(exc)) from None
-    named_pack = key == "pack" and isinstance(entry["pack"], str)
-    label = entry.get("name") or (f"pack {entry['pack']}" if named_pack else key)
+    label = entry.get("name") or key
+    if key == "pack":
+        pack = entry["pack"]
+        pack_name = pack if isinstance(pack, str) else pack.get("name") if isinstance(pack, dict) else None
+        label = entry.get("name") or (f"pack {pack_name}" if pack_name else key)
     return Assertion(key=key, check=cls(spec), on_turn=on_turn, label=f"{prefix}{label}")

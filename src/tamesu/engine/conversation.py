@@ -82,9 +82,10 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
     if counterpart is not None and session is not None:
         return CounterpartUser(test.suite.targets[counterpart.target], counterpart.target,
                                opening=counterpart.opening, goal=scenario.goal, session=session)
-    if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona):
+    attack = test.attack  # a red-team pack's attacker (`scenario.attack`)
+    if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona or attack):
         return ModelSimulator(models.client("simulator"), scenario, test.spec.persona, base_dir=test.suite.dir,
-                              seed=seed)
+                              seed=seed, attack=attack)
     return ScriptedUser(scenario.script, test.suite.dir)
 
 

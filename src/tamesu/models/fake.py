@@ -7,7 +7,8 @@ puts there, never the prompt text, so rewording a prompt never changes a fake an
 Context keys it reads, by purpose:
 
 - simulator: `goal` (str | None), `simulator_turns` (how many turns the simulator already said), `last_agent`
-  (the agent's last turn, "" before it spoke).
+  (the agent's last turn, "" before it spoke), `attack` (a red-team pack's attack, or absent: its `openings`
+  are said in order, one per turn, before any rule applies).
 - judge: `mode` ("rubric" or "grounded"), `rubric`, `scale` ("binary", "1-5"), `transcript` (a list of
   {role, text, turn}), `claims` (grounded: the agent's text to check), `context` (the reference text, or None).
 - extract: `description`, `text` (the agent turn to take the value from).
@@ -278,7 +279,12 @@ class FakeProvider(Provider):
         return json.dumps(shaped(answer, request.json_schema), ensure_ascii=False)
 
     def _simulator(self, context: Mapping[str, Any]) -> dict[str, Any]:
-        goal = context.get("goal")
+        attack = context.get("attack")
+        turns = int(context.get("simulator_turns") or 0)
+        if isinstance(attack, Mapping) and turns < len(attack.get("openings") or []):
+            return {"input": attack["openings"][turns],
+                    "reasoning": f"fake simulator: opening {turns + 1} of the attack {attack.get('pack')}"}
+        goal = None if isinstance(attack, Mapping) else context.get("goal")
         if goal and not context.get("simulator_turns"):
             return {"input": goal, "reasoning": "fake simulator: the goal comes first"}
         last = str(context.get("last_agent") or "")

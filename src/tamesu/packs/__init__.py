@@ -5,6 +5,10 @@ checks and why, `description` (one sentence) and `assert` (assertions as a suite
 `name` that reports use). Deterministic checks come first; a judge is there only for what a pattern cannot
 decide, and needs `models.judge` (or the pack's `model:`). A pack never contains a pack.
 
+A red-team pack may also have an `attack:` section (`AttackSpec`: the attacker's goal, style, tactics and
+opening lines). A test that names it as `scenario.attack` lets the simulator play that attacker and is graded
+by the pack as well (see `attack_of`).
+
 A suite or `tamesu.yaml` declares its own under `packs:`, in the same shape; a suite's pack replaces the
 project's of the same name, and either replaces a built-in one.
 """
@@ -21,16 +25,32 @@ from ruamel.yaml import YAML
 
 from tamesu._types import Strict
 
-__all__ = ["JUDGED_KEYS", "PackSpec", "builtin", "builtin_names", "inline", "name_of", "needs_judge", "resolve"]
+__all__ = ["JUDGED_KEYS", "AttackSpec", "PackSpec", "attack_names", "attack_of", "builtin", "builtin_names",
+           "inline", "name_of", "needs_judge", "resolve"]
 
 JUDGED_KEYS = frozenset({"judge", "grounded"})
 """Assertion kinds that ask a model; `pack: {judges: false}` leaves them out."""
+
+
+class AttackSpec(Strict):
+    """`attack:` in a pack: how the simulated user attacks when a test says `scenario.attack: NAME`."""
+
+    goal: str = Field(min_length=1)
+    """What the attacker wants the agent to do; the test's own `scenario.goal` becomes its cover story."""
+    style: str | None = None
+    """How the attacker talks; added to the persona's own style."""
+    tactics: list[str] = Field(default_factory=list)
+    """Ways to try, for the simulator model to pick from and escalate with."""
+    openings: list[str] = Field(min_length=1)
+    """Opening lines; a model adapts them, the fake simulator says them in order, one per turn."""
 
 
 class PackSpec(Strict):
     description: str = Field(min_length=1)
     """What the pack checks, in one sentence."""
     assert_: list[dict[str, Any]] = Field(alias="assert", min_length=1)
+    attack: AttackSpec | None = None
+    """How a simulated user attacks the agent for this pack (`scenario.attack: NAME`); red-team packs only."""
 
     @field_validator("assert_")
     @classmethod
@@ -64,6 +84,27 @@ def resolve(name: str, user: Mapping[str, PackSpec] | None = None) -> PackSpec:
         raise ValueError(f"no pack named {name!r} (built-in: {', '.join(builtin_names())}{own}; declare your "
                          "own under packs:)")
     return found
+
+
+def attack_names(user: Mapping[str, PackSpec] | None = None) -> list[str]:
+    """The packs that can attack: the built-in ones with an `attack:` section, and the suite's own."""
+    found = {name for name in builtin_names() if (pack := builtin(name)) and pack.attack}
+    for name, pack in (user or {}).items():
+        (found.add if pack.attack else found.discard)(name)
+    return sorted(found)
+
+
+def attack_of(name: str, user: Mapping[str, PackSpec] | None = None) -> AttackSpec:
+    """The attack of the pack a suite means by `name` (`scenario.attack`). Raises ValueError."""
+    try:
+        pack = resolve(name, user)
+    except ValueError:
+        pack = None
+    if pack is None or pack.attack is None:
+        what = f"no attack named {name!r}" if pack is None else f"pack {name!r} grades but does not attack"
+        raise ValueError(f"{what} (attacks: {', '.join(attack_names(user)) or 'none'}; a pack of your own "
+                         "attacks with an attack: section)")
+    return pack.attack
 
 
 def name_of(entry: Any) -> str | None:

@@ -1,7 +1,7 @@
 """The user side of a conversation: what to say next, or that the conversation is over.
 
 `ScriptedUser` says a scenario's script; `ModelSimulator` says the script too, then lets a model play the
-persona toward the scenario's goal.
+persona toward the scenario's goal, or, with a red-team pack's attack (`scenario.attack`), play that attacker.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import BaseModel, model_validator
 from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import StructuredOutputError, generate_structured
+from tamesu.packs import AttackSpec
 from tamesu.roles import _prompts
 from tamesu.roles._failures import infra_error
 from tamesu.roles._transcript import as_text, lines_of
@@ -148,14 +149,18 @@ class ModelSimulator(UserSimulator):
         base_dir: Path,
         seed: int | None = None,
         attempts: int = 3,
+        attack: AttackSpec | None = None,
     ) -> None:
         self._client = client
+        self._attack = attack
+        """With an attack the model plays the pack's attacker (prompt `attacker`): the attack's goal, the
+        scenario's goal as its cover story, the attack's style added to the persona's."""
         self._scenario = scenario
         self._persona = persona or Persona()
         self._script = ScriptedUser(scenario.script, base_dir)
         self._seed = seed
         self._attempts = attempts
-        self.prompt = _prompts.load("simulator")
+        self.prompt = _prompts.load("attacker" if attack is not None else "simulator")
         self.responses: list[ModelResponse] = []
         """Every model response so far, retries included (for cost and usage)."""
         self.reasoning: list[str] = []
@@ -186,7 +191,7 @@ class ModelSimulator(UserSimulator):
         persona.setdefault("name", self._persona.name)
         history = lines_of(exchanges)
         scenario = self._scenario
-        return {
+        inputs = {
             "persona": persona,
             "goal": context.render_text(scenario.goal) if scenario.goal else None,
             "stop_when": context.render_text(scenario.stop_when) if scenario.stop_when else None,
@@ -196,6 +201,14 @@ class ModelSimulator(UserSimulator):
             "max_turns": scenario.max_turns,
             "simulator_turns": sum(1 for e in exchanges if e.user is not None and e.user.source == "simulator"),
         }
+        attack = self._attack
+        if attack is not None:
+            if attack.style:
+                persona["style"] = "; ".join(part for part in (persona.get("style"), attack.style) if part)
+            inputs["cover"], inputs["goal"] = inputs["goal"], attack.goal
+            inputs["attack"] = {"pack": scenario.attack, "goal": attack.goal, "style": attack.style,
+                                "tactics": list(attack.tactics), "openings": list(attack.openings)}
+        return inputs
 
     def _messages(self, inputs: dict[str, Any]) -> list[Message]:
         persona = inputs["persona"]
@@ -208,9 +221,15 @@ class ModelSimulator(UserSimulator):
             stop_rule = self.prompt.render("stop_when", stop_when=inputs["stop_when"])
         else:
             stop_rule = self.prompt.render("no_stop_when")
+        extra: dict[str, str] = {}
+        if "attack" in inputs:
+            attack = inputs["attack"]
+            extra = {"cover": inputs["cover"] or "(none: pick an ordinary request this user would plausibly make)",
+                     "tactics": "\n".join(f"- {t}" for t in attack["tactics"]) or "- (your own)",
+                     "openings": "\n".join(f"- {o}" for o in attack["openings"])}
         system = self.prompt.render(
             "system", persona="\n".join(about), stop_rule=stop_rule,
-            goal=inputs["goal"] or "(no particular goal: talk as this user naturally would)")
+            goal=inputs["goal"] or "(no particular goal: talk as this user naturally would)", **extra)
         user = self.prompt.render("user", history=as_text(inputs["history"]), turn=inputs["turn"],
                                   max_turns=inputs["max_turns"])
         return [Message(role="system", content=system), Message(role="user", content=user)]

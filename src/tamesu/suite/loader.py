@@ -79,6 +79,8 @@ class PlannedTest:
     slo: dict[str, float]
     index: int
     """Position of the test in the suite's `tests` list, for messages."""
+    attack: packs.AttackSpec | None = None
+    """The attack the simulated user plays (`scenario.attack`), from its pack."""
 
     @property
     def target_name(self) -> str:
@@ -394,13 +396,51 @@ def _expand_test(
             problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
             continue
         assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs)
+        attack = _attack(suite, case_spec, doc, loc, problems, assertions)
         if case_name is None or case_name == variants[0][0]:
             _check_user_side(suite, case_spec, doc, loc, problems)
             _check_models_needed(suite, case_spec, doc, loc, problems)
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
-        expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index))
+        expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,
+                                    attack=attack))
     return expanded
+
+
+def _attack(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    assertions: list[Assertion],
+) -> packs.AttackSpec | None:
+    """`scenario.attack`: the pack's attack for the simulator, and the pack added to `assertions` unless the
+    test, the suite's or the project's defaults assert that pack already."""
+    name = spec.scenario.attack
+    if name is None:
+        return None
+    where = (*loc, "scenario", "attack")
+
+    def report(message: str) -> None:
+        problem = doc.problem(where, message)
+        if problem not in problems:
+            problems.append(problem)
+
+    try:
+        attack = packs.attack_of(name, suite.packs)
+    except ValueError as exc:
+        report(str(exc))
+        return None
+    defaults = [*suite.project.spec.defaults.assert_, *suite.spec.defaults.assert_]
+    if name in suite.broken_packs or any(packs.name_of(e) == name for e in [*spec.assert_, *defaults]):
+        return attack
+    entry = {"pack": name, "name": f"pack {name}"}
+    configured = {**suite.project.spec.models, **suite.spec.models}
+    if not spec.skip and "judge" not in configured and packs.needs_judge(entry, suite.packs):
+        report(f"attack {name!r} is graded by pack {name}, which needs a model: set models.judge in tamesu.yaml "
+               f"or the suite, or assert it yourself (pack: {{name: {name}, judges: false}})")
+    try:
+        assertions.append(checks.parse_assertion(packs.inline(entry, suite.packs)))
+    except AssertionProblem as exc:
+        report(f"pack {name}: {exc.message}")
+    return attack
 
 
 def _check_user_side(
@@ -409,18 +449,25 @@ def _check_user_side(
     """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
     if spec.skip:
         return
+    scenario = spec.scenario
     if spec.counterpart is not None:
+        if scenario.attack is not None:
+            problems.append(doc.problem((*loc, "scenario", "attack"), "a counterpart plays the user in this "
+                                        "test, so nothing would attack: drop counterpart or scenario.attack"))
         _check_counterpart(suite, spec, doc, loc, problems)
         return
-    scenario = spec.scenario
     has_simulator = "simulator" in suite.spec.models or "simulator" in suite.project.spec.models
+    if scenario.attack is not None and not has_simulator:
+        problems.append(doc.problem((*loc, "scenario", "attack"), "an attack is played by the simulated user: "
+                                    "set models.simulator in tamesu.yaml or the suite"))
+        return
     if scenario.script and not has_simulator:
         return
     if not has_simulator:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "nothing plays the user: add scenario.script steps, or set models.simulator "
                                     "so the persona can speak"))
-    elif not scenario.goal and not scenario.script:
+    elif not scenario.goal and not scenario.script and scenario.attack is None:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "the simulated user needs scenario.goal (or scenario.script steps)"))
 

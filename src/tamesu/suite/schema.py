@@ -118,6 +118,9 @@ class Scenario(Strict):
     max_turns: int = Field(10, ge=1, le=1000)
     stop_when: str | None = None
     script: list[ScriptStep] = Field(default_factory=list)
+    attack: str | None = Field(None, min_length=1)
+    """A red-team pack (`prompt_injection`, `jailbreak`...) whose `attack:` the simulated user plays after the
+    script; `goal` becomes its cover story, and the pack grades the test unless `assert` names it already."""
 
 
 class Quarantine(Strict):

@@ -67,10 +67,11 @@ async def with_connect_retries(
     connect: ConnectSpec,
     session: Session,
     what: str,
-    url: str,
+    url: str | Callable[[], str],
 ) -> T:
-    """Run `attempt` until it reaches the agent: failures `reason_of` recognises are retried, then InfraError."""
-    masked = session.redactor.text(url)
+    """Run `attempt` until it reaches the agent: failures `reason_of` recognises are retried, then InfraError.
+
+    `url` may be a function giving it, called only when a failure is reported (not on every request)."""
     for number in range(1, connect.attempts + 1):
         try:
             return await attempt()
@@ -78,6 +79,7 @@ async def with_connect_retries(
             reason = reason_of(exc)
             if reason is None:
                 raise
+            masked = session.redactor.text(url if isinstance(url, str) else url())
             if number == connect.attempts:
                 raise InfraError(f"{what}: cannot reach {masked} after {number} attempts: {reason}") from exc
             session.event("connect_retry", attempt=number, attempts=connect.attempts, reason=reason, url=masked)
@@ -139,7 +141,7 @@ class Http:
             return response, sent_at
 
         return await with_connect_retries(attempt, reason_of=unreachable_reason, connect=self._connect,
-                                          session=self._session, what=self._what, url=str(request.url))
+                                          session=self._session, what=self._what, url=lambda: str(request.url))
 
     async def fetch(self, request: httpx.Request) -> Answer:
         response, sent_at = await self.open_stream(request)
