@@ -50,10 +50,26 @@ class Target(ABC):
     def __init__(self, spec: Any, name: str) -> None:
         self.spec = spec
         self.name = name
+        self._session: Session | None = None
+
+    @property
+    def _what(self) -> str:
+        """How the target names itself in error lines: `rest target shop`."""
+        return f"{self.kind} target {self.name}"
+
+    async def open(self, session: Session) -> None:
+        """Connect, read what describes the agent, make the session.open request. A failed open is closed at
+        once, so nothing it started outlives it."""
+        self._session = session
+        try:
+            await self._open(session)
+        except BaseException:
+            await self.close()
+            raise
 
     @abstractmethod
-    async def open(self, session: Session) -> None:
-        """Connect, read what describes the agent, make the session.open request."""
+    async def _open(self, session: Session) -> None:
+        """What opening means for this target."""
 
     @abstractmethod
     async def send(self, turn: UserTurn) -> AgentTurn:
@@ -67,4 +83,7 @@ class Target(ABC):
         """Metrics only this target type knows (counters it kept); the engine adds the common ones."""
         return {}
 
-
+    def _require_session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError(f"{self._what} is not open")
+        return self._session

@@ -124,14 +124,9 @@ class McpTarget(ModelTarget):
         """The error statuses the server answered, for messages (the SDK does not say them)."""
         self._counts = {"mcp_tool_calls": 0, "mcp_tool_errors": 0, "mcp_tool_timeouts": 0, "mcp_tools_refused": 0}
 
-    @property
-    def _what(self) -> str:
-        return f"mcp target {self.name}"
-
     # -- open and close -------------------------------------------------------------------------------
 
-    async def open(self, session: Session) -> None:
-        self._session = session
+    async def _open(self, session: Session) -> None:
         config = self._rendered(session)
         self._server = await self._connect(session, config)
         self._listed = {tool.name for tool in self._server.tools}
@@ -141,7 +136,7 @@ class McpTarget(ModelTarget):
                       version=self._server.version, protocol=self._server.protocol_version,
                       tools=sorted(self._listed), offered=[tool.name for tool in self._offered],
                       instructions=bool(self._server.instructions), system=self._system_source())
-        await super().open(session)
+        await super()._open(session)
 
     def _rendered(self, session: Session) -> dict[str, Any]:
         """The server's keys with their templates rendered; a started HTTP server gets `{{session.port}}`."""

@@ -161,21 +161,15 @@ class ModelTarget(Target):
     def __init__(self, spec: ModelTargetSpec, name: str) -> None:
         super().__init__(spec, name)
         self.spec: ModelTargetSpec = spec
-        self._session: Session | None = None
         self._clients: list[tuple[str, ModelClient]] = []
         """The model, then its fallback: (label, client)."""
         self._messages: list[Message] = []
         self._tools = {tool.name: tool for tool in spec.tools}
         self._calls = 0
 
-    @property
-    def _what(self) -> str:
-        return f"model target {self.name}"
-
     # -- open and close -------------------------------------------------------------------------------
 
-    async def open(self, session: Session) -> None:
-        self._session = session
+    async def _open(self, session: Session) -> None:
         self._clients = [(_label(self.spec.model), self._client(session, self.spec.model))]
         if self.spec.fallback is not None:
             self._clients.append((_label(self.spec.fallback), self._client(session, self.spec.fallback)))
@@ -349,9 +343,4 @@ class ModelTarget(Target):
         return tool.result, None
 
     # -- state ----------------------------------------------------------------------------------------
-
-    def _require_session(self) -> Session:
-        if self._session is None:
-            raise RuntimeError(f"{self._what} is not open")
-        return self._session
 

@@ -95,26 +95,13 @@ class RestTarget(Target):
         super().__init__(spec, name)
         self.spec: RestSpec = spec
         self.session_id = ""
-        self._session: Session | None = None
         self._http: Http | None = None
         self._ws: WsLink | None = None
         self._listener: Listener | None = None
         self._requests_before = 0
         self._waiting_for = ""
 
-    @property
-    def _what(self) -> str:
-        return f"rest target {self.name}"
-
     # -- open and close -------------------------------------------------------------------------------
-
-    async def open(self, session: Session) -> None:
-        self._session = session
-        try:
-            await self._open(session)
-        except BaseException:
-            await self.close()
-            raise
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
@@ -447,11 +434,6 @@ class RestTarget(Target):
         return self._require_session().redactor.text(text)
 
     # -- state ----------------------------------------------------------------------------------------
-
-    def _require_session(self) -> Session:
-        if self._session is None:
-            raise RuntimeError(f"{self._what} is not open")
-        return self._session
 
     def _require_http(self) -> Http:
         if self._http is None:

@@ -120,7 +120,6 @@ class A2ATarget(Target):
     def __init__(self, spec: A2ASpec, name: str) -> None:
         super().__init__(spec, name)
         self.spec: A2ASpec = spec
-        self._session: Session | None = None
         self._wire: Wire | None = None
         self._client: Client | None = None
         self._listener: PushListener | None = None
@@ -143,19 +142,7 @@ class A2ATarget(Target):
         self._waiting_for = ""
         self._progress: Progress | None = None
 
-    @property
-    def _what(self) -> str:
-        return f"a2a target {self.name}"
-
     # -- open -----------------------------------------------------------------------------------------
-
-    async def open(self, session: Session) -> None:
-        self._session = session
-        try:
-            await self._open(session)
-        except BaseException:
-            await self.close()
-            raise
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
@@ -525,11 +512,6 @@ class A2ATarget(Target):
         return False
 
     # -- state ----------------------------------------------------------------------------------------
-
-    def _require_session(self) -> Session:
-        if self._session is None:
-            raise RuntimeError(f"{self._what} is not open")
-        return self._session
 
     def _require_wire(self) -> Wire:
         if self._wire is None:
