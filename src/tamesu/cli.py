@@ -59,10 +59,12 @@ def _shard(text: str | None) -> Any:
     """`--shard K/N` parsed, or exit 2 saying what is wrong."""
     if text is None:
         return None
+    import os
+
     from tamesu.sharding import Shard, ShardError
 
     try:
-        return Shard.parse(text)
+        return Shard.from_environment(os.environ) if text == "auto" else Shard.parse(text)
     except ShardError as exc:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
@@ -127,7 +129,9 @@ class _LazyGroup(click.Group):
     """Commands that live in modules of their own are imported only when used, so `tamesu --version` and
     `tamesu validate` start fast."""
 
-    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command")}
+    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command"),
+                                                   "store": ("tamesu.cli_store", "store_group"),
+                                                   "view": ("tamesu.cli_store", "view_command")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self._lazy])
@@ -167,7 +171,9 @@ def main() -> None:
               help="Compare with an earlier run directory (or the newest run in a folder of runs).")
 @click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
               help="Metric changes smaller than this fraction of the baseline are not reported (default 0.2).")
-@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the tests.")
+@click.option("--shard", "shard_text", metavar="K/N",
+              help="Run only the K-th of N stable shards of the tests; `auto` reads a Kubernetes Indexed Job's "
+                   "JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT.")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
         verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
@@ -201,11 +207,19 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
                          fail_fast=fail_fast, cache_mode="off" if no_cache else "only" if cache_only else None,
                          update_golden=update_golden)
-    reporter = Fanout(ConsoleReporter(console, plan.secrets.redactor, verbose),
-                      PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data))
+    from tamesu._provenance import provenance
+
+    origin = provenance(plan.project.dir)
+    reporters: list[Any] = [ConsoleReporter(console, plan.secrets.redactor, verbose),
+                            PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin)]
+    store_writer = _store_writer(plan, origin, str(shard) if shard else None, console)
+    if store_writer is not None:
+        reporters.append(store_writer)
     try:
-        outcome = asyncio.run(Runner(plan, tests, options, reporter).run())
+        outcome = asyncio.run(Runner(plan, tests, options, Fanout(*reporters)).run())
     except KeyboardInterrupt:
+        if store_writer is not None:
+            store_writer.close(timeout=5)
         click.echo("interrupted: finished tests are in results.jsonl", err=True)
         sys.exit(130)
     code = outcome.exit_code
@@ -213,6 +227,32 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         code = _finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
     sys.exit(code)
+
+
+def _store_writer(plan: Any, origin: Any, shard: str | None, console: Any) -> Any:
+    """The reporter that writes to the results store, or None when none is configured.
+
+    A store configured without its extra is exit 2 before anything runs; a store that is down is only a
+    warning, printed when the first write fails."""
+    from tamesu.store import StoreError, store_url
+
+    url = store_url(plan.project.spec.store, plan.project.dir)
+    if url is None:
+        return None
+    try:
+        from tamesu.store.db import Store
+        from tamesu.store.writer import StoreWriter
+
+        store = Store(url)
+    except StoreError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+
+    def warn(message: str) -> None:
+        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+
+    return StoreWriter(store, origin, project_dir=plan.project.dir, shard=shard,
+                       redact=plan.secrets.redactor.data, warn=warn)
 
 
 @main.command()

@@ -42,6 +42,8 @@ class PlannedEntry(BaseModel):
     file: str | None = None
     """The suite file, absolute, so a report rendered from another folder can still make it relative."""
     line: int | None = None
+    slo: dict[str, float] = Field(default_factory=dict)
+    """The test's SLOs (metric -> limit), so the store can draw them beside the metric's history."""
 
 
 class PlanRecord(BaseModel):
@@ -52,6 +54,10 @@ class PlanRecord(BaseModel):
     """`K/N` when the run was one shard of N; merged runs list every shard they joined."""
     shards: list[str] = Field(default_factory=list)
     tests: list[PlannedEntry] = Field(default_factory=list)
+    run_id: str | None = None
+    """TAMESU_RUN_ID when it was set: the run the store files this folder under (shards share it)."""
+    commit: str | None = None
+    branch: str | None = None
 
 
 class RunDirError(Exception):

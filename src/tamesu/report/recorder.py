@@ -18,7 +18,8 @@ def planned_entries(tests: list[Any]) -> list[PlannedEntry]:
         doc = test.suite.doc
         line, _ = doc.position(("tests", test.index))
         entries.append(PlannedEntry(id=test.id, suite=test.suite.name, name=test.name, case=test.case,
-                                    tags=list(test.tags), file=str(doc.path.resolve()), line=line))
+                                    tags=list(test.tags), file=str(doc.path.resolve()), line=line,
+                                    slo=dict(getattr(test, "slo", None) or {})))
     return entries
 
 
@@ -28,13 +29,19 @@ class PlanRecorder:
     Written first so that a run killed half-way still tells `tamesu report` which tests never finished.
     """
 
-    def __init__(self, shard: str | None = None, redact: Any = None) -> None:
+    def __init__(self, shard: str | None = None, redact: Any = None, provenance: Any = None) -> None:
         self.shard = shard
         self.redact = redact
+        self.provenance = provenance
+        """The run id, commit and branch (`tamesu._provenance.Provenance`), kept for `tamesu store import`."""
 
     def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
         record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],
                             tests=planned_entries(tests))
+        if self.provenance is not None:
+            record.run_id = self.provenance.run_id
+            record.commit = self.provenance.commit
+            record.branch = self.provenance.branch
         data = record.model_dump(mode="json")
         if self.redact is not None:
             data = self.redact(data)

@@ -259,3 +259,8 @@ class ProjectSpec(Strict):
     out: str = "tamesu-runs"
     parallel: int = Field(1, ge=1, le=10000)
     report: ReportSettings = Field(default_factory=ReportSettings)
+    store: str | bool | None = None
+    """The results store: `true` (SQLite in .tamesu/store.db), a SQLite path, `postgresql://...`, or off
+    (the default). TAMESU_STORE overrides it."""
+    trace_url: str | None = None
+    """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""
