@@ -131,6 +131,8 @@ def test_view_pages_in_chromium(history: Path) -> None:
             page.locator("details summary").first.click()
             chat = page.locator(".chat").first.inner_text()
             assert "user: flaky" in chat and "agent: bad" in chat
+            # each turn's trace id, linked through tamesu.yaml's trace_url (never followed here)
+            assert page.locator('a[href^="http://127.0.0.1:9/trace/"]').count() >= 2
             assert "turn_latency_ms" in page.inner_text("main")
             assert page.locator("svg.trend").count() >= 1
 

@@ -211,7 +211,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
 
     origin = provenance(plan.project.dir)
     reporters: list[Any] = [ConsoleReporter(console, plan.secrets.redactor, verbose),
-                            PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin)]
+                            PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
+                                         plan.project.spec.trace_url)]
     store_writer = _store_writer(plan, origin, str(shard) if shard else None, console)
     if store_writer is not None:
         reporters.append(store_writer)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tamesu._trace import TraceContext
 from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
@@ -99,6 +100,8 @@ class AgentTurn(BaseModel):
     ended: bool = False
     """The agent ended the conversation."""
     handoff: Handoff | None = None
+    trace_id: str | None = None
+    """The W3C trace id sent with the turn's requests (`traceparent`), to find the agent's own trace."""
 
     @property
     def latency_ms(self) -> float:
@@ -164,6 +167,8 @@ class Session:
         """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
         self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
+        self.trace: TraceContext | None = None
+        """The trace of the turn being sent: targets send its `traceparent` with every request of the turn."""
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0

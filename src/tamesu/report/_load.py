@@ -58,6 +58,8 @@ class PlanRecord(BaseModel):
     """TAMESU_RUN_ID when it was set: the run the store files this folder under (shards share it)."""
     commit: str | None = None
     branch: str | None = None
+    trace_url: str | None = None
+    """tamesu.yaml's `trace_url` when the run started: reports link each turn's trace id with it."""
 
 
 class RunDirError(Exception):

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tamesu import __version__
+from tamesu._trace import trace_link
 from tamesu.report import _svg
 from tamesu.report._load import LoadedRun, mean_metrics
 from tamesu.report.baseline import Comparison, describe_change
@@ -234,6 +235,16 @@ class _Page:
         return (f'<div class="scroll"><table class="assertions"><caption>{caption}</caption>'
                 f"{''.join(rows)}</table></div>")
 
+    def trace(self, trace_id: str | None) -> str:
+        """The turn's trace id, linked to the agent's tracing UI when the project set `trace_url`."""
+        if not trace_id:
+            return ""
+        url = trace_link(self.run.plan.trace_url if self.run.plan else None, trace_id)
+        shown = f"trace {trace_id[:8]}"
+        if url is None:
+            return f' · <span class="trace" title="trace id {_e(trace_id)}">{_e(shown)}</span>'
+        return f' · <a class="trace" href="{_e(url)}" title="trace id {_e(trace_id)}">{_e(shown)}</a>'
+
     def chat(self, detail: RunResult) -> str:
         if not detail.turns:
             return ""
@@ -259,7 +270,8 @@ class _Page:
                 handoff = (f'<div class="handoff">handed to {_e(agent.handoff.to or "a person")}'
                            f'{": " + _e(agent.handoff.summary) if agent.handoff.summary else ""}</div>')
             ended = '<div class="dim">the agent ended the conversation</div>' if agent.ended else ""
-            bubbles.append(f'<div class="msg agent"><div class="who">{" · ".join(_e(f) for f in facts)}</div>'
+            who = " · ".join(_e(f) for f in facts) + self.trace(agent.trace_id)
+            bubbles.append(f'<div class="msg agent"><div class="who">{who}</div>'
                            f'<div class="text">{_e(agent.text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
                            "</div>")
         return f'<div class="chat" aria-label="transcript">{"".join(bubbles)}</div>'

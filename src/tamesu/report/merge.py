@@ -83,7 +83,10 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
                 entries.setdefault(entry.id, entry)
             shards.extend(s for s in run.plan.shards if s not in shards)
     shards.sort(key=lambda s: tuple(int(p) for p in s.split("/")) if s.replace("/", "").isdigit() else (0, 0))
-    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values())).model_dump(mode="json"))
+    # the shards of one CI run share its id, commit and trace links: the merged run keeps the first one's
+    first = next((run.plan for run in runs if run.plan is not None), None)
+    keep = {k: getattr(first, k) for k in ("run_id", "commit", "branch", "trace_url")} if first else {}
+    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values()), **keep).model_dump(mode="json"))
 
     starts = [t for t in (_when(r.summary.started_at) for r in runs) if t]
     ends = [t for t in (_when(r.summary.finished_at) for r in runs) if t]

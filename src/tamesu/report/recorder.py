@@ -29,15 +29,17 @@ class PlanRecorder:
     Written first so that a run killed half-way still tells `tamesu report` which tests never finished.
     """
 
-    def __init__(self, shard: str | None = None, redact: Any = None, provenance: Any = None) -> None:
+    def __init__(self, shard: str | None = None, redact: Any = None, provenance: Any = None,
+                 trace_url: str | None = None) -> None:
         self.shard = shard
+        self.trace_url = trace_url
         self.redact = redact
         self.provenance = provenance
         """The run id, commit and branch (`tamesu._provenance.Provenance`), kept for `tamesu store import`."""
 
     def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
         record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],
-                            tests=planned_entries(tests))
+                            tests=planned_entries(tests), trace_url=self.trace_url)
         if self.provenance is not None:
             record.run_id = self.provenance.run_id
             record.commit = self.provenance.commit

@@ -103,11 +103,18 @@ class Http:
         self._connect = connect
         self._what = what
         self.client = httpx.AsyncClient(verify=ssl_context(),
-                                        timeout=httpx.Timeout(read_timeout, connect=connect.timeout))
+                                        timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
+                                        event_hooks={"request": [self._stamp_trace]})
         self.requests = 0
         """Requests that reached the agent."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    async def _stamp_trace(self, request: httpx.Request) -> None:
+        """Every request of a turn carries the turn's `traceparent` (unless the suite set its own)."""
+        trace = self._session.trace
+        if trace is not None and "traceparent" not in request.headers:
+            request.headers["traceparent"] = trace.traceparent
 
     def build(self, method: str, url: str, headers: dict[str, str], body: Any, *, has_body: bool,
               timeout: float | None = None) -> httpx.Request:

@@ -342,6 +342,9 @@ class A2ATarget(Target):
         extra = (getattr(turn, "options", None) or {}).get("metadata")
         if isinstance(extra, dict):
             metadata.update(extra)
+        if session.trace is not None:
+            # the message carries the trace too, for agents that hand it on past the HTTP layer
+            metadata.setdefault("traceparent", session.trace.traceparent)
         message = user_message(turn, base_dir=session.base_dir, context_id=self.context_id, task_id=self.task_id,
                                metadata=metadata, what=self._what)
         request = SendMessageRequest(message=message)

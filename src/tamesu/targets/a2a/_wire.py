@@ -37,12 +37,19 @@ class Wire:
         self._what = what
         self.headers = headers
         self.http = httpx.AsyncClient(verify=ssl_context(), headers=headers,
-                                      timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout))
+                                      timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
+                                      event_hooks={"request": [self._stamp_trace]})
         self._channels: list[grpc.aio.Channel] = []
         self.requests = 0
         """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    async def _stamp_trace(self, request: httpx.Request) -> None:
+        """Every HTTP request of a turn carries the turn's `traceparent` (unless the suite set its own)."""
+        trace = self._session.trace
+        if trace is not None and "traceparent" not in request.headers:
+            request.headers["traceparent"] = trace.traceparent
 
     # -- clients --------------------------------------------------------------------------------------
 
@@ -73,6 +80,9 @@ class Wire:
     def context(self, choice: Choice, timeout: float | None = None) -> ClientCallContext:
         # HTTP requests carry the headers from the httpx client; gRPC needs them as metadata on each call.
         parameters = {k.lower(): v for k, v in self.headers.items()} if choice.binding == "GRPC" else None
+        trace = self._session.trace
+        if parameters is not None and trace is not None:
+            parameters.setdefault("traceparent", trace.traceparent)
         return ClientCallContext(service_parameters=parameters, timeout=timeout)
 
     async def aclose(self) -> None:

@@ -1,0 +1,103 @@
+"""W3C trace context across the boundary: a `traceparent` with every request of a turn (REST headers, A2A
+headers, gRPC metadata and message metadata), the trace id recorded per turn, and `trace_url` links in the
+HTML report."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agents.a2a_agents import A2AAgents
+from tamesu._trace import TraceContext
+from tamesu.conversation import Session, UserTurn
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets.a2a import A2ASpec, A2ATarget
+
+TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
+
+
+def test_every_rest_request_carries_its_turns_trace_and_the_report_links_it(tmp_path: Path, tamesu, serve) -> None:
+    seen: list[str | None] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        seen.append(request.headers.get("traceparent"))
+        return JSONResponse({"text": "ok"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\ntrace_url: 'https://jaeger.example/trace/{trace_id}'\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{url}/chat' }}
+tests:
+  - name: two turns
+    target: bot
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+""")
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(seen) == 2 and all(value is not None for value in seen)
+    parsed = [TRACEPARENT.match(value or "") for value in seen]
+    assert all(parsed), seen
+    trace_ids = [m.group(1) for m in parsed if m]
+    assert trace_ids[0] != trace_ids[1]  # a trace per turn
+    run_dir = next((tmp_path / "out").iterdir())
+    detail = json.loads((run_dir / "suite" / "two-turns" / "run-1" / "result.json").read_text())
+    assert [turn["agent"]["trace_id"] for turn in detail["turns"]] == trace_ids
+    html = (run_dir / "report.html").read_text()
+    for trace_id in trace_ids:
+        assert f'href="https://jaeger.example/trace/{trace_id}"' in html
+
+
+def test_a_suites_own_traceparent_header_wins(tmp_path: Path, tamesu, serve) -> None:
+    seen: list[str | None] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        seen.append(request.headers.get("traceparent"))
+        return JSONResponse({"text": "ok"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    mine = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{url}/chat', headers: {{ traceparent: '{mine}' }} }}
+tests:
+  - name: one
+    target: bot
+    scenario: {{ script: [ {{ say: one }} ] }}
+""")
+    assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
+    assert seen == [mine]
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[A2AAgents]:
+    with A2AAgents() as running:
+        yield running
+
+
+@pytest.mark.parametrize("transport", ["jsonrpc", "http", "grpc"])
+async def test_a2a_sends_the_trace_as_header_or_grpc_metadata_and_as_message_metadata(
+        agents: A2AAgents, tmp_path: Path, transport: str) -> None:
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    target = A2ATarget(A2ASpec.model_validate({"type": "a2a", "url": f"{agents.urls['v10']}/a2a",
+                                               "transport": transport, "stream": False}), "shop")
+    await target.open(session)
+    try:
+        session.trace = TraceContext.new()
+        agent = await target.send(UserTurn(text="hello"))
+    finally:
+        await target.close()
+    echoed = agent.response["artifacts"][0]["parts"][0]["data"]
+    assert echoed["traceparent"] == session.trace.traceparent
+    assert echoed["metadata"]["traceparent"] == session.trace.traceparent
