@@ -216,6 +216,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     store_writer = _store_writer(plan, origin, str(shard) if shard else None, console)
     if store_writer is not None:
         reporters.append(store_writer)
+    telemetry = _start_telemetry(console)
     try:
         outcome = asyncio.run(Runner(plan, tests, options, Fanout(*reporters)).run())
     except KeyboardInterrupt:
@@ -223,11 +224,30 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
             store_writer.close(timeout=5)
         click.echo("interrupted: finished tests are in results.jsonl", err=True)
         sys.exit(130)
+    finally:
+        if telemetry:
+            from tamesu import _otel
+
+            _otel.stop()
     code = outcome.exit_code
     if requests or baseline_dir is not None:
         code = _finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
     sys.exit(code)
+
+
+def _start_telemetry(console: Any) -> bool:
+    """tamesu's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is imported otherwise)."""
+    from tamesu import _otel
+
+    if not _otel.configured():
+        return False
+    try:
+        _otel.start(__version__)
+    except ImportError:
+        console.print(f"warning: {_otel.OTEL_HINT}", style="yellow", highlight=False, markup=False)
+        return False
+    return True
 
 
 def _store_writer(plan: Any, origin: Any, shard: str | None, console: Any) -> Any:

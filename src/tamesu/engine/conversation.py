@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tamesu import _otel as otel
 from tamesu import targets
-from tamesu._trace import TraceContext
 from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
@@ -210,18 +210,19 @@ async def _converse(
             if action.turn is None:
                 return action.stop or "simulator_stopped", action.failure, target.metrics()
             index = len(exchanges) + 1
-            session.trace = TraceContext.new()
             try:
-                agent = await target.send(action.turn)
+                with otel.active().turn(test=test.id, turn=index) as trace:
+                    session.trace = trace
+                    agent = await target.send(action.turn)
             except TurnError as exc:
                 now = session.now_ms()
                 failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
                                    status=exc.status, sent_at_ms=now, completed_at_ms=now,
-                                   trace_id=session.trace.trace_id)
+                                   trace_id=trace.trace_id)
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
                 return "turn_failed", f"turn {index}: {exc}", target.metrics()
-            agent.trace_id = agent.trace_id or session.trace.trace_id
+            agent.trace_id = agent.trace_id or trace.trace_id
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))

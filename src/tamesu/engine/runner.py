@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tamesu import __version__
+from tamesu import _otel as otel
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
@@ -80,10 +81,11 @@ class Runner:
         warnings: list[str] = []
         interrupted: str | None = None
         try:
-            for suite in self.plan.suites:
-                chosen = [t for t in self.tests if t.suite is suite]
-                if chosen:
-                    warnings.extend(await self._run_suite(suite, chosen, directory))
+            with otel.active().span("tamesu.run", run=run_dir.name, tests=len(self.tests)):
+                for suite in self.plan.suites:
+                    chosen = [t for t in self.tests if t.suite is suite]
+                    if chosen:
+                        warnings.extend(await self._run_suite(suite, chosen, directory))
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = "interrupted"
             raise
@@ -149,10 +151,18 @@ class Runner:
         self.reporter.test_finished(result, runs)
 
     async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
+        with otel.active().span("tamesu.test", test=test.id, suite=test.suite.name) as span:
+            status = await self._run_test_inner(test, directory, models)
+            if span is not None:
+                span.set_attribute("tamesu.status", status)
+
+    async def _run_test_inner(self, test: PlannedTest, directory: RunDirectory,
+                              models: ModelRegistry | None) -> str:
+        """Runs the test's runs and records its result; returns its status."""
         if test.spec.skip:
             reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
             self._record(directory, self._unrun(test, "skipped", reason), [])
-            return
+            return "skipped"
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
         outcomes = await asyncio.gather(
@@ -162,12 +172,13 @@ class Runner:
         finished = [o for o in outcomes if o is not None]
         if not finished:
             self._record(directory, self._unrun(test, "skipped", self._stop or "not run"), [])
-            return
+            return "skipped"
         runs = [o.result for o in finished]
         result = aggregate(test, runs, test_dir, directory.root, self.options.today)
         # the time the runs took, not the time spent waiting for a slot
         result.duration_ms = round(sum(r.duration_ms for r in runs), 3)
         self._record(directory, result, runs)
+        return result.status
 
     async def _run_with_retries(
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
