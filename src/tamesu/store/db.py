@@ -33,6 +33,8 @@ def _timeout() -> float:
     except ValueError:
         return 5.0
 _MIGRATIONS = Path(__file__).parent / "migrations"
+HEAD_REVISION = "0001"
+"""The newest migration; a store already there is opened without loading Alembic (a test keeps it true)."""
 _ADVISORY_LOCK = 7_154_221  # any constant: serialises migrations of shards that start at once on PostgreSQL
 
 
@@ -108,6 +110,8 @@ class Store:
         from alembic.runtime.migration import MigrationContext
         from alembic.script import ScriptDirectory
 
+        if self._stored_revision() == HEAD_REVISION:
+            return  # the common case, without loading Alembic
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
         head = ScriptDirectory.from_config(config).get_current_head()
@@ -117,6 +121,13 @@ class Store:
         with self._migration_lock(), self.engine.begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
+
+    def _stored_revision(self) -> str | None:
+        try:
+            with self.engine.connect() as connection:
+                return connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+        except sa.exc.DBAPIError:
+            return None  # no table yet: an empty database
 
     @contextlib.contextmanager
     def _migration_lock(self) -> Iterator[None]:
@@ -170,44 +181,32 @@ class Store:
     def write_test(self, run: RunInfo, part_id: int, result: TestResult, runs: list[RunResult],
                    slo: dict[str, float] | None = None) -> None:
         """One finished test with its runs, assertions and metrics, in one transaction."""
-        by_key = {(r.run, r.attempt): r for r in runs}
+        self.write_records(run, part_id, [test_record(result, runs, slo)])
+
+    def write_records(self, run: RunInfo, part_id: int, records: list[dict[str, Any]]) -> None:
+        """Finished tests (`test_record`s) in one transaction of four statements, however many there are."""
+        if not records:
+            return
         with self.engine.begin() as connection:
-            test_row = connection.execute(t.test_results.insert().values(
-                run_id=run.id, part_id=part_id, test_id=result.id, suite=result.suite, name=result.test,
-                case_name=result.case, tags=list(result.tags), target=result.target, status=result.status,
-                passed_runs=result.passed_runs, total_runs=result.total_runs,
-                pass_threshold=result.pass_threshold, duration_ms=result.duration_ms,
-                quarantine=result.quarantine, skip_reason=result.skip_reason, commit=run.commit,
-                started_at=run.started_at, slo=slo or None,
-            ).returning(t.test_results.c.id)).scalar_one()
-            assertion_rows: list[dict[str, Any]] = []
-            metric_rows: list[dict[str, Any]] = []
-            for summary in result.runs:
-                detail = by_key.get((summary.run, summary.attempts))
-                transcript = transcript_of(detail) if detail is not None else []
-                metrics = detail.metrics if detail is not None else summary.metrics
-                run_id = connection.execute(t.test_runs.insert().values(
-                    test_result_id=test_row, number=summary.run, attempt=summary.attempts, status=summary.status,
-                    error=summary.error, end_reason=detail.end_reason if detail else None,
-                    duration_ms=detail.duration_ms if detail else None, dir=summary.dir,
-                    target_type=detail.target_type if detail else None, transcript=transcript,
-                    transcript_hash=transcript_hash(transcript) if transcript else None,
-                    trace_ids=trace_ids_of(detail) if detail else None,
-                    llm_cost_usd=metrics.get("llm_cost_usd"),
-                    llm_tokens=int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None,
-                ).returning(t.test_runs.c.id)).scalar_one()
-                graded = detail.assertions if detail is not None else summary.failures
-                assertion_rows.extend(
-                    {"test_run_id": run_id, "name": a.name, "passed": a.passed, "reason": a.reason,
-                     "score": a.score, "on_turn": None if a.on_turn is None else str(a.on_turn),
-                     "model": a.model, "prompt_version": a.prompt_version, "fake": a.fake}
-                    for a in graded)
-                metric_rows.extend({"test_run_id": run_id, "name": name, "value": float(value)}
-                                   for name, value in metrics.items())
-            if assertion_rows:
-                connection.execute(t.assertions.insert(), assertion_rows)
-            if metric_rows:
-                connection.execute(t.metrics.insert(), metric_rows)
+            ids = connection.execute(
+                t.test_results.insert().returning(t.test_results.c.id, sort_by_parameter_order=True),
+                [{**r["test"], "run_id": run.id, "part_id": part_id, "commit": run.commit,
+                  "started_at": run.started_at} for r in records]).scalars().all()
+            runs = [{**item["row"], "test_result_id": test_id}
+                    for test_id, r in zip(ids, records, strict=True) for item in r["runs"]]
+            if not runs:
+                return
+            run_ids = connection.execute(
+                t.test_runs.insert().returning(t.test_runs.c.id, sort_by_parameter_order=True), runs).scalars().all()
+            items = [item for r in records for item in r["runs"]]
+            graded = [{**a, "test_run_id": run_id} for run_id, item in zip(run_ids, items, strict=True)
+                      for a in item["assertions"]]
+            measured = [{"test_run_id": run_id, "name": name, "value": value}
+                        for run_id, item in zip(run_ids, items, strict=True) for name, value in item["metrics"].items()]
+            if graded:
+                connection.execute(t.assertions.insert(), graded)
+            if measured:
+                connection.execute(t.metrics.insert(), measured)
 
     def finish_part(self, part_id: int, finished_at: str, exit_code: int, counts: dict[str, int],
                     interrupted: str | None) -> None:
@@ -238,6 +237,38 @@ def _delete_part(connection: Connection, part_id: int) -> None:
     connection.execute(t.run_parts.delete().where(t.run_parts.c.id == part_id))
 
 
+def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float] | None = None) -> dict[str, Any]:
+    """What the store keeps of a finished test, as plain data: small (no raw responses, no events), so the
+    run pays little to hand it over and a redactor can mask it whole."""
+    by_key = {(r.run, r.attempt): r for r in runs}
+    items = []
+    for summary in result.runs:
+        detail = by_key.get((summary.run, summary.attempts))
+        transcript = transcript_of(detail) if detail is not None else []
+        metrics = dict(detail.metrics if detail is not None else summary.metrics)
+        graded = detail.assertions if detail is not None else summary.failures
+        items.append({
+            "row": {"number": summary.run, "attempt": summary.attempts, "status": summary.status,
+                    "error": summary.error, "end_reason": detail.end_reason if detail else None,
+                    "duration_ms": detail.duration_ms if detail else None, "dir": summary.dir,
+                    "target_type": detail.target_type if detail else None, "transcript": transcript,
+                    "transcript_hash": transcript_hash(transcript) if transcript else None,
+                    "trace_ids": trace_ids_of(detail) if detail else None,
+                    "llm_cost_usd": metrics.get("llm_cost_usd"),
+                    "llm_tokens": int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None},
+            "assertions": [{"name": a.name, "passed": a.passed, "reason": a.reason, "score": a.score,
+                            "on_turn": None if a.on_turn is None else str(a.on_turn), "model": a.model,
+                            "prompt_version": a.prompt_version, "fake": a.fake} for a in graded],
+            "metrics": {name: float(value) for name, value in metrics.items()},
+        })
+    return {"test": {"test_id": result.id, "suite": result.suite, "name": result.test, "case_name": result.case,
+                     "tags": list(result.tags), "target": result.target, "status": result.status,
+                     "passed_runs": result.passed_runs, "total_runs": result.total_runs,
+                     "pass_threshold": result.pass_threshold, "duration_ms": result.duration_ms,
+                     "quarantine": result.quarantine, "skip_reason": result.skip_reason, "slo": slo or None},
+            "runs": items}
+
+
 def transcript_of(result: RunResult) -> list[dict[str, Any]]:
     """The conversation as transcript.json has it: who said what, turn by turn."""
     lines: list[dict[str, Any]] = []
@@ -254,5 +285,5 @@ def transcript_hash(lines: list[dict[str, Any]]) -> str:
 
 
 def trace_ids_of(result: RunResult) -> list[str] | None:
-    ids = [turn.agent.trace_id for turn in result.turns if getattr(turn.agent, "trace_id", None)]
+    ids = [turn.agent.trace_id for turn in result.turns if turn.agent.trace_id]
     return ids or None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tamesu.report._load import load_run
-from tamesu.store.db import PartInfo, RunInfo, Store
+from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 
 def import_run(store: Store, run_dir: Path) -> tuple[str, int]:
@@ -20,9 +20,11 @@ def import_run(store: Store, run_dir: Path) -> tuple[str, int]:
     part_id = store.begin_part(info, PartInfo(dir=str(run_dir.resolve()), started_at=started,
                                               shard=plan.shard if plan else None), replace=True)
     slos = {entry.id: entry.slo for entry in plan.tests if entry.slo} if plan else {}
+    records = []
     for result in run.results:
         runs = [detail for summary in result.runs if (detail := run.run_result(summary)) is not None]
-        store.write_test(info, part_id, result, runs, slos.get(result.id))
+        records.append(test_record(result, runs, slos.get(result.id)))
+    store.write_records(info, part_id, records)
     store.finish_part(part_id, run.summary.finished_at or started, run.summary.exit_code, run.summary.counts,
                       run.summary.interrupted)
     return info.id, len(run.results)

@@ -18,10 +18,19 @@ from typing import Any
 from tamesu import __version__
 from tamesu._provenance import Provenance
 from tamesu.results import RunResult, RunSummaryFile, TestResult
-from tamesu.store.db import PartInfo, RunInfo, Store
+from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 FLUSH_TIMEOUT_S = 30.0
 _STOP = object()
+
+
+class _Record:
+    """A finished test waiting for the writer thread (plain, masked data)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
 
 
 class StoreWriter:
@@ -60,10 +69,8 @@ class StoreWriter:
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
         # masked here, on the run's thread, so no secret is ever queued for the database
-        masked = TestResult.model_validate(self.redact(result.model_dump(mode="json")))
-        masked_runs = [RunResult.model_validate(self.redact(r.model_dump(mode="json"))) for r in runs]
-        slo = self._slo.get(result.id)
-        self._queue.put(lambda: self._write(masked, masked_runs, slo))
+        record = self.redact(test_record(result, runs, self._slo.get(result.id)))
+        self._queue.put(_Record(record))
 
     def warning(self, message: str) -> None:
         pass
@@ -88,26 +95,36 @@ class StoreWriter:
 
     def _work(self) -> None:
         while True:
-            job = self._queue.get()
-            if job is _STOP:
+            jobs = [self._queue.get()]
+            # every test that finished while the last batch was written goes in one transaction
+            while isinstance(jobs[-1], _Record):
+                try:
+                    jobs.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            records = [job.data for job in jobs if isinstance(job, _Record)]
+            other = None if isinstance(jobs[-1], _Record) else jobs[-1]
+            if not self.failed:
+                try:
+                    if records:
+                        self._write(records)
+                    if other is not None and other is not _STOP:
+                        other()
+                except Exception as exc:  # any database error: say it once, keep the run going
+                    self.failed = True
+                    self.warn(f"store: cannot write to {self.store.shown}: {_short(exc)}; the run folder is "
+                              "complete, `tamesu store import RUN_DIR` fills the store in later")
+            if other is _STOP:
                 return
-            if self.failed:
-                continue
-            try:
-                job()
-            except Exception as exc:  # any database error: say it once, keep the run going
-                self.failed = True
-                self.warn(f"store: cannot write to {self.store.shown}: {_short(exc)}; the run folder is "
-                          "complete, `tamesu store import RUN_DIR` fills the store in later")
 
     def _begin(self, part: PartInfo) -> None:
         assert self._run is not None
         self.store.migrate()
         self._part_id = self.store.begin_part(self._run, part)
 
-    def _write(self, result: TestResult, runs: list[RunResult], slo: dict[str, float] | None) -> None:
+    def _write(self, records: list[dict[str, Any]]) -> None:
         assert self._run is not None and self._part_id is not None
-        self.store.write_test(self._run, self._part_id, result, runs, slo)
+        self.store.write_records(self._run, self._part_id, records)
 
     def _finish(self, summary: RunSummaryFile) -> None:
         assert self._part_id is not None
