@@ -14,7 +14,17 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-PG_BIN = Path(os.environ.get("TAMESU_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _pg_bin() -> Path:
+    """TAMESU_PG_BIN, else Debian's newest /usr/lib/postgresql/<version>/bin."""
+    if os.environ.get("TAMESU_PG_BIN"):
+        return Path(os.environ["TAMESU_PG_BIN"])
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3])
+                   if p.parts[-3].isdigit() else 0)
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
 
 
 class CannotStart(Exception):

@@ -294,3 +294,23 @@ def test_shard_auto_reads_the_indexed_job_environment(tmp_path: Path, tamesu, ag
     beyond = tamesu(["run", "--shard", "auto"], cwd=root,
                     env={"JOB_COMPLETION_INDEX": "3", "TAMESU_SHARD_COUNT": "3"})
     assert beyond.returncode == 2 and "is not below" in beyond.stderr
+
+
+def test_a_jsonl_run_folder_imports_into_the_store(tmp_path: Path, tamesu, agent_url: str) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "greets", "input": "hello", "assert": [{"type": "contains", "value": "echo: hello"}]}\n'
+        '{"id": "wrong", "input": "hi", "assert": [{"type": "contains", "value": "nope"}]}\n')
+    ran = tamesu(["test", "-i", "cases.jsonl", "-n", f"{agent_url}/chat", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    imported = tamesu(["store", "import", "out", "--store", url], cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    reader = Reader(Store(url))
+    [run] = reader.runs()
+    assert run.counts["passed"] == 1 and run.counts["failed"] == 1
+    loaded = reader.as_loaded_run(run.id)
+    assert loaded is not None
+    statuses = {r.test: r.status for r in loaded.results}
+    assert sorted(statuses.values()) == ["failed", "passed"]
+    [failed] = [h for r in loaded.results if r.status == "failed" for h in reader.history(r.id)]
+    assert failed.runs[0].transcript[0] == {"role": "user", "text": "hi", "turn": 1}
