@@ -314,3 +314,14 @@ def test_a_jsonl_run_folder_imports_into_the_store(tmp_path: Path, tamesu, agent
     assert sorted(statuses.values()) == ["failed", "passed"]
     [failed] = [h for r in loaded.results if r.status == "failed" for h in reader.history(r.id)]
     assert failed.runs[0].transcript[0] == {"role": "user", "text": "hi", "turn": 1}
+
+
+def test_doctor_says_whether_the_store_is_reachable(tmp_path: Path, tamesu, agent_url: str) -> None:
+    root = project(tmp_path, agent_url, TWO_TESTS)
+    assert "results store: off" in tamesu(["doctor"], cwd=root).stdout
+    tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": "true"})
+    ready = tamesu(["doctor"], cwd=root, env={"TAMESU_STORE": "true"})
+    assert "ok    results store sqlite:///" in ready.stdout and "reachable, up to date" in ready.stdout
+    down = tamesu(["doctor"], cwd=root, env={"TAMESU_STORE": "postgresql://me:hunter2@127.0.0.1:1/x"})
+    assert "FAIL  results store postgresql+psycopg://me:***@127.0.0.1:1/x: cannot connect" in down.stdout
+    assert "hunter2" not in down.stdout + down.stderr and down.returncode == 3

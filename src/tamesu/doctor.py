@@ -53,6 +53,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     findings.extend((False, str(w)) for w in fatal)
     findings.extend((None, str(w)) for w in plan.warnings if w not in fatal)
     findings.extend(await _model_findings(plan))
+    findings.extend(_store_findings(plan))
     seen: set[str] = set()
     for suite in plan.suites:
         for name, target in suite.targets.items():
@@ -64,6 +65,34 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             findings.append((problem is None or None, f"target {name} ({target.type}) at {url}: "
                              f"{'reachable' if problem is None else problem}"))
     return findings
+
+
+def _store_findings(plan: Any) -> list[Finding]:
+    """The results store, when one is configured: the extra installed, the database reachable, its revision."""
+    from tamesu.store import StoreError, store_url
+
+    url = store_url(plan.project.spec.store, plan.project.dir)
+    if url is None:
+        return [(True, "results store: off (store: in tamesu.yaml or TAMESU_STORE turns it on)")]
+    try:
+        from tamesu.store.db import HEAD_REVISION, Store
+
+        store = Store(url)
+    except StoreError as exc:
+        return [(False, f"results store: {exc}")]
+    try:
+        revision = store._stored_revision()
+        with store.engine.connect():
+            pass
+    except Exception as exc:
+        from tamesu.store.writer import _short
+
+        return [(False, f"results store {store.shown}: cannot connect: {_short(exc)}")]
+    finally:
+        store.close()
+    state = "up to date" if revision == HEAD_REVISION else \
+        "empty (created by the first run)" if revision is None else f"at {revision}, migrated by the next run"
+    return [(True, f"results store {store.shown}: reachable, {state}")]
 
 
 async def _model_findings(plan: Any) -> list[Finding]:
