@@ -126,7 +126,7 @@ class Runner:
             return [str(exc)]
         models = self._models_for(suite)
         try:
-            await asyncio.gather(*(self._run_test(test, directory, models) for test in tests))
+            await asyncio.gather(*(self._traced_test(test, directory, models) for test in tests))
         finally:
             if models is not None:
                 await models.aclose()
@@ -150,19 +150,19 @@ class Runner:
         directory.append_result(result)
         self.reporter.test_finished(result, runs)
 
-    async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
+    async def _traced_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
+        """The test under a span of its own (when tamesu exports spans), its status on it."""
         with otel.active().span("tamesu.test", test=test.id, suite=test.suite.name) as span:
-            status = await self._run_test_inner(test, directory, models)
+            await self._run_test(test, directory, models)
             if span is not None:
-                span.set_attribute("tamesu.status", status)
+                recorded = next((r for r in reversed(self.results) if r.id == test.id), None)
+                span.set_attribute("tamesu.status", recorded.status if recorded else "not recorded")
 
-    async def _run_test_inner(self, test: PlannedTest, directory: RunDirectory,
-                              models: ModelRegistry | None) -> str:
-        """Runs the test's runs and records its result; returns its status."""
+    async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
         if test.spec.skip:
             reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
             self._record(directory, self._unrun(test, "skipped", reason), [])
-            return "skipped"
+            return
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
         outcomes = await asyncio.gather(
@@ -172,13 +172,12 @@ class Runner:
         finished = [o for o in outcomes if o is not None]
         if not finished:
             self._record(directory, self._unrun(test, "skipped", self._stop or "not run"), [])
-            return "skipped"
+            return
         runs = [o.result for o in finished]
         result = aggregate(test, runs, test_dir, directory.root, self.options.today)
         # the time the runs took, not the time spent waiting for a slot
         result.duration_ms = round(sum(r.duration_ms for r in runs), 3)
         self._record(directory, result, runs)
-        return result.status
 
     async def _run_with_retries(
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
