@@ -1,7 +1,8 @@
 """The store as a reporter: every finished test is written as it finishes, on a thread of its own.
 
-The run never waits for the database: a test's rows are queued and a writer thread commits them, so a slow
-or unreachable server costs the run nothing. A store that fails is one warning; the run folder is complete
+The run never waits for the database: a test's rows are queued and a writer thread commits them (tests that
+finish within a quarter second of each other share one transaction), so a slow or unreachable server costs
+the run nothing. A store that fails is one warning; the run folder is complete
 either way and `tamesu store import RUN_DIR` fills the store in later.
 """
 
@@ -11,6 +12,7 @@ import datetime as dt
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,9 @@ from tamesu.results import RunResult, RunSummaryFile, TestResult
 from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 FLUSH_TIMEOUT_S = 30.0
+BATCH_WINDOW_S = 0.25
+"""How long a finished test may wait for others to share its transaction: its delay to the store at most."""
+BATCH_MAX = 500
 _STOP = object()
 
 
@@ -95,13 +100,7 @@ class StoreWriter:
 
     def _work(self) -> None:
         while True:
-            jobs = [self._queue.get()]
-            # every test that finished while the last batch was written goes in one transaction
-            while isinstance(jobs[-1], _Record):
-                try:
-                    jobs.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            jobs = self._next_batch()
             records = [job.data for job in jobs if isinstance(job, _Record)]
             other = None if isinstance(jobs[-1], _Record) else jobs[-1]
             if not self.failed:
@@ -116,6 +115,20 @@ class StoreWriter:
                               "complete, `tamesu store import RUN_DIR` fills the store in later")
             if other is _STOP:
                 return
+
+    def _next_batch(self) -> list[Any]:
+        """The next job; after a finished test, every test finishing within BATCH_WINDOW_S of it too (up to
+        BATCH_MAX), so a busy run pays for one transaction per batch rather than one per test. A job that is
+        not a test (the run's start or end) ends the batch."""
+        jobs = [self._queue.get()]
+        deadline = time.monotonic() + BATCH_WINDOW_S
+        while isinstance(jobs[-1], _Record) and len(jobs) < BATCH_MAX:
+            remaining = deadline - time.monotonic()
+            try:
+                jobs.append(self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return jobs
 
     def _begin(self, part: PartInfo) -> None:
         assert self._run is not None
