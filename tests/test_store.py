@@ -325,3 +325,41 @@ def test_doctor_says_whether_the_store_is_reachable(tmp_path: Path, tamesu, agen
     down = tamesu(["doctor"], cwd=root, env={"TAMESU_STORE": "postgresql://me:hunter2@127.0.0.1:1/x"})
     assert "FAIL  results store postgresql+psycopg://me:***@127.0.0.1:1/x: cannot connect" in down.stdout
     assert "hunter2" not in down.stdout + down.stderr and down.returncode == 3
+
+
+def test_judge_drift_and_flakiness_read_the_same_on_both_backends(url: str) -> None:
+    from tamesu.conversation import AgentTurn, UserTurn
+    from tamesu.results import AssertionResult, RunResult, RunSummary, TestResult, TurnRecord
+    from tamesu.store.db import PartInfo, RunInfo
+
+    store = Store(store_url(url, Path.cwd(), environ={}))
+    store.migrate()
+
+    def write(run_id: str, when: str, model: str, passed: bool, score: float, said: str) -> None:
+        run = RunInfo(id=run_id, started_at=when, commit="same")
+        part = store.begin_part(run, PartInfo(dir=f"/runs/{run_id}", started_at=when))
+        verdict = AssertionResult(name="judge", passed=passed, score=score, reason=f"{model} says {passed}",
+                                  model=model, prompt_version="judge.v1")
+        detail = RunResult(suite="s", test="refund", run=1, status="passed" if passed else "failed",
+                           started_at=when, target="bot", target_type="rest", assertions=[verdict],
+                           turns=[TurnRecord(index=1, user=UserTurn(text="refund please"),
+                                             agent=AgentTurn(text=said))])
+        result = TestResult(suite="s", test="refund", id="s/refund", target="bot",
+                            status="passed" if passed else "failed", passed_runs=int(passed), total_runs=1,
+                            runs=[RunSummary(run=1, status=detail.status, dir="s/refund/run-1")])
+        store.write_test(run, part, result, [detail])
+        store.finish_part(part, when, 0 if passed else 1, {"total": 1}, None)
+
+    write("r1", "2026-01-01T00:00:00", "fake:strict", False, 2.0, "Refund RF-1 is on its way")
+    write("r2", "2026-01-02T00:00:00", "fake:lenient", True, 5.0, "Refund RF-1 is on its way")
+    write("r3", "2026-01-03T00:00:00", "fake:lenient", True, 5.0, "Something else entirely")
+    reader = Reader(store)
+    [case] = reader.drift()
+    assert case.test_id == "s/refund" and case.assertion == "judge"
+    assert [(v["run_id"], v["model"], v["passed"], v["score"]) for v in case.verdicts] == [
+        ("r1", "fake:strict", False, 2.0), ("r2", "fake:lenient", True, 5.0)]
+    assert case.transcript[1]["text"] == "Refund RF-1 is on its way"
+    [row] = reader.tests()
+    assert row.flaky_commits == ["same"] and row.results == 3 and row.passed == 2
+    assert [r.id for r in reader.runs()] == ["r3", "r2", "r1"]
+    store.close()
