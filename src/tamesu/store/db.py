@@ -184,7 +184,7 @@ class Store:
         self.write_records(run, part_id, [test_record(result, runs, slo)])
 
     def write_records(self, run: RunInfo, part_id: int, records: list[dict[str, Any]]) -> None:
-        """Finished tests (`test_record`s) in one transaction of four statements, however many there are."""
+        """Finished tests (`test_record`s) in one transaction of three statements, however many there are."""
         if not records:
             return
         with self.engine.begin() as connection:
@@ -201,12 +201,8 @@ class Store:
             items = [item for r in records for item in r["runs"]]
             graded = [{**a, "test_run_id": run_id} for run_id, item in zip(run_ids, items, strict=True)
                       for a in item["assertions"]]
-            measured = [{"test_run_id": run_id, "name": name, "value": value}
-                        for run_id, item in zip(run_ids, items, strict=True) for name, value in item["metrics"].items()]
             if graded:
                 connection.execute(t.assertions.insert(), graded)
-            if measured:
-                connection.execute(t.metrics.insert(), measured)
 
     def finish_part(self, part_id: int, finished_at: str, exit_code: int, counts: dict[str, int],
                     interrupted: str | None) -> None:
@@ -231,7 +227,6 @@ def _delete_part(connection: Connection, part_id: int) -> None:
     tests = sa.select(t.test_results.c.id).where(t.test_results.c.part_id == part_id)
     runs = sa.select(t.test_runs.c.id).where(t.test_runs.c.test_result_id.in_(tests))
     connection.execute(t.assertions.delete().where(t.assertions.c.test_run_id.in_(runs)))
-    connection.execute(t.metrics.delete().where(t.metrics.c.test_run_id.in_(runs)))
     connection.execute(t.test_runs.delete().where(t.test_runs.c.test_result_id.in_(tests)))
     connection.execute(t.test_results.delete().where(t.test_results.c.part_id == part_id))
     connection.execute(t.run_parts.delete().where(t.run_parts.c.id == part_id))
@@ -255,11 +250,11 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
                     "transcript_hash": transcript_hash(transcript) if transcript else None,
                     "trace_ids": trace_ids_of(detail) if detail else None,
                     "llm_cost_usd": metrics.get("llm_cost_usd"),
-                    "llm_tokens": int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None},
+                    "llm_tokens": int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None,
+                    "metrics": {name: float(value) for name, value in metrics.items()}},
             "assertions": [{"name": a.name, "passed": a.passed, "reason": a.reason, "score": a.score,
                             "on_turn": None if a.on_turn is None else str(a.on_turn), "model": a.model,
                             "prompt_version": a.prompt_version, "fake": a.fake} for a in graded],
-            "metrics": {name: float(value) for name, value in metrics.items()},
         })
     return {"test": {"test_id": result.id, "suite": result.suite, "name": result.test, "case_name": result.case,
                      "tags": list(result.tags), "target": result.target, "status": result.status,

@@ -188,15 +188,12 @@ class Reader:
             graded[a.test_run_id].append({"name": a.name, "passed": a.passed, "reason": a.reason or "",
                                           "score": a.score, "model": a.model, "prompt_version": a.prompt_version,
                                           "on_turn": a.on_turn, "fake": a.fake})
-        measured: dict[int, dict[str, float]] = defaultdict(dict)
-        for m in connection.execute(sa.select(t.metrics).where(t.metrics.c.test_run_id.in_(run_ids))):
-            measured[m.test_run_id][m.name] = m.value
         out: dict[int, list[RunOfTest]] = defaultdict(list)
         for row in rows:
             out[row.test_result_id].append(RunOfTest(
                 number=row.number, attempt=row.attempt, status=row.status, error=row.error, dir=row.dir,
                 transcript=row.transcript or [], trace_ids=row.trace_ids or [], assertions=graded[row.id],
-                metrics=measured[row.id]))
+                metrics=dict(row.metrics or {})))
         return out
 
     def as_loaded_run(self, run_id: str) -> LoadedRun | None:

@@ -1,4 +1,4 @@
-"""The first store: runs, their parts (shards), test results, runs of tests, assertions, metrics.
+"""The first store: runs, their parts (shards), test results, runs of tests (with their metrics), assertions.
 
 Revision ID: 0001
 Revises:
@@ -81,6 +81,7 @@ def upgrade() -> None:
         sa.Column("trace_ids", sa.JSON),
         sa.Column("llm_cost_usd", sa.Float),
         sa.Column("llm_tokens", sa.Integer),
+        sa.Column("metrics", sa.JSON),
     )
     op.create_index("ix_test_runs_test_result_id", "test_runs", ["test_result_id"])
     op.create_index("ix_test_runs_transcript_hash", "test_runs", ["transcript_hash"])
@@ -98,16 +99,8 @@ def upgrade() -> None:
         sa.Column("fake", sa.Boolean),
     )
     op.create_index("ix_assertions_test_run_id", "assertions", ["test_run_id"])
-    op.create_table(
-        "metrics",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("test_run_id", sa.Integer, sa.ForeignKey("test_runs.id", ondelete="CASCADE"), nullable=False),
-        sa.Column("name", sa.String(200), nullable=False),
-        sa.Column("value", sa.Float, nullable=False),
-    )
-    op.create_index("ix_metrics_test_run_id", "metrics", ["test_run_id"])
 
 
 def downgrade() -> None:
-    for table in ("metrics", "assertions", "test_runs", "test_results", "run_parts", "runs"):
+    for table in ("assertions", "test_runs", "test_results", "run_parts", "runs"):
         op.drop_table(table)
