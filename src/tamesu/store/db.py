@@ -105,13 +105,13 @@ class Store:
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision (creates it in an empty database)."""
+        if self._stored_revision() == HEAD_REVISION:
+            return  # the common case, without loading Alembic (half a second of CPU)
         from alembic import command
         from alembic.config import Config
         from alembic.runtime.migration import MigrationContext
         from alembic.script import ScriptDirectory
 
-        if self._stored_revision() == HEAD_REVISION:
-            return  # the common case, without loading Alembic
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
         head = ScriptDirectory.from_config(config).get_current_head()

@@ -23,7 +23,7 @@ from tamesu.results import RunResult, RunSummaryFile, TestResult
 from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 FLUSH_TIMEOUT_S = 30.0
-BATCH_WINDOW_S = 0.25
+BATCH_WINDOW_S = 1.0
 """How long a finished test may wait for others to share its transaction: its delay to the store at most."""
 BATCH_MAX = 500
 _STOP = object()
