@@ -1,7 +1,7 @@
 """The store as a reporter: every finished test is written as it finishes, on a thread of its own.
 
 The run never waits for the database: a test's rows are queued and a writer thread commits them (tests that
-finish within a quarter second of each other share one transaction), so a slow or unreachable server costs
+finish within a second of each other share one transaction), so a slow or unreachable server costs
 the run nothing. A store that fails is one warning; the run folder is complete
 either way and `tamesu store import RUN_DIR` fills the store in later.
 """
