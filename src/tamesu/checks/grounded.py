@@ -6,7 +6,7 @@ The context is a text, a JSONPath into the turns' responses, or the results of a
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import jsonpath
 from pydantic import Field, model_validator
@@ -45,6 +45,8 @@ class GroundedSpec(Strict):
     model: Any = None
     min: float = Field(1.0, ge=0, le=1)
     """The fraction of claims that must be supported (default all of them)."""
+    evidence: Literal["strict", "lenient"] = "strict"
+    """strict: a passing verdict whose quotes are none of them in the agent's words fails."""
 
 
 def _as_text(value: Any) -> str:
@@ -79,7 +81,7 @@ class Grounded(Check):
                            f"{where or 'the context is empty'}")
         if not claims.strip():
             return Verdict(passed=False, reason="the agent made no claims to check (it said nothing)")
-        verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context)
+        verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context, spec.evidence)
         result = to_verdict(verdict)
         if verdict.score < spec.min:
             result.passed = False
