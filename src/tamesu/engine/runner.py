@@ -69,7 +69,7 @@ class Runner:
         cache_spec = plan.project.spec.cache
         if options.cache_mode is not None:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
-        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir)
+        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir, mask=plan.secrets.redactor.data)
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
-from tamesu.models.base import ModelError, ModelRequest, ModelResponse, Provider
+from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider
 from tamesu.models.cache import ReplayCache, canonical_json, label
 from tamesu.models.ledger import Ledger
 from tamesu.models.spec import ModelSpec
@@ -104,7 +104,7 @@ class ResilientClient:
     async def generate(self, request: ModelRequest) -> ModelResponse:
         request = self._with_defaults(request)
         if self.cache is not None:
-            hit = self.cache.get(self.spec, request)  # raises CacheMiss with --cache-only
+            hit = self.cache.get(self.spec, request, self._record)  # raises CacheMiss with --cache-only
             if hit is not None:
                 self._charge(hit, request)
                 return hit
@@ -316,9 +316,16 @@ def provider_class(name: str) -> Any:
 # ---- `tamesu doctor` ------------------------------------------------------------------------------------
 
 
+DOCTOR_PROMPT = "Reply with the single word: ready"
+DOCTOR_TIMEOUT = 20.0
+"""The longest `tamesu doctor` waits for its one completion from a model."""
+
+
 async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, timeout: float = 3.0) -> str | None:
-    """What would stop this model from answering (no key, server unreachable, key refused), or None.
-    A short GET of the server's model list; the key is sent only to the configured server, never printed."""
+    """What would stop this model from answering (no key, server unreachable, key refused, no completion),
+    or None. A short GET of the server's model list, then one short completion through the real provider: a
+    model is ready only once it has answered with a completion. The key is sent only to the configured
+    server, never printed."""
     if spec.provider == "fake":
         return None
     render = render or (lambda text: text)
@@ -353,7 +360,33 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
                f"{time.monotonic() - started:.1f}s)"
     if answer.status_code in (401, 403):
         return f"{label(spec)}: the key was refused by {_host(url)} (HTTP {answer.status_code})"
-    # anything else (even a 404 from a server without a model list) means the server is there
+    # anything else (even a 404 from a server without a model list) means the server is there; whether it
+    # is a model is for a completion to say
+    return await _completes(spec.model_copy(update={"base_url": base_url, "headers": headers, "api_key": None}),
+                            api_key)
+
+
+async def _completes(spec: ModelSpec, api_key: str) -> str | None:
+    """One short completion through the provider; None when it came back as a completion with text."""
+    timeout = min(spec.timeout, DOCTOR_TIMEOUT)
+    request = ModelRequest(purpose="target", messages=[Message(role="user", content=DOCTOR_PROMPT)],
+                           max_tokens=16, temperature=0.0)
+    try:
+        provider = provider_class(spec.provider).from_spec(spec.model_copy(update={"timeout": timeout}), api_key)
+    except ModelError as exc:
+        return str(exc)
+    try:
+        async with asyncio.timeout(timeout + TIMEOUT_MARGIN):
+            response = await provider.generate(request)
+    except TimeoutError:
+        return f"{label(spec)}: no completion within {timeout:g}s"
+    except ModelError as exc:
+        return f"{exc}" if str(exc).startswith(label(spec)) else f"{label(spec)}: {exc}"
+    finally:
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+    if not response.text.strip() and not response.tool_calls:
+        return f"{label(spec)}: answered with an empty completion"
     return None
 
 
