@@ -1,12 +1,15 @@
 """A secret never reaches disk or console in any form: plain, URL-encoded (path and form style), base64,
 JSON-escaped. Every artifact, report (JUnit, HTML, JSON, markdown, the GitHub summary), console line and
 replay-cache entry is searched, with an agent that echoes the token in every form, a model judge that
-records the conversation, and error lines written by tamesu ("cannot reach") and by a2a-sdk (a 404)."""
+records the conversation, error lines written by tamesu ("cannot reach") and by a2a-sdk (a 404), and the
+log lines of libraries."""
 
 from __future__ import annotations
 
 import base64
+import io
 import json
+import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +24,7 @@ from starlette.routing import Route
 
 from model_servers import OpenAIServer
 from tamesu._serve import ThreadServer
-from tamesu.suite.secrets import Redactor
+from tamesu.suite.secrets import Redactor, mask_logging
 
 Serve = Callable[[Any], ThreadServer]
 SECRET = 'tok en/7+"q"ü-4711'
@@ -165,3 +168,21 @@ def test_an_sdk_error_quoting_the_encoded_url_leaks_nothing(tmp_path: Path, tame
     assert "Resource not found: http://" in output, output
     assert leaks(output) == [], output
     assert {str(p.relative_to(tmp_path)): leaks(text) for p, text in written.items() if leaks(text)} == {}
+
+
+def test_log_lines_of_libraries_are_masked() -> None:
+    redactor = Redactor()
+    redactor.add(SECRET)
+    stream = io.StringIO()
+    handler = mask_logging(redactor, stream)
+    try:
+        try:
+            raise ValueError(f"bad token {quote(SECRET)}")
+        except ValueError:
+            logging.getLogger("a2a.client.transports.rest").warning(
+                "request to %s failed", f"http://127.0.0.1/a/{quote(SECRET, safe='/+@!$&()*,;=:~')}", exc_info=True)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    written = stream.getvalue()
+    assert "WARNING a2a.client.transports.rest: request to http://127.0.0.1/a/*** failed" in written
+    assert "ValueError: bad token ***" in written and leaks(written) == []

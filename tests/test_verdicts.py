@@ -287,9 +287,10 @@ tests:
     scenario: {{ script: [ {{ say: hello }} ] }}
     assert: [ {{ judge: "The agent offers help" }} ]
 """)
-    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
     assert result.returncode == 0, result.stdout + result.stderr
     [directory] = list((tmp_path / "out").iterdir())
+    assert "attempt 1 rejected: the JSON object was surrounded" in (directory / "report.html").read_text()
     [line] = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()]
     detail = json.loads((directory / line["runs"][0]["dir"] / "result.json").read_text())
     [judged] = detail["assertions"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import html
 import json
+import logging
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -135,3 +137,33 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
+
+
+class MaskingFilter(logging.Filter):
+    """Masks secrets in a log record before any handler formats it: the message with its arguments, and the
+    traceback text, so a library's warning (an SDK quoting a URL) shows no secret."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = self._redactor.text(record.getMessage()), None
+        if record.exc_info:
+            record.exc_text = self._redactor.text(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+def mask_logging(redactor: Redactor, stream: Any = None) -> logging.Handler:
+    """Log lines of tamesu and the libraries it uses (warnings and worse) go to stderr with secrets masked;
+    handlers already on the root logger (pytest's, a user's) get the same filter."""
+    masking = MaskingFilter(redactor)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for existing in [*root.handlers, handler]:
+        existing.addFilter(masking)
+    root.addHandler(handler)
+    return handler
