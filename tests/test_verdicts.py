@@ -20,10 +20,14 @@ from starlette.routing import Route
 
 from model_servers import AnthropicServer, OpenAIServer, raw, status, text
 from tamesu._serve import ThreadServer
+from tamesu.checks import parse_assertion
+from tamesu.checks.base import RunView
+from tamesu.conversation import AgentTurn, Exchange, UserTurn
 from tamesu.errors import InfraError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
+from tamesu.suite.templates import Context
 
 Serve = Callable[[Any], ThreadServer]
 TRANSCRIPT = [Line(role="user", text="Where is my refund?", turn=1),
@@ -302,3 +306,20 @@ tests:
     assert events["verdict_reasked"] == {"assertion": "judge", "attempt": 1, "reason": judged["attempts"][0]["reason"]}
     assert events["model_retry"]["attempt"] == 2 and events["model_retry"]["purpose"] == "judge"
     assert detail["metrics"]["llm_retries"] == 1 and detail["metrics"]["llm_timeouts"] == 0
+
+
+async def test_a_packs_judges_keep_what_was_done_to_their_answers(serve: Serve, tmp_path: Path) -> None:
+    server = OpenAIServer()
+    spec = ModelSpec(provider="openai", model="test-model", base_url=server.base_url(serve(server.app).url),
+                     api_key="local", timeout=5)
+    server.plan(text('Sure! {"pass": true, "reason": "polite", "evidence": ["Thank you"]}'),
+                text('{"pass": true, "reason": "polite", "evidence": ["thank you", "you are great"]}'))
+    run = RunView(exchanges=[Exchange(1, UserTurn(text="hi"), AgentTurn(text="Thank you for asking."))],
+                  metrics={}, captured={}, events=[], tool_calls=[], context=Context(), base_dir=tmp_path,
+                  models=ModelRegistry({"judge": spec}))
+    pack = parse_assertion({"pack": {"name": "manners", "assert": [{"judge": "The agent is polite"}]}})
+    found = await pack.check.evaluate(run)
+    assert found.passed
+    assert [(a.number, a.outcome) for a in found.attempts] == [(1, "rejected")]
+    assert found.attempts[0].reason.startswith("judge: the JSON object was surrounded by other text")
+    assert found.unsupported_evidence == ["judge: you are great"]
