@@ -14,6 +14,7 @@ say what was done to get it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -103,6 +104,13 @@ def read_strict(text: str, schema: type[Model]) -> tuple[Model, str | None]:
     return schema.model_validate(value, strict=True), repaired
 
 
+@functools.cache
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, built once per class: pydantic builds it anew on every call (a simulated turn
+    paid over a millisecond for it). Callers must not change the dict they get."""
+    return schema.model_json_schema(by_alias=True)
+
+
 def find_json(text: str) -> Any:
     """The JSON object in a model's answer: the whole text, a fenced block, or the first balanced object.
 
@@ -187,7 +195,7 @@ async def ask_structured(
     """`generate_structured` with the record of every attempt; `strict` reads with `read_strict`."""
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
-    current = request.model_copy(update={"json_schema": schema.model_json_schema(by_alias=True)})
+    current = request.model_copy(update={"json_schema": json_schema_of(schema)})
     responses: list[ModelResponse] = []
     record: list[Attempt] = []
     last_error = ""
