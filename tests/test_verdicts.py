@@ -323,3 +323,22 @@ async def test_a_packs_judges_keep_what_was_done_to_their_answers(serve: Serve, 
     assert [(a.number, a.outcome) for a in found.attempts] == [(1, "rejected")]
     assert found.attempts[0].reason.startswith("judge: the JSON object was surrounded by other text")
     assert found.unsupported_evidence == ["judge: you are great"]
+
+
+async def test_grounded_min_decides_on_the_supported_fraction(serve: Serve, tmp_path: Path) -> None:
+    server = OpenAIServer()
+    spec = ModelSpec(provider="openai", model="test-model", base_url=server.base_url(serve(server.app).url),
+                     api_key="local", timeout=5)
+    half = json.dumps({"pass": False, "score": 0.5, "reason": "one of two claims", "evidence": ["ships free"]})
+    invented = json.dumps({"pass": True, "score": 1, "reason": "all supported", "evidence": ["never said"]})
+    server.plan(text(half), text(half), text(invented))
+    run = RunView(exchanges=[Exchange(1, UserTurn(text="hi"), AgentTurn(text="Returns take 30 days; it ships free."))],
+                  metrics={}, captured={}, events=[], tool_calls=[], context=Context(), base_dir=tmp_path,
+                  models=ModelRegistry({"judge": spec}))
+    lenient_min = parse_assertion({"grounded": {"context": "Returns: 30 days", "min": 0.5}})
+    strict_min = parse_assertion({"grounded": {"context": "Returns: 30 days"}})
+    assert (await lenient_min.check.evaluate(run)).passed
+    assert not (await strict_min.check.evaluate(run)).passed
+    unsupported = await strict_min.check.evaluate(run)
+    assert not unsupported.passed and unsupported.prompt_version == "grounded.v1"
+    assert unsupported.unsupported_evidence == ["never said"]

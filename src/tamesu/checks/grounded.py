@@ -83,6 +83,9 @@ class Grounded(Check):
             return Verdict(passed=False, reason="the agent made no claims to check (it said nothing)")
         verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context, spec.evidence)
         result = to_verdict(verdict)
-        if verdict.score < spec.min:
-            result.passed = False
+        # the author's `min` decides on the supported fraction, as `min` does on the 1-5 scale; a verdict the
+        # judge passed (score 1) yet failed for quotes not in the agent's words stays failed
+        evidence_failed = verdict.score == 1 and not verdict.passed
+        if not evidence_failed:
+            result.passed = verdict.score >= spec.min
         return result
