@@ -88,6 +88,12 @@ async def test_a_fenced_answer_is_unwrapped_and_says_so(judge_server: tuple[Any,
     (verdict(passed=True, score=0), "pass is true but score is 0"),
     (verdict(confidence=0.9), "confidence: Extra inputs are not permitted"),
     ('{"pass": true, "reason": "fine"', "no JSON object in the answer"),
+    ('{"passed": true, "reason": "fine"}', "pass: Field required"),
+    (verdict(reason=" "), "reason: String should match pattern"),
+    ('{"pass": true, "score": NaN, "reason": "fine"}', "NaN is not a JSON number"),
+    (verdict(evidence="refund RF-889 was issued"), "evidence: Input should be a valid list"),
+    (f"[{verdict()}]", "expected a JSON object, got list"),
+    (f"{verdict()}\n{verdict(passed=False, score=0)}", "surrounded by other text"),
 ])
 async def test_a_malformed_answer_is_rejected_then_asked_again(judge_server: tuple[Any, Judge], answer: str,
                                                                why: str) -> None:

@@ -75,6 +75,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+class _NotJson(ValueError):
+    pass
+
+
+def _not_json(name: str) -> Any:
+    # Python's json reads NaN and Infinity; JSON has neither, and a score of NaN compares false with anything
+    raise _NotJson(f"{name} is not a JSON number")
+
+
 def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)[:60]
 
@@ -90,8 +99,8 @@ def read_strict(text: str, schema: type[Model]) -> tuple[Model, str | None]:
     if fenced:
         stripped, repaired = fenced.group(1).strip(), "the JSON was inside a markdown code fence: unwrapped"
     try:
-        value = json.loads(stripped, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
+        value = json.loads(stripped, object_pairs_hook=_no_duplicates, parse_constant=_not_json)
+    except (_DuplicateKey, _NotJson) as exc:
         raise ValueError(str(exc)) from None
     except json.JSONDecodeError:
         try:

@@ -68,11 +68,13 @@ class JudgeVerdict(BaseModel):
 
 
 class _Answer(BaseModel):
-    # exactly the schema: a key it does not know is a different answer, not one to read around
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    # exactly the schema: a key it does not know (or `passed` for `pass`) is a different answer, not one to
+    # read around
+    model_config = ConfigDict(extra="forbid")
 
     passed: bool = Field(alias="pass")
-    reason: str
+    reason: str = Field(pattern=r"\S")
+    """Required and not blank: a verdict says why."""
     evidence: list[str] = Field(default_factory=list)
 
 
