@@ -229,8 +229,13 @@ async def _converse(
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
-            if isinstance(user, ModelSimulator) and user.last_reasoning:
-                session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
+            if isinstance(user, ModelSimulator):
+                for attempt in user.last_attempts:  # an unusable answer the simulator was asked again for
+                    if attempt.outcome == "rejected":
+                        session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
+                user.last_attempts = []
+                if user.last_reasoning:
+                    session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
             if action.note:
                 session.event("user_side", **action.note)
             if action.turn is None:
