@@ -283,7 +283,8 @@ def test_a_reasked_verdict_and_a_retry_are_in_the_result_events_and_metrics(tmp_
     judge = OpenAIServer()
     judge.plan(status(429, "slow down", retry_after="0"),
                text('Verdict: {"pass": true, "reason": "greets", "evidence": ["How can I help?"]}'),
-               text('{"pass": true, "reason": "it offers help", "evidence": ["how can I help"]}'))
+               text('{"pass": true, "reason": "it offers help", "evidence": ["how can I help"]}'),
+               *(text('{"pass": false, "score": 5, "reason": "helpful", "evidence": []}') for _ in range(3)))
     url = judge.base_url(serve(judge.app).url)
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
@@ -296,12 +297,23 @@ tests:
     target: desk
     scenario: {{ script: [ {{ say: hello }} ] }}
     assert: [ {{ judge: "The agent offers help" }} ]
+  - name: never decided
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: {{ rubric: "The agent is helpful", scale: 1-5 }} }} ]
 """)
     result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("ERR   suite/never decided" in result.stdout and "judge: no verdict that fits the schema after 3 "
+            "attempts (each answer: pass is false but score is 5") in result.stdout, result.stdout
     [directory] = list((tmp_path / "out").iterdir())
     assert "attempt 1 rejected: the JSON object was surrounded" in (directory / "report.html").read_text()
-    [line] = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()]
+    lines = {json.loads(x)["test"]: json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()}
+    undecided = json.loads((directory / lines["never decided"]["runs"][0]["dir"] / "result.json").read_text())
+    assert [e["data"]["attempt"] for e in undecided["events"] if e["name"] == "verdict_reasked"] == [1, 2, 3]
+    assert [a["outcome"] for a in undecided["assertions"][0]["attempts"]] == ["rejected"] * 3
+    assert not undecided["assertions"][0]["passed"] and undecided["status"] == "error"
+    line = lines["judged"]
     detail = json.loads((directory / line["runs"][0]["dir"] / "result.json").read_text())
     [judged] = detail["assertions"]
     assert judged["passed"] and judged["prompt_version"] == "judge.v1"
