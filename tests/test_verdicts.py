@@ -137,9 +137,11 @@ async def test_invalid_then_valid_after_asking_again_records_both(judge_server: 
 
 async def test_quotes_are_found_whatever_the_whitespace_and_case(judge_server: tuple[Any, Judge]) -> None:
     server, judge = judge_server
-    server.plan(text(verdict(score=1, evidence=['"YOUR REFUND RF-889\nwas issued"', "the agent apologised"])))
+    server.plan(text(verdict(score=1, evidence=['"YOUR REFUND RF-889\nwas issued"', "the agent apologised",
+                                                "Your refund ... issued today", "issued ... Your refund"])))
     found = await grade(judge)
-    assert found.passed and found.unsupported_evidence == ["the agent apologised"]
+    # words left out with "..." are fine, in the transcript's order only
+    assert found.passed and found.unsupported_evidence == ["the agent apologised", "issued ... Your refund"]
 
 
 async def test_a_pass_with_none_of_its_quotes_in_the_transcript_fails(judge_server: tuple[Any, Judge]) -> None:

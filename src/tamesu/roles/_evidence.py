@@ -32,11 +32,31 @@ def _core(quote: str) -> str:
     return normalised(quote).strip(_EDGES).removesuffix("...").strip(_EDGES)
 
 
+_ELISION = re.compile(r"\s*(?:\.\.\.|…|\[\.\.\.\])\s*")
+
+
+def _found(core: str, texts: list[str]) -> bool:
+    """In one text, in order: a quote may leave words out with "..." ("Your refund ... was issued")."""
+    pieces = [p.strip(_EDGES) for p in _ELISION.split(core)]
+    pieces = [p for p in pieces if p]
+    if not pieces:
+        return False
+    for text in texts:
+        at = 0
+        for piece in pieces:
+            at = text.find(piece, at)
+            if at < 0:
+                break
+            at += len(piece)
+        else:
+            return True
+    return False
+
+
 def check_evidence(quotes: Iterable[str], record: Iterable[str]) -> Evidence:
     """Each quote is supported when it occurs in one of the record's texts (transcript, tool calls, context)."""
-    haystack = "\n".join(normalised(text) for text in record if text)
+    texts = [normalised(text) for text in record if text]
     found = Evidence()
     for quote in quotes:
-        core = _core(quote)
-        (found.supported if core and core in haystack else found.unsupported).append(quote)
+        (found.supported if _found(_core(quote), texts) else found.unsupported).append(quote)
     return found
