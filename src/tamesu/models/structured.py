@@ -42,14 +42,11 @@ class Attempt(BaseModel):
 
 @dataclass
 class Structured(Generic[Model]):
+    """A structured answer, the calls behind it (each costs something) and what it took to read it."""
+
     value: Model
     responses: list[ModelResponse]
     attempts: list[Attempt] = field(default_factory=list)
-
-    @property
-    def eventful(self) -> list[Attempt]:
-        """The attempts that were not simply accepted."""
-        return [a for a in self.attempts if a.outcome != "accepted"]
 
 
 class StructuredOutputError(ModelError):
