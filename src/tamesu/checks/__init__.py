@@ -45,7 +45,7 @@ _PLANNED = {
 META_KEYS = {"on_turn", "name"}
 
 # Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
-_FLAT_KINDS = {"evaluator"}
+FLAT_KINDS = {"evaluator"}
 
 
 def check_class(key: str) -> type[Check]:
@@ -95,7 +95,7 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
 
 def _folded(entry: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """`{evaluator: NAME, min: 0.8}` as `{evaluator: {name: NAME, min: 0.8}}`, and the keys that moved."""
-    kind = next((k for k in _FLAT_KINDS if k in entry), None)
+    kind = next((k for k in FLAT_KINDS if k in entry), None)
     if kind is None or isinstance(entry[kind], dict):
         return entry, set()
     cls = check_class(kind)
