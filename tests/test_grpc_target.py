@@ -6,12 +6,14 @@ committed stubs against the .proto."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +32,10 @@ class Agent:
     output: list[str]
 
 
-@pytest.fixture(scope="module")
-def agent() -> Iterator[Agent]:
+def start_agent(slow_seconds: float = 3) -> tuple[subprocess.Popen[str], Agent]:
     process = subprocess.Popen(
-        [sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--slow-seconds", "3"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**__import__("os").environ, "GRPC_AGENT_TOKEN": TOKEN})
+        [sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--slow-seconds", str(slow_seconds)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "GRPC_AGENT_TOKEN": TOKEN})
     output: list[str] = []
     found: dict[str, str] = {}
     ready = threading.Event()
@@ -54,8 +54,15 @@ def agent() -> Iterator[Agent]:
         process.kill()
         process.wait(timeout=5)
         raise AssertionError("the grpc agent did not start:\n" + "".join(output))
+    return process, Agent(found["url"], output)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[Agent]:
+    process, running = start_agent()
+    output = running.output
     try:
-        yield Agent(found["url"], output)
+        yield running
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -173,6 +180,31 @@ tests:
     assert "after 3 attempt(s): UNAVAILABLE (the connection failed)" in result.stdout
     [test] = results(tmp_path / "out").values()
     assert [e["data"]["attempt"] for e in test["events"] if e["name"] == "connect_retry"] == [1, 2]
+
+
+def test_the_agent_going_away_in_the_middle_of_a_turn_is_exit_3(tmp_path: Path) -> None:
+    process, doomed = start_agent(slow_seconds=30)
+    try:
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "{doomed.url}", headers: {{ Authorization: "Bearer {TOKEN}" }} }}
+tests:
+  - {{ name: doomed, target: shop, scenario: {{ script: [ {{ say: "ORD-1001" }}, {{ say: "answer slowly" }} ] }} }}
+""")
+        run = subprocess.Popen([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+        deadline = time.monotonic() + 30
+        while not any("turn 2: answer slowly" in line for line in doomed.output):  # the agent is on turn 2
+            assert time.monotonic() < deadline and run.poll() is None, "".join(doomed.output)
+            time.sleep(0.05)
+        process.kill()
+        printed, _ = run.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait(timeout=5)
+    assert run.returncode == 3, printed
+    assert "the agent became unreachable during turn 2: UNAVAILABLE" in printed
 
 
 def test_a_bad_url_is_a_suite_error(tmp_path: Path, tamesu) -> None:

@@ -76,6 +76,7 @@ class Shop:
         """The events of one turn, the last one ending it."""
         text = turn.text
         memory.said.append(text)
+        print(f"session {turn.session_id[:8]} turn {turn.turn}: {text}", flush=True)
         found = re.search(r"ORD-\d+", text)
         if found:
             memory.order_id = found.group(0)
