@@ -284,6 +284,14 @@ class Brevity:
 
 async def shouting(sample):
     return sum(c.isupper() for c in sample.answer) / max(len(sample.answer), 1), "share of capitals"
+
+
+def broken(sample):
+    raise KeyError("no such column")
+
+
+def overflowing(sample):
+    return 1.7
 '''
 
 
@@ -298,6 +306,9 @@ def install_plugin(folder: Path) -> Path:
         [tamesu.evaluators]
         brevity = brevity_eval:Brevity
         shouting = brevity_eval:shouting
+        broken = brevity_eval:broken
+        overflowing = brevity_eval:overflowing
+        missing = brevity_eval:not_there
         """))
     return folder
 
@@ -316,6 +327,18 @@ async def test_a_plugin_evaluator_is_found_through_its_entry_point(tmp_path: Pat
     assert (await grade({"evaluator": {"name": "brevity", "with": {"words": 40}}}, conversation(("hi", wordy)))).passed
     loud = await grade({"evaluator": "shouting", "max": 0.5}, conversation(("hi", "OK")))
     assert not loud.passed and loud.score == 1.0 and "share of capitals" in loud.reason
+
+
+async def test_a_plugin_that_fails_or_answers_no_score_is_the_runs_error(tmp_path: Path, monkeypatch) -> None:
+    from tamesu.errors import InfraError
+
+    monkeypatch.syspath_prepend(str(install_plugin(tmp_path / "site")))
+    monkeypatch.delitem(sys.modules, "brevity_eval", raising=False)
+    with pytest.raises(InfraError, match=r"evaluator 'broken' \(plug-in brevity-eval 0.1\) failed: KeyError"):
+        await grade({"evaluator": "broken"}, conversation(("hi", "hello")))
+    with pytest.raises(InfraError, match=r"evaluator 'overflowing' answered 1\.7, not a score: .*less than or"):
+        await grade({"evaluator": "overflowing"}, conversation(("hi", "hello")))
+    assert "does not load: AttributeError" in problem({"evaluator": "missing"}).message
 
 
 def test_a_plugin_evaluator_through_the_command(tmp_path: Path, tamesu, desk_url: str) -> None:
