@@ -13,6 +13,7 @@ $(BIN)/.installed: pyproject.toml
 
 demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo_a2a.py
+	$(BIN)/python scripts/demo_grpc.py
 	$(BIN)/python scripts/demo.py
 
 lint: $(BIN)/.installed
