@@ -112,8 +112,10 @@ def user_turn(turn: UserTurn, *, session_id: str, index: int, base_dir: Path, wh
 def status_failure(exc: grpc.aio.AioRpcError, what: str, index: int, limit: float) -> Exception:
     """What a non-OK status means for the run: UNAVAILABLE is the agent gone (InfraError, exit 3); a deadline
     is the turn timing out; any other status fails the turn with that status."""
-    code = exc.code()
-    details = exc.details() or ""
+    return code_failure(exc.code(), exc.details() or "", what, index, limit)
+
+
+def code_failure(code: grpc.StatusCode, details: str, what: str, index: int, limit: float) -> Exception:
     if code == grpc.StatusCode.UNAVAILABLE:
         return InfraError(f"{what}: the agent became unreachable during turn {index}: UNAVAILABLE: {details}")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:

@@ -11,9 +11,10 @@ the first delta with text; on `unary` every event arrives with the reply). Tool 
 and results (a later `ToolResult` with the call's id fills the result in), so `tool_called` and
 `tool_sequence` see them. `TurnEnd` ends the turn (its `data` is `$.data` for `json_path`); `Handoff` is the
 engine's handoff (`to`, `summary`) and `SessionEnd` the agent ending the conversation; a `handoff:` key on
-the target is read too (on the turn's text and its document). An agent that closes the stream with OK ends
-the conversation after what it sent. The turn's `response` document is `{text, tool_calls, data, handoff,
-session_end}`; `raw` is every event as JSON (proto field names).
+the target is read too (on the turn's text and its document). An agent that closes the stream with OK during
+a turn ends the conversation after what it sent; a stream found closed when the next turn is to be sent fails
+that turn (with the stream's status when it is not OK). The turn's `response` document is `{text, tool_calls,
+data, handoff, session_end}`; `raw` is every event as JSON (proto field names).
 
 Failures: the agent unreachable at open is retried `connect.attempts` times `connect.backoff` apart (a
 `connect_retry` event each), then InfraError (exit 3); UNAVAILABLE during a turn is InfraError too. An
@@ -37,7 +38,7 @@ from pydantic import Field, field_validator
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets._grpc_events import MAX_EVENTS, TurnEvents
-from tamesu.targets._grpc_wire import dial, dial_target, metadata, status_failure, user_turn
+from tamesu.targets._grpc_wire import code_failure, dial, dial_target, metadata, status_failure, user_turn
 from tamesu.targets._rest_read import handoff as handoff_by_spec
 from tamesu.targets._rest_spec import _check_handoff
 from tamesu.targets.base import HandoffSpec, Target, TargetSpec
@@ -149,9 +150,12 @@ class GrpcTarget(Target):
 
     async def _stream_turn(self, call: grpc.aio.StreamStreamCall, request: turn_pb2.UserTurn, events: TurnEvents,
                            session: Session) -> None:
-        if self._agent_closed:
-            raise TurnError("the agent closed the conversation's stream before this turn")
-        await call.write(request)
+        if self._agent_closed or call.done():
+            await self._stream_gone(call, request.turn)
+        try:
+            await call.write(request)
+        except asyncio.InvalidStateError:  # it ended just now
+            await self._stream_gone(call, request.turn)
         while True:
             event = await call.read()
             if event is grpc.aio.EOF:
@@ -162,6 +166,14 @@ class GrpcTarget(Target):
             if events.add(event, session.now_ms()):
                 return
             self._too_many(events)
+
+    async def _stream_gone(self, call: grpc.aio.StreamStreamCall, index: int) -> None:
+        """The stream ended between turns: with a status, that status fails the turn; with OK, the agent hung
+        up without saying so."""
+        code = await call.code()
+        if code != grpc.StatusCode.OK:
+            raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout)
+        raise TurnError("the agent closed the conversation's stream before this turn")
 
     async def _unary_turn(self, stub: turn_pb2_grpc.TurnServiceStub, request: turn_pb2.UserTurn,
                           events: TurnEvents, session: Session, limit: float) -> None:
