@@ -147,6 +147,7 @@ tests:
   - {{ name: slow, target: shop, scenario: {{ script: [ {{ say: "answer slowly" }} ] }} }}
   - {{ name: slow unary, target: unary, scenario: {{ script: [ {{ say: "answer slowly" }} ] }} }}
   - {{ name: stranger, target: stranger, scenario: {{ script: [ {{ say: "hello" }} ] }} }}
+  - {{ name: hung up, target: shop, scenario: {{ script: [ {{ say: "hang up" }}, {{ say: "hello?" }} ] }} }}
 """
 
 
@@ -166,6 +167,8 @@ def test_server_errors_error_events_timeouts_and_a_wrong_token_fail_the_turn(tmp
     assert reasons["slow unary"] == "turn 1: turn timed out after 1s (no reply)"
     assert reasons["stranger"] == ("turn 1: the agent answered gRPC status UNAUTHENTICATED: "
                                    "send authorization: Bearer <token>")
+    # whether gRPC saw the call end before the next message went out or refused that message, it reads the same
+    assert reasons["hung up"].startswith("turn 2: the agent closed the conversation's stream without answering")
     assert found["outage"]["turns"][0]["agent"]["status"] == 13  # INTERNAL's code
     assert found["glitch"]["turns"][0]["agent"]["text"].startswith("Order ORD-1001")  # the first turn went well
 

@@ -41,6 +41,7 @@ class Conversation:
 
     order_id: str | None = None
     refunds: int = 0
+    hung_up: bool = False
     said: list[str] = field(default_factory=list)
 
 
@@ -85,6 +86,13 @@ class Shop:
             await context.abort(grpc.StatusCode.INTERNAL, "the order database is down")
         if re.search(r"(?i)glitch", text):
             yield turn_pb2.AgentEvent(error=turn_pb2.Error(code="lookup_failed", message="the lookup timed out"))
+            return
+        if re.search(r"(?i)hang up", text):
+            # misbehaving on purpose: the turn ends, then Converse ends the call without a SessionEnd
+            memory.hung_up = True
+            for event in words("Hanging up."):
+                yield event
+            yield done()
             return
         if re.search(r"(?i)slowly", text):
             await asyncio.sleep(self.slow_seconds)
@@ -154,6 +162,8 @@ class TurnService(turn_pb2_grpc.TurnServiceServicer):
                 yield event
                 if event.WhichOneof("event") in ("handoff", "session_end"):
                     return  # the conversation is over: ending the call says so too
+            if memory.hung_up:
+                return
 
     async def SendTurn(self, request: turn_pb2.UserTurn,
                        context: grpc.aio.ServicerContext) -> turn_pb2.TurnReply:

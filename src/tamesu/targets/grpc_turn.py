@@ -12,8 +12,8 @@ and results (a later `ToolResult` with the call's id fills the result in), so `t
 `tool_sequence` see them. `TurnEnd` ends the turn (its `data` is `$.data` for `json_path`); `Handoff` is the
 engine's handoff (`to`, `summary`) and `SessionEnd` the agent ending the conversation; a `handoff:` key on
 the target is read too (on the turn's text and its document). An agent that closes the stream with OK during
-a turn ends the conversation after what it sent; a stream found closed when the next turn is to be sent fails
-that turn (with the stream's status when it is not OK). The turn's `response` document is `{text, tool_calls,
+a turn ends the conversation after what it sent; one that closes it before answering a turn fails that turn
+(with the stream's status when it is not OK). The turn's `response` document is `{text, tool_calls,
 data, handoff, session_end}`; `raw` is every event as JSON (proto field names).
 
 Failures: the agent unreachable at open is retried `connect.attempts` times `connect.backoff` apart (a
@@ -43,6 +43,8 @@ from tamesu.targets._rest_read import handoff as handoff_by_spec
 from tamesu.targets._rest_spec import _check_handoff
 from tamesu.targets.base import HandoffSpec, Target, TargetSpec
 from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+
+_HUNG_UP = "the agent closed the conversation's stream without answering this turn"
 
 
 class GrpcSpec(TargetSpec):
@@ -156,11 +158,19 @@ class GrpcTarget(Target):
             await call.write(request)
         except asyncio.InvalidStateError:  # it ended just now
             await self._stream_gone(call, request.turn)
+        except grpc.aio.AioRpcError as exc:
+            # gRPC's core refuses a message on a call the agent has just ended, as INTERNAL: say what happened
+            if exc.code() != grpc.StatusCode.INTERNAL or request.turn == 1:
+                raise
+            raise TurnError(f"{_HUNG_UP} (gRPC: {exc.code().name}: {exc.details()})",
+                            raw={"code": exc.code().name, "details": exc.details()}) from None
         while True:
             event = await call.read()
             if event is grpc.aio.EOF:
                 # read() raises for a status other than OK, so this is the agent hanging up cleanly
                 self._agent_closed = True
+                if not events.raw:
+                    raise TurnError(_HUNG_UP)
                 session.event("stream_ended", after_events=len(events.raw))
                 return
             if events.add(event, session.now_ms()):
@@ -173,7 +183,7 @@ class GrpcTarget(Target):
         code = await call.code()
         if code != grpc.StatusCode.OK:
             raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout)
-        raise TurnError("the agent closed the conversation's stream before this turn")
+        raise TurnError(_HUNG_UP)
 
     async def _unary_turn(self, stub: turn_pb2_grpc.TurnServiceStub, request: turn_pb2.UserTurn,
                           events: TurnEvents, session: Session, limit: float) -> None:
