@@ -133,6 +133,20 @@ def test_the_grpc_demo_runs_its_suite_and_passes(tmp_path: Path) -> None:
     assert "3 passed, 0 failed" in demo.stdout
 
 
+def test_a_jsonl_case_runs_on_a_grpc_target(tmp_path: Path, tamesu, agent: Agent) -> None:
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "{agent.url}", mode: unary, headers: {{ authorization: "Bearer {{{{secrets.T}}}}" }} }}
+""")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({
+        "id": "T1", "input": "Where is ORD-2002?",
+        "assertions": [{"type": "contains", "value": "processing"}, {"type": "tool_called", "name": "lookup_order"},
+                       {"type": "json_path", "path": "$.data.status", "value": "processing"}]}) + "\n")
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "shop"], cwd=tmp_path, env={"T": TOKEN})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed:  1" in result.stdout
+
+
 FAILURES = """\
 targets:
   shop: {{ type: grpc, url: "{url}", headers: {{ Authorization: "Bearer {{{{secrets.GRPC_AGENT_TOKEN}}}}" }},
