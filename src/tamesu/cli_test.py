@@ -144,6 +144,7 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     from tamesu.jsonl import assertions, generator, parser
     from tamesu.jsonl.checks import load_function
     from tamesu.jsonl.helpers import TargetHelper
+    from tamesu.jsonl.targets import file_refusal
     from tamesu.suite.loader import load_project_targets
 
     base_dir = Path(source.value).parent.resolve() if source.kind == "file" else Path.cwd()
@@ -151,7 +152,8 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     resolver = assertions.Resolver(models=set(project.spec.models), targets=set(specs),
                                    search=list(dict.fromkeys([base_dir, project.dir, Path.cwd()])),
                                    helpers={n: TargetHelper(n, s, secrets, project.dir) for n, s in specs.items()})
-    settings = parser.ParseSettings(resolver, default_simulator=options["simulator"])
+    settings = parser.ParseSettings(resolver, default_simulator=options["simulator"], file_dirs=[project.dir],
+                                    file_refusal=file_refusal(resolved, project, options["connector"]))
     if source.kind == "file":
         label = _label(Path(source.value))
         return parser.parse_file(Path(source.value), label, settings), label, base_dir
@@ -161,7 +163,7 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     about = generator.describe(resolved.name, resolved.spec)
     try:
         if source.kind == "scripts":
-            function = load_function(source.value, resolver.search)
+            function = load_function(source.value, resolver.search, "generate")
             made = await generator.from_script(function, source.value, about, source.params)
         else:
             made = await _from_agent(source, project, secrets, about, resolver, options)
