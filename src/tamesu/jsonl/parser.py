@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tamesu.checks import Assertion, AssertionProblem
+from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
@@ -35,6 +36,8 @@ class Graded:
 
     raw: Any
     assertion: Assertion
+    loc: tuple[Any, ...] = ()
+    """Where the assertion is written in its case."""
 
 
 @dataclass
@@ -93,6 +96,11 @@ class ParseSettings:
     file_refusal: Callable[[FileRef, str | None], str | None] | None = None
     """Why the agent under test cannot carry this file (given the case's connector), or None: such a case is
     refused when it loads, not sent without its file."""
+    target_type: str | None = None
+    """The type of the agent under test, when known: an `a2a` agent reports no tool calls, so a tool assertion
+    on one is a warning."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What is suspicious but not wrong, appended while parsing."""
 
 
 def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
@@ -162,6 +170,7 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
                        *_graded(case.assertions, (assert_key,), resolver, None, doc, problems)]
         found.case = _as_standard(case)
         _stamp(found)
+        _warn_tools(found, settings)
         return found if len(problems) == before else None
     if case.mode == "standard":
         found.final = _graded(case.assertions, (assert_key,), resolver, None, doc, problems)
@@ -176,7 +185,23 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     if case.mode != "standard":
         found.simulator = _simulator(case, doc, settings, problems)
     _stamp(found)
+    _warn_tools(found, settings)
     return found if len(problems) == before else None
+
+
+def _warn_tools(found: ParsedCase, settings: ParseSettings) -> None:
+    """An A2A agent never reports tool calls (only its messages and artifacts travel): a tool assertion on one
+    can only pass when it asks that a tool was not called."""
+    if settings.target_type != "a2a":
+        return
+    graded = [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]
+    located = [(g.loc, g.assertion) for g in graded]
+    located += [(("checkpoints", i, "assertion"), c.assertion) for i, c in enumerate(found.checkpoints)]
+    for loc, assertion in located:
+        names = tool_names(assertion.check)
+        if names is not None:
+            settings.warnings.append(found.doc.problem(loc, f"an A2A agent reports no tool calls, so {assertion.label} "
+                                                       "can never see one"))
 
 
 def _stamp(found: ParsedCase) -> None:
@@ -313,7 +338,7 @@ def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: i
     graded: list[Graded] = []
     for index, entry in enumerate(entries):
         try:
-            graded.append(Graded(entry, mapping.to_engine(entry, resolver, on_turn)))
+            graded.append(Graded(entry, mapping.to_engine(entry, resolver, on_turn), (*loc, index)))
         except AssertionProblem as exc:
             problems.append(doc.problem((*loc, index, *exc.loc), exc.message, key=exc.at_key))
     return graded
