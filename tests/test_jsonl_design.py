@@ -134,6 +134,12 @@ def test_a_rest_target_gets_attachments_in_its_body_or_as_multipart(servers: Ser
     by_message = {c["message"]: c["files"] for c in recorder.chats}
     assert by_message == {"What's in this receipt?": [receipt], "I want to submit an expense with receipt": [receipt],
                           "The amount is $150": []}
+    recorder.chats.clear()
+    done = design(["-i", "tests/receipt.jsonl", "-n", "desk-default"], servers, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {c["message"]: c.get("attachments") for c in recorder.chats} == {
+        "What's in this receipt?": [receipt], "I want to submit an expense with receipt": [receipt],
+        "The amount is $150": None}
     done = design(["-i", "tests/receipt.jsonl", "-n", "desk-form"], servers, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     uploads = {u["fields"]["message"]: u["files"] for u in recorder.uploads}

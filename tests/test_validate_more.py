@@ -85,3 +85,22 @@ def test_suite_files_tokens_and_a2a_tool_assertions(tmp_path: Path, tamesu: Call
         "or .env): the remote agent cannot start",
         "warning: suite.yaml:11:9: tests[0].assert[1]: an A2A agent reports no tool calls, so this assertion can "
         "never see lookup_order (only the suite's remote agents, billing, count as calls)"]
+
+
+def test_a_suite_file_its_rest_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "desk.yaml").write_text("""\
+targets:
+  desk: { type: rest, url: "http://127.0.0.1:9/chat", request: { body: { message: "{{message}}" } } }
+  form: { type: rest, url: "http://127.0.0.1:9/chat", request: { multipart: true } }
+tests:
+  - { name: dropped, target: desk, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+  - { name: sent, target: form, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+""")
+    done = tamesu(["validate", "desk.yaml"], cwd=project)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "desk.yaml:5:78: tests[0].scenario.script[0].files[0]: target desk cannot send this file: receipt.png: this "
+        "rest target's request.body does not send files: add \"{{attachments}}\" to it, or set request.multipart",
+        "1 problem found"]

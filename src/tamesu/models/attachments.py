@@ -36,7 +36,7 @@ def refusal(provider: str, mime: str, by_url: bool) -> str | None:
         if mime.startswith("image/"):
             return None
         if by_url:
-            return f"openai takes a {mime} file as bytes, not a URL (only images may be URLs)"
+            return f"openai takes {mime} files as bytes, not as a URL (only images may be URLs)"
         if mime.startswith("audio/") and mime not in _AUDIO:
             return f"openai takes audio as wav or mp3, not {mime}"
         return None

@@ -1,6 +1,7 @@
 """Checks of a loaded suite beyond its schema, for what would otherwise go wrong quietly at run time:
 
-- a script step's `files:` that do not exist (a problem: the run could only fail, later, as an infra error);
+- a script step's `files:` that do not exist (a problem: the run could only fail, later, as an infra error),
+  or that the test's target would not send (a problem: the agent would never see them);
 - a tool assertion on an A2A target (a warning): an A2A agent reports no tool calls, so `tool_called` can
   only fail there, unless the name is one of the suite's remote agents, whose delegations count as calls;
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
@@ -34,6 +35,30 @@ def missing_files(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]
                 problems.append(suite.doc.problem((*loc, "scenario", "script", s, "files", f),
                                                   f"file not found: {suite.dir / file.path} (a path is relative "
                                                   "to the suite's folder)"))
+    return problems
+
+
+def refused_files(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
+    """A script step's file that the test's target would not send (a rest body without `{{attachments}}`, a
+    model whose provider takes no such file). Only target types that declare what they carry are asked."""
+    from tamesu import targets
+    from tamesu.roles.simulator import file_ref
+    from tamesu.targets.base import Target
+
+    target = suite.targets.get(spec.target)
+    if target is None or not targets.is_implemented(target.type):
+        return []
+    cls = targets.target_class(target.type)
+    if cls.file_refusal.__func__ is Target.file_refusal.__func__:  # type: ignore[attr-defined]
+        return []
+    models = {**suite.project.spec.models, **suite.spec.models}
+    problems = []
+    for s, step in enumerate(spec.scenario.script):
+        for f, file in enumerate(step.files):
+            reason = cls.file_refusal(target, file_ref(file, suite.dir), models)
+            if reason is not None:
+                problems.append(suite.doc.problem((*loc, "scenario", "script", s, "files", f),
+                                                  f"target {spec.target} cannot send this file: {reason}"))
     return problems
 
 

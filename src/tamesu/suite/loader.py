@@ -402,7 +402,7 @@ def _expand_test(
         if case_name is None or case_name == variants[0][0]:
             _check_user_side(suite, case_spec, doc, loc, problems)
             _check_models_needed(suite, case_spec, doc, loc, problems)
-            problems.extend(_lint.missing_files(suite, case_spec, loc))
+            problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
             warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]

@@ -1,0 +1,107 @@
+"""What a JSONL case names, resolved when it loads: script ids and their conventional functions, single_turn cases
+written with one turn, relative attachment paths (the JSONL file's folder, then the project's), and which files
+each model provider takes (so a case is refused at load, never sent without its file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tamesu.errors import ConfigError
+from tamesu.jsonl.assertions import Resolver
+from tamesu.jsonl.checks import load_function
+from tamesu.jsonl.parser import ParseSettings, file_path, parse_text
+from tamesu.models.attachments import refusal
+from tamesu.models.base import Message, MessageFile
+
+
+def _parse(lines: list[dict], tmp_path: Path, search: list[Path] | None = None) -> list:
+    text = "\n".join(json.dumps(line) for line in lines)
+    return parse_text(text, "cases.jsonl", tmp_path, ParseSettings(Resolver(search=search or [tmp_path])))
+
+
+def _problems(lines: list[dict], tmp_path: Path, search: list[Path] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        _parse(lines, tmp_path, search)
+    return [p.message for p in caught.value.problems]
+
+
+def test_a_script_id_is_a_file_under_scripts_with_the_roles_function(tmp_path: Path) -> None:
+    folder = tmp_path / "scripts" / "tests"
+    folder.mkdir(parents=True)
+    (folder / "validate-expense.py").write_text("def validate(run):\n    return True\n")
+    (folder / "expense.py").write_text("def generate(params):\n    return []\n")
+    (folder / "no-function.py").write_text("def check(run):\n    return True\n")
+    assert load_function("scripts:tests.validate-expense", [tmp_path]).__name__ == "validate"
+    # no scripts/tests/expense/generate.py: the last part names a function of scripts/tests/expense.py
+    assert load_function("scripts:tests.expense.generate", [tmp_path], "generate").__name__ == "generate"
+    with pytest.raises(ValueError, match=r"no-function.py has no function 'validate' \(a script id calls validate"):
+        load_function("scripts:tests.no-function", [tmp_path])
+    with pytest.raises(ValueError, match=r"no script 'tests.nowhere': looked for .*scripts/tests/nowhere.py"):
+        load_function("scripts:tests.nowhere", [tmp_path])
+    # tamesu's own form still works beside the design's
+    (tmp_path / "checks.py").write_text("def names_limit(run):\n    return True\n")
+    assert load_function("scripts:checks:names_limit", [tmp_path]).__name__ == "names_limit"
+    assert _problems([{"id": "a", "input": "hi", "assertions": [
+        {"type": "script", "use": "scripts:tests.nowhere"}]}], tmp_path)[0].startswith("no script 'tests.nowhere'")
+
+
+def test_single_turn_with_one_turn_is_a_standard_case(tmp_path: Path) -> None:
+    (tmp_path / "r.png").write_bytes(b"\x89PNG")
+    [case] = _parse([{"id": "a", "type": "single_turn", "options": {"mode": "chat"}, "turns": [
+        {"input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}], "options": {"metadata": {"k": 1}},
+         "attachments": [{"type": "image", "source": "file://r.png"}]}]}], tmp_path)
+    assert case.case.mode == "standard" and case.case.turns == []
+    [message] = case.case.input
+    assert [p.type for p in message.content] == ["text", "image"] and message.text == "Hello"
+    assert case.case.options.sent() == {"mode": "chat", "metadata": {"k": 1}}
+    assert [g.assertion.label for g in case.final] == ['contains "Hi"'] and case.turn_assertions == {}
+    assert _problems([{"id": "b", "type": "single_turn", "turns": [{"input": "x"}, {"input": "y"}]},
+                      {"id": "c", "type": "single_turn", "input": "x", "turns": [{"input": "y"}]},
+                      {"id": "d", "type": "single_turn", "simulator": {"use": "x"}, "input": "x"}], tmp_path) == [
+        "a single_turn case has one turn, not 2 (drop type: single_turn to play them in order)",
+        "the input is turns[0].input or input, not both",
+        "a single_turn case has no simulator"]
+
+
+def test_relative_attachments_are_looked_for_beside_the_file_then_in_the_project(tmp_path: Path) -> None:
+    jsonl_dir, project = tmp_path / "tests", tmp_path
+    (jsonl_dir / "fixtures").mkdir(parents=True)
+    (jsonl_dir / "fixtures" / "a.jpg").write_bytes(b"beside")
+    (project / "fixtures").mkdir()
+    (project / "fixtures" / "a.jpg").write_bytes(b"project")
+    (project / "fixtures" / "b.jpg").write_bytes(b"project")
+    assert file_path("file://./fixtures/a.jpg", [jsonl_dir, project]) == jsonl_dir / "fixtures" / "a.jpg"
+    assert file_path("file://./fixtures/b.jpg", [jsonl_dir, project]) == project / "fixtures" / "b.jpg"
+    assert file_path("https://example.invalid/x.jpg", [jsonl_dir]) is None
+    settings = ParseSettings(Resolver(), file_dirs=[project])
+    with pytest.raises(ConfigError) as caught:
+        parse_text(json.dumps({"id": "x", "input": [{"role": "user", "content": [
+            {"type": "image", "source": "file://./c.jpg"}]}]}), "t.jsonl", jsonl_dir, settings)
+    assert caught.value.problems[0].message == f"file not found: {jsonl_dir / './c.jpg'} or {project / './c.jpg'}"
+
+
+@pytest.mark.parametrize(("provider", "mime", "by_url", "reason"), [
+    ("openai", "image/jpeg", True, None),
+    ("openai", "application/pdf", False, None),
+    ("openai", "audio/wav", False, None),
+    ("openai", "audio/ogg", False, "openai takes audio as wav or mp3, not audio/ogg"),
+    ("openai", "application/pdf", True, "openai takes application/pdf files as bytes, not as a URL (only images "
+                                        "may be URLs)"),
+    ("anthropic", "image/png", False, None),
+    ("anthropic", "text/plain", False, None),
+    ("anthropic", "image/bmp", False, "anthropic takes jpeg, png, gif or webp images, not image/bmp"),
+    ("anthropic", "audio/wav", False, "anthropic takes images, PDF and text files, not audio/wav"),
+    ("fake", "audio/wav", False, None),
+])
+def test_which_files_each_provider_takes(provider: str, mime: str, by_url: bool, reason: str | None) -> None:
+    assert refusal(provider, mime, by_url) == reason
+
+
+def test_a_message_without_files_dumps_as_before_so_cache_keys_stay() -> None:
+    assert Message(role="user", content="hi").model_dump() == {
+        "role": "user", "content": "hi", "tool_calls": [], "tool_call_id": None, "name": None}
+    with_file = Message(role="user", content="hi", files=[MessageFile(name="a.png", mime="image/png", data="AA==")])
+    assert with_file.model_dump()["files"] == [{"name": "a.png", "mime": "image/png", "data": "AA==", "url": None}]
