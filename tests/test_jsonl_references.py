@@ -46,6 +46,10 @@ def test_a_script_id_is_a_file_under_scripts_with_the_roles_function(tmp_path: P
     assert load_function("scripts:checks:names_limit", [tmp_path]).__name__ == "names_limit"
     assert _problems([{"id": "a", "input": "hi", "assertions": [
         {"type": "script", "use": "scripts:tests.nowhere"}]}], tmp_path)[0].startswith("no script 'tests.nowhere'")
+    # a simulator's script id calls simulate()
+    (folder / "user-sim.py").write_text("def simulate(inputs):\n    return None\n")
+    [case] = _parse([{"id": "s", "input": "hi", "simulator": {"use": "scripts:tests.user-sim"}}], tmp_path)
+    assert case.simulator.kind == "script" and case.simulator.function.__name__ == "simulate"
 
 
 def test_single_turn_with_one_turn_is_a_standard_case(tmp_path: Path) -> None:
@@ -105,3 +109,24 @@ def test_a_message_without_files_dumps_as_before_so_cache_keys_stay() -> None:
         "role": "user", "content": "hi", "tool_calls": [], "tool_call_id": None, "name": None}
     with_file = Message(role="user", content="hi", files=[MessageFile(name="a.png", mime="image/png", data="AA==")])
     assert with_file.model_dump()["files"] == [{"name": "a.png", "mime": "image/png", "data": "AA==", "url": None}]
+
+
+async def test_a_script_simulator_gets_the_runs_context() -> None:
+    from tamesu.conversation import AgentTurn, Exchange, ToolCall, UserTurn
+    from tamesu.jsonl.simulators import ScriptSimulator
+    from tamesu.suite.templates import Context
+
+    seen: list[dict] = []
+
+    def simulate(inputs: dict) -> dict:
+        seen.append(inputs)
+        return {"input": "Yes, confirm"}
+
+    exchanges = [Exchange(1, UserTurn(text="Travel, $3500"), AgentTurn(text="Confirm?", tool_calls=[
+        ToolCall(name="create_expense", args={"amount": 3500}, result={"id": "EXP-1"})]))]
+    user = ScriptSimulator(simulate, "scripts:tests.user-sim", {"goal": "file it"}, 10, "T001")
+    action = await user.next_turn(exchanges, Context(run={"id": "run-7", "number": 1}))
+    assert action.turn is not None and action.turn.text == "Yes, confirm"
+    assert {k: seen[0][k] for k in ("test_id", "session_id", "turn_count", "turn_number", "tool_results", "goal")} == {
+        "test_id": "T001", "session_id": "run-7", "turn_count": 1, "turn_number": 2,
+        "tool_results": {"create_expense": {"id": "EXP-1"}}, "goal": "file it"}

@@ -54,6 +54,9 @@ def test_jsonl_files_are_validated_against_the_agent_they_test(tmp_path: Path, t
     assert on_a2a.stderr.splitlines() == [
         "warning: cases.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
         "\"lookup_order\" can never see one"]
+    # `tamesu test` says the same when it loads the cases
+    dry = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "--dry-run"], cwd=project)
+    assert dry.returncode == 0 and dry.stderr.splitlines() == on_a2a.stderr.splitlines()
     on_rest = tamesu(["validate", "cases.jsonl", "-n", "desk"], cwd=project)
     assert on_rest.returncode == 2
     assert on_rest.stderr.splitlines() == [
