@@ -210,3 +210,18 @@ def test_helper_agents_get_what_the_design_sends_them(servers: Servers, tmp_path
                                                         "status": "draft"}}
     assert validator["connector"] == "openai-gpt4"
     assert validator["metadata"]["test_mode"] == "validator" and validator["metadata"]["test_id"] == "T009"
+
+
+def test_the_readmes_jsonl_cases_run_as_written(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("## JSONL tests"):]
+    block = section[section.index("```jsonl\n") + len("```jsonl\n"):section.index("```", section.index("```jsonl") + 8)]
+    cases = tmp_path / "readme.jsonl"
+    cases.write_text(block)
+    example = Path(__file__).parent.parent / "examples" / "expense-agent"
+    done = run_test(["-i", str(cases), "-n", "expense", "--config", str(example / "tamesu.yaml"), "--out",
+                     str(tmp_path / "out"), "-o", str(tmp_path / "o.jsonl")], env=expense_agent.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert sorted((r["id"], r["status"]) for r in records) == [
+        ("T001", "passed"), ("T002", "passed"), ("T003", "passed"), ("T004", "passed")]

@@ -107,6 +107,10 @@ def test_which_files_each_provider_takes(provider: str, mime: str, by_url: bool,
 def test_a_message_without_files_dumps_as_before_so_cache_keys_stay() -> None:
     assert Message(role="user", content="hi").model_dump() == {
         "role": "user", "content": "hi", "tool_calls": [], "tool_call_id": None, "name": None}
+    from tamesu.models.base import ModelRequest
+
+    request = ModelRequest(purpose="target", messages=[Message(role="user", content="hi")])
+    assert "files" not in request.model_dump(mode="json")["messages"][0]  # the replay cache's key reads this
     with_file = Message(role="user", content="hi", files=[MessageFile(name="a.png", mime="image/png", data="AA==")])
     assert with_file.model_dump()["files"] == [{"name": "a.png", "mime": "image/png", "data": "AA==", "url": None}]
 
