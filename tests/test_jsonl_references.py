@@ -4,8 +4,10 @@ each model provider takes (so a case is refused at load, never sent without its 
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +136,42 @@ async def test_a_script_simulator_gets_the_runs_context() -> None:
     assert {k: seen[0][k] for k in ("test_id", "session_id", "turn_count", "turn_number", "tool_results", "goal")} == {
         "test_id": "T001", "session_id": "run-7", "turn_count": 1, "turn_number": 2,
         "tool_results": {"create_expense": {"id": "EXP-1"}}, "goal": "file it"}
+
+
+async def test_each_kind_of_file_reaches_the_local_model_servers_in_its_providers_shape(serve: Any) -> None:
+    from model_servers import AnthropicServer, OpenAIServer
+    from tamesu.models.anthropic import AnthropicProvider
+    from tamesu.models.base import ModelRequest
+    from tamesu.models.openai import OpenAIProvider
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    pdf, wav, note = MessageFile(name="r.pdf", mime="application/pdf", data=b64(b"%PDF-1.4")), \
+        MessageFile(name="v.wav", mime="audio/wav", data=b64(b"RIFF")), \
+        MessageFile(name="n.txt", mime="text/plain", data=b64("total: 42 €".encode()))
+    photo = MessageFile(name="p.png", mime="image/png", url="https://example.invalid/p.png")
+    openai_server, anthropic_server = OpenAIServer(), AnthropicServer()
+    openai = OpenAIProvider("m", api_key="k", base_url=openai_server.base_url(serve(openai_server.app).url))
+    anthropic = AnthropicProvider("m", api_key="k", base_url=anthropic_server.base_url(serve(anthropic_server.app).url))
+    try:
+        await openai.generate(ModelRequest(purpose="target", messages=[
+            Message(role="user", content="see", files=[pdf, wav, note, photo])]))
+        await anthropic.generate(ModelRequest(purpose="target", messages=[
+            Message(role="user", content="see", files=[pdf, note, photo])]))
+    finally:
+        await openai.aclose()
+        await anthropic.aclose()
+    assert openai_server.calls()[0].body["messages"][0]["content"] == [
+        {"type": "text", "text": "see"},
+        {"type": "file", "file": {"filename": "r.pdf", "file_data": f"data:application/pdf;base64,{pdf.data}"}},
+        {"type": "input_audio", "input_audio": {"data": wav.data, "format": "wav"}},
+        {"type": "text", "text": "[n.txt]\ntotal: 42 €"},
+        {"type": "image_url", "image_url": {"url": "https://example.invalid/p.png"}}]
+    assert anthropic_server.calls()[0].body["messages"][0]["content"] == [
+        {"type": "text", "text": "see"},
+        {"type": "document", "title": "r.pdf", "source": {"type": "base64", "media_type": "application/pdf",
+                                                          "data": pdf.data}},
+        {"type": "document", "title": "n.txt", "source": {"type": "text", "media_type": "text/plain",
+                                                          "data": "total: 42 €"}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.invalid/p.png"}}]
