@@ -17,10 +17,20 @@ import os
 from typing import Any
 
 import anthropic
+from anthropic.types import Message as WireMessage
 
 from tamesu._http import ssl_context
+from tamesu.models._lease import ClientLease
+from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
-from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
+from tamesu.models.client import (
+    LOCAL_PLACEHOLDER_KEY,
+    is_local_url,
+    not_a_completion,
+    one_line,
+    redact,
+    retry_after_from_headers,
+)
 from tamesu.models.spec import ModelSpec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -36,13 +46,15 @@ class AnthropicProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout,
-            max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-            default_headers=headers or None,
-            # the SDK's default client loads the certificate bundle again (~20 ms); share the process's context
-            http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
-        )
+        self._clients: ClientLease[anthropic.AsyncAnthropic] = ClientLease(
+            lambda: anthropic.AsyncAnthropic(
+                api_key=api_key, base_url=base_url, timeout=timeout,
+                max_retries=0,  # ResilientClient retries, with backoff and a fallback model
+                default_headers=headers or None,
+                # the SDK's own client loads the certificate bundle again (~20 ms): share one context
+                http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
+            ),
+            lambda client: client.close())
         self._send_temperature = True
 
     @classmethod
@@ -55,12 +67,15 @@ class AnthropicProvider(Provider):
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._clients.aclose()
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         for _ in range(2):
             try:
-                message = await self._client.messages.create(**self._params(request))
+                async with self._clients.client() as client:
+                    # the SDK's public `post` rather than `messages.create`, which re-walks the plain JSON params
+                    # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's
+                    message = await client.post("/v1/messages", cast_to=WireMessage, body=self._params(request))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \
                         and "temperature" in _server_message(exc).lower():
@@ -89,13 +104,18 @@ class AnthropicProvider(Provider):
             params["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                                for t in request.tools]
         if request.temperature is not None and self._send_temperature:
-            params["extra_body"] = {"temperature": request.temperature}
+            params["temperature"] = request.temperature
         return params
 
     def _response(self, message: Any) -> ModelResponse:
+        content = getattr(message, "content", None) if not isinstance(message, str | bytes | list) else None
+        if not isinstance(content, list):
+            # a 200 from something that is not a Messages API (a web page, another API's JSON)
+            raise ModelError(f"anthropic:{self.model}: HTTP 200 but not a Messages answer "
+                             f"({not_a_completion(message, 'content')})")
         texts: list[str] = []
         calls: list[ToolRequest] = []
-        for block in message.content or []:
+        for block in content:
             kind = getattr(block, "type", None)
             if kind == "text":
                 texts.append(block.text)
@@ -116,7 +136,7 @@ class AnthropicProvider(Provider):
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         where = f"anthropic:{self.model}"
         if isinstance(exc, anthropic.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True)
+            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, anthropic.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause else ""
@@ -157,9 +177,10 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
     blocks: list[dict[str, Any]] = []
-    if message.content or not message.tool_calls:
+    if message.content or not (message.tool_calls or message.files):
         # the API refuses empty text blocks; an empty turn still needs some text
         blocks.append({"type": "text", "text": message.content or "(empty)"})
+    blocks.extend(anthropic_block(f) for f in message.files)
     blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls)
     return blocks
 
