@@ -101,3 +101,40 @@ async def test_a2a_sends_the_trace_as_header_or_grpc_metadata_and_as_message_met
     echoed = agent.response["artifacts"][0]["parts"][0]["data"]
     assert echoed["traceparent"] == session.trace.traceparent
     assert echoed["metadata"]["traceparent"] == session.trace.traceparent
+
+
+async def test_the_grpc_targets_unary_calls_carry_the_turns_trace(tmp_path: Path) -> None:
+    import grpc
+
+    from tamesu.targets.grpc_turn import GrpcTarget
+    from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+
+    seen: list[str | None] = []
+
+    class Agent(turn_pb2_grpc.TurnServiceServicer):
+        async def SendTurn(self, request, context):
+            seen.append(dict(context.invocation_metadata() or ()).get("traceparent"))
+            return turn_pb2.TurnReply(events=[turn_pb2.AgentEvent(delta=turn_pb2.TextDelta(text="ok")),
+                                              turn_pb2.AgentEvent(turn_end=turn_pb2.TurnEnd())])
+
+    server = grpc.aio.server()
+    turn_pb2_grpc.add_TurnServiceServicer_to_server(Agent(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    target = GrpcTarget(GrpcTarget.Spec.model_validate({"type": "grpc", "url": f"grpc://127.0.0.1:{port}",
+                                                        "mode": "unary"}), "agent")
+    try:
+        await target.open(session)
+        traces = []
+        for text in ("one", "two"):
+            session.trace = TraceContext.new()
+            traces.append(session.trace.traceparent)
+            agent = await target.send(UserTurn(text=text))
+            assert agent.text == "ok"
+        await target.close()
+    finally:
+        await server.stop(None)
+    assert seen == traces and traces[0] != traces[1]
