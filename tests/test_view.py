@@ -36,7 +36,7 @@ tests:
   - name: judged
     target: bot
     scenario: {{ script: [ {{ say: "refund please" }} ] }}
-    assert: [ {{ judge: {{ rubric: "The agent answers the request", scale: "1-5", min: 2 }} }} ]
+    assert: [ {{ judge: {{ rubric: "The agent answers the request", scale: "1-5" }} }} ]
 """
 
 JUDGE = ("suites: ['suite.yaml']\ntrace_url: 'http://127.0.0.1:9/trace/{{trace_id}}'\n"
@@ -88,7 +88,7 @@ def history(tmp_path_factory) -> Iterator[Path]:
     try:
         (root / "suite.yaml").write_text(SUITE.format(url=server.url))
         env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true", "TAMESU_COMMIT": "abc1234def"}
-        for model, score, reason in (("strict-judge", 3, "barely"), ("lenient-judge", 5, "clearly")):
+        for model, score, reason in (("strict-judge", 4, "barely"), ("lenient-judge", 5, "clearly")):
             (root / "tamesu.yaml").write_text(JUDGE.format(model=model, score=score, reason=reason))
             done = subprocess.run([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=root, env=env,
                                   capture_output=True, text=True, timeout=120)
