@@ -108,17 +108,17 @@ def decide(history: list[dict[str, Any]]) -> Decision:
     text = last.get("text", "")
     lower = text.lower()
     size, day = _party_and_day(text)
+    if re.search(r"\b(yes|please do|go ahead|sure)\b", lower):
+        asked = next((h for h in reversed(history) if h["type"] == "function_call"
+                      and h["name"] == "check_availability"), None)
+        args = json.loads(asked["arguments"]) if asked else {}
+        return Decision(tool="book_table", args={**args, "time": "7 pm"})
     if re.search(r"\b(menu|dishes|food)\b", lower):
         return Decision(say=MENU)
     if re.search(r"\b(table|book|reservation|reserve)\b", lower) and size and day:
         return Decision(tool="check_availability", args={"party_size": size, "day": day})
     if re.search(r"\b(table|book|reservation|reserve)\b", lower):
         return Decision(say="Of course. For how many people, and on which day?")
-    if re.search(r"\b(yes|please do|go ahead|sure)\b", lower):
-        asked = next((h for h in reversed(history) if h["type"] == "function_call"
-                      and h["name"] == "check_availability"), None)
-        args = json.loads(asked["arguments"]) if asked else {}
-        return Decision(tool="book_table", args={**args, "time": "7 pm"})
     if re.search(r"\b(bye|goodbye|that is all|nothing else)\b", lower):
         return Decision(tool="end_call")
     return Decision(say="Welcome to Bella's. I can book a table for you. How many people, and which day?")
@@ -380,28 +380,52 @@ class Connection:
         return done, status
 
     async def _stream_audio(self, where: dict[str, Any], text: str) -> tuple[str, str]:
-        """The reply's audio in 100 ms chunks at real-time pace, its transcript word by word alongside."""
-        spoken, _voice = await tts.say(text)
+        """The reply's audio in 100 ms chunks at real-time pace, its transcript word by word alongside. Each
+        sentence is synthesised while the one before it plays, so the first words go out early."""
         fmt = self._format("output")
-        wire = spoken.wire(fmt)
-        chunk = fmt.frame_bytes(CHUNK_MS)
-        words = re.findall(r"\S+\s*", text)
-        chunks = [wire[i:i + chunk] for i in range(0, len(wire), chunk)] or [b""]
-        said, start = "", time.monotonic()
-        for k, data in enumerate(chunks):
-            if self.cancelled:
-                return said, "cancelled"
-            # the words said so far, in proportion to the audio sent
-            due = words[: round(len(words) * (k + 1) / len(chunks))]
-            for word in due[len(re.findall(r"\S+\s*", said)):]:
-                said += word
-                await self.emit({"type": "response.output_audio_transcript.delta", **where, "delta": word})
-            await self.emit({"type": "response.output_audio.delta", **where,
-                             "delta": base64.b64encode(data).decode()})
-            delay = start + (k + 1) * CHUNK_MS / 1000 - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        return said, "completed"
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s] or [""]
+        ready: asyncio.Queue[tuple[str, bytes] | None] = asyncio.Queue()
+
+        async def synthesise() -> None:
+            for sentence in sentences:
+                spoken, _voice = await tts.say(sentence)
+                await ready.put((sentence, spoken.wire(fmt)))
+            await ready.put(None)
+
+        producer = asyncio.create_task(synthesise())
+        said, start, sent_ms = "", None, 0.0
+        try:
+            while (next_up := await ready.get()) is not None:
+                sentence, wire = next_up
+                chunk = fmt.frame_bytes(CHUNK_MS)
+                words = re.findall(r"\S+\s*", sentence + " ")
+                chunks = [wire[i:i + chunk] for i in range(0, len(wire), chunk)] or [b""]
+                told = 0
+                if start is None:
+                    start = time.monotonic()
+                for k, data in enumerate(chunks):
+                    if self.cancelled:
+                        return said, "cancelled"
+                    # the words said so far, in proportion to the audio sent
+                    for word in words[told: round(len(words) * (k + 1) / len(chunks))]:
+                        said += word
+                        told += 1
+                        await self.emit({"type": "response.output_audio_transcript.delta", **where,
+                                         "delta": word})
+                    await self.emit({"type": "response.output_audio.delta", **where,
+                                     "delta": base64.b64encode(data).decode()})
+                    sent_ms += fmt.duration_ms(len(data))
+                    # never more than one chunk ahead of real time; a late sentence restarts the clock
+                    delay = start + sent_ms / 1000 - CHUNK_MS / 1000 - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    elif delay < -CHUNK_MS / 1000:
+                        start, sent_ms = time.monotonic(), 0.0
+        finally:
+            producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await producer
+        return said.strip(), "completed"
 
 
 async def _serve_connection(ws: ServerConnection, model: str) -> None:

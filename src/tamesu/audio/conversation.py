@@ -16,8 +16,11 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import numpy as np
 
 from tamesu.audio import metrics as audio_metrics
 from tamesu.audio import noise, stt, tts
@@ -52,6 +55,10 @@ class AudioConversation:
         self._pending_barge_in: TurnAudio | None = None
         """The reply the user is talking over, until the agent's audio stops."""
         self.barge_ins = 0
+        self._reply_audio: dict[int, list[tuple[float, np.ndarray]]] = {}
+        """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
+        self._hearing: list[asyncio.Task[None]] = []
+        self._heard_parts: dict[int, int] = {}
 
     # -- the user speaks ------------------------------------------------------------------------------
 
@@ -77,28 +84,54 @@ class AudioConversation:
         turn.user_to_ms = self.session.now_ms()
         return turn
 
+    async def keep_line_open(self, send_frame: Callable[[bytes], Awaitable[None]], stop: asyncio.Event) -> None:
+        """Silence at wall-clock pace until `stop`: a caller's line stays open between utterances, so an agent
+        that detects the end of speech itself (server VAD) hears the pause."""
+        frame = frames(Clip.silence(20, self.send_format.rate).wire(self.send_format), self.send_format)[0]
+        loop_start = asyncio.get_running_loop().time()
+        k = 0
+        while not stop.is_set():
+            await send_frame(frame)
+            k += 1
+            delay = loop_start + k * self.pacer.frame_ms / 1000 - asyncio.get_running_loop().time()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+
     # -- the agent speaks -----------------------------------------------------------------------------
 
-    def agent_audio(self, data: bytes) -> float:
-        """One chunk of the agent's audio, as it arrived: placed on the playback clock and recorded.
-        Returns its playback start (ms)."""
-        turn = self._current
+    @property
+    def current(self) -> TurnAudio | None:
+        """The turn being spoken or answered now."""
+        return self._current
+
+    @property
+    def last(self) -> TurnAudio | None:
+        """The last turn that ended (the one a barge-in talks over)."""
+        return self.turns[-1] if self.turns else None
+
+    def agent_audio(self, data: bytes, *, arrived_ms: float | None = None, turn: TurnAudio | None = None) -> float:
+        """One chunk of the agent's audio, placed on the playback clock at its arrival and recorded, and
+        counted in `turn`'s reply when given (audio of a cancelled response belongs to none). Returns its
+        playback start (ms)."""
         try:
             clip = Clip.from_wire(data, self.receive_format)
         except ValueError as exc:
             raise AudioFormatError(f"{exc} (agreed: {self.receive_format})") from None
-        now = self.session.now_ms()
+        now = self.session.now_ms() if arrived_ms is None else arrived_ms
         start = self.playback.place(now, clip.duration_ms)
         self.recorder.agent(clip, start)
         if turn is not None:
             if turn.agent_from_ms is None:
                 turn.agent_from_ms = start
-                self._interrupt_after = self.behaviour.interrupts()
+                if turn is self._current:
+                    self._interrupt_after = self.behaviour.interrupts()
             turn.agent_to_ms = start + clip.duration_ms
             turn.agent_audio_ms += clip.duration_ms
+            self._reply_audio.setdefault(id(turn), []).append((start, clip.at(stt.WHISPER_RATE).samples))
         pending = self._pending_barge_in
-        if pending is not None and pending.interrupted_at_ms is not None:
-            pending.agent_stopped_at_ms = max(now, pending.interrupted_at_ms)
+        if pending is not None and pending.interrupted_at_ms is not None and now >= pending.interrupted_at_ms:
+            pending.agent_stopped_at_ms = max(pending.agent_stopped_at_ms or now, now)
         return start
 
     def barge_in_due(self) -> bool:
@@ -109,9 +142,9 @@ class AudioConversation:
         return self.session.now_ms() - turn.agent_from_ms >= self._interrupt_after
 
     def barge_in(self) -> TurnAudio | None:
-        """The user starts talking over the reply now: the player is flushed (as a client's is) and the reply
-        is marked. Returns the interrupted turn; its stop is measured as the agent's audio keeps arriving."""
-        turn = self._current
+        """The user starts talking over the last reply now: the player is flushed (as a client's is) and the
+        reply is marked. Returns that turn; its stop is measured as the agent's audio keeps arriving."""
+        turn = self.last
         if turn is None:
             return None
         now = self.session.now_ms()
@@ -127,8 +160,8 @@ class AudioConversation:
         return turn
 
     def played_ms(self) -> int:
-        """How much of the current reply the caller has heard (what a truncate says)."""
-        turn = self._current
+        """How much of the last reply the caller has heard (what a truncate says)."""
+        turn = self.last
         if turn is None or turn.agent_from_ms is None:
             return 0
         heard_until = min(self.session.now_ms(), turn.agent_to_ms or 0.0)
@@ -138,11 +171,35 @@ class AudioConversation:
         """The turn's audio record and its per-turn measures (time to first audio; the stop of a barge-in
         into the reply before it)."""
         turn = self._current or TurnAudio()
+        self._interrupt_after = None if turn is not self._current else self._interrupt_after
         self.turns.append(turn)
+        self._hear(turn)
         measures: dict[str, float] = {}
         if turn.agent_from_ms is not None and turn.user_to_ms is not None:
             measures["time_to_first_audio_ms"] = round(max(0.0, turn.agent_from_ms - turn.user_to_ms), 3)
         return turn, measures
+
+    def _hear(self, turn: TurnAudio) -> None:
+        """Transcribe the turn's reply in a worker thread now, while the conversation goes on, so the end of
+        the run does not wait for every reply at once. A barge-in later only shortens what was heard."""
+        parts = list(self._reply_audio.get(id(turn), []))
+        if not parts or turn.agent_from_ms is None or self._heard_parts.get(id(turn)) == len(parts):
+            return
+        self._heard_parts[id(turn)] = len(parts)
+        origin = parts[0][0]
+        length = max(int((s - origin) * stt.WHISPER_RATE / 1000) + a.size for s, a in parts)
+        track = np.zeros(length, dtype=np.int32)
+        for start, samples in parts:
+            at = int((start - origin) * stt.WHISPER_RATE / 1000)
+            track[at:at + samples.size] += samples
+        clip = Clip(np.clip(track, -32768, 32767).astype(np.int16), stt.WHISPER_RATE)
+
+        async def hear() -> None:
+            heard = await asyncio.to_thread(stt.transcribe, clip, origin)
+            if self._heard_parts.get(id(turn)) == len(parts):  # not overtaken by a later, longer hearing
+                turn.agent_said = heard.text
+
+        self._hearing.append(asyncio.create_task(hear()))
 
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""
@@ -160,8 +217,12 @@ class AudioConversation:
         self.session.artifacts_dir.mkdir(parents=True, exist_ok=True)
         path = self.session.artifacts_dir / WAV_NAME
         await asyncio.to_thread(self.recorder.write, path)
+        for turn in self.turns:
+            self._hear(turn)  # a reply still playing when its turn ended (a barge-in) has audio left here
+        if self._hearing:
+            await asyncio.gather(*self._hearing)
         user, agent = self.recorder.tracks()
-        result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns, stt.transcribe)
+        result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
         self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
                            voice=self.voice_name, barge_ins=self.barge_ins,
                            late_frame_ms_max=round(self.pacer.late_ms_max, 1))

@@ -6,14 +6,10 @@
   or the end of the recording).
 - `stt_word_error_rate`: the agent's own transcript of the user, where the protocol reports one, against the
   text tamesu synthesised, numbers normalised; all edits over all words of the run.
-- the agent's replies are transcribed (`TurnAudio.agent_said`) for the transcript and the judges.
 Per-turn metrics (`time_to_first_audio_ms`, `interruption_stop_ms`) are the turns' own measures.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from tamesu.audio import vad, wer
 from tamesu.audio.clip import Clip
@@ -47,13 +43,7 @@ def _longest_gap(window: tuple[float, float], speech: Segments) -> float:
     return max(longest, end - cursor)
 
 
-def _slice(track: Clip, start_ms: float, end_ms: float) -> Clip:
-    a, b = int(start_ms * track.rate / 1000), int(end_ms * track.rate / 1000)
-    return Clip(track.samples[max(0, a):max(0, b)], track.rate)
-
-
-def compute(user: Clip, agent: Clip, turns: list[TurnAudio],
-            transcribe: Callable[[Clip, float], Any]) -> dict[str, float]:
+def compute(user: Clip, agent: Clip, turns: list[TurnAudio]) -> dict[str, float]:
     user_speech, agent_speech = vad.segments(user), vad.segments(agent)
     out: dict[str, float] = {}
     agent_total = sum(end - start for start, end in agent_speech)
@@ -73,10 +63,6 @@ def compute(user: Clip, agent: Clip, turns: list[TurnAudio],
         gaps.append(_longest_gap((turn.user_to_ms, end), both))
     if gaps:
         out["silence_gap_max_ms"] = round(max(gaps), 1)
-    for turn in turns:
-        if turn.agent_from_ms is not None and turn.agent_to_ms is not None and turn.agent_to_ms > turn.agent_from_ms:
-            heard = transcribe(_slice(agent, turn.agent_from_ms, turn.agent_to_ms), turn.agent_from_ms)
-            turn.agent_said = heard.text
     pairs = [(t.said, t.agent_heard_user) for t in turns if t.said and t.agent_heard_user is not None]
     rate = wer.word_error_rate(pairs)
     if rate is not None:

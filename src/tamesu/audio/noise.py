@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tamesu.audio.catalog import NOISES as NAMES
 from tamesu.audio.clip import Clip
 
-NAMES = ("white", "pink", "brown", "hum", "cafe", "street", "office")
 DEFAULT_LEVEL_DB = -20.0
 
 

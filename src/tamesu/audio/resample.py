@@ -23,7 +23,10 @@ def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndar
         return samples.astype(np.int16)
     signal = samples.astype(np.float32)
     if target_rate < source_rate:
-        signal = np.convolve(signal, _lowpass(0.5 * target_rate / source_rate * 0.95), mode="same")
+        kernel = _lowpass(0.5 * target_rate / source_rate * 0.95)
+        # "full", then the centred part: "same" would return the kernel's length for a shorter signal
+        half = (kernel.size - 1) // 2
+        signal = np.convolve(signal, kernel, mode="full")[half: half + samples.size]
     count = round(samples.size * target_rate / source_rate)
     positions = np.arange(count) * (source_rate / target_rate)
     out = np.interp(positions, np.arange(samples.size), signal)
