@@ -335,17 +335,9 @@ class RealtimeTarget(Target):
     # -- turns ----------------------------------------------------------------------------------------
 
     async def send(self, turn: UserTurn) -> AgentTurn:
+        """One turn. `turn_timeout` bounds the wait for the agent (from the end of the user's words to the
+        last `response.done`), not the user's own speaking time."""
         session = self._require_session()
-        limit = self.spec.turn_timeout
-        try:
-            async with asyncio.timeout(limit) as scope:
-                return await self._turn(session, turn)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            raise TurnError(f"no response.done within turn_timeout ({limit:g}s)") from None
-
-    async def _turn(self, session: Session, turn: UserTurn) -> AgentTurn:
         said = turn.display()
         reply = _Reply()
         audio: TurnAudio | None = None
@@ -360,7 +352,14 @@ class RealtimeTarget(Target):
             if self.spec.turn_detection == "commit":
                 await self._send({"type": "input_audio_buffer.commit"})
                 await self._send({"type": "response.create"})
-        await self._read_reply(session, reply, audio)
+        limit = self.spec.turn_timeout
+        try:
+            async with asyncio.timeout(limit) as scope:
+                await self._read_reply(session, reply, audio)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise TurnError(f"no response.done within turn_timeout ({limit:g}s)", raw=reply.raw) from None
         measures: dict[str, float] = {}
         if self._voice is not None:
             audio, measures = self._voice.end_turn()
