@@ -5,7 +5,6 @@ extra is a suite error (one line, exit 2)."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from agents.voice import needs_voice
@@ -92,5 +91,4 @@ def test_audio_without_the_voice_extra_is_one_line_naming_it(tmp_path: Path, tam
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[0].startswith(
         "suite.yaml:3:10: targets.voice: mode: audio: audio needs the voice extra: pip install 'tamesu[voice]'")
-    assert len(result.stderr.strip().splitlines()) == 1
-    assert sys.executable  # the same interpreter; only the extra's modules are hidden
+    assert result.stderr.strip().splitlines()[1:] == ["1 problem found"]
