@@ -92,3 +92,23 @@ def test_audio_without_the_voice_extra_is_one_line_naming_it(tmp_path: Path, tam
     assert result.stderr.splitlines()[0].startswith(
         "suite.yaml:3:10: targets.voice: mode: audio: audio needs the voice extra: pip install 'tamesu[voice]'")
     assert result.stderr.strip().splitlines()[1:] == ["1 problem found"]
+
+
+def test_a_jsonl_case_asking_for_voice_on_a_text_target_is_warned(tmp_path: Path, tamesu) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        'targets:\n  shop: { type: rest, url: "http://127.0.0.1:9/chat" }\n'
+        "models:\n  simulator: { provider: fake, rules: [] }\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "voice", "simulator": {"use": "simulator", "metadata": {"persona": "Ana", "voice": "en-GB-female", '
+        '"behaviors": {"interrupt_probability": 0.3}}}, '
+        '"turns": [{"input": "hello", "options": {"metadata": {"dtmf": "2"}}}]}\n', encoding="utf-8")
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: cases.jsonl:1:82: simulator.metadata.voice: rest target shop has no audio: voice is not used",
+        "warning: cases.jsonl:1:107: simulator.metadata.behaviors: rest target shop has no audio: behaviors is "
+        "not used",
+        "warning: cases.jsonl:1:208: turns[0].options.metadata.dtmf: rest target shop cannot send DTMF digits: "
+        "dtmf is not sent",
+    ]
