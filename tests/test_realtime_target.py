@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,6 +160,27 @@ def test_the_html_report_plays_the_recording_with_both_sides_on_its_timeline(bel
     assert 'src="bella/book-a-table-by-voice/run-1/audio.wav"' in html
     assert 'class="user-speech"' in html and 'class="agent-speech"' in html
     assert "the user talks over turn 1" in html
+    from cdp import Browser, chromium_binary
+
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("no chromium here: the audio element's loading is not checked")
+    browser = Browser(binary, bella.run_dir.parent / "profile")
+    try:
+        page = browser.open_page(1000, 800, mobile=False)
+        browser.call("Page.navigate", {"url": (bella.run_dir / "report.html").as_uri()}, page)
+        browser.wait_for("Page.loadEventFired")
+        # the recording loads under the page's Content-Security-Policy (no network, local media only)
+        browser.evaluate(page, "window.a = document.querySelector('audio'); a.preload = 'auto'; a.load(); 1")
+        for _ in range(50):
+            if browser.evaluate(page, "a.readyState") >= 1:
+                break
+            time.sleep(0.1)
+        duration = browser.evaluate(page, "a.duration")
+        assert duration > 3, duration
+        assert browser.console_errors() == []
+    finally:
+        browser.close()
 
 
 BAD_SUITE = """\
