@@ -141,6 +141,8 @@ def test_with_server_vad_the_agent_stops_when_it_hears_the_caller(bella: BellaRu
     kinds = [e["type"] for turn in result["turns"] for e in turn["agent"]["raw"]]
     assert "input_audio_buffer.speech_started" in kinds
     assert "response.cancel" not in kinds  # tamesu left it to the agent's VAD
+    session = next(e for e in result["events"] if e["name"] == "realtime_session")["data"]["updated"]
+    assert session["audio"]["output"]["format"] == {"type": "audio/pcma"}  # an A-law line
     assert result["metrics"]["interruption_stop_ms"] > 0
     assert result["metrics"]["talk_over_ratio"] > 0  # both spoke until the agent's VAD heard the caller
 
