@@ -53,7 +53,7 @@ def test_the_example_suites_pass_in_text_and_in_audio(bella: BellaRun) -> None:
     failures = {r["test"]: (r["runs"][0]["error"], r["runs"][0]["failures"]) for r in records
                 if r["status"] != "passed"}
     assert bella.code == 0, (failures, bella.stdout)
-    assert "5 passed" in bella.stdout
+    assert "6 passed" in bella.stdout
     assert "Traceback" not in bella.stdout
 
 
@@ -68,6 +68,15 @@ def test_a_text_conversation_answers_tools_from_tool_results(bella: BellaRun) ->
     assert {"response.output_text.delta", "response.function_call_arguments.done", "response.done"} <= kinds
     assert "time_to_first_audio_ms" not in result["metrics"]  # no audio in a text session
     assert not (bella.run_dir / "bella" / "book-a-table-by-text" / "run-1" / "audio.wav").exists()
+
+
+def test_a_fuzzed_tool_answers_as_fuzz_tools_says(bella: BellaRun) -> None:
+    result = bella.result("the-availability-service-fails")
+    assert [e["data"] for e in result["events"] if e["name"] == "tool_fuzzed"] == [
+        {"tool": "check_availability", "mode": "error"}]
+    call = result["tool_calls"][0]
+    assert call["name"] == "check_availability" and "error" in call["result"]
+    assert result["metrics"]["tools_fuzzed"] == 1
 
 
 def _wav(path: Path) -> tuple[Any, int]:
