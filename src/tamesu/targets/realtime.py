@@ -438,6 +438,8 @@ class RealtimeTarget(Target):
             kind = event["type"]
             response_id = event.get("response_id") or (event.get("response") or {}).get("id")
             if response_id in self._abandoned:
+                # the interrupted reply still arriving: kept in the record, its audio timed, not this turn's
+                reply.raw.append(_kept(event))
                 if kind == "response.output_audio.delta":
                     self._audio(event, at, None, None)
                 elif kind == "response.done":
