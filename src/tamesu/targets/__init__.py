@@ -13,6 +13,7 @@ _IMPLEMENTED: dict[str, str] = {
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
+    "realtime": "tamesu.targets.realtime:RealtimeTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
@@ -22,7 +23,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
     "livekit": {"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"},
     "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
-                 "audio_format"},
+                 "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers"},
     "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
     "twilio": {"url", "from", "to", "parameters"},
