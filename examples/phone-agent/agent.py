@@ -52,9 +52,26 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
 
 
 def speak(text: str, path: Path, lead_s: float = 0.3) -> float:
-    """espeak-ng's words as pcm16 8 kHz with a lead-in and a long silent tail; returns the words' length in s."""
+    """The words as pcm16 8 kHz with a lead-in and a long silent tail; returns the words' length in s.
+    Spoken by tamesu's voice toolkit (Piper's packaged voice) when `tamesu[voice]` is installed, else by
+    Debian's espeak-ng, whose robotic voice a phone line's G.711 makes hard to transcribe."""
+    try:
+        from tamesu.audio import tts
+
+        clip, _ = asyncio.run(tts.say(text))  # before the agent's own loop starts
+        samples = clip.at(RATE).samples
+        spoken_s = samples.size / RATE
+        pcm = bytes(int(lead_s * RATE) * 2) + samples.astype("<i2").tobytes() + bytes(TAIL_S * RATE * 2)
+        with wave.open(str(path), "wb") as out:
+            out.setnchannels(1)
+            out.setsampwidth(2)
+            out.setframerate(RATE)
+            out.writeframes(pcm)
+        return spoken_s
+    except ImportError:
+        pass
     raw = path.with_suffix(".raw.wav")
-    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "165", "-w", str(raw), text], check=True,
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(raw), text], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(path), "pad", str(lead_s),
                     str(TAIL_S)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
@@ -125,6 +142,8 @@ class Ivr:
             elif self.mode != "no-answer" and self.ring_ms:
                 self.after(self.ring_ms / 1000, ("accept", ""))
         elif kind == "CALL_ESTABLISHED":
+            if self.mode != "silent":
+                await self.say("greeting")  # the source is baresip's, not the call's: start each call anew
             if self.mode == "silent":
                 await self.control.command("ausrc", "aufile,/dev/zero")  # nothing but silence
             if self.mode == "drop":
@@ -163,45 +182,39 @@ async def trigger_server(control: Control, port: int) -> asyncio.Server:
     return await asyncio.start_server(handle, "127.0.0.1", port)
 
 
-async def serve(args: argparse.Namespace) -> int:
-    for tool in ("baresip", "espeak-ng", "sox"):
-        if shutil.which(tool) is None:
-            print(f"phone agent: {tool} is not installed (Debian packages baresip-core, espeak-ng, sox)",
-                  file=sys.stderr)
-            return 3
-    with tempfile.TemporaryDirectory(prefix="tamesu-phone-agent-") as temporary:
-        folder = Path(temporary)
-        prompts = {name: folder / f"{name}.wav" for name in PROMPTS}
-        lengths = {name: speak(text, prompts[name]) for name, text in PROMPTS.items()}
-        sip_port = args.sip_port or free_port(socket.SOCK_DGRAM)
-        ctrl_port = free_port()
-        answer = "auto" if args.mode in ("answer", "silent", "drop") and not args.ring_ms else "manual"
-        write_config(folder, sip_port, ctrl_port, answer, prompts["greeting"])
-        log = (folder / "baresip.log").open("wb")
-        peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=_die_with_parent)
+async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path],
+                lengths: dict[str, float]) -> int:
+    sip_port = args.sip_port or free_port(socket.SOCK_DGRAM)
+    ctrl_port = free_port()
+    answer = "auto" if args.mode in ("answer", "silent", "drop") and not args.ring_ms else "manual"
+    write_config(folder, sip_port, ctrl_port, answer, prompts["greeting"])
+    log = (folder / "baresip.log").open("wb")
+    peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
+    try:
+        control = await _connect(ctrl_port, peer)
+        ivr = Ivr(control, prompts, lengths, args.mode, args.ring_ms)
+        trigger_port = args.trigger_port or free_port()
+        server = await trigger_server(control, trigger_port)
+        print(f"listening sip:agent@127.0.0.1:{sip_port} trigger http://127.0.0.1:{trigger_port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        events = asyncio.create_task(_events(control, ivr, stop))
+        await stop.wait()
+        events.cancel()
+        server.close()
+    finally:
+        peer.terminate()
         try:
-            control = await _connect(ctrl_port, peer)
-            ivr = Ivr(control, prompts, lengths, args.mode, args.ring_ms)
-            trigger_port = args.trigger_port or free_port()
-            server = await trigger_server(control, trigger_port)
-            print(f"listening sip:agent@127.0.0.1:{sip_port} trigger http://127.0.0.1:{trigger_port}", flush=True)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, stop.set)
-            events = asyncio.create_task(_events(control, ivr, stop))
-            await stop.wait()
-            events.cancel()
-            server.close()
-        finally:
-            peer.terminate()
-            try:
-                peer.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                peer.kill()
+            peer.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            peer.kill()
     return 0
+
+
 
 
 async def _events(control: Control, ivr: Ivr, stop: asyncio.Event) -> None:
@@ -237,7 +250,16 @@ def main() -> int:
     parser.add_argument("--ring-ms", type=int, default=0)
     args = parser.parse_args()
     _die_with_parent_self()
-    return asyncio.run(serve(args))
+    for tool in ("baresip", "espeak-ng", "sox"):
+        if shutil.which(tool) is None:
+            print(f"phone agent: {tool} is not installed (Debian packages baresip-core, espeak-ng, sox)",
+                  file=sys.stderr)
+            return 3
+    with tempfile.TemporaryDirectory(prefix="tamesu-phone-agent-") as temporary:
+        folder = Path(temporary)
+        prompts = {name: folder / f"{name}.wav" for name in PROMPTS}
+        lengths = {name: speak(text, prompts[name]) for name, text in PROMPTS.items()}
+        return asyncio.run(serve(args, folder, prompts, lengths))
 
 
 def _die_with_parent_self() -> None:

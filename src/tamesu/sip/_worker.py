@@ -6,7 +6,8 @@ wants every call made from the thread that pumps its events. So each call runs i
 
 - commands on stdin: `{"op": "call", "uri", "from", "headers", "auth"}`, `{"op": "listen"}` (wait for the agent to
   call), `{"op": "answer", "after_ms"}`, `{"op": "play", "id", "pcm"}` (base64 pcm16 8 kHz mono, queued and sent
-  at the call's own 20 ms clock), `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
+  at the call's own 20 ms clock), `{"op": "frame", "pcm"}` (audio the parent paces itself),
+  `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local
   SIP address), `state` (`calling`, `early` with its status code, `connecting`, `confirmed`, `disconnected` with
   the status, reason and who ended it), `incoming`, `audio` (100 ms of the agent's audio, base64, the time its
@@ -58,10 +59,18 @@ class Port(pj.AudioMediaPort):
         self._current: tuple[str, bytes, int] | None = None
         self._incoming = bytearray()
         self._incoming_at = 0.0
+        self._streamed = bytearray()
+
+    def stream(self, pcm: bytes) -> None:
+        """Audio the parent paces itself: it goes out as it comes, after any queued utterance."""
+        self._streamed += pcm
 
     def onFrameRequested(self, frame: Any) -> None:
         chunk = _SILENCE
-        if self._current is None and self.outgoing:
+        if self._current is None and not self.outgoing and self._streamed:
+            chunk = bytes(self._streamed[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
+            del self._streamed[:FRAME_BYTES]
+        elif self._current is None and self.outgoing:
             utterance_id, pcm = self.outgoing.popleft()
             self._current = (utterance_id, pcm, 0)
             emit("played", id=utterance_id, edge="start")
@@ -205,6 +214,8 @@ class Worker:
             self.account = self.make_account(f"sip:{command.get('user') or self.user}@{self.local}", None, None)
         elif op == "answer" and self.call is not None:
             self.pending_answer = (time.monotonic() + command.get("after_ms", 0) / 1000, self.call)
+        elif op == "frame":
+            self.port.stream(base64.b64decode(command["pcm"]))
         elif op == "play":
             self.port.outgoing.append((command["id"], base64.b64decode(command["pcm"])))
         elif op == "dtmf" and self._active():

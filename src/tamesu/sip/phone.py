@@ -114,6 +114,10 @@ class SipPhone:
         await self._send({"op": "play", "id": utterance, "pcm": base64.b64encode(pcm).decode()})
         return utterance
 
+    async def frame(self, pcm: bytes) -> None:
+        """Append audio to what goes out (already paced by the caller); no `played` event."""
+        await self._send({"op": "frame", "pcm": base64.b64encode(pcm).decode()})
+
     async def dtmf(self, digits: str) -> None:
         await self._send({"op": "dtmf", "digits": digits})
 
