@@ -51,6 +51,18 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return int(sock.getsockname()[1])
 
 
+def free_sip_port() -> int:
+    """A port free for UDP and TCP at once: baresip listens on both."""
+    while True:
+        port = free_port(socket.SOCK_DGRAM)
+        with socket.socket() as tcp:
+            try:
+                tcp.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
 def speak(text: str, path: Path, lead_s: float = 0.3) -> float:
     """The words as pcm16 8 kHz with a lead-in and a long silent tail; returns the words' length in s.
     Spoken by tamesu's voice toolkit (Piper's packaged voice) when `tamesu[voice]` is installed, else by
@@ -184,16 +196,22 @@ async def trigger_server(control: Control, port: int) -> asyncio.Server:
 
 async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path],
                 lengths: dict[str, float]) -> int:
-    sip_port = args.sip_port or free_port(socket.SOCK_DGRAM)
-    ctrl_port = free_port()
     answer = "auto" if args.mode in ("answer", "silent", "drop") and not args.ring_ms else "manual"
-    write_config(folder, sip_port, ctrl_port, answer, prompts["greeting"])
-    log = (folder / "baresip.log").open("wb")
-    peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=_die_with_parent)
+    # ports are picked free, then bound by baresip: another process may take one in between, so try again
+    for attempt in range(5):
+        sip_port = args.sip_port or free_sip_port()
+        ctrl_port = free_port()
+        write_config(folder, sip_port, ctrl_port, answer, prompts["greeting"])
+        log = (folder / "baresip.log").open("wb")
+        peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        try:
+            control = await _connect(ctrl_port, peer)
+            break
+        except SystemExit:
+            if attempt == 4 or args.sip_port:
+                raise
     try:
-        control = await _connect(ctrl_port, peer)
         ivr = Ivr(control, prompts, lengths, args.mode, args.ring_ms)
         trigger_port = args.trigger_port or free_port()
         server = await trigger_server(control, trigger_port)
@@ -213,8 +231,6 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         except subprocess.TimeoutExpired:
             peer.kill()
     return 0
-
-
 
 
 async def _events(control: Control, ivr: Ivr, stop: asyncio.Event) -> None:

@@ -118,8 +118,9 @@ class SipTarget(Target):
         trigger = self.spec.trigger
         assert trigger is not None
         session.event("sip_trigger", uri=uri)
+        context = session.context.child(session=dict(session.values))
         if trigger.run is not None:
-            command = session.context.render_text(trigger.run)
+            command = context.render_text(trigger.run)
             process = await asyncio.create_subprocess_shell(command, stdout=asyncio.subprocess.DEVNULL,
                                                             stderr=asyncio.subprocess.PIPE)
             try:
@@ -135,7 +136,7 @@ class SipTarget(Target):
             return
         import httpx
 
-        rendered = session.context.render_value(dict(trigger.http or {}))
+        rendered = context.render_value(dict(trigger.http or {}))
         body = rendered.get("body")
         try:
             async with httpx.AsyncClient(timeout=trigger.timeout) as client:
