@@ -15,13 +15,15 @@ _IMPLEMENTED: dict[str, str] = {
     "mcp": "tamesu.targets.mcp:McpTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "sip": "tamesu.targets.sip:SipTarget",
+    "livekit": "tamesu.targets.livekit:LiveKitTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
 KEYS_BY_TYPE: dict[str, set[str]] = {
     "browser": {"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"},
     "rest": {"url", "method", "headers", "request", "response", "streaming", "session"},
-    "livekit": {"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"},
+    "livekit": {"url", "api_key", "api_secret", "room", "identity", "dispatch", "agent_identity", "mode", "topic",
+                "reply_topic", "idle", "join_timeout"},
     "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound_number", "trigger",
             "listen", "answer_after", "idle", "greeting"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",

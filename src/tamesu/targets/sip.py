@@ -219,8 +219,9 @@ class SipTarget(Target):
             self._drain_events()
             for at, pcm in self._new_chunks():
                 arrived = self._session_ms(at)
-                voice.agent_audio(pcm, arrived_ms=arrived, turn=audio_turn)
                 loud = _rms(pcm) > SPEECH_RMS
+                # the line's silence is recorded, but the reply starts with the agent's first sound
+                voice.agent_audio(pcm, arrived_ms=arrived, turn=audio_turn if spoke_at or loud else None)
                 if loud:
                     if spoke_at is None:
                         spoke_at = at
