@@ -16,6 +16,7 @@ _IMPLEMENTED: dict[str, str] = {
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "sip": "tamesu.targets.sip:SipTarget",
     "livekit": "tamesu.targets.livekit:LiveKitTarget",
+    "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
@@ -28,7 +29,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
             "listen", "answer_after", "idle", "greeting"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                  "audio_format", "turn_detection", "max_responses"},
-    "grpc": {"url", "headers"},
+    "grpc": {"url", "headers", "mode"},
     "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
     "twilio": {"url", "from", "to", "parameters"},
     "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
