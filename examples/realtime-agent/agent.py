@@ -49,6 +49,9 @@ from tamesu.audio.formats import AudioFormat
 from tamesu.audio.vad import StreamingVad
 
 CHUNK_MS = 100
+# espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
+# its replies start quickly even on a loaded machine (the caller, played by tamesu, speaks with Piper)
+AGENT_VOICE = "espeak:en-us" if tts.voices.find("espeak:en-us") is not None else None
 TOOLS = [
     {"type": "function", "name": "check_availability", "description": "Free tables for a party on a day",
      "parameters": {"type": "object", "properties": {"party_size": {"type": "integer"}, "day": {"type": "string"}},
@@ -388,7 +391,7 @@ class Connection:
 
         async def synthesise() -> None:
             for sentence in sentences:
-                spoken, _voice = await tts.say(sentence)
+                spoken, _voice = await tts.say(sentence, AGENT_VOICE)
                 await ready.put((sentence, spoken.wire(fmt)))
             await ready.put(None)
 

