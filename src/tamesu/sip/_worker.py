@@ -8,11 +8,12 @@ wants every call made from the thread that pumps its events. So each call runs i
   call), `{"op": "answer", "after_ms"}`, `{"op": "play", "id", "pcm"}` (base64 pcm16 8 kHz mono, queued and sent
   at the call's own 20 ms clock), `{"op": "frame", "pcm"}` (audio the parent paces itself),
   `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
-- events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local
-  SIP address), `state` (`calling`, `early` with its status code, `connecting`, `confirmed`, `disconnected` with
-  the status, reason and who ended it), `incoming`, `audio` (100 ms of the agent's audio, base64, the time its
-  first frame arrived), `played` (an utterance's first and last frame went out), `dtmf` (a digit the agent sent),
-  `transfer` (the agent's REFER target; declined, since there is nobody to transfer to), `error`.
+- events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
+  address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
+  `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
+  of the agent's audio, base64, the time its first frame arrived), `played` (an utterance's first and last frame
+  went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
+  to transfer to), `error`.
 
 The worker dies with its parent (PR_SET_PDEATHSIG) and ends its call when stdin closes.
 """
@@ -23,6 +24,7 @@ import base64
 import contextlib
 import ctypes
 import json
+import os
 import queue
 import signal
 import sys
@@ -45,9 +47,20 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+_EVENTS = sys.stdout
+"""Where events go: the original stdout. PJSIP (and anything native) writes to fd 1, which `main` points at
+stderr, so nothing but events ever reaches the parent's pipe."""
+
+
+def _own_stdout() -> None:
+    global _EVENTS
+    _EVENTS = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+
 def emit(event: str, **data: Any) -> None:
-    sys.stdout.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
-    sys.stdout.flush()
+    _EVENTS.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
+    _EVENTS.flush()
 
 
 class Port(pj.AudioMediaPort):
@@ -96,9 +109,9 @@ class Port(pj.AudioMediaPort):
 
     def flush(self) -> None:
         if self._incoming:
-            sys.stdout.write(json.dumps({"ev": "audio", "t": self._incoming_at,
-                                         "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
-            sys.stdout.flush()
+            _EVENTS.write(json.dumps({"ev": "audio", "t": self._incoming_at,
+                                      "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
+            _EVENTS.flush()
             self._incoming.clear()
 
 
@@ -154,8 +167,10 @@ class Worker:
         config.uaConfig.threadCnt = 0
         config.uaConfig.mainThreadOnly = True
         config.uaConfig.userAgent = "tamesu"
-        config.logConfig.level = 0
-        config.logConfig.consoleLevel = 0
+        # PJSIP's own log, for debugging a call by hand: TAMESU_SIP_LOG=5 (it goes to the worker's stderr)
+        level = int(os.environ.get("TAMESU_SIP_LOG", "0") or 0)
+        config.logConfig.level = level
+        config.logConfig.consoleLevel = level
         config.medConfig.noVad = True
         self.endpoint.libInit(config)
         transport = pj.TransportConfig()
@@ -211,7 +226,9 @@ class Worker:
                 parameters.txOption.headers.append(header)
             self.call.makeCall(command["uri"], parameters)
         elif op == "listen":
-            self.account = self.make_account(f"sip:{command.get('user') or self.user}@{self.local}", None, None)
+            identity = f"sip:{command.get('user') or self.user}@{self.local}"
+            self.account = self.make_account(identity, None, None)
+            emit("listening", uri=identity)
         elif op == "answer" and self.call is not None:
             self.pending_answer = (time.monotonic() + command.get("after_ms", 0) / 1000, self.call)
         elif op == "frame":
@@ -270,10 +287,11 @@ class Worker:
             while not self.call.ended and time.monotonic() < deadline:
                 self.endpoint.libHandleEvents(10)
         self.port.flush()
-        # pjsua2 asserts when a Call or Account outlives the library: drop them first
+        # pjsua2 asserts when a Call, an Account or a media port outlives the library: drop them first
         self.call = None
         self.pending_answer = None
         self.account = None
+        del self.port
         self.endpoint.libDestroy()
 
 
@@ -290,6 +308,7 @@ def _read_commands(into: queue.Queue[dict[str, Any] | None]) -> None:
 
 def main() -> int:
     _die_with_parent()
+    _own_stdout()
     bind, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "tamesu"
     try:
         worker = Worker(bind, port, user)

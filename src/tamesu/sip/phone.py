@@ -73,6 +73,7 @@ class SipPhone:
         self._ids = itertools.count(1)
         self.call = Call()
         self.local: str | None = None
+        self.listening: str | None = None
 
     async def start(self, bind: str = "127.0.0.1", port: int = 0, user: str = "tamesu",
                     timeout: float = 10.0) -> str:
@@ -101,9 +102,16 @@ class SipPhone:
         await self._send({"op": "call", "uri": uri, "from": identity, "headers": headers or {}, "auth": auth,
                           "registrar": registrar})
 
-    async def listen(self, user: str) -> None:
-        """Take calls for `user` at this phone's address."""
+    async def listen(self, user: str, timeout: float = 5.0) -> str:
+        """Take calls for `user` at this phone's address; returns once calls are taken (the URI to call)."""
         await self._send({"op": "listen", "user": user})
+        try:
+            await self._until(lambda: self.listening is not None or bool(self.call.errors) or self._gone(), timeout)
+        except TimeoutError:
+            raise SipUnavailable(f"the SIP worker did not take calls within {timeout:g}s") from None
+        if self.listening is None:
+            raise SipUnavailable(f"the SIP worker cannot take calls: {'; '.join(self.call.errors) or 'it exited'}")
+        return self.listening
 
     async def answer(self, after_ms: float = 0) -> None:
         await self._send({"op": "answer", "after_ms": after_ms})
@@ -191,6 +199,8 @@ class SipPhone:
         call = self.call
         if kind == "ready":
             self.local = event["local"]
+        elif kind == "listening":
+            self.listening = str(event["uri"])
         elif kind == "state":
             call.states.append(CallState(event["state"], at, int(event.get("code") or 0),
                                          str(event.get("reason") or ""), event.get("by")))

@@ -130,7 +130,6 @@ class LiveKitTarget(Target):
     kind = "livekit"
     Spec = LiveKitSpec
     spec: LiveKitSpec
-    can_dtmf = True
     sdk_factory: Callable[[], Sdk] = staticmethod(real_sdk)  # tests put the double here
 
     def __init__(self, spec: LiveKitSpec, name: str) -> None:
@@ -251,7 +250,7 @@ class LiveKitTarget(Target):
         if turn.dtmf:
             for digit in turn.dtmf:
                 await self._room.local_participant.publish_dtmf(code=DTMF_CODES.get(digit, 0), digit=digit)
-        said = turn.text if turn.text and turn.text != turn.dtmf else ""
+        said = turn.text
         if self.spec.mode == "text":
             if said:
                 await self._room.local_participant.send_text(said, topic=self.spec.topic)

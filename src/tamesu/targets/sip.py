@@ -44,7 +44,6 @@ NO_ANSWER_CODES = {408, 480, 487}
 
 class SipTarget(Target):
     kind = "sip"
-    can_dtmf = True
     Spec = SipSpec
     spec: SipSpec
 
@@ -190,7 +189,7 @@ class SipTarget(Target):
         session = self._session
         if self._ended_by is not None:
             raise TurnError(f"the call has ended ({self._ended_by})")
-        said = turn.text if turn.text and turn.text != turn.dtmf else ""
+        said = turn.text
         reply = AgentTurn(sent_at_ms=session.now_ms())
         if turn.dtmf:
             await self._phone.dtmf(turn.dtmf)
