@@ -45,6 +45,9 @@ class UserTurn(BaseModel):
     text: str = ""
     data: Any = None
     files: list[FileRef] = Field(default_factory=list)
+    dtmf: str | None = None
+    """Keypad digits the user presses with (or instead of) saying `text`, sent the way the target's protocol
+    does (RFC 4733 on sip); only targets that carry DTMF accept a `dtmf` step."""
     source: Literal["script", "simulator", "counterpart", "static", "goal", "human"] = "script"
     history: list[HistoryMessage] = Field(default_factory=list)
     """The conversation before this turn, when the test gives it instead of playing it (JSONL `input` as a
@@ -55,8 +58,10 @@ class UserTurn(BaseModel):
     `{{options.X}}`; an A2A target may send `metadata` as message metadata."""
 
     def display(self) -> str:
-        """How the turn reads in a transcript: words, data as JSON, files as [name]."""
+        """How the turn reads in a transcript: words, keys pressed as [dtmf 2], data as JSON, files as [name]."""
         parts = [self.text] if self.text else []
+        if self.dtmf:
+            parts.append(f"[dtmf {self.dtmf}]")
         if self.data is not None:
             parts.append(json.dumps(self.data, ensure_ascii=False, sort_keys=True))
         parts.extend(f"[{f.name}]" for f in self.files)

@@ -14,6 +14,8 @@ _IMPLEMENTED: dict[str, str] = {
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "sip": "tamesu.targets.sip:SipTarget",
+    "livekit": "tamesu.targets.livekit:LiveKitTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
@@ -21,8 +23,10 @@ _IMPLEMENTED: dict[str, str] = {
 KEYS_BY_TYPE: dict[str, set[str]] = {
     "browser": {"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"},
     "rest": {"url", "method", "headers", "request", "response", "streaming", "session"},
-    "livekit": {"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"},
-    "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"},
+    "livekit": {"url", "api_key", "api_secret", "room", "identity", "dispatch", "agent_identity", "mode", "topic",
+                "reply_topic", "idle", "join_timeout"},
+    "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound_number", "trigger",
+            "listen", "answer_after", "idle", "greeting"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                  "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},
