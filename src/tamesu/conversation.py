@@ -44,6 +44,9 @@ class UserTurn(BaseModel):
     text: str = ""
     data: Any = None
     files: list[FileRef] = Field(default_factory=list)
+    dtmf: str | None = None
+    """Keypad digits the user presses with (or instead of) saying `text`: a target with a keypad (sip)
+    sends them as RFC 4733 events; a text channel gets them as words."""
     source: Literal["script", "simulator", "counterpart", "static", "goal", "human"] = "script"
     history: list[HistoryMessage] = Field(default_factory=list)
     """The conversation before this turn, when the test gives it instead of playing it (JSONL `input` as a

@@ -197,6 +197,16 @@ async def _converse(
     extractor = _extractor(test, session.models)
     try:
         await target.open(session)
+        try:
+            first = await target.greeting()
+        except TurnError as exc:
+            session.event("turn_failed", turn=1, reason=str(exc))
+            return "turn_failed", f"turn 1 (the agent's greeting): {exc}", target.metrics()
+        if first is not None:
+            exchanges.append(Exchange(1, None, first))
+            await capture_from(first, test.spec.capture, captured, session, extractor)
+            if first.ended:
+                return "agent_ended", None, target.metrics()
         for _ in range(test.spec.scenario.max_turns):
             try:
                 action = await user.next_turn(exchanges, session.context)

@@ -103,7 +103,7 @@ class ScriptedUser(UserSimulator):
         files = [file_ref(f, self._base_dir) for f in step.files]
         if not text and data is None and not files:
             return None
-        return UserTurn(text=text, data=data, files=files, source="script")
+        return UserTurn(text=text, data=data, files=files, dtmf=step.dtmf or None, source="script")
 
 
 class SimulatorAnswer(BaseModel):

@@ -15,6 +15,7 @@ _IMPLEMENTED: dict[str, str] = {
     "mcp": "tamesu.targets.mcp:McpTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "sip": "tamesu.targets.sip:SipTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
@@ -22,7 +23,8 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
     "browser": {"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"},
     "rest": {"url", "method", "headers", "request", "response", "streaming", "session"},
     "livekit": {"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"},
-    "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"},
+    "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound_number", "trigger",
+            "listen", "answer_after", "idle", "greeting"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                  "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},

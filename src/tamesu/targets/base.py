@@ -71,6 +71,11 @@ class Target(ABC):
     async def _open(self, session: Session) -> None:
         """What opening means for this target."""
 
+    async def greeting(self) -> AgentTurn | None:
+        """What the agent says before the user says anything (a phone agent's welcome), or None when the
+        user speaks first. Called once, after open."""
+        return None
+
     @abstractmethod
     async def send(self, turn: UserTurn) -> AgentTurn:
         """Send one user turn and return the agent's turn. Raises TurnError or InfraError."""
