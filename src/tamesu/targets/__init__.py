@@ -15,6 +15,7 @@ _IMPLEMENTED: dict[str, str] = {
     "mcp": "tamesu.targets.mcp:McpTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "twilio": "tamesu.targets.twilio:TwilioTarget",
     "sip": "tamesu.targets.sip:SipTarget",
 }
 
@@ -29,7 +30,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
                  "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},
     "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
-    "twilio": {"url", "from", "to", "parameters"},
+    "twilio": {"url", "from", "to", "parameters", "idle"},
     "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
               "model"},
     "mcp": {"command", "args", "env", "url", "headers", "allow_tools", "call_timeout", "model", "system"},
