@@ -11,7 +11,8 @@ serializer for that provider:
 - `/vonage`: Vonage's Voice API websocket (binary pcm16 16 kHz, JSON `{"action": "clear"}`);
 - `/telnyx`: Telnyx media streaming (JSON, A-law 8 kHz, PCMA both ways).
 
-The bot greets first ("Welcome to Acme. Press 2 for billing, or ask me about the weather."), answers from the
+The bot greets first, in one sentence so it is one piece of speech ("Welcome to Acme, press 2 for billing or
+ask me about the weather."), answers from the
 scripted rules, acts on a keypad digit (pipecat's DTMF aggregator turns it into the words "DTMF: 2"), calls its
 `get_weather` tool (answered by the bot itself here), and stops talking when the caller talks over it (its VAD
 interrupts; the serializer sends the provider's `clear`).
@@ -67,7 +68,7 @@ from pipecat.transports.websocket.fastapi import (  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from chat_model import ChatModel, start_chat_model  # noqa: E402
 
-GREETING = "Welcome to Acme. Press 2 for billing, or ask me about the weather."
+GREETING = "Welcome to Acme, press 2 for billing or ask me about the weather."
 SYSTEM = "You are Acme's phone assistant. Keep answers short."
 PIPELINE_RATE = 16000
 """The pipeline runs at 16 kHz whatever the line's rate: Whisper hears nothing at 8 kHz; serializers resample."""

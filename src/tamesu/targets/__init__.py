@@ -16,6 +16,7 @@ _IMPLEMENTED: dict[str, str] = {
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "twilio": "tamesu.targets.twilio:TwilioTarget",
+    "voice": "tamesu.targets.voice:VoiceTarget",
     "sip": "tamesu.targets.sip:SipTarget",
 }
 
@@ -35,7 +36,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
               "model"},
     "mcp": {"command", "args", "env", "url", "headers", "allow_tools", "call_timeout", "model", "system"},
     "a2a": {"url", "transport", "headers", "stream", "push", "skill", "metadata"},
-    "voice": {"url", "audio", "messages", "session"},
+    "voice": {"url", "headers", "audio", "messages", "session", "idle"},
 }
 
 
@@ -51,7 +52,11 @@ def has_audio(kind: str, spec: object) -> bool:
     return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
 
 
-def sends_dtmf(kind: str) -> bool:
+def sends_dtmf(kind: str, spec: object = None) -> bool:
+    """Whether a target of this type (and configuration, when given) can send digits: a `voice` target only
+    when its `messages.dtmf` says how its protocol carries them."""
+    if kind == "voice" and spec is not None:
+        return getattr(getattr(spec, "messages", None), "dtmf", None) is not None
     return kind in DTMF_TYPES
 
 

@@ -43,6 +43,9 @@ SPEECH_RMS = 300.0
 """A chunk louder than this (pcm16 RMS) is the agent speaking; a quiet line is far below it."""
 FLOOD_FACTOR = 1.5
 """Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
+STRICT_FLOOD_FACTOR = 1.3
+"""The same for an agent that must stream at real-time pace: twice the agreed rate shows as 2x, or as ~1.4x
+when a loaded agent falls behind its own clock."""
 
 
 @dataclass
@@ -65,6 +68,8 @@ class Heard:
     """The playback end of the agent's last loud chunk."""
     audio_ms: float = 0.0
     first_audio_wall: float | None = None
+    last_audio_wall: float | None = None
+    last_chunk_ms: float = 0.0
     controls: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -88,6 +93,10 @@ class Wire:
 
     def mark_echo(self, name: str) -> str | bytes | None:
         return None
+
+    def silence_hint(self) -> str:
+        """Why the agent may have seemed silent (a configuration that finds no audio), appended to the reason."""
+        return ""
 
     @abstractmethod
     def read(self, message: str | bytes) -> list[Incoming]:
@@ -113,6 +122,9 @@ class AudioSocketTarget(Target):
 
     can_dtmf = True
     idle_s: float = 1.0
+    strict_pace = False
+    """The agent streams at real-time pace (a phone socket does): audio much faster than that fails the turn
+    naming the sample rate. Off for Twilio, whose agents often send a reply in a burst."""
 
     def __init__(self, spec: Any, name: str) -> None:
         super().__init__(spec, name)
@@ -366,7 +378,9 @@ class AudioSocketTarget(Target):
                 break
             if time.monotonic() - started > limit:
                 if heard.spoke_at is None:
-                    raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s)", raw=heard.controls)
+                    hint = self._wire.silence_hint() if self._wire is not None else ""
+                    raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
+                                    raw=heard.controls)
                 flood = self._flood(heard)
                 if flood:
                     raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}",
@@ -379,6 +393,10 @@ class AudioSocketTarget(Target):
         if flood:
             session.event("audio_flood", detail=flood)
             heard.controls.append({"audio_flood": flood})
+            if self.strict_pace:
+                fmt = self._voice.receive_format
+                raise TurnError(f"the agent's audio arrives faster than real time for {fmt}: {flood}; is "
+                                f"audio.sample_rate ({fmt.rate}) the rate the agent sends?", raw=heard.controls)
         turn.text = await self._transcribe(heard)
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
         record, measures = self._voice.end_turn()
@@ -419,6 +437,8 @@ class AudioSocketTarget(Target):
             heard.audio_ms += clip.duration_ms
             if heard.first_audio_wall is None:
                 heard.first_audio_wall = time.monotonic()
+            heard.last_audio_wall = time.monotonic()
+            heard.last_chunk_ms = clip.duration_ms
             if rms(clip.samples) > SPEECH_RMS:
                 if heard.spoke_at is None:
                     heard.spoke_at = start
@@ -486,10 +506,12 @@ class AudioSocketTarget(Target):
             self._interrupted = None
 
     def _flood(self, heard: Heard) -> str | None:
-        if heard.first_audio_wall is None:
+        if heard.first_audio_wall is None or heard.last_audio_wall is None:
             return None
-        wall_ms = (time.monotonic() - heard.first_audio_wall) * 1000
-        if heard.audio_ms > 1000 and heard.audio_ms > FLOOD_FACTOR * max(wall_ms, 1.0):
+        # from the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration
+        wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+        factor = STRICT_FLOOD_FACTOR if self.strict_pace else FLOOD_FACTOR
+        if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0):
             return (f"{heard.audio_ms / 1000:.1f}s of audio arrived in {wall_ms / 1000:.1f}s "
                     "(faster than real time)")
         return None
