@@ -14,10 +14,10 @@ nothing more and the agent's server VAD decides (`server_vad`). The agent's repl
 transcript, which is the turn's text. The agent's transcript of the user
 (`conversation.item.input_audio_transcription.completed`) is kept for `stt_word_error_rate`.
 
-Function calls (`response.function_call_arguments.done`) are answered from `tool_results` with a
-`function_call_output` item, then `response.create`, and recorded as tool calls (`tool_called`,
-`tool_sequence`); a call of `done_tool` is recorded and ends the conversation. More than `max_responses`
-responses in one turn fail it.
+Function calls (`response.function_call_arguments.done`) are answered from `tool_results` (or as the
+test's `fuzz_tools` says for that tool: error, empty, hostile, delay, custom) with a `function_call_output`
+item, then `response.create`, and recorded as tool calls (`tool_called`, `tool_sequence`); a call of
+`done_tool` is recorded and ends the conversation. More than `max_responses` responses in one turn fail it.
 
 Barge-in (`behaviors.interrupt_probability`): when the persona talks over a reply, the turn ends there; the
 next turn's speech starts at once, and tamesu sends `response.cancel` (when it commits; server VAD cancels
@@ -49,6 +49,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
+from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._http import ssl_context
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
@@ -437,6 +438,8 @@ class RealtimeTarget(Target):
             kind = event["type"]
             response_id = event.get("response_id") or (event.get("response") or {}).get("id")
             if response_id in self._abandoned:
+                # the interrupted reply still arriving: kept in the record, its audio timed, not this turn's
+                reply.raw.append(_kept(event))
                 if kind == "response.output_audio.delta":
                     self._audio(event, at, None, None)
                 elif kind == "response.done":
@@ -507,11 +510,24 @@ class RealtimeTarget(Target):
             args = {"_unparsed": event.get("arguments")}
         if not isinstance(args, dict):
             args = {"_value": args}
-        try:
-            result, _declared = answer(self.spec, name, args, session.context)
-        except TemplateError as exc:
-            raise TurnError(f"tool {name}: cannot write its result: {exc}", raw=reply.raw) from None
-        reply.calls.append(ToolCall(name=name, args=args, result=result))
+
+        def declared() -> ToolCall:
+            try:
+                result, _declared = answer(self.spec, name, args, session.context)
+            except TemplateError as exc:
+                raise TurnError(f"tool {name}: cannot write its result: {exc}", raw=reply.raw) from None
+            return ToolCall(name=name, args=args, result=result)
+
+        fuzz = fuzz_for(session, name)
+        if fuzz is not None:
+            async def real() -> ToolCall:
+                return declared()
+
+            call = await fuzzed_call(session, fuzz, name, args, real)
+        else:
+            call = declared()
+        result = call.result
+        reply.calls.append(call)
         await self._send({"type": "conversation.item.create", "item": {
             "type": "function_call_output", "call_id": event.get("call_id", ""), "output": as_output(result)}})
         return self.spec.done_tool is not None and name == self.spec.done_tool

@@ -9,8 +9,8 @@
       open: {event: start}              # sent after connecting (one template, or a list)
       dtmf: {event: dtmf, digit: "{{message.digit}}"}
       close: {event: stop}
-      interrupted: {"$.event": clear}   # a message whose JSONPaths all equal these values
-      done: {"$.type": "response.done"}
+      interrupted: {when: {"$.event": clear}}   # a message whose JSONPaths all equal these values
+      done: {when: {"$.type": "response.done"}}
       transcript: {when: {"$.type": transcript}, text: "$.text"}   # the agent's transcript of the user
 
 Binary frames carry the audio itself both ways (text messages are control); JSON frames carry it base64 at the
@@ -88,13 +88,6 @@ class MessageMatch(Strict):
         return when
 
 
-def _as_match(value: Any) -> Any:
-    """`{"$.event": clear}` is shorthand for `{when: {"$.event": clear}}`."""
-    if isinstance(value, dict) and "when" not in value:
-        return {"when": value}
-    return value
-
-
 class MessagesSpec(Strict):
     open: Any = None
     dtmf: Any = None
@@ -103,11 +96,6 @@ class MessagesSpec(Strict):
     done: MessageMatch | None = None
     transcript: MessageMatch | None = None
     hangup: MessageMatch | None = None
-
-    @field_validator("interrupted", "done", "transcript", "hangup", mode="before")
-    @classmethod
-    def _short(cls, value: Any) -> Any:
-        return _as_match(value)
 
 
 class VoiceSpec(TargetSpec):
