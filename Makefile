@@ -12,6 +12,12 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --no-deps "silero-vad==6.2.3"   # only its ONNX file: importing it needs torch
 	touch $@
 
+# the reference voice bot (examples/voice-bot) in a venv of its own: pipecat-ai pins protobuf<7, tamesu needs 7
+.venv-voicebot/.installed: examples/voice-bot/requirements.txt
+	$(PYTHON) -m venv .venv-voicebot
+	.venv-voicebot/bin/pip install --quiet -r examples/voice-bot/requirements.txt
+	touch $@
+
 demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo_a2a.py
 	$(BIN)/python scripts/demo_grpc.py
@@ -20,7 +26,7 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples scripts
 
-test: lint
+test: lint .venv-voicebot/.installed
 	$(BIN)/pytest -q
 
 # the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto
@@ -34,4 +40,4 @@ bench-store: $(BIN)/.installed
 	$(BIN)/python bench/store.py
 
 clean:
-	rm -rf $(VENV) tamesu-runs .pytest_cache
+	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache

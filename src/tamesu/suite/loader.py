@@ -472,13 +472,14 @@ def _check_audio(
 
         if voices.find(persona.voice) is None:
             problems.append(doc.problem((*loc, "persona", "voice"), voices.unknown_message(persona.voice)))
-    if not targets.sends_dtmf(kind):
+    if not targets.sends_dtmf(kind, target):
         for i, step in enumerate(spec.scenario.script):
             if step.dtmf:
                 problems.append(doc.problem(
                     (*loc, "scenario", "script", i, "dtmf"),
-                    f"{kind} target {spec.target} cannot send DTMF digits (targets that can: "
-                    f"{', '.join(targets.DTMF_TYPES)})"))
+                    f"{kind} target {spec.target} cannot send DTMF digits "
+                    + ("(it has no messages.dtmf)" if kind == "voice" else
+                       f"(targets that can: {', '.join(targets.DTMF_TYPES)})")))
 
 
 def _check_user_side(

@@ -13,10 +13,12 @@ _IMPLEMENTED: dict[str, str] = {
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
+    "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "twilio": "tamesu.targets.twilio:TwilioTarget",
+    "voice": "tamesu.targets.voice:VoiceTarget",
     "sip": "tamesu.targets.sip:SipTarget",
     "livekit": "tamesu.targets.livekit:LiveKitTarget",
-    "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
@@ -31,12 +33,12 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
                  "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},
     "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
-    "twilio": {"url", "from", "to", "parameters"},
+    "twilio": {"url", "from", "to", "parameters", "idle"},
     "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
               "model"},
     "mcp": {"command", "args", "env", "url", "headers", "allow_tools", "call_timeout", "model", "system"},
     "a2a": {"url", "transport", "headers", "stream", "push", "skill", "metadata"},
-    "voice": {"url", "audio", "messages", "session"},
+    "voice": {"url", "headers", "audio", "messages", "session", "idle"},
 }
 
 
@@ -52,7 +54,11 @@ def has_audio(kind: str, spec: object) -> bool:
     return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
 
 
-def sends_dtmf(kind: str) -> bool:
+def sends_dtmf(kind: str, spec: object = None) -> bool:
+    """Whether a target of this type (and configuration, when given) can send digits: a `voice` target only
+    when its `messages.dtmf` says how its protocol carries them."""
+    if kind == "voice" and spec is not None:
+        return getattr(getattr(spec, "messages", None), "dtmf", None) is not None
     return kind in DTMF_TYPES
 
 
