@@ -173,6 +173,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
         baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
     """Run suites (files or folders; default: the project's suites)."""
+    from tamesu._signals import Interrupted, run_stoppable
     from tamesu.engine.runner import Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
     from tamesu.report.recorder import Fanout, PlanRecorder
@@ -203,11 +204,12 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
                          update_golden=update_golden)
     reporter = Fanout(ConsoleReporter(console, plan.secrets.redactor, verbose),
                       PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data))
+    runner = Runner(plan, tests, options, reporter)
     try:
-        outcome = asyncio.run(Runner(plan, tests, options, reporter).run())
-    except KeyboardInterrupt:
-        click.echo("interrupted: finished tests are in results.jsonl", err=True)
-        sys.exit(130)
+        outcome = run_stoppable(runner.run())
+    except Interrupted as stop:
+        click.echo(interrupted_note(stop, runner.run_dir), err=True)
+        sys.exit(stop.exit_code)
     code = outcome.exit_code
     if requests or baseline_dir is not None:
         code = _finish_reports(outcome.run_dir, requests, baseline_dir,
@@ -336,9 +338,12 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
         sys.exit(EXIT_CONFIG)
     if not requests:
         _print_summary(run, console)
+    if note := run.unfinished_note():
+        click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
+    # the run's own code: a report of a failed or interrupted run is not a green CI step
     code = _finish_reports(run.dir, requests, Path(baseline) if baseline else None,
-                           default_tolerance if tolerance is None else tolerance, console, 0)
+                           default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 
 
@@ -376,8 +381,10 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
         sys.exit(EXIT_CONFIG)
     console = make_console(color)
     run = load_run(merged)
-    click.echo(f"merged {len(inputs)} run(s) into {merged}")
+    click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}")
     _print_summary(run, console)
+    if note := run.unfinished_note():
+        click.echo(f"{merged}: {note}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     code = _finish_reports(merged, _report_requests(reports, project), Path(baseline) if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
@@ -438,10 +445,39 @@ def schema(kind: str, directory: str | None) -> None:
     click.echo(json.dumps(schemas()[kind], indent=2, ensure_ascii=False))
 
 
+_STARTS_PROCESSES = {"run", "test", "doctor"}
+
+
+def interrupted_note(stop: Any, run_dir: Path | None) -> str:
+    """What an interrupted run left, naming only files that exist."""
+    if run_dir is None:
+        return f"{stop}: no test had started"
+    results = run_dir / "results.jsonl"
+    finished = sum(1 for line in results.read_text(encoding="utf-8").splitlines() if line.strip()) \
+        if results.is_file() else 0
+    kept = [name for name in ("results.jsonl", "run.json", "plan.json") if (run_dir / name).is_file()]
+    planned = _planned_count(run_dir)
+    of = f" of {planned} planned" if planned is not None else ""
+    return (f"{stop}: {finished}{of} test{'' if (planned or finished) == 1 else 's'} finished, kept in {run_dir}"
+            + (f" ({', '.join(kept)})" if kept else ""))
+
+
+def _planned_count(run_dir: Path) -> int | None:
+    try:
+        return len(json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["tests"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def entry() -> None:
     """The `tamesu` command: a bug of ours is one line and exit 3, never a traceback (TAMESU_DEBUG=1 shows it)."""
     import os
 
+    from tamesu._children import arm
+
+    if sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES:
+        # every process this command starts, and what they start, ends with it (even on SIGKILL)
+        arm()
     try:
         main(standalone_mode=True)
     except Exception as exc:

@@ -20,6 +20,7 @@ from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.stop import RunStop
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
@@ -50,6 +51,8 @@ class RunInputs:
     user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
     """Who plays the user, given the run's models and seed; default `choose_user` (script or persona).
     JSONL tests bring their own (static turns, their simulator, a person, checkpoints)."""
+    stop: RunStop | None = None
+    """How a stopping run (Ctrl-C, SIGTERM) ends this one early: its deadline is moved to now."""
 
     @property
     def seed(self) -> int:
@@ -116,7 +119,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     user: UserSimulator | None = None
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
-        async with asyncio.timeout(test.spec.timeout):
+        async with asyncio.timeout(test.spec.timeout) as deadline:
+            if inputs.stop is not None:
+                inputs.stop.watch(deadline)
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:
@@ -126,8 +131,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
-        result.end_reason = "timeout"
-        failures.append(AssertionResult(name="conversation", passed=False,
+        if inputs.stop is not None and inputs.stop.reason is not None:
+            result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
+            failures = []
+        else:
+            result.end_reason = "timeout"
+            failures.append(AssertionResult(name="conversation", passed=False,
                                         reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"

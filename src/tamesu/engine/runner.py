@@ -6,15 +6,18 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from tamesu import __version__
+from tamesu._signals import Interrupted, gentle_stop
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.stop import RunStop
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
@@ -70,25 +73,33 @@ class Runner:
         if options.cache_mode is not None:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
         self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir)
+        self.stopping = RunStop()
+        """Set by the first Ctrl-C or SIGTERM: the runs in flight end, no new one starts."""
+        self.run_dir: Path | None = None
+        """Set as soon as the run's directory exists (an interrupted run is found there)."""
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
         started = time.monotonic()
-        run_dir = new_run_dir(self.options.out)
+        run_dir = self.run_dir = new_run_dir(self.options.out)
         directory = RunDirectory(run_dir, self.plan.secrets.redactor)
         self.reporter.start(self.plan, self.tests, run_dir)
         warnings: list[str] = []
         interrupted: str | None = None
         try:
-            for suite in self.plan.suites:
-                chosen = [t for t in self.tests if t.suite is suite]
-                if chosen:
-                    warnings.extend(await self._run_suite(suite, chosen, directory))
+            with gentle_stop(self._interrupt):
+                for suite in self.plan.suites:
+                    chosen = [t for t in self.tests if t.suite is suite]
+                    if chosen and self.stopping.signum is None:
+                        warnings.extend(await self._run_suite(suite, chosen, directory))
+            interrupted = self.stopping.reason
         except (asyncio.CancelledError, KeyboardInterrupt):
-            interrupted = "interrupted"
+            interrupted = self.stopping.reason or "interrupted"
             raise
         finally:
-            code = exit_code_for(self.results, self.budget_exceeded)
+            # an interrupted run exits 128 + the signal (130 after Ctrl-C): run.json says the same
+            code = (128 + (self.stopping.signum or signal.SIGINT)) if interrupted else \
+                exit_code_for(self.results, self.budget_exceeded)
             summary = RunSummaryFile(
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
@@ -97,7 +108,12 @@ class Runner:
             )
             directory.write_json(run_dir / "run.json", summary)
         self.reporter.finish(summary, run_dir)
+        if self.stopping.signum is not None:
+            raise Interrupted(self.stopping.signum)
         return Outcome(code, run_dir, self.results, summary)
+
+    def _interrupt(self, signum: int) -> None:
+        self.stopping.trigger(signum)
 
     def _models_for(self, suite: LoadedSuite) -> ModelRegistry | None:
         specs = {**self.plan.project.spec.models, **suite.spec.models}
@@ -160,6 +176,8 @@ class Runner:
               for number in range(1, repeat + 1))
         )
         finished = [o for o in outcomes if o is not None]
+        if self.stopping.signum is not None:
+            return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
         if not finished:
             self._record(directory, self._unrun(test, "skipped", self._stop or "not run"), [])
             return
@@ -175,7 +193,7 @@ class Runner:
     ) -> RunOutcome | None:
         pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
         async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
-            if self._stop:
+            if self._stop or self.stopping.signum is not None:
                 return None
             self.reporter.run_started(test, number, total)
             hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
@@ -187,8 +205,10 @@ class Runner:
                     artifacts_dir=run_dir, secrets=self.plan.secrets,
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
-                    models=models, update_golden=self.options.update_golden,
+                    models=models, update_golden=self.options.update_golden, stop=self.stopping,
                 ))
+                if self.stopping.signum is not None and outcome.result.status == "error":
+                    return None  # cut short: neither written nor retried
                 directory.write_json(run_dir / "transcript.json", outcome.transcript)
                 directory.write_json(run_dir / "result.json", outcome.result)
                 for message in outcome.warnings:

@@ -12,6 +12,7 @@ the shape of the version the caller spoke (`push`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -154,7 +155,7 @@ class RemoteAgentServer:
             await http.stop()
         if self._grpc is not None:
             server, self._grpc = self._grpc, None
-            await server.stop(grace=1)
+            await _stop_grpc(server)
         if self._handler is not None:
             handler, self._handler = self._handler, None
             with contextlib.suppress(Exception):
@@ -165,3 +166,17 @@ class RemoteAgentServer:
         if self._push_client is not None:
             client, self._push_client = self._push_client, None
             await client.aclose()
+
+
+async def _stop_grpc(server: grpc.aio.Server) -> None:
+    """Stop a gRPC server for good. When the run is cancelled, grpc's own serving task can be cancelled with
+    it and the first `stop` then ends in CancelledError, half done; a server left so crashes the interpreter
+    when the loop closes, so stop it again until it says it is stopped (a bounded number of times)."""
+    for _ in range(5):
+        try:
+            await server.stop(grace=1)
+            return
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # it is this task that is cancelled, not grpc's

@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tamesu import __version__
+from tamesu._children import owner_env
 from tamesu._http import ssl_context
 
 Transport = AbstractAsyncContextManager[Any]
@@ -55,7 +56,8 @@ class ServerInfo:
 
 def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO) -> Transport:
     """The server as a child process; the SDK passes it only a safe part of our environment, plus `env`."""
-    params = StdioServerParameters(command=command, args=args, env=env or None, cwd=cwd)
+    # the SDK gives the server a fresh environment: the owner mark makes it die with tamesu (tamesu._children)
+    params = StdioServerParameters(command=command, args=args, env={**owner_env(), **env} or None, cwd=cwd)
     return stdio_client(params, errlog=errlog)
 
 
@@ -181,7 +183,7 @@ def is_unreached(exc: BaseException) -> bool:
 
 def server_environment(env: dict[str, str]) -> dict[str, str]:
     """What a server process sees: the same safe part of our environment the SDK gives a stdio server."""
-    return {**get_default_environment(), **env}
+    return {**get_default_environment(), **owner_env(), **env}
 
 
 def describe(exc: BaseException) -> str:
