@@ -98,7 +98,7 @@ from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec
-from tamesu.targets.a2a._transport import Choice, choose
+from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
 from tamesu.targets.a2a._turn import Progress, user_message
 from tamesu.targets.a2a._wire import Wire
 from tamesu.targets.base import Target
@@ -163,7 +163,10 @@ class A2ATarget(Target):
         credentials = sends_credentials(headers, card)
         if card is not None and security_schemes(card) and not credentials:
             session.event("auth_missing", schemes=security_schemes(card))
-        choice = choose(card, self._url, spec.transport)
+        try:
+            choice = choose(card, self._url, spec.transport)
+        except NoSpokenInterface as exc:
+            raise InfraError(f"{self._what}: {exc}") from None
         self._choice = choice
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
             card = await self._extended_card(card, choice)

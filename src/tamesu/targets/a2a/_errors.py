@@ -16,6 +16,7 @@ import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
 from tamesu.targets._rest_http import os_reason
+from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)
 """What a call through the SDK raises when the agent (or what it answered) is at fault; ValueError is the
@@ -87,6 +88,9 @@ class AgentError:
 
 def agent_error(exc: BaseException) -> AgentError:
     """The error an exception from the SDK stands for."""
+    for link in _chain(exc):
+        if isinstance(link, JsonRpcIdMismatch):
+            return AgentError(str(link))
     if isinstance(exc, A2AError) and type(exc) in JSON_RPC_ERROR_CODE_MAP:
         return AgentError(_one_line(exc.message), code=JSON_RPC_ERROR_CODE_MAP[type(exc)])
     text = str(exc.message if isinstance(exc, A2AError) else exc)
