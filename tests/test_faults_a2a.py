@@ -6,16 +6,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from a2a.types import a2a_pb2_grpc
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agents.a2a_agents import A2AAgents
 from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
-from test_a2a_target import make_session, opened
+from test_a2a_target import agents, make_session, opened
+
+__all__ = ["agents"]  # a fixture, imported to be found by pytest
 
 
 class Faulty:
@@ -98,3 +103,54 @@ async def test_a_card_with_no_interface_tamesu_speaks_is_one_line(faulty: Faulty
     assert "the agent card offers no interface tamesu speaks (JSONRPC, HTTP+JSON, GRPC): it offers " \
            f"WEBSOCKET 1.0 at {faulty.origin}/ws, SOAP 1.0 at {faulty.origin}/soap" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("mode", ["send", "stream"])
+async def test_a_task_still_working_at_the_turn_timeout_is_cancelled(agents: A2AAgents, tmp_path: Path,
+                                                                     mode: str) -> None:
+    session = make_session(tmp_path)
+    # `early` answers at once with a working task and completes 0.6 s later; `slow` streams for 3 s
+    limit = "0.3s" if mode == "send" else "1s"
+    spec = {"url": f"{agents.urls['v10']}/a2a", "turn_timeout": limit, "stream": mode == "stream"}
+    async with opened(spec, session) as target:
+        with pytest.raises(TurnError, match=r"turn timed out after .*; the (working|submitted) task \S+ was "
+                                            r"cancelled"):
+            await target.send(UserTurn(text="early bird" if mode == "send" else "slow one"))
+    [cancel] = [e.data for e in session.events if e.name == "task_cancelled_at_timeout"]
+    assert cancel["cancelled"] is True and cancel["now"] == "canceled"
+    assert cancel["task_id"] in agents.canceled  # the agent was really asked
+
+
+class _Stalling(a2a_pb2_grpc.A2AServiceServicer):
+    """A gRPC agent whose backend times out: it answers every message with its own DEADLINE_EXCEEDED."""
+
+    async def SendMessage(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the order backend took longer than 2s")
+
+
+async def test_a_servers_deadline_exceeded_is_reported_as_its_status(tmp_path: Path) -> None:
+    server = grpc.aio.server()
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(_Stalling(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with opened({"url": f"grpc://127.0.0.1:{port}"}, make_session(tmp_path)) as target:
+            with pytest.raises(TurnError) as caught:
+                await target.send(UserTurn(text="hi"))
+    finally:
+        await server.stop(grace=None)
+    assert str(caught.value) == ("the agent answered an error: gRPC DEADLINE_EXCEEDED: the order backend took "
+                                 "longer than 2s")
+
+
+def test_grpc_unavailable_that_never_reached_the_agent_is_retried_then_infrastructure() -> None:
+    """What grpc says when a name does not resolve (not looked up here: no network in tests)."""
+    from tamesu.targets.a2a._errors import unreachable
+
+    def error(details: str) -> grpc.aio.AioRpcError:
+        return grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+    assert unreachable(error("errors resolving shop.internal:50051: [field:hostname lookup error:address lookup "
+                             "failed for shop.internal:50051: Domain name not found]"))
+    assert unreachable(error("failed to connect to all addresses; last error: Connection refused"))
+    assert unreachable(error("Socket closed")) is None  # broken after the call went out: never resent

@@ -26,6 +26,10 @@ _JSONRPC_TEXT = re.compile(r"JSON-RPC Error (-?\d+): (.*)", re.DOTALL)
 _GRPC_TEXT = re.compile(r"gRPC Error (\w+): (.*)", re.DOTALL)
 
 
+_NEVER_REACHED = ("connect", "refused", "resolv", "lookup", "dns", "no route", "unreachable", "empty address")
+"""Words of gRPC UNAVAILABLE details that mean the call never got to the agent (retried, then exit 3)."""
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -46,7 +50,7 @@ def unreachable(exc: BaseException) -> str | None:
             details = link.details() or ""
             # UNAVAILABLE also means "the connection broke after the call went out"; only a failed
             # connect is safe to retry.
-            if "connect" in details.lower() or "refused" in details.lower():
+            if any(word in details.lower() for word in _NEVER_REACHED):
                 return " ".join(details.split())[:200]
     return None
 
@@ -91,6 +95,10 @@ def agent_error(exc: BaseException) -> AgentError:
     for link in _chain(exc):
         if isinstance(link, JsonRpcIdMismatch):
             return AgentError(str(link))
+        if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            # the SDK words every DEADLINE_EXCEEDED as "Client Request timed out"; tamesu's turns set no gRPC
+            # deadline, so this is the agent's (or a proxy's) status, said as it was sent
+            return AgentError(f"gRPC DEADLINE_EXCEEDED: {_one_line(link.details() or 'no details')}")
     if isinstance(exc, A2AError) and type(exc) in JSON_RPC_ERROR_CODE_MAP:
         return AgentError(_one_line(exc.message), code=JSON_RPC_ERROR_CODE_MAP[type(exc)])
     text = str(exc.message if isinstance(exc, A2AError) else exc)
