@@ -47,8 +47,13 @@ async def _broken_error(_: Request) -> Response:
     return Response('{"error": "db', status_code=503, media_type="application/json")
 
 
+async def _huge(_: Request) -> Response:
+    return JSONResponse({"text": "word " * 600_000, "tool_calls": []})  # 3 MB
+
+
 def _app() -> Starlette:
-    routes = [("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key), ("/tools", _tools_only),
+    routes = [("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
+              ("/tools", _tools_only),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error)]
     return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
 
@@ -119,3 +124,27 @@ def test_tamesu_test_against_a_url_says_where_it_read_the_reply(tmp_path: Path, 
     [detail] = [json.loads(p.read_text()) for p in tmp_path.rglob("result.json")]
     [detected] = [e for e in detail["events"] if e["name"] == "text_detected"]
     assert detected["data"]["path"] == "$.reply"
+
+
+def test_a_huge_answer_is_cut_at_max_response_bytes_and_the_cut_recorded(tmp_path: Path, faulty: str,
+                                                                          tamesu: Any) -> None:
+    (tmp_path / "huge.tamesu.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{faulty}/huge", max_response_bytes: 100000 }}
+tests:
+  - name: big
+    target: bot
+    scenario: {{ script: [{{ say: hi }}] }}
+    assert: [{{ contains: word }}]
+""")
+    done = tamesu(["run", "huge.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = list((tmp_path / "out").glob("*/huge/big/run-1"))
+    written = sum(p.stat().st_size for p in run.iterdir())
+    assert written < 600_000  # 3 MB answered; text, response and raw once each, each cut to 100 kB
+    detail = json.loads((run / "result.json").read_text())
+    agent = detail["turns"][0]["agent"]
+    assert len(agent["text"].encode()) == 100_000
+    assert agent["response"]["truncated"] is True and agent["response"]["bytes"] > 3_000_000
+    [cut] = [e["data"] for e in detail["events"] if e["name"] == "response_truncated"]
+    assert cut["limit"] == 100_000 and set(cut["sizes"]) == {"text", "raw[0]"}

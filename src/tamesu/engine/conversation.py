@@ -34,6 +34,7 @@ from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
+from tamesu.targets.bounds import bound_turn
 
 
 @dataclass
@@ -227,6 +228,7 @@ async def _converse(
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
                 return "turn_failed", f"turn {index}: {exc}", target.metrics()
+            agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))
