@@ -174,7 +174,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
     """Run suites (files or folders; default: the project's suites)."""
     from tamesu._signals import Interrupted, run_stoppable
-    from tamesu.engine.runner import Runner, RunOptions
+    from tamesu.engine.runner import RunFolderError, Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
     from tamesu.report.recorder import Fanout, PlanRecorder
     from tamesu.sharding import select
@@ -207,6 +207,9 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     runner = Runner(plan, tests, options, reporter)
     try:
         outcome = run_stoppable(runner.run())
+    except RunFolderError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INFRA)
     except Interrupted as stop:
         click.echo(interrupted_note(stop, runner.run_dir), err=True)
         sys.exit(stop.exit_code)

@@ -18,6 +18,7 @@ from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
+from tamesu.errors import EXIT_INFRA, InfraError
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
@@ -75,15 +76,21 @@ class Runner:
         self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir)
         self.stopping = RunStop()
         """Set by the first Ctrl-C or SIGTERM: the runs in flight end, no new one starts."""
+        self.write_failed: str | None = None
+        """Why the run folder could not take a result (full disk, read-only): the run stops, exit 3."""
         self.run_dir: Path | None = None
         """Set as soon as the run's directory exists (an interrupted run is found there)."""
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
         started = time.monotonic()
-        run_dir = self.run_dir = new_run_dir(self.options.out)
-        directory = RunDirectory(run_dir, self.plan.secrets.redactor)
-        self.reporter.start(self.plan, self.tests, run_dir)
+        try:
+            run_dir = self.run_dir = new_run_dir(self.options.out)
+            directory = RunDirectory(run_dir, self.plan.secrets.redactor)
+            self.reporter.start(self.plan, self.tests, run_dir)
+        except OSError as exc:
+            # before any test runs: one line, exit 3
+            raise RunFolderError(f"cannot write the run folder in {self.options.out}: {_os_words(exc)}") from None
         warnings: list[str] = []
         interrupted: str | None = None
         try:
@@ -99,14 +106,17 @@ class Runner:
         finally:
             # an interrupted run exits 128 + the signal (130 after Ctrl-C): run.json says the same
             code = (128 + (self.stopping.signum or signal.SIGINT)) if interrupted else \
-                exit_code_for(self.results, self.budget_exceeded)
+                EXIT_INFRA if self.write_failed else exit_code_for(self.results, self.budget_exceeded)
             summary = RunSummaryFile(
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), interrupted=interrupted, stopped=self._stop, warnings=warnings,
             )
-            directory.write_json(run_dir / "run.json", summary)
+            try:
+                directory.write_json(run_dir / "run.json", summary)
+            except OSError as exc:
+                self.reporter.warning(f"run.json could not be written: {_os_words(exc)}")
         self.reporter.finish(summary, run_dir)
         if self.stopping.signum is not None:
             raise Interrupted(self.stopping.signum)
@@ -160,9 +170,22 @@ class Runner:
         )
 
     def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:
+        if self.write_failed:
+            return  # the folder cannot take it: the run is stopping
+        try:
+            directory.append_result(result)
+        except OSError as exc:
+            self._cannot_write(directory.results_path, exc)
+            return
         self.results.append(result)
-        directory.append_result(result)
         self.reporter.test_finished(result, runs)
+
+    def _cannot_write(self, path: Path, exc: OSError) -> None:
+        """A full disk or an unwritable folder mid-run: no new run starts, what finished is kept."""
+        if self.write_failed is None:
+            self.write_failed = f"the run folder cannot be written ({path.name}): {_os_words(exc)}"
+            self._stop = self.write_failed
+            self.reporter.warning(self.write_failed)
 
     async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
         if test.spec.skip:
@@ -209,8 +232,12 @@ class Runner:
                 ))
                 if self.stopping.signum is not None and outcome.result.status == "error":
                     return None  # cut short: neither written nor retried
-                directory.write_json(run_dir / "transcript.json", outcome.transcript)
-                directory.write_json(run_dir / "result.json", outcome.result)
+                try:
+                    directory.write_json(run_dir / "transcript.json", outcome.transcript)
+                    directory.write_json(run_dir / "result.json", outcome.result)
+                except OSError as exc:
+                    self._cannot_write(run_dir / "result.json", exc)
+                    return None
                 for message in outcome.warnings:
                     self.reporter.warning(f"{test.id}: {message}")
                 if outcome.budget_exceeded:
@@ -225,6 +252,14 @@ class Runner:
                 self._stop = "fail-fast: an earlier test failed"
             self.reporter.run_finished(test, outcome.result)
             return outcome
+
+
+class RunFolderError(InfraError):
+    """The run folder cannot be created or written before any test runs."""
+
+
+def _os_words(exc: OSError) -> str:
+    return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date) -> TestResult:
