@@ -99,6 +99,13 @@ async def test_an_unset_response_text_finds_a_common_field_and_says_which(tmp_pa
     # the same answer with the path set elsewhere is not guessed at
     error = await _turn_error(tmp_path, {"url": f"{faulty}/reply", "response": {"text": "$.text"}})
     assert "its keys: reply, id" in str(error)
+    # unset, and no common field either: said in the result, not a failed turn (helpers answer with data)
+    session = make_session(tmp_path)
+    async with opened({"url": f"{faulty}/other"}, session) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == ""
+    [missing] = events(session, "text_not_found")
+    assert missing["note"] == "response.text ($.text) found nothing in the JSON answer; its keys: answer_text, " \
+        "session, confidence"
 
 
 async def test_an_answer_with_only_tool_calls_is_not_a_fault(tmp_path: Path, faulty: str) -> None:

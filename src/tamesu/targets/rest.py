@@ -260,9 +260,13 @@ class RestTarget(Target):
         if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
                 and isinstance(answer.body, dict | list) and not values(self.spec.response.text, answer.body):
             # "the agent said nothing" would hide that tamesu looked in the wrong place
-            raise TurnError(f"response.text ({self.spec.response.text}) found nothing in the JSON answer; "
-                            f"{describe_keys(answer.body)}: set response.text to the field with the reply",
-                            raw=answer.body, status=answer.status)
+            message = (f"response.text ({self.spec.response.text}) found nothing in the JSON answer; "
+                       f"{describe_keys(answer.body)}")
+            if "text" in self.spec.response.model_fields_set:
+                raise TurnError(f"{message}: set response.text to the field with the reply", raw=answer.body,
+                                status=answer.status)
+            # not set (a helper agent answering with data, `tamesu test -n URL`): said, not failed
+            self._require_session().event("text_not_found", path=self.spec.response.text, note=message)
         return turn
 
     def _reply_text(self, body: Any) -> str:
