@@ -33,6 +33,7 @@ from tamesu._fuzz import fuzz_for
 from tamesu._serve import LoopServer
 from tamesu.conversation import Session
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
+from tamesu.remote._card_cache import CardCache
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, ScriptedExecutor
 from tamesu.remote.forward import Forwarding, ForwardProxy
@@ -99,7 +100,7 @@ class RemoteAgentServer:
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
-        self._app.app = self._gated(self._starlette(public))
+        self._app.app = self._gated(CardCache(self._starlette(public)))
         await self._grpc.start()
         await self._http.start()
         return self

@@ -295,6 +295,7 @@ def _load_suite(
         # an empty file (or one with no tests) is most likely a mistake; never a silent "ok"
         warnings.append(doc.problem((), "an empty suite: no tests" if not doc.data else "no tests in this suite"))
     target_specs = _load_targets(spec, doc, problems, warnings)
+    _check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
@@ -645,6 +646,8 @@ MAX_INLINE_CASES = 2_000
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
 _REMOTE_REF = re.compile(r"^remote\.([^.]+)(?:\.(.+))?$")
 _REMOTE_FIELDS = ("url", "grpc", "card")
+_REMOTE_LIFETIME = ("remote agents run only during each run (started before its target opens, stopped after "
+                    "its after_each hooks)")
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
@@ -685,6 +688,22 @@ def _check_templates(
                     secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
                 elif (m := _REMOTE_REF.match(expr)) and (problem := _remote_problem(test, m)):
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {problem}"))
+                elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
+                    problems.append(doc.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
+                                                "assertion runs after they stop"))
+
+
+def _check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
+    """`{{remote.X...}}` in a before_all or after_all hook: no remote agent is up then."""
+    hooks = doc.data.get("hooks") if isinstance(doc.data, dict) else None
+    if not isinstance(hooks, dict):
+        return
+    for stage in ("before_all", "after_all"):
+        for path, text in walk_strings(hooks.get(stage)):
+            for expr, _ in references(text):
+                if _REMOTE_REF.match(expr):
+                    problems.append(doc.problem(("hooks", stage, *path), f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; "
+                                                f"{stage} hooks run once per suite, when none is up"))
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
