@@ -55,7 +55,7 @@ def shop_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShopRun]:
 def test_the_run_exits_3_and_names_every_report(shop_run: ShopRun) -> None:
     out = shop_run.process.stdout
     assert shop_run.process.returncode == 3, out + shop_run.process.stderr  # the unreachable agent
-    assert "4 passed, 1 failed, 1 quarantined, 1 errors, 1 skipped" in out
+    assert "4 passed, 1 failed, 1 quarantined, 1 error, 1 skipped" in out
     for line in ("junit report: ", "html report: ", "json report: reports/report.json",
                  "markdown report: reports/summary.md"):
         assert line in out
@@ -207,7 +207,7 @@ def test_github_annotations_point_at_the_suite_and_write_the_job_summary(shop_ru
     assert by_title["ERR shop/unreachable"].startswith("::error ")
     assert by_title["tamesu"].startswith("::notice ")
     summary = shop_run.summary_file.read_text()
-    assert summary.startswith("### ❌ tamesu: 4 passed, 1 failed, 1 errors, 1 quarantined, 1 skipped")
+    assert summary.startswith("### ❌ tamesu: 4 passed, 1 failed, 1 error, 1 quarantined, 1 skipped")
     assert "#### 🟡 Quarantined (not failing the run)" in summary and "`shop/flaky`" in summary
     assert "| `shop/refund` | 0/1 | contains: expected the agent to say" in summary
     assert (shop_run.folder / "reports" / "summary.md").read_text() == summary.rstrip("\n") + "\n"
@@ -228,7 +228,7 @@ def test_tamesu_report_renders_the_same_files_again(shop_run: ShopRun, tmp_path:
     summary = run_tamesu(["report", str(run_dir)], cwd=shop_run.folder)
     assert summary.returncode == 3
     assert "FAIL  shop/refund" in summary.stdout and "QUAR  shop/flaky" in summary.stdout
-    assert "4 passed, 1 failed, 1 quarantined, 1 errors, 1 skipped" in summary.stdout
+    assert "4 passed, 1 failed, 1 quarantined, 1 error, 1 skipped" in summary.stdout
     bad = run_tamesu(["report", str(run_dir), "--report", "pdf"], cwd=shop_run.folder)
     assert bad.returncode == 2 and "unknown report 'pdf'" in bad.stderr
 

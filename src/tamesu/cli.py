@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import click
 
 from tamesu import __version__
+from tamesu._words import count_of
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
 
 COLOR = click.Choice(["auto", "always", "never"])
@@ -228,7 +229,7 @@ def validate(paths: tuple[str, ...], config: str | None) -> None:
     plan = _load(paths, config, require_secrets=False)
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"ok: {len(plan.tests)} test(s) in {len(plan.suites)} suite(s)")
+    click.echo(f"ok: {count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')}")
 
 
 @main.command(name="list")

@@ -295,6 +295,13 @@ def _load_suite(
         # an empty file (or one with no tests) is most likely a mistake; never a silent "ok"
         warnings.append(doc.problem((), "an empty suite: no tests" if not doc.data else "no tests in this suite"))
     target_specs = _load_targets(spec, doc, problems, warnings)
+    if project.spec.targets:
+        # the project's targets (as `tamesu test -n NAME` sees them) serve every suite; a suite's own wins
+        shared, _ = load_project_targets(project)
+        for name, shared_spec in shared.items():
+            if name not in target_specs:
+                target_specs[name] = shared_spec
+                spec.targets[name] = project.spec.targets[name]
     _check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
