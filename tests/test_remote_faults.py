@@ -3,6 +3,7 @@ task, the card's cache headers, and where a remote agent's URL can be used."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ def test_remote_urls_where_no_remote_agent_runs_are_refused_by_validate(tmp_path
     cases = {
         "before_all": "hooks:\n  before_all: ['curl {{remote.billing.url}}']\n" + test,
         "after_all": "hooks:\n  after_all: ['curl {{remote.billing.url}}']\n" + test,
+        "before_each": "hooks:\n  before_each: ['curl {{remote.billing.url}}']\n" + test,
         "command": test + "    assert: [{ command: 'curl {{remote.billing.url}}' }]\n",
     }
     for name, where in cases.items():
@@ -63,8 +65,26 @@ def test_remote_urls_where_no_remote_agent_runs_are_refused_by_validate(tmp_path
         done = tamesu(["validate", "s.tamesu.yaml"], cwd=_suite(folder, where))
         assert done.returncode == 2, (name, done.stdout, done.stderr)
         assert "{{remote.billing.url}}: remote agents run only during each run" in done.stderr, done.stderr
-    folder = tmp_path / "before_each"
+    folder = tmp_path / "after_each"
     folder.mkdir()
     ok = tamesu(["validate", "s.tamesu.yaml"], cwd=_suite(
-        folder, "hooks:\n  before_each: ['echo {{remote.billing.url}}']\n" + test))
+        folder, "hooks:\n  after_each: ['echo {{remote.billing.url}}']\n" + test))
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_remote_agents_server_logs_go_to_the_run_folder_not_the_console(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "ok" }] }\n')
+    garbage = ("python -c \"import socket, sys; from urllib.parse import urlsplit; u = urlsplit(sys.argv[1]); "
+               "s = socket.create_connection((u.hostname, u.port)); s.sendall(b'NOT HTTP AT ALL\\r\\n\\r\\n'); "
+               "s.recv(100)\" {{remote.billing.url}}")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: ok }\n"
+        f"hooks:\n  after_each: [{json.dumps(garbage)}]\n"
+        "targets:\n  bot: { type: model, model: target }\n"
+        "tests:\n  - name: t\n    target: bot\n    scenario: { script: [{ say: hi }] }\n")
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Invalid HTTP request" not in done.stdout + done.stderr
+    [log] = list((tmp_path / "out").glob("*/tamesu.log"))
+    assert "uvicorn.error WARNING Invalid HTTP request received." in log.read_text()
+    assert "from the libraries (a2a-sdk, uvicorn, grpc, mcp) in" in done.stdout

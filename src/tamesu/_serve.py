@@ -45,7 +45,9 @@ class QuietServer(uvicorn.Server):
 
 
 def _server(app: Any) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+    # log_config=None: uvicorn would install its own stderr handlers; its records go where the run says
+    # (tamesu.engine.runlog: the run folder's tamesu.log)
+    config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
     return QuietServer(config)
 

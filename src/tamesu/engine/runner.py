@@ -17,6 +17,7 @@ from tamesu._signals import Interrupted, gentle_stop
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
 from tamesu.errors import EXIT_INFRA, InfraError
 from tamesu.models.cache import CacheMode, ReplayCache
@@ -94,7 +95,7 @@ class Runner:
         warnings: list[str] = []
         interrupted: str | None = None
         try:
-            with gentle_stop(self._interrupt):
+            with gentle_stop(self._interrupt), library_logs(run_dir, self.plan.secrets.redactor.text) as logs:
                 for suite in self.plan.suites:
                     chosen = [t for t in self.tests if t.suite is suite]
                     if chosen and self.stopping.signum is None:
@@ -117,6 +118,9 @@ class Runner:
                 directory.write_json(run_dir / "run.json", summary)
             except OSError as exc:
                 self.reporter.warning(f"run.json could not be written: {_os_words(exc)}")
+        if logs.records:
+            self.reporter.warning(f"{logs.records} record{'' if logs.records == 1 else 's'} from the libraries "
+                                  f"(a2a-sdk, uvicorn, grpc, mcp) in {run_dir / LOG_FILE}")
         self.reporter.finish(summary, run_dir)
         if self.stopping.signum is not None:
             raise Interrupted(self.stopping.signum)

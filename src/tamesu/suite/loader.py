@@ -653,8 +653,8 @@ MAX_INLINE_CASES = 2_000
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
 _REMOTE_REF = re.compile(r"^remote\.([^.]+)(?:\.(.+))?$")
 _REMOTE_FIELDS = ("url", "grpc", "card")
-_REMOTE_LIFETIME = ("remote agents run only during each run (started before its target opens, stopped after "
-                    "its after_each hooks)")
+_REMOTE_LIFETIME = ("remote agents run only during each run (started after its before_each hooks, before its "
+                    "target opens; stopped after its after_each hooks)")
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
@@ -701,16 +701,16 @@ def _check_templates(
 
 
 def _check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
-    """`{{remote.X...}}` in a before_all or after_all hook: no remote agent is up then."""
+    """`{{remote.X...}}` in a before_all, after_all or before_each hook: no remote agent is up then."""
     hooks = doc.data.get("hooks") if isinstance(doc.data, dict) else None
     if not isinstance(hooks, dict):
         return
-    for stage in ("before_all", "after_all"):
+    for stage in ("before_all", "after_all", "before_each"):
         for path, text in walk_strings(hooks.get(stage)):
             for expr, _ in references(text):
                 if _REMOTE_REF.match(expr):
                     problems.append(doc.problem(("hooks", stage, *path), f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; "
-                                                f"{stage} hooks run once per suite, when none is up"))
+                                                f"{stage} hooks run when none is up"))
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
