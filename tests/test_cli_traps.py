@@ -56,3 +56,19 @@ def test_the_live_console_counts_done_over_total() -> None:
         if reporter._live is not None:
             reporter._live.stop()
     assert "1/3 done" in shown
+
+
+def test_the_html_report_is_written_by_default_and_its_path_ends_the_run(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n'
+        "targets:\n  bot: { type: model, model: target }\n")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "tests:\n  - name: order\n    target: bot\n    scenario: { script: [{ say: hi }] }\n")
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    [run] = list((tmp_path / "out").iterdir())
+    assert done.stdout.strip().splitlines()[-1] == f"html report: out/{run.name}/report.html"
+    assert "<html" in (run / "report.html").read_text()[:500].lower()
+    (tmp_path / "tamesu.yaml").write_text((tmp_path / "tamesu.yaml").read_text() + "report: []\n")
+    done = tamesu(["run", "--out", "off"], cwd=tmp_path)
+    [run] = list((tmp_path / "off").iterdir())
+    assert not (run / "report.html").exists() and "html report" not in done.stdout

@@ -69,14 +69,15 @@ def _shard(text: str | None) -> Any:
         sys.exit(EXIT_CONFIG)
 
 
-def _report_requests(cli_value: str | None, project: Any) -> list[Any]:
-    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder)."""
+def _report_requests(cli_value: str | None, project: Any, *, default: bool = True) -> list[Any]:
+    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder);
+    `default=False` ignores the default (the HTML report) when tamesu.yaml does not name reports."""
     from tamesu.report.spec import ReportSpecError, parse_reports
 
     try:
         if cli_value is not None:
             return parse_reports(cli_value, Path.cwd())
-        if project is not None:
+        if project is not None and (default or "formats" in project.spec.report.model_fields_set):
             return parse_reports(project.spec.report.formats, project.dir)
     except ReportSpecError as exc:
         click.echo(f"--report: {exc}", err=True)
@@ -333,7 +334,8 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
     from tamesu.report.console import make_console
 
     project = _project_near(config, Path(run_dir))
-    requests = _report_requests(reports, project)
+    # run again, a run shows its console summary unless reports are named (here or in tamesu.yaml)
+    requests = _report_requests(reports, project, default=False)
     console = make_console(color)
     try:
         run = load_run(Path(run_dir))
@@ -390,7 +392,8 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     if note := run.unfinished_note():
         click.echo(f"{merged}: {note}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
-    code = _finish_reports(merged, _report_requests(reports, project), Path(baseline) if baseline else None,
+    code = _finish_reports(merged, _report_requests(reports, project, default=False),
+                           Path(baseline) if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 
