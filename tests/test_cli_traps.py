@@ -72,3 +72,13 @@ def test_the_html_report_is_written_by_default_and_its_path_ends_the_run(tmp_pat
     done = tamesu(["run", "--out", "off"], cwd=tmp_path)
     [run] = list((tmp_path / "off").iterdir())
     assert not (run / "report.html").exists() and "html report" not in done.stdout
+
+
+def test_after_init_the_first_run_passes_with_nothing_else_running(tmp_path: Path, tamesu: Any) -> None:
+    assert tamesu(["init"], cwd=tmp_path).returncode == 0
+    done = tamesu(["run"], cwd=tmp_path, env={"TAMESU_OWNERS": "init-test"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  first/greets and answers" in done.stdout
+    # the sample agent was stopped (by after_all, else by the watchdog)
+    from test_kills import _wait_gone
+    assert not _wait_gone("init-test")

@@ -273,7 +273,8 @@ def init(directory: str) -> None:
         sys.exit(EXIT_CONFIG)
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo("next: point the target in suites/first.yaml at your agent, then run `tamesu run`")
+    click.echo("next: `tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
+               "target in suites/first.yaml at your agent")
 
 
 @main.command()
