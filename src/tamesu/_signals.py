@@ -38,6 +38,19 @@ class Interrupted(Exception):
         return 128 + self.signum
 
 
+def exit_before_the_run() -> None:
+    """Before a run starts (loading suites, validating) and after it, Ctrl-C and SIGTERM exit at once with
+    130 and 143, quietly: nothing has been started that would need closing. `run_stoppable` takes over
+    while a run runs."""
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in _STOPPING:
+        with contextlib.suppress(ValueError, OSError):  # not the main thread
+            signal.signal(signum, leave)
+
+
 def received() -> int | None:
     """The first stopping signal this process received during `run_stoppable`, if any."""
     return _received[0] if _received else None

@@ -482,10 +482,12 @@ def entry() -> None:
     import os
 
     from tamesu._children import arm
+    from tamesu._signals import exit_before_the_run
 
     if sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES:
         # every process this command starts, and what they start, ends with it (even on SIGKILL)
         arm()
+    exit_before_the_run()
     try:
         main(standalone_mode=True)
     except Exception as exc:
