@@ -15,7 +15,7 @@ from typing import Protocol
 from tamesu import __version__
 from tamesu._signals import Interrupted, gentle_stop
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
-from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
+from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
@@ -74,7 +74,7 @@ class Runner:
         cache_spec = plan.project.spec.cache
         if options.cache_mode is not None:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
-        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir)
+        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir, mask=plan.secrets.redactor.data)
         self.stopping = RunStop()
         """Set by the first Ctrl-C or SIGTERM: the runs in flight end, no new one starts."""
         self.write_failed: str | None = None
@@ -227,13 +227,17 @@ class Runner:
             outcome: RunOutcome | None = None
             for attempt in range(1, test.spec.retries + 2):
                 run_dir = test_dir / (f"run-{number}" if attempt == 1 else f"run-{number}-retry-{attempt - 1}")
-                outcome = await execute_run(RunInputs(
+                inputs = RunInputs(
                     test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
                     artifacts_dir=run_dir, secrets=self.plan.secrets,
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
                     models=models, update_golden=self.options.update_golden, stop=self.stopping,
-                ))
+                )
+                try:
+                    outcome = await execute_run(inputs)
+                except Exception as exc:  # what escaped the run's own guards is still only this run's error
+                    outcome = crashed_run(inputs, exc)
                 if self.stopping.signum is not None and outcome.result.status == "error":
                     return None  # cut short: neither written nor retried
                 try:

@@ -21,8 +21,16 @@ from anthropic.types import Message as WireMessage
 
 from tamesu._http import ssl_context
 from tamesu.models._lease import ClientLease
+from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
-from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
+from tamesu.models.client import (
+    LOCAL_PLACEHOLDER_KEY,
+    is_local_url,
+    not_a_completion,
+    one_line,
+    redact,
+    retry_after_from_headers,
+)
 from tamesu.models.spec import ModelSpec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -100,9 +108,14 @@ class AnthropicProvider(Provider):
         return params
 
     def _response(self, message: Any) -> ModelResponse:
+        content = getattr(message, "content", None) if not isinstance(message, str | bytes | list) else None
+        if not isinstance(content, list):
+            # a 200 from something that is not a Messages API (a web page, another API's JSON)
+            raise ModelError(f"anthropic:{self.model}: HTTP 200 but not a Messages answer "
+                             f"({not_a_completion(message, 'content')})")
         texts: list[str] = []
         calls: list[ToolRequest] = []
-        for block in message.content or []:
+        for block in content:
             kind = getattr(block, "type", None)
             if kind == "text":
                 texts.append(block.text)
@@ -123,7 +136,7 @@ class AnthropicProvider(Provider):
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         where = f"anthropic:{self.model}"
         if isinstance(exc, anthropic.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True)
+            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, anthropic.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause else ""
@@ -164,9 +177,10 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
     blocks: list[dict[str, Any]] = []
-    if message.content or not message.tool_calls:
+    if message.content or not (message.tool_calls or message.files):
         # the API refuses empty text blocks; an empty turn still needs some text
         blocks.append({"type": "text", "text": message.content or "(empty)"})
+    blocks.extend(anthropic_block(f) for f in message.files)
     blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls)
     return blocks
 
