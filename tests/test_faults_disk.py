@@ -36,7 +36,7 @@ def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(tmp_path: Path
 def test_a_disk_that_fills_mid_run_stops_it_cleanly(tmp_path: Path) -> None:
     _project(tmp_path, 8)
 
-    def small_files() -> None:  # each result line is ~560 bytes: the sixth does not fit
+    def small_files() -> None:  # each result line is 500-700 bytes: a few fit, not eight
         resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
 
     env = {**os.environ, "NO_COLOR": "1"}
@@ -48,8 +48,9 @@ def test_a_disk_that_fills_mid_run_stops_it_cleanly(tmp_path: Path) -> None:
     assert "stopped early: the run folder cannot be written (results.jsonl): File too large" in done.stdout
     [run] = list((tmp_path / "out").iterdir())
     lines = (run / "results.jsonl").read_text().splitlines()
-    assert [json.loads(line)["status"] for line in lines] == ["passed"] * 5  # whole lines only
+    assert 1 <= len(lines) < 8
+    assert [json.loads(line)["status"] for line in lines] == ["passed"] * len(lines)  # whole lines only
     summary = json.loads((run / "run.json").read_text())
-    assert summary["exit_code"] == 3 and summary["counts"]["total"] == 5
+    assert summary["exit_code"] == 3 and summary["counts"]["total"] == len(lines)
     assert summary["stopped"].startswith("the run folder cannot be written")
     assert not list(run.rglob("*.tmp"))
