@@ -6,7 +6,6 @@ Kept apart from `cli.py` so the command can grow without touching the others; `c
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -89,15 +88,17 @@ def test_command(source: str, target: str | None, output: str | None, connector:
         _usage("--interactive and --skip-interactive contradict each other: choose one")
     if no_cache and cache_only:
         _usage("--no-cache and --cache-only contradict each other: choose one")
+    from tamesu._signals import Interrupted, run_stoppable
+
     try:
-        code = asyncio.run(_main(source=source, target=target, output=output, connector=connector, verbose=verbose,
+        code = run_stoppable(_main(source=source, target=target, output=output, connector=connector, verbose=verbose,
                                  interactive=interactive, skip_interactive=skip_interactive, simulator=simulator,
                                  timeout=timeout, parallel=parallel, fail_fast=fail_fast, dry_run=dry_run,
                                  on_missing_input=on_missing_input, out=out, config=config, color=color,
                                  cache_mode="off" if no_cache else "only" if cache_only else None))
-    except KeyboardInterrupt:
-        click.echo("interrupted: finished test cases are in results.jsonl", err=True)
-        sys.exit(130)
+    except Interrupted as stop:
+        click.echo(f"{stop}: finished test cases are in the output file", err=True)
+        sys.exit(stop.exit_code)
     sys.exit(code)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from tamesu._words import count_of
 from tamesu.errors import ConfigError
 
 Finding = tuple[bool | None, str]
@@ -52,7 +53,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         return findings
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
-    findings.append((True, f"{len(plan.tests)} test(s) in {len(plan.suites)} suite(s) validate"))
+    findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} validate"))
     # what `run` would refuse (an unset secret or variable) fails here; the rest is worth knowing
     fatal = [w for w in plan.warnings if w.message.endswith("is not set") or "is not set (" in w.message]
     findings.extend((False, str(w)) for w in fatal)

@@ -22,6 +22,7 @@ from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.stop import RunStop
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry, one_line
@@ -36,6 +37,7 @@ from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
+from tamesu.targets.bounds import bound_turn
 
 
 @dataclass
@@ -53,6 +55,8 @@ class RunInputs:
     user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
     """Who plays the user, given the run's models and seed; default `choose_user` (script or persona).
     JSONL tests bring their own (static turns, their simulator, a person, checkpoints)."""
+    stop: RunStop | None = None
+    """How a stopping run (Ctrl-C, SIGTERM) ends this one early: its deadline is moved to now."""
 
     @property
     def seed(self) -> int:
@@ -122,7 +126,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     user: UserSimulator | None = None
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
-        async with asyncio.timeout(test.spec.timeout):
+        async with asyncio.timeout(test.spec.timeout) as deadline:
+            if inputs.stop is not None:
+                inputs.stop.watch(deadline)
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:
@@ -132,8 +138,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
-        result.end_reason = "timeout"
-        failures.append(AssertionResult(name="conversation", passed=False,
+        if inputs.stop is not None and inputs.stop.reason is not None:
+            result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
+            failures = []
+        else:
+            result.end_reason = "timeout"
+            failures.append(AssertionResult(name="conversation", passed=False,
                                         reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
@@ -266,6 +276,7 @@ async def _converse(
                 session.event("turn_failed", turn=index, reason=str(exc))
                 return "turn_failed", f"turn {index}: {exc}", target.metrics()
             agent.trace_id = agent.trace_id or trace.trace_id
+            agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))

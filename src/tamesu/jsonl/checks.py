@@ -201,17 +201,29 @@ _LOADED: dict[Path, Any] = {}
 
 
 def _module(name: str, search: list[Path]) -> Any:
-    relative = Path(*name.split("."))
+    """Only the project's own modules: a file under one of the `search` folders. A name that would import a
+    standard-library or installed module (`os:system`, `subprocess:run`) is refused, never imported."""
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        raise ValueError(f"{name!r} is not a module name")
+    relative = Path(*parts)
     for folder in search:
-        path = (folder / relative).with_suffix(".py")
-        if path.is_file():
-            return _from_file(path.resolve())
+        for path in ((folder / relative).with_suffix(".py"), folder / relative / "__init__.py"):
+            if path.is_file() and _inside(path.resolve(), folder):
+                return _from_file(path.resolve())
+    where = ", ".join(str(folder) for folder in search)
+    installed = importlib.util.find_spec(parts[0]) is not None if parts[0] not in sys.modules else True
+    why = f"{parts[0]!r} is a standard-library or installed module, and scripts: runs only the project's own" \
+        if installed else "no such file"
+    raise ValueError(f"no module {name!r} in the project (looked for {relative}.py in {where}): {why}")
+
+
+def _inside(path: Path, folder: Path) -> bool:
     try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        where = ", ".join(str(folder) for folder in search)
-        raise ValueError(f"no module {name!r} (looked for {relative}.py in {where}, then on the Python path: "
-                         f"{exc})") from None
+        path.relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _from_file(path: Path) -> Any:

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tamesu.errors import EXIT_INFRA
 from tamesu.results import (
     SCHEMA_VERSION,
     RunResult,
@@ -80,6 +81,18 @@ class LoadedRun:
     def name(self) -> str:
         return self.dir.name
 
+    @property
+    def unfinished(self) -> int:
+        """Planned tests with no result: the run was interrupted or killed before they finished."""
+        return _unfinished(self.plan, self.results)
+
+    def unfinished_note(self) -> str | None:
+        missing = self.unfinished
+        if not missing or self.plan is None:
+            return None
+        planned = len(self.plan.tests)
+        return f"{missing} of {planned} planned test{'' if planned == 1 else 's'} did not finish"
+
     def run_result(self, summary: RunSummary) -> RunResult | None:
         """The run's result.json, or None when it is missing (a run never started writes none)."""
         if summary.dir not in self._runs:
@@ -119,7 +132,8 @@ def shown_path(path: Path) -> str:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "results.jsonl").is_file() or (path / "run.json").is_file()
+    """A run killed before its first result is still a run: its plan.json is written first."""
+    return any((path / name).is_file() for name in ("results.jsonl", "run.json", PLAN_FILE))
 
 
 def latest_run_dir(folder: Path, exclude: Path | None = None) -> Path | None:
@@ -157,16 +171,25 @@ def load_run(path: Path) -> LoadedRun:
                 results.append(TestResult.model_validate(json.loads(line)))
             except (ValueError, ValidationError) as exc:
                 problems.append(f"{lines_path}:{number}: unreadable result ({type(exc).__name__})")
+    plan = _read_model(path / PLAN_FILE, PlanRecord)
     summary = _read_model(path / "run.json", RunSummaryFile)
     if summary is None:
-        # a killed run: say so, and count what finished
+        # a killed run: say so, and count what finished; with tests left it is not a passing run
+        left = _unfinished(plan, results)
         summary = RunSummaryFile(
-            tamesu_version="?", started_at="", finished_at="", exit_code=exit_code_for(results),
+            tamesu_version="?", started_at="", finished_at="",
+            exit_code=exit_code_for(results) or (EXIT_INFRA if left else 0),
             duration_ms=round(sum(r.duration_ms for r in results), 3), counts=count(results),
             interrupted="the run did not finish (no run.json)",
         )
-    plan = _read_model(path / PLAN_FILE, PlanRecord)
     return LoadedRun(dir=path, summary=summary, results=results, plan=plan, problems=problems)
+
+
+def _unfinished(plan: PlanRecord | None, results: list[TestResult]) -> int:
+    if plan is None:
+        return 0
+    done = {r.id for r in results}
+    return sum(1 for entry in plan.tests if entry.id not in done)
 
 
 def mean_metrics(result: TestResult) -> dict[str, float]:

@@ -48,8 +48,12 @@ class PlanRecorder:
         if self.redact is not None:
             data = self.redact(data)
         temporary = run_dir / (PLAN_FILE + ".tmp")
-        temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, run_dir / PLAN_FILE)
+        try:
+            temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            os.replace(temporary, run_dir / PLAN_FILE)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+            raise
 
     def run_started(self, test: Any, number: int, total: int) -> None:
         pass

@@ -5,9 +5,11 @@ Every problem in what a user wrote is collected with its position and raised tog
 
 from __future__ import annotations
 
+import collections
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 import os
 import re
@@ -23,7 +25,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import ModelSpec
 from tamesu.suite import _lint
 from tamesu.suite._errors import problems_from
-from tamesu.suite._yaml import Document, load_yaml
+from tamesu.suite._yaml import Document, load_yaml, read_bounded
 from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references, render_partial, walk_strings
@@ -123,7 +125,7 @@ def find_project(start: Path) -> Path | None:
 def _label(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (which loading reports)
         return str(path)
 
 
@@ -177,7 +179,7 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
         for path in paths:
             if path.is_dir() and project.dir == path.resolve():
                 # the project's own folder: its `suites` patterns say which YAML files are suites
-                found.extend(p for pattern in project.spec.suites for p in sorted(path.glob(pattern))
+                found.extend(p for pattern in project.spec.suites for p in _bounded_glob(path, pattern)
                              if p.name != PROJECT_FILE)
             elif path.is_dir():
                 found.extend(p for p in sorted(path.glob("*.y*ml")) if p.name != PROJECT_FILE)
@@ -185,14 +187,38 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
                 found.append(path)
     else:
         for pattern in project.spec.suites:
-            found.extend(p for p in sorted(project.dir.glob(pattern)) if p.name != PROJECT_FILE)
+            if Path(pattern).is_absolute() or pattern.startswith("~"):
+                message = f"{pattern[:80]!r}: patterns are relative to the folder of tamesu.yaml"
+                raise ConfigError([project.doc.problem(("suites",), message) if project.doc else
+                                   Problem(PROJECT_FILE, 1, 1, "suites", message)])
+            found.extend(p for p in _bounded_glob(project.dir, pattern) if p.name != PROJECT_FILE)
     unique: dict[Path, Path] = {}
     for path in found:
-        unique.setdefault(path.resolve(), path)
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop: the loader says so for this file
+            key = path.absolute()
+        unique.setdefault(key, path)
     return list(unique.values())
 
 
 # ---------------------------------------------------------------- loading
+
+
+MAX_SUITE_FILES = 5_000
+
+
+def _bounded_glob(folder: Path, pattern: str) -> list[Path]:
+    """The files a `suites` pattern matches, sorted; a pattern that matches more than MAX_SUITE_FILES (a whole
+    file system) is a problem, found without walking all of it."""
+    try:
+        found = list(itertools.islice(folder.glob(pattern), MAX_SUITE_FILES + 1))
+    except (ValueError, NotImplementedError, OSError) as exc:
+        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r}: {exc}")]) from None
+    if len(found) > MAX_SUITE_FILES:
+        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r} matches more than "
+                                   f"{MAX_SUITE_FILES:,} files: narrow it (suites/*.yaml)")])
+    return sorted(found)
 
 
 def load_plan(
@@ -266,7 +292,18 @@ def _load_suite(
         raise ConfigError(problems_from(exc, doc, SuiteSpec, owner="suite")) from None
     spec.models = _resolve_models(spec.models, doc, path.parent.resolve(), problems)
 
+    if not spec.tests:
+        # an empty file (or one with no tests) is most likely a mistake; never a silent "ok"
+        warnings.append(doc.problem((), "an empty suite: no tests" if not doc.data else "no tests in this suite"))
     target_specs = _load_targets(spec, doc, problems, warnings)
+    if project.spec.targets:
+        # the project's targets (as `tamesu test -n NAME` sees them) serve every suite; a suite's own wins
+        shared, _ = load_project_targets(project)
+        for name, shared_spec in shared.items():
+            if name not in target_specs:
+                target_specs[name] = shared_spec
+                spec.targets[name] = project.spec.targets[name]
+    _check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
     warnings.extend(_lint.remote_tokens(suite, doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
@@ -321,6 +358,11 @@ def _load_targets(
             problems.append(doc.problem(loc, "missing required key 'type' (one of "
                                         f"{', '.join(targets.known_types())})"))
             continue
+        if not isinstance(kind, str):
+            written = "list" if isinstance(kind, list) else "mapping" if isinstance(kind, dict) else type(kind).__name__
+            problems.append(doc.problem((*loc, "type"), f"type must be one word naming a target type (one of "
+                                        f"{', '.join(targets.known_types())}), not a {written}"))
+            continue
         if kind not in targets.KEYS_BY_TYPE:
             problems.append(doc.problem((*loc, "type"), f"unknown target type {kind!r} (one of "
                                         f"{', '.join(targets.known_types())})"))
@@ -372,6 +414,10 @@ def _expand_test(
         warnings.append(doc.problem((*loc, "quarantine", "until"),
                                     f"quarantine expired on {spec.quarantine.until}; the test counts again"))
 
+    if len(spec.cases) > MAX_INLINE_CASES:
+        problems.append(doc.problem((*loc, "cases"), f"{len(spec.cases):,} inline cases (at most "
+                                    f"{MAX_INLINE_CASES:,}): put them in a cases_file (CSV or JSON)"))
+        return []
     cases = list(spec.cases)
     if spec.cases_file:
         cases_loc = (*loc, "cases_file")
@@ -380,8 +426,8 @@ def _expand_test(
         except ValueError as exc:
             problems.append(doc.problem(cases_loc, str(exc)))
             return []
-    names = [c.name for c in cases]
-    for name in {n for n in names if names.count(n) > 1}:
+    counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
+    for name in sorted(n for n, times in counted.items() if times > 1):
         problems.append(doc.problem((*loc, "cases"), f"two cases are named {name!r}"))
 
     base_vars = {**suite.project.spec.vars, **suite.spec.vars, **spec.vars}
@@ -599,15 +645,25 @@ def read_cases(path: Path) -> list[Any]:
     """Cases from a CSV file (header row, a `name` column) or a JSON array of objects with `name`."""
     from tamesu.suite.schema import Case
 
-    if not path.is_file():
-        raise ValueError(f"cases file not found: {path.name}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        there = path.exists()
+    except (OSError, ValueError):  # a name longer than the system allows, a NUL byte
+        there = False
+    if not there:
+        raise ValueError(f"cases file not found: {path.name[:80]}")
+    try:
+        # a regular file of bounded size: a FIFO or a device given as a cases_file would block or never end
+        text = read_bounded(path, path.name)
+    except ConfigError as exc:
+        raise ValueError(f"cases file {exc.problems[0].message}") from None
     rows: list[dict[str, Any]]
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path.name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError(f"{path.name}: nested too deeply to read") from None
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
             raise ValueError(f"{path.name} must be a JSON array of objects")
         rows = data
@@ -631,9 +687,13 @@ def read_cases(path: Path) -> list[Any]:
     return cases
 
 
+MAX_INLINE_CASES = 2_000
+"""Each inline case is a test validated on its own (about a millisecond each); more belong in a cases_file."""
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
 _REMOTE_REF = re.compile(r"^remote\.([^.]+)(?:\.(.+))?$")
 _REMOTE_FIELDS = ("url", "grpc", "card")
+_REMOTE_LIFETIME = ("remote agents run only during each run (started after its before_each hooks, before its "
+                    "target opens; stopped after its after_each hooks)")
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
@@ -650,12 +710,13 @@ def _check_templates(
     """Every template in the test and its target names something that can exist at run time."""
     captures = {c.name for c in test.spec.capture}
     raw_test = test.suite.spec.tests[test.index]
+    if isinstance(raw_test, dict):
+        # without its cases: walking all of them once per case made 20,000 inline cases quadratic
+        raw_test = {key: value for key, value in raw_test.items() if key not in ("cases", "vars")}
     raw_target = test.suite.spec.targets.get(test.target_name, {})
     sources = [(("tests", test.index), raw_test), (("targets", test.target_name), raw_target)]
     for prefix, raw in sources:
         for path, text in walk_strings(raw):
-            if prefix[0] == "tests" and path and path[0] in ("cases", "vars"):
-                continue
             for expr, problem in references(text):
                 loc = (*prefix, *path)
                 if problem:
@@ -673,6 +734,22 @@ def _check_templates(
                     secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
                 elif (m := _REMOTE_REF.match(expr)) and (problem := _remote_problem(test, m)):
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {problem}"))
+                elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
+                    problems.append(doc.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
+                                                "assertion runs after they stop"))
+
+
+def _check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
+    """`{{remote.X...}}` in a before_all, after_all or before_each hook: no remote agent is up then."""
+    hooks = doc.data.get("hooks") if isinstance(doc.data, dict) else None
+    if not isinstance(hooks, dict):
+        return
+    for stage in ("before_all", "after_all", "before_each"):
+        for path, text in walk_strings(hooks.get(stage)):
+            for expr, _ in references(text):
+                if _REMOTE_REF.match(expr):
+                    problems.append(doc.problem(("hooks", stage, *path), f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; "
+                                                f"{stage} hooks run when none is up"))
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:

@@ -251,8 +251,9 @@ REPORT_KINDS = ("junit", "html", "json", "github", "markdown")
 class ReportSettings(Strict):
     """`report:` in tamesu.yaml: the reports every `tamesu run` writes, as `--report` would name them."""
 
-    formats: list[str] = Field(default_factory=list)
-    """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml."""
+    formats: list[str] = Field(default_factory=lambda: ["html"])
+    """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml. Default: the HTML
+    report in the run folder (small, and the run ends with its path); `report: []` writes none."""
     baseline: str | None = None
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
     tolerance: float = Field(0.2, ge=0)

@@ -39,6 +39,8 @@ class TargetSpec(Strict):
     connect: ConnectSpec = Field(default_factory=ConnectSpec)
     handoff: HandoffSpec | None = None
     turn_timeout: Duration = 60.0
+    max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
+    """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 
 
 class Target(ABC):

@@ -21,6 +21,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
+from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
 
 T = TypeVar("T")
@@ -36,7 +37,9 @@ class Wire:
         self._connect = connect
         self._what = what
         self.headers = headers
-        self.http = httpx.AsyncClient(verify=ssl_context(), headers=headers,
+        # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look)
+        self.http = httpx.AsyncClient(transport=IdCheckingTransport(httpx.AsyncHTTPTransport(verify=ssl_context())),
+                                      headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})
         self._channels: list[grpc.aio.Channel] = []
