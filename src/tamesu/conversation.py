@@ -43,7 +43,7 @@ class UserTurn(BaseModel):
     text: str = ""
     data: Any = None
     files: list[FileRef] = Field(default_factory=list)
-    source: Literal["script", "simulator", "counterpart", "static", "goal", "human"] = "script"
+    source: Literal["script", "simulator", "counterpart", "static", "goal", "human", "step"] = "script"
     history: list[HistoryMessage] = Field(default_factory=list)
     """The conversation before this turn, when the test gives it instead of playing it (JSONL `input` as a
     message list). A target that keeps no history of its own sends it with the turn: the model target as
@@ -164,6 +164,8 @@ class Session:
         """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
         self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
+        self.update_golden = False
+        """`--update-golden`: targets that compare with baselines (the browser's `visual`) write them instead."""
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0

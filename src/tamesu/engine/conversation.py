@@ -29,6 +29,7 @@ from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLin
 from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
+from tamesu.roles.steps import StepsUser
 from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
@@ -79,6 +80,8 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
     another target of the suite when the test names a `counterpart` (it needs the run's session)."""
     scenario = test.spec.scenario
     counterpart = test.spec.counterpart
+    if test.spec.steps:
+        return StepsUser(test.spec.steps)
     if counterpart is not None and session is not None:
         return CounterpartUser(test.suite.targets[counterpart.target], counterpart.target,
                                opening=counterpart.opening, goal=scenario.goal, session=session)
@@ -102,6 +105,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
                       run_id=inputs.run_id, base_dir=test.suite.dir, models=models,
                       fuzz_tools=test.spec.fuzz_tools)
+    session.update_golden = inputs.update_golden
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
@@ -197,7 +201,8 @@ async def _converse(
     extractor = _extractor(test, session.models)
     try:
         await target.open(session)
-        for _ in range(test.spec.scenario.max_turns):
+        # a browser test's steps are its turns: all of them are taken, whatever max_turns says
+        for _ in range(max(test.spec.scenario.max_turns, len(test.spec.steps))):
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
@@ -217,7 +222,8 @@ async def _converse(
                                    status=exc.status, sent_at_ms=now, completed_at_ms=now)
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
-                return "turn_failed", f"turn {index}: {exc}", target.metrics()
+                what = "step" if action.turn.source == "step" else "turn"
+                return "turn_failed", f"{what} {index}: {exc}", target.metrics()
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tamesu import __version__
+from tamesu import __version__, targets
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
@@ -88,6 +88,8 @@ class Runner:
             interrupted = "interrupted"
             raise
         finally:
+            # what targets share across tests (one browser) goes with the run, so nothing outlives it
+            await asyncio.shield(targets.shutdown())
             code = exit_code_for(self.results, self.budget_exceeded)
             summary = RunSummaryFile(
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
