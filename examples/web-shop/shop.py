@@ -138,7 +138,8 @@ def make_handler(shop: Shop) -> type[BaseHTTPRequestHandler]:
             raw = self._cookies().get("user")
             return raw.value if raw and raw.value else None
 
-        def _send(self, status: int, body: str | bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        def _send(self, status: int, body: str | bytes, content_type: str,
+                  headers: dict[str, str] | None = None) -> None:
             data = body.encode() if isinstance(body, str) else body
             self.send_response(status)
             self.send_header("Content-Type", content_type)

@@ -36,8 +36,14 @@ STEP_OPTION = "browser_step"
 
 def missing_extra() -> str | None:
     """One line naming the extra when Playwright is not installed."""
-    if importlib.util.find_spec("playwright") is None or importlib.util.find_spec("pixelmatch") is None:
-        return f"the browser target needs the browser extra: pip install 'tamesu[{EXTRA}]'"
+    for package in ("playwright", "pixelmatch", "axe_playwright_python", "PIL"):
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return f"the browser target needs the {EXTRA} extra ({package} is not installed): " \
+                   f"pip install 'tamesu[{EXTRA}]'"
     return None
 
 
