@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-browser clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: lint
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py
+
+bench-browser: $(BIN)/.installed
+	$(BIN)/python bench/browser.py
 
 clean:
 	rm -rf $(VENV) tamesu-runs .pytest_cache

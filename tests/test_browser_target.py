@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,8 @@ def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
     assert first["prompt_version"] == "browser_agent.v1"
     run_dir = next(p for p in (tmp_path / "out").iterdir() if p.is_dir())
     artifacts = run_dir / "web-shop" / "find-a-book-by-goal" / "run-1"
-    assert (artifacts / "steps" / "01-goal-01.png").read_bytes()[:4] == b"\x89PNG"
-    assert (artifacts / "steps" / "02-expect.png").is_file()
+    assert (artifacts / "steps" / "01-goal-01.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
+    assert (artifacts / "steps" / "02-expect.jpg").is_file()
     assert json.loads((artifacts / "network.har").read_text())["log"]["entries"]
     assert (artifacts / "trace.zip").stat().st_size > 1000
     actions = _run_result(tmp_path / "out", "web-shop", "search-add-to-cart-and-check-out")
@@ -359,3 +360,24 @@ tests:
     assert process.returncode == 0, output
     assert len(mains) == 1, mains  # one browser served both tests
     assert _gone(seen) == []
+
+
+def test_secrets_are_masked_in_the_har_and_the_trace(tmp_path: Path, web_shop_url: str,
+                                                     shared_chromium: str) -> None:
+    _suite(tmp_path, """
+targets:
+  shop: { type: browser, url: "{{env.WEB_SHOP_URL}}?token={{secrets.SHOP_TOKEN}}" }
+tests:
+  - { name: with a token, target: shop, steps: [{ action: assert_text, text: Find a book }] }
+""")
+    secret = "s3cr3t-web-token-41"
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                      env={**_env(web_shop_url, shared_chromium), "SHOP_TOKEN": secret})
+    assert done.returncode == 0, done.stdout
+    run = next((tmp_path / "out").iterdir()) / "suite" / "with-a-token" / "run-1"
+    har = (run / "network.har").read_text()
+    assert "token=***" in har and secret not in har
+    assert secret.encode() not in (run / "trace.zip").read_bytes()
+    with zipfile.ZipFile(run / "trace.zip") as trace:
+        assert not any(secret.encode() in trace.read(name) for name in trace.namelist())
+    assert all(secret not in p.read_text(errors="replace") for p in run.rglob("*.json"))

@@ -23,7 +23,8 @@ def _image(folder: Path, relative: str | None, alt: str, css: str) -> str:
     if len(data) > MAX_IMAGE_BYTES:
         return f'<p class="dim">screenshot {escape(relative)} ({len(data) // 1000} kB) is in the run folder</p>'
     encoded = base64.b64encode(data).decode()
-    return f'<img class="{css}" alt="{escape(alt, quote=True)}" src="data:image/png;base64,{encoded}">'
+    kind = "jpeg" if relative.endswith((".jpg", ".jpeg")) else "png"
+    return f'<img class="{css}" alt="{escape(alt, quote=True)}" src="data:image/{kind};base64,{encoded}">'
 
 
 def step_html(record: Any, folder: Path) -> str:

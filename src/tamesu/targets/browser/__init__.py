@@ -246,14 +246,16 @@ class BrowserTarget(Target):
             raise InfraError(f"{self._what}: {reason} during {during}: {str(exc).splitlines()[0]}") from None
 
     async def _shoot(self, label: str) -> str | None:
-        """A screenshot of the page as it is now, kept as `steps/LABEL.png`; None when there is no page."""
+        """A screenshot of the page as it is now, kept as `steps/LABEL.jpg`; None when there is no page.
+        JPEG, since Chromium encodes it several times faster than PNG and a record of a step needs no exact pixels
+        (the `screenshot` and `visual` actions keep PNG)."""
         session = self._session
         if session is None or self._page is None or self._page.is_closed() or self._crashed:
             return None
-        path = session.artifacts_dir / "steps" / f"{label}.png"
+        path = session.artifacts_dir / "steps" / f"{label}.jpg"
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            await self._page.screenshot(path=str(path), timeout=5000)
+            await self._page.screenshot(path=str(path), timeout=5000, type="jpeg", quality=70)
         except Exception:
             return None
         return path.relative_to(session.artifacts_dir).as_posix()
