@@ -16,6 +16,19 @@ from tamesu.targets.browser.spec import ChatSpec, selector_text
 
 _POLL = 0.05
 
+_MORE_THAN = "([selector, count]) => document.querySelectorAll(selector).length > count"
+_SETTLE = """async ([selector, from, quiet, every]) => {
+  const read = () => [...document.querySelectorAll(selector)].slice(from).map((e) => e.innerText);
+  let last = JSON.stringify(read()), since = performance.now();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, every));
+    const now = JSON.stringify(read());
+    if (now !== last) { last = now; since = performance.now(); }
+    else if (performance.now() - since >= quiet) return {texts: JSON.parse(now), quiet_ms: performance.now() - since};
+  }
+}"""
+"""The new messages once unchanged for `quiet` ms, and how long ago they last changed (the turn ended then)."""
+
 
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
     page, session = env.page, env.session
@@ -37,11 +50,20 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     session.event("chat_sent", chars=len(turn.display()))
     deadline = asyncio.get_running_loop().time() + timeout
     first_at: float | None = None
-    while await messages.count() <= before:
-        if asyncio.get_running_loop().time() > deadline:
+    if isinstance(chat.messages, str):
+        # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
+        try:
+            await page.wait_for_function(_MORE_THAN, arg=[chat.messages, before], polling=int(_POLL * 1000),
+                                         timeout=timeout * 1000)
+        except PlaywrightTimeout:
             raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                            f"({selector_text(chat.messages)} still matches {before})")
-        await asyncio.sleep(_POLL)
+                            f"({selector_text(chat.messages)} still matches {before})") from None
+    else:
+        while await messages.count() <= before:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
+                                f"({selector_text(chat.messages)} still matches {before})")
+            await asyncio.sleep(_POLL)
     first_at = session.now_ms()
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
     try:
@@ -52,7 +74,17 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     except PlaywrightTimeout:
         raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
                         f"{selector_text(chat.done.hidden or chat.done.visible)})") from None
-    texts, completed = await _quiet(messages, before, chat.done.quiet, deadline, session.now_ms)
+    if isinstance(chat.messages, str):
+        remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+        try:
+            settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
+                                                                     int(_POLL * 1000)]), remaining)
+        except TimeoutError:
+            raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
+        texts = [" ".join(t.split()) for t in settled["texts"]]
+        completed = session.now_ms() - float(settled["quiet_ms"])
+    else:
+        texts, completed = await _quiet(messages, before, chat.done.quiet, deadline, session.now_ms)
     text = "\n".join(texts)
     return AgentTurn(text=text, response={"messages": texts, "url": page.url}, raw=[{"messages": texts}],
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
