@@ -57,8 +57,8 @@ def _run_result(out: Path, suite: str, test_dir: str) -> dict[str, Any]:
 def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
         tmp_path: Path, web_shop_url: str, shared_chromium: str) -> None:
     example = example_copy(tmp_path)
-    done = run_tamesu(["run", str(example), "--out", str(tmp_path / "out"), "--report", "html"], cwd=tmp_path,
-                      env=_env(web_shop_url, shared_chromium))
+    done = run_tamesu(["run", str(example), "--out", str(tmp_path / "out"), "--report", "html", "--parallel", "3"],
+                      cwd=tmp_path, env=_env(web_shop_url, shared_chromium))
     assert done.returncode == 0, done.stdout + done.stderr
     results = _results(tmp_path / "out")
     assert len(results) == 9 and all(r["status"] == "passed" for r in results.values()), results
@@ -108,8 +108,8 @@ EXPECTED_FAILURES = {
 def test_each_failure_is_one_line_naming_the_step(tmp_path: Path, web_shop_url: str,
                                                   shared_chromium: str) -> None:
     example = example_copy(tmp_path)
-    done = run_tamesu(["run", str(example / "failing"), "--out", str(tmp_path / "out")], cwd=tmp_path,
-                      env=_env(web_shop_url, shared_chromium))
+    done = run_tamesu(["run", str(example / "failing"), "--out", str(tmp_path / "out"), "--parallel", "3"],
+                      cwd=tmp_path, env=_env(web_shop_url, shared_chromium))
     assert done.returncode == 1, done.stdout + done.stderr
     results = _results(tmp_path / "out")
     assert set(results) == set(EXPECTED_FAILURES)
@@ -327,7 +327,7 @@ tests:
     while time.monotonic() < deadline and process.poll() is None:
         seen.update(chromium_under(process.pid))
         main = browser_main_process(sorted(seen))
-        if main and (tmp_path / "out").exists() and any((tmp_path / "out").rglob("01-wait.png")):
+        if main and (tmp_path / "out").exists() and any((tmp_path / "out").rglob("01-wait.*")):
             break
         time.sleep(0.1)
     assert main is not None, "tamesu started no Chromium"
@@ -381,3 +381,25 @@ tests:
     with zipfile.ZipFile(run / "trace.zip") as trace:
         assert not any(secret.encode() in trace.read(name) for name in trace.namelist())
     assert all(secret not in p.read_text(errors="replace") for p in run.rglob("*.json"))
+
+
+def test_a_killed_tamesu_leaves_no_chromium(tmp_path: Path, web_shop_url: str) -> None:
+    """Even SIGKILL: Playwright's driver sees its pipe close and takes the browser with it."""
+    _suite(tmp_path, """
+targets:
+  shop: { type: browser, url: "{{env.WEB_SHOP_URL}}" }
+tests:
+  - name: a long wait
+    target: shop
+    steps: [{ action: wait, ms: 60000 }]
+""")
+    process, seen = _watch(["run", "suite.yaml", "--out", "out"], tmp_path, {"WEB_SHOP_URL": web_shop_url})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and browser_main_process(sorted(seen)) is None:
+        seen.update(chromium_under(process.pid))
+        time.sleep(0.1)
+    assert browser_main_process(sorted(seen)) is not None, "tamesu started no Chromium"
+    seen.update(chromium_under(process.pid))
+    process.kill()
+    process.communicate(timeout=30)
+    assert _gone(seen) == []
