@@ -61,7 +61,7 @@ def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
                       cwd=tmp_path, env=_env(web_shop_url, shared_chromium))
     assert done.returncode == 0, done.stdout + done.stderr
     results = _results(tmp_path / "out")
-    assert len(results) == 9 and all(r["status"] == "passed" for r in results.values()), results
+    assert len(results) == 11 and all(r["status"] == "passed" for r in results.values()), results
     goal = _run_result(tmp_path / "out", "web-shop", "find-a-book-by-goal")
     first = goal["turns"][0]["agent"]["response"]
     assert first["reached"] and [s["action"] for s in first["agent_steps"]] == ["fill", "press", "click", "done"]
@@ -80,6 +80,11 @@ def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
     chat = _run_result(tmp_path / "out", "web-shop", "order-status-through-the-chat-widget")
     said = [t["agent"]["text"] for t in chat["turns"]]
     assert "shipped" in said[0] and chat["turns"][0]["user"]["source"] == "simulator"
+    counterpart = _run_result(tmp_path / "out", "web-shop", "another-agent-talks-to-the-widget")
+    assert [t["user"]["source"] for t in counterpart["turns"]] == ["counterpart", "counterpart"]
+    mocked = _run_result(tmp_path / "out", "web-shop", "mocks-with-a-file-and-a-method-and-a-wait-for-a-URL")
+    assert [e["data"]["url"].rsplit("/", 1)[-1] for e in mocked["events"] if e["name"] == "browser_mocked"] == \
+        ["search?q=anything", "cart"]
     blocked = _run_result(tmp_path / "out", "web-shop", "requests-elsewhere-are-blocked-and-recorded")
     assert [e["data"]["url"] for e in blocked["events"] if e["name"] == "browser_blocked"] == \
         ["http://203.0.113.7/pixel.gif"]

@@ -112,7 +112,8 @@ def checkout_page(defect: bool) -> str:
 
 def help_page() -> str:
     return """<h1>Help</h1><p>Ask our assistant about an order (for example ORD-1001) or a return.</p>
-<section id="chat" aria-label="chat with the shop assistant"><div id="chat-log" aria-live="polite"></div>
+<button id="launcher" type="button" aria-controls="chat">Chat with us</button>
+<section id="chat" aria-label="chat with the shop assistant" hidden><div id="chat-log" aria-live="polite"></div>
 <p id="typing" hidden>The assistant is typing…</p>
 <form id="chat-form"><label for="chat-input">Message</label><input id="chat-input" autocomplete="off">
 <button type="submit">Send</button></form></section>"""

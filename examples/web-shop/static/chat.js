@@ -4,6 +4,12 @@ const log = document.getElementById("chat-log");
 const input = document.getElementById("chat-input");
 const typing = document.getElementById("typing");
 const session = "web-" + Math.random().toString(36).slice(2);
+// the widget starts closed, behind its launcher, as most shop widgets do
+document.getElementById("launcher").addEventListener("click", (event) => {
+  document.getElementById("chat").hidden = false;
+  event.target.hidden = true;
+  input.focus();
+});
 function bubble(kind, text) {
   const div = document.createElement("div");
   div.className = "msg " + kind;
