@@ -107,6 +107,7 @@ EXPECTED_FAILURES = {
     "an expectation the page does not meet":
         "step 1: expect 'The page shows the book Solaris' did not hold: The page does not show Solaris.",
     "a text that is not there": "step 1: assert_text: 'Ubik' is not in 'h1' within 0.5s (it says 'Find a book')",
+    "a script that never finishes": "step 1: eval_js: the script did not finish within 0.5s",
 }
 
 
@@ -264,6 +265,13 @@ tests:
     target: shop
     scenario: { script: [{ say: hi }] }
 """, "suite.yaml:5:5: tests[0]: a browser test needs steps (goal, expect, action), or a chat block"),
+    ("""
+targets:
+  shop: { type: browser, url: "http://127.0.0.1:1/", storage_state: nowhere.json }
+tests:
+  - { name: t, target: shop, steps: [{ action: wait, ms: 1 }] }
+""", "suite.yaml:3:69: targets.shop.storage_state: no file nowhere.json (a Playwright storage state, relative to "
+     "the suite)"),
 ])
 def test_suite_errors_are_one_line_with_exit_2(tmp_path: Path, body: str, line: str) -> None:
     skip_without_browser()

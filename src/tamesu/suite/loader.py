@@ -486,6 +486,12 @@ def _check_steps(
     kind = suite.spec.targets.get(spec.target, {}).get("type")
     if not spec.steps and kind != "browser":
         return
+    state = getattr(target, "storage_state", None)
+    if kind == "browser" and state and not (suite.dir / state).is_file():
+        problem = doc.problem(("targets", spec.target, "storage_state"),
+                              f"no file {state} (a Playwright storage state, relative to the suite)")
+        if problem not in problems:
+            problems.append(problem)
     from tamesu.targets.browser.validate import step_problems
 
     models = {*suite.spec.models, *suite.project.spec.models}

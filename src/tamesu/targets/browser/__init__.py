@@ -98,6 +98,9 @@ class BrowserTarget(Target):
             options["record_har_path"] = str(session.artifacts_dir / "network.har")
         try:
             self._context = context = await browser.new_context(**options)
+            # anything without a timeout of its own waits no longer than a step may
+            context.set_default_timeout(self.spec.step_timeout * 1000)
+            context.set_default_navigation_timeout(self.spec.load_timeout * 1000)
             if self.spec.trace:
                 await context.tracing.start(screenshots=True, snapshots=True)
             if self.spec.allowed_domains:

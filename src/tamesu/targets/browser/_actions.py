@@ -6,6 +6,7 @@ hold; a page that cannot be reached at all is an InfraError.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass, field
@@ -124,7 +125,10 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
             case "eval_js":
                 assert step.script is not None
                 try:
-                    value = await page.evaluate(step.script)
+                    # evaluate has no timeout of its own: a promise that never settles must not hang the run
+                    value = await asyncio.wait_for(page.evaluate(step.script), timeout / 1000)
+                except TimeoutError:
+                    raise StepFailed(f"eval_js: the script did not finish within {timeout / 1000:g}s") from None
                 except PlaywrightError as exc:
                     raise StepFailed(f"eval_js: the script threw: {_first_line(exc)}") from None
                 return {"result": value, "detail": json.dumps(value, ensure_ascii=False, default=str)[:500]}
