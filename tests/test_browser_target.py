@@ -90,6 +90,7 @@ def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
         ["http://203.0.113.7/pixel.gif"]
     html = (run_dir / "report.html").read_text()
     assert html.count('<img class="step-shot"') >= 10  # the steps with their screenshots, inline
+    assert html.count('<img class="agent-shot"') >= 3  # and each action of the browser agent's goal
 
 
 EXPECTED_FAILURES = {
@@ -108,6 +109,9 @@ EXPECTED_FAILURES = {
         "step 1: expect 'The page shows the book Solaris' did not hold: The page does not show Solaris.",
     "a text that is not there": "step 1: assert_text: 'Ubik' is not in 'h1' within 0.5s (it says 'Find a book')",
     "a script that never finishes": "step 1: eval_js: the script did not finish within 0.5s",
+    "a goal whose link leads nowhere":
+        "step 1: goal 'Visit the closed shop' not reached: the browser agent gave up: the closed shop's page does "
+        "not load",
 }
 
 
@@ -128,6 +132,10 @@ def test_each_failure_is_one_line_naming_the_step(tmp_path: Path, web_shop_url: 
     assert [s["action"] for s in steps] == ["fill", "fill", "fill"]  # recorded, each with its screenshot
     assert all(s["screenshot"] for s in steps)
     assert goal["metrics"]["goal_steps"] == 3
+    nowhere = _run_result(tmp_path / "out", "web-shop-failing", "a-goal-whose-link-leads-nowhere")
+    tried = nowhere["turns"][0]["agent"]["raw"][0]["agent_steps"]
+    assert [s["action"] for s in tried] == ["navigate", "give_up"]
+    assert tried[0]["outcome"].startswith("failed: browser target shop: http://127.0.0.1:9/ did not load")
     run_dir = next(p for p in (tmp_path / "out").iterdir() if p.is_dir())
     assert (run_dir / "web-shop-failing" / "the-cart-is-not-the-home-page" / "run-1" / "visual" /
             "home-diff.png").is_file()

@@ -82,7 +82,8 @@ async def pursue(env: PageEnv, step: GoalStep, number: int, seed: int, shoot: An
         try:
             done = await run_action(env, action, number)
             outcome, ok = f"ok: {done.get('detail', '')}", True
-        except StepFailed as exc:
+        except (StepFailed, InfraError) as exc:
+            # a link that leads nowhere is something the agent should see and get round, not a broken run
             outcome, ok = f"failed: {exc}", False
         return ok, outcome, await shoot(f"{number:02d}-goal-{k:02d}")
 
