@@ -33,15 +33,19 @@ _IMPLEMENTED: dict[str, str] = {
     "golden": "tamesu.checks.golden:Golden",
     "pack": "tamesu.checks.pack:Pack",
     "delegated_to": "tamesu.checks.delegation:DelegatedTo",
+    "evaluator": "tamesu.checks.evaluator:EvaluatorCheck",
 }
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
 _PLANNED = {
-    "evaluator", "custom",
+    "custom",
     "dtmf_received", "call_ended_by", "transferred_to",
 }
 
 META_KEYS = {"on_turn", "name"}
+
+# Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
+FLAT_KINDS = {"evaluator"}
 
 
 def check_class(key: str) -> type[Check]:
@@ -77,6 +81,32 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
     """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem."""
     if not isinstance(entry, dict):
         raise AssertionProblem((), "an assertion is a mapping such as contains: \"text\"")
+    entry, beside = _folded(entry)
+    try:
+        return _parse(entry, prefix)
+    except AssertionProblem as exc:
+        if beside and len(exc.loc) >= 2:
+            if exc.loc[1] in beside:
+                exc.loc = exc.loc[1:]  # the option was written beside the kind: point at it there
+            elif exc.loc[1] == check_class(exc.loc[0]).shorthand:
+                exc.loc = exc.loc[:1]  # the kind's own value
+        raise
+
+
+def _folded(entry: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """`{evaluator: NAME, min: 0.8}` as `{evaluator: {name: NAME, min: 0.8}}`, and the keys that moved."""
+    kind = next((k for k in FLAT_KINDS if k in entry), None)
+    if kind is None or isinstance(entry[kind], dict):
+        return entry, set()
+    cls = check_class(kind)
+    beside = {k for k in entry if k not in META_KEYS and k != kind}
+    if not beside or cls.shorthand is None:
+        return entry, set()
+    options = {cls.shorthand: entry[kind], **{k: entry[k] for k in beside}}
+    return {**{k: v for k, v in entry.items() if k not in beside}, kind: options}, beside
+
+
+def _parse(entry: dict[str, Any], prefix: str) -> Assertion:
     kinds = [k for k in entry if k not in META_KEYS]
     if len(kinds) != 1:
         if not kinds:
@@ -114,4 +144,6 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
         pack = entry["pack"]
         pack_name = pack if isinstance(pack, str) else pack.get("name") if isinstance(pack, dict) else None
         label = entry.get("name") or (f"pack {pack_name}" if pack_name else key)
+    if key == "evaluator":
+        label = entry.get("name") or f"evaluator {spec.name}"
     return Assertion(key=key, check=cls(spec), on_turn=on_turn, label=f"{prefix}{label}")

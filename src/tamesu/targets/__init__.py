@@ -15,6 +15,7 @@ _IMPLEMENTED: dict[str, str] = {
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
     "browser": "tamesu.targets.browser:BrowserTarget",
+    "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
@@ -26,7 +27,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
     "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                  "audio_format"},
-    "grpc": {"url", "headers"},
+    "grpc": {"url", "headers", "mode"},
     "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
     "twilio": {"url", "from", "to", "parameters"},
     "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
