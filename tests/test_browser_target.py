@@ -424,3 +424,26 @@ tests:
     process.kill()
     process.communicate(timeout=30)
     assert _gone(seen) == []
+
+
+def test_jsonl_cases_talk_through_the_widget(tmp_path: Path, web_shop_url: str, shared_chromium: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text("""
+targets:
+  widget:
+    type: browser
+    url: "{{env.WEB_SHOP_URL}}help"
+    allowed_domains: ["127.0.0.1"]
+    chat:
+      input: "#chat-input"
+      messages: "#chat-log .msg.agent"
+      done: { hidden: "#typing" }
+      open: { role: button, name: Chat with us }
+""")
+    shipped = [{"type": "contains", "value": "shipped"}]
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps({"id": "shipped", "input": "Where is my order ORD-1001?", "assert": shipped}) + "\n"
+        + json.dumps({"id": "wrong", "input": "Where is my order ORD-1002?", "assert": shipped}) + "\n")
+    done = run_tamesu(["test", "-i", "cases.jsonl", "-n", "widget"], cwd=tmp_path,
+                      env=_env(web_shop_url, shared_chromium))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Passed:  1" in done.stdout and "Failed:  1" in done.stdout, done.stdout
