@@ -138,23 +138,63 @@ class ScriptRun:
     tool_calls: list[dict[str, Any]]
     metadata: dict[str, Any] = field(default_factory=dict)
     """The assertion's `options.metadata`."""
+    test_id: str = ""
+    """The id of the test case being graded."""
 
 
 ScriptResult = bool | str | dict[str, Any] | tuple[bool, str] | None
 
 
-def load_function(reference: str, search: list[Path]) -> Callable[..., Any]:
-    """`scripts:module:function` (or `module:function`): the module is a file under one of the `search`
-    folders (`a.b` is `a/b.py`), else an importable module. Raises ValueError saying what is missing."""
+Role = Literal["validate", "generate", "simulate"]
+"""The function a script id calls by convention: an assertion's `validate`, a generator's `generate`, a
+simulator's `simulate`."""
+
+
+def load_function(reference: str, search: list[Path], role: Role = "validate") -> Callable[..., Any]:
+    """The function a script reference names; raises ValueError saying what is missing. Two forms:
+
+    - `scripts:module:function` (or `module:function`): the module is a file under one of the `search`
+      folders (`a.b` is `a/b.py`), else an importable module;
+    - `scripts:a.b-c` (the design's script id, no second colon): the file `scripts/a/b-c.py` under one of the
+      `search` folders (hyphens allowed), and its function named after the role (`validate`, `generate`,
+      `simulate`); failing that, `scripts/a.py` with a function named `b-c`'s last segment (so
+      `scripts:tests.expense.generate` may also be `generate` in `scripts/tests/expense.py`)."""
     body = reference.removeprefix("scripts:")
+    if ":" not in body:
+        return _script_id(body, search, role)
     module_name, _, function_name = body.rpartition(":")
     if not module_name or not function_name:
-        raise ValueError(f"expected scripts:module:function, got {reference!r}")
+        raise ValueError(f"expected scripts:module:function or a script id (scripts:tests.{role}), "
+                         f"got {reference!r}")
     module = _module(module_name, search)
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ValueError(f"{module_name} has no function {function_name!r}")
     return function
+
+
+def _script_id(name: str, search: list[Path], role: Role) -> Callable[..., Any]:
+    segments = name.split(".")
+    if not name or not all(segments) or any("/" in s or "\\" in s for s in segments):
+        raise ValueError(f"expected a script id such as scripts:tests.{role} (a file under scripts/), got "
+                         f"{'scripts:' + name!r}")
+    folders = list(dict.fromkeys(folder / "scripts" for folder in search))
+    for folder in folders:
+        path = folder.joinpath(*segments).with_suffix(".py")
+        if path.is_file():
+            function = getattr(_from_file(path.resolve()), role, None)
+            if not callable(function):
+                raise ValueError(f"{path} has no function {role!r} (a script id calls {role}())")
+            return function
+    if len(segments) > 1 and segments[-1].isidentifier():
+        for folder in folders:
+            path = folder.joinpath(*segments[:-1]).with_suffix(".py")
+            if path.is_file():
+                function = getattr(_from_file(path.resolve()), segments[-1], None)
+                if callable(function):
+                    return function
+    where = ", ".join(str(folder.joinpath(*segments).with_suffix(".py")) for folder in folders)
+    raise ValueError(f"no script {name!r}: looked for {where}")
 
 
 _LOADED: dict[Path, Any] = {}
@@ -204,6 +244,8 @@ class Script(Check):
     def __init__(self, spec: ScriptSpec, function: Callable[..., Any]) -> None:
         super().__init__(spec)
         self.function = function
+        self.test_id = ""
+        """Set by the parser: the case this assertion belongs to."""
 
     async def evaluate(self, run: RunView) -> Verdict:
         script_run = ScriptRun(
@@ -212,7 +254,7 @@ class Script(Check):
             turns=[{"turn": e.index, "input": e.user.display() if e.user else None, "output": e.agent.text,
                     "response": e.agent.response} for e in run.exchanges],
             tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
-            metadata=dict(self.spec.metadata),
+            metadata=dict(self.spec.metadata), test_id=self.test_id,
         )
         try:
             result = self.function(script_run)

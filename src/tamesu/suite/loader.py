@@ -21,6 +21,7 @@ from tamesu import checks, packs, targets
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import ModelSpec
+from tamesu.suite import _lint
 from tamesu.suite._errors import problems_from
 from tamesu.suite._yaml import Document, load_yaml
 from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
@@ -267,6 +268,7 @@ def _load_suite(
 
     target_specs = _load_targets(spec, doc, problems, warnings)
     suite = LoadedSuite(spec, doc, target_specs, project)
+    warnings.extend(_lint.remote_tokens(suite, doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []
@@ -406,6 +408,8 @@ def _expand_test(
         if case_name is None or case_name == variants[0][0]:
             _check_user_side(suite, case_spec, doc, loc, problems)
             _check_models_needed(suite, case_spec, doc, loc, problems)
+            problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
+            warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,

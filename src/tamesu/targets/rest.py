@@ -2,10 +2,15 @@
 
 How a turn is sent: `method` `url` with `headers` and `request.body`, all templates rendered per turn with
 `{{message}}` (the user's words), `{{session}}` (the session id), `{{session.NAME}}` (session.open captures),
-`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, and for JSONL tests `{{messages}}` (the
-history the test gives and this turn, as [{role, content}]) and `{{options.X}}`. Without `request.body` the body
-is `{"message": ..., "session_id": ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries
-a history and `"options"` when it carries options; `body: null` sends none.
+`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, `{{attachments}}` (the files the turn
+carries, its history's first: `[{name, media_type, data}]`, data the bytes in base64, or `url` instead of data
+for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
+[{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
+...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
+carries options and `"attachments"` when it carries files; `body: null` sends none. `request.multipart: true`
+(or `{files: FIELD}`) sends multipart/form-data instead: the body's keys as form fields (text as is, other
+values as JSON) and each file as a file part named `files` (or FIELD). A test whose files the request would
+drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
 A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
 (session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
 send the target's `headers` and then their own; session.open, made before the target's headers can
@@ -52,15 +57,18 @@ the HTTP requests that reached the agent (session.open, sends, polls) plus the w
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import re
 import uuid
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.templates import TEMPLATE, Context, references
 from tamesu.targets._rest_http import Answer, Http, excerpt, os_reason, parse_body, read_text
@@ -386,8 +394,30 @@ class RestTarget(Target):
         return session.context.child(**own, **extra)
 
     def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
-        """`{{message}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
-        return self._context(message=turn.text, messages=turn.messages(), options=turn.options, **extra)
+        """`{{message}}`, `{{attachments}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}`
+        of a JSONL test."""
+        return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
+                             attachments=self._attachments(turn), **extra)
+
+    def _attachments(self, turn: UserTurn) -> list[dict[str, Any]]:
+        """Every file the turn carries (its history's, then its own) as `{name, media_type, data}` (the bytes,
+        base64), or `{name, media_type, url}` for a file the agent fetches."""
+        files = [*(f for m in turn.history for f in m.files), *turn.files]
+        return [{"name": name, "media_type": mime, "url": url} if content is None else
+                {"name": name, "media_type": mime, "data": base64.b64encode(content).decode()}
+                for name, mime, content, url in self._file_bytes(files)]
+
+    def _file_bytes(self, files: list[FileRef]) -> list[tuple[str, str, bytes | None, str | None]]:
+        read: list[tuple[str, str, bytes | None, str | None]] = []
+        for file in files:
+            if file.path is None:
+                read.append((file.name, file.mime, None, file.uri))
+                continue
+            try:
+                read.append((file.name, file.mime, Path(file.path).read_bytes(), None))
+            except OSError as exc:
+                raise InfraError(f"{self._what}: cannot read attachment {file.name}: {exc.strerror or exc}") from exc
+        return read
 
     def _turn_request(self, turn: UserTurn) -> httpx.Request:
         ctx = self._turn_context(turn)
@@ -395,8 +425,23 @@ class RestTarget(Target):
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
         body, has_body = self._body(ctx, turn, self.spec.request)
-        return self._require_http().build(self.spec.method, ctx.render_text(self.spec.url), headers, body,
-                                          has_body=has_body)
+        url = ctx.render_text(self.spec.url)
+        multipart = self.spec.request.multipart
+        if multipart is not None:
+            return self._multipart_request(url, headers, body if has_body else None, turn, multipart.files)
+        return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
+
+    def _multipart_request(self, url: str, headers: dict[str, str], body: Any, turn: UserTurn,
+                           field: str) -> httpx.Request:
+        """multipart/form-data: each body key a form field (text as is, anything else as JSON), each file a
+        file part under `field`. A file the agent would fetch by URL is refused when the test loads."""
+        fields = {key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                  for key, value in (body or {}).items()} if isinstance(body, dict) else {}
+        files = [(field, (name, content, mime)) for name, mime, content, _ in
+                 self._file_bytes([*(f for m in turn.history for f in m.files), *turn.files]) if content is not None]
+        headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}  # httpx sets the boundary
+        return self._require_http().client.build_request(self.spec.method, url, headers=headers, data=fields,
+                                                         files=files or None)
 
     def _body(self, ctx: Context, turn: UserTurn, request: RequestSpec) -> tuple[Any, bool]:
         if "body" in request.model_fields_set:
@@ -408,7 +453,21 @@ class RestTarget(Target):
             body["messages"] = turn.messages()
         if turn.options:
             body["options"] = turn.options
+        if (turn.files or any(m.files for m in turn.history)) and request.multipart is None:
+            body["attachments"] = ctx.lookup("attachments")
         return body, True
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        """The default body carries files (`attachments`), as does a body naming `{{attachments}}` and
+        `request.multipart` (bytes only); any other body would drop them."""
+        request: RequestSpec = spec.request
+        if request.multipart is not None:
+            return f"{file.name}: request.multipart sends a file's bytes, not a URL" if file.path is None else None
+        if "body" not in request.model_fields_set or request.mentions_attachments():
+            return None
+        return (f"{file.name}: this rest target's request.body does not send files: add \"{{{{attachments}}}}\" "
+                "to it, or set request.multipart")
 
     @staticmethod
     def _headers(ctx: Context, headers: dict[str, str]) -> dict[str, str]:
