@@ -15,6 +15,7 @@ _IMPLEMENTED: dict[str, str] = {
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
     "browser": "tamesu.targets.browser:BrowserTarget",
+    "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
@@ -26,7 +27,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
     "livekit": {"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"},
     "sip": {"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"},
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
-                 "audio_format"},
+                 "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},
     "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
     "twilio": {"url", "from", "to", "parameters"},
@@ -52,6 +53,20 @@ async def shutdown() -> None:
     """Release what target modules share across runs; called by the engine when a run ends."""
     for release in list(_SHUTDOWN):
         await release()
+DTMF_TYPES = ("twilio", "voice", "sip", "livekit")
+"""The target types whose protocol carries DTMF digits (a `dtmf` script step)."""
+_ALWAYS_AUDIO = ("twilio", "voice", "sip")
+_AUDIO_MODE = ("realtime", "pipecat", "livekit")
+
+
+def has_audio(kind: str, spec: object) -> bool:
+    """Whether a target of this type and configuration speaks audio (so a persona's voice and behaviours
+    mean something): always for phone-like types, with `mode: audio` for the others."""
+    return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
+
+
+def sends_dtmf(kind: str) -> bool:
+    return kind in DTMF_TYPES
 
 
 def known_types() -> list[str]:
