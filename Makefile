@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-store clean proto
+.PHONY: demo test lint bench bench-store bench-browser clean proto
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,voice,store,otel,sip,livekit]"
+	$(BIN)/pip install --quiet -e ".[dev,voice,store,otel,sip,livekit,browser]"
 	$(BIN)/pip install --quiet --no-deps "silero-vad==6.2.3"   # only its ONNX file: importing it needs torch
 	touch $@
 
@@ -38,6 +38,9 @@ bench: $(BIN)/.installed
 
 bench-store: $(BIN)/.installed
 	$(BIN)/python bench/store.py
+
+bench-browser: $(BIN)/.installed
+	$(BIN)/python bench/browser.py
 
 clean:
 	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache

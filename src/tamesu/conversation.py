@@ -48,7 +48,7 @@ class UserTurn(BaseModel):
     dtmf: str | None = None
     """Keypad digits the user presses with (or instead of) saying `text`, sent the way the target's protocol
     does (RFC 4733 on sip); only targets that carry DTMF accept a `dtmf` step."""
-    source: Literal["script", "simulator", "counterpart", "static", "goal", "human"] = "script"
+    source: Literal["script", "simulator", "counterpart", "static", "goal", "human", "step"] = "script"
     history: list[HistoryMessage] = Field(default_factory=list)
     """The conversation before this turn, when the test gives it instead of playing it (JSONL `input` as a
     message list). A target that keeps no history of its own sends it with the turn: the model target as
@@ -206,6 +206,8 @@ class Session:
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
         self.trace: TraceContext | None = None
         """The trace of the turn being sent: targets send its `traceparent` with every request of the turn."""
+        self.update_golden = False
+        """`--update-golden`: targets that compare with baselines (the browser's `visual`) write them instead."""
         self.persona: Persona | None = persona
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed

@@ -30,6 +30,18 @@ async def _reachable(url: str, timeout: float = 2.0) -> str | None:
     return None
 
 
+def _chromium() -> Finding:
+    """The Chromium browser targets start (Debian's, never a download)."""
+    import shutil
+
+    given = os.environ.get("TAMESU_CHROMIUM")
+    found = given or next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                           if shutil.which(n)), None)
+    if found:
+        return True, f"chromium: {found} (for browser targets)"
+    return None, "chromium: not found (for browser targets: apt-get install chromium fonts-liberation)"
+
+
 async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     from tamesu.suite.loader import load_plan
 
@@ -37,10 +49,11 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     version = sys.version_info
     findings.append((version >= (3, 11), f"Python {version.major}.{version.minor}.{version.micro}"))
     for module, purpose in (("a2a", "A2A targets"), ("mcp", "MCP targets"), ("openai", "OpenAI models"),
-                            ("anthropic", "Anthropic models")):
+                            ("anthropic", "Anthropic models"), ("playwright", "browser targets: tamesu[browser]")):
         present = importlib.util.find_spec(module) is not None
         findings.append((True if present else None, f"{module}: {'installed' if present else 'not installed'} "
                          f"(for {purpose})"))
+    findings.append(_chromium())
     from tamesu.audio.extra import problem as voice_problem
 
     missing_voice = voice_problem()

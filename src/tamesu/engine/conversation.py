@@ -33,6 +33,7 @@ from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLin
 from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
+from tamesu.roles.steps import StepsUser
 from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
@@ -86,6 +87,8 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
     another target of the suite when the test names a `counterpart` (it needs the run's session)."""
     scenario = test.spec.scenario
     counterpart = test.spec.counterpart
+    if test.spec.steps:
+        return StepsUser(test.spec.steps)
     if counterpart is not None and session is not None:
         return CounterpartUser(test.suite.targets[counterpart.target], counterpart.target,
                                opening=counterpart.opening, goal=scenario.goal, session=session)
@@ -112,6 +115,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     models = inputs.models.with_ledger(run_ledger, session.event) \
         if inputs.models is not None and run_ledger else None
     session.models = models
+    session.update_golden = inputs.update_golden
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
@@ -246,7 +250,8 @@ async def _converse(
             await capture_from(first, test.spec.capture, captured, session, extractor)
             if first.ended:
                 return "agent_ended", None, target.metrics()
-        for _ in range(test.spec.scenario.max_turns):
+        # a browser test's steps are its turns: all of them are taken, whatever max_turns says
+        for _ in range(max(test.spec.scenario.max_turns, len(test.spec.steps))):
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
@@ -274,7 +279,8 @@ async def _converse(
                                    trace_id=trace.trace_id)
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
-                return "turn_failed", f"turn {index}: {exc}", target.metrics()
+                what = "step" if action.turn.source == "step" else "turn"
+                return "turn_failed", f"{what} {index}: {exc}", target.metrics()
             agent.trace_id = agent.trace_id or trace.trace_id
             agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:

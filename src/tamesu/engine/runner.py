@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tamesu import __version__
+from tamesu import __version__, targets
 from tamesu import _otel as otel
 from tamesu._signals import Interrupted, gentle_stop
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
@@ -107,6 +107,8 @@ class Runner:
             interrupted = self.stopping.reason or "interrupted"
             raise
         finally:
+            # what targets share across tests (one browser) goes with the run, so nothing outlives it
+            await asyncio.shield(targets.shutdown())
             # an interrupted run exits 128 + the signal (130 after Ctrl-C): run.json says the same
             code = (128 + (self.stopping.signum or signal.SIGINT)) if interrupted else \
                 EXIT_INFRA if self.write_failed else exit_code_for(self.results, self.budget_exceeded)

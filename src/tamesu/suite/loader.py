@@ -372,6 +372,10 @@ def _load_targets(
                                         f"target type {kind!r} is not available in this version of tamesu"))
             continue
         cls = targets.target_class(kind)
+        missing = cls.unavailable()
+        if missing:
+            problems.append(doc.problem((*loc, "type"), missing))
+            continue
         own_keys = set(cls.Spec.model_fields) | {f.alias for f in cls.Spec.model_fields.values() if f.alias}
         kept = dict(raw)
         for key in raw:
@@ -444,6 +448,8 @@ def _expand_test(
             problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
             continue
         assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs)
+        if case_name is None or case_name == variants[0][0]:
+            _check_steps(suite, case_spec, doc, loc, problems)
         attack = _attack(suite, case_spec, doc, loc, problems, assertions)
         if case_name is None or case_name == variants[0][0]:
             _check_audio(suite, case_spec, doc, loc, problems, warnings)
@@ -532,7 +538,7 @@ def _check_user_side(
     suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
 ) -> None:
     """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
-    if spec.skip:
+    if spec.skip or spec.steps:
         return
     scenario = spec.scenario
     if spec.counterpart is not None:
@@ -555,6 +561,29 @@ def _check_user_side(
     elif not scenario.goal and not scenario.script and scenario.attack is None:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+def _check_steps(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """A browser test's `steps`, checked by the browser target's own module."""
+    target = suite.targets.get(spec.target)
+    kind = suite.spec.targets.get(spec.target, {}).get("type")
+    if not spec.steps and kind != "browser":
+        return
+    state = getattr(target, "storage_state", None)
+    if kind == "browser" and state and not (suite.dir / state).is_file():
+        problem = doc.problem(("targets", spec.target, "storage_state"),
+                              f"no file {state} (a Playwright storage state, relative to the suite)")
+        if problem not in problems:
+            problems.append(problem)
+    from tamesu.targets.browser.validate import step_problems
+
+    models = {*suite.spec.models, *suite.project.spec.models}
+    conversing = bool(spec.scenario.script or spec.persona or spec.counterpart or spec.scenario.goal)
+    problems.extend(step_problems(
+        spec.steps, loc, target, kind, models, doc.problem,
+        lambda exc, model, where: problems_from(exc, doc, model, where, owner="step"), conversing))
 
 
 def _check_counterpart(

@@ -219,6 +219,8 @@ class TestSpec(Strict):
     """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""
     counterpart: CounterpartSpec | None = None
     """Another target of the suite in the user's seat instead of a persona."""
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+    """A browser test: `goal`, `expect` and `action` steps, in order (validated by the browser target)."""
 
     __test__ = False  # not a pytest class
 

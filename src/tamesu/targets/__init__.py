@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,6 +14,7 @@ _IMPLEMENTED: dict[str, str] = {
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
+    "browser": "tamesu.targets.browser:BrowserTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "twilio": "tamesu.targets.twilio:TwilioTarget",
@@ -23,7 +25,8 @@ _IMPLEMENTED: dict[str, str] = {
 
 # Every type the Concepts page names, with its own keys, so `validate` can say a key belongs to another type.
 KEYS_BY_TYPE: dict[str, set[str]] = {
-    "browser": {"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"},
+    "browser": {"url", "engine", "viewport", "locale", "storage_state", "allowed_domains", "headless", "model",
+                "chat", "load_timeout", "step_timeout", "trace", "cdp_url"},
     "rest": {"url", "method", "headers", "request", "response", "streaming", "session"},
     "livekit": {"url", "api_key", "api_secret", "room", "identity", "dispatch", "agent_identity", "mode", "topic",
                 "reply_topic", "idle", "join_timeout"},
@@ -42,6 +45,20 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
 }
 
 
+_SHUTDOWN: list[Callable[[], Awaitable[None]]] = []
+
+
+def on_shutdown(release: Callable[[], Awaitable[None]]) -> None:
+    """A target module's process-wide resource (the one browser every browser test shares), released once
+    when the run ends by `shutdown()`."""
+    if release not in _SHUTDOWN:
+        _SHUTDOWN.append(release)
+
+
+async def shutdown() -> None:
+    """Release what target modules share across runs; called by the engine when a run ends."""
+    for release in list(_SHUTDOWN):
+        await release()
 DTMF_TYPES = ("twilio", "voice", "sip", "livekit")
 """The target types whose protocol carries DTMF digits (a `dtmf` script step)."""
 _ALWAYS_AUDIO = ("twilio", "voice", "sip")

@@ -50,6 +50,11 @@ class Target(ABC):
     Spec: ClassVar[type[TargetSpec]]
     conversational: ClassVar[bool] = True
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """One line saying what to install when this target's optional packages are missing (a suite error)."""
+        return None
+
     def __init__(self, spec: Any, name: str) -> None:
         self.spec = spec
         self.name = name
