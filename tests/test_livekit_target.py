@@ -23,7 +23,7 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.livekit import LiveKitSpec, LiveKitTarget
 
-SECRET = "s3cr3t-livekit-api-secret-value"
+SECRET = "s3cr3t-livekit-api-secret-value-of-32-bytes-or-more"
 
 
 def make_session(tmp_path: Path) -> Session:

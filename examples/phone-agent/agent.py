@@ -91,6 +91,16 @@ def speak(text: str, path: Path, lead_s: float = 0.3) -> float:
         return spoken.getnframes() / spoken.getframerate()
 
 
+def silence(path: Path) -> Path:
+    """A WAV of nothing but silence, as long as a call may last."""
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        out.writeframes(bytes(TAIL_S * RATE * 2))
+    return path
+
+
 def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, source: Path) -> None:
     rtp = free_port(socket.SOCK_DGRAM)
     lines = [
@@ -156,8 +166,6 @@ class Ivr:
         elif kind == "CALL_ESTABLISHED":
             if self.mode != "silent":
                 await self.say("greeting")  # the source is baresip's, not the call's: start each call anew
-            if self.mode == "silent":
-                await self.control.command("ausrc", "aufile,/dev/zero")  # nothing but silence
             if self.mode == "drop":
                 self.after(1.0, ("hangup", ""))
         elif kind == "CALL_DTMF_START":
@@ -201,7 +209,9 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
     for attempt in range(5):
         sip_port = args.sip_port or free_sip_port()
         ctrl_port = free_port()
-        write_config(folder, sip_port, ctrl_port, answer, prompts["greeting"])
+        # a silent agent's line starts silent: switching the source after the answer would let words through
+        first = silence(folder / "silence.wav") if args.mode == "silent" else prompts["greeting"]
+        write_config(folder, sip_port, ctrl_port, answer, first)
         log = (folder / "baresip.log").open("wb")
         peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
