@@ -32,6 +32,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
 from tamesu._http import ssl_context
+from tamesu.audio.level import SPEECH_RMS, rms
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._rest_http import os_reason, with_connect_retries
@@ -39,7 +40,6 @@ from tamesu.targets.base import Target
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 POLL_S = 0.02
-SPEECH_RMS = 300.0
 """A chunk louder than this (pcm16 RMS) is the agent speaking; a quiet line is far below it."""
 FLOOD_FACTOR = 1.5
 """Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
@@ -111,10 +111,6 @@ def _unreachable(exc: BaseException) -> str | None:
     if isinstance(exc, OSError):
         return os_reason(exc)
     return None
-
-
-def rms(samples: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(samples.astype(np.float64) ** 2))) if samples.size else 0.0
 
 
 class AudioSocketTarget(Target):

@@ -32,10 +32,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field
 
 from tamesu._types import Strict
+from tamesu.audio import stt
+from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets.base import Target, TargetSpec
@@ -43,7 +44,6 @@ from tamesu.targets.base import Target, TargetSpec
 __all__ = ["LiveKitSpec", "LiveKitTarget", "Sdk"]
 
 RATE = 16000
-SPEECH_RMS = 300.0
 POLL_S = 0.05
 DTMF_CODES = {**{str(n): n for n in range(10)}, "*": 10, "#": 11}
 
@@ -316,7 +316,7 @@ class LiveKitTarget(Target):
             fresh = self._heard.audio[self._seen_audio:]
             self._seen_audio = len(self._heard.audio)
             for at, pcm in fresh:
-                loud = _rms(pcm) > SPEECH_RMS
+                loud = is_speech(pcm)
                 # the line's silence is recorded, but the reply starts with the agent's first sound
                 voice.agent_audio(pcm, arrived_ms=self._ms(at), turn=audio_turn if spoke or loud else None)
                 if loud:
@@ -340,7 +340,7 @@ class LiveKitTarget(Target):
                 break
             await asyncio.sleep(POLL_S)
         turn.completed_at_ms = self._session.now_ms()
-        turn.text = await _transcribe(b"".join(pieces))
+        turn.text = await stt.heard_in(b"".join(pieces), RATE)
         record, measures = voice.end_turn()
         record.agent_said = turn.text
         turn.audio, turn.measures = record, measures
@@ -370,18 +370,3 @@ class LiveKitTarget(Target):
         if room is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(room.disconnect(), 5)
-
-
-def _rms(pcm: bytes) -> float:
-    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], "<i2").astype(np.float64)
-    return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
-
-
-async def _transcribe(pcm: bytes) -> str:
-    if len(pcm) < RATE // 5:
-        return ""
-    from tamesu.audio import stt
-    from tamesu.audio.clip import Clip
-
-    clip = Clip(np.frombuffer(pcm[: len(pcm) // 2 * 2], "<i2").astype(np.int16), RATE)
-    return (await asyncio.to_thread(stt.transcribe, clip)).text

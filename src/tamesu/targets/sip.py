@@ -26,8 +26,8 @@ import contextlib
 import time
 from typing import Any
 
-import numpy as np
-
+from tamesu.audio import stt
+from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets._sip_spec import SipSpec
@@ -35,8 +35,6 @@ from tamesu.targets.base import Target
 
 __all__ = ["SipSpec", "SipTarget"]
 
-SPEECH_RMS = 300.0
-"""A 100 ms chunk louder than this (pcm16 RMS) is the agent speaking; a quiet line is far below it."""
 POLL_S = 0.05
 BUSY_CODES = {486, 600}
 NO_ANSWER_CODES = {408, 480, 487}
@@ -218,7 +216,7 @@ class SipTarget(Target):
             self._drain_events()
             for at, pcm in self._new_chunks():
                 arrived = self._session_ms(at)
-                loud = _rms(pcm) > SPEECH_RMS
+                loud = is_speech(pcm)
                 # the line's silence is recorded, but the reply starts with the agent's first sound
                 voice.agent_audio(pcm, arrived_ms=arrived, turn=audio_turn if spoke_at or loud else None)
                 if loud:
@@ -251,7 +249,7 @@ class SipTarget(Target):
                 break
             await asyncio.sleep(POLL_S)
         turn.completed_at_ms = session.now_ms()
-        turn.text = await _transcribe(b"".join(pieces), self._session_ms(spoke_at or time.monotonic()))
+        turn.text = await stt.heard_in(b"".join(pieces), 8000, self._session_ms(spoke_at or time.monotonic()))
         turn.raw = [{"speech_ms": round(len(b"".join(pieces)) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
             record, measures = voice.end_turn()
@@ -320,19 +318,3 @@ class SipTarget(Target):
                         await self._voice.finish()
         finally:
             await phone.close()
-
-
-def _rms(pcm: bytes) -> float:
-    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], "<i2").astype(np.float64)
-    return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
-
-
-async def _transcribe(pcm: bytes, offset_ms: float) -> str:
-    if len(pcm) < 1600:
-        return ""
-    from tamesu.audio import stt
-    from tamesu.audio.clip import Clip
-
-    clip = Clip(np.frombuffer(pcm[: len(pcm) // 2 * 2], "<i2").astype(np.int16), 8000)
-    heard = await asyncio.to_thread(stt.transcribe, clip, offset_ms)
-    return heard.text
