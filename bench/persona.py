@@ -113,7 +113,8 @@ def per_turn(folder: Path, model: ModelServer, agent: Agent, shape: str, paralle
     baseline_at_once = sides["baseline"][small] if small == parallel else sides["baseline"][large]
     return {"shape": shape, "at_once": parallel, "turns": turns, "sizes": [small, large],
             "tamesu_cpu_ms_per_turn": round(ours, 3), "baseline_cpu_ms_per_turn": round(theirs, 3),
-            "ratio": round(ours / theirs, 2), # a slope at or below zero is the noise of a machine busier in one run than the other: no figure
+            "ratio": round(ours / theirs, 2),
+            # a wall slope at or below zero is the noise of a machine busier in one run than the other: no figure
             "wall_ratio": round(our_wall / their_wall, 2) if our_wall > 0 and their_wall > 0 else None,
             "peak_rss_mib": round(at_once["peak_rss_mib"], 1),
             "baseline_peak_rss_mib": round(baseline_at_once["peak_rss_mib"], 1),
