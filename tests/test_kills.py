@@ -132,7 +132,8 @@ def _one_round(folder: Path, sig: signal.Signals, delay: float, parallel: int) -
     assert process.returncode == 128 + sig, f"{where}: exit {process.returncode}\n{stderr}"
     assert summary["exit_code"] == process.returncode, where
     assert summary["interrupted"] == f"interrupted by {sig.name}", where
-    assert sum(summary["counts"].values()) == len(lines), where
+    counts = dict(summary["counts"])
+    assert counts.pop("total") == len(lines) == sum(counts.values()), f"{where}: {summary['counts']}"
     assert f"interrupted by {sig.name}: {len(lines)} of {summary_planned(run_dir)} planned" in stderr, stderr
     assert not list(run_dir.rglob("*.tmp")), where
 
