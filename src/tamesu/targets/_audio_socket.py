@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 
-from tamesu._http import ssl_context
 from tamesu.audio.level import SPEECH_RMS, rms
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets._rest_http import os_reason, with_connect_retries
+from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -103,15 +102,6 @@ class Wire:
         """What a message means; raises TurnError for one that breaks the protocol."""
 
 
-def _unreachable(exc: BaseException) -> str | None:
-    if isinstance(exc, InvalidStatus | InvalidURI | WebSocketException):
-        return None
-    if isinstance(exc, TimeoutError):
-        return "connect timed out"
-    if isinstance(exc, OSError):
-        return os_reason(exc)
-    return None
-
 
 class AudioSocketTarget(Target):
     """A target whose agent is reached over one audio websocket (see the module's docstring)."""
@@ -160,24 +150,12 @@ class AudioSocketTarget(Target):
             headers = self._headers(session)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
-        masked = session.redactor.text(url)
-
-        async def attempt() -> ClientConnection:
-            return await connect(url, additional_headers=headers, open_timeout=self.spec.connect.timeout,
-                                 ssl=ssl_context() if url.startswith("wss://") else None, close_timeout=2,
-                                 max_size=MAX_MESSAGE_BYTES, ping_interval=None)
-
-        try:
-            self._ws = await with_connect_retries(attempt, reason_of=_unreachable, connect=self.spec.connect,
-                                                  session=session, what=self._what, url=url)
-        except InvalidStatus as exc:
-            raise InfraError(f"{self._what}: websocket handshake with {masked} refused: "
-                             f"HTTP {exc.response.status_code}") from exc
-        except (InvalidURI, WebSocketException) as exc:
-            raise InfraError(f"{self._what}: websocket {masked}: {exc}") from exc
+        self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
+                                        what=self._what, max_size=MAX_MESSAGE_BYTES)
         self._wire = wire = self._make_wire(session)
         self._voice = AudioConversation(session, send=wire.send_format, receive=wire.receive_format)
-        session.event("transport", url=masked, send=str(wire.send_format), receive=str(wire.receive_format))
+        session.event("transport", url=session.redactor.text(url), send=str(wire.send_format),
+                      receive=str(wire.receive_format))
         self._reader = asyncio.create_task(self._read())
         for message in wire.opening(session):
             await self._send(message)

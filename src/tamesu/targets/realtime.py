@@ -46,15 +46,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 
 from tamesu._fuzz import fuzz_for, fuzzed_call
-from tamesu._http import ssl_context
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._realtime_spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
-from tamesu.targets._rest_http import os_reason, with_connect_retries
+from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
 
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
@@ -94,15 +93,6 @@ class _Reply:
     ended: bool = False
     interrupted: bool = False
 
-
-def _unreachable(exc: BaseException) -> str | None:
-    if isinstance(exc, InvalidStatus | InvalidURI | WebSocketException):
-        return None
-    if isinstance(exc, TimeoutError):
-        return "connect timed out"
-    if isinstance(exc, OSError):
-        return os_reason(exc)
-    return None
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -165,24 +155,11 @@ class RealtimeTarget(Target):
             headers = {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
         except TemplateError as exc:
             raise InfraError(f"{self._what}: headers: {exc}") from exc
-        masked = session.redactor.text(url)
-
-        async def attempt() -> ClientConnection:
-            return await connect(url, additional_headers=headers, open_timeout=self.spec.connect.timeout,
-                                 ssl=ssl_context() if url.startswith("wss://") else None, close_timeout=2,
-                                 max_size=MAX_MESSAGE_BYTES, ping_interval=None)
-
-        try:
-            self._ws = await with_connect_retries(attempt, reason_of=_unreachable, connect=self.spec.connect,
-                                                  session=session, what=self._what, url=url)
-        except InvalidStatus as exc:
-            raise InfraError(f"{self._what}: websocket handshake with {masked} refused: "
-                             f"HTTP {exc.response.status_code}") from exc
-        except (InvalidURI, WebSocketException) as exc:
-            raise InfraError(f"{self._what}: websocket {masked}: {exc}") from exc
+        self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
+                                        what=self._what, max_size=MAX_MESSAGE_BYTES)
         self._reader = asyncio.create_task(self._read())
-        session.event("transport", url=masked, mode=self.spec.mode, audio_format=self.spec.audio_format,
-                      turn_detection=self.spec.turn_detection)
+        session.event("transport", url=session.redactor.text(url), mode=self.spec.mode,
+                      audio_format=self.spec.audio_format, turn_detection=self.spec.turn_detection)
         try:
             async with asyncio.timeout(self.spec.turn_timeout):
                 created = await self._expect("session.created")
