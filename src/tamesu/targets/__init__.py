@@ -19,6 +19,7 @@ _IMPLEMENTED: dict[str, str] = {
     "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "twilio": "tamesu.targets.twilio:TwilioTarget",
     "voice": "tamesu.targets.voice:VoiceTarget",
+    "pipecat": "tamesu.targets.pipecat:PipecatTarget",
     "sip": "tamesu.targets.sip:SipTarget",
     "livekit": "tamesu.targets.livekit:LiveKitTarget",
 }
@@ -35,7 +36,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                  "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},
-    "pipecat": {"url", "mode", "sample_rate", "idle", "tool_results"},
+    "pipecat": {"url", "headers", "mode", "sample_rate", "idle", "greeting", "tool_results"},
     "twilio": {"url", "from", "to", "parameters", "idle"},
     "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
               "model"},
@@ -59,7 +60,7 @@ async def shutdown() -> None:
     """Release what target modules share across runs; called by the engine when a run ends."""
     for release in list(_SHUTDOWN):
         await release()
-DTMF_TYPES = ("twilio", "voice", "sip", "livekit")
+DTMF_TYPES = ("twilio", "voice", "sip", "livekit", "pipecat")
 """The target types whose protocol carries DTMF digits (a `dtmf` script step)."""
 _ALWAYS_AUDIO = ("twilio", "voice", "sip")
 _AUDIO_MODE = ("realtime", "pipecat", "livekit")
