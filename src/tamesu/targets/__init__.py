@@ -42,7 +42,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
               "model"},
     "mcp": {"command", "args", "env", "url", "headers", "allow_tools", "call_timeout", "model", "system"},
     "a2a": {"url", "transport", "headers", "stream", "push", "skill", "metadata"},
-    "voice": {"url", "headers", "audio", "messages", "session", "idle"},
+    "voice": {"url", "headers", "audio", "messages", "session", "idle", "tool_results"},
 }
 
 
