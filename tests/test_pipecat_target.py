@@ -182,3 +182,33 @@ def test_a_bot_without_rtvi_is_an_infrastructure_error(agents: PipecatAgents, tm
     output = done.stdout + done.stderr
     assert done.returncode == 3, output
     assert "no RTVI bot-ready within 2s after client-ready" in output and "Traceback" not in output
+
+
+@needs_voice
+def test_the_simulated_caller_presses_a_key_and_hangs_up(agents: PipecatAgents, tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text("""models:
+  simulator:
+    provider: fake
+    rules:
+      - { when: "you said", dtmf: "5" }
+      - { when: "pressed 5", stop: true }
+""")
+    project = _suite(tmp_path, _target("t", agents.url + "/keys", "text"), """
+  - name: caller
+    target: t
+    persona: { name: Ann }
+    scenario: { goal: "pay my bill", max_turns: 6 }
+    assert:
+      - contains: "pressed 5"
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sent = [f for f in agents.frames("/keys") if f.get("type") in ("send-text", "dtmf")]
+    # the goal said, then the key the agent's answer called for, and no more: the caller hung up
+    assert [(f["type"], f["data"]) for f in sent] == [
+        ("send-text", {"content": "pay my bill", "options": {"run_immediately": True, "audio_response": False}}),
+        ("dtmf", {"buttons": ["5"]})]
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "pc" / "caller" / "run-1" / "result.json").read_text())
+    assert result["end_reason"] == "simulator_stopped"
+    assert [t["user"]["dtmf"] for t in result["turns"]] == [None, "5"]
