@@ -134,7 +134,8 @@ class PipecatWire(Wire):
             return [Incoming("message", value=document)]
         self.rtvi_messages += 1
         kind = str(document.get("type", ""))
-        body = document.get("data") if isinstance(document.get("data"), dict) else {}
+        given = document.get("data")
+        body: dict[str, Any] = given if isinstance(given, dict) else {}
         if kind in _QUIET:
             return [Incoming("ignore")]
         record = Incoming("rtvi", value=_kept(kind, body))

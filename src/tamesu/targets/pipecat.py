@@ -205,7 +205,7 @@ class PipecatTarget(AudioSocketTarget):
             try:
                 message, at = await asyncio.wait_for(self._queue.get(), POLL_S)
             except TimeoutError:
-                message = at = None
+                pass
             else:
                 if message is None:
                     self._queue.put_nowait((None, at))
@@ -303,7 +303,8 @@ class PipecatTarget(AudioSocketTarget):
     def _answer_call(self, call: dict[str, Any], turn: AgentTurn, heard: Heard) -> None:
         session = self._require_session()
         name = str(call.get("function_name", ""))
-        args = call.get("args") if isinstance(call.get("args"), dict) else {}
+        given = call.get("args")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
         try:
             result, declared = answer(self.spec, name, args, session.context)
         except TemplateError as exc:
