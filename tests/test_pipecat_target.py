@@ -212,3 +212,24 @@ def test_the_simulated_caller_presses_a_key_and_hangs_up(agents: PipecatAgents, 
     result = json.loads((run_dir / "pc" / "caller" / "run-1" / "result.json").read_text())
     assert result["end_reason"] == "simulator_stopped"
     assert [t["user"]["dtmf"] for t in result["turns"]] == [None, "5"]
+
+
+@needs_voice
+def test_a_fuzzed_tool_answers_the_bot_as_fuzz_tools_says(agents: PipecatAgents, tmp_path: Path) -> None:
+    project = _suite(tmp_path, _target("t", agents.url + "/fuzz", "text"), """
+  - name: broken
+    target: t
+    fuzz_tools: { get_weather: { mode: error, message: "weather service down" } }
+    scenario: { script: [ { say: "what is the weather" } ] }
+    assert:
+      - tool_called: { name: get_weather }
+      - contains: "weather service down"
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = [f["data"]["result"] for f in agents.frames("/fuzz") if f.get("type") == "llm-function-call-result"]
+    assert results == [{"error": "weather service down"}]
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "pc" / "broken" / "run-1" / "result.json").read_text())
+    assert result["tool_calls"][0]["result"] == {"error": "weather service down"}
+    assert "tool_fuzzed" in [e["name"] for e in result["events"]]

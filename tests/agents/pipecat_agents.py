@@ -6,7 +6,7 @@ what checks that description. Each records the frames tamesu sent it.
 - `/echo`: bot-ready; answers send-text with bot-llm-started, a bot-output "you said: <text>", bot-llm-stopped;
   "weather" makes it call get_weather client-side and read the result back; a dtmf makes it say "pressed <key>";
   speech (loud audio frames, then 0.4 s of quiet ones) gets 0.6 s of tone at real-time pace and "heard you";
-- `/keys`: as `/echo`, for a test of its own;
+- `/keys`, `/fuzz`: as `/echo`, each for a test of its own;
 - `/no-ready`: never answers client-ready;
 - `/silent`: bot-ready, then nothing;
 - `/drop`: bot-ready; closes the socket when the user first speaks or writes;
@@ -116,7 +116,7 @@ class PipecatAgents:
                     for _ in range(50):
                         await ws.send(audio_frame(tone(20, 24000), 24000))
                         await asyncio.sleep(0.02)
-                if path in ("/echo", "/keys"):
+                if path in ("/echo", "/keys", "/fuzz"):
                     await self._echo(ws, document)
         except ConnectionClosed:
             pass

@@ -24,20 +24,24 @@ talks over (`interruption_stop_ms`), and its `bot-interrupted` messages are reco
 (`bot_interrupted_ms`, the same barge-in seen by RTVI). A `dtmf` step is RTVI `dtmf`.
 
 The bot's client-side function calls (`llm-function-call`) are answered from `tool_results` (the realtime
-target's form: a result, or `{when, result | error}` cases) with `llm-function-call-result`, and recorded as
-tool calls (`tool_called`, `tool_sequence`). Failures fail the turn with the reason: the socket closed, a
-frame that is not the protobuf wire, audio at another rate, an RTVI error, nothing said within `turn_timeout`,
-a reply that never ends (audio faster than real time is a flood, as on the audio socket).
+target's form: a result, or `{when, result | error}` cases), or as the test's `fuzz_tools` says for that tool,
+with `llm-function-call-result`, and recorded as tool calls (`tool_called`, `tool_sequence`).
+
+Failures fail the turn with the reason: the socket closed, a frame that is not the protobuf wire, audio at
+another rate, an RTVI error, nothing said within `turn_timeout`, a reply that never ends (audio faster than
+real time is a flood, as on the audio socket).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._types import Duration
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
@@ -301,18 +305,40 @@ class PipecatTarget(AudioSocketTarget):
                                               round(stopped - pending.interrupted_at_ms, 3))
 
     def _answer_call(self, call: dict[str, Any], turn: AgentTurn, heard: Heard) -> None:
+        """Record the call now and send its answer: from tool_results, or as the test's `fuzz_tools` says for
+        that tool (a `delay` answers late, without holding up what the bot sends meanwhile)."""
         session = self._require_session()
         name = str(call.get("function_name", ""))
         given = call.get("args")
         args: dict[str, Any] = given if isinstance(given, dict) else {}
-        try:
-            result, declared = answer(self.spec, name, args, session.context)
-        except TemplateError as exc:
-            raise TurnError(f"tool {name}: cannot write its result: {exc}", raw=heard.controls) from None
-        turn.tool_calls.append(ToolCall(name=name, args=args, result=result))
+
+        def declared() -> ToolCall:
+            try:
+                result, known = answer(self.spec, name, args, session.context)
+            except TemplateError as exc:
+                raise TurnError(f"tool {name}: cannot write its result: {exc}", raw=heard.controls) from None
+            session.event("tool_call", name=name, declared=known)
+            return ToolCall(name=name, args=args, result=result)
+
         self._counts["tool_calls"] += 1
-        session.event("tool_call", name=name, declared=declared)
-        self._spawn(self._send_quietly(self._pipecat_wire.tool_result(call, result)))
+        fuzz = fuzz_for(session, name)
+        if fuzz is None:
+            recorded = declared()
+            turn.tool_calls.append(recorded)
+            self._spawn(self._send_quietly(self._pipecat_wire.tool_result(call, recorded.result)))
+            return
+        recorded = ToolCall(name=name, args=args)
+        turn.tool_calls.append(recorded)  # in order, before its fuzzed answer is ready
+
+        async def real() -> ToolCall:
+            return declared()
+
+        async def reply() -> None:
+            with contextlib.suppress(TurnError):
+                recorded.result = (await fuzzed_call(session, fuzz, name, args, real)).result
+                await self._send(self._pipecat_wire.tool_result(call, recorded.result))
+
+        self._spawn(reply())
 
     def _bot_text(self, heard: Heard) -> str:
         """What the bot says it said: its `bot-output` sentences (each once, once their speech started), else
