@@ -5,6 +5,7 @@ text and audio mode, and small bots written here for the exact frames tamesu sen
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import wave
 from collections.abc import Iterator
@@ -233,3 +234,32 @@ def test_a_fuzzed_tool_answers_the_bot_as_fuzz_tools_says(agents: PipecatAgents,
     result = json.loads((run_dir / "pc" / "broken" / "run-1" / "result.json").read_text())
     assert result["tool_calls"][0]["result"] == {"error": "weather service down"}
     assert "tool_fuzzed" in [e["name"] for e in result["events"]]
+
+
+def test_text_mode_runs_without_the_voice_extra(agents: PipecatAgents, tmp_path: Path) -> None:
+    """The voice extra (numpy with it) is hidden from the child process by a site hook: a text-mode pipecat
+    target still runs, and an audio-mode one is a suite error naming the extra."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import importlib.abc, sys\n"
+        "class Hide(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('numpy', 'faster_whisper', 'onnxruntime', 'silero_vad', 'piper'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Hide())\n", encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join([str(hide), str(Path(__file__).resolve().parents[1] / "src")])}
+    project = _suite(tmp_path, _target("t", agents.url + "/echo", "text"), """
+  - name: text
+    target: t
+    scenario: { script: [ { say: "hello" } ] }
+    assert: [ { contains: "you said: hello" } ]
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, env=env, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    (project / "t.tamesu.yaml").write_text((project / "t.tamesu.yaml").read_text().replace("mode: text",
+                                                                                        "mode: audio"))
+    done = run_tamesu(["validate"], cwd=project, env=env, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "mode: audio: audio needs the voice extra: pip install 'tamesu[voice]'" in done.stderr

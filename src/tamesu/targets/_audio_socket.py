@@ -25,17 +25,18 @@ import contextlib
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from tamesu.audio.level import SPEECH_RMS, rms
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
+
+if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
+    import numpy as np
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 POLL_S = 0.02
@@ -391,6 +392,7 @@ class AudioSocketTarget(Target):
     def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
         from tamesu.audio.clip import Clip
         from tamesu.audio.conversation import AudioFormatError
+        from tamesu.audio.level import SPEECH_RMS, rms
 
         session = self._require_session()
         if item.kind == "audio":
@@ -493,6 +495,8 @@ class AudioSocketTarget(Target):
     async def _transcribe(self, heard: Heard) -> str:
         if not heard.pcm:
             return ""
+        import numpy as np
+
         samples = np.concatenate(heard.pcm)
         if samples.size < 3200:
             return ""
