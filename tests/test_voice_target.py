@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agents.voice_bot import BOT_DIR, needs_bot, voice_bot
+from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu, why
 from tamesu.audio.extra import problem
 
@@ -51,14 +51,13 @@ tests:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, int]]:
+def runs(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Iterator[tuple[Path, str, int]]:
     project = tmp_path_factory.mktemp("voice-target")
     for name in ("tamesu.yaml", "fake-rules.yaml", "voice.tamesu.yaml"):
         shutil.copy(BOT_DIR / name, project / name)
     (project / "wrong.tamesu.yaml").write_text(WRONG)
-    with voice_bot() as url:
-        done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, env={"VOICE_BOT": url},
-                          timeout=400)
+    done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, env={"VOICE_BOT": voice_bot_url},
+                      timeout=400)
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     yield run_dir, done.stdout + done.stderr, done.returncode
 
