@@ -262,3 +262,20 @@ def test_text_mode_runs_without_the_voice_extra(agents: PipecatAgents, tmp_path:
     done = run_tamesu(["validate"], cwd=project, env=env, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "mode: audio: audio needs the voice extra: pip install 'tamesu[voice]'" in done.stderr
+
+
+def test_a_wrong_pipecat_target_is_one_line_each(tmp_path: Path) -> None:
+    (tmp_path / "t.tamesu.yaml").write_text("""name: bad
+targets:
+  http: { type: pipecat, url: "http://127.0.0.1:9/ws" }
+  cases: { type: pipecat, url: "ws://127.0.0.1:9/ws", tool_results: { f: [ { when: 5, result: 1 } ] } }
+  rate: { type: pipecat, url: "ws://127.0.0.1:9/ws", sample_rate: 4000 }
+tests:
+  - { name: a, target: http, scenario: { script: [ { say: hi } ] } }
+""")
+    done = run_tamesu(["validate", "t.tamesu.yaml"], cwd=tmp_path, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert any(line.startswith("t.tamesu.yaml:3:") and "a pipecat url is ws:// or wss://" in line for line in lines)
+    assert any(line.startswith("t.tamesu.yaml:4:") and "tool_results.f" in line for line in lines), lines
+    assert any(line.startswith("t.tamesu.yaml:5:") and "sample_rate" in line for line in lines), lines
