@@ -279,3 +279,30 @@ tests:
     assert any(line.startswith("t.tamesu.yaml:3:") and "a pipecat url is ws:// or wss://" in line for line in lines)
     assert any(line.startswith("t.tamesu.yaml:4:") and "tool_results.f" in line for line in lines), lines
     assert any(line.startswith("t.tamesu.yaml:5:") and "sample_rate" in line for line in lines), lines
+
+
+@needs_voice
+def test_session_open_starts_the_bot_and_its_captures_reach_url_and_headers(agents: PipecatAgents,
+                                                                             tmp_path: Path) -> None:
+    (tmp_path / "t.tamesu.yaml").write_text(f"""name: pc
+targets:
+  t:
+    type: pipecat
+    url: "{{{{session.ws}}}}"
+    headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
+    session:
+      open: {{ url: "{agents.url.replace('ws://', 'http://')}/start", method: GET,
+              capture: {{ ws: $.ws_url, token: $.token }} }}
+    greeting: false
+    idle: 0.5s
+    turn_timeout: 4s
+tests:
+  - name: started
+    target: t
+    scenario: {{ script: [ {{ say: "hello" }} ] }}
+    assert: [ {{ contains: "you said: hello" }} ]
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert agents.started == 1
+    assert [f["data"]["content"] for f in agents.frames("/started") if f.get("type") == "send-text"] == ["hello"]

@@ -7,6 +7,8 @@ what checks that description. Each records the frames tamesu sent it.
   "weather" makes it call get_weather client-side and read the result back; a dtmf makes it say "pressed <key>";
   speech (loud audio frames, then 0.4 s of quiet ones) gets 0.6 s of tone at real-time pace and "heard you";
 - `/keys`, `/fuzz`: as `/echo`, each for a test of its own;
+- `GET /start`: a bot runner's start endpoint, `{"ws_url": ".../started", "token": "tk-1"}`; `/started` is
+  `/echo` for a client that sends `Authorization: Bearer tk-1` (any other is refused, close code 4001);
 - `/no-ready`: never answers client-ready;
 - `/silent`: bot-ready, then nothing;
 - `/drop`: bot-ready; closes the socket when the user first speaks or writes;
@@ -19,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from http import HTTPStatus
 from typing import Any
 
 import numpy as np
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from tamesu.pipecat.v1 import frames_pb2
 
@@ -50,15 +54,22 @@ def audio_frame(data: bytes, rate: int) -> bytes:
 class PipecatAgents:
     def __init__(self) -> None:
         self.received: dict[str, list[dict[str, Any]]] = {}
+        self.started = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="pipecat-agents")
         self._thread.start()
 
         async def start() -> Server:
-            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None)
+            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None, process_request=self._http)
 
         self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
         self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        if request.path == "/start":
+            self.started += 1
+            return connection.respond(HTTPStatus.OK, json.dumps({"ws_url": f"{self.url}/started", "token": "tk-1"}))
+        return None
 
     def frames(self, path: str) -> list[dict[str, Any]]:
         return list(self.received.get(path, []))
@@ -71,6 +82,9 @@ class PipecatAgents:
 
     async def _handler(self, ws: ServerConnection) -> None:
         path = ws.request.path if ws.request is not None else "/"
+        if path == "/started" and (ws.request is None or ws.request.headers.get("Authorization") != "Bearer tk-1"):
+            await ws.close(4001, "not started")
+            return
         log = self.received.setdefault(path, [])
         flood: asyncio.Task[None] | None = None
         loud = quiet = 0
@@ -116,7 +130,7 @@ class PipecatAgents:
                     for _ in range(50):
                         await ws.send(audio_frame(tone(20, 24000), 24000))
                         await asyncio.sleep(0.02)
-                if path in ("/echo", "/keys", "/fuzz"):
+                if path in ("/echo", "/keys", "/fuzz", "/started"):
                     await self._echo(ws, document)
         except ConnectionClosed:
             pass

@@ -36,7 +36,7 @@ KEYS_BY_TYPE: dict[str, set[str]] = {
     "realtime": {"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                  "audio_format", "turn_detection", "max_responses"},
     "grpc": {"url", "headers", "mode"},
-    "pipecat": {"url", "headers", "mode", "sample_rate", "idle", "greeting", "tool_results"},
+    "pipecat": {"url", "headers", "mode", "sample_rate", "idle", "greeting", "tool_results", "session"},
     "twilio": {"url", "from", "to", "parameters", "idle"},
     "model": {"system", "system_file", "tools", "fallback", "temperature", "max_tokens", "max_tool_rounds",
               "model"},

@@ -8,6 +8,8 @@
     idle: 1s                           # quiet after the bot's reply that ends its turn
     tool_results:                      # answers to the bot's client-side function calls
       get_weather: { summary: "sunny" }
+    session:                           # a request before connecting, e.g. a bot runner's start endpoint
+      open: { url: "https://runner.example.com/start", capture: { ws: $.ws_url } }   # then url: "{{session.ws}}"
 
 Opening: connect (retried as `connect` says), send RTVI `client-ready` and wait for `bot-ready` (none within
 `turn_timeout` is an infrastructure error naming it). The bot's greeting is the first agent turn (`greeting:
@@ -42,20 +44,25 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu._fuzz import fuzz_for, fuzzed_call
-from tamesu._types import Duration
+from tamesu._types import Duration, Strict
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._audio_socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard, Incoming, Wire
 from tamesu.targets._pipecat_wire import PipecatWire, peek
 from tamesu.targets._realtime_spec import answer, check_tool_results
+from tamesu.targets._session_open import open_session
 from tamesu.targets._ws_open import open_websocket
-from tamesu.targets.base import TargetSpec
+from tamesu.targets.base import SessionOpenSpec, TargetSpec
 
 __all__ = ["PipecatSpec", "PipecatTarget"]
 
 _REPLY = {"said", "llm_text", "tool_call", "llm", "speaking", "tts"}
 """What the bot sends as it answers (its interruption of what it was doing, and its hearing of the user, are not
 an answer)."""
+
+
+class PipecatSessionSpec(Strict):
+    open: SessionOpenSpec | None = None
 
 
 class PipecatSpec(TargetSpec):
@@ -71,6 +78,9 @@ class PipecatSpec(TargetSpec):
     """The bot speaks first (its greeting is the first agent turn); false: the user does."""
     tool_results: dict[str, Any] = Field(default_factory=dict)
     """tool name: its result, or a list of `{when: {arg: value|regex}, result | error}` tried in order."""
+    session: PipecatSessionSpec = Field(default_factory=PipecatSessionSpec)
+    """`open`: a request made before connecting (a bot runner's start endpoint); its captures are
+    `{{session.NAME}}` in `url` and `headers`."""
     turn_timeout: Duration = 30.0
 
     @field_validator("url")
@@ -114,10 +124,11 @@ class PipecatTarget(AudioSocketTarget):
         return self._wire
 
     def _url(self, session: Session) -> str:
-        return session.context.render_text(self.spec.url)
+        return session.context.child(session=dict(session.values)).render_text(self.spec.url)
 
     def _headers(self, session: Session) -> dict[str, str]:
-        return {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
+        context = session.context.child(session=dict(session.values))
+        return {k: context.render_text(v) for k, v in self.spec.headers.items()}
 
     def _make_wire(self, session: Session) -> Wire:
         return PipecatWire(sample_rate=self.spec.sample_rate, audio=self.spec.mode == "audio")
@@ -125,6 +136,8 @@ class PipecatTarget(AudioSocketTarget):
     # -- open -----------------------------------------------------------------------------------------
 
     async def _open(self, session: Session) -> None:
+        if self.spec.session.open is not None:
+            await open_session(self.spec.session.open, session, self._what)
         if self.spec.mode == "audio":
             await super()._open(session)
         else:
