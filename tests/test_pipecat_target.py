@@ -159,7 +159,8 @@ def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_
              "drop-text": ("/drop", "text", "closed the websocket"),
              "drop-audio": ("/drop", "audio", "closed the websocket"),
              "flood": ("/flood", "audio", "faster than real time"),
-             "rate": ("/rate", "audio", "the bot's audio is at 24000 Hz and sample_rate is 16000")}
+             "rate": ("/rate", "audio", "the bot's audio is at 24000 Hz and sample_rate is 16000"),
+             "chatter": ("/chatter", "text", "the bot's reply did not end within turn_timeout (3s): its llm went on")}
     targets = "".join(_target(name, agents.url + path, mode, "3s") for name, (path, mode, _) in cases.items())
     tests = "".join(f"  - {{ name: {name}, target: {name}, scenario: {{ script: [ {{ say: \"hello\" }} ] }} }}\n"
                     for name in cases)

@@ -13,7 +13,8 @@ what checks that description. Each records the frames tamesu sent it.
 - `/silent`: bot-ready, then nothing;
 - `/drop`: bot-ready; closes the socket when the user first speaks or writes;
 - `/flood`: bot-ready; when the user first speaks or writes, sends tone as fast as the socket takes it, forever;
-- `/rate`: bot-ready; answers with tone in frames that say 24000 Hz.
+- `/rate`: bot-ready; answers with tone in frames that say 24000 Hz;
+- `/chatter`: bot-ready; answers send-text with bot-llm-started and then bot-llm-text, forever.
 """
 
 from __future__ import annotations
@@ -115,6 +116,17 @@ class PipecatAgents:
                     await ws.send(rtvi("bot-llm-started"))
                     await ws.close()
                     return
+                if path == "/chatter" and flood is None:
+                    async def chatter() -> None:
+                        try:
+                            await ws.send(rtvi("bot-llm-started"))
+                            while True:
+                                await ws.send(rtvi("bot-llm-text", {"text": "la "}))
+                                await asyncio.sleep(0.01)
+                        except ConnectionClosed:
+                            pass
+
+                    flood = asyncio.create_task(chatter())
                 if path == "/flood" and flood is None:
                     async def pour() -> None:
                         chunk = audio_frame(tone(20, 16000), 16000)
