@@ -438,12 +438,13 @@ def schema(kind: str, directory: str | None) -> None:
     click.echo(json.dumps(schemas()[kind], indent=2, ensure_ascii=False))
 
 
-def entry() -> None:
-    """The `tamesu` command: a bug of ours is one line and exit 3, never a traceback (TAMESU_DEBUG=1 shows it)."""
+def entry(command: click.Command | None = None) -> None:
+    """The `tamesu` command (or one of its commands alone): a bug of ours is one line and exit 3, never a
+    traceback (TAMESU_DEBUG=1 shows it)."""
     import os
 
     try:
-        main(standalone_mode=True)
+        (command or main)(standalone_mode=True)
     except Exception as exc:
         if os.environ.get("TAMESU_DEBUG"):
             raise

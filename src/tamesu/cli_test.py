@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,10 +79,23 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
 @click.option("--color", type=COLOR, default="auto", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
 @click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
+@click.option("--filter", "pattern", metavar="REGEX", help="Run only test cases whose id matches.")
+@click.option("--tags", metavar="TAGS", help="Comma-separated tags to run (mode:standard, mode:multi_turn, "
+              "mode:dynamic); !tag excludes.")
+@click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test case N times.")
+@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the cases.")
+@click.option("--report", "reports", metavar="SPECS",
+              help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github.")
+@click.option("--baseline", type=click.Path(file_okay=False),
+              help="Compare with an earlier run directory (or the newest run in a folder of runs).")
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
+              help="Metric changes smaller than this fraction of the baseline are not reported (default 0.2).")
 def test_command(source: str, target: str | None, output: str | None, connector: str | None, verbose: int,
                  interactive: bool, skip_interactive: bool, simulator: str | None, timeout: float, parallel: int,
                  fail_fast: bool, dry_run: bool, on_missing_input: str | None, out: str | None, config: str | None,
-                 color: str, no_cache: bool, cache_only: bool) -> None:
+                 color: str, no_cache: bool, cache_only: bool, pattern: str | None, tags: str | None,
+                 repeat: int | None, shard_text: str | None, reports: str | None, baseline: str | None,
+                 tolerance: float | None) -> None:
     """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
     if interactive and skip_interactive:
         _usage("--interactive and --skip-interactive contradict each other: choose one")
@@ -94,7 +106,9 @@ def test_command(source: str, target: str | None, output: str | None, connector:
                                  interactive=interactive, skip_interactive=skip_interactive, simulator=simulator,
                                  timeout=timeout, parallel=parallel, fail_fast=fail_fast, dry_run=dry_run,
                                  on_missing_input=on_missing_input, out=out, config=config, color=color,
-                                 cache_mode="off" if no_cache else "only" if cache_only else None))
+                                 cache_mode="off" if no_cache else "only" if cache_only else None,
+                                 pattern=pattern, tags=tags, repeat=repeat, shard_text=shard_text, reports=reports,
+                                 baseline=baseline, tolerance=tolerance))
     except KeyboardInterrupt:
         click.echo("interrupted: finished test cases are in results.jsonl", err=True)
         sys.exit(130)
@@ -173,8 +187,8 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
 async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
                       options: dict[str, Any]) -> list[Any]:
     """`agents:NAME`: a model under `models:` writes the cases, or else a target of tamesu.yaml."""
+    from tamesu.engine.models import project_models
     from tamesu.jsonl import generator
-    from tamesu.jsonl.run import models_for
 
     name = source.value
     helper = resolver.helper(name)
@@ -183,7 +197,7 @@ async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, 
         targets = ", ".join(resolver.helpers) or "none"
         raise ValueError(f"no model or target named {name!r} to generate test cases (models: {known}; "
                          f"targets: {targets})")
-    registry = models_for(project, secrets, options["cache_mode"])
+    registry = project_models(project, secrets, options["cache_mode"])
     try:
         if helper is not None:
             return await generator.from_target(helper, about, source.params, registry)
@@ -221,36 +235,53 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
 
 async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
                resolved: Any, options: dict[str, Any]) -> int:
+    """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
+    from tamesu.cli import _finish_reports, _report_requests, _select, _shard
     from tamesu.jsonl.console import TestConsole
     from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
     from tamesu.report.console import make_console
+    from tamesu.sharding import select
 
     name = Path(source.value).stem if source.kind == "file" else source.kind
     plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
-                     base_dir=base_dir)
+                     base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None)
     out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
+    shard = _shard(options["shard_text"])
+    requests = _report_requests(options["reports"], project)
     settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],
                             timeout=options["timeout"], connector=options["connector"],
                             on_missing_input=options["on_missing_input"], interactive=options["interactive"],
                             skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],
-                            output=Path(options["output"]) if options["output"] else None)
-    console = TestConsole(make_console(options["color"]), secrets.redactor, options["verbose"])
-    console.start(resolved.about, label, len(cases), {c.case.mode for c in cases})
-    outcome = await JsonlRunner(plan, settings, console).run()
+                            output=Path(options["output"]) if options["output"] else None,
+                            repeat=options["repeat"], shard=str(shard) if shard else None)
+    rich_console = make_console(options["color"])
+    console = TestConsole(rich_console, secrets.redactor, options["verbose"])
+    runner = JsonlRunner(plan, settings, console)
+    tests = _select(runner.engine_plan, options["pattern"], options["tags"])
+    if not tests:
+        _usage("no test case matches the filter")
+    if shard is not None:
+        tests = select(tests, shard)
+    chosen = {t.id for t in tests}
+    console.start(resolved.about, label, len(tests), {c.case.mode for c in cases
+                                                      if f"{name}/{c.id}" in chosen})
+    outcome = await runner.run(tests)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
                    outcome.summary.stopped)
+    report = project.spec.report
+    baseline = Path(options["baseline"]) if options["baseline"] else \
+        (project.dir / report.baseline if report.baseline else None)
+    if requests or baseline is not None:
+        tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
+        return _finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
     return outcome.exit_code
 
 
 def main() -> None:
     """`python -m tamesu.cli_test`: the command alone; a bug of ours is one line and exit 3."""
-    try:
-        test_command(standalone_mode=True)
-    except Exception as exc:
-        if os.environ.get("TAMESU_DEBUG"):
-            raise
-        click.echo(f"tamesu: internal error: {type(exc).__name__}: {exc} (set TAMESU_DEBUG=1 for details)", err=True)
-        sys.exit(EXIT_INFRA)
+    from tamesu.cli import entry
+
+    entry(test_command)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import datetime as dt
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -116,8 +117,9 @@ class Runner:
         project_hooks, suite_hooks = self.plan.project.spec.hooks, suite.spec.hooks
         warnings: list[str] = []
         context = self._suite_context(suite)
+        hook_dir = suite.hook_dir or suite.dir
         try:
-            await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, suite.dir, "before_all")
+            await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir, "before_all")
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
@@ -129,7 +131,7 @@ class Runner:
             if models is not None:
                 await models.aclose()
             try:
-                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, suite.dir, "after_all")
+                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, hook_dir, "after_all")
             except HookFailed as exc:
                 warnings.append(str(exc))
                 self.reporter.warning(str(exc))
@@ -161,7 +163,8 @@ class Runner:
         )
         finished = [o for o in outcomes if o is not None]
         if not finished:
-            self._record(directory, self._unrun(test, "skipped", self._stop or "not run"), [])
+            self._record(directory, self._unrun(test, "skipped", f"not run: {self._stop}" if self._stop
+                                                else "not run"), [])
             return
         runs = [o.result for o in finished]
         result = aggregate(test, runs, test_dir, directory.root, self.options.today)
@@ -188,6 +191,7 @@ class Runner:
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
                     models=models, update_golden=self.options.update_golden,
+                    user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 ))
                 directory.write_json(run_dir / "transcript.json", outcome.transcript)
                 directory.write_json(run_dir / "result.json", outcome.result)
@@ -200,7 +204,8 @@ class Runner:
                     break
             assert outcome is not None
             # decided before the slot is released, so no later run slips in after a failure
-            failed = outcome.result.status != "passed" and not test.quarantined(self.options.today)
+            # a skipped run (the agent awaited input nobody gave) is not a failure
+            failed = outcome.result.status in ("failed", "error") and not test.quarantined(self.options.today)
             if self.options.fail_fast and failed and self._stop is None:
                 self._stop = "fail-fast: an earlier test failed"
             self.reporter.run_finished(test, outcome.result)
@@ -208,16 +213,22 @@ class Runner:
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date) -> TestResult:
+    """The test's verdict from its runs. Skipped runs (the agent awaited input nobody gave) count neither way;
+    a test whose every run was skipped is skipped."""
     passed = sum(1 for r in runs if r.status == "passed")
-    enough = passed / len(runs) >= test.spec.pass_threshold - 1e-9
-    if enough:
+    graded = [r for r in runs if r.status != "skipped"]
+    skip_reason = None
+    if not graded:
+        status = "skipped"
+        skip_reason = next((r.skip_reason for r in runs if r.skip_reason), "skipped")
+    elif passed / len(graded) >= test.spec.pass_threshold - 1e-9:
         status = "passed"
     elif any(r.status == "error" for r in runs):
         status = "error"
     else:
         status = "failed"
     quarantine = test.spec.quarantine if test.quarantined(today) else None
-    if status != "passed" and quarantine is not None:
+    if status in ("failed", "error") and quarantine is not None:
         status = "quarantined"
     summaries = []
     for r in sorted(runs, key=lambda r: r.run):
@@ -230,5 +241,5 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
         status=status, passed_runs=passed, total_runs=len(runs),  # type: ignore[arg-type]
         pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
-        runs=summaries,
+        skip_reason=skip_reason, runs=summaries,
     )

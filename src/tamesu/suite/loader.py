@@ -50,6 +50,8 @@ class LoadedSuite:
     project: Project
     broken_packs: set[str] = field(default_factory=set)
     """The suite's packs with a problem in them, reported where they are written and not where they are used."""
+    hook_dir: Path | None = None
+    """Where before_all/after_all hooks run (default the suite's folder; JSONL cases: the project's)."""
 
     @property
     def name(self) -> str:
@@ -81,6 +83,11 @@ class PlannedTest:
     """Position of the test in the suite's `tests` list, for messages."""
     attack: packs.AttackSpec | None = None
     """The attack the simulated user plays (`scenario.attack`), from its pack."""
+    user_factory: Any = None
+    """`(models, seed, number) -> UserSimulator`: who plays the user when the test brings its own (JSONL
+    cases: static turns, their simulator, a person, checkpoints); None: the scenario's script or persona."""
+    line: int | None = None
+    """The line that defines the test when it is not `tests[index]` of the suite's YAML (a JSONL case)."""
 
     @property
     def target_name(self) -> str:
