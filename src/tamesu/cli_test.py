@@ -155,8 +155,8 @@ async def _main(**options: Any) -> int:
 
 async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
     """The parsed cases, how the header names their source, and the folder their relative paths start from."""
+    from tamesu.checks._functions import load_function
     from tamesu.jsonl import assertions, generator, parser
-    from tamesu.jsonl.checks import load_function
     from tamesu.jsonl.helpers import TargetHelper
     from tamesu.suite.loader import load_project_targets
 

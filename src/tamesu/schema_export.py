@@ -74,8 +74,7 @@ def _closed_inside(schema: dict[str, Any]) -> None:
 
 
 def _target_specs() -> dict[str, type[BaseModel]]:
-    kinds = sorted(k for k in targets.KEYS_BY_TYPE if targets.is_implemented(k))
-    return {kind: targets.target_class(kind).Spec for kind in kinds}
+    return {kind: targets.target_class(kind).Spec for kind in targets.implemented_types()}
 
 
 _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]},

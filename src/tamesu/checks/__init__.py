@@ -1,14 +1,20 @@
-"""Assertion kinds. Each lives in one module; this registry imports it only when a suite uses it."""
+"""Assertion kinds. Each lives in one module; this registry imports it only when a suite uses it.
+
+Plug-ins add kinds through the `tamesu.checks` entry points (see `tamesu.plugins`): a `Check` class is a new
+key under `assert:`; a plain function is a check `custom: {name: ...}` can name.
+"""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from tamesu import plugins
 from tamesu.checks.base import Check
 
 _IMPLEMENTED: dict[str, str] = {
@@ -33,24 +39,62 @@ _IMPLEMENTED: dict[str, str] = {
     "golden": "tamesu.checks.golden:Golden",
     "pack": "tamesu.checks.pack:Pack",
     "delegated_to": "tamesu.checks.delegation:DelegatedTo",
+    "equals": "tamesu.checks.values:Equals",
+    "type": "tamesu.checks.values:TypeCheck",
+    "script": "tamesu.checks.script:Script",
+    "custom": "tamesu.checks.custom:Custom",
 }
+
+# Checks `custom: {name: ...}` finds without a plug-in: none built in yet; plug-ins add theirs.
+_CUSTOM: dict[str, str] = {}
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
 _PLANNED = {
-    "evaluator", "custom",
+    "evaluator",
     "dtmf_received", "call_ended_by", "transferred_to",
 }
 
-META_KEYS = {"on_turn", "name"}
+META_KEYS = {"on_turn", "name", "negate"}
+
+
+def _imported(reference: str) -> Any:
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def _plugin_check(key: str) -> type[Check] | None:
+    """A plug-in's Check class registered as `key` (a plug-in's function is only for `custom`)."""
+    if key in _IMPLEMENTED or not plugins.has("checks", key):
+        return None
+    found = plugins.load("checks", key)
+    return found if isinstance(found, type) and issubclass(found, Check) else None
 
 
 def check_class(key: str) -> type[Check]:
-    module_name, _, class_name = _IMPLEMENTED[key].partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    if key in _IMPLEMENTED:
+        return _imported(_IMPLEMENTED[key])
+    found = _plugin_check(key)
+    if found is None:
+        raise KeyError(key)
+    return found
+
+
+def is_known(key: str) -> bool:
+    return key in _IMPLEMENTED or _plugin_check(key) is not None
 
 
 def known_keys() -> list[str]:
-    return sorted(_IMPLEMENTED)
+    return sorted({*_IMPLEMENTED, *(k for k in plugins.names("checks") if _plugin_check(k) is not None)})
+
+
+def registered_custom(name: str) -> Any:
+    """What `custom: {name: NAME}` runs: a built-in or a plug-in's function or Check class."""
+    if name in _CUSTOM:
+        return _imported(_CUSTOM[name])
+    if plugins.has("checks", name):
+        return plugins.load("checks", name)
+    known = ", ".join(sorted({*_CUSTOM, *plugins.names("checks")})) or "none installed"
+    raise ValueError(f"no check registered as {name!r} (registered: {known})")
 
 
 @dataclass
@@ -73,8 +117,11 @@ class AssertionProblem(Exception):
         self.at_key = at_key
 
 
-def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
-    """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem."""
+def parse_assertion(entry: Any, prefix: str = "", search: list[Path] | None = None) -> Assertion:
+    """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem.
+
+    With `search` (the folders a suite's functions are found in), what the check names on disk is resolved
+    now, so a missing script is a problem of the suite rather than of a run."""
     if not isinstance(entry, dict):
         raise AssertionProblem((), "an assertion is a mapping such as contains: \"text\"")
     kinds = [k for k in entry if k not in META_KEYS]
@@ -83,7 +130,11 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
             raise AssertionProblem((), "an assertion needs one kind, such as contains or json_path")
         raise AssertionProblem((kinds[1],), f"one kind per assertion, found {', '.join(kinds)}", at_key=True)
     key = kinds[0]
-    if key not in _IMPLEMENTED:
+    try:
+        known = is_known(key)
+    except plugins.PluginError as exc:
+        raise AssertionProblem((key,), str(exc), at_key=True) from None
+    if not known:
         if key in _PLANNED:
             raise AssertionProblem((key,), f"{key!r} is not available in this version of tamesu", at_key=True)
         close = difflib.get_close_matches(key, [*known_keys(), *_PLANNED], n=1)
@@ -92,6 +143,9 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
     on_turn = entry.get("on_turn")
     if on_turn is not None and on_turn != "last" and not (isinstance(on_turn, int) and on_turn >= 1):
         raise AssertionProblem(("on_turn",), "on_turn is a turn number from 1, or last")
+    negate = entry.get("negate", False)
+    if not isinstance(negate, bool):
+        raise AssertionProblem(("negate",), "negate is true or false")
     cls = check_class(key)
     try:
         spec = cls.parse(entry[key])
@@ -109,9 +163,21 @@ def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
                                at_key=first["type"] == "extra_forbidden") from None
     except ValueError as exc:
         raise AssertionProblem((key,), str(exc)) from None
+    try:
+        check = cls(spec)
+        if search is not None:
+            check.prepare(search)
+    except (ValueError, plugins.PluginError) as exc:
+        raise AssertionProblem((key,), str(exc)) from None
+    if negate:
+        from tamesu.checks.negate import Negated
+
+        check = Negated(check)
     label = entry.get("name") or key
     if key == "pack":
         pack = entry["pack"]
         pack_name = pack if isinstance(pack, str) else pack.get("name") if isinstance(pack, dict) else None
         label = entry.get("name") or (f"pack {pack_name}" if pack_name else key)
-    return Assertion(key=key, check=cls(spec), on_turn=on_turn, label=f"{prefix}{label}")
+    if negate and not entry.get("name"):
+        label = f"not {label}"
+    return Assertion(key=key, check=check, on_turn=on_turn, label=f"{prefix}{label}")

@@ -99,6 +99,11 @@ class Check(ABC):
             value = {cls.shorthand: value}
         return cls.Spec.model_validate(value)
 
+    def prepare(self, search: list[Path]) -> None:
+        """Resolve what the check names on disk (a function of the project) before any run, looking in
+        `search` (the suite's folder, the project's); raise ValueError saying what is missing."""
+        return None  # most checks name nothing on disk
+
     @abstractmethod
     async def evaluate(self, run: RunView) -> Verdict: ...
 

@@ -6,12 +6,12 @@
 | `regex`       | `regex` (`negate`: `not_regex`); `pattern` (or `value`)                              |
 | `json_path`   | `json_path` with `equals: value` (`negate`: `not_equals`); no value: `exists`        |
 | `tool_called` | `tool_called` (`negate`: `tool_not_called`); `name` (or `value`), optional `args`    |
-| `equals`      | `tamesu.jsonl.checks.Equals`: the reply is exactly `value` (or the value at `path`)  |
-| `type`        | `tamesu.jsonl.checks.TypeCheck`: the JSON type of the value at `path`                |
+| `equals`      | `equals` (`tamesu.checks.values`): the reply is exactly `value` (or the value at `path`) |
+| `type`        | `type` (`tamesu.checks.values`): the JSON type of the value at `path`                |
 | `agent`       | `judge`: `options.metadata.criteria` (and the other metadata) as the rubric, the     |
 |               | model named by `use` (`agents:NAME` or `NAME`, default `models.judge`) or `connector`; |
 |               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`          |
-| `script`      | `tamesu.jsonl.checks.Script`: `use: scripts:module:function`                         |
+| `script`      | `script` (`tamesu.checks.script`): `use: scripts:module:function`                    |
 
 `negate` on `equals`, `type`, `agent` and `script` inverts the verdict. An object without `type` is one of
 tamesu's own assertions as a suite writes them (`{"judge": "..."}`, `{"turns": {"lte": 4}}`).
@@ -29,7 +29,10 @@ from pydantic import ValidationError, model_validator
 from tamesu._match import shown
 from tamesu._types import Strict
 from tamesu.checks import META_KEYS, Assertion, AssertionProblem, parse_assertion
-from tamesu.jsonl import checks
+from tamesu.checks._functions import load_function
+from tamesu.checks.negate import Negated
+from tamesu.checks.script import Script, ScriptSpec
+from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
 from tamesu.jsonl.schema import Options
 
 KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
@@ -191,23 +194,23 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
         call = {"name": spec.name if spec.name is not None else spec.value, "args": spec.args}
         return _engine({"tool_not_called" if negate else "tool_called": call}, spec)
     inner = _own_check(spec, resolver)
-    return checks.Negated(inner) if negate else inner
+    return Negated(inner) if negate else inner
 
 
 def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
     if spec.type == "equals":
-        return checks.Equals(checks.EqualsSpec(value=spec.value, path=spec.path))
+        return Equals(EqualsSpec(value=spec.value, path=spec.path))
     if spec.type == "type":
         try:
-            return checks.TypeCheck(checks.TypeSpec(path=spec.path, value=spec.value))
+            return TypeCheck(TypeSpec(path=spec.path, value=spec.value))
         except ValidationError:
             raise AssertionProblem(("value",), _NEEDS["type"]) from None
     if spec.type == "script":
         try:
-            function = checks.load_function(str(spec.use), resolver.search)
+            function = load_function(str(spec.use), resolver.search)
         except ValueError as exc:
             raise AssertionProblem(("use",), str(exc)) from None
-        return checks.Script(checks.ScriptSpec(use=str(spec.use), metadata=spec.metadata), function)
+        return Script(ScriptSpec(use=str(spec.use), metadata=spec.metadata), function)
     return _validator(spec, resolver)
 
 

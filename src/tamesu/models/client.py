@@ -276,7 +276,14 @@ class ModelRegistry:
 
 
 def provider_class(name: str) -> Any:
-    """The provider class registered under `name` (imported now)."""
+    """The provider class registered under `name` (imported now): built in, or a plug-in's."""
+    from tamesu import plugins
+
+    if name not in PROVIDERS and plugins.has("providers", name):
+        try:
+            return plugins.load("providers", name)
+        except plugins.PluginError as exc:
+            raise ModelError(str(exc)) from None
     try:
         module_name, _, class_name = PROVIDERS[name].partition(":")
     except KeyError:
@@ -294,7 +301,7 @@ def provider_class(name: str) -> Any:
 async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, timeout: float = 3.0) -> str | None:
     """What would stop this model from answering (no key, server unreachable, key refused), or None.
     A short GET of the server's model list; the key is sent only to the configured server, never printed."""
-    if spec.provider == "fake":
+    if spec.provider not in DEFAULT_BASE_URLS:  # fake, or a plug-in's provider: nothing known to ask
         return None
     render = render or (lambda text: text)
     try:

@@ -69,3 +69,8 @@ def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[st
         with open(summary_file, "a", encoding="utf-8") as handle:
             handle.write(render_markdown(run, comparison) + "\n")
     return lines
+
+
+def write_report(run: LoadedRun, path: Path | None, comparison: Comparison | None = None) -> None:
+    """The `github` entry of `report.formats`: no file, annotations and the job summary."""
+    emit_github(run, comparison)

@@ -144,3 +144,9 @@ def render_junit(run: LoadedRun) -> bytes:
 def write_junit(run: LoadedRun, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(render_junit(run))
+
+
+def write_report(run: LoadedRun, path: Path | None, comparison: object = None) -> None:
+    """The `junit` entry of `report.formats`."""
+    assert path is not None
+    write_junit(run, path)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tamesu import checks, packs, targets
+from tamesu import checks, packs, plugins, targets
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import ModelSpec
@@ -60,6 +60,11 @@ class LoadedSuite:
     @property
     def dir(self) -> Path:
         return self.doc.path.parent
+
+    @property
+    def search(self) -> list[Path]:
+        """Where the functions its checks name (`script`, `custom`) are found: its folder, then the project's."""
+        return list(dict.fromkeys([self.dir.resolve(), self.project.dir]))
 
     @property
     def packs(self) -> dict[str, packs.PackSpec]:
@@ -145,9 +150,24 @@ def load_project(path: Path | None, fallback_dir: Path) -> Project:
         raise ConfigError(problems_from(exc, doc, ProjectSpec, owner="project")) from None
     problems: list[Problem] = []
     spec.models = _resolve_models(spec.models, doc, path.parent.resolve(), problems)
+    _check_reports(spec, doc, problems)
     if problems:
         raise ConfigError(problems)
     return Project(spec, path.parent.resolve(), doc)
+
+
+def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) -> None:
+    """`report:` names formats that exist (built in, or a plug-in's)."""
+    from tamesu.report.spec import ReportSpecError, parse_reports
+
+    for i, entry in enumerate(spec.report.formats):
+        try:
+            parse_reports([entry])
+        except ReportSpecError as exc:
+            written = doc.data.get("report")
+            loc: tuple[Any, ...] = ("report", i) if isinstance(written, list) else \
+                ("report", "formats", i) if isinstance(written, dict) else ("report",)
+            problems.append(doc.problem(loc, str(exc)))
 
 
 def _resolve_models(
@@ -245,7 +265,8 @@ def _project_assertions(project: Project, problems: list[Problem]) -> list[Asser
         _check_packs(project.spec.packs, project.doc, problems)
     for i, entry in enumerate(project.spec.defaults.assert_):
         try:
-            parsed.append(checks.parse_assertion(packs.inline(entry, project.spec.packs), prefix="defaults/"))
+            parsed.append(checks.parse_assertion(packs.inline(entry, project.spec.packs), prefix="defaults/",
+                                                 search=[project.dir]))
         except AssertionProblem as exc:
             if project.doc is not None:
                 loc = ("defaults", "assert", i, *exc.loc)
@@ -281,7 +302,8 @@ def _load_suite(
         try:
             if packs.name_of(entry) in suite.broken_packs:
                 continue
-            suite_asserts.append(checks.parse_assertion(packs.inline(entry, suite.packs), prefix="defaults/"))
+            suite_asserts.append(checks.parse_assertion(packs.inline(entry, suite.packs), prefix="defaults/",
+                                                        search=suite.search))
         except AssertionProblem as exc:
             problems.append(doc.problem(("defaults", "assert", i, *exc.loc), exc.message, key=exc.at_key))
     slo = {**project.spec.defaults.slo, **spec.defaults.slo}
@@ -326,7 +348,7 @@ def _load_targets(
             problems.append(doc.problem(loc, "missing required key 'type' (one of "
                                         f"{', '.join(targets.known_types())})"))
             continue
-        if kind not in targets.KEYS_BY_TYPE:
+        if not isinstance(kind, str) or not targets.is_known(kind):
             problems.append(doc.problem((*loc, "type"), f"unknown target type {kind!r} (one of "
                                         f"{', '.join(targets.known_types())})"))
             continue
@@ -334,8 +356,12 @@ def _load_targets(
             problems.append(doc.problem((*loc, "type"),
                                         f"target type {kind!r} is not available in this version of tamesu"))
             continue
-        cls = targets.target_class(kind)
-        own_keys = set(cls.Spec.model_fields) | {f.alias for f in cls.Spec.model_fields.values() if f.alias}
+        try:
+            cls = targets.target_class(kind)
+        except plugins.PluginError as exc:
+            problems.append(doc.problem((*loc, "type"), str(exc)))
+            continue
+        own_keys = targets.keys_of(kind)
         kept = dict(raw)
         for key in raw:
             owner = targets.foreign_key_owner(kind, key)
@@ -371,7 +397,7 @@ def _expand_test(
         # the rest of the test is still checked, so one run of `validate` shows every problem
         entries = raw.get("assert")
         if isinstance(entries, list):
-            _parse_assertions(entries, doc, loc, problems, suite.packs, suite.broken_packs)
+            _parse_assertions(entries, doc, loc, problems, suite.packs, suite.broken_packs, suite.search)
         return []
     if spec.quarantine and spec.quarantine.until and spec.quarantine.until < today:
         warnings.append(doc.problem((*loc, "quarantine", "until"),
@@ -402,7 +428,8 @@ def _expand_test(
         except ValidationError as exc:
             problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
             continue
-        assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs)
+        assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs,
+                                       suite.search)
         attack = _attack(suite, case_spec, doc, loc, problems, assertions)
         if case_name is None or case_name == variants[0][0]:
             _check_user_side(suite, case_spec, doc, loc, problems)
@@ -535,13 +562,14 @@ def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
 def _parse_assertions(
     entries: list[Any], doc: Document, loc: tuple[Any, ...], problems: list[Problem],
     user_packs: dict[str, packs.PackSpec] | None = None, broken_packs: set[str] | None = None,
+    search: list[Path] | None = None,
 ) -> list[Assertion]:
     parsed: list[Assertion] = []
     for i, entry in enumerate(entries):
         if broken_packs and packs.name_of(entry) in broken_packs:
             continue  # its problem is reported where the pack is written
         try:
-            parsed.append(checks.parse_assertion(packs.inline(entry, user_packs or {})))
+            parsed.append(checks.parse_assertion(packs.inline(entry, user_packs or {}), search=search))
         except AssertionProblem as exc:
             problem = doc.problem((*loc, "assert", i, *exc.loc), exc.message, key=exc.at_key)
             if problem not in problems:
