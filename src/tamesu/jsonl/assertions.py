@@ -138,7 +138,7 @@ def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Asser
     if not isinstance(raw, dict):
         raise AssertionProblem((), 'an assertion is an object such as {"type": "contains", "value": "..."}')
     if "type" not in raw:
-        assertion = parse_assertion(raw)  # one of tamesu's own, written as in a suite
+        assertion = parse_assertion(raw, search=resolver.search)  # one of tamesu's own, written as in a suite
         assertion.on_turn = on_turn if on_turn is not None else assertion.on_turn
         assertion.label = label(raw)
         return assertion
