@@ -1,4 +1,4 @@
-"""Types every user-written model shares: strict mappings and durations."""
+"""Types every user-written model shares: strict mappings, durations, `host:port` addresses."""
 
 from __future__ import annotations
 
@@ -35,3 +35,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """`host:port` as a pair; an empty host means 127.0.0.1."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected host:port, got {addr!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)

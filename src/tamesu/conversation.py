@@ -18,8 +18,8 @@ from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 
-if TYPE_CHECKING:  # _fuzz imports this module
-    from tamesu._fuzz import FuzzSpec
+if TYPE_CHECKING:  # the suite schema imports this module
+    from tamesu.suite.fuzz import FuzzSpec
 
 
 class FileRef(BaseModel):

@@ -37,7 +37,7 @@ from tamesu.remote.executor import Delegation, ScriptedExecutor
 from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
-from tamesu.remote.spec import RemoteAgentSpec, split_addr
+from tamesu.suite.remote_agents import RemoteAgentSpec, split_addr
 
 PUSH_TIMEOUT = 5.0
 """A push notification that the listener does not take within this long is dropped (best effort)."""

@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from tamesu._fuzz import FuzzSpec
 from tamesu._types import Duration, Strict, parse_duration
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 from tamesu.packs import PackSpec
-from tamesu.remote.spec import RemoteAgentSpec
+from tamesu.suite.fuzz import FuzzSpec
+from tamesu.suite.remote_agents import RemoteAgentSpec
 
 __all__ = ["Duration", "Strict", "parse_duration"]
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import jsonpath
 from pydantic import AfterValidator, Field, PlainValidator, ValidationError, field_validator, model_validator
 
+from tamesu._types import split_addr
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references
 from tamesu.targets.base import HandoffSpec, SessionOpenSpec, TargetSpec
@@ -199,11 +200,3 @@ def _check_handoff(handoff: HandoffSpec) -> None:
             re.compile(handoff.regex)
         except re.error as exc:
             raise ValueError(f"regex: {exc}") from None
-
-
-def split_addr(addr: str) -> tuple[str, int]:
-    """`host:port` as a pair; an empty host means 127.0.0.1."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected host:port, got {addr!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)

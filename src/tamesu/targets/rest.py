@@ -60,6 +60,7 @@ from typing import Any
 
 import httpx
 
+from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.templates import TEMPLATE, Context, references
@@ -75,7 +76,6 @@ from tamesu.targets._rest_spec import (
     ResponseSpec,
     RestSessionSpec,
     RestSpec,
-    split_addr,
 )
 from tamesu.targets._rest_sse import DONE, sse_events
 from tamesu.targets._rest_ws import WsLink

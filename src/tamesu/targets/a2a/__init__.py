@@ -80,9 +80,9 @@ from a2a.types.a2a_pb2 import (
     TaskPushNotificationConfig,
 )
 
+from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets._rest_spec import split_addr
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import (
     CardSearch,

@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import Strict
-from tamesu.targets._rest_spec import split_addr
+from tamesu._types import Strict, split_addr
 from tamesu.targets.base import TargetSpec
 
 Binding = Literal["jsonrpc", "http", "grpc"]

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import Strict
+from tamesu._types import Strict, split_addr
 
 ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
 """The states a scripted reply may leave its task in (the task settles in each of them)."""
@@ -96,12 +96,3 @@ class RemoteAgentSpec(Strict):
             if reply.when is None or re.search(reply.when, text):
                 return reply
         return ReplySpec(say=self.reply)
-
-
-def split_addr(addr: str) -> tuple[str, int]:
-    """`host:port` as a pair (an empty host is 127.0.0.1). Here and not shared with the rest target's, because
-    the suite schema imports this module and the targets import the suite schema."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected host:port, got {addr!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
