@@ -2,6 +2,7 @@
 
     python bench/agents.py --kind echo   POST /chat answers {"text": "echo: ..."} at once
     python bench/agents.py --kind timed  POST /sse streams a first token after FIRST_MS and the last after LAST_MS
+    GET /count                           how many /chat requests it answered
 
 It prints `listening on http://127.0.0.1:PORT` once ready.
 """
@@ -23,8 +24,12 @@ FIRST_MS = 40
 LAST_MS = 120
 
 
+served = {"chat": 0}
+
+
 async def echo(request: Request) -> Response:
     body = await request.json()
+    served["chat"] += 1
     return JSONResponse({"text": f"echo: {body.get('message', '')}"})
 
 
@@ -40,11 +45,16 @@ async def timed(request: Request) -> Response:
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
+async def count(_: Request) -> Response:
+    return JSONResponse(served)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    app = Starlette(routes=[Route("/chat", echo, methods=["POST"]), Route("/sse", timed, methods=["POST"])])
+    app = Starlette(routes=[Route("/chat", echo, methods=["POST"]), Route("/sse", timed, methods=["POST"]),
+                            Route("/count", count)])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning",
                                            lifespan="off", backlog=4096, limit_concurrency=None))
 

@@ -275,6 +275,10 @@ def markdown(result: dict[str, Any]) -> str:
                      f"{ours['p95']} ms | plain httpx: p50 {plain['p50']} ms, p95 {plain['p95']} ms | "
                      f"+{round(ours['p95'] - plain['p95'], 3)} ms at p95 | p95 <= 2 ms | "
                      f"{'yes' if abs(ours['p95']) <= 2 else 'no'} |")
+    if result.get("persona"):
+        from persona import markdown_rows
+
+        lines.extend(markdown_rows(result["persona"]))
     start = result["startup"]
     lines.append(f"| `tamesu --version` | {start['version_s']} s | {start['python_c_pass_s']} s (`python -c pass`) | "
                  f"+{start['version_minus_baseline_s']} s | within 0.25 s | "
@@ -304,6 +308,9 @@ def main() -> int:
              "repeats": 3 if args.quick else 7}
     agent = Agent()
     shop = A2AShop()
+    from persona import ModelServer, persona_figures
+
+    model = ModelServer()
     try:
         with tempfile.TemporaryDirectory(prefix="tamesu-bench-") as temporary:
             folder = Path(temporary)
@@ -321,10 +328,12 @@ def main() -> int:
                 "concurrency": [concurrency(folder, agent.url, n, sizes["turns"]) for n in sizes["levels"]],
                 "accuracy": accuracy(folder, agent.url, sizes["accuracy_tests"], 3),
                 "startup": startup(folder, sizes["repeats"]),
+                "persona": persona_figures(folder, model, agent, args.quick),
             }
     finally:
         agent.stop()
         shop.stop()
+        model.stop()
     table = markdown(result)
     print(table)
     if not args.quick:

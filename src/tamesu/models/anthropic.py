@@ -17,8 +17,10 @@ import os
 from typing import Any
 
 import anthropic
+from anthropic.types import Message as WireMessage
 
 from tamesu._http import ssl_context
+from tamesu.models._lease import ClientLease
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
 from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
 from tamesu.models.spec import ModelSpec
@@ -36,13 +38,15 @@ class AnthropicProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout,
-            max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-            default_headers=headers or None,
-            # the SDK's default client loads the certificate bundle again (~20 ms); share the process's context
-            http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
-        )
+        self._clients: ClientLease[anthropic.AsyncAnthropic] = ClientLease(
+            lambda: anthropic.AsyncAnthropic(
+                api_key=api_key, base_url=base_url, timeout=timeout,
+                max_retries=0,  # ResilientClient retries, with backoff and a fallback model
+                default_headers=headers or None,
+                # the SDK's own client loads the certificate bundle again (~20 ms): share one context
+                http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
+            ),
+            lambda client: client.close())
         self._send_temperature = True
 
     @classmethod
@@ -55,12 +59,15 @@ class AnthropicProvider(Provider):
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._clients.aclose()
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         for _ in range(2):
             try:
-                message = await self._client.messages.create(**self._params(request))
+                async with self._clients.client() as client:
+                    # the SDK's public `post` rather than `messages.create`, which re-walks the plain JSON params
+                    # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's
+                    message = await client.post("/v1/messages", cast_to=WireMessage, body=self._params(request))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \
                         and "temperature" in _server_message(exc).lower():
@@ -89,7 +96,7 @@ class AnthropicProvider(Provider):
             params["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                                for t in request.tools]
         if request.temperature is not None and self._send_temperature:
-            params["extra_body"] = {"temperature": request.temperature}
+            params["temperature"] = request.temperature
         return params
 
     def _response(self, message: Any) -> ModelResponse:

@@ -7,6 +7,7 @@ and the error and asked again, a bounded number of times.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, TypeVar
@@ -27,6 +28,13 @@ class StructuredOutputError(ModelError):
     def __init__(self, message: str, responses: list[ModelResponse]) -> None:
         super().__init__(message, retryable=False)
         self.responses = responses
+
+
+@functools.cache
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, built once per class: pydantic builds it anew on every call (a simulated turn
+    paid over a millisecond for it). Callers must not change the dict they get."""
+    return schema.model_json_schema(by_alias=True)
 
 
 def find_json(text: str) -> Any:
@@ -93,7 +101,7 @@ async def generate_structured(
     """
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
-    current = request.model_copy(update={"json_schema": schema.model_json_schema(by_alias=True)})
+    current = request.model_copy(update={"json_schema": json_schema_of(schema)})
     responses: list[ModelResponse] = []
     last_error = ""
     for _ in range(attempts):

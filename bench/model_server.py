@@ -1,0 +1,80 @@
+"""A model server for the benchmark, in a process of its own so its CPU never counts as tamesu's.
+
+    python bench/model_server.py
+
+Answers at once, in both shapes: OpenAI chat completions (`POST /v1/chat/completions`) and Anthropic Messages
+(`POST /v1/messages`). Every answer is a simulated user's next message as JSON (what tamesu's simulator asks
+for), so a persona keeps talking until the test's `max_turns`. `GET /count` says how many completions it
+served, so the benchmark can check that every conversation made exactly its share of model calls.
+It prints `listening on http://127.0.0.1:PORT` once ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+ANSWER = json.dumps({"input": "Where is my order?", "goal_achieved": False, "stop": False,
+                     "stop_when_met": False, "reasoning": "keep asking"})
+served = {"openai": 0, "anthropic": 0}
+
+
+async def openai_chat(request: Request) -> Response:
+    body = await request.json()
+    served["openai"] += 1
+    return JSONResponse({
+        "id": f"chatcmpl-{served['openai']}", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "bench"),
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": ANSWER}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62}})
+
+
+async def anthropic_messages(request: Request) -> Response:
+    body = await request.json()
+    served["anthropic"] += 1
+    return JSONResponse({
+        "id": f"msg_{served['anthropic']}", "type": "message", "role": "assistant",
+        "model": body.get("model", "bench"), "stop_reason": "end_turn", "stop_sequence": None,
+        "content": [{"type": "text", "text": ANSWER}],
+        "usage": {"input_tokens": 50, "output_tokens": 12}})
+
+
+async def count(_: Request) -> Response:
+    return JSONResponse(served)
+
+
+async def models(_: Request) -> Response:
+    return JSONResponse({"object": "list", "data": [{"id": "bench", "object": "model"}]})
+
+
+def main() -> None:
+    app = Starlette(routes=[Route("/v1/chat/completions", openai_chat, methods=["POST"]),
+                            Route("/v1/messages", anthropic_messages, methods=["POST"]),
+                            Route("/v1/models", models), Route("/count", count)])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
+                                           backlog=4096, limit_concurrency=None))
+
+    async def serve() -> Any:
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            if task.done():
+                return
+            await asyncio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(f"listening on http://127.0.0.1:{port}", flush=True)
+        await task
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
