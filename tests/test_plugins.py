@@ -1,6 +1,6 @@
 """A third-party plug-in package (tests/fixtures/plugin_demo) built and pip-installed into a folder of its own,
 then used from a suite by `tamesu run` with that folder on its path: its target type, its check (as a key and
-through `custom: {name: ...}`) and its report format. The dev venv never sees it."""
+through `custom: {name: ...}`), its report format and its model provider. The dev venv never sees it."""
 
 from __future__ import annotations
 
@@ -106,3 +106,21 @@ def test_a_plugin_report_in_tamesu_yaml_and_a_key_of_the_plugin_target(plugin_si
     assert (run_dir / "plain.txt").read_text() == "suite/t passed\n"
     unknown = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
     assert unknown.returncode == 2 and "unknown report 'plain'" in unknown.stderr
+
+
+def test_a_plugin_model_provider_answers_a_model_target(plugin_site: Path, tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        models:
+          backwards: { provider: reverse, model: r1 }
+        targets:
+          bot: { type: model, model: backwards, system: "You answer." }
+        tests:
+          - name: reversed
+            target: bot
+            scenario: { script: [ { say: "stressed" } ] }
+            assert: [ { equals: "desserts" } ]
+        """))
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"PYTHONPATH": str(plugin_site)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    without = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert without.returncode == 2 and "unknown model provider 'reverse'" in without.stderr
