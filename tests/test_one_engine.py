@@ -93,6 +93,11 @@ def test_tamesu_test_filter_and_tags_choose_cases(expense_agent: ExpenseAgent, t
     assert "ℹ Input: tests/standard.jsonl (2 test cases)" in done.stdout
     assert "[expense-turn1]" in done.stdout and "[expense-turn2]" in done.stdout
     assert "[policy]" not in done.stdout
+    # a second run compared with the first: the filter changed, so one case is new
+    again = run_test(["-i", "tests/standard.jsonl", "-n", "expense", "--filter", "expense-turn[123]",
+                      "--out", str(tmp_path), "--baseline", str(tmp_path)], env=expense_agent.env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "compared with " in again.stdout and "  new         standard/expense-turn3" in again.stdout
     none = run_test(["-i", "tests/standard.jsonl", "-n", "expense", "--tags", "mode:dynamic",
                      "--out", str(tmp_path)], env=expense_agent.env)
     assert none.returncode == 2 and "no test case matches the filter" in none.stderr
