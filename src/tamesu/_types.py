@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -43,3 +43,12 @@ def split_addr(addr: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or int(port) > 65535:
         raise ValueError(f"expected host:port, got {addr!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _checked_addr(addr: str) -> str:
+    split_addr(addr)
+    return addr
+
+
+HostPort = Annotated[str, AfterValidator(_checked_addr)]
+"""A `host:port` a user writes (where tamesu listens); checked when the suite loads."""

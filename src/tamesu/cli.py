@@ -123,6 +123,23 @@ def _finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, t
     return code
 
 
+def report_options(command: Any) -> Any:
+    """`--report`, `--baseline`, `--tolerance`: the same for `tamesu run` and `tamesu test`."""
+    options = [
+        click.option("--report", "reports", metavar="SPECS",
+                     help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github "
+                          "(and plug-ins' formats)."),
+        click.option("--baseline", type=click.Path(file_okay=False),
+                     help="Compare with an earlier run directory (or the newest run in a folder of runs)."),
+        click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
+                     help="Metric changes smaller than this fraction of the baseline are not reported "
+                          "(default 0.2)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 class _LazyGroup(click.Group):
     """Commands that live in modules of their own are imported only when used, so `tamesu --version` and
     `tamesu validate` start fast."""
@@ -161,12 +178,7 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
 @click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
 @click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
-@click.option("--report", "reports", metavar="SPECS",
-              help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github.")
-@click.option("--baseline", type=click.Path(file_okay=False),
-              help="Compare with an earlier run directory (or the newest run in a folder of runs).")
-@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
-              help="Metric changes smaller than this fraction of the baseline are not reported (default 0.2).")
+@report_options
 @click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the tests.")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from tamesu.cli import report_options
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
 from tamesu.models.base import ModelError
 
@@ -84,12 +85,7 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
               "mode:dynamic); !tag excludes.")
 @click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test case N times.")
 @click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the cases.")
-@click.option("--report", "reports", metavar="SPECS",
-              help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github.")
-@click.option("--baseline", type=click.Path(file_okay=False),
-              help="Compare with an earlier run directory (or the newest run in a folder of runs).")
-@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
-              help="Metric changes smaller than this fraction of the baseline are not reported (default 0.2).")
+@report_options
 def test_command(source: str, target: str | None, output: str | None, connector: str | None, verbose: int,
                  interactive: bool, skip_interactive: bool, simulator: str | None, timeout: float, parallel: int,
                  fail_fast: bool, dry_run: bool, on_missing_input: str | None, out: str | None, config: str | None,

@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from tamesu._fuzz import fuzz_for
 from tamesu._serve import LoopServer
+from tamesu._types import split_addr
 from tamesu.conversation import Session
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote.card import Addresses, extended_card, public_card
@@ -37,7 +38,7 @@ from tamesu.remote.executor import Delegation, ScriptedExecutor
 from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
-from tamesu.suite.remote_agents import RemoteAgentSpec, split_addr
+from tamesu.suite.remote_agents import RemoteAgentSpec
 
 PUSH_TIMEOUT = 5.0
 """A push notification that the listener does not take within this long is dropped (best effort)."""

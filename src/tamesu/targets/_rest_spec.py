@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import jsonpath
 from pydantic import AfterValidator, Field, PlainValidator, ValidationError, field_validator, model_validator
 
-from tamesu._types import split_addr
+from tamesu._types import HostPort
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references
 from tamesu.targets.base import HandoffSpec, SessionOpenSpec, TargetSpec
@@ -83,7 +83,7 @@ class ListenSpec(Strict):
     """The reply is what the agent posts to an API tamesu serves at `{{listen.url}}`."""
 
     path: str = "/"
-    addr: str | None = None
+    addr: HostPort | None = None
     """host:port to bind; default 127.0.0.1 on a free port."""
     url: str | None = None
     """The URL the agent reaches the listener at (a tunnel); default the listener's own address + path."""
@@ -96,13 +96,6 @@ class ListenSpec(Strict):
     def _absolute(cls, value: str) -> str:
         if not value.startswith("/"):
             raise ValueError("the path must start with /")
-        return value
-
-    @field_validator("addr")
-    @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is not None:
-            split_addr(value)
         return value
 
     @field_validator("idle")
