@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint typecheck bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,10 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples scripts
 
-test: lint
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy
+
+test: lint typecheck
 	$(BIN)/pytest -q
 
 bench: $(BIN)/.installed

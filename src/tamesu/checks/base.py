@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,7 +37,8 @@ class RunView:
     """What an assertion may read of one finished run."""
 
     exchanges: list[Exchange]
-    metrics: dict[str, float]
+    metrics: Mapping[str, float]
+    """By any name a metric assertion takes (`turn_latency_ms_p95`...)."""
     captured: dict[str, Any]
     events: list[Event]
     tool_calls: list[ToolCall]

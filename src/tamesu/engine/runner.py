@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from tamesu import __version__
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
@@ -19,7 +19,7 @@ from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
-from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, TestStatus, count, exit_code_for
 from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
 from tamesu.suite.templates import Context
 
@@ -137,12 +137,12 @@ class Runner:
                 self.reporter.warning(str(exc))
         return warnings
 
-    def _unrun(self, test: PlannedTest, status: str, reason: str) -> TestResult:
+    def _unrun(self, test: PlannedTest, status: Literal["skipped", "error"], reason: str) -> TestResult:
         return TestResult(
             suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags,
-            target=test.target_name, status=status,  # type: ignore[arg-type]
+            target=test.target_name, status=status,
             pass_threshold=test.spec.pass_threshold, skip_reason=reason if status == "skipped" else None,
-            runs=[RunSummary(run=0, status=status, dir="", error=reason)] if status == "error" else [],  # type: ignore[arg-type]
+            runs=[RunSummary(run=0, status=status, dir="", error=reason)] if status == "error" else [],
         )
 
     def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:
@@ -218,6 +218,7 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
     passed = sum(1 for r in runs if r.status == "passed")
     graded = [r for r in runs if r.status != "skipped"]
     skip_reason = None
+    status: TestStatus
     if not graded:
         status = "skipped"
         skip_reason = next((r.skip_reason for r in runs if r.skip_reason), "skipped")
@@ -239,7 +240,7 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
         ))
     return TestResult(
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
-        status=status, passed_runs=passed, total_runs=len(runs),  # type: ignore[arg-type]
+        status=status, passed_runs=passed, total_runs=len(runs),
         pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
         skip_reason=skip_reason, runs=summaries,
     )
