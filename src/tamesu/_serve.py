@@ -30,7 +30,7 @@ def _server(app: Any) -> uvicorn.Server:
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]  # uvicorn <0.29 had a method
     return server
 
 

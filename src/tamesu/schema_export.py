@@ -86,8 +86,8 @@ def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
     kinds = {key: checks.check_class(key) for key in checks.known_keys()}
     # One generation for every model: two models of one name (a target's HandoffSpec and the handoff
     # assertion's) then get distinct $defs instead of one overwriting the other.
-    suite_parts = [TestSpec, *targets_.values()] if root is SuiteSpec else []
-    models = list(dict.fromkeys([root, *suite_parts, *(c.Spec for c in kinds.values())]))
+    suite_parts: list[type[BaseModel]] = [TestSpec, *targets_.values()] if root is SuiteSpec else []
+    models: list[type[BaseModel]] = list(dict.fromkeys([root, *suite_parts, *(c.Spec for c in kinds.values())]))
     refs, top = models_json_schema([(m, "validation") for m in models], by_alias=True,
                                    ref_template="#/$defs/{model}", schema_generator=_Lenient)
     defs: dict[str, Any] = top.get("$defs", {})

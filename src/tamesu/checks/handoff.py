@@ -88,7 +88,8 @@ class Handoff(Check):
             return Verdict(passed=False, reason=f"turn {exchange.index} handed over with no summary to grade")
         # the judge reads the conversation, and the summary as the context the rubric is about
         verdict = await JudgeRole(judge_client(run, self.spec.model)).grade(JudgeInput(
-            rubric=f"The summary handed to the person who takes over: {run.context.render_text(self.spec.summary)}",
+            rubric="The summary handed to the person who takes over: "
+                   f"{run.context.render_text(self.spec.summary or '')}",
             transcript=lines_of(run.exchanges),
             context=signal.summary,
         ))

@@ -96,6 +96,7 @@ class RemoteAgentServer:
         self.grpc_addr = f"{host}:{grpc_port}"
         at = Addresses(origin=self.url, grpc=self.grpc_addr)
         public = self._make_handler(at)
+        assert self._handler is not None  # made by _make_handler
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)

@@ -34,7 +34,7 @@ def _relative(file: str) -> str:
         return file
 
 
-def annotations(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
+def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
     regressed = {c.id: c for c in comparison.regressions} if comparison else {}
     lines = []
     for result in run.results:
@@ -61,7 +61,7 @@ def annotations(run: LoadedRun, comparison: Comparison | None = None) -> list[st
 
 def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
     """Print the annotations; append the job summary when GitHub provides the file. Returns the lines printed."""
-    lines = annotations(run, comparison)
+    lines = annotation_lines(run, comparison)
     for line in lines:
         print(line, flush=True)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -123,9 +123,9 @@ def render_junit(run: LoadedRun) -> bytes:
             "errors": sum(r.status == "error" for r in results),
             "skipped": sum(r.status in ("skipped", "quarantined") for r in results) + len(missing),
         }
-        element = ET.SubElement(root, "testsuite", name=_clean(suite), id=str(suite_id),
-                                **{k: str(v) for k, v in counts.items()},
-                                time=_seconds(sum(r.duration_ms for r in results)), hostname=socket.gethostname())
+        attributes = {"name": _clean(suite), "id": str(suite_id), **{k: str(v) for k, v in counts.items()},
+                      "time": _seconds(sum(r.duration_ms for r in results)), "hostname": socket.gethostname()}
+        element = ET.SubElement(root, "testsuite", attributes)
         if stamp:
             element.set("timestamp", stamp)
         for result in results:

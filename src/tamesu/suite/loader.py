@@ -178,7 +178,8 @@ def _resolve_models(
 
     resolved: dict[str, ModelSpec] = {}
     for name, spec in models.items():
-        chain, current = [], spec
+        chain: list[ModelSpec] = []
+        current: ModelSpec | None = spec
         while current is not None:
             chain.append(current)
             current = current.fallback
@@ -667,8 +668,8 @@ def _check_templates(
                     secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
                     secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
-                elif (m := _REMOTE_REF.match(expr)) and (problem := _remote_problem(test, m)):
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {problem}"))
+                elif (m := _REMOTE_REF.match(expr)) and (wrong := _remote_problem(test, m)):
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:

@@ -110,6 +110,8 @@ PUSH_POLL_EVERY = 10
 CANCEL_TIMEOUT = 10.0
 """Closing waits this long at most for the agent to cancel a task waiting for input."""
 
+_CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SDK_ERRORS)
+
 
 class A2ATarget(Target):
     kind = "a2a"
@@ -300,7 +302,7 @@ class A2ATarget(Target):
                 task = await wire.call(choice.url, lambda: client.cancel_task(
                     CancelTaskRequest(id=task_id), context=wire.context(choice)))
             self._observe(shape.task(task))
-        except (TimeoutError, InfraError, *SDK_ERRORS) as exc:
+        except _CANCEL_ERRORS as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else agent_error(exc).describe()
             session.event("cancel_failed", task_id=task_id, reason=reason)
 
@@ -401,8 +403,9 @@ class A2ATarget(Target):
 
         async def attempt() -> StreamResponse:
             # Without streaming the SDK yields exactly one result: the task or the message.
-            async with contextlib.aclosing(client.send_message(request, context=wire.context(choice))) as results:
-                async for result in results:  # type: ignore[attr-defined]
+            sent = client.send_message(request, context=wire.context(choice))
+            async with contextlib.aclosing(sent) as results:  # type: ignore[type-var]  # an async generator
+                async for result in results:
                     return result
             raise TurnError("the agent answered the message with nothing")
 
