@@ -71,7 +71,6 @@ from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
     CancelTaskRequest,
-    GetExtendedAgentCardRequest,
     GetTaskRequest,
     SendMessageConfiguration,
     SendMessageRequest,
@@ -86,14 +85,13 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import (
     CardSearch,
-    card_urls,
-    fetch_card,
     find_skill,
     security_schemes,
     sends_credentials,
     skills_text,
     summary,
 )
+from tamesu.targets.a2a._discover import extended_card, find_card
 from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
@@ -156,7 +154,7 @@ class A2ATarget(Target):
             raise InfraError(f"{self._what}: {exc}") from exc
         self._wire = Wire(session=session, connect=spec.connect, turn_timeout=spec.turn_timeout, headers=headers,
                           what=self._what)
-        search = await self._find_card()
+        search = await find_card(self._wire, self._url, spec.turn_timeout)
         card = search.card
         if card is None:
             session.event("card_missing", tried=[session.redactor.text(t) for t in search.tried])
@@ -168,7 +166,7 @@ class A2ATarget(Target):
         choice = choose(card, self._url, spec.transport)
         self._choice = choice
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
-            card = await self._extended_card(card, choice)
+            card = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
         self._card = card
         skill = self._check_skill(card, search)
         self._streaming = spec.stream and (card is None or card.capabilities.streaming)
@@ -188,62 +186,6 @@ class A2ATarget(Target):
     @property
     def _mode(self) -> str:
         return "stream" if self._streaming else "push" if self._pushing else "send"
-
-    async def _find_card(self) -> CardSearch:
-        if self._url.startswith(("grpc://", "grpcs://")):
-            return await self._grpc_card()
-        wire = self._require_wire()
-        search = CardSearch()
-        for place in card_urls(self._url):
-            card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]
-                                            counted=False)
-            if card is not None:
-                search.card, search.found_at = card, place
-                return search
-            search.tried.append(f"{place}: {why_not}")
-        return search
-
-    async def _grpc_card(self) -> CardSearch:
-        """A gRPC agent gives its card with GetExtendedAgentCard (1.0) or GetAgentCard (0.3)."""
-        wire = self._require_wire()
-        search = CardSearch()
-        probe_card = AgentCard(capabilities=AgentCapabilities(extended_agent_card=True))
-        for version, rpc in (("1.0", "GetExtendedAgentCard"), ("0.3", "GetAgentCard")):
-            choice = Choice("GRPC", self._url, version, "")
-            probe = wire.client(probe_card, choice, streaming=False)
-            try:
-                card = await wire.call(self._url, lambda probe=probe, choice=choice: probe.get_extended_agent_card(  # type: ignore[misc]
-                    GetExtendedAgentCardRequest(), context=wire.context(choice, timeout=self.spec.turn_timeout)),
-                    counted=False)
-            except SDK_ERRORS as exc:
-                search.tried.append(f"{self._url} {rpc} (A2A {version}): {agent_error(exc).message}")
-                continue
-            finally:
-                with contextlib.suppress(Exception):
-                    await probe.close()
-            search.card, search.found_at = card, f"{self._url} ({rpc}, A2A {version})"
-            search.authenticated = True
-            return search
-        return search
-
-    async def _extended_card(self, card: AgentCard, choice: Choice) -> AgentCard:
-        session = self._require_session()
-        wire = self._require_wire()
-        reader = wire.client(card, choice, streaming=False)
-        try:
-            extended = await wire.call(choice.url, lambda: reader.get_extended_agent_card(
-                GetExtendedAgentCardRequest(), context=wire.context(choice, timeout=self.spec.turn_timeout)))
-        except SDK_ERRORS as exc:
-            session.event("card_extended", added=0, error=agent_error(exc).describe())
-            return card
-        finally:
-            with contextlib.suppress(Exception):
-                await reader.close()
-        known = {skill.id for skill in card.skills}
-        added = [skill.id for skill in extended.skills if skill.id not in known]
-        session.event("card_extended", added=len(added), skills=added, name=extended.name,
-                      version=extended.version)
-        return extended
 
     def _check_skill(self, card: AgentCard | None, search: CardSearch) -> str | None:
         """The id of the skill the target asks for (what `tamesu coverage` counts as exercised)."""
