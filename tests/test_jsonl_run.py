@@ -18,7 +18,7 @@ from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.jsonl.records import CaseRecord
 from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestOutcome, TestSettings
 from tamesu.jsonl.targets import resolve
-from tamesu.suite.loader import load_project, load_project_targets
+from tamesu.plan import load_project, load_project_targets
 from tamesu.suite.secrets import Secrets
 
 __all__ = ["expense_agent"]

@@ -28,7 +28,7 @@ def _fail_config(problems: list[Problem]) -> None:
 
 
 def _load(paths: tuple[str, ...], config: str | None, *, require_secrets: bool) -> Any:
-    from tamesu.suite.loader import load_plan
+    from tamesu.plan import load_plan
 
     try:
         return load_plan([Path(p) for p in paths], Path(config) if config else None,
@@ -300,7 +300,7 @@ def doctor(paths: tuple[str, ...], config: str | None) -> None:
 
 def _project_near(config: str | None, start: Path) -> Any:
     """The project file for commands that read runs, not suites: --config, else the nearest tamesu.yaml."""
-    from tamesu.suite.loader import find_project, load_project
+    from tamesu.plan import find_project, load_project
 
     path = Path(config) if config else find_project(start) or find_project(Path.cwd())
     if path is None:

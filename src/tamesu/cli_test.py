@@ -114,7 +114,7 @@ def test_command(source: str, target: str | None, output: str | None, connector:
 async def _main(**options: Any) -> int:
     from tamesu.jsonl import sources
     from tamesu.jsonl.targets import TargetProblem, resolve
-    from tamesu.suite.loader import find_project, load_project
+    from tamesu.plan import find_project, load_project
     from tamesu.suite.secrets import Secrets
 
     source = sources.parse_input(options["source"])
@@ -154,7 +154,7 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     from tamesu.checks._functions import load_function
     from tamesu.jsonl import assertions, generator, parser
     from tamesu.jsonl.helpers import TargetHelper
-    from tamesu.suite.loader import load_project_targets
+    from tamesu.plan import load_project_targets
 
     base_dir = Path(source.value).parent.resolve() if source.kind == "file" else Path.cwd()
     specs = load_project_targets(project)[0] if project.spec.targets else {}

@@ -30,7 +30,7 @@ async def _reachable(url: str, timeout: float = 2.0) -> str | None:
 
 
 async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
-    from tamesu.suite.loader import load_plan
+    from tamesu.plan import load_plan
 
     findings: list[Finding] = []
     version = sys.version_info

@@ -39,7 +39,7 @@ from tamesu.jsonl.helpers import TargetHelper
 from tamesu.jsonl.schema import ChatMessage, as_messages
 from tamesu.jsonl.targets import resolve
 from tamesu.jsonl.user import user_turn
-from tamesu.suite.loader import Project, find_project, load_project, load_project_targets
+from tamesu.plan import Project, find_project, load_project, load_project_targets
 from tamesu.suite.secrets import Secrets
 
 __all__ = ["AgentSession", "AsyncAgentSession", "Reply"]

@@ -89,4 +89,4 @@ class Custom(Check):
                 self._function = load_function(self.spec.function, [run.base_dir], project_only=True)
             except ValueError as exc:
                 raise InfraError(f"{label}: {exc}") from None
-        return await call_verdict(label, self._function, run, **self.spec.with_)
+        return await call_verdict(label, label, self._function, (run,), dict(self.spec.with_))

@@ -71,12 +71,14 @@ class Script(Check):
             tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
             metadata=dict(self.spec.metadata),
         )
-        return await call_verdict(f"script {self.spec.use}", self.function, script_run)
+        return await call_verdict(f"script {self.spec.use}", self.spec.use, self.function, (script_run,), {})
 
 
-async def call_verdict(name: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Verdict:
-    """A function's answer as a verdict (awaited when it is a coroutine). An AssertionError it raises is a
-    failure; any other exception is the test's error (InfraError)."""
+async def call_verdict(what: str, name: str, function: Callable[..., Any], args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> Verdict:
+    """A function's answer as a verdict (awaited when it is a coroutine); `name` is how a verdict names it,
+    `what` how an error does. An AssertionError it raises is a failure; any other exception is the test's
+    error (InfraError)."""
     try:
         result = function(*args, **kwargs)
         if inspect.isawaitable(result):
@@ -84,7 +86,7 @@ async def call_verdict(name: str, function: Callable[..., Any], *args: Any, **kw
     except AssertionError as exc:
         return Verdict(passed=False, reason=str(exc) or f"{name} failed")
     except Exception as exc:
-        raise InfraError(f"{name} raised {type(exc).__name__}: {exc}") from exc
+        raise InfraError(f"{what} raised {type(exc).__name__}: {exc}") from exc
     return verdict_of(result, name)
 
 

@@ -24,12 +24,12 @@ from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
+from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
 from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
 from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
-from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context

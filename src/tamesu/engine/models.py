@@ -8,7 +8,7 @@ import os
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
-from tamesu.suite.loader import Project
+from tamesu.plan import Project
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 

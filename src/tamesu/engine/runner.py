@@ -19,8 +19,8 @@ from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
+from tamesu.plan import LoadedSuite, Plan, PlannedTest
 from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, TestStatus, count, exit_code_for
-from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
 from tamesu.suite.templates import Context
 
 

@@ -30,10 +30,10 @@ from tamesu.jsonl.targets import ResolvedTarget
 from tamesu.jsonl.user import CaseUser, Interaction
 from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
+from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.report.recorder import Fanout, PlanRecorder
 from tamesu.results import RunResult, RunSummaryFile, TestResult
 from tamesu.suite._yaml import Document
-from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.suite.schema import Scenario, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
 

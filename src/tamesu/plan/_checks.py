@@ -1,0 +1,94 @@
+"""What is checked of each planned test beyond its schema: something plays the user, a counterpart exists,
+the models a judge or an extraction needs are configured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tamesu import checks, packs
+from tamesu.errors import Problem
+from tamesu.plan.model import LoadedSuite
+from tamesu.suite._yaml import Document
+from tamesu.suite.schema import TestSpec
+
+
+def check_user_side(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
+    if spec.skip:
+        return
+    scenario = spec.scenario
+    if spec.counterpart is not None:
+        if scenario.attack is not None:
+            problems.append(doc.problem((*loc, "scenario", "attack"), "a counterpart plays the user in this "
+                                        "test, so nothing would attack: drop counterpart or scenario.attack"))
+        _check_counterpart(suite, spec, doc, loc, problems)
+        return
+    has_simulator = "simulator" in suite.spec.models or "simulator" in suite.project.spec.models
+    if scenario.attack is not None and not has_simulator:
+        problems.append(doc.problem((*loc, "scenario", "attack"), "an attack is played by the simulated user: "
+                                    "set models.simulator in tamesu.yaml or the suite"))
+        return
+    if scenario.script and not has_simulator:
+        return
+    if not has_simulator:
+        problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
+                                    "nothing plays the user: add scenario.script steps, or set models.simulator "
+                                    "so the persona can speak"))
+    elif not scenario.goal and not scenario.script and scenario.attack is None:
+        problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
+                                    "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+def _check_counterpart(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """The counterpart is a target of the suite, and it has something to start from."""
+    counterpart = spec.counterpart
+    assert counterpart is not None
+    if counterpart.target not in suite.spec.targets:
+        known = ", ".join(suite.spec.targets) or "none declared"
+        problems.append(doc.problem((*loc, "counterpart", "target"),
+                                    f"no target named {counterpart.target!r} (targets: {known})"))
+    if counterpart.opening is None and not spec.scenario.goal:
+        problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
+                                    "to answer first"))
+
+
+_JUDGED = {"judge", "grounded"}
+
+
+def check_models_needed(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """A judge, a golden file judged by a model, or an extracted capture need models.judge (or a `model:`)."""
+    configured = {**suite.project.spec.models, **suite.spec.models}
+    if "judge" in configured or "extract" in configured:
+        return
+    for i, entry in enumerate(spec.assert_):
+        if not isinstance(entry, dict):
+            continue
+        key = next((k for k in entry if k not in checks.META_KEYS), None)
+        options = entry.get(key) if key else None
+        own_model = isinstance(options, dict) and options.get("model") is not None
+        judged = key in _JUDGED or (isinstance(options, dict) and (
+            (key == "golden" and options.get("mode") == "judge") or (key == "handoff" and options.get("summary")))) \
+            or (key == "pack" and packs.needs_judge(entry, suite.packs))
+        if judged and not own_model:
+            problems.append(doc.problem((*loc, "assert", i, key), f"{key} needs a model: set models.judge in "
+                                        "tamesu.yaml or the suite, or give this assertion a model:", key=True))
+    for i, capture in enumerate(spec.capture):
+        if capture.extract is not None and "judge" not in configured:
+            problems.append(doc.problem((*loc, "capture", i, "extract"), "extract needs a model: set models.judge "
+                                        "(or models.extract) in tamesu.yaml or the suite", key=True))
+
+
+def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
+    node: Any = doc.data
+    for part in loc:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return set()
+    return set(node) if isinstance(node, dict) else set()
