@@ -78,7 +78,8 @@ def _target_specs() -> dict[str, type[BaseModel]]:
 
 
 _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]},
-         "name": {"type": "string", "description": "the name reports show"}}
+         "name": {"type": "string", "description": "the name reports show"},
+         "negate": {"type": "boolean", "description": "pass exactly when the assertion would fail"}}
 
 
 def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
