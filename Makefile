@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench clean proto
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,7 @@ $(BIN)/.installed: pyproject.toml
 
 demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo_a2a.py
+	$(BIN)/python scripts/demo_grpc.py
 	$(BIN)/python scripts/demo.py
 
 lint: $(BIN)/.installed
@@ -23,6 +24,10 @@ typecheck: $(BIN)/.installed
 
 test: lint typecheck
 	$(BIN)/pytest -q
+
+# the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto
+proto: $(BIN)/.installed
+	$(BIN)/python scripts/gen_turn_api.py
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,61 @@ class A2AShop:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+class GrpcShop:
+    """The example gRPC agent (tamesu's turn API), answering at once (no delay between streamed words)."""
+
+    token = "bench-token"
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [PYTHON, str(ROOT / "examples" / "grpc-agent" / "agent.py"), "--port", "0", "--word-delay", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, "GRPC_AGENT_TOKEN": self.token})
+        assert self.process.stdout is not None
+        match = re.search(r"listening on (grpc://\S+)", self.process.stdout.readline())
+        if not match:
+            self.process.kill()
+            raise SystemExit("the gRPC example agent did not start")
+        self.url = match.group(1)
+        # it prints a line per turn: read them away, or a full pipe would stall it
+        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def grpc_per_turn(folder: Path, shop: GrpcShop, parallel: int, small: int, large: int, turns: int) -> dict[str, Any]:
+    """tamesu's grpc target (Converse stream) against a bare grpc.aio client of the turn API, CPU per turn."""
+    tamesu_cpu: dict[int, float] = {}
+    baseline_cpu: dict[int, float] = {}
+    steps = ", ".join(f"{{ say: 'step {n + 1}' }}" for n in range(turns))
+    for n in (small, large):
+        tests = "".join(f"  - name: c{index}\n    target: shop\n    scenario: {{ max_turns: {turns}, "
+                        f"script: [ {steps} ] }}\n" for index in range(n))
+        suite = folder / f"grpc-{n}x{turns}.yaml"
+        suite.write_text(f"targets:\n  shop: {{ type: grpc, url: '{shop.url}', headers: {{ authorization: "
+                         f"'Bearer {shop.token}' }} }}\ntests:\n" + tests, encoding="utf-8")
+        measured, _ = run_tamesu(folder, suite, parallel)
+        if measured.returncode != 0:
+            raise SystemExit(f"grpc: tamesu exited {measured.returncode}:\n{measured.stdout[-2000:]}")
+        tamesu_cpu[n] = measured.cpu_s
+        baseline = measure([PYTHON, str(BENCH / "grpc_baseline_client.py"), shop.url, shop.token, str(n), str(turns),
+                            str(parallel)])
+        if baseline.returncode != 0:
+            raise SystemExit(f"grpc: the baseline failed:\n{baseline.stdout[-2000:]}")
+        baseline_cpu[n] = baseline.cpu_s
+    extra = (large - small) * turns
+    tamesu_ms = (tamesu_cpu[large] - tamesu_cpu[small]) / extra * 1000
+    baseline_ms = (baseline_cpu[large] - baseline_cpu[small]) / extra * 1000
+    return {"variant": "grpc Converse stream", "at_once": parallel, "tamesu_cpu_ms_per_turn": round(tamesu_ms, 3),
+            "baseline_cpu_ms_per_turn": round(baseline_ms, 3), "ratio": round(tamesu_ms / baseline_ms, 2),
+            "goal": "<= 1.3", "met": tamesu_ms / baseline_ms <= 1.3}
 
 
 A2A_VARIANTS = {  # name: (binding for the baseline, transport key, stream)
@@ -257,6 +313,10 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| CPU per turn, {row['variant']}, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms"
                      f" | {row['baseline_cpu_ms_per_turn']} ms (a2a-sdk client) | {row['ratio']}x | {row['goal']} | "
                      f"{'yes' if row['met'] else 'no'} |")
+    for row in result.get("grpc_per_turn", []):
+        lines.append(f"| CPU per turn, {row['variant']}, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms"
+                     f" | {row['baseline_cpu_ms_per_turn']} ms (bare grpc.aio client) | {row['ratio']}x | "
+                     f"{row['goal']} | {'yes' if row['met'] else 'no'} |")
     for row in result["per_turn"]:
         lines.append(f"| CPU per turn, rest, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms | "
                      f"{row['baseline_cpu_ms_per_turn']} ms (httpx loop) | {row['ratio']}x | {row['goal']} | "
@@ -308,6 +368,7 @@ def main() -> int:
              "repeats": 3 if args.quick else 7}
     agent = Agent()
     shop = A2AShop()
+    grpc_shop = GrpcShop()
     from persona import ModelServer, persona_figures
 
     model = ModelServer()
@@ -321,6 +382,7 @@ def main() -> int:
                                  for variant in A2A_VARIANTS]
                 + [a2a_per_turn(folder, shop, "a2a JSON-RPC send", 100, 20, 40 if args.quick else 200,
                                 sizes["turns"])],
+                "grpc_per_turn": [grpc_per_turn(folder, grpc_shop, 1, 2, 6 if args.quick else 100, sizes["turns"])],
                 "per_turn": [per_turn_overhead(folder, agent.url, 1, sizes["small"], sizes["large"] // 4,
                                                sizes["turns"]),
                              per_turn_overhead(folder, agent.url, 100, sizes["small"] * 5, sizes["large"],
@@ -333,6 +395,7 @@ def main() -> int:
     finally:
         agent.stop()
         shop.stop()
+        grpc_shop.stop()
         model.stop()
     table = markdown(result)
     print(table)

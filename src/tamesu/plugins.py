@@ -6,7 +6,8 @@
 - `tamesu.providers`: a model `Provider` class (`from_spec(spec, http, base_dir=...)`); `provider: NAME`.
 - `tamesu.reports`: a `report.formats.ReportFormat`, or a writer `(run, path, comparison) -> None`;
   `--report NAME[:PATH]`.
-- `tamesu.evaluators`: `name -> callable or class`, a scored evaluator for `evaluator: NAME`.
+- `tamesu.evaluators`: `name -> callable or class`, a scored evaluator for `evaluator: NAME` (read here,
+  loaded and checked by `tamesu.evaluators`).
 
 Entry points are read once per process, and an entry point is imported only when a suite uses its name, so
 installed plug-ins cost nothing at start-up. A built-in name wins over a plug-in's of the same name.
@@ -14,6 +15,7 @@ installed plug-ins cost nothing at start-up. A built-in name wins over a plug-in
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
@@ -31,35 +33,44 @@ def group(kind: Kind) -> str:
 
 
 @cache
-def _entry_points(kind: Kind) -> dict[str, EntryPoint]:
+def _read(kind: Kind, path: tuple[str, ...]) -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
     for point in entry_points(group=group(kind)):
         found.setdefault(point.name, point)  # the first distribution that claims a name keeps it
     return found
 
 
+def entry_points_of(kind: Kind) -> dict[str, EntryPoint]:
+    """The entry points of `kind`'s group by name, read once per `sys.path` (a folder added at run time, as
+    tests do, is seen)."""
+    return _read(kind, tuple(sys.path))
+
+
 def names(kind: Kind) -> list[str]:
     """The names plug-ins register for `kind`, without importing them."""
-    return sorted(_entry_points(kind))
+    return sorted(entry_points_of(kind))
 
 
 def has(kind: Kind, name: str) -> bool:
-    return name in _entry_points(kind)
+    return name in entry_points_of(kind)
+
+
+def load(kind: Kind, name: str) -> Any:
+    """The object a plug-in registers as `name`; raises KeyError when none does, PluginError when it fails."""
+    return _load(entry_points_of(kind)[name], kind)
 
 
 @cache
-def load(kind: Kind, name: str) -> Any:
-    """The object a plug-in registers as `name`; raises KeyError when none does, PluginError when it fails."""
-    point = _entry_points(kind)[name]
+def _load(point: EntryPoint, kind: Kind) -> Any:
     try:
         return point.load()
     except Exception as exc:
         dist = point.dist.name if point.dist is not None else "an installed package"
-        raise PluginError(f"plug-in {group(kind)}:{name} ({point.value}, from {dist}) cannot be loaded: "
+        raise PluginError(f"plug-in {group(kind)}:{point.name} ({point.value}, from {dist}) cannot be loaded: "
                           f"{type(exc).__name__}: {exc}") from exc
 
 
 def refresh() -> None:
-    """Forget what was read, after packages were installed in this process (tests)."""
-    _entry_points.cache_clear()
-    load.cache_clear()
+    """Forget what was read, after packages were installed in this process without a change of sys.path."""
+    _read.cache_clear()
+    _load.cache_clear()

@@ -104,6 +104,14 @@ def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
         value = {"anyOf": [ref(cls.Spec), _NOT_OBJECT]} if cls.shorthand else ref(cls.Spec)
         assertion_branches.append({"type": "object", "required": [key], "additionalProperties": False,
                                    "properties": {key: value, **_META}})
+    for key in sorted(checks.FLAT_KINDS & set(kinds)):
+        cls = kinds[key]
+        options = {k: v for k, v in defs[ref(cls.Spec)["$ref"].rsplit("/", 1)[-1]]["properties"].items()
+                   if k != cls.shorthand}
+        # the options written beside the kind (`{evaluator: NAME, min: 0.8}`): at least one, or it is the plain form
+        assertion_branches.append({"type": "object", "required": [key], "additionalProperties": False,
+                                   "properties": {key: {"type": "string"}, **options, **_META},
+                                   "anyOf": [{"required": [option]} for option in options]})
     defs["Assertion"] = {"description": "one assertion kind, with on_turn and name", "oneOf": assertion_branches}
     if targets_:
         defs["Target"] = {

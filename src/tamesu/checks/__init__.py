@@ -43,6 +43,7 @@ _IMPLEMENTED: dict[str, str] = {
     "type": "tamesu.checks.values:TypeCheck",
     "script": "tamesu.checks.script:Script",
     "custom": "tamesu.checks.custom:Custom",
+    "evaluator": "tamesu.checks.evaluator:EvaluatorCheck",
 }
 
 # Checks `custom: {name: ...}` finds without a plug-in: none built in yet; plug-ins add theirs.
@@ -50,7 +51,6 @@ _CUSTOM: dict[str, str] = {}
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
 _PLANNED = {
-    "evaluator",
     "dtmf_received", "call_ended_by", "transferred_to",
 }
 
@@ -68,6 +68,9 @@ def _plugin_check(key: str) -> type[Check] | None:
         return None
     found = plugins.load("checks", key)
     return found if isinstance(found, type) and issubclass(found, Check) else None
+
+# Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
+FLAT_KINDS = {"evaluator"}
 
 
 def check_class(key: str) -> type[Check]:
@@ -124,6 +127,32 @@ def parse_assertion(entry: Any, prefix: str = "", search: list[Path] | None = No
     now, so a missing script is a problem of the suite rather than of a run."""
     if not isinstance(entry, dict):
         raise AssertionProblem((), "an assertion is a mapping such as contains: \"text\"")
+    entry, beside = _folded(entry)
+    try:
+        return _parse(entry, prefix, search)
+    except AssertionProblem as exc:
+        if beside and len(exc.loc) >= 2:
+            if exc.loc[1] in beside:
+                exc.loc = exc.loc[1:]  # the option was written beside the kind: point at it there
+            elif exc.loc[1] == check_class(exc.loc[0]).shorthand:
+                exc.loc = exc.loc[:1]  # the kind's own value
+        raise
+
+
+def _folded(entry: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """`{evaluator: NAME, min: 0.8}` as `{evaluator: {name: NAME, min: 0.8}}`, and the keys that moved."""
+    kind = next((k for k in FLAT_KINDS if k in entry), None)
+    if kind is None or isinstance(entry[kind], dict):
+        return entry, set()
+    cls = check_class(kind)
+    beside = {k for k in entry if k not in META_KEYS and k != kind}
+    if not beside or cls.shorthand is None:
+        return entry, set()
+    options = {cls.shorthand: entry[kind], **{k: entry[k] for k in beside}}
+    return {**{k: v for k, v in entry.items() if k not in beside}, kind: options}, beside
+
+
+def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Assertion:
     kinds = [k for k in entry if k not in META_KEYS]
     if len(kinds) != 1:
         if not kinds:
@@ -178,6 +207,8 @@ def parse_assertion(entry: Any, prefix: str = "", search: list[Path] | None = No
         pack = entry["pack"]
         pack_name = pack if isinstance(pack, str) else pack.get("name") if isinstance(pack, dict) else None
         label = entry.get("name") or (f"pack {pack_name}" if pack_name else key)
+    if key == "evaluator":
+        label = entry.get("name") or f"evaluator {spec.name}"
     if negate and not entry.get("name"):
         label = f"not {label}"
     return Assertion(key=key, check=check, on_turn=on_turn, label=f"{prefix}{label}")

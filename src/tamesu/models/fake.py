@@ -9,8 +9,9 @@ Context keys it reads, by purpose:
 - simulator: `goal` (str | None), `simulator_turns` (how many turns the simulator already said), `last_agent`
   (the agent's last turn, "" before it spoke), `attack` (a red-team pack's attack, or absent: its `openings`
   are said in order, one per turn, before any rule applies).
-- judge: `mode` ("rubric" or "grounded"), `rubric`, `scale` ("binary", "1-5"), `transcript` (a list of
-  {role, text, turn}), `claims` (grounded: the agent's text to check), `context` (the reference text, or None).
+- judge: `mode` ("rubric", "grounded" or "evaluator"), `rubric`, `scale` ("binary", "1-5"), `transcript` (a
+  list of {role, text, turn}), `claims` (grounded: the agent's text to check), `context` (the reference text,
+  or None), `evaluator` (evaluator: the built-in evaluator's name).
 - extract: `description`, `text` (the agent turn to take the value from).
 - target, counterpart, generator: `message` if given, else the content of the last user message.
 
@@ -92,27 +93,39 @@ class TurnRule(_Rule):
 class JudgeRule(_Rule):
     """A verdict, given when every condition written holds."""
 
-    check: Literal["rubric", "grounded"] = "rubric"
+    check: Literal["rubric", "grounded", "evaluator"] = "rubric"
     rubric: str | None = None
     """A regular expression searched in the rubric (rubric checks only)."""
+    evaluator: str | None = None
+    """A regular expression searched in the evaluator's name (evaluator checks only)."""
     transcript: str | None = None
     """Searched in the transcript, one `user: ...` / `agent: ...` line per turn; grounded: in the claims."""
     not_transcript: str | None = None
     context: str | None = None
     """Searched in the reference text given to the judge."""
-    passed: bool = Field(alias="pass")
+    passed: bool | None = Field(None, alias="pass")
+    """Required, except by an evaluator rule, whose score is what counts."""
     score: float | None = None
-    """Default: 1/0 (binary, grounded), 5/1 (1-5)."""
+    """Default: 1/0 (binary, grounded, evaluator), 5/1 (1-5)."""
     reason: str | None = None
     evidence: list[str] | None = None
     """Default: what `transcript` matched."""
 
-    _regexes = field_validator("rubric", "transcript", "not_transcript", "context")(_compile)
+    _regexes = field_validator("rubric", "evaluator", "transcript", "not_transcript", "context")(_compile)
 
     @model_validator(mode="after")
     def _rubric_only_for_rubrics(self) -> JudgeRule:
-        if self.check == "grounded" and self.rubric is not None:
-            raise ValueError("a grounded rule has no rubric; match the claims with `transcript`")
+        if self.check != "rubric" and self.rubric is not None:
+            raise ValueError(f"a {self.check} rule has no rubric; match the claims with `transcript`")
+        if self.check != "evaluator" and self.evaluator is not None:
+            raise ValueError("only an evaluator rule (check: evaluator) names an evaluator")
+        if self.check == "evaluator":
+            if self.passed is None and self.score is None:
+                raise ValueError("an evaluator rule needs a score (from 0 to 1), or pass")
+            if self.score is not None and not 0 <= self.score <= 1:
+                raise ValueError("an evaluator's score is from 0 to 1")
+        elif self.passed is None:
+            raise ValueError("pass: Field required")  # worded as pydantic words a missing key
         return self
 
 
@@ -139,7 +152,7 @@ class ExtractRule(_Rule):
 Rule = TurnRule | JudgeRule | ExtractRule
 
 _KINDS: list[tuple[set[str], type[_Rule], str]] = [
-    ({"pass", "passed", "rubric", "transcript", "not_transcript", "check"}, JudgeRule, "judge"),
+    ({"pass", "passed", "rubric", "transcript", "not_transcript", "check", "evaluator"}, JudgeRule, "judge"),
     ({"description"}, ExtractRule, "extract"),
     ({"when", "say", "stop", "goal_achieved", "stop_when_met", "tool_calls"}, TurnRule, "turn"),
 ]
@@ -302,10 +315,13 @@ class FakeProvider(Provider):
         rubric = str(context.get("rubric") or "")
         said = str(context.get("claims") or "") if mode == "grounded" else transcript_text(context.get("transcript"))
         reference = str(context.get("context") or "")
+        evaluator = str(context.get("evaluator") or "")
         for number, rule in self._of(JudgeRule):
             if rule.check != mode:
                 continue
             if rule.rubric is not None and not _search(rule.rubric, rubric):
+                continue
+            if rule.evaluator is not None and not _search(rule.evaluator, evaluator):
                 continue
             found = _search(rule.transcript, said)
             if rule.transcript is not None and not found:
@@ -321,7 +337,8 @@ class FakeProvider(Provider):
                 "score": rule.score if rule.score is not None else (top if rule.passed else bottom),
                 "reason": rule.reason or f"fake judge: rule {number}", "evidence": evidence,
             }
-        what = f"rubric {rubric[:80]!r}" if mode == "rubric" else "the grounded check"
+        what = {"rubric": f"rubric {rubric[:80]!r}", "evaluator": f"the evaluator {evaluator}"}.get(
+            mode, "the grounded check")
         raise ModelError(f"fake judge: no rule matches {what}", retryable=False)
 
     def _extract(self, context: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,9 +46,9 @@ def _split(text: str) -> dict[str, str]:
 
 
 @cache
-def load(role: str, number: int | None = None) -> Prompt:
-    """The prompt of a role, its newest version unless `number` asks for one."""
-    folder = resources.files("tamesu.roles").joinpath("prompts")
+def load(role: str, number: int | None = None, package: str = "tamesu.roles") -> Prompt:
+    """The prompt of a role, its newest version unless `number` asks for one, from `package`'s `prompts/`."""
+    folder = resources.files(package).joinpath("prompts")
     versions = {}
     for entry in folder.iterdir():
         match = _FILE.match(entry.name)

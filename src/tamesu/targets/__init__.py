@@ -20,6 +20,7 @@ _IMPLEMENTED: dict[str, str] = {
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
+    "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
 # The types the Concepts page names that this version does not build yet, with the keys the page gives them,
@@ -30,7 +31,6 @@ _PLANNED_KEYS: dict[str, frozenset[str]] = {
     "sip": frozenset({"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"}),
     "realtime": frozenset({"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
                            "audio_format"}),
-    "grpc": frozenset({"url", "headers"}),
     "pipecat": frozenset({"url", "mode", "sample_rate", "idle", "tool_results"}),
     "twilio": frozenset({"url", "from", "to", "parameters"}),
     "voice": frozenset({"url", "audio", "messages", "session"}),

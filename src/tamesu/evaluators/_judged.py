@@ -1,0 +1,66 @@
+"""The built-in evaluators, each a versioned prompt on the judge model answered in structured output.
+
+The judge sees structured inputs only (the transcript as lines, the reference text); its answer is
+`{score, reason, evidence}` and is repaired when it does not fit, as a verdict is. The request's context names
+the evaluator (`mode: evaluator`, `evaluator: NAME`), so the replay cache keeps its answers apart from verdicts
+and the fake provider's judge rules can answer it (`check: evaluator`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from tamesu.evaluators.base import Sample, Score
+from tamesu.models.base import Message, ModelError, ModelRequest
+from tamesu.models.structured import generate_structured
+from tamesu.roles import _prompts
+from tamesu.roles._failures import infra_error
+from tamesu.roles._transcript import as_text
+
+ATTEMPTS = 3
+
+
+class _Answer(BaseModel):
+    score: float = Field(ge=0, le=1)
+    reason: str
+    evidence: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JudgedEvaluator:
+    name: str
+    needs_context: bool
+    default_min: float | None = None
+    default_max: float | None = None
+    silent_score: float = 0.0
+    """The score when the agent said nothing: nothing to judge, so no model is asked."""
+
+    async def __call__(self, sample: Sample) -> Score:
+        if not sample.answer.strip():
+            return Score(score=self.silent_score, reason="the agent said nothing")
+        if self.needs_context and not (sample.context or "").strip():
+            return Score(score=0.0, reason="no context to check the answer against: give the assertion a "
+                         "context, or let the agent call a tool that returns one")
+        prompt = _prompts.load(self.name, package="tamesu.evaluators")
+        system = prompt.render("system")
+        user = prompt.render("user", transcript=as_text(sample.transcript, empty="(empty)"),
+                             context=sample.context or "(none)")
+        request = ModelRequest(
+            purpose="judge", temperature=0.0, prompt_version=prompt.version,
+            messages=[Message(role="system", content=system), Message(role="user", content=user)],
+            context={"mode": "evaluator", "evaluator": self.name, "transcript": sample.transcript,
+                     "question": sample.question, "answer": sample.answer, "context": sample.context})
+        try:
+            answer, responses = await generate_structured(sample.judge(), request, _Answer, attempts=ATTEMPTS)
+        except ModelError as exc:
+            raise infra_error(f"evaluator {self.name}", exc) from exc
+        last = responses[-1]
+        return Score(score=answer.score, reason=answer.reason, evidence=answer.evidence,
+                     model=f"{last.provider}:{last.model}", prompt_version=prompt.version, fake=last.fake)
+
+
+FAITHFULNESS = JudgedEvaluator("faithfulness", needs_context=True, default_min=0.8)
+ANSWER_RELEVANCY = JudgedEvaluator("answer_relevancy", needs_context=False, default_min=0.8)
+MALICIOUSNESS = JudgedEvaluator("maliciousness", needs_context=False, default_max=0.2)
