@@ -123,3 +123,9 @@ def test_each_layer_imports_only_what_is_below_it() -> None:
             if not ok:
                 wrong.append(f"{unit} imports {other} in {', '.join(sorted(files))}")
     assert not wrong, "; ".join(wrong)
+
+
+def test_no_source_file_over_500_lines() -> None:
+    long = {str(p.relative_to(SOURCE)): n for p in SOURCE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"split these: {long}"
