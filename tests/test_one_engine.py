@@ -252,3 +252,17 @@ def test_a_jsonl_case_uses_checks_only_suites_had(expense_agent: ExpenseAgent, t
     assert [a["passed"] for a in records["turns"]["final_assertions"]] == [True] * 4
     assert records["too long"]["status"] == "failed"
     assert records["too long"]["final_assertions"][0]["passed"] is False
+
+
+def test_tamesu_test_update_golden_writes_then_compares(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "hello", "input": "hello",
+                                 "assertions": [{"golden": {"file": "golden/hello.json"}}]}) + "\n")
+    args = ["-i", str(cases), "-n", "expense", "--out", str(tmp_path / "runs"), "--config", str(EXAMPLE / "tamesu.yaml")]
+    missing = run_test(args, env=expense_agent.env)
+    assert missing.returncode == 1, missing.stdout + missing.stderr  # no golden file yet: a failure
+    written = run_test([*args, "--update-golden"], env=expense_agent.env)
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert (tmp_path / "golden" / "hello.json").is_file()
+    compared = run_test(args, env=expense_agent.env)
+    assert compared.returncode == 0, compared.stdout + compared.stderr

@@ -84,27 +84,19 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
 @click.option("--tags", metavar="TAGS", help="Comma-separated tags to run (mode:standard, mode:multi_turn, "
               "mode:dynamic); !tag excludes.")
 @click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test case N times.")
+@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
 @click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the cases.")
 @report_options
-def test_command(source: str, target: str | None, output: str | None, connector: str | None, verbose: int,
-                 interactive: bool, skip_interactive: bool, simulator: str | None, timeout: float, parallel: int,
-                 fail_fast: bool, dry_run: bool, on_missing_input: str | None, out: str | None, config: str | None,
-                 color: str, no_cache: bool, cache_only: bool, pattern: str | None, tags: str | None,
-                 repeat: int | None, shard_text: str | None, reports: str | None, baseline: str | None,
-                 tolerance: float | None) -> None:
+def test_command(**options: Any) -> None:
     """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
-    if interactive and skip_interactive:
+    if options["interactive"] and options["skip_interactive"]:
         _usage("--interactive and --skip-interactive contradict each other: choose one")
+    no_cache, cache_only = options.pop("no_cache"), options.pop("cache_only")
     if no_cache and cache_only:
         _usage("--no-cache and --cache-only contradict each other: choose one")
+    options["cache_mode"] = "off" if no_cache else "only" if cache_only else None
     try:
-        code = asyncio.run(_main(source=source, target=target, output=output, connector=connector, verbose=verbose,
-                                 interactive=interactive, skip_interactive=skip_interactive, simulator=simulator,
-                                 timeout=timeout, parallel=parallel, fail_fast=fail_fast, dry_run=dry_run,
-                                 on_missing_input=on_missing_input, out=out, config=config, color=color,
-                                 cache_mode="off" if no_cache else "only" if cache_only else None,
-                                 pattern=pattern, tags=tags, repeat=repeat, shard_text=shard_text, reports=reports,
-                                 baseline=baseline, tolerance=tolerance))
+        code = asyncio.run(_main(**options))
     except KeyboardInterrupt:
         click.echo("interrupted: finished test cases are in results.jsonl", err=True)
         sys.exit(130)
@@ -249,7 +241,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
                             on_missing_input=options["on_missing_input"], interactive=options["interactive"],
                             skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],
                             output=Path(options["output"]) if options["output"] else None,
-                            repeat=options["repeat"], shard=str(shard) if shard else None)
+                            repeat=options["repeat"], update_golden=options["update_golden"],
+                            shard=str(shard) if shard else None)
     rich_console = make_console(options["color"])
     console = TestConsole(rich_console, secrets.redactor, options["verbose"])
     runner = JsonlRunner(plan, settings, console)

@@ -62,6 +62,7 @@ class TestSettings:
     """`--repeat`: every case N times (the record shows the first run; result.json has every run)."""
     shard: str | None = None
     """`--shard K/N` as written, for plan.json (the cases are chosen before the run)."""
+    update_golden: bool = False
 
     __test__ = False
 
@@ -263,7 +264,7 @@ class JsonlRunner:
         chosen = self.engine_plan.tests if tests is None else tests
         options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
                              fail_fast=self.settings.fail_fast, today=self.settings.today,
-                             cache_mode=self.settings.cache_mode)
+                             cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
         cases = CaseReporter(self.planner, self.reporter, self.settings.output)
         recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data)
         outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder)).run()
