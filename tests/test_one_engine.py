@@ -258,7 +258,8 @@ def test_tamesu_test_update_golden_writes_then_compares(expense_agent: ExpenseAg
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps({"id": "hello", "input": "hello",
                                  "assertions": [{"golden": {"file": "golden/hello.json"}}]}) + "\n")
-    args = ["-i", str(cases), "-n", "expense", "--out", str(tmp_path / "runs"), "--config", str(EXAMPLE / "tamesu.yaml")]
+    args = ["-i", str(cases), "-n", "expense", "--out", str(tmp_path / "runs"),
+            "--config", str(EXAMPLE / "tamesu.yaml")]
     missing = run_test(args, env=expense_agent.env)
     assert missing.returncode == 1, missing.stdout + missing.stderr  # no golden file yet: a failure
     written = run_test([*args, "--update-golden"], env=expense_agent.env)
