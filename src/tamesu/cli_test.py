@@ -251,9 +251,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         _usage("no test case matches the filter")
     if shard is not None:
         tests = select(tests, shard)
-    chosen = {t.id for t in tests}
-    console.start(resolved.about, label, len(tests), {c.case.mode for c in cases
-                                                      if f"{name}/{c.id}" in chosen})
+    modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
+    console.start(resolved.about, label, len(tests), modes)
     outcome = await runner.run(tests)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
                    outcome.summary.stopped)
