@@ -69,3 +69,15 @@ def test_the_suite_passes_offline(orchestrator: str, tamesu: Callable[..., Any],
     fuzzed = [e["data"] for e in down["events"] if e["name"] == "delegated"]
     assert fuzzed and fuzzed[0]["state"] == "failed" and fuzzed[0]["fuzzed"] == "error"
     assert "unavailable" in down["turns"][0]["agent"]["text"]
+
+
+def test_coverage_lists_a_declared_remote_agent_nobody_called(orchestrator: str, tamesu: Callable[..., Any],
+                                                              tmp_path: Path) -> None:
+    env = {**os.environ, "ORCHESTRATOR_URL": orchestrator}
+    done = tamesu(["run", "--out", str(tmp_path), "--filter", "tracking"], cwd=EXAMPLE, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = tamesu(["coverage", str(next(tmp_path.glob("2*"))), "--json"], cwd=EXAMPLE)
+    assert report.returncode == 0, report.stdout + report.stderr
+    remote = next(s for s in json.loads(report.stdout)["sections"] if s["kind"] == "remote_agents")
+    assert {i["name"]: (i["offered"], i["uses"]) for i in remote["items"]} == {"billing": (True, 0),
+                                                                              "shipping": (True, 1)}

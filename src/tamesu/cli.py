@@ -230,12 +230,35 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--config", type=click.Path(dir_okay=False))
-def validate(paths: tuple[str, ...], config: str | None) -> None:
-    """Check suites without running them: every problem at once, with file:line:col."""
-    plan = _load(paths, config, require_secrets=False)
-    for warning in plan.warnings:
+@click.option("-n", "--name", "target", metavar="TARGET", help="JSONL files: the agent they test (default: the "
+              "project's only target), so files it cannot carry and tool assertions it cannot see are checked.")
+def validate(paths: tuple[str, ...], config: str | None, target: str | None) -> None:
+    """Check suites (and JSONL test cases) without running them: every problem at once, with file:line:col."""
+    jsonl = [p for p in paths if p.lower().endswith((".jsonl", ".ndjson"))]
+    suites = tuple(p for p in paths if p not in jsonl)
+    if jsonl:
+        _validate_jsonl(jsonl, config, target)
+    if suites or not jsonl:
+        plan = _load(suites, config, require_secrets=False)
+        for warning in plan.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        click.echo(f"ok: {len(plan.tests)} test(s) in {len(plan.suites)} suite(s)")
+
+
+def _validate_jsonl(paths: list[str], config: str | None, target: str | None) -> None:
+    from tamesu.jsonl.validate import TargetProblem, validate_files
+
+    try:
+        done = asyncio.run(validate_files([Path(p) for p in paths], Path(config) if config else None, target))
+    except ConfigError as exc:
+        _fail_config(exc.problems)
+    except TargetProblem as exc:
+        click.echo(f"tamesu validate: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    for warning in done.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"ok: {len(plan.tests)} test(s) in {len(plan.suites)} suite(s)")
+    against = f" for {done.target}" if done.target else ""
+    click.echo(f"ok: {done.cases} test case(s) in {done.files} JSONL file(s){against}")
 
 
 @main.command(name="list")

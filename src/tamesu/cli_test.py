@@ -143,17 +143,24 @@ async def _main(**options: Any) -> int:
 
 async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
     """The parsed cases, how the header names their source, and the folder their relative paths start from."""
-    from tamesu.checks._functions import load_function
-    from tamesu.jsonl import assertions, generator, parser
-    from tamesu.jsonl.helpers import TargetHelper
-    from tamesu.plan import load_project_targets
+    from tamesu.jsonl.validate import parse_settings
 
     base_dir = Path(source.value).parent.resolve() if source.kind == "file" else Path.cwd()
-    specs = load_project_targets(project)[0] if project.spec.targets else {}
-    resolver = assertions.Resolver(models=set(project.spec.models), targets=set(specs),
-                                   search=list(dict.fromkeys([base_dir, project.dir, Path.cwd()])),
-                                   helpers={n: TargetHelper(n, s, secrets, project.dir) for n, s in specs.items()})
-    settings = parser.ParseSettings(resolver, default_simulator=options["simulator"])
+    settings = parse_settings(project, secrets, base_dir, resolved, simulator=options["simulator"],
+                              connector=options["connector"])
+    resolver = settings.resolver
+    try:
+        return await _parsed(source, project, resolved, secrets, options, resolver, settings, base_dir)
+    finally:
+        for warning in settings.warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+
+async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any], resolver: Any,
+                  settings: Any, base_dir: Path) -> Any:
+    from tamesu.checks._functions import load_function
+    from tamesu.jsonl import generator, parser
+
     if source.kind == "file":
         label = _label(Path(source.value))
         return parser.parse_file(Path(source.value), label, settings), label, base_dir
@@ -163,7 +170,7 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     about = generator.describe(resolved.name, resolved.spec)
     try:
         if source.kind == "scripts":
-            function = load_function(source.value, resolver.search)
+            function = load_function(source.value, resolver.search, "generate")
             made = await generator.from_script(function, source.value, about, source.params)
         else:
             made = await _from_agent(source, project, secrets, about, resolver, options)

@@ -17,7 +17,7 @@ from tamesu.checks._functions import load_function
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import InfraError
 
-__all__ = ["Script", "ScriptRun", "ScriptSpec", "load_function", "verdict_of"]
+__all__ = ["Script", "ScriptRun", "ScriptSpec", "call_verdict", "load_function", "verdict_of"]
 
 
 @dataclass
@@ -33,6 +33,8 @@ class ScriptRun:
     tool_calls: list[dict[str, Any]]
     metadata: dict[str, Any] = field(default_factory=dict)
     """The assertion's `options.metadata`."""
+    test_id: str = ""
+    """The id of the test case being graded."""
 
 
 class ScriptSpec(Strict):
@@ -53,6 +55,8 @@ class Script(Check):
     def __init__(self, spec: ScriptSpec, function: Callable[..., Any] | None = None) -> None:
         super().__init__(spec)
         self.function = function
+        self.test_id = ""
+        """Set by the JSONL parser: the case this assertion belongs to."""
 
     def prepare(self, search: list[Path]) -> None:
         self.function = load_function(self.spec.use, search)
@@ -69,7 +73,7 @@ class Script(Check):
             turns=[{"turn": e.index, "input": e.user.display() if e.user else None, "output": e.agent.text,
                     "response": e.agent.response} for e in run.exchanges],
             tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
-            metadata=dict(self.spec.metadata),
+            metadata=dict(self.spec.metadata), test_id=self.test_id,
         )
         return await call_verdict(f"script {self.spec.use}", self.spec.use, self.function, (script_run,), {})
 

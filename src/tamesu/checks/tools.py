@@ -166,3 +166,14 @@ def _strict_problem(wanted: Wanted, calls: list[ToolCall]) -> str | None:
     if len(calls) != len(wanted):
         return f"{len(calls)} call(s) instead of {len(wanted)}"
     return None
+
+
+def tool_names(check: Check) -> list[str] | None:
+    """The tool names a tool assertion's check asks about (a negated one's too), or None for any other check:
+    for validation, which warns about tool assertions on agents that report no tool calls."""
+    check = getattr(check, "inner", check)
+    if isinstance(check, ToolCalled | ToolNotCalled):
+        return [check.spec.name]
+    if isinstance(check, ToolSequence):
+        return [call.name for call in check.spec.calls]
+    return None

@@ -9,9 +9,11 @@
 | `equals`      | `equals` (`tamesu.checks.values`): the reply is exactly `value` (or the value at `path`) |
 | `type`        | `type` (`tamesu.checks.values`): the JSON type of the value at `path`                |
 | `agent`       | `judge`: `options.metadata.criteria` (and the other metadata) as the rubric, the     |
-|               | model named by `use` (`agents:NAME` or `NAME`, default `models.judge`) or `connector`; |
-|               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`          |
-| `script`      | `script` (`tamesu.checks.script`): `use: scripts:module:function`                    |
+|               | model named by `connector`, else `use` (`agents:NAME` or `NAME`, default `models.judge`); |
+|               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`, called  |
+|               | with `connector` as its model                                                         |
+| `script`      | `script` (`tamesu.checks.script`): `use: scripts:module:function` or a script id     |
+|               | (`scripts:tests.validate-expense`: `validate()` in scripts/tests/validate-expense.py)  |
 
 `negate` on `equals`, `type`, `agent` and `script` inverts the verdict. An object without `type` is one of
 tamesu's own assertions as a suite writes them (`{"judge": "..."}`, `{"turns": {"lte": 4}}`).
@@ -104,7 +106,7 @@ _NEEDS = {
     "tool_called": "a tool_called assertion needs name",
     "type": "a type assertion needs path and value (string, number, integer, boolean, array, object, null)",
     "agent": "an agent assertion needs options.metadata.criteria",
-    "script": "a script assertion needs use: scripts:module:function",
+    "script": "a script assertion needs use: scripts:module:function or a script id (scripts:tests.check)",
 }
 
 
@@ -220,10 +222,11 @@ def _validator(spec: SpecAssertion, resolver: Resolver) -> Any:
     name = spec.use.removeprefix("agents:") if spec.use else None
     connector = spec.options.connector if spec.options else None
     helper = resolver.helper(name)
-    if helper is not None and connector is None:
+    if helper is not None:
         from tamesu.jsonl.helpers import TargetValidator
 
-        return TargetValidator(helper, dict(spec.metadata))
+        # the design's `use` agent judges, with `options.connector` as its model (not the judge's)
+        return TargetValidator(helper, dict(spec.metadata), connector=connector)
     try:
         model = resolver.model_for(connector or name)
     except ValueError as exc:

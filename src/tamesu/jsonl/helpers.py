@@ -24,7 +24,7 @@ from tamesu import targets
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import Exchange, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
-from tamesu.jsonl.simulators import conversation
+from tamesu.jsonl.simulators import conversation, runtime
 from tamesu.models.base import Models
 from tamesu.models.structured import find_json
 from tamesu.roles.simulator import UserAction, UserSimulator
@@ -40,17 +40,25 @@ class TargetHelper:
         self.secrets = secrets
         self.base_dir = base_dir
 
-    async def ask(self, mode: str, request: dict[str, Any], models: Models | None) -> tuple[Any, str]:
-        """(response document, text) of the helper's answer to one request."""
+    async def ask(self, mode: str, request: dict[str, Any], models: Models | None,
+                  connector: str | None = None) -> tuple[Any, str]:
+        """(response document, text) of the helper's answer to one request. `connector` (the design's
+        `options.connector`) is the model a model target answers with, and travels as `options.connector` to
+        any other target."""
         workdir = tempfile.mkdtemp(prefix=f"tamesu-{mode}-")
         run_id = f"{mode}-{uuid.uuid4().hex[:8]}"
         context = Context(secrets=self.secrets, env=dict(os.environ), vars={}, captured={},
                           run={"id": run_id, "number": 1})
         session = Session(context=context, artifacts_dir=Path(workdir), redactor=self.secrets.redactor,
                           run_id=run_id, base_dir=self.base_dir, models=models)
-        target = targets.target_class(self.spec.type)(self.spec, self.name)
-        turn = UserTurn(text=json.dumps(request, ensure_ascii=False, default=str),
-                        options={"metadata": {"test_mode": mode, **request}})
+        spec = self.spec
+        if connector is not None and spec.type == "model":
+            spec = spec.model_copy(update={"model": connector})
+        target = targets.target_class(spec.type)(spec, self.name)
+        options: dict[str, Any] = {"metadata": {"test_mode": mode, **request}}
+        if connector is not None:
+            options["connector"] = connector
+        turn = UserTurn(text=json.dumps(request, ensure_ascii=False, default=str), options=options)
         try:
             await target.open(session)
             agent = await target.send(turn)
@@ -64,8 +72,8 @@ class TargetHelper:
         return agent.response, agent.text
 
     async def answer(self, mode: str, request: dict[str, Any], models: Models | None,
-                     schema: type[BaseModel]) -> BaseModel:
-        response, text = await self.ask(mode, request, models)
+                     schema: type[BaseModel], connector: str | None = None) -> BaseModel:
+        response, text = await self.ask(mode, request, models, connector)
         tried = [response if isinstance(response, dict) else None, _json_in(text)]
         for candidate in (c for c in tried if c is not None):
             try:
@@ -100,7 +108,7 @@ class TargetSimulator(UserSimulator):
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         request = {**self.settings, "test_id": self.case_id, "conversation": conversation(exchanges),
                    "last_response": exchanges[-1].agent.text if exchanges else "",
-                   "turn_number": len(exchanges) + 1, "max_turns": self.max_turns}
+                   "turn_number": len(exchanges) + 1, "max_turns": self.max_turns, **runtime(exchanges, context)}
         response, text = await self.helper.ask("simulator", request, self.models)
         reply = _simulator_reply(response, text)
         self.last_reasoning = reply.reasoning or None
@@ -136,19 +144,23 @@ class ValidatorReply(BaseModel):
 
 class TargetValidator(Check):
     """`"type": "agent"` with `use` naming a target: the design's validator interface (the conversation in scope
-    as messages, the metadata with the criteria) answered with {passed, score, reason, suggestions}."""
+    as messages, the metadata with the criteria, the case's `test_id`) answered with {passed, score, reason,
+    suggestions}; `options.connector` is the model that target answers with."""
 
     key = "agent"
     Spec = BaseModel
 
-    def __init__(self, helper: TargetHelper, metadata: dict[str, Any]) -> None:
+    def __init__(self, helper: TargetHelper, metadata: dict[str, Any], test_id: str = "",
+                 connector: str | None = None) -> None:
         super().__init__(None)
         self.helper = helper
         self.metadata = metadata
+        self.test_id = test_id
+        self.connector = connector
 
     async def evaluate(self, run: RunView) -> Verdict:
-        request = {**self.metadata, "messages": conversation(run.exchanges)}
-        reply = await self.helper.answer("validator", request, run.models, ValidatorReply)
+        request = {**self.metadata, "test_id": self.test_id, "messages": conversation(run.exchanges)}
+        reply = await self.helper.answer("validator", request, run.models, ValidatorReply, self.connector)
         assert isinstance(reply, ValidatorReply)
         return Verdict(passed=reply.passed, reason=f"{reply.reason or 'no reason given'} ({self.helper.name})",
                        score=reply.score, evidence=reply.suggestions, model=f"target:{self.helper.name}")

@@ -9,6 +9,7 @@ that names nothing.
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +18,13 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tamesu.checks import Assertion, AssertionProblem
+from tamesu.checks.tools import tool_names
+from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.checks import load_function
-from tamesu.jsonl.schema import Checkpoint, ContentPart, TestCase
+from tamesu.jsonl.schema import ChatMessage, Checkpoint, ContentPart, Options, TestCase
 from tamesu.suite._errors import problems_from
 
 Loc = tuple[Any, ...]
@@ -33,6 +36,8 @@ class Graded:
 
     raw: Any
     assertion: Assertion
+    loc: tuple[Any, ...] = ()
+    """Where the assertion is written in its case."""
 
 
 @dataclass
@@ -63,6 +68,8 @@ class ParsedCase:
     doc: JsonDocument
     base_dir: Path
     """The folder of the JSONL file: attachments and scripts are relative to it."""
+    file_dirs: list[Path] = field(default_factory=list)
+    """Where relative attachments are looked for: `base_dir`, then the project's folder."""
     turn_assertions: dict[int, list[Graded]] = field(default_factory=dict)
     final: list[Graded] = field(default_factory=list)
     """Standard mode: the assertions; multi-turn and dynamic: `final_assertions` (and `assertions`)."""
@@ -84,6 +91,16 @@ class ParseSettings:
     resolver: mapping.Resolver
     default_simulator: str | None = None
     """`--simulator`: for cases that need one and name none."""
+    file_dirs: list[Path] = field(default_factory=list)
+    """Where a relative attachment path is looked for after the JSONL file's folder (the project's folder)."""
+    file_refusal: Callable[[FileRef, str | None], str | None] | None = None
+    """Why the agent under test cannot carry this file (given the case's connector), or None: such a case is
+    refused when it loads, not sent without its file."""
+    target_type: str | None = None
+    """The type of the agent under test, when known: an `a2a` agent reports no tool calls, so a tool assertion
+    on one is a warning."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What is suspicious but not wrong, appended while parsing."""
 
 
 def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
@@ -139,11 +156,22 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
         problems.extend(problems_from(exc, doc, TestCase, owner="test case"))  # type: ignore[arg-type]
         return None
     before = len(problems)
-    found = ParsedCase(case, doc, base_dir)
+    dirs = list(dict.fromkeys([base_dir, *settings.file_dirs]))
+    found = ParsedCase(case, doc, base_dir, dirs)
     _check_shape(case, doc, problems)
-    _check_files(case, raw, doc, base_dir, problems)
+    _check_files(case, raw, doc, dirs, settings, problems)
     resolver = settings.resolver
     assert_key = "assert" if "assert" in raw else "assertions"
+    if case.type == "single_turn" and len(case.turns) == 1:
+        # the earlier revision's `{"type": "single_turn", "turns": [one]}` is `{"input": ...}`: the turn's
+        # assertions grade the one answer, and the case runs as a standard one
+        key = "assert" if "assert" in raw["turns"][0] else "assertions"
+        found.final = [*_graded(case.turns[0].assertions, ("turns", 0, key), resolver, None, doc, problems),
+                       *_graded(case.assertions, (assert_key,), resolver, None, doc, problems)]
+        found.case = _as_standard(case)
+        _stamp(found)
+        _warn_tools(found, settings)
+        return found if len(problems) == before else None
     if case.mode == "standard":
         found.final = _graded(case.assertions, (assert_key,), resolver, None, doc, problems)
     else:
@@ -156,14 +184,70 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     found.checkpoints = _checkpoints(case, doc, resolver, problems)
     if case.mode != "standard":
         found.simulator = _simulator(case, doc, settings, problems)
+    _stamp(found)
+    _warn_tools(found, settings)
     return found if len(problems) == before else None
+
+
+def _warn_tools(found: ParsedCase, settings: ParseSettings) -> None:
+    """An A2A agent never reports tool calls (only its messages and artifacts travel): a tool assertion on one
+    can only pass when it asks that a tool was not called."""
+    if settings.target_type != "a2a":
+        return
+    graded = [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]
+    located = [(g.loc, g.assertion) for g in graded]
+    located += [(("checkpoints", i, "assertion"), c.assertion) for i, c in enumerate(found.checkpoints)]
+    for loc, assertion in located:
+        names = tool_names(assertion.check)
+        if names is not None:
+            settings.warnings.append(found.doc.problem(loc, f"an A2A agent reports no tool calls, so {assertion.label} "
+                                                       "can never see one"))
+
+
+def _stamp(found: ParsedCase) -> None:
+    """Validator agents and scripts are told which case they grade (the design's `test_id`)."""
+    graded = [g.assertion for g in found.final] + [c.assertion for c in found.checkpoints]
+    graded += [g.assertion for turn in found.turn_assertions.values() for g in turn]
+    for assertion in graded:
+        check = getattr(assertion.check, "inner", assertion.check)
+        if hasattr(check, "test_id"):
+            check.test_id = found.case.id
+
+
+def _as_standard(case: TestCase) -> TestCase:
+    """A single_turn case written with its one turn, as the standard case it equals: the turn's input (its
+    attachments among the content parts) and options (over the case's)."""
+    turn = case.turns[0]
+    message = turn.input
+    if turn.attachments:
+        parts = message.content if isinstance(message.content, list) else \
+            [ContentPart(type="text", text=message.content)] if message.content else []
+        message = message.model_copy(update={"content": [*parts, *turn.attachments]})
+    options = case.options
+    if turn.options is not None:
+        merged = {**(options.sent() if options else {}), **turn.options.sent()}
+        options = Options.model_validate(merged)
+    return case.model_copy(update={"input": [message], "turns": [], "options": options, "type": None})
 
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
     mode = case.mode
-    if case.type == "single_turn" and mode != "standard":
-        what = "turns" if case.turns else "checkpoints" if case.checkpoints else "simulator"
-        problems.append(doc.problem((what,), f"a single_turn case has no {what}", key=True))
+    if case.type == "single_turn":
+        if case.checkpoints or case.simulator is not None:
+            what = "checkpoints" if case.checkpoints else "simulator"
+            problems.append(doc.problem((what,), f"a single_turn case has no {what}", key=True))
+        elif len(case.turns) > 1:
+            problems.append(doc.problem(("turns", 1), f"a single_turn case has one turn, not {len(case.turns)} "
+                                        "(drop type: single_turn to play them in order)"))
+        elif case.turns and case.input:
+            problems.append(doc.problem(("input",), "the input is turns[0].input or input, not both", key=True))
+        elif not case.turns and not case.input:
+            problems.append(doc.problem((), "a test case needs input (text, a message, or a message history)"))
+        elif case.input and case.input[-1].role != "user":
+            problems.append(doc.problem(("input", len(case.input) - 1, "role"),
+                                        "the last message of input is the one the agent answers: it must be "
+                                        "from the user"))
+        return
     if mode == "standard":
         if not case.input:
             problems.append(doc.problem((), "a test case needs input (text, a message, or a message history), "
@@ -194,33 +278,59 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
 
 
 def _parts(case: TestCase) -> list[tuple[Loc, ContentPart]]:
+    def files(message: ChatMessage) -> list[tuple[int, ContentPart]]:
+        # positions among all the content parts, as the file has them, not among the files alone
+        content = message.content if isinstance(message.content, list) else []
+        return [(p, part) for p, part in enumerate(content) if part.type != "text"]
+
     found: list[tuple[Loc, ContentPart]] = []
     for m, message in enumerate(case.input or []):
-        found += [(("input", m, "content", p), part) for p, part in enumerate(message.files)]
+        found += [(("input", m, "content", p), part) for p, part in files(message)]
     for t, turn in enumerate(case.turns):
-        found += [(("turns", t, "input", "content", p), part) for p, part in enumerate(turn.input.files)]
+        found += [(("turns", t, "input", "content", p), part) for p, part in files(turn.input)]
         found += [(("turns", t, "attachments", a), part) for a, part in enumerate(turn.attachments)]
     return found
 
 
-def file_path(source: str, base_dir: Path) -> Path | None:
-    """The local file a `file://` source names (relative to the JSONL file), or None for a URL."""
+def file_path(source: str, dirs: Path | list[Path]) -> Path | None:
+    """The local file a `file://` source (or a bare path) names, or None for a URL. A relative path is looked
+    for in each of `dirs` in turn (the JSONL file's folder, then the project's): the first that has the file
+    wins; when none has it, the path under the first (so the problem names where it was expected)."""
     if source.startswith("file://"):
-        return base_dir / source.removeprefix("file://")
-    if "://" in source:
+        source = source.removeprefix("file://")
+    elif "://" in source:
         return None
-    return base_dir / source
+    folders = [dirs] if isinstance(dirs, Path) else dirs
+    candidates = [folder / source for folder in folders]
+    return next((c for c in candidates if c.is_file()), candidates[0])
 
 
-def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, base_dir: Path,
-                 problems: list[Problem]) -> None:
+def file_ref(part: ContentPart, dirs: Path | list[Path]) -> FileRef:
+    """A content part's file as a user turn carries it: a local path, or a URI the agent fetches."""
+    source = part.source or ""
+    path = file_path(source, dirs)
+    name = part.name or Path(source.split("?", 1)[0]).name or "file"
+    mime = part.mime or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return FileRef(name=name, mime=mime, path=str(path.resolve()) if path else None,
+                   uri=None if path else source)
+
+
+def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: list[Path],
+                 settings: ParseSettings, problems: list[Problem]) -> None:
+    connector = case.options.connector if case.options else None
     for loc, part in _parts(case):
-        path = file_path(part.source or "", base_dir)
+        path = file_path(part.source or "", dirs)
+        # a single message written as an object has no index 0 in the file: point at the part anyway
+        if isinstance(raw.get("input"), dict) and loc[0] == "input":
+            loc = ("input", *loc[2:])
         if path is not None and not path.is_file():
-            # a single message written as an object has no index 0 in the file: point at the part anyway
-            if isinstance(raw.get("input"), dict) and loc[0] == "input":
-                loc = ("input", *loc[2:])
-            problems.append(doc.problem((*loc, "source"), f"file not found: {path}"))
+            where = " or ".join(str(folder / (part.source or "").removeprefix("file://")) for folder in dirs)
+            problems.append(doc.problem((*loc, "source"), f"file not found: {where}"))
+            continue
+        if settings.file_refusal is not None:
+            reason = settings.file_refusal(file_ref(part, dirs), connector)
+            if reason is not None:
+                problems.append(doc.problem((*loc, "source"), reason))
 
 
 def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: int | None, doc: JsonDocument,
@@ -228,7 +338,7 @@ def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: i
     graded: list[Graded] = []
     for index, entry in enumerate(entries):
         try:
-            graded.append(Graded(entry, mapping.to_engine(entry, resolver, on_turn)))
+            graded.append(Graded(entry, mapping.to_engine(entry, resolver, on_turn), (*loc, index)))
         except AssertionProblem as exc:
             problems.append(doc.problem((*loc, index, *exc.loc), exc.message, key=exc.at_key))
     return graded
@@ -301,7 +411,7 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
         return None
     if use.startswith("scripts:"):
         try:
-            return SimulatorRef("script", use, config, load_function(use, resolver.search))
+            return SimulatorRef("script", use, config, load_function(use, resolver.search, "simulate"))
         except ValueError as exc:
             problems.append(doc.problem(loc, str(exc)))
             return None

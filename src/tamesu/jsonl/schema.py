@@ -154,6 +154,8 @@ class TestCase(Strict):
 
     @property
     def mode(self) -> Mode:
+        if self.type == "single_turn":
+            return "standard"  # its one turn, if written as turns[0], is the input (the parser makes it so)
         if self.checkpoints or self.type == "dynamic":
             return "dynamic"
         if self.turns or self.type == "multi_turn" or self.simulator is not None:

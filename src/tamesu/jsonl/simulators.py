@@ -2,7 +2,8 @@
 of `tamesu.roles.simulator`.
 
 The function gets one mapping, the simulator input of the design: `persona`, `goal`, `conversation`
-(`[{role, content}]`), `last_response`, `turn_number`, `max_turns`, `metadata` (every simulator setting). It
+(`[{role, content}]`), `last_response`, `turn_number`, `max_turns`, `metadata` (every simulator setting),
+`test_id`, and the run's context: `session_id`, `turn_count`, `tool_results` (of the last agent turn). It
 returns the next user message as text, or `{"input", "goal_achieved", "reasoning"}`, or None to hang up.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from tamesu.conversation import Exchange, UserTurn
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.roles.simulator import UserAction, UserSimulator
 from tamesu.suite.templates import Context
 
@@ -24,6 +25,19 @@ class ScriptAnswer(BaseModel):
     input: str = ""
     goal_achieved: bool = False
     reasoning: str = ""
+
+
+def runtime(exchanges: list[Exchange], context: Context) -> dict[str, Any]:
+    """What the design's simulator learns about the run besides the conversation: `session_id` (the run's id:
+    every case runs in a session of its own), `turn_count` (agent turns so far) and `tool_results` (the
+    tools the last agent turn called, by name, with what they returned; a tool called twice keeps its last)."""
+    try:
+        session_id = str(context.lookup("run.id"))
+    except TemplateError:
+        session_id = ""
+    last = exchanges[-1].agent.tool_calls if exchanges else []
+    return {"session_id": session_id, "turn_count": len(exchanges),
+            "tool_results": {call.name: call.result for call in last}}
 
 
 def conversation(exchanges: list[Exchange]) -> list[dict[str, str]]:
@@ -36,8 +50,10 @@ def conversation(exchanges: list[Exchange]) -> list[dict[str, str]]:
 
 
 class ScriptSimulator(UserSimulator):
-    def __init__(self, function: Callable[..., Any], name: str, settings: dict[str, Any], max_turns: int) -> None:
+    def __init__(self, function: Callable[..., Any], name: str, settings: dict[str, Any], max_turns: int,
+                 test_id: str = "") -> None:
         self._function = function
+        self._test_id = test_id
         self._name = name
         self._settings = settings
         self._max_turns = max_turns
@@ -49,6 +65,7 @@ class ScriptSimulator(UserSimulator):
             "conversation": conversation(exchanges),
             "last_response": exchanges[-1].agent.text if exchanges else "",
             "turn_number": len(exchanges) + 1, "max_turns": self._max_turns, "metadata": dict(self._settings),
+            "test_id": self._test_id, **runtime(exchanges, context),
         }
         try:
             result = self._function(inputs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from tamesu import targets
 from tamesu._http import async_client
+from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan import Project, load_project_targets
 from tamesu.suite.secrets import Secrets
@@ -31,7 +33,7 @@ CARD_TIMEOUT = 5.0
 _URL = re.compile(r"^https?://", re.IGNORECASE)
 # the namespaces a target of tamesu.yaml may use in `tamesu test`: no suite vars or captures exist there
 _ALLOWED_ROOTS = {"secrets", "env", "session", "message", "messages", "options", "listen", "response", "run",
-                  "args"}
+                  "args", "attachments"}
 
 
 class TargetProblem(Exception):
@@ -76,7 +78,7 @@ def _check_templates(name: str, project: Project, secrets: Secrets) -> None:
         for expr, problem in references(text):
             root = expr.partition(".")[0]
             loc = ("targets", name, *path)
-            if problem and root not in ("messages", "options"):
+            if problem and root not in ("messages", "options", "attachments"):
                 problems.append(project.doc.problem(loc, problem))
             elif not problem and root not in _ALLOWED_ROOTS:
                 problems.append(project.doc.problem(loc, f"{{{{{expr}}}}} is not available to `tamesu test`"))
@@ -132,3 +134,20 @@ async def find_card(url: str) -> str | None:
                     any(k in card for k in ("url", "supportedInterfaces", "additionalInterfaces", "skills")):
                 return place
     return None
+
+
+def file_refusal(resolved: ResolvedTarget, project: Project,
+                 connector: str | None = None) -> Callable[[FileRef, str | None], str | None]:
+    """Why the agent under test cannot get a file of a case (whose own connector is the second argument;
+    `-c`, `connector`, wins over it), for the parser to refuse that case when it loads."""
+    cls = targets.target_class(resolved.spec.type)
+
+    def refuse(file: FileRef, case_connector: str | None) -> str | None:
+        spec = resolved.spec
+        model = connector or case_connector
+        if model is not None and spec.type == "model":
+            spec = spec.model_copy(update={"model": model})
+        reason = cls.file_refusal(spec, file, project.spec.models)
+        return f"the agent under test ({resolved.about}) cannot get this file: {reason}" if reason else None
+
+    return refuse

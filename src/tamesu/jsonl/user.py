@@ -12,19 +12,18 @@ Every decision is recorded as a `user_side` event with the awaiting-input verdic
 
 from __future__ import annotations
 
-import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tamesu.checks.base import RunView
-from tamesu.conversation import Exchange, FileRef, HistoryMessage, UserTurn
+from tamesu.conversation import Exchange, HistoryMessage, UserTurn
 from tamesu.errors import InfraError
 from tamesu.jsonl.awaiting import Awaiting, detect
 from tamesu.jsonl.checkpoints import Tracker
 from tamesu.jsonl.helpers import TargetSimulator
 from tamesu.jsonl.human import Human
-from tamesu.jsonl.parser import ParsedCase, SimulatorRef, file_path
+from tamesu.jsonl.parser import ParsedCase, SimulatorRef, file_ref
 from tamesu.jsonl.schema import ChatMessage, ContentPart, MissingInput
 from tamesu.jsonl.simulators import ScriptSimulator
 from tamesu.models.base import Models
@@ -35,16 +34,7 @@ from tamesu.suite.templates import Context
 MISSING_HINT = "Add more turns, use --interactive, or configure a simulator"
 
 
-def file_ref(part: ContentPart, base_dir: Path) -> FileRef:
-    source = part.source or ""
-    path = file_path(source, base_dir)
-    name = part.name or Path(source.split("?", 1)[0]).name or "file"
-    mime = part.mime or mimetypes.guess_type(name)[0] or "application/octet-stream"
-    return FileRef(name=name, mime=mime, path=str(path.resolve()) if path else None,
-                   uri=None if path else source)
-
-
-def user_turn(messages: list[ChatMessage], base_dir: Path, options: dict[str, Any], *,
+def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options: dict[str, Any], *,
               attachments: list[ContentPart] | None = None, source: str = "static") -> UserTurn:
     """The last message as the turn, the ones before it as its history."""
     *earlier, last = messages
@@ -102,7 +92,7 @@ class CaseUser(UserSimulator):
     # -- what the case gives ------------------------------------------------------------------------------
 
     def _static_turns(self) -> list[UserTurn]:
-        case, base = self.case, self.parsed.base_dir
+        case, base = self.case, self.parsed.file_dirs or self.parsed.base_dir
         if case.turns:
             return [user_turn([t.input], base, {**self._options, **(t.options.sent() if t.options else {})},
                               attachments=t.attachments) for t in case.turns]
@@ -114,7 +104,7 @@ class CaseUser(UserSimulator):
         settings = ref.settings
         if ref.kind == "script":
             assert ref.function is not None
-            return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns)
+            return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns, self.case.id)
         if ref.kind == "target":
             return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case.id)
         if self.models is None:

@@ -21,6 +21,7 @@ from anthropic.types import Message as WireMessage
 
 from tamesu._http import ssl_context
 from tamesu.models._lease import ClientLease
+from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
 from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
 from tamesu.models.spec import ModelSpec
@@ -164,9 +165,10 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
     blocks: list[dict[str, Any]] = []
-    if message.content or not message.tool_calls:
+    if message.content or not (message.tool_calls or message.files):
         # the API refuses empty text blocks; an empty turn still needs some text
         blocks.append({"type": "text", "text": message.content or "(empty)"})
+    blocks.extend(anthropic_block(f) for f in message.files)
     blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls)
     return blocks
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator"]
 
@@ -30,6 +30,17 @@ class ToolRequest(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class MessageFile(BaseModel):
+    """A file a user message carries to the model (an attachment): its bytes, or a URL the provider fetches.
+    Each provider sends it in its own content-part shape (`tamesu.models.attachments`)."""
+
+    name: str
+    mime: str
+    data: str | None = None
+    """The bytes, base64."""
+    url: str | None = None
+
+
 class Message(BaseModel):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
@@ -38,6 +49,16 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     """For a tool message: the call it answers."""
     name: str | None = None
+    files: list[MessageFile] = Field(default_factory=list)
+    """Attachments of a user message, sent as the provider's image, audio or file content parts."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_files(self, handler: Any) -> Any:
+        # a message without files dumps as it did before they existed, so replay-cache keys stay the same
+        data = handler(self)
+        if isinstance(data, dict) and not self.files:
+            data.pop("files", None)
+        return data
 
 
 class ModelRequest(BaseModel):

@@ -19,6 +19,7 @@ from openai.types.chat import ChatCompletion
 
 from tamesu._http import ssl_context
 from tamesu.models._lease import ClientLease
+from tamesu.models.attachments import openai_part
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
 from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
 from tamesu.models.spec import ModelSpec
@@ -170,6 +171,9 @@ def _wire_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
     wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.files:
+        text = [{"type": "text", "text": message.content}] if message.content else []
+        wire["content"] = [*text, *(openai_part(f) for f in message.files)]
     if message.role == "assistant" and message.tool_calls:
         wire["content"] = message.content or None
         wire["tool_calls"] = [{"id": c.id, "type": "function", "function": {

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
+from tamesu.plan import _lint
 from tamesu.plan._checks import check_models_needed, check_user_side
 from tamesu.plan._templates import check_templates
 from tamesu.plan.cases import read_cases
@@ -101,6 +102,7 @@ def _load_suite(
 
     target_specs = load_targets(spec, doc, problems, warnings)
     suite = LoadedSuite(spec, doc, target_specs, project)
+    warnings.extend(_lint.remote_tokens(suite, doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []
@@ -188,6 +190,8 @@ def _expand_test(
         if case_name is None or case_name == variants[0][0]:
             check_user_side(suite, case_spec, doc, loc, problems)
             check_models_needed(suite, case_spec, doc, loc, problems)
+            problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
+            warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,

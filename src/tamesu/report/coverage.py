@@ -9,9 +9,10 @@ works for any target that records these facts, including ones added later:
 - tools offered: a `transport`, `mcp_server`, `tools` or `tools_listed` event whose data has `tools` (names,
   or objects with `name`): the model target's declared tools, every tool an MCP server lists. A tool is
   exercised by a tool call of kind `tool` with its name.
-- remote agents offered: a `remote_agent` event (`name`) or a `remote_agents` event (`agents`: names or objects
-  with `name`). One is exercised by a delegation (a tool call of kind `delegation`, named after the agent) or a
-  `delegated` event naming it as `agent`.
+- remote agents offered: a `remote_agent_started` event (`agent`: the engine starts every declared remote agent
+  for each run, so one nobody called is listed), a `remote_agent` event (`name`) or a `remote_agents` event
+  (`agents`: names or objects with `name`). One is exercised by a delegation (a tool call of kind
+  `delegation`, named after the agent) or a `delegated` event naming it as `agent`.
 
 Something exercised that nothing offered (a rest agent's tool calls, which no list declares) is listed too,
 as seen but not offered; it does not count toward the percentage.
@@ -124,6 +125,9 @@ class _Collector:
                 self.offer("tools", target, kind, _names(data.get("tools"), "name"))
             if event.name == "remote_agent" and isinstance(data.get("name"), str):
                 self.offer("remote_agents", "remote agents", None, [data["name"]])
+            if event.name == "remote_agent_started" and isinstance(data.get("agent"), str):
+                # what the engine records for every declared remote agent, called or not
+                self.offer("remote_agents", "remote agents", None, [data["agent"]])
             if event.name == "remote_agents":
                 self.offer("remote_agents", "remote agents", None, _names(data.get("agents"), "name"))
             if isinstance(data.get("skill"), str):

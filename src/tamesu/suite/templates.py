@@ -20,6 +20,7 @@ KNOWN_ROOTS = {
     "captured": "a value captured from an agent turn",
     "session": "the session id, or a value captured by session.open",
     "message": "the user message of this turn",
+    "attachments": "the files of this turn (rest request bodies): name, media_type, data (base64) or url",
     "remote": "a remote agent of the suite",
     "listen": "the URL of the API tamesu serves for the agent",
     "response": "the JSON the send request answered",

@@ -6,11 +6,19 @@ import re
 from typing import Annotated, Any, Literal
 
 import jsonpath
-from pydantic import AfterValidator, Field, PlainValidator, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tamesu._types import HostPort
 from tamesu.suite.schema import Duration, Strict
-from tamesu.suite.templates import references
+from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import HandoffSpec, SessionOpenSpec, TargetSpec
 
 
@@ -54,9 +62,38 @@ Condition = Annotated[str | PathEquals, PlainValidator(_condition)]
 """A JSONPath that holds when it finds a truthy value, or a `{path, equals}` comparison."""
 
 
+class MultipartSpec(Strict):
+    """Send the turn as multipart/form-data: the body's keys as form fields, each attachment as a file."""
+
+    files: str = Field("files", min_length=1)
+    """The form field every attachment is sent under."""
+
+
+def _multipart(value: Any) -> Any:
+    if value is True:
+        return MultipartSpec()
+    if value is False:
+        return None
+    return value
+
+
 class RequestSpec(Strict):
     body: Any = None
-    """JSON with templates. Absent: `{"message": "{{message}}", "session_id": "{{session}}"}` (+ `data`)."""
+    """JSON with templates. Absent: `{"message": "{{message}}", "session_id": "{{session}}"}` (+ `data`,
+    `messages`, `options`, `attachments` when the turn has them)."""
+    multipart: Annotated[MultipartSpec | None, BeforeValidator(_multipart)] = None
+    """`true` (or `{files: FIELD}`): multipart/form-data, the files as file parts (not base64 in JSON)."""
+
+    @model_validator(mode="after")
+    def _form_fields(self) -> RequestSpec:
+        if self.multipart is not None and self.body is not None and not isinstance(self.body, dict):
+            raise ValueError("multipart sends the body's keys as form fields: body must be a mapping")
+        return self
+
+    def mentions_attachments(self) -> bool:
+        """The body template names `{{attachments}}` (or one of them) somewhere."""
+        return any(expr == "attachments" or expr.startswith("attachments.")
+                   for _, text in walk_strings(self.body) for expr, _ in references(text))
 
 
 class PollSpec(Strict):
@@ -170,6 +207,8 @@ class RestSpec(TargetSpec):
             raise ValueError("streaming: websocket needs a ws:// or wss:// url")
         if self.streaming != "websocket" and self.url.startswith(("ws://", "wss://")):
             raise ValueError("a ws:// url needs streaming: websocket")
+        if self.streaming == "websocket" and self.request.multipart is not None:
+            raise ValueError("a websocket sends text messages: request.multipart needs streaming none or sse")
         return self
 
     @field_validator("handoff")

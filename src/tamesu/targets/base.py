@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from tamesu.conversation import AgentTurn, Session, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
 from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
 
 
@@ -82,6 +83,14 @@ class Target(ABC):
     def metrics(self) -> dict[str, float]:
         """Metrics only this target type knows (counters it kept); the engine adds the common ones."""
         return {}
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        """Why this target cannot carry a user's file to its agent, or None when it can. Asked when a test
+        loads, so a case with a file the agent would never get is refused, not run without it. `models` are
+        the project's models (the model target's provider decides). A target type says so only once it
+        really sends files: until then, none."""
+        return f"a {cls.kind} target cannot carry files"
 
     def _require_session(self) -> Session:
         if self._session is None:

@@ -30,12 +30,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import grpc
 from pydantic import Field, field_validator
 
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets._grpc_events import MAX_EVENTS, TurnEvents
 from tamesu.targets._grpc_wire import code_failure, dial, dial_target, metadata, status_failure, user_turn
@@ -75,6 +76,10 @@ class GrpcSpec(TargetSpec):
 class GrpcTarget(Target):
     kind = "grpc"
     Spec = GrpcSpec
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        return None  # the turn API's File: its bytes, or its URI
 
     def __init__(self, spec: GrpcSpec, name: str) -> None:
         super().__init__(spec, name)

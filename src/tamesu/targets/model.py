@@ -42,8 +42,11 @@ made (a fallback's included).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -51,9 +54,19 @@ from pydantic import Field, field_validator, model_validator
 from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._match import args_problem
 from tamesu._types import Strict
-from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse, ToolRequest, ToolSpec
+from tamesu.models import attachments
+from tamesu.models.base import (
+    Message,
+    MessageFile,
+    ModelClient,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolRequest,
+    ToolSpec,
+)
 from tamesu.models.spec import ModelSpec
 from tamesu.suite.templates import Context
 from tamesu.targets._rest_read import handoff
@@ -167,6 +180,21 @@ class ModelTarget(Target):
         self._tools = {tool.name: tool for tool in spec.tools}
         self._calls = 0
 
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        """As the provider of the target's model (`models.target` when it names none) takes files."""
+        model = spec.model if spec.model is not None else models.get("target")
+        if isinstance(model, str):
+            model = models.get(model) or model
+        try:
+            provider = ModelSpec.model_validate(model).provider if model is not None else None
+        except ValueError:
+            return None  # the model itself is wrong: the run says so, in its own words
+        if provider is None:
+            return None
+        reason = attachments.refusal(provider, file.mime, by_url=file.path is None)
+        return f"{file.name}: {reason}" if reason else None
+
     # -- open and close -------------------------------------------------------------------------------
 
     async def _open(self, session: Session) -> None:
@@ -221,9 +249,20 @@ class ModelTarget(Target):
         session = self._require_session()
         kept = len(self._messages)
         limit = self.spec.turn_timeout
-        # a stateless test gives the conversation so far with the turn: it goes before the user's words
-        self._messages.extend(Message(role=m["role"], content=m["content"]) for m in turn.messages()[:-1])
-        self._messages.append(Message(role="user", content=turn.display()))
+        try:
+            # a stateless test gives the conversation so far with the turn: it goes before the user's words
+            # (a user message's files as content parts; an assistant's, which no provider takes, as [name])
+            for earlier, message in zip(turn.history, turn.messages()[:-1], strict=True):
+                self._messages.append(
+                    Message(role="user", content=earlier.content, files=self._files(earlier.files))
+                    if earlier.role == "user" else Message(role=message["role"], content=message["content"]))
+            # files travel as the provider's content parts; the words stay as the transcript shows them,
+            # less the [name] lines that stand for the files there
+            words = turn.display() if not turn.files else turn.model_copy(update={"files": []}).display()
+            self._messages.append(Message(role="user", content=words, files=self._files(turn.files)))
+        except BaseException:
+            del self._messages[kept:]
+            raise
         try:
             async with asyncio.timeout(limit) as scope:
                 return await self._exchange(session, turn.display())
@@ -237,6 +276,20 @@ class ModelTarget(Target):
             # be sent to a model again (providers reject a tool call without its result).
             del self._messages[kept:]
             raise
+
+    def _files(self, files: list[FileRef]) -> list[MessageFile]:
+        """The turn's files as the model gets them: the bytes of a local file, or the URL of a remote one."""
+        carried: list[MessageFile] = []
+        for file in files:
+            if file.path is None:
+                carried.append(MessageFile(name=file.name, mime=file.mime, url=file.uri))
+                continue
+            try:
+                data = Path(file.path).read_bytes()
+            except OSError as exc:
+                raise InfraError(f"{self._what}: cannot read attachment {file.name}: {exc.strerror or exc}") from exc
+            carried.append(MessageFile(name=file.name, mime=file.mime, data=base64.b64encode(data).decode()))
+        return carried
 
     async def _exchange(self, session: Session, said: str) -> AgentTurn:
         responses: list[ModelResponse] = []

@@ -2,10 +2,15 @@
 
 How a turn is sent: `method` `url` with `headers` and `request.body`, all templates rendered per turn with
 `{{message}}` (the user's words), `{{session}}` (the session id), `{{session.NAME}}` (session.open captures),
-`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, and for JSONL tests `{{messages}}` (the
-history the test gives and this turn, as [{role, content}]) and `{{options.X}}`. Without `request.body` the body
-is `{"message": ..., "session_id": ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries
-a history and `"options"` when it carries options; `body: null` sends none.
+`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, `{{attachments}}` (the files the turn
+carries, its history's first: `[{name, media_type, data}]`, data the bytes in base64, or `url` instead of data
+for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
+[{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
+...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
+carries options and `"attachments"` when it carries files; `body: null` sends none. `request.multipart: true`
+(or `{files: FIELD}`) sends multipart/form-data instead: the body's keys as form fields (text as is, other
+values as JSON) and each file as a file part named `files` (or FIELD). A test whose files the request would
+drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
 A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
 (session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
 send the target's `headers` and then their own; session.open, made before the target's headers can
@@ -56,14 +61,16 @@ import contextlib
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from tamesu._types import split_addr
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.templates import TEMPLATE, Context, references
+from tamesu.targets._rest_files import attachments, file_refusal, multipart_request
 from tamesu.targets._rest_http import Answer, Http, excerpt, os_reason, parse_body, read_text
 from tamesu.targets._rest_listen import Listener
 from tamesu.targets._rest_read import MAX_EVENTS, StreamText, as_text, handoff, holds, text_of, tool_calls, values
@@ -386,8 +393,10 @@ class RestTarget(Target):
         return session.context.child(**own, **extra)
 
     def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
-        """`{{message}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
-        return self._context(message=turn.text, messages=turn.messages(), options=turn.options, **extra)
+        """`{{message}}`, `{{attachments}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}`
+        of a JSONL test."""
+        return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
+                             attachments=attachments(turn, self._what), **extra)
 
     def _turn_request(self, turn: UserTurn) -> httpx.Request:
         ctx = self._turn_context(turn)
@@ -395,8 +404,12 @@ class RestTarget(Target):
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
         body, has_body = self._body(ctx, turn, self.spec.request)
-        return self._require_http().build(self.spec.method, ctx.render_text(self.spec.url), headers, body,
-                                          has_body=has_body)
+        url = ctx.render_text(self.spec.url)
+        multipart = self.spec.request.multipart
+        if multipart is not None:
+            return multipart_request(self._require_http().client, self.spec.method, url, headers,
+                                     body if has_body else None, turn, multipart.files, self._what)
+        return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
 
     def _body(self, ctx: Context, turn: UserTurn, request: RequestSpec) -> tuple[Any, bool]:
         if "body" in request.model_fields_set:
@@ -408,7 +421,13 @@ class RestTarget(Target):
             body["messages"] = turn.messages()
         if turn.options:
             body["options"] = turn.options
+        if (turn.files or any(m.files for m in turn.history)) and request.multipart is None:
+            body["attachments"] = ctx.lookup("attachments")
         return body, True
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        return file_refusal(spec.request, file)
 
     @staticmethod
     def _headers(ctx: Context, headers: dict[str, str]) -> dict[str, str]:

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from a2a.client import Client
@@ -80,7 +80,7 @@ from a2a.types.a2a_pb2 import (
 )
 
 from tamesu._types import split_addr
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import (
@@ -116,6 +116,10 @@ class A2ATarget(Target):
     Spec = A2ASpec
     poll_interval = 0.5
     """Seconds between tasks/get while a task works (the A2A target page's 500 ms)."""
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        return None  # a file part: its bytes inline, or its URI
 
     def __init__(self, spec: A2ASpec, name: str) -> None:
         super().__init__(spec, name)

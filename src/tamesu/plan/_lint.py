@@ -1,0 +1,98 @@
+"""Checks of a loaded suite beyond its schema, for what would otherwise go wrong quietly at run time:
+
+- a script step's `files:` that do not exist (a problem: the run could only fail, later, as an infra error),
+  or that the test's target would not send (a problem: the agent would never see them);
+- a tool assertion on an A2A target (a warning): an A2A agent reports no tool calls, so `tool_called` can
+  only fail there, unless the name is one of the suite's remote agents, whose delegations count as calls;
+- a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
+  of any test of the suite would stop with an infrastructure error when it starts the agent).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from tamesu.checks import Assertion
+from tamesu.checks.tools import tool_names
+from tamesu.errors import Problem
+from tamesu.suite._yaml import Document
+from tamesu.suite.schema import TestSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import references
+
+if TYPE_CHECKING:
+    from tamesu.plan.model import LoadedSuite
+
+Loc = tuple[Any, ...]
+
+
+def missing_files(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
+    problems = []
+    for s, step in enumerate(spec.scenario.script):
+        for f, file in enumerate(step.files):
+            if file.path is not None and "{{" not in file.path and not (suite.dir / file.path).is_file():
+                problems.append(suite.doc.problem((*loc, "scenario", "script", s, "files", f),
+                                                  f"file not found: {suite.dir / file.path} (a path is relative "
+                                                  "to the suite's folder)"))
+    return problems
+
+
+def refused_files(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
+    """A script step's file that the test's target would not send (a rest body without `{{attachments}}`, a
+    model whose provider takes no such file). Only target types that declare what they carry are asked."""
+    from tamesu import targets
+    from tamesu.roles.simulator import file_ref
+    from tamesu.targets.base import Target
+
+    target = suite.targets.get(spec.target)
+    if target is None or not any(step.files for step in spec.scenario.script):
+        return []
+    cls = targets.target_class(target.type)
+    if cls.file_refusal.__func__ is Target.file_refusal.__func__:  # type: ignore[attr-defined]
+        return []
+    models = {**suite.project.spec.models, **suite.spec.models}
+    problems = []
+    for s, step in enumerate(spec.scenario.script):
+        for f, file in enumerate(step.files):
+            reason = cls.file_refusal(target, file_ref(file, suite.dir), models)
+            if reason is not None:
+                problems.append(suite.doc.problem((*loc, "scenario", "script", s, "files", f),
+                                                  f"target {spec.target} cannot send this file: {reason}"))
+    return problems
+
+
+def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc
+                        ) -> list[Problem]:
+    """`assertions` are the test's own, in the order `spec.assert_` writes them."""
+    target = suite.targets.get(spec.target or "")
+    own = assertions[:len(spec.assert_)]  # an attack's pack may follow them
+    if target is None or target.type != "a2a" or len(own) != len(spec.assert_):
+        return []
+    remote = set(suite.spec.remote_agents)
+    warnings = []
+    for index, assertion in enumerate(own):
+        names = tool_names(assertion.check)
+        if names is None or set(names) <= remote:
+            continue
+        tools = ", ".join(n for n in names if n not in remote)
+        warnings.append(suite.doc.problem((*loc, "assert", index), (
+            f"an A2A agent reports no tool calls, so this assertion can never see {tools} (only the suite's "
+            f"remote agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls)")))
+    return warnings
+
+
+def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets) -> list[Problem]:
+    warnings = []
+    for name, agent in suite.spec.remote_agents.items():
+        for expr, problem in references(agent.token or ""):
+            root, _, key = expr.partition(".")
+            if problem:
+                continue  # the template check says what is wrong with it
+            if root == "secrets" and not secrets.has(key):
+                warnings.append(doc.problem(("remote_agents", name, "token"), f"secret {key} is not set "
+                                            "(environment or .env): the remote agent cannot start"))
+            elif root == "env" and key not in os.environ:
+                warnings.append(doc.problem(("remote_agents", name, "token"), f"environment variable {key} is "
+                                            "not set: the remote agent cannot start"))
+    return warnings

@@ -1,0 +1,109 @@
+"""`tamesu validate` beyond the schema: JSONL files checked as `tamesu test` loads them, tool assertions on A2A
+targets (a warning), script `files:` that do not exist (a suite error, for `run` too), an unset secret in a
+remote agent's `token` (a warning)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PROJECT = """\
+suites: [suite.yaml]
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+  desk: { type: rest, url: "http://127.0.0.1:9/chat", request: { body: { message: "{{message}}" } } }
+"""
+
+CASES = "".join(json.dumps(case) + "\n" for case in [
+    {"id": "tools", "input": "Where is ORD-1?",
+     "assertions": [{"type": "tool_called", "name": "lookup_order"}, {"type": "contains", "value": "ORD-1"}]},
+    {"id": "photo", "input": [{"role": "user", "content": [{"type": "text", "text": "This one"},
+                                                           {"type": "image", "source": "file://photo.png"}]}]},
+])
+
+SUITE = """\
+remote_agents:
+  billing: { skills: [refund], token: "{{secrets.BILLING_TOKEN_UNSET}}" }
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+tests:
+  - name: delegates
+    target: shop
+    scenario: { script: [{ say: "refund ORD-1", files: [receipt.png] }] }
+    assert:
+      - tool_not_called: billing
+      - tool_called: lookup_order
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "tamesu.yaml").write_text(PROJECT)
+    (tmp_path / "cases.jsonl").write_text(CASES)
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    return tmp_path
+
+
+def test_jsonl_files_are_validated_against_the_agent_they_test(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    on_a2a = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=project)
+    assert on_a2a.returncode == 0, on_a2a.stdout + on_a2a.stderr
+    assert on_a2a.stdout.strip() == "ok: 2 test case(s) in 1 JSONL file(s) for shop (a2a)"
+    assert on_a2a.stderr.splitlines() == [
+        "warning: cases.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
+        "\"lookup_order\" can never see one"]
+    # `tamesu test` says the same when it loads the cases
+    dry = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "--dry-run"], cwd=project)
+    assert dry.returncode == 0 and dry.stderr.splitlines() == on_a2a.stderr.splitlines()
+    on_rest = tamesu(["validate", "cases.jsonl", "-n", "desk"], cwd=project)
+    assert on_rest.returncode == 2
+    assert on_rest.stderr.splitlines() == [
+        "cases.jsonl:2:122: input[0].content[1].source: the agent under test (desk (rest)) cannot get this file: "
+        "photo.png: this rest target's request.body does not send files: add \"{{attachments}}\" to it, or set "
+        "request.multipart", "1 problem found"]
+    (project / "bad.jsonl").write_text(json.dumps({"id": "x", "type": "single_turn",
+                                                   "turns": [{"input": "a"}, {"input": "b"}]}) + "\n")
+    both = tamesu(["validate", "bad.jsonl", "cases.jsonl"], cwd=project)
+    assert both.returncode == 2
+    assert both.stderr.splitlines()[-2:] == [
+        "bad.jsonl:1:62: turns[1]: a single_turn case has one turn, not 2 (drop type: single_turn to play them in "
+        "order)", "1 problem found"]
+
+
+def test_suite_files_tokens_and_a2a_tool_assertions(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    missing = tamesu(["validate", "suite.yaml"], cwd=project)
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[0] == ("suite.yaml:8:57: tests[0].scenario.script[0].files[0]: file not found: "
+                                              "receipt.png (a path is relative to the suite's folder)")
+    assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=project).returncode == 2  # nothing runs
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    done = tamesu(["validate", "suite.yaml"], cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # billing is a remote agent: its delegations are calls, so only lookup_order is warned about
+    assert done.stderr.splitlines() == [
+        "warning: suite.yaml:2:39: remote_agents.billing.token: secret BILLING_TOKEN_UNSET is not set (environment "
+        "or .env): the remote agent cannot start",
+        "warning: suite.yaml:11:9: tests[0].assert[1]: an A2A agent reports no tool calls, so this assertion can "
+        "never see lookup_order (only the suite's remote agents, billing, count as calls)"]
+
+
+def test_a_suite_file_its_rest_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "desk.yaml").write_text("""\
+targets:
+  desk: { type: rest, url: "http://127.0.0.1:9/chat", request: { body: { message: "{{message}}" } } }
+  form: { type: rest, url: "http://127.0.0.1:9/chat", request: { multipart: true } }
+tests:
+  - { name: dropped, target: desk, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+  - { name: sent, target: form, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+""")
+    done = tamesu(["validate", "desk.yaml"], cwd=project)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "desk.yaml:5:78: tests[0].scenario.script[0].files[0]: target desk cannot send this file: receipt.png: this "
+        "rest target's request.body does not send files: add \"{{attachments}}\" to it, or set request.multipart",
+        "1 problem found"]
