@@ -16,6 +16,8 @@ mentions a JSON schema), otherwise an echo of the last user message. Planned ans
     server.plan(status(500, "boom"))
     server.plan(delay(2.0))                          # wait, then answer with the next planned (or default)
     server.plan(status(400, "...", when="response_format"))  # only if the body has that key, else skipped
+    server.plan(raw("<html>hi</html>", "text/html"))    # HTTP 200 with a body that is not a completion
+    server.plan(raw({"id": "x", "object": "list"}))     # ... or JSON in another shape
 
 `require_key` makes the server answer 401 to any other key, quoting the wrong key back as some servers do
 (so tests can check tamesu never repeats it). Every request is recorded (`server.requests`: path, JSON body,
@@ -30,6 +32,7 @@ import asyncio
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +47,7 @@ DEFAULT_VERDICT = {"pass": True, "score": 1, "reason": "the test server's defaul
 
 @dataclass
 class Planned:
-    """One planned answer. `kind`: text | tools | status | delay."""
+    """One planned answer. `kind`: text | tools | status | delay | raw."""
 
     kind: str
     text: str = ""
@@ -56,6 +59,9 @@ class Planned:
     when: str | None = None
     """Only for a request whose JSON body has this top-level key; otherwise the plan skips this answer."""
     usage: tuple[int, int] | None = None
+    body: Any = None
+    """raw: the whole 200 body (a str is sent as is, anything else as JSON)."""
+    content_type: str = "application/json"
 
 
 def text(value: str, usage: tuple[int, int] | None = None) -> Planned:
@@ -75,6 +81,10 @@ def status(code: int, message: str, retry_after: str | None = None, when: str | 
     return Planned("status", status=code, message=message, headers=headers, when=when)
 
 
+def raw(body: Any, content_type: str = "application/json") -> Planned:
+    return Planned("raw", body=body, content_type=content_type)
+
+
 def delay(seconds: float) -> Planned:
     return Planned("delay", seconds=seconds)
 
@@ -84,6 +94,8 @@ class Recorded:
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+    """When the request arrived (monotonic seconds), to measure the waits between retries."""
 
 
 class _ScriptedServer:
@@ -139,6 +151,9 @@ class _ScriptedServer:
             planned = self._next(body)
         if planned is not None and planned.kind == "status":
             return self.error(planned.status, planned.message, planned.headers)
+        if planned is not None and planned.kind == "raw":
+            content = planned.body if isinstance(planned.body, str) else json.dumps(planned.body)
+            return Response(content, status_code=200, media_type=planned.content_type)
         if planned is None:
             planned = text(self.default_text(body))
         return JSONResponse(self.answer(body, planned))

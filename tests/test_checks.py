@@ -451,6 +451,7 @@ async def test_handoff_summary_graded_by_the_judge(summary: str, passed: bool, r
     run.models = _FakeModels()  # type: ignore[assignment]
     found = await verdict({"handoff": {"summary": "the person taking over learns the order number"}}, run)
     assert (found.passed, found.reason, found.fake) == (passed, reason, True)
+    assert found.prompt_version == "handoff.v1+judge.v1"  # its own words, then the judge's
 
 
 async def test_handoff_summary_without_a_summary_fails() -> None:

@@ -103,6 +103,12 @@ def test_record_with_a_model_server_then_replay_offline(tmp_path: Path, tamesu, 
                            "model": f"{provider}:test-model", "prompt_version": "judge.v1", "fake": False}
     calls = model_server.calls()
     assert len(calls) == 6  # three simulator answers, one repair, one retry after the 429, one verdict
+    [line] = [json.loads(x) for x in (run_dir(tmp_path / "rec") / "results.jsonl").read_text().splitlines()]
+    detail = json.loads((run_dir(tmp_path / "rec") / line["runs"][0]["dir"] / "result.json").read_text())
+    events = [(e["name"], e["data"].get("attempt")) for e in detail["events"]
+              if e["name"] in ("simulator_reasked", "model_retry")]
+    assert events == [("simulator_reasked", 1), ("model_retry", 2)]  # the cut-off answer, then the 429
+    assert detail["metrics"]["llm_retries"] == 1
     judge_body = calls[-1].body
     assert judge_body.get("temperature") == 0
     if provider == "openai":

@@ -689,7 +689,7 @@ async def test_doctor_check(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> No
     anthropic_url = anthropic_server.base_url(serve(anthropic_server.app).url)
     assert await check(openai_spec(openai_url)) is None
     assert await check(ModelSpec(provider="anthropic", model="claude-sonnet-4", base_url=anthropic_url)) is None
-    assert [r.path for r in anthropic_server.requests] == ["/v1/models"]
+    assert [r.path for r in anthropic_server.requests] == ["/v1/models", "/v1/messages"]  # listed, then asked
     assert await check(ModelSpec(provider="fake")) is None
     refused = await check(ModelSpec(provider="openai", model="gpt-4o", base_url=openai_url, api_key="sk-bad-123456"))
     assert refused is not None and "refused" in refused and "sk-bad" not in refused

@@ -365,14 +365,16 @@ async def test_simulator_renders_templates_in_the_goal() -> None:
 
 @pytest.mark.parametrize(("score", "minimum", "passed"), [(3, 4, False), (4, 4, True), (5, 4, True), (3, 3, True)])
 async def test_judge_on_the_1_to_5_scale_passes_by_score_and_min(score: int, minimum: int, passed: bool) -> None:
-    # the model's own pass says the opposite: the author's minimum decides
-    client = ScriptedClient({"pass": not passed, "score": score, "reason": "r", "evidence": ["e"]})
-    verdict = await Judge(client).grade(JudgeInput(rubric="Helpful", scale="1-5", min=minimum))
+    # the model's pass follows the prompt (4 or more); the author's minimum decides
+    client = ScriptedClient({"pass": score >= 4, "score": score, "reason": "r", "evidence": ["e"]})
+    verdict = await Judge(client).grade(JudgeInput(rubric="Helpful", scale="1-5", min=minimum,
+                                                   evidence="lenient"))
     assert (verdict.passed, verdict.score, verdict.evidence) == (passed, score, ["e"])
+    assert verdict.unsupported_evidence == ["e"]  # the transcript is empty: marked, lenient keeps the verdict
 
 
 async def test_judge_binary_scores_one_or_zero_and_records_its_call() -> None:
-    client = ScriptedClient({"pass": True, "score": 0.3, "reason": "fine"})
+    client = ScriptedClient({"pass": True, "score": 1, "reason": "fine"})
     given = JudgeInput(rubric="Polite", transcript=[{"role": "agent", "text": "Hello", "turn": 1}],
                        tool_calls=[{"name": "lookup", "args": {}}], metrics={"turns": 1})
     verdict = await Judge(client).grade(given)
@@ -393,7 +395,7 @@ async def test_judge_1_to_5_out_of_range_is_repaired() -> None:
 
 
 async def test_fake_judge_on_the_1_to_5_scale() -> None:
-    provider = fake({"rubric": "great", "pass": True, "score": 3}, {"rubric": "good", "pass": True})
+    provider = fake({"rubric": "great", "pass": False, "score": 3}, {"rubric": "good", "pass": True})
     assert not (await Judge(provider).grade(JudgeInput(rubric="great", scale="1-5"))).passed
     good = await Judge(provider).grade(JudgeInput(rubric="good", scale="1-5"))
     assert good.passed and good.score == 5
@@ -432,6 +434,9 @@ async def test_extractor_asks_once_at_temperature_zero() -> None:
     ("simulator", {"system", "stop_when", "no_stop_when", "user"}),
     ("judge", {"system", "scale binary", "scale 1-5", "user", "grounded system", "grounded user"}),
     ("extract", {"system", "user"}),
+    ("grounded", {"system", "user"}),
+    ("golden", {"rubric"}),
+    ("handoff", {"rubric"}),
 ])
 def test_prompts_are_versioned_data_files(role: str, sections: set[str]) -> None:
     prompt = _prompts.load(role)
@@ -440,4 +445,4 @@ def test_prompts_are_versioned_data_files(role: str, sections: set[str]) -> None
     with pytest.raises(LookupError):
         _prompts.load(role, 99)
     with pytest.raises(KeyError):
-        prompt.render("user")  # every placeholder must be given
+        prompt.render("user" if "user" in sections else "missing")  # every placeholder must be given

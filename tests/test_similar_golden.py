@@ -318,7 +318,7 @@ class ScriptedJudge:
         said = " ".join(line["text"] for line in request.context["transcript"])
         same = "Saturday" in said and "Saturday" in (request.context["context"] or "")
         answer = {"pass": same, "reason": "both move the booking to Saturday" if same else "the dates differ",
-                  "evidence": [said[-40:]]}
+                  "evidence": [request.context["transcript"][-1]["text"]]}
         return ModelResponse(text=json.dumps(answer), provider="scripted", model="judge-1")
 
 
@@ -342,7 +342,7 @@ async def test_judge_mode_asks_the_judge_with_the_golden_transcript(tmp_path: Pa
     result = await passes({"golden": {"file": "g.txt", "mode": "judge", "rubric": "Dates must match.",
                                       "model": "strict"}}, run)
     assert result.reason == "both move the booking to Saturday"
-    assert result.model == "scripted:judge-1" and result.prompt_version
+    assert result.model == "scripted:judge-1" and result.prompt_version == "golden.v1+judge.v1"
     assert models.asked == [("judge", "strict")]
     context = judge.requests[0].context
     assert judge.requests[0].purpose == "judge"

@@ -189,8 +189,10 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.report.console import ConsoleReporter, make_console
     from tamesu.report.recorder import Fanout, PlanRecorder
     from tamesu.sharding import select
+    from tamesu.suite.secrets import mask_logging
 
     plan = _load(paths, config, require_secrets=True)
+    mask_logging(plan.secrets.redactor)  # a library's log line must not show a secret either
     console = make_console(color)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)

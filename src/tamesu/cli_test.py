@@ -107,7 +107,7 @@ async def _main(**options: Any) -> int:
     from tamesu.jsonl import sources
     from tamesu.jsonl.targets import TargetProblem, resolve
     from tamesu.plan import find_project, load_project
-    from tamesu.suite.secrets import Secrets
+    from tamesu.suite.secrets import Secrets, mask_logging
 
     source = sources.parse_input(options["source"])
     where = Path(source.value) if source.kind == "file" else Path.cwd()
@@ -117,6 +117,7 @@ async def _main(**options: Any) -> int:
     except ConfigError as exc:
         _fail(exc.problems)
     secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
+    mask_logging(secrets.redactor)  # a library's log line must not show a secret either
     if source.kind != "file" and options["target"] is None:
         _usage("-n is needed with a message or generated test cases: name the agent to test")
     try:

@@ -83,5 +83,7 @@ async def _model_findings(plan: Any) -> list[Finding]:
             continue
         seen.add(key)
         problem = await check(spec, context.render_text)
-        found.append((problem is None, f"models.{role} ({label}): {problem or 'ready'}"))
+        # a server may quote back a header or key it was sent, in any encoding: mask what was rendered
+        shown = plan.secrets.redactor.text(problem) if problem else "ready"
+        found.append((problem is None, f"models.{role} ({label}): {shown}"))
     return found

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
 from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.models.structured import Attempt
 
 SCHEMA_VERSION = 1
 
@@ -32,6 +33,11 @@ class AssertionResult(BaseModel):
     model: str | None = None
     prompt_version: str | None = None
     fake: bool = False
+    attempts: list[Attempt] = Field(default_factory=list)
+    """A model-made verdict: each answer read for it, `accepted`, `repaired` (how) or `rejected` (why; the
+    judge was asked again). Empty for deterministic checks."""
+    unsupported_evidence: list[str] = Field(default_factory=list)
+    """Quotes of the judge's evidence that are not in the transcript, tool calls or context it was shown."""
 
 
 class TurnRecord(BaseModel):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from tamesu._match import show
 from tamesu.conversation import Event, Exchange, ToolCall
 from tamesu.models.base import Models
+from tamesu.models.structured import Attempt
 from tamesu.suite.secrets import Redactor
 
 __all__ = ["Check", "Exchange", "RunView", "Verdict", "show"]
@@ -30,6 +31,10 @@ class Verdict(BaseModel):
     prompt_version: str | None = None
     fake: bool = False
     """Decided by the fake provider's rules, not by a model."""
+    attempts: list[Attempt] = Field(default_factory=list)
+    """A model-made verdict: every answer read for it (accepted, repaired, or rejected and asked again)."""
+    unsupported_evidence: list[str] = Field(default_factory=list)
+    """Quotes of the evidence that are not in what the judge was shown."""
 
 
 @dataclass

@@ -42,8 +42,6 @@ from tamesu.models.spec import ModelSpec
 from tamesu.suite.schema import Strict
 from tamesu.suite.secrets import Redactor
 
-JUDGE_RUBRIC = ("The transcript says the same things as the golden transcript given as context: the same "
-                "facts, answers, decisions and requests, in any wording.")
 _INDENT = "  "
 _DIFF_LINES = 60  # of a unified diff kept as evidence; past that the reason already says enough
 
@@ -149,6 +147,7 @@ class Golden(Check):
 
     async def _judge(self, run: RunView, name: str, golden: str, seen: list[tuple[str, str]]) -> Verdict:
         # Imported here: the judge's prompts are loaded only by suites that use a model-graded check.
+        from tamesu.checks.judge import to_verdict
         from tamesu.roles.judge import Judge, JudgeInput, Line
 
         if run.models is None:
@@ -158,7 +157,10 @@ class Golden(Check):
             client = run.models.client("judge", self.spec.model)
         except ModelError as exc:
             raise InfraError(f"golden (mode: judge): {exc}") from exc
-        rubric = JUDGE_RUBRIC if not self.spec.rubric else f"{JUDGE_RUBRIC}\n{self.spec.rubric}"
+        judge = Judge(client, on="golden")
+        assert judge.own is not None
+        base = judge.own.render("rubric")
+        rubric = base if not self.spec.rubric else f"{base}\n{self.spec.rubric}"
         given = JudgeInput(
             rubric=rubric,
             transcript=[Line(role=role, text=text, turn=turn) for role, text, turn in _numbered(run.exchanges)],
@@ -166,10 +168,7 @@ class Golden(Check):
             metrics=dict(run.metrics),
             context=f"Golden transcript ({name}):\n{golden.strip()}",
         )
-        verdict = await Judge(client).grade(given)
-        return Verdict(passed=verdict.passed, score=verdict.score, reason=verdict.reason,
-                       evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
-                       fake=verdict.fake)
+        return to_verdict(await judge.grade(given))
 
 
 def _write(path: Path, name: str, seen: list[tuple[str, str]], redactor: Redactor | None) -> Verdict:

@@ -6,7 +6,7 @@ The context is a text, a JSONPath into the turns' responses, or the results of a
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import jsonpath
 from pydantic import Field, model_validator
@@ -45,6 +45,8 @@ class GroundedSpec(Strict):
     model: Any = None
     min: float = Field(1.0, ge=0, le=1)
     """The fraction of claims that must be supported (default all of them)."""
+    evidence: Literal["strict", "lenient"] = "strict"
+    """strict: a passing verdict whose quotes are none of them in the agent's words fails."""
 
 
 def _as_text(value: Any) -> str:
@@ -79,8 +81,11 @@ class Grounded(Check):
                            f"{where or 'the context is empty'}")
         if not claims.strip():
             return Verdict(passed=False, reason="the agent made no claims to check (it said nothing)")
-        verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context)
+        verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context, spec.evidence)
         result = to_verdict(verdict)
-        if verdict.score < spec.min:
-            result.passed = False
+        # the author's `min` decides on the supported fraction, as `min` does on the 1-5 scale; a verdict the
+        # judge passed (score 1) yet failed for quotes not in the agent's words stays failed
+        evidence_failed = verdict.score == 1 and not verdict.passed
+        if not evidence_failed:
+            result.passed = verdict.score >= spec.min
         return result

@@ -87,9 +87,10 @@ class Handoff(Check):
         if not signal.summary:
             return Verdict(passed=False, reason=f"turn {exchange.index} handed over with no summary to grade")
         # the judge reads the conversation, and the summary as the context the rubric is about
-        verdict = await JudgeRole(judge_client(run, self.spec.model)).grade(JudgeInput(
-            rubric="The summary handed to the person who takes over: "
-                   f"{run.context.render_text(self.spec.summary or '')}",
+        judge = JudgeRole(judge_client(run, self.spec.model), on="handoff")
+        assert judge.own is not None
+        verdict = await judge.grade(JudgeInput(
+            rubric=judge.own.render("rubric", summary=run.context.render_text(self.spec.summary or '')),
             transcript=lines_of(run.exchanges),
             context=signal.summary,
         ))

@@ -24,6 +24,9 @@ class JudgeSpec(Strict):
     timings: bool = False
     """Show the judge the timing and spending metrics too. They differ on every run, so each run then
     asks the model anew instead of replaying its verdict from the cache."""
+    evidence: Literal["strict", "lenient"] = "strict"
+    """strict: a passing verdict none of whose quotes is in the transcript fails; lenient: it passes, with
+    the quotes marked unsupported."""
 
     @model_validator(mode="after")
     def _min_needs_scale(self) -> JudgeSpec:
@@ -34,9 +37,18 @@ class JudgeSpec(Strict):
 
 def to_verdict(verdict: JudgeVerdict) -> Verdict:
     label = " (fake judge)" if verdict.fake else ""
-    return Verdict(passed=verdict.passed, reason=verdict.reason + label, score=verdict.score,
+    return Verdict(passed=verdict.passed, reason=verdict.reason + label + what_was_done(verdict), score=verdict.score,
                    evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
-                   fake=verdict.fake)
+                   fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence)
+
+
+def what_was_done(verdict: JudgeVerdict) -> str:
+    """The reason's tail when the verdict is not simply the judge's first answer, or quotes were not found."""
+    notes = [f"attempt {a.number} {a.outcome}: {a.reason}" for a in verdict.attempts if a.outcome != "accepted"]
+    if verdict.unsupported_evidence:
+        quoted = ", ".join(repr(q[:60]) for q in verdict.unsupported_evidence[:3])
+        notes.append(f"{len(verdict.unsupported_evidence)} quote(s) not in the transcript: {quoted}")
+    return f" [{'; '.join(notes)}]" if notes else ""
 
 
 def judge_metrics(metrics: Mapping[str, float], timings: bool) -> dict[str, float]:
@@ -66,5 +78,6 @@ class Judge(Check):
             metrics=judge_metrics(run.metrics, spec.timings),
             scale=spec.scale,
             min=spec.min,
+            evidence=spec.evidence,
         ))
         return to_verdict(verdict)

@@ -99,9 +99,14 @@ class Pack(Check):
         else:
             reason = f"pack {self.spec.name}: all {total} passed"
         judged = next((verdict for _, verdict in graded if verdict.model or verdict.prompt_version), None)
+        # what was done to its judges' answers stays visible on the pack (and becomes the run's events)
+        reworked = [attempt.model_copy(update={"reason": f"{label}: {attempt.reason}"})
+                    for label, verdict in graded for attempt in verdict.attempts if attempt.outcome != "accepted"]
         return Verdict(
             passed=not failed, reason=reason, score=round((total - len(failed)) / total, 4),
             evidence=[f"{label}: {item}" for label, verdict in failed for item in verdict.evidence],
             model=judged.model if judged else None, prompt_version=judged.prompt_version if judged else None,
-            fake=any(verdict.fake for _, verdict in graded),
+            fake=any(verdict.fake for _, verdict in graded), attempts=reworked,
+            unsupported_evidence=[f"{label}: {item}" for label, verdict in graded
+                                  for item in verdict.unsupported_evidence],
         )

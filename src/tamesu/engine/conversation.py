@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import os
@@ -22,8 +23,9 @@ from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
-from tamesu.models.client import ModelRegistry
+from tamesu.models.client import ModelRegistry, one_line
 from tamesu.models.ledger import Ledger
+from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
 from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
@@ -98,10 +100,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     context = template_context(test, inputs.secrets, captured,
                                {"id": inputs.run_id, "number": inputs.number}, remote_urls)
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
-    models = inputs.models.with_ledger(run_ledger) if inputs.models is not None and run_ledger else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
-                      run_id=inputs.run_id, base_dir=test.suite.dir, models=models,
-                      fuzz_tools=test.spec.fuzz_tools)
+                      run_id=inputs.run_id, base_dir=test.suite.dir, fuzz_tools=test.spec.fuzz_tools)
+    # the run's model clients charge its ledger and put their retries and timeouts on its timeline
+    models = inputs.models.with_ledger(run_ledger, session.event) \
+        if inputs.models is not None and run_ledger else None
+    session.models = models
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
@@ -136,10 +140,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         budget_exceeded = True
     except Exception as exc:  # a bug of ours: the run is an error, the details go to the artifacts
         result.status, result.end_reason = "error", "error"
-        result.error = f"internal error: {type(exc).__name__}: {exc}"
-        inputs.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        (inputs.artifacts_dir / "traceback.txt").write_text(
-            inputs.secrets.redactor.text(traceback.format_exc()), encoding="utf-8")
+        result.error = unexpected(exc, inputs)
     finally:
         try:
             await run_hooks(inputs.after_each, context, test.suite.dir, "after_each")
@@ -165,7 +166,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                        models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor)
         try:
             # a skipped run grades only what happened: the assertions of the turns it reached
-            graded, grading_error = await grade(test, view, reached=len(exchanges) if skipped else None)
+            graded, grading_error = await grade(test, view, reached=len(exchanges) if skipped else None,
+                                                unexpected=lambda exc: unexpected(exc, inputs),
+                                                record=session.event)
         except BudgetExceeded as exc:
             graded, grading_error, budget_exceeded = [], str(exc), True
         result.assertions = [*failures, *graded]
@@ -183,10 +186,34 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     return RunOutcome(result, transcript, warnings, budget_exceeded)
 
 
+def crashed_run(inputs: RunInputs, exc: Exception) -> RunOutcome:
+    """The outcome of a run whose own guards were passed by an exception: an error with its one line."""
+    test = inputs.test
+    result = RunResult(
+        suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="error",
+        error=unexpected(exc, inputs), end_reason="error", started_at=dt.datetime.now(dt.UTC).isoformat(),
+        target=test.target_name, target_type=test.target.type, vars=test.vars)
+    return RunOutcome(result, Transcript(test=test.name, run=inputs.number))
+
+
+def unexpected(exc: BaseException, inputs: RunInputs) -> str:
+    """An exception nobody expected inside one run: its one line for the result, its traceback (masked)
+    appended to the run's `traceback.txt` only, so the run ends as an error and the others go on."""
+    with contextlib.suppress(OSError):  # a full disk must not turn one test's error into the run's crash
+        inputs.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        with (inputs.artifacts_dir / "traceback.txt").open("a", encoding="utf-8") as handle:
+            handle.write(inputs.secrets.redactor.text(
+                "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+    return f"internal error: {type(exc).__name__}: {one_line(str(exc))} (traceback in " \
+           f"{inputs.artifacts_dir.name}/traceback.txt)"
+
+
 def _spending(ledger: Ledger | None) -> dict[str, float]:
     if ledger is None:
         return {}
-    return {"llm_cost_usd": round(ledger.usd, 6), "llm_tokens": float(ledger.tokens)}
+    totals = ledger.totals()
+    return {"llm_cost_usd": round(totals.usd, 6), "llm_tokens": float(totals.tokens),
+            "llm_retries": float(totals.retries), "llm_timeouts": float(totals.timeouts)}
 
 
 async def _converse(
@@ -202,8 +229,13 @@ async def _converse(
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
-            if isinstance(user, ModelSimulator) and user.last_reasoning:
-                session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
+            if isinstance(user, ModelSimulator):
+                for attempt in user.last_attempts:  # an unusable answer the simulator was asked again for
+                    if attempt.outcome == "rejected":
+                        session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
+                user.last_attempts = []
+                if user.last_reasoning:
+                    session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
             if action.note:
                 session.event("user_side", **action.note)
             if action.turn is None:
@@ -248,13 +280,26 @@ def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
 
 
 async def grade(
-    test: PlannedTest, view: RunView, reached: int | None = None
+    test: PlannedTest, view: RunView, reached: int | None = None,
+    unexpected: Callable[[Exception], str] | None = None,
+    record: Callable[..., Any] | None = None,
 ) -> tuple[list[AssertionResult], str | None]:
-    """Every assertion's verdict, and the first model failure that kept one from being decided.
+    """Every assertion's verdict, and the first failure that kept one from being decided: a model that could
+    not answer, or an unexpected exception (`unexpected` records it and gives its line; the other assertions
+    are still graded).
 
-    With `reached`, only the assertions scoped to one of the first `reached` turns are graded."""
+    With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
+    (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
+    that was not taken as it came."""
     graded: list[AssertionResult] = []
     error: str | None = None
+
+    def attempted(label: str, attempts: list[Attempt]) -> None:
+        for attempt in attempts:
+            if record is not None and attempt.outcome != "accepted":
+                name = "verdict_repaired" if attempt.outcome == "repaired" else "verdict_reasked"
+                record(name, assertion=label, attempt=attempt.number, reason=attempt.reason)
+
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
         if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
             continue
@@ -267,13 +312,26 @@ async def grade(
         except (InfraError, ModelError) as exc:
             reason = f"{assertion.label}: {exc}"
             error = error or reason
+            tried = getattr(exc.__cause__, "attempts", None) or []  # a judge that never answered in shape
+            attempted(assertion.label, tried)
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
+                                          on_turn=assertion.on_turn, attempts=tried))
+            continue
+        except BudgetExceeded:
+            raise
+        except Exception as exc:  # a bug of ours or a check's: this test's error, never the whole run's
+            line = unexpected(exc) if unexpected is not None else f"internal error: {type(exc).__name__}: {exc}"
+            error = error or f"{assertion.label}: {line}"
+            graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {line}",
                                           on_turn=assertion.on_turn))
             continue
+        attempted(assertion.label, verdict.attempts)
         graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
                                       score=verdict.score, evidence=verdict.evidence,
                                       on_turn=assertion.on_turn, model=verdict.model,
-                                      prompt_version=verdict.prompt_version, fake=verdict.fake))
+                                      prompt_version=verdict.prompt_version, fake=verdict.fake,
+                                      attempts=verdict.attempts,
+                                      unsupported_evidence=verdict.unsupported_evidence))
     return graded, error
 
 

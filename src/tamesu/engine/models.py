@@ -22,5 +22,5 @@ def project_models(project: Project, secrets: Secrets, cache_mode: CacheMode | N
         cache_spec = cache_spec.model_copy(update={"mode": cache_mode})
     context = Context(secrets=secrets, env=dict(os.environ), vars=project.spec.vars)
     return ModelRegistry(project.spec.models, render=context.render_text,
-                         cache=ReplayCache.from_spec(cache_spec, base_dir=project.dir),
+                         cache=ReplayCache.from_spec(cache_spec, base_dir=project.dir, mask=secrets.redactor.data),
                          ledger=Ledger(project.spec.budget))

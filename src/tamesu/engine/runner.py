@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 
 from tamesu import __version__
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
-from tamesu.engine.conversation import RunInputs, RunOutcome, execute_run
+from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
@@ -70,7 +70,7 @@ class Runner:
         cache_spec = plan.project.spec.cache
         if options.cache_mode is not None:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
-        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir)
+        self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir, mask=plan.secrets.redactor.data)
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
@@ -185,14 +185,18 @@ class Runner:
             outcome: RunOutcome | None = None
             for attempt in range(1, test.spec.retries + 2):
                 run_dir = test_dir / (f"run-{number}" if attempt == 1 else f"run-{number}-retry-{attempt - 1}")
-                outcome = await execute_run(RunInputs(
+                inputs = RunInputs(
                     test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
                     artifacts_dir=run_dir, secrets=self.plan.secrets,
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
                     models=models, update_golden=self.options.update_golden,
                     user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
-                ))
+                )
+                try:
+                    outcome = await execute_run(inputs)
+                except Exception as exc:  # what escaped the run's own guards is still only this run's error
+                    outcome = crashed_run(inputs, exc)
                 directory.write_json(run_dir / "transcript.json", outcome.transcript)
                 directory.write_json(run_dir / "result.json", outcome.result)
                 for message in outcome.warnings:

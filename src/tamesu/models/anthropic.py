@@ -23,7 +23,14 @@ from tamesu._http import ssl_context
 from tamesu.models._lease import ClientLease
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
-from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
+from tamesu.models.client import (
+    LOCAL_PLACEHOLDER_KEY,
+    is_local_url,
+    not_a_completion,
+    one_line,
+    redact,
+    retry_after_from_headers,
+)
 from tamesu.models.spec import ModelSpec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -101,9 +108,14 @@ class AnthropicProvider(Provider):
         return params
 
     def _response(self, message: Any) -> ModelResponse:
+        content = getattr(message, "content", None) if not isinstance(message, str | bytes | list) else None
+        if not isinstance(content, list):
+            # a 200 from something that is not a Messages API (a web page, another API's JSON)
+            raise ModelError(f"anthropic:{self.model}: HTTP 200 but not a Messages answer "
+                             f"({not_a_completion(message, 'content')})")
         texts: list[str] = []
         calls: list[ToolRequest] = []
-        for block in message.content or []:
+        for block in content:
             kind = getattr(block, "type", None)
             if kind == "text":
                 texts.append(block.text)
@@ -124,7 +136,7 @@ class AnthropicProvider(Provider):
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         where = f"anthropic:{self.model}"
         if isinstance(exc, anthropic.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True)
+            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, anthropic.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause else ""

@@ -105,10 +105,13 @@ class ModelResponse(BaseModel):
 class ModelError(Exception):
     """A model call failed. `retryable` errors (rate limits, timeouts, 5xx) are tried again within a limit."""
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
+                 timed_out: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.timed_out = timed_out
+        """No answer within the timeout (counted apart from other retried failures)."""
 
 
 class Provider(ABC):

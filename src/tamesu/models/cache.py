@@ -7,6 +7,11 @@ can read what was asked and what came back.
 The key is the sha256 of canonical JSON of {provider, model, base_url, request}. `base_url` is the one the
 user wrote (a template stays a template): the key must not depend on secrets, or CI could not replay
 without them. The api key and headers are never part of the key, nor of the file.
+
+The folder is meant to be committed, so no secret value is ever written to it: every entry passes through
+`mask` (the run's redactor: a secret the agent repeated, in any of its encodings, becomes `***`; a replayed
+answer then says `***` too). Each entry carries the sha256 of its own content (`checksum`): an entry edited
+by hand no longer matches and is a miss, named as such, never a verdict quietly flipped.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +34,7 @@ CacheMode = Literal["use", "off", "only"]
 
 FORMAT_VERSION = 1
 """Part of every key: bumping it retires every recorded answer at once (when the key's recipe changes)."""
+Record = Callable[..., Any]
 
 
 class CacheMiss(ModelError):
@@ -43,21 +50,29 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def checksum(entry: dict[str, Any]) -> str:
+    """sha256 of the entry's canonical JSON, without its own `checksum` field."""
+    return "sha256:" + hashlib.sha256(canonical_json(entry).encode()).hexdigest()
+
+
 class ReplayCache:
     """Recorded model answers under `dir`; `mode` is use (read and write), off (neither) or only (read, and
     fail on a miss)."""
 
-    def __init__(self, dir: Path | str, mode: CacheMode = "use") -> None:
+    def __init__(self, dir: Path | str, mode: CacheMode = "use", mask: Callable[[Any], Any] | None = None) -> None:
         self.dir = Path(dir)
         self.mode: CacheMode = mode
+        self.mask = mask or (lambda value: value)
+        """Applied to every entry before it is written: the run's secrets redactor (`Redactor.data`)."""
 
     @classmethod
-    def from_spec(cls, spec: CacheSpec, base_dir: Path | None = None) -> ReplayCache:
+    def from_spec(cls, spec: CacheSpec, base_dir: Path | None = None,
+                  mask: Callable[[Any], Any] | None = None) -> ReplayCache:
         """The `cache:` section; a relative `dir` is relative to `base_dir` (the project directory)."""
         path = Path(spec.dir)
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
-        return cls(path, spec.mode)
+        return cls(path, spec.mode, mask)
 
     def key(self, spec: ModelSpec, request: ModelRequest) -> str:
         keyed = {
@@ -73,17 +88,23 @@ class ReplayCache:
         # two-character fan-out keeps directories small enough to list and to diff
         return self.dir / key[:2] / f"{key}.json"
 
-    def get(self, spec: ModelSpec, request: ModelRequest) -> ModelResponse | None:
+    def get(self, spec: ModelSpec, request: ModelRequest, record: Record | None = None) -> ModelResponse | None:
         """The recorded answer, marked `cached` and costing nothing now; None on a miss (mode `use`).
-        Raises CacheMiss on a miss in mode `only`."""
+        Raises CacheMiss on a miss in mode `only`. An entry that is there but cannot be trusted (edited,
+        damaged) is a miss, and `record` gets a `cache_entry_rejected` event naming it and why."""
         if self.mode == "off":
             return None
-        response = self._read(self.path(self.key(spec, request)))
+        path = self.path(self.key(spec, request))
+        response, problem = self._read(path)
         if response is not None:
             # what it cost when recorded stays in the file; replaying it is free
             return response.model_copy(update={"cached": True, "cost_usd": 0.0})
+        where = path.relative_to(self.dir).as_posix()
+        if problem is not None and record is not None:
+            record("cache_entry_rejected", entry=where, reason=problem)
         if self.mode == "only":
-            raise CacheMiss(f"cache miss for {request.purpose} on {label(spec)} with --cache-only: "
+            why = f": the entry {where} {problem}" if problem else ""
+            raise CacheMiss(f"cache miss for {request.purpose} on {label(spec)} with --cache-only{why}: "
                             "record the run once without --cache-only")
         return None
 
@@ -92,7 +113,7 @@ class ReplayCache:
         if self.mode == "off" or response.cached:
             return
         key = self.key(spec, request)
-        record = {
+        entry = self.mask({
             "format": FORMAT_VERSION,
             "key": key,
             "provider": spec.provider,
@@ -100,19 +121,28 @@ class ReplayCache:
             "base_url": spec.base_url,
             "request": request.model_dump(mode="json"),
             "response": response.model_dump(mode="json"),
-        }
-        self._write(self.path(key), json.dumps(record, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+        })
+        entry["checksum"] = checksum(entry)
+        self._write(self.path(key), json.dumps(entry, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
     @staticmethod
-    def _read(path: Path) -> ModelResponse | None:
+    def _read(path: Path) -> tuple[ModelResponse | None, str | None]:
+        """The answer, or None and what is wrong with the entry (None when there is no entry)."""
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            return ModelResponse.model_validate(record["response"])
+            entry = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, ValidationError):
-            # a damaged or hand-edited file is a miss: the next recording replaces it
-            return None
+            return None, None
+        except (OSError, ValueError) as exc:
+            return None, f"cannot be read ({type(exc).__name__})"
+        if not isinstance(entry, dict) or "checksum" not in entry:
+            return None, "has no checksum"
+        if entry.pop("checksum") != checksum(entry):
+            # edited by hand (or by a merge): the answer may no longer be what the model said
+            return None, "does not match its checksum (edited by hand?)"
+        try:
+            return ModelResponse.model_validate(entry["response"]), None
+        except (KeyError, TypeError, ValidationError):
+            return None, "has no valid response"
 
     @staticmethod
     def _write(path: Path, text: str) -> None:

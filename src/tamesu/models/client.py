@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
-from tamesu.models.base import ModelError, ModelRequest, ModelResponse, Provider
+from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider
 from tamesu.models.cache import ReplayCache, canonical_json, label
 from tamesu.models.ledger import Ledger
 from tamesu.models.spec import ModelSpec
@@ -37,6 +37,9 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 RETRY_AFTER_CAP = 30.0
 """The longest a server's Retry-After is honoured; a longer wait is not worth holding a test run for."""
+RETRY_FLOOR = 0.25
+"""The shortest wait before retry N+1 is this times 2**N, whatever Retry-After says: `Retry-After: 0` from a
+server that is still overloaded must not become a burst of calls (four in a few milliseconds)."""
 TIMEOUT_MARGIN = 5.0
 """Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
 
@@ -53,6 +56,8 @@ LOCAL_PLACEHOLDER_KEY = "tamesu-local"
 """Sent as the key to servers on this machine (Ollama, vLLM...) when none is configured: they need none."""
 
 Sleep = Callable[[float], Awaitable[Any]]
+Record = Callable[..., Any]
+"""`record(name, **data)`: where a client reports its retries and timeouts (a run's `session.event`)."""
 
 
 # ---- the client -----------------------------------------------------------------------------------------
@@ -70,8 +75,10 @@ class ResilientClient:
         ledger: Ledger | None = None,
         fallback: ResilientClient | None = None,
         sleep: Sleep | None = None,
+        record: Record | None = None,
     ) -> None:
         self.spec = spec
+        self._record = record
         self._provider = provider if isinstance(provider, Provider) else None
         self._make_provider = None if isinstance(provider, Provider) else provider
         # the fake provider is free, offline and deterministic, and its rules are not part of the key: caching
@@ -97,7 +104,7 @@ class ResilientClient:
     async def generate(self, request: ModelRequest) -> ModelResponse:
         request = self._with_defaults(request)
         if self.cache is not None:
-            hit = self.cache.get(self.spec, request)  # raises CacheMiss with --cache-only
+            hit = self.cache.get(self.spec, request, self._record)  # raises CacheMiss with --cache-only
             if hit is not None:
                 self._charge(hit, request)
                 return hit
@@ -142,21 +149,36 @@ class ResilientClient:
                 async with asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
                     return await provider.generate(request)
             except TimeoutError:
-                error = ModelError(f"{self.label}: no answer within {self.spec.timeout:g}s", retryable=True)
+                error = ModelError(f"{self.label}: no answer within {self.spec.timeout:g}s", retryable=True,
+                                   timed_out=True)
             except ModelError as exc:
                 error = exc
-            if not error.retryable or attempt == tries - 1:
+            last = not error.retryable or attempt == tries - 1
+            if error.timed_out:
+                self._note("model_timeout", request, attempt=attempt + 1, after_s=self.spec.timeout,
+                           retried=not last)
+            if last:
                 if tries > 1 and error.retryable:
                     raise ModelError(f"{error} (gave up after {tries} attempts)", retryable=True,
-                                     retry_after=error.retry_after) from None
+                                     retry_after=error.retry_after, timed_out=error.timed_out) from None
                 raise error
-            await self._sleep(self._delay(attempt, error))
+            wait = self._delay(attempt, error)
+            self._note("model_retry", request, attempt=attempt + 2, after=str(error), wait_s=round(wait, 3))
+            await self._sleep(wait)
         raise AssertionError("unreachable")
+
+    def _note(self, name: str, request: ModelRequest, **data: Any) -> None:
+        """A retry or a timeout: counted in the ledger (the run's `llm_retries`, `llm_timeouts`) and an event."""
+        if self.ledger is not None:
+            self.ledger.note(retry=name == "model_retry", timeout=name == "model_timeout")
+        if self._record is not None:
+            self._record(name, model=self.label, purpose=request.purpose, **data)
 
     @staticmethod
     def _delay(attempt: int, error: ModelError) -> float:
         if error.retry_after is not None:
-            return min(max(error.retry_after, 0.0), RETRY_AFTER_CAP)
+            floor = min(RETRY_FLOOR * 2**attempt, BACKOFF_CAP)
+            return min(max(error.retry_after, floor), RETRY_AFTER_CAP)
         return min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
 
     def _charge(self, response: ModelResponse, request: ModelRequest) -> None:
@@ -183,6 +205,7 @@ class ModelRegistry:
         ledger: Ledger | None = None,
         sleep: Sleep | None = None,
         base_dir: Path | None = None,
+        record: Record | None = None,
         _providers: dict[str, Provider] | None = None,
     ) -> None:
         self.specs = dict(specs)
@@ -192,14 +215,16 @@ class ModelRegistry:
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger()
         self._sleep = sleep
+        self._record = record
         self._providers: dict[str, Provider] = _providers if _providers is not None else {}
         self._clients: dict[str, ResilientClient] = {}
 
-    def with_ledger(self, ledger: Ledger) -> ModelRegistry:
+    def with_ledger(self, ledger: Ledger, record: Record | None = None) -> ModelRegistry:
         """The same models (sharing providers and cache) charging another ledger, usually `ledger.scope()` of
-        one test run. Close the registry it came from, not this one."""
+        one test run, and reporting retries and timeouts to `record` (its `session.event`). Close the
+        registry it came from, not this one."""
         return ModelRegistry(self.specs, render=self.render, cache=self.cache, ledger=ledger, sleep=self._sleep,
-                             base_dir=self.base_dir, _providers=self._providers)
+                             base_dir=self.base_dir, record=record, _providers=self._providers)
 
     def spec(self, role: str, override: Any = None) -> ModelSpec:
         """The spec serving a role, or an assertion's `model:` override (a name under `models:`, a ModelSpec,
@@ -244,7 +269,7 @@ class ModelRegistry:
         if client is None:
             fallback = self._client(spec.fallback) if spec.fallback is not None else None
             client = ResilientClient(spec, lambda: self._provider(spec), cache=self.cache, ledger=self.ledger,
-                                     fallback=fallback, sleep=self._sleep)
+                                     fallback=fallback, sleep=self._sleep, record=self._record)
             self._clients[key] = client
         return client
 
@@ -298,9 +323,16 @@ def provider_class(name: str) -> Any:
 # ---- `tamesu doctor` ------------------------------------------------------------------------------------
 
 
+DOCTOR_PROMPT = "Reply with the single word: ready"
+DOCTOR_TIMEOUT = 20.0
+"""The longest `tamesu doctor` waits for its one completion from a model."""
+
+
 async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, timeout: float = 3.0) -> str | None:
-    """What would stop this model from answering (no key, server unreachable, key refused), or None.
-    A short GET of the server's model list; the key is sent only to the configured server, never printed."""
+    """What would stop this model from answering (no key, server unreachable, key refused, no completion),
+    or None. A short GET of the server's model list, then one short completion through the real provider: a
+    model is ready only once it has answered with a completion. The key is sent only to the configured
+    server, never printed."""
     if spec.provider not in DEFAULT_BASE_URLS:  # fake, or a plug-in's provider: nothing known to ask
         return None
     render = render or (lambda text: text)
@@ -335,7 +367,33 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
                f"{time.monotonic() - started:.1f}s)"
     if answer.status_code in (401, 403):
         return f"{label(spec)}: the key was refused by {_host(url)} (HTTP {answer.status_code})"
-    # anything else (even a 404 from a server without a model list) means the server is there
+    # anything else (even a 404 from a server without a model list) means the server is there; whether it
+    # is a model is for a completion to say
+    return await _completes(spec.model_copy(update={"base_url": base_url, "headers": headers, "api_key": None}),
+                            api_key)
+
+
+async def _completes(spec: ModelSpec, api_key: str) -> str | None:
+    """One short completion through the provider; None when it came back as a completion with text."""
+    timeout = min(spec.timeout, DOCTOR_TIMEOUT)
+    request = ModelRequest(purpose="target", messages=[Message(role="user", content=DOCTOR_PROMPT)],
+                           max_tokens=16, temperature=0.0)
+    try:
+        provider = provider_class(spec.provider).from_spec(spec.model_copy(update={"timeout": timeout}), api_key)
+    except ModelError as exc:
+        return str(exc)
+    try:
+        async with asyncio.timeout(timeout + TIMEOUT_MARGIN):
+            response = await provider.generate(request)
+    except TimeoutError:
+        return f"{label(spec)}: no completion within {timeout:g}s"
+    except ModelError as exc:
+        return f"{exc}" if str(exc).startswith(label(spec)) else f"{label(spec)}: {exc}"
+    finally:
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+    if not response.text.strip() and not response.tool_calls:
+        return f"{label(spec)}: answered with an empty completion"
     return None
 
 
@@ -363,6 +421,18 @@ def redact(text: str, secret: str | None) -> str:
 def one_line(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def not_a_completion(answer: Any, needed: str) -> str:
+    """What a 200 answer that is not a completion was, in a few words, for the one-line error."""
+    if isinstance(answer, str | bytes):
+        text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer
+        return f"the body is text: {one_line(text, 80)!r}" if text.strip() else "the body is empty"
+    if isinstance(answer, list):
+        return "the body is a JSON array"
+    if answer is None:
+        return "no body"
+    return f"the JSON has no {needed!r}"
 
 
 def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:

@@ -25,6 +25,10 @@ class Totals:
     """Calls answered by a provider (each one spent something)."""
     cached_calls: int = 0
     """Calls answered from the replay cache (free)."""
+    retries: int = 0
+    """Calls made again after a retryable failure (rate limit, 5xx, timeout)."""
+    timeouts: int = 0
+    """Calls that got no answer within the model's timeout (retried or not)."""
 
     @property
     def tokens(self) -> int:
@@ -98,6 +102,15 @@ class Ledger:
             self._parent.charge(response, purpose)
         if exceeded and not response.cached:
             raise BudgetExceeded(exceeded)
+
+    def note(self, *, retry: bool = False, timeout: bool = False) -> None:
+        """Count a retry or a timeout of a model call, here and in every parent."""
+        ledger: Ledger | None = self
+        while ledger is not None:
+            with ledger._lock:
+                ledger._state.total.retries += int(retry)
+                ledger._state.total.timeouts += int(timeout)
+            ledger = ledger._parent
 
     def ensure_open(self) -> None:
         """Raise BudgetExceeded if the budget is already spent, before paying for another call."""

@@ -21,7 +21,14 @@ from tamesu._http import ssl_context
 from tamesu.models._lease import ClientLease
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
-from tamesu.models.client import LOCAL_PLACEHOLDER_KEY, is_local_url, one_line, redact, retry_after_from_headers
+from tamesu.models.client import (
+    LOCAL_PLACEHOLDER_KEY,
+    is_local_url,
+    not_a_completion,
+    one_line,
+    redact,
+    retry_after_from_headers,
+)
 from tamesu.models.spec import ModelSpec
 
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -129,10 +136,16 @@ class OpenAIProvider(Provider):
         return False
 
     def _response(self, completion: Any) -> ModelResponse:
-        if not completion.choices:
-            raise ModelError(f"openai:{self.model}: the server answered with no choices", retryable=True)
-        choice = completion.choices[0]
-        message = choice.message
+        # a 200 from a wrong base_url (a web page, a proxy's JSON) reaches here as a str, a list or a
+        # completion object with holes; say what came back instead of failing on a missing attribute
+        choices = getattr(completion, "choices", None) if not isinstance(completion, str | bytes | list) else None
+        if not choices:
+            raise ModelError(f"openai:{self.model}: HTTP 200 but not a chat completion "
+                             f"({not_a_completion(completion, 'choices')})")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise ModelError(f"openai:{self.model}: HTTP 200 but not a chat completion (choices[0] has no message)")
         calls = []
         for call in message.tool_calls or []:
             function = getattr(call, "function", None)
@@ -153,7 +166,7 @@ class OpenAIProvider(Provider):
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         where = f"openai:{self.model}"
         if isinstance(exc, openai.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True)
+            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause else ""

@@ -1,8 +1,15 @@
 """Structured output: ask a model for JSON that fits a pydantic model, and repair what comes back.
 
 Models wrap JSON in code fences, put a sentence before it, or miss a field. Rather than failing the run on
-the first slip, the answer is read tolerantly, and when it still does not fit, the model is shown its answer
-and the error and asked again, a bounded number of times.
+the first slip, the answer is read, and when it does not fit, the model is shown its answer and the error and
+asked again, a bounded number of times.
+
+Two readers. The tolerant one (simulator, extractor, generator) takes the JSON wherever it is in the text.
+The strict one (verdicts, `strict=True`) takes only what is exactly the schema: a fenced block alone is
+unwrapped and said so (a repair: nothing in it is changed); anything else that is not exactly one JSON object
+of the schema (prose around it, a duplicate key, `"pass": "yes"`, a key the schema has not, a score that
+contradicts the pass) is rejected and asked again. Every attempt is recorded (`Attempt`), so a verdict can
+say what was done to get it.
 """
 
 from __future__ import annotations
@@ -10,7 +17,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,14 +28,86 @@ Model = TypeVar("Model", bound=BaseModel)
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _REPAIR = "That was not valid JSON for the schema: {error}. Answer with the JSON object only."
+_WHOLE_FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
+
+
+class Attempt(BaseModel):
+    """One model answer read for a structured result: accepted as is, repaired (and how), or rejected (and
+    why; the model was then asked again, unless it was the last attempt)."""
+
+    number: int
+    outcome: Literal["accepted", "repaired", "rejected"]
+    reason: str = ""
+
+
+@dataclass
+class Structured(Generic[Model]):
+    """A structured answer, the calls behind it (each costs something) and what it took to read it."""
+
+    value: Model
+    responses: list[ModelResponse]
+    attempts: list[Attempt] = field(default_factory=list)
 
 
 class StructuredOutputError(ModelError):
     """No usable answer within the attempts; `responses` are the calls made (they still cost)."""
 
-    def __init__(self, message: str, responses: list[ModelResponse]) -> None:
+    def __init__(self, message: str, responses: list[ModelResponse], attempts: list[Attempt] | None = None) -> None:
         super().__init__(message, retryable=False)
         self.responses = responses
+        self.attempts = attempts or []
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            # json.loads would keep the last; a verdict that says two things is not read as either
+            raise _DuplicateKey(f"the key {key!r} appears twice ({_shown(seen[key])} and {_shown(value)})")
+        seen[key] = value
+    return seen
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _not_json(name: str) -> Any:
+    # Python's json reads NaN and Infinity; JSON has neither, and a score of NaN compares false with anything
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)[:60]
+
+
+def read_strict(text: str, schema: type[Model]) -> tuple[Model, str | None]:
+    """Exactly one JSON object of `schema`, alone or alone in one code fence. Returns the value and what was
+    repaired (None when nothing was); raises ValueError saying why the answer cannot be taken as it is."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("the answer was empty")
+    repaired = None
+    fenced = _WHOLE_FENCE.match(stripped)
+    if fenced:
+        stripped, repaired = fenced.group(1).strip(), "the JSON was inside a markdown code fence: unwrapped"
+    try:
+        value = json.loads(stripped, object_pairs_hook=_no_duplicates, parse_constant=_not_json)
+    except (_DuplicateKey, _NotJson) as exc:
+        raise ValueError(str(exc)) from None
+    except json.JSONDecodeError:
+        try:
+            find_json(text)
+        except ValueError:
+            raise ValueError("no JSON object in the answer") from None
+        raise ValueError("the JSON object was surrounded by other text; answer with the object alone") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return schema.model_validate(value, strict=True), repaired
 
 
 @functools.cache
@@ -72,8 +152,15 @@ def short_error(error: Exception) -> str:
     if isinstance(error, ValidationError):
         parts = []
         for item in error.errors()[:5]:
-            where = ".".join(str(p) for p in item["loc"]) or "the object"
-            parts.append(f"{where}: {item['msg']}")
+            where = ".".join(str(p) for p in item["loc"])
+            message = item["msg"].removeprefix("Value error, ")
+            if not where:  # a rule of the whole object says which fields itself
+                parts.append(message)
+                continue
+            # what was given, so "pass: Input should be a valid boolean" says it was "yes"
+            given = f" (got {_shown(item['input'])})" if item["type"] not in ("missing", "value_error") \
+                and "input" in item else ""
+            parts.append(f"{where}: {message}{given}")
         return "; ".join(parts)
     return str(error)
 
@@ -93,24 +180,46 @@ async def generate_structured(
     *,
     attempts: int = 3,
 ) -> tuple[Model, list[ModelResponse]]:
-    """Ask `client` for an answer that validates as `schema`, repairing up to `attempts` calls in all.
+    """Ask `client` for an answer that validates as `schema`, read tolerantly, up to `attempts` calls in all.
 
     Returns the parsed answer and every response (each costs something). A provider failure (ModelError)
     passes through untouched: the client already retried it. After `attempts` unusable answers, raises
     StructuredOutputError (a non-retryable ModelError) naming the purpose and the last problem.
     """
+    found = await ask_structured(client, request, schema, attempts=attempts)
+    return found.value, found.responses
+
+
+async def ask_structured(
+    client: ModelClient,
+    request: ModelRequest,
+    schema: type[Model],
+    *,
+    attempts: int = 3,
+    strict: bool = False,
+) -> Structured[Model]:
+    """`generate_structured` with the record of every attempt; `strict` reads with `read_strict`."""
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
     current = request.model_copy(update={"json_schema": json_schema_of(schema)})
     responses: list[ModelResponse] = []
+    record: list[Attempt] = []
     last_error = ""
-    for _ in range(attempts):
+    for number in range(1, attempts + 1):
         response = await client.generate(current)
         responses.append(response)
         try:
-            return parse_answer(response.text, schema), responses
+            if strict:
+                value, repaired = read_strict(response.text, schema)
+            else:
+                value, repaired = parse_answer(response.text, schema), None
         except ValueError as exc:
             last_error = short_error(exc)
+            record.append(Attempt(number=number, outcome="rejected", reason=last_error))
+        else:
+            record.append(Attempt(number=number, outcome="repaired" if repaired else "accepted",
+                                  reason=repaired or ""))
+            return Structured(value, responses, record)
         # the next request carries the bad answer and what was wrong with it, so the model can fix it
         current = current.model_copy(update={"messages": [
             *current.messages,
@@ -118,4 +227,4 @@ async def generate_structured(
             Message(role="user", content=_REPAIR.format(error=last_error)),
         ]})
     raise StructuredOutputError(
-        f"{request.purpose}: no valid JSON after {attempts} attempts: {last_error}", responses)
+        f"{request.purpose}: no valid JSON after {attempts} attempts: {last_error}", responses, record)

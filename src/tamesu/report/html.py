@@ -226,7 +226,15 @@ class _Page:
                 by.append(_e(a.model))
             if a.fake:
                 by.append("fake judge")
-            evidence = "".join(f"<blockquote>{_e(item)}</blockquote>" for item in a.evidence)
+            if a.prompt_version:
+                by.append(_e(a.prompt_version))
+            if len(a.attempts) > 1 or any(t.outcome != "accepted" for t in a.attempts):
+                by.append(_e("; ".join(f"attempt {t.number} {t.outcome}" + (f": {t.reason}" if t.reason else "")
+                                       for t in a.attempts)))
+            unsupported = set(a.unsupported_evidence)
+            evidence = "".join(
+                f"<blockquote>{_e(item)}{' <em>(not in the transcript)</em>' if item in unsupported else ''}"
+                "</blockquote>" for item in a.evidence)
             dim = f'<div class="dim">{" · ".join(by)}</div>' if by else ""
             rows.append(f'<tr class="{"pass" if a.passed else "fail"}"><td>{mark}</td><td class="kind">{name}</td>'
                         f'<td><div class="reason">{_e(a.reason)}</div>{evidence}{dim}</td></tr>')

@@ -50,7 +50,8 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
             where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
             judge = " (fake judge)" if failure.fake and "fake judge" not in failure.reason else ""
             lines.append(f"{prefix}{failure.name}{where}: {failure.reason}{judge}")
-            lines.extend(f"    evidence: {item}" for item in failure.evidence)
+            lines.extend(f"    evidence: {item}" + (" (not in the transcript)" if item in failure.unsupported_evidence
+                                                      else "") for item in failure.evidence)
         if summary.error or failures:
             lines.append(f"    artifacts: {shown_path(run.dir / summary.dir)}")
     return "\n".join(lines)

@@ -1,18 +1,30 @@
 """The judge: a model grades a finished conversation against a rubric, or checks the agent's claims
-against a reference text (grounding), and answers in structured output only."""
+against a reference text (grounding), and answers in structured output only.
+
+A verdict is a claim users act on, so it is exactly what the judge said or it says what was done to it: the
+answer is read strictly (see `models.structured.read_strict`), a pass that contradicts the score is asked
+again rather than guessed, every attempt is kept on the verdict, and each quote of its evidence is looked up
+in what the judge was shown. A passing verdict none of whose quotes can be found does not pass unless the
+assertion says `evidence: lenient`.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
-from tamesu.models.structured import generate_structured
+from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.roles import _prompts
+from tamesu.roles._evidence import Evidence, check_evidence
 from tamesu.roles._failures import infra_error
 from tamesu.roles._transcript import as_text
+
+EvidenceMode = Literal["strict", "lenient"]
+PASSING_SCORE = 4
+"""On the 1-5 scale the prompt tells the judge that pass means a score of 4 or more."""
 
 
 class Line(BaseModel):
@@ -33,6 +45,8 @@ class JudgeInput(BaseModel):
     scale: Literal["binary", "1-5"] = "binary"
     min: float = Field(4, ge=1, le=5)
     """1-5: the lowest score that passes."""
+    evidence: EvidenceMode = "strict"
+    """lenient: a passing verdict whose quotes are not in the record still passes (they are marked)."""
 
 
 class JudgeVerdict(BaseModel):
@@ -45,41 +59,80 @@ class JudgeVerdict(BaseModel):
     prompt_version: str
     fake: bool = False
     """Decided by the fake provider's rules, not by a model: say so wherever the verdict is shown."""
+    attempts: list[Attempt] = Field(default_factory=list)
+    """Every answer read for this verdict: accepted, repaired (how) or rejected and asked again (why)."""
+    unsupported_evidence: list[str] = Field(default_factory=list)
+    """Quotes that are not in the transcript, tool calls or context the judge was shown."""
     responses: list[ModelResponse] = Field(default_factory=list, exclude=True)
     """The calls behind the verdict, repairs included (for cost); not part of the verdict itself."""
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+    # exactly the schema: a key it does not know (or `passed` for `pass`) is a different answer, not one to
+    # read around
+    model_config = ConfigDict(extra="forbid")
 
     passed: bool = Field(alias="pass")
-    reason: str
+    reason: str = Field(pattern=r"\S")
+    """Required and not blank: a verdict says why."""
     evidence: list[str] = Field(default_factory=list)
 
 
 class BinaryAnswer(_Answer):
     score: float | None = None
-    """Ignored: on the binary scale the score is 1 or 0 from pass."""
+    """1 when it passes, 0 otherwise (as the prompt says); anything else contradicts the pass."""
+
+    @model_validator(mode="after")
+    def _agrees(self) -> BinaryAnswer:
+        if self.score is not None and self.score != (1 if self.passed else 0):
+            raise ValueError(f"pass is {_bool(self.passed)} but score is {self.score:g}: on the binary scale "
+                             f"score is 1 when it passes and 0 when it does not")
+        return self
 
 
 class ScaledAnswer(_Answer):
     score: float = Field(ge=1, le=5)
-    """Required: on this scale the score, not the model's own pass, decides."""
+    """Required: on this scale the score, with the author's `min`, decides."""
+
+    @model_validator(mode="after")
+    def _agrees(self) -> ScaledAnswer:
+        if self.passed != (self.score >= PASSING_SCORE):
+            raise ValueError(f"pass is {_bool(self.passed)} but score is {self.score:g}: pass is true exactly "
+                             f"when score is {PASSING_SCORE} or more")
+        return self
 
 
 class GroundedAnswer(_Answer):
     score: float = Field(1, ge=0, le=1)
     """The fraction of the claims that are supported."""
 
+    @model_validator(mode="after")
+    def _agrees(self) -> GroundedAnswer:
+        if self.passed != (self.score == 1):
+            raise ValueError(f"pass is {_bool(self.passed)} but score is {self.score:g}: pass is true exactly "
+                             f"when every claim is supported (score 1)")
+        return self
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
 
 class Judge:
-    """`Judge(client).grade(JudgeInput(...))`. Temperature 0, JSON only, malformed answers repaired within
-    `attempts`; a judge that cannot answer is an InfraError (the run errs, the agent is not failed)."""
+    """`Judge(client).grade(JudgeInput(...))`. Temperature 0, JSON only, answers read strictly and asked
+    again within `attempts`; a judge that cannot answer is an InfraError (the run errs, the agent is not
+    failed).
 
-    def __init__(self, client: ModelClient, *, attempts: int = 3) -> None:
+    `on` names the check's own prompt when a check wraps the judge's rubric prompt in its own words (golden,
+    handoff): the version recorded is then `<own>+judge.vN`, both prompts whose words the model saw."""
+
+    def __init__(self, client: ModelClient, *, attempts: int = 3, on: str | None = None) -> None:
         self._client = client
         self._attempts = attempts
         self.prompt = _prompts.load("judge")
+        self.own = _prompts.load(on) if on is not None else None
+        """The check's own prompt (`prompts/<on>.vN.md`), whose sections it renders into the rubric."""
+        self.version = f"{self.own.version}+{self.prompt.version}" if self.own is not None else self.prompt.version
 
     async def grade(self, given: JudgeInput) -> JudgeVerdict:
         prompt = self.prompt
@@ -92,40 +145,61 @@ class Judge:
                    "transcript": lines, "tool_calls": given.tool_calls, "metrics": given.metrics,
                    "context": given.context}
         schema: type[_Answer] = ScaledAnswer if given.scale == "1-5" else BinaryAnswer
-        answer, responses = await self._ask(system, user, context, schema)
+        answer, responses, attempts = await self._ask(system, user, context, schema, self.version)
         if given.scale == "1-5":
             # the threshold is the test author's, so it decides, whatever the model concluded on its own
             passed, score = answer.score >= given.min, answer.score  # type: ignore[attr-defined]
         else:
             passed, score = answer.passed, 1.0 if answer.passed else 0.0
-        return self._verdict(answer, passed, score, responses)
+        record = [as_text(lines, empty=""), *(_json(call) for call in given.tool_calls), given.context or ""]
+        found = check_evidence(answer.evidence, record)
+        return self._verdict(answer, passed, score, responses, attempts, found, given.evidence)
 
-    async def grade_grounding(self, claims: str, context: str) -> JudgeVerdict:
+    async def grade_grounding(self, claims: str, context: str, evidence: EvidenceMode = "strict") -> JudgeVerdict:
         """Every factual claim in `claims` (the agent's text) is supported by `context`; the unsupported
-        claims are the evidence."""
-        system = self.prompt.render("grounded system")
-        user = self.prompt.render("grounded user", context=context or "(empty)", claims=claims or "(nothing)")
+        claims, quoted from the agent, are the evidence."""
+        prompt = _prompts.load("grounded")
+        system = prompt.render("system")
+        user = prompt.render("user", context=context or "(empty)", claims=claims or "(nothing)")
         inputs = {"mode": "grounded", "claims": claims, "context": context}
-        answer, responses = await self._ask(system, user, inputs, GroundedAnswer)
-        return self._verdict(answer, answer.passed, answer.score, responses)  # type: ignore[attr-defined]
+        answer, responses, attempts = await self._ask(system, user, inputs, GroundedAnswer, prompt.version)
+        found = check_evidence(answer.evidence, [claims])
+        verdict = self._verdict(answer, answer.passed, answer.score, responses,  # type: ignore[attr-defined]
+                                attempts, found, evidence)
+        verdict.prompt_version = prompt.version
+        return verdict
 
     async def _ask(
-        self, system: str, user: str, context: dict[str, Any], schema: type[_Answer]
-    ) -> tuple[_Answer, list[ModelResponse]]:
+        self, system: str, user: str, context: dict[str, Any], schema: type[_Answer], version: str
+    ) -> tuple[_Answer, list[ModelResponse], list[Attempt]]:
         request = ModelRequest(
             purpose="judge", messages=[Message(role="system", content=system), Message(role="user", content=user)],
-            temperature=0.0, prompt_version=self.prompt.version, context=context)
+            temperature=0.0, prompt_version=version, context=context)
         try:
-            return await generate_structured(self._client, request, schema, attempts=self._attempts)
+            found = await ask_structured(self._client, request, schema, attempts=self._attempts, strict=True)
+        except StructuredOutputError as exc:
+            reasons = [a.reason for a in exc.attempts]
+            tried = f"each answer: {reasons[0]}" if len(set(reasons)) == 1 else \
+                "; ".join(f"attempt {a.number}: {a.reason}" for a in exc.attempts)
+            raise infra_error("judge", ModelError(
+                f"no verdict that fits the schema after {len(exc.attempts)} attempts ({tried})")) from exc
         except ModelError as exc:
             raise infra_error("judge", exc) from exc
+        return found.value, found.responses, found.attempts
 
-    def _verdict(self, answer: _Answer, passed: bool, score: float, responses: list[ModelResponse]) -> JudgeVerdict:
+    def _verdict(self, answer: _Answer, passed: bool, score: float, responses: list[ModelResponse],
+                 attempts: list[Attempt], found: Evidence, mode: EvidenceMode) -> JudgeVerdict:
         last = responses[-1]
+        reason = answer.reason
+        if passed and found.none_supported and mode == "strict":
+            # the judge says pass but shows nothing that is there: a claim without support is not a pass
+            passed = False
+            reason = (f"the judge passed it, but none of its {len(answer.evidence)} quote(s) is in the transcript "
+                      f"(set evidence: lenient to accept such a verdict); the judge said: {answer.reason}")
         return JudgeVerdict(
-            passed=passed, score=score, reason=answer.reason, evidence=answer.evidence,
-            model=f"{last.provider}:{last.model}", prompt_version=self.prompt.version, fake=last.fake,
-            responses=responses)
+            passed=passed, score=score, reason=reason, evidence=answer.evidence,
+            model=f"{last.provider}:{last.model}", prompt_version=self.version, fake=last.fake,
+            attempts=attempts, unsupported_evidence=found.unsupported, responses=responses)
 
 
 def _json(value: Any) -> str:

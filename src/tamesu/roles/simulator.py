@@ -17,7 +17,7 @@ from pydantic import BaseModel, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
-from tamesu.models.structured import StructuredOutputError, generate_structured
+from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.packs import AttackSpec
 from tamesu.roles import _prompts
 from tamesu.roles._failures import infra_error
@@ -165,6 +165,8 @@ class ModelSimulator(UserSimulator):
         """Every model response so far, retries included (for cost and usage)."""
         self.reasoning: list[str] = []
         """The model's reasoning for each answer it gave, in order."""
+        self.last_attempts: list[Attempt] = []
+        """What it took to read the last answer: a rejected attempt means the model was asked again."""
 
     @property
     def last_reasoning(self) -> str | None:
@@ -239,12 +241,13 @@ class ModelSimulator(UserSimulator):
         request = ModelRequest(purpose="simulator", messages=self._messages(inputs), seed=self._seed,
                                prompt_version=self.prompt.version, context=inputs)
         try:
-            answer, responses = await generate_structured(self._client, request, SimulatorAnswer,
-                                                          attempts=self._attempts)
+            found = await ask_structured(self._client, request, SimulatorAnswer, attempts=self._attempts)
         except StructuredOutputError as exc:
             self.responses.extend(exc.responses)
+            self.last_attempts = exc.attempts
             raise infra_error("simulator", exc) from exc
         except ModelError as exc:
             raise infra_error("simulator", exc) from exc
-        self.responses.extend(responses)
-        return answer
+        self.responses.extend(found.responses)
+        self.last_attempts = found.attempts
+        return found.value

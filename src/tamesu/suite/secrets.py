@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import base64
+import html
+import json
+import logging
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from tamesu.errors import TemplateError
 
 MASK = "***"
 # A value shorter than this would mask ordinary words everywhere; such a secret is not worth hiding by text.
 _MIN_REDACTED_LENGTH = 3
+# Below this many bytes the shared part of a base64 text at another alignment is too short to mask safely.
+_MIN_BASE64_CORE = 6
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+_URL_SAFE_SETS = ("", "/", "/+@!$&'()*,;=:~", "/+@!$&'()*,;=:~?")
+"""What encoders leave alone: everything encoded; a path as `urllib.parse.quote` writes it; a path and a query
+as httpx (and browsers, after the WHATWG URL standard) write them, keeping `+`, `@`, `=`..."""
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -62,17 +74,52 @@ class Secrets:
         return value
 
 
+def encoded_forms(value: str) -> set[str]:
+    """Every way a secret's value is commonly written where tamesu can see it: as it is; URL-encoded as a
+    path or query (`%20`; `/`, `+`, `@`... kept or not) and as a form (`+`), with upper- or lower-case hex; base64
+    (standard and URL-safe, padded or not, and the part that any base64 text containing the value at each
+    of the three byte alignments must contain, as in a Basic auth header of `user:secret`); JSON-escaped
+    (both ASCII-only and not); HTML-escaped. An SDK's error text quotes a URL encoded, an agent echoes a
+    token as base64: each form is masked like the value itself."""
+    forms = {value}
+    quoted_forms = [quote(value, safe=safe) for safe in _URL_SAFE_SETS]
+    for quoted in [*quoted_forms, quote_plus(value), quote_plus(value, safe="/")]:
+        forms.add(quoted)
+        forms.add(_PERCENT.sub(lambda m: m.group(0).lower(), quoted))
+    raw = value.encode()
+    for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+        forms.update({encoded, encoded.rstrip("=")})
+    if len(raw) >= _MIN_BASE64_CORE:
+        for offset in (1, 2):
+            # the characters that depend only on the value's bytes when `offset` bytes come before it
+            encoded = base64.b64encode(b"\0" * offset + raw).decode().rstrip("=")
+            start = -(-offset * 8 // 6)
+            end = (offset + len(raw)) * 8 // 6
+            core = encoded[start:end]
+            forms.update({core, core.replace("+", "-").replace("/", "_")})
+        plain = base64.b64encode(raw).decode().rstrip("=")
+        forms.add(plain[: len(raw) * 8 // 6])  # followed by more bytes, the last character changes
+    for ascii_only in (True, False):
+        forms.add(json.dumps(value, ensure_ascii=ascii_only)[1:-1])
+    forms.update({html.escape(value), html.escape(value, quote=False)})
+    return {form for form in forms if len(form) >= _MIN_REDACTED_LENGTH}
+
+
 class Redactor:
-    """Masks every secret value in text and in JSON-like data before it is written or printed."""
+    """Masks every secret value, in each of its encoded forms, in text and in JSON-like data before it is
+    written or printed."""
 
     def __init__(self) -> None:
         self._values: set[str] = set()
+        self._forms: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
 
     def add(self, value: str) -> None:
         if len(value) >= _MIN_REDACTED_LENGTH and value not in self._values:
             self._values.add(value)
-            ordered = sorted(self._values, key=len, reverse=True)
+            self._forms |= encoded_forms(value)
+            # longest first, so a value is masked whole before any shorter form inside it
+            ordered = sorted(self._forms, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
 
     def text(self, text: str) -> str:
@@ -90,3 +137,33 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
+
+
+class MaskingFilter(logging.Filter):
+    """Masks secrets in a log record before any handler formats it: the message with its arguments, and the
+    traceback text, so a library's warning (an SDK quoting a URL) shows no secret."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = self._redactor.text(record.getMessage()), None
+        if record.exc_info:
+            record.exc_text = self._redactor.text(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+def mask_logging(redactor: Redactor, stream: Any = None) -> logging.Handler:
+    """Log lines of tamesu and the libraries it uses (warnings and worse) go to stderr with secrets masked;
+    handlers already on the root logger (pytest's, a user's) get the same filter."""
+    masking = MaskingFilter(redactor)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for existing in [*root.handlers, handler]:
+        existing.addFilter(masking)
+    root.addHandler(handler)
+    return handler

@@ -1,0 +1,183 @@
+"""Model calls that are retried or time out say so (events, and counts in the run's metrics); a
+`Retry-After: 0` is bounded; the replay cache keeps no secret and rejects an entry edited by hand; against
+local OpenAI- and Anthropic-shaped servers through the real providers; `tamesu doctor` calls a model ready
+only once it answered with a completion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from model_servers import AnthropicServer, OpenAIServer, delay, raw, status, text
+from tamesu._serve import ThreadServer
+from tamesu.models.base import Message, ModelError, ModelRequest
+from tamesu.models.cache import CacheMiss, ReplayCache
+from tamesu.models.client import RETRY_FLOOR, ModelRegistry, check
+from tamesu.models.ledger import Ledger
+from tamesu.models.spec import ModelSpec
+from tamesu.suite.secrets import Redactor
+
+Serve = Callable[[Any], ThreadServer]
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, name: str, **data: Any) -> None:
+        self.seen.append((name, data))
+
+
+def ask() -> ModelRequest:
+    return ModelRequest(purpose="judge", messages=[Message(role="user", content="hello")])
+
+
+@pytest.fixture(params=[OpenAIServer, AnthropicServer], ids=["openai", "anthropic"])
+def server(request: pytest.FixtureRequest, serve: Serve) -> tuple[Any, ModelSpec]:
+    model_server = request.param()
+    provider = "openai" if request.param is OpenAIServer else "anthropic"
+    spec = ModelSpec(provider=provider, model="test-model", api_key="local",
+                     base_url=model_server.base_url(serve(model_server.app).url), timeout=5, max_retries=3)
+    return model_server, spec
+
+
+async def test_retry_after_zero_is_never_a_burst(server: tuple[Any, ModelSpec]) -> None:
+    model_server, spec = server
+    model_server.plan(*(status(429, "slow down", retry_after="0") for _ in range(3)), text("at last"))
+    sleeps, events, ledger = Sleeps(), Events(), Ledger()
+    models = ModelRegistry({"judge": spec}, sleep=sleeps, ledger=ledger).with_ledger(ledger.scope(), events)
+    response = await models.client("judge").generate(ask())
+    assert response.text == "at last"
+    # the floor doubles: four calls take at least 0.25 + 0.5 + 1 s, never a few milliseconds
+    assert sleeps.delays == [RETRY_FLOOR, RETRY_FLOOR * 2, RETRY_FLOOR * 4]
+    assert [(name, data["attempt"], data["wait_s"]) for name, data in events.seen] == [
+        ("model_retry", 2, 0.25), ("model_retry", 3, 0.5), ("model_retry", 4, 1.0)]
+    assert "HTTP 429: slow down" in events.seen[0][1]["after"]
+    assert events.seen[0][1]["model"] == f"{spec.provider}:test-model" and events.seen[0][1]["purpose"] == "judge"
+    assert ledger.totals().retries == 3 and ledger.totals().timeouts == 0
+
+
+async def test_retry_after_zero_really_waits(server: tuple[Any, ModelSpec]) -> None:
+    model_server, spec = server
+    model_server.plan(status(429, "slow down", retry_after="0"), text("ok"))
+    models = ModelRegistry({"judge": spec})
+    await models.client("judge").generate(ask())
+    await models.aclose()
+    first, second = model_server.calls()
+    assert second.at - first.at >= RETRY_FLOOR
+
+
+async def test_timeouts_are_counted_and_recorded(server: tuple[Any, ModelSpec]) -> None:
+    model_server, spec = server
+    spec = spec.model_copy(update={"timeout": 0.3, "max_retries": 1})
+    model_server.plan(delay(1.0), delay(1.0))
+    events, ledger = Events(), Ledger()
+    models = ModelRegistry({"judge": spec}, sleep=Sleeps(), ledger=ledger).with_ledger(ledger.scope(), events)
+    with pytest.raises(ModelError, match=r"no answer within 0\.3s \(gave up after 2 attempts\)") as caught:
+        await models.client("judge").generate(ask())
+    assert caught.value.timed_out
+    assert [(name, data["attempt"]) for name, data in events.seen] == [
+        ("model_timeout", 1), ("model_retry", 2), ("model_timeout", 2)]
+    assert events.seen[0][1]["retried"] is True and events.seen[2][1]["retried"] is False
+    assert ledger.totals().retries == 1 and ledger.totals().timeouts == 2
+
+
+# ---- the replay cache: no secrets, a checksum per entry ---------------------------------------------------
+
+
+async def test_a_cache_entry_holds_no_secret_and_still_replays(server: tuple[Any, ModelSpec], tmp_path: Path) -> None:
+    model_server, spec = server
+    secret = "sk-live-Zq9 /+x"
+    redactor = Redactor()
+    redactor.add(secret)
+    model_server.plan(text(f"the user said {secret}"))
+    cache = ReplayCache(tmp_path, mask=redactor.data)
+    request = ModelRequest(purpose="simulator", messages=[Message(role="user", content=f"my key is {secret}")])
+    recorded = await ModelRegistry({"simulator": spec}, cache=cache).client("simulator").generate(request)
+    assert recorded.text == f"the user said {secret}"  # the run itself saw the real answer
+    [entry] = list(tmp_path.rglob("*.json"))
+    stored = entry.read_text()
+    assert secret not in stored and quote(secret) not in stored and "my key is ***" in stored
+    assert json.loads(stored)["checksum"].startswith("sha256:")
+    replayed = await ModelRegistry({"simulator": spec}, cache=ReplayCache(tmp_path, "only")).client(
+        "simulator").generate(request)
+    assert replayed.cached and replayed.text == "the user said ***"
+    assert len(model_server.calls()) == 1
+
+
+async def test_a_hand_edited_cache_entry_is_a_miss_that_says_so(server: tuple[Any, ModelSpec],
+                                                                tmp_path: Path) -> None:
+    model_server, spec = server
+    model_server.plan(text('{"pass": false, "reason": "no reference"}'), text('{"pass": false, "reason": "again"}'))
+    await ModelRegistry({"judge": spec}, cache=ReplayCache(tmp_path)).client("judge").generate(ask())
+    [entry] = list(tmp_path.rglob("*.json"))
+    entry.write_text(entry.read_text().replace('\\"pass\\": false', '\\"pass\\": true'))  # a verdict flipped
+    assert '\\"pass\\": true' in entry.read_text()
+
+    with pytest.raises(CacheMiss, match=r"does not match its checksum \(edited by hand\?\)"):
+        await ModelRegistry({"judge": spec}, cache=ReplayCache(tmp_path, "only")).client("judge").generate(ask())
+
+    events = Events()
+    models = ModelRegistry({"judge": spec}, cache=ReplayCache(tmp_path)).with_ledger(Ledger(), events)
+    answer = await models.client("judge").generate(ask())
+    assert not answer.cached and answer.text == '{"pass": false, "reason": "again"}'  # asked the model again
+    assert [name for name, _ in events.seen] == ["cache_entry_rejected"]
+    assert events.seen[0][1]["reason"] == "does not match its checksum (edited by hand?)"
+    assert len(model_server.calls()) == 2
+
+
+# ---- tamesu doctor: ready only after a valid completion ------------------------------------------------
+
+
+async def test_doctor_calls_a_model_ready_only_after_a_completion(server: tuple[Any, ModelSpec]) -> None:
+    model_server, spec = server
+    label = f"{spec.provider}:test-model"
+    what = "chat completion" if spec.provider == "openai" else "Messages answer"
+    model_server.plan(raw("<html>It works!</html>", "text/html"))
+    assert await check(spec) == f"{label}: HTTP 200 but not a {what} (the body is text: '<html>It works!</html>')"
+    model_server.plan(raw({"object": "list", "data": []}))
+    assert (await check(spec) or "").startswith(f"{label}: HTTP 200 but not a {what} (the JSON has no ")
+    model_server.plan(text(""))
+    assert await check(spec) == f"{label}: answered with an empty completion"
+    model_server.plan(status(500, "model not loaded"))
+    assert await check(spec) == f"{label}: HTTP 500: model not loaded"
+    model_server.plan(text("ready"))
+    assert await check(spec) is None
+    completions = model_server.calls()
+    assert len(completions) == 5 and "Reply with the single word: ready" in json.dumps(completions[-1].body)
+
+
+def test_the_doctor_command_says_which_model_is_ready(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    good, broken = OpenAIServer(), OpenAIServer()
+    broken.plan(raw("Welcome to nginx!", "text/html"))
+    good_url, broken_url = (s.base_url(serve(s.app).url) for s in (good, broken))
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\nmodels:\n"
+        f"  judge: {{ provider: openai, model: good-model, base_url: '{good_url}', timeout: 5s }}\n"
+        f"  simulator: {{ provider: openai, model: proxy, base_url: '{broken_url}', timeout: 5s }}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{good_url}/models" }}
+tests:
+  - name: hello
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+""")
+    result = tamesu(["doctor"], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert "models.judge (openai:good-model): ready" in result.stdout, result.stdout
+    assert ("models.simulator (openai:proxy): openai:proxy: HTTP 200 but not a chat completion (the body is "
+            "text: 'Welcome to nginx!')") in result.stdout, result.stdout
+    assert result.returncode != 0

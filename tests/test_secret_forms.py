@@ -1,0 +1,188 @@
+"""A secret never reaches disk or console in any form: plain, URL-encoded (path and form style), base64,
+JSON-escaped. Every artifact, report (JUnit, HTML, JSON, markdown, the GitHub summary), console line and
+replay-cache entry is searched, with an agent that echoes the token in every form, a model judge that
+records the conversation, error lines written by tamesu ("cannot reach") and by a2a-sdk (a 404), and the
+log lines of libraries."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from model_servers import OpenAIServer
+from tamesu._serve import ThreadServer
+from tamesu.suite.secrets import Redactor, mask_logging
+
+Serve = Callable[[Any], ThreadServer]
+SECRET = 'tok en/7+"q"ü-4711'
+"""Changed by every encoding: a space, a slash, a plus, quotes, a non-ASCII letter."""
+
+
+def forms(value: str) -> dict[str, str]:
+    raw = value.encode()
+    return {
+        "plain": value,
+        "path-encoded": quote(value, safe=""),
+        "path-encoded keeping /": quote(value),
+        "form-encoded": quote_plus(value),
+        "as httpx writes a path": quote(value, safe="/+@!$&'()*,;=:~"),
+        "lower-case hex": quote(value, safe="").lower(),
+        "base64": base64.b64encode(raw).decode(),
+        "url-safe base64": base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        "JSON-escaped": json.dumps(value)[1:-1],
+        "JSON-escaped, not ASCII-only": json.dumps(value, ensure_ascii=False)[1:-1],
+    }
+
+
+def leaks(text: str) -> list[str]:
+    """The forms of SECRET found in `text`, also inside a base64 text of `user:SECRET`."""
+    found = [name for name, form in forms(SECRET).items() if form in text]
+    basic_core = base64.b64encode(b"u:" + SECRET.encode()).decode()[3:-2]
+    return found + (["inside base64 of user:secret"] if basic_core in text else [])
+
+
+def everything_written(root: Path, *skip: Path) -> dict[Path, str]:
+    return {p: p.read_text(encoding="utf-8", errors="replace") for p in root.rglob("*")
+            if p.is_file() and p not in skip}
+
+
+@pytest.mark.parametrize("form", list(forms(SECRET)))
+def test_the_redactor_masks_each_form(form: str) -> None:
+    redactor = Redactor()
+    redactor.add(SECRET)
+    encoded = forms(SECRET)[form]
+    assert redactor.text(f"before {encoded} after") == "before *** after"
+
+
+def test_base64_of_a_longer_text_is_masked_at_any_alignment() -> None:
+    redactor = Redactor()
+    redactor.add(SECRET)
+    for prefix in (b"", b"u:", b"ab:", b"user:"):
+        header = "Basic " + base64.b64encode(prefix + SECRET.encode() + b"!").decode()
+        masked = redactor.text(header)
+        assert "***" in masked and leaks(masked) == [], (prefix, masked)
+
+
+async def _echo_everywhere(request: Request) -> JSONResponse:
+    token = (await request.json())["token"]
+    raw = token.encode()
+    said = (f"plain {token} | path {quote(token, safe='')} | form {quote_plus(token)} | "
+            f"b64 {base64.b64encode(raw).decode()} | basic {base64.b64encode(b'u:' + raw).decode()} | "
+            f"json {json.dumps(token)[1:-1]}")
+    return JSONResponse({"text": said, "echo": {"token": token}})
+
+
+def _project(tmp_path: Path, judge_url: str, target: str, assertion: str = "judge: 'The agent answers'") -> None:
+    (tmp_path / ".env").write_text(f"BOT_TOKEN='{SECRET}'\n")
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { dir: .tamesu/cache }\nmodels:\n"
+        f"  judge: {{ provider: openai, model: test-model, base_url: '{judge_url}', timeout: 5s }}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot:
+{target}
+tests:
+  - name: leaky
+    target: bot
+    scenario: {{ script: [ {{ say: "my token is {{{{secrets.BOT_TOKEN}}}}" }} ] }}
+    assert: [ {{ {assertion} }}, {{ contains: "nothing like this" }} ]
+""")
+
+
+def _run_everywhere(tmp_path: Path, tamesu: Any) -> tuple[str, dict[Path, str]]:
+    summary = tmp_path / "github-summary.md"
+    result = tamesu(["run", "-vv", "--out", "out", "--report", "junit,html,json,markdown,github"], cwd=tmp_path,
+                    env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true", "OPENAI_API_KEY": ""})
+    written = everything_written(tmp_path, tmp_path / ".env", tmp_path / "suite.yaml", tmp_path / "tamesu.yaml")
+    return result.stdout + result.stderr, written
+
+
+@pytest.fixture
+def judge_url(serve: Serve) -> str:
+    server = OpenAIServer()
+    return server.base_url(serve(server.app).url)
+
+
+def test_an_agent_echoing_a_secret_in_every_form_leaks_none(tmp_path: Path, tamesu: Any, serve: Serve,
+                                                            judge_url: str) -> None:
+    agent = serve(Starlette(routes=[Route("/chat", _echo_everywhere, methods=["POST"])])).url
+    _project(tmp_path, judge_url, f"    type: rest\n    url: '{agent}/chat'\n"
+                                  "    request: { body: { message: '{{message}}', token: '{{secrets.BOT_TOKEN}}' } }")
+    output, written = _run_everywhere(tmp_path, tamesu)
+    assert "plain *** | path *** | form *** | b64 *** | basic dTp***" in output, output
+    assert leaks(output) == []
+    cache = [p for p in written if ".tamesu" in p.parts]
+    assert cache, "the judge's answer was not recorded"
+    assert any(p.name == "github-summary.md" for p in written)
+    assert {str(p.relative_to(tmp_path)): leaks(text) for p, text in written.items() if leaks(text)} == {}
+
+
+def test_tamesus_cannot_reach_line_leaks_no_encoded_secret(tmp_path: Path, tamesu: Any, judge_url: str) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    _project(tmp_path, judge_url, f"    type: rest\n    url: 'http://127.0.0.1:{port}/chat/{{{{secrets.BOT_TOKEN}}}}'\n"
+                                  "    connect: { attempts: 1 }")
+    output, written = _run_everywhere(tmp_path, tamesu)
+    assert "cannot reach http://127.0.0.1" in output, output
+    assert leaks(output) == [], output
+    assert {str(p.relative_to(tmp_path)): leaks(text) for p, text in written.items() if leaks(text)} == {}
+
+
+def _card_then_404(agent_url: str) -> Starlette:
+    """An A2A agent whose card offers HTTP+JSON at a URL holding the secret, and which answers 404 there:
+    a2a-sdk's client then raises "Resource not found: <the URL as httpx encoded it>"."""
+    card = {"name": "gone", "description": "moved away", "version": "1", "capabilities": {},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
+            "supportedInterfaces": [{"url": agent_url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]}
+
+    async def answer(request: Request) -> Any:
+        if request.url.path == "/.well-known/agent-card.json":
+            return JSONResponse(card)
+        return PlainTextResponse("no such agent", status_code=404)
+
+    return Starlette(routes=[Route("/{path:path}", answer, methods=["GET", "POST"])])
+
+
+def test_an_sdk_error_quoting_the_encoded_url_leaks_nothing(tmp_path: Path, tamesu: Any, serve: Serve,
+                                                            judge_url: str) -> None:
+    app = Starlette()
+    server = serve(app)
+    target_url = f"{server.url}/agents/{SECRET}"
+    app.router.routes.extend(_card_then_404(target_url).router.routes)
+    _project(tmp_path, judge_url, f"    type: a2a\n    url: '{server.url}/agents/{{{{secrets.BOT_TOKEN}}}}'")
+    output, written = _run_everywhere(tmp_path, tamesu)
+    assert "Resource not found: http://" in output, output
+    assert leaks(output) == [], output
+    assert {str(p.relative_to(tmp_path)): leaks(text) for p, text in written.items() if leaks(text)} == {}
+
+
+def test_log_lines_of_libraries_are_masked() -> None:
+    redactor = Redactor()
+    redactor.add(SECRET)
+    stream = io.StringIO()
+    handler = mask_logging(redactor, stream)
+    try:
+        try:
+            raise ValueError(f"bad token {quote(SECRET)}")
+        except ValueError:
+            logging.getLogger("a2a.client.transports.rest").warning(
+                "request to %s failed", f"http://127.0.0.1/a/{quote(SECRET, safe='/+@!$&()*,;=:~')}", exc_info=True)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    written = stream.getvalue()
+    assert "WARNING a2a.client.transports.rest: request to http://127.0.0.1/a/*** failed" in written
+    assert "ValueError: bad token ***" in written and leaks(written) == []
