@@ -137,6 +137,10 @@ async def _main(**options: Any) -> int:
     except (InfraError, ModelError) as exc:
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
+    from tamesu.jsonl import voice_fields
+
+    for voice_warning in voice_fields.warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
+        click.echo(f"warning: {voice_warning}", err=True)
     if options["dry_run"]:
         return _dry_run(cases, label, resolved, options)
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)

@@ -20,6 +20,7 @@ from tamesu.suite.templates import Context
 
 if TYPE_CHECKING:  # the suite schema imports this module
     from tamesu.suite.fuzz import FuzzSpec
+    from tamesu.suite.schema import Persona
 
 
 class FileRef(BaseModel):
@@ -85,6 +86,30 @@ class Handoff(BaseModel):
     summary: str | None = None
 
 
+class TurnAudio(BaseModel):
+    """The audio of one exchange on the session's timeline (ms), for audio targets: what the user said and
+    when it was sent, when the agent's reply played (on the playback clock), and what each side heard."""
+
+    said: str = ""
+    """The text tamesu synthesised for the user."""
+    voice: str | None = None
+    user_from_ms: float | None = None
+    user_to_ms: float | None = None
+    """The user's speech end: the last frame sent (an audio commit follows it at once)."""
+    agent_heard_user: str | None = None
+    """The agent's own transcript of the user's speech, where the protocol reports one."""
+    agent_from_ms: float | None = None
+    agent_to_ms: float | None = None
+    agent_said: str | None = None
+    """What tamesu's speech-to-text heard in the agent's audio."""
+    agent_audio_ms: float = 0.0
+    """How much agent audio this reply played."""
+    interrupted_at_ms: float | None = None
+    """The user talked over this reply from here (a persona's `interrupt_probability`)."""
+    agent_stopped_at_ms: float | None = None
+    """After that barge-in, when the agent's audio stopped."""
+
+
 class AgentTurn(BaseModel):
     text: str = ""
     response: Any = None
@@ -99,6 +124,11 @@ class AgentTurn(BaseModel):
     ended: bool = False
     """The agent ended the conversation."""
     handoff: Handoff | None = None
+    audio: TurnAudio | None = None
+    """Audio targets: the exchange's speech on the timeline (transcript.json shows it)."""
+    measures: dict[str, float] = Field(default_factory=dict)
+    """Per-turn metrics a target measured (`time_to_first_audio_ms`, `interruption_stop_ms`): the engine
+    makes each a distribution with `_p50`, `_p95`, `_max`, as it does `turn_latency_ms`."""
 
     @property
     def latency_ms(self) -> float:
@@ -148,6 +178,8 @@ class Session:
         base_dir: Path,
         models: Models | None = None,
         fuzz_tools: Mapping[str, FuzzSpec] | None = None,
+        persona: Persona | None = None,
+        seed: int = 0,
     ) -> None:
         self._origin = time.monotonic()
         self.context = context
@@ -164,6 +196,10 @@ class Session:
         """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
         self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
+        self.persona: Persona | None = persona
+        """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
+        self.seed = seed
+        """The run's seed: behaviours (when to interrupt, how long to pause) repeat with it."""
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0

@@ -40,6 +40,11 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         present = importlib.util.find_spec(module) is not None
         findings.append((True if present else None, f"{module}: {'installed' if present else 'not installed'} "
                          f"(for {purpose})"))
+    from tamesu.audio.extra import problem as voice_problem
+
+    missing_voice = voice_problem()
+    findings.append((True if missing_voice is None else None,
+                     "voice: installed (for audio targets)" if missing_voice is None else f"voice: {missing_voice}"))
     try:
         plan = load_plan(paths, config, require_secrets=False)
     except ConfigError as exc:

@@ -51,6 +51,11 @@ class TranscriptLine(BaseModel):
     text: str
     turn: int
     at_ms: float
+    from_ms: float | None = None
+    """Audio targets: when this side's speech started and ended on the timeline of `audio.wav`."""
+    to_ms: float | None = None
+    heard: str | None = None
+    """Audio targets: a user line's text as the agent transcribed it; an agent line's as tamesu heard it."""
 
 
 class Transcript(BaseModel):

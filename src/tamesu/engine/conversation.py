@@ -101,7 +101,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                                {"id": inputs.run_id, "number": inputs.number}, remote_urls)
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
-                      run_id=inputs.run_id, base_dir=test.suite.dir, fuzz_tools=test.spec.fuzz_tools)
+                      run_id=inputs.run_id, base_dir=test.suite.dir, fuzz_tools=test.spec.fuzz_tools,
+                      persona=test.spec.persona, seed=inputs.seed)
     # the run's model clients charge its ledger and put their retries and timeouts on its timeline
     models = inputs.models.with_ledger(run_ledger, session.event) \
         if inputs.models is not None and run_ledger else None
@@ -338,7 +339,14 @@ async def grade(
 def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:
     lines: list[TranscriptLine] = []
     for e in exchanges:
+        audio = e.agent.audio
         if e.user is not None:
-            lines.append(TranscriptLine(role="user", text=e.user.display(), turn=e.index, at_ms=e.agent.sent_at_ms))
-        lines.append(TranscriptLine(role="agent", text=e.agent.text, turn=e.index, at_ms=e.agent.completed_at_ms))
+            lines.append(TranscriptLine(
+                role="user", text=e.user.display(), turn=e.index, at_ms=e.agent.sent_at_ms,
+                **({"from_ms": audio.user_from_ms, "to_ms": audio.user_to_ms, "heard": audio.agent_heard_user}
+                   if audio else {})))
+        lines.append(TranscriptLine(
+            role="agent", text=e.agent.text, turn=e.index, at_ms=e.agent.completed_at_ms,
+            **({"from_ms": audio.agent_from_ms, "to_ms": audio.agent_to_ms, "heard": audio.agent_said}
+               if audio else {})))
     return lines

@@ -77,4 +77,8 @@ def from_turns(turns: Iterable[AgentTurn], counters: Mapping[str, float]) -> Met
     latencies = [round(t.latency_ms, 3) for t in agent_turns if t.completed_at_ms >= t.sent_at_ms]
     first_tokens = [round(v, 3) for t in agent_turns if (v := t.first_token_ms) is not None]
     scalars = {"turns": float(len(agent_turns)), **{k: float(v) for k, v in counters.items()}}
-    return Metrics(scalars, {"turn_latency_ms": latencies, "time_to_first_token_ms": first_tokens})
+    distributions: dict[str, list[float]] = {"turn_latency_ms": latencies, "time_to_first_token_ms": first_tokens}
+    for turn in agent_turns:  # what a target measured per turn (audio: time_to_first_audio_ms...)
+        for name, value in turn.measures.items():
+            distributions.setdefault(name, []).append(round(float(value), 3))
+    return Metrics(scalars, distributions)

@@ -5,11 +5,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from tamesu import checks, packs
+from tamesu import checks, packs, targets
 from tamesu.errors import Problem
 from tamesu.plan.model import LoadedSuite
 from tamesu.suite._yaml import Document
 from tamesu.suite.schema import TestSpec
+
+
+def check_audio(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    warnings: list[Problem],
+) -> None:
+    """A persona's voice and behaviours only mean something on a target that speaks; a dtmf step needs a
+    protocol that carries digits; a voice must be one installed here."""
+    target = suite.targets.get(spec.target)
+    if target is None:
+        return
+    kind = target.type
+    persona = spec.persona
+    if not targets.has_audio(kind, target):
+        why = f"{kind} target {spec.target} has no audio" + (" (mode: text)" if hasattr(target, "mode") else "")
+        if persona is not None and persona.voice is not None:
+            warnings.append(doc.problem((*loc, "persona", "voice"), f"{why}: the voice is not used"))
+        if persona is not None and persona.behaviors.model_fields_set:
+            for name in sorted(persona.behaviors.model_fields_set):
+                warnings.append(doc.problem((*loc, "persona", "behaviors", name),
+                                            f"{why}: {name} does nothing here"))
+    elif persona is not None and persona.voice is not None:
+        from tamesu.audio import voices
+
+        if voices.find(persona.voice) is None:
+            problems.append(doc.problem((*loc, "persona", "voice"), voices.unknown_message(persona.voice)))
+    if not targets.sends_dtmf(kind):
+        for i, step in enumerate(spec.scenario.script):
+            if step.dtmf:
+                problems.append(doc.problem(
+                    (*loc, "scenario", "script", i, "dtmf"),
+                    f"{kind} target {spec.target} cannot send DTMF digits (targets that can: "
+                    f"{', '.join(targets.DTMF_TYPES)})"))
 
 
 def check_user_side(

@@ -15,7 +15,7 @@ from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan import _lint
-from tamesu.plan._checks import check_models_needed, check_user_side
+from tamesu.plan._checks import check_audio, check_models_needed, check_user_side
 from tamesu.plan._templates import check_templates
 from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
@@ -188,6 +188,7 @@ def _expand_test(
                                        suite.search)
         attack = _attack(suite, case_spec, doc, loc, problems, assertions)
         if case_name is None or case_name == variants[0][0]:
+            check_audio(suite, case_spec, doc, loc, problems, warnings)
             check_user_side(suite, case_spec, doc, loc, problems)
             check_models_needed(suite, case_spec, doc, loc, problems)
             problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))

@@ -137,3 +137,24 @@ def timeline(spans: Sequence[Span], marks: Sequence[Mark], label: str) -> str:
         body.append(f'<g class="mark"><line x1="{x:.1f}" y1="24" x2="{x:.1f}" y2="{height - 4}"/>'
                     f'<circle cx="{x:.1f}" cy="28" r="3"/><title>{escape(tip)}</title></g>')
     return _svg(width, height, label, body, "timeline")
+
+
+def speech(user: Sequence[Span], agent: Sequence[Span], marks: Sequence[Mark], end: float, label: str) -> str:
+    """Both sides' speech on one time axis (ms, 0 to `end`): the user's row above, the agent's below, barge-ins
+    as ticks; the same timeline as the run's audio.wav."""
+    if not user and not agent:
+        return ""
+    width, height = 600, 52
+    scale = (width - 8) / max(end, 1.0)
+    body = [f'<line class="axis" x1="4" y1="{height - 4}" x2="{width - 4}" y2="{height - 4}"/>']
+    for row, spans, css in ((4, user, "user-speech"), (24, agent, "agent-speech")):
+        for span in spans:
+            x, w = 4 + span.start * scale, max((span.end - span.start) * scale, 1.5)
+            tip = f"{span.label}: {_fmt(span.start)}-{_fmt(span.end)} ms"
+            body.append(f'<rect class="{css}" x="{x:.1f}" y="{row}" width="{w:.1f}" height="16" rx="2">'
+                        f"<title>{escape(tip)}</title></rect>")
+    for mark in marks:
+        x = 4 + mark.at * scale
+        body.append(f'<g class="mark"><line x1="{x:.1f}" y1="2" x2="{x:.1f}" y2="{height - 4}"/>'
+                    f"<title>{escape(mark.label)} at {_fmt(mark.at)} ms</title></g>")
+    return _svg(width, height, label, body, "timeline")

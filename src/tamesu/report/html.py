@@ -206,11 +206,41 @@ class _Page:
             parts.append(self.assertions(summary.failures, only_failures=True))
         else:
             parts.append(self.assertions(detail.assertions))
+            parts.append(self.audio(detail, folder))
             parts.append(self.chat(detail))
             parts.append(self.metrics(detail))
             parts.append(self.events(detail))
         parts.append("</section>")
         return "".join(parts)
+
+    def audio(self, detail: RunResult, folder: Path) -> str:
+        """An audio run's recording (user left, agent right) and both sides' speech on its timeline."""
+        wav = folder / "audio.wav"
+        spoken = [t for t in detail.turns if t.agent.audio is not None]
+        if not wav.is_file() and not spoken:
+            return ""
+        user, agent, marks = [], [], []
+        for t in spoken:
+            a = t.agent.audio
+            assert a is not None
+            if a.user_from_ms is not None and a.user_to_ms is not None:
+                user.append(_svg.Span(f"user, turn {t.index}: {_short(a.said, 80)}", a.user_from_ms, a.user_to_ms))
+            if a.agent_from_ms is not None and a.agent_to_ms is not None:
+                heard = a.agent_said if a.agent_said is not None else t.agent.text
+                agent.append(_svg.Span(f"agent, turn {t.index}: {_short(heard, 80)}", a.agent_from_ms,
+                                       a.agent_to_ms))
+            if a.interrupted_at_ms is not None:
+                marks.append(_svg.Mark(f"the user talks over turn {t.index}", a.interrupted_at_ms))
+        end = max([s.end for s in [*user, *agent]] + [1.0])
+        chart = _svg.speech(user, agent, marks, end, "speech of both sides")
+        player = ""
+        if wav.is_file():
+            relative = Path(os.path.relpath(wav.resolve(), self.base.resolve())).as_posix()
+            player = (f'<audio controls preload="none" src="{_e(quote(relative))}"></audio> '
+                      f'{self.link(wav, "audio.wav")} (user left, agent right)')
+        figure = (f"<figure class=\"timeline-box\">{chart}<figcaption>speech from 0 to {_ms(end)}: the user above, "
+                  "the agent below (as heard on the playback clock)</figcaption></figure>" if chart else "")
+        return f'<div class="audio-box">{player}{figure}</div>'
 
     def assertions(self, items: list[AssertionResult], only_failures: bool = False) -> str:
         if not items:

@@ -10,11 +10,12 @@ import datetime as dt
 import re
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu._types import Duration, Strict, parse_duration
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 from tamesu.packs import PackSpec
+from tamesu.suite.audio_names import NOISES
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
 
@@ -64,10 +65,42 @@ class HooksSpec(Strict):
     after_each: list[HookSpec] = Field(default_factory=list)
 
 
+class NoiseSpec(Strict):
+    name: str
+    level_db: float = Field(-20.0, le=20, ge=-80)
+    """The noise's loudness relative to the speech (-20: 20 dB quieter than the voice)."""
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in NOISES:
+            raise ValueError(f"unknown background noise {name!r} (one of {', '.join(NOISES)})")
+        return name
+
+
 class Behaviors(Strict):
+    """How the simulated user behaves on an audio target (`tamesu.audio.behaviors`)."""
+
     interrupt_probability: float | None = Field(None, ge=0, le=1)
     silence_after_turn_ms: list[int] | int | None = None
-    background_noise: str | None = None
+    """Pause before the user speaks after the agent's reply: [min, max] drawn per turn, or one number."""
+    background_noise: NoiseSpec | None = None
+    """A named noise (`cafe`, or `{name: cafe, level_db: -25}`) mixed under the user's speech."""
+
+    @field_validator("background_noise", mode="before")
+    @classmethod
+    def _noise_shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("silence_after_turn_ms")
+    @classmethod
+    def _range(cls, value: list[int] | int | None) -> list[int] | int | None:
+        values = value if isinstance(value, list) else [] if value is None else [value]
+        if isinstance(value, list) and len(value) != 2:
+            raise ValueError("silence_after_turn_ms is [min, max] or one number of milliseconds")
+        if any(v < 0 or v > 60000 for v in values):
+            raise ValueError("silence_after_turn_ms values are 0 to 60000 ms")
+        return value
 
 
 class Persona(Strict):

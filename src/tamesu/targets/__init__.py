@@ -20,6 +20,7 @@ _IMPLEMENTED: dict[str, str] = {
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
+    "realtime": "tamesu.targets.realtime:RealtimeTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
 }
 
@@ -29,12 +30,26 @@ _PLANNED_KEYS: dict[str, frozenset[str]] = {
     "browser": frozenset({"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"}),
     "livekit": frozenset({"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"}),
     "sip": frozenset({"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"}),
-    "realtime": frozenset({"url", "headers", "model", "session_update", "tool_results", "done_tool", "mode",
-                           "audio_format"}),
     "pipecat": frozenset({"url", "mode", "sample_rate", "idle", "tool_results"}),
     "twilio": frozenset({"url", "from", "to", "parameters"}),
     "voice": frozenset({"url", "audio", "messages", "session"}),
 }
+
+
+DTMF_TYPES = ("twilio", "voice", "sip", "livekit")
+"""The target types whose protocol carries DTMF digits (a `dtmf` script step)."""
+_ALWAYS_AUDIO = ("twilio", "voice", "sip")
+_AUDIO_MODE = ("realtime", "pipecat", "livekit")
+
+
+def has_audio(kind: str, spec: object) -> bool:
+    """Whether a target of this type and configuration speaks audio (so a persona's voice and behaviours
+    mean something): always for phone-like types, with `mode: audio` for the others."""
+    return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
+
+
+def sends_dtmf(kind: str) -> bool:
+    return kind in DTMF_TYPES
 
 
 def known_types() -> list[str]:

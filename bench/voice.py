@@ -1,0 +1,204 @@
+"""The voice benchmark: `python bench/voice.py` (part of `make bench`). Writes bench/results/voice-<date>.json
+and refreshes the voice table in docs/performance.md.
+
+- CPU per second of conversation audio for each stage: speech synthesis (Piper, and espeak-ng), pacing
+  (wire conversion, base64, the event, 20 ms frames at wall-clock pace), VAD (Silero ONNX), transcription
+  (Whisper tiny.en). Read with process_time (all threads of this process) or, for espeak-ng, the children's
+  rusage. "x real time" is audio seconds per CPU second.
+- The memory of one audio conversation with the models loaded: the peak RSS of `tamesu run` of one audio
+  test (2 turns) against bench/realtime_server.py (a cheap agent in its own process), from wait4.
+- Conversations at once: N audio conversations in one `tamesu run --parallel N`; real-time pace is kept
+  when every conversation passed and no user frame left more than one frame (20 ms) after its slot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import datetime as dt
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from run import measure  # noqa: E402  (the same wait4 helper as the main benchmark)
+
+SENTENCES = [
+    "Hello, I would like to book a table for two on Friday evening.",
+    "Could we have a table by the window, if there is one free?",
+    "My name is Ana, and my phone number is five five five, one two three four.",
+    "Yes, seven o'clock is perfect, thank you very much.",
+    "One more thing: one of us is allergic to nuts, so please tell the kitchen.",
+]
+SUITE = """\
+targets:
+  bench: {{ type: realtime, url: "{url}", mode: audio }}
+tests:
+  - name: call
+    target: bench
+    repeat: {n}
+    scenario: {{ script: [ {{ say: "Hello, I would like to book a table for two on Friday" }},
+                          {{ say: "Yes please, seven is perfect" }} ] }}
+"""
+
+
+def _cpu(work: Any, children: bool = False) -> float:
+    """CPU seconds `work` took: this process's threads, or (espeak-ng) its finished children's."""
+    who = resource.RUSAGE_CHILDREN
+    before = time.process_time(), resource.getrusage(who)
+    work()
+    after = time.process_time(), resource.getrusage(who)
+    if children:
+        return after[1].ru_utime + after[1].ru_stime - before[1].ru_utime - before[1].ru_stime
+    return after[0] - before[0]
+
+
+def stages() -> dict[str, dict[str, float]]:
+    import numpy as np
+
+    from tamesu.audio import stt, tts, vad
+    from tamesu.audio.clip import Clip
+    from tamesu.audio.formats import AudioFormat, frames
+    from tamesu.audio.pacing import Pacer
+
+    tts.preload()
+    stt.model()
+    clips: list[Clip] = []
+    out: dict[str, dict[str, float]] = {}
+
+    def piper() -> None:
+        clips.extend(asyncio.run(tts.say(s))[0] for s in SENTENCES)
+
+    cpu = _cpu(piper)
+    audio_s = sum(c.duration_ms for c in clips) / 1000
+    out["speech synthesis (Piper)"] = _ratio(cpu, audio_s)
+    if tts.voices.find("espeak:en-us") is not None:
+        spoken: list[Clip] = []
+
+        def espeak() -> None:
+            spoken.extend(asyncio.run(tts.say(s, "espeak:en-us"))[0] for s in SENTENCES)
+
+        cpu = _cpu(espeak, children=True)
+        out["speech synthesis (espeak-ng)"] = _ratio(cpu, sum(c.duration_ms for c in spoken) / 1000)
+    speech = Clip(np.concatenate([c.at(16000).samples for c in clips]), 16000)
+    fmt = AudioFormat("pcm16", 24000)
+
+    def pace() -> None:
+        async def send(frame: bytes) -> None:
+            json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(frame).decode()})
+
+        asyncio.run(Pacer().stream(frames(speech.wire(fmt), fmt), send))
+
+    seconds = speech.duration_ms / 1000
+    out["pacing (wire audio, events, 20 ms frames)"] = _ratio(_cpu(pace), seconds)
+    out["VAD (Silero ONNX)"] = _ratio(_cpu(lambda: vad.segments(speech)), seconds)
+    out["transcription (Whisper tiny.en)"] = _ratio(_cpu(lambda: [stt.transcribe(c) for c in clips]), audio_s)
+    return out
+
+
+def _ratio(cpu: float, audio_s: float) -> dict[str, float]:
+    return {"cpu_s": round(cpu, 4), "audio_s": round(audio_s, 3), "cpu_per_audio_s": round(cpu / audio_s, 4),
+            "x_real_time": round(audio_s / cpu, 1) if cpu else float("inf")}
+
+
+class Server:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "realtime_server.py")],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        match = re.search(r"listening on (ws://\S+)", line)
+        if not match:
+            self.stop()
+            raise RuntimeError(f"the bench realtime server did not start: {line}")
+        self.url = match.group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def conversations(url: str, n: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder)
+        (path / "suite.yaml").write_text(SUITE.format(url=url, n=n), encoding="utf-8")
+        done = measure([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out", "--parallel", str(n)],
+                       cwd=path)
+        lates: list[float] = []
+        passed = 0
+        for result in (path / "out").glob("*/*/*/run-*/result.json"):
+            data = json.loads(result.read_text())
+            passed += data["status"] == "passed"
+            lates += [e["data"]["late_frame_ms_max"] for e in data["events"] if e["name"] == "audio"]
+    return {"conversations": n, "passed": passed, "late_frame_ms_max": max(lates, default=None),
+            "peak_rss_mib": round(done.peak_rss_mib, 1), "cpu_s": round(done.cpu_s, 2),
+            "wall_s": round(done.wall_s, 2), "real_time": passed == n and bool(lates) and max(lates) <= 20.0}
+
+
+def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[dict[str, Any]]) -> str:
+    rows = ["| figure | value | goal | met |", "| --- | --- | --- | --- |"]
+    for name, figures in stage.items():
+        goal, met = ("", "")
+        if name.startswith("transcription"):
+            goal, met = ">= 5x real time", "yes" if figures["x_real_time"] >= 5 else "no"
+        rows.append(f"| CPU per audio second, {name} | {figures['cpu_per_audio_s'] * 1000:.1f} ms "
+                    f"({figures['x_real_time']}x real time) | {goal} | {met} |")
+    rows.append(f"| memory of one audio conversation, models loaded | {one['peak_rss_mib']} MiB | < 600 MB "
+                f"| {'yes' if one['peak_rss_mib'] * 1.048576 < 600 else 'no'} |")
+    held = [m["conversations"] for m in many if m["real_time"]]
+    best = max(held, default=0)
+    detail = ", ".join(f"{m['conversations']}: {m['passed']} passed, late frame max {m['late_frame_ms_max']} ms"
+                       for m in many)
+    rows.append(f"| audio conversations at once in real time | {best} ({detail}) | >= 4 | "
+                f"{'yes' if best >= 4 else 'no'} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--counts", default="1,2,4,6", help="conversations at once to try")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    stage = stages()
+    server = Server()
+    try:
+        one = conversations(server.url, 1)
+        many = [conversations(server.url, int(n)) for n in args.counts.split(",")]
+    finally:
+        server.stop()
+    load = os.getloadavg()[0]
+    text = (f"Measured {dt.date.today()} on {os.cpu_count()} cores, {platform.system().lower()} with "
+            f"`python bench/voice.py` (load average {load:.1f} when it ended: the machine is shared).\n\n"
+            + table(stage, one, many))
+    print(text)
+    if args.no_write:
+        return
+    results = ROOT / "bench" / "results" / f"voice-{dt.date.today()}.json"
+    results.write_text(json.dumps({"stages": stage, "one": one, "at_once": many, "load": load}, indent=2) + "\n")
+    doc = ROOT / "docs" / "performance.md"
+    content = doc.read_text()
+    block = f"<!-- voice-bench:start -->\n{text}\n<!-- voice-bench:end -->"
+    if "<!-- voice-bench:start -->" in content:
+        content = re.sub(r"<!-- voice-bench:start -->.*<!-- voice-bench:end -->", lambda _m: block, content,
+                         flags=re.S)
+    else:
+        content += "\n" + block + "\n"
+    doc.write_text(content)
+
+
+if __name__ == "__main__":
+    main()

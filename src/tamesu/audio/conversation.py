@@ -1,0 +1,235 @@
+"""The driver every audio target uses: the simulated user speaks, the agent's audio is heard, both are
+recorded, and the run ends with `audio.wav`, the agent's words as tamesu heard them, and the audio metrics.
+
+A target owns its protocol (how a frame, a commit, a cancel travel); this class owns everything else, so the
+engine drives every audio target the same way (docs/voice.md):
+
+    voice = AudioConversation(session, send=AudioFormat("pcm16", 24000), receive=AudioFormat("pcm16", 24000))
+    spoken = await voice.speak(turn, send_frame)     # silence first, TTS, noise, 20 ms frames at real-time pace
+    ... for each audio chunk the agent sends: voice.agent_audio(chunk)   (raises AudioFormatError)
+    ... voice.barge_in_due() says when the persona talks over the reply: send what the protocol expects, then
+        voice.barge_in() and speak the next turn; voice.agent_stopped() when the agent's audio stops
+    turn.audio, turn.measures = voice.end_turn()
+    await voice.finish(exchanges)                    # in close(): writes audio.wav, fills metrics
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from tamesu.audio import metrics as audio_metrics
+from tamesu.audio import noise, stt, tts
+from tamesu.audio.behaviors import Behaviour
+from tamesu.audio.clip import Clip
+from tamesu.audio.formats import AudioFormat, frames
+from tamesu.audio.pacing import Pacer, PlaybackClock
+from tamesu.audio.recorder import Recorder
+from tamesu.conversation import Session, TurnAudio
+
+WAV_NAME = "audio.wav"
+
+
+class AudioFormatError(Exception):
+    """The agent's audio is not in the format agreed (odd pcm16 length, not base64, another encoding)."""
+
+
+class AudioConversation:
+    def __init__(self, session: Session, *, send: AudioFormat, receive: AudioFormat) -> None:
+        self.session = session
+        self.send_format = send
+        self.receive_format = receive
+        persona = session.persona
+        self.voice_name = persona.voice if persona is not None else None
+        self.behaviour = Behaviour(persona.behaviors if persona is not None else None, session.seed)
+        self.recorder = Recorder()
+        self.playback = PlaybackClock()
+        self.pacer = Pacer()
+        self.turns: list[TurnAudio] = []
+        self._current: TurnAudio | None = None
+        self._interrupt_after: float | None = None
+        self._pending_barge_in: TurnAudio | None = None
+        """The reply the user is talking over, until the agent's audio stops."""
+        self.barge_ins = 0
+        self._reply_audio: dict[int, list[tuple[float, np.ndarray]]] = {}
+        """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
+        self._hearing: list[asyncio.Task[None]] = []
+        self._heard_parts: dict[int, int] = {}
+
+    # -- the user speaks ------------------------------------------------------------------------------
+
+    async def speak(self, text: str, send_frame: Callable[[bytes], Awaitable[None]], *,
+                    pause: bool = True) -> TurnAudio:
+        """Say `text`: wait the persona's silence (unless barging in), synthesise, mix the noise, and send
+        20 ms frames at wall-clock pace. Returns the new turn's audio record, its user side filled."""
+        turn = TurnAudio(said=text)
+        self._current = turn
+        self._interrupt_after = None
+        # a caller waits for the reply to finish playing (a burst plays for as long as it lasts), then pauses;
+        # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
+        silence = self.behaviour.silence_ms() if pause else 0.0
+        ready_at = (max(self.session.now_ms(), self.playback.cursor_ms) if pause else self.session.now_ms()) + silence
+        clip, voice = await tts.say(text, self.voice_name)
+        turn.voice = voice.name
+        if self.behaviour.noise is not None:
+            clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db,
+                             self.behaviour.noise_seed())
+        wait_ms = ready_at - self.session.now_ms()
+        if wait_ms > 0:
+            await asyncio.sleep(wait_ms / 1000)
+        wire = frames(clip.wire(self.send_format), self.send_format)
+        turn.user_from_ms = self.session.now_ms()
+        self.recorder.user(clip, turn.user_from_ms)
+        await self.pacer.stream(wire, send_frame)
+        turn.user_to_ms = self.session.now_ms()
+        return turn
+
+    async def keep_line_open(self, send_frame: Callable[[bytes], Awaitable[None]], stop: asyncio.Event) -> None:
+        """Silence at wall-clock pace until `stop`: a caller's line stays open between utterances, so an agent
+        that detects the end of speech itself (server VAD) hears the pause."""
+        frame = frames(Clip.silence(20, self.send_format.rate).wire(self.send_format), self.send_format)[0]
+        loop_start = asyncio.get_running_loop().time()
+        k = 0
+        while not stop.is_set():
+            await send_frame(frame)
+            k += 1
+            delay = loop_start + k * self.pacer.frame_ms / 1000 - asyncio.get_running_loop().time()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+
+    # -- the agent speaks -----------------------------------------------------------------------------
+
+    @property
+    def current(self) -> TurnAudio | None:
+        """The turn being spoken or answered now."""
+        return self._current
+
+    @property
+    def last(self) -> TurnAudio | None:
+        """The last turn that ended (the one a barge-in talks over)."""
+        return self.turns[-1] if self.turns else None
+
+    def agent_audio(self, data: bytes, *, arrived_ms: float | None = None, turn: TurnAudio | None = None) -> float:
+        """One chunk of the agent's audio, placed on the playback clock at its arrival and recorded, and
+        counted in `turn`'s reply when given (audio of a cancelled response belongs to none). Returns its
+        playback start (ms)."""
+        try:
+            clip = Clip.from_wire(data, self.receive_format)
+        except ValueError as exc:
+            raise AudioFormatError(f"{exc} (agreed: {self.receive_format})") from None
+        now = self.session.now_ms() if arrived_ms is None else arrived_ms
+        start = self.playback.place(now, clip.duration_ms)
+        self.recorder.agent(clip, start)
+        if turn is not None:
+            if turn.agent_from_ms is None:
+                turn.agent_from_ms = start
+                if turn is self._current:
+                    self._interrupt_after = self.behaviour.interrupts()
+            turn.agent_to_ms = start + clip.duration_ms
+            turn.agent_audio_ms += clip.duration_ms
+            self._reply_audio.setdefault(id(turn), []).append((start, clip.at(stt.WHISPER_RATE).samples))
+        pending = self._pending_barge_in
+        if pending is not None and pending.interrupted_at_ms is not None and now >= pending.interrupted_at_ms:
+            pending.agent_stopped_at_ms = max(pending.agent_stopped_at_ms or now, now)
+        return start
+
+    def barge_in_due(self) -> bool:
+        """The persona talks over this reply now: enough of it has played, as its behaviour drew."""
+        turn = self._current
+        if turn is None or self._interrupt_after is None or turn.agent_from_ms is None:
+            return False
+        return self.session.now_ms() - turn.agent_from_ms >= self._interrupt_after
+
+    def barge_in(self) -> TurnAudio | None:
+        """The user starts talking over the last reply now: the player is flushed (as a client's is) and the
+        reply is marked. Returns that turn; its stop is measured as the agent's audio keeps arriving."""
+        turn = self.last
+        if turn is None:
+            return None
+        now = self.session.now_ms()
+        turn.interrupted_at_ms = now
+        turn.agent_stopped_at_ms = now
+        self.playback.flush(now)
+        self.recorder.cut_agent(now)
+        if turn.agent_to_ms is not None:
+            turn.agent_to_ms = min(turn.agent_to_ms, now)
+        self._interrupt_after = None
+        self._pending_barge_in = turn
+        self.barge_ins += 1
+        return turn
+
+    def played_ms(self) -> int:
+        """How much of the last reply the caller has heard (what a truncate says)."""
+        turn = self.last
+        if turn is None or turn.agent_from_ms is None:
+            return 0
+        heard_until = min(self.session.now_ms(), turn.agent_to_ms or 0.0)
+        return max(0, int(heard_until - turn.agent_from_ms))
+
+    def end_turn(self) -> tuple[TurnAudio, dict[str, float]]:
+        """The turn's audio record and its per-turn measures (time to first audio; the stop of a barge-in
+        into the reply before it)."""
+        turn = self._current or TurnAudio()
+        self._interrupt_after = None if turn is not self._current else self._interrupt_after
+        self.turns.append(turn)
+        self._hear(turn)
+        measures: dict[str, float] = {}
+        if turn.agent_from_ms is not None and turn.user_to_ms is not None:
+            measures["time_to_first_audio_ms"] = round(max(0.0, turn.agent_from_ms - turn.user_to_ms), 3)
+        return turn, measures
+
+    def _hear(self, turn: TurnAudio) -> None:
+        """Transcribe the turn's reply in a worker thread now, while the conversation goes on, so the end of
+        the run does not wait for every reply at once. A barge-in later only shortens what was heard."""
+        parts = list(self._reply_audio.get(id(turn), []))
+        if not parts or turn.agent_from_ms is None or self._heard_parts.get(id(turn)) == len(parts):
+            return
+        self._heard_parts[id(turn)] = len(parts)
+        origin = parts[0][0]
+        length = max(int((s - origin) * stt.WHISPER_RATE / 1000) + a.size for s, a in parts)
+        track = np.zeros(length, dtype=np.int32)
+        for start, samples in parts:
+            at = int((start - origin) * stt.WHISPER_RATE / 1000)
+            track[at:at + samples.size] += samples
+        clip = Clip(np.clip(track, -32768, 32767).astype(np.int16), stt.WHISPER_RATE)
+
+        async def hear() -> None:
+            heard = await asyncio.to_thread(stt.transcribe, clip, origin)
+            if self._heard_parts.get(id(turn)) == len(parts):  # not overtaken by a later, longer hearing
+                turn.agent_said = heard.text
+
+        self._hearing.append(asyncio.create_task(hear()))
+
+    def close_barge_in(self) -> float | None:
+        """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""
+        turn = self._pending_barge_in
+        if turn is None or turn.interrupted_at_ms is None or turn.agent_stopped_at_ms is None:
+            return None
+        self._pending_barge_in = None
+        return round(turn.agent_stopped_at_ms - turn.interrupted_at_ms, 3)
+
+    # -- the end of the run ---------------------------------------------------------------------------
+
+    async def finish(self, turns: list[Any] | None = None) -> dict[str, float]:
+        """Write audio.wav, transcribe the agent's replies, and compute the run's audio metrics (into
+        the session's counters, which the engine reads after close)."""
+        self.session.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        path = self.session.artifacts_dir / WAV_NAME
+        await asyncio.to_thread(self.recorder.write, path)
+        for turn in self.turns:
+            self._hear(turn)  # a reply still playing when its turn ended (a barge-in) has audio left here
+        if self._hearing:
+            await asyncio.gather(*self._hearing)
+        user, agent = self.recorder.tracks()
+        result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
+        self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
+                           voice=self.voice_name, barge_ins=self.barge_ins,
+                           late_frame_ms_max=round(self.pacer.late_ms_max, 1))
+        for name, value in result.items():
+            self.session.counters[name] = value
+        return result

