@@ -3,13 +3,19 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench clean proto
+.PHONY: demo test lint typecheck bench bench-store bench-browser clean proto
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,voice]"
+	$(BIN)/pip install --quiet -e ".[dev,voice,store,otel,sip,livekit,browser]"
 	$(BIN)/pip install --quiet --no-deps "silero-vad==6.2.3"   # only its ONNX file: importing it needs torch
+	touch $@
+
+# the reference voice bot (examples/voice-bot) in a venv of its own: pipecat-ai pins protobuf<7, tamesu needs 7
+.venv-voicebot/.installed: examples/voice-bot/requirements.txt
+	$(PYTHON) -m venv .venv-voicebot
+	.venv-voicebot/bin/pip install --quiet -r examples/voice-bot/requirements.txt
 	touch $@
 
 demo: $(BIN)/.installed
@@ -23,7 +29,7 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck .venv-voicebot/.installed
 	$(BIN)/pytest -q
 
 # the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto
@@ -33,5 +39,11 @@ proto: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py
 
+bench-store: $(BIN)/.installed
+	$(BIN)/python bench/store.py
+
+bench-browser: $(BIN)/.installed
+	$(BIN)/python bench/browser.py
+
 clean:
-	rm -rf $(VENV) tamesu-runs .pytest_cache
+	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache

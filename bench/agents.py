@@ -55,7 +55,12 @@ def main() -> None:
     args = parser.parse_args()
     app = Starlette(routes=[Route("/chat", echo, methods=["POST"]), Route("/sse", timed, methods=["POST"]),
                             Route("/count", count)])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning",
+    serve_forever(app, args.port)
+
+
+def serve_forever(app: Any, port: int = 0) -> None:
+    """Serve `app` on 127.0.0.1 (port 0: a free one), print `listening on URL` once ready, until killed."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="off", backlog=4096, limit_concurrency=None))
 
     async def serve() -> None:
@@ -64,8 +69,8 @@ def main() -> None:
             if task.done():
                 return
             await asyncio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(f"listening on http://127.0.0.1:{port}", flush=True)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        print(f"listening on http://127.0.0.1:{bound}", flush=True)
         await task
 
     asyncio.run(serve())

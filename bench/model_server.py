@@ -11,16 +11,18 @@ It prints `listening on http://127.0.0.1:PORT` once ready.
 
 from __future__ import annotations
 
-import asyncio
 import json
+import sys
 import time
-from typing import Any
+from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agents import serve_forever
 
 ANSWER = json.dumps({"input": "Where is my order?", "goal_achieved": False, "stop": False,
                      "stop_when_met": False, "reasoning": "keep asking"})
@@ -60,20 +62,7 @@ def main() -> None:
     app = Starlette(routes=[Route("/v1/chat/completions", openai_chat, methods=["POST"]),
                             Route("/v1/messages", anthropic_messages, methods=["POST"]),
                             Route("/v1/models", models), Route("/count", count)])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
-                                           backlog=4096, limit_concurrency=None))
-
-    async def serve() -> Any:
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            if task.done():
-                return
-            await asyncio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(f"listening on http://127.0.0.1:{port}", flush=True)
-        await task
-
-    asyncio.run(serve())
+    serve_forever(app)
 
 
 if __name__ == "__main__":

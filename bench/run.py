@@ -53,15 +53,19 @@ def measure(command: list[str], cwd: Path | None = None, env: dict[str, str] | N
 
 
 class Agent:
+    """A benchmark server (bench/agents.py, or another script of bench/) in a process of its own."""
+
+    script = "agents.py"
+
     def __init__(self) -> None:
-        self.process = subprocess.Popen([PYTHON, str(BENCH / "agents.py")], stdout=subprocess.PIPE,
+        self.process = subprocess.Popen([PYTHON, str(BENCH / self.script)], stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         match = _LISTENING.search(line)
         if not match:
             self.process.kill()
-            raise SystemExit(f"the benchmark agent did not start: {line!r}")
+            raise SystemExit(f"bench/{self.script} did not start: {line!r}")
         self.url = match.group(1)
 
     def stop(self) -> None:

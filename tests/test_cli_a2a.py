@@ -79,6 +79,9 @@ def test_a2a_suite_through_the_command(tmp_path: Path, tamesu, agents: A2AAgents
     assert [event["kind"] for event in last["raw"]][-1] == "status-update"  # every streamed event is kept
     received = last["response"]["artifacts"][0]["parts"][0]["data"]
     assert received["data"] == [{"order": "ORD-1001", "reason": "damaged"}]
+    # the turn's W3C trace context rides along as message metadata, and the turn records its trace id
+    traceparent = received["metadata"].pop("traceparent")
+    assert traceparent == f"00-{last['trace_id']}-{traceparent.split('-')[2]}-01"
     assert received["metadata"] == {"tenant": "acme"} and received["version"] == "0.3"
     assert streamed["turns"][-1]["user"]["files"][0]["name"] == "receipt.txt"
     names = [event["name"] for event in streamed["events"]]

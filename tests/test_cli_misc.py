@@ -16,7 +16,7 @@ def test_init_writes_a_project_that_validates(tmp_path: Path, tamesu) -> None:
     assert (tmp_path / "tamesu.yaml").is_file() and (tmp_path / "suites" / "first.yaml").is_file()
     checked = tamesu(["validate"], cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.strip() == "ok: 1 test(s) in 1 suite(s)"
+    assert checked.stdout.strip() == "ok: 1 test in 1 suite"
     listed = tamesu(["list", "--json"], cwd=tmp_path)
     assert json.loads(listed.stdout) == {"id": "first/greets and answers", "suite": "first",
                                          "name": "greets and answers", "target": "my-agent",
@@ -33,7 +33,9 @@ def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serv
     server = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])]))
     tamesu(["init"], cwd=tmp_path)
     suite = tmp_path / "suites" / "first.yaml"
-    suite.write_text(suite.read_text().replace("http://127.0.0.1:8080", server.url))
+    # the user's own agent: the url pointed at it, the sample agent's hooks deleted
+    text = suite.read_text().replace("http://127.0.0.1:8765", server.url)
+    suite.write_text(text[:text.index("hooks:")] + text[text.index("targets:"):])
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS  first/greets and answers" in result.stdout
@@ -42,10 +44,10 @@ def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serv
 def test_doctor_reports_the_project_and_unreachable_targets(tmp_path: Path, tamesu) -> None:
     tamesu(["init"], cwd=tmp_path)
     suite = tmp_path / "suites" / "first.yaml"
-    suite.write_text(suite.read_text().replace("http://127.0.0.1:8080", "http://127.0.0.1:9"))
+    suite.write_text(suite.read_text().replace("http://127.0.0.1:8765", "http://127.0.0.1:9"))
     result = tamesu(["doctor"], cwd=tmp_path)
     assert result.returncode == 0, result.stdout
-    assert "ok    1 test(s) in 1 suite(s) validate" in result.stdout
+    assert "ok    1 test in 1 suite validate" in result.stdout
     assert "warn  target my-agent (rest) at http://127.0.0.1:9/chat: 127.0.0.1:9 does not answer" in result.stdout
     (tmp_path / "suites" / "broken.yaml").write_text("tests: [ { name: x } ]\n")
     broken = tamesu(["doctor"], cwd=tmp_path)

@@ -268,6 +268,40 @@ tests:
     assert results(tmp_path / "replay")["invents"]["assertions"] == [verdict]
 
 
+@pytest.mark.parametrize("loose", [
+    'Here is my score: {"score": 0.9, "reason": "fine", "evidence": []}',     # prose around the JSON
+    json.dumps({"score": "0.9", "reason": "fine", "evidence": []}),           # a score as a string
+    json.dumps({"score": 0.9, "reason": "fine", "evidence": [], "pass": True}),  # a key of another schema
+    '{"score": 0.1, "score": 0.9, "reason": "fine", "evidence": []}',         # a duplicate key
+])
+def test_an_evaluator_answer_that_does_not_fit_exactly_is_asked_again_and_says_so(
+        tmp_path: Path, tamesu, desk_url: str, loose: str) -> None:
+    model_server = OpenAIServer()
+    model_server.plan(text(loose), text(json.dumps({"score": 0.9, "reason": "on topic", "evidence": []})))
+    server = ThreadServer(model_server.app).start()
+    env = {"MODEL_URL": model_server.base_url(server.url), "OPENAI_API_KEY": ""}
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\nmodels:\n"
+        "  judge: { provider: openai, model: test-model, base_url: '{{env.MODEL_URL}}', timeout: 5s }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{desk_url}/chat" }}
+tests:
+  - name: relevant
+    target: desk
+    scenario: {{ script: [ {{ say: "Can refunds be fast?" }} ] }}
+    assert: [ {{ evaluator: answer_relevancy, min: 0.8 }} ]
+""")
+    try:
+        done = tamesu(["run", "--out", "out", "--no-cache"], cwd=tmp_path, env=env)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    [verdict] = results(tmp_path / "out")["relevant"]["assertions"]
+    assert verdict["score"] == 0.9 and len(model_server.calls()) == 2  # the loose answer was never taken
+    assert "attempt 1 rejected" in verdict["reason"]
+
+
 PLUGIN = '''\
 """A plug-in evaluator: how short the agent's answer is (1 for ten words or fewer)."""
 from tamesu.evaluators import Score

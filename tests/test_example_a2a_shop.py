@@ -128,6 +128,18 @@ def shop() -> Iterator[Shop]:
         _stop_shop(agent, running)
 
 
+SLOW_WORD_DELAY = 0.15  # the order history then takes about 2 s: room to leave and come back on a loaded machine
+
+
+@pytest.fixture(scope="module")
+def slow_shop() -> Iterator[Shop]:
+    agent, running = _start_shop({"SHOP_A2A_TOKEN": TOKEN}, "--word-delay", str(SLOW_WORD_DELAY))
+    try:
+        yield running
+    finally:
+        _stop_shop(agent, running)
+
+
 def _channel(url: str) -> grpc.aio.Channel:
     # the card writes 1.0 gRPC as host:port and 0.3 as http://host:port (as the A2A TCK expects)
     return grpc.aio.insecure_channel(url.removeprefix("http://"))
@@ -446,8 +458,9 @@ async def test_order_history_waits_in_auth_required_until_the_token_comes(shop: 
 
 
 @combos
-async def test_a_dropped_stream_is_picked_up_with_resubscribe_and_nothing_is_lost(shop: Shop, binding: str,
+async def test_a_dropped_stream_is_picked_up_with_resubscribe_and_nothing_is_lost(slow_shop: Shop, binding: str,
                                                                                   version: str) -> None:
+    shop = slow_shop
     # the longest answer the shop gives (the order history, fifteen words), so the agent is still talking
     # when the client comes back
     async with connect(shop, binding, version, streaming=True) as client:

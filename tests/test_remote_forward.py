@@ -141,13 +141,14 @@ async def test_fuzz_tools_answer_locally_instead_of_forwarding(tmp_path: Path) -
 async def test_an_unreachable_real_agent_is_a_502_and_a_failed_delegation(tmp_path: Path) -> None:
     import socket
 
-    with socket.socket() as spare:  # a port nobody listens on
+    # a port held bound but never listening for the whole test: refused, and nothing else can take it
+    with socket.socket() as spare:
         spare.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{spare.getsockname()[1]}"
-    async with agents(tmp_path, {"billing": {"forward": dead}}) as proxy, httpx.AsyncClient(timeout=10) as http:
-        answer = await http.post(proxy.urls["billing"]["url"], json={
-            "jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
-                "kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}})
+        async with agents(tmp_path, {"billing": {"forward": dead}}) as proxy, httpx.AsyncClient(timeout=10) as http:
+            answer = await http.post(proxy.urls["billing"]["url"], json={
+                "jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+                    "kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}})
     assert answer.status_code == 502
     [delegation] = proxy.delegations
     assert (delegation.message, delegation.state) == ("hi", "error")

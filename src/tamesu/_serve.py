@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -26,12 +27,29 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
+class QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves the process's signal handlers alone.
+
+    `Server.serve` replaces SIGINT and SIGTERM with its own handlers for as long as it runs and restores the
+    previous ones when it stops; servers that overlap (remote agents and listeners of parallel runs) then
+    restore each other's handlers in the wrong order, and a signal only stops one server instead of the run.
+    The run's owner (`tamesu._signals`) decides what a signal does; a server is stopped with `should_exit`.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:  # older uvicorn
+        return
+
+
 def _server(app: Any) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+    # log_config=None: uvicorn would install its own stderr handlers; its records go where the run says
+    # (tamesu.engine.runlog: the run folder's tamesu.log)
+    config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]  # uvicorn <0.29 had a method
-    return server
+    return QuietServer(config)
 
 
 class LoopServer:

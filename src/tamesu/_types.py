@@ -11,19 +11,29 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
+MAX_DURATION = 7 * 24 * 3600.0
+"""A week: longer is a typo, and asyncio's timers overflow long before a number stops being one."""
+
+
 def parse_duration(value: Any) -> float:
-    """`60s`, `500ms`, `2m`, or a number of seconds, as seconds."""
+    """`60s`, `500ms`, `2m`, or a number of seconds, as seconds (at most MAX_DURATION)."""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30s or 500ms")
     if isinstance(value, int | float):
-        if value < 0:
+        if value != value or value < 0:
             raise ValueError("a duration cannot be negative")
-        return float(value)
+        return _bounded(float(value) if abs(value) < 1e300 else float("inf"))
     if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    raise ValueError(f"expected a duration such as 30s or 500ms, got {value!r}")
+        match = _DURATION.match(value[:100])
+        if match and len(value) <= 100:
+            return _bounded(float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    raise ValueError(f"expected a duration such as 30s or 500ms, got {str(value)[:40]!r}")
+
+
+def _bounded(seconds: float) -> float:
+    if seconds > MAX_DURATION:
+        raise ValueError(f"a duration of at most {MAX_DURATION / 3600:g}h (7 days) is allowed")
+    return seconds
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import click
 
 from tamesu import __version__
+from tamesu._words import count_of
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
 
 COLOR = click.Choice(["auto", "always", "never"])
@@ -59,23 +60,26 @@ def _shard(text: str | None) -> Any:
     """`--shard K/N` parsed, or exit 2 saying what is wrong."""
     if text is None:
         return None
+    import os
+
     from tamesu.sharding import Shard, ShardError
 
     try:
-        return Shard.parse(text)
+        return Shard.from_environment(os.environ) if text == "auto" else Shard.parse(text)
     except ShardError as exc:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
 
 
-def _report_requests(cli_value: str | None, project: Any) -> list[Any]:
-    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder)."""
+def _report_requests(cli_value: str | None, project: Any, *, default: bool = True) -> list[Any]:
+    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder);
+    `default=False` ignores the default (the HTML report) when tamesu.yaml does not name reports."""
     from tamesu.report.spec import ReportSpecError, parse_reports
 
     try:
         if cli_value is not None:
             return parse_reports(cli_value, Path.cwd())
-        if project is not None:
+        if project is not None and (default or "formats" in project.spec.report.model_fields_set):
             return parse_reports(project.spec.report.formats, project.dir)
     except ReportSpecError as exc:
         click.echo(f"--report: {exc}", err=True)
@@ -144,7 +148,9 @@ class _LazyGroup(click.Group):
     """Commands that live in modules of their own are imported only when used, so `tamesu --version` and
     `tamesu validate` start fast."""
 
-    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command")}
+    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command"),
+                                                   "store": ("tamesu.cli_store", "store_group"),
+                                                   "view": ("tamesu.cli_store", "view_command")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self._lazy])
@@ -179,13 +185,16 @@ def main() -> None:
 @click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
 @click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
 @report_options
-@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the tests.")
+@click.option("--shard", "shard_text", metavar="K/N",
+              help="Run only the K-th of N stable shards of the tests; `auto` reads a Kubernetes Indexed Job's "
+                   "JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT.")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
         verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
         baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
     """Run suites (files or folders; default: the project's suites)."""
-    from tamesu.engine.runner import Runner, RunOptions
+    from tamesu._signals import Interrupted, run_stoppable
+    from tamesu.engine.runner import RunFolderError, Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
     from tamesu.report.recorder import Fanout, PlanRecorder
     from tamesu.sharding import select
@@ -215,18 +224,77 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
                          fail_fast=fail_fast, cache_mode="off" if no_cache else "only" if cache_only else None,
                          update_golden=update_golden)
-    reporter = Fanout(ConsoleReporter(console, plan.secrets.redactor, verbose),
-                      PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data))
+    from tamesu._provenance import provenance
+
+    origin = provenance(plan.project.dir)
+    reporters: list[Any] = [ConsoleReporter(console, plan.secrets.redactor, verbose),
+                            PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
+                                         plan.project.spec.trace_url)]
+    store_writer = _store_writer(plan, origin, str(shard) if shard else None, console)
+    if store_writer is not None:
+        reporters.append(store_writer)
+    telemetry = _start_telemetry(console)
+    runner = Runner(plan, tests, options, Fanout(*reporters))
     try:
-        outcome = asyncio.run(Runner(plan, tests, options, reporter).run())
-    except KeyboardInterrupt:
-        click.echo("interrupted: finished tests are in results.jsonl", err=True)
-        sys.exit(130)
+        outcome = run_stoppable(runner.run())
+    except RunFolderError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INFRA)
+    except Interrupted as stop:
+        if store_writer is not None:
+            store_writer.close(timeout=5)
+        click.echo(interrupted_note(stop, runner.run_dir), err=True)
+        sys.exit(stop.exit_code)
+    finally:
+        if telemetry:
+            from tamesu import _otel
+
+            _otel.stop()
     code = outcome.exit_code
     if requests or baseline_dir is not None:
         code = _finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
     sys.exit(code)
+
+
+def _start_telemetry(console: Any) -> bool:
+    """tamesu's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is imported otherwise)."""
+    from tamesu import _otel
+
+    if not _otel.configured():
+        return False
+    try:
+        _otel.start(__version__)
+    except ImportError:
+        console.print(f"warning: {_otel.OTEL_HINT}", style="yellow", highlight=False, markup=False)
+        return False
+    return True
+
+
+def _store_writer(plan: Any, origin: Any, shard: str | None, console: Any) -> Any:
+    """The reporter that writes to the results store, or None when none is configured.
+
+    A store configured without its extra is exit 2 before anything runs; a store that is down is only a
+    warning, printed when the first write fails."""
+    from tamesu.store import StoreError, store_url
+
+    url = store_url(plan.project.spec.store, plan.project.dir)
+    if url is None:
+        return None
+    try:
+        from tamesu.store.db import Store
+        from tamesu.store.writer import StoreWriter
+
+        store = Store(url)
+    except StoreError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+
+    def warn(message: str) -> None:
+        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+
+    return StoreWriter(store, origin, project_dir=plan.project.dir, shard=shard,
+                       redact=plan.secrets.redactor.data, warn=warn)
 
 
 @main.command()
@@ -244,7 +312,7 @@ def validate(paths: tuple[str, ...], config: str | None, target: str | None) -> 
         plan = _load(suites, config, require_secrets=False)
         for warning in plan.warnings:
             click.echo(f"warning: {warning}", err=True)
-        click.echo(f"ok: {len(plan.tests)} test(s) in {len(plan.suites)} suite(s)")
+        click.echo(f"ok: {count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')}")
 
 
 def _validate_jsonl(paths: list[str], config: str | None, target: str | None) -> None:
@@ -303,7 +371,8 @@ def init(directory: str) -> None:
         sys.exit(EXIT_CONFIG)
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo("next: point the target in suites/first.yaml at your agent, then run `tamesu run`")
+    click.echo("next: `tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
+               "target in suites/first.yaml at your agent")
 
 
 @main.command()
@@ -364,7 +433,8 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
     from tamesu.report.console import make_console
 
     project = _project_near(config, Path(run_dir))
-    requests = _report_requests(reports, project)
+    # run again, a run shows its console summary unless reports are named (here or in tamesu.yaml)
+    requests = _report_requests(reports, project, default=False)
     console = make_console(color)
     try:
         run = load_run(Path(run_dir))
@@ -373,9 +443,12 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
         sys.exit(EXIT_CONFIG)
     if not requests:
         _print_summary(run, console)
+    if note := run.unfinished_note():
+        click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
+    # the run's own code: a report of a failed or interrupted run is not a green CI step
     code = _finish_reports(run.dir, requests, Path(baseline) if baseline else None,
-                           default_tolerance if tolerance is None else tolerance, console, 0)
+                           default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 
 
@@ -413,10 +486,13 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
         sys.exit(EXIT_CONFIG)
     console = make_console(color)
     run = load_run(merged)
-    click.echo(f"merged {len(inputs)} run(s) into {merged}")
+    click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}")
     _print_summary(run, console)
+    if note := run.unfinished_note():
+        click.echo(f"{merged}: {note}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
-    code = _finish_reports(merged, _report_requests(reports, project), Path(baseline) if baseline else None,
+    code = _finish_reports(merged, _report_requests(reports, project, default=False),
+                           Path(baseline) if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 
@@ -475,11 +551,42 @@ def schema(kind: str, directory: str | None) -> None:
     click.echo(json.dumps(schemas()[kind], indent=2, ensure_ascii=False))
 
 
+_STARTS_PROCESSES = {"run", "test", "doctor"}
+
+
+def interrupted_note(stop: Any, run_dir: Path | None) -> str:
+    """What an interrupted run left, naming only files that exist."""
+    if run_dir is None:
+        return f"{stop}: no test had started"
+    results = run_dir / "results.jsonl"
+    finished = sum(1 for line in results.read_text(encoding="utf-8").splitlines() if line.strip()) \
+        if results.is_file() else 0
+    kept = [name for name in ("results.jsonl", "run.json", "plan.json") if (run_dir / name).is_file()]
+    planned = _planned_count(run_dir)
+    of = f" of {planned} planned" if planned is not None else ""
+    return (f"{stop}: {finished}{of} test{'' if (planned or finished) == 1 else 's'} finished, kept in {run_dir}"
+            + (f" ({', '.join(kept)})" if kept else ""))
+
+
+def _planned_count(run_dir: Path) -> int | None:
+    try:
+        return len(json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["tests"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def entry(command: click.Command | None = None) -> None:
     """The `tamesu` command (or one of its commands alone): a bug of ours is one line and exit 3, never a
     traceback (TAMESU_DEBUG=1 shows it)."""
     import os
 
+    from tamesu._children import arm
+    from tamesu._signals import exit_before_the_run
+
+    if command is not None or (sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES):
+        # every process this command starts, and what they start, ends with it (even on SIGKILL)
+        arm()
+    exit_before_the_run()
     try:
         (command or main)(standalone_mode=True)
     except Exception as exc:

@@ -6,7 +6,6 @@ Kept apart from `cli.py` so the command can grow without touching the others; `c
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -95,11 +94,13 @@ def test_command(**options: Any) -> None:
     if no_cache and cache_only:
         _usage("--no-cache and --cache-only contradict each other: choose one")
     options["cache_mode"] = "off" if no_cache else "only" if cache_only else None
+    from tamesu._signals import Interrupted, run_stoppable
+
     try:
-        code = asyncio.run(_main(**options))
-    except KeyboardInterrupt:
-        click.echo("interrupted: finished test cases are in results.jsonl", err=True)
-        sys.exit(130)
+        code = run_stoppable(_main(**options))
+    except Interrupted as stop:
+        click.echo(f"{stop}: finished test cases are in the output file", err=True)
+        sys.exit(stop.exit_code)
     sys.exit(code)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tamesu._trace import TraceContext
 from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
@@ -44,7 +45,10 @@ class UserTurn(BaseModel):
     text: str = ""
     data: Any = None
     files: list[FileRef] = Field(default_factory=list)
-    source: Literal["script", "simulator", "counterpart", "static", "goal", "human"] = "script"
+    dtmf: str | None = None
+    """Keypad digits the user presses with (or instead of) saying `text`, sent the way the target's protocol
+    does (RFC 4733 on sip); only targets that carry DTMF accept a `dtmf` step."""
+    source: Literal["script", "simulator", "counterpart", "static", "goal", "human", "step"] = "script"
     history: list[HistoryMessage] = Field(default_factory=list)
     """The conversation before this turn, when the test gives it instead of playing it (JSONL `input` as a
     message list). A target that keeps no history of its own sends it with the turn: the model target as
@@ -54,8 +58,10 @@ class UserTurn(BaseModel):
     `{{options.X}}`; an A2A target may send `metadata` as message metadata."""
 
     def display(self) -> str:
-        """How the turn reads in a transcript: words, data as JSON, files as [name]."""
+        """How the turn reads in a transcript: words, keys pressed as [dtmf 2], data as JSON, files as [name]."""
         parts = [self.text] if self.text else []
+        if self.dtmf:
+            parts.append(f"[dtmf {self.dtmf}]")
         if self.data is not None:
             parts.append(json.dumps(self.data, ensure_ascii=False, sort_keys=True))
         parts.extend(f"[{f.name}]" for f in self.files)
@@ -124,6 +130,8 @@ class AgentTurn(BaseModel):
     ended: bool = False
     """The agent ended the conversation."""
     handoff: Handoff | None = None
+    trace_id: str | None = None
+    """The W3C trace id sent with the turn's requests (`traceparent`), to find the agent's own trace."""
     audio: TurnAudio | None = None
     """Audio targets: the exchange's speech on the timeline (transcript.json shows it)."""
     measures: dict[str, float] = Field(default_factory=dict)
@@ -196,6 +204,10 @@ class Session:
         """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
         self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
+        self.trace: TraceContext | None = None
+        """The trace of the turn being sent: targets send its `traceparent` with every request of the turn."""
+        self.update_golden = False
+        """`--update-golden`: targets that compare with baselines (the browser's `visual`) write them instead."""
         self.persona: Persona | None = persona
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed

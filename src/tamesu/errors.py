@@ -23,7 +23,15 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}"
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        path, message = _excerpt(self.path, 160), _excerpt(self.message, 600)
+        return f"{where}: {path}: {message}" if path else f"{where}: {message}"
+
+
+def _excerpt(text: str, limit: int) -> str:
+    """A problem quotes at most a short excerpt of what was written (a 100 kB key stays one readable line)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 40]}...[{len(text) - limit + 40:,} more characters]...{text[-20:]}"
 
 
 @dataclass

@@ -16,7 +16,7 @@ RunStatus = Literal["passed", "failed", "error", "skipped"]
 TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined"]
 EndReason = Literal[
     "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "goal_achieved", "simulator_stopped",
-    "turn_failed", "error", "timeout", "not_started",
+    "turn_failed", "error", "timeout", "not_started", "steps_done",
     # JSONL tests: the agent no longer awaits input; no input for an agent that does; every checkpoint reached
     "agent_done", "missing_input", "checkpoints_reached",
 ]

@@ -9,7 +9,7 @@ that small suites split unevenly (a shard may even be empty, which is a valid, e
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -34,6 +34,25 @@ class Shard:
         if not sep or total < 1 or not 1 <= index <= total:
             raise ShardError(f"--shard K/N needs 1 <= K <= N (got {text!r})")
         return cls(index, total)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Shard:
+        """`--shard auto`: a Kubernetes Indexed Job's pod knows its index (JOB_COMPLETION_INDEX, from 0);
+        the count is the Job's `completions`, which the pod is told as TAMESU_SHARD_COUNT."""
+        index, total = environ.get("JOB_COMPLETION_INDEX"), environ.get("TAMESU_SHARD_COUNT")
+        if index is None or total is None:
+            missing = " and ".join(n for n, v in (("JOB_COMPLETION_INDEX", index), ("TAMESU_SHARD_COUNT", total))
+                                   if v is None)
+            raise ShardError(f"--shard auto reads JOB_COMPLETION_INDEX (set by an Indexed Job) and "
+                             f"TAMESU_SHARD_COUNT (the Job's completions): {missing} not set")
+        try:
+            number, count = int(index), int(total)
+        except ValueError:
+            raise ShardError(f"--shard auto: JOB_COMPLETION_INDEX={index!r} and TAMESU_SHARD_COUNT={total!r} "
+                             "must be whole numbers") from None
+        if count < 1 or not 0 <= number < count:
+            raise ShardError(f"--shard auto: JOB_COMPLETION_INDEX={number} is not below TAMESU_SHARD_COUNT={count}")
+        return cls(number + 1, count)
 
     def __str__(self) -> str:
         return f"{self.index}/{self.total}"

@@ -37,7 +37,8 @@ The shop's skills are `order-status` and `returns`; the extended card adds `bulk
     file     completed "Here is your receipt", artifact `receipt` with a file part (receipt.txt, text/plain)
     else     echo: completed "Echo: TEXT", artifact `echo` with a data part {"said", "data" (data parts
              received), "files" ({name, mime, size, text} or {name, mime, uri}), "metadata" (the message's),
-             "auth" (the Authorization header or metadata), "version" (the A2A-Version header or metadata)}
+             "auth" (the Authorization header or metadata), "version" (the A2A-Version header or metadata),
+             "traceparent" (the header or gRPC metadata)}
 
 `agents.canceled` lists the task ids the executor was asked to cancel; `agents.pushes_skipped` the
 notifications the `nopush` task did not send.
@@ -217,7 +218,8 @@ class ShopExecutor(AgentExecutor):
             await updater.complete(_agent_text("Here is your receipt"))
         else:
             echoed = {"said": text, **_received(message), "auth": _header(context.call_context, "authorization"),
-                      "version": _header(context.call_context, "a2a-version")}
+                      "version": _header(context.call_context, "a2a-version"),
+                      "traceparent": _header(context.call_context, "traceparent")}
             await updater.add_artifact([Part(data=_value(echoed))], name="echo")
             await updater.complete(_agent_text(f"Echo: {text}"))
 

@@ -5,6 +5,7 @@ Modes:
   `ghost` that is listed but unknown when called (a server whose listing and handler disagree).
 - `crash`: writes a reason to stderr and exits 3 before answering anything.
 - `mute`: starts and never answers (the handshake hangs).
+- `noisy`: like `tools`, after printing NOISE_LINES lines of chatter on stdout (where only JSON-RPC belongs).
 
 `--http --port 0` serves streamable HTTP at /mcp on a free port and prints `listening on URL`; `--token T`
 makes every HTTP request need `Authorization: Bearer T`. Every tool call is appended to `--log FILE` (one
@@ -116,9 +117,13 @@ def serve_http(server: Any, port: int, token: str | None) -> None:
     anyio.run(uvicorn.Server(config).serve, [sock])
 
 
+NOISE_LINES = 25
+"""Lines a `noisy` server prints on stdout before it speaks MCP."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", nargs="?", default="tools", choices=["tools", "crash", "mute"])
+    parser.add_argument("mode", nargs="?", default="tools", choices=["tools", "crash", "mute", "noisy"])
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token")
@@ -131,6 +136,10 @@ def main() -> None:
         time.sleep(3600)
         return
     server = build(options.log)
+    if options.mode == "noisy":
+        # a server that prints its own chatter on stdout, where only JSON-RPC belongs
+        for number in range(NOISE_LINES):
+            print(f"DEBUG loading plugin {number}", flush=True)
     if options.http:
         serve_http(server, options.port, options.token)
     else:

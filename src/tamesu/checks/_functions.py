@@ -23,7 +23,7 @@ def load_function(reference: str, search: list[Path], role: Role = "validate", *
     """The function a script reference names; raises ValueError saying what is missing. Two forms:
 
     - `scripts:module:function` (or `module:function`): the module is a file under one of the `search`
-      folders (`a.b` is `a/b.py`), else (without `project_only`) an importable module;
+      folders (`a.b` is `a/b.py` or `a/b/__init__.py`), never an installed or standard-library module;
     - `scripts:a.b-c` (the design's script id, no second colon): the file `scripts/a/b-c.py` under one of the
       `search` folders (hyphens allowed), and its function named after the role (`validate`, `generate`,
       `simulate`); failing that, `scripts/a.py` with a function named `b-c`'s last segment (so
@@ -36,7 +36,7 @@ def load_function(reference: str, search: list[Path], role: Role = "validate", *
         expected = "module:function" if project_only else f"scripts:module:function or a script id " \
             f"(scripts:tests.{role})"
         raise ValueError(f"expected {expected}, got {reference!r}")
-    module = _module(module_name, search, project_only)
+    module = _module(module_name, search)
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ValueError(f"{module_name} has no function {function_name!r}")
@@ -67,21 +67,30 @@ def _script_id(name: str, search: list[Path], role: Role) -> Callable[..., Any]:
     raise ValueError(f"no script {name!r}: looked for {where}")
 
 
-def _module(name: str, search: list[Path], project_only: bool) -> Any:
-    relative = Path(*name.split("."))
+def _module(name: str, search: list[Path]) -> Any:
+    """Only the project's own modules: a file under one of the `search` folders. A name that would import a
+    standard-library or installed module (`os:system`, `subprocess:run`) is refused, never imported."""
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        raise ValueError(f"{name!r} is not a module name")
+    relative = Path(*parts)
     for folder in search:
-        path = (folder / relative).with_suffix(".py")
-        if path.is_file():
-            return _from_file(path.resolve())
+        for path in ((folder / relative).with_suffix(".py"), folder / relative / "__init__.py"):
+            if path.is_file() and _inside(path.resolve(), folder):
+                return _from_file(path.resolve())
     where = ", ".join(str(folder) for folder in search)
-    if project_only:
-        # a custom check is code of the project: an installed module or the standard library is not one
-        raise ValueError(f"no module {name!r} in the project (looked for {relative}.py in {where})")
+    installed = importlib.util.find_spec(parts[0]) is not None if parts[0] not in sys.modules else True
+    why = f"{parts[0]!r} is a standard-library or installed module, and scripts: runs only the project's own" \
+        if installed else "no such file"
+    raise ValueError(f"no module {name!r} in the project (looked for {relative}.py in {where}): {why}")
+
+
+def _inside(path: Path, folder: Path) -> bool:
     try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise ValueError(f"no module {name!r} (looked for {relative}.py in {where}, then on the Python path: "
-                         f"{exc})") from None
+        path.relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _from_file(path: Path) -> Any:

@@ -20,6 +20,7 @@ import signal
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu._children import reap
 from tamesu.checks._compare import number_text, render_pattern, shown, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
@@ -109,6 +110,7 @@ async def _execute(command: str, cwd: str, env: dict[str, str], timeout: float) 
         # Cancelled from outside (the test's own timeout): leave no process behind.
         if process.returncode is None:
             _kill_group(process.pid)
+            await reap(process)
     return _Outcome(process.returncode, b"".join(chunks).decode(errors="replace"))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -39,14 +40,33 @@ class RunDirectory:
         data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
-        os.replace(temporary, path)
+        try:
+            temporary.write_text(json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False) + "\n",
+                                 encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError:
+            # a full disk or a folder gone read-only: no half-written .tmp is left behind
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
 
     def append_result(self, value: BaseModel) -> None:
         """One line per finished test, flushed to disk at once so a killed run keeps it."""
         line = json.dumps(self.redactor.data(value.model_dump(mode="json")), ensure_ascii=False)
-        with self._lock, self.results_path.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        data = (line + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                before = os.lseek(fd, 0, os.SEEK_END)
+                try:
+                    written = 0
+                    while written < len(data):  # unbuffered: nothing is left to be flushed later
+                        written += os.write(fd, data[written:])
+                    os.fsync(fd)
+                except OSError:
+                    # a full disk took part of the line: cut it off, so every line left is a whole result
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, before)
+                    raise
+            finally:
+                os.close(fd)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tamesu import _otel as otel
 from tamesu import targets
 from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
@@ -21,6 +22,7 @@ from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.stop import RunStop
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry, one_line
@@ -32,9 +34,11 @@ from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLin
 from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
+from tamesu.roles.steps import StepsUser
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
+from tamesu.targets.bounds import bound_turn
 
 
 @dataclass
@@ -52,6 +56,8 @@ class RunInputs:
     user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
     """Who plays the user, given the run's models and seed; default `choose_user` (script or persona).
     JSONL tests bring their own (static turns, their simulator, a person, checkpoints)."""
+    stop: RunStop | None = None
+    """How a stopping run (Ctrl-C, SIGTERM) ends this one early: its deadline is moved to now."""
 
     @property
     def seed(self) -> int:
@@ -81,8 +87,11 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
     another target of the suite when the test names a `counterpart` (it needs the run's session)."""
     scenario = test.spec.scenario
     counterpart = test.spec.counterpart
+    if test.spec.steps:
+        return StepsUser(test.spec.steps)
     if counterpart is not None and session is not None:
-        return CounterpartUser(test.suite.targets[counterpart.target], counterpart.target,
+        spec = test.suite.targets[counterpart.target]
+        return CounterpartUser(targets.target_class(spec.type)(spec, counterpart.target), counterpart.target,
                                opening=counterpart.opening, goal=scenario.goal, session=session)
     attack = test.attack  # a red-team pack's attacker (`scenario.attack`)
     if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona or attack):
@@ -107,6 +116,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     models = inputs.models.with_ledger(run_ledger, session.event) \
         if inputs.models is not None and run_ledger else None
     session.models = models
+    session.update_golden = inputs.update_golden
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
@@ -121,7 +131,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     user: UserSimulator | None = None
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
-        async with asyncio.timeout(test.spec.timeout):
+        async with asyncio.timeout(test.spec.timeout) as deadline:
+            if inputs.stop is not None:
+                inputs.stop.watch(deadline)
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:
@@ -131,8 +143,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
-        result.end_reason = "timeout"
-        failures.append(AssertionResult(name="conversation", passed=False,
+        if inputs.stop is not None and inputs.stop.reason is not None:
+            result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
+            failures = []
+        else:
+            result.end_reason = "timeout"
+            failures.append(AssertionResult(name="conversation", passed=False,
                                         reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
@@ -225,7 +241,18 @@ async def _converse(
     extractor = _extractor(test, session.models)
     try:
         await target.open(session)
-        for _ in range(test.spec.scenario.max_turns):
+        try:
+            first = await target.greeting()
+        except TurnError as exc:
+            session.event("turn_failed", turn=1, reason=str(exc))
+            return "turn_failed", f"turn 1 (the agent's greeting): {exc}", target.metrics()
+        if first is not None:
+            exchanges.append(Exchange(1, None, first))
+            await capture_from(first, test.spec.capture, captured, session, extractor)
+            if first.ended:
+                return "agent_ended", None, target.metrics()
+        # a browser test's steps are its turns: all of them are taken, whatever max_turns says
+        for _ in range(max(test.spec.scenario.max_turns, len(test.spec.steps))):
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
@@ -243,14 +270,20 @@ async def _converse(
                 return action.stop or "simulator_stopped", action.failure, target.metrics()
             index = len(exchanges) + 1
             try:
-                agent = await target.send(action.turn)
+                with otel.active().turn(test=test.id, turn=index) as trace:
+                    session.trace = trace
+                    agent = await target.send(action.turn)
             except TurnError as exc:
                 now = session.now_ms()
                 failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
-                                   status=exc.status, sent_at_ms=now, completed_at_ms=now)
+                                   status=exc.status, sent_at_ms=now, completed_at_ms=now,
+                                   trace_id=trace.trace_id)
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
-                return "turn_failed", f"turn {index}: {exc}", target.metrics()
+                what = "step" if action.turn.source == "step" else "turn"
+                return "turn_failed", f"{what} {index}: {exc}", target.metrics()
+            agent.trace_id = agent.trace_id or trace.trace_id
+            agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))

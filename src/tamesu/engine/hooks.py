@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 
+from tamesu._children import reap
 from tamesu._http import async_client
 from tamesu.errors import TemplateError
 from tamesu.suite.schema import HookSpec
@@ -48,6 +49,12 @@ async def _run_command(hook: HookSpec, context: Context, cwd: Path) -> None:
             os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
         raise HookFailed(f"`{command}` timed out after {hook.timeout:g}s") from None
+    finally:
+        # cancelled (Ctrl-C, SIGTERM, the test's timeout): the hook and what it started end now
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await reap(process)
     if process.returncode != 0:
         tail = output.decode(errors="replace").strip().splitlines()[-3:]
         raise HookFailed(f"`{command}` exited with {process.returncode}: {' | '.join(tail)}")

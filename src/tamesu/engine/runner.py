@@ -6,16 +6,22 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Literal, Protocol
 
-from tamesu import __version__
+from tamesu import __version__, targets
+from tamesu import _otel as otel
+from tamesu._signals import Interrupted, gentle_stop
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.runlog import LOG_FILE, library_logs
+from tamesu.engine.stop import RunStop
+from tamesu.errors import EXIT_INFRA, InfraError
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
@@ -71,34 +77,62 @@ class Runner:
         if options.cache_mode is not None:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
         self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir, mask=plan.secrets.redactor.data)
+        self.stopping = RunStop()
+        """Set by the first Ctrl-C or SIGTERM: the runs in flight end, no new one starts."""
+        self.write_failed: str | None = None
+        """Why the run folder could not take a result (full disk, read-only): the run stops, exit 3."""
+        self.run_dir: Path | None = None
+        """Set as soon as the run's directory exists (an interrupted run is found there)."""
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
         started = time.monotonic()
-        run_dir = new_run_dir(self.options.out)
-        directory = RunDirectory(run_dir, self.plan.secrets.redactor)
-        self.reporter.start(self.plan, self.tests, run_dir)
+        try:
+            run_dir = self.run_dir = new_run_dir(self.options.out)
+            directory = RunDirectory(run_dir, self.plan.secrets.redactor)
+            self.reporter.start(self.plan, self.tests, run_dir)
+        except OSError as exc:
+            # before any test runs: one line, exit 3
+            raise RunFolderError(f"cannot write the run folder in {self.options.out}: {_os_words(exc)}") from None
         warnings: list[str] = []
         interrupted: str | None = None
         try:
-            for suite in self.plan.suites:
-                chosen = [t for t in self.tests if t.suite is suite]
-                if chosen:
-                    warnings.extend(await self._run_suite(suite, chosen, directory))
+            with gentle_stop(self._interrupt), library_logs(run_dir, self.plan.secrets.redactor.text) as logs, \
+                    otel.active().span("tamesu.run", run=run_dir.name, tests=len(self.tests)):
+                for suite in self.plan.suites:
+                    chosen = [t for t in self.tests if t.suite is suite]
+                    if chosen and self.stopping.signum is None:
+                        warnings.extend(await self._run_suite(suite, chosen, directory))
+            interrupted = self.stopping.reason
         except (asyncio.CancelledError, KeyboardInterrupt):
-            interrupted = "interrupted"
+            interrupted = self.stopping.reason or "interrupted"
             raise
         finally:
-            code = exit_code_for(self.results, self.budget_exceeded)
+            # what targets share across tests (one browser) goes with the run, so nothing outlives it
+            await asyncio.shield(targets.shutdown())
+            # an interrupted run exits 128 + the signal (130 after Ctrl-C): run.json says the same
+            code = (128 + (self.stopping.signum or signal.SIGINT)) if interrupted else \
+                EXIT_INFRA if self.write_failed else exit_code_for(self.results, self.budget_exceeded)
             summary = RunSummaryFile(
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), interrupted=interrupted, stopped=self._stop, warnings=warnings,
             )
-            directory.write_json(run_dir / "run.json", summary)
+            try:
+                directory.write_json(run_dir / "run.json", summary)
+            except OSError as exc:
+                self.reporter.warning(f"run.json could not be written: {_os_words(exc)}")
+        if logs.records:
+            self.reporter.warning(f"{logs.records} record{'' if logs.records == 1 else 's'} from the libraries "
+                                  f"(a2a-sdk, uvicorn, grpc, mcp) in {run_dir / LOG_FILE}")
         self.reporter.finish(summary, run_dir)
+        if self.stopping.signum is not None:
+            raise Interrupted(self.stopping.signum)
         return Outcome(code, run_dir, self.results, summary)
+
+    def _interrupt(self, signum: int) -> None:
+        self.stopping.trigger(signum)
 
     def _models_for(self, suite: LoadedSuite) -> ModelRegistry | None:
         specs = {**self.plan.project.spec.models, **suite.spec.models}
@@ -126,7 +160,7 @@ class Runner:
             return [str(exc)]
         models = self._models_for(suite)
         try:
-            await asyncio.gather(*(self._run_test(test, directory, models) for test in tests))
+            await asyncio.gather(*(self._traced_test(test, directory, models) for test in tests))
         finally:
             if models is not None:
                 await models.aclose()
@@ -146,9 +180,30 @@ class Runner:
         )
 
     def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:
+        if self.write_failed:
+            return  # the folder cannot take it: the run is stopping
+        try:
+            directory.append_result(result)
+        except OSError as exc:
+            self._cannot_write(directory.results_path, exc)
+            return
         self.results.append(result)
-        directory.append_result(result)
         self.reporter.test_finished(result, runs)
+
+    async def _traced_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
+        """The test under a span of its own (when tamesu exports spans), its status on it."""
+        with otel.active().span("tamesu.test", test=test.id, suite=test.suite.name) as span:
+            await self._run_test(test, directory, models)
+            if span is not None:
+                recorded = next((r for r in reversed(self.results) if r.id == test.id), None)
+                span.set_attribute("tamesu.status", recorded.status if recorded else "not recorded")
+
+    def _cannot_write(self, path: Path, exc: OSError) -> None:
+        """A full disk or an unwritable folder mid-run: no new run starts, what finished is kept."""
+        if self.write_failed is None:
+            self.write_failed = f"the run folder cannot be written ({path.name}): {_os_words(exc)}"
+            self._stop = self.write_failed
+            self.reporter.warning(self.write_failed)
 
     async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
         if test.spec.skip:
@@ -162,6 +217,8 @@ class Runner:
               for number in range(1, repeat + 1))
         )
         finished = [o for o in outcomes if o is not None]
+        if self.stopping.signum is not None:
+            return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
         if not finished:
             self._record(directory, self._unrun(test, "skipped", f"not run: {self._stop}" if self._stop
                                                 else "not run"), [])
@@ -178,7 +235,7 @@ class Runner:
     ) -> RunOutcome | None:
         pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
         async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
-            if self._stop:
+            if self._stop or self.stopping.signum is not None:
                 return None
             self.reporter.run_started(test, number, total)
             hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
@@ -190,15 +247,21 @@ class Runner:
                     artifacts_dir=run_dir, secrets=self.plan.secrets,
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
-                    models=models, update_golden=self.options.update_golden,
+                    models=models, update_golden=self.options.update_golden, stop=self.stopping,
                     user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 )
                 try:
                     outcome = await execute_run(inputs)
                 except Exception as exc:  # what escaped the run's own guards is still only this run's error
                     outcome = crashed_run(inputs, exc)
-                directory.write_json(run_dir / "transcript.json", outcome.transcript)
-                directory.write_json(run_dir / "result.json", outcome.result)
+                if self.stopping.signum is not None and outcome.result.status == "error":
+                    return None  # cut short: neither written nor retried
+                try:
+                    directory.write_json(run_dir / "transcript.json", outcome.transcript)
+                    directory.write_json(run_dir / "result.json", outcome.result)
+                except OSError as exc:
+                    self._cannot_write(run_dir / "result.json", exc)
+                    return None
                 for message in outcome.warnings:
                     self.reporter.warning(f"{test.id}: {message}")
                 if outcome.budget_exceeded:
@@ -214,6 +277,14 @@ class Runner:
                 self._stop = "fail-fast: an earlier test failed"
             self.reporter.run_finished(test, outcome.result)
             return outcome
+
+
+class RunFolderError(InfraError):
+    """The run folder cannot be created or written before any test runs."""
+
+
+def _os_words(exc: OSError) -> str:
+    return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date) -> TestResult:

@@ -1,20 +1,21 @@
 """The built-in evaluators, each a versioned prompt on the judge model answered in structured output.
 
-The judge sees structured inputs only (the transcript as lines, the reference text); its answer is
-`{score, reason, evidence}` and is repaired when it does not fit, as a verdict is. The request's context names
-the evaluator (`mode: evaluator`, `evaluator: NAME`), so the replay cache keeps its answers apart from verdicts
-and the fake provider's judge rules can answer it (`check: evaluator`).
+The judge sees structured inputs only (the transcript as lines, the reference text); its answer is `{score, reason,
+evidence}`, read as strictly as a verdict: prose around it, a coerced or out-of-range score, an unknown or duplicate
+key make the judge ask again, and a repaired or re-asked answer says so in the reason. The request's context names
+the evaluator (`mode: evaluator`, `evaluator: NAME`), so the replay cache keeps its answers apart from verdicts and
+the fake provider's judge rules can answer it (`check: evaluator`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tamesu.evaluators.base import Sample, Score
 from tamesu.models.base import Message, ModelError, ModelRequest
-from tamesu.models.structured import generate_structured
+from tamesu.models.structured import ask_structured
 from tamesu.roles import _prompts
 from tamesu.roles._failures import infra_error
 from tamesu.roles._transcript import as_text
@@ -23,6 +24,8 @@ ATTEMPTS = 3
 
 
 class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     score: float = Field(ge=0, le=1)
     reason: str
     evidence: list[str] = Field(default_factory=list)
@@ -53,11 +56,13 @@ class JudgedEvaluator:
             context={"mode": "evaluator", "evaluator": self.name, "transcript": sample.transcript,
                      "question": sample.question, "answer": sample.answer, "context": sample.context})
         try:
-            answer, responses = await generate_structured(sample.judge(), request, _Answer, attempts=ATTEMPTS)
+            read = await ask_structured(sample.judge(), request, _Answer, attempts=ATTEMPTS, strict=True)
         except ModelError as exc:
             raise infra_error(f"evaluator {self.name}", exc) from exc
-        last = responses[-1]
-        return Score(score=answer.score, reason=answer.reason, evidence=answer.evidence,
+        answer, last = read.value, read.responses[-1]
+        notes = [f"attempt {a.number} {a.outcome}: {a.reason}" for a in read.attempts if a.outcome != "accepted"]
+        reason = answer.reason + (f" ({'; '.join(notes)})" if notes else "")
+        return Score(score=answer.score, reason=reason, evidence=answer.evidence,
                      model=f"{last.provider}:{last.model}", prompt_version=prompt.version, fake=last.fake)
 
 

@@ -121,6 +121,12 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             yield Problem(label, line, col, "", f"not valid JSON: {exc.msg}")
             pos = _next_object(text, pos)
             continue
+        except (RecursionError, ValueError) as exc:  # nesting, or an integer of thousands of digits
+            line, col = line_col(text, pos)
+            why = "nested too deeply to read" if isinstance(exc, RecursionError) else f"cannot read a value: {exc}"
+            yield Problem(label, line, col, "", why[:200])
+            pos = _next_object(text, pos)
+            continue
         yield value, JsonDocument(label, text, pos)
         pos = end
 

@@ -127,12 +127,10 @@ def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -
 
 
 def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCase]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([Problem(label, 1, 1, "", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(label, 1, 1, "", f"cannot read the file: {exc}")]) from None
+    from tamesu.suite._yaml import read_bounded
+
+    # a regular file of bounded size, UTF-8 without NUL bytes; a byte-order mark is dropped
+    text = read_bounded(path, label)
     cases = parse_text(text, label, path.parent.resolve(), settings)
     if not cases:
         raise ConfigError([Problem(label, 1, 1, "", "no test cases in the file")])
@@ -302,7 +300,14 @@ def file_path(source: str, dirs: Path | list[Path]) -> Path | None:
         return None
     folders = [dirs] if isinstance(dirs, Path) else dirs
     candidates = [folder / source for folder in folders]
-    return next((c for c in candidates if c.is_file()), candidates[0])
+    return next((c for c in candidates if _is_file(c)), candidates[0])
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name longer than the system allows, a NUL byte
+        return False
 
 
 def file_ref(part: ContentPart, dirs: Path | list[Path]) -> FileRef:
@@ -323,7 +328,7 @@ def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: l
         # a single message written as an object has no index 0 in the file: point at the part anyway
         if isinstance(raw.get("input"), dict) and loc[0] == "input":
             loc = ("input", *loc[2:])
-        if path is not None and not path.is_file():
+        if path is not None and not _is_file(path):
             where = " or ".join(str(folder / (part.source or "").removeprefix("file://")) for folder in dirs)
             problems.append(doc.problem((*loc, "source"), f"file not found: {where}"))
             continue

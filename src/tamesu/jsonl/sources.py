@@ -30,11 +30,19 @@ class InputSource:
         return self.kind in ("agents", "scripts")
 
 
+def _is_file(text: str) -> bool:
+    """A message longer than a file name may be (or with a NUL byte) is a message, not an OSError."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def parse_input(text: str) -> InputSource:
     for prefix in ("agents", "scripts"):
         if text.startswith(f"{prefix}:"):
             body, _, query = text[len(prefix) + 1:].partition("?")
             return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)
-    if Path(text).is_file() or text.lower().endswith(_FILE_SUFFIXES):
+    if text.lower().endswith(_FILE_SUFFIXES) or _is_file(text):
         return InputSource("file", text, text=text)
     return InputSource("message", text, text=text)

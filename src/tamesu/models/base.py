@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, model_serializer
 
-Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator"]
+Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator", "browser"]
 
 
 class ToolSpec(BaseModel):

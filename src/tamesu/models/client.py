@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 
 from pydantic import ValidationError
 
+from tamesu import _otel as otel
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider
@@ -102,6 +103,14 @@ class ResilientClient:
         return self._provider
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        with otel.active().span("tamesu.model_call", model=self.label, purpose=str(request.purpose)) as span:
+            response = await self._generate(request)
+            if span is not None:
+                span.set_attribute("tamesu.input_tokens", response.usage.input_tokens)
+                span.set_attribute("tamesu.output_tokens", response.usage.output_tokens)
+            return response
+
+    async def _generate(self, request: ModelRequest) -> ModelResponse:
         request = self._with_defaults(request)
         if self.cache is not None:
             hit = self.cache.get(self.spec, request, self._record)  # raises CacheMiss with --cache-only

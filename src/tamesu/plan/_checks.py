@@ -8,6 +8,7 @@ from typing import Any
 from tamesu import checks, packs, targets
 from tamesu.errors import Problem
 from tamesu.plan.model import LoadedSuite
+from tamesu.suite._errors import problems_from
 from tamesu.suite._yaml import Document
 from tamesu.suite.schema import TestSpec
 
@@ -36,20 +37,21 @@ def check_audio(
 
         if voices.find(persona.voice) is None:
             problems.append(doc.problem((*loc, "persona", "voice"), voices.unknown_message(persona.voice)))
-    if not targets.sends_dtmf(kind):
+    if not targets.sends_dtmf(kind, target):
         for i, step in enumerate(spec.scenario.script):
             if step.dtmf:
                 problems.append(doc.problem(
                     (*loc, "scenario", "script", i, "dtmf"),
-                    f"{kind} target {spec.target} cannot send DTMF digits (targets that can: "
-                    f"{', '.join(targets.DTMF_TYPES)})"))
+                    f"{kind} target {spec.target} cannot send DTMF digits "
+                    + ("(it has no messages.dtmf)" if kind == "voice" else
+                       f"(targets that can: {', '.join(targets.DTMF_TYPES)})")))
 
 
 def check_user_side(
     suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
 ) -> None:
     """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
-    if spec.skip:
+    if spec.skip or spec.steps:
         return
     scenario = spec.scenario
     if spec.counterpart is not None:
@@ -72,6 +74,29 @@ def check_user_side(
     elif not scenario.goal and not scenario.script and scenario.attack is None:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+def check_steps(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """A browser test's `steps`, checked by the browser target's own module."""
+    target = suite.targets.get(spec.target)
+    kind = suite.spec.targets.get(spec.target, {}).get("type")
+    if not spec.steps and kind != "browser":
+        return
+    state = getattr(target, "storage_state", None)
+    if kind == "browser" and state and not (suite.dir / state).is_file():
+        problem = doc.problem(("targets", spec.target, "storage_state"),
+                              f"no file {state} (a Playwright storage state, relative to the suite)")
+        if problem not in problems:
+            problems.append(problem)
+    from tamesu.targets.browser.validate import step_problems
+
+    models = {*suite.spec.models, *suite.project.spec.models}
+    conversing = bool(spec.scenario.script or spec.persona or spec.counterpart or spec.scenario.goal)
+    problems.extend(step_problems(
+        spec.steps, loc, target, kind, models, doc.problem,
+        lambda exc, model, where: problems_from(exc, doc, model, where, owner="step"), conversing))
 
 
 def _check_counterpart(

@@ -8,20 +8,33 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tamesu.errors import ConfigError
+from tamesu.suite._yaml import read_bounded
+
 
 def read_cases(path: Path) -> list[Any]:
     """Cases from a CSV file (header row, a `name` column) or a JSON array of objects with `name`."""
     from tamesu.suite.schema import Case
 
-    if not path.is_file():
-        raise ValueError(f"cases file not found: {path.name}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        there = path.exists()
+    except (OSError, ValueError):  # a name longer than the system allows, a NUL byte
+        there = False
+    if not there:
+        raise ValueError(f"cases file not found: {path.name[:80]}")
+    try:
+        # a regular file of bounded size: a FIFO or a device given as a cases_file would block or never end
+        text = read_bounded(path, path.name)
+    except ConfigError as exc:
+        raise ValueError(f"cases file {exc.problems[0].message}") from None
     rows: list[dict[str, Any]]
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path.name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError(f"{path.name}: nested too deeply to read") from None
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
             raise ValueError(f"{path.name} must be a JSON array of objects")
         rows = data

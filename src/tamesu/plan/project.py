@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def find_project(start: Path) -> Path | None:
 def label(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (which loading reports)
         return str(path)
 
 
@@ -97,7 +98,7 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
         for path in paths:
             if path.is_dir() and project.dir == path.resolve():
                 # the project's own folder: its `suites` patterns say which YAML files are suites
-                found.extend(p for pattern in project.spec.suites for p in sorted(path.glob(pattern))
+                found.extend(p for pattern in project.spec.suites for p in _bounded_glob(path, pattern)
                              if p.name != PROJECT_FILE)
             elif path.is_dir():
                 found.extend(p for p in sorted(path.glob("*.y*ml")) if p.name != PROJECT_FILE)
@@ -105,8 +106,32 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
                 found.append(path)
     else:
         for pattern in project.spec.suites:
-            found.extend(p for p in sorted(project.dir.glob(pattern)) if p.name != PROJECT_FILE)
+            if Path(pattern).is_absolute() or pattern.startswith("~"):
+                message = f"{pattern[:80]!r}: patterns are relative to the folder of tamesu.yaml"
+                raise ConfigError([project.doc.problem(("suites",), message) if project.doc else
+                                   Problem(PROJECT_FILE, 1, 1, "suites", message)])
+            found.extend(p for p in _bounded_glob(project.dir, pattern) if p.name != PROJECT_FILE)
     unique: dict[Path, Path] = {}
     for path in found:
-        unique.setdefault(path.resolve(), path)
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop: the loader says so for this file
+            key = path.absolute()
+        unique.setdefault(key, path)
     return list(unique.values())
+
+
+MAX_SUITE_FILES = 5_000
+
+
+def _bounded_glob(folder: Path, pattern: str) -> list[Path]:
+    """The files a `suites` pattern matches, sorted; a pattern that matches more than MAX_SUITE_FILES (a whole
+    file system) is a problem, found without walking all of it."""
+    try:
+        found = list(itertools.islice(folder.glob(pattern), MAX_SUITE_FILES + 1))
+    except (ValueError, NotImplementedError, OSError) as exc:
+        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r}: {exc}")]) from None
+    if len(found) > MAX_SUITE_FILES:
+        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r} matches more than "
+                                   f"{MAX_SUITE_FILES:,} files: narrow it (suites/*.yaml)")])
+    return sorted(found)

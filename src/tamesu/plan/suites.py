@@ -5,6 +5,7 @@ Every problem in what a user wrote is collected with its position and raised tog
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,12 @@ from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan import _lint
-from tamesu.plan._checks import check_audio, check_models_needed, check_user_side
-from tamesu.plan._templates import check_templates
+from tamesu.plan._checks import check_audio, check_models_needed, check_steps, check_user_side
+from tamesu.plan._templates import check_suite_hooks, check_templates
 from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import find_project, label, load_project, resolve_models, suite_files
-from tamesu.plan.targets import load_targets
+from tamesu.plan.targets import load_project_targets, load_targets
 from tamesu.suite._errors import problems_from
 from tamesu.suite._yaml import Document, load_yaml
 from tamesu.suite.schema import SuiteSpec, TestSpec
@@ -100,7 +101,18 @@ def _load_suite(
         raise ConfigError(problems_from(exc, doc, SuiteSpec, owner="suite")) from None
     spec.models = resolve_models(spec.models, doc, path.parent.resolve(), problems)
 
+    if not spec.tests:
+        # an empty file (or one with no tests) is most likely a mistake; never a silent "ok"
+        warnings.append(doc.problem((), "an empty suite: no tests" if not doc.data else "no tests in this suite"))
     target_specs = load_targets(spec, doc, problems, warnings)
+    if project.spec.targets:
+        # the project's targets (as `tamesu test -n NAME` sees them) serve every suite; a suite's own wins
+        shared, _ = load_project_targets(project)
+        for name, shared_spec in shared.items():
+            if name not in target_specs:
+                target_specs[name] = shared_spec
+                spec.targets[name] = project.spec.targets[name]
+    check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
     warnings.extend(_lint.remote_tokens(suite, doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
@@ -159,6 +171,10 @@ def _expand_test(
         warnings.append(doc.problem((*loc, "quarantine", "until"),
                                     f"quarantine expired on {spec.quarantine.until}; the test counts again"))
 
+    if len(spec.cases) > MAX_INLINE_CASES:
+        problems.append(doc.problem((*loc, "cases"), f"{len(spec.cases):,} inline cases (at most "
+                                    f"{MAX_INLINE_CASES:,}): put them in a cases_file (CSV or JSON)"))
+        return []
     cases = list(spec.cases)
     if spec.cases_file:
         cases_loc = (*loc, "cases_file")
@@ -167,8 +183,8 @@ def _expand_test(
         except ValueError as exc:
             problems.append(doc.problem(cases_loc, str(exc)))
             return []
-    names = [c.name for c in cases]
-    for name in {n for n in names if names.count(n) > 1}:
+    counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
+    for name in sorted(n for n, times in counted.items() if times > 1):
         problems.append(doc.problem((*loc, "cases"), f"two cases are named {name!r}"))
 
     base_vars = {**suite.project.spec.vars, **suite.spec.vars, **spec.vars}
@@ -186,6 +202,8 @@ def _expand_test(
             continue
         assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs,
                                        suite.search)
+        if case_name is None or case_name == variants[0][0]:
+            check_steps(suite, case_spec, doc, loc, problems)
         attack = _attack(suite, case_spec, doc, loc, problems, assertions)
         if case_name is None or case_name == variants[0][0]:
             check_audio(suite, case_spec, doc, loc, problems, warnings)
@@ -198,6 +216,10 @@ def _expand_test(
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,
                                     attack=attack))
     return expanded
+
+
+MAX_INLINE_CASES = 2_000
+"""Each inline case is a test validated on its own (about a millisecond each); more belong in a cases_file."""
 
 
 def _attack(

@@ -37,7 +37,12 @@ def load_targets(
             problems.append(doc.problem(loc, "missing required key 'type' (one of "
                                         f"{', '.join(targets.known_types())})"))
             continue
-        if not isinstance(kind, str) or not targets.is_known(kind):
+        if not isinstance(kind, str):
+            written = "list" if isinstance(kind, list) else "mapping" if isinstance(kind, dict) else type(kind).__name__
+            problems.append(doc.problem((*loc, "type"), f"type must be one word naming a target type (one of "
+                                        f"{', '.join(targets.known_types())}), not a {written}"))
+            continue
+        if not targets.is_known(kind):
             problems.append(doc.problem((*loc, "type"), f"unknown target type {kind!r} (one of "
                                         f"{', '.join(targets.known_types())})"))
             continue
@@ -49,6 +54,10 @@ def load_targets(
             cls = targets.target_class(kind)
         except plugins.PluginError as exc:
             problems.append(doc.problem((*loc, "type"), str(exc)))
+            continue
+        missing = cls.unavailable()
+        if missing:
+            problems.append(doc.problem((*loc, "type"), missing))
             continue
         own_keys = targets.keys_of(kind)
         kept = dict(raw)

@@ -78,6 +78,10 @@ class ScriptedExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
+        if context.current_task is not None and context.current_task.context_id:
+            # a follow-up that names the task but no contextId: the SDK makes a context id up, and the task
+            # manager then rejects the events ("Context in event doesn't match"); the task's own context is right
+            context_id = context.current_task.context_id
         message = context.message or Message()
         if context.current_task is None:  # the SDK wants the task before any update
             await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=[message],

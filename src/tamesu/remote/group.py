@@ -9,10 +9,11 @@ A request refused for a missing or wrong `token` is a `delegation_refused` event
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tamesu._cleanup import finish
 from tamesu.conversation import Exchange, Session, ToolCall
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.remote_agents import RemoteAgentSpec
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from tamesu.remote.server import RemoteAgentServer
 
 __all__ = ["RemoteAgents", "as_tool_call"]
+
+_STOP_LIMIT = 10.0
+"""Seconds one agent may take to stop (its gRPC server has a grace of 1 s)."""
 
 
 class RemoteAgents:
@@ -50,7 +54,8 @@ class RemoteAgents:
                                        forwarding=self._forwarding(name, spec))
             self.servers.append(server)
             try:
-                await server.start()
+                # never cut short: a gRPC server cancelled half-way through its start crashes the interpreter
+                await finish(server.start(), _STOP_LIMIT)
             except OSError as exc:
                 raise InfraError(str(exc)) from exc
             self.urls[name] = {"url": server.url, "grpc": server.grpc_addr,
@@ -73,10 +78,18 @@ class RemoteAgents:
         return Forwarding(url=url, headers=headers)
 
     async def stop(self) -> None:
-        for server in reversed(self.servers):
-            with contextlib.suppress(Exception):
-                await server.stop()
-        self.servers.clear()
+        servers, self.servers = list(reversed(self.servers)), []
+        cancelled = False
+        for server in servers:
+            try:
+                # to its end even when the run is being cancelled: a gRPC server left running crashes the exit
+                await finish(server.stop(), _STOP_LIMIT)
+            except asyncio.CancelledError:
+                cancelled = True
+            except Exception:
+                pass
+        if cancelled:
+            raise asyncio.CancelledError
 
     def _record(self, delegation: Delegation) -> None:
         self.delegations.append(delegation)

@@ -12,6 +12,7 @@ the shape of the version the caller spoke (`push`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,7 @@ from tamesu._serve import LoopServer
 from tamesu._types import split_addr
 from tamesu.conversation import Session
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
+from tamesu.remote._card_cache import CardCache
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, ScriptedExecutor
 from tamesu.remote.forward import Forwarding, ForwardProxy
@@ -100,7 +102,7 @@ class RemoteAgentServer:
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
-        self._app.app = self._gated(self._starlette(public))
+        self._app.app = self._gated(CardCache(self._starlette(public)))
         await self._grpc.start()
         await self._http.start()
         return self
@@ -156,7 +158,7 @@ class RemoteAgentServer:
             await http.stop()
         if self._grpc is not None:
             server, self._grpc = self._grpc, None
-            await server.stop(grace=1)
+            await _stop_grpc(server)
         if self._handler is not None:
             handler, self._handler = self._handler, None
             with contextlib.suppress(Exception):
@@ -167,3 +169,17 @@ class RemoteAgentServer:
         if self._push_client is not None:
             client, self._push_client = self._push_client, None
             await client.aclose()
+
+
+async def _stop_grpc(server: grpc.aio.Server) -> None:
+    """Stop a gRPC server for good. When the run is cancelled, grpc's own serving task can be cancelled with
+    it and the first `stop` then ends in CancelledError, half done; a server left so crashes the interpreter
+    when the loop closes, so stop it again until it says it is stopped (a bounded number of times)."""
+    for _ in range(5):
+        try:
+            await server.stop(grace=1)
+            return
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # it is this task that is cancelled, not grpc's

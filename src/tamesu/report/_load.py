@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tamesu.errors import EXIT_INFRA
 from tamesu.results import (
     SCHEMA_VERSION,
     RunResult,
@@ -42,6 +43,8 @@ class PlannedEntry(BaseModel):
     file: str | None = None
     """The suite file, absolute, so a report rendered from another folder can still make it relative."""
     line: int | None = None
+    slo: dict[str, float] = Field(default_factory=dict)
+    """The test's SLOs (metric -> limit), so the store can draw them beside the metric's history."""
 
 
 class PlanRecord(BaseModel):
@@ -52,6 +55,12 @@ class PlanRecord(BaseModel):
     """`K/N` when the run was one shard of N; merged runs list every shard they joined."""
     shards: list[str] = Field(default_factory=list)
     tests: list[PlannedEntry] = Field(default_factory=list)
+    run_id: str | None = None
+    """TAMESU_RUN_ID when it was set: the run the store files this folder under (shards share it)."""
+    commit: str | None = None
+    branch: str | None = None
+    trace_url: str | None = None
+    """tamesu.yaml's `trace_url` when the run started: reports link each turn's trace id with it."""
 
 
 class RunDirError(Exception):
@@ -71,6 +80,18 @@ class LoadedRun:
     @property
     def name(self) -> str:
         return self.dir.name
+
+    @property
+    def unfinished(self) -> int:
+        """Planned tests with no result: the run was interrupted or killed before they finished."""
+        return _unfinished(self.plan, self.results)
+
+    def unfinished_note(self) -> str | None:
+        missing = self.unfinished
+        if not missing or self.plan is None:
+            return None
+        planned = len(self.plan.tests)
+        return f"{missing} of {planned} planned test{'' if planned == 1 else 's'} did not finish"
 
     def run_result(self, summary: RunSummary) -> RunResult | None:
         """The run's result.json, or None when it is missing (a run never started writes none)."""
@@ -111,7 +132,8 @@ def shown_path(path: Path) -> str:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "results.jsonl").is_file() or (path / "run.json").is_file()
+    """A run killed before its first result is still a run: its plan.json is written first."""
+    return any((path / name).is_file() for name in ("results.jsonl", "run.json", PLAN_FILE))
 
 
 def latest_run_dir(folder: Path, exclude: Path | None = None) -> Path | None:
@@ -149,16 +171,25 @@ def load_run(path: Path) -> LoadedRun:
                 results.append(TestResult.model_validate(json.loads(line)))
             except (ValueError, ValidationError) as exc:
                 problems.append(f"{lines_path}:{number}: unreadable result ({type(exc).__name__})")
+    plan = _read_model(path / PLAN_FILE, PlanRecord)
     summary = _read_model(path / "run.json", RunSummaryFile)
     if summary is None:
-        # a killed run: say so, and count what finished
+        # a killed run: say so, and count what finished; with tests left it is not a passing run
+        left = _unfinished(plan, results)
         summary = RunSummaryFile(
-            tamesu_version="?", started_at="", finished_at="", exit_code=exit_code_for(results),
+            tamesu_version="?", started_at="", finished_at="",
+            exit_code=exit_code_for(results) or (EXIT_INFRA if left else 0),
             duration_ms=round(sum(r.duration_ms for r in results), 3), counts=count(results),
             interrupted="the run did not finish (no run.json)",
         )
-    plan = _read_model(path / PLAN_FILE, PlanRecord)
     return LoadedRun(dir=path, summary=summary, results=results, plan=plan, problems=problems)
+
+
+def _unfinished(plan: PlanRecord | None, results: list[TestResult]) -> int:
+    if plan is None:
+        return 0
+    done = {r.id for r in results}
+    return sum(1 for entry in plan.tests if entry.id not in done)
 
 
 def mean_metrics(result: TestResult) -> dict[str, float]:

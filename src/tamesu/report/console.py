@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
+from tamesu._words import count_of
 from tamesu.results import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
 
@@ -42,12 +43,17 @@ class ConsoleReporter:
         self._running: dict[tuple[str, int], tuple[str, float]] = {}
         self._live: Live | None = None
         self._started = time.monotonic()
+        self._planned = 0
+        self._done = 0
+        """Tests planned and finished: the live line shows done/total."""
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
         suites = len({t.suite.name for t in tests})
-        self._print(Text.assemble(("tamesu ", "bold"), f"running {len(tests)} test(s) from {suites} suite(s)"))
+        self._planned, self._done = len(tests), 0
+        self._print(Text.assemble(("tamesu ", "bold"),
+                                  f"running {count_of(len(tests), 'test')} from {count_of(suites, 'suite')}"))
         if self.console.is_terminal:
             self._live = Live(self._render_running(), console=self.console, refresh_per_second=8,
                               transient=True, get_renderable=self._render_running)
@@ -69,6 +75,7 @@ class ConsoleReporter:
             self._print_transcript(result)
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        self._done += 1
         badge, style = _BADGES[result.status]
         line = Text.assemble((badge, style), "  ", result.id)
         if result.total_runs > 1:
@@ -95,7 +102,7 @@ class ConsoleReporter:
         if c["quarantined"]:
             parts.append(f"{c['quarantined']} quarantined")
         if c["error"]:
-            parts.append(f"{c['error']} errors")
+            parts.append(count_of(c["error"], "error"))
         if c["skipped"]:
             parts.append(f"{c['skipped']} skipped")
         style = "bold red" if c["failed"] or c["error"] else "bold green"
@@ -117,6 +124,8 @@ class ConsoleReporter:
         frame = _SPINNER[int(now * 8) % len(_SPINNER)]
         lines = [Text(f"  {frame} {label}  {now - since:.1f}s", style="cyan")
                  for label, since in sorted(self._running.values(), key=lambda v: v[1])]
+        if self._planned:
+            lines.append(Text(f"  {self._done}/{self._planned} done", style="dim"))
         return Group(*lines)
 
     def _print_problems(self, result: TestResult) -> None:

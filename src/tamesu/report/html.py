@@ -18,8 +18,10 @@ from typing import Any
 from urllib.parse import quote
 
 from tamesu import __version__
+from tamesu._trace import trace_link
 from tamesu.report import _svg
 from tamesu.report._load import LoadedRun, mean_metrics
+from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.results import AssertionResult, RunResult, RunSummary, TestResult
 
@@ -207,7 +209,7 @@ class _Page:
         else:
             parts.append(self.assertions(detail.assertions))
             parts.append(self.audio(detail, folder))
-            parts.append(self.chat(detail))
+            parts.append(self.chat(detail, folder))
             parts.append(self.metrics(detail))
             parts.append(self.events(detail))
         parts.append("</section>")
@@ -272,7 +274,17 @@ class _Page:
         return (f'<div class="scroll"><table class="assertions"><caption>{caption}</caption>'
                 f"{''.join(rows)}</table></div>")
 
-    def chat(self, detail: RunResult) -> str:
+    def trace(self, trace_id: str | None) -> str:
+        """The turn's trace id, linked to the agent's tracing UI when the project set `trace_url`."""
+        if not trace_id:
+            return ""
+        url = trace_link(self.run.plan.trace_url if self.run.plan else None, trace_id)
+        shown = f"trace {trace_id[:8]}"
+        if url is None:
+            return f' · <span class="trace" title="trace id {_e(trace_id)}">{_e(shown)}</span>'
+        return f' · <a class="trace" href="{_e(url)}" title="trace id {_e(trace_id)}">{_e(shown)}</a>'
+
+    def chat(self, detail: RunResult, folder: Path | None = None) -> str:
         if not detail.turns:
             return ""
         bubbles = []
@@ -297,9 +309,14 @@ class _Page:
                 handoff = (f'<div class="handoff">handed to {_e(agent.handoff.to or "a person")}'
                            f'{": " + _e(agent.handoff.summary) if agent.handoff.summary else ""}</div>')
             ended = '<div class="dim">the agent ended the conversation</div>' if agent.ended else ""
-            bubbles.append(f'<div class="msg agent"><div class="who">{" · ".join(_e(f) for f in facts)}</div>'
-                           f'<div class="text">{_e(agent.text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
-                           "</div>")
+            shots = step_html(agent.response, folder) if folder is not None else ""
+            text = agent.text
+            if not text and isinstance(agent.response, dict):  # a failed browser step says why
+                text = str(agent.response.get("failure", ""))
+            who = " · ".join(_e(f) for f in facts) + self.trace(agent.trace_id)
+            bubbles.append(f'<div class="msg agent"><div class="who">{who}</div>'
+                           f'<div class="text">{_e(text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
+                           f"{shots}</div>")
         return f'<div class="chat" aria-label="transcript">{"".join(bubbles)}</div>'
 
     def metrics(self, detail: RunResult) -> str:

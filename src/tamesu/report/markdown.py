@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tamesu._words import count_of
 from tamesu.report._load import LoadedRun
 from tamesu.report.baseline import Comparison, describe_change, failure_reason
 from tamesu.results import TestResult
@@ -27,9 +28,11 @@ def _cell(text: str, limit: int = 300) -> str:
 def headline(run: LoadedRun) -> str:
     c = run.summary.counts
     parts = [f"{c.get('passed', 0)} passed", f"{c.get('failed', 0)} failed"]
-    for key, word in (("error", "errors"), ("quarantined", "quarantined"), ("skipped", "skipped")):
+    if c.get("error"):
+        parts.append(count_of(c["error"], "error"))
+    for key in ("quarantined", "skipped"):
         if c.get(key):
-            parts.append(f"{c[key]} {word}")
+            parts.append(f"{c[key]} {key}")
     return ", ".join(parts)
 
 

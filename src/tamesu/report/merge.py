@@ -83,7 +83,10 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
                 entries.setdefault(entry.id, entry)
             shards.extend(s for s in run.plan.shards if s not in shards)
     shards.sort(key=lambda s: tuple(int(p) for p in s.split("/")) if s.replace("/", "").isdigit() else (0, 0))
-    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values())).model_dump(mode="json"))
+    # the shards of one CI run share its id, commit and trace links: the merged run keeps the first one's
+    first = next((run.plan for run in runs if run.plan is not None), None)
+    keep = {k: getattr(first, k) for k in ("run_id", "commit", "branch", "trace_url")} if first else {}
+    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values()), **keep).model_dump(mode="json"))
 
     starts = [t for t in (_when(r.summary.started_at) for r in runs) if t]
     ends = [t for t in (_when(r.summary.finished_at) for r in runs) if t]
@@ -95,7 +98,7 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
     summary = RunSummaryFile(
         tamesu_version=__version__, started_at=min(starts).isoformat() if starts else "",
         finished_at=max(ends).isoformat() if ends else "", duration_ms=round(duration, 3),
-        exit_code=exit_code_for(merged, budget), counts=count(merged),
+        exit_code=_merged_code(runs, merged, budget), counts=count(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
         warnings=[w for r in runs for w in r.summary.warnings],
     )
@@ -103,3 +106,10 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
     _write(temporary, summary.model_dump(mode="json"))
     os.replace(temporary, dest / "run.json")
     return dest
+
+
+def _merged_code(runs: list[LoadedRun], merged: list[TestResult], budget: bool) -> int:
+    """The code of the joined results, unless a shard was interrupted or killed: then that shard's code."""
+    code = exit_code_for(merged, budget)
+    stopped = [r.summary.exit_code for r in runs if r.summary.interrupted and r.summary.exit_code]
+    return stopped[0] if stopped and code in (0, 1) else code

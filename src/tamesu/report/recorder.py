@@ -18,7 +18,8 @@ def planned_entries(tests: list[Any]) -> list[PlannedEntry]:
         doc = test.suite.doc
         line = test.line if test.line is not None else doc.position(("tests", test.index))[0]
         entries.append(PlannedEntry(id=test.id, suite=test.suite.name, name=test.name, case=test.case,
-                                    tags=list(test.tags), file=str(doc.path.resolve()), line=line))
+                                    tags=list(test.tags), file=str(doc.path.resolve()), line=line,
+                                    slo=dict(getattr(test, "slo", None) or {})))
     return entries
 
 
@@ -28,19 +29,31 @@ class PlanRecorder:
     Written first so that a run killed half-way still tells `tamesu report` which tests never finished.
     """
 
-    def __init__(self, shard: str | None = None, redact: Any = None) -> None:
+    def __init__(self, shard: str | None = None, redact: Any = None, provenance: Any = None,
+                 trace_url: str | None = None) -> None:
         self.shard = shard
+        self.trace_url = trace_url
         self.redact = redact
+        self.provenance = provenance
+        """The run id, commit and branch (`tamesu._provenance.Provenance`), kept for `tamesu store import`."""
 
     def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
         record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],
-                            tests=planned_entries(tests))
+                            tests=planned_entries(tests), trace_url=self.trace_url)
+        if self.provenance is not None:
+            record.run_id = self.provenance.run_id
+            record.commit = self.provenance.commit
+            record.branch = self.provenance.branch
         data = record.model_dump(mode="json")
         if self.redact is not None:
             data = self.redact(data)
         temporary = run_dir / (PLAN_FILE + ".tmp")
-        temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, run_dir / PLAN_FILE)
+        try:
+            temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            os.replace(temporary, run_dir / PLAN_FILE)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+            raise
 
     def run_started(self, test: Any, number: int, total: int) -> None:
         pass

@@ -97,13 +97,11 @@ class ScriptedUser(UserSimulator):
 
     def _turn(self, step: ScriptStep, context: Context) -> UserTurn | None:
         text = context.render_text(step.say) if step.say is not None else ""
-        if step.dtmf and not text:
-            text = step.dtmf  # a text channel has no keypad: the digits travel as words
         data = context.render_value(step.data) if step.data is not None else None
         files = [file_ref(f, self._base_dir) for f in step.files]
-        if not text and data is None and not files:
+        if not text and data is None and not files and not step.dtmf:
             return None
-        return UserTurn(text=text, data=data, files=files, source="script")
+        return UserTurn(text=text, data=data, files=files, dtmf=step.dtmf or None, source="script")
 
 
 class SimulatorAnswer(BaseModel):

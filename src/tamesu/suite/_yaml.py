@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.constructor import DuplicateKeyError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.parser import Parser
+from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scanner import Scanner
 
 from tamesu.errors import ConfigError, Problem
@@ -24,18 +28,22 @@ class Document:
         self.path = path
         self.label = label or str(path)
         self.tree = tree
-        self.data = to_plain(tree)
+        self.data = to_plain(tree, _Budget(self.label))
 
     def position(self, loc: Sequence[Any], *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the node at `loc` (of its key when `key`), or of its nearest parent."""
         node = self.tree
         line, col = 0, 0
         if hasattr(node, "lc"):
-            line, col = node.lc.line, node.lc.col
+            # an empty document's root was made here, not parsed: it has no position
+            line, col = node.lc.line or 0, node.lc.col or 0
         for depth, part in enumerate(loc):
             last = depth == len(loc) - 1
             if isinstance(node, CommentedMap) and part in node:
-                where = node.lc.key(part) if (last and key) else node.lc.value(part)
+                try:
+                    where = node.lc.key(part) if (last and key) else node.lc.value(part)
+                except KeyError:  # a key that came from a `<<:` merge has no position of its own
+                    where = None
                 if where is not None:
                     line, col = where
                 node = node[part]
@@ -63,15 +71,35 @@ def format_loc(loc: Sequence[Any]) -> str:
     return text
 
 
-def to_plain(node: Any) -> Any:
+MAX_VALUES = 1_000_000
+"""Values a document may expand to. Aliases are shared in the tree; copied out, nine aliases of nine aliases
+of ... (a "billion laughs" file of a few hundred bytes) would fill the memory."""
+
+
+class _Budget:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.left = MAX_VALUES
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise ConfigError([Problem(self.label, 1, 1, "", f"the document expands to more than {MAX_VALUES:,} "
+                                       "values (aliases of aliases?): refused")])
+
+
+def to_plain(node: Any, budget: _Budget | None = None) -> Any:
+    if budget is not None:
+        budget.spend()
     if isinstance(node, CommentedMap):
-        return {str(k) if not isinstance(k, str | int | float | bool) else k: to_plain(v) for k, v in node.items()}
+        return {str(k) if not isinstance(k, str | int | float | bool) else k: to_plain(v, budget)
+                for k, v in node.items()}
     if isinstance(node, CommentedSeq):
-        return [to_plain(v) for v in node]
+        return [to_plain(v, budget) for v in node]
     if isinstance(node, dict):
-        return {k: to_plain(v) for k, v in node.items()}
+        return {k: to_plain(v, budget) for k, v in node.items()}
     if isinstance(node, list):
-        return [to_plain(v) for v in node]
+        return [to_plain(v, budget) for v in node]
     # ruamel scalar subclasses (ScalarFloat, TimeStamp...) become their plain built-in type
     for kind in (bool, int, float, str):
         if isinstance(node, kind):
@@ -80,8 +108,30 @@ def to_plain(node: Any) -> Any:
     return node
 
 
+class _PlacedConstructor(RoundTripConstructor):
+    """A value its tag cannot make (`!!float 0,8`, `2026-02-30`) fails with the line and column it was written;
+    a tag tamesu does not know (`!python/object`, a `%TAG` shorthand) is refused, never kept or constructed."""
+
+    def construct_unknown(self, node: Any) -> Any:
+        raise MarkedYAMLError(problem=f"unknown tag {_short(str(node.tag))[:_EXCERPT]}: suites are plain YAML",
+                              problem_mark=node.start_mark)
+
+    def construct_non_recursive_object(self, node: Any, tag: str | None = None) -> Any:
+        try:
+            return super().construct_non_recursive_object(node, tag)
+        except MarkedYAMLError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise MarkedYAMLError(problem=f"cannot read {_short(str(node.value))[:_EXCERPT]!r}: {exc}",
+                                  problem_mark=node.start_mark) from None
+
+
+_PlacedConstructor.add_constructor(None, _PlacedConstructor.construct_unknown)
+
+
 def _parser() -> YAML:
     yaml = YAML(typ="rt")
+    yaml.Constructor = _PlacedConstructor
     # The round-trip constructor keeps every node's line and column; the round-trip scanner and parser only add
     # comment gathering, which tamesu never reads (nothing is written back) and which costs a quarter of the
     # parse: a suite of 400 tests parses in 0.33 s instead of 0.44 s.
@@ -92,14 +142,12 @@ def _parser() -> YAML:
 
 
 def load_yaml(path: Path, label: str | None = None) -> Document:
-    """Parse one YAML file, or raise ConfigError with the line and column of the problem."""
+    """Parse one YAML file, or raise ConfigError with the line and column of the problem. Bounded: a file that
+    is not a regular one, too large, nested too deep, or that expands without end is one problem, never a
+    hang, a traceback or the machine's memory."""
     shown = label or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([Problem(shown, 1, 1, "", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {exc}")]) from None
+    text = read_bounded(path, shown)
+    _prescan(text, shown)
     try:
         tree = _parser().load(text)
     except DuplicateKeyError as exc:
@@ -111,8 +159,136 @@ def load_yaml(path: Path, label: str | None = None) -> Document:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = (exc.problem or exc.context or "invalid YAML").strip()
-        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {what}")]) from None
-    return Document(path, tree if tree is not None else CommentedMap(), shown)
+        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}")]) from None
+    except ReaderError as exc:
+        line, col = _line_col(text, exc.position)
+        raise ConfigError([Problem(shown, line, col, "", f"cannot read the file: {_short(str(exc.reason))}")]) \
+            from None
+    except RecursionError:
+        raise ConfigError([Problem(shown, 1, 1, "", "nested too deeply to read")]) from None
+    except (ValueError, TypeError, OverflowError, KeyError, AttributeError) as exc:
+        # a scalar its tag cannot make (`!!float 0,8`, `2026-02-30`, an integer of 5,000 digits), or a merge
+        # (`<<:`) of something that is not a mapping; the constructor gives no position, the value is quoted
+        raise ConfigError([Problem(shown, 1, 1, "", f"cannot read a value: {_short(str(exc))}")]) from None
+    if _expanded_size(tree, {}) > MAX_VALUES:
+        raise ConfigError([Problem(shown, 1, 1, "", f"the document expands to more than {MAX_VALUES:,} values "
+                                   "(aliases of aliases?): refused")])
+    try:
+        return Document(path, tree if tree is not None else CommentedMap(), shown)
+    except RecursionError:
+        raise ConfigError([Problem(shown, 1, 1, "", "nested too deeply to read")]) from None
+
+
+MAX_FILE_BYTES = 20_000_000
+MAX_DEPTH = 200
+"""Nesting a suite never needs; ruamel recurses once per level, and 10,000 levels took seconds to fail."""
+MAX_DIGITS = 300
+MAX_ITEMS = 10_000
+"""Block list items (`- ...` lines) in one file. The round-trip parser reads about a thousand a second here, so
+20,000 inline cases took half a minute before the first check; a cases_file has no such limit."""
+_EXCERPT = 60
+
+
+def _expanded_size(node: Any, seen: dict[int, int]) -> int:
+    """How many values `node` becomes once its aliases are copied out; shared nodes are counted once each
+    time they are used but measured once, so this is linear in what was written."""
+    if not isinstance(node, dict | list):
+        return 1
+    known = seen.get(id(node))
+    if known is not None:
+        return known
+    seen[id(node)] = 1  # a node that contains itself (a recursive alias) counts once, not forever
+    children = node.values() if isinstance(node, dict) else node
+    total = 1
+    for child in children:
+        total += _expanded_size(child, seen)
+        if total > MAX_VALUES:
+            break
+    seen[id(node)] = total
+    return total
+
+
+def _short(text: str) -> str:
+    """Error messages quote at most a short excerpt of what was written."""
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
+    """A file's text: only a regular file (never a FIFO or a device, which would block or never end), at most
+    `limit` bytes, UTF-8 without NUL bytes (a byte-order mark is dropped). Raises ConfigError naming where."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError([Problem(shown, 1, 1, "", "file not found")]) from None
+    except OSError as exc:
+        reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {reason}")]) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigError([Problem(shown, 1, 1, "", "is a folder, not a file")])
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode) or \
+            stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file"
+        raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: it is {kind}, not a regular file")])
+    if info.st_size > limit:
+        raise ConfigError([Problem(shown, 1, 1, "", f"the file is {info.st_size:,} bytes; at most {limit:,} "
+                                   "are read")])
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {exc.strerror or exc}")]) from None
+    if len(data) > limit:
+        raise ConfigError([Problem(shown, 1, 1, "", f"the file is larger than {limit:,} bytes")])
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(data[:exc.start].decode("utf-8", errors="replace"), exc.start)
+        raise ConfigError([Problem(shown, line, col, "", "not UTF-8 text (a binary file?): "
+                                   f"byte 0x{data[exc.start]:02x}")]) from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        line, col = _line_col(text, nul)
+        raise ConfigError([Problem(shown, line, col, "", "a NUL byte: not a text file")])
+    return text
+
+
+_ITEMS = re.compile(r"^[ \t]*- ", re.MULTILINE)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_DIGITS = re.compile(r"(?<![\w.])[-+]?\d{" + str(MAX_DIGITS + 1) + ",}")
+
+
+def _prescan(text: str, shown: str) -> None:
+    """What the parser would take seconds or crash on, found in one pass over the text."""
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        depth = 0
+        for bracket in _BRACKETS.finditer(text):
+            if bracket.group() in "[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line, col = _line_col(text, bracket.start())
+                    raise ConfigError([Problem(shown, line, col, "", f"nested more than {MAX_DEPTH} levels deep")])
+            else:
+                depth = max(0, depth - 1)
+    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    if indent > MAX_DEPTH * 8:
+        raise ConfigError([Problem(shown, 1, 1, "", f"indented more than {MAX_DEPTH * 8} columns: nested too deep")])
+    items = len(_ITEMS.findall(text))
+    if items > MAX_ITEMS:
+        raise ConfigError([Problem(shown, 1, 1, "", f"{items:,} list items in one file (at most {MAX_ITEMS:,}): "
+                                   "put many cases in a cases_file (CSV or JSON), which reads far faster")])
+    found = _DIGITS.search(text)
+    if found:
+        line, col = _line_col(text, found.start())
+        raise ConfigError([Problem(shown, line, col, "", f"a number of more than {MAX_DIGITS} digits")])
 
 
 def _duplicate_key_name(exc: DuplicateKeyError) -> str | None:

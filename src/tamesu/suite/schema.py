@@ -218,6 +218,8 @@ class TestSpec(Strict):
     """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""
     counterpart: CounterpartSpec | None = None
     """Another target of the suite in the user's seat instead of a persona."""
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+    """A browser test: `goal`, `expect` and `action` steps, in order (validated by the browser target)."""
 
     __test__ = False  # not a pytest class
 
@@ -246,9 +248,10 @@ class SuiteSpec(Strict):
 class ReportSettings(Strict):
     """`report:` in tamesu.yaml: the reports every `tamesu run` writes, as `--report` would name them."""
 
-    formats: list[str] = Field(default_factory=list)
+    formats: list[str] = Field(default_factory=lambda: ["html"])
     """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml. The loader checks the
-    names against the report formats (built-in and plug-ins)."""
+    names against the report formats (built-in and plug-ins). Default: the HTML report in the run folder (small,
+    and the run ends with its path); `report: []` writes none."""
     baseline: str | None = None
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
     tolerance: float = Field(0.2, ge=0)
@@ -280,3 +283,8 @@ class ProjectSpec(Strict):
     out: str = "tamesu-runs"
     parallel: int = Field(1, ge=1, le=10000)
     report: ReportSettings = Field(default_factory=ReportSettings)
+    store: str | bool | None = None
+    """The results store: `true` (SQLite in .tamesu/store.db), a SQLite path, `postgresql://...`, or off
+    (the default). TAMESU_STORE overrides it."""
+    trace_url: str | None = None
+    """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""

@@ -19,6 +19,7 @@ from tamesu.errors import TemplateError
 MASK = "***"
 # A value shorter than this would mask ordinary words everywhere; such a secret is not worth hiding by text.
 _MIN_REDACTED_LENGTH = 3
+_MAX_DOTENV_BYTES = 1_000_000
 # Below this many bytes the shared part of a base64 text at another alignment is too short to mask safely.
 _MIN_BASE64_CORE = 6
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
@@ -29,10 +30,16 @@ as httpx (and browsers, after the WHATWG URL standard) write them, keeping `+`, 
 
 def read_dotenv(path: Path) -> dict[str, str]:
     """KEY=value lines; `export`, quotes and comments as shells write them."""
+    from tamesu.suite._yaml import read_bounded
+
     values: dict[str, str] = {}
-    if not path.is_file():
+    try:
+        if not path.is_file():
+            return values
+    except (OSError, ValueError):  # a name longer than the system allows: no such file
         return values
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    # not UTF-8, NUL bytes or megabytes of garbage: one `file:line:col` problem (ConfigError), never a crash
+    for raw in read_bounded(path, str(path), limit=_MAX_DOTENV_BYTES).splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -7,6 +7,7 @@ add types through the `tamesu.targets` entry points (see `tamesu.plugins`): a `T
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -20,20 +21,36 @@ _IMPLEMENTED: dict[str, str] = {
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
     "mcp": "tamesu.targets.mcp:McpTarget",
-    "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "browser": "tamesu.targets.browser:BrowserTarget",
     "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
+    "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "twilio": "tamesu.targets.twilio:TwilioTarget",
+    "voice": "tamesu.targets.voice:VoiceTarget",
+    "sip": "tamesu.targets.sip:SipTarget",
+    "livekit": "tamesu.targets.livekit:LiveKitTarget",
 }
 
 # The types the Concepts page names that this version does not build yet, with the keys the page gives them,
 # so a key of theirs written on another type is named as theirs. Each line goes when its type gets a module.
 _PLANNED_KEYS: dict[str, frozenset[str]] = {
-    "browser": frozenset({"url", "engine", "viewport", "locale", "storage_state", "allowed_domains"}),
-    "livekit": frozenset({"url", "api_key", "api_secret", "room", "dispatch", "agent_identity", "mode", "topic"}),
-    "sip": frozenset({"direction", "to", "from", "trunk", "ring_timeout", "max_duration", "inbound"}),
     "pipecat": frozenset({"url", "mode", "sample_rate", "idle", "tool_results"}),
-    "twilio": frozenset({"url", "from", "to", "parameters"}),
-    "voice": frozenset({"url", "audio", "messages", "session"}),
 }
+
+
+_SHUTDOWN: list[Callable[[], Awaitable[None]]] = []
+
+
+def on_shutdown(release: Callable[[], Awaitable[None]]) -> None:
+    """A target module's process-wide resource (the one browser every browser test shares), released once
+    when the run ends by `shutdown()`."""
+    if release not in _SHUTDOWN:
+        _SHUTDOWN.append(release)
+
+
+async def shutdown() -> None:
+    """Release what target modules share across runs; called by the engine when a run ends."""
+    for release in list(_SHUTDOWN):
+        await release()
 
 
 DTMF_TYPES = ("twilio", "voice", "sip", "livekit")
@@ -48,7 +65,11 @@ def has_audio(kind: str, spec: object) -> bool:
     return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
 
 
-def sends_dtmf(kind: str) -> bool:
+def sends_dtmf(kind: str, spec: object = None) -> bool:
+    """Whether a target of this type (and configuration, when given) can send digits: a `voice` target only
+    when its `messages.dtmf` says how its protocol carries them."""
+    if kind == "voice" and spec is not None:
+        return getattr(getattr(spec, "messages", None), "dtmf", None) is not None
     return kind in DTMF_TYPES
 
 

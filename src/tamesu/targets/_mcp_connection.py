@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
 import httpx2
 import mcp_types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from tamesu import __version__
+from tamesu._children import owner_env
 from tamesu._http import ssl_context
 
 Transport = AbstractAsyncContextManager[Any]
@@ -53,10 +57,64 @@ class ServerInfo:
     tools: list[mcp_types.Tool] = field(default_factory=list)
 
 
-def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO) -> Transport:
+class StdoutNoise:
+    """Lines a stdio server printed on stdout that are not JSON-RPC: kept in its log, counted, never shown."""
+
+    def __init__(self, errlog: TextIO) -> None:
+        self._errlog = errlog
+        self.lines = 0
+        self.first = ""
+
+    def add(self, error: ValidationError) -> None:
+        found = error.errors()[0].get("input") if error.errors() else None
+        line = found if isinstance(found, str) else str(error).splitlines()[0]
+        self.lines += 1
+        if not self.first:
+            self.first = line[:120]
+        with suppress(ValueError, OSError):  # the log closes with the session
+            self._errlog.write(f"[stdout, not JSON-RPC] {line[:2000]}\n")
+
+
+class _NoParseTracebacks(logging.Filter):
+    """The SDK logs a whole traceback for every stdout line that is not JSON-RPC; `StdoutNoise` says it once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Failed to parse JSONRPC message")
+
+
+_SDK_STDIO_LOG = logging.getLogger("mcp.client.stdio")
+if not any(isinstance(f, _NoParseTracebacks) for f in _SDK_STDIO_LOG.filters):
+    _SDK_STDIO_LOG.addFilter(_NoParseTracebacks())
+
+
+def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO,
+                    noise: StdoutNoise | None = None) -> Transport:
     """The server as a child process; the SDK passes it only a safe part of our environment, plus `env`."""
-    params = StdioServerParameters(command=command, args=args, env=env or None, cwd=cwd)
-    return stdio_client(params, errlog=errlog)
+    # the SDK gives the server a fresh environment: the owner mark makes it die with tamesu (tamesu._children)
+    params = StdioServerParameters(command=command, args=args, env={**owner_env(), **env} or None, cwd=cwd)
+    return _without_noise(stdio_client(params, errlog=errlog), noise or StdoutNoise(errlog))
+
+
+@asynccontextmanager
+async def _without_noise(transport: Transport, noise: StdoutNoise) -> AsyncIterator[Any]:
+    """The SDK hands each unparsable stdout line to the session as an exception; they go to `noise` instead."""
+    async with transport as (read, write):
+        sender, receiver = anyio.create_memory_object_stream[Any](0)
+
+        async def pump() -> None:
+            async with sender:
+                async for item in read:
+                    if isinstance(item, ValidationError):
+                        noise.add(item)
+                        continue
+                    await sender.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            try:
+                yield receiver, write
+            finally:
+                group.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -181,7 +239,7 @@ def is_unreached(exc: BaseException) -> bool:
 
 def server_environment(env: dict[str, str]) -> dict[str, str]:
     """What a server process sees: the same safe part of our environment the SDK gives a stdio server."""
-    return {**get_default_environment(), **env}
+    return {**get_default_environment(), **owner_env(), **env}
 
 
 def describe(exc: BaseException) -> str:

@@ -7,10 +7,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
-
 from tamesu.conversation import ToolCall
-from tamesu.targets._rest_http import os_reason
 
 
 @dataclass
@@ -40,16 +37,6 @@ class Reply:
     response: Any = None
     ended: bool = False
     interrupted: bool = False
-
-
-def unreachable(exc: BaseException) -> str | None:
-    if isinstance(exc, InvalidStatus | InvalidURI | WebSocketException):
-        return None
-    if isinstance(exc, TimeoutError):
-        return "connect timed out"
-    if isinstance(exc, OSError):
-        return os_reason(exc)
-    return None
 
 
 def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

@@ -19,16 +19,28 @@ from tamesu.suite.schema import ConnectSpec
 
 T = TypeVar("T")
 EXCERPT = 200
+MAX_REDIRECTS = 10
 
 
-def parse_body(text: str) -> Any:
-    """JSON when the text is JSON (whatever the content type says), else the text; None when empty."""
+def parse_body(text: str, content_type: str = "") -> Any:
+    """JSON when the text is JSON (whatever the content type says), else the text; None when empty.
+
+    A body that says it is JSON (`application/json`, `...+json`) and is not is a failed turn: passing its
+    text on as the answer would hide the fault (and every tool call in it)."""
     if not text.strip():
         return None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as exc:
+        if is_json_type(content_type):
+            raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {exc.msg} at "
+                            f"line {exc.lineno} column {exc.colno}: {excerpt(text)}", raw=text) from None
         return text
+
+
+def is_json_type(content_type: str) -> bool:
+    media = content_type.split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 def excerpt(doc: Any) -> str:
@@ -102,12 +114,20 @@ class Http:
         self._session = session
         self._connect = connect
         self._what = what
-        self.client = httpx.AsyncClient(verify=ssl_context(),
-                                        timeout=httpx.Timeout(read_timeout, connect=connect.timeout))
+        # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
+        self.client = httpx.AsyncClient(verify=ssl_context(), follow_redirects=True, max_redirects=MAX_REDIRECTS,
+                                        timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
+                                        event_hooks={"request": [self._stamp_trace]})
         self.requests = 0
         """Requests that reached the agent."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    async def _stamp_trace(self, request: httpx.Request) -> None:
+        """Every request of a turn carries the turn's `traceparent` (unless the suite set its own)."""
+        trace = self._session.trace
+        if trace is not None and "traceparent" not in request.headers:
+            request.headers["traceparent"] = trace.traceparent
 
     def build(self, method: str, url: str, headers: dict[str, str], body: Any, *, has_body: bool,
               timeout: float | None = None) -> httpx.Request:
@@ -132,6 +152,10 @@ class Http:
             except httpx.HTTPError as exc:
                 reason = unreachable_reason(exc)
                 self.unreachable = reason
+                if isinstance(exc, httpx.TooManyRedirects):
+                    self.requests += 1
+                    raise TurnError(f"{request.method} {self._mask(request)}: a redirect loop (more than "
+                                    f"{MAX_REDIRECTS} redirects)") from exc
                 if reason is None:
                     self.requests += 1
                     raise TurnError(f"{request.method} {self._mask(request)} failed: {os_reason(exc)}") from exc
@@ -149,7 +173,9 @@ class Http:
             text = await read_text(response)
         finally:
             await response.aclose()
-        return Answer(response.status_code, parse_body(text), sent_at, self._session.now_ms())
+        # an error page that claims to be JSON is still reported by its status, not as malformed
+        content_type = response.headers.get("content-type", "") if response.status_code < 400 else ""
+        return Answer(response.status_code, parse_body(text, content_type), sent_at, self._session.now_ms())
 
     def _mask(self, request: httpx.Request) -> str:
         return self._session.redactor.text(str(request.url))

@@ -17,6 +17,12 @@ from tamesu.targets.base import HandoffSpec
 DEFAULT_DELTA = "$.delta"
 # A stream that sends more than this in one turn is not a reply any more; memory stays bounded.
 MAX_EVENTS = 100_000
+COMMON_TEXT_PATHS = (
+    "$.reply", "$.response", "$.answer", "$.message", "$.output", "$.content", "$.result",
+    "$.choices[0].message.content", "$.reply.text", "$.message.content", "$.data.text", "$.output_text",
+)
+"""Where agents commonly put their reply, tried in order when `response.text` was not set and `$.text` is empty."""
+_KEYS_SHOWN = 12
 
 
 @functools.lru_cache(maxsize=256)
@@ -32,6 +38,20 @@ def values(path: str, doc: Any) -> list[Any]:
     if not isinstance(doc, Mapping | list):
         return []
     return list(_compiled(path).findall(doc))
+
+
+def describe_keys(doc: Any) -> str:
+    """`its keys: a, b, c` (a list: its length and the first item's keys), short whatever the document."""
+    if isinstance(doc, list):
+        first = f"; the first item's keys: {_key_list(doc[0])}" if doc and isinstance(doc[0], Mapping) else ""
+        return f"the answer is a list of {len(doc)}{first}"
+    return f"its keys: {_key_list(doc)}" if isinstance(doc, Mapping) and doc else "it is an empty object"
+
+
+def _key_list(doc: Mapping[str, Any]) -> str:
+    keys = [str(k)[:40] for k in list(doc)[:_KEYS_SHOWN]]
+    more = f" (and {len(doc) - _KEYS_SHOWN} more)" if len(doc) > _KEYS_SHOWN else ""
+    return ", ".join(keys) + more
 
 
 def as_text(value: Any) -> str:

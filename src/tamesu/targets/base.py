@@ -39,6 +39,8 @@ class TargetSpec(Strict):
     connect: ConnectSpec = Field(default_factory=ConnectSpec)
     handoff: HandoffSpec | None = None
     turn_timeout: Duration = 60.0
+    max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
+    """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 
 
 class Target(ABC):
@@ -47,6 +49,11 @@ class Target(ABC):
     kind: ClassVar[str]
     Spec: ClassVar[type[TargetSpec]]
     conversational: ClassVar[bool] = True
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """One line saying what to install when this target's optional packages are missing (a suite error)."""
+        return None
 
     def __init__(self, spec: Any, name: str) -> None:
         self.spec = spec
@@ -71,6 +78,11 @@ class Target(ABC):
     @abstractmethod
     async def _open(self, session: Session) -> None:
         """What opening means for this target."""
+
+    async def greeting(self) -> AgentTurn | None:
+        """What the agent says before the user says anything (a phone agent's welcome), or None when the
+        user speaks first. Called once, after open."""
+        return None
 
     @abstractmethod
     async def send(self, turn: UserTurn) -> AgentTurn:

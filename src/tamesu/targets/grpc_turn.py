@@ -190,9 +190,16 @@ class GrpcTarget(Target):
             raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout)
         raise TurnError(_HUNG_UP)
 
+    def _turn_metadata(self, session: Session) -> tuple[tuple[str, str], ...]:
+        """The call's metadata with the turn's `traceparent` (unless the suite's headers set one); a stream's
+        metadata is fixed when it opens, so only unary calls carry a trace per turn."""
+        if session.trace is None or any(key == "traceparent" for key, _ in self._metadata):
+            return self._metadata
+        return (*self._metadata, ("traceparent", session.trace.traceparent))
+
     async def _unary_turn(self, stub: turn_pb2_grpc.TurnServiceStub, request: turn_pb2.UserTurn,
                           events: TurnEvents, session: Session, limit: float) -> None:
-        reply = await stub.SendTurn(request, metadata=self._metadata, timeout=limit)
+        reply = await stub.SendTurn(request, metadata=self._turn_metadata(session), timeout=limit)
         arrived = session.now_ms()
         for event in reply.events:
             if events.add(event, arrived):

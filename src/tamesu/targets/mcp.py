@@ -60,7 +60,7 @@ from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 
 if TYPE_CHECKING:  # the mcp SDK is imported only when a session opens, so loading a suite stays light
-    from tamesu.targets._mcp_connection import McpConnection, ServerInfo
+    from tamesu.targets._mcp_connection import McpConnection, ServerInfo, StdoutNoise
     from tamesu.targets._mcp_process import ServerProcess
 
 __all__ = ["SYSTEM_PROMPT_VERSION", "McpTarget", "McpTargetSpec"]
@@ -117,6 +117,7 @@ class McpTarget(ModelTarget):
         self._process: ServerProcess | None = None
         self._errlog: TextIO | None = None
         self._errlog_path: Path | None = None
+        self._noise: StdoutNoise | None = None
         self._server: ServerInfo | None = None
         self._listed: set[str] = set()
         self._offered: list[ToolSpec] = []
@@ -169,8 +170,9 @@ class McpTarget(ModelTarget):
         connect = self.spec.connect
         if config["url"] is None:
             errlog = self._errlog
+            noise = self._noise = mcp.StdoutNoise(errlog)
             self._connection = mcp.McpConnection(lambda: mcp.stdio_transport(
-                config["command"], config["args"], config["env"], session.base_dir, errlog))
+                config["command"], config["args"], config["env"], session.base_dir, errlog, noise))
             return await self._start(self._connection, connect.timeout, "did not start")
         if config["command"] is not None:
             await self._start_process(session, config)
@@ -259,6 +261,15 @@ class McpTarget(ModelTarget):
         process, self._process = self._process, None
         if process is not None:
             await process.stop()
+        noise, self._noise = self._noise, None
+        if noise is not None and noise.lines and self._session is not None:
+            # said in the result; the lines themselves are in the server's log, not on the console
+            plural = "" if noise.lines == 1 else "s"
+            self._session.event(
+                "mcp_stdout_noise", lines=noise.lines, first=self._session.redactor.text(noise.first),
+                log=_STDERR_FILE,
+                note=f"the server printed {noise.lines} line{plural} on stdout that are not JSON-RPC "
+                     f"(in {_STDERR_FILE})")
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None

@@ -44,16 +44,15 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 
 from tamesu._fuzz import fuzz_for, fuzzed_call
-from tamesu._http import ssl_context
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets._realtime_parts import Closed, NotJson, Reply, kept, merge, unreachable
+from tamesu.targets._realtime_parts import Closed, NotJson, Reply, kept, merge
 from tamesu.targets._realtime_spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
-from tamesu.targets._rest_http import with_connect_retries
+from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
 
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
@@ -107,24 +106,11 @@ class RealtimeTarget(Target):
             headers = {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
         except TemplateError as exc:
             raise InfraError(f"{self._what}: headers: {exc}") from exc
-        masked = session.redactor.text(url)
-
-        async def attempt() -> ClientConnection:
-            return await connect(url, additional_headers=headers, open_timeout=self.spec.connect.timeout,
-                                 ssl=ssl_context() if url.startswith("wss://") else None, close_timeout=2,
-                                 max_size=MAX_MESSAGE_BYTES, ping_interval=None)
-
-        try:
-            self._ws = await with_connect_retries(attempt, reason_of=unreachable, connect=self.spec.connect,
-                                                  session=session, what=self._what, url=url)
-        except InvalidStatus as exc:
-            raise InfraError(f"{self._what}: websocket handshake with {masked} refused: "
-                             f"HTTP {exc.response.status_code}") from exc
-        except (InvalidURI, WebSocketException) as exc:
-            raise InfraError(f"{self._what}: websocket {masked}: {exc}") from exc
+        self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
+                                        what=self._what, max_size=MAX_MESSAGE_BYTES)
         self._reader = asyncio.create_task(self._read())
-        session.event("transport", url=masked, mode=self.spec.mode, audio_format=self.spec.audio_format,
-                      turn_detection=self.spec.turn_detection)
+        session.event("transport", url=session.redactor.text(url), mode=self.spec.mode,
+                      audio_format=self.spec.audio_format, turn_detection=self.spec.turn_detection)
         try:
             async with asyncio.timeout(self.spec.turn_timeout):
                 created = await self._expect("session.created")

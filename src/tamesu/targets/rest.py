@@ -73,7 +73,18 @@ from tamesu.suite.templates import TEMPLATE, Context, references
 from tamesu.targets._rest_files import attachments, file_refusal, multipart_request
 from tamesu.targets._rest_http import Answer, Http, excerpt, os_reason, parse_body, read_text
 from tamesu.targets._rest_listen import Listener
-from tamesu.targets._rest_read import MAX_EVENTS, StreamText, as_text, handoff, holds, text_of, tool_calls, values
+from tamesu.targets._rest_read import (
+    COMMON_TEXT_PATHS,
+    MAX_EVENTS,
+    StreamText,
+    as_text,
+    describe_keys,
+    handoff,
+    holds,
+    text_of,
+    tool_calls,
+    values,
+)
 from tamesu.targets._rest_spec import (
     Condition,
     ListenSpec,
@@ -107,6 +118,7 @@ class RestTarget(Target):
         self._listener: Listener | None = None
         self._requests_before = 0
         self._waiting_for = ""
+        self._detected_text = ""
 
     # -- open and close -------------------------------------------------------------------------------
 
@@ -249,9 +261,37 @@ class RestTarget(Target):
 
     def _answer_turn(self, answer: Answer) -> AgentTurn:
         self._fail_on_5xx(answer)
-        return self._turn(text=text_of(self.spec.response.text, answer.body), raw=[answer.body],
+        turn = self._turn(text=self._reply_text(answer.body), raw=[answer.body],
                           scan=[answer.body], status=answer.status, sent_at_ms=answer.sent_at_ms,
                           completed_at_ms=answer.completed_at_ms)
+        if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
+                and isinstance(answer.body, dict | list) and not values(self.spec.response.text, answer.body):
+            # "the agent said nothing" would hide that tamesu looked in the wrong place
+            message = (f"response.text ({self.spec.response.text}) found nothing in the JSON answer; "
+                       f"{describe_keys(answer.body)}")
+            if "text" in self.spec.response.model_fields_set:
+                raise TurnError(f"{message}: set response.text to the field with the reply", raw=answer.body,
+                                status=answer.status)
+            # not set (a helper agent answering with data, `tamesu test -n URL`): said, not failed
+            self._require_session().event("text_not_found", path=self.spec.response.text, note=message)
+        return turn
+
+    def _reply_text(self, body: Any) -> str:
+        """The reply at `response.text`; when it was left at its default and finds nothing, the first common
+        reply field that holds text (`tamesu test -n URL` cannot set the path), said once as an event."""
+        path = self.spec.response.text
+        if not isinstance(body, dict | list) or values(path, body) or "text" in self.spec.response.model_fields_set:
+            return text_of(path, body)
+        for candidate in COMMON_TEXT_PATHS:
+            text = text_of(candidate, body)
+            if text:
+                if self._detected_text != candidate:
+                    self._detected_text = candidate
+                    self._require_session().event("text_detected", path=candidate,
+                                                  note=f"response.text is not set and {path} found nothing: "
+                                                       f"the reply was read from {candidate}")
+                return text
+        return ""
 
     async def _sse_turn(self, request: httpx.Request) -> AgentTurn:
         session = self._require_session()
@@ -263,7 +303,8 @@ class RestTarget(Target):
             if response.status_code >= 400 or not content_type.startswith("text/event-stream"):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
                 text = await read_text(response)
-                return self._answer_turn(Answer(response.status_code, parse_body(text), sent_at,
+                content_type = content_type if response.status_code < 400 else ""
+                return self._answer_turn(Answer(response.status_code, parse_body(text, content_type), sent_at,
                                                 session.now_ms()))
             stream = StreamText(self.spec.response)
             completed_at: float | None = None

@@ -96,7 +96,7 @@ from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec
-from tamesu.targets.a2a._transport import Choice, choose
+from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
 from tamesu.targets.a2a._turn import Progress, user_message
 from tamesu.targets.a2a._wire import Wire
 from tamesu.targets.base import Target
@@ -107,6 +107,8 @@ PUSH_POLL_EVERY = 10
 """With push, a tasks/get every this many poll intervals covers a lost notification."""
 CANCEL_TIMEOUT = 10.0
 """Closing waits this long at most for the agent to cancel a task waiting for input."""
+_RUNNING = ("submitted", "working")
+"""States of a task the agent is still busy with: cancelled when the turn times out."""
 
 _CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SDK_ERRORS)
 
@@ -167,7 +169,10 @@ class A2ATarget(Target):
         credentials = sends_credentials(headers, card)
         if card is not None and security_schemes(card) and not credentials:
             session.event("auth_missing", schemes=security_schemes(card))
-        choice = choose(card, self._url, spec.transport)
+        try:
+            choice = choose(card, self._url, spec.transport)
+        except NoSpokenInterface as exc:
+            raise InfraError(f"{self._what}: {exc}") from None
         self._choice = choice
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
             card = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
@@ -280,8 +285,34 @@ class A2ATarget(Target):
                 raise InfraError(f"{self._what}: cannot reach the agent within the turn timeout ({limit:g}s): "
                                  f"{wire.unreachable}") from None
             progress = self._progress
-            raise TurnError(f"turn timed out after {limit:g}s ({self._waiting_for})",
+            cancelled = await self._cancel_unsettled(progress)
+            raise TurnError(f"turn timed out after {limit:g}s ({self._waiting_for}){cancelled}",
                             raw=None if progress is None else progress.doc) from None
+
+    async def _cancel_unsettled(self, progress: Progress | None) -> str:
+        """A task still running when the turn timed out is cancelled, not left working on the agent; what the
+        agent said to the cancel is recorded (a `task_cancelled_at_timeout` event) and told in the turn."""
+        task_id = progress.task_id if progress is not None else None
+        state = shape.state_of(progress.doc) if progress is not None and progress.doc is not None else None
+        if task_id is None or state not in _RUNNING:
+            return ""
+        session, wire = self._require_session(), self._require_wire()
+        client, choice = self._require_client(), self._require_choice()
+        try:
+            async with asyncio.timeout(CANCEL_TIMEOUT):
+                task = await wire.call(choice.url, lambda: client.cancel_task(
+                    CancelTaskRequest(id=task_id), context=wire.context(choice)))
+        except _CANCEL_ERRORS as exc:
+            reason = "timed out" if isinstance(exc, TimeoutError) else agent_error(exc).describe()
+            session.event("task_cancelled_at_timeout", task_id=task_id, state=state, cancelled=False, reason=reason)
+            return f"; the {state} task {task_id} could not be cancelled: {reason}"
+        doc = shape.task(task)
+        self._observe(doc)
+        session.event("task_cancelled_at_timeout", task_id=task_id, state=state, cancelled=True,
+                      now=shape.state_of(doc))
+        if self.task_id == task_id:
+            self.task_id = None
+        return f"; the {state} task {task_id} was cancelled"
 
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -290,6 +321,9 @@ class A2ATarget(Target):
         extra = (getattr(turn, "options", None) or {}).get("metadata")
         if isinstance(extra, dict):
             metadata.update(extra)
+        if session.trace is not None:
+            # the message carries the trace too, for agents that hand it on past the HTTP layer
+            metadata.setdefault("traceparent", session.trace.traceparent)
         message = user_message(turn, base_dir=session.base_dir, context_id=self.context_id, task_id=self.task_id,
                                metadata=metadata, what=self._what)
         request = SendMessageRequest(message=message)

@@ -16,6 +16,7 @@ import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
 from tamesu.targets._rest_http import os_reason
+from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)
 """What a call through the SDK raises when the agent (or what it answered) is at fault; ValueError is the
@@ -23,6 +24,10 @@ SDK's word for an answer it cannot read."""
 
 _JSONRPC_TEXT = re.compile(r"JSON-RPC Error (-?\d+): (.*)", re.DOTALL)
 _GRPC_TEXT = re.compile(r"gRPC Error (\w+): (.*)", re.DOTALL)
+
+
+_NEVER_REACHED = ("connect", "refused", "resolv", "lookup", "dns", "no route", "unreachable", "empty address")
+"""Words of gRPC UNAVAILABLE details that mean the call never got to the agent (retried, then exit 3)."""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -45,7 +50,7 @@ def unreachable(exc: BaseException) -> str | None:
             details = link.details() or ""
             # UNAVAILABLE also means "the connection broke after the call went out"; only a failed
             # connect is safe to retry.
-            if "connect" in details.lower() or "refused" in details.lower():
+            if any(word in details.lower() for word in _NEVER_REACHED):
                 return " ".join(details.split())[:200]
     return None
 
@@ -87,6 +92,13 @@ class AgentError:
 
 def agent_error(exc: BaseException) -> AgentError:
     """The error an exception from the SDK stands for."""
+    for link in _chain(exc):
+        if isinstance(link, JsonRpcIdMismatch):
+            return AgentError(str(link))
+        if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            # the SDK words every DEADLINE_EXCEEDED as "Client Request timed out"; tamesu's turns set no gRPC
+            # deadline, so this is the agent's (or a proxy's) status, said as it was sent
+            return AgentError(f"gRPC DEADLINE_EXCEEDED: {_one_line(link.details() or 'no details')}")
     if isinstance(exc, A2AError) and type(exc) in JSON_RPC_ERROR_CODE_MAP:
         return AgentError(_one_line(exc.message), code=JSON_RPC_ERROR_CODE_MAP[type(exc)])
     text = str(exc.message if isinstance(exc, A2AError) else exc)

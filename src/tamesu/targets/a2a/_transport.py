@@ -27,6 +27,10 @@ KEYS = {name: key for key, name in BINDINGS.items()}
 DEFAULT_VERSION = "1.0"
 
 
+class NoSpokenInterface(ValueError):
+    """The card lists interfaces, none of a binding tamesu speaks."""
+
+
 @dataclass(frozen=True)
 class Choice:
     binding: str
@@ -125,7 +129,13 @@ def choose(card: AgentCard | None, url: str, transport: str | None) -> Choice:
     if card is None:
         binding = wanted or ("GRPC" if is_grpc_url else "JSONRPC")
         return Choice(binding, url, DEFAULT_VERSION, "no agent card: the url as written, A2A 1.0")
-    interfaces = [i for i in card.supported_interfaces if i.url]
+    listed = [i for i in card.supported_interfaces if i.url]
+    interfaces = [i for i in listed if _binding(i) in KEYS]
+    if listed and not interfaces and not wanted:
+        offered = ", ".join(f"{i.protocol_binding or '?'} {i.protocol_version or ''} at {i.url}".replace("  ", " ")
+                            for i in listed[:5])
+        raise NoSpokenInterface(f"the agent card offers no interface tamesu speaks (JSONRPC, HTTP+JSON, GRPC): "
+                                f"it offers {offered[:300]}")
     at_url = [i for i in interfaces if _same(i, url)]
     if not at_url and _only_origin(url):
         at_url = interfaces

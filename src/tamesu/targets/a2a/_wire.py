@@ -21,6 +21,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
+from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
 
 T = TypeVar("T")
@@ -36,13 +37,22 @@ class Wire:
         self._connect = connect
         self._what = what
         self.headers = headers
-        self.http = httpx.AsyncClient(verify=ssl_context(), headers=headers,
-                                      timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout))
+        # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look)
+        self.http = httpx.AsyncClient(transport=IdCheckingTransport(httpx.AsyncHTTPTransport(verify=ssl_context())),
+                                      headers=headers,
+                                      timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
+                                      event_hooks={"request": [self._stamp_trace]})
         self._channels: list[grpc.aio.Channel] = []
         self.requests = 0
         """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    async def _stamp_trace(self, request: httpx.Request) -> None:
+        """Every HTTP request of a turn carries the turn's `traceparent` (unless the suite set its own)."""
+        trace = self._session.trace
+        if trace is not None and "traceparent" not in request.headers:
+            request.headers["traceparent"] = trace.traceparent
 
     # -- clients --------------------------------------------------------------------------------------
 
@@ -73,6 +83,9 @@ class Wire:
     def context(self, choice: Choice, timeout: float | None = None) -> ClientCallContext:
         # HTTP requests carry the headers from the httpx client; gRPC needs them as metadata on each call.
         parameters = {k.lower(): v for k, v in self.headers.items()} if choice.binding == "GRPC" else None
+        trace = self._session.trace
+        if parameters is not None and trace is not None:
+            parameters.setdefault("traceparent", trace.traceparent)
         return ClientCallContext(service_parameters=parameters, timeout=timeout)
 
     async def aclose(self) -> None:

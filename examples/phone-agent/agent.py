@@ -1,0 +1,297 @@
+"""A phone IVR agent on Debian's baresip, for the sip target's example suites and tests.
+
+    python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
+
+baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
+its configuration, starts it, and drives it over its control socket as a small IVR:
+
+- on answer it says "Welcome to Acme. Press 2 for billing, or 3 to talk to a person.";
+- digit 2: "You chose billing. Your balance is forty two dollars. Goodbye." then it hangs up;
+- digit 3: "Transferring you now." then it transfers the call to `sip:billing@127.0.0.1` (a REFER);
+- digit 9: it answers with the digits 1234# (DTMF from the agent);
+- `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
+  nothing, `drop` hangs up a second into its greeting.
+
+It also takes an HTTP trigger for inbound tests: `POST /call?to=sip:user@host:port` makes the agent call out.
+It prints `listening sip:agent@127.0.0.1:PORT trigger http://127.0.0.1:PORT` once ready, and stops with its
+parent or on SIGTERM. The prompts are spoken by espeak-ng (Debian's `espeak-ng` package) into WAV files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import wave
+from pathlib import Path
+from typing import Any
+
+PROMPTS = {
+    "greeting": "Welcome to Acme. Press 2 for billing, or 3 to talk to a person.",
+    "billing": "You chose billing. Your balance is forty two dollars. Goodbye.",
+    "transfer": "Transferring you now.",
+    "echo": "Here are your digits.",
+}
+RATE = 8000
+TAIL_S = 60
+"""Silence after each prompt: baresip's file source ends the call when its file ends."""
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def free_sip_port() -> int:
+    """A port free for UDP and TCP at once: baresip listens on both."""
+    while True:
+        port = free_port(socket.SOCK_DGRAM)
+        with socket.socket() as tcp:
+            try:
+                tcp.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
+def speak(text: str, path: Path, lead_s: float = 0.3) -> float:
+    """The words as pcm16 8 kHz with a lead-in and a long silent tail; returns the words' length in s.
+    Spoken by tamesu's voice toolkit (Piper's packaged voice) when `tamesu[voice]` is installed, else by
+    Debian's espeak-ng, whose robotic voice a phone line's G.711 makes hard to transcribe."""
+    try:
+        from tamesu.audio import tts
+
+        clip, _ = asyncio.run(tts.say(text))  # before the agent's own loop starts
+        samples = clip.at(RATE).samples
+        spoken_s = samples.size / RATE
+        pcm = bytes(int(lead_s * RATE) * 2) + samples.astype("<i2").tobytes() + bytes(TAIL_S * RATE * 2)
+        with wave.open(str(path), "wb") as out:
+            out.setnchannels(1)
+            out.setsampwidth(2)
+            out.setframerate(RATE)
+            out.writeframes(pcm)
+        return spoken_s
+    except ImportError:
+        pass
+    raw = path.with_suffix(".raw.wav")
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(raw), text], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+    subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(path), "pad", str(lead_s),
+                    str(TAIL_S)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+    with wave.open(str(raw)) as spoken:
+        return spoken.getnframes() / spoken.getframerate()
+
+
+def silence(path: Path) -> Path:
+    """A WAV of nothing but silence, as long as a call may last."""
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        out.writeframes(bytes(TAIL_S * RATE * 2))
+    return path
+
+
+def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, source: Path) -> None:
+    rtp = free_port(socket.SOCK_DGRAM)
+    lines = [
+        f"sip_listen 127.0.0.1:{sip_port}", "net_interface 127.0.0.1",
+        f"audio_source aufile,{source}", "audio_player aufile,/dev/null", "audio_alert aufile,/dev/null",
+        f"ausrc_srate {RATE}", f"auplay_srate {RATE}", f"rtp_ports {rtp}-{rtp + 40}",
+        "module_path /usr/lib/baresip/modules", "module g711.so", "module aufile.so",
+        "module_app account.so", "module_app menu.so", "module_app ctrl_tcp.so",
+        f"ctrl_tcp_listen 127.0.0.1:{ctrl_port}", "sip_trans_def udp",
+    ]
+    (folder / "config").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "accounts").write_text(
+        f"<sip:agent@127.0.0.1:{sip_port}>;regint=0;answermode={answer};audio_codecs=PCMU,PCMA\n", encoding="utf-8")
+
+
+class Control:
+    """baresip's control socket: netstring-framed JSON commands out, responses and events in."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    async def command(self, name: str, params: str = "") -> None:
+        body = json.dumps({"command": name, "params": params, "token": name}).encode()
+        self.writer.write(str(len(body)).encode() + b":" + body + b",")
+        await self.writer.drain()
+
+    async def next(self) -> dict[str, Any] | None:
+        try:
+            length = int((await self.reader.readuntil(b":"))[:-1])
+            body = await self.reader.readexactly(length + 1)
+        except (asyncio.IncompleteReadError, ValueError):
+            return None
+        return json.loads(body[:-1])
+
+
+class Ivr:
+    def __init__(self, control: Control, prompts: dict[str, Path], lengths: dict[str, float], mode: str,
+                 ring_ms: int) -> None:
+        self.control, self.prompts, self.lengths = control, prompts, lengths
+        self.mode, self.ring_ms = mode, ring_ms
+        self.later: set[asyncio.Task[None]] = set()
+
+    def after(self, seconds: float, *commands: tuple[str, str]) -> None:
+        async def run() -> None:
+            await asyncio.sleep(seconds)
+            for name, params in commands:
+                await self.control.command(name, params)
+
+        task = asyncio.create_task(run())
+        self.later.add(task)
+        task.add_done_callback(self.later.discard)
+
+    async def say(self, prompt: str) -> None:
+        await self.control.command("ausrc", f"aufile,{self.prompts[prompt]}")
+
+    async def on(self, event: dict[str, Any]) -> None:
+        kind, param = event.get("type"), str(event.get("param") or "")
+        if kind == "CALL_INCOMING":
+            if self.mode == "busy":
+                await self.control.command("hangup", "486 Busy Here")
+            elif self.mode != "no-answer" and self.ring_ms:
+                self.after(self.ring_ms / 1000, ("accept", ""))
+        elif kind == "CALL_ESTABLISHED":
+            if self.mode != "silent":
+                await self.say("greeting")  # the source is baresip's, not the call's: start each call anew
+            if self.mode == "drop":
+                self.after(1.0, ("hangup", ""))
+        elif kind == "CALL_DTMF_START":
+            await self.on_digit(param.strip())
+
+    async def on_digit(self, digit: str) -> None:
+        if digit == "2":
+            await self.say("billing")
+            self.after(0.3 + self.lengths["billing"] + 0.4, ("hangup", ""))
+        elif digit == "3":
+            await self.say("transfer")
+            self.after(0.3 + self.lengths["transfer"] + 0.3, ("transfer", "sip:billing@127.0.0.1"))
+        elif digit == "9":
+            await self.say("echo")
+            self.after(0.3 + self.lengths["echo"], ("sndcode", "1"), ("sndcode", "2"), ("sndcode", "3"),
+                       ("sndcode", "4"), ("sndcode", "#"))
+
+
+async def trigger_server(control: Control, port: int) -> asyncio.Server:
+    """`POST /call?to=URI`: the agent calls `URI` (an inbound call for the tester)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = (await reader.readline()).decode("latin-1").split()
+        while (await reader.readline()).strip():
+            pass
+        target = request[1].split("to=", 1)[1] if len(request) > 1 and "to=" in request[1] else ""
+        if target:
+            await control.command("dial", target.replace("%3A", ":").replace("%40", "@"))
+        status = "202 Accepted" if target else "400 Bad Request"
+        writer.write(f"HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".encode())
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", port)
+
+
+async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path],
+                lengths: dict[str, float]) -> int:
+    answer = "auto" if args.mode in ("answer", "silent", "drop") and not args.ring_ms else "manual"
+    # ports are picked free, then bound by baresip: another process may take one in between, so try again
+    for attempt in range(5):
+        sip_port = args.sip_port or free_sip_port()
+        ctrl_port = free_port()
+        # a silent agent's line starts silent: switching the source after the answer would let words through
+        first = silence(folder / "silence.wav") if args.mode == "silent" else prompts["greeting"]
+        write_config(folder, sip_port, ctrl_port, answer, first)
+        log = (folder / "baresip.log").open("wb")
+        peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        try:
+            control = await _connect(ctrl_port, peer)
+            break
+        except SystemExit:
+            if attempt == 4 or args.sip_port:
+                raise
+    try:
+        ivr = Ivr(control, prompts, lengths, args.mode, args.ring_ms)
+        trigger_port = args.trigger_port or free_port()
+        server = await trigger_server(control, trigger_port)
+        print(f"listening sip:agent@127.0.0.1:{sip_port} trigger http://127.0.0.1:{trigger_port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        events = asyncio.create_task(_events(control, ivr, stop))
+        await stop.wait()
+        events.cancel()
+        server.close()
+    finally:
+        peer.terminate()
+        try:
+            peer.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            peer.kill()
+    return 0
+
+
+async def _events(control: Control, ivr: Ivr, stop: asyncio.Event) -> None:
+    while (event := await control.next()) is not None:
+        if event.get("event"):
+            print(f"event {event.get('type')} {event.get('param') or ''}".rstrip(), flush=True)
+            await ivr.on(event)
+    stop.set()  # baresip went away
+
+
+async def _connect(port: int, peer: subprocess.Popen[bytes]) -> Control:
+    for _ in range(100):
+        if peer.poll() is not None:
+            said = (Path(peer.args[2]) / "baresip.log").read_text(errors="replace").strip().splitlines()
+            raise SystemExit(f"phone agent: baresip exited with {peer.returncode}: {' | '.join(said[-3:])}")
+        with contextlib.suppress(OSError):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            return Control(reader, writer)
+        await asyncio.sleep(0.05)
+    raise SystemExit("phone agent: baresip's control socket never opened")
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sip-port", type=int, default=0)
+    parser.add_argument("--trigger-port", type=int, default=0)
+    parser.add_argument("--mode", choices=["answer", "busy", "silent", "no-answer", "drop"], default="answer")
+    parser.add_argument("--ring-ms", type=int, default=0)
+    args = parser.parse_args()
+    _die_with_parent_self()
+    for tool in ("baresip", "espeak-ng", "sox"):
+        if shutil.which(tool) is None:
+            print(f"phone agent: {tool} is not installed (Debian packages baresip-core, espeak-ng, sox)",
+                  file=sys.stderr)
+            return 3
+    with tempfile.TemporaryDirectory(prefix="tamesu-phone-agent-") as temporary:
+        folder = Path(temporary)
+        prompts = {name: folder / f"{name}.wav" for name in PROMPTS}
+        lengths = {name: speak(text, prompts[name]) for name, text in PROMPTS.items()}
+        return asyncio.run(serve(args, folder, prompts, lengths))
+
+
+def _die_with_parent_self() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

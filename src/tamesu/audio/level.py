@@ -1,0 +1,22 @@
+"""How loud a piece of audio is, and whether that is speech: the audio targets end an agent's turn by the
+silence after its speech, and all of them judge a chunk the same way."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SPEECH_RMS = 300.0
+"""A chunk of pcm16 louder than this (RMS) is someone speaking; a quiet phone line is far below it."""
+
+
+def rms(samples: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(samples.astype(np.float64) ** 2))) if samples.size else 0.0
+
+
+def pcm16(data: bytes) -> np.ndarray:
+    """Little-endian pcm16 bytes as samples (an odd trailing byte dropped)."""
+    return np.frombuffer(data[: len(data) // 2 * 2], "<i2").astype(np.int16)
+
+
+def is_speech(data: bytes) -> bool:
+    return rms(pcm16(data)) > SPEECH_RMS

@@ -1,0 +1,124 @@
+"""The phone call assertions, read from the call's events (the `sip` target records them):
+
+- `dtmf_received: {equals: "1234#"}` or `{matches: "^12"}`: the digits the agent sent (RFC 4733), in order;
+- `call_ended_by: agent` or `[agent, caller]`: who ended the call: `agent`, `caller`, `timeout`, `error`,
+  `no_answer`, `busy`;
+- `transferred_to: {matches: "^sip:billing@"}`: the agent transferred the call (a REFER) to a matching target.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import field_validator, model_validator
+
+from tamesu.checks._compare import valid_pattern
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.suite.schema import Strict
+
+EndedBy = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
+
+
+def _digits(run: RunView) -> str:
+    return "".join(str(e.data.get("digit", "")) for e in run.events if e.name == "sip_dtmf")
+
+
+def _not_a_call(run: RunView) -> Verdict | None:
+    if not any(e.name in ("call_ended", "sip_dial", "sip_trigger") for e in run.events):
+        return Verdict(passed=False, reason="no phone call in this run (the call assertions need a sip target)")
+    return None
+
+
+class DtmfReceivedSpec(Strict):
+    equals: str | None = None
+    matches: str | None = None
+
+    @field_validator("matches")
+    @classmethod
+    def _valid(cls, value: str | None) -> str | None:
+        return None if value is None else valid_pattern(value)
+
+    @model_validator(mode="after")
+    def _one(self) -> DtmfReceivedSpec:
+        if self.equals is None and self.matches is None:
+            raise ValueError("dtmf_received needs equals or matches")
+        return self
+
+
+class DtmfReceived(Check):
+    key = "dtmf_received"
+    Spec = DtmfReceivedSpec
+    shorthand = "equals"
+    spec: DtmfReceivedSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        if (missing := _not_a_call(run)) is not None:
+            return missing
+        digits = _digits(run)
+        shown = repr(digits) if digits else "no digits"
+        if self.spec.equals is not None and digits != self.spec.equals:
+            return Verdict(passed=False, reason=f"the agent sent {shown}, expected {self.spec.equals!r}")
+        if self.spec.matches is not None and not re.search(self.spec.matches, digits):
+            return Verdict(passed=False, reason=f"the agent sent {shown}, which does not match {self.spec.matches!r}")
+        return Verdict(passed=True, reason=f"the agent sent {shown}")
+
+
+class CallEndedBySpec(Strict):
+    by: list[EndedBy]
+
+    @field_validator("by", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class CallEndedBy(Check):
+    key = "call_ended_by"
+    Spec = CallEndedBySpec
+    shorthand = "by"
+    spec: CallEndedBySpec
+
+    @classmethod
+    def parse(cls, value: Any) -> Any:
+        return cls.Spec.model_validate({"by": value} if not isinstance(value, dict) else value)
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        if (missing := _not_a_call(run)) is not None:
+            return missing
+        ended = next((e for e in run.events if e.name == "call_ended"), None)
+        if ended is None:
+            return Verdict(passed=False, reason="the call has no recorded end")
+        by = str(ended.data.get("by"))
+        detail = " ".join(str(ended.data.get(k) or "") for k in ("code", "reason")).strip()
+        said = f"ended by {by}" + (f" ({detail})" if detail and detail != "0" else "")
+        if by not in self.spec.by:
+            return Verdict(passed=False, reason=f"the call {said}, expected {' or '.join(self.spec.by)}")
+        return Verdict(passed=True, reason=f"the call {said}")
+
+
+class TransferredToSpec(Strict):
+    matches: str
+
+    @field_validator("matches")
+    @classmethod
+    def _valid(cls, value: str) -> str:
+        return valid_pattern(value)
+
+
+class TransferredTo(Check):
+    key = "transferred_to"
+    Spec = TransferredToSpec
+    shorthand = "matches"
+    spec: TransferredToSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        if (missing := _not_a_call(run)) is not None:
+            return missing
+        targets = [str(e.data.get("to", "")) for e in run.events if e.name == "sip_transfer"]
+        if not targets:
+            return Verdict(passed=False, reason="the agent never transferred the call")
+        for target in targets:
+            if re.search(self.spec.matches, target):
+                return Verdict(passed=True, reason=f"transferred to {target}")
+        return Verdict(passed=False, reason=f"transferred to {', '.join(targets)}, none matches {self.spec.matches!r}")

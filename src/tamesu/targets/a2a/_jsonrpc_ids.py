@@ -1,0 +1,109 @@
+"""A JSON-RPC reply whose `id` is not the request's is a protocol error (the SDK does not check it).
+
+The check sits under the SDK, in the httpx transport of the session's client: a JSON reply is read and
+compared whole, an event stream is compared event by event as it passes. Both A2A versions (1.0 and 0.3) use
+the same JSON-RPC envelope, so one check serves both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+_MISSING = object()
+
+
+class JsonRpcIdMismatch(httpx.DecodingError):
+    """Raised from the transport; `agent_error` reports it by its own words."""
+
+
+def _request_id(request: httpx.Request) -> Any:
+    if request.method != "POST" or "json" not in request.headers.get("content-type", ""):
+        return _MISSING
+    try:
+        payload = json.loads(request.content)
+    except (ValueError, httpx.RequestNotRead):
+        return _MISSING
+    if not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0" or "id" not in payload:
+        return _MISSING
+    return payload["id"]
+
+
+def _check(expected: Any, document: Any, request: httpx.Request) -> None:
+    if not isinstance(document, dict) or "jsonrpc" not in document:
+        return
+    got = document.get("id", _MISSING)
+    # a parse error may answer id null: the server could not read the request's id
+    if got is None and isinstance(document.get("error"), dict):
+        return
+    if got is _MISSING or got != expected or type(got) is not type(expected):
+        shown = "no id" if got is _MISSING else f"id {json.dumps(got)[:60]}"
+        raise JsonRpcIdMismatch(f"protocol error: the JSON-RPC reply has {shown}, not the request's id "
+                                f"{json.dumps(expected)[:60]}", request=request)
+
+
+class _CheckedEvents(httpx.AsyncByteStream):
+    """Passes an event stream through unchanged, checking the id of each `data:` line that is JSON-RPC."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, expected: Any, request: httpx.Request) -> None:
+        self._inner = inner
+        self._expected = expected
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        pending = b""
+        async for chunk in self._inner:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                self._line(line)
+            yield chunk
+        self._line(pending)
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:"):
+            return
+        try:
+            document = json.loads(line[5:])
+        except ValueError:
+            return
+        _check(self._expected, document, self._request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class IdCheckingTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        expected = _request_id(request)
+        response = await self._inner.handle_async_request(request)
+        if expected is _MISSING:
+            return response
+        content_type = response.headers.get("content-type", "").lower()
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        if content_type.startswith("text/event-stream"):
+            return httpx.Response(response.status_code, headers=response.headers,
+                                  stream=_CheckedEvents(stream, expected, request), extensions=response.extensions)
+        if "json" not in content_type:
+            return response
+        try:
+            body = b"".join([part async for part in stream])
+        finally:
+            await stream.aclose()
+        try:
+            document = json.loads(body)
+        except ValueError:
+            document = None
+        _check(expected, document, request)
+        return httpx.Response(response.status_code, headers=response.headers, content=body,
+                              extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

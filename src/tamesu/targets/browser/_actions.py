@@ -1,0 +1,263 @@
+"""The deterministic actions on a page, shared by `action` steps and by the browser agent's tool calls.
+
+Each returns what it found (recorded with the step) or raises StepFailed with one line saying what did not
+hold; a page that cannot be reached at all is an InfraError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from playwright.async_api import BrowserContext, Locator, Page, Route
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from tamesu.conversation import Session
+from tamesu.errors import InfraError
+from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser.spec import ActionStep, BrowserSpec, RoleSelector, Selector, selector_text
+
+
+class StepFailed(Exception):
+    """The step did not hold (nothing matched, a text is missing, a rule is violated): the run fails."""
+
+    def __init__(self, message: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or {}
+
+
+@dataclass
+class PageEnv:
+    """What an action works on: the run's page and context, the target's keys, where files go."""
+
+    page: Page
+    context: BrowserContext
+    spec: BrowserSpec
+    session: Session
+    name: str
+    update_golden: bool = False
+    mocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def host_allowed(url: str, allowed: list[str]) -> bool:
+    """Whether `url` may be reached: no list allows all; `about:`, `data:` and `blob:` pages are local."""
+    parts = urlsplit(url)
+    if not allowed or parts.scheme in ("about", "data", "blob", "chrome-error"):
+        return True
+    host = (parts.hostname or "").lower()
+    for domain in allowed:
+        domain = domain.lower()
+        if domain.startswith("*."):
+            if host == domain[2:] or host.endswith(domain[1:]):
+                return True
+        elif host == domain:
+            return True
+    return False
+
+
+def locate(page: Page, selector: Selector) -> Locator:
+    if isinstance(selector, RoleSelector):
+        return page.get_by_role(selector.role, name=selector.name, exact=selector.exact)  # type: ignore[arg-type]
+    return page.locator(selector)
+
+
+def _timeout(env: PageEnv, step: ActionStep) -> float:
+    return (step.timeout if step.timeout is not None else env.spec.step_timeout) * 1000
+
+
+async def _one(env: PageEnv, step: ActionStep, verb: str) -> Locator:
+    """The one element the selector names, waited for; a selector matching nothing or several fails."""
+    assert step.selector is not None
+    locator = locate(env.page, step.selector)
+    what = selector_text(step.selector)
+    try:
+        await locator.first.wait_for(state="attached", timeout=_timeout(env, step))
+    except PlaywrightTimeout:
+        raise StepFailed(f"{verb}: nothing matches {what} within {_timeout(env, step) / 1000:g}s") from None
+    count = await locator.count()
+    if count > 1:
+        raise StepFailed(f"{verb}: {what} matches {count} elements; make it match one")
+    return locator
+
+
+async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, Any]:
+    """Do one action; returns `{result?, detail}` for the step's record."""
+    page = env.page
+    timeout = _timeout(env, step)
+    try:
+        match step.action:
+            case "navigate":
+                assert step.url is not None
+                await navigate(env, step.url, timeout=max(timeout, env.spec.load_timeout * 1000))
+                return {"detail": f"at {page.url}"}
+            case "click":
+                locator = await _one(env, step, "click")
+                await _act(locator.click(timeout=timeout), "click", step)
+                return {"detail": f"clicked {selector_text(step.selector)}"}
+            case "fill":
+                locator = await _one(env, step, "fill")
+                await _act(locator.fill(step.value or "", timeout=timeout), "fill", step)
+                return {"detail": f"filled {selector_text(step.selector)}"}
+            case "press":
+                assert step.key is not None
+                if step.selector is None:
+                    await page.keyboard.press(step.key)
+                else:
+                    locator = await _one(env, step, "press")
+                    await _act(locator.press(step.key, timeout=timeout), "press", step)
+                return {"detail": f"pressed {step.key}"}
+            case "wait":
+                return await _wait(env, step, timeout)
+            case "screenshot":
+                path = env.session.artifacts_dir / "screenshots" / f"{step.name or f'step-{number:02d}'}.png"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if step.selector is not None:
+                    await (await _one(env, step, "screenshot")).screenshot(path=str(path), timeout=timeout)
+                else:
+                    await page.screenshot(path=str(path), full_page=step.full_page, timeout=timeout)
+                return {"detail": f"saved {path.name}", "file": str(path.relative_to(env.session.artifacts_dir))}
+            case "eval_js":
+                assert step.script is not None
+                try:
+                    # evaluate has no timeout of its own: a promise that never settles must not hang the run
+                    value = await asyncio.wait_for(page.evaluate(step.script), timeout / 1000)
+                except TimeoutError:
+                    raise StepFailed(f"eval_js: the script did not finish within {timeout / 1000:g}s") from None
+                except PlaywrightError as exc:
+                    raise StepFailed(f"eval_js: the script threw: {_first_line(exc)}") from None
+                return {"result": value, "detail": json.dumps(value, ensure_ascii=False, default=str)[:500]}
+            case "assert_url":
+                return await _assert_url(env, step, timeout)
+            case "assert_text":
+                return await _assert_text(env, step, timeout)
+            case "mock":
+                return await _mock(env, step)
+            case "a11y":
+                from tamesu.targets.browser._a11y import check_a11y
+
+                return await check_a11y(env, step, timeout)
+            case "visual":
+                from tamesu.targets.browser._visual import compare
+
+                return await compare(env, step, timeout)
+    except PlaywrightTimeout as exc:
+        raise StepFailed(f"{step.action}: timed out after {timeout / 1000:g}s: {_first_line(exc)}") from None
+    raise AssertionError(f"unhandled action {step.action}")
+
+
+async def _act(awaitable: Any, verb: str, step: ActionStep) -> None:
+    try:
+        await awaitable
+    except PlaywrightTimeout as exc:
+        raise StepFailed(f"{verb}: {selector_text(step.selector)} was there but never became actionable "
+                         f"(visible, enabled, stable): {_first_line(exc)}") from None
+
+
+async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
+    """Go to `url`; outside allowed_domains fails the step, a page that does not load is an InfraError."""
+    if not host_allowed(url, env.spec.allowed_domains):
+        raise StepFailed(f"navigate: {url} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
+    try:
+        await env.page.goto(url, timeout=timeout, wait_until="load")
+    except PlaywrightTimeout:
+        raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s") from None
+    except PlaywrightError as exc:
+        if env.page.is_closed():
+            raise
+        raise InfraError(f"browser target {env.name}: {url} did not load: {_first_line(exc)}") from None
+
+
+async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+    page = env.page
+    try:
+        if step.selector is not None:
+            await locate(page, step.selector).first.wait_for(state="visible", timeout=timeout)
+            return {"detail": f"{selector_text(step.selector)} is visible"}
+        if step.text is not None:
+            await page.get_by_text(step.text).first.wait_for(state="visible", timeout=timeout)
+            return {"detail": f"{step.text!r} is visible"}
+        if step.url is not None:
+            await page.wait_for_url(_url_pattern(step.url), timeout=timeout)
+            return {"detail": f"at {page.url}"}
+    except PlaywrightTimeout:
+        what = selector_text(step.selector) if step.selector is not None else repr(step.text or step.url)
+        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s") from None
+    await page.wait_for_timeout(step.ms or 0)
+    return {"detail": f"waited {step.ms} ms"}
+
+
+def _url_pattern(url: str) -> Any:
+    """An exact URL, or a glob (`*` anything but `/`, `**` anything) when it has a star."""
+    if "*" not in url:
+        return url
+    escaped = re.escape(url).replace(r"\*\*", "\0").replace(r"\*", "[^/]*").replace("\0", ".*")
+    return re.compile(f"^{escaped}$")
+
+
+async def _assert_url(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+    assert step.url is not None
+    pattern = _url_pattern(step.url)
+    try:
+        await env.page.wait_for_url(pattern, timeout=timeout, wait_until="commit")
+    except PlaywrightTimeout:
+        raise StepFailed(f"assert_url: the page is at {env.page.url}, not {step.url}") from None
+    return {"detail": f"at {env.page.url}"}
+
+
+async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+    assert step.text is not None
+    scope = locate(env.page, step.selector) if step.selector is not None else env.page.locator("body")
+    try:
+        await scope.filter(has_text=step.text).first.wait_for(state="attached", timeout=timeout)
+    except PlaywrightTimeout:
+        texts = [" ".join(t.split()) for t in await scope.all_inner_texts()]
+        where = selector_text(step.selector)
+        if not texts:
+            raise StepFailed(f"assert_text: nothing matches {where}") from None
+        seen = "; ".join(t[:80] for t in texts[:3])
+        raise StepFailed(f"assert_text: {step.text!r} is not in {where} within {timeout / 1000:g}s "
+                         f"(it says {seen!r})") from None
+    return {"detail": f"{step.text!r} is in {selector_text(step.selector)}"}
+
+
+async def _mock(env: PageEnv, step: ActionStep) -> dict[str, Any]:
+    """Answer matching requests from now on; routes added later win over the allowed_domains guard."""
+    assert step.url is not None
+    record: dict[str, Any] = {"url": step.url, "status": step.status, "hits": 0}
+    if step.file is not None:
+        path = env.session.base_dir / step.file
+        if not path.is_file():
+            raise StepFailed(f"mock: the file {step.file} does not exist (relative to the suite)")
+        body: bytes | str = path.read_bytes()
+        content_type = step.content_type
+    elif step.json_ is not None:
+        body, content_type = json.dumps(step.json_), step.content_type or "application/json"
+    else:
+        body, content_type = step.body or "", step.content_type or "text/plain"
+    method = step.method.upper() if step.method else None
+
+    async def answer(route: Route) -> None:
+        if method and route.request.method != method:
+            await route.fallback()
+            return
+        record["hits"] += 1
+        env.session.event("browser_mocked", url=route.request.url, status=step.status)
+        env.session.count("browser_mocked")
+        headers = {"content-type": content_type} if content_type else {}
+        await route.fulfill(status=step.status, body=body, headers=headers)
+
+    await env.context.route(_url_pattern(step.url) if "*" not in step.url else step.url, answer)
+    env.mocks.append(record)
+    return {"detail": f"requests to {step.url} answered with {step.status}"}
+
+
+def artifact(env: PageEnv, name: str) -> Path:
+    path = env.session.artifacts_dir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,111 @@
+"""A web chat widget as a conversational target: one user turn typed into the widget, the agent's new
+messages read back once the widget says the agent has finished."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from tamesu.conversation import AgentTurn, TurnError, UserTurn
+from tamesu.targets.browser._actions import PageEnv, locate
+from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser.spec import ChatSpec, selector_text
+
+_POLL = 0.05
+
+_MORE_THAN = "([selector, count]) => document.querySelectorAll(selector).length > count"
+_SETTLE = """async ([selector, from, quiet, every]) => {
+  const read = () => [...document.querySelectorAll(selector)].slice(from).map((e) => e.innerText);
+  let last = JSON.stringify(read()), since = performance.now();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, every));
+    const now = JSON.stringify(read());
+    if (now !== last) { last = now; since = performance.now(); }
+    else if (performance.now() - since >= quiet) return {texts: JSON.parse(now), quiet_ms: performance.now() - since};
+  }
+}"""
+"""The new messages once unchanged for `quiet` ms, and how long ago they last changed (the turn ended then)."""
+
+
+async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
+    page, session = env.page, env.session
+    messages = locate(page, chat.messages)
+    before = await messages.count()
+    field = locate(page, chat.input)
+    try:
+        await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
+    except PlaywrightTimeout:
+        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in") from None
+    sent_at = session.now_ms()
+    try:
+        if chat.send is not None:
+            await locate(page, chat.send).click(timeout=env.spec.step_timeout * 1000)
+        else:
+            await field.press("Enter", timeout=env.spec.step_timeout * 1000)
+    except PlaywrightTimeout:
+        raise TurnError(f"the chat send control {selector_text(chat.send)} could not be clicked") from None
+    session.event("chat_sent", chars=len(turn.display()))
+    deadline = asyncio.get_running_loop().time() + timeout
+    first_at: float | None = None
+    if isinstance(chat.messages, str):
+        # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
+        try:
+            await page.wait_for_function(_MORE_THAN, arg=[chat.messages, before], polling=int(_POLL * 1000),
+                                         timeout=timeout * 1000)
+        except PlaywrightTimeout:
+            raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
+                            f"({selector_text(chat.messages)} still matches {before})") from None
+    else:
+        while await messages.count() <= before:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
+                                f"({selector_text(chat.messages)} still matches {before})")
+            await asyncio.sleep(_POLL)
+    first_at = session.now_ms()
+    remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+    try:
+        if chat.done.hidden is not None:
+            await locate(page, chat.done.hidden).first.wait_for(state="hidden", timeout=remaining * 1000)
+        if chat.done.visible is not None:
+            await locate(page, chat.done.visible).first.wait_for(state="visible", timeout=remaining * 1000)
+    except PlaywrightTimeout:
+        raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
+                        f"{selector_text(chat.done.hidden or chat.done.visible)})") from None
+    if isinstance(chat.messages, str):
+        remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+        try:
+            settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
+                                                                     int(_POLL * 1000)]), remaining)
+        except TimeoutError:
+            raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
+        texts = [" ".join(t.split()) for t in settled["texts"]]
+        completed = session.now_ms() - float(settled["quiet_ms"])
+    else:
+        texts, completed = await _quiet(messages, before, chat.done.quiet, deadline, session.now_ms)
+    text = "\n".join(texts)
+    return AgentTurn(text=text, response={"messages": texts, "url": page.url}, raw=[{"messages": texts}],
+                     sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
+
+
+async def _quiet(messages: object, before: int, quiet: float, deadline: float,
+                 now_ms: Callable[[], float]) -> tuple[list[str], float]:
+    """The new messages once they stopped changing for `quiet` seconds (streamed answers grow word by word),
+    and when they last changed: the agent's turn ended then, not when the quiet period did."""
+    loop = asyncio.get_running_loop()
+    last: list[str] | None = None
+    stable_since = loop.time()
+    changed_at = now_ms()
+    while True:
+        try:
+            texts = [" ".join(t.split()) for t in (await messages.all_inner_texts())[before:]]  # type: ignore[attr-defined]
+        except PlaywrightError as exc:
+            raise TurnError(f"the widget's messages could not be read: {_first_line(exc)}") from None
+        now = loop.time()
+        if texts != last:
+            last, stable_since, changed_at = texts, now, now_ms()
+        elif now - stable_since >= quiet or now > deadline:
+            return texts, changed_at
+        await asyncio.sleep(_POLL)

@@ -1,0 +1,114 @@
+"""`goal` and `expect` steps: the model-driven ones. The browser agent acts through the same actions as
+`action` steps (one tool per action, same arguments); the judge grades `expect` against the page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from tamesu.errors import InfraError
+from tamesu.models.base import ModelError, ToolSpec
+from tamesu.roles.browser_agent import BrowserAgent, GoalOutcome, Observation
+from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
+from tamesu.targets.browser._actions import PageEnv, StepFailed, run_action
+from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser.spec import ActionStep, ExpectStep, GoalStep
+
+_SELECTOR = {"description": "A CSS selector, or {role, name} (an accessible role and name)",
+             "anyOf": [{"type": "string"},
+                       {"type": "object", "properties": {"role": {"type": "string"}, "name": {"type": "string"}},
+                        "required": ["role"]}]}
+
+AGENT_ACTIONS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "navigate": ("Open a URL.", {"url": {"type": "string"}}, ["url"]),
+    "click": ("Click an element.", {"selector": _SELECTOR}, ["selector"]),
+    "fill": ("Type a value into a field, replacing what it holds.",
+             {"selector": _SELECTOR, "value": {"type": "string"}}, ["selector", "value"]),
+    "press": ("Press a key (Enter, Tab, ArrowDown...), in an element or the page.",
+              {"key": {"type": "string"}, "selector": _SELECTOR}, ["key"]),
+    "wait": ("Wait for an element or a text to be visible, or a number of milliseconds.",
+             {"selector": _SELECTOR, "text": {"type": "string"}, "ms": {"type": "integer"}}, []),
+    "eval_js": ("Evaluate a JavaScript expression in the page and see its value.",
+                {"script": {"type": "string"}}, ["script"]),
+    "assert_text": ("Check that a text is on the page (or in an element).",
+                    {"text": {"type": "string"}, "selector": _SELECTOR}, ["text"]),
+    "assert_url": ("Check the page's URL.", {"url": {"type": "string"}}, ["url"]),
+    "screenshot": ("Save a screenshot under a name.", {"name": {"type": "string"}}, []),
+}
+"""The actions offered to the agent: every deterministic action but mock, a11y and visual, which test the
+site rather than use it."""
+
+
+def agent_tools() -> list[ToolSpec]:
+    return [ToolSpec(name=name, description=text,
+                     parameters={"type": "object", "properties": props, "required": required})
+            for name, (text, props, required) in AGENT_ACTIONS.items()]
+
+
+async def observe(env: PageEnv) -> Observation:
+    page = env.page
+    try:
+        aria = await page.locator("body").aria_snapshot(timeout=env.spec.step_timeout * 1000)
+        title = await page.title()
+    except Exception as exc:  # a page mid-navigation has no body yet: show what there is
+        if page.is_closed():
+            raise
+        aria, title = f"(the page could not be read: {_first_line(exc)})", ""
+    return Observation(url=page.url, title=title, aria=aria)
+
+
+async def pursue(env: PageEnv, step: GoalStep, number: int, seed: int, shoot: Any) -> GoalOutcome:
+    """Run the browser agent on `step.goal`; `shoot(label)` saves the screenshot of each agent step."""
+    models = env.session.models
+    if models is None:
+        raise InfraError(f"goal steps need a model: set models.{env.spec.model}")
+    try:
+        client = models.client(env.spec.model)
+    except ModelError as exc:
+        raise InfraError(str(exc)) from exc
+    agent = BrowserAgent(client, agent_tools(), seed=seed)
+
+    async def act(name: str, args: dict[str, Any], k: int) -> tuple[bool, str, str | None]:
+        if name not in AGENT_ACTIONS:
+            return False, f"error: there is no action {name!r} (actions: {', '.join(AGENT_ACTIONS)}, done, " \
+                          "give_up)", None
+        try:
+            action = ActionStep.model_validate({**args, "action": name})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            return False, f"error: bad arguments for {name}: {problems}", None
+        env.session.event("browser_agent_action", step=number, agent_step=k, action=name, args=args)
+        try:
+            done = await run_action(env, action, number)
+            outcome, ok = f"ok: {done.get('detail', '')}", True
+        except (StepFailed, InfraError) as exc:
+            # a link that leads nowhere is something the agent should see and get round, not a broken run
+            outcome, ok = f"failed: {exc}", False
+        return ok, outcome, await shoot(f"{number:02d}-goal-{k:02d}")
+
+    return await agent.pursue(step.goal, lambda: observe(env), act, step.max_steps)
+
+
+async def judge_page(env: PageEnv, step: ExpectStep) -> tuple[JudgeVerdict, Observation]:
+    """The judge grades the rubric against the page's text, with its aria snapshot and URL as context."""
+    models = env.session.models
+    if models is None:
+        raise InfraError("expect steps need a model: set models.judge")
+    try:
+        client = models.client("judge", step.model)
+    except ModelError as exc:
+        raise InfraError(str(exc)) from exc
+    seen = await observe(env)
+    try:
+        text = await env.page.locator("body").inner_text(timeout=env.spec.step_timeout * 1000)
+    except Exception as exc:
+        if env.page.is_closed():
+            raise
+        text = f"(no text: {_first_line(exc)})"
+    page_text = f"page {seen.url} ({seen.title or 'no title'}):\n{' '.join(text.split())[:8000]}"
+    verdict = await Judge(client).grade(JudgeInput(
+        rubric=step.expect, transcript=[Line(role="agent", text=page_text)],
+        context=f"url: {seen.url}\ntitle: {seen.title}\naria snapshot:\n{seen.aria[:12000]}",
+        metrics={}))
+    return verdict, seen

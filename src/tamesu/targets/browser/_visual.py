@@ -1,0 +1,55 @@
+"""`visual`: a screenshot against a baseline kept beside the suite (`__visual__/NAME.png`), compared with
+pixelmatch; `--update-golden` writes the baseline instead."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from tamesu.targets.browser._actions import PageEnv, StepFailed, artifact, locate
+from tamesu.targets.browser.spec import ActionStep
+
+BASELINES = "__visual__"
+
+
+async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+    from PIL import Image, ImageChops
+    from pixelmatch.contrib.PIL import pixelmatch
+
+    assert step.name is not None
+    if step.selector is not None:
+        shot = await locate(env.page, step.selector).screenshot(timeout=timeout, animations="disabled")
+    else:
+        shot = await env.page.screenshot(full_page=step.full_page, timeout=timeout, animations="disabled")
+    baseline = env.session.base_dir / BASELINES / f"{step.name}.png"
+    shown = f"{BASELINES}/{step.name}.png"
+    actual_path = artifact(env, f"visual/{step.name}.png")
+    actual_path.write_bytes(shot)
+    if env.update_golden:
+        baseline.parent.mkdir(parents=True, exist_ok=True)
+        baseline.write_bytes(shot)
+        return {"detail": f"baseline {shown} written"}
+    if not baseline.is_file():
+        raise StepFailed(f"visual: no baseline {shown}: run with --update-golden to write it")
+    actual = Image.open(io.BytesIO(shot)).convert("RGBA")
+    expected = Image.open(baseline).convert("RGBA")
+    if actual.size != expected.size:
+        raise StepFailed(f"visual {step.name}: the screenshot is {actual.size[0]}x{actual.size[1]}, the baseline "
+                         f"{expected.size[0]}x{expected.size[1]}")
+    total = actual.size[0] * actual.size[1]
+    # pixelmatch is pure Python: compare only the box where any pixel differs (often none, or a small part)
+    box = ImageChops.difference(expected, actual).getbbox(alpha_only=False)
+    diff = Image.new("RGBA", actual.size)
+    differing = 0
+    if box is not None:
+        crop_diff = Image.new("RGBA", (box[2] - box[0], box[3] - box[1]))
+        differing = pixelmatch(expected.crop(box), actual.crop(box), crop_diff, threshold=step.pixel_threshold)
+        diff.paste(crop_diff, box[:2])
+    share = differing / total
+    record = {"pixels": differing, "share": round(share, 6), "threshold": step.threshold}
+    if share > step.threshold:
+        diff_path = artifact(env, f"visual/{step.name}-diff.png")
+        diff.save(diff_path)
+        raise StepFailed(f"visual {step.name}: {differing} pixels ({share:.2%}) differ from {shown}, more than "
+                         f"{step.threshold:.2%} (diff in visual/{diff_path.name})", record)
+    return {"detail": f"{differing} pixels ({share:.2%}) differ from {shown}", "result": record}

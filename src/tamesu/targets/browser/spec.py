@@ -1,0 +1,221 @@
+"""What a user writes for the browser target: the target's keys, its `chat` block, and a test's `steps`.
+
+Kept here, beside the target, so the suite schema only carries `steps` as raw mappings and this module
+validates them (the loader dispatches to `parse_steps`), the same way target specs are dispatched by type.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, TypeAdapter, field_validator, model_validator
+
+from tamesu._types import Duration, Strict
+from tamesu.targets.base import TargetSpec
+
+ENGINES = ("chromium",)
+"""Engines this version drives: Debian's Chromium. Firefox and WebKit builds come only from a download."""
+
+
+class RoleSelector(Strict):
+    """An element by its accessible role and name, as a person using a screen reader finds it."""
+
+    role: str = Field(min_length=1)
+    name: str | None = None
+    exact: bool = False
+
+
+Selector = str | RoleSelector
+"""A CSS selector (`#q`, `a[data-id='dune']`), or `{role, name}`."""
+
+
+class Viewport(Strict):
+    width: int = Field(1024, ge=100, le=8000)
+    height: int = Field(700, ge=100, le=8000)
+
+
+class DoneSpec(Strict):
+    """How to tell the agent has finished answering: an element hidden or shown, or its messages quiet."""
+
+    hidden: Selector | None = None
+    visible: Selector | None = None
+    quiet: Duration = 0.4
+    """The agent's messages stopped changing for this long (always waited for, after hidden/visible)."""
+
+
+class ChatSpec(Strict):
+    """A web chat widget as a conversational target: type in `input`, send, read the new `messages`."""
+
+    input: Selector
+    send: Selector | None = None
+    """The send control; without it Enter is pressed in the input."""
+    messages: Selector
+    """Every element it matches is one of the agent's messages."""
+    done: DoneSpec = Field(default_factory=DoneSpec)
+    open: Selector | None = None
+    """A control that opens the widget (a launcher bubble), clicked once when the conversation starts."""
+
+
+class BrowserSpec(TargetSpec):
+    url: str
+    engine: str = "chromium"
+    viewport: Viewport = Field(default_factory=Viewport)
+    locale: str | None = None
+    headless: bool = True
+    storage_state: str | None = None
+    """A Playwright storage-state file (cookies, local storage), relative to the suite."""
+    allowed_domains: list[str] = Field(default_factory=list)
+    """Hosts the page may reach (`127.0.0.1`, `*.example.com`); requests elsewhere are blocked and recorded.
+    Empty: every host."""
+    model: str = "browser"
+    """The model under `models:` that plays tamesu's browser agent in `goal` steps."""
+    chat: ChatSpec | None = None
+    load_timeout: Duration = 30.0
+    """How long the first page may take to load before the run is an infrastructure error."""
+    step_timeout: Duration = 5.0
+    """How long an action waits for its element (a selector that matches nothing fails after this)."""
+    trace: bool = True
+    """Record a Playwright trace (`trace.zip`) and a HAR (`network.har`) of every run."""
+    cdp_url: str | None = None
+    """Attach to a Chromium that is already running (`http://127.0.0.1:9222`) instead of starting one."""
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, engine: str) -> str:
+        if engine not in ENGINES:
+            raise ValueError(f"engine {engine!r} is not available: this version drives chromium only "
+                             "(Debian's /usr/bin/chromium; firefox and webkit need a browser download)")
+        return engine
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _hosts(cls, domains: list[str]) -> list[str]:
+        for domain in domains:
+            if not domain.strip() or "/" in domain or re.search(r":\d+$", domain):
+                raise ValueError(f"{domain!r} is not a host name (write 127.0.0.1 or *.example.com, no scheme or port)")
+        return domains
+
+
+# ---------------------------------------------------------------- steps
+
+ACTIONS = ("navigate", "click", "fill", "press", "wait", "screenshot", "eval_js", "assert_url", "assert_text",
+           "mock", "a11y", "visual")
+
+IMPACTS = ("minor", "moderate", "serious", "critical")
+
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "navigate": ("url",), "click": ("selector",), "fill": ("selector", "value"), "press": ("key",),
+    "eval_js": ("script",), "assert_url": ("url",), "assert_text": ("text",), "mock": ("url",),
+    "visual": ("name",),
+}
+
+
+class GoalStep(Strict):
+    goal: str = Field(min_length=1)
+    max_steps: int = Field(10, ge=1, le=200)
+    """The browser agent's step budget: the goal fails when it is not met within this many actions."""
+
+
+class ExpectStep(Strict):
+    expect: str = Field(min_length=1)
+    """A rubric the judge grades against the page as it is now (its text, aria snapshot and URL)."""
+    model: Any = None
+    """A model name under `models:` or a spec, instead of `judge`."""
+
+
+class ActionStep(Strict):
+    action: Literal["navigate", "click", "fill", "press", "wait", "screenshot", "eval_js", "assert_url",
+                    "assert_text", "mock", "a11y", "visual"]
+    selector: Selector | None = None
+    value: str | None = None
+    key: str | None = None
+    url: str | None = None
+    text: str | None = None
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$")
+    script: str | None = None
+    timeout: Duration | None = None
+    """Overrides the target's `step_timeout` for this step."""
+    ms: int | None = Field(None, ge=0, le=600_000)
+    """wait: a fixed pause (only when no selector, text or url is waited for)."""
+    full_page: bool = False
+    # mock
+    status: int = Field(200, ge=100, le=599)
+    json_: Any = Field(None, alias="json")
+    body: str | None = None
+    file: str | None = None
+    content_type: str | None = None
+    method: str | None = None
+    # a11y
+    impact: Literal["minor", "moderate", "serious", "critical"] = "serious"
+    """The lowest impact of an axe violation that fails the step."""
+    rules: list[str] = Field(default_factory=list)
+    """Only these axe rules (ids such as `label`, `color-contrast`); empty: every rule axe has."""
+    disable: list[str] = Field(default_factory=list)
+    aria: str | None = None
+    """An aria snapshot (YAML) the page's `selector` (default body) must match."""
+    # visual
+    threshold: float = Field(0.001, ge=0, le=1)
+    """The fraction of pixels that may differ from the baseline."""
+    pixel_threshold: float = Field(0.1, ge=0, le=1)
+    """How different one pixel must be to count (pixelmatch's threshold)."""
+
+    @model_validator(mode="after")
+    def _needs(self) -> ActionStep:
+        missing = [key for key in _REQUIRED.get(self.action, ()) if getattr(self, key) is None]
+        if missing:
+            raise ValueError(f"{self.action} needs {' and '.join(missing)}")
+        given = [k for k in ("json_", "body", "file") if getattr(self, k) is not None]
+        if self.action == "mock" and len(given) > 1:
+            raise ValueError("mock answers with one of json, body or file")
+        if self.action == "wait" and self.selector is None and self.text is None and self.url is None \
+                and self.ms is None:
+            raise ValueError("wait needs selector, text, url or ms")
+        return self
+
+
+Step = GoalStep | ExpectStep | ActionStep
+_KIND_KEYS = (("goal", GoalStep), ("expect", ExpectStep), ("action", ActionStep))
+
+
+def step_model(raw: Any) -> type[Step] | None:
+    """Which kind of step a mapping is, from its one marker key; None when it names none."""
+    if not isinstance(raw, dict):
+        return None
+    for key, model in _KIND_KEYS:
+        if key in raw:
+            return model
+    return None
+
+
+def parse_step(raw: Any) -> Step:
+    """One step; raises ValueError (no marker) or pydantic's ValidationError (bad keys)."""
+    model = step_model(raw)
+    if model is None:
+        raise ValueError("a step is {goal: ...}, {expect: ...} or {action: ...} "
+                         f"(actions: {', '.join(ACTIONS)})")
+    return TypeAdapter(model).validate_python(raw)
+
+
+def describe(step: Step) -> str:
+    """A step as one short line for messages: `click '#buy'`, `goal 'Find Solaris'`."""
+    if isinstance(step, GoalStep):
+        return f"goal {_short(step.goal)}"
+    if isinstance(step, ExpectStep):
+        return f"expect {_short(step.expect)}"
+    target = step.selector or step.url or step.name or step.key or step.text or step.script
+    what = selector_text(target) if isinstance(target, RoleSelector) else _short(target) if target else ""
+    return f"{step.action} {what}".strip()
+
+
+def selector_text(selector: Selector | None) -> str:
+    if selector is None:
+        return "the page"
+    if isinstance(selector, RoleSelector):
+        return f"{selector.role} {selector.name!r}" if selector.name else selector.role
+    return repr(selector)
+
+
+def _short(text: Any, limit: int = 60) -> str:
+    text = str(text)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -1,0 +1,157 @@
+"""The `twilio` target: an agent built for Twilio Media Streams, with tamesu playing Twilio's side of the socket.
+
+tamesu connects to the agent's stream `url` as Twilio does and sends, in Twilio's own JSON: `connected`, `start`
+(account, call and stream ids, `tracks: [inbound]`, `mediaFormat` audio/x-mulaw 8000 Hz mono, and
+`customParameters`: `parameters` with `from` and `to` added, as a TwiML `<Parameter>` passes them), then
+`media` (mu-law 8 kHz, 20 ms per message, base64, at real-time pace, with chunk numbers and timestamps: the
+persona's speech, and silence between utterances as a live call has), `dtmf` for a `dtmf` step, `mark` back
+for each mark the agent sends once the audio before it has played (at once when the agent sends `clear`), and
+`stop` when the call ends. From the agent it reads `media` (its speech), `mark` and `clear` (a barge-in).
+
+The call's turns, barge-in and failures are the audio socket's (`_audio_socket`): the agent's greeting is the
+first agent turn, a turn ends after `idle` of silence following the agent's speech.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from typing import Any
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from tamesu._types import Duration
+from tamesu.conversation import Session, TurnError
+from tamesu.targets._audio_socket import AudioSocketTarget, Incoming, Wire
+from tamesu.targets.base import TargetSpec
+
+__all__ = ["TwilioSpec", "TwilioTarget"]
+
+
+class TwilioSpec(TargetSpec):
+    model_config = ConfigDict(**{**TargetSpec.model_config, "populate_by_name": True})
+
+    url: str
+    """The agent's Media Streams websocket (what `<Stream url=...>` names in TwiML)."""
+    from_: str | None = Field(None, alias="from")
+    to: str | None = None
+    parameters: dict[str, str] = Field(default_factory=dict)
+    """The stream's custom parameters (templates), as the agent reads them from `start.customParameters`."""
+    idle: Duration = 1.0
+    """Silence after the agent's speech that ends its turn."""
+    turn_timeout: Duration = 30.0
+
+    @field_validator("url")
+    @classmethod
+    def _websocket(cls, url: str) -> str:
+        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
+            raise ValueError("a twilio url is ws:// or wss:// (the agent's Media Streams websocket)")
+        return url
+
+    @model_validator(mode="after")
+    def _audio_available(self) -> TwilioSpec:
+        from tamesu.audio.extra import problem
+
+        missing = problem()
+        if missing:
+            raise ValueError(missing)
+        return self
+
+
+def _sid(prefix: str) -> str:
+    return prefix + uuid.uuid4().hex
+
+
+class TwilioWire(Wire):
+    def __init__(self, spec: TwilioSpec, session: Session) -> None:
+        from tamesu.audio.formats import AudioFormat
+
+        self.send_format = self.receive_format = AudioFormat("mulaw", 8000)
+        self.spec = spec
+        self.account_sid = _sid("AC")
+        self.call_sid = _sid("CA")
+        self.stream_sid = _sid("MZ")
+        self.sequence = 0
+        self.chunk = 0
+        render = session.context.render_text
+        self.parameters = {k: render(v) for k, v in spec.parameters.items()}
+        if spec.from_:
+            self.parameters.setdefault("from", render(spec.from_))
+        if spec.to:
+            self.parameters.setdefault("to", render(spec.to))
+
+    def _event(self, event: str, **body: Any) -> str:
+        self.sequence += 1
+        message: dict[str, Any] = {"event": event, "sequenceNumber": str(self.sequence), **body}
+        if event != "connected":
+            message["streamSid"] = self.stream_sid
+        return json.dumps(message)
+
+    def opening(self, session: Session) -> list[str | bytes]:
+        connected = json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"})
+        start = self._event("start", start={
+            "accountSid": self.account_sid, "streamSid": self.stream_sid, "callSid": self.call_sid,
+            "tracks": ["inbound"], "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+            "customParameters": self.parameters})
+        return [connected, start]
+
+    def frame(self, data: bytes) -> str:
+        self.chunk += 1
+        return self._event("media", media={"track": "inbound", "chunk": str(self.chunk),
+                                           "timestamp": str((self.chunk - 1) * 20),
+                                           "payload": base64.b64encode(data).decode()})
+
+    def dtmf(self, digit: str) -> list[str | bytes]:
+        return [self._event("dtmf", dtmf={"track": "inbound_track", "digit": digit})]
+
+    def mark_echo(self, name: str) -> str:
+        return self._event("mark", mark={"name": name})
+
+    def closing(self) -> list[str | bytes]:
+        return [self._event("stop", stop={"accountSid": self.account_sid, "callSid": self.call_sid})]
+
+    def read(self, message: str | bytes) -> list[Incoming]:
+        if isinstance(message, bytes):
+            raise TurnError(f"the agent sent a binary message ({len(message)} bytes): Twilio Media Streams "
+                            "carry JSON text messages only")
+        try:
+            event = json.loads(message)
+        except ValueError:
+            raise TurnError(f"the agent sent a message that is not JSON: {message[:200]!r}") from None
+        if not isinstance(event, dict):
+            raise TurnError(f"the agent sent a message that is not a JSON object: {message[:200]!r}")
+        kind = event.get("event")
+        if kind == "media":
+            payload = (event.get("media") or {}).get("payload")
+            try:
+                return [Incoming("audio", base64.b64decode(payload if isinstance(payload, str) else "",
+                                                           validate=True))]
+            except (binascii.Error, ValueError):
+                raise TurnError("the agent's media.payload is not base64 audio") from None
+        if kind == "mark":
+            return [Incoming("mark", value=(event.get("mark") or {}).get("name", ""))]
+        if kind == "clear":
+            return [Incoming("clear")]
+        raise TurnError(f"the agent sent an event Twilio does not take: {str(kind)!r} (media, mark and clear are "
+                        "what a stream accepts)")
+
+
+class TwilioTarget(AudioSocketTarget):
+    kind = "twilio"
+    Spec = TwilioSpec
+    spec: TwilioSpec
+
+    def __init__(self, spec: TwilioSpec, name: str) -> None:
+        super().__init__(spec, name)
+        self.idle_s = spec.idle
+
+    def _url(self, session: Session) -> str:
+        return session.context.render_text(self.spec.url)
+
+    def _make_wire(self, session: Session) -> Wire:
+        wire = TwilioWire(self.spec, session)
+        session.event("twilio_stream", call_sid=wire.call_sid, stream_sid=wire.stream_sid,
+                      parameters=sorted(wire.parameters))
+        return wire

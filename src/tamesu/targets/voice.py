@@ -1,0 +1,251 @@
+"""The `voice` target: any websocket that carries a call's audio, described rather than coded.
+
+    type: voice
+    url: ws://127.0.0.1:8080/socket
+    audio: { encoding: pcm16 | mulaw | alaw, sample_rate: 16000, frames: binary | json,
+             send: {event: media, media: {payload: "{{message.audio}}"}},      # json frames: what tamesu sends
+             receive: "$.media.payload" }                               # json frames: where the agent's audio is
+    messages:                                                           # the protocol's JSON control messages
+      open: {event: start}              # sent after connecting (one template, or a list)
+      dtmf: {event: dtmf, digit: "{{message.digit}}"}
+      close: {event: stop}
+      interrupted: {when: {"$.event": clear}}   # a message whose JSONPaths all equal these values
+      done: {when: {"$.type": "response.done"}}
+      transcript: {when: {"$.type": transcript}, text: "$.text"}   # the agent's transcript of the user
+
+Binary frames carry the audio itself both ways (text messages are control); JSON frames carry it base64 at the
+`receive` JSONPath. The call is the audio socket's (`_audio_socket`): greeting first, turns end after `idle` of
+silence after the agent's speech (or `done`), barge-in with the agent's `interrupted` recorded, DTMF through
+`messages.dtmf`. A wrong configuration fails the turn with the mismatch named: audio that is noise in the
+agreed encoding and speech in another, audio arriving faster than real time for the agreed sample rate, JSON
+messages in which `receive` finds no audio.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any, Literal
+
+import jsonpath
+from pydantic import Field, field_validator, model_validator
+
+from tamesu._types import Duration, Strict
+from tamesu.conversation import Session, TurnError
+from tamesu.targets._audio_socket import AudioSocketTarget, Incoming, Wire
+from tamesu.targets.base import TargetSpec
+
+__all__ = ["VoiceSpec", "VoiceTarget"]
+
+_AUDIO = "\u0000tamesu-audio\u0000"
+SNIFF_BYTES = 3200
+"""A window of the agent's audio in which to tell its encoding (0.1-0.2 s)."""
+SNIFF_LIMIT = 64000
+"""Windows are looked at until this much audio has passed (silence says nothing, speech decides)."""
+
+
+def _path(text: str) -> Any:
+    try:
+        return jsonpath.compile(text)
+    except jsonpath.JSONPathError as exc:
+        raise ValueError(f"invalid JSONPath {text!r}: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+
+
+class AudioSpec(Strict):
+    encoding: Literal["pcm16", "mulaw", "alaw"] = "pcm16"
+    sample_rate: int = Field(16000, ge=8000, le=48000)
+    frames: Literal["binary", "json"] = "binary"
+    send: Any = None
+    """json frames: the message for one 20 ms frame, `{{message.audio}}` where its base64 goes (and
+    `{{message.digit}}` in `messages.dtmf`)."""
+    receive: str | None = None
+    """json frames: the JSONPath of the base64 audio in the agent's messages."""
+
+    @model_validator(mode="after")
+    def _json_frames(self) -> AudioSpec:
+        if self.frames == "json":
+            if self.send is None or "{{message.audio}}" not in json.dumps(self.send):
+                raise ValueError("audio.frames: json needs `send`, a message with \"{{message.audio}}\" where "
+                                 "the frame goes")
+            if not self.receive:
+                raise ValueError("audio.frames: json needs `receive`, the JSONPath of the agent's audio")
+            _path(self.receive)
+        return self
+
+
+class MessageMatch(Strict):
+    when: dict[str, Any]
+    """JSONPath: the value it must find (all of them)."""
+    text: str | None = None
+    """JSONPath of the text the message carries (a transcript)."""
+
+    @field_validator("when")
+    @classmethod
+    def _paths(cls, when: dict[str, Any]) -> dict[str, Any]:
+        for path in when:
+            _path(path)
+        return when
+
+
+class MessagesSpec(Strict):
+    open: Any = None
+    dtmf: Any = None
+    close: Any = None
+    interrupted: MessageMatch | None = None
+    done: MessageMatch | None = None
+    transcript: MessageMatch | None = None
+    hangup: MessageMatch | None = None
+
+
+class VoiceSpec(TargetSpec):
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    audio: AudioSpec = Field(default_factory=AudioSpec)
+    messages: MessagesSpec = Field(default_factory=MessagesSpec)
+    idle: Duration = 1.0
+    turn_timeout: Duration = 30.0
+
+    @field_validator("url")
+    @classmethod
+    def _websocket(cls, url: str) -> str:
+        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
+            raise ValueError("a voice url is ws:// or wss://")
+        return url
+
+    @model_validator(mode="after")
+    def _audio_available(self) -> VoiceSpec:
+        from tamesu.audio.extra import problem
+
+        missing = problem()
+        if missing:
+            raise ValueError(missing)
+        return self
+
+
+def _templates(value: Any) -> list[Any]:
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+class VoiceWire(Wire):
+    def __init__(self, spec: VoiceSpec, session: Session) -> None:
+        from tamesu.audio.formats import AudioFormat
+
+        self.spec = spec
+        self.send_format = self.receive_format = AudioFormat(spec.audio.encoding, spec.audio.sample_rate)
+        self.context = session.context
+        self.receive = _path(spec.audio.receive) if spec.audio.receive else None
+        self.frame_text: str | None = None
+        if spec.audio.frames == "json":
+            rendered = self.context.child(message={"audio": _AUDIO}).render_value(spec.audio.send)
+            self.frame_text = json.dumps(rendered)
+        self.matchers = [(kind, match, {_path(p): v for p, v in match.when.items()},
+                          _path(match.text) if match.text else None)
+                         for kind in ("interrupted", "done", "transcript", "hangup")
+                         if (match := getattr(spec.messages, kind)) is not None]
+        self.json_messages = 0
+        self.audio_messages = 0
+        self.example: str | None = None
+        self._sniffed = bytearray()
+        self._sniff_done = False
+        self._sniff_seen = 0
+
+    def _render(self, template: Any, **names: Any) -> str:
+        return json.dumps(self.context.child(**names).render_value(template))
+
+    def opening(self, session: Session) -> list[str | bytes]:
+        return [self._render(t) for t in _templates(self.spec.messages.open)]
+
+    def closing(self) -> list[str | bytes]:
+        return [self._render(t) for t in _templates(self.spec.messages.close)]
+
+    def dtmf(self, digit: str) -> list[str | bytes]:
+        if self.spec.messages.dtmf is None:
+            raise TurnError("this voice target has no messages.dtmf: it cannot send digits")
+        return [self._render(t, message={"digit": digit}) for t in _templates(self.spec.messages.dtmf)]
+
+    def frame(self, data: bytes) -> str | bytes:
+        if self.frame_text is None:
+            return data
+        return self.frame_text.replace(json.dumps(_AUDIO), json.dumps(base64.b64encode(data).decode()))
+
+    def _check_encoding(self, data: bytes) -> None:
+        if self._sniff_done:
+            return
+        self._sniffed.extend(data)
+        if len(self._sniffed) < SNIFF_BYTES:
+            return
+        from tamesu.audio.sniff import likely_encoding
+
+        window = bytes(self._sniffed)
+        self._sniffed.clear()
+        self._sniff_seen += len(window)
+        self._sniff_done = self._sniff_seen >= SNIFF_LIMIT
+        other = likely_encoding(window, self.spec.audio.encoding)
+        if other is not None:
+            raise TurnError(f"the agent's audio is noise as {self.spec.audio.encoding} and sounds like speech as "
+                            f"{other}: audio.encoding is {self.spec.audio.encoding}, the agent sends {other}?")
+
+    def read(self, message: str | bytes) -> list[Incoming]:
+        if isinstance(message, bytes):
+            if self.spec.audio.frames != "binary":
+                raise TurnError(f"the agent sent a binary message ({len(message)} bytes) and audio.frames is "
+                                "json")
+            self.audio_messages += 1
+            self._check_encoding(message)
+            return [Incoming("audio", message)]
+        try:
+            document = json.loads(message)
+        except ValueError:
+            raise TurnError(f"the agent sent a text message that is not JSON: {message[:200]!r}") from None
+        self.json_messages += 1
+        items: list[Incoming] = []
+        for kind, _match, when, text_path in self.matchers:
+            if all(any(v == expected for v in path.findall(document)) for path, expected in when.items()):
+                value = None
+                if text_path is not None:
+                    found = text_path.findall(document)
+                    value = " ".join(str(v) for v in found)
+                items.append(Incoming(kind, value=value))
+        if self.receive is not None:
+            found = self.receive.findall(document)
+            if found:
+                payload = found[0]
+                try:
+                    audio = base64.b64decode(payload if isinstance(payload, str) else "", validate=True)
+                except (binascii.Error, ValueError):
+                    raise TurnError(f"audio.receive {self.spec.audio.receive} found {str(payload)[:40]!r}: not "
+                                    "base64 audio") from None
+                self.audio_messages += 1
+                self._check_encoding(audio)
+                items.append(Incoming("audio", audio))
+            elif not items and self.example is None:
+                self.example = message[:160]
+        return items
+
+    def silence_hint(self) -> str:
+        if self.receive is not None and self.audio_messages == 0 and self.json_messages:
+            return (f"; audio.receive {self.spec.audio.receive} found no audio in the {self.json_messages} JSON "
+                    f"message(s) the agent sent (one: {self.example})")
+        return ""
+
+
+class VoiceTarget(AudioSocketTarget):
+    kind = "voice"
+    Spec = VoiceSpec
+    spec: VoiceSpec
+    strict_pace = True
+
+    def __init__(self, spec: VoiceSpec, name: str) -> None:
+        super().__init__(spec, name)
+        self.idle_s = spec.idle
+        self.can_dtmf = spec.messages.dtmf is not None
+
+    def _url(self, session: Session) -> str:
+        return session.context.render_text(self.spec.url)
+
+    def _headers(self, session: Session) -> dict[str, str]:
+        return {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
+
+    def _make_wire(self, session: Session) -> Wire:
+        return VoiceWire(self.spec, session)

@@ -1,0 +1,109 @@
+"""The view's HTML, written as text: one layout, small tables and inline SVG charts (no script, no network)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+from pathlib import Path
+from urllib.parse import quote
+
+CSS = (Path(__file__).parent / "view.css").read_text(encoding="utf-8")
+NAV = [("/", "Runs"), ("/tests", "Tests"), ("/compare", "Compare"), ("/drift", "Judge drift")]
+
+
+def esc(value: object) -> str:
+    return escape("" if value is None else str(value))
+
+
+def link(path: str, text: str, **query: str) -> str:
+    href = path + ("?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items()) if query else "")
+    return f'<a href="{esc(href)}">{esc(text)}</a>'
+
+
+def test_link(test_id: str) -> str:
+    return link("/test", test_id, id=test_id)
+
+
+def run_link(run_id: str) -> str:
+    return link("/run", run_id, id=run_id)
+
+
+def page(title: str, body: str, active: str = "") -> str:
+    nav = " ".join(f'<a href="{href}"{" class=on" if href == active else ""}>{esc(text)}</a>' for href, text in NAV)
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)} · tamesu view</title><style>{CSS}</style></head>"
+            f"<body><header><b>tamesu view</b>{nav}</header><main><h1>{esc(title)}</h1>{body}</main></body></html>")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str = "nothing yet") -> str:
+    """Cells are HTML already (escape them before)."""
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    if not body:
+        return f'<p class="dim">{esc(empty)}</p>'
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def status(value: str) -> str:
+    return f'<span class="{esc(value)}">{esc(value)}</span>'
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def chat(lines: Sequence[dict[str, object]]) -> str:
+    if not lines:
+        return '<p class="dim">no transcript</p>'
+    said = "".join(f'<p class="{esc(line.get("role"))}"><b>{esc(line.get("role"))}:</b> {esc(line.get("text"))}</p>'
+                   for line in lines)
+    return f'<div class="chat">{said}</div>'
+
+
+def trend(values: Sequence[float], labels: Sequence[str], name: str, limit: float | None = None) -> str:
+    """A metric over runs, oldest left, with its SLO as a dashed line; points over the SLO are red."""
+    if not values:
+        return ""
+    width, height, pad = 600, 140, 8
+    top = max([*values, limit or 0.0]) or 1.0
+    low = min([*values, *([limit] if limit is not None else [])])
+    low = min(low, 0.0)
+    span = (top - low) or 1.0
+    step = (width - 2 * pad) / max(1, len(values) - 1)
+
+    def y(v: float) -> float:
+        return height - pad - (v - low) / span * (height - 2 * pad)
+
+    points = " ".join(f"{pad + i * step:.1f},{y(v):.1f}" for i, v in enumerate(values))
+    body = [f'<polyline class="line" points="{points}"/>']
+    if limit is not None:
+        body.append(f'<line class="slo" x1="0" x2="{width}" y1="{y(limit):.1f}" y2="{y(limit):.1f}">'
+                    f"<title>SLO {esc(name)} ≤ {limit:g}</title></line>")
+    for i, (v, label) in enumerate(zip(values, labels, strict=True)):
+        over = limit is not None and v > limit
+        body.append(f'<circle class="{"bad" if over else "dot"}" cx="{pad + i * step:.1f}" cy="{y(v):.1f}" r="3">'
+                    f"<title>{esc(label)}: {v:g}</title></circle>")
+    label = f"{name} over {len(values)} runs" + (f", SLO {limit:g}" if limit is not None else "")
+    return (f'<svg class="chart trend" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(label)}">'
+            f"<title>{esc(label)}</title>{''.join(body)}</svg>")
+
+
+def pass_rate_bars(rates: Sequence[tuple[str, float | None]]) -> str:
+    """Pass rate per run, oldest left: one bar each, green share over red."""
+    if not rates:
+        return ""
+    width, height = 600, 60
+    step = width / len(rates)
+    body = []
+    for i, (label, rate) in enumerate(rates):
+        x = i * step
+        if rate is None:
+            continue
+        good = height * rate
+        body.append(f'<rect class="s-failed" x="{x:.1f}" y="0" width="{max(step - 1, 0.5):.1f}" height="{height}">'
+                    f"<title>{esc(label)}: {rate:.0%} passed</title></rect>")
+        body.append(f'<rect class="s-passed" x="{x:.1f}" y="{height - good:.1f}" width="{max(step - 1, 0.5):.1f}" '
+                    f'height="{good:.1f}"><title>{esc(label)}: {rate:.0%} passed</title></rect>')
+    return (f'<svg class="chart" viewBox="0 0 {width} {height}" preserveAspectRatio="none" role="img" '
+            f'aria-label="pass rate of the last {len(rates)} runs">{"".join(body)}</svg>')

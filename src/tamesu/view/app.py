@@ -1,0 +1,202 @@
+"""The view's pages: runs over time, tests and their flakiness, one test's history, two runs compared, judge
+drift. Every page is one bounded read of the store rendered on the server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from tamesu.report.baseline import compare, describe_change
+from tamesu.store.db import Store
+from tamesu.store.queries import WINDOW, HistoryEntry, Reader
+from tamesu.view._html import (
+    chat,
+    esc,
+    link,
+    page,
+    pass_rate_bars,
+    percent,
+    run_link,
+    status,
+    table,
+    test_link,
+    trend,
+)
+
+_SECURITY_HEADERS = {
+    # the pages load nothing from anywhere, and say so to the browser
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def _html(title: str, body: str, active: str = "", code: int = 200) -> HTMLResponse:
+    return HTMLResponse(page(title, body, active), status_code=code, headers=_SECURITY_HEADERS)
+
+
+def _commit(value: str | None) -> str:
+    return f'<code>{esc(value[:10])}</code>' if value else '<span class="dim">–</span>'
+
+
+def create_app(store: Store, trace_url: str | None = None) -> Starlette:
+    reader = Reader(store)
+
+    def runs_page(request: Request) -> HTMLResponse:
+        runs = reader.runs(limit=100)
+        chart = pass_rate_bars([(r.id, r.pass_rate) for r in reversed(runs)])
+        rows = [(run_link(r.id), esc(r.started_at[:19].replace("T", " ")), _commit(r.commit), esc(r.branch or ""),
+                 esc(", ".join(r.shards) or "–"), esc(r.counts.get("total", 0)),
+                 status("passed") + f" {r.counts.get('passed', 0)}",
+                 status("failed") + f" {r.counts.get('failed', 0) + r.counts.get('error', 0)}",
+                 percent(r.pass_rate) + ("" if r.finished else ' <span class="tag">not finished</span>'))
+                for r in runs]
+        body = (f"<h2>Pass rate, oldest to newest</h2>{chart}"
+                + table(["run", "started (UTC)", "commit", "branch", "shards", "tests", "passed", "failed",
+                         "pass rate"], rows, "no runs in the store yet: `tamesu run` with a store configured, "
+                                             "or `tamesu store import RUN_DIR`"))
+        return _html("Runs", body, "/")
+
+    def run_page(request: Request) -> HTMLResponse:
+        run_id = request.query_params.get("id", "")
+        run = reader.run(run_id)
+        loaded = reader.as_loaded_run(run_id) if run else None
+        if run is None or loaded is None:
+            return _html("No such run", f"<p>{esc(run_id)} is not in the store.</p>", code=404)
+        others = [r.id for r in reader.runs(limit=50) if r.id != run_id]
+        picker = "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in others)
+        form = (f'<form class="inline" action="/compare" method="get"><input type="hidden" name="b" '
+                f'value="{esc(run_id)}"><label>compare with <select name="a">{picker}</select></label>'
+                f"<button>compare</button></form>") if others else ""
+        rows = [(test_link(r.id), status(r.status), f"{r.passed_runs}/{r.total_runs}",
+                 esc(f"{r.duration_ms:.0f} ms"), esc(_reason(r))) for r in loaded.results]
+        folders = ", ".join(f"<code>{esc(d)}</code>" for d in run.dirs)
+        meta = (f"<p>commit {_commit(run.commit)} · branch {esc(run.branch or '–')} · shards "
+                f"{esc(', '.join(run.shards) or '–')} · folders: {folders}</p>")
+        return _html(f"Run {run_id}", meta + form + table(["test", "status", "runs passed", "time", "why"], rows))
+
+    def tests_page(request: Request) -> HTMLResponse:
+        tests = reader.tests()
+        flaky = [t for t in tests if t.flaky_commits]
+        rows = [(test_link(t.test_id), percent(t.pass_rate), esc(t.results), status(t.last_status),
+                 ('<span class="tag">flaky</span> ' + ", ".join(_commit(c) for c in t.flaky_commits))
+                 if t.flaky_commits else "") for t in tests]
+        body = (f"<p>Over the newest {WINDOW} runs. {len(flaky)} flaky test(s): passed and failed on the same "
+                "commit.</p>" + table(["test", "pass rate", "results", "last", "flaky on"], rows))
+        return _html("Tests", body, "/tests")
+
+    def test_page(request: Request) -> HTMLResponse:
+        test_id = request.query_params.get("id", "")
+        history = reader.history(test_id)
+        if not history:
+            return _html("No such test", f"<p>{esc(test_id)} has no results in the store.</p>", code=404)
+        return _html(test_id, _trends(history) + _history(history, trace_url), "/tests")
+
+    def compare_page(request: Request) -> HTMLResponse:
+        before_id, now_id = request.query_params.get("a", ""), request.query_params.get("b", "")
+        runs = reader.runs(limit=100)
+        if not before_id or not now_id:
+            if len(runs) < 2:
+                return _html("Compare", "<p>Two runs are needed to compare.</p>", "/compare")
+            now_id, before_id = now_id or runs[0].id, before_id or runs[1].id
+        before, now = reader.as_loaded_run(before_id), reader.as_loaded_run(now_id)
+        if before is None or now is None:
+            missing = before_id if before is None else now_id
+            return _html("No such run", f"<p>{esc(missing)} is not in the store.</p>", "/compare", code=404)
+        tolerance = _float(request.query_params.get("tolerance"), 0.2)
+        result = compare(now, before, tolerance)
+        sections: list[tuple[str, list[tuple[str, ...]], list[str]]] = [
+            ("Regressions", [(test_link(c.id), status(c.before), status(c.now), esc(c.reason))
+                             for c in result.regressions], ["test", "was", "now", "why"]),
+            ("Fixes", [(test_link(c.id), status(c.before), status(c.now), esc(c.reason)) for c in result.fixes],
+             ["test", "was", "now", "why it failed"]),
+            ("Quarantined (not regressions)", [(test_link(c.id), status(c.before), status(c.now), esc(c.reason))
+                                               for c in result.quarantined], ["test", "was", "now", "why"]),
+            ("Metric changes", [(test_link(m.id), esc(describe_change(m))) for m in result.metric_changes],
+             ["test", "change"]),
+            ("New tests", [(test_link(i),) for i in result.new], ["test"]),
+            ("Removed tests", [(esc(i),) for i in result.removed], ["test"]),
+        ]
+        body = (f"<p>{run_link(before_id)} → {run_link(now_id)}: <b>{esc(result.headline())}</b> "
+                f"(metric tolerance {tolerance:g})</p>"
+                + "".join(f"<h2>{esc(title)}</h2>" + table(headers, rows, "none") for title, rows, headers in sections))
+        return _html("Compare", body, "/compare")
+
+    def drift_page(request: Request) -> HTMLResponse:
+        cases = reader.drift()
+        parts = []
+        for case in cases:
+            rows = [(run_link(v["run_id"]), esc(v["model"]), esc(v["prompt_version"] or "–"),
+                     status("passed" if v["passed"] else "failed"),
+                     esc("" if v["score"] is None else f"{v['score']:g}"), esc(v["reason"])) for v in case.verdicts]
+            parts.append(f"<h2>{test_link(case.test_id)} · <code>{esc(case.assertion)}</code></h2>"
+                         + table(["run", "model", "prompt", "verdict", "score", "reason"], rows)
+                         + f"<details><summary>the transcript they graded</summary>{chat(case.transcript)}</details>")
+        body = ("<p>The same transcript graded differently by another judge model or prompt version.</p>"
+                + ("".join(parts) or '<p class="dim">no drift: every transcript graded twice got one verdict</p>'))
+        return _html("Judge drift", body, "/drift")
+
+    routes = [Route("/", runs_page), Route("/run", run_page), Route("/tests", tests_page),
+              Route("/test", test_page), Route("/compare", compare_page), Route("/drift", drift_page)]
+    return Starlette(routes=routes)
+
+
+def _reason(result: Any) -> str:
+    from tamesu.report.baseline import failure_reason
+
+    return failure_reason(result) if result.status != "passed" else ""
+
+
+def _float(text: str | None, default: float) -> float:
+    try:
+        return float(text) if text else default
+    except ValueError:
+        return default
+
+
+def _trends(history: list[HistoryEntry]) -> str:
+    """Each metric's mean per result, oldest left, against its SLO."""
+    ordered = list(reversed(history))
+    names = sorted({name for entry in ordered for run in entry.runs for name in run.metrics})
+    slo: dict[str, float] = {}
+    for entry in ordered:
+        slo.update(entry.slo)
+    charts = []
+    for name in names:
+        values, labels = [], []
+        for entry in ordered:
+            measured = [run.metrics[name] for run in entry.runs if name in run.metrics]
+            if measured:
+                values.append(sum(measured) / len(measured))
+                labels.append(entry.run_id)
+        limit = slo.get(name)
+        over = sum(1 for v in values if limit is not None and v > limit)
+        note = f" · SLO ≤ {limit:g}, over it in {over} of {len(values)}" if limit is not None else ""
+        charts.append(f"<h2><code>{esc(name)}</code>{esc(note)}</h2>{trend(values, labels, name, limit)}")
+    return "".join(charts)
+
+
+def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
+    rows = []
+    for entry in history:
+        runs = []
+        for run in entry.runs:
+            verdicts = table(["assertion", "verdict", "score", "judge", "reason"], [
+                (f"<code>{esc(a['name'])}</code>", status("passed" if a["passed"] else "failed"),
+                 esc("" if a["score"] is None else f"{a['score']:g}"),
+                 esc(" ".join(x for x in (a["model"], a["prompt_version"]) if x)), esc(a["reason"]))
+                for a in run.assertions], "no assertions")
+            traces = ""
+            if run.trace_ids:
+                shown = [link(trace_url.replace("{trace_id}", tid), tid) if trace_url else f"<code>{esc(tid)}</code>"
+                         for tid in run.trace_ids]
+                traces = "<p>traces by turn: " + " · ".join(f"{i}: {s}" for i, s in enumerate(shown, 1)) + "</p>"
+            error = f'<p class="error">{esc(run.error)}</p>' if run.error else ""
+            runs.append(f"<details><summary>run {run.number}{'' if run.attempt == 1 else f' (attempt {run.attempt})'}"
+                        f" {status(run.status)}</summary>{error}{chat(run.transcript)}{traces}{verdicts}</details>")
+        rows.append((run_link(entry.run_id), esc(entry.started_at[:19].replace("T", " ")), _commit(entry.commit),
+                     status(entry.status), "".join(runs)))
+    return "<h2>History, newest first</h2>" + table(["run", "started (UTC)", "commit", "status", "runs"], rows)

@@ -1,0 +1,93 @@
+"""Small Twilio Media Streams agents written here, each on its path, for what the pipecat bot does not do (marks)
+or does not do wrong (silence, a drop, a flood). Each records what tamesu sent it.
+
+- `/marks`: plays 1 s of tone in 20 ms media messages at real-time pace, then sends a mark `m1`; it answers a
+  dtmf digit with 1 s of tone and a mark `d<digit>`;
+- `/silent`: never says anything;
+- `/drop`: closes the socket right after `start`;
+- `/flood`: sends tone as fast as the socket takes it, forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from tamesu.audio.codecs import encode
+
+RATE = 8000
+
+
+def tone(ms: int) -> bytes:
+    t = np.arange(RATE * ms // 1000) / RATE
+    return encode((np.sin(2 * np.pi * 440 * t) * 8000).astype(np.int16), "mulaw")
+
+
+class TwilioAgents:
+    def __init__(self) -> None:
+        self.received: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="twilio-agents")
+        self._thread.start()
+
+        async def start() -> Server:
+            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None)
+
+        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
+        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    def events(self, path: str) -> list[dict[str, Any]]:
+        return [event for _at, event in self.received.get(path, [])]
+
+    async def _speak(self, ws: ServerConnection, sid: str, ms: int, mark: str) -> None:
+        audio = tone(ms)
+        for k in range(0, len(audio), 160):
+            payload = base64.b64encode(audio[k:k + 160]).decode()
+            await ws.send(json.dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}}))
+            await asyncio.sleep(0.02)
+        await ws.send(json.dumps({"event": "mark", "streamSid": sid, "mark": {"name": mark}}))
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        path = ws.request.path if ws.request is not None else "/"
+        log = self.received.setdefault(path, [])
+        sid = ""
+        try:
+            async for raw in ws:
+                event = json.loads(raw)
+                log.append((time.monotonic(), event))
+                kind = event.get("event")
+                if kind == "start":
+                    sid = event["streamSid"]
+                    if path == "/drop":
+                        await ws.close()
+                        return
+                    if path == "/marks":
+                        await self._speak(ws, sid, 1000, "m1")
+                    if path == "/flood":
+                        chunk = base64.b64encode(tone(1000)).decode()
+                        while True:
+                            await ws.send(json.dumps({"event": "media", "streamSid": sid,
+                                                      "media": {"payload": chunk}}))
+                            await asyncio.sleep(0.01)
+                elif kind == "dtmf" and path == "/marks":
+                    await self._speak(ws, sid, 1000, "d" + event["dtmf"]["digit"])
+        except ConnectionClosed:
+            pass
+
+    def stop(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()

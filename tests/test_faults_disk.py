@@ -1,0 +1,56 @@
+"""A run folder that cannot be written: one line and exit 3 before any test runs, or, mid-run, a clean stop
+that keeps every finished result whole, writes run.json and leaves no *.tmp behind.
+
+A full disk is played by RLIMIT_FSIZE (writes past the limit fail with EFBIG, as ENOSPC would): the tests
+run as root in CI, where a read-only folder is still writable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _project(folder: Path, tests: int) -> None:
+    (folder / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n')
+    (folder / "s.tamesu.yaml").write_text("targets:\n  bot: { type: model, model: target }\ntests:\n" + "".join(
+        f"  - name: t{n}\n    target: bot\n    scenario: {{ script: [{{ say: hi }}] }}\n"
+        "    assert: [{ contains: shipped }]\n" for n in range(tests)))
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(tmp_path: Path, tamesu: Any) -> None:
+    _project(tmp_path, 2)
+    (tmp_path / "afile").write_text("")
+    done = tamesu(["run", "--out", "afile/runs"], cwd=tmp_path)
+    assert done.returncode == 3
+    assert done.stderr.startswith("error: cannot write the run folder in afile/runs: Not a directory")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert "PASS" not in done.stdout  # nothing ran
+
+
+def test_a_disk_that_fills_mid_run_stops_it_cleanly(tmp_path: Path) -> None:
+    _project(tmp_path, 8)
+
+    def small_files() -> None:  # each result line is 500-700 bytes: a few fit, not eight
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=tmp_path, env=env,
+                          preexec_fn=small_files, capture_output=True, text=True, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 3, output
+    assert "Traceback" not in output and "internal error" not in output
+    assert "stopped early: the run folder cannot be written (results.jsonl): File too large" in done.stdout
+    [run] = list((tmp_path / "out").iterdir())
+    lines = (run / "results.jsonl").read_text().splitlines()
+    assert 1 <= len(lines) < 8
+    assert [json.loads(line)["status"] for line in lines] == ["passed"] * len(lines)  # whole lines only
+    summary = json.loads((run / "run.json").read_text())
+    assert summary["exit_code"] == 3 and summary["counts"]["total"] == len(lines)
+    assert summary["stopped"].startswith("the run folder cannot be written")
+    assert not list(run.rglob("*.tmp"))

@@ -1,0 +1,136 @@
+"""The livekit target against a double of the SDK's boundary (tests/agents/livekit_double.py says how it
+behaves: no LiveKit server can be installed here), the real SDK against a server that is not there, and an
+end-to-end test that runs only against a real server named by LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("livekit.rtc", reason="the livekit extra is not installed (pip install 'tamesu[livekit]')")
+
+from agents import livekit_double
+from tamesu.audio.extra import problem as voice_problem
+from tamesu.conversation import Session, UserTurn
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets.livekit import LiveKitSpec, LiveKitTarget
+
+SECRET = "s3cr3t-livekit-api-secret-value-of-32-bytes-or-more"
+
+
+def make_session(tmp_path: Path) -> Session:
+    secrets = Secrets(environ={"LK_KEY": "APIkey123", "LK_SECRET": SECRET})
+    return Session(context=Context(vars={}, captured={}, secrets=secrets, run={"id": "t1"}), artifacts_dir=tmp_path,
+                   redactor=secrets.redactor, run_id="t1", base_dir=tmp_path)
+
+
+@asynccontextmanager
+async def opened(tmp_path: Path, rooms: list[Any], **spec: Any) -> AsyncIterator[tuple[LiveKitTarget, Session]]:
+    session = make_session(tmp_path)
+    target = LiveKitTarget(LiveKitSpec.model_validate({
+        "type": "livekit", "url": "wss://lk.example.test", "api_key": "{{secrets.LK_KEY}}",
+        "api_secret": "{{secrets.LK_SECRET}}", "room": "support-{{run.id}}", "idle": 0.4, **spec}), "lk")
+    target.sdk_factory = livekit_double.double(SECRET, "support-t1", rooms)  # type: ignore[method-assign]
+    await target.open(session)
+    try:
+        yield target, session
+    finally:
+        await target.close()
+
+
+async def test_text_mode_mints_a_token_finds_the_agent_and_talks_on_the_topics(tmp_path: Path) -> None:
+    rooms: list[Any] = []
+    async with opened(tmp_path, rooms, dispatch={"agent_name": "bella"}) as (target, session):
+        first = await target.send(UserTurn(text="What is my balance?"))
+        second = await target.send(UserTurn(text="Thanks, bye"))
+    [room] = rooms
+    assert room.tokens[0]["sub"] == "tamesu-caller"
+    assert room.tokens[0]["roomConfig"]["agents"][0]["agentName"] == "bella"  # dispatched in the token
+    assert room.local_participant.texts[0] == ("lk.chat", "What is my balance?")
+    assert first.text == "Your balance is forty two dollars."
+    assert first.first_token_at_ms is not None and first.latency_ms > 0
+    assert second.ended  # the agent left the room
+    assert [e.name for e in session.events][:2] == ["transport", "agent_joined"]
+    assert room.disconnected
+
+
+async def test_dtmf_goes_out_and_the_agents_digits_are_recorded(tmp_path: Path) -> None:
+    rooms: list[Any] = []
+    async with opened(tmp_path, rooms) as (target, session):
+        await target.send(UserTurn(text="hello", dtmf="9"))
+    assert rooms[0].local_participant.dtmf == ["9"]
+    assert "".join(e.data["digit"] for e in session.events if e.name == "sip_dtmf") == "123"
+
+
+async def test_no_agent_in_the_room_is_an_infrastructure_error(tmp_path: Path) -> None:
+    from tamesu.errors import InfraError
+
+    rooms: list[Any] = []
+    with pytest.raises(InfraError, match=r"no agent joined room support-t1 within 0\.3s"):
+        async with opened(tmp_path, rooms, agent_identity="^nobody$", join_timeout=0.3):
+            pass
+
+
+@pytest.mark.skipif(voice_problem() is not None, reason=voice_problem() or "")
+async def test_audio_mode_speaks_hears_and_measures(tmp_path: Path) -> None:
+    rooms: list[Any] = []
+    async with opened(tmp_path, rooms, mode="audio", idle=0.8, turn_timeout=20) as (target, session):
+        turn = await target.send(UserTurn(text="What is my balance?"))
+    assert ("balance" in turn.text.lower() and "42" in turn.text) or "forty" in turn.text.lower()
+    assert turn.audio is not None and turn.audio.user_to_ms is not None
+    assert turn.measures["time_to_first_audio_ms"] > 0
+    assert (tmp_path / "audio.wav").exists()
+    assert session.counters["agent_speech_ms"] > 1000 and session.counters["user_speech_ms"] > 500
+    assert session.counters["talk_over_ratio"] == 0.0  # nobody talked over anybody
+
+
+def _dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_server_exits_3_with_one_line(tamesu: Callable, tmp_path: Path) -> None:
+    suite = tmp_path / "lk.tamesu.yaml"
+    suite.write_text(f"""
+targets:
+  room: {{ type: livekit, url: "ws://127.0.0.1:{_dead_port()}", api_key: key, api_secret: "{SECRET}",
+           connect: {{ timeout: 3s }}, join_timeout: 3 }}
+tests:
+  - {{ name: hello, target: room, scenario: {{ script: [ {{ say: hi }} ] }} }}
+""", encoding="utf-8")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, timeout=60)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "livekit target room: cannot reach ws://127.0.0.1:" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    assert SECRET not in done.stdout + "".join(p.read_text(errors="ignore") for p in (tmp_path / "out").rglob("*")
+                                               if p.is_file())
+
+
+LIVE = all(os.environ.get(name) for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"))
+
+
+@pytest.mark.skipif(not LIVE, reason="no LiveKit server: set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET "
+                                     "(and LIVEKIT_AGENT, the agent to dispatch) to run against a real one")
+def test_against_a_real_livekit_server(tamesu: Callable, tmp_path: Path) -> None:
+    suite = tmp_path / "live.tamesu.yaml"
+    agent = os.environ.get("LIVEKIT_AGENT")
+    dispatch = f", dispatch: {{ agent_name: {json.dumps(agent)} }}" if agent else ""
+    suite.write_text(f"""
+targets:
+  room: {{ type: livekit, url: "{{{{env.LIVEKIT_URL}}}}", api_key: "{{{{secrets.LIVEKIT_API_KEY}}}}",
+           api_secret: "{{{{secrets.LIVEKIT_API_SECRET}}}}"{dispatch}, turn_timeout: 30s }}
+tests:
+  - {{ name: hello, target: room, scenario: {{ script: [ {{ say: "Hello, who am I talking to?" }} ] }},
+       assert: [ {{ turns: {{ gte: 1 }} }} ] }}
+""", encoding="utf-8")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

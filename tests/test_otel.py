@@ -1,0 +1,106 @@
+"""tamesu's own spans through the OpenTelemetry SDK to a local OTLP/HTTP receiver started here: run, test,
+turn and model call, the turn's span being the parent the agent sees in `traceparent`; and nothing sent
+when no endpoint is configured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed (pip install -e '.[otel]')")
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+
+class Receiver:
+    """An OTLP/HTTP traces endpoint: keeps every span it is sent."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.spans: list = []
+
+    async def traces(self, request: Request) -> Response:
+        self.requests += 1
+        message = ExportTraceServiceRequest()
+        message.ParseFromString(await request.body())
+        for resource in message.resource_spans:
+            for scope in resource.scope_spans:
+                self.spans.extend(scope.spans)
+        return Response(b"", media_type="application/x-protobuf")
+
+
+def _project(tmp_path: Path, agent_url: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\nmodels:\n  judge: { provider: fake, rules: [ { transcript: 'ok', pass: true, "
+        "reason: fine } ] }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{agent_url}/chat' }}
+tests:
+  - name: judged
+    target: bot
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+    assert: [ {{ judge: "The agent says ok" }} ]
+""")
+
+
+@pytest.fixture
+def setup(tmp_path: Path, serve) -> tuple[Receiver, str, list[str]]:
+    receiver = Receiver()
+    collector = serve(Starlette(routes=[Route("/v1/traces", receiver.traces, methods=["POST"])])).url
+    seen: list[str] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        seen.append(request.headers.get("traceparent", ""))
+        return JSONResponse({"text": "ok"})
+
+    agent = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    _project(tmp_path, agent)
+    return receiver, collector, seen
+
+
+def test_spans_reach_the_otlp_endpoint_and_the_turn_is_the_agents_parent(tmp_path: Path, tamesu, setup) -> None:
+    receiver, collector, seen = setup
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector})
+    assert result.returncode == 0, result.stdout + result.stderr
+    by_name: dict[str, list] = {}
+    for span in receiver.spans:
+        by_name.setdefault(span.name, []).append(span)
+    assert set(by_name) == {"tamesu.run", "tamesu.test", "tamesu.turn", "tamesu.model_call"}
+    [run], [test] = by_name["tamesu.run"], by_name["tamesu.test"]
+    assert test.parent_span_id == run.span_id and test.trace_id == run.trace_id
+    turns = by_name["tamesu.turn"]
+    assert len(turns) == 2 == len(seen)
+    for span, header in zip(turns, seen, strict=True):
+        # the agent's traceparent names the turn's own span, the root of a trace of its own
+        assert header == f"00-{span.trace_id.hex()}-{span.span_id.hex()}-01"
+        assert span.parent_span_id == b"" and span.trace_id != run.trace_id
+        assert [link.span_id for link in span.links] == [test.span_id]
+    [judge] = by_name["tamesu.model_call"]
+    assert judge.parent_span_id == test.span_id
+    attributes = {a.key: a.value.string_value for a in judge.attributes}
+    assert attributes["tamesu.purpose"] == "judge"
+
+
+def test_nothing_is_loaded_or_sent_without_an_endpoint(tmp_path: Path, setup) -> None:
+    import os
+    import subprocess
+    import sys
+
+    receiver, collector, seen = setup
+    # the receiver's address is known to the run (as another variable), yet no endpoint is configured
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update({"NO_COLOR": "1", "OTEL_SERVICE_NAME": "tamesu-test", "COLLECTOR": collector})
+    probe = ("import sys\nfrom tamesu.cli import main\ntry:\n    main(['run', '--out', 'out'])\n"
+             "except SystemExit as exc:\n    code = exc.code\n"
+             "loaded = sorted(m for m in sys.modules if m.startswith('opentelemetry.sdk'))\n"
+             "print('exit', code, 'loaded', loaded)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "exit 0 loaded []", done.stdout + done.stderr
+    assert len(seen) == 2 and all(h.startswith("00-") for h in seen)  # the agent still gets trace context
+    assert receiver.requests == 0

@@ -1,0 +1,139 @@
+"""The twilio target through the command: the example suites against the reference pipecat bot (one bot
+process for the module), and small agents written here for marks, a silent agent, a drop and a flood."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.twilio_agents import TwilioAgents
+from agents.voice_bot import BOT_DIR, needs_bot, voice_bot
+from conftest import run_tamesu
+from tamesu.audio.extra import problem
+
+needs_voice = pytest.mark.skipif(problem() is not None, reason=problem() or "")
+
+
+def _result(run_dir: Path, suite: str, test: str) -> dict[str, Any]:
+    return json.loads((run_dir / suite / test / "run-1" / "result.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def bot_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, int]]:
+    project = tmp_path_factory.mktemp("voice-bot")
+    for name in ("tamesu.yaml", "fake-rules.yaml", "twilio.tamesu.yaml"):
+        shutil.copy(BOT_DIR / name, project / name)
+    with voice_bot() as url:
+        done = run_tamesu(["run", "--out", "out"], cwd=project, env={"VOICE_BOT": url}, timeout=400)
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    yield run_dir, done.stdout + done.stderr, done.returncode
+
+
+@needs_bot
+def test_the_bot_suite_passes_over_twilio(bot_run: tuple[Path, str, int]) -> None:
+    _run_dir, output, code = bot_run
+    assert code == 0, output
+    assert "4 passed" in output and "Traceback" not in output
+
+
+@needs_bot
+def test_the_greeting_is_heard_and_the_answer_measured(bot_run: tuple[Path, str, int]) -> None:
+    run_dir, _output, _code = bot_run
+    result = _result(run_dir, "voice-bot-twilio", "greeting-and-a-spoken-answer")
+    assert "press" in result["turns"][0]["agent"]["text"].lower()
+    metrics = result["metrics"]
+    assert metrics["greeting_ms"] > 0 and metrics["time_to_first_audio_ms"] > 0
+    path = run_dir / "voice-bot-twilio" / "greeting-and-a-spoken-answer" / "run-1" / "audio.wav"
+    with wave.open(str(path)) as wav:
+        assert wav.getnchannels() == 2 and wav.getnframes() > wav.getframerate() * 3
+
+
+@needs_bot
+def test_a_digit_and_a_barge_in_reach_the_bot(bot_run: tuple[Path, str, int]) -> None:
+    run_dir, _output, _code = bot_run
+    digit = _result(run_dir, "voice-bot-twilio", "a-digit-the-bot-acts-on")
+    assert digit["metrics"]["twilio_dtmf_sent"] == 1
+    assert "balance" in digit["turns"][-1]["agent"]["text"].lower()
+    barge = _result(run_dir, "voice-bot-twilio", "a-caller-who-talks-over-a-long-answer")
+    assert barge["metrics"]["twilio_clears"] >= 1
+    assert 0 <= barge["metrics"]["interruption_stop_ms"] < 3000
+    assert "barge_in" in [e["name"] for e in barge["events"]]
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[TwilioAgents]:
+    server = TwilioAgents()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _suite(tmp_path: Path, url: str, script: str, timeout: str = "6s") -> Path:
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line:
+    type: twilio
+    url: "{url}"
+    from: "+15550100"
+    to: "+15550199"
+    parameters: {{ tenant: acme }}
+    idle: 0.6s
+    turn_timeout: {timeout}
+    connect: {{ attempts: 1 }}
+tests:
+  - name: call
+    target: line
+    scenario:
+      script:
+{script}
+""")
+    return tmp_path
+
+
+@needs_voice
+def test_tamesu_plays_twilio_start_media_dtmf_marks_and_stop(agents: TwilioAgents, tmp_path: Path) -> None:
+    project = _suite(tmp_path, agents.url + "/marks", "        - dtmf: \"7\"")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = agents.events("/marks")
+    kinds = [e["event"] for e in events]
+    assert kinds[:2] == ["connected", "start"] and kinds[-1] == "stop"
+    start = events[1]["start"]
+    assert start["mediaFormat"] == {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
+    assert start["customParameters"] == {"tenant": "acme", "from": "+15550100", "to": "+15550199"}
+    assert start["callSid"].startswith("CA") and events[1]["streamSid"].startswith("MZ")
+    media = [e for e in events if e["event"] == "media"]
+    assert media and all(len(base64.b64decode(e["media"]["payload"])) == 160 for e in media)
+    assert [e["dtmf"]["digit"] for e in events if e["event"] == "dtmf"] == ["7"]
+    # each mark came back once the audio before it had played, in order
+    assert [e["mark"]["name"] for e in events if e["event"] == "mark"] == ["m1", "d7"]
+    received = agents.received["/marks"]
+    start_at = received[1][0]
+    m1_at = next(at for at, e in received if e["event"] == "mark")
+    assert m1_at - start_at >= 0.9
+    # about 50 media messages a second: real-time pace, not a burst
+    span = received[-1][0] - start_at
+    assert len(media) <= 50 * span + 10
+
+
+@needs_voice
+@pytest.mark.parametrize(("path", "reason"), [
+    ("/silent", "the agent said nothing within turn_timeout"),
+    ("/drop", "closed the websocket"),
+    ("/flood", "faster than real time"),
+])
+def test_a_bad_agent_fails_with_its_reason(agents: TwilioAgents, tmp_path: Path, path: str, reason: str) -> None:
+    project = _suite(tmp_path, agents.url + path, "        - say: \"hello\"", timeout="3s")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=60)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert reason in output and "Traceback" not in output

@@ -1,0 +1,113 @@
+"""The voice target through the command against the reference pipecat bot (one bot process for the module):
+the Vonage (binary pcm16 16 kHz), Telnyx (JSON A-law 8 kHz) and Twilio-shaped (JSON mu-law) recipes of the
+example suite, and wrong configurations that must fail naming the mismatch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.voice_bot import BOT_DIR, needs_bot, voice_bot
+from conftest import run_tamesu
+from tamesu.audio.extra import problem
+
+needs_voice = pytest.mark.skipif(problem() is not None, reason=problem() or "")
+
+WRONG = """
+name: wrong
+targets:
+  wrong-encoding:
+    type: voice
+    url: "{{env.VOICE_BOT}}/vonage"
+    audio: { encoding: mulaw, sample_rate: 16000, frames: binary }
+    messages: { open: { event: "websocket:connected" } }
+    turn_timeout: 20s
+  wrong-rate:
+    type: voice
+    url: "{{env.VOICE_BOT}}/vonage"
+    audio: { encoding: pcm16, sample_rate: 8000, frames: binary }
+    messages: { open: { event: "websocket:connected" } }
+    turn_timeout: 20s
+  wrong-path:
+    type: voice
+    url: "{{env.VOICE_BOT}}/telnyx"
+    audio:
+      encoding: alaw
+      sample_rate: 8000
+      frames: json
+      send: { event: media, media: { payload: "{{message.audio}}" } }
+      receive: "$.media.audio"
+    turn_timeout: 8s
+tests:
+  - { name: encoding, target: wrong-encoding, scenario: { script: [ { say: "hello" } ] } }
+  - { name: rate, target: wrong-rate, scenario: { script: [ { say: "hello" } ] } }
+  - { name: path, target: wrong-path, scenario: { script: [ { say: "hello" } ] } }
+"""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, int]]:
+    project = tmp_path_factory.mktemp("voice-target")
+    for name in ("tamesu.yaml", "fake-rules.yaml", "voice.tamesu.yaml"):
+        shutil.copy(BOT_DIR / name, project / name)
+    (project / "wrong.tamesu.yaml").write_text(WRONG)
+    with voice_bot() as url:
+        done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, env={"VOICE_BOT": url},
+                          timeout=400)
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    yield run_dir, done.stdout + done.stderr, done.returncode
+
+
+def _records(run_dir: Path) -> dict[str, dict[str, Any]]:
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    return {f"{r['suite']}/{r['test']}": r for r in map(json.loads, lines)}
+
+
+@needs_bot
+def test_the_three_recipes_pass_against_the_bot(runs: tuple[Path, str, int]) -> None:
+    run_dir, output, _code = runs
+    records = _records(run_dir)
+    for name in ("vonage greeting and answer", "telnyx digit", "twilio-shaped barge-in"):
+        assert records[f"voice-bot-voice/{name}"]["status"] == "passed", (name, output)
+    assert "Traceback" not in output
+    vonage = json.loads((run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "result.json")
+                        .read_text())
+    assert "press" in vonage["turns"][0]["agent"]["text"].lower()
+    assert (run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "audio.wav").stat().st_size > 0
+
+
+@needs_bot
+@pytest.mark.parametrize(("test", "named"), [
+    ("encoding", "noise as mulaw and sounds like speech as pcm16"),
+    ("rate", "is audio.sample_rate (8000) the rate the agent sends?"),
+    ("path", "audio.receive $.media.audio found no audio"),
+])
+def test_a_wrong_configuration_fails_naming_the_mismatch(runs: tuple[Path, str, int], test: str,
+                                                         named: str) -> None:
+    run_dir, _output, code = runs
+    assert code == 1
+    record = _records(run_dir)[f"wrong/{test}"]
+    assert record["status"] == "failed", record
+    assert named in json.dumps(record), (named, record)
+
+
+@needs_voice
+def test_a_dtmf_step_on_a_voice_target_without_messages_dtmf_is_a_suite_error(tmp_path: Path) -> None:
+    (tmp_path / "t.tamesu.yaml").write_text("""name: v
+targets:
+  s: { type: voice, url: "ws://127.0.0.1:9/x" }
+  d: { type: voice, url: "ws://127.0.0.1:9/x", messages: { dtmf: { event: dtmf, digit: "{{message.digit}}" } } }
+tests:
+  - { name: no, target: s, scenario: { script: [ { dtmf: "2" } ] } }
+  - { name: yes, target: d, scenario: { script: [ { dtmf: "2" } ] } }
+""")
+    done = run_tamesu(["validate", "t.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if "dtmf" in line]
+    assert lines == ["t.tamesu.yaml:6:58: tests[0].scenario.script[0].dtmf: voice target s cannot send DTMF "
+                     "digits (it has no messages.dtmf)"], done.stdout + done.stderr
