@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from tamesu.cli import report_options
+from tamesu._cli_shared import report_options
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
 from tamesu.models.base import ModelError
 
@@ -237,7 +237,7 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
 async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
                resolved: Any, options: dict[str, Any]) -> int:
     """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
-    from tamesu.cli import _finish_reports, _report_requests, _select, _shard
+    from tamesu._cli_shared import finish_reports, parse_shard, report_requests, select_tests
     from tamesu.jsonl.console import TestConsole
     from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
     from tamesu.report.console import make_console
@@ -247,8 +247,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
                      base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None)
     out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
-    shard = _shard(options["shard_text"])
-    requests = _report_requests(options["reports"], project)
+    shard = parse_shard(options["shard_text"])
+    requests = report_requests(options["reports"], project)
     settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],
                             timeout=options["timeout"], connector=options["connector"],
                             on_missing_input=options["on_missing_input"], interactive=options["interactive"],
@@ -259,7 +259,7 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     rich_console = make_console(options["color"])
     console = TestConsole(rich_console, secrets.redactor, options["verbose"])
     runner = JsonlRunner(plan, settings, console)
-    tests = _select(runner.engine_plan, options["pattern"], options["tags"])
+    tests = select_tests(runner.engine_plan, options["pattern"], options["tags"])
     if not tests:
         _usage("no test case matches the filter")
     if shard is not None:
@@ -274,7 +274,7 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         (project.dir / report.baseline if report.baseline else None)
     if requests or baseline is not None:
         tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
-        return _finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
+        return finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
     return outcome.exit_code
 
 
