@@ -114,10 +114,14 @@ def keys_of(kind: str) -> frozenset[str]:
 
 def foreign_key_owner(kind: str, key: str) -> str | None:
     """The other target type a key belongs to, when it is not a key of `kind` itself. Reading another type's
-    keys imports its module, which happens only for a key `kind` does not take."""
+    keys imports its module, which happens only for a key `kind` does not take; a type whose module cannot be
+    imported here (an extra not installed) is passed over."""
     if key in keys_of(kind):
         return None
     for other in (t for t in [*_IMPLEMENTED, *_PLANNED_KEYS] if t != kind):
-        if key in keys_of(other):
-            return other
+        try:
+            if key in keys_of(other):
+                return other
+        except ImportError:
+            continue  # its module needs an extra not installed here (numpy for the phone-like targets)
     return None
