@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from tamesu.conversation import TurnError
 from tamesu.pipecat.v1 import frames_pb2
-from tamesu.targets._audio_socket import Incoming, Wire
+from tamesu.targets._audio_wire import Incoming, Wire
 
 RTVI_LABEL = "rtvi-ai"
 RTVI_VERSION = "2.2.0"

@@ -47,7 +47,8 @@ from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._types import Duration, Strict
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets._audio_socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard, Incoming, Wire
+from tamesu.targets._audio_socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard
+from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._pipecat_wire import PipecatWire, peek
 from tamesu.targets._realtime_spec import answer, check_tool_results
 from tamesu.targets._session_open import open_session

@@ -42,7 +42,8 @@ from pydantic import Field, field_validator, model_validator
 from tamesu._types import Duration, Strict
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
-from tamesu.targets._audio_socket import AudioSocketTarget, Heard, Incoming, Wire
+from tamesu.targets._audio_socket import AudioSocketTarget, Heard
+from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._realtime_spec import answer, as_output, check_tool_results
 from tamesu.targets._session_open import open_session
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
