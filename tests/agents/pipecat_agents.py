@@ -12,7 +12,7 @@ what checks that description. Each records the frames tamesu sent it.
 - `/no-ready`: never answers client-ready;
 - `/silent`: bot-ready, then nothing;
 - `/drop`: bot-ready; closes the socket when the user first speaks or writes;
-- `/flood`: bot-ready; when the user first speaks or writes, sends tone as fast as the socket takes it, forever;
+- `/flood`: bot-ready, then tone as fast as the socket takes it, forever;
 - `/rate`: bot-ready; answers with tone in frames that say 24000 Hz;
 - `/chatter`: bot-ready; answers send-text with bot-llm-started and then bot-llm-text, forever.
 """
@@ -109,7 +109,9 @@ class PipecatAgents:
                     user = document.get("type") in ("send-text", "dtmf", "llm-function-call-result")
                 if document.get("type") == "client-ready" and path != "/no-ready":
                     await ws.send(rtvi("bot-ready", {"version": "2.2.0"}))
-                    continue
+                    if path != "/flood":
+                        continue
+                    user = True  # the flood starts at once: it is queued, stale, before the user has spoken
                 if not user:
                     continue
                 if path == "/drop":

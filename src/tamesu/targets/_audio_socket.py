@@ -304,7 +304,9 @@ class AudioSocketTarget(Target):
                     ended = stop_kind == "hangup"
                     break
             now_ms = session.now_ms()
-            if heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms:
+            # quiet only once every message that came has been read: audio queued while the user spoke is
+            # placed at its arrival, so the first stale chunk alone would look like a reply long finished
+            if heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty():
                 break
             if heard.spoke_at is not None and self._voice.barge_in_due():
                 interrupted = True

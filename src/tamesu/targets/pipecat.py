@@ -245,7 +245,8 @@ class PipecatTarget(AudioSocketTarget):
                         if turn.first_token_at_ms is None and item.kind in ("said", "llm_text", "tool_call"):
                             turn.first_token_at_ms = at
             busy = any(state.values())
-            if last_at is not None and not busy and session.now_ms() - last_at >= self.idle_s * 1000:
+            if (last_at is not None and not busy and session.now_ms() - last_at >= self.idle_s * 1000
+                    and self._queue.empty()):
                 break
             if time.monotonic() - started > limit:
                 if last_at is None:
