@@ -1,0 +1,71 @@
+"""Reading an HTTP answer's body in pieces and stopping at `max_response_bytes`: an agent that sends 50 MB, or
+never stops sending, costs tamesu at most the limit in memory and the time it takes to read that much."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+
+from tamesu.conversation import Session
+
+
+@dataclass
+class Reading:
+    """How much of one body was read, and whether tamesu stopped before its end."""
+
+    limit: int
+    read: int = 0
+    cut: bool = False
+    declared: int | None = None
+    """The body's Content-Length, when the agent sent one."""
+
+    def note(self, what: str) -> str:
+        total = f" of {self.declared:,}" if self.declared is not None else " (the agent sent more)"
+        return (f"{what} was larger than max_response_bytes ({self.limit:,}): read {self.read:,} bytes{total}, "
+                f"then stopped")
+
+    def record(self, session: Session, what: str) -> None:
+        """Says the cut in the result: a `response_truncated` event (the same name bound_turn uses)."""
+        session.event("response_truncated", limit=self.limit, sizes={"body": self.read}, read=self.read,
+                      declared=self.declared, complete=False, note=self.note(what))
+
+
+def reading_of(response: httpx.Response, limit: int) -> Reading:
+    declared = response.headers.get("content-length", "")
+    return Reading(limit=limit, declared=int(declared) if declared.isdigit() else None)
+
+
+async def bounded_chunks(response: httpx.Response, reading: Reading) -> AsyncIterator[bytes]:
+    """The body's bytes (decoded from gzip and the like) until `reading.limit`: then `reading.cut` is set and
+    nothing more is read (the caller closes the response, which drops the connection)."""
+    async for chunk in response.aiter_bytes():
+        room = reading.limit - reading.read
+        if len(chunk) > room:
+            if room:
+                reading.read += room
+                yield chunk[:room]
+            reading.cut = True
+            return
+        reading.read += len(chunk)
+        yield chunk
+
+
+async def lines(chunks: AsyncIterator[bytes], encoding: str, reading: Reading) -> AsyncIterator[str]:
+    """Lines (without their ending: \\n, \\r\\n or \\r) as an event stream splits them. A last line cut off
+    by the limit is dropped, since half an event is no event."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    buffer = ""
+    async for chunk in chunks:
+        buffer += decoder.decode(chunk)
+        # a \r at the end may be the first half of \r\n: it waits for the next piece
+        held = buffer.endswith("\r")
+        *whole, buffer = buffer[:-1 if held else None].replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        buffer += "\r" if held else ""
+        for line in whole:
+            yield line
+    buffer += decoder.decode(b"", final=True)
+    if buffer and not reading.cut:
+        yield buffer.removesuffix("\r")
