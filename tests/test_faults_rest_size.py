@@ -3,6 +3,8 @@ up to the limit and stops, so memory and time stay bounded, and the cut is said 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
@@ -13,7 +15,8 @@ import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
@@ -54,10 +57,37 @@ async def _sized(_: Request) -> Response:
     return Response(("word " * 1_000_000).encode(), media_type="text/plain")  # 5 MB with a Content-Length
 
 
+WS_MESSAGE = json.dumps({"delta": "word " * 1000})
+
+
+async def _endless_messages(websocket: WebSocket) -> None:
+    await websocket.accept()
+    await websocket.receive_text()
+    gone = asyncio.Event()
+
+    async def watch() -> None:
+        # uvicorn drops what is sent to a closed websocket with a log line, not an error: the close comes here
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            while True:
+                await websocket.receive_text()
+        gone.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        while not gone.is_set():  # blocks once tamesu stops reading (its queue is full)
+            await websocket.send_text(WS_MESSAGE)
+            await asyncio.sleep(0)
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+    finally:
+        watcher.cancel()
+
+
 def _app() -> Starlette:
     routes = [("/endless-text", _endless_text), ("/endless-json", _endless_json), ("/endless-events",
               _endless_events), ("/endless-line", _endless_line), ("/sized", _sized)]
-    return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
+    return Starlette(routes=[*(Route(path, handler, methods=["POST"]) for path, handler in routes),
+                             WebSocketRoute("/endless-ws", _endless_messages)])
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +173,18 @@ async def test_an_event_line_that_never_ends_is_cut_at_the_limit(tmp_path: Path,
     assert turn.text == "hi"  # the event before it; the endless one is dropped
     assert peak < 12 * LIMIT, peak
     assert len(events(session, "response_truncated")) == 1
+
+
+async def test_endless_websocket_messages_end_the_turn_at_the_limit(tmp_path: Path, flooding: str) -> None:
+    session = make_session(tmp_path)
+    url = flooding.replace("http://", "ws://") + "/endless-ws"
+    async with opened(_spec(url, streaming="websocket"), session) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    whole = LIMIT // len(WS_MESSAGE)  # the message that would pass the limit is not taken
+    assert turn.text == "word " * 1000 * whole
+    [cut] = events(session, "response_truncated")
+    assert cut["read"] == whole * len(WS_MESSAGE)
+    assert cut["note"].startswith("the websocket answer was larger than max_response_bytes (1,000,000)")
 
 
 def test_a_run_against_an_endless_answer_writes_little_and_says_the_cut(tmp_path: Path, flooding: str,

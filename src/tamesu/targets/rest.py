@@ -71,7 +71,7 @@ import httpx
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.templates import TEMPLATE, Context, references
-from tamesu.targets._rest_body import reading_of
+from tamesu.targets._rest_body import Reading, reading_of
 from tamesu.targets._rest_http import Answer, Http, answer_body, excerpt, os_reason, read_text
 from tamesu.targets._rest_listen import Listener
 from tamesu.targets._rest_read import (
@@ -334,8 +334,16 @@ class RestTarget(Target):
         sent_at = session.now_ms()
         await ws.send(payload)
         stream = StreamText(self.spec.response)
+        reading = Reading(limit=self._require_http().max_bytes)
         while True:
-            event, completed_at = await ws.receive()
+            event, completed_at, size = await ws.receive()
+            reading.read += size
+            if reading.read > reading.limit:
+                # the messages before the limit are the turn, as with an event stream cut at it
+                reading.read -= size
+                reading.cut = True
+                reading.record(session, "the websocket answer")
+                break
             if event == DONE or stream.add(event, completed_at):
                 break
         return self._stream_turn(stream, None, sent_at, completed_at)
