@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import os
 import socket
@@ -192,7 +193,9 @@ async def read_text(response: httpx.Response, session: Session, limit: int) -> t
     turn, since half a document cannot be read for the reply, its tool calls or what an assertion checks."""
     reading = reading_of(response, limit)
     content = await _read(response, reading)
-    text = content.decode(response.encoding or "utf-8", errors="ignore" if reading.cut else "replace")
+    # a cut body may end inside a character: an incremental decoder drops only that unfinished tail
+    decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+    text = decoder.decode(content, final=not reading.cut)
     if reading.cut:
         reading.record(session, "the answer")
         content_type = response.headers.get("content-type", "")
