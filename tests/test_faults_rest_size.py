@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -185,6 +186,19 @@ async def test_endless_websocket_messages_end_the_turn_at_the_limit(tmp_path: Pa
     [cut] = events(session, "response_truncated")
     assert cut["read"] == whole * len(WS_MESSAGE)
     assert cut["note"].startswith("the websocket answer was larger than max_response_bytes (1,000,000)")
+
+
+async def test_a_post_to_the_listener_past_the_limit_is_refused_and_said(tmp_path: Path, flooding: str) -> None:
+    session = make_session(tmp_path)
+    spec = _spec(f"{flooding}/sized", response={"listen": {"path": "/hooks/reply"}})
+    async with opened(spec, session), httpx.AsyncClient(timeout=30) as http:
+        listen_url = events(session, "transport")[0]["listen_url"]
+        small = await http.post(listen_url, json={"text": "fits"})
+        big = await http.post(listen_url, content=b"y" * (3 * LIMIT))  # under the listener's former 16 MB
+    assert small.status_code == 200 and big.status_code == 413
+    [refused] = events(session, "listen_post_too_large")
+    assert refused["limit"] == LIMIT
+    assert refused["note"].startswith("a post to /hooks/reply was larger than max_response_bytes (1,000,000)")
 
 
 def test_a_run_against_an_endless_answer_writes_little_and_says_the_cut(tmp_path: Path, flooding: str,

@@ -170,7 +170,8 @@ class RestTarget(Target):
         host, port = split_addr(listen.addr) if listen.addr else ("127.0.0.1", 0)
         public_url = session.context.render_text(listen.url) if listen.url else None
         try:
-            self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url)
+            self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url,
+                                      max_bytes=self.spec.max_response_bytes)
             await self._listener.start()
         except Exception as exc:
             raise InfraError(f"{self._what}: cannot listen on {host}:{port}: {os_reason(exc)}") from exc
