@@ -88,7 +88,8 @@ def expand_agent(agent: Any) -> Any:
     """The inverse of shrink_agent, for data read back from result.json (anything else is left alone)."""
     if not isinstance(agent, dict) or not _mentions_markers(agent):
         return agent
-    text = agent.get("text") if isinstance(agent.get("text"), str) else ""
+    written = agent.get("text")
+    text = written if isinstance(written, str) else ""
     response = _expand(agent.get("response"), text)
     raw = agent.get("raw")
     if isinstance(raw, list):
