@@ -129,6 +129,17 @@ def test_a_list_past_its_limit_is_refused_where_it_grows_too_long(style: str, tm
                        "(item 10,001 is here): put many cases in a cases_file (CSV or JSON), which reads far faster")
 
 
+def test_thousands_of_problems_are_told_in_a_screenful(tmp_path: Path, tamesu: Any) -> None:
+    cases = "".join(f"      - {{ name: c{i}, colour: red }}\n" for i in range(1_500))  # one unknown key each
+    (tmp_path / "suite.yaml").write_text(_TARGET + _TEST + "    cases:\n" + cases)
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 202 and all(": tests[0].cases[" in line for line in lines[:200])
+    assert lines[0].startswith("suite.yaml:8:") and "cases[0].colour" in lines[0]  # the first ones, in order
+    assert lines[-2:] == ["... and 1,300 more, not shown: fix these first", "1,500 problems found"]
+
+
 def test_an_empty_suite_is_a_warning(tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("")
     plan = load_plan([tmp_path / "empty.yaml"])
