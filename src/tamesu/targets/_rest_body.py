@@ -35,7 +35,9 @@ class Reading:
 
 def reading_of(response: httpx.Response, limit: int) -> Reading:
     declared = response.headers.get("content-length", "")
-    return Reading(limit=limit, declared=int(declared) if declared.isdigit() else None)
+    # a compressed body's length says nothing about the decoded bytes the limit counts
+    encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+    return Reading(limit=limit, declared=int(declared) if declared.isdigit() and not encoded else None)
 
 
 async def bounded_chunks(response: httpx.Response, reading: Reading) -> AsyncIterator[bytes]:
