@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import gzip
 import json
 import tracemalloc
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
+from tamesu.targets._rest_body import Reading, bounded_chunks
 from test_rest_target import events, make_session, opened
 
 LIMIT = 1_000_000
@@ -52,6 +56,15 @@ async def _endless_line(request: Request) -> Response:
     # one event whose data line never ends: no line break ever comes
     return StreamingResponse(_forever(request, 'data: {"delta": "hi"}\n\ndata: ', CHUNK),
                              media_type="text/event-stream")
+
+
+@functools.cache
+def _bomb() -> bytes:
+    return gzip.compress(b"word " * 4_000_000, compresslevel=9)  # 20 MB in about 60 kB
+
+
+async def _gzip_bomb(_: Request) -> Response:
+    return Response(_bomb(), media_type="text/plain", headers={"Content-Encoding": "gzip"})
 
 
 async def _sized(_: Request) -> Response:
@@ -86,7 +99,8 @@ async def _endless_messages(websocket: WebSocket) -> None:
 
 def _app() -> Starlette:
     routes = [("/endless-text", _endless_text), ("/endless-json", _endless_json), ("/endless-events",
-              _endless_events), ("/endless-line", _endless_line), ("/sized", _sized)]
+              _endless_events), ("/endless-line", _endless_line), ("/sized", _sized),
+              ("/gzip-bomb", _gzip_bomb)]
     return Starlette(routes=[*(Route(path, handler, methods=["POST"]) for path, handler in routes),
                              WebSocketRoute("/endless-ws", _endless_messages)])
 
@@ -134,6 +148,17 @@ async def test_a_sized_answer_over_the_limit_names_its_length(tmp_path: Path, fl
     assert len(turn.text.encode()) == LIMIT
     [cut] = events(session, "response_truncated")
     assert cut["declared"] == 5_000_000 and "read 1,000,000 bytes of 5,000,000" in cut["note"]
+
+
+async def test_a_compressed_answer_is_counted_as_it_inflates(tmp_path: Path, flooding: str) -> None:
+    session = make_session(tmp_path)
+    _bomb()  # made before memory is traced: the server is in this process
+    async with opened(_spec(f"{flooding}/gzip-bomb"), session) as target:
+        turn, peak = await _peak_while(target.send(UserTurn(text="hi")))
+    assert len(turn.text.encode()) == LIMIT and turn.text.startswith("word word")
+    assert peak < 12 * LIMIT, peak  # not the 20 MB it inflates to
+    [cut] = events(session, "response_truncated")
+    assert cut["declared"] is None and cut["read"] == LIMIT  # its Content-Length is of the compressed bytes
 
 
 async def test_an_endless_json_answer_fails_the_turn_and_keeps_an_excerpt(tmp_path: Path, flooding: str) -> None:
@@ -227,3 +252,26 @@ tests:
         detail = json.loads((run / "result.json").read_text())
         [cut] = [e["data"] for e in detail["events"] if e["name"] == "response_truncated"]
         assert cut["limit"] == 100_000 and cut["read"] == 100_000
+
+
+BODY = b"".join(f"line {i} ".encode() for i in range(200_000))  # 2.3 MB
+ENCODED = {"gzip": ("gzip", gzip.compress(BODY)),
+           "two gzip members": ("gzip", gzip.compress(BODY[:5000]) + gzip.compress(BODY[5000:])),
+           "deflate": ("deflate", zlib.compress(BODY)),
+           "deflate without its zlib header": ("deflate", zlib.compress(BODY)[2:-4])}
+
+
+@pytest.mark.parametrize("name", list(ENCODED))
+@pytest.mark.parametrize("limit", [10_000_000, 100_000])
+async def test_a_compressed_body_inflates_to_the_same_bytes_up_to_the_limit(name: str, limit: int) -> None:
+    encoding, data = ENCODED[name]
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for start in range(0, len(data), 7000):
+            yield data[start:start + 7000]
+
+    response = httpx.Response(200, headers={"content-encoding": encoding}, content=pieces())
+    reading = Reading(limit=limit)
+    read = b"".join([piece async for piece in bounded_chunks(response, reading)])
+    assert read == BODY[:limit] and reading.read == len(read)
+    assert reading.cut is (limit < len(BODY))

@@ -4,6 +4,7 @@ never stops sending, costs tamesu at most the limit in memory and the time it ta
 from __future__ import annotations
 
 import codecs
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -41,8 +42,20 @@ def reading_of(response: httpx.Response, limit: int) -> Reading:
 
 
 async def bounded_chunks(response: httpx.Response, reading: Reading) -> AsyncIterator[bytes]:
-    """The body's bytes (decoded from gzip and the like) until `reading.limit`: then `reading.cut` is set and
+    """The body's bytes, decoded from gzip or deflate, until `reading.limit`: then `reading.cut` is set and
     nothing more is read (the caller closes the response, which drops the connection)."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        # inflated here, at most up to the limit per step: httpx would inflate each network piece whole, and a
+        # 60 kB piece of gzip can hold 20 MB
+        pieces = _inflated(response, reading, gzip=encoding != "deflate")
+    else:
+        pieces = _counted(response, reading)
+    async for piece in pieces:
+        yield piece
+
+
+async def _counted(response: httpx.Response, reading: Reading) -> AsyncIterator[bytes]:
     async for chunk in response.aiter_bytes():
         room = reading.limit - reading.read
         if len(chunk) > room:
@@ -53,6 +66,36 @@ async def bounded_chunks(response: httpx.Response, reading: Reading) -> AsyncIte
             return
         reading.read += len(chunk)
         yield chunk
+
+
+async def _inflated(response: httpx.Response, reading: Reading, *, gzip: bool) -> AsyncIterator[bytes]:
+    wbits = 16 + zlib.MAX_WBITS if gzip else zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    started = False
+    async for data in response.aiter_raw():
+        while data:
+            room = reading.limit - reading.read
+            try:
+                out = inflater.decompress(data, room + 1)  # one byte past the room says there is more
+            except zlib.error as exc:
+                if not gzip and not started:  # deflate without its zlib header, as some servers send it
+                    inflater, wbits = zlib.decompressobj(-zlib.MAX_WBITS), -zlib.MAX_WBITS
+                    started = True
+                    continue
+                raise httpx.DecodingError(f"the {'gzip' if gzip else 'deflate'} body is broken: {exc}") from exc
+            started = True
+            data = inflater.unconsumed_tail
+            if inflater.eof and inflater.unused_data:  # another gzip member follows
+                data, inflater = inflater.unused_data + data, zlib.decompressobj(wbits)
+            if len(out) > room:
+                if room:
+                    reading.read += room
+                    yield out[:room]
+                reading.cut = True
+                return
+            reading.read += len(out)
+            if out:
+                yield out
 
 
 async def lines(chunks: AsyncIterator[bytes], encoding: str, reading: Reading) -> AsyncIterator[str]:
