@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-store bench-browser clean proto js-sdk
+.PHONY: demo test lint typecheck bench bench-store bench-browser clean proto js-sdk
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,10 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples scripts
 
-test: lint .venv-voicebot/.installed $(JS_SDK)
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy
+
+test: lint typecheck .venv-voicebot/.installed $(JS_SDK)
 	$(BIN)/pytest -q
 
 # the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto
