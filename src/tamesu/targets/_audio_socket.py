@@ -306,7 +306,8 @@ class AudioSocketTarget(Target):
             now_ms = session.now_ms()
             # quiet only once every message that came has been read: audio queued while the user spoke is
             # placed at its arrival, so the first stale chunk alone would look like a reply long finished
-            if heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty():
+            if (heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty()
+                    and not self._still_speaking()):
                 break
             if heard.spoke_at is not None and self._voice.barge_in_due():
                 interrupted = True
@@ -344,6 +345,11 @@ class AudioSocketTarget(Target):
         if interrupted:
             self._interrupted = turn
         return turn
+
+    def _still_speaking(self) -> bool:
+        """Whether the agent has said that it is still speaking (a pause in its audio is then not the end of
+        its turn); a protocol that says so overrides this."""
+        return False
 
     def _read_message(self, message: str | bytes) -> list[Incoming]:
         assert self._wire is not None

@@ -19,11 +19,14 @@ Text mode: a user turn is RTVI `send-text` (asking for no speech); the reply is 
 sentences (its streamed `bot-llm-text` when it sends none), and ends once its model and its speech have
 stopped and `idle` has passed with nothing more. Audio mode: the call is the audio socket's (`_audio_socket`):
 the persona's speech streams as 20 ms protobuf audio frames at real-time pace, silence between utterances, the
-bot's audio on the playback clock, `audio.wav`; the turn's text is what the bot says it said (`bot-output`),
-or what Whisper hears when it says nothing of it. The bot's own transcript of the user (RTVI `user-input`, or
-the older `user-transcription`) feeds `stt_word_error_rate`; its interruption frames stop the reply a barge-in
-talks over (`interruption_stop_ms`), and its `bot-interrupted` messages are recorded beside them
-(`bot_interrupted_ms`, the same barge-in seen by RTVI). A `dtmf` step is RTVI `dtmf`.
+bot's audio on the playback clock, `audio.wav`; a pause in its audio while it says it is speaking (between
+`bot-started-speaking` and `bot-stopped-speaking`) does not end its turn; the turn's text is what the bot
+says it said (`bot-output`), or what Whisper hears when it says nothing of it.
+
+The bot's own transcript of the user (RTVI `user-input`, or the older `user-transcription`) feeds
+`stt_word_error_rate`; its interruption frames stop the reply a barge-in talks over (`interruption_stop_ms`),
+and its `bot-interrupted` messages are recorded beside them (`bot_interrupted_ms`, the same barge-in seen by
+RTVI). A `dtmf` step is RTVI `dtmf`.
 
 The bot's client-side function calls (`llm-function-call`) are answered from `tool_results` (the realtime
 target's form: a result, or `{when, result | error}` cases), or as the test's `fuzz_tools` says for that tool,
@@ -116,6 +119,9 @@ class PipecatTarget(AudioSocketTarget):
         super().__init__(spec, name)
         self.idle_s = spec.idle
         self._counts.update({"bot_interrupted": 0, "tool_calls": 0, "rtvi_errors": 0})
+        self._speaking = False
+        """Between the bot's bot-started-speaking and bot-stopped-speaking: a gap in its audio (a loaded bot
+        falling behind) is then not the end of its turn."""
         self._barge: tuple[AgentTurn, float] | None = None
         """The reply a barge-in talks over and the user's first word, until RTVI says it was interrupted."""
 
@@ -277,7 +283,10 @@ class PipecatTarget(AudioSocketTarget):
         if kind == "llm_text":
             heard.controls.append({"llm_text": item.value})
             return True
-        if kind in ("ready", "llm", "speaking", "tts", "message"):
+        if kind == "speaking":
+            self._speaking = bool(item.value)
+            return True
+        if kind in ("ready", "llm", "tts", "message"):
             return True
         if kind == "tool_call":
             self._answer_call(item.value, turn, heard)
@@ -307,6 +316,9 @@ class PipecatTarget(AudioSocketTarget):
                 self._barge = None
             return True
         return super()._handle(item, at, heard, turn, audio_turn)
+
+    def _still_speaking(self) -> bool:
+        return self._speaking
 
     def _note_barge(self) -> None:
         """Keep the reply being talked over and the user's first word, for the RTVI message that follows, and
