@@ -42,7 +42,7 @@ def bot_run(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Ite
 def test_the_bot_suite_passes_in_text_and_audio_mode(bot_run: tuple[Path, str, int]) -> None:
     _run_dir, output, code = bot_run
     assert code == 0, output
-    assert "6 passed" in output and "Traceback" not in output
+    assert "7 passed" in output and "Traceback" not in output
 
 
 @needs_bot
@@ -60,6 +60,11 @@ def test_text_mode_hears_the_greeting_and_answers_the_bots_tool_call(bot_run: tu
     digit = _result(run_dir, "text-digit")
     assert digit["metrics"]["pipecat_dtmf_sent"] == 1
     assert "balance" in digit["turns"][-1]["agent"]["text"].lower()
+    # a model-played caller (the fake provider's rules) pressed the key the bot's menu offered, then hung up
+    caller = _result(run_dir, "a-caller-who-presses-the-key-asked-for-and-hangs-up")
+    assert [t["user"]["dtmf"] for t in caller["turns"] if t["user"]] == [None, "2"]
+    assert caller["end_reason"] == "simulator_stopped"
+    assert "balance" in caller["turns"][-1]["agent"]["text"].lower()
 
 
 @needs_bot
