@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tamesu.errors import ConfigError, Problem
-from tamesu.jsonl import assertions, parser
+from tamesu.jsonl import assertions, parser, voice_fields
 from tamesu.jsonl.helpers import TargetHelper
 from tamesu.jsonl.targets import ResolvedTarget, TargetProblem, file_refusal, resolve
 from tamesu.suite.loader import (
@@ -141,9 +141,13 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
     for path in paths:
         settings = parse_settings(project, secrets, path.parent.resolve(), resolved)
         try:
-            done.cases += len(parser.parse_file(path, _label(path), settings))
+            cases = parser.parse_file(path, _label(path), settings)
         except ConfigError as exc:
             problems.extend(exc.problems)
+        else:
+            done.cases += len(cases)
+            if resolved is not None:  # a voice, behaviours or a DTMF digit the agent cannot get, as `test` says
+                done.warnings += voice_fields.warnings(cases, resolved.name, resolved.spec)
         done.warnings += [str(w) for w in settings.warnings]
     if problems:
         raise ConfigError(problems)
