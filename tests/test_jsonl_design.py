@@ -241,6 +241,24 @@ def test_the_model_simulator_is_shown_the_turn_count_and_the_tool_results(server
     assert [n.get("simulator_prompt") for n in notes] == ["simulator.v2", "simulator.v2", None]
 
 
+def test_a_failing_simulator_is_the_cases_error_not_a_verdict(servers: Servers, tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "boom.py").write_text("def simulate(inputs):\n    raise RuntimeError('no idea')\n")
+    cases = tmp_path / "broken.jsonl"
+    cases.write_text("".join(json.dumps(case) + "\n" for case in [
+        {"id": "S1", "input": "I want to submit an expense", "simulator": {"use": "scripts:boom"}},
+        {"id": "S2", "input": "I want to submit an expense", "simulator": {"use": "openai-local"}}]))
+    servers.openai.plan(*[text("I would rather not say") for _ in range(3)])  # never the JSON asked for
+    done = run_test(["-i", str(cases), "-n", "assistants.expense", "--config", str(DESIGN / "tamesu.yaml"),
+                     "--out", str(tmp_path), "-o", str(tmp_path / "o.jsonl")], cwd=DESIGN, env=servers.env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    records = {r["id"]: r for r in map(json.loads, (tmp_path / "o.jsonl").read_text().splitlines())}
+    assert {k: (r["status"], r["total_turns"]) for k, r in records.items()} == {"S1": ("error", 1), "S2": ("error", 1)}
+    assert records["S1"]["error"] == "simulator scripts:boom raised RuntimeError: no idea"
+    assert records["S2"]["error"] == "simulator: no valid JSON after 3 attempts: no JSON object found in the answer"
+    assert servers.openai.pending == 0  # asked three times, then given up
+
+
 def test_the_readmes_jsonl_cases_run_as_written(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     section = readme[readme.index("## JSONL tests"):]
