@@ -20,15 +20,8 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions, parser, voice_fields
 from tamesu.jsonl.helpers import TargetHelper
 from tamesu.jsonl.targets import ResolvedTarget, TargetProblem, file_refusal, resolve
-from tamesu.suite.loader import (
-    MAX_SUITE_FILES,
-    PROJECT_FILE,
-    Project,
-    find_project,
-    load_project,
-    load_project_targets,
-    suite_files,
-)
+from tamesu.plan import PROJECT_FILE, Project, find_project, load_project, load_project_targets, suite_files
+from tamesu.plan.project import MAX_SUITE_FILES
 from tamesu.suite.secrets import Secrets
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
