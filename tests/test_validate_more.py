@@ -155,3 +155,21 @@ def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tames
     done = tamesu(["validate", "."], cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["ok: 4 test case(s) in 3 JSONL file(s)", "ok: 1 test in 1 suite"]
+    # `tamesu run` reads the YAML suite and says what the JSONL entries are; with only those, it has nothing to run
+    listed = tamesu(["list"], cwd=project)
+    assert listed.returncode == 0 and listed.stdout.split()[0] == "suite/delegates", listed.stdout + listed.stderr
+    (project / "tamesu.yaml").write_text(PROJECT.replace("suites: [suite.yaml]", "suites: [cases, 'more/*.jsonl']"))
+    none = tamesu(["run", "--out", "out"], cwd=project)
+    assert none.returncode == 2
+    assert none.stderr.splitlines() == [
+        "cases:1:1: JSONL test cases, not a suite: `tamesu test -i FILE -n TARGET` runs them, `tamesu validate` "
+        "checks them",
+        "more/c.jsonl:1:1: JSONL test cases, not a suite: `tamesu test -i more/c.jsonl -n TARGET` runs them, "
+        "`tamesu validate` checks them", "2 problems found"]
+
+
+def test_the_expense_examples_jsonl_folder_validates(tamesu: Callable[..., Any]) -> None:
+    example = Path(__file__).parent.parent / "examples" / "expense-agent"
+    done = tamesu(["validate"], cwd=example, env={"EXPENSE_URL": "http://127.0.0.1:9"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["ok: 11 test case(s) in 4 JSONL file(s)"]

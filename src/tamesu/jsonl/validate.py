@@ -21,14 +21,8 @@ from tamesu.jsonl import assertions, parser, voice_fields
 from tamesu.jsonl.helpers import TargetHelper
 from tamesu.jsonl.targets import ResolvedTarget, TargetProblem, file_refusal, resolve
 from tamesu.plan import PROJECT_FILE, Project, find_project, load_project, load_project_targets, suite_files
-from tamesu.plan.project import MAX_SUITE_FILES
+from tamesu.plan.project import JSONL_SUFFIXES, MAX_SUITE_FILES, is_jsonl, jsonl_among
 from tamesu.suite.secrets import Secrets
-
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
-
-
-def is_jsonl(path: str) -> bool:
-    return path.lower().endswith(JSONL_SUFFIXES)
 
 
 @dataclass
@@ -53,13 +47,13 @@ def split_paths(paths: list[Path], config: Path | None) -> Split:
                 split.jsonl += jsonl
                 if yaml or not jsonl:  # a folder with neither stays the loader's ("no suite files in ...")
                     split.suites.append(path)
-            elif is_jsonl(path.name):
+            elif is_jsonl(path):
                 split.jsonl.append(path)
             else:
                 split.suites.append(path)
     except (ConfigError, OSError, RuntimeError):
-        return Split(jsonl=[p for p in paths if is_jsonl(p.name)], suites=[p for p in paths if not is_jsonl(p.name)],
-                     load_suites=not paths or any(not is_jsonl(p.name) for p in paths))
+        return Split(jsonl=[p for p in paths if is_jsonl(p)], suites=[p for p in paths if not is_jsonl(p)],
+                     load_suites=not paths or any(not is_jsonl(p) for p in paths))
     split.jsonl = list({path.resolve(): path for path in split.jsonl}.values())
     split.load_suites = bool(split.suites) or not split.jsonl
     if not paths and split.load_suites and split.suites == [project.dir]:
@@ -68,21 +62,13 @@ def split_paths(paths: list[Path], config: Path | None) -> Split:
 
 
 def _split_project(folder: Path, project: Project, split: Split) -> None:
-    """The project's `suites` matches: JSONL files (or those in a folder a pattern names) are validated as
-    JSONL; when there is any, the loader gets the YAML matches one by one instead of the project's patterns."""
-    yaml: list[Path] = []
-    jsonl: list[Path] = []
-    for match in suite_files([folder], project):
-        if match.is_dir():
-            found = _in_folder(match)
-            yaml += found[0]
-            jsonl += found[1]
-        elif is_jsonl(match.name):
-            jsonl.append(match)
-        else:
-            yaml.append(match)
+    """The project's `suites` matches, split as `tamesu run` splits them (`jsonl_among`): JSONL files, and
+    those in a folder a pattern names, are validated as JSONL; when there is any, the loader gets the other
+    matches one by one instead of the project's patterns."""
+    others, named = jsonl_among(suite_files([folder], project))
+    jsonl = [p for path in named for p in (_in_folder(path)[1] if path.is_dir() else [path])]
     split.jsonl += jsonl
-    split.suites += yaml if jsonl else [folder]
+    split.suites += others if named else [folder]
 
 
 def _in_folder(folder: Path) -> tuple[list[Path], list[Path]]:
@@ -170,4 +156,4 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-__all__ = ["Split", "TargetProblem", "Validated", "is_jsonl", "parse_settings", "split_paths", "validate_files"]
+__all__ = ["Split", "TargetProblem", "Validated", "parse_settings", "split_paths", "validate_files"]
