@@ -259,6 +259,22 @@ def test_a_failing_simulator_is_the_cases_error_not_a_verdict(servers: Servers, 
     assert servers.openai.pending == 0  # asked three times, then given up
 
 
+def test_the_simulator_flag_names_the_simulator_agent_as_both_revisions_write_it(servers: Servers,
+                                                                                 tmp_path: Path) -> None:
+    cases = tmp_path / "dynamic.jsonl"
+    cases.write_text(json.dumps({"id": "D001", "input": "Business travel, $3500", "checkpoints": [
+        {"id": "submitted", "assertion": {"type": "tool_called", "name": "submit_expense"}}]}) + "\n")
+    for name in ("user-sim", "agents:user-sim"):  # the later revision's bare id, the earlier one's prefix
+        servers.recorder.helpers.clear()
+        done = run_test(["-i", str(cases), "-n", "assistants.expense", "--simulator", name, "--config",
+                         str(DESIGN / "tamesu.yaml"), "--out", str(tmp_path), "-o", str(tmp_path / "o.jsonl")],
+                        cwd=DESIGN, env=servers.env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        record = json.loads((tmp_path / "o.jsonl").read_text())
+        assert (record["status"], [t["input_source"] for t in record["turns"]]) == ("passed", ["static", "simulator"])
+        assert [body["options"]["metadata"]["test_mode"] for body in servers.recorder.helpers] == ["simulator"]
+
+
 def test_the_readmes_jsonl_cases_run_as_written(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     section = readme[readme.index("## JSONL tests"):]
