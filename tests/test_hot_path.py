@@ -10,7 +10,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from tamesu.engine.artifacts import RunDirectory, indented_json
-from tamesu.suite._yaml import load_yaml
+from tamesu.errors import ConfigError
+from tamesu.suite import _fast_yaml
+from tamesu.suite._yaml import MAX_VALUES, _parser, load_yaml, to_plain
 from tamesu.suite.secrets import Redactor
 
 
@@ -75,3 +77,115 @@ def test_yaml_positions_match_the_round_trip_reader(tmp_path: Path, text: str) -
                 walk(value, [*loc, index])
 
     walk(reference, [])
+
+
+ROOT = Path(__file__).resolve().parent.parent
+REPO_YAML = sorted(p for p in [*ROOT.glob("examples/**/*.y*ml"), *ROOT.glob("tests/**/*.y*ml"),
+                               *ROOT.glob("src/**/*.y*ml")] if ".venv" not in p.parts)
+TRICKY = [
+    "a: yes\nb: on\nc: no\nd: off\ne: y\nf: true\ng: False\nh: ~\nj: null\n",
+    "n: [0, -0, +5, 12, 1.5, -0.25, 10.0, '5', \"6\"]\nk: {1: one, 2.5: x, false: f}\n",
+    "s: >\n  folded\n  text\n\nt: |-\n  kept\n   indented\nu: 'it''s'\nv: \"tab\\there \\u00e9\"\n",
+    "- [a, {b: c}, [d]]\n- {}\n- []\n- ''\n- key: value\n  other: 2\n",
+    "say: Hello there! how are you?  # a comment\nurl: http://x:8080/a?b=c#frag\nemoji: \"\U0001F600\"\n",
+    "tests:\n- name: t\n  scenario:\n    script:\n    - say: hi\n    -   say: 'there'\n  assert: []\n",
+    "5",
+    "just a string",
+]
+DECLINED = [
+    "a: &x 1\nb: *x\n", "a: !!str 5\n", "base: &b {x: 1}\nc:\n  <<: *b\n", "a: 0x1f\n", "a: 1e3\n",
+    "a: 2026-01-01\n", "a: 007\n", "a: .inf\n", "a: 1_000\n", "%YAML 1.1\n---\na: yes\n", "a: 1\na: 2\n",
+    "? [a, b]\n: c\n", "a: 1\n---\nb: 2\n", "a: 1\n---\n", "~: x\n", "a:\nb: 1\n", "on:\n  push:\n",
+    "- a\n-\n", "a: [1, 2\n", "a: =\n", "a: 1.\n",
+]
+
+
+def _slow(text: str) -> tuple[Any, Any]:
+    tree = _parser().load(text)
+    return tree, to_plain(tree)
+
+
+def _typed(value: Any) -> Any:
+    """The value with each scalar's built-in type beside it, so 1, 1.0 and True are told apart (ruamel's float
+    keys stay its ScalarFloat, a float)."""
+    if isinstance(value, dict):
+        return {_kind(k): _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return _kind(value)
+
+
+def _kind(value: Any) -> tuple[str, Any]:
+    base = next((t for t in (bool, int, float, str) if isinstance(value, t)), type(value))
+    return base.__name__, value
+
+
+def _positions(tree: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def walk(node: Any, loc: tuple[Any, ...]) -> None:
+        if hasattr(node, "lc"):
+            found.append((loc, "node", node.lc.line, node.lc.col))
+        if isinstance(node, dict):
+            for key, value in node.items():
+                found.append((loc, key, tuple(node.lc.key(key)), tuple(node.lc.value(key))))
+                walk(value, (*loc, key))
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                found.append((loc, index, tuple(node.lc.item(index))))
+                walk(value, (*loc, index))
+
+    walk(tree, ())
+    return found
+
+
+def _same_as_ruamel(text: str) -> bool:
+    """Whether the fast reader read `text` (True) or declined it (False); when it read, data, types and every
+    line and column must be what ruamel gives."""
+    fast = _fast_yaml.read(text, MAX_VALUES)
+    if fast is None:
+        return False
+    tree, data = _slow(text)
+    assert _typed(fast[1]) == _typed(data)
+    assert _positions(fast[0]) == _positions(tree)
+    return True
+
+
+needs_libyaml = pytest.mark.skipif(not _fast_yaml.available(), reason="PyYAML without libyaml: ruamel reads all")
+
+
+@needs_libyaml
+@pytest.mark.parametrize("text", [*YAML_TEXTS, *TRICKY])
+def test_the_fast_reader_reads_plain_yaml_as_ruamel_does(text: str) -> None:
+    assert _same_as_ruamel(text)
+
+
+@needs_libyaml
+@pytest.mark.parametrize("path", REPO_YAML, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_yaml_file_of_the_repository_reads_the_same(path: Path) -> None:
+    _same_as_ruamel(path.read_text(encoding="utf-8"))  # declined or identical
+
+
+def test_most_of_the_repositorys_yaml_takes_the_fast_reader() -> None:
+    if not _fast_yaml.available():
+        pytest.skip("PyYAML without libyaml")
+    read = [p for p in REPO_YAML if _fast_yaml.read(p.read_text(encoding="utf-8"), MAX_VALUES) is not None]
+    assert len(read) >= len(REPO_YAML) * 0.6, [str(p) for p in REPO_YAML if p not in read]
+
+
+@pytest.mark.parametrize("text", DECLINED)
+def test_what_the_fast_reader_is_not_sure_of_goes_to_ruamel(tmp_path: Path, text: str) -> None:
+    assert _fast_yaml.read(text, MAX_VALUES) is None
+    path = tmp_path / "s.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        document = load_yaml(path)
+    except ConfigError as exc:  # ruamel's words: a duplicate key, a syntax error, two documents
+        assert str(exc).startswith(f"{path}:")
+        return
+    assert _typed(document.data) == _typed(_slow(text)[1])
+
+
+def test_the_fast_reader_declines_what_would_pass_the_value_limit() -> None:
+    text = "a: [" + ", ".join("1" for _ in range(50)) + "]\n"
+    assert _fast_yaml.read(text, 52) is not None and _fast_yaml.read(text, 51) is None

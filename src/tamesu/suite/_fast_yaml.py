@@ -1,0 +1,129 @@
+"""A faster reader for the plain YAML most suites are: libyaml (PyYAML's C parser) composes the nodes, and the
+values and positions are made here as the round-trip reader (ruamel, YAML 1.2) makes them.
+
+ruamel's round-trip reader runs in pure Python: about 1.2 ms per test of a suite, as much CPU as a REST turn.
+libyaml composes the same text ten times faster. What this reader is not sure to read exactly as ruamel does
+it declines (returns None) and the caller parses with ruamel, which also words every error: tags, anchors,
+aliases and merge keys, a `%YAML` or `%TAG` directive, several documents, keys that are not scalars or that
+repeat, empty values (`key:` with nothing after it), and plain scalars that YAML 1.2 makes into anything but
+a string, null, a boolean, a decimal integer without leading zeros or a decimal fraction (hex, octal,
+exponents, `.inf`, timestamps, `=`). Plain scalars are resolved by ruamel's own YAML 1.2 resolver, so `on`,
+`no` and `yes` stay strings as they do there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.nodes import ScalarNode as RuamelScalar
+from ruamel.yaml.resolver import VersionedResolver
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML is a dependency; without it every file goes to ruamel
+    yaml = None  # type: ignore[assignment]
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", None) if yaml is not None and yaml.__with_libyaml__ else None
+
+# What ruamel reads otherwise than libyaml or this module would: a tag (`!`), an anchor (`&`) or an alias (`*`)
+# at the start of a token, a merge key, a directive. Found anywhere (even inside a quoted string) the file is
+# declined: a slower read, never a different one.
+_DECLINE = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%", re.MULTILINE)
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
+_STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_RESOLVER = VersionedResolver(version=(1, 2))
+
+
+class _Declined(Exception):
+    pass
+
+
+def available() -> bool:
+    return _LOADER is not None
+
+
+def read(text: str, max_values: int) -> tuple[Any, Any] | None:
+    """(tree, data): the position tree (CommentedMap / CommentedSeq with line and column, as ruamel's) and the
+    plain data, or None when ruamel must read this text (also when it holds more than `max_values` values,
+    which ruamel's path refuses in its own words)."""
+    if _LOADER is None or _DECLINE.search(text):
+        return None
+    try:
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return None  # ruamel says what is wrong, with its own words and position
+    if node is None:
+        return None
+    try:
+        return _build(node, [max_values])
+    except (_Declined, RecursionError):
+        return None
+
+
+def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
+    left[0] -= 1
+    if left[0] < 0:
+        raise _Declined
+    if isinstance(node, yaml.ScalarNode):
+        value = _scalar(node)
+        return value, value
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != "tag:yaml.org,2002:seq":
+            raise _Declined
+        tree, data = CommentedSeq(), []
+        _place(tree, node)
+        for index, item in enumerate(node.value):
+            child_tree, child_data = _build(item, left)
+            tree.append(child_tree)
+            data.append(child_data)
+            tree.lc.add_kv_line_col(index, [item.start_mark.line, item.start_mark.column])
+        return tree, data
+    if isinstance(node, yaml.MappingNode):
+        if node.tag != "tag:yaml.org,2002:map":
+            raise _Declined
+        tree, plain = CommentedMap(), {}
+        _place(tree, node)
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _Declined
+            key = _scalar(key_node)
+            if key is None or key in tree:
+                raise _Declined  # ruamel refuses a duplicate key with its position, and names a null key
+            child_tree, child_data = _build(value_node, left)
+            tree[key] = child_tree
+            plain[key] = child_data
+            tree.lc.add_kv_line_col(key, [key_node.start_mark.line, key_node.start_mark.column,
+                                          value_node.start_mark.line, value_node.start_mark.column])
+        return tree, plain
+    raise _Declined
+
+
+def _place(tree: Any, node: Any) -> None:
+    tree.lc.line, tree.lc.col = node.start_mark.line, node.start_mark.column
+
+
+def _scalar(node: Any) -> Any:
+    value = node.value
+    if not value and not node.style:
+        # an empty value (`key:`): libyaml places it after the colon, ruamel at the next token
+        raise _Declined
+    if node.style:  # quoted or a block scalar: a string, unless a tag said otherwise
+        if node.tag != _STR:
+            raise _Declined
+        return value
+    tag = _RESOLVER.resolve(RuamelScalar, value, (True, False))
+    if tag == _STR:
+        return value
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return value in ("true", "True", "TRUE")
+    if tag == _INT_TAG and _INT.match(value):
+        return int(value)
+    if tag == _FLOAT_TAG and _FLOAT.match(value):
+        return float(value)
+    raise _Declined
