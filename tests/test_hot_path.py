@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from ruamel.yaml import YAML
@@ -189,3 +191,23 @@ def test_what_the_fast_reader_is_not_sure_of_goes_to_ruamel(tmp_path: Path, text
 def test_the_fast_reader_declines_what_would_pass_the_value_limit() -> None:
     text = "a: [" + ", ".join("1" for _ in range(50)) + "]\n"
     assert _fast_yaml.read(text, 52) is not None and _fast_yaml.read(text, 51) is None
+
+
+def test_report_links_resolve_from_a_folder_reached_through_a_symlink(tmp_path: Path, tamesu: Any) -> None:
+    from tamesu.report._load import load_run
+    from tamesu.report.html import render_html
+
+    (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n')
+    (tmp_path / "s.tamesu.yaml").write_text("targets:\n  bot: { type: model, model: target }\ntests:\n" + "".join(
+        f"  - name: t{n}\n    target: bot\n    scenario: {{ script: [{{ say: hi }}] }}\n" for n in range(2)))
+    assert tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path).returncode == 0
+    [run_dir] = (tmp_path / "out").iterdir()
+    (tmp_path / "reports" / "deep").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(tmp_path / "reports")
+    base = tmp_path / "via" / "deep"
+    html = render_html(load_run(run_dir), base)
+    links = [unquote(found) for found in re.findall(r'href="([^"#][^"]*)"', html)]
+    assert len(links) >= 7  # the run folder, then result.json, transcript.json and the folder of each run
+    for link in links:
+        assert (base.resolve() / link).exists(), link
+        assert link.startswith("../../out/"), link  # from the real folder, not through the symlink
