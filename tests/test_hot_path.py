@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+from pydantic import BaseModel
 from ruamel.yaml import YAML
 
 from tamesu.engine.artifacts import RunDirectory, indented_json
@@ -211,3 +212,57 @@ def test_report_links_resolve_from_a_folder_reached_through_a_symlink(tmp_path: 
     for link in links:
         assert (base.resolve() / link).exists(), link
         assert link.startswith("../../out/"), link  # from the real folder, not through the symlink
+
+
+def _sync_threads() -> list[Any]:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "tamesu-results-sync"]
+
+
+class _Line(BaseModel):
+    n: int
+
+
+def test_results_lines_are_synced_by_a_thread_that_ends_with_the_run(tmp_path: Path) -> None:
+    directory = RunDirectory(tmp_path, Redactor())
+    for n in range(20):
+        directory.append_result(_Line(n=n))
+    directory.close()  # waits for the last sync; the thread is gone after it
+    assert not _sync_threads()
+    assert [json.loads(line)["n"] for line in (tmp_path / "results.jsonl").read_text().splitlines()] == list(range(20))
+
+
+def test_an_idle_sync_thread_ends_and_a_later_line_starts_another(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from tamesu.engine import artifacts
+
+    monkeypatch.setattr(artifacts._Syncer, "IDLE_S", 0.05)
+    directory = RunDirectory(tmp_path, Redactor())
+    directory.append_result(_Line(n=1))
+    deadline = time.monotonic() + 30
+    while _sync_threads() and time.monotonic() < deadline:  # ends by itself once idle
+        time.sleep(0.01)
+    assert not _sync_threads()
+    directory.append_result(_Line(n=2))
+    directory.close()
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 2 and not _sync_threads()
+
+
+def test_a_failed_sync_stops_the_next_line_and_the_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    def broken(fd: int) -> None:  # an I/O error of the disk, which cannot be made to happen here
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    directory = RunDirectory(tmp_path, Redactor())
+    directory.append_result(_Line(n=1))
+    with pytest.raises(OSError, match="Input/output error"):
+        directory.close()
+    with pytest.raises(OSError, match="Input/output error"):
+        directory.append_result(_Line(n=2))
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 1
