@@ -266,3 +266,17 @@ def test_a_failed_sync_stops_the_next_line_and_the_close(tmp_path: Path, monkeyp
     with pytest.raises(OSError, match="Input/output error"):
         directory.append_result(_Line(n=2))
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_run_process_freezes_its_heap_and_collects_the_young_less_often() -> None:
+    import subprocess
+    import sys
+
+    # in a process of its own: the collector's settings are the whole process's
+    script = ("import gc\nfrom tamesu.engine._heap import settle_for_a_run, YOUNG_THRESHOLD\n"
+              "before = gc.get_freeze_count()\nsettle_for_a_run()\nprint(before, gc.get_freeze_count() > before,"
+              " gc.get_threshold()[0] == YOUNG_THRESHOLD)\ngc.set_threshold(50_000)\nsettle_for_a_run()\n"
+              "print(gc.get_threshold()[0])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True", "True", "50000"]  # a larger setting of the user's is kept
