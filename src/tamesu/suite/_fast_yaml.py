@@ -74,31 +74,31 @@ def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
     if isinstance(node, yaml.SequenceNode):
         if node.tag != "tag:yaml.org,2002:seq":
             raise _Declined
-        tree, data = CommentedSeq(), []
-        _place(tree, node)
+        items, data = CommentedSeq(), []
+        _place(items, node)
         for index, item in enumerate(node.value):
             child_tree, child_data = _build(item, left)
-            tree.append(child_tree)
+            items.append(child_tree)
             data.append(child_data)
-            tree.lc.add_kv_line_col(index, [item.start_mark.line, item.start_mark.column])
-        return tree, data
+            items.lc.add_kv_line_col(index, [item.start_mark.line, item.start_mark.column])
+        return items, data
     if isinstance(node, yaml.MappingNode):
         if node.tag != "tag:yaml.org,2002:map":
             raise _Declined
-        tree, plain = CommentedMap(), {}
-        _place(tree, node)
+        mapping, plain = CommentedMap(), {}
+        _place(mapping, node)
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _Declined
             key = _scalar(key_node)
-            if key is None or key in tree:
+            if key is None or key in mapping:
                 raise _Declined  # ruamel refuses a duplicate key with its position, and names a null key
             child_tree, child_data = _build(value_node, left)
-            tree[key] = child_tree
+            mapping[key] = child_tree
             plain[key] = child_data
-            tree.lc.add_kv_line_col(key, [key_node.start_mark.line, key_node.start_mark.column,
-                                          value_node.start_mark.line, value_node.start_mark.column])
-        return tree, plain
+            mapping.lc.add_kv_line_col(key, [key_node.start_mark.line, key_node.start_mark.column,
+                                             value_node.start_mark.line, value_node.start_mark.column])
+        return mapping, plain
     raise _Declined
 
 
