@@ -59,9 +59,10 @@ def read(text: str, max_values: int) -> tuple[Any, Any] | None:
     if node is None:
         return None
     try:
-        return _build(node, [max_values])
+        built = _build(node, [max_values])
     except (_Declined, RecursionError):
         return None
+    return None if built[0] is None else built  # a null document: ruamel's path makes it an empty mapping
 
 
 def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
