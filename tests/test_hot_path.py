@@ -95,12 +95,16 @@ TRICKY = [
     "tests:\n- name: t\n  scenario:\n    script:\n    - say: hi\n    -   say: 'there'\n  assert: []\n",
     "5",
     "just a string",
+    "b: \"\\/ \\L \\x41\\U0001F600\"\nc: |\n  x\n\n\n",
+    "? a\n: b\n",
+    "- - - x\n",
 ]
 DECLINED = [
     "a: &x 1\nb: *x\n", "a: !!str 5\n", "base: &b {x: 1}\nc:\n  <<: *b\n", "a: 0x1f\n", "a: 1e3\n",
     "a: 2026-01-01\n", "a: 007\n", "a: .inf\n", "a: 1_000\n", "%YAML 1.1\n---\na: yes\n", "a: 1\na: 2\n",
     "? [a, b]\n: c\n", "a: 1\n---\nb: 2\n", "a: 1\n---\n", "~: x\n", "a:\nb: 1\n", "on:\n  push:\n",
-    "- a\n-\n", "a: [1, 2\n", "a: =\n", "a: 1.\n", "~\n", "null\n",
+    "- a\n-\n", "a: [1, 2\n", "a: =\n", "a: 1.\n", "~\n", "null\n", "a: b\tc\n", "\ta: 1\n", "a: x\u2028y\n",
+    "a: x\x85y\n", "a: @x\n", "a: 'x\u2028y'\nb: 1\n", "a: \"x\u2029y\"\n",
 ]
 
 
@@ -283,3 +287,34 @@ def test_a_run_process_freezes_its_heap_and_collects_the_young_less_often() -> N
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "True", "True", "50000"]  # a larger setting of the user's is kept
+
+
+@needs_libyaml
+def test_mutated_suites_read_by_the_fast_reader_read_the_same_with_ruamel() -> None:
+    """A seeded fuzzer: the repository's YAML files with characters inserted, deleted and copied. Whatever the fast
+    reader takes, ruamel must take too, with the same data and positions (`TAMESU_FUZZ=N` for more)."""
+    import os
+    import random
+
+    rng = random.Random(20)
+    texts = [p.read_text(encoding="utf-8") for p in REPO_YAML]
+    pieces = [*" :-'\"\n#[]{},|>?x1.0~e", "  ", "\n  ", ": ", "- ", "\n- ", "0x1", "1e3", "null", "true", "yes"]
+    taken = 0
+    for _ in range(int(os.environ.get("TAMESU_FUZZ", "400"))):
+        text = rng.choice(texts)
+        for _ in range(rng.randint(1, 4)):
+            at, roll = rng.randrange(len(text) + 1), rng.random()
+            if roll < 0.4:
+                text = text[:at] + rng.choice(pieces) + text[at:]
+            elif roll < 0.8:
+                text = text[:at] + text[at + rng.randint(1, 3):]
+            else:
+                start = rng.randrange(len(text) + 1)
+                text = text[:at] + text[start:start + 5] + text[at:]
+        try:
+            taken += _same_as_ruamel(text)
+        except AssertionError:
+            raise
+        except Exception as exc:  # ruamel refused what the fast reader took
+            raise AssertionError(f"ruamel refuses what the fast reader read: {exc}\n{text}") from None
+    assert taken > 100  # the mutants the fast reader took were compared

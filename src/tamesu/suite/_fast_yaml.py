@@ -28,9 +28,10 @@ except ImportError:  # pragma: no cover - PyYAML is a dependency; without it eve
 _LOADER: Any = getattr(yaml, "CSafeLoader", None) if yaml is not None and yaml.__with_libyaml__ else None
 
 # What ruamel reads otherwise than libyaml or this module would: a tag (`!`), an anchor (`&`) or an alias (`*`)
-# at the start of a token, a merge key, a directive. Found anywhere (even inside a quoted string) the file is
-# declined: a slower read, never a different one.
-_DECLINE = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%", re.MULTILINE)
+# at the start of a token, a merge key, a directive, a tab (libyaml takes `a: b<TAB>c`, ruamel refuses it), and
+# NEL, LS and PS, line breaks to libyaml's YAML 1.1 but not to YAML 1.2 (every later line number would differ).
+# Found anywhere (even inside a quoted string) the file is declined: a slower read, never a different one.
+_DECLINE = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%|[\t\x85\u2028\u2029]", re.MULTILINE)
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
