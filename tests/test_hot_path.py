@@ -298,7 +298,8 @@ def test_mutated_suites_read_by_the_fast_reader_read_the_same_with_ruamel() -> N
 
     rng = random.Random(20)
     texts = [p.read_text(encoding="utf-8") for p in REPO_YAML]
-    pieces = [*" :-'\"\n#[]{},|>?x1.0~e", "  ", "\n  ", ": ", "- ", "\n- ", "0x1", "1e3", "null", "true", "yes"]
+    pieces = [*" :-'\"\n#[]{},|>?x1.0~e\t&*!%\\", "  ", "\n  ", ": ", "- ", "\n- ", "0x1", "1e3", "null", "true",
+              "yes", " #", ">-", "|2", "\n\n", "\u00e9", "\\n"]
     taken = 0
     for _ in range(int(os.environ.get("TAMESU_FUZZ", "400"))):
         text = rng.choice(texts)

@@ -29,9 +29,15 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", None) if yaml is not None and yaml._
 
 # What ruamel reads otherwise than libyaml or this module would: a tag (`!`), an anchor (`&`) or an alias (`*`)
 # at the start of a token, a merge key, a directive, a tab (libyaml takes `a: b<TAB>c`, ruamel refuses it), and
-# NEL, LS and PS, line breaks to libyaml's YAML 1.1 but not to YAML 1.2 (every later line number would differ).
+# NEL, LS and PS, line breaks to libyaml's YAML 1.1 but not to YAML 1.2 (every later line number would differ),
+# and a line of spaces only (leading such lines in a block scalar, more indented than its text, ruamel refuses).
 # Found anywhere (even inside a quoted string) the file is declined: a slower read, never a different one.
-_DECLINE = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%|[\t\x85\u2028\u2029]", re.MULTILINE)
+_DECLINE = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%|[\t\x85\u2028\u2029]|^ +$", re.MULTILINE)
+_BLOCK_HEADER = re.compile(r"(?:^|\s)[|>](\S*)", re.MULTILINE)
+"""A block scalar's indicator and what follows it up to a space: only `[+-]` and one indentation digit are
+certain to be read alike (libyaml takes `>#-`, which ruamel refuses); a `>` or `|` inside a plain scalar that
+is followed by other characters sends the file to ruamel too, at no risk."""
+_HEADER_OK = re.compile(r"(?:[+-]?[1-9]?|[1-9][+-])\Z")
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
@@ -52,6 +58,8 @@ def read(text: str, max_values: int) -> tuple[Any, Any] | None:
     plain data, or None when ruamel must read this text (also when it holds more than `max_values` values,
     which ruamel's path refuses in its own words)."""
     if _LOADER is None or _DECLINE.search(text):
+        return None
+    if any(not _HEADER_OK.match(found.group(1)) for found in _BLOCK_HEADER.finditer(text)):
         return None
     try:
         node = yaml.compose(text, Loader=_LOADER)
