@@ -76,7 +76,7 @@ class AnthropicProvider(Provider):
                     # the SDK's public `post` rather than `messages.create`, which re-walks the plain JSON params
                     # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's.
                     # `cast_to=object`: the answer stays the JSON it came as (building the SDK's typed Message
-                    # from it cost a seventh of a call, for a few fields read)
+                    # from it cost a tenth of a call, for a few fields read)
                     message = await client.post("/v1/messages", cast_to=object, body=self._params(request))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \

@@ -4,8 +4,9 @@ values and positions are made here as the round-trip reader (ruamel, YAML 1.2) m
 ruamel's round-trip reader runs in pure Python: about 1.2 ms per test of a suite, as much CPU as a REST turn.
 libyaml composes the same text ten times faster. What this reader is not sure to read exactly as ruamel does
 it declines (returns None) and the caller parses with ruamel, which also words every error: tags, anchors,
-aliases and merge keys, a `%YAML` or `%TAG` directive, several documents, keys that are not scalars or that
-repeat, empty values (`key:` with nothing after it), and plain scalars that YAML 1.2 makes into anything but
+aliases and merge keys, a `%YAML` or `%TAG` directive, several documents, tabs, NEL/LS/PS, lines of spaces
+only, block scalar headers other than chomping and one digit, keys that are not scalars or that repeat, empty
+values (`key:` with nothing after it), and plain scalars that YAML 1.2 makes into anything but
 a string, null, a boolean, a decimal integer without leading zeros or a decimal fraction (hex, octal,
 exponents, `.inf`, timestamps, `=`). Plain scalars are resolved by ruamel's own YAML 1.2 resolver, so `on`,
 `no` and `yes` stay strings as they do there.
