@@ -18,7 +18,6 @@ import re
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.nodes import ScalarNode as RuamelScalar
 from ruamel.yaml.resolver import VersionedResolver
 
 try:
@@ -43,7 +42,9 @@ _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
 _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_RESOLVER = VersionedResolver(version=(1, 2))
+_IMPLICIT: dict[Any, list[tuple[str, Any]]] = VersionedResolver(version=(1, 2)).versioned_resolver
+"""ruamel's YAML 1.2 implicit resolvers by first character, read once: its `resolve` looks the document's
+version up again on every scalar, which was half of this reader's time."""
 
 
 class _Declined(Exception):
@@ -113,6 +114,14 @@ def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
     raise _Declined
 
 
+def _implicit_tag(value: str) -> str:
+    """The tag ruamel's resolver gives a plain scalar (its `resolve`, for YAML 1.2, without the lookups)."""
+    for tag, pattern in [*_IMPLICIT.get(value[0] if value else "", ()), *_IMPLICIT.get(None, ())]:
+        if pattern.match(value):
+            return str(tag)
+    return _STR
+
+
 def _place(tree: Any, node: Any) -> None:
     tree.lc.line, tree.lc.col = node.start_mark.line, node.start_mark.column
 
@@ -126,7 +135,7 @@ def _scalar(node: Any) -> Any:
         if node.tag != _STR:
             raise _Declined
         return value
-    tag = _RESOLVER.resolve(RuamelScalar, value, (True, False))
+    tag = _implicit_tag(value)
     if tag == _STR:
         return value
     if tag == _NULL:
