@@ -221,10 +221,9 @@ def test_report_links_resolve_from_a_folder_reached_through_a_symlink(tmp_path: 
         assert link.startswith("../../out/"), link  # from the real folder, not through the symlink
 
 
-def _sync_threads() -> list[Any]:
-    import threading
-
-    return [t for t in threading.enumerate() if t.name == "tamesu-results-sync"]
+def _sync_thread(directory: RunDirectory) -> Any:
+    """This directory's sync thread, if one runs (other tests' directories have their own)."""
+    return directory._syncer._thread
 
 
 class _Line(BaseModel):
@@ -235,27 +234,30 @@ def test_results_lines_are_synced_by_a_thread_that_ends_with_the_run(tmp_path: P
     directory = RunDirectory(tmp_path, Redactor())
     for n in range(20):
         directory.append_result(_Line(n=n))
+    thread = _sync_thread(directory)
     directory.close()  # waits for the last sync; the thread is gone after it
-    assert not _sync_threads()
+    assert thread is None or not thread.is_alive()
+    assert _sync_thread(directory) is None
     assert [json.loads(line)["n"] for line in (tmp_path / "results.jsonl").read_text().splitlines()] == list(range(20))
 
 
 def test_an_idle_sync_thread_ends_and_a_later_line_starts_another(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
     from tamesu.engine import artifacts
 
     monkeypatch.setattr(artifacts._Syncer, "IDLE_S", 0.05)
     directory = RunDirectory(tmp_path, Redactor())
     directory.append_result(_Line(n=1))
-    deadline = time.monotonic() + 30
-    while _sync_threads() and time.monotonic() < deadline:  # ends by itself once idle
-        time.sleep(0.01)
-    assert not _sync_threads()
-    directory.append_result(_Line(n=2))
+    first = _sync_thread(directory)  # None when it has already synced and ended (a slow machine)
+    if first is not None:
+        first.join(timeout=30)  # it ends by itself once idle
+        assert not first.is_alive()
+    assert _sync_thread(directory) is None
+    directory.append_result(_Line(n=2))  # starts another
+    second = _sync_thread(directory)
     directory.close()
-    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 2 and not _sync_threads()
+    assert second is None or (second is not first and not second.is_alive())
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 2 and _sync_thread(directory) is None
 
 
 def test_a_failed_sync_stops_the_next_line_and_the_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
