@@ -143,6 +143,9 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         reporters.append(store_writer)
     telemetry = _start_telemetry(console)
     runner = Runner(plan, tests, options, Fanout(*reporters))
+    from tamesu.engine._heap import settle_for_a_run
+
+    settle_for_a_run()  # this process is the run's: what was made before it lives to its end (see _heap)
     try:
         outcome = run_stoppable(runner.run())
     except RunFolderError as exc:

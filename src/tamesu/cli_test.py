@@ -266,6 +266,9 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         tests = select(tests, shard)
     modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
     console.start(resolved.about, label, len(tests), modes)
+    from tamesu.engine._heap import settle_for_a_run
+
+    settle_for_a_run()  # this process is the run's: what was made before it lives to its end (see _heap)
     outcome = await runner.run(tests)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
                    outcome.summary.stopped)
