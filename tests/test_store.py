@@ -296,6 +296,68 @@ def test_shard_auto_reads_the_indexed_job_environment(tmp_path: Path, tamesu, ag
     assert beyond.returncode == 2 and "is not below" in beyond.stderr
 
 
+def test_the_indexed_job_manifests_pods_write_one_postgresql_run_that_view_shows(tmp_path: Path, agent_url: str,
+                                                                                  postgres: PostgresServer) -> None:
+    """examples/ci/k8s-indexed-job.yaml played here: one process per completion index, all at once (its
+    parallelism), each with the container's command, working directory and environment as Kubernetes fills
+    them in (the Job's name label, the store secret, JOB_COMPLETION_INDEX)."""
+    from ruamel.yaml import YAML
+    from starlette.testclient import TestClient
+
+    from tamesu.view.app import create_app
+
+    job = YAML(typ="safe").load((Path(__file__).resolve().parent.parent / "examples" / "ci" /
+                                 "k8s-indexed-job.yaml").read_text())
+    spec = job["spec"]
+    [container] = spec["template"]["spec"]["containers"]
+    assert spec["parallelism"] == spec["completions"]
+    url = postgres.create_database("t" + uuid.uuid4().hex[:12])
+
+    def value(entry: dict) -> str:
+        if "value" in entry:
+            return str(entry["value"])
+        source = entry["valueFrom"]
+        if "fieldRef" in source:  # Kubernetes labels each pod of a Job with the Job's name
+            assert source["fieldRef"]["fieldPath"] == "metadata.labels['batch.kubernetes.io/job-name']"
+            return str(job["metadata"]["name"])
+        assert source["secretKeyRef"] == {"name": "tamesu-store", "key": "url"}
+        return url
+
+    environment = {entry["name"]: value(entry) for entry in container["env"]}
+    names = [f"t{i}" for i in range(8)]
+    (tmp_path / "project").mkdir()
+    root = project(tmp_path / "project", agent_url, "".join(f"""\
+  - name: {name}
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert: [ {{ contains: "echo: hi" }} ]
+""" for name in names))
+    command = container["command"]
+    assert command[0] == "tamesu"
+    pods = []
+    for index in range(spec["completions"]):
+        own_root = tmp_path / f"pod-{index}"  # each pod has a filesystem of its own: its /tmp lives here
+        args = [str(own_root) + arg if arg.startswith("/") else arg for arg in command[1:]]
+        pods.append(subprocess.Popen(
+            [sys.executable, "-m", "tamesu", *args], cwd=root, text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "NO_COLOR": "1", **environment, "JOB_COMPLETION_INDEX": str(index)}))
+    outputs = [pod.communicate(timeout=120)[0] for pod in pods]
+    assert [pod.returncode for pod in pods] == [0] * len(pods), outputs
+    assert not any("warning" in output for output in outputs), outputs
+    store = Store(store_url(url, root, environ={}))
+    [run] = Reader(store).runs()
+    shards = [f"{i}/{len(pods)}" for i in range(1, len(pods) + 1)]
+    assert run.id == job["metadata"]["name"] and run.shards == shards and run.finished
+    assert run.counts["passed"] == len(names)
+    with TestClient(create_app(store)) as view:
+        runs_page, run_page = view.get("/"), view.get("/run", params={"id": run.id})
+    assert runs_page.status_code == run_page.status_code == 200
+    assert runs_page.text.count(", ".join(shards)) == 1  # one run, its four parts
+    assert all(f"suite/{name}" in run_page.text for name in names)
+    store.close()
+
+
 def test_a_jsonl_run_folder_imports_into_the_store(tmp_path: Path, tamesu, agent_url: str) -> None:
     (tmp_path / "cases.jsonl").write_text(
         '{"id": "greets", "input": "hello", "assert": [{"type": "contains", "value": "echo: hello"}]}\n'

@@ -7,7 +7,9 @@ carries, its history's first: `[{name, media_type, data}]`, data the bytes in ba
 for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
 [{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
 ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
-carries options and `"attachments"` when it carries files; `body: null` sends none. `request.multipart: true`
+carries options, `"attachments"` when it carries files and, on a websocket, `"traceparent"` (the turn's W3C
+trace, which HTTP modes send as a header; `{{trace.traceparent}}` and `{{trace.id}}` put it in a body of
+your own); `body: null` sends none. `request.multipart: true`
 (or `{files: FIELD}`) sends multipart/form-data instead: the body's keys as form fields (text as is, other
 values as JSON) and each file as a file part named `files` (or FIELD). A test whose files the request would
 drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
@@ -435,8 +437,11 @@ class RestTarget(Target):
         return session.context.child(**own, **extra)
 
     def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
-        """`{{message}}`, `{{attachments}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}`
-        of a JSONL test."""
+        """`{{message}}`, `{{attachments}}`, `{{trace.traceparent}}` and `{{trace.id}}` (the turn's W3C trace),
+        and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
+        trace = self._require_session().trace
+        if trace is not None:
+            extra.setdefault("trace", {"traceparent": trace.traceparent, "id": trace.trace_id})
         return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
                              attachments=self._attachments(turn), **extra)
 
@@ -496,7 +501,20 @@ class RestTarget(Target):
             body["options"] = turn.options
         if (turn.files or any(m.files for m in turn.history)) and request.multipart is None:
             body["attachments"] = ctx.lookup("attachments")
+        if self.spec.streaming == "websocket":
+            # a websocket's headers went with its handshake, before any turn: the message carries the trace
+            traceparent = self._traceparent(ctx)
+            if traceparent:
+                body["traceparent"] = traceparent
         return body, True
+
+    def _traceparent(self, ctx: Context) -> str | None:
+        """The turn's `traceparent`, or the suite's own `traceparent` header when it sets one (it wins)."""
+        own = next((value for name, value in self.spec.headers.items() if name.lower() == "traceparent"), None)
+        if own is not None:
+            return ctx.render_text(own)
+        trace = self._require_session().trace
+        return trace.traceparent if trace is not None else None
 
     @classmethod
     def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
