@@ -9,48 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import IO
 
-ROOT = Path(__file__).resolve().parent.parent
+from _examples import ROOT, run_suite, running
+
 EXAMPLE = ROOT / "examples" / "a2a-shop"
-_JSONRPC = re.compile(r"listening on (http://\S+)")
-_GRPC = re.compile(r"gRPC\s+(grpc://\S+)")
-
-
-def start_agent(env: dict[str, str], protocol: str, log: IO[str]) -> tuple[subprocess.Popen[str], str, str]:
-    """The agent, with its JSON-RPC URL and gRPC address once it printed them. Its output goes to `log` (a
-    file, not a pipe nobody reads, which would stall a chatty agent)."""
-    agent = subprocess.Popen(
-        [sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--grpc-port", "0", "--protocol", protocol],
-        stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        printed = Path(log.name).read_text(encoding="utf-8", errors="replace")
-        jsonrpc, grpc = _JSONRPC.search(printed), _GRPC.search(printed)
-        if jsonrpc and grpc:
-            return agent, jsonrpc.group(1), grpc.group(1)
-        if agent.poll() is not None:
-            break
-        time.sleep(0.05)
-    stop_agent(agent)
-    raise SystemExit("the A2A shop agent did not start within 30 s:\n"
-                     + Path(log.name).read_text(encoding="utf-8", errors="replace"))
-
-
-def stop_agent(agent: subprocess.Popen[str]) -> None:
-    agent.terminate()
-    try:
-        agent.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        agent.kill()
-        agent.wait(timeout=5)
 
 
 def main() -> int:
@@ -59,18 +22,12 @@ def main() -> int:
     ours, tamesu_args = parser.parse_known_args()
     # the agent and the suite share the token; a value already in the environment wins
     env = {**os.environ, "SHOP_A2A_TOKEN": os.environ.get("SHOP_A2A_TOKEN") or "demo-token"}
-    with tempfile.NamedTemporaryFile("w+", prefix="a2a-shop-", suffix=".log", encoding="utf-8") as log:
-        agent, url, grpc = start_agent(env, ours.protocol, log)
-        print(f"demo: A2A shop agent at {url} (gRPC {grpc})", flush=True)
-        try:
-            command = [sys.executable, "-m", "tamesu", "run", str(EXAMPLE), *tamesu_args]
-            code = subprocess.call(command, env={**env, "SHOP_A2A_URL": url, "SHOP_A2A_GRPC": grpc}, cwd=ROOT)
-        finally:
-            stop_agent(agent)
-        if code != 0:
-            print("demo: what the agent printed:\n" + Path(log.name).read_text(encoding="utf-8", errors="replace"),
-                  file=sys.stderr)
-        return code
+    args = [str(EXAMPLE / "agent.py"), "--port", "0", "--grpc-port", "0", "--protocol", ours.protocol]
+    with running("A2A shop agent", args, {"url": r"listening on (http://\S+)", "grpc": r"gRPC\s+(grpc://\S+)"},
+                 env) as (found, log):
+        print(f"demo: A2A shop agent at {found['url']} (gRPC {found['grpc']})", flush=True)
+        return run_suite(EXAMPLE, tamesu_args,
+                         {**env, "SHOP_A2A_URL": found["url"], "SHOP_A2A_GRPC": found["grpc"]}, log)
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def test_fifos_devices_folders_and_symlink_loops_are_refused_without_blocking(tm
     for path, words in [(tmp_path / "fifo.yaml", "it is a FIFO"), (Path("/dev/zero"), "it is a device"),
                         (tmp_path / "loop1.yaml", "a symlink loop"), (tmp_path / "folder.yaml", "no suite files")]:
         outcome, seconds, _ = _measured(lambda path=path: load_plan([path]))
-        assert words in outcome and seconds < SECONDS, (path, outcome)
+        assert words in outcome and seconds < SECONDS * 4, (path, outcome)
 
 
 def test_a_cases_file_that_is_a_fifo_or_garbage_is_one_problem(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_cases_file_that_is_a_fifo_or_garbage_is_one_problem(tmp_path: Path) -
         suite = tmp_path / "suite.yaml"
         suite.write_text(_TARGET + _TEST + f"    cases_file: {cases_file}\n")
         outcome, seconds, _ = _measured(lambda suite=suite: load_plan([suite]))
-        assert words in outcome and seconds < SECONDS, outcome
+        assert words in outcome and seconds < SECONDS * 4, outcome
 
 
 def test_a_dotenv_that_is_not_text_is_one_problem(tmp_path: Path) -> None:

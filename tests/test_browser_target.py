@@ -29,7 +29,7 @@ from browser_fixtures import (
     web_shop_url,
 )
 from conftest import run_tamesu
-from model_servers import OpenAIServer, tool_call
+from model_servers import OpenAIServer, text, tool_call
 
 pytestmark = pytest.mark.timeout(240)
 FIXTURES = (web_shop_url, shared_chromium)
@@ -447,3 +447,69 @@ targets:
                       env=_env(web_shop_url, shared_chromium))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Passed:  1" in done.stdout and "Failed:  1" in done.stdout, done.stdout
+
+
+def test_with_vision_the_browser_agent_and_the_judge_see_the_page(
+        tmp_path: Path, web_shop_url: str, shared_chromium: str, serve: Any) -> None:
+    """`vision: true`: each look at the page goes to the model with a JPEG of the viewport beside its text, the
+    newest page only; without it no picture is sent."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    model = OpenAIServer()
+    server = serve(model.app)
+    verdict = {"pass": True, "reason": "the shop's home page", "evidence": ["Paper Moon Books"]}
+    model.plan(tool_call("click", {"selector": "a[href='/cart']"}),
+               tool_call("done", {"summary": "the cart is open"}),
+               text(json.dumps(verdict)),
+               tool_call("done", {"summary": "nothing to do"}))
+    base_url = OpenAIServer.base_url(server.url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "models:\n"
+        f"  browser: {{ provider: openai, model: m, base_url: '{base_url}', api_key: k, timeout: 5s }}\n"
+        f"  judge: {{ provider: openai, model: m, base_url: '{base_url}', api_key: k, timeout: 5s }}\n")
+    (tmp_path / "seeing.tamesu.yaml").write_text(
+        "name: seeing\n"
+        "targets:\n"
+        "  shop: { type: browser, url: '{{env.WEB_SHOP_URL}}', vision: true, viewport: { width: 800, height: 600 } }\n"
+        "  blind: { type: browser, url: '{{env.WEB_SHOP_URL}}' }\n"
+        "tests:\n"
+        "  - name: seen\n"
+        "    target: shop\n"
+        "    steps:\n"
+        "      - goal: Open the cart\n"
+        "      - { action: navigate, url: '{{env.WEB_SHOP_URL}}' }\n"
+        "      - expect: The page is the shop's home page\n"
+        "  - name: unseen\n"
+        "    target: blind\n"
+        "    steps:\n"
+        "      - goal: Look at the page\n")
+    done = run_tamesu(["run", "--parallel", "1", "--out", str(tmp_path / "out")], cwd=tmp_path,
+                      env=_env(web_shop_url, shared_chromium))
+    assert done.returncode == 0, done.stdout
+    calls = [c.body for c in model.calls()]
+    assert len(calls) == 4
+
+    def pictures(message: dict[str, Any]) -> list[Image.Image]:
+        content = message["content"]
+        if isinstance(content, str):
+            return []
+        found = []
+        for part in content:
+            if part["type"] == "image_url":
+                url = part["image_url"]["url"]
+                assert url.startswith("data:image/jpeg;base64,"), url[:40]
+                found.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+        return found
+
+    first, second, judged, blind = calls
+    [home] = pictures(first["messages"][-1])
+    assert home.format == "JPEG" and home.size == (800, 600)
+    # the second look shows the cart; the first page shrank to its URL, its picture gone
+    assert [len(pictures(m)) for m in second["messages"] if m["role"] == "user"] == [0, 1]
+    assert pictures(second["messages"][-1])[0].tobytes() != home.tobytes()
+    [judge_saw] = pictures(judged["messages"][-1])
+    assert judge_saw.size == (800, 600)
+    assert all(not pictures(m) for m in blind["messages"])

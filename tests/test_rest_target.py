@@ -442,7 +442,7 @@ async def test_listen_done_ends_the_turn_at_once(rest_agents: RunningAgents, tmp
     async with opened(spec, make_session(tmp_path)) as target:
         started = time.monotonic()
         turn = await target.send(UserTurn(text="bye"))
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 4  # well before the 5 s idle wait
     assert turn.text == "Bye" and turn.ended
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ToolSpec
+from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ToolSpec
 from tamesu.roles import _prompts
 from tamesu.roles._failures import infra_error
 
@@ -27,6 +27,9 @@ class Observation(BaseModel):
     url: str
     title: str = ""
     aria: str = ""
+    screenshot: MessageFile | None = Field(None, exclude=True)
+    """The page as a picture, for models that see images (the target's `vision`); never recorded here:
+    the target keeps its own screenshots."""
 
 
 class AgentStep(BaseModel):
@@ -87,7 +90,8 @@ class BrowserAgent:
             for position in observed:
                 messages[position] = _shrunk(messages[position])
             observed.add(len(messages))
-            messages.append(Message(role="user", content=text))
+            shown = [seen.screenshot] if seen.screenshot is not None else []
+            messages.append(Message(role="user", content=text, files=shown))
             request = ModelRequest(
                 purpose="browser", messages=messages, tools=self._tools, temperature=0.0, seed=self._seed,
                 prompt_version=prompt.version,
@@ -132,4 +136,4 @@ class BrowserAgent:
 
 def _shrunk(message: Message) -> Message:
     first = message.content.splitlines()[:2]
-    return message.model_copy(update={"content": "\n".join([*first, "(earlier page, not shown)"])})
+    return message.model_copy(update={"content": "\n".join([*first, "(earlier page, not shown)"]), "files": []})

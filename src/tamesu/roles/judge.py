@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
+from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.roles import _prompts
 from tamesu.roles._evidence import Evidence, check_evidence
@@ -47,6 +47,8 @@ class JudgeInput(BaseModel):
     """1-5: the lowest score that passes."""
     evidence: EvidenceMode = "strict"
     """lenient: a passing verdict whose quotes are not in the record still passes (they are marked)."""
+    images: list[MessageFile] = Field(default_factory=list)
+    """Pictures the judge is shown beside the text (a browser page's screenshot), for models that see images."""
 
 
 class JudgeVerdict(BaseModel):
@@ -141,11 +143,13 @@ class Judge:
         user = prompt.render(
             "user", transcript=as_text(lines, empty="(empty)"), tool_calls=_json(given.tool_calls),
             metrics=_json(given.metrics), context=given.context or "(none)")
-        context = {"mode": "rubric", "rubric": given.rubric, "scale": given.scale, "min": given.min,
-                   "transcript": lines, "tool_calls": given.tool_calls, "metrics": given.metrics,
-                   "context": given.context}
+        context: dict[str, Any] = {
+            "mode": "rubric", "rubric": given.rubric, "scale": given.scale, "min": given.min, "transcript": lines,
+            "tool_calls": given.tool_calls, "metrics": given.metrics, "context": given.context}
+        if given.images:
+            context["images"] = [image.name for image in given.images]
         schema: type[_Answer] = ScaledAnswer if given.scale == "1-5" else BinaryAnswer
-        answer, responses, attempts = await self._ask(system, user, context, schema, self.version)
+        answer, responses, attempts = await self._ask(system, user, context, schema, self.version, given.images)
         if given.scale == "1-5":
             # the threshold is the test author's, so it decides, whatever the model concluded on its own
             passed, score = answer.score >= given.min, answer.score  # type: ignore[attr-defined]
@@ -170,10 +174,12 @@ class Judge:
         return verdict
 
     async def _ask(
-        self, system: str, user: str, context: dict[str, Any], schema: type[_Answer], version: str
+        self, system: str, user: str, context: dict[str, Any], schema: type[_Answer], version: str,
+        images: list[MessageFile] | None = None,
     ) -> tuple[_Answer, list[ModelResponse], list[Attempt]]:
+        asked = Message(role="user", content=user, files=list(images or []))
         request = ModelRequest(
-            purpose="judge", messages=[Message(role="system", content=system), Message(role="user", content=user)],
+            purpose="judge", messages=[Message(role="system", content=system), asked],
             temperature=0.0, prompt_version=version, context=context)
         try:
             found = await ask_structured(self._client, request, schema, attempts=self._attempts, strict=True)

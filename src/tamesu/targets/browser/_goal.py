@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from pydantic import ValidationError
 
 from tamesu.errors import InfraError
-from tamesu.models.base import ModelError, ToolSpec
+from tamesu.models.base import MessageFile, ModelError, ToolSpec
 from tamesu.roles.browser_agent import BrowserAgent, GoalOutcome, Observation
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.targets.browser._actions import PageEnv, StepFailed, run_action
@@ -55,7 +56,21 @@ async def observe(env: PageEnv) -> Observation:
         if page.is_closed():
             raise
         aria, title = f"(the page could not be read: {_first_line(exc)})", ""
-    return Observation(url=page.url, title=title, aria=aria)
+    picture = await _picture(env) if env.spec.vision else None
+    return Observation(url=page.url, title=title, aria=aria, screenshot=picture)
+
+
+async def _picture(env: PageEnv) -> MessageFile | None:
+    """The viewport as a JPEG for a model to look at; a page that cannot be shot is said in the run's events
+    and the model goes on with the text alone."""
+    try:
+        shot = await env.page.screenshot(type="jpeg", quality=70, timeout=env.spec.step_timeout * 1000)
+    except Exception as exc:
+        if env.page.is_closed():
+            raise
+        env.session.event("vision_screenshot_failed", url=env.page.url, reason=_first_line(exc))
+        return None
+    return MessageFile(name="page.jpg", mime="image/jpeg", data=base64.b64encode(shot).decode("ascii"))
 
 
 async def pursue(env: PageEnv, step: GoalStep, number: int, seed: int, shoot: Any) -> GoalOutcome:
@@ -110,5 +125,5 @@ async def judge_page(env: PageEnv, step: ExpectStep) -> tuple[JudgeVerdict, Obse
     verdict = await Judge(client).grade(JudgeInput(
         rubric=step.expect, transcript=[Line(role="agent", text=page_text)],
         context=f"url: {seen.url}\ntitle: {seen.title}\naria snapshot:\n{seen.aria[:12000]}",
-        metrics={}))
+        metrics={}, images=[seen.screenshot] if seen.screenshot is not None else []))
     return verdict, seen

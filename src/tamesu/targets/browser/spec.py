@@ -70,6 +70,9 @@ class BrowserSpec(TargetSpec):
     Empty: every host."""
     model: str = "browser"
     """The model under `models:` that plays tamesu's browser agent in `goal` steps."""
+    vision: bool = False
+    """Show the models of `goal` and `expect` steps a screenshot of the page (JPEG, the viewport) with each
+    look at it, beside its text and aria snapshot: for models that see images."""
     chat: ChatSpec | None = None
     load_timeout: Duration = 30.0
     """How long the first page may take to load before the run is an infrastructure error."""
