@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-store bench-browser clean proto
+.PHONY: demo test lint typecheck bench bench-store bench-browser clean proto
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,10 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples scripts
 
-test: lint .venv-voicebot/.installed
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy
+
+test: lint typecheck .venv-voicebot/.installed
 	$(BIN)/pytest -q
 
 # the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto

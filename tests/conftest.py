@@ -25,6 +25,17 @@ def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
+def why(record: dict[str, Any]) -> str:
+    """A results.jsonl row's status with each run's error and failures: what a failing test's message needs
+    (the console output alone is cut by pytest)."""
+    said = [record.get("status", "?")]
+    for run in record.get("runs", []):
+        if run.get("error"):
+            said.append(f"run {run.get('run')}: error: {run['error']}")
+        said.extend(f"run {run.get('run')}: {failure}" for failure in run.get("failures", []))
+    return "\n".join(map(str, said))
+
+
 @pytest.fixture
 def tamesu() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_tamesu

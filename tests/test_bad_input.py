@@ -21,7 +21,7 @@ import pytest
 from tamesu.errors import ConfigError
 from tamesu.jsonl.assertions import Resolver
 from tamesu.jsonl.parser import ParseSettings, parse_file
-from tamesu.suite.loader import load_plan
+from tamesu.plan import load_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS = 2.0

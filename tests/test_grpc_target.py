@@ -259,3 +259,36 @@ def test_the_committed_stubs_match_the_proto() -> None:
     checked = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_turn_api.py"), "--check"],
                              capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+async def test_a_first_message_refused_by_grpc_still_names_the_agents_status(agent: Agent, tmp_path: Path) -> None:
+    """The race seen under load: the agent refuses the call (a wrong token) while tamesu's first message is on
+    its way; gRPC's core then fails the write as INTERNAL and forgets the agent's status. Forced here by
+    letting the write go out on a call that has already ended."""
+    import asyncio
+
+    from tamesu.conversation import Session, TurnError, UserTurn
+    from tamesu.suite.secrets import Secrets
+    from tamesu.suite.templates import Context
+    from tamesu.targets.grpc_turn import GrpcSpec, GrpcTarget
+
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    spec = GrpcSpec.model_validate({"type": "grpc", "url": agent.url, "headers": {"Authorization": "Bearer wrong"}})
+    target = GrpcTarget(spec, "stranger")
+    await target.open(session)
+    try:
+        call = target._call
+        assert call is not None
+        async with asyncio.timeout(10):
+            while not call.done():
+                await asyncio.sleep(0.02)
+        call.done = lambda: False  # type: ignore[method-assign]  # the check passed just before the agent refused
+        with pytest.raises(TurnError) as refused:
+            await target.send(UserTurn(text="hello"))
+    finally:
+        await target.close()
+    assert str(refused.value) == "the agent answered gRPC status UNAUTHENTICATED: send authorization: Bearer <token>"
+    [said] = [e.data for e in session.events if e.name == "grpc_first_message_refused"]
+    assert said == {"details": "Internal error from Core", "second_call": "UNAUTHENTICATED"}

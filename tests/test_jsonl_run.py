@@ -18,7 +18,7 @@ from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.jsonl.records import CaseRecord
 from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestOutcome, TestSettings
 from tamesu.jsonl.targets import resolve
-from tamesu.suite.loader import load_project, load_project_targets
+from tamesu.plan import load_project, load_project_targets
 from tamesu.suite.secrets import Secrets
 
 __all__ = ["expense_agent"]
@@ -105,7 +105,8 @@ async def test_the_goal_reached_before_a_required_checkpoint_fails(expense_agent
     assert record.error == "missing checkpoints: policy"
     assert [(c.id, c.reached_at_turn, c.passed) for c in record.checkpoints or []] == [
         ("ask", 1, True), ("policy", None, False), ("nice", None, True)]
-    assert record.goal_achieved == "fake simulator: rule 3 (when '(?i)submitted')"
+    # the checkpoint reached last, not the simulator's private reasoning (issue 15, item 7)
+    assert record.goal_achieved == "checkpoint ask (turn 1)"
 
 
 async def test_optional_checkpoints_do_not_hold_the_conversation(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

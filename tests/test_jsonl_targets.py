@@ -18,7 +18,7 @@ from tamesu._serve import ThreadServer
 from tamesu.errors import ConfigError
 from tamesu.jsonl import targets as jsonl_targets
 from tamesu.jsonl.targets import TargetProblem, resolve
-from tamesu.suite.loader import Project, load_project
+from tamesu.plan import Project, load_project
 from tamesu.suite.secrets import Secrets
 
 

@@ -48,7 +48,7 @@ from tamesu._fuzz import HOSTILE_TEXT, FuzzSpec
 from tamesu._serve import LoopServer
 from tamesu.conversation import AgentTurn, Exchange, Session, UserTurn
 from tamesu.remote.group import RemoteAgents
-from tamesu.remote.spec import RemoteAgentSpec
+from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 

@@ -197,7 +197,7 @@ async def test_fuzzed_with_the_real_agent_down_the_local_card_stands_in(tmp_path
 def test_forward_and_headers_are_checked_when_the_suite_loads() -> None:
     from pydantic import ValidationError
 
-    from tamesu.remote.spec import RemoteAgentSpec
+    from tamesu.suite.remote_agents import RemoteAgentSpec
 
     with pytest.raises(ValidationError, match="http:// or https://"):
         RemoteAgentSpec.model_validate({"forward": "ftp://billing"})

@@ -36,7 +36,7 @@ def _errors(schema: dict, data: object) -> list[str]:
 def test_what_the_loader_accepts_the_schema_accepts(schemas: dict[str, dict]) -> None:
     """Every example suite the loader takes validates against the schema: an editor never flags a good file."""
     from tamesu.errors import ConfigError
-    from tamesu.suite.loader import load_plan
+    from tamesu.plan import load_plan
 
     suites = [p for p in ROOT.glob("examples/**/*.yaml") if p.name != "tamesu.yaml" and "tamesu-runs" not in p.parts
               and "tests:" in p.read_text()]

@@ -128,3 +128,50 @@ tests:
     done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path)
     assert done.returncode == 1
     assert "no phone call in this run" in done.stdout
+
+
+def test_a_number_is_dialled_through_a_trunk_that_asks_for_digest_credentials(tamesu: Callable,
+                                                                               tmp_path: Path) -> None:
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-93e1"
+    with SipTrunk(username="tamesu", password=password) as trunk, \
+            SipTrunk(username="tamesu", password=password) as strict:
+        suite = _suite(tmp_path, f"""
+targets:
+  good:
+    type: sip
+    to: "+15551234"
+    trunk: {{ host: 127.0.0.1, port: {trunk.port}, username: tamesu, password: "{{{{secrets.TRUNK_PASSWORD}}}}",
+             register: true }}
+    ring_timeout: 3s
+    turn_timeout: 4s
+  wrong:
+    type: sip
+    to: "+15551234"
+    trunk: {{ host: 127.0.0.1, port: {strict.port}, username: tamesu, password: "not-the-password" }}
+    ring_timeout: 3s
+    turn_timeout: 4s
+tests:
+  - {{ name: through the trunk, target: good, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: wrong password, target: wrong, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
+                      env={**OFFLINE, "TRUNK_PASSWORD": password}, timeout=120)
+    # registered, then called the number at the trunk, each time answering the challenge with the right digest
+    registered = [s for s in trunk.seen if s.method == "REGISTER"]
+    assert registered[0].user is None and any(s.user == "tamesu" and s.digest_ok for s in registered[1:])
+    invites = [s for s in trunk.seen if s.method == "INVITE"]
+    assert invites[0].uri == f"sip:+15551234@127.0.0.1:{trunk.port}" and invites[0].user is None
+    assert invites[1].user == "tamesu" and invites[1].digest_ok
+    assert "PASS  calls/through the trunk" in done.stdout, done.stdout
+    # without register: the call alone, its digest wrong, refused; the test fails saying so
+    assert [s.method for s in strict.seen if s.method == "REGISTER"] == []
+    assert any(s.method == "INVITE" and s.user == "tamesu" and not s.digest_ok for s in strict.seen)
+    assert "FAIL  calls/wrong password" in done.stdout and "403" in done.stdout, done.stdout
+    assert done.returncode == 1
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), path

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agents.voice_bot import BOT_DIR, needs_bot, voice_bot
-from conftest import run_tamesu
+from conftest import run_tamesu, why
 from tamesu.audio.extra import problem
 
 needs_voice = pytest.mark.skipif(problem() is not None, reason=problem() or "")
@@ -73,7 +73,8 @@ def test_the_three_recipes_pass_against_the_bot(runs: tuple[Path, str, int]) -> 
     run_dir, output, _code = runs
     records = _records(run_dir)
     for name in ("vonage greeting and answer", "telnyx digit", "twilio-shaped barge-in"):
-        assert records[f"voice-bot-voice/{name}"]["status"] == "passed", (name, output)
+        record = records[f"voice-bot-voice/{name}"]
+        assert record["status"] == "passed", f"{name}: {why(record)}"
     assert "Traceback" not in output
     vonage = json.loads((run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "result.json")
                         .read_text())

@@ -1,11 +1,11 @@
-"""Types every user-written model shares: strict mappings and durations."""
+"""Types every user-written model shares: strict mappings, durations, `host:port` addresses."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -45,3 +45,20 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """`host:port` as a pair; an empty host means 127.0.0.1."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected host:port, got {addr!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _checked_addr(addr: str) -> str:
+    split_addr(addr)
+    return addr
+
+
+HostPort = Annotated[str, AfterValidator(_checked_addr)]
+"""A `host:port` a user writes (where tamesu listens); checked when the suite loads."""

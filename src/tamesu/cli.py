@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,6 +12,14 @@ from typing import Any, ClassVar
 import click
 
 from tamesu import __version__
+from tamesu._cli_shared import (
+    finish_reports,
+    interrupted_note,
+    parse_shard,
+    report_options,
+    report_requests,
+    select_tests,
+)
 from tamesu._words import count_of
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
 
@@ -29,102 +36,13 @@ def _fail_config(problems: list[Problem]) -> None:
 
 
 def _load(paths: tuple[str, ...], config: str | None, *, require_secrets: bool) -> Any:
-    from tamesu.suite.loader import load_plan
+    from tamesu.plan import load_plan
 
     try:
         return load_plan([Path(p) for p in paths], Path(config) if config else None,
                          require_secrets=require_secrets)
     except ConfigError as exc:
         _fail_config(exc.problems)
-
-
-def _select(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
-    chosen = list(plan.tests)
-    if pattern:
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            click.echo(f"--filter: not a valid regular expression: {exc}", err=True)
-            sys.exit(EXIT_CONFIG)
-        chosen = [t for t in chosen if regex.search(t.id) or regex.search(t.name)]
-    if tags:
-        wanted = [t.strip() for t in tags.split(",") if t.strip()]
-        include = {t for t in wanted if not t.startswith(("!", "-"))}
-        exclude = {t[1:] for t in wanted if t.startswith(("!", "-"))}
-        chosen = [t for t in chosen
-                  if (not include or include & set(t.tags)) and not (exclude & set(t.tags))]
-    return chosen
-
-
-def _shard(text: str | None) -> Any:
-    """`--shard K/N` parsed, or exit 2 saying what is wrong."""
-    if text is None:
-        return None
-    import os
-
-    from tamesu.sharding import Shard, ShardError
-
-    try:
-        return Shard.from_environment(os.environ) if text == "auto" else Shard.parse(text)
-    except ShardError as exc:
-        click.echo(str(exc), err=True)
-        sys.exit(EXIT_CONFIG)
-
-
-def _report_requests(cli_value: str | None, project: Any, *, default: bool = True) -> list[Any]:
-    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder);
-    `default=False` ignores the default (the HTML report) when tamesu.yaml does not name reports."""
-    from tamesu.report.spec import ReportSpecError, parse_reports
-
-    try:
-        if cli_value is not None:
-            return parse_reports(cli_value, Path.cwd())
-        if project is not None and (default or "formats" in project.spec.report.model_fields_set):
-            return parse_reports(project.spec.report.formats, project.dir)
-    except ReportSpecError as exc:
-        click.echo(f"--report: {exc}", err=True)
-        sys.exit(EXIT_CONFIG)
-    return []
-
-
-def _finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, tolerance: float,
-                    console: Any, code: int) -> int:
-    """Compare with the baseline, write every report; a report that cannot be written is exit 3.
-
-    Runs after the console's summary, so the comparison reads as its last lines."""
-    from tamesu.report._load import RunDirError, load_run, shown_path
-    from tamesu.report.baseline import console_lines
-    from tamesu.report.emit import compare_with, stored_comparison, write_reports
-
-    try:
-        run = load_run(run_dir)
-    except RunDirError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_INFRA
-    for problem in run.problems:
-        console.print(f"[yellow]warning:[/] {problem}", highlight=False, markup=True)
-    comparison = None
-    if baseline is not None:
-        try:
-            comparison = compare_with(run, baseline, tolerance)
-        except RunDirError as exc:
-            # the first run of a project has nothing to compare with: say so, and carry on
-            console.print(f"warning: baseline: {exc}", style="yellow", highlight=False, markup=False)
-        else:
-            console.print("")
-            for style, line in console_lines(comparison):
-                console.print(line, style=style, highlight=False, markup=False)
-    else:
-        comparison = stored_comparison(run)
-    emitted = write_reports(run, requests, comparison)
-    for kind, path in emitted.written:
-        if path is not None:
-            console.print(f"{kind} report: {shown_path(path)}", style="dim", highlight=False, markup=False)
-    for error in emitted.errors:
-        click.echo(f"error: {error}", err=True)
-    if emitted.errors and code in (0, 1):
-        return EXIT_INFRA
-    return code
 
 
 class _LazyGroup(click.Group):
@@ -167,12 +85,7 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
 @click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
 @click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
-@click.option("--report", "reports", metavar="SPECS",
-              help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github.")
-@click.option("--baseline", type=click.Path(file_okay=False),
-              help="Compare with an earlier run directory (or the newest run in a folder of runs).")
-@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
-              help="Metric changes smaller than this fraction of the baseline are not reported (default 0.2).")
+@report_options
 @click.option("--shard", "shard_text", metavar="K/N",
               help="Run only the K-th of N stable shards of the tests; `auto` reads a Kubernetes Indexed Job's "
                    "JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT.")
@@ -193,16 +106,16 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     console = make_console(color)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)
-    tests = _select(plan, pattern, tags)
+    tests = select_tests(plan, pattern, tags)
     if not tests:
         click.echo("no test matches the filter", err=True)
         sys.exit(EXIT_CONFIG)
-    shard = _shard(shard_text)
+    shard = parse_shard(shard_text)
     if shard is not None:
         # an empty shard is a valid, empty run: its CI job passes and `merge` finds its directory
         tests = select(tests, shard)
     settings = plan.project.spec.report
-    requests = _report_requests(reports, plan.project)
+    requests = report_requests(reports, plan.project)
     baseline_dir = Path(baseline) if baseline else \
         (plan.project.dir / settings.baseline if settings.baseline else None)
     out_dir = Path(out) if out else plan.project.dir / plan.project.spec.out
@@ -240,7 +153,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
             _otel.stop()
     code = outcome.exit_code
     if requests or baseline_dir is not None:
-        code = _finish_reports(outcome.run_dir, requests, baseline_dir,
+        code = finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
     sys.exit(code)
 
@@ -333,8 +246,8 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
 
     plan = _load(paths, config, require_secrets=False)
     today = dt.date.today()
-    shard = _shard(shard_text)
-    chosen = _select(plan, pattern, tags)
+    shard = parse_shard(shard_text)
+    chosen = select_tests(plan, pattern, tags)
     for test in select(chosen, shard) if shard is not None else chosen:
         if as_json:
             click.echo(json.dumps({"id": test.id, "suite": test.suite.name, "name": test.name,
@@ -382,7 +295,7 @@ def doctor(paths: tuple[str, ...], config: str | None) -> None:
 
 def _project_near(config: str | None, start: Path) -> Any:
     """The project file for commands that read runs, not suites: --config, else the nearest tamesu.yaml."""
-    from tamesu.suite.loader import find_project, load_project
+    from tamesu.plan import find_project, load_project
 
     path = Path(config) if config else find_project(start) or find_project(Path.cwd())
     if path is None:
@@ -422,7 +335,7 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
 
     project = _project_near(config, Path(run_dir))
     # run again, a run shows its console summary unless reports are named (here or in tamesu.yaml)
-    requests = _report_requests(reports, project, default=False)
+    requests = report_requests(reports, project, default=False)
     console = make_console(color)
     try:
         run = load_run(Path(run_dir))
@@ -435,7 +348,7 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
         click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     # the run's own code: a report of a failed or interrupted run is not a green CI step
-    code = _finish_reports(run.dir, requests, Path(baseline) if baseline else None,
+    code = finish_reports(run.dir, requests, Path(baseline) if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 
@@ -479,7 +392,7 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     if note := run.unfinished_note():
         click.echo(f"{merged}: {note}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
-    code = _finish_reports(merged, _report_requests(reports, project, default=False),
+    code = finish_reports(merged, report_requests(reports, project, default=False),
                            Path(baseline) if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
@@ -542,40 +455,20 @@ def schema(kind: str, directory: str | None) -> None:
 _STARTS_PROCESSES = {"run", "test", "doctor"}
 
 
-def interrupted_note(stop: Any, run_dir: Path | None) -> str:
-    """What an interrupted run left, naming only files that exist."""
-    if run_dir is None:
-        return f"{stop}: no test had started"
-    results = run_dir / "results.jsonl"
-    finished = sum(1 for line in results.read_text(encoding="utf-8").splitlines() if line.strip()) \
-        if results.is_file() else 0
-    kept = [name for name in ("results.jsonl", "run.json", "plan.json") if (run_dir / name).is_file()]
-    planned = _planned_count(run_dir)
-    of = f" of {planned} planned" if planned is not None else ""
-    return (f"{stop}: {finished}{of} test{'' if (planned or finished) == 1 else 's'} finished, kept in {run_dir}"
-            + (f" ({', '.join(kept)})" if kept else ""))
-
-
-def _planned_count(run_dir: Path) -> int | None:
-    try:
-        return len(json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["tests"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def entry() -> None:
-    """The `tamesu` command: a bug of ours is one line and exit 3, never a traceback (TAMESU_DEBUG=1 shows it)."""
+def entry(command: click.Command | None = None) -> None:
+    """The `tamesu` command (or one of its commands alone): a bug of ours is one line and exit 3, never a
+    traceback (TAMESU_DEBUG=1 shows it)."""
     import os
 
     from tamesu._children import arm
     from tamesu._signals import exit_before_the_run
 
-    if sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES:
+    if command is not None or (sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES):
         # every process this command starts, and what they start, ends with it (even on SIGKILL)
         arm()
     exit_before_the_run()
     try:
-        main(standalone_mode=True)
+        (command or main)(standalone_mode=True)
     except Exception as exc:
         if os.environ.get("TAMESU_DEBUG"):
             raise

@@ -12,7 +12,7 @@ from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError
 
 
 def _project(config: str | None) -> Any:
-    from tamesu.suite.loader import find_project, load_project
+    from tamesu.plan import find_project, load_project
 
     path = Path(config) if config else find_project(Path.cwd())
     try:

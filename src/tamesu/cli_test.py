@@ -7,13 +7,13 @@ Kept apart from `cli.py` so the command can grow without touching the others; `c
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from tamesu._cli_shared import report_options
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
 from tamesu.models.base import ModelError
 
@@ -79,23 +79,25 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
 @click.option("--color", type=COLOR, default="auto", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
 @click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
-def test_command(source: str, target: str | None, output: str | None, connector: str | None, verbose: int,
-                 interactive: bool, skip_interactive: bool, simulator: str | None, timeout: float, parallel: int,
-                 fail_fast: bool, dry_run: bool, on_missing_input: str | None, out: str | None, config: str | None,
-                 color: str, no_cache: bool, cache_only: bool) -> None:
+@click.option("--filter", "pattern", metavar="REGEX", help="Run only test cases whose id matches.")
+@click.option("--tags", metavar="TAGS", help="Comma-separated tags to run (mode:standard, mode:multi_turn, "
+              "mode:dynamic); !tag excludes.")
+@click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test case N times.")
+@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
+@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the cases.")
+@report_options
+def test_command(**options: Any) -> None:
     """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
-    if interactive and skip_interactive:
+    if options["interactive"] and options["skip_interactive"]:
         _usage("--interactive and --skip-interactive contradict each other: choose one")
+    no_cache, cache_only = options.pop("no_cache"), options.pop("cache_only")
     if no_cache and cache_only:
         _usage("--no-cache and --cache-only contradict each other: choose one")
+    options["cache_mode"] = "off" if no_cache else "only" if cache_only else None
     from tamesu._signals import Interrupted, run_stoppable
 
     try:
-        code = run_stoppable(_main(source=source, target=target, output=output, connector=connector, verbose=verbose,
-                                 interactive=interactive, skip_interactive=skip_interactive, simulator=simulator,
-                                 timeout=timeout, parallel=parallel, fail_fast=fail_fast, dry_run=dry_run,
-                                 on_missing_input=on_missing_input, out=out, config=config, color=color,
-                                 cache_mode="off" if no_cache else "only" if cache_only else None))
+        code = run_stoppable(_main(**options))
     except Interrupted as stop:
         click.echo(f"{stop}: finished test cases are in the output file", err=True)
         sys.exit(stop.exit_code)
@@ -105,7 +107,7 @@ def test_command(source: str, target: str | None, output: str | None, connector:
 async def _main(**options: Any) -> int:
     from tamesu.jsonl import sources
     from tamesu.jsonl.targets import TargetProblem, resolve
-    from tamesu.suite.loader import find_project, load_project
+    from tamesu.plan import find_project, load_project
     from tamesu.suite.secrets import Secrets, mask_logging
 
     source = sources.parse_input(options["source"])
@@ -138,8 +140,8 @@ async def _main(**options: Any) -> int:
         return EXIT_INFRA
     from tamesu.jsonl import voice_fields
 
-    for warning in voice_fields.warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
-        click.echo(f"warning: {warning}", err=True)
+    for voice_warning in voice_fields.warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
+        click.echo(f"warning: {voice_warning}", err=True)
     if options["dry_run"]:
         return _dry_run(cases, label, resolved, options)
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)
@@ -162,8 +164,8 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
 
 async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any], resolver: Any,
                   settings: Any, base_dir: Path) -> Any:
+    from tamesu.checks._functions import load_function
     from tamesu.jsonl import generator, parser
-    from tamesu.jsonl.checks import load_function
 
     if source.kind == "file":
         label = _label(Path(source.value))
@@ -186,8 +188,8 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
 async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
                       options: dict[str, Any]) -> list[Any]:
     """`agents:NAME`: a model under `models:` writes the cases, or else a target of tamesu.yaml."""
+    from tamesu.engine.models import project_models
     from tamesu.jsonl import generator
-    from tamesu.jsonl.run import models_for
 
     name = source.value
     helper = resolver.helper(name)
@@ -196,7 +198,7 @@ async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, 
         targets = ", ".join(resolver.helpers) or "none"
         raise ValueError(f"no model or target named {name!r} to generate test cases (models: {known}; "
                          f"targets: {targets})")
-    registry = models_for(project, secrets, options["cache_mode"])
+    registry = project_models(project, secrets, options["cache_mode"])
     try:
         if helper is not None:
             return await generator.from_target(helper, about, source.params, registry)
@@ -234,36 +236,53 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
 
 async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
                resolved: Any, options: dict[str, Any]) -> int:
+    """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
+    from tamesu._cli_shared import finish_reports, parse_shard, report_requests, select_tests
     from tamesu.jsonl.console import TestConsole
     from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
     from tamesu.report.console import make_console
+    from tamesu.sharding import select
 
     name = Path(source.value).stem if source.kind == "file" else source.kind
     plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
-                     base_dir=base_dir)
+                     base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None)
     out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
+    shard = parse_shard(options["shard_text"])
+    requests = report_requests(options["reports"], project)
     settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],
                             timeout=options["timeout"], connector=options["connector"],
                             on_missing_input=options["on_missing_input"], interactive=options["interactive"],
                             skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],
-                            output=Path(options["output"]) if options["output"] else None)
-    console = TestConsole(make_console(options["color"]), secrets.redactor, options["verbose"])
-    console.start(resolved.about, label, len(cases), {c.case.mode for c in cases})
-    outcome = await JsonlRunner(plan, settings, console).run()
+                            output=Path(options["output"]) if options["output"] else None,
+                            repeat=options["repeat"], update_golden=options["update_golden"],
+                            shard=str(shard) if shard else None)
+    rich_console = make_console(options["color"])
+    console = TestConsole(rich_console, secrets.redactor, options["verbose"])
+    runner = JsonlRunner(plan, settings, console)
+    tests = select_tests(runner.engine_plan, options["pattern"], options["tags"])
+    if not tests:
+        _usage("no test case matches the filter")
+    if shard is not None:
+        tests = select(tests, shard)
+    modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
+    console.start(resolved.about, label, len(tests), modes)
+    outcome = await runner.run(tests)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
                    outcome.summary.stopped)
+    report = project.spec.report
+    baseline = Path(options["baseline"]) if options["baseline"] else \
+        (project.dir / report.baseline if report.baseline else None)
+    if requests or baseline is not None:
+        tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
+        return finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
     return outcome.exit_code
 
 
 def main() -> None:
     """`python -m tamesu.cli_test`: the command alone; a bug of ours is one line and exit 3."""
-    try:
-        test_command(standalone_mode=True)
-    except Exception as exc:
-        if os.environ.get("TAMESU_DEBUG"):
-            raise
-        click.echo(f"tamesu: internal error: {type(exc).__name__}: {exc} (set TAMESU_DEBUG=1 for details)", err=True)
-        sys.exit(EXIT_INFRA)
+    from tamesu.cli import entry
+
+    entry(test_command)
 
 
 if __name__ == "__main__":

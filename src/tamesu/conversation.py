@@ -19,8 +19,8 @@ from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 
-if TYPE_CHECKING:  # _fuzz and the suite schema import this module
-    from tamesu._fuzz import FuzzSpec
+if TYPE_CHECKING:  # the suite schema imports this module
+    from tamesu.suite.fuzz import FuzzSpec
     from tamesu.suite.schema import Persona
 
 

@@ -43,7 +43,7 @@ def _chromium() -> Finding:
 
 
 async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
-    from tamesu.suite.loader import load_plan
+    from tamesu.plan import load_plan
 
     findings: list[Finding] = []
     version = sys.version_info

@@ -58,7 +58,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    from tamesu.suite.loader import PROJECT_FILE
+    from tamesu.plan import PROJECT_FILE
 
     if file_path.name == PROJECT_FILE:
         return None
@@ -70,7 +70,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        from tamesu.suite.loader import load_plan
+        from tamesu.plan import load_plan
 
         config_option = self.config.getoption("tamesu_config")
         project = Path(config_option) if config_option else None

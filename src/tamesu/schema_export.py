@@ -74,12 +74,12 @@ def _closed_inside(schema: dict[str, Any]) -> None:
 
 
 def _target_specs() -> dict[str, type[BaseModel]]:
-    kinds = sorted(k for k in targets.KEYS_BY_TYPE if targets.is_implemented(k))
-    return {kind: targets.target_class(kind).Spec for kind in kinds}
+    return {kind: targets.target_class(kind).Spec for kind in targets.implemented_types()}
 
 
 _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]},
-         "name": {"type": "string", "description": "the name reports show"}}
+         "name": {"type": "string", "description": "the name reports show"},
+         "negate": {"type": "boolean", "description": "pass exactly when the assertion would fail"}}
 
 
 def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
@@ -87,8 +87,8 @@ def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
     kinds = {key: checks.check_class(key) for key in checks.known_keys()}
     # One generation for every model: two models of one name (a target's HandoffSpec and the handoff
     # assertion's) then get distinct $defs instead of one overwriting the other.
-    suite_parts = [TestSpec, *targets_.values()] if root is SuiteSpec else []
-    models = list(dict.fromkeys([root, *suite_parts, *(c.Spec for c in kinds.values())]))
+    suite_parts: list[type[BaseModel]] = [TestSpec, *targets_.values()] if root is SuiteSpec else []
+    models: list[type[BaseModel]] = list(dict.fromkeys([root, *suite_parts, *(c.Spec for c in kinds.values())]))
     refs, top = models_json_schema([(m, "validation") for m in models], by_alias=True,
                                    ref_template="#/$defs/{model}", schema_generator=_Lenient)
     defs: dict[str, Any] = top.get("$defs", {})

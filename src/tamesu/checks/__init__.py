@@ -1,14 +1,20 @@
-"""Assertion kinds. Each lives in one module; this registry imports it only when a suite uses it."""
+"""Assertion kinds. Each lives in one module; this registry imports it only when a suite uses it.
+
+Plug-ins add kinds through the `tamesu.checks` entry points (see `tamesu.plugins`): a `Check` class is a new
+key under `assert:`; a plain function is a check `custom: {name: ...}` can name.
+"""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from tamesu import plugins
 from tamesu.checks.base import Check
 
 _IMPLEMENTED: dict[str, str] = {
@@ -33,30 +39,67 @@ _IMPLEMENTED: dict[str, str] = {
     "golden": "tamesu.checks.golden:Golden",
     "pack": "tamesu.checks.pack:Pack",
     "delegated_to": "tamesu.checks.delegation:DelegatedTo",
+    "equals": "tamesu.checks.values:Equals",
+    "type": "tamesu.checks.values:TypeCheck",
+    "script": "tamesu.checks.script:Script",
+    "custom": "tamesu.checks.custom:Custom",
     "dtmf_received": "tamesu.checks.call:DtmfReceived",
     "call_ended_by": "tamesu.checks.call:CallEndedBy",
     "transferred_to": "tamesu.checks.call:TransferredTo",
     "evaluator": "tamesu.checks.evaluator:EvaluatorCheck",
 }
 
-# Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
-_PLANNED = {
-    "custom",
-}
+# Checks `custom: {name: ...}` finds without a plug-in: none built in yet; plug-ins add theirs.
+_CUSTOM: dict[str, str] = {}
 
-META_KEYS = {"on_turn", "name"}
+# Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
+_PLANNED: set[str] = set()
+
+META_KEYS = {"on_turn", "name", "negate"}
+
+
+def _imported(reference: str) -> Any:
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def _plugin_check(key: str) -> type[Check] | None:
+    """A plug-in's Check class registered as `key` (a plug-in's function is only for `custom`)."""
+    if key in _IMPLEMENTED or not plugins.has("checks", key):
+        return None
+    found = plugins.load("checks", key)
+    return found if isinstance(found, type) and issubclass(found, Check) else None
+
 
 # Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
 FLAT_KINDS = {"evaluator"}
 
 
 def check_class(key: str) -> type[Check]:
-    module_name, _, class_name = _IMPLEMENTED[key].partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    if key in _IMPLEMENTED:
+        return _imported(_IMPLEMENTED[key])
+    found = _plugin_check(key)
+    if found is None:
+        raise KeyError(key)
+    return found
+
+
+def is_known(key: str) -> bool:
+    return key in _IMPLEMENTED or _plugin_check(key) is not None
 
 
 def known_keys() -> list[str]:
-    return sorted(_IMPLEMENTED)
+    return sorted({*_IMPLEMENTED, *(k for k in plugins.names("checks") if _plugin_check(k) is not None)})
+
+
+def registered_custom(name: str) -> Any:
+    """What `custom: {name: NAME}` runs: a built-in or a plug-in's function or Check class."""
+    if name in _CUSTOM:
+        return _imported(_CUSTOM[name])
+    if plugins.has("checks", name):
+        return plugins.load("checks", name)
+    known = ", ".join(sorted({*_CUSTOM, *plugins.names("checks")})) or "none installed"
+    raise ValueError(f"no check registered as {name!r} (registered: {known})")
 
 
 @dataclass
@@ -79,13 +122,16 @@ class AssertionProblem(Exception):
         self.at_key = at_key
 
 
-def parse_assertion(entry: Any, prefix: str = "") -> Assertion:
-    """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem."""
+def parse_assertion(entry: Any, prefix: str = "", search: list[Path] | None = None) -> Assertion:
+    """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem.
+
+    With `search` (the folders a suite's functions are found in), what the check names on disk is resolved
+    now, so a missing script is a problem of the suite rather than of a run."""
     if not isinstance(entry, dict):
         raise AssertionProblem((), "an assertion is a mapping such as contains: \"text\"")
     entry, beside = _folded(entry)
     try:
-        return _parse(entry, prefix)
+        return _parse(entry, prefix, search)
     except AssertionProblem as exc:
         if beside and len(exc.loc) >= 2:
             if exc.loc[1] in beside:
@@ -108,14 +154,18 @@ def _folded(entry: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     return {**{k: v for k, v in entry.items() if k not in beside}, kind: options}, beside
 
 
-def _parse(entry: dict[str, Any], prefix: str) -> Assertion:
+def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Assertion:
     kinds = [k for k in entry if k not in META_KEYS]
     if len(kinds) != 1:
         if not kinds:
             raise AssertionProblem((), "an assertion needs one kind, such as contains or json_path")
         raise AssertionProblem((kinds[1],), f"one kind per assertion, found {', '.join(kinds)}", at_key=True)
     key = kinds[0]
-    if key not in _IMPLEMENTED:
+    try:
+        known = is_known(key)
+    except plugins.PluginError as exc:
+        raise AssertionProblem((key,), str(exc), at_key=True) from None
+    if not known:
         if key in _PLANNED:
             raise AssertionProblem((key,), f"{key!r} is not available in this version of tamesu", at_key=True)
         close = difflib.get_close_matches(key, [*known_keys(), *_PLANNED], n=1)
@@ -124,6 +174,9 @@ def _parse(entry: dict[str, Any], prefix: str) -> Assertion:
     on_turn = entry.get("on_turn")
     if on_turn is not None and on_turn != "last" and not (isinstance(on_turn, int) and on_turn >= 1):
         raise AssertionProblem(("on_turn",), "on_turn is a turn number from 1, or last")
+    negate = entry.get("negate", False)
+    if not isinstance(negate, bool):
+        raise AssertionProblem(("negate",), "negate is true or false")
     cls = check_class(key)
     try:
         spec = cls.parse(entry[key])
@@ -141,6 +194,16 @@ def _parse(entry: dict[str, Any], prefix: str) -> Assertion:
                                at_key=first["type"] == "extra_forbidden") from None
     except ValueError as exc:
         raise AssertionProblem((key,), str(exc)) from None
+    try:
+        check = cls(spec)
+        if search is not None:
+            check.prepare(search)
+    except (ValueError, plugins.PluginError) as exc:
+        raise AssertionProblem((key,), str(exc)) from None
+    if negate:
+        from tamesu.checks.negate import Negated
+
+        check = Negated(check)
     label = entry.get("name") or key
     if key == "pack":
         pack = entry["pack"]
@@ -148,4 +211,6 @@ def _parse(entry: dict[str, Any], prefix: str) -> Assertion:
         label = entry.get("name") or (f"pack {pack_name}" if pack_name else key)
     if key == "evaluator":
         label = entry.get("name") or f"evaluator {spec.name}"
-    return Assertion(key=key, check=cls(spec), on_turn=on_turn, label=f"{prefix}{label}")
+    if negate and not entry.get("name"):
+        label = f"not {label}"
+    return Assertion(key=key, check=check, on_turn=on_turn, label=f"{prefix}{label}")

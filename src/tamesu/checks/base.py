@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,7 +42,8 @@ class RunView:
     """What an assertion may read of one finished run."""
 
     exchanges: list[Exchange]
-    metrics: dict[str, float]
+    metrics: Mapping[str, float]
+    """By any name a metric assertion takes (`turn_latency_ms_p95`...)."""
     captured: dict[str, Any]
     events: list[Event]
     tool_calls: list[ToolCall]
@@ -103,6 +105,11 @@ class Check(ABC):
         if cls.shorthand and not isinstance(value, dict):
             value = {cls.shorthand: value}
         return cls.Spec.model_validate(value)
+
+    def prepare(self, search: list[Path]) -> None:
+        """Resolve what the check names on disk (a function of the project) before any run, looking in
+        `search` (the suite's folder, the project's); raise ValueError saying what is missing."""
+        return None  # most checks name nothing on disk
 
     @abstractmethod
     async def evaluate(self, run: RunView) -> Verdict: ...

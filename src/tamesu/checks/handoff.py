@@ -90,7 +90,7 @@ class Handoff(Check):
         judge = JudgeRole(judge_client(run, self.spec.model), on="handoff")
         assert judge.own is not None
         verdict = await judge.grade(JudgeInput(
-            rubric=judge.own.render("rubric", summary=run.context.render_text(self.spec.summary)),
+            rubric=judge.own.render("rubric", summary=run.context.render_text(self.spec.summary or '')),
             transcript=lines_of(run.exchanges),
             context=signal.summary,
         ))

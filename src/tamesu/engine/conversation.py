@@ -28,13 +28,13 @@ from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry, one_line
 from tamesu.models.ledger import Ledger
 from tamesu.models.structured import Attempt
+from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
 from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
 from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.roles.steps import StepsUser
-from tamesu.suite.loader import PlannedTest
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
@@ -90,7 +90,8 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
     if test.spec.steps:
         return StepsUser(test.spec.steps)
     if counterpart is not None and session is not None:
-        return CounterpartUser(test.suite.targets[counterpart.target], counterpart.target,
+        spec = test.suite.targets[counterpart.target]
+        return CounterpartUser(targets.target_class(spec.type)(spec, counterpart.target), counterpart.target,
                                opening=counterpart.opening, goal=scenario.goal, session=session)
     attack = test.attack  # a red-team pack's attacker (`scenario.attack`)
     if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona or attack):

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from tamesu.conversation import AgentTurn
 
+_STATS: dict[str, Callable[[list[float]], float]] = {"max": max, "min": min, "mean": lambda v: sum(v) / len(v)}
 _SUFFIX = re.compile(r"^(?P<base>.+?)_(?:p(?P<pct>\d{1,2}(?:\.\d+)?)|(?P<stat>max|min|mean))$")
 
 
@@ -43,7 +44,7 @@ class Metrics(Mapping[str, float]):
         values = self._distributions[match.group("base")]
         if match.group("pct") is not None:
             return percentile(values, float(match.group("pct")))
-        return {"max": max, "min": min, "mean": lambda v: sum(v) / len(v)}[match.group("stat")](values)
+        return _STATS[match.group("stat")](values)
 
     def __getitem__(self, name: str) -> float:
         value = self._derive(name)

@@ -9,8 +9,9 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from tamesu import __version__, targets
 from tamesu import _otel as otel
@@ -24,8 +25,8 @@ from tamesu.errors import EXIT_INFRA, InfraError
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
-from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
-from tamesu.suite.loader import LoadedSuite, Plan, PlannedTest
+from tamesu.plan import LoadedSuite, Plan, PlannedTest
+from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, TestStatus, count, exit_code_for
 from tamesu.suite.templates import Context
 
 
@@ -150,8 +151,9 @@ class Runner:
         project_hooks, suite_hooks = self.plan.project.spec.hooks, suite.spec.hooks
         warnings: list[str] = []
         context = self._suite_context(suite)
+        hook_dir = suite.hook_dir or suite.dir
         try:
-            await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, suite.dir, "before_all")
+            await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir, "before_all")
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
@@ -163,18 +165,18 @@ class Runner:
             if models is not None:
                 await models.aclose()
             try:
-                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, suite.dir, "after_all")
+                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, hook_dir, "after_all")
             except HookFailed as exc:
                 warnings.append(str(exc))
                 self.reporter.warning(str(exc))
         return warnings
 
-    def _unrun(self, test: PlannedTest, status: str, reason: str) -> TestResult:
+    def _unrun(self, test: PlannedTest, status: Literal["skipped", "error"], reason: str) -> TestResult:
         return TestResult(
             suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags,
-            target=test.target_name, status=status,  # type: ignore[arg-type]
+            target=test.target_name, status=status,
             pass_threshold=test.spec.pass_threshold, skip_reason=reason if status == "skipped" else None,
-            runs=[RunSummary(run=0, status=status, dir="", error=reason)] if status == "error" else [],  # type: ignore[arg-type]
+            runs=[RunSummary(run=0, status=status, dir="", error=reason)] if status == "error" else [],
         )
 
     def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:
@@ -218,7 +220,8 @@ class Runner:
         if self.stopping.signum is not None:
             return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
         if not finished:
-            self._record(directory, self._unrun(test, "skipped", self._stop or "not run"), [])
+            self._record(directory, self._unrun(test, "skipped", f"not run: {self._stop}" if self._stop
+                                                else "not run"), [])
             return
         runs = [o.result for o in finished]
         result = aggregate(test, runs, test_dir, directory.root, self.options.today)
@@ -245,6 +248,7 @@ class Runner:
                     before_each=[*hooks[0].before_each, *hooks[1].before_each],
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
                     models=models, update_golden=self.options.update_golden, stop=self.stopping,
+                    user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 )
                 try:
                     outcome = await execute_run(inputs)
@@ -267,7 +271,8 @@ class Runner:
                     break
             assert outcome is not None
             # decided before the slot is released, so no later run slips in after a failure
-            failed = outcome.result.status != "passed" and not test.quarantined(self.options.today)
+            # a skipped run (the agent awaited input nobody gave) is not a failure
+            failed = outcome.result.status in ("failed", "error") and not test.quarantined(self.options.today)
             if self.options.fail_fast and failed and self._stop is None:
                 self._stop = "fail-fast: an earlier test failed"
             self.reporter.run_finished(test, outcome.result)
@@ -283,16 +288,23 @@ def _os_words(exc: OSError) -> str:
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date) -> TestResult:
+    """The test's verdict from its runs. Skipped runs (the agent awaited input nobody gave) count neither way;
+    a test whose every run was skipped is skipped."""
     passed = sum(1 for r in runs if r.status == "passed")
-    enough = passed / len(runs) >= test.spec.pass_threshold - 1e-9
-    if enough:
+    graded = [r for r in runs if r.status != "skipped"]
+    skip_reason = None
+    status: TestStatus
+    if not graded:
+        status = "skipped"
+        skip_reason = next((r.skip_reason for r in runs if r.skip_reason), "skipped")
+    elif passed / len(graded) >= test.spec.pass_threshold - 1e-9:
         status = "passed"
     elif any(r.status == "error" for r in runs):
         status = "error"
     else:
         status = "failed"
     quarantine = test.spec.quarantine if test.quarantined(today) else None
-    if status != "passed" and quarantine is not None:
+    if status in ("failed", "error") and quarantine is not None:
         status = "quarantined"
     summaries = []
     for r in sorted(runs, key=lambda r: r.run):
@@ -303,7 +315,7 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
         ))
     return TestResult(
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
-        status=status, passed_runs=passed, total_runs=len(runs),  # type: ignore[arg-type]
+        status=status, passed_runs=passed, total_runs=len(runs),
         pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
-        runs=summaries,
+        skip_reason=skip_reason, runs=summaries,
     )

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tamesu import plugins
 from tamesu.evaluators.base import Sample, Score
 
 __all__ = ["ENTRY_POINT_GROUP", "Evaluator", "EvaluatorError", "Sample", "Score", "find", "names"]
@@ -63,7 +64,7 @@ class Evaluator:
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return plugins.entry_points_of("evaluators")  # read where every plug-in group is read
 
 
 def names() -> list[str]:

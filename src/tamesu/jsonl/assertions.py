@@ -6,13 +6,13 @@
 | `regex`       | `regex` (`negate`: `not_regex`); `pattern` (or `value`)                              |
 | `json_path`   | `json_path` with `equals: value` (`negate`: `not_equals`); no value: `exists`        |
 | `tool_called` | `tool_called` (`negate`: `tool_not_called`); `name` (or `value`), optional `args`    |
-| `equals`      | `tamesu.jsonl.checks.Equals`: the reply is exactly `value` (or the value at `path`)  |
-| `type`        | `tamesu.jsonl.checks.TypeCheck`: the JSON type of the value at `path`                |
+| `equals`      | `equals` (`tamesu.checks.values`): the reply is exactly `value` (or the value at `path`) |
+| `type`        | `type` (`tamesu.checks.values`): the JSON type of the value at `path`                |
 | `agent`       | `judge`: `options.metadata.criteria` (and the other metadata) as the rubric, the     |
 |               | model named by `connector`, else `use` (`agents:NAME` or `NAME`, default `models.judge`); |
 |               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`, called  |
 |               | with `connector` as its model                                                         |
-| `script`      | `tamesu.jsonl.checks.Script`: `use: scripts:module:function` or a script id          |
+| `script`      | `script` (`tamesu.checks.script`): `use: scripts:module:function` or a script id     |
 |               | (`scripts:tests.validate-expense`: `validate()` in scripts/tests/validate-expense.py)  |
 
 `negate` on `equals`, `type`, `agent` and `script` inverts the verdict. An object without `type` is one of
@@ -31,7 +31,10 @@ from pydantic import ValidationError, model_validator
 from tamesu._match import shown
 from tamesu._types import Strict
 from tamesu.checks import META_KEYS, Assertion, AssertionProblem, parse_assertion
-from tamesu.jsonl import checks
+from tamesu.checks._functions import load_function
+from tamesu.checks.negate import Negated
+from tamesu.checks.script import Script, ScriptSpec
+from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
 from tamesu.jsonl.schema import Options
 
 KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
@@ -137,7 +140,7 @@ def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Asser
     if not isinstance(raw, dict):
         raise AssertionProblem((), 'an assertion is an object such as {"type": "contains", "value": "..."}')
     if "type" not in raw:
-        assertion = parse_assertion(raw)  # one of tamesu's own, written as in a suite
+        assertion = parse_assertion(raw, search=resolver.search)  # one of tamesu's own, written as in a suite
         assertion.on_turn = on_turn if on_turn is not None else assertion.on_turn
         assertion.label = label(raw)
         return assertion
@@ -193,23 +196,23 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
         call = {"name": spec.name if spec.name is not None else spec.value, "args": spec.args}
         return _engine({"tool_not_called" if negate else "tool_called": call}, spec)
     inner = _own_check(spec, resolver)
-    return checks.Negated(inner) if negate else inner
+    return Negated(inner) if negate else inner
 
 
 def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
     if spec.type == "equals":
-        return checks.Equals(checks.EqualsSpec(value=spec.value, path=spec.path))
+        return Equals(EqualsSpec(value=spec.value, path=spec.path))
     if spec.type == "type":
         try:
-            return checks.TypeCheck(checks.TypeSpec(path=spec.path, value=spec.value))
+            return TypeCheck(TypeSpec(path=spec.path, value=spec.value))
         except ValidationError:
             raise AssertionProblem(("value",), _NEEDS["type"]) from None
     if spec.type == "script":
         try:
-            function = checks.load_function(str(spec.use), resolver.search)
+            function = load_function(str(spec.use), resolver.search)
         except ValueError as exc:
             raise AssertionProblem(("use",), str(exc)) from None
-        return checks.Script(checks.ScriptSpec(use=str(spec.use), metadata=spec.metadata), function)
+        return Script(ScriptSpec(use=str(spec.use), metadata=spec.metadata), function)
     return _validator(spec, resolver)
 
 

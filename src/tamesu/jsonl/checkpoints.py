@@ -9,6 +9,7 @@ engine's grading.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tamesu.checks.base import Check, RunView, Verdict
@@ -66,19 +67,23 @@ class Tracker:
 
 
 class CheckpointCheck(Check):
-    """Reports one checkpoint: passed when reached, or when optional (`required: false`)."""
+    """Reports one checkpoint: passed when reached, or when optional (`required: false`).
+
+    The check belongs to the planned test, shared by its repeats; each run has its own tracker, which
+    `tracker_of` finds from the run being graded."""
 
     key = "checkpoint"
     Spec = None  # type: ignore[assignment]  # built from a tracker, never from what a user writes
 
-    def __init__(self, tracker: Tracker, checkpoint_id: str) -> None:
+    def __init__(self, tracker_of: Callable[[RunView], Tracker], checkpoint_id: str) -> None:
         super().__init__(None)
-        self.tracker = tracker
+        self.tracker_of = tracker_of
         self.checkpoint_id = checkpoint_id
 
     async def evaluate(self, run: RunView) -> Verdict:
-        await self.tracker.catch_up(run)
-        state = self.tracker.state(self.checkpoint_id)
+        tracker = self.tracker_of(run)
+        await tracker.catch_up(run)
+        state = tracker.state(self.checkpoint_id)
         if state.reached_at is not None:
             return Verdict(passed=True, reason=f"reached at turn {state.reached_at}: {state.reason}")
         turns = len(run.exchanges)

@@ -100,7 +100,8 @@ class CaseRecord(BaseModel):
     checkpoints: list[CheckpointRecord] | None = None
     missing_input: MissingInputRecord | None = None
     goal_achieved: str | None = None
-    """The simulator's reasoning when it said its goal was reached."""
+    """When the simulator said its goal was reached: the last checkpoint reached, else the goal it was given
+    (never the simulator's own reasoning, which stays in result.json's notes)."""
     end_reason: str | None = None
     total_turns: int | None = None
     duration_ms: float
@@ -156,13 +157,26 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         missing = tracker.missing()
         if missing and record.status == "failed" and not record.error:
             record.error = f"missing checkpoints: {', '.join(missing)}"
-    if user is not None:
-        record.goal_achieved = user.goal_note if result.end_reason == "goal_achieved" else None
-        if user.missing is not None:
-            m = user.missing
-            record.missing_input = MissingInputRecord(after_turn=m.after_turn, question=m.question, hint=m.hint,
-                                                      policy=m.policy)
+    if result.end_reason == "goal_achieved":
+        record.goal_achieved = _goal_line(parsed, tracker)
+    if user is not None and user.missing is not None:
+        m = user.missing
+        record.missing_input = MissingInputRecord(after_turn=m.after_turn, question=m.question, hint=m.hint,
+                                                  policy=m.policy)
     return record
+
+
+def _goal_line(parsed: ParsedCase, tracker: Tracker | None) -> str:
+    """What the console's "Goal achieved" line says: the checkpoint reached last, or the goal."""
+    reached = [s for s in tracker.states if s.reached_at is not None] if tracker is not None else []
+    if reached:
+        last = max(reached, key=lambda s: s.reached_at or 0)
+        description = last.planned.spec.description
+        if description:
+            return f"{description} (checkpoint {last.id}, turn {last.reached_at})"
+        return f"checkpoint {last.id} (turn {last.reached_at})"
+    goal = parsed.simulator.settings.get("goal") if parsed.simulator is not None else None
+    return str(goal) if goal else "the simulated user reached its goal"
 
 
 def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: RunResult,

@@ -1,32 +1,25 @@
-"""Running JSONL cases through the engine: each case is a `PlannedTest` of a suite made for the file, run once
-by `engine.conversation.execute_run` with the case's user side (`CaseUser`), graded by the engine's checks.
+"""JSONL cases as planned tests of the one engine: `plan_cases` turns each parsed case into a `PlannedTest`
+of a suite made for the input (its user side is the case's `CaseUser`, its assertions the engine's checks),
+and `JsonlRunner` runs them with `engine.runner.Runner` like any suite: one run loop, one run directory
+(`<run>/<file>/<case id>/run-N/result.json`, `results.jsonl`, `run.json`, `plan.json`), one set of records.
 
-Around it, what `engine.runner.Runner` does for suites, in the shape JSONL needs: the run directory
-(`<run>/<file>/<case id>/run-1/result.json`, `results.jsonl`, `run.json`), the models with the replay cache
-and the budget (exit 4), the project's hooks, `--parallel`, `--fail-fast`. It is not the suite Runner because
-a JSONL run can be *skipped* (the agent awaited input nobody gave), which the suite Runner would count as a
-failure, and because each finished case also becomes a record of the design's JSONL output.
+What stays JSONL's own is reporting: `CaseReporter` is an engine reporter that turns each finished test into
+the design's JSONL record (`-o`) and hands it to the JSONL console.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
-import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ruamel.yaml.comments import CommentedMap
 
-from tamesu import __version__
 from tamesu.checks import Assertion
-from tamesu.engine.artifacts import RunDirectory, new_run_dir
-from tamesu.engine.conversation import RunInputs, execute_run
-from tamesu.engine.hooks import HookFailed, run_hooks
-from tamesu.engine.runner import aggregate
+from tamesu.checks.base import RunView
+from tamesu.engine.runner import Runner, RunOptions
 from tamesu.jsonl import records
 from tamesu.jsonl.checkpoints import CheckpointCheck, Tracker
 from tamesu.jsonl.human import Human
@@ -35,15 +28,14 @@ from tamesu.jsonl.records import CaseRecord
 from tamesu.jsonl.schema import MissingInput
 from tamesu.jsonl.targets import ResolvedTarget
 from tamesu.jsonl.user import CaseUser, Interaction
-from tamesu.models.cache import CacheMode, ReplayCache
+from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
-from tamesu.models.ledger import Ledger
-from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
+from tamesu.report.recorder import Fanout, PlanRecorder
+from tamesu.results import RunResult, RunSummaryFile, TestResult
 from tamesu.suite._yaml import Document
-from tamesu.suite.loader import LoadedSuite, PlannedTest, Project
 from tamesu.suite.schema import Scenario, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_HUMAN_TIMEOUT = 300.0
@@ -66,6 +58,11 @@ class TestSettings:
     output: Path | None = None
     """`-o`: the JSONL records, one line per case as it finishes."""
     today: dt.date = field(default_factory=dt.date.today)
+    repeat: int | None = None
+    """`--repeat`: every case N times (the record shows the first run; result.json has every run)."""
+    shard: str | None = None
+    """`--shard K/N` as written, for plan.json (the cases are chosen before the run)."""
+    update_golden: bool = False
 
     __test__ = False
 
@@ -81,6 +78,8 @@ class JsonlPlan:
     name: str
     """The folder of the run directory the cases' runs go in (the file's stem)."""
     base_dir: Path
+    path: Path | None = None
+    """The JSONL file, when the cases come from one (plan.json points annotations at its lines)."""
 
 
 @dataclass
@@ -94,129 +93,77 @@ class TestOutcome:
 
 
 class Reporter(Protocol):
+    """Where finished cases go: the JSONL console, or a test's list."""
+
     def case_finished(self, record: CaseRecord) -> None: ...
     def warning(self, message: str) -> None: ...
 
 
-def models_for(project: Project, secrets: Secrets, cache_mode: CacheMode | None) -> ModelRegistry | None:
-    """The project's models with its cache and budget, as `tamesu run` builds them for a suite."""
-    if not project.spec.models:
-        return None
-    cache_spec = project.spec.cache
-    if cache_mode is not None:
-        cache_spec = cache_spec.model_copy(update={"mode": cache_mode})
-    context = Context(secrets=secrets, env=dict(os.environ), vars=project.spec.vars)
-    return ModelRegistry(project.spec.models, render=context.render_text,
-                         cache=ReplayCache.from_spec(cache_spec, base_dir=project.dir, mask=secrets.redactor.data),
-                         ledger=Ledger(project.spec.budget))
+class PlannedCase:
+    """One case's user side for each of its runs: the `CaseUser` and checkpoint tracker of run N."""
+
+    def __init__(self, parsed: ParsedCase, make_user: Any) -> None:
+        self.parsed = parsed
+        self._make_user = make_user
+        self.users: dict[int, CaseUser] = {}
+        self.trackers: dict[int, Tracker] = {}
+
+    def user_factory(self, models: ModelRegistry | None, seed: int, number: int) -> CaseUser:
+        # a retry of run N replaces its user and tracker: the record shows the attempt that counted
+        tracker = Tracker(self.parsed.checkpoints) if self.parsed.checkpoints else None
+        user = self._make_user(self.parsed, models, seed, tracker)
+        self.users[number] = user
+        if tracker is not None:
+            self.trackers[number] = tracker
+        return user
+
+    def tracker_of(self, view: RunView) -> Tracker:
+        number = view.context.lookup("run.number")
+        return self.trackers[int(number) if number is not None else min(self.trackers)]
 
 
-class JsonlRunner:
-    def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: Reporter,
-                 human: Human | None = None) -> None:
+def stand_in_suite(plan: JsonlPlan) -> LoadedSuite:
+    """The suite the cases belong to: the input's name, the one target, the project's hooks (run from the
+    project's folder, as they always were for `tamesu test`)."""
+    doc_path = plan.path if plan.path is not None else plan.base_dir / plan.name
+    return LoadedSuite(spec=SuiteSpec(name=plan.name), doc=Document(doc_path, CommentedMap(), plan.source),
+                       targets={plan.target.name: plan.target.spec}, project=plan.project,
+                       hook_dir=plan.project.dir)
+
+
+class CasePlanner:
+    """JSONL cases as the engine's planned tests."""
+
+    def __init__(self, plan: JsonlPlan, settings: TestSettings, human: Human | None = None) -> None:
         self.plan = plan
         self.settings = settings
-        self.reporter = reporter
         self._human = human
-        self.records: list[CaseRecord] = []
-        self.results: list[TestResult] = []
-        self._stop: str | None = None
-        self._broken: str | None = None
-        """A before_all hook failed: no case runs, each is an error."""
-        self._budget_exceeded = False
-        self._slots = asyncio.Semaphore(max(1, settings.parallel))
-        self.suite = LoadedSuite(
-            spec=SuiteSpec(name=plan.name),
-            doc=Document(plan.base_dir / plan.name, CommentedMap(), plan.source),
-            targets={plan.target.name: plan.target.spec}, project=plan.project,
-        )
-        self.models = models_for(plan.project, plan.secrets, settings.cache_mode)
+        self.suite = stand_in_suite(plan)
+        self.cases: dict[str, PlannedCase] = {}
+        """By test id (`<input name>/<case id>`)."""
 
-    async def run(self) -> TestOutcome:
-        started_wall, started = dt.datetime.now(dt.UTC), time.monotonic()
-        run_dir = new_run_dir(self.settings.out)
-        directory = RunDirectory(run_dir, self.plan.secrets.redactor)
-        if self.settings.output is not None:
-            self.settings.output.parent.mkdir(parents=True, exist_ok=True)
-            self.settings.output.write_text("", encoding="utf-8")
-        hooks = self.plan.project.spec.hooks
-        context = Context(secrets=self.plan.secrets, env=dict(os.environ), vars=self.plan.project.spec.vars)
-        warnings: list[str] = []
-        try:
-            await run_hooks(hooks.before_all, context, self.plan.project.dir, "before_all")
-        except HookFailed as exc:
-            self._broken, warnings = str(exc), [str(exc)]
-        try:
-            await asyncio.gather(*(self._case(i, case, directory) for i, case in enumerate(self.plan.cases)))
-        finally:
-            if self.models is not None:
-                await self.models.aclose()
-            try:
-                await run_hooks(hooks.after_all, context, self.plan.project.dir, "after_all")
-            except HookFailed as exc:
-                warnings.append(str(exc))
-                self.reporter.warning(str(exc))
-        code = exit_code_for(self.results, self._budget_exceeded)
-        summary = RunSummaryFile(
-            tamesu_version=__version__, started_at=started_wall.isoformat(),
-            finished_at=dt.datetime.now(dt.UTC).isoformat(), duration_ms=round((time.monotonic() - started) * 1000, 3),
-            exit_code=code, counts=count(self.results), stopped=self._stop, warnings=warnings,
-        )
-        directory.write_json(run_dir / "run.json", summary)
-        return TestOutcome(code, run_dir, self.records, summary)
+    def engine_plan(self) -> Plan:
+        tests = [self.planned(index, parsed) for index, parsed in enumerate(self.plan.cases)]
+        return Plan(self.plan.project, suites=[self.suite], tests=tests, secrets=self.plan.secrets)
 
-    # -- one case ---------------------------------------------------------------------------------------
-
-    async def _case(self, index: int, parsed: ParsedCase, directory: RunDirectory) -> None:
-        async with self._slots:
-            if self._broken or self._stop:
-                self._not_run(parsed, directory, self._broken or self._stop or "")
-                return
-            test, tracker = self.planned(index, parsed)
-            users: list[CaseUser] = []
-
-            def user_factory(models: ModelRegistry | None, seed: int) -> CaseUser:
-                user = self._user(parsed, models, seed, tracker)
-                users.append(user)
-                return user
-
-            test_dir = directory.test_dir(self.plan.name, parsed.id)
-            hooks = self.plan.project.spec.hooks
-            outcome = await execute_run(RunInputs(
-                test=test, number=1, attempt=1, run_id=f"{directory.root.name}-{index + 1}",
-                artifacts_dir=test_dir / "run-1", secrets=self.plan.secrets, before_each=hooks.before_each,
-                after_each=hooks.after_each, models=self.models, user_factory=user_factory,
-            ))
-            result = outcome.result
-            directory.write_json(test_dir / "run-1" / "transcript.json", outcome.transcript)
-            directory.write_json(test_dir / "run-1" / "result.json", result)
-            for message in outcome.warnings:
-                self.reporter.warning(f"{parsed.id}: {message}")
-            if outcome.budget_exceeded:
-                self._budget_exceeded, self._stop = True, "the budget was exceeded"
-            elif self.settings.fail_fast and result.status in ("failed", "error") and self._stop is None:
-                self._stop = "fail-fast: an earlier test failed"
-        summary = self._test_result(test, result, test_dir, directory.root)
-        where = str((test_dir / "run-1" / "result.json").relative_to(directory.root))
-        self._record(directory, summary, records.build(parsed, result, users[0] if users else None, tracker, where))
-
-    def planned(self, index: int, parsed: ParsedCase) -> tuple[PlannedTest, Tracker | None]:
-        """The case as the engine's PlannedTest: per-turn assertions on their turn, then the final ones, then
-        one assertion per checkpoint."""
+    def planned(self, index: int, parsed: ParsedCase) -> PlannedTest:
+        """The case as a PlannedTest: per-turn assertions on their turn, then the final ones, then one
+        assertion per checkpoint."""
         case = parsed.case
+        planned_case = PlannedCase(parsed, self._user)
         connector = self.settings.connector or (case.options.connector if case.options else None)
         # the engine asks the user side once more after the last turn, so it can end the conversation itself
         turns = 2 if case.mode == "standard" else min(case.turn_limit() + 1, 1000)
         spec = TestSpec(name=case.id, target=self._target_for(connector), scenario=Scenario(max_turns=turns),
                         timeout=case.timeout or self.settings.timeout)
-        tracker = Tracker(parsed.checkpoints) if parsed.checkpoints else None
         assertions = [g.assertion for n in sorted(parsed.turn_assertions) for g in parsed.turn_assertions[n]]
         assertions += [g.assertion for g in parsed.final]
-        if tracker is not None:
-            assertions += [Assertion(key="checkpoint", check=CheckpointCheck(tracker, c.id), on_turn=None,
-                                     label=f"checkpoint {c.id}") for c in case.checkpoints]
-        test = PlannedTest(self.suite, spec, case.id, None, {}, [f"mode:{case.mode}"], assertions, {}, index)
-        return test, tracker
+        assertions += [Assertion(key="checkpoint", check=CheckpointCheck(planned_case.tracker_of, c.id),
+                                 on_turn=None, label=f"checkpoint {c.id}") for c in case.checkpoints]
+        test = PlannedTest(self.suite, spec, case.id, None, {}, [f"mode:{case.mode}"], assertions, {}, index,
+                           user_factory=planned_case.user_factory, line=parsed.line)
+        self.cases[test.id] = planned_case
+        return test
 
     def _target_for(self, connector: str | None) -> str:
         """A model target answered by the connector's model: the same target under its own name."""
@@ -243,33 +190,82 @@ class JsonlRunner:
         return CaseUser(parsed, models=models, seed=seed, options=options, max_turns=case.turn_limit(),
                         on_missing_input=policy, interaction=Interaction(human, timeout), tracker=tracker)
 
-    def _test_result(self, test: PlannedTest, result: RunResult, test_dir: Path, root: Path) -> TestResult:
-        summary = aggregate(test, [result], test_dir, root, self.settings.today)
-        summary.duration_ms = result.duration_ms
-        if result.status == "skipped":
-            # a skipped run is not a failed one: the suite aggregation knows only pass thresholds
-            summary.status, summary.skip_reason = "skipped", result.skip_reason
-        return summary
 
-    def _not_run(self, parsed: ParsedCase, directory: RunDirectory, why: str) -> None:
-        """A case never started: skipped after fail-fast or the budget, an error after a before_all hook failed."""
-        error = self._broken is not None
-        summary = TestResult(suite=self.plan.name, test=parsed.id, id=f"{self.plan.name}/{parsed.id}",
-                             target=self.plan.target.name, status="error" if error else "skipped",
-                             skip_reason=None if error else f"not run: {why}",
-                             runs=[RunSummary(run=0, status="error" if error else "skipped", dir="", error=why)])
-        record = CaseRecord(id=parsed.id, name=parsed.case.title, mode=parsed.case.mode,
-                            status="error" if error else "skipped", error=why if error else None,
-                            skip_reason=None if error else f"not run: {why}", duration_ms=0.0)
-        self._record(directory, summary, record)
+class CaseReporter:
+    """An engine reporter for JSONL cases: each finished test becomes the design's record, written to `-o`
+    as it finishes and handed to the JSONL console (`sink`)."""
 
-    def _record(self, directory: RunDirectory, summary: TestResult, record: CaseRecord) -> None:
-        self.results.append(summary)
+    def __init__(self, planner: CasePlanner, sink: Reporter, output: Path | None) -> None:
+        self.planner = planner
+        self.sink = sink
+        self.output = output
+        self.records: list[CaseRecord] = []
+        self._redact: Any = None
+        self._root: Path | None = None
+
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
+        self._redact, self._root = plan.secrets.redactor.data, run_dir
+        if self.output is not None:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            self.output.write_text("", encoding="utf-8")
+
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
+        pass
+
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        self.sink.warning(message)
+
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        case = self.planner.cases[result.id]
+        record = self._record(case, result, runs)
         self.records.append(record)
-        directory.append_result(summary)
-        if self.settings.output is not None:
-            line = directory.redactor.data(record.line())
-            with self.settings.output.open("a", encoding="utf-8") as handle:
+        if self.output is not None:
+            line = self._redact(record.line()) if self._redact is not None else record.line()
+            with self.output.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
                 handle.flush()
-        self.reporter.case_finished(record)
+        self.sink.case_finished(record)
+
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+        pass
+
+    def _record(self, case: PlannedCase, result: TestResult, runs: list[RunResult]) -> CaseRecord:
+        parsed = case.parsed
+        if not runs:  # never started: after fail-fast or the budget, or a before_all hook failed
+            why = (result.runs[0].error if result.runs else None) or result.skip_reason or "not run"
+            error = result.status == "error"
+            return CaseRecord(id=parsed.id, name=parsed.case.title, mode=parsed.case.mode, status=result.status,
+                              error=why if error else None, skip_reason=None if error else why, duration_ms=0.0)
+        first = min(runs, key=lambda r: r.run)
+        summary = next(s for s in result.runs if s.run == first.run)
+        where = f"{summary.dir}/result.json"
+        record = records.build(parsed, first, case.users.get(first.run), case.trackers.get(first.run), where)
+        if len(runs) > 1:
+            # the record shows run 1; the verdict is the test's, over every run
+            record.status = result.status if result.status != "quarantined" else record.status
+        return record
+
+
+class JsonlRunner:
+    """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
+
+    def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: Reporter,
+                 human: Human | None = None) -> None:
+        self.plan = plan
+        self.settings = settings
+        self.reporter = reporter
+        self.planner = CasePlanner(plan, settings, human)
+        self.engine_plan = self.planner.engine_plan()
+
+    async def run(self, tests: list[PlannedTest] | None = None) -> TestOutcome:
+        chosen = self.engine_plan.tests if tests is None else tests
+        options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
+                             fail_fast=self.settings.fail_fast, today=self.settings.today,
+                             cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
+        cases = CaseReporter(self.planner, self.reporter, self.settings.output)
+        recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data)
+        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder)).run()
+        return TestOutcome(outcome.exit_code, outcome.run_dir, cases.records, outcome.summary)

@@ -42,7 +42,7 @@ def parse_input(text: str) -> InputSource:
     for prefix in ("agents", "scripts"):
         if text.startswith(f"{prefix}:"):
             body, _, query = text[len(prefix) + 1:].partition("?")
-            return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)  # type: ignore[arg-type]
+            return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)
     if text.lower().endswith(_FILE_SUFFIXES) or _is_file(text):
         return InputSource("file", text, text=text)
     return InputSource("message", text, text=text)

@@ -23,7 +23,7 @@ from tamesu import targets
 from tamesu._http import async_client
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
-from tamesu.suite.loader import Project, load_project_targets
+from tamesu.plan import Project, load_project_targets
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import TargetSpec

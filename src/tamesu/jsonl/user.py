@@ -42,7 +42,7 @@ def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options:
                for m in earlier]
     files = [file_ref(p, base_dir) for p in [*last.files, *(attachments or [])]]
     return UserTurn(text=last.text, files=files, history=history, options=options,
-                    source=source)  # type: ignore[arg-type]
+                    source=source)
 
 
 def last_sentence(text: str) -> str:

@@ -15,7 +15,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions, parser
 from tamesu.jsonl.helpers import TargetHelper
 from tamesu.jsonl.targets import ResolvedTarget, TargetProblem, file_refusal, resolve
-from tamesu.suite.loader import Project, find_project, load_project, load_project_targets
+from tamesu.plan import Project, find_project, load_project, load_project_targets
 from tamesu.suite.secrets import Secrets
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

@@ -310,7 +310,14 @@ class ModelRegistry:
 
 
 def provider_class(name: str) -> Any:
-    """The provider class registered under `name` (imported now)."""
+    """The provider class registered under `name` (imported now): built in, or a plug-in's."""
+    from tamesu import plugins
+
+    if name not in PROVIDERS and plugins.has("providers", name):
+        try:
+            return plugins.load("providers", name)
+        except plugins.PluginError as exc:
+            raise ModelError(str(exc)) from None
     try:
         module_name, _, class_name = PROVIDERS[name].partition(":")
     except KeyError:
@@ -335,7 +342,7 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
     or None. A short GET of the server's model list, then one short completion through the real provider: a
     model is ready only once it has answered with a completion. The key is sent only to the configured
     server, never printed."""
-    if spec.provider == "fake":
+    if spec.provider not in DEFAULT_BASE_URLS:  # fake, or a plug-in's provider: nothing known to ask
         return None
     render = render or (lambda text: text)
     try:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from tamesu import plugins
 from tamesu._types import Duration, Strict
 
 PROVIDERS = ("openai", "anthropic", "fake")
+"""The built-in providers; plug-ins add theirs through the `tamesu.providers` entry points."""
+
+
+def known_providers() -> list[str]:
+    return [*PROVIDERS, *(name for name in plugins.names("providers") if name not in PROVIDERS)]
 
 
 class PriceSpec(Strict):
@@ -21,7 +27,8 @@ class PriceSpec(Strict):
 class ModelSpec(Strict):
     """One model: `openai:gpt-4o-mini`, or a mapping with the provider's settings."""
 
-    provider: Literal["openai", "anthropic", "fake"]
+    provider: str
+    """A built-in provider (openai, anthropic, fake) or a plug-in's."""
     model: str = ""
     base_url: str | None = None
     """Any OpenAI-compatible server (Azure, Ollama, vLLM, LM Studio, OpenRouter) or an Anthropic-shaped one."""
@@ -45,6 +52,13 @@ class ModelSpec(Strict):
             provider, _, model = value.partition(":")
             return {"provider": provider, "model": model}
         return value
+
+    @field_validator("provider")
+    @classmethod
+    def _known(cls, provider: str) -> str:
+        if provider not in PROVIDERS and not plugins.has("providers", provider):
+            raise ValueError(f"unknown model provider {provider!r} (one of {', '.join(known_providers())})")
+        return provider
 
     @model_validator(mode="after")
     def _complete(self) -> ModelSpec:

@@ -38,7 +38,8 @@ def read_call(http_method: str, path: str, body: bytes, a2a_version: str | None)
     parsed = _json(body)
     if http_method == "POST" and isinstance(parsed, dict) and parsed.get("jsonrpc") == "2.0":
         method = str(parsed.get("method") or "")
-        params = parsed.get("params") if isinstance(parsed.get("params"), dict) else {}
+        raw_params = parsed.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         version = a2a_version or ("0.3" if "/" in method else "1.0")
         message = params.get("message") if method in SEND_METHODS else None
         return Call(binding="jsonrpc", version=version, method=method,
@@ -153,7 +154,8 @@ class Reply:
         if kind == "artifactUpdate":
             self._artifact(body.get("artifact"), bool(body.get("append")))
             return
-        status = body.get("status") if isinstance(body.get("status"), dict) else {}
+        raw_status = body.get("status")
+        status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
         if status.get("state"):
             self.state = state_name(status["state"])
         if isinstance(status.get("message"), dict):

@@ -20,7 +20,7 @@ from a2a.types.a2a_pb2 import (
     StringList,
 )
 
-from tamesu.remote.spec import RemoteAgentSpec
+from tamesu.suite.remote_agents import RemoteAgentSpec
 
 BEARER = "bearer"
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from tamesu._fuzz import fuzz_for
 from tamesu.conversation import Session
 from tamesu.remote._binding import binding_of
-from tamesu.remote.spec import RemoteAgentSpec, ReplySpec
+from tamesu.suite.remote_agents import RemoteAgentSpec, ReplySpec
 
 
 class Delegation(BaseModel):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu._cleanup import finish
 from tamesu.conversation import Exchange, Session, ToolCall
 from tamesu.errors import InfraError, TemplateError
-from tamesu.remote.spec import RemoteAgentSpec
+from tamesu.suite.remote_agents import RemoteAgentSpec
 
 if TYPE_CHECKING:
     from tamesu.remote.executor import Delegation

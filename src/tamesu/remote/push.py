@@ -35,8 +35,9 @@ class VersionedConfigStore(InMemoryPushNotificationConfigStore):
         super().__init__()
         self._versions: dict[tuple[str, str], str] = {}
 
-    async def set_info(self, task_id: str, notification_config: TaskPushNotificationConfig,
-                       context: ServerCallContext) -> TaskPushNotificationConfig | None:
+    async def set_info(  # type: ignore[override]  # the SDK's store says it never answers None
+        self, task_id: str, notification_config: TaskPushNotificationConfig, context: ServerCallContext,
+    ) -> TaskPushNotificationConfig | None:
         # keyed by URL: the config id may be defaulted by the store, the URL is what the caller gave
         self._versions[(task_id, notification_config.url)] = binding_of(context)[1]
         return await super().set_info(task_id, notification_config, context)

@@ -31,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from tamesu._fuzz import fuzz_for
 from tamesu._serve import LoopServer
+from tamesu._types import split_addr
 from tamesu.conversation import Session
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
@@ -39,7 +40,7 @@ from tamesu.remote.executor import Delegation, ScriptedExecutor
 from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
-from tamesu.remote.spec import RemoteAgentSpec, split_addr
+from tamesu.suite.remote_agents import RemoteAgentSpec
 
 PUSH_TIMEOUT = 5.0
 """A push notification that the listener does not take within this long is dropped (best effort)."""
@@ -97,6 +98,7 @@ class RemoteAgentServer:
         self.grpc_addr = f"{host}:{grpc_port}"
         at = Addresses(origin=self.url, grpc=self.grpc_addr)
         public = self._make_handler(at)
+        assert self._handler is not None  # made by _make_handler
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tamesu.report._load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
 from tamesu.report.baseline import Comparison, compare
+from tamesu.report.formats import BUILT_IN_NAMES, format_of
 from tamesu.report.spec import ReportRequest
 
 
@@ -45,31 +46,20 @@ def stored_comparison(run: LoadedRun) -> Comparison | None:
 
 
 def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Comparison | None) -> Emitted:
-    from tamesu.report.github import emit_github
-    from tamesu.report.html import write_html
-    from tamesu.report.json_report import write_json_report
-    from tamesu.report.junit import write_junit
-    from tamesu.report.markdown import render_markdown
-
     emitted = Emitted()
     for request in requests:
         path = request.target(run.dir)
         try:
-            if request.kind == "github":
-                emit_github(run, comparison)
-            elif path is None:
-                continue
-            elif request.kind == "junit":
-                write_junit(run, path)
-            elif request.kind == "html":
-                write_html(run, path, comparison)
-            elif request.kind == "json":
-                write_json_report(run, path, comparison)
-            elif request.kind == "markdown":
+            if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(render_markdown(run, comparison), encoding="utf-8")
+            format_of(request.kind).write_function()(run, path, comparison)
         except OSError as exc:
             emitted.errors.append(f"cannot write the {request.kind} report to {path}: {exc.strerror or exc}")
+            continue
+        except Exception as exc:  # a plug-in's writer: its failure is said, the other reports still written
+            if request.kind in BUILT_IN_NAMES:
+                raise
+            emitted.errors.append(f"the {request.kind} report failed: {type(exc).__name__}: {exc}")
             continue
         emitted.written.append((request.kind, path))
     return emitted

@@ -34,7 +34,7 @@ def _relative(file: str) -> str:
         return file
 
 
-def annotations(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
+def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
     regressed = {c.id: c for c in comparison.regressions} if comparison else {}
     lines = []
     for result in run.results:
@@ -61,7 +61,7 @@ def annotations(run: LoadedRun, comparison: Comparison | None = None) -> list[st
 
 def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
     """Print the annotations; append the job summary when GitHub provides the file. Returns the lines printed."""
-    lines = annotations(run, comparison)
+    lines = annotation_lines(run, comparison)
     for line in lines:
         print(line, flush=True)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -69,3 +69,8 @@ def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[st
         with open(summary_file, "a", encoding="utf-8") as handle:
             handle.write(render_markdown(run, comparison) + "\n")
     return lines
+
+
+def write_report(run: LoadedRun, path: Path | None, comparison: Comparison | None = None) -> None:
+    """The `github` entry of `report.formats`: no file, annotations and the job summary."""
+    emit_github(run, comparison)

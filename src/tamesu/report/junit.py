@@ -124,9 +124,9 @@ def render_junit(run: LoadedRun) -> bytes:
             "errors": sum(r.status == "error" for r in results),
             "skipped": sum(r.status in ("skipped", "quarantined") for r in results) + len(missing),
         }
-        element = ET.SubElement(root, "testsuite", name=_clean(suite), id=str(suite_id),
-                                **{k: str(v) for k, v in counts.items()},
-                                time=_seconds(sum(r.duration_ms for r in results)), hostname=socket.gethostname())
+        attributes = {"name": _clean(suite), "id": str(suite_id), **{k: str(v) for k, v in counts.items()},
+                      "time": _seconds(sum(r.duration_ms for r in results)), "hostname": socket.gethostname()}
+        element = ET.SubElement(root, "testsuite", attributes)
         if stamp:
             element.set("timestamp", stamp)
         for result in results:
@@ -145,3 +145,9 @@ def render_junit(run: LoadedRun) -> bytes:
 def write_junit(run: LoadedRun, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(render_junit(run))
+
+
+def write_report(run: LoadedRun, path: Path | None, comparison: object = None) -> None:
+    """The `junit` entry of `report.formats`."""
+    assert path is not None
+    write_junit(run, path)

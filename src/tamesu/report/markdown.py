@@ -6,6 +6,8 @@ Short on purpose: a job summary is read at a glance and GitHub caps its size, so
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tamesu._words import count_of
 from tamesu.report._load import LoadedRun
 from tamesu.report.baseline import Comparison, describe_change, failure_reason
@@ -79,3 +81,9 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
         lines += ["", f"#### Not finished ({len(missing)})", ""]
         lines.extend(f"- `{_cell(entry.id)}`" for entry in missing[:LIMIT])
     return "\n".join(lines) + "\n"
+
+
+def write_markdown(run: LoadedRun, path: Path | None, comparison: Comparison | None = None) -> None:
+    """The `markdown` entry of `report.formats`."""
+    assert path is not None
+    path.write_text(render_markdown(run, comparison), encoding="utf-8")

@@ -16,7 +16,7 @@ def planned_entries(tests: list[Any]) -> list[PlannedEntry]:
     entries = []
     for test in tests:
         doc = test.suite.doc
-        line, _ = doc.position(("tests", test.index))
+        line = test.line if test.line is not None else doc.position(("tests", test.index))[0]
         entries.append(PlannedEntry(id=test.id, suite=test.suite.name, name=test.name, case=test.case,
                                     tags=list(test.tags), file=str(doc.path.resolve()), line=line,
                                     slo=dict(getattr(test, "slo", None) or {})))

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tamesu.suite.schema import REPORT_KINDS
-
-# Where a report goes when no path is given: inside the run directory, beside the artifacts it links to.
-DEFAULT_NAMES = {"junit": "junit.xml", "html": "report.html", "json": "report.json", "markdown": "summary.md"}
+from tamesu import plugins
+from tamesu.report.formats import UnknownReport, format_of, known
 
 
 class ReportSpecError(ValueError):
@@ -24,11 +22,14 @@ class ReportRequest:
     """The folder a relative path is read from: the current one for `--report`, tamesu.yaml's for `report:`."""
 
     def target(self, run_dir: Path) -> Path | None:
-        """The file this report is written to; None for `github`, which prints and appends to the job summary."""
-        if self.kind == "github":
+        """The file this report is written to; None for a format that takes none (`github` prints and appends
+        to the job summary). A report goes inside the run directory when no path is given, beside the
+        artifacts it links to."""
+        default = format_of(self.kind).default_file
+        if default is None:
             return None
         if self.path is None:
-            return run_dir / DEFAULT_NAMES[self.kind]
+            return run_dir / default
         written = Path(self.path.replace("{run}", run_dir.name))
         if not written.is_absolute() and self.base is not None:
             written = self.base / written
@@ -45,12 +46,18 @@ def parse_reports(text: str | list[str], base: Path | None = None) -> list[Repor
             continue
         kind, sep, path = entry.partition(":")
         kind = kind.strip()
-        if kind not in REPORT_KINDS:
-            raise ReportSpecError(f"unknown report {kind!r} in {entry!r} (one of {', '.join(REPORT_KINDS)})")
+        try:
+            takes_path = format_of(kind).default_file is not None
+        except UnknownReport:
+            raise ReportSpecError(f"unknown report {kind!r} in {entry!r} (one of {', '.join(known())})") from None
+        except plugins.PluginError as exc:
+            raise ReportSpecError(str(exc)) from None
         path = path.strip()
         if kind == "github" and path:
             raise ReportSpecError("github takes no path: it prints annotations and writes $GITHUB_STEP_SUMMARY")
-        if sep and not path and kind != "github":
+        if not takes_path and path:
+            raise ReportSpecError(f"{kind} takes no path")
+        if sep and not path and takes_path:
             raise ReportSpecError(f"{entry!r}: a path after the colon, or no colon for the default")
         requests.append(ReportRequest(kind, path or None, base))
     return requests

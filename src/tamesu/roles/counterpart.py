@@ -12,23 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import TYPE_CHECKING
 
-from tamesu import targets
 from tamesu.conversation import Exchange, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.roles.simulator import UserAction, UserSimulator
 from tamesu.suite.templates import Context
-from tamesu.targets.base import Target, TargetSpec
+
+if TYPE_CHECKING:
+    from tamesu.targets.base import Target
 
 
 class CounterpartUser(UserSimulator):
-    def __init__(self, spec: TargetSpec, name: str, *, opening: str | None, goal: str | None,
+    def __init__(self, target: Target, name: str, *, opening: str | None, goal: str | None,
                  session: Session) -> None:
+        # the engine builds the counterpart's target: a role never imports the targets (the browser target
+        # uses roles)
         self._name = name
         self._opening = opening
         self._goal = goal
         self._run_session = session
-        self._target: Target = targets.target_class(spec.type)(spec, name)
+        self._target = target
         self._opened = False
 
     async def _open(self) -> None:

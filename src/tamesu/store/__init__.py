@@ -29,7 +29,7 @@ def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, 
     `postgresql://...`.
     """
     env = os.environ if environ is None else environ
-    raw: str | bool | None = env.get("TAMESU_STORE", setting)  # type: ignore[arg-type]
+    raw: str | bool | None = env.get("TAMESU_STORE", setting)
     if raw is None or raw is False:
         return None
     text = "true" if raw is True else str(raw).strip()

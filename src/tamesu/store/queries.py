@@ -4,6 +4,7 @@ page costs the same on a store of ten runs and of ten thousand."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ class Reader:
             found = self._with_parts(connection, rows)
         return found[0] if found else None
 
-    def _with_parts(self, connection: sa.Connection, rows: list[Any]) -> list[RunRow]:
+    def _with_parts(self, connection: sa.Connection, rows: Sequence[Any]) -> list[RunRow]:
         ids = [row.id for row in rows]
         parts: dict[str, list[Any]] = defaultdict(list)
         for part in connection.execute(sa.select(t.run_parts).where(t.run_parts.c.run_id.in_(ids))):
@@ -208,7 +209,7 @@ class Reader:
         results = []
         for row in rows:
             summaries = [RunSummary(
-                run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,  # type: ignore[arg-type]
+                run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,
                 failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"])
                           for a in item.assertions if not a["passed"]],
                 metrics=item.metrics) for item in runs.get(row.id, [])]

@@ -113,6 +113,6 @@ def problems_from(
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # model validators put their errors on the model itself; pydantic may tack on the union member name
         loc = tuple(p for p in loc if p not in ("str", "int", "float", "bool", "list[int]"))
-        message = _message(error, model, loc, owner or model.__name__.lower())
+        message = _message(dict(error), model, loc, owner or model.__name__.lower())
         problems.append(doc.problem((*prefix, *loc), message, key=error["type"] == "extra_forbidden"))
     return problems

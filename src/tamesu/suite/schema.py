@@ -12,11 +12,12 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._fuzz import FuzzSpec
 from tamesu._types import Duration, Strict, parse_duration
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 from tamesu.packs import PackSpec
-from tamesu.remote.spec import RemoteAgentSpec
+from tamesu.suite.audio_names import NOISES
+from tamesu.suite.fuzz import FuzzSpec
+from tamesu.suite.remote_agents import RemoteAgentSpec
 
 __all__ = ["Duration", "Strict", "parse_duration"]
 
@@ -72,8 +73,6 @@ class NoiseSpec(Strict):
     @field_validator("name")
     @classmethod
     def _known(cls, name: str) -> str:
-        from tamesu.audio.catalog import NOISES
-
         if name not in NOISES:
             raise ValueError(f"unknown background noise {name!r} (one of {', '.join(NOISES)})")
         return name
@@ -246,16 +245,13 @@ class SuiteSpec(Strict):
     tests: list[dict[str, Any]] = Field(default_factory=list)
 
 
-REPORT_KINDS = ("junit", "html", "json", "github", "markdown")
-"""The report formats `--report` and `report:` name; `tamesu.report.spec` renders them."""
-
-
 class ReportSettings(Strict):
     """`report:` in tamesu.yaml: the reports every `tamesu run` writes, as `--report` would name them."""
 
     formats: list[str] = Field(default_factory=lambda: ["html"])
-    """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml. Default: the HTML
-    report in the run folder (small, and the run ends with its path); `report: []` writes none."""
+    """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml. The loader checks the
+    names against the report formats (built-in and plug-ins). Default: the HTML report in the run folder (small,
+    and the run ends with its path); `report: []` writes none."""
     baseline: str | None = None
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
     tolerance: float = Field(0.2, ge=0)
@@ -267,15 +263,6 @@ class ReportSettings(Strict):
         if isinstance(value, str):
             value = [part for part in value.split(",") if part.strip()]
         return {"formats": value} if isinstance(value, list) else value
-
-    @field_validator("formats")
-    @classmethod
-    def _known(cls, formats: list[str]) -> list[str]:
-        for entry in formats:
-            kind = entry.partition(":")[0].strip()
-            if kind not in REPORT_KINDS:
-                raise ValueError(f"unknown report {kind!r} (one of {', '.join(REPORT_KINDS)})")
-        return formats
 
 
 class ProjectSpec(Strict):

@@ -34,27 +34,17 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.audio.level import SPEECH_RMS, rms
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 POLL_S = 0.02
-"""A chunk louder than this (pcm16 RMS) is the agent speaking; a quiet line is far below it."""
 FLOOD_FACTOR = 1.5
 """Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
 STRICT_FLOOD_FACTOR = 1.3
 """The same for an agent that must stream at real-time pace: twice the agreed rate shows as 2x, or as ~1.4x
 when a loaded agent falls behind its own clock."""
-
-
-@dataclass
-class Incoming:
-    """One thing the agent sent, as the wire read it."""
-
-    kind: str
-    """audio | clear | mark | transcript | text | done | hangup | ignore"""
-    audio: bytes = b""
-    value: Any = None
 
 
 @dataclass
@@ -70,37 +60,6 @@ class Heard:
     last_audio_wall: float | None = None
     last_chunk_ms: float = 0.0
     controls: list[dict[str, Any]] = field(default_factory=list)
-
-
-class Wire:
-    """A protocol on the socket. Subclasses fill in the messages."""
-
-    send_format: Any
-    receive_format: Any
-
-    def opening(self, session: Session) -> list[str | bytes]:
-        return []
-
-    @abstractmethod
-    def frame(self, data: bytes) -> str | bytes: ...
-
-    def dtmf(self, digit: str) -> list[str | bytes]:
-        raise TurnError("this protocol carries no DTMF")
-
-    def closing(self) -> list[str | bytes]:
-        return []
-
-    def mark_echo(self, name: str) -> str | bytes | None:
-        return None
-
-    def silence_hint(self) -> str:
-        """Why the agent may have seemed silent (a configuration that finds no audio), appended to the reason."""
-        return ""
-
-    @abstractmethod
-    def read(self, message: str | bytes) -> list[Incoming]:
-        """What a message means; raises TurnError for one that breaks the protocol."""
-
 
 
 class AudioSocketTarget(Target):
@@ -324,7 +283,7 @@ class AudioSocketTarget(Target):
             try:
                 message, at = await asyncio.wait_for(self._queue.get(), POLL_S)
             except TimeoutError:
-                message = at = None
+                pass  # nothing came: the idle, barge-in and turn_timeout checks below still run
             else:
                 if message is None:
                     self._queue.put_nowait((None, at))

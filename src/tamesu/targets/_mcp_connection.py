@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import httpx2
@@ -200,7 +200,8 @@ class McpConnection:
         client = self._client
         if client is None:
             raise ConnectionLost(describe(self.lost) if self.lost else "the session is not open")
-        meta = mcp_types.RequestParamsMeta(traceparent=traceparent) if traceparent else None
+        # RequestParamsMeta is an open TypedDict (extra_items), which mypy does not read yet
+        meta = cast(mcp_types.RequestParamsMeta, {"traceparent": traceparent}) if traceparent else None
         # The SDK's own timeout answers REQUEST_TIMEOUT; the outer one only guards against it not firing.
         async with asyncio.timeout(timeout + 2):
             return await client.call_tool(name, args, read_timeout_seconds=timeout, meta=meta)

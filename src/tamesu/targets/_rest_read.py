@@ -108,7 +108,8 @@ def _tool_call(item: Any, path: str) -> ToolCall:
     """A tool call as agents write it: {name, args|arguments|input, result|output}, or OpenAI's {function: ...}."""
     if not isinstance(item, Mapping):
         raise TurnError(f"response.tool_calls ({path}): expected objects with a name, got {as_text(item)[:200]}")
-    function = item.get("function") if isinstance(item.get("function"), Mapping) else {}
+    raw_function = item.get("function")
+    function: Mapping[str, Any] = raw_function if isinstance(raw_function, Mapping) else {}
     name = item.get("name") or item.get("tool") or function.get("name")
     if not isinstance(name, str) or not name:
         raise TurnError(f"response.tool_calls ({path}): a call without a name: {as_text(item)[:200]}")

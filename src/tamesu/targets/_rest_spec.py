@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from tamesu._types import HostPort
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import HandoffSpec, SessionOpenSpec, TargetSpec
@@ -119,7 +120,7 @@ class ListenSpec(Strict):
     """The reply is what the agent posts to an API tamesu serves at `{{listen.url}}`."""
 
     path: str = "/"
-    addr: str | None = None
+    addr: HostPort | None = None
     """host:port to bind; default 127.0.0.1 on a free port."""
     url: str | None = None
     """The URL the agent reaches the listener at (a tunnel); default the listener's own address + path."""
@@ -132,13 +133,6 @@ class ListenSpec(Strict):
     def _absolute(cls, value: str) -> str:
         if not value.startswith("/"):
             raise ValueError("the path must start with /")
-        return value
-
-    @field_validator("addr")
-    @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is not None:
-            split_addr(value)
         return value
 
     @field_validator("idle")
@@ -238,11 +232,3 @@ def _check_handoff(handoff: HandoffSpec) -> None:
             re.compile(handoff.regex)
         except re.error as exc:
             raise ValueError(f"regex: {exc}") from None
-
-
-def split_addr(addr: str) -> tuple[str, int]:
-    """`host:port` as a pair; an empty host means 127.0.0.1."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected host:port, got {addr!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import httpx
@@ -14,7 +14,7 @@ DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
 
 
-async def sse_events(response: httpx.Response, clock: Callable[[], float]) -> AsyncIterator[tuple[Any, float]]:
+async def sse_events(response: httpx.Response, clock: Callable[[], float]) -> AsyncGenerator[tuple[Any, float], None]:
     """Yield (event, arrival ms) for each event's data: parsed JSON, or the text when it is not JSON.
 
     Multi-line data is joined with newlines; comments, `event:`, `id:` and `retry:` fields carry no reply.

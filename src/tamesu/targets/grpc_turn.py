@@ -171,8 +171,15 @@ class GrpcTarget(Target):
         except asyncio.InvalidStateError:  # it ended just now
             await self._stream_gone(call, request.turn)
         except grpc.aio.AioRpcError as exc:
-            # gRPC's core refuses a message on a call the agent has just ended, as INTERNAL: say what happened
-            if exc.code() != grpc.StatusCode.INTERNAL or request.turn == 1:
+            # gRPC's core refuses a message on a call the agent has just ended, as INTERNAL, and that replaces
+            # the status the agent gave; on the first turn the agent most likely refused the call itself (a
+            # wrong token), so a second call without a message asks it why
+            if exc.code() != grpc.StatusCode.INTERNAL:
+                raise
+            if request.turn == 1:
+                found = await self._ask_why_refused(session, exc)
+                if found is not None:
+                    raise code_failure(*found, self._what, request.turn, self.spec.turn_timeout) from None
                 raise
             raise TurnError(f"{_HUNG_UP} (gRPC: {exc.code().name}: {exc.details()})",
                             raw={"code": exc.code().name, "details": exc.details()}) from None
@@ -188,6 +195,27 @@ class GrpcTarget(Target):
             if events.add(event, session.now_ms()):
                 return
             self._too_many(events)
+
+    async def _ask_why_refused(self, session: Session,
+                               refused: grpc.aio.AioRpcError) -> tuple[grpc.StatusCode, str] | None:
+        """The status a new call that sends nothing ends with, when it is neither OK nor INTERNAL; None when
+        it says nothing more within 2 s. Said in the events either way."""
+        assert self._stub is not None
+        probe = self._stub.Converse(metadata=self._metadata)
+        found: tuple[grpc.StatusCode, str] | None = None
+        try:
+            async with asyncio.timeout(2):
+                await probe.done_writing()
+                code = await probe.code()
+                if code not in (grpc.StatusCode.OK, grpc.StatusCode.INTERNAL):
+                    found = code, await probe.details() or ""
+        except (TimeoutError, grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            pass
+        finally:
+            probe.cancel()
+        session.event("grpc_first_message_refused", details=refused.details(),
+                      second_call=found[0].name if found else None)
+        return found
 
     async def _stream_gone(self, call: grpc.aio.StreamStreamCall, index: int) -> None:
         """The stream ended between turns: with a status, that status fails the turn; with OK, the agent hung

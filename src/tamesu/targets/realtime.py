@@ -40,9 +40,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import copy
 import json
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
@@ -52,6 +50,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.targets._realtime_parts import Closed, NotJson, Reply, kept, merge
 from tamesu.targets._realtime_spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
@@ -63,54 +62,6 @@ POLL_S = 0.02
 """How often an audio turn looks at the playback clock while no event arrives (barge-in timing)."""
 # errors that answer tamesu's own cancel of a response that already ended: not the agent's fault
 _BENIGN_ERRORS = {"response_cancel_not_active"}
-
-
-@dataclass
-class _Closed:
-    code: int | None
-    reason: str
-
-    def describe(self) -> str:
-        code = "no close code" if self.code is None else f"code {self.code}"
-        return f"the agent closed the websocket ({code}{', ' + self.reason if self.reason else ''})"
-
-
-@dataclass
-class _NotJson:
-    text: str
-
-
-@dataclass
-class _Reply:
-    """What one turn gathered."""
-
-    text: str = ""
-    raw: list[Any] = field(default_factory=list)
-    calls: list[ToolCall] = field(default_factory=list)
-    first_at: float | None = None
-    done_at: float | None = None
-    response: Any = None
-    ended: bool = False
-    interrupted: bool = False
-
-
-
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("format", "turn_detection"):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-def _kept(event: dict[str, Any]) -> dict[str, Any]:
-    """An event as result.json keeps it: audio payloads replaced by their size."""
-    if event.get("type") in ("response.output_audio.delta", "input_audio_buffer.append") and "delta" in event:
-        delta = event.get("delta")
-        return {**event, "delta": f"<{len(delta) * 3 // 4 if isinstance(delta, str) else 0} bytes of audio>"}
-    return event
 
 
 class RealtimeTarget(Target):
@@ -190,10 +141,11 @@ class RealtimeTarget(Target):
             detection = None if spec.turn_detection == "commit" else {"type": "server_vad"}
             update["audio"] = {"input": {"format": fmt, "turn_detection": detection},
                                "output": {"format": dict(fmt)}}
-        return _merge(update, spec.session_update)
+        return merge(update, spec.session_update)
 
     def _check_format(self, updated: dict[str, Any]) -> None:
-        session = updated.get("session") if isinstance(updated.get("session"), dict) else {}
+        raw_session = updated.get("session")
+        session: dict[str, Any] = raw_session if isinstance(raw_session, dict) else {}
         output = ((session.get("audio") or {}).get("output") or {}).get("format") or {}
         asked = self.spec.format_type()
         if isinstance(output, dict) and output.get("type") not in (None, asked):
@@ -248,14 +200,14 @@ class RealtimeTarget(Target):
                 try:
                     event = json.loads(text)
                 except ValueError:
-                    await self._queue.put((_NotJson(text[:200]), at))
+                    await self._queue.put((NotJson(text[:200]), at))
                     continue
                 await self._queue.put((event, at))
         except ConnectionClosed:
             pass
         finally:
             ws = self._ws
-            await self._queue.put((_Closed(ws.close_code, ws.close_reason or ""), session.now_ms()))
+            await self._queue.put((Closed(ws.close_code, ws.close_reason or ""), session.now_ms()))
 
     async def _send(self, event: dict[str, Any]) -> None:
         if self._ws is None:
@@ -271,10 +223,10 @@ class RealtimeTarget(Target):
             item, at = await (asyncio.wait_for(self._queue.get(), timeout) if timeout else self._queue.get())
         except TimeoutError:
             return None
-        if isinstance(item, _Closed):
+        if isinstance(item, Closed):
             self._queue.put_nowait((item, at))
             raise TurnError(item.describe())
-        if isinstance(item, _NotJson):
+        if isinstance(item, NotJson):
             raise TurnError(f"the agent sent a message that is not JSON: {item.text!r}")
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             raise TurnError(f"the agent sent an event without a type: {json.dumps(item)[:200]}")
@@ -292,7 +244,8 @@ class RealtimeTarget(Target):
                 raise TurnError(self._error_text(event))
 
     def _error_text(self, event: dict[str, Any]) -> str:
-        error = event.get("error") if isinstance(event.get("error"), dict) else {}
+        raw_error = event.get("error")
+        error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
         code = error.get("code") or error.get("type") or "error"
         return f"the agent answered with an error: {code}: {error.get('message', '')}".rstrip(": ")
 
@@ -317,7 +270,7 @@ class RealtimeTarget(Target):
         last `response.done`), not the user's own speaking time."""
         session = self._require_session()
         said = turn.display()
-        reply = _Reply()
+        reply = Reply()
         audio: TurnAudio | None = None
         if self._voice is None:
             sent_at = session.now_ms()
@@ -384,7 +337,7 @@ class RealtimeTarget(Target):
         if interrupted is not None and self._interrupted_turn is not None:
             self._interrupted_turn.audio = interrupted
 
-    def _audio(self, event: dict[str, Any], at: float, reply: _Reply | None, turn: TurnAudio | None) -> None:
+    def _audio(self, event: dict[str, Any], at: float, reply: Reply | None, turn: TurnAudio | None) -> None:
         delta = event.get("delta")
         try:
             data = base64.b64decode(delta if isinstance(delta, str) else "", validate=True)
@@ -399,7 +352,7 @@ class RealtimeTarget(Target):
         if reply is not None and reply.first_at is None:
             reply.first_at = at
 
-    async def _read_reply(self, session: Session, reply: _Reply, audio: TurnAudio | None) -> None:
+    async def _read_reply(self, session: Session, reply: Reply, audio: TurnAudio | None) -> None:
         """Events until the turn's last response is done, answering tool calls on the way."""
         pending_calls = 0
         responses = 0
@@ -416,15 +369,16 @@ class RealtimeTarget(Target):
             response_id = event.get("response_id") or (event.get("response") or {}).get("id")
             if response_id in self._abandoned:
                 # the interrupted reply still arriving: kept in the record, its audio timed, not this turn's
-                reply.raw.append(_kept(event))
+                reply.raw.append(kept(event))
                 if kind == "response.output_audio.delta":
                     self._audio(event, at, None, None)
                 elif kind == "response.done":
                     self._close_barge_in()
                 continue
-            reply.raw.append(_kept(event))
+            reply.raw.append(kept(event))
             if kind == "error":
-                error = event.get("error") if isinstance(event.get("error"), dict) else {}
+                raw_error = event.get("error")
+                error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
                 session.event("realtime_error", code=error.get("code"), message=error.get("message"))
                 if error.get("code") in _BENIGN_ERRORS:
                     continue
@@ -478,7 +432,7 @@ class RealtimeTarget(Target):
             self._interrupted_turn.measures["interruption_stop_ms"] = stop
             self._interrupted_turn = None
 
-    async def _call(self, session: Session, event: dict[str, Any], reply: _Reply) -> bool:
+    async def _call(self, session: Session, event: dict[str, Any], reply: Reply) -> bool:
         """Answer one function call from tool_results and record it; True when it was the done_tool."""
         name = str(event.get("name", ""))
         try:

@@ -59,27 +59,25 @@ the HTTP requests that reached the agent (session.open, sends, polls) plus the w
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
-import re
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.suite.templates import TEMPLATE, Context, references
+from tamesu.suite.templates import Context, references
+from tamesu.targets._rest_files import attachments, file_refusal, multipart_request
 from tamesu.targets._rest_http import Answer, Http, excerpt, os_reason, parse_body, read_text
 from tamesu.targets._rest_listen import Listener
 from tamesu.targets._rest_read import (
     COMMON_TEXT_PATHS,
     MAX_EVENTS,
     StreamText,
-    as_text,
     describe_keys,
     handoff,
     holds,
@@ -87,6 +85,7 @@ from tamesu.targets._rest_read import (
     tool_calls,
     values,
 )
+from tamesu.targets._rest_request import request_body, resolve_url, status_expected
 from tamesu.targets._rest_spec import (
     Condition,
     ListenSpec,
@@ -96,7 +95,6 @@ from tamesu.targets._rest_spec import (
     ResponseSpec,
     RestSessionSpec,
     RestSpec,
-    split_addr,
 )
 from tamesu.targets._rest_sse import DONE, sse_events
 from tamesu.targets._rest_ws import WsLink
@@ -179,7 +177,7 @@ class RestTarget(Target):
     async def _open_conversation(self, spec: SessionOpenSpec) -> None:
         session = self._require_session()
         ctx = self._context()
-        url = self._resolve(ctx.render_text(spec.url), ctx)
+        url = resolve_url(ctx.render_text(spec.url), self.spec.url, ctx)
         masked = session.redactor.text(url)
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
@@ -188,7 +186,7 @@ class RestTarget(Target):
             answer = await self._require_http().fetch(request)
         except TurnError as exc:
             raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked}: {exc}") from exc
-        if not _status_expected(answer.status, spec.expect_status):
+        if not status_expected(answer.status, spec.expect_status):
             raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked} answered HTTP "
                              f"{answer.status}: {session.redactor.text(excerpt(answer.body))}")
         for name, path in spec.capture.items():
@@ -326,7 +324,12 @@ class RestTarget(Target):
         session = self._require_session()
         ws = self._require_ws()
         self._note_unsolicited(ws.drain())
-        body, has_body = self._body(self._turn_context(turn), turn, self.spec.request)
+        ctx = self._turn_context(turn)
+        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
+        traceparent = self._traceparent(ctx)
+        if "body" not in self.spec.request.model_fields_set and isinstance(body, dict) and traceparent:
+            # a websocket's headers went with its handshake, before any turn: the default message carries it
+            body["traceparent"] = traceparent
         payload = "" if not has_body else body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
         self._waiting_for = "waiting for the final websocket message"
         sent_at = session.now_ms()
@@ -353,7 +356,7 @@ class RestTarget(Target):
             return self._answer_turn(sent)
         answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
         ctx = self._turn_context(turn, response=answered)
-        poll_request = http.build(poll.method.upper(), self._resolve(ctx.render_text(poll.url), ctx),
+        poll_request = http.build(poll.method.upper(), resolve_url(ctx.render_text(poll.url), self.spec.url, ctx),
                                   self._headers(ctx, {**self.spec.headers, **poll.headers}),
                                   ctx.render_value(poll.body), has_body=poll.body is not None)
         limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
@@ -443,70 +446,20 @@ class RestTarget(Target):
         if trace is not None:
             extra.setdefault("trace", {"traceparent": trace.traceparent, "id": trace.trace_id})
         return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
-                             attachments=self._attachments(turn), **extra)
-
-    def _attachments(self, turn: UserTurn) -> list[dict[str, Any]]:
-        """Every file the turn carries (its history's, then its own) as `{name, media_type, data}` (the bytes,
-        base64), or `{name, media_type, url}` for a file the agent fetches."""
-        files = [*(f for m in turn.history for f in m.files), *turn.files]
-        return [{"name": name, "media_type": mime, "url": url} if content is None else
-                {"name": name, "media_type": mime, "data": base64.b64encode(content).decode()}
-                for name, mime, content, url in self._file_bytes(files)]
-
-    def _file_bytes(self, files: list[FileRef]) -> list[tuple[str, str, bytes | None, str | None]]:
-        read: list[tuple[str, str, bytes | None, str | None]] = []
-        for file in files:
-            if file.path is None:
-                read.append((file.name, file.mime, None, file.uri))
-                continue
-            try:
-                read.append((file.name, file.mime, Path(file.path).read_bytes(), None))
-            except OSError as exc:
-                raise InfraError(f"{self._what}: cannot read attachment {file.name}: {exc.strerror or exc}") from exc
-        return read
+                             attachments=attachments(turn, self._what), **extra)
 
     def _turn_request(self, turn: UserTurn) -> httpx.Request:
         ctx = self._turn_context(turn)
         headers = self._headers(ctx, self.spec.headers)
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
-        body, has_body = self._body(ctx, turn, self.spec.request)
+        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
         url = ctx.render_text(self.spec.url)
         multipart = self.spec.request.multipart
         if multipart is not None:
-            return self._multipart_request(url, headers, body if has_body else None, turn, multipart.files)
+            return multipart_request(self._require_http().client, self.spec.method, url, headers,
+                                     body if has_body else None, turn, multipart.files, self._what)
         return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
-
-    def _multipart_request(self, url: str, headers: dict[str, str], body: Any, turn: UserTurn,
-                           field: str) -> httpx.Request:
-        """multipart/form-data: each body key a form field (text as is, anything else as JSON), each file a
-        file part under `field`. A file the agent would fetch by URL is refused when the test loads."""
-        fields = {key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                  for key, value in (body or {}).items()} if isinstance(body, dict) else {}
-        files = [(field, (name, content, mime)) for name, mime, content, _ in
-                 self._file_bytes([*(f for m in turn.history for f in m.files), *turn.files]) if content is not None]
-        headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}  # httpx sets the boundary
-        return self._require_http().client.build_request(self.spec.method, url, headers=headers, data=fields,
-                                                         files=files or None)
-
-    def _body(self, ctx: Context, turn: UserTurn, request: RequestSpec) -> tuple[Any, bool]:
-        if "body" in request.model_fields_set:
-            return (None, False) if request.body is None else (ctx.render_value(request.body), True)
-        body: dict[str, Any] = {"message": turn.text, "session_id": self.session_id}
-        if turn.data is not None:
-            body["data"] = turn.data
-        if turn.history:
-            body["messages"] = turn.messages()
-        if turn.options:
-            body["options"] = turn.options
-        if (turn.files or any(m.files for m in turn.history)) and request.multipart is None:
-            body["attachments"] = ctx.lookup("attachments")
-        if self.spec.streaming == "websocket":
-            # a websocket's headers went with its handshake, before any turn: the message carries the trace
-            traceparent = self._traceparent(ctx)
-            if traceparent:
-                body["traceparent"] = traceparent
-        return body, True
 
     def _traceparent(self, ctx: Context) -> str | None:
         """The turn's `traceparent`, or the suite's own `traceparent` header when it sets one (it wins)."""
@@ -518,35 +471,11 @@ class RestTarget(Target):
 
     @classmethod
     def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
-        """The default body carries files (`attachments`), as does a body naming `{{attachments}}` and
-        `request.multipart` (bytes only); any other body would drop them."""
-        request: RequestSpec = spec.request
-        if request.multipart is not None:
-            return f"{file.name}: request.multipart sends a file's bytes, not a URL" if file.path is None else None
-        if "body" not in request.model_fields_set or request.mentions_attachments():
-            return None
-        return (f"{file.name}: this rest target's request.body does not send files: add \"{{{{attachments}}}}\" "
-                "to it, or set request.multipart")
+        return file_refusal(spec.request, file)
 
     @staticmethod
     def _headers(ctx: Context, headers: dict[str, str]) -> dict[str, str]:
         return {name: ctx.render_text(value) for name, value in headers.items()}
-
-    def _resolve(self, url: str, ctx: Context) -> str:
-        """A URL without a scheme goes to the scheme, host and port of the target's `url` (ws:// as http://)."""
-        if "://" in url:
-            return url
-
-        def known(match: re.Match[str]) -> str:
-            # Only the origin is kept, so a template that has no value yet ({{session.id}}) may stay blank.
-            try:
-                return as_text(ctx.lookup(match.group(1)))
-            except TemplateError:
-                return "_"
-
-        base = httpx.URL(TEMPLATE.sub(known, self.spec.url))
-        scheme = {"ws": "http", "wss": "https"}.get(base.scheme, base.scheme)
-        return str(base.copy_with(scheme=scheme, path="/", query=None, fragment=None).join(url))
 
     def _mask(self, text: str) -> str:
         return self._require_session().redactor.text(text)
@@ -562,9 +491,3 @@ class RestTarget(Target):
         if self._ws is None:
             raise RuntimeError(f"{self._what} has no websocket open")
         return self._ws
-
-
-def _status_expected(status: int, expected: list[int] | int | None) -> bool:
-    if expected is None:
-        return 200 <= status < 300
-    return status in (expected if isinstance(expected, list) else [expected])

@@ -55,6 +55,8 @@ class SipTarget(Target):
         self._started = 0.0
         self._answered: float | None = None
         self._ended_by: str | None = None
+        self._refused: str | None = None
+        """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
         self._metrics: dict[str, float] = {}
         self._speech_seen = False
 
@@ -156,6 +158,10 @@ class SipTarget(Target):
         if state.state == "disconnected":
             by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
             self._end(by, session, code=state.code, reason=state.reason)
+            if by == "error":
+                # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
+                # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
+                self._refused = f"the call was refused: {state.code} {state.reason}".strip()
             return
         self._answered = state.at
         dialled = self._started
@@ -175,6 +181,8 @@ class SipTarget(Target):
 
     async def greeting(self) -> AgentTurn | None:
         """The agent's first words, before the caller says anything (an IVR's welcome)."""
+        if self._refused is not None:
+            raise TurnError(self._refused)
         if not self.spec.greeting or self._ended_by is not None:
             return self._ended_turn() if self._ended_by is not None else None
         assert self._session is not None

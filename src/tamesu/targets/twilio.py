@@ -24,7 +24,8 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu._types import Duration
 from tamesu.conversation import Session, TurnError
-from tamesu.targets._audio_socket import AudioSocketTarget, Incoming, Wire
+from tamesu.targets._audio_socket import AudioSocketTarget
+from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
 
 __all__ = ["TwilioSpec", "TwilioTarget"]

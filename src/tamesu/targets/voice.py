@@ -33,7 +33,8 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu._types import Duration, Strict
 from tamesu.conversation import Session, TurnError
-from tamesu.targets._audio_socket import AudioSocketTarget, Incoming, Wire
+from tamesu.targets._audio_socket import AudioSocketTarget
+from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
 
 __all__ = ["VoiceSpec", "VoiceTarget"]

@@ -108,7 +108,7 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
             return _html("No such run", f"<p>{esc(missing)} is not in the store.</p>", "/compare", code=404)
         tolerance = _float(request.query_params.get("tolerance"), 0.2)
         result = compare(now, before, tolerance)
-        sections = [
+        sections: list[tuple[str, list[tuple[str, ...]], list[str]]] = [
             ("Regressions", [(test_link(c.id), status(c.before), status(c.now), esc(c.reason))
                              for c in result.regressions], ["test", "was", "now", "why"]),
             ("Fixes", [(test_link(c.id), status(c.before), status(c.now), esc(c.reason)) for c in result.fixes],

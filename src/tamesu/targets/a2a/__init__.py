@@ -11,15 +11,9 @@ Keys (templates allowed in `url`, `headers`, `metadata`):
   request that never reached the agent, then the run is an infrastructure error.
 
 Opening a session:
-1. The card. An http(s) url: `_card` says where it is looked for. A grpc(s) url: `GetExtendedAgentCard` (1.0),
-   then `GetAgentCard` (0.3), with the headers (that card is already the authenticated one). Found: a `card`
-   event (name, version, skill ids, interfaces, where); none: a `card_missing` event (where it was looked for),
-   and everything the card would say is assumed to be what the target asks for. A card that declares security
-   while the headers carry no credentials (`_card`): an `auth_missing` event. A card offering the authenticated
-   extended card, with credentials sent: it is read over the chosen binding and replaces the card, with a
-   `card_extended` event (`added`: how many skills it added; `error` when it could not be read, and the public
-   card stays). `skill` is then checked: not on the card, or no card to check it on, fails the session naming
-   the skills the card has.
+1. The card, looked for and read as `_discover` says (found: a `card` event; none: `card_missing`, and the card
+   is assumed to offer what the target asks for). `skill` is then checked: not on the card, or no card to
+   check it on, fails the session naming the skills the card has.
 2. The transport (`_transport`), and the way turns are followed: `stream` when the card allows streaming (else
    a `no_streaming` event and message/send), `push` when the card allows push notifications (else `no_push` and
    polling). Recorded as a `transport` event: `binding`, `protocol_version` (major.minor), `url`, `mode`
@@ -68,10 +62,8 @@ from typing import Any
 
 from a2a.client import Client
 from a2a.types.a2a_pb2 import (
-    AgentCapabilities,
     AgentCard,
     CancelTaskRequest,
-    GetExtendedAgentCardRequest,
     GetTaskRequest,
     SendMessageConfiguration,
     SendMessageRequest,
@@ -80,26 +72,18 @@ from a2a.types.a2a_pb2 import (
     TaskPushNotificationConfig,
 )
 
+from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets._rest_spec import split_addr
 from tamesu.targets.a2a import _normalize as shape
-from tamesu.targets.a2a._card import (
-    CardSearch,
-    card_urls,
-    fetch_card,
-    find_skill,
-    security_schemes,
-    sends_credentials,
-    skills_text,
-    summary,
-)
+from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
+from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card
 from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec
 from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
-from tamesu.targets.a2a._turn import Progress, user_message
+from tamesu.targets.a2a._turn import Progress, followed_task, user_message
 from tamesu.targets.a2a._wire import Wire
 from tamesu.targets.base import Target
 
@@ -111,6 +95,8 @@ CANCEL_TIMEOUT = 10.0
 """Closing waits this long at most for the agent to cancel a task waiting for input."""
 _RUNNING = ("submitted", "working")
 """States of a task the agent is still busy with: cancelled when the turn times out."""
+
+_CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SDK_ERRORS)
 
 
 class A2ATarget(Target):
@@ -160,7 +146,7 @@ class A2ATarget(Target):
             raise InfraError(f"{self._what}: {exc}") from exc
         self._wire = Wire(session=session, connect=spec.connect, turn_timeout=spec.turn_timeout, headers=headers,
                           what=self._what)
-        search = await self._find_card()
+        search = await find_card(self._wire, self._url, spec.turn_timeout)
         card = search.card
         if card is None:
             session.event("card_missing", tried=[session.redactor.text(t) for t in search.tried])
@@ -175,9 +161,10 @@ class A2ATarget(Target):
             raise InfraError(f"{self._what}: {exc}") from None
         self._choice = choice
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
-            card = await self._extended_card(card, choice)
+            card = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
         self._card = card
-        skill = self._check_skill(card, search)
+        skill = checked_skill(self.spec.skill, card, search, self._what,
+                              self._require_session().redactor.text("; ".join(search.tried) or self._url))
         self._streaming = spec.stream and (card is None or card.capabilities.streaming)
         if spec.stream and not self._streaming:
             session.event("no_streaming", reason="the agent card says the agent does not stream")
@@ -187,7 +174,8 @@ class A2ATarget(Target):
             session.event("no_push", reason="the agent card says the agent does not send push notifications")
         if self._pushing and push is not None:
             await self._start_listener(push)
-        self._client = self._wire.client(card or _assumed_card(spec), choice, streaming=self._streaming)
+        card_or_assumed = card or assumed_card(spec.stream, spec.push_spec is not None)
+        self._client = self._wire.client(card_or_assumed, choice, streaming=self._streaming)
         session.event("transport", binding=choice.key, protocol_version=choice.shown_version,
                       url=session.redactor.text(choice.url), mode=self._mode, reason=choice.reason,
                       push_url=None if self._listener is None else self._listener.url, skill=skill)
@@ -195,77 +183,6 @@ class A2ATarget(Target):
     @property
     def _mode(self) -> str:
         return "stream" if self._streaming else "push" if self._pushing else "send"
-
-    async def _find_card(self) -> CardSearch:
-        if self._url.startswith(("grpc://", "grpcs://")):
-            return await self._grpc_card()
-        wire = self._require_wire()
-        search = CardSearch()
-        for place in card_urls(self._url):
-            card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]
-                                            counted=False)
-            if card is not None:
-                search.card, search.found_at = card, place
-                return search
-            search.tried.append(f"{place}: {why_not}")
-        return search
-
-    async def _grpc_card(self) -> CardSearch:
-        """A gRPC agent gives its card with GetExtendedAgentCard (1.0) or GetAgentCard (0.3)."""
-        wire = self._require_wire()
-        search = CardSearch()
-        probe_card = AgentCard(capabilities=AgentCapabilities(extended_agent_card=True))
-        for version, rpc in (("1.0", "GetExtendedAgentCard"), ("0.3", "GetAgentCard")):
-            choice = Choice("GRPC", self._url, version, "")
-            probe = wire.client(probe_card, choice, streaming=False)
-            try:
-                card = await wire.call(self._url, lambda probe=probe, choice=choice: probe.get_extended_agent_card(  # type: ignore[misc]
-                    GetExtendedAgentCardRequest(), context=wire.context(choice, timeout=self.spec.turn_timeout)),
-                    counted=False)
-            except SDK_ERRORS as exc:
-                search.tried.append(f"{self._url} {rpc} (A2A {version}): {agent_error(exc).message}")
-                continue
-            finally:
-                with contextlib.suppress(Exception):
-                    await probe.close()
-            search.card, search.found_at = card, f"{self._url} ({rpc}, A2A {version})"
-            search.authenticated = True
-            return search
-        return search
-
-    async def _extended_card(self, card: AgentCard, choice: Choice) -> AgentCard:
-        session = self._require_session()
-        wire = self._require_wire()
-        reader = wire.client(card, choice, streaming=False)
-        try:
-            extended = await wire.call(choice.url, lambda: reader.get_extended_agent_card(
-                GetExtendedAgentCardRequest(), context=wire.context(choice, timeout=self.spec.turn_timeout)))
-        except SDK_ERRORS as exc:
-            session.event("card_extended", added=0, error=agent_error(exc).describe())
-            return card
-        finally:
-            with contextlib.suppress(Exception):
-                await reader.close()
-        known = {skill.id for skill in card.skills}
-        added = [skill.id for skill in extended.skills if skill.id not in known]
-        session.event("card_extended", added=len(added), skills=added, name=extended.name,
-                      version=extended.version)
-        return extended
-
-    def _check_skill(self, card: AgentCard | None, search: CardSearch) -> str | None:
-        """The id of the skill the target asks for (what `tamesu coverage` counts as exercised)."""
-        wanted = self.spec.skill
-        if wanted is None:
-            return None
-        if card is None:
-            looked = "; ".join(search.tried) or self._url
-            raise InfraError(f"{self._what}: skill {wanted!r} needs the agent card, and none was found "
-                             f"({self._require_session().redactor.text(looked)})")
-        found = find_skill(card, wanted)
-        if found is None:
-            raise InfraError(f"{self._what}: the agent card ({card.name}) does not offer the skill {wanted!r}: "
-                             f"{skills_text(card)}")
-        return found
 
     async def _start_listener(self, push: PushSpec) -> None:
         session = self._require_session()
@@ -309,7 +226,7 @@ class A2ATarget(Target):
                 task = await wire.call(choice.url, lambda: client.cancel_task(
                     CancelTaskRequest(id=task_id), context=wire.context(choice)))
             self._observe(shape.task(task))
-        except (TimeoutError, InfraError, *SDK_ERRORS) as exc:
+        except _CANCEL_ERRORS as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else agent_error(exc).describe()
             session.event("cancel_failed", task_id=task_id, reason=reason)
 
@@ -358,7 +275,7 @@ class A2ATarget(Target):
             async with asyncio.timeout(CANCEL_TIMEOUT):
                 task = await wire.call(choice.url, lambda: client.cancel_task(
                     CancelTaskRequest(id=task_id), context=wire.context(choice)))
-        except (TimeoutError, InfraError, *SDK_ERRORS) as exc:
+        except _CANCEL_ERRORS as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else agent_error(exc).describe()
             session.event("task_cancelled_at_timeout", task_id=task_id, state=state, cancelled=False, reason=reason)
             return f"; the {state} task {task_id} could not be cancelled: {reason}"
@@ -439,8 +356,9 @@ class A2ATarget(Target):
 
         async def attempt() -> StreamResponse:
             # Without streaming the SDK yields exactly one result: the task or the message.
-            async with contextlib.aclosing(client.send_message(request, context=wire.context(choice))) as results:
-                async for result in results:  # type: ignore[attr-defined]
+            sent = client.send_message(request, context=wire.context(choice))
+            async with contextlib.aclosing(sent) as results:  # type: ignore[type-var]  # an async generator
+                async for result in results:
                     return result
             raise TurnError("the agent answered the message with nothing")
 
@@ -457,7 +375,7 @@ class A2ATarget(Target):
         result = await self._send_once(request)
         progress.add(shape.stream_event(result), session.now_ms())
         while not progress.settled:
-            task_id = _followed(progress)
+            task_id = followed_task(progress)
             self._waiting_for = f"task {task_id} is {shape.state_of(progress.doc or {})}: polling with tasks/get"
             await asyncio.sleep(self.poll_interval)
             progress.add_polled(await self._get_task(task_id), session.now_ms())
@@ -474,7 +392,7 @@ class A2ATarget(Target):
         every = PUSH_POLL_EVERY * self.poll_interval
         next_poll = loop.time() + every
         while not progress.settled:
-            task_id = _followed(progress)
+            task_id = followed_task(progress)
             self._waiting_for = (f"task {task_id} is {shape.state_of(progress.doc or {})}: waiting for a push "
                                  f"notification at {listener.url}")
             arrived = await listener.next(max(0.0, next_poll - loop.time()))
@@ -529,7 +447,7 @@ class A2ATarget(Target):
     async def _read_after_refusal(self, progress: Progress, refusal: BaseException) -> None:
         """The agent would not resume the stream: follow the task with tasks/get as message/send does."""
         session = self._require_session()
-        task_id = _followed(progress)
+        task_id = followed_task(progress)
         why = agent_error(refusal).describe()
         while True:
             progress.add_polled(await self._get_task(task_id), session.now_ms())
@@ -570,18 +488,3 @@ class A2ATarget(Target):
         if self._listener is None:
             raise RuntimeError(f"{self._what} has no push listener")
         return self._listener
-
-
-def _followed(progress: Progress) -> str:
-    """The id of the task a turn waits for; an agent that leaves a task unsettled without an id fails it."""
-    task_id = progress.task_id
-    if task_id is None:
-        raise TurnError("the agent answered with an unfinished task that has no id", raw=progress.doc)
-    return task_id
-
-
-def _assumed_card(spec: A2ASpec) -> AgentCard:
-    """Without a card, the agent is taken to do what the target asks of it."""
-    capabilities = AgentCapabilities(streaming=spec.stream, push_notifications=spec.push_spec is not None)
-    return AgentCard(capabilities=capabilities)
-

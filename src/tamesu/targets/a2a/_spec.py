@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import Strict
-from tamesu.targets._rest_spec import split_addr
+from tamesu._types import HostPort, Strict
 from tamesu.targets.base import TargetSpec
 
 Binding = Literal["jsonrpc", "http", "grpc"]
@@ -17,17 +16,10 @@ URL_SCHEMES = ("http://", "https://", "grpc://", "grpcs://")
 class PushSpec(Strict):
     """Where the push listener binds, and the URL the agent is told to post to (a tunnel, a proxy)."""
 
-    addr: str | None = None
+    addr: HostPort | None = None
     """host:port to bind; default 127.0.0.1 on a free port."""
     url: str | None = None
     """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push."""
-
-    @field_validator("addr")
-    @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is not None:
-            split_addr(value)
-        return value
 
     @field_validator("url")
     @classmethod

@@ -12,7 +12,7 @@ from a2a.types.a2a_pb2 import Message, Part, Role
 from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from tamesu.conversation import UserTurn
+from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets.a2a._normalize import ends_turn, merged, task_id_of
 from tamesu.targets.a2a._read import has_text
@@ -90,3 +90,11 @@ class Progress:
         if self.doc is None or not ends_turn(self.doc):
             return False
         return self._stale_status is None or self.doc.get("status") != self._stale_status
+
+
+def followed_task(progress: Progress) -> str:
+    """The id of the task a turn waits for; an agent that leaves a task unsettled without an id fails it."""
+    task_id = progress.task_id
+    if task_id is None:
+        raise TurnError("the agent answered with an unfinished task that has no id", raw=progress.doc)
+    return task_id

@@ -22,7 +22,7 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references
 
 if TYPE_CHECKING:
-    from tamesu.suite.loader import LoadedSuite
+    from tamesu.plan.model import LoadedSuite
 
 Loc = tuple[Any, ...]
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import Strict
+from tamesu._types import HostPort, Strict
 
 ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
 """The states a scripted reply may leave its task in (the task settles in each of them)."""
@@ -59,7 +59,7 @@ class RemoteAgentSpec(Strict):
     extended: ExtendedSpec | None = None
     token: str | None = None
     """Every request (but the public card) needs `Authorization: Bearer <token>`; templates allowed."""
-    addr: str | None = None
+    addr: HostPort | None = None
     """host:port for the HTTP side (a fixed port the agent under test is configured with); default a free port.
     The gRPC side always takes a free port, named on the card."""
     forward: str | None = None
@@ -69,13 +69,6 @@ class RemoteAgentSpec(Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
     allowed."""
-
-    @field_validator("addr")
-    @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is not None:
-            split_addr(value)
-        return value
 
     @field_validator("forward")
     @classmethod
@@ -96,12 +89,3 @@ class RemoteAgentSpec(Strict):
             if reply.when is None or re.search(reply.when, text):
                 return reply
         return ReplySpec(say=self.reply)
-
-
-def split_addr(addr: str) -> tuple[str, int]:
-    """`host:port` as a pair (an empty host is 127.0.0.1). Here and not shared with the rest target's, because
-    the suite schema imports this module and the targets import the suite schema."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected host:port, got {addr!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)

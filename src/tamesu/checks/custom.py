@@ -1,0 +1,92 @@
+"""`custom`: a check the project or a plug-in provides.
+
+- `custom: "module:function"`: a function in a file of the project (`module` is a path from the suite's folder,
+  `a.b` is `a/b.py`); installed modules and the standard library are not looked at.
+- `custom: {name: NAME, with: {...}}`: a check registered under NAME through the `tamesu.checks` entry points
+  (a plug-in) or in the built-in table. A registered function is called like a project function; a registered
+  `Check` class gets `with` as its options.
+
+A function receives the run's view (`RunView`: exchanges, metrics, tool calls, captured values...) and the
+`with` mapping as keyword arguments, and returns a Verdict, a bool, `(passed, reason)`, `{passed, reason,
+score}`, a reason string (a failure) or None (a pass). An exception it raises is that test's error, never the
+run's; an AssertionError is a failure with its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from tamesu._types import Strict
+from tamesu.checks._functions import load_function
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.script import call_verdict
+from tamesu.errors import InfraError
+
+
+class CustomSpec(Strict):
+    function: str | None = None
+    """`module:function` of the project."""
+    name: str | None = None
+    """A registered check."""
+    with_: dict[str, Any] = Field(default_factory=dict, alias="with")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> CustomSpec:
+        if (self.function is None) == (self.name is None):
+            raise ValueError('custom is "module:function", or {name: REGISTERED, with: {...}}')
+        return self
+
+
+class Custom(Check):
+    key = "custom"
+    Spec = CustomSpec
+    shorthand = "function"
+    spec: CustomSpec
+
+    def __init__(self, spec: CustomSpec) -> None:
+        super().__init__(spec)
+        self._function: Callable[..., Any] | None = None
+        self._check: Check | None = None
+        if spec.name is not None:
+            self._bind_registered(spec.name)
+
+    def _bind_registered(self, name: str) -> None:
+        from tamesu import checks
+
+        found = checks.registered_custom(name)
+        if isinstance(found, type) and issubclass(found, Check):
+            try:
+                self._check = found(found.parse(self.spec.with_))
+            except Exception as exc:
+                raise ValueError(f"custom check {name!r}: {exc}") from None
+        elif callable(found):
+            self._function = found
+        else:
+            raise ValueError(f"custom check {name!r} is neither a function nor a Check class")
+
+    def prepare(self, search: list[Path]) -> None:
+        if self.spec.function is not None:
+            self._function = load_function(self.spec.function, search, project_only=True)
+        elif self._check is not None:
+            self._check.prepare(search)
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        if self._check is not None:
+            try:
+                return await self._check.evaluate(run)
+            except InfraError:
+                raise
+            except Exception as exc:  # a plug-in's bug is this test's error, with its name on it
+                raise InfraError(f"custom {self.spec.name} raised {type(exc).__name__}: {exc}") from exc
+        label = f"custom {self.spec.function or self.spec.name}"
+        if self._function is None:
+            assert self.spec.function is not None
+            try:
+                self._function = load_function(self.spec.function, [run.base_dir], project_only=True)
+            except ValueError as exc:
+                raise InfraError(f"{label}: {exc}") from None
+        return await call_verdict(label, label, self._function, (run,), dict(self.spec.with_))

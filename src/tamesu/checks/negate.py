@@ -1,0 +1,24 @@
+"""`negate: true` on any assertion (a JSONL one, or a suite's): passes exactly when the inner check fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tamesu._types import Strict
+from tamesu.checks.base import Check, RunView, Verdict
+
+
+class Negated(Check):
+    key = "negate"
+    Spec = Strict
+
+    def __init__(self, inner: Check) -> None:
+        super().__init__(None)
+        self.inner = inner
+
+    def prepare(self, search: list[Path]) -> None:
+        self.inner.prepare(search)
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        verdict = await self.inner.evaluate(run)
+        return verdict.model_copy(update={"passed": not verdict.passed, "reason": f"negated: {verdict.reason}"})

@@ -1,0 +1,98 @@
+"""`equals` (the reply, or the value at a JSONPath, is exactly this) and `type` (the JSON type of a value):
+the JSONL design's value checks, usable from YAML suites as from JSONL files."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from tamesu._match import shown
+from tamesu._types import Strict
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.json_path import compile_path, find
+
+JsonType = Literal["string", "number", "integer", "boolean", "array", "object", "null"]
+
+
+def _last_text(run: RunView) -> tuple[str, str]:
+    """The text of the last agent turn in scope, and where it came from."""
+    if not run.exchanges:
+        return "", "no agent turn"
+    last = run.exchanges[-1]
+    return last.agent.text, f"turn {last.index}"
+
+
+def _located(path_text: str, run: RunView) -> tuple[list[Any], str] | None:
+    """The values of a JSONPath in the last turn whose response has it, as `json_path` reads them."""
+    path = compile_path(path_text)
+    for exchange in reversed(run.exchanges):
+        nodes = find(path, exchange.agent.response)
+        if nodes:
+            return nodes, f"turn {exchange.index}"
+    return None
+
+
+class EqualsSpec(Strict):
+    value: Any
+    path: str | None = None
+
+
+class Equals(Check):
+    """The agent's reply (the last turn in scope, surrounding blanks aside) is exactly `value`; with `path`,
+    the value there is."""
+
+    key = "equals"
+    Spec = EqualsSpec
+    shorthand = "value"
+    spec: EqualsSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        if self.spec.path is not None:
+            found = _located(self.spec.path, run)
+            if found is None:
+                return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses")
+            nodes, where = found
+            value = nodes[0] if len(nodes) == 1 else nodes
+            return Verdict(passed=value == self.spec.value,
+                           reason=f"{self.spec.path} is {shown(value)} in {where}")
+        text, where = _last_text(run)
+        expected = str(self.spec.value)
+        if text.strip() == expected.strip():
+            return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
+        return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {shown(text)}")
+
+
+class TypeSpec(Strict):
+    path: str
+    value: JsonType
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+class TypeCheck(Check):
+    """The value at `path` has this JSON type (`integer` is a `number` too)."""
+
+    key = "type"
+    Spec = TypeSpec
+    spec: TypeSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        found = _located(self.spec.path, run)
+        if found is None:
+            return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses")
+        nodes, where = found
+        value = nodes[0] if len(nodes) == 1 else nodes
+        kind = json_type(value)
+        passed = kind == self.spec.value or (self.spec.value == "number" and kind == "integer")
+        return Verdict(passed=passed, reason=f"{self.spec.path} is {shown(value)} ({kind}) in {where}")

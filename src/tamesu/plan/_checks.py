@@ -1,0 +1,152 @@
+"""What is checked of each planned test beyond its schema: something plays the user, a counterpart exists,
+the models a judge or an extraction needs are configured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tamesu import checks, packs, targets
+from tamesu.errors import Problem
+from tamesu.plan.model import LoadedSuite
+from tamesu.suite._errors import problems_from
+from tamesu.suite._yaml import Document
+from tamesu.suite.schema import TestSpec
+
+
+def check_audio(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    warnings: list[Problem],
+) -> None:
+    """A persona's voice and behaviours only mean something on a target that speaks; a dtmf step needs a
+    protocol that carries digits; a voice must be one installed here."""
+    target = suite.targets.get(spec.target)
+    if target is None:
+        return
+    kind = target.type
+    persona = spec.persona
+    if not targets.has_audio(kind, target):
+        why = f"{kind} target {spec.target} has no audio" + (" (mode: text)" if hasattr(target, "mode") else "")
+        if persona is not None and persona.voice is not None:
+            warnings.append(doc.problem((*loc, "persona", "voice"), f"{why}: the voice is not used"))
+        if persona is not None and persona.behaviors.model_fields_set:
+            for name in sorted(persona.behaviors.model_fields_set):
+                warnings.append(doc.problem((*loc, "persona", "behaviors", name),
+                                            f"{why}: {name} does nothing here"))
+    elif persona is not None and persona.voice is not None:
+        from tamesu.audio import voices
+
+        if voices.find(persona.voice) is None:
+            problems.append(doc.problem((*loc, "persona", "voice"), voices.unknown_message(persona.voice)))
+    if not targets.sends_dtmf(kind, target):
+        for i, step in enumerate(spec.scenario.script):
+            if step.dtmf:
+                problems.append(doc.problem(
+                    (*loc, "scenario", "script", i, "dtmf"),
+                    f"{kind} target {spec.target} cannot send DTMF digits "
+                    + ("(it has no messages.dtmf)" if kind == "voice" else
+                       f"(targets that can: {', '.join(targets.DTMF_TYPES)})")))
+
+
+def check_user_side(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
+    if spec.skip or spec.steps:
+        return
+    scenario = spec.scenario
+    if spec.counterpart is not None:
+        if scenario.attack is not None:
+            problems.append(doc.problem((*loc, "scenario", "attack"), "a counterpart plays the user in this "
+                                        "test, so nothing would attack: drop counterpart or scenario.attack"))
+        _check_counterpart(suite, spec, doc, loc, problems)
+        return
+    has_simulator = "simulator" in suite.spec.models or "simulator" in suite.project.spec.models
+    if scenario.attack is not None and not has_simulator:
+        problems.append(doc.problem((*loc, "scenario", "attack"), "an attack is played by the simulated user: "
+                                    "set models.simulator in tamesu.yaml or the suite"))
+        return
+    if scenario.script and not has_simulator:
+        return
+    if not has_simulator:
+        problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
+                                    "nothing plays the user: add scenario.script steps, or set models.simulator "
+                                    "so the persona can speak"))
+    elif not scenario.goal and not scenario.script and scenario.attack is None:
+        problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
+                                    "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+def check_steps(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """A browser test's `steps`, checked by the browser target's own module."""
+    target = suite.targets.get(spec.target)
+    kind = suite.spec.targets.get(spec.target, {}).get("type")
+    if not spec.steps and kind != "browser":
+        return
+    state = getattr(target, "storage_state", None)
+    if kind == "browser" and state and not (suite.dir / state).is_file():
+        problem = doc.problem(("targets", spec.target, "storage_state"),
+                              f"no file {state} (a Playwright storage state, relative to the suite)")
+        if problem not in problems:
+            problems.append(problem)
+    from tamesu.targets.browser.validate import step_problems
+
+    models = {*suite.spec.models, *suite.project.spec.models}
+    conversing = bool(spec.scenario.script or spec.persona or spec.counterpart or spec.scenario.goal)
+    problems.extend(step_problems(
+        spec.steps, loc, target, kind, models, doc.problem,
+        lambda exc, model, where: problems_from(exc, doc, model, where, owner="step"), conversing))
+
+
+def _check_counterpart(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """The counterpart is a target of the suite, and it has something to start from."""
+    counterpart = spec.counterpart
+    assert counterpart is not None
+    if counterpart.target not in suite.spec.targets:
+        known = ", ".join(suite.spec.targets) or "none declared"
+        problems.append(doc.problem((*loc, "counterpart", "target"),
+                                    f"no target named {counterpart.target!r} (targets: {known})"))
+    if counterpart.opening is None and not spec.scenario.goal:
+        problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
+                                    "to answer first"))
+
+
+_JUDGED = {"judge", "grounded"}
+
+
+def check_models_needed(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    """A judge, a golden file judged by a model, or an extracted capture need models.judge (or a `model:`)."""
+    configured = {**suite.project.spec.models, **suite.spec.models}
+    if "judge" in configured or "extract" in configured:
+        return
+    for i, entry in enumerate(spec.assert_):
+        if not isinstance(entry, dict):
+            continue
+        key = next((k for k in entry if k not in checks.META_KEYS), None)
+        options = entry.get(key) if key else None
+        own_model = isinstance(options, dict) and options.get("model") is not None
+        judged = key in _JUDGED or (isinstance(options, dict) and (
+            (key == "golden" and options.get("mode") == "judge") or (key == "handoff" and options.get("summary")))) \
+            or (key == "pack" and packs.needs_judge(entry, suite.packs))
+        if judged and not own_model:
+            problems.append(doc.problem((*loc, "assert", i, key), f"{key} needs a model: set models.judge in "
+                                        "tamesu.yaml or the suite, or give this assertion a model:", key=True))
+    for i, capture in enumerate(spec.capture):
+        if capture.extract is not None and "judge" not in configured:
+            problems.append(doc.problem((*loc, "capture", i, "extract"), "extract needs a model: set models.judge "
+                                        "(or models.extract) in tamesu.yaml or the suite", key=True))
+
+
+def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
+    node: Any = doc.data
+    for part in loc:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return set()
+    return set(node) if isinstance(node, dict) else set()

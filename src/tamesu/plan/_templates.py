@@ -1,0 +1,85 @@
+"""Every template of a test and its target names something that can exist at run time."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from tamesu.errors import Problem
+from tamesu.plan.model import PlannedTest
+from tamesu.suite._yaml import Document
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import references, walk_strings
+
+_VAR_REF = re.compile(r"^vars\.([^.]+)")
+_REMOTE_REF = re.compile(r"^remote\.([^.]+)(?:\.(.+))?$")
+_REMOTE_FIELDS = ("url", "grpc", "card")
+_REMOTE_LIFETIME = ("remote agents run only during each run (started after its before_each hooks, before its "
+                    "target opens; stopped after its after_each hooks)")
+_CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
+_SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
+_ENV_REF = re.compile(r"^env\.([^.]+)$")
+
+
+def check_templates(
+    test: PlannedTest,
+    doc: Document,
+    secret_problems: list[Problem],
+    problems: list[Problem],
+    warnings: list[Problem],
+    secrets: Secrets,
+) -> None:
+    """Every template in the test and its target names something that can exist at run time."""
+    captures = {c.name for c in test.spec.capture}
+    raw_test = test.suite.spec.tests[test.index]
+    if isinstance(raw_test, dict):
+        # without its cases: walking all of them once per case made 20,000 inline cases quadratic
+        raw_test = {key: value for key, value in raw_test.items() if key not in ("cases", "vars")}
+    raw_target = test.suite.spec.targets.get(test.target_name, {})
+    sources = [(("tests", test.index), raw_test), (("targets", test.target_name), raw_target)]
+    for prefix, raw in sources:
+        for path, text in walk_strings(raw):
+            for expr, problem in references(text):
+                loc = (*prefix, *path)
+                if problem:
+                    problems.append(doc.problem(loc, problem))
+                    continue
+                if (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
+                                                f"in the test, its cases or the suite"))
+                elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
+                                                f"{m.group(1)!r}"))
+                elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
+                    secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
+                elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
+                    secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
+                elif (m := _REMOTE_REF.match(expr)) and (wrong := _remote_problem(test, m)):
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
+                elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
+                    problems.append(doc.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
+                                                "assertion runs after they stop"))
+
+
+def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
+    """`{{remote.X...}}` in a before_all, after_all or before_each hook: no remote agent is up then."""
+    hooks = doc.data.get("hooks") if isinstance(doc.data, dict) else None
+    if not isinstance(hooks, dict):
+        return
+    for stage in ("before_all", "after_all", "before_each"):
+        for path, text in walk_strings(hooks.get(stage)):
+            for expr, _ in references(text):
+                if _REMOTE_REF.match(expr):
+                    problems.append(doc.problem(("hooks", stage, *path), f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; "
+                                                f"{stage} hooks run when none is up"))
+
+
+def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
+    """What is wrong with `{{remote.NAME.FIELD}}`: an agent the suite does not declare, or an unknown field."""
+    name, field_name = match.group(1), match.group(2)
+    declared = test.suite.spec.remote_agents
+    if name not in declared:
+        return f"no remote agent {name!r} (remote_agents: {', '.join(declared) or 'none declared'})"
+    if field_name not in _REMOTE_FIELDS:
+        return f"a remote agent has {', '.join(_REMOTE_FIELDS)}"
+    return None

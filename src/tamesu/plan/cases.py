@@ -1,0 +1,58 @@
+"""`cases_file:` of a test: the cases of a CSV or JSON file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from tamesu.errors import ConfigError
+from tamesu.suite._yaml import read_bounded
+
+
+def read_cases(path: Path) -> list[Any]:
+    """Cases from a CSV file (header row, a `name` column) or a JSON array of objects with `name`."""
+    from tamesu.suite.schema import Case
+
+    try:
+        there = path.exists()
+    except (OSError, ValueError):  # a name longer than the system allows, a NUL byte
+        there = False
+    if not there:
+        raise ValueError(f"cases file not found: {path.name[:80]}")
+    try:
+        # a regular file of bounded size: a FIFO or a device given as a cases_file would block or never end
+        text = read_bounded(path, path.name)
+    except ConfigError as exc:
+        raise ValueError(f"cases file {exc.problems[0].message}") from None
+    rows: list[dict[str, Any]]
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path.name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError(f"{path.name}: nested too deeply to read") from None
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise ValueError(f"{path.name} must be a JSON array of objects")
+        rows = data
+    elif path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames or "name" not in reader.fieldnames:
+            raise ValueError(f"{path.name} needs a header row with a name column")
+        rows = list(reader)
+    else:
+        raise ValueError(f"{path.name}: cases files are .csv or .json")
+    cases = []
+    for number, row in enumerate(rows, start=1):
+        name = row.get("name")
+        if not name or not str(name).strip():
+            where = f"row {number + 1}" if path.suffix.lower() == ".csv" else f"item {number}"
+            raise ValueError(f"{path.name} {where} has no name")
+        values = {k: v for k, v in row.items() if k not in ("name", "vars")}
+        if isinstance(row.get("vars"), dict):
+            values.update(row["vars"])
+        cases.append(Case(name=str(name), vars=values))
+    return cases

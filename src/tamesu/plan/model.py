@@ -1,0 +1,107 @@
+"""What the engine runs: the project, its loaded suites, and each planned test (cases expanded, defaults
+merged, assertions parsed)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tamesu import packs
+from tamesu.checks import Assertion
+from tamesu.errors import Problem
+from tamesu.suite._yaml import Document
+from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.targets.base import TargetSpec
+
+PROJECT_FILE = "tamesu.yaml"
+
+
+@dataclass
+class Project:
+    spec: ProjectSpec
+    dir: Path
+    doc: Document | None = None
+
+    @property
+    def path(self) -> Path | None:
+        return self.doc.path if self.doc else None
+
+
+@dataclass
+class LoadedSuite:
+    spec: SuiteSpec
+    doc: Document
+    targets: dict[str, TargetSpec]
+    project: Project
+    broken_packs: set[str] = field(default_factory=set)
+    """The suite's packs with a problem in them, reported where they are written and not where they are used."""
+    hook_dir: Path | None = None
+    """Where before_all/after_all hooks run (default the suite's folder; JSONL cases: the project's)."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name or self.doc.path.stem.removesuffix(".tamesu")
+
+    @property
+    def dir(self) -> Path:
+        return self.doc.path.parent
+
+    @property
+    def search(self) -> list[Path]:
+        """Where the functions its checks name (`script`, `custom`) are found: its folder, then the project's."""
+        return list(dict.fromkeys([self.dir.resolve(), self.project.dir]))
+
+    @property
+    def packs(self) -> dict[str, packs.PackSpec]:
+        """The packs its tests may name besides the built-in ones: the project's, then the suite's own."""
+        return {**self.project.spec.packs, **self.spec.packs}
+
+
+@dataclass
+class PlannedTest:
+    """One test as it will run: cases expanded, defaults merged, assertions parsed."""
+
+    suite: LoadedSuite
+    spec: TestSpec
+    name: str
+    case: str | None
+    vars: dict[str, Any]
+    tags: list[str]
+    assertions: list[Assertion]
+    slo: dict[str, float]
+    index: int
+    """Position of the test in the suite's `tests` list, for messages."""
+    attack: packs.AttackSpec | None = None
+    """The attack the simulated user plays (`scenario.attack`), from its pack."""
+    user_factory: Any = None
+    """`(models, seed, number) -> UserSimulator`: who plays the user when the test brings its own (JSONL
+    cases: static turns, their simulator, a person, checkpoints); None: the scenario's script or persona."""
+    line: int | None = None
+    """The line that defines the test when it is not `tests[index]` of the suite's YAML (a JSONL case)."""
+
+    @property
+    def target_name(self) -> str:
+        return self.spec.target
+
+    @property
+    def target(self) -> TargetSpec:
+        return self.suite.targets[self.spec.target]
+
+    @property
+    def id(self) -> str:
+        return f"{self.suite.name}/{self.name}"
+
+    def quarantined(self, today: dt.date) -> bool:
+        return self.spec.quarantine is not None and self.spec.quarantine.active(today)
+
+
+@dataclass
+class Plan:
+    project: Project
+    suites: list[LoadedSuite] = field(default_factory=list)
+    tests: list[PlannedTest] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    secrets: Secrets = field(default_factory=Secrets)

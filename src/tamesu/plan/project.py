@@ -1,0 +1,137 @@
+"""Finding and loading the project file (tamesu.yaml) and the suite files it names."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tamesu.errors import ConfigError, Problem
+from tamesu.models.spec import ModelSpec
+from tamesu.plan.model import PROJECT_FILE, Project
+from tamesu.suite._errors import problems_from
+from tamesu.suite._yaml import Document, load_yaml
+from tamesu.suite.schema import ProjectSpec
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest tamesu.yaml in `start` or a folder above it."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in [folder.resolve(), *folder.resolve().parents]:
+        if (candidate / PROJECT_FILE).is_file():
+            return candidate / PROJECT_FILE
+    return None
+
+
+def label(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (which loading reports)
+        return str(path)
+
+
+def load_project(path: Path | None, fallback_dir: Path) -> Project:
+    if path is None:
+        return Project(ProjectSpec(), fallback_dir.resolve())
+    doc = load_yaml(path, label(path))
+    if not isinstance(doc.data, dict):
+        raise ConfigError([doc.problem((), "tamesu.yaml must be a mapping")])
+    try:
+        spec = ProjectSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        raise ConfigError(problems_from(exc, doc, ProjectSpec, owner="project")) from None
+    problems: list[Problem] = []
+    spec.models = resolve_models(spec.models, doc, path.parent.resolve(), problems)
+    _check_reports(spec, doc, problems)
+    if problems:
+        raise ConfigError(problems)
+    return Project(spec, path.parent.resolve(), doc)
+
+
+def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) -> None:
+    """`report:` names formats that exist (built in, or a plug-in's)."""
+    from tamesu.report.spec import ReportSpecError, parse_reports
+
+    for i, entry in enumerate(spec.report.formats):
+        try:
+            parse_reports([entry])
+        except ReportSpecError as exc:
+            written = doc.data.get("report")
+            loc: tuple[Any, ...] = ("report", i) if isinstance(written, list) else \
+                ("report", "formats", i) if isinstance(written, dict) else ("report",)
+            problems.append(doc.problem(loc, str(exc)))
+
+
+def resolve_models(
+    models: dict[str, ModelSpec], doc: Document, base_dir: Path, problems: list[Problem]
+) -> dict[str, ModelSpec]:
+    """Fake rules files resolve against the file that names them, and every fake's rules are checked now."""
+    from tamesu.models.fake import FakeProvider
+
+    resolved: dict[str, ModelSpec] = {}
+    for name, spec in models.items():
+        chain: list[ModelSpec] = []
+        current: ModelSpec | None = spec
+        while current is not None:
+            chain.append(current)
+            current = current.fallback
+        for depth, model in enumerate(chain):
+            if model.provider != "fake":
+                continue
+            loc = ("models", name, *(["fallback"] * depth), "rules")
+            if isinstance(model.rules, str) and not Path(model.rules).is_absolute():
+                model.rules = str(base_dir / model.rules)
+            try:
+                FakeProvider.from_spec(model, None, base_dir=base_dir)
+            except (ValueError, OSError) as exc:
+                problems.append(doc.problem(loc, f"fake rules: {exc}"))
+        resolved[name] = spec
+    return resolved
+
+
+def suite_files(paths: list[Path], project: Project) -> list[Path]:
+    """The suite files named by `paths` (files, or folders of YAML), or by the project's `suites` globs."""
+    found: list[Path] = []
+    if paths:
+        for path in paths:
+            if path.is_dir() and project.dir == path.resolve():
+                # the project's own folder: its `suites` patterns say which YAML files are suites
+                found.extend(p for pattern in project.spec.suites for p in _bounded_glob(path, pattern)
+                             if p.name != PROJECT_FILE)
+            elif path.is_dir():
+                found.extend(p for p in sorted(path.glob("*.y*ml")) if p.name != PROJECT_FILE)
+            else:
+                found.append(path)
+    else:
+        for pattern in project.spec.suites:
+            if Path(pattern).is_absolute() or pattern.startswith("~"):
+                message = f"{pattern[:80]!r}: patterns are relative to the folder of tamesu.yaml"
+                raise ConfigError([project.doc.problem(("suites",), message) if project.doc else
+                                   Problem(PROJECT_FILE, 1, 1, "suites", message)])
+            found.extend(p for p in _bounded_glob(project.dir, pattern) if p.name != PROJECT_FILE)
+    unique: dict[Path, Path] = {}
+    for path in found:
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop: the loader says so for this file
+            key = path.absolute()
+        unique.setdefault(key, path)
+    return list(unique.values())
+
+
+MAX_SUITE_FILES = 5_000
+
+
+def _bounded_glob(folder: Path, pattern: str) -> list[Path]:
+    """The files a `suites` pattern matches, sorted; a pattern that matches more than MAX_SUITE_FILES (a whole
+    file system) is a problem, found without walking all of it."""
+    try:
+        found = list(itertools.islice(folder.glob(pattern), MAX_SUITE_FILES + 1))
+    except (ValueError, NotImplementedError, OSError) as exc:
+        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r}: {exc}")]) from None
+    if len(found) > MAX_SUITE_FILES:
+        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r} matches more than "
+                                   f"{MAX_SUITE_FILES:,} files: narrow it (suites/*.yaml)")])
+    return sorted(found)

@@ -1,0 +1,290 @@
+"""From files on disk to a plan of tests: project, suites, targets, cases, assertions, templates.
+
+Every problem in what a user wrote is collected with its position and raised together as ConfigError.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tamesu import checks, packs
+from tamesu.checks import Assertion, AssertionProblem
+from tamesu.errors import ConfigError, Problem
+from tamesu.plan import _lint
+from tamesu.plan._checks import check_audio, check_models_needed, check_steps, check_user_side
+from tamesu.plan._templates import check_suite_hooks, check_templates
+from tamesu.plan.cases import read_cases
+from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
+from tamesu.plan.project import find_project, label, load_project, resolve_models, suite_files
+from tamesu.plan.targets import load_project_targets, load_targets
+from tamesu.suite._errors import problems_from
+from tamesu.suite._yaml import Document, load_yaml
+from tamesu.suite.schema import SuiteSpec, TestSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import render_partial
+
+
+def load_plan(
+    paths: list[Path],
+    project_path: Path | None = None,
+    *,
+    today: dt.date | None = None,
+    require_secrets: bool = True,
+) -> Plan:
+    """Load the project and every suite; raise ConfigError with all problems of all files at once.
+
+    A secret that is not set is a problem when `require_secrets`, else a warning (for `validate` in CI).
+    """
+    today = today or dt.date.today()
+    if project_path is None:
+        project_path = find_project(paths[0] if paths else Path.cwd())
+    project = load_project(project_path, Path.cwd())
+    secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
+    plan = Plan(project, secrets=secrets)
+    files = suite_files(paths, project)
+    problems: list[Problem] = []
+    if not files:
+        where = ", ".join(str(p) for p in paths) if paths else ", ".join(project.spec.suites)
+        raise ConfigError([Problem(str(paths[0]) if paths else ".", 1, 1, "", f"no suite files in {where}")])
+    project_asserts = _project_assertions(project, problems)
+    for path in files:
+        try:
+            loaded, tests, warnings = _load_suite(path, project, project_asserts, today, secrets, require_secrets)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        plan.suites.append(loaded)
+        plan.tests.extend(tests)
+        plan.warnings.extend(warnings)
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+    plan.warnings = list(dict.fromkeys(plan.warnings))
+    return plan
+
+
+def _project_assertions(project: Project, problems: list[Problem]) -> list[Assertion]:
+    parsed: list[Assertion] = []
+    if project.doc is not None:
+        _check_packs(project.spec.packs, project.doc, problems)
+    for i, entry in enumerate(project.spec.defaults.assert_):
+        try:
+            parsed.append(checks.parse_assertion(packs.inline(entry, project.spec.packs), prefix="defaults/",
+                                                 search=[project.dir]))
+        except AssertionProblem as exc:
+            if project.doc is not None:
+                loc = ("defaults", "assert", i, *exc.loc)
+                problems.append(project.doc.problem(loc, exc.message, key=exc.at_key))
+    return parsed
+
+
+def _load_suite(
+    path: Path,
+    project: Project,
+    project_asserts: list[Assertion],
+    today: dt.date,
+    secrets: Secrets,
+    require_secrets: bool,
+) -> tuple[LoadedSuite, list[PlannedTest], list[Problem]]:
+    doc = load_yaml(path, label(path))
+    if not isinstance(doc.data, dict):
+        raise ConfigError([doc.problem((), "a suite must be a mapping with targets and tests")])
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    try:
+        spec = SuiteSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        raise ConfigError(problems_from(exc, doc, SuiteSpec, owner="suite")) from None
+    spec.models = resolve_models(spec.models, doc, path.parent.resolve(), problems)
+
+    if not spec.tests:
+        # an empty file (or one with no tests) is most likely a mistake; never a silent "ok"
+        warnings.append(doc.problem((), "an empty suite: no tests" if not doc.data else "no tests in this suite"))
+    target_specs = load_targets(spec, doc, problems, warnings)
+    if project.spec.targets:
+        # the project's targets (as `tamesu test -n NAME` sees them) serve every suite; a suite's own wins
+        shared, _ = load_project_targets(project)
+        for name, shared_spec in shared.items():
+            if name not in target_specs:
+                target_specs[name] = shared_spec
+                spec.targets[name] = project.spec.targets[name]
+    check_suite_hooks(doc, problems)
+    suite = LoadedSuite(spec, doc, target_specs, project)
+    warnings.extend(_lint.remote_tokens(suite, doc, secrets))
+    suite.broken_packs = _check_packs(spec.packs, doc, problems)
+
+    suite_asserts: list[Assertion] = []
+    for i, entry in enumerate(spec.defaults.assert_):
+        try:
+            if packs.name_of(entry) in suite.broken_packs:
+                continue
+            suite_asserts.append(checks.parse_assertion(packs.inline(entry, suite.packs), prefix="defaults/",
+                                                        search=suite.search))
+        except AssertionProblem as exc:
+            problems.append(doc.problem(("defaults", "assert", i, *exc.loc), exc.message, key=exc.at_key))
+    slo = {**project.spec.defaults.slo, **spec.defaults.slo}
+
+    planned: list[PlannedTest] = []
+    seen_names: dict[str, int] = {}
+    for index, raw in enumerate(spec.tests):
+        for test in _expand_test(suite, index, raw, problems, warnings, today):
+            test.assertions = [*project_asserts, *suite_asserts, *test.assertions]
+            test.slo = slo
+            if test.name in seen_names:
+                problems.append(doc.problem(("tests", index, "name"), f"another test is named {test.name!r}"))
+            seen_names[test.name] = index
+            check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
+            planned.append(test)
+    if problems:
+        raise ConfigError(problems)
+    return suite, planned, warnings
+
+
+def _expand_test(
+    suite: LoadedSuite,
+    index: int,
+    raw: dict[str, Any],
+    problems: list[Problem],
+    warnings: list[Problem],
+    today: dt.date,
+) -> list[PlannedTest]:
+    doc = suite.doc
+    loc = ("tests", index)
+    target = raw.get("target")
+    if isinstance(target, str) and target not in suite.spec.targets:
+        known = ", ".join(suite.spec.targets) or "none declared"
+        problems.append(doc.problem((*loc, "target"), f"no target named {target!r} (targets: {known})"))
+    try:
+        spec = TestSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
+        # the rest of the test is still checked, so one run of `validate` shows every problem
+        entries = raw.get("assert")
+        if isinstance(entries, list):
+            _parse_assertions(entries, doc, loc, problems, suite.packs, suite.broken_packs, suite.search)
+        return []
+    if spec.quarantine and spec.quarantine.until and spec.quarantine.until < today:
+        warnings.append(doc.problem((*loc, "quarantine", "until"),
+                                    f"quarantine expired on {spec.quarantine.until}; the test counts again"))
+
+    if len(spec.cases) > MAX_INLINE_CASES:
+        problems.append(doc.problem((*loc, "cases"), f"{len(spec.cases):,} inline cases (at most "
+                                    f"{MAX_INLINE_CASES:,}): put them in a cases_file (CSV or JSON)"))
+        return []
+    cases = list(spec.cases)
+    if spec.cases_file:
+        cases_loc = (*loc, "cases_file")
+        try:
+            cases.extend(read_cases(suite.dir / spec.cases_file))
+        except ValueError as exc:
+            problems.append(doc.problem(cases_loc, str(exc)))
+            return []
+    counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
+    for name in sorted(n for n, times in counted.items() if times > 1):
+        problems.append(doc.problem((*loc, "cases"), f"two cases are named {name!r}"))
+
+    base_vars = {**suite.project.spec.vars, **suite.spec.vars, **spec.vars}
+    variants: list[tuple[str | None, dict[str, Any]]] = (
+        [(c.name, {**base_vars, **c.vars}) for c in cases] if cases else [(None, base_vars)]
+    )
+    expanded: list[PlannedTest] = []
+    for case_name, merged_vars in variants:
+        body = spec.model_dump(by_alias=True, exclude={"cases", "cases_file", "vars"}, exclude_unset=True)
+        rendered = render_partial(body, {"vars": merged_vars})
+        try:
+            case_spec = TestSpec.model_validate({**rendered, "vars": merged_vars})
+        except ValidationError as exc:
+            problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
+            continue
+        assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs,
+                                       suite.search)
+        if case_name is None or case_name == variants[0][0]:
+            check_steps(suite, case_spec, doc, loc, problems)
+        attack = _attack(suite, case_spec, doc, loc, problems, assertions)
+        if case_name is None or case_name == variants[0][0]:
+            check_audio(suite, case_spec, doc, loc, problems, warnings)
+            check_user_side(suite, case_spec, doc, loc, problems)
+            check_models_needed(suite, case_spec, doc, loc, problems)
+            problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
+            warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
+        name = f"{spec.name} [{case_name}]" if case_name else spec.name
+        tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
+        expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,
+                                    attack=attack))
+    return expanded
+
+
+MAX_INLINE_CASES = 2_000
+"""Each inline case is a test validated on its own (about a millisecond each); more belong in a cases_file."""
+
+
+def _attack(
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    assertions: list[Assertion],
+) -> packs.AttackSpec | None:
+    """`scenario.attack`: the pack's attack for the simulator, and the pack added to `assertions` unless the
+    test, the suite's or the project's defaults assert that pack already."""
+    name = spec.scenario.attack
+    if name is None:
+        return None
+    where = (*loc, "scenario", "attack")
+
+    def report(message: str) -> None:
+        problem = doc.problem(where, message)
+        if problem not in problems:
+            problems.append(problem)
+
+    try:
+        attack = packs.attack_of(name, suite.packs)
+    except ValueError as exc:
+        report(str(exc))
+        return None
+    defaults = [*suite.project.spec.defaults.assert_, *suite.spec.defaults.assert_]
+    if name in suite.broken_packs or any(packs.name_of(e) == name for e in [*spec.assert_, *defaults]):
+        return attack
+    entry = {"pack": name, "name": f"pack {name}"}
+    configured = {**suite.project.spec.models, **suite.spec.models}
+    if not spec.skip and "judge" not in configured and packs.needs_judge(entry, suite.packs):
+        report(f"attack {name!r} is graded by pack {name}, which needs a model: set models.judge in tamesu.yaml "
+               f"or the suite, or assert it yourself (pack: {{name: {name}, judges: false}})")
+    try:
+        assertions.append(checks.parse_assertion(packs.inline(entry, suite.packs)))
+    except AssertionProblem as exc:
+        report(f"pack {name}: {exc.message}")
+    return attack
+
+
+def _parse_assertions(
+    entries: list[Any], doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    user_packs: dict[str, packs.PackSpec] | None = None, broken_packs: set[str] | None = None,
+    search: list[Path] | None = None,
+) -> list[Assertion]:
+    parsed: list[Assertion] = []
+    for i, entry in enumerate(entries):
+        if broken_packs and packs.name_of(entry) in broken_packs:
+            continue  # its problem is reported where the pack is written
+        try:
+            parsed.append(checks.parse_assertion(packs.inline(entry, user_packs or {}), search=search))
+        except AssertionProblem as exc:
+            problem = doc.problem((*loc, "assert", i, *exc.loc), exc.message, key=exc.at_key)
+            if problem not in problems:
+                problems.append(problem)
+    return parsed
+
+
+def _check_packs(defined: dict[str, packs.PackSpec], doc: Document, problems: list[Problem]) -> set[str]:
+    """A pack's assertions are checked where the pack is written, once, not at every test that uses it.
+    Returns the names of the packs with a problem."""
+    broken: set[str] = set()
+    for name, pack in defined.items():
+        for i, entry in enumerate(pack.assert_):
+            try:
+                checks.parse_assertion(entry)
+            except AssertionProblem as exc:
+                broken.add(name)
+                problems.append(doc.problem(("packs", name, "assert", i, *exc.loc), exc.message, key=exc.at_key))
+    return broken

@@ -1,0 +1,57 @@
+"""The pieces the realtime target reads its websocket with: what a turn gathered, how the line closed, the
+session as `session.update`s merge into it, and an event as result.json keeps it."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from tamesu.conversation import ToolCall
+
+
+@dataclass
+class Closed:
+    code: int | None
+    reason: str
+
+    def describe(self) -> str:
+        code = "no close code" if self.code is None else f"code {self.code}"
+        return f"the agent closed the websocket ({code}{', ' + self.reason if self.reason else ''})"
+
+
+@dataclass
+class NotJson:
+    text: str
+
+
+@dataclass
+class Reply:
+    """What one turn gathered."""
+
+    text: str = ""
+    raw: list[Any] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    first_at: float | None = None
+    done_at: float | None = None
+    response: Any = None
+    ended: bool = False
+    interrupted: bool = False
+
+
+def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("format", "turn_detection"):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def kept(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as result.json keeps it: audio payloads replaced by their size."""
+    if event.get("type") in ("response.output_audio.delta", "input_audio_buffer.append") and "delta" in event:
+        delta = event.get("delta")
+        return {**event, "delta": f"<{len(delta) * 3 // 4 if isinstance(delta, str) else 0} bytes of audio>"}
+    return event

@@ -1,0 +1,131 @@
+"""The layers of the source (DESIGN.md): no import cycle between packages, the data types of what users write
+at the bottom, a target never importing the engine, a check never importing a target. Read from the source
+text (every import, in functions too; `if TYPE_CHECKING:` blocks aside), so a lazy import counts."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parent.parent / "src" / "tamesu"
+
+
+def _unit(path: Path) -> str:
+    """The package (or top-level module) a file belongs to: `checks`, `engine`, `cli`..."""
+    first = path.relative_to(SOURCE).parts[0]
+    return first.removesuffix(".py")
+
+
+def _runtime_imports(tree: ast.AST) -> list[str]:
+    names: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            if node.module == "tamesu":  # `from tamesu import checks, targets`
+                names.extend(f"tamesu.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+def _graph() -> dict[str, dict[str, set[str]]]:
+    """unit -> the units it imports -> the files that do."""
+    edges: dict[str, dict[str, set[str]]] = {}
+    for path in sorted(SOURCE.rglob("*.py")):
+        source = _unit(path)
+        edges.setdefault(source, {})
+        for name in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            parts = name.split(".")
+            if parts[0] != "tamesu" or len(parts) < 2 or parts[1] == source:
+                continue
+            edges[source].setdefault(parts[1], set()).add(str(path.relative_to(SOURCE)))
+    return edges
+
+
+def _cycles(edges: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """The strongly connected components with more than one unit (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(unit: str) -> None:
+        index[unit] = low[unit] = len(index)
+        stack.append(unit)
+        on_stack.add(unit)
+        for other in edges.get(unit, {}):
+            if other not in index:
+                connect(other)
+                low[unit] = min(low[unit], low[other])
+            elif other in on_stack:
+                low[unit] = min(low[unit], index[other])
+        if low[unit] == index[unit]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == unit:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for unit in sorted(edges):
+        if unit not in index:
+            connect(unit)
+    return found
+
+
+def _explain(edges: dict[str, dict[str, set[str]]], component: list[str]) -> str:
+    return "; ".join(f"{a} -> {b} ({', '.join(sorted(edges[a][b])[:3])})"
+                     for a in component for b in sorted(edges[a]) if b in component)
+
+
+def test_no_import_cycle_between_packages() -> None:
+    edges = _graph()
+    assert {"suite", "plan", "engine", "targets", "checks"} <= set(edges)  # the walk saw the tree
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles: " + " | ".join(_explain(edges, c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # the check above could pass by finding nothing: the same finder on a made-up graph with one cycle
+    made_up = {"a": {"b": {"a.py"}}, "b": {"c": {"b.py"}}, "c": {"a": {"c.py"}}, "d": {"a": {"d.py"}}}
+    assert _cycles(made_up) == [["a", "b", "c"]]
+    assert "c -> a (c.py)" in _explain(made_up, ["a", "b", "c"])
+
+
+# What each layer may import of tamesu's own units.
+_BOTTOM = {"_types", "_match", "errors", "plugins"}
+_MAY_IMPORT = {
+    "suite": _BOTTOM | {"models", "packs"},     # what users write: nothing that runs, no registry
+    "targets": lambda unit: unit not in {"engine", "plan", "cli", "cli_test", "jsonl", "testing"},
+    "checks": lambda unit: unit not in {"targets", "engine", "plan", "cli", "cli_test", "jsonl", "testing"},
+}
+
+
+def test_each_layer_imports_only_what_is_below_it() -> None:
+    edges = _graph()
+    wrong = []
+    for unit, allowed in _MAY_IMPORT.items():
+        for other, files in edges[unit].items():
+            ok = allowed(other) if callable(allowed) else other in allowed
+            if not ok:
+                wrong.append(f"{unit} imports {other} in {', '.join(sorted(files))}")
+    assert not wrong, "; ".join(wrong)
+
+
+def test_no_source_file_over_500_lines() -> None:
+    long = {str(p.relative_to(SOURCE)): n for p in SOURCE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"split these: {long}"

@@ -1,0 +1,126 @@
+"""A third-party plug-in package (tests/fixtures/plugin_demo) built and pip-installed into a folder of its own,
+then used from a suite by `tamesu run` with that folder on its path: its target type, its check (as a key and
+through `custom: {name: ...}`), its report format and its model provider. The dev venv never sees it."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_tamesu
+
+FIXTURE = Path(__file__).parent / "fixtures" / "plugin_demo"
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plug-in installed with pip into a folder (`--target`), offline; built from a copy so the fixture
+    folder stays clean."""
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("building the plug-in package needs setuptools in the test venv")
+    work = tmp_path_factory.mktemp("plugin")
+    source = work / "source"
+    shutil.copytree(FIXTURE, source)
+    site = work / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                           "--no-build-isolation", "--disable-pip-version-check", "--target", str(site), str(source)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(site.glob("tamesu_plugin_demo-*.dist-info/entry_points.txt"))
+    return site
+
+
+SUITE = """\
+targets:
+  loud: { type: echo, prefix: "ECHO: ", shout: true }
+  quiet: { type: echo }
+tests:
+  - name: shouts
+    target: loud
+    scenario: { script: [ { say: "hello there" } ] }
+    assert:
+      - shouty: { min_ratio: 0.9 }
+      - custom: { name: mentions, with: { word: hello } }
+      - custom: { name: shouty, with: { min_ratio: 0.5 } }
+      - metric: { name: echo_turns, equals: 1 }
+  - name: whispers
+    target: quiet
+    scenario: { script: [ { say: "hello there" } ] }
+    assert:
+      - shouty: { min_ratio: 0.9 }
+      - custom: { name: mentions, with: { word: hello, times: 2 } }
+  - name: plug-in breaks
+    target: quiet
+    scenario: { script: [ { say: "hi" } ] }
+    assert: [ { custom: { name: mentions, with: { word: boom } } } ]
+"""
+
+
+def test_a_plugin_package_adds_a_target_a_check_and_a_report(plugin_site: Path, tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    env = {"PYTHONPATH": str(plugin_site)}
+    done = run_tamesu(["run", "suite.yaml", "--out", "out", "--report", "plain,junit"], cwd=tmp_path, env=env)
+    assert done.returncode == 3, done.stdout + done.stderr  # one test's check raised: that test is an error
+    (run_dir,) = (p for p in (tmp_path / "out").iterdir() if p.is_dir())
+    # the plug-in's report, at its default file in the run directory
+    assert (run_dir / "plain.txt").read_text().splitlines() == [
+        "suite/shouts passed", "suite/whispers failed", "suite/plug-in breaks error"]
+    assert "plain report:" in done.stdout and (run_dir / "junit.xml").is_file()
+    assert "mentions raised RuntimeError: the plug-in broke" in done.stdout
+    assert "'hello' 1 time(s)" in done.stdout  # the whispers test's custom verdict, shown as its reason
+
+
+def test_without_the_plugin_its_names_are_unknown(plugin_site: Path, tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unknown target type 'echo'" in done.stderr
+    assert "unknown assertion 'shouty'" in done.stderr
+    listed = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env={"PYTHONPATH": str(plugin_site)})
+    assert listed.returncode == 0, listed.stderr
+    assert "ok: 3 tests in 1 suite" in listed.stdout
+
+
+def test_a_plugin_report_in_tamesu_yaml_and_a_key_of_the_plugin_target(plugin_site: Path, tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text("report: [plain]\n")
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: echo, shout: true, url: "http://127.0.0.1:9" }
+        tests:
+          - name: t
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+        """))
+    env = {"PYTHONPATH": str(plugin_site)}
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env=env)
+    # `url` is a key of other target types: a warning, not an error, for the plug-in's type too
+    assert "'url' is a key of" in done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (p for p in (tmp_path / "out").iterdir() if p.is_dir())
+    assert (run_dir / "plain.txt").read_text() == "suite/t passed\n"
+    unknown = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown report 'plain'" in unknown.stderr
+
+
+def test_a_plugin_model_provider_answers_a_model_target(plugin_site: Path, tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        models:
+          backwards: { provider: reverse, model: r1 }
+        targets:
+          bot: { type: model, model: backwards, system: "You answer." }
+        tests:
+          - name: reversed
+            target: bot
+            scenario: { script: [ { say: "stressed" } ] }
+            assert: [ { equals: "desserts" } ]
+        """))
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"PYTHONPATH": str(plugin_site)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    without = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert without.returncode == 2 and "unknown model provider 'reverse'" in without.stderr
