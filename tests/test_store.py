@@ -358,24 +358,76 @@ def test_the_indexed_job_manifests_pods_write_one_postgresql_run_that_view_shows
     store.close()
 
 
-def test_a_jsonl_run_folder_imports_into_the_store(tmp_path: Path, tamesu, agent_url: str) -> None:
-    (tmp_path / "cases.jsonl").write_text(
-        '{"id": "greets", "input": "hello", "assert": [{"type": "contains", "value": "echo: hello"}]}\n'
-        '{"id": "wrong", "input": "hi", "assert": [{"type": "contains", "value": "nope"}]}\n')
-    ran = tamesu(["test", "-i", "cases.jsonl", "-n", f"{agent_url}/chat", "--out", "out"], cwd=tmp_path)
+JSONL_CASES = (
+    '{"id": "greets", "input": "hello", "assert": [{"type": "contains", "value": "echo: hello"}]}\n'
+    '{"id": "wrong", "input": "hi", "assert": [{"type": "contains", "value": "nope"}]}\n'
+    '{"id": "talks", "turns": [{"input": "one"}, {"input": "two"}], "assert": [{"type": "contains", '
+    '"value": "echo: two"}]}\n')
+
+
+def test_tamesu_test_writes_each_case_to_the_store_live_and_import_gives_back_the_same(
+        tmp_path: Path, tamesu, agent_url: str, url: str) -> None:
+    (tmp_path / "cases.jsonl").write_text(JSONL_CASES)
+    env = {"TAMESU_STORE": url, "TAMESU_COMMIT": "c0ffee2", "TAMESU_BRANCH": "main"}
+    ran = tamesu(["test", "-i", "cases.jsonl", "-n", f"{agent_url}/chat", "--out", "out"], cwd=tmp_path, env=env)
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    url = f"sqlite:///{tmp_path / 'store.db'}"
-    imported = tamesu(["store", "import", "out", "--store", url], cwd=tmp_path)
-    assert imported.returncode == 0, imported.stderr
-    reader = Reader(Store(url))
+    assert "warning" not in ran.stdout + ran.stderr
+    reader = Reader(Store(store_url(url, tmp_path, environ={})))
     [run] = reader.runs()
-    assert run.counts["passed"] == 1 and run.counts["failed"] == 1
-    loaded = reader.as_loaded_run(run.id)
-    assert loaded is not None
-    statuses = {r.test: r.status for r in loaded.results}
-    assert sorted(statuses.values()) == ["failed", "passed"]
-    [failed] = [h for r in loaded.results if r.status == "failed" for h in reader.history(r.id)]
-    assert failed.runs[0].transcript[0] == {"role": "user", "text": "hi", "turn": 1}
+    assert run.counts["passed"] == 2 and run.counts["failed"] == 1 and run.finished and run.exit_code == 1
+    assert run.commit == "c0ffee2" and run.branch == "main"
+    [run_dir] = (tmp_path / "out").iterdir()
+    assert run.dirs == [str(run_dir.resolve())]
+    [failed] = reader.history("cases/wrong")
+    assert failed.status == "failed"
+    assert failed.runs[0].transcript == [{"role": "user", "text": "hi", "turn": 1},
+                                         {"role": "agent", "text": "echo: hi", "turn": 1}]
+    assert failed.runs[0].assertions[0]["passed"] is False
+    [talks] = reader.history("cases/talks")
+    assert [m["text"] for m in talks.runs[0].transcript] == ["one", "echo: one", "two", "echo: two"]
+
+    # the run folder imported into a fresh store reads back as the live writes did
+    copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
+    imported = tamesu(["store", "import", "out", "--store", copy_url], cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    copy = Reader(Store(copy_url))
+    [back] = copy.runs()
+    assert (back.id, back.commit, back.branch, back.counts) == (run.id, run.commit, run.branch, run.counts)
+    live_run, back_run = reader.as_loaded_run(run.id), copy.as_loaded_run(run.id)
+    assert live_run is not None and back_run is not None
+    assert [r.model_dump() for r in back_run.results] == [r.model_dump() for r in live_run.results]
+    assert [(r.transcript, r.assertions, r.metrics) for r in copy.history("cases/talks")[0].runs] == \
+        [(r.transcript, r.assertions, r.metrics) for r in talks.runs]
+
+
+def test_a_killed_tamesu_test_has_its_finished_cases_in_the_store(tmp_path: Path, agent_url: str) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    (tmp_path / "cases.jsonl").write_text("".join(
+        f'{{"id": "slow{i}", "input": "slow 0.6", "assert": [{{"type": "contains", "value": "finally"}}]}}\n'
+        for i in range(8)))
+    env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": url}
+    process = subprocess.Popen([sys.executable, "-m", "tamesu", "test", "-i", "cases.jsonl", "-n",
+                                f"{agent_url}/chat", "--out", "out"], cwd=tmp_path, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    reader = Reader(Store(store_url(url, tmp_path, environ={})))
+    try:
+        deadline, written = time.monotonic() + 60, 0
+        while time.monotonic() < deadline and written < 2:
+            time.sleep(0.05)
+            try:
+                runs = reader.runs()
+            except Exception:  # the tables may not exist yet
+                continue
+            written = runs[0].counts.get("total", 0) if runs else 0
+        assert written >= 2, "no two cases reached the store in time"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    run = reader.runs()[0]
+    assert not run.finished and run.exit_code is None
+    assert 2 <= run.counts["passed"] == run.counts["total"] < 8
 
 
 def test_doctor_says_whether_the_store_is_reachable(tmp_path: Path, tamesu, agent_url: str) -> None:
