@@ -156,7 +156,9 @@ def test_the_github_workflow_runs_here_shards_upload_and_the_merge_job_joins_the
 
     workflow = _load("github-actions.yml")
     project = _agent_project(tmp_path / "repo", serve(_echo_app()).url)
-    env = _tamesu_on_path(tmp_path / "bin")
+    # a SQLite file stands in for the team's PostgreSQL; four writers at once get room for its lock on a
+    # loaded machine
+    env = {**_tamesu_on_path(tmp_path / "bin"), "TAMESU_STORE_TIMEOUT": "60"}
     store = tmp_path / "team-store.db"
     summary = tmp_path / "step-summary.md"
     values = {"secrets.TAMESU_STORE": str(store), "github.run_id": "4242", "github.run_attempt": "1"}

@@ -403,7 +403,7 @@ def test_tamesu_test_writes_each_case_to_the_store_live_and_import_gives_back_th
 def test_a_killed_tamesu_test_has_its_finished_cases_in_the_store(tmp_path: Path, agent_url: str) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     (tmp_path / "cases.jsonl").write_text("".join(
-        f'{{"id": "slow{i}", "input": "slow 0.6", "assert": [{{"type": "contains", "value": "finally"}}]}}\n'
+        f'{{"id": "slow{i}", "input": "slow 1", "assert": [{{"type": "contains", "value": "finally"}}]}}\n'
         for i in range(8)))
     env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": url}
     process = subprocess.Popen([sys.executable, "-m", "tamesu", "test", "-i", "cases.jsonl", "-n",
