@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench bench-store bench-browser clean proto
+.PHONY: demo test lint typecheck bench bench-store bench-browser clean proto js-sdk
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,16 @@ $(BIN)/.installed: pyproject.toml
 	.venv-voicebot/bin/pip install --quiet -r examples/voice-bot/requirements.txt
 	touch $@
 
+# the JavaScript A2A SDK for the interop tests (tests/test_js_sdk_interop.py); without node/npm they skip
+JS_SDK := tests/js/node_modules/.installed
+$(JS_SDK): tests/js/package.json tests/js/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix tests/js --no-audit --no-fund --loglevel=error && touch $@ \
+	    || echo "npm ci failed: the JavaScript SDK interop tests will be skipped"; \
+	else echo "no npm here: the JavaScript SDK interop tests will be skipped"; fi
+
+js-sdk: $(JS_SDK)
+
 demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo_a2a.py
 	$(BIN)/python scripts/demo_grpc.py
@@ -29,7 +39,7 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-test: lint typecheck .venv-voicebot/.installed
+test: lint typecheck .venv-voicebot/.installed $(JS_SDK)
 	$(BIN)/pytest -q
 
 # the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto
@@ -46,4 +56,4 @@ bench-browser: $(BIN)/.installed
 	$(BIN)/python bench/browser.py
 
 clean:
-	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache
+	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache tests/js/node_modules

@@ -500,6 +500,13 @@ def test_grpc_addresses() -> None:
     assert grpc_target("agents.example.com:443") == ("agents.example.com:443", True)
     assert grpc_target("127.0.0.1:7") == ("127.0.0.1:7", False)
     assert grpc_target("localhost:7") == ("localhost:7", False)
+    # the 0.3 spec's URL form, with a path as its example has one, and gRPC's own target names
+    assert grpc_target("https://grpc.example.com/a2a") == ("grpc.example.com:443", True)
+    assert grpc_target("dns:///127.0.0.1:7") == ("127.0.0.1:7", False)
+    assert grpc_target("dns:agents.example.com:50051") == ("agents.example.com:50051", True)
+    assert grpc_target("dns://8.8.8.8/agents.example.com:50051") == ("agents.example.com:50051", True)
+    assert grpc_target("ipv4:127.0.0.1:7") == ("127.0.0.1:7", False)
+    assert grpc_target("ipv6:[::1]:7") == ("[::1]:7", False)
 
 
 def test_push_bodies_of_both_versions_read_the_same() -> None:

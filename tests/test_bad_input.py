@@ -44,6 +44,11 @@ SUITE_CLASSES: dict[str, str | bytes] = {
     "a timeout of inf": _TARGET + _TEST + "    timeout: .inf\n",
     "20,000 inline cases": _TARGET + _TEST + "    cases:\n" + "".join(
         f"      - {{ name: c{i}, vars: {{ a: {i} }} }}\n" for i in range(20_000)),
+    "20,000 inline cases in flow style": _TARGET + _TEST + "    cases: [" + ", ".join(
+        f"{{ name: c{i}, vars: {{ a: {i} }} }}" for i in range(20_000)) + "]\n",
+    "a flow list of 100,000 items": _TARGET + _TEST + "    tags: [" + ", ".join(
+        f"t{i}" for i in range(100_000)) + "]\n",
+    "300,000 flow collections": _TARGET + _TEST + "    tags: " + "[]" * 300_000 + "\n",
     "2,500 inline cases": _TARGET + _TEST + "    cases:\n" + "".join(
         f"      - {{ name: c{i} }}\n" for i in range(2_500)),
     "binary": bytes(random.Random(1).randrange(256) for _ in range(4000)),
@@ -104,6 +109,35 @@ def test_every_class_of_bad_suite_is_one_answer_quickly(name: str, tmp_path: Pat
         assert outcome == "ok"  # a warning, checked below
     elif name != "2,500 inline cases" or outcome != "ok":
         assert outcome != "ok", f"{name} was accepted"
+
+
+@pytest.mark.parametrize("style", ["block", "flow"])
+def test_a_list_past_its_limit_is_refused_where_it_grows_too_long(style: str, tmp_path: Path) -> None:
+    items = [f"{{ name: c{i} }}" for i in range(12_000)]
+    if style == "block":
+        text = _TARGET + _TEST + "    cases:\n" + "".join(f"      - {item}\n" for item in items)
+    else:
+        text = _TARGET + _TEST + "    cases: [" + ", ".join(items) + "]\n"
+    (tmp_path / "suite.yaml").write_text(text)
+    outcome, _, _ = _measured(lambda: load_plan([tmp_path / "suite.yaml"]))
+    # the file's 10,001st list item: in block style the tests list's own item comes first, so it is case
+    # c9999 (at its dash); in flow style an item is counted at the comma before it, so it is case c10000
+    at = text.index("- { name: c9999 }") if style == "block" else text.index(", { name: c10000 }")
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    assert outcome == (f"{tmp_path / 'suite.yaml'}:{line}:{column}: more than 10,000 list items in one file "
+                       "(item 10,001 is here): put many cases in a cases_file (CSV or JSON), which reads far faster")
+
+
+def test_thousands_of_problems_are_told_in_a_screenful(tmp_path: Path, tamesu: Any) -> None:
+    cases = "".join(f"      - {{ name: c{i}, colour: red }}\n" for i in range(1_500))  # one unknown key each
+    (tmp_path / "suite.yaml").write_text(_TARGET + _TEST + "    cases:\n" + cases)
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 202 and all(": tests[0].cases[" in line for line in lines[:200])
+    assert lines[0].startswith("suite.yaml:8:") and "cases[0].colour" in lines[0]  # the first ones, in order
+    assert lines[-2:] == ["... and 1,300 more, not shown: fix these first", "1,500 problems found"]
 
 
 def test_an_empty_suite_is_a_warning(tmp_path: Path) -> None:

@@ -141,8 +141,8 @@ def slow_shop() -> Iterator[Shop]:
 
 
 def _channel(url: str) -> grpc.aio.Channel:
-    # the card writes 1.0 gRPC as host:port and 0.3 as http://host:port (as the A2A TCK expects)
-    return grpc.aio.insecure_channel(url.removeprefix("http://"))
+    # the card writes gRPC as a bare host:port for both versions: grpc dials it as it is
+    return grpc.aio.insecure_channel(url)
 
 
 async def _card(shop: Shop) -> AgentCard:
@@ -230,7 +230,8 @@ def test_the_card_lists_every_binding_for_both_versions_1_0_first(shop: Shop) ->
                       ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3"), ("GRPC", "0.3")]
     grpc_address = shop.grpc.removeprefix("grpc://")
     assert card["supportedInterfaces"][2]["url"] == grpc_address
-    assert card["supportedInterfaces"][5]["url"] == f"http://{grpc_address}"
+    assert card["supportedInterfaces"][5]["url"] == grpc_address  # 0.3 too: what SDK clients dial as it is
+    assert {i["url"] for i in card["additionalInterfaces"] if i["transport"] == "GRPC"} == {grpc_address}
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True, "extendedAgentCard": True}
     assert [s["id"] for s in card["skills"]] == ["order-status", "returns"]
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"

@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
+from tamesu.results import RunResult
 from test_rest_target import events, make_session, opened
 
 
@@ -133,11 +134,10 @@ def test_tamesu_test_against_a_url_says_where_it_read_the_reply(tmp_path: Path, 
     assert detected["data"]["path"] == "$.reply"
 
 
-def test_a_huge_answer_is_cut_at_max_response_bytes_and_the_cut_recorded(tmp_path: Path, faulty: str,
-                                                                          tamesu: Any) -> None:
+def test_a_large_answer_is_written_once_per_artifact(tmp_path: Path, faulty: str, tamesu: Any) -> None:
     (tmp_path / "huge.tamesu.yaml").write_text(f"""\
 targets:
-  bot: {{ type: rest, url: "{faulty}/huge", max_response_bytes: 100000 }}
+  bot: {{ type: rest, url: "{faulty}/huge" }}
 tests:
   - name: big
     target: bot
@@ -147,11 +147,19 @@ tests:
     done = tamesu(["run", "huge.tamesu.yaml", "--out", "out"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     [run] = list((tmp_path / "out").glob("*/huge/big/run-1"))
-    written = sum(p.stat().st_size for p in run.iterdir())
-    assert written < 600_000  # 3 MB answered; text, response and raw once each, each cut to 100 kB
-    detail = json.loads((run / "result.json").read_text())
-    agent = detail["turns"][0]["agent"]
-    assert len(agent["text"].encode()) == 100_000
-    assert agent["response"]["truncated"] is True and agent["response"]["bytes"] > 3_000_000
-    [cut] = [e["data"] for e in detail["events"] if e["name"] == "response_truncated"]
-    assert cut["limit"] == 100_000 and set(cut["sizes"]) == {"text", "raw[0]"}
+    answer = 3_000_000  # the JSON document's text field; text, response and raw each held all of it before
+    written = (run / "result.json").stat().st_size
+    assert answer < written < answer + 100_000
+    assert answer < (run / "transcript.json").stat().st_size < answer + 100_000  # another artifact: once there
+    agent = json.loads((run / "result.json").read_text())["turns"][0]["agent"]
+    assert agent["response"] == {"text": {"$ref": "text"}, "tool_calls": []}
+    assert agent["raw"] == [{"$ref": "response"}]
+    detail = RunResult.model_validate_json((run / "result.json").read_text())  # what every reader loads
+    turn = detail.turns[0].agent
+    assert turn.text == "word " * 600_000 and turn.response == {"text": turn.text, "tool_calls": []}
+    assert turn.raw == [turn.response]
+    report = run.parents[2] / "report.html"
+    again = tamesu(["report", str(run.parents[2]), "--report", f"html:{run.parents[2]}/again.html"], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (run.parents[2] / "again.html").read_text() == report.read_text()  # rendered from the artifacts
+    assert "word word word" in report.read_text()

@@ -99,7 +99,7 @@ async def connect(url: str, binding: str, version: str, *, streaming: bool = Fal
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(chosen)
         config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
-                              grpc_channel_factory=lambda u: grpc.aio.insecure_channel(u.removeprefix("http://")))
+                              grpc_channel_factory=grpc.aio.insecure_channel)
         factory = ClientFactory(config)
         if binding == "GRPC":  # name the transport: the factory's own lookup of the 0.3 one can fail quietly
             transport = CompatGrpcTransport if version == "0.3" else GrpcTransport

@@ -29,12 +29,19 @@ from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Pro
 COLOR = click.Choice(["auto", "always", "never"])
 
 
+MAX_SHOWN_PROBLEMS = 200
+"""Problems printed at most: a file of thousands of broken cases is told in a screenful, not in 40,000 lines."""
+
+
 def _fail_config(problems: list[Problem]) -> None:
-    files = list(dict.fromkeys(p.file for p in problems))
-    for problem in sorted(problems, key=lambda p: (files.index(p.file), p.line, p.column)):
+    files = {file: number for number, file in enumerate(dict.fromkeys(p.file for p in problems))}
+    ordered = sorted(problems, key=lambda p: (files[p.file], p.line, p.column))
+    for problem in ordered[:MAX_SHOWN_PROBLEMS]:
         click.echo(str(problem), err=True)
     count = len(problems)
-    click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+    if count > MAX_SHOWN_PROBLEMS:
+        click.echo(f"... and {count - MAX_SHOWN_PROBLEMS:,} more, not shown: fix these first", err=True)
+    click.echo(f"{count:,} problem{'s' if count != 1 else ''} found", err=True)
     sys.exit(EXIT_CONFIG)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from tamesu._refs import expand_agent, shrink_agent
 from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
 from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.models.structured import Attempt
@@ -44,6 +45,21 @@ class TurnRecord(BaseModel):
     index: int
     user: UserTurn | None
     agent: AgentTurn
+
+    # a large answer is written once: response and raw refer to the text or to each other (tamesu._refs)
+    @model_serializer(mode="wrap")
+    def _written_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and isinstance(data.get("agent"), dict):
+            data["agent"] = shrink_agent(data["agent"])
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_back(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "agent" in data:
+            return {**data, "agent": expand_agent(data["agent"])}
+        return data
 
 
 class TranscriptLine(BaseModel):

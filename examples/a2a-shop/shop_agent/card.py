@@ -25,8 +25,8 @@ BEARER = "bearer"
 
 @dataclass(frozen=True)
 class Endpoints:
-    """Where each binding listens. gRPC is written as the A2A TCK expects: a bare host:port for 1.0 and an
-    http:// URL for 0.3."""
+    """Where each binding listens. gRPC is written as a bare host:port for both versions, as the A2A SDKs
+    write it and their gRPC libraries dial it (an http:// URL is read by them as a host name)."""
 
     jsonrpc: str
     rest: str
@@ -39,13 +39,13 @@ class Endpoints:
     def interfaces(self) -> list[AgentInterface]:
         grpc_address = f"{self.grpc_host}:{self.grpc_port}"
         listed: list[AgentInterface] = []
-        for version, grpc_url in (("1.0", grpc_address), ("0.3", f"http://{grpc_address}")):
+        for version in ("1.0", "0.3"):
             if version not in self.versions:
                 continue
             listed += [
                 AgentInterface(url=self.jsonrpc, protocol_binding="JSONRPC", protocol_version=version),
                 AgentInterface(url=self.rest, protocol_binding="HTTP+JSON", protocol_version=version),
-                AgentInterface(url=grpc_url, protocol_binding="GRPC", protocol_version=version),
+                AgentInterface(url=grpc_address, protocol_binding="GRPC", protocol_version=version),
             ]
         return listed
 

@@ -2,7 +2,11 @@
 
 Every binding is listed for both protocol versions, 1.0 first (clients take the first interface they speak):
 JSON-RPC at the agent's URL, HTTP+JSON at the same origin (0.3 clients add `/v1`), and gRPC on its own port,
-written as a bare host:port for 1.0 and an http:// URL for 0.3, as the A2A TCK expects.
+written as a bare host:port for both versions. That is the form the A2A SDKs write on their own 0.3 and 1.0
+cards and pass to their gRPC libraries as it is (a2a-sdk with grpc's channel, the JavaScript SDK with
+grpc-js, the A2A interop kit's agents); both libraries read `http://host:port` as a DNS name and cannot dial
+it. The 0.3 spec's text asks for an absolute URL, and the A2A TCK's 0.3 gRPC client reads only that form: a
+tool that needs it can dial `http://` + `{{remote.NAME.grpc}}` (docs/reliability.md has the details).
 """
 
 from __future__ import annotations
@@ -34,13 +38,13 @@ class Addresses:
 
     def interfaces(self) -> list[AgentInterface]:
         listed: list[AgentInterface] = []
-        for version, grpc_url in (("1.0", self.grpc), ("0.3", f"http://{self.grpc}")):
+        for version in ("1.0", "0.3"):
             listed += [
                 AgentInterface(url=self.origin, protocol_binding="JSONRPC", protocol_version=version),
                 AgentInterface(url=self.origin, protocol_binding="HTTP+JSON", protocol_version=version),
             ]
             if self.grpc:  # none for a forwarding agent, which relays HTTP only
-                listed.append(AgentInterface(url=grpc_url, protocol_binding="GRPC", protocol_version=version))
+                listed.append(AgentInterface(url=self.grpc, protocol_binding="GRPC", protocol_version=version))
         return listed
 
 

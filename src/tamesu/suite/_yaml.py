@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 import stat
@@ -184,8 +185,12 @@ MAX_DEPTH = 200
 """Nesting a suite never needs; ruamel recurses once per level, and 10,000 levels took seconds to fail."""
 MAX_DIGITS = 300
 MAX_ITEMS = 10_000
-"""Block list items (`- ...` lines) in one file. The round-trip parser reads about a thousand a second here, so
-20,000 inline cases took half a minute before the first check; a cases_file has no such limit."""
+"""List items in one file: block items (`- ...` lines) and the items of flow lists (`[a, b, c]`). The
+round-trip parser reads about a thousand a second here, so 20,000 inline cases took half a minute before the
+first check (in flow style, 12 s and a line for each of their 40,000 problems); a cases_file has no limit."""
+MAX_FLOW = 5 * MAX_ITEMS
+"""Flow collections (`[...]`, `{...}`) in one file: each is a node the parser builds, as a list item is, and
+a file of nothing but `[]` kept the bracket scan busy for seconds."""
 _EXCERPT = 60
 
 
@@ -263,32 +268,64 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
 
 _ITEMS = re.compile(r"^[ \t]*- ", re.MULTILINE)
 _BRACKETS = re.compile(r"[\[\]{}]")
+_OPENING = re.compile(r"[\[{]")
 _DIGITS = re.compile(r"(?<![\w.])[-+]?\d{" + str(MAX_DIGITS + 1) + ",}")
 
 
 def _prescan(text: str, shown: str) -> None:
     """What the parser would take seconds or crash on, found in one pass over the text."""
-    if text.count("[") + text.count("{") > MAX_DEPTH:
-        depth = 0
-        for bracket in _BRACKETS.finditer(text):
-            if bracket.group() in "[{":
-                depth += 1
-                if depth > MAX_DEPTH:
-                    line, col = _line_col(text, bracket.start())
-                    raise ConfigError([Problem(shown, line, col, "", f"nested more than {MAX_DEPTH} levels deep")])
-            else:
-                depth = max(0, depth - 1)
+    flow = _scan_brackets(text, shown) if "[" in text or "{" in text else []
     indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
     if indent > MAX_DEPTH * 8:
         raise ConfigError([Problem(shown, 1, 1, "", f"indented more than {MAX_DEPTH * 8} columns: nested too deep")])
-    items = len(_ITEMS.findall(text))
-    if items > MAX_ITEMS:
-        raise ConfigError([Problem(shown, 1, 1, "", f"{items:,} list items in one file (at most {MAX_ITEMS:,}): "
-                                   "put many cases in a cases_file (CSV or JSON), which reads far faster")])
+    block = [m.end() - 2 for m in _ITEMS.finditer(text)]  # at the dash
+    if len(block) + len(flow) > MAX_ITEMS:
+        # said where the first item past the limit is, so the list that grew too long is found at once
+        over = sorted(block + flow)[MAX_ITEMS]
+        line, col = _line_col(text, over)
+        raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_ITEMS:,} list items in one file (item "
+                                   f"{MAX_ITEMS + 1:,} is here): put many cases in a cases_file (CSV or JSON), "
+                                   "which reads far faster")])
     found = _DIGITS.search(text)
     if found:
         line, col = _line_col(text, found.start())
         raise ConfigError([Problem(shown, line, col, "", f"a number of more than {MAX_DIGITS} digits")])
+
+
+def _scan_brackets(text: str, shown: str) -> list[int]:
+    """One pass over the brackets: refuses nesting deeper than MAX_DEPTH, and returns where each item of a
+    flow list (`[a, b]`) after its first starts (the commas directly inside square brackets), at most
+    MAX_ITEMS + 1 of them. Quotes are not parsed (a quoted comma inside a flow list counts too): this only
+    has to find files far too large, never to read them."""
+    if text.count("[") + text.count("{") > MAX_FLOW:
+        over = next(itertools.islice(_OPENING.finditer(text), MAX_FLOW, None))
+        line, col = _line_col(text, over.start())
+        raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_FLOW:,} flow collections ([...] or "
+                                   f"{{...}}) in one file (number {MAX_FLOW + 1:,} is here)")])
+    commas: list[int] = []
+    opened: list[str] = []
+    after = 0
+    for bracket in _BRACKETS.finditer(text):
+        if opened and opened[-1] == "[" and len(commas) <= MAX_ITEMS:
+            commas += _commas(text, after, bracket.start())
+        after = bracket.end()
+        if bracket.group() in "[{":
+            opened.append(bracket.group())
+            if len(opened) > MAX_DEPTH:
+                line, col = _line_col(text, bracket.start())
+                raise ConfigError([Problem(shown, line, col, "", f"nested more than {MAX_DEPTH} levels deep")])
+        elif opened:
+            opened.pop()
+    return commas
+
+
+def _commas(text: str, start: int, end: int) -> list[int]:
+    found: list[int] = []
+    at = text.find(",", start, end)
+    while at >= 0 and len(found) <= MAX_ITEMS:
+        found.append(at)
+        at = text.find(",", at + 1, end)
+    return found
 
 
 def _duplicate_key_name(exc: DuplicateKeyError) -> str | None:

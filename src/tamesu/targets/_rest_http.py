@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import os
 import socket
@@ -16,6 +17,7 @@ from tamesu._http import ssl_context
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
+from tamesu.targets._rest_body import Reading, bounded_chunks, reading_of
 
 T = TypeVar("T")
 EXCERPT = 200
@@ -110,8 +112,11 @@ class Answer:
 class Http:
     """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md)."""
 
-    def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str) -> None:
+    def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str,
+                 max_bytes: int) -> None:
         self._session = session
+        self.max_bytes = max_bytes
+        """The target's max_response_bytes: no body is read past it."""
         self._connect = connect
         self._what = what
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
@@ -170,12 +175,10 @@ class Http:
     async def fetch(self, request: httpx.Request) -> Answer:
         response, sent_at = await self.open_stream(request)
         try:
-            text = await read_text(response)
+            text, cut = await read_text(response, self._session, self.max_bytes)
         finally:
             await response.aclose()
-        # an error page that claims to be JSON is still reported by its status, not as malformed
-        content_type = response.headers.get("content-type", "") if response.status_code < 400 else ""
-        return Answer(response.status_code, parse_body(text, content_type), sent_at, self._session.now_ms())
+        return Answer(response.status_code, answer_body(response, text, cut), sent_at, self._session.now_ms())
 
     def _mask(self, request: httpx.Request) -> str:
         return self._session.redactor.text(str(request.url))
@@ -184,9 +187,43 @@ class Http:
         await self.client.aclose()
 
 
-async def read_text(response: httpx.Response) -> str:
+async def read_text(response: httpx.Response, session: Session, limit: int) -> tuple[str, bool]:
+    """The body as text, read in pieces up to `limit` bytes, and whether it was cut. Past the limit tamesu
+    stops reading and says so (a `response_truncated` event); a cut body that says it is JSON fails the
+    turn, since half a document cannot be read for the reply, its tool calls or what an assertion checks."""
+    reading = reading_of(response, limit)
+    content = await _read(response, reading)
+    # a cut body may end inside a character: an incremental decoder drops only that unfinished tail
+    decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+    text = decoder.decode(content, final=not reading.cut)
+    if reading.cut:
+        reading.record(session, "the answer")
+        content_type = response.headers.get("content-type", "")
+        if is_json_type(content_type) and response.status_code < 400:
+            raise TurnError(f"{reading.note('the JSON answer')}: a cut JSON document cannot be read (raise "
+                            f"the target's max_response_bytes to read it): {excerpt(text)}",
+                            raw=_stand_in(text, reading), status=response.status_code)
+    return text, reading.cut
+
+
+def answer_body(response: httpx.Response, text: str, cut: bool) -> Any:
+    """The body as the turn keeps it: JSON when it is JSON, else the text (a cut text is never parsed)."""
+    if cut:
+        return text
+    # an error page that claims to be JSON is still reported by its status, not as malformed
+    content_type = response.headers.get("content-type", "") if response.status_code < 400 else ""
+    return parse_body(text, content_type)
+
+
+def _stand_in(text: str, reading: Reading) -> dict[str, Any]:
+    return {"truncated": True, "bytes_read": reading.read, "bytes": reading.declared, "excerpt": text[:2000]}
+
+
+async def _read(response: httpx.Response, reading: Reading) -> bytes:
+    parts: list[bytes] = []
     try:
-        content = await response.aread()
+        async for chunk in bounded_chunks(response, reading):
+            parts.append(chunk)
     except httpx.HTTPError as exc:
         raise TurnError(f"the answer broke off: {os_reason(exc)}", status=response.status_code) from exc
-    return content.decode(response.encoding or "utf-8", errors="replace")
+    return b"".join(parts)

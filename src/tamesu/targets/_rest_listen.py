@@ -21,8 +21,12 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 class Listener:
     """Every post to `path` is stamped on arrival and queued for the turn that waits for it."""
 
-    def __init__(self, session: Session, *, path: str, host: str, port: int, public_url: str | None) -> None:
+    def __init__(self, session: Session, *, path: str, host: str, port: int, public_url: str | None,
+                 max_bytes: int = MAX_BODY_BYTES) -> None:
         self._session = session
+        self._path = path
+        self._max_bytes = min(max_bytes, MAX_BODY_BYTES)
+        """The target's max_response_bytes: a post is read up to it, then refused."""
         self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue(QUEUE_LIMIT)
         app = Starlette(routes=[Route(path, self._receive, methods=["POST", "PUT"])])
         self._server = LoopServer(app, host=host, port=port)
@@ -38,9 +42,17 @@ class Listener:
 
     async def _receive(self, request: Request) -> JSONResponse:
         at = self._session.now_ms()
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return JSONResponse({"ok": False, "error": "body too large"}, status_code=413)
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # in pieces: a post is never held past the limit
+            size += len(chunk)
+            if size > self._max_bytes:
+                self._session.event("listen_post_too_large", path=self._path, limit=self._max_bytes,
+                                    note=f"a post to {self._path} was larger than max_response_bytes "
+                                         f"({self._max_bytes:,}): refused with HTTP 413 after {size:,} bytes")
+                return JSONResponse({"ok": False, "error": "body too large"}, status_code=413)
+            parts.append(chunk)
+        body = b"".join(parts)
         parsed = parse_body(body.decode("utf-8", errors="replace"))
         try:
             self._queue.put_nowait(("" if parsed is None else parsed, at))

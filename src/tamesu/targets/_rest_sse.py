@@ -8,20 +8,24 @@ from typing import Any
 import httpx
 
 from tamesu.conversation import TurnError
+from tamesu.targets._rest_body import Reading, bounded_chunks, lines
 from tamesu.targets._rest_http import os_reason, parse_body
 
 DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
 
 
-async def sse_events(response: httpx.Response, clock: Callable[[], float]) -> AsyncGenerator[tuple[Any, float], None]:
+async def sse_events(response: httpx.Response, clock: Callable[[], float], reading: Reading
+                     ) -> AsyncGenerator[tuple[Any, float], None]:
     """Yield (event, arrival ms) for each event's data: parsed JSON, or the text when it is not JSON.
 
     Multi-line data is joined with newlines; comments, `event:`, `id:` and `retry:` fields carry no reply.
+    Reading stops at `reading.limit` bytes (`reading.cut` is then set): an event not finished by then is
+    dropped.
     """
     data: list[str] = []
     try:
-        async for line in response.aiter_lines():
+        async for line in lines(bounded_chunks(response, reading), response.encoding or "utf-8", reading):
             if line:
                 field, _, value = line.partition(":")
                 if field == "data":
@@ -32,7 +36,7 @@ async def sse_events(response: httpx.Response, clock: Callable[[], float]) -> As
                 data = []
     except httpx.HTTPError as exc:
         raise TurnError(f"the event stream broke off: {os_reason(exc)}", status=response.status_code) from exc
-    if data:
+    if data and not reading.cut:
         yield _event(data), clock()
 
 

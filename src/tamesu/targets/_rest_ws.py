@@ -45,7 +45,7 @@ class WsLink:
     def __init__(self, conn: ClientConnection, session: Session) -> None:
         self._conn = conn
         self._session = session
-        self._queue: asyncio.Queue[tuple[Any, float] | Closed] = asyncio.Queue(QUEUE_LIMIT)
+        self._queue: asyncio.Queue[tuple[Any, float, int] | Closed] = asyncio.Queue(QUEUE_LIMIT)
         self._reader = asyncio.create_task(self._read())
         self.sent = 0
         self.closed: Closed | None = None
@@ -76,7 +76,7 @@ class WsLink:
                 at = self._session.now_ms()
                 text = message.decode("utf-8", errors="replace") if isinstance(message, bytes) else message
                 parsed = parse_body(text)
-                await self._queue.put(("" if parsed is None else parsed, at))
+                await self._queue.put(("" if parsed is None else parsed, at, len(message)))
         except ConnectionClosed:
             pass
         finally:
@@ -105,7 +105,8 @@ class WsLink:
             raise TurnError(f"the agent closed the websocket: {exc}") from exc
         self.sent += 1
 
-    async def receive(self) -> tuple[Any, float]:
+    async def receive(self) -> tuple[Any, float, int]:
+        """The next message: parsed, when it arrived, and its size as sent (bytes, or characters of text)."""
         item = await self._queue.get()
         if isinstance(item, Closed):
             self._queue.put_nowait(item)

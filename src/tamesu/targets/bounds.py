@@ -1,8 +1,9 @@
 """A response of any size never multiplies: past the target's `max_response_bytes` a turn is truncated, and
 the truncation is recorded (a `response_truncated` event), before anything is graded or written.
 
-This bounds what tamesu keeps, grades and writes (text, response, raw documents) for every target type; the
-body itself has been read whole by then (by tamesu's HTTP client or the target's SDK).
+This bounds what tamesu keeps, grades and writes (text, response, raw documents) for every target type. The
+rest target also stops reading a body at the limit (`_rest_body`); other targets' bodies have been read whole
+by then (by the target's SDK).
 """
 
 from __future__ import annotations

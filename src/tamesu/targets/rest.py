@@ -71,8 +71,9 @@ from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.templates import Context, references
+from tamesu.targets._rest_body import Reading, reading_of
 from tamesu.targets._rest_files import attachments, file_refusal, multipart_request
-from tamesu.targets._rest_http import Answer, Http, excerpt, os_reason, parse_body, read_text
+from tamesu.targets._rest_http import Answer, Http, answer_body, excerpt, os_reason, read_text
 from tamesu.targets._rest_listen import Listener
 from tamesu.targets._rest_read import (
     COMMON_TEXT_PATHS,
@@ -126,7 +127,7 @@ class RestTarget(Target):
     async def _open(self, session: Session) -> None:
         spec = self.spec
         self._http = Http(session=session, connect=spec.connect, read_timeout=spec.turn_timeout + 1,
-                          what=self._what)
+                          what=self._what, max_bytes=spec.max_response_bytes)
         if spec.response.listen is not None:
             await self._start_listener(spec.response.listen)
         id_needs_captures = spec.session.id is not None and any(
@@ -169,7 +170,8 @@ class RestTarget(Target):
         host, port = split_addr(listen.addr) if listen.addr else ("127.0.0.1", 0)
         public_url = session.context.render_text(listen.url) if listen.url else None
         try:
-            self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url)
+            self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url,
+                                      max_bytes=self.spec.max_response_bytes)
             await self._listener.start()
         except Exception as exc:
             raise InfraError(f"{self._what}: cannot listen on {host}:{port}: {os_reason(exc)}") from exc
@@ -303,17 +305,20 @@ class RestTarget(Target):
             content_type = response.headers.get("content-type", "").lower()
             if response.status_code >= 400 or not content_type.startswith("text/event-stream"):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
-                text = await read_text(response)
-                content_type = content_type if response.status_code < 400 else ""
-                return self._answer_turn(Answer(response.status_code, parse_body(text, content_type), sent_at,
+                text, cut = await read_text(response, session, http.max_bytes)
+                return self._answer_turn(Answer(response.status_code, answer_body(response, text, cut), sent_at,
                                                 session.now_ms()))
             stream = StreamText(self.spec.response)
             completed_at: float | None = None
-            async with contextlib.aclosing(sse_events(response, session.now_ms)) as events:
+            reading = reading_of(response, http.max_bytes)
+            async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
                 async for event, at in events:
                     if event == DONE or stream.add(event, at):
                         completed_at = at
                         break
+            if reading.cut:
+                # the events before the limit are the turn; the one cut in half is dropped
+                reading.record(session, "the event stream")
             if completed_at is None:
                 completed_at = session.now_ms()
         finally:
@@ -335,8 +340,16 @@ class RestTarget(Target):
         sent_at = session.now_ms()
         await ws.send(payload)
         stream = StreamText(self.spec.response)
+        reading = Reading(limit=self._require_http().max_bytes)
         while True:
-            event, completed_at = await ws.receive()
+            event, completed_at, size = await ws.receive()
+            reading.read += size
+            if reading.read > reading.limit:
+                # the messages before the limit are the turn, as with an event stream cut at it
+                reading.read -= size
+                reading.cut = True
+                reading.record(session, "the websocket answer")
+                break
             if event == DONE or stream.add(event, completed_at):
                 break
         return self._stream_turn(stream, None, sent_at, completed_at)

@@ -82,20 +82,33 @@ def _best(interfaces: list[AgentInterface]) -> AgentInterface | None:
 
 
 def grpc_target(url: str) -> tuple[str, bool]:
-    """host:port to dial and whether to use TLS: grpcs:// and https:// do, grpc:// and http:// do not, a bare
-    host:port does unless it is a loopback address."""
+    """host:port to dial and whether to use TLS, from any form a card or a suite writes a gRPC address in:
+
+    - a bare host:port (what the A2A SDKs write and dial, 1.0 and 0.3): TLS unless the host is a loopback one;
+    - a URL (the 0.3 spec's "absolute URL", which the A2A TCK's 0.3 client reads): grpcs:// and https:// use
+      TLS, grpc:// and http:// do not; a path is dropped (gRPC routes by service, not by path);
+    - gRPC's own target names, `dns:///host:port`, `dns:host:port`, `ipv4:host:port`, `ipv6:[::1]:port`: read
+      as the host:port they name, TLS as for a bare one.
+    """
+    if url.startswith("dns://") and not url.startswith("dns:///"):
+        # dns://resolver/host:port: which DNS server resolves the name is gRPC's business, not ours
+        return _bare(url.removeprefix("dns://").split("/", 1)[-1])
+    for prefix in ("dns:///", "dns:", "ipv4:", "ipv6:"):
+        if url.startswith(prefix):
+            return _bare(url.removeprefix(prefix))
     if "://" not in url:
-        host_port, tls = url, None
-    else:
-        parts = urlsplit(url)
-        tls = parts.scheme in ("grpcs", "https")
-        host_port = parts.netloc
-        if ":" not in host_port.rsplit("]", 1)[-1]:
-            host_port += ":443" if tls else ":80"
-    host = host_port.rsplit(":", 1)[0].strip("[]") if ":" in host_port else host_port
-    if tls is None:
-        tls = not _loopback(host)
+        return _bare(url)
+    parts = urlsplit(url)
+    tls = parts.scheme in ("grpcs", "https")
+    host_port = parts.netloc
+    if ":" not in host_port.rsplit("]", 1)[-1]:
+        host_port += ":443" if tls else ":80"
     return host_port, tls
+
+
+def _bare(host_port: str) -> tuple[str, bool]:
+    host = host_port.rsplit(":", 1)[0].strip("[]") if ":" in host_port else host_port
+    return host_port, not _loopback(host)
 
 
 def _loopback(host: str) -> bool:

@@ -1,0 +1,110 @@
+"""A large answer is written once per artifact: in result.json an agent turn's `response` and `raw` documents
+refer to what the turn already holds instead of repeating it.
+
+- a string equal to the turn's `text` (the whole body of a text answer, or the reply field inside a JSON
+  document) is written `{"$ref": "text"}`;
+- a `raw` document equal to `response` (the body of a one-request turn is both) is written
+  `{"$ref": "response"}`;
+- a document of the agent's own that happens to look like one of these markers is kept as
+  `{"$value": <the document>}`.
+
+Only values of at least MIN_CHARS characters are replaced: small results read exactly as before. Reading a
+result (the HTML report, `tamesu view`, `tamesu report`, anything that loads RunResult) resolves the markers, so
+what comes back equals what was written. transcript.json keeps the text once more: it is another artifact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MIN_CHARS = 10_000
+REF = "$ref"
+VALUE = "$value"
+_TO_TEXT = {REF: "text"}
+_TO_RESPONSE = {REF: "response"}
+
+
+def _looks_like_marker(doc: Any) -> bool:
+    return isinstance(doc, dict) and len(doc) == 1 and (REF in doc or VALUE in doc)
+
+
+def _at_least(doc: Any, chars: int) -> bool:
+    """Whether the strings and keys of `doc` add up to `chars` characters (stops counting once they do)."""
+    pending = [doc]
+    seen = 0
+    while pending and seen < chars:
+        item = pending.pop()
+        if isinstance(item, str):
+            seen += len(item)
+        elif isinstance(item, dict):
+            seen += sum(len(str(k)) for k in item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        else:
+            seen += 4
+    return seen >= chars
+
+
+def _shrink(doc: Any, text: str | None) -> Any:
+    if text is not None and isinstance(doc, str) and doc == text:
+        return dict(_TO_TEXT)
+    if _looks_like_marker(doc):
+        return {VALUE: doc}
+    if isinstance(doc, dict):
+        return {key: _shrink(value, text) for key, value in doc.items()}
+    if isinstance(doc, list):
+        return [_shrink(value, text) for value in doc]
+    return doc
+
+
+def _expand(doc: Any, text: str) -> Any:
+    if isinstance(doc, dict):
+        if doc == _TO_TEXT:
+            return text
+        if len(doc) == 1 and VALUE in doc:
+            return doc[VALUE]
+        return {key: _expand(value, text) for key, value in doc.items()}
+    if isinstance(doc, list):
+        return [_expand(value, text) for value in doc]
+    return doc
+
+
+def shrink_agent(agent: dict[str, Any]) -> dict[str, Any]:
+    """An agent turn as dumped data, with its repeated large values replaced by references."""
+    text = agent.get("text")
+    big_text = text if isinstance(text, str) and len(text) >= MIN_CHARS else None
+    response = agent.get("response")
+    big_response = response is not None and _at_least(response, MIN_CHARS)
+    if big_text is None and not big_response and not _mentions_markers(agent):
+        return agent
+    raw = agent.get("raw") or []
+    return {**agent, "response": _shrink(response, big_text),
+            "raw": [dict(_TO_RESPONSE) if big_response and doc == response else _shrink(doc, big_text)
+                    for doc in raw]}
+
+
+def expand_agent(agent: Any) -> Any:
+    """The inverse of shrink_agent, for data read back from result.json (anything else is left alone)."""
+    if not isinstance(agent, dict) or not _mentions_markers(agent):
+        return agent
+    written = agent.get("text")
+    text = written if isinstance(written, str) else ""
+    response = _expand(agent.get("response"), text)
+    raw = agent.get("raw")
+    if isinstance(raw, list):
+        raw = [response if doc == _TO_RESPONSE else _expand(doc, text) for doc in raw]
+    return {**agent, "response": response, "raw": raw}
+
+
+def _mentions_markers(agent: dict[str, Any]) -> bool:
+    pending = [agent.get("response"), agent.get("raw")]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if _looks_like_marker(item):
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
