@@ -7,11 +7,10 @@ carries, its history's first: `[{name, media_type, data}]`, data the bytes in ba
 for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
 [{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
 ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
-carries options, `"attachments"` when it carries files and, on a websocket, `"traceparent"` (the turn's W3C
-trace, which HTTP modes send as a header; `{{trace.traceparent}}` and `{{trace.id}}` put it in a body of
-your own); `body: null` sends none. `request.multipart: true`
-(or `{files: FIELD}`) sends multipart/form-data instead: the body's keys as form fields (text as is, other
-values as JSON) and each file as a file part named `files` (or FIELD). A test whose files the request would
+carries options, `"attachments"` when it carries files, `"traceparent"` on a websocket (`{{trace.traceparent}}`
+in a body of your own); `body: null` sends none. `request.multipart: true` (or `{files: FIELD}`) sends
+multipart/form-data instead: the body's keys as form fields (text as is, other values as JSON) and each file
+as a file part named `files` (or FIELD). A test whose files the request would
 drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
 A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
 (session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
@@ -86,7 +85,13 @@ from tamesu.targets._rest_read import (
     tool_calls,
     values,
 )
-from tamesu.targets._rest_request import request_body, resolve_url, status_expected
+from tamesu.targets._rest_request import (
+    message_with_trace,
+    request_body,
+    resolve_url,
+    status_expected,
+    trace_values,
+)
 from tamesu.targets._rest_spec import (
     Condition,
     ListenSpec,
@@ -331,10 +336,7 @@ class RestTarget(Target):
         self._note_unsolicited(ws.drain())
         ctx = self._turn_context(turn)
         body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
-        traceparent = self._traceparent(ctx)
-        if "body" not in self.spec.request.model_fields_set and isinstance(body, dict) and traceparent:
-            # a websocket's headers went with its handshake, before any turn: the default message carries it
-            body["traceparent"] = traceparent
+        body = message_with_trace(body, ctx, self.spec, session.trace)
         payload = "" if not has_body else body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
         self._waiting_for = "waiting for the final websocket message"
         sent_at = session.now_ms()
@@ -455,9 +457,7 @@ class RestTarget(Target):
     def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
         """`{{message}}`, `{{attachments}}`, `{{trace.traceparent}}` and `{{trace.id}}` (the turn's W3C trace),
         and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
-        trace = self._require_session().trace
-        if trace is not None:
-            extra.setdefault("trace", {"traceparent": trace.traceparent, "id": trace.trace_id})
+        extra.setdefault("trace", trace_values(self._require_session().trace))
         return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
                              attachments=attachments(turn, self._what), **extra)
 
@@ -473,14 +473,6 @@ class RestTarget(Target):
             return multipart_request(self._require_http().client, self.spec.method, url, headers,
                                      body if has_body else None, turn, multipart.files, self._what)
         return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
-
-    def _traceparent(self, ctx: Context) -> str | None:
-        """The turn's `traceparent`, or the suite's own `traceparent` header when it sets one (it wins)."""
-        own = next((value for name, value in self.spec.headers.items() if name.lower() == "traceparent"), None)
-        if own is not None:
-            return ctx.render_text(own)
-        trace = self._require_session().trace
-        return trace.traceparent if trace is not None else None
 
     @classmethod
     def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
