@@ -23,7 +23,6 @@ from tamesu._cli_shared import (
     start_telemetry,
     stop_telemetry,
 )
-from tamesu._words import count_of
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
 
 COLOR = click.Choice(["auto", "always", "never"])
@@ -60,6 +59,7 @@ class _LazyGroup(click.Group):
     `tamesu validate` start fast."""
 
     _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command"),
+                                                   "validate": ("tamesu.cli_validate", "validate_command"),
                                                    "store": ("tamesu.cli_store", "store_group"),
                                                    "view": ("tamesu.cli_store", "view_command")}
 
@@ -164,40 +164,6 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         code = finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
     sys.exit(code)
-
-
-@main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--config", type=click.Path(dir_okay=False))
-@click.option("-n", "--name", "target", metavar="TARGET", help="JSONL files: the agent they test (default: the "
-              "project's only target), so files it cannot carry and tool assertions it cannot see are checked.")
-def validate(paths: tuple[str, ...], config: str | None, target: str | None) -> None:
-    """Check suites (and JSONL test cases) without running them: every problem at once, with file:line:col."""
-    jsonl = [p for p in paths if p.lower().endswith((".jsonl", ".ndjson"))]
-    suites = tuple(p for p in paths if p not in jsonl)
-    if jsonl:
-        _validate_jsonl(jsonl, config, target)
-    if suites or not jsonl:
-        plan = _load(suites, config, require_secrets=False)
-        for warning in plan.warnings:
-            click.echo(f"warning: {warning}", err=True)
-        click.echo(f"ok: {count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')}")
-
-
-def _validate_jsonl(paths: list[str], config: str | None, target: str | None) -> None:
-    from tamesu.jsonl.validate import TargetProblem, validate_files
-
-    try:
-        done = asyncio.run(validate_files([Path(p) for p in paths], Path(config) if config else None, target))
-    except ConfigError as exc:
-        _fail_config(exc.problems)
-    except TargetProblem as exc:
-        click.echo(f"tamesu validate: {exc}", err=True)
-        sys.exit(EXIT_CONFIG)
-    for warning in done.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    against = f" for {done.target}" if done.target else ""
-    click.echo(f"ok: {done.cases} test case(s) in {done.files} JSONL file(s){against}")
 
 
 @main.command(name="list")
