@@ -212,6 +212,69 @@ def test_helper_agents_get_what_the_design_sends_them(servers: Servers, tmp_path
     assert validator["metadata"]["test_mode"] == "validator" and validator["metadata"]["test_id"] == "T009"
 
 
+def test_the_model_simulator_is_shown_the_turn_count_and_the_tool_results(servers: Servers,
+                                                                           tmp_path: Path) -> None:
+    cases = tmp_path / "model-sim.jsonl"
+    cases.write_text(json.dumps({
+        "id": "T010", "input": "I want to submit an expense", "max_turns": 5,
+        "simulator": {"use": "openai-local", "metadata": {"persona": "New employee", "goal": "Submit expense"}}})
+        + "\n")
+    servers.openai.plan(text('{"input": "Business travel, $3500", "reasoning": "it asked the type"}'),
+                        text('{"input": "Yes, confirm", "reasoning": "the draft is right"}'))
+    before = len(servers.openai.calls())
+    done = run_test(["-i", str(cases), "-n", "assistants.expense", "--config", str(DESIGN / "tamesu.yaml"),
+                     "--out", str(tmp_path), "-o", str(tmp_path / "o.jsonl")], cwd=DESIGN, env=servers.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    asked = [c.body["messages"][-1]["content"] for c in servers.openai.calls()[before:]]
+    assert len(asked) == 2 and servers.openai.pending == 0
+    # after the agent's first answer (no tools), then after its draft (create_expense and what it returned)
+    assert "The agent has answered 1 time(s) so far.\nThe agent called no tools in its last turn." in asked[0]
+    assert "The agent has answered 2 time(s) so far." in asked[1]
+    shown = asked[1][asked[1].index("returned what follows (by tool name)"):]
+    assert json.loads(shown[shown.index("{"):shown.index("Write your next message")]) == {
+        "create_expense": {"id": "EXP-2025-001", "type": "travel", "amount": 3500, "status": "draft"}}
+    assert "session" not in " ".join(asked).lower()  # the run's id would make every replayed answer a miss
+    record = json.loads((tmp_path / "o.jsonl").read_text())
+    assert [t["input_source"] for t in record["turns"]] == ["static", "simulator", "simulator"]
+    result = json.loads((next(tmp_path.glob("2*")) / record["result"]).read_text())
+    notes = [e["data"] for e in result["events"] if e["name"] == "user_side"]
+    assert [n.get("simulator_prompt") for n in notes] == ["simulator.v2", "simulator.v2", None]
+
+
+def test_a_failing_simulator_is_the_cases_error_not_a_verdict(servers: Servers, tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "boom.py").write_text("def simulate(inputs):\n    raise RuntimeError('no idea')\n")
+    cases = tmp_path / "broken.jsonl"
+    cases.write_text("".join(json.dumps(case) + "\n" for case in [
+        {"id": "S1", "input": "I want to submit an expense", "simulator": {"use": "scripts:boom"}},
+        {"id": "S2", "input": "I want to submit an expense", "simulator": {"use": "openai-local"}}]))
+    servers.openai.plan(*[text("I would rather not say") for _ in range(3)])  # never the JSON asked for
+    done = run_test(["-i", str(cases), "-n", "assistants.expense", "--config", str(DESIGN / "tamesu.yaml"),
+                     "--out", str(tmp_path), "-o", str(tmp_path / "o.jsonl")], cwd=DESIGN, env=servers.env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    records = {r["id"]: r for r in map(json.loads, (tmp_path / "o.jsonl").read_text().splitlines())}
+    assert {k: (r["status"], r["total_turns"]) for k, r in records.items()} == {"S1": ("error", 1), "S2": ("error", 1)}
+    assert records["S1"]["error"] == "simulator scripts:boom raised RuntimeError: no idea"
+    assert records["S2"]["error"] == "simulator: no valid JSON after 3 attempts: no JSON object found in the answer"
+    assert servers.openai.pending == 0  # asked three times, then given up
+
+
+def test_the_simulator_flag_names_the_simulator_agent_as_both_revisions_write_it(servers: Servers,
+                                                                                 tmp_path: Path) -> None:
+    cases = tmp_path / "dynamic.jsonl"
+    cases.write_text(json.dumps({"id": "D001", "input": "Business travel, $3500", "checkpoints": [
+        {"id": "submitted", "assertion": {"type": "tool_called", "name": "submit_expense"}}]}) + "\n")
+    for name in ("user-sim", "agents:user-sim"):  # the later revision's bare id, the earlier one's prefix
+        servers.recorder.helpers.clear()
+        done = run_test(["-i", str(cases), "-n", "assistants.expense", "--simulator", name, "--config",
+                         str(DESIGN / "tamesu.yaml"), "--out", str(tmp_path), "-o", str(tmp_path / "o.jsonl")],
+                        cwd=DESIGN, env=servers.env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        record = json.loads((tmp_path / "o.jsonl").read_text())
+        assert (record["status"], [t["input_source"] for t in record["turns"]]) == ("passed", ["static", "simulator"])
+        assert [body["options"]["metadata"]["test_mode"] for body in servers.recorder.helpers] == ["simulator"]
+
+
 def test_the_readmes_jsonl_cases_run_as_written(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     section = readme[readme.index("## JSONL tests"):]

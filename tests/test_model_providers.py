@@ -16,6 +16,7 @@ from model_servers import (
     AnthropicServer,
     OpenAIServer,
     delay,
+    raw,
     status,
     text,
     tool_call,
@@ -221,6 +222,35 @@ async def test_malformed_json_text_is_returned_as_is(oai: tuple[OpenAIServer, st
     assert response.text == '{"pass": tru, "reason": "ok"'
 
 
+async def test_openai_answers_read_as_plain_json(oai: tuple[OpenAIServer, str]) -> None:
+    # the completion is read as the JSON it came as (no SDK model): what compatible servers vary in still reads
+    server, base_url = oai
+    server.plan(raw({"id": "x", "model": "served-name", "choices": [{"finish_reason": "stop", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "in "}, {"type": "text", "text": "parts"}]}}]}))
+    server.plan(raw({"choices": [{"message": {"role": "assistant", "content": None, "refusal": "I cannot."}}],
+                     "usage": None}))
+    server.plan(raw({"choices": [{"finish_reason": "tool_calls", "message": {"content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": {"id": 7}}},
+        {"id": "c2", "type": "function", "function": {"name": "broken", "arguments": "{not json"}},
+        {"id": "c3", "type": "custom", "custom": {"name": "free-form"}}]}}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3}}))
+    server.plan(raw({"choices": [{"text": "a legacy completion"}]}))
+    provider = OpenAIProvider("gpt-4o-mini", api_key=KEY, base_url=base_url)
+    try:
+        parts = await provider.generate(ask())
+        refused = await provider.generate(ask())
+        called = await provider.generate(ask())
+        with pytest.raises(ModelError, match=r"not a chat completion \(choices\[0\] has no message\)"):
+            await provider.generate(ask())
+    finally:
+        await provider.aclose()
+    assert (parts.text, parts.model, parts.finish_reason, parts.usage.total) == ("in parts", "served-name", "stop", 0)
+    assert (refused.text, refused.model, refused.finish_reason) == ("I cannot.", "gpt-4o-mini", None)
+    assert [(c.id, c.name, c.arguments) for c in called.tool_calls] == [
+        ("c1", "lookup", {"id": 7}), ("c2", "broken", {"_raw": "{not json"})]
+    assert (called.usage.input_tokens, called.usage.output_tokens) == (11, 3)
+
+
 async def test_reasoning_model_parameters_adapt(oai: tuple[OpenAIServer, str]) -> None:
     server, base_url = oai
     server.plan(status(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
@@ -421,6 +451,26 @@ async def test_anthropic_refused_temperature_is_dropped_for_the_run(claude: tupl
     bodies = [c.body for c in server.calls()]
     assert len(bodies) == 3 and "temperature" in bodies[0]
     assert all("temperature" not in body for body in bodies[1:])
+
+
+async def test_anthropic_answers_read_as_plain_json(claude: tuple[AnthropicServer, str]) -> None:
+    server, base_url = claude
+    server.plan(raw({"type": "message", "model": "served-name", "stop_reason": "tool_use", "content": [
+        {"type": "text", "text": "Looking "}, "not a block", {"type": "thinking", "thinking": "hm"},
+        {"type": "text", "text": "it up."}, {"type": "tool_use", "id": "t1", "name": "lookup", "input": {"id": 7}},
+        {"type": "tool_use", "id": "t2", "name": "odd", "input": [1, 2]}], "usage": {"input_tokens": 9}}))
+    server.plan(raw({"type": "error", "error": {"message": "a proxy's JSON"}}))
+    provider = AnthropicProvider("claude-opus-4-7", api_key=KEY, base_url=base_url)
+    try:
+        answer = await provider.generate(ask())
+        with pytest.raises(ModelError, match=r"HTTP 200 but not a Messages answer \(the JSON has no 'content'\)"):
+            await provider.generate(ask())
+    finally:
+        await provider.aclose()
+    assert (answer.text, answer.model, answer.finish_reason) == ("Looking it up.", "served-name", "tool_use")
+    assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [
+        ("t1", "lookup", {"id": 7}), ("t2", "odd", {"_value": [1, 2]})]
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (9, 0)
 
 
 async def test_anthropic_errors_map_like_openai(claude: tuple[AnthropicServer, str]) -> None:

@@ -49,7 +49,7 @@ tests:
 
 
 @pytest.fixture
-def setup(tmp_path: Path, serve) -> tuple[Receiver, str, list[str]]:
+def setup(tmp_path: Path, serve) -> tuple[Receiver, str, list[str], str]:
     receiver = Receiver()
     collector = serve(Starlette(routes=[Route("/v1/traces", receiver.traces, methods=["POST"])])).url
     seen: list[str] = []
@@ -60,11 +60,11 @@ def setup(tmp_path: Path, serve) -> tuple[Receiver, str, list[str]]:
 
     agent = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
     _project(tmp_path, agent)
-    return receiver, collector, seen
+    return receiver, collector, seen, agent
 
 
 def test_spans_reach_the_otlp_endpoint_and_the_turn_is_the_agents_parent(tmp_path: Path, tamesu, setup) -> None:
-    receiver, collector, seen = setup
+    receiver, collector, seen, _ = setup
     result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector})
     assert result.returncode == 0, result.stdout + result.stderr
     by_name: dict[str, list] = {}
@@ -86,12 +86,24 @@ def test_spans_reach_the_otlp_endpoint_and_the_turn_is_the_agents_parent(tmp_pat
     assert attributes["tamesu.purpose"] == "judge"
 
 
+def test_tamesu_test_exports_the_same_spans(tmp_path: Path, tamesu, setup) -> None:
+    receiver, collector, seen, agent = setup
+    (tmp_path / "cases.jsonl").write_text('{"id": "two", "turns": [{"input": "one"}, {"input": "two"}]}\n')
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", f"{agent}/chat", "--out", "out"], cwd=tmp_path,
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector})
+    assert result.returncode == 0, result.stdout + result.stderr
+    names = [span.name for span in receiver.spans]
+    assert sorted(names) == ["tamesu.run", "tamesu.test", "tamesu.turn", "tamesu.turn"]
+    turns = [span for span in receiver.spans if span.name == "tamesu.turn"]
+    assert seen == [f"00-{span.trace_id.hex()}-{span.span_id.hex()}-01" for span in turns]
+
+
 def test_nothing_is_loaded_or_sent_without_an_endpoint(tmp_path: Path, setup) -> None:
     import os
     import subprocess
     import sys
 
-    receiver, collector, seen = setup
+    receiver, collector, seen, _ = setup
     # the receiver's address is known to the run (as another variable), yet no endpoint is configured
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update({"NO_COLOR": "1", "OTEL_SERVICE_NAME": "tamesu-test", "COLLECTOR": collector})

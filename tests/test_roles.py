@@ -430,18 +430,19 @@ async def test_extractor_asks_once_at_temperature_zero() -> None:
 # --- prompts -----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("role", "sections"), [
-    ("simulator", {"system", "stop_when", "no_stop_when", "user"}),
-    ("judge", {"system", "scale binary", "scale 1-5", "user", "grounded system", "grounded user"}),
-    ("extract", {"system", "user"}),
-    ("grounded", {"system", "user"}),
-    ("golden", {"rubric"}),
-    ("handoff", {"rubric"}),
+@pytest.mark.parametrize(("role", "newest", "sections"), [
+    # v2: the JSONL simulator's run context (turn count, tool results); YAML suites load v1 by number
+    ("simulator", 2, {"system", "stop_when", "no_stop_when", "user", "tool_results", "no_tool_results"}),
+    ("judge", 1, {"system", "scale binary", "scale 1-5", "user", "grounded system", "grounded user"}),
+    ("extract", 1, {"system", "user"}),
+    ("grounded", 1, {"system", "user"}),
+    ("golden", 1, {"rubric"}),
+    ("handoff", 1, {"rubric"}),
 ])
-def test_prompts_are_versioned_data_files(role: str, sections: set[str]) -> None:
+def test_prompts_are_versioned_data_files(role: str, newest: int, sections: set[str]) -> None:
     prompt = _prompts.load(role)
-    assert prompt.version == f"{role}.v1" and set(prompt.sections) == sections
-    assert _prompts.load(role, 1) == prompt
+    assert prompt.version == f"{role}.v{newest}" and set(prompt.sections) == sections
+    assert _prompts.load(role, newest) == prompt
     with pytest.raises(LookupError):
         _prompts.load(role, 99)
     with pytest.raises(KeyError):

@@ -296,24 +296,138 @@ def test_shard_auto_reads_the_indexed_job_environment(tmp_path: Path, tamesu, ag
     assert beyond.returncode == 2 and "is not below" in beyond.stderr
 
 
-def test_a_jsonl_run_folder_imports_into_the_store(tmp_path: Path, tamesu, agent_url: str) -> None:
-    (tmp_path / "cases.jsonl").write_text(
-        '{"id": "greets", "input": "hello", "assert": [{"type": "contains", "value": "echo: hello"}]}\n'
-        '{"id": "wrong", "input": "hi", "assert": [{"type": "contains", "value": "nope"}]}\n')
-    ran = tamesu(["test", "-i", "cases.jsonl", "-n", f"{agent_url}/chat", "--out", "out"], cwd=tmp_path)
+def test_the_indexed_job_manifests_pods_write_one_postgresql_run_that_view_shows(tmp_path: Path, agent_url: str,
+                                                                                  postgres: PostgresServer) -> None:
+    """examples/ci/k8s-indexed-job.yaml played here: one process per completion index, all at once (its
+    parallelism), each with the container's command, working directory and environment as Kubernetes fills
+    them in (the Job's name label, the store secret, JOB_COMPLETION_INDEX)."""
+    from ruamel.yaml import YAML
+    from starlette.testclient import TestClient
+
+    from tamesu.view.app import create_app
+
+    job = YAML(typ="safe").load((Path(__file__).resolve().parent.parent / "examples" / "ci" /
+                                 "k8s-indexed-job.yaml").read_text())
+    spec = job["spec"]
+    [container] = spec["template"]["spec"]["containers"]
+    assert spec["parallelism"] == spec["completions"]
+    url = postgres.create_database("t" + uuid.uuid4().hex[:12])
+
+    def value(entry: dict) -> str:
+        if "value" in entry:
+            return str(entry["value"])
+        source = entry["valueFrom"]
+        if "fieldRef" in source:  # Kubernetes labels each pod of a Job with the Job's name
+            assert source["fieldRef"]["fieldPath"] == "metadata.labels['batch.kubernetes.io/job-name']"
+            return str(job["metadata"]["name"])
+        assert source["secretKeyRef"] == {"name": "tamesu-store", "key": "url"}
+        return url
+
+    environment = {entry["name"]: value(entry) for entry in container["env"]}
+    names = [f"t{i}" for i in range(8)]
+    (tmp_path / "project").mkdir()
+    root = project(tmp_path / "project", agent_url, "".join(f"""\
+  - name: {name}
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert: [ {{ contains: "echo: hi" }} ]
+""" for name in names))
+    command = container["command"]
+    assert command[0] == "tamesu"
+    pods = []
+    for index in range(spec["completions"]):
+        own_root = tmp_path / f"pod-{index}"  # each pod has a filesystem of its own: its /tmp lives here
+        args = [str(own_root) + arg if arg.startswith("/") else arg for arg in command[1:]]
+        pods.append(subprocess.Popen(
+            [sys.executable, "-m", "tamesu", *args], cwd=root, text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "NO_COLOR": "1", **environment, "JOB_COMPLETION_INDEX": str(index)}))
+    outputs = [pod.communicate(timeout=120)[0] for pod in pods]
+    assert [pod.returncode for pod in pods] == [0] * len(pods), outputs
+    assert not any("warning" in output for output in outputs), outputs
+    store = Store(store_url(url, root, environ={}))
+    [run] = Reader(store).runs()
+    shards = [f"{i}/{len(pods)}" for i in range(1, len(pods) + 1)]
+    assert run.id == job["metadata"]["name"] and run.shards == shards and run.finished
+    assert run.counts["passed"] == len(names)
+    with TestClient(create_app(store)) as view:
+        runs_page, run_page = view.get("/"), view.get("/run", params={"id": run.id})
+    assert runs_page.status_code == run_page.status_code == 200
+    assert runs_page.text.count(", ".join(shards)) == 1  # one run, its four parts
+    assert all(f"suite/{name}" in run_page.text for name in names)
+    store.close()
+
+
+JSONL_CASES = (
+    '{"id": "greets", "input": "hello", "assert": [{"type": "contains", "value": "echo: hello"}]}\n'
+    '{"id": "wrong", "input": "hi", "assert": [{"type": "contains", "value": "nope"}]}\n'
+    '{"id": "talks", "turns": [{"input": "one"}, {"input": "two"}], "assert": [{"type": "contains", '
+    '"value": "echo: two"}]}\n')
+
+
+def test_tamesu_test_writes_each_case_to_the_store_live_and_import_gives_back_the_same(
+        tmp_path: Path, tamesu, agent_url: str, url: str) -> None:
+    (tmp_path / "cases.jsonl").write_text(JSONL_CASES)
+    env = {"TAMESU_STORE": url, "TAMESU_COMMIT": "c0ffee2", "TAMESU_BRANCH": "main"}
+    ran = tamesu(["test", "-i", "cases.jsonl", "-n", f"{agent_url}/chat", "--out", "out"], cwd=tmp_path, env=env)
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    url = f"sqlite:///{tmp_path / 'store.db'}"
-    imported = tamesu(["store", "import", "out", "--store", url], cwd=tmp_path)
-    assert imported.returncode == 0, imported.stderr
-    reader = Reader(Store(url))
+    assert "warning" not in ran.stdout + ran.stderr
+    reader = Reader(Store(store_url(url, tmp_path, environ={})))
     [run] = reader.runs()
-    assert run.counts["passed"] == 1 and run.counts["failed"] == 1
-    loaded = reader.as_loaded_run(run.id)
-    assert loaded is not None
-    statuses = {r.test: r.status for r in loaded.results}
-    assert sorted(statuses.values()) == ["failed", "passed"]
-    [failed] = [h for r in loaded.results if r.status == "failed" for h in reader.history(r.id)]
-    assert failed.runs[0].transcript[0] == {"role": "user", "text": "hi", "turn": 1}
+    assert run.counts["passed"] == 2 and run.counts["failed"] == 1 and run.finished and run.exit_code == 1
+    assert run.commit == "c0ffee2" and run.branch == "main"
+    [run_dir] = (tmp_path / "out").iterdir()
+    assert run.dirs == [str(run_dir.resolve())]
+    [failed] = reader.history("cases/wrong")
+    assert failed.status == "failed"
+    assert failed.runs[0].transcript == [{"role": "user", "text": "hi", "turn": 1},
+                                         {"role": "agent", "text": "echo: hi", "turn": 1}]
+    assert failed.runs[0].assertions[0]["passed"] is False
+    [talks] = reader.history("cases/talks")
+    assert [m["text"] for m in talks.runs[0].transcript] == ["one", "echo: one", "two", "echo: two"]
+
+    # the run folder imported into a fresh store reads back as the live writes did
+    copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
+    imported = tamesu(["store", "import", "out", "--store", copy_url], cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    copy = Reader(Store(copy_url))
+    [back] = copy.runs()
+    assert (back.id, back.commit, back.branch, back.counts) == (run.id, run.commit, run.branch, run.counts)
+    live_run, back_run = reader.as_loaded_run(run.id), copy.as_loaded_run(run.id)
+    assert live_run is not None and back_run is not None
+    assert [r.model_dump() for r in back_run.results] == [r.model_dump() for r in live_run.results]
+    assert [(r.transcript, r.assertions, r.metrics) for r in copy.history("cases/talks")[0].runs] == \
+        [(r.transcript, r.assertions, r.metrics) for r in talks.runs]
+
+
+def test_a_killed_tamesu_test_has_its_finished_cases_in_the_store(tmp_path: Path, agent_url: str) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    (tmp_path / "cases.jsonl").write_text("".join(
+        f'{{"id": "slow{i}", "input": "slow 1", "assert": [{{"type": "contains", "value": "finally"}}]}}\n'
+        for i in range(8)))
+    env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": url}
+    process = subprocess.Popen([sys.executable, "-m", "tamesu", "test", "-i", "cases.jsonl", "-n",
+                                f"{agent_url}/chat", "--out", "out"], cwd=tmp_path, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    reader = Reader(Store(store_url(url, tmp_path, environ={})))
+    try:
+        deadline, written = time.monotonic() + 60, 0
+        while time.monotonic() < deadline and written < 2:
+            time.sleep(0.05)
+            try:
+                runs = reader.runs()
+            except Exception:  # the tables may not exist yet
+                continue
+            written = runs[0].counts.get("total", 0) if runs else 0
+        assert written >= 2, "no two cases reached the store in time"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    run = reader.runs()[0]
+    assert not run.finished and run.exit_code is None
+    assert 2 <= run.counts["passed"] == run.counts["total"] < 8
 
 
 def test_doctor_says_whether_the_store_is_reachable(tmp_path: Path, tamesu, agent_url: str) -> None:

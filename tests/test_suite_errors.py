@@ -61,7 +61,7 @@ CASES = [
         "    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:9:19: tests[0].assert[0].contains: bad template {{weather.today}}: unknown namespace "
         "'weather' (one of args, attachments, captured, env, listen, message, remote, response, run, secrets, "
-        "session, vars)",
+        "session, trace, vars)",
         id="bad-template-namespace",
     ),
     pytest.param(

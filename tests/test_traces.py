@@ -1,11 +1,13 @@
 """W3C trace context across the boundary: a `traceparent` with every request of a turn (REST headers, A2A
-headers, gRPC metadata and message metadata), the trace id recorded per turn, and `trace_url` links in the
-HTML report."""
+headers, gRPC metadata and message metadata, a rest websocket's messages, each turn of a gRPC stream, MCP
+tools/call `_meta` and HTTP headers), the trace id recorded per turn, and `trace_url` links in the HTML
+report."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,3 +140,173 @@ async def test_the_grpc_targets_unary_calls_carry_the_turns_trace(tmp_path: Path
     finally:
         await server.stop(None)
     assert seen == traces and traces[0] != traces[1]
+
+
+# -- the carriers that are not a request's headers: a websocket's messages, a gRPC stream's turns, MCP's _meta --
+
+
+def _turn_traces(run_dir: Path, suite: str, test: str) -> list[str]:
+    detail = json.loads((run_dir / suite / test / "run-1" / "result.json").read_text())
+    return [turn["agent"]["trace_id"] for turn in detail["turns"]]
+
+
+def _trace_ids(traceparents: list[str | None]) -> list[str]:
+    parsed = [TRACEPARENT.match(value or "") for value in traceparents]
+    assert all(parsed), traceparents
+    return [match.group(1) for match in parsed if match]
+
+
+def _project(root: Path, suite: str, models: str = "") -> None:
+    (root / "tamesu.yaml").write_text("suites: ['suite.yaml']\ntrace_url: 'https://jaeger.example/trace/{trace_id}'\n"
+                                      + models)
+    (root / "suite.yaml").write_text(suite)
+
+
+def _linked(run_dir: Path, trace_ids: list[str]) -> bool:
+    html = (run_dir / "report.html").read_text()
+    return all(f'href="https://jaeger.example/trace/{trace_id}"' in html for trace_id in trace_ids)
+
+
+def test_each_websocket_message_carries_its_turns_trace(tmp_path: Path, tamesu, serve) -> None:
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    received: list[dict] = []
+    handshakes: list[str | None] = []
+
+    async def chat(websocket: WebSocket) -> None:
+        await websocket.accept()
+        handshakes.append(websocket.headers.get("traceparent"))
+        try:
+            while True:
+                received.append(json.loads(await websocket.receive_text()))
+                await websocket.send_json({"text": "ok", "done": True})
+        except WebSocketDisconnect:
+            return
+
+    url = "ws" + serve(Starlette(routes=[WebSocketRoute("/ws", chat)])).url.removeprefix("http") + "/ws"
+    _project(tmp_path, f"""\
+targets:
+  plain: {{ type: rest, url: '{url}', streaming: websocket, response: {{ final: $.done }} }}
+  own:
+    type: rest
+    url: '{url}'
+    streaming: websocket
+    response: {{ final: $.done }}
+    request: {{ body: {{ say: '{{{{message}}}}', trace: '{{{{trace.traceparent}}}}', id: '{{{{trace.id}}}}' }} }}
+tests:
+  - name: default body
+    target: plain
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+  - name: own body
+    target: own
+    scenario: {{ script: [ {{ say: three }} ] }}
+""")
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    default = [m for m in received if "message" in m]
+    own = [m for m in received if "say" in m]
+    assert [m["message"] for m in default] == ["one", "two"] and [m["say"] for m in own] == ["three"]
+    sent = _trace_ids([m["traceparent"] for m in default])
+    assert sent == _turn_traces(run_dir, "suite", "default-body") and sent[0] != sent[1]
+    assert _trace_ids([own[0]["trace"]]) == [own[0]["id"]] == _turn_traces(run_dir, "suite", "own-body")
+    assert handshakes == [None, None]  # the handshake comes before any turn: no trace is invented for it
+    assert _linked(run_dir, [*sent, own[0]["id"]])
+
+
+def test_each_turn_of_a_grpc_stream_carries_its_trace(tmp_path: Path, tamesu) -> None:
+    from concurrent import futures
+
+    import grpc
+
+    from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+
+    seen: list[tuple[str, str, str | None]] = []  # (session id, the turn's traceparent, the stream's metadata)
+
+    class Agent(turn_pb2_grpc.TurnServiceServicer):
+        def Converse(self, request_iterator, context):
+            metadata = dict(context.invocation_metadata() or ()).get("traceparent")
+            for turn in request_iterator:
+                seen.append((turn.session_id, turn.traceparent, metadata))
+                yield turn_pb2.AgentEvent(delta=turn_pb2.TextDelta(text="ok"))
+                yield turn_pb2.AgentEvent(turn_end=turn_pb2.TurnEnd())
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    turn_pb2_grpc.add_TurnServiceServicer_to_server(Agent(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    mine = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    _project(tmp_path, f"""\
+targets:
+  agent: {{ type: grpc, url: 'grpc://127.0.0.1:{port}' }}
+  pinned: {{ type: grpc, url: 'grpc://127.0.0.1:{port}', headers: {{ traceparent: '{mine}' }} }}
+tests:
+  - name: three turns
+    target: agent
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }}, {{ say: three }} ] }}
+  - name: pinned
+    target: pinned
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+""")
+    try:
+        result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    finally:
+        server.stop(None)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    assert len({session for session, _, _ in seen}) == 2  # one stream per test run
+    first = [(tp, md) for _, tp, md in seen if tp != mine]
+    pinned = [(tp, md) for _, tp, md in seen if tp == mine]
+    sent = _trace_ids([tp for tp, _ in first])
+    assert sent == _turn_traces(run_dir, "suite", "three-turns") and len(set(sent)) == 3
+    assert {md for _, md in first} == {None}  # the stream opened before its first turn
+    assert pinned == [(mine, mine), (mine, mine)]  # the suite's own header wins, on the stream and in each turn
+    assert _linked(run_dir, sent)
+
+
+MCP_RULES = """\
+models:
+  target:
+    provider: fake
+    rules:
+      - { when: "where is ORD-1001", tool_calls: [ { name: get_order, args: { order_id: ORD-1001 } } ],
+          say: "It has shipped." }
+      - { when: "returns", tool_calls: [ { name: search_docs, args: { query: returns } } ],
+          say: "Within 30 days." }
+"""
+
+
+def test_each_mcp_tool_call_carries_its_turns_trace_in_meta_and_over_http_as_a_header(tmp_path: Path,
+                                                                                       tamesu) -> None:
+    servers = Path(__file__).resolve().parent / "agents" / "mcp_servers.py"
+    stdio_log, http_log = tmp_path / "stdio.jsonl", tmp_path / "http.jsonl"
+    python = json.dumps(sys.executable)
+    _project(tmp_path, f"""\
+targets:
+  stdio: {{ type: mcp, command: {python}, args: [ '{servers}', --traces, '{stdio_log}' ] }}
+  http:
+    type: mcp
+    command: {python}
+    args: [ '{servers}', --http, --port, '{{{{session.port}}}}', --traces, '{http_log}' ]
+    url: 'http://127.0.0.1:{{{{session.port}}}}/mcp'
+tests:
+  - name: over stdio
+    target: stdio
+    scenario: {{ script: [ {{ say: where is ORD-1001 }}, {{ say: and returns? }} ] }}
+  - name: over http
+    target: http
+    scenario: {{ script: [ {{ say: where is ORD-1001 }}, {{ say: and returns? }} ] }}
+""", MCP_RULES)
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    stdio = [json.loads(line) for line in stdio_log.read_text().splitlines()]
+    http = [json.loads(line) for line in http_log.read_text().splitlines()]
+    assert [c["tool"] for c in stdio] == [c["tool"] for c in http] == ["get_order", "search_docs"]
+    over_stdio = _trace_ids([c["meta"] for c in stdio])
+    assert over_stdio == _turn_traces(run_dir, "suite", "over-stdio") and over_stdio[0] != over_stdio[1]
+    assert [c["header"] for c in stdio] == [None, None]  # stdio has no headers: _meta is its one carrier
+    assert [c["header"] for c in http] == [c["meta"] for c in http]
+    assert _trace_ids([c["meta"] for c in http]) == _turn_traces(run_dir, "suite", "over-http")
+    assert _linked(run_dir, over_stdio)

@@ -107,3 +107,69 @@ tests:
         "desk.yaml:5:78: tests[0].scenario.script[0].files[0]: target desk cannot send this file: receipt.png: this "
         "rest target's request.body does not send files: add \"{{attachments}}\" to it, or set request.multipart",
         "1 problem found"]
+
+
+def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    folder = project / "cases"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(CASES)
+    (folder / "b.ndjson").write_text(json.dumps({"id": "ok", "input": "hi"}) + "\n"
+                                     + json.dumps({"id": "bad", "input": "hi", "max_turns": -1}) + "\n")
+    (folder / "c.jsonl").write_text('{"id": "c", "input": "hi"\n')
+    (folder / "notes.txt").write_text("not a case")
+    # every file of the folder, each problem as file:line:col, exit 2
+    bad = tamesu(["validate", "cases", "-n", "shop"], cwd=project)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines() == [
+        "cases/b.ndjson:2:43: max_turns: input should be greater than or equal to 1, got -1",
+        "cases/c.jsonl:2:1: not valid JSON: Expecting ',' delimiter", "2 problems found"]
+    (folder / "c.jsonl").unlink()
+    (folder / "b.ndjson").write_text(json.dumps({"id": "ok", "input": "hi"}) + "\n")
+    good = tamesu(["validate", "cases", "-n", "shop"], cwd=project)
+    assert good.returncode == 0, good.stdout + good.stderr  # a warning is not a failure
+    assert good.stdout.strip() == "ok: 3 test case(s) in 2 JSONL file(s) for shop (a2a)"
+    assert good.stderr.splitlines() == [
+        "warning: cases/a.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
+        "\"lookup_order\" can never see one"]
+    # `tamesu test` runs one file: a folder is refused, never sent to the agent as a message
+    run = tamesu(["test", "-i", "cases", "-n", "shop", "--dry-run"], cwd=project)
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == ["cases:1:1: a folder: name one of its JSONL files (`tamesu validate cases` "
+                                       "checks them all)", "1 problem found"]
+    # named by the project's `suites` (a folder, and a pattern): `tamesu validate` reads them as JSONL, the YAML
+    # suite beside them as a suite, and says every problem of both at once
+    (project / "tamesu.yaml").write_text(PROJECT.replace("suites: [suite.yaml]",
+                                                         "suites: [suite.yaml, cases, 'more/*.jsonl']"))
+    (project / "more").mkdir()
+    (project / "more" / "c.jsonl").write_text('{"id": "c", "input": "hi", "assertions": [{"type": "nope"}]}\n')
+    both = tamesu(["validate"], cwd=project)
+    assert both.returncode == 2
+    assert both.stderr.splitlines() == [
+        "more/c.jsonl:1:52: assertions[0].type: unknown assertion type 'nope' (one of contains, equals, regex, "
+        "json_path, tool_called, type, agent, script)",
+        f"suite.yaml:8:57: tests[0].scenario.script[0].files[0]: file not found: {project / 'receipt.png'} (a path "
+        "is relative to the suite's folder)", "2 problems found"]
+    (project / "more" / "c.jsonl").write_text('{"id": "c", "input": "hi"}\n')
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    done = tamesu(["validate", "."], cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["ok: 4 test case(s) in 3 JSONL file(s)", "ok: 1 test in 1 suite"]
+    # `tamesu run` reads the YAML suite and says what the JSONL entries are; with only those, it has nothing to run
+    listed = tamesu(["list"], cwd=project)
+    assert listed.returncode == 0 and listed.stdout.split()[0] == "suite/delegates", listed.stdout + listed.stderr
+    (project / "tamesu.yaml").write_text(PROJECT.replace("suites: [suite.yaml]", "suites: [cases, 'more/*.jsonl']"))
+    none = tamesu(["run", "--out", "out"], cwd=project)
+    assert none.returncode == 2
+    assert none.stderr.splitlines() == [
+        "cases:1:1: JSONL test cases, not a suite: `tamesu test -i FILE -n TARGET` runs them, `tamesu validate` "
+        "checks them",
+        "more/c.jsonl:1:1: JSONL test cases, not a suite: `tamesu test -i more/c.jsonl -n TARGET` runs them, "
+        "`tamesu validate` checks them", "2 problems found"]
+
+
+def test_the_expense_examples_jsonl_folder_validates(tamesu: Callable[..., Any]) -> None:
+    example = Path(__file__).parent.parent / "examples" / "expense-agent"
+    done = tamesu(["validate"], cwd=example, env={"EXPENSE_URL": "http://127.0.0.1:9"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["ok: 11 test case(s) in 4 JSONL file(s)"]

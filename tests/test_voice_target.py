@@ -77,7 +77,7 @@ def test_the_three_recipes_pass_against_the_bot(runs: tuple[Path, str, int]) -> 
     assert "Traceback" not in output
     vonage = json.loads((run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "result.json")
                         .read_text())
-    assert "press" in vonage["turns"][0]["agent"]["text"].lower()
+    assert "billing" in vonage["turns"][0]["agent"]["text"].lower()
     assert (run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "audio.wav").stat().st_size > 0
 
 

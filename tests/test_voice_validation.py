@@ -112,3 +112,7 @@ def test_a_jsonl_case_asking_for_voice_on_a_text_target_is_warned(tmp_path: Path
         "warning: cases.jsonl:1:208: turns[0].options.metadata.dtmf: rest target shop cannot send DTMF digits: "
         "dtmf is not sent",
     ]
+    # `tamesu validate` says the same of the file
+    validated = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=tmp_path)
+    assert validated.returncode == 0, validated.stderr
+    assert validated.stderr.splitlines() == warnings

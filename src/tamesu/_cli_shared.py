@@ -1,5 +1,6 @@
 """What `tamesu run` and `tamesu test` share on the command line: choosing tests, shards, the reports to write
-and writing them after the run, and the note an interrupted run leaves."""
+and writing them after the run, the results store and tamesu's own spans, and the note an interrupted run
+leaves."""
 
 from __future__ import annotations
 
@@ -101,6 +102,52 @@ def finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, to
     if emitted.errors and code in (0, 1):
         return EXIT_INFRA
     return code
+
+
+def start_telemetry(console: Any) -> bool:
+    """tamesu's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is imported otherwise)."""
+    from tamesu import __version__, _otel
+
+    if not _otel.configured():
+        return False
+    try:
+        _otel.start(__version__)
+    except ImportError:
+        console.print(f"warning: {_otel.OTEL_HINT}", style="yellow", highlight=False, markup=False)
+        return False
+    return True
+
+
+def stop_telemetry(started: bool) -> None:
+    if started:
+        from tamesu import _otel
+
+        _otel.stop()
+
+
+def open_store_writer(project: Any, redactor: Any, origin: Any, shard: str | None, console: Any) -> Any:
+    """The reporter that writes every finished test to the results store, or None when none is configured.
+
+    A store configured without its extra is exit 2 before anything runs; a store that is down is only a
+    warning, printed when the first write fails."""
+    from tamesu.store import StoreError, store_url
+
+    url = store_url(project.spec.store, project.dir)
+    if url is None:
+        return None
+    try:
+        from tamesu.store.db import Store
+        from tamesu.store.writer import StoreWriter
+
+        store = Store(url)
+    except StoreError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+
+    def warn(message: str) -> None:
+        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+
+    return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn)
 
 
 def report_options(command: Any) -> Any:

@@ -15,12 +15,14 @@ from tamesu import __version__
 from tamesu._cli_shared import (
     finish_reports,
     interrupted_note,
+    open_store_writer,
     parse_shard,
     report_options,
     report_requests,
     select_tests,
+    start_telemetry,
+    stop_telemetry,
 )
-from tamesu._words import count_of
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
 
 COLOR = click.Choice(["auto", "always", "never"])
@@ -57,6 +59,7 @@ class _LazyGroup(click.Group):
     `tamesu validate` start fast."""
 
     _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli_test", "test_command"),
+                                                   "validate": ("tamesu.cli_validate", "validate_command"),
                                                    "store": ("tamesu.cli_store", "store_group"),
                                                    "view": ("tamesu.cli_store", "view_command")}
 
@@ -138,11 +141,15 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     reporters: list[Any] = [ConsoleReporter(console, plan.secrets.redactor, verbose),
                             PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
                                          plan.project.spec.trace_url)]
-    store_writer = _store_writer(plan, origin, str(shard) if shard else None, console)
+    store_writer = open_store_writer(plan.project, plan.secrets.redactor, origin, str(shard) if shard else None,
+                                     console)
     if store_writer is not None:
         reporters.append(store_writer)
-    telemetry = _start_telemetry(console)
+    telemetry = start_telemetry(console)
     runner = Runner(plan, tests, options, Fanout(*reporters))
+    from tamesu.engine._heap import settle_for_a_run
+
+    settle_for_a_run()  # this process is the run's: what was made before it lives to its end (see _heap)
     try:
         outcome = run_stoppable(runner.run())
     except RunFolderError as exc:
@@ -154,89 +161,12 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         click.echo(interrupted_note(stop, runner.run_dir), err=True)
         sys.exit(stop.exit_code)
     finally:
-        if telemetry:
-            from tamesu import _otel
-
-            _otel.stop()
+        stop_telemetry(telemetry)
     code = outcome.exit_code
     if requests or baseline_dir is not None:
         code = finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
     sys.exit(code)
-
-
-def _start_telemetry(console: Any) -> bool:
-    """tamesu's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is imported otherwise)."""
-    from tamesu import _otel
-
-    if not _otel.configured():
-        return False
-    try:
-        _otel.start(__version__)
-    except ImportError:
-        console.print(f"warning: {_otel.OTEL_HINT}", style="yellow", highlight=False, markup=False)
-        return False
-    return True
-
-
-def _store_writer(plan: Any, origin: Any, shard: str | None, console: Any) -> Any:
-    """The reporter that writes to the results store, or None when none is configured.
-
-    A store configured without its extra is exit 2 before anything runs; a store that is down is only a
-    warning, printed when the first write fails."""
-    from tamesu.store import StoreError, store_url
-
-    url = store_url(plan.project.spec.store, plan.project.dir)
-    if url is None:
-        return None
-    try:
-        from tamesu.store.db import Store
-        from tamesu.store.writer import StoreWriter
-
-        store = Store(url)
-    except StoreError as exc:
-        click.echo(str(exc), err=True)
-        sys.exit(EXIT_CONFIG)
-
-    def warn(message: str) -> None:
-        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
-
-    return StoreWriter(store, origin, project_dir=plan.project.dir, shard=shard,
-                       redact=plan.secrets.redactor.data, warn=warn)
-
-
-@main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--config", type=click.Path(dir_okay=False))
-@click.option("-n", "--name", "target", metavar="TARGET", help="JSONL files: the agent they test (default: the "
-              "project's only target), so files it cannot carry and tool assertions it cannot see are checked.")
-def validate(paths: tuple[str, ...], config: str | None, target: str | None) -> None:
-    """Check suites (and JSONL test cases) without running them: every problem at once, with file:line:col."""
-    jsonl = [p for p in paths if p.lower().endswith((".jsonl", ".ndjson"))]
-    suites = tuple(p for p in paths if p not in jsonl)
-    if jsonl:
-        _validate_jsonl(jsonl, config, target)
-    if suites or not jsonl:
-        plan = _load(suites, config, require_secrets=False)
-        for warning in plan.warnings:
-            click.echo(f"warning: {warning}", err=True)
-        click.echo(f"ok: {count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')}")
-
-
-def _validate_jsonl(paths: list[str], config: str | None, target: str | None) -> None:
-    from tamesu.jsonl.validate import TargetProblem, validate_files
-
-    try:
-        done = asyncio.run(validate_files([Path(p) for p in paths], Path(config) if config else None, target))
-    except ConfigError as exc:
-        _fail_config(exc.problems)
-    except TargetProblem as exc:
-        click.echo(f"tamesu validate: {exc}", err=True)
-        sys.exit(EXIT_CONFIG)
-    for warning in done.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    against = f" for {done.target}" if done.target else ""
-    click.echo(f"ok: {done.cases} test case(s) in {done.files} JSONL file(s){against}")
 
 
 @main.command(name="list")

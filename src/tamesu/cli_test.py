@@ -237,7 +237,16 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
 async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
                resolved: Any, options: dict[str, Any]) -> int:
     """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
-    from tamesu._cli_shared import finish_reports, parse_shard, report_requests, select_tests
+    from tamesu._cli_shared import (
+        finish_reports,
+        open_store_writer,
+        parse_shard,
+        report_requests,
+        select_tests,
+        start_telemetry,
+        stop_telemetry,
+    )
+    from tamesu._provenance import provenance
     from tamesu.jsonl.console import TestConsole
     from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
     from tamesu.report.console import make_console
@@ -258,7 +267,11 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
                             shard=str(shard) if shard else None)
     rich_console = make_console(options["color"])
     console = TestConsole(rich_console, secrets.redactor, options["verbose"])
-    runner = JsonlRunner(plan, settings, console)
+    origin = provenance(project.dir)
+    # the same store and the same records as `tamesu run`: each case is written as it finishes
+    store_writer = open_store_writer(project, secrets.redactor, origin, settings.shard, rich_console)
+    runner = JsonlRunner(plan, settings, console, provenance=origin,
+                         also=[store_writer] if store_writer is not None else [])
     tests = select_tests(runner.engine_plan, options["pattern"], options["tags"])
     if not tests:
         _usage("no test case matches the filter")
@@ -266,7 +279,16 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         tests = select(tests, shard)
     modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
     console.start(resolved.about, label, len(tests), modes)
-    outcome = await runner.run(tests)
+    from tamesu.engine._heap import settle_for_a_run
+
+    settle_for_a_run()  # this process is the run's: what was made before it lives to its end (see _heap)
+    telemetry = start_telemetry(rich_console)
+    try:
+        outcome = await runner.run(tests)
+    finally:
+        if store_writer is not None:
+            store_writer.close(timeout=5)  # at once after a finished run; bounded when it was stopped
+        stop_telemetry(telemetry)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
                    outcome.summary.stopped)
     report = project.spec.report

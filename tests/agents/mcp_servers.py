@@ -9,12 +9,15 @@ Modes:
 
 `--http --port 0` serves streamable HTTP at /mcp on a free port and prints `listening on URL`; `--token T`
 makes every HTTP request need `Authorization: Bearer T`. Every tool call is appended to `--log FILE` (one
-name per line), so a test can prove what reached the server.
+name per line), so a test can prove what reached the server; `--traces FILE` appends, for each call of
+`get_order` and `search_docs`, a JSON line with the `traceparent` of its `_meta` and of its HTTP request
+(null when absent), as an instrumented server would read them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.server.mcpserver import Context  # at the top: the SDK reads a tool's annotations in these globals
 
 DOCS = {
     "returns": "Returns are accepted within 30 days of delivery. Refunds reach the card in 5 business days.",
@@ -30,15 +34,21 @@ DOCS = {
 ORDERS = {"ORD-1001": {"order_id": "ORD-1001", "status": "shipped", "eta": "Friday"}}
 
 
-def build(log: Path | None) -> Any:
+def build(log: Path | None, traces: Path | None = None) -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import Tool
 
-    def record(name: str) -> None:
+    def record(name: str, ctx: Context | None = None) -> None:
         if log is not None:
             with log.open("a", encoding="utf-8") as out:
                 out.write(name + "\n")
+        if traces is not None and ctx is not None:
+            meta = ctx.request_context.meta or {}
+            headers = ctx.headers or {}
+            line = {"tool": name, "meta": meta.get("traceparent"), "header": headers.get("traceparent")}
+            with traces.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(line) + "\n")
 
     class ListsAGhost(MCPServer):
         """Lists a tool it has no handler for, so calling it answers "Unknown tool"."""
@@ -51,16 +61,16 @@ def build(log: Path | None) -> Any:
                          log_level="WARNING")
 
     @server.tool()
-    def search_docs(query: str) -> str:
+    def search_docs(query: str, ctx: Context) -> str:
         """Search the help centre."""
-        record("search_docs")
+        record("search_docs", ctx)
         hits = [text for key, text in DOCS.items() if key in query.lower()]
         return "\n".join(hits) or "no document matches"
 
     @server.tool()
-    def get_order(order_id: str) -> dict[str, Any]:
+    def get_order(order_id: str, ctx: Context) -> dict[str, Any]:
         """Look an order up by its id."""
-        record("get_order")
+        record("get_order", ctx)
         if order_id not in ORDERS:
             raise ToolError(f"no order {order_id}")
         return ORDERS[order_id]
@@ -128,6 +138,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token")
     parser.add_argument("--log", type=Path)
+    parser.add_argument("--traces", type=Path)
     options = parser.parse_args()
     if options.mode == "crash":
         print("boom: the database is unreachable", file=sys.stderr, flush=True)
@@ -135,7 +146,7 @@ def main() -> None:
     if options.mode == "mute":
         time.sleep(3600)
         return
-    server = build(options.log)
+    server = build(options.log, options.traces)
     if options.mode == "noisy":
         # a server that prints its own chatter on stdout, where only JSON-RPC belongs
         for number in range(NOISE_LINES):

@@ -9,12 +9,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 from tamesu._rundir import new_run_dir, slug
 from tamesu.suite.secrets import Redactor
 
 __all__ = ["RunDirectory", "new_run_dir", "slug"]
+
+def indented_json(data: Any) -> bytes:
+    """`data` as UTF-8 JSON indented by two, and a newline: the text `json.dumps(data, indent=2,
+    ensure_ascii=False)` writes (but for a float's exponent: `1e-7`, not `1e-07`), made by pydantic-core in
+    Rust. With an indent Python's json runs its pure-Python encoder: a conversation's `result.json` took
+    0.15 ms there, 0.03 ms here."""
+    return pydantic_core.to_json(data, indent=2) + b"\n"
+
 
 class RunDirectory:
     """Writes everything a run leaves behind, with every secret value masked."""
@@ -25,6 +34,7 @@ class RunDirectory:
         self._lock = threading.Lock()
         self._used: set[str] = set()
         self.results_path = root / "results.jsonl"
+        self._syncer = _Syncer(self.results_path)
 
     def test_dir(self, suite: str, test: str) -> Path:
         base = f"{slug(suite)}/{slug(test)}"
@@ -41,8 +51,7 @@ class RunDirectory:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(path.suffix + ".tmp")
         try:
-            temporary.write_text(json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False) + "\n",
-                                 encoding="utf-8")
+            temporary.write_bytes(indented_json(self.redactor.data(data)))
             os.replace(temporary, path)
         except OSError:
             # a full disk or a folder gone read-only: no half-written .tmp is left behind
@@ -51,10 +60,12 @@ class RunDirectory:
             raise
 
     def append_result(self, value: BaseModel) -> None:
-        """One line per finished test, flushed to disk at once so a killed run keeps it."""
+        """One line per finished test, written at once (unbuffered) so a killed run keeps it, and synced to
+        the disk by a thread of its own (`_Syncer`) so the run's event loop never waits on the disk."""
         line = json.dumps(self.redactor.data(value.model_dump(mode="json")), ensure_ascii=False)
         data = (line + "\n").encode("utf-8")
         with self._lock:
+            self._syncer.raise_failure()  # a sync that failed since the last line: the folder takes no more
             fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 before = os.lseek(fd, 0, os.SEEK_END)
@@ -62,7 +73,6 @@ class RunDirectory:
                     written = 0
                     while written < len(data):  # unbuffered: nothing is left to be flushed later
                         written += os.write(fd, data[written:])
-                    os.fsync(fd)
                 except OSError:
                     # a full disk took part of the line: cut it off, so every line left is a whole result
                     with contextlib.suppress(OSError):
@@ -70,3 +80,65 @@ class RunDirectory:
                     raise
             finally:
                 os.close(fd)
+            self._syncer.request()
+
+    def close(self) -> None:
+        """Wait for results.jsonl to be on the disk; raises OSError when a sync of it failed."""
+        self._syncer.close()
+        self._syncer.raise_failure()
+
+
+class _Syncer:
+    """fsync of one file from a thread of its own, requests coalesced: the lines of tests that finish while a
+    sync runs are synced together by the next one. An fsync blocked the event loop 2.5 ms per test here (the
+    CPU it costs is a twentieth of that). The thread ends when idle for `IDLE_S` and starts again on the next
+    request, so none outlives the run."""
+
+    IDLE_S = 1.0
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._condition = threading.Condition()
+        self._pending = False
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self.failure: OSError | None = None
+
+    def request(self) -> None:
+        with self._condition:
+            self._pending = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="tamesu-results-sync", daemon=True)
+                self._thread.start()
+            self._condition.notify()
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def close(self) -> None:
+        """Once every requested sync is done (the thread has ended)."""
+        with self._condition:
+            self._closing = True
+            thread = self._thread
+            self._condition.notify()
+        if thread is not None:
+            thread.join()
+
+    def _work(self) -> None:
+        while True:
+            with self._condition:
+                if not self._pending and not self._closing:
+                    self._condition.wait(self.IDLE_S)
+                if not self._pending:
+                    self._thread = None  # idle (or closing): a later request starts another thread
+                    return
+                self._pending = False
+            try:
+                fd = os.open(self._path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self.failure = exc

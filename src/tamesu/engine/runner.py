@@ -110,6 +110,10 @@ class Runner:
         finally:
             # what targets share across tests (one browser) goes with the run, so nothing outlives it
             await asyncio.shield(targets.shutdown())
+            try:
+                directory.close()  # results.jsonl on the disk before the run says it is done
+            except OSError as exc:
+                self._cannot_write(directory.results_path, exc)
             # an interrupted run exits 128 + the signal (130 after Ctrl-C): run.json says the same
             code = (128 + (self.stopping.signum or signal.SIGINT)) if interrupted else \
                 EXIT_INFRA if self.write_failed else exit_code_for(self.results, self.budget_exceeded)

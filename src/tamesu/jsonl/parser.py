@@ -129,6 +129,9 @@ def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -
 def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCase]:
     from tamesu.suite._yaml import read_bounded
 
+    if path.is_dir():
+        raise ConfigError([Problem(label, 1, 1, "", "a folder: name one of its JSONL files (`tamesu validate "
+                                   f"{label}` checks them all)")])
     # a regular file of bounded size, UTF-8 without NUL bytes; a byte-order mark is dropped
     text = read_bounded(path, label)
     cases = parse_text(text, label, path.parent.resolve(), settings)

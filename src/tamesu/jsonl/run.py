@@ -253,10 +253,14 @@ class JsonlRunner:
     """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
 
     def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: Reporter,
-                 human: Human | None = None) -> None:
+                 human: Human | None = None, *, provenance: Any = None, also: list[Any] | None = None) -> None:
         self.plan = plan
         self.settings = settings
         self.reporter = reporter
+        self.provenance = provenance
+        """The run id, commit and branch (`tamesu._provenance.Provenance`) for plan.json, as `tamesu run` keeps."""
+        self.also = list(also or [])
+        """More engine reporters, as `tamesu run` has them (the results store's writer)."""
         self.planner = CasePlanner(plan, settings, human)
         self.engine_plan = self.planner.engine_plan()
 
@@ -266,6 +270,7 @@ class JsonlRunner:
                              fail_fast=self.settings.fail_fast, today=self.settings.today,
                              cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
         cases = CaseReporter(self.planner, self.reporter, self.settings.output)
-        recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data)
-        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder)).run()
+        recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
+                                self.plan.project.spec.trace_url)
+        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()
         return TestOutcome(outcome.exit_code, outcome.run_dir, cases.records, outcome.summary)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from tamesu.conversation import Exchange, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.roles._transcript import last_tool_results
 from tamesu.roles.simulator import UserAction, UserSimulator
 from tamesu.suite.templates import Context
 
@@ -35,9 +36,7 @@ def runtime(exchanges: list[Exchange], context: Context) -> dict[str, Any]:
         session_id = str(context.lookup("run.id"))
     except TemplateError:
         session_id = ""
-    last = exchanges[-1].agent.tool_calls if exchanges else []
-    return {"session_id": session_id, "turn_count": len(exchanges),
-            "tool_results": {call.name: call.result for call in last}}
+    return {"session_id": session_id, "turn_count": len(exchanges), "tool_results": last_tool_results(exchanges)}
 
 
 def conversation(exchanges: list[Exchange]) -> list[dict[str, str]]:

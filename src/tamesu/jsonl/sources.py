@@ -2,7 +2,7 @@
 
 - `agents:NAME?count=10&focus=edge-cases&complexity=medium`: a model under `models:` generates them;
 - `scripts:module:function?k=v`: a Python function generates them;
-- an existing file, or a name ending in .jsonl / .json / .ndjson: a JSONL file;
+- an existing file, or a name ending in .jsonl / .json / .ndjson: a JSONL file (a folder is refused);
 - anything else: one message, run as one standard test case (`-n` is then required).
 """
 
@@ -31,9 +31,10 @@ class InputSource:
 
 
 def _is_file(text: str) -> bool:
-    """A message longer than a file name may be (or with a NUL byte) is a message, not an OSError."""
+    """A message longer than a file name may be (or with a NUL byte) is a message, not an OSError. A folder
+    counts, so that loading it says it is one instead of sending its name to the agent as a message."""
     try:
-        return Path(text).is_file()
+        return Path(text).is_file() or Path(text).is_dir()
     except (OSError, ValueError):
         return False
 

@@ -117,7 +117,7 @@ class CaseUser(UserSimulator):
         scenario = Scenario(goal=settings.get("goal"), stop_when=settings.get("stop_when"),
                             max_turns=self.max_turns)
         return ModelSimulator(self.models.client("simulator", ref.name), scenario, persona,
-                              base_dir=self.parsed.base_dir, seed=seed)
+                              base_dir=self.parsed.base_dir, seed=seed, run_context=True)
 
     # -- the next turn ----------------------------------------------------------------------------------
 
@@ -203,6 +203,8 @@ class CaseUser(UserSimulator):
 
     def _noted(self, action: UserAction, note: dict[str, Any], source: str) -> UserAction:
         action.note = {**note, "next": source}
+        if source != "static" and isinstance(self._simulator, ModelSimulator):
+            action.note["simulator_prompt"] = self._simulator.prompt.version  # the words the model was given
         if self._reasoning:
             action.note["simulator_reasoning"] = self._reasoning
             self._reasoning = None

@@ -1,4 +1,8 @@
-"""`tamesu validate FILE.jsonl...`: JSONL test cases checked as `tamesu test` loads them, without running.
+"""`tamesu validate FILE.jsonl|FOLDER...`: JSONL test cases checked as `tamesu test` loads them, without running.
+
+`split_paths` says which of validate's paths are JSONL: `.jsonl`/`.ndjson` files, those directly in a folder
+named (its YAML files stay suites), and those the project's `suites` patterns match (a file, or a folder they
+name), so that the YAML loader never reads a JSON line as YAML.
 
 Every problem of every file at once (`file:line:col: path: problem`, exit 2). The agent under test is `-n`, or
 the project's only target: with it known, a file it cannot carry refuses its case and a tool assertion on an
@@ -8,21 +12,73 @@ A2A agent is a warning, exactly as `tamesu test -n` would say; without one, thos
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tamesu.errors import ConfigError, Problem
-from tamesu.jsonl import assertions, parser
+from tamesu.jsonl import assertions, parser, voice_fields
 from tamesu.jsonl.helpers import TargetHelper
 from tamesu.jsonl.targets import ResolvedTarget, TargetProblem, file_refusal, resolve
-from tamesu.plan import Project, find_project, load_project, load_project_targets
+from tamesu.plan import PROJECT_FILE, Project, find_project, load_project, load_project_targets, suite_files
+from tamesu.plan.project import JSONL_SUFFIXES, MAX_SUITE_FILES, is_jsonl, jsonl_among
 from tamesu.suite.secrets import Secrets
 
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+@dataclass
+class Split:
+    jsonl: list[Path] = field(default_factory=list)
+    suites: list[Path] = field(default_factory=list)
+    """What the YAML loader is given; with `load_suites` and no paths, the project's own suites as before."""
+    load_suites: bool = True
 
 
-def is_jsonl(path: str) -> bool:
-    return path.lower().endswith(JSONL_SUFFIXES)
+def split_paths(paths: list[Path], config: Path | None) -> Split:
+    """The JSONL files among validate's paths, and what is left for the YAML loader. A project that cannot be
+    read, or a pattern the loader refuses, leaves everything to the loader, which says what is wrong."""
+    try:
+        project = load_project(config if config else find_project(paths[0] if paths else Path.cwd()), Path.cwd())
+        split = Split()
+        for path in paths or [project.dir]:
+            if path.is_dir() and path.resolve() == project.dir:
+                _split_project(path, project, split)
+            elif path.is_dir():
+                yaml, jsonl = _in_folder(path)
+                split.jsonl += jsonl
+                if yaml or not jsonl:  # a folder with neither stays the loader's ("no suite files in ...")
+                    split.suites.append(path)
+            elif is_jsonl(path):
+                split.jsonl.append(path)
+            else:
+                split.suites.append(path)
+    except (ConfigError, OSError, RuntimeError):
+        return Split(jsonl=[p for p in paths if is_jsonl(p)], suites=[p for p in paths if not is_jsonl(p)],
+                     load_suites=not paths or any(not is_jsonl(p) for p in paths))
+    split.jsonl = list({path.resolve(): path for path in split.jsonl}.values())
+    split.load_suites = bool(split.suites) or not split.jsonl
+    if not paths and split.load_suites and split.suites == [project.dir]:
+        split.suites = []  # no JSONL among the project's suites: the loader reads them exactly as before
+    return split
+
+
+def _split_project(folder: Path, project: Project, split: Split) -> None:
+    """The project's `suites` matches, split as `tamesu run` splits them (`jsonl_among`): JSONL files, and
+    those in a folder a pattern names, are validated as JSONL; when there is any, the loader gets the other
+    matches one by one instead of the project's patterns."""
+    others, named = jsonl_among(suite_files([folder], project))
+    jsonl = [p for path in named for p in (_in_folder(path)[1] if path.is_dir() else [path])]
+    split.jsonl += jsonl
+    split.suites += others if named else [folder]
+
+
+def _in_folder(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(YAML, JSONL) files directly in `folder`, each list sorted, at most MAX_SUITE_FILES of each."""
+    def some(pattern: str) -> list[Path]:
+        return list(itertools.islice(folder.glob(pattern), MAX_SUITE_FILES))
+
+    yaml = [p for p in some("*.y*ml") if p.name != PROJECT_FILE and p.is_file()]
+    jsonl = [p for suffix in JSONL_SUFFIXES for p in some(f"*{suffix}") if p.is_file()]
+    return sorted(yaml), sorted(jsonl)
 
 
 def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved: ResolvedTarget | None, *,
@@ -64,9 +120,13 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
     for path in paths:
         settings = parse_settings(project, secrets, path.parent.resolve(), resolved)
         try:
-            done.cases += len(parser.parse_file(path, _label(path), settings))
+            cases = parser.parse_file(path, _label(path), settings)
         except ConfigError as exc:
             problems.extend(exc.problems)
+        else:
+            done.cases += len(cases)
+            if resolved is not None:  # a voice, behaviours or a DTMF digit the agent cannot get, as `test` says
+                done.warnings += voice_fields.warnings(cases, resolved.name, resolved.spec)
         done.warnings += [str(w) for w in settings.warnings]
     if problems:
         raise ConfigError(problems)
@@ -96,4 +156,4 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-__all__ = ["TargetProblem", "Validated", "is_jsonl", "parse_settings", "validate_files"]
+__all__ = ["Split", "TargetProblem", "Validated", "parse_settings", "split_paths", "validate_files"]

@@ -17,9 +17,9 @@ import os
 from typing import Any
 
 import anthropic
-from anthropic.types import Message as WireMessage
 
 from tamesu._http import ssl_context
+from tamesu.models import _plain
 from tamesu.models._lease import ClientLease
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
@@ -74,8 +74,10 @@ class AnthropicProvider(Provider):
             try:
                 async with self._clients.client() as client:
                     # the SDK's public `post` rather than `messages.create`, which re-walks the plain JSON params
-                    # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's
-                    message = await client.post("/v1/messages", cast_to=WireMessage, body=self._params(request))
+                    # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's.
+                    # `cast_to=object`: the answer stays the JSON it came as (building the SDK's typed Message
+                    # from it cost a tenth of a call, for a few fields read)
+                    message = await client.post("/v1/messages", cast_to=object, body=self._params(request))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \
                         and "temperature" in _server_message(exc).lower():
@@ -108,7 +110,7 @@ class AnthropicProvider(Provider):
         return params
 
     def _response(self, message: Any) -> ModelResponse:
-        content = getattr(message, "content", None) if not isinstance(message, str | bytes | list) else None
+        content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             # a 200 from something that is not a Messages API (a web page, another API's JSON)
             raise ModelError(f"anthropic:{self.model}: HTTP 200 but not a Messages answer "
@@ -116,21 +118,24 @@ class AnthropicProvider(Provider):
         texts: list[str] = []
         calls: list[ToolRequest] = []
         for block in content:
-            kind = getattr(block, "type", None)
-            if kind == "text":
-                texts.append(block.text)
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
             elif kind == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else {"_value": block.input}
-                calls.append(ToolRequest(id=block.id, name=block.name, arguments=arguments))
-        usage = message.usage
+                arguments = block.get("input")
+                calls.append(ToolRequest(id=_plain.text(block.get("id")), name=_plain.text(block.get("name")),
+                                         arguments=arguments if isinstance(arguments, dict) else {"_value": arguments}))
+        usage = _plain.mapping(message.get("usage"))
         return ModelResponse(
             text="".join(texts),
             tool_calls=calls,
-            finish_reason=message.stop_reason,
-            usage=Usage(input_tokens=getattr(usage, "input_tokens", 0) or 0,
-                        output_tokens=getattr(usage, "output_tokens", 0) or 0),
+            finish_reason=_plain.text(message.get("stop_reason")) or None,
+            usage=Usage(input_tokens=_plain.count(usage.get("input_tokens")),
+                        output_tokens=_plain.count(usage.get("output_tokens"))),
             provider=self.name,
-            model=message.model or self.model,
+            model=_plain.text(message.get("model")) or self.model,
         )
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:

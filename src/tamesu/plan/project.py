@@ -123,6 +123,27 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
 
 MAX_SUITE_FILES = 5_000
 
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+"""JSONL test cases (`tamesu test`, `tamesu validate`), never read as YAML suites."""
+
+
+def is_jsonl(path: Path) -> bool:
+    return path.name.lower().endswith(JSONL_SUFFIXES)
+
+
+def jsonl_among(files: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(the suite files, the JSONL ones): a `.jsonl`/`.ndjson` file, or a folder a `suites` pattern named that
+    holds them, is JSONL test cases, which `tamesu test` runs and `tamesu validate` checks."""
+    suites: list[Path] = []
+    jsonl: list[Path] = []
+    for path in files:
+        try:
+            holds = path.is_dir() and any(is_jsonl(p) for p in itertools.islice(path.iterdir(), MAX_SUITE_FILES))
+        except OSError:
+            holds = False  # an unreadable folder: loading it says so
+        (jsonl if is_jsonl(path) or holds else suites).append(path)
+    return suites, jsonl
+
 
 def _bounded_glob(folder: Path, pattern: str) -> list[Path]:
     """The files a `suites` pattern matches, sorted; a pattern that matches more than MAX_SUITE_FILES (a whole

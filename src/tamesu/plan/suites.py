@@ -20,7 +20,7 @@ from tamesu.plan._checks import check_audio, check_models_needed, check_steps, c
 from tamesu.plan._templates import check_suite_hooks, check_templates
 from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
-from tamesu.plan.project import find_project, label, load_project, resolve_models, suite_files
+from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
 from tamesu.plan.targets import load_project_targets, load_targets
 from tamesu.suite._errors import problems_from
 from tamesu.suite._yaml import Document, load_yaml
@@ -46,11 +46,17 @@ def load_plan(
     project = load_project(project_path, Path.cwd())
     secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
     plan = Plan(project, secrets=secrets)
-    files = suite_files(paths, project)
+    files, jsonl = jsonl_among(suite_files(paths, project))
+    not_suites = [f"JSONL test cases, not a suite: `tamesu test -i {'FILE' if p.is_dir() else label(p)} -n TARGET` "
+                  "runs them, `tamesu validate` checks them" for p in jsonl]
+    said = [Problem(label(p), 1, 1, "", why) for p, why in zip(jsonl, not_suites, strict=True)]
     problems: list[Problem] = []
     if not files:
+        if said:
+            raise ConfigError(said)
         where = ", ".join(str(p) for p in paths) if paths else ", ".join(project.spec.suites)
         raise ConfigError([Problem(str(paths[0]) if paths else ".", 1, 1, "", f"no suite files in {where}")])
+    plan.warnings += said
     project_asserts = _project_assertions(project, problems)
     for path in files:
         try:

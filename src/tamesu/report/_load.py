@@ -76,6 +76,7 @@ class LoadedRun:
     problems: list[str] = field(default_factory=list)
     """Lines that could not be read (a torn last line of a killed run), for a warning."""
     _runs: dict[str, RunResult | None] = field(default_factory=dict, repr=False)
+    _planned: dict[str, PlannedEntry] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -105,7 +106,11 @@ class LoadedRun:
     def source(self, test_id: str) -> PlannedEntry | None:
         if self.plan is None:
             return None
-        return next((entry for entry in self.plan.tests if entry.id == test_id), None)
+        if self._planned is None:  # a report asks once per test: one pass over the plan, not one per test
+            self._planned = {}
+            for entry in self.plan.tests:
+                self._planned.setdefault(entry.id, entry)
+        return self._planned.get(test_id)
 
     def not_finished(self) -> list[PlannedEntry]:
         """Tests the plan named that have no result: the run was killed or stopped before them."""

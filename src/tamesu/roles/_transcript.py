@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tamesu.conversation import Exchange
@@ -26,3 +26,10 @@ def as_text(lines: Iterable[Mapping[str, Any]], empty: str = "(nothing yet)") ->
         text = str(line.get("text", "")).replace("\n", "\n    ")
         out.append(f"[{line.get('turn', '?')}] {line.get('role', '?')}: {text}")
     return "\n".join(out) or empty
+
+
+def last_tool_results(exchanges: Sequence[Exchange]) -> dict[str, Any]:
+    """The tools the last agent turn called, by name, with what they returned (a tool called twice keeps its
+    last result): the `tool_results` the agent test design hands its simulator."""
+    last = exchanges[-1].agent.tool_calls if exchanges else []
+    return {call.name: call.result for call in last}

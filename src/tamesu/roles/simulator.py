@@ -6,6 +6,7 @@ persona toward the scenario's goal, or, with a red-team pack's attack (`scenario
 
 from __future__ import annotations
 
+import json
 import mimetypes
 import re
 from abc import ABC, abstractmethod
@@ -21,7 +22,7 @@ from tamesu.models.structured import Attempt, StructuredOutputError, ask_structu
 from tamesu.packs import AttackSpec
 from tamesu.roles import _prompts
 from tamesu.roles._failures import infra_error
-from tamesu.roles._transcript import as_text, lines_of
+from tamesu.roles._transcript import as_text, last_tool_results, lines_of
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 
@@ -150,12 +151,13 @@ class ModelSimulator(UserSimulator):
         seed: int | None = None,
         attempts: int = 3,
         attack: AttackSpec | None = None,
+        run_context: bool = False,
         keypad: bool = False,
     ) -> None:
         self._client = client
-        self._keypad = keypad and attack is None
+        self._keypad = keypad and attack is None and not run_context
         """The user is on a phone line whose protocol carries DTMF: it may press keys (prompt simulator_phone)
-        and its hanging up is the call's end."""
+        and its hanging up is the call's end. (JSONL cases keep simulator.v2, whose run context it lacks.)"""
         self._attack = attack
         """With an attack the model plays the pack's attacker (prompt `attacker`): the attack's goal, the
         scenario's goal as its cover story, the attack's style added to the persona's."""
@@ -164,8 +166,15 @@ class ModelSimulator(UserSimulator):
         self._script = ScriptedUser(scenario.script, base_dir)
         self._seed = seed
         self._attempts = attempts
-        self.prompt = _prompts.load("attacker" if attack is not None else
-                                    "simulator_phone" if self._keypad else "simulator")
+        self._run_context = run_context and attack is None
+        """The design's simulator context for JSONL cases (prompt simulator.v2): the agent's turn count and the
+        tool results of its last turn. YAML suites stay on v1's words, which their recorded answers key on."""
+        if attack is not None:
+            self.prompt = _prompts.load("attacker")
+        elif self._keypad:
+            self.prompt = _prompts.load("simulator_phone")
+        else:
+            self.prompt = _prompts.load("simulator", 2 if self._run_context else 1)
         self.responses: list[ModelResponse] = []
         """Every model response so far, retries included (for cost and usage)."""
         self.reasoning: list[str] = []
@@ -213,6 +222,9 @@ class ModelSimulator(UserSimulator):
         }
         if self._keypad:
             inputs["keypad"] = True
+        if self._run_context:
+            inputs["turn_count"] = len(exchanges)
+            inputs["tool_results"] = last_tool_results(exchanges)
         attack = self._attack
         if attack is not None:
             if attack.style:
@@ -242,8 +254,14 @@ class ModelSimulator(UserSimulator):
         system = self.prompt.render(
             "system", persona="\n".join(about), stop_rule=stop_rule,
             goal=inputs["goal"] or "(no particular goal: talk as this user naturally would)", **extra)
+        run: dict[str, Any] = {}
+        if "turn_count" in inputs:
+            results = inputs["tool_results"]
+            run = {"turn_count": inputs["turn_count"], "tool_results": self.prompt.render(
+                "tool_results", tool_results=json.dumps(results, ensure_ascii=False, indent=2, default=str))
+                if results else self.prompt.render("no_tool_results")}
         user = self.prompt.render("user", history=as_text(inputs["history"]), turn=inputs["turn"],
-                                  max_turns=inputs["max_turns"])
+                                  max_turns=inputs["max_turns"], **run)
         return [Message(role="system", content=system), Message(role="user", content=user)]
 
     async def _ask(self, exchanges: list[Exchange], context: Context) -> SimulatorAnswer:

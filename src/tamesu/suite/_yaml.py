@@ -20,16 +20,18 @@ from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scanner import Scanner
 
 from tamesu.errors import ConfigError, Problem
+from tamesu.suite import _fast_yaml
 
 
 class Document:
     """A parsed YAML file: its plain data, and the tree that remembers positions."""
 
-    def __init__(self, path: Path, tree: Any, label: str | None = None) -> None:
+    def __init__(self, path: Path, tree: Any, label: str | None = None, *, data: Any = None) -> None:
+        """`data`: the plain data of `tree` when the reader made it already (else it is made from the tree)."""
         self.path = path
         self.label = label or str(path)
         self.tree = tree
-        self.data = to_plain(tree, _Budget(self.label))
+        self.data = to_plain(tree, _Budget(self.label)) if data is None else data
 
     def position(self, loc: Sequence[Any], *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the node at `loc` (of its key when `key`), or of its nearest parent."""
@@ -149,6 +151,9 @@ def load_yaml(path: Path, label: str | None = None) -> Document:
     shown = label or str(path)
     text = read_bounded(path, shown)
     _prescan(text, shown)
+    fast = _fast_yaml.read(text, MAX_VALUES)
+    if fast is not None:
+        return Document(path, fast[0], shown, data=fast[1])
     try:
         tree = _parser().load(text)
     except DuplicateKeyError as exc:

@@ -26,6 +26,7 @@ KNOWN_ROOTS = {
     "response": "the JSON the send request answered",
     "run": "the run's id and number",
     "args": "the arguments of the tool call being answered (model target tools)",
+    "trace": "the W3C trace of this turn (rest request bodies): trace.traceparent, trace.id",
 }
 
 

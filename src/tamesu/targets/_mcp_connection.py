@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import httpx2
@@ -119,18 +119,26 @@ async def _without_noise(transport: Transport, noise: StdoutNoise) -> AsyncItera
 
 @asynccontextmanager
 async def http_transport(url: str, headers: dict[str, str], connect_timeout: float,
-                         errors: list[str] | None = None) -> AsyncIterator[Any]:
+                         errors: list[str] | None = None,
+                         traceparent: Callable[[], str | None] | None = None) -> AsyncIterator[Any]:
     """The server at `url` over streamable HTTP, with `headers` on every request. Each 4xx or 5xx answer is
-    appended to `errors` as `HTTP 401 Unauthorized`."""
+    appended to `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the
+    turn being played) carries it as the `traceparent` header, unless `headers` set one."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
 
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
             errors.append(f"HTTP {response.status_code} {response.reason_phrase}".strip())
 
+    async def stamp(request: httpx2.Request) -> None:
+        # the SDK posts from a task of its own, so the turn is read from the session, not from a contextvar
+        value = traceparent() if traceparent is not None else None
+        if value and "traceparent" not in request.headers:
+            request.headers["traceparent"] = value
+
     async with (
         httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
-                           event_hooks={"response": [seen]}) as http,
+                           event_hooks={"request": [stamp], "response": [seen]}) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
@@ -184,15 +192,19 @@ class McpConnection:
         finally:
             self._client = None
 
-    async def call(self, name: str, args: dict[str, Any], timeout: float) -> mcp_types.CallToolResult:
-        """One tools/call. Raises MCPError (a protocol error, REQUEST_TIMEOUT, CONNECTION_CLOSED), TimeoutError,
+    async def call(self, name: str, args: dict[str, Any], timeout: float,
+                   traceparent: str | None = None) -> mcp_types.CallToolResult:
+        """One tools/call, with `traceparent` in its `_meta` when given (MCP's SEP-414 carrier, the only one a
+        stdio server has). Raises MCPError (a protocol error, REQUEST_TIMEOUT, CONNECTION_CLOSED), TimeoutError,
         or ConnectionLost when the session had already ended."""
         client = self._client
         if client is None:
             raise ConnectionLost(describe(self.lost) if self.lost else "the session is not open")
+        # RequestParamsMeta is an open TypedDict (extra_items), which mypy does not read yet
+        meta = cast(mcp_types.RequestParamsMeta, {"traceparent": traceparent}) if traceparent else None
         # The SDK's own timeout answers REQUEST_TIMEOUT; the outer one only guards against it not firing.
         async with asyncio.timeout(timeout + 2):
-            return await client.call_tool(name, args, read_timeout_seconds=timeout)
+            return await client.call_tool(name, args, read_timeout_seconds=timeout, meta=meta)
 
     async def stop(self) -> None:
         """End the session (the SDK stops a stdio server: stdin closed, then SIGTERM, then SIGKILL)."""

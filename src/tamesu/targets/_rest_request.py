@@ -1,5 +1,5 @@
-"""How the rest target builds a request: the default body of a turn, a URL relative to the target's, and
-which statuses count as success."""
+"""How the rest target builds a request: the default body of a turn (and a websocket message's trace), a URL
+relative to the target's, and which statuses count as success."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 
 import httpx
 
+from tamesu._trace import TraceContext
 from tamesu.conversation import UserTurn
 from tamesu.errors import TemplateError
 from tamesu.suite.templates import TEMPLATE, Context
 from tamesu.targets._rest_read import as_text
-from tamesu.targets._rest_spec import RequestSpec
+from tamesu.targets._rest_spec import RequestSpec, RestSpec
 
 
 def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id: str | None) -> tuple[Any, bool]:
@@ -29,6 +30,21 @@ def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id:
     if (turn.files or any(m.files for m in turn.history)) and request.multipart is None:
         body["attachments"] = ctx.lookup("attachments")
     return body, True
+
+
+def trace_values(trace: TraceContext | None) -> dict[str, str]:
+    """`{{trace.traceparent}}` and `{{trace.id}}`: the turn's W3C trace, for a body or header of the suite's."""
+    return {"traceparent": trace.traceparent, "id": trace.trace_id} if trace is not None else {}
+
+
+def message_with_trace(body: Any, ctx: Context, spec: RestSpec, trace: TraceContext | None) -> Any:
+    """A websocket's default message with `"traceparent"`: its headers went with the handshake, before any
+    turn. The suite's own `traceparent` header wins; a body of the suite's own is left as written."""
+    if "body" in spec.request.model_fields_set or not isinstance(body, dict):
+        return body
+    own = next((value for name, value in spec.headers.items() if name.lower() == "traceparent"), None)
+    value = ctx.render_text(own) if own is not None else trace.traceparent if trace is not None else None
+    return {**body, "traceparent": value} if value else body
 
 
 def resolve_url(url: str, target_url: str, ctx: Context) -> str:

@@ -21,6 +21,10 @@ Failures: the agent unreachable at open is retried `connect.attempts` times `con
 `Error` event, or a gRPC status other than OK, fails the turn with the code and message; a turn over
 `turn_timeout` fails as timed out.
 
+Traces: every `UserTurn` carries its turn's W3C `traceparent` in its `traceparent` field (on a stream, whose
+metadata is fixed when it opens, that is the only per-turn carrier); unary calls send it as call metadata
+too. A `traceparent` in `headers` wins, in both places.
+
 Events: `transport`, `connect_retry`, `handoff`, `session_end`, `stream_ended`, `unmatched_tool_result`.
 Metric: `grpc_events`, the agent events received.
 """
@@ -131,6 +135,9 @@ class GrpcTarget(Target):
         self._turns += 1
         index = self._turns
         request = user_turn(turn, session_id=self.session_id, index=index, base_dir=session.base_dir, what=self._what)
+        traceparent = self._traceparent(session)
+        if traceparent:
+            request.traceparent = traceparent
         events = TurnEvents()
         limit = self.spec.turn_timeout
         sent_at = session.now_ms()
@@ -218,9 +225,17 @@ class GrpcTarget(Target):
             raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout)
         raise TurnError(_HUNG_UP)
 
+    def _traceparent(self, session: Session) -> str | None:
+        """The turn's `traceparent`, or the suite's own when its headers set one (it wins, as on rest)."""
+        own = next((value for key, value in self._metadata if key == "traceparent"), None)
+        if own is not None:
+            return own
+        return session.trace.traceparent if session.trace is not None else None
+
     def _turn_metadata(self, session: Session) -> tuple[tuple[str, str], ...]:
-        """The call's metadata with the turn's `traceparent` (unless the suite's headers set one); a stream's
-        metadata is fixed when it opens, so only unary calls carry a trace per turn."""
+        """A unary call's metadata with the turn's `traceparent` (unless the suite's headers set one). A
+        stream's metadata is fixed when it opens, before any turn: there the `UserTurn.traceparent` field
+        carries it."""
         if session.trace is None or any(key == "traceparent" for key, _ in self._metadata):
             return self._metadata
         return (*self._metadata, ("traceparent", session.trace.traceparent))

@@ -36,6 +36,11 @@ What fails what:
 - a tool error, a protocol error or a call timeout does not fail the run by itself: the model saw it, and the
   assertions decide (`metric: {name: mcp_tool_errors, equals: 0}`, `pack: graceful_degradation`...).
 
+Traces: each tools/call of a turn carries the turn's W3C `traceparent` in its `_meta` (MCP's reserved key,
+SEP-414: the one carrier a stdio server has); over HTTP every request of the turn also carries it as the
+`traceparent` header. A `traceparent` in `headers` wins. The driving model's own requests carry none (they
+go to the model's provider, not to the server under test).
+
 Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`.
 Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results and protocol errors), `mcp_tool_timeouts`,
 `mcp_tools_refused`, `tools_fuzzed`, `model_calls`.
@@ -178,7 +183,8 @@ class McpTarget(ModelTarget):
             await self._start_process(session, config)
 
         def http() -> Any:
-            return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors)
+            return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
+                                      traceparent=lambda: session.trace.traceparent if session.trace else None)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)
@@ -346,7 +352,7 @@ class McpTarget(ModelTarget):
 
         limit = self.spec.call_timeout
         try:
-            result = await self._connection.call(name, args, limit)
+            result = await self._connection.call(name, args, limit, traceparent=self._traceparent(session))
         except (MCPError, TimeoutError) as exc:
             if isinstance(exc, TimeoutError) or exc.code == REQUEST_TIMEOUT:
                 return self._timed_out(session, name, args, started)
@@ -369,6 +375,13 @@ class McpTarget(ModelTarget):
         session.event("tool_result", tool=name, outcome="error" if is_error else "ok", ms=took(),
                       result=result.model_dump(mode="json", exclude_none=True, exclude={"meta"}))
         return ToolCall(name=name, args=args, result=value)
+
+    def _traceparent(self, session: Session) -> str | None:
+        """The turn's `traceparent` for a call's `_meta`, or the suite's own `traceparent` header (it wins)."""
+        own = next((value for name, value in self.spec.headers.items() if name.lower() == "traceparent"), None)
+        if own is not None:
+            return session.context.render_text(own)
+        return session.trace.traceparent if session.trace is not None else None
 
     def _timed_out(self, session: Session, name: str, args: dict[str, Any], started: float) -> ToolCall:
         self._counts["mcp_tool_timeouts"] += 1

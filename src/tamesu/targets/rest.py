@@ -7,9 +7,10 @@ carries, its history's first: `[{name, media_type, data}]`, data the bytes in ba
 for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
 [{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
 ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
-carries options and `"attachments"` when it carries files; `body: null` sends none. `request.multipart: true`
-(or `{files: FIELD}`) sends multipart/form-data instead: the body's keys as form fields (text as is, other
-values as JSON) and each file as a file part named `files` (or FIELD). A test whose files the request would
+carries options, `"attachments"` when it carries files, `"traceparent"` on a websocket (`{{trace.traceparent}}`
+in a body of your own); `body: null` sends none. `request.multipart: true` (or `{files: FIELD}`) sends
+multipart/form-data instead: the body's keys as form fields (text as is, other values as JSON) and each file
+as a file part named `files` (or FIELD). A test whose files the request would
 drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
 A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
 (session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
@@ -84,7 +85,13 @@ from tamesu.targets._rest_read import (
     tool_calls,
     values,
 )
-from tamesu.targets._rest_request import request_body, resolve_url, status_expected
+from tamesu.targets._rest_request import (
+    message_with_trace,
+    request_body,
+    resolve_url,
+    status_expected,
+    trace_values,
+)
 from tamesu.targets._rest_spec import (
     Condition,
     ListenSpec,
@@ -327,7 +334,9 @@ class RestTarget(Target):
         session = self._require_session()
         ws = self._require_ws()
         self._note_unsolicited(ws.drain())
-        body, has_body = request_body(self._turn_context(turn), turn, self.spec.request, self.session_id)
+        ctx = self._turn_context(turn)
+        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
+        body = message_with_trace(body, ctx, self.spec, session.trace)
         payload = "" if not has_body else body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
         self._waiting_for = "waiting for the final websocket message"
         sent_at = session.now_ms()
@@ -446,8 +455,9 @@ class RestTarget(Target):
         return session.context.child(**own, **extra)
 
     def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
-        """`{{message}}`, `{{attachments}}`, and `{{messages}}` (the history and this turn) and `{{options.X}}`
-        of a JSONL test."""
+        """`{{message}}`, `{{attachments}}`, `{{trace.traceparent}}` and `{{trace.id}}` (the turn's W3C trace),
+        and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
+        extra.setdefault("trace", trace_values(self._require_session().trace))
         return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
                              attachments=attachments(turn, self._what), **extra)
 

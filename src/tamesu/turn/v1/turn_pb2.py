@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19tamesu/turn/v1/turn.proto\x12\x0etamesu.turn.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xb6\x01\n\x08UserTurn\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x05\x12\x0c\n\x04text\x18\x03 \x01(\t\x12$\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x16.google.protobuf.Value\x12#\n\x05\x66iles\x18\x05 \x03(\x0b\x32\x14.tamesu.turn.v1.File\x12/\n\x07history\x18\x06 \x03(\x0b\x32\x1e.tamesu.turn.v1.HistoryMessage\"E\n\x04\x46ile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c\x12\x0b\n\x03uri\x18\x04 \x01(\t\"/\n\x0eHistoryMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\xd7\x02\n\nAgentEvent\x12*\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x19.tamesu.turn.v1.TextDeltaH\x00\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x18.tamesu.turn.v1.ToolCallH\x00\x12\x31\n\x0btool_result\x18\x03 \x01(\x0b\x32\x1a.tamesu.turn.v1.ToolResultH\x00\x12+\n\x08turn_end\x18\x04 \x01(\x0b\x32\x17.tamesu.turn.v1.TurnEndH\x00\x12*\n\x07handoff\x18\x05 \x01(\x0b\x32\x17.tamesu.turn.v1.HandoffH\x00\x12\x31\n\x0bsession_end\x18\x06 \x01(\x0b\x32\x1a.tamesu.turn.v1.SessionEndH\x00\x12&\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x15.tamesu.turn.v1.ErrorH\x00\x42\x07\n\x05\x65vent\"\x19\n\tTextDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\"s\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12%\n\x04\x61rgs\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12&\n\x06result\x18\x04 \x01(\x0b\x32\x16.google.protobuf.Value\"@\n\nToolResult\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x06result\x18\x02 \x01(\x0b\x32\x16.google.protobuf.Value\"0\n\x07TurnEnd\x12%\n\x04\x64\x61ta\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\"&\n\x07Handoff\x12\n\n\x02to\x18\x01 \x01(\t\x12\x0f\n\x07summary\x18\x02 \x01(\t\"\x1c\n\nSessionEnd\x12\x0e\n\x06reason\x18\x01 \x01(\t\"&\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"7\n\tTurnReply\x12*\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1a.tamesu.turn.v1.AgentEvent2\x94\x01\n\x0bTurnService\x12\x44\n\x08\x43onverse\x12\x18.tamesu.turn.v1.UserTurn\x1a\x1a.tamesu.turn.v1.AgentEvent(\x01\x30\x01\x12?\n\x08SendTurn\x12\x18.tamesu.turn.v1.UserTurn\x1a\x19.tamesu.turn.v1.TurnReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19tamesu/turn/v1/turn.proto\x12\x0etamesu.turn.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xcb\x01\n\x08UserTurn\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x05\x12\x0c\n\x04text\x18\x03 \x01(\t\x12$\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x16.google.protobuf.Value\x12#\n\x05\x66iles\x18\x05 \x03(\x0b\x32\x14.tamesu.turn.v1.File\x12/\n\x07history\x18\x06 \x03(\x0b\x32\x1e.tamesu.turn.v1.HistoryMessage\x12\x13\n\x0btraceparent\x18\x07 \x01(\t\"E\n\x04\x46ile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c\x12\x0b\n\x03uri\x18\x04 \x01(\t\"/\n\x0eHistoryMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\xd7\x02\n\nAgentEvent\x12*\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x19.tamesu.turn.v1.TextDeltaH\x00\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x18.tamesu.turn.v1.ToolCallH\x00\x12\x31\n\x0btool_result\x18\x03 \x01(\x0b\x32\x1a.tamesu.turn.v1.ToolResultH\x00\x12+\n\x08turn_end\x18\x04 \x01(\x0b\x32\x17.tamesu.turn.v1.TurnEndH\x00\x12*\n\x07handoff\x18\x05 \x01(\x0b\x32\x17.tamesu.turn.v1.HandoffH\x00\x12\x31\n\x0bsession_end\x18\x06 \x01(\x0b\x32\x1a.tamesu.turn.v1.SessionEndH\x00\x12&\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x15.tamesu.turn.v1.ErrorH\x00\x42\x07\n\x05\x65vent\"\x19\n\tTextDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\"s\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12%\n\x04\x61rgs\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12&\n\x06result\x18\x04 \x01(\x0b\x32\x16.google.protobuf.Value\"@\n\nToolResult\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x06result\x18\x02 \x01(\x0b\x32\x16.google.protobuf.Value\"0\n\x07TurnEnd\x12%\n\x04\x64\x61ta\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\"&\n\x07Handoff\x12\n\n\x02to\x18\x01 \x01(\t\x12\x0f\n\x07summary\x18\x02 \x01(\t\"\x1c\n\nSessionEnd\x12\x0e\n\x06reason\x18\x01 \x01(\t\"&\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"7\n\tTurnReply\x12*\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1a.tamesu.turn.v1.AgentEvent2\x94\x01\n\x0bTurnService\x12\x44\n\x08\x43onverse\x12\x18.tamesu.turn.v1.UserTurn\x1a\x1a.tamesu.turn.v1.AgentEvent(\x01\x30\x01\x12?\n\x08SendTurn\x12\x18.tamesu.turn.v1.UserTurn\x1a\x19.tamesu.turn.v1.TurnReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,29 +33,29 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tamesu.turn.v1.turn_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_USERTURN']._serialized_start=76
-  _globals['_USERTURN']._serialized_end=258
-  _globals['_FILE']._serialized_start=260
-  _globals['_FILE']._serialized_end=329
-  _globals['_HISTORYMESSAGE']._serialized_start=331
-  _globals['_HISTORYMESSAGE']._serialized_end=378
-  _globals['_AGENTEVENT']._serialized_start=381
-  _globals['_AGENTEVENT']._serialized_end=724
-  _globals['_TEXTDELTA']._serialized_start=726
-  _globals['_TEXTDELTA']._serialized_end=751
-  _globals['_TOOLCALL']._serialized_start=753
-  _globals['_TOOLCALL']._serialized_end=868
-  _globals['_TOOLRESULT']._serialized_start=870
-  _globals['_TOOLRESULT']._serialized_end=934
-  _globals['_TURNEND']._serialized_start=936
-  _globals['_TURNEND']._serialized_end=984
-  _globals['_HANDOFF']._serialized_start=986
-  _globals['_HANDOFF']._serialized_end=1024
-  _globals['_SESSIONEND']._serialized_start=1026
-  _globals['_SESSIONEND']._serialized_end=1054
-  _globals['_ERROR']._serialized_start=1056
-  _globals['_ERROR']._serialized_end=1094
-  _globals['_TURNREPLY']._serialized_start=1096
-  _globals['_TURNREPLY']._serialized_end=1151
-  _globals['_TURNSERVICE']._serialized_start=1154
-  _globals['_TURNSERVICE']._serialized_end=1302
+  _globals['_USERTURN']._serialized_end=279
+  _globals['_FILE']._serialized_start=281
+  _globals['_FILE']._serialized_end=350
+  _globals['_HISTORYMESSAGE']._serialized_start=352
+  _globals['_HISTORYMESSAGE']._serialized_end=399
+  _globals['_AGENTEVENT']._serialized_start=402
+  _globals['_AGENTEVENT']._serialized_end=745
+  _globals['_TEXTDELTA']._serialized_start=747
+  _globals['_TEXTDELTA']._serialized_end=772
+  _globals['_TOOLCALL']._serialized_start=774
+  _globals['_TOOLCALL']._serialized_end=889
+  _globals['_TOOLRESULT']._serialized_start=891
+  _globals['_TOOLRESULT']._serialized_end=955
+  _globals['_TURNEND']._serialized_start=957
+  _globals['_TURNEND']._serialized_end=1005
+  _globals['_HANDOFF']._serialized_start=1007
+  _globals['_HANDOFF']._serialized_end=1045
+  _globals['_SESSIONEND']._serialized_start=1047
+  _globals['_SESSIONEND']._serialized_end=1075
+  _globals['_ERROR']._serialized_start=1077
+  _globals['_ERROR']._serialized_end=1115
+  _globals['_TURNREPLY']._serialized_start=1117
+  _globals['_TURNREPLY']._serialized_end=1172
+  _globals['_TURNSERVICE']._serialized_start=1175
+  _globals['_TURNSERVICE']._serialized_end=1323
 # @@protoc_insertion_point(module_scope)

@@ -8,20 +8,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class UserTurn(_message.Message):
-    __slots__ = ("session_id", "turn", "text", "data", "files", "history")
+    __slots__ = ("session_id", "turn", "text", "data", "files", "history", "traceparent")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     turn: int
     text: str
     data: _struct_pb2.Value
     files: _containers.RepeatedCompositeFieldContainer[File]
     history: _containers.RepeatedCompositeFieldContainer[HistoryMessage]
-    def __init__(self, session_id: _Optional[str] = ..., turn: _Optional[int] = ..., text: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., files: _Optional[_Iterable[_Union[File, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, session_id: _Optional[str] = ..., turn: _Optional[int] = ..., text: _Optional[str] = ..., data: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., files: _Optional[_Iterable[_Union[File, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[HistoryMessage, _Mapping]]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class File(_message.Message):
     __slots__ = ("name", "mime_type", "content", "uri")

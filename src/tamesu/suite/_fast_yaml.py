@@ -1,0 +1,153 @@
+"""A faster reader for the plain YAML most suites are: libyaml (PyYAML's C parser) composes the nodes, and the
+values and positions are made here as the round-trip reader (ruamel, YAML 1.2) makes them.
+
+ruamel's round-trip reader runs in pure Python: about 1.2 ms per test of a suite, as much CPU as a REST turn;
+this reader takes 0.18 ms (a 400-test suite: 472 ms against 71 ms). What it is not sure to read exactly as
+ruamel does it declines (returns None) and the caller parses with ruamel, which also words every error: tags, anchors,
+aliases and merge keys, a `%YAML` or `%TAG` directive, several documents, tabs, NEL/LS/PS, lines of spaces
+only, block scalar headers other than chomping and one digit, keys that are not scalars or that repeat, empty
+values (`key:` with nothing after it), and plain scalars that YAML 1.2 makes into anything but
+a string, null, a boolean, a decimal integer without leading zeros or a decimal fraction (hex, octal,
+exponents, `.inf`, timestamps, `=`). Plain scalars are resolved by ruamel's own YAML 1.2 resolver, so `on`,
+`no` and `yes` stay strings as they do there.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.resolver import VersionedResolver
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML is a dependency; without it every file goes to ruamel
+    yaml = None  # type: ignore[assignment]
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", None) if yaml is not None and yaml.__with_libyaml__ else None
+
+# What ruamel reads otherwise than libyaml or this module would: a tag (`!`), an anchor (`&`) or an alias (`*`)
+# at the start of a token, a merge key, a directive, a tab (libyaml takes `a: b<TAB>c`, ruamel refuses it), and
+# NEL, LS and PS, line breaks to libyaml's YAML 1.1 but not to YAML 1.2 (every later line number would differ),
+# and a line of spaces only (leading such lines in a block scalar, more indented than its text, ruamel refuses).
+# Found anywhere (even inside a quoted string) the file is declined: a slower read, never a different one.
+_DECLINE = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%|[\t\x85\u2028\u2029]|^ +$", re.MULTILINE)
+_BLOCK_HEADER = re.compile(r"(?:^|\s)[|>](\S*)", re.MULTILINE)
+"""A block scalar's indicator and what follows it up to a space: only `[+-]` and one indentation digit are
+certain to be read alike (libyaml takes `>#-`, which ruamel refuses); a `>` or `|` inside a plain scalar that
+is followed by other characters sends the file to ruamel too, at no risk."""
+_HEADER_OK = re.compile(r"(?:[+-]?[1-9]?|[1-9][+-])\Z")
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
+_STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_IMPLICIT: dict[Any, list[tuple[str, Any]]] = VersionedResolver(version=(1, 2)).versioned_resolver
+"""ruamel's YAML 1.2 implicit resolvers by first character, read once: its `resolve` looks the document's
+version up again on every scalar, which was half of this reader's time."""
+
+
+class _Declined(Exception):
+    pass
+
+
+def available() -> bool:
+    return _LOADER is not None
+
+
+def read(text: str, max_values: int) -> tuple[Any, Any] | None:
+    """(tree, data): the position tree (CommentedMap / CommentedSeq with line and column, as ruamel's) and the
+    plain data, or None when ruamel must read this text (also when it holds more than `max_values` values,
+    which ruamel's path refuses in its own words)."""
+    if _LOADER is None or _DECLINE.search(text):
+        return None
+    if ("|" in text or ">" in text) and any(not _HEADER_OK.match(found.group(1))
+                                            for found in _BLOCK_HEADER.finditer(text)):
+        return None
+    try:
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return None  # ruamel says what is wrong, with its own words and position
+    if node is None:
+        return None
+    try:
+        built = _build(node, [max_values])
+    except (_Declined, RecursionError):
+        return None
+    return None if built[0] is None else built  # a null document: ruamel's path makes it an empty mapping
+
+
+def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
+    left[0] -= 1
+    if left[0] < 0:
+        raise _Declined
+    if isinstance(node, yaml.ScalarNode):
+        value = _scalar(node)
+        return value, value
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != "tag:yaml.org,2002:seq":
+            raise _Declined
+        items, data = CommentedSeq(), []
+        _place(items, node)
+        for index, item in enumerate(node.value):
+            child_tree, child_data = _build(item, left)
+            items.append(child_tree)
+            data.append(child_data)
+            items.lc.add_kv_line_col(index, [item.start_mark.line, item.start_mark.column])
+        return items, data
+    if isinstance(node, yaml.MappingNode):
+        if node.tag != "tag:yaml.org,2002:map":
+            raise _Declined
+        mapping, plain = CommentedMap(), {}
+        _place(mapping, node)
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _Declined
+            key = _scalar(key_node)
+            if key is None or key in mapping:
+                raise _Declined  # ruamel refuses a duplicate key with its position, and names a null key
+            child_tree, child_data = _build(value_node, left)
+            mapping[key] = child_tree
+            plain[key] = child_data
+            mapping.lc.add_kv_line_col(key, [key_node.start_mark.line, key_node.start_mark.column,
+                                             value_node.start_mark.line, value_node.start_mark.column])
+        return mapping, plain
+    raise _Declined
+
+
+@functools.lru_cache(maxsize=4096)
+def _implicit_tag(value: str) -> str:
+    """The tag ruamel's resolver gives a plain scalar (its `resolve`, for YAML 1.2, without the lookups);
+    remembered, as a suite says the same keys and words test after test."""
+    for tag, pattern in [*_IMPLICIT.get(value[0] if value else "", ()), *_IMPLICIT.get(None, ())]:
+        if pattern.match(value):
+            return str(tag)
+    return _STR
+
+
+def _place(tree: Any, node: Any) -> None:
+    tree.lc.line, tree.lc.col = node.start_mark.line, node.start_mark.column
+
+
+def _scalar(node: Any) -> Any:
+    value = node.value
+    if not value and not node.style:
+        # an empty value (`key:`): libyaml places it after the colon, ruamel at the next token
+        raise _Declined
+    if node.style:  # quoted or a block scalar: a string, unless a tag said otherwise
+        if node.tag != _STR:
+            raise _Declined
+        return value
+    tag = _implicit_tag(value)
+    if tag == _STR:
+        return value
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return value in ("true", "True", "TRUE")
+    if tag == _INT_TAG and _INT.match(value):
+        return int(value)
+    if tag == _FLOAT_TAG and _FLOAT.match(value):
+        return float(value)
+    raise _Declined
