@@ -8,7 +8,9 @@ and refreshes the voice table in docs/performance.md.
 - The memory of one audio conversation with the models loaded: the peak RSS of `tamesu run` of one audio
   test (2 turns) against bench/realtime_server.py (a cheap agent in its own process), from wait4.
 - Conversations at once: N audio conversations in one `tamesu run --parallel N`; real-time pace is kept
-  when every conversation passed and no user frame left more than one frame (20 ms) after its slot.
+  when every conversation passed and no user frame left more than one frame (20 ms) after its slot. Measured on
+  the realtime target and on the pipecat target (protobuf frames, RTVI) against bench/pipecat_server.py, a cheap
+  bot of the same kind (the twilio and voice targets share the pipecat target's audio socket).
 """
 
 from __future__ import annotations
@@ -43,6 +45,17 @@ SENTENCES = [
 SUITE = """\
 targets:
   bench: {{ type: realtime, url: "{url}", mode: audio }}
+tests:
+  - name: call
+    target: bench
+    repeat: {n}
+    scenario: {{ script: [ {{ say: "Hello, I would like to book a table for two on Friday" }},
+                          {{ say: "Yes please, seven is perfect" }} ] }}
+"""
+
+PIPECAT_SUITE = """\
+targets:
+  bench: {{ type: pipecat, url: "{url}", mode: audio, idle: 0.8s }}
 tests:
   - name: call
     target: bench
@@ -112,15 +125,15 @@ def _ratio(cpu: float, audio_s: float) -> dict[str, float]:
 
 
 class Server:
-    def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "realtime_server.py")],
+    def __init__(self, script: str = "realtime_server.py") -> None:
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / script)],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         match = re.search(r"listening on (ws://\S+)", line)
         if not match:
             self.stop()
-            raise RuntimeError(f"the bench realtime server did not start: {line}")
+            raise RuntimeError(f"the bench server {script} did not start: {line}")
         self.url = match.group(1)
 
     def stop(self) -> None:
@@ -132,10 +145,10 @@ class Server:
             self.process.wait()
 
 
-def conversations(url: str, n: int) -> dict[str, Any]:
+def conversations(url: str, n: int, suite: str = SUITE) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder)
-        (path / "suite.yaml").write_text(SUITE.format(url=url, n=n), encoding="utf-8")
+        (path / "suite.yaml").write_text(suite.format(url=url, n=n), encoding="utf-8")
         done = measure([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out", "--parallel", str(n)],
                        cwd=path)
         lates: list[float] = []
@@ -149,7 +162,17 @@ def conversations(url: str, n: int) -> dict[str, Any]:
             "wall_s": round(done.wall_s, 2), "real_time": passed == n and bool(lates) and max(lates) <= 20.0}
 
 
-def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[dict[str, Any]]) -> str:
+def _at_once(what: str, many: list[dict[str, Any]]) -> str:
+    held = [m["conversations"] for m in many if m["real_time"]]
+    best = max(held, default=0)
+    detail = ", ".join(f"{m['conversations']}: {m['passed']} passed, late frame max {m['late_frame_ms_max']} ms"
+                       for m in many)
+    return f"| audio conversations at once in real time, {what} | {best} ({detail}) | >= 4 | " + \
+        f"{'yes' if best >= 4 else 'no'} |"
+
+
+def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[dict[str, Any]],
+          pipecat: list[dict[str, Any]]) -> str:
     rows = ["| figure | value | goal | met |", "| --- | --- | --- | --- |"]
     for name, figures in stage.items():
         goal, met = ("", "")
@@ -159,12 +182,9 @@ def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[di
                     f"({figures['x_real_time']}x real time) | {goal} | {met} |")
     rows.append(f"| memory of one audio conversation, models loaded | {one['peak_rss_mib']} MiB | < 600 MB "
                 f"| {'yes' if one['peak_rss_mib'] * 1.048576 < 600 else 'no'} |")
-    held = [m["conversations"] for m in many if m["real_time"]]
-    best = max(held, default=0)
-    detail = ", ".join(f"{m['conversations']}: {m['passed']} passed, late frame max {m['late_frame_ms_max']} ms"
-                       for m in many)
-    rows.append(f"| audio conversations at once in real time | {best} ({detail}) | >= 4 | "
-                f"{'yes' if best >= 4 else 'no'} |")
+    rows.append(_at_once("realtime", many))
+    if pipecat:
+        rows.append(_at_once("pipecat", pipecat))
     return "\n".join(rows)
 
 
@@ -172,23 +192,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--counts", default="1,2,4,6", help="conversations at once to try")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--only", choices=["realtime", "pipecat"], help="the conversations at once of one target "
+                        "(and no stages): prints the figures, writes nothing")
     args = parser.parse_args()
+    counts = [int(n) for n in args.counts.split(",")]
+    if args.only:
+        server = Server("realtime_server.py" if args.only == "realtime" else "pipecat_server.py")
+        try:
+            print(json.dumps([conversations(server.url, n, SUITE if args.only == "realtime" else PIPECAT_SUITE)
+                              for n in counts], indent=2))
+        finally:
+            server.stop()
+        return
     stage = stages()
     server = Server()
     try:
         one = conversations(server.url, 1)
-        many = [conversations(server.url, int(n)) for n in args.counts.split(",")]
+        many = [conversations(server.url, n) for n in counts]
+    finally:
+        server.stop()
+    server = Server("pipecat_server.py")
+    try:
+        pipecat = [conversations(server.url, n, PIPECAT_SUITE) for n in counts]
     finally:
         server.stop()
     load = os.getloadavg()[0]
     text = (f"Measured {dt.date.today()} on {os.cpu_count()} cores, {platform.system().lower()} with "
             f"`python bench/voice.py` (load average {load:.1f} when it ended: the machine is shared).\n\n"
-            + table(stage, one, many))
+            + table(stage, one, many, pipecat))
     print(text)
     if args.no_write:
         return
     results = ROOT / "bench" / "results" / f"voice-{dt.date.today()}.json"
-    results.write_text(json.dumps({"stages": stage, "one": one, "at_once": many, "load": load}, indent=2) + "\n")
+    results.write_text(json.dumps({"stages": stage, "one": one, "at_once": many, "pipecat_at_once": pipecat,
+                                   "load": load}, indent=2) + "\n")
     doc = ROOT / "docs" / "performance.md"
     content = doc.read_text()
     block = f"<!-- voice-bench:start -->\n{text}\n<!-- voice-bench:end -->"

@@ -1,4 +1,6 @@
-"""Regenerate the Python stubs of tamesu's turn API (src/tamesu/turn/v1/) from proto/tamesu/turn/v1/turn.proto.
+"""Regenerate the Python stubs of tamesu's .proto files: the turn API (src/tamesu/turn/v1/, from
+proto/tamesu/turn/v1/turn.proto) and the frames of a Pipecat bot's protobuf transport (src/tamesu/pipecat/v1/,
+from proto/tamesu/pipecat/v1/frames.proto, messages only).
 
     python scripts/gen_turn_api.py           # writes the stubs (also: make proto)
     python scripts/gen_turn_api.py --check   # exits 1 when the committed stubs differ from what the .proto gives
@@ -18,20 +20,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
-PROTO = Path("tamesu/turn/v1/turn.proto")
 OUT = ROOT / "src"
-GENERATED = ["turn_pb2.py", "turn_pb2.pyi", "turn_pb2_grpc.py"]
+# each .proto, and whether it has a service (then its grpc stubs are generated too)
+PROTOS = [(Path("tamesu/turn/v1/turn.proto"), True), (Path("tamesu/pipecat/v1/frames.proto"), False)]
+
+
+def generated(proto: Path, grpc: bool) -> list[Path]:
+    stem = proto.parent / proto.stem
+    names = [f"{stem}_pb2.py", f"{stem}_pb2.pyi"] + ([f"{stem}_pb2_grpc.py"] if grpc else [])
+    return [Path(name) for name in names]
 
 
 def generate(out: Path) -> None:
     from grpc_tools import protoc
 
     well_known = resources.files("grpc_tools").joinpath("_proto")  # google/protobuf/struct.proto
-    code = protoc.main([
-        "grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{well_known}",
-        f"--python_out={out}", f"--pyi_out={out}", f"--grpc_python_out={out}", str(PROTO_ROOT / PROTO)])
-    if code != 0:
-        raise SystemExit(f"protoc failed on {PROTO} (exit {code})")
+    for proto, grpc in PROTOS:
+        outputs = [f"--python_out={out}", f"--pyi_out={out}"] + ([f"--grpc_python_out={out}"] if grpc else [])
+        code = protoc.main(["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{well_known}", *outputs,
+                            str(PROTO_ROOT / proto)])
+        if code != 0:
+            raise SystemExit(f"protoc failed on {proto} (exit {code})")
 
 
 def main() -> int:
@@ -40,17 +49,17 @@ def main() -> int:
     args = parser.parse_args()
     if not args.check:
         generate(OUT)
-        print(f"wrote {', '.join(GENERATED)} in {OUT / PROTO.parent}")
+        print("wrote " + ", ".join(str(name) for proto, grpc in PROTOS for name in generated(proto, grpc)))
         return 0
     with tempfile.TemporaryDirectory() as scratch:
         generate(Path(scratch))
-        stale = [name for name in GENERATED
-                 if not (OUT / PROTO.parent / name).exists()
-                 or not filecmp.cmp(Path(scratch) / PROTO.parent / name, OUT / PROTO.parent / name, shallow=False)]
+        stale = [str(name) for proto, grpc in PROTOS for name in generated(proto, grpc)
+                 if not (OUT / name).exists()
+                 or not filecmp.cmp(Path(scratch) / name, OUT / name, shallow=False)]
     if stale:
         print(f"stale: {', '.join(stale)} (run python scripts/gen_turn_api.py)", file=sys.stderr)
         return 1
-    print("the turn API stubs match the .proto")
+    print("the stubs match their .proto files")
     return 0
 
 

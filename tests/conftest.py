@@ -54,3 +54,13 @@ def serve() -> Iterator[Callable[[Any], ThreadServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def voice_bot_url() -> Iterator[str]:
+    """The reference pipecat voice bot (examples/voice-bot), started once for every module that needs it:
+    loading pipecat and its models is the slow part, and each call gets a pipeline of its own."""
+    from agents.voice_bot import voice_bot
+
+    with voice_bot() as url:
+        yield url

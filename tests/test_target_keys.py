@@ -20,12 +20,12 @@ def test_keys_are_the_spec_models_fields() -> None:
     assert {"allow_tools", "command", "system"} <= targets.keys_of("mcp")  # mcp's own and the model's it extends
     assert targets.foreign_key_owner("rest", "skill") == "a2a"
     assert targets.foreign_key_owner("rest", "viewport") == "browser"  # from the browser target's spec model
-    assert targets.foreign_key_owner("rest", "sample_rate") == "pipecat"  # not built yet: declared
+    assert targets.foreign_key_owner("rest", "sample_rate") == "pipecat"  # from the pipecat target's spec model
     assert targets.foreign_key_owner("rest", "url") is None  # rest's own
     assert targets.foreign_key_owner("rest", "no_such_key") is None
 
 
-def test_validate_warns_about_a_key_of_a_type_not_built_yet(tmp_path: Path) -> None:
+def test_validate_warns_about_a_key_of_another_type(tmp_path: Path) -> None:
     (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
         targets:
           api: { type: rest, url: "http://127.0.0.1:9/chat", sample_rate: 16000 }

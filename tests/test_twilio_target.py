@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.twilio_agents import TwilioAgents
-from agents.voice_bot import BOT_DIR, needs_bot, voice_bot
+from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
 from tamesu.audio.extra import problem
 
@@ -26,12 +26,11 @@ def _result(run_dir: Path, suite: str, test: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def bot_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, int]]:
+def bot_run(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Iterator[tuple[Path, str, int]]:
     project = tmp_path_factory.mktemp("voice-bot")
     for name in ("tamesu.yaml", "fake-rules.yaml", "twilio.tamesu.yaml"):
         shutil.copy(BOT_DIR / name, project / name)
-    with voice_bot() as url:
-        done = run_tamesu(["run", "--out", "out"], cwd=project, env={"VOICE_BOT": url}, timeout=400)
+    done = run_tamesu(["run", "--out", "out"], cwd=project, env={"VOICE_BOT": voice_bot_url}, timeout=400)
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     yield run_dir, done.stdout + done.stderr, done.returncode
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agents.voice_bot import BOT_DIR, needs_bot, voice_bot
+from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu, why
 from tamesu.audio.extra import problem
 
@@ -51,14 +51,13 @@ tests:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, int]]:
+def runs(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Iterator[tuple[Path, str, int]]:
     project = tmp_path_factory.mktemp("voice-target")
     for name in ("tamesu.yaml", "fake-rules.yaml", "voice.tamesu.yaml"):
         shutil.copy(BOT_DIR / name, project / name)
     (project / "wrong.tamesu.yaml").write_text(WRONG)
-    with voice_bot() as url:
-        done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, env={"VOICE_BOT": url},
-                          timeout=400)
+    done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, env={"VOICE_BOT": voice_bot_url},
+                      timeout=400)
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     yield run_dir, done.stdout + done.stderr, done.returncode
 
@@ -112,3 +111,48 @@ tests:
     lines = [line for line in (done.stdout + done.stderr).splitlines() if "dtmf" in line]
     assert lines == ["t.tamesu.yaml:6:58: tests[0].scenario.script[0].dtmf: voice target s cannot send DTMF "
                      "digits (it has no messages.dtmf)"], done.stdout + done.stderr
+
+
+@needs_voice
+def test_session_open_captures_reach_the_url_and_tool_calls_are_answered(tmp_path: Path) -> None:
+    from agents.voice_tool_agent import VoiceToolAgent
+
+    agent = VoiceToolAgent()
+    try:
+        (tmp_path / "t.tamesu.yaml").write_text(f"""name: tools
+targets:
+  line:
+    type: voice
+    url: "{agent.ws}/socket?call={{{{session.call}}}}"
+    headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
+    session:
+      open: {{ url: "{agent.http}/calls", method: GET, capture: {{ call: $.call.id, token: $.call.token }} }}
+    audio: {{ encoding: pcm16, sample_rate: 16000, frames: binary }}
+    messages:
+      tool_calls: {{ when: {{ "$.type": function_call }}, name: "$.name", args: "$.arguments", id: "$.id" }}
+      tool_result: {{ type: function_result, id: "{{{{message.id}}}}", output: "{{{{message.output}}}}" }}
+    tool_results:
+      lookup_order: {{ status: shipped, order: "{{{{args.order}}}}" }}
+    idle: 0.6s
+    turn_timeout: 8s
+    connect: {{ attempts: 1 }}
+tests:
+  - name: order
+    target: line
+    scenario: {{ script: [ {{ say: "where is my order" }} ] }}
+    assert:
+      - tool_called: {{ name: lookup_order, args: {{ order: "42" }} }}
+      - tool_sequence: {{ calls: [lookup_order] }}
+""")
+        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert agent.calls_created == 1
+        assert agent.received == [{"type": "function_result", "id": "f1",
+                                   "output": {"status": "shipped", "order": "42"}}]
+        run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+        result = json.loads((run_dir / "tools" / "order" / "run-1" / "result.json").read_text())
+        assert "session_open" in [e["name"] for e in result["events"]]
+        # the captured token went in a header, which the record does not keep
+        assert "t-9" not in json.dumps(result["events"])
+    finally:
+        agent.stop()

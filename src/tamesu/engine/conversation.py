@@ -95,8 +95,10 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
                                opening=counterpart.opening, goal=scenario.goal, session=session)
     attack = test.attack  # a red-team pack's attacker (`scenario.attack`)
     if models is not None and "simulator" in models.specs and (scenario.goal or test.spec.persona or attack):
+        target = test.suite.targets.get(test.spec.target) if test.spec.target else None
+        keypad = target is not None and targets.sends_dtmf(target.type, target)
         return ModelSimulator(models.client("simulator"), scenario, test.spec.persona, base_dir=test.suite.dir,
-                              seed=seed, attack=attack)
+                              seed=seed, attack=attack, keypad=keypad)
     return ScriptedUser(scenario.script, test.suite.dir)
 
 

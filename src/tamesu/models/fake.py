@@ -74,6 +74,8 @@ class TurnRule(_Rule):
     say: str | None = None
     stop: bool = False
     """Simulator: hang up here."""
+    dtmf: str | None = Field(None, pattern=r"^[0-9*#A-Da-d]+$")
+    """Simulator on a phone line: the keys it presses (with `say`, or alone)."""
     goal_achieved: bool = False
     """Simulator: the persona's goal is reached, so the conversation ends."""
     stop_when_met: bool = False
@@ -85,8 +87,9 @@ class TurnRule(_Rule):
 
     @model_validator(mode="after")
     def _does_something(self) -> TurnRule:
-        if self.say is None and not (self.stop or self.goal_achieved or self.stop_when_met or self.tool_calls):
-            raise ValueError("a rule with `when` needs say, tool_calls, stop, goal_achieved or stop_when_met")
+        if self.say is None and not (self.stop or self.goal_achieved or self.stop_when_met or self.tool_calls
+                                     or self.dtmf):
+            raise ValueError("a rule with `when` needs say, dtmf, tool_calls, stop, goal_achieved or stop_when_met")
         return self
 
 
@@ -154,7 +157,7 @@ Rule = TurnRule | JudgeRule | ExtractRule
 _KINDS: list[tuple[set[str], type[_Rule], str]] = [
     ({"pass", "passed", "rubric", "transcript", "not_transcript", "check", "evaluator"}, JudgeRule, "judge"),
     ({"description"}, ExtractRule, "extract"),
-    ({"when", "say", "stop", "goal_achieved", "stop_when_met", "tool_calls"}, TurnRule, "turn"),
+    ({"when", "say", "dtmf", "stop", "goal_achieved", "stop_when_met", "tool_calls"}, TurnRule, "turn"),
 ]
 
 
@@ -303,11 +306,14 @@ class FakeProvider(Provider):
         last = str(context.get("last_agent") or "")
         for number, rule in self._of(TurnRule):
             if rule.when is None or _search(rule.when, last):
-                return {
+                answer = {
                     "input": rule.say or "", "stop": rule.stop, "goal_achieved": rule.goal_achieved,
                     "stop_when_met": rule.stop_when_met,
                     "reasoning": f"fake simulator: rule {number}" + (f" (when {rule.when!r})" if rule.when else ""),
                 }
+                if rule.dtmf:
+                    answer["dtmf"] = rule.dtmf
+                return answer
         return {"input": "", "stop": True, "reasoning": "fake simulator: no rule for the agent's last turn"}
 
     def _judge(self, context: Mapping[str, Any]) -> dict[str, Any]:

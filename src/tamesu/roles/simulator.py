@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
@@ -117,11 +117,13 @@ class SimulatorAnswer(BaseModel):
     """The scenario's `stop_when` condition holds."""
     reasoning: str = ""
     """Why, for the tester; never sent to the agent."""
+    dtmf: str = Field("", pattern=r"^[0-9*#A-Da-d]*$")
+    """On a phone line (prompt simulator_phone): the keys the user presses, with `input` or instead of it."""
 
     @model_validator(mode="after")
     def _usable(self) -> SimulatorAnswer:
         # an empty message that does not end the conversation would send the agent nothing: ask again
-        if not self.input.strip() and not (self.goal_achieved or self.stop or self.stop_when_met):
+        if not self.input.strip() and not self.dtmf and not (self.goal_achieved or self.stop or self.stop_when_met):
             raise ValueError("input is empty and the answer does not stop; write the user's next message")
         return self
 
@@ -150,8 +152,12 @@ class ModelSimulator(UserSimulator):
         attempts: int = 3,
         attack: AttackSpec | None = None,
         run_context: bool = False,
+        keypad: bool = False,
     ) -> None:
         self._client = client
+        self._keypad = keypad and attack is None and not run_context
+        """The user is on a phone line whose protocol carries DTMF: it may press keys (prompt simulator_phone)
+        and its hanging up is the call's end. (JSONL cases keep simulator.v2, whose run context it lacks.)"""
         self._attack = attack
         """With an attack the model plays the pack's attacker (prompt `attacker`): the attack's goal, the
         scenario's goal as its cover story, the attack's style added to the persona's."""
@@ -165,6 +171,8 @@ class ModelSimulator(UserSimulator):
         tool results of its last turn. YAML suites stay on v1's words, which their recorded answers key on."""
         if attack is not None:
             self.prompt = _prompts.load("attacker")
+        elif self._keypad:
+            self.prompt = _prompts.load("simulator_phone")
         else:
             self.prompt = _prompts.load("simulator", 2 if self._run_context else 1)
         self.responses: list[ModelResponse] = []
@@ -191,7 +199,10 @@ class ModelSimulator(UserSimulator):
             return UserAction(stop="goal_achieved")
         if answer.ends:
             return UserAction(stop="simulator_stopped")
-        return UserAction(turn=UserTurn(text=answer.input.strip(), source="simulator"))
+        keys = answer.dtmf.upper() if self._keypad else ""
+        if not answer.input.strip() and not keys:
+            return UserAction(stop="simulator_stopped")  # only keys, on a line that cannot carry them
+        return UserAction(turn=UserTurn(text=answer.input.strip(), dtmf=keys or None, source="simulator"))
 
     def inputs(self, exchanges: list[Exchange], context: Context) -> dict[str, Any]:
         """The structured inputs of the next call: what the fake provider's rules read, and the cache keys on."""
@@ -209,6 +220,8 @@ class ModelSimulator(UserSimulator):
             "max_turns": scenario.max_turns,
             "simulator_turns": sum(1 for e in exchanges if e.user is not None and e.user.source == "simulator"),
         }
+        if self._keypad:
+            inputs["keypad"] = True
         if self._run_context:
             inputs["turn_count"] = len(exchanges)
             inputs["tool_results"] = last_tool_results(exchanges)

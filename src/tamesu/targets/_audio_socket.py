@@ -25,18 +25,19 @@ import contextlib
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from tamesu.audio.level import SPEECH_RMS, rms
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import Target
+
+if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
+    import numpy as np
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 POLL_S = 0.02
@@ -303,7 +304,10 @@ class AudioSocketTarget(Target):
                     ended = stop_kind == "hangup"
                     break
             now_ms = session.now_ms()
-            if heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms:
+            # quiet only once every message that came has been read: audio queued while the user spoke is
+            # placed at its arrival, so the first stale chunk alone would look like a reply long finished
+            if (heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty()
+                    and not self._still_speaking()):
                 break
             if heard.spoke_at is not None and self._voice.barge_in_due():
                 interrupted = True
@@ -342,6 +346,11 @@ class AudioSocketTarget(Target):
             self._interrupted = turn
         return turn
 
+    def _still_speaking(self) -> bool:
+        """Whether the agent has said that it is still speaking (a pause in its audio is then not the end of
+        its turn); a protocol that says so overrides this."""
+        return False
+
     def _read_message(self, message: str | bytes) -> list[Incoming]:
         assert self._wire is not None
         self._counts["messages"] += 1
@@ -350,6 +359,7 @@ class AudioSocketTarget(Target):
     def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
         from tamesu.audio.clip import Clip
         from tamesu.audio.conversation import AudioFormatError
+        from tamesu.audio.level import SPEECH_RMS, rms
 
         session = self._require_session()
         if item.kind == "audio":
@@ -452,6 +462,8 @@ class AudioSocketTarget(Target):
     async def _transcribe(self, heard: Heard) -> str:
         if not heard.pcm:
             return ""
+        import numpy as np
+
         samples = np.concatenate(heard.pcm)
         if samples.size < 3200:
             return ""

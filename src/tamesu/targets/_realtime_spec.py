@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, field_validator, model_validator
 
@@ -59,13 +59,7 @@ class RealtimeSpec(TargetSpec):
     @field_validator("tool_results")
     @classmethod
     def _cases(cls, results: dict[str, Any]) -> dict[str, Any]:
-        for name, value in results.items():
-            if _is_cases(value):
-                try:
-                    [ToolResultCase.model_validate(case) for case in value]
-                except ValueError as exc:
-                    raise ValueError(f"tool_results.{name}: {exc}") from None
-        return results
+        return check_tool_results(results)
 
     @model_validator(mode="after")
     def _audio_available(self) -> RealtimeSpec:
@@ -81,7 +75,24 @@ class RealtimeSpec(TargetSpec):
         return AUDIO_FORMATS[self.audio_format][0]
 
 
-def answer(spec: RealtimeSpec, name: str, args: dict[str, Any], context: Context) -> tuple[Any, bool]:
+class ToolResults(Protocol):
+    """A target spec whose `tool_results` answer the agent's function calls (realtime, pipecat)."""
+
+    tool_results: dict[str, Any]
+
+
+def check_tool_results(results: dict[str, Any]) -> dict[str, Any]:
+    """`tool_results` as a validator sees it: each list of cases must be valid cases."""
+    for name, value in results.items():
+        if _is_cases(value):
+            try:
+                [ToolResultCase.model_validate(case) for case in value]
+            except ValueError as exc:
+                raise ValueError(f"tool_results.{name}: {exc}") from None
+    return results
+
+
+def answer(spec: ToolResults, name: str, args: dict[str, Any], context: Context) -> tuple[Any, bool]:
     """(the output for this call, whether tamesu declared it): the first matching `when`, else the result."""
     if name not in spec.tool_results:
         return {"error": f"no result declared for tool {name} (tool_results)"}, False

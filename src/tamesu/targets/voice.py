@@ -12,13 +12,21 @@
       interrupted: {when: {"$.event": clear}}   # a message whose JSONPaths all equal these values
       done: {when: {"$.type": "response.done"}}
       transcript: {when: {"$.type": transcript}, text: "$.text"}   # the agent's transcript of the user
+      tool_calls: {when: {"$.type": function_call}, name: "$.name", args: "$.arguments", id: "$.id"}
+      tool_result: {type: function_result, id: "{{message.id}}", output: "{{message.result}}"}
+    tool_results: {lookup_order: {status: shipped}}                     # answers to the agent's tool calls
+    session:
+      open: {url: "https://api.example.com/calls", capture: {call: $.id}}   # then {{session.call}} in url
 
 Binary frames carry the audio itself both ways (text messages are control); JSON frames carry it base64 at the
 `receive` JSONPath. The call is the audio socket's (`_audio_socket`): greeting first, turns end after `idle` of
 silence after the agent's speech (or `done`), barge-in with the agent's `interrupted` recorded, DTMF through
-`messages.dtmf`. A wrong configuration fails the turn with the mismatch named: audio that is noise in the
-agreed encoding and speech in another, audio arriving faster than real time for the agreed sample rate, JSON
-messages in which `receive` finds no audio.
+`messages.dtmf`. A `tool_calls` message is recorded as a tool call (`tool_called`, `tool_sequence`), and answered
+with `messages.tool_result` (`{{message.id}}`, `{{message.name}}`, `{{message.result}}`: the result as JSON text,
+`{{message.output}}`: as a value) from `tool_results` when that template is given. `session.open` is made before
+connecting; its captures are `{{session.NAME}}` in `url` and `headers`. A wrong configuration fails the turn
+with the mismatch named: audio that is noise in the agreed encoding and speech in another, audio arriving faster
+than real time for the agreed sample rate, JSON messages in which `receive` finds no audio.
 """
 
 from __future__ import annotations
@@ -32,10 +40,13 @@ import jsonpath
 from pydantic import Field, field_validator, model_validator
 
 from tamesu._types import Duration, Strict
-from tamesu.conversation import Session, TurnError
-from tamesu.targets._audio_socket import AudioSocketTarget
+from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
+from tamesu.errors import TemplateError
+from tamesu.targets._audio_socket import AudioSocketTarget, Heard
 from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets.base import TargetSpec
+from tamesu.targets._realtime_spec import answer, as_output, check_tool_results
+from tamesu.targets._session_open import open_session
+from tamesu.targets.base import SessionOpenSpec, TargetSpec
 
 __all__ = ["VoiceSpec", "VoiceTarget"]
 
@@ -89,14 +100,38 @@ class MessageMatch(Strict):
         return when
 
 
+class ToolCallMatch(MessageMatch):
+    name: str
+    """JSONPath of the tool's name."""
+    args: str | None = None
+    """JSONPath of its arguments (an object, or JSON text of one)."""
+    id: str | None = None
+    """JSONPath of the call's id, for `{{message.id}}` in `tool_result`."""
+
+    @field_validator("name", "args", "id")
+    @classmethod
+    def _valid(cls, path: str | None) -> str | None:
+        if path is not None:
+            _path(path)
+        return path
+
+
 class MessagesSpec(Strict):
     open: Any = None
     dtmf: Any = None
     close: Any = None
+    tool_result: Any = None
+    """The answer to a tool call: a template with {{message.id}}, {{message.name}}, {{message.result}} (JSON
+    text) and {{message.output}} (the result as a value)."""
     interrupted: MessageMatch | None = None
     done: MessageMatch | None = None
     transcript: MessageMatch | None = None
     hangup: MessageMatch | None = None
+    tool_calls: ToolCallMatch | None = None
+
+
+class VoiceSessionSpec(Strict):
+    open: SessionOpenSpec | None = None
 
 
 class VoiceSpec(TargetSpec):
@@ -104,8 +139,16 @@ class VoiceSpec(TargetSpec):
     headers: dict[str, str] = Field(default_factory=dict)
     audio: AudioSpec = Field(default_factory=AudioSpec)
     messages: MessagesSpec = Field(default_factory=MessagesSpec)
+    session: VoiceSessionSpec = Field(default_factory=VoiceSessionSpec)
+    tool_results: dict[str, Any] = Field(default_factory=dict)
+    """tool name: its result, or a list of `{when, result | error}` cases (as the realtime target's)."""
     idle: Duration = 1.0
     turn_timeout: Duration = 30.0
+
+    @field_validator("tool_results")
+    @classmethod
+    def _cases(cls, results: dict[str, Any]) -> dict[str, Any]:
+        return check_tool_results(results)
 
     @field_validator("url")
     @classmethod
@@ -122,6 +165,25 @@ class VoiceSpec(TargetSpec):
         if missing:
             raise ValueError(missing)
         return self
+
+
+def _first(path: str | None, document: Any) -> Any:
+    found = _path(path).findall(document) if path else []
+    return found[0] if found else None
+
+
+def _tool_call(match: ToolCallMatch, document: Any) -> dict[str, Any]:
+    """A tool call message as {name, args, id}: arguments given as JSON text are read."""
+    args = _first(match.args, document)
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            args = {"_unparsed": args}
+    if args is None:
+        args = {}
+    return {"name": str(_first(match.name, document) or ""), "args": args if isinstance(args, dict) else
+            {"_value": args}, "id": _first(match.id, document)}
 
 
 def _templates(value: Any) -> list[Any]:
@@ -142,7 +204,7 @@ class VoiceWire(Wire):
             self.frame_text = json.dumps(rendered)
         self.matchers = [(kind, match, {_path(p): v for p, v in match.when.items()},
                           _path(match.text) if match.text else None)
-                         for kind in ("interrupted", "done", "transcript", "hangup")
+                         for kind in ("interrupted", "done", "transcript", "hangup", "tool_calls")
                          if (match := getattr(spec.messages, kind)) is not None]
         self.json_messages = 0
         self.audio_messages = 0
@@ -201,8 +263,11 @@ class VoiceWire(Wire):
             raise TurnError(f"the agent sent a text message that is not JSON: {message[:200]!r}") from None
         self.json_messages += 1
         items: list[Incoming] = []
-        for kind, _match, when, text_path in self.matchers:
+        for kind, match, when, text_path in self.matchers:
             if all(any(v == expected for v in path.findall(document)) for path, expected in when.items()):
+                if isinstance(match, ToolCallMatch):
+                    items.append(Incoming("tool_call", value=_tool_call(match, document)))
+                    continue
                 value = None
                 if text_path is not None:
                     found = text_path.findall(document)
@@ -242,11 +307,39 @@ class VoiceTarget(AudioSocketTarget):
         self.idle_s = spec.idle
         self.can_dtmf = spec.messages.dtmf is not None
 
+    async def _open(self, session: Session) -> None:
+        if self.spec.session.open is not None:
+            await open_session(self.spec.session.open, session, self._what)
+        await super()._open(session)
+
     def _url(self, session: Session) -> str:
-        return session.context.render_text(self.spec.url)
+        return session.context.child(session=dict(session.values)).render_text(self.spec.url)
 
     def _headers(self, session: Session) -> dict[str, str]:
-        return {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
+        context = session.context.child(session=dict(session.values))
+        return {k: context.render_text(v) for k, v in self.spec.headers.items()}
 
     def _make_wire(self, session: Session) -> Wire:
         return VoiceWire(self.spec, session)
+
+    def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
+        if item.kind != "tool_call":
+            return super()._handle(item, at, heard, turn, audio_turn)
+        session = self._require_session()
+        call = item.value
+        try:
+            result, declared = answer(self.spec, call["name"], call["args"], session.context)
+        except TemplateError as exc:
+            raise TurnError(f"tool {call['name']}: cannot write its result: {exc}", raw=heard.controls) from None
+        turn.tool_calls.append(ToolCall(name=call["name"], args=call["args"], result=result))
+        heard.controls.append({"tool_call": call})
+        session.event("tool_call", name=call["name"], declared=declared)
+        template = self.spec.messages.tool_result
+        if template is not None:
+            names = {"id": call["id"], "name": call["name"], "result": as_output(result), "output": result}
+            try:
+                reply = json.dumps(session.context.child(message=names).render_value(template))
+            except TemplateError as exc:
+                raise TurnError(f"messages.tool_result: {exc}", raw=heard.controls) from None
+            self._spawn(self._send_quietly(reply))
+        return True

@@ -1,0 +1,189 @@
+"""Small bots on a Pipecat protobuf websocket written here, each on its path, for what the reference pipecat bot
+does not do wrong (no bot-ready, silence, a drop, a flood, another sample rate) and to see exactly what tamesu
+sends. They speak the wire as tamesu.pipecat.v1 describes it; the reference bot (pipecat's own serializer) is
+what checks that description. Each records the frames tamesu sent it.
+
+- `/echo`: bot-ready; answers send-text with bot-llm-started, a bot-output "you said: <text>", bot-llm-stopped;
+  "weather" makes it call get_weather client-side and read the result back; a dtmf makes it say "pressed <key>";
+  speech (loud audio frames, then 0.4 s of quiet ones) gets 0.6 s of tone at real-time pace and "heard you";
+- `/keys`, `/fuzz`: as `/echo`, each for a test of its own;
+- `GET /start`: a bot runner's start endpoint, `{"ws_url": ".../started", "token": "tk-1"}`; `/started` is
+  `/echo` for a client that sends `Authorization: Bearer tk-1` (any other is refused, close code 4001);
+- `/no-ready`: never answers client-ready;
+- `/silent`: bot-ready, then nothing;
+- `/drop`: bot-ready; closes the socket when the user first speaks or writes;
+- `/flood`: bot-ready, then tone as fast as the socket takes it, forever;
+- `/rate`: bot-ready; answers with tone in frames that say 24000 Hz;
+- `/chatter`: bot-ready; answers send-text with bot-llm-started and then bot-llm-text, forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http import HTTPStatus
+from typing import Any
+
+import numpy as np
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from tamesu.pipecat.v1 import frames_pb2
+
+
+def rtvi(kind: str, data: Any = None) -> bytes:
+    frame = frames_pb2.Frame()
+    frame.message.data = json.dumps({"label": "rtvi-ai", "type": kind, "id": "b1", "data": data})
+    return frame.SerializeToString()
+
+
+def tone(ms: int, rate: int) -> bytes:
+    t = np.arange(rate * ms // 1000) / rate
+    return (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
+
+
+def audio_frame(data: bytes, rate: int) -> bytes:
+    frame = frames_pb2.Frame()
+    frame.audio.audio = data
+    frame.audio.sample_rate = rate
+    frame.audio.num_channels = 1
+    return frame.SerializeToString()
+
+
+class PipecatAgents:
+    def __init__(self) -> None:
+        self.received: dict[str, list[dict[str, Any]]] = {}
+        self.started = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="pipecat-agents")
+        self._thread.start()
+
+        async def start() -> Server:
+            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None, process_request=self._http)
+
+        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
+        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        if request.path == "/start":
+            self.started += 1
+            return connection.respond(HTTPStatus.OK, json.dumps({"ws_url": f"{self.url}/started", "token": "tk-1"}))
+        return None
+
+    def frames(self, path: str) -> list[dict[str, Any]]:
+        return list(self.received.get(path, []))
+
+    async def _say(self, ws: ServerConnection, text: str) -> None:
+        await ws.send(rtvi("bot-llm-started"))
+        await ws.send(rtvi("bot-output", {"text": text, "segment_id": 1, "will_be_spoken": False,
+                                          "spoken_status": "new"}))
+        await ws.send(rtvi("bot-llm-stopped"))
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        path = ws.request.path if ws.request is not None else "/"
+        if path == "/started" and (ws.request is None or ws.request.headers.get("Authorization") != "Bearer tk-1"):
+            await ws.close(4001, "not started")
+            return
+        log = self.received.setdefault(path, [])
+        flood: asyncio.Task[None] | None = None
+        loud = quiet = 0
+        try:
+            async for message in ws:
+                frame = frames_pb2.Frame.FromString(message)  # type: ignore[arg-type]
+                which = frame.WhichOneof("frame")
+                if which == "audio":
+                    log.append({"audio": len(frame.audio.audio), "sample_rate": frame.audio.sample_rate,
+                                "num_channels": frame.audio.num_channels,
+                                "loud": bool(np.abs(np.frombuffer(frame.audio.audio, "<i2")).max(initial=0) > 500)})
+                    user = log[-1]["loud"]
+                    loud, quiet = (loud + 1, 0) if user else (loud, quiet + 1)
+                    if path == "/echo" and loud > 10 and quiet == 20:
+                        loud = 0
+                        await self._speak(ws)
+                    document: dict[str, Any] = {}
+                else:
+                    document = json.loads(frame.message.data)
+                    log.append(document)
+                    user = document.get("type") in ("send-text", "dtmf", "llm-function-call-result")
+                if document.get("type") == "client-ready" and path != "/no-ready":
+                    await ws.send(rtvi("bot-ready", {"version": "2.2.0"}))
+                    if path != "/flood":
+                        continue
+                    user = True  # the flood starts at once: it is queued, stale, before the user has spoken
+                if not user:
+                    continue
+                if path == "/drop":
+                    await ws.send(rtvi("bot-llm-started"))
+                    await ws.close()
+                    return
+                if path == "/chatter" and flood is None:
+                    async def chatter() -> None:
+                        try:
+                            await ws.send(rtvi("bot-llm-started"))
+                            while True:
+                                await ws.send(rtvi("bot-llm-text", {"text": "la "}))
+                                await asyncio.sleep(0.01)
+                        except ConnectionClosed:
+                            pass
+
+                    flood = asyncio.create_task(chatter())
+                if path == "/flood" and flood is None:
+                    async def pour() -> None:
+                        chunk = audio_frame(tone(20, 16000), 16000)
+                        try:
+                            while True:
+                                await ws.send(chunk)
+                                await asyncio.sleep(0)
+                        except ConnectionClosed:
+                            pass
+
+                    flood = asyncio.create_task(pour())
+                if path == "/rate":
+                    for _ in range(50):
+                        await ws.send(audio_frame(tone(20, 24000), 24000))
+                        await asyncio.sleep(0.02)
+                if path in ("/echo", "/keys", "/fuzz", "/started"):
+                    await self._echo(ws, document)
+        except ConnectionClosed:
+            pass
+        finally:
+            if flood is not None:
+                flood.cancel()
+
+    async def _speak(self, ws: ServerConnection) -> None:
+        await ws.send(rtvi("user-input", {"text": "hello there", "input_type": "transcription", "final": True}))
+        await ws.send(rtvi("bot-started-speaking"))
+        audio = tone(600, 16000)
+        for k in range(0, len(audio), 640):
+            await ws.send(audio_frame(audio[k:k + 640], 16000))
+            await asyncio.sleep(0.02)
+        await ws.send(rtvi("bot-output", {"text": "heard you", "segment_id": 2, "will_be_spoken": True,
+                                          "spoken_status": "completed"}))
+        await ws.send(rtvi("bot-stopped-speaking"))
+
+    async def _echo(self, ws: ServerConnection, document: dict[str, Any]) -> None:
+        data = document.get("data") or {}
+        if document.get("type") == "dtmf":
+            await self._say(ws, f"pressed {' '.join(data.get('buttons', []))}")
+        elif document.get("type") == "send-text":
+            text = str(data.get("content", ""))
+            if "weather" in text:
+                await ws.send(rtvi("bot-llm-started"))
+                await ws.send(rtvi("bot-llm-stopped"))
+                await ws.send(rtvi("llm-function-call", {"function_name": "get_weather", "tool_call_id": "call_1",
+                                                         "args": {"city": "Oslo"}}))
+            else:
+                await self._say(ws, f"you said: {text}")
+        elif document.get("type") == "llm-function-call-result":
+            await self._say(ws, f"the weather: {json.dumps(data.get('result'))}")
+
+    def stop(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)

@@ -1,0 +1,96 @@
+"""A small voice agent for the `voice` target's `session.open` and `messages.tool_calls`: `GET /calls` creates a
+call (`{"call": {"id": "c-123", "token": "t-9"}}`); the websocket `/socket?call=c-123` (with `Authorization:
+Bearer t-9`; anything else is refused with close code 4001) carries binary pcm16 16 kHz. It greets with 0.6 s of
+tone; when the caller has spoken (loud frames, then 0.4 s of quiet ones) it asks for a tool with
+`{"type": "function_call", "id": "f1", "name": "lookup_order", "arguments": "{\\"order\\": \\"42\\"}"}` and, once a
+`function_result` for `f1` comes, answers with 0.6 s of tone. It records the JSON messages tamesu sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http import HTTPStatus
+from typing import Any
+
+import numpy as np
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+RATE = 16000
+CALL = {"id": "c-123", "token": "t-9"}
+
+
+def tone(ms: int) -> bytes:
+    t = np.arange(RATE * ms // 1000) / RATE
+    return (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
+
+
+class VoiceToolAgent:
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.calls_created = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="voice-tool-agent")
+        self._thread.start()
+
+        async def start() -> Server:
+            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None, process_request=self._http)
+
+        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
+        port = self.server.sockets[0].getsockname()[1]
+        self.http = f"http://127.0.0.1:{port}"
+        self.ws = f"ws://127.0.0.1:{port}"
+
+    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        if request.path == "/calls":
+            self.calls_created += 1
+            return connection.respond(HTTPStatus.OK, json.dumps({"call": CALL}))
+        if not request.path.startswith("/socket"):
+            return connection.respond(HTTPStatus.NOT_FOUND, "no such path\n")
+        return None
+
+    async def _speak(self, ws: ServerConnection, ms: int) -> None:
+        audio = tone(ms)
+        for k in range(0, len(audio), 640):
+            await ws.send(audio[k:k + 640])
+            await asyncio.sleep(0.02)
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        request = ws.request
+        assert request is not None
+        if (request.path != f"/socket?call={CALL['id']}"
+                or request.headers.get("Authorization") != f"Bearer {CALL['token']}"):
+            await ws.close(4001, "unknown call")
+            return
+        loud = quiet = 0
+        try:
+            await self._speak(ws, 600)
+            async for message in ws:
+                if isinstance(message, str):
+                    document = json.loads(message)
+                    self.received.append(document)
+                    if document.get("type") == "function_result" and document.get("id") == "f1":
+                        await self._speak(ws, 600)
+                    continue
+                samples = np.frombuffer(message, "<i2")
+                if samples.size and np.abs(samples).max() > 500:
+                    loud, quiet = loud + 1, 0
+                else:
+                    quiet += 1
+                if loud > 10 and quiet == 20:
+                    loud = 0
+                    await ws.send(json.dumps({"type": "function_call", "id": "f1", "name": "lookup_order",
+                                              "arguments": json.dumps({"order": "42"})}))
+        except ConnectionClosed:
+            pass
+
+    def stop(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
