@@ -41,7 +41,7 @@ def test_tamesu_test_shards_repeats_and_reports_like_tamesu_run(expense_agent: E
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"junit report: {tmp_path}/junit-{shard[0]}.xml" in done.stdout
         shards.append(done)
-    first, second = _run_dirs(out)
+    first, second = _run_dirs(out)  # named by start time, so shard 1 (run first) sorts first
     plans = [json.loads((d / "plan.json").read_text()) for d in (first, second)]
     assert [p["shard"] for p in plans] == ["1/2", "2/2"]
     planned = sorted(t["id"] for p in plans for t in p["tests"])

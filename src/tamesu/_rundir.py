@@ -15,8 +15,34 @@ def slug(text: str, limit: int = 80) -> str:
     return cleaned[:limit]
 
 
+_STAMPED = re.compile(r"^(\d{8}-\d{6}-\d{3})-")
+_STAMP_FORMAT = "%Y%m%d-%H%M%S"
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return f"{moment:{_STAMP_FORMAT}}-{moment.microsecond // 1000:03d}"
+
+
+def _newest_stamp(out: Path) -> dt.datetime | None:
+    stamps = [m.group(1) for p in out.iterdir() if (m := _STAMPED.match(p.name))] if out.is_dir() else []
+    if not stamps:
+        return None
+    newest = max(stamps)
+    return dt.datetime.strptime(newest[:15], _STAMP_FORMAT) + dt.timedelta(milliseconds=int(newest[16:]))
+
+
 def new_run_dir(out: Path) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = out / f"{stamp}-{random.token_hex(2)}"
-    path.mkdir(parents=True, exist_ok=False)
-    return path
+    """A new folder named by its start time; a later run always sorts after an earlier one (`newest` is by name),
+    even when both start within one millisecond or the clock stepped back."""
+    moment = dt.datetime.now()
+    newest = _newest_stamp(out)
+    if newest is not None and newest >= moment.replace(microsecond=moment.microsecond // 1000 * 1000):
+        moment = newest + dt.timedelta(milliseconds=1)
+    for _ in range(100):
+        path = out / f"{_stamp(moment)}-{random.token_hex(2)}"
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+            return path
+        except FileExistsError:
+            moment += dt.timedelta(milliseconds=1)
+    raise FileExistsError(f"{out}: no free run directory name")
