@@ -70,21 +70,12 @@ from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.suite.templates import Context, references
+from tamesu.targets._rest_answer import TurnReader
 from tamesu.targets._rest_body import Reading, reading_of
 from tamesu.targets._rest_files import attachments, file_refusal, multipart_request
 from tamesu.targets._rest_http import Answer, Http, answer_body, excerpt, os_reason, read_text
 from tamesu.targets._rest_listen import Listener
-from tamesu.targets._rest_read import (
-    COMMON_TEXT_PATHS,
-    MAX_EVENTS,
-    StreamText,
-    describe_keys,
-    handoff,
-    holds,
-    text_of,
-    tool_calls,
-    values,
-)
+from tamesu.targets._rest_read import MAX_EVENTS, StreamText, holds, text_of, values
 from tamesu.targets._rest_request import (
     message_with_trace,
     request_body,
@@ -125,7 +116,7 @@ class RestTarget(Target):
         self._listener: Listener | None = None
         self._requests_before = 0
         self._waiting_for = ""
-        self._detected_text = ""
+        self._reader = TurnReader(spec, self._require_session)
 
     # -- open and close -------------------------------------------------------------------------------
 
@@ -265,41 +256,7 @@ class RestTarget(Target):
             return await self._listen_turn(request, self._listener)
         self._waiting_for = "waiting for the answer"
         answer = await self._require_http().fetch(request)
-        return self._answer_turn(answer)
-
-    def _answer_turn(self, answer: Answer) -> AgentTurn:
-        self._fail_on_5xx(answer)
-        turn = self._turn(text=self._reply_text(answer.body), raw=[answer.body],
-                          scan=[answer.body], status=answer.status, sent_at_ms=answer.sent_at_ms,
-                          completed_at_ms=answer.completed_at_ms)
-        if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
-                and isinstance(answer.body, dict | list) and not values(self.spec.response.text, answer.body):
-            # "the agent said nothing" would hide that tamesu looked in the wrong place
-            message = (f"response.text ({self.spec.response.text}) found nothing in the JSON answer; "
-                       f"{describe_keys(answer.body)}")
-            if "text" in self.spec.response.model_fields_set:
-                raise TurnError(f"{message}: set response.text to the field with the reply", raw=answer.body,
-                                status=answer.status)
-            # not set (a helper agent answering with data, `tamesu test -n URL`): said, not failed
-            self._require_session().event("text_not_found", path=self.spec.response.text, note=message)
-        return turn
-
-    def _reply_text(self, body: Any) -> str:
-        """The reply at `response.text`; when it was left at its default and finds nothing, the first common
-        reply field that holds text (`tamesu test -n URL` cannot set the path), said once as an event."""
-        path = self.spec.response.text
-        if not isinstance(body, dict | list) or values(path, body) or "text" in self.spec.response.model_fields_set:
-            return text_of(path, body)
-        for candidate in COMMON_TEXT_PATHS:
-            text = text_of(candidate, body)
-            if text:
-                if self._detected_text != candidate:
-                    self._detected_text = candidate
-                    self._require_session().event("text_detected", path=candidate,
-                                                  note=f"response.text is not set and {path} found nothing: "
-                                                       f"the reply was read from {candidate}")
-                return text
-        return ""
+        return self._reader.answer_turn(answer)
 
     async def _sse_turn(self, request: httpx.Request) -> AgentTurn:
         session = self._require_session()
@@ -311,8 +268,8 @@ class RestTarget(Target):
             if response.status_code >= 400 or not content_type.startswith("text/event-stream"):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
                 text, cut = await read_text(response, session, http.max_bytes)
-                return self._answer_turn(Answer(response.status_code, answer_body(response, text, cut), sent_at,
-                                                session.now_ms()))
+                answer = Answer(response.status_code, answer_body(response, text, cut), sent_at, session.now_ms())
+                return self._reader.answer_turn(answer)
             stream = StreamText(self.spec.response)
             completed_at: float | None = None
             reading = reading_of(response, http.max_bytes)
@@ -328,7 +285,7 @@ class RestTarget(Target):
                 completed_at = session.now_ms()
         finally:
             await response.aclose()
-        return self._stream_turn(stream, response.status_code, sent_at, completed_at)
+        return self._reader.stream_turn(stream, response.status_code, sent_at, completed_at)
 
     async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -354,21 +311,15 @@ class RestTarget(Target):
                 break
             if event == DONE or stream.add(event, completed_at):
                 break
-        return self._stream_turn(stream, None, sent_at, completed_at)
-
-    def _stream_turn(self, stream: StreamText, status: int | None, sent_at: float, completed_at: float
-                     ) -> AgentTurn:
-        events = stream.events
-        return self._turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
-                          first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at)
+        return self._reader.stream_turn(stream, None, sent_at, completed_at)
 
     async def _poll_turn(self, request: httpx.Request, turn: UserTurn, poll: PollSpec) -> AgentTurn:
         http = self._require_http()
         self._waiting_for = "waiting for the send answer"
         sent = await http.fetch(request)
-        self._fail_on_5xx(sent)
+        self._reader.fail_on_5xx(sent)
         if sent.status >= 400:
-            return self._answer_turn(sent)
+            return self._reader.answer_turn(sent)
         answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
         ctx = self._turn_context(turn, response=answered)
         poll_request = http.build(poll.method.upper(), resolve_url(ctx.render_text(poll.url), self.spec.url, ctx),
@@ -382,11 +333,11 @@ class RestTarget(Target):
             self._waiting_for = f"polling {self._mask(str(poll_request.url))}, {len(raw) - 1} polls"
             answer = await http.fetch(poll_request)
             raw.append(answer.body)
-            self._fail_on_5xx(answer)
+            self._reader.fail_on_5xx(answer)
             if answer.status < 400:
                 text = text_of(poll.text, answer.body)
                 if text or holds(poll.done, answer.body):
-                    return self._turn(text=text, raw=raw, scan=[answer.body], status=answer.status,
+                    return self._reader.turn(text=text, raw=raw, scan=[answer.body], status=answer.status,
                                       sent_at_ms=sent.sent_at_ms, completed_at_ms=answer.completed_at_ms)
             if loop.time() + poll.interval > deadline:
                 raise TurnError(f"no reply from the poll URL within {limit:g}s (last answer HTTP "
@@ -400,7 +351,7 @@ class RestTarget(Target):
         self._note_unsolicited(listener.drain())
         self._waiting_for = "waiting for the send answer"
         sent = await self._require_http().fetch(request)
-        self._fail_on_5xx(sent)
+        self._reader.fail_on_5xx(sent)
         self._waiting_for = f"waiting for a post to {listener.url}"
         posts: list[tuple[Any, float]] = []
         while True:
@@ -416,26 +367,9 @@ class RestTarget(Target):
         docs = [doc for doc, _ in posts]
         texts = [(text_of(listen.text, doc), at) for doc, at in posts]
         first_token = next((at for text, at in texts if text), None)
-        return self._turn(text="\n".join(text for text, _ in texts if text), raw=docs, scan=docs,
+        return self._reader.turn(text="\n".join(text for text, _ in texts if text), raw=docs, scan=docs,
                           status=sent.status, sent_at_ms=sent.sent_at_ms, first_token_at_ms=first_token,
                           completed_at_ms=posts[-1][1])
-
-    def _turn(self, *, text: str, raw: list[Any], scan: list[Any], status: int | None, sent_at_ms: float,
-              completed_at_ms: float, first_token_at_ms: float | None = None) -> AgentTurn:
-        reply = self.spec.response
-        handed = handoff(self.spec.handoff, text, scan)
-        if handed is not None:
-            self._require_session().event("handoff", to=handed.to, summary=handed.summary)
-        return AgentTurn(
-            text=text, response=raw[-1] if raw else None, raw=raw, status=status,
-            tool_calls=tool_calls(reply.tool_calls, scan), sent_at_ms=sent_at_ms,
-            first_token_at_ms=first_token_at_ms, completed_at_ms=completed_at_ms,
-            ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
-
-    def _fail_on_5xx(self, answer: Answer) -> None:
-        if answer.status >= 500:
-            raise TurnError(f"the agent answered HTTP {answer.status}: {self._mask(excerpt(answer.body))}",
-                            raw=answer.body, status=answer.status)
 
     def _note_unsolicited(self, messages: list[Any]) -> None:
         if messages:
