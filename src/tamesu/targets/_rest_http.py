@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from tamesu._http import ssl_context
+from tamesu._http import client_options
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
@@ -120,7 +120,7 @@ class Http:
         self._connect = connect
         self._what = what
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = httpx.AsyncClient(verify=ssl_context(), follow_redirects=True, max_redirects=MAX_REDIRECTS,
+        self.client = httpx.AsyncClient(**client_options(), follow_redirects=True, max_redirects=MAX_REDIRECTS,
                                         timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
                                         event_hooks={"request": [self._stamp_trace]})
         self.requests = 0
