@@ -20,7 +20,7 @@ import anthropic
 
 from tamesu._http import ssl_context
 from tamesu.models import _plain
-from tamesu.models._lease import ClientLease
+from tamesu.models._thin import ThinPost
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
 from tamesu.models.client import (
@@ -46,15 +46,18 @@ class AnthropicProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
-        self._clients: ClientLease[anthropic.AsyncAnthropic] = ClientLease(
-            lambda: anthropic.AsyncAnthropic(
+        # the SDK builds the first request; later ones replay its URL and headers (`_thin.py`)
+        self._thin = ThinPost(
+            "/v1/messages",
+            make_sdk=lambda http: anthropic.AsyncAnthropic(
                 api_key=api_key, base_url=base_url, timeout=timeout,
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-                default_headers=headers or None,
-                # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
-            ),
-            lambda client: client.close())
+                default_headers=headers or None, http_client=http),
+            # the SDK's own client loads the certificate bundle again (~20 ms): share one context
+            make_http=lambda **hooks: anthropic.DefaultAsyncHttpxClient(verify=ssl_context(), **hooks),
+            timeout=timeout, options={},
+            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError)
+        self._clients = self._thin.clients
         self._send_temperature = True
 
     @classmethod
@@ -72,12 +75,10 @@ class AnthropicProvider(Provider):
     async def generate(self, request: ModelRequest) -> ModelResponse:
         for _ in range(2):
             try:
-                async with self._clients.client() as client:
-                    # the SDK's public `post` rather than `messages.create`, which re-walks the plain JSON params
-                    # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's.
-                    # `cast_to=object`: the answer stays the JSON it came as (building the SDK's typed Message
-                    # from it cost a tenth of a call, for a few fields read)
-                    message = await client.post("/v1/messages", cast_to=object, body=self._params(request))
+                # a plain JSON post, not `messages.create` (which re-walks the params against its TypedDicts),
+                # the answer as the JSON it came as (the typed Message cost a tenth of a call, for a few fields
+                # read); after the first call the SDK's request building is skipped too (`_thin.py`)
+                message = await self._thin.post(self._params(request))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \
                         and "temperature" in _server_message(exc).lower():

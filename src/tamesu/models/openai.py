@@ -18,7 +18,7 @@ import openai
 
 from tamesu._http import ssl_context
 from tamesu.models import _plain
-from tamesu.models._lease import ClientLease
+from tamesu.models._thin import ThinPost
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
 from tamesu.models.client import (
@@ -45,15 +45,18 @@ class OpenAIProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
-        self._clients: ClientLease[openai.AsyncOpenAI] = ClientLease(
-            lambda: openai.AsyncOpenAI(
+        # the SDK builds the first request; later ones replay its URL and headers (`_thin.py`)
+        self._thin = ThinPost(
+            "/chat/completions",
+            make_sdk=lambda http: openai.AsyncOpenAI(
                 api_key=api_key, base_url=base_url, timeout=timeout,
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-                default_headers=headers or None,
-                # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-                http_client=openai.DefaultAsyncHttpx2Client(verify=ssl_context()),
-            ),
-            lambda client: client.close())
+                default_headers=headers or None, http_client=http),
+            # the SDK's own client loads the certificate bundle again (~20 ms): share one context
+            make_http=lambda **hooks: openai.DefaultAsyncHttpx2Client(verify=ssl_context(), **hooks),
+            timeout=timeout, options=_BEARER,
+            timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError)
+        self._clients = self._thin.clients
         # what this server refused once, so later calls do not pay for the 400 again
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
         self._max_tokens_param = "max_tokens"
@@ -77,14 +80,11 @@ class OpenAIProvider(Provider):
         # at most one adaptation per kind of refusal, so a server that refuses everything ends quickly
         for _ in range(4):
             try:
-                async with self._clients.client() as client:
-                    # the SDK's public `post` rather than `chat.completions.create`: the params are plain JSON
-                    # already, and `create` re-walks them against its TypedDicts (a quarter of a simulated
-                    # turn's CPU); the request on the wire, its auth and its errors are the SDK's own.
-                    # `cast_to=object` keeps the answer as the JSON it came as: building the SDK's typed
-                    # ChatCompletion from it (`construct_type`) cost a tenth of a call, for five fields read
-                    completion = await client.post("/chat/completions", cast_to=object,
-                                                   body=self._params(request), options=_BEARER)
+                # a plain JSON post, not `chat.completions.create` (which re-walks the params against its
+                # TypedDicts, a quarter of a simulated turn's CPU) and the answer as the JSON it came as (the
+                # typed ChatCompletion cost a tenth of a call, for five fields read); after the first call the
+                # SDK's request building is skipped too (`_thin.py`)
+                completion = await self._thin.post(self._params(request))
             except openai.BadRequestError as exc:
                 if self._adapt(exc):
                     continue

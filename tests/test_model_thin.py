@@ -1,0 +1,145 @@
+"""The providers' thin path: the SDK sends a provider's first call, later calls replay the URL and headers it
+chose (`models/_thin.py`). Against the local model servers: the requests on the wire are the SDK's, and every
+failure on the thin path reads exactly as the SDK's own call made it read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from model_servers import AnthropicServer, OpenAIServer, Planned, delay, raw, status, text
+from tamesu._serve import ThreadServer
+from tamesu.models.anthropic import AnthropicProvider
+from tamesu.models.base import Message, ModelError, ModelRequest, Provider
+
+Serve = Callable[[Any], ThreadServer]
+KEY = "sk-test-0123456789abcdef"
+SHAPES = ["openai", "anthropic"]
+
+
+def ask(words: str) -> ModelRequest:
+    return ModelRequest(purpose="simulator", messages=[Message(role="user", content=words)], temperature=0.5)
+
+
+def started(serve: Serve, shape: str) -> tuple[OpenAIServer | AnthropicServer, str]:
+    server = OpenAIServer() if shape == "openai" else AnthropicServer()
+    return server, server.base_url(serve(server.app).url)
+
+
+def provider(shape: str, base_url: str, timeout: float = 30.0) -> Provider:
+    from tamesu.models.openai import OpenAIProvider
+
+    kind = OpenAIProvider if shape == "openai" else AnthropicProvider
+    return kind("m", api_key=KEY, base_url=base_url, timeout=timeout, headers={"x-suite": "kept"})
+
+
+def sdk_class(shape: str) -> Any:
+    return openai.AsyncOpenAI if shape == "openai" else anthropic.AsyncAnthropic
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_later_calls_send_the_request_the_sdk_built_first(serve: Serve, shape: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    server, base_url = started(serve, shape)
+    built: list[str] = []
+    original = sdk_class(shape)._build_request
+
+    def counting(self: Any, options: Any, **kwargs: Any) -> Any:
+        built.append(options.url)
+        return original(self, options, **kwargs)
+
+    monkeypatch.setattr(sdk_class(shape), "_build_request", counting)
+    model = provider(shape, base_url)
+    try:
+        answers = [await model.generate(ask(f"call {n}")) for n in range(3)]
+    finally:
+        await model.aclose()
+    assert [a.text for a in answers] == [f"echo: call {n}" for n in range(3)]
+    assert len(built) == 1  # the SDK built the first request only
+    calls = server.calls()
+    assert len(calls) == 3
+
+    def wire(headers: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in headers.items() if k != "content-length"}
+
+    assert wire(calls[1].headers) == wire(calls[2].headers) == wire(calls[0].headers)
+    assert calls[0].headers["authorization"] == f"Bearer {KEY}" and calls[0].headers["x-suite"] == "kept"
+    # the bodies are each call's own, as the SDK encodes them
+    first, later = calls[0].body, calls[2].body
+    assert set(first) == set(later) and first["temperature"] == later["temperature"] == 0.5
+    assert "call 2" in str(later["messages"]) and "call 2" not in str(first["messages"])
+
+
+FAILURES = [
+    status(400, "the request was malformed"),
+    status(401, f"Incorrect API key provided: {KEY}"),
+    status(429, "slow down", retry_after="2"),
+    status(500, "internal trouble"),
+    status(404, "no such model"),
+    raw("<html>a proxy's page</html>", content_type="text/html"),
+    raw('{"choices": [', content_type="application/json"),
+]
+
+
+def outcome(error: ModelError) -> tuple[str, bool, float | None, bool]:
+    return str(error), error.retryable, error.retry_after, error.timed_out
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("failure", FAILURES, ids=lambda p: f"{p.kind}-{p.status}-{p.content_type}")
+async def test_a_failure_on_the_thin_path_reads_as_the_sdks(serve: Serve, shape: str, failure: Planned) -> None:
+    server, base_url = started(serve, shape)
+    through_sdk, thin = provider(shape, base_url), provider(shape, base_url)
+    try:
+        server.plan(failure)
+        with pytest.raises(ModelError) as by_sdk:
+            await through_sdk.generate(ask("first call"))  # the first call of a provider: the SDK's path
+        server.plan(text("fine"), failure)
+        assert (await thin.generate(ask("first call"))).text == "fine"
+        with pytest.raises(ModelError) as by_thin:
+            await thin.generate(ask("first call"))  # its second: the thin path
+    finally:
+        await through_sdk.aclose()
+        await thin.aclose()
+    assert outcome(by_thin.value) == outcome(by_sdk.value)
+    assert KEY not in str(by_thin.value)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_timeout_on_the_thin_path_reads_as_the_sdks(serve: Serve, shape: str) -> None:
+    server, base_url = started(serve, shape)
+    through_sdk, thin = provider(shape, base_url, timeout=0.3), provider(shape, base_url, timeout=0.3)
+    try:
+        server.plan(delay(1.5))
+        with pytest.raises(ModelError) as by_sdk:
+            await through_sdk.generate(ask("slow"))
+        server.plan(text("fine"), delay(1.5))
+        await thin.generate(ask("quick"))
+        with pytest.raises(ModelError) as by_thin:
+            await thin.generate(ask("slow"))
+    finally:
+        await through_sdk.aclose()
+        await thin.aclose()
+    assert outcome(by_thin.value) == outcome(by_sdk.value)
+    assert by_thin.value.timed_out and by_thin.value.retryable
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_server_gone_on_the_thin_path_is_unreachable(serve: Serve, shape: str) -> None:
+    server = OpenAIServer() if shape == "openai" else AnthropicServer()
+    running = serve(server.app)
+    model = provider(shape, server.base_url(running.url))
+    try:
+        await model.generate(ask("hello"))
+        running.stop()
+        with pytest.raises(ModelError) as caught:
+            await model.generate(ask("anyone?"))
+    finally:
+        await model.aclose()
+    host = "api.openai.com" if shape == "openai" else "api.anthropic.com"
+    assert str(caught.value).startswith(f"{shape}:m: cannot reach {server.base_url(running.url)} (")
+    assert host not in str(caught.value) and caught.value.retryable
