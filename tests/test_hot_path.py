@@ -321,3 +321,29 @@ def test_mutated_suites_read_by_the_fast_reader_read_the_same_with_ruamel() -> N
         except Exception as exc:  # ruamel refused what the fast reader took
             raise AssertionError(f"ruamel refuses what the fast reader read: {exc}\n{text}") from None
     assert taken > 100  # the mutants the fast reader took were compared
+
+
+PATH_DOCUMENTS = [
+    {"text": "hi", "reply": {"text": "nested", "n": 0}, "done": False, "tool_calls": [{"name": "a"}],
+     "none": None, "empty": {}, "list": [1, 2], "_under": 1, "a1": {"b_2": [{"c": 1}]}},
+    [{"text": "in a list"}, {"reply": {"text": "x"}}],
+    {"reply": "a string, not an object", "text": ["a", "list"]},
+    {"reply": [{"text": "list under reply"}]},
+    {}, [],
+]
+NAME_PATHS = ["$.text", "$.reply.text", "$.reply.n", "$.done", "$.tool_calls", "$.none", "$.empty", "$.list",
+              "$.missing", "$.reply.missing.deeper", "$._under", "$.a1.b_2", "$.text.length"]
+
+
+@pytest.mark.parametrize("doc", PATH_DOCUMENTS)
+def test_paths_of_names_find_what_python_jsonpath_finds(doc: Any) -> None:
+    import jsonpath
+
+    from tamesu.targets._rest_read import _dotted_keys, values
+
+    for path in NAME_PATHS:
+        assert _dotted_keys(path) is not None, path  # each takes the lookup path
+        assert values(path, doc) == jsonpath.findall(path, doc), path
+    # other paths are left to python-jsonpath
+    assert _dotted_keys("$.reply[0].text") is None and _dotted_keys("$..text") is None
+    assert _dotted_keys("$['text']") is None and _dotted_keys("$.*") is None

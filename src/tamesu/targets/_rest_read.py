@@ -30,14 +30,34 @@ def _compiled(path: str) -> jsonpath.JSONPath | jsonpath.CompoundJSONPath:
     return jsonpath.compile(path)
 
 
+_DOTTED = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+@functools.lru_cache(maxsize=256)
+def _dotted_keys(path: str) -> tuple[str, ...] | None:
+    """The keys of a path made of names only (`$.text`, `$.reply.text`: the defaults and most suites'), which
+    is read by looking the keys up; None for any other path, which python-jsonpath reads."""
+    return tuple(path[2:].split(".")) if _DOTTED.fullmatch(path) else None
+
+
 def values(path: str, doc: Any) -> list[Any]:
     """What a JSONPath finds in a document; nothing in a document that is not JSON structure.
 
-    python-jsonpath would parse a string document as JSON, so a plain-text answer is never queried.
+    python-jsonpath would parse a string document as JSON, so a plain-text answer is never queried. A path of
+    names only is read with dict lookups, as python-jsonpath reads it (tests/test_hot_path.py compares the two):
+    its matching machinery cost three such paths a turn 0.05 ms.
     """
     if not isinstance(doc, Mapping | list):
         return []
-    return list(_compiled(path).findall(doc))
+    keys = _dotted_keys(path)
+    if keys is None:
+        return list(_compiled(path).findall(doc))
+    found: Any = doc
+    for key in keys:
+        if not isinstance(found, Mapping) or key not in found:
+            return []
+        found = found[key]
+    return [found]
 
 
 def describe_keys(doc: Any) -> str:
