@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -347,3 +348,19 @@ def test_paths_of_names_find_what_python_jsonpath_finds(doc: Any) -> None:
     # other paths are left to python-jsonpath
     assert _dotted_keys("$.reply[0].text") is None and _dotted_keys("$..text") is None
     assert _dotted_keys("$['text']") is None and _dotted_keys("$.*") is None
+
+
+@pytest.mark.parametrize("base", ["parent", "itself", "elsewhere"])
+def test_report_links_joined_as_text_are_the_resolved_relative_paths(tmp_path: Path, base: str) -> None:
+    from tamesu.report._load import LoadedRun
+    from tamesu.report.html import _Page
+    from tamesu.results import RunSummaryFile
+
+    run_dir = tmp_path / "out" / "20261201-120000-000-abcd"
+    (run_dir / "suite" / "a test" / "run-1").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    folder = {"parent": run_dir.parent, "itself": run_dir, "elsewhere": tmp_path / "elsewhere"}[base]
+    page = _Page(LoadedRun(dir=run_dir, summary=RunSummaryFile.model_construct(), results=[]), folder, None)
+    for path in [run_dir / "suite" / "a test" / "run-1" / "transcript.json", run_dir / "report.html",
+                 run_dir / "suite" / ".." / "elsewhere.txt", run_dir, tmp_path / "elsewhere" / "x.txt"]:
+        assert page.relative(path) == Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix(), path

@@ -4,6 +4,7 @@ merged, assertions parsed)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,12 @@ class LoadedSuite:
     @property
     def search(self) -> list[Path]:
         """Where the functions its checks name (`script`, `custom`) are found: its folder, then the project's."""
-        return list(dict.fromkeys([self.dir.resolve(), self.project.dir]))
+        return list(self._search)
+
+    @functools.cached_property
+    def _search(self) -> tuple[Path, ...]:
+        # resolved once per suite, not once per test (`resolve` is a system call per part of the path)
+        return tuple(dict.fromkeys([self.dir.resolve(), self.project.dir]))
 
     @property
     def packs(self) -> dict[str, packs.PackSpec]:
