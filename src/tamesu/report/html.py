@@ -74,9 +74,9 @@ class _Page:
         parsing, three links a test, was a fifth of the page's time); the same answer as the path way below."""
         text = str(path)
         if text.startswith(self._run_prefix):
-            inside = text[len(self._run_prefix):].replace(os.sep, "/")
-            if ".." not in inside.split("/"):
-                return self._run_from_base + inside
+            below = text[len(self._run_prefix):].replace(os.sep, "/")
+            if ".." not in below.split("/"):
+                return self._run_from_base + below
         try:
             inside = path.relative_to(self.run.dir)
         except ValueError:

@@ -22,6 +22,7 @@ from tamesu.targets._rest_body import Reading, bounded_chunks, reading_of
 T = TypeVar("T")
 EXCERPT = 200
 MAX_REDIRECTS = 10
+MAX_PARSED_URLS = 16
 
 
 def parse_body(text: str, content_type: str = "") -> Any:
@@ -123,6 +124,7 @@ class Http:
         self.client = httpx.AsyncClient(**client_options(), follow_redirects=True, max_redirects=MAX_REDIRECTS,
                                         timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
                                         event_hooks={"request": [self._stamp_trace]})
+        self._urls: dict[str, httpx.URL] = {}
         self.requests = 0
         """Requests that reached the agent."""
         self.unreachable: str | None = None
@@ -137,15 +139,26 @@ class Http:
     def build(self, method: str, url: str, headers: dict[str, str], body: Any, *, has_body: bool,
               timeout: float | None = None) -> httpx.Request:
         extra: dict[str, Any] = {}
+        parsed = self._parsed(url)
         if timeout is not None:
             extra["timeout"] = httpx.Timeout(timeout, connect=self._connect.timeout)
         if not has_body:
-            return self.client.build_request(method, url, headers=headers, **extra)
+            return self.client.build_request(method, parsed, headers=headers, **extra)
         if isinstance(body, str):
             if not any(k.lower() == "content-type" for k in headers):
                 headers = {**headers, "Content-Type": "text/plain; charset=utf-8"}
-            return self.client.build_request(method, url, headers=headers, content=body.encode(), **extra)
-        return self.client.build_request(method, url, headers=headers, json=body, **extra)
+            return self.client.build_request(method, parsed, headers=headers, content=body.encode(), **extra)
+        return self.client.build_request(method, parsed, headers=headers, json=body, **extra)
+
+    def _parsed(self, url: str) -> httpx.URL:
+        """`url` parsed once per conversation: a turn's URL is most often the last turn's, and httpx parsing
+        the text again cost a third of building the request (0.04 ms)."""
+        found = self._urls.get(url)
+        if found is None:
+            if len(self._urls) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
+                self._urls.clear()
+            found = self._urls[url] = httpx.URL(url)
+        return found
 
     async def open_stream(self, request: httpx.Request) -> tuple[httpx.Response, float]:
         """Send with connect retries; the response's body is left unread. Returns it and when it was sent."""
