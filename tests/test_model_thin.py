@@ -143,3 +143,21 @@ async def test_a_server_gone_on_the_thin_path_is_unreachable(serve: Serve, shape
     host = "api.openai.com" if shape == "openai" else "api.anthropic.com"
     assert str(caught.value).startswith(f"{shape}:m: cannot reach {server.base_url(running.url)} (")
     assert host not in str(caught.value) and caught.value.retryable
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_calls_own_headers_are_sent_with_it_and_never_replayed(serve: Serve, shape: str) -> None:
+    server, base_url = started(serve, shape)
+    model = provider(shape, base_url)
+    thin = model._thin  # type: ignore[attr-defined]  (the path a trace header takes, issue 21)
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        await thin.post(body, headers={"traceparent": "00-" + "a" * 32 + "-" + "1" * 16 + "-01"})
+        await thin.post(body, headers={"traceparent": "00-" + "b" * 32 + "-" + "2" * 16 + "-01"})
+        await thin.post(body)
+    finally:
+        await model.aclose()
+    sent = [call.headers.get("traceparent", "") for call in server.calls()]
+    assert [value[3:4] for value in sent] == ["a", "b", ""]
+    assert thin.shape is not None and all(name.lower() != "traceparent" for name, _ in thin.shape.headers)
+    assert server.calls()[2].headers["authorization"] == f"Bearer {KEY}"

@@ -60,6 +60,8 @@ class ThinPost:
         self._timeout_error = timeout_error
         self._connection_error = connection_error
         self.shape: Shape | None = None
+        self._per_call: set[str] = set()
+        """Names of headers a call passed itself (a trace's `traceparent`): never part of the shape."""
         self.clients: ClientLease[Lent] = ClientLease(self._make, self._close)
 
     def _make(self) -> Lent:
@@ -73,22 +75,29 @@ class ThinPost:
     async def _learn(self, request: httpx2.Request) -> None:
         if self.shape is None and request.url.path.endswith(self.path):
             self.shape = Shape(request.url, [(name, value) for name, value in request.headers.multi_items()
-                                             if name.lower() not in _NOT_REPLAYED])
+                                             if name.lower() not in _NOT_REPLAYED | self._per_call])
 
-    async def post(self, body: dict[str, Any]) -> Any:
-        """The answer as the JSON it came as (a body that is not JSON: its text), or the SDK's error."""
+    async def post(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Any:
+        """The answer as the JSON it came as (a body that is not JSON: its text), or the SDK's error.
+
+        `headers` are this call's own (a trace's `traceparent`), sent over the shape's and never replayed."""
+        if headers:
+            self._per_call.update(name.lower() for name in headers)
         async with self.clients.client() as lent:
             shape = self.shape
             if shape is None:
+                options = {**self._options, "headers": dict(headers)} if headers else self._options
                 try:
-                    return await lent.sdk.post(self.path, cast_to=object, body=body, options=self._options)
+                    return await lent.sdk.post(self.path, cast_to=object, body=body, options=options)
                 except json.JSONDecodeError as exc:
                     # a 200 that says JSON and is not: the SDK lets the decoder's error out (a run's internal
                     # error); the text it could not read goes to the provider, as on the thin path
                     return exc.doc
             # the body as the SDKs encode it (`openapi_dumps`): compact, UTF-8, no NaN
             content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-            request = lent.http.build_request("POST", shape.url, headers=shape.headers, content=content,
+            sent = shape.headers if not headers else \
+                [*((k, v) for k, v in shape.headers if k.lower() not in self._per_call), *headers.items()]
+            request = lent.http.build_request("POST", shape.url, headers=sent, content=content,
                                               timeout=self._timeout)
             try:
                 response = await lent.http.send(request)
