@@ -364,3 +364,31 @@ def test_report_links_joined_as_text_are_the_resolved_relative_paths(tmp_path: P
     for path in [run_dir / "suite" / "a test" / "run-1" / "transcript.json", run_dir / "report.html",
                  run_dir / "suite" / ".." / "elsewhere.txt", run_dir, tmp_path / "elsewhere" / "x.txt"]:
         assert page.relative(path) == Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix(), path
+
+
+LINES = ["PASS  suite/a test  2.13s", "      ✗ contains (turn 2): no 'echo' in «réponse» 日本語 " + "x" * 200,
+         "ERR   suite/b  0.00s", "  trailing spaces   ", "", "[bold]not markup[/bold] :smile: http://x/y",
+         "tab\tinside", "two\nlines", "\x1b[31mescape\x1b[0m"]
+
+
+@pytest.mark.parametrize("color", ["never", "auto"])
+def test_console_lines_written_plain_are_what_rich_writes(color: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.text import Text
+
+    from tamesu.report.console import ConsoleReporter, make_console
+
+    def written(plain: bool) -> str:
+        console = make_console(color)
+        console.file = io.StringIO()
+        reporter = ConsoleReporter(console, Redactor())
+        assert reporter._writes_plain()  # a file, no colour: the plain path
+        if not plain:
+            monkeypatch.setattr(reporter, "_writes_plain", lambda: False)
+        for line in LINES:
+            reporter._print(Text.assemble(("PASS", "bold green"), " ", line, style="dim"))
+        return console.file.getvalue()
+
+    assert written(plain=True) == written(plain=False)
+    assert "x" * 200 in written(plain=True)  # never cut at the console's width
