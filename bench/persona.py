@@ -48,6 +48,19 @@ def write_suite(folder: Path, model_url: str, agent_url: str, shape: str, conver
     return suite
 
 
+def _why_not_passed(out: Path) -> str:
+    """The most common reasons the run's tests did not pass (the run folder goes with the temporary one)."""
+    reasons: dict[str, int] = {}
+    for found in out.glob("*/*/*/run-*/result.json"):
+        result = json.loads(found.read_text())
+        if result.get("status") != "passed":
+            failed = "; ".join(a.get("reason", "") for a in result.get("assertions", []) if not a.get("passed"))
+            reason = f"{result.get('status')}: {result.get('error') or failed}"[:300]
+            reasons[reason] = reasons.get(reason, 0) + 1
+    common = sorted(reasons.items(), key=lambda item: -item[1])[:5]
+    return "\n".join(f"{count} x {reason}" for reason, count in common) or "(no result.json says why)"
+
+
 def run_side(folder: Path, side: str, model: ModelServer, agent: Agent, shape: str, conversations: int,
              turns: int, parallel: int) -> dict[str, Any]:
     """One run of tamesu or of the baseline, with its CPU, wall time, memory and the checks."""
@@ -60,7 +73,8 @@ def run_side(folder: Path, side: str, model: ModelServer, agent: Agent, shape: s
         lines = [json.loads(line) for found in out.glob("*/results.jsonl") for line in found.read_text().splitlines()]
         complete = sum(1 for line in lines if line.get("status") == "passed" and _turns(line) == turns)
         if measured.returncode != 0:
-            raise SystemExit(f"persona {shape}: tamesu exited {measured.returncode}:\n{measured.stdout[-2000:]}")
+            raise SystemExit(f"persona {shape}: tamesu exited {measured.returncode}:\n{measured.stdout[-2000:]}\n"
+                             f"{_why_not_passed(out)}")
     else:
         measured = measure([PYTHON, str(BENCH / "persona_baseline.py"), model.url, f"{agent.url}/chat", shape,
                             str(conversations), str(turns), str(parallel)])
