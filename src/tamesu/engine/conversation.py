@@ -38,6 +38,7 @@ from tamesu.roles.steps import StepsUser
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
+from tamesu.targets.base import Target
 from tamesu.targets.bounds import bound_turn
 
 
@@ -247,7 +248,10 @@ async def _converse(
             first = await target.greeting()
         except TurnError as exc:
             session.event("turn_failed", turn=1, reason=str(exc))
-            return "turn_failed", f"turn 1 (the agent's greeting): {exc}", target.metrics()
+            where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
+            return "turn_failed", f"{where}: {exc}", target.metrics()
+        if (unconnected := _unconnected(test, target)) is not None:
+            return "turn_failed", unconnected, target.metrics()
         if first is not None:
             exchanges.append(Exchange(1, None, first))
             await capture_from(first, test.spec.capture, captured, session, extractor)
@@ -300,6 +304,15 @@ async def _converse(
             await asyncio.shield(target.close())
         except Exception as exc:
             session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
+
+
+def _unconnected(test: PlannedTest, target: Target) -> str | None:
+    """The failure of a session that never reached the agent (a busy or unanswered call), unless the test
+    asserts how it ended: then that assertion grades it, and a suite can expect a busy line."""
+    why = target.never_connected()
+    if why is None or any(a.check.grades_unconnected for a in test.assertions):
+        return None
+    return f"before the first turn: {why}"
 
 
 def _extractor(test: PlannedTest, models: Any) -> Extractor | None:

@@ -84,6 +84,17 @@ class Target(ABC):
         user speaks first. Called once, after open."""
         return None
 
+    def greets_first(self) -> bool:
+        """Whether `greeting()` is (was) the agent's first turn: the engine names a failure there "turn 1
+        (the agent's greeting)" only then, and "before the first turn" otherwise."""
+        return type(self).greeting is not Target.greeting
+
+    def never_connected(self) -> str | None:
+        """Why this session opened but never reached the agent, as an outcome a test may expect and assert
+        (a phone call that was busy or unanswered), or None. Without an assertion that grades that outcome
+        (a check with `grades_unconnected`), the test fails with this line."""
+        return None
+
     @abstractmethod
     async def send(self, turn: UserTurn) -> AgentTurn:
         """Send one user turn and return the agent's turn. Raises TurnError or InfraError."""

@@ -57,6 +57,8 @@ class SipTarget(Target):
         self._ended_by: str | None = None
         self._refused: str | None = None
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
+        self._unanswered: str | None = None
+        """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
         self._metrics: dict[str, float] = {}
         self._speech_seen = False
 
@@ -109,6 +111,7 @@ class SipTarget(Target):
         await self._trigger(session, uri)
         if not await self._phone.wait_incoming(spec.ring_timeout):
             self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
+            self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
             return
         await self._phone.answer(after_ms=spec.answer_after * 1000)
         await self._await_answer(session)
@@ -154,6 +157,7 @@ class SipTarget(Target):
             await self._phone.hangup()
             await self._phone.wait_for(["disconnected"], 3)
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
+            self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
         if state.state == "disconnected":
             by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
@@ -162,6 +166,9 @@ class SipTarget(Target):
                 # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
                 # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
+            else:
+                what = "busy" if by == "busy" else "not answered"
+                self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
             return
         self._answered = state.at
         dialled = self._started
@@ -176,6 +183,14 @@ class SipTarget(Target):
         if self._ended_by is None:
             self._ended_by = by
             session.event("call_ended", by=by, code=code, reason=reason)
+
+    def never_connected(self) -> str | None:
+        if self._unanswered is None:
+            return None
+        return f"{self._unanswered}; the agent was never reached (`call_ended_by` asserts an expected end)"
+
+    def greets_first(self) -> bool:
+        return self.spec.greeting and self._answered is not None
 
     # ---- turns -------------------------------------------------------------------------------------
 
