@@ -285,6 +285,6 @@ class ProjectSpec(Strict):
     report: ReportSettings = Field(default_factory=ReportSettings)
     store: str | bool | None = None
     """The results store: `true` (SQLite in .tamesu/store.db), a SQLite path, `postgresql://...`, or off
-    (the default). TAMESU_STORE overrides it."""
+    (the default). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""
