@@ -205,6 +205,36 @@ def test_every_class_of_bad_jsonl_is_one_answer_quickly(name: str, tmp_path: Pat
         assert outcome != "ok", f"{name} was accepted"
 
 
+@pytest.mark.parametrize(("content", "at", "note"), [
+    ('{"id": "a", "input": "hi"\n{"id": "b", "input": "ok"}\n', "1:26", "the line ends before the value does"),
+    ('{"id": "a", "input": "hi"\n', "1:26", "the file ends before the value does"),
+    ('{"id": "a",\n "input": x}\n', "2:11", ""),  # an object over two lines fails where it really breaks
+])
+def test_an_unfinished_json_object_is_reported_on_its_own_line(content: str, at: str, note: str, tamesu: Any,
+                                                               tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(content)
+    done = tamesu(["validate", "cases.jsonl"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    first, *rest = done.stderr.splitlines()
+    assert first.startswith(f"cases.jsonl:{at}: not valid JSON: "), first
+    assert (f"({note})" in first) if note else "(" not in first, first
+    assert rest == ["1 problem found"], done.stderr
+
+
+@pytest.mark.parametrize(("suites", "said"), [
+    ("suites: []\n", "tamesu.yaml:1:9: suites: the list is empty: name suite files or globs here "
+                      '(suites: ["suites/*.yaml"]), or give paths'),
+    ('suites: ["nothing/*.yaml"]\n', "tamesu.yaml:1:9: suites: no suite files match nothing/*.yaml"),
+])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_project_whose_suites_name_nothing_says_so_where_it_does(suites: str, said: str, command: str,
+                                                                   tamesu: Any, tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text(suites)
+    done = tamesu([command], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [said, "1 problem found"]
+
+
 def test_a_message_longer_than_a_file_name_is_a_message(tamesu: Any, tmp_path: Path) -> None:
     done = tamesu(["test", "-i", "hello " * 100, "-n", "http://127.0.0.1:9/chat", "--dry-run"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -123,7 +123,8 @@ def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tames
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [
         "cases/b.ndjson:2:43: max_turns: input should be greater than or equal to 1, got -1",
-        "cases/c.jsonl:2:1: not valid JSON: Expecting ',' delimiter", "2 problems found"]
+        "cases/c.jsonl:1:26: not valid JSON: Expecting ',' delimiter (the file ends before the value does)",
+        "2 problems found"]
     (folder / "c.jsonl").unlink()
     (folder / "b.ndjson").write_text(json.dumps({"id": "ok", "input": "hi"}) + "\n")
     good = tamesu(["validate", "cases", "-n", "shop"], cwd=project)
