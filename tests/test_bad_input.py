@@ -67,6 +67,12 @@ SUITE_CLASSES: dict[str, str | bytes] = {
     "an absolute glob in suites": "",  # the project file below
     "a huge value quoted in a problem": _TARGET + "tests:\n  - name: t\n    target: " + "y" * 100_000 + "\n",
     "an empty file": "",
+    "a mapping of 100,000 keys": _TARGET + _TEST + "    vars:\n" + "".join(f"      k{i}: 1\n" for i in range(100_000)),
+    "a flow mapping of 100,000 keys": _TARGET + _TEST + "    vars: {" + ", ".join(
+        f'"k{i}":1' for i in range(100_000)) + "}\n",
+    "a 10 MB key": _TARGET + _TEST + "    vars:\n      " + "k" * 10_000_000 + ": 1\n",
+    "a 10 MB quoted key": _TARGET + _TEST + "    vars: { \"" + "k" * 10_000_000 + "\": 1 }\n",
+    "a 10 MB key after an anchor": _TARGET + _TEST + "    vars: &v\n      " + "k" * 10_000_000 + ": 1\n",
 }
 
 
@@ -109,6 +115,27 @@ def test_every_class_of_bad_suite_is_one_answer_quickly(name: str, tmp_path: Pat
         assert outcome == "ok"  # a warning, checked below
     elif name != "2,500 inline cases" or outcome != "ok":
         assert outcome != "ok", f"{name} was accepted"
+
+
+def test_a_mapping_past_its_limit_is_refused_at_the_key_past_it(tmp_path: Path) -> None:
+    text = _TARGET + _TEST + "    vars:\n" + "".join(f"      k{i}: 1\n" for i in range(60_000))
+    (tmp_path / "suite.yaml").write_text(text)
+    outcome, _, _ = _measured(lambda: load_plan([tmp_path / "suite.yaml"]))
+    # the file's own 11 keys come first (targets, x, type, url, tests, name, target, scenario, script, say,
+    # vars): key 50,001 is k49989
+    at = text.index(": 1", text.index("k49989:"))
+    line = text.count("\n", 0, at) + 1
+    assert outcome == (f"{tmp_path / 'suite.yaml'}:{line}:13: more than 50,000 mapping keys in one file (key 50,001 "
+                       "ends here): put many cases in a cases_file (CSV or JSON), which reads far faster")
+
+
+def test_a_key_longer_than_yaml_allows_is_one_line_at_its_end(tmp_path: Path) -> None:
+    text = _TARGET + _TEST + "    vars:\n      " + "k" * 3_000_000 + ": 1\n"
+    (tmp_path / "suite.yaml").write_text(text)
+    outcome, _, _ = _measured(lambda: load_plan([tmp_path / "suite.yaml"]))
+    line = text.count("\n")
+    assert outcome == (f"{tmp_path / 'suite.yaml'}:{line}:3000007: YAML syntax error: mapping values are not allowed "
+                       "in this context (a key is at most 1,024 characters)")
 
 
 @pytest.mark.parametrize("style", ["block", "flow"])
