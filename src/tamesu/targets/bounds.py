@@ -2,7 +2,8 @@
 the truncation is recorded (a `response_truncated` event), before anything is graded or written.
 
 This bounds what tamesu keeps, grades and writes (text, response, raw documents) for every target type. The
-rest target also stops reading a body at the limit (`_rest_body`); other targets' bodies have been read whole
+rest target also stops reading a body at the limit (`_rest_body`); a2a and grpc refuse an answer past it as
+they read it (`_bounded_http`, gRPC's `max_receive_message_length`); mcp and model bodies have been read whole
 by then (by the target's SDK).
 """
 
