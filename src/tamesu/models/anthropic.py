@@ -17,7 +17,9 @@ import os
 from typing import Any
 
 import anthropic
+import httpx2
 
+from tamesu._bounded_http import bounded_transport, is_too_large
 from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._lease import ClientLease
@@ -52,7 +54,9 @@ class AnthropicProvider(Provider):
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
                 default_headers=headers or None,
                 # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
+                # the model target bounds its answers (max_response_bytes) through this transport
+                http_client=anthropic.DefaultAsyncHttpxClient(transport=bounded_transport(
+                    httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None)),
             ),
             lambda client: client.close())
         self._send_temperature = True
@@ -140,6 +144,8 @@ class AnthropicProvider(Provider):
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         where = f"anthropic:{self.model}"
+        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
+            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
         if isinstance(exc, anthropic.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, anthropic.APIConnectionError):

@@ -14,8 +14,10 @@ import os
 import re
 from typing import Any
 
+import httpx2
 import openai
 
+from tamesu._bounded_http import bounded_transport, is_too_large
 from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._lease import ClientLease
@@ -51,7 +53,9 @@ class OpenAIProvider(Provider):
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
                 default_headers=headers or None,
                 # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-                http_client=openai.DefaultAsyncHttpx2Client(verify=ssl_context()),
+                # the model target bounds its answers (max_response_bytes) through this transport
+                http_client=openai.DefaultAsyncHttpx2Client(transport=bounded_transport(
+                    httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None)),
             ),
             lambda client: client.close())
         # what this server refused once, so later calls do not pay for the 400 again
@@ -168,6 +172,8 @@ class OpenAIProvider(Provider):
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         where = f"openai:{self.model}"
+        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
+            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, openai.APIConnectionError):

@@ -26,9 +26,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from tamesu import __version__
+from tamesu._bounded_http import Record, bounded_transport
 from tamesu._children import owner_env
 from tamesu._http import ssl_context
-from tamesu.targets._bounded_http import Record, bounded_transport
 
 Transport = AbstractAsyncContextManager[Any]
 

@@ -51,6 +51,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu._bounded_http import bounded_reading, is_too_large
 from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._match import args_problem
 from tamesu._types import Strict
@@ -338,12 +339,21 @@ class ModelTarget(Target):
                 self._require_session().event("model_fallback", model=label, reason=failures[-1])
             self._calls += 1
             try:
-                return await client.generate(request)
+                # the provider's client reads no answer past max_response_bytes (tamesu._bounded_http)
+                with bounded_reading(self.spec.max_response_bytes, self._refused):
+                    return await client.generate(request)
             except ModelError as exc:
+                if is_too_large(exc):  # the agent's answer, refused for its size: a failed turn, not exit 3
+                    raise TurnError(f"the model's answer was refused: {_one_line(exc)} (raise the target's "
+                                    "max_response_bytes to read it)") from None
                 failures.append(f"{label}: {_one_line(exc)}")
         if len(failures) == 1:
             raise InfraError(f"{self._what}: the model call failed: {failures[0]}")
         raise InfraError(f"{self._what}: the model and its fallback failed: {'; '.join(failures)}")
+
+    def _refused(self, note: str, read: int, declared: int | None) -> None:
+        self._require_session().event("response_truncated", limit=self.spec.max_response_bytes,
+                                      sizes={"body": read}, read=read, declared=declared, complete=False, note=note)
 
     # -- tools ----------------------------------------------------------------------------------------
 

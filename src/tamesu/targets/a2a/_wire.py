@@ -16,11 +16,11 @@ from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
+from tamesu._bounded_http import bounded_transport
 from tamesu._http import ssl_context
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
-from tamesu.targets._bounded_http import bounded_transport
 from tamesu.targets.a2a._errors import unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target

@@ -1,7 +1,10 @@
 """`max_response_bytes` under an SDK: an httpx transport that stops reading an answer at the limit.
 
-The a2a and mcp targets read their agents through SDKs that take an httpx client (a2a-sdk: httpx; the MCP
-SDK: httpx2, the same API): the SDK reads every body whole, so the bound sits in the transport beneath it. An
+The a2a and mcp targets and the model providers read through SDKs that take an httpx client (a2a-sdk:
+httpx; the MCP, openai and anthropic SDKs: httpx2, the same API): the SDK reads every body whole, so the bound
+sits in the transport beneath it (here, not under targets: the models package uses it too). A provider's
+client is shared by the model target, judges and simulators, so its transport takes the limit of the call
+being made (`bounded_reading`, which the model target sets around its own calls). An
 answer that says (Content-Length) or turns out to be longer than the limit is refused, never half-parsed: an
 SDK cannot read half a JSON document, so the call fails with `ResponseTooLarge` (the module's DecodingError,
 which the SDK passes on as an HTTP error) and the refusal is recorded as a `response_truncated` event, the
@@ -13,13 +16,29 @@ transport asks for none (`Accept-Encoding: identity`); an answer compressed anyw
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
 Record = Callable[[str, int, int | None], None]
 """Told of a refused answer: its note, the bytes read, the length it declared (or None)."""
+
+_READING: ContextVar[tuple[int, Record | None] | None] = ContextVar("tamesu_bounded_reading", default=None)
+"""The limit of the calls made in this context, for a transport shared by callers with different limits (a
+model provider's client serves the model target, the judge and the simulator alike)."""
+
+
+@contextlib.contextmanager
+def bounded_reading(limit: int, record: Record | None = None) -> Iterator[None]:
+    """Calls made inside read at most `limit` bytes of each answer through a transport made without one."""
+    token = _READING.set((limit, record))
+    try:
+        yield
+    finally:
+        _READING.reset(token)
 
 
 def too_large_note(limit: int, read: int, declared: int | None) -> str:
@@ -38,9 +57,10 @@ def is_too_large(exc: BaseException) -> bool:
     return False
 
 
-def bounded_transport(module: ModuleType, inner: Any, limit: int, record: Record | None = None) -> Any:
+def bounded_transport(module: ModuleType, inner: Any, limit: int | None, record: Record | None = None) -> Any:
     """`inner` (an `AsyncBaseTransport` of `module`: httpx or httpx2) reading at most `limit` bytes of each
-    answer's body; `record` is told of each refusal."""
+    answer's body; `record` is told of each refusal. With `limit` None, the limit is `bounded_reading`'s
+    where the call is made, and a call made outside one is not bounded."""
     return _classes(module)[1](inner, limit, record)
 
 
@@ -78,16 +98,19 @@ def _classes(module: Any) -> tuple[Any, Any]:
             await self._inner.aclose()
 
     class BoundedTransport(module.AsyncBaseTransport):
-        def __init__(self, inner: Any, limit: int, record: Record | None) -> None:
+        def __init__(self, inner: Any, limit: int | None, record: Record | None) -> None:
             self._inner, self._limit, self._record = inner, limit, record
 
         async def handle_async_request(self, request: Any) -> Any:
+            limit, record = (self._limit, self._record) if self._limit is not None else _READING.get() or (None, None)
+            if limit is None:
+                return await self._inner.handle_async_request(request)
             request.headers["accept-encoding"] = "identity"
             response = await self._inner.handle_async_request(request)
             length = response.headers.get("content-length", "")
             declared = int(length) if length.isdigit() else None
-            stream = Capped(response.stream, self._limit, declared, request, self._record)
-            if declared is not None and declared > self._limit:
+            stream = Capped(response.stream, limit, declared, request, record)
+            if declared is not None and declared > limit:
                 await response.stream.aclose()  # not a byte of it is read: the connection is dropped
                 raise stream._refuse(0)
             return module.Response(response.status_code, headers=response.headers, stream=stream,
