@@ -252,6 +252,8 @@ def test_an_unfinished_json_object_is_reported_on_its_own_line(content: str, at:
     ("suites: []\n", "tamesu.yaml:1:9: suites: the list is empty: name suite files or globs here "
                       '(suites: ["suites/*.yaml"]), or give paths'),
     ('suites: ["nothing/*.yaml"]\n', "tamesu.yaml:1:9: suites: no suite files match nothing/*.yaml"),
+    ("out: runs\nsuites:\n", "tamesu.yaml:2:1: suites: the list is empty: name suite files or globs here "
+                             '(suites: ["suites/*.yaml"]), or give paths'),
 ])
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_project_whose_suites_name_nothing_says_so_where_it_does(suites: str, said: str, command: str,

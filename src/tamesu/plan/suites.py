@@ -37,7 +37,8 @@ def _no_suite_files(paths: list[Path], project: Project) -> Problem:
     message = f"no suite files match {', '.join(globs)}" if globs else \
         "the list is empty: name suite files or globs here (suites: [\"suites/*.yaml\"]), or give paths"
     if project.doc is not None and isinstance(project.doc.data, dict) and "suites" in project.doc.data:
-        return project.doc.problem(("suites",), message)
+        # a null value has no place of its own (YAML puts it at the next token): then the key's
+        return project.doc.problem(("suites",), message, key=project.doc.data["suites"] is None)
     where = label(project.path) if project.path is not None else "."
     return Problem(where, 1, 1, "", f"{message} (the default suites of a project; tamesu.yaml can name others)")
 

@@ -271,6 +271,12 @@ class ProjectSpec(Strict):
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
     targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Agents named for `tamesu test -n NAME` (JSONL tests); the same shape as a suite's `targets`."""
+
+    @field_validator("suites", mode="before")
+    @classmethod
+    def _nothing_written(cls, value: Any) -> Any:
+        # `suites:` with nothing after it names no suite, as `suites: []` does: the loader says so at the key
+        return [] if value is None else value
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     packs: dict[str, PackSpec] = Field(default_factory=dict)
