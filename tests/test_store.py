@@ -494,3 +494,13 @@ def test_an_empty_tamesu_store_is_unset_and_off_turns_the_files_store_off(tmp_pa
     assert len(runs) == 1 and runs[0].counts["passed"] == 1
     assert store_url(True, root, environ={"TAMESU_STORE": "  "}) == store_url(True, root, environ={})
     assert store_url(True, root, environ={"TAMESU_STORE": "off"}) is None
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf"])
+def test_a_bad_store_timeout_is_one_line_before_anything_runs(tmp_path: Path, tamesu, agent_url: str,
+                                                              value: str) -> None:
+    root = project(tmp_path, agent_url, TWO_TESTS[TWO_TESTS.index("  - name: echo"):])
+    done = tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": "true", "TAMESU_STORE_TIMEOUT": value})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == f"TAMESU_STORE_TIMEOUT: expected a number of seconds above 0, got {value!r}"
+    assert not (root / "out").exists() or not any((root / "out").iterdir())
