@@ -53,7 +53,7 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._audio_socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard
 from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._pipecat_wire import PipecatWire, peek
-from tamesu.targets._realtime_spec import answer, check_tool_results
+from tamesu.targets._realtime_spec import answer, audio_mode_available, check_tool_results, websocket_url
 from tamesu.targets._session_open import open_session
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
@@ -90,9 +90,7 @@ class PipecatSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a pipecat url is ws:// or wss:// (the bot's websocket transport)")
-        return url
+        return websocket_url(url, "a pipecat url is ws:// or wss:// (the bot's websocket transport)")
 
     @field_validator("tool_results")
     @classmethod
@@ -101,12 +99,7 @@ class PipecatSpec(TargetSpec):
 
     @model_validator(mode="after")
     def _audio_available(self) -> PipecatSpec:
-        if self.mode == "audio":
-            from tamesu.audio.extra import problem
-
-            missing = problem()
-            if missing:
-                raise ValueError(f"mode: audio: {missing}")
+        audio_mode_available(self.mode)
         return self
 
 

@@ -26,6 +26,7 @@ from tamesu._types import Duration
 from tamesu.conversation import Session, TurnError
 from tamesu.targets._audio_socket import AudioSocketTarget
 from tamesu.targets._audio_wire import Incoming, Wire
+from tamesu.targets._realtime_spec import require_audio_extra, websocket_url
 from tamesu.targets.base import TargetSpec
 
 __all__ = ["TwilioSpec", "TwilioTarget"]
@@ -47,17 +48,11 @@ class TwilioSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a twilio url is ws:// or wss:// (the agent's Media Streams websocket)")
-        return url
+        return websocket_url(url, "a twilio url is ws:// or wss:// (the agent's Media Streams websocket)")
 
     @model_validator(mode="after")
     def _audio_available(self) -> TwilioSpec:
-        from tamesu.audio.extra import problem
-
-        missing = problem()
-        if missing:
-            raise ValueError(missing)
+        require_audio_extra()
         return self
 
 

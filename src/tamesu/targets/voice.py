@@ -44,7 +44,7 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
 from tamesu.targets._audio_socket import AudioSocketTarget, Heard
 from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets._realtime_spec import answer, as_output, check_tool_results
+from tamesu.targets._realtime_spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
 from tamesu.targets._session_open import open_session
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 
@@ -153,17 +153,11 @@ class VoiceSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a voice url is ws:// or wss://")
-        return url
+        return websocket_url(url, "a voice url is ws:// or wss://")
 
     @model_validator(mode="after")
     def _audio_available(self) -> VoiceSpec:
-        from tamesu.audio.extra import problem
-
-        missing = problem()
-        if missing:
-            raise ValueError(missing)
+        require_audio_extra()
         return self
 
 
