@@ -33,7 +33,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets._ws_open import open_websocket
+from tamesu.targets._ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.targets.base import Target
 
 if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
@@ -79,7 +79,7 @@ class AudioSocketTarget(Target):
         self._voice: Any = None
         self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
-        self._line: tuple[asyncio.Task[None], asyncio.Event] | None = None
+        self._line: Line | None = None
         self._closed: str | None = None
         self._barging = False
         self._interrupted: AgentTurn | None = None
@@ -123,23 +123,23 @@ class AudioSocketTarget(Target):
         self._open_line()
 
     async def close(self) -> None:
-        await self._close_line()
         for handle, _echo in self._marks:
             handle.cancel()
-        if self._ws is not None and self._wire is not None and self._closed is None:
-            with contextlib.suppress(Exception):
-                for message in self._wire.closing():
-                    await self._ws.send(message)
-        if self._ws is not None:
-            with contextlib.suppress(Exception):
-                await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.wait([self._reader], timeout=2)
-        if self._voice is not None and not self._finished:
-            self._finished = True
-            with contextlib.suppress(Exception):
-                await self._voice.finish()
+        wire = self._wire
+
+        async def goodbye(ws: ClientConnection) -> None:
+            if wire is not None and self._closed is None:
+                for message in wire.closing():
+                    await ws.send(message)
+
+        async def finish() -> None:
+            if self._voice is not None and not self._finished:
+                self._finished = True
+                with contextlib.suppress(Exception):
+                    await self._voice.finish()
+
+        line, self._line = self._line, None
+        await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
 
     def metrics(self) -> dict[str, float]:
         out = {f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}
@@ -187,11 +187,8 @@ class AudioSocketTarget(Target):
         self._line = (asyncio.create_task(run()), stop)
 
     async def _close_line(self) -> None:
-        if self._line is not None:
-            task, stop = self._line
-            self._line = None
-            stop.set()
-            await asyncio.wait([task], timeout=2)
+        line, self._line = self._line, None
+        await stop_line(line)
 
     # -- turns ----------------------------------------------------------------------------------------
 

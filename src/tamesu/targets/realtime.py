@@ -52,7 +52,7 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnErr
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._realtime_parts import Closed, NotJson, Reply, kept, merge
 from tamesu.targets._realtime_spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
-from tamesu.targets._ws_open import open_websocket
+from tamesu.targets._ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.targets.base import Target
 
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
@@ -84,7 +84,7 @@ class RealtimeTarget(Target):
         self._last_item: str | None = None
         self._interrupted_turn: AgentTurn | None = None
         self._finished = False
-        self._line: tuple[asyncio.Task[None], asyncio.Event] | None = None
+        self._line: Line | None = None
         """server VAD: the silence tamesu keeps sending between utterances, as an open phone line does."""
 
     # -- open and close -------------------------------------------------------------------------------
@@ -154,11 +154,8 @@ class RealtimeTarget(Target):
                              f"{self.spec.audio_format})")
 
     async def _close_line(self) -> None:
-        if self._line is not None:
-            task, stop = self._line
-            self._line = None
-            stop.set()
-            await asyncio.wait([task], timeout=2)
+        line, self._line = self._line, None
+        await stop_line(line)
 
     def _open_line(self) -> None:
         stop = asyncio.Event()
@@ -173,17 +170,14 @@ class RealtimeTarget(Target):
         self._line = (asyncio.create_task(run()), stop)
 
     async def close(self) -> None:
-        await self._close_line()
-        if self._ws is not None:
-            with contextlib.suppress(Exception):
-                await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.wait([self._reader], timeout=2)
-        if self._voice is not None and not self._finished:
-            self._finished = True
-            self._drain()
-            await self._voice.finish()
+        async def finish() -> None:
+            if self._voice is not None and not self._finished:
+                self._finished = True
+                self._drain()
+                await self._voice.finish()
+
+        line, self._line = self._line, None
+        await hang_up(line=line, ws=self._ws, reader=self._reader, finish=finish)
 
     def metrics(self) -> dict[str, float]:
         return {"realtime_events": float(self._events), "realtime_responses": float(self._responses)}
