@@ -7,6 +7,7 @@ server VAD), with the fake models playing the caller and the judge; the tests re
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import wave
@@ -163,6 +164,21 @@ def test_with_server_vad_the_agent_stops_when_it_hears_the_caller(bella: BellaRu
     # 100 ms chunk ahead of real time, so a quick VAD leaves nothing to send)
     assert 0 <= result["metrics"]["interruption_stop_ms"] < 3000
     assert 0 <= result["metrics"]["talk_over_ratio"] < 0.5
+
+
+def test_server_vad_turns_record_the_conversations_trace(bella: BellaRun) -> None:
+    def conversation(result: dict[str, Any]) -> str:
+        [event] = [e["data"] for e in result["events"] if e["name"] == "conversation_trace"]
+        return event["trace_id"]
+
+    # server VAD: tamesu sends no response.create, so the handshake's trace is all the agent got in any turn
+    vad = bella.result("a-phone-line-with-server-VAD")
+    assert vad["turns"] and {t["agent"]["trace_id"] for t in vad["turns"]} == {conversation(vad)}
+    # commit: each turn's response.create carried the turn's own
+    voice = bella.result("book-a-table-by-voice")
+    spoken = [t["agent"]["trace_id"] for t in voice["turns"] if t["user"] is not None]
+    assert len(set(spoken)) == len(spoken) >= 2 and conversation(voice) not in spoken
+    assert all(re.fullmatch("[0-9a-f]{32}", trace) for trace in spoken)
 
 
 def test_a_phone_line_with_server_vad_in_g711(bella: BellaRun) -> None:

@@ -92,6 +92,12 @@ class Target(ABC):
     async def close(self) -> None:
         """Hang up and release everything; safe to call twice, and after a failed open."""
 
+    def turn_trace_id(self, session: Session) -> str | None:
+        """The trace id the agent got with the turn just sent (or failed), recorded with it: by default the
+        turn's own, which every request of a turn carries. A target whose turns have no carrier of their own
+        says the conversation's (what its handshake carried), or None when nothing carried one."""
+        return session.trace.trace_id if session.trace is not None else None
+
     def metrics(self) -> dict[str, float]:
         """Metrics only this target type knows (counters it kept); the engine adds the common ones."""
         return {}

@@ -23,6 +23,9 @@ bot's audio on the playback clock, `audio.wav`; a pause in its audio while it sa
 `bot-started-speaking` and `bot-stopped-speaking`) does not end its turn; the turn's text is what the bot
 says it said (`bot-output`), or what Whisper hears when it says nothing of it.
 
+Traces (tamesu._trace): the websocket handshake carries the conversation's `traceparent` header (a
+`traceparent` in `headers` wins); RTVI messages have no slot for one, so every turn records that trace id.
+
 The bot's own transcript of the user (RTVI `user-input`, or the older `user-transcription`) feeds
 `stt_word_error_rate`; its interruption frames stop the reply a barge-in talks over (`interruption_stop_ms`),
 and its `bot-interrupted` messages are recorded beside them (`bot_interrupted_ms`, the same barge-in seen by
@@ -142,12 +145,13 @@ class PipecatTarget(AudioSocketTarget):
             await super()._open(session)
         else:
             try:
-                url, headers = self._url(session), self._headers(session)
+                url, headers = self._url(session), self._handshake_headers(session, self._headers(session))
             except TemplateError as exc:
                 raise InfraError(f"{self._what}: {exc}") from exc
             self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
                                             what=self._what, max_size=MAX_MESSAGE_BYTES)
             self._wire = self._make_wire(session)
+            self._traced(session, self._wire)
             session.event("transport", url=session.redactor.text(url), mode="text")
             self._reader = asyncio.create_task(self._read())
             for message in self._wire.opening(session):
