@@ -79,6 +79,9 @@ tests:
 """)
     assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
     assert seen == [mine]
+    # and the turn records the trace the agent got: the suite's
+    detail = json.loads(next((tmp_path / "out").glob("*/suite/one/run-1/result.json")).read_text())
+    assert [turn["agent"]["trace_id"] for turn in detail["turns"]] == ["ab" * 16]
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +275,7 @@ tests:
     assert sent == _turn_traces(run_dir, "suite", "three-turns") and len(set(sent)) == 3
     assert {md for _, md in first} == {None}  # the stream opened before its first turn
     assert pinned == [(mine, mine), (mine, mine)]  # the suite's own header wins, on the stream and in each turn
+    assert _turn_traces(run_dir, "suite", "pinned") == ["ab" * 16, "ab" * 16]
     assert _linked(run_dir, sent)
 
 
