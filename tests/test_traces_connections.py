@@ -433,3 +433,40 @@ tests:
     assert [tp for where, tp in seen if where == "other/lib.js"] == [None, None]  # never a third party
     assert second == conversation["trace_id"]  # its step reached the agent with nothing: the page's trace
     assert _linked(run_dir, [first])
+
+
+def test_an_inbound_calls_trigger_carries_the_conversations_trace(tmp_path: Path, tamesu, serve) -> None:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from agents import phone
+
+    if phone.missing():
+        pytest.skip(phone.missing() or "")
+    asked: list[str | None] = []
+
+    async def call_me(request: Request) -> JSONResponse:
+        asked.append(request.headers.get("traceparent"))
+        return JSONResponse({"ok": True})  # and never calls: the test is what the trigger carried
+
+    url = serve(Starlette(routes=[Route("/call", call_me, methods=["POST"])])).url
+    written = tmp_path / "traceparent.txt"
+    _project(tmp_path, f"""\
+targets:
+  http: {{ type: sip, direction: inbound, trigger: {{ http: {{ url: '{url}/call' }} }}, ring_timeout: 1s }}
+  command: {{ type: sip, direction: inbound, trigger: {{ run: 'echo "$TRACEPARENT" > {written}' }}, ring_timeout: 1s }}
+tests:
+  - {{ name: over http, target: http, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: no_answer }} ] }}
+  - {{ name: by command, target: command, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: no_answer }} ] }}
+""")
+    result = tamesu(["run", "--out", "out", "--parallel", "1"], cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    over_http, by_command = (_conversation_event(_result(run_dir, test)) for test in ("over-http", "by-command"))
+    assert [_trace_id(tp) for tp in asked] == [over_http["trace_id"]]
+    assert over_http["sent_in"] == ["trigger request header traceparent"]
+    assert _trace_id(written.read_text().strip()) == by_command["trace_id"] != over_http["trace_id"]
+    assert by_command["sent_in"] == ["trigger command TRACEPARENT"]

@@ -141,6 +141,10 @@ class SipTarget(Target):
         trigger = self.spec.trigger
         assert trigger is not None
         session.event("sip_trigger", uri=uri)
+        if session.conversation_trace is not None:  # the agent's INVITE is its own: the trigger carries the trace
+            session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
+                          sent_in=["trigger command TRACEPARENT" if trigger.run is not None
+                                   else "trigger request header traceparent"])
         context = session.context.child(session=dict(session.values))
         if trigger.run is not None:
             command = context.render_text(trigger.run)
