@@ -22,7 +22,16 @@ from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._lease import ClientLease
 from tamesu.models.attachments import openai_part
-from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    Usage,
+    per_request_headers,
+)
 from tamesu.models.client import (
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
@@ -47,6 +56,7 @@ class OpenAIProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
+        self._own_headers = {name.lower() for name in headers or {}}
         self._clients: ClientLease[openai.AsyncOpenAI] = ClientLease(
             lambda: openai.AsyncOpenAI(
                 api_key=api_key, base_url=base_url, timeout=timeout,
@@ -88,7 +98,8 @@ class OpenAIProvider(Provider):
                     # `cast_to=object` keeps the answer as the JSON it came as: building the SDK's typed
                     # ChatCompletion from it (`construct_type`) cost a tenth of a call, for five fields read
                     completion = await client.post("/chat/completions", cast_to=object,
-                                                   body=self._params(request), options=_BEARER)
+                                                   body=self._params(request),
+                                                   options=self._options(request))
             except openai.BadRequestError as exc:
                 if self._adapt(exc):
                     continue
@@ -97,6 +108,12 @@ class OpenAIProvider(Provider):
                 raise self._error(exc) from None
             return self._response(completion)
         raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
+
+    def _options(self, request: ModelRequest) -> Any:
+        """The SDK's per-request options: bearer auth, and the request's own headers (a turn's traceparent)
+        unless the model's `headers` set that name (the suite's own wins)."""
+        headers = per_request_headers(request, self._own_headers)
+        return {**_BEARER, "headers": headers} if headers else _BEARER
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = [_wire_message(m) for m in request.messages]

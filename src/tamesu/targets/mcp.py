@@ -114,6 +114,7 @@ def default_system(server: str) -> str:
 class McpTarget(ModelTarget):
     kind = "mcp"
     Spec = McpTargetSpec
+    model_is_the_agent = False
 
     def __init__(self, spec: McpTargetSpec, name: str) -> None:
         super().__init__(spec, name)
