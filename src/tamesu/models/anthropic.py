@@ -17,12 +17,23 @@ import os
 from typing import Any
 
 import anthropic
+import httpx2
 
+from tamesu._bounded_http import bounded_transport, is_too_large
 from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._thin import ThinPost
 from tamesu.models.attachments import anthropic_block
-from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    Usage,
+    per_request_headers,
+)
 from tamesu.models.client import (
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
@@ -46,6 +57,7 @@ class AnthropicProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
+        self._own_headers = {name.lower() for name in headers or {}}
         # the SDK builds the first request; later ones replay its URL and headers (`_thin.py`)
         self._thin = ThinPost(
             "/v1/messages",
@@ -53,8 +65,10 @@ class AnthropicProvider(Provider):
                 api_key=api_key, base_url=base_url, timeout=timeout,
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
                 default_headers=headers or None, http_client=http),
-            # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-            make_http=lambda **hooks: anthropic.DefaultAsyncHttpxClient(verify=ssl_context(), **hooks),
+            # the SDK's own client loads the certificate bundle again (~20 ms): share one context; the model
+            # target bounds its answers (max_response_bytes) through this transport, on both paths
+            make_http=lambda **hooks: anthropic.DefaultAsyncHttpxClient(transport=bounded_transport(
+                httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None), **hooks),
             timeout=timeout, options={},
             timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError)
         self._clients = self._thin.clients
@@ -77,8 +91,11 @@ class AnthropicProvider(Provider):
             try:
                 # a plain JSON post, not `messages.create` (which re-walks the params against its TypedDicts),
                 # the answer as the JSON it came as (the typed Message cost a tenth of a call, for a few fields
-                # read); after the first call the SDK's request building is skipped too (`_thin.py`)
-                message = await self._thin.post(self._params(request))
+                # read); after the first call the SDK's request building is skipped too (`_thin.py`). The
+                # request's own headers (a turn's traceparent) go with it unless the model's `headers` set that
+                # name (the suite's own wins).
+                message = await self._thin.post(self._params(request),
+                                                per_request_headers(request, self._own_headers))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \
                         and "temperature" in _server_message(exc).lower():
@@ -141,6 +158,8 @@ class AnthropicProvider(Provider):
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         where = f"anthropic:{self.model}"
+        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
+            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
         if isinstance(exc, anthropic.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, anthropic.APIConnectionError):

@@ -14,13 +14,24 @@ import os
 import re
 from typing import Any
 
+import httpx2
 import openai
 
+from tamesu._bounded_http import bounded_transport, is_too_large
 from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._thin import ThinPost
 from tamesu.models.attachments import openai_part
-from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    Usage,
+    per_request_headers,
+)
 from tamesu.models.client import (
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
@@ -45,6 +56,7 @@ class OpenAIProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
+        self._own_headers = {name.lower() for name in headers or {}}
         # the SDK builds the first request; later ones replay its URL and headers (`_thin.py`)
         self._thin = ThinPost(
             "/chat/completions",
@@ -52,8 +64,10 @@ class OpenAIProvider(Provider):
                 api_key=api_key, base_url=base_url, timeout=timeout,
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
                 default_headers=headers or None, http_client=http),
-            # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-            make_http=lambda **hooks: openai.DefaultAsyncHttpx2Client(verify=ssl_context(), **hooks),
+            # the SDK's own client loads the certificate bundle again (~20 ms): share one context; the model
+            # target bounds its answers (max_response_bytes) through this transport, on both paths
+            make_http=lambda **hooks: openai.DefaultAsyncHttpx2Client(transport=bounded_transport(
+                httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None), **hooks),
             timeout=timeout, options=_BEARER,
             timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError)
         self._clients = self._thin.clients
@@ -83,8 +97,10 @@ class OpenAIProvider(Provider):
                 # a plain JSON post, not `chat.completions.create` (which re-walks the params against its
                 # TypedDicts, a quarter of a simulated turn's CPU) and the answer as the JSON it came as (the
                 # typed ChatCompletion cost a tenth of a call, for five fields read); after the first call the
-                # SDK's request building is skipped too (`_thin.py`)
-                completion = await self._thin.post(self._params(request))
+                # SDK's request building is skipped too (`_thin.py`). The request's own headers (a turn's
+                # traceparent) go with it unless the model's `headers` set that name (the suite's own wins).
+                completion = await self._thin.post(self._params(request),
+                                                   per_request_headers(request, self._own_headers))
             except openai.BadRequestError as exc:
                 if self._adapt(exc):
                     continue
@@ -168,6 +184,8 @@ class OpenAIProvider(Provider):
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         where = f"openai:{self.model}"
+        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
+            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, openai.APIConnectionError):
