@@ -166,6 +166,18 @@ def test_voices_are_the_installed_ones() -> None:
         assert voices.find("en-GB-female").ref == "en-gb+f3"
 
 
+def test_a_sentence_is_spoken_the_same_every_time() -> None:
+    """Piper with its default noise says a sentence differently each take (Whisper heard "two on Friday",
+    then "two and Friday"): a voice test would pass or fail by chance. One text is one recording."""
+    from tamesu.audio import tts
+
+    text = "Press 2 for billing, or stay on the line."
+    first, voice = asyncio.run(tts.say(text))
+    again, _ = asyncio.run(tts.say(text))
+    assert first.rate == again.rate and first.samples.size > first.rate // 2, voice
+    assert np.array_equal(first.samples, again.samples), (first.duration_ms, again.duration_ms)
+
+
 def test_speech_is_found_where_it_was_put_and_understood() -> None:
     """The TTS speaks, silences are put around it: VAD finds the speech where it is, Whisper hears the words,
     and the espeak fallback is understood too."""
