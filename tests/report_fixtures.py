@@ -44,11 +44,16 @@ class ReportAgent:
         return Starlette(routes=[Route("/chat", self.chat, methods=["POST"]), Route("/leak", self.leak)])
 
 
+_HELD: list[socket.socket] = []
+"""The ports of dead_url, bound and never listening for as long as the tests run: a connection is refused at
+once, and no server a test starts later can be given the port."""
+
+
 def dead_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _HELD.append(sock)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 FAKE_JUDGE = [
