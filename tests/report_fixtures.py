@@ -9,13 +9,14 @@ HTML report's escaping and its "no network" promise are tested on hostile words.
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from ports import refused_port
 
 
 class ReportAgent:
@@ -44,16 +45,8 @@ class ReportAgent:
         return Starlette(routes=[Route("/chat", self.chat, methods=["POST"]), Route("/leak", self.leak)])
 
 
-_HELD: list[socket.socket] = []
-"""The ports of dead_url, bound and never listening for as long as the tests run: a connection is refused at
-once, and no server a test starts later can be given the port."""
-
-
 def dead_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    _HELD.append(sock)
-    return f"http://127.0.0.1:{sock.getsockname()[1]}"
+    return f"http://127.0.0.1:{refused_port()}"
 
 
 FAKE_JUDGE = [
