@@ -106,7 +106,10 @@ def test_the_audio_run_has_its_wav_transcripts_and_metrics(bella: BellaRun) -> N
     data, rate = _wav(bella.run_dir / "bella" / "book-a-table-by-voice" / "run-1" / "audio.wav")
     assert rate == 16000
     lines = bella.transcript("book-a-table-by-voice")["lines"]
-    assert [line["role"] for line in lines] == ["user", "agent", "user", "agent"]
+    # the scripted line, then the fake user's answers until the agent ends the call (max_turns: 3): the agent
+    # hears the caller through Whisper, and on a loaded machine it may need the third turn
+    roles = [line["role"] for line in lines]
+    assert roles in (["user", "agent"] * 2, ["user", "agent"] * 3), roles
     for line in lines:
         # each side's speech is in its own channel, where the transcript says it is
         channel = 0 if line["role"] == "user" else 1
