@@ -67,6 +67,12 @@ SUITE_CLASSES: dict[str, str | bytes] = {
     "an absolute glob in suites": "",  # the project file below
     "a huge value quoted in a problem": _TARGET + "tests:\n  - name: t\n    target: " + "y" * 100_000 + "\n",
     "an empty file": "",
+    "a mapping of 100,000 keys": _TARGET + _TEST + "    vars:\n" + "".join(f"      k{i}: 1\n" for i in range(100_000)),
+    "a flow mapping of 100,000 keys": _TARGET + _TEST + "    vars: {" + ", ".join(
+        f'"k{i}":1' for i in range(100_000)) + "}\n",
+    "a 10 MB key": _TARGET + _TEST + "    vars:\n      " + "k" * 10_000_000 + ": 1\n",
+    "a 10 MB quoted key": _TARGET + _TEST + "    vars: { \"" + "k" * 10_000_000 + "\": 1 }\n",
+    "a 10 MB key after an anchor": _TARGET + _TEST + "    vars: &v\n      " + "k" * 10_000_000 + ": 1\n",
 }
 
 
@@ -109,6 +115,27 @@ def test_every_class_of_bad_suite_is_one_answer_quickly(name: str, tmp_path: Pat
         assert outcome == "ok"  # a warning, checked below
     elif name != "2,500 inline cases" or outcome != "ok":
         assert outcome != "ok", f"{name} was accepted"
+
+
+def test_a_mapping_past_its_limit_is_refused_at_the_key_past_it(tmp_path: Path) -> None:
+    text = _TARGET + _TEST + "    vars:\n" + "".join(f"      k{i}: 1\n" for i in range(60_000))
+    (tmp_path / "suite.yaml").write_text(text)
+    outcome, _, _ = _measured(lambda: load_plan([tmp_path / "suite.yaml"]))
+    # the file's own 11 keys come first (targets, x, type, url, tests, name, target, scenario, script, say,
+    # vars): key 50,001 is k49989
+    at = text.index(": 1", text.index("k49989:"))
+    line = text.count("\n", 0, at) + 1
+    assert outcome == (f"{tmp_path / 'suite.yaml'}:{line}:13: more than 50,000 mapping keys in one file (key 50,001 "
+                       "ends here): put many cases in a cases_file (CSV or JSON), which reads far faster")
+
+
+def test_a_key_longer_than_yaml_allows_is_one_line_at_its_end(tmp_path: Path) -> None:
+    text = _TARGET + _TEST + "    vars:\n      " + "k" * 3_000_000 + ": 1\n"
+    (tmp_path / "suite.yaml").write_text(text)
+    outcome, _, _ = _measured(lambda: load_plan([tmp_path / "suite.yaml"]))
+    line = text.count("\n")
+    assert outcome == (f"{tmp_path / 'suite.yaml'}:{line}:3000007: YAML syntax error: mapping values are not allowed "
+                       "in this context (a key is at most 1,024 characters)")
 
 
 @pytest.mark.parametrize("style", ["block", "flow"])
@@ -203,6 +230,38 @@ def test_every_class_of_bad_jsonl_is_one_answer_quickly(name: str, tmp_path: Pat
         assert outcome == "ok", outcome
     else:
         assert outcome != "ok", f"{name} was accepted"
+
+
+@pytest.mark.parametrize(("content", "at", "note"), [
+    ('{"id": "a", "input": "hi"\n{"id": "b", "input": "ok"}\n', "1:26", "the line ends before the value does"),
+    ('{"id": "a", "input": "hi"\n', "1:26", "the file ends before the value does"),
+    ('{"id": "a",\n "input": x}\n', "2:11", ""),  # an object over two lines fails where it really breaks
+])
+def test_an_unfinished_json_object_is_reported_on_its_own_line(content: str, at: str, note: str, tamesu: Any,
+                                                               tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(content)
+    done = tamesu(["validate", "cases.jsonl"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    first, *rest = done.stderr.splitlines()
+    assert first.startswith(f"cases.jsonl:{at}: not valid JSON: "), first
+    assert (f"({note})" in first) if note else "(" not in first, first
+    assert rest == ["1 problem found"], done.stderr
+
+
+@pytest.mark.parametrize(("suites", "said"), [
+    ("suites: []\n", "tamesu.yaml:1:9: suites: the list is empty: name suite files or globs here "
+                      '(suites: ["suites/*.yaml"]), or give paths'),
+    ('suites: ["nothing/*.yaml"]\n', "tamesu.yaml:1:9: suites: no suite files match nothing/*.yaml"),
+    ("out: runs\nsuites:\n", "tamesu.yaml:2:1: suites: the list is empty: name suite files or globs here "
+                             '(suites: ["suites/*.yaml"]), or give paths'),
+])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_project_whose_suites_name_nothing_says_so_where_it_does(suites: str, said: str, command: str,
+                                                                   tamesu: Any, tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text(suites)
+    done = tamesu([command], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [said, "1 problem found"]
 
 
 def test_a_message_longer_than_a_file_name_is_a_message(tamesu: Any, tmp_path: Path) -> None:

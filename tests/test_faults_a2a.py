@@ -154,3 +154,24 @@ def test_grpc_unavailable_that_never_reached_the_agent_is_retried_then_infrastru
                              "failed for shop.internal:50051: Domain name not found]"))
     assert unreachable(error("failed to connect to all addresses; last error: Connection refused"))
     assert unreachable(error("Socket closed")) is None  # broken after the call went out: never resent
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+@pytest.mark.parametrize("binding", ["jsonrpc", "http", "grpc"])
+async def test_an_answer_past_max_response_bytes_is_refused_and_said(agents: A2AAgents, tmp_path: Path,
+                                                                     binding: str, stream: bool) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls['v10']}/a2a", "transport": binding, "stream": stream,
+            "max_response_bytes": 100_000}
+    async with opened(spec, session) as target:
+        small = await target.send(UserTurn(text="hello there"))  # under the limit, read as always
+        assert small.text.startswith("Echo: hello there")
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="huge please"))
+    said = str(caught.value)
+    assert "larger than max_response_bytes" in said and "raise the target's max_response_bytes" in said, said
+    assert not said.startswith("the agent answered"), said  # tamesu refused it: the agent sent no error
+    [refused] = [e.data for e in session.events if e.name == "response_truncated"]
+    assert refused["limit"] == 100_000 and refused["complete"] is False
+    if binding != "grpc":  # a stream is cut where it passes the limit; a body that declares more, at once
+        assert refused["read"] > 100_000 or (refused["declared"] or 0) > 100_000, refused

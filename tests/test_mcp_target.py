@@ -320,6 +320,25 @@ async def test_a_running_server_at_a_url_with_headers(tmp_path: Path, http_serve
     assert events(session, "mcp_server")[0]["transport"] == "http"
 
 
+async def test_an_answer_past_max_response_bytes_is_refused_and_fails_the_turn(
+        tmp_path: Path, http_server: Callable[..., str]) -> None:
+    url = http_server()
+    rules = [{"when": "everything", "tool_calls": [{"name": "search_docs", "args": {"query": "everything"}}],
+              "say": "unreachable"}, *RULES]
+    session = make_session(tmp_path, rules=rules)
+    async with opened(session, type="mcp", url=url, max_response_bytes=100_000) as target:
+        small = await target.send(UserTurn(text="where is ORD-1001"))  # under the limit, read as always
+        with pytest.raises(TurnError) as refused:
+            await target.send(UserTurn(text="tell me everything"))
+    assert small.tool_calls[0].result["status"] == "shipped"
+    # the SDK ends its session when the transport refuses an answer: the turn says why, not "did it crash?"
+    assert str(refused.value).startswith("the answer of search_docs was refused: the answer was larger than "
+                                         "max_response_bytes (100,000): read "), refused.value
+    [cut] = events(session, "response_truncated")
+    assert cut["limit"] == 100_000 and cut["complete"] is False
+    assert events(session, "tool_result")[-1]["outcome"] == "too_large"
+
+
 async def test_a_server_that_refuses_the_headers_is_an_infrastructure_error(
         tmp_path: Path, http_server: Callable[..., str]) -> None:
     url = http_server("--token", "t0ken")

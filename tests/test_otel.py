@@ -116,3 +116,49 @@ def test_nothing_is_loaded_or_sent_without_an_endpoint(tmp_path: Path, setup) ->
     assert done.stdout.strip().splitlines()[-1] == "exit 0 loaded []", done.stdout + done.stderr
     assert len(seen) == 2 and all(h.startswith("00-") for h in seen)  # the agent still gets trace context
     assert receiver.requests == 0
+
+
+def test_a_connections_handshake_names_its_conversation_span(tmp_path: Path, tamesu, serve) -> None:
+    import json
+
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    receiver = Receiver()
+    collector = serve(Starlette(routes=[Route("/v1/traces", receiver.traces, methods=["POST"])])).url
+    handshakes: list[str] = []
+    messages: list[dict] = []
+
+    async def chat(websocket: WebSocket) -> None:
+        await websocket.accept()
+        handshakes.append(websocket.headers.get("traceparent", ""))
+        try:
+            while True:
+                messages.append(json.loads(await websocket.receive_text()))
+                await websocket.send_json({"text": "ok", "done": True})
+        except WebSocketDisconnect:
+            return
+
+    url = "ws" + serve(Starlette(routes=[WebSocketRoute("/ws", chat)])).url.removeprefix("http") + "/ws"
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{url}', streaming: websocket, response: {{ final: $.done }} }}
+tests:
+  - name: talks
+    target: bot
+    scenario: {{ script: [ {{ say: one }} ] }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector})
+    assert result.returncode == 0, result.stdout + result.stderr
+    [test] = [s for s in receiver.spans if s.name == "tamesu.test"]
+    [conversation] = [s for s in receiver.spans if s.name == "tamesu.conversation"]
+    [turn] = [s for s in receiver.spans if s.name == "tamesu.turn"]
+    # the handshake names the conversation's span, a trace of its own linked to the test; the turn's message
+    # names the turn's span, which still links to the test
+    assert handshakes == [f"00-{conversation.trace_id.hex()}-{conversation.span_id.hex()}-01"]
+    assert conversation.parent_span_id == b"" and [link.span_id for link in conversation.links] == [test.span_id]
+    assert conversation.start_time_unix_nano <= turn.start_time_unix_nano <= turn.end_time_unix_nano \
+        <= conversation.end_time_unix_nano
+    assert [m["traceparent"] for m in messages] == [f"00-{turn.trace_id.hex()}-{turn.span_id.hex()}-01"]
+    assert [link.span_id for link in turn.links] == [test.span_id]

@@ -170,6 +170,32 @@ def test_with_server_vad_the_agent_stops_when_it_hears_the_caller(bella: BellaRu
     assert 0 <= result["metrics"]["talk_over_ratio"] < 0.5
 
 
+def test_each_turn_records_the_trace_its_response_create_carried_else_the_conversations(bella: BellaRun) -> None:
+    """The reference agent hands `response.create`'s metadata back on the response, as the API does: a
+    response tamesu asked for names the turn's trace; one the agent's server VAD started names none."""
+
+    def check(test: str) -> tuple[set[str], int]:
+        result = bella.result(test)
+        [event] = [e["data"] for e in result["events"] if e["name"] == "conversation_trace"]
+        asked, by_vad = set(), 0
+        for turn in (t for t in result["turns"] if t["user"] is not None):
+            agent = turn["agent"]
+            carried = {(e["response"].get("metadata") or {}).get("traceparent") for e in agent["raw"]
+                       if e["type"] == "response.created"} - {None}
+            if carried:
+                assert {tp.split("-")[1] for tp in carried} == {agent["trace_id"]} != {event["trace_id"]}
+                asked.add(agent["trace_id"])
+            else:
+                assert agent["trace_id"] == event["trace_id"]
+                by_vad += 1
+        return asked, by_vad
+
+    commit, none_by_vad = check("book-a-table-by-voice")  # tamesu commits: each turn's response.create
+    assert len(commit) >= 2 and none_by_vad == 0
+    _asked, by_vad = check("a-caller-who-talks-over-the-agent-on-a-VAD-line")
+    assert by_vad >= 1  # server VAD: the agent's own responses, whose turns record the conversation's trace
+
+
 def test_a_phone_line_with_server_vad_in_g711(bella: BellaRun) -> None:
     result = bella.result("a-phone-line-with-server-VAD")
     kinds = [e["type"] for e in result["turns"][0]["agent"]["raw"]]

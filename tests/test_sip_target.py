@@ -175,3 +175,48 @@ tests:
     for path in out.rglob("*"):
         if path.is_file():
             assert password.encode() not in path.read_bytes(), path
+
+
+def test_a_busy_or_unanswered_call_fails_unless_the_test_expects_it(tamesu: Callable, tmp_path: Path) -> None:
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-77c2"
+    with SipTrunk(username="tamesu", password=password) as busy, \
+            SipTrunk(username="tamesu", password=password, call_status=(480, "Temporarily Unavailable")) as away:
+        trunk = "{{ host: 127.0.0.1, port: {port}, username: tamesu, password: \"{password}\" }}"
+        suite = _suite(tmp_path, f"""
+targets:
+  busy: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=busy.port, password=password)},
+           ring_timeout: 3s, turn_timeout: 4s }}
+  away: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=away.port, password=password)},
+           ring_timeout: 3s, turn_timeout: 4s, greeting: false }}
+  refused: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=away.port, password="wrong")},
+              ring_timeout: 3s, turn_timeout: 4s, greeting: false }}
+tests:
+  - {{ name: busy unasserted, target: busy, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ not_contains: refund }} ] }}
+  - {{ name: busy expected, target: busy, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: [busy, no_answer] }} ] }}
+  - {{ name: unanswered unasserted, target: away, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: refused without greeting, target: refused, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                      timeout=120)
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said
+    assert done.returncode == 1, said
+    # a call that never connected is no conversation: the script's step was never said, and the test says why
+    assert "FAIL  calls/busy unasserted" in said, said
+    assert "before the first turn: the call was busy: 486 Busy Here (busy)" in said, said
+    assert "FAIL  calls/unanswered unasserted" in said, said
+    assert "before the first turn: the call was not answered: 480 Temporarily Unavailable (no_answer)" in said
+    # asserting that ending makes it the test's expected outcome
+    assert "PASS  calls/busy expected" in said, said
+    # a refusal with greeting: false happened before any turn, and says so (not "the agent's greeting")
+    assert "FAIL  calls/refused without greeting" in said, said
+    assert "before the first turn: the call was refused: 403 Forbidden" in said, said
+    assert "the agent's greeting" not in said
+    results_by_test = results(out)
+    assert results_by_test["busy unasserted"]["end_reason"] == "turn_failed"
+    assert results_by_test["busy unasserted"]["turns"] == []

@@ -475,3 +475,30 @@ def test_judge_drift_and_flakiness_read_the_same_on_both_backends(url: str) -> N
     assert row.flaky_commits == ["same"] and row.results == 3 and row.passed == 2
     assert [r.id for r in reader.runs()] == ["r3", "r2", "r1"]
     store.close()
+
+
+def test_an_empty_tamesu_store_is_unset_and_off_turns_the_files_store_off(tmp_path: Path, tamesu,
+                                                                          agent_url: str) -> None:
+    root = project(tmp_path, agent_url, TWO_TESTS[TWO_TESTS.index("  - name: echo"):])  # the steady one
+    (root / "tamesu.yaml").write_text((root / "tamesu.yaml").read_text() + "store: true\n")
+    database = root / ".tamesu" / "store.db"
+    off = tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": "off"})
+    assert off.returncode == 0, off.stdout + off.stderr
+    assert not database.exists()
+    # an empty variable (a CI file's `TAMESU_STORE=`) is no setting at all: tamesu.yaml's store: true stands
+    empty = tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": ""})
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+    runs = Reader(Store(store_url(True, root, environ={}))).runs()
+    assert len(runs) == 1 and runs[0].counts["passed"] == 1
+    assert store_url(True, root, environ={"TAMESU_STORE": "  "}) == store_url(True, root, environ={})
+    assert store_url(True, root, environ={"TAMESU_STORE": "off"}) is None
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf"])
+def test_a_bad_store_timeout_is_one_line_before_anything_runs(tmp_path: Path, tamesu, agent_url: str,
+                                                              value: str) -> None:
+    root = project(tmp_path, agent_url, TWO_TESTS[TWO_TESTS.index("  - name: echo"):])
+    done = tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": "true", "TAMESU_STORE_TIMEOUT": value})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == f"TAMESU_STORE_TIMEOUT: expected a number of seconds above 0, got {value!r}"
+    assert not (root / "out").exists() or not any((root / "out").iterdir())

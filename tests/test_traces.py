@@ -1,7 +1,8 @@
 """W3C trace context across the boundary: a `traceparent` with every request of a turn (REST headers, A2A
-headers, gRPC metadata and message metadata, a rest websocket's messages, each turn of a gRPC stream, MCP
-tools/call `_meta` and HTTP headers), the trace id recorded per turn, and `trace_url` links in the HTML
-report."""
+headers, gRPC metadata and message metadata, a rest websocket's messages and, at its handshake, the
+conversation's, each turn of a gRPC stream, MCP tools/call `_meta` and HTTP headers), the trace id recorded per
+turn, and `trace_url` links in the HTML report. The targets that connect before their first turn are in
+test_traces_connections.py."""
 
 from __future__ import annotations
 
@@ -78,6 +79,9 @@ tests:
 """)
     assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
     assert seen == [mine]
+    # and the turn records the trace the agent got: the suite's
+    detail = json.loads(next((tmp_path / "out").glob("*/suite/one/run-1/result.json")).read_text())
+    assert [turn["agent"]["trace_id"] for turn in detail["turns"]] == ["ab" * 16]
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +154,13 @@ def _turn_traces(run_dir: Path, suite: str, test: str) -> list[str]:
     return [turn["agent"]["trace_id"] for turn in detail["turns"]]
 
 
+def _conversation_trace(run_dir: Path, test: str) -> str:
+    detail = json.loads((run_dir / "suite" / test / "run-1" / "result.json").read_text())
+    [event] = [e["data"] for e in detail["events"] if e["name"] == "conversation_trace"]
+    assert event["sent_in"] == ["websocket handshake header traceparent"]
+    return event["trace_id"]
+
+
 def _trace_ids(traceparents: list[str | None]) -> list[str]:
     parsed = [TRACEPARENT.match(value or "") for value in traceparents]
     assert all(parsed), traceparents
@@ -211,7 +222,9 @@ tests:
     sent = _trace_ids([m["traceparent"] for m in default])
     assert sent == _turn_traces(run_dir, "suite", "default-body") and sent[0] != sent[1]
     assert _trace_ids([own[0]["trace"]]) == [own[0]["id"]] == _turn_traces(run_dir, "suite", "own-body")
-    assert handshakes == [None, None]  # the handshake comes before any turn: no trace is invented for it
+    # the handshake comes before any turn: it carries the conversation's trace, said in an event
+    conversations = [_conversation_trace(run_dir, test) for test in ("default-body", "own-body")]
+    assert sorted(_trace_ids(handshakes)) == sorted(conversations) and not set(conversations) & {*sent, own[0]["id"]}
     assert _linked(run_dir, [*sent, own[0]["id"]])
 
 
@@ -262,6 +275,7 @@ tests:
     assert sent == _turn_traces(run_dir, "suite", "three-turns") and len(set(sent)) == 3
     assert {md for _, md in first} == {None}  # the stream opened before its first turn
     assert pinned == [(mine, mine), (mine, mine)]  # the suite's own header wins, on the stream and in each turn
+    assert _turn_traces(run_dir, "suite", "pinned") == ["ab" * 16, "ab" * 16]
     assert _linked(run_dir, sent)
 
 

@@ -114,7 +114,9 @@ def test_tamesu_plays_twilio_start_media_dtmf_marks_and_stop(agents: TwilioAgent
     assert kinds[:2] == ["connected", "start"] and kinds[-1] == "stop"
     start = events[1]["start"]
     assert start["mediaFormat"] == {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
-    assert start["customParameters"] == {"tenant": "acme", "from": "+15550100", "to": "+15550199"}
+    parameters = dict(start["customParameters"])
+    assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", parameters.pop("traceparent"))  # the conversation's
+    assert parameters == {"tenant": "acme", "from": "+15550100", "to": "+15550199"}
     assert start["callSid"].startswith("CA") and events[1]["streamSid"].startswith("MZ")
     media = [e for e in events if e["event"] == "media"]
     assert media and all(len(base64.b64decode(e["media"]["payload"])) == 160 for e in media)

@@ -123,7 +123,8 @@ def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tames
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [
         "cases/b.ndjson:2:43: max_turns: input should be greater than or equal to 1, got -1",
-        "cases/c.jsonl:2:1: not valid JSON: Expecting ',' delimiter", "2 problems found"]
+        "cases/c.jsonl:1:26: not valid JSON: Expecting ',' delimiter (the file ends before the value does)",
+        "2 problems found"]
     (folder / "c.jsonl").unlink()
     (folder / "b.ndjson").write_text(json.dumps({"id": "ok", "input": "hi"}) + "\n")
     good = tamesu(["validate", "cases", "-n", "shop"], cwd=project)
@@ -132,11 +133,10 @@ def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tames
     assert good.stderr.splitlines() == [
         "warning: cases/a.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
         "\"lookup_order\" can never see one"]
-    # `tamesu test` runs one file: a folder is refused, never sent to the agent as a message
+    # `tamesu test` reads a folder's JSONL files too (never sends its name to the agent as a message)
     run = tamesu(["test", "-i", "cases", "-n", "shop", "--dry-run"], cwd=project)
-    assert run.returncode == 2
-    assert run.stderr.splitlines() == ["cases:1:1: a folder: name one of its JSONL files (`tamesu validate cases` "
-                                       "checks them all)", "1 problem found"]
+    assert run.returncode == 0, run.stderr
+    assert "Input: cases (3 test cases), not run (--dry-run)" in run.stdout, run.stdout
     # named by the project's `suites` (a folder, and a pattern): `tamesu validate` reads them as JSONL, the YAML
     # suite beside them as a suite, and says every problem of both at once
     (project / "tamesu.yaml").write_text(PROJECT.replace("suites: [suite.yaml]",

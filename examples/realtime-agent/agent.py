@@ -207,7 +207,8 @@ class Connection:
         elif kind == "conversation.item.create":
             await self._create_item(event.get("item") or {}, event_id)
         elif kind == "response.create":
-            self._start_response()
+            # the client's metadata (tamesu puts the turn's traceparent there) comes back on the response
+            self._start_response((event.get("response") or {}).get("metadata"))
         elif kind == "response.cancel":
             if self.response is not None and not self.response.done():
                 self.cancelled, self.cancel_reason = True, "client_cancelled"
@@ -302,18 +303,18 @@ class Connection:
 
     # -- responses --------------------------------------------------------------------------------------
 
-    def _start_response(self) -> None:
+    def _start_response(self, metadata: dict[str, Any] | None = None) -> None:
         if self.response is not None and not self.response.done():
-            self.response.add_done_callback(lambda _t: self._start_response())
+            self.response.add_done_callback(lambda _t: self._start_response(metadata))
             return
         self.cancelled = False
-        self.response = asyncio.create_task(self._respond())
+        self.response = asyncio.create_task(self._respond(metadata))
 
-    async def _respond(self) -> None:
+    async def _respond(self, metadata: dict[str, Any] | None = None) -> None:
         response_id = _id("resp")
         modalities = list(self.session.get("output_modalities") or ["audio"])
         base = {"object": "realtime.response", "id": response_id, "output_modalities": modalities,
-                "conversation_id": _id("conv")}
+                "conversation_id": _id("conv"), "metadata": metadata}
         await self.emit({"type": "response.created", "response": {**base, "status": "in_progress", "output": []}})
         decision = decide(self.history)
         if decision.tool is not None:

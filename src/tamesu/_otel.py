@@ -2,7 +2,9 @@
 OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set. Unset, nothing is imported and nothing is sent.
 
 A turn's span is the root of a trace of its own: its trace id and span id are the `traceparent` the agent
-receives, so the agent's spans hang under tamesu's turn; the turn links back to its test's span.
+receives, so the agent's spans hang under tamesu's turn; the turn links back to its test's span. A target that
+connects before its first turn gets a `tamesu.conversation` span the same way (a trace of its own, linked to
+the test, from before the connection opens to after it closes): its context is the handshake's `traceparent`.
 """
 
 from __future__ import annotations
@@ -52,6 +54,26 @@ class Telemetry:
                                                 attributes=_clean(attributes)) as span:
             own = span.get_span_context()
             yield TraceContext(trace_id=f"{own.trace_id:032x}", span_id=f"{own.span_id:016x}")
+
+    @contextlib.contextmanager
+    def conversation(self, **attributes: Any) -> Iterator[TraceContext]:
+        """A connection's trace context, for the whole conversation; with export on, a real span's (a new
+        trace linked to the test). The span is not made current: the turns and model calls inside keep their
+        own places (a turn's trace of its own, linked to the test)."""
+        if self._tracer is None:
+            yield TraceContext.new()
+            return
+        from opentelemetry import context, trace
+
+        parent = trace.get_current_span().get_span_context()
+        links = [trace.Link(parent)] if parent.is_valid else []
+        span = self._tracer.start_span("tamesu.conversation", context=context.Context(), links=links,
+                                       attributes=_clean(attributes))
+        try:
+            own = span.get_span_context()
+            yield TraceContext(trace_id=f"{own.trace_id:032x}", span_id=f"{own.span_id:016x}")
+        finally:
+            span.end()
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
         """Send what is batched (bounded), then stop the exporter."""

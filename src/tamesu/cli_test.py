@@ -111,7 +111,7 @@ async def _main(**options: Any) -> int:
     from tamesu.suite.secrets import Secrets, mask_logging
 
     source = sources.parse_input(options["source"])
-    where = Path(source.value) if source.kind == "file" else Path.cwd()
+    where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
     try:
         config = options["config"]
         project = load_project(Path(config) if config else find_project(where), Path.cwd())
@@ -143,7 +143,7 @@ async def _main(**options: Any) -> int:
     for voice_warning in voice_fields.warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
         click.echo(f"warning: {voice_warning}", err=True)
     if options["dry_run"]:
-        return _dry_run(cases, label, resolved, options)
+        return _dry_run(cases, label, resolved, options, folder=source.kind == "folder")
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)
 
 
@@ -151,7 +151,8 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     """The parsed cases, how the header names their source, and the folder their relative paths start from."""
     from tamesu.jsonl.validate import parse_settings
 
-    base_dir = Path(source.value).parent.resolve() if source.kind == "file" else Path.cwd()
+    base_dir = Path(source.value).parent.resolve() if source.kind == "file" else \
+        Path(source.value).resolve() if source.kind == "folder" else Path.cwd()
     settings = parse_settings(project, secrets, base_dir, resolved, simulator=options["simulator"],
                               connector=options["connector"])
     resolver = settings.resolver
@@ -170,6 +171,8 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
     if source.kind == "file":
         label = _label(Path(source.value))
         return parser.parse_file(Path(source.value), label, settings), label, base_dir
+    if source.kind == "folder":
+        return _folder_cases(Path(source.value), settings), _label(Path(source.value)), base_dir
     if source.kind == "message":
         return parser.parse_objects([{"id": "message", "input": source.value}], "message", base_dir,
                                     settings), "message", base_dir
@@ -183,6 +186,28 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
     except ValueError as exc:
         raise _Usage(f"-i {source.text}: {exc}") from None
     return parser.parse_objects(made, source.text, base_dir, settings), source.text, base_dir
+
+
+def _folder_cases(folder: Path, settings: Any) -> list[Any]:
+    """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
+    files at once. A case id is unique in its file only: two files may both have `lost-order`."""
+    from tamesu.jsonl import parser
+    from tamesu.jsonl.validate import jsonl_in_folder
+
+    files = jsonl_in_folder(folder)
+    label = _label(folder)
+    if not files:
+        raise ConfigError([Problem(label, 1, 1, "", "no JSONL files in the folder (.jsonl or .ndjson)")])
+    cases: list[Any] = []
+    problems: list[Problem] = []
+    for path in files:
+        try:
+            cases += parser.parse_file(path, _label(path), settings)
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    return cases
 
 
 async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
@@ -210,7 +235,7 @@ async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, 
             await registry.aclose()
 
 
-def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any]) -> int:
+def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any], *, folder: bool = False) -> int:
     from tamesu.report.console import make_console
 
     console = make_console(options["color"])
@@ -223,7 +248,8 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
         shape = f"{len(case.turns)} turns" if case.turns else f"{len(case.input or [])} message(s)"
         if case.checkpoints:
             shape = f"{len(case.checkpoints)} checkpoints"
-        console.print(f"  [{case.id}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
+        shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
+        console.print(f"  [{shown}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
                       markup=False)
     if options["output"]:
         path = Path(options["output"])
@@ -252,9 +278,11 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     from tamesu.report.console import make_console
     from tamesu.sharding import select
 
-    name = Path(source.value).stem if source.kind == "file" else source.kind
+    name = Path(source.value).stem if source.kind == "file" else \
+        Path(source.value).resolve().name if source.kind == "folder" else source.kind
     plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
-                     base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None)
+                     base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None,
+                     files=_files(cases) if source.kind == "folder" else [])
     out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
     shard = parse_shard(options["shard_text"])
     requests = report_requests(options["reports"], project)
@@ -298,6 +326,19 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
         return finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
     return outcome.exit_code
+
+
+def _files(cases: list[Any]) -> list[Any]:
+    """`-i FOLDER`: the cases grouped by the file they came from (in the order read), one suite each."""
+    from tamesu.jsonl.run import JsonlFile, file_names
+
+    by_file: dict[str, list[Any]] = {}
+    for parsed in cases:
+        by_file.setdefault(parsed.doc.label, []).append(parsed)
+    labels = list(by_file)
+    paths = [Path(label) for label in labels]
+    return [JsonlFile(name, path.resolve(), by_file[label], label)
+            for name, path, label in zip(file_names(paths), paths, labels, strict=True)]
 
 
 def main() -> None:

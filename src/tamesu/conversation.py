@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -131,7 +131,8 @@ class AgentTurn(BaseModel):
     """The agent ended the conversation."""
     handoff: Handoff | None = None
     trace_id: str | None = None
-    """The W3C trace id sent with the turn's requests (`traceparent`), to find the agent's own trace."""
+    """The W3C trace id the agent got with the turn (`traceparent`), to find the agent's own trace: the turn's
+    own, or the conversation's when only the connection's handshake carried one (tamesu._trace)."""
     audio: TurnAudio | None = None
     """Audio targets: the exchange's speech on the timeline (transcript.json shows it)."""
     measures: dict[str, float] = Field(default_factory=dict)
@@ -205,13 +206,30 @@ class Session:
         self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
         self.trace: TraceContext | None = None
-        """The trace of the turn being sent: targets send its `traceparent` with every request of the turn."""
+        """The trace of the turn being sent: targets send its `traceparent` with every request of the turn
+        (None between turns)."""
+        self._conversation_trace: TraceContext | None = None
+        self.conversation_trace_factory: Callable[[], TraceContext] | None = None
+        """How the engine starts the conversation's trace (with OpenTelemetry, a span) the first time a target
+        asks for `conversation_trace`: only targets that connect before their first turn do."""
         self.update_golden = False
         """`--update-golden`: targets that compare with baselines (the browser's `visual`) write them instead."""
         self.persona: Persona | None = persona
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed
         """The run's seed: behaviours (when to interrupt, how long to pause) repeat with it."""
+
+    @property
+    def conversation_trace(self) -> TraceContext | None:
+        """The trace of the whole conversation (one per test run), for what a target sends before or between
+        turns: a handshake carries this `traceparent` (tamesu._trace). Started on first use."""
+        if self._conversation_trace is None and self.conversation_trace_factory is not None:
+            self._conversation_trace = self.conversation_trace_factory()
+        return self._conversation_trace
+
+    @conversation_trace.setter
+    def conversation_trace(self, trace: TraceContext | None) -> None:
+        self._conversation_trace = trace
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0

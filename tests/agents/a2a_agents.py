@@ -101,6 +101,7 @@ TOKEN = "shop-secret"
 DROP_PAUSE = 0.15
 DROP_AFTER = 2
 SLOW_SECONDS = 3.0
+HUGE_CHARS = 300_000
 EARLY_SECONDS = 0.6
 SKILLS = [("order-status", "Order status"), ("returns", "Returns")]
 EXTENDED_SKILLS = [("bulk-orders", "Bulk orders")]
@@ -205,6 +206,8 @@ class ShopExecutor(AgentExecutor):
             await asyncio.sleep(EARLY_SECONDS)
             await updater.add_artifact([Part(text="ready"), Part(data=_value({"ready": True}))], name="result")
             await updater.complete(_agent_text("Ready"))
+        elif word == "huge":  # an answer larger than a target's max_response_bytes (tests set 100 kB)
+            await updater.complete(_agent_text("x" * HUGE_CHARS))
         elif word == "fail":
             await updater.failed(_agent_text("Cannot do that"))
         elif word == "reject":

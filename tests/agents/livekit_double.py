@@ -74,10 +74,12 @@ class LocalParticipant:
         self.room = room
         self.published: list[Any] = []
         self.texts: list[tuple[str, str]] = []
+        self.text_attributes: list[dict[str, str] | None] = []
         self.dtmf: list[str] = []
 
-    async def send_text(self, text: str, *, topic: str = "") -> None:
+    async def send_text(self, text: str, *, topic: str = "", attributes: dict[str, str] | None = None) -> None:
         self.texts.append((topic, text))
+        self.text_attributes.append(attributes)
         if topic == "lk.chat":
             await asyncio.sleep(0.05)
             self.room.emit_text("lk.transcription", reply(text))
@@ -181,10 +183,11 @@ class Room:
 def double(secret: str, room: str, rooms: list[Room]) -> Callable[[], Sdk]:
     """An `Sdk` factory whose rooms are appended to `rooms` for the test to look at."""
 
-    def token(spec: Any, key: str, secret_: str, room_name: str) -> str:
+    def token(spec: Any, key: str, secret_: str, room_name: str, attributes: dict[str, str]) -> str:
         from tamesu.targets.livekit import real_sdk
 
-        return real_sdk().token(spec, key, secret_, room_name)  # the real minting, checked by the double
+        # the real minting, checked by the double
+        return real_sdk().token(spec, key, secret_, room_name, attributes)
 
     def make_room() -> Room:
         made = Room(secret, room)

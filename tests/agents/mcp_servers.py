@@ -64,6 +64,8 @@ def build(log: Path | None, traces: Path | None = None) -> Any:
     def search_docs(query: str, ctx: Context) -> str:
         """Search the help centre."""
         record("search_docs", ctx)
+        if query == "everything":  # an answer of 300 kB, past a target's max_response_bytes in the tests
+            return "z" * 300_000
         hits = [text for key, text in DOCS.items() if key in query.lower()]
         return "\n".join(hits) or "no document matches"
 

@@ -1,7 +1,7 @@
 """Small bots on a Pipecat protobuf websocket written here, each on its path, for what the reference pipecat bot
 does not do wrong (no bot-ready, silence, a drop, a flood, another sample rate) and to see exactly what tamesu
 sends. They speak the wire as tamesu.pipecat.v1 describes it; the reference bot (pipecat's own serializer) is
-what checks that description. Each records the frames tamesu sent it.
+what checks that description. Each records the frames tamesu sent it, and its handshake's headers.
 
 - `/echo`: bot-ready; answers send-text with bot-llm-started, a bot-output "you said: <text>", bot-llm-stopped;
   "weather" makes it call get_weather client-side and read the result back; a dtmf makes it say "pressed <key>";
@@ -55,6 +55,8 @@ def audio_frame(data: bytes, rate: int) -> bytes:
 class PipecatAgents:
     def __init__(self) -> None:
         self.received: dict[str, list[dict[str, Any]]] = {}
+        self.handshakes: dict[str, list[dict[str, str]]] = {}
+        """Each connection's handshake headers (lower-cased names), by path."""
         self.started = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="pipecat-agents")
@@ -87,6 +89,9 @@ class PipecatAgents:
             await ws.close(4001, "not started")
             return
         log = self.received.setdefault(path, [])
+        if ws.request is not None:
+            self.handshakes.setdefault(path, []).append(
+                {name.lower(): value for name, value in ws.request.headers.raw_items()})
         flood: asyncio.Task[None] | None = None
         loud = quiet = 0
         try:

@@ -55,6 +55,7 @@ class Seen:
     uri: str
     user: str | None
     digest_ok: bool
+    traceparent: str | None = None
 
 
 @dataclass
@@ -107,7 +108,7 @@ class SipTrunk:
             ("proxy-authenticate", "proxy-authorization")
         credentials = request.first(answer)
         if credentials is None:
-            self.seen.append(Seen(request.method, request.uri, None, False))
+            self.seen.append(Seen(request.method, request.uri, None, False, request.first("traceparent")))
             challenge = f'Digest realm="{self.realm}", nonce="{self._nonce}", algorithm=MD5, qop="auth"'
             code, reason = (401, "Unauthorized") if request.method == "REGISTER" else \
                 (407, "Proxy Authentication Required")
@@ -115,7 +116,7 @@ class SipTrunk:
         given = {m.group(1).lower(): m.group(2) if m.group(2) is not None else m.group(3)
                  for m in _PARAM.finditer(credentials)}
         ok = self._digest_ok(request.method, given)
-        self.seen.append(Seen(request.method, request.uri, given.get("username"), ok))
+        self.seen.append(Seen(request.method, request.uri, given.get("username"), ok, request.first("traceparent")))
         if not ok:
             return self._response(request, 403, "Forbidden")
         if request.method == "REGISTER":

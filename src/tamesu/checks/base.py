@@ -96,6 +96,9 @@ class Check(ABC):
     Spec: ClassVar[type[BaseModel]]
     shorthand: ClassVar[str | None] = None
     """The option a scalar value fills: `contains: "refund"` is `contains: {value: "refund"}`."""
+    grades_unconnected: ClassVar[bool] = False
+    """This check decides about a session that never reached the agent (`call_ended_by: busy`): with it in a
+    test, a busy or unanswered call is the check's to grade, not a failure of the conversation."""
 
     def __init__(self, spec: Any) -> None:
         self.spec = spec

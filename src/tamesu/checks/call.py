@@ -77,6 +77,7 @@ class CallEndedBy(Check):
     key = "call_ended_by"
     Spec = CallEndedBySpec
     shorthand = "by"
+    grades_unconnected = True
     spec: CallEndedBySpec
 
     @classmethod

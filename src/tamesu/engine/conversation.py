@@ -38,6 +38,7 @@ from tamesu.roles.steps import StepsUser
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
+from tamesu.targets.base import Target
 from tamesu.targets.bounds import bound_turn
 
 
@@ -240,6 +241,18 @@ async def _converse(
 ) -> tuple[Any, str | None, dict[str, float]]:
     """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics."""
     target = targets.target_class(test.target.type)(test.target, test.target_name)
+    with contextlib.ExitStack() as conversation:
+        # a target that connects before its first turn asks for the conversation's trace (its handshake's);
+        # with OpenTelemetry its span then lasts until the target is closed (tamesu._trace)
+        session.conversation_trace_factory = lambda: conversation.enter_context(
+            otel.active().conversation(test=test.id, target=test.target_name))
+        return await _talk(test, target, session, user, exchanges, captured)
+
+
+async def _talk(
+    test: PlannedTest, target: Target, session: Session, user: UserSimulator, exchanges: list[Exchange],
+    captured: dict[str, Any],
+) -> tuple[Any, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
     try:
         await target.open(session)
@@ -247,8 +260,12 @@ async def _converse(
             first = await target.greeting()
         except TurnError as exc:
             session.event("turn_failed", turn=1, reason=str(exc))
-            return "turn_failed", f"turn 1 (the agent's greeting): {exc}", target.metrics()
+            where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
+            return "turn_failed", f"{where}: {exc}", target.metrics()
+        if (unconnected := _unconnected(test, target)) is not None:
+            return "turn_failed", unconnected, target.metrics()
         if first is not None:
+            first.trace_id = first.trace_id or target.turn_trace_id(session)
             exchanges.append(Exchange(1, None, first))
             await capture_from(first, test.spec.capture, captured, session, extractor)
             if first.ended:
@@ -274,17 +291,21 @@ async def _converse(
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
-                    agent = await target.send(action.turn)
+                    try:
+                        agent = await target.send(action.turn)
+                    finally:
+                        sent_trace = target.turn_trace_id(session)
+                        session.trace = None  # what the target sends between turns is no turn's
             except TurnError as exc:
                 now = session.now_ms()
                 failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
                                    status=exc.status, sent_at_ms=now, completed_at_ms=now,
-                                   trace_id=trace.trace_id)
+                                   trace_id=sent_trace)
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
                 what = "step" if action.turn.source == "step" else "turn"
                 return "turn_failed", f"{what} {index}: {exc}", target.metrics()
-            agent.trace_id = agent.trace_id or trace.trace_id
+            agent.trace_id = agent.trace_id or sent_trace
             agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
@@ -300,6 +321,15 @@ async def _converse(
             await asyncio.shield(target.close())
         except Exception as exc:
             session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
+
+
+def _unconnected(test: PlannedTest, target: Target) -> str | None:
+    """The failure of a session that never reached the agent (a busy or unanswered call), unless the test
+    asserts how it ended: then that assertion grades it, and a suite can expect a busy line."""
+    why = target.never_connected()
+    if why is None or any(a.check.grades_unconnected for a in test.assertions):
+        return None
+    return f"before the first turn: {why}"
 
 
 def _extractor(test: PlannedTest, models: Any) -> Extractor | None:

@@ -117,8 +117,9 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
         try:
             value, end = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            line, col = line_col(text, exc.pos)
-            yield Problem(label, line, col, "", f"not valid JSON: {exc.msg}")
+            at, note = _where_it_broke(text, exc.pos)
+            line, col = line_col(text, at)
+            yield Problem(label, line, col, "", f"not valid JSON: {exc.msg}{note}")
             pos = _next_object(text, pos)
             continue
         except (RecursionError, ValueError) as exc:  # nesting, or an integer of thousands of digits
@@ -129,6 +130,20 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             continue
         yield value, JsonDocument(label, text, pos)
         pos = end
+
+
+def _where_it_broke(text: str, at: int) -> tuple[int, str]:
+    """Where to report a syntax error found at `at`: the decoder skips line ends inside a value, so an object
+    left open at the end of its line fails on the next line's first character; the line at fault is the one
+    that ended too soon, reported just after its last character."""
+    end = at
+    while end > 0 and text[end - 1] in " \t\r\n":
+        end -= 1
+    if at >= len(text.rstrip()) and at > 0:
+        return end, " (the file ends before the value does)"
+    if text.find("\n", end, at) < 0:
+        return at, ""
+    return end, " (the line ends before the value does)"
 
 
 def _next_line(text: str, pos: int) -> int:

@@ -120,7 +120,7 @@ class TestConsole:
 
     def _standard(self, record: CaseRecord) -> None:
         mark, style = _MARK[record.status]
-        self._line((mark, style), f" [{record.id}] {record.name} ({_seconds(record.duration_ms)})")
+        self._line((mark, style), f" [{_shown_id(record)}] {record.name} ({_seconds(record.duration_ms)})")
         if record.status == "skipped":
             self._line("  ", ("SKIPPED", "yellow"), f": {record.skip_reason or record.error or 'not run'}")
             return
@@ -145,7 +145,7 @@ class TestConsole:
         turns = record.turns or []
         about = f"simulator: {record.simulator}" if record.simulator else \
             f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
-        self._line(("► ", "bold"), f"[{record.id}] {record.name} ({about})")
+        self._line(("► ", "bold"), f"[{_shown_id(record)}] {record.name} ({about})")
         for turn in turns:
             self._turn(record, turn)
         if record.missing_input is not None:
@@ -227,3 +227,8 @@ class TestConsole:
         mark, style = ("✓", "green") if verdict.passed else ("✗", "red")
         reason = f": {verdict.reason}" if not verdict.passed or self.verbose else ""
         self._line(prefix, (mark, style), f" {verdict.label}{reason}")
+
+
+def _shown_id(record: CaseRecord) -> str:
+    """The case id, after its file's name when the cases come from a folder (an id is unique per file)."""
+    return f"{record.file}: {record.id}" if record.file else record.id

@@ -85,6 +85,8 @@ class MissingInputRecord(BaseModel):
 class CaseRecord(BaseModel):
     schema_version: int = SCHEMA_VERSION
     id: str
+    file: str | None = None
+    """`tamesu test -i FOLDER`: the JSONL file the case came from (an id is unique in its file only)."""
     name: str
     mode: Mode
     status: Status

@@ -80,6 +80,23 @@ class JsonlPlan:
     base_dir: Path
     path: Path | None = None
     """The JSONL file, when the cases come from one (plan.json points annotations at its lines)."""
+    files: list[JsonlFile] = field(default_factory=list)
+    """`-i FOLDER`: each JSONL file of the folder with its cases, a suite of its own (`<file stem>/<case id>`);
+    when empty, `cases` are one input named `name`."""
+
+    def parts(self) -> list[JsonlFile]:
+        return self.files or [JsonlFile(self.name, self.path, self.cases, self.source)]
+
+
+@dataclass
+class JsonlFile:
+    """One input the cases of a plan come from: a suite of the run, named `name` (the file's stem)."""
+
+    name: str
+    path: Path | None
+    cases: list[ParsedCase]
+    source: str
+    """How problems and plan.json name it: the file's label."""
 
 
 @dataclass
@@ -122,13 +139,21 @@ class PlannedCase:
         return self.trackers[int(number) if number is not None else min(self.trackers)]
 
 
-def stand_in_suite(plan: JsonlPlan) -> LoadedSuite:
-    """The suite the cases belong to: the input's name, the one target, the project's hooks (run from the
-    project's folder, as they always were for `tamesu test`)."""
-    doc_path = plan.path if plan.path is not None else plan.base_dir / plan.name
-    return LoadedSuite(spec=SuiteSpec(name=plan.name), doc=Document(doc_path, CommentedMap(), plan.source),
+def stand_in_suite(plan: JsonlPlan, part: JsonlFile | None = None) -> LoadedSuite:
+    """The suite the cases of one input belong to: the input's name, the one target, the project's hooks (run
+    from the project's folder, as they always were for `tamesu test`)."""
+    part = part or plan.parts()[0]
+    doc_path = part.path if part.path is not None else plan.base_dir / part.name
+    return LoadedSuite(spec=SuiteSpec(name=part.name), doc=Document(doc_path, CommentedMap(), part.source),
                        targets={plan.target.name: plan.target.spec}, project=plan.project,
                        hook_dir=plan.project.dir)
+
+
+def file_names(paths: list[Path]) -> list[str]:
+    """The suite name of each JSONL file of a folder: its stem, or its whole name when another file of the
+    folder has the same stem (`a.jsonl` and `a.ndjson`), so no two files' test ids can meet."""
+    stems = [path.stem for path in paths]
+    return [path.stem if stems.count(path.stem) == 1 else path.name for path in paths]
 
 
 class CasePlanner:
@@ -138,15 +163,19 @@ class CasePlanner:
         self.plan = plan
         self.settings = settings
         self._human = human
-        self.suite = stand_in_suite(plan)
+        self.suites = [stand_in_suite(plan, part) for part in plan.parts()]
+        self.suite = self.suites[0]
         self.cases: dict[str, PlannedCase] = {}
-        """By test id (`<input name>/<case id>`)."""
+        """By test id (`<input name>/<case id>`): a case id is unique in its file, so ids of two files of a
+        folder never clash."""
 
     def engine_plan(self) -> Plan:
-        tests = [self.planned(index, parsed) for index, parsed in enumerate(self.plan.cases)]
-        return Plan(self.plan.project, suites=[self.suite], tests=tests, secrets=self.plan.secrets)
+        tests: list[PlannedTest] = []
+        for suite, part in zip(self.suites, self.plan.parts(), strict=True):
+            tests += [self.planned(len(tests), parsed, suite) for parsed in part.cases]
+        return Plan(self.plan.project, suites=self.suites, tests=tests, secrets=self.plan.secrets)
 
-    def planned(self, index: int, parsed: ParsedCase) -> PlannedTest:
+    def planned(self, index: int, parsed: ParsedCase, suite: LoadedSuite | None = None) -> PlannedTest:
         """The case as a PlannedTest: per-turn assertions on their turn, then the final ones, then one
         assertion per checkpoint."""
         case = parsed.case
@@ -154,24 +183,25 @@ class CasePlanner:
         connector = self.settings.connector or (case.options.connector if case.options else None)
         # the engine asks the user side once more after the last turn, so it can end the conversation itself
         turns = 2 if case.mode == "standard" else min(case.turn_limit() + 1, 1000)
-        spec = TestSpec(name=case.id, target=self._target_for(connector), scenario=Scenario(max_turns=turns),
+        suite = suite or self.suite
+        spec = TestSpec(name=case.id, target=self._target_for(connector, suite), scenario=Scenario(max_turns=turns),
                         timeout=case.timeout or self.settings.timeout)
         assertions = [g.assertion for n in sorted(parsed.turn_assertions) for g in parsed.turn_assertions[n]]
         assertions += [g.assertion for g in parsed.final]
         assertions += [Assertion(key="checkpoint", check=CheckpointCheck(planned_case.tracker_of, c.id),
                                  on_turn=None, label=f"checkpoint {c.id}") for c in case.checkpoints]
-        test = PlannedTest(self.suite, spec, case.id, None, {}, [f"mode:{case.mode}"], assertions, {}, index,
+        test = PlannedTest(suite, spec, case.id, None, {}, [f"mode:{case.mode}"], assertions, {}, index,
                            user_factory=planned_case.user_factory, line=parsed.line)
         self.cases[test.id] = planned_case
         return test
 
-    def _target_for(self, connector: str | None) -> str:
+    def _target_for(self, connector: str | None, suite: LoadedSuite) -> str:
         """A model target answered by the connector's model: the same target under its own name."""
         target = self.plan.target
         if connector is None or target.spec.type != "model":
             return target.name
         name = f"{target.name} ({connector})"
-        self.suite.targets.setdefault(name, target.spec.model_copy(update={"model": connector}))
+        suite.targets.setdefault(name, target.spec.model_copy(update={"model": connector}))
         return name
 
     def _user(self, parsed: ParsedCase, models: ModelRegistry | None, seed: int, tracker: Tracker | None) -> CaseUser:
@@ -243,6 +273,8 @@ class CaseReporter:
         summary = next(s for s in result.runs if s.run == first.run)
         where = f"{summary.dir}/result.json"
         record = records.build(parsed, first, case.users.get(first.run), case.trackers.get(first.run), where)
+        if self.planner.plan.files:
+            record.file = parsed.doc.label
         if len(runs) > 1:
             # the record shows run 1; the verdict is the test's, over every run
             record.status = result.status if result.status != "quarantined" else record.status

@@ -2,7 +2,8 @@
 
 - `agents:NAME?count=10&focus=edge-cases&complexity=medium`: a model under `models:` generates them;
 - `scripts:module:function?k=v`: a Python function generates them;
-- an existing file, or a name ending in .jsonl / .json / .ndjson: a JSONL file (a folder is refused);
+- an existing file, or a name ending in .jsonl / .json / .ndjson: a JSONL file;
+- an existing folder: every JSONL file directly in it (`.jsonl`, `.ndjson`), in name order;
 - anything else: one message, run as one standard test case (`-n` is then required).
 """
 
@@ -18,7 +19,7 @@ _FILE_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 @dataclass
 class InputSource:
-    kind: Literal["file", "message", "agents", "scripts"]
+    kind: Literal["file", "folder", "message", "agents", "scripts"]
     value: str
     """The path, the message, the model name, or `module:function`."""
     params: dict[str, str] = field(default_factory=dict)
@@ -30,11 +31,10 @@ class InputSource:
         return self.kind in ("agents", "scripts")
 
 
-def _is_file(text: str) -> bool:
-    """A message longer than a file name may be (or with a NUL byte) is a message, not an OSError. A folder
-    counts, so that loading it says it is one instead of sending its name to the agent as a message."""
+def _is(text: str, kind: str) -> bool:
+    """A message longer than a file name may be (or with a NUL byte) is a message, not an OSError."""
     try:
-        return Path(text).is_file() or Path(text).is_dir()
+        return Path(text).is_file() if kind == "file" else Path(text).is_dir()
     except (OSError, ValueError):
         return False
 
@@ -44,6 +44,8 @@ def parse_input(text: str) -> InputSource:
         if text.startswith(f"{prefix}:"):
             body, _, query = text[len(prefix) + 1:].partition("?")
             return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)
-    if text.lower().endswith(_FILE_SUFFIXES) or _is_file(text):
+    if _is(text, "folder"):
+        return InputSource("folder", text, text=text)
+    if text.lower().endswith(_FILE_SUFFIXES) or _is(text, "file"):
         return InputSource("file", text, text=text)
     return InputSource("message", text, text=text)

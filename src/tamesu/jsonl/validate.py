@@ -71,6 +71,11 @@ def _split_project(folder: Path, project: Project, split: Split) -> None:
     split.suites += others if named else [folder]
 
 
+def jsonl_in_folder(folder: Path) -> list[Path]:
+    """The JSONL files directly in `folder`, sorted by name (`tamesu test -i FOLDER` runs them in that order)."""
+    return _in_folder(folder)[1]
+
+
 def _in_folder(folder: Path) -> tuple[list[Path], list[Path]]:
     """(YAML, JSONL) files directly in `folder`, each list sorted, at most MAX_SUITE_FILES of each."""
     def some(pattern: str) -> list[Path]:

@@ -17,12 +17,23 @@ import os
 from typing import Any
 
 import anthropic
+import httpx2
 
+from tamesu._bounded_http import bounded_transport, is_too_large
 from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._lease import ClientLease
 from tamesu.models.attachments import anthropic_block
-from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    Usage,
+    per_request_headers,
+)
 from tamesu.models.client import (
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
@@ -46,13 +57,16 @@ class AnthropicProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
+        self._own_headers = {name.lower() for name in headers or {}}
         self._clients: ClientLease[anthropic.AsyncAnthropic] = ClientLease(
             lambda: anthropic.AsyncAnthropic(
                 api_key=api_key, base_url=base_url, timeout=timeout,
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
                 default_headers=headers or None,
                 # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()),
+                # the model target bounds its answers (max_response_bytes) through this transport
+                http_client=anthropic.DefaultAsyncHttpxClient(transport=bounded_transport(
+                    httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None)),
             ),
             lambda client: client.close())
         self._send_temperature = True
@@ -77,7 +91,8 @@ class AnthropicProvider(Provider):
                     # against its TypedDicts; the request on the wire, its headers and its errors are the SDK's.
                     # `cast_to=object`: the answer stays the JSON it came as (building the SDK's typed Message
                     # from it cost a tenth of a call, for a few fields read)
-                    message = await client.post("/v1/messages", cast_to=object, body=self._params(request))
+                    message = await client.post("/v1/messages", cast_to=object, body=self._params(request),
+                                                 options=self._options(request))
             except anthropic.BadRequestError as exc:
                 if self._send_temperature and request.temperature is not None \
                         and "temperature" in _server_message(exc).lower():
@@ -88,6 +103,12 @@ class AnthropicProvider(Provider):
                 raise self._error(exc) from None
             return self._response(message)
         raise ModelError(f"anthropic:{self.model}: the server kept refusing the request's parameters")
+
+    def _options(self, request: ModelRequest) -> Any:
+        """The SDK's per-request options: the request's own headers (a turn's traceparent) unless the
+        model's `headers` set that name (the suite's own wins)."""
+        headers = per_request_headers(request, self._own_headers)
+        return {"headers": headers} if headers else {}
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system" and m.content)
@@ -140,6 +161,8 @@ class AnthropicProvider(Provider):
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         where = f"anthropic:{self.model}"
+        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
+            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
         if isinstance(exc, anthropic.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, anthropic.APIConnectionError):

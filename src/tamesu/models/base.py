@@ -77,6 +77,9 @@ class ModelRequest(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     """The structured inputs the messages were built from (persona, goal, transcript, rubric...).
     Real providers ignore it; the fake provider's rules read it. Part of the cache key."""
+    headers: dict[str, str] = Field(default_factory=dict, exclude=True)
+    """HTTP headers for this request only (the model target's turn `traceparent`): real providers send them
+    unless the model's own `headers` set the same name. Not part of the cache key (nor of the record)."""
 
 
 class Usage(BaseModel):
@@ -143,3 +146,8 @@ class Models(Protocol):
     missing `models.<role>` when nothing is configured for the role."""
 
     def client(self, role: str, override: Any = None) -> ModelClient: ...
+
+
+def per_request_headers(request: ModelRequest, own: set[str]) -> dict[str, str]:
+    """`request.headers` without those the model's own `headers` set (lower-cased names in `own`): they win."""
+    return {name: value for name, value in request.headers.items() if name.lower() not in own}

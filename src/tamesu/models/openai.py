@@ -14,13 +14,24 @@ import os
 import re
 from typing import Any
 
+import httpx2
 import openai
 
+from tamesu._bounded_http import bounded_transport, is_too_large
 from tamesu._http import ssl_context
 from tamesu.models import _plain
 from tamesu.models._lease import ClientLease
 from tamesu.models.attachments import openai_part
-from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider, ToolRequest, Usage
+from tamesu.models.base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolRequest,
+    Usage,
+    per_request_headers,
+)
 from tamesu.models.client import (
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
@@ -45,13 +56,16 @@ class OpenAIProvider(Provider):
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
+        self._own_headers = {name.lower() for name in headers or {}}
         self._clients: ClientLease[openai.AsyncOpenAI] = ClientLease(
             lambda: openai.AsyncOpenAI(
                 api_key=api_key, base_url=base_url, timeout=timeout,
                 max_retries=0,  # ResilientClient retries, with backoff and a fallback model
                 default_headers=headers or None,
                 # the SDK's own client loads the certificate bundle again (~20 ms): share one context
-                http_client=openai.DefaultAsyncHttpx2Client(verify=ssl_context()),
+                # the model target bounds its answers (max_response_bytes) through this transport
+                http_client=openai.DefaultAsyncHttpx2Client(transport=bounded_transport(
+                    httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None)),
             ),
             lambda client: client.close())
         # what this server refused once, so later calls do not pay for the 400 again
@@ -84,7 +98,8 @@ class OpenAIProvider(Provider):
                     # `cast_to=object` keeps the answer as the JSON it came as: building the SDK's typed
                     # ChatCompletion from it (`construct_type`) cost a tenth of a call, for five fields read
                     completion = await client.post("/chat/completions", cast_to=object,
-                                                   body=self._params(request), options=_BEARER)
+                                                   body=self._params(request),
+                                                   options=self._options(request))
             except openai.BadRequestError as exc:
                 if self._adapt(exc):
                     continue
@@ -93,6 +108,12 @@ class OpenAIProvider(Provider):
                 raise self._error(exc) from None
             return self._response(completion)
         raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
+
+    def _options(self, request: ModelRequest) -> Any:
+        """The SDK's per-request options: bearer auth, and the request's own headers (a turn's traceparent)
+        unless the model's `headers` set that name (the suite's own wins)."""
+        headers = per_request_headers(request, self._own_headers)
+        return {**_BEARER, "headers": headers} if headers else _BEARER
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = [_wire_message(m) for m in request.messages]
@@ -168,6 +189,8 @@ class OpenAIProvider(Provider):
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         where = f"openai:{self.model}"
+        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
+            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, openai.APIConnectionError):

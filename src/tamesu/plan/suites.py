@@ -29,6 +29,20 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import render_partial
 
 
+def _no_suite_files(paths: list[Path], project: Project) -> Problem:
+    """The one line for a run or validate that found nothing to load, pointing at what named nothing."""
+    if paths:
+        return Problem(str(paths[0]), 1, 1, "", f"no suite files in {', '.join(str(p) for p in paths)}")
+    globs = project.spec.suites
+    message = f"no suite files match {', '.join(globs)}" if globs else \
+        "the list is empty: name suite files or globs here (suites: [\"suites/*.yaml\"]), or give paths"
+    if project.doc is not None and isinstance(project.doc.data, dict) and "suites" in project.doc.data:
+        # a null value has no place of its own (YAML puts it at the next token): then the key's
+        return project.doc.problem(("suites",), message, key=project.doc.data["suites"] is None)
+    where = label(project.path) if project.path is not None else "."
+    return Problem(where, 1, 1, "", f"{message} (the default suites of a project; tamesu.yaml can name others)")
+
+
 def load_plan(
     paths: list[Path],
     project_path: Path | None = None,
@@ -54,8 +68,7 @@ def load_plan(
     if not files:
         if said:
             raise ConfigError(said)
-        where = ", ".join(str(p) for p in paths) if paths else ", ".join(project.spec.suites)
-        raise ConfigError([Problem(str(paths[0]) if paths else ".", 1, 1, "", f"no suite files in {where}")])
+        raise ConfigError([_no_suite_files(paths, project)])
     plan.warnings += said
     project_asserts = _project_assertions(project, problems)
     for path in files:

@@ -26,10 +26,12 @@ def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, 
 
     `TAMESU_STORE` wins over `store:` in tamesu.yaml (so a password stays out of the file); either may be
     `true`/`sqlite` (the project's own SQLite file), `off`, a path to a SQLite file, `sqlite:///...` or
-    `postgresql://...`.
+    `postgresql://...`. An empty `TAMESU_STORE` (`TAMESU_STORE=` in a CI file, `${STORE:-}` unset) is unset,
+    as a shell's `${VAR:-default}` reads it: the file's `store:` stands; `TAMESU_STORE=off` turns a store off.
     """
     env = os.environ if environ is None else environ
-    raw: str | bool | None = env.get("TAMESU_STORE", setting)
+    given = env.get("TAMESU_STORE")
+    raw: str | bool | None = setting if given is None or not given.strip() else given
     if raw is None or raw is False:
         return None
     text = "true" if raw is True else str(raw).strip()

@@ -26,12 +26,20 @@ from tamesu.store import _tables as t
 def _timeout() -> float:
     """How long a write waits for a locked SQLite file or an unreachable server before it gives up
     (TAMESU_STORE_TIMEOUT seconds, default 5)."""
+    import math
     import os
 
-    try:
-        return max(0.05, float(os.environ.get("TAMESU_STORE_TIMEOUT", "5")))
-    except ValueError:
+    given = os.environ.get("TAMESU_STORE_TIMEOUT", "").strip()
+    if not given:
         return 5.0
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise StoreError(f"TAMESU_STORE_TIMEOUT: expected a number of seconds above 0, got {given!r}")
+    return max(0.05, seconds)
+
 _MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0001"
 """The newest migration; a store already there is opened without loading Alembic (a test keeps it true)."""

@@ -78,6 +78,24 @@ def read(text: str, max_values: int) -> tuple[Any, Any] | None:
     return None if built[0] is None else built  # a null document: ruamel's path makes it an empty mapping
 
 
+def syntax_error(text: str) -> tuple[int, int, str] | None:
+    """libyaml's syntax error in `text` (line, column, problem), or None when it reads the text or is missing.
+    For text ruamel would take seconds to refuse (a key millions of characters long): libyaml's scanner
+    refuses it at once, and a file libyaml cannot parse, ruamel refuses too."""
+    if _LOADER is None:
+        return None
+    try:
+        for _ in yaml.parse(text, Loader=_LOADER):
+            pass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        return line, col, (exc.problem or exc.context or "invalid YAML").strip()
+    except yaml.YAMLError:
+        return None
+    return None
+
+
 def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
     left[0] -= 1
     if left[0] < 0:

@@ -154,6 +154,11 @@ def load_yaml(path: Path, label: str | None = None) -> Document:
     fast = _fast_yaml.read(text, MAX_VALUES)
     if fast is not None:
         return Document(path, fast[0], shown, data=fast[1])
+    if _LONG_LINE.search(text) and (broken := _fast_yaml.syntax_error(text)) is not None:
+        # ruamel's scanner takes time quadratic in a key's length (a 10 MB key: a minute and a half)
+        line, col, what = broken
+        long_key = " (a key is at most 1,024 characters)" if col > 1024 else ""
+        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}{long_key}")])
     try:
         tree = _parser().load(text)
     except DuplicateKeyError as exc:
@@ -196,6 +201,12 @@ first check (in flow style, 12 s and a line for each of their 40,000 problems); 
 MAX_FLOW = 5 * MAX_ITEMS
 """Flow collections (`[...]`, `{...}`) in one file: each is a node the parser builds, as a list item is, and
 a file of nothing but `[]` kept the bracket scan busy for seconds."""
+MAX_KEYS = 5 * MAX_ITEMS
+"""Mapping keys in one file (counted as `: ` and `":` in the text, so a colon in prose counts too): 100,000
+keys took seconds to read, and ruamel's reader a thousand times as long."""
+MAX_LINE = 10_000
+"""A line this long is read by libyaml first: a file it refuses is refused in its words, never scanned by
+ruamel, whose time grows with the square of a key's length."""
 _EXCERPT = 60
 
 
@@ -274,6 +285,8 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
 _ITEMS = re.compile(r"^[ \t]*- ", re.MULTILINE)
 _BRACKETS = re.compile(r"[\[\]{}]")
 _OPENING = re.compile(r"[\[{]")
+_KEYS = re.compile(r"""(?<=["'])[ \t]*:|:(?=[ \t\r\n]|$)""", re.MULTILINE)
+_LONG_LINE = re.compile(r"^[^\n]{" + str(MAX_LINE) + ",}", re.MULTILINE)
 _DIGITS = re.compile(r"(?<![\w.])[-+]?\d{" + str(MAX_DIGITS + 1) + ",}")
 
 
@@ -291,6 +304,14 @@ def _prescan(text: str, shown: str) -> None:
         raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_ITEMS:,} list items in one file (item "
                                    f"{MAX_ITEMS + 1:,} is here): put many cases in a cases_file (CSV or JSON), "
                                    "which reads far faster")])
+    if text.count(":") > MAX_KEYS:
+        keys = _KEYS.finditer(text)
+        past = next(itertools.islice(keys, MAX_KEYS, None), None)
+        if past is not None:
+            line, col = _line_col(text, past.start())
+            raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_KEYS:,} mapping keys in one file "
+                                       f"(key {MAX_KEYS + 1:,} ends here): put many cases in a cases_file "
+                                       "(CSV or JSON), which reads far faster")])
     found = _DIGITS.search(text)
     if found:
         line, col = _line_col(text, found.start())

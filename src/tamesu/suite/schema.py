@@ -271,6 +271,12 @@ class ProjectSpec(Strict):
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
     targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Agents named for `tamesu test -n NAME` (JSONL tests); the same shape as a suite's `targets`."""
+
+    @field_validator("suites", mode="before")
+    @classmethod
+    def _nothing_written(cls, value: Any) -> Any:
+        # `suites:` with nothing after it names no suite, as `suites: []` does: the loader says so at the key
+        return [] if value is None else value
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     packs: dict[str, PackSpec] = Field(default_factory=dict)
@@ -285,6 +291,6 @@ class ProjectSpec(Strict):
     report: ReportSettings = Field(default_factory=ReportSettings)
     store: str | bool | None = None
     """The results store: `true` (SQLite in .tamesu/store.db), a SQLite path, `postgresql://...`, or off
-    (the default). TAMESU_STORE overrides it."""
+    (the default). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""

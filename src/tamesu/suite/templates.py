@@ -26,7 +26,8 @@ KNOWN_ROOTS = {
     "response": "the JSON the send request answered",
     "run": "the run's id and number",
     "args": "the arguments of the tool call being answered (model target tools)",
-    "trace": "the W3C trace of this turn (rest request bodies): trace.traceparent, trace.id",
+    "trace": "the W3C trace of this turn (rest request bodies), or of the conversation (voice messages): "
+             "trace.traceparent, trace.id",
 }
 
 

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from tamesu._trace import TraceContext, own_traceparent
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets._ws_open import open_websocket
+from tamesu.targets._ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.targets.base import Target
 
 if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
@@ -79,7 +80,7 @@ class AudioSocketTarget(Target):
         self._voice: Any = None
         self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
-        self._line: tuple[asyncio.Task[None], asyncio.Event] | None = None
+        self._line: Line | None = None
         self._closed: str | None = None
         self._barging = False
         self._interrupted: AgentTurn | None = None
@@ -89,6 +90,9 @@ class AudioSocketTarget(Target):
         self._tasks: set[asyncio.Future[None]] = set()
         self._counts = {"messages": 0, "clears": 0, "marks": 0, "dtmf_sent": 0}
         self._opened_at: float | None = None
+        self.traceparent: str | None = None
+        """The conversation's `traceparent` the call carries (the suite's own when it set one)."""
+        self._trace_id: str | None = None
         self._metrics: dict[str, float] = {}
 
     @abstractmethod
@@ -100,6 +104,29 @@ class AudioSocketTarget(Target):
     def _headers(self, session: Session) -> dict[str, str]:
         return {}
 
+    def _handshake_headers(self, session: Session, headers: dict[str, str]) -> dict[str, str]:
+        """With the conversation's `traceparent` (the suite's own wins), kept for the wire's carriers."""
+        self.traceparent = self._own_traceparent(session, headers) or (
+            session.conversation_trace.traceparent if session.conversation_trace is not None else None)
+        if self.traceparent is not None and own_traceparent(headers) is None:
+            return {**headers, "traceparent": self.traceparent}
+        return headers
+
+    def _traced(self, session: Session, wire: Wire) -> None:
+        """Where the conversation's trace went, on the timeline; the id every turn records."""
+        if self.traceparent is not None:
+            parsed = TraceContext.parse(self.traceparent)
+            self._trace_id = parsed.trace_id if parsed is not None else None
+            session.event("conversation_trace", trace_id=self._trace_id,
+                          sent_in=["websocket handshake header traceparent", *wire.trace_carriers])
+
+    def _own_traceparent(self, session: Session, headers: dict[str, str]) -> str | None:
+        """The suite's own `traceparent` (in `headers`): it wins over the conversation's."""
+        return own_traceparent(headers)
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        return self._trace_id  # one socket for the call: every turn's trace is the handshake's
+
     # -- open and close -------------------------------------------------------------------------------
 
     async def _open(self, session: Session) -> None:
@@ -107,12 +134,13 @@ class AudioSocketTarget(Target):
 
         try:
             url = self._url(session)
-            headers = self._headers(session)
+            headers = self._handshake_headers(session, self._headers(session))
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
         self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
                                         what=self._what, max_size=MAX_MESSAGE_BYTES)
         self._wire = wire = self._make_wire(session)
+        self._traced(session, wire)
         self._voice = AudioConversation(session, send=wire.send_format, receive=wire.receive_format)
         session.event("transport", url=session.redactor.text(url), send=str(wire.send_format),
                       receive=str(wire.receive_format))
@@ -123,23 +151,23 @@ class AudioSocketTarget(Target):
         self._open_line()
 
     async def close(self) -> None:
-        await self._close_line()
         for handle, _echo in self._marks:
             handle.cancel()
-        if self._ws is not None and self._wire is not None and self._closed is None:
-            with contextlib.suppress(Exception):
-                for message in self._wire.closing():
-                    await self._ws.send(message)
-        if self._ws is not None:
-            with contextlib.suppress(Exception):
-                await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.wait([self._reader], timeout=2)
-        if self._voice is not None and not self._finished:
-            self._finished = True
-            with contextlib.suppress(Exception):
-                await self._voice.finish()
+        wire = self._wire
+
+        async def goodbye(ws: ClientConnection) -> None:
+            if wire is not None and self._closed is None:
+                for message in wire.closing():
+                    await ws.send(message)
+
+        async def finish() -> None:
+            if self._voice is not None and not self._finished:
+                self._finished = True
+                with contextlib.suppress(Exception):
+                    await self._voice.finish()
+
+        line, self._line = self._line, None
+        await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
 
     def metrics(self) -> dict[str, float]:
         out = {f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}
@@ -187,11 +215,8 @@ class AudioSocketTarget(Target):
         self._line = (asyncio.create_task(run()), stop)
 
     async def _close_line(self) -> None:
-        if self._line is not None:
-            task, stop = self._line
-            self._line = None
-            stop.set()
-            await asyncio.wait([task], timeout=2)
+        line, self._line = self._line, None
+        await stop_line(line)
 
     # -- turns ----------------------------------------------------------------------------------------
 

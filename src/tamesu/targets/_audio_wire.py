@@ -27,6 +27,9 @@ class Wire:
 
     send_format: Any
     receive_format: Any
+    trace_carriers: tuple[str, ...] = ()
+    """Where the protocol's own messages carry the conversation's `traceparent`, beside the handshake header
+    (said in the `conversation_trace` event)."""
 
     def opening(self, session: Session) -> list[str | bytes]:
         return []

@@ -33,6 +33,8 @@ class TurnEvents:
         self.error: dict[str, str] | None = None
         self.first_token_at_ms: float | None = None
         self.ended_at_ms: float | None = None
+        self.bytes = 0
+        """The size of the turn's events as they came (a stream's total, against max_response_bytes)."""
 
     @property
     def text(self) -> str:

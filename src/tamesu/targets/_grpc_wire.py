@@ -38,16 +38,19 @@ def dial_target(url: str) -> tuple[str, bool]:
     return f"{host}:{port or 443}", tls
 
 
-async def dial(url: str, connect: ConnectSpec, session: Session, what: str) -> grpc.aio.Channel:
+async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
+               max_receive: int | None = None) -> grpc.aio.Channel:
     """A channel that is READY, or InfraError after `connect.attempts` tries `connect.backoff` apart, each
     waiting at most `connect.timeout` (a refused connection fails its try at once). Each try is a fresh
-    channel, so gRPC's own reconnect backoff never stretches tamesu's."""
+    channel, so gRPC's own reconnect backoff never stretches tamesu's. `max_receive`: the largest message
+    the channel takes (a larger one ends the call RESOURCE_EXHAUSTED, see `too_large`)."""
     target, tls = dial_target(url)
     shown = session.redactor.text(url)
     reason = ""
+    options = [("grpc.max_receive_message_length", max_receive)] if max_receive is not None else []
     for attempt in range(1, connect.attempts + 1):
-        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials()) if tls
-                   else grpc.aio.insecure_channel(target))
+        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options) if tls
+                   else grpc.aio.insecure_channel(target, options=options))
         reason = await _ready(channel, connect.timeout)
         if not reason:
             return channel
@@ -107,6 +110,11 @@ def user_turn(turn: UserTurn, *, session_id: str, index: int, base_dir: Path, wh
     for earlier in turn.history:
         message.history.add(role=earlier.role, content=earlier.content)
     return message
+
+
+def too_large(exc: grpc.aio.AioRpcError) -> bool:
+    """The channel refused a message past its `max_receive` (gRPC says so as RESOURCE_EXHAUSTED)."""
+    return exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in (exc.details() or "")
 
 
 def status_failure(exc: grpc.aio.AioRpcError, what: str, index: int, limit: float) -> Exception:

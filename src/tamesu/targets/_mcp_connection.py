@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from tamesu import __version__
+from tamesu._bounded_http import Record, bounded_transport
 from tamesu._children import owner_env
 from tamesu._http import ssl_context
 
@@ -120,11 +121,15 @@ async def _without_noise(transport: Transport, noise: StdoutNoise) -> AsyncItera
 @asynccontextmanager
 async def http_transport(url: str, headers: dict[str, str], connect_timeout: float,
                          errors: list[str] | None = None,
-                         traceparent: Callable[[], str | None] | None = None) -> AsyncIterator[Any]:
+                         traceparent: Callable[[], str | None] | None = None,
+                         max_bytes: int | None = None, refused: Record | None = None) -> AsyncIterator[Any]:
     """The server at `url` over streamable HTTP, with `headers` on every request. Each 4xx or 5xx answer is
     appended to `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the
-    turn being played) carries it as the `traceparent` header, unless `headers` set one."""
+    turn being played) carries it as the `traceparent` header, unless `headers` set one. No answer is read
+    past `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge)."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
+    transport = bounded_transport(httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), max_bytes, refused) \
+        if max_bytes is not None else None
 
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
@@ -137,7 +142,7 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
             request.headers["traceparent"] = value
 
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
+        httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(), transport=transport,
                            event_hooks={"request": [stamp], "response": [seen]}) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):

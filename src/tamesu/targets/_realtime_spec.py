@@ -52,9 +52,7 @@ class RealtimeSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a realtime url is ws:// or wss://")
-        return url
+        return websocket_url(url, "a realtime url is ws:// or wss://")
 
     @field_validator("tool_results")
     @classmethod
@@ -63,12 +61,7 @@ class RealtimeSpec(TargetSpec):
 
     @model_validator(mode="after")
     def _audio_available(self) -> RealtimeSpec:
-        if self.mode == "audio":
-            from tamesu.audio.extra import problem
-
-            missing = problem()
-            if missing:
-                raise ValueError(f"mode: audio: {missing}")
+        audio_mode_available(self.mode)
         return self
 
     def format_type(self) -> str:
@@ -79,6 +72,28 @@ class ToolResults(Protocol):
     """A target spec whose `tool_results` answer the agent's function calls (realtime, pipecat)."""
 
     tool_results: dict[str, Any]
+
+
+def websocket_url(url: str, problem: str) -> str:
+    """A validator's check of a websocket target's `url`: ws://, wss://, or a template filled in later."""
+    if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
+        raise ValueError(problem)
+    return url
+
+
+def audio_mode_available(mode: str) -> None:
+    """`mode: audio` needs the audio extra: a validator's error naming what is missing."""
+    if mode == "audio":
+        require_audio_extra("mode: audio: ")
+
+
+def require_audio_extra(prefix: str = "") -> None:
+    """A validator's error naming what of the audio extra is missing (an audio-only target's, unprefixed)."""
+    from tamesu.audio.extra import problem
+
+    missing = problem()
+    if missing:
+        raise ValueError(f"{prefix}{missing}")
 
 
 def check_tool_results(results: dict[str, Any]) -> dict[str, Any]:

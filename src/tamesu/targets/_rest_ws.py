@@ -11,6 +11,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
 from tamesu._http import ssl_context
+from tamesu._trace import sent_trace_id, with_traceparent
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
@@ -54,9 +55,13 @@ class WsLink:
     async def connect(cls, url: str, headers: dict[str, str], *, connect_spec: ConnectSpec,
                       session: Session, what: str) -> WsLink:
         masked = session.redactor.text(url)
+        # the handshake comes before any turn: it carries the conversation's trace (tamesu._trace)
+        sent = with_traceparent(headers, session.conversation_trace)
+        if (trace_id := sent_trace_id(headers, session.conversation_trace)) is not None:
+            session.event("conversation_trace", trace_id=trace_id, sent_in=["websocket handshake header traceparent"])
 
         async def attempt() -> ClientConnection:
-            return await connect(url, additional_headers=headers, open_timeout=connect_spec.timeout,
+            return await connect(url, additional_headers=sent, open_timeout=connect_spec.timeout,
                                  ssl=ssl_context() if url.startswith("wss://") else None,
                                  close_timeout=2, max_size=MAX_MESSAGE_BYTES)
 

@@ -1,7 +1,12 @@
 """Opening the one websocket an audio or realtime target talks over: `connect` retries for what never reached
-the agent, and one line for a refused handshake or a bad URL (infrastructure errors, exit 3)."""
+the agent, and one line for a refused handshake or a bad URL (infrastructure errors, exit 3); and closing it
+again in the one order both need (`hang_up`)."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
@@ -41,3 +46,35 @@ async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: Con
                          f"HTTP {exc.response.status_code}") from exc
     except (InvalidURI, WebSocketException) as exc:
         raise InfraError(f"{what}: websocket {masked}: {exc}") from exc
+
+
+Line = tuple[asyncio.Task[None], asyncio.Event]
+"""The silence an open phone line keeps sending between utterances: its task and the event that stops it."""
+
+
+async def stop_line(line: Line | None) -> None:
+    """Stop the line's silence (bounded: a send stuck on a dead socket does not hold the close)."""
+    if line is not None:
+        task, stop = line
+        stop.set()
+        await asyncio.wait([task], timeout=2)
+
+
+async def hang_up(*, line: Line | None, ws: ClientConnection | None, reader: asyncio.Task[None] | None,
+                  goodbye: Callable[[ClientConnection], Awaitable[None]] | None = None,
+                  finish: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Close a connection in order: the line's silence stops, `goodbye` sends the wire's last messages (its
+    failures are the closing socket's, not news), the socket closes, the reader is cancelled (2 s at most:
+    nothing tamesu starts outlives it), then `finish` writes what the voice recorded."""
+    await stop_line(line)
+    if ws is not None:
+        if goodbye is not None:
+            with contextlib.suppress(Exception):
+                await goodbye(ws)
+        with contextlib.suppress(Exception):
+            await ws.close()
+    if reader is not None:
+        reader.cancel()
+        await asyncio.wait([reader], timeout=2)
+    if finish is not None:
+        await finish()

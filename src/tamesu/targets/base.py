@@ -8,7 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from tamesu._trace import TraceContext, own_traceparent
 from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
+from tamesu.errors import TemplateError
 from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
 
 
@@ -84,6 +86,17 @@ class Target(ABC):
         user speaks first. Called once, after open."""
         return None
 
+    def greets_first(self) -> bool:
+        """Whether `greeting()` is (was) the agent's first turn: the engine names a failure there "turn 1
+        (the agent's greeting)" only then, and "before the first turn" otherwise."""
+        return type(self).greeting is not Target.greeting
+
+    def never_connected(self) -> str | None:
+        """Why this session opened but never reached the agent, as an outcome a test may expect and assert
+        (a phone call that was busy or unanswered), or None. Without an assertion that grades that outcome
+        (a check with `grades_unconnected`), the test fails with this line."""
+        return None
+
     @abstractmethod
     async def send(self, turn: UserTurn) -> AgentTurn:
         """Send one user turn and return the agent's turn. Raises TurnError or InfraError."""
@@ -91,6 +104,22 @@ class Target(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Hang up and release everything; safe to call twice, and after a failed open."""
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        """The trace id the agent got with the turn just sent (or failed), recorded with it: by default the
+        turn's own, which every request of a turn carries. A target whose turns have no carrier of their own
+        says the conversation's (what its handshake carried), or None when nothing carried one. A
+        `traceparent` among the spec's `headers` is what the agent got instead (the suite's own wins): its
+        trace id, or None when it is no W3C traceparent tamesu can read."""
+        headers = getattr(self.spec, "headers", None)
+        own = own_traceparent(headers) if isinstance(headers, Mapping) else None
+        if own is not None:
+            try:
+                parsed = TraceContext.parse(session.context.child(session=dict(session.values)).render_text(own))
+            except TemplateError:
+                return None
+            return parsed.trace_id if parsed is not None else None
+        return session.trace.trace_id if session.trace is not None else None
 
     def metrics(self) -> dict[str, float]:
         """Metrics only this target type knows (counters it kept); the engine adds the common ones."""

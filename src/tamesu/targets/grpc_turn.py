@@ -43,7 +43,15 @@ from pydantic import Field, field_validator
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets._grpc_events import MAX_EVENTS, TurnEvents
-from tamesu.targets._grpc_wire import code_failure, dial, dial_target, metadata, status_failure, user_turn
+from tamesu.targets._grpc_wire import (
+    code_failure,
+    dial,
+    dial_target,
+    metadata,
+    status_failure,
+    too_large,
+    user_turn,
+)
 from tamesu.targets._rest_read import handoff as handoff_by_spec
 from tamesu.targets._rest_spec import _check_handoff
 from tamesu.targets.base import HandoffSpec, Target, TargetSpec
@@ -106,7 +114,8 @@ class GrpcTarget(Target):
             raise InfraError(f"{self._what}: {session.redactor.text(str(exc))}") from None
         self._metadata = metadata({name: context.render_text(value) for name, value in self.spec.headers.items()})
         self.session_id = uuid.uuid4().hex
-        self._channel = await dial(url, self.spec.connect, session, self._what)
+        self._channel = await dial(url, self.spec.connect, session, self._what,
+                                   max_receive=self.spec.max_response_bytes)
         self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)
         if self.spec.mode == "stream":
             self._call = self._stub.Converse(metadata=self._metadata)
@@ -148,6 +157,10 @@ class GrpcTarget(Target):
                 else:
                     await self._unary_turn(self._stub, request, events, session, limit)
         except grpc.aio.AioRpcError as exc:
+            if too_large(exc):
+                raise self._refused(session, f"a message of the answer was larger than max_response_bytes "
+                                             f"({self.spec.max_response_bytes:,}), then refused ({exc.details()})",
+                                    events) from None
             raise status_failure(exc, self._what, index, limit) from None
         except TimeoutError:
             if not scope.expired():
@@ -192,9 +205,20 @@ class GrpcTarget(Target):
                     raise TurnError(_HUNG_UP)
                 session.event("stream_ended", after_events=len(events.raw))
                 return
+            events.bytes += event.ByteSize()
+            if events.bytes > self.spec.max_response_bytes:
+                raise self._refused(session, f"the turn's events were larger than max_response_bytes "
+                                             f"({self.spec.max_response_bytes:,}): read {events.bytes:,} bytes in "
+                                             f"{len(events.raw) + 1} events, then refused", events)
             if events.add(event, session.now_ms()):
                 return
             self._too_many(events)
+
+    def _refused(self, session: Session, note: str, events: TurnEvents) -> TurnError:
+        """A turn past max_response_bytes: said as a `response_truncated` event and as the turn's failure."""
+        session.event("response_truncated", limit=self.spec.max_response_bytes, sizes={"events": events.bytes},
+                      read=events.bytes, complete=False, note=note)
+        return TurnError(f"{note} (raise the target's max_response_bytes to read it)", raw=events.raw[-20:])
 
     async def _ask_why_refused(self, session: Session,
                                refused: grpc.aio.AioRpcError) -> tuple[grpc.StatusCode, str] | None:

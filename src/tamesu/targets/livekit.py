@@ -18,7 +18,13 @@ the SDK's boundary (`Sdk`, below: the room, its events, text streams, data packe
 end-to-end test that runs only when `LIVEKIT_URL`, `LIVEKIT_API_KEY` and `LIVEKIT_API_SECRET` are set. An
 unreachable server is an infrastructure error (exit 3) with one line.
 
-Events: `transport`, `agent_joined`, `agent_left`, `livekit_dtmf` (as `sip_dtmf` for `dtmf_received`), `audio`.
+Traces (tamesu._trace): the conversation's `traceparent` is a participant attribute of tamesu's caller, set in
+the token it joins with (`participant.attributes["traceparent"]` for the agent); in text mode each user turn's
+text stream also carries the turn's own in its attributes, and the turn records it. An audio turn records the
+conversation's.
+
+Events: `transport`, `conversation_trace`, `agent_joined`, `agent_left`, `livekit_dtmf` (as `sip_dtmf` for
+`dtmf_received`), `audio`.
 """
 
 from __future__ import annotations
@@ -78,7 +84,8 @@ class Sdk:
     """Where the target meets the LiveKit SDK: the real one by default, a documented double in tests."""
 
     room: Callable[[], Any]
-    token: Callable[[LiveKitSpec, str, str, str], str]
+    token: Callable[[LiveKitSpec, str, str, str, dict[str, str]], str]
+    """(spec, api key, api secret, room, participant attributes) -> the access token tamesu joins with."""
     audio_source: Callable[[int], Any]
     """`AudioSource(rate, channels=1)`: capture_frame(frame) with 20 ms of pcm16."""
     local_track: Callable[[Any], Any]
@@ -96,10 +103,12 @@ def real_sdk() -> Sdk:
         quiet.addHandler(logging.NullHandler())
         quiet.propagate = False
 
-    def token(spec: LiveKitSpec, key: str, secret: str, room: str) -> str:
+    def token(spec: LiveKitSpec, key: str, secret: str, room: str, attributes: dict[str, str]) -> str:
         grant = api.VideoGrants(room_join=True, room=room, can_publish=True, can_subscribe=True,
                                 can_publish_data=True)
         made = api.AccessToken(key, secret).with_identity(spec.identity).with_name("tamesu").with_grants(grant)
+        if attributes:
+            made = made.with_attributes(attributes)  # the caller's participant attributes, set as it joins
         if spec.dispatch is not None:
             made = made.with_room_config(api.RoomConfiguration(agents=[api.RoomAgentDispatch(
                 agent_name=spec.dispatch.agent_name, metadata=spec.dispatch.metadata)]))
@@ -145,6 +154,8 @@ class LiveKitTarget(Target):
         self._listening: set[asyncio.Task[None]] = set()
         self._line: asyncio.Future[None] | None = None
         self._line_stop = asyncio.Event()
+        self._turn_traced = False
+        """This turn's text stream carried the turn's `traceparent`."""
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
@@ -154,7 +165,9 @@ class LiveKitTarget(Target):
             raise InfraError(f"{self._what}: the livekit target needs pip install 'tamesu[livekit]'") from None
         render = session.context.render_text
         url, room_name = render(spec.url), render(spec.room)
-        token = self._sdk.token(spec, render(spec.api_key), render(spec.api_secret), room_name)
+        trace = session.conversation_trace
+        attributes = {"traceparent": trace.traceparent} if trace is not None else {}
+        token = self._sdk.token(spec, render(spec.api_key), render(spec.api_secret), room_name, attributes)
         self._room = self._sdk.room()
         self._room.on("participant_connected", self._participant)
         self._room.on("participant_disconnected", self._left)
@@ -170,6 +183,9 @@ class LiveKitTarget(Target):
         except Exception as exc:  # the SDK raises its own ConnectError, or OSError underneath
             raise InfraError(f"{self._what}: cannot reach {url}: {session.redactor.text(str(exc))[:200]}") from None
         session.event("transport", binding="livekit", url=url, room=room_name, mode=spec.mode)
+        if trace is not None:
+            session.event("conversation_trace", trace_id=trace.trace_id,
+                          sent_in=["token participant attributes traceparent"])
         for participant in list(self._room.remote_participants.values()):
             self._participant(participant)
         try:
@@ -241,6 +257,12 @@ class LiveKitTarget(Target):
 
     # ---- turns -------------------------------------------------------------------------------------
 
+    def turn_trace_id(self, session: Session) -> str | None:
+        traced, self._turn_traced = self._turn_traced, False
+        if traced and session.trace is not None:
+            return session.trace.trace_id
+        return session.conversation_trace.trace_id if session.conversation_trace is not None else None
+
     async def send(self, turn: UserTurn) -> AgentTurn:
         assert self._session is not None and self._room is not None
         session = self._session
@@ -253,7 +275,10 @@ class LiveKitTarget(Target):
         said = turn.text
         if self.spec.mode == "text":
             if said:
-                await self._room.local_participant.send_text(said, topic=self.spec.topic)
+                # a text stream's attributes carry the turn's trace to the agent that reads it
+                attributes = {"traceparent": session.trace.traceparent} if session.trace is not None else None
+                await self._room.local_participant.send_text(said, topic=self.spec.topic, attributes=attributes)
+                self._turn_traced = attributes is not None
             reply.sent_at_ms = session.now_ms()
             return await self._read_text(reply)
         await self._close_line()

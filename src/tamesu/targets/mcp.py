@@ -114,6 +114,7 @@ def default_system(server: str) -> str:
 class McpTarget(ModelTarget):
     kind = "mcp"
     Spec = McpTargetSpec
+    model_is_the_agent = False
 
     def __init__(self, spec: McpTargetSpec, name: str) -> None:
         super().__init__(spec, name)
@@ -128,6 +129,8 @@ class McpTarget(ModelTarget):
         self._offered: list[ToolSpec] = []
         self._http_errors: list[str] = []
         """The error statuses the server answered, for messages (the SDK does not say them)."""
+        self._too_large: str | None = None
+        """Why the transport refused an answer (past max_response_bytes): the SDK then ends the session."""
         self._counts = {"mcp_tool_calls": 0, "mcp_tool_errors": 0, "mcp_tool_timeouts": 0, "mcp_tools_refused": 0}
 
     # -- open and close -------------------------------------------------------------------------------
@@ -184,7 +187,13 @@ class McpTarget(ModelTarget):
 
         def http() -> Any:
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
-                                      traceparent=lambda: session.trace.traceparent if session.trace else None)
+                                      traceparent=lambda: session.trace.traceparent if session.trace else None,
+                                      max_bytes=self.spec.max_response_bytes, refused=refused)
+
+        def refused(note: str, read: int, declared: int | None) -> None:
+            self._too_large = note
+            session.event("response_truncated", limit=self.spec.max_response_bytes, sizes={"body": read},
+                          read=read, declared=declared, complete=False, note=note)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)
@@ -357,16 +366,19 @@ class McpTarget(ModelTarget):
             if isinstance(exc, TimeoutError) or exc.code == REQUEST_TIMEOUT:
                 return self._timed_out(session, name, args, started)
             if exc.code == CONNECTION_CLOSED:
-                session.event("tool_result", tool=name, outcome="lost", ms=took())
+                session.event("tool_result", tool=name, outcome=self._lost_outcome(), ms=took())
                 raise self._lost(name, describe(exc)) from None
             # A protocol error (an unknown tool, bad arguments...): the model sees it, as it would a failed call.
             self._counts["mcp_tool_errors"] += 1
             session.event("tool_result", tool=name, outcome="error", code=exc.code, ms=took())
             return ToolCall(name=name, args=args, result={"error": exc.message})
         except ConnectionLost as exc:
-            session.event("tool_result", tool=name, outcome="lost", ms=took())
+            session.event("tool_result", tool=name, outcome=self._lost_outcome(), ms=took())
             raise self._lost(name, str(exc)) from None
         except Exception as exc:  # an answer the SDK could not read, a transport that broke mid-call
+            if self._too_large is not None:
+                session.event("tool_result", tool=name, outcome="too_large", ms=took())
+                raise self._lost(name, "") from None
             raise TurnError(f"calling {name} on the MCP server failed: {describe(cause(exc))}"
                             f"{self._stderr_tail()}") from None
         value, is_error = result_value(result)
@@ -389,7 +401,14 @@ class McpTarget(ModelTarget):
         return ToolCall(name=name, args=args,
                         result={"error": f"the tool did not answer within {self.spec.call_timeout:g}s"})
 
+    def _lost_outcome(self) -> str:
+        return "too_large" if self._too_large is not None else "lost"
+
     def _lost(self, name: str, detail: str) -> TurnError:
+        if self._too_large is not None:
+            # the SDK ends the session when its transport refuses an answer: that, not a crash, is why
+            return TurnError(f"the answer of {name} was refused: {self._too_large} (raise the target's "
+                             "max_response_bytes to read it)")
         return TurnError(f"the MCP server went away when {name} was called (did it crash?): {detail}"
                          f"{self._stderr_tail()}")
 

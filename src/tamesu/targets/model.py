@@ -31,6 +31,9 @@ Failures: a ModelError (no key, unreachable, rate-limited after the client's ret
 fault: it raises InfraError, after trying `fallback` (another model) when one is declared. A turn longer
 than `turn_timeout` raises TurnError. A failed turn leaves the conversation history as it was before it.
 
+Traces: every model request of a turn (each tool round, a fallback's) carries the turn's W3C `traceparent` header,
+unless the model's own `headers` set one (it wins); the judge's and the simulator's requests carry none.
+
 `handoff` works as for rest, over the turn's ModelResponses: `json_path: "$.tool_calls[?(@.name ==
 'transfer_to_human')]"` makes a tool call the handoff signal. Each request carries `purpose: target`, no seed,
 and `context: {message}` (the user's turn) for the fake provider's rules.
@@ -47,10 +50,11 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu._bounded_http import bounded_reading, is_too_large
 from tamesu._fuzz import fuzz_for, fuzzed_call
 from tamesu._match import args_problem
 from tamesu._types import Strict
@@ -170,6 +174,8 @@ def _as_content(value: Any) -> str:
 class ModelTarget(Target):
     kind = "model"
     Spec = ModelTargetSpec
+    model_is_the_agent: ClassVar[bool] = True
+    """Each model request of a turn carries the turn's `traceparent` (the mcp target's model is no agent)."""
 
     def __init__(self, spec: ModelTargetSpec, name: str) -> None:
         super().__init__(spec, name)
@@ -177,6 +183,8 @@ class ModelTarget(Target):
         self._clients: list[tuple[str, ModelClient]] = []
         """The model, then its fallback: (label, client)."""
         self._messages: list[Message] = []
+        self._reached_model = False
+        """A request of this turn reached the model (not the replay cache, not the fake provider)."""
         self._tools = {tool.name: tool for tool in spec.tools}
         self._calls = 0
 
@@ -292,6 +300,7 @@ class ModelTarget(Target):
         return carried
 
     async def _exchange(self, session: Session, said: str) -> AgentTurn:
+        self._reached_model = False
         responses: list[ModelResponse] = []
         calls: list[ToolCall] = []
         sent_at = session.now_ms()
@@ -327,7 +336,19 @@ class ModelTarget(Target):
             # What the fake provider's rules read. Nothing else goes here: the context is part of the replay
             # cache key, and the messages already say everything else (renaming the target keeps the cache).
             context={"message": said},
+            headers=self._trace_headers(),
         )
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        if self.model_is_the_agent and not self._reached_model:
+            return None  # every answer of the turn came from the replay cache or the fake provider
+        return super().turn_trace_id(session)
+
+    def _trace_headers(self) -> dict[str, str]:
+        """The turn's `traceparent` for each model request of the turn: the model is the agent here. (The
+        mcp target's model only drives the server under test: its requests carry none.)"""
+        trace = self._require_session().trace
+        return {"traceparent": trace.traceparent} if trace is not None and self.model_is_the_agent else {}
 
     async def _generate(self, said: str) -> ModelResponse:
         """Ask the model, then its fallback; what neither can answer is not the agent's fault."""
@@ -338,12 +359,25 @@ class ModelTarget(Target):
                 self._require_session().event("model_fallback", model=label, reason=failures[-1])
             self._calls += 1
             try:
-                return await client.generate(request)
+                # the provider's client reads no answer past max_response_bytes (tamesu._bounded_http)
+                with bounded_reading(self.spec.max_response_bytes, self._refused):
+                    answered = await client.generate(request)
             except ModelError as exc:
+                if is_too_large(exc):  # the agent's answer, refused for its size: a failed turn, not exit 3
+                    raise TurnError(f"the model's answer was refused: {_one_line(exc)} (raise the target's "
+                                    "max_response_bytes to read it)") from None
                 failures.append(f"{label}: {_one_line(exc)}")
+                continue
+            # a replayed or fake answer was no request: the trace went nowhere
+            self._reached_model = self._reached_model or not (answered.cached or answered.fake)
+            return answered
         if len(failures) == 1:
             raise InfraError(f"{self._what}: the model call failed: {failures[0]}")
         raise InfraError(f"{self._what}: the model and its fallback failed: {'; '.join(failures)}")
+
+    def _refused(self, note: str, read: int, declared: int | None) -> None:
+        self._require_session().event("response_truncated", limit=self.spec.max_response_bytes,
+                                      sizes={"body": read}, read=read, declared=declared, complete=False, note=note)
 
     # -- tools ----------------------------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ bot's audio on the playback clock, `audio.wav`; a pause in its audio while it sa
 `bot-started-speaking` and `bot-stopped-speaking`) does not end its turn; the turn's text is what the bot
 says it said (`bot-output`), or what Whisper hears when it says nothing of it.
 
+Traces (tamesu._trace): the websocket handshake carries the conversation's `traceparent` header (a
+`traceparent` in `headers` wins); RTVI messages have no slot for one, so every turn records that trace id.
+
 The bot's own transcript of the user (RTVI `user-input`, or the older `user-transcription`) feeds
 `stt_word_error_rate`; its interruption frames stop the reply a barge-in talks over (`interruption_stop_ms`),
 and its `bot-interrupted` messages are recorded beside them (`bot_interrupted_ms`, the same barge-in seen by
@@ -53,7 +56,7 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._audio_socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard
 from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._pipecat_wire import PipecatWire, peek
-from tamesu.targets._realtime_spec import answer, check_tool_results
+from tamesu.targets._realtime_spec import answer, audio_mode_available, check_tool_results, websocket_url
 from tamesu.targets._session_open import open_session
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
@@ -90,9 +93,7 @@ class PipecatSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a pipecat url is ws:// or wss:// (the bot's websocket transport)")
-        return url
+        return websocket_url(url, "a pipecat url is ws:// or wss:// (the bot's websocket transport)")
 
     @field_validator("tool_results")
     @classmethod
@@ -101,12 +102,7 @@ class PipecatSpec(TargetSpec):
 
     @model_validator(mode="after")
     def _audio_available(self) -> PipecatSpec:
-        if self.mode == "audio":
-            from tamesu.audio.extra import problem
-
-            missing = problem()
-            if missing:
-                raise ValueError(f"mode: audio: {missing}")
+        audio_mode_available(self.mode)
         return self
 
 
@@ -149,12 +145,13 @@ class PipecatTarget(AudioSocketTarget):
             await super()._open(session)
         else:
             try:
-                url, headers = self._url(session), self._headers(session)
+                url, headers = self._url(session), self._handshake_headers(session, self._headers(session))
             except TemplateError as exc:
                 raise InfraError(f"{self._what}: {exc}") from exc
             self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
                                             what=self._what, max_size=MAX_MESSAGE_BYTES)
             self._wire = self._make_wire(session)
+            self._traced(session, self._wire)
             session.event("transport", url=session.redactor.text(url), mode="text")
             self._reader = asyncio.create_task(self._read())
             for message in self._wire.opening(session):

@@ -28,7 +28,12 @@ Failures, each a failed turn with its reason (TurnError): the socket closed, a m
 `error` event, no `response.done` within `turn_timeout`, audio that does not fit the agreed format. An
 unreachable agent, a handshake refused, or no session within `turn_timeout` is an infrastructure error.
 
-Events: `transport`, `realtime_error`, `barge_in`, `audio`. Metrics: `realtime_events` (received),
+Traces (tamesu._trace): the websocket handshake carries the conversation's `traceparent` header, and each
+`response.create` tamesu sends carries the turn's in `response.metadata.traceparent` (the protocol's own
+key-value slot on a response); the turn records the turn's trace id. Under server VAD tamesu sends no
+`response.create`: a turn then records the conversation's. A `traceparent` in `headers` wins in both places.
+
+Events: `transport`, `conversation_trace`, `realtime_error`, `barge_in`, `audio`. Metrics: `realtime_events` (received),
 `realtime_responses`; audio mode adds the audio metrics (`tamesu.audio.metrics`) and per turn
 `time_to_first_audio_ms` and `interruption_stop_ms`. Raw events are kept per turn with audio payloads
 replaced by their size.
@@ -48,11 +53,12 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from tamesu._fuzz import fuzz_for, fuzzed_call
+from tamesu._trace import own_traceparent, sent_trace_id, with_traceparent
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets._realtime_parts import Closed, NotJson, Reply, kept, merge
 from tamesu.targets._realtime_spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
-from tamesu.targets._ws_open import open_websocket
+from tamesu.targets._ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.targets.base import Target
 
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
@@ -84,8 +90,11 @@ class RealtimeTarget(Target):
         self._last_item: str | None = None
         self._interrupted_turn: AgentTurn | None = None
         self._finished = False
-        self._line: tuple[asyncio.Task[None], asyncio.Event] | None = None
+        self._line: Line | None = None
         """server VAD: the silence tamesu keeps sending between utterances, as an open phone line does."""
+        self._own_headers: dict[str, str] = {}
+        self._turn_traced = False
+        """A `response.create` of this turn carried its `traceparent`."""
 
     # -- open and close -------------------------------------------------------------------------------
 
@@ -103,11 +112,14 @@ class RealtimeTarget(Target):
     async def _open(self, session: Session) -> None:
         url = self._url(session)
         try:
-            headers = {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
+            self._own_headers = {k: session.context.render_text(v) for k, v in self.spec.headers.items()}
         except TemplateError as exc:
             raise InfraError(f"{self._what}: headers: {exc}") from exc
+        headers = with_traceparent(self._own_headers, session.conversation_trace)
         self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
                                         what=self._what, max_size=MAX_MESSAGE_BYTES)
+        if (trace_id := sent_trace_id(self._own_headers, session.conversation_trace)) is not None:
+            session.event("conversation_trace", trace_id=trace_id, sent_in=["websocket handshake header traceparent"])
         self._reader = asyncio.create_task(self._read())
         session.event("transport", url=session.redactor.text(url), mode=self.spec.mode,
                       audio_format=self.spec.audio_format, turn_detection=self.spec.turn_detection)
@@ -154,11 +166,8 @@ class RealtimeTarget(Target):
                              f"{self.spec.audio_format})")
 
     async def _close_line(self) -> None:
-        if self._line is not None:
-            task, stop = self._line
-            self._line = None
-            stop.set()
-            await asyncio.wait([task], timeout=2)
+        line, self._line = self._line, None
+        await stop_line(line)
 
     def _open_line(self) -> None:
         stop = asyncio.Event()
@@ -173,17 +182,14 @@ class RealtimeTarget(Target):
         self._line = (asyncio.create_task(run()), stop)
 
     async def close(self) -> None:
-        await self._close_line()
-        if self._ws is not None:
-            with contextlib.suppress(Exception):
-                await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.wait([self._reader], timeout=2)
-        if self._voice is not None and not self._finished:
-            self._finished = True
-            self._drain()
-            await self._voice.finish()
+        async def finish() -> None:
+            if self._voice is not None and not self._finished:
+                self._finished = True
+                self._drain()
+                await self._voice.finish()
+
+        line, self._line = self._line, None
+        await hang_up(line=line, ws=self._ws, reader=self._reader, finish=finish)
 
     def metrics(self) -> dict[str, float]:
         return {"realtime_events": float(self._events), "realtime_responses": float(self._responses)}
@@ -276,13 +282,13 @@ class RealtimeTarget(Target):
             sent_at = session.now_ms()
             await self._send({"type": "conversation.item.create", "item": {
                 "type": "message", "role": "user", "content": [{"type": "input_text", "text": said}]}})
-            await self._send({"type": "response.create"})
+            await self._send(self._response_create())
         else:
             audio = await self._speak(said)
             sent_at = audio.user_to_ms or session.now_ms()
             if self.spec.turn_detection == "commit":
                 await self._send({"type": "input_audio_buffer.commit"})
-                await self._send({"type": "response.create"})
+                await self._send(self._response_create())
         limit = self.spec.turn_timeout
         try:
             async with asyncio.timeout(limit) as scope:
@@ -301,6 +307,22 @@ class RealtimeTarget(Target):
         if reply.interrupted:
             self._interrupted_turn = agent
         return agent
+
+    def _response_create(self) -> dict[str, Any]:
+        """`response.create`, with the turn's `traceparent` in `response.metadata` (the suite's own wins)."""
+        session = self._require_session()
+        own = own_traceparent(self._own_headers)
+        value = own if own is not None else session.trace.traceparent if session.trace is not None else None
+        if value is None:
+            return {"type": "response.create"}
+        self._turn_traced = True
+        return {"type": "response.create", "response": {"metadata": {"traceparent": value}}}
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        traced, self._turn_traced = self._turn_traced, False
+        if traced:
+            return sent_trace_id(self._own_headers, session.trace)
+        return sent_trace_id(self._own_headers, session.conversation_trace)
 
     async def _speak(self, said: str) -> TurnAudio:
         """The persona says the turn; if it is talking over the last reply, the protocol hears so first."""
@@ -416,7 +438,7 @@ class RealtimeTarget(Target):
                 reply.done_at = at
                 if pending_calls and not reply.ended:
                     pending_calls = 0
-                    await self._send({"type": "response.create"})
+                    await self._send(self._response_create())
                     continue
                 return
             if self._voice is not None and self._voice.barge_in_due():

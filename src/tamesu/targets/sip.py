@@ -13,6 +13,11 @@ of silence following its speech, when the call ends, or at `turn_timeout`; the w
 A `dtmf` step sends RFC 4733 digits; digits the agent sends, its REFER (transfer) target and who ended the call
 are recorded for `dtmf_received`, `transferred_to` and `call_ended_by`.
 
+Traces (tamesu._trace): an outbound call's INVITE carries the conversation's `traceparent` header (PJSIP adds
+it like any of `headers`; a `traceparent` there wins); an inbound call's INVITE is the agent's, so the trigger
+carries it instead: its HTTP request's `traceparent` header, its command's `TRACEPARENT` environment variable.
+Every turn of the call records that trace id.
+
 Metrics: `call_setup_ms` (dial or trigger to answered), `ring_ms` (ringing to answered), `greeting_ms`
 (answered to the agent's first speech), `call_duration_ms` (answered to hang-up), the audio metrics, and per
 turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_dtmf`, `sip_transfer`, `call_ended` (`by`, `code`,
@@ -23,9 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from typing import Any
 
+from tamesu._trace import sent_trace_id, with_traceparent
 from tamesu.audio import stt
 from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
@@ -57,6 +64,8 @@ class SipTarget(Target):
         self._ended_by: str | None = None
         self._refused: str | None = None
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
+        self._unanswered: str | None = None
+        """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
         self._metrics: dict[str, float] = {}
         self._speech_seen = False
 
@@ -95,8 +104,11 @@ class SipTarget(Target):
                     "password": session.context.render_text(spec.trunk.password or ""), "realm": spec.trunk.realm}
             if spec.trunk.register_:
                 registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}"
-        headers = {k: session.context.render_text(v) for k, v in spec.headers.items()}
+        own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
+        headers = with_traceparent(own, session.conversation_trace)
         session.event("sip_dial", to=to)
+        if (trace_id := sent_trace_id(own, session.conversation_trace)) is not None:
+            session.event("conversation_trace", trace_id=trace_id, sent_in=["INVITE header traceparent"])
         await self._phone.dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
         await self._await_answer(session)
 
@@ -109,19 +121,39 @@ class SipTarget(Target):
         await self._trigger(session, uri)
         if not await self._phone.wait_incoming(spec.ring_timeout):
             self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
+            self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
             return
         await self._phone.answer(after_ms=spec.answer_after * 1000)
         await self._await_answer(session)
+
+    @staticmethod
+    def _trigger_env(session: Session) -> dict[str, str] | None:
+        """The trigger command's environment: tamesu's, with the conversation's TRACEPARENT (the variable
+        OpenTelemetry's environment carrier names)."""
+        trace = session.conversation_trace
+        return {**os.environ, "TRACEPARENT": trace.traceparent} if trace is not None else None
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        # the call is the one carrier: every turn's audio belongs to the conversation's trace
+        trace = session.conversation_trace
+        own = {k: session.context.render_text(v) for k, v in self.spec.headers.items()} \
+            if self.spec.direction == "outbound" else {}
+        return sent_trace_id(own, trace)
 
     async def _trigger(self, session: Session, uri: str) -> None:
         trigger = self.spec.trigger
         assert trigger is not None
         session.event("sip_trigger", uri=uri)
+        if session.conversation_trace is not None:  # the agent's INVITE is its own: the trigger carries the trace
+            session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
+                          sent_in=["trigger command TRACEPARENT" if trigger.run is not None
+                                   else "trigger request header traceparent"])
         context = session.context.child(session=dict(session.values))
         if trigger.run is not None:
             command = context.render_text(trigger.run)
             process = await asyncio.create_subprocess_shell(command, stdout=asyncio.subprocess.DEVNULL,
-                                                            stderr=asyncio.subprocess.PIPE)
+                                                            stderr=asyncio.subprocess.PIPE,
+                                                            env=self._trigger_env(session))
             try:
                 async with asyncio.timeout(trigger.timeout):
                     _, err = await process.communicate()
@@ -140,7 +172,8 @@ class SipTarget(Target):
         try:
             async with httpx.AsyncClient(timeout=trigger.timeout) as client:
                 answer = await client.request(str(rendered.get("method", "POST")), str(rendered["url"]),
-                                              headers=rendered.get("headers") or {},
+                                              headers=with_traceparent(rendered.get("headers") or {},
+                                                                       session.conversation_trace),
                                               **({"json": body} if body is not None else {}))
         except httpx.HTTPError as exc:
             raise InfraError(f"{self._what}: the trigger request failed: {type(exc).__name__}") from None
@@ -154,6 +187,7 @@ class SipTarget(Target):
             await self._phone.hangup()
             await self._phone.wait_for(["disconnected"], 3)
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
+            self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
         if state.state == "disconnected":
             by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
@@ -162,6 +196,9 @@ class SipTarget(Target):
                 # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
                 # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
+            else:
+                what = "busy" if by == "busy" else "not answered"
+                self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
             return
         self._answered = state.at
         dialled = self._started
@@ -176,6 +213,14 @@ class SipTarget(Target):
         if self._ended_by is None:
             self._ended_by = by
             session.event("call_ended", by=by, code=code, reason=reason)
+
+    def never_connected(self) -> str | None:
+        if self._unanswered is None:
+            return None
+        return f"{self._unanswered}; the agent was never reached (`call_ended_by` asserts an expected end)"
+
+    def greets_first(self) -> bool:
+        return self.spec.greeting and self._answered is not None
 
     # ---- turns -------------------------------------------------------------------------------------
 

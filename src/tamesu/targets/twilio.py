@@ -8,6 +8,10 @@ persona's speech, and silence between utterances as a live call has), `dtmf` for
 for each mark the agent sends once the audio before it has played (at once when the agent sends `clear`), and
 `stop` when the call ends. From the agent it reads `media` (its speech), `mark` and `clear` (a barge-in).
 
+Traces (tamesu._trace): the conversation's `traceparent` goes on the websocket handshake and in
+`start.customParameters.traceparent` (where a Twilio stream's agent reads what it knows of the call); every
+turn records that trace id. A `traceparent` in `parameters` is the suite's own: it wins in both places.
+
 The call's turns, barge-in and failures are the audio socket's (`_audio_socket`): the agent's greeting is the
 first agent turn, a turn ends after `idle` of silence following the agent's speech.
 """
@@ -26,6 +30,7 @@ from tamesu._types import Duration
 from tamesu.conversation import Session, TurnError
 from tamesu.targets._audio_socket import AudioSocketTarget
 from tamesu.targets._audio_wire import Incoming, Wire
+from tamesu.targets._realtime_spec import require_audio_extra, websocket_url
 from tamesu.targets.base import TargetSpec
 
 __all__ = ["TwilioSpec", "TwilioTarget"]
@@ -47,17 +52,11 @@ class TwilioSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a twilio url is ws:// or wss:// (the agent's Media Streams websocket)")
-        return url
+        return websocket_url(url, "a twilio url is ws:// or wss:// (the agent's Media Streams websocket)")
 
     @model_validator(mode="after")
     def _audio_available(self) -> TwilioSpec:
-        from tamesu.audio.extra import problem
-
-        missing = problem()
-        if missing:
-            raise ValueError(missing)
+        require_audio_extra()
         return self
 
 
@@ -66,7 +65,7 @@ def _sid(prefix: str) -> str:
 
 
 class TwilioWire(Wire):
-    def __init__(self, spec: TwilioSpec, session: Session) -> None:
+    def __init__(self, spec: TwilioSpec, session: Session, traceparent: str | None = None) -> None:
         from tamesu.audio.formats import AudioFormat
 
         self.send_format = self.receive_format = AudioFormat("mulaw", 8000)
@@ -82,6 +81,10 @@ class TwilioWire(Wire):
             self.parameters.setdefault("from", render(spec.from_))
         if spec.to:
             self.parameters.setdefault("to", render(spec.to))
+        if traceparent is not None and "traceparent" not in self.parameters:
+            # the stream's one slot for what the agent should know of the call (a <Parameter> on Twilio)
+            self.parameters["traceparent"] = traceparent
+            self.trace_carriers = ("start.customParameters.traceparent",)
 
     def _event(self, event: str, **body: Any) -> str:
         self.sequence += 1
@@ -151,8 +154,13 @@ class TwilioTarget(AudioSocketTarget):
     def _url(self, session: Session) -> str:
         return session.context.render_text(self.spec.url)
 
+    def _own_traceparent(self, session: Session, headers: dict[str, str]) -> str | None:
+        """A `traceparent` in `parameters` is the suite's own: it also goes on the handshake."""
+        own = self.spec.parameters.get("traceparent")
+        return session.context.render_text(own) if own is not None else None
+
     def _make_wire(self, session: Session) -> Wire:
-        wire = TwilioWire(self.spec, session)
+        wire = TwilioWire(self.spec, session, self.traceparent)
         session.event("twilio_stream", call_sid=wire.call_sid, stream_sid=wire.stream_sid,
                       parameters=sorted(wire.parameters))
         return wire

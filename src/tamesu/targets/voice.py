@@ -24,7 +24,10 @@ silence after the agent's speech (or `done`), barge-in with the agent's `interru
 `messages.dtmf`. A `tool_calls` message is recorded as a tool call (`tool_called`, `tool_sequence`), and answered
 with `messages.tool_result` (`{{message.id}}`, `{{message.name}}`, `{{message.result}}`: the result as JSON text,
 `{{message.output}}`: as a value) from `tool_results` when that template is given. `session.open` is made before
-connecting; its captures are `{{session.NAME}}` in `url` and `headers`. A wrong configuration fails the turn
+connecting; its captures are `{{session.NAME}}` in `url` and `headers`. Traces (tamesu._trace): the websocket
+handshake carries the conversation's `traceparent` header (a `traceparent` in `headers` wins), and the message
+templates may place it where the protocol has a slot: `{{trace.traceparent}}`, `{{trace.id}}` (in
+`messages.open`, say); every turn records that trace id. A wrong configuration fails the turn
 with the mismatch named: audio that is noise in the agreed encoding and speech in another, audio arriving faster
 than real time for the agreed sample rate, JSON messages in which `receive` finds no audio.
 """
@@ -39,12 +42,13 @@ from typing import Any, Literal
 import jsonpath
 from pydantic import Field, field_validator, model_validator
 
+from tamesu._trace import TraceContext
 from tamesu._types import Duration, Strict
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
 from tamesu.targets._audio_socket import AudioSocketTarget, Heard
 from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets._realtime_spec import answer, as_output, check_tool_results
+from tamesu.targets._realtime_spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
 from tamesu.targets._session_open import open_session
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 
@@ -153,17 +157,11 @@ class VoiceSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _websocket(cls, url: str) -> str:
-        if not (url.startswith(("ws://", "wss://")) or url.startswith("{{")):
-            raise ValueError("a voice url is ws:// or wss://")
-        return url
+        return websocket_url(url, "a voice url is ws:// or wss://")
 
     @model_validator(mode="after")
     def _audio_available(self) -> VoiceSpec:
-        from tamesu.audio.extra import problem
-
-        missing = problem()
-        if missing:
-            raise ValueError(missing)
+        require_audio_extra()
         return self
 
 
@@ -190,13 +188,23 @@ def _templates(value: Any) -> list[Any]:
     return [] if value is None else value if isinstance(value, list) else [value]
 
 
+def _mentions_trace(value: Any) -> bool:
+    """A message template that puts the conversation's trace somewhere (`{{trace.traceparent}}`, `{{trace.id}}`)."""
+    return "{{trace." in json.dumps(value)
+
+
 class VoiceWire(Wire):
-    def __init__(self, spec: VoiceSpec, session: Session) -> None:
+    def __init__(self, spec: VoiceSpec, session: Session, traceparent: str | None = None) -> None:
         from tamesu.audio.formats import AudioFormat
 
         self.spec = spec
         self.send_format = self.receive_format = AudioFormat(spec.audio.encoding, spec.audio.sample_rate)
-        self.context = session.context
+        parsed = TraceContext.parse(traceparent) if traceparent is not None else None
+        # the conversation's trace, for the protocol's messages that have a slot for it
+        trace = {"traceparent": traceparent, "id": parsed.trace_id if parsed else None} if traceparent else {}
+        self.context = session.context.child(trace=trace)
+        if traceparent is not None and _mentions_trace(spec.messages.open):
+            self.trace_carriers = ("messages.open ({{trace.traceparent}})",)
         self.receive = _path(spec.audio.receive) if spec.audio.receive else None
         self.frame_text: str | None = None
         if spec.audio.frames == "json":
@@ -320,7 +328,7 @@ class VoiceTarget(AudioSocketTarget):
         return {k: context.render_text(v) for k, v in self.spec.headers.items()}
 
     def _make_wire(self, session: Session) -> Wire:
-        return VoiceWire(self.spec, session)
+        return VoiceWire(self.spec, session, self.traceparent)
 
     def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
         if item.kind != "tool_call":

@@ -145,7 +145,7 @@ class A2ATarget(Target):
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
         self._wire = Wire(session=session, connect=spec.connect, turn_timeout=spec.turn_timeout, headers=headers,
-                          what=self._what)
+                          what=self._what, max_response_bytes=spec.max_response_bytes)
         search = await find_card(self._wire, self._url, spec.turn_timeout)
         card = search.card
         if card is None:
@@ -312,6 +312,8 @@ class A2ATarget(Target):
                 await self._sent(request, progress)
         except SDK_ERRORS as exc:
             error = agent_error(exc)
+            if error.too_large_grpc is not None:
+                self._require_wire().grpc_refused(error.too_large_grpc)
             raise TurnError(error.describe(), raw=error.raw(), status=error.status) from None
         return self._agent_turn(progress, message.message_id, sent_at)
 

@@ -15,6 +15,7 @@ import grpc
 import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
+from tamesu._bounded_http import is_too_large
 from tamesu.targets._rest_http import os_reason
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 
@@ -73,8 +74,14 @@ class AgentError:
     message: str
     code: int | None = None
     status: int | None = None
+    own: bool = False
+    """tamesu's own refusal of the answer (larger than max_response_bytes): said as it is."""
+    too_large_grpc: str | None = None
+    """The details of a gRPC message the channel refused for its size."""
 
     def describe(self) -> str:
+        if self.own:
+            return self.message
         if self.code is not None:
             return f"the agent answered error {self.code}: {self.message}"
         if self.status is not None:
@@ -95,6 +102,14 @@ def agent_error(exc: BaseException) -> AgentError:
     for link in _chain(exc):
         if isinstance(link, JsonRpcIdMismatch):
             return AgentError(str(link))
+        if is_too_large(link):
+            return AgentError(f"{link} (raise the target's max_response_bytes to read it)", own=True)
+        if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and \
+                "larger than max" in (link.details() or ""):
+            details = _one_line(link.details() or "")
+            return AgentError(f"a gRPC message of the answer was larger than max_response_bytes, then refused "
+                              f"({details}; raise the target's max_response_bytes to read it)", own=True,
+                              too_large_grpc=details)
         if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
             # the SDK words every DEADLINE_EXCEEDED as "Client Request timed out"; tamesu's turns set no gRPC
             # deadline, so this is the agent's (or a proxy's) status, said as it was sent

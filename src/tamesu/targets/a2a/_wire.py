@@ -16,6 +16,7 @@ from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
+from tamesu._bounded_http import bounded_transport
 from tamesu._http import ssl_context
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
@@ -23,6 +24,7 @@ from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
+from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES
 
 T = TypeVar("T")
 
@@ -32,13 +34,17 @@ class Wire:
     channels its SDK clients open, and a count of the calls that reached the agent."""
 
     def __init__(self, *, session: Session, connect: ConnectSpec, turn_timeout: float, headers: dict[str, str],
-                 what: str) -> None:
+                 what: str, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self._session = session
         self._connect = connect
         self._what = what
         self.headers = headers
-        # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look)
-        self.http = httpx.AsyncClient(transport=IdCheckingTransport(httpx.AsyncHTTPTransport(verify=ssl_context())),
+        self.max_response_bytes = max_response_bytes
+        # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
+        # check, no answer is read past max_response_bytes
+        bounded = bounded_transport(httpx, httpx.AsyncHTTPTransport(verify=ssl_context()), max_response_bytes,
+                                    self._refused)
+        self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded),
                                       headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})
@@ -47,6 +53,16 @@ class Wire:
         """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    def _refused(self, note: str, read: int, declared: int | None) -> None:
+        self._session.event("response_truncated", limit=self.max_response_bytes, sizes={"body": read}, read=read,
+                            declared=declared, complete=False, note=note)
+
+    def grpc_refused(self, details: str) -> None:
+        """A gRPC message past max_response_bytes, which the channel refused (RESOURCE_EXHAUSTED)."""
+        self._session.event("response_truncated", limit=self.max_response_bytes, complete=False,
+                            note=f"a gRPC message was larger than max_response_bytes ({self.max_response_bytes:,}), "
+                                 f"then refused: {details}")
 
     async def _stamp_trace(self, request: httpx.Request) -> None:
         """Every HTTP request of a turn carries the turn's `traceparent` (unless the suite set its own)."""
@@ -75,8 +91,9 @@ class Wire:
 
     def _channel(self, url: str) -> grpc.aio.Channel:
         target, tls = grpc_target(url)
-        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials()) if tls
-                   else grpc.aio.insecure_channel(target))
+        options = [("grpc.max_receive_message_length", self.max_response_bytes)]
+        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options) if tls
+                   else grpc.aio.insecure_channel(target, options=options))
         self._channels.append(channel)
         return channel
 

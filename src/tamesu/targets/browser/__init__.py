@@ -5,6 +5,11 @@ agent turn that records what the step did; or, with a `chat` block, the page's c
 script, persona or counterpart talks to it. Every run gets its own browser context in the one browser the
 process shares, a screenshot per step, a Playwright trace and a HAR (secrets masked in both).
 
+Traces (tamesu._trace): every request the page makes to the agent's own origin (that of `url`) carries a
+`traceparent` header: the turn's during a step or chat turn, the conversation's otherwise (the page's load, what
+it fetches by itself). Requests to any other origin (third parties) never get one. A turn records its own trace
+id when one of its requests carried it, else the conversation's.
+
 Failures: a step that does not hold fails the run (exit 1) naming the step; a page that never loads, a
 browser that cannot start or that crashes is an infrastructure error (exit 3).
 """
@@ -18,6 +23,7 @@ import importlib.util
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
@@ -67,6 +73,8 @@ class BrowserTarget(Target):
         self._goal_steps: list[int] = []
         self._blocked: list[str] = []
         self._blocked_navigation: str | None = None
+        self._turn_traced = False
+        """A request of this turn to the agent's origin carried the turn's `traceparent`."""
 
     # -------------------------------------------------------------- open and close
 
@@ -105,6 +113,7 @@ class BrowserTarget(Target):
                 await context.tracing.start(screenshots=True, snapshots=True)
             if self.spec.allowed_domains:
                 await context.route("**/*", self._guard)
+            await self._trace_agent_origin(context, session)
             self._page = page = await context.new_page()
         except Exception as exc:
             raise InfraError(f"{self._what}: the browser could not open a page: {exc}") from None
@@ -139,6 +148,38 @@ class BrowserTarget(Target):
             await asyncio.wait_for(context.close(), 30)  # writes the HAR
         if session is not None:
             _mask_artifacts(session)
+
+    async def _trace_agent_origin(self, context: BrowserContext, session: Session) -> None:
+        """Stamp requests to the agent's origin with a `traceparent`; routes added later (a step's `mock`)
+        still win, and the allowed_domains guard still sees every request."""
+        if session.conversation_trace is None:
+            return
+        origin = _origin(session.context.render_text(self.spec.url))
+        if origin is None:
+            return
+
+        async def stamp(route: Route) -> None:
+            request = route.request
+            trace = session.trace or session.conversation_trace
+            headers = await request.all_headers()
+            if trace is None or any(name.lower() == "traceparent" for name in headers):
+                await route.fallback()
+                return
+            if session.trace is not None:
+                self._turn_traced = True
+            await route.fallback(headers={**headers, "traceparent": trace.traceparent})
+
+        # only the agent's origin is routed: a third party's requests are never even looked at. (A routed
+        # request skips Chromium's HTTP cache, Playwright's rule; each run's context starts with none anyway.)
+        await context.route(lambda url: _origin(url) == origin, stamp)
+        session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
+                      sent_in=[f"request header traceparent (to {origin} only)"])
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        traced, self._turn_traced = self._turn_traced, False
+        if traced and session.trace is not None:
+            return session.trace.trace_id
+        return session.conversation_trace.trace_id if session.conversation_trace is not None else None
 
     def _on_disconnected(self, _browser: Any) -> None:
         self._crashed = self._crashed or "the browser exited"
@@ -310,3 +351,11 @@ def _mask_zip(path: Path, session: Session) -> None:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
             for info, data in rewritten:
                 target.writestr(info, data)
+
+
+def _origin(url: str) -> str | None:
+    """scheme://host[:port] of an http(s) URL, as a browser compares origins; None for any other URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc.lower()}"
