@@ -9,13 +9,14 @@ HTML report's escaping and its "no network" promise are tested on hostile words.
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from ports import refused_port
 
 
 class ReportAgent:
@@ -45,10 +46,7 @@ class ReportAgent:
 
 
 def dead_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{refused_port()}"
 
 
 FAKE_JUDGE = [

@@ -18,6 +18,7 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface
 from pydantic import ValidationError
 
 from agents.a2a_agents import SLOW_SECONDS, TOKEN, A2AAgents
+from ports import refused_port
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
@@ -263,7 +264,7 @@ async def test_a_push_that_never_comes_is_found_by_the_fallback_poll(agents: A2A
     session = make_session(tmp_path)
     skipped_before = agents.pushes_skipped
     started = time.monotonic()
-    port = _dead_port()
+    port = _free_port()
     spec = {"url": f"{agents.urls['v10']}/a2a", "push": {"addr": f"127.0.0.1:{port}"}}
     # Ten intervals of 0.1s: the fallback tasks/get comes after one second instead of five.
     async with opened(spec, session, poll_interval=0.1) as target:
@@ -447,7 +448,8 @@ async def test_an_agent_slower_than_turn_timeout_fails_on_time(agents: A2AAgents
     assert 0.35 <= waited < SLOW_SECONDS - 1  # on time, never the agent's 3 seconds
 
 
-def _dead_port() -> int:
+def _free_port() -> int:
+    """A port nothing listens on now, for tamesu to bind itself (a push listener's fixed addr)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -456,7 +458,7 @@ def _dead_port() -> int:
 @pytest.mark.parametrize("scheme", ["http", "grpc"])
 async def test_an_unreachable_agent_is_an_infrastructure_error_after_retries(tmp_path: Path, scheme: str) -> None:
     session = make_session(tmp_path)
-    url = f"{scheme}://127.0.0.1:{_dead_port()}/a2a" if scheme == "http" else f"grpc://127.0.0.1:{_dead_port()}"
+    url = f"{scheme}://127.0.0.1:{refused_port()}/a2a" if scheme == "http" else f"grpc://127.0.0.1:{refused_port()}"
     with pytest.raises(InfraError, match="after 2 attempts"):
         async with opened({"url": url, "connect": {"attempts": 2, "backoff": "10ms"}}, session):
             pass

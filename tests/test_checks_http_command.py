@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ports import refused_port
 from tamesu._serve import ThreadServer
 from tamesu.checks import AssertionProblem, parse_assertion
 from tamesu.checks.base import Exchange, RunView, Verdict
@@ -156,9 +156,7 @@ async def test_http_method_headers_and_body(backend: str) -> None:
 
 
 async def test_http_unreachable_is_a_failed_verdict(backend: str) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = refused_port()
     result = await fails({"http": f"http://127.0.0.1:{port}/health"}, run_with())
     assert "could not reach it" in result.reason and f"127.0.0.1:{port}" in result.reason
     result = await fails({"http": "not a url"}, run_with())

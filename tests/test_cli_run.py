@@ -17,6 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ports import refused_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -146,11 +148,7 @@ def test_a_failing_assertion_exits_1_with_its_reason(tmp_path: Path, tamesu, age
 
 
 def test_an_unreachable_agent_is_an_infrastructure_error(tmp_path: Path, tamesu) -> None:
-    import socket
-
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = refused_port()
     suite(tmp_path, f"http://127.0.0.1:{port}", """\
   - name: nobody home
     target: bot

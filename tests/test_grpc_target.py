@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
+from ports import refused_port
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "grpc-agent"
@@ -187,16 +188,11 @@ def test_server_errors_error_events_timeouts_and_a_wrong_token_fail_the_turn(tmp
     assert found["glitch"]["turns"][0]["agent"]["text"].startswith("Order ORD-1001")  # the first turn went well
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_an_unreachable_agent_is_retried_then_exit_3(tmp_path: Path, tamesu) -> None:
+    port = refused_port()
     (tmp_path / "suite.yaml").write_text(f"""\
 targets:
-  gone: {{ type: grpc, url: "grpc://127.0.0.1:{_free_port()}", connect: {{ attempts: 3, backoff: 0.1s, timeout: 2s }} }}
+  gone: {{ type: grpc, url: "grpc://127.0.0.1:{port}", connect: {{ attempts: 3, backoff: 0.1s, timeout: 2s }} }}
 tests:
   - {{ name: nobody home, target: gone, scenario: {{ script: [ {{ say: hello }} ] }} }}
 """)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ports import refused_port
 
 pytest.importorskip("livekit.rtc", reason="the livekit extra is not installed (pip install 'tamesu[livekit]')")
 
@@ -92,17 +93,11 @@ async def test_audio_mode_speaks_hears_and_measures(tmp_path: Path) -> None:
     assert session.counters["talk_over_ratio"] == 0.0  # nobody talked over anybody
 
 
-def _dead_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_an_unreachable_server_exits_3_with_one_line(tamesu: Callable, tmp_path: Path) -> None:
     suite = tmp_path / "lk.tamesu.yaml"
     suite.write_text(f"""
 targets:
-  room: {{ type: livekit, url: "ws://127.0.0.1:{_dead_port()}", api_key: key, api_secret: "{SECRET}",
+  room: {{ type: livekit, url: "ws://127.0.0.1:{refused_port()}", api_key: key, api_secret: "{SECRET}",
            connect: {{ timeout: 3s }}, join_timeout: 3 }}
 tests:
   - {{ name: hello, target: room, scenario: {{ script: [ {{ say: hi }} ] }} }}

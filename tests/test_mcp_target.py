@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from ports import refused_port
 from tamesu._fuzz import DEFAULT_ERROR, HOSTILE_TEXT, FuzzSpec
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
@@ -347,9 +348,7 @@ async def test_a_server_that_refuses_the_headers_is_an_infrastructure_error(
 
 
 async def test_an_unreachable_url_is_tried_connect_attempts_times(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = refused_port()
     session = make_session(tmp_path)
     with pytest.raises(InfraError, match="cannot be reached: cannot connect"):
         async with opened(session, type="mcp", url=f"http://127.0.0.1:{port}/mcp",

@@ -4,7 +4,6 @@ with the resilient client around them: retries, fallback, the replay cache, cost
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from model_servers import (
     tool_call,
     tool_calls,
 )
+from ports import refused_port
 from tamesu._serve import ThreadServer
 from tamesu.errors import BudgetExceeded
 from tamesu.models import pricing
@@ -63,10 +63,7 @@ def ask(content: str = "hello", purpose: str = "simulator", **fields: Any) -> Mo
 
 
 def dead_base_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+    return f"http://127.0.0.1:{refused_port()}/v1"
 
 
 @pytest.fixture

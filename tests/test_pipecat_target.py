@@ -19,6 +19,11 @@ from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
 from tamesu.audio.extra import problem
 
+# the first test of this module also pays for its module fixture, a whole tamesu run of the pipecat suite (its own
+# timeout: 500 s), and maybe the voice bot's start (90 s):
+# pytest's 180 s default would cut it short on a loaded machine, before that timeout
+pytestmark = pytest.mark.timeout(620)
+
 needs_voice = pytest.mark.skipif(problem() is not None, reason=problem() or "")
 SUITE = "voice-bot-pipecat"
 
@@ -74,9 +79,12 @@ def test_audio_mode_measures_the_spoken_answer_and_keeps_the_wav(bot_run: tuple[
     metrics = result["metrics"]
     assert metrics["greeting_ms"] > 0 and metrics["time_to_first_audio_ms"] > 0
     # the bot's own transcript of the user, against what tamesu synthesised: Whisper tiny in the bot, on a
-    # loaded machine, has heard 3 of the 8 words right (0.625 seen); the word that matters is checked below
+    # loaded machine, has heard 3 of the 8 words right (0.625 seen). The bot also cuts the utterance in two at
+    # times and loses its middle ("Can I book it? people.", "Can I book it? two people.", seen on main and
+    # here at load 1.3 as at 8, while Whisper hears the same audio whole): "book" opens the sentence and was
+    # heard every time, which is what shows tamesu's speech reached the bot
     assert metrics["stt_word_error_rate"] < 0.75
-    assert "table" in result["turns"][-1]["agent"]["audio"]["agent_heard_user"].lower()
+    assert "book" in result["turns"][-1]["agent"]["audio"]["agent_heard_user"].lower()
     path = run_dir / SUITE / "audio-greeting-and-spoken-answer" / "run-1" / "audio.wav"
     with wave.open(str(path)) as wav:
         assert wav.getnchannels() == 2 and wav.getnframes() > wav.getframerate() * 3

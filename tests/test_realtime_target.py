@@ -21,7 +21,9 @@ from agents.realtime_bad import BadRealtime
 from agents.voice import AGENT_DIR, needs_voice, realtime_agent  # noqa: F401  (a fixture)
 from conftest import run_tamesu
 
-pytestmark = needs_voice
+# the first test also pays for the module fixture, a whole tamesu run of the realtime example (its own timeout:
+# 300 s): pytest's 180 s default would cut it short on a loaded machine, before that timeout
+pytestmark = [needs_voice, pytest.mark.timeout(360)]
 
 
 @dataclass

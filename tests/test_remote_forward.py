@@ -183,13 +183,13 @@ async def test_a_caller_that_hangs_up_mid_stream_stops_the_relay(tmp_path: Path)
 async def test_fuzzed_with_the_real_agent_down_the_local_card_stands_in(tmp_path: Path) -> None:
     import socket
 
-    with socket.socket() as spare:
+    with socket.socket() as spare:  # held bound, never listening: refused, and no server started here gets it
         spare.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{spare.getsockname()[1]}"
-    async with agents(tmp_path, {"billing": {"forward": dead, "skills": ["refund"]}},
-                      fuzz={"billing": {"mode": "custom", "text": "Refunds are paused"}}) as proxy, \
-            connect(proxy.urls["billing"]["url"], "HTTP+JSON", "0.3") as client:
-        task = await send(client, "refund ORD-6")
+        async with agents(tmp_path, {"billing": {"forward": dead, "skills": ["refund"]}},
+                          fuzz={"billing": {"mode": "custom", "text": "Refunds are paused"}}) as proxy, \
+                connect(proxy.urls["billing"]["url"], "HTTP+JSON", "0.3") as client:
+            task = await send(client, "refund ORD-6")
     assert reply_of(task)["parts"][0]["text"] == "Refunds are paused"
     assert [(d.message, d.fuzzed, d.forwarded) for d in proxy.delegations] == [("refund ORD-6", "custom", None)]
 

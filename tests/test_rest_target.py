@@ -343,7 +343,12 @@ async def test_websocket_greeting_is_unsolicited_not_a_reply(rest_agents: Runnin
     session = make_session(tmp_path)
     spec = {"url": rest_agents.ws_url + "?greet=1", "streaming": "websocket", "response": {"done": "$.hangup"}}
     async with opened(spec, session) as target:
-        await asyncio.sleep(0.1)
+        # the greeting must have arrived before the first turn is sent (a fixed 0.1 s pause lost to a loaded
+        # machine: a later greeting is read as the start of the reply, "Welcome!You said hi")
+        link = target._require_ws()
+        deadline = time.monotonic() + 10
+        while link._queue.empty() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         turn = await target.send(UserTurn(text="hi"))
         bye = await target.send(UserTurn(text="bye"))
     assert turn.text == "You said hi"

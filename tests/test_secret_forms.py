@@ -10,7 +10,6 @@ import base64
 import io
 import json
 import logging
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from model_servers import OpenAIServer
+from ports import refused_port
 from tamesu._serve import ThreadServer
 from tamesu.suite.secrets import Redactor, mask_logging
 
@@ -131,9 +131,7 @@ def test_an_agent_echoing_a_secret_in_every_form_leaks_none(tmp_path: Path, tame
 
 
 def test_tamesus_cannot_reach_line_leaks_no_encoded_secret(tmp_path: Path, tamesu: Any, judge_url: str) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = refused_port()
     _project(tmp_path, judge_url, f"    type: rest\n    url: 'http://127.0.0.1:{port}/chat/{{{{secrets.BOT_TOKEN}}}}'\n"
                                   "    connect: { attempts: 1 }")
     output, written = _run_everywhere(tmp_path, tamesu)

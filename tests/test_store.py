@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ports import refused_port
+
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
 from pg_server import CannotStart, PostgresServer
@@ -218,11 +220,7 @@ def test_a_killed_run_has_its_finished_tests_in_the_store(tmp_path: Path, agent_
 
 
 def test_a_store_that_is_down_is_a_warning_and_import_fills_it_in(tmp_path: Path, tamesu, agent_url: str) -> None:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        closed = sock.getsockname()[1]
+    closed = refused_port()
     root = project(tmp_path, agent_url, TWO_TESTS)
     down = f"postgresql://tamesu:s3cret-pw@127.0.0.1:{closed}/tamesu"
     result = tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": down})

