@@ -231,6 +231,10 @@ class Session:
     def conversation_trace(self, trace: TraceContext | None) -> None:
         self._conversation_trace = trace
 
+    def with_captures(self) -> Context:
+        """The run's templates with `session.open`'s captures as `{{session.NAME}}`."""
+        return self.context.child(session=dict(self.values))
+
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0
 

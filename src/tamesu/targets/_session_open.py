@@ -26,7 +26,7 @@ def _expected(status: int, expect: list[int] | int | None) -> bool:
 async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> None:
     """Make the request and keep its captures in `session.values`; anything wrong is an infrastructure
     error naming the request (and, for a capture, what the answer held instead)."""
-    context = session.context.child(session=dict(session.values))
+    context = session.with_captures()
     try:
         url = context.render_text(spec.url)
         headers = {k: context.render_text(v) for k, v in spec.headers.items()}
@@ -56,3 +56,16 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
                              f"{session.redactor.text(text)}")
         session.values[name] = found[0]
     session.event("session_open", url=masked, status=answer.status_code, captured=sorted(spec.capture))
+
+
+class CapturedSocketAddress:
+    """`url` and `headers` of a socket target rendered with `session.open`'s captures (`{{session.NAME}}`)."""
+
+    spec: Any
+
+    def _url(self, session: Session) -> str:
+        return session.with_captures().render_text(self.spec.url)
+
+    def _headers(self, session: Session) -> dict[str, str]:
+        context = session.with_captures()
+        return {name: context.render_text(value) for name, value in self.spec.headers.items()}

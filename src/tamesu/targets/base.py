@@ -115,7 +115,7 @@ class Target(ABC):
         own = own_traceparent(headers) if isinstance(headers, Mapping) else None
         if own is not None:
             try:
-                parsed = TraceContext.parse(session.context.child(session=dict(session.values)).render_text(own))
+                parsed = TraceContext.parse(session.with_captures().render_text(own))
             except TemplateError:
                 return None
             return parsed.trace_id if parsed is not None else None

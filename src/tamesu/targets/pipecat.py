@@ -57,7 +57,7 @@ from tamesu.targets._audio_socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketT
 from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._pipecat_wire import PipecatWire, peek
 from tamesu.targets._realtime_spec import answer, audio_mode_available, check_tool_results, websocket_url
-from tamesu.targets._session_open import open_session
+from tamesu.targets._session_open import CapturedSocketAddress, open_session
 from tamesu.targets._ws_open import open_websocket
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 
@@ -106,7 +106,7 @@ class PipecatSpec(TargetSpec):
         return self
 
 
-class PipecatTarget(AudioSocketTarget):
+class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
     kind = "pipecat"
     Spec = PipecatSpec
     spec: PipecatSpec
@@ -125,13 +125,6 @@ class PipecatTarget(AudioSocketTarget):
     def _pipecat_wire(self) -> PipecatWire:
         assert isinstance(self._wire, PipecatWire)
         return self._wire
-
-    def _url(self, session: Session) -> str:
-        return session.context.child(session=dict(session.values)).render_text(self.spec.url)
-
-    def _headers(self, session: Session) -> dict[str, str]:
-        context = session.context.child(session=dict(session.values))
-        return {k: context.render_text(v) for k, v in self.spec.headers.items()}
 
     def _make_wire(self, session: Session) -> Wire:
         return PipecatWire(sample_rate=self.spec.sample_rate, audio=self.spec.mode == "audio")

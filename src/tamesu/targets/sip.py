@@ -148,7 +148,7 @@ class SipTarget(Target):
             session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
                           sent_in=["trigger command TRACEPARENT" if trigger.run is not None
                                    else "trigger request header traceparent"])
-        context = session.context.child(session=dict(session.values))
+        context = session.with_captures()
         if trigger.run is not None:
             command = context.render_text(trigger.run)
             process = await asyncio.create_subprocess_shell(command, stdout=asyncio.subprocess.DEVNULL,

@@ -49,7 +49,7 @@ from tamesu.errors import TemplateError
 from tamesu.targets._audio_socket import AudioSocketTarget, Heard
 from tamesu.targets._audio_wire import Incoming, Wire
 from tamesu.targets._realtime_spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
-from tamesu.targets._session_open import open_session
+from tamesu.targets._session_open import CapturedSocketAddress, open_session
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 
 __all__ = ["VoiceSpec", "VoiceTarget"]
@@ -304,7 +304,7 @@ class VoiceWire(Wire):
         return ""
 
 
-class VoiceTarget(AudioSocketTarget):
+class VoiceTarget(CapturedSocketAddress, AudioSocketTarget):
     kind = "voice"
     Spec = VoiceSpec
     spec: VoiceSpec
@@ -319,13 +319,6 @@ class VoiceTarget(AudioSocketTarget):
         if self.spec.session.open is not None:
             await open_session(self.spec.session.open, session, self._what)
         await super()._open(session)
-
-    def _url(self, session: Session) -> str:
-        return session.context.child(session=dict(session.values)).render_text(self.spec.url)
-
-    def _headers(self, session: Session) -> dict[str, str]:
-        context = session.context.child(session=dict(session.values))
-        return {k: context.render_text(v) for k, v in self.spec.headers.items()}
 
     def _make_wire(self, session: Session) -> Wire:
         return VoiceWire(self.spec, session, self.traceparent)
