@@ -1,6 +1,10 @@
-"""The providers' thin path: the SDK sends a provider's first call, later calls replay the URL and headers it
-chose (`models/_thin.py`). Against the local model servers: the requests on the wire are the SDK's, and every
-failure on the thin path reads exactly as the SDK's own call made it read."""
+"""The providers' thin path (`models/_thin.py`): when tamesu knows the request's whole shape it builds it itself,
+otherwise the SDK sends a provider's first call and later calls replay the URL and headers it chose. Against the
+local model servers: the requests on the wire are the SDK's, and every failure on the thin path (the SDK's shape
+replayed, or tamesu's own) reads exactly as the SDK's own call made it read.
+
+The SDK-first path is taken here the way a user meets it: the SDK's environment adds headers tamesu leaves to
+it (`OPENAI_CUSTOM_HEADERS`, `ANTHROPIC_CUSTOM_HEADERS`)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,18 @@ from tamesu.models.base import Message, ModelError, ModelRequest, Provider
 Serve = Callable[[Any], ThreadServer]
 KEY = "sk-test-0123456789abcdef"
 SHAPES = ["openai", "anthropic"]
+ENV_HEADERS = {"openai": "OPENAI_CUSTOM_HEADERS", "anthropic": "ANTHROPIC_CUSTOM_HEADERS"}
+
+
+def sdk_first(shape: str, base_url: str, monkeypatch: pytest.MonkeyPatch, timeout: float = 30.0) -> Provider:
+    """A provider whose first call the SDK builds: its environment asks for a header tamesu does not add."""
+    monkeypatch.setenv(ENV_HEADERS[shape], "x-from-env: the SDK's")
+    try:
+        model = provider(shape, base_url, timeout)
+    finally:
+        monkeypatch.delenv(ENV_HEADERS[shape])
+    assert model._thin.shape is None  # type: ignore[attr-defined]
+    return model
 
 
 def ask(words: str) -> ModelRequest:
@@ -53,6 +69,7 @@ async def test_later_calls_send_the_request_the_sdk_built_first(serve: Serve, sh
         return original(self, options, **kwargs)
 
     monkeypatch.setattr(sdk_class(shape), "_build_request", counting)
+    monkeypatch.setenv(ENV_HEADERS[shape], "x-from-env: the SDK's")
     model = provider(shape, base_url)
     try:
         answers = [await model.generate(ask(f"call {n}")) for n in range(3)]
@@ -68,6 +85,7 @@ async def test_later_calls_send_the_request_the_sdk_built_first(serve: Serve, sh
 
     assert wire(calls[1].headers) == wire(calls[2].headers) == wire(calls[0].headers)
     assert calls[0].headers["authorization"] == f"Bearer {KEY}" and calls[0].headers["x-suite"] == "kept"
+    assert calls[2].headers["x-from-env"] == "the SDK's"
     # the bodies are each call's own, as the SDK encodes them
     first, later = calls[0].body, calls[2].body
     assert set(first) == set(later) and first["temperature"] == later["temperature"] == 0.5
@@ -91,48 +109,65 @@ def outcome(error: ModelError) -> tuple[str, bool, float | None, bool]:
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("failure", FAILURES, ids=lambda p: f"{p.kind}-{p.status}-{p.content_type}")
-async def test_a_failure_on_the_thin_path_reads_as_the_sdks(serve: Serve, shape: str, failure: Planned) -> None:
+async def test_a_failure_on_the_thin_path_reads_as_the_sdks(serve: Serve, shape: str, failure: Planned,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     server, base_url = started(serve, shape)
-    through_sdk, thin = provider(shape, base_url), provider(shape, base_url)
+    through_sdk, replayed = sdk_first(shape, base_url, monkeypatch), sdk_first(shape, base_url, monkeypatch)
+    built = provider(shape, base_url)  # its base URL given: tamesu builds every request
     try:
         server.plan(failure)
         with pytest.raises(ModelError) as by_sdk:
             await through_sdk.generate(ask("first call"))  # the first call of a provider: the SDK's path
         server.plan(text("fine"), failure)
-        assert (await thin.generate(ask("first call"))).text == "fine"
-        with pytest.raises(ModelError) as by_thin:
-            await thin.generate(ask("first call"))  # its second: the thin path
+        assert (await replayed.generate(ask("first call"))).text == "fine"
+        with pytest.raises(ModelError) as by_replay:
+            await replayed.generate(ask("first call"))  # its second: the SDK's shape replayed
+        server.plan(failure)
+        with pytest.raises(ModelError) as by_tamesu:
+            await built.generate(ask("first call"))
     finally:
         await through_sdk.aclose()
-        await thin.aclose()
-    assert outcome(by_thin.value) == outcome(by_sdk.value)
-    assert KEY not in str(by_thin.value)
+        await replayed.aclose()
+        await built.aclose()
+    assert outcome(by_replay.value) == outcome(by_sdk.value)
+    assert outcome(by_tamesu.value) == outcome(by_sdk.value)
+    assert KEY not in str(by_replay.value) and KEY not in str(by_tamesu.value)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-async def test_a_timeout_on_the_thin_path_reads_as_the_sdks(serve: Serve, shape: str) -> None:
+async def test_a_timeout_on_the_thin_path_reads_as_the_sdks(serve: Serve, shape: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     server, base_url = started(serve, shape)
-    through_sdk, thin = provider(shape, base_url, timeout=0.3), provider(shape, base_url, timeout=0.3)
+    through_sdk = sdk_first(shape, base_url, monkeypatch, timeout=0.3)
+    replayed = sdk_first(shape, base_url, monkeypatch, timeout=0.3)
+    built = provider(shape, base_url, timeout=0.3)
     try:
         server.plan(delay(1.5))
         with pytest.raises(ModelError) as by_sdk:
             await through_sdk.generate(ask("slow"))
         server.plan(text("fine"), delay(1.5))
-        await thin.generate(ask("quick"))
-        with pytest.raises(ModelError) as by_thin:
-            await thin.generate(ask("slow"))
+        await replayed.generate(ask("quick"))
+        with pytest.raises(ModelError) as by_replay:
+            await replayed.generate(ask("slow"))
+        server.plan(delay(1.5))
+        with pytest.raises(ModelError) as by_tamesu:
+            await built.generate(ask("slow"))
     finally:
         await through_sdk.aclose()
-        await thin.aclose()
-    assert outcome(by_thin.value) == outcome(by_sdk.value)
-    assert by_thin.value.timed_out and by_thin.value.retryable
+        await replayed.aclose()
+        await built.aclose()
+    assert outcome(by_replay.value) == outcome(by_sdk.value) == outcome(by_tamesu.value)
+    assert by_replay.value.timed_out and by_replay.value.retryable
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-async def test_a_server_gone_on_the_thin_path_is_unreachable(serve: Serve, shape: str) -> None:
+@pytest.mark.parametrize("first", ["sdk", "tamesu"])
+async def test_a_server_gone_on_the_thin_path_is_unreachable(serve: Serve, shape: str, first: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     server = OpenAIServer() if shape == "openai" else AnthropicServer()
     running = serve(server.app)
-    model = provider(shape, server.base_url(running.url))
+    base_url = server.base_url(running.url)
+    model = sdk_first(shape, base_url, monkeypatch) if first == "sdk" else provider(shape, base_url)
     try:
         await model.generate(ask("hello"))
         running.stop()
@@ -146,9 +181,11 @@ async def test_a_server_gone_on_the_thin_path_is_unreachable(serve: Serve, shape
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-async def test_a_calls_own_headers_are_sent_with_it_and_never_replayed(serve: Serve, shape: str) -> None:
+@pytest.mark.parametrize("first", ["sdk", "tamesu"])
+async def test_a_calls_own_headers_are_sent_with_it_and_never_replayed(serve: Serve, shape: str, first: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     server, base_url = started(serve, shape)
-    model = provider(shape, base_url)
+    model = sdk_first(shape, base_url, monkeypatch) if first == "sdk" else provider(shape, base_url)
     thin = model._thin  # type: ignore[attr-defined]  (the path a trace header takes, issue 21)
     body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     try:

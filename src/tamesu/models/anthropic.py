@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx2
 
-from tamesu._bounded_http import bounded_transport, is_too_large
-from tamesu._http import ssl_context
+from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
-from tamesu.models._thin import ThinPost
+from tamesu.models._thin import USER_AGENT, Shape, ThinPost, joined_url, merged_headers
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
     Message,
@@ -44,6 +42,14 @@ from tamesu.models.client import (
 )
 from tamesu.models.spec import ModelSpec
 
+if TYPE_CHECKING:
+    # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed
+    # against a known base URL never imports it (72 MB of memory: its `__init__` imports every type module)
+    import anthropic
+
+API_VERSION = "2026-10-21"
+"""The `anthropic-version` the installed SDK sends (its `ANTHROPIC_API_VERSION`; test_model_wire.py compares)."""
+
 DEFAULT_MAX_TOKENS = 4096
 """The Messages API needs a limit; this one is enough for a user turn or a verdict."""
 
@@ -58,19 +64,12 @@ class AnthropicProvider(Provider):
         self.timeout = timeout
         self._api_key = api_key
         self._own_headers = {name.lower() for name in headers or {}}
-        # the SDK builds the first request; later ones replay its URL and headers (`_thin.py`)
-        self._thin = ThinPost(
-            "/v1/messages",
-            make_sdk=lambda http: anthropic.AsyncAnthropic(
-                api_key=api_key, base_url=base_url, timeout=timeout,
-                max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-                default_headers=headers or None, http_client=http),
-            # the SDK's own client loads the certificate bundle again (~20 ms): share one context; the model
-            # target bounds its answers (max_response_bytes) through this transport, on both paths
-            make_http=lambda **hooks: anthropic.DefaultAsyncHttpxClient(transport=bounded_transport(
-                httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None), **hooks),
-            timeout=timeout, options={},
-            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError)
+        self._headers = headers
+        # tamesu builds the request when it knows its whole shape, else the SDK builds the first one and later
+        # ones replay its URL and headers (`_thin.py`)
+        self._thin = ThinPost("/v1/messages", make_sdk=self._sdk, known=known_shape(api_key, base_url, headers),
+                              timeout=timeout, options={},
+                              timeout_error=_timeout_error, connection_error=_connection_error)
         self._clients = self._thin.clients
         self._send_temperature = True
 
@@ -86,6 +85,13 @@ class AnthropicProvider(Provider):
     async def aclose(self) -> None:
         await self._clients.aclose()
 
+    def _sdk(self, http: httpx2.AsyncClient) -> anthropic.AsyncAnthropic:
+        import anthropic  # only for a request tamesu does not build itself, or to make a failed call's error
+
+        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                                        max_retries=0,  # ResilientClient retries, with backoff and a fallback
+                                        default_headers=self._headers or None, http_client=http)
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
         for _ in range(2):
             try:
@@ -96,14 +102,16 @@ class AnthropicProvider(Provider):
                 # name (the suite's own wins).
                 message = await self._thin.post(self._params(request),
                                                 per_request_headers(request, self._own_headers))
-            except anthropic.BadRequestError as exc:
-                if self._send_temperature and request.temperature is not None \
-                        and "temperature" in _server_message(exc).lower():
+            except Exception as exc:
+                import anthropic  # a failed call's error is the SDK's (made from the answer): read as it always was
+
+                if isinstance(exc, anthropic.BadRequestError) and self._send_temperature \
+                        and request.temperature is not None and "temperature" in _server_message(exc).lower():
                     self._send_temperature = False
                     continue
-                raise self._error(exc) from None
-            except anthropic.AnthropicError as exc:
-                raise self._error(exc) from None
+                if isinstance(exc, anthropic.AnthropicError):
+                    raise self._error(exc) from None
+                raise
             return self._response(message)
         raise ModelError(f"anthropic:{self.model}: the server kept refusing the request's parameters")
 
@@ -157,6 +165,8 @@ class AnthropicProvider(Provider):
         )
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
+        import anthropic
+
         where = f"anthropic:{self.model}"
         if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
             return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
@@ -175,6 +185,37 @@ class AnthropicProvider(Provider):
                               retryable=status in (408, 409, 429) or status >= 500,
                               retry_after=retry_after_from_headers(exc.response.headers))
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
+
+
+def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | None) -> Shape | None:
+    """The request `anthropic.AsyncAnthropic` would send for these settings, when tamesu can know all of it: a
+    base URL (given, or `ANTHROPIC_BASE_URL` as the SDK reads it) without a query, and no
+    `ANTHROPIC_CUSTOM_HEADERS`. With the key given (tamesu always gives it) the SDK consults no profile or
+    workload identity; without a base URL it is still left to the SDK, which may learn one from a profile.
+    Its platform headers (`x-stainless-*`) are left out; the user agent is tamesu's. test_model_wire.py checks
+    the rest against what the installed SDK sends (the 2.x SDK sends the key as a bearer token)."""
+    base = base_url if base_url is not None else os.environ.get("ANTHROPIC_BASE_URL")
+    if not base or "ANTHROPIC_CUSTOM_HEADERS" in os.environ:
+        return None
+    url = joined_url(base, "/v1/messages")
+    if url is None:
+        return None
+    return Shape(url, merged_headers(
+        {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "Content-Type": "application/json",
+         "User-Agent": USER_AGENT, "anthropic-version": API_VERSION},
+        headers or {}))
+
+
+def _timeout_error(request: httpx2.Request) -> Exception:
+    import anthropic
+
+    return anthropic.APITimeoutError(request=request)
+
+
+def _connection_error(request: httpx2.Request) -> Exception:
+    import anthropic
+
+    return anthropic.APIConnectionError(request=request)
 
 
 def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
 
-from tamesu._bounded_http import bounded_transport, is_too_large
-from tamesu._http import ssl_context
+from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
-from tamesu.models._thin import ThinPost
+from tamesu.models._thin import USER_AGENT, Shape, ThinPost, joined_url, merged_headers
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
     Message,
@@ -42,6 +40,11 @@ from tamesu.models.client import (
 )
 from tamesu.models.spec import ModelSpec
 
+if TYPE_CHECKING:
+    # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed
+    # against a known base URL never imports it (43 MB of memory)
+    import openai
+
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 _BEARER: Any = {"security": {"bearer_auth": True}}
 """What `chat.completions.create` asks of the SDK's request: the API key as a bearer token."""
@@ -57,19 +60,12 @@ class OpenAIProvider(Provider):
         self.timeout = timeout
         self._api_key = api_key
         self._own_headers = {name.lower() for name in headers or {}}
-        # the SDK builds the first request; later ones replay its URL and headers (`_thin.py`)
-        self._thin = ThinPost(
-            "/chat/completions",
-            make_sdk=lambda http: openai.AsyncOpenAI(
-                api_key=api_key, base_url=base_url, timeout=timeout,
-                max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-                default_headers=headers or None, http_client=http),
-            # the SDK's own client loads the certificate bundle again (~20 ms): share one context; the model
-            # target bounds its answers (max_response_bytes) through this transport, on both paths
-            make_http=lambda **hooks: openai.DefaultAsyncHttpx2Client(transport=bounded_transport(
-                httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None), **hooks),
-            timeout=timeout, options=_BEARER,
-            timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError)
+        self._headers = headers
+        # tamesu builds the request when it knows its whole shape, else the SDK builds the first one and later
+        # ones replay its URL and headers (`_thin.py`)
+        self._thin = ThinPost("/chat/completions", make_sdk=self._sdk,
+                              known=known_shape(api_key, base_url, headers), timeout=timeout, options=_BEARER,
+                              timeout_error=_timeout_error, connection_error=_connection_error)
         self._clients = self._thin.clients
         # what this server refused once, so later calls do not pay for the 400 again
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
@@ -88,6 +84,13 @@ class OpenAIProvider(Provider):
     async def aclose(self) -> None:
         await self._clients.aclose()
 
+    def _sdk(self, http: httpx2.AsyncClient) -> openai.AsyncOpenAI:
+        import openai  # only for a request tamesu does not build itself, or to make a failed call's error
+
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                                  max_retries=0,  # ResilientClient retries, with backoff and a fallback model
+                                  default_headers=self._headers or None, http_client=http)
+
     # ---- one call ------------------------------------------------------------------------------------
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -101,12 +104,14 @@ class OpenAIProvider(Provider):
                 # traceparent) go with it unless the model's `headers` set that name (the suite's own wins).
                 completion = await self._thin.post(self._params(request),
                                                    per_request_headers(request, self._own_headers))
-            except openai.BadRequestError as exc:
-                if self._adapt(exc):
+            except Exception as exc:
+                import openai  # a failed call's error is the SDK's (made from the answer): read as it always was
+
+                if isinstance(exc, openai.BadRequestError) and self._adapt(exc):
                     continue
-                raise self._error(exc) from None
-            except openai.OpenAIError as exc:
-                raise self._error(exc) from None
+                if isinstance(exc, openai.OpenAIError):
+                    raise self._error(exc) from None
+                raise
             return self._response(completion)
         raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
 
@@ -183,6 +188,8 @@ class OpenAIProvider(Provider):
         )
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
+        import openai
+
         where = f"openai:{self.model}"
         if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
             return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
@@ -199,6 +206,39 @@ class OpenAIProvider(Provider):
                               retryable=status in (408, 409, 429) or status >= 500,
                               retry_after=retry_after_from_headers(exc.response.headers))
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
+
+
+def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | None) -> Shape | None:
+    """The request `openai.AsyncOpenAI` would send for these settings, when tamesu can know all of it: a base URL
+    (given, or `OPENAI_BASE_URL` as the SDK reads it) without a query, and no `OPENAI_CUSTOM_HEADERS` (which the
+    SDK filters by its own rules). Its platform headers (`x-stainless-*`) are left out; the user agent is
+    tamesu's. test_model_wire.py checks the rest against what the installed SDK sends."""
+    base = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL")
+    if not base or "OPENAI_CUSTOM_HEADERS" in os.environ:
+        return None
+    url = joined_url(base, "/chat/completions")
+    if url is None:
+        return None
+    # the SDK reads these when it is not given them (tamesu never gives them), and sends them as set
+    organization, project = os.environ.get("OPENAI_ORG_ID"), os.environ.get("OPENAI_PROJECT_ID")
+    return Shape(url, merged_headers(
+        {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "Content-Type": "application/json",
+         "User-Agent": USER_AGENT},
+        {"OpenAI-Organization": organization} if organization is not None else {},
+        {"OpenAI-Project": project} if project is not None else {},
+        headers or {}))
+
+
+def _timeout_error(request: httpx2.Request) -> Exception:
+    import openai
+
+    return openai.APITimeoutError(request=request)
+
+
+def _connection_error(request: httpx2.Request) -> Exception:
+    import openai
+
+    return openai.APIConnectionError(request=request)
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
