@@ -395,3 +395,44 @@ def test_console_lines_written_plain_are_what_rich_writes(color: str, monkeypatc
 
     assert written(plain=True) == written(plain=False)
     assert "x" * 200 in written(plain=True)  # never cut at the console's width
+
+
+def test_write_json_makes_a_removed_folder_again_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    directory = RunDirectory(tmp_path, Redactor())
+    run = tmp_path / "suite" / "test" / "run-1"
+    directory.write_json(run / "result.json", {"status": "passed"})
+    for found in run.iterdir():
+        found.unlink()
+    run.rmdir()
+    (tmp_path / "suite" / "test").rmdir()  # a folder the run made, removed while it runs
+    directory.write_json(run / "result.json", {"status": "failed"})
+    assert json.loads((run / "result.json").read_text()) == {"status": "failed"}
+    with pytest.raises(ValueError):
+        directory.write_json(run / "transcript.json", {"said": json.loads('"\\ud800"')})
+    assert sorted(p.name for p in run.iterdir()) == ["result.json"]
+
+
+def test_results_lines_are_synced_at_most_every_interval_and_the_last_one_at_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from tamesu.engine import artifacts
+
+    real_fsync = os.fsync
+    synced: list[tuple[float, int]] = []  # when each sync ran, and how long the file was then
+
+    def recording(fd: int) -> None:
+        synced.append((time.monotonic(), os.fstat(fd).st_size))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    directory = RunDirectory(tmp_path, Redactor())
+    for n in range(40):  # tests finishing every 10 ms, for 0.4 s or more
+        directory.append_result(_Line(n=n))
+        time.sleep(0.01)
+    directory.close()
+    gaps = [later[0] - earlier[0] for earlier, later in zip(synced, synced[1:], strict=False)]
+    assert synced and len(synced) < 40
+    # the last sync may follow sooner: closing syncs at once
+    assert all(gap >= artifacts._Syncer.MIN_INTERVAL_S - 0.01 for gap in gaps[:-1]), gaps
+    assert synced[-1][1] == (tmp_path / "results.jsonl").stat().st_size  # the last sync holds every line
