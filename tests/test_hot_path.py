@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -431,7 +432,7 @@ def test_results_lines_are_synced_at_most_every_interval_and_the_last_one_at_clo
         directory.append_result(_Line(n=n))
         time.sleep(0.01)
     directory.close()
-    gaps = [later[0] - earlier[0] for earlier, later in zip(synced, synced[1:], strict=False)]
+    gaps = [later[0] - earlier[0] for earlier, later in itertools.pairwise(synced)]
     assert synced and len(synced) < 40
     # the last sync may follow sooner: closing syncs at once
     assert all(gap >= artifacts._Syncer.MIN_INTERVAL_S - 0.01 for gap in gaps[:-1]), gaps
