@@ -149,7 +149,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     runner = Runner(plan, tests, options, Fanout(*reporters))
     from tamesu.engine._heap import settle_for_a_run
 
-    settle_for_a_run()  # this process is the run's: what was made before it lives to its end (see _heap)
+    # this process is the run's: what was made before it lives to its end (see _heap)
+    settle_for_a_run(min(options.parallel, max(1, len(tests) * (options.repeat or 1))))
     try:
         outcome = run_stoppable(runner.run())
     except RunFolderError as exc:

@@ -309,7 +309,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     console.start(resolved.about, label, len(tests), modes)
     from tamesu.engine._heap import settle_for_a_run
 
-    settle_for_a_run()  # this process is the run's: what was made before it lives to its end (see _heap)
+    # this process is the run's: what was made before it lives to its end (see _heap)
+    settle_for_a_run(min(settings.parallel, max(1, len(tests))))
     telemetry = start_telemetry(rich_console)
     try:
         outcome = await runner.run(tests)
