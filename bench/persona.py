@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +25,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from run import PYTHON, TAMESU, Agent, measure  # noqa: E402  (bench/ is a folder of scripts, not a package)
+from run import PYTHON, TAMESU, Agent, measure, tmpfs_root  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
 
 class ModelServer(Agent):
@@ -62,19 +64,23 @@ def _why_not_passed(out: Path) -> str:
 
 
 def run_side(folder: Path, side: str, model: ModelServer, agent: Agent, shape: str, conversations: int,
-             turns: int, parallel: int) -> dict[str, Any]:
-    """One run of tamesu or of the baseline, with its CPU, wall time, memory and the checks."""
+             turns: int, parallel: int, out_root: Path | None = None) -> dict[str, Any]:
+    """One run of tamesu or of the baseline, with its CPU, wall time, memory and the checks. tamesu's run
+    folder goes below `out_root` (tmpfs, removed once read) when given, else below `folder`."""
     before_model, before_agent = served(model.url)[shape], served(agent.url)["chat"]
     if side == "tamesu":
-        out = folder / f"out-{shape}-{conversations}-{parallel}-{time.monotonic_ns()}"
+        out = (out_root or folder) / f"out-{shape}-{conversations}-{parallel}-{time.monotonic_ns()}"
         suite = write_suite(folder, model.url, agent.url, shape, conversations, turns)
         measured = measure([*TAMESU, "run", str(suite), "--parallel", str(parallel), "--out", str(out),
                             "--color", "never", "--no-cache"], cwd=folder)
         lines = [json.loads(line) for found in out.glob("*/results.jsonl") for line in found.read_text().splitlines()]
         complete = sum(1 for line in lines if line.get("status") == "passed" and _turns(line) == turns)
+        why = _why_not_passed(out) if measured.returncode != 0 else ""
+        if out_root is not None:
+            shutil.rmtree(out, ignore_errors=True)
         if measured.returncode != 0:
             raise SystemExit(f"persona {shape}: tamesu exited {measured.returncode}:\n{measured.stdout[-2000:]}\n"
-                             f"{_why_not_passed(out)}")
+                             f"{why}")
     else:
         measured = measure([PYTHON, str(BENCH / "persona_baseline.py"), model.url, f"{agent.url}/chat", shape,
                             str(conversations), str(turns), str(parallel)])
@@ -93,39 +99,56 @@ def _turns(line: dict[str, Any]) -> int:
 
 
 def per_turn(folder: Path, model: ModelServer, agent: Agent, shape: str, parallel: int, small: int, large: int,
-             turns: int) -> dict[str, Any]:
-    sides: dict[str, dict[int, dict[str, Any]]] = {"tamesu": {}, "baseline": {}}
-    for count in (small, large):
-        for side in sides:
-            sides[side][count] = run_side(folder, side, model, agent, shape, count, turns, min(parallel, count))
+             turns: int, rounds: int = 1, out_root: Path | None = None) -> dict[str, Any]:
+    """`rounds` rounds of both sides at both sizes, the sides in an order that alternates; the CPU ratio is the
+    median of each round's own ratio (the machine's speed drifts between minutes; two runs side by side drift
+    together), the CPU and wall figures the medians of the rounds' slopes."""
+    runs: list[dict[str, dict[int, dict[str, Any]]]] = []
+    for number in range(rounds):
+        sides: dict[str, dict[int, dict[str, Any]]] = {"tamesu": {}, "baseline": {}}
+        for side in list(sides) if number % 2 == 0 else list(sides)[::-1]:
+            for count in (small, large):
+                sides[side][count] = run_side(folder, side, model, agent, shape, count, turns, min(parallel, count),
+                                              out_root)
+        runs.append(sides)
     extra = (large - small) * turns
-    ours = (sides["tamesu"][large]["cpu_s"] - sides["tamesu"][small]["cpu_s"]) / extra * 1000
-    theirs = (sides["baseline"][large]["cpu_s"] - sides["baseline"][small]["cpu_s"]) / extra * 1000
-    # wall time as a slope too: the difference between the two sizes, so each side's start-up cancels out
-    our_wall = sides["tamesu"][large]["wall_s"] - sides["tamesu"][small]["wall_s"]
-    their_wall = sides["baseline"][large]["wall_s"] - sides["baseline"][small]["wall_s"]
-    at_once = sides["tamesu"][small] if small == parallel else sides["tamesu"][large]
-    baseline_at_once = sides["baseline"][small] if small == parallel else sides["baseline"][large]
-    return {"shape": shape, "at_once": parallel, "turns": turns, "sizes": [small, large],
-            "tamesu_cpu_ms_per_turn": round(ours, 3), "baseline_cpu_ms_per_turn": round(theirs, 3),
-            "ratio": round(ours / theirs, 2),
-            # a wall slope at or below zero is the noise of a machine busier in one run than the other: no figure
-            "wall_ratio": round(our_wall / their_wall, 2) if our_wall > 0 and their_wall > 0 else None,
-            "peak_rss_mib": round(at_once["peak_rss_mib"], 1),
-            "baseline_peak_rss_mib": round(baseline_at_once["peak_rss_mib"], 1),
-            "exact": all(run["exact"] for side in sides.values() for run in side.values()),
-            "lost": max(0, parallel - at_once["complete"])}
+
+    def slope(sides: dict[str, dict[int, dict[str, Any]]], side: str, what: str, scale: float) -> float:
+        return (sides[side][large][what] - sides[side][small][what]) / scale
+
+    ours = [slope(r, "tamesu", "cpu_s", extra) * 1000 for r in runs]
+    theirs = [slope(r, "baseline", "cpu_s", extra) * 1000 for r in runs]
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    # wall time as a slope too: the difference between the two sizes, so each side's start-up cancels out; a
+    # slope at or below zero is the noise of a machine busier in one run than the other: no figure
+    walls = [a / b for r in runs if (a := slope(r, "tamesu", "wall_s", 1)) > 0 and
+             (b := slope(r, "baseline", "wall_s", 1)) > 0]
+    at_once = [r["tamesu"][small] if small == parallel else r["tamesu"][large] for r in runs]
+    baseline_at_once = [r["baseline"][small] if small == parallel else r["baseline"][large] for r in runs]
+    return {"shape": shape, "at_once": parallel, "turns": turns, "sizes": [small, large], "rounds": rounds,
+            "tamesu_cpu_ms_per_turn": round(statistics.median(ours), 3),
+            "baseline_cpu_ms_per_turn": round(statistics.median(theirs), 3),
+            "ratio": round(statistics.median(ratios), 2), "round_ratios": [round(r, 2) for r in ratios],
+            "wall_ratio": round(statistics.median(walls), 2) if walls else None,
+            "peak_rss_mib": round(max(run["peak_rss_mib"] for run in at_once), 1),
+            "baseline_peak_rss_mib": round(max(run["peak_rss_mib"] for run in baseline_at_once), 1),
+            "exact": all(run["exact"] for r in runs for side in r.values() for run in side.values()),
+            "lost": max(max(0, parallel - run["complete"]) for run in at_once),
+            "run_folders": "tmpfs" if out_root is not None else "disk"}
 
 
 def persona_figures(folder: Path, model: ModelServer, agent: Agent, quick: bool,
-                    shapes: tuple[str, ...] = ("openai", "anthropic")) -> list[dict[str, Any]]:
+                    shapes: tuple[str, ...] = ("openai", "anthropic"), out_root: Path | None = None,
+                    rounds: int | None = None) -> list[dict[str, Any]]:
     turns = 5
+    rounds = rounds or (1 if quick else 3)
     plans = [(1, 2, 6 if quick else 20), (100, 100, 200 if quick else 300)]
     if not quick:
         plans.append((1000, 1000, 2000))
-    rows = [per_turn(folder, model, agent, "openai", *plan, turns) for plan in plans]
+    rows = [per_turn(folder, model, agent, "openai", *plan, turns, rounds, out_root) for plan in plans]
     if "anthropic" in shapes:
-        rows.append(per_turn(folder, model, agent, "anthropic", 100, 100, 200 if quick else 300, turns))
+        rows.append(per_turn(folder, model, agent, "anthropic", 100, 100, 200 if quick else 300, turns, rounds,
+                             out_root))
     return rows
 
 
@@ -148,7 +171,8 @@ def markdown_rows(rows: list[dict[str, Any]]) -> list[str]:
         cap = 100 if row["at_once"] <= 100 else 300
         lines.append(
             f"| persona ({row['shape']}), CPU per turn, {row['at_once']} at once | {row['tamesu_cpu_ms_per_turn']} ms "
-            f"| {row['baseline_cpu_ms_per_turn']} ms (httpx loop) | {row['ratio']}x | <= 1.3 | "
+            f"| {row['baseline_cpu_ms_per_turn']} ms (httpx loop) | {row['ratio']}x (median of {row['rounds']} "
+            f"rounds) | <= 1.3 | "
             f"{'yes' if met['cpu'] else 'no'} |")
         lines.append(
             f"| persona ({row['shape']}), {row['at_once']} at once: wall, memory, calls | "
@@ -163,15 +187,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--shape", choices=["openai", "anthropic", "both"], default="both")
+    parser.add_argument("--rounds", type=int, help="rounds of each size (default 3, 1 with --quick)")
+    parser.add_argument("--disk", action="store_true", help="tamesu's run folders on the disk, not on tmpfs")
     args = parser.parse_args()
     model, agent = ModelServer(), Agent()
+    out_root = None if args.disk else tmpfs_root()
     try:
         with tempfile.TemporaryDirectory(prefix="tamesu-persona-") as temporary:
             shapes = ("openai", "anthropic") if args.shape == "both" else (args.shape,)
-            rows = persona_figures(Path(temporary), model, agent, args.quick, shapes)
+            rows = persona_figures(Path(temporary), model, agent, args.quick, shapes, out_root, args.rounds)
     finally:
         model.stop()
         agent.stop()
+        if out_root is not None:
+            shutil.rmtree(out_root, ignore_errors=True)
     print("\n".join(markdown_rows(rows)))
     print(json.dumps(rows, indent=1))
     return 0
