@@ -130,6 +130,8 @@ class _Syncer:
         self._pending = False
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._idle = False
+        """Whether the thread waits for a request (not out the interval after a sync)."""
         self.failure: OSError | None = None
         self.syncs = 0
         """How many fsyncs were made (test_results_sync.py)."""
@@ -140,7 +142,10 @@ class _Syncer:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="tamesu-results-sync", daemon=True)
                 self._thread.start()
-            self._condition.notify()
+            elif self._idle:
+                # only an idle thread is woken: one waiting out the interval would only go back to waiting,
+                # taking the interpreter from the run once per finished test
+                self._condition.notify()
 
     def raise_failure(self) -> None:
         if self.failure is not None:
@@ -160,7 +165,9 @@ class _Syncer:
         while True:
             with self._condition:
                 if not self._pending and not self._closing:
+                    self._idle = True
                     self._condition.wait(self.IDLE_S)
+                    self._idle = False
                 if not self._pending:
                     self._thread = None  # idle (or closing): a later request starts another thread
                     return
