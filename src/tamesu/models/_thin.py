@@ -23,6 +23,7 @@ Each concurrent call borrows a transport client of its own (`_lease.py`), so no 
 from __future__ import annotations
 
 import json
+import os
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -74,6 +75,21 @@ def joined_url(base_url: str, path: str) -> httpx2.URL | None:
         return None
     raw = base.raw_path if base.raw_path.endswith(b"/") else base.raw_path + b"/"
     return base.copy_with(raw_path=raw + path.lstrip("/").encode())
+
+
+def known_url(base_url: str | None, path: str, *, base_variable: str, headers_variable: str) -> httpx2.URL | None:
+    """The URL of `path` when tamesu can know the SDK's request: a base URL (given, or `base_variable` as the SDK
+    reads it) without a query, and the SDK's own headers variable unset (it filters those by its own rules)."""
+    base = base_url if base_url is not None else os.environ.get(base_variable)
+    if not base or headers_variable in os.environ:
+        return None
+    return joined_url(base, path)
+
+
+def json_headers(api_key: str) -> dict[str, str]:
+    """The headers both SDKs send with every JSON request, the key as a bearer token and tamesu's user agent."""
+    return {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "Content-Type": "application/json",
+            "User-Agent": USER_AGENT}
 
 
 def merged_headers(*mappings: Mapping[str, str]) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ import httpx2
 
 from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
-from tamesu.models._thin import USER_AGENT, Shape, ThinPost, joined_url, merged_headers
+from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
     Message,
@@ -194,16 +194,11 @@ def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | No
     workload identity; without a base URL it is still left to the SDK, which may learn one from a profile.
     Its platform headers (`x-stainless-*`) are left out; the user agent is tamesu's. test_model_wire.py checks
     the rest against what the installed SDK sends (the 2.x SDK sends the key as a bearer token)."""
-    base = base_url if base_url is not None else os.environ.get("ANTHROPIC_BASE_URL")
-    if not base or "ANTHROPIC_CUSTOM_HEADERS" in os.environ:
-        return None
-    url = joined_url(base, "/v1/messages")
+    url = known_url(base_url, "/v1/messages", base_variable="ANTHROPIC_BASE_URL",
+                    headers_variable="ANTHROPIC_CUSTOM_HEADERS")
     if url is None:
         return None
-    return Shape(url, merged_headers(
-        {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "Content-Type": "application/json",
-         "User-Agent": USER_AGENT, "anthropic-version": API_VERSION},
-        headers or {}))
+    return Shape(url, merged_headers({**json_headers(api_key), "anthropic-version": API_VERSION}, headers or {}))
 
 
 def _timeout_error(request: httpx2.Request) -> Exception:

@@ -18,7 +18,7 @@ import httpx2
 
 from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
-from tamesu.models._thin import USER_AGENT, Shape, ThinPost, joined_url, merged_headers
+from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
     Message,
@@ -213,17 +213,14 @@ def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | No
     (given, or `OPENAI_BASE_URL` as the SDK reads it) without a query, and no `OPENAI_CUSTOM_HEADERS` (which the
     SDK filters by its own rules). Its platform headers (`x-stainless-*`) are left out; the user agent is
     tamesu's. test_model_wire.py checks the rest against what the installed SDK sends."""
-    base = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL")
-    if not base or "OPENAI_CUSTOM_HEADERS" in os.environ:
-        return None
-    url = joined_url(base, "/chat/completions")
+    url = known_url(base_url, "/chat/completions", base_variable="OPENAI_BASE_URL",
+                    headers_variable="OPENAI_CUSTOM_HEADERS")
     if url is None:
         return None
     # the SDK reads these when it is not given them (tamesu never gives them), and sends them as set
     organization, project = os.environ.get("OPENAI_ORG_ID"), os.environ.get("OPENAI_PROJECT_ID")
     return Shape(url, merged_headers(
-        {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "Content-Type": "application/json",
-         "User-Agent": USER_AGENT},
+        json_headers(api_key),
         {"OpenAI-Organization": organization} if organization is not None else {},
         {"OpenAI-Project": project} if project is not None else {},
         headers or {}))
