@@ -133,8 +133,6 @@ class _Syncer:
         self._idle = False
         """Whether the thread waits for a request (not out the interval after a sync)."""
         self.failure: OSError | None = None
-        self.syncs = 0
-        """How many fsyncs were made (test_results_sync.py)."""
 
     def request(self) -> None:
         with self._condition:
@@ -185,4 +183,3 @@ class _Syncer:
             except OSError as exc:
                 self.failure = exc
             synced_at = time.monotonic()
-            self.syncs += 1
