@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from tamesu._http import client_options
+from tamesu._resend_http import resending_client_options
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
@@ -120,8 +120,10 @@ class Http:
         """The target's max_response_bytes: no body is read past it."""
         self._connect = connect
         self._what = what
+        # a turn that went out on a connection the agent had just closed is sent again once (tamesu._resend_http);
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = httpx.AsyncClient(**client_options(), follow_redirects=True, max_redirects=MAX_REDIRECTS,
+        self.client = httpx.AsyncClient(**resending_client_options(self._resent), follow_redirects=True,
+                                        max_redirects=MAX_REDIRECTS,
                                         timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
                                         event_hooks={"request": [self._stamp_trace]})
         self._urls: dict[str, httpx.URL] = {}
@@ -129,6 +131,9 @@ class Http:
         """Requests that reached the agent."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    def _resent(self, request: httpx.Request, reason: str) -> None:
+        self._session.event("resent", reason=reason, url=self._mask(request))
 
     async def _stamp_trace(self, request: httpx.Request) -> None:
         """Every request of a turn carries the turn's `traceparent` (unless the suite set its own)."""

@@ -48,10 +48,12 @@ JSON string are parsed); `ended` is set when `response.done` holds on any of the
 
 Failures: a request that never reached the agent (refused, DNS, connect timeout) is retried `connect.attempts`
 times `connect.backoff` apart (a `connect_retry` event per failed attempt that is retried), then InfraError.
+A turn that went out on a kept-alive connection the agent had just closed is sent again once on a new one
+(a `resent` event; `tamesu._resend_http`).
 A 5xx answer raises TurnError; a 4xx answer is a normal turn whose `status` the `status` assertion checks.
 A turn over `turn_timeout` raises TurnError. session.open failing, or the websocket handshake, is InfraError.
 
-Events: `transport`, `session_open`, `connect_retry`, `handoff`, `unsolicited`. Metric: `rest_requests`,
+Events: `transport`, `session_open`, `connect_retry`, `resent`, `handoff`, `unsolicited`. Metric: `rest_requests`,
 the HTTP requests that reached the agent (session.open, sends, polls) plus the websocket messages sent.
 """
 

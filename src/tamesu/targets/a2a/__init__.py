@@ -42,7 +42,9 @@ the message), all in the one shape of `_normalize` whatever the version and bind
 `$.status.state`, `$.artifacts[*].name`, `$.artifacts[*].parts[?(@.kind == 'data')].data` on the response first,
 then on the events. Its text is read as `_read` says. `first_token_at_ms` is the first streamed event with text.
 
-Failures: a call that never reaches the agent is retried (`connect_retry` events), then InfraError. An error
+Failures: a call that never reaches the agent is retried (`connect_retry` events), then InfraError; an HTTP
+call that went out on a kept-alive connection the agent had just closed is sent again once (a `resent` event,
+`tamesu._resend_http`). An error
 the agent answers (JSON-RPC error, HTTP+JSON error status, gRPC status) fails the turn with TurnError naming
 its JSON-RPC code (the same A2A error's code on every binding) and message. A turn over `turn_timeout` fails
 with TurnError, without waiting for the agent.

@@ -18,6 +18,7 @@ from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
 from tamesu._bounded_http import bounded_transport
 from tamesu._http import ssl_context
+from tamesu._resend_http import ResendingTransport
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
@@ -41,9 +42,10 @@ class Wire:
         self.headers = headers
         self.max_response_bytes = max_response_bytes
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
-        # check, no answer is read past max_response_bytes
-        bounded = bounded_transport(httpx, httpx.AsyncHTTPTransport(verify=ssl_context()), max_response_bytes,
-                                    self._refused)
+        # check, no answer is read past max_response_bytes; beneath that, a call that went out on a connection
+        # the agent had just closed is sent again once (tamesu._resend_http)
+        resending = ResendingTransport(httpx.AsyncHTTPTransport(verify=ssl_context()), self._resent)
+        bounded = bounded_transport(httpx, resending, max_response_bytes, self._refused)
         self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded),
                                       headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
@@ -53,6 +55,9 @@ class Wire:
         """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+
+    def _resent(self, request: httpx.Request, reason: str) -> None:
+        self._session.event("resent", reason=reason, url=self._session.redactor.text(str(request.url)))
 
     def _refused(self, note: str, read: int, declared: int | None) -> None:
         self._session.event("response_truncated", limit=self.max_response_bytes, sizes={"body": read}, read=read,

@@ -1,0 +1,97 @@
+"""A request sent again, once, when the kept-alive connection it went out on turned out to be closed.
+
+An agent's server closes a connection that stayed idle past its keep-alive time (uvicorn and Node after 5 s,
+gunicorn after 2 s). httpx checks a pooled connection before it reuses it, but the server's close can arrive
+after that check and before the request is written: the request then fails with a broken pipe, a reset, or
+"Server disconnected without sending a response". The wait between a simulated user's turns is often just
+that long, and a loaded event loop widens the gap between the check and the write to seconds (1000 persona
+conversations at once, `bench/persona.py`, lost 595 tests this way). Browsers send such a request again on a
+new connection, whatever its method; so does this transport, once, and only when:
+
+- an idle connection to the same origin was in the pool as the request went out (it went out on a reused one);
+- the failure came before any byte of the answer (the server cannot have answered it): writing the request, or
+  the connection ending or being reset before the status line;
+- the body is in memory (it can be sent again unchanged).
+
+Each resend is told to `on_resend` (the targets record it as a `resent` event); a second failure is the
+request's failure, as it would have been.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpcore
+import httpx
+
+from tamesu._http import client_options
+
+DISCONNECTED = "Server disconnected without sending a response."
+"""httpcore's words for a connection that ended before the status line."""
+
+_DEFAULT_PORTS = {b"http": 80, b"https": 443}
+
+
+class ResendingTransport(httpx.AsyncBaseTransport):
+    """`inner` (an httpx.AsyncHTTPTransport), with a request that failed on a connection the agent had closed
+    sent again once on a new one."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, on_resend: Callable[[httpx.Request, str], None]) -> None:
+        self._inner = inner
+        self._on_resend = on_resend
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        reused = self._would_reuse(request)
+        try:
+            return await self._inner.handle_async_request(request)
+        except (httpx.WriteError, httpx.ReadError, httpx.RemoteProtocolError) as exc:
+            if not reused or not isinstance(request.stream, httpx.ByteStream) or not _before_the_answer(exc):
+                raise
+            self._on_resend(request, f"the agent had closed the kept-alive connection ({_words(exc)})")
+        return await self._inner.handle_async_request(request)
+
+    def _would_reuse(self, request: httpx.Request) -> bool:
+        """Whether an idle connection to the request's origin waits in the pool (httpx keeps it as `_pool`,
+        httpcore's public connection pool; httpx is pinned below 0.29)."""
+        pool: Any = getattr(self._inner, "_pool", None)
+        if pool is None:
+            return False
+        connections = pool.connections
+        if not connections:
+            return False
+        url = request.url
+        origin = httpcore.Origin(url.raw_scheme, url.raw_host, url.port or _DEFAULT_PORTS.get(url.raw_scheme, 80))
+        return any(connection.is_idle() and connection.can_handle_request(origin) for connection in connections)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _before_the_answer(exc: Exception) -> bool:
+    """A write that failed, a reset, or an end before the status line; not a malformed answer."""
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return str(exc) == DISCONNECTED
+    return True
+
+
+def _words(exc: Exception) -> str:
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror
+        seen = seen.__cause__ or seen.__context__
+    return str(exc) or type(exc).__name__
+
+
+def resending_client_options(on_resend: Callable[[httpx.Request, str], None]) -> dict[str, Any]:
+    """`tamesu._http.client_options()` with each transport (the direct one and the proxies') resending."""
+    options = client_options()
+    mounts = options["mounts"]
+    if mounts:
+        options["mounts"] = {pattern: None if mounted is None else ResendingTransport(mounted, on_resend)
+                             for pattern, mounted in mounts.items()}
+    options["transport"] = ResendingTransport(httpx.AsyncHTTPTransport(verify=options["verify"]), on_resend)
+    return options
