@@ -65,6 +65,7 @@ def test_a_400_mb_line_is_refused_past_the_cap_and_never_held(tmp_path: Path) ->
         "    target: shop\n"
         '    scenario: { script: [{ say: "ping please" }, { say: "flood please" }] }\n')
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "300"}
+    env.pop("TAMESU_DEBUG", None)
     done = subprocess.run([sys.executable, "-c", _MEASURED, "run", "--out", str(tmp_path / "out")], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr

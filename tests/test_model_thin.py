@@ -214,8 +214,8 @@ BELOW_HOST = {"openai": "/v1", "anthropic": ""}
 def test_a_connection_error_names_the_url_the_request_went_to(tmp_path: Path, tamesu: Any, shape: str,
                                                                first: str) -> None:
     """The suite gives no base_url, the SDK's environment variable does: the error line names that URL (its
-    credentials masked), never the public API; a model given the suite's base_url names that one, as before.
-    `first=sdk` makes the SDK send the request (its headers variable set), `tamesu` sends its own."""
+    credentials and query left out), never the public API; a model given the suite's base_url names that one,
+    as before. `first=sdk` makes the SDK send the request, `tamesu` sends its own (`_thin.known_url`)."""
     env_port, suite_port = refused_port(), refused_port()
     below = BELOW_HOST[shape]
     model = f"provider: {shape}, model: m, max_retries: 0, timeout: 5s"
@@ -237,9 +237,10 @@ tests:
     target: by_suite
     scenario: { script: [ { say: hello } ] }
 """)
-    env = {BASE_URL_VARIABLES[shape]: f"http://someone:s3cret-pw@127.0.0.1:{env_port}{below}/?token=t0ken-x",
-           KEY_VARIABLES[shape]: KEY}
-    if first == "sdk":
+    base = f"http://someone:s3cret-pw@127.0.0.1:{env_port}{below}"
+    env = {BASE_URL_VARIABLES[shape]: base, KEY_VARIABLES[shape]: KEY}
+    if first == "sdk":  # a query in the base URL and the headers variable: both leave the request to the SDK
+        env[BASE_URL_VARIABLES[shape]] = base + "/?token=t0ken-x"
         env[ENV_HEADERS[shape]] = "x-from-env: the SDK's"
     result = tamesu(["run", "--out", "out"], cwd=tmp_path, env=env)
     assert result.returncode == 3, result.stdout + result.stderr
