@@ -320,13 +320,16 @@ async def test_a_running_server_at_a_url_with_headers(tmp_path: Path, http_serve
     assert events(session, "mcp_server")[0]["transport"] == "http"
 
 
+@pytest.mark.parametrize("transport", ["http", "stdio"])
 async def test_an_answer_past_max_response_bytes_is_refused_and_fails_the_turn(
-        tmp_path: Path, http_server: Callable[..., str]) -> None:
-    url = http_server()
+        tmp_path: Path, http_server: Callable[..., str], transport: str) -> None:
+    """The same refusal over both transports: over stdio tamesu reads the server's stdout itself and holds no
+    line past the limit (and the JSON-RPC envelope's room), `test_mcp_stdio_size.py` has the 400 MB line."""
+    where = {"url": http_server()} if transport == "http" else stdio()
     rules = [{"when": "everything", "tool_calls": [{"name": "search_docs", "args": {"query": "everything"}}],
               "say": "unreachable"}, *RULES]
     session = make_session(tmp_path, rules=rules)
-    async with opened(session, type="mcp", url=url, max_response_bytes=100_000) as target:
+    async with opened(session, **{"type": "mcp", **where, "max_response_bytes": 100_000}) as target:
         small = await target.send(UserTurn(text="where is ORD-1001"))  # under the limit, read as always
         with pytest.raises(TurnError) as refused:
             await target.send(UserTurn(text="tell me everything"))

@@ -703,8 +703,8 @@ async def test_registry_roles_and_overrides(oai: tuple[OpenAIServer, str]) -> No
 
 
 def test_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
     with pytest.raises(ModelError, match=r"openai: no API key \(set OPENAI_API_KEY or models.X.api_key\)"):
         OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), None)
     with pytest.raises(ModelError, match="anthropic: no API key"):
@@ -712,6 +712,13 @@ def test_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     local = OpenAIProvider.from_spec(ModelSpec(provider="openai", model="llama3",
                                                base_url="http://localhost:11434/v1"), None)
     assert local._api_key and local._api_key != KEY
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")  # local through the SDK's variable
+    assert OpenAIProvider.from_spec(ModelSpec(provider="openai", model="llama3"), None)._api_key
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://localhost:8080")
+    assert AnthropicProvider.from_spec(ModelSpec(provider="anthropic", model="claude-sonnet-4"), None)._api_key
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://models.example.com/v1")
+    with pytest.raises(ModelError, match="openai: no API key"):
+        OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     assert OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), None)._api_key == "sk-from-env"
     assert OpenAIProvider.from_spec(ModelSpec(provider="openai", model="gpt-4o"), "sk-given")._api_key == "sk-given"
@@ -744,6 +751,25 @@ async def test_doctor_check(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> No
     assert missing == "openai:gpt-4o: no API key (set OPENAI_API_KEY or api_key)"
     dead = await check(openai_spec(dead_base_url()))
     assert dead is not None and "not reachable" in dead and KEY not in dead
+
+
+async def test_doctor_asks_the_server_the_environment_names(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No base_url in the suite, `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` set: doctor asks that server (as the
+    run's calls would go there), a local one needs no key, and a dead one is named by host and port only."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    openai_server, anthropic_server = OpenAIServer(), AnthropicServer()
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url(serve(openai_server.app).url))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.base_url(serve(anthropic_server.app).url))
+    assert await check(ModelSpec(provider="openai", model="llama3")) is None
+    assert await check(ModelSpec(provider="anthropic", model="claude-sonnet-4")) is None
+    assert [r.path for r in openai_server.requests] == ["/v1/models", "/v1/chat/completions"]
+    assert [r.path for r in anthropic_server.requests] == ["/v1/models", "/v1/messages"]
+    port = refused_port()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://someone:s3cret-pw@127.0.0.1:{port}/v1")
+    dead = await check(ModelSpec(provider="openai", model="llama3"))
+    assert dead is not None and dead.startswith(f"openai:llama3: 127.0.0.1:{port} not reachable (")
+    assert "s3cret" not in dead and "someone" not in dead
 
 
 async def test_client_without_registry_counts_attempts(oai: tuple[OpenAIServer, str]) -> None:

@@ -8,7 +8,9 @@ it (`OPENAI_CUSTOM_HEADERS`, `ANTHROPIC_CUSTOM_HEADERS`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -16,6 +18,7 @@ import openai
 import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, Planned, delay, raw, status, text
+from ports import refused_port
 from tamesu._serve import ThreadServer
 from tamesu.models.anthropic import AnthropicProvider
 from tamesu.models.base import Message, ModelError, ModelRequest, Provider
@@ -198,3 +201,58 @@ async def test_a_calls_own_headers_are_sent_with_it_and_never_replayed(serve: Se
     assert [value[3:4] for value in sent] == ["a", "b", ""]
     assert thin.shape is not None and all(name.lower() != "traceparent" for name, _ in thin.shape.headers)
     assert server.calls()[2].headers["authorization"] == f"Bearer {KEY}"
+
+
+BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BELOW_HOST = {"openai": "/v1", "anthropic": ""}
+"""What each provider's base URL has after host and port (`/v1` for chat completions)."""
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("first", ["sdk", "tamesu"])
+def test_a_connection_error_names_the_url_the_request_went_to(tmp_path: Path, tamesu: Any, shape: str,
+                                                               first: str) -> None:
+    """The suite gives no base_url, the SDK's environment variable does: the error line names that URL (its
+    credentials and query left out), never the public API; a model given the suite's base_url names that one,
+    as before. `first=sdk` makes the SDK send the request, `tamesu` sends its own (`_thin.known_url`)."""
+    env_port, suite_port = refused_port(), refused_port()
+    below = BELOW_HOST[shape]
+    model = f"provider: {shape}, model: m, max_retries: 0, timeout: 5s"
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+suites: ['suite.yaml']
+models:
+  from_env: {{ {model} }}
+  from_suite: {{ {model}, base_url: "http://127.0.0.1:{suite_port}{below}" }}
+""")
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  by_env: { type: model, system: "Be brief.", model: from_env }
+  by_suite: { type: model, system: "Be brief.", model: from_suite }
+tests:
+  - name: through the environment
+    target: by_env
+    scenario: { script: [ { say: hello } ] }
+  - name: through the suite
+    target: by_suite
+    scenario: { script: [ { say: hello } ] }
+""")
+    base = f"http://someone:s3cret-pw@127.0.0.1:{env_port}{below}"
+    env = {BASE_URL_VARIABLES[shape]: base, KEY_VARIABLES[shape]: KEY}
+    if first == "sdk":  # a query in the base URL and the headers variable: both leave the request to the SDK
+        env[BASE_URL_VARIABLES[shape]] = base + "/?token=t0ken-x"
+        env[ENV_HEADERS[shape]] = "x-from-env: the SDK's"
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env=env)
+    assert result.returncode == 3, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    errors = {line["test"]: line["runs"][0]["error"]
+              for line in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert f"{shape}:m: cannot reach http://***@127.0.0.1:{env_port}{below} (ConnectError)" \
+        in errors["through the environment"], errors
+    assert f"{shape}:m: cannot reach http://127.0.0.1:{suite_port}{below} (ConnectError)" \
+        in errors["through the suite"], errors
+    assert f"cannot reach http://***@127.0.0.1:{env_port}{below} (ConnectError)" in result.stdout
+    written = [result.stdout, result.stderr, *(p.read_text(errors="replace") for p in run_dir.rglob("*")
+                                               if p.is_file())]
+    for secret in ("s3cret-pw", "someone", "t0ken-x", "api.openai.com", "api.anthropic.com"):
+        assert not [text for text in written if secret in text], secret

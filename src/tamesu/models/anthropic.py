@@ -21,6 +21,7 @@ import httpx2
 from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
 from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
+from tamesu.models._where import base_url_in_use, reached
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
     Message,
@@ -33,6 +34,7 @@ from tamesu.models.base import (
     per_request_headers,
 )
 from tamesu.models.client import (
+    DEFAULT_BASE_URLS,
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
     not_a_completion,
@@ -77,7 +79,7 @@ class AnthropicProvider(Provider):
     def from_spec(cls, spec: ModelSpec, api_key: str | None) -> AnthropicProvider:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            if not is_local_url(spec.base_url):
+            if not is_local_url(base_url_in_use(spec.base_url, "ANTHROPIC_BASE_URL", "")):
                 raise ModelError("anthropic: no API key (set ANTHROPIC_API_KEY or models.X.api_key)")
             key = LOCAL_PLACEHOLDER_KEY
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
@@ -164,6 +166,11 @@ class AnthropicProvider(Provider):
             model=_plain.text(message.get("model")) or self.model,
         )
 
+    def _reached(self, exc: Exception) -> str:
+        # the URL the failed request went to: the suite's base_url, else ANTHROPIC_BASE_URL, else the public API
+        base = base_url_in_use(self.base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URLS["anthropic"])
+        return reached(exc, "/v1/messages", base)
+
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
         import anthropic
 
@@ -175,7 +182,7 @@ class AnthropicProvider(Provider):
         if isinstance(exc, anthropic.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause else ""
-            return ModelError(f"{where}: cannot reach {self.base_url or 'api.anthropic.com'}{detail}",
+            return ModelError(f"{where}: cannot reach {self._reached(exc)}{detail}",
                               retryable=True)
         if isinstance(exc, anthropic.APIStatusError):
             status = exc.status_code

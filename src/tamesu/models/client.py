@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from tamesu import _otel as otel
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
+from tamesu.models._where import base_url_in_use
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider
 from tamesu.models.cache import ReplayCache, canonical_json, label
 from tamesu.models.ledger import Ledger
@@ -52,6 +53,8 @@ PROVIDERS: dict[str, str] = {
 """Provider name -> "module:Class"; each class has `from_spec(spec, api_key)`. Imported on first use."""
 
 DEFAULT_ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_ENV_BASE_URLS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+"""Where each SDK reads its base URL when it is given none (tamesu gives none when the suite sets none)."""
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 LOCAL_PLACEHOLDER_KEY = "tamesu-local"
 """Sent as the key to servers on this machine (Ollama, vLLM...) when none is configured: they need none."""
@@ -353,11 +356,13 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
         return f"{label(spec)}: {exc}"
     env = DEFAULT_ENV_KEYS.get(spec.provider, "")
     api_key = api_key or os.environ.get(env)
+    # the server the provider's calls go to: the SDK's environment variable when the suite gives no base_url
+    in_use = base_url_in_use(base_url, DEFAULT_ENV_BASE_URLS[spec.provider], DEFAULT_BASE_URLS[spec.provider])
     if not api_key:
-        if not is_local_url(base_url):
+        if not is_local_url(in_use):
             return f"{label(spec)}: no API key (set {env} or api_key)"
         api_key = LOCAL_PLACEHOLDER_KEY
-    url = (base_url or DEFAULT_BASE_URLS[spec.provider]).rstrip("/")
+    url = in_use.rstrip("/")
     # both SDKs send the key as a bearer token (anthropic 2.x too)
     headers["Authorization"] = f"Bearer {api_key}"
     if spec.provider == "anthropic":
@@ -469,5 +474,6 @@ def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
 
 
 def _host(url: str) -> str:
+    # host and port only: a `user:password@` in the URL is never printed
     parsed = urlparse(url)
-    return parsed.netloc or url
+    return parsed.netloc.rpartition("@")[2] or url

@@ -19,6 +19,7 @@ import httpx2
 from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
 from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
+from tamesu.models._where import base_url_in_use, reached
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
     Message,
@@ -31,6 +32,7 @@ from tamesu.models.base import (
     per_request_headers,
 )
 from tamesu.models.client import (
+    DEFAULT_BASE_URLS,
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
     not_a_completion,
@@ -76,7 +78,7 @@ class OpenAIProvider(Provider):
     def from_spec(cls, spec: ModelSpec, api_key: str | None) -> OpenAIProvider:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            if not is_local_url(spec.base_url):
+            if not is_local_url(base_url_in_use(spec.base_url, "OPENAI_BASE_URL", "")):
                 raise ModelError("openai: no API key (set OPENAI_API_KEY or models.X.api_key)")
             key = LOCAL_PLACEHOLDER_KEY  # Ollama, vLLM, LM Studio on this machine need none
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
@@ -187,6 +189,11 @@ class OpenAIProvider(Provider):
             model=_plain.text(completion.get("model")) or self.model,
         )
 
+    def _reached(self, exc: Exception) -> str:
+        # the URL the failed request went to: the suite's base_url, else OPENAI_BASE_URL, else the public API
+        base = base_url_in_use(self.base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URLS["openai"])
+        return reached(exc, "/chat/completions", base)
+
     def _error(self, exc: openai.OpenAIError) -> ModelError:
         import openai
 
@@ -198,7 +205,7 @@ class OpenAIProvider(Provider):
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__})" if cause else ""
-            return ModelError(f"{where}: cannot reach {self.base_url or 'api.openai.com'}{detail}", retryable=True)
+            return ModelError(f"{where}: cannot reach {self._reached(exc)}{detail}", retryable=True)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             message = redact(one_line(_server_message(exc)), self._api_key)

@@ -9,33 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-import anyio
 import httpx2
 import mcp_types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
 
 from tamesu import __version__
 from tamesu._bounded_http import Record, bounded_transport
 from tamesu._children import owner_env
 from tamesu._http import ssl_context
+from tamesu.targets._mcp_stdio import bounded_stdio
 
 Transport = AbstractAsyncContextManager[Any]
 
 _PAGES = 100
 """tools/list pages read at most: a server whose cursor never ends cannot hang the start."""
 _STOP_GRACE = 10.0
-"""How long closing may take: the SDK's stdio shutdown waits up to about 6.5 s for a stubborn process."""
+"""How long closing may take: the stdio shutdown waits up to about 6.5 s for a stubborn process."""
 _HTTP_READ = 300.0
 """Read timeout of the HTTP client. Calls are bounded by `call_timeout`; this only ends a dead stream."""
 
@@ -66,9 +64,7 @@ class StdoutNoise:
         self.lines = 0
         self.first = ""
 
-    def add(self, error: ValidationError) -> None:
-        found = error.errors()[0].get("input") if error.errors() else None
-        line = found if isinstance(found, str) else str(error).splitlines()[0]
+    def add(self, line: str) -> None:
         self.lines += 1
         if not self.first:
             self.first = line[:120]
@@ -76,46 +72,11 @@ class StdoutNoise:
             self._errlog.write(f"[stdout, not JSON-RPC] {line[:2000]}\n")
 
 
-class _NoParseTracebacks(logging.Filter):
-    """The SDK logs a whole traceback for every stdout line that is not JSON-RPC; `StdoutNoise` says it once."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Failed to parse JSONRPC message")
-
-
-_SDK_STDIO_LOG = logging.getLogger("mcp.client.stdio")
-if not any(isinstance(f, _NoParseTracebacks) for f in _SDK_STDIO_LOG.filters):
-    _SDK_STDIO_LOG.addFilter(_NoParseTracebacks())
-
-
 def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO,
-                    noise: StdoutNoise | None = None) -> Transport:
-    """The server as a child process; the SDK passes it only a safe part of our environment, plus `env`."""
-    # the SDK gives the server a fresh environment: the owner mark makes it die with tamesu (tamesu._children)
-    params = StdioServerParameters(command=command, args=args, env={**owner_env(), **env} or None, cwd=cwd)
-    return _without_noise(stdio_client(params, errlog=errlog), noise or StdoutNoise(errlog))
-
-
-@asynccontextmanager
-async def _without_noise(transport: Transport, noise: StdoutNoise) -> AsyncIterator[Any]:
-    """The SDK hands each unparsable stdout line to the session as an exception; they go to `noise` instead."""
-    async with transport as (read, write):
-        sender, receiver = anyio.create_memory_object_stream[Any](0)
-
-        async def pump() -> None:
-            async with sender:
-                async for item in read:
-                    if isinstance(item, ValidationError):
-                        noise.add(item)
-                        continue
-                    await sender.send(item)
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(pump)
-            try:
-                yield receiver, write
-            finally:
-                group.cancel_scope.cancel()
+                    noise: StdoutNoise, max_bytes: int, refused: Record) -> Transport:
+    """The server as a child process, seeing only a safe part of our environment (the one the SDK would give
+    it) plus `env`; no stdout line is read past `max_bytes` and its envelope (`_mcp_stdio`)."""
+    return bounded_stdio(command, args, server_environment(env), cwd, errlog, noise, max_bytes, refused)
 
 
 @asynccontextmanager
@@ -212,7 +173,7 @@ class McpConnection:
             return await client.call_tool(name, args, read_timeout_seconds=timeout, meta=meta)
 
     async def stop(self) -> None:
-        """End the session (the SDK stops a stdio server: stdin closed, then SIGTERM, then SIGKILL)."""
+        """End the session (a stdio server is stopped by `_mcp_stdio`: stdin closed, then SIGTERM, then SIGKILL)."""
         self._stopping.set()
         task, self._task = self._task, None
         if task is None:

@@ -2,9 +2,9 @@
 the truncation is recorded (a `response_truncated` event), before anything is graded or written.
 
 This bounds what tamesu keeps, grades and writes (text, response, raw documents) for every target type. The
-rest target also stops reading a body at the limit (`_rest_body`); a2a, grpc, mcp over HTTP and the model
-target refuse an answer past it as they read it (`tamesu._bounded_http`, gRPC's `max_receive_message_length`);
-mcp stdio answers have been read whole by then (by the MCP SDK).
+rest target also stops reading a body at the limit (`_rest_body`); a2a, grpc, mcp and the model target
+refuse an answer past it as they read it (`tamesu._bounded_http`, gRPC's `max_receive_message_length`, mcp's
+stdout lines in `_mcp_stdio`).
 """
 
 from __future__ import annotations

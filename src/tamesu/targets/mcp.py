@@ -3,7 +3,7 @@
 The server is reached one of three ways:
 - `command` (with `args`, `env`): tamesu starts it for each run and speaks MCP over its stdin and stdout. It
   runs in the suite's folder and sees PATH, HOME and a few other variables of tamesu's environment, plus
-  `env`.
+  `env`. tamesu reads its stdout itself (`_mcp_stdio`), so no answer is held past `max_response_bytes`.
 - `url` (with `headers`): a running server, over streamable HTTP.
 - `command` and `url` together: tamesu starts the command, waits until `url` accepts connections, and speaks
   streamable HTTP to it. `{{session.port}}` is a free port chosen for the run, to put in both.
@@ -176,11 +176,18 @@ class McpTarget(ModelTarget):
         self._errlog_path = session.artifacts_dir / _STDERR_FILE
         self._errlog = self._errlog_path.open("w", encoding="utf-8")
         connect = self.spec.connect
+
+        def refused(note: str, read: int, declared: int | None) -> None:
+            self._too_large = note
+            session.event("response_truncated", limit=self.spec.max_response_bytes, sizes={"body": read},
+                          read=read, declared=declared, complete=False, note=note)
+
         if config["url"] is None:
             errlog = self._errlog
             noise = self._noise = mcp.StdoutNoise(errlog)
             self._connection = mcp.McpConnection(lambda: mcp.stdio_transport(
-                config["command"], config["args"], config["env"], session.base_dir, errlog, noise))
+                config["command"], config["args"], config["env"], session.base_dir, errlog, noise,
+                self.spec.max_response_bytes, refused))
             return await self._start(self._connection, connect.timeout, "did not start")
         if config["command"] is not None:
             await self._start_process(session, config)
@@ -189,11 +196,6 @@ class McpTarget(ModelTarget):
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
                                       traceparent=lambda: session.trace.traceparent if session.trace else None,
                                       max_bytes=self.spec.max_response_bytes, refused=refused)
-
-        def refused(note: str, read: int, declared: int | None) -> None:
-            self._too_large = note
-            session.event("response_truncated", limit=self.spec.max_response_bytes, sizes={"body": read},
-                          read=read, declared=declared, complete=False, note=note)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)
@@ -215,6 +217,9 @@ class McpTarget(ModelTarget):
             await connection.stop()
             if retry and is_unreached(exc):
                 raise _Unreached(describe(exc)) from exc
+            if self._too_large is not None:  # the session ended because an answer (a listing) was refused
+                raise InfraError(f"{self._what}: the MCP server {failed}: its answer was refused: {self._too_large} "
+                                 "(raise the target's max_response_bytes to read it)") from None
             # The SDK reports a refused request without its status; the HTTP client saw it.
             status = f" ({'; '.join(dict.fromkeys(self._http_errors))})" if self._http_errors else ""
             raise InfraError(f"{self._what}: the MCP server {failed}: {describe(exc)}{status}"
