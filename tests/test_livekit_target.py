@@ -83,8 +83,13 @@ async def test_no_agent_in_the_room_is_an_infrastructure_error(tmp_path: Path) -
 @pytest.mark.skipif(voice_problem() is not None, reason=voice_problem() or "")
 async def test_audio_mode_speaks_hears_and_measures(tmp_path: Path) -> None:
     rooms: list[Any] = []
-    async with opened(tmp_path, rooms, mode="audio", idle=0.8, turn_timeout=20) as (target, session):
+    # the turn ends after `idle` (the default, 1.2 s) of silence: the longest pause inside the agent's reply is
+    # 0.1 to 0.14 s, on a quiet machine as at a twelfth of a core (cpulimit -l 8: the double speaks on the
+    # wall clock and catches up after a stall), so a pause never ends the turn; that the whole reply was
+    # heard in it is checked by the reply's last sound having gone out before the turn ended
+    async with opened(tmp_path, rooms, mode="audio", idle=1.2, turn_timeout=20) as (target, session):
         turn = await target.send(UserTurn(text="What is my balance?"))
+        assert rooms[0].replies_spoken == 1, "the turn ended before the agent's reply did"
     assert ("balance" in turn.text.lower() and "42" in turn.text) or "forty" in turn.text.lower()
     assert turn.audio is not None and turn.audio.user_to_ms is not None
     assert turn.measures["time_to_first_audio_ms"] > 0

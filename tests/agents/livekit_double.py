@@ -9,7 +9,9 @@ the room. No LiveKit server can be installed here; this is what the target is te
 - audio: the agent publishes an audio track at once (`track_subscribed`). Our microphone frames reach it
   through `AudioSource.capture_frame`; 600 ms of silence after speech ends our utterance, and the agent then
   speaks `reply(what it transcribed)` into its track at real-time pace (20 ms frames). A user frame during its
-  reply stops it (a barge-in), as a LiveKit agent's interruption does.
+  reply stops it (a barge-in), as a LiveKit agent's interruption does. `replies_spoken` counts the replies
+  whose last sound (their last frame louder than speech) went out, so a test can tell a whole reply heard in
+  one turn from a turn that ended at a pause inside it.
 - dtmf: `publish_dtmf` digit 9 is answered by the digits 1, 2, 3 (`sip_dtmf_received` events).
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 import jwt
 import numpy as np
 
+from tamesu.audio.level import is_speech
 from tamesu.targets.livekit import RATE, Sdk
 
 FRAME = RATE // 50 * 2
@@ -110,6 +113,7 @@ class Room:
         self._speech: list[bytes] = []
         self._quiet_frames = 0
         self._speaking: asyncio.Task[None] | None = None
+        self.replies_spoken = 0
         self.disconnected = False
 
     def on(self, event: str, handler: Callable[..., Any]) -> None:
@@ -171,10 +175,14 @@ class Room:
         heard = await asyncio.to_thread(stt.transcribe, Clip(np.frombuffer(said, "<i2").astype(np.int16), RATE))
         clip, _ = await tts.say(reply(heard.text))
         pcm = clip.at(RATE).samples.astype("<i2").tobytes()
+        frames = [pcm[offset:offset + FRAME].ljust(FRAME, b"\0") for offset in range(0, len(pcm), FRAME)]
+        last_sound = max((n for n, frame in enumerate(frames) if is_speech(frame)), default=-1)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        for n, offset in enumerate(range(0, len(pcm), FRAME)):
-            await self.agent_track.queue.put(pcm[offset:offset + FRAME].ljust(FRAME, b"\0"))
+        for n, frame in enumerate(frames):
+            await self.agent_track.queue.put(frame)
+            if n == last_sound:
+                self.replies_spoken += 1
             delay = started + (n + 1) * 0.02 - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
