@@ -43,8 +43,15 @@ async def text(request: Request) -> Response:
     return PlainTextResponse("all systems nominal")
 
 
+SLOW_SECONDS = 10.0
+
+
 async def slow(request: Request) -> Response:
-    await asyncio.sleep(1)
+    # answers after SLOW_SECONDS, far beyond the check's timeout, or stops when the caller has given up (so
+    # the module's server shuts down at once)
+    deadline = time.monotonic() + SLOW_SECONDS
+    while time.monotonic() < deadline and not await request.is_disconnected():
+        await asyncio.sleep(0.05)
     return PlainTextResponse("late")
 
 
@@ -167,7 +174,8 @@ async def test_http_timeout(backend: str) -> None:
     started = time.monotonic()
     result = await fails({"http": {"url": f"{backend}/slow", "timeout": "300ms"}}, run_with())
     assert "no answer within 0.3s" in result.reason
-    assert time.monotonic() - started < 2
+    # given up at the timeout (0.3 s and a few ms), not when the answer came (SLOW_SECONDS)
+    assert time.monotonic() - started < SLOW_SECONDS / 2
 
 
 async def test_http_template_without_value(backend: str) -> None:
