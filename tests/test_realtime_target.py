@@ -124,9 +124,11 @@ def test_the_audio_run_has_its_wav_transcripts_and_metrics(bella: BellaRun) -> N
         assert word_error_rate([(line["text"], line["heard"])]) < 0.6, line
     assert "table" in lines[0]["heard"].lower()
     # the user waited 200-400 ms after the reply had played (behaviors.silence_after_turn_ms), longer only
-    # when its speech took longer than that to synthesise on a loaded machine
+    # when its next line and its speech took longer than that to come (the fake model, Piper) on a loaded
+    # machine: 247-251 ms seen on a quiet one, up to 1300 ms loaded. The upper bound, 5x that, is for a persona
+    # that waits seconds beyond its silence (silence_after_turn_ms taken for tens of times what it says)
     pause = lines[2]["from_ms"] - lines[1]["to_ms"]
-    assert 190 <= pause <= 2500, pause
+    assert 190 <= pause <= 6500, pause
 
 
 def test_a_barge_in_stops_the_agents_audio_and_is_measured(bella: BellaRun) -> None:
