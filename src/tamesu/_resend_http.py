@@ -25,7 +25,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from tamesu._http import client_options
+from tamesu._http import NO_BASE_URL, NO_PARAMS, client_options
 
 DISCONNECTED = "Server disconnected without sending a response."
 """httpcore's words for a connection that ended before the status line."""
@@ -87,11 +87,13 @@ def _words(exc: Exception) -> str:
 
 
 def resending_client_options(on_resend: Callable[[httpx.Request, str], None]) -> dict[str, Any]:
-    """`tamesu._http.client_options()` with each transport (the direct one and the proxies') resending."""
+    """`tamesu._http.client_options()` with each transport (the direct one and the proxies') resending, and the
+    empty base URL and query parsed once (`tamesu._http.NO_BASE_URL`)."""
     options = client_options()
     mounts = options["mounts"]
     if mounts:
         options["mounts"] = {pattern: None if mounted is None else ResendingTransport(mounted, on_resend)
                              for pattern, mounted in mounts.items()}
     options["transport"] = ResendingTransport(httpx.AsyncHTTPTransport(verify=options["verify"]), on_resend)
+    options["base_url"], options["params"] = NO_BASE_URL, NO_PARAMS
     return options

@@ -17,7 +17,7 @@ from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
 from tamesu._bounded_http import bounded_transport
-from tamesu._http import ssl_context
+from tamesu._http import NO_BASE_URL, NO_PARAMS, ssl_context
 from tamesu._resend_http import ResendingTransport
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
@@ -46,7 +46,7 @@ class Wire:
         # the agent had just closed is sent again once (tamesu._resend_http)
         resending = ResendingTransport(httpx.AsyncHTTPTransport(verify=ssl_context()), self._resent)
         bounded = bounded_transport(httpx, resending, max_response_bytes, self._refused)
-        self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded),
+        self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded), base_url=NO_BASE_URL, params=NO_PARAMS,
                                       headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})
