@@ -1,11 +1,12 @@
 """A turn that went out on a kept-alive connection the agent had just closed is sent again once, on a new
 connection, and the result says so (`tamesu._resend_http`); anything else that fails is still the turn's
 failure, and nothing reaches the agent twice. The same for the mcp target over streamable HTTP (httpx2, the
-MCP SDK's client: the real MCP test server behind the dropping agent as a reverse proxy) and for a remote
-agent's forward to a real agent."""
+MCP SDK's client: the real MCP test server behind the dropping agent as a reverse proxy), for a remote agent's
+forward to a real agent, and for a scripted remote agent's push notifications to the caller's listener."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.types.a2a_pb2 import SendMessageConfiguration
 
 from agents.closing_agent import ClosingAgent
 from tamesu.conversation import TurnError, UserTurn
@@ -24,7 +26,7 @@ from tamesu.targets.a2a._wire import Wire
 from test_mcp_target import PYTHON, SERVERS, calls_logged
 from test_mcp_target import make_session as make_mcp_session
 from test_mcp_target import opened as opened_mcp
-from test_remote_agents import agents
+from test_remote_agents import BILLING, agents, call, connect, request
 from test_rest_target import events, make_session, opened
 
 
@@ -212,3 +214,32 @@ async def test_a_forwarded_call_the_real_agent_dropped_with_its_kept_alive_conne
                       "reason": "the agent had closed the kept-alive connection "
                                 "(Server disconnected without sending a response.)"}
     assert not [e for e in proxy._session.events if e.name == "forward_failed"]
+
+
+async def _answered(agent: ClosingAgent, count: int) -> None:
+    """Until `agent` has answered `count` requests (its server is a thread of its own), at most 10 s."""
+    async with asyncio.timeout(10):
+        while len(agent.answered) < count:
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.asyncio
+async def test_a_push_the_callers_listener_dropped_with_its_kept_alive_connection_is_sent_again(
+        tmp_path: Path) -> None:
+    # a scripted agent posts each settled task to the caller's listener (A2A 0.3: one post per task), on a
+    # client kept for the run: the second post goes out on the kept-alive connection, which is then dropped
+    with ClosingAgent(drop_nth=2) as listener:
+        async with agents(tmp_path, {"billing": BILLING}) as group, \
+                connect(group.urls["billing"]["url"], "JSONRPC", "0.3") as client:
+            for count, text in enumerate(("A refund for ORD-1001 please", "refund ORD-7"), start=1):
+                asking = request(text)
+                asking.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+                asking.configuration.task_push_notification_config.url = f"{listener.url}/push"
+                [_ async for _ in client.send_message(asking, context=call())]
+                await _answered(listener, count)  # one task settled and posted before the next is asked
+        assert listener.answered == ["POST", "POST"] and listener.dropped == ["POST"]
+        assert listener.connections == 2
+    [resent] = [e.data for e in group._session.events if e.name == "resent"]
+    assert resent == {"agent": "billing", "url": f"{listener.url}/push",
+                      "reason": "the agent had closed the kept-alive connection "
+                                "(Server disconnected without sending a response.)"}
