@@ -26,6 +26,7 @@ from tamesu import __version__
 from tamesu._bounded_http import Record, bounded_transport
 from tamesu._children import owner_env
 from tamesu._http import ssl_context
+from tamesu._resend_http import OnResend, resending_transport
 from tamesu.targets._mcp_stdio import bounded_stdio
 
 Transport = AbstractAsyncContextManager[Any]
@@ -83,14 +84,20 @@ def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Pat
 async def http_transport(url: str, headers: dict[str, str], connect_timeout: float,
                          errors: list[str] | None = None,
                          traceparent: Callable[[], str | None] | None = None,
-                         max_bytes: int | None = None, refused: Record | None = None) -> AsyncIterator[Any]:
+                         max_bytes: int | None = None, refused: Record | None = None,
+                         resent: OnResend | None = None) -> AsyncIterator[Any]:
     """The server at `url` over streamable HTTP, with `headers` on every request. Each 4xx or 5xx answer is
     appended to `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the
     turn being played) carries it as the `traceparent` header, unless `headers` set one. No answer is read
-    past `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge)."""
+    past `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST
+    that went out on a kept-alive connection the server had just closed is sent again once on a new one, and
+    `resent` is told (`tamesu._resend_http`: a JSON-RPC message the server never read is safe to send again)."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
-    transport = bounded_transport(httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), max_bytes, refused) \
-        if max_bytes is not None else None
+    transport: Any = httpx2.AsyncHTTPTransport(verify=ssl_context())
+    if resent is not None:
+        transport = resending_transport(httpx2, transport, resent)
+    if max_bytes is not None:
+        transport = bounded_transport(httpx2, transport, max_bytes, refused)
 
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
@@ -208,6 +215,16 @@ def cause(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
         exc = (inner or list(exc.exceptions))[0]
     return exc
+
+
+def jsonrpc_method(body: bytes) -> str | None:
+    """The `method` of a JSON-RPC message posted to the server (None for a reply or what does not parse)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
 
 
 def is_unreached(exc: BaseException) -> bool:

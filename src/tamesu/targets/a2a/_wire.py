@@ -18,7 +18,7 @@ from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
 from tamesu._bounded_http import bounded_transport
 from tamesu._http import NO_BASE_URL, NO_PARAMS, ssl_context
-from tamesu._resend_http import ResendingTransport
+from tamesu._resend_http import resending_transport
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
@@ -44,7 +44,7 @@ class Wire:
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
         # check, no answer is read past max_response_bytes; beneath that, a call that went out on a connection
         # the agent had just closed is sent again once (tamesu._resend_http)
-        resending = ResendingTransport(httpx.AsyncHTTPTransport(verify=ssl_context()), self._resent)
+        resending = resending_transport(httpx, httpx.AsyncHTTPTransport(verify=ssl_context()), self._resent)
         bounded = bounded_transport(httpx, resending, max_response_bytes, self._refused)
         self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded), base_url=NO_BASE_URL, params=NO_PARAMS,
                                       headers=headers,
