@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import ssl
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import certifi
@@ -30,12 +32,14 @@ def environment_proxies() -> dict[str, str | None]:
     return get_environment_proxies()
 
 
-def proxy_mounts(verify: ssl.SSLContext) -> dict[str, httpx.AsyncBaseTransport | None] | None:
-    """What `trust_env=True` mounts on a client, from the proxies read once; None when there are none."""
+def proxy_mounts(verify: ssl.SSLContext, module: ModuleType = httpx) -> dict[str, Any] | None:
+    """What `trust_env=True` mounts on a client of `module` (httpx, or httpx2 for the MCP and model SDKs: the same
+    API), from the proxies read once; None when there are none. A client given a transport of its own reads no
+    proxies from the environment: it needs these mounted."""
     found = environment_proxies()
     if not found:
         return None
-    return {pattern: None if url is None else httpx.AsyncHTTPTransport(verify=verify, proxy=httpx.Proxy(url))
+    return {pattern: None if url is None else module.AsyncHTTPTransport(verify=verify, proxy=module.Proxy(url))
             for pattern, url in found.items()}
 
 
@@ -55,4 +59,13 @@ NO_BASE_URL = httpx.URL("")
 NO_PARAMS = httpx.QueryParams()
 """A client's empty `base_url` and `params`, parsed once: httpx parses them again for every client it makes
 (a third of making one, 6 of 17 us), and a conversation makes its own client. Both are immutable."""
+
+
+def layered_proxy_mounts(module: ModuleType, layered: Callable[[Any], Any]) -> dict[str, Any] | None:
+    """`proxy_mounts` for a client of `module` whose own transport is `layered(...)` (a bound on the answer's
+    size, a resend): each proxy's transport beneath the same layers, so a proxied request is bounded alike."""
+    proxies = proxy_mounts(ssl_context(), module)
+    if not proxies:
+        return None
+    return {pattern: None if mounted is None else layered(mounted) for pattern, mounted in proxies.items()}
 
