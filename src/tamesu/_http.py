@@ -6,6 +6,8 @@ client)."""
 from __future__ import annotations
 
 import functools
+import os
+import socket
 import ssl
 from collections.abc import Callable
 from types import ModuleType
@@ -69,3 +71,17 @@ def layered_proxy_mounts(module: ModuleType, layered: Callable[[Any], Any]) -> d
         return None
     return {pattern: None if mounted is None else layered(mounted) for pattern, mounted in proxies.items()}
 
+
+def os_reason(exc: BaseException) -> str:
+    """The operating system's words (Connection refused, Name or service not known) behind a wrapped error."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and (seen.errno or seen.strerror):
+            # asyncio words refusals as "Connect call failed (addr)"; the errno says what happened.
+            if seen.errno and seen.errno > 0 and not isinstance(seen, socket.gaierror):
+                return os.strerror(seen.errno)
+            return str(seen.strerror or seen)
+        seen = seen.__cause__ or seen.__context__
+    return str(exc) or type(exc).__name__

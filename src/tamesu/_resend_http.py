@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from tamesu._http import NO_BASE_URL, NO_PARAMS, client_options
+from tamesu._http import NO_BASE_URL, NO_PARAMS, client_options, os_reason
 
 OnResend = Callable[[Any, str], None]
 """Told of each resend: the request (of httpx or httpx2) and why it was sent again."""
@@ -70,7 +70,7 @@ def _transport_class(module: Any) -> Any:
             except failures as exc:
                 if not reused or not isinstance(request.stream, module.ByteStream) or not before_the_answer(exc):
                     raise
-                self._on_resend(request, f"the agent had closed the kept-alive connection ({_words(exc)})")
+                self._on_resend(request, f"the agent had closed the kept-alive connection ({os_reason(exc)})")
             return await self._inner.handle_async_request(request)
 
         def _would_reuse(self, request: Any) -> bool:
@@ -91,17 +91,6 @@ def _transport_class(module: Any) -> Any:
             await self._inner.aclose()
 
     return ResendingTransport
-
-
-def _words(exc: Exception) -> str:
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            break
-        if isinstance(seen, OSError) and seen.strerror:
-            return seen.strerror
-        seen = seen.__cause__ or seen.__context__
-    return str(exc) or type(exc).__name__
 
 
 def resending_client_options(on_resend: OnResend) -> dict[str, Any]:
