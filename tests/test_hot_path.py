@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -440,3 +441,58 @@ def test_results_lines_are_synced_at_most_every_interval_and_the_last_one_at_clo
     # the last sync may follow sooner: closing syncs at once
     assert all(gap >= artifacts._Syncer.MIN_INTERVAL_S - 0.01 for gap in gaps[:-1]), gaps
     assert synced[-1][1] == (tmp_path / "results.jsonl").stat().st_size  # the last sync holds every line
+
+
+def _suite_of(folder: Path, tests: int, *, template: bool = False) -> Path:
+    suite = folder / "suite.yaml"
+    say = "'{{ vars.word }}'" if template else "'hello'"
+    suite.write_text("vars: { word: hello }\ntargets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\ntests:\n"
+                     + "".join(f"  - name: t{n}\n    target: bot\n    scenario: {{ script: [ {{ say: {say} }} ] }}\n"
+                               for n in range(tests)), encoding="utf-8")
+    return suite
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_a_plan_runs_no_collection_and_leaves_the_collector_as_it_was(tmp_path: Path, enabled: bool) -> None:
+    import gc
+
+    from tamesu.plan import load_plan
+
+    suite = _suite_of(tmp_path, 300)
+    collections: list[str] = []
+
+    def count(phase: str, _info: dict[str, Any]) -> None:
+        # a collection runs in the frame that allocated: one inside the load has _load_suite below it
+        frame = sys._getframe(1)
+        while phase == "start" and frame is not None:
+            if frame.f_code.co_name == "_load_suite":
+                collections.append(frame.f_code.co_filename)
+                break
+            frame = frame.f_back
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    gc.callbacks.append(count)
+    try:
+        plan = load_plan([suite], require_secrets=False)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.callbacks.remove(count)
+        (gc.enable if was else gc.disable)()
+    assert len(plan.tests) == 300
+    assert collections == []  # with the collector on, 300 tests' objects would have started several
+
+
+def test_a_plan_with_no_template_is_its_spec_and_one_with_templates_is_rendered(tmp_path: Path) -> None:
+    from tamesu.plan import load_plan
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain = load_plan([_suite_of(tmp_path / "a", 2)], require_secrets=False)
+    rendered = load_plan([_suite_of(tmp_path / "b", 2, template=True)], require_secrets=False)
+    for plan in (plain, rendered):
+        test = plan.tests[0]
+        assert test.vars == {"word": "hello"} and test.spec.vars == {"word": "hello"}
+        assert [s.model_dump(exclude_unset=True) for s in test.spec.scenario.script] == [{"say": "hello"}]
+    # the shortcut keeps what the suite set and nothing more, as validating the dumped spec again did
+    assert plain.tests[0].spec.model_fields_set == rendered.tests[0].spec.model_fields_set

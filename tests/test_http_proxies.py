@@ -88,3 +88,38 @@ async def test_without_proxies_nothing_is_mounted(environment: pytest.MonkeyPatc
                                                   tmp_path: Path) -> None:
     assert _http.client_options()["mounts"] is None
     assert await _reply(f"{server}/chat", tmp_path) == "/chat"
+
+
+async def test_the_a2a_targets_client_goes_through_the_proxy(server: str, environment: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    from tamesu.suite.schema import ConnectSpec
+    from tamesu.targets.a2a._wire import Wire
+
+    environment.setenv("HTTP_PROXY", server)
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    wire = Wire(session=session, connect=ConnectSpec(), turn_timeout=10, headers={}, what="a2a target")
+    try:
+        answer = await wire.http.post("http://agent.invalid/a2a", json={"hello": 1})
+    finally:
+        await wire.http.aclose()
+    assert answer.json() == {"text": "http://agent.invalid/a2a"}
+
+
+async def test_the_mcp_targets_client_goes_through_the_proxy(server: str, environment: pytest.MonkeyPatch) -> None:
+    from tamesu.targets._mcp_connection import http_client
+
+    environment.setenv("HTTP_PROXY", server)
+    async with http_client({}, 5, max_bytes=1_000_000) as http:
+        answer = await http.post("http://agent.invalid/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert answer.json() == {"text": "http://agent.invalid/mcp"}
+
+
+async def test_a_model_providers_client_goes_through_the_proxy(server: str, environment: pytest.MonkeyPatch) -> None:
+    from tamesu.models._thin import transport_client
+
+    environment.setenv("HTTP_PROXY", server)
+    async with transport_client() as http:
+        answer = await http.post("http://models.invalid/v1/chat/completions", json={"model": "m"})
+    assert answer.json() == {"text": "http://models.invalid/v1/chat/completions"}

@@ -1,20 +1,32 @@
 """A turn that went out on a kept-alive connection the agent had just closed is sent again once, on a new
 connection, and the result says so (`tamesu._resend_http`); anything else that fails is still the turn's
-failure, and nothing reaches the agent twice."""
+failure, and nothing reaches the agent twice. The same for the mcp target over streamable HTTP (httpx2, the
+MCP SDK's client: the real MCP test server behind the dropping agent as a reverse proxy), for a remote agent's
+forward to a real agent, and for a scripted remote agent's push notifications to the caller's listener."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from a2a.types.a2a_pb2 import SendMessageConfiguration
 
 from agents.closing_agent import ClosingAgent
 from tamesu.conversation import TurnError, UserTurn
+from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._wire import Wire
+from test_mcp_target import PYTHON, SERVERS, calls_logged
+from test_mcp_target import make_session as make_mcp_session
+from test_mcp_target import opened as opened_mcp
+from test_remote_agents import BILLING, agents, call, connect, request
 from test_rest_target import events, make_session, opened
 
 
@@ -112,3 +124,122 @@ async def test_a_body_that_is_not_in_memory_is_not_sent_again(tmp_path: Path) ->
             await wire.http.aclose()
         assert agent.answered == ["one"] and agent.dropped == ["two"]
     assert events(session, "resent") == []
+
+
+# -- the mcp target over streamable HTTP ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The MCP test server over HTTP, one for the module (its start imports the SDK), and the log of the tool
+    calls that reached it."""
+    log = tmp_path_factory.mktemp("mcp") / "calls.log"
+    process = subprocess.Popen([PYTHON, str(SERVERS), "--http", "--port", "0", "--log", str(log)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # the server prints its address before it serves
+        match = re.search(r"listening on (http://[^/\s]+)", line)
+        assert match, f"the MCP server did not start: {line!r}"
+        yield match.group(1), log
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["fin", "reset"])
+@pytest.mark.asyncio
+async def test_an_mcp_call_the_server_dropped_with_its_kept_alive_connection_is_sent_again_once(
+        tmp_path: Path, mcp_server: tuple[str, Path], reset: bool) -> None:
+    origin, log = mcp_server
+    before = len(calls_logged(log))
+    session = make_mcp_session(tmp_path)
+    # the second request of every connection is read and dropped, never forwarded: tools/list (the start's
+    # second request) and each tools/call go out on a kept-alive connection that is then closed
+    with ClosingAgent(drop_nth=2, reset=reset, forward_to=origin) as proxy:
+        async with opened_mcp(session, type="mcp", url=f"{proxy.url}/mcp") as target:
+            order = await target.send(UserTurn(text="where is ORD-1001"))
+            docs = await target.send(UserTurn(text="returns"))
+        assert proxy.dropped == ["tools/list", "tools/call", "tools/call"]
+        assert proxy.answered.count("tools/call") == 2  # each call reached the server once
+    assert order.tool_calls[0].result["status"] == "shipped"
+    assert "30 days" in docs.tool_calls[0].result
+    assert calls_logged(log)[before:] == ["get_order", "search_docs"]
+    resent = events(session, "resent")
+    words = "Connection reset by peer" if reset else "Server disconnected without sending a response."
+    assert resent == [{"reason": f"the agent had closed the kept-alive connection ({words})",
+                       "url": f"{proxy.url}/mcp", "method": method} for method in proxy.dropped]
+    assert [e["outcome"] for e in events(session, "tool_result")] == ["ok", "ok"]
+
+
+@pytest.mark.asyncio
+async def test_an_mcp_request_dropped_on_a_new_connection_is_not_sent_again(
+        tmp_path: Path, mcp_server: tuple[str, Path]) -> None:
+    origin, _ = mcp_server
+    session = make_mcp_session(tmp_path)
+    with ClosingAgent(drop_nth=1, forward_to=origin) as proxy:
+        with pytest.raises(InfraError, match="Server disconnected without sending a response"):
+            async with opened_mcp(session, type="mcp", url=f"{proxy.url}/mcp"):
+                pass
+        assert proxy.answered == [] and len(proxy.dropped) == 1 and proxy.connections == 1
+    assert events(session, "resent") == []
+
+
+# -- a remote agent's forward to a real agent ------------------------------------------------------------------
+
+
+def _a2a_send(text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": text, "method": "message/send", "params": {"message": {
+        "kind": "message", "messageId": text, "role": "user", "parts": [{"kind": "text", "text": text}]}}}
+
+
+@pytest.mark.asyncio
+async def test_a_forwarded_call_the_real_agent_dropped_with_its_kept_alive_connection_is_sent_again(
+        tmp_path: Path) -> None:
+    with ClosingAgent(drop_nth=2) as real:
+        async with agents(tmp_path, {"billing": {"forward": f"{real.url}/a2a"}}) as proxy, \
+                httpx.AsyncClient(timeout=10) as http:
+            answers = [await http.post(proxy.urls["billing"]["url"], json=_a2a_send(text)) for text in ("one", "two")]
+        assert [a.status_code for a in answers] == [200, 200]
+        assert real.answered == ["message/send"] * 2 and real.dropped == ["message/send"]
+        assert real.connections == 2
+    assert [d.message for d in proxy.delegations] == ["one", "two"]  # each recorded once, none failed
+    assert [d.state for d in proxy.delegations] == ["unknown", "unknown"]  # the echo is no A2A answer; no error
+    [resent] = [e.data for e in proxy._session.events if e.name == "resent"]
+    assert resent == {"agent": "billing", "url": f"{real.url}/a2a",
+                      "reason": "the agent had closed the kept-alive connection "
+                                "(Server disconnected without sending a response.)"}
+    assert not [e for e in proxy._session.events if e.name == "forward_failed"]
+
+
+async def _answered(agent: ClosingAgent, count: int) -> None:
+    """Until `agent` has answered `count` requests (its server is a thread of its own), at most 10 s."""
+    async with asyncio.timeout(10):
+        while len(agent.answered) < count:
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.asyncio
+async def test_a_push_the_callers_listener_dropped_with_its_kept_alive_connection_is_sent_again(
+        tmp_path: Path) -> None:
+    # a scripted agent posts each settled task to the caller's listener (A2A 0.3: one post per task), on a
+    # client kept for the run: the second post goes out on the kept-alive connection, which is then dropped
+    with ClosingAgent(drop_nth=2) as listener:
+        async with agents(tmp_path, {"billing": BILLING}) as group, \
+                connect(group.urls["billing"]["url"], "JSONRPC", "0.3") as client:
+            for count, text in enumerate(("A refund for ORD-1001 please", "refund ORD-7"), start=1):
+                asking = request(text)
+                asking.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+                asking.configuration.task_push_notification_config.url = f"{listener.url}/push"
+                [_ async for _ in client.send_message(asking, context=call())]
+                await _answered(listener, count)  # one task settled and posted before the next is asked
+        assert listener.answered == ["POST", "POST"] and listener.dropped == ["POST"]
+        assert listener.connections == 2
+    [resent] = [e.data for e in group._session.events if e.name == "resent"]
+    assert resent == {"agent": "billing", "url": f"{listener.url}/push",
+                      "reason": "the agent had closed the kept-alive connection "
+                                "(Server disconnected without sending a response.)"}

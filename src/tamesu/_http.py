@@ -6,7 +6,11 @@ client)."""
 from __future__ import annotations
 
 import functools
+import os
+import socket
 import ssl
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import certifi
@@ -30,12 +34,14 @@ def environment_proxies() -> dict[str, str | None]:
     return get_environment_proxies()
 
 
-def proxy_mounts(verify: ssl.SSLContext) -> dict[str, httpx.AsyncBaseTransport | None] | None:
-    """What `trust_env=True` mounts on a client, from the proxies read once; None when there are none."""
+def proxy_mounts(verify: ssl.SSLContext, module: ModuleType = httpx) -> dict[str, Any] | None:
+    """What `trust_env=True` mounts on a client of `module` (httpx, or httpx2 for the MCP and model SDKs: the same
+    API), from the proxies read once; None when there are none. A client given a transport of its own reads no
+    proxies from the environment: it needs these mounted."""
     found = environment_proxies()
     if not found:
         return None
-    return {pattern: None if url is None else httpx.AsyncHTTPTransport(verify=verify, proxy=httpx.Proxy(url))
+    return {pattern: None if url is None else module.AsyncHTTPTransport(verify=verify, proxy=module.Proxy(url))
             for pattern, url in found.items()}
 
 
@@ -49,3 +55,33 @@ def client_options() -> dict[str, Any]:
 
 def async_client(timeout: float, **options: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(timeout=timeout, **client_options(), **options)
+
+
+NO_BASE_URL = httpx.URL("")
+NO_PARAMS = httpx.QueryParams()
+"""A client's empty `base_url` and `params`, parsed once: httpx parses them again for every client it makes
+(a third of making one, 6 of 17 us), and a conversation makes its own client. Both are immutable."""
+
+
+def layered_proxy_mounts(module: ModuleType, layered: Callable[[Any], Any]) -> dict[str, Any] | None:
+    """`proxy_mounts` for a client of `module` whose own transport is `layered(...)` (a bound on the answer's
+    size, a resend): each proxy's transport beneath the same layers, so a proxied request is bounded alike."""
+    proxies = proxy_mounts(ssl_context(), module)
+    if not proxies:
+        return None
+    return {pattern: None if mounted is None else layered(mounted) for pattern, mounted in proxies.items()}
+
+
+def os_reason(exc: BaseException) -> str:
+    """The operating system's words (Connection refused, Name or service not known) behind a wrapped error."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and (seen.errno or seen.strerror):
+            # asyncio words refusals as "Connect call failed (addr)"; the errno says what happened.
+            if seen.errno and seen.errno > 0 and not isinstance(seen, socket.gaierror):
+                return os.strerror(seen.errno)
+            return str(seen.strerror or seen)
+        seen = seen.__cause__ or seen.__context__
+    return str(exc) or type(exc).__name__

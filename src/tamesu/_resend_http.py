@@ -14,84 +14,93 @@ new connection, whatever its method; so does this transport, once, and only when
 - the body is in memory (it can be sent again unchanged).
 
 Each resend is told to `on_resend` (the targets record it as a `resent` event); a second failure is the
-request's failure, as it would have been.
+request's failure, as it would have been. One implementation serves both client modules, httpx (rest, a2a,
+the remote agents' forward) and httpx2 (the MCP SDK's client, for the mcp target over HTTP): the same API under
+another name, over its own connection-pool package (httpcore, httpcore2).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
-import httpcore
 import httpx
 
-from tamesu._http import client_options
+from tamesu._http import NO_BASE_URL, NO_PARAMS, client_options, os_reason
+
+OnResend = Callable[[Any, str], None]
+"""Told of each resend: the request (of httpx or httpx2) and why it was sent again."""
 
 DISCONNECTED = "Server disconnected without sending a response."
-"""httpcore's words for a connection that ended before the status line."""
+"""httpcore's (and httpcore2's) words for a connection that ended before the status line."""
 
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
+_CORE = {"httpx": "httpcore", "httpx2": "httpcore2"}
+"""The connection-pool package beneath each client module: the pool's connections are asked about an origin
+in its own `Origin`."""
 
 
-class ResendingTransport(httpx.AsyncBaseTransport):
-    """`inner` (an httpx.AsyncHTTPTransport), with a request that failed on a connection the agent had closed
-    sent again once on a new one."""
+def resending_transport(module: ModuleType, inner: Any, on_resend: OnResend) -> Any:
+    """`inner` (an `AsyncHTTPTransport` of `module`: httpx, or httpx2 for the MCP and model SDKs), with a request
+    that failed on a connection the agent had closed sent again once on a new one."""
+    return _transport_class(module)(inner, on_resend)
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, on_resend: Callable[[httpx.Request, str], None]) -> None:
-        self._inner = inner
-        self._on_resend = on_resend
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        reused = self._would_reuse(request)
-        try:
+@functools.cache
+def _transport_class(module: Any) -> Any:
+    core: Any = importlib.import_module(_CORE[module.__name__])
+    failures = (module.WriteError, module.ReadError, module.RemoteProtocolError)
+
+    def before_the_answer(exc: Exception) -> bool:
+        """A write that failed, a reset, or an end before the status line; not a malformed answer."""
+        return not isinstance(exc, module.RemoteProtocolError) or str(exc) == DISCONNECTED
+
+    class ResendingTransport(module.AsyncBaseTransport):
+        def __init__(self, inner: Any, on_resend: OnResend) -> None:
+            self._inner = inner
+            self._on_resend = on_resend
+
+        async def handle_async_request(self, request: Any) -> Any:
+            reused = self._would_reuse(request)
+            try:
+                return await self._inner.handle_async_request(request)
+            except failures as exc:
+                if not reused or not isinstance(request.stream, module.ByteStream) or not before_the_answer(exc):
+                    raise
+                self._on_resend(request, f"the agent had closed the kept-alive connection ({os_reason(exc)})")
             return await self._inner.handle_async_request(request)
-        except (httpx.WriteError, httpx.ReadError, httpx.RemoteProtocolError) as exc:
-            if not reused or not isinstance(request.stream, httpx.ByteStream) or not _before_the_answer(exc):
-                raise
-            self._on_resend(request, f"the agent had closed the kept-alive connection ({_words(exc)})")
-        return await self._inner.handle_async_request(request)
 
-    def _would_reuse(self, request: httpx.Request) -> bool:
-        """Whether an idle connection to the request's origin waits in the pool (httpx keeps it as `_pool`,
-        httpcore's public connection pool; httpx is pinned below 0.29)."""
-        pool: Any = getattr(self._inner, "_pool", None)
-        if pool is None:
-            return False
-        connections = pool.connections
-        if not connections:
-            return False
-        url = request.url
-        origin = httpcore.Origin(url.raw_scheme, url.raw_host, url.port or _DEFAULT_PORTS.get(url.raw_scheme, 80))
-        return any(connection.is_idle() and connection.can_handle_request(origin) for connection in connections)
+        def _would_reuse(self, request: Any) -> bool:
+            """Whether an idle connection to the request's origin waits in the pool (the transport keeps it as
+            `_pool`, the core package's public connection pool; httpx is pinned below 0.29)."""
+            pool: Any = getattr(self._inner, "_pool", None)
+            if pool is None:
+                return False
+            connections = pool.connections
+            if not connections:
+                return False
+            url = request.url
+            port = url.port or _DEFAULT_PORTS.get(url.raw_scheme, 80)
+            origin = core.Origin(url.raw_scheme, url.raw_host, port)
+            return any(connection.is_idle() and connection.can_handle_request(origin) for connection in connections)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return ResendingTransport
 
 
-def _before_the_answer(exc: Exception) -> bool:
-    """A write that failed, a reset, or an end before the status line; not a malformed answer."""
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return str(exc) == DISCONNECTED
-    return True
-
-
-def _words(exc: Exception) -> str:
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            break
-        if isinstance(seen, OSError) and seen.strerror:
-            return seen.strerror
-        seen = seen.__cause__ or seen.__context__
-    return str(exc) or type(exc).__name__
-
-
-def resending_client_options(on_resend: Callable[[httpx.Request, str], None]) -> dict[str, Any]:
-    """`tamesu._http.client_options()` with each transport (the direct one and the proxies') resending."""
+def resending_client_options(on_resend: OnResend) -> dict[str, Any]:
+    """`tamesu._http.client_options()` with each transport (the direct one and the proxies') resending, and the
+    empty base URL and query parsed once (`tamesu._http.NO_BASE_URL`)."""
     options = client_options()
     mounts = options["mounts"]
     if mounts:
-        options["mounts"] = {pattern: None if mounted is None else ResendingTransport(mounted, on_resend)
+        options["mounts"] = {pattern: None if mounted is None else resending_transport(httpx, mounted, on_resend)
                              for pattern, mounted in mounts.items()}
-    options["transport"] = ResendingTransport(httpx.AsyncHTTPTransport(verify=options["verify"]), on_resend)
+    options["transport"] = resending_transport(httpx, httpx.AsyncHTTPTransport(verify=options["verify"]), on_resend)
+    options["base_url"], options["params"] = NO_BASE_URL, NO_PARAMS
     return options

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -104,6 +105,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
         baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
     """Run suites (files or folders; default: the project's suites)."""
+    from tamesu._collector import collector_paused
     from tamesu._signals import Interrupted, run_stoppable
     from tamesu.engine.runner import RunFolderError, Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
@@ -111,6 +113,9 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.sharding import select
     from tamesu.suite.secrets import mask_logging
 
+    # no cyclic collection walks the plan while it is loaded and the run is set up: on again once it is frozen
+    paused = contextlib.ExitStack()
+    paused.enter_context(collector_paused())
     plan = _load(paths, config, require_secrets=True)
     mask_logging(plan.secrets.redactor)  # a library's log line must not show a secret either
     console = make_console(color)
@@ -151,6 +156,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
 
     # this process is the run's: what was made before it lives to its end (see _heap)
     settle_for_a_run(min(options.parallel, max(1, len(tests) * (options.repeat or 1))))
+    paused.close()
     try:
         outcome = run_stoppable(runner.run())
     except RunFolderError as exc:

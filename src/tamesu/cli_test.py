@@ -6,6 +6,7 @@ Kept apart from `cli.py` so the command can grow without touching the others; `c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -272,12 +273,16 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         start_telemetry,
         stop_telemetry,
     )
+    from tamesu._collector import collector_paused
     from tamesu._provenance import provenance
     from tamesu.jsonl.console import TestConsole
     from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
     from tamesu.report.console import make_console
     from tamesu.sharding import select
 
+    # no cyclic collection walks the cases' plan while the run is set up: on again once it is frozen
+    paused = contextlib.ExitStack()
+    paused.enter_context(collector_paused())
     name = Path(source.value).stem if source.kind == "file" else \
         Path(source.value).resolve().name if source.kind == "folder" else source.kind
     plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
@@ -311,6 +316,7 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
 
     # this process is the run's: what was made before it lives to its end (see _heap)
     settle_for_a_run(min(settings.parallel, max(1, len(tests))))
+    paused.close()
     telemetry = start_telemetry(rich_console)
     try:
         outcome = await runner.run(tests)

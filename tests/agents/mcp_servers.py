@@ -124,6 +124,9 @@ def serve_http(server: Any, port: int, token: str | None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    # listening before the address is printed: a client that connects at once waits in the backlog until
+    # uvicorn accepts, rather than being refused (a proxy in front of it cannot retry as the mcp target does)
+    sock.listen(128)
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
     config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
     anyio.run(uvicorn.Server(config).serve, [sock])

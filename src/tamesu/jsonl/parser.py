@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from tamesu._collector import collector_paused
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
@@ -103,6 +104,7 @@ class ParseSettings:
     """What is suspicious but not wrong, appended while parsing."""
 
 
+@collector_paused()  # the cases live to the end (tamesu._collector)
 def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
     """Every case of a JSONL text; raises ConfigError with all problems when any case is wrong."""
     problems: list[Problem] = []
@@ -140,6 +142,7 @@ def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCa
     return cases
 
 
+@collector_paused()  # the cases live to the end (tamesu._collector)
 def parse_objects(objects: list[Any], label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
     """Cases made by a generator: one JSON line each, so a problem names the generated case's line."""
     text = "\n".join(json.dumps(item, ensure_ascii=False) for item in objects)

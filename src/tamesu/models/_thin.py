@@ -34,7 +34,7 @@ import httpx2
 
 from tamesu import __version__
 from tamesu._bounded_http import bounded_transport
-from tamesu._http import ssl_context
+from tamesu._http import layered_proxy_mounts, ssl_context
 from tamesu.models._lease import ClientLease
 
 _NOT_REPLAYED = frozenset({"content-length", "host"})
@@ -63,8 +63,12 @@ class Shape:
 def transport_client(**options: Any) -> httpx2.AsyncClient:
     """A transport client as the SDKs make theirs, with one SSL context for all (loading the certificate bundle
     again costs ~20 ms) and its answers bounded by the model target's `max_response_bytes` on every path."""
-    transport = bounded_transport(httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), None)
-    return httpx2.AsyncClient(transport=transport, **SDK_CLIENT_DEFAULTS, **options)
+    def bounded(inner: Any) -> Any:
+        return bounded_transport(httpx2, inner, None)
+
+    # the environment's proxies beneath the same bound (a client given a transport reads none itself)
+    return httpx2.AsyncClient(transport=bounded(httpx2.AsyncHTTPTransport(verify=ssl_context())),
+                              mounts=layered_proxy_mounts(httpx2, bounded), **SDK_CLIENT_DEFAULTS, **options)
 
 
 def joined_url(base_url: str, path: str) -> httpx2.URL | None:

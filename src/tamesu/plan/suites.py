@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from tamesu import checks, packs
+from tamesu._collector import collector_paused
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan import _lint
@@ -43,6 +45,7 @@ def _no_suite_files(paths: list[Path], project: Project) -> Problem:
     return Problem(where, 1, 1, "", f"{message} (the default suites of a project; tamesu.yaml can name others)")
 
 
+@collector_paused()  # the plan lives to the end: walking it while it grows is wasted (tamesu._collector)
 def load_plan(
     paths: list[Path],
     project_path: Path | None = None,
@@ -213,12 +216,17 @@ def _expand_test(
     expanded: list[PlannedTest] = []
     for case_name, merged_vars in variants:
         body = spec.model_dump(by_alias=True, exclude={"cases", "cases_file", "vars"}, exclude_unset=True)
-        rendered = render_partial(body, {"vars": merged_vars})
-        try:
-            case_spec = TestSpec.model_validate({**rendered, "vars": merged_vars})
-        except ValidationError as exc:
-            problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
-            continue
+        if not cases and spec.cases_file is None and "{{" not in json.dumps(body, default=str):
+            # no case and no template: the test is its spec with the merged vars (rendering and validating it
+            # again, as for a case, was a fifth of planning a plain test)
+            case_spec = spec.model_copy(update={"vars": merged_vars})
+        else:
+            rendered = render_partial(body, {"vars": merged_vars})
+            try:
+                case_spec = TestSpec.model_validate({**rendered, "vars": merged_vars})
+            except ValidationError as exc:
+                problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
+                continue
         assertions = _parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs,
                                        suite.search)
         if case_name is None or case_name == variants[0][0]:

@@ -9,9 +9,10 @@ each message as a delegation, in both directions. Two things are changed, on pur
   test keeps talking through the proxy after reading the card;
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
   the caller's `Authorization` (meant for the proxy) is not passed on.
-gRPC is not forwarded. With `fuzz_tools` naming the agent, everything but the card is answered locally by the
-scripted executor (`local`), and the card too when the real agent cannot be reached; `delay` holds the request,
-then forwards it.
+A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
+one (`tamesu._resend_http`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
+naming the agent, everything but the card is answered locally by the scripted executor (`local`), and the card
+too when the real agent cannot be reached; `delay` holds the request, then forwards it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import httpx
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tamesu._resend_http import resending_client_options
 from tamesu.conversation import Session
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
@@ -70,10 +72,16 @@ class ForwardProxy:
         self._recorded: set[int] = set()
         """Each delegation once (by identity; the group keeps them alive): a stream's is recorded as soon as it
         settles, or when it ends or is dropped."""
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
+        # one client for the agent's life, its connections kept alive between calls: a call that went out on
+        # one the real agent had just closed (its keep-alive time ran out between two delegations) is sent again
+        self._client = httpx.AsyncClient(**resending_client_options(self._resent),
+                                         timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def _resent(self, request: httpx.Request, reason: str) -> None:
+        self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

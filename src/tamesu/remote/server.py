@@ -7,7 +7,8 @@
     gRPC  127.0.0.1:GRPC_PORT                 lf.a2a.v1.A2AService (1.0) and a2a.v1.A2AService (0.3)
 
 Tasks and push configs are the SDK's own (in-memory, for the life of the run); push notifications are posted in
-the shape of the version the caller spoke (`push`).
+the shape of the version the caller spoke (`push`); one that went out on a kept-alive connection the caller's
+listener had just closed is sent again once (a `resent` event naming the agent; `tamesu._resend_http`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
 from tamesu._fuzz import fuzz_for
+from tamesu._resend_http import resending_client_options
 from tamesu._serve import LoopServer
 from tamesu._types import split_addr
 from tamesu.conversation import Session
@@ -133,7 +135,9 @@ class RemoteAgentServer:
         """The SDK's request handler with the scripted executor; returns the public card."""
         public = public_card(self.name, self.spec, at, self._token)
         configs, tasks = VersionedConfigStore(), InMemoryTaskStore()
-        self._push_client = httpx.AsyncClient(timeout=PUSH_TIMEOUT)
+        # kept alive between a run's pushes: one that went out on a connection the caller's listener had just
+        # closed is sent again once (tamesu._resend_http); the sender only logs a push that failed
+        self._push_client = httpx.AsyncClient(**resending_client_options(self._push_resent), timeout=PUSH_TIMEOUT)
         self._handler = DefaultRequestHandler(
             agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
             task_store=tasks, agent_card=public, push_config_store=configs,
@@ -142,6 +146,9 @@ class RemoteAgentServer:
             extended_card_modifier=extended_card_guard(public, self._token),
         )
         return public
+
+    def _push_resent(self, request: httpx.Request, reason: str) -> None:
+        self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
 
     def _starlette(self, public: Any, extra_jsonrpc: tuple[str, ...] = ()) -> Starlette:
         assert self._handler is not None

@@ -50,7 +50,14 @@ def _num(value: float) -> str:
 
 
 def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return _clip(_text(value), limit)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -359,11 +366,14 @@ class _Page:
             return ""
         spans = [_svg.Span(f"turn {t.index}", t.agent.sent_at_ms, t.agent.completed_at_ms, t.agent.first_token_at_ms)
                  for t in detail.turns]
-        marks = [_svg.Mark(e.name, e.at_ms, _short(e.data, 200) if e.data else "") for e in detail.events]
+        # each event's data as text once: the timeline's hover shows 200 characters of it, the table 300
+        shown = [_text(e.data) if e.data else "" for e in detail.events]
+        marks = [_svg.Mark(e.name, e.at_ms, _clip(text, 200)) for e, text in zip(detail.events, shown, strict=True)]
         chart = _svg.timeline(spans, marks, "timeline of turns and events")
         end = _svg.timeline_end(spans, marks)
         rows = "".join(f'<tr><td class="num">{e.at_ms:.1f}</td><th>{_e(e.name)}</th>'
-                       f'<td><code>{_e(_short(e.data)) if e.data else ""}</code></td></tr>' for e in detail.events)
+                       f'<td><code>{_e(_clip(text, 300))}</code></td></tr>'
+                       for e, text in zip(detail.events, shown, strict=True))
         count = f"{len(detail.events)} event{'s' if len(detail.events) != 1 else ''}"
         listing = (f'<details class="events"><summary>{count}</summary><div class="scroll">'
                    f'<table><tr><th>ms</th><th>event</th><th>data</th></tr>{rows}</table></div></details>'

@@ -25,7 +25,8 @@ from mcp.shared.exceptions import MCPError
 from tamesu import __version__
 from tamesu._bounded_http import Record, bounded_transport
 from tamesu._children import owner_env
-from tamesu._http import ssl_context
+from tamesu._http import layered_proxy_mounts, ssl_context
+from tamesu._resend_http import OnResend, resending_transport
 from tamesu.targets._mcp_stdio import bounded_stdio
 
 Transport = AbstractAsyncContextManager[Any]
@@ -83,14 +84,34 @@ def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Pat
 async def http_transport(url: str, headers: dict[str, str], connect_timeout: float,
                          errors: list[str] | None = None,
                          traceparent: Callable[[], str | None] | None = None,
-                         max_bytes: int | None = None, refused: Record | None = None) -> AsyncIterator[Any]:
-    """The server at `url` over streamable HTTP, with `headers` on every request. Each 4xx or 5xx answer is
-    appended to `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the
-    turn being played) carries it as the `traceparent` header, unless `headers` set one. No answer is read
-    past `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge)."""
+                         max_bytes: int | None = None, refused: Record | None = None,
+                         resent: OnResend | None = None) -> AsyncIterator[Any]:
+    """The server at `url` over streamable HTTP, through `http_client(...)`."""
+    async with (
+        http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def http_client(headers: dict[str, str], connect_timeout: float, errors: list[str] | None = None,
+                traceparent: Callable[[], str | None] | None = None, max_bytes: int | None = None,
+                refused: Record | None = None, resent: OnResend | None = None) -> httpx2.AsyncClient:
+    """The MCP SDK's HTTP client, with `headers` on every request. Each 4xx or 5xx answer is appended to
+    `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the turn being
+    played) carries it as the `traceparent` header, unless `headers` set one. No answer is read past
+    `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST that
+    went out on a kept-alive connection the server had just closed is sent again once on a new one, and
+    `resent` is told (`tamesu._resend_http`: a JSON-RPC message the server never read is safe to send again).
+    The environment's proxies are mounted beneath the same layers (a client given a transport reads none)."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
-    transport = bounded_transport(httpx2, httpx2.AsyncHTTPTransport(verify=ssl_context()), max_bytes, refused) \
-        if max_bytes is not None else None
+
+    def layered(transport: Any) -> Any:
+        if resent is not None:
+            transport = resending_transport(httpx2, transport, resent)
+        if max_bytes is not None:
+            transport = bounded_transport(httpx2, transport, max_bytes, refused)
+        return transport
 
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
@@ -102,12 +123,10 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
         if value and "traceparent" not in request.headers:
             request.headers["traceparent"] = value
 
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(), transport=transport,
-                           event_hooks={"request": [stamp], "response": [seen]}) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
+                              transport=layered(httpx2.AsyncHTTPTransport(verify=ssl_context())),
+                              mounts=layered_proxy_mounts(httpx2, layered),
+                              event_hooks={"request": [stamp], "response": [seen]})
 
 
 class McpConnection:
@@ -208,6 +227,16 @@ def cause(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
         exc = (inner or list(exc.exceptions))[0]
     return exc
+
+
+def jsonrpc_method(body: bytes) -> str | None:
+    """The `method` of a JSON-RPC message posted to the server (None for a reply or what does not parse)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
 
 
 def is_unreached(exc: BaseException) -> bool:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
-import os
-import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 
+from tamesu._http import os_reason
 from tamesu._resend_http import resending_client_options
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
@@ -58,21 +57,6 @@ def unreachable_reason(exc: BaseException) -> str | None:
     if isinstance(exc, httpx.ConnectError):
         return os_reason(exc)
     return None
-
-
-def os_reason(exc: BaseException) -> str:
-    """The operating system's words (Connection refused, Name or service not known) behind a wrapped error."""
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            break
-        if isinstance(seen, OSError) and (seen.errno or seen.strerror):
-            # asyncio words refusals as "Connect call failed (addr)"; the errno says what happened.
-            if seen.errno and seen.errno > 0 and not isinstance(seen, socket.gaierror):
-                return os.strerror(seen.errno)
-            return str(seen.strerror or seen)
-        seen = seen.__cause__ or seen.__context__
-    return str(exc) or type(exc).__name__
 
 
 async def with_connect_retries(

@@ -7,9 +7,10 @@ from typing import Any
 
 import httpx
 
+from tamesu._http import os_reason
 from tamesu.conversation import TurnError
 from tamesu.targets._rest_body import Reading, bounded_chunks, lines
-from tamesu.targets._rest_http import os_reason, parse_body
+from tamesu.targets._rest_http import parse_body
 
 DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""

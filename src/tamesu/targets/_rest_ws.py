@@ -10,12 +10,12 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
-from tamesu._http import ssl_context
+from tamesu._http import os_reason, ssl_context
 from tamesu._trace import sent_trace_id, with_traceparent
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
-from tamesu.targets._rest_http import os_reason, parse_body, with_connect_retries
+from tamesu.targets._rest_http import parse_body, with_connect_retries
 
 # Messages waiting for a turn; beyond this the reader stops reading, so the agent feels back-pressure.
 QUEUE_LIMIT = 10_000

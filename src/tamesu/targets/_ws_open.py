@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
-from tamesu._http import ssl_context
+from tamesu._http import os_reason, ssl_context
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
-from tamesu.targets._rest_http import os_reason, with_connect_retries
+from tamesu.targets._rest_http import with_connect_retries
 
 
 def unreachable(exc: BaseException) -> str | None:

@@ -32,7 +32,8 @@ What fails what:
   (after `connect.attempts`, each bounded by `connect.timeout`): InfraError (exit 3), with the end of its
   stderr (kept in the run's artifacts as `mcp-server.log`);
 - the server closes the connection during the run (it crashed): TurnError, the run fails, since the server
-  under test broke;
+  under test broke; over HTTP, a POST that went out on a kept-alive connection the server had just closed
+  (its keep-alive time ran out) is sent again once on a new one, a `resent` event (`tamesu._resend_http`);
 - a tool error, a protocol error or a call timeout does not fail the run by itself: the model saw it, and the
   assertions decide (`metric: {name: mcp_tool_errors, equals: 0}`, `pack: graceful_degradation`...).
 
@@ -41,7 +42,8 @@ SEP-414: the one carrier a stdio server has); over HTTP every request of the tur
 `traceparent` header. A `traceparent` in `headers` wins. The driving model's own requests carry none (they
 go to the model's provider, not to the server under test).
 
-Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`.
+Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`,
+`resent`.
 Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results and protocol errors), `mcp_tool_timeouts`,
 `mcp_tools_refused`, `tools_fuzzed`, `model_calls`.
 """
@@ -182,6 +184,10 @@ class McpTarget(ModelTarget):
             session.event("response_truncated", limit=self.spec.max_response_bytes, sizes={"body": read},
                           read=read, declared=declared, complete=False, note=note)
 
+        def resent(request: Any, reason: str) -> None:
+            session.event("resent", reason=reason, url=session.redactor.text(str(request.url)),
+                          method=mcp.jsonrpc_method(request.content))
+
         if config["url"] is None:
             errlog = self._errlog
             noise = self._noise = mcp.StdoutNoise(errlog)
@@ -195,7 +201,8 @@ class McpTarget(ModelTarget):
         def http() -> Any:
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
                                       traceparent=lambda: session.trace.traceparent if session.trace else None,
-                                      max_bytes=self.spec.max_response_bytes, refused=refused)
+                                      max_bytes=self.spec.max_response_bytes, refused=refused,
+                                      resent=resent)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)

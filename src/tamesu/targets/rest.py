@@ -68,6 +68,7 @@ from typing import Any
 
 import httpx
 
+from tamesu._http import os_reason
 from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
@@ -75,7 +76,7 @@ from tamesu.suite.templates import Context, references
 from tamesu.targets._rest_answer import TurnReader
 from tamesu.targets._rest_body import Reading, reading_of
 from tamesu.targets._rest_files import attachments, file_refusal, multipart_request
-from tamesu.targets._rest_http import Answer, Http, answer_body, excerpt, os_reason, read_text
+from tamesu.targets._rest_http import Answer, Http, answer_body, excerpt, read_text
 from tamesu.targets._rest_listen import Listener
 from tamesu.targets._rest_read import MAX_EVENTS, StreamText, holds, text_of, values
 from tamesu.targets._rest_request import (

@@ -17,8 +17,8 @@ from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
 from tamesu._bounded_http import bounded_transport
-from tamesu._http import ssl_context
-from tamesu._resend_http import ResendingTransport
+from tamesu._http import NO_BASE_URL, NO_PARAMS, layered_proxy_mounts, ssl_context
+from tamesu._resend_http import resending_transport
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.suite.schema import ConnectSpec
@@ -44,10 +44,14 @@ class Wire:
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
         # check, no answer is read past max_response_bytes; beneath that, a call that went out on a connection
         # the agent had just closed is sent again once (tamesu._resend_http)
-        resending = ResendingTransport(httpx.AsyncHTTPTransport(verify=ssl_context()), self._resent)
-        bounded = bounded_transport(httpx, resending, max_response_bytes, self._refused)
-        self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded),
-                                      headers=headers,
+        def layered(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
+            resending = resending_transport(httpx, inner, self._resent)
+            return IdCheckingTransport(bounded_transport(httpx, resending, max_response_bytes, self._refused))
+
+        # the environment's proxies beneath the same layers (a client given a transport reads none itself)
+        self.http = httpx.AsyncClient(transport=layered(httpx.AsyncHTTPTransport(verify=ssl_context())),
+                                      mounts=layered_proxy_mounts(httpx, layered), base_url=NO_BASE_URL,
+                                      params=NO_PARAMS, headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})
         self._channels: list[grpc.aio.Channel] = []
