@@ -4,9 +4,9 @@ An agent's server closes a connection that stayed idle past its keep-alive time 
 gunicorn after 2 s). httpx checks a pooled connection before it reuses it, but the server's close can arrive
 after that check and before the request is written: the request then fails with a broken pipe, a reset, or
 "Server disconnected without sending a response". The wait between a simulated user's turns is often just
-that long, and a loaded event loop widens the gap between the check and the write to seconds (1000 persona
-conversations at once, `bench/persona.py`, lost 595 tests this way). Browsers send such a request again on a
-new connection, whatever its method; so does this transport, once, and only when:
+that long, and a loaded event loop widens the gap between the check and the write to seconds (2000 persona
+conversations at 1000 at once, `bench/under_load.py`, lost 595 tests this way). Browsers send such a request
+again on a new connection, whatever its method; so does this transport, once, and only when:
 
 - an idle connection to the same origin was in the pool as the request went out (it went out on a reused one);
 - the failure came before any byte of the answer (the server cannot have answered it): writing the request, or
@@ -14,9 +14,12 @@ new connection, whatever its method; so does this transport, once, and only when
 - the body is in memory (it can be sent again unchanged).
 
 Each resend is told to `on_resend` (the targets record it as a `resent` event); a second failure is the
-request's failure, as it would have been. One implementation serves both client modules, httpx (rest, a2a,
-the remote agents' forward) and httpx2 (the MCP SDK's client, for the mcp target over HTTP): the same API under
-another name, over its own connection-pool package (httpcore, httpcore2).
+request's failure, as it would have been. What this accepts, as browsers do: a server that read the whole
+request on a reused connection and then reset it without a byte of answer gets it a second time.
+
+One implementation serves both client modules, httpx (rest, a2a, the remote agents' forward and push) and
+httpx2 (the MCP SDK's client, for the mcp target over HTTP): the same API under another name, over its own
+connection-pool package (httpcore, httpcore2).
 """
 
 from __future__ import annotations
