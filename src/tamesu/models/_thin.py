@@ -36,6 +36,7 @@ from tamesu import __version__
 from tamesu._bounded_http import bounded_transport
 from tamesu._http import layered_proxy_mounts, ssl_context
 from tamesu.models._lease import ClientLease
+from tamesu.models._where import base_url_in_use
 
 _NOT_REPLAYED = frozenset({"content-length", "host"})
 """Headers of the SDK's request that belong to its body or URL: httpx2 writes them for each request."""
@@ -84,7 +85,7 @@ def joined_url(base_url: str, path: str) -> httpx2.URL | None:
 def known_url(base_url: str | None, path: str, *, base_variable: str, headers_variable: str) -> httpx2.URL | None:
     """The URL of `path` when tamesu can know the SDK's request: a base URL (given, or `base_variable` as the SDK
     reads it) without a query, and the SDK's own headers variable unset (it filters those by its own rules)."""
-    base = base_url if base_url is not None else os.environ.get(base_variable)
+    base = base_url_in_use(base_url, base_variable, "")
     if not base or headers_variable in os.environ:
         return None
     return joined_url(base, path)

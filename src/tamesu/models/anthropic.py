@@ -35,6 +35,7 @@ from tamesu.models.base import (
 )
 from tamesu.models.client import (
     DEFAULT_BASE_URLS,
+    DEFAULT_ENV_BASE_URLS,
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
     not_a_completion,
@@ -79,7 +80,7 @@ class AnthropicProvider(Provider):
     def from_spec(cls, spec: ModelSpec, api_key: str | None) -> AnthropicProvider:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            if not is_local_url(base_url_in_use(spec.base_url, "ANTHROPIC_BASE_URL", "")):
+            if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["anthropic"], "")):
                 raise ModelError("anthropic: no API key (set ANTHROPIC_API_KEY or models.X.api_key)")
             key = LOCAL_PLACEHOLDER_KEY
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
@@ -168,7 +169,7 @@ class AnthropicProvider(Provider):
 
     def _reached(self, exc: Exception) -> str:
         # the URL the failed request went to: the suite's base_url, else ANTHROPIC_BASE_URL, else the public API
-        base = base_url_in_use(self.base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URLS["anthropic"])
+        base = base_url_in_use(self.base_url, DEFAULT_ENV_BASE_URLS["anthropic"], DEFAULT_BASE_URLS["anthropic"])
         return reached(exc, "/v1/messages", base)
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
@@ -201,7 +202,7 @@ def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | No
     workload identity; without a base URL it is still left to the SDK, which may learn one from a profile.
     Its platform headers (`x-stainless-*`) are left out; the user agent is tamesu's. test_model_wire.py checks
     the rest against what the installed SDK sends (the 2.x SDK sends the key as a bearer token)."""
-    url = known_url(base_url, "/v1/messages", base_variable="ANTHROPIC_BASE_URL",
+    url = known_url(base_url, "/v1/messages", base_variable=DEFAULT_ENV_BASE_URLS["anthropic"],
                     headers_variable="ANTHROPIC_CUSTOM_HEADERS")
     if url is None:
         return None

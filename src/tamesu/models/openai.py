@@ -33,6 +33,7 @@ from tamesu.models.base import (
 )
 from tamesu.models.client import (
     DEFAULT_BASE_URLS,
+    DEFAULT_ENV_BASE_URLS,
     LOCAL_PLACEHOLDER_KEY,
     is_local_url,
     not_a_completion,
@@ -78,7 +79,7 @@ class OpenAIProvider(Provider):
     def from_spec(cls, spec: ModelSpec, api_key: str | None) -> OpenAIProvider:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            if not is_local_url(base_url_in_use(spec.base_url, "OPENAI_BASE_URL", "")):
+            if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["openai"], "")):
                 raise ModelError("openai: no API key (set OPENAI_API_KEY or models.X.api_key)")
             key = LOCAL_PLACEHOLDER_KEY  # Ollama, vLLM, LM Studio on this machine need none
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
@@ -191,7 +192,7 @@ class OpenAIProvider(Provider):
 
     def _reached(self, exc: Exception) -> str:
         # the URL the failed request went to: the suite's base_url, else OPENAI_BASE_URL, else the public API
-        base = base_url_in_use(self.base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URLS["openai"])
+        base = base_url_in_use(self.base_url, DEFAULT_ENV_BASE_URLS["openai"], DEFAULT_BASE_URLS["openai"])
         return reached(exc, "/chat/completions", base)
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
@@ -220,7 +221,7 @@ def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | No
     (given, or `OPENAI_BASE_URL` as the SDK reads it) without a query, and no `OPENAI_CUSTOM_HEADERS` (which the
     SDK filters by its own rules). Its platform headers (`x-stainless-*`) are left out; the user agent is
     tamesu's. test_model_wire.py checks the rest against what the installed SDK sends."""
-    url = known_url(base_url, "/chat/completions", base_variable="OPENAI_BASE_URL",
+    url = known_url(base_url, "/chat/completions", base_variable=DEFAULT_ENV_BASE_URLS["openai"],
                     headers_variable="OPENAI_CUSTOM_HEADERS")
     if url is None:
         return None
