@@ -72,6 +72,16 @@ def layered_proxy_mounts(module: ModuleType, layered: Callable[[Any], Any]) -> d
     return {pattern: None if mounted is None else layered(mounted) for pattern, mounted in proxies.items()}
 
 
+DISCONNECTED = "Server disconnected without sending a response."
+"""httpcore's (and httpcore2's) words for a connection that ended before the status line; tamesu's own transport
+(`tamesu._h11_transport`) says the same."""
+
+
+def resend_reason(exc: BaseException) -> str:
+    """Why a request was sent again on a new connection (the `resent` event's reason)."""
+    return f"the agent had closed the kept-alive connection ({os_reason(exc)})"
+
+
 def os_reason(exc: BaseException) -> str:
     """The operating system's words (Connection refused, Name or service not known) behind a wrapped error."""
     seen: BaseException | None = exc

@@ -17,9 +17,11 @@ Each resend is told to `on_resend` (the targets record it as a `resent` event); 
 request's failure, as it would have been. What this accepts, as browsers do: a server that read the whole
 request on a reused connection and then reset it without a byte of answer gets it a second time.
 
-One implementation serves both client modules, httpx (rest, a2a, the remote agents' forward and push) and
-httpx2 (the MCP SDK's client, for the mcp target over HTTP): the same API under another name, over its own
-connection-pool package (httpcore, httpcore2).
+One implementation serves both client modules over their connection-pool packages, httpx over httpcore (the
+a2a target, and every route through a proxy) and httpx2 over httpcore2 (the MCP SDK's client, for the mcp
+target over HTTP): the same API under another name. The direct route of the rest target, the remote agents'
+forward and their pushes is tamesu's own transport (`tamesu._h11_transport`), which knows which connection a
+request went out on and whether a byte came back, and sends again by the same rule.
 """
 
 from __future__ import annotations
@@ -32,13 +34,11 @@ from typing import Any
 
 import httpx
 
-from tamesu._http import NO_BASE_URL, NO_PARAMS, client_options, os_reason
+from tamesu._h11_transport import H11Transport
+from tamesu._http import DISCONNECTED, NO_BASE_URL, NO_PARAMS, client_options, resend_reason
 
 OnResend = Callable[[Any, str], None]
 """Told of each resend: the request (of httpx or httpx2) and why it was sent again."""
-
-DISCONNECTED = "Server disconnected without sending a response."
-"""httpcore's (and httpcore2's) words for a connection that ended before the status line."""
 
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
 _CORE = {"httpx": "httpcore", "httpx2": "httpcore2"}
@@ -73,7 +73,7 @@ def _transport_class(module: Any) -> Any:
             except failures as exc:
                 if not reused or not isinstance(request.stream, module.ByteStream) or not before_the_answer(exc):
                     raise
-                self._on_resend(request, f"the agent had closed the kept-alive connection ({os_reason(exc)})")
+                self._on_resend(request, resend_reason(exc))
             return await self._inner.handle_async_request(request)
 
         def _would_reuse(self, request: Any) -> bool:
@@ -98,12 +98,13 @@ def _transport_class(module: Any) -> Any:
 
 def resending_client_options(on_resend: OnResend) -> dict[str, Any]:
     """`tamesu._http.client_options()` with each transport (the direct one and the proxies') resending, and the
-    empty base URL and query parsed once (`tamesu._http.NO_BASE_URL`)."""
+    empty base URL and query parsed once (`tamesu._http.NO_BASE_URL`). The direct route is tamesu's own
+    transport (`tamesu._h11_transport`, which resends by the same rule); a proxy's is httpx's."""
     options = client_options()
     mounts = options["mounts"]
     if mounts:
         options["mounts"] = {pattern: None if mounted is None else resending_transport(httpx, mounted, on_resend)
                              for pattern, mounted in mounts.items()}
-    options["transport"] = resending_transport(httpx, httpx.AsyncHTTPTransport(verify=options["verify"]), on_resend)
+    options["transport"] = H11Transport(verify=options["verify"], on_resend=on_resend)
     options["base_url"], options["params"] = NO_BASE_URL, NO_PARAMS
     return options

@@ -17,6 +17,7 @@ from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
 from tamesu._bounded_http import bounded_transport
+from tamesu._h11_transport import H11Transport
 from tamesu._http import NO_BASE_URL, NO_PARAMS, layered_proxy_mounts, ssl_context
 from tamesu._resend_http import resending_transport
 from tamesu.conversation import Session
@@ -43,14 +44,17 @@ class Wire:
         self.max_response_bytes = max_response_bytes
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
         # check, no answer is read past max_response_bytes; beneath that, a call that went out on a connection
-        # the agent had just closed is sent again once (tamesu._resend_http)
-        def layered(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
-            resending = resending_transport(httpx, inner, self._resent)
-            return IdCheckingTransport(bounded_transport(httpx, resending, max_response_bytes, self._refused))
+        # the agent had just closed is sent again once (tamesu._h11_transport on the direct route, which does
+        # it itself; tamesu._resend_http over a proxy's httpx transport)
+        def checked(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
+            return IdCheckingTransport(bounded_transport(httpx, inner, max_response_bytes, self._refused))
+
+        def proxied(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
+            return checked(resending_transport(httpx, inner, self._resent))
 
         # the environment's proxies beneath the same layers (a client given a transport reads none itself)
-        self.http = httpx.AsyncClient(transport=layered(httpx.AsyncHTTPTransport(verify=ssl_context())),
-                                      mounts=layered_proxy_mounts(httpx, layered), base_url=NO_BASE_URL,
+        self.http = httpx.AsyncClient(transport=checked(H11Transport(verify=ssl_context(), on_resend=self._resent)),
+                                      mounts=layered_proxy_mounts(httpx, proxied), base_url=NO_BASE_URL,
                                       params=NO_PARAMS, headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})

@@ -1,0 +1,335 @@
+"""HTTP/1.1 for httpx's clients straight on asyncio and h11, without httpcore and anyio beneath.
+
+A scripted REST turn is one request and one answer; under httpx's own transport, httpcore's pool and anyio's
+streams and cancel scopes cost as much CPU as everything tamesu does for the turn (`python bench/transport.py`:
+about half of a request's CPU, at 1 and at 100 conversations at once). This transport keeps httpx's client
+(request building, redirects, cookies, auth, event hooks, the `httpx` exceptions every caller handles) and
+does the wire itself with h11, the same protocol machine httpcore drives, on an asyncio protocol:
+
+- a pool of kept-alive connections per origin (newest first; one found closed, eof'd or idle past
+  `keepalive_expiry` is dropped, never used), at most `max_connections` requests in flight, bounded by the
+  request's `pool` timeout;
+- the `connect`, `read` and `write` timeouts of each request, as httpx names them;
+- answers read as the caller asks for them: reading pauses while more than `_HIGH_WATER` bytes wait unread, so
+  an agent that sends without end costs at most that much beyond what the caller keeps;
+- a request that went out on a reused connection the agent had just closed, and failed before any byte of the
+  answer, sent again once on a new one (the rule and its words are `tamesu._resend_http`'s); a streamed body
+  never is.
+
+Only the direct route uses it: a proxy's route keeps httpx's transport (`tamesu._http.proxy_mounts`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import h11
+import httpx
+
+from tamesu._http import DISCONNECTED, resend_reason
+
+_HIGH_WATER = 256 * 1024
+_LOW_WATER = 64 * 1024
+_MAX_HEAD = 100 * 1024
+"""The largest status line and headers taken, as httpcore takes them."""
+
+Origin = tuple[bytes, str, int]
+
+
+class _Connection(asyncio.Protocol):
+    """One TCP (or TLS) connection: what arrived, waiting to be fed to h11 as the reader asks for it."""
+
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD)
+        self.transport: asyncio.Transport | None = None
+        self._arrived: collections.deque[bytes] = collections.deque()
+        self._waiting_bytes = 0
+        self._reading_paused = False
+        self._eof = False
+        self._eof_fed = False
+        self.lost = False
+        self._lost_because: BaseException | None = None
+        self._wakeup: asyncio.Future[None] | None = None
+        self._writing_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self.answered = False
+        """Whether a byte of the current request's answer has arrived."""
+        self.idle_since = 0.0
+
+    # asyncio's side
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._arrived.append(data)
+        self._waiting_bytes += len(data)
+        if self._waiting_bytes > _HIGH_WATER and not self._reading_paused and self.transport is not None:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._lost_because = exc
+        self._wake()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    # the reader's side
+    @property
+    def usable(self) -> bool:
+        """Idle, open, and nothing arrived unasked (a server's early close or a stray byte)."""
+        return not (self.lost or self._eof or self._arrived) and self.h11.our_state is h11.IDLE
+
+    async def write(self, data: bytes, timeout: float | None) -> None:
+        if self.lost or self.transport is None or self.transport.is_closing():
+            raise self._gone(httpx.WriteError)
+        self.transport.write(data)
+        if self._writing_paused and not self.lost:
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._drained
+            except TimeoutError:
+                raise httpx.WriteTimeout(f"writing the request took longer than {timeout} s") from None
+            finally:
+                self._drained = None
+            if self.lost:
+                raise self._gone(httpx.WriteError)
+
+    async def next_event(self, timeout: float | None) -> Any:
+        """h11's next event, reading as much as it needs; httpx's exceptions for what went wrong."""
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc)) from exc
+            if event is not h11.NEED_DATA:
+                return event
+            if self._arrived:
+                data = self._arrived.popleft()
+                self._waiting_bytes -= len(data)
+                if self._reading_paused and self._waiting_bytes <= _LOW_WATER and self.transport is not None:
+                    self._reading_paused = False
+                    self.transport.resume_reading()
+                self.answered = True
+                self.h11.receive_data(data)
+                continue
+            if self.lost and self._lost_because is not None:
+                raise self._gone(httpx.ReadError)
+            if self._eof or self.lost:
+                if self.h11.their_state is h11.SEND_RESPONSE and not self.answered:
+                    raise httpx.RemoteProtocolError(DISCONNECTED)
+                if self._eof_fed:  # h11 asks for more after the end: cannot happen, but never spin
+                    raise httpx.RemoteProtocolError("the connection ended in the middle of the answer")
+                self._eof_fed = True
+                self.h11.receive_data(b"")
+                continue
+            self._wakeup = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._wakeup
+            except TimeoutError:
+                raise httpx.ReadTimeout(f"no answer within {timeout} s") from None
+            finally:
+                self._wakeup = None
+
+    def _gone(self, kind: type[httpx.TransportError]) -> httpx.TransportError:
+        because = self._lost_because
+        if because is None:
+            return kind("the connection was closed") if kind is httpx.WriteError else kind(DISCONNECTED)
+        error = kind(str(because) or type(because).__name__)
+        error.__cause__ = because
+        return error
+
+    def close(self) -> None:
+        """Drop the connection now (an unread answer, a broken exchange): no orderly goodbye to wait for."""
+        self.lost = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class _Body(httpx.AsyncByteStream):
+    """The answer's bytes as they arrive; closing it returns the connection to the pool, or drops it when the
+    answer was not read to its end."""
+
+    def __init__(self, owner: H11Transport, connection: _Connection, read_timeout: float | None) -> None:
+        self._owner = owner
+        self._connection = connection
+        self._read_timeout = read_timeout
+        self._complete = False
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while not self._complete:
+            event = await self._connection.next_event(self._read_timeout)
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                self._complete = True
+            elif isinstance(event, h11.ConnectionClosed):
+                raise httpx.RemoteProtocolError("the connection ended in the middle of the answer")
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._owner._finished(self._connection, reusable=self._complete)
+
+
+class H11Transport(httpx.AsyncBaseTransport):
+    def __init__(self, *, verify: ssl.SSLContext, on_resend: Any = None, max_connections: int = 100,
+                 max_keepalive: int = 20, keepalive_expiry: float = 5.0) -> None:
+        self._verify = verify
+        self._on_resend = on_resend
+        """Told of each request sent again (`tamesu._resend_http.OnResend`); None: nothing is sent again."""
+        self._slots = asyncio.Semaphore(max_connections)
+        self._max_keepalive = max_keepalive
+        self._keepalive_expiry = keepalive_expiry
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._open: set[_Connection] = set()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        url = request.url
+        scheme = url.raw_scheme
+        if scheme not in (b"http", b"https"):
+            raise httpx.UnsupportedProtocol(f"the URL's scheme {scheme.decode(errors='replace')!r} is not http(s)")
+        origin: Origin = (scheme, url.raw_host.decode("ascii"), url.port or (443 if scheme == b"https" else 80))
+        if self._slots.locked():
+            try:
+                async with asyncio.timeout(timeouts.get("pool")):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise httpx.PoolTimeout("no connection became free in time") from None
+        else:
+            await self._slots.acquire()  # free: taken at once, no timer to set
+        try:
+            connection = self._reuse(origin)
+            reused = connection is not None
+            if connection is None:
+                connection = await self._connect(origin, timeouts.get("connect"))
+            try:
+                return await self._exchange(connection, request, timeouts)
+            except (httpx.WriteError, httpx.ReadError, httpx.RemoteProtocolError) as exc:
+                self._drop(connection)
+                if not (reused and not connection.answered and self._on_resend is not None
+                        and isinstance(request.stream, httpx.ByteStream)):
+                    raise
+                self._on_resend(request, resend_reason(exc))
+            except BaseException:
+                self._drop(connection)
+                raise
+            connection = await self._connect(origin, timeouts.get("connect"))
+            try:
+                return await self._exchange(connection, request, timeouts)
+            except BaseException:
+                self._drop(connection)
+                raise
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _reuse(self, origin: Origin) -> _Connection | None:
+        waiting = self._idle.get(origin)
+        now = time.monotonic()
+        while waiting:
+            connection = waiting.pop()
+            if connection.usable and now - connection.idle_since < self._keepalive_expiry:
+                return connection
+            self._drop(connection)
+        return None
+
+    async def _connect(self, origin: Origin, timeout: float | None) -> _Connection:
+        scheme, host, port = origin
+        secure = scheme == b"https"
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                _, connection = await loop.create_connection(
+                    lambda: _Connection(origin), host, port, ssl=self._verify if secure else None,
+                    server_hostname=host if secure else None)
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"connecting to {host}:{port} took longer than {timeout} s") from None
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        self._open.add(connection)
+        return connection
+
+    async def _exchange(self, connection: _Connection, request: httpx.Request,
+                        timeouts: dict[str, float | None]) -> httpx.Response:
+        connection.answered = False
+        machine = connection.h11
+        write_timeout = timeouts.get("write")
+        try:
+            head = machine.send(h11.Request(method=request.method, target=request.url.raw_path,
+                                            headers=request.headers.raw))
+            if isinstance(request.stream, httpx.ByteStream):
+                body = b"".join(request.stream)  # a redirect's request holds its body unread
+                await connection.write(head + machine.send(h11.Data(data=body)) + machine.send(h11.EndOfMessage())
+                                       if body else head + machine.send(h11.EndOfMessage()), write_timeout)
+            else:
+                await connection.write(head, write_timeout)
+                async for chunk in request.stream:  # type: ignore[union-attr]
+                    if chunk:
+                        await connection.write(machine.send(h11.Data(data=chunk)), write_timeout)
+                await connection.write(machine.send(h11.EndOfMessage()), write_timeout)
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc)) from exc
+        read_timeout = timeouts.get("read")
+        while True:
+            event = await connection.next_event(read_timeout)
+            if isinstance(event, h11.Response):
+                break
+            if isinstance(event, h11.ConnectionClosed):
+                raise httpx.RemoteProtocolError(DISCONNECTED)
+            # an informational answer (100 Continue, 103 Early Hints): the real one follows
+        return httpx.Response(event.status_code, headers=event.headers.raw_items(),
+                              stream=_Body(self, connection, read_timeout),
+                              extensions={"http_version": b"HTTP/" + event.http_version,
+                                          "reason_phrase": event.reason})
+
+    def _finished(self, connection: _Connection, *, reusable: bool) -> None:
+        self._slots.release()
+        machine = connection.h11
+        if reusable and machine.our_state is h11.DONE and machine.their_state is h11.DONE and not connection.lost:
+            machine.start_next_cycle()
+            connection.idle_since = time.monotonic()
+            waiting = self._idle.setdefault(connection.origin, [])
+            waiting.append(connection)
+            if len(waiting) > self._max_keepalive:
+                self._drop(waiting.pop(0))
+        else:
+            self._drop(connection)
+
+    def _drop(self, connection: _Connection) -> None:
+        self._open.discard(connection)
+        connection.close()
+
+    async def aclose(self) -> None:
+        for connection in list(self._open):
+            self._drop(connection)
+        self._idle.clear()
