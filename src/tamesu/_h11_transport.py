@@ -211,6 +211,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._keepalive_expiry = keepalive_expiry
         self._idle: dict[Origin, list[_Connection]] = {}
         self._open: set[_Connection] = set()
+        self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
@@ -315,7 +316,8 @@ class H11Transport(httpx.AsyncBaseTransport):
     def _finished(self, connection: _Connection, *, reusable: bool) -> None:
         self._slots.release()
         machine = connection.h11
-        if reusable and machine.our_state is h11.DONE and machine.their_state is h11.DONE and not connection.lost:
+        if (reusable and machine.our_state is h11.DONE and machine.their_state is h11.DONE and not connection.lost
+                and not self._closed):
             machine.start_next_cycle()
             connection.idle_since = time.monotonic()
             waiting = self._idle.setdefault(connection.origin, [])
@@ -330,6 +332,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         connection.close()
 
     async def aclose(self) -> None:
+        self._closed = True  # an answer still being read drops its connection when it ends
         for connection in list(self._open):
             self._drop(connection)
         self._idle.clear()
