@@ -15,12 +15,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 import trustme
 
 from agents.closing_agent import ClosingAgent
 from ports import refused_port
-from tamesu._h11_transport import H11Transport
+from tamesu._h11_transport import H11Transport, h11_transport
 from tamesu._http import os_reason, ssl_context
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -325,3 +326,26 @@ async def test_a_dropped_request_is_sent_again_once_only_when_its_body_is_in_mem
         assert agent.dropped == ["two", "four"] and agent.answered == ["one", "three", "four"]
     assert resent == ["the agent had closed the kept-alive connection (Server disconnected without sending a "
                       "response.)"]
+
+
+async def test_beneath_httpx2_the_answers_and_the_failures_are_httpx2s() -> None:
+    # the model providers' transport client is httpx2's (the SDKs' module): the same transport, its classes
+    async def answer_then_hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line, _ = await read_request(reader)
+        if "/hold" not in line:
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+            await writer.drain()
+            line, _ = await read_request(reader)
+        await asyncio.sleep(30)
+
+    transport = h11_transport(httpx2, verify=ssl_context())
+    assert isinstance(transport, httpx2.AsyncBaseTransport)
+    async with serving(answer_then_hold) as served, \
+            httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(10, read=0.3)) as http:
+        answer = await http.post(f"{served.url}/chat", json={"model": "m"})
+        assert (answer.status_code, answer.json()) == (200, {})
+        with pytest.raises(httpx2.ReadTimeout):
+            await http.post(f"{served.url}/hold", json={})
+        with pytest.raises(httpx2.ConnectError):
+            await http.get(f"http://127.0.0.1:{refused_port()}/")
+    assert served.connections == 1

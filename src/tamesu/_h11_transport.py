@@ -1,10 +1,11 @@
-"""HTTP/1.1 for httpx's clients straight on asyncio and h11, without httpcore and anyio beneath.
+"""HTTP/1.1 for httpx's clients (and httpx2's, the model SDKs') straight on asyncio and h11, without httpcore and
+anyio beneath.
 
 A scripted REST turn is one request and one answer; under httpx's own transport, httpcore's pool and anyio's
 streams and cancel scopes cost as much CPU as everything tamesu does for the turn (`python bench/transport.py`:
-about half of a request's CPU, at 1 and at 100 conversations at once). This transport keeps httpx's client
-(request building, redirects, cookies, auth, event hooks, the `httpx` exceptions every caller handles) and
-does the wire itself with h11, the same protocol machine httpcore drives, on an asyncio protocol:
+about half of a request's CPU, at 1 and at 100 conversations at once). This transport keeps the client (request
+building, redirects, cookies, auth, event hooks, the exceptions every caller handles) and does the wire itself
+with h11, the same protocol machine httpcore drives, on an asyncio protocol:
 
 - a pool of kept-alive connections per origin (newest first; one found closed, eof'd or idle past
   `keepalive_expiry` is dropped, never used), at most `max_connections` requests in flight, bounded by the
@@ -12,21 +13,24 @@ does the wire itself with h11, the same protocol machine httpcore drives, on an 
 - the `connect`, `read` and `write` timeouts of each request, as httpx names them;
 - answers read as the caller asks for them: reading pauses while more than `_HIGH_WATER` bytes wait unread, so
   an agent that sends without end costs at most that much beyond what the caller keeps;
-- a request that went out on a reused connection the agent had just closed, and failed before any byte of the
-  answer, sent again once on a new one (the rule and its words are `tamesu._resend_http`'s); a streamed body
-  never is.
+- with `on_resend`, a request that went out on a reused connection the agent had just closed, and failed before
+  any byte of the answer, sent again once on a new one (the rule of `tamesu._resend_http`, its words
+  `tamesu._http.resend_reason`); a streamed body never is.
 
-Only the direct route uses it: a proxy's route keeps httpx's transport (`tamesu._http.proxy_mounts`).
+Only the direct route uses it: a proxy's route keeps the client module's own transport
+(`tamesu._http.proxy_mounts`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import ssl
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import h11
 import httpx
@@ -44,8 +48,10 @@ Origin = tuple[bytes, str, int]
 class _Connection(asyncio.Protocol):
     """One TCP (or TLS) connection: what arrived, waiting to be fed to h11 as the reader asks for it."""
 
-    def __init__(self, origin: Origin) -> None:
+    def __init__(self, origin: Origin, errors: ModuleType) -> None:
         self.origin = origin
+        self._errors: Any = errors
+        """The client module (httpx, httpx2) whose exceptions this connection raises."""
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD)
         self.transport: asyncio.Transport | None = None
         self._arrived: collections.deque[bytes] = collections.deque()
@@ -107,7 +113,7 @@ class _Connection(asyncio.Protocol):
 
     async def write(self, data: bytes, timeout: float | None) -> None:
         if self.lost or self.transport is None or self.transport.is_closing():
-            raise self._gone(httpx.WriteError)
+            raise self._gone(self._errors.WriteError)
         self.transport.write(data)
         if self._writing_paused and not self.lost:
             self._drained = asyncio.get_running_loop().create_future()
@@ -115,11 +121,11 @@ class _Connection(asyncio.Protocol):
                 async with asyncio.timeout(timeout):
                     await self._drained
             except TimeoutError:
-                raise httpx.WriteTimeout(f"writing the request took longer than {timeout} s") from None
+                raise self._errors.WriteTimeout(f"writing the request took longer than {timeout} s") from None
             finally:
                 self._drained = None
             if self.lost:
-                raise self._gone(httpx.WriteError)
+                raise self._gone(self._errors.WriteError)
 
     async def next_event(self, timeout: float | None) -> Any:
         """h11's next event, reading as much as it needs; httpx's exceptions for what went wrong."""
@@ -127,7 +133,7 @@ class _Connection(asyncio.Protocol):
             try:
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc)) from exc
+                raise self._errors.RemoteProtocolError(str(exc)) from exc
             if event is not h11.NEED_DATA:
                 return event
             if self._arrived:
@@ -140,12 +146,12 @@ class _Connection(asyncio.Protocol):
                 self.h11.receive_data(data)
                 continue
             if self.lost and self._lost_because is not None:
-                raise self._gone(httpx.ReadError)
+                raise self._gone(self._errors.ReadError)
             if self._eof or self.lost:
                 if self.h11.their_state is h11.SEND_RESPONSE and not self.answered:
-                    raise httpx.RemoteProtocolError(DISCONNECTED)
+                    raise self._errors.RemoteProtocolError(DISCONNECTED)
                 if self._eof_fed:  # h11 asks for more after the end: cannot happen, but never spin
-                    raise httpx.RemoteProtocolError("the connection ended in the middle of the answer")
+                    raise self._errors.RemoteProtocolError("the connection ended in the middle of the answer")
                 self._eof_fed = True
                 self.h11.receive_data(b"")
                 continue
@@ -154,14 +160,14 @@ class _Connection(asyncio.Protocol):
                 async with asyncio.timeout(timeout):
                     await self._wakeup
             except TimeoutError:
-                raise httpx.ReadTimeout(f"no answer within {timeout} s") from None
+                raise self._errors.ReadTimeout(f"no answer within {timeout} s") from None
             finally:
                 self._wakeup = None
 
-    def _gone(self, kind: type[httpx.TransportError]) -> httpx.TransportError:
+    def _gone(self, kind: type[Exception]) -> Exception:
         because = self._lost_because
         if because is None:
-            return kind("the connection was closed") if kind is httpx.WriteError else kind(DISCONNECTED)
+            return kind("the connection was closed") if kind is self._errors.WriteError else kind(DISCONNECTED)
         error = kind(str(because) or type(because).__name__)
         error.__cause__ = because
         return error
@@ -173,11 +179,13 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
-class _Body(httpx.AsyncByteStream):
+class _BodyCore:
     """The answer's bytes as they arrive; closing it returns the connection to the pool, or drops it when the
-    answer was not read to its end."""
+    answer was not read to its end. (Made a stream of its client module by `_Body` and `_classes`.)"""
 
-    def __init__(self, owner: H11Transport, connection: _Connection, read_timeout: float | None) -> None:
+    module: ClassVar[Any]
+
+    def __init__(self, owner: _TransportCore, connection: _Connection, read_timeout: float | None) -> None:
         self._owner = owner
         self._connection = connection
         self._read_timeout = read_timeout
@@ -192,7 +200,7 @@ class _Body(httpx.AsyncByteStream):
             elif isinstance(event, h11.EndOfMessage):
                 self._complete = True
             elif isinstance(event, h11.ConnectionClosed):
-                raise httpx.RemoteProtocolError("the connection ended in the middle of the answer")
+                raise self.module.RemoteProtocolError("the connection ended in the middle of the answer")
 
     async def aclose(self) -> None:
         if not self._closed:
@@ -200,7 +208,13 @@ class _Body(httpx.AsyncByteStream):
             self._owner._finished(self._connection, reusable=self._complete)
 
 
-class H11Transport(httpx.AsyncBaseTransport):
+class _TransportCore:
+    """The transport, for any client module with httpx's API (made one of its transports by `H11Transport` and
+    `_classes`)."""
+
+    module: ClassVar[Any]
+    body: ClassVar[type[_BodyCore]]
+
     def __init__(self, *, verify: ssl.SSLContext, on_resend: Any = None, max_connections: int = 100,
                  max_keepalive: int = 20, keepalive_expiry: float = 5.0) -> None:
         self._verify = verify
@@ -213,19 +227,20 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._open: set[_Connection] = set()
         self._closed = False
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: Any) -> Any:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         url = request.url
         scheme = url.raw_scheme
         if scheme not in (b"http", b"https"):
-            raise httpx.UnsupportedProtocol(f"the URL's scheme {scheme.decode(errors='replace')!r} is not http(s)")
+            named = scheme.decode(errors="replace")
+            raise self.module.UnsupportedProtocol(f"the URL's scheme {named!r} is not http(s)")
         origin: Origin = (scheme, url.raw_host.decode("ascii"), url.port or (443 if scheme == b"https" else 80))
         if self._slots.locked():
             try:
                 async with asyncio.timeout(timeouts.get("pool")):
                     await self._slots.acquire()
             except TimeoutError:
-                raise httpx.PoolTimeout("no connection became free in time") from None
+                raise self.module.PoolTimeout("no connection became free in time") from None
         else:
             await self._slots.acquire()  # free: taken at once, no timer to set
         try:
@@ -235,10 +250,10 @@ class H11Transport(httpx.AsyncBaseTransport):
                 connection = await self._connect(origin, timeouts.get("connect"))
             try:
                 return await self._exchange(connection, request, timeouts)
-            except (httpx.WriteError, httpx.ReadError, httpx.RemoteProtocolError) as exc:
+            except (self.module.WriteError, self.module.ReadError, self.module.RemoteProtocolError) as exc:
                 self._drop(connection)
                 if not (reused and not connection.answered and self._on_resend is not None
-                        and isinstance(request.stream, httpx.ByteStream)):
+                        and isinstance(request.stream, self.module.ByteStream)):
                     raise
                 self._on_resend(request, resend_reason(exc))
             except BaseException:
@@ -271,45 +286,45 @@ class H11Transport(httpx.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeout):
                 _, connection = await loop.create_connection(
-                    lambda: _Connection(origin), host, port, ssl=self._verify if secure else None,
+                    lambda: _Connection(origin, self.module), host, port, ssl=self._verify if secure else None,
                     server_hostname=host if secure else None)
         except TimeoutError:
-            raise httpx.ConnectTimeout(f"connecting to {host}:{port} took longer than {timeout} s") from None
+            raise self.module.ConnectTimeout(f"connecting to {host}:{port} took longer than {timeout} s") from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise self.module.ConnectError(str(exc) or type(exc).__name__) from exc
         self._open.add(connection)
         return connection
 
-    async def _exchange(self, connection: _Connection, request: httpx.Request,
-                        timeouts: dict[str, float | None]) -> httpx.Response:
+    async def _exchange(self, connection: _Connection, request: Any,
+                        timeouts: dict[str, float | None]) -> Any:
         connection.answered = False
         machine = connection.h11
         write_timeout = timeouts.get("write")
         try:
             head = machine.send(h11.Request(method=request.method, target=request.url.raw_path,
                                             headers=request.headers.raw))
-            if isinstance(request.stream, httpx.ByteStream):
+            if isinstance(request.stream, self.module.ByteStream):
                 body = b"".join(request.stream)  # a redirect's request holds its body unread
                 await connection.write(head + machine.send(h11.Data(data=body)) + machine.send(h11.EndOfMessage())
                                        if body else head + machine.send(h11.EndOfMessage()), write_timeout)
             else:
                 await connection.write(head, write_timeout)
-                async for chunk in request.stream:  # type: ignore[union-attr]
+                async for chunk in request.stream:
                     if chunk:
                         await connection.write(machine.send(h11.Data(data=chunk)), write_timeout)
                 await connection.write(machine.send(h11.EndOfMessage()), write_timeout)
         except h11.LocalProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc)) from exc
+            raise self.module.LocalProtocolError(str(exc)) from exc
         read_timeout = timeouts.get("read")
         while True:
             event = await connection.next_event(read_timeout)
             if isinstance(event, h11.Response):
                 break
             if isinstance(event, h11.ConnectionClosed):
-                raise httpx.RemoteProtocolError(DISCONNECTED)
+                raise self.module.RemoteProtocolError(DISCONNECTED)
             # an informational answer (100 Continue, 103 Early Hints): the real one follows
-        return httpx.Response(event.status_code, headers=event.headers.raw_items(),
-                              stream=_Body(self, connection, read_timeout),
+        return self.module.Response(event.status_code, headers=event.headers.raw_items(),
+                              stream=self.body(self, connection, read_timeout),
                               extensions={"http_version": b"HTTP/" + event.http_version,
                                           "reason_phrase": event.reason})
 
@@ -336,3 +351,26 @@ class H11Transport(httpx.AsyncBaseTransport):
         for connection in list(self._open):
             self._drop(connection)
         self._idle.clear()
+
+
+class _Body(_BodyCore, httpx.AsyncByteStream):
+    module: ClassVar[Any] = httpx
+
+
+class H11Transport(_TransportCore, httpx.AsyncBaseTransport):
+    """The transport beneath an httpx client."""
+
+    module: ClassVar[Any] = httpx
+    body: ClassVar[type[_BodyCore]] = _Body
+
+
+@functools.cache
+def _classes(module: ModuleType) -> type[_TransportCore]:
+    body = type("H11Body", (_BodyCore, module.AsyncByteStream), {"module": module})
+    return type("H11Transport", (_TransportCore, module.AsyncBaseTransport), {"module": module, "body": body})
+
+
+def h11_transport(module: ModuleType, **options: Any) -> Any:
+    """The transport beneath a client of `module`: httpx, or httpx2 (the model SDKs' client, the same API over its
+    own exception classes). `options` are `H11Transport`'s."""
+    return H11Transport(**options) if module is httpx else _classes(module)(**options)

@@ -34,6 +34,7 @@ import httpx2
 
 from tamesu import __version__
 from tamesu._bounded_http import bounded_transport
+from tamesu._h11_transport import h11_transport
 from tamesu._http import layered_proxy_mounts, ssl_context
 from tamesu.models._lease import ClientLease
 from tamesu.models._where import base_url_in_use
@@ -68,7 +69,7 @@ def transport_client(**options: Any) -> httpx2.AsyncClient:
         return bounded_transport(httpx2, inner, None)
 
     # the environment's proxies beneath the same bound (a client given a transport reads none itself)
-    return httpx2.AsyncClient(transport=bounded(httpx2.AsyncHTTPTransport(verify=ssl_context())),
+    return httpx2.AsyncClient(transport=bounded(h11_transport(httpx2, verify=ssl_context())),
                               mounts=layered_proxy_mounts(httpx2, bounded), **SDK_CLIENT_DEFAULTS, **options)
 
 
