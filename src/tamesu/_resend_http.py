@@ -17,11 +17,10 @@ Each resend is told to `on_resend` (the targets record it as a `resent` event); 
 request's failure, as it would have been. What this accepts, as browsers do: a server that read the whole
 request on a reused connection and then reset it without a byte of answer gets it a second time.
 
-One implementation serves both client modules over their connection-pool packages, httpx over httpcore (the
-a2a target, and every route through a proxy) and httpx2 over httpcore2 (the MCP SDK's client, for the mcp
-target over HTTP): the same API under another name. The direct route of the rest target, the remote agents'
-forward and their pushes is tamesu's own transport (`tamesu._h11_transport`), which knows which connection a
-request went out on and whether a byte came back, and sends again by the same rule.
+One implementation serves both client modules over their connection-pool packages, httpx over httpcore and
+httpx2 over httpcore2 (the MCP SDK's client): the same API under another name. It is what a route through a
+proxy gets; every direct route is tamesu's own transport (`tamesu._h11_transport`), which knows which
+connection a request went out on and whether a byte came back, and sends again by the same rule.
 """
 
 from __future__ import annotations

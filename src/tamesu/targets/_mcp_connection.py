@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from tamesu import __version__
 from tamesu._bounded_http import Record, bounded_transport
 from tamesu._children import owner_env
+from tamesu._h11_transport import h11_transport
 from tamesu._http import layered_proxy_mounts, ssl_context
 from tamesu._resend_http import OnResend, resending_transport
 from tamesu.targets._mcp_stdio import bounded_stdio
@@ -102,16 +103,16 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
     played) carries it as the `traceparent` header, unless `headers` set one. No answer is read past
     `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST that
     went out on a kept-alive connection the server had just closed is sent again once on a new one, and
-    `resent` is told (`tamesu._resend_http`: a JSON-RPC message the server never read is safe to send again).
-    The environment's proxies are mounted beneath the same layers (a client given a transport reads none)."""
+    `resent` is told (`tamesu._resend_http`'s rule: a JSON-RPC message the server never read is safe to send
+    again; tamesu's own transport keeps it on the direct route, `tamesu._h11_transport`). The environment's
+    proxies are mounted beneath the same layers (a client given a transport reads none)."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
 
-    def layered(transport: Any) -> Any:
-        if resent is not None:
-            transport = resending_transport(httpx2, transport, resent)
-        if max_bytes is not None:
-            transport = bounded_transport(httpx2, transport, max_bytes, refused)
-        return transport
+    def bounded(transport: Any) -> Any:
+        return transport if max_bytes is None else bounded_transport(httpx2, transport, max_bytes, refused)
+
+    def proxied(transport: Any) -> Any:
+        return bounded(transport if resent is None else resending_transport(httpx2, transport, resent))
 
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
@@ -124,8 +125,8 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
             request.headers["traceparent"] = value
 
     return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
-                              transport=layered(httpx2.AsyncHTTPTransport(verify=ssl_context())),
-                              mounts=layered_proxy_mounts(httpx2, layered),
+                              transport=bounded(h11_transport(httpx2, verify=ssl_context(), on_resend=resent)),
+                              mounts=layered_proxy_mounts(httpx2, proxied),
                               event_hooks={"request": [stamp], "response": [seen]})
 
 
