@@ -1,7 +1,10 @@
 """The baseline: the same conversations as tamesu runs, sent by a plain httpx loop and nothing else.
 
-    python bench/baseline_client.py URL CONVERSATIONS TURNS CONCURRENCY
-One AsyncClient per conversation (the fast way with httpx 0.28, see DESIGN.md), the SSL context built once.
+    python bench/baseline_client.py URL CONVERSATIONS TURNS CONCURRENCY [httpx|tamesu]
+One AsyncClient per conversation (the fast way with httpx 0.28, see DESIGN.md), the SSL context built once. The
+last argument picks the transport beneath the client: httpx's own (the default: the issue's bare loop), or
+tamesu's (`tamesu._h11_transport`, what tamesu's rest target runs on), so what tamesu's engine adds over the
+same wire code can be read apart from what its transport saves.
 """
 
 from __future__ import annotations
@@ -14,27 +17,34 @@ import uuid
 import httpx
 
 
-async def conversation(url: str, turns: int, context: ssl.SSLContext) -> int:
+async def conversation(url: str, turns: int, context: ssl.SSLContext, transport: str) -> int:
     session = uuid.uuid4().hex
     ok = 0
-    async with httpx.AsyncClient(timeout=60, verify=context) as client:
+    if transport == "tamesu":
+        from tamesu._h11_transport import H11Transport
+
+        client = httpx.AsyncClient(timeout=60, transport=H11Transport(verify=context))
+    else:
+        client = httpx.AsyncClient(timeout=60, verify=context)
+    async with client:
         for turn in range(turns):
             answer = await client.post(url, json={"message": f"step {turn + 1}", "session_id": session})
             ok += answer.status_code == 200 and "echo" in answer.json()["text"]
     return ok
 
 
-async def main(url: str, conversations: int, turns: int, concurrency: int) -> None:
+async def main(url: str, conversations: int, turns: int, concurrency: int, transport: str) -> None:
     slots = asyncio.Semaphore(concurrency)
     context = ssl.create_default_context()
 
     async def one() -> int:
         async with slots:
-            return await conversation(url, turns, context)
+            return await conversation(url, turns, context, transport)
 
     done = await asyncio.gather(*(one() for _ in range(conversations)))
     print(sum(done))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+                     sys.argv[5] if len(sys.argv) > 5 else "httpx"))

@@ -7,7 +7,9 @@ Four runs per side and round: 100 and 500 conversations of 1 turn and of 9 turns
 conversation counts gives the CPU of one conversation (start-up cancels out) at 1 and at 9 turns; a turn is
 the difference over 8, and a test's own cost (its plan entry, run folder, results line, report section; for
 the loop, the client and the connection) is the 1-turn conversation less its turn. Rounds alternate the
-sides; each figure is the median of the rounds. tamesu's run folders go to tmpfs as in `bench/run.py`.
+sides; each figure is the median of the rounds. tamesu's run folders go to tmpfs as in `bench/run.py`. The
+loop runs on httpx's transport and again on tamesu's own (`bench/baseline_client.py ... tamesu`), so what the
+engine adds over the same wire code is read apart from what the transport saves.
 """
 
 from __future__ import annotations
@@ -31,18 +33,20 @@ def main() -> int:
     args = parser.parse_args()
     agent = Agent()
     out_root = tmpfs_root()
-    figures: dict[str, dict[str, list[float]]] = {side: {"test": [], "turn": []} for side in ("tamesu", "loop")}
+    sides = ("tamesu", "loop", "loop on tamesu's transport")
+    figures: dict[str, dict[str, list[float]]] = {side: {"test": [], "turn": []} for side in sides}
     try:
         with tempfile.TemporaryDirectory(prefix="tamesu-split-") as temporary:
             folder = Path(temporary)
             suites = {(n, turns): write_suite(folder, agent.url, n, turns) for n in (SMALL, LARGE) for turns in (1, 9)}
             for number in range(args.rounds):
-                for side in ("tamesu", "loop") if number % 2 == 0 else ("loop", "tamesu"):
+                for side in sides if number % 2 == 0 else sides[::-1]:
                     cpu: dict[tuple[int, int], float] = {}
                     for (n, turns), suite in suites.items():
                         at_once = min(args.parallel, n)
-                        if side == "loop":
-                            measured = run_baseline(agent.url, n, turns, at_once)
+                        if side.startswith("loop"):
+                            transport = "tamesu" if side.endswith("transport") else "httpx"
+                            measured = run_baseline(agent.url, n, turns, at_once, transport)
                         else:
                             out = (out_root or folder) / f"out-{time.monotonic_ns()}"
                             measured = measure([*TAMESU, "run", str(suite), "--parallel", str(at_once), "--out",
@@ -62,11 +66,13 @@ def main() -> int:
             shutil.rmtree(out_root, ignore_errors=True)
     print(f"{args.parallel} at once, {args.rounds} rounds (median; each round in brackets), CPU in ms")
     for what in ("test", "turn"):
-        ours, theirs = (statistics.median(figures[s][what]) for s in ("tamesu", "loop"))
-        rounds = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(figures["tamesu"][what], figures["loop"][what],
-                                                             strict=True))
         label = "a test apart from its turns" if what == "test" else "one more turn"
-        print(f"  {label:28s} tamesu {ours:.3f}  loop {theirs:.3f}  tamesu - loop {ours - theirs:+.3f}  [{rounds}]")
+        for loop in sides[1:]:
+            ours, theirs = (statistics.median(figures[s][what]) for s in ("tamesu", loop))
+            rounds = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(figures["tamesu"][what], figures[loop][what],
+                                                                 strict=True))
+            print(f"  {label:28s} tamesu {ours:.3f}  {loop} {theirs:.3f}  tamesu - {loop} {ours - theirs:+.3f}  "
+                  f"[{rounds}]")
     return 0
 
 
