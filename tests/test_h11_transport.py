@@ -349,3 +349,17 @@ async def test_beneath_httpx2_the_answers_and_the_failures_are_httpx2s() -> None
         with pytest.raises(httpx2.ConnectError):
             await http.get(f"http://127.0.0.1:{refused_port()}/")
     assert served.connections == 1
+
+
+async def test_an_agent_that_switches_protocols_fails_the_request_in_one_line() -> None:
+    async def switches(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(30)
+
+    async with serving(switches) as served, client(timeout=5) as http:
+        started = time.monotonic()
+        with pytest.raises(httpx.RemoteProtocolError, match="switched to another protocol"):
+            await http.get(served.url, headers={"Upgrade": "websocket", "Connection": "Upgrade"})
+        assert time.monotonic() - started < 4  # said at once, not spun on nor waited out

@@ -134,6 +134,9 @@ class _Connection(asyncio.Protocol):
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
                 raise self._errors.RemoteProtocolError(str(exc)) from exc
+            if event is h11.PAUSED:  # a 101 or a CONNECT answer: another protocol follows, which this is not
+                raise self._errors.RemoteProtocolError("the agent switched to another protocol (HTTP 101 or "
+                                                       "CONNECT), which tamesu's HTTP transport does not speak")
             if event is not h11.NEED_DATA:
                 return event
             if self._arrived:
