@@ -327,9 +327,9 @@ class _TransportCore:
                 raise self.module.RemoteProtocolError(DISCONNECTED)
             # an informational answer (100 Continue, 103 Early Hints): the real one follows
         return self.module.Response(event.status_code, headers=event.headers.raw_items(),
-                              stream=self.body(self, connection, read_timeout),
-                              extensions={"http_version": b"HTTP/" + event.http_version,
-                                          "reason_phrase": event.reason})
+                                    stream=self.body(self, connection, read_timeout),
+                                    extensions={"http_version": b"HTTP/" + event.http_version,
+                                                "reason_phrase": event.reason})
 
     def _finished(self, connection: _Connection, *, reusable: bool) -> None:
         self._slots.release()
