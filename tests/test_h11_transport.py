@@ -363,3 +363,15 @@ async def test_an_agent_that_switches_protocols_fails_the_request_in_one_line() 
         with pytest.raises(httpx.RemoteProtocolError, match="switched to another protocol"):
             await http.get(served.url, headers={"Upgrade": "websocket", "Connection": "Upgrade"})
         assert time.monotonic() - started < 4  # said at once, not spun on nor waited out
+
+
+async def test_a_request_the_agent_does_not_read_times_out_at_the_write_timeout() -> None:
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the head only: the body is never read
+        await asyncio.sleep(30)
+
+    async with serving(deaf) as served, client(timeout=httpx.Timeout(10, write=0.5)) as http:
+        started = time.monotonic()
+        with pytest.raises(httpx.WriteTimeout):
+            await http.post(served.url, content=b"x" * (32 << 20))  # far more than the sockets' buffers hold
+        assert time.monotonic() - started < 5

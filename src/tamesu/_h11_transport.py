@@ -28,7 +28,7 @@ import collections
 import functools
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -62,8 +62,8 @@ class _Connection(asyncio.Protocol):
         self.lost = False
         self._lost_because: BaseException | None = None
         self._wakeup: asyncio.Future[None] | None = None
+        """What the reader or the writer waits on: more data, the end, room to write, the connection lost."""
         self._writing_paused = False
-        self._drained: asyncio.Future[None] | None = None
         self.answered = False
         """Whether a byte of the current request's answer has arrived."""
         self.idle_since = 0.0
@@ -90,16 +90,13 @@ class _Connection(asyncio.Protocol):
         self.lost = True
         self._lost_because = exc
         self._wake()
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
 
     def pause_writing(self) -> None:
         self._writing_paused = True
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
+        self._wake()
 
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
@@ -115,17 +112,11 @@ class _Connection(asyncio.Protocol):
         if self.lost or self.transport is None or self.transport.is_closing():
             raise self._gone(self._errors.WriteError)
         self.transport.write(data)
-        if self._writing_paused and not self.lost:
-            self._drained = asyncio.get_running_loop().create_future()
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._drained
-            except TimeoutError:
-                raise self._errors.WriteTimeout(f"writing the request took longer than {timeout} s") from None
-            finally:
-                self._drained = None
-            if self.lost:
-                raise self._gone(self._errors.WriteError)
+        while self._writing_paused and not self.lost:
+            await self._wait(timeout, lambda: self._errors.WriteTimeout(
+                f"writing the request took longer than {timeout} s"))
+        if self.lost:
+            raise self._gone(self._errors.WriteError)
 
     async def next_event(self, timeout: float | None) -> Any:
         """h11's next event, reading as much as it needs; httpx's exceptions for what went wrong."""
@@ -158,14 +149,18 @@ class _Connection(asyncio.Protocol):
                 self._eof_fed = True
                 self.h11.receive_data(b"")
                 continue
-            self._wakeup = asyncio.get_running_loop().create_future()
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._wakeup
-            except TimeoutError:
-                raise self._errors.ReadTimeout(f"no answer within {timeout} s") from None
-            finally:
-                self._wakeup = None
+            await self._wait(timeout, lambda: self._errors.ReadTimeout(f"no answer within {timeout} s"))
+
+    async def _wait(self, timeout: float | None, timed_out: Callable[[], Exception]) -> None:
+        """Until the connection has news (`_wake`), or `timeout` seconds: then `timed_out()` is raised."""
+        self._wakeup = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._wakeup
+        except TimeoutError:
+            raise timed_out() from None
+        finally:
+            self._wakeup = None
 
     def _gone(self, kind: type[Exception]) -> Exception:
         because = self._lost_because
