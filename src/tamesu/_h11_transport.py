@@ -119,7 +119,7 @@ class _Connection(asyncio.Protocol):
             raise self._gone(self._errors.WriteError)
 
     async def next_event(self, timeout: float | None) -> Any:
-        """h11's next event, reading as much as it needs; httpx's exceptions for what went wrong."""
+        """h11's next event, reading as much as it needs; the client module's exceptions for what went wrong."""
         while True:
             try:
                 event = self.h11.next_event()
