@@ -3,7 +3,7 @@
     python bench/baseline_client.py URL CONVERSATIONS TURNS CONCURRENCY [httpx|tamesu]
 One AsyncClient per conversation (the fast way with httpx 0.28, see DESIGN.md), the SSL context built once. The
 last argument picks the transport beneath the client: httpx's own (the default: the issue's bare loop), or
-tamesu's (`tamesu._h11_transport`, what tamesu's rest target runs on), so what tamesu's engine adds over the
+tamesu's (`tamesu.net.h11_transport`, what tamesu's rest target runs on), so what tamesu's engine adds over the
 same wire code can be read apart from what its transport saves.
 """
 
@@ -21,7 +21,7 @@ async def conversation(url: str, turns: int, context: ssl.SSLContext, transport:
     session = uuid.uuid4().hex
     ok = 0
     if transport == "tamesu":
-        from tamesu._h11_transport import H11Transport
+        from tamesu.net.h11_transport import H11Transport
 
         client = httpx.AsyncClient(timeout=60, transport=H11Transport(verify=context))
     else:

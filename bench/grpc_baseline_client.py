@@ -12,7 +12,7 @@ import uuid
 
 import grpc
 
-from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 
 ENDS = {"turn_end", "handoff", "session_end", "error"}
 

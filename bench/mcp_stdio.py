@@ -1,5 +1,5 @@
 """What reading an MCP stdio server costs: the MCP SDK's own stdio transport against tamesu's bounded one
-(`tamesu.targets._mcp_stdio`), in CPU of this process per tools/call.
+(`tamesu.targets.mcp.stdio`), in CPU of this process per tools/call.
 
     python bench/mcp_stdio.py [--calls N] [--megabytes M] [--rounds R]
 
@@ -24,8 +24,8 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tamesu.targets._mcp_connection import StdoutNoise, server_environment
-from tamesu.targets._mcp_stdio import bounded_stdio
+from tamesu.targets.mcp.connection import StdoutNoise, server_environment
+from tamesu.targets.mcp.stdio import bounded_stdio
 
 FLOOD = Path(__file__).resolve().parent.parent / "tests" / "agents" / "mcp_flood.py"
 

@@ -50,11 +50,11 @@ async def _layers(url: str, shape: str) -> tuple[dict[str, Call], Callable[[], A
     import httpx
     import httpx2
 
-    from tamesu._http import ssl_context
     from tamesu.models.base import Message, ModelRequest
     from tamesu.models.client import ModelRegistry
     from tamesu.models.spec import ModelSpec
     from tamesu.models.structured import ask_structured
+    from tamesu.net.clients import ssl_context
     from tamesu.roles.simulator import SimulatorAnswer
 
     path, body = _body(shape)

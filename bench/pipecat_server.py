@@ -13,9 +13,9 @@ import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from tamesu._proto.pipecat.v1 import frames_pb2
 from tamesu.audio import tts
 from tamesu.audio.formats import AudioFormat
-from tamesu.pipecat.v1 import frames_pb2
 
 REPLY = "Thank you. Your table for two is booked for Friday at seven."
 RATE = 16000

@@ -120,7 +120,7 @@ def fill(url: str, runs: int, tests: int) -> float:
 def page_times(url: str, runs: int) -> dict[str, float]:
     import httpx
 
-    from tamesu._serve import ThreadServer
+    from tamesu.net.serve import ThreadServer
     from tamesu.store.db import Store
     from tamesu.view.app import create_app
 

@@ -1,5 +1,5 @@
 """What a request costs beneath httpx's client: httpx's own transport (httpcore, anyio) against tamesu's
-(`tamesu._h11_transport`: h11 on an asyncio protocol), the same `httpx.AsyncClient` above both.
+(`tamesu.net.h11_transport`: h11 on an asyncio protocol), the same `httpx.AsyncClient` above both.
 
     python bench/transport.py [--conversations 200] [--turns 5] [--rounds 5]
 
@@ -20,8 +20,8 @@ import uuid
 import httpx
 from run import Agent  # bench/ is a folder of scripts: run from it, or with it first on the path
 
-from tamesu._h11_transport import H11Transport
-from tamesu._http import ssl_context
+from tamesu.net.clients import ssl_context
+from tamesu.net.h11_transport import H11Transport
 
 SIDES = ("httpx transport", "tamesu transport")
 

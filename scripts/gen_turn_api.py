@@ -1,6 +1,7 @@
-"""Regenerate the Python stubs of tamesu's .proto files: the turn API (src/tamesu/turn/v1/, from
-proto/tamesu/turn/v1/turn.proto) and the frames of a Pipecat bot's protobuf transport (src/tamesu/pipecat/v1/,
-from proto/tamesu/pipecat/v1/frames.proto, messages only).
+"""Regenerate the Python stubs of tamesu's .proto files: the turn API (src/tamesu/_proto/turn/v1/, from
+proto/tamesu/turn/v1/turn.proto) and the frames of a Pipecat bot's protobuf transport
+(src/tamesu/_proto/pipecat/v1/, from proto/tamesu/pipecat/v1/frames.proto, messages only). The proto packages
+keep their names on the wire (`tamesu.turn.v1.TurnService`); only the Python modules live under `_proto`.
 
     python scripts/gen_turn_api.py           # writes the stubs (also: make proto)
     python scripts/gen_turn_api.py --check   # exits 1 when the committed stubs differ from what the .proto gives
@@ -20,13 +21,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
-OUT = ROOT / "src"
+OUT = ROOT / "src" / "tamesu" / "_proto"
 # each .proto, and whether it has a service (then its grpc stubs are generated too)
 PROTOS = [(Path("tamesu/turn/v1/turn.proto"), True), (Path("tamesu/pipecat/v1/frames.proto"), False)]
 
 
 def generated(proto: Path, grpc: bool) -> list[Path]:
-    stem = proto.parent / proto.stem
+    """The stubs of one .proto, relative to OUT (the .proto's path less its leading `tamesu/`)."""
+    stem = proto.parent.relative_to("tamesu") / proto.stem
     names = [f"{stem}_pb2.py", f"{stem}_pb2.pyi"] + ([f"{stem}_pb2_grpc.py"] if grpc else [])
     return [Path(name) for name in names]
 
@@ -35,12 +37,21 @@ def generate(out: Path) -> None:
     from grpc_tools import protoc
 
     well_known = resources.files("grpc_tools").joinpath("_proto")  # google/protobuf/struct.proto
-    for proto, grpc in PROTOS:
-        outputs = [f"--python_out={out}", f"--pyi_out={out}"] + ([f"--grpc_python_out={out}"] if grpc else [])
-        code = protoc.main(["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{well_known}", *outputs,
-                            str(PROTO_ROOT / proto)])
-        if code != 0:
-            raise SystemExit(f"protoc failed on {proto} (exit {code})")
+    with tempfile.TemporaryDirectory() as raw_dir:
+        raw = Path(raw_dir)
+        for proto, grpc in PROTOS:
+            outputs = [f"--python_out={raw}", f"--pyi_out={raw}"] + ([f"--grpc_python_out={raw}"] if grpc else [])
+            code = protoc.main(["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{well_known}", *outputs,
+                                str(PROTO_ROOT / proto)])
+            if code != 0:
+                raise SystemExit(f"protoc failed on {proto} (exit {code})")
+            # protoc names the Python modules after the .proto's path; they live under tamesu._proto
+            for name in generated(proto, grpc):
+                text = (raw / "tamesu" / name).read_text()
+                for package in ("turn", "pipecat"):
+                    text = text.replace(f"from tamesu.{package}.", f"from tamesu._proto.{package}.")
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                (out / name).write_text(text)
 
 
 def main() -> int:

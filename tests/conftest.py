@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,7 +23,7 @@ mentions a JSON schema), otherwise an echo of the last user message. Planned ans
 (so tests can check tamesu never repeats it). Every request is recorded (`server.requests`: path, JSON body,
 lower-cased headers). Token usage is deterministic: words in the request and in the answer.
 
-Serve with `tamesu._serve.ThreadServer(server.app)` (or the `serve` fixture) and read `server.base_url(url)`.
+Serve with `tamesu.net.serve.ThreadServer(server.app)` (or the `serve` fixture) and read `server.base_url(url)`.
 """
 
 from __future__ import annotations

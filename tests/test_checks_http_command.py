@@ -15,10 +15,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ports import refused_port
-from tamesu._serve import ThreadServer
 from tamesu.checks import AssertionProblem, parse_assertion
 from tamesu.checks.base import Exchange, RunView, Verdict
 from tamesu.conversation import AgentTurn, UserTurn
+from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
 
 ORDERS = {"ORD-1": {"id": "ORD-1", "status": "refunded", "items": [1, 2, 3]}}

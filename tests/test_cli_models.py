@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from model_servers import AnthropicServer, OpenAIServer, status, text, tool_call
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 
 async def _refund_desk(request: Request) -> JSONResponse:

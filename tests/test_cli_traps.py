@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from tamesu.report.console import ConsoleReporter
-from tamesu.results import TestResult
+from tamesu.results.records import TestResult
 from tamesu.suite.secrets import Redactor
 
 

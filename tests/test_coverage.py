@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tamesu.conversation import Event, ToolCall
-from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult
+from tamesu.results.records import RunResult, RunSummary, RunSummaryFile, TestResult
 
 SUITE = """\
 models:

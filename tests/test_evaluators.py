@@ -17,12 +17,12 @@ from starlette.routing import Route
 
 from model_servers import OpenAIServer, text
 from tamesu import evaluators
-from tamesu._serve import ThreadServer
 from tamesu.checks import AssertionProblem, parse_assertion
 from tamesu.checks.base import Exchange, RunView, Verdict
 from tamesu.conversation import AgentTurn, ToolCall, UserTurn
 from tamesu.models.base import ModelRequest, ModelResponse
 from tamesu.models.fake import FakeProvider
+from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
 
 POLICY = "Refunds take 5 days. Shipping is free over 50 euros."

@@ -51,7 +51,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 from tamesu.targets import is_implemented
 
 ROOT = Path(__file__).resolve().parent.parent

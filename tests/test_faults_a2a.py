@@ -15,9 +15,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agents.a2a_agents import A2AAgents
-from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.serve import ThreadServer
 from test_a2a_target import agents, make_session, opened
 
 __all__ = ["agents"]  # a fixture, imported to be found by pytest

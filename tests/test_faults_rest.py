@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
-from tamesu.results import RunResult
+from tamesu.net.serve import ThreadServer
+from tamesu.results.records import RunResult
 from test_rest_target import events, make_session, opened
 
 

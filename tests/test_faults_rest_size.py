@@ -22,9 +22,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from tamesu._serve import ThreadServer
 from tamesu.conversation import TurnError, UserTurn
-from tamesu.targets._rest_body import Reading, bounded_chunks
+from tamesu.net.serve import ThreadServer
+from tamesu.targets.rest.body import Reading, bounded_chunks
 from test_rest_target import events, make_session, opened
 
 LIMIT = 1_000_000

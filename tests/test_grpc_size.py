@@ -11,11 +11,11 @@ from typing import Any
 import grpc
 import pytest
 
+from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
-from tamesu.targets.grpc_turn import GrpcSpec, GrpcTarget
-from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
 
 LIMIT = 100_000
 

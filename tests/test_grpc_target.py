@@ -246,7 +246,7 @@ def test_the_committed_stubs_match_the_proto() -> None:
     grpc_tools = pytest.importorskip("grpc_tools", reason="grpcio-tools (a dev dependency) is not installed")
     from importlib.metadata import version
 
-    from tamesu.turn.v1 import turn_pb2_grpc
+    from tamesu._proto.turn.v1 import turn_pb2_grpc
 
     if version("grpcio-tools") != turn_pb2_grpc.GRPC_GENERATED_VERSION:
         pytest.skip(f"grpcio-tools {version('grpcio-tools')} is not the {turn_pb2_grpc.GRPC_GENERATED_VERSION} "
@@ -266,7 +266,7 @@ async def test_a_first_message_refused_by_grpc_still_names_the_agents_status(age
     from tamesu.conversation import Session, TurnError, UserTurn
     from tamesu.suite.secrets import Secrets
     from tamesu.suite.templates import Context
-    from tamesu.targets.grpc_turn import GrpcSpec, GrpcTarget
+    from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
 
     secrets = Secrets(environ={})
     session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,

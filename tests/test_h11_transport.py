@@ -1,4 +1,4 @@
-"""tamesu's own HTTP/1.1 transport (`tamesu._h11_transport`), beneath the rest target's client, the remote agents'
+"""tamesu's own HTTP/1.1 transport (`tamesu.net.h11_transport`), beneath the rest target's client, the remote agents'
 forward and their pushes: every way an answer can be framed, every way an exchange can fail (each as the
 `httpx` exception its callers handle), the pool's bounds, reading no faster than the caller, TLS, and the
 resend's limits. Each test talks to a raw server on 127.0.0.1 that writes the exact bytes under test."""
@@ -21,8 +21,8 @@ import trustme
 
 from agents.closing_agent import ClosingAgent
 from ports import refused_port
-from tamesu._h11_transport import H11Transport, h11_transport
-from tamesu._http import os_reason, ssl_context
+from tamesu.net.clients import os_reason, ssl_context
+from tamesu.net.h11_transport import H11Transport, h11_transport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

@@ -19,8 +19,8 @@ from ruamel.yaml.comments import CommentedMap
 from tamesu.engine.artifacts import RunDirectory, indented_json
 from tamesu.errors import ConfigError
 from tamesu.suite import _fast_yaml
-from tamesu.suite._yaml import MAX_VALUES, _parser, load_yaml, to_plain
 from tamesu.suite.secrets import Redactor
+from tamesu.suite.yaml_reader import MAX_VALUES, _parser, load_yaml, to_plain
 
 
 def test_write_json_twice_in_one_folder(tmp_path: Path) -> None:
@@ -208,8 +208,8 @@ def test_the_fast_reader_declines_what_would_pass_the_value_limit() -> None:
 
 
 def test_report_links_resolve_from_a_folder_reached_through_a_symlink(tmp_path: Path, tamesu: Any) -> None:
-    from tamesu.report._load import load_run
     from tamesu.report.html import render_html
+    from tamesu.report.load import load_run
 
     (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n')
     (tmp_path / "s.tamesu.yaml").write_text("targets:\n  bot: { type: model, model: target }\ntests:\n" + "".join(
@@ -288,7 +288,7 @@ def test_a_run_process_freezes_its_heap_and_collects_the_young_less_often() -> N
     import sys
 
     # in a process of its own: the collector's settings are the whole process's
-    script = ("import gc\nfrom tamesu.engine._heap import settle_for_a_run, YOUNG_THRESHOLD\n"
+    script = ("import gc\nfrom tamesu.engine.heap import settle_for_a_run, YOUNG_THRESHOLD\n"
               "before = gc.get_freeze_count()\nsettle_for_a_run()\nprint(before, gc.get_freeze_count() > before,"
               " gc.get_threshold()[0] == YOUNG_THRESHOLD)\ngc.set_threshold(50_000)\nsettle_for_a_run()\n"
               "print(gc.get_threshold()[0])\nsettle_for_a_run(1000)\nprint(gc.get_threshold()[0])\n"
@@ -348,7 +348,7 @@ NAME_PATHS = ["$.text", "$.reply.text", "$.reply.n", "$.done", "$.tool_calls", "
 def test_paths_of_names_find_what_python_jsonpath_finds(doc: Any) -> None:
     import jsonpath
 
-    from tamesu.targets._rest_read import _dotted_keys, values
+    from tamesu.targets.rest.read import _dotted_keys, values
 
     for path in NAME_PATHS:
         assert _dotted_keys(path) is not None, path  # each takes the lookup path
@@ -360,9 +360,9 @@ def test_paths_of_names_find_what_python_jsonpath_finds(doc: Any) -> None:
 
 @pytest.mark.parametrize("base", ["parent", "itself", "elsewhere"])
 def test_report_links_joined_as_text_are_the_resolved_relative_paths(tmp_path: Path, base: str) -> None:
-    from tamesu.report._load import LoadedRun
     from tamesu.report.html import _Page
-    from tamesu.results import RunSummaryFile
+    from tamesu.report.load import LoadedRun
+    from tamesu.results.records import RunSummaryFile
 
     run_dir = tmp_path / "out" / "20261201-120000-000-abcd"
     (run_dir / "suite" / "a test" / "run-1").mkdir(parents=True)

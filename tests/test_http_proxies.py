@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tamesu import _http
 from tamesu.conversation import Session, UserTurn
+from tamesu.net import clients as _http
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
-from tamesu.targets.rest import RestSpec, RestTarget
+from tamesu.targets.rest.target import RestSpec, RestTarget
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
@@ -108,7 +108,7 @@ async def test_the_a2a_targets_client_goes_through_the_proxy(server: str, enviro
 
 
 async def test_the_mcp_targets_client_goes_through_the_proxy(server: str, environment: pytest.MonkeyPatch) -> None:
-    from tamesu.targets._mcp_connection import http_client
+    from tamesu.targets.mcp.connection import http_client
 
     environment.setenv("HTTP_PROXY", server)
     async with http_client({}, 5, max_bytes=1_000_000) as http:

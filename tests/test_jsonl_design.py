@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from agents.expense_agent import ExpenseAgent, expense_agent, run_test
 from model_servers import AnthropicServer, OpenAIServer, text
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 __all__ = ["expense_agent"]
 

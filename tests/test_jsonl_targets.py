@@ -14,10 +14,10 @@ from starlette.routing import Route
 
 from agents.a2a_agents import A2AAgents
 from agents.expense_agent import run_test
-from tamesu._serve import ThreadServer
 from tamesu.errors import ConfigError
 from tamesu.jsonl import targets as jsonl_targets
 from tamesu.jsonl.targets import TargetProblem, resolve
+from tamesu.net.serve import ThreadServer
 from tamesu.plan import Project, load_project
 from tamesu.suite.secrets import Secrets
 

@@ -1,5 +1,5 @@
 """`max_response_bytes` for an mcp server over stdio: tamesu reads the server's stdout itself, holding no line
-past the limit plus room for the JSON-RPC envelope (`tamesu.targets._mcp_stdio`). A hand-written server
+past the limit plus room for the JSON-RPC envelope (`tamesu.targets.mcp.stdio`). A hand-written server
 (`agents/mcp_flood.py`) writes a 400 MB answer in 1 MB pieces: the turn says it was refused, as over HTTP, and
 tamesu's peak memory (measured by the process that starts it, `ru_maxrss` of its children) stays far below
 the line. The 300 kB answer against 100,000 bytes, beside HTTP's, is in `test_mcp_target.py`."""
@@ -20,8 +20,8 @@ from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
-from tamesu.targets._mcp_stdio import ENVELOPE_ROOM, LineBound
-from tamesu.targets.mcp import McpTarget, McpTargetSpec
+from tamesu.targets.mcp.stdio import ENVELOPE_ROOM, LineBound
+from tamesu.targets.mcp.target import McpTarget, McpTargetSpec
 
 FLOOD = Path(__file__).resolve().parent / "agents" / "mcp_flood.py"
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,17 +22,17 @@ import pytest
 from pydantic import ValidationError
 
 from ports import refused_port
-from tamesu._fuzz import DEFAULT_ERROR, HOSTILE_TEXT, FuzzSpec
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.fuzzing import DEFAULT_ERROR, HOSTILE_TEXT, FuzzSpec
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets import target_class
-from tamesu.targets.mcp import SYSTEM_PROMPT_VERSION, McpTarget, McpTargetSpec
+from tamesu.targets.mcp.target import SYSTEM_PROMPT_VERSION, McpTarget, McpTargetSpec
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 
 ROOT = Path(__file__).resolve().parent.parent

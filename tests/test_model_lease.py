@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, delay, text
-from tamesu._serve import ThreadServer
 from tamesu.models._lease import ClientLease
 from tamesu.models.anthropic import AnthropicProvider
 from tamesu.models.base import Message, ModelRequest
 from tamesu.models.openai import OpenAIProvider
+from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
 

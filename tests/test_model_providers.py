@@ -22,7 +22,6 @@ from model_servers import (
     tool_calls,
 )
 from ports import refused_port
-from tamesu._serve import ThreadServer
 from tamesu.errors import BudgetExceeded
 from tamesu.models import pricing
 from tamesu.models.anthropic import AnthropicProvider
@@ -41,6 +40,7 @@ from tamesu.models.client import ModelRegistry, ResilientClient, check, redact, 
 from tamesu.models.ledger import Ledger
 from tamesu.models.openai import OpenAIProvider
 from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
+from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
 KEY = "sk-test-0123456789abcdef"

@@ -14,12 +14,12 @@ from urllib.parse import quote
 import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, delay, raw, status, text
-from tamesu._serve import ThreadServer
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.cache import CacheMiss, ReplayCache
 from tamesu.models.client import RETRY_FLOOR, ModelRegistry, check
 from tamesu.models.ledger import Ledger
 from tamesu.models.spec import ModelSpec
+from tamesu.net.serve import ThreadServer
 from tamesu.suite.secrets import Redactor
 
 Serve = Callable[[Any], ThreadServer]

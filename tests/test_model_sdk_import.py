@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from conftest import why
 from model_servers import AnthropicServer, OpenAIServer, status, text
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
 KEY = "sk-run-0123456789abcdef"

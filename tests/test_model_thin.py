@@ -19,9 +19,9 @@ import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, Planned, delay, raw, status, text
 from ports import refused_port
-from tamesu._serve import ThreadServer
 from tamesu.models.anthropic import AnthropicProvider
 from tamesu.models.base import Message, ModelError, ModelRequest, Provider
+from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
 KEY = "sk-test-0123456789abcdef"

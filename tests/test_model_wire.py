@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tamesu._serve import ThreadServer
 from tamesu.models import anthropic as anthropic_provider
 from tamesu.models import openai as openai_provider
 from tamesu.models._thin import SDK_CLIENT_DEFAULTS, USER_AGENT, transport_client
 from tamesu.models.base import Message, ModelRequest, ToolSpec
+from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
 KEY = "sk-wire-0123456789"

@@ -107,7 +107,7 @@ def test_nothing_is_loaded_or_sent_without_an_endpoint(tmp_path: Path, setup) ->
     # the receiver's address is known to the run (as another variable), yet no endpoint is configured
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update({"NO_COLOR": "1", "OTEL_SERVICE_NAME": "tamesu-test", "COLLECTOR": collector})
-    probe = ("import sys\nfrom tamesu.cli import main\ntry:\n    main(['run', '--out', 'out'])\n"
+    probe = ("import sys\nfrom tamesu.cli.main import main\ntry:\n    main(['run', '--out', 'out'])\n"
              "except SystemExit as exc:\n    code = exc.code\n"
              "loaded = sorted(m for m in sys.modules if m.startswith('opentelemetry.sdk'))\n"
              "print('exit', code, 'loaded', loaded)\n")

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tamesu import packs
-from tamesu._fuzz import HOSTILE_TEXT, INJECTION_MARKER
 from tamesu.checks import AssertionProblem, parse_assertion
 from tamesu.checks.base import Exchange, RunView, Verdict
 from tamesu.conversation import AgentTurn, UserTurn
+from tamesu.fuzzing import HOSTILE_TEXT, INJECTION_MARKER
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec

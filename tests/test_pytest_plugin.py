@@ -15,7 +15,7 @@ import xmlschema
 
 from example_shop import example_shop
 from report_fixtures import ReportAgent, report_suite
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
 

@@ -44,9 +44,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tamesu._fuzz import HOSTILE_TEXT, FuzzSpec
-from tamesu._serve import LoopServer
 from tamesu.conversation import AgentTurn, Exchange, Session, UserTurn
+from tamesu.fuzzing import HOSTILE_TEXT, FuzzSpec
+from tamesu.net.serve import LoopServer
 from tamesu.remote.group import RemoteAgents
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.secrets import Redactor

@@ -19,7 +19,7 @@ import xmlschema
 from cdp import Browser, chromium_binary
 from conftest import run_tamesu
 from report_fixtures import ReportAgent, only_run_dir, report_suite
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
 

@@ -1,5 +1,5 @@
 """A turn that went out on a kept-alive connection the agent had just closed is sent again once, on a new
-connection, and the result says so (`tamesu._resend_http`); anything else that fails is still the turn's
+connection, and the result says so (`tamesu.net.resend`); anything else that fails is still the turn's
 failure, and nothing reaches the agent twice. The same for the mcp target over streamable HTTP (httpx2, the
 MCP SDK's client: the real MCP test server behind the dropping agent as a reverse proxy), for a remote agent's
 forward to a real agent, and for a scripted remote agent's push notifications to the caller's listener."""

@@ -20,8 +20,8 @@ from tamesu.errors import InfraError
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets import target_class
-from tamesu.targets._rest_read import StreamText
-from tamesu.targets.rest import ResponseSpec, RestSpec, RestTarget
+from tamesu.targets.rest.read import StreamText
+from tamesu.targets.rest.target import ResponseSpec, RestSpec, RestTarget
 
 __all__ = ["dead_url", "rest_agents"]  # fixtures, imported to be found by pytest
 

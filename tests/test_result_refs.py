@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tamesu._refs import MIN_CHARS
 from tamesu.conversation import AgentTurn
-from tamesu.results import TurnRecord
+from tamesu.results._refs import MIN_CHARS
+from tamesu.results.records import TurnRecord
 
 BIG = "x" * MIN_CHARS
 SMALL = "hello"

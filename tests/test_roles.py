@@ -15,7 +15,7 @@ from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse,
 from tamesu.models.fake import FakeProvider
 from tamesu.models.spec import ModelSpec
 from tamesu.models.structured import find_json, generate_structured
-from tamesu.roles import _prompts
+from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.judge import Judge, JudgeInput
 from tamesu.roles.simulator import ModelSimulator, UserAction

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tamesu._rundir import new_run_dir
-from tamesu.report._load import latest_run_dir
+from tamesu.report.load import latest_run_dir
+from tamesu.results.rundir import new_run_dir
 
 
 def test_runs_started_within_one_second_sort_in_the_order_they_started(tmp_path: Path) -> None:

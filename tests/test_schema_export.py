@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tamesu.suite._yaml import load_yaml
+from tamesu.suite.yaml_reader import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

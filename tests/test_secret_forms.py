@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from model_servers import OpenAIServer
 from ports import refused_port
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 from tamesu.suite.secrets import Redactor, mask_logging
 
 Serve = Callable[[Any], ThreadServer]

@@ -11,7 +11,7 @@ import xmlschema
 
 from conftest import run_tamesu
 from example_shop import example_shop
-from tamesu.sharding import Shard, ShardError, select, shard_of
+from tamesu.results.sharding import Shard, ShardError, select, shard_of
 
 XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from agents import phone
-from tamesu.sip.phone import SipPhone
+from tamesu.targets.sip.phone import SipPhone
 
 pytestmark = pytest.mark.skipif(phone.missing() is not None, reason=phone.missing() or "")
 
@@ -158,7 +158,7 @@ async def test_an_inbound_call_from_the_agent_is_answered(ivr: phone.PhoneAgent)
 def test_the_worker_dies_with_a_killed_parent(ivr: phone.PhoneAgent) -> None:
     script = textwrap.dedent(f"""
         import asyncio, os, sys
-        from tamesu.sip.phone import SipPhone
+        from tamesu.targets.sip.phone import SipPhone
         async def main():
             p = SipPhone(); await p.start(); await p.dial({ivr.uri!r})
             print(p._process.pid, flush=True)

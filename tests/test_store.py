@@ -441,7 +441,7 @@ def test_doctor_says_whether_the_store_is_reachable(tmp_path: Path, tamesu, agen
 
 def test_judge_drift_and_flakiness_read_the_same_on_both_backends(url: str) -> None:
     from tamesu.conversation import AgentTurn, UserTurn
-    from tamesu.results import AssertionResult, RunResult, RunSummary, TestResult, TurnRecord
+    from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult, TurnRecord
     from tamesu.store.db import PartInfo, RunInfo
 
     store = Store(store_url(url, Path.cwd(), environ={}))

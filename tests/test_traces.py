@@ -19,11 +19,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agents.a2a_agents import A2AAgents
-from tamesu._trace import TraceContext
 from tamesu.conversation import Session, UserTurn
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.a2a import A2ASpec, A2ATarget
+from tamesu.telemetry.traceparent import TraceContext
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 
@@ -112,8 +112,8 @@ async def test_a2a_sends_the_trace_as_header_or_grpc_metadata_and_as_message_met
 async def test_the_grpc_targets_unary_calls_carry_the_turns_trace(tmp_path: Path) -> None:
     import grpc
 
-    from tamesu.targets.grpc_turn import GrpcTarget
-    from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+    from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
+    from tamesu.targets.grpc_turn.target import GrpcTarget
 
     seen: list[str | None] = []
 
@@ -233,7 +233,7 @@ def test_each_turn_of_a_grpc_stream_carries_its_trace(tmp_path: Path, tamesu) ->
 
     import grpc
 
-    from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+    from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 
     seen: list[tuple[str, str, str | None]] = []  # (session id, the turn's traceparent, the stream's metadata)
 

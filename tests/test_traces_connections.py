@@ -1,4 +1,4 @@
-"""Traces for the targets that connect before their first turn (tamesu._trace): the conversation's
+"""Traces for the targets that connect before their first turn (tamesu.telemetry.traceparent): the conversation's
 `traceparent` on the handshake (a websocket upgrade's headers, a twilio `start`'s customParameters, livekit's
 participant attributes, the SIP INVITE, a browser's requests to the agent's origin), the turn's own where a
 message has a slot for it (a realtime `response.create`'s `response.metadata`, a livekit text stream's
@@ -19,10 +19,10 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from browser_fixtures import shared_chromium  # noqa: F401  (a fixture)
-from tamesu._trace import TraceContext
 from tamesu.conversation import Session
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
+from tamesu.telemetry.traceparent import TraceContext
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 MINE = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"

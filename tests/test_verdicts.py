@@ -19,13 +19,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from model_servers import AnthropicServer, OpenAIServer, raw, status, text
-from tamesu._serve import ThreadServer
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, UserTurn
 from tamesu.errors import InfraError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
+from tamesu.net.serve import ThreadServer
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.suite.templates import Context
 
@@ -200,7 +200,7 @@ import sys
 sys.path.insert(0, ".")
 from tamesu.checks import _IMPLEMENTED
 _IMPLEMENTED["explode"] = "broken_check:Explode"  # a check with a bug, registered as a plug-in would be
-from tamesu.cli import entry
+from tamesu.cli.main import entry
 sys.argv[0] = "tamesu"
 entry()
 '''

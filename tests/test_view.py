@@ -81,7 +81,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> Iterator[Path]:
     """Two runs on one commit: `flaky` passes then fails; `judged` is graded by two judges differently."""
-    from tamesu._serve import ThreadServer
+    from tamesu.net.serve import ThreadServer
 
     root = tmp_path_factory.mktemp("view")
     server = ThreadServer(_agent_app()).start()

@@ -1,3 +1,3 @@
-from tamesu.cli import entry
+from tamesu.cli.main import entry
 
 entry()

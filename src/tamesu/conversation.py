@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tamesu._trace import TraceContext
 from tamesu.models.base import Models
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
+from tamesu.telemetry.traceparent import TraceContext
 
 if TYPE_CHECKING:  # the suite schema imports this module
     from tamesu.suite.fuzz import FuzzSpec
@@ -132,7 +132,7 @@ class AgentTurn(BaseModel):
     handoff: Handoff | None = None
     trace_id: str | None = None
     """The W3C trace id the agent got with the turn (`traceparent`), to find the agent's own trace: the turn's
-    own, or the conversation's when only the connection's handshake carried one (tamesu._trace)."""
+    own, or the conversation's when only the connection's handshake carried one (tamesu.telemetry.traceparent)."""
     audio: TurnAudio | None = None
     """Audio targets: the exchange's speech on the timeline (transcript.json shows it)."""
     measures: dict[str, float] = Field(default_factory=dict)
@@ -222,7 +222,7 @@ class Session:
     @property
     def conversation_trace(self) -> TraceContext | None:
         """The trace of the whole conversation (one per test run), for what a target sends before or between
-        turns: a handshake carries this `traceparent` (tamesu._trace). Started on first use."""
+        turns: a handshake carries this `traceparent` (tamesu.telemetry.traceparent). Started on first use."""
         if self._conversation_trace is None and self.conversation_trace_factory is not None:
             self._conversation_trace = self.conversation_trace_factory()
         return self._conversation_trace

@@ -116,9 +116,9 @@ class TamesuItem(pytest.Item):
 
     def runtest(self) -> None:
         from tamesu.engine.runner import Runner, RunOptions
-        from tamesu.report._load import load_run
         from tamesu.report.baseline import failure_reason
         from tamesu.report.junit import failure_text
+        from tamesu.report.load import load_run
         from tamesu.report.recorder import Fanout, PlanRecorder
 
         options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel)

@@ -95,7 +95,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
-from tamesu._serve import bind_socket
+from tamesu.net.serve import bind_socket
 
 TOKEN = "shop-secret"
 DROP_PAUSE = 0.15

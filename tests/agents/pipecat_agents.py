@@ -30,7 +30,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from tamesu.pipecat.v1 import frames_pb2
+from tamesu._proto.pipecat.v1 import frames_pb2
 
 
 def rtvi(kind: str, data: Any = None) -> bytes:

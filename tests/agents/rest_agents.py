@@ -1,6 +1,6 @@
 """Real HTTP and websocket agents for testing the `rest` target, in one Starlette app.
 
-Serve them with `serve()` (a `tamesu._serve.ThreadServer` on a free 127.0.0.1 port) or the fixtures in
+Serve them with `serve()` (a `tamesu.net.serve.ThreadServer` on a free 127.0.0.1 port) or the fixtures in
 `agents.fixtures`. Every agent keeps its state in the app instance, so each `app()` starts fresh.
 
 What each agent says to what (MESSAGE is the user's words):
@@ -63,7 +63,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from tamesu._serve import ThreadServer
+from tamesu.net.serve import ThreadServer
 
 SLOW_SECONDS = 3.0
 STREAM_PAUSE = 0.03

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
-from tamesu._match import as_number, number_text, same, shown
 from tamesu.checks.base import Verdict
 from tamesu.errors import TemplateError
+from tamesu.matching import as_number, number_text, same, shown
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import TEMPLATE, Context
 

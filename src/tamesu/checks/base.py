@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from tamesu._match import show
 from tamesu.conversation import Event, Exchange, ToolCall
+from tamesu.matching import show
 from tamesu.models.base import Models
 from tamesu.models.structured import Attempt
 from tamesu.suite.secrets import Redactor

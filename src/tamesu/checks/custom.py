@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from tamesu._types import Strict
-from tamesu.checks._functions import load_function
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.functions import load_function
 from tamesu.checks.script import call_verdict
 from tamesu.errors import InfraError
+from tamesu.types import Strict
 
 
 class CustomSpec(Strict):

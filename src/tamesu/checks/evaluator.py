@@ -14,14 +14,14 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from tamesu import evaluators
-from tamesu._types import Strict
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.grounded import ContextSpec, gather_context
 from tamesu.checks.judge import judge_client, judge_metrics
 from tamesu.errors import InfraError
 from tamesu.evaluators import EvaluatorError, Sample
 from tamesu.models.base import ModelError
-from tamesu.roles._transcript import lines_of
+from tamesu.roles.transcript import lines_of
+from tamesu.types import Strict
 
 
 class EvaluatorSpec(Strict):

@@ -11,10 +11,10 @@ from typing import Any, Literal
 import jsonpath
 from pydantic import Field, model_validator
 
-from tamesu._types import Strict
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.roles.judge import Judge
+from tamesu.types import Strict
 
 
 class ContextSpec(Strict):

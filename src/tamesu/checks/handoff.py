@@ -17,9 +17,9 @@ from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.conversation import Handoff as HandoffSignal
 from tamesu.errors import TemplateError
-from tamesu.roles._transcript import lines_of
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput
+from tamesu.roles.transcript import lines_of
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
 

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 from pydantic import Field, field_validator
 
-from tamesu._http import async_client
 from tamesu.checks._compare import (
     StatusCodes,
     as_text,
@@ -29,6 +28,7 @@ from tamesu.checks._compare import (
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import TemplateError
+from tamesu.net.clients import async_client
 from tamesu.suite.schema import Duration, Strict
 
 _METHOD = re.compile(r"^[A-Z]+$")

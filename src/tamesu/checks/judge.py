@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from tamesu._types import Strict
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.models.base import ModelError
-from tamesu.roles._transcript import lines_of
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput, JudgeVerdict
+from tamesu.roles.transcript import lines_of
+from tamesu.types import Strict
 
 
 class JudgeSpec(Strict):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tamesu._types import Strict
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.types import Strict
 
 
 class Negated(Check):

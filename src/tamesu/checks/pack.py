@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from tamesu._types import Strict
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.packs import JUDGED_KEYS, PackSpec, resolve
+from tamesu.types import Strict
 
 
 class PackRef(Strict):

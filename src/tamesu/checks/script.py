@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import Field
 
-from tamesu._match import shown
-from tamesu._types import Strict
-from tamesu.checks._functions import load_function
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.functions import load_function
 from tamesu.errors import InfraError
+from tamesu.matching import shown
+from tamesu.types import Strict
 
 __all__ = ["Script", "ScriptRun", "ScriptSpec", "call_verdict", "load_function", "verdict_of"]
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from tamesu._match import args_problem, shown
 from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
+from tamesu.matching import args_problem, shown
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
 

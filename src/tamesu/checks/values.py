@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tamesu._match import shown
-from tamesu._types import Strict
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, find
+from tamesu.matching import shown
+from tamesu.types import Strict
 
 JsonType = Literal["string", "number", "integer", "boolean", "array", "object", "null"]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel
 
-from tamesu._rundir import new_run_dir, slug
+from tamesu.results.rundir import new_run_dir, slug
 from tamesu.suite.secrets import Redactor
 
 __all__ = ["RunDirectory", "new_run_dir", "slug"]

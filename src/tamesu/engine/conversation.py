@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tamesu import _otel as otel
 from tamesu import targets
 from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
@@ -30,7 +29,7 @@ from tamesu.models.ledger import Ledger
 from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
-from tamesu.results import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
+from tamesu.results.records import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
 from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
@@ -40,6 +39,7 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target
 from tamesu.targets.bounds import bound_turn
+from tamesu.telemetry import otel
 
 
 @dataclass
@@ -243,7 +243,7 @@ async def _converse(
     target = targets.target_class(test.target.type)(test.target, test.target_name)
     with contextlib.ExitStack() as conversation:
         # a target that connects before its first turn asks for the conversation's trace (its handshake's);
-        # with OpenTelemetry its span then lasts until the target is closed (tamesu._trace)
+        # with OpenTelemetry its span then lasts until the target is closed (tamesu.telemetry.traceparent)
         session.conversation_trace_factory = lambda: conversation.enter_context(
             otel.active().conversation(test=test.id, target=test.target_name))
         return await _talk(test, target, session, user, exchanges, captured)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 
-from tamesu._children import reap
-from tamesu._http import async_client
 from tamesu.errors import TemplateError
+from tamesu.net.clients import async_client
+from tamesu.runtime.children import reap
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.templates import Context
 

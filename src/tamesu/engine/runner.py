@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from tamesu import __version__, targets
-from tamesu import _otel as otel
-from tamesu._signals import Interrupted, gentle_stop
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
@@ -26,8 +24,10 @@ from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
 from tamesu.plan import LoadedSuite, Plan, PlannedTest
-from tamesu.results import RunResult, RunSummary, RunSummaryFile, TestResult, TestStatus, count, exit_code_for
+from tamesu.results.records import RunResult, RunSummary, RunSummaryFile, TestResult, TestStatus, count, exit_code_for
+from tamesu.runtime.signals import Interrupted, gentle_stop
 from tamesu.suite.templates import Context
+from tamesu.telemetry import otel
 
 
 class Reporter(Protocol):

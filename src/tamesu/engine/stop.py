@@ -2,7 +2,7 @@
 
 The first signal moves the deadline of every conversation in flight to now: each ends the way a test's
 `timeout` ends it, inside its own run, while its hooks, remote agents and target still close in order and no
-new run starts. Only a second signal cancels the whole run (see `tamesu._signals`). Cancelling everything at
+new run starts. Only a second signal cancels the whole run (see `tamesu.runtime.signals`). Cancelling everything at
 once cut the stop of remote agents' gRPC servers short, and grpc then crashed the interpreter.
 """
 

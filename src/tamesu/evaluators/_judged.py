@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from tamesu.evaluators.base import Sample, Score
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.structured import ask_structured
-from tamesu.roles import _prompts
-from tamesu.roles._failures import infra_error
-from tamesu.roles._transcript import as_text
+from tamesu.roles import prompt_files as _prompts
+from tamesu.roles.failures import infra_error
+from tamesu.roles.transcript import as_text
 
 ATTEMPTS = 3
 

@@ -14,7 +14,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # public sinc
 from typing import Any
 
 from tamesu.errors import Problem
-from tamesu.suite._yaml import format_loc
+from tamesu.suite.yaml_reader import format_loc
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\r\n"

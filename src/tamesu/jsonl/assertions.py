@@ -28,14 +28,14 @@ from typing import Any, Literal
 
 from pydantic import ValidationError, model_validator
 
-from tamesu._match import shown
-from tamesu._types import Strict
 from tamesu.checks import META_KEYS, Assertion, AssertionProblem, parse_assertion
-from tamesu.checks._functions import load_function
+from tamesu.checks.functions import load_function
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
 from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
 from tamesu.jsonl.schema import Options
+from tamesu.matching import shown
+from tamesu.types import Strict
 
 KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
 

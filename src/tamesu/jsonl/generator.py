@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from tamesu.errors import InfraError
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest
 from tamesu.models.structured import StructuredOutputError, generate_structured
-from tamesu.roles import _prompts
-from tamesu.roles._failures import infra_error
+from tamesu.roles import prompt_files as _prompts
+from tamesu.roles.failures import infra_error
 from tamesu.targets.base import TargetSpec
 
 DEFAULT_COUNT = 5

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from tamesu._collector import collector_paused
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
@@ -26,7 +25,8 @@ from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.checks import load_function
 from tamesu.jsonl.schema import ChatMessage, Checkpoint, ContentPart, Options, TestCase
-from tamesu.suite._errors import problems_from
+from tamesu.runtime.gc_pause import collector_paused
+from tamesu.suite.problems import problems_from
 
 Loc = tuple[Any, ...]
 
@@ -104,7 +104,7 @@ class ParseSettings:
     """What is suspicious but not wrong, appended while parsing."""
 
 
-@collector_paused()  # the cases live to the end (tamesu._collector)
+@collector_paused()  # the cases live to the end (tamesu.runtime.gc_pause)
 def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
     """Every case of a JSONL text; raises ConfigError with all problems when any case is wrong."""
     problems: list[Problem] = []
@@ -129,7 +129,7 @@ def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -
 
 
 def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCase]:
-    from tamesu.suite._yaml import read_bounded
+    from tamesu.suite.yaml_reader import read_bounded
 
     if path.is_dir():
         raise ConfigError([Problem(label, 1, 1, "", "a folder: name one of its JSONL files (`tamesu validate "
@@ -142,7 +142,7 @@ def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCa
     return cases
 
 
-@collector_paused()  # the cases live to the end (tamesu._collector)
+@collector_paused()  # the cases live to the end (tamesu.runtime.gc_pause)
 def parse_objects(objects: list[Any], label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
     """Cases made by a generator: one JSON line each, so a problem names the generated case's line."""
     text = "\n".join(json.dumps(item, ensure_ascii=False) for item in objects)

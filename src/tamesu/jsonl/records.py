@@ -21,7 +21,7 @@ from tamesu.jsonl.checkpoints import Tracker
 from tamesu.jsonl.parser import Graded, ParsedCase
 from tamesu.jsonl.schema import Mode
 from tamesu.jsonl.user import CaseUser
-from tamesu.results import SCHEMA_VERSION, AssertionResult, RunResult
+from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunResult
 
 Status = Literal["passed", "failed", "error", "skipped"]
 

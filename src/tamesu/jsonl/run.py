@@ -32,10 +32,10 @@ from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.report.recorder import Fanout, PlanRecorder
-from tamesu.results import RunResult, RunSummaryFile, TestResult
-from tamesu.suite._yaml import Document
+from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.schema import Scenario, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
+from tamesu.suite.yaml_reader import Document
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_HUMAN_TIMEOUT = 300.0
@@ -290,7 +290,7 @@ class JsonlRunner:
         self.settings = settings
         self.reporter = reporter
         self.provenance = provenance
-        """The run id, commit and branch (`tamesu._provenance.Provenance`) for plan.json, as `tamesu run` keeps."""
+        """The run id, commit and branch (`results.provenance.Provenance`) for plan.json, as `tamesu run` keeps."""
         self.also = list(also or [])
         """More engine reporters, as `tamesu run` has them (the results store's writer)."""
         self.planner = CasePlanner(plan, settings, human)

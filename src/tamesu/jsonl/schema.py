@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import Duration, Strict
+from tamesu.types import Duration, Strict
 
 Mode = Literal["standard", "multi_turn", "dynamic"]
 MissingInput = Literal["skip", "fail", "end"]

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ValidationError
 
 from tamesu.conversation import Exchange, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.roles._transcript import last_tool_results
 from tamesu.roles.simulator import UserAction, UserSimulator
+from tamesu.roles.transcript import last_tool_results
 from tamesu.suite.templates import Context
 
 

@@ -20,9 +20,9 @@ import httpx
 from pydantic import ValidationError
 
 from tamesu import targets
-from tamesu._http import async_client
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
+from tamesu.net.clients import async_client
 from tamesu.plan import Project, load_project_targets
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references, walk_strings

@@ -33,11 +33,11 @@ import anyio
 import httpx2
 
 from tamesu import __version__
-from tamesu._bounded_http import bounded_transport
-from tamesu._h11_transport import h11_transport
-from tamesu._http import layered_proxy_mounts, ssl_context
 from tamesu.models._lease import ClientLease
 from tamesu.models._where import base_url_in_use
+from tamesu.net.bounded import bounded_transport
+from tamesu.net.clients import layered_proxy_mounts, ssl_context
+from tamesu.net.h11_transport import h11_transport
 
 _NOT_REPLAYED = frozenset({"content-length", "host"})
 """Headers of the SDK's request that belong to its body or URL: httpx2 writes them for each request."""

@@ -25,7 +25,6 @@ from urllib.parse import urlparse
 
 from pydantic import ValidationError
 
-from tamesu import _otel as otel
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
 from tamesu.models._where import base_url_in_use
@@ -33,6 +32,7 @@ from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse,
 from tamesu.models.cache import ReplayCache, canonical_json, label
 from tamesu.models.ledger import Ledger
 from tamesu.models.spec import ModelSpec
+from tamesu.telemetry import otel
 
 BACKOFF_BASE = 0.5
 """Seconds before the first retry; doubled each time (0.5, 1, 2, 4, 8...)."""
@@ -370,7 +370,7 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
         headers["anthropic-version"] = "2023-06-01"
     else:
         url += "/models"
-    from tamesu._http import async_client  # httpx: not needed by a run, only by this check
+    from tamesu.net.clients import async_client  # httpx: not needed by a run, only by this check
 
     started = time.monotonic()
     try:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from tamesu._bounded_http import is_too_large
 from tamesu.models import _plain
 from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
 from tamesu.models._where import base_url_in_use, reached
@@ -42,6 +41,7 @@ from tamesu.models.client import (
     retry_after_from_headers,
 )
 from tamesu.models.spec import ModelSpec
+from tamesu.net.bounded import is_too_large
 
 if TYPE_CHECKING:
     # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu import plugins
-from tamesu._types import Duration, Strict
+from tamesu.types import Duration, Strict
 
 PROVIDERS = ("openai", "anthropic", "fake")
 """The built-in providers; plug-ins add theirs through the `tamesu.providers` entry points."""

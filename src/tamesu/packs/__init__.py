@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field, field_validator
 from ruamel.yaml import YAML
 
-from tamesu._types import Strict
+from tamesu.types import Strict
 
 __all__ = ["JUDGED_KEYS", "AttackSpec", "PackSpec", "attack_names", "attack_of", "builtin", "builtin_names",
            "inline", "name_of", "needs_judge", "resolve"]

@@ -8,9 +8,9 @@ from typing import Any
 from tamesu import checks, packs, targets
 from tamesu.errors import Problem
 from tamesu.plan.model import LoadedSuite
-from tamesu.suite._errors import problems_from
-from tamesu.suite._yaml import Document
+from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import TestSpec
+from tamesu.suite.yaml_reader import Document
 
 
 def check_audio(

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from tamesu.checks import Assertion
 from tamesu.checks.tools import tool_names
 from tamesu.errors import Problem
-from tamesu.suite._yaml import Document
 from tamesu.suite.schema import TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references
+from tamesu.suite.yaml_reader import Document
 
 if TYPE_CHECKING:
     from tamesu.plan.model import LoadedSuite

@@ -7,9 +7,9 @@ import re
 
 from tamesu.errors import Problem
 from tamesu.plan.model import PlannedTest
-from tamesu.suite._yaml import Document
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references, walk_strings
+from tamesu.suite.yaml_reader import Document
 
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
 _REMOTE_REF = re.compile(r"^remote\.([^.]+)(?:\.(.+))?$")

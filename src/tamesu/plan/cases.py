@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.errors import ConfigError
-from tamesu.suite._yaml import read_bounded
+from tamesu.suite.yaml_reader import read_bounded
 
 
 def read_cases(path: Path) -> list[Any]:

@@ -12,9 +12,9 @@ from typing import Any
 from tamesu import packs
 from tamesu.checks import Assertion
 from tamesu.errors import Problem
-from tamesu.suite._yaml import Document
 from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
+from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import TargetSpec
 
 PROJECT_FILE = "tamesu.yaml"

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import ModelSpec
 from tamesu.plan.model import PROJECT_FILE, Project
-from tamesu.suite._errors import problems_from
-from tamesu.suite._yaml import Document, load_yaml
+from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import ProjectSpec
+from tamesu.suite.yaml_reader import Document, load_yaml
 
 
 def find_project(start: Path) -> Path | None:

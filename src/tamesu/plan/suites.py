@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from tamesu import checks, packs
-from tamesu._collector import collector_paused
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan import _lint
@@ -24,11 +23,12 @@ from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
 from tamesu.plan.targets import load_project_targets, load_targets
-from tamesu.suite._errors import problems_from
-from tamesu.suite._yaml import Document, load_yaml
+from tamesu.runtime.gc_pause import collector_paused
+from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import render_partial
+from tamesu.suite.yaml_reader import Document, load_yaml
 
 
 def _no_suite_files(paths: list[Path], project: Project) -> Problem:
@@ -45,7 +45,7 @@ def _no_suite_files(paths: list[Path], project: Project) -> Problem:
     return Problem(where, 1, 1, "", f"{message} (the default suites of a project; tamesu.yaml can name others)")
 
 
-@collector_paused()  # the plan lives to the end: walking it while it grows is wasted (tamesu._collector)
+@collector_paused()  # the plan lives to the end: walking it while it grows is wasted (tamesu.runtime.gc_pause)
 def load_plan(
     paths: list[Path],
     project_path: Path | None = None,

@@ -7,9 +7,9 @@ from pydantic import ValidationError
 from tamesu import plugins, targets
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan.model import Project
-from tamesu.suite._errors import problems_from
-from tamesu.suite._yaml import Document
+from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import ProjectSpec, SuiteSpec
+from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import TargetSpec
 
 

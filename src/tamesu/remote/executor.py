@@ -22,8 +22,8 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 from pydantic import BaseModel
 
-from tamesu._fuzz import fuzz_for
 from tamesu.conversation import Session
+from tamesu.fuzzing import fuzz_for
 from tamesu.remote._binding import binding_of
 from tamesu.suite.remote_agents import RemoteAgentSpec, ReplySpec
 

@@ -10,7 +10,7 @@ each message as a delegation, in both directions. Two things are changed, on pur
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
   the caller's `Authorization` (meant for the proxy) is not passed on.
 A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
-one (`tamesu._resend_http`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
+one (`tamesu.net.resend`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
 naming the agent, everything but the card is answered locally by the scripted executor (`local`), and the card
 too when the real agent cannot be reached; `delay` holds the request, then forwards it.
 """
@@ -27,8 +27,8 @@ import httpx
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tamesu._resend_http import resending_client_options
 from tamesu.conversation import Session
+from tamesu.net.resend import resending_client_options
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
 

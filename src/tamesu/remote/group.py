@@ -13,9 +13,9 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tamesu._cleanup import finish
 from tamesu.conversation import Exchange, Session, ToolCall
 from tamesu.errors import InfraError, TemplateError
+from tamesu.runtime.cleanup import finish
 from tamesu.suite.remote_agents import RemoteAgentSpec
 
 if TYPE_CHECKING:

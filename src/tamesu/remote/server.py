@@ -8,7 +8,7 @@
 
 Tasks and push configs are the SDK's own (in-memory, for the life of the run); push notifications are posted in
 the shape of the version the caller spoke (`push`); one that went out on a kept-alive connection the caller's
-listener had just closed is sent again once (a `resent` event naming the agent; `tamesu._resend_http`).
+listener had just closed is sent again once (a `resent` event naming the agent; `tamesu.net.resend`).
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
-from tamesu._fuzz import fuzz_for
-from tamesu._resend_http import resending_client_options
-from tamesu._serve import LoopServer
-from tamesu._types import split_addr
 from tamesu.conversation import Session
+from tamesu.fuzzing import fuzz_for
+from tamesu.net.resend import resending_client_options
+from tamesu.net.serve import LoopServer
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
 from tamesu.remote.card import Addresses, extended_card, public_card
@@ -43,6 +42,7 @@ from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
 from tamesu.suite.remote_agents import RemoteAgentSpec
+from tamesu.types import split_addr
 
 PUSH_TIMEOUT = 5.0
 """A push notification that the listener does not take within this long is dropped (best effort)."""
@@ -136,7 +136,7 @@ class RemoteAgentServer:
         public = public_card(self.name, self.spec, at, self._token)
         configs, tasks = VersionedConfigStore(), InMemoryTaskStore()
         # kept alive between a run's pushes: one that went out on a connection the caller's listener had just
-        # closed is sent again once (tamesu._resend_http); the sender only logs a push that failed
+        # closed is sent again once (tamesu.net.resend); the sender only logs a push that failed
         self._push_client = httpx.AsyncClient(**resending_client_options(self._push_resent), timeout=PUSH_TIMEOUT)
         self._handler = DefaultRequestHandler(
             agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),

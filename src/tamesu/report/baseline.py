@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from tamesu.report._load import LoadedRun, mean_metrics
-from tamesu.results import SCHEMA_VERSION, TestResult, TestStatus
-from tamesu.sharding import Shard, in_shard
+from tamesu.report.load import LoadedRun, mean_metrics
+from tamesu.results.records import SCHEMA_VERSION, TestResult, TestStatus
+from tamesu.results.sharding import Shard, in_shard
 
 
 class StatusChange(BaseModel):

@@ -11,8 +11,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from tamesu._words import count_of
-from tamesu.results import RunResult, RunSummaryFile, TestResult
+from tamesu.report.words import count_of
+from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
 
 _BADGES = {

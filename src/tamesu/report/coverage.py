@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from tamesu.report._load import LoadedRun
-from tamesu.results import SCHEMA_VERSION, RunResult
+from tamesu.report.load import LoadedRun
+from tamesu.results.records import SCHEMA_VERSION, RunResult
 
 Kind = Literal["skills", "tools", "remote_agents"]
 

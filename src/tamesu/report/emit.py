@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tamesu.report._load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
 from tamesu.report.baseline import Comparison, compare
 from tamesu.report.formats import BUILT_IN_NAMES, format_of
+from tamesu.report.load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
 from tamesu.report.spec import ReportRequest
 
 

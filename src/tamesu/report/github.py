@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tamesu.report._load import LoadedRun
 from tamesu.report.baseline import Comparison
 from tamesu.report.junit import failure_text
+from tamesu.report.load import LoadedRun
 from tamesu.report.markdown import headline, render_markdown
 
 

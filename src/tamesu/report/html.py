@@ -18,12 +18,12 @@ from typing import Any
 from urllib.parse import quote
 
 from tamesu import __version__
-from tamesu._trace import trace_link
 from tamesu.report import _svg
-from tamesu.report._load import LoadedRun, mean_metrics
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
-from tamesu.results import AssertionResult, RunResult, RunSummary, TestResult
+from tamesu.report.load import LoadedRun, mean_metrics
+from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
+from tamesu.telemetry.traceparent import trace_link
 
 _BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP"}
 _ORDER = {"failed": 0, "error": 1, "quarantined": 2, "passed": 3, "skipped": 4}

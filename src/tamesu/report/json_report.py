@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tamesu.conversation import ToolCall
-from tamesu.report._load import LoadedRun, PlannedEntry
 from tamesu.report.baseline import Comparison
-from tamesu.results import SCHEMA_VERSION, AssertionResult, RunSummaryFile, TestResult, TranscriptLine
+from tamesu.report.load import LoadedRun, PlannedEntry
+from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunSummaryFile, TestResult, TranscriptLine
 
 
 class RunDetail(BaseModel):

@@ -13,8 +13,8 @@ import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tamesu.report._load import LoadedRun, shown_path
-from tamesu.results import TestResult
+from tamesu.report.load import LoadedRun, shown_path
+from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

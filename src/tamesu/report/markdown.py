@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tamesu._words import count_of
-from tamesu.report._load import LoadedRun
 from tamesu.report.baseline import Comparison, describe_change, failure_reason
-from tamesu.results import TestResult
+from tamesu.report.load import LoadedRun
+from tamesu.report.words import count_of
+from tamesu.results.records import TestResult
 
 _ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️"}
 LIMIT = 50

@@ -14,10 +14,10 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from tamesu import __version__
-from tamesu._rundir import new_run_dir
 from tamesu.errors import EXIT_BUDGET
-from tamesu.report._load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
-from tamesu.results import RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
+from tamesu.results.records import RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.results.rundir import new_run_dir
 
 
 class MergeError(Exception):

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tamesu.report._load import PLAN_FILE, PlannedEntry, PlanRecord
-from tamesu.results import RunResult, RunSummaryFile, TestResult
+from tamesu.report.load import PLAN_FILE, PlannedEntry, PlanRecord
+from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 
 
 def planned_entries(tests: list[Any]) -> list[PlannedEntry]:
@@ -35,7 +35,7 @@ class PlanRecorder:
         self.trace_url = trace_url
         self.redact = redact
         self.provenance = provenance
-        """The run id, commit and branch (`tamesu._provenance.Provenance`), kept for `tamesu store import`."""
+        """The run id, commit and branch (`tamesu.results.provenance.Provenance`), kept for `tamesu store import`."""
 
     def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
         record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],

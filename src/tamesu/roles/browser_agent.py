@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ToolSpec
-from tamesu.roles import _prompts
-from tamesu.roles._failures import infra_error
+from tamesu.roles import prompt_files as _prompts
+from tamesu.roles.failures import infra_error
 
 DONE, GIVE_UP = "done", "give_up"
 SNAPSHOT_LIMIT = 12_000

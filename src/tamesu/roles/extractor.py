@@ -6,8 +6,8 @@ from pydantic import BaseModel
 
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import StructuredOutputError, generate_structured
-from tamesu.roles import _prompts
-from tamesu.roles._failures import infra_error
+from tamesu.roles import prompt_files as _prompts
+from tamesu.roles.failures import infra_error
 
 
 class ExtractAnswer(BaseModel):

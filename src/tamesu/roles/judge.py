@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
-from tamesu.roles import _prompts
+from tamesu.roles import prompt_files as _prompts
 from tamesu.roles._evidence import Evidence, check_evidence
-from tamesu.roles._failures import infra_error
-from tamesu.roles._transcript import as_text
+from tamesu.roles.failures import infra_error
+from tamesu.roles.transcript import as_text
 
 EvidenceMode = Literal["strict", "lenient"]
 PASSING_SCORE = 4

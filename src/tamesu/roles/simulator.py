@@ -20,9 +20,9 @@ from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.packs import AttackSpec
-from tamesu.roles import _prompts
-from tamesu.roles._failures import infra_error
-from tamesu.roles._transcript import as_text, last_tool_results, lines_of
+from tamesu.roles import prompt_files as _prompts
+from tamesu.roles.failures import infra_error
+from tamesu.roles.transcript import as_text, last_tool_results, lines_of
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tamesu.results import RunResult, TestResult
+from tamesu.results.records import RunResult, TestResult
 from tamesu.store import EXTRA_HINT, StoreError, shown_url
 
 try:

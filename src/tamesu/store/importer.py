@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tamesu.report._load import load_run
+from tamesu.report.load import load_run
 from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 

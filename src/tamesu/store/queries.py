@@ -11,8 +11,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from tamesu.report._load import LoadedRun, PlanRecord
-from tamesu.results import AssertionResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.report.load import LoadedRun, PlanRecord
+from tamesu.results.records import AssertionResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
 from tamesu.store import _tables as t
 from tamesu.store.db import Store
 

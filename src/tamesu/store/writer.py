@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tamesu import __version__
-from tamesu._provenance import Provenance
-from tamesu.results import RunResult, RunSummaryFile, TestResult
+from tamesu.results.provenance import Provenance
+from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 FLUSH_TIMEOUT_S = 30.0

@@ -1,4 +1,4 @@
-"""`fuzz_tools` as a test writes it: the modes, and how one tool misbehaves (what `tamesu._fuzz` plays)."""
+"""`fuzz_tools` as a test writes it: the modes, and how one tool misbehaves (what `tamesu.fuzzing` plays)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
-from tamesu._types import Duration, Strict
+from tamesu.types import Duration, Strict
 
 __all__ = ["DEFAULT_DELAY", "DEFAULT_ERROR", "FUZZ_MODES", "HOSTILE_TEXT", "INJECTION_MARKER", "FuzzMode",
            "FuzzSpec"]

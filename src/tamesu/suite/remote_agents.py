@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import HostPort, Strict
+from tamesu.types import HostPort, Strict
 
 ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
 """The states a scripted reply may leave its task in (the task settles in each of them)."""

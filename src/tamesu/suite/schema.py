@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import Duration, Strict, parse_duration
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
+from tamesu.types import Duration, Strict, parse_duration
 
 __all__ = ["Duration", "Strict", "parse_duration"]
 

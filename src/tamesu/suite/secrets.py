@@ -30,7 +30,7 @@ as httpx (and browsers, after the WHATWG URL standard) write them, keeping `+`, 
 
 def read_dotenv(path: Path) -> dict[str, str]:
     """KEY=value lines; `export`, quotes and comments as shells write them."""
-    from tamesu.suite._yaml import read_bounded
+    from tamesu.suite.yaml_reader import read_bounded
 
     values: dict[str, str] = {}
     try:

@@ -17,17 +17,17 @@ if TYPE_CHECKING:
     from tamesu.targets.base import Target
 
 _IMPLEMENTED: dict[str, str] = {
-    "rest": "tamesu.targets.rest:RestTarget",
+    "rest": "tamesu.targets.rest.target:RestTarget",
     "model": "tamesu.targets.model:ModelTarget",
     "a2a": "tamesu.targets.a2a:A2ATarget",
-    "mcp": "tamesu.targets.mcp:McpTarget",
+    "mcp": "tamesu.targets.mcp.target:McpTarget",
     "browser": "tamesu.targets.browser:BrowserTarget",
-    "grpc": "tamesu.targets.grpc_turn:GrpcTarget",
-    "realtime": "tamesu.targets.realtime:RealtimeTarget",
+    "grpc": "tamesu.targets.grpc_turn.target:GrpcTarget",
+    "realtime": "tamesu.targets.realtime.target:RealtimeTarget",
     "twilio": "tamesu.targets.twilio:TwilioTarget",
     "voice": "tamesu.targets.voice:VoiceTarget",
-    "pipecat": "tamesu.targets.pipecat:PipecatTarget",
-    "sip": "tamesu.targets.sip:SipTarget",
+    "pipecat": "tamesu.targets.pipecat.target:PipecatTarget",
+    "sip": "tamesu.targets.sip.target:SipTarget",
     "livekit": "tamesu.targets.livekit:LiveKitTarget",
 }
 

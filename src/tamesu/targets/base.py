@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from tamesu._trace import TraceContext, own_traceparent
 from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
 from tamesu.errors import TemplateError
 from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
+from tamesu.telemetry.traceparent import TraceContext, own_traceparent
 
 
 class SessionOpenSpec(HttpRequestSpec):

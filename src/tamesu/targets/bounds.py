@@ -3,7 +3,7 @@ the truncation is recorded (a `response_truncated` event), before anything is gr
 
 This bounds what tamesu keeps, grades and writes (text, response, raw documents) for every target type. The
 rest target also stops reading a body at the limit (`_rest_body`); a2a, grpc, mcp and the model target
-refuse an answer past it as they read it (`tamesu._bounded_http`, gRPC's `max_receive_message_length`, mcp's
+refuse an answer past it as they read it (`tamesu.net.bounded`, gRPC's `max_receive_message_length`, mcp's
 stdout lines in `_mcp_stdio`).
 """
 

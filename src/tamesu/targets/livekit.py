@@ -18,7 +18,7 @@ the SDK's boundary (`Sdk`, below: the room, its events, text streams, data packe
 end-to-end test that runs only when `LIVEKIT_URL`, `LIVEKIT_API_KEY` and `LIVEKIT_API_SECRET` are set. An
 unreachable server is an infrastructure error (exit 3) with one line.
 
-Traces (tamesu._trace): the conversation's `traceparent` is a participant attribute of tamesu's caller, set in
+Traces (telemetry.traceparent): the conversation's `traceparent` is a participant attribute of tamesu's caller, set in
 the token it joins with (`participant.attributes["traceparent"]` for the agent); in text mode each user turn's
 text stream also carries the turn's own in its attributes, and the turn records it. An audio turn records the
 conversation's.
@@ -40,12 +40,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tamesu._types import Strict
 from tamesu.audio import stt
 from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets.base import Target, TargetSpec
+from tamesu.types import Strict
 
 __all__ = ["LiveKitSpec", "LiveKitTarget", "Sdk"]
 

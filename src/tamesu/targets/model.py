@@ -23,7 +23,7 @@ How a tool call is answered, from its declaration:
   else the test knows: `{{captured.x}}`, `{{vars.x}}`). A template naming an argument the model did not
   pass fails the turn, so a typo in the suite does not pass for the model's fault silently.
 - a tool the model invented is answered `{"error": "no tool named X"}`.
-- a declared tool the test names in `fuzz_tools` misbehaves as the mode says (`tamesu._fuzz`): `error`,
+- a declared tool the test names in `fuzz_tools` misbehaves as the mode says (`tamesu.fuzzing`): `error`,
   `empty`, `hostile`, `custom` replace its answer; `delay` holds the declared answer back.
 Every call is recorded as a ToolCall (name, args, result) for `tool_called` and `tool_sequence`.
 
@@ -54,12 +54,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._bounded_http import bounded_reading, is_too_large
-from tamesu._fuzz import fuzz_for, fuzzed_call
-from tamesu._match import args_problem
-from tamesu._types import Strict
 from tamesu.conversation import AgentTurn, FileRef, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.fuzzing import fuzz_for, fuzzed_call
+from tamesu.matching import args_problem
 from tamesu.models import attachments
 from tamesu.models.base import (
     Message,
@@ -72,9 +70,11 @@ from tamesu.models.base import (
     ToolSpec,
 )
 from tamesu.models.spec import ModelSpec
+from tamesu.net.bounded import bounded_reading, is_too_large
 from tamesu.suite.templates import Context
-from tamesu.targets._rest_read import handoff
 from tamesu.targets.base import Target, TargetSpec
+from tamesu.targets.rest.read import handoff
+from tamesu.types import Strict
 
 __all__ = ["ModelTarget", "ModelTargetSpec", "ModelToolSpec", "ToolResultCase"]
 
@@ -359,7 +359,7 @@ class ModelTarget(Target):
                 self._require_session().event("model_fallback", model=label, reason=failures[-1])
             self._calls += 1
             try:
-                # the provider's client reads no answer past max_response_bytes (tamesu._bounded_http)
+                # the provider's client reads no answer past max_response_bytes (tamesu.net.bounded)
                 with bounded_reading(self.spec.max_response_bytes, self._refused):
                     answered = await client.generate(request)
             except ModelError as exc:

@@ -8,7 +8,7 @@ persona's speech, and silence between utterances as a live call has), `dtmf` for
 for each mark the agent sends once the audio before it has played (at once when the agent sends `clear`), and
 `stop` when the call ends. From the agent it reads `media` (its speech), `mark` and `clear` (a barge-in).
 
-Traces (tamesu._trace): the conversation's `traceparent` goes on the websocket handshake and in
+Traces (telemetry.traceparent): the conversation's `traceparent` goes on the websocket handshake and in
 `start.customParameters.traceparent` (where a Twilio stream's agent reads what it knows of the call); every
 turn records that trace id. A `traceparent` in `parameters` is the suite's own: it wins in both places.
 
@@ -26,12 +26,12 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from tamesu._types import Duration
 from tamesu.conversation import Session, TurnError
-from tamesu.targets._audio_socket import AudioSocketTarget
-from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets._realtime_spec import require_audio_extra, websocket_url
+from tamesu.targets.audio.socket import AudioSocketTarget
+from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
+from tamesu.targets.realtime.spec import require_audio_extra, websocket_url
+from tamesu.types import Duration
 
 __all__ = ["TwilioSpec", "TwilioTarget"]
 

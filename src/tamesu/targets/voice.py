@@ -24,7 +24,7 @@ silence after the agent's speech (or `done`), barge-in with the agent's `interru
 `messages.dtmf`. A `tool_calls` message is recorded as a tool call (`tool_called`, `tool_sequence`), and answered
 with `messages.tool_result` (`{{message.id}}`, `{{message.name}}`, `{{message.result}}`: the result as JSON text,
 `{{message.output}}`: as a value) from `tool_results` when that template is given. `session.open` is made before
-connecting; its captures are `{{session.NAME}}` in `url` and `headers`. Traces (tamesu._trace): the websocket
+connecting; its captures are `{{session.NAME}}` in `url` and `headers`. Traces (telemetry.traceparent): the websocket
 handshake carries the conversation's `traceparent` header (a `traceparent` in `headers` wins), and the message
 templates may place it where the protocol has a slot: `{{trace.traceparent}}`, `{{trace.id}}` (in
 `messages.open`, say); every turn records that trace id. A wrong configuration fails the turn
@@ -42,15 +42,15 @@ from typing import Any, Literal
 import jsonpath
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._trace import TraceContext
-from tamesu._types import Duration, Strict
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
-from tamesu.targets._audio_socket import AudioSocketTarget, Heard
-from tamesu.targets._audio_wire import Incoming, Wire
-from tamesu.targets._realtime_spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
-from tamesu.targets._session_open import CapturedSocketAddress, open_session
+from tamesu.targets.audio.socket import AudioSocketTarget, Heard
+from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
+from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
+from tamesu.targets.session_open import CapturedSocketAddress, open_session
+from tamesu.telemetry.traceparent import TraceContext
+from tamesu.types import Duration, Strict
 
 __all__ = ["VoiceSpec", "VoiceTarget"]
 

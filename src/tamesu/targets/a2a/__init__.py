@@ -44,7 +44,7 @@ then on the events. Its text is read as `_read` says. `first_token_at_ms` is the
 
 Failures: a call that never reaches the agent is retried (`connect_retry` events), then InfraError; an HTTP
 call that went out on a kept-alive connection the agent had just closed is sent again once (a `resent` event,
-`tamesu._resend_http`). An error
+`tamesu.net.resend`). An error
 the agent answers (JSON-RPC error, HTTP+JSON error status, gRPC status) fails the turn with TurnError naming
 its JSON-RPC code (the same A2A error's code on every binding) and message. A turn over `turn_timeout` fails
 with TurnError, without waiting for the agent.
@@ -74,7 +74,6 @@ from a2a.types.a2a_pb2 import (
     TaskPushNotificationConfig,
 )
 
-from tamesu._types import split_addr
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.a2a import _normalize as shape
@@ -88,6 +87,7 @@ from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
 from tamesu.targets.a2a._turn import Progress, followed_task, user_message
 from tamesu.targets.a2a._wire import Wire
 from tamesu.targets.base import Target
+from tamesu.types import split_addr
 
 __all__ = ["A2ASpec", "A2ATarget", "PushSpec"]
 

@@ -15,8 +15,8 @@ import grpc
 import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
-from tamesu._bounded_http import is_too_large
-from tamesu._http import os_reason
+from tamesu.net.bounded import is_too_large
+from tamesu.net.clients import os_reason
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)

@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tamesu._serve import LoopServer
 from tamesu.conversation import Session
+from tamesu.net.serve import LoopServer
 from tamesu.targets.a2a._normalize import push_body, state_of, task_id_of
 
 PATH = "/a2a/push"

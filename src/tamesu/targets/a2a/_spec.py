@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu._types import HostPort, Strict
 from tamesu.targets.base import TargetSpec
+from tamesu.types import HostPort, Strict
 
 Binding = Literal["jsonrpc", "http", "grpc"]
 URL_SCHEMES = ("http://", "https://", "grpc://", "grpcs://")

@@ -16,12 +16,12 @@ from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
-from tamesu._bounded_http import bounded_transport
-from tamesu._h11_transport import H11Transport
-from tamesu._http import NO_BASE_URL, NO_PARAMS, layered_proxy_mounts, ssl_context
-from tamesu._resend_http import resending_transport
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
+from tamesu.net.bounded import bounded_transport
+from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, layered_proxy_mounts, ssl_context
+from tamesu.net.h11_transport import H11Transport
+from tamesu.net.resend import resending_transport
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
@@ -44,8 +44,8 @@ class Wire:
         self.max_response_bytes = max_response_bytes
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
         # check, no answer is read past max_response_bytes; beneath that, a call that went out on a connection
-        # the agent had just closed is sent again once (tamesu._h11_transport on the direct route, which does
-        # it itself; tamesu._resend_http over a proxy's httpx transport)
+        # the agent had just closed is sent again once (tamesu.net.h11_transport on the direct route, which does
+        # it itself; tamesu.net.resend over a proxy's httpx transport)
         def checked(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
             return IdCheckingTransport(bounded_transport(httpx, inner, max_response_bytes, self._refused))
 

@@ -5,7 +5,7 @@ agent turn that records what the step did; or, with a `chat` block, the page's c
 script, persona or counterpart talks to it. Every run gets its own browser context in the one browser the
 process shares, a screenshot per step, a Playwright trace and a HAR (secrets masked in both).
 
-Traces (tamesu._trace): every request the page makes to the agent's own origin (that of `url`) carries a
+Traces (telemetry.traceparent): every request the page makes to the agent's own origin (that of `url`) carries a
 `traceparent` header: the turn's during a step or chat turn, the conversation's otherwise (the page's load, what
 it fetches by itself). Requests to any other origin (third parties) never get one. A turn records its own trace
 id when one of its requests carried it, else the conversation's.

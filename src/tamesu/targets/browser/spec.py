@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field, TypeAdapter, field_validator, model_validator
 
-from tamesu._types import Duration, Strict
 from tamesu.targets.base import TargetSpec
+from tamesu.types import Duration, Strict
 
 ENGINES = ("chromium",)
 """Engines this version drives: Debian's Chromium. Firefox and WebKit builds come only from a download."""

@@ -1,0 +1,137 @@
+"""`tamesu doctor`: what would stop a run, found before the run. It never prints a secret."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from tamesu.errors import ConfigError
+from tamesu.report.words import count_of
+
+Finding = tuple[bool | None, str]
+"""(True: fine, None: worth knowing, False: will fail) and one line."""
+
+
+async def _reachable(url: str, timeout: float = 2.0) -> str | None:
+    parsed = urlparse(url)
+    if not parsed.hostname:
+        return "no host in the URL"
+    port = parsed.port or (443 if parsed.scheme in ("https", "wss", "grpcs") else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(parsed.hostname, port), timeout)
+    except (OSError, TimeoutError) as exc:
+        return f"{parsed.hostname}:{port} does not answer ({type(exc).__name__})"
+    writer.close()
+    return None
+
+
+def _chromium() -> Finding:
+    """The Chromium browser targets start (Debian's, never a download)."""
+    import shutil
+
+    given = os.environ.get("TAMESU_CHROMIUM")
+    found = given or next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                           if shutil.which(n)), None)
+    if found:
+        return True, f"chromium: {found} (for browser targets)"
+    return None, "chromium: not found (for browser targets: apt-get install chromium fonts-liberation)"
+
+
+async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
+    from tamesu.plan import load_plan
+
+    findings: list[Finding] = []
+    version = sys.version_info
+    findings.append((version >= (3, 11), f"Python {version.major}.{version.minor}.{version.micro}"))
+    for module, purpose in (("a2a", "A2A targets"), ("mcp", "MCP targets"), ("openai", "OpenAI models"),
+                            ("anthropic", "Anthropic models"), ("playwright", "browser targets: tamesu[browser]")):
+        present = importlib.util.find_spec(module) is not None
+        findings.append((True if present else None, f"{module}: {'installed' if present else 'not installed'} "
+                         f"(for {purpose})"))
+    findings.append(_chromium())
+    from tamesu.audio.extra import problem as voice_problem
+
+    missing_voice = voice_problem()
+    findings.append((True if missing_voice is None else None,
+                     "voice: installed (for audio targets)" if missing_voice is None else f"voice: {missing_voice}"))
+    try:
+        plan = load_plan(paths, config, require_secrets=False)
+    except ConfigError as exc:
+        findings.extend((False, str(p)) for p in exc.problems)
+        return findings
+    where = plan.project.path or "none (defaults)"
+    findings.append((True, f"project file: {where}"))
+    findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} validate"))
+    # what `run` would refuse (an unset secret or variable) fails here; the rest is worth knowing
+    fatal = [w for w in plan.warnings if w.message.endswith("is not set") or "is not set (" in w.message]
+    findings.extend((False, str(w)) for w in fatal)
+    findings.extend((None, str(w)) for w in plan.warnings if w not in fatal)
+    findings.extend(await _model_findings(plan))
+    findings.extend(_store_findings(plan))
+    seen: set[str] = set()
+    for suite in plan.suites:
+        for name, target in suite.targets.items():
+            url = getattr(target, "url", None)
+            if not isinstance(url, str) or "{{" in url or url in seen:
+                continue
+            seen.add(url)
+            problem = await _reachable(url)
+            findings.append((problem is None or None, f"target {name} ({target.type}) at {url}: "
+                             f"{'reachable' if problem is None else problem}"))
+    return findings
+
+
+def _store_findings(plan: Any) -> list[Finding]:
+    """The results store, when one is configured: the extra installed, the database reachable, its revision."""
+    from tamesu.store import StoreError, store_url
+
+    url = store_url(plan.project.spec.store, plan.project.dir)
+    if url is None:
+        return [(True, "results store: off (store: in tamesu.yaml or TAMESU_STORE turns it on)")]
+    try:
+        from tamesu.store.db import HEAD_REVISION, Store
+
+        store = Store(url)
+    except StoreError as exc:
+        return [(False, f"results store: {exc}")]
+    try:
+        revision = store._stored_revision()
+        with store.engine.connect():
+            pass
+    except Exception as exc:
+        from tamesu.store.writer import _short
+
+        return [(False, f"results store {store.shown}: cannot connect: {_short(exc)}")]
+    finally:
+        store.close()
+    state = "up to date" if revision == HEAD_REVISION else \
+        "empty (created by the first run)" if revision is None else f"at {revision}, migrated by the next run"
+    return [(True, f"results store {store.shown}: reachable, {state}")]
+
+
+async def _model_findings(plan: Any) -> list[Finding]:
+    """Each configured model: key present, server reachable, key accepted. Keys are never shown."""
+    from tamesu.models.client import check
+    from tamesu.suite.templates import Context
+
+    context = Context(secrets=plan.secrets, env=dict(os.environ))
+    found: list[Finding] = []
+    seen: set[str] = set()
+    declared = [(name, spec) for name, spec in plan.project.spec.models.items()]
+    declared += [(name, spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
+    for role, spec in declared:
+        label = f"{spec.provider}:{spec.model or 'fake'}"
+        key = f"{role}/{spec.model_dump_json()}"
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = await check(spec, context.render_text)
+        # a server may quote back a header or key it was sent, in any encoding: mask what was rendered
+        shown = plan.secrets.redactor.text(problem) if problem else "ready"
+        found.append((problem is None, f"models.{role} ({label}): {shown}"))
+    return found

@@ -1,0 +1,424 @@
+"""The command line: thin, everything it does lives in the engine, the loader and the reports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import click
+
+from tamesu import __version__
+from tamesu.cli.shared import (
+    finish_reports,
+    interrupted_note,
+    open_store_writer,
+    parse_shard,
+    report_options,
+    report_requests,
+    select_tests,
+    start_telemetry,
+    stop_telemetry,
+)
+from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
+
+COLOR = click.Choice(["auto", "always", "never"])
+
+
+MAX_SHOWN_PROBLEMS = 200
+"""Problems printed at most: a file of thousands of broken cases is told in a screenful, not in 40,000 lines."""
+
+
+def _fail_config(problems: list[Problem]) -> None:
+    files = {file: number for number, file in enumerate(dict.fromkeys(p.file for p in problems))}
+    ordered = sorted(problems, key=lambda p: (files[p.file], p.line, p.column))
+    for problem in ordered[:MAX_SHOWN_PROBLEMS]:
+        click.echo(str(problem), err=True)
+    count = len(problems)
+    if count > MAX_SHOWN_PROBLEMS:
+        click.echo(f"... and {count - MAX_SHOWN_PROBLEMS:,} more, not shown: fix these first", err=True)
+    click.echo(f"{count:,} problem{'s' if count != 1 else ''} found", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+def _load(paths: tuple[str, ...], config: str | None, *, require_secrets: bool) -> Any:
+    from tamesu.plan import load_plan
+
+    try:
+        return load_plan([Path(p) for p in paths], Path(config) if config else None,
+                         require_secrets=require_secrets)
+    except ConfigError as exc:
+        _fail_config(exc.problems)
+
+
+class _LazyGroup(click.Group):
+    """Commands that live in modules of their own are imported only when used, so `tamesu --version` and
+    `tamesu validate` start fast."""
+
+    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli.test", "test_command"),
+                                                   "validate": ("tamesu.cli.validate", "validate_command"),
+                                                   "store": ("tamesu.cli.store", "store_group"),
+                                                   "view": ("tamesu.cli.store", "view_command")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self._lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self._lazy:
+            import importlib
+
+            module, attribute = self._lazy[name]
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tamesu")
+def main() -> None:
+    """Test conversational AI agents the way their users meet them."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--filter", "pattern", metavar="REGEX", help="Run only tests whose suite/name matches.")
+@click.option("--tags", metavar="TAGS", help="Comma-separated tags to run; !tag excludes.")
+@click.option("--parallel", "-p", type=click.IntRange(1, 10000), help="Runs at the same time (default 1).")
+@click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test N times (overrides repeat).")
+@click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default tamesu-runs).")
+@click.option("--fail-fast", is_flag=True, help="Stop starting tests after the first failure.")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest tamesu.yaml).")
+@click.option("-v", "--verbose", count=True, help="-v: transcripts of failing runs; -vv: of every run.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
+@click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
+@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
+@report_options
+@click.option("--shard", "shard_text", metavar="K/N",
+              help="Run only the K-th of N stable shards of the tests; `auto` reads a Kubernetes Indexed Job's "
+                   "JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT.")
+def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
+        repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
+        verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
+        baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
+    """Run suites (files or folders; default: the project's suites)."""
+    from tamesu.engine.runner import RunFolderError, Runner, RunOptions
+    from tamesu.report.console import ConsoleReporter, make_console
+    from tamesu.report.recorder import Fanout, PlanRecorder
+    from tamesu.results.sharding import select
+    from tamesu.runtime.gc_pause import collector_paused
+    from tamesu.runtime.signals import Interrupted, run_stoppable
+    from tamesu.suite.secrets import mask_logging
+
+    # no cyclic collection walks the plan while it is loaded and the run is set up: on again once it is frozen
+    paused = contextlib.ExitStack()
+    paused.enter_context(collector_paused())
+    plan = _load(paths, config, require_secrets=True)
+    mask_logging(plan.secrets.redactor)  # a library's log line must not show a secret either
+    console = make_console(color)
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)
+    tests = select_tests(plan, pattern, tags)
+    if not tests:
+        click.echo("no test matches the filter", err=True)
+        sys.exit(EXIT_CONFIG)
+    shard = parse_shard(shard_text)
+    if shard is not None:
+        # an empty shard is a valid, empty run: its CI job passes and `merge` finds its directory
+        tests = select(tests, shard)
+    settings = plan.project.spec.report
+    requests = report_requests(reports, plan.project)
+    baseline_dir = Path(baseline) if baseline else \
+        (plan.project.dir / settings.baseline if settings.baseline else None)
+    out_dir = Path(out) if out else plan.project.dir / plan.project.spec.out
+    if no_cache and cache_only:
+        click.echo("--no-cache and --cache-only contradict each other: choose one", err=True)
+        sys.exit(EXIT_CONFIG)
+    options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
+                         fail_fast=fail_fast, cache_mode="off" if no_cache else "only" if cache_only else None,
+                         update_golden=update_golden)
+    from tamesu.results.provenance import provenance
+
+    origin = provenance(plan.project.dir)
+    reporters: list[Any] = [ConsoleReporter(console, plan.secrets.redactor, verbose),
+                            PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
+                                         plan.project.spec.trace_url)]
+    store_writer = open_store_writer(plan.project, plan.secrets.redactor, origin, str(shard) if shard else None,
+                                     console)
+    if store_writer is not None:
+        reporters.append(store_writer)
+    telemetry = start_telemetry(console)
+    runner = Runner(plan, tests, options, Fanout(*reporters))
+    from tamesu.engine.heap import settle_for_a_run
+
+    # this process is the run's: what was made before it lives to its end (see _heap)
+    settle_for_a_run(min(options.parallel, max(1, len(tests) * (options.repeat or 1))))
+    paused.close()
+    try:
+        outcome = run_stoppable(runner.run())
+    except RunFolderError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_INFRA)
+    except Interrupted as stop:
+        if store_writer is not None:
+            store_writer.close(timeout=5)
+        click.echo(interrupted_note(stop, runner.run_dir), err=True)
+        sys.exit(stop.exit_code)
+    finally:
+        stop_telemetry(telemetry)
+    code = outcome.exit_code
+    if requests or baseline_dir is not None:
+        code = finish_reports(outcome.run_dir, requests, baseline_dir,
+                               settings.tolerance if tolerance is None else tolerance, console, code)
+    sys.exit(code)
+
+
+@main.command(name="list")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--config", type=click.Path(dir_okay=False))
+@click.option("--filter", "pattern", metavar="REGEX")
+@click.option("--tags", metavar="TAGS")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per test.")
+@click.option("--shard", "shard_text", metavar="K/N", help="Only the tests of the K-th of N shards.")
+def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, tags: str | None,
+               as_json: bool, shard_text: str | None) -> None:
+    """List the tests that `run` would run."""
+    from tamesu.results.sharding import select
+
+    plan = _load(paths, config, require_secrets=False)
+    today = dt.date.today()
+    shard = parse_shard(shard_text)
+    chosen = select_tests(plan, pattern, tags)
+    for test in select(chosen, shard) if shard is not None else chosen:
+        if as_json:
+            click.echo(json.dumps({"id": test.id, "suite": test.suite.name, "name": test.name,
+                                   "target": test.target_name, "tags": test.tags,
+                                   "quarantined": test.quarantined(today)}))
+        else:
+            extra = f"  [{', '.join(test.tags)}]" if test.tags else ""
+            mark = "  (quarantined)" if test.quarantined(today) else ""
+            click.echo(f"{test.id}  -> {test.target_name}{extra}{mark}")
+
+
+@main.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+def init(directory: str) -> None:
+    """Write a tamesu.yaml and a first suite that validates."""
+    from tamesu.cli.scaffold import write_scaffold
+
+    try:
+        written = write_scaffold(Path(directory))
+    except FileExistsError as exc:
+        click.echo(f"{exc}: already exists, nothing written", err=True)
+        sys.exit(EXIT_CONFIG)
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo("next: `tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
+               "target in suites/first.yaml at your agent")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--config", type=click.Path(dir_okay=False))
+def doctor(paths: tuple[str, ...], config: str | None) -> None:
+    """Check this machine and the project: Python, packages, suites, secrets, targets reachable."""
+    from tamesu.cli.doctor import diagnose
+
+    checks = asyncio.run(diagnose([Path(p) for p in paths], Path(config) if config else None))
+    worst = 0
+    for ok, line in checks:
+        mark = "ok  " if ok is True else "warn" if ok is None else "FAIL"
+        click.echo(f"{mark}  {line}")
+        if ok is False:
+            worst = EXIT_INFRA
+    sys.exit(worst)
+
+
+def _project_near(config: str | None, start: Path) -> Any:
+    """The project file for commands that read runs, not suites: --config, else the nearest tamesu.yaml."""
+    from tamesu.plan import find_project, load_project
+
+    path = Path(config) if config else find_project(start) or find_project(Path.cwd())
+    if path is None:
+        return None
+    try:
+        return load_project(path, Path.cwd())
+    except ConfigError as exc:
+        _fail_config(exc.problems)
+
+
+def _print_summary(run: Any, console: Any) -> None:
+    """A finished run as `tamesu run` printed it: one line per test with its reasons, then the counts."""
+    from tamesu.report.console import ConsoleReporter
+    from tamesu.suite.secrets import Redactor
+
+    # artifacts on disk are already masked; nothing is left to redact
+    reporter = ConsoleReporter(console, Redactor(), 0)
+    for result in run.results:
+        reporter.test_finished(result, [])
+    reporter.finish(run.summary, run.dir)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--report", "reports", metavar="SPECS",
+              help="junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github (default: tamesu.yaml's report:).")
+@click.option("--baseline", type=click.Path(exists=True, file_okay=False),
+              help="Compare with an earlier run (default: the comparison kept by the run's own --baseline).")
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False))
+def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: float | None, color: str,
+           config: str | None) -> None:
+    """Render reports of a finished run again (its console summary when no report is named)."""
+    from tamesu.report.console import make_console
+    from tamesu.report.load import RunDirError, load_run
+
+    project = _project_near(config, Path(run_dir))
+    # run again, a run shows its console summary unless reports are named (here or in tamesu.yaml)
+    requests = report_requests(reports, project, default=False)
+    console = make_console(color)
+    try:
+        run = load_run(Path(run_dir))
+    except RunDirError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+    if not requests:
+        _print_summary(run, console)
+    if note := run.unfinished_note():
+        click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
+    default_tolerance = project.spec.report.tolerance if project is not None else 0.2
+    # the run's own code: a report of a failed or interrupted run is not a green CI step
+    code = finish_reports(run.dir, requests, Path(baseline) if baseline else None,
+                           default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", type=click.Path(file_okay=False), help="Where the merged run goes (default tamesu-runs).")
+@click.option("--report", "reports", metavar="SPECS", help="Reports of the merged run, as for `run`.")
+@click.option("--baseline", type=click.Path(file_okay=False), help="Compare with an earlier run, as for `run`.")
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False))
+def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline: str | None,
+          tolerance: float | None, color: str, config: str | None) -> None:
+    """Join run directories (shards) into one run; exits with the merged run's code.
+
+    Each DIR is a run directory, or a folder whose run directories are all taken."""
+    from tamesu.report.console import make_console
+    from tamesu.report.load import RunDirError, is_run_dir, load_run
+    from tamesu.report.merge import MergeError, merge_runs
+
+    inputs: list[Path] = []
+    for name in dirs:
+        folder = Path(name)
+        found = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
+        if not found:
+            click.echo(f"{folder}: not a run directory and holds none", err=True)
+            sys.exit(EXIT_CONFIG)
+        inputs.extend(found)
+    project = _project_near(config, Path.cwd())
+    out_dir = Path(out) if out else (project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
+    try:
+        merged = merge_runs(inputs, out_dir)
+    except (MergeError, RunDirError) as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+    console = make_console(color)
+    run = load_run(merged)
+    click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}")
+    _print_summary(run, console)
+    if note := run.unfinished_note():
+        click.echo(f"{merged}: {note}", err=True)
+    default_tolerance = project.spec.report.tolerance if project is not None else 0.2
+    code = finish_reports(merged, report_requests(reports, project, default=False),
+                           Path(baseline) if baseline else None,
+                           default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="The coverage as one JSON document.")
+@click.option("--fail-under", type=click.FloatRange(0, 100), metavar="PERCENT",
+              help="Exit 1 when less than PERCENT of what the agents offered was exercised.")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--config", type=click.Path(dir_okay=False))
+def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color: str, config: str | None) -> None:
+    """Which skills, tools and remote agents a run exercised, and which it never touched.
+
+    Reads RUN_DIR (or a folder of runs: its newest), default the newest run in the project's out folder."""
+    from tamesu.report.console import make_console
+    from tamesu.report.coverage import coverage as compute
+    from tamesu.report.coverage import table_lines
+    from tamesu.report.load import RunDirError, load_run, resolve_run_dir
+
+    if run_dir is None:
+        project = _project_near(config, Path.cwd())
+        folder = project.dir / project.spec.out if project is not None else Path("tamesu-runs")
+    else:
+        folder = Path(run_dir)
+    try:
+        run = load_run(resolve_run_dir(folder))
+    except RunDirError as exc:
+        click.echo(f"{exc}; pass RUN_DIR, or `tamesu run` first", err=True)
+        sys.exit(EXIT_CONFIG)
+    result = compute(run)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        console = make_console(color)
+        console.print(f"coverage of {run.dir}", style="dim", highlight=False, markup=False)
+        for style, line in table_lines(result):
+            console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+    if fail_under is not None and (result.percent if result.percent is not None else 100.0) < fail_under:
+        click.echo(f"coverage {result.percent:.0f}% is under {fail_under:.0f}%", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["suite", "project"]), default="suite")
+@click.option("--write", "directory", type=click.Path(file_okay=False), metavar="DIR",
+              help="Write both schemas into DIR (suite.schema.json, project.schema.json) instead of printing.")
+def schema(kind: str, directory: str | None) -> None:
+    """The JSON Schema of a suite (or of tamesu.yaml), for editors; generated from the loader's own models."""
+    from tamesu.cli.schema_export import schemas, write_schemas
+
+    if directory is not None:
+        for path in write_schemas(Path(directory)):
+            click.echo(f"wrote {path}")
+        return
+    click.echo(json.dumps(schemas()[kind], indent=2, ensure_ascii=False))
+
+
+_STARTS_PROCESSES = {"run", "test", "doctor"}
+
+
+def entry(command: click.Command | None = None) -> None:
+    """The `tamesu` command (or one of its commands alone): a bug of ours is one line and exit 3, never a
+    traceback (TAMESU_DEBUG=1 shows it)."""
+    import os
+
+    from tamesu.runtime.children import arm
+    from tamesu.runtime.signals import exit_before_the_run
+
+    if command is not None or (sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES):
+        # every process this command starts, and what they start, ends with it (even on SIGKILL)
+        arm()
+    exit_before_the_run()
+    try:
+        (command or main)(standalone_mode=True)
+    except Exception as exc:
+        if os.environ.get("TAMESU_DEBUG"):
+            raise
+        click.echo(f"tamesu: internal error: {type(exc).__name__}: {exc} (set TAMESU_DEBUG=1 for details)", err=True)
+        sys.exit(EXIT_INFRA)
+
+
+if __name__ == "__main__":
+    entry()

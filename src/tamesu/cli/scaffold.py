@@ -1,0 +1,113 @@
+"""`tamesu init`: a project file and a first suite that validate as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT = """\
+# yaml-language-server: $schema=.tamesu/schema/project.schema.json
+# tamesu project file: what every suite of this folder shares.
+suites: ["suites/*.yaml"]
+out: tamesu-runs
+defaults:
+  slo:
+    turn_latency_ms_p95: 5000      # every test: 95% of turns answered within 5 s
+secrets:
+  env_files: [.env]               # {{secrets.X}} reads the environment, then these files
+"""
+
+FIRST_SUITE = """\
+# yaml-language-server: $schema=../.tamesu/schema/suite.schema.json
+# A first suite, against the sample agent in agent.py, which the hooks start and stop (tamesu ends it anyway
+# when the run ends). To test your own agent: point the target's url at it and delete the hooks.
+hooks:
+  before_all:
+    - "python3 agent.py --port 8765 --pid-file .agent.pid > .agent.log 2>&1 &"
+  after_all:
+    - "kill $(cat .agent.pid)"
+targets:
+  my-agent:
+    type: rest
+    url: http://127.0.0.1:8765/chat
+    connect: { attempts: 20, backoff: 0.1s }   # the sample agent takes a moment to start
+    request:
+      body: { message: "{{message}}", session_id: "{{session}}" }
+    response:
+      text: $.reply
+
+tests:
+  - name: greets and answers
+    target: my-agent
+    tags: [smoke]
+    scenario:
+      script:
+        - say: "Hello! What can you help me with?"
+        - say: "Thanks, that is all."
+    assert:
+      - not_contains: "Traceback"
+      - turns: { equals: 2 }
+      - metric: { name: turn_latency_ms, lt: 10000 }
+"""
+
+
+AGENT = """\
+\"\"\"A sample agent for the first suite: POST /chat {message, session_id} -> {reply}. Standard library only.\"\"\"
+
+import argparse
+import json
+import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Chat(BaseHTTPRequestHandler):
+    turns: dict = {}
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        session = str(body.get("session_id", ""))
+        Chat.turns[session] = Chat.turns.get(session, 0) + 1
+        if Chat.turns[session] == 1:
+            reply = "Hello! I am the sample agent: I can answer questions about your orders."
+        else:
+            reply = "You are welcome. Goodbye!"
+        data = json.dumps({"reply": reply}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--pid-file")
+    options = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", options.port), Chat)
+    if options.pid_file:
+        with open(options.pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
+    server.serve_forever()
+"""
+
+
+def write_scaffold(directory: Path) -> list[Path]:
+    """The two files, plus the JSON Schemas their first lines point editors at (`tamesu schema --write`
+    refreshes them after an upgrade). Local files, so completion works offline and nothing is fetched."""
+    from tamesu.cli.schema_export import SCHEMA_DIR, write_schemas
+
+    files = {directory / "tamesu.yaml": PROJECT, directory / "suites" / "first.yaml": FIRST_SUITE,
+             directory / "suites" / "agent.py": AGENT}
+    for path in files:
+        if path.exists():
+            raise FileExistsError(str(path))
+    written = []
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    written.extend(write_schemas(directory / SCHEMA_DIR))
+    return written

@@ -1,0 +1,159 @@
+"""`tamesu schema`: JSON Schemas of a suite and of tamesu.yaml, for editors (yaml-language-server and others).
+
+They are generated from the pydantic models the loader validates with: the suite and project models, each
+implemented target type's spec and each assertion's spec, so a key the loader accepts is a key the editor
+completes. Two places where pydantic's schema would be stricter than the loader are widened:
+
+- a duration (`10s`, `500ms`, or seconds) is a number or such a string;
+- a boolean may be written as pydantic reads one: `1`, `yes`, `on`...;
+- a model that accepts a shorthand before validating (`hooks: ["./seed.sh"]`, `judge: "openai:gpt-4o"`,
+  `contains: "shipped"`) also accepts a non-object value. The editor then checks the long form in full and
+  leaves the shorthand to `tamesu validate`, which always has the last word.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
+from pydantic_core import core_schema
+
+from tamesu import __version__, checks, targets
+from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
+from tamesu.types import parse_duration
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# The modeline `tamesu init` writes points at these files, relative to the suite or tamesu.yaml.
+SCHEMA_DIR = ".tamesu/schema"
+FILES = {"suite": "suite.schema.json", "project": "project.schema.json"}
+
+_DURATION = {"anyOf": [{"type": "number", "minimum": 0},
+                       {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$"}],
+             "description": "a duration: 500ms, 10s, 2m, 1h, or a number of seconds"}
+_NOT_OBJECT = {"not": {"type": "object"}}
+
+
+def _any_case(words: list[str]) -> str:
+    # JSON Schema patterns have no case-insensitive flag: spell each letter as a class
+    spelled = ("".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in w) for w in words)
+    return "^(" + "|".join(spelled) + ")$"
+
+
+# What pydantic's lax mode reads as a boolean besides true/false (YAML 1.2 leaves `yes` and `on` strings).
+_BOOLEAN = {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]},
+                      {"type": "string", "pattern": _any_case(["true", "false", "yes", "no", "on", "off",
+                                                                "t", "f", "y", "n", "1", "0"])}]}
+
+
+class _Lenient(GenerateJsonSchema):
+    """pydantic's generator, with what a before-validator accepts made explicit (see the module's notes),
+    and booleans as lax as the loader reads them (`strict: 1`, `ignore_case: yes`)."""
+
+    def bool_schema(self, schema: core_schema.BoolSchema) -> JsonSchemaValue:
+        return copy.deepcopy(_BOOLEAN)
+
+    def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> JsonSchemaValue:
+        if schema["function"]["function"] is parse_duration:
+            return copy.deepcopy(_DURATION)
+        inner = super().function_before_schema(schema)
+        return {"anyOf": [inner, _NOT_OBJECT]}
+
+
+def _closed_inside(schema: dict[str, Any]) -> None:
+    """A strict model with a shorthand comes out as `anyOf [object, non-object]` under an outer
+    `additionalProperties: false`, which would forbid every key: move it onto the object branch."""
+    if schema.get("additionalProperties") is False and "anyOf" in schema and "properties" not in schema:
+        del schema["additionalProperties"]
+        for branch in schema["anyOf"]:
+            if "properties" in branch:
+                branch["additionalProperties"] = False
+
+
+def _target_specs() -> dict[str, type[BaseModel]]:
+    return {kind: targets.target_class(kind).Spec for kind in targets.implemented_types()}
+
+
+_META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]},
+         "name": {"type": "string", "description": "the name reports show"},
+         "negate": {"type": "boolean", "description": "pass exactly when the assertion would fail"}}
+
+
+def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
+    targets_ = _target_specs() if root is SuiteSpec else {}
+    kinds = {key: checks.check_class(key) for key in checks.known_keys()}
+    # One generation for every model: two models of one name (a target's HandoffSpec and the handoff
+    # assertion's) then get distinct $defs instead of one overwriting the other.
+    suite_parts: list[type[BaseModel]] = [TestSpec, *targets_.values()] if root is SuiteSpec else []
+    models: list[type[BaseModel]] = list(dict.fromkeys([root, *suite_parts, *(c.Spec for c in kinds.values())]))
+    refs, top = models_json_schema([(m, "validation") for m in models], by_alias=True,
+                                   ref_template="#/$defs/{model}", schema_generator=_Lenient)
+    defs: dict[str, Any] = top.get("$defs", {})
+    for schema in defs.values():
+        _closed_inside(schema)
+
+    def ref(model: type[BaseModel]) -> dict[str, Any]:
+        return dict(refs[(model, "validation")])
+
+    document = copy.deepcopy(defs.pop(ref(root)["$ref"].rsplit("/", 1)[-1]))
+    assertion_branches = []
+    for key, cls in kinds.items():
+        value = {"anyOf": [ref(cls.Spec), _NOT_OBJECT]} if cls.shorthand else ref(cls.Spec)
+        assertion_branches.append({"type": "object", "required": [key], "additionalProperties": False,
+                                   "properties": {key: value, **_META}})
+    for key in sorted(checks.FLAT_KINDS & set(kinds)):
+        cls = kinds[key]
+        options = {k: v for k, v in defs[ref(cls.Spec)["$ref"].rsplit("/", 1)[-1]]["properties"].items()
+                   if k != cls.shorthand}
+        # the options written beside the kind (`{evaluator: NAME, min: 0.8}`): at least one, or it is the plain form
+        assertion_branches.append({"type": "object", "required": [key], "additionalProperties": False,
+                                   "properties": {key: {"type": "string"}, **options, **_META},
+                                   "anyOf": [{"required": [option]} for option in options]})
+    defs["Assertion"] = {"description": "one assertion kind, with on_turn and name", "oneOf": assertion_branches}
+    if targets_:
+        defs["Target"] = {
+            "type": "object", "required": ["type"],
+            "properties": {"type": {"enum": list(targets_), "description": "the target type"}},
+            "allOf": [{"if": {"properties": {"type": {"const": kind}}, "required": ["type"]}, "then": ref(spec)}
+                      for kind, spec in targets_.items()],
+        }
+    # the models keep `assert`, `targets` and `tests` as raw data (the loader dispatches them): point them here
+    for schema in [document, *defs.values()]:
+        prop = schema.get("properties", {}).get("assert")
+        if isinstance(prop, dict) and prop.get("type") == "array":
+            prop["items"] = {"$ref": "#/$defs/Assertion"}
+    props = document.get("properties", {})
+    if "targets" in props and targets_:
+        props["targets"]["additionalProperties"] = {"$ref": "#/$defs/Target"}
+    if "tests" in props and suite_parts:
+        props["tests"]["items"] = ref(TestSpec)
+    about = document.pop("description", "")
+    document.pop("title", None)
+    return {"$schema": DIALECT, "title": title,
+            "description": f"{about} (generated by tamesu {__version__} from the models its loader uses)".strip(),
+            **document, "$defs": defs}
+
+
+def suite_schema() -> dict[str, Any]:
+    return _document(SuiteSpec, "tamesu suite")
+
+
+def project_schema() -> dict[str, Any]:
+    return _document(ProjectSpec, "tamesu project file (tamesu.yaml)")
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    return {"suite": suite_schema(), "project": project_schema()}
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind, schema in schemas().items():
+        path = directory / FILES[kind]
+        path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+    return written

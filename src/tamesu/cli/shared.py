@@ -1,0 +1,189 @@
+"""What `tamesu run` and `tamesu test` share on the command line: choosing tests, shards, the reports to write
+and writing them after the run, the results store and tamesu's own spans, and the note an interrupted run
+leaves."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tamesu.errors import EXIT_CONFIG, EXIT_INFRA
+
+
+def select_tests(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
+    chosen = list(plan.tests)
+    if pattern:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            click.echo(f"--filter: not a valid regular expression: {exc}", err=True)
+            sys.exit(EXIT_CONFIG)
+        chosen = [t for t in chosen if regex.search(t.id) or regex.search(t.name)]
+    if tags:
+        wanted = [t.strip() for t in tags.split(",") if t.strip()]
+        include = {t for t in wanted if not t.startswith(("!", "-"))}
+        exclude = {t[1:] for t in wanted if t.startswith(("!", "-"))}
+        chosen = [t for t in chosen
+                  if (not include or include & set(t.tags)) and not (exclude & set(t.tags))]
+    return chosen
+
+
+def parse_shard(text: str | None) -> Any:
+    """`--shard K/N` parsed, or exit 2 saying what is wrong."""
+    if text is None:
+        return None
+    import os
+
+    from tamesu.results.sharding import Shard, ShardError
+
+    try:
+        return Shard.from_environment(os.environ) if text == "auto" else Shard.parse(text)
+    except ShardError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+
+
+def report_requests(cli_value: str | None, project: Any, *, default: bool = True) -> list[Any]:
+    """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder);
+    `default=False` ignores the default (the HTML report) when tamesu.yaml does not name reports."""
+    from tamesu.report.spec import ReportSpecError, parse_reports
+
+    try:
+        if cli_value is not None:
+            return parse_reports(cli_value, Path.cwd())
+        if project is not None and (default or "formats" in project.spec.report.model_fields_set):
+            return parse_reports(project.spec.report.formats, project.dir)
+    except ReportSpecError as exc:
+        click.echo(f"--report: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    return []
+
+
+def finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, tolerance: float,
+                    console: Any, code: int) -> int:
+    """Compare with the baseline, write every report; a report that cannot be written is exit 3.
+
+    Runs after the console's summary, so the comparison reads as its last lines."""
+    from tamesu.report.baseline import console_lines
+    from tamesu.report.emit import compare_with, stored_comparison, write_reports
+    from tamesu.report.load import RunDirError, load_run, shown_path
+
+    try:
+        run = load_run(run_dir)
+    except RunDirError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_INFRA
+    for problem in run.problems:
+        console.print(f"[yellow]warning:[/] {problem}", highlight=False, markup=True)
+    comparison = None
+    if baseline is not None:
+        try:
+            comparison = compare_with(run, baseline, tolerance)
+        except RunDirError as exc:
+            # the first run of a project has nothing to compare with: say so, and carry on
+            console.print(f"warning: baseline: {exc}", style="yellow", highlight=False, markup=False)
+        else:
+            console.print("")
+            for style, line in console_lines(comparison):
+                console.print(line, style=style, highlight=False, markup=False)
+    else:
+        comparison = stored_comparison(run)
+    emitted = write_reports(run, requests, comparison)
+    for kind, path in emitted.written:
+        if path is not None:
+            console.print(f"{kind} report: {shown_path(path)}", style="dim", highlight=False, markup=False)
+    for error in emitted.errors:
+        click.echo(f"error: {error}", err=True)
+    if emitted.errors and code in (0, 1):
+        return EXIT_INFRA
+    return code
+
+
+def start_telemetry(console: Any) -> bool:
+    """tamesu's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is imported otherwise)."""
+    from tamesu import __version__
+    from tamesu.telemetry import otel as _otel
+
+    if not _otel.configured():
+        return False
+    try:
+        _otel.start(__version__)
+    except ImportError:
+        console.print(f"warning: {_otel.OTEL_HINT}", style="yellow", highlight=False, markup=False)
+        return False
+    return True
+
+
+def stop_telemetry(started: bool) -> None:
+    if started:
+        from tamesu.telemetry import otel as _otel
+
+        _otel.stop()
+
+
+def open_store_writer(project: Any, redactor: Any, origin: Any, shard: str | None, console: Any) -> Any:
+    """The reporter that writes every finished test to the results store, or None when none is configured.
+
+    A store configured without its extra is exit 2 before anything runs; a store that is down is only a
+    warning, printed when the first write fails."""
+    from tamesu.store import StoreError, store_url
+
+    url = store_url(project.spec.store, project.dir)
+    if url is None:
+        return None
+    try:
+        from tamesu.store.db import Store
+        from tamesu.store.writer import StoreWriter
+
+        store = Store(url)
+    except StoreError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+
+    def warn(message: str) -> None:
+        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+
+    return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn)
+
+
+def report_options(command: Any) -> Any:
+    """`--report`, `--baseline`, `--tolerance`: the same for `tamesu run` and `tamesu test`."""
+    options = [
+        click.option("--report", "reports", metavar="SPECS",
+                     help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github "
+                          "(and plug-ins' formats)."),
+        click.option("--baseline", type=click.Path(file_okay=False),
+                     help="Compare with an earlier run directory (or the newest run in a folder of runs)."),
+        click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
+                     help="Metric changes smaller than this fraction of the baseline are not reported "
+                          "(default 0.2)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def interrupted_note(stop: Any, run_dir: Path | None) -> str:
+    """What an interrupted run left, naming only files that exist."""
+    if run_dir is None:
+        return f"{stop}: no test had started"
+    results = run_dir / "results.jsonl"
+    finished = sum(1 for line in results.read_text(encoding="utf-8").splitlines() if line.strip()) \
+        if results.is_file() else 0
+    kept = [name for name in ("results.jsonl", "run.json", "plan.json") if (run_dir / name).is_file()]
+    planned = _planned_count(run_dir)
+    of = f" of {planned} planned" if planned is not None else ""
+    return (f"{stop}: {finished}{of} test{'' if (planned or finished) == 1 else 's'} finished, kept in {run_dir}"
+            + (f" ({', '.join(kept)})" if kept else ""))
+
+
+def _planned_count(run_dir: Path) -> int | None:
+    try:
+        return len(json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["tests"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

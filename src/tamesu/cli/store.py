@@ -1,0 +1,141 @@
+"""`tamesu store ...` and `tamesu view`: the commands over the results store (loaded only when used)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError
+
+
+def _project(config: str | None) -> Any:
+    from tamesu.plan import find_project, load_project
+
+    path = Path(config) if config else find_project(Path.cwd())
+    try:
+        return load_project(path, Path.cwd())
+    except ConfigError as exc:
+        for problem in exc.problems:
+            click.echo(str(problem), err=True)
+        sys.exit(EXIT_CONFIG)
+
+
+def open_store(url_option: str | None, config: str | None) -> Any:
+    """--store, else TAMESU_STORE, else tamesu.yaml's store:, else the project's SQLite file; migrated."""
+    from tamesu.store import StoreError, store_url
+
+    project = _project(config)
+    url = store_url(url_option, project.dir, environ={}) if url_option else \
+        store_url(project.spec.store, project.dir) or store_url(True, project.dir, environ={})
+    if url is None:
+        click.echo("no store: --store is off", err=True)
+        sys.exit(EXIT_CONFIG)
+    try:
+        from tamesu.store.db import Store
+
+        store = Store(url)
+    except StoreError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
+    try:
+        store.migrate()
+    except Exception as exc:
+        from tamesu.store.writer import _short
+
+        click.echo(f"store: cannot open {store.shown}: {_short(exc)}", err=True)
+        sys.exit(EXIT_INFRA)
+    return store, project
+
+
+_STORE_OPTION = click.option("--store", "store_url_option", metavar="URL",
+                             help="The store (default: TAMESU_STORE, tamesu.yaml's store:, .tamesu/store.db).")
+_CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False))
+
+
+@click.group(name="store")
+def store_group() -> None:
+    """The results store: import run folders, bring its schema up to date."""
+
+
+@store_group.command(name="import")
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@_STORE_OPTION
+@_CONFIG_OPTION
+def import_command(dirs: tuple[str, ...], store_url_option: str | None, config: str | None) -> None:
+    """Write run folders into the store (a folder of runs imports each); importing again replaces."""
+    from tamesu.report.load import RunDirError, is_run_dir
+    from tamesu.store.importer import import_run
+
+    store, _ = open_store(store_url_option, config)
+    folders: list[Path] = []
+    for name in dirs:
+        folder = Path(name)
+        found = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
+        if not found:
+            click.echo(f"{folder}: not a run directory and holds none", err=True)
+            sys.exit(EXIT_CONFIG)
+        folders.extend(found)
+    try:
+        for folder in folders:
+            try:
+                run_id, tests = import_run(store, folder)
+            except RunDirError as exc:
+                click.echo(str(exc), err=True)
+                sys.exit(EXIT_CONFIG)
+            click.echo(f"imported {folder}: {tests} test(s) as run {run_id}")
+    finally:
+        store.close()
+
+
+@store_group.command(name="migrate")
+@_STORE_OPTION
+@_CONFIG_OPTION
+def migrate_command(store_url_option: str | None, config: str | None) -> None:
+    """Create the store's tables, or bring them to the newest revision."""
+    store, _ = open_store(store_url_option, config)
+    click.echo(f"{store.shown}: at revision {store.revision()}")
+    store.close()
+
+
+@click.command(name="view")
+@_STORE_OPTION
+@_CONFIG_OPTION
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="The port on 127.0.0.1 (0: any free one).")
+@click.option("--no-open", is_flag=True, help="Do not open a browser.")
+def view_command(store_url_option: str | None, config: str | None, port: int, no_open: bool) -> None:
+    """Serve the run history on 127.0.0.1: runs, flaky tests, a test's history, comparisons, judge drift."""
+    import asyncio
+
+    from tamesu.net.serve import LoopServer
+    from tamesu.view.app import create_app
+
+    store, project = open_store(store_url_option, config)
+    app = create_app(store, project.spec.trace_url)
+
+    async def serve() -> None:
+        try:
+            server = LoopServer(app, port=port)
+        except OSError as exc:
+            click.echo(f"view: cannot listen on 127.0.0.1:{port}: {exc.strerror}", err=True)
+            sys.exit(EXIT_INFRA)
+        await server.start()
+        click.echo(f"tamesu view: {server.url}/ (store {store.shown}); Ctrl-C stops it", err=False)
+        if not no_open:
+            import webbrowser
+
+            webbrowser.open(server.url + "/")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()

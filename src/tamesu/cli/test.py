@@ -1,0 +1,359 @@
+"""`tamesu test`: JSONL test cases (a file, one message, or generated) against one agent, through the engine.
+
+Kept apart from `cli.py` so the command can grow without touching the others; `cli.py` registers it with
+`main.add_command(test_command)`. Until then `python -m tamesu.cli.test ...` runs it alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tamesu.cli.shared import report_options
+from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
+from tamesu.models.base import ModelError
+
+COLOR = click.Choice(["auto", "always", "never"])
+MISSING = click.Choice(["skip", "fail", "end"])
+
+
+def _fail(problems: list[Problem]) -> None:
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    click.echo(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+class _Usage(Exception):
+    """What the command line asks for cannot be done (exit 2)."""
+
+
+def _usage(message: str) -> None:
+    click.echo(f"tamesu test: {message}", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+def _label(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _duration(_ctx: Any, _param: Any, value: str) -> float:
+    from tamesu.types import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command("test", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-i", "--input", "source", required=True, metavar="INPUT",
+              help="A JSONL file, a message, agents:MODEL?count=N&focus=..&complexity=.., or "
+                   "scripts:MODULE:FUNC?k=v.")
+@click.option("-n", "--name", "target", metavar="TARGET",
+              help="The agent under test: a target of tamesu.yaml, or a URL (an A2A card there makes it A2A).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write one JSON record per test case here "
+              "(with --dry-run: the test cases).")
+@click.option("-c", "--connector", help="The model a model target uses (a name under models:, or provider:model); "
+              "other targets get it as options.connector.")
+@click.option("-v", "--verbose", count=True, help="Whole answers, and whether the agent awaited input after each turn.")
+@click.option("--interactive", is_flag=True, help="Ask a person (stdin) for input no turn gives.")
+@click.option("--skip-interactive", is_flag=True, help="Never ask a person, even for cases with interactive.enabled.")
+@click.option("--simulator", metavar="MODEL", help="The simulator for cases that name none: a model under "
+              "models: (agents:NAME or NAME) or scripts:MODULE:FUNC.")
+@click.option("--timeout", default="5m", show_default=True, callback=_duration, help="Per test case.")
+@click.option("--parallel", type=click.IntRange(1, 10000), default=1, show_default=True)
+@click.option("--fail-fast", is_flag=True, help="Stop starting test cases after the first failure.")
+@click.option("--dry-run", is_flag=True, help="Parse (or generate) the test cases and show them; run nothing.")
+@click.option("--on-missing-input", type=MISSING, help="When the agent awaits input nothing can give: skip the case "
+              "(the default), fail it, or end the conversation and grade it.")
+@click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default tamesu-runs).")
+@click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest tamesu.yaml).")
+@click.option("--color", type=COLOR, default="auto", show_default=True)
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
+@click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
+@click.option("--filter", "pattern", metavar="REGEX", help="Run only test cases whose id matches.")
+@click.option("--tags", metavar="TAGS", help="Comma-separated tags to run (mode:standard, mode:multi_turn, "
+              "mode:dynamic); !tag excludes.")
+@click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test case N times.")
+@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
+@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the cases.")
+@report_options
+def test_command(**options: Any) -> None:
+    """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
+    if options["interactive"] and options["skip_interactive"]:
+        _usage("--interactive and --skip-interactive contradict each other: choose one")
+    no_cache, cache_only = options.pop("no_cache"), options.pop("cache_only")
+    if no_cache and cache_only:
+        _usage("--no-cache and --cache-only contradict each other: choose one")
+    options["cache_mode"] = "off" if no_cache else "only" if cache_only else None
+    from tamesu.runtime.signals import Interrupted, run_stoppable
+
+    try:
+        code = run_stoppable(_main(**options))
+    except Interrupted as stop:
+        click.echo(f"{stop}: finished test cases are in the output file", err=True)
+        sys.exit(stop.exit_code)
+    sys.exit(code)
+
+
+async def _main(**options: Any) -> int:
+    from tamesu.jsonl import sources
+    from tamesu.jsonl.targets import TargetProblem, resolve
+    from tamesu.plan import find_project, load_project
+    from tamesu.suite.secrets import Secrets, mask_logging
+
+    source = sources.parse_input(options["source"])
+    where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
+    try:
+        config = options["config"]
+        project = load_project(Path(config) if config else find_project(where), Path.cwd())
+    except ConfigError as exc:
+        _fail(exc.problems)
+    secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
+    mask_logging(secrets.redactor)  # a library's log line must not show a secret either
+    if source.kind != "file" and options["target"] is None:
+        _usage("-n is needed with a message or generated test cases: name the agent to test")
+    try:
+        resolved, warnings = await resolve(options["target"], project, secrets)
+    except TargetProblem as exc:
+        _usage(str(exc))
+    except ConfigError as exc:
+        _fail(exc.problems)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    try:
+        cases, label, base_dir = await _cases(source, project, resolved, secrets, options)
+    except ConfigError as exc:
+        _fail(exc.problems)
+    except _Usage as exc:
+        _usage(str(exc))
+    except (InfraError, ModelError) as exc:
+        click.echo(f"tamesu test: {exc}", err=True)
+        return EXIT_INFRA
+    from tamesu.jsonl import voice_fields
+
+    for voice_warning in voice_fields.warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
+        click.echo(f"warning: {voice_warning}", err=True)
+    if options["dry_run"]:
+        return _dry_run(cases, label, resolved, options, folder=source.kind == "folder")
+    return await _run(cases, label, base_dir, source, project, secrets, resolved, options)
+
+
+async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
+    """The parsed cases, how the header names their source, and the folder their relative paths start from."""
+    from tamesu.jsonl.validate import parse_settings
+
+    base_dir = Path(source.value).parent.resolve() if source.kind == "file" else \
+        Path(source.value).resolve() if source.kind == "folder" else Path.cwd()
+    settings = parse_settings(project, secrets, base_dir, resolved, simulator=options["simulator"],
+                              connector=options["connector"])
+    resolver = settings.resolver
+    try:
+        return await _parsed(source, project, resolved, secrets, options, resolver, settings, base_dir)
+    finally:
+        for warning in settings.warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+
+async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any], resolver: Any,
+                  settings: Any, base_dir: Path) -> Any:
+    from tamesu.checks.functions import load_function
+    from tamesu.jsonl import generator, parser
+
+    if source.kind == "file":
+        label = _label(Path(source.value))
+        return parser.parse_file(Path(source.value), label, settings), label, base_dir
+    if source.kind == "folder":
+        return _folder_cases(Path(source.value), settings), _label(Path(source.value)), base_dir
+    if source.kind == "message":
+        return parser.parse_objects([{"id": "message", "input": source.value}], "message", base_dir,
+                                    settings), "message", base_dir
+    about = generator.describe(resolved.name, resolved.spec)
+    try:
+        if source.kind == "scripts":
+            function = load_function(source.value, resolver.search, "generate")
+            made = await generator.from_script(function, source.value, about, source.params)
+        else:
+            made = await _from_agent(source, project, secrets, about, resolver, options)
+    except ValueError as exc:
+        raise _Usage(f"-i {source.text}: {exc}") from None
+    return parser.parse_objects(made, source.text, base_dir, settings), source.text, base_dir
+
+
+def _folder_cases(folder: Path, settings: Any) -> list[Any]:
+    """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
+    files at once. A case id is unique in its file only: two files may both have `lost-order`."""
+    from tamesu.jsonl import parser
+    from tamesu.jsonl.validate import jsonl_in_folder
+
+    files = jsonl_in_folder(folder)
+    label = _label(folder)
+    if not files:
+        raise ConfigError([Problem(label, 1, 1, "", "no JSONL files in the folder (.jsonl or .ndjson)")])
+    cases: list[Any] = []
+    problems: list[Problem] = []
+    for path in files:
+        try:
+            cases += parser.parse_file(path, _label(path), settings)
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    return cases
+
+
+async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
+                      options: dict[str, Any]) -> list[Any]:
+    """`agents:NAME`: a model under `models:` writes the cases, or else a target of tamesu.yaml."""
+    from tamesu.engine.models import project_models
+    from tamesu.jsonl import generator
+
+    name = source.value
+    helper = resolver.helper(name)
+    if name not in project.spec.models and ":" not in name and helper is None:
+        known = ", ".join(project.spec.models) or "none configured"
+        targets = ", ".join(resolver.helpers) or "none"
+        raise ValueError(f"no model or target named {name!r} to generate test cases (models: {known}; "
+                         f"targets: {targets})")
+    registry = project_models(project, secrets, options["cache_mode"])
+    try:
+        if helper is not None:
+            return await generator.from_target(helper, about, source.params, registry)
+        if registry is None:
+            raise ValueError("generating test cases needs a model: configure models in tamesu.yaml")
+        return await generator.from_model(registry.client("generator", name), about, source.params)
+    finally:
+        if registry is not None:
+            await registry.aclose()
+
+
+def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any], *, folder: bool = False) -> int:
+    from tamesu.report.console import make_console
+
+    console = make_console(options["color"])
+    console.print(f"Agent: {resolved.about}", soft_wrap=True, markup=False)
+    console.print(f"Input: {label} ({len(cases)} test case{'s' if len(cases) != 1 else ''}), not run (--dry-run)",
+                  soft_wrap=True, markup=False)
+    for parsed in cases:
+        case = parsed.case
+        count = len(parsed.final) + sum(len(v) for v in parsed.turn_assertions.values())
+        shape = f"{len(case.turns)} turns" if case.turns else f"{len(case.input or [])} message(s)"
+        if case.checkpoints:
+            shape = f"{len(case.checkpoints)} checkpoints"
+        shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
+        console.print(f"  [{shown}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
+                      markup=False)
+    if options["output"]:
+        path = Path(options["output"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(p.case.as_json(), ensure_ascii=False) + "\n" for p in cases),
+                        encoding="utf-8")
+        console.print(f"wrote {len(cases)} test case(s) to {path}", soft_wrap=True, markup=False)
+    return 0
+
+
+async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
+               resolved: Any, options: dict[str, Any]) -> int:
+    """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
+    from tamesu.cli.shared import (
+        finish_reports,
+        open_store_writer,
+        parse_shard,
+        report_requests,
+        select_tests,
+        start_telemetry,
+        stop_telemetry,
+    )
+    from tamesu.jsonl.console import TestConsole
+    from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
+    from tamesu.report.console import make_console
+    from tamesu.results.provenance import provenance
+    from tamesu.results.sharding import select
+    from tamesu.runtime.gc_pause import collector_paused
+
+    # no cyclic collection walks the cases' plan while the run is set up: on again once it is frozen
+    paused = contextlib.ExitStack()
+    paused.enter_context(collector_paused())
+    name = Path(source.value).stem if source.kind == "file" else \
+        Path(source.value).resolve().name if source.kind == "folder" else source.kind
+    plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
+                     base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None,
+                     files=_files(cases) if source.kind == "folder" else [])
+    out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
+    shard = parse_shard(options["shard_text"])
+    requests = report_requests(options["reports"], project)
+    settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],
+                            timeout=options["timeout"], connector=options["connector"],
+                            on_missing_input=options["on_missing_input"], interactive=options["interactive"],
+                            skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],
+                            output=Path(options["output"]) if options["output"] else None,
+                            repeat=options["repeat"], update_golden=options["update_golden"],
+                            shard=str(shard) if shard else None)
+    rich_console = make_console(options["color"])
+    console = TestConsole(rich_console, secrets.redactor, options["verbose"])
+    origin = provenance(project.dir)
+    # the same store and the same records as `tamesu run`: each case is written as it finishes
+    store_writer = open_store_writer(project, secrets.redactor, origin, settings.shard, rich_console)
+    runner = JsonlRunner(plan, settings, console, provenance=origin,
+                         also=[store_writer] if store_writer is not None else [])
+    tests = select_tests(runner.engine_plan, options["pattern"], options["tags"])
+    if not tests:
+        _usage("no test case matches the filter")
+    if shard is not None:
+        tests = select(tests, shard)
+    modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
+    console.start(resolved.about, label, len(tests), modes)
+    from tamesu.engine.heap import settle_for_a_run
+
+    # this process is the run's: what was made before it lives to its end (see _heap)
+    settle_for_a_run(min(settings.parallel, max(1, len(tests))))
+    paused.close()
+    telemetry = start_telemetry(rich_console)
+    try:
+        outcome = await runner.run(tests)
+    finally:
+        if store_writer is not None:
+            store_writer.close(timeout=5)  # at once after a finished run; bounded when it was stopped
+        stop_telemetry(telemetry)
+    console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
+                   outcome.summary.stopped)
+    report = project.spec.report
+    baseline = Path(options["baseline"]) if options["baseline"] else \
+        (project.dir / report.baseline if report.baseline else None)
+    if requests or baseline is not None:
+        tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
+        return finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
+    return outcome.exit_code
+
+
+def _files(cases: list[Any]) -> list[Any]:
+    """`-i FOLDER`: the cases grouped by the file they came from (in the order read), one suite each."""
+    from tamesu.jsonl.run import JsonlFile, file_names
+
+    by_file: dict[str, list[Any]] = {}
+    for parsed in cases:
+        by_file.setdefault(parsed.doc.label, []).append(parsed)
+    labels = list(by_file)
+    paths = [Path(label) for label in labels]
+    return [JsonlFile(name, path.resolve(), by_file[label], label)
+            for name, path, label in zip(file_names(paths), paths, labels, strict=True)]
+
+
+def main() -> None:
+    """`python -m tamesu.cli.test`: the command alone; a bug of ours is one line and exit 3."""
+    from tamesu.cli.main import entry
+
+    entry(test_command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Serving an ASGI app on 127.0.0.1 for as long as it is needed, in this loop or in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import uvicorn
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # without it every keep-alive answer waits ~40 ms for a delayed ACK, which turn latencies would show
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+class QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves the process's signal handlers alone.
+
+    `Server.serve` replaces SIGINT and SIGTERM with its own handlers for as long as it runs and restores the
+    previous ones when it stops; servers that overlap (remote agents and listeners of parallel runs) then
+    restore each other's handlers in the wrong order, and a signal only stops one server instead of the run.
+    The run's owner (`tamesu.runtime.signals`) decides what a signal does; a server is stopped with `should_exit`.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:  # older uvicorn
+        return
+
+
+def _server(app: Any) -> uvicorn.Server:
+    # log_config=None: uvicorn would install its own stderr handlers; its records go where the run says
+    # (tamesu.engine.runlog: the run folder's tamesu.log)
+    config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off", access_log=False,
+                            timeout_graceful_shutdown=2)
+    return QuietServer(config)
+
+
+class LoopServer:
+    """An app served by a task of the running event loop; `stop` waits for it to finish."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._app = app
+        self._sock = bind_socket(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self._server = _server(app)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> LoopServer:
+        self._task = asyncio.create_task(self._server.serve(sockets=[self._sock]))
+        for _ in range(200):
+            if self._server.started or self._task.done():
+                break
+            await asyncio.sleep(0.01)
+        if self._task.done():
+            self._task.result()
+        return self
+
+    async def stop(self) -> None:
+        self._server.should_exit = True
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout=5)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._task
+        self._sock.close()
+
+
+class ThreadServer:
+    """An app served from a thread of its own, for tests and demos that are not async."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._sock = bind_socket(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self._server = _server(app)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._sock]))
+
+    def start(self) -> ThreadServer:
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started or not self._thread.is_alive():
+                break
+            threading.Event().wait(0.01)
+        if not self._server.started:
+            raise RuntimeError("the server did not start")
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+    def __enter__(self) -> ThreadServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,187 @@
+"""What a run records on disk: the typed, versioned shapes of result.json, transcript.json and results.jsonl."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+
+from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
+from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.models.structured import Attempt
+from tamesu.results._refs import expand_agent, shrink_agent
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["passed", "failed", "error", "skipped"]
+TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined"]
+EndReason = Literal[
+    "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "goal_achieved", "simulator_stopped",
+    "turn_failed", "error", "timeout", "not_started", "steps_done",
+    # JSONL tests: the agent no longer awaits input; no input for an agent that does; every checkpoint reached
+    "agent_done", "missing_input", "checkpoints_reached",
+]
+
+
+class AssertionResult(BaseModel):
+    name: str
+    """`contains`, `defaults/contains`, `slo/turn_latency_ms_p95`..."""
+    passed: bool
+    reason: str = ""
+    score: float | None = None
+    evidence: list[str] = Field(default_factory=list)
+    on_turn: int | str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    fake: bool = False
+    attempts: list[Attempt] = Field(default_factory=list)
+    """A model-made verdict: each answer read for it, `accepted`, `repaired` (how) or `rejected` (why; the
+    judge was asked again). Empty for deterministic checks."""
+    unsupported_evidence: list[str] = Field(default_factory=list)
+    """Quotes of the judge's evidence that are not in the transcript, tool calls or context it was shown."""
+
+
+class TurnRecord(BaseModel):
+    index: int
+    user: UserTurn | None
+    agent: AgentTurn
+
+    # a large answer is written once: response and raw refer to the text or to each other (tamesu.results._refs)
+    @model_serializer(mode="wrap")
+    def _written_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and isinstance(data.get("agent"), dict):
+            data["agent"] = shrink_agent(data["agent"])
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_back(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "agent" in data:
+            return {**data, "agent": expand_agent(data["agent"])}
+        return data
+
+
+class TranscriptLine(BaseModel):
+    role: Literal["user", "agent"]
+    text: str
+    turn: int
+    at_ms: float
+    from_ms: float | None = None
+    """Audio targets: when this side's speech started and ended on the timeline of `audio.wav`."""
+    to_ms: float | None = None
+    heard: str | None = None
+    """Audio targets: a user line's text as the agent transcribed it; an agent line's as tamesu heard it."""
+
+
+class Transcript(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    test: str
+    run: int
+    lines: list[TranscriptLine] = Field(default_factory=list)
+
+
+class RunResult(BaseModel):
+    """result.json: everything one run of one test did and how it was graded."""
+
+    schema_version: int = SCHEMA_VERSION
+    suite: str
+    test: str
+    run: int
+    attempt: int = 1
+    status: RunStatus
+    error: str | None = None
+    skip_reason: str | None = None
+    """Why a run that started counts as skipped (the agent awaited input nobody could give)."""
+    end_reason: EndReason = "not_started"
+    started_at: str
+    duration_ms: float = 0.0
+    target: str
+    target_type: str
+    vars: dict[str, Any] = Field(default_factory=dict)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    captured: dict[str, Any] = Field(default_factory=dict)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+
+    @property
+    def failed_assertions(self) -> list[AssertionResult]:
+        return [a for a in self.assertions if not a.passed]
+
+
+class RunSummary(BaseModel):
+    run: int
+    status: RunStatus
+    dir: str
+    attempts: int = 1
+    error: str | None = None
+    failures: list[AssertionResult] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class TestResult(BaseModel):
+    """One line of results.jsonl, written as soon as every run of the test has finished."""
+
+    schema_version: int = SCHEMA_VERSION
+    suite: str
+    test: str
+    id: str
+    case: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    target: str
+    status: TestStatus
+    passed_runs: int = 0
+    total_runs: int = 0
+    pass_threshold: float = 1.0
+    quarantine: str | None = None
+    skip_reason: str | None = None
+    duration_ms: float = 0.0
+    runs: list[RunSummary] = Field(default_factory=list)
+
+    __test__ = False
+
+    @property
+    def underlying(self) -> str:
+        """What the test did when quarantine is set aside: passed, failed or error."""
+        if self.status != "quarantined":
+            return self.status
+        if any(r.status == "error" for r in self.runs) and self.passed_runs < self.total_runs:
+            return "error"
+        return "failed"
+
+
+class RunSummaryFile(BaseModel):
+    """run.json: the whole invocation, written at the end."""
+
+    schema_version: int = SCHEMA_VERSION
+    tamesu_version: str
+    started_at: str
+    finished_at: str
+    duration_ms: float
+    exit_code: int
+    counts: dict[str, int]
+    interrupted: str | None = None
+    stopped: str | None = None
+    """Why runs stopped starting before the end: fail-fast, the budget."""
+    warnings: list[str] = Field(default_factory=list)
+
+
+def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> int:
+    if budget_exceeded:
+        return EXIT_BUDGET
+    statuses = {r.status for r in results}
+    if "error" in statuses:
+        return EXIT_INFRA
+    if "failed" in statuses:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def count(results: list[TestResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0, "skipped": 0}
+    for r in results:
+        counts[r.status] += 1
+    counts["total"] = len(results)
+    return counts

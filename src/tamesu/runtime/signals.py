@@ -1,0 +1,111 @@
+"""One way to stop a run: Ctrl-C (SIGINT) and SIGTERM, whatever servers are up.
+
+Inside `run_stoppable`, the first signal calls what registered with `gentle_stop` (the engine's Runner ends
+the conversations in flight, starts no new run, lets every target, remote agent, listener and hook close in
+order and writes run.json), or, when nothing registered, cancels the main task so that every `finally` below
+it runs. A second signal cancels the main task, which cuts a slow cleanup short; the watchdog of
+`tamesu.runtime.children` ends whatever processes are left. `Interrupted` carries the exit code the shell expects:
+128 + the signal's number (130 after Ctrl-C, 143 after SIGTERM).
+
+uvicorn servers never touch the process's signal handlers (`tamesu.net.serve` turns that off), so a listener or
+remote agent started mid-run cannot swallow the signal or restore the handlers in the wrong order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_STOPPING = (signal.SIGINT, signal.SIGTERM)
+_received: list[int] = []
+_gentle: list[Callable[[int], None]] = []
+"""What the first signal does instead of cancelling everything (a Runner ends its runs in flight)."""
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def exit_before_the_run() -> None:
+    """Before a run starts (loading suites, validating) and after it, Ctrl-C and SIGTERM exit at once with
+    130 and 143, quietly: nothing has been started that would need closing. `run_stoppable` takes over
+    while a run runs."""
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for signum in _STOPPING:
+        with contextlib.suppress(ValueError, OSError):  # not the main thread
+            signal.signal(signum, leave)
+
+
+def received() -> int | None:
+    """The first stopping signal this process received during `run_stoppable`, if any."""
+    return _received[0] if _received else None
+
+
+def exit_code_if_interrupted() -> int | None:
+    signum = received()
+    return None if signum is None else 128 + signum
+
+
+@contextlib.contextmanager
+def gentle_stop(callback: Callable[[int], None]) -> Iterator[None]:
+    """While inside, the first SIGINT/SIGTERM calls `callback(signum)` instead of cancelling the main task;
+    the caller then ends its work and raises `Interrupted` itself. A second signal still cancels."""
+    _gentle.append(callback)
+    try:
+        yield
+    finally:
+        _gentle.remove(callback)
+
+
+def run_stoppable(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)`, where SIGINT and SIGTERM cancel `main` and raise `Interrupted` once it has ended."""
+    _received.clear()
+    try:
+        return asyncio.run(_guarded(main))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if _received:
+            raise Interrupted(_received[0]) from None
+        raise Interrupted(signal.SIGINT) from None
+
+
+async def _guarded(main: Coroutine[Any, Any, T]) -> T:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+
+    def stop(signum: int) -> None:
+        _received.append(signum)
+        if len(_received) == 1 and _gentle:
+            for callback in list(_gentle):
+                callback(signum)
+        else:
+            task.cancel()
+
+    installed = []
+    for signum in _STOPPING:
+        try:
+            loop.add_signal_handler(signum, stop, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass  # not the main thread, or no signals here: Ctrl-C still raises KeyboardInterrupt
+    try:
+        result = await main
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+    return result

@@ -1,0 +1,118 @@
+"""Pydantic validation errors turned into `file:line:col: path: problem` lines."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tamesu.errors import Problem
+from tamesu.suite.yaml_reader import Document
+
+_OWNER_NAMES = {
+    "tests": "test",
+    "cases": "case",
+    "script": "script step",
+    "capture": "capture",
+    "files": "file",
+    "before_all": "hook",
+    "after_all": "hook",
+    "before_each": "hook",
+    "after_each": "hook",
+    "behaviors": "behaviors",
+    "defaults": "defaults",
+}
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The model classes an annotation may hold (inside Optional, list, dict, Annotated, unions)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType, list, tuple, set):
+        return [m for arg in typing.get_args(annotation) for m in _unwrap(arg)]
+    if origin is dict:
+        args = typing.get_args(annotation)
+        return _unwrap(args[1]) if len(args) == 2 else []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return []
+
+
+def _field(model: type[BaseModel], key: str) -> Any:
+    for name, info in model.model_fields.items():
+        if key in (name, info.alias):
+            return info
+    return None
+
+
+def model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The model that owns the mapping at `loc`, following field annotations."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if current is None:
+            return None
+        if isinstance(part, int):
+            continue
+        info = _field(current, str(part))
+        if info is None:
+            # a dict key (a target's name...) keeps the value model of the dict
+            continue
+        candidates = _unwrap(info.annotation)
+        current = candidates[0] if candidates else None
+    return current
+
+
+def keys_of(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def owner_name(loc: Sequence[Any], default: str) -> str:
+    for part in reversed(loc):
+        if isinstance(part, str):
+            return _OWNER_NAMES.get(part, part)
+    return default
+
+
+def _message(error: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], default_owner: str) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        parent = loc[:-1]
+        owner = owner_name(parent, default_owner)
+        owner_model = model_at(model, parent)
+        hint = ""
+        if owner_model is not None:
+            close = difflib.get_close_matches(str(loc[-1]), keys_of(owner_model), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (keys: {', '.join(keys_of(owner_model))})"
+        return f"not a {owner} key{hint}"
+    if kind == "missing":
+        return "missing required key"
+    message = str(error["msg"])
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    message = message[:1].lower() + message[1:]
+    if kind not in ("value_error", "assertion_error") and "input" in error:
+        found = error["input"]
+        if not isinstance(found, dict | list):
+            message += f", got {found!r}"
+    return message
+
+
+def problems_from(
+    exc: ValidationError,
+    doc: Document,
+    model: type[BaseModel],
+    prefix: tuple[Any, ...] = (),
+    owner: str = "",
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for error in exc.errors():
+        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        # model validators put their errors on the model itself; pydantic may tack on the union member name
+        loc = tuple(p for p in loc if p not in ("str", "int", "float", "bool", "list[int]"))
+        message = _message(dict(error), model, loc, owner or model.__name__.lower())
+        problems.append(doc.problem((*prefix, *loc), message, key=error["type"] == "extra_forbidden"))
+    return problems

@@ -1,0 +1,499 @@
+"""A phone-like call over one websocket that carries audio both ways: the core of the `twilio` and `voice`
+targets. The target's `Wire` owns the protocol (what tamesu sends to open, how a frame, a digit and the hang-up
+travel, what each message it receives means); this module owns the call:
+
+- open: connect (retried as `connect` says), send the wire's opening messages, start reading;
+- the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its voice and
+  behaviours, through `tamesu.audio`) or digits, then the agent's reply until `idle` of silence after its
+  speech (on the playback clock: a burst plays for as long as it lasts), a `done` message, the agent hanging
+  up, or `turn_timeout`;
+- between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
+  agent that finds the end of speech itself (VAD) hears the pause;
+- barge-in: when the persona talks over a reply, the turn ends there and the next one is spoken at once; the
+  agent's `clear` (or `interrupted`) is recorded and `interruption_stop_ms` is the time from the user's first
+  word to the clear, or to the last audio of that reply when the agent sends none.
+
+Each failure is a failed turn with its reason: the socket closed in the middle of a turn, nothing said within
+`turn_timeout`, audio that does not fit the agreed format, audio arriving faster than real time for longer
+than `turn_timeout` (a flood: said in the reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.errors import InfraError, TemplateError
+from tamesu.targets.audio.wire import Incoming, Wire
+from tamesu.targets.base import Target
+from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
+from tamesu.telemetry.traceparent import TraceContext, own_traceparent
+
+if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
+    import numpy as np
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+POLL_S = 0.02
+FLOOD_FACTOR = 1.5
+"""Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
+STRICT_FLOOD_FACTOR = 1.3
+"""The same for an agent that must stream at real-time pace: twice the agreed rate shows as 2x, or as ~1.4x
+when a loaded agent falls behind its own clock."""
+
+
+@dataclass
+class Heard:
+    """What one listening gathered."""
+
+    pcm: list[np.ndarray] = field(default_factory=list)
+    spoke_at: float | None = None
+    quiet_from: float | None = None
+    """The playback end of the agent's last loud chunk."""
+    audio_ms: float = 0.0
+    first_audio_wall: float | None = None
+    last_audio_wall: float | None = None
+    last_chunk_ms: float = 0.0
+    controls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class AudioSocketTarget(Target):
+    """A target whose agent is reached over one audio websocket (see the module's docstring)."""
+
+    can_dtmf = True
+    idle_s: float = 1.0
+    strict_pace = False
+    """The agent streams at real-time pace (a phone socket does): audio much faster than that fails the turn
+    naming the sample rate. Off for Twilio, whose agents often send a reply in a burst."""
+
+    def __init__(self, spec: Any, name: str) -> None:
+        super().__init__(spec, name)
+        self._ws: ClientConnection | None = None
+        self._wire: Wire | None = None
+        self._voice: Any = None
+        self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self._line: Line | None = None
+        self._closed: str | None = None
+        self._barging = False
+        self._interrupted: AgentTurn | None = None
+        self._finished = False
+        self._send_lock = asyncio.Lock()
+        self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._counts = {"messages": 0, "clears": 0, "marks": 0, "dtmf_sent": 0}
+        self._opened_at: float | None = None
+        self.traceparent: str | None = None
+        """The conversation's `traceparent` the call carries (the suite's own when it set one)."""
+        self._trace_id: str | None = None
+        self._metrics: dict[str, float] = {}
+
+    @abstractmethod
+    def _make_wire(self, session: Session) -> Wire: ...
+
+    @abstractmethod
+    def _url(self, session: Session) -> str: ...
+
+    def _headers(self, session: Session) -> dict[str, str]:
+        return {}
+
+    def _handshake_headers(self, session: Session, headers: dict[str, str]) -> dict[str, str]:
+        """With the conversation's `traceparent` (the suite's own wins), kept for the wire's carriers."""
+        self.traceparent = self._own_traceparent(session, headers) or (
+            session.conversation_trace.traceparent if session.conversation_trace is not None else None)
+        if self.traceparent is not None and own_traceparent(headers) is None:
+            return {**headers, "traceparent": self.traceparent}
+        return headers
+
+    def _traced(self, session: Session, wire: Wire) -> None:
+        """Where the conversation's trace went, on the timeline; the id every turn records."""
+        if self.traceparent is not None:
+            parsed = TraceContext.parse(self.traceparent)
+            self._trace_id = parsed.trace_id if parsed is not None else None
+            session.event("conversation_trace", trace_id=self._trace_id,
+                          sent_in=["websocket handshake header traceparent", *wire.trace_carriers])
+
+    def _own_traceparent(self, session: Session, headers: dict[str, str]) -> str | None:
+        """The suite's own `traceparent` (in `headers`): it wins over the conversation's."""
+        return own_traceparent(headers)
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        return self._trace_id  # one socket for the call: every turn's trace is the handshake's
+
+    # -- open and close -------------------------------------------------------------------------------
+
+    async def _open(self, session: Session) -> None:
+        from tamesu.audio.conversation import AudioConversation
+
+        try:
+            url = self._url(session)
+            headers = self._handshake_headers(session, self._headers(session))
+        except TemplateError as exc:
+            raise InfraError(f"{self._what}: {exc}") from exc
+        self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
+                                        what=self._what, max_size=MAX_MESSAGE_BYTES)
+        self._wire = wire = self._make_wire(session)
+        self._traced(session, wire)
+        self._voice = AudioConversation(session, send=wire.send_format, receive=wire.receive_format)
+        session.event("transport", url=session.redactor.text(url), send=str(wire.send_format),
+                      receive=str(wire.receive_format))
+        self._reader = asyncio.create_task(self._read())
+        for message in wire.opening(session):
+            await self._send(message)
+        self._opened_at = time.monotonic()
+        self._open_line()
+
+    async def close(self) -> None:
+        for handle, _echo in self._marks:
+            handle.cancel()
+        wire = self._wire
+
+        async def goodbye(ws: ClientConnection) -> None:
+            if wire is not None and self._closed is None:
+                for message in wire.closing():
+                    await ws.send(message)
+
+        async def finish() -> None:
+            if self._voice is not None and not self._finished:
+                self._finished = True
+                with contextlib.suppress(Exception):
+                    await self._voice.finish()
+
+        line, self._line = self._line, None
+        await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
+
+    def metrics(self) -> dict[str, float]:
+        out = {f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}
+        out.update(self._metrics)
+        return out
+
+    # -- the socket -----------------------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        assert self._ws is not None
+        session = self._require_session()
+        ws = self._ws
+        try:
+            async for message in ws:
+                await self._queue.put((message, session.now_ms()))
+        except ConnectionClosed:
+            pass
+        finally:
+            code = "no close code" if ws.close_code is None else f"code {ws.close_code}"
+            reason = f", {ws.close_reason}" if ws.close_reason else ""
+            await self._queue.put((None, session.now_ms()))
+            self._closed = f"the agent closed the websocket ({code}{reason})"
+
+    async def _send(self, message: str | bytes) -> None:
+        if self._ws is None:
+            raise TurnError("the websocket is not open")
+        try:
+            async with self._send_lock:
+                await self._ws.send(message)
+        except ConnectionClosed as exc:
+            raise TurnError(f"the agent closed the websocket: {exc}") from None
+
+    def _open_line(self) -> None:
+        stop = asyncio.Event()
+        assert self._wire is not None
+        wire = self._wire
+
+        async def frame(data: bytes) -> None:
+            await self._send(wire.frame(data))
+
+        async def run() -> None:
+            with contextlib.suppress(TurnError):  # a closed socket shows in the turn that reads
+                await self._voice.keep_line_open(frame, stop)
+
+        self._line = (asyncio.create_task(run()), stop)
+
+    async def _close_line(self) -> None:
+        line, self._line = self._line, None
+        await stop_line(line)
+
+    # -- turns ----------------------------------------------------------------------------------------
+
+    async def greeting(self) -> AgentTurn | None:
+        session = self._require_session()
+        self._voice._current = None
+        turn = AgentTurn(sent_at_ms=session.now_ms())
+        return await self._listen(turn, greeting=True)
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        session = self._require_session()
+        if self._closed is not None:
+            raise TurnError(f"the call has ended: {self._closed}")
+        assert self._wire is not None
+        said = turn.text if turn.text and turn.text != turn.dtmf else ""
+        if turn.dtmf:
+            for digit in turn.dtmf:
+                for message in self._wire.dtmf(digit):
+                    await self._send(message)
+            self._counts["dtmf_sent"] += len(turn.dtmf)
+            session.event("dtmf_sent", digits=turn.dtmf)
+        if said:
+            await self._speak(said)
+        else:
+            self._voice._current = None
+        reply = AgentTurn(sent_at_ms=session.now_ms())
+        return await self._listen(reply, greeting=False)
+
+    async def _speak(self, said: str) -> None:
+        assert self._wire is not None
+        wire = self._wire
+        barging = self._barging
+        self._barging = False
+        first = {"sent": False}
+
+        async def frame(data: bytes) -> None:
+            if not first["sent"] and barging:
+                self._barge_in()
+            first["sent"] = True
+            await self._send(wire.frame(data))
+
+        await self._close_line()
+        try:
+            await self._voice.speak(said, frame, pause=not barging)
+        finally:
+            self._open_line()
+
+    def _barge_in(self) -> None:
+        session = self._require_session()
+        self._place_queued_audio()
+        interrupted = self._voice.barge_in()
+        session.event("barge_in", at=round(session.now_ms(), 3))
+        if interrupted is not None and self._interrupted is not None:
+            self._interrupted.audio = interrupted
+
+    def _place_queued_audio(self) -> None:
+        """The agent audio that arrived while the user spoke belongs to the reply being talked over."""
+        others: list[tuple[Any, float]] = []
+        while not self._queue.empty():
+            message, at = self._queue.get_nowait()
+            if message is None:
+                others.append((message, at))
+                continue
+            try:
+                items = self._wire.read(message) if self._wire is not None else []
+            except TurnError:
+                items = []
+            rest = [item for item in items if item.kind != "audio"]
+            for item in items:
+                if item.kind == "audio":
+                    with contextlib.suppress(Exception):
+                        self._voice.agent_audio(item.audio, arrived_ms=at, turn=self._voice.last)
+            if rest:
+                others.append((rest, at))
+        for entry in others:
+            self._queue.put_nowait(entry)
+
+    async def _listen(self, turn: AgentTurn, *, greeting: bool) -> AgentTurn:
+        """The agent's reply: until `idle` of silence after its speech, `done`, the socket closing, or
+        `turn_timeout`."""
+        session = self._require_session()
+        heard = Heard()
+        started = time.monotonic()
+        limit = self.spec.turn_timeout
+        audio_turn = self._voice.current
+        idle_ms = self.idle_s * 1000
+        ended = False
+        interrupted = False
+        while True:
+            try:
+                message, at = await asyncio.wait_for(self._queue.get(), POLL_S)
+            except TimeoutError:
+                pass  # nothing came: the idle, barge-in and turn_timeout checks below still run
+            else:
+                if message is None:
+                    self._queue.put_nowait((None, at))
+                    if heard.spoke_at is None:
+                        raise TurnError(f"{self._closed or 'the agent closed the websocket'} before it said "
+                                        "anything in this turn", raw=heard.controls)
+                    session.event("hangup", by="agent", reason=self._closed)
+                    ended = True
+                    break
+                items = message if isinstance(message, list) else self._read_message(message)
+                stop_kind = None
+                for item in items:
+                    self._handle(item, at, heard, turn, audio_turn)
+                    if item.kind in ("done", "hangup"):
+                        stop_kind = item.kind
+                if stop_kind is not None:
+                    ended = stop_kind == "hangup"
+                    break
+            now_ms = session.now_ms()
+            # quiet only once every message that came has been read: audio queued while the user spoke is
+            # placed at its arrival, so the first stale chunk alone would look like a reply long finished
+            if (heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty()
+                    and not self._still_speaking()):
+                break
+            if heard.spoke_at is not None and self._voice.barge_in_due():
+                interrupted = True
+                self._barging = True
+                break
+            if time.monotonic() - started > limit:
+                if heard.spoke_at is None:
+                    hint = self._wire.silence_hint() if self._wire is not None else ""
+                    raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
+                                    raw=heard.controls)
+                flood = self._flood(heard)
+                if flood:
+                    raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}",
+                                    raw=heard.controls)
+                break
+        turn.completed_at_ms = session.now_ms()
+        if not interrupted:
+            self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over
+        flood = self._flood(heard)
+        if flood:
+            session.event("audio_flood", detail=flood)
+            heard.controls.append({"audio_flood": flood})
+            if self.strict_pace:
+                fmt = self._voice.receive_format
+                raise TurnError(f"the agent's audio arrives faster than real time for {fmt}: {flood}; is "
+                                f"audio.sample_rate ({fmt.rate}) the rate the agent sends?", raw=heard.controls)
+        turn.text = await self._transcribe(heard)
+        turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
+        record, measures = self._voice.end_turn()
+        record.agent_said = turn.text
+        turn.audio, turn.measures = record, measures
+        turn.ended = ended
+        if greeting and heard.spoke_at is not None and "greeting_ms" not in self._metrics:
+            self._metrics["greeting_ms"] = round(heard.spoke_at - turn.sent_at_ms, 3)
+        if interrupted:
+            self._interrupted = turn
+        return turn
+
+    def _still_speaking(self) -> bool:
+        """Whether the agent has said that it is still speaking (a pause in its audio is then not the end of
+        its turn); a protocol that says so overrides this."""
+        return False
+
+    def _read_message(self, message: str | bytes) -> list[Incoming]:
+        assert self._wire is not None
+        self._counts["messages"] += 1
+        return self._wire.read(message)
+
+    def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
+        from tamesu.audio.clip import Clip
+        from tamesu.audio.conversation import AudioFormatError
+        from tamesu.audio.level import SPEECH_RMS, rms
+
+        session = self._require_session()
+        if item.kind == "audio":
+            if not item.audio:
+                return False
+            pending = self._voice._pending_barge_in
+            if pending is not None and audio_turn is not None and at < (audio_turn.user_to_ms or 0.0):
+                # the rest of the reply the user talked over, sent while the user was still speaking
+                with contextlib.suppress(Exception):
+                    self._voice.agent_audio(item.audio, arrived_ms=at, turn=None)
+                return True
+            try:
+                start = self._voice.agent_audio(item.audio, arrived_ms=at, turn=audio_turn)
+                clip = Clip.from_wire(item.audio, self._voice.receive_format)
+            except (AudioFormatError, ValueError) as exc:
+                raise TurnError(f"the agent's audio does not fit the agreed format: {exc}",
+                                raw=heard.controls) from None
+            heard.audio_ms += clip.duration_ms
+            if heard.first_audio_wall is None:
+                heard.first_audio_wall = time.monotonic()
+            heard.last_audio_wall = time.monotonic()
+            heard.last_chunk_ms = clip.duration_ms
+            if rms(clip.samples) > SPEECH_RMS:
+                if heard.spoke_at is None:
+                    heard.spoke_at = start
+                    turn.first_token_at_ms = start
+                heard.quiet_from = start + clip.duration_ms
+            if heard.spoke_at is not None:
+                heard.pcm.append(clip.samples if clip.rate == 16000 else clip.at(16000).samples)
+            return True
+        if item.kind in ("clear", "interrupted"):
+            self._counts["clears"] += 1
+            heard.controls.append({item.kind: round(at, 3)})
+            session.event("agent_clear", kind=item.kind, at=round(at, 3))
+            self._voice.playback.flush(at)
+            self._voice.recorder.cut_agent(at)
+            for handle, echo in self._marks:  # Twilio returns the marks still pending at once on a clear
+                if not handle.cancelled():
+                    handle.cancel()
+                    self._spawn(self._send_quietly(echo))
+            self._marks.clear()
+            pending = self._voice._pending_barge_in
+            if pending is not None and pending.interrupted_at_ms is not None:
+                pending.agent_stopped_at_ms = at
+                self._close_barge_in()
+            return True
+        if item.kind == "mark":
+            self._counts["marks"] += 1
+            self._echo_mark(str(item.value), at)
+            return True
+        if item.kind == "transcript" and audio_turn is not None:
+            audio_turn.agent_heard_user = str(item.value)
+            heard.controls.append({"transcript": item.value})
+            return True
+        if item.kind in ("done", "hangup", "text"):
+            heard.controls.append({item.kind: item.value})
+            return True
+        return False
+
+    def _echo_mark(self, name: str, at: float) -> None:
+        """Twilio echoes a mark once the audio sent before it has played."""
+        assert self._wire is not None
+        echo = self._wire.mark_echo(name)
+        if echo is None:
+            return
+        session = self._require_session()
+        delay = max(0.0, self._voice.playback.cursor_ms - session.now_ms()) / 1000
+
+        def fire() -> None:
+            self._spawn(self._send_quietly(echo))
+
+        self._marks.append((asyncio.get_running_loop().call_later(delay, fire), echo))
+
+    def _spawn(self, job: Any) -> None:
+        task = asyncio.ensure_future(job)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_quietly(self, message: str | bytes) -> None:
+        with contextlib.suppress(TurnError):
+            await self._send(message)
+
+    def _close_barge_in(self) -> None:
+        stop = self._voice.close_barge_in()
+        if stop is not None and self._interrupted is not None:
+            self._interrupted.measures["interruption_stop_ms"] = stop
+            self._interrupted = None
+
+    def _flood(self, heard: Heard) -> str | None:
+        if heard.first_audio_wall is None or heard.last_audio_wall is None:
+            return None
+        # from the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration
+        wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+        factor = STRICT_FLOOD_FACTOR if self.strict_pace else FLOOD_FACTOR
+        if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0):
+            return (f"{heard.audio_ms / 1000:.1f}s of audio arrived in {wall_ms / 1000:.1f}s "
+                    "(faster than real time)")
+        return None
+
+    async def _transcribe(self, heard: Heard) -> str:
+        if not heard.pcm:
+            return ""
+        import numpy as np
+
+        samples = np.concatenate(heard.pcm)
+        if samples.size < 3200:
+            return ""
+        from tamesu.audio import stt
+        from tamesu.audio.clip import Clip
+
+        result = await asyncio.to_thread(stt.transcribe, Clip(samples, 16000), heard.spoke_at or 0.0)
+        return result.text

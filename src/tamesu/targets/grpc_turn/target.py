@@ -1,0 +1,294 @@
+"""The `grpc` target: an agent that implements tamesu's turn API (proto/tamesu/turn/v1/turn.proto) over gRPC.
+
+Keys: `url` (`grpc://host:port`, or `grpcs://host[:port]` for TLS), `headers` (sent as call metadata, keys
+lower-cased; templates such as `{{secrets.TOKEN}}` render once per run), `mode` (`stream`, the default: one
+`Converse` bidirectional stream per run, a user turn in, its events out; `unary`: one `SendTurn` call per user
+turn), `turn_timeout`, `connect`, `handoff`.
+
+A turn: the user turn goes out with the run's `session_id` and its number; the agent's events are read until
+the one that ends the turn. Text deltas join into the turn's text (`time_to_first_token_ms` is the arrival of
+the first delta with text; on `unary` every event arrives with the reply). Tool calls carry their arguments
+and results (a later `ToolResult` with the call's id fills the result in), so `tool_called` and
+`tool_sequence` see them. `TurnEnd` ends the turn (its `data` is `$.data` for `json_path`); `Handoff` is the
+engine's handoff (`to`, `summary`) and `SessionEnd` the agent ending the conversation; a `handoff:` key on
+the target is read too (on the turn's text and its document). An agent that closes the stream with OK during
+a turn ends the conversation after what it sent; one that closes it before answering a turn fails that turn
+(with the stream's status when it is not OK). The turn's `response` document is `{text, tool_calls,
+data, handoff, session_end}`; `raw` is every event as JSON (proto field names).
+
+Failures: the agent unreachable at open is retried `connect.attempts` times `connect.backoff` apart (a
+`connect_retry` event each), then InfraError (exit 3); UNAVAILABLE during a turn is InfraError too. An
+`Error` event, or a gRPC status other than OK, fails the turn with the code and message; a turn over
+`turn_timeout` fails as timed out.
+
+Traces: every `UserTurn` carries its turn's W3C `traceparent` in its `traceparent` field (on a stream, whose
+metadata is fixed when it opens, that is the only per-turn carrier); unary calls send it as call metadata
+too. A `traceparent` in `headers` wins, in both places.
+
+Events: `transport`, `connect_retry`, `handoff`, `session_end`, `stream_ended`, `unmatched_tool_result`.
+Metric: `grpc_events`, the agent events received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import grpc
+from pydantic import Field, field_validator
+
+from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.targets.base import HandoffSpec, Target, TargetSpec
+from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
+from tamesu.targets.grpc_turn.wire import (
+    code_failure,
+    dial,
+    dial_target,
+    metadata,
+    status_failure,
+    too_large,
+    user_turn,
+)
+from tamesu.targets.rest.read import handoff as handoff_by_spec
+from tamesu.targets.rest.spec import _check_handoff
+
+_HUNG_UP = "the agent closed the conversation's stream without answering this turn"
+
+
+class GrpcSpec(TargetSpec):
+    url: str
+    """grpc://host:port (grpcs:// for TLS) of an agent implementing tamesu.turn.v1.TurnService."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Call metadata."""
+    mode: Literal["stream", "unary"] = "stream"
+    """stream: the Converse stream, one per run; unary: one SendTurn call per user turn."""
+
+    @field_validator("url")
+    @classmethod
+    def _grpc_url(cls, value: str) -> str:
+        if "{{" not in value:
+            dial_target(value)
+        elif not value.startswith(("{{", "grpc://", "grpcs://")):
+            raise ValueError("url must start with grpc:// or grpcs://")
+        return value
+
+    @field_validator("handoff")
+    @classmethod
+    def _handoff_paths(cls, value: HandoffSpec | None) -> HandoffSpec | None:
+        if value is not None:
+            _check_handoff(value)
+        return value
+
+
+class GrpcTarget(Target):
+    kind = "grpc"
+    Spec = GrpcSpec
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        return None  # the turn API's File: its bytes, or its URI
+
+    def __init__(self, spec: GrpcSpec, name: str) -> None:
+        super().__init__(spec, name)
+        self.spec: GrpcSpec = spec
+        self.session_id = ""
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: turn_pb2_grpc.TurnServiceStub | None = None
+        self._call: grpc.aio.StreamStreamCall | None = None
+        self._metadata: tuple[tuple[str, str], ...] = ()
+        self._turns = 0
+        self._events = 0
+        self._agent_closed = False
+
+    async def _open(self, session: Session) -> None:
+        context = session.context
+        url = context.render_text(self.spec.url)
+        try:
+            dial_target(url)
+        except ValueError as exc:
+            raise InfraError(f"{self._what}: {session.redactor.text(str(exc))}") from None
+        self._metadata = metadata({name: context.render_text(value) for name, value in self.spec.headers.items()})
+        self.session_id = uuid.uuid4().hex
+        self._channel = await dial(url, self.spec.connect, session, self._what,
+                                   max_receive=self.spec.max_response_bytes)
+        self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)
+        if self.spec.mode == "stream":
+            self._call = self._stub.Converse(metadata=self._metadata)
+        session.event("transport", url=session.redactor.text(url), mode=self.spec.mode, session_id=self.session_id,
+                      service="tamesu.turn.v1.TurnService")
+
+    async def close(self) -> None:
+        call, self._call = self._call, None
+        channel, self._channel = self._channel, None
+        self._stub = None
+        if call is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(call.done_writing(), 2.0)
+            call.cancel()
+        if channel is not None:
+            with contextlib.suppress(Exception):
+                await channel.close()
+
+    def metrics(self) -> dict[str, float]:
+        return {"grpc_events": float(self._events)}
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        session = self._require_session()
+        if self._stub is None:
+            raise RuntimeError(f"{self._what} is not open")
+        self._turns += 1
+        index = self._turns
+        request = user_turn(turn, session_id=self.session_id, index=index, base_dir=session.base_dir, what=self._what)
+        traceparent = self._traceparent(session)
+        if traceparent:
+            request.traceparent = traceparent
+        events = TurnEvents()
+        limit = self.spec.turn_timeout
+        sent_at = session.now_ms()
+        try:
+            async with asyncio.timeout(limit) as scope:
+                if self._call is not None:
+                    await self._stream_turn(self._call, request, events, session)
+                else:
+                    await self._unary_turn(self._stub, request, events, session, limit)
+        except grpc.aio.AioRpcError as exc:
+            if too_large(exc):
+                raise self._refused(session, f"a message of the answer was larger than max_response_bytes "
+                                             f"({self.spec.max_response_bytes:,}), then refused ({exc.details()})",
+                                    events) from None
+            raise status_failure(exc, self._what, index, limit) from None
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            detail = ("no reply" if self._call is None
+                      else f"{len(events.raw)} events received, none ended the turn")
+            raise TurnError(f"turn timed out after {limit:g}s ({detail})", raw=events.raw) from None
+        finally:
+            self._events += len(events.raw)
+        if events.error is not None:
+            raise TurnError(f"the agent reported an error: {events.error['code'] or 'error'}: "
+                            f"{events.error['message']}", raw=events.raw)
+        return self._agent_turn(events, sent_at, session)
+
+    async def _stream_turn(self, call: grpc.aio.StreamStreamCall, request: turn_pb2.UserTurn, events: TurnEvents,
+                           session: Session) -> None:
+        if self._agent_closed or call.done():
+            await self._stream_gone(call, request.turn)
+        try:
+            await call.write(request)
+        except asyncio.InvalidStateError:  # it ended just now
+            await self._stream_gone(call, request.turn)
+        except grpc.aio.AioRpcError as exc:
+            # gRPC's core refuses a message on a call the agent has just ended, as INTERNAL, and that replaces
+            # the status the agent gave; on the first turn the agent most likely refused the call itself (a
+            # wrong token), so a second call without a message asks it why
+            if exc.code() != grpc.StatusCode.INTERNAL:
+                raise
+            if request.turn == 1:
+                found = await self._ask_why_refused(session, exc)
+                if found is not None:
+                    raise code_failure(*found, self._what, request.turn, self.spec.turn_timeout) from None
+                raise
+            raise TurnError(f"{_HUNG_UP} (gRPC: {exc.code().name}: {exc.details()})",
+                            raw={"code": exc.code().name, "details": exc.details()}) from None
+        while True:
+            event = await call.read()
+            if event is grpc.aio.EOF:
+                # read() raises for a status other than OK, so this is the agent hanging up cleanly
+                self._agent_closed = True
+                if not events.raw:
+                    raise TurnError(_HUNG_UP)
+                session.event("stream_ended", after_events=len(events.raw))
+                return
+            events.bytes += event.ByteSize()
+            if events.bytes > self.spec.max_response_bytes:
+                raise self._refused(session, f"the turn's events were larger than max_response_bytes "
+                                             f"({self.spec.max_response_bytes:,}): read {events.bytes:,} bytes in "
+                                             f"{len(events.raw) + 1} events, then refused", events)
+            if events.add(event, session.now_ms()):
+                return
+            self._too_many(events)
+
+    def _refused(self, session: Session, note: str, events: TurnEvents) -> TurnError:
+        """A turn past max_response_bytes: said as a `response_truncated` event and as the turn's failure."""
+        session.event("response_truncated", limit=self.spec.max_response_bytes, sizes={"events": events.bytes},
+                      read=events.bytes, complete=False, note=note)
+        return TurnError(f"{note} (raise the target's max_response_bytes to read it)", raw=events.raw[-20:])
+
+    async def _ask_why_refused(self, session: Session,
+                               refused: grpc.aio.AioRpcError) -> tuple[grpc.StatusCode, str] | None:
+        """The status a new call that sends nothing ends with, when it is neither OK nor INTERNAL; None when
+        it says nothing more within 2 s. Said in the events either way."""
+        assert self._stub is not None
+        probe = self._stub.Converse(metadata=self._metadata)
+        found: tuple[grpc.StatusCode, str] | None = None
+        try:
+            async with asyncio.timeout(2):
+                await probe.done_writing()
+                code = await probe.code()
+                if code not in (grpc.StatusCode.OK, grpc.StatusCode.INTERNAL):
+                    found = code, await probe.details() or ""
+        except (TimeoutError, grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            pass
+        finally:
+            probe.cancel()
+        session.event("grpc_first_message_refused", details=refused.details(),
+                      second_call=found[0].name if found else None)
+        return found
+
+    async def _stream_gone(self, call: grpc.aio.StreamStreamCall, index: int) -> None:
+        """The stream ended between turns: with a status, that status fails the turn; with OK, the agent hung
+        up without saying so."""
+        code = await call.code()
+        if code != grpc.StatusCode.OK:
+            raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout)
+        raise TurnError(_HUNG_UP)
+
+    def _traceparent(self, session: Session) -> str | None:
+        """The turn's `traceparent`, or the suite's own when its headers set one (it wins, as on rest)."""
+        own = next((value for key, value in self._metadata if key == "traceparent"), None)
+        if own is not None:
+            return own
+        return session.trace.traceparent if session.trace is not None else None
+
+    def _turn_metadata(self, session: Session) -> tuple[tuple[str, str], ...]:
+        """A unary call's metadata with the turn's `traceparent` (unless the suite's headers set one). A
+        stream's metadata is fixed when it opens, before any turn: there the `UserTurn.traceparent` field
+        carries it."""
+        if session.trace is None or any(key == "traceparent" for key, _ in self._metadata):
+            return self._metadata
+        return (*self._metadata, ("traceparent", session.trace.traceparent))
+
+    async def _unary_turn(self, stub: turn_pb2_grpc.TurnServiceStub, request: turn_pb2.UserTurn,
+                          events: TurnEvents, session: Session, limit: float) -> None:
+        reply = await stub.SendTurn(request, metadata=self._turn_metadata(session), timeout=limit)
+        arrived = session.now_ms()
+        for event in reply.events:
+            if events.add(event, arrived):
+                break
+            self._too_many(events)
+
+    @staticmethod
+    def _too_many(events: TurnEvents) -> None:
+        if len(events.raw) >= MAX_EVENTS:
+            raise TurnError(f"more than {MAX_EVENTS} events in one turn without an end", raw=events.raw[-20:])
+
+    def _agent_turn(self, events: TurnEvents, sent_at: float, session: Session) -> AgentTurn:
+        document = events.response()
+        handed = events.handoff or handoff_by_spec(self.spec.handoff, events.text, [document])
+        if handed is not None:
+            session.event("handoff", to=handed.to, summary=handed.summary)
+        if events.session_end is not None:
+            session.event("session_end", **events.session_end)
+        if events.unmatched_results:
+            session.event("unmatched_tool_result", ids=events.unmatched_results)
+        completed = events.ended_at_ms if events.ended_at_ms is not None else session.now_ms()
+        return AgentTurn(
+            text=events.text, response=document, raw=events.raw, tool_calls=events.calls, sent_at_ms=sent_at,
+            first_token_at_ms=events.first_token_at_ms, completed_at_ms=completed, handoff=handed,
+            ended=handed is not None or events.session_end is not None or self._agent_closed)

@@ -1,0 +1,133 @@
+"""The grpc target's wire: dialing with `connect` retries, call metadata, a user turn as a `UserTurn`, and a
+gRPC status as the failure tamesu tells apart (unreachable: InfraError; anything else: the turn's TurnError)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import ParseDict
+
+from tamesu._proto.turn.v1 import turn_pb2
+from tamesu.conversation import Session, TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.suite.schema import ConnectSpec
+
+_READY = grpc.ChannelConnectivity.READY
+_FAILED = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
+
+
+def dial_target(url: str) -> tuple[str, bool]:
+    """`grpc://host:port` -> (`host:port`, no TLS); `grpcs://host[:443]` -> (`host:443`, TLS)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("grpc", "grpcs") or not parts.hostname:
+        raise ValueError(f"expected grpc://host:port or grpcs://host:port, got {url!r}")
+    tls = parts.scheme == "grpcs"
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"bad port in {url!r}") from None
+    if port is None and not tls:
+        raise ValueError(f"grpc:// needs a port: {url!r}")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{host}:{port or 443}", tls
+
+
+async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
+               max_receive: int | None = None) -> grpc.aio.Channel:
+    """A channel that is READY, or InfraError after `connect.attempts` tries `connect.backoff` apart, each
+    waiting at most `connect.timeout` (a refused connection fails its try at once). Each try is a fresh
+    channel, so gRPC's own reconnect backoff never stretches tamesu's. `max_receive`: the largest message
+    the channel takes (a larger one ends the call RESOURCE_EXHAUSTED, see `too_large`)."""
+    target, tls = dial_target(url)
+    shown = session.redactor.text(url)
+    reason = ""
+    options = [("grpc.max_receive_message_length", max_receive)] if max_receive is not None else []
+    for attempt in range(1, connect.attempts + 1):
+        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options) if tls
+                   else grpc.aio.insecure_channel(target, options=options))
+        reason = await _ready(channel, connect.timeout)
+        if not reason:
+            return channel
+        await channel.close()
+        if attempt < connect.attempts:
+            session.event("connect_retry", attempt=attempt, reason=reason, url=shown)
+            await asyncio.sleep(connect.backoff)
+    raise InfraError(f"{what}: cannot reach the agent at {shown} after {connect.attempts} attempt(s): "
+                     f"UNAVAILABLE ({reason})")
+
+
+async def _ready(channel: grpc.aio.Channel, timeout: float) -> str:
+    """"" when the channel is ready, else why not."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    state = channel.get_state(try_to_connect=True)
+    while state != _READY:
+        if state in _FAILED:
+            return "the connection failed"
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return f"not connected within {timeout:g}s"
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(state), remaining)
+        except TimeoutError:
+            return f"not connected within {timeout:g}s"
+        state = channel.get_state(try_to_connect=True)
+    return ""
+
+
+def metadata(headers: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Headers as gRPC call metadata: keys lower-case, as gRPC requires."""
+    return tuple((name.lower(), value) for name, value in headers.items())
+
+
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def user_turn(turn: UserTurn, *, session_id: str, index: int, base_dir: Path, what: str) -> turn_pb2.UserTurn:
+    """The turn on the wire: words, data, files (bytes when it has a path, else its URI) and any history."""
+    message = turn_pb2.UserTurn(session_id=session_id, turn=index, text=turn.text)
+    if turn.data is not None:
+        value = struct_pb2.Value()
+        ParseDict(_json(turn.data), value)
+        message.data.CopyFrom(value)
+    for file in turn.files:
+        sent = message.files.add(name=file.name, mime_type=file.mime)
+        if file.path:
+            path = base_dir / file.path
+            try:
+                sent.content = path.read_bytes()
+            except OSError as exc:
+                raise InfraError(f"{what}: cannot read the file {file.name} ({path}): {exc.strerror or exc}") from exc
+        elif file.uri:
+            sent.uri = file.uri
+    for earlier in turn.history:
+        message.history.add(role=earlier.role, content=earlier.content)
+    return message
+
+
+def too_large(exc: grpc.aio.AioRpcError) -> bool:
+    """The channel refused a message past its `max_receive` (gRPC says so as RESOURCE_EXHAUSTED)."""
+    return exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in (exc.details() or "")
+
+
+def status_failure(exc: grpc.aio.AioRpcError, what: str, index: int, limit: float) -> Exception:
+    """What a non-OK status means for the run: UNAVAILABLE is the agent gone (InfraError, exit 3); a deadline
+    is the turn timing out; any other status fails the turn with that status."""
+    return code_failure(exc.code(), exc.details() or "", what, index, limit)
+
+
+def code_failure(code: grpc.StatusCode, details: str, what: str, index: int, limit: float) -> Exception:
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return InfraError(f"{what}: the agent became unreachable during turn {index}: UNAVAILABLE: {details}")
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return TurnError(f"turn timed out after {limit:g}s (no reply)", raw={"code": code.name, "details": details},
+                         status=code.value[0])
+    return TurnError(f"the agent answered gRPC status {code.name}: {details}".rstrip(": "),
+                     raw={"code": code.name, "details": details}, status=code.value[0])

@@ -1,0 +1,307 @@
+"""The mcp target's client: one MCP session over stdio or streamable HTTP, and what its answers mean.
+
+The session lives in a task of its own. The `mcp` SDK is built on anyio, whose cancel scopes must be left by
+the task that entered them, while the engine closes a target from another task (it shields `close`); a task
+that opens the client, waits to be told to stop, then closes it keeps both sides in one task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.stdio import get_default_environment
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tamesu import __version__
+from tamesu.net.bounded import Record, bounded_transport
+from tamesu.net.clients import layered_proxy_mounts, ssl_context
+from tamesu.net.h11_transport import h11_transport
+from tamesu.net.resend import OnResend, resending_transport
+from tamesu.runtime.children import owner_env
+from tamesu.targets.mcp.stdio import bounded_stdio
+
+Transport = AbstractAsyncContextManager[Any]
+
+_PAGES = 100
+"""tools/list pages read at most: a server whose cursor never ends cannot hang the start."""
+_STOP_GRACE = 10.0
+"""How long closing may take: the stdio shutdown waits up to about 6.5 s for a stubborn process."""
+_HTTP_READ = 300.0
+"""Read timeout of the HTTP client. Calls are bounded by `call_timeout`; this only ends a dead stream."""
+
+CONNECTION_CLOSED = mcp_types.CONNECTION_CLOSED
+REQUEST_TIMEOUT = mcp_types.REQUEST_TIMEOUT
+
+
+class ConnectionLost(Exception):
+    """The server went away (it exited, or the HTTP session ended) and no call can reach it."""
+
+
+@dataclass
+class ServerInfo:
+    """What the server said about itself when the session opened."""
+
+    name: str | None
+    version: str | None
+    protocol_version: str
+    instructions: str | None
+    tools: list[mcp_types.Tool] = field(default_factory=list)
+
+
+class StdoutNoise:
+    """Lines a stdio server printed on stdout that are not JSON-RPC: kept in its log, counted, never shown."""
+
+    def __init__(self, errlog: TextIO) -> None:
+        self._errlog = errlog
+        self.lines = 0
+        self.first = ""
+
+    def add(self, line: str) -> None:
+        self.lines += 1
+        if not self.first:
+            self.first = line[:120]
+        with suppress(ValueError, OSError):  # the log closes with the session
+            self._errlog.write(f"[stdout, not JSON-RPC] {line[:2000]}\n")
+
+
+def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO,
+                    noise: StdoutNoise, max_bytes: int, refused: Record) -> Transport:
+    """The server as a child process, seeing only a safe part of our environment (the one the SDK would give
+    it) plus `env`; no stdout line is read past `max_bytes` and its envelope (`_mcp_stdio`)."""
+    return bounded_stdio(command, args, server_environment(env), cwd, errlog, noise, max_bytes, refused)
+
+
+@asynccontextmanager
+async def http_transport(url: str, headers: dict[str, str], connect_timeout: float,
+                         errors: list[str] | None = None,
+                         traceparent: Callable[[], str | None] | None = None,
+                         max_bytes: int | None = None, refused: Record | None = None,
+                         resent: OnResend | None = None) -> AsyncIterator[Any]:
+    """The server at `url` over streamable HTTP, through `http_client(...)`."""
+    async with (
+        http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def http_client(headers: dict[str, str], connect_timeout: float, errors: list[str] | None = None,
+                traceparent: Callable[[], str | None] | None = None, max_bytes: int | None = None,
+                refused: Record | None = None, resent: OnResend | None = None) -> httpx2.AsyncClient:
+    """The MCP SDK's HTTP client, with `headers` on every request. Each 4xx or 5xx answer is appended to
+    `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the turn being
+    played) carries it as the `traceparent` header, unless `headers` set one. No answer is read past
+    `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST that
+    went out on a kept-alive connection the server had just closed is sent again once on a new one, and
+    `resent` is told (`tamesu.net.resend`'s rule: a JSON-RPC message the server never read is safe to send
+    again; tamesu's own transport keeps it on the direct route, `tamesu.net.h11_transport`). The environment's
+    proxies are mounted beneath the same layers (a client given a transport reads none)."""
+    timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
+
+    def bounded(transport: Any) -> Any:
+        return transport if max_bytes is None else bounded_transport(httpx2, transport, max_bytes, refused)
+
+    def proxied(transport: Any) -> Any:
+        return bounded(transport if resent is None else resending_transport(httpx2, transport, resent))
+
+    async def seen(response: httpx2.Response) -> None:
+        if errors is not None and response.status_code >= 400:
+            errors.append(f"HTTP {response.status_code} {response.reason_phrase}".strip())
+
+    async def stamp(request: httpx2.Request) -> None:
+        # the SDK posts from a task of its own, so the turn is read from the session, not from a contextvar
+        value = traceparent() if traceparent is not None else None
+        if value and "traceparent" not in request.headers:
+            request.headers["traceparent"] = value
+
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
+                              transport=bounded(h11_transport(httpx2, verify=ssl_context(), on_resend=resent)),
+                              mounts=layered_proxy_mounts(httpx2, proxied),
+                              event_hooks={"request": [stamp], "response": [seen]})
+
+
+class McpConnection:
+    """One client session, opened by `start`, used by `call` from any task, ended by `stop`."""
+
+    def __init__(self, transport: Callable[[], Transport]) -> None:
+        self._transport = transport
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self.lost: BaseException | None = None
+        """Why the session ended by itself after it started, if it did."""
+
+    async def start(self, timeout: float) -> ServerInfo:
+        """Open the session and list the tools, within `timeout`. Raises what went wrong (see `cause`)."""
+        ready: asyncio.Future[ServerInfo] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._hold(ready), name="tamesu-mcp-session")
+        done, _ = await asyncio.wait({ready}, timeout=timeout)
+        if not done:
+            await self.stop()
+            raise TimeoutError(f"no answer within {timeout:g}s")
+        return ready.result()
+
+    async def _hold(self, ready: asyncio.Future[ServerInfo]) -> None:
+        try:
+            # cache=None: tamesu wants what the server says now, never a listing remembered by the SDK
+            async with Client(self._transport(), cache=None,
+                              client_info=mcp_types.Implementation(name="tamesu", version=__version__)) as client:
+                info = ServerInfo(
+                    name=client.server_info.name if client.server_info else None,
+                    version=client.server_info.version if client.server_info else None,
+                    protocol_version=client.protocol_version,
+                    instructions=client.session.instructions,
+                    tools=await _all_tools(client),
+                )
+                self._client = client
+                ready.set_result(info)
+                await self._stopping.wait()
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+            raise
+        except BaseException as exc:  # the SDK raises exception groups; the reason is kept, never lost
+            if not ready.done():
+                ready.set_exception(cause(exc))
+            elif not self._stopping.is_set():
+                self.lost = cause(exc)
+        finally:
+            self._client = None
+
+    async def call(self, name: str, args: dict[str, Any], timeout: float,
+                   traceparent: str | None = None) -> mcp_types.CallToolResult:
+        """One tools/call, with `traceparent` in its `_meta` when given (MCP's SEP-414 carrier, the only one a
+        stdio server has). Raises MCPError (a protocol error, REQUEST_TIMEOUT, CONNECTION_CLOSED), TimeoutError,
+        or ConnectionLost when the session had already ended."""
+        client = self._client
+        if client is None:
+            raise ConnectionLost(describe(self.lost) if self.lost else "the session is not open")
+        # RequestParamsMeta is an open TypedDict (extra_items), which mypy does not read yet
+        meta = cast(mcp_types.RequestParamsMeta, {"traceparent": traceparent}) if traceparent else None
+        # The SDK's own timeout answers REQUEST_TIMEOUT; the outer one only guards against it not firing.
+        async with asyncio.timeout(timeout + 2):
+            return await client.call_tool(name, args, read_timeout_seconds=timeout, meta=meta)
+
+    async def stop(self) -> None:
+        """End the session (a stdio server is stopped by `_mcp_stdio`: stdin closed, then SIGTERM, then SIGKILL)."""
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self._client is None:
+            # Still starting (or already ended): nothing waits for `_stopping` yet, so cancel the handshake.
+            task.cancel()
+        # asyncio.wait, not wait_for: a task that ignores its cancellation must not hang the run's end.
+        done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE)
+        if not done:
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE)
+        if done and not task.cancelled():
+            task.exception()  # retrieved: `_hold` already kept what it meant
+
+
+async def _all_tools(client: Client) -> list[mcp_types.Tool]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def cause(exc: BaseException) -> BaseException:
+    """The first real failure inside the exception groups the SDK's task groups raise."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+def jsonrpc_method(body: bytes) -> str | None:
+    """The `method` of a JSON-RPC message posted to the server (None for a reply or what does not parse)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
+
+
+def is_unreached(exc: BaseException) -> bool:
+    """The request never got to a server (refused, unresolved, timed out connecting): worth another try."""
+    return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError)
+
+
+def server_environment(env: dict[str, str]) -> dict[str, str]:
+    """What a server process sees: the same safe part of our environment the SDK gives a stdio server."""
+    return {**get_default_environment(), **owner_env(), **env}
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what went wrong, in a person's words where the SDK's are cryptic."""
+    if isinstance(exc, MCPError):
+        if exc.code == CONNECTION_CLOSED:
+            return "the server closed the connection"
+        return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"cannot connect ({exc})"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start the command: {exc.strerror or exc} ({exc.filename})"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# -- answers ---------------------------------------------------------------------------------------------------
+
+
+def _block_text(block: Any) -> str:
+    """A content block as a host shows it to a model: text as it is, anything else named."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    if kind in ("image", "audio"):
+        return f"[{kind} {getattr(block, 'mime_type', '')}]".replace(" ]", "]")
+    if kind == "resource_link":
+        return f"[resource {block.uri}]"
+    if kind == "resource":
+        resource = block.resource
+        return str(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+    return f"[{kind or 'content'}]"
+
+
+def result_text(result: mcp_types.CallToolResult) -> str:
+    return "\n".join(_block_text(block) for block in result.content)
+
+
+def result_value(result: mcp_types.CallToolResult) -> tuple[Any, bool]:
+    """(the value the model sees and the run records, is it an error).
+
+    The content is what a host shows a model, so it wins: its text, read as JSON when it is a JSON object or
+    array (so `tool_called`, `grounded` and judges see structure). Structured content stands in for empty
+    content. An error is `{"error": text}`, as the model target writes one.
+    """
+    text = result_text(result)
+    if result.is_error:
+        return {"error": text or "the tool failed without saying why"}, True
+    if not result.content and result.structured_content is not None:
+        return result.structured_content, False
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        with suppress(ValueError):
+            return json.loads(stripped), False
+    return text, False

@@ -1,0 +1,1 @@
+"""The `pipecat` target: a Pipecat bot over its protobuf frame websocket."""

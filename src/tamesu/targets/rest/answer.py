@@ -1,0 +1,87 @@
+"""How the rest target turns what the agent sent (one answer, a stream's events, poll answers, posts) into the
+turn: its text, tool calls, `ended`, handoff, and the faults a turn fails on (a 5xx, a reply path that found
+nothing in JSON)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tamesu.conversation import AgentTurn, Session, TurnError
+from tamesu.targets.rest.http import Answer, excerpt
+from tamesu.targets.rest.read import (
+    COMMON_TEXT_PATHS,
+    StreamText,
+    describe_keys,
+    handoff,
+    holds,
+    text_of,
+    tool_calls,
+    values,
+)
+from tamesu.targets.rest.spec import RestSpec
+
+
+class TurnReader:
+    """One per target instance: it remembers which common reply field it fell back to, so that is said once."""
+
+    def __init__(self, spec: RestSpec, session: Callable[[], Session]) -> None:
+        self.spec = spec
+        self._session = session
+        self._detected_text = ""
+
+    def answer_turn(self, answer: Answer) -> AgentTurn:
+        self.fail_on_5xx(answer)
+        turn = self.turn(text=self._reply_text(answer.body), raw=[answer.body], scan=[answer.body],
+                         status=answer.status, sent_at_ms=answer.sent_at_ms, completed_at_ms=answer.completed_at_ms)
+        if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
+                and isinstance(answer.body, dict | list) and not values(self.spec.response.text, answer.body):
+            # "the agent said nothing" would hide that tamesu looked in the wrong place
+            message = (f"response.text ({self.spec.response.text}) found nothing in the JSON answer; "
+                       f"{describe_keys(answer.body)}")
+            if "text" in self.spec.response.model_fields_set:
+                raise TurnError(f"{message}: set response.text to the field with the reply", raw=answer.body,
+                                status=answer.status)
+            # not set (a helper agent answering with data, `tamesu test -n URL`): said, not failed
+            self._session().event("text_not_found", path=self.spec.response.text, note=message)
+        return turn
+
+    def _reply_text(self, body: Any) -> str:
+        """The reply at `response.text`; when it was left at its default and finds nothing, the first common
+        reply field that holds text (`tamesu test -n URL` cannot set the path), said once as an event."""
+        path = self.spec.response.text
+        if not isinstance(body, dict | list) or values(path, body) or "text" in self.spec.response.model_fields_set:
+            return text_of(path, body)
+        for candidate in COMMON_TEXT_PATHS:
+            text = text_of(candidate, body)
+            if text:
+                if self._detected_text != candidate:
+                    self._detected_text = candidate
+                    self._session().event("text_detected", path=candidate,
+                                          note=f"response.text is not set and {path} found nothing: "
+                                               f"the reply was read from {candidate}")
+                return text
+        return ""
+
+    def stream_turn(self, stream: StreamText, status: int | None, sent_at: float, completed_at: float) -> AgentTurn:
+        events = stream.events
+        return self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
+                         first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at)
+
+    def turn(self, *, text: str, raw: list[Any], scan: list[Any], status: int | None, sent_at_ms: float,
+             completed_at_ms: float, first_token_at_ms: float | None = None) -> AgentTurn:
+        reply = self.spec.response
+        handed = handoff(self.spec.handoff, text, scan)
+        if handed is not None:
+            self._session().event("handoff", to=handed.to, summary=handed.summary)
+        return AgentTurn(
+            text=text, response=raw[-1] if raw else None, raw=raw, status=status,
+            tool_calls=tool_calls(reply.tool_calls, scan), sent_at_ms=sent_at_ms,
+            first_token_at_ms=first_token_at_ms, completed_at_ms=completed_at_ms,
+            ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
+
+    def fail_on_5xx(self, answer: Answer) -> None:
+        if answer.status >= 500:
+            raise TurnError(f"the agent answered HTTP {answer.status}: "
+                            f"{self._session().redactor.text(excerpt(answer.body))}",
+                            raw=answer.body, status=answer.status)

@@ -1,0 +1,65 @@
+"""The files a turn carries, as a rest agent gets them: `{{attachments}}` in the body (bytes as base64, or the
+URL of a file the agent fetches), or the parts of a `request.multipart` form."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tamesu.conversation import FileRef, UserTurn
+from tamesu.errors import InfraError
+from tamesu.targets.rest.spec import RequestSpec
+
+
+def _turn_files(turn: UserTurn) -> list[FileRef]:
+    """Its history's files, then its own."""
+    return [*(f for m in turn.history for f in m.files), *turn.files]
+
+
+def _read(files: list[FileRef], what: str) -> list[tuple[str, str, bytes | None, str | None]]:
+    """(name, media type, bytes or None, URL or None) of each file; a file that cannot be read is an infra error."""
+    read: list[tuple[str, str, bytes | None, str | None]] = []
+    for file in files:
+        if file.path is None:
+            read.append((file.name, file.mime, None, file.uri))
+            continue
+        try:
+            read.append((file.name, file.mime, Path(file.path).read_bytes(), None))
+        except OSError as exc:
+            raise InfraError(f"{what}: cannot read attachment {file.name}: {exc.strerror or exc}") from exc
+    return read
+
+
+def attachments(turn: UserTurn, what: str) -> list[dict[str, Any]]:
+    """Every file the turn carries as `{name, media_type, data}` (the bytes, base64), or `{name, media_type,
+    url}` for a file the agent fetches."""
+    return [{"name": name, "media_type": mime, "url": url} if content is None else
+            {"name": name, "media_type": mime, "data": base64.b64encode(content).decode()}
+            for name, mime, content, url in _read(_turn_files(turn), what)]
+
+
+def multipart_request(client: httpx.AsyncClient, method: str, url: str, headers: dict[str, str], body: Any,
+                      turn: UserTurn, field: str, what: str) -> httpx.Request:
+    """multipart/form-data: each body key a form field (text as is, anything else as JSON), each file a
+    file part under `field`. A file the agent would fetch by URL is refused when the test loads."""
+    fields = {key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+              for key, value in (body or {}).items()} if isinstance(body, dict) else {}
+    files = [(field, (name, content, mime)) for name, mime, content, _ in _read(_turn_files(turn), what)
+             if content is not None]
+    headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}  # httpx sets the boundary
+    return client.build_request(method, url, headers=headers, data=fields, files=files or None)
+
+
+def file_refusal(request: RequestSpec, file: FileRef) -> str | None:
+    """The default body carries files (`attachments`), as does a body naming `{{attachments}}` and
+    `request.multipart` (bytes only); any other body would drop them."""
+    if request.multipart is not None:
+        return f"{file.name}: request.multipart sends a file's bytes, not a URL" if file.path is None else None
+    if "body" not in request.model_fields_set or request.mentions_attachments():
+        return None
+    return (f"{file.name}: this rest target's request.body does not send files: add \"{{{{attachments}}}}\" "
+            "to it, or set request.multipart")

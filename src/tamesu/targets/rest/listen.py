@@ -1,0 +1,77 @@
+"""The API tamesu serves for agents that answer by calling back, as Slack, Teams or Telegram bots do."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tamesu.conversation import Session
+from tamesu.net.serve import LoopServer
+from tamesu.targets.rest.http import parse_body
+
+QUEUE_LIMIT = 10_000
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class Listener:
+    """Every post to `path` is stamped on arrival and queued for the turn that waits for it."""
+
+    def __init__(self, session: Session, *, path: str, host: str, port: int, public_url: str | None,
+                 max_bytes: int = MAX_BODY_BYTES) -> None:
+        self._session = session
+        self._path = path
+        self._max_bytes = min(max_bytes, MAX_BODY_BYTES)
+        """The target's max_response_bytes: a post is read up to it, then refused."""
+        self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue(QUEUE_LIMIT)
+        app = Starlette(routes=[Route(path, self._receive, methods=["POST", "PUT"])])
+        self._server = LoopServer(app, host=host, port=port)
+        shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host
+        self.url = public_url or f"http://{shown_host}:{self._server.port}{path}"
+        self.received = 0
+
+    async def start(self) -> None:
+        await self._server.start()
+
+    async def stop(self) -> None:
+        await self._server.stop()
+
+    async def _receive(self, request: Request) -> JSONResponse:
+        at = self._session.now_ms()
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # in pieces: a post is never held past the limit
+            size += len(chunk)
+            if size > self._max_bytes:
+                self._session.event("listen_post_too_large", path=self._path, limit=self._max_bytes,
+                                    note=f"a post to {self._path} was larger than max_response_bytes "
+                                         f"({self._max_bytes:,}): refused with HTTP 413 after {size:,} bytes")
+                return JSONResponse({"ok": False, "error": "body too large"}, status_code=413)
+            parts.append(chunk)
+        body = b"".join(parts)
+        parsed = parse_body(body.decode("utf-8", errors="replace"))
+        try:
+            self._queue.put_nowait(("" if parsed is None else parsed, at))
+        except asyncio.QueueFull:
+            return JSONResponse({"ok": False, "error": "too many messages waiting"}, status_code=503)
+        self.received += 1
+        return JSONResponse({"ok": True})
+
+    def drain(self) -> list[Any]:
+        """Posts that arrived outside a turn."""
+        pending: list[Any] = []
+        while not self._queue.empty():
+            pending.append(self._queue.get_nowait()[0])
+        return pending
+
+    async def receive(self, timeout: float | None) -> tuple[Any, float] | None:
+        """The next post, or None when `timeout` passes first (None waits for the turn's own deadline)."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._queue.get()
+        except TimeoutError:
+            return None

@@ -1,0 +1,70 @@
+"""How the rest target builds a request: the default body of a turn (and a websocket message's trace), a URL
+relative to the target's, and which statuses count as success."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+
+from tamesu.conversation import UserTurn
+from tamesu.errors import TemplateError
+from tamesu.suite.templates import TEMPLATE, Context
+from tamesu.targets.rest.read import as_text
+from tamesu.targets.rest.spec import RequestSpec, RestSpec
+from tamesu.telemetry.traceparent import TraceContext
+
+
+def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id: str | None) -> tuple[Any, bool]:
+    """The body `request.body` renders, or the default one; and whether there is a body at all."""
+    if "body" in request.model_fields_set:
+        return (None, False) if request.body is None else (ctx.render_value(request.body), True)
+    body: dict[str, Any] = {"message": turn.text, "session_id": session_id}
+    if turn.data is not None:
+        body["data"] = turn.data
+    if turn.history:
+        body["messages"] = turn.messages()
+    if turn.options:
+        body["options"] = turn.options
+    if (turn.files or any(m.files for m in turn.history)) and request.multipart is None:
+        body["attachments"] = ctx.lookup("attachments")
+    return body, True
+
+
+def trace_values(trace: TraceContext | None) -> dict[str, str]:
+    """`{{trace.traceparent}}` and `{{trace.id}}`: the turn's W3C trace, for a body or header of the suite's."""
+    return {"traceparent": trace.traceparent, "id": trace.trace_id} if trace is not None else {}
+
+
+def message_with_trace(body: Any, ctx: Context, spec: RestSpec, trace: TraceContext | None) -> Any:
+    """A websocket's default message with `"traceparent"`: its headers went with the handshake, before any
+    turn. The suite's own `traceparent` header wins; a body of the suite's own is left as written."""
+    if "body" in spec.request.model_fields_set or not isinstance(body, dict):
+        return body
+    own = next((value for name, value in spec.headers.items() if name.lower() == "traceparent"), None)
+    value = ctx.render_text(own) if own is not None else trace.traceparent if trace is not None else None
+    return {**body, "traceparent": value} if value else body
+
+
+def resolve_url(url: str, target_url: str, ctx: Context) -> str:
+    """A URL without a scheme goes to the scheme, host and port of the target's `url` (ws:// as http://)."""
+    if "://" in url:
+        return url
+
+    def known(match: re.Match[str]) -> str:
+        # Only the origin is kept, so a template that has no value yet ({{session.id}}) may stay blank.
+        try:
+            return as_text(ctx.lookup(match.group(1)))
+        except TemplateError:
+            return "_"
+
+    base = httpx.URL(TEMPLATE.sub(known, target_url))
+    scheme = {"ws": "http", "wss": "https"}.get(base.scheme, base.scheme)
+    return str(base.copy_with(scheme=scheme, path="/", query=None, fragment=None).join(url))
+
+
+def status_expected(status: int, expected: list[int] | int | None) -> bool:
+    if expected is None:
+        return 200 <= status < 300
+    return status in (expected if isinstance(expected, list) else [expected])

@@ -1,0 +1,234 @@
+"""The keys of a `rest` target, as a user writes them. Documented key by key in `tamesu.targets.rest.target`."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+import jsonpath
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from tamesu.suite.schema import Duration, Strict
+from tamesu.suite.templates import references, walk_strings
+from tamesu.targets.base import HandoffSpec, SessionOpenSpec, TargetSpec
+from tamesu.types import HostPort
+
+
+def check_path(path: str) -> str:
+    try:
+        jsonpath.compile(path)
+    except jsonpath.JSONPathError as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"bad JSONPath {path!r}: {first_line}") from None
+    return path
+
+
+JsonPath = Annotated[str, AfterValidator(check_path)]
+
+
+class PathEquals(Strict):
+    """A condition that holds when the JSONPath finds `equals`: `{path: $.type, equals: done}`."""
+
+    path: JsonPath
+    equals: Any
+
+
+def _condition(value: Any) -> str | PathEquals:
+    # Validated by hand so an error sits at the key the user wrote, not under a union branch's name.
+    if isinstance(value, str):
+        return check_path(value)
+    if isinstance(value, PathEquals):
+        return value
+    if isinstance(value, dict):
+        try:
+            return PathEquals.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            message = first["msg"].removeprefix("Value error, ")
+            raise ValueError(f"{where}: {message}" if where else message) from None
+    raise ValueError("expected a JSONPath, or {path: <JSONPath>, equals: <value>}")
+
+
+Condition = Annotated[str | PathEquals, PlainValidator(_condition)]
+"""A JSONPath that holds when it finds a truthy value, or a `{path, equals}` comparison."""
+
+
+class MultipartSpec(Strict):
+    """Send the turn as multipart/form-data: the body's keys as form fields, each attachment as a file."""
+
+    files: str = Field("files", min_length=1)
+    """The form field every attachment is sent under."""
+
+
+def _multipart(value: Any) -> Any:
+    if value is True:
+        return MultipartSpec()
+    if value is False:
+        return None
+    return value
+
+
+class RequestSpec(Strict):
+    body: Any = None
+    """JSON with templates. Absent: `{"message": "{{message}}", "session_id": "{{session}}"}` (+ `data`,
+    `messages`, `options`, `attachments` when the turn has them)."""
+    multipart: Annotated[MultipartSpec | None, BeforeValidator(_multipart)] = None
+    """`true` (or `{files: FIELD}`): multipart/form-data, the files as file parts (not base64 in JSON)."""
+
+    @model_validator(mode="after")
+    def _form_fields(self) -> RequestSpec:
+        if self.multipart is not None and self.body is not None and not isinstance(self.body, dict):
+            raise ValueError("multipart sends the body's keys as form fields: body must be a mapping")
+        return self
+
+    def mentions_attachments(self) -> bool:
+        """The body template names `{{attachments}}` (or one of them) somewhere."""
+        return any(expr == "attachments" or expr.startswith("attachments.")
+                   for _, text in walk_strings(self.body) for expr, _ in references(text))
+
+
+class PollSpec(Strict):
+    """The reply is read from a second endpoint, polled until it holds text (or `done`)."""
+
+    url: str
+    method: str = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: Any = None
+    interval: Duration = 0.5
+    timeout: Duration | None = None
+    text: JsonPath = "$.text"
+    done: Condition | None = None
+
+    @field_validator("interval")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("interval must be more than 0")
+        return value
+
+
+class ListenSpec(Strict):
+    """The reply is what the agent posts to an API tamesu serves at `{{listen.url}}`."""
+
+    path: str = "/"
+    addr: HostPort | None = None
+    """host:port to bind; default 127.0.0.1 on a free port."""
+    url: str | None = None
+    """The URL the agent reaches the listener at (a tunnel); default the listener's own address + path."""
+    text: JsonPath = "$.text"
+    idle: Duration = 1.0
+    done: Condition | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("the path must start with /")
+        return value
+
+    @field_validator("idle")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("idle must be more than 0")
+        return value
+
+
+class ResponseSpec(Strict):
+    text: JsonPath = "$.text"
+    tool_calls: JsonPath = "$.tool_calls"
+    done: Condition | None = None
+    """The agent ended the conversation."""
+    delta: JsonPath | None = None
+    """A streamed event's text chunk; default `$.delta`, and an event without one contributes its text."""
+    final: Condition = "$.done"
+    """The streamed event that completes the agent's turn (sse, websocket)."""
+    poll: PollSpec | None = None
+    listen: ListenSpec | None = None
+
+
+class RestSessionSpec(Strict):
+    id: str | None = None
+    """Template of the session id; default a fresh uuid4 hex per run."""
+    open: SessionOpenSpec | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _not_itself(cls, value: str | None) -> str | None:
+        if value is not None and any(expr == "session" for expr, _ in references(value)):
+            raise ValueError("session.id cannot use {{session}}, the value it defines")
+        return value
+
+    @field_validator("open")
+    @classmethod
+    def _captures(cls, value: SessionOpenSpec | None) -> SessionOpenSpec | None:
+        for name, path in (value.capture if value else {}).items():
+            try:
+                check_path(path)
+            except ValueError as exc:
+                raise ValueError(f"capture.{name}: {exc}") from None
+        return value
+
+
+class RestSpec(TargetSpec):
+    url: str
+    method: str = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    request: RequestSpec = Field(default_factory=RequestSpec)
+    response: ResponseSpec = Field(default_factory=ResponseSpec)
+    streaming: Literal["none", "sse", "websocket"] = "none"
+    session: RestSessionSpec = Field(default_factory=RestSessionSpec)
+
+    @field_validator("method")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+    @model_validator(mode="after")
+    def _coherent(self) -> RestSpec:
+        reply = self.response
+        if reply.poll is not None and reply.listen is not None:
+            raise ValueError("response.poll and response.listen are two ways to read the reply: keep one")
+        if self.streaming != "none" and (reply.poll is not None or reply.listen is not None):
+            raise ValueError(f"streaming: {self.streaming} reads the reply from the stream; "
+                             "response.poll and response.listen need streaming: none")
+        if not self.url.startswith(("{{", "http://", "https://", "ws://", "wss://")):
+            raise ValueError("url must start with http://, https://, ws:// or wss://")
+        if self.streaming == "websocket" and "{{" not in self.url and not self.url.startswith(("ws://", "wss://")):
+            raise ValueError("streaming: websocket needs a ws:// or wss:// url")
+        if self.streaming != "websocket" and self.url.startswith(("ws://", "wss://")):
+            raise ValueError("a ws:// url needs streaming: websocket")
+        if self.streaming == "websocket" and self.request.multipart is not None:
+            raise ValueError("a websocket sends text messages: request.multipart needs streaming none or sse")
+        return self
+
+    @field_validator("handoff")
+    @classmethod
+    def _handoff_paths(cls, value: HandoffSpec | None) -> HandoffSpec | None:
+        if value is not None:
+            _check_handoff(value)
+        return value
+
+
+def _check_handoff(handoff: HandoffSpec) -> None:
+    for key in ("json_path", "to", "summary"):
+        path = getattr(handoff, key)
+        if path is not None:
+            try:
+                check_path(path)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+    if handoff.regex is not None:
+        try:
+            re.compile(handoff.regex)
+        except re.error as exc:
+            raise ValueError(f"regex: {exc}") from None

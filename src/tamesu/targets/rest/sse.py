@@ -1,0 +1,49 @@
+"""Server-sent events as the HTML standard parses them, read off an httpx response."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+import httpx
+
+from tamesu.conversation import TurnError
+from tamesu.net.clients import os_reason
+from tamesu.targets.rest.body import Reading, bounded_chunks, lines
+from tamesu.targets.rest.http import parse_body
+
+DONE = "[DONE]"
+"""The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
+
+
+async def sse_events(response: httpx.Response, clock: Callable[[], float], reading: Reading
+                     ) -> AsyncGenerator[tuple[Any, float], None]:
+    """Yield (event, arrival ms) for each event's data: parsed JSON, or the text when it is not JSON.
+
+    Multi-line data is joined with newlines; comments, `event:`, `id:` and `retry:` fields carry no reply.
+    Reading stops at `reading.limit` bytes (`reading.cut` is then set): an event not finished by then is
+    dropped.
+    """
+    data: list[str] = []
+    try:
+        async for line in lines(bounded_chunks(response, reading), response.encoding or "utf-8", reading):
+            if line:
+                field, _, value = line.partition(":")
+                if field == "data":
+                    data.append(value.removeprefix(" "))
+                continue
+            if data:
+                yield _event(data), clock()
+                data = []
+    except httpx.HTTPError as exc:
+        raise TurnError(f"the event stream broke off: {os_reason(exc)}", status=response.status_code) from exc
+    if data and not reading.cut:
+        yield _event(data), clock()
+
+
+def _event(data: list[str]) -> Any:
+    text = "\n".join(data)
+    if text.strip() == DONE:
+        return DONE
+    parsed = parse_body(text)
+    return "" if parsed is None else parsed

@@ -1,0 +1,435 @@
+"""The `rest` target: an agent behind HTTP (JSON, server-sent events, polling, call-backs) or a websocket.
+
+How a turn is sent: `method` `url` with `headers` and `request.body`, all templates rendered per turn with
+`{{message}}` (the user's words), `{{session}}` (the session id), `{{session.NAME}}` (session.open captures),
+`{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, `{{attachments}}` (the files the turn
+carries, its history's first: `[{name, media_type, data}]`, data the bytes in base64, or `url` instead of data
+for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
+[{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
+...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
+carries options, `"attachments"` when it carries files, `"traceparent"` on a websocket (`{{trace.traceparent}}`
+in a body of your own); `body: null` sends none. `request.multipart: true` (or `{files: FIELD}`) sends
+multipart/form-data instead: the body's keys as form fields (text as is, other values as JSON) and each file
+as a file part named `files` (or FIELD). A test whose files the request would
+drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
+A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
+(session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
+send the target's `headers` and then their own; session.open, made before the target's headers can
+name its captures, sends only its own.
+
+How the agent's turn is read, by mode:
+- plain (`streaming: none`): the body is the turn's `response` and only `raw` item. Its text is what
+  `response.text` finds (several matches are joined by newlines); a body that is not JSON is the text.
+- `sse`: each event's `data` (JSON, else text) is one event. The text is the concatenation of the events'
+  chunks (`response.delta`, default `$.delta`; while `delta` is unset an event without one gives its
+  `response.text`). The turn ends at `data: [DONE]`, at an event where `response.final` holds (default
+  `$.done`), or at the end of the stream; a final event's `response.text` that repeats the streamed text
+  replaces it. `raw` is every event, `response` the last one (so `json_path` reads the final event), and
+  `first_token_at_ms` the arrival of the first event that brought text. A non-stream answer is read as plain.
+- `websocket`: one connection per session, opened in `open()`; each turn sends the rendered body as one text
+  message (JSON; a body that renders to a string goes as is) and reads messages as sse reads events, until
+  `[DONE]` or `response.final` holds (a turn never ends on silence: an agent that answers with one message
+  per turn sets `final: $.text`). Messages that arrive between turns (a greeting) are recorded as an
+  `unsolicited` event, not given to a turn.
+- `response.poll`: after the send request, the poll URL (which may use `{{response.X}}`, the send's JSON
+  answer) is requested at once and then every `interval` until `poll.text` finds text or `poll.done` holds,
+  within `poll.timeout` (default `turn_timeout`). A 4xx poll answer is "not yet"; a 5xx fails the turn.
+  `raw` is the send answer then every poll answer; `response`, `status`, tool calls, `done` and handoff
+  come from the final poll answer.
+- `response.listen`: tamesu serves `listen.path` (at `{{listen.url}}`) and the agent posts its reply there;
+  each post is answered `{"ok": true}`. The turn is the posts after the send, until `listen.done` holds on
+  one, or `listen.idle` passes with nothing new after at least one. The text joins the posts' texts with
+  newlines; `raw` is the posts, `response` the last; `status` is the send's; `completed_at_ms` is the
+  arrival of the last post (the idle wait is not latency) and `first_token_at_ms` that of the first with text.
+
+Whatever the mode: tool calls are what `response.tool_calls` finds in each document of the turn (items
+`{name, args|arguments|input, result|output}` or OpenAI's `{function: {name, arguments}}`; arguments as a
+JSON string are parsed); `ended` is set when `response.done` holds on any of them, or on a handoff.
+
+Failures: a request that never reached the agent (refused, DNS, connect timeout) is retried `connect.attempts`
+times `connect.backoff` apart (a `connect_retry` event per failed attempt that is retried), then InfraError.
+A turn that went out on a kept-alive connection the agent had just closed is sent again once on a new one
+(a `resent` event; `tamesu.net.resend`).
+A 5xx answer raises TurnError; a 4xx answer is a normal turn whose `status` the `status` assertion checks.
+A turn over `turn_timeout` raises TurnError. session.open failing, or the websocket handshake, is InfraError.
+
+Events: `transport`, `session_open`, `connect_retry`, `resent`, `handoff`, `unsolicited`. Metric: `rest_requests`,
+the HTTP requests that reached the agent (session.open, sends, polls) plus the websocket messages sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
+from tamesu.errors import InfraError, TemplateError
+from tamesu.net.clients import os_reason
+from tamesu.suite.templates import Context, references
+from tamesu.targets.base import SessionOpenSpec, Target
+from tamesu.targets.rest.answer import TurnReader
+from tamesu.targets.rest.body import Reading, reading_of
+from tamesu.targets.rest.files import attachments, file_refusal, multipart_request
+from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
+from tamesu.targets.rest.listen import Listener
+from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
+from tamesu.targets.rest.request import (
+    message_with_trace,
+    request_body,
+    resolve_url,
+    status_expected,
+    trace_values,
+)
+from tamesu.targets.rest.spec import (
+    Condition,
+    ListenSpec,
+    PathEquals,
+    PollSpec,
+    RequestSpec,
+    ResponseSpec,
+    RestSessionSpec,
+    RestSpec,
+)
+from tamesu.targets.rest.sse import DONE, sse_events
+from tamesu.targets.rest.ws import WsLink
+from tamesu.types import split_addr
+
+__all__ = ["Condition", "ListenSpec", "PathEquals", "PollSpec", "RequestSpec", "ResponseSpec",
+           "RestSessionSpec", "RestSpec", "RestTarget"]
+
+UNSOLICITED_KEPT = 20
+
+
+class RestTarget(Target):
+    kind = "rest"
+    Spec = RestSpec
+
+    def __init__(self, spec: RestSpec, name: str) -> None:
+        super().__init__(spec, name)
+        self.spec: RestSpec = spec
+        self.session_id = ""
+        self._http: Http | None = None
+        self._ws: WsLink | None = None
+        self._listener: Listener | None = None
+        self._requests_before = 0
+        self._waiting_for = ""
+        self._reader = TurnReader(spec, self._require_session)
+
+    # -- open and close -------------------------------------------------------------------------------
+
+    async def _open(self, session: Session) -> None:
+        spec = self.spec
+        self._http = Http(session=session, connect=spec.connect, read_timeout=spec.turn_timeout + 1,
+                          what=self._what, max_bytes=spec.max_response_bytes)
+        if spec.response.listen is not None:
+            await self._start_listener(spec.response.listen)
+        id_needs_captures = spec.session.id is not None and any(
+            expr.startswith("session.") for expr, _ in references(spec.session.id))
+        if not id_needs_captures:
+            self.session_id = self._session_id()
+        if spec.session.open is not None:
+            await self._open_conversation(spec.session.open)
+        if id_needs_captures:
+            self.session_id = self._session_id()
+        url = self._shown_url()
+        if spec.streaming == "websocket":
+            url = await self._connect_websocket()
+        session.event("transport", streaming=spec.streaming, read=self._read_mode(), url=url,
+                      session_id=self.session_id,
+                      listen_url=None if self._listener is None else self._listener.url)
+
+    def _session_id(self) -> str:
+        template = self.spec.session.id
+        if template is None:
+            return uuid.uuid4().hex
+        return self._context().render_text(template)
+
+    def _read_mode(self) -> str:
+        if self.spec.response.poll is not None:
+            return "poll"
+        if self.spec.response.listen is not None:
+            return "listen"
+        return "stream" if self.spec.streaming != "none" else "answer"
+
+    def _shown_url(self) -> str:
+        """The URL for the transport event; a template that needs a turn's values is shown as written."""
+        try:
+            return self._require_session().redactor.text(self._context().render_text(self.spec.url))
+        except TemplateError:
+            return self.spec.url
+
+    async def _start_listener(self, listen: ListenSpec) -> None:
+        session = self._require_session()
+        host, port = split_addr(listen.addr) if listen.addr else ("127.0.0.1", 0)
+        public_url = session.context.render_text(listen.url) if listen.url else None
+        try:
+            self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url,
+                                      max_bytes=self.spec.max_response_bytes)
+            await self._listener.start()
+        except Exception as exc:
+            raise InfraError(f"{self._what}: cannot listen on {host}:{port}: {os_reason(exc)}") from exc
+
+    async def _open_conversation(self, spec: SessionOpenSpec) -> None:
+        session = self._require_session()
+        ctx = self._context()
+        url = resolve_url(ctx.render_text(spec.url), self.spec.url, ctx)
+        masked = session.redactor.text(url)
+        request = self._require_http().build(
+            spec.method.upper(), url, self._headers(ctx, spec.headers),
+            ctx.render_value(spec.body), has_body=spec.body is not None, timeout=spec.timeout)
+        try:
+            answer = await self._require_http().fetch(request)
+        except TurnError as exc:
+            raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked}: {exc}") from exc
+        if not status_expected(answer.status, spec.expect_status):
+            raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked} answered HTTP "
+                             f"{answer.status}: {session.redactor.text(excerpt(answer.body))}")
+        for name, path in spec.capture.items():
+            found = [v for v in values(path, answer.body) if v is not None]
+            if not found:
+                raise InfraError(f"{self._what}: session.open capture {name} ({path}) found nothing in "
+                                 f"{session.redactor.text(excerpt(answer.body))}")
+            session.values[name] = found[0]
+        session.event("session_open", url=masked, status=answer.status, captured=sorted(spec.capture))
+
+    async def _connect_websocket(self) -> str:
+        session = self._require_session()
+        ctx = self._context()
+        url = ctx.render_text(self.spec.url)
+        if not url.startswith(("ws://", "wss://")):
+            raise InfraError(f"{self._what}: streaming: websocket needs a ws:// or wss:// url, "
+                             f"got {session.redactor.text(url)}")
+        self._ws = await WsLink.connect(url, self._headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
+                                        session=session, what=self._what)
+        return session.redactor.text(url)
+
+    async def close(self) -> None:
+        ws, self._ws = self._ws, None
+        listener, self._listener = self._listener, None
+        http, self._http = self._http, None
+        if ws is not None:
+            self._requests_before += ws.sent
+            await ws.close()
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                await listener.stop()
+        if http is not None:
+            self._requests_before += http.requests
+            with contextlib.suppress(Exception):
+                await http.aclose()
+
+    def metrics(self) -> dict[str, float]:
+        live = (self._http.requests if self._http else 0) + (self._ws.sent if self._ws else 0)
+        return {"rest_requests": float(self._requests_before + live)}
+
+    # -- turns ----------------------------------------------------------------------------------------
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        self._require_session()
+        http = self._require_http()
+        self._waiting_for = ""
+        limit = self.spec.turn_timeout
+        try:
+            async with asyncio.timeout(limit) as scope:
+                return await self._exchange(turn)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            if http.unreachable is not None:
+                raise InfraError(f"{self._what}: cannot reach the agent within the turn timeout ({limit:g}s): "
+                                 f"{http.unreachable}") from None
+            detail = f" ({self._waiting_for})" if self._waiting_for else ""
+            raise TurnError(f"turn timed out after {limit:g}s{detail}") from None
+
+    async def _exchange(self, turn: UserTurn) -> AgentTurn:
+        if self.spec.streaming == "websocket":
+            return await self._websocket_turn(turn)
+        request = self._turn_request(turn)
+        if self.spec.streaming == "sse":
+            return await self._sse_turn(request)
+        if self.spec.response.poll is not None:
+            return await self._poll_turn(request, turn, self.spec.response.poll)
+        if self._listener is not None:
+            return await self._listen_turn(request, self._listener)
+        self._waiting_for = "waiting for the answer"
+        answer = await self._require_http().fetch(request)
+        return self._reader.answer_turn(answer)
+
+    async def _sse_turn(self, request: httpx.Request) -> AgentTurn:
+        session = self._require_session()
+        http = self._require_http()
+        self._waiting_for = "reading the event stream"
+        response, sent_at = await http.open_stream(request)
+        try:
+            content_type = response.headers.get("content-type", "").lower()
+            if response.status_code >= 400 or not content_type.startswith("text/event-stream"):
+                # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
+                text, cut = await read_text(response, session, http.max_bytes)
+                answer = Answer(response.status_code, answer_body(response, text, cut), sent_at, session.now_ms())
+                return self._reader.answer_turn(answer)
+            stream = StreamText(self.spec.response)
+            completed_at: float | None = None
+            reading = reading_of(response, http.max_bytes)
+            async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
+                async for event, at in events:
+                    if event == DONE or stream.add(event, at):
+                        completed_at = at
+                        break
+            if reading.cut:
+                # the events before the limit are the turn; the one cut in half is dropped
+                reading.record(session, "the event stream")
+            if completed_at is None:
+                completed_at = session.now_ms()
+        finally:
+            await response.aclose()
+        return self._reader.stream_turn(stream, response.status_code, sent_at, completed_at)
+
+    async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
+        session = self._require_session()
+        ws = self._require_ws()
+        self._note_unsolicited(ws.drain())
+        ctx = self._turn_context(turn)
+        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
+        body = message_with_trace(body, ctx, self.spec, session.trace)
+        payload = "" if not has_body else body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        self._waiting_for = "waiting for the final websocket message"
+        sent_at = session.now_ms()
+        await ws.send(payload)
+        stream = StreamText(self.spec.response)
+        reading = Reading(limit=self._require_http().max_bytes)
+        while True:
+            event, completed_at, size = await ws.receive()
+            reading.read += size
+            if reading.read > reading.limit:
+                # the messages before the limit are the turn, as with an event stream cut at it
+                reading.read -= size
+                reading.cut = True
+                reading.record(session, "the websocket answer")
+                break
+            if event == DONE or stream.add(event, completed_at):
+                break
+        return self._reader.stream_turn(stream, None, sent_at, completed_at)
+
+    async def _poll_turn(self, request: httpx.Request, turn: UserTurn, poll: PollSpec) -> AgentTurn:
+        http = self._require_http()
+        self._waiting_for = "waiting for the send answer"
+        sent = await http.fetch(request)
+        self._reader.fail_on_5xx(sent)
+        if sent.status >= 400:
+            return self._reader.answer_turn(sent)
+        answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
+        ctx = self._turn_context(turn, response=answered)
+        poll_request = http.build(poll.method.upper(), resolve_url(ctx.render_text(poll.url), self.spec.url, ctx),
+                                  self._headers(ctx, {**self.spec.headers, **poll.headers}),
+                                  ctx.render_value(poll.body), has_body=poll.body is not None)
+        limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        raw: list[Any] = [sent.body]
+        while True:
+            self._waiting_for = f"polling {self._mask(str(poll_request.url))}, {len(raw) - 1} polls"
+            answer = await http.fetch(poll_request)
+            raw.append(answer.body)
+            self._reader.fail_on_5xx(answer)
+            if answer.status < 400:
+                text = text_of(poll.text, answer.body)
+                if text or holds(poll.done, answer.body):
+                    return self._reader.turn(text=text, raw=raw, scan=[answer.body], status=answer.status,
+                                      sent_at_ms=sent.sent_at_ms, completed_at_ms=answer.completed_at_ms)
+            if loop.time() + poll.interval > deadline:
+                raise TurnError(f"no reply from the poll URL within {limit:g}s (last answer HTTP "
+                                f"{answer.status}: {self._mask(excerpt(answer.body))})", raw=raw,
+                                status=answer.status)
+            await asyncio.sleep(poll.interval)
+
+    async def _listen_turn(self, request: httpx.Request, listener: Listener) -> AgentTurn:
+        listen = self.spec.response.listen
+        assert listen is not None
+        self._note_unsolicited(listener.drain())
+        self._waiting_for = "waiting for the send answer"
+        sent = await self._require_http().fetch(request)
+        self._reader.fail_on_5xx(sent)
+        self._waiting_for = f"waiting for a post to {listener.url}"
+        posts: list[tuple[Any, float]] = []
+        while True:
+            # The first post may take the whole turn; after it, `idle` without a post ends the turn.
+            got = await listener.receive(listen.idle if posts else None)
+            if got is None:
+                break
+            posts.append(got)
+            if len(posts) >= MAX_EVENTS:
+                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts])
+            if holds(listen.done, got[0]):
+                break
+        docs = [doc for doc, _ in posts]
+        texts = [(text_of(listen.text, doc), at) for doc, at in posts]
+        first_token = next((at for text, at in texts if text), None)
+        return self._reader.turn(text="\n".join(text for text, _ in texts if text), raw=docs, scan=docs,
+                          status=sent.status, sent_at_ms=sent.sent_at_ms, first_token_at_ms=first_token,
+                          completed_at_ms=posts[-1][1])
+
+    def _note_unsolicited(self, messages: list[Any]) -> None:
+        if messages:
+            self._require_session().event("unsolicited", count=len(messages),
+                                          messages=self._require_session().redactor.data(
+                                              messages[:UNSOLICITED_KEPT]))
+
+    # -- rendering ------------------------------------------------------------------------------------
+
+    def _context(self, **extra: Any) -> Context:
+        """The session's templates plus this target's namespaces: `session`, `listen`, and `extra`."""
+        session = self._require_session()
+        own: dict[str, Any] = {"session": {"": self.session_id, **session.values} if self.session_id
+                               else dict(session.values)}
+        if self._listener is not None:
+            own["listen"] = {"url": self._listener.url}
+        return session.context.child(**own, **extra)
+
+    def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
+        """`{{message}}`, `{{attachments}}`, `{{trace.traceparent}}` and `{{trace.id}}` (the turn's W3C trace),
+        and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
+        extra.setdefault("trace", trace_values(self._require_session().trace))
+        return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
+                             attachments=attachments(turn, self._what), **extra)
+
+    def _turn_request(self, turn: UserTurn) -> httpx.Request:
+        ctx = self._turn_context(turn)
+        headers = self._headers(ctx, self.spec.headers)
+        if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
+            headers["Accept"] = "text/event-stream"
+        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
+        url = ctx.render_text(self.spec.url)
+        multipart = self.spec.request.multipart
+        if multipart is not None:
+            return multipart_request(self._require_http().client, self.spec.method, url, headers,
+                                     body if has_body else None, turn, multipart.files, self._what)
+        return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
+
+    @classmethod
+    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+        return file_refusal(spec.request, file)
+
+    @staticmethod
+    def _headers(ctx: Context, headers: dict[str, str]) -> dict[str, str]:
+        return {name: ctx.render_text(value) for name, value in headers.items()}
+
+    def _mask(self, text: str) -> str:
+        return self._require_session().redactor.text(text)
+
+    # -- state ----------------------------------------------------------------------------------------
+
+    def _require_http(self) -> Http:
+        if self._http is None:
+            raise RuntimeError(f"{self._what} is not open")
+        return self._http
+
+    def _require_ws(self) -> WsLink:
+        if self._ws is None:
+            raise RuntimeError(f"{self._what} has no websocket open")
+        return self._ws

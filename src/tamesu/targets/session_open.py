@@ -1,0 +1,71 @@
+"""`session.open` for targets that are not REST: one HTTP request made before the target connects (create the
+call, mint a token), whose JSON answer's captures render as `{{session.NAME}}` in the target's configuration."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from tamesu.conversation import Session
+from tamesu.errors import InfraError, TemplateError
+from tamesu.net.clients import async_client
+from tamesu.targets.base import SessionOpenSpec
+from tamesu.targets.rest.read import values
+
+_EXCERPT = 200
+
+
+def _expected(status: int, expect: list[int] | int | None) -> bool:
+    if expect is None:
+        return 200 <= status < 300
+    return status in (expect if isinstance(expect, list) else [expect])
+
+
+async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> None:
+    """Make the request and keep its captures in `session.values`; anything wrong is an infrastructure
+    error naming the request (and, for a capture, what the answer held instead)."""
+    context = session.with_captures()
+    try:
+        url = context.render_text(spec.url)
+        headers = {k: context.render_text(v) for k, v in spec.headers.items()}
+        body = context.render_value(spec.body) if spec.body is not None else None
+    except TemplateError as exc:
+        raise InfraError(f"{what}: session.open: {exc}") from exc
+    masked = session.redactor.text(url)
+    method = spec.method.upper()
+    try:
+        async with async_client(spec.timeout) as client:
+            answer = await client.request(method, url, headers=headers,
+                                          **({"json": body} if body is not None else {}))
+    except httpx.HTTPError as exc:
+        raise InfraError(f"{what}: session.open {method} {masked}: {type(exc).__name__}: {exc}") from exc
+    text = answer.text[:_EXCERPT]
+    if not _expected(answer.status_code, spec.expect_status):
+        raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}: "
+                         f"{session.redactor.text(text)}")
+    try:
+        document: Any = answer.json()
+    except (json.JSONDecodeError, ValueError):
+        document = answer.text
+    for name, path in spec.capture.items():
+        found = [v for v in values(path, document) if v is not None]
+        if not found:
+            raise InfraError(f"{what}: session.open capture {name} ({path}) found nothing in "
+                             f"{session.redactor.text(text)}")
+        session.values[name] = found[0]
+    session.event("session_open", url=masked, status=answer.status_code, captured=sorted(spec.capture))
+
+
+class CapturedSocketAddress:
+    """`url` and `headers` of a socket target rendered with `session.open`'s captures (`{{session.NAME}}`)."""
+
+    spec: Any
+
+    def _url(self, session: Session) -> str:
+        return session.with_captures().render_text(self.spec.url)
+
+    def _headers(self, session: Session) -> dict[str, str]:
+        context = session.with_captures()
+        return {name: context.render_text(value) for name, value in self.spec.headers.items()}

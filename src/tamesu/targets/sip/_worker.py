@@ -1,0 +1,343 @@
+"""The SIP user agent, in a process of its own: `python -m tamesu.targets.sip._worker`.
+
+PJSIP (through pjsua2) keeps one library instance per process, asserts rather than raises on some misuse, and
+wants every call made from the thread that pumps its events. So each call runs in a worker process that the
+`SipPhone` in the test process talks to over pipes, one JSON object per line:
+
+- commands on stdin: `{"op": "call", "uri", "from", "headers", "auth"}`, `{"op": "listen"}` (wait for the agent to
+  call), `{"op": "answer", "after_ms"}`, `{"op": "play", "id", "pcm"}` (base64 pcm16 8 kHz mono, queued and sent
+  at the call's own 20 ms clock), `{"op": "frame", "pcm"}` (audio the parent paces itself),
+  `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
+- events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
+  address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
+  `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
+  of the agent's audio, base64, the time its first frame arrived), `played` (an utterance's first and last frame
+  went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
+  to transfer to), `error`.
+
+The worker dies with its parent (PR_SET_PDEATHSIG) and ends its call when stdin closes.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import pjsua2 as pj
+
+FRAME_BYTES = 320
+"""20 ms of pcm16 at 8 kHz."""
+AUDIO_CHUNK_FRAMES = 5
+_SILENCE = b"\0" * FRAME_BYTES
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+_EVENTS = sys.stdout
+"""Where events go: the original stdout. PJSIP (and anything native) writes to fd 1, which `main` points at
+stderr, so nothing but events ever reaches the parent's pipe."""
+
+
+def _own_stdout() -> None:
+    global _EVENTS
+    _EVENTS = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+
+def emit(event: str, **data: Any) -> None:
+    _EVENTS.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
+    _EVENTS.flush()
+
+
+class Port(pj.AudioMediaPort):
+    """Where the call's audio meets the pipes: frames out from the queued utterances, frames in to the parent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outgoing: deque[tuple[str, bytes]] = deque()
+        self._current: tuple[str, bytes, int] | None = None
+        self._incoming = bytearray()
+        self._incoming_at = 0.0
+        self._streamed = bytearray()
+
+    def stream(self, pcm: bytes) -> None:
+        """Audio the parent paces itself: it goes out as it comes, after any queued utterance."""
+        self._streamed += pcm
+
+    def onFrameRequested(self, frame: Any) -> None:
+        chunk = _SILENCE
+        if self._current is None and not self.outgoing and self._streamed:
+            chunk = bytes(self._streamed[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
+            del self._streamed[:FRAME_BYTES]
+        elif self._current is None and self.outgoing:
+            utterance_id, pcm = self.outgoing.popleft()
+            self._current = (utterance_id, pcm, 0)
+            emit("played", id=utterance_id, edge="start")
+        if self._current is not None:
+            utterance_id, pcm, position = self._current
+            chunk = pcm[position:position + FRAME_BYTES].ljust(FRAME_BYTES, b"\0")
+            position += FRAME_BYTES
+            if position >= len(pcm):
+                self._current = None
+                emit("played", id=utterance_id, edge="end")
+            else:
+                self._current = (utterance_id, pcm, position)
+        frame.type = pj.PJMEDIA_FRAME_TYPE_AUDIO
+        frame.buf = pj.ByteVector(chunk)
+        frame.size = FRAME_BYTES
+
+    def onFrameReceived(self, frame: Any) -> None:
+        if not self._incoming:
+            self._incoming_at = time.monotonic()
+        self._incoming += bytes(frame.buf)
+        if len(self._incoming) >= FRAME_BYTES * AUDIO_CHUNK_FRAMES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._incoming:
+            _EVENTS.write(json.dumps({"ev": "audio", "t": self._incoming_at,
+                                      "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
+            _EVENTS.flush()
+            self._incoming.clear()
+
+
+class Call(pj.Call):
+    def __init__(self, account: pj.Account, port: Port, call_id: int = pj.PJSUA_INVALID_ID) -> None:
+        super().__init__(account, call_id)
+        self.port = port
+        self.hung_up_by_us = False
+        self.ended = False
+
+    def onCallState(self, prm: Any) -> None:
+        info = self.getInfo()
+        state = info.stateText.lower()
+        if info.state == pj.PJSIP_INV_STATE_DISCONNECTED:
+            self.port.flush()
+            self.ended = True
+            emit("state", state="disconnected", code=info.lastStatusCode, reason=info.lastReason,
+                 by="caller" if self.hung_up_by_us else "remote", connected_s=info.connectDuration.sec
+                 + info.connectDuration.msec / 1000)
+            return
+        emit("state", state=state, code=info.lastStatusCode)
+
+    def onCallMediaState(self, prm: Any) -> None:
+        info = self.getInfo()
+        for index, media in enumerate(info.media):
+            if media.type == pj.PJMEDIA_TYPE_AUDIO and media.status == pj.PJSUA_CALL_MEDIA_ACTIVE:
+                audio = self.getAudioMedia(index)
+                audio.startTransmit(self.port)
+                self.port.startTransmit(audio)
+
+    def onDtmfDigit(self, prm: Any) -> None:
+        emit("dtmf", digit=prm.digit, method=str(prm.method))
+
+    def onCallTransferRequest(self, prm: Any) -> None:
+        emit("transfer", to=prm.dstUri)
+        prm.statusCode = 603  # recorded, not followed: no one stands behind the target here
+
+
+class Account(pj.Account):
+    def __init__(self, worker: Worker) -> None:
+        super().__init__()
+        self.worker = worker
+
+    def onIncomingCall(self, prm: Any) -> None:
+        self.worker.incoming(prm.callId)
+
+
+class Worker:
+    def __init__(self, bind: str, port: int, user: str) -> None:
+        self.endpoint = pj.Endpoint()
+        self.endpoint.libCreate()
+        config = pj.EpConfig()
+        config.uaConfig.threadCnt = 0
+        config.uaConfig.mainThreadOnly = True
+        config.uaConfig.userAgent = "tamesu"
+        # PJSIP's own log, for debugging a call by hand: TAMESU_SIP_LOG=5 (it goes to the worker's stderr)
+        level = int(os.environ.get("TAMESU_SIP_LOG", "0") or 0)
+        config.logConfig.level = level
+        config.logConfig.consoleLevel = level
+        config.medConfig.noVad = True
+        self.endpoint.libInit(config)
+        transport = pj.TransportConfig()
+        transport.port = port
+        transport.boundAddress = bind
+        transport.publicAddress = bind
+        transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        self.endpoint.libStart()
+        self.endpoint.audDevManager().setNullDev()
+        for codec in self.endpoint.codecEnum2():  # G.711 only: what every phone network carries
+            priority = 255 if codec.codecId.upper().startswith(("PCMU/", "PCMA/")) else 0
+            self.endpoint.codecSetPriority(codec.codecId, priority)
+        local = self.endpoint.transportGetInfo(transport_id).localName
+        self.local = local
+        self.user = user
+        self.port = Port()
+        audio = pj.MediaFormatAudio()
+        audio.type = pj.PJMEDIA_TYPE_AUDIO
+        audio.clockRate = 8000
+        audio.channelCount = 1
+        audio.bitsPerSample = 16
+        audio.frameTimeUsec = 20000
+        self.port.createPort("tamesu", audio)
+        self.account: Account | None = None
+        self.call: Call | None = None
+        self.pending_answer: tuple[float, Call] | None = None
+        emit("ready", local=local)
+
+    def make_account(self, identity: str, auth: dict[str, str] | None, registrar: str | None) -> Account:
+        config = pj.AccountConfig()
+        config.idUri = identity
+        if registrar:
+            config.regConfig.registrarUri = registrar
+        else:
+            config.regConfig.registerOnAdd = False
+        if auth:
+            config.sipConfig.authCreds.append(pj.AuthCredInfo("digest", auth.get("realm", "*"),
+                                                              auth["username"], 0, auth["password"]))
+        account = Account(self)
+        account.create(config)
+        return account
+
+    def handle(self, command: dict[str, Any]) -> bool:
+        op = command.get("op")
+        if op == "call":
+            self.account = self.make_account(command.get("from") or f"sip:{self.user}@{self.local}",
+                                             command.get("auth"), command.get("registrar"))
+            self.call = Call(self.account, self.port)
+            parameters = pj.CallOpParam(True)
+            for name, value in (command.get("headers") or {}).items():
+                header = pj.SipHeader()
+                header.hName, header.hValue = name, value
+                parameters.txOption.headers.append(header)
+            self.call.makeCall(command["uri"], parameters)
+        elif op == "listen":
+            identity = f"sip:{command.get('user') or self.user}@{self.local}"
+            self.account = self.make_account(identity, None, None)
+            emit("listening", uri=identity)
+        elif op == "answer" and self.call is not None:
+            self.pending_answer = (time.monotonic() + command.get("after_ms", 0) / 1000, self.call)
+        elif op == "frame":
+            self.port.stream(base64.b64decode(command["pcm"]))
+        elif op == "play":
+            self.port.outgoing.append((command["id"], base64.b64decode(command["pcm"])))
+        elif op == "dtmf" and self._active():
+            assert self.call is not None
+            self.call.dialDtmf(command["digits"])
+        elif op == "hangup" and self._active():
+            assert self.call is not None
+            self.call.hung_up_by_us = True
+            self.call.hangup(pj.CallOpParam(True))
+        elif op == "quit":
+            return False
+        return True
+
+    def incoming(self, call_id: int) -> None:
+        assert self.account is not None
+        call = Call(self.account, self.port, call_id)
+        info = call.getInfo()
+        if self.call is not None and not self.call.ended:
+            busy = pj.CallOpParam()
+            busy.statusCode = 486
+            call.answer(busy)
+            return
+        self.call = call
+        ringing = pj.CallOpParam()
+        ringing.statusCode = 180
+        call.answer(ringing)
+        emit("incoming", remote=info.remoteUri)
+
+    def _active(self) -> bool:
+        try:
+            return self.call is not None and not self.call.ended and self.call.isActive()
+        except pj.Error:
+            return False
+
+    def pump(self) -> None:
+        self.endpoint.libHandleEvents(10)
+        if self.pending_answer is not None and time.monotonic() >= self.pending_answer[0]:
+            _, call = self.pending_answer
+            self.pending_answer = None
+            if not call.ended:
+                ok = pj.CallOpParam()
+                ok.statusCode = 200
+                call.answer(ok)
+
+    def close(self) -> None:
+        if self._active():
+            assert self.call is not None
+            self.call.hung_up_by_us = True
+            with contextlib.suppress(pj.Error):
+                self.call.hangup(pj.CallOpParam(True))
+            deadline = time.monotonic() + 1.0
+            while not self.call.ended and time.monotonic() < deadline:
+                self.endpoint.libHandleEvents(10)
+        self.port.flush()
+        # pjsua2 asserts when a Call, an Account or a media port outlives the library: drop them first
+        self.call = None
+        self.pending_answer = None
+        self.account = None
+        del self.port
+        self.endpoint.libDestroy()
+
+
+def _read_commands(into: queue.Queue[dict[str, Any] | None]) -> None:
+    for line in sys.stdin:
+        line = line.strip()
+        if line:
+            try:
+                into.put(json.loads(line))
+            except ValueError:
+                emit("error", message=f"not a command: {line[:80]!r}")
+    into.put(None)  # stdin closed: the parent is gone or done
+
+
+def main() -> int:
+    _die_with_parent()
+    _own_stdout()
+    bind, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "tamesu"
+    try:
+        worker = Worker(bind, port, user)
+    except pj.Error as exc:
+        emit("error", message=f"the SIP stack did not start: {exc.info()}")
+        return 3
+    commands: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    threading.Thread(target=_read_commands, args=(commands,), daemon=True).start()
+    running = True
+    try:
+        while running:
+            worker.pump()
+            while running:
+                try:
+                    command = commands.get_nowait()
+                except queue.Empty:
+                    break
+                if command is None:
+                    running = False
+                    break
+                try:
+                    running = worker.handle(command)
+                except pj.Error as exc:
+                    emit("error", message=exc.info(), op=command.get("op"))
+    finally:
+        worker.close()
+        emit("closed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""What a user writes for a `sip` target."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from tamesu.targets.base import TargetSpec
+from tamesu.types import Duration, Strict
+
+
+class TrunkSpec(Strict):
+    """Where calls go when `to` is a number: a SIP trunk (or a PBX), with its credentials."""
+
+    model_config = ConfigDict(**{**Strict.model_config, "populate_by_name": True})
+
+    host: str
+    port: int = Field(5060, ge=1, le=65535)
+    transport: Literal["udp", "tcp"] = "udp"
+    username: str | None = None
+    password: str | None = None
+    """Digest credentials, usually `{{secrets.X}}`."""
+    realm: str = "*"
+    register_: bool = Field(False, alias="register")
+    """REGISTER with the trunk before calling (most trunks take calls from a known address without it)."""
+
+
+class TriggerSpec(Strict):
+    """What makes the agent call tamesu (inbound): an HTTP request or a command."""
+
+    http: dict[str, Any] | None = None
+    """`{url, method (POST), headers, body}`; `{{session.uri}}` is where tamesu answers."""
+    run: str | None = None
+    """A shell command; `{{session.uri}}` is where tamesu answers."""
+    timeout: Duration = 10.0
+
+    @model_validator(mode="after")
+    def _one(self) -> TriggerSpec:
+        if (self.http is None) == (self.run is None):
+            raise ValueError("a trigger is either http: {...} or run: \"command\"")
+        return self
+
+
+class SipSpec(TargetSpec):
+    direction: Literal["outbound", "inbound"] = "outbound"
+    to: str | None = None
+    """outbound: the agent's SIP URI (`sip:agent@host:port`), or a number dialled through `trunk`."""
+    from_: str | None = Field(None, alias="from")
+    """The caller identity tamesu presents (`sip:+15551234@example.com`)."""
+    trunk: TrunkSpec | None = None
+    inbound_number: str = "tamesu"
+    """inbound: the user part tamesu answers as (`sip:<inbound_number>@<listen>`)."""
+    trigger: TriggerSpec | None = None
+    listen: str = "127.0.0.1:0"
+    """The local SIP address (host:port; port 0 picks a free one)."""
+    answer_after: Duration = 0.5
+    """inbound: how long tamesu lets the call ring before it answers."""
+    ring_timeout: Duration = 30.0
+    max_duration: Duration = 300.0
+    idle: Duration = 1.2
+    """Silence after the agent's speech that ends its turn."""
+    greeting: bool = True
+    """Wait for the agent to speak first (an IVR's welcome) and make that the first agent turn."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra SIP headers on the INVITE (outbound)."""
+
+    model_config = ConfigDict(**{**TargetSpec.model_config, "populate_by_name": True})
+
+    @model_validator(mode="after")
+    def _direction(self) -> SipSpec:
+        if self.direction == "outbound" and not self.to:
+            raise ValueError("an outbound sip target needs `to` (the agent's SIP URI or a number)")
+        if self.direction == "inbound" and self.trigger is None:
+            raise ValueError("an inbound sip target needs a `trigger` that makes the agent call")
+        if self.to and not self.to.startswith(("sip:", "sips:", "{{")) and self.trunk is None:
+            raise ValueError(f"`to: {self.to}` is not a SIP URI; give a `trunk` to dial a number through")
+        return self
+
+    def dial_uri(self, to: str) -> str:
+        """Where to send the INVITE; raises ValueError when `to` (as rendered) is neither a URI nor a number
+        with a trunk to dial it through."""
+        if to.startswith(("sip:", "sips:")):
+            return to
+        if self.trunk is None or not to.strip():
+            raise ValueError(f"`to` is {to!r}: not a SIP URI, and no trunk to dial it through")
+        suffix = ";transport=tcp" if self.trunk.transport == "tcp" else ""
+        return f"sip:{to}@{self.trunk.host}:{self.trunk.port}{suffix}"

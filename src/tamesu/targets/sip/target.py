@@ -1,0 +1,373 @@
+"""The `sip` target: a phone call to (or from) the agent, with tamesu as the SIP user agent.
+
+The spec bridges SIP into a LiveKit room; no LiveKit server can run on tamesu's own machines, so tamesu is the
+caller itself (`tamesu.targets.sip`: PJSIP in a worker process) and the call's audio goes through the voice toolkit
+like every audio target's: the persona speaks (voice, behaviours, noise) at the call's real-time pace, the
+agent's audio is recorded on the playback clock, transcribed, and measured.
+
+Outbound: tamesu dials `to` (a SIP URI, or a number through `trunk`) presenting `from`. Inbound: tamesu listens,
+runs the `trigger` (an HTTP request or a command, with `{{session.uri}}`), lets the agent's call ring for
+`answer_after` and answers. Either way the agent usually speaks first: with `greeting: true` (the default)
+that speech is the first agent turn, so a script can `wait_for: "press 2"`. An agent turn ends after `idle`
+of silence following its speech, when the call ends, or at `turn_timeout`; the whole call at `max_duration`.
+A `dtmf` step sends RFC 4733 digits; digits the agent sends, its REFER (transfer) target and who ended the call
+are recorded for `dtmf_received`, `transferred_to` and `call_ended_by`.
+
+Traces (telemetry.traceparent): an outbound call's INVITE carries the conversation's `traceparent` header (PJSIP adds
+it like any of `headers`; a `traceparent` there wins); an inbound call's INVITE is the agent's, so the trigger
+carries it instead: its HTTP request's `traceparent` header, its command's `TRACEPARENT` environment variable.
+Every turn of the call records that trace id.
+
+Metrics: `call_setup_ms` (dial or trigger to answered), `ring_ms` (ringing to answered), `greeting_ms`
+(answered to the agent's first speech), `call_duration_ms` (answered to hang-up), the audio metrics, and per
+turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_dtmf`, `sip_transfer`, `call_ended` (`by`, `code`,
+`reason`), `audio`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from typing import Any
+
+from tamesu.audio import stt
+from tamesu.audio.level import is_speech
+from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.targets.base import Target
+from tamesu.targets.sip.spec import SipSpec
+from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
+
+__all__ = ["SipSpec", "SipTarget"]
+
+POLL_S = 0.05
+BUSY_CODES = {486, 600}
+NO_ANSWER_CODES = {408, 480, 487}
+
+
+class SipTarget(Target):
+    kind = "sip"
+    Spec = SipSpec
+    spec: SipSpec
+
+    def __init__(self, spec: SipSpec, name: str) -> None:
+        super().__init__(spec, name)
+        self._phone: Any = None
+        self._voice: Any = None
+        self._seen_chunks = 0
+        self._seen_dtmf = 0
+        self._seen_transfers = 0
+        self._started = 0.0
+        self._answered: float | None = None
+        self._ended_by: str | None = None
+        self._refused: str | None = None
+        """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
+        self._unanswered: str | None = None
+        """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
+        self._metrics: dict[str, float] = {}
+        self._speech_seen = False
+
+    # ---- the call ----------------------------------------------------------------------------------
+
+    async def _open(self, session: Session) -> None:
+        from tamesu.audio.conversation import AudioConversation
+        from tamesu.audio.formats import AudioFormat
+        from tamesu.targets.sip.phone import SipPhone, SipUnavailable
+
+        host, _, port = self.spec.listen.rpartition(":")
+        self._phone = SipPhone()
+        try:
+            local = await self._phone.start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number)
+        except SipUnavailable as exc:
+            raise InfraError(f"{self._what}: {exc}") from None
+        session.event("transport", binding="sip", local=local, direction=self.spec.direction)
+        self._voice = AudioConversation(session, send=AudioFormat("pcm16", 8000), receive=AudioFormat("pcm16", 8000))
+        self._started = time.monotonic()
+        if self.spec.direction == "outbound":
+            await self._dial(session)
+        else:
+            await self._take_call(session, local)
+
+    async def _dial(self, session: Session) -> None:
+        spec = self.spec
+        assert spec.to is not None
+        try:
+            to = spec.dial_uri(session.context.render_text(spec.to))
+        except ValueError as exc:
+            raise InfraError(f"{self._what}: {exc}") from None
+        identity = session.context.render_text(spec.from_) if spec.from_ else None
+        auth = registrar = None
+        if spec.trunk is not None and spec.trunk.username:
+            auth = {"username": session.context.render_text(spec.trunk.username),
+                    "password": session.context.render_text(spec.trunk.password or ""), "realm": spec.trunk.realm}
+            if spec.trunk.register_:
+                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}"
+        own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
+        headers = with_traceparent(own, session.conversation_trace)
+        session.event("sip_dial", to=to)
+        if (trace_id := sent_trace_id(own, session.conversation_trace)) is not None:
+            session.event("conversation_trace", trace_id=trace_id, sent_in=["INVITE header traceparent"])
+        await self._phone.dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
+        await self._await_answer(session)
+
+    async def _take_call(self, session: Session, local: str) -> None:
+        spec = self.spec
+        assert spec.trigger is not None
+        uri = f"sip:{spec.inbound_number}@{local}"
+        await self._phone.listen(spec.inbound_number)
+        session.values["uri"] = uri
+        await self._trigger(session, uri)
+        if not await self._phone.wait_incoming(spec.ring_timeout):
+            self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
+            self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
+            return
+        await self._phone.answer(after_ms=spec.answer_after * 1000)
+        await self._await_answer(session)
+
+    @staticmethod
+    def _trigger_env(session: Session) -> dict[str, str] | None:
+        """The trigger command's environment: tamesu's, with the conversation's TRACEPARENT (the variable
+        OpenTelemetry's environment carrier names)."""
+        trace = session.conversation_trace
+        return {**os.environ, "TRACEPARENT": trace.traceparent} if trace is not None else None
+
+    def turn_trace_id(self, session: Session) -> str | None:
+        # the call is the one carrier: every turn's audio belongs to the conversation's trace
+        trace = session.conversation_trace
+        own = {k: session.context.render_text(v) for k, v in self.spec.headers.items()} \
+            if self.spec.direction == "outbound" else {}
+        return sent_trace_id(own, trace)
+
+    async def _trigger(self, session: Session, uri: str) -> None:
+        trigger = self.spec.trigger
+        assert trigger is not None
+        session.event("sip_trigger", uri=uri)
+        if session.conversation_trace is not None:  # the agent's INVITE is its own: the trigger carries the trace
+            session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
+                          sent_in=["trigger command TRACEPARENT" if trigger.run is not None
+                                   else "trigger request header traceparent"])
+        context = session.with_captures()
+        if trigger.run is not None:
+            command = context.render_text(trigger.run)
+            process = await asyncio.create_subprocess_shell(command, stdout=asyncio.subprocess.DEVNULL,
+                                                            stderr=asyncio.subprocess.PIPE,
+                                                            env=self._trigger_env(session))
+            try:
+                async with asyncio.timeout(trigger.timeout):
+                    _, err = await process.communicate()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+                raise InfraError(f"{self._what}: the trigger command took longer than {trigger.timeout:g}s") from None
+            if process.returncode != 0:
+                raise InfraError(f"{self._what}: the trigger command exited {process.returncode}: "
+                                 f"{session.redactor.text(err.decode(errors='replace').strip())[:200]}")
+            return
+        import httpx
+
+        rendered = context.render_value(dict(trigger.http or {}))
+        body = rendered.get("body")
+        try:
+            async with httpx.AsyncClient(timeout=trigger.timeout) as client:
+                answer = await client.request(str(rendered.get("method", "POST")), str(rendered["url"]),
+                                              headers=with_traceparent(rendered.get("headers") or {},
+                                                                       session.conversation_trace),
+                                              **({"json": body} if body is not None else {}))
+        except httpx.HTTPError as exc:
+            raise InfraError(f"{self._what}: the trigger request failed: {type(exc).__name__}") from None
+        if answer.status_code >= 400:
+            raise InfraError(f"{self._what}: the trigger request answered HTTP {answer.status_code}")
+
+    async def _await_answer(self, session: Session) -> None:
+        state = await self._phone.wait_for(["confirmed"], self.spec.ring_timeout)
+        call = self._phone.call
+        if state is None:
+            await self._phone.hangup()
+            await self._phone.wait_for(["disconnected"], 3)
+            self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
+            self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
+            return
+        if state.state == "disconnected":
+            by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
+            self._end(by, session, code=state.code, reason=state.reason)
+            if by == "error":
+                # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
+                # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
+                self._refused = f"the call was refused: {state.code} {state.reason}".strip()
+            else:
+                what = "busy" if by == "busy" else "not answered"
+                self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
+            return
+        self._answered = state.at
+        dialled = self._started
+        self._metrics["call_setup_ms"] = round((state.at - dialled) * 1000, 3)
+        ringing = call.first("early")
+        rang_at = call.incoming[0] if call.incoming is not None else ringing.at if ringing is not None else None
+        if rang_at is not None:
+            self._metrics["ring_ms"] = round((state.at - rang_at) * 1000, 3)
+        session.event("sip_state", state="confirmed", code=state.code)
+
+    def _end(self, by: str, session: Session, *, code: int = 0, reason: str = "") -> None:
+        if self._ended_by is None:
+            self._ended_by = by
+            session.event("call_ended", by=by, code=code, reason=reason)
+
+    def never_connected(self) -> str | None:
+        if self._unanswered is None:
+            return None
+        return f"{self._unanswered}; the agent was never reached (`call_ended_by` asserts an expected end)"
+
+    def greets_first(self) -> bool:
+        return self.spec.greeting and self._answered is not None
+
+    # ---- turns -------------------------------------------------------------------------------------
+
+    async def greeting(self) -> AgentTurn | None:
+        """The agent's first words, before the caller says anything (an IVR's welcome)."""
+        if self._refused is not None:
+            raise TurnError(self._refused)
+        if not self.spec.greeting or self._ended_by is not None:
+            return self._ended_turn() if self._ended_by is not None else None
+        assert self._session is not None
+        turn = AgentTurn(sent_at_ms=self._session.now_ms())
+        self._voice._current = None
+        return await self._listen(turn, first=True)
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        assert self._session is not None
+        session = self._session
+        if self._ended_by is not None:
+            raise TurnError(f"the call has ended ({self._ended_by})")
+        said = turn.text
+        reply = AgentTurn(sent_at_ms=session.now_ms())
+        if turn.dtmf:
+            await self._phone.dtmf(turn.dtmf)
+            session.event("sip_dtmf_sent", digits=turn.dtmf)
+        if said:
+            await self._voice.speak(said, self._send_frame)
+        else:
+            self._voice._current = None
+        reply.sent_at_ms = session.now_ms()
+        return await self._listen(reply, first=False)
+
+    async def _send_frame(self, frame: bytes) -> None:
+        await self._phone.frame(frame)
+
+    async def _listen(self, turn: AgentTurn, *, first: bool) -> AgentTurn:
+        """The agent's speech until `idle` of silence after it, the call's end, or `turn_timeout`."""
+        assert self._session is not None
+        session = self._session
+        voice = self._voice
+        started = time.monotonic()
+        spoke_at: float | None = None
+        quiet_since: float | None = None
+        audio_turn = voice.current
+        pieces: list[bytes] = []
+        while True:
+            self._drain_events()
+            for at, pcm in self._new_chunks():
+                arrived = self._session_ms(at)
+                loud = is_speech(pcm)
+                # the line's silence is recorded, but the reply starts with the agent's first sound
+                voice.agent_audio(pcm, arrived_ms=arrived, turn=audio_turn if spoke_at or loud else None)
+                if loud:
+                    if spoke_at is None:
+                        spoke_at = at
+                        turn.first_token_at_ms = arrived
+                        if first and self._answered is not None and "greeting_ms" not in self._metrics:
+                            self._metrics["greeting_ms"] = round((at - self._answered) * 1000, 3)
+                    quiet_since = None
+                    pieces.append(pcm)
+                elif spoke_at is not None:
+                    pieces.append(pcm)
+                    quiet_since = quiet_since or at
+            now = time.monotonic()
+            if self._phone.call.ended is not None:
+                self._call_over()
+                break
+            if spoke_at is not None and quiet_since is not None and now - quiet_since >= self.spec.idle:
+                break
+            if now - started > self.spec.turn_timeout:
+                if spoke_at is None:
+                    turn.completed_at_ms = session.now_ms()
+                    raise TurnError(f"the agent said nothing within {self.spec.turn_timeout:g}s")
+                break
+            if self._answered is not None and now - self._answered > self.spec.max_duration:
+                await self._phone.hangup()
+                self._end("timeout", session, reason=f"the call reached max_duration ({self.spec.max_duration:g}s)")
+                await self._phone.wait_for(["disconnected"], 3)
+                turn.ended = True
+                break
+            await asyncio.sleep(POLL_S)
+        turn.completed_at_ms = session.now_ms()
+        turn.text = await stt.heard_in(b"".join(pieces), 8000, self._session_ms(spoke_at or time.monotonic()))
+        turn.raw = [{"speech_ms": round(len(b"".join(pieces)) / 16, 1), "heard": turn.text}]
+        if audio_turn is not None or voice.current is not None:
+            record, measures = voice.end_turn()
+            record.agent_said = turn.text
+            turn.audio, turn.measures = record, measures
+        if self._ended_by is not None:
+            turn.ended = True
+        return turn
+
+    def _ended_turn(self) -> AgentTurn:
+        assert self._session is not None
+        now = self._session.now_ms()
+        return AgentTurn(sent_at_ms=now, completed_at_ms=now, ended=True)
+
+    def _new_chunks(self) -> list[tuple[float, bytes]]:
+        audio = self._phone.call.audio
+        fresh = audio[self._seen_chunks:]
+        self._seen_chunks = len(audio)
+        return fresh
+
+    def _drain_events(self) -> None:
+        assert self._session is not None
+        call = self._phone.call
+        for at, digit in call.dtmf[self._seen_dtmf:]:
+            self._session.event("sip_dtmf", digit=digit, at=round(self._session_ms(at), 3))
+        self._seen_dtmf = len(call.dtmf)
+        for at, target in call.transfers[self._seen_transfers:]:
+            self._session.event("sip_transfer", to=target, at=round(self._session_ms(at), 3))
+        self._seen_transfers = len(call.transfers)
+
+    def _call_over(self) -> None:
+        assert self._session is not None
+        ended = self._phone.call.ended
+        if ended is None or self._ended_by is not None:
+            return
+        by = "caller" if ended.by == "caller" else "agent" if self._answered is not None else "error"
+        self._end(by, self._session, code=ended.code, reason=ended.reason)
+
+    def _session_ms(self, monotonic_s: float) -> float:
+        assert self._session is not None
+        return self._session.now_ms() - (time.monotonic() - monotonic_s) * 1000
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self._metrics)
+
+    async def close(self) -> None:
+        phone, self._phone = self._phone, None
+        if phone is None:
+            return
+        session = self._session
+        try:
+            if phone.call.ended is None and phone.local is not None and self._answered is not None:
+                await phone.hangup()
+                await phone.wait_for(["disconnected"], 3)
+            if session is not None:
+                self._phone = phone
+                self._drain_events()
+                self._call_over()
+                self._phone = None
+                ended = phone.call.ended
+                if ended is not None and self._answered is not None:
+                    # the engine has read metrics() by now; what close measures goes in the session's counters
+                    session.counters["call_duration_ms"] = round((ended.at - self._answered) * 1000, 3)
+                if self._voice is not None:
+                    with contextlib.suppress(Exception):
+                        await self._voice.finish()
+        finally:
+            await phone.close()

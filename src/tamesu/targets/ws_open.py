@@ -1,0 +1,80 @@
+"""Opening the one websocket an audio or realtime target talks over: `connect` retries for what never reached
+the agent, and one line for a refused handshake or a bad URL (infrastructure errors, exit 3); and closing it
+again in the one order both need (`hang_up`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
+
+from tamesu.conversation import Session
+from tamesu.errors import InfraError
+from tamesu.net.clients import os_reason, ssl_context
+from tamesu.suite.schema import ConnectSpec
+from tamesu.targets.rest.http import with_connect_retries
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """Why the agent was never reached (worth a retry), or None for an answer it gave."""
+    if isinstance(exc, InvalidStatus | InvalidURI | WebSocketException):
+        return None
+    if isinstance(exc, TimeoutError):
+        return "connect timed out"
+    if isinstance(exc, OSError):
+        return os_reason(exc)
+    return None
+
+
+async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: ConnectSpec, session: Session,
+                         what: str, max_size: int) -> ClientConnection:
+    masked = session.redactor.text(url)
+
+    async def attempt() -> ClientConnection:
+        return await connect(url, additional_headers=headers, open_timeout=connect_spec.timeout,
+                             ssl=ssl_context() if url.startswith("wss://") else None, close_timeout=2,
+                             max_size=max_size, ping_interval=None)
+
+    try:
+        return await with_connect_retries(attempt, reason_of=unreachable, connect=connect_spec, session=session,
+                                          what=what, url=url)
+    except InvalidStatus as exc:
+        raise InfraError(f"{what}: websocket handshake with {masked} refused: "
+                         f"HTTP {exc.response.status_code}") from exc
+    except (InvalidURI, WebSocketException) as exc:
+        raise InfraError(f"{what}: websocket {masked}: {exc}") from exc
+
+
+Line = tuple[asyncio.Task[None], asyncio.Event]
+"""The silence an open phone line keeps sending between utterances: its task and the event that stops it."""
+
+
+async def stop_line(line: Line | None) -> None:
+    """Stop the line's silence (bounded: a send stuck on a dead socket does not hold the close)."""
+    if line is not None:
+        task, stop = line
+        stop.set()
+        await asyncio.wait([task], timeout=2)
+
+
+async def hang_up(*, line: Line | None, ws: ClientConnection | None, reader: asyncio.Task[None] | None,
+                  goodbye: Callable[[ClientConnection], Awaitable[None]] | None = None,
+                  finish: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Close a connection in order: the line's silence stops, `goodbye` sends the wire's last messages (its
+    failures are the closing socket's, not news), the socket closes, the reader is cancelled (2 s at most:
+    nothing tamesu starts outlives it), then `finish` writes what the voice recorded."""
+    await stop_line(line)
+    if ws is not None:
+        if goodbye is not None:
+            with contextlib.suppress(Exception):
+                await goodbye(ws)
+        with contextlib.suppress(Exception):
+            await ws.close()
+    if reader is not None:
+        reader.cancel()
+        await asyncio.wait([reader], timeout=2)
+    if finish is not None:
+        await finish()
