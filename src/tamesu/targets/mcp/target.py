@@ -109,7 +109,7 @@ class McpTargetSpec(ModelTargetSpec):
 
 
 def default_system(server: str) -> str:
-    text = resources.files("tamesu.targets").joinpath(f"{SYSTEM_PROMPT_VERSION}.txt").read_text(encoding="utf-8")
+    text = resources.files("tamesu.targets.mcp").joinpath(f"{SYSTEM_PROMPT_VERSION}.txt").read_text(encoding="utf-8")
     return Template(text).safe_substitute(server=server).strip()
 
 
