@@ -71,6 +71,23 @@ async def test_dtmf_goes_out_and_the_agents_digits_are_recorded(tmp_path: Path) 
     assert "".join(e.data["digit"] for e in session.events if e.name == "sip_dtmf") == "123"
 
 
+async def test_dtmf_received_grades_the_digits_the_agent_sent_in_the_room(tmp_path: Path) -> None:
+    # the spec: "dtmf_received | sip, livekit audio"; before, the check demanded a SIP call and failed with the
+    # digits recorded
+    from tamesu.checks.base import RunView
+    from tamesu.checks.call import DtmfReceived, DtmfReceivedSpec
+
+    rooms: list[Any] = []
+    async with opened(tmp_path, rooms) as (target, session):
+        await target.send(UserTurn(text="hello", dtmf="9"))
+    run = RunView(exchanges=[], metrics={}, captured={}, events=session.events, tool_calls=[],
+                  context=session.context, base_dir=tmp_path)
+    passed = await DtmfReceived(DtmfReceivedSpec(equals="123")).evaluate(run)
+    assert passed.passed, passed.reason
+    failed = await DtmfReceived(DtmfReceivedSpec(equals="124")).evaluate(run)
+    assert not failed.passed and "'123'" in failed.reason
+
+
 async def test_no_agent_in_the_room_is_an_infrastructure_error(tmp_path: Path) -> None:
     from tamesu.errors import InfraError
 

@@ -127,7 +127,7 @@ tests:
 """)
     done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path)
     assert done.returncode == 1
-    assert "no phone call in this run" in done.stdout
+    assert "no phone call or LiveKit room in this run" in done.stdout
 
 
 def test_a_number_is_dialled_through_a_trunk_that_asks_for_digest_credentials(tamesu: Callable,

@@ -1,6 +1,7 @@
 """The phone call assertions, read from the call's events (the `sip` target records them):
 
-- `dtmf_received: {equals: "1234#"}` or `{matches: "^12"}`: the digits the agent sent (RFC 4733), in order;
+- `dtmf_received: {equals: "1234#"}` or `{matches: "^12"}`: the digits the agent sent (RFC 4733), in order; on a
+  `sip` call or in a `livekit` room (whose target records the agent's digits the same way);
 - `call_ended_by: agent` or `[agent, caller]`: who ended the call: `agent`, `caller`, `timeout`, `error`,
   `no_answer`, `busy`;
 - `transferred_to: {matches: "^sip:billing@"}`: the agent transferred the call (a REFER) to a matching target.
@@ -30,6 +31,17 @@ def _not_a_call(run: RunView) -> Verdict | None:
     return None
 
 
+def _no_dtmf_channel(run: RunView) -> Verdict | None:
+    """DTMF travels on a phone call or in a LiveKit room; any other run cannot carry the agent's digits."""
+    in_a_room = any(e.name == "transport" and e.data.get("binding") == "livekit" for e in run.events)
+    if in_a_room or any(e.name == "sip_dtmf" for e in run.events):
+        return None
+    if not any(e.name in ("call_ended", "sip_dial", "sip_trigger") for e in run.events):
+        return Verdict(passed=False, reason="no phone call or LiveKit room in this run (dtmf_received needs a sip "
+                                            "or livekit target)")
+    return None
+
+
 class DtmfReceivedSpec(Strict):
     equals: str | None = None
     matches: str | None = None
@@ -53,7 +65,7 @@ class DtmfReceived(Check):
     spec: DtmfReceivedSpec
 
     async def evaluate(self, run: RunView) -> Verdict:
-        if (missing := _not_a_call(run)) is not None:
+        if (missing := _no_dtmf_channel(run)) is not None:
             return missing
         digits = _digits(run)
         shown = repr(digits) if digits else "no digits"
