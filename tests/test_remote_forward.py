@@ -104,6 +104,25 @@ async def test_answers_come_back_byte_for_byte_and_the_card_points_at_the_proxy(
     assert "GetTask" in forwarded and "GET /.well-known/agent-card.json" in forwarded
 
 
+async def test_the_card_is_served_under_the_remote_agents_url_when_the_real_agent_keeps_it_at_its_origin(
+        tmp_path: Path) -> None:
+    # the A2A page: point the agent under test at {{remote.NAME.url}}, "its card is at
+    # /.well-known/agent-card.json" under it; the real agent serves its card at its origin only
+    async with agents(tmp_path / "real", {"billing": BILLING}) as real, \
+            agents(tmp_path / "proxy", {"billing": {"forward": real.urls["billing"]["url"] + "/a2a"}}) as proxy, \
+            httpx.AsyncClient(timeout=10) as http:
+        url = proxy.urls["billing"]["url"]
+        assert (await http.get(real.urls["billing"]["url"] + "/a2a/.well-known/agent-card.json")).status_code == 404
+        answer = await http.get(url + "/.well-known/agent-card.json")
+        assert answer.status_code == 200, answer.text
+        card = answer.json()
+        assert [s["id"] for s in card["skills"]] == ["refund", "invoice-lookup"]
+        origin = url.removesuffix("/a2a")
+        assert all(i["url"].startswith(origin) for i in card["supportedInterfaces"]), card
+        # a path the real agent does not serve at all stays its own 404
+        assert (await http.get(url + "/elsewhere")).status_code == 404
+
+
 async def test_headers_carry_the_real_agents_credentials_and_token_guards_the_proxy(tmp_path: Path) -> None:
     real_spec = {**BILLING, "token": "real-secret"}
     async with agents(tmp_path / "real", {"billing": real_spec}) as real:

@@ -6,7 +6,8 @@ status and body unchanged; an event stream is relayed chunk by chunk as it arriv
 or extension the two agents speak passes through, and the proxy only *reads* the traffic (`_wire`) to record
 each message as a delegation, in both directions. Two things are changed, on purpose:
 - cards: interfaces at the real agent's origin are moved to the proxy, others (gRPC) dropped, so the agent under
-  test keeps talking through the proxy after reading the card;
+  test keeps talking through the proxy after reading the card; a card asked under the remote agent's URL (which
+  carries the forwarded URL's path) that the real agent does not serve there is fetched from its origin;
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
   the caller's `Authorization` (meant for the proxy) is not passed on.
 A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
@@ -102,6 +103,13 @@ class ForwardProxy:
         request = self._client.build_request(scope["method"], url, content=body, headers=self._outgoing(headers))
         try:
             response = await self._client.send(request, stream=True)
+            if call.card and response.status_code == 404 and (at_origin := self._card_at_origin(scope["path"])):
+                # the card is read under the remote agent's URL (`{{remote.NAME.url}}/.well-known/...`), which
+                # has the forwarded URL's path; a real agent that serves its card at its origin is asked there
+                await response.aclose()
+                request = self._client.build_request("GET", self.forwarding.origin + at_origin,
+                                                     headers=self._outgoing(headers))
+                response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
             if self._local is not None:  # fuzzed, and the real agent is down too: the local card stands in
                 await self._local(scope, _replay(body), send)
@@ -112,6 +120,13 @@ class ForwardProxy:
             await self._relay(response, send, receive, call, delegation)
         finally:
             await response.aclose()
+
+    def _card_at_origin(self, path: str) -> str | None:
+        """The origin's own card path for a card asked under the forwarded URL's path, else None."""
+        prefix = self.forwarding.path
+        if not prefix or not path.startswith(prefix + "/.well-known/"):
+            return None
+        return path[len(prefix):]
 
     def _outgoing(self, incoming: dict[str, str]) -> dict[str, str]:
         headers = {k: v for k, v in incoming.items() if k not in _NOT_RELAYED}
