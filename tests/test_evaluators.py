@@ -149,7 +149,8 @@ def problem(entry: dict[str, Any]) -> AssertionProblem:
 def test_evaluator_parse_errors_point_at_what_was_written() -> None:
     unknown = problem({"evaluator": "faithfulnes", "min": 0.8})
     assert unknown.loc == ("evaluator",) and "did you mean 'faithfulness'" in unknown.message
-    assert "genkitEval/faithfulness" in problem({"evaluator": "genkitEval/faithfulness"}).message
+    assert "genkitEval/faithfulnes'" in problem({"evaluator": "genkitEval/faithfulnes"}).message
+    assert parse_assertion({"evaluator": "genkitEval/faithfulness"}).label == "evaluator genkitEval/faithfulness"
     out_of_range = problem({"evaluator": "faithfulness", "min": 3})
     assert out_of_range.loc == ("min",)  # beside the kind, where it was written
     assert "no score could pass" in problem({"evaluator": {"name": "faithfulness", "min": 0.9, "max": 0.1}}).message
@@ -227,6 +228,40 @@ def test_the_built_ins_through_the_command_with_the_fake_judge(tmp_path: Path, t
         "evaluator faithfulness": False, "evaluator answer_relevancy": False}
     [phished] = found["phishes"]["assertions"]
     assert (phished["passed"], phished["score"], phished["evidence"]) == (False, 0.9, ["send me your card number"])
+
+
+def test_the_seeds_genkit_names_and_the_assembled_form_run_the_same_evaluators(tmp_path: Path, tamesu,
+                                                                              desk_url: str) -> None:
+    # the Concepts page: `{ evaluator: genkitEval/faithfulness, min: 0.8 }`; the same as a key of its own
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\nmodels:\n  judge: { provider: fake, rules: "
+                                          + json.dumps(RULES) + " }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{desk_url}/chat" }}
+tests:
+  - name: faithful
+    target: desk
+    scenario: {{ script: [ {{ say: "How long do refunds take?" }} ] }}
+    assert:
+      - {{ evaluator: genkitEval/faithfulness, min: 0.8 }}
+      - evaluator: {{ evaluator: genkitEval/answer_relevancy, min: 0.5 }}
+  - name: invents
+    target: desk
+    scenario: {{ script: [ {{ say: "Can refunds be fast?" }} ] }}
+    assert: [ {{ evaluator: genkitEval/faithfulness, min: 0.8 }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "PASS  suite/faithful" in result.stdout
+    found = results(tmp_path / "out")
+    assert {a["name"]: a["passed"] for a in found["faithful"]["assertions"]} == {
+        "evaluator genkitEval/faithfulness": True, "evaluator genkitEval/answer_relevancy": True}
+    assert [a["passed"] for a in found["invents"]["assertions"]] == [False]
+    (tmp_path / "suite.yaml").write_text("tests: [{name: x, target: desk, scenario: {script: [{say: hi}]}, "
+                                         "assert: [{evaluator: genkitEval/faithfullness}]}]\n"
+                                         f"targets: {{desk: {{type: rest, url: '{desk_url}/chat'}}}}\n")
+    refused = tamesu(["validate"], cwd=tmp_path)
+    assert refused.returncode == 2 and "unknown evaluator 'genkitEval/faithfullness'" in refused.stdout + refused.stderr
 
 
 def test_faithfulness_on_a_local_openai_server_recorded_then_replayed(tmp_path: Path, tamesu,

@@ -1,7 +1,9 @@
 """`evaluator`: a registered evaluator scores the run from 0 to 1; the score passes within `min` / `max`.
 
-`{evaluator: faithfulness, min: 0.8}` (the Concepts page's form), or `{evaluator: {name: ..., min: ...}}`, or
-just `evaluator: faithfulness` for the evaluator's own threshold. `context` (as for `grounded`: a text, a
+`{evaluator: faithfulness, min: 0.8}` (the Concepts page's form), or `{evaluator: {name: ..., min: ...}}` (also
+written `{evaluator: {evaluator: ..., min: ...}}`), or just `evaluator: faithfulness` for the evaluator's own
+threshold. Genkit's names of the built-ins (`genkitEval/faithfulness`, `genkitEval/answer_relevancy`,
+`genkitEval/maliciousness`) name the same evaluators. `context` (as for `grounded`: a text, a
 JSONPath into the responses, or a tool's results; default every tool result of the run) is the reference text
 of `faithfulness`; `model` picks the judge; `with` is handed to a plug-in evaluator as `sample.options`.
 """
@@ -34,6 +36,14 @@ class EvaluatorSpec(Strict):
     model: Any = None
     """A name under `models:` or `provider:model`; default `models.judge`."""
     options: dict[str, Any] = Field(default_factory=dict, alias="with")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _evaluator_names_it(cls, value: Any) -> Any:
+        # the assembled form of the Concepts page's `{evaluator: NAME, min}`: the name under `evaluator`
+        if isinstance(value, dict) and "evaluator" in value and "name" not in value:
+            value = {("name" if key == "evaluator" else key): item for key, item in value.items()}
+        return value
 
     @field_validator("name")
     @classmethod

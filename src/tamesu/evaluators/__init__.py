@@ -39,6 +39,8 @@ _BUILTIN: dict[str, str] = {
 }
 
 DEFAULT_MIN = 0.5
+GENKIT_PREFIX = "genkitEval/"
+"""Genkit names its built-in evaluators `genkitEval/faithfulness` ...: the same names reach tamesu's."""
 
 
 class EvaluatorError(Exception):
@@ -79,6 +81,9 @@ def find(name: str) -> Evaluator:
     """The evaluator called `name`, imported now. EvaluatorError when there is none, or it does not load."""
     if name in _BUILTIN:
         return _load(name, _BUILTIN[name], "built-in")
+    if name.startswith(GENKIT_PREFIX) and name.removeprefix(GENKIT_PREFIX) in _BUILTIN:
+        # Genkit's own names for the same three evaluators (the Concepts page writes genkitEval/faithfulness)
+        return _load(name, _BUILTIN[name.removeprefix(GENKIT_PREFIX)], "built-in")
     entry = _entry_points().get(name)
     if entry is None:
         close = difflib.get_close_matches(name, names(), n=1)
