@@ -48,6 +48,7 @@ tests:
       - shouty: { min_ratio: 0.9 }
       - custom: { name: mentions, with: { word: hello } }
       - custom: { name: shouty, with: { min_ratio: 0.5 } }
+      - custom: shouty
       - metric: { name: echo_turns, equals: 1 }
   - name: whispers
     target: quiet
@@ -55,6 +56,7 @@ tests:
     assert:
       - shouty: { min_ratio: 0.9 }
       - custom: { name: mentions, with: { word: hello, times: 2 } }
+      - custom: shouty
   - name: plug-in breaks
     target: quiet
     scenario: { script: [ { say: "hi" } ] }
@@ -74,6 +76,8 @@ def test_a_plugin_package_adds_a_target_a_check_and_a_report(plugin_site: Path, 
     assert "plain report:" in done.stdout and (run_dir / "junit.xml").is_file()
     assert "mentions raised RuntimeError: the plug-in broke" in done.stdout
     assert "'hello' 1 time(s)" in done.stdout  # the whispers test's custom verdict, shown as its reason
+    # `custom: shouty`, the Concepts page's "a registered assertion by name": its own default threshold
+    assert done.stdout.count("✗ custom: 0% capitals") == 1
 
 
 def test_without_the_plugin_its_names_are_unknown(plugin_site: Path, tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 - `custom: "module:function"`: a function in a file of the project (`module` is a path from the suite's folder,
   `a.b` is `a/b.py`); installed modules and the standard library are not looked at.
-- `custom: {name: NAME, with: {...}}`: a check registered under NAME through the `tamesu.checks` entry points
+- `custom: {name: NAME, with: {...}}`, or `custom: NAME` (a name without `:`; the Concepts page's "a
+  registered assertion by name"): a check registered under NAME through the `tamesu.checks` entry points
   (a plug-in) or in the built-in table. A registered function is called like a project function; a registered
   `Check` class gets `with` as its options.
 
@@ -33,6 +34,15 @@ class CustomSpec(Strict):
     name: str | None = None
     """A registered check."""
     with_: dict[str, Any] = Field(default_factory=dict, alias="with")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_bare_name_is_registered(cls, value: Any) -> Any:
+        # a project function is always `module:function`; a name without a colon can only be a registered check
+        if isinstance(value, dict) and isinstance(value.get("function"), str) and ":" not in value["function"] \
+                and "name" not in value:
+            value = {("name" if key == "function" else key): item for key, item in value.items()}
+        return value
 
     @model_validator(mode="after")
     def _one_of(self) -> CustomSpec:
