@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench bench-store bench-browser clean proto js-sdk
+.PHONY: demo integration test lint typecheck bench bench-store bench-browser clean proto js-sdk
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo_a2a.py
 	$(BIN)/python scripts/demo_grpc.py
 	$(BIN)/python scripts/demo.py
+
+# the A2A page's example: examples/a2a-agent (the shop agent, examples/a2a-shop) and its suite, offline with the
+# fake models, over every binding of A2A 1.0 and 0.3
+integration: $(BIN)/.installed
+	$(BIN)/python scripts/demo_a2a.py
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples scripts

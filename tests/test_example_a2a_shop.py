@@ -501,3 +501,15 @@ def test_the_a2a_demo_runs_its_suite_and_passes(tmp_path: Path, protocol: str) -
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
     assert demo.returncode == 0, demo.stdout + demo.stderr
+
+
+def test_the_a2a_pages_example_is_where_the_page_says_and_make_integration_runs_it() -> None:
+    # the A2A page: "examples/a2a-agent is a small shop agent ... make integration builds it and runs the suite
+    # with the fake models"; examples/a2a-agent is the shop (one agent, two names), the demo is the test above
+    agent = ROOT / "examples" / "a2a-agent"
+    assert agent.resolve() == (ROOT / "examples" / "a2a-shop").resolve()
+    assert (agent / "shop.tamesu.yaml").is_file() and (agent / "agent.py").is_file()
+    planned = subprocess.run(["make", "-n", "integration"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert planned.returncode == 0, planned.stderr
+    assert "scripts/demo_a2a.py" in planned.stdout
