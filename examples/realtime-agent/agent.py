@@ -7,7 +7,8 @@ faster-whisper and Silero VAD, through tamesu's audio toolkit (`pip install 'tam
 What it implements of the protocol, as a client of the real service would meet it:
 - `session.created` on connect; `session.update` merged into the session (instructions, tools,
   output_modalities, audio input/output format, turn_detection), answered with `session.updated`;
-- text: `conversation.item.create` (a user message with input_text, or a function_call_output), then
+- text: `conversation.item.create` (a user message with input_text, an earlier assistant or system message
+  handed over as history, or a function_call_output), then
   `response.create`;
 - audio: `input_audio_buffer.append` (pcm16 24 kHz, or G.711 mu-law/A-law 8 kHz), then
   `input_audio_buffer.commit` + `response.create`, or server VAD (`turn_detection: {type: server_vad}`):
@@ -114,7 +115,7 @@ def decide(history: list[dict[str, Any]]) -> Decision:
     if re.search(r"\b(yes|please do|go ahead|sure)\b", lower):
         asked = next((h for h in reversed(history) if h["type"] == "function_call"
                       and h["name"] == "check_availability"), None)
-        args = json.loads(asked["arguments"]) if asked else {}
+        args = json.loads(asked["arguments"]) if asked else _asked_in_words(history)
         return Decision(tool="book_table", args={**args, "time": "7 pm"})
     if re.search(r"\b(menu|dishes|food)\b", lower):
         return Decision(say=MENU)
@@ -125,6 +126,17 @@ def decide(history: list[dict[str, Any]]) -> Decision:
     if re.search(r"\b(bye|goodbye|that is all|nothing else)\b", lower):
         return Decision(tool="end_call")
     return Decision(say="Welcome to Bella's. I can book a table for you. How many people, and which day?")
+
+
+def _asked_in_words(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The party and day the caller gave in earlier words, when no availability check was made in this session
+    (a conversation handed over as history items)."""
+    for item in reversed(history):
+        if item["type"] == "message" and item.get("role") == "user":
+            size, day = _party_and_day(item.get("text", ""))
+            if size and day:
+                return {"party_size": size, "day": day}
+    return {}
 
 
 def _id(prefix: str) -> str:
@@ -242,14 +254,15 @@ class Connection:
                                  "output": str(item.get("output", ""))})
             shown = {"type": "function_call_output", "id": item_id, "object": "realtime.item", "status": "completed",
                      "call_id": item["call_id"], "output": str(item.get("output", ""))}
-        elif item.get("type") == "message" and item.get("role") == "user":
-            text = " ".join(part.get("text", "") for part in item.get("content") or []
-                            if part.get("type") == "input_text")
-            self.history.append({"type": "message", "role": "user", "text": text})
-            shown = {"type": "message", "role": "user", "id": item_id, "object": "realtime.item",
-                     "status": "completed", "content": [{"type": "input_text", "text": text}]}
+        elif item.get("type") == "message" and item.get("role") in ("user", "assistant", "system"):
+            role = item["role"]
+            kinds = ("output_text", "text") if role == "assistant" else ("input_text",)
+            text = " ".join(part.get("text", "") for part in item.get("content") or [] if part.get("type") in kinds)
+            self.history.append({"type": "message", "role": role, "text": text})
+            shown = {"type": "message", "role": role, "id": item_id, "object": "realtime.item",
+                     "status": "completed", "content": [{"type": kinds[0], "text": text}]}
         else:
-            await self.error("only user messages and function_call_output items can be created", "invalid_item",
+            await self.error("only messages and function_call_output items can be created", "invalid_item",
                              event_id)
             return
         await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": shown})

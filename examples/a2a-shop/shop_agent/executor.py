@@ -96,16 +96,21 @@ def _incoming(message: Message, signed_in: bool) -> Incoming:
     texts: list[str] = []
     data: list[dict[str, object]] = []
     files: list[FileIn] = []
+    history: list[tuple[str, str]] = []
     for part in message.parts:
         kind = part.WhichOneof("content")
         if kind == "text":
             texts.append(part.text)
         elif kind == "data":
             value = MessageToDict(part.data)
-            if isinstance(value, dict):
+            if isinstance(value, dict) and set(value) == {"history"} and isinstance(value["history"], list):
+                # a client that hands over the conversation so far (tamesu's stateless tests do)
+                history = [(str(m.get("role", "")), str(m.get("text", ""))) for m in value["history"]
+                           if isinstance(m, dict)]
+            elif isinstance(value, dict):
                 data.append(value)
         elif kind == "raw":
             files.append(FileIn(name=part.filename or "a file", size=len(part.raw)))
         elif kind == "url":
             files.append(FileIn(name=part.filename or part.url.rsplit("/", 1)[-1] or part.url, uri=part.url))
-    return Incoming(text=" ".join(texts), data=data, files=files, signed_in=signed_in)
+    return Incoming(text=" ".join(texts), data=data, files=files, signed_in=signed_in, history=history)

@@ -67,6 +67,9 @@ class Incoming:
     files: list[FileIn] = field(default_factory=list)
     signed_in: bool = False
     """The request carried the shop's bearer token."""
+    history: list[tuple[str, str]] = field(default_factory=list)
+    """(role, text) of the messages before this one, when the client hands the conversation over in the
+    message (a data part `{"history": [...]}`) instead of continuing a task."""
 
 
 @dataclass
@@ -94,6 +97,8 @@ class Shop:
         self._rma_numbers = itertools.count(5521)
 
     def answer(self, incoming: Incoming, pending: Pending | None = None) -> Reply:
+        if pending is None and incoming.history:
+            pending = _pending_after(incoming.history, incoming.signed_in)
         order_id = _order_in(incoming)
         if pending is not None:
             return self._continue(incoming, pending, order_id)
@@ -191,3 +196,14 @@ def _reason_in(incoming: Incoming) -> str | None:
         if isinstance(reason, str) and reason.strip():
             return reason.strip()
     return None
+
+
+def _pending_after(history: list[tuple[str, str]], signed_in: bool) -> Pending | None:
+    """What the shop would be waiting for after the user's earlier messages: they are answered again by a
+    shop of their own (so no return number is used up), and the last question stands."""
+    scratch = Shop()
+    pending: Pending | None = None
+    for role, text in history:
+        if role == "user":
+            pending = scratch.answer(Incoming(text=text, signed_in=signed_in), pending).pending
+    return pending

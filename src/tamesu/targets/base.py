@@ -51,6 +51,10 @@ class Target(ABC):
     kind: ClassVar[str]
     Spec: ClassVar[type[TargetSpec]]
     conversational: ClassVar[bool] = True
+    carries_history: ClassVar[bool] = False
+    """Whether a turn's message history (a stateless test's earlier messages) reaches the agent with the turn.
+    A case with a history against a target that cannot carry it is refused when it loads, never run on its
+    last message alone."""
 
     @classmethod
     def unavailable(cls) -> str | None:

@@ -174,6 +174,7 @@ def _as_content(value: Any) -> str:
 class ModelTarget(Target):
     kind = "model"
     Spec = ModelTargetSpec
+    carries_history = True
     model_is_the_agent: ClassVar[bool] = True
     """Each model request of a turn carries the turn's `traceparent` (the mcp target's model is no agent)."""
 

@@ -104,6 +104,7 @@ _CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SD
 class A2ATarget(Target):
     kind = "a2a"
     Spec = A2ASpec
+    carries_history = True
     poll_interval = 0.5
     """Seconds between tasks/get while a task works (the A2A target page's 500 ms)."""
 

@@ -26,8 +26,13 @@ def _as_json(value: Any) -> Any:
 def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task_id: str | None,
                  metadata: dict[str, Any], what: str) -> Message:
     """The turn as one message with a fresh messageId: a text part for the words, a data part for `data`,
-    a file part per file (its bytes inline when it has a path, else its URI)."""
+    a file part per file (its bytes inline when it has a path, else its URI). A turn that carries the
+    conversation before it (a stateless test's message history) sends it first, as a data part
+    `{"history": [{"role": "user" | "agent", "text": ...}, ...]}` (A2A has no field for earlier messages a
+    client writes, and a task's own history is the agent's to keep)."""
     parts: list[Part] = []
+    if turn.history:
+        parts.append(history_part(turn))
     if turn.text or (turn.data is None and not turn.files):
         parts.append(Part(text=turn.text))
     if turn.data is not None:
@@ -52,6 +57,16 @@ def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task
         ParseDict(_as_json(metadata), struct)
         message.metadata.CopyFrom(struct)
     return message
+
+
+def history_part(turn: UserTurn) -> Part:
+    """The earlier messages as one data part, in A2A's roles (`agent` for the assistant)."""
+    earlier = [{"role": "agent" if m.role == "assistant" else m.role,
+                "text": "\n".join([m.content, *(f"[{f.name}]" for f in m.files)]) if m.files else m.content}
+               for m in turn.history]
+    value = Value()
+    ParseDict({"history": earlier}, value)
+    return Part(data=value)
 
 
 class Progress:

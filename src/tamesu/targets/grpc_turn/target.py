@@ -88,6 +88,7 @@ class GrpcSpec(TargetSpec):
 class GrpcTarget(Target):
     kind = "grpc"
     Spec = GrpcSpec
+    carries_history = True
 
     @classmethod
     def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:

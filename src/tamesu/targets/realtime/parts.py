@@ -7,7 +7,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from tamesu.conversation import ToolCall
+from tamesu.conversation import ToolCall, UserTurn
 
 
 @dataclass
@@ -55,3 +55,15 @@ def kept(event: dict[str, Any]) -> dict[str, Any]:
         delta = event.get("delta")
         return {**event, "delta": f"<{len(delta) * 3 // 4 if isinstance(delta, str) else 0} bytes of audio>"}
     return event
+
+
+def history_items(turn: UserTurn) -> list[dict[str, Any]]:
+    """A turn's message history as Realtime conversation items, oldest first: a user's words as `input_text`,
+    the assistant's as `output_text` (the content type of the assistant's own text items), a system line as a
+    system message."""
+    items: list[dict[str, Any]] = []
+    for message in turn.history:
+        text = "\n".join([message.content, *(f"[{f.name}]" for f in message.files)])
+        kind = "output_text" if message.role == "assistant" else "input_text"
+        items.append({"type": "message", "role": message.role, "content": [{"type": kind, "text": text}]})
+    return items

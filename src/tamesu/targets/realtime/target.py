@@ -12,7 +12,9 @@ wall-clock pace, then `input_audio_buffer.commit` + `response.create` (`turn_det
 nothing more and the agent's server VAD decides (`server_vad`). The agent's reply is read until
 `response.done`: text deltas, or audio deltas (placed on the playback clock and recorded) with their
 transcript, which is the turn's text. The agent's transcript of the user
-(`conversation.item.input_audio_transcription.completed`) is kept for `stt_word_error_rate`.
+(`conversation.item.input_audio_transcription.completed`) is kept for `stt_word_error_rate`. A turn that carries
+a message history (a stateless JSONL case) first creates one item per earlier message (the user's as
+`input_text`, the assistant's as `output_text`), so the response answers the last message in its context.
 
 Function calls (`response.function_call_arguments.done`) are answered from `tool_results` (or as the
 test's `fuzz_tools` says for that tool: error, empty, hostile, delay, custom) with a `function_call_output`
@@ -56,7 +58,7 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnErr
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.targets.base import Target
-from tamesu.targets.realtime.parts import Closed, NotJson, Reply, kept, merge
+from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import own_traceparent, sent_trace_id, with_traceparent
@@ -73,6 +75,7 @@ _BENIGN_ERRORS = {"response_cancel_not_active"}
 class RealtimeTarget(Target):
     kind = "realtime"
     Spec = RealtimeSpec
+    carries_history = True
     can_dtmf = False
 
     def __init__(self, spec: RealtimeSpec, name: str) -> None:
@@ -278,6 +281,8 @@ class RealtimeTarget(Target):
         said = turn.display()
         reply = Reply()
         audio: TurnAudio | None = None
+        for earlier in history_items(turn):  # a stateless test's history: items of the conversation, as text
+            await self._send({"type": "conversation.item.create", "item": earlier})
         if self._voice is None:
             sent_at = session.now_ms()
             await self._send({"type": "conversation.item.create", "item": {

@@ -109,6 +109,7 @@ UNSOLICITED_KEPT = 20
 class RestTarget(Target):
     kind = "rest"
     Spec = RestSpec
+    carries_history = True
 
     def __init__(self, spec: RestSpec, name: str) -> None:
         super().__init__(spec, name)
