@@ -173,3 +173,23 @@ def test_the_expense_examples_jsonl_folder_validates(tamesu: Callable[..., Any])
     done = tamesu(["validate"], cwd=example, env={"EXPENSE_URL": "http://127.0.0.1:9"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["ok: 11 test case(s) in 4 JSONL file(s)"]
+
+
+def test_a_forwarded_header_naming_an_unset_secret_is_a_warning(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    (tmp_path / "suite.yaml").write_text("""\
+remote_agents:
+  billing:
+    forward: "http://127.0.0.1:9/a2a"
+    headers: { Authorization: "Bearer {{secrets.REAL_BILLING_KEY_UNSET}}", X-Team: "{{env.TEAM_UNSET_VAR}}" }
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+tests:
+  - { name: t, target: shop, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "warning: suite.yaml:4:31: remote_agents.billing.headers.Authorization: secret REAL_BILLING_KEY_UNSET is not "
+        "set (environment or .env): the remote agent cannot start",
+        "warning: suite.yaml:4:84: remote_agents.billing.headers.X-Team: environment variable TEAM_UNSET_VAR is not "
+        "set: the remote agent cannot start"]

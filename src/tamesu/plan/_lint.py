@@ -85,14 +85,19 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
 def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets) -> list[Problem]:
     warnings = []
     for name, agent in suite.spec.remote_agents.items():
-        for expr, problem in references(agent.token or ""):
-            root, _, key = expr.partition(".")
-            if problem:
-                continue  # the template check says what is wrong with it
-            if root == "secrets" and not secrets.has(key):
-                warnings.append(doc.problem(("remote_agents", name, "token"), f"secret {key} is not set "
-                                            "(environment or .env): the remote agent cannot start"))
-            elif root == "env" and key not in os.environ:
-                warnings.append(doc.problem(("remote_agents", name, "token"), f"environment variable {key} is "
-                                            "not set: the remote agent cannot start"))
+        # a token or a forwarded header that names an unset secret: said before the run, not at its start
+        places: list[tuple[tuple[str, ...], str]] = [(("remote_agents", name, "token"), agent.token or "")]
+        places += [(("remote_agents", name, "headers", header), value)
+                   for header, value in (getattr(agent, "headers", None) or {}).items() if isinstance(value, str)]
+        for loc, text in places:
+            for expr, problem in references(text):
+                root, _, key = expr.partition(".")
+                if problem:
+                    continue  # the template check says what is wrong with it
+                if root == "secrets" and not secrets.has(key):
+                    warnings.append(doc.problem(loc, f"secret {key} is not set (environment or .env): the remote "
+                                                     "agent cannot start"))
+                elif root == "env" and key not in os.environ:
+                    warnings.append(doc.problem(loc, f"environment variable {key} is not set: the remote agent "
+                                                     "cannot start"))
     return warnings
