@@ -109,5 +109,8 @@ class RunSpans:
                 if turn is not None:
                     self.kept[index] = span.model_copy(update={"turn": turn})
         self.kept.sort(key=lambda s: (s.start_unix_nano, s.end_unix_nano))
+        started: dict[str, int] = {}
+        for at, turn in starts:
+            started.setdefault(str(turn), at)
         return SpansFile(received=self.received, over_limit=self.received - len(self.kept),
-                         max_spans=self.max_spans, spans=self.kept)
+                         max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept)

@@ -62,6 +62,8 @@ class SpansFile(BaseModel):
     over_limit: int = 0
     """Received past `max_spans` and not kept: the run's result says so."""
     max_spans: int = 0
+    turn_started_unix_nano: dict[str, int] = Field(default_factory=dict)
+    """When tamesu sent each turn (by turn number), on the agent's clock: where a waterfall starts."""
     spans: list[Span] = Field(default_factory=list)
 
 
