@@ -141,3 +141,97 @@ class TracedRestAgent:
     def shutdown(self) -> None:
         self.provider.force_flush(5000)
         self.provider.shutdown()
+
+
+class TracedRealtimeAgent:
+    """A Realtime agent in text mode: a `realtime session` span under the handshake's traceparent (the
+    conversation's trace) when it connects, and each `response.create`'s turn traced under the
+    `response.metadata.traceparent` it carries, as an agent reading the metadata would."""
+
+    def __init__(self, endpoint: str, encoding: str = "protobuf") -> None:
+        self.provider = provider(endpoint, encoding, service="traced-voice-agent")
+        self.tracer = self.provider.get_tracer("traced-voice-agent")
+
+    async def handle(self, websocket: Any) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        await websocket.accept()
+        conversation = TraceContextTextMapPropagator().extract(carrier=dict(websocket.headers))
+        with self.tracer.start_as_current_span("realtime session", context=conversation, kind=SpanKind.SERVER):
+            pass
+        await websocket.send_json({"type": "session.created", "session": {}})
+        said = ""
+        try:
+            while True:
+                event = json.loads(await websocket.receive_text())
+                if event["type"] == "session.update":
+                    await websocket.send_json({"type": "session.updated", "session": event["session"]})
+                elif event["type"] == "conversation.item.create":
+                    said = " ".join(c.get("text", "") for c in event["item"].get("content", []))
+                elif event["type"] == "response.create":
+                    metadata = (event.get("response") or {}).get("metadata") or {}
+                    reply = handle_turn(self.tracer, {"traceparent": metadata.get("traceparent", "")}, said)
+                    response = {"id": f"resp_{id(event)}", "metadata": metadata}
+                    await websocket.send_json({"type": "response.created",
+                                               "response": {**response, "status": "in_progress"}})
+                    await websocket.send_json({"type": "response.output_text.delta", "response_id": response["id"],
+                                               "delta": reply})
+                    await websocket.send_json({"type": "response.done",
+                                               "response": {**response, "status": "completed"}})
+        except WebSocketDisconnect:
+            return
+
+    def app(self) -> Starlette:
+        from starlette.routing import WebSocketRoute
+
+        return Starlette(routes=[WebSocketRoute("/realtime", self.handle)])
+
+    def shutdown(self) -> None:
+        self.provider.force_flush(5000)
+        self.provider.shutdown()
+
+
+class TracedA2AAgent:
+    """An A2A agent (the a2a-sdk's JSON-RPC server) that answers each message with a text message and traces
+    the turn under the request's `traceparent` header."""
+
+    def __init__(self, endpoint: str, encoding: str = "protobuf") -> None:
+        from a2a.helpers import get_message_text
+        from a2a.server.agent_execution import AgentExecutor, RequestContext
+        from a2a.server.events import EventQueue
+        from a2a.server.request_handlers import DefaultRequestHandler
+        from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+        from a2a.server.tasks import InMemoryTaskStore
+        from a2a.types.a2a_pb2 import AgentInterface
+
+        from agents.a2a_agents import _agent_text, _card, _header
+
+        self.provider = provider(endpoint, encoding, service="traced-a2a-agent")
+        tracer = self.tracer = self.provider.get_tracer("traced-a2a-agent")
+
+        class Executor(AgentExecutor):
+            async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+                assert context.message is not None
+                carrier = {"traceparent": _header(context.call_context, "traceparent") or ""}
+                reply = handle_turn(tracer, carrier, get_message_text(context.message))
+                await event_queue.enqueue_event(_agent_text(reply))
+
+            async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+                return None
+
+        self.card = _card("Traced Shop", [AgentInterface(url="http://127.0.0.1:1/a2a", protocol_binding="JSONRPC",
+                                                         protocol_version="1.0")], streaming=False, push=False)
+        handler = DefaultRequestHandler(agent_executor=Executor(), task_store=InMemoryTaskStore(),
+                                        agent_card=self.card)
+        self._routes = [*create_agent_card_routes(self.card), *create_jsonrpc_routes(handler, "/a2a")]
+
+    def app(self) -> Starlette:
+        return Starlette(routes=self._routes)
+
+    def served_at(self, url: str) -> None:
+        """The card names where it is served, known once the server has its port."""
+        self.card.supported_interfaces[0].url = f"{url}/a2a"
+
+    def shutdown(self) -> None:
+        self.provider.force_flush(5000)
+        self.provider.shutdown()

@@ -51,7 +51,7 @@ def _tool_calls(run: RunView) -> tuple[list[ToolCall], str]:
         return own, ""
     if own:
         return own, " (from the target's answers)"
-    return genai.tool_calls(run.spans), " (from the agent's spans)"
+    return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)"
 
 
 def _names(calls: list[ToolCall]) -> str:

@@ -323,7 +323,7 @@ async def _talk(
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
-                    expect_turn(spans, target.turn_trace_id(session), index)  # before the agent can answer
+                    expect_turn(spans, trace.trace_id, index)  # before the agent can answer
                     try:
                         agent = await target.send(action.turn)
                     finally:

@@ -80,6 +80,9 @@ class RunSpans:
         """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
         if trace_id is None:
             return
+        known = self._collector._routes.get(trace_id)
+        if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
+            return  # a turn that recorded the conversation's trace: its spans are placed by time
         if turn is not None:
             self._turn_starts.append((time.time_ns(), turn))
         self._collector._routes[trace_id] = (self, _CONVERSATION if turn is None else turn)

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from tamesu.conversation import ToolCall
 from tamesu.telemetry.spans import Span
 
 LLM_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
@@ -48,11 +47,12 @@ def _result(value: Any) -> Any:
     return value
 
 
-def tool_calls(spans: Iterable[Span]) -> list[ToolCall]:
-    """The agent's tool calls as its `execute_tool` spans record them, in the order they started."""
+def tool_calls(spans: Iterable[Span]) -> list[dict[str, Any]]:
+    """The agent's tool calls as its `execute_tool` spans record them, in the order they started: each with
+    the fields of a `ToolCall` (name, args, result, turn)."""
     found = [s for s in spans if operation(s) == TOOL_OPERATION]
-    return [ToolCall(name=tool_name(s), args=_arguments(s.attributes.get("gen_ai.tool.call.arguments")),
-                     result=_result(s.attributes.get("gen_ai.tool.call.result")), turn=s.turn)
+    return [{"name": tool_name(s), "args": _arguments(s.attributes.get("gen_ai.tool.call.arguments")),
+             "result": _result(s.attributes.get("gen_ai.tool.call.result")), "turn": s.turn}
             for s in sorted(found, key=lambda s: s.start_unix_nano)]
 
 
