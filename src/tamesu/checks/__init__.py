@@ -33,6 +33,7 @@ _IMPLEMENTED: dict[str, str] = {
     "tool_called": "tamesu.checks.tools:ToolCalled",
     "tool_not_called": "tamesu.checks.tools:ToolNotCalled",
     "tool_sequence": "tamesu.checks.tools:ToolSequence",
+    "span": "tamesu.checks.span:SpanCheck",
     "judge": "tamesu.checks.judge:Judge",
     "grounded": "tamesu.checks.grounded:Grounded",
     "similar_to": "tamesu.checks.similar:SimilarTo",

@@ -15,6 +15,7 @@ from tamesu.matching import show
 from tamesu.models.base import Models
 from tamesu.models.structured import Attempt
 from tamesu.suite.secrets import Redactor
+from tamesu.telemetry.spans import Span
 
 __all__ = ["Check", "Exchange", "RunView", "Verdict", "show"]
 
@@ -57,6 +58,8 @@ class RunView:
     """`--update-golden`: golden checks write what they saw instead of comparing."""
     redactor: Redactor | None = None
     """Masks secrets in anything a check writes to disk (golden files)."""
+    spans: list[Span] | None = None
+    """The agent's own spans matched to this run (`traces:`), each with its turn; None without `traces:`."""
 
     def scoped(self, on_turn: int | str | None) -> RunView:
         """The same run seen through one agent turn (1-based, or `last`)."""
@@ -83,6 +86,7 @@ class RunView:
             models=self.models,
             update_golden=self.update_golden,
             redactor=self.redactor,
+            spans=None if self.spans is None else [s for s in self.spans if s.turn in indexes],
         )
 
     def agent_text(self) -> str:

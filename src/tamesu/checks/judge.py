@@ -8,10 +8,12 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.span import NO_TRACES
 from tamesu.models.base import ModelError
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput, JudgeVerdict
 from tamesu.roles.transcript import lines_of
+from tamesu.telemetry import genai
 from tamesu.types import Strict
 
 
@@ -24,6 +26,9 @@ class JudgeSpec(Strict):
     timings: bool = False
     """Show the judge the timing and spending metrics too. They differ on every run, so each run then
     asks the model anew instead of replaying its verdict from the cache."""
+    trace: bool = False
+    """Show the judge a summary of the agent's own spans (`traces:`): names, tools with arguments, durations,
+    errors. Its evidence may quote it and is looked up in it as in the transcript."""
     evidence: Literal["strict", "lenient"] = "strict"
     """strict: a passing verdict none of whose quotes is in the transcript fails; lenient: it passes, with
     the quotes marked unsupported."""
@@ -58,6 +63,12 @@ def judge_metrics(metrics: Mapping[str, float], timings: bool) -> dict[str, floa
             if timings or not (name.endswith(("_ms", "_ms_p50", "_ms_p95", "_ms_max")) or name.startswith("llm_"))}
 
 
+def _trace(run: RunView) -> str:
+    if run.spans is None:
+        raise ModelError(NO_TRACES.replace("no spans", "judge: trace: true, but no spans"))
+    return genai.summary(run.spans) or "(no spans)"
+
+
 def judge_client(run: RunView, override: Any) -> Any:
     if run.models is None:
         raise ModelError("no model for the judge: set models.judge in tamesu.yaml or the suite")
@@ -79,5 +90,6 @@ class Judge(Check):
             scale=spec.scale,
             min=spec.min,
             evidence=spec.evidence,
+            trace=_trace(run) if spec.trace else None,
         ))
         return to_verdict(verdict)

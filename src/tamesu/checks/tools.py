@@ -5,6 +5,10 @@ every key given must be there; a value equal to the actual one matches; a string
 as a full regular expression against the actual value's text (JSON for non-strings); mappings recurse and
 lists match item by item. A delegation to a remote agent counts as a call named after the agent (its args:
 `message`), so `tool_not_called: shipping` sees it; `delegated_to` asserts on delegations alone.
+
+When the target's answers carry no tool calls and the suite receives the agent's spans (`traces:`), the calls
+are those of the agent's GenAI-convention `execute_tool` spans (`gen_ai.tool.name`, and the arguments when the
+agent records `gen_ai.tool.call.arguments`). Every reason says which source it read.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tamesu.errors import TemplateError
 from tamesu.matching import args_problem, shown
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
+from tamesu.telemetry import genai
 
 
 class CallSpec(Strict):
@@ -38,8 +43,15 @@ def call_problem(spec: CallSpec, call: ToolCall, expected_args: dict[str, Any] |
     return args_problem(expected_args, call.args)
 
 
-def _tool_calls(run: RunView) -> list[ToolCall]:
-    return [c for c in run.tool_calls if c.kind in ("tool", "delegation")]
+def _tool_calls(run: RunView) -> tuple[list[ToolCall], str]:
+    """The calls, and where they were read when the suite receives spans: the target's answers, or else the
+    agent's spans."""
+    own = [c for c in run.tool_calls if c.kind in ("tool", "delegation")]
+    if run.spans is None:
+        return own, ""
+    if own:
+        return own, " (from the target's answers)"
+    return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)"
 
 
 def _names(calls: list[ToolCall]) -> str:
@@ -67,19 +79,20 @@ class ToolCalled(Check):
             expected = _rendered_args(self.spec, run.context)
         except TemplateError as exc:
             return template_failed(exc)
-        calls = _tool_calls(run)
+        calls, source = _tool_calls(run)
         named = [c for c in calls if c.name == self.spec.name]
         if not named:
             return Verdict(passed=False,
-                           reason=f"expected a call to {self.spec.name}; tools called: {_names(calls)}")
+                           reason=f"expected a call to {self.spec.name}; tools called: {_names(calls)}{source}")
         for call in named:
             if call_problem(self.spec, call, expected) is None:
-                return Verdict(passed=True, reason=f"{self.spec.name} called{_turn(call)} with {shown(call.args)}")
+                return Verdict(passed=True,
+                               reason=f"{self.spec.name} called{_turn(call)} with {shown(call.args)}{source}")
         problem = call_problem(self.spec, named[0], expected)
         return Verdict(
             passed=False,
             reason=f"expected {self.spec.name} with {shown(expected)}; {len(named)} call(s) to it, "
-            f"none matching (first: {problem})",
+            f"none matching (first: {problem}){source}",
             evidence=[shown(c.args, 400) for c in named],
         )
 
@@ -97,16 +110,17 @@ class ToolNotCalled(Check):
             expected = _rendered_args(self.spec, run.context)
         except TemplateError as exc:
             return template_failed(exc)
-        calls = _tool_calls(run)
+        calls, source = _tool_calls(run)
         for call in calls:
             if call_problem(self.spec, call, expected) is None:
                 with_args = f" with {shown(expected)}" if expected is not None else ""
                 return Verdict(
                     passed=False,
                     reason=f"expected no call to {self.spec.name}{with_args}; called{_turn(call)} "
-                    f"with {shown(call.args)}",
+                    f"with {shown(call.args)}{source}",
                 )
-        return Verdict(passed=True, reason=f"{self.spec.label()} was not called; tools called: {_names(calls)}")
+        return Verdict(passed=True,
+                       reason=f"{self.spec.label()} was not called; tools called: {_names(calls)}{source}")
 
 
 class SequenceSpec(Strict):
@@ -133,14 +147,14 @@ class ToolSequence(Check):
             wanted = [(spec, _rendered_args(spec, run.context)) for spec in self.spec.calls]
         except TemplateError as exc:
             return template_failed(exc)
-        calls = _tool_calls(run)
+        calls, source = _tool_calls(run)
         order = " -> ".join(spec.label() for spec in self.spec.calls)
         found = " -> ".join(c.name for c in calls) or "no tool calls"
         problem = _strict_problem(wanted, calls) if self.spec.strict else _in_order_problem(wanted, calls)
         if problem:
             kind = "exactly" if self.spec.strict else "in order"
-            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem})")
-        return Verdict(passed=True, reason=f"tools called: {found}")
+            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem}){source}")
+        return Verdict(passed=True, reason=f"tools called: {found}{source}")
 
 
 Wanted = list[tuple[CallSpec, dict[str, Any] | None]]

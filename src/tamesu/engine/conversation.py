@@ -22,6 +22,7 @@ from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
+from tamesu.engine.traces import SuiteTraces, attach, expect_turn
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry, one_line
@@ -40,6 +41,9 @@ from tamesu.suite.templates import Context
 from tamesu.targets.base import Target
 from tamesu.targets.bounds import bound_turn
 from tamesu.telemetry import otel
+from tamesu.telemetry.collector import RunSpans
+from tamesu.telemetry.spans import SpansFile
+from tamesu.telemetry.traceparent import TraceContext
 
 
 @dataclass
@@ -59,6 +63,8 @@ class RunInputs:
     JSONL tests bring their own (static turns, their simulator, a person, checkpoints)."""
     stop: RunStop | None = None
     """How a stopping run (Ctrl-C, SIGTERM) ends this one early: its deadline is moved to now."""
+    traces: SuiteTraces | None = None
+    """`traces:`: the agent's spans of this run's traces come back through it."""
 
     @property
     def seed(self) -> int:
@@ -73,6 +79,8 @@ class RunOutcome:
     transcript: Transcript
     warnings: list[str] = field(default_factory=list)
     budget_exceeded: bool = False
+    spans: SpansFile | None = None
+    """spans.json, with `traces:`."""
 
 
 def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, Any], run: dict[str, Any],
@@ -132,6 +140,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     target_metrics: dict[str, float] = {}
     budget_exceeded = False
     user: UserSimulator | None = None
+    run_spans = inputs.traces.run() if inputs.traces is not None else None
     try:
         await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
         async with asyncio.timeout(test.spec.timeout) as deadline:
@@ -142,7 +151,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             else:
                 user = choose_user(test, models, inputs.seed, session)
             await remote_agents.start()  # before the target opens: its config may name their URLs
-            result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured)
+            result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured,
+                                                                         run_spans)
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
@@ -170,7 +180,13 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             await user.aclose()
         await remote_agents.stop()  # after every run, a failed one too
         remote_agents.attach(exchanges)
+        spans_file = await _spans_back(inputs, run_spans)
 
+    if spans_file is not None:
+        target_metrics.update(attach(spans_file, exchanges, session))
+        if spans_file.over_limit:
+            warnings.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) "
+                            "were not kept")
     spent = _spending(run_ledger)
     measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
@@ -183,7 +199,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     if result.status != "error":
         view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
                        tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
-                       models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor)
+                       models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor,
+                       spans=spans_file.spans if spans_file is not None else None)
         try:
             # a skipped run grades only what happened: the assertions of the turns it reached
             graded, grading_error = await grade(test, view, reached=len(exchanges) if skipped else None,
@@ -203,7 +220,16 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
-    return RunOutcome(result, transcript, warnings, budget_exceeded)
+    return RunOutcome(result, transcript, warnings, budget_exceeded, spans_file)
+
+
+async def _spans_back(inputs: RunInputs, spans: RunSpans | None) -> SpansFile | None:
+    """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping)."""
+    if spans is None or inputs.traces is None:
+        return None
+    if inputs.stop is None or inputs.stop.reason is None:
+        await spans.settle(inputs.traces.spec.wait)
+    return spans.close()
 
 
 def crashed_run(inputs: RunInputs, exc: Exception) -> RunOutcome:
@@ -237,21 +263,27 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
 
 
 async def _converse(
-    test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, Any]
+    test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, Any],
+    spans: RunSpans | None = None,
 ) -> tuple[Any, str | None, dict[str, float]]:
     """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics."""
     target = targets.target_class(test.target.type)(test.target, test.target_name)
     with contextlib.ExitStack() as conversation:
         # a target that connects before its first turn asks for the conversation's trace (its handshake's);
         # with OpenTelemetry its span then lasts until the target is closed (tamesu.telemetry.traceparent)
-        session.conversation_trace_factory = lambda: conversation.enter_context(
-            otel.active().conversation(test=test.id, target=test.target_name))
-        return await _talk(test, target, session, user, exchanges, captured)
+        def conversation_trace() -> TraceContext:
+            trace = conversation.enter_context(otel.active().conversation(test=test.id, target=test.target_name))
+            if spans is not None:
+                spans.expect(trace.trace_id, None)
+            return trace
+
+        session.conversation_trace_factory = conversation_trace
+        return await _talk(test, target, session, user, exchanges, captured, spans)
 
 
 async def _talk(
     test: PlannedTest, target: Target, session: Session, user: UserSimulator, exchanges: list[Exchange],
-    captured: dict[str, Any],
+    captured: dict[str, Any], spans: RunSpans | None = None,
 ) -> tuple[Any, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
     try:
@@ -291,11 +323,14 @@ async def _talk(
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
+                    expect_turn(spans, trace.trace_id, index)  # before the agent can answer
                     try:
                         agent = await target.send(action.turn)
                     finally:
                         sent_trace = target.turn_trace_id(session)
                         session.trace = None  # what the target sends between turns is no turn's
+                        if spans is not None:
+                            spans.turn_ended()
             except TurnError as exc:
                 now = session.now_ms()
                 failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
@@ -306,6 +341,7 @@ async def _talk(
                 what = "step" if action.turn.source == "step" else "turn"
                 return "turn_failed", f"{what} {index}: {exc}", target.metrics()
             agent.trace_id = agent.trace_id or sent_trace
+            expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
             agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index

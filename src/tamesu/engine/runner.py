@@ -19,6 +19,7 @@ from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execu
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
+from tamesu.engine.traces import Receivers, SuiteTraces
 from tamesu.errors import EXIT_INFRA, InfraError
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
@@ -83,6 +84,8 @@ class Runner:
         """Why the run folder could not take a result (full disk, read-only): the run stops, exit 3."""
         self.run_dir: Path | None = None
         """Set as soon as the run's directory exists (an interrupted run is found there)."""
+        self.receivers = Receivers()
+        """`traces:`: the OTLP receivers the suites name, for the whole invocation."""
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
@@ -103,6 +106,9 @@ class Runner:
                     chosen = [t for t in self.tests if t.suite is suite]
                     if chosen and self.stopping.signum is None:
                         warnings.extend(await self._run_suite(suite, chosen, directory))
+                for said in await self.receivers.stop():
+                    warnings.append(said)
+                    self.reporter.warning(said)
             interrupted = self.stopping.reason
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = self.stopping.reason or "interrupted"
@@ -110,6 +116,7 @@ class Runner:
         finally:
             # what targets share across tests (one browser) goes with the run, so nothing outlives it
             await asyncio.shield(targets.shutdown())
+            await asyncio.shield(self.receivers.stop())
             try:
                 directory.close()  # results.jsonl on the disk before the run says it is done
             except OSError as exc:
@@ -154,8 +161,10 @@ class Runner:
     async def _run_suite(self, suite: LoadedSuite, tests: list[PlannedTest], directory: RunDirectory) -> list[str]:
         project_hooks, suite_hooks = self.plan.project.spec.hooks, suite.spec.hooks
         warnings: list[str] = []
-        context = self._suite_context(suite)
         hook_dir = suite.hook_dir or suite.dir
+        # before the hooks, so they start the agent with OTEL_EXPORTER_OTLP_ENDPOINT pointing at the receiver
+        traces = await self.receivers.for_suite(suite.spec.traces or self.plan.project.spec.traces)
+        context = self._suite_context(suite)
         try:
             await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir, "before_all")
         except HookFailed as exc:
@@ -164,7 +173,7 @@ class Runner:
             return [str(exc)]
         models = self._models_for(suite)
         try:
-            await asyncio.gather(*(self._traced_test(test, directory, models) for test in tests))
+            await asyncio.gather(*(self._traced_test(test, directory, models, traces) for test in tests))
         finally:
             if models is not None:
                 await models.aclose()
@@ -194,10 +203,11 @@ class Runner:
         self.results.append(result)
         self.reporter.test_finished(result, runs)
 
-    async def _traced_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
+    async def _traced_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None,
+                           traces: SuiteTraces | None = None) -> None:
         """The test under a span of its own (when tamesu exports spans), its status on it."""
         with otel.active().span("tamesu.test", test=test.id, suite=test.suite.name) as span:
-            await self._run_test(test, directory, models)
+            await self._run_test(test, directory, models, traces)
             if span is not None:
                 recorded = next((r for r in reversed(self.results) if r.id == test.id), None)
                 span.set_attribute("tamesu.status", recorded.status if recorded else "not recorded")
@@ -209,7 +219,8 @@ class Runner:
             self._stop = self.write_failed
             self.reporter.warning(self.write_failed)
 
-    async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None) -> None:
+    async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None,
+                        traces: SuiteTraces | None = None) -> None:
         if test.spec.skip:
             reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
             self._record(directory, self._unrun(test, "skipped", reason), [])
@@ -217,7 +228,7 @@ class Runner:
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
         outcomes = await asyncio.gather(
-            *(self._run_with_retries(test, number, repeat, test_dir, directory, models)
+            *(self._run_with_retries(test, number, repeat, test_dir, directory, models, traces)
               for number in range(1, repeat + 1))
         )
         finished = [o for o in outcomes if o is not None]
@@ -235,7 +246,7 @@ class Runner:
 
     async def _run_with_retries(
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
-        models: ModelRegistry | None,
+        models: ModelRegistry | None, traces: SuiteTraces | None = None,
     ) -> RunOutcome | None:
         pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
         async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
@@ -253,6 +264,7 @@ class Runner:
                     after_each=[*hooks[0].after_each, *hooks[1].after_each],
                     models=models, update_golden=self.options.update_golden, stop=self.stopping,
                     user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
+                    traces=traces,
                 )
                 try:
                     outcome = await execute_run(inputs)
@@ -263,6 +275,8 @@ class Runner:
                 try:
                     directory.write_json(run_dir / "transcript.json", outcome.transcript)
                     directory.write_json(run_dir / "result.json", outcome.result)
+                    if outcome.spans is not None:
+                        directory.write_json(run_dir / "spans.json", outcome.spans)
                 except OSError as exc:
                     self._cannot_write(run_dir / "result.json", exc)
                     return None

@@ -11,7 +11,7 @@ Context keys it reads, by purpose:
   are said in order, one per turn, before any rule applies).
 - judge: `mode` ("rubric", "grounded" or "evaluator"), `rubric`, `scale` ("binary", "1-5"), `transcript` (a
   list of {role, text, turn}), `claims` (grounded: the agent's text to check), `context` (the reference text,
-  or None), `evaluator` (evaluator: the built-in evaluator's name).
+  or None), `evaluator` (evaluator: the built-in evaluator's name), `trace` (the agent's spans, summarised).
 - extract: `description`, `text` (the agent turn to take the value from).
 - target, counterpart, generator: `message` if given, else the content of the last user message.
 
@@ -106,6 +106,8 @@ class JudgeRule(_Rule):
     not_transcript: str | None = None
     context: str | None = None
     """Searched in the reference text given to the judge."""
+    trace: str | None = None
+    """Searched in the summary of the agent's spans given to the judge (`judge: {trace: true}`)."""
     passed: bool | None = Field(None, alias="pass")
     """Required, except by an evaluator rule, whose score is what counts."""
     score: float | None = None
@@ -114,7 +116,7 @@ class JudgeRule(_Rule):
     evidence: list[str] | None = None
     """Default: what `transcript` matched."""
 
-    _regexes = field_validator("rubric", "evaluator", "transcript", "not_transcript", "context")(_compile)
+    _regexes = field_validator("rubric", "evaluator", "transcript", "not_transcript", "context", "trace")(_compile)
 
     @model_validator(mode="after")
     def _rubric_only_for_rubrics(self) -> JudgeRule:
@@ -155,7 +157,8 @@ class ExtractRule(_Rule):
 Rule = TurnRule | JudgeRule | ExtractRule
 
 _KINDS: list[tuple[set[str], type[_Rule], str]] = [
-    ({"pass", "passed", "rubric", "transcript", "not_transcript", "check", "evaluator"}, JudgeRule, "judge"),
+    ({"pass", "passed", "rubric", "transcript", "not_transcript", "check", "evaluator", "trace"}, JudgeRule,
+     "judge"),
     ({"description"}, ExtractRule, "extract"),
     ({"when", "say", "dtmf", "stop", "goal_achieved", "stop_when_met", "tool_calls"}, TurnRule, "turn"),
 ]
@@ -336,8 +339,12 @@ class FakeProvider(Provider):
                 continue
             if rule.context is not None and not _search(rule.context, reference):
                 continue
+            in_trace = _search(rule.trace, str(context.get("trace") or ""))
+            if rule.trace is not None and not in_trace:
+                continue
             top, bottom = (5, 1) if context.get("scale") == "1-5" and mode == "rubric" else (1, 0)
-            evidence = rule.evidence if rule.evidence is not None else ([found.group(0)] if found else [])
+            quoted = found or in_trace
+            evidence = rule.evidence if rule.evidence is not None else ([quoted.group(0)] if quoted else [])
             return {
                 "pass": rule.passed,
                 "score": rule.score if rule.score is not None else (top if rule.passed else bottom),

@@ -22,7 +22,9 @@ from tamesu.report import _svg
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
+from tamesu.report.waterfall import waterfall
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
+from tamesu.telemetry.spans import SpansFile
 from tamesu.telemetry.traceparent import trace_link
 
 _BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP"}
@@ -315,6 +317,7 @@ class _Page:
         if not detail.turns:
             return ""
         bubbles = []
+        spans = _spans(folder)
         for turn in detail.turns:
             if turn.user is not None:
                 said = turn.user.display()
@@ -341,9 +344,10 @@ class _Page:
             if not text and isinstance(agent.response, dict):  # a failed browser step says why
                 text = str(agent.response.get("failure", ""))
             who = " · ".join(_e(f) for f in facts) + self.trace(agent.trace_id)
+            drawn = waterfall(turn.index, agent, spans) if spans is not None else ""
             bubbles.append(f'<div class="msg agent"><div class="who">{who}</div>'
                            f'<div class="text">{_e(text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
-                           f"{shots}</div>")
+                           f"{shots}{drawn}</div>")
         return f'<div class="chat" aria-label="transcript">{"".join(bubbles)}</div>'
 
     def metrics(self, detail: RunResult) -> str:
@@ -388,6 +392,16 @@ class _Page:
         why = self.run.summary.stopped or self.run.summary.interrupted or "not run"
         items = "".join(f"<li>{_e(entry.id)}</li>" for entry in missing)
         return f'<section class="unfinished"><h2>Not finished ({_e(why)})</h2><ul>{items}</ul></section>'
+
+
+def _spans(folder: Path | None) -> SpansFile | None:
+    """The run's spans.json (`traces:`), or None when it has none or it cannot be read."""
+    if folder is None:
+        return None
+    try:
+        return SpansFile.model_validate_json((folder / "spans.json").read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 def _first_reason(result: TestResult) -> str:

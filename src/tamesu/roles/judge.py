@@ -49,6 +49,8 @@ class JudgeInput(BaseModel):
     """lenient: a passing verdict whose quotes are not in the record still passes (they are marked)."""
     images: list[MessageFile] = Field(default_factory=list)
     """Pictures the judge is shown beside the text (a browser page's screenshot), for models that see images."""
+    trace: str | None = None
+    """A summary of the agent's own spans (`judge: {trace: true}`): shown after the rest, evidence may quote it."""
 
 
 class JudgeVerdict(BaseModel):
@@ -148,16 +150,25 @@ class Judge:
             "tool_calls": given.tool_calls, "metrics": given.metrics, "context": given.context}
         if given.images:
             context["images"] = [image.name for image in given.images]
+        version = self.version
+        if given.trace is not None:
+            traced = _prompts.load("judge_trace")
+            user = f"{user}\n\n{traced.render('trace', trace=given.trace or '(no spans)')}"
+            context["trace"] = given.trace
+            version = f"{version}+{traced.version}"  # the words the model saw: both files
         schema: type[_Answer] = ScaledAnswer if given.scale == "1-5" else BinaryAnswer
-        answer, responses, attempts = await self._ask(system, user, context, schema, self.version, given.images)
+        answer, responses, attempts = await self._ask(system, user, context, schema, version, given.images)
         if given.scale == "1-5":
             # the threshold is the test author's, so it decides, whatever the model concluded on its own
             passed, score = answer.score >= given.min, answer.score  # type: ignore[attr-defined]
         else:
             passed, score = answer.passed, 1.0 if answer.passed else 0.0
-        record = [as_text(lines, empty=""), *(_json(call) for call in given.tool_calls), given.context or ""]
+        record = [as_text(lines, empty=""), *(_json(call) for call in given.tool_calls), given.context or "",
+                  given.trace or ""]
         found = check_evidence(answer.evidence, record)
-        return self._verdict(answer, passed, score, responses, attempts, found, given.evidence)
+        verdict = self._verdict(answer, passed, score, responses, attempts, found, given.evidence)
+        verdict.prompt_version = version
+        return verdict
 
     async def grade_grounding(self, claims: str, context: str, evidence: EvidenceMode = "strict") -> JudgeVerdict:
         """Every factual claim in `claims` (the agent's text) is supported by `context`; the unsupported

@@ -17,7 +17,7 @@ from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
-from tamesu.types import Duration, Strict, parse_duration
+from tamesu.types import Duration, Strict, parse_duration, split_addr
 
 __all__ = ["Duration", "Strict", "parse_duration"]
 
@@ -228,6 +228,24 @@ class SecretsSpec(Strict):
     env_files: list[str] = Field(default_factory=lambda: [".env"])
 
 
+class TracesSpec(Strict):
+    """`traces:`: receive the agent's own OpenTelemetry spans while the tests run (tamesu.telemetry)."""
+
+    receive: str
+    """`host:port` of an OTLP/HTTP receiver (protobuf and JSON) for the run's duration; port 0 picks a free one.
+    Hooks and the commands tamesu starts get OTEL_EXPORTER_OTLP_ENDPOINT pointing at it."""
+    wait: Duration = 2.0
+    """How long after a run's last turn to wait for late spans before it is graded."""
+    max_spans: int = Field(10_000, ge=1, le=10_000_000)
+    """Spans kept per run; more are counted in the result, not kept."""
+
+    @field_validator("receive")
+    @classmethod
+    def _addr(cls, value: str) -> str:
+        split_addr(value)
+        return value
+
+
 class SuiteSpec(Strict):
     name: str | None = None
     description: str | None = None
@@ -242,6 +260,8 @@ class SuiteSpec(Strict):
     """The suite's own packs, used as `pack: NAME`; they replace the project's and built-in ones of that name."""
     remote_agents: dict[str, RemoteAgentSpec] = Field(default_factory=dict)
     """Scripted A2A agents served for every run of the suite's tests, for the agent under test to delegate to."""
+    traces: TracesSpec | None = None
+    """The project's `traces:` for this suite's tests, or its own."""
     tests: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -292,5 +312,7 @@ class ProjectSpec(Strict):
     store: str | bool | None = None
     """The results store: `true` (SQLite in .tamesu/store.db), a SQLite path, `postgresql://...`, or off
     (the default). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
+    traces: TracesSpec | None = None
+    """Receive the agent's spans (OTLP/HTTP) for every suite that does not say otherwise."""
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""

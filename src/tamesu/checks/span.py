@@ -1,0 +1,114 @@
+"""`span`: the agent's own spans of the run (`traces:`), selected by name, attributes and status, counted and timed.
+
+`{name: "execute_tool lookup_order", attributes: {gen_ai.tool.name: lookup_order}, count: {gte: 1},
+status: ok, max_duration_ms: 500}`: `name` is a full regular expression; `attributes` match as tool arguments
+do (equal, or a string tried as a full regular expression; templates allowed); `count` defaults to at least
+one; `max_duration_ms` bounds every selected span. `{status: error, count: {equals: 0}}` asserts no span failed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu.checks._compare import template_failed
+from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.errors import TemplateError
+from tamesu.matching import args_problem, number_text, shown
+from tamesu.suite.schema import Strict
+from tamesu.telemetry.spans import Span
+
+NO_TRACES = "no spans: the suite receives none (set traces.receive in tamesu.yaml or the suite)"
+
+
+class CountSpec(Strict):
+    equals: int | None = Field(None, ge=0)
+    gte: int | None = Field(None, ge=0)
+    lte: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _something(self) -> CountSpec:
+        if self.equals is None and self.gte is None and self.lte is None:
+            raise ValueError("give equals, gte or lte")
+        return self
+
+    def problem(self, found: int) -> str | None:
+        if self.equals is not None and found != self.equals:
+            return f"expected exactly {self.equals}"
+        if self.gte is not None and found < self.gte:
+            return f"expected at least {self.gte}"
+        if self.lte is not None and found > self.lte:
+            return f"expected at most {self.lte}"
+        return None
+
+
+class SpanSpec(Strict):
+    name: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["ok", "error", "unset"] | None = None
+    count: CountSpec = Field(default_factory=lambda: CountSpec(gte=1))
+    max_duration_ms: float | None = Field(None, ge=0)
+    on_turn: int | Literal["last"] | None = Field(None, ge=1)
+    """As the assertion's own `on_turn` (the issue's examples write it among the span's options)."""
+
+    @field_validator("name")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"name is not a regular expression: {exc}") from None
+        return value
+
+    def described(self) -> str:
+        parts = [f"name ~ {self.name!r}"] if self.name is not None else []
+        parts.extend(f"{key}={shown(value)}" for key, value in self.attributes.items())
+        if self.status is not None:
+            parts.append(f"status {self.status}")
+        return ", ".join(parts) or "any span"
+
+
+class SpanCheck(Check):
+    key = "span"
+    Spec = SpanSpec
+    shorthand = "name"
+    spec: SpanSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        if run.spans is None:
+            return Verdict(passed=False, reason=NO_TRACES)
+        try:
+            attributes = run.context.render_value(self.spec.attributes)
+        except TemplateError as exc:
+            return template_failed(exc)
+        if self.spec.on_turn is not None:
+            run = run.scoped(self.spec.on_turn)
+        assert run.spans is not None
+        chosen = [s for s in run.spans if self._selects(s, attributes)]
+        what = f"{len(chosen)} span(s) with {self.spec.described()} among {len(run.spans)}"
+        problem = self.spec.count.problem(len(chosen))
+        if problem:
+            return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
+        limit = self.spec.max_duration_ms
+        slow = [s for s in chosen if limit is not None and s.duration_ms > limit]
+        if slow:
+            worst = max(slow, key=lambda s: s.duration_ms)
+            return Verdict(passed=False, reason=f"{what}; {len(slow)} took longer than {number_text(limit or 0)} ms "
+                           f"(slowest: {worst.name} {worst.duration_ms:.1f} ms)", evidence=_evidence(slow))
+        return Verdict(passed=True, reason=what, evidence=_evidence(chosen))
+
+    def _selects(self, span: Span, attributes: dict[str, Any]) -> bool:
+        if self.spec.name is not None and re.fullmatch(self.spec.name, span.name) is None:
+            return False
+        if self.spec.status is not None and span.status != self.spec.status:
+            return False
+        return not attributes or args_problem(attributes, span.attributes, "attributes") is None
+
+
+def _evidence(spans: list[Span], limit: int = 5) -> list[str]:
+    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}{f', turn {s.turn}' if s.turn else ''})"
+            for s in spans[:limit]]
+    return [*said, f"... {len(spans) - limit} more"] if len(spans) > limit else said

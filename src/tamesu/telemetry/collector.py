@@ -1,0 +1,119 @@
+"""Spans routed to the run and turn whose trace they belong to, by trace id.
+
+Each run says which trace ids are its own as it sends them (`RunSpans.expect`, before the request goes out, so
+no span of the agent's can arrive before its trace is known). A span of any other trace is counted and dropped;
+one that arrives after its run was graded is counted as late. A run keeps at most `max_spans`: the rest are
+counted (`SpansFile.over_limit`), never silently cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tamesu.telemetry.spans import Span, SpansFile
+
+_CONVERSATION = -1
+"""The route of a conversation's trace: its spans are placed on turns by their start time."""
+_OTHER_TRACES_REMEMBERED = 100_000
+
+
+@dataclass
+class Dropped:
+    """Spans no run kept, for the run's warnings."""
+
+    other_spans: int = 0
+    other_traces: int = 0
+    late_spans: int = 0
+
+    def words(self) -> list[str]:
+        said = []
+        if self.other_spans:
+            said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
+                        "were dropped")
+        if self.late_spans:
+            said.append(f"traces: {self.late_spans} span(s) arrived after their run was graded (raise traces.wait)")
+        return said
+
+
+class SpanCollector:
+    """Every run's spans, fed by the receiver."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, tuple[RunSpans, int]] = {}
+        self._other: set[str] = set()
+        self.dropped = Dropped()
+
+    def run(self, max_spans: int) -> RunSpans:
+        return RunSpans(self, max_spans)
+
+    def take(self, spans: Iterable[Span]) -> None:
+        for span in spans:
+            route = self._routes.get(span.trace_id)
+            if route is None:
+                self.dropped.other_spans += 1
+                if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
+                    self._other.add(span.trace_id)
+                    self.dropped.other_traces += 1
+            elif route[0].closed:
+                self.dropped.late_spans += 1
+            else:
+                route[0].add(span, None if route[1] == _CONVERSATION else route[1])
+
+
+class RunSpans:
+    """One run's side of the collector: the traces it sent, the spans that came back for them."""
+
+    def __init__(self, collector: SpanCollector, max_spans: int) -> None:
+        self._collector = collector
+        self.max_spans = max_spans
+        self.kept: list[Span] = []
+        self.received = 0
+        self.closed = False
+        self._turn_starts: list[tuple[int, int]] = []
+        """(wall-clock ns, turn): where a conversation trace's spans fall."""
+        self._quiet_since = time.monotonic()
+
+    def expect(self, trace_id: str | None, turn: int | None) -> None:
+        """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
+        if trace_id is None:
+            return
+        known = self._collector._routes.get(trace_id)
+        if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
+            return  # a turn that recorded the conversation's trace: its spans are placed by time
+        if turn is not None:
+            self._turn_starts.append((time.time_ns(), turn))
+        self._collector._routes[trace_id] = (self, _CONVERSATION if turn is None else turn)
+
+    def add(self, span: Span, turn: int | None) -> None:
+        self.received += 1
+        if len(self.kept) < self.max_spans:
+            self.kept.append(span.model_copy(update={"turn": turn}) if turn is not None else span)
+
+    def turn_ended(self) -> None:
+        self._quiet_since = time.monotonic()
+
+    async def settle(self, wait: float) -> None:
+        """Wait for late spans: until `wait` seconds after the last turn ended."""
+        remaining = self._quiet_since + wait - time.monotonic()
+        if remaining > 0:
+            await asyncio.sleep(remaining)
+
+    def close(self) -> SpansFile:
+        """What the run keeps; later spans of its traces are counted as late."""
+        self.closed = True
+        starts = sorted(self._turn_starts)
+        for index, span in enumerate(self.kept):
+            if span.turn is None and starts:
+                # a conversation's span belongs to the turn that was going on when it started
+                turn = next((t for at, t in reversed(starts) if at <= span.start_unix_nano), None)
+                if turn is not None:
+                    self.kept[index] = span.model_copy(update={"turn": turn})
+        self.kept.sort(key=lambda s: (s.start_unix_nano, s.end_unix_nano))
+        started: dict[str, int] = {}
+        for at, turn in starts:
+            started.setdefault(str(turn), at)
+        return SpansFile(received=self.received, over_limit=self.received - len(self.kept),
+                         max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept)

@@ -1,0 +1,102 @@
+"""An OTLP/HTTP trace receiver for the run's duration: `POST /v1/traces`, protobuf or JSON, gzip or not.
+
+The agent exports to it as to any collector (`OTEL_EXPORTER_OTLP_ENDPOINT`). The answer is OTLP's: an empty
+`ExportTraceServiceResponse` in the request's encoding, 400 with one line for a body that is no export.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from tamesu.errors import InfraError
+from tamesu.net.serve import LoopServer
+from tamesu.telemetry.collector import SpanCollector
+from tamesu.telemetry.spans import BadExport, decode
+from tamesu.types import split_addr
+
+MAX_BODY = 32 * 1024 * 1024
+"""One export request's body, decompressed: a bigger one is refused (413), not read into memory."""
+
+
+class ReceiverError(InfraError):
+    """The receiver cannot listen where `traces.receive` says."""
+
+
+def _inflated(body: bytes, encoding: str) -> bytes:
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise BadExport(f"content-encoding {encoding!r} is not read (gzip, deflate or none)")
+    inflater = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
+    try:
+        data = inflater.decompress(body, MAX_BODY + 1)
+    except zlib.error as exc:
+        raise BadExport(f"the {encoding} body cannot be read: {exc}") from None
+    if len(data) > MAX_BODY:
+        raise _TooLarge
+    return data
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def app(collector: SpanCollector) -> Starlette:
+    async def traces(request: Request) -> Response:
+        content_type = request.headers.get("content-type", "application/x-protobuf")
+        as_json = "json" in content_type.lower()
+        if int(request.headers.get("content-length") or 0) > MAX_BODY:
+            return Response("body too large\n", status_code=413, media_type="text/plain")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                return Response("body too large\n", status_code=413, media_type="text/plain")
+        try:
+            spans = decode(_inflated(body, request.headers.get("content-encoding", "")), content_type)
+        except BadExport as exc:
+            return Response(f"{exc}\n", status_code=400, media_type="text/plain")
+        except _TooLarge:
+            return Response("body too large\n", status_code=413, media_type="text/plain")
+        collector.take(spans)
+        if as_json:
+            return Response("{}", media_type="application/json")
+        return Response(ExportTraceServiceResponse().SerializeToString(), media_type="application/x-protobuf")
+
+    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
+
+
+class Receiver:
+    """The receiver for one `receive` address, serving while the run needs it."""
+
+    def __init__(self, addr: str, collector: SpanCollector) -> None:
+        self.addr = addr
+        self.collector = collector
+        self._server: LoopServer | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """What OTEL_EXPORTER_OTLP_ENDPOINT says (the exporter adds `/v1/traces`)."""
+        assert self._server is not None
+        return f"http://{self._server.host}:{self._server.port}"
+
+    async def start(self) -> Receiver:
+        host, port = split_addr(self.addr)
+        try:
+            self._server = await LoopServer(app(self.collector), host, port).start()
+        except (OSError, SystemExit) as exc:
+            words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ReceiverError(f"traces.receive: cannot listen on {self.addr}: {words}") from None
+        return self
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None

@@ -1,0 +1,141 @@
+"""The agent's own spans as tamesu keeps them, read from an OTLP/HTTP export (protobuf or JSON).
+
+OTLP/JSON is the protobuf messages' JSON mapping except that trace and span ids are hex, not base64: the ids
+are turned into what `json_format` expects, so both encodings go through one decoder of the same messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Literal
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = 1
+
+SpanStatus = Literal["unset", "ok", "error"]
+_STATUS: dict[int, SpanStatus] = {0: "unset", 1: "ok", 2: "error"}
+_KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+_ID_FIELDS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
+
+
+class SpanEvent(BaseModel):
+    name: str
+    at_unix_nano: int = 0
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class Span(BaseModel):
+    """One span of the agent's, with the turn it was matched to (None: the conversation's, before any turn)."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None = None
+    name: str
+    kind: str = "internal"
+    service: str | None = None
+    """The exporting process's `service.name`."""
+    start_unix_nano: int = 0
+    end_unix_nano: int = 0
+    status: SpanStatus = "unset"
+    status_message: str = ""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    events: list[SpanEvent] = Field(default_factory=list)
+    turn: int | None = None
+
+    @property
+    def duration_ms(self) -> float:
+        return max(0.0, (self.end_unix_nano - self.start_unix_nano) / 1e6)
+
+
+class SpansFile(BaseModel):
+    """spans.json: the agent's spans of one run, and how many were not kept."""
+
+    schema_version: int = SCHEMA_VERSION
+    received: int = 0
+    """Spans of this run's traces that reached the receiver before it was graded."""
+    over_limit: int = 0
+    """Received past `max_spans` and not kept: the run's result says so."""
+    max_spans: int = 0
+    turn_started_unix_nano: dict[str, int] = Field(default_factory=dict)
+    """When tamesu sent each turn (by turn number), on the agent's clock: where a waterfall starts."""
+    spans: list[Span] = Field(default_factory=list)
+
+
+class BadExport(ValueError):
+    """A body that is no OTLP trace export: the receiver answers 400 with this line."""
+
+
+def decode(body: bytes, content_type: str) -> list[Span]:
+    """The spans of one `/v1/traces` request body, by its content type (protobuf unless it says JSON)."""
+    request = ExportTraceServiceRequest()
+    if "json" in content_type.lower():
+        try:
+            document = json.loads(body)
+            json_format.ParseDict(_base64_ids(document), request, ignore_unknown_fields=True)
+        except (ValueError, json_format.ParseError) as exc:
+            raise BadExport(f"not an OTLP/JSON trace export: {str(exc)[:200]}") from None
+    else:
+        try:
+            request.ParseFromString(body)
+        except DecodeError as exc:
+            raise BadExport(f"not an OTLP protobuf trace export: {exc}") from None
+    return list(_spans(request))
+
+
+def _base64_ids(value: Any) -> Any:
+    """OTLP/JSON's hex ids as the base64 bytes fields of protobuf's own JSON mapping."""
+    if isinstance(value, dict):
+        return {k: _id_bytes(v) if k in _ID_FIELDS and isinstance(v, str) else _base64_ids(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_base64_ids(item) for item in value]
+    return value
+
+
+def _id_bytes(hex_id: str) -> str:
+    try:
+        return base64.b64encode(bytes.fromhex(hex_id)).decode()
+    except ValueError:
+        raise BadExport(f"a trace or span id is not hex: {hex_id[:40]!r}") from None
+
+
+def _spans(request: ExportTraceServiceRequest) -> Any:
+    for resource_spans in request.resource_spans:
+        resource = attributes(resource_spans.resource.attributes)
+        service = resource.get("service.name")
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    continue  # no W3C ids: it can match no turn
+                yield Span(
+                    trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
+                    parent_span_id=span.parent_span_id.hex() if len(span.parent_span_id) == 8 else None,
+                    name=span.name, kind=_KINDS.get(span.kind, "unspecified"),
+                    service=service if isinstance(service, str) else None,
+                    start_unix_nano=span.start_time_unix_nano, end_unix_nano=span.end_time_unix_nano,
+                    status=_STATUS.get(span.status.code, "unset"), status_message=span.status.message,
+                    attributes=attributes(span.attributes),
+                    events=[SpanEvent(name=e.name, at_unix_nano=e.time_unix_nano, attributes=attributes(e.attributes))
+                            for e in span.events],
+                )
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    return {pair.key: _value(pair.value) for pair in pairs if isinstance(pair, KeyValue)}
+
+
+def _value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, kind) if kind else None

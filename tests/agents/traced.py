@@ -1,0 +1,237 @@
+"""Agents instrumented with the real OpenTelemetry SDK, exporting their spans over OTLP/HTTP (protobuf through
+the SDK's own exporter, JSON through the SDK's encoding of the same spans), with GenAI-convention spans for
+their model and tool calls. Their answers are text only: the tool calls are only in the spans."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+from google.protobuf import json_format
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+_IDS = ("traceId", "spanId", "parentSpanId")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class JsonExporter(SpanExporter):
+    """OTLP/HTTP with `application/json`: the SDK's own protobuf encoding of the spans, in OTLP's JSON mapping
+    (hex ids), posted as the JS SDK's JSON exporter does."""
+
+    def __init__(self, endpoint: str) -> None:
+        self._url = f"{endpoint}/v1/traces"
+        self.posted: list[dict[str, Any]] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        document = _hex_ids(json_format.MessageToDict(encode_spans(spans)))
+        self.posted.append(document)
+        response = httpx.post(self._url, json=document, timeout=5)
+        return SpanExportResult.SUCCESS if response.status_code == 200 else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        return None
+
+
+def _hex_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: base64.b64decode(v).hex() if k in _IDS and isinstance(v, str) else _hex_ids(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_ids(item) for item in value]
+    return value
+
+
+def provider(endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | None = None,
+             service: str = "traced-agent") -> TracerProvider:
+    exporter: SpanExporter = JsonExporter(endpoint) if encoding == "json" else \
+        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=5)
+    made = TracerProvider(resource=Resource.create({"service.name": service}))
+    # a batch with a delay sends its spans after the turn was answered: late spans
+    made.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=batch_delay_ms)
+                            if batch_delay_ms is not None else SimpleSpanProcessor(exporter))
+    return made
+
+
+ORDER = re.compile(r"ORD-\d+")
+
+
+def handle_turn(tracer: trace.Tracer, carrier: Mapping[str, str], message: str, *, extra_spans: int = 0,
+                fail_tool: bool = False) -> str:
+    """One turn of the shop agent, traced: an `invoke_agent` span under the caller's traceparent, a `chat`
+    span with token usage, and an `execute_tool lookup_order` span with its arguments when an order is named."""
+    parent = TraceContextTextMapPropagator().extract(carrier=dict(carrier))
+    with tracer.start_as_current_span("invoke_agent shop", context=parent, kind=SpanKind.SERVER,
+                                      attributes={"gen_ai.operation.name": "invoke_agent",
+                                                  "app.message": message}):
+        with tracer.start_as_current_span("chat fake-model", kind=SpanKind.CLIENT, attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "fake-model",
+                "gen_ai.usage.input_tokens": 40 + len(message), "gen_ai.usage.output_tokens": 12}):
+            pass
+        reply = "How can I help?"
+        if (order := ORDER.search(message)) is not None:
+            with tracer.start_as_current_span("execute_tool lookup_order", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                    "gen_ai.tool.call.arguments": json.dumps({"order_id": order.group(0)})}) as span:
+                if fail_tool:
+                    span.set_status(Status(StatusCode.ERROR, "order service down"))
+                    reply = "Sorry, I cannot look that up now."
+                else:
+                    span.set_status(Status(StatusCode.OK))
+                    reply = f"Order {order.group(0)} has shipped."
+        for number in range(extra_spans):
+            with tracer.start_as_current_span(f"retrieve chunk {number}"):
+                pass
+        return reply
+
+
+class TracedRestAgent:
+    """POST /chat {message} -> {text}: nothing but text; its spans go to the receiver."""
+
+    def __init__(self, endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | None = None,
+                 extra_spans: int = 0, fail_tool: bool = False) -> None:
+        self.provider = provider(endpoint, encoding, batch_delay_ms)
+        self.tracer = self.provider.get_tracer("traced-agent")
+        self.extra_spans = extra_spans
+        self.fail_tool = fail_tool
+        self.seen: list[tuple[str, str | None]] = []
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        message = str(body.get("message", ""))
+        self.seen.append((message, request.headers.get("traceparent")))
+        text = handle_turn(self.tracer, request.headers, message, extra_spans=self.extra_spans,
+                           fail_tool=self.fail_tool)
+        return JSONResponse({"text": text})
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/chat", self.chat, methods=["POST"])])
+
+    def unrelated_trace(self) -> None:
+        """A span of a trace no test sent (the agent's own housekeeping)."""
+        with self.tracer.start_as_current_span("cache refresh", context=trace.set_span_in_context(
+                trace.INVALID_SPAN)):
+            pass
+
+    def shutdown(self) -> None:
+        self.provider.force_flush(5000)
+        self.provider.shutdown()
+
+
+class TracedRealtimeAgent:
+    """A Realtime agent in text mode: a `realtime session` span under the handshake's traceparent (the
+    conversation's trace) when it connects, and each `response.create`'s turn traced under the
+    `response.metadata.traceparent` it carries, as an agent reading the metadata would."""
+
+    def __init__(self, endpoint: str, encoding: str = "protobuf") -> None:
+        self.provider = provider(endpoint, encoding, service="traced-voice-agent")
+        self.tracer = self.provider.get_tracer("traced-voice-agent")
+
+    async def handle(self, websocket: Any) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        await websocket.accept()
+        conversation = TraceContextTextMapPropagator().extract(carrier=dict(websocket.headers))
+        with self.tracer.start_as_current_span("realtime session", context=conversation, kind=SpanKind.SERVER):
+            pass
+        await websocket.send_json({"type": "session.created", "session": {}})
+        said = ""
+        try:
+            while True:
+                event = json.loads(await websocket.receive_text())
+                if event["type"] == "session.update":
+                    await websocket.send_json({"type": "session.updated", "session": event["session"]})
+                elif event["type"] == "conversation.item.create":
+                    said = " ".join(c.get("text", "") for c in event["item"].get("content", []))
+                elif event["type"] == "response.create":
+                    metadata = (event.get("response") or {}).get("metadata") or {}
+                    reply = handle_turn(self.tracer, {"traceparent": metadata.get("traceparent", "")}, said)
+                    response = {"id": f"resp_{id(event)}", "metadata": metadata}
+                    await websocket.send_json({"type": "response.created",
+                                               "response": {**response, "status": "in_progress"}})
+                    await websocket.send_json({"type": "response.output_text.delta", "response_id": response["id"],
+                                               "delta": reply})
+                    await websocket.send_json({"type": "response.done",
+                                               "response": {**response, "status": "completed"}})
+        except WebSocketDisconnect:
+            return
+
+    def app(self) -> Starlette:
+        from starlette.routing import WebSocketRoute
+
+        return Starlette(routes=[WebSocketRoute("/realtime", self.handle)])
+
+    def shutdown(self) -> None:
+        self.provider.force_flush(5000)
+        self.provider.shutdown()
+
+
+class TracedA2AAgent:
+    """An A2A agent (the a2a-sdk's JSON-RPC server) that answers each message with a text message and traces
+    the turn under the request's `traceparent` header."""
+
+    def __init__(self, endpoint: str, encoding: str = "protobuf") -> None:
+        from a2a.helpers import get_message_text
+        from a2a.server.agent_execution import AgentExecutor, RequestContext
+        from a2a.server.events import EventQueue
+        from a2a.server.request_handlers import DefaultRequestHandler
+        from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+        from a2a.server.tasks import InMemoryTaskStore
+        from a2a.types.a2a_pb2 import AgentInterface
+
+        from agents.a2a_agents import _agent_text, _card, _header
+
+        self.provider = provider(endpoint, encoding, service="traced-a2a-agent")
+        tracer = self.tracer = self.provider.get_tracer("traced-a2a-agent")
+
+        class Executor(AgentExecutor):
+            async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+                assert context.message is not None
+                carrier = {"traceparent": _header(context.call_context, "traceparent") or ""}
+                reply = handle_turn(tracer, carrier, get_message_text(context.message))
+                await event_queue.enqueue_event(_agent_text(reply))
+
+            async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+                return None
+
+        self.card = _card("Traced Shop", [AgentInterface(url="http://127.0.0.1:1/a2a", protocol_binding="JSONRPC",
+                                                         protocol_version="1.0")], streaming=False, push=False)
+        handler = DefaultRequestHandler(agent_executor=Executor(), task_store=InMemoryTaskStore(),
+                                        agent_card=self.card)
+        self._routes = [*create_agent_card_routes(self.card), *create_jsonrpc_routes(handler, "/a2a")]
+
+    def app(self) -> Starlette:
+        return Starlette(routes=self._routes)
+
+    def served_at(self, url: str) -> None:
+        """The card names where it is served, known once the server has its port."""
+        self.card.supported_interfaces[0].url = f"{url}/a2a"
+
+    def shutdown(self) -> None:
+        self.provider.force_flush(5000)
+        self.provider.shutdown()

@@ -1,0 +1,85 @@
+"""The agent's spans through the other carriers of the trace: a Realtime voice agent (the handshake's
+conversation trace, each `response.create`'s turn trace in its metadata) and an A2A agent (the a2a-sdk's server,
+the request's `traceparent` header), both instrumented with the real OpenTelemetry SDK."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agents.traced import TracedA2AAgent, TracedRealtimeAgent, free_port
+from conftest import why
+
+ASSERTIONS = """\
+    assert:
+      - tool_called: { name: lookup_order, args: { order_id: ORD-1001 } }
+      - { name: one tool span, span: { name: 'execute_tool lookup_order', status: ok, on_turn: 1 } }
+      - metric: { name: trace_spans, gte: 2 }
+      - { name: traced judge, judge: { rubric: the agent looked the order up, trace: true } }
+"""
+JUDGE = """\
+models:
+  judge:
+    provider: fake
+    rules:
+      - { rubric: '(?i)looked the order up', trace: 'execute_tool lookup_order \\(.*ORD-1001', pass: true,
+          reason: the trace shows the lookup }
+"""
+
+
+def _run(tmp_path: Path, tamesu, receive: str, target: str) -> tuple[dict, dict, dict]:
+    (tmp_path / "tamesu.yaml").write_text(
+        f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', wait: 300ms }}\n{JUDGE}")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {target}
+tests:
+  - name: order
+    target: agent
+    scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }}, {{ say: 'thanks' }} ] }}
+{ASSERTIONS}""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    run_dir = next((tmp_path / "out").iterdir())
+    record = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+    assert result.returncode == 0, why(record) + result.stdout + result.stderr
+    folder = run_dir / "suite" / "order" / "run-1"
+    return record, json.loads((folder / "result.json").read_text()), json.loads((folder / "spans.json").read_text())
+
+
+def test_a_realtime_voice_agents_spans_by_conversation_and_turn(tmp_path: Path, tamesu, serve) -> None:
+    receive = f"127.0.0.1:{free_port()}"
+    agent = TracedRealtimeAgent(f"http://{receive}", encoding="json")
+    try:
+        base = "ws" + serve(agent.app()).url.removeprefix("http")
+        _, detail, spans = _run(tmp_path, tamesu, receive, f"{{ type: realtime, url: '{base}/realtime' }}")
+    finally:
+        agent.shutdown()
+    conversation = next(e["data"]["trace_id"] for e in detail["events"] if e["name"] == "conversation_trace")
+    session = [s for s in spans["spans"] if s["name"] == "realtime session"]
+    # the connection's span, on the conversation's trace, came before any turn
+    assert len(session) == 1 and session[0]["trace_id"] == conversation and session[0]["turn"] is None
+    turns = {t["index"]: t["agent"]["trace_id"] for t in detail["turns"]}
+    assert conversation not in turns.values()
+    for span in spans["spans"]:
+        if span["turn"] is not None:
+            assert span["trace_id"] == turns[span["turn"]]
+    assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
+    assert "(from the agent's spans)" in next(a["reason"] for a in detail["assertions"]
+                                              if a["name"] == "tool_called")
+
+
+def test_an_a2a_agents_spans_by_turn(tmp_path: Path, tamesu, serve) -> None:
+    receive = f"127.0.0.1:{free_port()}"
+    agent = TracedA2AAgent(f"http://{receive}")
+    try:
+        url = serve(agent.app()).url
+        agent.served_at(url)
+        _, detail, spans = _run(tmp_path, tamesu, receive, f"{{ type: a2a, url: '{url}/a2a' }}")
+    finally:
+        agent.shutdown()
+    turns = {t["index"]: t["agent"]["trace_id"] for t in detail["turns"]}
+    assert sorted({s["turn"] for s in spans["spans"]}) == [1, 2]
+    assert all(s["trace_id"] == turns[s["turn"]] and s["service"] == "traced-a2a-agent" for s in spans["spans"])
+    assert detail["tool_calls"] == []
+    assert "(from the agent's spans)" in next(a["reason"] for a in detail["assertions"]
+                                              if a["name"] == "tool_called")
