@@ -170,7 +170,7 @@ def test_a_simulator_that_breaks_character_makes_the_test_inconclusive(tmp_path:
     out = result.stdout
     assert "INC   suite/book" in out and "1 inconclusive (the simulated user at fault)" in out, out
     assert out.count("is inconclusive") == 2 and "running it again with a new seed (2 of 2)" in out
-    assert "[agent]" not in out and "✗" not in out  # never reported as the agent's failure
+    assert "fault: simulated_user" in out and "✗" not in out  # never reported as the agent's failure
     line = _results(tmp_path)["book"]
     assert line["status"] == "inconclusive" and "it says it is an AI" in line["reason"]
     [run] = line["runs"]
@@ -186,7 +186,8 @@ def test_the_honest_twin_with_a_broken_agent_fails_as_the_agents_fault(tmp_path:
     (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0))
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL  suite/book" in result.stdout and "✗ [agent]: contains" in result.stdout, result.stdout
+    assert "FAIL  suite/book" in result.stdout and "✗ contains" in result.stdout, result.stdout
+    assert "fault: agent" in result.stdout
     [run] = _results(tmp_path)["book"]["runs"]
     assert (run["status"], run["fault"], run["reruns"]) == ("failed", "agent", 0)
 

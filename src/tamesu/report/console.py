@@ -147,22 +147,29 @@ class ConsoleReporter:
         return Group(*lines)
 
     def _print_problems(self, result: TestResult) -> None:
+        faults: dict[str, list[int]] = {}
         for run in result.runs:
-            # each line names whose fault it is: [agent], [environment] or [simulated_user]
-            prefix = f"run {run.run} " if result.total_runs > 1 else ""
-            fault = f"{prefix}[{run.fault}]: " if run.fault else (f"{prefix.strip()}: " if prefix else "")
+            prefix = f"run {run.run}: " if result.total_runs > 1 else ""
+            if run.fault is not None:
+                faults.setdefault(run.fault, []).append(run.run)
             if run.status == "inconclusive":
                 # a run the simulated user spoiled is not the agent's failure: only the finding is shown
                 again = f" (made {count_of(run.reruns + 1, 'time')} with new seeds)" if run.reruns else ""
-                self._print(Text(f"      ? {fault}{run.fault_reason}{again}", style="yellow"))
-            elif run.error:
-                self._print(Text(f"      ! {fault}{run.error}", style="magenta"))
+                self._print(Text(f"      ? {prefix}{run.fault_reason}{again}", style="yellow"))
             else:
+                if run.error:
+                    self._print(Text(f"      ! {prefix}{run.error}", style="magenta"))
                 for failure in run.failures:
                     where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
-                    self._print(Text(f"      ✗ {fault}{failure.name}{where}: {failure.reason}", style="red"))
+                    self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
             if run.dir and (run.error or run.failures or run.status == "inconclusive"):
                 self._print(Text(f"        {run.dir}", style="dim"))
+        if faults:
+            several = result.total_runs > 1
+            said = [fault + (f" (run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))})" if several else "")
+                    for fault, runs in faults.items()]
+            self._print(Text(f"      fault: {'; '.join(said)}",
+                             style="yellow" if "simulated_user" in faults else "dim"))
 
     def _print_transcript(self, result: RunResult) -> None:
         self._print(Text(f"    transcript of {result.test}, run {result.run}:", style="dim"))

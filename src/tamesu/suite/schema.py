@@ -105,14 +105,14 @@ class Behaviors(Strict):
 
 class Persona(Strict):
     name: str = "User"
-    facts: dict[str, str] = Field(default_factory=dict)
-    """What is true of this user (`booking_ref: ABC123`): the simulated user is told them, and a line of
-    its that names a fact with another value is the simulated user's fault, not the agent's."""
     style: str | None = None
     language: str | None = None
     voice: str | None = None
     background: str | None = None
     behaviors: Behaviors = Field(default_factory=Behaviors)
+    facts: dict[str, str] = Field(default_factory=dict)
+    """What is true of this user (`booking_ref: ABC123`): the simulated user is told them, and a line of
+    its that names a fact with another value is the simulated user's fault, not the agent's."""
 
 
 class FileSpec(Strict):
