@@ -29,7 +29,7 @@ CASES = [
     pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    persona:\n      colour: red\n",
         "suite.yaml:9:7: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
-        "background, behaviors)",
+        "background, behaviors, facts)",
         id="unknown-key",
     ),
     pytest.param(
@@ -140,7 +140,7 @@ def test_every_problem_at_once(tmp_path: Path, tamesu) -> None:
     lines = result.stderr.splitlines()
     assert lines == [
         "suite.yaml:8:16: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
-        "background, behaviors)",
+        "background, behaviors, facts)",
         "suite.yaml:10:9: tests[0].assert[0].contians: unknown assertion 'contians' (did you mean 'contains'?)",
         "suite.yaml:12:13: tests[1].target: no target named 'nowhere' (targets: api)",
         "suite.yaml:13:13: tests[1].repeat: input should be greater than or equal to 1, got 0",

@@ -20,6 +20,7 @@ from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
+from tamesu.engine.fault import attribute
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn
@@ -58,6 +59,8 @@ class RunInputs:
     after_each: list[HookSpec] = field(default_factory=list)
     models: ModelRegistry | None = None
     update_golden: bool = False
+    rerun: int = 0
+    """The how-manieth new-seed run of an inconclusive one this is (0: the first)."""
     user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
     """Who plays the user, given the run's models and seed; default `choose_user` (script or persona).
     JSONL tests bring their own (static turns, their simulator, a person, checkpoints)."""
@@ -68,9 +71,9 @@ class RunInputs:
 
     @property
     def seed(self) -> int:
-        """One seed per run: stable across invocations, different for each repeat."""
+        """One seed per run: stable across invocations, different for each repeat and each re-run."""
         digest = hashlib.sha256(self.test.id.encode()).hexdigest()
-        return (int(digest[:8], 16) + self.number - 1) % 2**31
+        return (int(digest[:8], 16) + self.number - 1 + self.rerun * 100_003) % 2**31
 
 
 @dataclass
@@ -131,8 +134,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
-        started_at=started_wall.isoformat(), target=test.target_name, target_type=test.target.type,
-        vars=test.vars,
+        rerun=inputs.rerun, started_at=started_wall.isoformat(), target=test.target_name,
+        target_type=test.target.type, vars=test.vars,
     )
     exchanges: list[Exchange] = []
     failures: list[AssertionResult] = []
@@ -216,7 +219,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             result.status = "failed"
         elif skipped:
             result.status = "skipped"
-    # judges are paid after the conversation: the recorded totals include them
+    try:
+        await attribute(result, exchanges, test, models, session.event)
+    except BudgetExceeded as exc:  # the audit's model call was the one too many
+        result.status, result.error, result.fault, result.fault_reason = "error", str(exc), "environment", str(exc)
+        budget_exceeded = True
+    # judges (and the audit) are paid after the conversation: the recorded totals include them
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
@@ -237,8 +245,10 @@ def crashed_run(inputs: RunInputs, exc: Exception) -> RunOutcome:
     test = inputs.test
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="error",
-        error=unexpected(exc, inputs), end_reason="error", started_at=dt.datetime.now(dt.UTC).isoformat(),
-        target=test.target_name, target_type=test.target.type, vars=test.vars)
+        rerun=inputs.rerun, error=unexpected(exc, inputs), end_reason="error",
+        started_at=dt.datetime.now(dt.UTC).isoformat(), target=test.target_name, target_type=test.target.type,
+        vars=test.vars)
+    result.fault, result.fault_reason = "environment", result.error
     return RunOutcome(result, Transcript(test=test.name, run=inputs.number))
 
 

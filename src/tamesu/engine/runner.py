@@ -8,6 +8,7 @@ import datetime as dt
 import os
 import signal
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -17,6 +18,7 @@ from tamesu import __version__, targets
 from tamesu.engine.artifacts import RunDirectory, new_run_dir
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
 from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import Receivers, SuiteTraces
@@ -25,7 +27,7 @@ from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
 from tamesu.plan import LoadedSuite, Plan, PlannedTest
-from tamesu.results.records import RunResult, RunSummary, RunSummaryFile, TestResult, TestStatus, count, exit_code_for
+from tamesu.results.records import RunResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
 from tamesu.runtime.signals import Interrupted, gentle_stop
 from tamesu.suite.templates import Context
 from tamesu.telemetry import otel
@@ -227,10 +229,17 @@ class Runner:
             return
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
-        outcomes = await asyncio.gather(
-            *(self._run_with_retries(test, number, repeat, test_dir, directory, models, traces)
-              for number in range(1, repeat + 1))
-        )
+        # `--repeat N` keeps its meaning, N runs of every test: adaptive repeats are the suite's own `repeat`
+        adaptive = test.spec.adaptive if self.options.repeat is None and repeat > 1 else None
+
+        def start(number: int) -> Awaitable[RunOutcome | None]:
+            return self._run_with_retries(test, number, repeat, test_dir, directory, models, traces)
+
+        if adaptive is None:
+            outcomes = await asyncio.gather(*(start(number) for number in range(1, repeat + 1)))
+        else:
+            outcomes = await run_adaptively(start, lambda o: o.result, repeat, adaptive,
+                                            test.spec.pass_threshold, self.options.parallel)
         finished = [o for o in outcomes if o is not None]
         if self.stopping.signum is not None:
             return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
@@ -239,7 +248,7 @@ class Runner:
                                                 else "not run"), [])
             return
         runs = [o.result for o in finished]
-        result = aggregate(test, runs, test_dir, directory.root, self.options.today)
+        result = aggregate(test, runs, test_dir, directory.root, self.options.today, adaptive, repeat)
         # the time the runs took, not the time spent waiting for a slot
         result.duration_ms = round(sum(r.duration_ms for r in runs), 3)
         self._record(directory, result, runs)
@@ -253,40 +262,17 @@ class Runner:
             if self._stop or self.stopping.signum is not None:
                 return None
             self.reporter.run_started(test, number, total)
-            hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
             outcome: RunOutcome | None = None
-            for attempt in range(1, test.spec.retries + 2):
-                run_dir = test_dir / (f"run-{number}" if attempt == 1 else f"run-{number}-retry-{attempt - 1}")
-                inputs = RunInputs(
-                    test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
-                    artifacts_dir=run_dir, secrets=self.plan.secrets,
-                    before_each=[*hooks[0].before_each, *hooks[1].before_each],
-                    after_each=[*hooks[0].after_each, *hooks[1].after_each],
-                    models=models, update_golden=self.options.update_golden, stop=self.stopping,
-                    user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
-                    traces=traces,
-                )
-                try:
-                    outcome = await execute_run(inputs)
-                except Exception as exc:  # what escaped the run's own guards is still only this run's error
-                    outcome = crashed_run(inputs, exc)
-                if self.stopping.signum is not None and outcome.result.status == "error":
-                    return None  # cut short: neither written nor retried
-                try:
-                    directory.write_json(run_dir / "transcript.json", outcome.transcript)
-                    directory.write_json(run_dir / "result.json", outcome.result)
-                    if outcome.spans is not None:
-                        directory.write_json(run_dir / "spans.json", outcome.spans)
-                except OSError as exc:
-                    self._cannot_write(run_dir / "result.json", exc)
+            for rerun in range(test.spec.retries_inconclusive + 1):
+                outcome = await self._attempts(test, number, rerun, test_dir, directory, models, traces)
+                if outcome is None:
                     return None
-                for message in outcome.warnings:
-                    self.reporter.warning(f"{test.id}: {message}")
-                if outcome.budget_exceeded:
-                    self.budget_exceeded = True
-                    self._stop = "the budget was exceeded"
-                if outcome.result.status != "error" or outcome.budget_exceeded:
+                if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self._stop:
                     break
+                if rerun < test.spec.retries_inconclusive:
+                    self.reporter.warning(
+                        f"{test.id}: run {number} is inconclusive ({outcome.result.fault_reason}); running it "
+                        f"again with a new seed ({rerun + 1} of {test.spec.retries_inconclusive})")
             assert outcome is not None
             # decided before the slot is released, so no later run slips in after a failure
             # a skipped run (the agent awaited input nobody gave) is not a failure
@@ -297,43 +283,50 @@ class Runner:
             return outcome
 
 
+    async def _attempts(self, test: PlannedTest, number: int, rerun: int, test_dir: Path, directory: RunDirectory,
+                        models: ModelRegistry | None, traces: SuiteTraces | None = None) -> RunOutcome | None:
+        """One run (its seed moved on by `rerun`), made again on an error up to `retries` times; None when it
+        was cut short or cannot be written."""
+        hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
+        outcome: RunOutcome | None = None
+        for attempt in range(1, test.spec.retries + 2):
+            run_dir = test_dir / run_dir_name(number, attempt, rerun)
+            inputs = RunInputs(
+                test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
+                artifacts_dir=run_dir, secrets=self.plan.secrets, rerun=rerun,
+                before_each=[*hooks[0].before_each, *hooks[1].before_each],
+                after_each=[*hooks[0].after_each, *hooks[1].after_each],
+                models=models, update_golden=self.options.update_golden, stop=self.stopping,
+                user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
+                traces=traces,
+            )
+            try:
+                outcome = await execute_run(inputs)
+            except Exception as exc:  # what escaped the run's own guards is still only this run's error
+                outcome = crashed_run(inputs, exc)
+            if self.stopping.signum is not None and outcome.result.status == "error":
+                return None  # cut short: neither written nor retried
+            try:
+                directory.write_json(run_dir / "transcript.json", outcome.transcript)
+                directory.write_json(run_dir / "result.json", outcome.result)
+                if outcome.spans is not None:
+                    directory.write_json(run_dir / "spans.json", outcome.spans)
+            except OSError as exc:
+                self._cannot_write(run_dir / "result.json", exc)
+                return None
+            for message in outcome.warnings:
+                self.reporter.warning(f"{test.id}: {message}")
+            if outcome.budget_exceeded:
+                self.budget_exceeded = True
+                self._stop = "the budget was exceeded"
+            if outcome.result.status != "error" or outcome.budget_exceeded:
+                break
+        return outcome
+
+
 class RunFolderError(InfraError):
     """The run folder cannot be created or written before any test runs."""
 
 
 def _os_words(exc: OSError) -> str:
     return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
-
-
-def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date) -> TestResult:
-    """The test's verdict from its runs. Skipped runs (the agent awaited input nobody gave) count neither way;
-    a test whose every run was skipped is skipped."""
-    passed = sum(1 for r in runs if r.status == "passed")
-    graded = [r for r in runs if r.status != "skipped"]
-    skip_reason = None
-    status: TestStatus
-    if not graded:
-        status = "skipped"
-        skip_reason = next((r.skip_reason for r in runs if r.skip_reason), "skipped")
-    elif passed / len(graded) >= test.spec.pass_threshold - 1e-9:
-        status = "passed"
-    elif any(r.status == "error" for r in runs):
-        status = "error"
-    else:
-        status = "failed"
-    quarantine = test.spec.quarantine if test.quarantined(today) else None
-    if status in ("failed", "error") and quarantine is not None:
-        status = "quarantined"
-    summaries = []
-    for r in sorted(runs, key=lambda r: r.run):
-        name = f"run-{r.run}" if r.attempt == 1 else f"run-{r.run}-retry-{r.attempt - 1}"
-        summaries.append(RunSummary(
-            run=r.run, status=r.status, attempts=r.attempt, error=r.error, failures=r.failed_assertions,
-            dir=str((test_dir / name).relative_to(root)), metrics=r.metrics,
-        ))
-    return TestResult(
-        suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
-        status=status, passed_runs=passed, total_runs=len(runs),
-        pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
-        skip_reason=skip_reason, runs=summaries,
-    )

@@ -22,8 +22,9 @@ from tamesu.jsonl.parser import Graded, ParsedCase
 from tamesu.jsonl.schema import Mode
 from tamesu.jsonl.user import CaseUser
 from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunResult
+from tamesu.results.stats import RepeatStats
 
-Status = Literal["passed", "failed", "error", "skipped"]
+Status = Literal["passed", "failed", "error", "skipped", "inconclusive"]
 
 
 class AssertionRecord(BaseModel):
@@ -92,6 +93,13 @@ class CaseRecord(BaseModel):
     status: Status
     error: str | None = None
     skip_reason: str | None = None
+    fault: str | None = None
+    """A case that did not pass: `agent`, `simulated_user` (status inconclusive) or `environment`."""
+    fault_reason: str | None = None
+    reason: str | None = None
+    """Why the runs as a whole decided it (an undecided adaptive verdict, a simulated user at fault)."""
+    stats: RepeatStats | None = None
+    """`--repeat` or `repeat`: the pass rate, its interval, pass@k and pass^k over every run."""
     simulator: str | None = None
     messages_count: int | None = None
     response: str | None = None

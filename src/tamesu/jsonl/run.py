@@ -185,7 +185,7 @@ class CasePlanner:
         turns = 2 if case.mode == "standard" else min(case.turn_limit() + 1, 1000)
         suite = suite or self.suite
         spec = TestSpec(name=case.id, target=self._target_for(connector, suite), scenario=Scenario(max_turns=turns),
-                        timeout=case.timeout or self.settings.timeout)
+                        timeout=case.timeout or self.settings.timeout, **case.repeats())
         assertions = [g.assertion for n in sorted(parsed.turn_assertions) for g in parsed.turn_assertions[n]]
         assertions += [g.assertion for g in parsed.final]
         assertions += [Assertion(key="checkpoint", check=CheckpointCheck(planned_case.tracker_of, c.id),
@@ -275,9 +275,11 @@ class CaseReporter:
         record = records.build(parsed, first, case.users.get(first.run), case.trackers.get(first.run), where)
         if self.planner.plan.files:
             record.file = parsed.doc.label
-        if len(runs) > 1:
+        if len(runs) > 1 or result.status == "inconclusive":
             # the record shows run 1; the verdict is the test's, over every run
             record.status = result.status if result.status != "quarantined" else record.status
+        record.fault, record.fault_reason = summary.fault, summary.fault_reason
+        record.reason, record.stats = result.reason, result.stats
         return record
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu.suite.schema import AdaptiveSpec
 from tamesu.types import Duration, Strict
 
 Mode = Literal["standard", "multi_turn", "dynamic"]
@@ -144,8 +145,19 @@ class TestCase(Strict):
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     max_turns: int | None = Field(None, ge=1, le=1000)
     timeout: Duration | None = None
+    repeat: int | None = Field(None, ge=1, le=10000)
+    """Run the case N times (`--repeat` on the command line wins); the verdict is over every run."""
+    pass_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    pass_k: list[int] | None = None
+    adaptive: AdaptiveSpec | None = None
+    retries_inconclusive: int | None = Field(None, ge=0, le=20)
 
     __test__ = False  # not a pytest class
+
+    def repeats(self) -> dict[str, Any]:
+        """The fields a suite's test has of the same names, as written (the engine's defaults otherwise)."""
+        names = ("repeat", "pass_threshold", "pass_k", "adaptive", "retries_inconclusive")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     @field_validator("input", mode="before")
     @classmethod

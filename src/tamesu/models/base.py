@@ -11,7 +11,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, model_serializer
 
-Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator", "browser"]
+Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator", "browser",
+                  "simulator_audit"]
 
 
 class ToolSpec(BaseModel):

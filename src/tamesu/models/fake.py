@@ -9,9 +9,10 @@ Context keys it reads, by purpose:
 - simulator: `goal` (str | None), `simulator_turns` (how many turns the simulator already said), `last_agent`
   (the agent's last turn, "" before it spoke), `attack` (a red-team pack's attack, or absent: its `openings`
   are said in order, one per turn, before any rule applies).
-- judge: `mode` ("rubric", "grounded" or "evaluator"), `rubric`, `scale` ("binary", "1-5"), `transcript` (a
-  list of {role, text, turn}), `claims` (grounded: the agent's text to check), `context` (the reference text,
-  or None), `evaluator` (evaluator: the built-in evaluator's name), `trace` (the agent's spans, summarised).
+- judge and simulator_audit: `mode` ("rubric", "grounded", "evaluator", "simulator_audit"), `rubric`, `scale`
+  ("binary", "1-5"), `transcript` (a list of {role, text, turn}), `claims` (grounded: the agent's text to
+  check), `context` (the reference text, or None), `evaluator` (evaluator: the built-in evaluator's name),
+  `trace` (the agent's spans, summarised).
 - extract: `description`, `text` (the agent turn to take the value from).
 - target, counterpart, generator: `message` if given, else the content of the last user message.
 
@@ -96,7 +97,9 @@ class TurnRule(_Rule):
 class JudgeRule(_Rule):
     """A verdict, given when every condition written holds."""
 
-    check: Literal["rubric", "grounded", "evaluator"] = "rubric"
+    check: Literal["rubric", "grounded", "evaluator", "simulator_audit"] = "rubric"
+    """`simulator_audit`: the audit of the simulated user (`models.simulator_audit`); `pass: false` says the
+    simulated user broke its part, with `reason` and `evidence` quoted from its lines."""
     rubric: str | None = None
     """A regular expression searched in the rubric (rubric checks only)."""
     evaluator: str | None = None
@@ -281,7 +284,7 @@ class FakeProvider(Provider):
         tool_calls: list[ToolRequest] = []
         if request.purpose == "simulator":
             text = self._json(self._simulator(request.context), request)
-        elif request.purpose == "judge":
+        elif request.purpose in ("judge", "simulator_audit"):
             text = self._json(self._judge(request.context), request)
         elif request.purpose == "extract":
             text = self._json(self._extract(request.context), request)
@@ -350,7 +353,8 @@ class FakeProvider(Provider):
                 "score": rule.score if rule.score is not None else (top if rule.passed else bottom),
                 "reason": rule.reason or f"fake judge: rule {number}", "evidence": evidence,
             }
-        what = {"rubric": f"rubric {rubric[:80]!r}", "evaluator": f"the evaluator {evaluator}"}.get(
+        what = {"rubric": f"rubric {rubric[:80]!r}", "evaluator": f"the evaluator {evaluator}",
+                "simulator_audit": "the simulated user's audit"}.get(
             mode, "the grounded check")
         raise ModelError(f"fake judge: no rule matches {what}", retryable=False)
 

@@ -149,6 +149,7 @@ def _load_suite(
         except AssertionProblem as exc:
             problems.append(doc.problem(("defaults", "assert", i, *exc.loc), exc.message, key=exc.at_key))
     slo = {**project.spec.defaults.slo, **spec.defaults.slo}
+    adaptive = spec.defaults.adaptive or project.spec.defaults.adaptive
 
     planned: list[PlannedTest] = []
     seen_names: dict[str, int] = {}
@@ -156,6 +157,10 @@ def _load_suite(
         for test in _expand_test(suite, index, raw, problems, warnings, today):
             test.assertions = [*project_asserts, *suite_asserts, *test.assertions]
             test.slo = slo
+            if adaptive is not None and test.spec.adaptive is None and test.spec.repeat > 1:
+                # a default cannot know each test's repeat: its min_runs is at most the test's runs
+                fitted = adaptive.model_copy(update={"min_runs": min(adaptive.min_runs, test.spec.repeat)})
+                test.spec = test.spec.model_copy(update={"adaptive": fitted})
             if test.name in seen_names:
                 problems.append(doc.problem(("tests", index, "name"), f"another test is named {test.name!r}"))
             seen_names[test.name] = index

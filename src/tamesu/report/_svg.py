@@ -26,7 +26,7 @@ def _svg(width: int, height: int, label: str, body: list[str], css: str, stretch
 
 def status_bar(counts: dict[str, int]) -> str:
     """One horizontal bar split by status: the whole run at a glance."""
-    order = ["passed", "failed", "error", "quarantined", "skipped"]
+    order = ["passed", "failed", "error", "inconclusive", "quarantined", "skipped"]
     total = sum(counts.get(s, 0) for s in order)
     if total == 0:
         return ""

@@ -63,7 +63,11 @@ _FAILING = {"failed", "error"}
 
 
 def failure_reason(result: TestResult) -> str:
+    if result.reason:
+        return result.reason
     for run in result.runs:
+        if run.status == "inconclusive" and run.fault_reason:
+            return f"the simulated user: {run.fault_reason}"
         if run.error:
             return run.error
         for failure in run.failures:

@@ -21,6 +21,7 @@ _BADGES = {
     "error": ("ERR ", "bold magenta"),
     "quarantined": ("QUAR", "bold yellow"),
     "skipped": ("SKIP", "dim"),
+    "inconclusive": ("INC ", "bold yellow"),
 }
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -83,11 +84,15 @@ class ConsoleReporter:
         if result.duration_ms:
             line.append(f"  {result.duration_ms / 1000:.2f}s", style="dim")
         self._print(line)
+        if result.stats is not None:
+            self._print(Text(f"      {stats_line(result)}", style="dim"))
+        if result.reason:
+            self._print(Text(f"      {result.reason}", style="yellow" if result.status == "inconclusive" else "red"))
         if result.status == "skipped" and result.skip_reason:
             self._print(Text(f"      {result.skip_reason}", style="dim"))
         if result.status == "quarantined" and result.quarantine:
             self._print(Text(f"      quarantined: {result.quarantine}", style="yellow"))
-        if result.status in ("failed", "error", "quarantined"):
+        if result.status in ("failed", "error", "quarantined", "inconclusive"):
             self._print_problems(result)
 
     def warning(self, message: str) -> None:
@@ -105,7 +110,9 @@ class ConsoleReporter:
             parts.append(count_of(c["error"], "error"))
         if c["skipped"]:
             parts.append(f"{c['skipped']} skipped")
-        style = "bold red" if c["failed"] or c["error"] else "bold green"
+        if c.get("inconclusive"):
+            parts.append(f"{c['inconclusive']} inconclusive (the simulated user at fault)")
+        style = "bold red" if c["failed"] or c["error"] or c.get("inconclusive") else "bold green"
         self._print(Text(""))
         self._print(Text.assemble((", ".join(parts), style), f" in {summary.duration_ms / 1000:.2f}s"))
         if summary.stopped:
@@ -140,15 +147,29 @@ class ConsoleReporter:
         return Group(*lines)
 
     def _print_problems(self, result: TestResult) -> None:
+        faults: dict[str, list[int]] = {}
         for run in result.runs:
             prefix = f"run {run.run}: " if result.total_runs > 1 else ""
-            if run.error:
-                self._print(Text(f"      ! {prefix}{run.error}", style="magenta"))
-            for failure in run.failures:
-                where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
-                self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
-            if run.dir and (run.error or run.failures):
+            if run.fault is not None:
+                faults.setdefault(run.fault, []).append(run.run)
+            if run.status == "inconclusive":
+                # a run the simulated user spoiled is not the agent's failure: only the finding is shown
+                again = f" (made {count_of(run.reruns + 1, 'time')} with new seeds)" if run.reruns else ""
+                self._print(Text(f"      ? {prefix}{run.fault_reason}{again}", style="yellow"))
+            else:
+                if run.error:
+                    self._print(Text(f"      ! {prefix}{run.error}", style="magenta"))
+                for failure in run.failures:
+                    where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
+                    self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
+            if run.dir and (run.error or run.failures or run.status == "inconclusive"):
                 self._print(Text(f"        {run.dir}", style="dim"))
+        if faults:
+            several = result.total_runs > 1
+            said = [fault + (f" (run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))})" if several else "")
+                    for fault, runs in faults.items()]
+            self._print(Text(f"      fault: {'; '.join(said)}",
+                             style="yellow" if "simulated_user" in faults else "dim"))
 
     def _print_transcript(self, result: RunResult) -> None:
         self._print(Text(f"    transcript of {result.test}, run {result.run}:", style="dim"))
@@ -156,3 +177,16 @@ class ConsoleReporter:
             if turn.user is not None:
                 self.console.print(f"      [bold]user[/]  {escape(self.redactor.text(turn.user.display()))}")
             self.console.print(f"      [bold]agent[/] {escape(self.redactor.text(turn.agent.text))}")
+
+
+def stats_line(result: TestResult) -> str:
+    """`rate 0.77 [0.59, 0.88] · pass^1 0.77 pass^30 0.00 · undecided at 95% · 12 of 30 runs (18 saved)`."""
+    stats = result.stats
+    if stats is None:
+        return ""
+    decided = {"pass": "decided: passes", "fail": "decided: fails", None: "undecided"}[stats.decided]
+    parts = [stats.line(), stats.ks(), f"{decided} at {stats.confidence:.0%} (threshold {stats.threshold:g})"]
+    if stats.adaptive is not None:
+        a = stats.adaptive
+        parts.append(f"adaptive: {result.total_runs} of {a.max_runs} runs ({a.runs_saved} saved)")
+    return " · ".join(p for p in parts if p)

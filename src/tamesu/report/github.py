@@ -38,10 +38,10 @@ def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> li
     regressed = {c.id: c for c in comparison.regressions} if comparison else {}
     lines = []
     for result in run.results:
-        if result.status not in ("failed", "error", "quarantined"):
+        if result.status not in ("failed", "error", "quarantined", "inconclusive"):
             continue
         level = "warning" if result.status == "quarantined" else "error"
-        badge = {"failed": "FAIL", "error": "ERR", "quarantined": "QUAR"}[result.status]
+        badge = {"failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "inconclusive": "INC"}[result.status]
         props = []
         source = run.source(result.id)
         if source is not None and source.file:
@@ -50,6 +50,8 @@ def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> li
                 props.append(f"line={source.line}")
         props.append(f"title={_property(f'{badge} {result.id}')}")
         message = failure_text(result, run)
+        if result.status == "inconclusive":
+            message = f"inconclusive: the simulated user, not the agent, spoiled every run:\n{message}"
         if result.status == "quarantined":
             message = f"quarantined ({result.quarantine}), not failing the run:\n{message}"
         if result.id in regressed:

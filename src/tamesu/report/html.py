@@ -27,8 +27,10 @@ from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestR
 from tamesu.telemetry.spans import SpansFile
 from tamesu.telemetry.traceparent import trace_link
 
-_BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP"}
-_ORDER = {"failed": 0, "error": 1, "quarantined": 2, "passed": 3, "skipped": 4}
+_BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP",
+           "inconclusive": "INC"}
+_ORDER = {"failed": 0, "error": 1, "inconclusive": 2, "quarantined": 3, "passed": 4, "skipped": 5}
+_NOT_PASSED = ("failed", "error", "quarantined", "inconclusive")
 
 
 def _asset(name: str) -> str:
@@ -133,7 +135,9 @@ class _Page:
     def summary(self) -> str:
         c = self.run.summary.counts
         cells = []
-        for status in ("passed", "failed", "error", "quarantined", "skipped"):
+        shown = ("passed", "failed", "error", "quarantined", "skipped", *(("inconclusive",) if c.get("inconclusive")
+                                                                          else ()))
+        for status in shown:
             cells.append(f'<div class="count s-{status}"><b>{c.get(status, 0)}</b> {status}</div>')
         total = c.get("total", len(self.run.results))
         return (f'<section class="summary" aria-label="summary"><div class="counts">{"".join(cells)}'
@@ -176,10 +180,10 @@ class _Page:
         return "t-" + "".join(ch if ch.isalnum() else "-" for ch in test_id)
 
     def test(self, result: TestResult, number: int) -> str:
-        opened = " open" if result.status in ("failed", "error", "quarantined") else ""
+        opened = " open" if result.status in _NOT_PASSED else ""
         runs_note = f" · {result.passed_runs}/{result.total_runs} runs" if result.total_runs > 1 else ""
         reason = ""
-        if result.status in ("failed", "error", "quarantined"):
+        if result.status in _NOT_PASSED:
             reason = f'<span class="why">{_e(_short(_first_reason(result), 160))}</span>'
         elif result.status == "skipped":
             reason = f'<span class="why">{_e(result.skip_reason or "")}</span>'
@@ -199,6 +203,10 @@ class _Page:
             body.append(f'<p class="note">quarantined: {_e(result.quarantine)} (a failure does not fail the run)</p>')
         if result.status == "skipped" and result.skip_reason:
             body.append(f'<p class="note">skipped: {_e(result.skip_reason)}</p>')
+        if result.reason:
+            body.append(f'<p class="note">{_e(result.reason)}</p>')
+        if result.stats is not None:
+            body.append(stats_html(result))
         if result.total_runs > 1:
             body.append(self.repeat_metrics(result))
         body.extend(self.run_section(result, summary) for summary in result.runs)
@@ -232,6 +240,10 @@ class _Page:
         if detail is not None:
             extra = f" · {_e(detail.end_reason.replace('_', ' '))} · {_ms(detail.duration_ms)}"
         parts = [f'<section class="run"><h3>{status} {_e(title)}{extra}</h3><p class="links">{links}</p>']
+        if summary.fault is not None:
+            again = f" (made {summary.reruns + 1} times with new seeds)" if summary.reruns else ""
+            parts.append(f'<p class="note">fault: <b>{_e(summary.fault)}</b>{_e(again)}: '
+                         f'{_e(summary.fault_reason or summary.status)}</p>')
         if summary.error:
             parts.append(f'<p class="error">{_e(summary.error)}</p>')
         if detail is None:
@@ -405,12 +417,35 @@ def _spans(folder: Path | None) -> SpansFile | None:
 
 
 def _first_reason(result: TestResult) -> str:
+    if result.reason:
+        return result.reason
     for summary in result.runs:
+        if summary.status == "inconclusive" and summary.fault_reason:
+            return f"the simulated user: {summary.fault_reason}"
         if summary.error:
             return summary.error
         for failure in summary.failures:
             return f"{failure.name}: {failure.reason}"
     return result.status
+
+
+def stats_html(result: TestResult) -> str:
+    """A repeated test's statistics: pass rate and interval, pass@k and pass^k, whether the verdict is decided."""
+    stats = result.stats
+    assert stats is not None
+    low, high = stats.interval
+    decided = {"pass": "decided: passes", "fail": "decided: fails", None: "undecided"}[stats.decided]
+    rows = [f"<tr><th>pass rate</th><td>{stats.passes}/{stats.runs} = {stats.rate:.2f} "
+            f"[{low:.2f}, {high:.2f}] at {stats.confidence:.0%} (Wilson)</td></tr>",
+            f"<tr><th>verdict</th><td>{decided} against pass_threshold {stats.threshold:g}</td></tr>"]
+    rows += [f"<tr><th>k = {_e(k)}</th><td>pass@{_e(k)} {stats.pass_at_k.get(k, 0):.3f} · pass^{_e(k)} {v:.3f}"
+             "</td></tr>" for k, v in stats.pass_hat_k.items()]
+    if stats.adaptive is not None:
+        a = stats.adaptive
+        rows.append(f"<tr><th>adaptive</th><td>{result.total_runs} of {a.max_runs} runs ({a.runs_saved} saved), "
+                    f"{_e(a.rule)} [{a.interval[0]:.2f}, {a.interval[1]:.2f}] at {a.confidence:.0%}</td></tr>")
+    return f'<div class="scroll"><table class="stats"><caption>statistics of the runs</caption>{"".join(rows)}' \
+           "</table></div>"
 
 
 def render_html(run: LoadedRun, base: Path, comparison: Comparison | None = None) -> str:

@@ -17,6 +17,7 @@ from tamesu.conversation import ToolCall
 from tamesu.report.baseline import Comparison
 from tamesu.report.load import LoadedRun, PlannedEntry
 from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunSummaryFile, TestResult, TranscriptLine
+from tamesu.results.stats import RepeatStats
 
 
 class RunDetail(BaseModel):
@@ -25,6 +26,9 @@ class RunDetail(BaseModel):
     status: str
     dir: str
     error: str | None = None
+    fault: str | None = None
+    fault_reason: str | None = None
+    reruns: int = 0
     end_reason: str | None = None
     duration_ms: float = 0.0
     assertions: list[AssertionResult] = Field(default_factory=list)
@@ -44,6 +48,8 @@ class TestEntry(BaseModel):
     status: str
     quarantine: str | None = None
     skip_reason: str | None = None
+    reason: str | None = None
+    stats: RepeatStats | None = None
     passed_runs: int = 0
     total_runs: int = 0
     duration_ms: float = 0.0
@@ -73,6 +79,7 @@ def _entry(run: LoadedRun, result: TestResult) -> TestEntry:
         transcript = run.transcript(summary)
         details.append(RunDetail(
             run=summary.run, attempt=summary.attempts, status=summary.status, dir=summary.dir, error=summary.error,
+            fault=summary.fault, fault_reason=summary.fault_reason, reruns=summary.reruns,
             end_reason=detail.end_reason if detail else None, duration_ms=detail.duration_ms if detail else 0.0,
             assertions=detail.assertions if detail else summary.failures,
             metrics=detail.metrics if detail else summary.metrics,
@@ -82,7 +89,8 @@ def _entry(run: LoadedRun, result: TestResult) -> TestEntry:
     return TestEntry(
         id=result.id, suite=result.suite, test=result.test, case=result.case, tags=result.tags, target=result.target,
         status=result.status, quarantine=result.quarantine, skip_reason=result.skip_reason,
-        passed_runs=result.passed_runs, total_runs=result.total_runs, duration_ms=result.duration_ms,
+        reason=result.reason, stats=result.stats, passed_runs=result.passed_runs, total_runs=result.total_runs,
+        duration_ms=result.duration_ms,
         file=source.file if source else None, line=source.line if source else None, runs=details,
     )
 

@@ -1,9 +1,13 @@
 """JUnit XML, the format every CI system reads: one <testsuite> per suite, one <testcase> per test (and case).
 
 Mapping: failed -> <failure> with every failing assertion's reason; error (the agent unreachable, a hook
-failed) -> <error>; skipped -> <skipped>; quarantined -> <skipped> whose message says it was quarantined and
+failed) -> <error>; inconclusive (the simulated user at fault) -> <failure type="inconclusive"> whose message is the
+audit's finding; skipped -> <skipped>; quarantined -> <skipped> whose message says it was quarantined and
 carries the failure, because a quarantined test must not fail the CI job yet must stay visible. A test the run
 planned but never finished (killed, fail-fast) is <skipped> too, so the file still lists every test.
+
+A test that ran more than once carries its statistics as <properties> (`tamesu.pass_rate`, `tamesu.interval`,
+`tamesu.pass^k`, `tamesu.decided`...), and every run that did not pass its fault (`tamesu.run.N.fault`).
 """
 
 from __future__ import annotations
@@ -40,8 +44,14 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
     several = result.total_runs > 1
     if several:
         lines.append(f"{result.passed_runs}/{result.total_runs} runs passed (needed {result.pass_threshold:.0%})")
+    if result.reason:
+        lines.append(result.reason)
     for summary in result.runs:
         prefix = f"run {summary.run}: " if several else ""
+        if summary.fault is not None:
+            lines.append(f"{prefix}fault {summary.fault}: {summary.fault_reason or summary.status}")
+        if summary.status == "inconclusive":
+            continue  # the assertions it failed are not the agent's failures
         if summary.error:
             lines.append(f"{prefix}error: {summary.error}")
         detail = run.run_result(summary)
@@ -58,7 +68,11 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
 
 
 def first_reason(result: TestResult) -> str:
+    if result.reason:
+        return result.reason
     for summary in result.runs:
+        if summary.status == "inconclusive" and summary.fault_reason:
+            return summary.fault_reason
         if summary.error:
             return summary.error
         if summary.failures:
@@ -88,7 +102,11 @@ def _testcase(parent: ET.Element, result: TestResult, run: LoadedRun) -> None:
         case.set("file", shown_path(Path(source.file)))
         if source.line:
             case.set("line", str(source.line))
-    if result.status == "failed":
+    _properties(case, result)
+    if result.status == "inconclusive":
+        element = ET.SubElement(case, "failure", message=_clean(first_reason(result)), type="inconclusive")
+        element.text = _clean(failure_text(result, run))
+    elif result.status == "failed":
         element = ET.SubElement(case, "failure", message=_clean(first_reason(result)), type="assertion")
         element.text = _clean(failure_text(result, run))
     elif result.status == "error":
@@ -106,6 +124,27 @@ def _testcase(parent: ET.Element, result: TestResult, run: LoadedRun) -> None:
             ET.SubElement(case, "system-out").text = _clean(transcript)
 
 
+def _properties(case: ET.Element, result: TestResult) -> None:
+    found: list[tuple[str, str]] = []
+    stats = result.stats
+    if stats is not None:
+        low, high = stats.interval
+        found += [("tamesu.runs", str(stats.runs)), ("tamesu.passes", str(stats.passes)),
+                  ("tamesu.pass_rate", f"{stats.rate:.4f}"), ("tamesu.interval", f"{low:.4f} {high:.4f}"),
+                  ("tamesu.confidence", f"{stats.confidence:g}"),
+                  ("tamesu.decided", stats.decided or "undecided")]
+        found += [(f"tamesu.pass@{k}", f"{v:.4f}") for k, v in stats.pass_at_k.items()]
+        found += [(f"tamesu.pass^{k}", f"{v:.4f}") for k, v in stats.pass_hat_k.items()]
+        if stats.adaptive is not None:
+            found += [("tamesu.adaptive.max_runs", str(stats.adaptive.max_runs)),
+                      ("tamesu.adaptive.runs_saved", str(stats.adaptive.runs_saved))]
+    found += [(f"tamesu.run.{r.run}.fault", r.fault) for r in result.runs if r.fault is not None]
+    if found:
+        properties = ET.SubElement(case, "properties")
+        for name, value in found:
+            ET.SubElement(properties, "property", name=name, value=_clean(value))
+
+
 def render_junit(run: LoadedRun) -> bytes:
     stamp = _timestamp(run.summary.started_at)
     root = ET.Element("testsuites", name="tamesu", time=_seconds(run.summary.duration_ms))
@@ -120,7 +159,7 @@ def render_junit(run: LoadedRun) -> bytes:
         missing = [e for e in unfinished if e.suite == suite]
         counts = {
             "tests": len(results) + len(missing),
-            "failures": sum(r.status == "failed" for r in results),
+            "failures": sum(r.status in ("failed", "inconclusive") for r in results),
             "errors": sum(r.status == "error" for r in results),
             "skipped": sum(r.status in ("skipped", "quarantined") for r in results) + len(missing),
         }

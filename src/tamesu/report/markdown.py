@@ -13,7 +13,7 @@ from tamesu.report.load import LoadedRun
 from tamesu.report.words import count_of
 from tamesu.results.records import TestResult
 
-_ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️"}
+_ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️", "inconclusive": "❔"}
 LIMIT = 50
 """Rows per list; the rest is counted, not shown."""
 
@@ -30,7 +30,7 @@ def headline(run: LoadedRun) -> str:
     parts = [f"{c.get('passed', 0)} passed", f"{c.get('failed', 0)} failed"]
     if c.get("error"):
         parts.append(count_of(c["error"], "error"))
-    for key in ("quarantined", "skipped"):
+    for key in ("quarantined", "skipped", "inconclusive"):
         if c.get(key):
             parts.append(f"{c[key]} {key}")
     return ", ".join(parts)
@@ -46,9 +46,27 @@ def _table(rows: list[TestResult]) -> list[str]:
     return lines
 
 
+def _stats_table(rows: list[TestResult]) -> list[str]:
+    lines = ["| test | status | runs | pass rate [95% interval] | pass^k | verdict |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for result in rows[:LIMIT]:
+        stats = result.stats
+        assert stats is not None
+        decided = {"pass": "decided: passes", "fail": "decided: fails", None: "undecided"}[stats.decided]
+        runs = f"{result.total_runs}"
+        if stats.adaptive is not None:
+            runs += f" of {stats.adaptive.max_runs} ({stats.adaptive.runs_saved} saved)"
+        cells = [f"`{_cell(result.id)}`", result.status, runs, stats.line(), stats.ks(),
+                 f"{decided} (threshold {stats.threshold:g})"]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(rows) > LIMIT:
+        lines.append(f"| … and {len(rows) - LIMIT} more | | | | | |")
+    return lines
+
+
 def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str:
     s = run.summary
-    bad = s.counts.get("failed", 0) or s.counts.get("error", 0)
+    bad = s.counts.get("failed", 0) or s.counts.get("error", 0) or s.counts.get("inconclusive", 0)
     icon = "❌" if bad else "✅"
     lines = [f"### {icon} tamesu: {headline(run)}", "",
              f"{s.counts.get('total', len(run.results))} tests in {s.duration_ms / 1000:.2f} s · exit code "
@@ -59,11 +77,15 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
         if note:
             lines += ["", f"> ⚠️ {note}"]
     groups = [("failed", "Failed"), ("error", "Errors (infrastructure)"),
+              ("inconclusive", "Inconclusive (the simulated user at fault, not the agent)"),
               ("quarantined", "Quarantined (not failing the run)")]
     for status, title in groups:
         rows = [r for r in run.results if r.status == status]
         if rows:
             lines += ["", f"#### {_ICONS[status]} {title}", "", *_table(rows)]
+    repeated = [r for r in run.results if r.stats is not None]
+    if repeated:
+        lines += ["", "#### Repeated tests", "", *_stats_table(repeated)]
     if comparison is not None:
         lines += ["", f"#### Compared with `{comparison.baseline}`: {comparison.headline()}", ""]
         for change in comparison.regressions[:LIMIT]:

@@ -10,11 +10,15 @@ from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
 from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.models.structured import Attempt
 from tamesu.results._refs import expand_agent, shrink_agent
+from tamesu.results.stats import RepeatStats
 
 SCHEMA_VERSION = 1
 
-RunStatus = Literal["passed", "failed", "error", "skipped"]
-TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined"]
+RunStatus = Literal["passed", "failed", "error", "skipped", "inconclusive"]
+"""`inconclusive`: the run failed, and the audit found the simulated user at fault: it says nothing of the agent."""
+TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined", "inconclusive"]
+Fault = Literal["agent", "simulated_user", "environment"]
+"""Whose fault a run that did not pass is: the agent's, tamesu's own simulated user's, or the infrastructure's."""
 EndReason = Literal[
     "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "goal_achieved", "simulator_stopped",
     "turn_failed", "error", "timeout", "not_started", "steps_done",
@@ -91,6 +95,11 @@ class RunResult(BaseModel):
     attempt: int = 1
     status: RunStatus
     error: str | None = None
+    fault: Fault | None = None
+    """Set on every run that did not pass (or skip), with `fault_reason`."""
+    fault_reason: str | None = None
+    rerun: int = 0
+    """Which new-seed run of an inconclusive one this is (0: the first)."""
     skip_reason: str | None = None
     """Why a run that started counts as skipped (the agent awaited input nobody could give)."""
     end_reason: EndReason = "not_started"
@@ -116,7 +125,11 @@ class RunSummary(BaseModel):
     status: RunStatus
     dir: str
     attempts: int = 1
+    reruns: int = 0
+    """How often the run was made again with a new seed because the simulated user spoiled it."""
     error: str | None = None
+    fault: Fault | None = None
+    fault_reason: str | None = None
     failures: list[AssertionResult] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict)
 
@@ -137,6 +150,11 @@ class TestResult(BaseModel):
     pass_threshold: float = 1.0
     quarantine: str | None = None
     skip_reason: str | None = None
+    reason: str | None = None
+    """Why a test failed as a whole rather than by one run: an undecided adaptive verdict, or the simulated
+    user's fault in a test still inconclusive."""
+    stats: RepeatStats | None = None
+    """The statistics of its runs, for a test that ran more than once."""
     duration_ms: float = 0.0
     runs: list[RunSummary] = Field(default_factory=list)
 
@@ -174,7 +192,7 @@ def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> i
     statuses = {r.status for r in results}
     if "error" in statuses:
         return EXIT_INFRA
-    if "failed" in statuses:
+    if "failed" in statuses or "inconclusive" in statuses:
         return EXIT_FAILED
     return EXIT_OK
 
@@ -182,6 +200,7 @@ def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> i
 def count(results: list[TestResult]) -> dict[str, int]:
     counts = {"passed": 0, "failed": 0, "error": 0, "quarantined": 0, "skipped": 0}
     for r in results:
-        counts[r.status] += 1
+        # `inconclusive` only when a test is: the counts of runs without a simulated user keep their shape
+        counts[r.status] = counts.get(r.status, 0) + 1
     counts["total"] = len(results)
     return counts

@@ -238,6 +238,8 @@ class ModelSimulator(UserSimulator):
         persona = inputs["persona"]
         about = [f"{key.capitalize()}: {persona[key]}" for key in ("name", "style", "language", "background")
                  if persona.get(key)]
+        if persona.get("facts"):
+            about.append("Facts: " + "; ".join(f"{k}: {v}" for k, v in persona["facts"].items()))
         behaviors = persona.get("behaviors") or {}
         if behaviors:
             about.append("Behaviours: " + ", ".join(f"{k}={v}" for k, v in behaviors.items()))

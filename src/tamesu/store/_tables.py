@@ -60,6 +60,9 @@ test_results = Table(
     Column("started_at", String(40), nullable=False),
     Column("slo", JSON),
     # The test's SLOs (metric -> limit) when the run recorded them.
+    Column("stats", JSON),
+    # A repeated test's statistics (results.stats.RepeatStats): pass rate, interval, pass@k, pass^k.
+    Column("reason", Text),
     Index("ix_test_results_run", "run_id", "test_id"),
     Index("ix_test_results_test", "test_id", "started_at"),
 )
@@ -73,6 +76,8 @@ test_runs = Table(
     Column("attempt", Integer, nullable=False),
     Column("status", String(20), nullable=False),
     Column("error", Text),
+    Column("fault", String(20)),
+    Column("fault_reason", Text),
     Column("end_reason", String(40)),
     Column("duration_ms", Float),
     Column("dir", Text),

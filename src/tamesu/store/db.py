@@ -41,7 +41,7 @@ def _timeout() -> float:
     return max(0.05, seconds)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 """The newest migration; a store already there is opened without loading Alembic (a test keeps it true)."""
 _ADVISORY_LOCK = 7_154_221  # any constant: serialises migrations of shards that start at once on PostgreSQL
 
@@ -252,7 +252,8 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
         graded = detail.assertions if detail is not None else summary.failures
         items.append({
             "row": {"number": summary.run, "attempt": summary.attempts, "status": summary.status,
-                    "error": summary.error, "end_reason": detail.end_reason if detail else None,
+                    "error": summary.error, "fault": summary.fault, "fault_reason": summary.fault_reason,
+                    "end_reason": detail.end_reason if detail else None,
                     "duration_ms": detail.duration_ms if detail else None, "dir": summary.dir,
                     "target_type": detail.target_type if detail else None, "transcript": transcript,
                     "transcript_hash": transcript_hash(transcript) if transcript else None,
@@ -268,7 +269,9 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
                      "tags": list(result.tags), "target": result.target, "status": result.status,
                      "passed_runs": result.passed_runs, "total_runs": result.total_runs,
                      "pass_threshold": result.pass_threshold, "duration_ms": result.duration_ms,
-                     "quarantine": result.quarantine, "skip_reason": result.skip_reason, "slo": slo or None},
+                     "quarantine": result.quarantine, "skip_reason": result.skip_reason, "slo": slo or None,
+                     "stats": result.stats.model_dump(mode="json") if result.stats else None,
+                     "reason": result.reason},
             "runs": items}
 
 

@@ -63,6 +63,8 @@ class RunOfTest:
     trace_ids: list[str]
     assertions: list[dict[str, Any]]
     metrics: dict[str, float]
+    fault: str | None = None
+    fault_reason: str | None = None
 
 
 @dataclass
@@ -75,6 +77,9 @@ class HistoryEntry:
     run_dir: str
     slo: dict[str, float]
     runs: list[RunOfTest] = field(default_factory=list)
+    stats: dict[str, Any] | None = None
+    """A repeated test's statistics (results.stats.RepeatStats as JSON)."""
+    reason: str | None = None
 
 
 @dataclass
@@ -171,7 +176,8 @@ class Reader:
                 .where(r.test_id == test_id).order_by(r.started_at.desc(), r.id.desc()).limit(limit)).all()
             entries = {row.id: HistoryEntry(run_id=row.run_id, started_at=row.started_at, commit=row.commit,
                                             status=row.status, duration_ms=row.duration_ms, run_dir=row.run_dir,
-                                            slo=row.slo or {}) for row in results}
+                                            slo=row.slo or {}, stats=row.stats, reason=row.reason)
+                       for row in results}
             runs = self._runs_of(connection, list(entries))
         for result_id, items in runs.items():
             entries[result_id].runs = items
@@ -194,7 +200,7 @@ class Reader:
             out[row.test_result_id].append(RunOfTest(
                 number=row.number, attempt=row.attempt, status=row.status, error=row.error, dir=row.dir,
                 transcript=row.transcript or [], trace_ids=row.trace_ids or [], assertions=graded[row.id],
-                metrics=dict(row.metrics or {})))
+                metrics=dict(row.metrics or {}), fault=row.fault, fault_reason=row.fault_reason))
         return out
 
     def as_loaded_run(self, run_id: str) -> LoadedRun | None:

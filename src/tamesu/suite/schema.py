@@ -110,6 +110,9 @@ class Persona(Strict):
     voice: str | None = None
     background: str | None = None
     behaviors: Behaviors = Field(default_factory=Behaviors)
+    facts: dict[str, str] = Field(default_factory=dict)
+    """What is true of this user (`booking_ref: ABC123`): the simulated user is told them, and a line of
+    its that names a fact with another value is the simulated user's fault, not the agent's."""
 
 
 class FileSpec(Strict):
@@ -183,9 +186,18 @@ class CaptureSpec(Strict):
         return self
 
 
+class AdaptiveSpec(Strict):
+    """`adaptive:` stop repeating as soon as the `pass_threshold` verdict is decided at `confidence`."""
+
+    confidence: float = Field(0.95, ge=0.5, le=0.999)
+    min_runs: int = Field(5, ge=1, le=10000)
+
+
 class Defaults(Strict):
     assert_: list[Any] = Field(default_factory=list, alias="assert")
     slo: dict[str, float] = Field(default_factory=dict)
+    adaptive: AdaptiveSpec | None = None
+    """Adaptive repeats for every test that repeats and does not say `adaptive:` itself."""
 
 
 class CounterpartSpec(Strict):
@@ -207,6 +219,12 @@ class TestSpec(Strict):
     repeat: int = Field(1, ge=1, le=10000)
     pass_threshold: float = Field(1.0, ge=0.0, le=1.0)
     retries: int = Field(0, ge=0, le=20)
+    pass_k: list[int] = Field(default_factory=list)
+    """The k of pass@k and pass^k in the test's statistics; default 1 and the number of runs."""
+    adaptive: AdaptiveSpec | None = None
+    """Stop repeating once the verdict is decided (`repeat` is then the most runs)."""
+    retries_inconclusive: int = Field(2, ge=0, le=20)
+    """How often a run the simulated user spoiled is run again with a new seed."""
     quarantine: Quarantine | None = None
     skip: str | bool = False
     vars: dict[str, Any] = Field(default_factory=dict)
@@ -222,6 +240,19 @@ class TestSpec(Strict):
     """A browser test: `goal`, `expect` and `action` steps, in order (validated by the browser target)."""
 
     __test__ = False  # not a pytest class
+
+    @field_validator("pass_k")
+    @classmethod
+    def _positive_ks(cls, ks: list[int]) -> list[int]:
+        if any(k < 1 for k in ks):
+            raise ValueError("every k of pass_k is 1 or more")
+        return ks
+
+    @model_validator(mode="after")
+    def _adaptive_fits(self) -> TestSpec:
+        if self.adaptive is not None and self.adaptive.min_runs > self.repeat:
+            raise ValueError(f"adaptive.min_runs ({self.adaptive.min_runs}) is more than repeat ({self.repeat})")
+        return self
 
 
 class SecretsSpec(Strict):

@@ -93,7 +93,7 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
         history = reader.history(test_id)
         if not history:
             return _html("No such test", f"<p>{esc(test_id)} has no results in the store.</p>", code=404)
-        return _html(test_id, _trends(history) + _history(history, trace_url), "/tests")
+        return _html(test_id, _pass_hat_k(history) + _trends(history) + _history(history, trace_url), "/tests")
 
     def compare_page(request: Request) -> HTMLResponse:
         before_id, now_id = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -157,6 +157,22 @@ def _float(text: str | None, default: float) -> float:
         return default
 
 
+def _pass_hat_k(history: list[HistoryEntry]) -> str:
+    """pass^k of each k over time (oldest left), for a test that repeats: how often every one of k tries works."""
+    ordered = [entry for entry in reversed(history) if entry.stats]
+    ks = sorted({k for entry in ordered for k in (entry.stats or {}).get("pass_hat_k", {})}, key=int)
+    charts = []
+    for k in ks:
+        values, labels = [], []
+        for entry in ordered:
+            value = (entry.stats or {}).get("pass_hat_k", {}).get(k)
+            if value is not None:
+                values.append(float(value))
+                labels.append(entry.run_id)
+        charts.append(f"<h2>pass^{esc(k)}</h2>{trend(values, labels, f'pass^{k}', None)}")
+    return "".join(charts)
+
+
 def _trends(history: list[HistoryEntry]) -> str:
     """Each metric's mean per result, oldest left, against its SLO."""
     ordered = list(reversed(history))
@@ -195,8 +211,18 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
                          for tid in run.trace_ids]
                 traces = "<p>traces by turn: " + " · ".join(f"{i}: {s}" for i, s in enumerate(shown, 1)) + "</p>"
             error = f'<p class="error">{esc(run.error)}</p>' if run.error else ""
+            if run.fault:
+                error += f"<p>fault: <b>{esc(run.fault)}</b>: {esc(run.fault_reason or run.status)}</p>"
             runs.append(f"<details><summary>run {run.number}{'' if run.attempt == 1 else f' (attempt {run.attempt})'}"
                         f" {status(run.status)}</summary>{error}{chat(run.transcript)}{traces}{verdicts}</details>")
+        stats = entry.stats or {}
+        about = ""
+        if stats:
+            low, high = stats.get("interval", (0, 1))
+            hats = " ".join(f"pass^{k} {v:.2f}" for k, v in stats.get("pass_hat_k", {}).items())
+            about = f"<p>rate {stats.get('rate', 0):.2f} [{low:.2f}, {high:.2f}] · {esc(hats)}</p>"
+        if entry.reason:
+            about += f"<p>{esc(entry.reason)}</p>"
         rows.append((run_link(entry.run_id), esc(entry.started_at[:19].replace("T", " ")), _commit(entry.commit),
-                     status(entry.status), "".join(runs)))
+                     status(entry.status), about + "".join(runs)))
     return "<h2>History, newest first</h2>" + table(["run", "started (UTC)", "commit", "status", "runs"], rows)

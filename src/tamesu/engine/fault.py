@@ -1,0 +1,56 @@
+"""Whose fault a run that did not pass is: `environment` (the infrastructure: an error), `simulated_user`
+(tamesu's own model-played user broke its part, so the run is `inconclusive`), or `agent` (every other
+failure). The simulated user is audited only after a failed run (see `roles.audit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tamesu.conversation import Exchange
+from tamesu.errors import InfraError
+from tamesu.models.client import ModelRegistry
+from tamesu.plan import PlannedTest
+from tamesu.results.records import RunResult
+from tamesu.roles.audit import Finding, SimulatorAudit, deterministic_finding
+from tamesu.roles.transcript import lines_of
+
+AUDIT_MODEL = "simulator_audit"
+
+
+async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: PlannedTest,
+                    models: ModelRegistry | None, record: Callable[..., Any]) -> None:
+    """Set `fault` and `fault_reason` on a run that did not pass; a failed run the simulated user spoiled
+    becomes `inconclusive`. An audit model that cannot answer makes the run an error (the environment's)."""
+    if result.status == "error":
+        result.fault, result.fault_reason = "environment", result.error
+        return
+    if result.status != "failed":
+        return
+    failures = [f"{a.name}: {a.reason}" if a.reason else a.name for a in result.failed_assertions]
+    lines = lines_of(exchanges)
+    try:
+        finding = await _audit(lines, test, models, failures)
+    except InfraError as exc:
+        result.status, result.error = "error", str(exc)
+        result.fault, result.fault_reason = "environment", str(exc)
+        return
+    if finding is not None:
+        record("simulator_audit", check=finding.check, reason=finding.reason, evidence=finding.evidence,
+               **({"model": finding.model} if finding.model else {}))
+        result.status = "inconclusive"
+        result.fault, result.fault_reason = "simulated_user", finding.reason
+        return
+    result.fault, result.fault_reason = "agent", "; ".join(failures) or "the run failed"
+
+
+async def _audit(lines: list[dict[str, Any]], test: PlannedTest, models: ModelRegistry | None,
+                 failures: list[str]) -> Finding | None:
+    if not any(line.get("source") == "simulator" for line in lines):
+        return None  # nobody but the tester spoke for the user: there is no simulated user to blame
+    persona = test.spec.persona
+    finding = deterministic_finding(lines, persona.facts if persona is not None else None)
+    if finding is not None or models is None or AUDIT_MODEL not in models.specs:
+        return finding
+    about = persona.model_dump(exclude_none=True, exclude_defaults=True, exclude={"behaviors"}) if persona else {}
+    return await SimulatorAudit(models.client(AUDIT_MODEL)).audit(lines, about, test.spec.scenario.goal, failures)

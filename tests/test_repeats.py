@@ -1,0 +1,290 @@
+"""Issue 29: statistics of repeated runs, adaptive repeats, and failures attributed.
+
+The statistical claims are checked in-process against the statistics code over many seeded repetitions (fast),
+and end to end against a real local agent that answers right with a known probability (a few runs)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tamesu.results.stats import pass_at_k, pass_hat_k, repeat_stats, sequential_decision, wilson
+from tamesu.roles.audit import deterministic_finding
+
+# --- the statistics, against seeded repetitions -----------------------------------------------------------
+
+
+def test_pass_hat_k_matches_the_hand_computed_value() -> None:
+    # 10 runs, 7 passed. pass^3 = C(7,3)/C(10,3) = 35/120; pass@3 = 1 - C(3,3)/C(10,3) = 1 - 1/120
+    assert pass_hat_k(10, 7, 3) == pytest.approx(35 / 120)
+    assert pass_at_k(10, 7, 3) == pytest.approx(119 / 120)
+    assert pass_hat_k(10, 7, 1) == pytest.approx(0.7) == pass_at_k(10, 7, 1)
+    assert pass_hat_k(10, 7, 8) == 0.0 and pass_hat_k(10, 10, 10) == 1.0
+    stats = repeat_stats(7, 10, 0.8, [1, 3, 20])  # a k beyond the runs is left out, not made up
+    assert stats.pass_hat_k == {"1": 0.7, "3": round(35 / 120, 6)}
+    assert repeat_stats(7, 10, 0.8).pass_hat_k.keys() == {"1", "10"}
+
+
+def test_wilson_matches_the_issue_example() -> None:
+    low, high = wilson(23, 30)
+    assert (round(low, 2), round(high, 2)) == (0.59, 0.88)
+    assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
+
+
+def _agent_runs(p: float, rng: random.Random, n: int) -> int:
+    """n runs of an agent that answers right with probability p: how many passed."""
+    return sum(rng.random() < p for _ in range(n))
+
+
+def test_the_interval_covers_the_true_rate_in_at_least_93_of_100() -> None:
+    # the issue's example: 30 runs of an agent right 80% of the time, 100 seeded repetitions. One sample of
+    # 100 varies by about 2 around its coverage; the next test checks the coverage itself, without sampling
+    rng = random.Random(29)
+    covered = 0
+    for _ in range(100):
+        low, high = wilson(_agent_runs(0.8, rng, 30), 30)
+        covered += low <= 0.8 <= high
+    assert covered >= 93, covered
+
+
+@pytest.mark.parametrize("runs", [20, 50])
+def test_the_intervals_exact_coverage_is_near_95_percent(runs: int) -> None:
+    # the chance, summed over every outcome, that the interval holds the true rate: no sampling noise
+    for p in (0.2, 0.5, 0.8, 0.9):
+        coverage = sum(math.comb(runs, k) * p**k * (1 - p) ** (runs - k) for k in range(runs + 1)
+                       if wilson(k, runs)[0] <= p <= wilson(k, runs)[1])
+        assert coverage >= 0.92, (p, coverage)
+
+
+def _adaptive(p: float, rng: random.Random, threshold: float = 0.8, repeat: int = 100,
+              min_runs: int = 5) -> tuple[str, int]:
+    passes = 0
+    for n in range(1, repeat + 1):
+        passes += rng.random() < p
+        decided = sequential_decision(passes, n, threshold, 0.95, min_runs)
+        if decided is not None:
+            return decided, n
+    return "fail", repeat  # undecided when repeat runs out: failed
+
+
+@pytest.mark.parametrize(("p", "right"), [(0.95, "pass"), (0.5, "fail")])
+def test_adaptive_repeats_decide_right_with_fewer_runs(p: float, right: str) -> None:
+    rng = random.Random(29)
+    outcomes = [_adaptive(p, rng) for _ in range(200)]
+    correct = sum(decided == right for decided, _ in outcomes) / len(outcomes)
+    mean_runs = sum(n for _, n in outcomes) / len(outcomes)
+    print(f"p={p}: right in {correct:.1%}, {mean_runs:.1f} runs on average of 100")
+    assert correct >= 0.95
+    assert mean_runs < 100 * 0.6
+
+
+def test_the_sequential_rule_keeps_its_error_rate_at_the_threshold() -> None:
+    # an agent exactly at the threshold must rarely be called better than it is, however often one looks
+    rng = random.Random(29)
+    wrong = sum(_adaptive(0.75, rng)[0] == "pass" for _ in range(300))
+    assert wrong / 300 <= 0.05
+
+
+# --- the deterministic audit --------------------------------------------------------------------------------
+
+
+def _user(*texts: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "text": t, "turn": i, "source": "simulator"} for i, t in enumerate(texts, 1)]
+
+
+@pytest.mark.parametrize(("lines", "found"), [
+    (["I want to fly to Paris", ""], "said nothing at turn 2"),
+    (["As an AI language model, I can't book flights"], "it says it is an AI"),
+    (["I'm a simulated user"], "it says it is an AI"),
+    (["Book me a seat please", "Book me a seat please"], "repeated its previous line"),
+    (["Hello! How can I help you today?"], "spoke as the agent"),
+    (["My booking ref is XYZ999"], "booking_ref as 'XYZ999', the persona's fact is 'ABC123'"),
+])
+def test_each_deterministic_check_finds_its_case(lines: list[str], found: str) -> None:
+    finding = deterministic_finding(_user(*lines), {"booking_ref": "ABC123"})
+    assert finding is not None and found in finding.reason
+
+
+def test_an_honest_user_and_a_scripted_line_are_not_blamed() -> None:
+    honest = _user("I want to fly to Paris", "My booking ref is ABC123", "yes", "yes")
+    assert deterministic_finding(honest, {"booking_ref": "ABC123"}) is None
+    scripted = [{"role": "user", "text": "As an AI language model...", "turn": 1, "source": "script"}]
+    assert deterministic_finding(scripted) is None
+
+
+# --- end to end, against a real local agent -----------------------------------------------------------------
+
+
+def _agent() -> Starlette:
+    """Answers right ("Your flight is booked.") with probability `?p=` (seeded per path), else apologises."""
+    draws: dict[str, random.Random] = {}
+
+    async def chat(request: Request) -> JSONResponse:
+        p = float(request.query_params.get("p", "1"))
+        rng = draws.setdefault(str(request.url.query), random.Random(29))
+        right = rng.random() < p
+        return JSONResponse({"text": "Your flight is booked." if right else "Sorry, something went wrong."})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def _project(tmp_path: Path, simulator_says: str, audit: str = "", defaults: str = "") -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
+        f"  simulator: {{ provider: fake, rules: [ {{ say: {json.dumps(simulator_says)} }} ] }}\n" + audit
+        + defaults)
+
+
+def _results(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    [run_dir] = list((tmp_path / "out").iterdir())
+    return {json.loads(x)["test"]: json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()}
+
+
+FLIGHT = """\
+targets:
+  agent: {{ type: rest, url: "{url}/chat?p={p}" }}
+tests:
+  - name: book
+    target: agent
+    scenario: {{ goal: "Book a flight to Paris", max_turns: 2 }}
+    assert: [ {{ contains: "booked" }} ]
+"""
+
+
+def test_a_simulator_that_breaks_character_makes_the_test_inconclusive(tmp_path: Path, tamesu: Any,
+                                                                      serve: Any) -> None:
+    url = serve(_agent()).url
+    _project(tmp_path, "As an AI language model, I can't book flights")
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0))
+    result = tamesu(["run", "--out", "out", "--report", "junit:junit.xml"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "INC   suite/book" in out and "1 inconclusive (the simulated user at fault)" in out, out
+    assert out.count("is inconclusive") == 2 and "running it again with a new seed (2 of 2)" in out
+    assert "fault: simulated_user" in out and "✗" not in out  # never reported as the agent's failure
+    line = _results(tmp_path)["book"]
+    assert line["status"] == "inconclusive" and "it says it is an AI" in line["reason"]
+    [run] = line["runs"]
+    assert (run["fault"], run["reruns"], run["dir"]) == ("simulated_user", 2, "suite/book/run-1-rerun-2")
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'type="inconclusive"' in junit and 'name="tamesu.run.1.fault" value="simulated_user"' in junit
+
+
+def test_the_honest_twin_with_a_broken_agent_fails_as_the_agents_fault(tmp_path: Path, tamesu: Any,
+                                                                      serve: Any) -> None:
+    url = serve(_agent()).url
+    _project(tmp_path, "Can you check again? I need the Paris flight.")
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL  suite/book" in result.stdout and "✗ contains" in result.stdout, result.stdout
+    assert "fault: agent" in result.stdout
+    [run] = _results(tmp_path)["book"]["runs"]
+    assert (run["status"], run["fault"], run["reruns"]) == ("failed", "agent", 0)
+
+
+AUDIT = """\
+  simulator_audit:
+    provider: fake
+    rules:
+      - {{ check: simulator_audit, transcript: "Tokyo", pass: false, reason: "the persona flies to Paris",
+          evidence: [{evidence}] }}
+      - {{ check: simulator_audit, pass: true, reason: "in character" }}
+"""
+
+
+@pytest.mark.parametrize(("evidence", "fault"), [('"I changed my mind, Tokyo"', "simulated_user"),
+                                                  ('"a line nobody said"', "agent")])
+def test_the_model_audit_blames_the_user_only_with_quotes_it_said(tmp_path: Path, tamesu: Any, serve: Any,
+                                                                  evidence: str, fault: str) -> None:
+    url = serve(_agent()).url
+    _project(tmp_path, "I changed my mind, Tokyo it is.", AUDIT.format(evidence=evidence))
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0).replace("name: book", "name: book\n"
+                                                                              "    retries_inconclusive: 0"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    [run] = _results(tmp_path)["book"]["runs"]
+    assert run["fault"] == fault, run
+    detail = json.loads((run_dir / run["dir"] / "result.json").read_text())
+    audits = [e for e in detail["events"] if e["name"] == "simulator_audit"]
+    assert (len(audits) == 1) == (fault == "simulated_user")
+    if audits:
+        assert audits[0]["data"]["check"] == "simulator_audit.v1" and "persona flies to Paris" in run["fault_reason"]
+
+
+ADAPTIVE = """\
+defaults:
+  adaptive: {{ confidence: 0.95, min_runs: 5 }}
+targets:
+  good: {{ type: rest, url: "{url}/chat?p=1" }}
+  broken: {{ type: rest, url: "{url}/chat?p=0" }}
+  coin: {{ type: rest, url: "{url}/chat?p=0.75" }}
+tests:
+  - {{ name: good, target: good, repeat: 60, pass_threshold: 0.8, scenario: {{ script: [{{ say: hi }}] }},
+      assert: [ {{ contains: booked }} ] }}
+  - {{ name: broken, target: broken, repeat: 60, pass_threshold: 0.8, scenario: {{ script: [{{ say: hi }}] }},
+      assert: [ {{ contains: booked }} ] }}
+  - {{ name: coin, target: coin, repeat: 12, pass_threshold: 0.8, pass_k: [1, 4],
+      scenario: {{ script: [{{ say: hi }}] }}, assert: [ {{ contains: booked }} ] }}
+"""
+
+
+def test_adaptive_repeats_end_to_end_stop_early_either_way_and_say_so(tmp_path: Path, tamesu: Any,
+                                                                      serve: Any) -> None:
+    url = serve(_agent()).url
+    _project(tmp_path, "hi")
+    (tmp_path / "suite.yaml").write_text(ADAPTIVE.format(url=url))
+    result = tamesu(["run", "--out", "out", "--parallel", "4", "--report", "json:report.json"], cwd=tmp_path)
+    lines = _results(tmp_path)
+    good, broken, coin = lines["good"], lines["broken"], lines["coin"]
+    assert good["status"] == "passed" and good["stats"]["decided"] == "pass", result.stdout
+    assert 5 <= good["total_runs"] < 60 and good["stats"]["adaptive"]["runs_saved"] == 60 - good["total_runs"]
+    assert broken["status"] == "failed" and broken["total_runs"] < 15
+    assert broken["reason"].startswith(f"decided below the threshold at {broken['total_runs']} runs: rate 0.00 [")
+    # 12 runs of a 0.75 agent cannot settle 0.8 either way: undecided, and failed for it
+    assert coin["status"] == "failed" and coin["total_runs"] == 12, coin
+    stats = coin["stats"]
+    low, high = wilson(stats["passes"], 12)
+    assert coin["reason"] == (f"undecided at 12 runs: rate {stats['passes'] / 12:.2f} [{low:.2f}, {high:.2f}] "
+                              "(pass_threshold 0.8)")
+    assert stats["pass_hat_k"]["4"] == pytest.approx(pass_hat_k(12, stats["passes"], 4), abs=1e-6)
+    assert "undecided at 12 runs" in result.stdout and "adaptive: " in result.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {t["test"]: t["stats"]["runs"] for t in report["tests"]}["coin"] == 12
+    # --repeat N keeps its meaning: N runs of every test, adaptive or not
+    again = tamesu(["run", "--out", "again", "--repeat", "3"], cwd=tmp_path)
+    [run_dir] = list((tmp_path / "again").iterdir())
+    counts = {json.loads(x)["test"]: json.loads(x)["total_runs"]
+              for x in (run_dir / "results.jsonl").read_text().splitlines()}
+    assert counts == {"good": 3, "broken": 3, "coin": 3}, again.stdout
+
+
+def test_jsonl_cases_take_repeat_pass_threshold_and_adaptive(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    url = serve(_agent()).url
+    (tmp_path / "tamesu.yaml").write_text(
+        f"cache: {{ mode: off }}\ntargets:\n  agent: {{ type: rest, url: '{url}/chat?p=1' }}\n")
+    cases = [{"id": "adaptive", "input": "book it", "assert": [{"type": "contains", "value": "booked"}],
+              "repeat": 40, "pass_threshold": 0.8, "adaptive": {"min_runs": 5}},
+             {"id": "fixed", "input": "book it", "assert": [{"type": "contains", "value": "booked"}]}]
+    (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "agent", "-o", "out.jsonl", "--out", "runs"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    records = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()}
+    adaptive = records["adaptive"]["stats"]
+    assert adaptive["decided"] == "pass" and adaptive["runs"] < 40 and adaptive["adaptive"]["runs_saved"] > 0
+    assert "stats" not in records["fixed"]
+    repeated = tamesu(["test", "-i", "cases.jsonl", "-n", "agent", "-o", "again.jsonl", "--out", "runs",
+                       "--repeat", "3"], cwd=tmp_path)
+    assert repeated.returncode == 0, repeated.stdout + repeated.stderr
+    again = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "again.jsonl").read_text().splitlines()}
+    assert again["adaptive"]["stats"]["runs"] == 3 and again["fixed"]["stats"]["runs"] == 3
