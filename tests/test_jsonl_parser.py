@@ -133,9 +133,9 @@ def test_assertions_map_onto_engine_checks(raw: dict, key: str, label: str) -> N
 
 def test_negate_uses_the_engine_siblings_where_they_exist() -> None:
     from tamesu.checks.json_path import JsonPath
+    from tamesu.checks.negate import Negated
     from tamesu.checks.text import NotContains, NotRegex
     from tamesu.checks.tools import ToolNotCalled
-    from tamesu.jsonl.checks import Negated
 
     def check(raw: dict) -> object:
         return to_engine({**raw, "negate": True}, RESOLVER).check

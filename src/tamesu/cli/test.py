@@ -17,6 +17,7 @@ import click
 from tamesu.cli.shared import report_options
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
 from tamesu.models.base import ModelError
+from tamesu.plan.project import label as file_label
 
 COLOR = click.Choice(["auto", "always", "never"])
 MISSING = click.Choice(["skip", "fail", "end"])
@@ -36,13 +37,6 @@ class _Usage(Exception):
 def _usage(message: str) -> None:
     click.echo(f"tamesu test: {message}", err=True)
     sys.exit(EXIT_CONFIG)
-
-
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _duration(_ctx: Any, _param: Any, value: str) -> float:
@@ -107,8 +101,8 @@ def test_command(**options: Any) -> None:
 
 async def _main(**options: Any) -> int:
     from tamesu.jsonl import sources
-    from tamesu.jsonl.targets import TargetProblem, resolve
     from tamesu.plan import find_project, load_project
+    from tamesu.plan.targets import TargetProblem, resolve
     from tamesu.suite.secrets import Secrets, mask_logging
 
     source = sources.parse_input(options["source"])
@@ -150,7 +144,7 @@ async def _main(**options: Any) -> int:
 
 async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
     """The parsed cases, how the header names their source, and the folder their relative paths start from."""
-    from tamesu.jsonl.validate import parse_settings
+    from tamesu.jsonl.parser import parse_settings
 
     base_dir = Path(source.value).parent.resolve() if source.kind == "file" else \
         Path(source.value).resolve() if source.kind == "folder" else Path.cwd()
@@ -170,10 +164,10 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
     from tamesu.jsonl import generator, parser
 
     if source.kind == "file":
-        label = _label(Path(source.value))
+        label = file_label(Path(source.value))
         return parser.parse_file(Path(source.value), label, settings), label, base_dir
     if source.kind == "folder":
-        return _folder_cases(Path(source.value), settings), _label(Path(source.value)), base_dir
+        return _folder_cases(Path(source.value), settings), file_label(Path(source.value)), base_dir
     if source.kind == "message":
         return parser.parse_objects([{"id": "message", "input": source.value}], "message", base_dir,
                                     settings), "message", base_dir
@@ -193,17 +187,17 @@ def _folder_cases(folder: Path, settings: Any) -> list[Any]:
     """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
     files at once. A case id is unique in its file only: two files may both have `lost-order`."""
     from tamesu.jsonl import parser
-    from tamesu.jsonl.validate import jsonl_in_folder
+    from tamesu.plan.project import jsonl_in_folder
 
     files = jsonl_in_folder(folder)
-    label = _label(folder)
+    label = file_label(folder)
     if not files:
         raise ConfigError([Problem(label, 1, 1, "", "no JSONL files in the folder (.jsonl or .ndjson)")])
     cases: list[Any] = []
     problems: list[Problem] = []
     for path in files:
         try:
-            cases += parser.parse_file(path, _label(path), settings)
+            cases += parser.parse_file(path, file_label(path), settings)
         except ConfigError as exc:
             problems += exc.problems
     if problems:
@@ -273,8 +267,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         start_telemetry,
         stop_telemetry,
     )
-    from tamesu.jsonl.console import TestConsole
     from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
+    from tamesu.report.case_console import TestConsole
     from tamesu.report.console import make_console
     from tamesu.results.provenance import provenance
     from tamesu.results.sharding import select

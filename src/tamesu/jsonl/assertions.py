@@ -10,7 +10,7 @@
 | `type`        | `type` (`tamesu.checks.values`): the JSON type of the value at `path`                |
 | `agent`       | `judge`: `options.metadata.criteria` (and the other metadata) as the rubric, the     |
 |               | model named by `connector`, else `use` (`agents:NAME` or `NAME`, default `models.judge`); |
-|               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`, called  |
+|               | `use` naming a target of tamesu.yaml: `tamesu.checks.target_validator`, called        |
 |               | with `connector` as its model                                                         |
 | `script`      | `script` (`tamesu.checks.script`): `use: scripts:module:function` or a script id     |
 |               | (`scripts:tests.validate-expense`: `validate()` in scripts/tests/validate-expense.py)  |
@@ -223,7 +223,7 @@ def _validator(spec: SpecAssertion, resolver: Resolver) -> Any:
     connector = spec.options.connector if spec.options else None
     helper = resolver.helper(name)
     if helper is not None:
-        from tamesu.jsonl.helpers import TargetValidator
+        from tamesu.checks.target_validator import TargetValidator
 
         # the design's `use` agent judges, with `options.connector` as its model (not the judge's)
         return TargetValidator(helper, dict(spec.metadata), connector=connector)

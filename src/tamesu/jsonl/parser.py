@@ -13,20 +13,26 @@ import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
 from tamesu.checks import Assertion, AssertionProblem
+from tamesu.checks.checkpoint import PlannedCheckpoint
+from tamesu.checks.functions import load_function
 from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
+from tamesu.engine.live import TargetHelper
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
-from tamesu.jsonl.checks import load_function
-from tamesu.jsonl.schema import ChatMessage, Checkpoint, ContentPart, Options, TestCase
+from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
+from tamesu.plan import Project, load_project_targets
+from tamesu.plan.targets import ResolvedTarget, file_refusal
+from tamesu.roles.case_user import SimulatorRef
 from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
+from tamesu.suite.secrets import Secrets
 
 Loc = tuple[Any, ...]
 
@@ -39,28 +45,6 @@ class Graded:
     assertion: Assertion
     loc: tuple[Any, ...] = ()
     """Where the assertion is written in its case."""
-
-
-@dataclass
-class PlannedCheckpoint:
-    spec: Checkpoint
-    assertion: Assertion
-
-
-@dataclass
-class SimulatorRef:
-    """Who plays the user: a model (`name` under `models:`, None for `models.simulator`), a script, or a target
-    of tamesu.yaml (`helper`)."""
-
-    kind: Literal["model", "script", "target"]
-    name: str | None
-    settings: dict[str, Any] = field(default_factory=dict)
-    function: Callable[..., Any] | None = None
-    helper: Any = None
-
-    @property
-    def shown(self) -> str:
-        return self.name or "simulator"
 
 
 @dataclass
@@ -437,3 +421,17 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     problems.append(doc.problem(loc, f"no model or target named {name!r} for the simulator (models: {known}"
                                 f"{targets})"))
     return None
+
+
+def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved: ResolvedTarget | None, *,
+                   simulator: str | None = None, connector: str | None = None) -> ParseSettings:
+    """What a case may name (the project's models and targets, scripts beside the file, the project or the
+    current folder) and what the agent under test can take."""
+    specs = load_project_targets(project)[0] if project.spec.targets else {}
+    resolver = mapping.Resolver(models=set(project.spec.models), targets=set(specs),
+                                   search=list(dict.fromkeys([base_dir, project.dir, Path.cwd()])),
+                                   helpers={n: TargetHelper(n, s, secrets, project.dir) for n, s in specs.items()})
+    return ParseSettings(
+        resolver, default_simulator=simulator, file_dirs=[project.dir],
+        file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
+        target_type=resolved.spec.type if resolved is not None else None)

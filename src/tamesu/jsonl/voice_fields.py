@@ -33,7 +33,7 @@ def warnings(cases: list[ParsedCase], target_name: str, spec: Any) -> list[str]:
     """One line per voice field this target cannot honour, as `file:line:col: path: problem`."""
     kind = getattr(spec, "type", "")
     speaks = targets.has_audio(kind, spec)
-    digits = targets.sends_dtmf(kind)
+    digits = targets.sends_dtmf(kind, spec)
     found: list[str] = []
     for parsed in cases:
         for loc, metadata in _places(parsed):
