@@ -9,8 +9,9 @@ import pytest
 
 from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
-from tamesu.jsonl.assertions import Resolver, to_engine
+from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.parser import ParseSettings, parse_text
+from tamesu.plan.targets import Resolver
 
 RESOLVER = Resolver(models={"judge", "simulator", "validator"}, targets={"expense"})
 

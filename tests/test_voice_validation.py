@@ -130,7 +130,7 @@ def test_a_jsonl_dtmf_digit_on_a_voice_target_without_messages_dtmf_is_warned(tm
     without = tamesu(["validate", "cases.jsonl", "-n", "s"], cwd=tmp_path)
     assert without.returncode == 0, without.stderr
     assert without.stderr.splitlines() == [
-        "warning: cases.jsonl:1:62: turns[0].options.metadata.dtmf: voice target s cannot send DTMF digits: "
+        "warning: cases.jsonl:1:72: turns[0].options.metadata.dtmf: voice target s cannot send DTMF digits: "
         "dtmf is not sent"]
     carried = tamesu(["validate", "cases.jsonl", "-n", "d"], cwd=tmp_path)
     assert carried.returncode == 0 and carried.stderr == "", carried.stderr

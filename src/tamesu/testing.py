@@ -33,11 +33,11 @@ from tamesu.checks.base import Verdict
 from tamesu.conversation import Exchange, ToolCall
 from tamesu.engine.live import LiveSession, TargetHelper
 from tamesu.engine.models import project_models
-from tamesu.jsonl.assertions import Resolver, to_engine
+from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.run import user_turn
 from tamesu.jsonl.schema import ChatMessage, as_messages
 from tamesu.plan import Project, find_project, load_project, load_project_targets
-from tamesu.plan.targets import resolve, with_connector
+from tamesu.plan.targets import Resolver, resolve, with_connector
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.suite.secrets import Secrets
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import click
 
 from tamesu.cli.main import _fail_config
+from tamesu.cli.shared import parse_settings
 from tamesu.errors import EXIT_CONFIG, ConfigError, Problem
 from tamesu.plan import Project, find_project, load_project, load_project_targets
 from tamesu.plan.project import label, split_paths
-from tamesu.plan.targets import ResolvedTarget, TargetProblem, resolve
+from tamesu.plan.targets import ResolvedTarget, TargetProblem, resolve, voice_warnings
 from tamesu.report.words import count_of
 from tamesu.suite.secrets import Secrets
 
@@ -79,7 +80,7 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
     refuses its case and a tool assertion on an A2A agent is a warning, exactly as `tamesu test -n` would say;
     without one, those checks are skipped (said). Raises ConfigError with every problem of every file,
     TargetProblem when `-n` names nothing."""
-    from tamesu.jsonl import parser, voice_fields
+    from tamesu.jsonl import parser
 
     project = load_project(config if config else find_project(paths[0]), Path.cwd())
     secrets = Secrets(project.dir / env for env in project.spec.secrets.env_files)
@@ -93,7 +94,7 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
                              "under test can carry (files, tool calls) is not checked")
     problems: list[Problem] = []
     for path in paths:
-        settings = parser.parse_settings(project, secrets, path.parent.resolve(), resolved)
+        settings = parse_settings(project, secrets, path.parent.resolve(), resolved)
         try:
             cases = parser.parse_file(path, label(path), settings)
         except ConfigError as exc:
@@ -101,7 +102,7 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
         else:
             done.cases += len(cases)
             if resolved is not None:  # a voice, behaviours or a DTMF digit the agent cannot get, as `test` says
-                done.warnings += voice_fields.warnings(cases, resolved.name, resolved.spec)
+                done.warnings += voice_warnings(cases, resolved.name, resolved.spec)
         done.warnings += [str(w) for w in settings.warnings]
     if problems:
         raise ConfigError(problems)

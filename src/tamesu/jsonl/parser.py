@@ -22,17 +22,14 @@ from tamesu.checks.checkpoint import PlannedCheckpoint
 from tamesu.checks.functions import load_function
 from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
-from tamesu.engine.live import TargetHelper
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan import Project, load_project_targets
-from tamesu.plan.targets import ResolvedTarget, file_refusal
+from tamesu.plan.targets import Resolver
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
-from tamesu.suite.secrets import Secrets
 
 Loc = tuple[Any, ...]
 
@@ -73,7 +70,7 @@ class ParsedCase:
 
 @dataclass
 class ParseSettings:
-    resolver: mapping.Resolver
+    resolver: Resolver
     default_simulator: str | None = None
     """`--simulator`: for cases that need one and name none."""
     file_dirs: list[Path] = field(default_factory=list)
@@ -328,7 +325,7 @@ def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: l
                 problems.append(doc.problem((*loc, "source"), reason))
 
 
-def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: int | None, doc: JsonDocument,
+def _graded(entries: list[Any], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,
             problems: list[Problem]) -> list[Graded]:
     graded: list[Graded] = []
     for index, entry in enumerate(entries):
@@ -339,7 +336,7 @@ def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: i
     return graded
 
 
-def _checkpoints(case: TestCase, doc: JsonDocument, resolver: mapping.Resolver,
+def _checkpoints(case: TestCase, doc: JsonDocument, resolver: Resolver,
                  problems: list[Problem]) -> list[PlannedCheckpoint]:
     planned: dict[str, PlannedCheckpoint] = {}
     for index, checkpoint in enumerate(case.checkpoints):
@@ -421,17 +418,3 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     problems.append(doc.problem(loc, f"no model or target named {name!r} for the simulator (models: {known}"
                                 f"{targets})"))
     return None
-
-
-def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved: ResolvedTarget | None, *,
-                   simulator: str | None = None, connector: str | None = None) -> ParseSettings:
-    """What a case may name (the project's models and targets, scripts beside the file, the project or the
-    current folder) and what the agent under test can take."""
-    specs = load_project_targets(project)[0] if project.spec.targets else {}
-    resolver = mapping.Resolver(models=set(project.spec.models), targets=set(specs),
-                                   search=list(dict.fromkeys([base_dir, project.dir, Path.cwd()])),
-                                   helpers={n: TargetHelper(n, s, secrets, project.dir) for n, s in specs.items()})
-    return ParseSettings(
-        resolver, default_simulator=simulator, file_dirs=[project.dir],
-        file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
-        target_type=resolved.spec.type if resolved is not None else None)

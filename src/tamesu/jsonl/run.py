@@ -1,7 +1,7 @@
-"""JSONL cases as planned tests of the one engine: `plan_cases` turns each parsed case into a `PlannedTest`
+"""JSONL cases as planned tests of the one engine: `CasePlanner` turns each parsed case into a `PlannedTest`
 of a suite made for the input (its user side is the case's `CaseUser`, its assertions the engine's checks),
-and `JsonlRunner` runs them with `engine.runner.Runner` like any suite: one run loop, one run directory
-(`<run>/<file>/<case id>/run-N/result.json`, `results.jsonl`, `run.json`, `plan.json`), one set of records.
+which `tamesu test` (`cli.test.JsonlRunner`) runs with `engine.runner.Runner` like any suite: one run loop, one
+run directory (`<run>/<file>/<case id>/run-N/result.json`, `results.jsonl`, `run.json`, `plan.json`).
 
 The design's JSONL records (`-o`) and console tree are report formats (`tamesu.report.case_records`,
 `tamesu.report.case_console`); the user side is `tamesu.roles.case_user`, checkpoints `tamesu.checks.checkpoint`.
@@ -20,16 +20,12 @@ from tamesu.checks import Assertion
 from tamesu.checks.base import RunView
 from tamesu.checks.checkpoint import CheckpointCheck, Tracker
 from tamesu.conversation import HistoryMessage, UserTurn
-from tamesu.engine.runner import Runner, RunOptions
 from tamesu.jsonl.parser import ParsedCase, file_ref
 from tamesu.jsonl.schema import ChatMessage, ContentPart
 from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.targets import ResolvedTarget, with_connector
-from tamesu.report.case_records import CaseRecord, CaseReporter, CaseSink
-from tamesu.report.recorder import Fanout, PlanRecorder
-from tamesu.results.records import RunSummaryFile
 from tamesu.roles.case_user import CaseUser, Interaction, MissingInput
 from tamesu.roles.human import Human
 from tamesu.suite.schema import Scenario, SuiteSpec, TestSpec
@@ -98,16 +94,6 @@ class JsonlFile:
     """How problems and plan.json name it: the file's label."""
 
 
-@dataclass
-class TestOutcome:
-    exit_code: int
-    run_dir: Path
-    records: list[CaseRecord]
-    summary: RunSummaryFile
-
-    __test__ = False
-
-
 class PlannedCase:
     """One case's user side for each of its runs: the `CaseUser` and checkpoint tracker of run N."""
 
@@ -139,13 +125,6 @@ def stand_in_suite(plan: JsonlPlan, part: JsonlFile | None = None) -> LoadedSuit
     return LoadedSuite(spec=SuiteSpec(name=part.name), doc=Document(doc_path, CommentedMap(), part.source),
                        targets={plan.target.name: plan.target.spec}, project=plan.project,
                        hook_dir=plan.project.dir)
-
-
-def file_names(paths: list[Path]) -> list[str]:
-    """The suite name of each JSONL file of a folder: its stem, or its whole name when another file of the
-    folder has the same stem (`a.jsonl` and `a.ndjson`), so no two files' test ids can meet."""
-    stems = [path.stem for path in paths]
-    return [path.stem if stems.count(path.stem) == 1 else path.name for path in paths]
 
 
 class CasePlanner:
@@ -231,30 +210,3 @@ def static_turns(parsed: ParsedCase, options: dict[str, Any]) -> list[UserTurn]:
         return [user_turn([t.input], base, {**options, **(t.options.sent() if t.options else {})},
                           attachments=t.attachments) for t in case.turns]
     return [user_turn(case.input, base, options)] if case.input else []
-
-
-class JsonlRunner:
-    """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
-
-    def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: CaseSink,
-                 human: Human | None = None, *, provenance: Any = None, also: list[Any] | None = None) -> None:
-        self.plan = plan
-        self.settings = settings
-        self.reporter = reporter
-        self.provenance = provenance
-        """The run id, commit and branch (`results.provenance.Provenance`) for plan.json, as `tamesu run` keeps."""
-        self.also = list(also or [])
-        """More engine reporters, as `tamesu run` has them (the results store's writer)."""
-        self.planner = CasePlanner(plan, settings, human)
-        self.engine_plan = self.planner.engine_plan()
-
-    async def run(self, tests: list[PlannedTest] | None = None) -> TestOutcome:
-        chosen = self.engine_plan.tests if tests is None else tests
-        options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
-                             fail_fast=self.settings.fail_fast, today=self.settings.today,
-                             cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
-        cases = CaseReporter(self.planner.cases, self.reporter, self.settings.output, bool(self.plan.files))
-        recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
-                                self.plan.project.spec.trace_url)
-        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()
-        return TestOutcome(outcome.exit_code, outcome.run_dir, cases.records, outcome.summary)

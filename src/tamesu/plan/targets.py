@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,6 +32,9 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references, walk_strings
 from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import TargetSpec
+
+if TYPE_CHECKING:  # a JSONL case, read for what it asks of the agent under test
+    from tamesu.jsonl.parser import ParsedCase
 
 
 def load_project_targets(project: Project) -> tuple[dict[str, TargetSpec], list[Problem]]:
@@ -221,3 +225,70 @@ def with_connector(spec: TargetSpec, connector: str | None) -> TargetSpec:
     if connector is None or spec.type != "model":
         return spec
     return spec.model_copy(update={"model": connector})
+
+
+@dataclass
+class Resolver:
+    """What a JSONL case may name (a validator, a simulator, a generator): models and targets of the project,
+    folders that hold scripts."""
+
+    models: set[str] = field(default_factory=set)
+    targets: set[str] = field(default_factory=set)
+    search: list[Path] = field(default_factory=list)
+    helpers: dict[str, Any] = field(default_factory=dict)
+    """`TargetHelper`s by target name: targets that may play the simulator, a validator or a generator."""
+
+    def helper(self, name: str | None) -> Any:
+        """The target helper `name` names when it is a target and not a model (a model wins a tie)."""
+        if name is None or name in self.models:
+            return None
+        return self.helpers.get(name)
+
+    def model_for(self, name: str | None) -> str | None:
+        """The model an `agent` assertion or a simulator names; raises ValueError when nothing has that name."""
+        if name is None or name == "judge":
+            if "judge" not in self.models:
+                raise ValueError("no validator model: set models.judge in tamesu.yaml, or name a model with "
+                                 "use: agents:NAME")
+            return None
+        if name in self.models or ":" in name:
+            return name
+        known = ", ".join(sorted(self.models)) or "none configured"
+        raise ValueError(f"no model named {name!r} under models: (models: {known})")
+
+
+_PERSONA_KEYS = ("voice", "behaviors")
+
+
+def _voice_places(parsed: ParsedCase) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    case = parsed.case
+    if case.simulator is not None:
+        yield ("simulator", "metadata"), case.simulator.metadata
+        if case.simulator.options is not None:
+            yield ("simulator", "options", "metadata"), case.simulator.options.metadata
+    if case.options is not None:
+        yield ("options", "metadata"), case.options.metadata
+    for i, turn in enumerate(case.turns):
+        if turn.options is not None:
+            yield ("turns", i, "options", "metadata"), turn.options.metadata
+
+
+def voice_warnings(cases: list[ParsedCase], target_name: str, spec: Any) -> list[str]:
+    """JSONL cases that ask for voice (a persona's `voice` or `behaviors`, a `dtmf` digit) against a target that
+    cannot honour them: one line each, as `file:line:col: path: problem`, never silently dropped. A case may
+    write them in `simulator.metadata`, `simulator.options.metadata`, `options.metadata` (voice, behaviors,
+    dtmf), and each turn's `options.metadata` (dtmf)."""
+    kind = getattr(spec, "type", "")
+    speaks = targets.has_audio(kind, spec)
+    digits = targets.sends_dtmf(kind, spec)
+    found: list[str] = []
+    for parsed in cases:
+        for loc, metadata in _voice_places(parsed):
+            for key in metadata:
+                if key in _PERSONA_KEYS and not speaks:
+                    found.append(str(parsed.doc.problem((*loc, key), f"{kind} target {target_name} has no audio: "
+                                                                     f"{key} is not used", key=True)))
+                elif key == "dtmf" and not digits:
+                    found.append(str(parsed.doc.problem((*loc, key), f"{kind} target {target_name} cannot send "
+                                                                     "DTMF digits: dtmf is not sent", key=True)))
+    return found

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from tamesu.checks import META_KEYS
+from tamesu.matching import shown
 from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunResult, RunSummaryFile, TestResult
 from tamesu.roles.case_user import Mode
 
@@ -118,6 +120,31 @@ class CaseRecord(BaseModel):
 
     def line(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
+
+
+def assertion_label(raw: Any) -> str:
+    """How a JSONL assertion reads in the console, the records and result.json: `contains "submitted"`."""
+    if not isinstance(raw, dict):
+        return "assertion"
+    kind = raw.get("type")
+    if kind is None:
+        key = next((k for k in raw if k not in META_KEYS), "assertion")
+        return raw.get("name") or f"{key} {shown(raw.get(key), 60)}"
+    negate = "not " if raw.get("negate") else ""
+    if kind == "json_path":
+        if "value" in raw:
+            return f"{raw.get('path')} {'!=' if negate else '='} {shown(raw['value'], 60)}"
+        return f"{raw.get('path')} {'is absent' if negate else 'exists'}"
+    if kind == "type":
+        return f"{raw.get('path')} is {negate}{raw.get('value')}"
+    if kind == "agent":
+        criteria = ((raw.get("options") or {}).get("metadata") or {}).get("criteria", "")
+        return f"{negate}agent {shown(criteria, 60)}"
+    if kind == "script":
+        return f"{negate}script {raw.get('use')}"
+    shown_value = raw.get("pattern") if kind == "regex" and "pattern" in raw else \
+        raw.get("name") if kind == "tool_called" and "name" in raw else raw.get("value")
+    return f"{negate}{kind} {shown(shown_value, 60)}"
 
 
 def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str) -> list[AssertionRecord]:
