@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from tamesu.errors import ConfigError
-from tamesu.jsonl.assertions import Resolver
 from tamesu.jsonl.parser import ParseSettings, parse_file
 from tamesu.plan import load_plan
+from tamesu.plan.targets import Resolver
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS = 2.0

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tamesu.conversation import AgentTurn, ToolCall
-from tamesu.jsonl.awaiting import detect
+from tamesu.roles.awaiting import detect
 
 
 def turn(text: str = "", response: Any = None, tools: tuple[str, ...] = ()) -> AgentTurn:

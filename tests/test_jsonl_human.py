@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 
-from tamesu.jsonl.human import Human, StdinLines
+from tamesu.roles.human import Human, StdinLines
 
 
 async def test_a_reply_after_a_silence_that_timed_out() -> None:

@@ -9,8 +9,9 @@ import pytest
 
 from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
-from tamesu.jsonl.assertions import Resolver, to_engine
+from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.parser import ParseSettings, parse_text
+from tamesu.plan.targets import Resolver
 
 RESOLVER = Resolver(models={"judge", "simulator", "validator"}, targets={"expense"})
 
@@ -133,9 +134,9 @@ def test_assertions_map_onto_engine_checks(raw: dict, key: str, label: str) -> N
 
 def test_negate_uses_the_engine_siblings_where_they_exist() -> None:
     from tamesu.checks.json_path import JsonPath
+    from tamesu.checks.negate import Negated
     from tamesu.checks.text import NotContains, NotRegex
     from tamesu.checks.tools import ToolNotCalled
-    from tamesu.jsonl.checks import Negated
 
     def check(raw: dict) -> object:
         return to_engine({**raw, "negate": True}, RESOLVER).check

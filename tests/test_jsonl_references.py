@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from tamesu.checks.functions import load_function
 from tamesu.errors import ConfigError
-from tamesu.jsonl.assertions import Resolver
-from tamesu.jsonl.checks import load_function
 from tamesu.jsonl.parser import ParseSettings, file_path, parse_text
 from tamesu.models.attachments import refusal
 from tamesu.models.base import Message, MessageFile
+from tamesu.plan.targets import Resolver
 
 
 def _parse(lines: list[dict], tmp_path: Path, search: list[Path] | None = None) -> list:
@@ -119,7 +119,7 @@ def test_a_message_without_files_dumps_as_before_so_cache_keys_stay() -> None:
 
 async def test_a_script_simulator_gets_the_runs_context() -> None:
     from tamesu.conversation import AgentTurn, Exchange, ToolCall, UserTurn
-    from tamesu.jsonl.simulators import ScriptSimulator
+    from tamesu.roles.scripted_users import ScriptSimulator
     from tamesu.suite.templates import Context
 
     seen: list[dict] = []

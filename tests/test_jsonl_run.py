@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from agents.expense_agent import ExpenseAgent, expense_agent
-from tamesu.jsonl.assertions import Resolver
-from tamesu.jsonl.helpers import TargetHelper
+from tamesu.cli.jsonl_runner import JsonlRunner, TestOutcome
+from tamesu.engine.live import TargetHelper
 from tamesu.jsonl.parser import ParseSettings, parse_text
-from tamesu.jsonl.records import CaseRecord
-from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestOutcome, TestSettings
-from tamesu.jsonl.targets import resolve
+from tamesu.jsonl.run import JsonlPlan, TestSettings
 from tamesu.plan import load_project, load_project_targets
+from tamesu.plan.targets import Resolver, resolve
+from tamesu.report.case_records import CaseRecord
 from tamesu.suite.secrets import Secrets
 
 __all__ = ["expense_agent"]

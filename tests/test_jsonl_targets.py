@@ -15,10 +15,10 @@ from starlette.routing import Route
 from agents.a2a_agents import A2AAgents
 from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
-from tamesu.jsonl import targets as jsonl_targets
-from tamesu.jsonl.targets import TargetProblem, resolve
 from tamesu.net.serve import ThreadServer
 from tamesu.plan import Project, load_project
+from tamesu.plan import targets as plan_targets
+from tamesu.plan.targets import TargetProblem, resolve
 from tamesu.suite.secrets import Secrets
 
 
@@ -64,7 +64,7 @@ async def test_a_url_without_a_card_is_a_rest_target(tmp_path: Path) -> None:
 
 
 async def test_a_card_without_the_a2a_target_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonl_targets, "a2a_available", lambda: False)
+    monkeypatch.setattr(plan_targets, "a2a_available", lambda: False)
     server = ThreadServer(_card_app({"name": "Shop", "url": "http://x/a2a", "skills": []})).start()
     try:
         with pytest.raises(TargetProblem) as caught:

@@ -116,3 +116,21 @@ def test_a_jsonl_case_asking_for_voice_on_a_text_target_is_warned(tmp_path: Path
     validated = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=tmp_path)
     assert validated.returncode == 0, validated.stderr
     assert validated.stderr.splitlines() == warnings
+
+
+@needs_voice
+def test_a_jsonl_dtmf_digit_on_a_voice_target_without_messages_dtmf_is_warned(tmp_path: Path, tamesu) -> None:
+    # the same rule as a suite's dtmf step: a voice target sends digits only when messages.dtmf says how
+    (tmp_path / "tamesu.yaml").write_text(
+        'targets:\n  s: { type: voice, url: "ws://127.0.0.1:9/x" }\n'
+        '  d: { type: voice, url: "ws://127.0.0.1:9/x", messages: { dtmf: { event: dtmf, digit: "{{message.digit}}" '
+        '} } }\n', encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "digits", "turns": [{"input": "hello", "options": {"metadata": {"dtmf": "2"}}}]}\n', encoding="utf-8")
+    without = tamesu(["validate", "cases.jsonl", "-n", "s"], cwd=tmp_path)
+    assert without.returncode == 0, without.stderr
+    assert without.stderr.splitlines() == [
+        "warning: cases.jsonl:1:72: turns[0].options.metadata.dtmf: voice target s cannot send DTMF digits: "
+        "dtmf is not sent"]
+    carried = tamesu(["validate", "cases.jsonl", "-n", "d"], cwd=tmp_path)
+    assert carried.returncode == 0 and carried.stderr == "", carried.stderr

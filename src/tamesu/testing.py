@@ -31,15 +31,14 @@ from pydantic import TypeAdapter, ValidationError
 from tamesu.checks import AssertionProblem
 from tamesu.checks.base import Verdict
 from tamesu.conversation import Exchange, ToolCall
-from tamesu.engine.live import LiveSession
+from tamesu.engine.live import LiveSession, TargetHelper
 from tamesu.engine.models import project_models
-from tamesu.jsonl.assertions import Resolver, to_engine
-from tamesu.jsonl.awaiting import Awaiting, detect
-from tamesu.jsonl.helpers import TargetHelper
+from tamesu.jsonl.assertions import to_engine
+from tamesu.jsonl.run import user_turn
 from tamesu.jsonl.schema import ChatMessage, as_messages
-from tamesu.jsonl.targets import resolve
-from tamesu.jsonl.user import user_turn
 from tamesu.plan import Project, find_project, load_project, load_project_targets
+from tamesu.plan.targets import Resolver, resolve, with_connector
+from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.suite.secrets import Secrets
 
 __all__ = ["AgentSession", "AsyncAgentSession", "Reply"]
@@ -79,11 +78,9 @@ class AsyncAgentSession:
         loaded = load_project(Path(config) if config else find_project(start), start)
         secrets = Secrets(loaded.dir / name for name in loaded.spec.secrets.env_files)
         resolved, _ = await resolve(target, loaded, secrets)
-        spec = resolved.spec
-        if connector is not None and spec.type == "model":
-            spec = spec.model_copy(update={"model": connector})
-        live = await LiveSession.open(resolved.name, spec, secrets=secrets, base_dir=loaded.dir,
-                                      models=project_models(loaded, secrets, None), variables=loaded.spec.vars)
+        live = await LiveSession.open(resolved.name, with_connector(resolved.spec, connector), secrets=secrets,
+                                      base_dir=loaded.dir, models=project_models(loaded, secrets, None),
+                                      variables=loaded.spec.vars)
         return cls(live, _resolver(loaded, secrets))
 
     async def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,

@@ -14,20 +14,19 @@ import click
 
 from tamesu import __version__
 from tamesu.cli.shared import (
+    COLOR,
+    cache_mode,
     finish_reports,
     interrupted_note,
     open_store_writer,
     parse_shard,
-    report_options,
     report_requests,
+    run_options,
     select_tests,
     start_telemetry,
     stop_telemetry,
 )
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
-
-COLOR = click.Choice(["auto", "always", "never"])
-
 
 MAX_SHOWN_PROBLEMS = 200
 """Problems printed at most: a file of thousands of broken cases is told in a screenful, not in 40,000 lines."""
@@ -84,22 +83,8 @@ def main() -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--filter", "pattern", metavar="REGEX", help="Run only tests whose suite/name matches.")
-@click.option("--tags", metavar="TAGS", help="Comma-separated tags to run; !tag excludes.")
-@click.option("--parallel", "-p", type=click.IntRange(1, 10000), help="Runs at the same time (default 1).")
-@click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test N times (overrides repeat).")
-@click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default tamesu-runs).")
-@click.option("--fail-fast", is_flag=True, help="Stop starting tests after the first failure.")
-@click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest tamesu.yaml).")
-@click.option("-v", "--verbose", count=True, help="-v: transcripts of failing runs; -vv: of every run.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
-@click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
-@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
-@report_options
-@click.option("--shard", "shard_text", metavar="K/N",
-              help="Run only the K-th of N stable shards of the tests; `auto` reads a Kubernetes Indexed Job's "
-                   "JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT.")
+@run_options("tests", ids="suite/name", verbose="-v: transcripts of failing runs; -vv: of every run.",
+             repeat=" (overrides repeat)")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
         verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
@@ -134,12 +119,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     baseline_dir = Path(baseline) if baseline else \
         (plan.project.dir / settings.baseline if settings.baseline else None)
     out_dir = Path(out) if out else plan.project.dir / plan.project.spec.out
-    if no_cache and cache_only:
-        click.echo("--no-cache and --cache-only contradict each other: choose one", err=True)
-        sys.exit(EXIT_CONFIG)
     options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
-                         fail_fast=fail_fast, cache_mode="off" if no_cache else "only" if cache_only else None,
-                         update_golden=update_golden)
+                         fail_fast=fail_fast, cache_mode=cache_mode(no_cache, cache_only), update_golden=update_golden)
     from tamesu.results.provenance import provenance
 
     origin = provenance(plan.project.dir)

@@ -8,11 +8,18 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA
+
+if TYPE_CHECKING:
+    from tamesu.jsonl.parser import ParseSettings
+    from tamesu.models.cache import CacheMode
+    from tamesu.plan import Project
+    from tamesu.plan.targets import ResolvedTarget
+    from tamesu.suite.secrets import Secrets
 
 
 def select_tests(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
@@ -151,9 +158,31 @@ def open_store_writer(project: Any, redactor: Any, origin: Any, shard: str | Non
     return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn)
 
 
-def report_options(command: Any) -> Any:
-    """`--report`, `--baseline`, `--tolerance`: the same for `tamesu run` and `tamesu test`."""
+COLOR = click.Choice(["auto", "always", "never"])
+
+
+def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: str = "") -> Any:
+    """The options `tamesu run` and `tamesu test` share, declared once: which tests, how they run, where their
+    results go. `tests` names what runs ("tests", "test cases"), `ids` what --filter matches, `verbose` what -v
+    shows; `tags` and `repeat` add what only one command has to say."""
     options = [
+        click.option("--filter", "pattern", metavar="REGEX", help=f"Run only {tests} whose {ids} matches."),
+        click.option("--tags", metavar="TAGS", help=f"Comma-separated tags to run{tags}; !tag excludes."),
+        click.option("--parallel", "-p", type=click.IntRange(1, 10000), help="Runs at the same time (default 1)."),
+        click.option("--repeat", type=click.IntRange(1, 10000), help=f"Run every {tests.removesuffix('s')} N "
+                     f"times{repeat}."),
+        click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default "
+                     "tamesu-runs)."),
+        click.option("--fail-fast", is_flag=True, help=f"Stop starting {tests} after the first failure."),
+        click.option("--color", type=COLOR, default="auto", show_default=True),
+        click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest "
+                     "tamesu.yaml)."),
+        click.option("-v", "--verbose", count=True, help=verbose),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls."),
+        click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss "
+                     "fails."),
+        click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of "
+                     "comparing."),
         click.option("--report", "reports", metavar="SPECS",
                      help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github "
                           "(and plug-ins' formats)."),
@@ -162,10 +191,26 @@ def report_options(command: Any) -> Any:
         click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
                      help="Metric changes smaller than this fraction of the baseline are not reported "
                           "(default 0.2)."),
+        click.option("--shard", "shard_text", metavar="K/N",
+                     help=f"Run only the K-th of N stable shards of the {tests}; `auto` reads a Kubernetes "
+                          "Indexed Job's JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT."),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+
+    def declare(command: Any) -> Any:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return declare
+
+
+def cache_mode(no_cache: bool, cache_only: bool, said: str = "") -> CacheMode | None:
+    """--no-cache and --cache-only as the replay cache's mode; both at once is a usage error (exit 2), said
+    after `said` (the command's name)."""
+    if no_cache and cache_only:
+        click.echo(f"{said}--no-cache and --cache-only contradict each other: choose one", err=True)
+        sys.exit(EXIT_CONFIG)
+    return "off" if no_cache else "only" if cache_only else None
 
 
 def interrupted_note(stop: Any, run_dir: Path | None) -> str:
@@ -187,3 +232,23 @@ def _planned_count(run_dir: Path) -> int | None:
         return len(json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["tests"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved: ResolvedTarget | None, *,
+                   simulator: str | None = None, connector: str | None = None) -> ParseSettings:
+    """How `tamesu test` and `tamesu validate` read JSONL cases, so the two never disagree: what a case may name
+    (the project's models and targets, scripts beside the file, the project or the current folder) and what
+    the agent under test can take."""
+    from tamesu.engine.live import TargetHelper
+    from tamesu.jsonl.parser import ParseSettings
+    from tamesu.plan import load_project_targets
+    from tamesu.plan.targets import Resolver, file_refusal
+
+    specs = load_project_targets(project)[0] if project.spec.targets else {}
+    resolver = Resolver(models=set(project.spec.models), targets=set(specs),
+                        search=list(dict.fromkeys([base_dir, project.dir, Path.cwd()])),
+                        helpers={n: TargetHelper(n, s, secrets, project.dir) for n, s in specs.items()})
+    return ParseSettings(
+        resolver, default_simulator=simulator, file_dirs=[project.dir],
+        file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
+        target_type=resolved.spec.type if resolved is not None else None)

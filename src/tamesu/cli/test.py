@@ -14,11 +14,11 @@ from typing import Any
 
 import click
 
-from tamesu.cli.shared import report_options
+from tamesu.cli.shared import cache_mode, run_options
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
 from tamesu.models.base import ModelError
+from tamesu.plan.project import label as file_label
 
-COLOR = click.Choice(["auto", "always", "never"])
 MISSING = click.Choice(["skip", "fail", "end"])
 
 
@@ -36,13 +36,6 @@ class _Usage(Exception):
 def _usage(message: str) -> None:
     click.echo(f"tamesu test: {message}", err=True)
     sys.exit(EXIT_CONFIG)
-
-
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _duration(_ctx: Any, _param: Any, value: str) -> float:
@@ -64,37 +57,22 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
               "(with --dry-run: the test cases).")
 @click.option("-c", "--connector", help="The model a model target uses (a name under models:, or provider:model); "
               "other targets get it as options.connector.")
-@click.option("-v", "--verbose", count=True, help="Whole answers, and whether the agent awaited input after each turn.")
 @click.option("--interactive", is_flag=True, help="Ask a person (stdin) for input no turn gives.")
 @click.option("--skip-interactive", is_flag=True, help="Never ask a person, even for cases with interactive.enabled.")
 @click.option("--simulator", metavar="MODEL", help="The simulator for cases that name none: a model under "
               "models: (agents:NAME or NAME) or scripts:MODULE:FUNC.")
 @click.option("--timeout", default="5m", show_default=True, callback=_duration, help="Per test case.")
-@click.option("--parallel", type=click.IntRange(1, 10000), default=1, show_default=True)
-@click.option("--fail-fast", is_flag=True, help="Stop starting test cases after the first failure.")
 @click.option("--dry-run", is_flag=True, help="Parse (or generate) the test cases and show them; run nothing.")
 @click.option("--on-missing-input", type=MISSING, help="When the agent awaits input nothing can give: skip the case "
               "(the default), fail it, or end the conversation and grade it.")
-@click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default tamesu-runs).")
-@click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest tamesu.yaml).")
-@click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls.")
-@click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss fails.")
-@click.option("--filter", "pattern", metavar="REGEX", help="Run only test cases whose id matches.")
-@click.option("--tags", metavar="TAGS", help="Comma-separated tags to run (mode:standard, mode:multi_turn, "
-              "mode:dynamic); !tag excludes.")
-@click.option("--repeat", type=click.IntRange(1, 10000), help="Run every test case N times.")
-@click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of comparing.")
-@click.option("--shard", "shard_text", metavar="K/N", help="Run only the K-th of N stable shards of the cases.")
-@report_options
+@run_options("test cases", ids="id", verbose="Whole answers, and whether the agent awaited input after each turn.",
+             tags=" (mode:standard, mode:multi_turn, mode:dynamic)")
 def test_command(**options: Any) -> None:
     """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
     if options["interactive"] and options["skip_interactive"]:
         _usage("--interactive and --skip-interactive contradict each other: choose one")
-    no_cache, cache_only = options.pop("no_cache"), options.pop("cache_only")
-    if no_cache and cache_only:
-        _usage("--no-cache and --cache-only contradict each other: choose one")
-    options["cache_mode"] = "off" if no_cache else "only" if cache_only else None
+    options["cache_mode"] = cache_mode(options.pop("no_cache"), options.pop("cache_only"), "tamesu test: ")
+    options["parallel"] = options["parallel"] or 1
     from tamesu.runtime.signals import Interrupted, run_stoppable
 
     try:
@@ -107,8 +85,8 @@ def test_command(**options: Any) -> None:
 
 async def _main(**options: Any) -> int:
     from tamesu.jsonl import sources
-    from tamesu.jsonl.targets import TargetProblem, resolve
     from tamesu.plan import find_project, load_project
+    from tamesu.plan.targets import TargetProblem, resolve
     from tamesu.suite.secrets import Secrets, mask_logging
 
     source = sources.parse_input(options["source"])
@@ -139,9 +117,9 @@ async def _main(**options: Any) -> int:
     except (InfraError, ModelError) as exc:
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
-    from tamesu.jsonl import voice_fields
+    from tamesu.plan.targets import voice_warnings
 
-    for voice_warning in voice_fields.warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
+    for voice_warning in voice_warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
         click.echo(f"warning: {voice_warning}", err=True)
     if options["dry_run"]:
         return _dry_run(cases, label, resolved, options, folder=source.kind == "folder")
@@ -150,7 +128,7 @@ async def _main(**options: Any) -> int:
 
 async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
     """The parsed cases, how the header names their source, and the folder their relative paths start from."""
-    from tamesu.jsonl.validate import parse_settings
+    from tamesu.cli.shared import parse_settings
 
     base_dir = Path(source.value).parent.resolve() if source.kind == "file" else \
         Path(source.value).resolve() if source.kind == "folder" else Path.cwd()
@@ -170,10 +148,10 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
     from tamesu.jsonl import generator, parser
 
     if source.kind == "file":
-        label = _label(Path(source.value))
+        label = file_label(Path(source.value))
         return parser.parse_file(Path(source.value), label, settings), label, base_dir
     if source.kind == "folder":
-        return _folder_cases(Path(source.value), settings), _label(Path(source.value)), base_dir
+        return _folder_cases(Path(source.value), settings), file_label(Path(source.value)), base_dir
     if source.kind == "message":
         return parser.parse_objects([{"id": "message", "input": source.value}], "message", base_dir,
                                     settings), "message", base_dir
@@ -193,17 +171,17 @@ def _folder_cases(folder: Path, settings: Any) -> list[Any]:
     """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
     files at once. A case id is unique in its file only: two files may both have `lost-order`."""
     from tamesu.jsonl import parser
-    from tamesu.jsonl.validate import jsonl_in_folder
+    from tamesu.plan.project import jsonl_in_folder
 
     files = jsonl_in_folder(folder)
-    label = _label(folder)
+    label = file_label(folder)
     if not files:
         raise ConfigError([Problem(label, 1, 1, "", "no JSONL files in the folder (.jsonl or .ndjson)")])
     cases: list[Any] = []
     problems: list[Problem] = []
     for path in files:
         try:
-            cases += parser.parse_file(path, _label(path), settings)
+            cases += parser.parse_file(path, file_label(path), settings)
         except ConfigError as exc:
             problems += exc.problems
     if problems:
@@ -264,6 +242,7 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
 async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
                resolved: Any, options: dict[str, Any]) -> int:
     """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
+    from tamesu.cli.jsonl_runner import JsonlRunner
     from tamesu.cli.shared import (
         finish_reports,
         open_store_writer,
@@ -273,8 +252,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         start_telemetry,
         stop_telemetry,
     )
-    from tamesu.jsonl.console import TestConsole
-    from tamesu.jsonl.run import JsonlPlan, JsonlRunner, TestSettings
+    from tamesu.jsonl.run import JsonlPlan, TestSettings
+    from tamesu.report.case_console import TestConsole
     from tamesu.report.console import make_console
     from tamesu.results.provenance import provenance
     from tamesu.results.sharding import select
@@ -337,7 +316,7 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
 
 def _files(cases: list[Any]) -> list[Any]:
     """`-i FOLDER`: the cases grouped by the file they came from (in the order read), one suite each."""
-    from tamesu.jsonl.run import JsonlFile, file_names
+    from tamesu.jsonl.run import JsonlFile
 
     by_file: dict[str, list[Any]] = {}
     for parsed in cases:
@@ -346,6 +325,13 @@ def _files(cases: list[Any]) -> list[Any]:
     paths = [Path(label) for label in labels]
     return [JsonlFile(name, path.resolve(), by_file[label], label)
             for name, path, label in zip(file_names(paths), paths, labels, strict=True)]
+
+
+def file_names(paths: list[Path]) -> list[str]:
+    """The suite name of each JSONL file of a folder: its stem, or its whole name when another file of the
+    folder has the same stem (`a.jsonl` and `a.ndjson`), so no two files' test ids can meet."""
+    stems = [path.stem for path in paths]
+    return [path.stem if stems.count(path.stem) == 1 else path.name for path in paths]
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # public sinc
 from typing import Any
 
 from tamesu.errors import Problem
-from tamesu.suite.yaml_reader import format_loc
+from tamesu.suite.yaml_reader import format_loc, line_col
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\r\n"
@@ -78,11 +78,6 @@ def locate(text: str, start: int, loc: Sequence[Any], *, key: bool = False) -> i
     except (IndexError, ValueError):
         return pos
     return pos
-
-
-def line_col(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 @dataclass

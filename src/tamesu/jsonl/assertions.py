@@ -10,7 +10,7 @@
 | `type`        | `type` (`tamesu.checks.values`): the JSON type of the value at `path`                |
 | `agent`       | `judge`: `options.metadata.criteria` (and the other metadata) as the rubric, the     |
 |               | model named by `connector`, else `use` (`agents:NAME` or `NAME`, default `models.judge`); |
-|               | `use` naming a target of tamesu.yaml: `tamesu.jsonl.helpers.TargetValidator`, called  |
+|               | `use` naming a target of tamesu.yaml: `tamesu.checks.target_validator`, called        |
 |               | with `connector` as its model                                                         |
 | `script`      | `script` (`tamesu.checks.script`): `use: scripts:module:function` or a script id     |
 |               | (`scripts:tests.validate-expense`: `validate()` in scripts/tests/validate-expense.py)  |
@@ -22,51 +22,21 @@ tamesu's own assertions as a suite writes them (`{"judge": "..."}`, `{"turns": {
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError, model_validator
 
-from tamesu.checks import META_KEYS, Assertion, AssertionProblem, parse_assertion
+from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.functions import load_function
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
 from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
 from tamesu.jsonl.schema import Options
-from tamesu.matching import shown
+from tamesu.plan.targets import Resolver
+from tamesu.report.case_records import assertion_label
 from tamesu.types import Strict
 
 KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
-
-
-@dataclass
-class Resolver:
-    """What an assertion may name: models and targets of the project, folders that hold scripts."""
-
-    models: set[str] = field(default_factory=set)
-    targets: set[str] = field(default_factory=set)
-    search: list[Path] = field(default_factory=list)
-    helpers: dict[str, Any] = field(default_factory=dict)
-    """`TargetHelper`s by target name: targets that may play the simulator, a validator or a generator."""
-
-    def helper(self, name: str | None) -> Any:
-        """The target helper `name` names when it is a target and not a model (a model wins a tie)."""
-        if name is None or name in self.models:
-            return None
-        return self.helpers.get(name)
-
-    def model_for(self, name: str | None) -> str | None:
-        """The model an `agent` assertion or a simulator names; raises ValueError when nothing has that name."""
-        if name is None or name == "judge":
-            if "judge" not in self.models:
-                raise ValueError("no validator model: set models.judge in tamesu.yaml, or name a model with "
-                                 "use: agents:NAME")
-            return None
-        if name in self.models or ":" in name:
-            return name
-        known = ", ".join(sorted(self.models)) or "none configured"
-        raise ValueError(f"no model named {name!r} under models: (models: {known})")
 
 
 class SpecAssertion(Strict):
@@ -110,31 +80,6 @@ _NEEDS = {
 }
 
 
-def label(raw: Any) -> str:
-    """How an assertion reads in the console and in result.json: `contains "submitted"`."""
-    if not isinstance(raw, dict):
-        return "assertion"
-    kind = raw.get("type")
-    if kind is None:
-        key = next((k for k in raw if k not in META_KEYS), "assertion")
-        return raw.get("name") or f"{key} {shown(raw.get(key), 60)}"
-    negate = "not " if raw.get("negate") else ""
-    if kind == "json_path":
-        if "value" in raw:
-            return f"{raw.get('path')} {'!=' if negate else '='} {shown(raw['value'], 60)}"
-        return f"{raw.get('path')} {'is absent' if negate else 'exists'}"
-    if kind == "type":
-        return f"{raw.get('path')} is {negate}{raw.get('value')}"
-    if kind == "agent":
-        criteria = ((raw.get("options") or {}).get("metadata") or {}).get("criteria", "")
-        return f"{negate}agent {shown(criteria, 60)}"
-    if kind == "script":
-        return f"{negate}script {raw.get('use')}"
-    shown_value = raw.get("pattern") if kind == "regex" and "pattern" in raw else \
-        raw.get("name") if kind == "tool_called" and "name" in raw else raw.get("value")
-    return f"{negate}{kind} {shown(shown_value, 60)}"
-
-
 def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Assertion:
     """One JSONL assertion as an engine Assertion, or AssertionProblem with its place inside `raw`."""
     if not isinstance(raw, dict):
@@ -142,7 +87,7 @@ def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Asser
     if "type" not in raw:
         assertion = parse_assertion(raw, search=resolver.search)  # one of tamesu's own, written as in a suite
         assertion.on_turn = on_turn if on_turn is not None else assertion.on_turn
-        assertion.label = label(raw)
+        assertion.label = assertion_label(raw)
         return assertion
     kind = raw["type"]
     if kind not in KINDS:
@@ -159,7 +104,7 @@ def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Asser
             message = f"not a key of a {kind} assertion"
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
     check = _check(spec, resolver)
-    return Assertion(key=kind, check=check, on_turn=on_turn, label=label(raw))
+    return Assertion(key=kind, check=check, on_turn=on_turn, label=assertion_label(raw))
 
 
 _FIELD = {"contains": "value", "regex": "pattern", "json_path": "path", "tool_called": "name"}
@@ -223,7 +168,7 @@ def _validator(spec: SpecAssertion, resolver: Resolver) -> Any:
     connector = spec.options.connector if spec.options else None
     helper = resolver.helper(name)
     if helper is not None:
-        from tamesu.jsonl.helpers import TargetValidator
+        from tamesu.checks.target_validator import TargetValidator
 
         # the design's `use` agent judges, with `options.connector` as its model (not the judge's)
         return TargetValidator(helper, dict(spec.metadata), connector=connector)

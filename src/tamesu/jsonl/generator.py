@@ -1,11 +1,10 @@
 """Generated test cases: `-i agents:NAME?count=10&focus=edge-cases&complexity=medium` asks a model (or a target
 of tamesu.yaml, as the design's generator agent) for them, `-i scripts:module:function?k=v` calls a function.
 
-The model (`NAME` under `models:`) gets the target's name, description and tools (a model target's declared
-tools), `count`, `focus` and `complexity`, and answers `{"cases": [...]}` in structured output (repaired when
-malformed, like every role's answer). A function gets the same as one mapping, every query parameter included,
-and returns a list of cases (or JSONL text). Either way each case is then validated like a line of a file; a
-case without an id gets `G001`, `G002`... Only the first `count` cases are kept.
+The model (`NAME` under `models:`, `tamesu.roles.generator`) gets the target's name, description and tools (a
+model target's declared tools), `count`, `focus` and `complexity`; a function gets the same as one mapping,
+every query parameter included, and returns a list of cases (or JSONL text). Either way each case is then
+validated like a line of a file; a case without an id gets `G001`, `G002`... Only the first `count` are kept.
 """
 
 from __future__ import annotations
@@ -15,21 +14,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from tamesu.errors import InfraError
-from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest
-from tamesu.models.structured import StructuredOutputError, generate_structured
-from tamesu.roles import prompt_files as _prompts
-from tamesu.roles.failures import infra_error
+from tamesu.models.base import ModelClient, Models
+from tamesu.roles.generator import GeneratorAnswer, write_cases
+from tamesu.roles.scripted_users import HelperAgent
 from tamesu.targets.base import TargetSpec
 
 DEFAULT_COUNT = 5
 MAX_COUNT = 200
-
-
-class GeneratorAnswer(BaseModel):
-    cases: list[dict[str, Any]] = Field(min_length=1)
 
 
 def describe(name: str, spec: TargetSpec) -> dict[str, Any]:
@@ -56,38 +48,16 @@ def _with_ids(cases: list[Any], count: int) -> list[Any]:
 
 async def from_model(client: ModelClient, about: dict[str, Any], params: dict[str, str]) -> list[Any]:
     count = count_of(params)
-    prompt = _prompts.load("generator")
-    tools = ", ".join(f"{t['name']} ({t['description']})" if t["description"] else t["name"]
-                      for t in about["target_tools"]) or "none declared"
-    values = {"target": about["target_agent"], "description": about["target_description"] or "(none given)",
-              "tools": tools, "count": count, "focus": params.get("focus", "happy-path"),
-              "complexity": params.get("complexity", "medium")}
-    user = prompt.render("user", **values)
-    request = ModelRequest(
-        purpose="generator", messages=[Message(role="system", content=prompt.render("system")),
-                                       Message(role="user", content=user)],
-        prompt_version=prompt.version,
-        # `message` is what the fake provider's rules read; the rest are the structured inputs
-        context={"message": user, **about, "count": count, "focus": values["focus"],
-                 "complexity": values["complexity"]},
-    )
-    try:
-        answer, _ = await generate_structured(client, request, GeneratorAnswer)
-    except StructuredOutputError as exc:
-        raise infra_error("generator", exc) from exc
-    except ModelError as exc:
-        raise infra_error("generator", exc) from exc
-    return _with_ids(answer.cases, count)
+    return _with_ids(await write_cases(client, about, count, params), count)
 
 
-async def from_target(helper: Any, about: dict[str, Any], params: dict[str, str], models: Any) -> list[Any]:
-    """A target answering the design's generator interface (`tamesu.jsonl.helpers`): {cases: [...]}."""
-    from tamesu.jsonl.helpers import GeneratedCases
-
+async def from_target(helper: HelperAgent, about: dict[str, Any], params: dict[str, str],
+                      models: Models | None) -> list[Any]:
+    """A target answering the design's generator interface (`TargetHelper`): {cases: [...]}."""
     count = count_of(params)
     request = {**about, **params, "count": count}
-    answer = await helper.answer("generator", request, models, GeneratedCases)
-    assert isinstance(answer, GeneratedCases)
+    answer = await helper.answer("generator", request, models, GeneratorAnswer)
+    assert isinstance(answer, GeneratorAnswer)
     return _with_ids(answer.cases, count)
 
 

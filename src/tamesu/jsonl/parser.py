@@ -13,18 +13,21 @@ import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
 from tamesu.checks import Assertion, AssertionProblem
+from tamesu.checks.checkpoint import PlannedCheckpoint
+from tamesu.checks.functions import load_function
 from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
-from tamesu.jsonl.checks import load_function
-from tamesu.jsonl.schema import ChatMessage, Checkpoint, ContentPart, Options, TestCase
+from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
+from tamesu.plan.targets import Resolver
+from tamesu.roles.case_user import SimulatorRef
 from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
 
@@ -39,28 +42,6 @@ class Graded:
     assertion: Assertion
     loc: tuple[Any, ...] = ()
     """Where the assertion is written in its case."""
-
-
-@dataclass
-class PlannedCheckpoint:
-    spec: Checkpoint
-    assertion: Assertion
-
-
-@dataclass
-class SimulatorRef:
-    """Who plays the user: a model (`name` under `models:`, None for `models.simulator`), a script, or a target
-    of tamesu.yaml (`helper`)."""
-
-    kind: Literal["model", "script", "target"]
-    name: str | None
-    settings: dict[str, Any] = field(default_factory=dict)
-    function: Callable[..., Any] | None = None
-    helper: Any = None
-
-    @property
-    def shown(self) -> str:
-        return self.name or "simulator"
 
 
 @dataclass
@@ -89,7 +70,7 @@ class ParsedCase:
 
 @dataclass
 class ParseSettings:
-    resolver: mapping.Resolver
+    resolver: Resolver
     default_simulator: str | None = None
     """`--simulator`: for cases that need one and name none."""
     file_dirs: list[Path] = field(default_factory=list)
@@ -344,7 +325,7 @@ def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: l
                 problems.append(doc.problem((*loc, "source"), reason))
 
 
-def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: int | None, doc: JsonDocument,
+def _graded(entries: list[Any], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,
             problems: list[Problem]) -> list[Graded]:
     graded: list[Graded] = []
     for index, entry in enumerate(entries):
@@ -355,7 +336,7 @@ def _graded(entries: list[Any], loc: Loc, resolver: mapping.Resolver, on_turn: i
     return graded
 
 
-def _checkpoints(case: TestCase, doc: JsonDocument, resolver: mapping.Resolver,
+def _checkpoints(case: TestCase, doc: JsonDocument, resolver: Resolver,
                  problems: list[Problem]) -> list[PlannedCheckpoint]:
     planned: dict[str, PlannedCheckpoint] = {}
     for index, checkpoint in enumerate(case.checkpoints):

@@ -1,38 +1,33 @@
-"""JSONL cases as planned tests of the one engine: `plan_cases` turns each parsed case into a `PlannedTest`
+"""JSONL cases as planned tests of the one engine: `CasePlanner` turns each parsed case into a `PlannedTest`
 of a suite made for the input (its user side is the case's `CaseUser`, its assertions the engine's checks),
-and `JsonlRunner` runs them with `engine.runner.Runner` like any suite: one run loop, one run directory
-(`<run>/<file>/<case id>/run-N/result.json`, `results.jsonl`, `run.json`, `plan.json`), one set of records.
+which `tamesu test` (`cli.test.JsonlRunner`) runs with `engine.runner.Runner` like any suite: one run loop, one
+run directory (`<run>/<file>/<case id>/run-N/result.json`, `results.jsonl`, `run.json`, `plan.json`).
 
-What stays JSONL's own is reporting: `CaseReporter` is an engine reporter that turns each finished test into
-the design's JSONL record (`-o`) and hands it to the JSONL console.
+The design's JSONL records (`-o`) and console tree are report formats (`tamesu.report.case_records`,
+`tamesu.report.case_console`); the user side is `tamesu.roles.case_user`, checkpoints `tamesu.checks.checkpoint`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
 from tamesu.checks import Assertion
 from tamesu.checks.base import RunView
-from tamesu.engine.runner import Runner, RunOptions
-from tamesu.jsonl import records
-from tamesu.jsonl.checkpoints import CheckpointCheck, Tracker
-from tamesu.jsonl.human import Human
-from tamesu.jsonl.parser import ParsedCase
-from tamesu.jsonl.records import CaseRecord
-from tamesu.jsonl.schema import MissingInput
-from tamesu.jsonl.targets import ResolvedTarget
-from tamesu.jsonl.user import CaseUser, Interaction
+from tamesu.checks.checkpoint import CheckpointCheck, Tracker
+from tamesu.conversation import HistoryMessage, UserTurn
+from tamesu.jsonl.parser import ParsedCase, file_ref
+from tamesu.jsonl.schema import ChatMessage, ContentPart
 from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
-from tamesu.report.recorder import Fanout, PlanRecorder
-from tamesu.results.records import RunResult, RunSummaryFile, TestResult
+from tamesu.plan.targets import ResolvedTarget, with_connector
+from tamesu.roles.case_user import CaseUser, Interaction, MissingInput
+from tamesu.roles.human import Human
 from tamesu.suite.schema import Scenario, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.yaml_reader import Document
@@ -99,23 +94,6 @@ class JsonlFile:
     """How problems and plan.json name it: the file's label."""
 
 
-@dataclass
-class TestOutcome:
-    exit_code: int
-    run_dir: Path
-    records: list[CaseRecord]
-    summary: RunSummaryFile
-
-    __test__ = False
-
-
-class Reporter(Protocol):
-    """Where finished cases go: the JSONL console, or a test's list."""
-
-    def case_finished(self, record: CaseRecord) -> None: ...
-    def warning(self, message: str) -> None: ...
-
-
 class PlannedCase:
     """One case's user side for each of its runs: the `CaseUser` and checkpoint tracker of run N."""
 
@@ -147,13 +125,6 @@ def stand_in_suite(plan: JsonlPlan, part: JsonlFile | None = None) -> LoadedSuit
     return LoadedSuite(spec=SuiteSpec(name=part.name), doc=Document(doc_path, CommentedMap(), part.source),
                        targets={plan.target.name: plan.target.spec}, project=plan.project,
                        hook_dir=plan.project.dir)
-
-
-def file_names(paths: list[Path]) -> list[str]:
-    """The suite name of each JSONL file of a folder: its stem, or its whole name when another file of the
-    folder has the same stem (`a.jsonl` and `a.ndjson`), so no two files' test ids can meet."""
-    stems = [path.stem for path in paths]
-    return [path.stem if stems.count(path.stem) == 1 else path.name for path in paths]
 
 
 class CasePlanner:
@@ -201,7 +172,7 @@ class CasePlanner:
         if connector is None or target.spec.type != "model":
             return target.name
         name = f"{target.name} ({connector})"
-        suite.targets.setdefault(name, target.spec.model_copy(update={"model": connector}))
+        suite.targets.setdefault(name, with_connector(target.spec, connector))
         return name
 
     def _user(self, parsed: ParsedCase, models: ModelRegistry | None, seed: int, tracker: Tracker | None) -> CaseUser:
@@ -217,94 +188,25 @@ class CasePlanner:
             human = self._human
         timeout = case.interactive.timeout if case.interactive is not None else DEFAULT_HUMAN_TIMEOUT
         policy = settings.on_missing_input or case.on_missing_input or "skip"
-        return CaseUser(parsed, models=models, seed=seed, options=options, max_turns=case.turn_limit(),
+        return CaseUser(case.id, case.mode, static_turns(parsed, options), parsed.simulator, base_dir=parsed.base_dir,
+                        models=models, seed=seed, options=options, max_turns=case.turn_limit(),
                         on_missing_input=policy, interaction=Interaction(human, timeout), tracker=tracker)
 
 
-class CaseReporter:
-    """An engine reporter for JSONL cases: each finished test becomes the design's record, written to `-o`
-    as it finishes and handed to the JSONL console (`sink`)."""
-
-    def __init__(self, planner: CasePlanner, sink: Reporter, output: Path | None) -> None:
-        self.planner = planner
-        self.sink = sink
-        self.output = output
-        self.records: list[CaseRecord] = []
-        self._redact: Any = None
-        self._root: Path | None = None
-
-    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
-        self._redact, self._root = plan.secrets.redactor.data, run_dir
-        if self.output is not None:
-            self.output.parent.mkdir(parents=True, exist_ok=True)
-            self.output.write_text("", encoding="utf-8")
-
-    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
-        pass
-
-    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
-        pass
-
-    def warning(self, message: str) -> None:
-        self.sink.warning(message)
-
-    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
-        case = self.planner.cases[result.id]
-        record = self._record(case, result, runs)
-        self.records.append(record)
-        if self.output is not None:
-            line = self._redact(record.line()) if self._redact is not None else record.line()
-            with self.output.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-                handle.flush()
-        self.sink.case_finished(record)
-
-    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
-        pass
-
-    def _record(self, case: PlannedCase, result: TestResult, runs: list[RunResult]) -> CaseRecord:
-        parsed = case.parsed
-        if not runs:  # never started: after fail-fast or the budget, or a before_all hook failed
-            why = (result.runs[0].error if result.runs else None) or result.skip_reason or "not run"
-            error = result.status == "error"
-            return CaseRecord(id=parsed.id, name=parsed.case.title, mode=parsed.case.mode, status=result.status,
-                              error=why if error else None, skip_reason=None if error else why, duration_ms=0.0)
-        first = min(runs, key=lambda r: r.run)
-        summary = next(s for s in result.runs if s.run == first.run)
-        where = f"{summary.dir}/result.json"
-        record = records.build(parsed, first, case.users.get(first.run), case.trackers.get(first.run), where)
-        if self.planner.plan.files:
-            record.file = parsed.doc.label
-        if len(runs) > 1 or result.status == "inconclusive":
-            # the record shows run 1; the verdict is the test's, over every run
-            record.status = result.status if result.status != "quarantined" else record.status
-        record.fault, record.fault_reason = summary.fault, summary.fault_reason
-        record.reason, record.stats = result.reason, result.stats
-        return record
+def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options: dict[str, Any], *,
+              attachments: list[ContentPart] | None = None, source: str = "static") -> UserTurn:
+    """The last message as the turn, the ones before it as its history."""
+    *earlier, last = messages
+    history = [HistoryMessage(role=m.role, content=m.text, files=[file_ref(p, base_dir) for p in m.files])
+               for m in earlier]
+    files = [file_ref(p, base_dir) for p in [*last.files, *(attachments or [])]]
+    return UserTurn(text=last.text, files=files, history=history, options=options, source=source)
 
 
-class JsonlRunner:
-    """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
-
-    def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: Reporter,
-                 human: Human | None = None, *, provenance: Any = None, also: list[Any] | None = None) -> None:
-        self.plan = plan
-        self.settings = settings
-        self.reporter = reporter
-        self.provenance = provenance
-        """The run id, commit and branch (`results.provenance.Provenance`) for plan.json, as `tamesu run` keeps."""
-        self.also = list(also or [])
-        """More engine reporters, as `tamesu run` has them (the results store's writer)."""
-        self.planner = CasePlanner(plan, settings, human)
-        self.engine_plan = self.planner.engine_plan()
-
-    async def run(self, tests: list[PlannedTest] | None = None) -> TestOutcome:
-        chosen = self.engine_plan.tests if tests is None else tests
-        options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
-                             fail_fast=self.settings.fail_fast, today=self.settings.today,
-                             cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
-        cases = CaseReporter(self.planner, self.reporter, self.settings.output)
-        recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
-                                self.plan.project.spec.trace_url)
-        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()
-        return TestOutcome(outcome.exit_code, outcome.run_dir, cases.records, outcome.summary)
+def static_turns(parsed: ParsedCase, options: dict[str, Any]) -> list[UserTurn]:
+    """What the case itself says: each of its turns, or its input (one turn carrying the history)."""
+    case, base = parsed.case, parsed.file_dirs or parsed.base_dir
+    if case.turns:
+        return [user_turn([t.input], base, {**options, **(t.options.sent() if t.options else {})},
+                          attachments=t.attachments) for t in case.turns]
+    return [user_turn(case.input, base, options)] if case.input else []

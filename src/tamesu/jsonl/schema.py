@@ -20,11 +20,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu.roles.case_user import MissingInput, Mode
 from tamesu.suite.schema import AdaptiveSpec
 from tamesu.types import Duration, Strict
-
-Mode = Literal["standard", "multi_turn", "dynamic"]
-MissingInput = Literal["skip", "fail", "end"]
 
 DEFAULT_MAX_TURNS = 20
 

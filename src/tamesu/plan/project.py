@@ -1,8 +1,12 @@
-"""Finding and loading the project file (tamesu.yaml) and the suite files it names."""
+"""Finding and loading the project file (tamesu.yaml) and the suite files it names; which of `tamesu validate`'s
+paths are JSONL test cases (`split_paths`): `.jsonl`/`.ndjson` files, those directly in a folder named (its
+YAML files stay suites), and those the project's `suites` patterns match, so that the YAML loader never reads
+a JSON line as YAML."""
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +160,64 @@ def _bounded_glob(folder: Path, pattern: str) -> list[Path]:
         raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r} matches more than "
                                    f"{MAX_SUITE_FILES:,} files: narrow it (suites/*.yaml)")])
     return sorted(found)
+
+
+@dataclass
+class Split:
+    jsonl: list[Path] = field(default_factory=list)
+    suites: list[Path] = field(default_factory=list)
+    """What the YAML loader is given; with `load_suites` and no paths, the project's own suites as before."""
+    load_suites: bool = True
+
+
+def split_paths(paths: list[Path], config: Path | None) -> Split:
+    """The JSONL files among validate's paths, and what is left for the YAML loader. A project that cannot be
+    read, or a pattern the loader refuses, leaves everything to the loader, which says what is wrong."""
+    try:
+        project = load_project(config if config else find_project(paths[0] if paths else Path.cwd()), Path.cwd())
+        split = Split()
+        for path in paths or [project.dir]:
+            if path.is_dir() and path.resolve() == project.dir:
+                _split_project(path, project, split)
+            elif path.is_dir():
+                yaml, jsonl = _in_folder(path)
+                split.jsonl += jsonl
+                if yaml or not jsonl:  # a folder with neither stays the loader's ("no suite files in ...")
+                    split.suites.append(path)
+            elif is_jsonl(path):
+                split.jsonl.append(path)
+            else:
+                split.suites.append(path)
+    except (ConfigError, OSError, RuntimeError):
+        return Split(jsonl=[p for p in paths if is_jsonl(p)], suites=[p for p in paths if not is_jsonl(p)],
+                     load_suites=not paths or any(not is_jsonl(p) for p in paths))
+    split.jsonl = list({path.resolve(): path for path in split.jsonl}.values())
+    split.load_suites = bool(split.suites) or not split.jsonl
+    if not paths and split.load_suites and split.suites == [project.dir]:
+        split.suites = []  # no JSONL among the project's suites: the loader reads them exactly as before
+    return split
+
+
+def _split_project(folder: Path, project: Project, split: Split) -> None:
+    """The project's `suites` matches, split as `tamesu run` splits them (`jsonl_among`): JSONL files, and
+    those in a folder a pattern names, are validated as JSONL; when there is any, the loader gets the other
+    matches one by one instead of the project's patterns."""
+    others, named = jsonl_among(suite_files([folder], project))
+    jsonl = [p for path in named for p in (_in_folder(path)[1] if path.is_dir() else [path])]
+    split.jsonl += jsonl
+    split.suites += others if named else [folder]
+
+
+def jsonl_in_folder(folder: Path) -> list[Path]:
+    """The JSONL files directly in `folder`, sorted by name (`tamesu test -i FOLDER` runs them in that order)."""
+    return _in_folder(folder)[1]
+
+
+def _in_folder(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(YAML, JSONL) files directly in `folder`, each list sorted, at most MAX_SUITE_FILES of each."""
+    def some(pattern: str) -> list[Path]:
+        return list(itertools.islice(folder.glob(pattern), MAX_SUITE_FILES))
+
+    yaml = [p for p in some("*.y*ml") if p.name != PROJECT_FILE and p.is_file()]
+    jsonl = [p for suffix in JSONL_SUFFIXES for p in some(f"*{suffix}") if p.is_file()]
+    return sorted(yaml), sorted(jsonl)

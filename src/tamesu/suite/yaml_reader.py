@@ -172,7 +172,7 @@ def load_yaml(path: Path, label: str | None = None) -> Document:
         what = (exc.problem or exc.context or "invalid YAML").strip()
         raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}")]) from None
     except ReaderError as exc:
-        line, col = _line_col(text, exc.position)
+        line, col = line_col(text, exc.position)
         raise ConfigError([Problem(shown, line, col, "", f"cannot read the file: {_short(str(exc.reason))}")]) \
             from None
     except RecursionError:
@@ -235,7 +235,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def _line_col(text: str, offset: int) -> tuple[int, int]:
+def line_col(text: str, offset: int) -> tuple[int, int]:
     offset = max(0, min(offset, len(text)))
     line = text.count("\n", 0, offset) + 1
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
@@ -272,12 +272,12 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, col = _line_col(data[:exc.start].decode("utf-8", errors="replace"), exc.start)
+        line, col = line_col(data[:exc.start].decode("utf-8", errors="replace"), exc.start)
         raise ConfigError([Problem(shown, line, col, "", "not UTF-8 text (a binary file?): "
                                    f"byte 0x{data[exc.start]:02x}")]) from None
     nul = text.find("\x00")
     if nul >= 0:
-        line, col = _line_col(text, nul)
+        line, col = line_col(text, nul)
         raise ConfigError([Problem(shown, line, col, "", "a NUL byte: not a text file")])
     return text
 
@@ -300,7 +300,7 @@ def _prescan(text: str, shown: str) -> None:
     if len(block) + len(flow) > MAX_ITEMS:
         # said where the first item past the limit is, so the list that grew too long is found at once
         over = sorted(block + flow)[MAX_ITEMS]
-        line, col = _line_col(text, over)
+        line, col = line_col(text, over)
         raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_ITEMS:,} list items in one file (item "
                                    f"{MAX_ITEMS + 1:,} is here): put many cases in a cases_file (CSV or JSON), "
                                    "which reads far faster")])
@@ -308,13 +308,13 @@ def _prescan(text: str, shown: str) -> None:
         keys = _KEYS.finditer(text)
         past = next(itertools.islice(keys, MAX_KEYS, None), None)
         if past is not None:
-            line, col = _line_col(text, past.start())
+            line, col = line_col(text, past.start())
             raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_KEYS:,} mapping keys in one file "
                                        f"(key {MAX_KEYS + 1:,} ends here): put many cases in a cases_file "
                                        "(CSV or JSON), which reads far faster")])
     found = _DIGITS.search(text)
     if found:
-        line, col = _line_col(text, found.start())
+        line, col = line_col(text, found.start())
         raise ConfigError([Problem(shown, line, col, "", f"a number of more than {MAX_DIGITS} digits")])
 
 
@@ -325,7 +325,7 @@ def _scan_brackets(text: str, shown: str) -> list[int]:
     has to find files far too large, never to read them."""
     if text.count("[") + text.count("{") > MAX_FLOW:
         over = next(itertools.islice(_OPENING.finditer(text), MAX_FLOW, None))
-        line, col = _line_col(text, over.start())
+        line, col = line_col(text, over.start())
         raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_FLOW:,} flow collections ([...] or "
                                    f"{{...}}) in one file (number {MAX_FLOW + 1:,} is here)")])
     commas: list[int] = []
@@ -338,7 +338,7 @@ def _scan_brackets(text: str, shown: str) -> list[int]:
         if bracket.group() in "[{":
             opened.append(bracket.group())
             if len(opened) > MAX_DEPTH:
-                line, col = _line_col(text, bracket.start())
+                line, col = line_col(text, bracket.start())
                 raise ConfigError([Problem(shown, line, col, "", f"nested more than {MAX_DEPTH} levels deep")])
         elif opened:
             opened.pop()

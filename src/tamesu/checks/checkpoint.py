@@ -9,11 +9,35 @@ engine's grading.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
+from tamesu.checks import Assertion
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.jsonl.parser import PlannedCheckpoint
+from tamesu.conversation import Exchange
+from tamesu.models.base import Models
+from tamesu.suite.templates import Context
+
+
+class CheckpointSpec(Protocol):
+    """A checkpoint as a test writes it (the JSONL schema's `Checkpoint`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def after(self) -> Sequence[str]: ...
+    @property
+    def required(self) -> bool: ...
+
+
+@dataclass
+class PlannedCheckpoint:
+    spec: CheckpointSpec
+    assertion: Assertion
 
 
 @dataclass
@@ -54,6 +78,13 @@ class Tracker:
                 if verdict.passed:
                     state.reached_at = exchange.index
             self._checked = exchange.index
+
+    async def after_turns(self, exchanges: list[Exchange], context: Context, base_dir: Path,
+                          models: Models | None) -> None:
+        """`catch_up` on the conversation so far, as the user side sees it before its next turn."""
+        await self.catch_up(RunView(exchanges=list(exchanges), metrics={}, captured={}, events=[],
+                                    tool_calls=[call for e in exchanges for call in e.agent.tool_calls],
+                                    context=context, base_dir=base_dir, models=models))
 
     @property
     def done(self) -> bool:

@@ -1,4 +1,5 @@
-"""The JSONL output of `tamesu test`: one record per test case, in the design's shapes.
+"""The JSONL output of `tamesu test` (`-o`, a report of JSONL test cases): one record per test case, in the
+design's shapes, written by `CaseReporter` as each case finishes.
 
 - standard: `id, name, status, messages_count, response, assertions, duration_ms` (the later revision);
 - multi_turn: `turns[]` (`turn, input, input_source, output, tool_calls, awaiting_input, awaiting_reason,
@@ -13,16 +14,23 @@ console prints from the record, so the two always agree.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from tamesu.jsonl.checkpoints import Tracker
-from tamesu.jsonl.parser import Graded, ParsedCase
-from tamesu.jsonl.schema import Mode
-from tamesu.jsonl.user import CaseUser
-from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunResult
+from tamesu.checks import META_KEYS
+from tamesu.matching import shown
+from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunResult, RunSummaryFile, TestResult
 from tamesu.results.stats import RepeatStats
+from tamesu.roles.case_user import Mode
+
+if TYPE_CHECKING:  # what a record is made of: read here, made by the JSONL loader and the user side
+    from tamesu.checks.checkpoint import Tracker
+    from tamesu.jsonl.parser import Graded, ParsedCase
+    from tamesu.plan import Plan, PlannedTest
+    from tamesu.roles.case_user import CaseUser
 
 Status = Literal["passed", "failed", "error", "skipped", "inconclusive"]
 
@@ -122,6 +130,31 @@ class CaseRecord(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+def assertion_label(raw: Any) -> str:
+    """How a JSONL assertion reads in the console, the records and result.json: `contains "submitted"`."""
+    if not isinstance(raw, dict):
+        return "assertion"
+    kind = raw.get("type")
+    if kind is None:
+        key = next((k for k in raw if k not in META_KEYS), "assertion")
+        return raw.get("name") or f"{key} {shown(raw.get(key), 60)}"
+    negate = "not " if raw.get("negate") else ""
+    if kind == "json_path":
+        if "value" in raw:
+            return f"{raw.get('path')} {'!=' if negate else '='} {shown(raw['value'], 60)}"
+        return f"{raw.get('path')} {'is absent' if negate else 'exists'}"
+    if kind == "type":
+        return f"{raw.get('path')} is {negate}{raw.get('value')}"
+    if kind == "agent":
+        criteria = ((raw.get("options") or {}).get("metadata") or {}).get("criteria", "")
+        return f"{negate}agent {shown(criteria, 60)}"
+    if kind == "script":
+        return f"{negate}script {raw.get('use')}"
+    shown_value = raw.get("pattern") if kind == "regex" and "pattern" in raw else \
+        raw.get("name") if kind == "tool_called" and "name" in raw else raw.get("value")
+    return f"{negate}{kind} {shown(shown_value, 60)}"
+
+
 def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str) -> list[AssertionRecord]:
     """Each assertion as written beside its verdict; the engine grades them in the order they were given."""
     records = []
@@ -218,3 +251,73 @@ def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionRes
             passed=verdict.passed if verdict else None, reason=verdict.reason if verdict else state.reason))
     return records
 
+
+
+class CaseSink(Protocol):
+    """Where finished cases go: the JSONL console, or a test's list."""
+
+    def case_finished(self, record: CaseRecord) -> None: ...
+    def warning(self, message: str) -> None: ...
+
+
+class CaseReporter:
+    """An engine reporter for JSONL cases: each finished test becomes the design's record, written to `-o`
+    as it finishes and handed to the JSONL console (`sink`). `cases` are the planned cases by test id (what
+    was parsed, and the user side and checkpoint tracker of each run); `by_file` names each record's file."""
+
+    def __init__(self, cases: dict[str, Any], sink: CaseSink, output: Path | None, by_file: bool) -> None:
+        self.cases = cases
+        self.sink = sink
+        self.output = output
+        self.by_file = by_file
+        self.records: list[CaseRecord] = []
+        self._redact: Any = None
+        self._root: Path | None = None
+
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
+        self._redact, self._root = plan.secrets.redactor.data, run_dir
+        if self.output is not None:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            self.output.write_text("", encoding="utf-8")
+
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
+        pass
+
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        self.sink.warning(message)
+
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        record = self._record(self.cases[result.id], result, runs)
+        self.records.append(record)
+        if self.output is not None:
+            line = self._redact(record.line()) if self._redact is not None else record.line()
+            with self.output.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+                handle.flush()
+        self.sink.case_finished(record)
+
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+        pass
+
+    def _record(self, case: Any, result: TestResult, runs: list[RunResult]) -> CaseRecord:
+        parsed = case.parsed
+        if not runs:  # never started: after fail-fast or the budget, or a before_all hook failed
+            why = (result.runs[0].error if result.runs else None) or result.skip_reason or "not run"
+            error = result.status == "error"
+            return CaseRecord(id=parsed.id, name=parsed.case.title, mode=parsed.case.mode, status=result.status,
+                              error=why if error else None, skip_reason=None if error else why, duration_ms=0.0)
+        first = min(runs, key=lambda r: r.run)
+        summary = next(s for s in result.runs if s.run == first.run)
+        where = f"{summary.dir}/result.json"
+        record = build(parsed, first, case.users.get(first.run), case.trackers.get(first.run), where)
+        if self.by_file:
+            record.file = parsed.doc.label
+        if len(runs) > 1 or result.status == "inconclusive":
+            # the record shows run 1; the verdict is the test's, over every run
+            record.status = result.status if result.status != "quarantined" else record.status
+        record.fault, record.fault_reason = summary.fault, summary.fault_reason
+        record.reason, record.stats = result.reason, result.stats
+        return record

@@ -1,4 +1,5 @@
-"""The console of `tamesu test`: the design's header, one block per test case as it finishes, a summary.
+"""The console of `tamesu test` (a report of JSONL test cases): the design's header, one block per test case
+as it finishes, a summary.
 
 Standard cases print one line and their counts (the later revision); multi-turn and dynamic cases print a
 tree of turns with the agent's answer and each assertion, `[Initial]` / `[Simulated]` / `[Human]` markers,
@@ -16,9 +17,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from tamesu.jsonl.records import AssertionRecord, CaseRecord, TurnRecord
-from tamesu.jsonl.user import MISSING_HINT
+from tamesu.report.case_records import AssertionRecord, CaseRecord, TurnRecord
 from tamesu.suite.secrets import Redactor
+
+MISSING_HINT = "Add more turns, use --interactive, or configure a simulator"
 
 HEAVY = "═" * 63
 LIGHT = "─" * 63

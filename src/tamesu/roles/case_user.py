@@ -2,7 +2,7 @@
 
 - standard: one turn carrying the history; the conversation ends after the agent's answer.
 - multi_turn: the static turns in order (always said: the test wrote them). When they run out and the agent
-  awaits input (`tamesu.jsonl.awaiting`), the next input comes from the simulator, then a person
+  awaits input (`tamesu.roles.awaiting`), the next input comes from the simulator, then a person
   (`--interactive`), and otherwise `on_missing_input` decides: `skip` (the run is skipped), `fail`, `end`.
   An agent that no longer awaits input ends the conversation. More than `max_turns` turns fail.
 - dynamic: the first input (`input`, else the simulator), then the simulator, until every required
@@ -12,37 +12,49 @@ Every decision is recorded as a `user_side` event with the awaiting-input verdic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from tamesu.checks.base import RunView
-from tamesu.conversation import Exchange, HistoryMessage, UserTurn
+from tamesu.conversation import Exchange, UserTurn
 from tamesu.errors import InfraError
-from tamesu.jsonl.awaiting import Awaiting, detect
-from tamesu.jsonl.checkpoints import Tracker
-from tamesu.jsonl.helpers import TargetSimulator
-from tamesu.jsonl.human import Human
-from tamesu.jsonl.parser import ParsedCase, SimulatorRef, file_ref
-from tamesu.jsonl.schema import ChatMessage, ContentPart, MissingInput
-from tamesu.jsonl.simulators import ScriptSimulator
 from tamesu.models.base import Models
+from tamesu.roles.awaiting import Awaiting, detect
+from tamesu.roles.human import Human
+from tamesu.roles.scripted_users import HelperAgent, ScriptSimulator, TargetSimulator
 from tamesu.roles.simulator import ModelSimulator, UserAction, UserSimulator
 from tamesu.suite.schema import Persona, Scenario
 from tamesu.suite.templates import Context
 
-MISSING_HINT = "Add more turns, use --interactive, or configure a simulator"
+Mode = Literal["standard", "multi_turn", "dynamic"]
+MissingInput = Literal["skip", "fail", "end"]
 
 
-def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options: dict[str, Any], *,
-              attachments: list[ContentPart] | None = None, source: str = "static") -> UserTurn:
-    """The last message as the turn, the ones before it as its history."""
-    *earlier, last = messages
-    history = [HistoryMessage(role=m.role, content=m.text, files=[file_ref(p, base_dir) for p in m.files])
-               for m in earlier]
-    files = [file_ref(p, base_dir) for p in [*last.files, *(attachments or [])]]
-    return UserTurn(text=last.text, files=files, history=history, options=options,
-                    source=source)
+@dataclass
+class SimulatorRef:
+    """Who plays the user: a model (`name` under `models:`, None for `models.simulator`), a script, or a target
+    of tamesu.yaml (`helper`)."""
+
+    kind: Literal["model", "script", "target"]
+    name: str | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    function: Callable[..., Any] | None = None
+    helper: HelperAgent | None = None
+
+    @property
+    def shown(self) -> str:
+        return self.name or "simulator"
+
+
+class Checkpoints(Protocol):
+    """Dynamic mode's checkpoints as the user side asks after them (`tamesu.checks.checkpoint.Tracker`)."""
+
+    @property
+    def done(self) -> bool: ...
+    def missing(self) -> list[str]: ...
+    async def after_turns(self, exchanges: list[Exchange], context: Context, base_dir: Path,
+                          models: Models | None) -> None: ...
 
 
 def last_sentence(text: str) -> str:
@@ -68,11 +80,12 @@ class Interaction:
 
 
 class CaseUser(UserSimulator):
-    def __init__(self, parsed: ParsedCase, *, models: Models | None, seed: int, options: dict[str, Any],
-                 max_turns: int, on_missing_input: MissingInput, interaction: Interaction,
-                 tracker: Tracker | None) -> None:
-        self.parsed = parsed
-        self.case = parsed.case
+    def __init__(self, case_id: str, mode: Mode, static: list[UserTurn], simulator: SimulatorRef | None, *,
+                 base_dir: Path, models: Models | None, seed: int, options: dict[str, Any], max_turns: int,
+                 on_missing_input: MissingInput, interaction: Interaction, tracker: Checkpoints | None) -> None:
+        self.case_id = case_id
+        self.mode = mode
+        self.base_dir = base_dir
         self.models = models
         self.max_turns = max_turns
         self.on_missing_input = on_missing_input
@@ -84,19 +97,10 @@ class CaseUser(UserSimulator):
         self.goal_note: str | None = None
         """The simulator's reasoning when it said its goal was achieved."""
         self._options = options
-        self._static = self._static_turns()
+        self._static = static
         self._said = 0
-        self._simulator = self._make_simulator(parsed.simulator, seed)
+        self._simulator = self._make_simulator(simulator, seed)
         self._reasoning: str | None = None
-
-    # -- what the case gives ------------------------------------------------------------------------------
-
-    def _static_turns(self) -> list[UserTurn]:
-        case, base = self.case, self.parsed.file_dirs or self.parsed.base_dir
-        if case.turns:
-            return [user_turn([t.input], base, {**self._options, **(t.options.sent() if t.options else {})},
-                              attachments=t.attachments) for t in case.turns]
-        return [user_turn(case.input, base, self._options)] if case.input else []
 
     def _make_simulator(self, ref: SimulatorRef | None, seed: int) -> UserSimulator | None:
         if ref is None:
@@ -104,9 +108,10 @@ class CaseUser(UserSimulator):
         settings = ref.settings
         if ref.kind == "script":
             assert ref.function is not None
-            return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns, self.case.id)
+            return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns, self.case_id)
         if ref.kind == "target":
-            return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case.id)
+            assert ref.helper is not None
+            return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case_id)
         if self.models is None:
             raise InfraError("the simulator needs a model: configure models in tamesu.yaml")
         persona = settings.get("persona")
@@ -117,12 +122,12 @@ class CaseUser(UserSimulator):
         scenario = Scenario(goal=settings.get("goal"), stop_when=settings.get("stop_when"),
                             max_turns=self.max_turns)
         return ModelSimulator(self.models.client("simulator", ref.name), scenario, persona,
-                              base_dir=self.parsed.base_dir, seed=seed, run_context=True)
+                              base_dir=self.base_dir, seed=seed, run_context=True)
 
     # -- the next turn ----------------------------------------------------------------------------------
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
-        mode = self.case.mode
+        mode = self.mode
         if mode == "standard":
             return self._say_static() if not exchanges else UserAction(stop="script_done")
         if mode == "dynamic":
@@ -148,7 +153,7 @@ class CaseUser(UserSimulator):
             action = await self._simulate(exchanges, context)
             return self._noted(action, note, "simulator" if action.turn else "end")
         if self.interaction.human is not None:
-            reply = await self.interaction.human.ask(self.case.id, turn, exchanges[-1].agent.text, awaiting.hint,
+            reply = await self.interaction.human.ask(self.case_id, turn, exchanges[-1].agent.text, awaiting.hint,
                                                      self.interaction.timeout)
             if reply:
                 return UserAction(turn=UserTurn(text=reply, options=self._options, source="human"),
@@ -158,7 +163,7 @@ class CaseUser(UserSimulator):
     async def _dynamic(self, exchanges: list[Exchange], context: Context) -> UserAction:
         assert self.tracker is not None
         turn = len(exchanges)
-        await self.tracker.catch_up(self._view(exchanges, context))
+        await self.tracker.after_turns(exchanges, context, self.base_dir, self.models)
         note = {"after_turn": turn, "checkpoints_missing": self.tracker.missing()}
         if self.tracker.done:
             return UserAction(stop="checkpoints_reached", note={**note, "next": "end"})
@@ -209,8 +214,3 @@ class CaseUser(UserSimulator):
             action.note["simulator_reasoning"] = self._reasoning
             self._reasoning = None
         return action
-
-    def _view(self, exchanges: list[Exchange], context: Context) -> RunView:
-        return RunView(exchanges=list(exchanges), metrics={}, captured={}, events=[],
-                       tool_calls=[call for e in exchanges for call in e.agent.tool_calls], context=context,
-                       base_dir=self.parsed.base_dir, models=self.models)

@@ -1,0 +1,54 @@
+"""JSONL cases run on the engine for `tamesu test`, as `tamesu run` runs a suite: the cases planned
+(`jsonl.run.CasePlanner`), the engine's `Runner` with the design's records and console as reporters beside the
+plan recorder (and the results store's writer); `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tamesu.engine.runner import Runner, RunOptions
+from tamesu.jsonl.run import CasePlanner, JsonlPlan, TestSettings
+from tamesu.plan import PlannedTest
+from tamesu.report.case_records import CaseRecord, CaseReporter, CaseSink
+from tamesu.report.recorder import Fanout, PlanRecorder
+from tamesu.results.records import RunSummaryFile
+from tamesu.roles.human import Human
+
+
+@dataclass
+class TestOutcome:
+    exit_code: int
+    run_dir: Path
+    records: list[CaseRecord]
+    summary: RunSummaryFile
+
+    __test__ = False
+
+
+class JsonlRunner:
+    """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
+
+    def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: CaseSink,
+                 human: Human | None = None, *, provenance: Any = None, also: list[Any] | None = None) -> None:
+        self.plan = plan
+        self.settings = settings
+        self.reporter = reporter
+        self.provenance = provenance
+        """The run id, commit and branch (`results.provenance.Provenance`) for plan.json, as `tamesu run` keeps."""
+        self.also = list(also or [])
+        """More engine reporters, as `tamesu run` has them (the results store's writer)."""
+        self.planner = CasePlanner(plan, settings, human)
+        self.engine_plan = self.planner.engine_plan()
+
+    async def run(self, tests: list[PlannedTest] | None = None) -> TestOutcome:
+        chosen = self.engine_plan.tests if tests is None else tests
+        options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
+                             fail_fast=self.settings.fail_fast, today=self.settings.today,
+                             cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
+        cases = CaseReporter(self.planner.cases, self.reporter, self.settings.output, bool(self.plan.files))
+        recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
+                                self.plan.project.spec.trace_url)
+        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()
+        return TestOutcome(outcome.exit_code, outcome.run_dir, cases.records, outcome.summary)
