@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo integration test lint typecheck bench bench-store bench-browser clean proto js-sdk
+.PHONY: demo integration test lint typecheck docs bench bench-store bench-browser clean proto js-sdk
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
+# the documentation site into site/ (tests/test_docs_site.py builds it --strict too, in `make test`)
+docs: $(BIN)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 test: lint typecheck .venv-voicebot/.installed $(JS_SDK)
 	$(BIN)/pytest -q
 
@@ -61,4 +65,4 @@ bench-browser: $(BIN)/.installed
 	$(BIN)/python bench/browser.py
 
 clean:
-	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache tests/js/node_modules
+	rm -rf $(VENV) .venv-voicebot tamesu-runs .pytest_cache tests/js/node_modules site
