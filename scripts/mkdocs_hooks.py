@@ -5,7 +5,9 @@
   `<!-- tamesu:model module:Class -->` the keys of any model a user writes (scripts/docs_gen.py);
 - `schema/suite.schema.json` and `schema/project.schema.json` are added to the site, as `tamesu schema` writes them;
 - a link to a file of the repository outside `docs/` (an example, the proto) works on GitHub but not in the site:
-  it becomes the path in code, and a path that does not exist is a warning, so `mkdocs build --strict` fails on it.
+  it becomes the path in code, and a path that does not exist is a warning, so `mkdocs build --strict` fails on it;
+  so is a path of the repository written in code (`src/...`, `examples/...`, `tests/...`) that names nothing
+  (not `scripts/...`: the JSONL page names scripts of a user's project).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import docs_gen  # noqa: E402
 log = logging.getLogger("mkdocs.plugins.tamesu")
 
 _MARKER = re.compile(r"^<!-- tamesu:(keys|cli|schema-keys|model)(?: ([A-Za-z0-9_.:-]+))? -->$", re.M)
+# a file of the repository named in code (`src/tamesu/targets/audio/socket.py`, `examples/ci/x.yml::job`)
+_PATH = re.compile(r"`((?:src|examples|tests|bench|proto)/[\w./-]+\.[a-z]+)(?:::[^`]*)?`")
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 
@@ -74,7 +78,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     for line in markdown.splitlines(keepends=True):
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
-        out.append(line if fenced else _LINK.sub(lambda m: _repo_link(m, source, docs_dir, name), line))
+        if not fenced:
+            line = _LINK.sub(lambda m: _repo_link(m, source, docs_dir, name), line)
+            for path in _PATH.findall(line):
+                if not (ROOT / path).exists():
+                    log.warning("%s: `%s` names no file of the repository", name, path)
+        out.append(line)
     return "".join(out)
 
 
