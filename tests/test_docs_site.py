@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -184,3 +185,12 @@ def test_a_screenshot_of_the_home_page(page: object, served: str, tmp_path_facto
     assert colours > 20, "the page's body is blank"  # text and code rendered, not an empty page
     assert _title(tab) == "tamesu"
     assert tab.locator("article div.highlight").count() >= 2  # type: ignore[attr-defined]
+
+
+def test_the_readme_links_name_files_of_the_repository() -> None:
+    # the README is the front page on GitHub, outside the site: its links are checked here instead
+    readme = (ROOT / "README.md").read_text()
+    targets = re.findall(r"(?<!!)\[[^\]\n]+\]\(([^)\s#]+)(?:#[^)\s]*)?\)", readme)
+    local = [t for t in targets if not re.match(r"^[a-z][a-z0-9+.-]*:", t)]
+    assert local
+    assert [t for t in local if not (ROOT / t).exists()] == []
