@@ -4,6 +4,7 @@ example cannot drift from the code. A block whose first line is `# fragment` is 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,10 +77,13 @@ def test_the_pages_have_blocks_to_check() -> None:
 
 
 def _validate(args: list[str], cwd: Path) -> tuple[int, str]:
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=cwd):
-        result = runner.invoke(main, ["validate", *args], catch_exceptions=False,
-                               env={"NO_COLOR": "1", "TAMESU_STORE": "off"})
+    here = Path.cwd()
+    os.chdir(cwd)  # a project is found from the working folder too: never this repository's
+    try:
+        result = CliRunner().invoke(main, ["validate", *args], catch_exceptions=False,
+                                    env={"NO_COLOR": "1", "TAMESU_STORE": "off"})
+    finally:
+        os.chdir(here)
     return result.exit_code, result.output
 
 
