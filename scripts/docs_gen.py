@@ -182,7 +182,7 @@ def _option_row(param: click.Parameter) -> str:
     if isinstance(param, click.Option) and isinstance(param.type, click.Choice):
         names += " " + "|".join(str(c) for c in param.type.choices)
     elif isinstance(param, click.Option) and not param.is_flag:
-        names += f" {param.metavar or param.type.name.upper()}"
+        names += f" {param.metavar or param.type.name.upper().replace(' RANGE', '')}"
     help_text = getattr(param, "help", None) or ""
     default = ""
     if isinstance(param, click.Option) and param.show_default and param.default not in (None, False, ()):
