@@ -106,8 +106,12 @@ def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
                                    "properties": {key: value, **_META}})
     for key in sorted(checks.FLAT_KINDS & set(kinds)):
         cls = kinds[key]
-        options = {k: v for k, v in defs[ref(cls.Spec)["$ref"].rsplit("/", 1)[-1]]["properties"].items()
-                   if k != cls.shorthand}
+        spec = defs[ref(cls.Spec)["$ref"].rsplit("/", 1)[-1]]
+        # a spec with a shorthand of its own (`evaluator: {name: ...}` or a string) keeps its keys on the
+        # object branch of its anyOf (_closed_inside)
+        branches = [spec, *spec.get("anyOf", [])]
+        fields = next((b["properties"] for b in branches if "properties" in b), {})
+        options = {k: v for k, v in fields.items() if k != cls.shorthand}
         # the options written beside the kind (`{evaluator: NAME, min: 0.8}`): at least one, or it is the plain form
         assertion_branches.append({"type": "object", "required": [key], "additionalProperties": False,
                                    "properties": {key: {"type": "string"}, **options, **_META},
