@@ -110,7 +110,7 @@ def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
         # a spec with a shorthand of its own (`evaluator: {name: ...}` or a string) keeps its keys on the
         # object branch of its anyOf (_closed_inside)
         branches = [spec, *spec.get("anyOf", [])]
-        fields = next((b["properties"] for b in branches if "properties" in b), {})
+        fields: dict[str, Any] = next((b["properties"] for b in branches if "properties" in b), {})
         options = {k: v for k, v in fields.items() if k != cls.shorthand}
         # the options written beside the kind (`{evaluator: NAME, min: 0.8}`): at least one, or it is the plain form
         assertion_branches.append({"type": "object", "required": [key], "additionalProperties": False,
