@@ -141,7 +141,7 @@ def slow_shop() -> Iterator[Shop]:
 
 
 def _channel(url: str) -> grpc.aio.Channel:
-    # the card writes gRPC as a bare host:port for both versions: grpc dials it as it is
+    # the card writes gRPC as a bare host:port for 1.0 and as dns://HOST:PORT/HOST:PORT for 0.3: grpc dials both
     return grpc.aio.insecure_channel(url)
 
 
@@ -230,8 +230,10 @@ def test_the_card_lists_every_binding_for_both_versions_1_0_first(shop: Shop) ->
                       ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3"), ("GRPC", "0.3")]
     grpc_address = shop.grpc.removeprefix("grpc://")
     assert card["supportedInterfaces"][2]["url"] == grpc_address
-    assert card["supportedInterfaces"][5]["url"] == grpc_address  # 0.3 too: what SDK clients dial as it is
-    assert {i["url"] for i in card["additionalInterfaces"] if i["transport"] == "GRPC"} == {grpc_address}
+    # 0.3: gRPC's own target syntax, which SDK clients dial as it is, and a URL the A2A TCK's 0.3 client reads
+    assert card["supportedInterfaces"][5]["url"] == f"dns://{grpc_address}/{grpc_address}"
+    assert {i["url"] for i in card["additionalInterfaces"] if i["transport"] == "GRPC"} == \
+        {f"dns://{grpc_address}/{grpc_address}"}
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True, "extendedAgentCard": True}
     assert [s["id"] for s in card["skills"]] == ["order-status", "returns"]
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"

@@ -1,6 +1,7 @@
 """Remote agents and the example shop agent as the JavaScript A2A SDK's client meets them: every binding of
 both protocol versions, and a 0.3 card read as a 0.3 client reads it (`additionalInterfaces`), where the gRPC
-address must be in a form grpc-js dials. The SDK comes from npm (`make js-sdk`); without it these skip."""
+address must be in a form grpc-js dials and the A2A TCK's 0.3 client reads. The SDK comes from npm
+(`make js-sdk`); without it these skip."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -46,7 +48,10 @@ def _check(lines: list[dict[str, Any]], grpc_address: str, reply: str) -> None:
     for line in lines:
         assert line["state"] == "TASK_STATE_COMPLETED" and reply in line["text"], line
     grpc = [line for line in lines if line["binding"] == "GRPC"]
-    assert {line["url"] for line in grpc} == {grpc_address}  # 1.0, 0.3 and the 0.3 card's own field
+    # 1.0 bare; 0.3 (and the 0.3 card's own field) in the form the A2A TCK's 0.3 client reads too
+    assert [line["url"] for line in grpc] == [grpc_address, *[f"dns://{grpc_address}/{grpc_address}"] * 2]
+    tck_target = urlparse(grpc[1]["url"])
+    assert f"{tck_target.hostname}:{tck_target.port}" == grpc_address  # what the TCK dials (a bare one: None:80)
     assert [line["transport"] for line in grpc] == ["GrpcTransport", "_LegacyGrpcTransport", "_LegacyGrpcTransport"]
 
 

@@ -7,6 +7,7 @@ the 0.3 interfaces when it serves the card, so 0.3 clients read the same documen
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from a2a.types.a2a_pb2 import (
@@ -25,8 +26,11 @@ BEARER = "bearer"
 
 @dataclass(frozen=True)
 class Endpoints:
-    """Where each binding listens. gRPC is written as a bare host:port for both versions, as the A2A SDKs
-    write it and their gRPC libraries dial it (an http:// URL is read by them as a host name)."""
+    """Where each binding listens. gRPC 1.0 is a bare host:port, as the A2A SDKs write it and their gRPC
+    libraries dial it (an http:// or grpc:// URL is read by them as a host name). gRPC 0.3 is
+    `dns://HOST:PORT/HOST:PORT`: gRPC's own target syntax, which grpc and grpc-js dial, and a URL whose
+    hostname and port the A2A TCK's 0.3 client takes out (a bare host:port is `None:80` to it). The dns
+    form's authority names a DNS server, never asked for an IP literal: a named host stays bare."""
 
     jsonrpc: str
     rest: str
@@ -42,12 +46,22 @@ class Endpoints:
         for version in ("1.0", "0.3"):
             if version not in self.versions:
                 continue
+            grpc_url = grpc_address if version == "1.0" or not _ip_literal(self.grpc_host) else \
+                f"dns://{grpc_address}/{grpc_address}"
             listed += [
                 AgentInterface(url=self.jsonrpc, protocol_binding="JSONRPC", protocol_version=version),
                 AgentInterface(url=self.rest, protocol_binding="HTTP+JSON", protocol_version=version),
-                AgentInterface(url=grpc_address, protocol_binding="GRPC", protocol_version=version),
+                AgentInterface(url=grpc_url, protocol_binding="GRPC", protocol_version=version),
             ]
         return listed
+
+
+def _ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 ORDER_STATUS = AgentSkill(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.engine.runner import Runner, RunOptions
+from tamesu.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.jsonl.run import CasePlanner, JsonlPlan, TestSettings
 from tamesu.plan import PlannedTest
 from tamesu.report.case_records import CaseRecord, CaseReporter, CaseSink
@@ -51,4 +52,7 @@ class JsonlRunner:
         recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
                                 self.plan.project.spec.trace_url)
         outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()
-        return TestOutcome(outcome.exit_code, outcome.run_dir, cases.records, outcome.summary)
+        # a verdict with an incomplete -o file is an infrastructure failure; an interrupt keeps its own code
+        code = EXIT_INFRA if cases.output_failed and outcome.exit_code in (EXIT_OK, EXIT_FAILED) else \
+            outcome.exit_code
+        return TestOutcome(code, outcome.run_dir, cases.records, outcome.summary)

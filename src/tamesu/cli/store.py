@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from tamesu.cli.shared import CONFIG_PATH
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError
 
 
@@ -52,7 +53,7 @@ def open_store(url_option: str | None, config: str | None) -> Any:
 
 _STORE_OPTION = click.option("--store", "store_url_option", metavar="URL",
                              help="The store (default: TAMESU_STORE, tamesu.yaml's store:, .tamesu/store.db).")
-_CONFIG_OPTION = click.option("--config", type=click.Path(dir_okay=False))
+_CONFIG_OPTION = click.option("--config", type=CONFIG_PATH)
 
 
 @click.group(name="store")

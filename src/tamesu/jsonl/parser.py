@@ -8,6 +8,7 @@ that names nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mimetypes
 from collections.abc import Callable
@@ -112,7 +113,10 @@ def parse_text(text: str, label: str, base_dir: Path, settings: ParseSettings) -
 def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCase]:
     from tamesu.suite.yaml_reader import read_bounded
 
-    if path.is_dir():
+    folder = False
+    with contextlib.suppress(OSError):  # a path we may not look at: reading it says why
+        folder = path.is_dir()
+    if folder:
         raise ConfigError([Problem(label, 1, 1, "", "a folder: name one of its JSONL files (`tamesu validate "
                                    f"{label}` checks them all)")])
     # a regular file of bounded size, UTF-8 without NUL bytes; a byte-order mark is dropped

@@ -23,7 +23,9 @@ default, a model target never makes an answer up. Only the simulator may end qui
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -201,11 +203,35 @@ def parse_rules(raw: Any) -> list[Rule]:
     return [parse_rule(item, number) for number, item in enumerate(raw, start=1)]
 
 
+MAX_RULES_BYTES = 4_000_000
+"""A rules file larger than this is a mistake (a rule is a few lines): /dev/zero or a log file named by accident
+must be refused before it is read, not after it filled memory."""
+
+
+def _rules_text(path: Path) -> str:
+    """The file's text: a regular file only (a FIFO would block, a device never end), at most MAX_RULES_BYTES."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
+            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
+        raise ValueError(f"it is {kind}, not a regular file")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_RULES_BYTES + 1)
+    if len(data) > MAX_RULES_BYTES:
+        raise ValueError(f"it is larger than {MAX_RULES_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError("it is not UTF-8 text") from None
+
+
 def load_rules_file(path: Path) -> list[Rule]:
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        data = YAML(typ="safe").load(_rules_text(path))
     except OSError as exc:
         raise ValueError(f"fake rules file {path}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"fake rules file {path}: cannot read it: {exc}") from None
     except YAMLError as exc:
         raise ValueError(f"fake rules file {path}: not valid YAML: {exc}") from None
     if isinstance(data, Mapping) and "rules" in data:

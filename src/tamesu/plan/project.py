@@ -6,6 +6,7 @@ a JSON line as YAML."""
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,16 @@ from tamesu.suite.yaml_reader import Document, load_yaml
 
 def find_project(start: Path) -> Path | None:
     """The nearest tamesu.yaml in `start` or a folder above it."""
-    folder = start if start.is_dir() else start.parent
-    for candidate in [folder.resolve(), *folder.resolve().parents]:
-        if (candidate / PROJECT_FILE).is_file():
-            return candidate / PROJECT_FILE
+    try:
+        folder = (start if start.is_dir() else start.parent).resolve()
+    except (OSError, RuntimeError):  # unreadable, or a symlink loop: loading the suite says so for it
+        folder = start.absolute().parent
+    for candidate in [folder, *folder.parents]:
+        try:
+            if (candidate / PROJECT_FILE).is_file():
+                return candidate / PROJECT_FILE
+        except OSError:  # a folder we may not look into holds no project we could read
+            continue
     return None
 
 
@@ -100,11 +107,13 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
     found: list[Path] = []
     if paths:
         for path in paths:
-            if path.is_dir() and project.dir == path.resolve():
+            if _is_dir(path):
+                readable_folder(path)
+            if _is_dir(path) and project.dir == path.resolve():
                 # the project's own folder: its `suites` patterns say which YAML files are suites
                 found.extend(p for pattern in project.spec.suites for p in _bounded_glob(path, pattern)
                              if p.name != PROJECT_FILE)
-            elif path.is_dir():
+            elif _is_dir(path):
                 found.extend(p for p in sorted(path.glob("*.y*ml")) if p.name != PROJECT_FILE)
             else:
                 found.append(path)
@@ -123,6 +132,24 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
             key = path.absolute()
         unique.setdefault(key, path)
     return list(unique.values())
+
+
+def _is_dir(path: Path) -> bool:
+    """A folder; a path we may not look at is none, and loading it as a file tells why it cannot be read."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def readable_folder(path: Path) -> None:
+    """A folder we may not list is one problem saying so, not an empty folder (glob hides the error)."""
+    try:
+        with os.scandir(path) as entries:
+            next(entries, None)
+    except OSError as exc:
+        raise ConfigError([Problem(label(path), 1, 1, "", f"cannot read the folder: {exc.strerror or exc}")]) \
+            from None
 
 
 MAX_SUITE_FILES = 5_000

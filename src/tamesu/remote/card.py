@@ -1,16 +1,19 @@
 """The cards of a remote agent: the public one, and the authenticated extended one when `extended` is given.
 
 Every binding is listed for both protocol versions, 1.0 first (clients take the first interface they speak):
-JSON-RPC at the agent's URL, HTTP+JSON at the same origin (0.3 clients add `/v1`), and gRPC on its own port,
-written as a bare host:port for both versions. That is the form the A2A SDKs write on their own 0.3 and 1.0
-cards and pass to their gRPC libraries as it is (a2a-sdk with grpc's channel, the JavaScript SDK with
-grpc-js, the A2A interop kit's agents); both libraries read `http://host:port` as a DNS name and cannot dial
-it. The 0.3 spec's text asks for an absolute URL, and the A2A TCK's 0.3 gRPC client reads only that form: a
-tool that needs it can dial `http://` + `{{remote.NAME.grpc}}` (docs/reliability.md has the details).
+JSON-RPC at the agent's URL, HTTP+JSON at the same origin (0.3 clients add `/v1`), and gRPC on its own port.
+The 1.0 gRPC interface is a bare host:port, the form the A2A SDKs write and hand to their gRPC libraries
+(a2a-sdk with grpc's channel, the JavaScript SDK with grpc-js). The 0.3 one must also be read by the A2A
+TCK's 0.3 client, which takes `hostname:port` out of the URL as `urllib.parse` reads it (a bare host:port is
+`None:80` to it) while grpc and grpc-js read an `http://` or `grpc://` URL as a DNS name they cannot dial.
+`dns://HOST:PORT/HOST:PORT` is the one form all three dial: gRPC's own target syntax (a `dns` name whose
+authority, the DNS server, is never asked because the host is an IP literal), and a URL whose hostname and
+port are the server's (docs/reliability.md has the measurements).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from a2a.types.a2a_pb2 import (
@@ -44,8 +47,20 @@ class Addresses:
                 AgentInterface(url=self.origin, protocol_binding="HTTP+JSON", protocol_version=version),
             ]
             if self.grpc:  # none for a forwarding agent, which relays HTTP only
-                listed.append(AgentInterface(url=self.grpc, protocol_binding="GRPC", protocol_version=version))
+                url = self.grpc if version == "1.0" else grpc_url_03(self.grpc)
+                listed.append(AgentInterface(url=url, protocol_binding="GRPC", protocol_version=version))
         return listed
+
+
+def grpc_url_03(host_port: str) -> str:
+    """The 0.3 card's gRPC URL for a server at `host_port` (see the module's docstring). Only an IP literal
+    is safe in the dns form, whose authority would be asked to resolve a name: a named host stays bare."""
+    host = host_port.rsplit(":", 1)[0].strip("[]")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host_port
+    return f"dns://{host_port}/{host_port}"
 
 
 def _skill(name: str) -> AgentSkill:

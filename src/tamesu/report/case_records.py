@@ -273,6 +273,8 @@ class CaseReporter:
         self.records: list[CaseRecord] = []
         self._redact: Any = None
         self._root: Path | None = None
+        self.output_failed: str | None = None
+        """Why `-o` stopped taking records (a full disk): the run then exits 3."""
 
     def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         self._redact, self._root = plan.secrets.redactor.data, run_dir
@@ -292,11 +294,15 @@ class CaseReporter:
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
         record = self._record(self.cases[result.id], result, runs)
         self.records.append(record)
-        if self.output is not None:
+        if self.output is not None and self.output_failed is None:
             line = self._redact(record.line()) if self._redact is not None else record.line()
-            with self.output.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-                handle.flush()
+            try:
+                with self.output.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    handle.flush()
+            except OSError as exc:  # a full disk: the run goes on, its exit code says the file is incomplete
+                self.output_failed = f"cannot write -o {self.output}: {exc.strerror or exc}"
+                self.sink.warning(self.output_failed)
         self.sink.case_finished(record)
 
     def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
