@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,voice,store,otel,sip,livekit,browser]"
+	$(BIN)/pip install --quiet -e ".[dev,all]"
 	$(BIN)/pip install --quiet --no-deps "silero-vad==6.2.3"   # only its ONNX file: importing it needs torch
 	touch $@
 

@@ -5,6 +5,7 @@ finish, migrations from an empty database, shards writing at once, a killed run,
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,11 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ports import refused_port
-
-pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
-
 from pg_server import CannotStart, PostgresServer
+from ports import refused_port
 from tamesu.store import store_url
 from tamesu.store.db import HEAD_REVISION, Store
 from tamesu.store.queries import Reader
@@ -258,19 +256,31 @@ def test_a_locked_sqlite_store_is_a_warning(tmp_path: Path, tamesu, agent_url: s
     assert "database is locked" in result.stdout + result.stderr
 
 
-def test_the_core_install_runs_without_the_extra_and_a_configured_store_names_it(tmp_path: Path, tamesu,
-                                                                               agent_url: str) -> None:
+def test_without_sqlalchemy_the_default_store_is_a_warning_and_a_configured_one_names_it(tmp_path: Path, tamesu,
+                                                                                       agent_url: str) -> None:
+    """SQLAlchemy is a core dependency: missing, the install is broken. The default store then only warns (the
+    run runs); a store someone asked for is exit 2. PostgreSQL without its driver names the store extra."""
     blocked = tmp_path / "blocked"
-    (blocked / "sqlalchemy").mkdir(parents=True)
-    (blocked / "sqlalchemy" / "__init__.py").write_text("raise ImportError('No module named sqlalchemy')\n")
+    for module in ("sqlalchemy", "psycopg"):
+        (blocked / module).mkdir(parents=True)  # a package that cannot be imported
+        (blocked / module / "__init__.py").write_text(f"raise ImportError('No module named {module}')\n")
     root = project(tmp_path, agent_url, TWO_TESTS)
-    env = {"PYTHONPATH": str(blocked)}
+    env = {"PYTHONPATH": os.pathsep.join([str(blocked), os.environ.get("PYTHONPATH", "")])}
     plain = tamesu(["run", "--out", "out"], cwd=root, env=env)
     assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "warning: history is off for this run: the results store needs SQLAlchemy" in plain.stdout
+    assert not (root / ".tamesu").exists()
     configured = tamesu(["run", "--out", "out"], cwd=root, env={**env, "TAMESU_STORE": "true"})
     assert configured.returncode == 2
     assert configured.stderr.strip().splitlines() == [
-        "the results store needs the store extra: pip install 'tamesu[store]'"]
+        "the results store needs SQLAlchemy, part of tamesu's own install: pip install --force-reinstall tamesu"]
+    only_psycopg = tmp_path / "only_psycopg"
+    shutil.copytree(blocked / "psycopg", only_psycopg / "psycopg")
+    env["PYTHONPATH"] = os.pathsep.join([str(only_psycopg), os.environ.get("PYTHONPATH", "")])
+    postgres = tamesu(["run", "--out", "out"], cwd=root, env={**env, "TAMESU_STORE": "postgresql://u@127.0.0.1:1/x"})
+    assert postgres.returncode == 2
+    assert postgres.stderr.startswith("the results store on PostgreSQL needs the store extra: "
+                                      "pip install 'tamesu[store]'"), postgres.stderr
 
 
 def test_shard_auto_reads_the_indexed_job_environment(tmp_path: Path, tamesu, agent_url: str) -> None:
@@ -430,9 +440,11 @@ def test_a_killed_tamesu_test_has_its_finished_cases_in_the_store(tmp_path: Path
 
 def test_doctor_says_whether_the_store_is_reachable(tmp_path: Path, tamesu, agent_url: str) -> None:
     root = project(tmp_path, agent_url, TWO_TESTS)
-    assert "results store: off" in tamesu(["doctor"], cwd=root).stdout
-    tamesu(["run", "--out", "out"], cwd=root, env={"TAMESU_STORE": "true"})
-    ready = tamesu(["doctor"], cwd=root, env={"TAMESU_STORE": "true"})
+    assert "results store: off" in tamesu(["doctor"], cwd=root, env={"TAMESU_STORE": "off"}).stdout
+    before = tamesu(["doctor"], cwd=root).stdout
+    assert "(history on by default), created by the first run" in before and not (root / ".tamesu").exists()
+    tamesu(["run", "--out", "out"], cwd=root)
+    ready = tamesu(["doctor"], cwd=root)
     assert "ok    results store sqlite:///" in ready.stdout and "reachable, up to date" in ready.stdout
     down = tamesu(["doctor"], cwd=root, env={"TAMESU_STORE": "postgresql://me:hunter2@127.0.0.1:1/x"})
     assert "FAIL  results store postgresql+psycopg://me:***@127.0.0.1:1/x: cannot connect" in down.stdout

@@ -30,18 +30,6 @@ async def _reachable(url: str, timeout: float = 2.0) -> str | None:
     return None
 
 
-def _chromium() -> Finding:
-    """The Chromium browser targets start (Debian's, never a download)."""
-    import shutil
-
-    given = os.environ.get("TAMESU_CHROMIUM")
-    found = given or next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                           if shutil.which(n)), None)
-    if found:
-        return True, f"chromium: {found} (for browser targets)"
-    return None, "chromium: not found (for browser targets: apt-get install chromium fonts-liberation)"
-
-
 async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     from tamesu.plan import load_plan
 
@@ -49,16 +37,13 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     version = sys.version_info
     findings.append((version >= (3, 11), f"Python {version.major}.{version.minor}.{version.micro}"))
     for module, purpose in (("a2a", "A2A targets"), ("mcp", "MCP targets"), ("openai", "OpenAI models"),
-                            ("anthropic", "Anthropic models"), ("playwright", "browser targets: tamesu[browser]")):
+                            ("anthropic", "Anthropic models")):
         present = importlib.util.find_spec(module) is not None
-        findings.append((True if present else None, f"{module}: {'installed' if present else 'not installed'} "
+        findings.append((present, f"{module}: {'installed' if present else 'not installed'} "
                          f"(for {purpose})"))
-    findings.append(_chromium())
-    from tamesu.audio.extra import problem as voice_problem
+    from tamesu.cli.installed import findings as installed
 
-    missing_voice = voice_problem()
-    findings.append((True if missing_voice is None else None,
-                     "voice: installed (for audio targets)" if missing_voice is None else f"voice: {missing_voice}"))
+    findings.extend(installed())
     try:
         plan = load_plan(paths, config, require_secrets=False)
     except ConfigError as exc:
@@ -88,11 +73,14 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
 
 def _store_findings(plan: Any) -> list[Finding]:
     """The results store, when one is configured: the extra installed, the database reachable, its revision."""
-    from tamesu.store import StoreError, store_url
+    from tamesu.store import DEFAULT_SQLITE, StoreError, is_default, store_url
 
     url = store_url(plan.project.spec.store, plan.project.dir)
     if url is None:
-        return [(True, "results store: off (store: in tamesu.yaml or TAMESU_STORE turns it on)")]
+        return [(True, "results store: off (store: false in tamesu.yaml or TAMESU_STORE=off)")]
+    default_file = plan.project.dir / DEFAULT_SQLITE
+    if is_default(plan.project.spec.store) and not default_file.exists():
+        return [(True, f"results store: {default_file} (history on by default), created by the first run")]
     try:
         from tamesu.store.db import HEAD_REVISION, Store
 

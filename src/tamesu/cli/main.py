@@ -14,12 +14,15 @@ import click
 
 from tamesu import __version__
 from tamesu.cli.shared import (
+    CONFIG_PATH,
+    SUITE_PATH,
     COLOR,
     cache_mode,
     finish_reports,
     interrupted_note,
     open_store_writer,
     parse_shard,
+    point_to_view,
     report_requests,
     run_options,
     select_tests,
@@ -82,7 +85,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=SUITE_PATH)
 @run_options("tests", ids="suite/name", verbose="-v: transcripts of failing runs; -vv: of every run.",
              repeat=" (overrides repeat)")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
@@ -154,12 +157,13 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     if requests or baseline_dir is not None:
         code = finish_reports(outcome.run_dir, requests, baseline_dir,
                                settings.tolerance if tolerance is None else tolerance, console, code)
+    point_to_view(store_writer, console)
     sys.exit(code)
 
 
 @main.command(name="list")
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--config", type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, type=SUITE_PATH)
+@click.option("--config", type=CONFIG_PATH)
 @click.option("--filter", "pattern", metavar="REGEX")
 @click.option("--tags", metavar="TAGS")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per test.")
@@ -195,6 +199,9 @@ def init(directory: str) -> None:
     except FileExistsError as exc:
         click.echo(f"{exc}: already exists, nothing written", err=True)
         sys.exit(EXIT_CONFIG)
+    except OSError as exc:  # a read-only folder, a full disk: where we could not write, and why
+        click.echo(f"cannot write {exc.filename or directory}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_INFRA)
     for path in written:
         click.echo(f"wrote {path}")
     click.echo("next: `tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
@@ -202,8 +209,8 @@ def init(directory: str) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--config", type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, type=SUITE_PATH)
+@click.option("--config", type=CONFIG_PATH)
 def doctor(paths: tuple[str, ...], config: str | None) -> None:
     """Check this machine and the project: Python, packages, suites, secrets, targets reachable."""
     from tamesu.cli.doctor import diagnose
@@ -251,7 +258,7 @@ def _print_summary(run: Any, console: Any) -> None:
               help="Compare with an earlier run (default: the comparison kept by the run's own --baseline).")
 @click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
 @click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=click.Path(dir_okay=False))
+@click.option("--config", type=CONFIG_PATH)
 def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: float | None, color: str,
            config: str | None) -> None:
     """Render reports of a finished run again (its console summary when no report is named)."""
@@ -285,7 +292,7 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
 @click.option("--baseline", type=click.Path(file_okay=False), help="Compare with an earlier run, as for `run`.")
 @click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
 @click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=click.Path(dir_okay=False))
+@click.option("--config", type=CONFIG_PATH)
 def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline: str | None,
           tolerance: float | None, color: str, config: str | None) -> None:
     """Join run directories (shards) into one run; exits with the merged run's code.
@@ -329,7 +336,7 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
 @click.option("--fail-under", type=click.FloatRange(0, 100), metavar="PERCENT",
               help="Exit 1 when less than PERCENT of what the agents offered was exercised.")
 @click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=click.Path(dir_okay=False))
+@click.option("--config", type=CONFIG_PATH)
 def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color: str, config: str | None) -> None:
     """Which skills, tools and remote agents a run exercised, and which it never touched.
 

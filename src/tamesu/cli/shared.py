@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from tamesu.plan import Project
     from tamesu.plan.targets import ResolvedTarget
     from tamesu.suite.secrets import Secrets
+SUITE_PATH = click.Path(readable=False)
+"""A suite file or folder: the loader tells an unreadable one as `file:1:1: cannot read the file`, as it tells
+every other problem, where click's own check would stop at the first with a line of its own."""
+CONFIG_PATH = click.Path(dir_okay=False, readable=False)
 
 
 def select_tests(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
@@ -137,23 +141,30 @@ def open_store_writer(project: Any, redactor: Any, origin: Any, shard: str | Non
     """The reporter that writes every finished test to the results store, or None when none is configured.
 
     A store configured without its extra is exit 2 before anything runs; a store that is down is only a
-    warning, printed when the first write fails."""
-    from tamesu.store import StoreError, store_url
+    warning, printed when the first write fails. The default store (none configured) that cannot be made (a
+    read-only folder) is a warning too: history is a convenience, never a reason for a run not to run."""
+    from tamesu.store import StoreError, is_default, store_url
 
     url = store_url(project.spec.store, project.dir)
     if url is None:
         return None
+
+    def warn(message: str) -> None:
+        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+
     try:
         from tamesu.store.db import Store
         from tamesu.store.writer import StoreWriter
 
         store = Store(url)
-    except StoreError as exc:
+    except (StoreError, OSError) as exc:
+        if is_default(project.spec.store):
+            reason = f"cannot create {project.dir / '.tamesu'}: {exc.strerror or exc}" if isinstance(exc, OSError) \
+                else str(exc)
+            warn(f"history is off for this run: {reason} (`store: false` in tamesu.yaml if you want none)")
+            return None
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
-
-    def warn(message: str) -> None:
-        console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
 
     return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn)
 
@@ -175,7 +186,7 @@ def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: s
                      "tamesu-runs)."),
         click.option("--fail-fast", is_flag=True, help=f"Stop starting {tests} after the first failure."),
         click.option("--color", type=COLOR, default="auto", show_default=True),
-        click.option("--config", type=click.Path(dir_okay=False), help="The project file (default: nearest "
+        click.option("--config", type=CONFIG_PATH, help="The project file (default: nearest "
                      "tamesu.yaml)."),
         click.option("-v", "--verbose", count=True, help=verbose),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls."),
@@ -252,3 +263,10 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
         resolver, default_simulator=simulator, file_dirs=[project.dir],
         file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
         target_type=resolved.spec.type if resolved is not None else None)
+def point_to_view(store_writer: Any, console: Any) -> None:
+    """The run's last line, once the store holds two runs or more: where its history is seen."""
+    if store_writer is None or store_writer.runs_stored < 2:
+        return
+    console.print(f"history: {store_writer.runs_stored} runs in {store_writer.store.shown.removeprefix('sqlite:///')}; "
+                  "`tamesu view` shows them (flaky tests, trends, comparisons)", style="dim", highlight=False,
+                  markup=False, soft_wrap=True)

@@ -171,8 +171,9 @@ def _folder_cases(folder: Path, settings: Any) -> list[Any]:
     """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
     files at once. A case id is unique in its file only: two files may both have `lost-order`."""
     from tamesu.jsonl import parser
-    from tamesu.plan.project import jsonl_in_folder
+    from tamesu.plan.project import jsonl_in_folder, readable_folder
 
+    readable_folder(folder)
     files = jsonl_in_folder(folder)
     label = file_label(folder)
     if not files:
@@ -232,9 +233,13 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
                       markup=False)
     if options["output"]:
         path = Path(options["output"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(p.case.as_json(), ensure_ascii=False) + "\n" for p in cases),
-                        encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(p.case.as_json(), ensure_ascii=False) + "\n" for p in cases),
+                            encoding="utf-8")
+        except OSError as exc:
+            click.echo(f"tamesu test: cannot write -o {path}: {exc.strerror or exc}", err=True)
+            return EXIT_INFRA
         console.print(f"wrote {len(cases)} test case(s) to {path}", soft_wrap=True, markup=False)
     return 0
 
@@ -247,11 +252,13 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         finish_reports,
         open_store_writer,
         parse_shard,
+        point_to_view,
         report_requests,
         select_tests,
         start_telemetry,
         stop_telemetry,
     )
+    from tamesu.engine.runner import RunFolderError
     from tamesu.jsonl.run import JsonlPlan, TestSettings
     from tamesu.report.case_console import TestConsole
     from tamesu.report.console import make_console
@@ -277,6 +284,11 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
                             output=Path(options["output"]) if options["output"] else None,
                             repeat=options["repeat"], update_golden=options["update_golden"],
                             shard=str(shard) if shard else None)
+    if settings.output is not None:
+        refused = _unwritable(settings.output)
+        if refused:
+            click.echo(f"tamesu test: cannot write -o {settings.output}: {refused}", err=True)
+            return EXIT_INFRA
     rich_console = make_console(options["color"])
     console = TestConsole(rich_console, secrets.redactor, options["verbose"])
     origin = provenance(project.dir)
@@ -299,6 +311,9 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     telemetry = start_telemetry(rich_console)
     try:
         outcome = await runner.run(tests)
+    except RunFolderError as exc:
+        click.echo(f"tamesu test: {exc}", err=True)
+        return EXIT_INFRA
     finally:
         if store_writer is not None:
             store_writer.close(timeout=5)  # at once after a finished run; bounded when it was stopped
@@ -308,10 +323,23 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     report = project.spec.report
     baseline = Path(options["baseline"]) if options["baseline"] else \
         (project.dir / report.baseline if report.baseline else None)
+    code = outcome.exit_code
     if requests or baseline is not None:
         tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
-        return finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, outcome.exit_code)
-    return outcome.exit_code
+        code = finish_reports(outcome.run_dir, requests, baseline, tolerance, rich_console, code)
+    point_to_view(store_writer, rich_console)
+    return code
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why `-o` cannot be written (a read-only folder, a full disk), found before any case runs."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as handle:
+            handle.write("")
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
 
 
 def _files(cases: list[Any]) -> list[Any]:

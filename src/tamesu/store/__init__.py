@@ -1,7 +1,9 @@
-"""The results store: every finished test of every run in SQLite (the default) or PostgreSQL.
+"""The results store: every finished test of every run in SQLite (on by default) or PostgreSQL.
 
-This module stays light (no SQLAlchemy import): it only decides which store, if any, a run writes to, so
-`tamesu run` without a store never loads the optional extra.
+History is on unless turned off (`store: false`, `TAMESU_STORE=off`): a user finds a flaky test in the runs
+that already happened, not only in those after they thought to turn it on. SQLAlchemy and Alembic are core
+dependencies; PostgreSQL's driver is the `store` extra. This module stays light (no SQLAlchemy import): it only
+decides which store, if any, a run writes to, so `tamesu validate` and `--version` never load it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-EXTRA_HINT = "the results store needs the store extra: pip install 'tamesu[store]'"
+EXTRA_HINT = "the results store on PostgreSQL needs the store extra: pip install 'tamesu[store]'"
+CORE_HINT = "the results store needs SQLAlchemy, part of tamesu's own install: pip install --force-reinstall tamesu"
 DEFAULT_SQLITE = ".tamesu/store.db"
 """Where `store: true` (or `store: sqlite`) keeps the SQLite file, from the project's folder."""
 
@@ -22,17 +25,18 @@ class StoreError(Exception):
 
 
 def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, str] | None = None) -> str | None:
-    """The SQLAlchemy URL the run writes to, or None when no store is configured.
+    """The SQLAlchemy URL the run writes to, or None when the store is off.
 
     `TAMESU_STORE` wins over `store:` in tamesu.yaml (so a password stays out of the file); either may be
     `true`/`sqlite` (the project's own SQLite file), `off`, a path to a SQLite file, `sqlite:///...` or
     `postgresql://...`. An empty `TAMESU_STORE` (`TAMESU_STORE=` in a CI file, `${STORE:-}` unset) is unset,
     as a shell's `${VAR:-default}` reads it: the file's `store:` stands; `TAMESU_STORE=off` turns a store off.
+    Neither given: the project's SQLite file (`is_default` says so).
     """
-    env = os.environ if environ is None else environ
-    given = env.get("TAMESU_STORE")
-    raw: str | bool | None = setting if given is None or not given.strip() else given
-    if raw is None or raw is False:
+    raw = _setting(setting, environ)
+    if raw is None:
+        raw = True  # history on by default
+    if raw is False:
         return None
     text = "true" if raw is True else str(raw).strip()
     if text.lower() in _OFF:
@@ -46,6 +50,18 @@ def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, 
         return text
     path = Path(text)
     return "sqlite:///" + str((path if path.is_absolute() else project_dir / path).resolve())
+
+
+def _setting(setting: str | bool | None, environ: dict[str, str] | None) -> str | bool | None:
+    env = os.environ if environ is None else environ
+    given = env.get("TAMESU_STORE")
+    return setting if given is None or not given.strip() else given
+
+
+def is_default(setting: str | bool | None, environ: dict[str, str] | None = None) -> bool:
+    """No one asked for a store: the default SQLite file, which must never stop a run that cannot create it
+    (a read-only checkout): it is then a warning, where a store someone configured is an error."""
+    return _setting(setting, environ) is None
 
 
 def shown_url(url: str) -> str:

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.results.records import RunResult, TestResult
-from tamesu.store import EXTRA_HINT, StoreError, shown_url
+from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
 
 try:
     import sqlalchemy as sa
     from sqlalchemy import event
     from sqlalchemy.engine import Connection, Engine
-except ImportError:  # pragma: no cover - the core install has no store
-    raise StoreError(EXTRA_HINT) from None
+except ImportError:  # pragma: no cover - a broken install: SQLAlchemy is a core dependency
+    raise StoreError(CORE_HINT) from None
 
 from tamesu.store import _tables as t
 
@@ -213,10 +213,12 @@ class Store:
                 connection.execute(t.assertions.insert(), graded)
 
     def finish_part(self, part_id: int, finished_at: str, exit_code: int, counts: dict[str, int],
-                    interrupted: str | None) -> None:
+                    interrupted: str | None) -> int:
+        """Close the part; how many runs the store now holds (the console's pointer to `tamesu view`)."""
         with self.engine.begin() as connection:
             connection.execute(t.run_parts.update().where(t.run_parts.c.id == part_id).values(
                 finished_at=finished_at, exit_code=exit_code, counts=counts, interrupted=interrupted))
+            return int(connection.execute(sa.select(sa.func.count()).select_from(t.runs)).scalar() or 0)
 
 
 def _insert_run(connection: Connection, run: RunInfo) -> None:

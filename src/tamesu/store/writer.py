@@ -48,6 +48,8 @@ class StoreWriter:
         self.redact = redact
         self.warn = warn
         self.failed = False
+        self.runs_stored = 0
+        """The runs in the store once this one was written (0 until then, or when writing failed)."""
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="tamesu-store", daemon=True)
         self._run: RunInfo | None = None
@@ -141,8 +143,8 @@ class StoreWriter:
 
     def _finish(self, summary: RunSummaryFile) -> None:
         assert self._part_id is not None
-        self.store.finish_part(self._part_id, summary.finished_at, summary.exit_code, summary.counts,
-                               summary.interrupted)
+        self.runs_stored = self.store.finish_part(self._part_id, summary.finished_at, summary.exit_code,
+                                                  summary.counts, summary.interrupted)
 
 
 def _short(exc: Exception) -> str:

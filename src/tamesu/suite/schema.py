@@ -341,8 +341,8 @@ class ProjectSpec(Strict):
     parallel: int = Field(1, ge=1, le=10000)
     report: ReportSettings = Field(default_factory=ReportSettings)
     store: str | bool | None = None
-    """The results store: `true` (SQLite in .tamesu/store.db), a SQLite path, `postgresql://...`, or off
-    (the default). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
+    """The results store: unset or `true` (SQLite in .tamesu/store.db, the default), a SQLite path,
+    `postgresql://...`, or `false` (off). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
     traces: TracesSpec | None = None
     """Receive the agent's spans (OTLP/HTTP) for every suite that does not say otherwise."""
     trace_url: str | None = None
