@@ -28,10 +28,15 @@ $(JS_SDK): tests/js/package.json tests/js/package-lock.json
 
 js-sdk: $(JS_SDK)
 
+# every demo run goes into one history (the repository's own .tamesu/store.db), so `tamesu view` here shows them all
+demo: export TAMESU_STORE := $(CURDIR)/.tamesu/store.db
 demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo_a2a.py
 	$(BIN)/python scripts/demo_grpc.py
 	$(BIN)/python scripts/demo.py
+	$(BIN)/python scripts/demo_voice.py
+	$(BIN)/python scripts/demo_web.py --persona
+	$(BIN)/python scripts/demo_end.py
 
 # the A2A page's example: examples/a2a-agent (the shop agent, examples/a2a-shop) and its suite, offline with the
 # fake models, over every binding of A2A 1.0 and 0.3
