@@ -14,9 +14,9 @@ import click
 
 from tamesu import __version__
 from tamesu.cli.shared import (
+    COLOR,
     CONFIG_PATH,
     SUITE_PATH,
-    COLOR,
     cache_mode,
     finish_reports,
     interrupted_note,
