@@ -36,12 +36,12 @@ def test_doctors_table_is_pyprojects_extras_and_all_is_every_one_but_embeddings(
 
 def test_doctor_says_what_is_missing_and_the_one_command_that_adds_it(tmp_path: Path) -> None:
     # the machine has everything: hide the browser and otel extras' modules and every system binary
-    hidden = ["playwright", "pixelmatch", "opentelemetry"]
+    hidden = ["playwright", "pixelmatch", "opentelemetry.sdk", "opentelemetry.exporter"]  # (opentelemetry.proto: core)
     (tmp_path / "sitecustomize.py").write_text(
         "import sys\n"
         "class _Hide:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        f"        if name.split('.')[0] in {hidden!r}:\n"
+        f"        if any(name == h or name.startswith(h + '.') for h in {hidden!r}):\n"
         "            raise ModuleNotFoundError(name)\n"
         "sys.meta_path.insert(0, _Hide())\n")
     (tmp_path / "bin").mkdir()
