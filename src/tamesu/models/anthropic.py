@@ -16,10 +16,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-import httpx2
-
 from tamesu.models import _plain
-from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
+from tamesu.models._sdk_http import plain, sdk_http_client
 from tamesu.models._where import base_url_in_use, reached
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
@@ -44,6 +42,7 @@ from tamesu.models.client import (
 )
 from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
+from tamesu.net.tls import TlsSpec
 
 if TYPE_CHECKING:
     # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed
@@ -61,19 +60,16 @@ class AnthropicProvider(Provider):
     name = "anthropic"
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 60.0,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, tls: TlsSpec | None = None) -> None:
         super().__init__(model)
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
         self._own_headers = {name.lower() for name in headers or {}}
         self._headers = headers
-        # tamesu builds the request when it knows its whole shape, else the SDK builds the first one and later
-        # ones replay its URL and headers (`_thin.py`)
-        self._thin = ThinPost("/v1/messages", make_sdk=self._sdk, known=known_shape(api_key, base_url, headers),
-                              timeout=timeout, options={},
-                              timeout_error=_timeout_error, connection_error=_connection_error)
-        self._clients = self._thin.clients
+        self._tls = tls
+        self._client: Any = None
+        """The SDK's client, made on the first call (importing the SDK is not free)."""
         self._send_temperature = True
 
     @classmethod
@@ -83,28 +79,36 @@ class AnthropicProvider(Provider):
             if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["anthropic"], "")):
                 raise ModelError("anthropic: no API key (set ANTHROPIC_API_KEY or models.X.api_key)")
             key = LOCAL_PLACEHOLDER_KEY
-        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
+        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers,
+                   tls=spec.tls)
 
     async def aclose(self) -> None:
-        await self._clients.aclose()
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
 
-    def _sdk(self, http: httpx2.AsyncClient) -> anthropic.AsyncAnthropic:
-        import anthropic  # only for a request tamesu does not build itself, or to make a failed call's error
+    def _sdk(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            import anthropic  # on the first call: a run that makes none does not pay for the import (72 MB)
 
-        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
-                                        max_retries=0,  # ResilientClient retries, with backoff and a fallback
-                                        default_headers=self._headers or None, http_client=http)
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                max_retries=0,  # ResilientClient retries, with jittered backoff and a fallback
+                default_headers=self._headers or None, http_client=sdk_http_client(self._tls))
+        client: anthropic.AsyncAnthropic = self._client
+        return client
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         for _ in range(2):
             try:
-                # a plain JSON post, not `messages.create` (which re-walks the params against its TypedDicts),
-                # the answer as the JSON it came as (the typed Message cost a tenth of a call, for a few fields
-                # read); after the first call the SDK's request building is skipped too (`_thin.py`). The
-                # request's own headers (a turn's traceparent) go with it unless the model's `headers` set that
-                # name (the suite's own wins).
-                message = await self._thin.post(self._params(request),
-                                                per_request_headers(request, self._own_headers))
+                # the SDK's documented call, so its instrumentations see it; the request's own headers (a
+                # turn's traceparent) go with it unless the model's `headers` set that name (the suite's wins)
+                params = self._params(request)
+                # the 2.x SDK no longer names `temperature`; Anthropic-shaped servers still read it
+                extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
+                message = plain(await self._sdk().messages.create(
+                    **params, extra_body=extra,
+                    extra_headers=per_request_headers(request, self._own_headers) or None))
             except Exception as exc:
                 import anthropic  # a failed call's error is the SDK's (made from the answer): read as it always was
 
@@ -191,34 +195,9 @@ class AnthropicProvider(Provider):
             # 529 is Anthropic's "overloaded": a 5xx like the others
             return ModelError(f"{where}: HTTP {status}: {message}",
                               retryable=status in (408, 409, 429) or status >= 500,
-                              retry_after=retry_after_from_headers(exc.response.headers))
+                              retry_after=retry_after_from_headers(exc.response.headers),
+                              should_retry=exc.response.headers.get("x-should-retry"))
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
-
-
-def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | None) -> Shape | None:
-    """The request `anthropic.AsyncAnthropic` would send for these settings, when tamesu can know all of it: a
-    base URL (given, or `ANTHROPIC_BASE_URL` as the SDK reads it) without a query, and no
-    `ANTHROPIC_CUSTOM_HEADERS`. With the key given (tamesu always gives it) the SDK consults no profile or
-    workload identity; without a base URL it is still left to the SDK, which may learn one from a profile.
-    Its platform headers (`x-stainless-*`) are left out; the user agent is tamesu's. test_model_wire.py checks
-    the rest against what the installed SDK sends (the 2.x SDK sends the key as a bearer token)."""
-    url = known_url(base_url, "/v1/messages", base_variable=DEFAULT_ENV_BASE_URLS["anthropic"],
-                    headers_variable="ANTHROPIC_CUSTOM_HEADERS")
-    if url is None:
-        return None
-    return Shape(url, merged_headers({**json_headers(api_key), "anthropic-version": API_VERSION}, headers or {}))
-
-
-def _timeout_error(request: httpx2.Request) -> Exception:
-    import anthropic
-
-    return anthropic.APITimeoutError(request=request)
-
-
-def _connection_error(request: httpx2.Request) -> Exception:
-    import anthropic
-
-    return anthropic.APIConnectionError(request=request)
 
 
 def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:

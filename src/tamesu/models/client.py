@@ -16,6 +16,7 @@ import contextlib
 import email.utils
 import importlib
 import os
+import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,6 +43,8 @@ RETRY_AFTER_CAP = 30.0
 RETRY_FLOOR = 0.25
 """The shortest wait before retry N+1 is this times 2**N, whatever Retry-After says: `Retry-After: 0` from a
 server that is still overloaded must not become a burst of calls (four in a few milliseconds)."""
+RETRY_SPREAD = 0.25
+"""How far past a server's Retry-After retries are spread (a fraction of the wait)."""
 TIMEOUT_MARGIN = 5.0
 """Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
 
@@ -188,10 +191,15 @@ class ResilientClient:
 
     @staticmethod
     def _delay(attempt: int, error: ModelError) -> float:
+        # jittered, so conversations refused together (one 429 to a thousand) do not all come back together: a
+        # server's Retry-After is the least wait, spread over a quarter more; else half the backoff, plus up to
+        # as much again at random
         if error.retry_after is not None:
             floor = min(RETRY_FLOOR * 2**attempt, BACKOFF_CAP)
-            return min(max(error.retry_after, floor), RETRY_AFTER_CAP)
-        return min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
+            least = min(max(error.retry_after, floor), RETRY_AFTER_CAP)
+            return least + random.uniform(0, max(least, floor) * RETRY_SPREAD)
+        ceiling = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def _charge(self, response: ModelResponse, request: ModelRequest) -> None:
         if self.ledger is not None:

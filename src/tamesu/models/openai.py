@@ -14,10 +14,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-import httpx2
-
 from tamesu.models import _plain
-from tamesu.models._thin import Shape, ThinPost, json_headers, known_url, merged_headers
+from tamesu.models._sdk_http import plain, sdk_http_client
 from tamesu.models._where import base_url_in_use, reached
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
@@ -42,6 +40,7 @@ from tamesu.models.client import (
 )
 from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
+from tamesu.net.tls import TlsSpec
 
 if TYPE_CHECKING:
     # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed
@@ -49,27 +48,22 @@ if TYPE_CHECKING:
     import openai
 
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
-_BEARER: Any = {"security": {"bearer_auth": True}}
-"""What `chat.completions.create` asks of the SDK's request: the API key as a bearer token."""
 
 
 class OpenAIProvider(Provider):
     name = "openai"
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 60.0,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, tls: TlsSpec | None = None) -> None:
         super().__init__(model)
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
         self._own_headers = {name.lower() for name in headers or {}}
         self._headers = headers
-        # tamesu builds the request when it knows its whole shape, else the SDK builds the first one and later
-        # ones replay its URL and headers (`_thin.py`)
-        self._thin = ThinPost("/chat/completions", make_sdk=self._sdk,
-                              known=known_shape(api_key, base_url, headers), timeout=timeout, options=_BEARER,
-                              timeout_error=_timeout_error, connection_error=_connection_error)
-        self._clients = self._thin.clients
+        self._tls = tls
+        self._client: Any = None
+        """The SDK's client, made on the first call (importing the SDK is not free)."""
         # what this server refused once, so later calls do not pay for the 400 again
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
         self._max_tokens_param = "max_tokens"
@@ -82,17 +76,24 @@ class OpenAIProvider(Provider):
             if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["openai"], "")):
                 raise ModelError("openai: no API key (set OPENAI_API_KEY or models.X.api_key)")
             key = LOCAL_PLACEHOLDER_KEY  # Ollama, vLLM, LM Studio on this machine need none
-        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers)
+        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers,
+                   tls=spec.tls)
 
     async def aclose(self) -> None:
-        await self._clients.aclose()
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
 
-    def _sdk(self, http: httpx2.AsyncClient) -> openai.AsyncOpenAI:
-        import openai  # only for a request tamesu does not build itself, or to make a failed call's error
+    def _sdk(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            import openai  # on the first call: a run that makes none does not pay for the import (43 MB)
 
-        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
-                                  max_retries=0,  # ResilientClient retries, with backoff and a fallback model
-                                  default_headers=self._headers or None, http_client=http)
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                max_retries=0,  # ResilientClient retries, with jittered backoff and a fallback model
+                default_headers=self._headers or None, http_client=sdk_http_client(self._tls))
+        client: openai.AsyncOpenAI = self._client
+        return client
 
     # ---- one call ------------------------------------------------------------------------------------
 
@@ -100,13 +101,10 @@ class OpenAIProvider(Provider):
         # at most one adaptation per kind of refusal, so a server that refuses everything ends quickly
         for _ in range(4):
             try:
-                # a plain JSON post, not `chat.completions.create` (which re-walks the params against its
-                # TypedDicts, a quarter of a simulated turn's CPU) and the answer as the JSON it came as (the
-                # typed ChatCompletion cost a tenth of a call, for five fields read); after the first call the
-                # SDK's request building is skipped too (`_thin.py`). The request's own headers (a turn's
-                # traceparent) go with it unless the model's `headers` set that name (the suite's own wins).
-                completion = await self._thin.post(self._params(request),
-                                                   per_request_headers(request, self._own_headers))
+                # the SDK's documented call, so its instrumentations see it; the request's own headers (a
+                # turn's traceparent) go with it unless the model's `headers` set that name (the suite's wins)
+                completion = plain(await self._sdk().chat.completions.create(
+                    **self._params(request), extra_headers=per_request_headers(request, self._own_headers) or None))
             except Exception as exc:
                 import openai  # a failed call's error is the SDK's (made from the answer): read as it always was
 
@@ -212,38 +210,9 @@ class OpenAIProvider(Provider):
             message = redact(one_line(_server_message(exc)), self._api_key)
             return ModelError(f"{where}: HTTP {status}: {message}",
                               retryable=status in (408, 409, 429) or status >= 500,
-                              retry_after=retry_after_from_headers(exc.response.headers))
+                              retry_after=retry_after_from_headers(exc.response.headers),
+                              should_retry=exc.response.headers.get("x-should-retry"))
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
-
-
-def known_shape(api_key: str, base_url: str | None, headers: dict[str, str] | None) -> Shape | None:
-    """The request `openai.AsyncOpenAI` would send for these settings, when tamesu can know all of it: a base URL
-    (given, or `OPENAI_BASE_URL` as the SDK reads it) without a query, and no `OPENAI_CUSTOM_HEADERS` (which the
-    SDK filters by its own rules). Its platform headers (`x-stainless-*`) are left out; the user agent is
-    tamesu's. test_model_wire.py checks the rest against what the installed SDK sends."""
-    url = known_url(base_url, "/chat/completions", base_variable=DEFAULT_ENV_BASE_URLS["openai"],
-                    headers_variable="OPENAI_CUSTOM_HEADERS")
-    if url is None:
-        return None
-    # the SDK reads these when it is not given them (tamesu never gives them), and sends them as set
-    organization, project = os.environ.get("OPENAI_ORG_ID"), os.environ.get("OPENAI_PROJECT_ID")
-    return Shape(url, merged_headers(
-        json_headers(api_key),
-        {"OpenAI-Organization": organization} if organization is not None else {},
-        {"OpenAI-Project": project} if project is not None else {},
-        headers or {}))
-
-
-def _timeout_error(request: httpx2.Request) -> Exception:
-    import openai
-
-    return openai.APITimeoutError(request=request)
-
-
-def _connection_error(request: httpx2.Request) -> Exception:
-    import openai
-
-    return openai.APIConnectionError(request=request)
 
 
 def _wire_message(message: Message) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu import plugins
+from tamesu.net.tls import TlsSpec
 from tamesu.types import Duration, Strict
 
 PROVIDERS = ("openai", "anthropic", "fake")
@@ -39,6 +40,8 @@ class ModelSpec(Strict):
     max_tokens: int | None = Field(None, ge=1)
     timeout: Duration = 60.0
     max_retries: int = Field(3, ge=0, le=10)
+    tls: TlsSpec | None = None
+    """Trust and client certificates for the model's server (`tamesu.net.tls`)."""
     price: PriceSpec | None = None
     rules: Any = None
     """fake only: the rules that decide its answers (a list, or a path to a YAML file of them)."""

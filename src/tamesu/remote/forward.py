@@ -11,7 +11,7 @@ each message as a delegation, in both directions. Two things are changed, on pur
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
   the caller's `Authorization` (meant for the proxy) is not passed on.
 A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
-one (`tamesu.net.resend`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
+one (`tamesu.net.aio`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
 naming the agent, everything but the card is answered locally by the scripted executor (`local`), and the card
 too when the real agent cannot be reached; `delay` holds the request, then forwards it.
 """
@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tamesu.conversation import Session
-from tamesu.net.resend import resending_client_options
+from tamesu.net.clients import client_options
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
 
@@ -75,7 +75,7 @@ class ForwardProxy:
         settles, or when it ends or is dropped."""
         # one client for the agent's life, its connections kept alive between calls: a call that went out on
         # one the real agent had just closed (its keep-alive time ran out between two delegations) is sent again
-        self._client = httpx.AsyncClient(**resending_client_options(self._resent),
+        self._client = httpx.AsyncClient(**client_options(on_resend=self._resent),
                                          timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     async def aclose(self) -> None:

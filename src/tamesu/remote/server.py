@@ -8,7 +8,7 @@
 
 Tasks and push configs are the SDK's own (in-memory, for the life of the run); push notifications are posted in
 the shape of the version the caller spoke (`push`); one that went out on a kept-alive connection the caller's
-listener had just closed is sent again once (a `resent` event naming the agent; `tamesu.net.resend`).
+listener had just closed is sent again once (a `resent` event naming the agent; `tamesu.net.aio`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from tamesu.conversation import Session
 from tamesu.fuzzing import fuzz_for
-from tamesu.net.resend import resending_client_options
+from tamesu.net.clients import client_options
 from tamesu.net.serve import LoopServer
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
@@ -136,8 +136,8 @@ class RemoteAgentServer:
         public = public_card(self.name, self.spec, at, self._token)
         configs, tasks = VersionedConfigStore(), InMemoryTaskStore()
         # kept alive between a run's pushes: one that went out on a connection the caller's listener had just
-        # closed is sent again once (tamesu.net.resend); the sender only logs a push that failed
-        self._push_client = httpx.AsyncClient(**resending_client_options(self._push_resent), timeout=PUSH_TIMEOUT)
+        # closed is sent again once (tamesu.net.aio); the sender only logs a push that failed
+        self._push_client = httpx.AsyncClient(**client_options(on_resend=self._push_resent), timeout=PUSH_TIMEOUT)
         self._handler = DefaultRequestHandler(
             agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
             task_store=tasks, agent_card=public, push_config_store=configs,

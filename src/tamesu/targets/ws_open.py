@@ -13,7 +13,8 @@ from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
-from tamesu.net.clients import os_reason, ssl_context
+from tamesu.net.clients import os_reason
+from tamesu.net.tls import platform_context
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import with_connect_retries
 
@@ -35,7 +36,7 @@ async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: Con
 
     async def attempt() -> ClientConnection:
         return await connect(url, additional_headers=headers, open_timeout=connect_spec.timeout,
-                             ssl=ssl_context() if url.startswith("wss://") else None, close_timeout=2,
+                             ssl=platform_context() if url.startswith("wss://") else None, close_timeout=2,
                              max_size=max_size, ping_interval=None)
 
     try:

@@ -18,10 +18,10 @@ from a2a.types.a2a_pb2 import AgentCard, StreamResponse
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
+from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
-from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, layered_proxy_mounts, ssl_context
-from tamesu.net.h11_transport import H11Transport
-from tamesu.net.resend import resending_transport
+from tamesu.net.clients import NO_BASE_URL, NO_PARAMS
+from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
@@ -36,25 +36,20 @@ class Wire:
     channels its SDK clients open, and a count of the calls that reached the agent."""
 
     def __init__(self, *, session: Session, connect: ConnectSpec, turn_timeout: float, headers: dict[str, str],
-                 what: str, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+                 what: str, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 tls: TlsSpec | None = None) -> None:
         self._session = session
         self._connect = connect
         self._what = what
         self.headers = headers
         self.max_response_bytes = max_response_bytes
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
-        # check, no answer is read past max_response_bytes; beneath that, a call that went out on a connection
-        # the agent had just closed is sent again once (tamesu.net.h11_transport on the direct route, which does
-        # it itself; tamesu.net.resend over a proxy's httpx transport)
-        def checked(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
-            return IdCheckingTransport(bounded_transport(httpx, inner, max_response_bytes, self._refused))
-
-        def proxied(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
-            return checked(resending_transport(httpx, inner, self._resent))
-
-        # the environment's proxies beneath the same layers (a client given a transport reads none itself)
-        self.http = httpx.AsyncClient(transport=checked(H11Transport(verify=ssl_context(), on_resend=self._resent)),
-                                      mounts=layered_proxy_mounts(httpx, proxied), base_url=NO_BASE_URL,
+        # check, no answer is read past max_response_bytes; beneath that, aiohttp (tamesu.net.aio: a call whose
+        # connection ended at once, before any answer, is sent again once)
+        wire = aio_transport(httpx, tls=tls, on_resend=self._resent)
+        self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded_transport(httpx, wire, max_response_bytes,
+                                                                                      self._refused)),
+                                      base_url=NO_BASE_URL,
                                       params=NO_PARAMS, headers=headers,
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})

@@ -23,10 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tamesu import __version__
+from tamesu.net.aio import OnResend, aio_transport
 from tamesu.net.bounded import Record, bounded_transport
-from tamesu.net.clients import layered_proxy_mounts, ssl_context
-from tamesu.net.h11_transport import h11_transport
-from tamesu.net.resend import OnResend, resending_transport
+from tamesu.net.tls import TlsSpec
 from tamesu.runtime.children import owner_env
 from tamesu.targets.mcp.stdio import bounded_stdio
 
@@ -97,22 +96,19 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
 
 def http_client(headers: dict[str, str], connect_timeout: float, errors: list[str] | None = None,
                 traceparent: Callable[[], str | None] | None = None, max_bytes: int | None = None,
-                refused: Record | None = None, resent: OnResend | None = None) -> httpx2.AsyncClient:
+                refused: Record | None = None, resent: OnResend | None = None,
+                tls: TlsSpec | None = None) -> httpx2.AsyncClient:
     """The MCP SDK's HTTP client, with `headers` on every request. Each 4xx or 5xx answer is appended to
     `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the turn being
     played) carries it as the `traceparent` header, unless `headers` set one. No answer is read past
     `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST that
-    went out on a kept-alive connection the server had just closed is sent again once on a new one, and
-    `resent` is told (`tamesu.net.resend`'s rule: a JSON-RPC message the server never read is safe to send
-    again; tamesu's own transport keeps it on the direct route, `tamesu.net.h11_transport`). The environment's
-    proxies are mounted beneath the same layers (a client given a transport reads none)."""
+    whose connection ended at once, before any answer, is sent again once on a new one, and `resent` is told
+    (`tamesu.net.aio`'s rule: a JSON-RPC message the server never read is safe to send again); `tls` is the
+    target's `tls:` block. aiohttp is beneath (`tamesu.net.aio`), the environment's proxies honoured."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
 
     def bounded(transport: Any) -> Any:
         return transport if max_bytes is None else bounded_transport(httpx2, transport, max_bytes, refused)
-
-    def proxied(transport: Any) -> Any:
-        return bounded(transport if resent is None else resending_transport(httpx2, transport, resent))
 
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
@@ -124,9 +120,8 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
         if value and "traceparent" not in request.headers:
             request.headers["traceparent"] = value
 
-    return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=ssl_context(),
-                              transport=bounded(h11_transport(httpx2, verify=ssl_context(), on_resend=resent)),
-                              mounts=layered_proxy_mounts(httpx2, proxied),
+    return httpx2.AsyncClient(headers=headers, timeout=timeout,
+                              transport=bounded(aio_transport(httpx2, tls=tls, on_resend=resent)),
                               event_hooks={"request": [stamp], "response": [seen]})
 
 

@@ -13,8 +13,7 @@ import httpx
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
-from tamesu.net.clients import os_reason
-from tamesu.net.resend import resending_client_options
+from tamesu.net.clients import client_options, os_reason
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
 
@@ -104,9 +103,9 @@ class Http:
         """The target's max_response_bytes: no body is read past it."""
         self._connect = connect
         self._what = what
-        # a turn that went out on a connection the agent had just closed is sent again once (tamesu.net.resend);
+        # a turn whose connection ended before any answer, at once, is sent again once (tamesu.net.aio);
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = httpx.AsyncClient(**resending_client_options(self._resent), follow_redirects=True,
+        self.client = httpx.AsyncClient(**client_options(on_resend=self._resent), follow_redirects=True,
                                         max_redirects=MAX_REDIRECTS,
                                         timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
                                         event_hooks={"request": [self._stamp_trace]})

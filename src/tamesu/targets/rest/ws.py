@@ -12,7 +12,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, W
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
-from tamesu.net.clients import os_reason, ssl_context
+from tamesu.net.clients import os_reason
+from tamesu.net.tls import platform_context
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import parse_body, with_connect_retries
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
@@ -62,7 +63,7 @@ class WsLink:
 
         async def attempt() -> ClientConnection:
             return await connect(url, additional_headers=sent, open_timeout=connect_spec.timeout,
-                                 ssl=ssl_context() if url.startswith("wss://") else None,
+                                 ssl=platform_context() if url.startswith("wss://") else None,
                                  close_timeout=2, max_size=MAX_MESSAGE_BYTES)
 
         try:

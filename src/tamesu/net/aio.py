@@ -1,0 +1,214 @@
+"""aiohttp beneath the httpx API: the transport every HTTP client of tamesu's is given.
+
+tamesu's routes speak httpx's API (the rest target, hooks, the `http` check, the remote agents) or httpx2's (the
+MCP and model SDKs: the same API), because the SDKs take such a client; beneath it, this transport sends each
+request with aiohttp, whose C parser and connection pool cost a quarter of httpcore's CPU (`bench/transport.py`).
+What it keeps from the connection layer:
+
+- TLS as `tamesu.net.tls` builds it (the platform's store, a `tls:` block's CA, client certificate, name);
+- happy eyeballs (RFC 8305: a black-holed IPv6 address costs 250 ms, not the connect timeout);
+- the environment's proxies, read once (`HTTP_PROXY`, `HTTPS_PROXY` through CONNECT, `ALL_PROXY`, `NO_PROXY`);
+- an answer that comes while the body is still being sent (a 413 before the upload ends) is read and returned,
+  never an error: aiohttp reads the answer beside the writing;
+- a request whose connection failed before any byte of the answer, within `RESEND_WITHIN` of being sent, with
+  its body in memory, is sent again once on a new connection (the agent's server closed a kept-alive connection
+  as the request went out: uvicorn after 5 s idle, gunicorn after 2 s) and `on_resend` is told; a request the
+  agent worked on for longer, or a streamed body, never is. aiohttp itself sends an idempotent request (GET,
+  PUT, DELETE...) again once by RFC 9112's rule; this rule covers the rest (POST, a turn).
+
+Failures become the client module's own exceptions (ConnectError, ReadTimeout...), raised from aiohttp's, so
+every caller's handling stays; a TLS failure's words are `tamesu.net.tls.tls_reason`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from types import ModuleType
+from typing import Any
+
+import aiohttp
+
+from tamesu.net.tls import TlsSpec, ssl_context, tls_reason
+
+OnResend = Callable[[Any, str], None]
+"""Told of each resend: the request (of httpx or httpx2) and why it was sent again."""
+
+RESEND_WITHIN = 1.0
+"""Seconds: a connection that failed later than this after the request went out may have been worked on."""
+
+DISCONNECTED = "Server disconnected without sending a response."
+"""httpcore's words for a connection that ended before the status line, kept so callers' checks still hold."""
+
+HAPPY_EYEBALLS_DELAY = 0.25
+
+
+@functools.cache
+def environment_proxies() -> dict[str, str]:
+    """The proxies the environment names (scheme: URL, `no`: the NO_PROXY list), read once: tamesu does not change
+    its own environment while it runs, and reading it costs 0.3 ms."""
+    return urllib.request.getproxies_environment()
+
+
+@functools.cache
+def proxy_for(scheme: str, host: str) -> str | None:
+    """The proxy a request to `host` over `scheme` goes through, or None (direct, or NO_PROXY names the host)."""
+    proxies = environment_proxies()
+    url = proxies.get(scheme) or proxies.get("all")
+    if url is None:
+        return None
+    if _bypassed(host, proxies.get("no", "")):
+        return None
+    return url if "://" in url else f"http://{url}"
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    """Whether NO_PROXY names `host`: `*`, the host itself, or a domain it is in (`example.com` and
+    `.example.com` both cover `api.example.com`), as curl and the requests library read it."""
+    host = host.lower().strip("[]")
+    for entry in no_proxy.split(","):
+        name = entry.strip().lower().lstrip(".")
+        if name.startswith("[") or name.count(":") == 1:
+            name = name.rsplit(":", 1)[0].strip("[]")  # a port is not matched apart
+        if name == "*" or (name and (host == name or host.endswith("." + name))):
+            return True
+    return False
+
+
+def resend_reason(exc: BaseException) -> str:
+    """Why a request was sent again on a new connection (the `resent` event's reason)."""
+    return f"the connection ended before any answer ({_words(exc)})"
+
+
+def _words(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def aio_transport(module: ModuleType, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None,
+                  max_connections: int = 100, keepalive_expiry: float = 5.0) -> Any:
+    """A transport for a client of `module` (httpx, or httpx2 for the MCP and model SDKs) over its own aiohttp
+    session, opened on the first request (it belongs to the running loop) and closed with the client."""
+    return _classes(module)[0](tls=tls, on_resend=on_resend, max_connections=max_connections,
+                               keepalive_expiry=keepalive_expiry)
+
+
+@functools.cache
+def _classes(module: Any) -> tuple[Any, Any]:
+    class Body(module.AsyncByteStream):
+        def __init__(self, response: aiohttp.ClientResponse, request: Any) -> None:
+            self._response, self._request = response, request
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                async for chunk in self._response.content.iter_any():
+                    yield chunk
+            except Exception as exc:
+                raise _mapped(module, exc, self._request, answered=True) from exc
+
+        async def aclose(self) -> None:
+            if self._response.content.at_eof():
+                self._response.release()  # the connection goes back to the pool
+            else:
+                self._response.close()  # an answer not read to its end: its connection cannot be reused
+
+    class AioTransport(module.AsyncBaseTransport):
+        def __init__(self, *, tls: TlsSpec | None, on_resend: OnResend | None, max_connections: int,
+                     keepalive_expiry: float) -> None:
+            self._ssl = ssl_context(tls)
+            self._server_name = tls.server_name if tls is not None else None
+            self._on_resend = on_resend
+            self._limit = max_connections
+            self._keepalive = keepalive_expiry
+            self._session: aiohttp.ClientSession | None = None
+
+        def _open(self) -> aiohttp.ClientSession:
+            connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=self._keepalive, ssl=self._ssl,
+                                             happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY)
+            # cookies, redirects and decompression are the client module's (above): aiohttp passes answers on
+            self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                                  auto_decompress=False, skip_auto_headers=("User-Agent",))
+            return self._session
+
+        async def handle_async_request(self, request: Any) -> Any:
+            session = self._session or self._open()
+            url = request.url
+            if url.scheme not in ("http", "https"):
+                raise module.UnsupportedProtocol(f"the URL's scheme {url.scheme!r} is not http(s)")
+            stream = request.stream
+            in_memory = isinstance(stream, module.ByteStream)
+            body: Any = b"".join(stream) if in_memory else _chunks(stream)  # a redirect's is not read yet
+            headers = [(k, v) for k, v in request.headers.multi_items() if in_memory or k != "transfer-encoding"]
+            timeouts = request.extensions.get("timeout", {})
+            connect, pool = timeouts.get("connect"), timeouts.get("pool")
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=timeouts.get("read"),
+                                            connect=None if connect is None or pool is None else connect + pool)
+            options: dict[str, Any] = {"headers": headers, "data": body or None, "allow_redirects": False,
+                                       "timeout": timeout, "proxy": proxy_for(url.scheme, url.host)}
+            if self._server_name is not None and url.scheme == "https":
+                options["server_hostname"] = self._server_name
+            resend = in_memory and self._on_resend is not None and request.method not in _IDEMPOTENT
+            while True:
+                sent = time.monotonic()
+                try:
+                    response = await session.request(request.method, str(url), **options)
+                    break
+                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                    if (not resend or isinstance(exc, aiohttp.ClientConnectorError)
+                            or time.monotonic() - sent > RESEND_WITHIN):
+                        raise _mapped(module, exc, request, answered=False) from exc
+                    resend = False
+                    assert self._on_resend is not None
+                    self._on_resend(request, resend_reason(exc))
+                except Exception as exc:
+                    raise _mapped(module, exc, request, answered=False) from exc
+            return module.Response(response.status, headers=response.raw_headers, stream=Body(response, request),
+                                   extensions={"http_version": b"HTTP/1.1",
+                                               "reason_phrase": (response.reason or "").encode("latin-1", "replace")})
+
+        async def aclose(self) -> None:
+            if self._session is not None:
+                session, self._session = self._session, None
+                await session.close()
+
+    return AioTransport, Body
+
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+
+
+async def _chunks(stream: Any) -> AsyncIterator[bytes]:
+    async for chunk in stream:
+        yield chunk
+
+
+def _mapped(module: Any, exc: BaseException, request: Any, *, answered: bool) -> Exception:
+    """`exc` (aiohttp's, or asyncio's) as the client module's exception of the same meaning."""
+    tls = tls_reason(exc)
+    if tls is not None:
+        return module.ConnectError(f"{tls} [{request.url.host}]", request=request)
+    if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        return module.ProxyError(f"the proxy failed: {_words(exc)}", request=request)
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return module.ConnectTimeout(_words(exc), request=request)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return module.ConnectError(str(exc.os_error) or _words(exc), request=request)
+    if isinstance(exc, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
+        return module.ReadTimeout(_words(exc) or "timed out reading the answer", request=request)
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        if not answered:
+            return module.RemoteProtocolError(DISCONNECTED, request=request)
+        return module.RemoteProtocolError("the connection ended in the middle of the answer", request=request)
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return module.RemoteProtocolError(f"the answer's body was malformed or cut: {_words(exc)}", request=request)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return module.RemoteProtocolError(f"a malformed answer: {exc.message}", request=request)
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
+        return module.UnsupportedProtocol(f"not a URL tamesu can reach: {_words(exc)}", request=request)
+    if isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionError | OSError):
+        return (module.ReadError if answered else module.WriteError)(_words(exc), request=request)
+    if isinstance(exc, aiohttp.ClientError):
+        return module.RemoteProtocolError(_words(exc), request=request)
+    return exc if isinstance(exc, Exception) else RuntimeError(_words(exc))

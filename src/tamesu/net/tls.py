@@ -1,0 +1,137 @@
+"""Trust and TLS for every connection tamesu opens: the platform's trust store by default, a suite's `tls:` block
+where a target or a model needs more, and one line naming the host and the reason when a handshake fails.
+
+- Linux reads its trust store through OpenSSL's default paths, which honour `SSL_CERT_FILE` and `SSL_CERT_DIR`
+  (a company's inspecting proxy or an internal CA added to the system store, or named by those variables, is
+  trusted as every other tool on the machine trusts it); macOS and Windows ask the OS (`truststore`). A machine
+  without any store (a bare container) falls back to certifi's bundle, as the SDKs do.
+- `tls.ca_file` adds a CA to that store (an agent behind an internal CA), `cert_file` + `key_file` present a
+  client certificate (mTLS), `server_name` is the name the certificate must carry (an agent reached by IP),
+  `verify: false` turns checking off, with a warning on every run that uses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+import sys
+from pathlib import Path
+
+from pydantic import model_validator
+
+from tamesu.types import Strict
+
+
+class TlsSpec(Strict):
+    """A target's or a model's `tls:` block."""
+
+    ca_file: str | None = None
+    """A PEM file of CAs trusted beside the platform's."""
+    cert_file: str | None = None
+    """The client certificate (PEM) for servers that require one (mTLS); with `key_file`."""
+    key_file: str | None = None
+    server_name: str | None = None
+    """The name the server's certificate must carry (and SNI), when it is not the URL's host."""
+    verify: bool = True
+    """False: the server's certificate is not checked (a warning on every run)."""
+
+    @model_validator(mode="after")
+    def _pairs(self) -> TlsSpec:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (the client certificate and its key)")
+        return self
+
+
+VERIFY_OFF_WARNING = ("TLS certificates are not checked for {what} (tls.verify: false): anyone on the way can read "
+                      "and answer its traffic")
+
+
+@functools.cache
+def platform_context() -> ssl.SSLContext:
+    if sys.platform in ("darwin", "win32"):
+        import truststore
+
+        context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        return context
+    context = ssl.create_default_context()  # OpenSSL's default paths, SSL_CERT_FILE / SSL_CERT_DIR honoured
+    paths = ssl.get_default_verify_paths()
+    if paths.cafile is None and paths.capath is None:
+        import certifi
+
+        context.load_verify_locations(cafile=certifi.where())
+    return context
+
+
+def ssl_context(spec: TlsSpec | None = None) -> ssl.SSLContext | bool:
+    """The context for connections under `spec` (built once per distinct block: loading a store costs ~25 ms);
+    False when the block says `verify: false`. Bad files are the caller's one-line error (`TlsError`)."""
+    if spec is None or spec == _PLAIN:
+        return platform_context()
+    return _context(spec.model_dump_json())
+
+
+_PLAIN = TlsSpec()
+
+
+class TlsError(Exception):
+    """A `tls:` block naming files that cannot be read (a suite error: the run stops before any conversation)."""
+
+
+@functools.cache
+def _context(key: str) -> ssl.SSLContext | bool:
+    spec = TlsSpec.model_validate_json(key)
+    if not spec.verify and spec.cert_file is None:
+        return False
+    context = ssl.create_default_context() if sys.platform not in ("darwin", "win32") else _fresh_platform()
+    if not spec.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    try:
+        if spec.ca_file is not None:
+            context.load_verify_locations(cafile=_readable(spec.ca_file, "ca_file"))
+        if spec.cert_file is not None and spec.key_file is not None:
+            context.load_cert_chain(_readable(spec.cert_file, "cert_file"), _readable(spec.key_file, "key_file"))
+    except ssl.SSLError as exc:
+        raise TlsError(f"tls: cannot load the certificates: {exc.reason or exc}") from None
+    return context
+
+
+def _fresh_platform() -> ssl.SSLContext:
+    import truststore
+
+    context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return context
+
+
+def _readable(name: str, key: str) -> str:
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise TlsError(f"tls.{key}: no such file: {name}")
+    return str(path)
+
+
+def tls_reason(exc: BaseException) -> str | None:
+    """One line for a TLS failure somewhere in `exc`'s chain (the reason in words a user acts on), or None."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return f"TLS: {_verify_words(seen)} ({seen.verify_message})"
+        if isinstance(seen, ssl.SSLError):
+            return f"TLS handshake failed: {seen.reason or seen.strerror or seen}"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _verify_words(exc: ssl.SSLCertVerificationError) -> str:
+    message = (exc.verify_message or "").lower()
+    if "hostname mismatch" in message or "ip address mismatch" in message:
+        return "the certificate is for another host"
+    if "expired" in message:
+        return "the certificate has expired"
+    if "not yet valid" in message:
+        return "the certificate is not yet valid"
+    if "self-signed" in message or "self signed" in message or "issuer" in message:
+        return "the certificate's CA is not trusted (give it with tls.ca_file or SSL_CERT_FILE)"
+    return "the certificate was refused"
