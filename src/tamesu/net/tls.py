@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import model_validator
 
+from tamesu.errors import InfraError
 from tamesu.types import Strict
 
 
@@ -73,13 +74,16 @@ def ssl_context(spec: TlsSpec | None = None) -> ssl.SSLContext | bool:
 _PLAIN = TlsSpec()
 
 
-class TlsError(Exception):
-    """A `tls:` block naming files that cannot be read (a suite error: the run stops before any conversation)."""
+class TlsError(InfraError):
+    """A `tls:` block naming files that cannot be read or used (exit 3, one line)."""
 
 
 @functools.cache
 def _context(key: str) -> ssl.SSLContext | bool:
     spec = TlsSpec.model_validate_json(key)
+    if not spec.verify:
+        # once per distinct block and process: every run that uses it says so
+        sys.stderr.write(f"warning: {VERIFY_OFF_WARNING.format(what='a tls: block with verify: false')}\n")
     if not spec.verify and spec.cert_file is None:
         return False
     context = ssl.create_default_context() if sys.platform not in ("darwin", "win32") else _fresh_platform()

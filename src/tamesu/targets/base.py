@@ -10,6 +10,7 @@ from pydantic import Field
 
 from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
 from tamesu.errors import TemplateError
+from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent
 
@@ -39,6 +40,8 @@ class TargetSpec(Strict):
     type: str
     description: str | None = None
     connect: ConnectSpec = Field(default_factory=ConnectSpec)
+    tls: TlsSpec | None = None
+    """Trust and client certificates for the target's HTTPS routes (rest, a2a, mcp over HTTP): `tamesu.net.tls`."""
     handoff: HandoffSpec | None = None
     turn_timeout: Duration = 60.0
     max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)

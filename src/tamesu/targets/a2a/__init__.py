@@ -147,8 +147,8 @@ class A2ATarget(Target):
             self._metadata = session.context.render_value(spec.metadata)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
-        self._wire = Wire(session=session, connect=spec.connect, turn_timeout=spec.turn_timeout, headers=headers,
-                          what=self._what, max_response_bytes=spec.max_response_bytes)
+        self._wire = Wire(session=session, connect=spec.connect, tls=spec.tls, turn_timeout=spec.turn_timeout,
+                          headers=headers, what=self._what, max_response_bytes=spec.max_response_bytes)
         search = await find_card(self._wire, self._url, spec.turn_timeout)
         card = search.card
         if card is None:

@@ -85,10 +85,10 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
                          errors: list[str] | None = None,
                          traceparent: Callable[[], str | None] | None = None,
                          max_bytes: int | None = None, refused: Record | None = None,
-                         resent: OnResend | None = None) -> AsyncIterator[Any]:
+                         resent: OnResend | None = None, tls: TlsSpec | None = None) -> AsyncIterator[Any]:
     """The server at `url` over streamable HTTP, through `http_client(...)`."""
     async with (
-        http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent) as http,
+        http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent, tls) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams

@@ -202,7 +202,7 @@ class McpTarget(ModelTarget):
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
                                       traceparent=lambda: session.trace.traceparent if session.trace else None,
                                       max_bytes=self.spec.max_response_bytes, refused=refused,
-                                      resent=resent)
+                                      resent=resent, tls=self.spec.tls)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)

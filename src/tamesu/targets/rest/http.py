@@ -14,6 +14,7 @@ import httpx
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.clients import client_options, os_reason
+from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
 
@@ -97,7 +98,7 @@ class Http:
     """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md)."""
 
     def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str,
-                 max_bytes: int) -> None:
+                 max_bytes: int, tls: TlsSpec | None = None) -> None:
         self._session = session
         self.max_bytes = max_bytes
         """The target's max_response_bytes: no body is read past it."""
@@ -105,7 +106,7 @@ class Http:
         self._what = what
         # a turn whose connection ended before any answer, at once, is sent again once (tamesu.net.aio);
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = httpx.AsyncClient(**client_options(on_resend=self._resent), follow_redirects=True,
+        self.client = httpx.AsyncClient(**client_options(on_resend=self._resent, tls=tls), follow_redirects=True,
                                         max_redirects=MAX_REDIRECTS,
                                         timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
                                         event_hooks={"request": [self._stamp_trace]})

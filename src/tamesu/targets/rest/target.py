@@ -126,7 +126,7 @@ class RestTarget(Target):
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
-        self._http = Http(session=session, connect=spec.connect, read_timeout=spec.turn_timeout + 1,
+        self._http = Http(session=session, connect=spec.connect, tls=spec.tls, read_timeout=spec.turn_timeout + 1,
                           what=self._what, max_bytes=spec.max_response_bytes)
         if spec.response.listen is not None:
             await self._start_listener(spec.response.listen)
