@@ -119,6 +119,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
                      keepalive_expiry: float) -> None:
             self._ssl = ssl_context(tls)
             self._server_name = tls.server_name if tls is not None else None
+            self._client_certificate = tls is not None and tls.cert_file is not None
             self._on_resend = on_resend
             self._limit = max_connections
             self._keepalive = keepalive_expiry
@@ -158,7 +159,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                     if (not resend or isinstance(exc, aiohttp.ClientConnectorError)
                             or time.monotonic() - sent > RESEND_WITHIN):
-                        raise _mapped(module, exc, request, answered=False) from exc
+                        raise self._unanswered(exc, request) from exc
                     resend = False
                     assert self._on_resend is not None
                     self._on_resend(request, resend_reason(exc))
@@ -167,6 +168,16 @@ def _classes(module: Any) -> tuple[Any, Any]:
             return module.Response(response.status, headers=response.raw_headers, stream=Body(response, request),
                                    extensions={"http_version": b"HTTP/1.1",
                                                "reason_phrase": (response.reason or "").encode("latin-1", "replace")})
+
+        def _unanswered(self, exc: Exception, request: Any) -> Exception:
+            mapped = _mapped(module, exc, request, answered=False)
+            if request.url.scheme == "https" and not self._client_certificate and tls_reason(exc) is None:
+                # TLS 1.3 ends the handshake before the server checks a client certificate: a server that
+                # requires one resets the connection at the first request, and the client sees only that
+                mapped.tamesu_reason = (f"the server ended the connection before answering ({_words(exc)}); "  # type: ignore[attr-defined]
+                                 "a server that requires a client certificate does this: give tls.cert_file and "
+                                 "tls.key_file")
+            return mapped
 
         async def aclose(self) -> None:
             if self._session is not None:

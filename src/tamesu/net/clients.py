@@ -42,6 +42,9 @@ def os_reason(exc: BaseException) -> str:
     for _ in range(10):
         if seen is None:
             break
+        words = getattr(seen, "tamesu_reason", None)
+        if isinstance(words, str):
+            return words  # the transport's own (`tamesu.net.aio`)
         if isinstance(seen, OSError) and (seen.errno or seen.strerror):
             # asyncio words refusals as "Connect call failed (addr)"; the errno says what happened.
             if seen.errno and seen.errno > 0 and not isinstance(seen, socket.gaierror):

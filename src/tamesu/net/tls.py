@@ -120,6 +120,10 @@ def tls_reason(exc: BaseException) -> str | None:
     for _ in range(10):
         if seen is None:
             return None
+        # aiohttp's connector errors subclass ssl's and keep the original apart (`certificate_error`, `os_error`)
+        wrapped = getattr(seen, "certificate_error", None) or getattr(seen, "os_error", None)
+        if isinstance(wrapped, ssl.SSLError | ssl.CertificateError):
+            seen = wrapped
         if isinstance(seen, ssl.SSLCertVerificationError):
             return f"TLS: {_verify_words(seen)} ({seen.verify_message})"
         if isinstance(seen, ssl.SSLError):
