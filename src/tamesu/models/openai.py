@@ -40,6 +40,7 @@ from tamesu.models.client import (
 )
 from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
+from tamesu.net.clients import os_reason
 from tamesu.net.tls import TlsSpec
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ class OpenAIProvider(Provider):
             return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
-            detail = f" ({type(cause).__name__})" if cause else ""
+            detail = f" ({os_reason(cause)})" if cause else ""  # a TLS failure's reason, or the OS's
             return ModelError(f"{where}: cannot reach {self._reached(exc)}{detail}", retryable=True)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code

@@ -1,0 +1,145 @@
+"""TLS as `tamesu run` reports it: an agent or a model server whose certificate is not trusted is one line naming
+the host and the reason, exit 3 (an infrastructure error); the same run passes with the CA given as `tls.ca_file`
+or SSL_CERT_FILE; `verify: false` passes with a warning on the run; a `tls:` file that does not exist is one
+line, exit 3. Real HTTPS servers on 127.0.0.1 with a CA made here (trustme)."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from conftest import run_tamesu
+from model_servers import OpenAIServer, text
+
+
+async def _desk(request: Request) -> JSONResponse:
+    return JSONResponse({"text": f"Your order ships Friday (you said: {(await request.json())['message']})"})
+
+
+class HttpsServer:
+    """An ASGI app over HTTPS on 127.0.0.1, in a thread."""
+
+    def __init__(self, app: Any, ca: trustme.CA, tmp: Path) -> None:
+        leaf = ca.issue_cert("127.0.0.1")
+        leaf.cert_chain_pems[0].write_to_path(str(tmp / "server.pem"))
+        leaf.private_key_pem.write_to_path(str(tmp / "server.key"))
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", ssl_certfile=str(tmp / "server.pem"),
+                                ssl_keyfile=str(tmp / "server.key"), ssl_cert_reqs=ssl.CERT_NONE)
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        while not self.server.started:
+            self._thread.join(0.02)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"https://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self._thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def agent(ca: trustme.CA, tmp_path: Path) -> Iterator[str]:
+    with HttpsServer(Starlette(routes=[Route("/chat", _desk, methods=["POST"])]), ca, tmp_path) as url:
+        yield url
+
+
+def _suite(tmp_path: Path, url: str, tls: str = "") -> None:
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{url}/chat"{tls}, connect: {{ attempts: 1 }} }}
+tests:
+  - name: ships
+    target: desk
+    scenario: {{ script: [{{ say: "when does it ship?" }}] }}
+    assert: [{{ contains: Friday }}]
+""")
+
+
+def _run(tmp_path: Path, **env: str) -> tuple[int, str]:
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                      env={"SSL_CERT_FILE": "", "SSL_CERT_DIR": "", **env})
+    return done.returncode, done.stdout + done.stderr
+
+
+def _error(tmp_path: Path) -> str:
+    [line] = [json.loads(x) for found in (tmp_path / "out").glob("*/results.jsonl")
+              for x in found.read_text().splitlines()]
+    return str(line["runs"][0]["error"])
+
+
+def test_an_agent_with_an_untrusted_certificate_is_one_line_and_exit_3(agent: str, tmp_path: Path) -> None:
+    _suite(tmp_path, agent)
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert "TLS: the certificate's CA is not trusted" in error and "127.0.0.1" in error, error
+    assert "\n" not in error and "Traceback" not in output
+
+
+def test_the_ca_given_as_tls_ca_file_or_ssl_cert_file_passes(agent: str, ca: trustme.CA, tmp_path: Path) -> None:
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    _suite(tmp_path, agent, ', tls: { ca_file: ca.pem }')
+    code, output = _run(tmp_path)
+    assert code == 0, output
+    _suite(tmp_path, agent)
+    code, output = _run(tmp_path, SSL_CERT_FILE=str(tmp_path / "ca.pem"))
+    assert code == 0, output
+
+
+def test_verify_false_passes_with_a_warning(agent: str, tmp_path: Path) -> None:
+    _suite(tmp_path, agent, ', tls: { verify: false }')
+    code, output = _run(tmp_path)
+    assert code == 0, output
+    assert "TLS certificates are not checked" in output
+
+
+def test_a_tls_file_that_does_not_exist_is_one_line(agent: str, tmp_path: Path) -> None:
+    _suite(tmp_path, agent, ', tls: { ca_file: nowhere.pem }')
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    assert "tls.ca_file: no such file: nowhere.pem" in output + _error(tmp_path)
+    assert "Traceback" not in output
+
+
+def test_a_model_server_with_an_untrusted_certificate_is_one_line_and_exit_3(ca: trustme.CA,
+                                                                             tmp_path: Path) -> None:
+    models = OpenAIServer()
+    models.plan(text(json.dumps({"input": "hi", "goal_achieved": True, "stop": False, "reasoning": "done"})))
+    with HttpsServer(models.app, ca, tmp_path) as url, \
+            HttpsServer(Starlette(routes=[Route("/chat", _desk, methods=["POST"])]), trustme.CA(), tmp_path) as desk:
+        (tmp_path / "suite.yaml").write_text(f"""\
+models:
+  simulator: {{ provider: openai, model: m, base_url: "{url}/v1", api_key: sk-x, max_retries: 0 }}
+targets:
+  desk: {{ type: rest, url: "{desk}/chat", tls: {{ verify: false }} }}
+tests:
+  - name: ships
+    target: desk
+    persona: {{ name: Ada }}
+    scenario: {{ goal: "find out when it ships", max_turns: 1 }}
+""")
+        code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert "openai:m: cannot reach" in error and "TLS: the certificate's CA is not trusted" in error, error
+    assert "\n" not in error
