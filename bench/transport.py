@@ -19,9 +19,9 @@ import uuid
 
 import httpx
 from run import Agent  # bench/ is a folder of scripts: run from it, or with it first on the path
+from tamesu.net.h11_transport import H11Transport
 
 from tamesu.net.clients import ssl_context
-from tamesu.net.h11_transport import H11Transport
 
 SIDES = ("httpx transport", "tamesu transport")
 

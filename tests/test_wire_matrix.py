@@ -84,6 +84,8 @@ ROUTES: dict[str, Callable[[Path, TlsSpec | None, list[str]], Any]] = {
     "remote forward+push": _remote,
 }
 WITH_TLS_BLOCK = ("rest", "a2a", "mcp", "model")
+NO_RESEND = ("model", "hooks+http check")
+"""Routes that never send a request again themselves (a model call is retried by the registry, with backoff)."""
 ERRORS = (httpx.HTTPError, httpx2.HTTPError)
 
 
@@ -235,11 +237,20 @@ async def test_an_early_413_is_read_while_the_body_is_still_going(route: str, en
 
 async def test_a_reset_in_the_middle_of_the_body_is_an_error_of_the_clients_kind(
         route: str, environment: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    resent: list[str] = []
-    async with faulty_server("reset") as port:
+    connections: list[int] = []
+    async with faulty_server("reset", connections) as port:
         with pytest.raises(ERRORS) as caught:
-            await _post(route, tmp_path, f"http://127.0.0.1:{port}/upload", body=b"x" * 1_000_000, resent=resent)
+            await _post(route, tmp_path, f"http://127.0.0.1:{port}/upload", body=b"x" * 1_000_000)
     reason = os_reason(caught.value)
     assert reason and "\n" not in reason
-    # sent again at most once (the connection failed at once, before any answer), and said so
-    assert len(resent) <= 1
+    # the connection failed at once and before any answer: a route that resends sent it again once, no more
+    assert len(connections) == (1 if route in NO_RESEND else 2)
+
+
+async def test_a_request_the_agent_worked_on_before_the_reset_is_not_sent_again(
+        route: str, environment: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    connections: list[int] = []
+    async with faulty_server("reset_after_working", connections) as port:
+        with pytest.raises(ERRORS):
+            await _post(route, tmp_path, f"http://127.0.0.1:{port}/order", body=b'{"buy": 1}')
+    assert connections == [1]  # past RESEND_WITHIN: the agent may have acted on it

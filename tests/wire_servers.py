@@ -115,6 +115,21 @@ async def _reset_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWr
         await reader.read(1024)
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
+    _abort(writer)
+
+
+async def _reset_after_working(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """The whole request read, worked on for 1.5 s, then a reset: the agent may have acted on it."""
+    try:
+        _, length = await _head(reader)
+        await reader.readexactly(length)
+        await asyncio.sleep(1.5)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    _abort(writer)
+
+
+def _abort(writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     if sock is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -122,10 +137,17 @@ async def _reset_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWr
 
 
 @contextlib.asynccontextmanager
-async def faulty_server(kind: str) -> AsyncIterator[int]:
-    """A port whose server is `early_413` or `reset`."""
-    handler = {"early_413": _early_413, "reset": _reset_mid_body}[kind]
-    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+async def faulty_server(kind: str, connections: list[int] | None = None) -> AsyncIterator[int]:
+    """A port whose server is `early_413`, `reset` or `reset_after_working`; each connection accepted is
+    appended to `connections`."""
+    handler = {"early_413": _early_413, "reset": _reset_mid_body, "reset_after_working": _reset_after_working}[kind]
+
+    async def counted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if connections is not None:
+            connections.append(len(connections) + 1)
+        await handler(reader, writer)
+
+    server = await asyncio.start_server(counted, "127.0.0.1", 0)
     try:
         yield server.sockets[0].getsockname()[1]
     finally:
