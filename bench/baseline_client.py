@@ -1,10 +1,11 @@
 """The baseline: the same conversations as tamesu runs, sent by a plain httpx loop and nothing else.
 
-    python bench/baseline_client.py URL CONVERSATIONS TURNS CONCURRENCY [httpx|tamesu]
+    python bench/baseline_client.py URL CONVERSATIONS TURNS CONCURRENCY [httpx|tamesu|aiohttp]
 One AsyncClient per conversation (the fast way with httpx 0.28, see DESIGN.md), the SSL context built once. The
 last argument picks the transport beneath the client: httpx's own (the default: the issue's bare loop), or
-tamesu's (`tamesu.net.h11_transport`, what tamesu's rest target runs on), so what tamesu's engine adds over the
-same wire code can be read apart from what its transport saves.
+tamesu's (`tamesu.net.aio`: aiohttp beneath httpx's API, what tamesu's rest target runs on), so what tamesu's
+engine adds over the same wire code can be read apart from the wire; or a bare aiohttp loop (a `ClientSession` per
+conversation: the floor of issue 28's goals).
 """
 
 from __future__ import annotations
@@ -20,16 +21,31 @@ import httpx
 async def conversation(url: str, turns: int, context: ssl.SSLContext, transport: str) -> int:
     session = uuid.uuid4().hex
     ok = 0
+    if transport == "aiohttp":
+        return await aiohttp_conversation(url, turns, context)
     if transport == "tamesu":
-        from tamesu.net.h11_transport import H11Transport
+        from tamesu.net.aio import aio_transport
 
-        client = httpx.AsyncClient(timeout=60, transport=H11Transport(verify=context))
+        client = httpx.AsyncClient(timeout=60, transport=aio_transport(httpx))
     else:
         client = httpx.AsyncClient(timeout=60, verify=context)
     async with client:
         for turn in range(turns):
             answer = await client.post(url, json={"message": f"step {turn + 1}", "session_id": session})
             ok += answer.status_code == 200 and "echo" in answer.json()["text"]
+    return ok
+
+
+async def aiohttp_conversation(url: str, turns: int, context: ssl.SSLContext) -> int:
+    import aiohttp
+
+    session = uuid.uuid4().hex
+    ok = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context),
+                                     timeout=aiohttp.ClientTimeout(total=60)) as client:
+        for turn in range(turns):
+            async with client.post(url, json={"message": f"step {turn + 1}", "session_id": session}) as answer:
+                ok += answer.status == 200 and "echo" in (await answer.json())["text"]
     return ok
 
 

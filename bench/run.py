@@ -261,7 +261,8 @@ def run_tamesu(folder: Path, suite: Path, parallel: int,
 
 
 def run_baseline(url: str, conversations: int, turns: int, parallel: int, transport: str = "httpx") -> Measured:
-    """The bare loop (`bench/baseline_client.py`) on httpx's transport, or on tamesu's (`transport="tamesu"`)."""
+    """The bare loop (`bench/baseline_client.py`) on httpx's transport, on tamesu's (`transport="tamesu"`), or a
+    bare aiohttp loop (`transport="aiohttp"`, the floor of issue 28's goal)."""
     return measure([PYTHON, str(BENCH / "baseline_client.py"), f"{url}/chat", str(conversations), str(turns),
                     str(parallel), transport])
 
@@ -273,15 +274,17 @@ def per_turn_overhead(folder: Path, url: str, parallel: int, small: int, large: 
     machine's speed drifts by a third between minutes; two runs side by side drift together). With
     `out_root` (tmpfs) the run folders go there, and tamesu runs once more per round with them on the disk.
     The goal's baseline is the loop on httpx's transport; the loop runs once more on tamesu's own transport, so
-    what the engine adds over the same wire code stays in the table (`same_transport_ratio`)."""
+    what the engine adds over the same wire code stays in the table (`same_transport_ratio`), and once as a bare
+    aiohttp loop, issue 28's floor (`aiohttp_ratio`: at most 1.5x)."""
     suites = {n: write_suite(folder, url, n, turns) for n in (small, large)}
-    sides = ["tamesu", "baseline", "baseline on tamesu's transport"] + (
+    sides = ["tamesu", "baseline", "baseline on tamesu's transport", "baseline on aiohttp"] + (
         ["tamesu on the disk"] if out_root is not None else [])
     slopes: dict[str, list[float]] = {side: [] for side in sides}
     for number in range(rounds):
         for side in sides if number % 2 == 0 else sides[::-1]:
             if side.startswith("baseline"):
-                transport = "tamesu" if side.endswith("transport") else "httpx"
+                transport = "tamesu" if side.endswith("transport") else "aiohttp" if side.endswith("aiohttp") \
+                    else "httpx"
                 cpu = {n: run_baseline(url, n, turns, parallel, transport).cpu_s for n in (small, large)}
             else:
                 root = out_root if side == "tamesu" else None
@@ -299,6 +302,10 @@ def per_turn_overhead(folder: Path, url: str, parallel: int, small: int, large: 
     row["same_transport_ratio"] = round(statistics.median(same), 2)
     row["same_transport_baseline_cpu_ms_per_turn"] = round(statistics.median(slopes["baseline on tamesu's transport"]),
                                                            3)
+    floor = [ours / theirs for ours, theirs in zip(slopes["tamesu"], slopes["baseline on aiohttp"], strict=True)]
+    row["aiohttp_ratio"] = round(statistics.median(floor), 2)
+    row["aiohttp_cpu_ms_per_turn"] = round(statistics.median(slopes["baseline on aiohttp"]), 3)
+    row["aiohttp_met"] = row["aiohttp_ratio"] <= 1.5
     if out_root is not None:
         on_disk = [ours / theirs for ours, theirs in zip(slopes["tamesu on the disk"], slopes["baseline"],
                                                          strict=True)]

@@ -1,5 +1,5 @@
 """What a request costs beneath httpx's client: httpx's own transport (httpcore, anyio) against tamesu's
-(`tamesu.net.h11_transport`: h11 on an asyncio protocol), the same `httpx.AsyncClient` above both.
+(`tamesu.net.aio`: aiohttp), the same `httpx.AsyncClient` above both.
 
     python bench/transport.py [--conversations 200] [--turns 5] [--rounds 5]
 
@@ -19,17 +19,17 @@ import uuid
 
 import httpx
 from run import Agent  # bench/ is a folder of scripts: run from it, or with it first on the path
-from tamesu.net.h11_transport import H11Transport
 
-from tamesu.net.clients import ssl_context
+from tamesu.net.aio import aio_transport
+from tamesu.net.tls import platform_context
 
 SIDES = ("httpx transport", "tamesu transport")
 
 
 def make_client(side: str) -> httpx.AsyncClient:
     if side == "tamesu transport":
-        return httpx.AsyncClient(timeout=60, transport=H11Transport(verify=ssl_context()))
-    return httpx.AsyncClient(timeout=60, verify=ssl_context())
+        return httpx.AsyncClient(timeout=60, transport=aio_transport(httpx))
+    return httpx.AsyncClient(timeout=60, verify=platform_context())  # built once, as tamesu's is
 
 
 async def conversation(side: str, url: str, turns: int) -> None:

@@ -5,7 +5,8 @@
 `--busy` processes spin beside the run (the machine's cores taken, as by other jobs), so tamesu's event loop
 lags by seconds: the wait between two turns of a conversation then passes the agent's keep-alive time
 (uvicorn's 5 s), and its server closes the connection as the next turn goes out on it. Before tamesu sent such
-a turn again on a new connection (`tamesu.net.resend`), 595 of 2000 conversations failed with `Broken pipe`
+a turn again on a new connection (then `tamesu.net.resend`, now `tamesu.net.aio`), 595 of 2000 conversations
+failed with `Broken pipe`
 here. Prints, per round, tamesu's exit code, how many tests did not pass and why, and how many turns were sent
 again (`resent` events).
 """
