@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOG_FILE = "tamesu.log"
-_LIBRARIES = ("a2a", "uvicorn", "grpc", "mcp", "httpx", "httpx2", "starlette", "sse_starlette", "anyio")
+_LIBRARIES = ("a2a", "uvicorn", "grpc", "mcp", "httpx", "httpx2", "aiohttp", "starlette", "sse_starlette", "anyio")
 
 
 class _Counting(logging.FileHandler):
