@@ -44,7 +44,7 @@ then on the events. Its text is read as `_read` says. `first_token_at_ms` is the
 
 Failures: a call that never reaches the agent is retried (`connect_retry` events), then InfraError; an HTTP
 call that went out on a kept-alive connection the agent had just closed is sent again once (a `resent` event,
-`tamesu.net.resend`). An error
+`tamesu.net.aio`). An error
 the agent answers (JSON-RPC error, HTTP+JSON error status, gRPC status) fails the turn with TurnError naming
 its JSON-RPC code (the same A2A error's code on every binding) and message. A turn over `turn_timeout` fails
 with TurnError, without waiting for the agent.

@@ -33,7 +33,7 @@ What fails what:
   stderr (kept in the run's artifacts as `mcp-server.log`);
 - the server closes the connection during the run (it crashed): TurnError, the run fails, since the server
   under test broke; over HTTP, a POST that went out on a kept-alive connection the server had just closed
-  (its keep-alive time ran out) is sent again once on a new one, a `resent` event (`tamesu.net.resend`);
+  (its keep-alive time ran out) is sent again once on a new one, a `resent` event (`tamesu.net.aio`);
 - a tool error, a protocol error or a call timeout does not fail the run by itself: the model saw it, and the
   assertions decide (`metric: {name: mcp_tool_errors, equals: 0}`, `pack: graceful_degradation`...).
 

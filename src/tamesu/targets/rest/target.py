@@ -49,7 +49,7 @@ JSON string are parsed); `ended` is set when `response.done` holds on any of the
 Failures: a request that never reached the agent (refused, DNS, connect timeout) is retried `connect.attempts`
 times `connect.backoff` apart (a `connect_retry` event per failed attempt that is retried), then InfraError.
 A turn that went out on a kept-alive connection the agent had just closed is sent again once on a new one
-(a `resent` event; `tamesu.net.resend`).
+(a `resent` event; `tamesu.net.aio`).
 A 5xx answer raises TurnError; a 4xx answer is a normal turn whose `status` the `status` assertion checks.
 A turn over `turn_timeout` raises TurnError. session.open failing, or the websocket handshake, is InfraError.
 

@@ -167,10 +167,12 @@ class SipTarget(Target):
             return
         import httpx
 
+        from tamesu.net.clients import async_client  # aiohttp beneath, as every HTTP route (tamesu.net.aio)
+
         rendered = context.render_value(dict(trigger.http or {}))
         body = rendered.get("body")
         try:
-            async with httpx.AsyncClient(timeout=trigger.timeout) as client:
+            async with async_client(trigger.timeout, tls=self.spec.tls) as client:
                 answer = await client.request(str(rendered.get("method", "POST")), str(rendered["url"]),
                                               headers=with_traceparent(rendered.get("headers") or {},
                                                                        session.conversation_trace),
