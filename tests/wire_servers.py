@@ -119,11 +119,11 @@ async def _reset_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWr
 
 
 async def _reset_after_working(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """The whole request read, worked on for 1.5 s, then a reset: the agent may have acted on it."""
+    """The whole request read, worked on for 3 s, then a reset: the agent may have acted on it."""
     try:
         _, length = await _head(reader)
         await reader.readexactly(length)
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(3.0)
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     _abort(writer)

@@ -12,7 +12,8 @@ What it keeps from the connection layer:
   never an error: aiohttp reads the answer beside the writing;
 - a request whose connection failed before any byte of the answer, within `RESEND_WITHIN` of being sent, with
   its body in memory, is sent again once on a new connection (the agent's server closed a kept-alive connection
-  as the request went out: uvicorn after 5 s idle, gunicorn after 2 s) and `on_resend` is told; a request the
+  as the request went out: gunicorn after 2 s idle; tamesu's own idle connections are dropped after 4 s, before
+  uvicorn's and Node's 5 s) and `on_resend` is told; a request the
   agent worked on for longer, or a streamed body, never is. aiohttp itself sends an idempotent request (GET,
   PUT, DELETE...) again once by RFC 9112's rule; this rule covers the rest (POST, a turn).
 
@@ -37,8 +38,14 @@ from tamesu.net.tls import TlsSpec, ssl_context, tls_reason
 OnResend = Callable[[Any, str], None]
 """Told of each resend: the request (of httpx or httpx2) and why it was sent again."""
 
-RESEND_WITHIN = 1.0
-"""Seconds: a connection that failed later than this after the request went out may have been worked on."""
+RESEND_WITHIN = 2.5
+"""Seconds: a connection that failed later than this after the request went out may have been worked on. Not
+shorter: at 1000 conversations at once the loop lags by a second or more between writing a request and seeing
+the connection's end (`bench/persona.py --at-once 1000` lost 52 of 2000 tests to the keep-alive race at 1 s)."""
+
+KEEPALIVE_EXPIRY = 4.0
+"""Seconds a connection is kept idle: below uvicorn's and Node's 5 s, so the agent's server rarely closes one
+as a request goes out on it (gunicorn's 2 s is left to the resend)."""
 
 DISCONNECTED = "Server disconnected without sending a response."
 """httpcore's words for a connection that ended before the status line, kept so callers' checks still hold."""
@@ -88,7 +95,7 @@ def _words(exc: BaseException) -> str:
 
 
 def aio_transport(module: ModuleType, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None,
-                  max_connections: int = 100, keepalive_expiry: float = 5.0) -> Any:
+                  max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY) -> Any:
     """A transport for a client of `module` (httpx, or httpx2 for the MCP and model SDKs) over its own aiohttp
     session, opened on the first request (it belongs to the running loop) and closed with the client."""
     return _classes(module)[0](tls=tls, on_resend=on_resend, max_connections=max_connections,
