@@ -33,7 +33,8 @@ class ModelServer(Agent):
 
 
 def served(url: str) -> dict[str, int]:
-    with urllib.request.urlopen(f"{url}/count", timeout=5) as answer:
+    # the servers can be busy for seconds after 1000 conversations at once: the count waits for them
+    with urllib.request.urlopen(f"{url}/count", timeout=60) as answer:
         return json.loads(answer.read())
 
 

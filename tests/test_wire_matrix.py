@@ -84,8 +84,8 @@ ROUTES: dict[str, Callable[[Path, TlsSpec | None, list[str]], Any]] = {
     "remote forward+push": _remote,
 }
 WITH_TLS_BLOCK = ("rest", "a2a", "mcp", "model")
-NO_RESEND = ("model", "hooks+http check")
-"""Routes that never send a request again themselves (a model call is retried by the registry, with backoff)."""
+NO_RESEND = ("hooks+http check",)
+"""Routes that never send a request again themselves (a hook's or a check's request is sent once)."""
 ERRORS = (httpx.HTTPError, httpx2.HTTPError)
 
 

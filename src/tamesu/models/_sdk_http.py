@@ -28,8 +28,14 @@ MAX_CONNECTIONS = 1000
 
 def sdk_http_client(tls: TlsSpec | None = None) -> httpx2.AsyncClient:
     """A client for one provider's SDK; the answer's bound is the call's (`net.bounded.bounded_reading`)."""
-    wire = aio_transport(httpx2, tls=tls, max_connections=MAX_CONNECTIONS)
+    # a call whose connection ended at once, before any answer, is sent again once by the wire's rule (the
+    # server never read it); the registry's retries, with backoff, are for everything else
+    wire = aio_transport(httpx2, tls=tls, max_connections=MAX_CONNECTIONS, on_resend=_resent)
     return httpx2.AsyncClient(transport=bounded_transport(httpx2, wire, None), **SDK_CLIENT_DEFAULTS)
+
+
+def _resent(request: Any, reason: str) -> None:
+    """A model call sent again by the wire: nothing to record (it is the same call; the ledger counts answers)."""
 
 
 def plain(answer: Any) -> Any:

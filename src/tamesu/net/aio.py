@@ -12,8 +12,8 @@ What it keeps from the connection layer:
   never an error: aiohttp reads the answer beside the writing;
 - a request whose connection failed before any byte of the answer, within `RESEND_WITHIN` of being sent, with
   its body in memory, is sent again once on a new connection (the agent's server closed a kept-alive connection
-  as the request went out: gunicorn after 2 s idle; tamesu's own idle connections are dropped after 4 s, before
-  uvicorn's and Node's 5 s) and `on_resend` is told; a request the
+  as the request went out: gunicorn after 2 s idle; tamesu's own idle connections are dropped after 2 s, well
+  before uvicorn's and Node's 5 s) and `on_resend` is told; a request the
   agent worked on for longer, or a streamed body, never is. aiohttp itself sends an idempotent request (GET,
   PUT, DELETE...) again once by RFC 9112's rule; this rule covers the rest (POST, a turn).
 
@@ -43,9 +43,11 @@ RESEND_WITHIN = 2.5
 shorter: at 1000 conversations at once the loop lags by a second or more between writing a request and seeing
 the connection's end (`bench/persona.py --at-once 1000` lost 52 of 2000 tests to the keep-alive race at 1 s)."""
 
-KEEPALIVE_EXPIRY = 4.0
-"""Seconds a connection is kept idle: below uvicorn's and Node's 5 s, so the agent's server rarely closes one
-as a request goes out on it (gunicorn's 2 s is left to the resend)."""
+KEEPALIVE_EXPIRY = 2.0
+"""Seconds a connection is kept idle: well below uvicorn's and Node's 5 s, because the server's clock starts when
+it sends an answer and tamesu's when it has read it, which a loop lagging at 1000 conversations at once makes
+seconds later (at 4 s, 250 of 10,000 agent turns and 16 of 10,000 model calls met a connection the server had
+just closed; `bench/persona.py --at-once 1000`). gunicorn's 2 s is left to the resend."""
 
 DISCONNECTED = "Server disconnected without sending a response."
 """httpcore's words for a connection that ended before the status line, kept so callers' checks still hold."""
