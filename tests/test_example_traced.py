@@ -1,7 +1,6 @@
 """examples/traced-agent, run by scripts/demo_traced.py as `make demo` runs it: an agent instrumented with the
 OpenTelemetry SDK (GenAI conventions, OTLP/HTTP protobuf, batched) and its suite graded on its spans (span
-assertions, tool calls read from the spans, span metrics, a judge shown the trace). Also `traces.receive`'s
-`{{env.NAME}}` templates, which let the demo give the agent and the receiver one free port."""
+assertions, tool calls read from the spans, span metrics, a judge shown the trace)."""
 
 from __future__ import annotations
 
@@ -51,26 +50,3 @@ def test_the_traced_demo_grades_the_agent_on_its_own_spans(tmp_path: Path) -> No
     tools = {a["name"]: a for a in refund["assertions"]}
     assert tools["tool_sequence"]["reason"] == "tools called: lookup_order -> issue_refund (from the agent's spans)"
     assert all(a["passed"] for a in refund["assertions"])
-
-
-def test_an_env_template_in_traces_receive(tmp_path: Path, tamesu, serve) -> None:
-    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
-                                          "traces: { receive: '127.0.0.1:{{env.MY_OTLP_PORT}}', wait: 0s }\n")
-    (tmp_path / "suite.yaml").write_text("""\
-targets:
-  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }
-tests:
-  - { name: one, target: bot, scenario: { script: [ { say: hi } ] } }
-""")
-    assert tamesu(["validate"], cwd=tmp_path).returncode == 0
-    unset = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"MY_OTLP_PORT": ""})
-    assert unset.returncode == 3, unset.stdout + unset.stderr
-    assert "traces.receive '127.0.0.1:{{env.MY_OTLP_PORT}}': expected host:port, got '127.0.0.1:'" \
-        in unset.stdout + unset.stderr
-    assert "Traceback" not in unset.stderr
-    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
-                                          "traces: { receive: '127.0.0.1:{{secrets.PORT}}' }\n")
-    bad = tamesu(["validate"], cwd=tmp_path)
-    assert bad.returncode == 2
-    assert "tamesu.yaml:2:" in bad.stdout + bad.stderr
-    assert "only {{env.NAME}} templates are filled in here, not {{secrets.PORT}}" in bad.stdout + bad.stderr
