@@ -36,6 +36,7 @@ demo: $(BIN)/.installed
 	$(BIN)/python scripts/demo.py
 	$(BIN)/python scripts/demo_voice.py
 	$(BIN)/python scripts/demo_web.py --persona
+	$(BIN)/python scripts/demo_traced.py
 	$(BIN)/python scripts/demo_end.py
 
 # the A2A page's example: examples/a2a-agent (the shop agent, examples/a2a-shop) and its suite, offline with the

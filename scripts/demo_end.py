@@ -13,7 +13,7 @@ from pathlib import Path
 
 from _examples import ROOT
 
-EXAMPLES = ["a2a-shop", "grpc-agent", "rest-shop", "realtime-agent", "web-shop"]
+EXAMPLES = ["a2a-shop", "grpc-agent", "rest-shop", "realtime-agent", "web-shop", "traced-agent"]
 
 
 def newest_run(example: Path, since: float) -> Path | None:

@@ -83,3 +83,57 @@ def test_an_a2a_agents_spans_by_turn(tmp_path: Path, tamesu, serve) -> None:
     assert detail["tool_calls"] == []
     assert "(from the agent's spans)" in next(a["reason"] for a in detail["assertions"]
                                               if a["name"] == "tool_called")
+
+
+async def test_realtime_turn_trace_id_is_a_query_that_answers_the_same_twice(tmp_path: Path, serve) -> None:
+    """The engine asks for a turn's trace id once; anyone else may ask again (a reporter, a test) and must get
+    the same answer, not the conversation's trace the second time."""
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    from tamesu.conversation import Session, UserTurn
+    from tamesu.suite.secrets import Secrets
+    from tamesu.suite.templates import Context
+    from tamesu.targets.realtime.spec import RealtimeSpec
+    from tamesu.targets.realtime.target import RealtimeTarget
+    from tamesu.telemetry.traceparent import TraceContext
+
+    async def agent(websocket: WebSocket) -> None:  # text mode: "ok" to every response.create
+        await websocket.accept()
+        await websocket.send_json({"type": "session.created", "session": {}})
+        try:
+            while True:
+                event = json.loads(await websocket.receive_text())
+                if event["type"] == "session.update":
+                    await websocket.send_json({"type": "session.updated", "session": event["session"]})
+                elif event["type"] == "response.create":
+                    response = {"id": "r1", "metadata": (event.get("response") or {}).get("metadata")}
+                    await websocket.send_json({"type": "response.output_text.delta", "response_id": "r1",
+                                               "delta": "ok"})
+                    await websocket.send_json({"type": "response.done", "response": {**response,
+                                                                                      "status": "completed"}})
+        except WebSocketDisconnect:
+            return
+
+    url = "ws" + serve(Starlette(routes=[WebSocketRoute("/rt", agent)])).url.removeprefix("http") + "/rt"
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets, run={"id": "t1"}),
+                      artifacts_dir=tmp_path, redactor=secrets.redactor, run_id="t1", base_dir=tmp_path)
+    session.conversation_trace = conversation = TraceContext.new()
+    target = RealtimeTarget(RealtimeSpec.model_validate({"type": "realtime", "url": url}), "rt")
+    await target.open(session)
+    try:
+        # before any turn: the conversation's, however often asked
+        assert target.turn_trace_id(session) == target.turn_trace_id(session) == conversation.trace_id
+        turns = []
+        for said in ("one", "two"):
+            turn = session.trace = TraceContext.new()
+            assert (await target.send(UserTurn(text=said))).text == "ok"
+            first = target.turn_trace_id(session)
+            session.trace = None  # as the engine does between turns: the answer stays the turn's
+            assert first == target.turn_trace_id(session) == target.turn_trace_id(session) == turn.trace_id
+            turns.append(first)
+        assert len({conversation.trace_id, *turns}) == 3
+    finally:
+        await target.close()

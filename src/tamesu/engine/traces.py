@@ -12,11 +12,14 @@ import os
 from dataclasses import dataclass
 
 from tamesu.conversation import Exchange, Session
+from tamesu.errors import TemplateError
 from tamesu.suite.schema import TracesSpec
+from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
 from tamesu.telemetry.collector import RunSpans, SpanCollector
-from tamesu.telemetry.receiver import Receiver
+from tamesu.telemetry.receiver import Receiver, ReceiverError
 from tamesu.telemetry.spans import SpansFile
+from tamesu.types import split_addr
 
 _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -41,10 +44,11 @@ class Receivers:
     async def for_suite(self, spec: TracesSpec | None) -> SuiteTraces | None:
         if spec is None:
             return None
-        receiver = self._receivers.get(spec.receive)
+        addr = _address(spec.receive)
+        receiver = self._receivers.get(addr)
         if receiver is None:
-            receiver = await Receiver(spec.receive, self.collector).start()
-            self._receivers[spec.receive] = receiver
+            receiver = await Receiver(addr, self.collector).start()
+            self._receivers[addr] = receiver
         if self._saved is None:
             self._saved = {name: os.environ.get(name) for name in _VARIABLES}
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
@@ -66,6 +70,16 @@ class Receivers:
                     os.environ[name] = value
             self._saved = None
         return self.collector.dropped.words()
+
+
+def _address(receive: str) -> str:
+    """`receive` with its `{{env.NAME}}` templates filled in (the schema allows no others)."""
+    try:
+        addr = Context(env=dict(os.environ)).render_text(receive)
+        split_addr(addr)
+    except (TemplateError, ValueError) as exc:
+        raise ReceiverError(f"traces.receive {receive!r}: {exc}") from None
+    return addr
 
 
 def expect_turn(spans: RunSpans | None, trace_id: str | None, turn: int) -> None:

@@ -4,6 +4,8 @@
   or that the test's target would not send (a problem: the agent would never see them);
 - a tool assertion on an A2A target (a warning): an A2A agent reports no tool calls, so `tool_called` can
   only fail there, unless the name is one of the suite's remote agents, whose delegations count as calls;
+- a judge told to read the agent's trace (`judge: {trace: true}`) in a suite that receives no spans (a
+  warning: the judge would be shown no spans and grade the transcript alone);
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
   of any test of the suite would stop with an infrastructure error when it starts the agent).
 """
@@ -80,6 +82,19 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
             f"an A2A agent reports no tool calls, so this assertion can never see {tools} (only the suite's "
             f"remote agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls)")))
     return warnings
+
+
+def untraced_judges(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:
+    """`assertions` are the test's own, in the order `spec.assert_` writes them."""
+    from tamesu.checks.judge import Judge
+
+    if suite.spec.traces is not None or suite.project.spec.traces is not None:
+        return []
+    return [suite.doc.problem((*loc, "assert", index, "judge", "trace"),
+                              "judge trace: true, but no `traces:` receives the agent's spans (tamesu.yaml or the "
+                              "suite): the judge sees no trace")
+            for index, assertion in enumerate(assertions[:len(spec.assert_)])
+            if isinstance(assertion.check, Judge) and getattr(assertion.check.spec, "trace", False)]
 
 
 def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets) -> list[Problem]:

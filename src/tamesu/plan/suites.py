@@ -243,6 +243,7 @@ def _expand_test(
             check_models_needed(suite, case_spec, doc, loc, problems)
             problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
             warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
+            warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,

@@ -22,7 +22,7 @@ from tamesu.report import _svg
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
-from tamesu.report.waterfall import waterfall
+from tamesu.report.waterfall import turn_spans, waterfall, waterfall_css
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
 from tamesu.telemetry.spans import SpansFile
 from tamesu.telemetry.traceparent import trace_link
@@ -114,7 +114,7 @@ class _Page:
         parts.append(f'<footer>tamesu {_e(__version__)} · run directory {self.link(run.dir, run.name)} · '
                      "this file loads nothing from the network</footer>")
         page = Template(_asset("page.html"))
-        return page.substitute(title=_e(f"tamesu · {run.name}"), style=_asset("report.css"),
+        return page.substitute(title=_e(f"tamesu · {run.name}"), style=_asset("report.css") + waterfall_css(),
                                script=_asset("report.js"), body="\n".join(p for p in parts if p))
 
     def header(self) -> str:
@@ -356,7 +356,8 @@ class _Page:
             if not text and isinstance(agent.response, dict):  # a failed browser step says why
                 text = str(agent.response.get("failure", ""))
             who = " · ".join(_e(f) for f in facts) + self.trace(agent.trace_id)
-            drawn = waterfall(turn.index, agent, spans) if spans is not None else ""
+            drawn = waterfall(turn.index, drawing) \
+                if spans is not None and (drawing := turn_spans(turn.index, agent.latency_ms, spans)) else ""
             bubbles.append(f'<div class="msg agent"><div class="who">{who}</div>'
                            f'<div class="text">{_e(text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
                            f"{shots}{drawn}</div>")

@@ -89,6 +89,8 @@ test_runs = Table(
     # sha256 of the transcript's text: the same conversation graded twice has the same hash.
     Column("trace_ids", JSON),
     # The W3C trace id sent with each turn, in turn order.
+    Column("spans", JSON),
+    # `traces:`: each turn's waterfall by turn number (report.waterfall.TurnSpans: at most 200 spans a turn).
     Column("llm_cost_usd", Float),
     Column("llm_tokens", Integer),
     Column("metrics", JSON),

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tamesu.report.waterfall import by_turn
 from tamesu.results.records import RunResult, TestResult
 from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
+from tamesu.telemetry.spans import SpansFile
 
 try:
     import sqlalchemy as sa
@@ -41,7 +43,7 @@ def _timeout() -> float:
     return max(0.05, seconds)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 """The newest migration; a store already there is opened without loading Alembic (a test keeps it true)."""
 _ADVISORY_LOCK = 7_154_221  # any constant: serialises migrations of shards that start at once on PostgreSQL
 
@@ -242,9 +244,11 @@ def _delete_part(connection: Connection, part_id: int) -> None:
     connection.execute(t.run_parts.delete().where(t.run_parts.c.id == part_id))
 
 
-def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float] | None = None) -> dict[str, Any]:
-    """What the store keeps of a finished test, as plain data: small (no raw responses, no events), so the
-    run pays little to hand it over and a redactor can mask it whole."""
+def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float] | None = None,
+                run_dir: Path | None = None) -> dict[str, Any]:
+    """What the store keeps of a finished test, as plain data: small (no raw responses, no events, at most
+    MAX_ROWS spans a turn), so the run pays little to hand it over and a redactor can mask it whole. The
+    spans are read from the runs' spans.json in `run_dir`, the run folder."""
     by_key = {(r.run, r.attempt): r for r in runs}
     items = []
     for summary in result.runs:
@@ -260,6 +264,7 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
                     "target_type": detail.target_type if detail else None, "transcript": transcript,
                     "transcript_hash": transcript_hash(transcript) if transcript else None,
                     "trace_ids": trace_ids_of(detail) if detail else None,
+                    "spans": waterfalls_of(detail, run_dir / summary.dir) if detail and run_dir else None,
                     "llm_cost_usd": metrics.get("llm_cost_usd"),
                     "llm_tokens": int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None,
                     "metrics": {name: float(value) for name, value in metrics.items()}},
@@ -290,6 +295,16 @@ def transcript_of(result: RunResult) -> list[dict[str, Any]]:
 def transcript_hash(lines: list[dict[str, Any]]) -> str:
     text = json.dumps([[line["role"], line["text"]] for line in lines], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def waterfalls_of(result: RunResult, folder: Path) -> dict[str, Any] | None:
+    """Each turn's waterfall (`traces:`), from the run's spans.json; None without one."""
+    try:
+        spans = SpansFile.model_validate_json((folder / "spans.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    drawn = by_turn({turn.index: turn.agent.latency_ms for turn in result.turns}, spans)
+    return {index: turn.model_dump(mode="json") for index, turn in drawn.items()} or None
 
 
 def trace_ids_of(result: RunResult) -> list[str] | None:

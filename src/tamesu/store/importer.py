@@ -23,7 +23,7 @@ def import_run(store: Store, run_dir: Path) -> tuple[str, int]:
     records = []
     for result in run.results:
         runs = [detail for summary in result.runs if (detail := run.run_result(summary)) is not None]
-        records.append(test_record(result, runs, slos.get(result.id)))
+        records.append(test_record(result, runs, slos.get(result.id), run_dir))
     store.write_records(info, part_id, records)
     store.finish_part(part_id, run.summary.finished_at or started, run.summary.exit_code, run.summary.counts,
                       run.summary.interrupted)

@@ -65,6 +65,8 @@ class RunOfTest:
     metrics: dict[str, float]
     fault: str | None = None
     fault_reason: str | None = None
+    spans: dict[str, Any] = field(default_factory=dict)
+    """Each turn's waterfall by turn number (report.waterfall.TurnSpans as JSON), with `traces:`."""
 
 
 @dataclass
@@ -200,7 +202,8 @@ class Reader:
             out[row.test_result_id].append(RunOfTest(
                 number=row.number, attempt=row.attempt, status=row.status, error=row.error, dir=row.dir,
                 transcript=row.transcript or [], trace_ids=row.trace_ids or [], assertions=graded[row.id],
-                metrics=dict(row.metrics or {}), fault=row.fault, fault_reason=row.fault_reason))
+                metrics=dict(row.metrics or {}), fault=row.fault, fault_reason=row.fault_reason,
+                spans=row.spans or {}))
         return out
 
     def as_loaded_run(self, run_id: str) -> LoadedRun | None:

@@ -55,6 +55,7 @@ class StoreWriter:
         self._run: RunInfo | None = None
         self._part_id: int | None = None
         self._slo: dict[str, dict[str, float]] = {}
+        self._run_dir: Path | None = None
 
     # the Reporter protocol
 
@@ -64,6 +65,7 @@ class StoreWriter:
                             commit=self.provenance.commit, branch=self.provenance.branch,
                             project=str(self.project_dir), tamesu_version=__version__)
         self._slo = {test.id: dict(test.slo) for test in tests if getattr(test, "slo", None)}
+        self._run_dir = run_dir
         part = PartInfo(dir=str(run_dir.resolve()), started_at=now, shard=self.shard, host=socket.gethostname())
         self._thread.start()
         self._queue.put(lambda: self._begin(part))
@@ -76,7 +78,7 @@ class StoreWriter:
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
         # masked here, on the run's thread, so no secret is ever queued for the database
-        record = self.redact(test_record(result, runs, self._slo.get(result.id)))
+        record = self.redact(test_record(result, runs, self._slo.get(result.id), self._run_dir))
         self._queue.put(_Record(record))
 
     def warning(self, message: str) -> None:

@@ -17,6 +17,7 @@ from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
+from tamesu.suite.templates import references
 from tamesu.types import Duration, Strict, parse_duration, split_addr
 
 __all__ = ["Duration", "Strict", "parse_duration"]
@@ -264,6 +265,7 @@ class TracesSpec(Strict):
 
     receive: str
     """`host:port` of an OTLP/HTTP receiver (protobuf and JSON) for the run's duration; port 0 picks a free one.
+    `{{env.NAME}}` templates are filled in when the run starts (a port a CI job or a script chose).
     Hooks and the commands tamesu starts get OTEL_EXPORTER_OTLP_ENDPOINT pointing at it."""
     wait: Duration = 2.0
     """How long after a run's last turn to wait for late spans before it is graded."""
@@ -273,7 +275,14 @@ class TracesSpec(Strict):
     @field_validator("receive")
     @classmethod
     def _addr(cls, value: str) -> str:
-        split_addr(value)
+        if "{{" not in value:
+            split_addr(value)
+            return value
+        for expr, problem in references(value):
+            if problem:
+                raise ValueError(problem)
+            if not expr.startswith("env."):
+                raise ValueError(f"only {{{{env.NAME}}}} templates are filled in here, not {{{{{expr}}}}}")
         return value
 
 

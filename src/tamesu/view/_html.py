@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-CSS = (Path(__file__).parent / "view.css").read_text(encoding="utf-8")
+from tamesu.report.waterfall import waterfall_css
+
+CSS = (Path(__file__).parent / "view.css").read_text(encoding="utf-8") + waterfall_css()
 NAV = [("/", "Runs"), ("/tests", "Tests"), ("/compare", "Compare"), ("/drift", "Judge drift")]
 
 
@@ -53,10 +55,12 @@ def percent(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
-def chat(lines: Sequence[dict[str, object]]) -> str:
+def chat(lines: Sequence[dict[str, object]], after_agent: Mapping[str, str] | None = None) -> str:
+    """The transcript; `after_agent` is HTML by turn number (as a string) put under that turn's agent line."""
     if not lines:
         return '<p class="dim">no transcript</p>'
     said = "".join(f'<p class="{esc(line.get("role"))}"><b>{esc(line.get("role"))}:</b> {esc(line.get("text"))}</p>'
+                   + ((after_agent or {}).get(str(line.get("turn")), "") if line.get("role") == "agent" else "")
                    for line in lines)
     return f'<div class="chat">{said}</div>'
 

@@ -11,6 +11,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from tamesu.report.baseline import compare, describe_change
+from tamesu.report.waterfall import TurnSpans, waterfall
 from tamesu.store.db import Store
 from tamesu.store.queries import WINDOW, HistoryEntry, Reader
 from tamesu.view._html import (
@@ -195,6 +196,18 @@ def _trends(history: list[HistoryEntry]) -> str:
     return "".join(charts)
 
 
+def _waterfalls(stored: dict[str, Any]) -> dict[str, str]:
+    """Each turn's waterfall as the HTML report draws it, from what the store kept (a row it cannot read, as
+    from a newer tamesu, is left out rather than failing the page)."""
+    drawn = {}
+    for index, data in stored.items():
+        try:
+            drawn[index] = waterfall(int(index), TurnSpans.model_validate(data))
+        except (ValueError, TypeError):
+            continue
+    return drawn
+
+
 def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
     rows = []
     for entry in history:
@@ -214,7 +227,8 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
             if run.fault:
                 error += f"<p>fault: <b>{esc(run.fault)}</b>: {esc(run.fault_reason or run.status)}</p>"
             runs.append(f"<details><summary>run {run.number}{'' if run.attempt == 1 else f' (attempt {run.attempt})'}"
-                        f" {status(run.status)}</summary>{error}{chat(run.transcript)}{traces}{verdicts}</details>")
+                        f" {status(run.status)}</summary>{error}{chat(run.transcript, _waterfalls(run.spans))}{traces}"
+                        f"{verdicts}</details>")
         stats = entry.stats or {}
         about = ""
         if stats:

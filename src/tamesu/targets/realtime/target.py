@@ -61,7 +61,7 @@ from tamesu.targets.base import Target
 from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
-from tamesu.telemetry.traceparent import own_traceparent, sent_trace_id, with_traceparent
+from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_trace_id, with_traceparent
 
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
 
@@ -97,7 +97,9 @@ class RealtimeTarget(Target):
         """server VAD: the silence tamesu keeps sending between utterances, as an open phone line does."""
         self._own_headers: dict[str, str] = {}
         self._turn_traced = False
-        """A `response.create` of this turn carried its `traceparent`."""
+        """A `response.create` of this turn carried a `traceparent` (cleared when the next turn is sent)."""
+        self._turn_trace: TraceContext | None = None
+        """The turn's trace when it did (the suite's own header wins over it)."""
 
     # -- open and close -------------------------------------------------------------------------------
 
@@ -278,6 +280,7 @@ class RealtimeTarget(Target):
         """One turn. `turn_timeout` bounds the wait for the agent (from the end of the user's words to the
         last `response.done`), not the user's own speaking time."""
         session = self._require_session()
+        self._turn_traced, self._turn_trace = False, None
         said = turn.display()
         reply = Reply()
         audio: TurnAudio | None = None
@@ -320,13 +323,14 @@ class RealtimeTarget(Target):
         value = own if own is not None else session.trace.traceparent if session.trace is not None else None
         if value is None:
             return {"type": "response.create"}
-        self._turn_traced = True
+        self._turn_traced, self._turn_trace = True, session.trace
         return {"type": "response.create", "response": {"metadata": {"traceparent": value}}}
 
     def turn_trace_id(self, session: Session) -> str | None:
-        traced, self._turn_traced = self._turn_traced, False
-        if traced:
-            return sent_trace_id(self._own_headers, session.trace)
+        """A query: asking twice answers the same (what the turn's `response.create` carried, else the
+        conversation's trace, which the handshake carried)."""
+        if self._turn_traced:
+            return sent_trace_id(self._own_headers, self._turn_trace)
         return sent_trace_id(self._own_headers, session.conversation_trace)
 
     async def _speak(self, said: str) -> TurnAudio:

@@ -1,0 +1,64 @@
+"""What `tamesu validate` and the run say about `traces:` before any span arrives: `{{env.NAME}}` in
+`traces.receive` (filled in when the run starts, one line when it cannot be), and a judge told to read a trace
+that no `traces:` receives (a warning at its file:line:col)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SUITE = """\
+targets:
+  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }
+tests:
+  - name: one
+    target: bot
+    scenario: { script: [ { say: hi } ] }
+    assert:
+      - contains: hi
+      - { name: traced, judge: { rubric: "looked it up", trace: true } }
+      - judge: { rubric: "polite" }
+"""
+
+
+def test_an_env_template_in_traces_receive(tmp_path: Path, tamesu, serve) -> None:
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
+                                          "traces: { receive: '127.0.0.1:{{env.MY_OTLP_PORT}}', wait: 0s }\n")
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }
+tests:
+  - { name: one, target: bot, scenario: { script: [ { say: hi } ] } }
+""")
+    assert tamesu(["validate"], cwd=tmp_path).returncode == 0
+    unset = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"MY_OTLP_PORT": ""})
+    assert unset.returncode == 3, unset.stdout + unset.stderr
+    assert "traces.receive '127.0.0.1:{{env.MY_OTLP_PORT}}': expected host:port, got '127.0.0.1:'" \
+        in unset.stdout + unset.stderr
+    assert "Traceback" not in unset.stderr
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
+                                          "traces: { receive: '127.0.0.1:{{secrets.PORT}}' }\n")
+    bad = tamesu(["validate"], cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "tamesu.yaml:2:" in bad.stdout + bad.stderr
+    assert "only {{env.NAME}} templates are filled in here, not {{secrets.PORT}}" in bad.stdout + bad.stderr
+
+
+def test_a_judge_that_reads_the_trace_without_traces_is_a_warning(tmp_path: Path, tamesu) -> None:
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\nmodels: { judge: { provider: fake, rules: [] } }\n")
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = [line for line in result.stderr.splitlines() if "trace" in line]
+    assert len(said) == 1, result.stderr
+    assert re.fullmatch(r"warning: suite\.yaml:9:\d+: tests\[0\]\.assert\[1\]\.judge\.trace: judge trace: true, "
+                        r"but no `traces:` receives the agent's spans \(tamesu\.yaml or the suite\): the judge sees "
+                        r"no trace", said[0]), said[0]
+    # with `traces:` in the project, or in the suite itself, nothing is said
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\ntraces: { receive: '127.0.0.1:0' }\n"
+                                          "models: { judge: { provider: fake, rules: [] } }\n")
+    assert "trace" not in tamesu(["validate"], cwd=tmp_path).stderr
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\nmodels: { judge: { provider: fake, rules: [] } }\n")
+    (tmp_path / "suite.yaml").write_text("traces: { receive: '127.0.0.1:0' }\n" + SUITE)
+    quiet = tamesu(["validate"], cwd=tmp_path)
+    assert quiet.returncode == 0 and "trace" not in quiet.stderr, quiet.stderr
