@@ -52,7 +52,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tamesu.net.serve import ThreadServer
-from tamesu.targets import is_implemented
+from tamesu.targets import is_known
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "a2a-shop"
@@ -491,7 +491,7 @@ async def test_a_dropped_stream_is_picked_up_with_resubscribe_and_nothing_is_los
 
 def _a2a_target_missing() -> bool:
     # a half-built package imports as a namespace package, so ask the registry the suite loader asks
-    return importlib.util.find_spec("tamesu.targets.a2a") is None or not is_implemented("a2a")
+    return importlib.util.find_spec("tamesu.targets.a2a") is None or not is_known("a2a")
 
 
 @pytest.mark.skipif(_a2a_target_missing(),

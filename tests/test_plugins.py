@@ -128,3 +128,59 @@ def test_a_plugin_model_provider_answers_a_model_target(plugin_site: Path, tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     without = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert without.returncode == 2 and "unknown model provider 'reverse'" in without.stderr
+
+
+PHONE_SUITE = """\
+targets:
+  menu: { type: keypad }
+  menu_text: { type: keypad, mode: text }
+  loud: { type: echo }
+tests:
+  - name: presses two
+    target: menu
+    persona: { name: Ada, behaviors: { interrupt_probability: 0.3 } }
+    scenario: { script: [ { say: "hello" }, { dtmf: "2" } ] }
+    assert: [ { contains: "You pressed 2" }, { metric: { name: turns, equals: 2 } } ]
+  - name: text mode
+    target: menu_text
+    persona: { name: Ada, behaviors: { interrupt_probability: 0.3 } }
+    scenario: { script: [ { dtmf: "1" } ] }
+    assert: [ { contains: "You pressed 1" } ]
+"""
+
+
+def test_a_plugin_target_declares_audio_and_dtmf_and_is_validated_and_run_like_a_built_in(
+        plugin_site: Path, tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(plugin_site)}
+    (tmp_path / "suite.yaml").write_text(PHONE_SUITE)
+    checked = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    warnings = [line for line in checked.stderr.splitlines() if line.startswith("warning:")]
+    # its `audio` and `text_mode` attributes: behaviours mean something in audio mode only
+    assert warnings == ["warning: suite.yaml:13:63: tests[1].persona.behaviors.interrupt_probability: keypad "
+                        "target menu_text has no audio (mode: text): interrupt_probability does nothing here"]
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+    # a type without `dtmf` refuses the step, naming the built-in types that can
+    (tmp_path / "suite.yaml").write_text(PHONE_SUITE.replace("target: menu_text", "target: loud"))
+    refused = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=env)
+    assert refused.returncode == 2
+    assert ("suite.yaml:14:35: tests[1].scenario.script[0].dtmf: echo target loud cannot send DTMF digits "
+            "(targets that can: livekit, pipecat, sip, twilio, voice)") in refused.stderr.splitlines()
+    assert "tests[0]" not in refused.stderr  # the keypad's own test stays valid
+
+
+def test_the_plugin_imports_only_the_public_api() -> None:
+    import ast
+
+    import tamesu
+
+    source = (FIXTURE / "tamesu_plugin_demo" / "__init__.py").read_text()
+    imported = {(node.module, alias.name) for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tamesu")
+                for alias in node.names}
+    assert imported and {module for module, _ in imported} == {"tamesu"}
+    assert {name for _, name in imported} <= set(tamesu.__all__)
+    for name in tamesu.__all__:
+        assert getattr(tamesu, name) is not None, name

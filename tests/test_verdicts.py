@@ -181,12 +181,14 @@ async def test_grounded_records_its_own_prompt_and_checks_its_quotes(judge_serve
 BROKEN_CHECK = '''\
 from pydantic import BaseModel
 from tamesu.checks.base import Check
+from tamesu.plugins import register
 
 
 class Spec(BaseModel):
     pass
 
 
+@register("checks", "explode")
 class Explode(Check):
     key = "explode"
     Spec = Spec
@@ -198,8 +200,7 @@ class Explode(Check):
 LAUNCHER = '''\
 import sys
 sys.path.insert(0, ".")
-from tamesu.checks import _IMPLEMENTED
-_IMPLEMENTED["explode"] = "broken_check:Explode"  # a check with a bug, registered as a plug-in would be
+import broken_check  # a check with a bug, registered as a built-in is
 from tamesu.cli.main import entry
 sys.argv[0] = "tamesu"
 entry()

@@ -67,7 +67,7 @@ def test_dtmf_on_a_target_that_cannot_send_it_and_an_unknown_voice_are_errors(tm
     assert any(line.startswith("suite.yaml:8:23: tests[0].persona.voice: no voice 'en-XX-robot' is installed "
                                "(installed: ") for line in lines), lines
     assert any(line.startswith("suite.yaml:9:48: tests[0].scenario.script[1].dtmf: realtime target voice cannot "
-                               "send DTMF digits (targets that can: twilio, voice, sip, livekit, pipecat)")
+                               "send DTMF digits (targets that can: livekit, pipecat, sip, twilio, voice)")
                for line in lines), lines
     assert "Traceback" not in result.stderr
 

@@ -1,27 +1,48 @@
-"""Plug-ins: what third-party packages add through Python entry points, one group per kind.
+"""The one lookup path for what a suite names: targets, checks, model providers, reports and evaluators.
 
-- `tamesu.targets`: a `Target` class with its `Spec` model; a suite uses it as `type: NAME` under `targets:`.
-- `tamesu.checks`: a `Check` class (a new key under `assert:`), or a function `(run, **with) -> verdict` that
-  `custom: {name: NAME, with: {...}}` runs (a class is usable there too).
-- `tamesu.providers`: a model `Provider` class (`from_spec(spec, http, base_dir=...)`); `provider: NAME`.
-- `tamesu.reports`: a `report.formats.ReportFormat`, or a writer `(run, path, comparison) -> None`;
-  `--report NAME[:PATH]`.
-- `tamesu.evaluators`: `name -> callable or class`, a scored evaluator for `evaluator: NAME` (read here,
-  loaded and checked by `tamesu.evaluators`).
+Two ways in, one registry:
 
-Entry points are read once per process, and an entry point is imported only when a suite uses its name, so
-installed plug-ins cost nothing at start-up. A built-in name wins over a plug-in's of the same name.
+- `@register(kind, name)` on a class or function (or `X = register(kind, name)(obj)` for an object) in a
+  module. tamesu's own built-ins are registered this way, each in its own module and nowhere else: the
+  module is found by reading the source of its kind's package (`targets/`, `checks/`, `models/`, `report/`,
+  `evaluators/`) for those lines, without importing it, and imported only when a suite names it. A module
+  anyone imports registers its names the same way (a test's, a project's conftest).
+- an entry point in the group `tamesu.KIND` of an installed package (see docs/plugins.md): read once per
+  `sys.path`, imported only when a suite uses its name, so installed plug-ins cost nothing at start-up.
+
+What each kind's object is (a `Target` class with its `Spec`, a `Check` class or a function, a `Provider`
+class whose `from_spec(spec, api_key, *, base_dir=None)` is written once on `tamesu.models.base.Provider`, a
+report writer or `ReportFormat`, an evaluator) is checked by the kind's own package. A built-in name wins over
+a plug-in's of the same name.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 import sys
+from collections.abc import Callable
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 Kind = Literal["targets", "checks", "providers", "reports", "evaluators"]
 KINDS: tuple[Kind, ...] = ("targets", "checks", "providers", "reports", "evaluators")
+
+T = TypeVar("T")
+
+_HOME: dict[Kind, str] = {"targets": "targets", "checks": "checks", "providers": "models",
+                          "reports": "report", "evaluators": "evaluators"}
+"""The package of tamesu whose modules hold the built-ins of each kind."""
+
+_PACKAGE = Path(__file__).resolve().parent
+
+# `@register("checks", "contains")` above `class Contains`, or `FAITHFULNESS = register("evaluators", ...)(`;
+# the name is a string literal so that it can be read here without importing the module
+_CALL = r'(?:plugins\.)?register\(\s*"(?P<kind>\w+)"\s*,\s*"(?P<name>[^"]+)"'
+_DECORATED = re.compile(rf"^@{_CALL}[^\n]*\n(?:@[^\n]*\n)*(?:async\s+)?(?:class|def)\s+(?P<attr>\w+)", re.M)
+_ASSIGNED = re.compile(rf"^(?P<attr>\w+)\s*(?::[^=\n]+)?=\s*{_CALL}", re.M)
 
 
 class PluginError(Exception):
@@ -30,6 +51,48 @@ class PluginError(Exception):
 
 def group(kind: Kind) -> str:
     return f"tamesu.{kind}"
+
+
+_registered: dict[Kind, dict[str, Any]] = {kind: {} for kind in KINDS}
+
+
+def register(kind: Kind, name: str, **attributes: Any) -> Callable[[T], T]:
+    """Registers the decorated object as `name` of `kind` when its module is imported. `attributes` are set
+    on it (a report writer's `default_file`). The object is returned unchanged."""
+    if kind not in KINDS:
+        raise ValueError(f"no plug-in kind {kind!r} (kinds: {', '.join(KINDS)})")
+
+    def mark(obj: T) -> T:
+        for key, value in attributes.items():
+            setattr(obj, key, value)
+        taken = _registered[kind].get(name)
+        if taken is not None and _where(taken) != _where(obj):
+            raise PluginError(f"{group(kind)}:{name} is registered twice: by {_where(taken)} and {_where(obj)}")
+        _registered[kind][name] = obj
+        return obj
+
+    return mark
+
+
+def _where(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+
+
+@cache
+def _built_in(kind: Kind) -> dict[str, str]:
+    """name -> the module that registers it, read from the source of the kind's package."""
+    found: dict[str, str] = {}
+    home = _PACKAGE / _HOME[kind]
+    for path in sorted(home.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "register(" not in text:
+            continue
+        module = ".".join(("tamesu", *path.relative_to(_PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
+        for pattern in (_DECORATED, _ASSIGNED):
+            for match in pattern.finditer(text):
+                if match["kind"] == kind:
+                    found.setdefault(match["name"], module)
+    return found
 
 
 @cache
@@ -46,18 +109,55 @@ def entry_points_of(kind: Kind) -> dict[str, EntryPoint]:
     return _read(kind, tuple(sys.path))
 
 
+def built_in_names(kind: Kind) -> list[str]:
+    """tamesu's own names of `kind`, in the order its package's files list them, without importing them."""
+    return list(_built_in(kind))
+
+
+def is_built_in(kind: Kind, name: str) -> bool:
+    return name in _built_in(kind)
+
+
 def names(kind: Kind) -> list[str]:
-    """The names plug-ins register for `kind`, without importing them."""
-    return sorted(entry_points_of(kind))
+    """Every name of `kind`: built in, registered by an imported module, or an installed plug-in's; sorted,
+    nothing imported."""
+    return sorted({*_built_in(kind), *_registered[kind], *entry_points_of(kind)})
 
 
 def has(kind: Kind, name: str) -> bool:
-    return name in entry_points_of(kind)
+    return name in _built_in(kind) or name in _registered[kind] or name in entry_points_of(kind)
 
 
 def load(kind: Kind, name: str) -> Any:
-    """The object a plug-in registers as `name`; raises KeyError when none does, PluginError when it fails."""
+    """The object registered as `name`, imported now; raises KeyError when there is none, PluginError when
+    it fails to load."""
+    if name in _built_in(kind) and name not in _registered[kind]:
+        importlib.import_module(_built_in(kind)[name])  # its `@register` line runs
+        if name not in _registered[kind]:
+            raise PluginError(f"{_built_in(kind)[name]} does not register {group(kind)}:{name} when imported")
+    if name in _registered[kind]:
+        return _registered[kind][name]
     return _load(entry_points_of(kind)[name], kind)
+
+
+def origin(kind: Kind, name: str) -> str:
+    """`built-in`, `plug-in <dist> <version>`, or `registered by <module>` (what a result records of where an
+    evaluator came from)."""
+    if name in _built_in(kind):
+        return "built-in"
+    if name in _registered[kind]:
+        return f"registered by {getattr(_registered[kind][name], '__module__', '?')}"
+    dist = entry_points_of(kind)[name].dist
+    return f"plug-in {dist.name} {dist.version}" if dist is not None else "plug-in"
+
+
+def reference(kind: Kind, name: str) -> str:
+    """Where `name` is defined, as `module` or an entry point's `module:attribute`, without importing it."""
+    if name in _built_in(kind):
+        return _built_in(kind)[name]
+    if name in _registered[kind]:
+        return _where(_registered[kind][name])
+    return entry_points_of(kind)[name].value
 
 
 @cache

@@ -1,13 +1,13 @@
-"""Assertion kinds. Each lives in one module; this registry imports it only when a suite uses it.
+"""Assertion kinds. Each lives in one module whose class is marked `@register("checks", KEY)` (see
+`tamesu.plugins`, through which plug-ins add theirs too); a module is imported only when a suite uses its key.
 
-Plug-ins add kinds through the `tamesu.checks` entry points (see `tamesu.plugins`): a `Check` class is a new
-key under `assert:`; a plain function is a check `custom: {name: ...}` can name.
+A registered `Check` class is a key under `assert:`; anything registered (a plug-in's plain function too) is a
+check `custom: {name: ...}` can name.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,90 +17,44 @@ from pydantic import ValidationError
 from tamesu import plugins
 from tamesu.checks.base import Check
 
-_IMPLEMENTED: dict[str, str] = {
-    "contains": "tamesu.checks.text:Contains",
-    "not_contains": "tamesu.checks.text:NotContains",
-    "regex": "tamesu.checks.text:Regex",
-    "not_regex": "tamesu.checks.text:NotRegex",
-    "json_path": "tamesu.checks.json_path:JsonPath",
-    "status": "tamesu.checks.status:Status",
-    "turns": "tamesu.checks.turns:Turns",
-    "metric": "tamesu.checks.metric:Metric",
-    "captured": "tamesu.checks.captured:Captured",
-    "http": "tamesu.checks.http:Http",
-    "command": "tamesu.checks.command:Command",
-    "handoff": "tamesu.checks.handoff:Handoff",
-    "tool_called": "tamesu.checks.tools:ToolCalled",
-    "tool_not_called": "tamesu.checks.tools:ToolNotCalled",
-    "tool_sequence": "tamesu.checks.tools:ToolSequence",
-    "span": "tamesu.checks.span:SpanCheck",
-    "judge": "tamesu.checks.judge:Judge",
-    "grounded": "tamesu.checks.grounded:Grounded",
-    "similar_to": "tamesu.checks.similar:SimilarTo",
-    "golden": "tamesu.checks.golden:Golden",
-    "pack": "tamesu.checks.pack:Pack",
-    "delegated_to": "tamesu.checks.delegation:DelegatedTo",
-    "equals": "tamesu.checks.values:Equals",
-    "type": "tamesu.checks.values:TypeCheck",
-    "script": "tamesu.checks.script:Script",
-    "custom": "tamesu.checks.custom:Custom",
-    "dtmf_received": "tamesu.checks.call:DtmfReceived",
-    "call_ended_by": "tamesu.checks.call:CallEndedBy",
-    "transferred_to": "tamesu.checks.call:TransferredTo",
-    "evaluator": "tamesu.checks.evaluator:EvaluatorCheck",
-}
-
-# Checks `custom: {name: ...}` finds without a plug-in: none built in yet; plug-ins add theirs.
-_CUSTOM: dict[str, str] = {}
-
-# Named by the Concepts page, not built in this version yet: a clear error instead of "unknown".
-_PLANNED: set[str] = set()
-
 META_KEYS = {"on_turn", "name", "negate"}
-
-
-def _imported(reference: str) -> Any:
-    module_name, _, attribute = reference.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
-def _plugin_check(key: str) -> type[Check] | None:
-    """A plug-in's Check class registered as `key` (a plug-in's function is only for `custom`)."""
-    if key in _IMPLEMENTED or not plugins.has("checks", key):
-        return None
-    found = plugins.load("checks", key)
-    return found if isinstance(found, type) and issubclass(found, Check) else None
-
 
 # Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
 FLAT_KINDS = {"evaluator"}
 
 
+def _registered_check(key: str) -> type[Check] | None:
+    """The Check class registered as `key` (a plug-in's function is only for `custom`)."""
+    if not plugins.has("checks", key):
+        return None
+    found = plugins.load("checks", key)
+    return found if isinstance(found, type) and issubclass(found, Check) else None
+
+
 def check_class(key: str) -> type[Check]:
-    if key in _IMPLEMENTED:
-        return _imported(_IMPLEMENTED[key])
-    found = _plugin_check(key)
+    found = _registered_check(key)
     if found is None:
         raise KeyError(key)
     return found
 
 
 def is_known(key: str) -> bool:
-    return key in _IMPLEMENTED or _plugin_check(key) is not None
+    return _registered_check(key) is not None
 
 
 def known_keys() -> list[str]:
-    return sorted({*_IMPLEMENTED, *(k for k in plugins.names("checks") if _plugin_check(k) is not None)})
+    """Every key under `assert:`; only a plug-in's entry is imported, to see whether it is a Check class."""
+    built_in = plugins.built_in_names("checks")
+    return sorted({*built_in, *(k for k in plugins.names("checks")
+                                if k not in built_in and _registered_check(k) is not None)})
 
 
 def registered_custom(name: str) -> Any:
-    """What `custom: {name: NAME}` runs: a built-in or a plug-in's function or Check class."""
-    if name in _CUSTOM:
-        return _imported(_CUSTOM[name])
-    if plugins.has("checks", name):
+    """What `custom: {name: NAME}` runs: a plug-in's function or Check class."""
+    if plugins.has("checks", name) and not plugins.is_built_in("checks", name):
         return plugins.load("checks", name)
-    known = ", ".join(sorted({*_CUSTOM, *plugins.names("checks")})) or "none installed"
-    raise ValueError(f"no check registered as {name!r} (registered: {known})")
+    custom = sorted(n for n in plugins.names("checks") if not plugins.is_built_in("checks", n))
+    raise ValueError(f"no check registered as {name!r} (registered: {', '.join(custom) or 'none installed'})")
 
 
 @dataclass
@@ -167,9 +121,7 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
     except plugins.PluginError as exc:
         raise AssertionProblem((key,), str(exc), at_key=True) from None
     if not known:
-        if key in _PLANNED:
-            raise AssertionProblem((key,), f"{key!r} is not available in this version of tamesu", at_key=True)
-        close = difflib.get_close_matches(key, [*known_keys(), *_PLANNED], n=1)
+        close = difflib.get_close_matches(key, known_keys(), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_keys())}"
         raise AssertionProblem((key,), f"unknown assertion {key!r} ({hint})", at_key=True)
     on_turn = entry.get("on_turn")

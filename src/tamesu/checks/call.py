@@ -16,6 +16,7 @@ from pydantic import field_validator, model_validator
 
 from tamesu.checks._compare import valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 EndedBy = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
@@ -58,6 +59,7 @@ class DtmfReceivedSpec(Strict):
         return self
 
 
+@register("checks", "dtmf_received")
 class DtmfReceived(Check):
     key = "dtmf_received"
     Spec = DtmfReceivedSpec
@@ -85,6 +87,7 @@ class CallEndedBySpec(Strict):
         return [value] if isinstance(value, str) else value
 
 
+@register("checks", "call_ended_by")
 class CallEndedBy(Check):
     key = "call_ended_by"
     Spec = CallEndedBySpec
@@ -119,6 +122,7 @@ class TransferredToSpec(Strict):
         return valid_pattern(value)
 
 
+@register("checks", "transferred_to")
 class TransferredTo(Check):
     key = "transferred_to"
     Spec = TransferredToSpec

@@ -21,6 +21,7 @@ from tamesu.checks._compare import (
 )
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 
 
 class CapturedSpec(Equals, Matches):
@@ -39,6 +40,7 @@ def _names(captured: dict[str, Any]) -> str:
     return f"captured: {', '.join(names)}" if names else "nothing was captured"
 
 
+@register("checks", "captured")
 class Captured(Check):
     key = "captured"
     Spec = CapturedSpec

@@ -23,6 +23,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.checks._compare import number_text, render_pattern, shown, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 from tamesu.runtime.children import reap
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import TEMPLATE, Context
@@ -119,6 +120,7 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+@register("checks", "command")
 class Command(Check):
     key = "command"
     Spec = CommandSpec

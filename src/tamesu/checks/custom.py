@@ -25,6 +25,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import load_function
 from tamesu.checks.script import call_verdict
 from tamesu.errors import InfraError
+from tamesu.plugins import register
 from tamesu.types import Strict
 
 
@@ -51,6 +52,7 @@ class CustomSpec(Strict):
         return self
 
 
+@register("checks", "custom")
 class Custom(Check):
     key = "custom"
     Spec = CustomSpec

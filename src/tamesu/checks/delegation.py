@@ -13,6 +13,7 @@ from tamesu.checks._compare import render_pattern, shown, template_failed, valid
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 
@@ -32,6 +33,7 @@ def _message(call: ToolCall) -> str:
     return message if isinstance(message, str) else shown(message)
 
 
+@register("checks", "delegated_to")
 class DelegatedTo(Check):
     key = "delegated_to"
     Spec = DelegatedToSpec

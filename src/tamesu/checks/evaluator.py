@@ -22,6 +22,7 @@ from tamesu.checks.judge import judge_client, judge_metrics
 from tamesu.errors import InfraError
 from tamesu.evaluators import EvaluatorError, Sample
 from tamesu.models.base import ModelError
+from tamesu.plugins import register
 from tamesu.roles.transcript import lines_of
 from tamesu.types import Strict
 
@@ -65,6 +66,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+@register("checks", "evaluator")
 class EvaluatorCheck(Check):
     key = "evaluator"
     Spec = EvaluatorSpec

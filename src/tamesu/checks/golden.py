@@ -39,6 +39,7 @@ from tamesu.checks.similar import lexical_similarity
 from tamesu.errors import InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.spec import ModelSpec
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 from tamesu.suite.secrets import Redactor
 
@@ -116,6 +117,7 @@ def _normalized(text: str) -> list[str]:
 # ---------------------------------------------------------------- the check
 
 
+@register("checks", "golden")
 class Golden(Check):
     """The run's transcript against a golden file: exact, similar, or as a judge sees it."""
 

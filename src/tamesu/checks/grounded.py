@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
+from tamesu.plugins import register
 from tamesu.roles.judge import Judge
 from tamesu.types import Strict
 
@@ -66,6 +67,7 @@ def gather_context(spec: ContextSpec, run: RunView) -> str:
     return "\n".join(_as_text(value) for value in found)
 
 
+@register("checks", "grounded")
 class Grounded(Check):
     key = "grounded"
     Spec = GroundedSpec

@@ -17,6 +17,7 @@ from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.conversation import Handoff as HandoffSignal
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput
 from tamesu.roles.transcript import lines_of
@@ -54,6 +55,7 @@ def _destination(signal: HandoffSignal) -> str:
     return f" to {shown(signal.to)}" if signal.to else ""
 
 
+@register("checks", "handoff")
 class Handoff(Check):
     key = "handoff"
     Spec = HandoffSpec

@@ -29,6 +29,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import TemplateError
 from tamesu.net.clients import async_client
+from tamesu.plugins import register
 from tamesu.suite.schema import Duration, Strict
 
 _METHOD = re.compile(r"^[A-Z]+$")
@@ -82,6 +83,7 @@ class _Request:
         return {"json": self.body}
 
 
+@register("checks", "http")
 class Http(Check):
     key = "http"
     Spec = HttpSpec

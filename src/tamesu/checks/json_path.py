@@ -31,6 +31,7 @@ from tamesu.checks._compare import (
 )
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 
 Path = jsonpath.JSONPath | jsonpath.CompoundJSONPath
 
@@ -117,6 +118,7 @@ def _searched(exchanges: list[Exchange]) -> str:
     return f"the responses of {answered} turn(s)"
 
 
+@register("checks", "json_path")
 class JsonPath(Check):
     key = "json_path"
     Spec = PathSpec

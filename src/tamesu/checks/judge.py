@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
 from tamesu.models.base import ModelError
+from tamesu.plugins import register
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput, JudgeVerdict
 from tamesu.roles.transcript import lines_of
@@ -75,6 +76,7 @@ def judge_client(run: RunView, override: Any) -> Any:
     return run.models.client("judge", override)
 
 
+@register("checks", "judge")
 class Judge(Check):
     key = "judge"
     Spec = JudgeSpec

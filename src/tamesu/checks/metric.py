@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from tamesu.checks._compare import Bounds, compare, describe, expectations, number_text
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.plugins import register
 
 
 class MetricSpec(Bounds):
@@ -26,6 +27,7 @@ class MetricSpec(Bounds):
         return self
 
 
+@register("checks", "metric")
 class Metric(Check):
     key = "metric"
     Spec = MetricSpec

@@ -18,6 +18,7 @@ from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.packs import JUDGED_KEYS, PackSpec, resolve
+from tamesu.plugins import register
 from tamesu.types import Strict
 
 
@@ -77,6 +78,7 @@ def _with_model(entry: dict[str, Any], kind: str, model: Any) -> dict[str, Any]:
     return {**entry, kind: {shorthand: options, "model": model}}
 
 
+@register("checks", "pack")
 class Pack(Check):
     key = "pack"
     Spec = PackRef

@@ -15,6 +15,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import load_function
 from tamesu.errors import InfraError
 from tamesu.matching import shown
+from tamesu.plugins import register
 from tamesu.types import Strict
 
 __all__ = ["Script", "ScriptRun", "ScriptSpec", "call_verdict", "load_function", "verdict_of"]
@@ -42,6 +43,7 @@ class ScriptSpec(Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+@register("checks", "script")
 class Script(Check):
     """A Python function decides: it returns True/False, `(passed, reason)`, `{passed, reason, score}`, a
     reason string (a failure), or None (a pass); an AssertionError it raises is a failure with its message.

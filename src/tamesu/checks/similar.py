@@ -38,6 +38,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.checks._compare import number_text, shown, template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -162,6 +163,7 @@ class SimilarSpec(Strict):
         return self
 
 
+@register("checks", "similar_to")
 class SimilarTo(Check):
     """The best agent turn in scope is at least `min` similar to the expected text."""
 

@@ -17,6 +17,7 @@ from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import args_problem, number_text, shown
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 from tamesu.telemetry.spans import Span
 
@@ -71,6 +72,7 @@ class SpanSpec(Strict):
         return ", ".join(parts) or "any span"
 
 
+@register("checks", "span")
 class SpanCheck(Check):
     key = "span"
     Spec = SpanSpec

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from tamesu.checks._compare import StatusCode, describe_statuses, status_allowed
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 
@@ -29,6 +30,7 @@ class StatusSpec(Strict):
         return [self.equals] if self.equals is not None else list(self.one_of or [])
 
 
+@register("checks", "status")
 class Status(Check):
     key = "status"
     Spec = StatusSpec

@@ -14,6 +14,7 @@ from pydantic import field_validator
 from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 _CONTEXT = 40  # characters shown either side of a match in a reason
@@ -114,6 +115,7 @@ class _TextCheck(Check):
         raise NotImplementedError
 
 
+@register("checks", "contains")
 class Contains(_TextCheck):
     """Every given text appears somewhere in the agent's turns."""
 
@@ -134,6 +136,7 @@ class Contains(_TextCheck):
                        evidence=[hit.snippet])
 
 
+@register("checks", "not_contains")
 class NotContains(_TextCheck):
     """None of the given texts appears in the agent's turns."""
 
@@ -170,6 +173,7 @@ class _PatternCheck(Check):
         raise NotImplementedError
 
 
+@register("checks", "regex")
 class Regex(_PatternCheck):
     """The pattern matches somewhere in the agent's turns (`re.search`)."""
 
@@ -186,6 +190,7 @@ class Regex(_PatternCheck):
                        evidence=[hit.snippet])
 
 
+@register("checks", "not_regex")
 class NotRegex(_PatternCheck):
     """The pattern matches nowhere in the agent's turns."""
 

@@ -22,6 +22,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
 from tamesu.matching import args_problem, shown
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
@@ -66,6 +67,7 @@ def _rendered_args(spec: CallSpec, context: Context) -> dict[str, Any] | None:
     return None if spec.args is None else context.render_value(spec.args)
 
 
+@register("checks", "tool_called")
 class ToolCalled(Check):
     """At least one call with this name (and matching args) was made."""
 
@@ -97,6 +99,7 @@ class ToolCalled(Check):
         )
 
 
+@register("checks", "tool_not_called")
 class ToolNotCalled(Check):
     """No call with this name (and, when given, matching args) was made."""
 
@@ -136,6 +139,7 @@ class SequenceSpec(Strict):
         return value
 
 
+@register("checks", "tool_sequence")
 class ToolSequence(Check):
     key = "tool_sequence"
     Spec = SequenceSpec

@@ -8,6 +8,7 @@ from pydantic import field_validator, model_validator
 
 from tamesu.checks._compare import compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 
@@ -33,6 +34,7 @@ class TurnsSpec(Strict):
         return self
 
 
+@register("checks", "turns")
 class Turns(Check):
     key = "turns"
     Spec = TurnsSpec

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, find
 from tamesu.matching import shown
+from tamesu.plugins import register
 from tamesu.types import Strict
 
 JsonType = Literal["string", "number", "integer", "boolean", "array", "object", "null"]
@@ -36,6 +37,7 @@ class EqualsSpec(Strict):
     path: str | None = None
 
 
+@register("checks", "equals")
 class Equals(Check):
     """The agent's reply (the last turn in scope, surrounding blanks aside) is exactly `value`; with `path`,
     the value there is."""
@@ -80,6 +82,7 @@ def json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+@register("checks", "type")
 class TypeCheck(Check):
     """The value at `path` has this JSON type (`integer` is a `number` too)."""
 

@@ -74,7 +74,7 @@ def _closed_inside(schema: dict[str, Any]) -> None:
 
 
 def _target_specs() -> dict[str, type[BaseModel]]:
-    return {kind: targets.target_class(kind).Spec for kind in targets.implemented_types()}
+    return {kind: targets.target_class(kind).Spec for kind in targets.known_types()}
 
 
 _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]},

@@ -1,7 +1,8 @@
 """Scored evaluators, by name: each scores one finished run from 0 to 1 with a reason (the `evaluator` assertion).
 
-Built in: `faithfulness`, `answer_relevancy` and `maliciousness`, written on the judge. Other packages add their
-own through the `tamesu.evaluators` entry-point group, `name = "package.module:object"`, where the object is
+Built in: `faithfulness`, `answer_relevancy` and `maliciousness`, written on the judge and registered where they
+are defined (`register("evaluators", NAME)`, see `tamesu.plugins`). Other packages add their own through the
+`tamesu.evaluators` entry-point group, `name = "package.module:object"`, where the object is
 
 - a function, plain or async, taking a `Sample` and returning a `Score`, a number, `(number, reason)` or a
   mapping `{score, reason, evidence}`; or
@@ -16,11 +17,9 @@ plug-in of the same name.
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,12 +30,6 @@ from tamesu.evaluators.base import Sample, Score
 __all__ = ["ENTRY_POINT_GROUP", "Evaluator", "EvaluatorError", "Sample", "Score", "find", "names"]
 
 ENTRY_POINT_GROUP = "tamesu.evaluators"
-
-_BUILTIN: dict[str, str] = {
-    "faithfulness": "tamesu.evaluators._judged:FAITHFULNESS",
-    "answer_relevancy": "tamesu.evaluators._judged:ANSWER_RELEVANCY",
-    "maliciousness": "tamesu.evaluators._judged:MALICIOUSNESS",
-}
 
 DEFAULT_MIN = 0.5
 GENKIT_PREFIX = "genkitEval/"
@@ -65,47 +58,38 @@ class Evaluator:
         return _as_score(self.name, answer)
 
 
-def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return plugins.entry_points_of("evaluators")  # read where every plug-in group is read
-
-
 def names() -> list[str]:
     """Every evaluator a suite may name: the built-ins and the installed plug-ins."""
-    return sorted({*_BUILTIN, *_entry_points()})
+    return plugins.names("evaluators")
 
 
 _loaded: dict[tuple[str, str], Evaluator] = {}
+"""Each evaluator made once (a class's instance), by name and what the name points at."""
 
 
 def find(name: str) -> Evaluator:
     """The evaluator called `name`, imported now. EvaluatorError when there is none, or it does not load."""
-    if name in _BUILTIN:
-        return _load(name, _BUILTIN[name], "built-in")
-    if name.startswith(GENKIT_PREFIX) and name.removeprefix(GENKIT_PREFIX) in _BUILTIN:
-        # Genkit's own names for the same three evaluators (the Concepts page writes genkitEval/faithfulness)
-        return _load(name, _BUILTIN[name.removeprefix(GENKIT_PREFIX)], "built-in")
-    entry = _entry_points().get(name)
-    if entry is None:
+    # Genkit's own names for the same built-in evaluators (the Concepts page writes genkitEval/faithfulness)
+    genkit = name.removeprefix(GENKIT_PREFIX)
+    key = genkit if name != genkit and plugins.is_built_in("evaluators", genkit) else name
+    if not plugins.has("evaluators", key):
         close = difflib.get_close_matches(name, names(), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(names())}"
         raise EvaluatorError(f"unknown evaluator {name!r} ({hint})")
-    dist = entry.dist
-    source = f"plug-in {dist.name} {dist.version}" if dist is not None else "plug-in"
-    return _load(name, entry.value, source)
-
-
-def _load(name: str, reference: str, source: str) -> Evaluator:
-    key = (name, reference)
-    if key in _loaded:
-        return _loaded[key]
-    module_name, _, attribute = reference.partition(":")
+    source, reference = plugins.origin("evaluators", key), plugins.reference("evaluators", key)
+    if (name, reference) in _loaded:
+        return _loaded[name, reference]
     try:
-        found: Any = importlib.import_module(module_name.strip())
-        for part in attribute.strip().split(".") if attribute.strip() else []:
-            found = getattr(found, part)
+        found = plugins.load("evaluators", key)
     except Exception as exc:  # a plug-in's import may fail any way; say which one and why
+        cause = exc.__cause__ if isinstance(exc, plugins.PluginError) and exc.__cause__ is not None else exc
         raise EvaluatorError(f"evaluator {name!r} ({source}, {reference}) does not load: "
-                             f"{type(exc).__name__}: {exc}") from None
+                             f"{type(cause).__name__}: {cause}") from None
+    loaded = _loaded[name, reference] = _evaluator(name, found, source, reference)
+    return loaded
+
+
+def _evaluator(name: str, found: Any, source: str, reference: str) -> Evaluator:
     target = found
     if inspect.isclass(found):
         try:
@@ -121,9 +105,7 @@ def _load(name: str, reference: str, source: str) -> Evaluator:
     default_max = getattr(target, "default_max", None)
     if default_min is None and default_max is None:
         default_min = DEFAULT_MIN
-    loaded = Evaluator(name=name, source=source, call=call, default_min=default_min, default_max=default_max)
-    _loaded[key] = loaded
-    return loaded
+    return Evaluator(name=name, source=source, call=call, default_min=default_min, default_max=default_max)
 
 
 def _as_score(name: str, answer: Any) -> Score:

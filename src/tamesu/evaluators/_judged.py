@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tamesu.evaluators.base import Sample, Score
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.structured import ask_structured
+from tamesu.plugins import register
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import as_text
@@ -66,6 +67,9 @@ class JudgedEvaluator:
                      model=f"{last.provider}:{last.model}", prompt_version=prompt.version, fake=last.fake)
 
 
-FAITHFULNESS = JudgedEvaluator("faithfulness", needs_context=True, default_min=0.8)
-ANSWER_RELEVANCY = JudgedEvaluator("answer_relevancy", needs_context=False, default_min=0.8)
-MALICIOUSNESS = JudgedEvaluator("maliciousness", needs_context=False, default_max=0.2)
+FAITHFULNESS = register("evaluators", "faithfulness")(
+    JudgedEvaluator("faithfulness", needs_context=True, default_min=0.8))
+ANSWER_RELEVANCY = register("evaluators", "answer_relevancy")(
+    JudgedEvaluator("answer_relevancy", needs_context=False, default_min=0.8))
+MALICIOUSNESS = register("evaluators", "maliciousness")(
+    JudgedEvaluator("maliciousness", needs_context=False, default_max=0.2))

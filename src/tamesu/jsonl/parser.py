@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tamesu import targets
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.checks.checkpoint import PlannedCheckpoint
 from tamesu.checks.functions import load_function
@@ -80,8 +81,8 @@ class ParseSettings:
     """Why the agent under test cannot carry this file (given the case's connector), or None: such a case is
     refused when it loads, not sent without its file."""
     target_type: str | None = None
-    """The type of the agent under test, when known: an `a2a` agent reports no tool calls, so a tool assertion
-    on one is a warning."""
+    """The type of the agent under test, when known: a tool assertion on a type that reports no tool calls
+    (`Target.reports_tool_calls`, an `a2a` agent's) is a warning."""
     warnings: list[Problem] = field(default_factory=list)
     """What is suspicious but not wrong, appended while parsing."""
 
@@ -181,7 +182,8 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
 def _warn_tools(found: ParsedCase, settings: ParseSettings) -> None:
     """An A2A agent never reports tool calls (only its messages and artifacts travel): a tool assertion on one
     can only pass when it asks that a tool was not called."""
-    if settings.target_type != "a2a":
+    kind = settings.target_type
+    if kind is None or not targets.is_known(kind) or targets.target_class(kind).reports_tool_calls:
         return
     graded = [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]
     located = [(g.loc, g.assertion) for g in graded]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
@@ -44,6 +45,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.net.tls import TlsSpec
+from tamesu.plugins import register
 
 if TYPE_CHECKING:
     # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed
@@ -57,6 +59,7 @@ DEFAULT_MAX_TOKENS = 4096
 """The Messages API needs a limit; this one is enough for a user turn or a verdict."""
 
 
+@register("providers", "anthropic")
 class AnthropicProvider(Provider):
     name = "anthropic"
 
@@ -74,7 +77,8 @@ class AnthropicProvider(Provider):
         self._send_temperature = True
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec, api_key: str | None) -> AnthropicProvider:
+    def from_spec(cls, spec: ModelSpec, api_key: str | None, *, base_dir: Path | None = None) -> AnthropicProvider:
+        del base_dir  # reads no files
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["anthropic"], "")):

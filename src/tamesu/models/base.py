@@ -7,9 +7,13 @@ retries, fallback, cost accounting, the budget) is the `ModelClient`'s job, so a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, Field, model_serializer
+
+if TYPE_CHECKING:
+    from tamesu.models.spec import ModelSpec
 
 Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator", "browser",
                   "simulator_audit"]
@@ -126,6 +130,14 @@ class Provider(ABC):
 
     def __init__(self, model: str) -> None:
         self.model = model
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, api_key: str | None, *, base_dir: Path | None = None) -> Self:
+        """The one way every provider, built in or a plug-in's, is made: from the user's `ModelSpec` (its
+        templates rendered; the key handed over apart in `api_key`, None when the suite sets none, and never
+        kept in the spec) and the folder a relative path in the spec is read from (`base_dir`, None: the
+        current one). By default `cls(spec.model)`."""
+        return cls(spec.model)
 
     @abstractmethod
     async def generate(self, request: ModelRequest) -> ModelResponse:

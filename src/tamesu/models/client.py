@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import importlib
 import os
 import random
 import re
@@ -47,13 +46,6 @@ RETRY_SPREAD = 0.25
 """How far past a server's Retry-After retries are spread (a fraction of the wait)."""
 TIMEOUT_MARGIN = 5.0
 """Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
-
-PROVIDERS: dict[str, str] = {
-    "openai": "tamesu.models.openai:OpenAIProvider",
-    "anthropic": "tamesu.models.anthropic:AnthropicProvider",
-    "fake": "tamesu.models.fake:FakeProvider",
-}
-"""Provider name -> "module:Class"; each class has `from_spec(spec, api_key)`. Imported on first use."""
 
 DEFAULT_ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_ENV_BASE_URLS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
@@ -299,11 +291,7 @@ class ModelRegistry:
         provider = self._providers.get(key)
         if provider is None:
             rendered, api_key = self._rendered(spec)
-            cls = provider_class(spec.provider)
-            if spec.provider == "fake" and self.base_dir is not None:
-                provider = cls.from_spec(rendered, api_key, base_dir=self.base_dir)  # only fake reads files
-            else:
-                provider = cls.from_spec(rendered, api_key)
+            provider = provider_class(spec.provider).from_spec(rendered, api_key, base_dir=self.base_dir)
             self._providers[key] = provider
         return provider
 
@@ -320,24 +308,22 @@ class ModelRegistry:
         return spec.model_copy(update=update), api_key or None
 
 
-def provider_class(name: str) -> Any:
+def provider_class(name: str) -> type[Provider]:
     """The provider class registered under `name` (imported now): built in, or a plug-in's."""
     from tamesu import plugins
 
-    if name not in PROVIDERS and plugins.has("providers", name):
-        try:
-            return plugins.load("providers", name)
-        except plugins.PluginError as exc:
-            raise ModelError(str(exc)) from None
+    if not plugins.has("providers", name):
+        known = ", ".join(plugins.names("providers"))
+        raise ModelError(f"unknown model provider {name!r} (known: {known})")
     try:
-        module_name, _, class_name = PROVIDERS[name].partition(":")
-    except KeyError:
-        raise ModelError(f"unknown model provider {name!r} (known: {', '.join(PROVIDERS)})") from None
-    try:
-        module = importlib.import_module(module_name)
+        found = plugins.load("providers", name)
+    except plugins.PluginError as exc:
+        raise ModelError(str(exc)) from None
     except ImportError as exc:
         raise ModelError(f"the {name} provider needs a package that is not installed: {exc.name or exc}") from None
-    return getattr(module, class_name)
+    if not (isinstance(found, type) and issubclass(found, Provider)):
+        raise ModelError(f"plug-in tamesu.providers:{name} is not a Provider class")
+    return found
 
 
 # ---- `tamesu doctor` ------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from tamesu.models.base import (
     Usage,
 )
 from tamesu.models.spec import ModelSpec
+from tamesu.plugins import register
 
 
 def _compile(value: str | None) -> str | None:
@@ -280,6 +281,7 @@ def transcript_text(lines: Any) -> str:
     return "\n".join(out)
 
 
+@register("providers", "fake")
 class FakeProvider(Provider):
     """Answers every purpose from rules; `fake=True` on every response."""
 

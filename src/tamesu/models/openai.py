@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
@@ -42,6 +43,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.net.tls import TlsSpec
+from tamesu.plugins import register
 
 if TYPE_CHECKING:
     # the SDK is imported where it is used (`_sdk`, and a failed call): a run whose model calls all succeed
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
+@register("providers", "openai")
 class OpenAIProvider(Provider):
     name = "openai"
 
@@ -71,7 +74,8 @@ class OpenAIProvider(Provider):
         self._send_temperature = True
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec, api_key: str | None) -> OpenAIProvider:
+    def from_spec(cls, spec: ModelSpec, api_key: str | None, *, base_dir: Path | None = None) -> OpenAIProvider:
+        del base_dir  # reads no files
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["openai"], "")):

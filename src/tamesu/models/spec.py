@@ -10,12 +10,11 @@ from tamesu import plugins
 from tamesu.net.tls import TlsSpec
 from tamesu.types import Duration, Strict
 
-PROVIDERS = ("openai", "anthropic", "fake")
-"""The built-in providers; plug-ins add theirs through the `tamesu.providers` entry points."""
-
 
 def known_providers() -> list[str]:
-    return [*PROVIDERS, *(name for name in plugins.names("providers") if name not in PROVIDERS)]
+    """The built-in providers (each registered in its own module), then the plug-ins'."""
+    built_in = plugins.built_in_names("providers")
+    return [*built_in, *(name for name in plugins.names("providers") if name not in built_in)]
 
 
 class PriceSpec(Strict):
@@ -59,7 +58,7 @@ class ModelSpec(Strict):
     @field_validator("provider")
     @classmethod
     def _known(cls, provider: str) -> str:
-        if provider not in PROVIDERS and not plugins.has("providers", provider):
+        if not plugins.has("providers", provider):
             raise ValueError(f"unknown model provider {provider!r} (one of {', '.join(known_providers())})")
         return provider
 

@@ -11,6 +11,7 @@ from tamesu.plan.model import LoadedSuite
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import TestSpec
 from tamesu.suite.yaml_reader import Document
+from tamesu.targets.base import StepContext
 
 
 def check_audio(
@@ -24,8 +25,9 @@ def check_audio(
         return
     kind = target.type
     persona = spec.persona
-    if not targets.has_audio(kind, target):
-        why = f"{kind} target {spec.target} has no audio" + (" (mode: text)" if hasattr(target, "mode") else "")
+    cls = targets.target_class(kind)
+    if not cls.has_audio(target):
+        why = f"{kind} target {spec.target} has no audio" + (" (mode: text)" if cls.text_mode else "")
         if persona is not None and persona.voice is not None:
             warnings.append(doc.problem((*loc, "persona", "voice"), f"{why}: the voice is not used"))
         if persona is not None and persona.behaviors.model_fields_set:
@@ -37,14 +39,14 @@ def check_audio(
 
         if voices.find(persona.voice) is None:
             problems.append(doc.problem((*loc, "persona", "voice"), voices.unknown_message(persona.voice)))
-    if not targets.sends_dtmf(kind, target):
+    if not cls.sends_dtmf(target):
         for i, step in enumerate(spec.scenario.script):
             if step.dtmf:
                 problems.append(doc.problem(
                     (*loc, "scenario", "script", i, "dtmf"),
                     f"{kind} target {spec.target} cannot send DTMF digits "
-                    + ("(it has no messages.dtmf)" if kind == "voice" else
-                       f"(targets that can: {', '.join(targets.DTMF_TYPES)})")))
+                    + (f"(it has no {cls.dtmf_needs})" if cls.dtmf else
+                       f"(targets that can: {', '.join(targets.dtmf_types())})")))
 
 
 def check_user_side(
@@ -79,24 +81,24 @@ def check_user_side(
 def check_steps(
     suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
 ) -> None:
-    """A browser test's `steps`, checked by the browser target's own module."""
+    """A test's `steps`, checked by its target's class when the type takes steps (a browser's)."""
     target = suite.targets.get(spec.target)
-    kind = suite.spec.targets.get(spec.target, {}).get("type")
-    if not spec.steps and kind != "browser":
+    if target is None:
         return
-    state = getattr(target, "storage_state", None)
-    if kind == "browser" and state and not (suite.dir / state).is_file():
-        problem = doc.problem(("targets", spec.target, "storage_state"),
-                              f"no file {state} (a Playwright storage state, relative to the suite)")
-        if problem not in problems:
+    cls = targets.target_class(target.type)
+    if not cls.takes_steps:
+        if spec.steps:
+            problems.append(doc.problem((*loc, "steps"), f"steps are for browser targets; this test's target is "
+                                                         f"{target.type} (use scenario.script)"))
+        return
+    context = StepContext(
+        models={*suite.spec.models, *suite.project.spec.models}, problem_at=doc.problem,
+        from_validation=lambda exc, model, where: problems_from(exc, doc, model, where, owner="step"),
+        has_conversation=bool(spec.scenario.script or spec.persona or spec.counterpart or spec.scenario.goal),
+        suite_dir=suite.dir, target_name=spec.target)
+    for problem in cls.step_problems(spec.steps, loc, target, context):
+        if problem not in problems:  # a target's own problem is the same for each of its tests
             problems.append(problem)
-    from tamesu.targets.browser.validate import step_problems
-
-    models = {*suite.spec.models, *suite.project.spec.models}
-    conversing = bool(spec.scenario.script or spec.persona or spec.counterpart or spec.scenario.goal)
-    problems.extend(step_problems(
-        spec.steps, loc, target, kind, models, doc.problem,
-        lambda exc, model, where: problems_from(exc, doc, model, where, owner="step"), conversing))
 
 
 def _check_counterpart(

@@ -69,7 +69,11 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
     """`assertions` are the test's own, in the order `spec.assert_` writes them."""
     target = suite.targets.get(spec.target or "")
     own = assertions[:len(spec.assert_)]  # an attack's pack may follow them
-    if target is None or target.type != "a2a" or len(own) != len(spec.assert_):
+    if target is None or len(own) != len(spec.assert_):
+        return []
+    from tamesu import targets
+
+    if targets.target_class(target.type).reports_tool_calls:
         return []
     remote = set(suite.spec.remote_agents)
     warnings = []

@@ -70,10 +70,6 @@ def load_targets(
             problems.append(doc.problem((*loc, "type"), f"unknown target type {kind!r} (one of "
                                         f"{', '.join(targets.known_types())})"))
             continue
-        if not targets.is_implemented(kind):
-            problems.append(doc.problem((*loc, "type"),
-                                        f"target type {kind!r} is not available in this version of tamesu"))
-            continue
         try:
             cls = targets.target_class(kind)
         except plugins.PluginError as exc:
@@ -171,7 +167,7 @@ async def _from_url(url: str) -> ResolvedTarget:
 
 
 def a2a_available() -> bool:
-    return targets.is_implemented("a2a") and importlib.util.find_spec("tamesu.targets.a2a") is not None
+    return targets.is_known("a2a") and importlib.util.find_spec("tamesu.targets.a2a") is not None
 
 
 def _validated(kind: str, raw: dict[str, Any]) -> TargetSpec:

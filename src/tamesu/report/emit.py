@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tamesu.report.baseline import Comparison, compare
-from tamesu.report.formats import BUILT_IN_NAMES, format_of
+from tamesu.report.formats import format_of, is_built_in
 from tamesu.report.load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
 from tamesu.report.spec import ReportRequest
 
@@ -57,7 +57,7 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
             emitted.errors.append(f"cannot write the {request.kind} report to {path}: {exc.strerror or exc}")
             continue
         except Exception as exc:  # a plug-in's writer: its failure is said, the other reports still written
-            if request.kind in BUILT_IN_NAMES:
+            if is_built_in(request.kind):
                 raise
             emitted.errors.append(f"the {request.kind} report failed: {type(exc).__name__}: {exc}")
             continue

@@ -1,9 +1,10 @@
-"""Report formats: one line each, the function that writes it and the file it goes to by default.
+"""Report formats: a writer function marked `@register("reports", NAME, default_file=...)` in its own module
+(see `tamesu.plugins`), imported when its report is written.
 
 A writer is `write(run: LoadedRun, path: Path | None, comparison: Comparison | None) -> None`; `path` is None
 for a format that takes no file (`github` prints annotations). Plug-ins add formats through the
 `tamesu.reports` entry points: a `ReportFormat`, or a bare writer function (its file is `report.NAME` unless
-the function has a `default_file` attribute). Only this table and the writer's own module know a format.
+the function has a `default_file` attribute). Only the writer's own module knows a format.
 """
 
 from __future__ import annotations
@@ -31,26 +32,12 @@ class ReportFormat:
         return getattr(importlib.import_module(module_name), attribute)
 
 
-_BUILT_IN = {f.name: f for f in [
-    ReportFormat("junit", "tamesu.report.junit:write_report", "junit.xml"),
-    ReportFormat("html", "tamesu.report.html:write_html", "report.html"),
-    ReportFormat("json", "tamesu.report.json_report:write_json_report", "report.json"),
-    ReportFormat("markdown", "tamesu.report.markdown:write_markdown", "summary.md"),
-    ReportFormat("github", "tamesu.report.github:write_report", None),
-]}
-
-
-BUILT_IN_NAMES = frozenset(_BUILT_IN)
-
-
 class UnknownReport(KeyError):
     pass
 
 
 def format_of(name: str) -> ReportFormat:
     """The built-in or plug-in format `name`; raises UnknownReport, or PluginError for a broken plug-in."""
-    if name in _BUILT_IN:
-        return _BUILT_IN[name]
     if not plugins.has("reports", name):
         raise UnknownReport(name)
     found = plugins.load("reports", name)
@@ -62,4 +49,9 @@ def format_of(name: str) -> ReportFormat:
 
 
 def known() -> list[str]:
-    return [*_BUILT_IN, *(n for n in plugins.names("reports") if n not in _BUILT_IN)]
+    built_in = plugins.built_in_names("reports")
+    return [*built_in, *(n for n in plugins.names("reports") if n not in built_in)]
+
+
+def is_built_in(name: str) -> bool:
+    return plugins.is_built_in("reports", name)

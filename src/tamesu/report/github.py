@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tamesu.plugins import register
 from tamesu.report.baseline import Comparison
 from tamesu.report.junit import failure_text
 from tamesu.report.load import LoadedRun
@@ -73,6 +74,7 @@ def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[st
     return lines
 
 
+@register("reports", "github", default_file=None)
 def write_report(run: LoadedRun, path: Path | None, comparison: Comparison | None = None) -> None:
     """The `github` entry of `report.formats`: no file, annotations and the job summary."""
     emit_github(run, comparison)

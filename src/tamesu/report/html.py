@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tamesu import __version__
+from tamesu.plugins import register
 from tamesu.report import _svg
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
@@ -453,6 +454,7 @@ def render_html(run: LoadedRun, base: Path, comparison: Comparison | None = None
     return _Page(run, base, comparison).render()
 
 
+@register("reports", "html", default_file="report.html")
 def write_html(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(run, path.parent, comparison), encoding="utf-8")

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tamesu.conversation import ToolCall
+from tamesu.plugins import register
 from tamesu.report.baseline import Comparison
 from tamesu.report.load import LoadedRun, PlannedEntry
 from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunSummaryFile, TestResult, TranscriptLine
@@ -102,6 +103,7 @@ def build_json(run: LoadedRun, comparison: Comparison | None = None) -> JsonRepo
     )
 
 
+@register("reports", "json", default_file="report.json")
 def write_json_report(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = build_json(run, comparison).model_dump(mode="json")

@@ -17,6 +17,7 @@ import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
 from tamesu.results.records import TestResult
 
@@ -186,6 +187,7 @@ def write_junit(run: LoadedRun, path: Path) -> None:
     path.write_bytes(render_junit(run))
 
 
+@register("reports", "junit", default_file="junit.xml")
 def write_report(run: LoadedRun, path: Path | None, comparison: object = None) -> None:
     """The `junit` entry of `report.formats`."""
     assert path is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tamesu.plugins import register
 from tamesu.report.baseline import Comparison, describe_change, failure_reason
 from tamesu.report.load import LoadedRun
 from tamesu.report.words import count_of
@@ -105,6 +106,7 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
+@register("reports", "markdown", default_file="summary.md")
 def write_markdown(run: LoadedRun, path: Path | None, comparison: Comparison | None = None) -> None:
     """The `markdown` entry of `report.formats`."""
     assert path is not None

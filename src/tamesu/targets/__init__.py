@@ -1,12 +1,12 @@
-"""Target types. Each is one module; this registry imports it only when a suite uses it.
+"""Target types. Each is one module whose class is marked `@register("targets", NAME)` (see
+`tamesu.plugins`, through which plug-ins add theirs too); a module is imported only when a suite uses its type.
 
-A type's keys are its spec model's fields, so `validate` can say that a key belongs to another type. Plug-ins
-add types through the `tamesu.targets` entry points (see `tamesu.plugins`): a `Target` subclass with its `Spec`.
+A type's keys are its spec model's fields, so `validate` can say that a key belongs to another type. What a
+type can do (audio, DTMF, steps, tool calls) is said by its class's attributes (`targets.base.Target`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -15,25 +15,6 @@ from tamesu import plugins
 
 if TYPE_CHECKING:
     from tamesu.targets.base import Target
-
-_IMPLEMENTED: dict[str, str] = {
-    "rest": "tamesu.targets.rest.target:RestTarget",
-    "model": "tamesu.targets.model:ModelTarget",
-    "a2a": "tamesu.targets.a2a:A2ATarget",
-    "mcp": "tamesu.targets.mcp.target:McpTarget",
-    "browser": "tamesu.targets.browser:BrowserTarget",
-    "grpc": "tamesu.targets.grpc_turn.target:GrpcTarget",
-    "realtime": "tamesu.targets.realtime.target:RealtimeTarget",
-    "twilio": "tamesu.targets.twilio:TwilioTarget",
-    "voice": "tamesu.targets.voice:VoiceTarget",
-    "pipecat": "tamesu.targets.pipecat.target:PipecatTarget",
-    "sip": "tamesu.targets.sip.target:SipTarget",
-    "livekit": "tamesu.targets.livekit:LiveKitTarget",
-}
-
-# The types the Concepts page names that this version does not build yet, with the keys the page gives them,
-# so a key of theirs written on another type is named as theirs. Each line goes when its type gets a module.
-_PLANNED_KEYS: dict[str, frozenset[str]] = {}
 
 
 _SHUTDOWN: list[Callable[[], Awaitable[None]]] = []
@@ -52,49 +33,42 @@ async def shutdown() -> None:
         await release()
 
 
-DTMF_TYPES = ("twilio", "voice", "sip", "livekit", "pipecat")
-"""The target types whose protocol carries DTMF digits (a `dtmf` script step)."""
-_ALWAYS_AUDIO = ("twilio", "voice", "sip")
-_AUDIO_MODE = ("realtime", "pipecat", "livekit")
-
-
 def has_audio(kind: str, spec: object) -> bool:
     """Whether a target of this type and configuration speaks audio (so a persona's voice and behaviours
-    mean something): always for phone-like types, with `mode: audio` for the others."""
-    return kind in _ALWAYS_AUDIO or (kind in _AUDIO_MODE and getattr(spec, "mode", None) == "audio")
+    mean something)."""
+    return target_class(kind).has_audio(spec)
 
 
-def sends_dtmf(kind: str, spec: object = None) -> bool:
-    """Whether a target of this type (and configuration, when given) can send digits: a `voice` target only
-    when its `messages.dtmf` says how its protocol carries them."""
-    if kind == "voice" and spec is not None:
-        return getattr(getattr(spec, "messages", None), "dtmf", None) is not None
-    return kind in DTMF_TYPES
+def sends_dtmf(kind: str, spec: object) -> bool:
+    """Whether a target of this type and configuration can send digits (a `dtmf` script step)."""
+    return target_class(kind).sends_dtmf(spec)
+
+
+def dtmf_types() -> list[str]:
+    """The built-in types whose protocol carries digits (imports them: only for a message about a problem)."""
+    return [kind for kind in plugins.built_in_names("targets") if _importable(kind) and target_class(kind).dtmf]
+
+
+def _importable(kind: str) -> bool:
+    try:
+        target_class(kind)
+    except ImportError:
+        return False  # its module needs an extra not installed here (numpy for the phone-like targets)
+    return True
 
 
 def known_types() -> list[str]:
-    return sorted({*_IMPLEMENTED, *_PLANNED_KEYS, *plugins.names("targets")})
+    return plugins.names("targets")
 
 
 def is_known(kind: str) -> bool:
-    return kind in _IMPLEMENTED or kind in _PLANNED_KEYS or plugins.has("targets", kind)
-
-
-def is_implemented(kind: str) -> bool:
-    return kind in _IMPLEMENTED or plugins.has("targets", kind)
-
-
-def implemented_types() -> list[str]:
-    return sorted({*_IMPLEMENTED, *plugins.names("targets")})
+    return plugins.has("targets", kind)
 
 
 def target_class(kind: str) -> type[Target]:
     """The class of `kind`; raises KeyError for an unknown type, PluginError for a broken plug-in."""
     from tamesu.targets.base import Target
 
-    if kind in _IMPLEMENTED:
-        module_name, _, class_name = _IMPLEMENTED[kind].partition(":")
-        return getattr(importlib.import_module(module_name), class_name)
     found = plugins.load("targets", kind)
     if not (isinstance(found, type) and issubclass(found, Target) and hasattr(found, "Spec")):
         raise plugins.PluginError(f"plug-in tamesu.targets:{kind} is not a Target class with a Spec")
@@ -103,21 +77,18 @@ def target_class(kind: str) -> type[Target]:
 
 @cache
 def keys_of(kind: str) -> frozenset[str]:
-    """The keys a target of `kind` takes: its spec model's fields and their aliases (or the declared keys of
-    a type not built yet)."""
-    if kind in _PLANNED_KEYS:
-        return _PLANNED_KEYS[kind]
+    """The keys a target of `kind` takes: its spec model's fields and their aliases."""
     fields = target_class(kind).Spec.model_fields
     return frozenset({*fields, *(f.alias for f in fields.values() if f.alias)})
 
 
 def foreign_key_owner(kind: str, key: str) -> str | None:
-    """The other target type a key belongs to, when it is not a key of `kind` itself. Reading another type's
-    keys imports its module, which happens only for a key `kind` does not take; a type whose module cannot be
-    imported here (an extra not installed) is passed over."""
+    """The other built-in target type a key belongs to, when it is not a key of `kind` itself. Reading
+    another type's keys imports its module, which happens only for a key `kind` does not take; a type whose
+    module cannot be imported here (an extra not installed) is passed over."""
     if key in keys_of(kind):
         return None
-    for other in (t for t in [*_IMPLEMENTED, *_PLANNED_KEYS] if t != kind):
+    for other in (t for t in plugins.built_in_names("targets") if t != kind):
         try:
             if key in keys_of(other):
                 return other

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
-from tamesu.errors import TemplateError
+from tamesu.errors import Problem, TemplateError
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent
@@ -48,6 +50,21 @@ class TargetSpec(Strict):
     """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 
 
+@dataclass(frozen=True)
+class StepContext:
+    """What `validate` knows around one test's `steps:`, for a type that takes them."""
+
+    models: set[str]
+    """The model names the suite and project configure."""
+    problem_at: Callable[..., Problem]
+    """`(loc, message)` -> a Problem at that place of the suite."""
+    from_validation: Callable[..., list[Problem]]
+    """`(ValidationError, model, loc)` -> its Problems."""
+    has_conversation: bool
+    suite_dir: Path
+    target_name: str
+
+
 class Target(ABC):
     """One agent under test, reached over one transport. A target never imports the engine."""
 
@@ -58,6 +75,42 @@ class Target(ABC):
     """Whether a turn's message history (a stateless test's earlier messages) reaches the agent with the turn.
     A case with a history against a target that cannot carry it is refused when it loads, never run on its
     last message alone."""
+
+    # What the type can do, declared by each class (a plug-in's too); `validate` and the engine read these,
+    # never type names.
+    audio: ClassVar[bool] = False
+    """It speaks audio, so a persona's voice and behaviours mean something."""
+    text_mode: ClassVar[bool] = False
+    """With `audio`: its spec's `mode` chooses, and only `mode: audio` speaks."""
+    dtmf: ClassVar[bool] = False
+    """Its protocol carries DTMF digits (a `dtmf` script step)."""
+    dtmf_needs: ClassVar[str | None] = None
+    """With `dtmf`: the spec key without which this configuration cannot send digits (`messages.dtmf`)."""
+    takes_steps: ClassVar[bool] = False
+    """A test of it may have `steps:` (browser actions), checked by `step_problems`."""
+    reports_tool_calls: ClassVar[bool] = True
+    """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
+
+    @classmethod
+    def has_audio(cls, spec: Any) -> bool:
+        """Whether a target of this configuration speaks audio."""
+        return cls.audio and (not cls.text_mode or getattr(spec, "mode", None) == "audio")
+
+    @classmethod
+    def sends_dtmf(cls, spec: Any) -> bool:
+        """Whether a target of this configuration can send digits."""
+        if not cls.dtmf or cls.dtmf_needs is None:
+            return cls.dtmf
+        value: Any = spec
+        for part in cls.dtmf_needs.split("."):
+            value = getattr(value, part, None)
+        return value is not None
+
+    @classmethod
+    def step_problems(cls, steps: list[Any], loc: tuple[Any, ...], spec: Any, context: StepContext) -> list[Problem]:
+        """What is wrong with a test's `steps:` (none written: whether the type needs some) for a target of
+        this configuration; asked of a type with `takes_steps` only."""
+        return []
 
     @classmethod
     def unavailable(cls) -> str | None:

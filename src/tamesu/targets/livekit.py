@@ -44,6 +44,7 @@ from tamesu.audio import stt
 from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.types import Strict
 
@@ -135,8 +136,10 @@ class _Heard:
     dtmf: list[tuple[float, str]] = field(default_factory=list)
 
 
+@register("targets", "livekit")
 class LiveKitTarget(Target):
     kind = "livekit"
+    audio = text_mode = dtmf = True
     Spec = LiveKitSpec
     spec: LiveKitSpec
     sdk_factory: Callable[[], Sdk] = staticmethod(real_sdk)  # tests put the double here

@@ -71,6 +71,7 @@ from tamesu.models.base import (
 )
 from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import bounded_reading, is_too_large
+from tamesu.plugins import register
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
@@ -171,6 +172,7 @@ def _as_content(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+@register("targets", "model")
 class ModelTarget(Target):
     kind = "model"
     Spec = ModelTargetSpec

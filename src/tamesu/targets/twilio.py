@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu.conversation import Session, TurnError
+from tamesu.plugins import register
 from tamesu.targets.audio.socket import AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
@@ -142,8 +143,11 @@ class TwilioWire(Wire):
                         "what a stream accepts)")
 
 
+@register("targets", "twilio")
 class TwilioTarget(AudioSocketTarget):
     kind = "twilio"
+    audio = True
+    dtmf = True
     Spec = TwilioSpec
     spec: TwilioSpec
 

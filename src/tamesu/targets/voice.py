@@ -44,6 +44,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
+from tamesu.plugins import register
 from tamesu.targets.audio.socket import AudioSocketTarget, Heard
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
@@ -304,8 +305,12 @@ class VoiceWire(Wire):
         return ""
 
 
+@register("targets", "voice")
 class VoiceTarget(CapturedSocketAddress, AudioSocketTarget):
     kind = "voice"
+    audio = True
+    dtmf = True
+    dtmf_needs = "messages.dtmf"
     Spec = VoiceSpec
     spec: VoiceSpec
     strict_pace = True

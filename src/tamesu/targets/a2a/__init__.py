@@ -76,6 +76,7 @@ from a2a.types.a2a_pb2 import (
 
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
 from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card
@@ -101,8 +102,11 @@ _RUNNING = ("submitted", "working")
 _CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SDK_ERRORS)
 
 
+@register("targets", "a2a")
 class A2ATarget(Target):
     kind = "a2a"
+    reports_tool_calls = False
+    """Only messages and artifacts travel over A2A."""
     Spec = A2ASpec
     carries_history = True
     poll_interval = 0.5

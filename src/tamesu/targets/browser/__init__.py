@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
-from tamesu.errors import InfraError
-from tamesu.targets.base import Target
+from tamesu.errors import InfraError, Problem
+from tamesu.plugins import register
+from tamesu.targets.base import StepContext, Target
 from tamesu.targets.browser.spec import BrowserSpec, ExpectStep, GoalStep, Step, describe, parse_step
 
 if TYPE_CHECKING:
@@ -53,13 +54,29 @@ def missing_extra() -> str | None:
     return None
 
 
+@register("targets", "browser")
 class BrowserTarget(Target):
     kind = "browser"
     Spec: ClassVar[type[BrowserSpec]] = BrowserSpec
+    takes_steps = True
 
     @classmethod
     def unavailable(cls) -> str | None:
         return missing_extra()
+
+    @classmethod
+    def step_problems(cls, steps: list[Any], loc: tuple[Any, ...], spec: Any, context: StepContext
+                      ) -> list[Problem]:
+        from tamesu.targets.browser.validate import step_problems
+
+        problems = []
+        state = getattr(spec, "storage_state", None)
+        if state and not (context.suite_dir / state).is_file():
+            problems.append(context.problem_at(("targets", context.target_name, "storage_state"),
+                                               f"no file {state} (a Playwright storage state, relative to the "
+                                               "suite)"))
+        return problems + step_problems(steps, loc, spec, context.models, context.problem_at,
+                                        context.from_validation, context.has_conversation)
 
     def __init__(self, spec: BrowserSpec, name: str) -> None:
         super().__init__(spec, name)

@@ -16,18 +16,13 @@ ProblemAt = Callable[[Sequence[Any], str], Problem]
 """`doc.problem`: a message at a location of the suite file."""
 
 
-def step_problems(steps: list[Any], loc: tuple[Any, ...], target: Any, target_type: str | None,
-                  models: set[str], problem_at: ProblemAt, from_validation: Callable[..., list[Problem]],
-                  has_conversation: bool) -> list[Problem]:
+def step_problems(steps: list[Any], loc: tuple[Any, ...], target: Any, models: set[str], problem_at: ProblemAt,
+                  from_validation: Callable[..., list[Problem]], has_conversation: bool) -> list[Problem]:
     problems: list[Problem] = []
     if not steps:
-        if target_type == "browser" and isinstance(target, BrowserSpec) and target.chat is None:
+        if isinstance(target, BrowserSpec) and target.chat is None:
             problems.append(problem_at(loc, "a browser test needs steps (goal, expect, action), or a chat block "
                                             "on its target to talk to the page's chat widget"))
-        return problems
-    if target_type is not None and target_type != "browser":
-        problems.append(problem_at((*loc, "steps"), f"steps are for browser targets; this test's target is "
-                                                    f"{target_type} (use scenario.script)"))
         return problems
     if has_conversation:
         problems.append(problem_at((*loc, "steps"), "a test has steps or a conversation (scenario.script, "

@@ -43,6 +43,7 @@ from pydantic import Field, field_validator
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.plugins import register
 from tamesu.targets.base import HandoffSpec, Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
 from tamesu.targets.grpc_turn.wire import (
@@ -85,6 +86,7 @@ class GrpcSpec(TargetSpec):
         return value
 
 
+@register("targets", "grpc")
 class GrpcTarget(Target):
     kind = "grpc"
     Spec = GrpcSpec

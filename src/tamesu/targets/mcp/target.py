@@ -63,6 +63,7 @@ from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
+from tamesu.plugins import register
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 from tamesu.types import Duration
 
@@ -113,6 +114,7 @@ def default_system(server: str) -> str:
     return Template(text).safe_substitute(server=server).strip()
 
 
+@register("targets", "mcp")
 class McpTarget(ModelTarget):
     kind = "mcp"
     Spec = McpTargetSpec

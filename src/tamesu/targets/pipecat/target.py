@@ -52,6 +52,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
+from tamesu.plugins import register
 from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
@@ -106,8 +107,10 @@ class PipecatSpec(TargetSpec):
         return self
 
 
+@register("targets", "pipecat")
 class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
     kind = "pipecat"
+    audio = text_mode = dtmf = True
     Spec = PipecatSpec
     spec: PipecatSpec
 

@@ -57,6 +57,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
+from tamesu.plugins import register
 from tamesu.targets.base import Target
 from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
@@ -72,8 +73,10 @@ POLL_S = 0.02
 _BENIGN_ERRORS = {"response_cancel_not_active"}
 
 
+@register("targets", "realtime")
 class RealtimeTarget(Target):
     kind = "realtime"
+    audio = text_mode = True
     Spec = RealtimeSpec
     carries_history = True
     can_dtmf = False

@@ -71,6 +71,7 @@ import httpx
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.net.clients import os_reason
+from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
 from tamesu.targets.base import SessionOpenSpec, Target
 from tamesu.targets.rest.answer import TurnReader
@@ -106,6 +107,7 @@ __all__ = ["Condition", "ListenSpec", "PathEquals", "PollSpec", "RequestSpec", "
 UNSOLICITED_KEPT = 20
 
 
+@register("targets", "rest")
 class RestTarget(Target):
     kind = "rest"
     Spec = RestSpec

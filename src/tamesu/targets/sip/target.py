@@ -36,6 +36,7 @@ from tamesu.audio import stt
 from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.plugins import register
 from tamesu.targets.base import Target
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
@@ -47,8 +48,11 @@ BUSY_CODES = {486, 600}
 NO_ANSWER_CODES = {408, 480, 487}
 
 
+@register("targets", "sip")
 class SipTarget(Target):
     kind = "sip"
+    audio = True
+    dtmf = True
     Spec = SipSpec
     spec: SipSpec
 
