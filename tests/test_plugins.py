@@ -184,3 +184,4 @@ def test_the_plugin_imports_only_the_public_api() -> None:
     assert {name for _, name in imported} <= set(tamesu.__all__)
     for name in tamesu.__all__:
         assert getattr(tamesu, name) is not None, name
+    assert set(tamesu.__all__) == {"__version__", *tamesu._HOMES}  # each public name says where it lives

@@ -51,7 +51,12 @@ _HOMES: dict[str, str] = {
     "AsyncAgentSession": "tamesu.testing",
 }
 
-__all__ = ["__version__", *_HOMES]
+__all__ = [
+    "__version__", "register", "PluginError", "Target", "TargetSpec", "StepContext", "Session", "UserTurn",
+    "AgentTurn", "ToolCall", "FileRef", "TurnError", "InfraError", "Check", "RunView", "Verdict", "Provider",
+    "ModelSpec", "ModelRequest", "ModelResponse", "ModelError", "ReportFormat", "LoadedRun", "Sample", "Score",
+    "Strict", "AgentSession", "AsyncAgentSession",
+]
 
 if TYPE_CHECKING:
     from tamesu.checks.base import Check, RunView, Verdict
