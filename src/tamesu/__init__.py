@@ -52,10 +52,34 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
-    "__version__", "register", "PluginError", "Target", "TargetSpec", "StepContext", "Session", "UserTurn",
-    "AgentTurn", "ToolCall", "FileRef", "TurnError", "InfraError", "Check", "RunView", "Verdict", "Provider",
-    "ModelSpec", "ModelRequest", "ModelResponse", "ModelError", "ReportFormat", "LoadedRun", "Sample", "Score",
-    "Strict", "AgentSession", "AsyncAgentSession",
+    "AgentSession",
+    "AgentTurn",
+    "AsyncAgentSession",
+    "Check",
+    "FileRef",
+    "InfraError",
+    "LoadedRun",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSpec",
+    "PluginError",
+    "Provider",
+    "ReportFormat",
+    "RunView",
+    "Sample",
+    "Score",
+    "Session",
+    "StepContext",
+    "Strict",
+    "Target",
+    "TargetSpec",
+    "ToolCall",
+    "TurnError",
+    "UserTurn",
+    "Verdict",
+    "__version__",
+    "register",
 ]
 
 if TYPE_CHECKING:
