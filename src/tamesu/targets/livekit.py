@@ -41,17 +41,16 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tamesu.audio import stt
-from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
+from tamesu.targets.audio.listen import POLL_S, listen
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.types import Strict
 
 __all__ = ["LiveKitSpec", "LiveKitTarget", "Sdk"]
 
 RATE = 16000
-POLL_S = 0.05
 DTMF_CODES = {**{str(n): n for n in range(10)}, "*": 10, "#": 11}
 
 
@@ -308,12 +307,12 @@ class LiveKitTarget(Target):
         assert self._session is not None
         started, parts, last = time.monotonic(), [], None
         while True:
-            self._drain_dtmf()
+            self.poll()
             fresh = self._heard.texts[self._seen_texts:]
             self._seen_texts = len(self._heard.texts)
             for at, text in fresh:
                 if turn.first_token_at_ms is None:
-                    turn.first_token_at_ms = self._ms(at)
+                    turn.first_token_at_ms = self.to_ms(at)
                 parts.append(text)
                 last = at
             now = time.monotonic()
@@ -335,52 +334,31 @@ class LiveKitTarget(Target):
 
     async def _read_audio(self, turn: AgentTurn) -> AgentTurn:
         assert self._session is not None
-        voice = self._voice
-        audio_turn = voice.current
-        started, spoke, quiet = time.monotonic(), None, None
-        pieces: list[bytes] = []
-        while True:
-            self._drain_dtmf()
-            fresh = self._heard.audio[self._seen_audio:]
-            self._seen_audio = len(self._heard.audio)
-            for at, pcm in fresh:
-                loud = is_speech(pcm)
-                # the line's silence is recorded, but the reply starts with the agent's first sound
-                voice.agent_audio(pcm, arrived_ms=self._ms(at), turn=audio_turn if spoke or loud else None)
-                if loud:
-                    if spoke is None:
-                        spoke = at
-                        turn.first_token_at_ms = self._ms(at)
-                    quiet = None
-                    pieces.append(pcm)
-                elif spoke is not None:
-                    pieces.append(pcm)
-                    quiet = quiet or at
-            now = time.monotonic()
-            if spoke is not None and quiet is not None and now - quiet >= self.spec.idle:
-                break
-            if self._agent is None:
-                turn.ended = True
-                break
-            if now - started > self.spec.turn_timeout:
-                if spoke is None:
-                    raise TurnError(f"the agent said nothing within {self.spec.turn_timeout:g}s")
-                break
-            await asyncio.sleep(POLL_S)
-        turn.completed_at_ms = self._session.now_ms()
-        turn.text = await stt.heard_in(b"".join(pieces), RATE)
-        record, measures = voice.end_turn()
+        heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
+                             now_ms=self._session.now_ms)
+        turn.text = await stt.heard_in(heard.pcm, RATE)
+        record, measures = self._voice.end_turn()
         record.agent_said = turn.text
         turn.audio, turn.measures = record, measures
         return turn
 
-    def _drain_dtmf(self) -> None:
+    # ---- the room as the listening loop's `Line` (targets.audio.listen) ----
+
+    def fresh_audio(self) -> list[tuple[float, bytes]]:
+        fresh = self._heard.audio[self._seen_audio:]
+        self._seen_audio = len(self._heard.audio)
+        return fresh
+
+    def call_over(self) -> bool:
+        return self._agent is None
+
+    def poll(self) -> None:
         assert self._session is not None
         for at, digit in self._heard.dtmf[self._seen_dtmf:]:
-            self._session.event("sip_dtmf", digit=digit, at=round(self._ms(at), 3), via="livekit")
+            self._session.event("sip_dtmf", digit=digit, at=round(self.to_ms(at), 3), via="livekit")
         self._seen_dtmf = len(self._heard.dtmf)
 
-    def _ms(self, monotonic_s: float) -> float:
+    def to_ms(self, monotonic_s: float) -> float:
         assert self._session is not None
         return self._session.now_ms() - (time.monotonic() - monotonic_s) * 1000
 

@@ -32,6 +32,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import Target
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
@@ -41,7 +42,6 @@ if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of thi
     import numpy as np
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-POLL_S = 0.02
 FLOOD_FACTOR = 1.5
 """Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
 STRICT_FLOOD_FACTOR = 1.3

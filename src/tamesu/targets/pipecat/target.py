@@ -53,7 +53,8 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTur
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
-from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, POLL_S, AudioSocketTarget, Heard
+from tamesu.targets.audio.listen import POLL_S
+from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, AudioSocketTarget, Heard
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 from tamesu.targets.pipecat.wire import PipecatWire, peek

@@ -58,6 +58,7 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnErr
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
+from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.base import Target
 from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
@@ -67,7 +68,6 @@ from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_tra
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-POLL_S = 0.02
 """How often an audio turn looks at the playback clock while no event arrives (barge-in timing)."""
 # errors that answer tamesu's own cancel of a response that already ended: not the agent's fault
 _BENIGN_ERRORS = {"response_cancel_not_active"}

@@ -33,17 +33,16 @@ import time
 from typing import Any
 
 from tamesu.audio import stt
-from tamesu.audio.level import is_speech
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
+from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 __all__ = ["SipSpec", "SipTarget"]
 
-POLL_S = 0.05
 BUSY_CODES = {486, 600}
 NO_ANSWER_CODES = {408, 480, 487}
 
@@ -262,54 +261,29 @@ class SipTarget(Target):
         await self._phone.frame(frame)
 
     async def _listen(self, turn: AgentTurn, *, first: bool) -> AgentTurn:
-        """The agent's speech until `idle` of silence after it, the call's end, or `turn_timeout`."""
+        """The agent's speech until `idle` of silence after it, the call's end, `turn_timeout`, or the call's
+        `max_duration`."""
         assert self._session is not None
         session = self._session
         voice = self._voice
-        started = time.monotonic()
-        spoke_at: float | None = None
-        quiet_since: float | None = None
         audio_turn = voice.current
-        pieces: list[bytes] = []
-        while True:
-            self._drain_events()
-            for at, pcm in self._new_chunks():
-                arrived = self._session_ms(at)
-                loud = is_speech(pcm)
-                # the line's silence is recorded, but the reply starts with the agent's first sound
-                voice.agent_audio(pcm, arrived_ms=arrived, turn=audio_turn if spoke_at or loud else None)
-                if loud:
-                    if spoke_at is None:
-                        spoke_at = at
-                        turn.first_token_at_ms = arrived
-                        if first and self._answered is not None and "greeting_ms" not in self._metrics:
-                            self._metrics["greeting_ms"] = round((at - self._answered) * 1000, 3)
-                    quiet_since = None
-                    pieces.append(pcm)
-                elif spoke_at is not None:
-                    pieces.append(pcm)
-                    quiet_since = quiet_since or at
-            now = time.monotonic()
-            if self._phone.call.ended is not None:
-                self._call_over()
-                break
-            if spoke_at is not None and quiet_since is not None and now - quiet_since >= self.spec.idle:
-                break
-            if now - started > self.spec.turn_timeout:
-                if spoke_at is None:
-                    turn.completed_at_ms = session.now_ms()
-                    raise TurnError(f"the agent said nothing within {self.spec.turn_timeout:g}s")
-                break
-            if self._answered is not None and now - self._answered > self.spec.max_duration:
-                await self._phone.hangup()
-                self._end("timeout", session, reason=f"the call reached max_duration ({self.spec.max_duration:g}s)")
-                await self._phone.wait_for(["disconnected"], 3)
-                turn.ended = True
-                break
-            await asyncio.sleep(POLL_S)
-        turn.completed_at_ms = session.now_ms()
-        turn.text = await stt.heard_in(b"".join(pieces), 8000, self._session_ms(spoke_at or time.monotonic()))
-        turn.raw = [{"speech_ms": round(len(b"".join(pieces)) / 16, 1), "heard": turn.text}]
+
+        async def over_time() -> bool:
+            if self._answered is None or time.monotonic() - self._answered <= self.spec.max_duration:
+                return False
+            await self._phone.hangup()
+            self._end("timeout", session, reason=f"the call reached max_duration ({self.spec.max_duration:g}s)")
+            await self._phone.wait_for(["disconnected"], 3)
+            turn.ended = True
+            return True
+
+        heard = await listen(self, voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
+                             now_ms=session.now_ms, give_up=over_time)
+        if (first and heard.spoke_at is not None and self._answered is not None
+                and "greeting_ms" not in self._metrics):
+            self._metrics["greeting_ms"] = round((heard.spoke_at - self._answered) * 1000, 3)
+        turn.text = await stt.heard_in(heard.pcm, 8000, self.to_ms(heard.spoke_at or time.monotonic()))
+        turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
             record, measures = voice.end_turn()
             record.agent_said = turn.text
@@ -323,21 +297,29 @@ class SipTarget(Target):
         now = self._session.now_ms()
         return AgentTurn(sent_at_ms=now, completed_at_ms=now, ended=True)
 
-    def _new_chunks(self) -> list[tuple[float, bytes]]:
+    # ---- the call as the listening loop's `Line` (targets.audio.listen) ----
+
+    def fresh_audio(self) -> list[tuple[float, bytes]]:
         audio = self._phone.call.audio
         fresh = audio[self._seen_chunks:]
         self._seen_chunks = len(audio)
         return fresh
 
-    def _drain_events(self) -> None:
+    def poll(self) -> None:
         assert self._session is not None
         call = self._phone.call
         for at, digit in call.dtmf[self._seen_dtmf:]:
-            self._session.event("sip_dtmf", digit=digit, at=round(self._session_ms(at), 3))
+            self._session.event("sip_dtmf", digit=digit, at=round(self.to_ms(at), 3))
         self._seen_dtmf = len(call.dtmf)
         for at, target in call.transfers[self._seen_transfers:]:
-            self._session.event("sip_transfer", to=target, at=round(self._session_ms(at), 3))
+            self._session.event("sip_transfer", to=target, at=round(self.to_ms(at), 3))
         self._seen_transfers = len(call.transfers)
+
+    def call_over(self) -> bool:
+        if self._phone.call.ended is None:
+            return False
+        self._call_over()
+        return True
 
     def _call_over(self) -> None:
         assert self._session is not None
@@ -347,7 +329,7 @@ class SipTarget(Target):
         by = "caller" if ended.by == "caller" else "agent" if self._answered is not None else "error"
         self._end(by, self._session, code=ended.code, reason=ended.reason)
 
-    def _session_ms(self, monotonic_s: float) -> float:
+    def to_ms(self, monotonic_s: float) -> float:
         assert self._session is not None
         return self._session.now_ms() - (time.monotonic() - monotonic_s) * 1000
 
@@ -365,7 +347,7 @@ class SipTarget(Target):
                 await phone.wait_for(["disconnected"], 3)
             if session is not None:
                 self._phone = phone
-                self._drain_events()
+                self.poll()
                 self._call_over()
                 self._phone = None
                 ended = phone.call.ended

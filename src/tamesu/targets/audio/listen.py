@@ -1,0 +1,102 @@
+"""The listening loop of a call whose audio arrives as timed chunks (the `sip` worker's, a LiveKit track's):
+the agent's reply is its speech until `idle` of silence after it, the end of the call, or `turn_timeout`.
+
+A target is the protocol around it: it hands the loop what arrived since the last look (`Line.fresh_audio`),
+says when the call is over (`Line.call_over`), and drains its own events (`Line.poll`); the loop records every
+chunk through the voice toolkit and keeps the reply's speech for the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from tamesu.conversation import AgentTurn, TurnAudio, TurnError
+
+if TYPE_CHECKING:
+    from tamesu.audio.conversation import AudioConversation
+
+POLL_S = 0.02
+"""How often every audio target looks at what arrived: finer than a syllable, so the end of a reply
+(`idle`) and a barge-in are placed within 20 ms, and cheap enough for a 2-core machine."""
+
+
+class Line(Protocol):
+    """What the loop needs of a call."""
+
+    def fresh_audio(self) -> list[tuple[float, bytes]]:
+        """The agent's audio since the last call, as (monotonic arrival, PCM)."""
+        ...
+
+    def to_ms(self, monotonic_s: float) -> float:
+        """A monotonic time on the session's clock (ms since it started)."""
+        ...
+
+    def poll(self) -> None:
+        """Record what else came (digits), once per look."""
+        ...
+
+    def call_over(self) -> bool:
+        """Whether the call has ended (the agent hung up or left); the reply ends with it."""
+        ...
+
+
+@dataclass
+class Speech:
+    """What one listening kept: the reply from its first sound on."""
+
+    pieces: list[bytes] = field(default_factory=list)
+    spoke_at: float | None = None
+    """Monotonic time of the agent's first sound."""
+
+    @property
+    def pcm(self) -> bytes:
+        return b"".join(self.pieces)
+
+
+async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle: float, turn_timeout: float,
+                 now_ms: Callable[[], float], give_up: Callable[[], Awaitable[bool]] | None = None) -> Speech:
+    """The agent's reply into `turn` (first sound, `ended`); raises TurnError when it said nothing within
+    `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
+    `max_duration`)."""
+    from tamesu.audio.level import is_speech  # numpy: this module's POLL_S is read by text-mode targets too
+
+    heard = Speech()
+    audio_turn: TurnAudio | None = voice.current
+    started = time.monotonic()
+    quiet_since: float | None = None
+    while True:
+        line.poll()
+        for at, pcm in line.fresh_audio():
+            loud = is_speech(pcm)
+            # the line's silence is recorded, but the reply starts with the agent's first sound
+            voice.agent_audio(pcm, arrived_ms=line.to_ms(at),
+                              turn=audio_turn if heard.spoke_at is not None or loud else None)
+            if loud:
+                if heard.spoke_at is None:
+                    heard.spoke_at = at
+                    turn.first_token_at_ms = line.to_ms(at)
+                quiet_since = None
+                heard.pieces.append(pcm)
+            elif heard.spoke_at is not None:
+                heard.pieces.append(pcm)
+                quiet_since = quiet_since or at
+        now = time.monotonic()
+        if line.call_over():
+            turn.ended = True
+            break
+        if heard.spoke_at is not None and quiet_since is not None and now - quiet_since >= idle:
+            break
+        if now - started > turn_timeout:
+            if heard.spoke_at is None:
+                turn.completed_at_ms = now_ms()
+                raise TurnError(f"the agent said nothing within {turn_timeout:g}s")
+            break
+        if give_up is not None and await give_up():
+            break
+        await asyncio.sleep(POLL_S)
+    turn.completed_at_ms = now_ms()
+    return heard
