@@ -146,8 +146,6 @@ class TwilioWire(Wire):
 @register("targets", "twilio")
 class TwilioTarget(AudioSocketTarget):
     kind = "twilio"
-    audio = True
-    dtmf = True
     Spec = TwilioSpec
     spec: TwilioSpec
 

@@ -308,8 +308,6 @@ class VoiceWire(Wire):
 @register("targets", "voice")
 class VoiceTarget(CapturedSocketAddress, AudioSocketTarget):
     kind = "voice"
-    audio = True
-    dtmf = True
     dtmf_needs = "messages.dtmf"
     Spec = VoiceSpec
     spec: VoiceSpec

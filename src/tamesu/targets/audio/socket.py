@@ -67,6 +67,7 @@ class Heard:
 class AudioSocketTarget(Target):
     """A target whose agent is reached over one audio websocket (see the module's docstring)."""
 
+    audio = dtmf = True  # a phone-like call: it speaks, and its wire says how a digit travels
     can_dtmf = True
     idle_s: float = 1.0
     strict_pace = False

@@ -111,7 +111,7 @@ class PipecatSpec(TargetSpec):
 @register("targets", "pipecat")
 class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
     kind = "pipecat"
-    audio = text_mode = dtmf = True
+    text_mode = True
     Spec = PipecatSpec
     spec: PipecatSpec
 
