@@ -185,3 +185,49 @@ def test_the_plugin_imports_only_the_public_api() -> None:
     for name in tamesu.__all__:
         assert getattr(tamesu, name) is not None, name
     assert set(tamesu.__all__) == {"__version__", *tamesu._HOMES}  # each public name says where it lives
+
+
+BUILT_INS = """\
+import importlib, json, pkgutil, sys
+from tamesu import plugins
+listed = {kind: plugins.built_in_names(kind) for kind in plugins.KINDS}
+imported_early = sorted(m for m in sys.modules if m.startswith(("tamesu.targets.", "tamesu.checks.", "tamesu.report.")))
+loaded = {}
+for kind, names in listed.items():
+    for name in names:
+        try:
+            loaded[f"{kind}:{name}"] = type(plugins.load(kind, name)).__name__
+        except ImportError:
+            loaded[f"{kind}:{name}"] = "needs an extra"
+# every module of the kinds' packages, imported: what registers itself is what the source scan found
+homes = ["tamesu.targets", "tamesu.checks", "tamesu.models", "tamesu.report", "tamesu.evaluators"]
+for home in homes:
+    package = importlib.import_module(home)
+    for info in pkgutil.walk_packages(package.__path__, home + "."):
+        try:
+            importlib.import_module(info.name)
+        except ImportError:
+            pass
+registered = {kind: sorted(plugins._registered[kind]) for kind in plugins.KINDS}
+print(json.dumps({"listed": listed, "early": imported_early, "loaded": loaded, "registered": registered}))
+"""
+
+
+def test_every_built_in_is_found_without_importing_it_and_registers_itself() -> None:
+    import json
+
+    done = subprocess.run([sys.executable, "-c", BUILT_INS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    listed = found["listed"]
+    assert found["early"] == []  # listing the names imported no target, check or report module
+    assert {"rest", "a2a", "sip", "livekit", "browser"} <= set(listed["targets"]) and len(listed["targets"]) == 12
+    assert {"contains", "judge", "evaluator", "custom"} <= set(listed["checks"]) and len(listed["checks"]) == 29
+    assert sorted(listed["providers"]) == ["anthropic", "fake", "openai"]
+    assert sorted(listed["reports"]) == ["github", "html", "json", "junit", "markdown"]
+    assert sorted(listed["evaluators"]) == ["answer_relevancy", "faithfulness", "maliciousness"]
+    assert found["loaded"]["targets:rest"] == "ABCMeta" and found["loaded"]["reports:junit"] == "function"
+    for kind, names in listed.items():
+        # a registration the source scan would miss (a decorator written another way) fails here
+        importable = [n for n in names if found["loaded"][f"{kind}:{n}"] != "needs an extra"]
+        assert set(importable) <= set(found["registered"][kind]) <= set(names), kind

@@ -40,7 +40,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 # `@register("checks", "contains")` above `class Contains`, or `FAITHFULNESS = register("evaluators", ...)(`;
 # the name is a string literal so that it can be read here without importing the module
-_CALL = r'(?:plugins\.)?register\(\s*"(?P<kind>\w+)"\s*,\s*"(?P<name>[^"]+)"'
+_CALL = r"""(?:plugins\.)?register\(\s*["'](?P<kind>\w+)["']\s*,\s*["'](?P<name>[^"']+)["']"""
 _DECORATED = re.compile(rf"^@{_CALL}[^\n]*\n(?:@[^\n]*\n)*(?:async\s+)?(?:class|def)\s+(?P<attr>\w+)", re.M)
 _ASSIGNED = re.compile(rf"^(?P<attr>\w+)\s*(?::[^=\n]+)?=\s*{_CALL}", re.M)
 
