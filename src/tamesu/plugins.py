@@ -38,11 +38,10 @@ _HOME: dict[Kind, str] = {"targets": "targets", "checks": "checks", "providers":
 
 _PACKAGE = Path(__file__).resolve().parent
 
-# `@register("checks", "contains")` above `class Contains`, or `FAITHFULNESS = register("evaluators", ...)(`;
-# the name is a string literal so that it can be read here without importing the module
+# `@register("checks", "contains")` above `class Contains`, or `FAITHFULNESS = register("evaluators", ...)(`, on
+# one line with the kind and the name as string literals, so that they can be read without importing the module
 _CALL = r"""(?:plugins\.)?register\(\s*["'](?P<kind>\w+)["']\s*,\s*["'](?P<name>[^"']+)["']"""
-_DECORATED = re.compile(rf"^@{_CALL}[^\n]*\n(?:@[^\n]*\n)*(?:async\s+)?(?:class|def)\s+(?P<attr>\w+)", re.M)
-_ASSIGNED = re.compile(rf"^(?P<attr>\w+)\s*(?::[^=\n]+)?=\s*{_CALL}", re.M)
+_MARK = re.compile(rf"(?:@|\w+\s*(?::[^=]+)?=\s*){_CALL}")
 
 
 class PluginError(Exception):
@@ -88,10 +87,10 @@ def _built_in(kind: Kind) -> dict[str, str]:
         if "register(" not in text:
             continue
         module = ".".join(("tamesu", *path.relative_to(_PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
-        for pattern in (_DECORATED, _ASSIGNED):
-            for match in pattern.finditer(text):
-                if match["kind"] == kind:
-                    found.setdefault(match["name"], module)
+        for line in text.splitlines():
+            match = _MARK.match(line) if "register(" in line else None
+            if match is not None and match["kind"] == kind:
+                found.setdefault(match["name"], module)
     return found
 
 
