@@ -231,3 +231,11 @@ def test_every_built_in_is_found_without_importing_it_and_registers_itself() -> 
         # a registration the source scan would miss (a decorator written another way) fails here
         importable = [n for n in names if found["loaded"][f"{kind}:{n}"] != "needs an extra"]
         assert set(importable) <= set(found["registered"][kind]) <= set(names), kind
+
+
+def test_a_built_in_name_cannot_be_taken_by_another_module() -> None:
+    from tamesu import plugins
+
+    with pytest.raises(plugins.PluginError, match=r"tamesu.checks:contains is tamesu's own \(tamesu.checks.text\)"):
+        plugins.register("checks", "contains")
+    assert plugins.load("checks", "contains").__module__ == "tamesu.checks.text"

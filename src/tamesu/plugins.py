@@ -60,6 +60,10 @@ def register(kind: Kind, name: str, **attributes: Any) -> Callable[[T], T]:
     on it (a report writer's `default_file`). The object is returned unchanged."""
     if kind not in KINDS:
         raise ValueError(f"no plug-in kind {kind!r} (kinds: {', '.join(KINDS)})")
+    caller = sys._getframe(1).f_globals.get("__name__", "?")  # the module whose line registers it
+    home = _built_in(kind).get(name)
+    if home is not None and caller != home:
+        raise PluginError(f"{group(kind)}:{name} is tamesu's own ({home}); {caller} cannot register it")
 
     def mark(obj: T) -> T:
         for key, value in attributes.items():
