@@ -1,8 +1,8 @@
 """Assertion kinds. Each lives in one module whose class is marked `@register("checks", KEY)` (see
 `tamesu.plugins`, through which plug-ins add theirs too); a module is imported only when a suite uses its key.
 
-A registered `Check` class is a key under `assert:`; anything registered (a plug-in's plain function too) is a
-check `custom: {name: ...}` can name.
+A registered `Check` class is a key under `assert:`; what a plug-in registers (a `Check` class or a plain
+function) is also a check `custom: {name: ...}` can name (a built-in is written as its key).
 """
 
 from __future__ import annotations
