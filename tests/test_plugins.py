@@ -222,7 +222,7 @@ def test_every_built_in_is_found_without_importing_it_and_registers_itself() -> 
     listed = found["listed"]
     assert found["early"] == []  # listing the names imported no target, check or report module
     assert {"rest", "a2a", "sip", "livekit", "browser"} <= set(listed["targets"]) and len(listed["targets"]) == 12
-    assert {"contains", "judge", "evaluator", "custom"} <= set(listed["checks"]) and len(listed["checks"]) == 29
+    assert {"contains", "judge", "evaluator", "custom", "span"} <= set(listed["checks"]) and len(listed["checks"]) == 30
     assert sorted(listed["providers"]) == ["anthropic", "fake", "openai"]
     assert sorted(listed["reports"]) == ["github", "html", "json", "junit", "markdown"]
     assert sorted(listed["evaluators"]) == ["answer_relevancy", "faithfulness", "maliciousness"]

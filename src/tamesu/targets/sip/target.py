@@ -50,8 +50,7 @@ NO_ANSWER_CODES = {408, 480, 487}
 @register("targets", "sip")
 class SipTarget(Target):
     kind = "sip"
-    audio = True
-    dtmf = True
+    audio = dtmf = True
     Spec = SipSpec
     spec: SipSpec
 
