@@ -10,15 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_UNITS = {w: n for n, w in enumerate(
-    "zero one two three four five six seven eight nine".split())}
-_TEENS = {w: n for n, w in enumerate(
-    "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split(), start=10)}
-_TENS = {w: n * 10 for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_UNITS = {w: n for n, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                       "nine"])}
+_TEENS = {w: n for n, w in enumerate(["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
+                                      "seventeen", "eighteen", "nineteen"], start=10)}
+_TENS = {w: n * 10 for n, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+                                          "ninety"], start=2)}
 _SCALES = {"thousand": 1000, "million": 10**6, "billion": 10**9}
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
              "eighth": 8, "ninth": 9, "tenth": 10}
-FILLERS = frozenset("um umm uh uhh uhm er erm ah ahh hmm hm mm mhm eh".split())
+FILLERS = frozenset({"um", "umm", "uh", "uhh", "uhm", "er", "erm", "ah", "ahh", "hmm", "hm", "mm", "mhm", "eh"})
 """Sounds a speaker makes while thinking: never part of what they said."""
 _SUFFIXES = {"st", "nd", "rd", "th"}  # 1st, 2nd: the digits are the number
 

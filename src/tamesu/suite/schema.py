@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -136,17 +136,28 @@ class FileSpec(Strict):
         return self
 
 
+SpeechMatch = Literal["speech", "exact"]
+"""How text is matched on an audio turn: as a listener hears speech (tamesu.speech), or exactly as written."""
+
+
 class ScriptStep(Strict):
     say: str | None = None
     data: Any = None
     files: list[FileSpec] = Field(default_factory=list)
     wait_for: str | None = None
+    timeout: Duration | None = None
+    """How long a `wait_for` keeps listening for its phrase across the agent's utterances (default 15s)."""
+    match: SpeechMatch = "speech"
+    similarity: float = Field(0.8, gt=0, le=1)
+    """`wait_for` on an audio turn: the share of the phrase's words that must be heard (tamesu.speech)."""
     dtmf: str | None = None
 
     @model_validator(mode="after")
     def _something(self) -> ScriptStep:
         if self.say is None and self.data is None and not self.files and self.wait_for is None and not self.dtmf:
             raise ValueError("a script step needs say, data, files, wait_for or dtmf")
+        if self.wait_for is None and ({"timeout", "match", "similarity"} & self.model_fields_set):
+            raise ValueError("timeout, match and similarity belong to a wait_for step")
         return self
 
 
