@@ -72,7 +72,7 @@ def _stream(heard: Sequence[Heard]) -> _Stream:
     return _Stream(found, where, origin)
 
 
-def _best_in(phrase: list[Token], window: list[Token]) -> tuple[int, int]:
+def _best_in(phrase: list[Token], window: list[Token], strict: bool = True) -> tuple[int, int]:
     """(words of the phrase matched in order, index in `window` of the last heard word needed), with every
     number of the phrase matched; (_MISSING, -1) when a number cannot be. A longest common subsequence in
     which a number of the phrase may not be skipped."""
@@ -80,13 +80,13 @@ def _best_in(phrase: list[Token], window: list[Token]) -> tuple[int, int]:
     # column[j]: most words of phrase[:j] matched within window[:k], for the k read so far
     column = [0] * (n + 1)
     for j in range(1, n + 1):
-        column[j] = column[j - 1] if not phrase[j - 1].digit else _MISSING
+        column[j] = column[j - 1] if not (strict and phrase[j - 1].digit) else _MISSING
     best, last = column[n], -1
     for k, heard in enumerate(window):
         previous = column[:]
         for j in range(1, n + 1):
             options = [previous[j]]
-            if not phrase[j - 1].digit:
+            if not (strict and phrase[j - 1].digit):
                 options.append(column[j - 1])
             if phrase[j - 1].key == heard.key and previous[j - 1] > _MISSING:
                 options.append(previous[j - 1] + 1)
@@ -98,15 +98,19 @@ def _best_in(phrase: list[Token], window: list[Token]) -> tuple[int, int]:
 
 def find(phrase: str, heard: Sequence[Heard], similarity: float = SIMILARITY) -> Match | None:
     """Where `phrase` was heard in `heard` (its best match), or None (see the module docstring)."""
-    best = closest(phrase, heard)
+    best = _best(phrase, heard, strict=True)
     if best is None or best.score + 1e-9 < similarity:
         return None
     return best
 
 
 def closest(phrase: str, heard: Sequence[Heard]) -> Match | None:
-    """The best match of `phrase` in `heard`, however poor (None when nothing of it was heard): a failure's
-    reason says how near the agent came."""
+    """The best match of `phrase` in `heard`, however poor, a number missed too (None when nothing of it was
+    heard): a failure's reason says how near the agent came."""
+    return _best(phrase, heard, strict=False)
+
+
+def _best(phrase: str, heard: Sequence[Heard], strict: bool) -> Match | None:
     for utterance in heard:  # the words exactly as written: nothing to explain
         at = utterance.text.casefold().find(phrase.casefold())
         if phrase.strip() and at >= 0:
@@ -122,7 +126,7 @@ def closest(phrase: str, heard: Sequence[Heard]) -> Match | None:
     for start, token in enumerate(stream.tokens):
         if token.key not in keys:
             continue  # a match starts on a word of the phrase
-        matched, last = _best_in(wanted, stream.tokens[start:start + span])
+        matched, last = _best_in(wanted, stream.tokens[start:start + span], strict)
         if matched <= 0:
             continue
         candidate = (matched, -last, -start, start + last)
@@ -160,7 +164,8 @@ def search(pattern: re.Pattern[str], heard: Sequence[Heard]) -> tuple[Heard, re.
     for utterance in heard:
         if (match := pattern.search(utterance.text)) is not None:
             return utterance, match, False
+    aloud = re.compile(pattern.pattern, pattern.flags | re.IGNORECASE)  # speech has no letter case
     for utterance in heard:
-        if (match := pattern.search(spoken(utterance.text))) is not None:
+        if (match := aloud.search(spoken(utterance.text))) is not None:
             return utterance, match, True
     return None
