@@ -252,13 +252,24 @@ class SipTarget(Target):
         else:
             self._voice._current = None
         reply.sent_at_ms = session.now_ms()
-        return await self._listen(reply, first=False)
+        heard = await self._listen(reply, first=False)
+        assert heard is not None  # without a limit a turn is always heard (or fails)
+        return heard
+
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        """The agent's next utterance on the call without the caller saying anything (a `wait_for`)."""
+        session = self._require_session()
+        if self._ended_by is not None:
+            return None
+        self._voice._current = None
+        return await self._listen(AgentTurn(sent_at_ms=session.now_ms()), first=False, limit=timeout)
 
     async def _send_frame(self, frame: bytes) -> None:
         await self._phone.frame(frame)
 
-    async def _listen(self, turn: AgentTurn, *, first: bool) -> AgentTurn:
-        """The agent's speech until `idle` of silence after it, the call's end, or `turn_timeout`."""
+    async def _listen(self, turn: AgentTurn, *, first: bool, limit: float | None = None) -> AgentTurn | None:
+        """The agent's speech until `idle` of silence after it, the call's end, or `turn_timeout`. With
+        `limit`, None when the agent has not started speaking within that many seconds."""
         assert self._session is not None
         session = self._session
         voice = self._voice
@@ -291,6 +302,8 @@ class SipTarget(Target):
                 break
             if spoke_at is not None and quiet_since is not None and now - quiet_since >= self.spec.idle:
                 break
+            if limit is not None and spoke_at is None and now - started > limit:
+                return None
             if now - started > self.spec.turn_timeout:
                 if spoke_at is None:
                     turn.completed_at_ms = session.now_ms()

@@ -1,0 +1,71 @@
+"""`wait_for` and the text checks against real voice agents, as a listener hears them: an IVR greeting in two
+utterances, worded differently from the phrase waited for, passes; a phrase the agent never says fails in one
+line naming what it said. Against the SIP phone agent (baresip), the pipecat bot and the Realtime agent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import phone
+from tamesu.audio.extra import problem as voice_problem
+
+OFFLINE = {"HF_HUB_OFFLINE": "1"}
+CLINIC = "Thank you for calling the clinic.|Press 1 for appointments, 2 for billing."
+
+
+def _results(out: Path) -> dict[str, dict[str, Any]]:
+    return {json.loads(p.read_text())["test"]: json.loads(p.read_text()) for p in out.rglob("result.json")}
+
+
+def _failure(result: dict[str, Any]) -> str:
+    return next(a["reason"] for a in result["assertions"] if not a["passed"])
+
+
+@pytest.mark.skipif((phone.missing() or voice_problem()) is not None,
+                    reason=phone.missing() or voice_problem() or "")
+def test_a_phone_menu_in_two_utterances_is_heard_as_a_listener_hears_it(tamesu: Callable, tmp_path: Path) -> None:
+    agent = phone.start("--greeting", CLINIC, "--pause-s", "2")
+    try:
+        suite = tmp_path / "clinic.tamesu.yaml"
+        suite.write_text(f"""
+targets:
+  clinic: {{ type: sip, to: "{agent.uri}", ring_timeout: 5s, idle: 1s, turn_timeout: 15s, max_duration: 40s }}
+tests:
+  - name: the menu
+    target: clinic
+    scenario: {{ script: [ {{ wait_for: "press 2 for billing" }}, {{ dtmf: "2" }} ] }}
+    assert:
+      - contains: "your balance is $42"
+      - not_contains: "pharmacy"
+  - name: never said
+    target: clinic
+    scenario: {{ script: [ {{ wait_for: "press 9 for the pharmacy", timeout: 6s }} ] }}
+""", encoding="utf-8")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                      timeout=150)
+    finally:
+        agent.stop()
+    assert "Traceback" not in done.stdout + done.stderr
+    results = _results(out)
+    menu = results["the menu"]
+    assert menu["status"] == "passed", json.dumps(menu["assertions"]) + done.stdout
+    # the greeting came as two turns before the caller pressed anything: heard across both
+    assert [t["user"] is None for t in menu["turns"][:2]] == [True, True], menu["turns"]
+    assert "clinic" in menu["turns"][0]["agent"]["text"].lower()
+    assert "billing" in menu["turns"][1]["agent"]["text"].lower()
+    assert menu["turns"][1]["agent"]["spoken"] is True
+    heard = [e for e in menu["events"] if e.get("name") == "user_side" and e.get("data", {}).get("heard")]
+    assert heard, menu["events"]
+    never = results["never said"]
+    assert never["status"] == "failed"
+    reason = _failure(never)
+    assert "\n" not in reason
+    assert reason.startswith("script step 1 waited 6s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
+    assert reason in done.stdout  # the console's one line
