@@ -8,10 +8,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
 from agents import phone
+from agents.voice_bot import needs_bot
 from tamesu.audio.extra import problem as voice_problem
 
 OFFLINE = {"HF_HUB_OFFLINE": "1"}
@@ -69,3 +71,44 @@ tests:
     assert reason.startswith("script step 1 waited 6s for 'press 9 for the pharmacy'; the agent said '"), reason
     assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
     assert reason in done.stdout  # the console's one line
+
+
+def _clinic_url(base: str, path: str) -> str:
+    return f"{base}/{path}?" + urlencode({"greeting": CLINIC, "pause_s": "2.5"})
+
+
+@needs_bot
+def test_the_pipecat_bot_greeting_in_two_utterances(tamesu: Callable, tmp_path: Path, voice_bot_url: str) -> None:
+    url = _clinic_url(voice_bot_url, "pipecat")
+    suite = tmp_path / "bot.tamesu.yaml"
+    suite.write_text(f"""
+targets:
+  audio: {{ type: pipecat, url: "{url}", mode: audio, sample_rate: 16000, idle: 1s, turn_timeout: 30s }}
+  text: {{ type: pipecat, url: "{url}", mode: text, idle: 1s, turn_timeout: 30s }}
+tests:
+  - name: audio menu
+    target: audio
+    scenario: {{ script: [ {{ wait_for: "press two for billing" }}, {{ dtmf: "2" }} ] }}
+    assert: [ {{ contains: balance }} ]
+  - name: text menu
+    target: text
+    scenario: {{ script: [ {{ wait_for: "2 for billing" }}, {{ dtmf: "2" }} ] }}
+    assert: [ {{ contains: balance }} ]
+  - name: never said
+    target: audio
+    scenario: {{ script: [ {{ wait_for: "press 9 for the pharmacy", timeout: 8s }} ] }}
+""", encoding="utf-8")
+    out = tmp_path / "out"
+    done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                  timeout=300)
+    assert "Traceback" not in done.stdout + done.stderr
+    results = _results(out)
+    for name in ("audio menu", "text menu"):
+        menu = results[name]
+        assert menu["status"] == "passed", name + json.dumps(menu["assertions"]) + done.stdout
+        assert [t["user"] is None for t in menu["turns"][:2]] == [True, True], menu["turns"]
+        assert "billing" in menu["turns"][1]["agent"]["text"].lower()
+        assert menu["turns"][1]["agent"]["spoken"] is (name == "audio menu")
+    reason = _failure(results["never said"])
+    assert reason.startswith("script step 1 waited 8s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
