@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import pytest
 
 from agents import phone
+from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
 from agents.voice_bot import needs_bot
 from tamesu.audio.extra import problem as voice_problem
 
@@ -111,4 +112,36 @@ tests:
         assert menu["turns"][1]["agent"]["spoken"] is (name == "audio menu")
     reason = _failure(results["never said"])
     assert reason.startswith("script step 1 waited 8s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
+
+
+@needs_voice
+def test_the_realtime_agent_greeting_in_two_responses(tamesu: Callable, tmp_path: Path,
+                                                      realtime_agent: str) -> None:  # noqa: F811
+    url = realtime_agent + "?" + urlencode({"greeting": CLINIC, "pause_s": "2.5"})
+    suite = tmp_path / "realtime.tamesu.yaml"
+    suite.write_text(f"""
+targets:
+  clinic: {{ type: realtime, url: "{url}", mode: audio, audio_format: pcm16, turn_detection: commit }}
+tests:
+  - name: the menu
+    target: clinic
+    scenario: {{ script: [ {{ say: "Hello" }}, {{ wait_for: "press two for billing" }} ] }}
+    assert: [ {{ contains: "press 2 for billing" }}, {{ regex: "(\\\\d) for billing" }} ]
+  - name: never said
+    target: clinic
+    scenario: {{ script: [ {{ say: "Hello" }}, {{ wait_for: "press 9 for the pharmacy", timeout: 8s }} ] }}
+""", encoding="utf-8")
+    out = tmp_path / "out"
+    done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                  timeout=300)
+    assert "Traceback" not in done.stdout + done.stderr
+    results = _results(out)
+    menu = results["the menu"]
+    assert menu["status"] == "passed", json.dumps(menu["assertions"]) + done.stdout
+    assert [t["user"] is None for t in menu["turns"]] == [False, True], menu["turns"]
+    assert "clinic" in menu["turns"][0]["agent"]["text"].lower()
+    assert "billing" in menu["turns"][1]["agent"]["text"].lower()
+    reason = _failure(results["never said"])
+    assert reason.startswith("script step 2 waited 8s for 'press 9 for the pharmacy'; the agent said '"), reason
     assert "clinic" in reason.lower() and "billing" in reason.lower(), reason

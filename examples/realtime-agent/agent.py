@@ -21,6 +21,8 @@ What it implements of the protocol, as a client of the real service would meet i
   and with server VAD the user's speech during a reply cancels it (`turn_detected`);
 - anything else gets an `error` event.
 Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, so a cancel shows on the wire.
+`?greeting=A|B&pause_s=2` on the URL: its first answer is A, then after the pause it starts a response of its
+own saying B (an IVR that greets, then reads its menu).
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -39,6 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -163,6 +166,9 @@ class Connection:
 
     def __init__(self, ws: ServerConnection, model: str) -> None:
         self.ws = ws
+        query = parse_qs(urlsplit(ws.request.path if ws.request is not None else "").query)
+        self.greeting = [p.strip() for p in query.get("greeting", [""])[0].split("|") if p.strip()]
+        self.pause_s = float(query.get("pause_s", ["2"])[0])
         self.session: dict[str, Any] = {
             "type": "realtime", "model": model,
             "output_modalities": ["audio"], "instructions": "You are the booking assistant of Bella's.",
@@ -329,7 +335,7 @@ class Connection:
         base = {"object": "realtime.response", "id": response_id, "output_modalities": modalities,
                 "conversation_id": _id("conv"), "metadata": metadata}
         await self.emit({"type": "response.created", "response": {**base, "status": "in_progress", "output": []}})
-        decision = decide(self.history)
+        decision = Decision(say=self.greeting.pop(0)) if self.greeting else decide(self.history)
         if decision.tool is not None:
             item = await self._tool_call(response_id, decision)
             status = "completed"
@@ -338,6 +344,8 @@ class Connection:
         details = {"type": "cancelled", "reason": self.cancel_reason} if status == "cancelled" else None
         await self.emit({"type": "response.done", "response": {**base, "status": status, "status_details": details,
                                                                "output": [item]}})
+        if self.greeting and status == "completed":  # the rest of the greeting, unprompted, after a pause
+            asyncio.get_running_loop().call_later(self.pause_s, self._start_response)
 
     async def _tool_call(self, response_id: str, decision: Decision) -> dict[str, Any]:
         item_id, call_id = _id("item"), _id("call")

@@ -297,6 +297,20 @@ class RealtimeTarget(Target):
             if self.spec.turn_detection == "commit":
                 await self._send({"type": "input_audio_buffer.commit"})
                 await self._send(self._response_create())
+        return await self._reply(session, reply, audio, sent_at)
+
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        """A response the agent starts by itself (a `wait_for` still listening); None when nothing comes."""
+        session, deadline = self._require_session(), asyncio.get_running_loop().time() + timeout
+        while self._queue.empty():
+            if asyncio.get_running_loop().time() >= deadline:
+                return None
+            await asyncio.sleep(POLL_S)
+        if self._voice is not None:
+            self._voice._current = None
+        return await self._reply(session, Reply(), None, session.now_ms())
+
+    async def _reply(self, session: Session, reply: Reply, audio: TurnAudio | None, sent_at: float) -> AgentTurn:
         limit = self.spec.turn_timeout
         try:
             async with asyncio.timeout(limit) as scope:
