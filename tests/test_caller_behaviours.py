@@ -118,3 +118,25 @@ async def test_the_wording_behaviours_change_what_is_said(tmp_path: Path) -> Non
     assert turns[0].said == "My order is O R D one zero zero one."
     _track, turns = await _call(tmp_path / "hesitant", {"disfluency": 1.0}, LINE)
     assert turns[0].said.split()[0] in ("Um,", "Uh,", "Er,") and turns[0].said.endswith(LINE)
+
+
+@needs_voice
+async def test_english_accents_are_voices_of_their_own() -> None:
+    """espeak-ng's English variants are installed voices, each saying the line its own way. The American and
+    southern British ones are understood by Whisper tiny.en; the Scottish one is not (it heard "Please look at
+    the default font right there."): an accent a test may use to find where an agent's hearing fails."""
+    from tamesu.audio import stt, tts, voices, wer
+
+    accents = [name for name in ("espeak:en-us", "espeak:en-gb", "espeak:en-gb-scotland", "espeak:en-gb-x-rp")
+               if voices.find(name) is not None]
+    if len(accents) < 2:
+        pytest.skip("espeak-ng's English variants are not installed")
+    said = {}
+    for name in accents:
+        clip, voice = await tts.say("Please book a table for two on Friday.", name)
+        assert voice.name == name
+        said[name] = clip.samples.tobytes()
+        if name in ("espeak:en-us", "espeak:en-gb"):
+            heard = stt.transcribe(clip.at(16000).padded(300, 300)).text
+            assert wer.word_error_rate([("Please book a table for two on Friday.", heard)]) <= 0.4, (name, heard)
+    assert len(set(said.values())) == len(accents)  # no two accents are the same recording
