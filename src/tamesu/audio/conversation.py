@@ -60,6 +60,7 @@ class AudioConversation:
         self._hearing: list[asyncio.Task[None]] = []
         self._heard_parts: dict[int, int] = {}
         self._speech_rms = noise.TYPICAL_SPEECH_RMS
+        self._unit_noise: np.ndarray | None = None
         """The loudness of the user's last utterance: noise between utterances is set against it."""
 
     # -- the user speaks ------------------------------------------------------------------------------
@@ -78,20 +79,26 @@ class AudioConversation:
         ready_at = (max(self.session.now_ms(), self.playback.cursor_ms) if pause else self.session.now_ms()) + silence
         clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
         turn.voice = voice.name
-        clip = noise.gained(clip, self.behaviour.volume_db)
-        self._speech_rms = noise.speech_rms(clip) or self._speech_rms
-        if self.behaviour.noise is not None:
-            clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db,
-                             self.behaviour.noise_seed())
+        seed = self.behaviour.noise_seed() if self.behaviour.noise is not None else 0
+        # gain, noise and the wire encoding take tens to hundreds of ms of numpy for a sentence: off the event
+        # loop, where they would hold back every other conversation's frames
+        clip, wire = await asyncio.to_thread(self._prepared, clip, seed)
         wait_ms = ready_at - self.session.now_ms()
         if wait_ms > 0:
             await asyncio.sleep(wait_ms / 1000)
-        wire = frames(clip.wire(self.send_format), self.send_format)
         turn.user_from_ms = self.session.now_ms()
         self.recorder.user(clip, turn.user_from_ms)
         await self.pacer.stream(wire, send_frame)
         turn.user_to_ms = self.session.now_ms()
         return turn
+
+    def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
+        """The utterance as the line carries it: louder or quieter, the noise under it, in wire frames."""
+        clip = noise.gained(clip, self.behaviour.volume_db)
+        self._speech_rms = noise.speech_rms(clip) or self._speech_rms
+        if self.behaviour.noise is not None:
+            clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db, seed)
+        return clip, frames(clip.wire(self.send_format), self.send_format)
 
     async def keep_line_open(self, send_frame: Callable[[bytes], Awaitable[None]], stop: asyncio.Event) -> None:
         """Silence at wall-clock pace until `stop`: a caller's line stays open between utterances, so an agent
@@ -99,7 +106,7 @@ class AudioConversation:
         noise `between`, the line carries that noise instead (recorded in `audio.wav`)."""
         rate = self.send_format.rate
         frame = frames(Clip.silence(20, rate).wire(self.send_format), self.send_format)[0]
-        between = self._line_noise()
+        between = await asyncio.to_thread(self._line_noise)
         loop_start = asyncio.get_running_loop().time()
         k = 0
         while not stop.is_set():
@@ -122,8 +129,9 @@ class AudioConversation:
         if chosen is None or not chosen.between:
             return None
         rate = self.send_format.rate
-        unit = noise.generate(chosen.name, 10_000, rate, self.behaviour.seed).samples.astype(np.float64)
-        scaled = unit * self._speech_rms * 10 ** (chosen.level_db / 20)
+        if self._unit_noise is None:  # made once per conversation, set against each utterance's loudness
+            self._unit_noise = noise.generate(chosen.name, 10_000, rate, self.behaviour.seed).samples.astype(np.float64)
+        scaled = self._unit_noise * self._speech_rms * 10 ** (chosen.level_db / 20)
         return np.clip(np.round(scaled), -32768, 32767).astype(np.int16)
 
     # -- the agent speaks -----------------------------------------------------------------------------
