@@ -22,7 +22,7 @@ from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import as_text, last_tool_results, lines_of
-from tamesu.roles.wait_for import WaitFor, heard, since_user, what_was_said
+from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 
@@ -97,8 +97,10 @@ class ScriptedUser(UserSimulator):
                         self._next -= 1  # the same step, once the agent said more
                         return UserAction(listen=more, note={"wait_for": expected, "step": number,
                                                              "listening_s": round(more, 3)})
-                    listened = self._wait.listened(number)
-                    waited = f" {listened:.0f}s" if listened >= 1 else ""
+                    # a wait that ran to its timeout says so (an utterance begun before it is heard out); one a
+                    # target ended at once, hearing the agent only in answer to a turn, does not
+                    timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT
+                    waited = f" {timeout:g}s" if self._wait.listened(number) >= 0.9 * timeout else ""
                     return UserAction(stop="script_done", failure=(
                         f"script step {number} waited{waited} for {expected!r}; "
                         f"{what_was_said(expected, turns, step)}"))
