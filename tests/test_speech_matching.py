@@ -110,3 +110,11 @@ def test_a_pattern_is_tried_as_written_then_as_spoken() -> None:
     found = search(re.compile(r"clinic"), IVR)
     assert found is not None and found[2] is False
     assert search(re.compile(r"\d{4}"), IVR) is None
+
+
+def test_a_digit_said_alone_may_be_written_as_a_word_that_sounds_like_it() -> None:
+    heard = [Heard(1, "press one for appointment to for billing.")]  # Whisper on a phone line
+    match = find("press 2 for billing", heard)
+    assert match is not None and match.quote == "press one for appointment to for billing."
+    assert find("press to for billing", [Heard(1, "press 2 for billing")]) is None  # never the other way
+    assert find("press 3 for billing", heard) is None

@@ -17,6 +17,9 @@ from tamesu.speech.words import Token, spoken, tokens
 SIMILARITY = 0.8
 """One word in five may be missed or misheard."""
 _MISSING = -(10**6)
+SOUNDS_LIKE = {"0": {"oh", "o"}, "1": {"won"}, "2": {"to", "too"}, "4": {"for", "fore"}, "8": {"ate"}}
+"""Words speech-to-text writes for a digit said alone ("press one for appointment to for billing"): a digit of
+the phrase is heard in them. Only that way round: "to" in the phrase is never a 2."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,10 @@ def _stream(heard: Sequence[Heard]) -> _Stream:
     return _Stream(found, where, origin)
 
 
+def _same(wanted: Token, heard: Token) -> bool:
+    return wanted.key == heard.key or heard.text in SOUNDS_LIKE.get(wanted.text, ())
+
+
 def _best_in(phrase: list[Token], window: list[Token], strict: bool = True) -> tuple[int, int]:
     """(words of the phrase matched in order, index in `window` of the last heard word needed), with every
     number of the phrase matched; (_MISSING, -1) when a number cannot be. A longest common subsequence in
@@ -88,7 +95,7 @@ def _best_in(phrase: list[Token], window: list[Token], strict: bool = True) -> t
             options = [previous[j]]
             if not (strict and phrase[j - 1].digit):
                 options.append(column[j - 1])
-            if phrase[j - 1].key == heard.key and previous[j - 1] > _MISSING:
+            if _same(phrase[j - 1], heard) and previous[j - 1] > _MISSING:
                 options.append(previous[j - 1] + 1)
             column[j] = max(options)
         if column[n] > best:
@@ -121,7 +128,7 @@ def _best(phrase: str, heard: Sequence[Heard], strict: bool) -> Match | None:
         return None
     stream = _stream(heard)
     span = 2 * len(wanted)
-    keys = {w.key for w in wanted}
+    keys = {w.key for w in wanted} | {w for t in wanted for w in SOUNDS_LIKE.get(t.text, ())}
     best: tuple[int, int, int, int] | None = None  # (matched, -length, -start, end): most words, tightest, first
     for start, token in enumerate(stream.tokens):
         if token.key not in keys:
