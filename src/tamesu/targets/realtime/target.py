@@ -58,7 +58,7 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnErr
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.targets.base import Target
-from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge
+from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge, unprompted
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_trace_id, with_traceparent
@@ -300,14 +300,9 @@ class RealtimeTarget(Target):
         return await self._reply(session, reply, audio, sent_at)
 
     async def listen(self, timeout: float) -> AgentTurn | None:
-        """A response the agent starts by itself (a `wait_for` still listening); None when nothing comes."""
-        session, deadline = self._require_session(), asyncio.get_running_loop().time() + timeout
-        while self._queue.empty():
-            if asyncio.get_running_loop().time() >= deadline:
-                return None
-            await asyncio.sleep(POLL_S)
-        if self._voice is not None:
-            self._voice._current = None
+        session = self._require_session()
+        if not await unprompted(self._queue, timeout, self._voice, POLL_S):
+            return None
         return await self._reply(session, Reply(), None, session.now_ms())
 
     async def _reply(self, session: Session, reply: Reply, audio: TurnAudio | None, sent_at: float) -> AgentTurn:
