@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from tamesu.conversation import ToolCall, UserTurn
+from tamesu.conversation import AgentTurn, ToolCall, TurnAudio, UserTurn
 
 
 @dataclass
@@ -38,6 +38,12 @@ class Reply:
     response: Any = None
     ended: bool = False
     interrupted: bool = False
+
+    def turn(self, sent_at: float, now: float, audio: TurnAudio | None, measures: dict[str, float]) -> AgentTurn:
+        """The agent's turn this reply makes."""
+        return AgentTurn(text=self.text, response=self.response, raw=self.raw, tool_calls=self.calls,
+                         sent_at_ms=sent_at, first_token_at_ms=self.first_at, completed_at_ms=self.done_at or now,
+                         ended=self.ended, audio=audio, measures=measures)
 
 
 def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

@@ -301,9 +301,8 @@ class RealtimeTarget(Target):
 
     async def listen(self, timeout: float) -> AgentTurn | None:
         session = self._require_session()
-        if not await unprompted(self._queue, timeout, self._voice, POLL_S):
-            return None
-        return await self._reply(session, Reply(), None, session.now_ms())
+        return await self._reply(session, Reply(), None, session.now_ms()) \
+            if await unprompted(self._queue, timeout, self._voice, POLL_S) else None
 
     async def _reply(self, session: Session, reply: Reply, audio: TurnAudio | None, sent_at: float) -> AgentTurn:
         limit = self.spec.turn_timeout
@@ -317,10 +316,7 @@ class RealtimeTarget(Target):
         measures: dict[str, float] = {}
         if self._voice is not None:
             audio, measures = self._voice.end_turn()
-        agent = AgentTurn(text=reply.text, response=reply.response, raw=reply.raw, tool_calls=reply.calls,
-                          sent_at_ms=sent_at, first_token_at_ms=reply.first_at,
-                          completed_at_ms=reply.done_at or session.now_ms(), ended=reply.ended, audio=audio,
-                          measures=measures)
+        agent = reply.turn(sent_at, session.now_ms(), audio, measures)
         if reply.interrupted:
             self._interrupted_turn = agent
         return agent
