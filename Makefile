@@ -9,7 +9,6 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev,all]"
-	$(BIN)/pip install --quiet --no-deps "silero-vad==6.2.3"   # only its ONNX file: importing it needs torch
 	touch $@
 
 # the reference voice bot (examples/voice-bot) in a venv of its own: pipecat-ai pins protobuf<7, tamesu needs 7

@@ -190,7 +190,7 @@ def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--counts", default="1,2,4,6", help="conversations at once to try")
+    parser.add_argument("--counts", default="1,4,8,16", help="conversations at once to try")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--only", choices=["realtime", "pipecat"], help="the conversations at once of one target "
                         "(and no stages): prints the figures, writes nothing")

@@ -204,6 +204,30 @@ def test_speech_is_found_where_it_was_put_and_understood() -> None:
     assert vad.segments(Clip.silence(2000, 16000)) == []
 
 
+def test_vad_needs_nothing_but_the_voice_extra() -> None:
+    """One `pip install 'tamesu[voice]'`: Silero's ONNX file is faster-whisper's, and the VAD runs in a
+    process where the `silero_vad` package cannot be imported at all."""
+    import subprocess
+    import sys
+
+    from tamesu.audio import vad
+
+    assert vad.model_file().is_file() and vad.model_file().parent.name == "assets"
+    code = (
+        "import sys; sys.modules['silero_vad'] = None\n"
+        "import asyncio\n"
+        "from tamesu.audio import tts, vad, extra\n"
+        "assert extra.missing() == [], extra.missing()\n"
+        "spoken, _ = asyncio.run(tts.say('Hello there, good evening'))\n"
+        "print(vad.segments(spoken.at(16000).padded(1000, 1000)))\n")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": src, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = eval(done.stdout.strip())  # a list of (start, end) tuples printed by the child
+    assert len(found) >= 1 and 850 <= found[0][0] <= 1250, found
+
+
 def test_the_streaming_vad_says_when_speech_starts_and_stops() -> None:
     from tamesu.audio import tts
     from tamesu.audio.vad import StreamingVad

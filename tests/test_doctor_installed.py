@@ -28,8 +28,6 @@ def test_doctors_table_is_pyprojects_extras_and_all_is_every_one_but_embeddings(
     assert declared["all"] == ["tamesu[" + ",".join(e.name for e in EXTRAS if e.name != "embeddings") + "]"]
     for extra in EXTRAS:
         packages = {_name(r) for r in declared[extra.name] if not r.startswith("tamesu[")}
-        if extra.name == "voice":
-            packages.add("silero-vad")  # installed with --no-deps by its command, so not in the extra
         assert {_name(p) for p in extra.modules.values()} == packages, extra.name
     assert set(declared) - {"dev", "all"} == {e.name for e in EXTRAS}
 

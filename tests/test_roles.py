@@ -306,7 +306,10 @@ async def test_a_script_that_fails_never_calls_the_model() -> None:
     client = ScriptedClient({"input": "x"})
     scenario = Scenario(goal="g", script=[ScriptStep(wait_for="press 2")])
     simulator = ModelSimulator(client, scenario, base_dir=Path("."))
-    action = await simulator.next_turn(talk((None, "Welcome")), Context())
+    conversation = talk((None, "Welcome"))
+    listening = await simulator.next_turn(conversation, Context())
+    assert listening.listen == 15 and listening.turn is None  # the wait listens for more of the agent first
+    action = await simulator.next_turn(conversation, Context())  # nothing more came
     assert action.stop == "script_done" and action.failure and "press 2" in action.failure
     assert client.requests == []
 

@@ -1,6 +1,7 @@
 """A phone IVR agent on Debian's baresip, for the sip target's example suites and tests.
 
     python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
+                                         [--greeting TEXT] [--pause-s 1.8]
 
 baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
 its configuration, starts it, and drives it over its control socket as a small IVR:
@@ -9,6 +10,8 @@ its configuration, starts it, and drives it over its control socket as a small I
 - digit 2: "You chose billing. Your balance is forty two dollars. Goodbye." then it hangs up;
 - digit 3: "Transferring you now." then it transfers the call to `sip:billing@127.0.0.1` (a REFER);
 - digit 9: it answers with the digits 1234# (DTMF from the agent);
+- `--greeting "First words.|Then these."` says another greeting, each `|` a pause of `--pause-s` (1.8 s)
+  between two utterances, as an IVR that greets and then reads its menu does;
 - `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
   nothing, `drop` hangs up a second into its greeting.
 
@@ -63,17 +66,22 @@ def free_sip_port() -> int:
         return port
 
 
-def speak(text: str, path: Path, lead_s: float = 0.3) -> float:
+def speak(text: str, path: Path, lead_s: float = 0.3, pause_s: float = 1.8) -> float:
     """The words as pcm16 8 kHz with a lead-in and a long silent tail; returns the words' length in s.
+    Each `|` in `text` is a pause of `pause_s` between two utterances.
     Spoken by tamesu's voice toolkit (Piper's packaged voice) when `tamesu[voice]` is installed, else by
     Debian's espeak-ng, whose robotic voice a phone line's G.711 makes hard to transcribe."""
     try:
         from tamesu.audio import tts
 
-        clip, _ = asyncio.run(tts.say(text))  # before the agent's own loop starts
-        samples = clip.at(RATE).samples
-        spoken_s = samples.size / RATE
-        pcm = bytes(int(lead_s * RATE) * 2) + samples.astype("<i2").tobytes() + bytes(TAIL_S * RATE * 2)
+        gap = bytes(int(pause_s * RATE) * 2)
+        parts = []
+        for part in text.split("|"):
+            clip, _ = asyncio.run(tts.say(part.strip()))  # before the agent's own loop starts
+            parts.append(clip.at(RATE).samples.astype("<i2").tobytes())
+        words = gap.join(parts)
+        spoken_s = len(words) / 2 / RATE
+        pcm = bytes(int(lead_s * RATE) * 2) + words + bytes(TAIL_S * RATE * 2)
         with wave.open(str(path), "wb") as out:
             out.setnchannels(1)
             out.setsampwidth(2)
@@ -83,7 +91,8 @@ def speak(text: str, path: Path, lead_s: float = 0.3) -> float:
     except ImportError:
         pass
     raw = path.with_suffix(".raw.wav")
-    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(raw), text], check=True,
+    text = text.replace("|", f' <break time="{int(pause_s * 1000)}ms"/> ')  # SSML (-m): espeak's own pause
+    subprocess.run(["espeak-ng", "-m", "-v", "en-us", "-s", "150", "-w", str(raw), text], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(path), "pad", str(lead_s),
                     str(TAIL_S)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
@@ -274,6 +283,8 @@ def main() -> int:
     parser.add_argument("--trigger-port", type=int, default=0)
     parser.add_argument("--mode", choices=["answer", "busy", "silent", "no-answer", "drop"], default="answer")
     parser.add_argument("--ring-ms", type=int, default=0)
+    parser.add_argument("--greeting", default=PROMPTS["greeting"], help="what it says on answer; | is a pause")
+    parser.add_argument("--pause-s", type=float, default=1.8, help="the pause a | in --greeting makes")
     args = parser.parse_args()
     _die_with_parent_self()
     for tool in ("baresip", "espeak-ng", "sox"):
@@ -284,7 +295,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tamesu-phone-agent-") as temporary:
         folder = Path(temporary)
         prompts = {name: folder / f"{name}.wav" for name in PROMPTS}
-        lengths = {name: speak(text, prompts[name]) for name, text in PROMPTS.items()}
+        said = {**PROMPTS, "greeting": args.greeting}
+        lengths = {name: speak(text, prompts[name], pause_s=args.pause_s) for name, text in said.items()}
         return asyncio.run(serve(args, folder, prompts, lengths))
 
 

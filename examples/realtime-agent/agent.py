@@ -21,6 +21,10 @@ What it implements of the protocol, as a client of the real service would meet i
   and with server VAD the user's speech during a reply cancels it (`turn_detected`);
 - anything else gets an `error` event.
 Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, so a cancel shows on the wire.
+`?greeting=A|B&pause_s=2` on the URL: its first answer is A, then after the pause it starts a response of its
+own saying B (an IVR that greets, then reads its menu).
+`?reply_delay_ms=300`: every answer waits that long more before it starts. Its own clock is kept in `TIMINGS`
+(per reply, the ms from the commit of the user's audio to its first audio delta), to check what tamesu measures.
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -39,6 +43,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -50,6 +55,8 @@ from tamesu.audio.formats import AudioFormat
 from tamesu.audio.vad import StreamingVad
 
 CHUNK_MS = 100
+TIMINGS: list[float] = []
+"""The agent's own time to first audio of each reply to committed audio (ms), in order."""
 # espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
 # its replies start quickly even on a loaded machine (the caller, played by tamesu, speaks with Piper)
 AGENT_VOICE = "espeak:en-us" if tts.voices.find("espeak:en-us") is not None else None
@@ -163,6 +170,12 @@ class Connection:
 
     def __init__(self, ws: ServerConnection, model: str) -> None:
         self.ws = ws
+        query = parse_qs(urlsplit(ws.request.path if ws.request is not None else "").query)
+        self.greeting = [p.strip() for p in query.get("greeting", [""])[0].split("|") if p.strip()]
+        self.pause_s = float(query.get("pause_s", ["2"])[0])
+        self.reply_delay_s = float(query.get("reply_delay_ms", ["0"])[0]) / 1000
+        self.committed_at: float | None = None
+        """The agent's clock when the user's audio was committed: its time to first audio starts there."""
         self.session: dict[str, Any] = {
             "type": "realtime", "model": model,
             "output_modalities": ["audio"], "instructions": "You are the booking assistant of Bella's.",
@@ -294,6 +307,7 @@ class Connection:
                 await self._commit(None, item_id=self._speech_item, respond=True)
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
+        self.committed_at = time.monotonic()
         if not self.buffer:
             await self.error("the input audio buffer is empty", "input_audio_buffer_commit_empty", event_id)
             return
@@ -329,7 +343,9 @@ class Connection:
         base = {"object": "realtime.response", "id": response_id, "output_modalities": modalities,
                 "conversation_id": _id("conv"), "metadata": metadata}
         await self.emit({"type": "response.created", "response": {**base, "status": "in_progress", "output": []}})
-        decision = decide(self.history)
+        decision = Decision(say=self.greeting.pop(0)) if self.greeting else decide(self.history)
+        if self.reply_delay_s:
+            await asyncio.sleep(self.reply_delay_s)
         if decision.tool is not None:
             item = await self._tool_call(response_id, decision)
             status = "completed"
@@ -338,6 +354,8 @@ class Connection:
         details = {"type": "cancelled", "reason": self.cancel_reason} if status == "cancelled" else None
         await self.emit({"type": "response.done", "response": {**base, "status": status, "status_details": details,
                                                                "output": [item]}})
+        if self.greeting and status == "completed":  # the rest of the greeting, unprompted, after a pause
+            asyncio.get_running_loop().call_later(self.pause_s, self._start_response)
 
     async def _tool_call(self, response_id: str, decision: Decision) -> dict[str, Any]:
         item_id, call_id = _id("item"), _id("call")
@@ -431,6 +449,9 @@ class Connection:
                                          "delta": word})
                     await self.emit({"type": "response.output_audio.delta", **where,
                                      "delta": base64.b64encode(data).decode()})
+                    if self.committed_at is not None:  # the first audio of the answer to that commit
+                        TIMINGS.append(round((time.monotonic() - self.committed_at) * 1000, 3))
+                        self.committed_at = None
                     sent_ms += fmt.duration_ms(len(data))
                     # never more than one chunk ahead of real time; a late sentence restarts the clock
                     delay = start + sent_ms / 1000 - CHUNK_MS / 1000 - time.monotonic()

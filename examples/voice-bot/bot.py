@@ -12,7 +12,8 @@ serializer for that provider:
 - `/telnyx`: Telnyx media streaming (JSON, A-law 8 kHz, PCMA both ways).
 
 The bot greets first, in one sentence so it is one piece of speech ("Welcome to Acme, press 2 for billing or
-ask me about the weather."), answers from the
+ask me about the weather."; a `?greeting=` query parameter on the websocket URL says another, each `|` in it a
+pause of `?pause_s=` (1.8 s) after the words before it, as an IVR that greets and then reads its menu), answers from the
 scripted rules, acts on a keypad digit (pipecat's DTMF aggregator turns it into the words "DTMF: 2"), calls its
 `get_weather` tool (answered by the bot itself here), and stops talking when the caller talks over it (its VAD
 interrupts; the serializer sends the provider's `clear`).
@@ -46,7 +47,7 @@ from loguru import logger  # noqa: E402
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema  # noqa: E402
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema  # noqa: E402
 from pipecat.audio.vad.silero import SileroVADAnalyzer  # noqa: E402
-from pipecat.frames.frames import TTSSpeakFrame  # noqa: E402
+from pipecat.frames.frames import BotStoppedSpeakingFrame, Frame, TTSSpeakFrame  # noqa: E402
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.runner import PipelineRunner  # noqa: E402
 from pipecat.pipeline.task import PipelineParams, PipelineTask  # noqa: E402
@@ -56,6 +57,7 @@ from pipecat.processors.aggregators.llm_response_universal import (  # noqa: E40
     LLMContextAggregatorPair,
     LLMUserAggregatorParams,
 )
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor  # noqa: E402
 from pipecat.serializers.base_serializer import FrameSerializer  # noqa: E402
 from pipecat.services.openai.llm import OpenAILLMService  # noqa: E402
 from pipecat.services.piper.tts import PiperTTSService  # noqa: E402
@@ -86,8 +88,35 @@ async def _weather(params: object) -> None:
     await params.result_callback({"summary": f"sunny and twenty one degrees in {city}"})  # type: ignore[attr-defined]
 
 
+class GreetingInParts(FrameProcessor):
+    """Says the rest of a greeting given in parts, each once the bot stopped speaking the one before and a
+    pause passed (after the output transport, where BotStoppedSpeakingFrame goes downstream)."""
+
+    def __init__(self, rest: list[str], pause_s: float) -> None:
+        super().__init__()
+        self.rest, self.pause_s = rest, pause_s
+        self.task: PipelineTask | None = None
+        self._later: set[asyncio.Task[None]] = set()
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, BotStoppedSpeakingFrame) and self.rest and self.task is not None:
+            part = self.rest.pop(0)
+            later = asyncio.create_task(self._say(part))
+            self._later.add(later)
+            later.add_done_callback(self._later.discard)
+        await self.push_frame(frame, direction)
+
+    async def _say(self, part: str) -> None:
+        await asyncio.sleep(self.pause_s)
+        if self.task is not None:
+            await self.task.queue_frames([TTSSpeakFrame(part)])
+
+
 async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: ChatModel, *,
                    add_wav_header: bool = False, client_tools: bool = False) -> None:
+    parts = [p.strip() for p in websocket.query_params.get("greeting", GREETING).split("|") if p.strip()]
+    greeter = GreetingInParts(parts[1:], float(websocket.query_params.get("pause_s", "1.8")))
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
     stt = WhisperSTTService(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
@@ -109,17 +138,18 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
         vad_analyzer=SileroVADAnalyzer()))
     pipeline = Pipeline([transport.input(), stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, tts,
-                         transport.output(), aggregators.assistant()])
+                         transport.output(), greeter, aggregators.assistant()])
     task = PipelineTask(pipeline, params=PipelineParams(audio_in_sample_rate=PIPELINE_RATE,
                                                         audio_out_sample_rate=PIPELINE_RATE))
     # over RTVI the client answers get_weather (an `llm-function-call` message, answered with
     # `llm-function-call-result`); a phone line has no client to ask, so the bot answers it itself
     llm.register_function("get_weather", task.rtvi.handle_function_call if client_tools else _weather)
+    greeter.task = task
 
     @transport.event_handler("on_client_connected")
     async def _connected(_transport: object, _client: object) -> None:
-        context.add_message({"role": "assistant", "content": GREETING})
-        await task.queue_frames([TTSSpeakFrame(GREETING)])
+        context.add_message({"role": "assistant", "content": " ".join(parts)})
+        await task.queue_frames([TTSSpeakFrame(parts[0])])
 
     @transport.event_handler("on_client_disconnected")
     async def _gone(_transport: object, _client: object) -> None:

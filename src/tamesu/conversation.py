@@ -135,6 +135,9 @@ class AgentTurn(BaseModel):
     own, or the conversation's when only the connection's handshake carried one (tamesu.telemetry.traceparent)."""
     audio: TurnAudio | None = None
     """Audio targets: the exchange's speech on the timeline (transcript.json shows it)."""
+    spoken: bool = False
+    """The text is what was heard in the agent's audio: `wait_for`, `contains`, `regex` and captures match it
+    as speech (tamesu.speech) unless told `match: exact`."""
     measures: dict[str, float] = Field(default_factory=dict)
     """Per-turn metrics a target measured (`time_to_first_audio_ms`, `interruption_stop_ms`): the engine
     makes each a distribution with `_p50`, `_p95`, `_max`, as it does `turn_latency_ms`."""

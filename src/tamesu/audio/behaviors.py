@@ -4,7 +4,13 @@
   300-1200 ms of the reply has played (a reply shorter than that is not interrupted).
 - `silence_after_turn_ms: [min, max]` (or one number): the user waits this long after the agent's reply
   before speaking.
-- `background_noise`: a name from `tamesu.audio.noise` (or `{name, level_db}`), mixed under the speech.
+- `background_noise`: a name from `tamesu.audio.noise` (or `{name, level_db, between}`), mixed under the speech,
+  and with `between: true` also sent on the open line between utterances.
+- `speaking_rate`: the voice synthesises faster or slower (Piper's length scale, espeak-ng's words per minute).
+- `volume_db`: the speech (not the noise) made louder or quieter.
+- `disfluency`: per utterance, the chance of an "um" and a restart (`tamesu.audio.wording`).
+- `spell_out`: numbers and codes read digit by digit (`tamesu.audio.wording`).
+A pack (`noisy_cafe`, `fast_talker`...) is a set of these (`tamesu.suite.caller_packs`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from tamesu.audio import wording
 from tamesu.audio.noise import DEFAULT_LEVEL_DB
 
 INTERRUPT_AFTER_MS = (300.0, 1200.0)
@@ -22,6 +29,7 @@ INTERRUPT_AFTER_MS = (300.0, 1200.0)
 class Noise:
     name: str
     level_db: float = DEFAULT_LEVEL_DB
+    between: bool = False
 
 
 class Behaviour:
@@ -41,9 +49,21 @@ class Behaviour:
         if isinstance(noise, str):
             self.noise: Noise | None = Noise(noise)
         elif noise is not None:
-            self.noise = Noise(noise.name, noise.level_db)
+            self.noise = Noise(noise.name, noise.level_db, bool(getattr(noise, "between", False)))
         else:
             self.noise = None
+        self.speaking_rate = float(getattr(behaviors, "speaking_rate", None) or 1.0)
+        self.volume_db = float(getattr(behaviors, "volume_db", None) or 0.0)
+        self.disfluency = float(getattr(behaviors, "disfluency", None) or 0.0)
+        self.spell_out = bool(getattr(behaviors, "spell_out", False))
+
+    def words(self, text: str) -> str:
+        """The line as this caller says it: spelled out, hesitant (a draw per utterance, when asked for)."""
+        if self.spell_out:
+            text = wording.spelled(text)
+        if self.disfluency > 0 and text.strip() and self._rng.random() < self.disfluency:
+            text = wording.hesitant(text, self._rng)
+        return text
 
     def interrupts(self) -> float | None:
         """For this agent reply: after how many ms of it the user talks over it, or None."""

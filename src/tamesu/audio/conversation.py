@@ -59,6 +59,9 @@ class AudioConversation:
         """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
         self._hearing: list[asyncio.Task[None]] = []
         self._heard_parts: dict[int, int] = {}
+        self._speech_rms = noise.TYPICAL_SPEECH_RMS
+        self._unit_noise: np.ndarray | None = None
+        """The loudness of the user's last utterance: noise between utterances is set against it."""
 
     # -- the user speaks ------------------------------------------------------------------------------
 
@@ -66,6 +69,7 @@ class AudioConversation:
                     pause: bool = True) -> TurnAudio:
         """Say `text`: wait the persona's silence (unless barging in), synthesise, mix the noise, and send
         20 ms frames at wall-clock pace. Returns the new turn's audio record, its user side filled."""
+        text = self.behaviour.words(text)
         turn = TurnAudio(said=text)
         self._current = turn
         self._interrupt_after = None
@@ -73,34 +77,62 @@ class AudioConversation:
         # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
         silence = self.behaviour.silence_ms() if pause else 0.0
         ready_at = (max(self.session.now_ms(), self.playback.cursor_ms) if pause else self.session.now_ms()) + silence
-        clip, voice = await tts.say(text, self.voice_name)
+        clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
         turn.voice = voice.name
-        if self.behaviour.noise is not None:
-            clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db,
-                             self.behaviour.noise_seed())
+        seed = self.behaviour.noise_seed() if self.behaviour.noise is not None else 0
+        # gain, noise and the wire encoding take tens to hundreds of ms of numpy for a sentence: off the event
+        # loop, where they would hold back every other conversation's frames
+        clip, wire = await asyncio.to_thread(self._prepared, clip, seed)
         wait_ms = ready_at - self.session.now_ms()
         if wait_ms > 0:
             await asyncio.sleep(wait_ms / 1000)
-        wire = frames(clip.wire(self.send_format), self.send_format)
         turn.user_from_ms = self.session.now_ms()
         self.recorder.user(clip, turn.user_from_ms)
         await self.pacer.stream(wire, send_frame)
         turn.user_to_ms = self.session.now_ms()
         return turn
 
+    def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
+        """The utterance as the line carries it: louder or quieter, the noise under it, in wire frames."""
+        clip = noise.gained(clip, self.behaviour.volume_db)
+        self._speech_rms = noise.speech_rms(clip) or self._speech_rms
+        if self.behaviour.noise is not None:
+            clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db, seed)
+        return clip, frames(clip.wire(self.send_format), self.send_format)
+
     async def keep_line_open(self, send_frame: Callable[[bytes], Awaitable[None]], stop: asyncio.Event) -> None:
         """Silence at wall-clock pace until `stop`: a caller's line stays open between utterances, so an agent
-        that detects the end of speech itself (server VAD) hears the pause."""
-        frame = frames(Clip.silence(20, self.send_format.rate).wire(self.send_format), self.send_format)[0]
+        that detects the end of speech itself (server VAD) hears the pause. With the persona's background
+        noise `between`, the line carries that noise instead (recorded in `audio.wav`)."""
+        rate = self.send_format.rate
+        frame = frames(Clip.silence(20, rate).wire(self.send_format), self.send_format)[0]
+        between = await asyncio.to_thread(self._line_noise)
         loop_start = asyncio.get_running_loop().time()
         k = 0
         while not stop.is_set():
+            if between is not None:
+                n = 20 * rate // 1000  # one 20 ms frame, the noise looped
+                start = (k % (between.size // n)) * n
+                piece = Clip(between[start:start + n], rate)
+                self.recorder.user(piece, self.session.now_ms())
+                frame = piece.wire(self.send_format)
             await send_frame(frame)
             k += 1
             delay = loop_start + k * self.pacer.frame_ms / 1000 - asyncio.get_running_loop().time()
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
+
+    def _line_noise(self) -> np.ndarray | None:
+        """Ten seconds of the persona's noise at the line's rate and level, looped between utterances."""
+        chosen = self.behaviour.noise
+        if chosen is None or not chosen.between:
+            return None
+        rate = self.send_format.rate
+        if self._unit_noise is None:  # made once per conversation, set against each utterance's loudness
+            self._unit_noise = noise.generate(chosen.name, 10_000, rate, self.behaviour.seed).samples.astype(np.float64)
+        scaled = self._unit_noise * self._speech_rms * 10 ** (chosen.level_db / 20)
+        return np.clip(np.round(scaled), -32768, 32767).astype(np.int16)
 
     # -- the agent speaks -----------------------------------------------------------------------------
 

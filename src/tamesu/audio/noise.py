@@ -15,6 +15,8 @@ from tamesu.audio.clip import Clip
 from tamesu.suite.audio_names import NOISES as NAMES
 
 DEFAULT_LEVEL_DB = -20.0
+TYPICAL_SPEECH_RMS = 3000.0
+"""The loudness noise is set against before the user has said anything (Piper's voice is about this loud)."""
 
 
 def _coloured(rng: np.random.Generator, n: int, exponent: float) -> np.ndarray:
@@ -69,14 +71,28 @@ def generate(name: str, ms: float, rate: int, seed: int) -> Clip:
     return Clip((signal / rms).astype(np.float32), rate)
 
 
+def speech_rms(speech: Clip) -> float:
+    """The loudness of the speech in `speech` (its quiet stretches left out), 0.0 for silence."""
+    voice = speech.samples.astype(np.float64)
+    loud = voice[np.abs(voice) > 0.05 * (np.abs(voice).max() if voice.size else 1)]
+    return float(np.sqrt(np.mean(loud**2))) if loud.size else 0.0
+
+
+def gained(clip: Clip, db: float) -> Clip:
+    """`clip` `db` louder (quieter when negative), clipped to int16."""
+    if db == 0:
+        return clip
+    louder = np.round(clip.samples.astype(np.float64) * 10 ** (db / 20))
+    return Clip(np.clip(louder, -32768, 32767).astype(np.int16), clip.rate)
+
+
 def mix(speech: Clip, name: str, level_db: float, seed: int) -> Clip:
     """`speech` with the noise under it at `level_db` relative to the speech's loudness."""
     if speech.samples.size == 0:
         return speech
     voice = speech.samples.astype(np.float64)
-    loud = voice[np.abs(voice) > 0.05 * (np.abs(voice).max() or 1)]
-    speech_rms = float(np.sqrt(np.mean(loud**2))) if loud.size else 1000.0
+    speech_level = speech_rms(speech) or 1000.0
     noise = generate(name, speech.duration_ms, speech.rate, seed).samples.astype(np.float64)
     noise = noise[: voice.size] if noise.size >= voice.size else np.pad(noise, (0, voice.size - noise.size))
-    mixed = voice + noise * speech_rms * 10 ** (level_db / 20)
+    mixed = voice + noise * speech_level * 10 ** (level_db / 20)
     return Clip(np.clip(np.round(mixed), -32768, 32767).astype(np.int16), speech.rate)

@@ -25,6 +25,8 @@ from tamesu.audio.clip import Clip
 from tamesu.audio.voices import Voice
 
 SYNTHESIS_TIMEOUT_S = 30.0
+ESPEAK_WPM = 175
+"""espeak-ng's own default pace, in words per minute: a speaking rate scales it."""
 _loaded: dict[str, Any] = {}
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()
@@ -43,11 +45,12 @@ def _piper(voice: Voice) -> Any:
         return _loaded[voice.ref]
 
 
-def _piper_say(voice: Voice, text: str) -> Clip:
+def _piper_say(voice: Voice, text: str, rate: float = 1.0) -> Clip:
     from piper import SynthesisConfig
 
     model = _piper(voice)
-    repeatable = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)  # the same text, the same audio: see above
+    # the same text, the same audio (see above); the length scale is the inverse of the speaking rate
+    repeatable = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0, length_scale=1.0 / rate)
     with _run_lock:  # one ONNX session per voice, shared: one utterance at a time keeps CPU use bounded
         chunks = list(model.synthesize(text, syn_config=repeatable))
     if not chunks:
@@ -56,12 +59,12 @@ def _piper_say(voice: Voice, text: str) -> Clip:
     return Clip(samples, chunks[0].sample_rate)
 
 
-async def _espeak_say(voice: Voice, text: str) -> Clip:
+async def _espeak_say(voice: Voice, text: str, rate: float = 1.0) -> Clip:
     binary = shutil.which("espeak-ng")
     if binary is None:
         raise SpeechError("espeak-ng is not installed")
     process = await asyncio.create_subprocess_exec(
-        binary, "-v", voice.ref, "--stdout", text,
+        binary, "-v", voice.ref, "-s", str(round(ESPEAK_WPM * rate)), "--stdout", text,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(process.communicate(), SYNTHESIS_TIMEOUT_S)
@@ -72,19 +75,19 @@ async def _espeak_say(voice: Voice, text: str) -> Clip:
     if process.returncode != 0:
         raise SpeechError(f"espeak-ng failed: {err.decode(errors='replace').strip()[:200]}")
     with wave.open(io.BytesIO(out)) as wav:
-        rate = wav.getframerate()
+        sample_rate = wav.getframerate()
         frames = wav.readframes(wav.getnframes())
-    return Clip(np.frombuffer(frames, dtype="<i2").astype(np.int16), rate)
+    return Clip(np.frombuffer(frames, dtype="<i2").astype(np.int16), sample_rate)
 
 
-async def say(text: str, voice_name: str | None = None) -> tuple[Clip, Voice]:
-    """`text` spoken by the named voice (None: the default one)."""
+async def say(text: str, voice_name: str | None = None, rate: float = 1.0) -> tuple[Clip, Voice]:
+    """`text` spoken by the named voice (None: the default one), `rate` times its own pace."""
     voice = voices.find(voice_name)
     if voice is None:
         raise SpeechError(voices.unknown_message(voice_name) if voice_name else "no voice is installed")
     if voice.engine == "piper":
-        return await asyncio.to_thread(_piper_say, voice, text), voice
-    return await _espeak_say(voice, text), voice
+        return await asyncio.to_thread(_piper_say, voice, text, rate), voice
+    return await _espeak_say(voice, text, rate), voice
 
 
 def preload(voice_name: str | None = None) -> None:

@@ -1,8 +1,9 @@
 """Speech segments with Silero VAD's ONNX file on onnxruntime.
 
-`import silero_vad` needs torch, so the package is installed `--no-deps` and only its ONNX file is used,
-found without importing the package. The model reads 512-sample windows at 16 kHz with the 64 samples
-before each window as context, and carries a state from window to window.
+The file is the one faster-whisper (already in the voice extra) ships in `faster_whisper/assets`, found
+without importing faster-whisper, so one `pip install 'tamesu[voice]'` brings it (the `silero-vad` package's
+import needs torch). The model reads 512-sample windows at 16 kHz with the 64 samples before each window as
+context, and carries its LSTM state (`h`, `c`) from window to window; a batch of windows is read in order.
 """
 
 from __future__ import annotations
@@ -24,11 +25,18 @@ _session: Any = None
 _lock = threading.Lock()
 
 
+MODEL_NAME = "silero_vad_v6.onnx"
+
+
 def model_file() -> Path:
-    spec = importlib.util.find_spec("silero_vad")
+    spec = importlib.util.find_spec("faster_whisper")
     if spec is None or spec.origin is None:
-        raise FileNotFoundError("silero-vad is not installed (pip install --no-deps silero-vad)")
-    return Path(spec.origin).parent / "data" / "silero_vad.onnx"
+        raise FileNotFoundError("faster-whisper is not installed (pip install 'tamesu[voice]')")
+    return Path(spec.origin).parent / "assets" / MODEL_NAME
+
+
+def _fresh_state() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((1, 1, 128), dtype=np.float32), np.zeros((1, 1, 128), dtype=np.float32)
 
 
 def _model() -> Any:
@@ -52,16 +60,13 @@ def probabilities(clip: Clip) -> np.ndarray:
     if count == 0:
         return np.zeros(0, dtype=np.float32)
     session = _model()
-    state = np.zeros((2, 1, 128), dtype=np.float32)
-    rate = np.array(VAD_RATE, dtype=np.int64)
-    padded = np.concatenate([np.zeros(CONTEXT, dtype=np.float32), audio[: count * WINDOW]])
-    out = np.empty(count, dtype=np.float32)
+    windows = audio[: count * WINDOW].reshape(count, WINDOW)
+    context = np.concatenate([np.zeros((1, CONTEXT), dtype=np.float32), windows[:-1, -CONTEXT:]])
+    batch = np.concatenate([context, windows], axis=1)
+    h, c = _fresh_state()
     with _lock:
-        for i in range(count):
-            window = padded[i * WINDOW: i * WINDOW + WINDOW + CONTEXT][None, :]
-            prob, state = session.run(None, {"input": window, "state": state, "sr": rate})
-            out[i] = float(prob[0][0])
-    return out
+        prob, _, _ = session.run(None, {"input": batch, "h": h, "c": c})
+    return np.asarray(prob, dtype=np.float32).reshape(-1)
 
 
 def segments(clip: Clip, threshold: float = 0.5, min_speech_ms: float = 120.0,
@@ -88,7 +93,7 @@ class StreamingVad:
     def __init__(self, threshold: float = 0.5, silence_ms: float = 500.0) -> None:
         self.threshold = threshold
         self.silence_ms = silence_ms
-        self._state = np.zeros((2, 1, 128), dtype=np.float32)
+        self._h, self._c = _fresh_state()
         self._buffer = np.zeros(0, dtype=np.float32)
         self._context = np.zeros(CONTEXT, dtype=np.float32)
         self.position_ms = 0.0
@@ -101,14 +106,13 @@ class StreamingVad:
         self._buffer = np.concatenate([self._buffer, samples16k.astype(np.float32) / 32768.0])
         events: list[tuple[str, float]] = []
         session = _model()
-        rate = np.array(VAD_RATE, dtype=np.int64)
         while self._buffer.size >= WINDOW:
             window, self._buffer = self._buffer[:WINDOW], self._buffer[WINDOW:]
             model_input = np.concatenate([self._context, window])[None, :]
             self._context = window[-CONTEXT:]
             with _lock:
-                prob, self._state = session.run(None, {"input": model_input, "state": self._state, "sr": rate})
-            p = float(prob[0][0])
+                prob, self._h, self._c = session.run(None, {"input": model_input, "h": self._h, "c": self._c})
+            p = float(np.asarray(prob).reshape(-1)[0])
             if not self.speaking and p >= self.threshold:
                 self.speaking, self._quiet_ms, self.speech_start_ms = True, 0.0, self.position_ms
                 events.append(("started", self.position_ms))

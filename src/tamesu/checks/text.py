@@ -2,6 +2,9 @@
 
 The transcript is every agent turn in scope joined by newlines (`RunView.agent_text`), so `on_turn` narrows
 these checks to one turn. Values may hold templates (`{{captured.eta}}`), filled when the check runs.
+The agent's spoken turns (audio targets) are also read as speech (tamesu.speech): a text is said when a
+listener would say so ("press 2" heard as "press two"), a pattern matches their words as spoken, unless the
+check says `match: exact`; `similarity` (0.8) is the share of a text's words that must be heard.
 """
 
 from __future__ import annotations
@@ -9,13 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.plugins import register
-from tamesu.suite.schema import Strict
+from tamesu.speech.phrase import SIMILARITY, Heard, Match, closest, find, search
+from tamesu.suite.schema import SpeechMatch, Strict
 
 _CONTEXT = 40  # characters shown either side of a match in a reason
 
@@ -24,6 +28,8 @@ class TextSpec(Strict):
     value: str | list[str]
     """One string, or several that must all appear (contains) or none of which may appear (not_contains)."""
     ignore_case: bool = False
+    match: SpeechMatch = "speech"
+    similarity: float = Field(SIMILARITY, gt=0, le=1)
 
     @field_validator("value")
     @classmethod
@@ -38,6 +44,7 @@ class TextSpec(Strict):
 class PatternSpec(Strict):
     pattern: str
     ignore_case: bool = False
+    match: SpeechMatch = "speech"
 
     @field_validator("pattern")
     @classmethod
@@ -55,9 +62,12 @@ class _Hit:
 class _Transcript:
     """The agent's text of a run with the turn each character came from, so a hit can name its turn."""
 
-    def __init__(self, run: RunView) -> None:
+    def __init__(self, run: RunView, speech: bool = True) -> None:
         self.text = run.agent_text()
         self.turn_count = len(run.exchanges)
+        self.spoken = [Heard(e.index, e.agent.text) for e in run.exchanges if e.agent.spoken and e.agent.text] \
+            if speech else []
+        """The spoken turns, read as speech too (empty with `match: exact`)."""
         self._spans: list[tuple[int, int, int]] = []  # (start, end, turn) of each turn in `text`
         offset = 0
         for exchange in run.exchanges:
@@ -109,7 +119,10 @@ class _TextCheck(Check):
         empty = [value for value, needle in zip(self._values(), needles, strict=True) if not needle]
         if empty:
             return Verdict(passed=False, reason=f"cannot check: {shown(empty[0])} rendered to empty text")
-        return self._decide(_Transcript(run), needles)
+        return self._decide(_Transcript(run, self.spec.match == "speech"), needles)
+
+    def _heard(self, transcript: _Transcript, needle: str) -> Match | None:
+        return find(needle, transcript.spoken, self.spec.similarity) if transcript.spoken else None
 
     def _decide(self, transcript: _Transcript, needles: list[str]) -> Verdict:
         raise NotImplementedError
@@ -123,11 +136,20 @@ class Contains(_TextCheck):
 
     def _decide(self, transcript: _Transcript, needles: list[str]) -> Verdict:
         missing = [n for n in needles if _find(transcript.text, n, self.spec.ignore_case) < 0]
-        if missing:
+        heard = {n: m for n in missing if (m := self._heard(transcript, n)) is not None}
+        unheard = [n for n in missing if n not in heard]
+        if unheard:
+            near = closest(unheard[0], transcript.spoken) if transcript.spoken else None
+            nearest = f"; closest heard: {near.quote!r} ({near.matched} of {near.words} words)" if near else ""
             return Verdict(
                 passed=False,
-                reason=f"expected the agent to say {shown(missing[0])}; not found in {transcript.summary()}",
+                reason=f"expected the agent to say {shown(unheard[0])}; not found in {transcript.summary()}"
+                       f"{nearest}",
             )
+        if needles[0] in heard:
+            match = heard[needles[0]]
+            return Verdict(passed=True, reason=f"found {shown(needles[0])} as speech (turn {match.where}: "
+                                               f"{match.describe()})", evidence=[match.quote])
         first = needles[0]
         start = _find(transcript.text, first, self.spec.ignore_case)
         hit = transcript.hit(start, start + len(first))
@@ -153,6 +175,10 @@ class NotContains(_TextCheck):
                     f"{transcript.where(hit)} said: {shown(hit.snippet)}",
                     evidence=[hit.snippet],
                 )
+            if (match := self._heard(transcript, needle)) is not None:
+                return Verdict(passed=False, reason=f"expected the agent never to say {shown(needle)}; turn "
+                                                    f"{match.where} said it aloud: {match.describe()}",
+                               evidence=[match.quote])
         return Verdict(passed=True, reason=f"none of {shown(needles)} in {transcript.turn_count} turn(s)")
 
 
@@ -166,10 +192,17 @@ class _PatternCheck(Check):
             pattern = render_pattern(run.context, self.spec.pattern, re.IGNORECASE if self.spec.ignore_case else 0)
         except TemplateError as exc:
             return template_failed(exc)
-        transcript = _Transcript(run)
-        return self._decide(transcript, pattern.search(transcript.text))
+        transcript = _Transcript(run, self.spec.match == "speech")
+        found = pattern.search(transcript.text)
+        if found is None and transcript.spoken and (aloud := search(pattern, transcript.spoken)) is not None:
+            return self._decide_spoken(*aloud[:2])
+        return self._decide(transcript, found)
 
     def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+        raise NotImplementedError
+
+    def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
+        """The pattern matched a spoken turn's words only as spoken ("press one" read as "press 1")."""
         raise NotImplementedError
 
 
@@ -189,6 +222,10 @@ class Regex(_PatternCheck):
         return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {shown(match.group(0))}",
                        evidence=[hit.snippet])
 
+    def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
+        return Verdict(passed=True, reason=f"turn {heard.where} matches as spoken ({shown(match.string)}): "
+                                           f"{shown(match.group(0))}", evidence=[heard.text])
+
 
 @register("checks", "not_regex")
 class NotRegex(_PatternCheck):
@@ -207,3 +244,8 @@ class NotRegex(_PatternCheck):
             f"{shown(match.group(0))}",
             evidence=[hit.snippet],
         )
+
+    def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
+        return Verdict(passed=False, reason=f"expected no match for /{self.spec.pattern}/; turn {heard.where} "
+                                            f"has {shown(match.group(0))} as spoken ({shown(match.string)})",
+                       evidence=[heard.text])

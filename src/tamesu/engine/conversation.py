@@ -306,14 +306,17 @@ async def _talk(
             return "turn_failed", f"{where}: {exc}", target.metrics()
         if (unconnected := _unconnected(test, target)) is not None:
             return "turn_failed", unconnected, target.metrics()
+        spoken = targets.has_audio(test.target.type, test.target)
         if first is not None:
+            first.spoken = spoken
             first.trace_id = first.trace_id or target.turn_trace_id(session)
             exchanges.append(Exchange(1, None, first))
             await capture_from(first, test.spec.capture, captured, session, extractor)
             if first.ended:
                 return "agent_ended", None, target.metrics()
         # a browser test's steps are its turns: all of them are taken, whatever max_turns says
-        for _ in range(max(test.spec.scenario.max_turns, len(test.spec.steps))):
+        turns_left = max(test.spec.scenario.max_turns, len(test.spec.steps))
+        while turns_left > 0:
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
@@ -327,6 +330,12 @@ async def _talk(
                     session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
             if action.note:
                 session.event("user_side", **action.note)
+            if action.listen is not None:
+                if (end := await _hear_more(test, target, session, action.listen, exchanges, captured, spoken,
+                                            extractor)) is not None:
+                    return end
+                continue
+            turns_left -= 1
             if action.turn is None:
                 return action.stop or "simulator_stopped", action.failure, target.metrics()
             index = len(exchanges) + 1
@@ -352,6 +361,7 @@ async def _talk(
                 return "turn_failed", f"{what} {index}: {exc}", target.metrics()
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
+            agent.spoken = spoken
             agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
@@ -367,6 +377,31 @@ async def _talk(
             await asyncio.shield(target.close())
         except Exception as exc:
             session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
+
+
+async def _hear_more(
+    test: PlannedTest, target: Target, session: Session, timeout: float, exchanges: list[Exchange],
+    captured: dict[str, Any], spoken: bool, extractor: Extractor | None,
+) -> tuple[Any, str | None, dict[str, float]] | None:
+    """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
+    the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of
+    `max_turns`: the wait's `timeout` bounds it."""
+    index = len(exchanges) + 1
+    try:
+        more = await target.listen(timeout)
+    except TurnError as exc:
+        session.event("turn_failed", turn=index, reason=str(exc))
+        return "turn_failed", f"turn {index} (listening): {exc}", target.metrics()
+    if more is None:
+        return None
+    more.spoken = spoken
+    more.trace_id = more.trace_id or target.turn_trace_id(session)
+    more = bound_turn(more, target.spec.max_response_bytes, session, index)
+    exchanges.append(Exchange(index, None, more))
+    await capture_from(more, test.spec.capture, captured, session, extractor)
+    if more.handoff is not None:
+        return "handoff", None, target.metrics()
+    return ("agent_ended", None, target.metrics()) if more.ended else None
 
 
 def _unconnected(test: PlannedTest, target: Target) -> str | None:

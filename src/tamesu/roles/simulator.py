@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import mimetypes
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import as_text, last_tool_results, lines_of
+from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 
@@ -36,6 +36,9 @@ class UserAction:
     """Why the conversation ends here: `script_done`, `simulator_stopped`, `stop_when`..."""
     failure: str | None = None
     """Set when stopping means the agent did not do what the script waited for."""
+    listen: float | None = None
+    """Hear more of the agent first, for up to this many seconds, then ask again (a `wait_for` whose phrase
+    the agent has not said yet): the engine adds what the agent says as turns without a user turn."""
     note: dict[str, Any] | None = None
     """What the user side decided and why (whether the agent awaits input, where the next input came
     from), recorded as a `user_side` event in the run's timeline."""
@@ -60,41 +63,53 @@ def file_ref(spec: FileSpec, base_dir: Path) -> FileRef:
     return FileRef(name=name, mime=mime, path=path, uri=spec.uri)
 
 
-def _heard(expected: str, said: str) -> bool:
-    return expected.casefold() in said.casefold() or re.search(expected, said, re.IGNORECASE) is not None
-
-
 class ScriptedUser(UserSimulator):
     """Says the `scenario.script` steps in order, then stops.
 
-    A `wait_for` step holds the script until the agent's last turn says that text (or matches it as a
-    pattern); when the agent did not, the conversation ends as a failure naming the step.
+    A `wait_for` step holds the script until the agent says that text (or matches it as a pattern; as speech
+    on an audio turn), listening across its utterances up to the step's `timeout` (tamesu.roles.wait_for); when
+    the agent did not say it, the conversation ends as a failure naming the step and what the agent said.
     """
 
     def __init__(self, steps: list[ScriptStep], base_dir: Path) -> None:
         self._steps = steps
         self._base_dir = base_dir
         self._next = 0
+        self._wait = WaitFor()
 
     @property
     def exhausted(self) -> bool:
         return self._next >= len(self._steps)
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
+        heard_note: dict[str, Any] | None = None
         while self._next < len(self._steps):
             number = self._next + 1
             step = self._steps[self._next]
             self._next += 1
             if step.wait_for is not None:
                 expected = context.render_text(step.wait_for)
-                said = exchanges[-1].agent.text if exchanges else ""
-                if not _heard(expected, said):
+                turns = since_user(exchanges)
+                how = heard(expected, turns, step)
+                if how is None:
+                    more = self._wait.keep_listening(number, step, exchanges)
+                    if more is not None:
+                        self._next -= 1  # the same step, once the agent said more
+                        return UserAction(listen=more, note={"wait_for": expected, "step": number,
+                                                             "listening_s": round(more, 3)})
+                    # a wait that ran to its timeout says so (an utterance begun before it is heard out); one a
+                    # target ended at once, hearing the agent only in answer to a turn, does not
+                    timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT
+                    waited = f" {timeout:g}s" if self._wait.listened(number) >= 0.9 * timeout else ""
                     return UserAction(stop="script_done", failure=(
-                        f"script step {number} waited for {expected!r}, the agent said {said[:120]!r}"))
+                        f"script step {number} waited{waited} for {expected!r}; "
+                        f"{what_was_said(expected, turns, step)}"))
+                self._wait.done()
+                heard_note = {"wait_for": expected, "step": number, "heard": how}
             turn = self._turn(step, context)
             if turn is not None:
-                return UserAction(turn=turn)
-        return UserAction(stop="script_done")
+                return UserAction(turn=turn, note=heard_note)
+        return UserAction(stop="script_done", note=heard_note)
 
     def _turn(self, step: ScriptStep, context: Context) -> UserTurn | None:
         text = context.render_text(step.say) if step.say is not None else ""
@@ -189,7 +204,7 @@ class ModelSimulator(UserSimulator):
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         if not self._script.exhausted:
             action = await self._script.next_turn(exchanges, context)
-            if action.turn is not None or action.failure is not None:
+            if action.turn is not None or action.failure is not None or action.listen is not None:
                 return action
         answer = await self._ask(exchanges, context)
         self.reasoning.append(answer.reasoning)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
+from tamesu.suite.caller_packs import expand
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.templates import references
@@ -70,6 +71,9 @@ class NoiseSpec(Strict):
     name: str
     level_db: float = Field(-20.0, le=20, ge=-80)
     """The noise's loudness relative to the speech (-20: 20 dB quieter than the voice)."""
+    between: bool = False
+    """Also on the open line between the user's utterances (targets that keep the line open: twilio, voice,
+    pipecat and livekit audio, realtime with server VAD), not only under its speech."""
 
     @field_validator("name")
     @classmethod
@@ -87,6 +91,20 @@ class Behaviors(Strict):
     """Pause before the user speaks after the agent's reply: [min, max] drawn per turn, or one number."""
     background_noise: NoiseSpec | None = None
     """A named noise (`cafe`, or `{name: cafe, level_db: -25}`) mixed under the user's speech."""
+    speaking_rate: float | None = Field(None, ge=0.5, le=2.0)
+    """How fast the user talks against the voice's own pace (1.5: half again as fast)."""
+    volume_db: float | None = Field(None, ge=-40, le=10)
+    """The user's speech this many dB louder, or quieter when negative (a quiet caller: -20)."""
+    disfluency: float | None = Field(None, ge=0, le=1)
+    """The chance, per utterance and seeded per run, that the user hesitates ("um") and restarts its first
+    words ("I want- I want a table")."""
+    spell_out: bool = False
+    """Numbers and codes read digit by digit: "ORD-1001" is said "O R D one zero zero one"."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pack(cls, value: Any) -> Any:
+        return expand(value)
 
     @field_validator("background_noise", mode="before")
     @classmethod
@@ -136,17 +154,28 @@ class FileSpec(Strict):
         return self
 
 
+SpeechMatch = Literal["speech", "exact"]
+"""How text is matched on an audio turn: as a listener hears speech (tamesu.speech), or exactly as written."""
+
+
 class ScriptStep(Strict):
     say: str | None = None
     data: Any = None
     files: list[FileSpec] = Field(default_factory=list)
     wait_for: str | None = None
+    timeout: Duration | None = None
+    """How long a `wait_for` keeps listening for its phrase across the agent's utterances (default 15s)."""
+    match: SpeechMatch = "speech"
+    similarity: float = Field(0.8, gt=0, le=1)
+    """`wait_for` on an audio turn: the share of the phrase's words that must be heard (tamesu.speech)."""
     dtmf: str | None = None
 
     @model_validator(mode="after")
     def _something(self) -> ScriptStep:
         if self.say is None and self.data is None and not self.files and self.wait_for is None and not self.dtmf:
             raise ValueError("a script step needs say, data, files, wait_for or dtmf")
+        if self.wait_for is None and ({"timeout", "match", "similarity"} & self.model_fields_set):
+            raise ValueError("timeout, match and similarity belong to a wait_for step")
         return self
 
 

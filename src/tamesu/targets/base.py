@@ -161,6 +161,12 @@ class Target(ABC):
     async def send(self, turn: UserTurn) -> AgentTurn:
         """Send one user turn and return the agent's turn. Raises TurnError or InfraError."""
 
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        """The agent's next utterance without the user saying anything (a `wait_for` still listening), its
+        start waited for at most `timeout` seconds; None when it said nothing in that time, or when this
+        target hears the agent only in answer to a turn (the default). Raises TurnError as `send` does."""
+        return None
+
     @abstractmethod
     async def close(self) -> None:
         """Hang up and release everything; safe to call twice, and after a failed open."""

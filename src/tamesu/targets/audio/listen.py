@@ -58,10 +58,12 @@ class Speech:
 
 
 async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle: float, turn_timeout: float,
-                 now_ms: Callable[[], float], give_up: Callable[[], Awaitable[bool]] | None = None) -> Speech:
+                 now_ms: Callable[[], float], give_up: Callable[[], Awaitable[bool]] | None = None,
+                 limit: float | None = None) -> Speech:
     """The agent's reply into `turn` (first sound, `ended`); raises TurnError when it said nothing within
     `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
-    `max_duration`)."""
+    `max_duration`). With `limit`, a reply that has not started within that many seconds is no reply: the
+    Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words)."""
     from tamesu.audio.level import is_speech  # numpy: this module's POLL_S is read by text-mode targets too
 
     heard = Speech()
@@ -90,6 +92,8 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             break
         if heard.spoke_at is not None and quiet_since is not None and now - quiet_since >= idle:
             break
+        if limit is not None and heard.spoke_at is None and now - started > limit:
+            return heard
         if now - started > turn_timeout:
             if heard.spoke_at is None:
                 turn.completed_at_ms = now_ms()

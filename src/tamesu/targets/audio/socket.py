@@ -24,22 +24,19 @@ import asyncio
 import contextlib
 import time
 from abc import abstractmethod
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import Target
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent
-
-if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
-    import numpy as np
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 FLOOD_FACTOR = 1.5
@@ -47,21 +44,6 @@ FLOOD_FACTOR = 1.5
 STRICT_FLOOD_FACTOR = 1.3
 """The same for an agent that must stream at real-time pace: twice the agreed rate shows as 2x, or as ~1.4x
 when a loaded agent falls behind its own clock."""
-
-
-@dataclass
-class Heard:
-    """What one listening gathered."""
-
-    pcm: list[np.ndarray] = field(default_factory=list)
-    spoke_at: float | None = None
-    quiet_from: float | None = None
-    """The playback end of the agent's last loud chunk."""
-    audio_ms: float = 0.0
-    first_audio_wall: float | None = None
-    last_audio_wall: float | None = None
-    last_chunk_ms: float = 0.0
-    controls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class AudioSocketTarget(Target):
@@ -222,10 +204,16 @@ class AudioSocketTarget(Target):
     # -- turns ----------------------------------------------------------------------------------------
 
     async def greeting(self) -> AgentTurn | None:
-        session = self._require_session()
+        return await self._unprompted(greeting=True)
+
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        return None if self._closed is not None else await self._unprompted(wait_s=timeout)
+
+    async def _unprompted(self, *, greeting: bool = False, wait_s: float | None = None) -> AgentTurn | None:
+        """What the agent says without the user saying anything: its greeting, or more (a `wait_for`)."""
         self._voice._current = None
-        turn = AgentTurn(sent_at_ms=session.now_ms())
-        return await self._listen(turn, greeting=True)
+        turn = AgentTurn(sent_at_ms=self._require_session().now_ms())
+        return await self._listen(turn, greeting=greeting, wait_s=wait_s)
 
     async def send(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -244,7 +232,7 @@ class AudioSocketTarget(Target):
         else:
             self._voice._current = None
         reply = AgentTurn(sent_at_ms=session.now_ms())
-        return await self._listen(reply, greeting=False)
+        return await self._listen(reply, greeting=False) or reply  # never None without wait_s
 
     async def _speak(self, said: str) -> None:
         assert self._wire is not None
@@ -295,9 +283,9 @@ class AudioSocketTarget(Target):
         for entry in others:
             self._queue.put_nowait(entry)
 
-    async def _listen(self, turn: AgentTurn, *, greeting: bool) -> AgentTurn:
+    async def _listen(self, turn: AgentTurn, *, greeting: bool, wait_s: float | None = None) -> AgentTurn | None:
         """The agent's reply: until `idle` of silence after its speech, `done`, the socket closing, or
-        `turn_timeout`."""
+        `turn_timeout`; None when it has not started speaking within `wait_s` (when given)."""
         session = self._require_session()
         heard = Heard()
         started = time.monotonic()
@@ -339,6 +327,8 @@ class AudioSocketTarget(Target):
                 interrupted = True
                 self._barging = True
                 break
+            if wait_s is not None and heard.spoke_at is None and time.monotonic() - started > wait_s:
+                return None
             if time.monotonic() - started > limit:
                 if heard.spoke_at is None:
                     hint = self._wire.silence_hint() if self._wire is not None else ""

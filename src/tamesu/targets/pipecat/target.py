@@ -209,10 +209,21 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
         reply = AgentTurn(sent_at_ms=session.now_ms())
         if said:
             await self._send(wire.send_text(said))
-        return await self._listen_text(reply)
+        heard = await self._listen_text(reply)
+        assert heard is not None  # without wait_s a reply is always heard (or fails)
+        return heard
 
-    async def _listen_text(self, turn: AgentTurn) -> AgentTurn:
-        """A text-mode reply: until the bot's model and speech have stopped and `idle` has passed quietly."""
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        if self.spec.mode == "audio":
+            return await super().listen(timeout)
+        session = self._require_session()
+        if self._closed is not None:
+            return None
+        return await self._listen_text(AgentTurn(sent_at_ms=session.now_ms()), wait_s=timeout)
+
+    async def _listen_text(self, turn: AgentTurn, wait_s: float | None = None) -> AgentTurn | None:
+        """A text-mode reply: until the bot's model and speech have stopped and `idle` has passed quietly.
+        With `wait_s`, None when the bot has not started its reply within that many seconds."""
         session = self._require_session()
         heard = Heard()
         state = {"llm": False, "speaking": False, "tts": False}
@@ -248,6 +259,8 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
             if (last_at is not None and not busy and session.now_ms() - last_at >= self.idle_s * 1000
                     and self._queue.empty()):
                 break
+            if wait_s is not None and last_at is None and not busy and time.monotonic() - started > wait_s:
+                return None
             if time.monotonic() - started > limit:
                 if last_at is None:
                     raise TurnError(f"the bot said nothing within turn_timeout ({limit:g}s)", raw=heard.controls)

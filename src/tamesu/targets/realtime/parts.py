@@ -3,11 +3,12 @@ session as `session.update`s merge into it, and an event as result.json keeps it
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from tamesu.conversation import ToolCall, UserTurn
+from tamesu.conversation import AgentTurn, ToolCall, TurnAudio, UserTurn
 
 
 @dataclass
@@ -38,6 +39,12 @@ class Reply:
     ended: bool = False
     interrupted: bool = False
 
+    def turn(self, sent_at: float, now: float, audio: TurnAudio | None, measures: dict[str, float]) -> AgentTurn:
+        """The agent's turn this reply makes."""
+        return AgentTurn(text=self.text, response=self.response, raw=self.raw, tool_calls=self.calls,
+                         sent_at_ms=sent_at, first_token_at_ms=self.first_at, completed_at_ms=self.done_at or now,
+                         ended=self.ended, audio=audio, measures=measures)
+
 
 def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(base)
@@ -67,3 +74,16 @@ def history_items(turn: UserTurn) -> list[dict[str, Any]]:
         kind = "output_text" if message.role == "assistant" else "input_text"
         items.append({"type": "message", "role": message.role, "content": [{"type": kind, "text": text}]})
     return items
+
+
+async def unprompted(queue: asyncio.Queue[Any], timeout: float, voice: Any, poll_s: float = 0.02) -> bool:
+    """Whether the agent sends something within `timeout` without being asked (a `wait_for` listening); the
+    audio conversation's current turn is then none of the user's, as for a greeting."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while queue.empty():
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(poll_s)
+    if voice is not None:
+        voice._current = None
+    return True

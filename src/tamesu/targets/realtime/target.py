@@ -60,7 +60,7 @@ from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.base import Target
-from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge
+from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge, unprompted
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_trace_id, with_traceparent
@@ -300,6 +300,14 @@ class RealtimeTarget(Target):
             if self.spec.turn_detection == "commit":
                 await self._send({"type": "input_audio_buffer.commit"})
                 await self._send(self._response_create())
+        return await self._reply(session, reply, audio, sent_at)
+
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        session = self._require_session()
+        return await self._reply(session, Reply(), None, session.now_ms()) \
+            if await unprompted(self._queue, timeout, self._voice, POLL_S) else None
+
+    async def _reply(self, session: Session, reply: Reply, audio: TurnAudio | None, sent_at: float) -> AgentTurn:
         limit = self.spec.turn_timeout
         try:
             async with asyncio.timeout(limit) as scope:
@@ -311,10 +319,7 @@ class RealtimeTarget(Target):
         measures: dict[str, float] = {}
         if self._voice is not None:
             audio, measures = self._voice.end_turn()
-        agent = AgentTurn(text=reply.text, response=reply.response, raw=reply.raw, tool_calls=reply.calls,
-                          sent_at_ms=sent_at, first_token_at_ms=reply.first_at,
-                          completed_at_ms=reply.done_at or session.now_ms(), ended=reply.ended, audio=audio,
-                          measures=measures)
+        agent = reply.turn(sent_at, session.now_ms(), audio, measures)
         if reply.interrupted:
             self._interrupted_turn = agent
         return agent

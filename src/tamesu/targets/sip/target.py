@@ -254,14 +254,24 @@ class SipTarget(Target):
         else:
             self._voice._current = None
         reply.sent_at_ms = session.now_ms()
-        return await self._listen(reply, first=False)
+        heard = await self._listen(reply, first=False)
+        assert heard is not None  # without a limit a turn is always heard (or fails)
+        return heard
+
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        """The agent's next utterance on the call without the caller saying anything (a `wait_for`)."""
+        session = self._require_session()
+        if self._ended_by is not None:
+            return None
+        self._voice._current = None
+        return await self._listen(AgentTurn(sent_at_ms=session.now_ms()), first=False, limit=timeout)
 
     async def _send_frame(self, frame: bytes) -> None:
         await self._phone.frame(frame)
 
-    async def _listen(self, turn: AgentTurn, *, first: bool) -> AgentTurn:
+    async def _listen(self, turn: AgentTurn, *, first: bool, limit: float | None = None) -> AgentTurn | None:
         """The agent's speech until `idle` of silence after it, the call's end, `turn_timeout`, or the call's
-        `max_duration`."""
+        `max_duration`. With `limit`, None when the agent has not started speaking within that many seconds."""
         assert self._session is not None
         session = self._session
         voice = self._voice
@@ -277,7 +287,9 @@ class SipTarget(Target):
             return True
 
         heard = await listen(self, voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
-                             now_ms=session.now_ms, give_up=over_time)
+                             now_ms=session.now_ms, give_up=over_time, limit=limit)
+        if limit is not None and heard.spoke_at is None and not turn.ended:
+            return None
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
             self._metrics["greeting_ms"] = round((heard.spoke_at - self._answered) * 1000, 3)
