@@ -182,3 +182,27 @@ def _imported_names(unit: str) -> set[str]:
     for path in sorted((SOURCE / unit).rglob("*.py")):
         names.update(_runtime_imports(ast.parse(path.read_text(encoding="utf-8"))))
     return names
+
+
+def _architecture_table() -> dict[str, set[str]]:
+    """ARCHITECTURE.md's package table: package -> the packages its last column says it imports."""
+    text = (SOURCE.parent.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`") or not cells[0].endswith("/`"):
+            continue
+        table[cells[0].strip("`").rstrip("/")] = set() if cells[2] == "-" else {
+            name.strip() for name in cells[2].split(",")}
+    return table
+
+
+def test_architecture_md_names_every_package_and_what_it_imports() -> None:
+    table = _architecture_table()
+    edges = _graph()
+    packages = {p.name for p in SOURCE.iterdir() if (p / "__init__.py").is_file()}
+    assert set(table) == packages, f"ARCHITECTURE.md's table and src/tamesu differ: {set(table) ^ packages}"
+    wrong = [f"{package}: the table says {sorted(table[package])}, the code imports "
+             f"{sorted(set(edges.get(package, {})) - {'__version__'})}"
+             for package in sorted(table) if table[package] != set(edges.get(package, {})) - {"__version__"}]
+    assert not wrong, "ARCHITECTURE.md is out of date: " + "; ".join(wrong)

@@ -54,14 +54,14 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from tamesu.conversation import AgentTurn, Session, ToolCall, TurnAudio, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.base import Target
 from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge, unprompted
-from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, answer, as_output
+from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, as_output
+from tamesu.targets.realtime.tools import answered_call, call_args
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_trace_id, with_traceparent
 
@@ -474,30 +474,8 @@ class RealtimeTarget(Target):
     async def _call(self, session: Session, event: dict[str, Any], reply: Reply) -> bool:
         """Answer one function call from tool_results and record it; True when it was the done_tool."""
         name = str(event.get("name", ""))
-        try:
-            args = json.loads(event.get("arguments") or "{}")
-        except ValueError:
-            args = {"_unparsed": event.get("arguments")}
-        if not isinstance(args, dict):
-            args = {"_value": args}
-
-        def declared() -> ToolCall:
-            try:
-                result, _declared = answer(self.spec, name, args, session.context)
-            except TemplateError as exc:
-                raise TurnError(f"tool {name}: cannot write its result: {exc}", raw=reply.raw) from None
-            return ToolCall(name=name, args=args, result=result)
-
-        fuzz = fuzz_for(session, name)
-        if fuzz is not None:
-            async def real() -> ToolCall:
-                return declared()
-
-            call = await fuzzed_call(session, fuzz, name, args, real)
-        else:
-            call = declared()
+        call = await answered_call(self.spec, session, name, call_args(event), reply)
         result = call.result
-        reply.calls.append(call)
         await self._send({"type": "conversation.item.create", "item": {
             "type": "function_call_output", "call_id": event.get("call_id", ""), "output": as_output(result)}})
         return self.spec.done_tool is not None and name == self.spec.done_tool
