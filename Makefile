@@ -1,9 +1,10 @@
-# `make demo` runs the main job; `make test` runs every test. Both set up .venv on a fresh machine.
+# `make demo` runs the main job; `make test` runs every test; `make test-fast` the inner loop (ruff and the
+# tests that need no audio, browser or database). All set up .venv on a fresh machine.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo integration test lint typecheck docs bench bench-store bench-browser clean proto js-sdk
+.PHONY: demo integration test test-fast lint typecheck docs bench bench-store bench-browser clean proto js-sdk
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +54,16 @@ typecheck: $(BIN)/.installed
 docs: $(BIN)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# two workers (the machine the suite is timed on has 2 cores); the audio, browser and database tests are each
+# one xdist group (tests/conftest.py), so the real-time audio tests never compete with each other
+WORKERS ?= 2
+PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
+
 test: lint typecheck .venv-voicebot/.installed $(JS_SDK)
-	$(BIN)/pytest -q
+	$(PYTEST)
+
+test-fast: lint
+	$(PYTEST) -m "not audio and not browser and not db"
 
 # the turn API's Python stubs, from proto/tamesu/turn/v1/turn.proto
 proto: $(BIN)/.installed

@@ -15,6 +15,27 @@ from tamesu.net.serve import ThreadServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
+MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "shared_chromium": "browser",
+                   "web_shop_url": "browser", "postgres": "db"}
+"""A test that uses one of these session fixtures needs what the mark says, whether or not its module says so."""
+GROUPS = ("audio", "browser", "db")
+"""Under `--dist loadgroup` each of these marks is one xdist group, run by one worker: the real-time audio
+tests do not compete with each other for the CPU (their timing is real time), and the speech models, the
+voice agents, Chromium and PostgreSQL start once per run instead of once per worker. A test with two of
+these marks joins the first group."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # tryfirst: before `-m` deselects by mark and before xdist reads the groups
+    for item in items:
+        for fixture, mark in MARK_BY_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
+        group = next((name for name in GROUPS if item.get_closest_marker(name) is not None), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
                timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from agents.voice import needs_voice
 
-pytestmark = needs_voice
+pytestmark = [pytest.mark.audio, needs_voice]
 
 if importlib.util.find_spec("numpy") is not None:
     import numpy as np

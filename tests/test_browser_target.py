@@ -31,7 +31,7 @@ from browser_fixtures import (
 from conftest import run_tamesu
 from model_servers import OpenAIServer, text, tool_call
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 FIXTURES = (web_shop_url, shared_chromium)
 """Session fixtures of browser_fixtures, used by name below."""
 

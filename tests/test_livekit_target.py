@@ -24,6 +24,8 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.livekit import LiveKitSpec, LiveKitTarget
 
+pytestmark = pytest.mark.audio
+
 SECRET = "s3cr3t-livekit-api-secret-value-of-32-bytes-or-more"
 
 

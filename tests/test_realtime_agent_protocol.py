@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
 
-pytestmark = needs_voice
+pytestmark = [pytest.mark.audio, needs_voice]
 
 
 def _unknown_keys(value: Any, where: str = "") -> list[str]:

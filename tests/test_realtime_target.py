@@ -23,7 +23,7 @@ from conftest import run_tamesu
 
 # the first test also pays for the module fixture, a whole tamesu run of the realtime example (its own timeout:
 # 300 s): pytest's 180 s default would cut it short on a loaded machine, before that timeout
-pytestmark = [needs_voice, pytest.mark.timeout(360)]
+pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(360)]
 
 
 @dataclass

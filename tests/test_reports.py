@@ -139,6 +139,7 @@ def test_the_html_report_is_one_file_that_fetches_nothing(shop_run: ShopRun) -> 
     assert '&lt;img src=&quot;http://127.0.0.1' in html
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(chromium_binary() is None,
                     reason="no chromium binary: install Debian's chromium (apt-get install -y chromium)")
 def test_the_html_report_renders_in_headless_chromium_without_network(shop_run: ShopRun, tmp_path: Path) -> None:

@@ -26,6 +26,8 @@ from tamesu.store import store_url
 from tamesu.store.db import HEAD_REVISION, Store
 from tamesu.store.queries import Reader
 
+pytestmark = pytest.mark.db
+
 
 class Agent:
     """`flaky` answers good, then bad, then good...; `slow N` waits N seconds; else an echo."""

@@ -22,7 +22,7 @@ from tamesu.audio.extra import problem
 # the first test of this module also pays for its module fixture, a whole tamesu run of the twilio suite (its own
 # timeout: 400 s), and maybe the voice bot's start (90 s):
 # pytest's 180 s default would cut it short on a loaded machine, before that timeout
-pytestmark = pytest.mark.timeout(520)
+pytestmark = [pytest.mark.audio, pytest.mark.timeout(520)]
 
 needs_voice = pytest.mark.skipif(problem() is not None, reason=problem() or "")
 

@@ -100,6 +100,7 @@ def history(tmp_path_factory) -> Iterator[Path]:
     yield root
 
 
+@pytest.mark.browser
 def test_view_pages_in_chromium(history: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not Path(CHROMIUM).exists():

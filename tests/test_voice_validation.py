@@ -7,8 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from agents.voice import needs_voice
 from conftest import ROOT
+
+pytestmark = pytest.mark.audio
 
 SUITE = """\
 targets:
