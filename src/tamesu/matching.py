@@ -55,7 +55,7 @@ def same(found: Any, expected: Any) -> bool:
         text, other = (found, expected) if isinstance(found, str) else (expected, found)
         if other is None or isinstance(other, bool):
             return text == json.dumps(other)
-        return as_number(text) == other
+        return bool(as_number(text) == other)
     if isinstance(found, bool) or isinstance(expected, bool):
         # Python says True == 1; a user who wrote `true` did not mean 1.
         return type(found) is type(expected) and found == expected

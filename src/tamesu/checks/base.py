@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -93,7 +93,11 @@ class RunView:
         return "\n".join(e.agent.text for e in self.exchanges if e.agent.text)
 
 
-class Check(ABC):
+SpecT = TypeVar("SpecT", bound=BaseModel)
+"""A check's own options type: `class Turns(Check[TurnsSpec])` reads `self.spec` as a TurnsSpec."""
+
+
+class Check(ABC, Generic[SpecT]):
     """One assertion kind: the key a user writes under `assert:`, its options, and how it decides."""
 
     key: ClassVar[str]
@@ -104,8 +108,8 @@ class Check(ABC):
     """This check decides about a session that never reached the agent (`call_ended_by: busy`): with it in a
     test, a busy or unanswered call is the check's to grade, not a failure of the conversation."""
 
-    def __init__(self, spec: Any) -> None:
-        self.spec = spec
+    def __init__(self, spec: SpecT) -> None:
+        self.spec: SpecT = spec
 
     @classmethod
     def parse(cls, value: Any) -> Any:

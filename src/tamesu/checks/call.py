@@ -60,7 +60,7 @@ class DtmfReceivedSpec(Strict):
 
 
 @register("checks", "dtmf_received")
-class DtmfReceived(Check):
+class DtmfReceived(Check[DtmfReceivedSpec]):
     key = "dtmf_received"
     Spec = DtmfReceivedSpec
     shorthand = "equals"
@@ -88,7 +88,7 @@ class CallEndedBySpec(Strict):
 
 
 @register("checks", "call_ended_by")
-class CallEndedBy(Check):
+class CallEndedBy(Check[CallEndedBySpec]):
     key = "call_ended_by"
     Spec = CallEndedBySpec
     shorthand = "by"
@@ -123,7 +123,7 @@ class TransferredToSpec(Strict):
 
 
 @register("checks", "transferred_to")
-class TransferredTo(Check):
+class TransferredTo(Check[TransferredToSpec]):
     key = "transferred_to"
     Spec = TransferredToSpec
     shorthand = "matches"

@@ -41,7 +41,7 @@ def _names(captured: dict[str, Any]) -> str:
 
 
 @register("checks", "captured")
-class Captured(Check):
+class Captured(Check[CapturedSpec]):
     key = "captured"
     Spec = CapturedSpec
     shorthand = "name"

@@ -121,7 +121,7 @@ def _kill_group(pid: int) -> None:
 
 
 @register("checks", "command")
-class Command(Check):
+class Command(Check[CommandSpec]):
     key = "command"
     Spec = CommandSpec
     shorthand = "run"

@@ -53,7 +53,7 @@ class CustomSpec(Strict):
 
 
 @register("checks", "custom")
-class Custom(Check):
+class Custom(Check[CustomSpec]):
     key = "custom"
     Spec = CustomSpec
     shorthand = "function"

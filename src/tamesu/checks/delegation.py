@@ -34,7 +34,7 @@ def _message(call: ToolCall) -> str:
 
 
 @register("checks", "delegated_to")
-class DelegatedTo(Check):
+class DelegatedTo(Check[DelegatedToSpec]):
     key = "delegated_to"
     Spec = DelegatedToSpec
     shorthand = "agent"

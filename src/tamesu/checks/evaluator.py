@@ -67,7 +67,7 @@ def _text(value: Any) -> str:
 
 
 @register("checks", "evaluator")
-class EvaluatorCheck(Check):
+class EvaluatorCheck(Check[EvaluatorSpec]):
     key = "evaluator"
     Spec = EvaluatorSpec
     shorthand = "name"

@@ -118,7 +118,7 @@ def _normalized(text: str) -> list[str]:
 
 
 @register("checks", "golden")
-class Golden(Check):
+class Golden(Check[GoldenSpec]):
     """The run's transcript against a golden file: exact, similar, or as a judge sees it."""
 
     key = "golden"

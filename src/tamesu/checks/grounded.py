@@ -68,7 +68,7 @@ def gather_context(spec: ContextSpec, run: RunView) -> str:
 
 
 @register("checks", "grounded")
-class Grounded(Check):
+class Grounded(Check[GroundedSpec]):
     key = "grounded"
     Spec = GroundedSpec
     shorthand = "context"

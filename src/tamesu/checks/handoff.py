@@ -56,7 +56,7 @@ def _destination(signal: HandoffSignal) -> str:
 
 
 @register("checks", "handoff")
-class Handoff(Check):
+class Handoff(Check[HandoffSpec]):
     key = "handoff"
     Spec = HandoffSpec
     shorthand = "handed_off"

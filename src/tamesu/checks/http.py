@@ -84,7 +84,7 @@ class _Request:
 
 
 @register("checks", "http")
-class Http(Check):
+class Http(Check[HttpSpec]):
     key = "http"
     Spec = HttpSpec
     shorthand = "url"

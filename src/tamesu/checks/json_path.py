@@ -119,7 +119,7 @@ def _searched(exchanges: list[Exchange]) -> str:
 
 
 @register("checks", "json_path")
-class JsonPath(Check):
+class JsonPath(Check[PathSpec]):
     key = "json_path"
     Spec = PathSpec
     shorthand = "path"

@@ -77,7 +77,7 @@ def judge_client(run: RunView, override: Any) -> Any:
 
 
 @register("checks", "judge")
-class Judge(Check):
+class Judge(Check[JudgeSpec]):
     key = "judge"
     Spec = JudgeSpec
     shorthand = "rubric"

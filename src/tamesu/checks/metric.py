@@ -28,7 +28,7 @@ class MetricSpec(Bounds):
 
 
 @register("checks", "metric")
-class Metric(Check):
+class Metric(Check[MetricSpec]):
     key = "metric"
     Spec = MetricSpec
     spec: MetricSpec

@@ -8,12 +8,12 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.types import Strict
 
 
-class Negated(Check):
+class Negated(Check[Strict]):
     key = "negate"
     Spec = Strict
 
     def __init__(self, inner: Check) -> None:
-        super().__init__(None)
+        super().__init__(Strict())  # no options of its own: the inner check's are its own
         self.inner = inner
 
     def prepare(self, search: list[Path]) -> None:

@@ -79,7 +79,7 @@ def _with_model(entry: dict[str, Any], kind: str, model: Any) -> dict[str, Any]:
 
 
 @register("checks", "pack")
-class Pack(Check):
+class Pack(Check[PackRef]):
     key = "pack"
     Spec = PackRef
     shorthand = "name"

@@ -44,7 +44,7 @@ class ScriptSpec(Strict):
 
 
 @register("checks", "script")
-class Script(Check):
+class Script(Check[ScriptSpec]):
     """A Python function decides: it returns True/False, `(passed, reason)`, `{passed, reason, score}`, a
     reason string (a failure), or None (a pass); an AssertionError it raises is a failure with its message.
     Any other exception is a bug in the script: the run is an error (exit 3), never a verdict on the agent."""

@@ -164,7 +164,7 @@ class SimilarSpec(Strict):
 
 
 @register("checks", "similar_to")
-class SimilarTo(Check):
+class SimilarTo(Check[SimilarSpec]):
     """The best agent turn in scope is at least `min` similar to the expected text."""
 
     key = "similar_to"

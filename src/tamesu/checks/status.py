@@ -31,7 +31,7 @@ class StatusSpec(Strict):
 
 
 @register("checks", "status")
-class Status(Check):
+class Status(Check[StatusSpec]):
     key = "status"
     Spec = StatusSpec
     shorthand = "equals"

@@ -103,7 +103,7 @@ def _find(text: str, needle: str, ignore_case: bool) -> int:
     return text.find(needle)
 
 
-class _TextCheck(Check):
+class _TextCheck(Check[TextSpec]):
     Spec = TextSpec
     shorthand = "value"
     spec: TextSpec
@@ -182,7 +182,7 @@ class NotContains(_TextCheck):
         return Verdict(passed=True, reason=f"none of {shown(needles)} in {transcript.turn_count} turn(s)")
 
 
-class _PatternCheck(Check):
+class _PatternCheck(Check[PatternSpec]):
     Spec = PatternSpec
     shorthand = "pattern"
     spec: PatternSpec

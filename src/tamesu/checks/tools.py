@@ -68,7 +68,7 @@ def _rendered_args(spec: CallSpec, context: Context) -> dict[str, Any] | None:
 
 
 @register("checks", "tool_called")
-class ToolCalled(Check):
+class ToolCalled(Check[CallSpec]):
     """At least one call with this name (and matching args) was made."""
 
     key = "tool_called"
@@ -100,7 +100,7 @@ class ToolCalled(Check):
 
 
 @register("checks", "tool_not_called")
-class ToolNotCalled(Check):
+class ToolNotCalled(Check[CallSpec]):
     """No call with this name (and, when given, matching args) was made."""
 
     key = "tool_not_called"
@@ -140,7 +140,7 @@ class SequenceSpec(Strict):
 
 
 @register("checks", "tool_sequence")
-class ToolSequence(Check):
+class ToolSequence(Check[SequenceSpec]):
     key = "tool_sequence"
     Spec = SequenceSpec
     shorthand = "calls"

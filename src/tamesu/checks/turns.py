@@ -35,7 +35,7 @@ class TurnsSpec(Strict):
 
 
 @register("checks", "turns")
-class Turns(Check):
+class Turns(Check[TurnsSpec]):
     key = "turns"
     Spec = TurnsSpec
     shorthand = "equals"

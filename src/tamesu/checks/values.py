@@ -38,7 +38,7 @@ class EqualsSpec(Strict):
 
 
 @register("checks", "equals")
-class Equals(Check):
+class Equals(Check[EqualsSpec]):
     """The agent's reply (the last turn in scope, surrounding blanks aside) is exactly `value`; with `path`,
     the value there is."""
 
@@ -83,7 +83,7 @@ def json_type(value: Any) -> str:
 
 
 @register("checks", "type")
-class TypeCheck(Check):
+class TypeCheck(Check[TypeSpec]):
     """The value at `path` has this JSON type (`integer` is a `number` too)."""
 
     key = "type"

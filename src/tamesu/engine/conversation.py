@@ -292,7 +292,7 @@ async def _converse(
 
 
 async def _talk(
-    test: PlannedTest, target: Target, session: Session, user: UserSimulator, exchanges: list[Exchange],
+    test: PlannedTest, target: Target[Any], session: Session, user: UserSimulator, exchanges: list[Exchange],
     captured: dict[str, Any], spans: RunSpans | None = None,
 ) -> tuple[Any, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
@@ -380,7 +380,7 @@ async def _talk(
 
 
 async def _hear_more(
-    test: PlannedTest, target: Target, session: Session, timeout: float, exchanges: list[Exchange],
+    test: PlannedTest, target: Target[Any], session: Session, timeout: float, exchanges: list[Exchange],
     captured: dict[str, Any], spoken: bool, extractor: Extractor | None,
 ) -> tuple[Any, str | None, dict[str, float]] | None:
     """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
@@ -404,7 +404,7 @@ async def _hear_more(
     return ("agent_ended", None, target.metrics()) if more.ended else None
 
 
-def _unconnected(test: PlannedTest, target: Target) -> str | None:
+def _unconnected(test: PlannedTest, target: Target[Any]) -> str | None:
     """The failure of a session that never reached the agent (a busy or unanswered call), unless the test
     asserts how it ended: then that assertion grades it, and a suite can expect a busy line."""
     why = target.never_connected()

@@ -35,7 +35,7 @@ CLOSE_TIMEOUT = 30.0
 
 
 class LiveSession:
-    def __init__(self, target: Target, session: Session, models: Models | None, workdir: str,
+    def __init__(self, target: Target[Any], session: Session, models: Models | None, workdir: str,
                  owns_models: bool = True) -> None:
         self.target = target
         self.session = session
@@ -160,6 +160,6 @@ def json_in(text: str) -> Any:
 async def _quietly(closing: object) -> None:
     try:
         async with asyncio.timeout(CLOSE_TIMEOUT):
-            await closing  # type: ignore[misc]
+            await closing  # type: ignore[misc]  # any close() result, awaited when it is awaitable
     except Exception:  # closing is best effort: the caller's own outcome matters more
         return

@@ -143,7 +143,7 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     try:
         case = TestCase.model_validate(raw)
     except ValidationError as exc:
-        problems.extend(problems_from(exc, doc, TestCase, owner="test case"))  # type: ignore[arg-type]
+        problems.extend(problems_from(exc, doc, TestCase, owner="test case"))  # type: ignore[arg-type]  # a JsonDocument answers what problems_from asks of a Document
         return None
     before = len(problems)
     dirs = list(dict.fromkeys([base_dir, *settings.file_dirs]))

@@ -186,7 +186,7 @@ def parse_rule(raw: Any, number: int) -> Rule:
     for markers, model, kind in _KINDS:
         if keys & markers:
             try:
-                return model.model_validate(dict(raw))  # type: ignore[return-value]
+                return model.model_validate(dict(raw))  # type: ignore[return-value]  # _KINDS holds only Rule's members
             except ValidationError as exc:
                 problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
                 raise ValueError(f"rule {number} ({kind} rule): {problems}") from None

@@ -37,7 +37,7 @@ class Item(BaseModel):
     """Calls (tools, delegations) or runs (skills) that exercised it."""
     tests: list[str] = Field(default_factory=list)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses decorators over property
     @property
     def exercised(self) -> bool:
         return self.uses > 0
@@ -50,17 +50,17 @@ class Section(BaseModel):
     target_type: str | None = None
     items: list[Item] = Field(default_factory=list)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses decorators over property
     @property
     def offered(self) -> int:
         return sum(1 for i in self.items if i.offered)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses decorators over property
     @property
     def covered(self) -> int:
         return sum(1 for i in self.items if i.offered and i.exercised)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses decorators over property
     @property
     def percent(self) -> float | None:
         return 100.0 * self.covered / self.offered if self.offered else None

@@ -29,7 +29,8 @@ class ReportFormat:
         if callable(self.writer):
             return self.writer
         module_name, _, attribute = self.writer.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        function: Callable[..., Any] = getattr(importlib.import_module(module_name), attribute)
+        return function
 
 
 class UnknownReport(KeyError):

@@ -179,7 +179,8 @@ def render_junit(run: LoadedRun) -> bytes:
     for key, value in totals.items():
         root.set(key, str(value))
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document + b"\n"
 
 
 def write_junit(run: LoadedRun, path: Path) -> None:

@@ -160,7 +160,7 @@ class Judge:
         answer, responses, attempts = await self._ask(system, user, context, schema, version, given.images)
         if given.scale == "1-5":
             # the threshold is the test author's, so it decides, whatever the model concluded on its own
-            passed, score = answer.score >= given.min, answer.score  # type: ignore[attr-defined]
+            passed, score = answer.score >= given.min, answer.score  # type: ignore[attr-defined]  # the scale chose the answer's schema
         else:
             passed, score = answer.passed, 1.0 if answer.passed else 0.0
         record = [as_text(lines, empty=""), *(_json(call) for call in given.tool_calls), given.context or "",
@@ -179,7 +179,7 @@ class Judge:
         inputs = {"mode": "grounded", "claims": claims, "context": context}
         answer, responses, attempts = await self._ask(system, user, inputs, GroundedAnswer, prompt.version)
         found = check_evidence(answer.evidence, [claims])
-        verdict = self._verdict(answer, answer.passed, answer.score, responses,  # type: ignore[attr-defined]
+        verdict = self._verdict(answer, answer.passed, answer.score, responses,  # type: ignore[attr-defined]  # the scale chose the answer's schema
                                 attempts, found, evidence)
         verdict.prompt_version = prompt.version
         return verdict

@@ -229,7 +229,7 @@ def _insert_run(connection: Connection, run: RunInfo) -> None:
     if connection.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
-        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]  # the other dialect's insert, same use
     # shards of one run race to create its row: the first wins, the others keep it
     connection.execute(insert(t.runs).values(**values).on_conflict_do_nothing(index_elements=["id"]))
 

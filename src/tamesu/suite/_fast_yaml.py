@@ -24,7 +24,7 @@ from ruamel.yaml.resolver import VersionedResolver
 try:
     import yaml
 except ImportError:  # pragma: no cover - PyYAML is a dependency; without it every file goes to ruamel
-    yaml = None  # type: ignore[assignment]
+    yaml = None  # type: ignore[assignment]  # None says PyYAML is missing
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", None) if yaml is not None and yaml.__with_libyaml__ else None
 

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import Field
 
@@ -65,7 +65,11 @@ class StepContext:
     target_name: str
 
 
-class Target(ABC):
+SpecT = TypeVar("SpecT", bound=TargetSpec)
+"""A target's own spec type: `class RestTarget(Target[RestSpec])` reads `self.spec` as a RestSpec."""
+
+
+class Target(ABC, Generic[SpecT]):
     """One agent under test, reached over one transport. A target never imports the engine."""
 
     kind: ClassVar[str]
@@ -117,8 +121,8 @@ class Target(ABC):
         """One line saying what to install when this target's optional packages are missing (a suite error)."""
         return None
 
-    def __init__(self, spec: Any, name: str) -> None:
-        self.spec = spec
+    def __init__(self, spec: SpecT, name: str) -> None:
+        self.spec: SpecT = spec
         self.name = name
         self._session: Session | None = None
 

@@ -136,7 +136,7 @@ class _Heard:
 
 
 @register("targets", "livekit")
-class LiveKitTarget(Target):
+class LiveKitTarget(Target[LiveKitSpec]):
     kind = "livekit"
     audio = text_mode = dtmf = True
     Spec = LiveKitSpec

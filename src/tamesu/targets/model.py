@@ -173,7 +173,7 @@ def _as_content(value: Any) -> str:
 
 
 @register("targets", "model")
-class ModelTarget(Target):
+class ModelTarget(Target[ModelTargetSpec]):
     kind = "model"
     Spec = ModelTargetSpec
     carries_history = True

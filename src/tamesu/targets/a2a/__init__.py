@@ -103,7 +103,7 @@ _CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SD
 
 
 @register("targets", "a2a")
-class A2ATarget(Target):
+class A2ATarget(Target[A2ASpec]):
     kind = "a2a"
     reports_tool_calls = False
     """Only messages and artifacts travel over A2A."""
@@ -450,7 +450,7 @@ class A2ATarget(Target):
             self._resubscribes += 1
             session.event("resubscribed", task_id=task_id, attempt=attempts, reason=why)
             self._waiting_for = f"reading the stream of task {task_id} again (resubscribed {attempts} times)"
-            events = wire.stream(choice.url, lambda task_id=task_id: client.subscribe(  # type: ignore[misc]
+            events = wire.stream(choice.url, lambda task_id=task_id: client.subscribe(  # type: ignore[misc]  # a lambda binding the loop variable
                 SubscribeToTaskRequest(id=task_id), context=context))
 
     async def _read_after_refusal(self, progress: Progress, refusal: BaseException) -> None:
@@ -468,7 +468,7 @@ class A2ATarget(Target):
     async def _read_stream(self, events: AsyncIterator[StreamResponse], progress: Progress) -> bool:
         """Read until the turn's end (True) or the stream's (False)."""
         session = self._require_session()
-        async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
+        async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]  # an async generator: it has aclose
             async for event in stream:
                 doc = shape.stream_event(event)
                 progress.add(doc, session.now_ms())

@@ -32,7 +32,7 @@ async def find_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
         return await _grpc_card(wire, url, turn_timeout)
     search = CardSearch()
     for place in card_urls(url):
-        card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]
+        card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]  # a lambda binding the loop variable
                                         counted=False)
         if card is not None:
             search.card, search.found_at = card, place
@@ -49,7 +49,7 @@ async def _grpc_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
         choice = Choice("GRPC", url, version, "")
         probe = wire.client(probe_card, choice, streaming=False)
         try:
-            card = await wire.call(url, lambda probe=probe, choice=choice: probe.get_extended_agent_card(  # type: ignore[misc]
+            card = await wire.call(url, lambda probe=probe, choice=choice: probe.get_extended_agent_card(  # type: ignore[misc]  # a lambda binding the loop variable
                 GetExtendedAgentCardRequest(), context=wire.context(choice, timeout=turn_timeout)),
                 counted=False)
         except SDK_ERRORS as exc:

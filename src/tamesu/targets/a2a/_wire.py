@@ -140,7 +140,7 @@ class Wire:
                      ) -> AsyncIterator[StreamResponse]:
         """A streamed call: retried like `call` until its first event arrives, then read as it comes."""
         for number in range(1, self._connect.attempts + 1):
-            async with contextlib.aclosing(opener()) as events:  # type: ignore[type-var]
+            async with contextlib.aclosing(opener()) as events:  # type: ignore[type-var]  # an async generator: it has aclose
                 try:
                     first = await anext(aiter(events))
                 except StopAsyncIteration:

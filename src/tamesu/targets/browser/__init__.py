@@ -55,7 +55,7 @@ def missing_extra() -> str | None:
 
 
 @register("targets", "browser")
-class BrowserTarget(Target):
+class BrowserTarget(Target[BrowserSpec]):
     kind = "browser"
     Spec: ClassVar[type[BrowserSpec]] = BrowserSpec
     takes_steps = True

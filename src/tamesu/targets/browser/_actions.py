@@ -63,7 +63,7 @@ def host_allowed(url: str, allowed: list[str]) -> bool:
 
 def locate(page: Page, selector: Selector) -> Locator:
     if isinstance(selector, RoleSelector):
-        return page.get_by_role(selector.role, name=selector.name, exact=selector.exact)  # type: ignore[arg-type]
+        return page.get_by_role(selector.role, name=selector.name, exact=selector.exact)  # type: ignore[arg-type]  # an ARIA role the schema checked
     return page.locator(selector)
 
 

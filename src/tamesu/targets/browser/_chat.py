@@ -100,7 +100,7 @@ async def _quiet(messages: object, before: int, quiet: float, deadline: float,
     changed_at = now_ms()
     while True:
         try:
-            texts = [" ".join(t.split()) for t in (await messages.all_inner_texts())[before:]]  # type: ignore[attr-defined]
+            texts = [" ".join(t.split()) for t in (await messages.all_inner_texts())[before:]]  # type: ignore[attr-defined]  # a playwright Locator, kept untyped here
         except PlaywrightError as exc:
             raise TurnError(f"the widget's messages could not be read: {_first_line(exc)}") from None
         now = loop.time()

@@ -87,7 +87,7 @@ class GrpcSpec(TargetSpec):
 
 
 @register("targets", "grpc")
-class GrpcTarget(Target):
+class GrpcTarget(Target[GrpcSpec]):
     kind = "grpc"
     Spec = GrpcSpec
     carries_history = True

@@ -74,7 +74,7 @@ _BENIGN_ERRORS = {"response_cancel_not_active"}
 
 
 @register("targets", "realtime")
-class RealtimeTarget(Target):
+class RealtimeTarget(Target[RealtimeSpec]):
     kind = "realtime"
     audio = text_mode = True
     Spec = RealtimeSpec
@@ -148,7 +148,7 @@ class RealtimeTarget(Target):
             from tamesu.audio.formats import AudioFormat
 
             _type, encoding, rate = AUDIO_FORMATS[self.spec.audio_format]
-            fmt = AudioFormat(encoding, rate)  # type: ignore[arg-type]
+            fmt = AudioFormat(encoding, rate)  # type: ignore[arg-type]  # the table holds only valid encodings
             self._voice = AudioConversation(session, send=fmt, receive=fmt)
 
     def _session_update(self) -> dict[str, Any]:

@@ -108,7 +108,7 @@ UNSOLICITED_KEPT = 20
 
 
 @register("targets", "rest")
-class RestTarget(Target):
+class RestTarget(Target[RestSpec]):
     kind = "rest"
     Spec = RestSpec
     carries_history = True

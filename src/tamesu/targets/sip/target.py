@@ -48,7 +48,7 @@ NO_ANSWER_CODES = {408, 480, 487}
 
 
 @register("targets", "sip")
-class SipTarget(Target):
+class SipTarget(Target[SipSpec]):
     kind = "sip"
     audio = dtmf = True
     Spec = SipSpec
