@@ -15,6 +15,8 @@ import pytest
 
 from tamesu.audio.extra import problem
 
+pytestmark = pytest.mark.audio
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "voice-targets.md"
 

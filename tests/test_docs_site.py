@@ -22,6 +22,8 @@ import yaml
 from browser_fixtures import skip_without_browser
 from cdp import chromium_binary
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 # Material's default indigo header (`primary: indigo` in mkdocs.yml): the theme's CSS reached the page

@@ -14,8 +14,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from remote.test_remote_agents import BILLING, agents
 from test_example_a2a_shop import STATUS_REPLY, Shop, shop  # noqa: F401  (shop is the shared fixture)
-from test_remote_agents import BILLING, agents
 
 JS = Path(__file__).parent / "js"
 CLIENT = JS / "a2a_js_client.mjs"

@@ -2,7 +2,7 @@
 and the one command that adds it (`tamesu doctor` prints them). Found without importing any of them.
 
 The extras' modules are listed here, not read from the installed metadata: an editable install's metadata is
-as old as its last `pip install`; tests/test_doctor_installed.py keeps this table equal to pyproject.toml's.
+as old as its last `pip install`; tests/cli/test_doctor_installed.py keeps this table equal to pyproject.toml's.
 """
 
 from __future__ import annotations

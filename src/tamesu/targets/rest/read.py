@@ -44,7 +44,7 @@ def values(path: str, doc: Any) -> list[Any]:
     """What a JSONPath finds in a document; nothing in a document that is not JSON structure.
 
     python-jsonpath would parse a string document as JSON, so a plain-text answer is never queried. A path of
-    names only is read with dict lookups, as python-jsonpath reads it (tests/test_hot_path.py compares the two):
+    names only is read with dict lookups, as python-jsonpath reads it (tests/engine/test_hot_path.py compares the two):
     its matching machinery cost three such paths a turn 0.05 ms.
     """
     if not isinstance(doc, Mapping | list):

@@ -1,0 +1,389 @@
+"""`tamesu run` end to end: a real local agent, the real command, the files it leaves and its exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ports import refused_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Agent:
+    """A chat agent whose behaviour each test steers through the message text.
+
+    `flaky` answers "good" and "bad" in turn (per agent, so repeats see both); `slow N` waits N seconds;
+    `echo-auth` repeats the Authorization header it got; anything else is echoed as `echo: <message>`.
+    """
+
+    def __init__(self) -> None:
+        self.flaky_calls = 0
+        self.requests: list[dict] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.requests.append(body)
+        message = str(body.get("message", ""))
+        if message.startswith("flaky"):
+            self.flaky_calls += 1
+            return JSONResponse({"text": "good" if self.flaky_calls % 2 else "bad"})
+        if message.startswith("slow"):
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(float(message.split()[1]))
+            finally:
+                self.in_flight -= 1
+            return JSONResponse({"text": "finally"})
+        if message == "echo-auth":
+            return JSONResponse({"text": f"you sent {request.headers.get('authorization')}"})
+        return JSONResponse({"text": f"echo: {message}", "session": body.get("session_id")})
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/chat", self.chat, methods=["POST"])])
+
+
+@pytest.fixture
+def agent(serve) -> tuple[Agent, str]:
+    chat = Agent()
+    server = serve(chat.app())
+    return chat, server.url
+
+
+def suite(tmp_path: Path, url: str, tests: str, extra: str = "", name: str = "suite.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        f"targets:\n  bot:\n    type: rest\n    url: {url}/chat\n    connect: {{ attempts: 2, backoff: 10ms }}\n"
+        f"{extra}tests:\n{tests}", encoding="utf-8")
+    return path
+
+
+def only_run_dir(out: Path) -> Path:
+    dirs = [d for d in out.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def results(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def test_a_passing_suite_leaves_every_artifact(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: echo twice
+    target: bot
+    capture: [ { name: sid, json_path: "$.session" } ]
+    scenario: { script: [ { say: hello }, { say: "again {{captured.sid}}" } ] }
+    assert:
+      - contains: "echo: hello"
+      - json_path: { path: $.text, matches: "^echo: again [0-9a-f]{32}$" }
+        on_turn: last
+      - turns: { equals: 2 }
+      - metric: { name: turn_latency_ms_p95, lt: 5000 }
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  suite/echo twice" in result.stdout
+    assert "1 passed, 0 failed" in result.stdout
+    run_dir = only_run_dir(tmp_path / "out")
+    [line] = results(run_dir)
+    assert line["status"] == "passed" and line["passed_runs"] == 1 and line["total_runs"] == 1
+    detail = json.loads((run_dir / line["runs"][0]["dir"] / "result.json").read_text())
+    assert detail["schema_version"] == 1
+    assert detail["end_reason"] == "script_done"
+    assert [t["agent"]["text"] for t in detail["turns"]] == ["echo: hello", f"echo: again {detail['captured']['sid']}"]
+    assert detail["turns"][0]["agent"]["raw"][0]["session"] == detail["captured"]["sid"]
+    assert detail["turns"][0]["agent"]["status"] == 200
+    assert [a["name"] for a in detail["assertions"]] == ["contains", "json_path", "turns", "metric"]
+    assert all(a["passed"] for a in detail["assertions"])
+    assert detail["metrics"]["turns"] == 2
+    assert 0 < detail["metrics"]["turn_latency_ms_p50"] <= detail["metrics"]["turn_latency_ms_max"]
+    transcript = json.loads((run_dir / line["runs"][0]["dir"] / "transcript.json").read_text())
+    assert [(entry["role"], entry["text"]) for entry in transcript["lines"]][:2] == [
+        ("user", "hello"), ("agent", "echo: hello")]
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["exit_code"] == 0 and summary["counts"]["passed"] == 1
+
+
+def test_a_failing_assertion_exits_1_with_its_reason(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: wrong
+    target: bot
+    scenario: { script: [ { say: hello } ] }
+    assert:
+      - contains: "goodbye"
+  - name: right
+    target: bot
+    scenario: { script: [ { say: hello } ] }
+    assert: [ { contains: hello } ]
+""", extra="defaults:\n  assert: [ { not_contains: Traceback } ]\n  slo: { turn_latency_ms_p95: 10000, "
+            "time_to_first_audio_ms: 1 }\n")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert "FAIL  suite/wrong" in result.stdout
+    assert "✗ contains:" in result.stdout and "goodbye" in result.stdout
+    assert "1 passed, 1 failed" in result.stdout
+    run_dir = only_run_dir(tmp_path / "out")
+    detail = json.loads((run_dir / "suite/wrong/run-1/result.json").read_text())
+    names = {a["name"]: a["passed"] for a in detail["assertions"]}
+    assert names == {"defaults/not_contains": True, "contains": False, "slo/turn_latency_ms_p95": True,
+                     "slo/time_to_first_audio_ms": True}
+
+
+def test_an_unreachable_agent_is_an_infrastructure_error(tmp_path: Path, tamesu) -> None:
+    port = refused_port()
+    suite(tmp_path, f"http://127.0.0.1:{port}", """\
+  - name: nobody home
+    target: bot
+    retries: 1
+    scenario: { script: [ { say: hello } ] }
+    assert: [ { contains: hello } ]
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "ERR   suite/nobody home" in result.stdout
+    run_dir = only_run_dir(tmp_path / "out")
+    [line] = results(run_dir)
+    assert line["status"] == "error" and line["runs"][0]["attempts"] == 2
+    assert "cannot reach" in line["runs"][0]["error"]
+    assert line["runs"][0]["dir"] == "suite/nobody-home/run-1-retry-1"
+    assert (run_dir / "suite/nobody-home/run-1/result.json").is_file()
+    assert (run_dir / "suite/nobody-home/run-1-retry-1/result.json").is_file()
+
+
+def test_repeat_and_pass_threshold(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: half good
+    target: bot
+    repeat: 4
+    pass_threshold: 0.5
+    scenario: { script: [ { say: flaky } ] }
+    assert: [ { contains: good } ]
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "2/4 runs passed" in result.stdout
+    strict = tamesu(["run", "suite.yaml", "--out", "out2", "--repeat", "2"], cwd=tmp_path)
+    [line] = results(only_run_dir(tmp_path / "out2"))
+    assert line["total_runs"] == 2 and line["passed_runs"] == 1
+    assert strict.returncode == 0  # 1 of 2 meets 0.5
+    (tmp_path / "suite.yaml").write_text((tmp_path / "suite.yaml").read_text().replace("0.5", "1.0"))
+    failing = tamesu(["run", "suite.yaml", "--out", "out3"], cwd=tmp_path)
+    assert failing.returncode == 1
+    assert "FAIL  suite/half good  2/4 runs passed" in failing.stdout
+
+
+def test_quarantined_failure_does_not_fail_the_run(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: known flaky
+    target: bot
+    quarantine: { reason: "SUP-412 flaky since the payments migration" }
+    scenario: { script: [ { say: hello } ] }
+    assert: [ { contains: refund } ]
+  - name: expired
+    target: bot
+    quarantine: { reason: "SUP-1", until: 2020-01-01 }
+    scenario: { script: [ { say: hello } ] }
+    assert: [ { contains: hello } ]
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "QUAR  suite/known flaky" in result.stdout
+    assert "quarantined: SUP-412 flaky since the payments migration" in result.stdout
+    assert "1 passed, 0 failed, 1 quarantined" in result.stdout
+    lines = {line["test"]: line for line in results(only_run_dir(tmp_path / "out"))}
+    assert lines["known flaky"]["status"] == "quarantined"
+    assert lines["known flaky"]["runs"][0]["failures"][0]["name"] == "contains"
+    assert lines["expired"]["status"] == "passed" and lines["expired"]["quarantine"] is None
+
+
+def test_cases_filter_tags_and_skip(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    (tmp_path / "cases.json").write_text(json.dumps([{"name": "fr", "word": "bonjour"},
+                                                     {"name": "de", "vars": {"word": "hallo"}}]))
+    suite(tmp_path, url, """\
+  - name: greet
+    target: bot
+    tags: [smoke]
+    cases_file: cases.json
+    scenario: { script: [ { say: "{{vars.word}}" } ] }
+    assert: [ { contains: "echo: {{vars.word}}" } ]
+  - name: inline
+    target: bot
+    vars: { word: hi }
+    cases:
+      - { name: en }
+      - { name: es, vars: { word: hola } }
+    scenario: { script: [ { say: "{{vars.word}}" } ] }
+    assert: [ { contains: "{{vars.word}}" } ]
+  - name: later
+    target: bot
+    skip: "waiting for the v2 endpoint"
+""")
+    listed = tamesu(["list", "suite.yaml"], cwd=tmp_path)
+    assert listed.stdout.splitlines() == [
+        "suite/greet [fr]  -> bot  [smoke, case:fr]", "suite/greet [de]  -> bot  [smoke, case:de]",
+        "suite/inline [en]  -> bot  [case:en]", "suite/inline [es]  -> bot  [case:es]", "suite/later  -> bot"]
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--tags", "case:de,case:es"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert sorted(line["test"] for line in results(only_run_dir(tmp_path / "out"))) == ["greet [de]", "inline [es]"]
+    filtered = tamesu(["run", "suite.yaml", "--out", "out2", "--filter", "inline|later", "--tags", "!case:en"],
+                      cwd=tmp_path)
+    assert filtered.returncode == 0, filtered.stdout
+    lines = results(only_run_dir(tmp_path / "out2"))
+    assert sorted((line["test"], line["status"]) for line in lines) == [("inline [es]", "passed"),
+                                                                        ("later", "skipped")]
+    assert "waiting for the v2 endpoint" in filtered.stdout
+    nothing = tamesu(["run", "suite.yaml", "--filter", "nomatch"], cwd=tmp_path)
+    assert nothing.returncode == 2 and "no test matches" in nothing.stderr
+
+
+def test_hooks_run_in_order_project_first(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['*.yaml']\nhooks:\n  before_all: ['echo project-before-all >> log']\n"
+        "  after_each: ['echo project-after-each >> log']\n")
+    suite(tmp_path, url, """\
+  - name: one
+    target: bot
+    scenario: { script: [ { say: "a" } ] }
+  - name: two
+    target: bot
+    scenario: { script: [ { say: "b" } ] }
+""", extra="hooks:\n  before_all: ['echo suite-before-all >> log']\n  before_each: ['echo before-each >> log']\n"
+           "  after_all: [ { run: 'echo after-all >> log' } ]\n")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "log").read_text().split() == [
+        "project-before-all", "suite-before-all", "before-each", "project-after-each", "before-each",
+        "project-after-each", "after-all"]
+
+
+def test_a_failing_before_each_hook_is_retried_as_infrastructure(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: needs seed
+    target: bot
+    retries: 2
+    scenario: { script: [ { say: hi } ] }
+""", extra="hooks:\n  before_each:\n    - run: 'test -f seeded || { touch seeded; exit 7; }'\n")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    [line] = results(only_run_dir(tmp_path / "out"))
+    assert line["runs"][0]["attempts"] == 2 and line["runs"][0]["dir"].endswith("run-1-retry-1")
+    first = json.loads((only_run_dir(tmp_path / "out") / "suite/needs-seed/run-1/result.json").read_text())
+    assert first["status"] == "error" and "exited with 7" in first["error"]
+
+
+def test_a_secret_never_reaches_disk_or_console(tmp_path: Path, tamesu, agent) -> None:
+    chat, url = agent
+    secret = "sk-very-secret-4711"
+    (tmp_path / ".env").write_text(f"BOT_TOKEN={secret}\n")
+    (tmp_path / "tamesu.yaml").write_text("suites: ['*.yaml']\n")
+    suite(tmp_path, url, """\
+  - name: leaky
+    target: bot
+    scenario: { script: [ { say: echo-auth }, { say: "my token is {{secrets.BOT_TOKEN}}" } ] }
+    assert: [ { contains: "nothing like this" } ]
+""", extra="    headers: { Authorization: 'Bearer {{secrets.BOT_TOKEN}}' }\n")
+    result = tamesu(["run", "-vv", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert chat.requests[1]["message"] == f"my token is {secret}"  # the agent did get it
+    assert "you sent Bearer ***" in result.stdout and secret not in result.stdout + result.stderr
+    written = [p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert written and all(secret not in text for text in written)
+    assert any("Bearer ***" in text for text in written)
+
+
+def test_fail_fast_stops_starting_tests(tmp_path: Path, tamesu, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, "".join(f"""\
+  - name: t{i}
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert: [ {{ contains: "{'hi' if i != 1 else 'nope'}" }} ]
+""" for i in range(4)))
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--fail-fast"], cwd=tmp_path)
+    assert result.returncode == 1
+    statuses = [(line["test"], line["status"]) for line in results(only_run_dir(tmp_path / "out"))]
+    assert statuses == [("t0", "passed"), ("t1", "failed"), ("t2", "skipped"), ("t3", "skipped")]
+
+
+def test_parallel_runs_side_by_side(tmp_path: Path, tamesu, agent) -> None:
+    chat, url = agent
+    suite(tmp_path, url, "".join(f"""\
+  - name: slow{i}
+    target: bot
+    scenario: {{ script: [ {{ say: "slow 0.5" }} ] }}
+""" for i in range(4)))
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--parallel", "4"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert len(results(only_run_dir(tmp_path / "out"))) == 4
+    assert chat.most_in_flight == 4
+    chat.most_in_flight = 0
+    one_by_one = tamesu(["run", "suite.yaml", "--out", "out2"], cwd=tmp_path)
+    assert one_by_one.returncode == 0
+    assert chat.most_in_flight == 1
+
+
+def test_a_killed_run_keeps_every_finished_test(tmp_path: Path, agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, "".join(f"""\
+  - name: slow{i}
+    target: bot
+    scenario: {{ script: [ {{ say: "slow 0.7" }} ] }}
+    assert: [ {{ contains: finally }} ]
+""" for i in range(8)))
+    env = {**os.environ, "NO_COLOR": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out"],
+                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        results_file = None
+        while time.monotonic() < deadline:
+            found = list((tmp_path / "out").glob("*/results.jsonl"))
+            if found and len(found[0].read_text().splitlines()) >= 2:
+                results_file = found[0]
+                break
+            time.sleep(0.05)
+        assert results_file is not None, "no test finished in time"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    lines = [json.loads(line) for line in results_file.read_text().splitlines()]
+    assert 2 <= len(lines) < 8
+    for line in lines:
+        assert line["status"] == "passed"
+        detail = json.loads((results_file.parent / line["runs"][0]["dir"] / "result.json").read_text())
+        assert detail["turns"][0]["agent"]["text"] == "finally"
+    assert not (results_file.parent / "run.json").exists()
+
+
+def test_the_demo_runs_the_example_suite(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo.py"), "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=180, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = results(only_run_dir(tmp_path / "out"))
+    assert {line["status"] for line in lines} == {"passed"}
+    assert len(lines) == 8

@@ -1,0 +1,93 @@
+"""Traps a new user fell into: project targets in suites, unknown options, plurals, the progress count."""
+
+from __future__ import annotations
+
+import io
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from rich.console import Console
+
+from tamesu.report.console import ConsoleReporter
+from tamesu.results.records import TestResult
+from tamesu.suite.secrets import Redactor
+
+
+def test_targets_of_tamesu_yaml_serve_every_suite(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n'
+        "targets:\n  bot: { type: model, model: target }\n")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "tests:\n  - name: order\n    target: bot\n    scenario: { script: [{ say: hi }] }\n"
+        "    assert: [{ contains: shipped }]\n")
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.strip() == "ok: 1 test in 1 suite"  # and plurals right
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tamesu running 1 test from 1 suite" in done.stdout and "1 passed, 0 failed" in done.stdout
+    # a suite's own target of the same name wins over the project's
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n" +
+        (tmp_path / "s.tamesu.yaml").read_text())
+    assert tamesu(["run", "--out", "out"], cwd=tmp_path).returncode == 3  # nothing listens there
+
+
+def test_an_unknown_option_gets_a_suggestion(tmp_path: Path, tamesu: Any) -> None:
+    done = tamesu(["run", "--paralel", "2"], cwd=tmp_path)
+    assert done.returncode == 2 and "No such option '--paralel'. Did you mean '--parallel'?" in done.stderr
+    done = tamesu(["test", "--dryrun", "-i", "hi"], cwd=tmp_path)
+    assert done.returncode == 2 and "Did you mean '--dry-run'?" in done.stderr
+
+
+def test_the_live_console_counts_done_over_total() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    reporter = ConsoleReporter(console, Redactor())
+    suite = SimpleNamespace(name="s")
+    tests = [SimpleNamespace(id=f"s/t{n}", suite=suite) for n in range(3)]
+    reporter.start(None, tests, Path("."))
+    try:
+        reporter.run_started(tests[0], 1, 1)
+        reporter.test_finished(TestResult(suite="s", test="t0", id="s/t0", target="bot", status="error",
+                                          pass_threshold=1.0), [])
+        shown = "".join(line.plain for line in reporter._render_running().renderables)
+    finally:
+        if reporter._live is not None:
+            reporter._live.stop()
+    assert "1/3 done" in shown
+
+
+def test_the_html_report_is_written_by_default_and_its_path_ends_the_run(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n'
+        "targets:\n  bot: { type: model, model: target }\n")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "tests:\n  - name: order\n    target: bot\n    scenario: { script: [{ say: hi }] }\n")
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    [run] = list((tmp_path / "out").iterdir())
+    assert done.stdout.strip().splitlines()[-1] == f"html report: out/{run.name}/report.html"
+    assert "<html" in (run / "report.html").read_text()[:500].lower()
+    (tmp_path / "tamesu.yaml").write_text((tmp_path / "tamesu.yaml").read_text() + "report: []\n")
+    done = tamesu(["run", "--out", "off"], cwd=tmp_path)
+    [run] = list((tmp_path / "off").iterdir())
+    assert not (run / "report.html").exists() and "html report" not in done.stdout
+
+
+def test_after_init_the_first_run_passes_with_nothing_else_running(tmp_path: Path, tamesu: Any) -> None:
+    assert tamesu(["init"], cwd=tmp_path).returncode == 0
+    # the scaffold's sample agent listens on 8765; two runs of this test at once (CI and an engineer on one
+    # machine) would share one agent, and one's after_all would stop it under the other: a port of its own
+    first = tmp_path / "suites" / "first.yaml"
+    assert first.read_text().count("8765") == 2  # the hook that starts the agent, the target's url
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    first.write_text(first.read_text().replace("8765", str(port)))
+    done = tamesu(["run"], cwd=tmp_path, env={"TAMESU_OWNERS": "init-test"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  first/greets and answers" in done.stdout
+    # the sample agent was stopped (by after_all, else by the watchdog)
+    from runtime.test_kills import _wait_gone
+    assert not _wait_gone("init-test")

@@ -1,0 +1,97 @@
+"""`tamesu schema` and the modeline `tamesu init` writes: JSON Schemas from the loader's own models."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tamesu.suite.yaml_reader import load_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def schemas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    from conftest import run_tamesu
+
+    folder = tmp_path_factory.mktemp("schema")
+    found = {}
+    for kind in ("suite", "project"):
+        printed = run_tamesu(["schema", kind], cwd=folder)
+        assert printed.returncode == 0, printed.stderr
+        found[kind] = json.loads(printed.stdout)
+        jsonschema.Draft202012Validator.check_schema(found[kind])
+    return found
+
+
+def _errors(schema: dict, data: object) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:160]}" for e in validator.iter_errors(data)]
+
+
+def test_what_the_loader_accepts_the_schema_accepts(schemas: dict[str, dict]) -> None:
+    """Every example suite the loader takes validates against the schema: an editor never flags a good file."""
+    from tamesu.errors import ConfigError
+    from tamesu.plan import load_plan
+
+    suites = [p for p in ROOT.glob("examples/**/*.yaml") if p.name != "tamesu.yaml" and "tamesu-runs" not in p.parts
+              and "tests:" in p.read_text()]
+    checked = 0
+    for path in suites:
+        try:
+            load_plan([path], require_secrets=False)
+        except ConfigError:
+            continue  # an example someone is still writing; the loader's verdict is the one that counts
+        assert _errors(schemas["suite"], load_yaml(path).data) == [], path
+        checked += 1
+    assert checked >= 1  # at least the rest-shop example
+    for path in ROOT.glob("examples/**/tamesu.yaml"):
+        assert _errors(schemas["project"], load_yaml(path).data) == [], path
+
+
+def test_what_the_loader_rejects_the_schema_rejects(schemas: dict[str, dict]) -> None:
+    suite = {
+        "targets": {"bot": {"type": "rest", "url": "http://x", "colour": "red", "turn_timeout": "10s"}},
+        "tests": [{"name": "t", "target": "bot", "persona": {"nmae": "x"},
+                   "scenario": {"script": [{"say": "hi"}]},
+                   "assert": [{"contains": "a"}, {"contain": "b"}, {"json_path": {"path": "$.a", "equals": 1},
+                                                                     "on_turn": 0}]}],
+    }
+    errors = _errors(schemas["suite"], suite)
+    assert any(e.startswith("targets/bot:") and "'colour'" in e for e in errors)
+    assert any(e.startswith("tests/0/persona:") and "'nmae'" in e for e in errors)
+    assert any(e.startswith("tests/0/assert/1:") for e in errors)
+    assert any(e.startswith("tests/0/assert/2:") for e in errors)
+    assert not any(e.startswith("tests/0/assert/0") for e in errors)  # `contains: "a"`, the shorthand
+    assert len(errors) == 4, errors
+    # durations and shorthands the loader accepts, the schema accepts
+    fine = {"hooks": {"before_all": ["./seed.sh", {"http": {"url": "http://x"}, "timeout": "500ms"}]},
+            "models": {"judge": "openai:gpt-4o"},
+            "targets": {"m": {"type": "model", "system": "s", "turn_timeout": 30}},
+            "tests": [{"name": "t", "target": "m", "timeout": "2m", "scenario": {"script": [{"say": "x"}]},
+                       "assert": [{"status": "2xx"}, {"handoff": True}, {"turns": {"lte": 3}, "name": "short"}]}]}
+    assert _errors(schemas["suite"], fine) == []
+    assert _errors(schemas["project"], {"report": ["junit", "html:r.html"], "parallel": 4}) == []
+    assert _errors(schemas["project"], {"paralel": 4}) != []
+
+
+def test_init_points_editors_at_schemas_that_exist(tmp_path: Path, tamesu) -> None:
+    made = tamesu(["init"], cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    for name, kind in (("tamesu.yaml", "project"), ("suites/first.yaml", "suite")):
+        path = tmp_path / name
+        first = path.read_text().splitlines()[0]
+        match = re.fullmatch(r"# yaml-language-server: \$schema=(\S+)", first)
+        assert match, first
+        schema_path = (path.parent / match.group(1)).resolve()
+        schema = json.loads(schema_path.read_text())
+        assert schema["title"].startswith(f"tamesu {kind}")
+        assert _errors(schema, load_yaml(path).data) == []
+    written = tamesu(["schema", "--write", "elsewhere"], cwd=tmp_path)
+    assert written.returncode == 0
+    assert (tmp_path / "elsewhere" / "suite.schema.json").read_text() == \
+        (tmp_path / ".tamesu" / "schema" / "suite.schema.json").read_text()

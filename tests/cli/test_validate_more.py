@@ -1,0 +1,195 @@
+"""`tamesu validate` beyond the schema: JSONL files checked as `tamesu test` loads them, tool assertions on A2A
+targets (a warning), script `files:` that do not exist (a suite error, for `run` too), an unset secret in a
+remote agent's `token` (a warning)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PROJECT = """\
+suites: [suite.yaml]
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+  desk: { type: rest, url: "http://127.0.0.1:9/chat", request: { body: { message: "{{message}}" } } }
+"""
+
+CASES = "".join(json.dumps(case) + "\n" for case in [
+    {"id": "tools", "input": "Where is ORD-1?",
+     "assertions": [{"type": "tool_called", "name": "lookup_order"}, {"type": "contains", "value": "ORD-1"}]},
+    {"id": "photo", "input": [{"role": "user", "content": [{"type": "text", "text": "This one"},
+                                                           {"type": "image", "source": "file://photo.png"}]}]},
+])
+
+SUITE = """\
+remote_agents:
+  billing: { skills: [refund], token: "{{secrets.BILLING_TOKEN_UNSET}}" }
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+tests:
+  - name: delegates
+    target: shop
+    scenario: { script: [{ say: "refund ORD-1", files: [receipt.png] }] }
+    assert:
+      - tool_not_called: billing
+      - tool_called: lookup_order
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "tamesu.yaml").write_text(PROJECT)
+    (tmp_path / "cases.jsonl").write_text(CASES)
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    return tmp_path
+
+
+def test_jsonl_files_are_validated_against_the_agent_they_test(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    on_a2a = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=project)
+    assert on_a2a.returncode == 0, on_a2a.stdout + on_a2a.stderr
+    assert on_a2a.stdout.strip() == "ok: 2 test case(s) in 1 JSONL file(s) for shop (a2a)"
+    assert on_a2a.stderr.splitlines() == [
+        "warning: cases.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
+        "\"lookup_order\" can never see one"]
+    # `tamesu test` says the same when it loads the cases
+    dry = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "--dry-run"], cwd=project)
+    assert dry.returncode == 0 and dry.stderr.splitlines() == on_a2a.stderr.splitlines()
+    on_rest = tamesu(["validate", "cases.jsonl", "-n", "desk"], cwd=project)
+    assert on_rest.returncode == 2
+    assert on_rest.stderr.splitlines() == [
+        "cases.jsonl:2:122: input[0].content[1].source: the agent under test (desk (rest)) cannot get this file: "
+        "photo.png: this rest target's request.body does not send files: add \"{{attachments}}\" to it, or set "
+        "request.multipart", "1 problem found"]
+    (project / "bad.jsonl").write_text(json.dumps({"id": "x", "type": "single_turn",
+                                                   "turns": [{"input": "a"}, {"input": "b"}]}) + "\n")
+    both = tamesu(["validate", "bad.jsonl", "cases.jsonl"], cwd=project)
+    assert both.returncode == 2
+    assert both.stderr.splitlines()[-2:] == [
+        "bad.jsonl:1:62: turns[1]: a single_turn case has one turn, not 2 (drop type: single_turn to play them in "
+        "order)", "1 problem found"]
+
+
+def test_suite_files_tokens_and_a2a_tool_assertions(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    missing = tamesu(["validate", "suite.yaml"], cwd=project)
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[0] == ("suite.yaml:8:57: tests[0].scenario.script[0].files[0]: file not found: "
+                                              "receipt.png (a path is relative to the suite's folder)")
+    assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=project).returncode == 2  # nothing runs
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    done = tamesu(["validate", "suite.yaml"], cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # billing is a remote agent: its delegations are calls, so only lookup_order is warned about
+    assert done.stderr.splitlines() == [
+        "warning: suite.yaml:2:39: remote_agents.billing.token: secret BILLING_TOKEN_UNSET is not set (environment "
+        "or .env): the remote agent cannot start",
+        "warning: suite.yaml:11:9: tests[0].assert[1]: an A2A agent reports no tool calls, so this assertion can "
+        "never see lookup_order (only the suite's remote agents, billing, count as calls)"]
+
+
+def test_a_suite_file_its_rest_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "desk.yaml").write_text("""\
+targets:
+  desk: { type: rest, url: "http://127.0.0.1:9/chat", request: { body: { message: "{{message}}" } } }
+  form: { type: rest, url: "http://127.0.0.1:9/chat", request: { multipart: true } }
+tests:
+  - { name: dropped, target: desk, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+  - { name: sent, target: form, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+""")
+    done = tamesu(["validate", "desk.yaml"], cwd=project)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "desk.yaml:5:78: tests[0].scenario.script[0].files[0]: target desk cannot send this file: receipt.png: this "
+        "rest target's request.body does not send files: add \"{{attachments}}\" to it, or set request.multipart",
+        "1 problem found"]
+
+
+def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    project = _project(tmp_path)
+    folder = project / "cases"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(CASES)
+    (folder / "b.ndjson").write_text(json.dumps({"id": "ok", "input": "hi"}) + "\n"
+                                     + json.dumps({"id": "bad", "input": "hi", "max_turns": -1}) + "\n")
+    (folder / "c.jsonl").write_text('{"id": "c", "input": "hi"\n')
+    (folder / "notes.txt").write_text("not a case")
+    # every file of the folder, each problem as file:line:col, exit 2
+    bad = tamesu(["validate", "cases", "-n", "shop"], cwd=project)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines() == [
+        "cases/b.ndjson:2:43: max_turns: input should be greater than or equal to 1, got -1",
+        "cases/c.jsonl:1:26: not valid JSON: Expecting ',' delimiter (the file ends before the value does)",
+        "2 problems found"]
+    (folder / "c.jsonl").unlink()
+    (folder / "b.ndjson").write_text(json.dumps({"id": "ok", "input": "hi"}) + "\n")
+    good = tamesu(["validate", "cases", "-n", "shop"], cwd=project)
+    assert good.returncode == 0, good.stdout + good.stderr  # a warning is not a failure
+    assert good.stdout.strip() == "ok: 3 test case(s) in 2 JSONL file(s) for shop (a2a)"
+    assert good.stderr.splitlines() == [
+        "warning: cases/a.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
+        "\"lookup_order\" can never see one"]
+    # `tamesu test` reads a folder's JSONL files too (never sends its name to the agent as a message)
+    run = tamesu(["test", "-i", "cases", "-n", "shop", "--dry-run"], cwd=project)
+    assert run.returncode == 0, run.stderr
+    assert "Input: cases (3 test cases), not run (--dry-run)" in run.stdout, run.stdout
+    # named by the project's `suites` (a folder, and a pattern): `tamesu validate` reads them as JSONL, the YAML
+    # suite beside them as a suite, and says every problem of both at once
+    (project / "tamesu.yaml").write_text(PROJECT.replace("suites: [suite.yaml]",
+                                                         "suites: [suite.yaml, cases, 'more/*.jsonl']"))
+    (project / "more").mkdir()
+    (project / "more" / "c.jsonl").write_text('{"id": "c", "input": "hi", "assertions": [{"type": "nope"}]}\n')
+    both = tamesu(["validate"], cwd=project)
+    assert both.returncode == 2
+    assert both.stderr.splitlines() == [
+        "more/c.jsonl:1:52: assertions[0].type: unknown assertion type 'nope' (one of contains, equals, regex, "
+        "json_path, tool_called, type, agent, script)",
+        f"suite.yaml:8:57: tests[0].scenario.script[0].files[0]: file not found: {project / 'receipt.png'} (a path "
+        "is relative to the suite's folder)", "2 problems found"]
+    (project / "more" / "c.jsonl").write_text('{"id": "c", "input": "hi"}\n')
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    done = tamesu(["validate", "."], cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["ok: 4 test case(s) in 3 JSONL file(s)", "ok: 1 test in 1 suite"]
+    # `tamesu run` reads the YAML suite and says what the JSONL entries are; with only those, it has nothing to run
+    listed = tamesu(["list"], cwd=project)
+    assert listed.returncode == 0 and listed.stdout.split()[0] == "suite/delegates", listed.stdout + listed.stderr
+    (project / "tamesu.yaml").write_text(PROJECT.replace("suites: [suite.yaml]", "suites: [cases, 'more/*.jsonl']"))
+    none = tamesu(["run", "--out", "out"], cwd=project)
+    assert none.returncode == 2
+    assert none.stderr.splitlines() == [
+        "cases:1:1: JSONL test cases, not a suite: `tamesu test -i FILE -n TARGET` runs them, `tamesu validate` "
+        "checks them",
+        "more/c.jsonl:1:1: JSONL test cases, not a suite: `tamesu test -i more/c.jsonl -n TARGET` runs them, "
+        "`tamesu validate` checks them", "2 problems found"]
+
+
+def test_the_expense_examples_jsonl_folder_validates(tamesu: Callable[..., Any]) -> None:
+    example = Path(__file__).parents[2] / "examples" / "expense-agent"
+    done = tamesu(["validate"], cwd=example, env={"EXPENSE_URL": "http://127.0.0.1:9"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["ok: 11 test case(s) in 4 JSONL file(s)"]
+
+
+def test_a_forwarded_header_naming_an_unset_secret_is_a_warning(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    (tmp_path / "suite.yaml").write_text("""\
+remote_agents:
+  billing:
+    forward: "http://127.0.0.1:9/a2a"
+    headers: { Authorization: "Bearer {{secrets.REAL_BILLING_KEY_UNSET}}", X-Team: "{{env.TEAM_UNSET_VAR}}" }
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+tests:
+  - { name: t, target: shop, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "warning: suite.yaml:4:31: remote_agents.billing.headers.Authorization: secret REAL_BILLING_KEY_UNSET is not "
+        "set (environment or .env): the remote agent cannot start",
+        "warning: suite.yaml:4:84: remote_agents.billing.headers.X-Team: environment variable TEAM_UNSET_VAR is not "
+        "set: the remote agent cannot start"]

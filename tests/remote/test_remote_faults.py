@@ -1,0 +1,90 @@
+"""Remote agents as other clients meet them (the A2A TCK, the JavaScript SDK): follow-ups that name only the
+task, the card's cache headers, and where a remote agent's URL can be used."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
+
+from remote.test_remote_agents import BILLING, agents, call, combos, connect, send
+
+
+@combos
+async def test_a_follow_up_with_the_task_id_and_no_context_id_continues_the_task(tmp_path: Path, binding: str,
+                                                                                 version: str) -> None:
+    async with agents(tmp_path, {"billing": BILLING}) as group, \
+            connect(group.urls["billing"]["url"], binding, version) as client:
+        asked = await send(client, "Please cancel my order")
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        states = []
+        for words in ("cancel ORD-1001, I said", "ORD-1001"):  # the second follow-up was the one refused
+            follow_up = SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex,
+                                                           parts=[Part(text=words)], task_id=asked.id))
+            events = [e async for e in client.send_message(follow_up, context=call())]
+            task = events[-1].task
+            assert task.id == asked.id and task.context_id == asked.context_id
+            states.append(task.status.state)
+    assert states == [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED]
+    assert {d.context_id for d in group.delegations} == {asked.context_id}
+
+
+async def test_the_card_is_served_with_cache_headers(tmp_path: Path) -> None:
+    async with agents(tmp_path, {"billing": BILLING}) as group:
+        card_url = group.urls["billing"]["card"]
+        async with httpx.AsyncClient(timeout=10) as http:
+            first = await http.get(card_url)
+            again = await http.get(card_url, headers={"If-None-Match": first.headers["etag"]})
+    assert first.status_code == 200 and "max-age" in first.headers["cache-control"]
+    assert first.headers["last-modified"].endswith("GMT")
+    assert again.status_code == 304 and again.content == b""
+
+
+def _suite(folder: Path, where: str) -> Any:
+    (folder / "s.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: ok }\n"
+        "targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n" + where)
+    return folder
+
+
+def test_remote_urls_where_no_remote_agent_runs_are_refused_by_validate(tmp_path: Path, tamesu: Any) -> None:
+    test = "tests:\n  - name: t\n    target: bot\n    scenario: { script: [{ say: hi }] }\n"
+    cases = {
+        "before_all": "hooks:\n  before_all: ['curl {{remote.billing.url}}']\n" + test,
+        "after_all": "hooks:\n  after_all: ['curl {{remote.billing.url}}']\n" + test,
+        "before_each": "hooks:\n  before_each: ['curl {{remote.billing.url}}']\n" + test,
+        "command": test + "    assert: [{ command: 'curl {{remote.billing.url}}' }]\n",
+    }
+    for name, where in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        done = tamesu(["validate", "s.tamesu.yaml"], cwd=_suite(folder, where))
+        assert done.returncode == 2, (name, done.stdout, done.stderr)
+        assert "{{remote.billing.url}}: remote agents run only during each run" in done.stderr, done.stderr
+    folder = tmp_path / "after_each"
+    folder.mkdir()
+    ok = tamesu(["validate", "s.tamesu.yaml"], cwd=_suite(
+        folder, "hooks:\n  after_each: ['echo {{remote.billing.url}}']\n" + test))
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_remote_agents_server_logs_go_to_the_run_folder_not_the_console(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "ok" }] }\n')
+    garbage = ("python -c \"import socket, sys; from urllib.parse import urlsplit; u = urlsplit(sys.argv[1]); "
+               "s = socket.create_connection((u.hostname, u.port)); s.sendall(b'NOT HTTP AT ALL\\r\\n\\r\\n'); "
+               "s.recv(100)\" {{remote.billing.url}}")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: ok }\n"
+        f"hooks:\n  after_each: [{json.dumps(garbage)}]\n"
+        "targets:\n  bot: { type: model, model: target }\n"
+        "tests:\n  - name: t\n    target: bot\n    scenario: { script: [{ say: hi }] }\n")
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Invalid HTTP request" not in done.stdout + done.stderr
+    [log] = list((tmp_path / "out").glob("*/tamesu.log"))
+    assert "uvicorn.error WARNING Invalid HTTP request received." in log.read_text()
+    assert "from the libraries (a2a-sdk, uvicorn, grpc, mcp) in" in done.stdout

@@ -1,0 +1,105 @@
+"""`--shard K/N` and `tamesu merge`: the example suite split in two and joined again equals one whole run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from conftest import run_tamesu
+from example_shop import example_shop
+from tamesu.results.sharding import Shard, ShardError, select, shard_of
+
+XSD = Path(__file__).parents[1] / "fixtures" / "junit.xsd"
+
+
+def test_a_test_keeps_its_shard_whatever_else_is_in_the_suite() -> None:
+    # fixed values: a change here would move every user's tests between CI jobs
+    assert [shard_of(i, 2) for i in ("suite/a", "suite/b", "suite/c")] == [2, 1, 2]
+    assert shard_of("rest-shop/return an order", 5) == 4
+    ids = [f"suite/test {n}" for n in range(200)]
+    shards = [select([_T(i) for i in ids], Shard(k, 4)) for k in range(1, 5)]
+    assert sorted(t.id for shard in shards for t in shard) == sorted(ids)  # each test in exactly one shard
+    assert all(30 <= len(shard) <= 70 for shard in shards)
+    fewer = select([_T(i) for i in ids[::3]], Shard(2, 4))
+    assert {t.id for t in fewer} <= {t.id for t in shards[1]}  # removing tests moves no other test
+
+
+class _T:
+    def __init__(self, test_id: str) -> None:
+        self.id = test_id
+
+
+@pytest.mark.parametrize("text", ["3/2", "0/2", "1/0", "two/3", "2", "1/2/3"])
+def test_a_bad_shard_is_refused(text: str) -> None:
+    with pytest.raises(ShardError):
+        Shard.parse(text)
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    with example_shop(tmp_path_factory.mktemp("shop")) as (folder, url):
+        yield folder, {"SHOP_URL": url}
+
+
+def _only(out: Path) -> Path:
+    [run_dir] = [d for d in out.iterdir() if d.is_dir()]
+    return run_dir
+
+
+def _results(run_dir: Path) -> dict[str, str]:
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    return {json.loads(line)["id"]: json.loads(line)["status"] for line in lines}
+
+
+def test_two_shards_merged_give_the_totals_of_one_run(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    folder, env = shop
+    whole = run_tamesu(["run", str(folder), "--out", str(tmp_path / "whole")], cwd=tmp_path, env=env)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    whole_dir = _only(tmp_path / "whole")
+    listed: list[list[str]] = []
+    for k in (1, 2):
+        shard = run_tamesu(["run", str(folder), "--shard", f"{k}/2", "--out", str(tmp_path / f"shard-{k}")],
+                           cwd=tmp_path, env=env)
+        assert shard.returncode == 0, shard.stdout + shard.stderr
+        names = run_tamesu(["list", str(folder), "--shard", f"{k}/2", "--json"], cwd=tmp_path, env=env)
+        listed.append([json.loads(line)["id"] for line in names.stdout.splitlines()])
+        assert sorted(_results(_only(tmp_path / f"shard-{k}"))) == sorted(listed[-1])
+        assert json.loads((_only(tmp_path / f"shard-{k}") / "plan.json").read_text())["shard"] == f"{k}/2"
+    assert listed[0] and listed[1] and not set(listed[0]) & set(listed[1])
+
+    merged = run_tamesu(["merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"), "--out",
+                         str(tmp_path / "merged"), "--report", "junit"], cwd=tmp_path)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    merged_dir = _only(tmp_path / "merged")
+    one = json.loads((whole_dir / "run.json").read_text())
+    joined = json.loads((merged_dir / "run.json").read_text())
+    assert joined["counts"] == one["counts"] and joined["exit_code"] == one["exit_code"] == 0
+    assert _results(merged_dir) == _results(whole_dir)
+    plan = json.loads((merged_dir / "plan.json").read_text())
+    assert plan["shards"] == ["1/2", "2/2"] and len(plan["tests"]) == one["counts"]["total"]
+    # the merged directory stands alone: every run's artifacts were copied in
+    for line in (merged_dir / "results.jsonl").read_text().splitlines():
+        for run in json.loads(line)["runs"]:
+            assert (merged_dir / run["dir"] / "result.json").is_file(), run["dir"]
+    xmlschema.XMLSchema(XSD).validate(str(merged_dir / "junit.xml"))
+    assert f"{one['counts']['passed']} passed, 0 failed" in merged.stdout
+
+    # shards never overlap: the same test twice is refused
+    twice = run_tamesu(["merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-1")], cwd=tmp_path)
+    assert twice.returncode == 2 and "the same test is in two runs" in twice.stderr
+
+
+def test_an_empty_shard_is_an_empty_passing_run(tmp_path: Path, tamesu) -> None:
+    suite = tmp_path / "one.yaml"
+    suite.write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n"
+                     "tests:\n  - name: only\n    target: bot\n    scenario: { script: [ { say: hi } ] }\n")
+    empty = 1 if shard_of("one/only", 2) == 2 else 2
+    result = tamesu(["run", "one.yaml", "--shard", f"{empty}/2", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((_only(tmp_path / "out") / "run.json").read_text())["counts"]["total"] == 0
+    bad = tamesu(["run", "one.yaml", "--shard", "3/2"], cwd=tmp_path)
+    assert bad.returncode == 2 and "1 <= K <= N" in bad.stderr

@@ -1,0 +1,175 @@
+"""Killing tamesu mid-run (SIGKILL, SIGTERM, SIGINT at random moments, on a fixed seed) while remote agents,
+MCP servers, hooks and `command` assertions are running: no finished result is lost, nothing it started is left,
+and a run stopped by a signal says so in run.json with the code the process exits with.
+
+`TAMESU_KILLS=40` runs more rounds (the default keeps CI short); `TAMESU_KILL_SEED` changes the moments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+ROUNDS = int(os.environ.get("TAMESU_KILLS", "3"))
+SEED = int(os.environ.get("TAMESU_KILL_SEED", "13"))
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+
+_SUITE = """\
+name: busy
+remote_agents:
+  billing: {{ reply: "Refund issued, RF-1" }}
+hooks:
+  before_all:
+    # left running on purpose: it must still die with tamesu
+    - "sleep 600 >/dev/null 2>&1 &"
+  before_each: ["sleep 0.1"]
+targets:
+  shop:
+    type: mcp
+    command: {python}
+    args: [{server}]
+    call_timeout: 5s
+tests:
+{tests}
+"""
+
+_TEST = """\
+  - name: order {n}
+    target: shop
+    scenario: {{ script: [{{ say: "Hi! Where is my order ORD-1001?" }}] }}
+    assert:
+      - contains: shipped
+      - command: "sleep 0.4; echo ok"
+"""
+
+
+def _project(folder: Path, tests: int) -> None:
+    server = ROOT / "examples" / "mcp-server" / "server.py"
+    rules = ROOT / "examples" / "mcp-server" / "fake-rules.yaml"
+    (folder / "tamesu.yaml").write_text(
+        f'suites: ["*.tamesu.yaml"]\nmodels:\n  target: {{ provider: fake, rules: {json.dumps(str(rules))} }}\n')
+    (folder / "busy.tamesu.yaml").write_text(_SUITE.format(
+        python=json.dumps(PYTHON), server=json.dumps(str(server)),
+        tests="".join(_TEST.format(n=n) for n in range(tests))))
+
+
+def _marked(token: str) -> list[int]:
+    """Processes (other than this one) whose environment carries `token` in TAMESU_OWNERS."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z":
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(b"TAMESU_OWNERS=") and token.encode() in item.split(b"=", 1)[1].split(b":"):
+                found.append(int(name))
+    return found
+
+
+def _wait_gone(token: str, seconds: float = 10) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := _marked(token)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _one_round(folder: Path, sig: signal.Signals, delay: float, parallel: int) -> None:
+    token = "killtest" + secrets.token_hex(4)
+    env = {**os.environ, "NO_COLOR": "1", "TAMESU_OWNERS": token}
+    env.pop("TAMESU_DEBUG", None)
+    out = folder / f"out-{sig.name}-{delay:.2f}"
+    process = subprocess.Popen([PYTHON, "-m", "tamesu", "run", "--out", str(out), "--parallel", str(parallel)],
+                               cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # the moment counts from the run's start (its plan on disk), not from a loaded machine's slow imports
+        deadline = time.monotonic() + 60
+        while not list(out.glob("*/plan.json")) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(delay)
+        process.send_signal(sig)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    left = _wait_gone(token)
+    where = f"{sig.name} after {delay:.2f}s (parallel {parallel})"
+    assert not left, f"{where}: left running: {left}"
+    assert "Traceback" not in stderr + stdout, f"{where}:\n{stderr}"
+    runs = list(out.glob("*/"))
+    if not runs:
+        return  # killed before the run directory existed: nothing to keep
+    run_dir = runs[0]
+    results = run_dir / "results.jsonl"
+    lines = results.read_text(encoding="utf-8").splitlines() if results.exists() else []
+    for line in lines:  # every line whole: none cut off by the kill
+        assert json.loads(line)["status"] in {"passed", "failed", "error", "skipped"}, f"{where}: {line}"
+    if sig is signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+        return
+    summary = json.loads((run_dir / "run.json").read_text())
+    if process.returncode == 0:
+        assert summary["exit_code"] == 0 and not summary["interrupted"], where  # the run had finished
+        return
+    assert process.returncode == 128 + sig, f"{where}: exit {process.returncode}\n{stderr}"
+    assert summary["exit_code"] == process.returncode, where
+    assert summary["interrupted"] == f"interrupted by {sig.name}", where
+    counts = dict(summary["counts"])
+    assert counts.pop("total") == len(lines) == sum(counts.values()), f"{where}: {summary['counts']}"
+    assert f"interrupted by {sig.name}: {len(lines)} of {summary_planned(run_dir)} planned" in stderr, stderr
+    assert not list(run_dir.rglob("*.tmp")), where
+
+
+def summary_planned(run_dir: Path) -> int:
+    return len(json.loads((run_dir / "plan.json").read_text())["tests"])
+
+
+def test_killed_runs_lose_no_line_and_leave_no_process(tmp_path: Path) -> None:
+    _project(tmp_path, tests=6)
+    chance = random.Random(SEED)
+    kinds = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
+    for number in range(ROUNDS):
+        sig = kinds[number % 3] if number < 3 else chance.choice(kinds)
+        _one_round(tmp_path, sig, delay=chance.uniform(0.0, 3.0), parallel=chance.choice([1, 3]))
+
+
+def test_sigterm_stops_a_parallel_run_with_remote_agents_up(tmp_path: Path) -> None:
+    """uvicorn's own signal handlers once swallowed the signal: the run went on and exited 0."""
+    _project(tmp_path, tests=12)
+    _one_round(tmp_path, signal.SIGTERM, delay=1.5, parallel=4)
+    run_dir = next((tmp_path).glob("out-*/*/"))
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["exit_code"] == 143
+    # "total" only: the counts also hold it, so summing them counted each finished test twice (right only while
+    # none had finished before the signal, as on a loaded machine)
+    finished = summary["counts"]["total"]
+    assert finished < 12
+    # `report` and `merge` exit with the interrupted run's code and say what did not finish
+    env = {**os.environ, "NO_COLOR": "1"}
+    again = subprocess.run([PYTHON, "-m", "tamesu", "report", str(run_dir)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    left = 12 - finished
+    assert again.returncode == 143, again.stderr
+    assert f"{left} of 12 planned tests did not finish (interrupted by SIGTERM)" in again.stderr
+    merged = subprocess.run([PYTHON, "-m", "tamesu", "merge", str(run_dir), "--out", str(tmp_path / "merged")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert merged.returncode == 143, merged.stdout + merged.stderr
+    assert f"{left} of 12 planned tests did not finish" in merged.stderr

@@ -1,0 +1,115 @@
+"""History on by default (issue 32, item 1): with no configuration at all, every run goes into the project's
+SQLite store, the console's last line points to `tamesu view` once it holds two runs, and `tamesu view` lists
+them; `store: false` and `TAMESU_STORE=off` write nothing; a folder the store cannot be made in is a warning,
+never a failed run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from cli.test_crash_list import _as_a_user
+
+
+async def _chat(request: Request) -> JSONResponse:
+    return JSONResponse({"text": f"echo: {(await request.json()).get('message', '')}"})
+
+
+@pytest.fixture
+def agent_url(serve) -> str:
+    return serve(Starlette(routes=[Route("/chat", _chat, methods=["POST"])])).url
+
+
+def _suite(folder: Path, agent_url: str) -> Path:
+    """A suite file alone: no tamesu.yaml, no store setting, no environment."""
+    (folder / "shop.yaml").write_text(
+        f"targets:\n  bot: {{ type: rest, url: '{agent_url}/chat' }}\n"
+        "tests:\n  - name: echo\n    target: bot\n    scenario: { script: [ { say: hello } ] }\n"
+        "    assert: [ { contains: 'echo: hello' } ]\n")
+    return folder
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **extra}
+    for name in ("TAMESU_STORE", "TAMESU_DEBUG", "TAMESU_RUN_ID"):
+        if name not in extra:
+            env.pop(name, None)
+    return env
+
+
+def _run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tamesu", *args], cwd=folder, env=_env(**env),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_two_runs_then_view_lists_both_with_no_configuration(tmp_path: Path, agent_url: str) -> None:
+    folder = _suite(tmp_path, agent_url)
+    first = _run(folder, "run", "shop.yaml")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "tamesu view" not in first.stdout  # one run is no history yet
+    second = _run(folder, "run", "shop.yaml")
+    assert second.returncode == 0, second.stdout + second.stderr
+    database = folder / ".tamesu" / "store.db"
+    assert second.stdout.rstrip().splitlines()[-1] == (
+        f"history: 2 runs in {database}; `tamesu view` shows them (flaky tests, trends, comparisons)")
+    run_ids = sorted(p.name for p in (folder / "tamesu-runs").iterdir())
+    assert len(run_ids) == 2
+    view = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"], cwd=folder,
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert view.stdout is not None
+        line = view.stdout.readline()
+        assert line.startswith("tamesu view: http://127.0.0.1:") and str(database) in line, line
+        page = httpx.get(line.split()[2], timeout=10)
+        assert page.status_code == 200
+        assert all(run_id in page.text for run_id in run_ids), page.text[:2000]
+    finally:
+        view.send_signal(signal.SIGINT)
+        try:
+            view.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            view.kill()
+            view.wait()
+
+
+@pytest.mark.parametrize("off", ["store: false", "TAMESU_STORE=off"])
+def test_store_false_or_off_writes_nothing(off: str, tmp_path: Path, agent_url: str) -> None:
+    folder = _suite(tmp_path, agent_url)
+    env = {}
+    if off.startswith("store"):
+        (folder / "tamesu.yaml").write_text(f"{off}\n")
+    else:
+        env["TAMESU_STORE"] = "off"
+    for _ in range(2):
+        done = _run(folder, "run", "shop.yaml", **env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "history" not in done.stdout and "tamesu view" not in done.stdout
+    assert not (folder / ".tamesu").exists()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["shop.yaml", "tamesu-runs", *(["tamesu.yaml"] if off.startswith("store") else [])])
+
+
+def test_a_folder_the_default_store_cannot_be_made_in_is_a_warning(tmp_path: Path, agent_url: str) -> None:
+    (tmp_path / "checkout").mkdir()
+    folder = _suite(tmp_path / "checkout", agent_url)
+    folder.chmod(0o555)  # a read-only checkout: runs write elsewhere (--out)
+    try:
+        done = subprocess.run([*_as_a_user(), sys.executable, "-m", "tamesu", "run", "shop.yaml", "--out",
+                               str(tmp_path / "runs")], cwd=folder, env=_env(), capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        folder.chmod(0o755)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"warning: history is off for this run: cannot create {folder / '.tamesu'}: Permission denied" \
+        in done.stdout, done.stdout
+    assert "1 passed" in done.stdout and not (folder / ".tamesu").exists()

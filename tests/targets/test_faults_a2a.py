@@ -1,0 +1,177 @@
+"""The a2a target against A2A agents written to misbehave (1.0 and 0.3 over JSON-RPC)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from a2a.types import a2a_pb2_grpc
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from agents.a2a_agents import A2AAgents
+from tamesu.conversation import TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.net.serve import ThreadServer
+from targets.test_a2a_target import agents, make_session, opened
+
+__all__ = ["agents"]  # a fixture, imported to be found by pytest
+
+
+class Faulty:
+    """`/v1/...` speaks A2A 1.0, `/v03/...` A2A 0.3; `wrong-id` in the path answers with another request's id,
+    `stream` answers over SSE; `/odd/` has a card offering only bindings nobody speaks."""
+
+    def __init__(self) -> None:
+        self.origin = ""
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            Route("/{version}/{mode}/rpc/.well-known/agent-card.json", self.card),
+            Route("/{version}/{mode}/rpc", self.rpc, methods=["POST"]),
+        ])
+
+    async def card(self, request: Request) -> Response:
+        version, mode = request.path_params["version"], request.path_params["mode"]
+        url = f"{self.origin}/{version}/{mode}/rpc"
+        base: dict[str, Any] = {"name": "faulty", "description": "misbehaves", "version": "1",
+                                "capabilities": {"streaming": mode == "stream"}, "skills": [],
+                                "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"]}
+        if version == "odd":
+            return JSONResponse({**base, "supportedInterfaces": [
+                {"url": f"{self.origin}/ws", "protocolBinding": "WEBSOCKET", "protocolVersion": "1.0"},
+                {"url": f"{self.origin}/soap", "protocolBinding": "SOAP", "protocolVersion": "1.0"}]})
+        if version == "v03":
+            return JSONResponse({**base, "url": url, "preferredTransport": "JSONRPC", "protocolVersion": "0.3.0"})
+        return JSONResponse({**base, "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+
+    async def rpc(self, request: Request) -> Response:
+        version, mode = request.path_params["version"], request.path_params["mode"]
+        payload = await request.json()
+        answer_id = f"{payload['id']}-other" if mode in ("wrong-id", "stream") else payload["id"]
+        if version == "v03":
+            result: dict[str, Any] = {"kind": "message", "role": "agent", "messageId": "m1",
+                                      "parts": [{"kind": "text", "text": "hello"}]}
+        else:
+            result = {"message": {"messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": "hello"}]}}
+        body = {"jsonrpc": "2.0", "id": answer_id, "result": result}
+        if mode == "stream":
+            import json
+
+            async def events() -> Any:
+                yield f"data: {json.dumps(body)}\n\n".encode()
+            return StreamingResponse(events(), media_type="text/event-stream")
+        return JSONResponse(body)
+
+
+@pytest.fixture(scope="module")
+def faulty() -> Iterator[Faulty]:
+    agent = Faulty()
+    with ThreadServer(agent.app()) as server:
+        agent.origin = server.url
+        yield agent
+
+
+@pytest.mark.parametrize("version", ["v1", "v03"])
+async def test_a_reply_with_another_requests_id_is_a_protocol_error(faulty: Faulty, tmp_path: Path,
+                                                                    version: str) -> None:
+    async with opened({"url": f"{faulty.origin}/{version}/ok/rpc"}, make_session(tmp_path)) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == "hello"  # the same agent, honest ids
+    async with opened({"url": f"{faulty.origin}/{version}/wrong-id/rpc"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError, match=r"protocol error: the JSON-RPC reply has id \"[^\"]+-other\", not the "
+                                            r"request's id"):
+            await target.send(UserTurn(text="hi"))
+
+
+async def test_a_streamed_reply_with_another_requests_id_is_a_protocol_error(faulty: Faulty, tmp_path: Path) -> None:
+    async with opened({"url": f"{faulty.origin}/v1/stream/rpc"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError, match="protocol error: the JSON-RPC reply has id"):
+            await target.send(UserTurn(text="hi"))
+
+
+async def test_a_card_with_no_interface_tamesu_speaks_is_one_line(faulty: Faulty, tmp_path: Path) -> None:
+    with pytest.raises(InfraError) as caught:
+        async with opened({"url": f"{faulty.origin}/odd/x/rpc"}, make_session(tmp_path)):
+            pass
+    message = str(caught.value)
+    assert "the agent card offers no interface tamesu speaks (JSONRPC, HTTP+JSON, GRPC): it offers " \
+           f"WEBSOCKET 1.0 at {faulty.origin}/ws, SOAP 1.0 at {faulty.origin}/soap" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("mode", ["send", "stream"])
+async def test_a_task_still_working_at_the_turn_timeout_is_cancelled(agents: A2AAgents, tmp_path: Path,
+                                                                     mode: str) -> None:
+    session = make_session(tmp_path)
+    # `early` answers at once with a working task and completes 0.6 s later; `slow` streams for 3 s
+    limit = "0.3s" if mode == "send" else "1s"
+    spec = {"url": f"{agents.urls['v10']}/a2a", "turn_timeout": limit, "stream": mode == "stream"}
+    async with opened(spec, session) as target:
+        with pytest.raises(TurnError, match=r"turn timed out after .*; the (working|submitted) task \S+ was "
+                                            r"cancelled"):
+            await target.send(UserTurn(text="early bird" if mode == "send" else "slow one"))
+    [cancel] = [e.data for e in session.events if e.name == "task_cancelled_at_timeout"]
+    assert cancel["cancelled"] is True and cancel["now"] == "canceled"
+    assert cancel["task_id"] in agents.canceled  # the agent was really asked
+
+
+class _Stalling(a2a_pb2_grpc.A2AServiceServicer):
+    """A gRPC agent whose backend times out: it answers every message with its own DEADLINE_EXCEEDED."""
+
+    async def SendMessage(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the order backend took longer than 2s")
+
+
+async def test_a_servers_deadline_exceeded_is_reported_as_its_status(tmp_path: Path) -> None:
+    server = grpc.aio.server()
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(_Stalling(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with opened({"url": f"grpc://127.0.0.1:{port}"}, make_session(tmp_path)) as target:
+            with pytest.raises(TurnError) as caught:
+                await target.send(UserTurn(text="hi"))
+    finally:
+        await server.stop(grace=None)
+    assert str(caught.value) == ("the agent answered an error: gRPC DEADLINE_EXCEEDED: the order backend took "
+                                 "longer than 2s")
+
+
+def test_grpc_unavailable_that_never_reached_the_agent_is_retried_then_infrastructure() -> None:
+    """What grpc says when a name does not resolve (not looked up here: no network in tests)."""
+    from tamesu.targets.a2a._errors import unreachable
+
+    def error(details: str) -> grpc.aio.AioRpcError:
+        return grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+    assert unreachable(error("errors resolving shop.internal:50051: [field:hostname lookup error:address lookup "
+                             "failed for shop.internal:50051: Domain name not found]"))
+    assert unreachable(error("failed to connect to all addresses; last error: Connection refused"))
+    assert unreachable(error("Socket closed")) is None  # broken after the call went out: never resent
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "stream"])
+@pytest.mark.parametrize("binding", ["jsonrpc", "http", "grpc"])
+async def test_an_answer_past_max_response_bytes_is_refused_and_said(agents: A2AAgents, tmp_path: Path,
+                                                                     binding: str, stream: bool) -> None:
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls['v10']}/a2a", "transport": binding, "stream": stream,
+            "max_response_bytes": 100_000}
+    async with opened(spec, session) as target:
+        small = await target.send(UserTurn(text="hello there"))  # under the limit, read as always
+        assert small.text.startswith("Echo: hello there")
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="huge please"))
+    said = str(caught.value)
+    assert "larger than max_response_bytes" in said and "raise the target's max_response_bytes" in said, said
+    assert not said.startswith("the agent answered"), said  # tamesu refused it: the agent sent no error
+    [refused] = [e.data for e in session.events if e.name == "response_truncated"]
+    assert refused["limit"] == 100_000 and refused["complete"] is False
+    if binding != "grpc":  # a stream is cut where it passes the limit; a body that declares more, at once
+        assert refused["read"] > 100_000 or (refused["declared"] or 0) > 100_000, refused

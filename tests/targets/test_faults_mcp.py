@@ -1,0 +1,39 @@
+"""An MCP server that prints chatter on stdout: one note in the result, its lines in the server's log, nothing
+on the console."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents.mcp_servers import NOISE_LINES
+
+SERVERS = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
+
+
+def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ when: "(?i)order", '
+        'tool_calls: [{ name: get_order, args: { order_id: ORD-1001 } }], say: "It has shipped." }] }\n')
+    (tmp_path / "noisy.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  shop: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [{json.dumps(str(SERVERS))}, noisy] }}\n"
+        "tests:\n"
+        "  - name: order\n"
+        "    target: shop\n"
+        '    scenario: { script: [{ say: "Where is my order?" }] }\n'
+        "    assert: [{ tool_called: get_order }, { contains: shipped }]\n")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output and "Failed to parse" not in output
+    [run] = list((tmp_path / "out").glob("*/noisy/order/run-1"))
+    log = (run / "mcp-server.log").read_text()
+    assert log.count("[stdout, not JSON-RPC] DEBUG loading plugin") == NOISE_LINES
+    [noise] = [e["data"] for e in json.loads((run / "result.json").read_text())["events"]
+               if e["name"] == "mcp_stdout_noise"]
+    assert noise["lines"] == NOISE_LINES and noise["first"] == "DEBUG loading plugin 0"
+    assert noise["note"] == (f"the server printed {NOISE_LINES} lines on stdout that are not JSON-RPC "
+                             "(in mcp-server.log)")

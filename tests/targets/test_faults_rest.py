@@ -1,0 +1,165 @@
+"""The rest target against an agent written to misbehave: each fault is reported as what it is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from tamesu.conversation import TurnError, UserTurn
+from tamesu.net.serve import ThreadServer
+from tamesu.results.records import RunResult
+from targets.test_rest_target import events, make_session, opened
+
+
+async def _malformed(_: Request) -> Response:
+    body = '{"text": "Your order has shipped", "tool_calls": [{"name": "lookup"'
+    return Response(body, media_type="application/json")
+
+
+async def _other_keys(_: Request) -> Response:
+    return JSONResponse({"answer_text": "hello", "session": "s-1", "confidence": 0.9})
+
+
+async def _reply_key(_: Request) -> Response:
+    return JSONResponse({"reply": "hello from reply", "id": 7})
+
+
+async def _tools_only(_: Request) -> Response:
+    return JSONResponse({"tool_calls": [{"name": "lookup", "args": {}}]})
+
+
+async def _loop(_: Request) -> Response:
+    return RedirectResponse("/loop", status_code=307)
+
+
+async def _moved(_: Request) -> Response:
+    return RedirectResponse("/reply", status_code=307)
+
+
+async def _broken_error(_: Request) -> Response:
+    return Response('{"error": "db', status_code=503, media_type="application/json")
+
+
+async def _huge(_: Request) -> Response:
+    return JSONResponse({"text": "word " * 600_000, "tool_calls": []})  # 3 MB
+
+
+def _app() -> Starlette:
+    routes = [("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
+              ("/tools", _tools_only),
+              ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error)]
+    return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
+
+
+@pytest.fixture(scope="module")
+def faulty() -> Iterator[str]:
+    with ThreadServer(_app()) as server:
+        yield server.url
+
+
+async def _turn_error(tmp_path: Path, spec: dict[str, Any]) -> TurnError:
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="hi"))
+    return caught.value
+
+
+async def test_a_json_answer_that_is_not_json_fails_the_turn(tmp_path: Path, faulty: str) -> None:
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/malformed"})
+    assert str(error).startswith("malformed JSON in the answer (application/json): ")
+    assert "Your order has shipped" in str(error)  # an excerpt of what came
+
+
+async def test_an_error_page_that_claims_json_is_reported_by_its_status(tmp_path: Path, faulty: str) -> None:
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/broken-error"})
+    assert "the agent answered HTTP 503" in str(error)
+
+
+async def test_response_text_that_finds_nothing_names_the_keys_there(tmp_path: Path, faulty: str) -> None:
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/other", "response": {"text": "$.reply"}})
+    assert str(error) == ("response.text ($.reply) found nothing in the JSON answer; its keys: answer_text, "
+                          "session, confidence: set response.text to the field with the reply")
+
+
+async def test_an_unset_response_text_finds_a_common_field_and_says_which(tmp_path: Path, faulty: str) -> None:
+    session = make_session(tmp_path)
+    async with opened({"url": f"{faulty}/reply"}, session) as target:
+        first = await target.send(UserTurn(text="hi"))
+        await target.send(UserTurn(text="again"))
+    assert first.text == "hello from reply"
+    detected = events(session, "text_detected")
+    assert len(detected) == 1 and detected[0]["path"] == "$.reply"  # said once, not on every turn
+    # the same answer with the path set elsewhere is not guessed at
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/reply", "response": {"text": "$.text"}})
+    assert "its keys: reply, id" in str(error)
+    # unset, and no common field either: said in the result, not a failed turn (helpers answer with data)
+    session = make_session(tmp_path)
+    async with opened({"url": f"{faulty}/other"}, session) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == ""
+    [missing] = events(session, "text_not_found")
+    assert missing["note"] == "response.text ($.text) found nothing in the JSON answer; its keys: answer_text, " \
+        "session, confidence"
+
+
+async def test_an_answer_with_only_tool_calls_is_not_a_fault(tmp_path: Path, faulty: str) -> None:
+    async with opened({"url": f"{faulty}/tools"}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    assert turn.text == "" and [c.name for c in turn.tool_calls] == ["lookup"]
+
+
+async def test_a_redirect_loop_is_reported_as_one(tmp_path: Path, faulty: str) -> None:
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/loop"})
+    assert "a redirect loop (more than 10 redirects)" in str(error)
+    async with opened({"url": f"{faulty}/moved"}, make_session(tmp_path)) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == "hello from reply"  # one redirect is followed
+
+
+def test_tamesu_test_against_a_url_says_where_it_read_the_reply(tmp_path: Path, faulty: str, tamesu: Any) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "hello", "input": "hi", "assert": [{"type": "contains",
+                                                                             "value": "hello from reply"}]}) + "\n")
+    done = tamesu(["test", "-i", str(cases), "-n", f"{faulty}/reply", "-o", str(tmp_path / "out.jsonl")],
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [detail] = [json.loads(p.read_text()) for p in tmp_path.rglob("result.json")]
+    [detected] = [e for e in detail["events"] if e["name"] == "text_detected"]
+    assert detected["data"]["path"] == "$.reply"
+
+
+def test_a_large_answer_is_written_once_per_artifact(tmp_path: Path, faulty: str, tamesu: Any) -> None:
+    (tmp_path / "huge.tamesu.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{faulty}/huge" }}
+tests:
+  - name: big
+    target: bot
+    scenario: {{ script: [{{ say: hi }}] }}
+    assert: [{{ contains: word }}]
+""")
+    done = tamesu(["run", "huge.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = list((tmp_path / "out").glob("*/huge/big/run-1"))
+    answer = 3_000_000  # the JSON document's text field; text, response and raw each held all of it before
+    written = (run / "result.json").stat().st_size
+    assert answer < written < answer + 100_000
+    assert answer < (run / "transcript.json").stat().st_size < answer + 100_000  # another artifact: once there
+    agent = json.loads((run / "result.json").read_text())["turns"][0]["agent"]
+    assert agent["response"] == {"text": {"$ref": "text"}, "tool_calls": []}
+    assert agent["raw"] == [{"$ref": "response"}]
+    detail = RunResult.model_validate_json((run / "result.json").read_text())  # what every reader loads
+    turn = detail.turns[0].agent
+    assert turn.text == "word " * 600_000 and turn.response == {"text": turn.text, "tool_calls": []}
+    assert turn.raw == [turn.response]
+    report = run.parents[2] / "report.html"
+    again = tamesu(["report", str(run.parents[2]), "--report", f"html:{run.parents[2]}/again.html"], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (run.parents[2] / "again.html").read_text() == report.read_text()  # rendered from the artifacts
+    assert "word word word" in report.read_text()

@@ -1,0 +1,529 @@
+"""The mcp target against real MCP servers (child processes, over stdio and streamable HTTP), driven by the
+fake model: tools listed and offered, calls recorded, allow_tools, call_timeout, crashes, tool errors,
+fuzz_tools, grounding on a tool's results, and the example suite through the `tamesu` command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ports import refused_port
+from tamesu.checks import parse_assertion
+from tamesu.checks.base import Exchange, RunView
+from tamesu.conversation import Session, TurnError, UserTurn
+from tamesu.errors import InfraError
+from tamesu.fuzzing import DEFAULT_ERROR, HOSTILE_TEXT, FuzzSpec
+from tamesu.models.client import ModelRegistry
+from tamesu.models.spec import ModelSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets import target_class
+from tamesu.targets.mcp.target import SYSTEM_PROMPT_VERSION, McpTarget, McpTargetSpec
+from tamesu.targets.model import ModelTarget, ModelTargetSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
+EXAMPLE = ROOT / "examples" / "mcp-server"
+PYTHON = sys.executable
+
+# The fake model that drives the tools: the user's words pick the calls.
+RULES: list[dict[str, Any]] = [
+    {"when": "where is ORD-1001", "tool_calls": [{"name": "get_order", "args": {"order_id": "ORD-1001"}}],
+     "say": "ORD-1001 has shipped and arrives Friday."},
+    {"when": "where is ORD-9999", "tool_calls": [{"name": "get_order", "args": {"order_id": "ORD-9999"}}],
+     "say": "I could not find that order."},
+    {"when": "refund", "tool_calls": [{"name": "refund_order", "args": {"order_id": "ORD-1001"}}],
+     "say": "I can't do refunds."},
+    {"when": "returns", "tool_calls": [{"name": "search_docs", "args": {"query": "returns"}}],
+     "say": "You can return items within 30 days of delivery."},
+    {"when": "wait", "tool_calls": [{"name": "hang"}], "say": "The system is slow, please try later."},
+    {"when": "ghost", "tool_calls": [{"name": "ghost"}, {"name": "teleport", "args": {"to": "moon"}}],
+     "say": "Neither worked."},
+    {"when": "crash", "tool_calls": [{"name": "crash"}], "say": "unreachable"},
+    {"when": "env", "tool_calls": [{"name": "read_env", "args": {"name": "SHOP_TOKEN"}},
+                                   {"name": "read_env", "args": {"name": "TAMESU_NOT_PASSED"}}], "say": "read"},
+    {"when": "hello", "say": "Hello! How can I help?"},
+]
+
+
+def make_session(tmp_path: Path, *, rules: list[dict[str, Any]] | None = None,
+                 fuzz: dict[str, Any] | None = None, secrets: dict[str, str] | None = None) -> Session:
+    store = Secrets(environ=secrets or {})
+    models = ModelRegistry({"target": ModelSpec(provider="fake", rules=rules or RULES),
+                            "judge": ModelSpec(provider="fake", rules=GROUNDED_RULES)})
+    session = Session(context=Context(vars={}, captured={}, secrets=store, env=dict(os.environ)),
+                      artifacts_dir=tmp_path / "run", redactor=store.redactor, run_id="t",
+                      base_dir=SERVERS.parent, models=models)
+    if fuzz is not None:
+        # What the engine does with a test's `fuzz_tools` (see the report of issue 7).
+        session.fuzz_tools = {name: FuzzSpec.model_validate(spec) for name, spec in fuzz.items()}  # type: ignore[attr-defined]
+    return session
+
+
+def stdio(*extra: str, **spec: Any) -> dict[str, Any]:
+    return {"type": "mcp", "command": PYTHON, "args": [str(SERVERS), *extra], **spec}
+
+
+@asynccontextmanager
+async def opened(session: Session, **spec: Any) -> AsyncIterator[McpTarget]:
+    target = McpTarget(McpTargetSpec.model_validate(spec), "shop")
+    try:
+        await target.open(session)
+        yield target
+    finally:
+        await target.close()
+        assert session.models is not None
+        await session.models.aclose()  # type: ignore[attr-defined]
+
+
+def events(session: Session, name: str) -> list[dict[str, Any]]:
+    return [e.data for e in session.events if e.name == name]
+
+
+def calls_logged(log: Path) -> list[str]:
+    return log.read_text(encoding="utf-8").split() if log.exists() else []
+
+
+# -- the spec -----------------------------------------------------------------------------------------------
+
+
+def test_the_spec_says_what_is_missing_or_misplaced() -> None:
+    problems = {
+        "needs command (a server over stdio) or url": {},
+        "args and env go with command": {"url": "http://x/mcp", "args": ["a"]},
+        "headers go with url": {"command": "srv", "headers": {"A": "b"}},
+        "tools come from its server": {"command": "srv", "tools": [{"name": "x"}]},
+        "call_timeout must be more than 0": {"command": "srv", "call_timeout": 0},
+    }
+    for message, spec in problems.items():
+        with pytest.raises(ValidationError, match=re.escape(message)):
+            McpTargetSpec.model_validate({"type": "mcp", **spec})
+    spec = McpTargetSpec.model_validate({"type": "mcp", "command": "srv", "call_timeout": "1500ms",
+                                         "allow_tools": ["get_*"], "model": "fake", "max_tool_rounds": 2})
+    assert spec.call_timeout == 1.5 and spec.transport == "stdio"
+    assert target_class("mcp") is McpTarget
+
+
+# -- over stdio ---------------------------------------------------------------------------------------------
+
+
+async def test_tools_are_listed_offered_called_and_recorded(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    session = make_session(tmp_path)
+    async with opened(session, **stdio("--log", str(log))) as target:
+        turn = await target.send(UserTurn(text="Hi, where is ORD-1001?"))
+        server = events(session, "mcp_server")[0]
+        system = target._messages[0].content
+    assert turn.text == "ORD-1001 has shipped and arrives Friday."
+    [call] = turn.tool_calls
+    assert call.name == "get_order" and call.args == {"order_id": "ORD-1001"}
+    assert call.result == {"order_id": "ORD-1001", "status": "shipped", "eta": "Friday"}  # the JSON text, parsed
+    assert calls_logged(log) == ["get_order"]
+    assert server["transport"] == "stdio" and server["server"] == "testshop"
+    assert {"get_order", "search_docs", "ghost"} <= set(server["tools"]) and server["offered"] == [
+        "search_docs", "get_order", "refund_order", "hang", "crash", "read_env", "ghost"]
+    assert server["system"] == SYSTEM_PROMPT_VERSION and server["instructions"] is True
+    assert 'MCP server "testshop"' in system and "Always look an order up" in system
+    assert events(session, "transport")[0]["tools"] == server["offered"]
+    [result] = events(session, "tool_result")
+    assert result["outcome"] == "ok" and result["result"]["content"][0]["type"] == "text"
+    assert events(session, "tool_call") == [{"tool": "get_order", "args": {"order_id": "ORD-1001"}}]
+    assert target.metrics()["mcp_tool_calls"] == 1 and target.metrics()["model_calls"] == 2
+
+
+async def test_a_users_system_prompt_replaces_tamesus_and_keeps_the_servers_instructions(tmp_path: Path) -> None:
+    session = make_session(tmp_path, secrets={"SHOP": "Acme"})
+    async with opened(session, **stdio(), system="You are Bob at {{secrets.SHOP}}.") as target:
+        system = target._messages[0].content
+    assert events(session, "mcp_server")[0]["system"] == "system"
+    assert system == ("You are Bob at Acme.\n\nThe server's instructions:\n"
+                      "Always look an order up before talking about it.")
+
+
+async def test_a_template_that_cannot_be_rendered_fails_the_start(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    with pytest.raises(InfraError, match="mcp target shop: env: secret NOPE is not set"):
+        async with opened(session, **stdio(env={"X": "{{secrets.NOPE}}"})):
+            pass
+
+
+async def test_env_reaches_the_server_and_nothing_else_of_ours(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TAMESU_NOT_PASSED", "leak")
+    session = make_session(tmp_path, secrets={"SHOP_TOKEN": "s3cret-token"})
+    async with opened(session, **stdio(env={"SHOP_TOKEN": "{{secrets.SHOP_TOKEN}}"})) as target:
+        turn = await target.send(UserTurn(text="env please"))
+    assert [c.result for c in turn.tool_calls] == ["s3cret-token", "<unset>"]
+
+
+async def test_allow_tools_narrows_the_offer_and_a_refused_call_never_reaches_the_server(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    session = make_session(tmp_path)
+    async with opened(session, **stdio("--log", str(log), allow_tools=["get_*", "search_docs"])) as target:
+        turn = await target.send(UserTurn(text="refund ORD-1001 please"))
+        metrics = target.metrics()
+    assert events(session, "mcp_server")[0]["offered"] == ["search_docs", "get_order"]
+    [call] = turn.tool_calls
+    assert call.name == "refund_order" and call.result == {"error": "no tool named refund_order"}
+    assert calls_logged(log) == []
+    assert events(session, "tool_result") == [
+        {"tool": "refund_order", "outcome": "refused", "reason": "not in allow_tools", "ms": 0.0}]
+    assert metrics["mcp_tools_refused"] == 1 and metrics["mcp_tool_errors"] == 0
+    # the assertions see the attempt
+    view = run_view(session, turn)
+    assert not (await parse_assertion({"tool_not_called": "refund_order"}).check.evaluate(view)).passed
+
+
+async def test_allow_tools_naming_no_tool_of_the_server_fails_the_start(tmp_path: Path) -> None:
+    with pytest.raises(InfraError, match=r"allow_tools names 'get_ordre', which the server does not offer "
+                                         r"\(its tools: crash, get_order"):
+        async with opened(make_session(tmp_path), **stdio(allow_tools=["get_ordre", "search_*"])):
+            pass
+
+
+async def test_a_server_that_crashes_at_start_is_an_infrastructure_error_with_its_stderr(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(InfraError) as caught:
+        async with opened(session, **stdio("crash")):
+            pass
+    message = str(caught.value)
+    assert message.startswith("mcp target shop: the MCP server did not start: the server closed the connection")
+    assert "its stderr ends with: boom: the database is unreachable" in message
+    assert (tmp_path / "run" / "mcp-server.log").read_text().strip() == "boom: the database is unreachable"
+    assert time.monotonic() - started < 10
+
+
+async def test_a_command_that_does_not_exist_is_an_infrastructure_error(tmp_path: Path) -> None:
+    with pytest.raises(InfraError, match="cannot start the command: No such file or directory"):
+        async with opened(make_session(tmp_path), type="mcp", command="./no-such-server"):
+            pass
+
+
+async def test_a_server_that_never_answers_fails_the_start_after_connect_timeout(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(InfraError, match=r"did not start: TimeoutError: no answer within 1s"):
+        async with opened(make_session(tmp_path), **stdio("mute", connect={"timeout": "1s"})):
+            pass
+    assert time.monotonic() - started < 10  # the silent process was stopped, not waited for
+
+
+async def test_a_call_that_hangs_is_answered_as_a_timeout_and_the_conversation_goes_on(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened(session, **stdio(call_timeout="500ms")) as target:
+        started = time.monotonic()
+        slow = await target.send(UserTurn(text="wait for it"))
+        took = time.monotonic() - started
+        after = await target.send(UserTurn(text="where is ORD-1001"))
+        metrics = target.metrics()
+    assert 0.4 < took < 4
+    assert slow.tool_calls[0].result == {"error": "the tool did not answer within 0.5s"}
+    assert slow.text == "The system is slow, please try later."
+    assert after.tool_calls[0].result["status"] == "shipped"
+    assert [e["outcome"] for e in events(session, "tool_result")] == ["timeout", "ok"]
+    assert metrics["mcp_tool_timeouts"] == 1
+
+
+async def test_a_tool_error_result_is_given_to_the_model_and_recorded(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened(session, **stdio()) as target:
+        turn = await target.send(UserTurn(text="where is ORD-9999"))
+        tool_message = target._messages[-2]
+        metrics = target.metrics()
+    error = {"error": "Error executing tool get_order: no order ORD-9999"}  # the SDK's wording of a ToolError
+    assert turn.tool_calls[0].result == error
+    assert tool_message.role == "tool" and json.loads(tool_message.content) == error
+    assert turn.text == "I could not find that order."
+    result = events(session, "tool_result")[0]
+    assert result["outcome"] == "error" and result["result"]["is_error"] is True
+    assert metrics["mcp_tool_errors"] == 1
+
+
+async def test_unknown_tools_the_servers_and_the_models(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    session = make_session(tmp_path)
+    async with opened(session, **stdio("--log", str(log))) as target:
+        turn = await target.send(UserTurn(text="ghost and teleport"))
+        metrics = target.metrics()
+    ghost, teleport = turn.tool_calls
+    # listed by the server, unknown to its handler: the server's own error, given to the model
+    assert ghost.result == {"error": "Unknown tool: ghost"}
+    # invented by the model: refused by tamesu, never sent
+    assert teleport.result == {"error": "no tool named teleport"} and teleport.args == {"to": "moon"}
+    assert [(e["tool"], e["outcome"]) for e in events(session, "tool_result")] == [
+        ("ghost", "error"), ("teleport", "refused")]
+    assert events(session, "tool_result")[1]["reason"] == "not offered by the server"
+    assert calls_logged(log) == []
+    assert metrics["mcp_tool_errors"] == 1 and metrics["mcp_tools_refused"] == 1
+
+
+async def test_a_server_that_crashes_during_a_call_fails_the_turn(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened(session, **stdio()) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="crash please"))
+    message = str(caught.value)
+    assert message.startswith("the MCP server went away when crash was called (did it crash?): "
+                              "the server closed the connection")
+    assert "fatal: the tool crashed the server" in message
+    assert events(session, "tool_result")[-1]["outcome"] == "lost"
+
+
+# -- over streamable HTTP -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[..., str]]:
+    """Starts mcp_servers.py --http on a free port; every one is stopped when the test ends."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*extra: str) -> str:
+        process = subprocess.Popen([PYTHON, str(SERVERS), "--http", "--port", "0", *extra],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        started.append(process)
+        assert process.stdout is not None
+        line = process.stdout.readline()  # the server prints its address before it serves
+        match = re.search(r"listening on (\S+)", line)
+        assert match, f"the server did not start: {line!r}"
+        return match.group(1)
+
+    yield start
+    for process in started:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def test_a_running_server_at_a_url_with_headers(tmp_path: Path, http_server: Callable[..., str]) -> None:
+    url = http_server("--token", "t0ken")
+    session = make_session(tmp_path, secrets={"MCP_TOKEN": "t0ken"})
+    async with opened(session, type="mcp", url=url,
+                      headers={"Authorization": "Bearer {{secrets.MCP_TOKEN}}"}) as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001"))
+    assert turn.tool_calls[0].result["status"] == "shipped"
+    assert events(session, "mcp_server")[0]["transport"] == "http"
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_an_answer_past_max_response_bytes_is_refused_and_fails_the_turn(
+        tmp_path: Path, http_server: Callable[..., str], transport: str) -> None:
+    """The same refusal over both transports: over stdio tamesu reads the server's stdout itself and holds no
+    line past the limit (and the JSON-RPC envelope's room), `test_mcp_stdio_size.py` has the 400 MB line."""
+    where = {"url": http_server()} if transport == "http" else stdio()
+    rules = [{"when": "everything", "tool_calls": [{"name": "search_docs", "args": {"query": "everything"}}],
+              "say": "unreachable"}, *RULES]
+    session = make_session(tmp_path, rules=rules)
+    async with opened(session, **{"type": "mcp", **where, "max_response_bytes": 100_000}) as target:
+        small = await target.send(UserTurn(text="where is ORD-1001"))  # under the limit, read as always
+        with pytest.raises(TurnError) as refused:
+            await target.send(UserTurn(text="tell me everything"))
+    assert small.tool_calls[0].result["status"] == "shipped"
+    # the SDK ends its session when the transport refuses an answer: the turn says why, not "did it crash?"
+    assert str(refused.value).startswith("the answer of search_docs was refused: the answer was larger than "
+                                         "max_response_bytes (100,000): read "), refused.value
+    [cut] = events(session, "response_truncated")
+    assert cut["limit"] == 100_000 and cut["complete"] is False
+    assert events(session, "tool_result")[-1]["outcome"] == "too_large"
+
+
+async def test_a_server_that_refuses_the_headers_is_an_infrastructure_error(
+        tmp_path: Path, http_server: Callable[..., str]) -> None:
+    url = http_server("--token", "t0ken")
+    with pytest.raises(InfraError, match=r"cannot be reached: MCP error .*\(HTTP 401 Unauthorized\)"):
+        async with opened(make_session(tmp_path), type="mcp", url=url, headers={"Authorization": "Bearer nope"}):
+            pass
+
+
+async def test_an_unreachable_url_is_tried_connect_attempts_times(tmp_path: Path) -> None:
+    port = refused_port()
+    session = make_session(tmp_path)
+    with pytest.raises(InfraError, match="cannot be reached: cannot connect"):
+        async with opened(session, type="mcp", url=f"http://127.0.0.1:{port}/mcp",
+                          connect={"attempts": 3, "backoff": "50ms"}):
+            pass
+    assert [e["attempt"] for e in events(session, "connect_retry")] == [1, 2]
+
+
+async def test_command_and_url_start_the_server_on_a_free_port_and_stop_it(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened(session, **stdio("--http", "--port", "{{session.port}}"),
+                      url="http://127.0.0.1:{{session.port}}/mcp") as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001"))
+    url = events(session, "mcp_server")[0]["url"]
+    port = int(re.fullmatch(r"http://127\.0\.0\.1:(\d+)/mcp", url).group(1))  # type: ignore[union-attr]
+    assert turn.tool_calls[0].result["status"] == "shipped"
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass  # stopped with the session
+
+
+async def test_a_started_http_server_that_exits_is_an_infrastructure_error(tmp_path: Path) -> None:
+    with pytest.raises(InfraError, match=r"exited with code 3 before it listened; its stderr ends with: boom"):
+        async with opened(make_session(tmp_path), **stdio("crash"), url="http://127.0.0.1:{{session.port}}/mcp"):
+            pass
+
+
+# -- fuzz_tools -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    ("error", {"error": DEFAULT_ERROR}),
+    ({"mode": "error", "message": "rate limited"}, {"error": "rate limited"}),
+    ("empty", ""),
+    ("hostile", HOSTILE_TEXT),
+    ({"mode": "custom", "data": {"status": "lost at sea"}}, {"status": "lost at sea"}),
+    ({"mode": "custom", "text": "ORD-1001: cancelled"}, "ORD-1001: cancelled"),
+])
+async def test_a_fuzzed_tool_answers_as_its_mode_says_without_calling_the_server(
+        tmp_path: Path, mode: Any, expected: Any) -> None:
+    log = tmp_path / "calls.log"
+    session = make_session(tmp_path, fuzz={"get_order": mode})
+    async with opened(session, **stdio("--log", str(log))) as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001"))
+    assert turn.tool_calls[0].result == expected
+    assert calls_logged(log) == []
+    kind = mode if isinstance(mode, str) else mode["mode"]
+    assert events(session, "tool_fuzzed") == [{"tool": "get_order", "mode": kind}]
+    assert events(session, "tool_result")[0]["outcome"] == "fuzzed"
+    assert session.counters["tools_fuzzed"] == 1
+
+
+async def test_a_delayed_tool_answers_late_or_times_out(tmp_path: Path) -> None:
+    session = make_session(tmp_path, fuzz={"get_order": {"mode": "delay", "delay": "300ms"},
+                                           "search_docs": {"mode": "delay", "delay": "2s"}})
+    async with opened(session, **stdio(call_timeout="1s")) as target:
+        started = time.monotonic()
+        late = await target.send(UserTurn(text="where is ORD-1001"))
+        assert time.monotonic() - started >= 0.3
+        timed_out = await target.send(UserTurn(text="returns policy?"))
+    assert late.tool_calls[0].result["status"] == "shipped"
+    # call_timeout bounds the delay and the real call together, as a host waits for a slow tool
+    assert timed_out.tool_calls[0].result == {"error": "the tool did not answer within 1s"}
+    assert [e["outcome"] for e in events(session, "tool_result")] == ["ok", "timeout"]
+    assert target.metrics()["mcp_tool_timeouts"] == 1
+
+
+def test_fuzz_options_that_do_not_fit_their_mode_are_refused() -> None:
+    for spec, message in [({"mode": "empty", "message": "x"}, "message does not apply to mode empty"),
+                          ({"mode": "custom"}, "mode custom needs text or data"),
+                          ("explode", "Input should be 'error', 'empty', 'hostile', 'delay' or 'custom'")]:
+        with pytest.raises(ValidationError, match=message):
+            FuzzSpec.model_validate(spec)
+    assert FuzzSpec.model_validate("delay").hold_seconds() == 5.0
+
+
+async def test_the_model_target_fuzzes_its_declared_tools_too(tmp_path: Path) -> None:
+    rules = [{"when": "order", "tool_calls": [{"name": "lookup", "args": {"id": "1"}}], "say": "done"}]
+    session = make_session(tmp_path, rules=rules, fuzz={"lookup": "hostile"})
+    target = ModelTarget(ModelTargetSpec.model_validate(
+        {"type": "model", "tools": [{"name": "lookup", "result": {"ok": True}}]}), "bot")
+    await target.open(session)
+    try:
+        turn = await target.send(UserTurn(text="my order"))
+    finally:
+        await target.close()
+        await session.models.aclose()  # type: ignore[union-attr]
+    assert turn.tool_calls[0].result == HOSTILE_TEXT
+    assert events(session, "tool_fuzzed") == [{"tool": "lookup", "mode": "hostile"}]
+
+
+# -- grounding on an MCP tool -------------------------------------------------------------------------------
+
+GROUNDED_RULES: list[dict[str, Any]] = [
+    {"check": "grounded", "context": "within 30 days", "transcript": "30 days", "pass": True,
+     "reason": "the return window comes from search_docs"},
+    {"check": "grounded", "pass": False, "reason": "unsupported"},
+]
+
+
+def run_view(session: Session, *turns: Any) -> RunView:
+    exchanges = [Exchange(i, UserTurn(text="..."), turn) for i, turn in enumerate(turns, start=1)]
+    return RunView(exchanges=exchanges, metrics={}, captured={}, events=session.events,
+                   tool_calls=[c for turn in turns for c in turn.tool_calls], context=session.context,
+                   base_dir=session.base_dir, models=session.models)
+
+
+async def test_grounded_reads_the_context_from_an_mcp_tools_results(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    async with opened(session, **stdio()) as target:
+        turn = await target.send(UserTurn(text="what is your returns policy?"))
+        view = run_view(session, turn)
+        grounded = parse_assertion({"grounded": {"context": {"tool": "search_docs"}}}).check
+        verdict = await grounded.evaluate(view)
+        unrelated = await parse_assertion({"grounded": {"context": {"tool": "get_order"}}}).check.evaluate(view)
+    assert verdict.passed and "search_docs" in verdict.reason
+    assert not unrelated.passed and "tool 'get_order' was not called" in unrelated.reason
+
+
+# -- the example, through the command -------------------------------------------------------------------------
+
+
+def _example_env() -> dict[str, str]:
+    # `command: python` in the example means the Python of tamesu's environment, as in an activated venv
+    return {"PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+
+
+def test_the_example_suite_passes_over_stdio_and_streamable_http(tmp_path: Path, tamesu: Any) -> None:
+    done = tamesu(["run", str(EXAMPLE / "shop.tamesu.yaml"), "--out", str(tmp_path)], cwd=ROOT,
+                  env=_example_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 passed, 0 failed" in done.stdout
+    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    results = {json.loads(line)["test"]: json.loads(line) for line in
+               (run_dir / "results.jsonl").read_text().splitlines()}
+    assert set(results) == {"order status", "product search", "refunds are not offered",
+                            "order status over http", "product search over http"}
+    http = json.loads((run_dir / "mcp-shop" / "order-status-over-http" / "run-1" / "result.json").read_text())
+    assert next(e for e in http["events"] if e["name"] == "mcp_server")["data"]["transport"] == "http"
+    assert http["tool_calls"][0]["result"]["carrier"] == "DHL"
+
+
+def test_the_example_fuzzed_suite_passes(tmp_path: Path, tamesu: Any) -> None:
+    done = tamesu(["run", str(EXAMPLE / "fuzz.tamesu.yaml"), "--out", str(tmp_path)], cwd=ROOT,
+                  env=_example_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 0 failed" in done.stdout
+
+
+def test_a_server_that_crashes_at_start_exits_3_through_the_command(tmp_path: Path, tamesu: Any) -> None:
+    shutil.copy(SERVERS, tmp_path / "servers.py")
+    (tmp_path / "tamesu.yaml").write_text("models:\n  target: { provider: fake, rules: [{ say: hi }] }\n")
+    (tmp_path / "crash.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  broken: {{ type: mcp, command: {json.dumps(PYTHON)}, args: [servers.py, crash] }}\n"
+        "tests:\n"
+        "  - name: says hello\n"
+        "    target: broken\n"
+        "    scenario: { script: [{ say: hello }] }\n"
+        "    assert: [{ contains: hi }]\n")
+    done = tamesu(["run", "--out", str(tmp_path / "runs")], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "boom: the database is unreachable" in done.stdout
+
+
+async def test_closing_twice_and_after_a_failed_open_is_safe(tmp_path: Path) -> None:
+    target = McpTarget(McpTargetSpec.model_validate(stdio("crash")), "shop")
+    session = make_session(tmp_path)
+    with pytest.raises(InfraError):
+        await target.open(session)
+    await target.close()
+    await target.close()
+    await asyncio.sleep(0)
+    await session.models.aclose()  # type: ignore[union-attr]

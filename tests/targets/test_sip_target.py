@@ -1,0 +1,222 @@
+"""The sip target through the command, against the example phone IVR (examples/phone-agent, on baresip)."""
+
+from __future__ import annotations
+
+import json
+import os
+import wave
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agents import phone
+from tamesu.audio.extra import problem as voice_problem
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "phone-agent"
+reason = phone.missing() or voice_problem()
+pytestmark = [pytest.mark.audio, pytest.mark.skipif(reason is not None, reason=reason or "")]
+OFFLINE = {"HF_HUB_OFFLINE": "1"}
+
+
+@pytest.fixture(scope="module")
+def ivr() -> Iterator[phone.PhoneAgent]:
+    agent = phone.start()
+    yield agent
+    agent.stop()
+
+
+def results(out: Path) -> dict[str, dict]:
+    [run] = out.iterdir()
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    return {line["test"]: json.loads((run / line["runs"][0]["dir"] / "result.json").read_text())
+            if "dir" in line["runs"][0] else line for line in lines}
+
+
+def test_the_ivr_example_suite_passes(tamesu: Callable, ivr: phone.PhoneAgent, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = tamesu(["run", "ivr.tamesu.yaml", "--out", str(out)], cwd=EXAMPLE,
+                  env={**OFFLINE, "PHONE_AGENT_URI": ivr.uri}, timeout=170)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
+    [run] = out.iterdir()
+    result = json.loads(next(run.rglob("billing-balance/run-1/result.json")).read_text())
+    metrics = result["metrics"]
+    for name in ("call_setup_ms", "ring_ms", "greeting_ms", "call_duration_ms"):
+        assert metrics[name] > 0, name
+    assert metrics["greeting_ms"] < 3000
+    assert "balance" in result["turns"][-1]["agent"]["text"].lower()
+    assert result["turns"][0]["user"] is None  # the greeting is the agent's first turn, unprompted
+    with wave.open(str(next(run.rglob("billing-balance/run-1/audio.wav")))) as audio:
+        assert audio.getnchannels() == 2 and audio.getnframes() / audio.getframerate() > 5
+
+
+def _suite(tmp_path: Path, body: str) -> Path:
+    suite = tmp_path / "calls.tamesu.yaml"
+    suite.write_text(body, encoding="utf-8")
+    return suite
+
+
+def test_busy_unanswered_dropped_and_silent_calls_end_the_right_way(tamesu: Callable, tmp_path: Path) -> None:
+    agents = {mode: phone.start("--mode", mode) for mode in ("busy", "no-answer", "drop", "silent")}
+    try:
+        targets = "".join(
+            f"  {mode.replace('-', '_')}: {{ type: sip, to: '{agent.uri}', ring_timeout: 3s, idle: 1s, "
+            f"turn_timeout: 4s, max_duration: 20s }}\n" for mode, agent in agents.items())
+        suite = _suite(tmp_path, f"""
+targets:
+{targets}
+tests:
+  - {{ name: busy, target: busy, scenario: {{ script: [ {{ say: hello }} ] }}, assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: no answer, target: no_answer, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: no_answer }} ] }}
+  - {{ name: dropped, target: drop, scenario: {{ script: [ {{ wait_for: never said }} ] }},
+       assert: [ {{ call_ended_by: agent }} ] }}
+  - {{ name: silent, target: silent, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ turns: {{ gte: 1 }} }} ] }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "4"], cwd=tmp_path, env=OFFLINE,
+                      timeout=120)
+    finally:
+        for agent in agents.values():
+            agent.stop()
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "PASS  calls/busy" in done.stdout, done.stdout
+    assert "PASS  calls/no answer" in done.stdout, done.stdout
+    assert "PASS  calls/dropped" in done.stdout, done.stdout
+    # an agent that answers and never speaks: one clear failed turn, not a hang
+    assert "FAIL  calls/silent" in done.stdout and "said nothing within 4s" in done.stdout, done.stdout
+    assert done.returncode == 1
+
+
+def test_an_inbound_call_triggered_over_http(tamesu: Callable, ivr: phone.PhoneAgent, tmp_path: Path) -> None:
+    suite = _suite(tmp_path, f"""
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    inbound_number: customer
+    trigger: {{ http: {{ url: "{ivr.trigger}/call?to={{{{session.uri}}}}", method: POST }} }}
+    answer_after: 300ms
+    ring_timeout: 8s
+    idle: 1s
+tests:
+  - name: the agent calls back
+    target: callback
+    scenario: {{ script: [ {{ wait_for: "press|billing" }}, {{ dtmf: "2" }} ] }}
+    assert:
+      - contains: balance
+      - call_ended_by: agent
+      - metric: {{ name: ring_ms, gte: 290 }}
+      - metric: {{ name: call_setup_ms, lt: 5000 }}
+""")
+    out = tmp_path / "out"
+    done = tamesu(["run", str(suite), "--out", str(out)], cwd=tmp_path, env=OFFLINE, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert os.path.exists(next(out.rglob("audio.wav")))
+
+
+def test_a_call_assertion_on_a_text_target_says_there_was_no_call(tamesu: Callable, tmp_path: Path) -> None:
+    suite = _suite(tmp_path, """
+models: { bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] } }
+targets: { bot: { type: model, model: bot } }
+tests:
+  - { name: no call, target: bot, scenario: { script: [ { say: hi } ] }, assert: [ { dtmf_received: "1" } ] }
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 1
+    assert "no phone call or LiveKit room in this run" in done.stdout
+
+
+def test_a_number_is_dialled_through_a_trunk_that_asks_for_digest_credentials(tamesu: Callable,
+                                                                               tmp_path: Path) -> None:
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-93e1"
+    with SipTrunk(username="tamesu", password=password) as trunk, \
+            SipTrunk(username="tamesu", password=password) as strict:
+        suite = _suite(tmp_path, f"""
+targets:
+  good:
+    type: sip
+    to: "+15551234"
+    trunk: {{ host: 127.0.0.1, port: {trunk.port}, username: tamesu, password: "{{{{secrets.TRUNK_PASSWORD}}}}",
+             register: true }}
+    ring_timeout: 3s
+    turn_timeout: 4s
+  wrong:
+    type: sip
+    to: "+15551234"
+    trunk: {{ host: 127.0.0.1, port: {strict.port}, username: tamesu, password: "not-the-password" }}
+    ring_timeout: 3s
+    turn_timeout: 4s
+tests:
+  - {{ name: through the trunk, target: good, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: wrong password, target: wrong, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
+                      env={**OFFLINE, "TRUNK_PASSWORD": password}, timeout=120)
+    # registered, then called the number at the trunk, each time answering the challenge with the right digest
+    registered = [s for s in trunk.seen if s.method == "REGISTER"]
+    assert registered[0].user is None and any(s.user == "tamesu" and s.digest_ok for s in registered[1:])
+    invites = [s for s in trunk.seen if s.method == "INVITE"]
+    assert invites[0].uri == f"sip:+15551234@127.0.0.1:{trunk.port}" and invites[0].user is None
+    assert invites[1].user == "tamesu" and invites[1].digest_ok
+    assert "PASS  calls/through the trunk" in done.stdout, done.stdout
+    # without register: the call alone, its digest wrong, refused; the test fails saying so
+    assert [s.method for s in strict.seen if s.method == "REGISTER"] == []
+    assert any(s.method == "INVITE" and s.user == "tamesu" and not s.digest_ok for s in strict.seen)
+    assert "FAIL  calls/wrong password" in done.stdout and "403" in done.stdout, done.stdout
+    assert done.returncode == 1
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), path
+
+
+def test_a_busy_or_unanswered_call_fails_unless_the_test_expects_it(tamesu: Callable, tmp_path: Path) -> None:
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-77c2"
+    with SipTrunk(username="tamesu", password=password) as busy, \
+            SipTrunk(username="tamesu", password=password, call_status=(480, "Temporarily Unavailable")) as away:
+        trunk = "{{ host: 127.0.0.1, port: {port}, username: tamesu, password: \"{password}\" }}"
+        suite = _suite(tmp_path, f"""
+targets:
+  busy: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=busy.port, password=password)},
+           ring_timeout: 3s, turn_timeout: 4s }}
+  away: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=away.port, password=password)},
+           ring_timeout: 3s, turn_timeout: 4s, greeting: false }}
+  refused: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=away.port, password="wrong")},
+              ring_timeout: 3s, turn_timeout: 4s, greeting: false }}
+tests:
+  - {{ name: busy unasserted, target: busy, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ not_contains: refund }} ] }}
+  - {{ name: busy expected, target: busy, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: [busy, no_answer] }} ] }}
+  - {{ name: unanswered unasserted, target: away, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: refused without greeting, target: refused, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                      timeout=120)
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said
+    assert done.returncode == 1, said
+    # a call that never connected is no conversation: the script's step was never said, and the test says why
+    assert "FAIL  calls/busy unasserted" in said, said
+    assert "before the first turn: the call was busy: 486 Busy Here (busy)" in said, said
+    assert "FAIL  calls/unanswered unasserted" in said, said
+    assert "before the first turn: the call was not answered: 480 Temporarily Unavailable (no_answer)" in said
+    # asserting that ending makes it the test's expected outcome
+    assert "PASS  calls/busy expected" in said, said
+    # a refusal with greeting: false happened before any turn, and says so (not "the agent's greeting")
+    assert "FAIL  calls/refused without greeting" in said, said
+    assert "before the first turn: the call was refused: 403 Forbidden" in said, said
+    assert "the agent's greeting" not in said
+    results_by_test = results(out)
+    assert results_by_test["busy unasserted"]["end_reason"] == "turn_failed"
+    assert results_by_test["busy unasserted"]["turns"] == []

@@ -1,0 +1,68 @@
+"""A target type's keys come from its own spec model (no hand-kept list), so `validate` names the type a stray
+key belongs to: a built type, or one not built yet (a small declared list until it lands)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+from tamesu import targets
+from tamesu.plan import load_plan
+from tamesu.targets.a2a import A2ASpec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_keys_are_the_spec_models_fields() -> None:
+    assert targets.keys_of("a2a") == frozenset(A2ASpec.model_fields) | {
+        f.alias for f in A2ASpec.model_fields.values() if f.alias}
+    assert {"allow_tools", "command", "system"} <= targets.keys_of("mcp")  # mcp's own and the model's it extends
+    assert targets.foreign_key_owner("rest", "skill") == "a2a"
+    assert targets.foreign_key_owner("rest", "viewport") == "browser"  # from the browser target's spec model
+    assert targets.foreign_key_owner("rest", "sample_rate") == "pipecat"  # from the pipecat target's spec model
+    assert targets.foreign_key_owner("rest", "url") is None  # rest's own
+    assert targets.foreign_key_owner("rest", "no_such_key") is None
+
+
+def test_validate_warns_about_a_key_of_another_type(tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          api: { type: rest, url: "http://127.0.0.1:9/chat", sample_rate: 16000 }
+        tests:
+          - name: a
+            target: api
+            scenario: { script: [ { say: hi } ] }
+        """))
+    plan = load_plan([tmp_path / "suite.yaml"], require_secrets=False)
+    assert [str(w).split(": ", 1)[1] for w in plan.warnings] == [
+        "targets.api.sample_rate: 'sample_rate' is a key of pipecat targets, not rest; ignored"]
+
+
+def test_a_stray_key_without_the_voice_extra_is_still_one_line(tmp_path: Path, tamesu) -> None:
+    """Finding the owner of a stray key reads every type's spec; a type whose module needs an extra that is
+    not installed (numpy for the phone-like targets) is passed over, never a crash."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import importlib.abc, sys\n"
+        "class Hide(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'numpy':\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Hide())\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          api: { type: rest, url: "http://127.0.0.1:9/chat", skill: x, sample_rate: 8000 }
+        tests:
+          - name: a
+            target: api
+            scenario: { script: [ { say: hi } ] }
+        """))
+    env = {"PYTHONPATH": os.pathsep.join([str(hide), str(ROOT / "src")])}
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [line.split(": ", 2)[2] for line in done.stderr.splitlines()] == [
+        "targets.api.skill: 'skill' is a key of a2a targets, not rest; ignored",
+        "targets.api.sample_rate: 'sample_rate' is a key of pipecat targets, not rest; ignored"]

@@ -1,0 +1,232 @@
+"""`traces:`: an OTLP/HTTP receiver for the run, the agent's own spans (real OpenTelemetry SDK, protobuf and
+JSON) matched to runs and turns by trace id, late spans within `wait`, a flood past `max_spans`, spans of other
+traces counted and dropped, OTEL_EXPORTER_OTLP_ENDPOINT for hooks."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.traced import TracedRestAgent, free_port
+
+TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
+
+
+@pytest.fixture
+def receive() -> str:
+    return f"127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+def agents(serve) -> Iterator[list[tuple[TracedRestAgent, str]]]:
+    made: list[tuple[TracedRestAgent, str]] = []
+    yield made
+    for agent, _ in made:
+        agent.shutdown()
+
+
+def start(serve, agents, receive: str, **options) -> tuple[TracedRestAgent, str]:
+    agent = TracedRestAgent(f"http://{receive}", **options)
+    url = serve(agent.app()).url
+    agents.append((agent, url))
+    return agent, url
+
+
+def project(tmp_path: Path, receive: str, url: str, tests: str, traces: str = "wait: 1s") -> None:
+    (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', {traces} }}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: '{url}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+{tests}""")
+
+
+def run_dir(tmp_path: Path) -> Path:
+    return next((tmp_path / "out").iterdir())
+
+
+def results(tmp_path: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir(tmp_path) / "results.jsonl").read_text().splitlines()]
+
+
+def run_files(tmp_path: Path, test: str, run: int = 1) -> tuple[dict, dict]:
+    folder = run_dir(tmp_path) / "suite" / test / f"run-{run}"
+    return json.loads((folder / "result.json").read_text()), json.loads((folder / "spans.json").read_text())
+
+
+TWO_TURNS = """\
+  - name: order
+    target: shop
+    scenario: { script: [ { say: 'Where is ORD-1001?' }, { say: 'thanks' } ] }
+"""
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+def test_the_agents_spans_come_back_matched_to_their_turns(tmp_path: Path, tamesu, serve, agents, receive,
+                                                         encoding) -> None:
+    agent, url = start(serve, agents, receive, encoding=encoding)
+    project(tmp_path, receive, url, TWO_TURNS, traces="wait: 200ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    sent = [TRACEPARENT.match(tp or "").group(1) for _, tp in agent.seen]  # type: ignore[union-attr]
+    assert trace_ids == sent
+    by_turn = {1: [], 2: []}
+    for span in spans["spans"]:
+        by_turn[span["turn"]].append(span)
+        assert span["trace_id"] == trace_ids[span["turn"] - 1]
+        assert span["service"] == "traced-agent"
+    assert sorted(s["name"] for s in by_turn[1]) == ["chat fake-model", "execute_tool lookup_order",
+                                                     "invoke_agent shop"]
+    assert sorted(s["name"] for s in by_turn[2]) == ["chat fake-model", "invoke_agent shop"]
+    tool = next(s for s in by_turn[1] if s["name"].startswith("execute_tool"))
+    assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"]) == {"order_id": "ORD-1001"}
+    assert tool["status"] == "ok"
+    root = next(s for s in by_turn[1] if s["name"] == "invoke_agent shop")
+    assert root["parent_span_id"] == TRACEPARENT.match(agent.seen[0][1] or "").group(2)  # type: ignore[union-attr]
+    assert tool["parent_span_id"] == root["span_id"]
+    assert spans["received"] == 5 and spans["over_limit"] == 0
+    assert detail["metrics"]["trace_spans_total"] == 5
+
+
+def test_runs_side_by_side_get_only_their_own_spans(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    agent, url = start(serve, agents, receive)
+    tests = "".join(f"""\
+  - name: t{n}
+    target: shop
+    repeat: 2
+    scenario:
+      script: [ {{ say: 'order ORD-{n}0{{{{run.number}}}}' }}, {{ say: 'again ORD-{n}0{{{{run.number}}}}' }} ]
+""" for n in range(1, 9))
+    project(tmp_path, receive, url, tests, traces="wait: 300ms")
+    result = tamesu(["run", "--out", "out", "--parallel", "8"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(agent.seen) == 32
+    for n in range(1, 9):
+        for number in (1, 2):
+            detail, spans = run_files(tmp_path, f"t{n}", number)
+            order = f"ORD-{n}0{number}"
+            turns = {turn["index"]: turn["agent"]["trace_id"] for turn in detail["turns"]}
+            assert len(spans["spans"]) == 6, (n, number)
+            for span in spans["spans"]:
+                assert span["trace_id"] == turns[span["turn"]]
+                if span["name"] == "invoke_agent shop":
+                    assert order in span["attributes"]["app.message"]
+                    assert span["attributes"]["app.message"].startswith("order" if span["turn"] == 1 else "again")
+            assert detail["turns"][0]["agent"]["measures"]["trace_spans"] == 3
+
+
+def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tamesu, serve, agents,
+                                                            receive) -> None:
+    # a batch processor that sends 600 ms after the spans end: after the turn was answered
+    _agent, url = start(serve, agents, receive, batch_delay_ms=600)
+    project(tmp_path, receive, url, TWO_TURNS, traces="wait: 2s")
+    assert tamesu(["run", "--out", "out"], cwd=tmp_path).returncode == 0
+    _, spans = run_files(tmp_path, "order")
+    assert len(spans["spans"]) == 5
+
+    # a suite that waits for nothing, then one that waits (its own `traces:`, the same receiver): the first
+    # suite's spans arrive while the second runs, too late for their run, and are said
+    late = tmp_path / "late"
+    late.mkdir()
+    project(late, receive, url, TWO_TURNS)
+    suite = (late / "suite.yaml").read_text()
+    (late / "tamesu.yaml").write_text("suites: ['a.yaml', 'b.yaml']\n")
+    (late / "a.yaml").write_text(f"traces: {{ receive: '{receive}', wait: 0s }}\n" + suite)
+    (late / "b.yaml").write_text(f"traces: {{ receive: '{receive}', wait: 2s }}\n" + suite)
+    result = tamesu(["run", "--out", "out"], cwd=late)
+    assert result.returncode == 0, result.stdout + result.stderr
+    folder = run_dir(late)
+    early = json.loads((folder / "a" / "order" / "run-1" / "spans.json").read_text())
+    waited = json.loads((folder / "b" / "order" / "run-1" / "spans.json").read_text())
+    assert len(early["spans"]) < 5 and len(waited["spans"]) == 5
+    run_json = json.loads((folder / "run.json").read_text())
+    late_said = [w for w in run_json["warnings"] if "arrived after their run was graded" in w]
+    assert late_said == [f"traces: {5 - len(early['spans'])} span(s) arrived after their run was graded "
+                         "(raise traces.wait)"], run_json["warnings"]
+
+
+def test_a_flood_past_max_spans_is_said_not_silently_cut(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    _agent, url = start(serve, agents, receive, extra_spans=60)
+    project(tmp_path, receive, url, TWO_TURNS, traces="wait: 200ms, max_spans: 50")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    assert spans["received"] == 125 and len(spans["spans"]) == 50 and spans["over_limit"] == 75
+    assert detail["metrics"]["trace_spans_over_limit"] == 75
+    assert any(e["name"] == "spans_over_limit" and e["data"]["kept"] == 50 for e in detail["events"])
+    assert "75 span(s) past traces.max_spans (50) were not kept" in result.stdout + result.stderr
+
+
+def test_spans_of_other_traces_are_counted_and_dropped(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    _agent, url = start(serve, agents, receive)
+    (tmp_path / "hooks.py").write_text("""\
+import sys
+sys.path.insert(0, sys.argv[1])
+from agents.traced import TracedRestAgent
+agent = TracedRestAgent(sys.argv[2])
+agent.unrelated_trace()
+agent.unrelated_trace()
+agent.shutdown()
+""")
+    tests_dir = Path(__file__).resolve().parents[1]
+    project(tmp_path, receive, url, TWO_TURNS + f"""\
+hooks:
+  before_each: [ {{ run: '{sys.executable} hooks.py {tests_dir} $OTEL_EXPORTER_OTLP_ENDPOINT' }} ]
+""", traces="wait: 200ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert len(spans["spans"]) == 5 and all(s["name"] != "cache refresh" for s in spans["spans"])
+    run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    assert "traces: 2 span(s) of 2 trace(s) no test sent were dropped" in run_json["warnings"], run_json
+
+
+def test_the_receiver_answers_otlp_and_refuses_what_is_not(tmp_path: Path, tamesu, serve, agents,
+                                                          receive) -> None:
+    _agent, url = start(serve, agents, receive)
+    # a hook posts to the receiver while the suite runs: a bad body, a JSON one, an unknown encoding
+    (tmp_path / "probe.py").write_text("""\
+import os, sys, httpx
+base = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] + "/v1/traces"
+said = [httpx.post(base, content=b"\\xff\\x00junk", headers={"content-type": "application/x-protobuf"}, timeout=5),
+        httpx.post(base, content=b"{}", headers={"content-type": "application/json"}, timeout=5),
+        httpx.post(base, content=b"x", headers={"content-type": "application/json", "content-encoding": "br"},
+                   timeout=5)]
+open("probe.txt", "w").write("\\n".join(f"{r.status_code} {r.text.strip()}" for r in said))
+""")
+    project(tmp_path, receive, url, TWO_TURNS + f"""\
+hooks:
+  before_all: [ {{ run: '{sys.executable} probe.py' }} ]
+""", traces="wait: 0s")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = (tmp_path / "probe.txt").read_text().splitlines()
+    assert lines[0].startswith("400 not an OTLP protobuf trace export"), lines
+    assert lines[1] == "200 {}"
+    assert lines[2].startswith("400 content-encoding 'br'"), lines
+
+
+def test_a_busy_receive_address_is_an_infrastructure_error(tmp_path: Path, tamesu, serve, agents) -> None:
+    _agent, url = start(serve, agents, "127.0.0.1:9")
+    taken = url.removeprefix("http://")  # the agent's own port: in use
+    project(tmp_path, taken, url, TWO_TURNS)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert f"traces.receive: cannot listen on {taken}" in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_traces_setting_is_one_line(tmp_path: Path, tamesu) -> None:
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\ntraces: { receive: 'nowhere', wait: 2s }\n")
+    (tmp_path / "suite.yaml").write_text("targets: {}\ntests: []\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert re.search(r"tamesu.yaml:2:\d+: traces.receive: .*host:port", result.stdout + result.stderr), \
+        result.stdout + result.stderr
