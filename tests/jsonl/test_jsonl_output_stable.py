@@ -97,7 +97,10 @@ def _run(case: Case, env: dict[str, str], tmp: Path) -> subprocess.CompletedProc
         args += ["--out", str(tmp / "out")]
     # the tamesu under test, wherever the child's working folder is (a relative PYTHONPATH would not follow it)
     src = str(Path(tamesu.__file__).resolve().parent.parent)
-    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": src, **env, **dict(case.env)}
+    # the results store (on by default) counts the runs before this one in its closing line: not this test's
+    # subject, and it would write into the examples' folders
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": src, "TAMESU_STORE": "off", **env,
+                **dict(case.env)}
     full_env.pop("TAMESU_DEBUG", None)
     feed: dict[str, object] = {"input": case.stdin} if case.stdin is not None else {"stdin": subprocess.DEVNULL}
     return subprocess.run([sys.executable, "-m", "tamesu", case.command, *args], cwd=case.cwd, env=full_env,
