@@ -37,7 +37,7 @@ from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.run import user_turn
 from tamesu.jsonl.schema import ChatMessage, as_messages
 from tamesu.plan import Project, find_project, load_project, load_project_targets
-from tamesu.plan.targets import Resolver, resolve, with_connector
+from tamesu.plan.targets import Resolver, history_refusal, resolve, with_connector
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.suite.secrets import Secrets
 
@@ -86,13 +86,19 @@ class AsyncAgentSession:
     async def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,
                    options: dict[str, Any] | None = None) -> Reply:
         """Say `message` (text, one message, or a history ending with the user's message) and get the answer.
-        A history travels with the turn, as a standard JSONL case sends it."""
+        A history travels with the turn, as a standard JSONL case sends it; a target that cannot carry one
+        (voice, phone, browser) raises ValueError rather than send the last message alone."""
         try:
             messages = _MESSAGES.validate_python(as_messages(message))
         except ValidationError as exc:
             raise ValueError(f"not a message or a message history: {exc.errors()[0]['msg']}") from None
         if not messages or messages[-1].role != "user":
             raise ValueError("the last message must be the user's")
+        if len(messages) > 1:
+            target = self._live.target
+            refusal = history_refusal(target.kind, target.name)
+            if refusal is not None:  # sent, only its last message would reach the agent
+                raise ValueError(f"a history of {len(messages)} messages cannot be sent: {refusal}")
         turn = user_turn(messages, self._live.session.base_dir, options or {})
         index, agent = await self._live.send(turn)
         return Reply(text=agent.text, turn=index, tool_calls=list(agent.tool_calls), response=agent.response,

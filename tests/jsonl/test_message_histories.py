@@ -8,7 +8,9 @@ differently, and that is checked too."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +83,58 @@ targets:
     records = _records(out)
     assert records["books from context"]["status"] == "passed", records["books from context"]
     assert records["yes alone"]["status"] == "passed", records["yes alone"]
+
+
+VOICE_PROJECT = """\
+targets:
+  line:
+    type: voice
+    url: "{ws}/socket?call={{{{session.call}}}}"
+    headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
+    session:
+      open: {{ url: "{http}/calls", method: GET, capture: {{ call: $.call.id, token: $.call.token }} }}
+    audio: {{ encoding: pcm16, sample_rate: 16000, frames: binary }}
+    turn_timeout: 8s
+    connect: {{ attempts: 1 }}
+"""
+
+
+@pytest.fixture
+def voice_line(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    """A project whose only target is a voice agent (a real websocket one, which counts the calls it gets)."""
+    from agents.voice_tool_agent import VoiceToolAgent
+
+    agent = VoiceToolAgent()
+    try:
+        (tmp_path / "tamesu.yaml").write_text(VOICE_PROJECT.format(ws=agent.ws, http=agent.http))
+        yield tmp_path, agent
+    finally:
+        agent.stop()
+
+
+def test_a_history_a_voice_agent_cannot_get_is_refused_when_the_case_loads(voice_line: tuple[Path, Any]) -> None:
+    project, agent = voice_line
+    cases = project / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "h", "input": RETURN_HISTORY}) + "\n"
+                     + json.dumps({"id": "alone", "input": "ORD-1001"}) + "\n")
+    refused = ("cases.jsonl:1:22: input: a history of 3 messages would reach the agent as its last message alone (the "
+               "voice target line cannot send a message history: its protocol carries one user turn at a time; "
+               "write the user's messages as turns[] to play them in order)")
+    done = run_tamesu(["test", "-i", "cases.jsonl", "--out", "runs"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [refused, "1 problem found"]
+    assert agent.calls_created == 0 and not (project / "runs").exists()  # nothing ran, not even the other case
+    checked = run_tamesu(["validate", "cases.jsonl"], cwd=project)
+    assert checked.returncode == 2 and checked.stderr.splitlines()[0] == refused, checked.stdout + checked.stderr
+
+
+def test_the_python_api_will_not_send_a_history_to_a_voice_agent(voice_line: tuple[Path, Any]) -> None:
+    from tamesu.testing import AgentSession
+
+    project, agent = voice_line
+    with AgentSession.open("line", project=project) as line:
+        assert agent.calls_created == 1  # a real session on the agent
+        with pytest.raises(ValueError, match="a history of 3 messages cannot be sent: the voice target line cannot "
+                                             "send a message history"):
+            line.send(RETURN_HISTORY)
+        assert line.exchanges == []

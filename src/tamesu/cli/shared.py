@@ -253,7 +253,7 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
     from tamesu.engine.live import TargetHelper
     from tamesu.jsonl.parser import ParseSettings
     from tamesu.plan import load_project_targets
-    from tamesu.plan.targets import Resolver, file_refusal
+    from tamesu.plan.targets import Resolver, file_refusal, history_refusal
 
     specs = load_project_targets(project)[0] if project.spec.targets else {}
     resolver = Resolver(models=set(project.spec.models), targets=set(specs),
@@ -262,7 +262,10 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
     return ParseSettings(
         resolver, default_simulator=simulator, file_dirs=[project.dir],
         file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
-        target_type=resolved.spec.type if resolved is not None else None)
+        target_type=resolved.spec.type if resolved is not None else None,
+        history_refusal=history_refusal(resolved.spec.type, resolved.name) if resolved is not None else None)
+
+
 def point_to_view(store_writer: Any, console: Any) -> None:
     """The run's last line, once the store holds two runs or more: where its history is seen."""
     if store_writer is None or store_writer.runs_stored < 2:

@@ -1,9 +1,9 @@
 """JSONL text to validated test cases, every problem of every case at once as `file:line:col: path: problem`.
 
 Beyond the schema, a case is checked for what would otherwise fail silently at run time: a mode without its
-first input, a history that does not end with the user, an unknown `after` id or a cycle among checkpoints, a
-checkpoint without an assertion, a file attachment that does not exist, a simulator, validator or script
-that names nothing.
+first input, a history that does not end with the user or that the agent under test cannot get, an unknown
+`after` id or a cycle among checkpoints, a checkpoint without an assertion, a file attachment that does not
+exist or that the agent cannot get, a simulator, validator or script that names nothing.
 """
 
 from __future__ import annotations
@@ -80,6 +80,9 @@ class ParseSettings:
     file_refusal: Callable[[FileRef, str | None], str | None] | None = None
     """Why the agent under test cannot carry this file (given the case's connector), or None: such a case is
     refused when it loads, not sent without its file."""
+    history_refusal: str | None = None
+    """Why the agent under test cannot get a message history, or None: a case whose input is one is refused
+    when it loads, never run on its last message alone."""
     target_type: str | None = None
     """The type of the agent under test, when known: a tool assertion on a type that reports no tool calls
     (`Target.reports_tool_calls`, an `a2a` agent's) is a warning."""
@@ -149,6 +152,9 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     dirs = list(dict.fromkeys([base_dir, *settings.file_dirs]))
     found = ParsedCase(case, doc, base_dir, dirs)
     _check_shape(case, doc, problems)
+    if settings.history_refusal is not None and case.input is not None and len(case.input) > 1:
+        problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
+                                    f"its last message alone ({settings.history_refusal})"))
     _check_files(case, raw, doc, dirs, settings, problems)
     resolver = settings.resolver
     assert_key = "assert" if "assert" in raw else "assertions"

@@ -215,6 +215,15 @@ def file_refusal(resolved: ResolvedTarget, project: Project,
     return refuse
 
 
+def history_refusal(kind: str, name: str) -> str | None:
+    """Why a target of this type cannot send a stateless case's message history (its protocol has no place for
+    earlier messages), or None when it carries one: such a case is refused, never run on its last message."""
+    if targets.target_class(kind).carries_history:
+        return None
+    return (f"the {kind} target {name} cannot send a message history: its protocol carries one user turn at a "
+            "time; write the user's messages as turns[] to play them in order")
+
+
 def with_connector(spec: TargetSpec, connector: str | None) -> TargetSpec:
     """The target as a connector has it answer: a model target on the connector's model; any other target as
     it is (it gets the connector as `options.connector`)."""
