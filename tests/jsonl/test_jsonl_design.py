@@ -210,6 +210,8 @@ def test_helper_agents_get_what_the_design_sends_them(servers: Servers, tmp_path
                                                         "status": "draft"}}
     assert validator["connector"] == "openai-gpt4"
     assert validator["metadata"]["test_mode"] == "validator" and validator["metadata"]["test_id"] == "T009"
+    # the design's Skip{History: true} with every helper call: "Don't save test messages to history"
+    assert simulator["skip"] == validator["skip"] == {"history": True}
 
 
 def test_the_model_simulator_is_shown_the_turn_count_and_the_tool_results(servers: Servers,

@@ -104,8 +104,10 @@ async def _close_models(models: Models) -> None:
 class TargetHelper:
     """Another agent of tamesu.yaml asked one question at a time: each request a fresh one-turn session on that
     target (the design's helper agents are stateless). The turn's text is the request as JSON, and its
-    `options.metadata` carries the same fields with `test_mode` (`simulator`, `validator` or `generator`), so a
-    rest helper reads them from its body, an A2A helper from its message metadata. A helper that cannot be
+    `options.metadata` carries the same fields with `test_mode` (`simulator`, `validator` or `generator`), and
+    `options.skip` is `{"history": true}`, the design's "don't save test messages to history": a rest helper
+    reads them from its body (`options`, or `{{options.skip.history}}` in a template), an A2A helper from its
+    message metadata (`skip` beside the fields). A helper that cannot be
     reached is an infrastructure error (exit 3), never a verdict."""
 
     def __init__(self, name: str, spec: TargetSpec, secrets: Secrets, base_dir: Path) -> None:
@@ -119,7 +121,8 @@ class TargetHelper:
         """(response document, text) of the helper's answer to one request. `connector` (the design's
         `options.connector`) is the model a model target answers with, and travels as `options.connector` to
         any other target."""
-        options: dict[str, Any] = {"metadata": {"test_mode": mode, **request}}
+        # the design's `Skip{History: true}` ("Don't save test messages to history") on every helper call
+        options: dict[str, Any] = {"skip": {"history": True}, "metadata": {"test_mode": mode, **request}}
         if connector is not None:
             options["connector"] = connector
         turn = UserTurn(text=json.dumps(request, ensure_ascii=False, default=str), options=options)

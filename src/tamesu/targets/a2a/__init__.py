@@ -6,7 +6,7 @@ Keys (templates allowed in `url`, `headers`, `metadata`):
 - `headers`: sent with every request, the card's included; gRPC metadata on gRPC.
 - `stream`: message/stream. `push`: `true` or `{addr, url}`: a local listener receives push notifications.
   The two are exclusive. `skill`: an id or name the card must list. `metadata`: every message's metadata
-  (a JSONL test's `options.metadata` adds to it for that test's turns).
+  (a JSONL test's `options.metadata` adds to it for that test's turns, and its `options.skip` goes under `skip`).
 - `turn_timeout` (default 60s): one turn, including every wait for a working task. `connect`: retries of a
   request that never reached the agent, then the run is an infrastructure error.
 
@@ -297,10 +297,15 @@ class A2ATarget(Target[A2ASpec]):
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
         metadata = dict(self._metadata)
-        # A JSONL test's `options.metadata` adds to the target's metadata for its own turns.
-        extra = (getattr(turn, "options", None) or {}).get("metadata")
+        # A JSONL test's `options.metadata` adds to the target's metadata for its own turns; A2A has no other
+        # place for the design's `options.skip` (`{"history": true}`: keep no record of this call), so it
+        # travels there too, under `skip`.
+        options = getattr(turn, "options", None) or {}
+        extra = options.get("metadata")
         if isinstance(extra, dict):
             metadata.update(extra)
+        if isinstance(options.get("skip"), dict):
+            metadata["skip"] = options["skip"]
         if session.trace is not None:
             # the message carries the trace too, for agents that hand it on past the HTTP layer
             metadata.setdefault("traceparent", session.trace.traceparent)
