@@ -6,15 +6,20 @@ on request (`--yao-errors`)."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.a2a_agents import A2AAgents
+from agents.expense_agent import EXAMPLE, ExpenseAgent, expense_agent, run_test
+from conftest import run_tamesu
 from tamesu.engine.live import TargetHelper
 from tamesu.suite.secrets import Secrets
 from tamesu.targets.a2a import A2ASpec
+
+__all__ = ["expense_agent"]
 
 
 @pytest.fixture(scope="module")
@@ -34,3 +39,70 @@ async def test_an_a2a_helper_agent_is_told_to_keep_no_history(agents: A2AAgents,
     received = response["artifacts"][0]["parts"][0]["data"]
     assert received["metadata"] == {"test_mode": "validator", "test_id": "T001", "criteria": "helpful",
                                     "skip": {"history": True}}
+
+
+def test_a_message_that_names_a_json_file_is_a_message(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    """The design: `-i "Hello, how are you?"` is a message, "auto-detected as non-file"; a name with no space
+    that ends in .json(l) is still a file, so a mistyped path is not sent to the agent as words."""
+    out = tmp_path / "records.jsonl"
+    done = run_test(["-i", "Please open report.json", "-n", "expense", "-o", str(out), "--out", str(tmp_path)],
+                    env=expense_agent.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Input: message (1 test case)" in done.stdout
+    [record] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (record["id"], record["messages_count"], record["status"]) == ("message", 1, "passed")
+    assert record["response"]  # the agent answered the words
+    missing = run_test(["-i", "tests/no-such-file.jsonl", "-n", "expense", "--out", str(tmp_path)],
+                       env=expense_agent.env)
+    assert missing.returncode == 2 and "no-such-file.jsonl" in missing.stderr, missing.stdout + missing.stderr
+
+
+CASE_JSON = """{
+  "id": "expense-turn2",
+  "input": [
+    {"role": "user", "content": "I want to submit an expense"},
+    {"role": "assistant", "content": "What type of expense would you like to submit?"},
+    {"role": "user", "content": "Business travel, $3500"}
+  ],
+  "assertions": [{"type": "tool_called", "name": "create_expense"}]
+}
+"""
+
+
+def test_validate_reads_a_single_case_json_file_as_a_test_case(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE / "tamesu.yaml", tmp_path / "tamesu.yaml")
+    shutil.copytree(EXAMPLE / "fake", tmp_path / "fake")
+    (tmp_path / "case.json").write_text(CASE_JSON)
+    done = run_tamesu(["validate", "case.json", "-n", "expense"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["ok: 1 test case(s) in 1 JSONL file(s) for expense (rest)"]
+    (tmp_path / "bad.json").write_text(CASE_JSON.replace('"tool_called"', '"tool_calls"'))
+    bad = run_tamesu(["validate", "bad.json", "-n", "expense"], cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("bad.json:8:"), bad.stdout + bad.stderr
+    # and `tamesu test` runs it, one call with its history
+    out = tmp_path / "records.jsonl"
+    ran = run_test(["-i", "case.json", "-n", "expense", "-o", str(out), "--out", str(tmp_path / "runs")],
+                   cwd=tmp_path, env=expense_agent.env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads(out.read_text())["messages_count"] == 3
+
+
+def test_a_static_multi_turn_case_is_headed_by_its_turns(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    """The design's console: T001 (written turns, a simulator to fall back on) is `(3 turns)`; T003 (one input,
+    then the simulator) is `(simulator: NAME)` with its `[Initial]` turn."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({
+        "id": "T001", "name": "Expense Reimbursement Flow",
+        "turns": [{"input": "I want to submit an expense"}, {"input": "Business travel, $3500"},
+                  {"input": "Yes, confirm"}],
+        "simulator": {"use": "simulator", "options": {"metadata": {"goal": "Submit a $3500 travel expense"}}}}) + "\n")
+    done = run_test(["-i", str(cases), "-n", "expense", "--config", str(EXAMPLE / "tamesu.yaml"), "--out",
+                     str(tmp_path)], env=expense_agent.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "► [T001] Expense Reimbursement Flow (3 turns)" in lines
+    assert any(line.startswith('  ├─ Turn 1: "I want to submit an expense" → PASSED') for line in lines), done.stdout
+    example = run_test(["-i", "tests/multi-turn.jsonl", "-n", "expense", "--filter", "T003", "--out", str(tmp_path)],
+                       env=expense_agent.env)
+    assert "► [T003] Dynamic Expense Flow (simulator: simulator)" in example.stdout.splitlines(), example.stdout
+    assert '  ├─ Turn 1: [Initial] "Help me file an expense"' in example.stdout

@@ -397,6 +397,10 @@ async def test_grpc_url_reads_the_card_over_grpc(agents: A2AAgents, tmp_path: Pa
     assert (transport["binding"], transport["protocol_version"], transport["mode"]) == ("grpc", version, "stream")
     assert turn.response["artifacts"][0]["parts"][0]["data"]["version"] == version
     assert turn.response["status"]["state"] == "completed"
+    # 1.0's card call reads the extended card: said as over HTTP, with how many skills it has
+    extended = [{"count": len(card["skills"]), "skills": card["skills"], "name": card["name"],
+                 "version": card["version"], "rpc": rpc}] if version == "1.0" else []
+    assert events(session, "card_extended") == extended and "bulk-orders" in card["skills"]
 
 
 async def test_no_streaming_and_no_push_fall_back_when_the_card_says_so(agents: A2AAgents,

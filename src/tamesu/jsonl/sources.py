@@ -2,9 +2,11 @@
 
 - `agents:NAME?count=10&focus=edge-cases&complexity=medium`: a model under `models:` generates them;
 - `scripts:module:function?k=v`: a Python function generates them;
-- an existing file, or a name ending in .jsonl / .json / .ndjson: a JSONL file;
+- an existing file, or a name ending in .jsonl / .json / .ndjson with no space in it (a path mistyped is
+  "file not found", not a message): a JSONL file;
 - an existing folder: every JSONL file directly in it (`.jsonl`, `.ndjson`), in name order;
-- anything else: one message, run as one standard test case (`-n` is then required).
+- anything else: one message, run as one standard test case (`-n` is then required). The design's "direct
+  message, auto-detected as non-file": `"Please open report.json"` is a message.
 """
 
 from __future__ import annotations
@@ -46,6 +48,6 @@ def parse_input(text: str) -> InputSource:
             return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)
     if _is(text, "folder"):
         return InputSource("folder", text, text=text)
-    if text.lower().endswith(_FILE_SUFFIXES) or _is(text, "file"):
+    if _is(text, "file") or (text.lower().endswith(_FILE_SUFFIXES) and not any(c.isspace() for c in text)):
         return InputSource("file", text, text=text)
     return InputSource("message", text, text=text)

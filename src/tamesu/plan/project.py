@@ -162,6 +162,12 @@ def is_jsonl(path: Path) -> bool:
     return path.name.lower().endswith(JSONL_SUFFIXES)
 
 
+def named_jsonl(path: Path) -> bool:
+    """A path named on `tamesu validate`'s command line that holds JSONL test cases: a `.jsonl`/`.ndjson` file,
+    or a `.json` one (a single case, as `tamesu test -i case.json` reads it; never a YAML suite)."""
+    return is_jsonl(path) or path.name.lower().endswith(".json")
+
+
 def jsonl_among(files: list[Path]) -> tuple[list[Path], list[Path]]:
     """(the suite files, the JSONL ones): a `.jsonl`/`.ndjson` file, or a folder a `suites` pattern named that
     holds them, is JSONL test cases, which `tamesu test` runs and `tamesu validate` checks."""
@@ -211,13 +217,13 @@ def split_paths(paths: list[Path], config: Path | None) -> Split:
                 split.jsonl += jsonl
                 if yaml or not jsonl:  # a folder with neither stays the loader's ("no suite files in ...")
                     split.suites.append(path)
-            elif is_jsonl(path):
+            elif named_jsonl(path):
                 split.jsonl.append(path)
             else:
                 split.suites.append(path)
     except (ConfigError, OSError, RuntimeError):
-        return Split(jsonl=[p for p in paths if is_jsonl(p)], suites=[p for p in paths if not is_jsonl(p)],
-                     load_suites=not paths or any(not is_jsonl(p) for p in paths))
+        return Split(jsonl=[p for p in paths if named_jsonl(p)], suites=[p for p in paths if not named_jsonl(p)],
+                     load_suites=not paths or any(not named_jsonl(p) for p in paths))
     split.jsonl = list({path.resolve(): path for path in split.jsonl}.values())
     split.load_suites = bool(split.suites) or not split.jsonl
     if not paths and split.load_suites and split.suites == [project.dir]:

@@ -145,7 +145,7 @@ class TestConsole:
 
     def _tree(self, record: CaseRecord) -> None:
         turns = record.turns or []
-        about = f"simulator: {record.simulator}" if record.simulator else \
+        about = f"simulator: {record.simulator}" if _simulator_led(record) else \
             f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
         self._line(("► ", "bold"), f"[{_shown_id(record)}] {record.name} ({about})")
         for turn in turns:
@@ -158,7 +158,7 @@ class TestConsole:
 
     def _turn(self, record: CaseRecord, turn: TurnRecord) -> None:
         marker = _SOURCE.get(turn.input_source, "")
-        if turn.turn == 1 and record.simulator and turn.input_source == "static":
+        if turn.turn == 1 and _simulator_led(record) and turn.input_source == "static":
             marker = "[Initial] "
         status = "FAILED" if turn.status == "failed" else "PASSED"
         self._line(f"  ├─ Turn {turn.turn}: {marker}{_quoted(turn.input, self._limit)} → ",
@@ -229,6 +229,14 @@ class TestConsole:
         mark, style = ("✓", "green") if verdict.passed else ("✗", "red")
         reason = f": {verdict.reason}" if not verdict.passed or self.verbose else ""
         self._line(prefix, (mark, style), f" {verdict.label}{reason}")
+
+
+def _simulator_led(record: CaseRecord) -> bool:
+    """Whether the case is headed by its simulator (the design's T003: one `[Initial]` input, then simulated
+    ones) rather than by its turns (its T001: written turns, headed `(3 turns)`, even with a simulator to fall
+    back on)."""
+    written = sum(1 for turn in record.turns or [] if turn.input_source == "static")
+    return record.simulator is not None and written <= 1
 
 
 def _shown_id(record: CaseRecord) -> str:

@@ -79,7 +79,7 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
-from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card
+from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card, note_grpc_extended
 from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
@@ -159,6 +159,7 @@ class A2ATarget(Target[A2ASpec]):
             session.event("card_missing", tried=[session.redactor.text(t) for t in search.tried])
         else:
             session.event("card", **summary(card), found_at=session.redactor.text(search.found_at or ""))
+            note_grpc_extended(session, search)
         credentials = sends_credentials(headers, card)
         if card is not None and security_schemes(card) and not credentials:
             session.event("auth_missing", schemes=security_schemes(card))
@@ -297,9 +298,8 @@ class A2ATarget(Target[A2ASpec]):
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
         metadata = dict(self._metadata)
-        # A JSONL test's `options.metadata` adds to the target's metadata for its own turns; A2A has no other
-        # place for the design's `options.skip` (`{"history": true}`: keep no record of this call), so it
-        # travels there too, under `skip`.
+        # A JSONL test's `options.metadata` adds to the target's metadata for its own turns; the design's
+        # `options.skip` (`{"history": true}`: keep no record of this call) has no other place in A2A.
         options = getattr(turn, "options", None) or {}
         extra = options.get("metadata")
         if isinstance(extra, dict):

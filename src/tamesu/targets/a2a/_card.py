@@ -32,6 +32,8 @@ class CardSearch:
     """`url: why not` for each place that had no card."""
     authenticated: bool = False
     """Read with the credentials already (gRPC's card calls): there is no other card to read."""
+    extended: bool = False
+    """The card is the authenticated extended one itself (gRPC's GetExtendedAgentCard, A2A 1.0)."""
 
 
 def card_urls(url: str) -> list[str]:

@@ -2,7 +2,9 @@
 and the extended card an authenticated client may read.
 
 An http(s) url: `_card` says where it is looked for. A grpc(s) url: `GetExtendedAgentCard` (1.0),
-then `GetAgentCard` (0.3), with the headers (that card is already the authenticated one). Found: a `card`
+then `GetAgentCard` (0.3), with the headers (that card is already the authenticated one; read with
+GetExtendedAgentCard, a `card_extended` event says how many skills it has, as `count`, with their ids, since
+gRPC has no public card to count the added ones against). Found: a `card`
 event (name, version, skill ids, interfaces, where); none: a `card_missing` event (where it was looked for),
 and everything the card would say is assumed to be what the target asks for. A card that declares security
 while the headers carry no credentials (`_card`): an `auth_missing` event. A card offering the authenticated
@@ -60,6 +62,7 @@ async def _grpc_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
                 await probe.close()
         search.card, search.found_at = card, f"{url} ({rpc}, A2A {version})"
         search.authenticated = True
+        search.extended = rpc == "GetExtendedAgentCard"
         return search
     return search
 
@@ -82,6 +85,17 @@ async def extended_card(wire: Wire, session: Session, card: AgentCard, choice: C
     session.event("card_extended", added=len(added), skills=added, name=extended.name,
                   version=extended.version)
     return extended
+
+
+def note_grpc_extended(session: Session, search: CardSearch) -> None:
+    """A card read with gRPC's GetExtendedAgentCard is the extended card: said as HTTP's is, with every skill
+    it has (there is no public card on gRPC to tell the added ones from)."""
+    card = search.card
+    if card is None or not search.extended:
+        return
+    skills = [skill.id for skill in card.skills]
+    session.event("card_extended", count=len(skills), skills=skills, name=card.name, version=card.version,
+                  rpc="GetExtendedAgentCard")
 
 
 def assumed_card(streaming: bool, push: bool) -> AgentCard:
