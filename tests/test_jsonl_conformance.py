@@ -106,3 +106,32 @@ def test_a_static_multi_turn_case_is_headed_by_its_turns(expense_agent: ExpenseA
                        env=expense_agent.env)
     assert "► [T003] Dynamic Expense Flow (simulator: simulator)" in example.stdout.splitlines(), example.stdout
     assert '  ├─ Turn 1: [Initial] "Help me file an expense"' in example.stdout
+
+
+def test_the_fully_dynamic_flow_plays_generated_cases_with_the_simulator(expense_agent: ExpenseAgent,
+                                                                         tmp_path: Path) -> None:
+    """The first revision's "fully dynamic" example: generated cases, and `--simulator` answers while the agent
+    awaits input; without `--simulator` the same cases are one call each, and a history stays one call."""
+    out = tmp_path / "records.jsonl"
+    done = run_test(["-i", "agents:generator?count=2", "-n", "expense", "--simulator", "simulator", "-o", str(out),
+                     "--out", str(tmp_path)], env=expense_agent.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    submit = records["happy-submit"]
+    assert (submit["mode"], submit["status"]) == ("multi_turn", "passed")
+    assert [(t["input_source"], t["input"]) for t in submit["turns"]] == [
+        ("static", "I want to submit an expense"), ("simulator", "Business travel, $3500"),
+        ("simulator", "Yes, confirm")]
+    assert submit["turns"][-1]["output"].startswith("Expense submitted")
+    # the policy answer awaits nothing: the conversation ends after the first turn
+    assert [t["input_source"] for t in records["happy-policy"]["turns"]] == ["static"]
+    assert "► [happy-submit] Asks for the type (simulator: simulator)" in done.stdout
+    plain = run_test(["-i", "agents:generator?count=2", "-n", "expense", "-o", str(out), "--out", str(tmp_path)],
+                     env=expense_agent.env)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert {r["id"]: (r["mode"], r["messages_count"]) for r in map(json.loads, out.read_text().splitlines())} == {
+        "happy-submit": ("standard", 1), "happy-policy": ("standard", 1)}
+    history = run_test(["-i", "tests/history.jsonl", "-n", "expense", "--simulator", "simulator", "-o", str(out),
+                        "--out", str(tmp_path)], env=expense_agent.env)
+    assert history.returncode == 0, history.stdout + history.stderr
+    assert {r["mode"] for r in map(json.loads, out.read_text().splitlines())} == {"standard"}

@@ -59,8 +59,9 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
               "other targets get it as options.connector.")
 @click.option("--interactive", is_flag=True, help="Ask a person (stdin) for input no turn gives.")
 @click.option("--skip-interactive", is_flag=True, help="Never ask a person, even for cases with interactive.enabled.")
-@click.option("--simulator", metavar="MODEL", help="The simulator for cases that name none: a model under "
-              "models: (agents:NAME or NAME) or scripts:MODULE:FUNC.")
+@click.option("--simulator", metavar="MODEL", help="The simulator for cases that name none, and for cases of one "
+              "input message (it answers while the agent awaits input): a model under models: (agents:NAME or NAME), "
+              "a target of tamesu.yaml, or scripts:MODULE:FUNC.")
 @click.option("--timeout", default="5m", show_default=True, callback=_duration, help="Per test case.")
 @click.option("--dry-run", is_flag=True, help="Parse (or generate) the test cases and show them; run nothing.")
 @click.option("--on-missing-input", type=MISSING, help="When the agent awaits input nothing can give: skip the case "

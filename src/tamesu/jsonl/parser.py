@@ -148,6 +148,8 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     except ValidationError as exc:
         problems.extend(problems_from(exc, doc, TestCase, owner="test case"))  # type: ignore[arg-type]  # a JsonDocument answers what problems_from asks of a Document
         return None
+    if settings.default_simulator is not None:
+        case.drive_with_simulator()
     before = len(problems)
     dirs = list(dict.fromkeys([base_dir, *settings.file_dirs]))
     found = ParsedCase(case, doc, base_dir, dirs)

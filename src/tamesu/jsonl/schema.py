@@ -7,7 +7,8 @@ earlier one stays available:
   history; the target is called once with it (the later revision: stateless, no awaiting-input detection).
 - **multi_turn** (`turns[]`, or `type: multi_turn`, or `input` with a `simulator`): static turns said in
   order, then, while the agent awaits input, the simulator, then a person (`--interactive`), then
-  `on_missing_input` (the earlier revision).
+  `on_missing_input` (the earlier revision). With `--simulator`, a case of one input message is one too: the
+  earlier revision's "fully dynamic" flow (a history stays one call, as the later revision has it).
 - **dynamic** (`checkpoints`): a simulator talks until every required checkpoint is reached (the later one).
 
 Assertions stay raw mappings here: `tamesu.jsonl.assertions` maps them onto the engine's checks, so an error
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from tamesu.roles.case_user import MissingInput, Mode
 from tamesu.suite.schema import AdaptiveSpec
@@ -150,7 +151,18 @@ class TestCase(Strict):
     adaptive: AdaptiveSpec | None = None
     retries_inconclusive: int | None = Field(None, ge=0, le=20)
 
+    _simulated: bool = PrivateAttr(default=False)
+    """Played on by `--simulator` after its one input (`drive_with_simulator`)."""
+
     __test__ = False  # not a pytest class
+
+    def drive_with_simulator(self) -> bool:
+        """With `--simulator` given, a case of one input message and nothing else is a multi-turn case the
+        simulator plays on while the agent awaits input (the earlier revision's "fully dynamic" flow);
+        whether it became one. An explicit `single_turn` and a message history stay one call."""
+        if self.mode == "standard" and self.type is None and self.input is not None and len(self.input) == 1:
+            self._simulated = True
+        return self._simulated
 
     def repeats(self) -> dict[str, Any]:
         """The fields a suite's test has of the same names, as written (the engine's defaults otherwise)."""
@@ -168,7 +180,7 @@ class TestCase(Strict):
             return "standard"  # its one turn, if written as turns[0], is the input (the parser makes it so)
         if self.checkpoints or self.type == "dynamic":
             return "dynamic"
-        if self.turns or self.type == "multi_turn" or self.simulator is not None:
+        if self.turns or self.type == "multi_turn" or self.simulator is not None or self._simulated:
             return "multi_turn"
         return "standard"
 
