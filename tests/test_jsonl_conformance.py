@@ -135,3 +135,67 @@ def test_the_fully_dynamic_flow_plays_generated_cases_with_the_simulator(expense
                         "--out", str(tmp_path)], env=expense_agent.env)
     assert history.returncode == 0, history.stdout + history.stderr
     assert {r["mode"] for r in map(json.loads, out.read_text().splitlines())} == {"standard"}
+
+
+YAO_PROJECT = """\
+targets:
+  expense: { type: rest, url: "{{env.EXPENSE_URL}}/chat", response: { text: $.text, tool_calls: $.tool_calls } }
+"""
+
+BROKEN_HELPERS = [
+    {"id": "M1", "input": "I want to submit an expense", "simulator": {"use": "scripts:boom"}},
+    {"id": "D1", "input": "I want to submit an expense", "simulator": {"use": "scripts:boom"},
+     "checkpoints": [{"id": "made", "assertion": {"type": "tool_called", "name": "create_expense"}}]},
+]
+
+
+def _yao_project(tmp_path: Path, setting: bool = False) -> Path:
+    (tmp_path / "tamesu.yaml").write_text(YAO_PROJECT + ("yao_errors: true\n" if setting else ""))
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    (tmp_path / "scripts" / "boom.py").write_text("def simulate(inputs):\n    raise RuntimeError('no idea')\n")
+    return tmp_path
+
+
+def _statuses(out: Path) -> dict[str, tuple[str, str | None, str | None]]:
+    return {r["id"]: (r["status"], r.get("error"), r.get("skip_reason"))
+            for r in map(json.loads, out.read_text().splitlines())}
+
+
+def test_yao_errors_follow_the_designs_error_classes(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    project = _yao_project(tmp_path)
+    (project / "helpers.jsonl").write_text("".join(json.dumps(c) + "\n" for c in BROKEN_HELPERS))
+    out = project / "records.jsonl"
+    args = ["-i", "helpers.jsonl", "-n", "expense", "-o", str(out), "--out", str(project / "runs")]
+    ours = run_test(args, cwd=project, env=expense_agent.env)
+    assert ours.returncode == 3, ours.stdout + ours.stderr  # tamesu's own: a broken helper is an error
+    assert {k: v[0] for k, v in _statuses(out).items()} == {"M1": "error", "D1": "error"}
+    design = run_test([*args, "--yao-errors"], cwd=project, env=expense_agent.env)
+    assert design.returncode == 1, design.stdout + design.stderr
+    said = "simulator error: simulator scripts:boom raised RuntimeError: no idea"
+    # the earlier revision's multi-turn: the turn is SKIPPED; the later one's dynamic mode: the test FAILED
+    assert _statuses(out) == {"M1": ("skipped", None, said), "D1": ("failed", said, None)}
+    # an agent that cannot be reached: tamesu's error (exit 3), the design's "agent error" (FAILED)
+    (project / "one.jsonl").write_text(json.dumps({"id": "A1", "input": "Hello"}) + "\n")
+    gone = {"EXPENSE_URL": "http://127.0.0.1:1"}
+    down = run_test(["-i", "one.jsonl", "-n", "expense", "-o", str(out), "--out", str(project / "runs"),
+                     "--yao-errors"], cwd=project, env=gone)
+    assert down.returncode == 1, down.stdout + down.stderr
+    [(status, error, _)] = _statuses(out).values()
+    assert status == "failed" and error is not None and error.startswith(
+        "agent error: rest target expense: cannot reach http://127.0.0.1:1/chat"), error
+
+
+def test_no_initial_input_fails_the_case_when_the_project_asks_for_the_designs_classes(
+        expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    project = _yao_project(tmp_path)
+    (project / "cases.jsonl").write_text(json.dumps({"id": "N1", "assertions": [{"type": "contains", "value": "x"}]})
+                                         + "\n" + json.dumps({"id": "ok", "input": "Hello"}) + "\n")
+    out = project / "records.jsonl"
+    args = ["-i", "cases.jsonl", "-n", "expense", "-o", str(out), "--out", str(project / "runs")]
+    refused = run_test(args, cwd=project, env=expense_agent.env)
+    assert refused.returncode == 2 and refused.stderr.startswith("cases.jsonl:1:1: "), refused.stderr
+    _yao_project(tmp_path, setting=True)  # `yao_errors: true` in tamesu.yaml, no flag
+    design = run_test(args, cwd=project, env=expense_agent.env)
+    assert design.returncode == 1, design.stdout + design.stderr
+    assert _statuses(out) == {"N1": ("failed", "no initial input", None), "ok": ("passed", None, None)}
+    assert run_tamesu(["validate", "cases.jsonl"], cwd=project).returncode == 0

@@ -246,7 +246,8 @@ def _planned_count(run_dir: Path) -> int | None:
 
 
 def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved: ResolvedTarget | None, *,
-                   simulator: str | None = None, connector: str | None = None) -> ParseSettings:
+                   simulator: str | None = None, connector: str | None = None,
+                   yao_errors: bool = False) -> ParseSettings:
     """How `tamesu test` and `tamesu validate` read JSONL cases, so the two never disagree: what a case may name
     (the project's models and targets, scripts beside the file, the project or the current folder) and what
     the agent under test can take."""
@@ -263,7 +264,8 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
         resolver, default_simulator=simulator, file_dirs=[project.dir],
         file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
         target_type=resolved.spec.type if resolved is not None else None,
-        history_refusal=history_refusal(resolved.spec.type, resolved.name) if resolved is not None else None)
+        history_refusal=history_refusal(resolved.spec.type, resolved.name) if resolved is not None else None,
+        yao_errors=yao_errors or project.spec.yao_errors)
 
 
 def point_to_view(store_writer: Any, console: Any) -> None:

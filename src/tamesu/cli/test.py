@@ -66,6 +66,10 @@ def _duration(_ctx: Any, _param: Any, value: str) -> float:
 @click.option("--dry-run", is_flag=True, help="Parse (or generate) the test cases and show them; run nothing.")
 @click.option("--on-missing-input", type=MISSING, help="When the agent awaits input nothing can give: skip the case "
               "(the default), fail it, or end the conversation and grade it.")
+@click.option("--yao-errors", is_flag=True, help="The agent test design's error classes (or yao_errors: true in "
+              "tamesu.yaml): an agent that fails (unreachable) fails its case, a simulator error skips a multi-turn "
+              "case and fails a dynamic one, no initial input fails the case; tamesu's own: an error (exit 3), "
+              "and exit 2 at load.")
 @run_options("test cases", ids="id", verbose="Whole answers, and whether the agent awaited input after each turn.",
              tags=" (mode:standard, mode:multi_turn, mode:dynamic)")
 def test_command(**options: Any) -> None:
@@ -134,7 +138,7 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
     base_dir = Path(source.value).parent.resolve() if source.kind == "file" else \
         Path(source.value).resolve() if source.kind == "folder" else Path.cwd()
     settings = parse_settings(project, secrets, base_dir, resolved, simulator=options["simulator"],
-                              connector=options["connector"])
+                              connector=options["connector"], yao_errors=options["yao_errors"])
     resolver = settings.resolver
     try:
         return await _parsed(source, project, resolved, secrets, options, resolver, settings, base_dir)
@@ -284,7 +288,8 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
                             skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],
                             output=Path(options["output"]) if options["output"] else None,
                             repeat=options["repeat"], update_golden=options["update_golden"],
-                            shard=str(shard) if shard else None)
+                            shard=str(shard) if shard else None,
+                            yao_errors=options["yao_errors"] or project.spec.yao_errors)
     if settings.output is not None:
         refused = _unwritable(settings.output)
         if refused:

@@ -9,7 +9,7 @@ import hashlib
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,6 +272,18 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
             "llm_retries": float(totals.retries), "llm_timeouts": float(totals.timeouts)}
 
 
+@contextlib.contextmanager
+def _agents_side(session: Session) -> Iterator[None]:
+    """An infrastructure error opening or talking to the target (unreachable, refused, its model down) is the
+    agent's side failing, not tamesu's helpers: an `agent_error` event says so (JSONL `--yao-errors` counts
+    it as the agent's failure, as the design does)."""
+    try:
+        yield
+    except (InfraError, ModelError) as exc:
+        session.event("agent_error", reason=str(exc))
+        raise
+
+
 async def _converse(
     test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, Any],
     spans: RunSpans | None = None,
@@ -297,9 +309,11 @@ async def _talk(
 ) -> tuple[Any, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
     try:
-        await target.open(session)
+        with _agents_side(session):
+            await target.open(session)
         try:
-            first = await target.greeting()
+            with _agents_side(session):
+                first = await target.greeting()
         except TurnError as exc:
             session.event("turn_failed", turn=1, reason=str(exc))
             where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
@@ -344,7 +358,8 @@ async def _talk(
                     session.trace = trace
                     expect_turn(spans, trace.trace_id, index)  # before the agent can answer
                     try:
-                        agent = await target.send(action.turn)
+                        with _agents_side(session):
+                            agent = await target.send(action.turn)
                     finally:
                         sent_trace = target.turn_trace_id(session)
                         session.trace = None  # what the target sends between turns is no turn's

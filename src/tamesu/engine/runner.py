@@ -304,6 +304,8 @@ class Runner:
                 outcome = await execute_run(inputs)
             except Exception as exc:  # what escaped the run's own guards is still only this run's error
                 outcome = crashed_run(inputs, exc)
+            if test.classify is not None and self.stopping.signum is None:
+                test.classify(outcome.result, number)
             if self.stopping.signum is not None and outcome.result.status == "error":
                 return None  # cut short: neither written nor retried
             try:

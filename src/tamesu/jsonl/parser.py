@@ -88,6 +88,9 @@ class ParseSettings:
     (`Target.reports_tool_calls`, an `a2a` agent's) is a warning."""
     warnings: list[Problem] = field(default_factory=list)
     """What is suspicious but not wrong, appended while parsing."""
+    yao_errors: bool = False
+    """The design's error classes: a case with no first input loads, and fails when it runs ("no initial
+    input"), instead of refusing the file."""
 
 
 @collector_paused()  # the cases live to the end (tamesu.runtime.gc_pause)
@@ -153,7 +156,10 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     before = len(problems)
     dirs = list(dict.fromkeys([base_dir, *settings.file_dirs]))
     found = ParsedCase(case, doc, base_dir, dirs)
-    _check_shape(case, doc, problems)
+    shape: list[Problem] = []
+    _check_shape(case, doc, shape)
+    # the design fails a case with no initial input when it runs; tamesu refuses it here
+    problems += [p for p in shape if not (settings.yao_errors and p.message.startswith(_NO_INPUT))]
     if settings.history_refusal is not None and case.input is not None and len(case.input) > 1:
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
@@ -227,6 +233,9 @@ def _as_standard(case: TestCase) -> TestCase:
         merged = {**(options.sent() if options else {}), **turn.options.sent()}
         options = Options.model_validate(merged)
     return case.model_copy(update={"input": [message], "turns": [], "options": options, "type": None})
+
+
+_NO_INPUT = ("a test case needs input", "a multi-turn case needs turns")
 
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:

@@ -26,6 +26,7 @@ from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.targets import ResolvedTarget, with_connector
+from tamesu.results.records import RunResult
 from tamesu.roles.case_user import CaseUser, Interaction, MissingInput
 from tamesu.roles.human import Human
 from tamesu.suite.schema import Scenario, SuiteSpec, TestSpec
@@ -58,6 +59,9 @@ class TestSettings:
     shard: str | None = None
     """`--shard K/N` as written, for plan.json (the cases are chosen before the run)."""
     update_golden: bool = False
+    yao_errors: bool = False
+    """`--yao-errors` (or `yao_errors: true` in tamesu.yaml): the design's error classes
+    (`PlannedCase.design_classes`)."""
 
     __test__ = False
 
@@ -112,6 +116,25 @@ class PlannedCase:
             self.trackers[number] = tracker
         return user
 
+    def design_classes(self, result: RunResult, number: int) -> None:
+        """The agent test design's error classes over tamesu's, for a team migrating from its runner: an agent
+        that fails (unreachable, refused) fails the case, where tamesu calls it an error (exit 3); a simulator
+        that cannot give the next input skips a multi-turn case (the earlier revision: the turn is SKIPPED)
+        and fails a dynamic one (the later). A judge or validator that fails stays an error."""
+        if result.status != "error":
+            return
+        user = self.users.get(number)
+        if user is not None and user.simulator_error is not None:
+            reason = f"simulator error: {user.simulator_error}"
+            if self.parsed.case.mode == "dynamic":
+                result.status, result.error, result.fault, result.fault_reason = "failed", reason, "agent", reason
+            else:
+                result.status, result.skip_reason, result.error = "skipped", reason, None
+                result.fault = result.fault_reason = None
+        elif any(event.name == "agent_error" for event in result.events):
+            reason = f"agent error: {result.error}"
+            result.status, result.error, result.fault, result.fault_reason = "failed", reason, "agent", reason
+
     def tracker_of(self, view: RunView) -> Tracker:
         number = view.context.lookup("run.number")
         return self.trackers[int(number) if number is not None else min(self.trackers)]
@@ -162,7 +185,8 @@ class CasePlanner:
         assertions += [Assertion(key="checkpoint", check=CheckpointCheck(planned_case.tracker_of, c.id),
                                  on_turn=None, label=f"checkpoint {c.id}") for c in case.checkpoints]
         test = PlannedTest(suite, spec, case.id, None, {}, [f"mode:{case.mode}"], assertions, {}, index,
-                           user_factory=planned_case.user_factory, line=parsed.line)
+                           user_factory=planned_case.user_factory, line=parsed.line,
+                           classify=planned_case.design_classes if self.settings.yao_errors else None)
         self.cases[test.id] = planned_case
         return test
 

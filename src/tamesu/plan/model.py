@@ -87,6 +87,9 @@ class PlannedTest:
     cases: static turns, their simulator, a person, checkpoints); None: the scenario's script or persona."""
     line: int | None = None
     """The line that defines the test when it is not `tests[index]` of the suite's YAML (a JSONL case)."""
+    classify: Any = None
+    """`(result, number) -> None`: the test's own error classes, applied to run N's result before it is written
+    (JSONL `--yao-errors`: the design's); None: tamesu's."""
 
     @property
     def target_name(self) -> str:

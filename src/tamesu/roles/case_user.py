@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from tamesu.conversation import Exchange, UserTurn
 from tamesu.errors import InfraError
-from tamesu.models.base import Models
+from tamesu.models.base import ModelError, Models
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.roles.human import Human
 from tamesu.roles.scripted_users import HelperAgent, ScriptSimulator, TargetSimulator
@@ -96,6 +96,8 @@ class CaseUser(UserSimulator):
         self.missing: Missing | None = None
         self.goal_note: str | None = None
         """The simulator's reasoning when it said its goal was achieved."""
+        self.simulator_error: str | None = None
+        """Why the simulator could not give the next input (it raised), for the design's error classes."""
         self._options = options
         self._static = static
         self._said = 0
@@ -128,6 +130,9 @@ class CaseUser(UserSimulator):
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         mode = self.mode
+        if not exchanges and not self._static and mode != "dynamic":
+            # only loaded this way for the design's error classes (`--yao-errors`): tamesu refuses it at load
+            return UserAction(stop="missing_input", failure="no initial input")
         if mode == "standard":
             return self._say_static() if not exchanges else UserAction(stop="script_done")
         if mode == "dynamic":
@@ -184,7 +189,11 @@ class CaseUser(UserSimulator):
 
     async def _simulate(self, exchanges: list[Exchange], context: Context) -> UserAction:
         assert self._simulator is not None
-        action = await self._simulator.next_turn(exchanges, context)
+        try:
+            action = await self._simulator.next_turn(exchanges, context)
+        except (InfraError, ModelError) as exc:
+            self.simulator_error = str(exc)
+            raise
         if isinstance(self._simulator, ModelSimulator | ScriptSimulator | TargetSimulator):
             self._reasoning = self._simulator.last_reasoning
         if action.turn is not None:

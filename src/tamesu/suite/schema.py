@@ -385,3 +385,5 @@ class ProjectSpec(Strict):
     """Receive the agent's spans (OTLP/HTTP) for every suite that does not say otherwise."""
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""
+    yao_errors: bool = False
+    """JSONL cases (`tamesu test`) follow the agent test design's error classes, as `--yao-errors` asks."""
