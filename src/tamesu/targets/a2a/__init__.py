@@ -85,7 +85,7 @@ from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec
 from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
-from tamesu.targets.a2a._turn import Progress, followed_task, user_message
+from tamesu.targets.a2a._turn import Progress, followed_task, turn_metadata, user_message
 from tamesu.targets.a2a._wire import Wire
 from tamesu.targets.base import Target
 from tamesu.types import split_addr
@@ -297,15 +297,7 @@ class A2ATarget(Target[A2ASpec]):
 
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
-        metadata = dict(self._metadata)
-        # A JSONL test's `options.metadata` adds to the target's metadata for its own turns; the design's
-        # `options.skip` (`{"history": true}`: keep no record of this call) has no other place in A2A.
-        options = getattr(turn, "options", None) or {}
-        extra = options.get("metadata")
-        if isinstance(extra, dict):
-            metadata.update(extra)
-        if isinstance(options.get("skip"), dict):
-            metadata["skip"] = options["skip"]
+        metadata = turn_metadata(self._metadata, turn)
         if session.trace is not None:
             # the message carries the trace too, for agents that hand it on past the HTTP layer
             metadata.setdefault("traceparent", session.trace.traceparent)

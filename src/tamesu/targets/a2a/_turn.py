@@ -23,6 +23,18 @@ def _as_json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def turn_metadata(target: dict[str, Any], turn: UserTurn) -> dict[str, Any]:
+    """The message's metadata: the target's, then a JSONL test's `options.metadata` for its own turns, and the
+    design's `options.skip` (`{"history": true}`: keep no record of this call), which has no other place in A2A."""
+    metadata = dict(target)
+    options = turn.options or {}
+    if isinstance(options.get("metadata"), dict):
+        metadata.update(options["metadata"])
+    if isinstance(options.get("skip"), dict):
+        metadata["skip"] = options["skip"]
+    return metadata
+
+
 def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task_id: str | None,
                  metadata: dict[str, Any], what: str) -> Message:
     """The turn as one message with a fresh messageId: a text part for the words, a data part for `data`,
