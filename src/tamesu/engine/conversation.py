@@ -9,7 +9,7 @@ import hashlib
 import os
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
-from tamesu.engine.fault import attribute
+from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn
@@ -207,8 +207,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         try:
             # a skipped run grades only what happened: the assertions of the turns it reached
             graded, grading_error = await grade(test, view, reached=len(exchanges) if skipped else None,
-                                                unexpected=lambda exc: unexpected(exc, inputs),
-                                                record=session.event)
+                                                unexpected=lambda exc: unexpected(exc, inputs), record=session.event)
         except BudgetExceeded as exc:
             graded, grading_error, budget_exceeded = [], str(exc), True
         result.assertions = [*failures, *graded]
@@ -272,18 +271,6 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
             "llm_retries": float(totals.retries), "llm_timeouts": float(totals.timeouts)}
 
 
-@contextlib.contextmanager
-def _agents_side(session: Session) -> Iterator[None]:
-    """An infrastructure error opening or talking to the target (unreachable, refused, its model down) is the
-    agent's side failing, not tamesu's helpers: an `agent_error` event says so (JSONL `--yao-errors` counts
-    it as the agent's failure, as the design does)."""
-    try:
-        yield
-    except (InfraError, ModelError) as exc:
-        session.event("agent_error", reason=str(exc))
-        raise
-
-
 async def _converse(
     test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, Any],
     spans: RunSpans | None = None,
@@ -309,15 +296,14 @@ async def _talk(
 ) -> tuple[Any, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
     try:
-        with _agents_side(session):
+        with agents_side(session):
             await target.open(session)
-        try:
-            with _agents_side(session):
+            try:
                 first = await target.greeting()
-        except TurnError as exc:
-            session.event("turn_failed", turn=1, reason=str(exc))
-            where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
-            return "turn_failed", f"{where}: {exc}", target.metrics()
+            except TurnError as exc:
+                session.event("turn_failed", turn=1, reason=str(exc))
+                where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
+                return "turn_failed", f"{where}: {exc}", target.metrics()
         if (unconnected := _unconnected(test, target)) is not None:
             return "turn_failed", unconnected, target.metrics()
         spoken = targets.has_audio(test.target.type, test.target)
@@ -358,7 +344,7 @@ async def _talk(
                     session.trace = trace
                     expect_turn(spans, trace.trace_id, index)  # before the agent can answer
                     try:
-                        with _agents_side(session):
+                        with agents_side(session):
                             agent = await target.send(action.turn)
                     finally:
                         sent_trace = target.turn_trace_id(session)
@@ -368,8 +354,7 @@ async def _talk(
             except TurnError as exc:
                 now = session.now_ms()
                 failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
-                                   status=exc.status, sent_at_ms=now, completed_at_ms=now,
-                                   trace_id=sent_trace)
+                                   status=exc.status, sent_at_ms=now, completed_at_ms=now, trace_id=sent_trace)
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
                 what = "step" if action.turn.source == "step" else "turn"

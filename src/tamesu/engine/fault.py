@@ -1,14 +1,17 @@
 """Whose fault a run that did not pass is: `environment` (the infrastructure: an error), `simulated_user`
 (tamesu's own model-played user broke its part, so the run is `inconclusive`), or `agent` (every other
-failure). The simulated user is audited only after a failed run (see `roles.audit`)."""
+failure). The simulated user is audited only after a failed run (see `roles.audit`). `agents_side` marks an
+infrastructure error that came from the target itself with an `agent_error` event."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from tamesu.conversation import Exchange
+from tamesu.conversation import Exchange, Session
 from tamesu.errors import InfraError
+from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import PlannedTest
 from tamesu.results.records import RunResult
@@ -16,6 +19,18 @@ from tamesu.roles.audit import Finding, SimulatorAudit, deterministic_finding
 from tamesu.roles.transcript import lines_of
 
 AUDIT_MODEL = "simulator_audit"
+
+
+@contextlib.contextmanager
+def agents_side(session: Session) -> Iterator[None]:
+    """An infrastructure error opening or talking to the target (unreachable, refused, its model down) is the
+    agent's side failing, not tamesu's helpers': an `agent_error` event says so (JSONL `--yao-errors` counts
+    it as the agent's failure, as the design does)."""
+    try:
+        yield
+    except (InfraError, ModelError) as exc:
+        session.event("agent_error", reason=str(exc))
+        raise
 
 
 async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: PlannedTest,
