@@ -190,7 +190,7 @@ async def test_fake_model_target_calls_tools_then_says() -> None:
 @pytest.mark.parametrize(("rule", "problem"), [
     ({"when": "(unclosed", "say": "x"}, r"^rule 1 \(turn rule\): when: '\(unclosed' is not a valid regular"),
     ({"when": "x"}, r"^rule 1 \(turn rule\): a rule with `when` needs say"),
-    ({"rubric": "x", "reason": "y"}, r"^rule 1 \(judge rule\): pass: Field required"),
+    ({"rubric": "x", "reason": "y"}, r"^rule 1 \(judge rule\): missing required key 'pass'"),
     ({"description": "x", "value": "a", "pattern": "b"}, r"^rule 1 \(extract rule\): .*not both"),
     ({"wen": "x", "sya": "y"}, "^rule 1: cannot tell what it is for"),
     ({"when": "x", "say": "y", "typo": 1}, r"^rule 1 \(turn rule\): typo: Extra inputs"),

@@ -22,6 +22,7 @@ default, a model target never makes an answer up. Only the simulator may end qui
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -136,7 +137,7 @@ class JudgeRule(_Rule):
             if self.score is not None and not 0 <= self.score <= 1:
                 raise ValueError("an evaluator's score is from 0 to 1")
         elif self.passed is None:
-            raise ValueError("pass: Field required")  # worded as pydantic words a missing key
+            raise ValueError("missing required key 'pass' (true or false)")
         return self
 
 
@@ -182,18 +183,42 @@ def parse_rule(raw: Any, number: int) -> Rule:
         return raw
     if not isinstance(raw, Mapping):
         raise ValueError(f"rule {number}: expected a mapping, got {type(raw).__name__}")
+    found = rule_kind(raw)
+    if found is not None:
+        model, kind = found
+        try:
+            return model.model_validate(dict(raw))  # type: ignore[return-value]  # _KINDS holds only Rule's members
+        except ValidationError as exc:
+            problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
+            raise ValueError(f"rule {number} ({kind} rule): {problems}") from None
+    raise ValueError(f"rule {number}: {unknown_kind(raw)}")
+
+
+def rule_kind(raw: Mapping[Any, Any]) -> tuple[type[BaseModel], str] | None:
+    """The model a written rule is checked against and its kind's name, told by its keys; None: no key says."""
     keys = set(raw)
     for markers, model, kind in _KINDS:
         if keys & markers:
-            try:
-                return model.model_validate(dict(raw))  # type: ignore[return-value]  # _KINDS holds only Rule's members
-            except ValidationError as exc:
-                problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
-                raise ValueError(f"rule {number} ({kind} rule): {problems}") from None
-    raise ValueError(
-        f"rule {number}: cannot tell what it is for (keys: {', '.join(sorted(map(str, keys))) or 'none'}); "
-        "a simulator or model-target rule has when/say/stop, a judge rule has pass, an extract rule has "
-        "description")
+            return model, kind
+    return None
+
+
+UNKNOWN_KIND_HINT = ("a simulator or model-target rule has when/say/stop, a judge rule has pass, an extract "
+                     "rule has description")
+
+
+def unknown_kind(raw: Mapping[Any, Any]) -> str:
+    """Why a rule with no telling key is refused, with the keys it may have meant."""
+    keys = sorted(map(str, raw))
+    known = sorted({key for _, model, _ in _KINDS for key in _keys(model)})
+    guesses = [f"{key!r} (did you mean {close[0]!r}?)" for key in keys
+               if (close := difflib.get_close_matches(key, known, n=1))]
+    written = ", ".join(guesses) if guesses else ", ".join(keys) or "none"
+    return f"cannot tell what it is for (keys: {written}); {UNKNOWN_KIND_HINT}"
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items()]
 
 
 def parse_rules(raw: Any) -> list[Rule]:

@@ -78,8 +78,9 @@ def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) ->
 def resolve_models(
     models: dict[str, ModelSpec], doc: Document, base_dir: Path, problems: list[Problem]
 ) -> dict[str, ModelSpec]:
-    """Fake rules files resolve against the file that names them, and every fake's rules are checked now."""
-    from tamesu.models.fake import FakeProvider
+    """Fake rules files resolve against the file that names them, and every fake's rules are checked now: each
+    bad rule is a problem of its own, placed in the rules file or at the inline rule."""
+    from tamesu.plan._fake_rules import rule_problems, rules_file_problems
 
     resolved: dict[str, ModelSpec] = {}
     for name, spec in models.items():
@@ -92,12 +93,12 @@ def resolve_models(
             if model.provider != "fake":
                 continue
             loc = ("models", name, *(["fallback"] * depth), "rules")
-            if isinstance(model.rules, str) and not Path(model.rules).is_absolute():
-                model.rules = str(base_dir / model.rules)
-            try:
-                FakeProvider.from_spec(model, None, base_dir=base_dir)
-            except (ValueError, OSError) as exc:
-                problems.append(doc.problem(loc, f"fake rules: {exc}"))
+            if isinstance(model.rules, str):
+                if not Path(model.rules).is_absolute():
+                    model.rules = str(base_dir / model.rules)
+                problems.extend(rules_file_problems(Path(model.rules), label(Path(model.rules)), doc, loc))
+            else:
+                problems.extend(rule_problems(model.rules, doc, loc))
         resolved[name] = spec
     return resolved
 

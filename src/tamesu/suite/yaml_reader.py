@@ -149,7 +149,11 @@ def load_yaml(path: Path, label: str | None = None) -> Document:
     is not a regular one, too large, nested too deep, or that expands without end is one problem, never a
     hang, a traceback or the machine's memory."""
     shown = label or str(path)
-    text = read_bounded(path, shown)
+    return parse_yaml(read_bounded(path, shown), path, shown)
+
+
+def parse_yaml(text: str, path: Path, shown: str) -> Document:
+    """`text` (read from `path`, called `shown` in problems) parsed as load_yaml does, with the same bounds."""
     _prescan(text, shown)
     fast = _fast_yaml.read(text, MAX_VALUES)
     if fast is not None:
