@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from tamesu import targets
-from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.fault import agents_side, attribute
+from tamesu.engine.grading import completed_turns, grade, planned_checks
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn
@@ -28,7 +28,6 @@ from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry, one_line
 from tamesu.models.ledger import Ledger
-from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
 from tamesu.results.records import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
@@ -204,13 +203,18 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                        tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
                        models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor,
                        spans=spans_file.spans if spans_file is not None else None)
+        # a skipped run grades only what happened: the assertions of the turns it reached; a failed conversation
+        # only those of the turns that completed before it failed (tamesu.engine.grading)
+        completed = completed_turns(result.end_reason, exchanges, session.events)
+        reached = completed if completed is not None else len(exchanges) if skipped else None
         try:
-            # a skipped run grades only what happened: the assertions of the turns it reached
-            graded, grading_error = await grade(test, view, reached=len(exchanges) if skipped else None,
+            graded, grading_error = await grade(test, view, reached=reached,
                                                 unexpected=lambda exc: unexpected(exc, inputs), record=session.event)
         except BudgetExceeded as exc:
             graded, grading_error, budget_exceeded = [], str(exc), True
         result.assertions = [*failures, *graded]
+        if completed is not None:
+            result.not_evaluated = planned_checks(test) - len(graded)
         if grading_error:
             # a judge that could not answer is broken infrastructure, not a verdict on the agent
             result.status, result.error = "error", grading_error
@@ -218,6 +222,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             result.status = "failed"
         elif skipped:
             result.status = "skipped"
+    else:
+        result.not_evaluated = planned_checks(test)
     try:
         await attribute(result, exchanges, test, models, session.event)
     except BudgetExceeded as exc:  # the audit's model call was the one too many
@@ -417,69 +423,6 @@ def _extractor(test: PlannedTest, models: Any) -> Extractor | None:
     if models is None or not any(c.extract for c in test.spec.capture):
         return None
     return Extractor(models.client("extract"))
-
-
-def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
-    return [
-        parse_assertion({"metric": {"name": name, "lte": limit, "missing": "pass"}, "name": name}, prefix="slo/")
-        for name, limit in slo.items()
-    ]
-
-
-async def grade(
-    test: PlannedTest, view: RunView, reached: int | None = None,
-    unexpected: Callable[[Exception], str] | None = None,
-    record: Callable[..., Any] | None = None,
-) -> tuple[list[AssertionResult], str | None]:
-    """Every assertion's verdict, and the first failure that kept one from being decided: a model that could
-    not answer, or an unexpected exception (`unexpected` records it and gives its line; the other assertions
-    are still graded).
-
-    With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
-    (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
-    that was not taken as it came."""
-    graded: list[AssertionResult] = []
-    error: str | None = None
-
-    def attempted(label: str, attempts: list[Attempt]) -> None:
-        for attempt in attempts:
-            if record is not None and attempt.outcome != "accepted":
-                name = "verdict_repaired" if attempt.outcome == "repaired" else "verdict_reasked"
-                record(name, assertion=label, attempt=attempt.number, reason=attempt.reason)
-
-    for assertion in [*test.assertions, *slo_assertions(test.slo)]:
-        if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
-            continue
-        try:
-            verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
-        except TemplateError as exc:
-            graded.append(AssertionResult(name=assertion.label, passed=False, reason=str(exc),
-                                          on_turn=assertion.on_turn))
-            continue
-        except (InfraError, ModelError) as exc:
-            reason = f"{assertion.label}: {exc}"
-            error = error or reason
-            tried = getattr(exc.__cause__, "attempts", None) or []  # a judge that never answered in shape
-            attempted(assertion.label, tried)
-            graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
-                                          on_turn=assertion.on_turn, attempts=tried))
-            continue
-        except BudgetExceeded:
-            raise
-        except Exception as exc:  # a bug of ours or a check's: this test's error, never the whole run's
-            line = unexpected(exc) if unexpected is not None else f"internal error: {type(exc).__name__}: {exc}"
-            error = error or f"{assertion.label}: {line}"
-            graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {line}",
-                                          on_turn=assertion.on_turn))
-            continue
-        attempted(assertion.label, verdict.attempts)
-        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
-                                      score=verdict.score, evidence=verdict.evidence,
-                                      on_turn=assertion.on_turn, model=verdict.model,
-                                      prompt_version=verdict.prompt_version, fake=verdict.fake,
-                                      attempts=verdict.attempts,
-                                      unsupported_evidence=verdict.unsupported_evidence))
-    return graded, error
 
 
 def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:

@@ -100,7 +100,8 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
         status = "quarantined"
     summaries = [
         RunSummary(run=r.run, status=r.status, attempts=r.attempt, reruns=r.rerun, error=r.error, fault=r.fault,
-                   fault_reason=r.fault_reason, failures=r.failed_assertions, metrics=r.metrics,
+                   fault_reason=r.fault_reason, failures=r.failed_assertions, not_evaluated=r.not_evaluated,
+                   metrics=r.metrics,
                    dir=str((test_dir / run_dir_name(r.run, r.attempt, r.rerun)).relative_to(root)))
         for r in sorted(runs, key=lambda r: r.run)]
     return TestResult(

@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from tamesu.report.words import count_of
+from tamesu.report.words import count_of, not_evaluated
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
 
@@ -162,6 +162,9 @@ class ConsoleReporter:
                 for failure in run.failures:
                     where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
                     self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
+                if run.not_evaluated:
+                    self._print(Text(f"      - {prefix}{not_evaluated(run.not_evaluated, bool(run.error))}",
+                                     style="dim"))
             if run.dir and (run.error or run.failures or run.status == "inconclusive"):
                 self._print(Text(f"        {run.dir}", style="dim"))
         if faults:

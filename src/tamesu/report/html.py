@@ -24,6 +24,7 @@ from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.waterfall import turn_spans, waterfall, waterfall_css
+from tamesu.report.words import not_evaluated
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
 from tamesu.telemetry.spans import SpansFile
 from tamesu.telemetry.traceparent import trace_link
@@ -251,6 +252,10 @@ class _Page:
             parts.append(self.assertions(summary.failures, only_failures=True))
         else:
             parts.append(self.assertions(detail.assertions))
+        if summary.not_evaluated:
+            said = not_evaluated(summary.not_evaluated, bool(summary.error))
+            parts.append(f'<p class="note not-evaluated">{_e(said)}</p>')
+        if detail is not None:
             parts.append(self.audio(detail, folder))
             parts.append(self.chat(detail, folder))
             parts.append(self.metrics(detail))

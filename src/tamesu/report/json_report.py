@@ -33,6 +33,8 @@ class RunDetail(BaseModel):
     end_reason: str | None = None
     duration_ms: float = 0.0
     assertions: list[AssertionResult] = Field(default_factory=list)
+    not_evaluated: int = 0
+    """Checks the run's error or failed conversation kept from being graded (docs/faults.md)."""
     metrics: dict[str, float] = Field(default_factory=dict)
     captured: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -82,7 +84,7 @@ def _entry(run: LoadedRun, result: TestResult) -> TestEntry:
             run=summary.run, attempt=summary.attempts, status=summary.status, dir=summary.dir, error=summary.error,
             fault=summary.fault, fault_reason=summary.fault_reason, reruns=summary.reruns,
             end_reason=detail.end_reason if detail else None, duration_ms=detail.duration_ms if detail else 0.0,
-            assertions=detail.assertions if detail else summary.failures,
+            assertions=detail.assertions if detail else summary.failures, not_evaluated=summary.not_evaluated,
             metrics=detail.metrics if detail else summary.metrics,
             captured=detail.captured if detail else {}, tool_calls=detail.tool_calls if detail else [],
             transcript=transcript.lines if transcript else [],

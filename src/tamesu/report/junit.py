@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
+from tamesu.report.words import not_evaluated
 from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -63,6 +64,8 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
             lines.append(f"{prefix}{failure.name}{where}: {failure.reason}{judge}")
             lines.extend(f"    evidence: {item}" + (" (not in the transcript)" if item in failure.unsupported_evidence
                                                       else "") for item in failure.evidence)
+        if summary.not_evaluated:
+            lines.append(f"{prefix}{not_evaluated(summary.not_evaluated, bool(summary.error))}")
         if summary.error or failures:
             lines.append(f"    artifacts: {shown_path(run.dir / summary.dir)}")
     return "\n".join(lines)

@@ -110,6 +110,9 @@ class RunResult(BaseModel):
     vars: dict[str, Any] = Field(default_factory=dict)
     turns: list[TurnRecord] = Field(default_factory=list)
     assertions: list[AssertionResult] = Field(default_factory=list)
+    not_evaluated: int = 0
+    """Checks (assertions and SLOs) not graded because the conversation itself failed or the run was an error:
+    they would have failed for lack of what never happened (docs/faults.md, "Root cause first")."""
     metrics: dict[str, float] = Field(default_factory=dict)
     captured: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -131,6 +134,9 @@ class RunSummary(BaseModel):
     fault: Fault | None = None
     fault_reason: str | None = None
     failures: list[AssertionResult] = Field(default_factory=list)
+    not_evaluated: int = 0
+    """As RunResult.not_evaluated: the checks the root cause (`error`, or the `conversation` failure) kept from
+    being graded."""
     metrics: dict[str, float] = Field(default_factory=dict)
 
 

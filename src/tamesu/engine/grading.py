@@ -1,0 +1,107 @@
+"""Grading a run's assertions, and which of them a failed conversation leaves ungraded.
+
+When the conversation itself failed (a turn failed: the agent answered with an error, the transport failed, the
+session never connected; or the test's timeout ended it), the failure is the run's root cause. The checks that
+need what never happened would only fail for lack of it: they are not evaluated, only counted
+(`not_evaluated`), so a report shows one cause instead of a list of its consequences. An assertion scoped to a
+turn that completed before the failure (`on_turn: N`) has what it needs and is still graded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tamesu.checks import Assertion, parse_assertion
+from tamesu.checks.base import RunView
+from tamesu.conversation import Event, Exchange
+from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.models.base import ModelError
+from tamesu.models.structured import Attempt
+from tamesu.plan import PlannedTest
+from tamesu.results.records import AssertionResult
+
+FAILED_ENDS = ("turn_failed", "timeout")
+"""End reasons of a conversation that failed by itself: what follows it is not graded."""
+
+
+def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequence[Event]) -> int | None:
+    """How many turns completed before the conversation failed; None when it did not fail (FAILED_ENDS)."""
+    if end_reason not in FAILED_ENDS:
+        return None
+    if end_reason == "timeout":
+        return len(exchanges)  # the turn in flight was never added
+    failed = next((e.data.get("turn") for e in reversed(events) if e.name == "turn_failed"), None)
+    if isinstance(failed, int):
+        return min(failed - 1, len(exchanges))
+    return 0  # it never connected: no turn happened
+
+
+def planned_checks(test: PlannedTest) -> int:
+    """The checks a run of `test` grades when its conversation completes: its assertions and its SLOs."""
+    return len(test.assertions) + len(test.slo)
+
+
+def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
+    return [
+        parse_assertion({"metric": {"name": name, "lte": limit, "missing": "pass"}, "name": name}, prefix="slo/")
+        for name, limit in slo.items()
+    ]
+
+
+async def grade(
+    test: PlannedTest, view: RunView, reached: int | None = None,
+    unexpected: Callable[[Exception], str] | None = None,
+    record: Callable[..., Any] | None = None,
+) -> tuple[list[AssertionResult], str | None]:
+    """Every assertion's verdict, and the first failure that kept one from being decided: a model that could
+    not answer, or an unexpected exception (`unexpected` records it and gives its line; the other assertions
+    are still graded).
+
+    With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
+    (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
+    that was not taken as it came."""
+    graded: list[AssertionResult] = []
+    error: str | None = None
+
+    def attempted(label: str, attempts: list[Attempt]) -> None:
+        for attempt in attempts:
+            if record is not None and attempt.outcome != "accepted":
+                name = "verdict_repaired" if attempt.outcome == "repaired" else "verdict_reasked"
+                record(name, assertion=label, attempt=attempt.number, reason=attempt.reason)
+
+    for assertion in [*test.assertions, *slo_assertions(test.slo)]:
+        if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
+            continue
+        try:
+            verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
+        except TemplateError as exc:
+            graded.append(AssertionResult(name=assertion.label, passed=False, reason=str(exc),
+                                          on_turn=assertion.on_turn))
+            continue
+        except (InfraError, ModelError) as exc:
+            reason = f"{assertion.label}: {exc}"
+            error = error or reason
+            tried = getattr(exc.__cause__, "attempts", None) or []  # a judge that never answered in shape
+            attempted(assertion.label, tried)
+            graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
+                                          on_turn=assertion.on_turn, attempts=tried))
+            continue
+        except BudgetExceeded:
+            raise
+        except Exception as exc:  # a bug of ours or a check's: this test's error, never the whole run's
+            line = unexpected(exc) if unexpected is not None else f"internal error: {type(exc).__name__}: {exc}"
+            error = error or f"{assertion.label}: {line}"
+            graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {line}",
+                                          on_turn=assertion.on_turn))
+            continue
+        attempted(assertion.label, verdict.attempts)
+        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
+                                      score=verdict.score, evidence=verdict.evidence,
+                                      on_turn=assertion.on_turn, model=verdict.model,
+                                      prompt_version=verdict.prompt_version, fake=verdict.fake,
+                                      attempts=verdict.attempts,
+                                      unsupported_evidence=verdict.unsupported_evidence))
+    return graded, error
+
+
