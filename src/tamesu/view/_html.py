@@ -65,34 +65,6 @@ def chat(lines: Sequence[dict[str, object]], after_agent: Mapping[str, str] | No
     return f'<div class="chat">{said}</div>'
 
 
-def trend(values: Sequence[float], labels: Sequence[str], name: str, limit: float | None = None) -> str:
-    """A metric over runs, oldest left, with its SLO as a dashed line; points over the SLO are red."""
-    if not values:
-        return ""
-    width, height, pad = 600, 140, 8
-    top = max([*values, limit or 0.0]) or 1.0
-    low = min([*values, *([limit] if limit is not None else [])])
-    low = min(low, 0.0)
-    span = (top - low) or 1.0
-    step = (width - 2 * pad) / max(1, len(values) - 1)
-
-    def y(v: float) -> float:
-        return height - pad - (v - low) / span * (height - 2 * pad)
-
-    points = " ".join(f"{pad + i * step:.1f},{y(v):.1f}" for i, v in enumerate(values))
-    body = [f'<polyline class="line" points="{points}"/>']
-    if limit is not None:
-        body.append(f'<line class="slo" x1="0" x2="{width}" y1="{y(limit):.1f}" y2="{y(limit):.1f}">'
-                    f"<title>SLO {esc(name)} ≤ {limit:g}</title></line>")
-    for i, (v, label) in enumerate(zip(values, labels, strict=True)):
-        over = limit is not None and v > limit
-        body.append(f'<circle class="{"bad" if over else "dot"}" cx="{pad + i * step:.1f}" cy="{y(v):.1f}" r="3">'
-                    f"<title>{esc(label)}: {v:g}</title></circle>")
-    label = f"{name} over {len(values)} runs" + (f", SLO {limit:g}" if limit is not None else "")
-    return (f'<svg class="chart trend" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(label)}">'
-            f"<title>{esc(label)}</title>{''.join(body)}</svg>")
-
-
 def pass_rate_bars(rates: Sequence[tuple[str, float | None]]) -> str:
     """Pass rate per run, oldest left: one bar each, green share over red."""
     if not rates:

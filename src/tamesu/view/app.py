@@ -14,6 +14,7 @@ from tamesu.report.baseline import compare, describe_change
 from tamesu.report.waterfall import TurnSpans, waterfall
 from tamesu.store.db import Store
 from tamesu.store.queries import WINDOW, HistoryEntry, Reader
+from tamesu.view._charts import constant, constant_line, trend
 from tamesu.view._html import (
     chat,
     esc,
@@ -25,7 +26,6 @@ from tamesu.view._html import (
     status,
     table,
     test_link,
-    trend,
 )
 
 _SECURITY_HEADERS = {
@@ -94,7 +94,8 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
         history = reader.history(test_id)
         if not history:
             return _html("No such test", f"<p>{esc(test_id)} has no results in the store.</p>", code=404)
-        return _html(test_id, _pass_hat_k(history) + _trends(history) + _history(history, trace_url), "/tests")
+        # what happened first (the transcripts, newest open), then how it went over time
+        return _html(test_id, _history(history, trace_url) + _pass_hat_k(history) + _trends(history), "/tests")
 
     def compare_page(request: Request) -> HTMLResponse:
         before_id, now_id = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -175,13 +176,14 @@ def _pass_hat_k(history: list[HistoryEntry]) -> str:
 
 
 def _trends(history: list[HistoryEntry]) -> str:
-    """Each metric's mean per result, oldest left, against its SLO."""
+    """Each metric's mean per result, oldest left, against its SLO; a metric that never changed (and meets its
+    SLO) is one line, not a flat chart."""
     ordered = list(reversed(history))
     names = sorted({name for entry in ordered for run in entry.runs for name in run.metrics})
     slo: dict[str, float] = {}
     for entry in ordered:
         slo.update(entry.slo)
-    charts = []
+    charts, constants = [], []
     for name in names:
         values, labels = [], []
         for entry in ordered:
@@ -190,10 +192,14 @@ def _trends(history: list[HistoryEntry]) -> str:
                 values.append(sum(measured) / len(measured))
                 labels.append(entry.run_id)
         limit = slo.get(name)
+        if constant(values) and (limit is None or values[0] <= limit):
+            constants.append(constant_line(name, values))
+            continue
         over = sum(1 for v in values if limit is not None and v > limit)
         note = f" · SLO ≤ {limit:g}, over it in {over} of {len(values)}" if limit is not None else ""
         charts.append(f"<h2><code>{esc(name)}</code>{esc(note)}</h2>{trend(values, labels, name, limit)}")
-    return "".join(charts)
+    folded = f'<h2>Unchanged metrics</h2><ul class="constants">{"".join(constants)}</ul>' if constants else ""
+    return ("<h2>Metrics over runs</h2>" if charts else "") + "".join(charts) + folded
 
 
 def _waterfalls(stored: dict[str, Any]) -> dict[str, str]:
@@ -210,7 +216,7 @@ def _waterfalls(stored: dict[str, Any]) -> dict[str, str]:
 
 def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
     rows = []
-    for entry in history:
+    for newest, entry in enumerate(history):
         runs = []
         for run in entry.runs:
             verdicts = table(["assertion", "verdict", "score", "judge", "reason"], [
@@ -226,7 +232,9 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
             error = f'<p class="error">{esc(run.error)}</p>' if run.error else ""
             if run.fault:
                 error += f"<p>fault: <b>{esc(run.fault)}</b>: {esc(run.fault_reason or run.status)}</p>"
-            runs.append(f"<details><summary>run {run.number}{'' if run.attempt == 1 else f' (attempt {run.attempt})'}"
+            opened = " open" if newest == 0 else ""  # the newest result's transcripts are read first: shown open
+            attempt = "" if run.attempt == 1 else f" (attempt {run.attempt})"
+            runs.append(f"<details{opened}><summary>run {run.number}{attempt}"
                         f" {status(run.status)}</summary>{error}{chat(run.transcript, _waterfalls(run.spans))}{traces}"
                         f"{verdicts}</details>")
         stats = entry.stats or {}
