@@ -128,3 +128,24 @@ def test_a_run_that_is_an_error_counts_every_check(tmp_path: Path, serve: Callab
     [run] = json.loads(line)["runs"]
     assert run["status"] == "error" and run["not_evaluated"] == 7 and run["failures"] == []
     assert "- 7 checks not evaluated: the error above" in done.stdout
+
+
+def test_a_jsonl_case_whose_turn_failed_marks_the_rest_not_evaluated(tmp_path: Path, agent_url: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text(
+        f"targets:\n  bot: {{ type: rest, url: '{agent_url}/chat', response: {{ text: $.text }} }}\n")
+    (tmp_path / "m.jsonl").write_text(json.dumps({
+        "id": "T1",
+        "turns": [{"input": "hello", "assertions": [{"type": "contains", "value": "echo: hello"}]},
+                  {"input": "crash", "assertions": [{"type": "contains", "value": "echo: crash"}]},
+                  {"input": "bye"}],
+        "final_assertions": [{"type": "contains", "value": "bye"}]}) + "\n")
+    done = run_tamesu(["test", "-i", "m.jsonl", "-n", "bot", "-o", "out.jsonl"], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [record] = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert record["error"].startswith("turn 2: the agent answered HTTP 500"), record
+    first, second = record["turns"]
+    assert first["assertions"][0]["passed"] is True  # turn 1 completed: graded
+    assert second["assertions"][0]["passed"] is None
+    assert second["assertions"][0]["reason"] == "not evaluated: the conversation failed first"
+    [final] = record["final_assertions"]
+    assert final["passed"] is None and final["reason"] == "not evaluated: the conversation failed first"

@@ -19,10 +19,7 @@ from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
-from tamesu.results.records import AssertionResult
-
-FAILED_ENDS = ("turn_failed", "timeout")
-"""End reasons of a conversation that failed by itself: what follows it is not graded."""
+from tamesu.results.records import FAILED_ENDS, AssertionResult
 
 
 def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequence[Event]) -> int | None:

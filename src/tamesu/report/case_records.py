@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from tamesu.checks import META_KEYS
 from tamesu.matching import shown
-from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunResult, RunSummaryFile, TestResult
+from tamesu.results.records import (
+    FAILED_ENDS,
+    SCHEMA_VERSION,
+    AssertionResult,
+    RunResult,
+    RunSummaryFile,
+    TestResult,
+)
 from tamesu.results.stats import RepeatStats
 from tamesu.roles.case_user import Mode
 
@@ -155,7 +162,8 @@ def assertion_label(raw: Any) -> str:
     return f"{negate}{kind} {shown(shown_value, 60)}"
 
 
-def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str) -> list[AssertionRecord]:
+def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str,
+              end_reason: str = "") -> list[AssertionRecord]:
     """Each assertion as written beside its verdict; the engine grades them in the order they were given."""
     records = []
     for position, item in enumerate(graded):
@@ -165,7 +173,8 @@ def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str)
             records.append(AssertionRecord(**raw, passed=verdict.passed, reason=verdict.reason,
                                            label=item.assertion.label))
         else:
-            why = "not evaluated: the test was skipped" if status == "skipped" else "not evaluated"
+            why = "not evaluated: the test was skipped" if status == "skipped" else \
+                "not evaluated: the conversation failed first" if end_reason in FAILED_ENDS else "not evaluated"
             records.append(AssertionRecord(**raw, passed=None, reason=why, label=item.assertion.label))
     return records
 
@@ -190,11 +199,12 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         record.messages_count = len(case.input or [])
         record.response = agent.text if agent else None
         record.tool_calls = _tools(agent.tool_calls) if agent else None
-        record.assertions = _verdicts(parsed.final, finals, result.status)
+        record.assertions = _verdicts(parsed.final, finals, result.status, result.end_reason)
         return record
     record.turns = [_turn(t, parsed, graded, result, user) for t in result.turns]
     record.total_turns = len(result.turns)
-    record.final_assertions = _verdicts(parsed.final, finals, result.status) if parsed.final else None
+    record.final_assertions = _verdicts(parsed.final, finals, result.status, result.end_reason) \
+        if parsed.final else None
     if tracker is not None:
         record.checkpoints = _checkpoints(parsed, tracker, graded)
         missing = tracker.missing()
@@ -227,7 +237,8 @@ def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: 
     index = turn.index
     awaiting = user.awaiting.get(index) if user is not None else None
     written = parsed.turn_assertions.get(index, [])
-    verdicts = _verdicts(written, [a for a in graded if a.on_turn == index], result.status) if written else None
+    verdicts = _verdicts(written, [a for a in graded if a.on_turn == index], result.status,
+                         result.end_reason) if written else None
     failed_turn = result.end_reason == "turn_failed" and index == len(result.turns)
     status: Status = "failed" if failed_turn or any(v.passed is False for v in verdicts or []) else "passed"
     error = next((a.reason for a in result.assertions if a.name == "conversation"), None) if failed_turn else None

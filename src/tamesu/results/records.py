@@ -26,6 +26,10 @@ EndReason = Literal[
     "agent_done", "missing_input", "checkpoints_reached",
 ]
 
+FAILED_ENDS: tuple[EndReason, ...] = ("turn_failed", "timeout")
+"""End reasons of a conversation that failed by itself: the checks that needed the rest of it are not graded
+(docs/faults.md, "Root cause first")."""
+
 
 class AssertionResult(BaseModel):
     name: str
