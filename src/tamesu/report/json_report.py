@@ -11,13 +11,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from tamesu.conversation import ToolCall
 from tamesu.plugins import register
 from tamesu.report.baseline import Comparison
 from tamesu.report.load import LoadedRun, PlannedEntry
-from tamesu.results.records import SCHEMA_VERSION, AssertionResult, RunSummaryFile, TestResult, TranscriptLine
+from tamesu.results.records import (
+    SCHEMA_VERSION,
+    AssertionResult,
+    RunSummaryFile,
+    TestResult,
+    TranscriptLine,
+    without_zero_not_evaluated,
+)
 from tamesu.results.stats import RepeatStats
 
 
@@ -34,11 +41,15 @@ class RunDetail(BaseModel):
     duration_ms: float = 0.0
     assertions: list[AssertionResult] = Field(default_factory=list)
     not_evaluated: int = 0
-    """Checks the run's error or failed conversation kept from being graded (docs/faults.md)."""
+    """Checks the run's error or failed conversation kept from being graded (docs/faults.md); not written when 0."""
     metrics: dict[str, float] = Field(default_factory=dict)
     captured: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     transcript: list[TranscriptLine] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _counted(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_zero_not_evaluated(handler(self))
 
 
 class TestEntry(BaseModel):

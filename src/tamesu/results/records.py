@@ -31,6 +31,14 @@ FAILED_ENDS: tuple[EndReason, ...] = ("turn_failed", "timeout")
 (docs/faults.md, "Root cause first")."""
 
 
+def without_zero_not_evaluated(data: Any) -> Any:
+    """A run's serialised form without `not_evaluated` when it is 0: every check was graded, as in every run
+    before the field existed, so those records stay as they were written."""
+    if isinstance(data, dict) and data.get("not_evaluated") == 0:
+        del data["not_evaluated"]
+    return data
+
+
 class AssertionResult(BaseModel):
     name: str
     """`contains`, `defaults/contains`, `slo/turn_latency_ms_p95`..."""
@@ -116,11 +124,16 @@ class RunResult(BaseModel):
     assertions: list[AssertionResult] = Field(default_factory=list)
     not_evaluated: int = 0
     """Checks (assertions and SLOs) not graded because the conversation itself failed or the run was an error:
-    they would have failed for lack of what never happened (docs/faults.md, "Root cause first")."""
+    they would have failed for lack of what never happened (docs/faults.md, "Root cause first"). Not written
+    when 0."""
     metrics: dict[str, float] = Field(default_factory=dict)
     captured: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _counted(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_zero_not_evaluated(handler(self))
 
     @property
     def failed_assertions(self) -> list[AssertionResult]:
@@ -140,8 +153,12 @@ class RunSummary(BaseModel):
     failures: list[AssertionResult] = Field(default_factory=list)
     not_evaluated: int = 0
     """As RunResult.not_evaluated: the checks the root cause (`error`, or the `conversation` failure) kept from
-    being graded."""
+    being graded. Not written when 0."""
     metrics: dict[str, float] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _counted(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return without_zero_not_evaluated(handler(self))
 
 
 class TestResult(BaseModel):
