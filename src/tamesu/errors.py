@@ -11,6 +11,13 @@ EXIT_INFRA = 3
 EXIT_BUDGET = 4
 
 
+def article(word: str) -> str:
+    """`word` after "a" or "an", as it is said: "an audio key", "a rest key", "a url", "an unknown"."""
+    first = word[:1].lower()
+    vowel = first in "aeio" or (first == "u" and not word.lower().startswith(("uni", "use", "usa", "uri", "url")))
+    return f"{'an' if vowel else 'a'} {word}"
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong in what a user wrote, located in the file."""

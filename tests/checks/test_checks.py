@@ -85,7 +85,11 @@ async def test_contains_ignore_case() -> None:
 
 async def test_contains_on_empty_transcript_fails() -> None:
     result = await fails({"contains": "x"}, make_view())
-    assert "said nothing" in result.reason
+    assert result.reason == 'expected the agent to say "x"; the agent said nothing in 0 turn(s)'
+    result = await fails({"regex": "x+"}, said("", ""))
+    assert result.reason == "expected a match for /x+/; the agent said nothing in 2 turn(s)"
+    result = await fails({"contains": "x"}, said("Hello"))
+    assert result.reason == 'expected the agent to say "x"; not found in 1 turn(s) of agent text: "Hello"'
 
 
 async def test_not_contains() -> None:
@@ -131,6 +135,7 @@ def test_unknown_option_is_a_parse_error() -> None:
     assert found.loc == ("contains", "ignorecase")
     assert found.message == "not a contains option"
     assert found.at_key
+    assert problem({"equals": {"value": 1, "path": "$.x", "pth": 1}}).message == "not an equals option"
 
 
 # ---------------------------------------------------------------- regex / not_regex

@@ -87,6 +87,18 @@ CASES = [
         id="unknown-target-key",
     ),
     pytest.param(
+        "targets:\n  line:\n    type: voice\n    url: ws://127.0.0.1:9/x\n    audio: { encodng: pcm16 }\n"
+        "tests: []\n",
+        "suite.yaml:5:14: targets.line.audio.encodng: not an audio key (did you mean 'encoding'?)",
+        id="an-audio-key",
+    ),
+    pytest.param(
+        "targets:\n  api:\n    type: 5\ntests: []\n",
+        "suite.yaml:3:11: targets.api.type: type must be one word naming a target type (one of a2a, browser, "
+        "grpc, livekit, mcp, model, pipecat, realtime, rest, sip, twilio, voice), not an int",
+        id="not-an-int",
+    ),
+    pytest.param(
         "targets:\n  api:\n    type: carrier-pigeon\ntests: []\n",
         "suite.yaml:3:11: targets.api.type: unknown target type 'carrier-pigeon' (one of a2a, browser, grpc, "
         "livekit, mcp, model, pipecat, realtime, rest, sip, twilio, voice)",

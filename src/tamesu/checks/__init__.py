@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from tamesu import plugins
 from tamesu.checks.base import Check
+from tamesu.errors import article
 
 META_KEYS = {"on_turn", "name", "negate"}
 
@@ -138,7 +139,7 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         loc = tuple(p for p in first["loc"] if p != cls.shorthand or isinstance(entry[key], dict))
         message = first["msg"]
         if first["type"] == "extra_forbidden":
-            message = f"not a {key} option"
+            message = f"not {article(key)} option"
         elif first["type"] == "missing":
             message = "missing required option"
         elif first["type"].startswith("value_error"):

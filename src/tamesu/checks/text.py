@@ -88,11 +88,12 @@ class _Transcript:
     def where(self, hit: _Hit) -> str:
         return f"turn {hit.turn}" if hit.turn is not None else "the transcript"
 
-    def summary(self) -> str:
-        """What was searched, for a reason that says nothing was found."""
+    def missing(self, what: str) -> str:
+        """Why `what` (a clause: "not found", "none") was not found, as a sentence: "none in 2 turn(s) of agent
+        text: ...", or, when there was nothing to search, that the agent said nothing."""
         if not self.text:
             return f"the agent said nothing in {self.turn_count} turn(s)"
-        return f"{self.turn_count} turn(s) of agent text: {shown(self.text)}"
+        return f"{what} in {self.turn_count} turn(s) of agent text: {shown(self.text)}"
 
 
 def _find(text: str, needle: str, ignore_case: bool) -> int:
@@ -143,7 +144,7 @@ class Contains(_TextCheck):
             nearest = f"; closest heard: {near.quote!r} ({near.matched} of {near.words} words)" if near else ""
             return Verdict(
                 passed=False,
-                reason=f"expected the agent to say {shown(unheard[0])}; not found in {transcript.summary()}"
+                reason=f"expected the agent to say {shown(unheard[0])}; {transcript.missing('not found')}"
                        f"{nearest}",
             )
         if needles[0] in heard:
@@ -216,7 +217,7 @@ class Regex(_PatternCheck):
         if match is None:
             return Verdict(
                 passed=False,
-                reason=f"expected a match for /{self.spec.pattern}/; none in {transcript.summary()}",
+                reason=f"expected a match for /{self.spec.pattern}/; {transcript.missing('none')}",
             )
         hit = transcript.hit(match.start(), match.end())
         return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {shown(match.group(0))}",

@@ -31,6 +31,7 @@ from tamesu.checks.functions import load_function
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
 from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
+from tamesu.errors import article
 from tamesu.jsonl.schema import Options
 from tamesu.plan.targets import Resolver
 from tamesu.report.case_records import assertion_label
@@ -101,7 +102,7 @@ def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Asser
         loc = tuple(part for part in first["loc"] if isinstance(part, str | int))
         message = str(first["msg"]).removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
-            message = f"not a key of a {kind} assertion"
+            message = f"not a key of {article(kind)} assertion"
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
     check = _check(spec, resolver)
     return Assertion(key=kind, check=check, on_turn=on_turn, label=assertion_label(raw))

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from tamesu import plugins, targets
 from tamesu.conversation import FileRef
-from tamesu.errors import ConfigError, Problem
+from tamesu.errors import ConfigError, Problem, article
 from tamesu.net.clients import async_client
 from tamesu.plan.model import Project
 from tamesu.suite.problems import problems_from
@@ -64,7 +64,7 @@ def load_targets(
         if not isinstance(kind, str):
             written = "list" if isinstance(kind, list) else "mapping" if isinstance(kind, dict) else type(kind).__name__
             problems.append(doc.problem((*loc, "type"), f"type must be one word naming a target type (one of "
-                                        f"{', '.join(targets.known_types())}), not a {written}"))
+                                        f"{', '.join(targets.known_types())}), not {article(written)}"))
             continue
         if not targets.is_known(kind):
             problems.append(doc.problem((*loc, "type"), f"unknown target type {kind!r} (one of "

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tamesu.errors import Problem
+from tamesu.errors import Problem, article
 from tamesu.suite.yaml_reader import Document
 
 _OWNER_NAMES = {
@@ -88,7 +88,7 @@ def _message(error: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...]
         if owner_model is not None:
             close = difflib.get_close_matches(str(loc[-1]), keys_of(owner_model), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else f" (keys: {', '.join(keys_of(owner_model))})"
-        return f"not a {owner} key{hint}"
+        return f"not {article(owner)} key{hint}"
     if kind == "missing":
         return "missing required key"
     message = str(error["msg"])
