@@ -59,6 +59,8 @@ class AudioConversation:
         """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
         self._hearing: list[asyncio.Task[None]] = []
         self._heard_parts: dict[int, int] = {}
+        self._heard_by_target: set[int] = set()
+        self._listening_only = False
         self._speech_rms = noise.TYPICAL_SPEECH_RMS
         self._unit_noise: np.ndarray | None = None
         """The loudness of the user's last utterance: noise between utterances is set against it."""
@@ -73,6 +75,7 @@ class AudioConversation:
         turn = TurnAudio(said=text)
         self._current = turn
         self._interrupt_after = None
+        self._listening_only = False
         # a caller waits for the reply to finish playing (a burst plays for as long as it lasts), then pauses;
         # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
         silence = self.behaviour.silence_ms() if pause else 0.0
@@ -136,6 +139,15 @@ class AudioConversation:
 
     # -- the agent speaks -----------------------------------------------------------------------------
 
+    def listen_only(self) -> TurnAudio:
+        """A turn the user says nothing in (the agent's greeting, more after a `wait_for`, the answer to
+        digits): its reply is placed on the timeline like any other, and the persona does not talk over it."""
+        turn = TurnAudio()
+        self._current = turn
+        self._interrupt_after = None
+        self._listening_only = True
+        return turn
+
     @property
     def current(self) -> TurnAudio | None:
         """The turn being spoken or answered now."""
@@ -160,7 +172,7 @@ class AudioConversation:
         if turn is not None:
             if turn.agent_from_ms is None:
                 turn.agent_from_ms = start
-                if turn is self._current:
+                if turn is self._current and not self._listening_only:
                     self._interrupt_after = self.behaviour.interrupts()
             turn.agent_to_ms = start + clip.duration_ms
             turn.agent_audio_ms += clip.duration_ms
@@ -203,12 +215,17 @@ class AudioConversation:
         heard_until = min(self.session.now_ms(), turn.agent_to_ms or 0.0)
         return max(0, int(heard_until - turn.agent_from_ms))
 
-    def end_turn(self) -> tuple[TurnAudio, dict[str, float]]:
+    def end_turn(self, heard: str | None = None) -> tuple[TurnAudio, dict[str, float]]:
         """The turn's audio record and its per-turn measures (time to first audio; the stop of a barge-in
-        into the reply before it)."""
+        into the reply before it). `heard`: the reply as the target transcribed it (its turn's text): then
+        that is what was heard, and the reply is not transcribed a second time (two transcriptions of one
+        reply disagree)."""
         turn = self._current or TurnAudio()
         self._interrupt_after = None if turn is not self._current else self._interrupt_after
         self.turns.append(turn)
+        if heard is not None:
+            turn.agent_said = heard
+            self._heard_by_target.add(id(turn))
         self._hear(turn)
         measures: dict[str, float] = {}
         if turn.agent_from_ms is not None and turn.user_to_ms is not None:
@@ -219,7 +236,8 @@ class AudioConversation:
         """Transcribe the turn's reply in a worker thread now, while the conversation goes on, so the end of
         the run does not wait for every reply at once. A barge-in later only shortens what was heard."""
         parts = list(self._reply_audio.get(id(turn), []))
-        if not parts or turn.agent_from_ms is None or self._heard_parts.get(id(turn)) == len(parts):
+        if (id(turn) in self._heard_by_target or not parts or turn.agent_from_ms is None
+                or self._heard_parts.get(id(turn)) == len(parts)):
             return
         self._heard_parts[id(turn)] = len(parts)
         origin = parts[0][0]

@@ -337,8 +337,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
                              now_ms=self._session.now_ms)
         turn.text = await stt.heard_in(heard.pcm, RATE)
-        record, measures = self._voice.end_turn()
-        record.agent_said = turn.text
+        record, measures = self._voice.end_turn(heard=turn.text)
         turn.audio, turn.measures = record, measures
         return turn
 

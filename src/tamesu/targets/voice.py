@@ -2,7 +2,7 @@
 
     type: voice
     url: ws://127.0.0.1:8080/socket
-    audio: { encoding: pcm16 | mulaw | alaw, sample_rate: 16000, frames: binary | json,
+    audio: { encoding: pcm16 | mulaw | alaw, sample_rate: 16000, frames: binary | json, paced: false,
              send: {event: media, media: {payload: "{{message.audio}}"}},      # json frames: what tamesu sends
              receive: "$.media.payload" }                               # json frames: where the agent's audio is
     messages:                                                           # the protocol's JSON control messages
@@ -28,8 +28,9 @@ connecting; its captures are `{{session.NAME}}` in `url` and `headers`. Traces (
 handshake carries the conversation's `traceparent` header (a `traceparent` in `headers` wins), and the message
 templates may place it where the protocol has a slot: `{{trace.traceparent}}`, `{{trace.id}}` (in
 `messages.open`, say); every turn records that trace id. A wrong configuration fails the turn
-with the mismatch named: audio that is noise in the agreed encoding and speech in another, audio arriving faster
-than real time for the agreed sample rate, JSON messages in which `receive` finds no audio.
+with the mismatch named: audio that is noise in the agreed encoding and speech in another, audio streamed steadily
+faster than real time for the agreed sample rate (a burst is fine: it plays on the playback clock; with
+`audio.paced: true` any audio faster than real time fails), JSON messages in which `receive` finds no audio.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class AudioSpec(Strict):
     `{{message.digit}}` in `messages.dtmf`)."""
     receive: str | None = None
     """json frames: the JSONPath of the base64 audio in the agent's messages."""
+    paced: bool = False
+    """The agent must stream at real-time pace (20 ms of audio every 20 ms): audio faster than that fails the
+    turn. Off, a reply sent in one burst plays on the playback clock, as the realtime target's does."""
 
     @model_validator(mode="after")
     def _json_frames(self) -> AudioSpec:
@@ -311,10 +315,12 @@ class VoiceTarget(CapturedSocketAddress, AudioSocketTarget):
     dtmf_needs = "messages.dtmf"
     Spec = VoiceSpec
     spec: VoiceSpec
-    strict_pace = True
+    pace_key = "audio.paced"
+    rate_key = "audio.sample_rate"
 
     def __init__(self, spec: VoiceSpec, name: str) -> None:
         super().__init__(spec, name)
+        self.strict_pace = spec.audio.paced
         self.idle_s = spec.idle
         self.can_dtmf = spec.messages.dtmf is not None
 

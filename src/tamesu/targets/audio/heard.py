@@ -21,4 +21,6 @@ class Heard:
     first_audio_wall: float | None = None
     last_audio_wall: float | None = None
     last_chunk_ms: float = 0.0
+    arrivals: list[tuple[float, float]] = field(default_factory=list)
+    """Each audio chunk's arrival (ms on the session's clock) and duration: a burst from a steady stream."""
     controls: list[dict[str, Any]] = field(default_factory=list)

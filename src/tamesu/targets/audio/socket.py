@@ -31,6 +31,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, likely_rate, steady_factor
 from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
@@ -39,11 +40,6 @@ from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-FLOOD_FACTOR = 1.5
-"""Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
-STRICT_FLOOD_FACTOR = 1.3
-"""The same for an agent that must stream at real-time pace: twice the agreed rate shows as 2x, or as ~1.4x
-when a loaded agent falls behind its own clock."""
 
 
 class AudioSocketTarget(Target):
@@ -53,8 +49,12 @@ class AudioSocketTarget(Target):
     can_dtmf = True
     idle_s: float = 1.0
     strict_pace = False
-    """The agent streams at real-time pace (a phone socket does): audio much faster than that fails the turn
-    naming the sample rate. Off for Twilio, whose agents often send a reply in a burst."""
+    """The agent must stream at real-time pace: audio faster than that fails the turn (`pace_key` says how a
+    suite asks for it). Off, a reply sent in a burst plays on the playback clock, as the realtime target's."""
+    pace_key = ""
+    rate_key = ""
+    """The key of the agreed sample rate, for a target whose rate the suite sets: a steady stream at a multiple
+    of real time (not a burst) then fails the turn naming it."""
 
     def __init__(self, spec: Any, name: str) -> None:
         super().__init__(spec, name)
@@ -211,7 +211,7 @@ class AudioSocketTarget(Target):
 
     async def _unprompted(self, *, greeting: bool = False, wait_s: float | None = None) -> AgentTurn | None:
         """What the agent says without the user saying anything: its greeting, or more (a `wait_for`)."""
-        self._voice._current = None
+        self._voice.listen_only()
         turn = AgentTurn(sent_at_ms=self._require_session().now_ms())
         return await self._listen(turn, greeting=greeting, wait_s=wait_s)
 
@@ -230,7 +230,7 @@ class AudioSocketTarget(Target):
         if said:
             await self._speak(said)
         else:
-            self._voice._current = None
+            self._voice.listen_only()
         reply = AgentTurn(sent_at_ms=session.now_ms())
         return await self._listen(reply, greeting=False) or reply  # never None without wait_s
 
@@ -346,14 +346,13 @@ class AudioSocketTarget(Target):
         if flood:
             session.event("audio_flood", detail=flood)
             heard.controls.append({"audio_flood": flood})
-            if self.strict_pace:
-                fmt = self._voice.receive_format
-                raise TurnError(f"the agent's audio arrives faster than real time for {fmt}: {flood}; is "
-                                f"audio.sample_rate ({fmt.rate}) the rate the agent sends?", raw=heard.controls)
-        turn.text = await self._transcribe(heard)
+            problem = self._pace_problem(heard, flood)
+            if problem:
+                raise TurnError(problem, raw=heard.controls)
+        own = self._own_words(heard)
+        turn.text = own or await self._transcribe(heard)
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
-        record, measures = self._voice.end_turn()
-        record.agent_said = turn.text
+        record, measures = self._voice.end_turn(heard=None if own else turn.text)
         turn.audio, turn.measures = record, measures
         turn.ended = ended
         if greeting and heard.spoke_at is not None and "greeting_ms" not in self._metrics:
@@ -398,6 +397,7 @@ class AudioSocketTarget(Target):
                 heard.first_audio_wall = time.monotonic()
             heard.last_audio_wall = time.monotonic()
             heard.last_chunk_ms = clip.duration_ms
+            heard.arrivals.append((at, clip.duration_ms))
             if rms(clip.samples) > SPEECH_RMS:
                 if heard.spoke_at is None:
                     heard.spoke_at = start
@@ -465,15 +465,27 @@ class AudioSocketTarget(Target):
             self._interrupted = None
 
     def _flood(self, heard: Heard) -> str | None:
-        if heard.first_audio_wall is None or heard.last_audio_wall is None:
+        return flood(heard, STRICT_FLOOD_FACTOR if self.strict_pace or self.rate_key else FLOOD_FACTOR)
+
+    def _pace_problem(self, heard: Heard, flood: str) -> str | None:
+        """Why audio faster than real time fails the turn, or None: a burst plays on the playback clock; a
+        paced agent must not send one; a steady stream at a multiple of real time has another sample rate."""
+        fmt = self._voice.receive_format
+        if self.strict_pace:
+            return (f"the agent's audio arrives faster than real time for {fmt}: {flood}; {self.pace_key} is true, "
+                    f"so the agent must send at real-time pace (or is {self.rate_key} ({fmt.rate}) not the rate it "
+                    "sends?)")
+        factor = steady_factor(heard.arrivals, fmt.rate) if self.rate_key else None
+        if factor is None:
             return None
-        # from the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration
-        wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
-        factor = STRICT_FLOOD_FACTOR if self.strict_pace else FLOOD_FACTOR
-        if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0):
-            return (f"{heard.audio_ms / 1000:.1f}s of audio arrived in {wall_ms / 1000:.1f}s "
-                    "(faster than real time)")
-        return None
+        return (f"the agent's audio arrives steadily at {factor:.1f}x real time for {fmt} ({flood}): is "
+                f"{self.rate_key} ({fmt.rate}) the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would "
+                "play in real time; a reply sent in one burst is fine)")
+
+    def _own_words(self, heard: Heard) -> str:
+        """What the agent says it said, where its protocol says so (its text is then the turn's, and tamesu's
+        speech-to-text of its audio is `heard` beside it); empty when it says nothing of it."""
+        return ""
 
     async def _transcribe(self, heard: Heard) -> str:
         if not heard.pcm:
@@ -488,3 +500,4 @@ class AudioSocketTarget(Target):
 
         result = await asyncio.to_thread(stt.transcribe, Clip(samples, 16000), heard.spoke_at or 0.0)
         return result.text
+

@@ -387,6 +387,5 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
             return " ".join(t.strip() for t in sentences.values() if t.strip())
         return "".join(str(c["llm_text"]) for c in heard.controls if "llm_text" in c).strip()
 
-    async def _transcribe(self, heard: Heard) -> str:
-        text = self._bot_text(heard)
-        return text if text else await super()._transcribe(heard)
+    def _own_words(self, heard: Heard) -> str:
+        return self._bot_text(heard)

@@ -85,5 +85,5 @@ async def unprompted(queue: asyncio.Queue[Any], timeout: float, voice: Any, poll
             return False
         await asyncio.sleep(poll_s)
     if voice is not None:
-        voice._current = None
+        voice.listen_only()
     return True

@@ -296,8 +296,7 @@ class SipTarget(Target[SipSpec]):
         turn.text = await stt.heard_in(heard.pcm, 8000, self.to_ms(heard.spoke_at or time.monotonic()))
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
-            record, measures = voice.end_turn()
-            record.agent_said = turn.text
+            record, measures = voice.end_turn(heard=turn.text)
             turn.audio, turn.measures = record, measures
         if self._ended_by is not None:
             turn.ended = True

@@ -1,0 +1,72 @@
+"""Audio that arrives faster than real time on an audio socket: a burst (a reply sent as fast as the socket
+takes it, played on the playback clock as the realtime target's), or a steady stream at a multiple of real time
+(a sample rate other than the agreed one)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from tamesu.targets.audio.heard import Heard
+
+FLOOD_FACTOR = 1.5
+"""Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
+STRICT_FLOOD_FACTOR = 1.3
+"""The same for an agent that must stream at real-time pace: twice the agreed rate shows as 2x, or as ~1.4x
+when a loaded agent falls behind its own clock."""
+STEADY_CHUNKS = 25
+"""Chunks a stream must span before its pace says anything about its sample rate."""
+STEADY_SPAN_MS = 1000.0
+"""...and the time it must arrive over: a burst arrives in much less."""
+STEADY_GAP_MS = 250.0
+"""A pause longer than this in the arrivals is a sender that stopped (a burst, then another), not a stream."""
+RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000)
+"""The sample rates audio is sent at, for the one a stream's pace points to."""
+RATE_TOLERANCE = 0.1
+"""How near a usual rate's ratio a steady stream's pace must be to name that rate."""
+
+
+def flood(heard: Heard, factor: float) -> str | None:
+    """What arrived faster than `factor` times real time, said in a reason; None when it did not."""
+    if heard.first_audio_wall is None or heard.last_audio_wall is None:
+        return None
+    # from the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration
+    wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+    if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0):
+        return f"{heard.audio_ms / 1000:.1f}s of audio arrived in {wall_ms / 1000:.1f}s (faster than real time)"
+    return None
+
+
+STEADY_CHUNKS = 25
+"""Chunks a stream must span before its pace says anything about its sample rate."""
+RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000)
+"""The sample rates audio is sent at, for the one a stream's pace points to."""
+BURST_GAP_MS = 5.0
+"""Chunks that typically arrive closer than this came in a burst (sent as fast as the socket takes them)."""
+
+
+def steady_factor(arrivals: list[tuple[float, float]], rate: int) -> float | None:
+    """How many times faster than real time a stream arrives when it arrives as a paced sender's at another
+    sample rate: evenly, with no pause, over a second or more, at the ratio of a usual rate to `rate` (20 ms
+    frames of 16 kHz audio read as 8 kHz arrive at 2x). The longest stretch without a pause is the one looked
+    at (a reply's sentences may come apart). None for a burst, or any other pace."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for previous, chunk in itertools.pairwise([(arrivals[0][0], 0.0), *arrivals] if arrivals else []):
+        if chunk[0] - previous[0] > STEADY_GAP_MS:
+            runs.append([])
+        runs[-1].append(chunk)
+    run = max(runs, key=lambda r: r[-1][0] - r[0][0] if r else 0.0)
+    if len(run) < STEADY_CHUNKS or run[-1][0] - run[0][0] < STEADY_SPAN_MS:
+        return None
+    first, span = run[0][0], run[-1][0] - run[0][0]
+    total = sum(duration for _at, duration in run)
+    early = sum(duration for at, duration in run if at <= first + span / 2)
+    if not 0.3 <= early / total <= 0.7:
+        return None
+    factor = (total - run[-1][1]) / span  # the last chunk arrived at the span's end: its audio is after it
+    sent_at = likely_rate(rate * factor)
+    return factor if sent_at != rate and abs(rate * factor / sent_at - 1) <= RATE_TOLERANCE else None
+
+def likely_rate(measured: float) -> int:
+    """The usual sample rate nearest (by ratio) to the one a stream's pace measured."""
+    return min(RATES, key=lambda rate: abs(math.log(rate / max(measured, 1.0))))

@@ -1,0 +1,81 @@
+"""A `voice` websocket agent (binary pcm16 16 kHz, no control messages) that does not pace its audio, as a
+newcomer's bot often does not: on `/burst` its greeting is one binary message and its answer, once the caller
+has spoken and fallen quiet for 0.5 s, is every 20 ms frame sent at once. On `/paced` it greets in 20 ms frames
+sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stream at twice real time. Its
+speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+RATE = 16000
+FRAME = 640
+"""20 ms of 16 kHz pcm16."""
+GREETING = "Welcome to the bakery. How can I help you?"
+ANSWER = "We open at nine in the morning."
+
+
+async def _speech(text: str) -> bytes:
+    from tamesu.audio import tts
+
+    clip, _voice = await tts.say(text)
+    return clip.at(RATE).samples.astype("<i2").tobytes()
+
+
+class BurstVoiceAgent:
+    def __init__(self) -> None:
+        self.connections = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="burst-voice-agent")
+        self._thread.start()
+
+        async def start() -> tuple[Server, bytes, bytes]:
+            greeting, answer = await _speech(GREETING), await _speech(ANSWER)
+            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None), greeting, answer
+
+        self.server, self.greeting, self.answer = asyncio.run_coroutine_threadsafe(start(), self._loop).result(60)
+        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        self.connections += 1
+        path = ws.request.path if ws.request is not None else ""
+        try:
+            if path == "/paced":
+                start = asyncio.get_running_loop().time()
+                for n, k in enumerate(range(0, len(self.greeting), FRAME)):
+                    await ws.send(self.greeting[k:k + FRAME])
+                    # on a clock, as a phone network paces: a loaded machine does not slow the stream down
+                    await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - asyncio.get_running_loop().time()))
+                async for _message in ws:  # read on, or the caller's frames pile up and its close goes unseen
+                    pass
+                return
+            await ws.send(self.greeting)  # the whole greeting in one message
+            loud = quiet = 0
+            async for message in ws:
+                if not isinstance(message, bytes):
+                    continue
+                samples = np.frombuffer(message, "<i2")
+                if samples.size and np.abs(samples).max() > 500:
+                    loud, quiet = loud + 1, 0
+                else:
+                    quiet += 1
+                if loud > 10 and quiet == 25:
+                    loud = 0
+                    for k in range(0, len(self.answer), FRAME):  # every frame at once: a burst
+                        await ws.send(self.answer[k:k + FRAME])
+        except ConnectionClosed:
+            pass
+
+    def stop(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)

@@ -1,0 +1,112 @@
+"""The `voice` target against an agent that sends its audio in bursts (tests/agents/burst_voice.py), through the
+command: a greeting in one message and an answer sent all at once play on the playback clock and pass; with
+`audio.paced: true` the burst fails saying so; a steady stream at twice real time names the sample rate."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.voice import needs_voice
+from conftest import run_tamesu, why
+
+pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(400)]
+
+SUITE = """name: burst
+targets:
+  bot: { type: voice, url: "{{env.BOT}}/burst", turn_timeout: 20s }
+  paced-bot: { type: voice, url: "{{env.BOT}}/burst", audio: { paced: true }, turn_timeout: 20s }
+  wrong-rate: { type: voice, url: "{{env.BOT}}/paced", audio: { sample_rate: 8000 }, turn_timeout: 20s }
+tests:
+  - name: burst
+    target: bot
+    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: paced
+    target: paced-bot
+    scenario: { script: [ { say: "When do you open?" } ] }
+  - name: rate
+    target: wrong-rate
+    scenario: { script: [ { say: "hello" } ] }
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, dict[str, Any]]]]:
+    from agents.burst_voice import BurstVoiceAgent
+
+    agent = BurstVoiceAgent()
+    project = tmp_path_factory.mktemp("voice-burst")
+    (project / "burst.tamesu.yaml").write_text(SUITE)
+    try:
+        done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project,
+                          env={"BOT": agent.url, "TAMESU_STORE": "off"}, timeout=300)
+    finally:
+        agent.stop()
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    yield run_dir, {r["test"]: r for r in map(json.loads, lines)}
+
+
+def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    run_dir, records = run
+    assert records["burst"]["status"] == "passed", why(records["burst"])
+    result = json.loads((run_dir / "burst" / "burst" / "run-1" / "result.json").read_text())
+    turns = result["turns"]
+    assert "bakery" in turns[0]["agent"]["text"].lower()
+    assert "morning" in turns[-1]["agent"]["text"].lower()
+
+
+def test_one_transcript_per_turn_and_the_greeting_on_the_timeline(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    run_dir, _records = run
+    folder = run_dir / "burst" / "burst" / "run-1"
+    lines = json.loads((folder / "transcript.json").read_text())["lines"]
+    agent = [line for line in lines if line["role"] == "agent"]
+    assert len(agent) == 2, lines
+    # the turn's text (what assertions read) is the one transcription: `heard` is the same words
+    assert all(line["heard"] == line["text"] and line["text"] for line in agent), agent
+    greeting, answer = agent
+    assert greeting["turn"] == 1 and greeting["from_ms"] is not None and greeting["to_ms"] is not None, greeting
+    # the greeting came in one message: it plays for its length on the playback clock, before the user speaks
+    assert 2000 < greeting["to_ms"] - greeting["from_ms"] < 4000, greeting
+    user = next(line for line in lines if line["role"] == "user")
+    assert greeting["to_ms"] <= user["from_ms"] < answer["from_ms"], lines
+    result = json.loads((folder / "result.json").read_text())
+    assert result["turns"][0]["agent"]["audio"]["agent_said"] == result["turns"][0]["agent"]["text"]
+    html = (run_dir / "report.html").read_text()
+    assert "agent, turn 1: Welcome to the bakery" in html
+
+
+def test_a_paced_agent_that_bursts_fails_saying_paced(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    _run_dir, records = run
+    assert records["paced"]["status"] == "failed"
+    reason = why(records["paced"])
+    assert "faster than real time" in reason and "audio.paced is true, so the agent must send at real-time pace" \
+        in reason, reason
+
+
+def test_a_steady_stream_at_twice_real_time_names_the_sample_rate(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    _run_dir, records = run
+    assert records["rate"]["status"] == "failed"
+    reason = why(records["rate"])
+    assert "arrives steadily at 2.0x real time" in reason and "is audio.sample_rate (8000) the rate the agent " \
+        "sends? (16000 Hz would play in real time" in reason, reason
+
+
+def test_a_burst_is_told_from_a_stream_at_another_rate() -> None:
+    from tamesu.targets.audio.burst import steady_factor
+
+    assert steady_factor([(k * 20.0, 40.0) for k in range(100)], 8000) == 2.0  # 16 kHz read as 8 kHz, paced
+    assert steady_factor([(k * 0.01, 20.0) for k in range(100)], 16000) is None  # a burst
+    assert steady_factor([(k * 20.0, 20.0) for k in range(100)], 16000) is None  # real time
+    assert steady_factor([(k * 8.0, 40.0) for k in range(100)], 16000) is None  # 5x: no usual rate's pace
+    # a sentence, a pause, then the rest: the longest stretch tells
+    assert steady_factor([(k * 20.0, 40.0) for k in range(20)] + [(900 + k * 20.0, 40.0) for k in range(80)],
+                         8000) == 2.0
