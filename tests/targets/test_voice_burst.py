@@ -5,6 +5,10 @@ command: a greeting in one message and an answer sent all at once play on the pl
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,8 @@ from agents.voice import needs_voice
 from conftest import run_tamesu, why
 
 pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(400)]
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SUITE = """name: burst
 targets:
@@ -110,3 +116,22 @@ def test_a_burst_is_told_from_a_stream_at_another_rate() -> None:
     # a sentence, a pause, then the rest: the longest stretch tells
     assert steady_factor([(k * 20.0, 40.0) for k in range(20)] + [(900 + k * 20.0, 40.0) for k in range(80)],
                          8000) == 2.0
+
+
+def test_the_docs_recipe_transcribes_a_runs_audio_wav(run: tuple[Path, dict[str, dict[str, Any]]],
+                                                      tmp_path: Path) -> None:
+    """The script of docs/voice.md ("Transcribing audio.wav yourself"), as written, on the burst run's recording."""
+    page = (ROOT / "docs" / "voice.md").read_text(encoding="utf-8")
+    section = page.split("## Transcribing `audio.wav` yourself", 1)[1].split("\n## ", 1)[0]
+    script = re.search(r"```python\n(.*?)```", section, re.S)
+    assert script, "the recipe's python block"
+    (tmp_path / "transcribe.py").write_text(script.group(1))
+    run_dir, _records = run
+    wav = run_dir / "burst" / "burst" / "run-1" / "audio.wav"
+    done = subprocess.run([sys.executable, str(tmp_path / "transcribe.py"), str(wav)], capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any("agent:" in line and "bakery" in line.lower() for line in lines), done.stdout
+    assert any("user:" in line and "open" in line.lower() for line in lines), done.stdout
+    assert any("agent:" in line and "morning" in line.lower() for line in lines), done.stdout

@@ -46,6 +46,7 @@ class TargetSpec(Strict):
     """Trust and client certificates for the target's HTTPS routes (rest, a2a, mcp over HTTP): `tamesu.net.tls`."""
     handoff: HandoffSpec | None = None
     turn_timeout: Duration = 60.0
+    """How long one turn may wait for the agent's answer before it fails."""
     max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
     """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 

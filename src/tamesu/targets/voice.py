@@ -152,7 +152,9 @@ class VoiceSpec(TargetSpec):
     tool_results: dict[str, Any] = Field(default_factory=dict)
     """tool name: its result, or a list of `{when, result | error}` cases (as the realtime target's)."""
     idle: Duration = 1.0
+    """Silence after the agent's speech (on the playback clock) that ends its turn."""
     turn_timeout: Duration = 30.0
+    """How long the agent may take to start speaking, or to finish a reply that never pauses for `idle`."""
 
     @field_validator("tool_results")
     @classmethod
