@@ -800,3 +800,21 @@ async def test_fake_answers_are_never_cached(tmp_path: Path) -> None:
     response = await client.generate(ask())
     assert response.text == "canned" and not response.cached and response.cost_usd == 0.0
     assert not list(tmp_path.iterdir())
+
+
+async def test_the_fake_simulator_says_the_goal_word_for_word_then_follows_its_rules() -> None:
+    """What docs/personas.md says of the fake simulator: its first turn is `scenario.goal` as written, whatever
+    the persona; then the first rule whose `when` is in the agent's last turn; no rule hangs up."""
+    from tamesu.models.fake import FakeProvider
+
+    fake = FakeProvider([{"when": "(?i)which order", "say": "It is ORD-1001"}])
+    persona = {"name": "Dana", "style": "brisk, types in fragments"}
+
+    async def turn(**context: Any) -> dict[str, Any]:
+        request = ModelRequest(purpose="simulator", messages=[Message(role="user", content="play")],
+                               context={"goal": "Find out where order ORD-1001 is", "persona": persona, **context})
+        return dict(json.loads((await fake.generate(request)).text))
+
+    assert (await turn(simulator_turns=0))["input"] == "Find out where order ORD-1001 is"
+    assert (await turn(simulator_turns=1, last_agent="Which order is it?"))["input"] == "It is ORD-1001"
+    assert (await turn(simulator_turns=2, last_agent="Bye"))["stop"] is True
