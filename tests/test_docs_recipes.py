@@ -1,5 +1,7 @@
-"""The "your own bot" recipe of the `voice` target (docs/voice-targets.md) runs as written: the bot from the page,
-started as a process on a free port, passes the suite from the page under `tamesu run`."""
+"""The "your own bot" recipes of docs/voice-targets.md run as written: each bot from the page (the `voice`
+websocket bot, the Twilio Media Streams bot), started as a process on a free port, passes the suite from the
+page under `tamesu run`; the Pipecat and SIP recipes are the example bots the target tests run, and the page's
+code is theirs, line for line."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,20 +24,27 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "voice-targets.md"
 
 
-def _recipe() -> tuple[str, str]:
-    text = PAGE.read_text(encoding="utf-8")
-    section = text.split("### A `voice` websocket bot", 1)[1].split("\n### ", 1)[0]
+def _section(title: str) -> str:
+    return PAGE.read_text(encoding="utf-8").split(f"### {title}", 1)[1].split("\n### ", 1)[0]
+
+
+def _recipe(title: str) -> tuple[str, str]:
+    section = _section(title)
     bot = re.search(r"```python\n(.*?)```", section, re.S)
     suite = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert bot and suite, "the recipe's bot and suite blocks"
     return bot.group(1), suite.group(1)
 
 
-def test_the_voice_bot_recipe_passes_its_suite(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("title", "test"), [
+    ("A `voice` websocket bot", "opening hours"),
+    ("A Twilio Media Streams bot", "opening hours by phone"),
+])
+def test_a_bot_recipe_passes_its_suite(tmp_path: Path, title: str, test: str) -> None:
     missing = problem() or (None if shutil.which("espeak-ng") else "Debian's espeak-ng is not installed")
     if missing:
         pytest.skip(missing)
-    bot_code, suite = _recipe()
+    bot_code, suite = _recipe(title)
     (tmp_path / "bot.py").write_text(bot_code)
     (tmp_path / "suite.yaml").write_text(suite)
     bot = subprocess.Popen([sys.executable, str(tmp_path / "bot.py"), "0"], stdout=subprocess.PIPE,
@@ -51,7 +61,40 @@ def test_the_voice_bot_recipe_passes_its_suite(tmp_path: Path) -> None:
         run = subprocess.run([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", str(tmp_path / "runs")],
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
         assert run.returncode == 0, run.stdout + run.stderr
-        assert "opening hours" in run.stdout
+        assert test in run.stdout
     finally:
         bot.terminate()
         bot.wait(timeout=10)
+
+
+def test_the_twilio_recipes_mu_law_is_g711_for_every_sample() -> None:
+    if problem():
+        pytest.skip(problem() or "")
+    import numpy as np
+
+    from tamesu.audio import codecs
+
+    bot_code, _suite = _recipe("A Twilio Media Streams bot")
+    names: dict[str, Any] = {}
+    exec(bot_code.split("\nasync def say", 1)[0], names)  # the imports, constants and codec functions only
+    every = np.arange(-32768, 32768).astype(np.int16)
+    assert names["ulaw"](every) == codecs.encode(every, "mulaw")
+    assert (names["pcm"](bytes(range(256))) == codecs.decode(bytes(range(256)), "mulaw")).all()
+
+
+@pytest.mark.parametrize(("title", "source"), [
+    ("A Pipecat bot", "examples/voice-bot/bot.py"),
+    ("A SIP phone agent", "examples/phone-agent/agent.py"),
+])
+def test_a_recipe_shown_from_an_example_bot_is_its_code(title: str, source: str) -> None:
+    """The page shows these bots' code rather than a sketch: every line of each block is in the example (which the
+    target's tests run), in the same order, so the page cannot drift from a bot that works."""
+    blocks = re.findall(r"```python\n(.*?)```", _section(title), re.S)
+    assert blocks, title
+    code = [line.rstrip() for line in (ROOT / source).read_text(encoding="utf-8").splitlines()]
+    for block in blocks:
+        lines = [line.rstrip() for line in block.splitlines() if line.strip()]
+        at = 0
+        for line in lines:
+            assert line in code[at:], f"{title}: not in {source} (after line {at}): {line!r}"
+            at = code.index(line, at) + 1
