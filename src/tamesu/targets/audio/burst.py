@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 from tamesu.targets.audio.heard import Heard
+
+if TYPE_CHECKING:  # the voice extra's numpy comes with it
+    from tamesu.audio.formats import AudioFormat
 
 FLOOD_FACTOR = 1.5
 """Audio arriving this many times faster than real time, for more than a second of it, is a flood."""
@@ -70,3 +74,18 @@ def steady_factor(arrivals: list[tuple[float, float]], rate: int) -> float | Non
 def likely_rate(measured: float) -> int:
     """The usual sample rate nearest (by ratio) to the one a stream's pace measured."""
     return min(RATES, key=lambda rate: abs(math.log(rate / max(measured, 1.0))))
+
+
+def pace_problem(heard: Heard, flood: str, fmt: AudioFormat, paced_key: str | bool, rate_key: str) -> str | None:
+    """Why audio faster than real time (`flood`) fails the turn, or None: a burst plays on the playback clock;
+    an agent that must pace itself (`paced_key`, the option that says so) must not send one; a steady stream at
+    a usual rate's multiple of real time has another sample rate than `fmt`'s (`rate_key`, the option)."""
+    if paced_key:
+        return (f"the agent's audio arrives faster than real time for {fmt}: {flood}; {paced_key} is true, so the "
+                f"agent must send at real-time pace (or is {rate_key} ({fmt.rate}) not the rate it sends?)")
+    factor = steady_factor(heard.arrivals, fmt.rate) if rate_key else None
+    if factor is None:
+        return None
+    return (f"the agent's audio arrives steadily at {factor:.1f}x real time for {fmt} ({flood}): is {rate_key} "
+            f"({fmt.rate}) the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would play in real time; "
+            "a reply sent in one burst is fine)")

@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, likely_rate, steady_factor
+from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem
 from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
@@ -468,19 +468,8 @@ class AudioSocketTarget(Target):
         return flood(heard, STRICT_FLOOD_FACTOR if self.strict_pace or self.rate_key else FLOOD_FACTOR)
 
     def _pace_problem(self, heard: Heard, flood: str) -> str | None:
-        """Why audio faster than real time fails the turn, or None: a burst plays on the playback clock; a
-        paced agent must not send one; a steady stream at a multiple of real time has another sample rate."""
-        fmt = self._voice.receive_format
-        if self.strict_pace:
-            return (f"the agent's audio arrives faster than real time for {fmt}: {flood}; {self.pace_key} is true, "
-                    f"so the agent must send at real-time pace (or is {self.rate_key} ({fmt.rate}) not the rate it "
-                    "sends?)")
-        factor = steady_factor(heard.arrivals, fmt.rate) if self.rate_key else None
-        if factor is None:
-            return None
-        return (f"the agent's audio arrives steadily at {factor:.1f}x real time for {fmt} ({flood}): is "
-                f"{self.rate_key} ({fmt.rate}) the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would "
-                "play in real time; a reply sent in one burst is fine)")
+        return pace_problem(heard, flood, self._voice.receive_format, self.strict_pace and self.pace_key,
+                            self.rate_key)
 
     def _own_words(self, heard: Heard) -> str:
         """What the agent says it said, where its protocol says so (its text is then the turn's, and tamesu's
