@@ -226,7 +226,10 @@ class AudioConversation:
         if heard is not None:
             turn.agent_said = heard
             self._heard_by_target.add(id(turn))
-        self._hear(turn)
+        if not self._listening_only:
+            # a turn the user said nothing in (a greeting) is heard at the end, in finish(): Whisper now would
+            # take the CPU from an agent preparing its next words on the same machine
+            self._hear(turn)
         measures: dict[str, float] = {}
         if turn.agent_from_ms is not None and turn.user_to_ms is not None:
             measures["time_to_first_audio_ms"] = round(max(0.0, turn.agent_from_ms - turn.user_to_ms), 3)
