@@ -236,7 +236,7 @@ class SipTarget(Target[SipSpec]):
             return self._ended_turn() if self._ended_by is not None else None
         assert self._session is not None
         turn = AgentTurn(sent_at_ms=self._session.now_ms())
-        self._voice._current = None
+        self._voice.listen_only()
         return await self._listen(turn, first=True)
 
     async def send(self, turn: UserTurn) -> AgentTurn:
@@ -252,7 +252,7 @@ class SipTarget(Target[SipSpec]):
         if said:
             await self._voice.speak(said, self._send_frame)
         else:
-            self._voice._current = None
+            self._voice.listen_only()
         reply.sent_at_ms = session.now_ms()
         heard = await self._listen(reply, first=False)
         assert heard is not None  # without a limit a turn is always heard (or fails)
@@ -263,7 +263,7 @@ class SipTarget(Target[SipSpec]):
         session = self._require_session()
         if self._ended_by is not None:
             return None
-        self._voice._current = None
+        self._voice.listen_only()
         return await self._listen(AgentTurn(sent_at_ms=session.now_ms()), first=False, limit=timeout)
 
     async def _send_frame(self, frame: bytes) -> None:
