@@ -29,7 +29,7 @@ from tamesu.cli.shared import (
     start_telemetry,
     stop_telemetry,
 )
-from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, Problem
+from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, InfraError, Problem
 
 MAX_SHOWN_PROBLEMS = 200
 """Problems printed at most: a file of thousands of broken cases is told in a screenful, not in 40,000 lines."""
@@ -93,7 +93,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         verbose: int, no_cache: bool, cache_only: bool, update_golden: bool, reports: str | None,
         baseline: str | None, tolerance: float | None, shard_text: str | None) -> None:
     """Run suites (files or folders; default: the project's suites)."""
-    from tamesu.engine.runner import RunFolderError, Runner, RunOptions
+    from tamesu.engine.runner import Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
     from tamesu.report.recorder import Fanout, PlanRecorder
     from tamesu.results.sharding import select
@@ -143,7 +143,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     paused.close()
     try:
         outcome = run_stoppable(runner.run())
-    except RunFolderError as exc:
+    except InfraError as exc:  # the run folder, a traces receiver or backend: before any test ran
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INFRA)
     except Interrupted as stop:

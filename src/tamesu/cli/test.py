@@ -263,7 +263,6 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
         start_telemetry,
         stop_telemetry,
     )
-    from tamesu.engine.runner import RunFolderError
     from tamesu.jsonl.run import JsonlPlan, TestSettings
     from tamesu.report.case_console import TestConsole
     from tamesu.report.console import make_console
@@ -317,7 +316,7 @@ async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, projec
     telemetry = start_telemetry(rich_console)
     try:
         outcome = await runner.run(tests)
-    except RunFolderError as exc:
+    except InfraError as exc:  # the run folder, a traces receiver or backend: before any test ran
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
     finally:

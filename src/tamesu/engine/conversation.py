@@ -23,7 +23,7 @@ from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
-from tamesu.engine.traces import SuiteTraces, attach, expect_turn
+from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry, one_line
@@ -182,13 +182,13 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             await user.aclose()
         await remote_agents.stop()  # after every run, a failed one too
         remote_agents.attach(exchanges)
-        spans_file = await _spans_back(inputs, run_spans)
-
+        stopping = inputs.stop is not None and inputs.stop.reason is not None
+        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping)
+    if spans_error and result.status != "error":  # the tracing backend could not be asked: not the agent's
+        result.status, result.error, result.end_reason = "error", spans_error, "error"
     if spans_file is not None:
         target_metrics.update(attach(spans_file, exchanges, session))
-        if spans_file.over_limit:
-            warnings.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) "
-                            "were not kept")
+        warnings.extend(spans_warnings(spans_file, inputs.traces))
     spent = _spending(run_ledger)
     measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
@@ -234,15 +234,6 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
     return RunOutcome(result, transcript, warnings, budget_exceeded, spans_file)
-
-
-async def _spans_back(inputs: RunInputs, spans: RunSpans | None) -> SpansFile | None:
-    """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping)."""
-    if spans is None or inputs.traces is None:
-        return None
-    if inputs.stop is None or inputs.stop.reason is None:
-        await spans.settle(inputs.traces.spec.wait)
-    return spans.close()
 
 
 def crashed_run(inputs: RunInputs, exc: Exception) -> RunOutcome:

@@ -1,4 +1,5 @@
-"""`traces:`: the OTLP receivers of an invocation, and what a run makes of the spans that came back.
+"""`traces:`: the OTLP receivers (or the tracing backend asked) of an invocation, and what a run makes of the
+spans that came back.
 
 One receiver per `receive` address, started when the first suite that names it runs and stopped at the end.
 While a suite runs, OTEL_EXPORTER_OTLP_ENDPOINT in tamesu's environment points at its receiver, so every hook
@@ -13,10 +14,11 @@ from dataclasses import dataclass
 
 from tamesu.conversation import Exchange, Session
 from tamesu.errors import TemplateError
-from tamesu.suite.schema import TracesSpec
+from tamesu.suite.schema import TraceQuerySpec, TracesSpec
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
 from tamesu.telemetry.collector import RunSpans, SpanCollector
+from tamesu.telemetry.query import QueryError, TraceQuery
 from tamesu.telemetry.receiver import Receiver, ReceiverError
 from tamesu.telemetry.spans import SpansFile
 from tamesu.types import split_addr
@@ -30,6 +32,8 @@ class SuiteTraces:
 
     collector: SpanCollector
     spec: TracesSpec
+    query: TraceQuery | None = None
+    """`traces.query`: the backend each run's traces are fetched from once its turns had `wait`."""
 
     def run(self) -> RunSpans:
         return self.collector.run(self.spec.max_spans)
@@ -40,10 +44,14 @@ class Receivers:
         self.collector = SpanCollector()
         self._receivers: dict[str, Receiver] = {}
         self._saved: dict[str, str | None] | None = None
+        self._queries: dict[tuple[str, str, float], TraceQuery] = {}
 
     async def for_suite(self, spec: TracesSpec | None) -> SuiteTraces | None:
         if spec is None:
             return None
+        if spec.query is not None:
+            return SuiteTraces(self.collector, spec, await self._query(spec.query))
+        assert spec.receive is not None  # the schema asks for one of the two
         addr = _address(spec.receive)
         receiver = self._receivers.get(addr)
         if receiver is None:
@@ -56,6 +64,16 @@ class Receivers:
             # the signal-specific variable wins over the general one in every SDK: it must point here too
             os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{receiver.endpoint}/v1/traces"
         return SuiteTraces(self.collector, spec)
+
+    async def _query(self, spec: TraceQuerySpec) -> TraceQuery:
+        """The backend, checked once an invocation: an unreachable one stops the run before any test (exit 3)."""
+        kind, url = spec.backend
+        key = (kind, url, spec.timeout)
+        if key not in self._queries:
+            query = TraceQuery(kind, url, spec.timeout)
+            await query.check()
+            self._queries[key] = query
+        return self._queries[key]
 
     async def stop(self) -> list[str]:
         """Stop every receiver, put the environment back; the warnings about spans no run kept."""
@@ -82,6 +100,33 @@ def _address(receive: str) -> str:
     return addr
 
 
+async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None,
+                     stopping: bool) -> tuple[SpansFile | None, str | None]:
+    """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping);
+    with `traces.query`, fetched from the backend then. The second value: why the backend could not say."""
+    if spans is None or traces is None:
+        return None, None
+    if not stopping:
+        await spans.settle(traces.spec.wait)
+        if traces.query is not None:
+            try:
+                fetched = await traces.query.fetch_all(spans.trace_ids, traces.spec.wait)
+            except QueryError as exc:
+                return spans.close(), str(exc)
+            spans.fetched(fetched.spans, fetched.not_found)
+    return spans.close(), None
+
+
+def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[str]:
+    said = []
+    if spans_file.not_found and traces is not None and traces.query is not None:
+        said.append(f"{len(spans_file.not_found)} trace(s) of this run were not found in {traces.query.name} "
+                    f"within traces.wait ({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}")
+    if spans_file.over_limit:
+        said.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) were not kept")
+    return said
+
+
 def expect_turn(spans: RunSpans | None, trace_id: str | None, turn: int) -> None:
     if spans is not None:
         spans.expect(trace_id, turn)
@@ -93,9 +138,13 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session) -
     for exchange in exchanges:
         mine = [s for s in spans_file.spans if s.turn == exchange.index]
         exchange.agent.measures.update(genai.measures(mine))
+    for trace_id in spans_file.not_found:
+        turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
+        session.event("trace_not_found", trace_id=trace_id, turn=turn)
     if spans_file.over_limit:
         session.event("spans_over_limit", received=spans_file.received, kept=len(spans_file.spans),
                       max_spans=spans_file.max_spans)
     totals = genai.measures(spans_file.spans)
     return {f"{name}_total": value for name, value in totals.items()} | {
+        "trace_not_found": float(len(spans_file.not_found)),
         "trace_spans_received": float(spans_file.received), "trace_spans_over_limit": float(spans_file.over_limit)}

@@ -75,6 +75,9 @@ class RunSpans:
         self._turn_starts: list[tuple[int, int]] = []
         """(wall-clock ns, turn): where a conversation trace's spans fall."""
         self._quiet_since = time.monotonic()
+        self.trace_ids: list[str] = []
+        """Every trace this run sent, in order: what `traces.query` asks the backend for."""
+        self.not_found: list[str] = []
 
     def expect(self, trace_id: str | None, turn: int | None) -> None:
         """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
@@ -85,7 +88,14 @@ class RunSpans:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
         if turn is not None:
             self._turn_starts.append((time.time_ns(), turn))
+        if trace_id not in self.trace_ids:
+            self.trace_ids.append(trace_id)
         self._collector._routes[trace_id] = (self, _CONVERSATION if turn is None else turn)
+
+    def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
+        """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
+        self._collector.take(spans)
+        self.not_found = list(not_found)
 
     def add(self, span: Span, turn: int | None) -> None:
         self.received += 1
@@ -116,4 +126,5 @@ class RunSpans:
         for at, turn in starts:
             started.setdefault(str(turn), at)
         return SpansFile(received=self.received, over_limit=self.received - len(self.kept),
-                         max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept)
+                         max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept,
+                         not_found=self.not_found)

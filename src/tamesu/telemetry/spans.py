@@ -62,6 +62,8 @@ class SpansFile(BaseModel):
     over_limit: int = 0
     """Received past `max_spans` and not kept: the run's result says so."""
     max_spans: int = 0
+    not_found: list[str] = Field(default_factory=list)
+    """With `traces.query`: this run's trace ids the backend did not have within `traces.wait`."""
     turn_started_unix_nano: dict[str, int] = Field(default_factory=dict)
     """When tamesu sent each turn (by turn number), on the agent's clock: where a waterfall starts."""
     spans: list[Span] = Field(default_factory=list)
@@ -85,7 +87,7 @@ def decode(body: bytes, content_type: str) -> list[Span]:
             request.ParseFromString(body)
         except DecodeError as exc:
             raise BadExport(f"not an OTLP protobuf trace export: {exc}") from None
-    return list(_spans(request))
+    return list(spans_of(request))
 
 
 def _base64_ids(value: Any) -> Any:
@@ -105,7 +107,8 @@ def _id_bytes(hex_id: str) -> str:
         raise BadExport(f"a trace or span id is not hex: {hex_id[:40]!r}") from None
 
 
-def _spans(request: ExportTraceServiceRequest) -> Any:
+def spans_of(request: ExportTraceServiceRequest) -> Any:
+    """The spans of an export (or of a backend's trace in the same messages) that have W3C ids."""
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)
         service = resource.get("service.name")

@@ -1,0 +1,202 @@
+"""`traces.query: {jaeger: URL}` / `{tempo: URL}`: the agent (real OpenTelemetry SDK, OTLP/HTTP protobuf) exports
+to its tracing backend, not to tamesu; after the run's turns and `wait`, tamesu fetches each turn's trace from the
+backend's query API (a stand-in serving Jaeger's and Tempo's documented JSON, tests/agents/trace_backend.py) and
+treats those spans as received ones: matched to turns, asserted on, metrics, spans.json. A trace the backend
+has late is asked for again within `wait`; one it never has is said; an unreachable backend is exit 3."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.trace_backend import TraceBackend
+from agents.traced import TracedRestAgent, free_port
+
+ASSERTIONS = """\
+    assert:
+      - name: tool span
+        span: { name: "execute_tool lookup_order", attributes: { gen_ai.tool.name: lookup_order },
+                count: { equals: 1 }, status: ok, on_turn: 1 }
+      - { name: no errors, span: { status: error, count: { equals: 0 } } }
+      - { name: looked up, tool_called: { name: lookup_order, args: { order_id: ORD-1001 } } }
+      - { name: llm time, metric: { name: llm_time_ms, lt: 5000 } }
+      - { name: tool on turn 2, span: { name: 'execute_tool .*' }, on_turn: 2 }
+"""
+
+
+@pytest.fixture
+def stack(serve, request) -> Iterator[tuple[TraceBackend, TracedRestAgent, str, str]]:
+    """(backend, agent, the backend's URL, the agent's URL): the agent exports to the backend."""
+    options = getattr(request, "param", {})
+    backend = TraceBackend(options.get("kind", "jaeger"), visible_after=options.get("visible_after", 0.0))
+    backend_url = serve(backend.app()).url
+    agent = TracedRestAgent(backend_url, batch_delay_ms=options.get("batch_delay_ms"))
+    yield backend, agent, backend_url, serve(agent.app()).url
+    agent.shutdown()
+
+
+def project(tmp_path: Path, traces: str, url: str, assertions: str = ASSERTIONS) -> None:
+    (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {traces}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: '{url}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }}, {{ say: 'thanks' }} ] }}
+{assertions}""")
+
+
+def run_files(tmp_path: Path) -> tuple[dict, dict, dict]:
+    run_dir = next((tmp_path / "out").iterdir())
+    folder = run_dir / "suite" / "order" / "run-1"
+    return (json.loads((folder / "result.json").read_text()), json.loads((folder / "spans.json").read_text()),
+            json.loads((run_dir / "run.json").read_text()))
+
+
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}, {"kind": "tempo"}], indirect=True, ids=["jaeger", "tempo"])
+def test_each_turns_trace_is_fetched_from_the_backend(tmp_path: Path, tamesu, stack) -> None:
+    backend, _agent, backend_url, url = stack
+    project(tmp_path, f"{{ query: {{ {backend.kind}: '{backend_url}' }}, wait: 300ms }}", url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr  # only "tool on turn 2" fails
+    detail, spans, _ = run_files(tmp_path)
+    verdicts = {a["name"]: a for a in detail["assertions"]}
+    assert [n for n, a in verdicts.items() if not a["passed"]] == ["tool on turn 2"], verdicts
+    assert verdicts["looked up"]["reason"].endswith("(from the agent's spans)"), verdicts["looked up"]
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    assert set(backend.queries) >= set(trace_ids)
+    by_turn: dict[int, list[dict]] = {1: [], 2: []}
+    for span in spans["spans"]:
+        by_turn[span["turn"]].append(span)
+        assert span["trace_id"] == trace_ids[span["turn"] - 1]
+        assert span["service"] == "traced-agent"
+    assert sorted(s["name"] for s in by_turn[1]) == ["chat fake-model", "execute_tool lookup_order",
+                                                     "invoke_agent shop"]
+    assert sorted(s["name"] for s in by_turn[2]) == ["chat fake-model", "invoke_agent shop"]
+    root = next(s for s in by_turn[1] if s["name"] == "invoke_agent shop")
+    tool = next(s for s in by_turn[1] if s["name"] == "execute_tool lookup_order")
+    chat = next(s for s in by_turn[1] if s["name"] == "chat fake-model")
+    assert tool["parent_span_id"] == root["span_id"] and root["kind"] == "server" and chat["kind"] == "client"
+    assert tool["status"] == "ok" and json.loads(tool["attributes"]["gen_ai.tool.call.arguments"]) == \
+        {"order_id": "ORD-1001"}
+    assert chat["attributes"]["gen_ai.usage.output_tokens"] == 12  # an int64 tag stays a number
+    assert 0 < tool["end_unix_nano"] - tool["start_unix_nano"] < 5e9
+    assert spans["received"] == 5 and spans["not_found"] == []
+    assert detail["metrics"]["trace_spans_total"] == 5
+    assert detail["metrics"]["llm_output_tokens_total"] == 24
+
+
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}], indirect=True)
+def test_a_failed_tool_span_reads_as_an_error_from_jaeger_tags(tmp_path: Path, tamesu, stack) -> None:
+    _backend, agent, backend_url, url = stack
+    agent.fail_tool = True
+    project(tmp_path, f"{{ query: {{ jaeger: '{backend_url}' }}, wait: 200ms }}", url, """\
+    assert:
+      - { name: no errors, span: { status: error, count: { equals: 0 } } }
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, spans, _ = run_files(tmp_path)
+    tool = next(s for s in spans["spans"] if s["name"] == "execute_tool lookup_order")
+    assert tool["status"] == "error" and tool["status_message"] == "order service down"
+    assert "otel.status_code" not in tool["attributes"] and "error" not in tool["attributes"]
+    assert detail["metrics"]["agent_errors_total"] == 1
+
+
+@pytest.mark.parametrize("stack", [{"kind": "tempo", "visible_after": 1.3}], indirect=True)
+def test_a_trace_the_backend_has_late_is_asked_for_again_within_wait(tmp_path: Path, tamesu, stack) -> None:
+    backend, _agent, backend_url, url = stack
+    # the backend serves a trace 1.3 s after its spans arrived: after the run's 1 s `wait`, not yet
+    project(tmp_path, f"{{ query: {{ tempo: '{backend_url}' }}, wait: 1s }}", url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, spans, _ = run_files(tmp_path)
+    assert spans["received"] == 5 and spans["not_found"] == []
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    # the last turn's trace was not there yet at the first ask
+    assert backend.queries.count(trace_ids[1]) >= 2, backend.queries
+
+
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}], indirect=True)
+def test_a_trace_the_backend_never_has_is_said(tmp_path: Path, tamesu, stack) -> None:
+    backend, _agent, backend_url, url = stack
+    project(tmp_path, f"{{ query: {{ jaeger: '{backend_url}' }}, wait: 500ms }}", url)
+    # the agent's exporter lost the second turn's spans: the backend never has that trace
+    backend.hide = lambda spans: any(a.value.string_value == "thanks" for s in spans for a in s.attributes)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, spans, _ = run_files(tmp_path)
+    second = detail["turns"][1]["agent"]["trace_id"]
+    assert spans["not_found"] == [second]
+    assert {s["turn"] for s in spans["spans"]} == {1}
+    assert next(e for e in detail["events"] if e["name"] == "trace_not_found")["data"] == \
+        {"trace_id": second, "turn": 2}
+    assert detail["metrics"]["trace_not_found"] == 1
+    assert f"1 trace(s) of this run were not found in jaeger at {backend_url} within traces.wait (0.5s): {second}" \
+        in result.stdout + result.stderr
+    assert backend.queries.count(second) >= 3  # asked again until wait ran out
+
+
+def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, serve) -> None:
+    agent = TracedRestAgent(f"http://127.0.0.1:{free_port()}")
+    url = serve(agent.app()).url
+    closed = f"http://127.0.0.1:{free_port()}"
+    project(tmp_path, f"{{ query: {{ tempo: '{closed}', timeout: 2s }}, wait: 0s }}", url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    said = [line for line in (result.stdout + result.stderr).splitlines() if "traces.query" in line]
+    assert said and said[0].endswith(f"traces.query: tempo at {closed} cannot be reached: Connection refused"), said
+    assert "Traceback" not in result.stderr
+    assert agent.seen == []  # stopped before any test talked to the agent
+
+
+def test_a_backend_that_is_neither_is_exit_3(tmp_path: Path, tamesu, serve) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    async def page(request):
+        return HTMLResponse("<html>grafana login</html>")
+
+    other = serve(Starlette(routes=[Route("/api/traces/{id}", page)])).url
+    agent = TracedRestAgent(f"http://127.0.0.1:{free_port()}")
+    url = serve(agent.app()).url
+    project(tmp_path, f"{{ query: {{ jaeger: '{other}' }}, wait: 0s }}", url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert f"traces.query: jaeger at {other} answered what is no jaeger trace" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("traces", "problem"), [
+    ("{ query: { jaeger: 'localhost:16686' } }", "must start with http:// or https://"),
+    ("{ query: { jaeger: 'http://a', tempo: 'http://b' } }", "name one backend"),
+    ("{ query: { zipkin: 'http://a' } }", "zipkin"),
+    ("{ receive: '127.0.0.1:0', query: { tempo: 'http://a' } }", "name where spans come from"),
+    ("{ wait: 1s }", "name where spans come from"),
+])
+def test_bad_query_keys_are_one_line(tmp_path: Path, tamesu, traces: str, problem: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {traces}\n")
+    (tmp_path / "suite.yaml").write_text("targets: {}\ntests: []\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert any(line.startswith("tamesu.yaml:2:") and "traces" in line and problem in line for line in lines), lines
+    assert "Traceback" not in result.stderr
+
+
+def test_the_json_schema_knows_the_query_keys(tmp_path: Path, tamesu) -> None:
+    import jsonschema
+
+    printed = tamesu(["schema", "project"], cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    validator = jsonschema.Draft202012Validator(json.loads(printed.stdout))
+    good = {"suites": ["s.yaml"], "traces": {"query": {"tempo": "http://127.0.0.1:3200", "timeout": "3s"},
+                                              "wait": "2s"}}
+    assert list(validator.iter_errors(good)) == []
+    for bad in ({"zipkin": "http://a"}, {"jaeger": 5}, {"jaeger": "http://a", "timeout": "soon"}):
+        assert list(validator.iter_errors({"suites": [], "traces": {"query": bad}})), bad
