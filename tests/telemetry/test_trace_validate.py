@@ -62,3 +62,44 @@ def test_a_judge_that_reads_the_trace_without_traces_is_a_warning(tmp_path: Path
     (tmp_path / "suite.yaml").write_text("traces: { receive: '127.0.0.1:0' }\n" + SUITE)
     quiet = tamesu(["validate"], cwd=tmp_path)
     assert quiet.returncode == 0 and "trace" not in quiet.stderr, quiet.stderr
+
+
+def test_a_default_judge_that_reads_the_trace_without_traces_is_a_warning(tmp_path: Path, tamesu) -> None:
+    """`defaults.assert` of the suite and of tamesu.yaml: each judge with trace: true said once, where it is."""
+    (tmp_path / "tamesu.yaml").write_text("""\
+suites: ['a.yaml', 'b.yaml']
+models: { judge: { provider: fake, rules: [] } }
+defaults:
+  assert:
+    - judge: { rubric: "polite" }
+    - judge: { rubric: "looked it up", trace: true }
+""")
+    suite = """\
+targets:
+  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }
+defaults:
+  assert:
+    - contains: hi
+    - { name: traced, judge: { rubric: "used a tool", trace: true } }
+tests:
+  - { name: one, target: bot, scenario: { script: [ { say: hi } ] } }
+"""
+    (tmp_path / "a.yaml").write_text(suite)
+    (tmp_path / "b.yaml").write_text(suite)
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = sorted(line for line in result.stderr.splitlines() if "trace: true" in line)
+    ending = (r"judge trace: true, but no `traces:` receives the agent's spans \(tamesu\.yaml or the suite\): "
+              r"the judge sees no trace")
+    assert len(said) == 3, result.stderr
+    assert re.fullmatch(rf"warning: a\.yaml:6:\d+: defaults\.assert\[1\]\.judge\.trace: {ending}", said[0]), said
+    assert re.fullmatch(rf"warning: b\.yaml:6:\d+: defaults\.assert\[1\]\.judge\.trace: {ending}", said[1]), said
+    assert re.fullmatch(rf"warning: tamesu\.yaml:6:\d+: defaults\.assert\[1\]\.judge\.trace: {ending}", said[2]), \
+        said
+    # `traces:` in one suite silences its own defaults only; in the project, all of them
+    (tmp_path / "a.yaml").write_text(suite + "traces: { query: { jaeger: 'http://127.0.0.1:16686' } }\n")
+    again = [line for line in tamesu(["validate"], cwd=tmp_path).stderr.splitlines() if "trace: true" in line]
+    assert len(again) == 2 and not any("a.yaml" in line for line in again), again
+    (tmp_path / "tamesu.yaml").write_text((tmp_path / "tamesu.yaml").read_text()
+                                          + "traces: { receive: '127.0.0.1:0' }\n")
+    assert "trace: true" not in tamesu(["validate"], cwd=tmp_path).stderr

@@ -4,8 +4,8 @@
   or that the test's target would not send (a problem: the agent would never see them);
 - a tool assertion on an A2A target (a warning): an A2A agent reports no tool calls, so `tool_called` can
   only fail there, unless the name is one of the suite's remote agents, whose delegations count as calls;
-- a judge told to read the agent's trace (`judge: {trace: true}`) in a suite that receives no spans (a
-  warning: the judge would be shown no spans and grade the transcript alone);
+- a judge told to read the agent's trace (`judge: {trace: true}`, a test's own or in `defaults:`) in a suite
+  that receives no spans (a warning: the judge would be shown no spans and grade the transcript alone);
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
   of any test of the suite would stop with an infrastructure error when it starts the agent).
 """
@@ -90,14 +90,35 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
 
 def untraced_judges(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:
     """`assertions` are the test's own, in the order `spec.assert_` writes them."""
+    if _traced(suite):
+        return []
+    return _judge_warnings(suite.doc, [((*loc, "assert", index), assertion)
+                                       for index, assertion in enumerate(assertions[:len(spec.assert_)])])
+
+
+def untraced_default_judges(suite: LoadedSuite, own: list[tuple[int, Assertion]],
+                            project: list[tuple[int, Assertion]]) -> list[Problem]:
+    """The same for `defaults.assert` of the suite (`own`) and of tamesu.yaml (`project`), by their index
+    there: a default judge reads the trace in every test of a suite that has no `traces:`."""
+    if _traced(suite):
+        return []
+    warnings = _judge_warnings(suite.doc, [(("defaults", "assert", i), a) for i, a in own])
+    if suite.project.doc is not None:
+        warnings += _judge_warnings(suite.project.doc, [(("defaults", "assert", i), a) for i, a in project])
+    return warnings
+
+
+def _traced(suite: LoadedSuite) -> bool:
+    return suite.spec.traces is not None or suite.project.spec.traces is not None
+
+
+def _judge_warnings(doc: Document, placed: list[tuple[Loc, Assertion]]) -> list[Problem]:
     from tamesu.checks.judge import Judge
 
-    if suite.spec.traces is not None or suite.project.spec.traces is not None:
-        return []
-    return [suite.doc.problem((*loc, "assert", index, "judge", "trace"),
-                              "judge trace: true, but no `traces:` receives the agent's spans (tamesu.yaml or the "
-                              "suite): the judge sees no trace")
-            for index, assertion in enumerate(assertions[:len(spec.assert_)])
+    return [doc.problem((*loc, "judge", "trace"),
+                        "judge trace: true, but no `traces:` receives the agent's spans (tamesu.yaml or the "
+                        "suite): the judge sees no trace")
+            for loc, assertion in placed
             if isinstance(assertion.check, Judge) and getattr(assertion.check.spec, "trace", False)]
 
 

@@ -140,14 +140,20 @@ def _load_suite(
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []
+    placed: list[tuple[int, Assertion]] = []
     for i, entry in enumerate(spec.defaults.assert_):
         try:
             if packs.name_of(entry) in suite.broken_packs:
                 continue
             suite_asserts.append(checks.parse_assertion(packs.inline(entry, suite.packs), prefix="defaults/",
                                                         search=suite.search))
+            placed.append((i, suite_asserts[-1]))
         except AssertionProblem as exc:
             problems.append(doc.problem(("defaults", "assert", i, *exc.loc), exc.message, key=exc.at_key))
+    # the project's defaults by their index in tamesu.yaml: when one did not parse, that is the problem to say
+    project_placed = list(enumerate(project_asserts)) \
+        if len(project_asserts) == len(project.spec.defaults.assert_) else []
+    warnings.extend(_lint.untraced_default_judges(suite, placed, project_placed))
     slo = {**project.spec.defaults.slo, **spec.defaults.slo}
     adaptive = spec.defaults.adaptive or project.spec.defaults.adaptive
 
