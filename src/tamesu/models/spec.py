@@ -21,7 +21,9 @@ class PriceSpec(Strict):
     """Dollars per million tokens; overrides tamesu's price table for this model."""
 
     input_per_mtok: float = Field(ge=0)
+    """Dollars per million input (prompt) tokens."""
     output_per_mtok: float = Field(ge=0)
+    """Dollars per million output tokens."""
 
 
 class ModelSpec(Strict):
@@ -30,18 +32,25 @@ class ModelSpec(Strict):
     provider: str
     """A built-in provider (openai, anthropic, fake) or a plug-in's."""
     model: str = ""
+    """The provider's model name (`gpt-4o-mini`, `claude-sonnet-4-5`); the fake provider needs none."""
     base_url: str | None = None
     """Any OpenAI-compatible server (Azure, Ollama, vLLM, LM Studio, OpenRouter) or an Anthropic-shaped one."""
     api_key: str | None = None
     """A template such as `{{secrets.OPENAI_API_KEY}}`; default the provider's usual environment variable."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Extra HTTP headers sent with every request to the model's server; templates allowed."""
     temperature: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature (0-2); default the provider's."""
     max_tokens: int | None = Field(None, ge=1)
+    """The most tokens the model may answer with; default the provider's."""
     timeout: Duration = 60.0
+    """How long one model request may take before it counts as failed (and is retried)."""
     max_retries: int = Field(3, ge=0, le=10)
+    """How often a failed or timed-out request is retried, backing off, before `fallback` (or an error)."""
     tls: TlsSpec | None = None
     """Trust and client certificates for the model's server (`tamesu.net.tls`)."""
     price: PriceSpec | None = None
+    """Dollars per million tokens for this model, over tamesu's price table (for the budget and cost metrics)."""
     rules: Any = None
     """fake only: the rules that decide its answers (a list, or a path to a YAML file of them)."""
     fallback: ModelSpec | None = None
@@ -75,12 +84,15 @@ class BudgetSpec(Strict):
     """The most a run may spend on tamesu's own model calls; past it the run stops with exit 4."""
 
     usd: float | None = Field(None, ge=0)
+    """The most dollars a run may spend on tamesu's model calls."""
     tokens: int | None = Field(None, ge=0)
+    """The most tokens a run may spend on tamesu's model calls."""
 
 
 class CacheSpec(Strict):
     """The replay cache of model calls."""
 
     dir: str = ".tamesu/cache"
+    """The cache's folder, relative to tamesu.yaml."""
     mode: Literal["use", "off", "only"] = "use"
     """use: read and write; off: neither (`--no-cache`); only: fail on a miss (`--cache-only`)."""

@@ -31,6 +31,7 @@ class TlsSpec(Strict):
     cert_file: str | None = None
     """The client certificate (PEM) for servers that require one (mTLS); with `key_file`."""
     key_file: str | None = None
+    """The client certificate's private key (PEM); with `cert_file`."""
     server_name: str | None = None
     """The name the server's certificate must carry (and SNI), when it is not the URL's host."""
     verify: bool = True

@@ -18,26 +18,35 @@ from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import expand
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
-from tamesu.suite.templates import references
-from tamesu.types import Duration, Strict, parse_duration, split_addr
+from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
+from tamesu.types import Duration, Strict, parse_duration
 
-__all__ = ["Duration", "Strict", "parse_duration"]
+__all__ = ["Duration", "Strict", "TraceQuerySpec", "TracesSpec", "parse_duration"]
 
 class ConnectSpec(Strict):
     """How a request that never reached the agent is retried."""
 
     attempts: int = Field(3, ge=1, le=100)
+    """How many times a request that never reached the agent (refused, reset, DNS) is sent in all."""
     backoff: Duration = 0.5
+    """The pause before the first resend; it doubles for each one after."""
     timeout: Duration = 10.0
+    """How long connecting may take before the attempt counts as failed."""
 
 
 class HttpRequestSpec(Strict):
     url: str
+    """Where the request goes; templates allowed."""
     method: str = "GET"
+    """The HTTP method."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers sent with the request; templates allowed (`{{secrets.NAME}}`)."""
     body: Any = None
+    """The JSON body sent, templates rendered in every string; none sends no body."""
     timeout: Duration = 30.0
+    """How long the whole request may take."""
     expect_status: list[int] | int | None = None
+    """The status code(s) that count as success; default any 2xx."""
 
 
 class HookSpec(Strict):
@@ -62,13 +71,18 @@ class HookSpec(Strict):
 
 class HooksSpec(Strict):
     before_all: list[HookSpec] = Field(default_factory=list)
+    """Run once before the first test of the suite (or of the project, in tamesu.yaml)."""
     after_all: list[HookSpec] = Field(default_factory=list)
+    """Run once after the last test, a failed run's too."""
     before_each: list[HookSpec] = Field(default_factory=list)
+    """Run before every run of every test."""
     after_each: list[HookSpec] = Field(default_factory=list)
+    """Run after every run of every test, a failed one's too."""
 
 
 class NoiseSpec(Strict):
     name: str
+    """A background noise tamesu ships (`tamesu doctor` lists them), mixed under the simulated user's speech."""
     level_db: float = Field(-20.0, le=20, ge=-80)
     """The noise's loudness relative to the speech (-20: 20 dB quieter than the voice)."""
     between: bool = False
@@ -87,6 +101,8 @@ class Behaviors(Strict):
     """How the simulated user behaves on an audio target (`tamesu.audio.behaviors`)."""
 
     interrupt_probability: float | None = Field(None, ge=0, le=1)
+    """The chance, per agent reply, that the simulated user talks over it (audio targets), after a random part of
+    the reply; seeded per run."""
     silence_after_turn_ms: list[int] | int | None = None
     """Pause before the user speaks after the agent's reply: [min, max] drawn per turn, or one number."""
     background_noise: NoiseSpec | None = None
@@ -124,11 +140,19 @@ class Behaviors(Strict):
 
 class Persona(Strict):
     name: str = "User"
+    """What the simulated user calls itself; the simulator's prompt names it."""
     style: str | None = None
+    """How the user talks (`terse`, `angry and impatient`...): the simulator is told to write in it."""
     language: str | None = None
+    """The language the user writes or speaks in (`German`, `es`)."""
     voice: str | None = None
+    """On audio targets: the voice the user speaks with (a Piper voice or an espeak-ng variant; `tamesu doctor`
+    lists those installed)."""
     background: str | None = None
+    """Who the user is and what happened before the conversation: told to the simulator as context."""
     behaviors: Behaviors = Field(default_factory=Behaviors)
+    """Audio behaviours (interruptions, pauses, noise, pace, loudness, disfluency) or a pack of them; see the
+    Behaviors table."""
     facts: dict[str, str] = Field(default_factory=dict)
     """What is true of this user (`booking_ref: ABC123`): the simulated user is told them, and a line of
     its that names a fact with another value is the simulated user's fault, not the agent's."""
@@ -160,15 +184,22 @@ SpeechMatch = Literal["speech", "exact"]
 
 class ScriptStep(Strict):
     say: str | None = None
+    """The user's words for this turn; templates allowed."""
     data: Any = None
+    """Structured data sent with the turn (an A2A data part, a rest `{{data}}`); templates rendered in every string."""
     files: list[FileSpec] = Field(default_factory=list)
+    """Files sent with the turn (a path relative to the suite, or `{uri, mime_type}`), to targets that take files."""
     wait_for: str | None = None
+    """Instead of speaking: listen until the agent says this phrase (or `timeout` passes), then go on."""
     timeout: Duration | None = None
     """How long a `wait_for` keeps listening for its phrase across the agent's utterances (default 15s)."""
     match: SpeechMatch = "speech"
+    """`speech`: on an audio turn, `wait_for` matches as a listener hears (case, punctuation, numbers and fillers
+    aside); `exact`: the words as written."""
     similarity: float = Field(0.8, gt=0, le=1)
     """`wait_for` on an audio turn: the share of the phrase's words that must be heard (tamesu.speech)."""
     dtmf: str | None = None
+    """Keypad digits (0-9, *, #, A-D) to press on a phone target in this turn."""
 
     @model_validator(mode="after")
     def _something(self) -> ScriptStep:
@@ -181,9 +212,15 @@ class ScriptStep(Strict):
 
 class Scenario(Strict):
     goal: str | None = None
+    """What the simulated user wants; the simulator plays towards it and ends the conversation once it is met."""
     max_turns: int = Field(10, ge=1, le=1000)
+    """The most user turns in one run; a conversation still going then ends with `max_turns`."""
     stop_when: str | None = None
+    """A condition, in words, that ends the conversation when the simulator judges it met (`the agent gives a refund
+    amount`)."""
     script: list[ScriptStep] = Field(default_factory=list)
+    """The user's turns written out, in order (`say`, `data`, `files`, `wait_for`, `dtmf`); with a `goal`, the
+    simulator carries on after them."""
     attack: str | None = Field(None, min_length=1)
     """A red-team pack (`prompt_injection`, `jailbreak`...) whose `attack:` the simulated user plays after the
     script; `goal` becomes its cover story, and the pack grades the test unless `assert` names it already."""
@@ -191,7 +228,9 @@ class Scenario(Strict):
 
 class Quarantine(Strict):
     reason: str = Field(min_length=1)
+    """Why the test is quarantined: it still runs, its failures do not fail the run."""
     until: dt.date | None = None
+    """The last day of the quarantine (YYYY-MM-DD); after it, the test counts again and `validate` says so."""
 
     def active(self, today: dt.date) -> bool:
         return self.until is None or today <= self.until
@@ -199,14 +238,20 @@ class Quarantine(Strict):
 
 class Case(Strict):
     name: str = Field(min_length=1)
+    """The case's name: the test runs once per case as `NAME [case]`."""
     vars: dict[str, Any] = Field(default_factory=dict)
+    """The variables this case gives the test's templates (`{{vars.NAME}}`), over the test's and suite's."""
 
 
 class CaptureSpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The variable the captured value is stored as (`{{captured.NAME}}` in later turns and assertions)."""
     regex: str | None = None
+    """A regular expression run on the agent's text; the first group (or the whole match) is captured."""
     json_path: str | None = None
+    """A JSONPath into the agent's raw response."""
     extract: str | None = None
+    """A description in words; the `extract` model reads the value out of the agent's turn."""
 
     @model_validator(mode="after")
     def _one_source(self) -> CaptureSpec:
@@ -220,12 +265,16 @@ class AdaptiveSpec(Strict):
     """`adaptive:` stop repeating as soon as the `pass_threshold` verdict is decided at `confidence`."""
 
     confidence: float = Field(0.95, ge=0.5, le=0.999)
+    """How sure the verdict must be before the repeats stop (0.95: a 95% interval clear of `pass_threshold`)."""
     min_runs: int = Field(5, ge=1, le=10000)
+    """Runs made before the verdict may stop the repeats."""
 
 
 class Defaults(Strict):
     assert_: list[Any] = Field(default_factory=list, alias="assert")
+    """Assertions graded on every test's runs, before the test's own."""
     slo: dict[str, float] = Field(default_factory=dict)
+    """Metric bounds (`p95_latency_ms: 2000`) every test is held to."""
     adaptive: AdaptiveSpec | None = None
     """Adaptive repeats for every test that repeats and does not say `adaptive:` itself."""
 
@@ -234,21 +283,32 @@ class CounterpartSpec(Strict):
     """`counterpart:` another target of the suite plays the user (two agents talking)."""
 
     target: str = Field(min_length=1)
+    """The suite's target that plays the user: its answers are the user's turns."""
     opening: str | None = None
     """The first user turn; without it the counterpart's answer to `scenario.goal` is."""
 
 
 class TestSpec(Strict):
     name: str = Field(min_length=1)
+    """The test's name, unique in its suite."""
     description: str | None = None
+    """What the test checks, for people: shown in reports."""
     target: str
+    """The name of the suite's (or project's) target the test talks to."""
     tags: list[str] = Field(default_factory=list)
+    """Labels to select tests with (`tamesu run -t smoke`)."""
     persona: Persona | None = None
+    """Who the simulated user is: name, style, language, voice, facts and behaviours."""
     scenario: Scenario = Field(default_factory=Scenario)
+    """What the simulated user does: a goal, a script, when to stop."""
     assert_: list[Any] = Field(default_factory=list, alias="assert")
+    """The assertions graded on each run, after the suite's and project's `defaults.assert`."""
     repeat: int = Field(1, ge=1, le=10000)
+    """How many times the test runs; the verdict comes from the pass rate of the runs."""
     pass_threshold: float = Field(1.0, ge=0.0, le=1.0)
+    """The share of runs that must pass for the test to pass (1.0: every run)."""
     retries: int = Field(0, ge=0, le=20)
+    """How often a run that ended in an error (not a failure) is made again."""
     pass_k: list[int] = Field(default_factory=list)
     """The k of pass@k and pass^k in the test's statistics; default 1 and the number of runs."""
     adaptive: AdaptiveSpec | None = None
@@ -256,12 +316,19 @@ class TestSpec(Strict):
     retries_inconclusive: int = Field(2, ge=0, le=20)
     """How often a run the simulated user spoiled is run again with a new seed."""
     quarantine: Quarantine | None = None
+    """A flaky test run but not counted: `{reason, until}`."""
     skip: str | bool = False
+    """`true` or a reason: the test is not run and is reported as skipped."""
     vars: dict[str, Any] = Field(default_factory=dict)
+    """Variables for the test's templates (`{{vars.NAME}}`), over the suite's."""
     cases: list[Case] = Field(default_factory=list)
+    """The test once per case, each with its own `vars`."""
     cases_file: str | None = None
+    """A CSV, JSON, JSONL or YAML file of cases (one row a case, columns as vars), relative to the suite."""
     capture: list[CaptureSpec] = Field(default_factory=list)
+    """Values read from the agent's turns into `{{captured.NAME}}` for later turns and assertions."""
     timeout: Duration = 300.0
+    """The most one run of the test may take; past it the run fails with `timeout`."""
     fuzz_tools: dict[str, FuzzSpec] = Field(default_factory=dict)
     """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""
     counterpart: CounterpartSpec | None = None
@@ -287,82 +354,27 @@ class TestSpec(Strict):
 
 class SecretsSpec(Strict):
     env_files: list[str] = Field(default_factory=lambda: [".env"])
-
-
-class TraceQuerySpec(Strict):
-    """`traces.query`: the tracing backend the agent already exports to, asked for each turn's trace."""
-
-    jaeger: str | None = None
-    """Jaeger's query service (`http://host:16686`): `GET /api/traces/{traceId}`, Jaeger's JSON."""
-    tempo: str | None = None
-    """Tempo's HTTP API (`http://host:3200`): `GET /api/traces/{traceId}`, OTLP JSON."""
-    timeout: Duration = Field(5.0, gt=0)
-    """How long one request to the backend may take; a backend that does not answer is an error (exit 3)."""
-
-    @model_validator(mode="after")
-    def _one_backend(self) -> TraceQuerySpec:
-        if (self.jaeger is None) == (self.tempo is None):
-            raise ValueError("name one backend: { jaeger: URL } or { tempo: URL }")
-        url = self.jaeger or self.tempo or ""
-        if not re.match(r"^https?://[^/\s]+", url):
-            raise ValueError(f"the backend's URL must start with http:// or https://, got {url[:80]!r}")
-        return self
-
-    @property
-    def backend(self) -> tuple[str, str]:
-        """(kind, base URL without a trailing slash)."""
-        return ("jaeger", self.jaeger.rstrip("/")) if self.jaeger else ("tempo", (self.tempo or "").rstrip("/"))
-
-
-class TracesSpec(Strict):
-    """`traces:`: the agent's own OpenTelemetry spans, received while the tests run or fetched from the agent's
-    tracing backend after each run (tamesu.telemetry)."""
-
-    receive: str | None = None
-    """`host:port` of an OTLP/HTTP receiver (protobuf and JSON) for the run's duration; port 0 picks a free one.
-    `{{env.NAME}}` templates are filled in when the run starts (a port a CI job or a script chose).
-    Hooks and the commands tamesu starts get OTEL_EXPORTER_OTLP_ENDPOINT pointing at it."""
-    query: TraceQuerySpec | None = None
-    """Instead of `receive`: fetch each turn's trace from Jaeger or Tempo once the run's turns had `wait`."""
-    wait: Duration = 2.0
-    """How long after a run's last turn to wait for late spans before it is graded; with `query`, also how
-    long a trace the backend does not have yet is asked for again."""
-    max_spans: int = Field(10_000, ge=1, le=10_000_000)
-    """Spans kept per run; more are counted in the result, not kept."""
-
-    @model_validator(mode="after")
-    def _one_source(self) -> TracesSpec:
-        if (self.receive is None) == (self.query is None):
-            raise ValueError("traces: name where spans come from: receive: host:port, or query: "
-                             "{ jaeger: URL } / { tempo: URL }")
-        return self
-
-    @field_validator("receive")
-    @classmethod
-    def _addr(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if "{{" not in value:
-            split_addr(value)
-            return value
-        for expr, problem in references(value):
-            if problem:
-                raise ValueError(problem)
-            if not expr.startswith("env."):
-                raise ValueError(f"only {{{{env.NAME}}}} templates are filled in here, not {{{{{expr}}}}}")
-        return value
+    """Files of `NAME=value` lines read for `{{secrets.NAME}}`, relative to tamesu.yaml; the environment wins."""
 
 
 class SuiteSpec(Strict):
     name: str | None = None
+    """The suite's name in reports; default the file's name."""
     description: str | None = None
+    """What the suite tests, for people."""
     targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The agents the tests talk to, by name: each a mapping with its `type` and that type's keys."""
     defaults: Defaults = Field(default_factory=Defaults)
+    """What every test of the suite gets: `assert` (graded before each test's own), `slo`, `adaptive`."""
     hooks: HooksSpec = Field(default_factory=HooksSpec)
+    """Commands or HTTP requests run around the suite's tests: `before_all`, `after_all`, `before_each`,
+    `after_each`."""
     vars: dict[str, Any] = Field(default_factory=dict)
+    """Variables for every test's templates (`{{vars.NAME}}`), over the project's."""
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     """`simulator`, `judge`, `extract`, or any name an assertion's `model:` refers to."""
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    """The most this suite's runs may spend on tamesu's own model calls (`usd`, `tokens`)."""
     packs: dict[str, PackSpec] = Field(default_factory=dict)
     """The suite's own packs, used as `pack: NAME`; they replace the project's and built-in ones of that name."""
     remote_agents: dict[str, RemoteAgentSpec] = Field(default_factory=dict)
@@ -370,6 +382,7 @@ class SuiteSpec(Strict):
     traces: TracesSpec | None = None
     """The project's `traces:` for this suite's tests, or its own."""
     tests: list[dict[str, Any]] = Field(default_factory=list)
+    """The suite's tests."""
 
 
 class ReportSettings(Strict):
@@ -396,6 +409,7 @@ class ProjectSpec(Strict):
     """`tamesu.yaml`: what every suite of a project shares."""
 
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
+    """Globs of the suite files the project runs, relative to tamesu.yaml."""
     targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Agents named for `tamesu test -n NAME` (JSONL tests); the same shape as a suite's `targets`."""
 
@@ -405,17 +419,27 @@ class ProjectSpec(Strict):
         # `suites:` with nothing after it names no suite, as `suites: []` does: the loader says so at the key
         return [] if value is None else value
     models: dict[str, ModelSpec] = Field(default_factory=dict)
+    """The models tamesu uses (`simulator`, `judge`, `extract`, or any name an assertion's `model:` names)."""
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    """The most a run may spend on tamesu's own model calls; past it the run stops with exit 4."""
     packs: dict[str, PackSpec] = Field(default_factory=dict)
     """Packs every suite of the project may use as `pack: NAME`."""
     cache: CacheSpec = Field(default_factory=CacheSpec)
+    """The replay cache of model calls: where it lives and whether it is read, written or required."""
     defaults: Defaults = Field(default_factory=Defaults)
+    """What every test of every suite gets: `assert`, `slo`, `adaptive`."""
     hooks: HooksSpec = Field(default_factory=HooksSpec)
+    """Commands or HTTP requests run around every suite: `before_all`, `after_all`, `before_each`, `after_each`."""
     secrets: SecretsSpec = Field(default_factory=SecretsSpec)
+    """Where secrets come from besides the environment: `env_files` (default `.env`)."""
     vars: dict[str, Any] = Field(default_factory=dict)
+    """Variables for every suite's templates (`{{vars.NAME}}`)."""
     out: str = "tamesu-runs"
+    """The folder run directories are written under, relative to tamesu.yaml."""
     parallel: int = Field(1, ge=1, le=10000)
+    """How many test runs go at once (`--parallel` overrides it)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
+    """The reports every run writes (`formats`), and the baseline it is compared with."""
     store: str | bool | None = None
     """The results store: unset or `true` (SQLite in .tamesu/store.db, the default), a SQLite path,
     `postgresql://...`, or `false` (off). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""

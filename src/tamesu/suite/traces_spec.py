@@ -1,0 +1,74 @@
+"""`traces:`, in a suite or tamesu.yaml: where the agent's own OpenTelemetry spans come from (tamesu.telemetry)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator, model_validator
+
+from tamesu.suite.templates import references
+from tamesu.types import Duration, Strict, split_addr
+
+
+class TraceQuerySpec(Strict):
+    """`traces.query`: the tracing backend the agent already exports to, asked for each turn's trace."""
+
+    jaeger: str | None = None
+    """Jaeger's query service (`http://host:16686`): `GET /api/traces/{traceId}`, Jaeger's JSON."""
+    tempo: str | None = None
+    """Tempo's HTTP API (`http://host:3200`): `GET /api/traces/{traceId}`, OTLP JSON."""
+    timeout: Duration = Field(5.0, gt=0)
+    """How long one request to the backend may take; a backend that does not answer is an error (exit 3)."""
+
+    @model_validator(mode="after")
+    def _one_backend(self) -> TraceQuerySpec:
+        if (self.jaeger is None) == (self.tempo is None):
+            raise ValueError("name one backend: { jaeger: URL } or { tempo: URL }")
+        url = self.jaeger or self.tempo or ""
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise ValueError(f"the backend's URL must start with http:// or https://, got {url[:80]!r}")
+        return self
+
+    @property
+    def backend(self) -> tuple[str, str]:
+        """(kind, base URL without a trailing slash)."""
+        return ("jaeger", self.jaeger.rstrip("/")) if self.jaeger else ("tempo", (self.tempo or "").rstrip("/"))
+
+
+class TracesSpec(Strict):
+    """`traces:`: the agent's own OpenTelemetry spans, received while the tests run or fetched from the agent's
+    tracing backend after each run (tamesu.telemetry)."""
+
+    receive: str | None = None
+    """`host:port` of an OTLP/HTTP receiver (protobuf and JSON) for the run's duration; port 0 picks a free one.
+    `{{env.NAME}}` templates are filled in when the run starts (a port a CI job or a script chose).
+    Hooks and the commands tamesu starts get OTEL_EXPORTER_OTLP_ENDPOINT pointing at it."""
+    query: TraceQuerySpec | None = None
+    """Instead of `receive`: fetch each turn's trace from Jaeger or Tempo once the run's turns had `wait`."""
+    wait: Duration = 2.0
+    """How long after a run's last turn to wait for late spans before it is graded; with `query`, also how
+    long a trace the backend does not have yet is asked for again."""
+    max_spans: int = Field(10_000, ge=1, le=10_000_000)
+    """Spans kept per run; more are counted in the result, not kept."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TracesSpec:
+        if (self.receive is None) == (self.query is None):
+            raise ValueError("traces: name where spans come from: receive: host:port, or query: "
+                             "{ jaeger: URL } / { tempo: URL }")
+        return self
+
+    @field_validator("receive")
+    @classmethod
+    def _addr(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "{{" not in value:
+            split_addr(value)
+            return value
+        for expr, problem in references(value):
+            if problem:
+                raise ValueError(problem)
+            if not expr.startswith("env."):
+                raise ValueError(f"only {{{{env.NAME}}}} templates are filled in here, not {{{{{expr}}}}}")
+        return value
