@@ -29,7 +29,9 @@ class HandoffSpec(Strict):
     """How the agent signals that a person took over: a JSONPath that is truthy, or a pattern in its text."""
 
     json_path: str | None = None
+    """A JSONPath into the agent's response that is truthy when a person took over."""
     regex: str | None = None
+    """A regular expression on the agent's text that matches when a person took over."""
     to: str | None = None
     """JSONPath to who took over (a queue, a person)."""
     summary: str | None = None
@@ -41,10 +43,13 @@ class TargetSpec(Strict):
 
     type: str
     description: str | None = None
+    """What the agent is, for people: shown in reports."""
     connect: ConnectSpec = Field(default_factory=ConnectSpec)
+    """How a request that never reached the agent is retried: `attempts`, `backoff`, `timeout`."""
     tls: TlsSpec | None = None
     """Trust and client certificates for the target's HTTPS routes (rest, a2a, mcp over HTTP): `tamesu.net.tls`."""
     handoff: HandoffSpec | None = None
+    """How the agent says a person took over (a JSONPath or a pattern): the conversation then ends with `handoff`."""
     turn_timeout: Duration = 60.0
     """How long one turn may wait for the agent's answer before it fails."""
     max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)

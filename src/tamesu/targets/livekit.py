@@ -56,27 +56,37 @@ DTMF_CODES = {**{str(n): n for n in range(10)}, "*": 10, "#": 11}
 
 class DispatchSpec(Strict):
     agent_name: str
+    """The LiveKit Agents worker's agent name to dispatch into the room."""
     metadata: str = ""
+    """The dispatch's metadata string, handed to the agent's job."""
 
 
 class LiveKitSpec(TargetSpec):
     url: str
     """The server's websocket URL (`wss://project.livekit.cloud`, `ws://127.0.0.1:7880`)."""
     api_key: str
+    """The LiveKit API key, as `{{secrets.X}}`: with `api_secret`, tamesu mints the token it joins with."""
     api_secret: str
     """As `{{secrets.X}}`: tamesu mints its own token with them and never writes them anywhere."""
     room: str = "tamesu-{{run.id}}"
+    """The room tamesu joins (and the agent is dispatched to); templates allowed, default one room per run."""
     identity: str = "tamesu-caller"
+    """The participant identity tamesu joins as."""
     dispatch: DispatchSpec | None = None
     """An agent to dispatch into the room (LiveKit Agents' explicit dispatch), in the token."""
     agent_identity: str | None = None
     """A regex on the participant identity that is the agent; default: the first agent participant."""
     mode: Literal["text", "audio"] = "text"
+    """`text`: turns are text streams on `topic`; `audio`: the persona speaks on a microphone track and the agent's
+    audio is heard."""
     topic: str = "lk.chat"
+    """The text stream topic the user's turns are sent on (`text` mode)."""
     reply_topic: str = "lk.transcription"
+    """The topic the agent's answers arrive on, as text streams or data (`text` mode)."""
     idle: float = Field(1.2, gt=0, le=60)
     """Seconds without more of the agent's text or speech that end its turn."""
     join_timeout: float = Field(15.0, gt=0, le=600)
+    """How long to wait for the agent to join the room before the run is an infrastructure error."""
 
 
 @dataclass

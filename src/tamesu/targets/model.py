@@ -90,7 +90,9 @@ class ToolResultCase(Strict):
     when: dict[str, Any] = Field(default_factory=dict)
     """Argument name: expected value, or a full regular expression for its text. Empty matches every call."""
     result: Any = None
+    """The result returned when `when` matches."""
     error: str | None = None
+    """The error the call fails with when `when` matches."""
 
     @model_validator(mode="after")
     def _one_answer(self) -> ToolResultCase:
@@ -103,11 +105,15 @@ class ModelToolSpec(Strict):
     """A tool offered to the model, and how tamesu answers it."""
 
     name: str
+    """The tool's name, as the model calls it."""
     description: str = ""
+    """What the tool does, as the model is told."""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """The JSON schema of the arguments, as the provider's function-calling API takes it."""
     result: Any = None
+    """What every call returns (a string, or JSON), unless a `results` entry matches first; rendered as a template."""
     results: list[ToolResultCase] = Field(default_factory=list)
+    """Results by the call's arguments: the first entry whose `when` matches answers the call."""
     error: str | None = None
     """Make every call fail with this message (unless a `results` entry matches first)."""
 
@@ -132,11 +138,15 @@ class ModelTargetSpec(TargetSpec):
     model: str | ModelSpec | None = None
     """A name under `models:`, a shorthand (`openai:gpt-4o-mini`) or a mapping; default `models.target`."""
     system: str | None = None
+    """The system prompt the model under test is given; templates allowed."""
     system_file: str | None = None
     """A file holding the system prompt, relative to the suite."""
     tools: list[ModelToolSpec] = Field(default_factory=list)
+    """The tools offered to the model, each with how tamesu answers its calls (`result`, `results`, `error`)."""
     temperature: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature (0-2) of the model under test; default the model's own setting."""
     max_tokens: int | None = Field(None, ge=1)
+    """The most tokens the model may answer a turn with; default the model's own setting."""
     max_tool_rounds: int = Field(5, ge=0, le=100)
     """How many times per turn the model's tool calls are answered before the turn fails."""
     fallback: str | ModelSpec | None = None

@@ -43,7 +43,11 @@ class TwilioSpec(TargetSpec):
     url: str
     """The agent's Media Streams websocket (what `<Stream url=...>` names in TwiML)."""
     from_: str | None = Field(None, alias="from")
+    """The caller's number, sent as the stream's `from` custom parameter (unless `parameters` has one); templates
+    allowed."""
     to: str | None = None
+    """The called number, sent as the stream's `to` custom parameter (unless `parameters` has one); templates
+    allowed."""
     parameters: dict[str, str] = Field(default_factory=dict)
     """The stream's custom parameters (templates), as the agent reads them from `start.customParameters`."""
     idle: Duration = 1.0

@@ -72,8 +72,12 @@ def _path(text: str) -> Any:
 
 class AudioSpec(Strict):
     encoding: Literal["pcm16", "mulaw", "alaw"] = "pcm16"
+    """The audio's encoding both ways: 16-bit PCM, or G.711 mu-law / a-law."""
     sample_rate: int = Field(16000, ge=8000, le=48000)
+    """The audio's sample rate both ways, in Hz; tamesu sends and expects this rate."""
     frames: Literal["binary", "json"] = "binary"
+    """`binary`: raw audio in binary websocket messages; `json`: base64 audio inside JSON messages (`send`,
+    `receive`)."""
     send: Any = None
     """json frames: the message for one 20 ms frame, `{{message.audio}}` where its base64 goes (and
     `{{message.digit}}` in `messages.dtmf`)."""
@@ -127,32 +131,49 @@ class ToolCallMatch(MessageMatch):
 
 class MessagesSpec(Strict):
     open: Any = None
+    """Sent once after connecting: one message template, or a list of them."""
     dtmf: Any = None
+    """Sent for each keypad digit of a `dtmf` step, with `{{message.digit}}`."""
     close: Any = None
+    """Sent before tamesu closes the socket: one message template, or a list."""
     tool_result: Any = None
     """The answer to a tool call: a template with {{message.id}}, {{message.name}}, {{message.result}} (JSON
     text) and {{message.output}} (the result as a value)."""
     interrupted: MessageMatch | None = None
+    """The agent's message saying it stopped speaking because the user barged in."""
     done: MessageMatch | None = None
+    """The agent's message that ends its turn at once (instead of waiting `idle`)."""
     transcript: MessageMatch | None = None
+    """The agent's message carrying its transcript of the user's speech (`text`)."""
     hangup: MessageMatch | None = None
+    """The agent's message that ends the call."""
     tool_calls: ToolCallMatch | None = None
+    """The agent's message that is a tool call: JSONPaths to its name, arguments and id."""
 
 
 class VoiceSessionSpec(Strict):
     open: SessionOpenSpec | None = None
+    """A request made before connecting (create the call); its captures are `{{session.NAME}}`."""
 
 
 class VoiceSpec(TargetSpec):
     url: str
+    """ws:// or wss:// URL of the agent's audio websocket; templates allowed (`{{session.NAME}}`)."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers on the websocket handshake; templates allowed."""
     audio: AudioSpec = Field(default_factory=AudioSpec)
+    """How audio goes over the socket: its encoding, rate, and binary or JSON frames."""
     messages: MessagesSpec = Field(default_factory=MessagesSpec)
+    """The protocol's JSON messages: what tamesu sends (open, dtmf, close, tool results) and how it recognises the
+    agent's (done, interrupted, transcript, hangup, tool calls)."""
     session: VoiceSessionSpec = Field(default_factory=VoiceSessionSpec)
+    """`open`: a request made before connecting (create the call); its captures are `{{session.NAME}}` in `url` and
+    `headers`."""
     tool_results: dict[str, Any] = Field(default_factory=dict)
     """tool name: its result, or a list of `{when, result | error}` cases (as the realtime target's)."""
     idle: Duration = 1.0
-    """Silence after the agent's speech (on the playback clock) that ends its turn."""
+    """Silence after the agent's speech (on the playback clock) that ends its turn, unless `messages.done` ends
+    it first."""
     turn_timeout: Duration = 30.0
     """How long the agent may take to start speaking, or to finish a reply that never pauses for `idle`."""
 

@@ -33,11 +33,20 @@ class A2ASpec(TargetSpec):
     url: str
     """The JSON-RPC endpoint, the base of the HTTP+JSON binding, or grpc://host:port (grpcs:// for TLS)."""
     transport: Binding | None = None
+    """The A2A binding to use (`jsonrpc`, `http`, `grpc`); default the first the agent card offers that tamesu
+    speaks."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers (gRPC metadata) sent with every request; templates allowed."""
     stream: bool = False
+    """Send with `message/stream` and read the streamed events (time to first token), instead of `message/send`."""
     push: bool | PushSpec = False
+    """Receive the task's updates as push notifications: `true`, or where the listener binds and the URL the agent
+    posts to."""
     skill: str | None = None
+    """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3); `tamesu
+    coverage` counts it."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    """Metadata sent with every message (templates allowed)."""
 
     @model_validator(mode="after")
     def _coherent(self) -> A2ASpec:

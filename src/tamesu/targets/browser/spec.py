@@ -22,8 +22,11 @@ class RoleSelector(Strict):
     """An element by its accessible role and name, as a person using a screen reader finds it."""
 
     role: str = Field(min_length=1)
+    """The ARIA role (`button`, `textbox`, `link`...)."""
     name: str | None = None
+    """The accessible name; a substring, case-insensitive, unless `exact`."""
     exact: bool = False
+    """Match the accessible name exactly (case and whole string)."""
 
 
 Selector = str | RoleSelector
@@ -32,14 +35,18 @@ Selector = str | RoleSelector
 
 class Viewport(Strict):
     width: int = Field(1024, ge=100, le=8000)
+    """The page's width in CSS pixels."""
     height: int = Field(700, ge=100, le=8000)
+    """The page's height in CSS pixels."""
 
 
 class DoneSpec(Strict):
     """How to tell the agent has finished answering: an element hidden or shown, or its messages quiet."""
 
     hidden: Selector | None = None
+    """An element (a typing indicator) that is hidden once the agent has answered."""
     visible: Selector | None = None
+    """An element that is shown once the agent has answered."""
     quiet: Duration = 0.4
     """The agent's messages stopped changing for this long (always waited for, after hidden/visible)."""
 
@@ -48,21 +55,29 @@ class ChatSpec(Strict):
     """A web chat widget as a conversational target: type in `input`, send, read the new `messages`."""
 
     input: Selector
+    """The text field the user's turn is typed into."""
     send: Selector | None = None
     """The send control; without it Enter is pressed in the input."""
     messages: Selector
     """Every element it matches is one of the agent's messages."""
     done: DoneSpec = Field(default_factory=DoneSpec)
+    """How to tell the agent has finished its answer: an element hidden or shown, then its messages quiet."""
     open: Selector | None = None
     """A control that opens the widget (a launcher bubble), clicked once when the conversation starts."""
 
 
 class BrowserSpec(TargetSpec):
     url: str
+    """The page the browser opens at the start of each run; templates allowed."""
     engine: str = "chromium"
+    """The browser: `chromium` (Debian's, or Playwright's); `firefox` and `webkit` need Playwright's browser
+    download."""
     viewport: Viewport = Field(default_factory=Viewport)
+    """The page's size in CSS pixels."""
     locale: str | None = None
+    """The browser's locale (`de-DE`): `navigator.language` and the Accept-Language header."""
     headless: bool = True
+    """Run the browser without a window; `false` shows it (needs a display)."""
     storage_state: str | None = None
     """A Playwright storage-state file (cookies, local storage), relative to the suite."""
     allowed_domains: list[str] = Field(default_factory=list)
@@ -74,6 +89,8 @@ class BrowserSpec(TargetSpec):
     """Show the models of `goal` and `expect` steps a screenshot of the page (JPEG, the viewport) with each
     look at it, beside its text and aria snapshot: for models that see images."""
     chat: ChatSpec | None = None
+    """The page's chat widget as a conversational target (`input`, `messages`...); without it, the test's `steps`
+    drive the page."""
     load_timeout: Duration = 30.0
     """How long the first page may take to load before the run is an infrastructure error."""
     step_timeout: Duration = 5.0

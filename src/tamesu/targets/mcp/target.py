@@ -82,13 +82,19 @@ class McpTargetSpec(ModelTargetSpec):
     """The model target's keys (model, system, temperature...) plus where the server is."""
 
     command: str | None = None
+    """A stdio MCP server: the command tamesu starts for each run (with `args` and `env`)."""
     args: list[str] = Field(default_factory=list)
+    """The stdio server's arguments; templates allowed."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for the stdio server, over tamesu's own; templates allowed (`{{secrets.X}}`)."""
     url: str | None = None
+    """A Streamable HTTP MCP server's endpoint (instead of `command`)."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent to the HTTP server; templates allowed."""
     allow_tools: list[str] | None = None
     """Names (or `*` globs) of the server's tools the model is offered; default all of them."""
     call_timeout: Duration = 30.0
+    """How long one tool call to the server may take; a call past it is answered to the model as an error."""
 
     @model_validator(mode="after")
     def _reachable(self) -> McpTargetSpec:

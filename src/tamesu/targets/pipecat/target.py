@@ -72,13 +72,17 @@ an answer)."""
 
 class PipecatSessionSpec(Strict):
     open: SessionOpenSpec | None = None
+    """A request made before connecting (a bot runner's start endpoint); its captures are `{{session.NAME}}`."""
 
 
 class PipecatSpec(TargetSpec):
     url: str
     """ws:// or wss:// URL of the bot's websocket transport."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers on the websocket handshake; templates allowed (`{{session.NAME}}`)."""
     mode: Literal["text", "audio"] = "text"
+    """`text`: turns are RTVI text messages; `audio`: the persona speaks pcm16 over the transport and the bot's
+    audio is heard."""
     sample_rate: int = Field(16000, ge=8000, le=48000)
     """audio mode: the rate of the pcm16 audio both ways (the bot's audio_out_sample_rate)."""
     idle: Duration = 1.0

@@ -32,6 +32,7 @@ class RealtimeSpec(TargetSpec):
     url: str
     """ws:// or wss:// URL of the Realtime endpoint (the API's, or your own server's)."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers on the websocket handshake (`Authorization: Bearer {{secrets.OPENAI_API_KEY}}`)."""
     model: str | None = None
     """Sent as `?model=` unless the URL has one."""
     session_update: dict[str, Any] = Field(default_factory=dict)
@@ -42,7 +43,10 @@ class RealtimeSpec(TargetSpec):
     done_tool: str | None = None
     """A function call of this name ends the conversation (after it is recorded)."""
     mode: Literal["text", "audio"] = "text"
+    """`text`: text turns and text answers; `audio`: the persona speaks into the input audio buffer and the agent's
+    audio is heard."""
     audio_format: Literal["pcm16", "g711_ulaw", "g711_alaw"] = "pcm16"
+    """The audio format both ways in audio mode (`pcm16` at 24 kHz, or G.711 u-law / a-law at 8 kHz)."""
     turn_detection: Literal["commit", "server_vad"] = "commit"
     """audio mode: tamesu commits the buffer and asks for a response after each utterance, or the agent's
     server VAD decides when the user finished."""

@@ -38,7 +38,9 @@ class PathEquals(Strict):
     """A condition that holds when the JSONPath finds `equals`: `{path: $.type, equals: done}`."""
 
     path: JsonPath
+    """The JSONPath looked up."""
     equals: Any
+    """The value it must find for the condition to hold."""
 
 
 def _condition(value: Any) -> str | PathEquals:
@@ -100,13 +102,21 @@ class PollSpec(Strict):
     """The reply is read from a second endpoint, polled until it holds text (or `done`)."""
 
     url: str
+    """The endpoint polled for the answer; templates allowed (`{{response.job_id}}` of the turn's first response)."""
     method: str = "GET"
+    """The HTTP method of each poll."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers sent with each poll; templates allowed."""
     body: Any = None
+    """The JSON body of each poll, if any; templates allowed."""
     interval: Duration = 0.5
+    """The pause between polls."""
     timeout: Duration | None = None
+    """How long to poll before the turn fails; default the target's `turn_timeout`."""
     text: JsonPath = "$.text"
+    """JSONPath to the answer's text in a poll's response."""
     done: Condition | None = None
+    """A condition on a poll's response that says the answer is complete (default: text is there)."""
 
     @field_validator("interval")
     @classmethod
@@ -120,13 +130,17 @@ class ListenSpec(Strict):
     """The reply is what the agent posts to an API tamesu serves at `{{listen.url}}`."""
 
     path: str = "/"
+    """The path the agent posts its answer to, on the listener tamesu serves."""
     addr: HostPort | None = None
     """host:port to bind; default 127.0.0.1 on a free port."""
     url: str | None = None
     """The URL the agent reaches the listener at (a tunnel); default the listener's own address + path."""
     text: JsonPath = "$.text"
+    """JSONPath to the text in each post."""
     idle: Duration = 1.0
+    """How long without a new post, after one with text, ends the turn."""
     done: Condition | None = None
+    """A condition on a post that ends the turn at once (the agent's last post)."""
 
     @field_validator("path")
     @classmethod
@@ -145,7 +159,9 @@ class ListenSpec(Strict):
 
 class ResponseSpec(Strict):
     text: JsonPath = "$.text"
+    """JSONPath to the agent's text in the response (or in the final stream event)."""
     tool_calls: JsonPath = "$.tool_calls"
+    """JSONPath to the agent's tool calls (`[{name, arguments}]`), for the tool assertions."""
     done: Condition | None = None
     """The agent ended the conversation."""
     delta: JsonPath | None = None
@@ -153,13 +169,17 @@ class ResponseSpec(Strict):
     final: Condition = "$.done"
     """The streamed event that completes the agent's turn (sse, websocket)."""
     poll: PollSpec | None = None
+    """The answer is fetched from a second endpoint, polled until it holds text."""
     listen: ListenSpec | None = None
+    """The answer is what the agent posts to an endpoint tamesu serves for the run."""
 
 
 class RestSessionSpec(Strict):
     id: str | None = None
     """Template of the session id; default a fresh uuid4 hex per run."""
     open: SessionOpenSpec | None = None
+    """A request made once per run before the first turn (create a conversation); its `capture` values become
+    `{{session.NAME}}`."""
 
     @field_validator("id")
     @classmethod
@@ -181,12 +201,21 @@ class RestSessionSpec(Strict):
 
 class RestSpec(TargetSpec):
     url: str
+    """The agent's endpoint; templates allowed (`{{session.id}}`)."""
     method: str = "POST"
+    """The HTTP method of each turn's request."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers sent with every turn; templates allowed (`Authorization: Bearer {{secrets.TOKEN}}`)."""
     request: RequestSpec = Field(default_factory=RequestSpec)
+    """What each turn's request body is: a template of the user's message, history, files and session."""
     response: ResponseSpec = Field(default_factory=ResponseSpec)
+    """Where the agent's answer is in what comes back: its text, tool calls, stream events, a polled or posted reply."""
     streaming: Literal["none", "sse", "websocket"] = "none"
+    """`none`: one response per turn; `sse`: a server-sent event stream; `websocket`: messages over one websocket
+    per run."""
     session: RestSessionSpec = Field(default_factory=RestSessionSpec)
+    """The run's session: its id template, and a request made once before the first turn whose captures become
+    `{{session.NAME}}`."""
 
     @field_validator("method")
     @classmethod

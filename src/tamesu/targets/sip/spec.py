@@ -16,12 +16,17 @@ class TrunkSpec(Strict):
     model_config = ConfigDict(**{**Strict.model_config, "populate_by_name": True})
 
     host: str
+    """The trunk's host name or address."""
     port: int = Field(5060, ge=1, le=65535)
+    """The trunk's SIP port."""
     transport: Literal["udp", "tcp"] = "udp"
+    """SIP over `udp` or `tcp`."""
     username: str | None = None
+    """The digest user name, when the trunk asks for credentials."""
     password: str | None = None
     """Digest credentials, usually `{{secrets.X}}`."""
     realm: str = "*"
+    """The digest realm the credentials are for; `*` any."""
     register_: bool = Field(False, alias="register")
     """REGISTER with the trunk before calling (most trunks take calls from a known address without it)."""
 
@@ -34,6 +39,7 @@ class TriggerSpec(Strict):
     run: str | None = None
     """A shell command; `{{session.uri}}` is where tamesu answers."""
     timeout: Duration = 10.0
+    """How long the trigger's request or command may take."""
 
     @model_validator(mode="after")
     def _one(self) -> TriggerSpec:
@@ -44,20 +50,26 @@ class TriggerSpec(Strict):
 
 class SipSpec(TargetSpec):
     direction: Literal["outbound", "inbound"] = "outbound"
+    """`outbound`: tamesu calls the agent at `to`; `inbound`: the agent calls tamesu, made to by `trigger`."""
     to: str | None = None
     """outbound: the agent's SIP URI (`sip:agent@host:port`), or a number dialled through `trunk`."""
     from_: str | None = Field(None, alias="from")
     """The caller identity tamesu presents (`sip:+15551234@example.com`)."""
     trunk: TrunkSpec | None = None
+    """A SIP trunk or PBX that `to`, a number, is dialled through (with its credentials)."""
     inbound_number: str = "tamesu"
     """inbound: the user part tamesu answers as (`sip:<inbound_number>@<listen>`)."""
     trigger: TriggerSpec | None = None
+    """inbound: what makes the agent call (an HTTP request or a command), with `{{session.uri}}` to call."""
     listen: str = "127.0.0.1:0"
     """The local SIP address (host:port; port 0 picks a free one)."""
     answer_after: Duration = 0.5
     """inbound: how long tamesu lets the call ring before it answers."""
     ring_timeout: Duration = 30.0
+    """How long a call may ring (outbound: before the agent answers; inbound: before the agent calls) before the run
+    ends with `no_answer`."""
     max_duration: Duration = 300.0
+    """The longest a call may last; tamesu hangs up then."""
     idle: Duration = 1.2
     """Silence after the agent's speech that ends its turn."""
     greeting: bool = True
