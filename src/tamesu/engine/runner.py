@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from tamesu import __version__, targets
-from tamesu.engine.artifacts import RunDirectory, new_run_dir
+from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
@@ -176,6 +176,8 @@ class Runner:
         models = self._models_for(suite)
         try:
             await asyncio.gather(*(self._traced_test(test, directory, models, traces) for test in tests))
+            if suite.spec.load is not None:
+                await self._load(suite, tests, directory, models, traces)
         finally:
             if models is not None:
                 await models.aclose()
@@ -282,6 +284,39 @@ class Runner:
             self.reporter.run_finished(test, outcome.result)
             return outcome
 
+
+    async def _load(self, suite: LoadedSuite, tests: list[PlannedTest], directory: RunDirectory,
+                    models: ModelRegistry | None, traces: SuiteTraces | None) -> None:
+        """`load:`: the suite's tests again, stage by stage (tamesu.engine.load); `load/SUITE.json` and the
+        reporters get each stage's numbers."""
+        from tamesu.engine.load import load_finished, run_load
+
+        runnable = [t for t in tests if not t.spec.skip]
+        if not runnable or suite.spec.load is None or self._stop or self.stopping.signum is not None:
+            return
+        folder = directory.root / "load" / slug(suite.name)
+        hooks = self.plan.project.spec.hooks, suite.spec.hooks
+
+        async def one_run(test: PlannedTest, number: int, run_dir: Path) -> RunOutcome:
+            inputs = RunInputs(
+                test=test, number=number, attempt=1, run_id=f"{directory.root.name}-load-{number}",
+                artifacts_dir=run_dir, secrets=self.plan.secrets, before_each=[*hooks[0].before_each,
+                                                                             *hooks[1].before_each],
+                after_each=[*hooks[0].after_each, *hooks[1].after_each], models=models, stop=self.stopping,
+                user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
+                traces=traces)
+            try:
+                return await execute_run(inputs)
+            except Exception as exc:  # as in _attempts: only this conversation's error
+                return crashed_run(inputs, exc)
+
+        report = await run_load(suite.spec.load, suite.name, runnable, folder, one_run,
+                                lambda: self._stop or self.stopping.reason)
+        try:
+            directory.write_json(folder.with_suffix(".json"), report)
+        except OSError as exc:
+            self._cannot_write(folder.with_suffix(".json"), exc)
+        load_finished(self.reporter, report)
 
     async def _attempts(self, test: PlannedTest, number: int, rerun: int, test_dir: Path, directory: RunDirectory,
                         models: ModelRegistry | None, traces: SuiteTraces | None = None) -> RunOutcome | None:

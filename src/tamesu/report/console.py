@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from tamesu.report.words import count_of, not_evaluated
+from tamesu.results.load import LoadReport, table_lines
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
 
@@ -97,6 +98,10 @@ class ConsoleReporter:
 
     def warning(self, message: str) -> None:
         self._print(Text(f"warning: {message}", style="yellow"))
+
+    def load_finished(self, report: LoadReport) -> None:
+        for line in table_lines(report):
+            self._print(Text(line, style="bold" if line.startswith("load:") else ""))
 
     def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
         if self._live is not None:

@@ -23,6 +23,7 @@ from tamesu.report import _svg
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
+from tamesu.report.load_html import load_sections
 from tamesu.report.waterfall import turn_spans, waterfall, waterfall_css
 from tamesu.report.words import not_evaluated
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
@@ -107,6 +108,7 @@ class _Page:
         parts = [self.header(), self.summary()]
         if self.comparison is not None:
             parts.append(self.baseline(self.comparison))
+        parts.append(load_sections(run.dir))
         parts.append(self.controls())
         ordered = sorted(enumerate(run.results), key=lambda p: (_ORDER.get(p[1].status, 9), p[0]))
         parts.append('<main id="tests">')

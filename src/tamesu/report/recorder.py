@@ -97,6 +97,11 @@ class Fanout:
         for reporter in self.reporters:
             reporter.warning(message)
 
+    def load_finished(self, report: Any) -> None:
+        for reporter in self.reporters:
+            if callable(show := getattr(reporter, "load_finished", None)):
+                show(report)
+
     def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
         for reporter in self.reporters:
             reporter.finish(summary, run_dir)

@@ -17,6 +17,7 @@ from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import expand
 from tamesu.suite.fuzz import FuzzSpec
+from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
 from tamesu.types import Duration, Strict, parse_duration
@@ -381,6 +382,9 @@ class SuiteSpec(Strict):
     """Scripted A2A agents served for every run of the suite's tests, for the agent under test to delegate to."""
     traces: TracesSpec | None = None
     """The project's `traces:` for this suite's tests, or its own."""
+    load: LoadSpec | None = None
+    """After the tests ran: each `ramp` stage runs them with that many conversations at once for `hold`, and
+    reports the stage's latency percentiles (`load.json`, the console, the HTML report)."""
     tests: list[dict[str, Any]] = Field(default_factory=list)
     """The suite's tests."""
 

@@ -1,0 +1,88 @@
+"""A suite's `load:` profile: its tests again at each `ramp` concurrency for `hold`, measured per stage.
+
+Each stage keeps `concurrency` conversations going: a worker takes the suite's tests in turn (worker w starts at
+test w, so the stage mixes them) and starts the next as soon as its last ends, until `hold` has passed; a
+conversation under way then is let finish and counted. Every conversation is a full run (hooks, grading), its
+artifacts under `load/SUITE/stage-N-xC/`; only the stage's counts and latency percentiles are kept
+(`tamesu.results.load`). Stages run one after another, so each measures the agent at one concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from tamesu.engine.conversation import RunOutcome
+from tamesu.plan import PlannedTest
+from tamesu.results.load import LoadReport, LoadStage, Percentiles
+from tamesu.results.records import RunResult
+from tamesu.suite.load_spec import LoadSpec
+
+OneRun = Callable[[PlannedTest, int, Path], Awaitable[RunOutcome]]
+"""(test, number, artifacts folder) -> the run's outcome."""
+
+
+def load_finished(reporter: object, report: LoadReport) -> None:
+    """To the reporters that show a load report (the console's table); the others have no such method."""
+    show = getattr(reporter, "load_finished", None)
+    if callable(show):
+        show(report)
+
+
+async def run_load(spec: LoadSpec, suite: str, tests: list[PlannedTest], folder: Path, one_run: OneRun,
+                   stopped: Callable[[], str | None]) -> LoadReport:
+    report = LoadReport(suite=suite, tests=[t.name for t in tests])
+    for index, concurrency in enumerate(spec.ramp, start=1):
+        if (why := stopped()) is not None:
+            report.stopped = why
+            break
+        stage_dir = folder / f"stage-{index}-x{concurrency}"
+        report.stages.append(await _stage(spec, concurrency, tests, stage_dir, one_run, stopped))
+    return report
+
+
+async def _stage(spec: LoadSpec, concurrency: int, tests: list[PlannedTest], stage_dir: Path, one_run: OneRun,
+                 stopped: Callable[[], str | None]) -> LoadStage:
+    started = time.monotonic()
+    deadline = started + spec.hold
+    results: list[RunResult] = []
+    numbers = iter(range(1, spec.max_runs + 1))
+
+    async def worker(first: int) -> None:
+        turn = first
+        while time.monotonic() < deadline and stopped() is None:
+            number = next(numbers, None)
+            if number is None:
+                return
+            test = tests[turn % len(tests)]
+            turn += 1
+            outcome = await one_run(test, number, stage_dir / test.name / f"run-{number}")
+            results.append(outcome.result)
+
+    await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    return summarise(concurrency, spec.hold, time.monotonic() - started, results)
+
+
+def summarise(concurrency: int, hold: float, duration: float, results: list[RunResult]) -> LoadStage:
+    latencies: list[float] = []
+    first_audio: list[float] = []
+    first_token: list[float] = []
+    for result in results:
+        for turn in result.turns:
+            if turn.user is None:
+                continue  # a greeting answers no turn of the user's
+            agent = turn.agent
+            latencies.append(agent.latency_ms)
+            if (audio := agent.measures.get("time_to_first_audio_ms")) is not None:
+                first_audio.append(audio)
+            if (token := agent.first_token_ms) is not None:
+                first_token.append(token)
+    statuses = [r.status for r in results]
+    return LoadStage(
+        concurrency=concurrency, hold_s=hold, duration_s=round(duration, 3), runs=len(results),
+        passed=statuses.count("passed"), failed=statuses.count("failed"), errors=statuses.count("error"),
+        runs_per_s=round(len(results) / duration, 3) if duration > 0 else 0.0,
+        turn_latency_ms=Percentiles.of(latencies), time_to_first_audio_ms=Percentiles.of(first_audio),
+        first_token_ms=Percentiles.of(first_token))

@@ -1,0 +1,76 @@
+"""`load.json`: what a suite's `load:` stages measured (tamesu.engine.load)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = 1
+
+
+class Percentiles(BaseModel):
+    count: int
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Percentiles | None:
+        if not values:
+            return None
+        ordered = sorted(values)
+        return cls(count=len(ordered), p50=_rank(ordered, 0.50), p90=_rank(ordered, 0.90),
+                   p99=_rank(ordered, 0.99), max=round(ordered[-1], 3))
+
+
+def _rank(ordered: list[float], q: float) -> float:
+    """The nearest-rank percentile: a value that was measured, never one between two."""
+    return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 3)
+
+
+class LoadStage(BaseModel):
+    concurrency: int
+    hold_s: float
+    duration_s: float
+    """From the stage's start to its last conversation's end."""
+    runs: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    runs_per_s: float = 0.0
+    turn_latency_ms: Percentiles | None = None
+    """Every agent turn that answered a user turn: sent to complete."""
+    time_to_first_audio_ms: Percentiles | None = None
+    """Audio targets: each turn's `time_to_first_audio_ms`."""
+    first_token_ms: Percentiles | None = None
+    """Streaming targets: sent to the first token."""
+
+
+class LoadReport(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    suite: str
+    tests: list[str] = Field(default_factory=list)
+    stages: list[LoadStage] = Field(default_factory=list)
+    stopped: str | None = None
+    """Why the ramp ended before its last stage (the run was stopped)."""
+
+
+def _cell(p: Percentiles | None) -> str:
+    return "-" if p is None else f"{p.p50:g}/{p.p90:g}/{p.p99:g}"
+
+
+def table_lines(report: LoadReport) -> list[str]:
+    """The stages as the console shows them: one line each, latencies as p50/p90/p99 in ms."""
+    audio = any(s.time_to_first_audio_ms is not None for s in report.stages)
+    head = (f"{'at once':>8} {'runs':>6} {'passed':>6} {'failed':>6} {'errors':>6} {'runs/s':>7}  "
+            f"{'turn latency p50/p90/p99 ms':<27}" + ("  first audio p50/p90/p99 ms" if audio else ""))
+    lines = [f"load: {report.suite} ({', '.join(report.tests)})", head.rstrip()]
+    for s in report.stages:
+        line = (f"{s.concurrency:>8} {s.runs:>6} {s.passed:>6} {s.failed:>6} {s.errors:>6} {s.runs_per_s:>7g}  "
+                f"{_cell(s.turn_latency_ms):<27}")
+        lines.append((line + "  " + _cell(s.time_to_first_audio_ms)) if audio else line.rstrip())
+    if report.stopped:
+        lines.append(f"load stopped before its last stage: {report.stopped}")
+    return lines

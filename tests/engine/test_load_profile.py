@@ -1,0 +1,106 @@
+"""A suite's `load: {ramp, hold}`: its tests again at each concurrency for `hold`, against a real local REST agent
+whose answer takes longer the more conversations it serves at once (30 ms for each request in flight), so the
+stages' latency percentiles must show where it degrades: in `load/SUITE.json`, on the console and in the HTML
+report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+PER_REQUEST_MS = 30
+
+
+class CrowdedAgent:
+    """Answers after 30 ms per request in flight, its own included; records the most in flight at once."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.most = 0
+        self.served = 0
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(PER_REQUEST_MS * self.in_flight / 1000)
+        finally:
+            self.in_flight -= 1
+        self.served += 1
+        return JSONResponse({"text": f"you said {body.get('message', '')}"})
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/chat", self.chat, methods=["POST"])])
+
+
+def write(tmp_path: Path, url: str, load: str) -> None:
+    (tmp_path / "tamesu.yaml").write_text("suites: ['shop.yaml']\n")
+    (tmp_path / "shop.yaml").write_text(f"""\
+name: shop
+targets:
+  bot: {{ type: rest, url: '{url}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+load: {load}
+tests:
+  - name: hello
+    target: bot
+    scenario: {{ script: [ {{ say: hi }}, {{ say: again }} ] }}
+    assert: [ {{ contains: you said }} ]
+  - name: order
+    target: bot
+    scenario: {{ script: [ {{ say: ORD-1 }} ] }}
+    assert: [ {{ contains: ORD-1 }} ]
+""")
+
+
+def test_each_stage_reports_where_the_agent_degrades(tmp_path: Path, tamesu, serve) -> None:
+    agent = CrowdedAgent()
+    url = serve(agent.app()).url
+    write(tmp_path, url, "{ ramp: [1, 4, 8], hold: 1500ms }")
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    report = json.loads((run_dir / "load" / "shop.json").read_text())
+    assert report["suite"] == "shop" and report["tests"] == ["hello", "order"]
+    stages = report["stages"]
+    assert [s["concurrency"] for s in stages] == [1, 4, 8]
+    assert agent.most == 8
+    for stage in stages:
+        assert stage["runs"] >= stage["concurrency"] and stage["passed"] == stage["runs"], stage
+        assert stage["errors"] == 0 and stage["failed"] == 0
+        assert 1.5 <= stage["duration_s"] < 5, stage
+        latency = stage["turn_latency_ms"]
+        assert latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
+        assert latency["count"] >= stage["runs"]  # a run has one or two turns
+        assert stage["time_to_first_audio_ms"] is None  # a text agent
+    one, four, eight = (s["turn_latency_ms"]["p50"] for s in stages)
+    # 30 ms a request in flight: alone about 30 ms, four at once about 120, eight about 240
+    assert PER_REQUEST_MS <= one < 2.5 * PER_REQUEST_MS, one
+    assert 3 * PER_REQUEST_MS <= four < 6 * PER_REQUEST_MS, four
+    assert 6 * PER_REQUEST_MS <= eight < 11 * PER_REQUEST_MS, eight
+    assert stages[0]["runs_per_s"] > 5
+    said = result.stdout
+    assert "load: shop (hello, order)" in said, said
+    table = said[said.index("load: shop"):].splitlines()
+    assert table[1].split()[:6] == ["at", "once", "runs", "passed", "failed", "errors"], table
+    assert [line.split()[0] for line in table[2:5]] == ["1", "4", "8"], table
+    html = next(run_dir.glob("*.html")).read_text()
+    assert "Load: shop" in html and f"{eight:g}" in html
+    # the suite's tests ran once each as always, before the load: their results are the usual ones
+    assert len((run_dir / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1, 0], hold: 10s }")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert "shop.yaml:4:" in result.stdout + result.stderr
+    assert "a stage's concurrency is 1 to 1000, not 0" in result.stdout + result.stderr
+    write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1], hold: 0s }")
+    assert tamesu(["validate"], cwd=tmp_path).returncode == 2
