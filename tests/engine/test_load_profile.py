@@ -9,10 +9,13 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
 
 PER_REQUEST_MS = 30
 
@@ -104,3 +107,34 @@ def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
     assert "a stage's concurrency is 1 to 1000, not 0" in result.stdout + result.stderr
     write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1], hold: 0s }")
     assert tamesu(["validate"], cwd=tmp_path).returncode == 2
+
+
+@pytest.mark.audio
+@needs_voice
+@pytest.mark.timeout(300)
+def test_a_voice_suites_stages_report_time_to_first_audio(tmp_path: Path, tamesu, realtime_agent) -> None:  # noqa: F811
+    """The reference Realtime agent in audio, answering 200 ms late: each stage's time to first audio is there,
+    and never below the agent's own delay."""
+    (tmp_path / "tamesu.yaml").write_text("suites: ['voice.yaml']\n")
+    (tmp_path / "voice.yaml").write_text(f"""\
+name: voice
+targets:
+  bella: {{ type: realtime, url: '{realtime_agent}?reply_delay_ms=200', model: bella-scripted-1, mode: audio,
+           audio_format: pcm16, turn_detection: commit, done_tool: end_call }}
+load: {{ ramp: [1, 2], hold: 1s }}
+tests:
+  - name: hello
+    target: bella
+    scenario: {{ script: [ {{ say: "Hello, I would like to book a table." }} ] }}
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=280)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    stages = json.loads((run_dir / "load" / "voice.json").read_text())["stages"]
+    assert [s["concurrency"] for s in stages] == [1, 2]
+    for stage in stages:
+        assert stage["runs"] >= stage["concurrency"] and stage["errors"] == 0, stage
+        audio = stage["time_to_first_audio_ms"]
+        assert audio is not None and audio["count"] >= stage["runs"], stage
+        assert 200 <= audio["p50"] <= audio["p99"] < 5000, audio
+    assert "first audio p50/p90/p99 ms" in result.stdout
