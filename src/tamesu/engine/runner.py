@@ -306,9 +306,12 @@ class Runner:
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces)
             try:
-                return await execute_run(inputs)
+                outcome = await execute_run(inputs)
             except Exception as exc:  # as in _attempts: only this conversation's error
-                return crashed_run(inputs, exc)
+                outcome = crashed_run(inputs, exc)
+            if outcome.budget_exceeded:  # no stage goes on spending past the budget
+                self.budget_exceeded, self._stop = True, "the budget was exceeded"
+            return outcome
 
         report = await run_load(suite.spec.load, suite.name, runnable, folder, one_run,
                                 lambda: self._stop or self.stopping.reason)
