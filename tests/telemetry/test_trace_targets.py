@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from agents.trace_backend import TraceBackend
 from agents.traced import TracedA2AAgent, TracedRealtimeAgent, free_port
 from conftest import why
 
@@ -27,9 +30,10 @@ models:
 """
 
 
-def _run(tmp_path: Path, tamesu, receive: str, target: str) -> tuple[dict, dict, dict]:
-    (tmp_path / "tamesu.yaml").write_text(
-        f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', wait: 300ms }}\n{JUDGE}")
+def _run(tmp_path: Path, tamesu, receive: str, target: str, traces: str | None = None) -> tuple[dict, dict, dict]:
+    """`traces` replaces the receiver's settings (`{ query: ... }`)."""
+    traces = traces or f"{{ receive: '{receive}', wait: 300ms }}"
+    (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {traces}\n{JUDGE}")
     (tmp_path / "suite.yaml").write_text(f"""\
 targets:
   agent: {target}
@@ -81,6 +85,46 @@ def test_an_a2a_agents_spans_by_turn(tmp_path: Path, tamesu, serve) -> None:
     assert sorted({s["turn"] for s in spans["spans"]}) == [1, 2]
     assert all(s["trace_id"] == turns[s["turn"]] and s["service"] == "traced-a2a-agent" for s in spans["spans"])
     assert detail["tool_calls"] == []
+    assert "(from the agent's spans)" in next(a["reason"] for a in detail["assertions"]
+                                              if a["name"] == "tool_called")
+
+
+@pytest.mark.parametrize("kind", ["jaeger", "tempo"])
+def test_a_realtime_agents_spans_fetched_from_its_backend(tmp_path: Path, tamesu, serve, kind: str) -> None:
+    """`traces.query`: the Realtime agent exports to its tracing backend (a stand-in answering as Jaeger's or
+    Tempo's query API); the conversation's trace and each turn's are fetched and placed as received ones are."""
+    backend = TraceBackend(kind)
+    backend_url = serve(backend.app()).url
+    agent = TracedRealtimeAgent(backend_url)
+    try:
+        base = "ws" + serve(agent.app()).url.removeprefix("http")
+        _, detail, spans = _run(tmp_path, tamesu, "", f"{{ type: realtime, url: '{base}/realtime' }}",
+                                traces=f"{{ query: {{ {kind}: '{backend_url}' }}, wait: 300ms }}")
+    finally:
+        agent.shutdown()
+    conversation = next(e["data"]["trace_id"] for e in detail["events"] if e["name"] == "conversation_trace")
+    turns = {t["index"]: t["agent"]["trace_id"] for t in detail["turns"]}
+    assert {conversation, *turns.values()} <= set(backend.queries)
+    session = [s for s in spans["spans"] if s["name"] == "realtime session"]
+    assert len(session) == 1 and session[0]["trace_id"] == conversation and session[0]["turn"] is None
+    assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
+    assert spans["not_found"] == []
+
+
+def test_an_a2a_agents_spans_fetched_from_jaeger(tmp_path: Path, tamesu, serve) -> None:
+    backend = TraceBackend("jaeger")
+    backend_url = serve(backend.app()).url
+    agent = TracedA2AAgent(backend_url)
+    try:
+        url = serve(agent.app()).url
+        agent.served_at(url)
+        _, detail, spans = _run(tmp_path, tamesu, "", f"{{ type: a2a, url: '{url}/a2a' }}",
+                                traces=f"{{ query: {{ jaeger: '{backend_url}' }}, wait: 300ms }}")
+    finally:
+        agent.shutdown()
+    turns = {t["index"]: t["agent"]["trace_id"] for t in detail["turns"]}
+    assert sorted({s["turn"] for s in spans["spans"]}) == [1, 2]
+    assert all(s["trace_id"] == turns[s["turn"]] and s["service"] == "traced-a2a-agent" for s in spans["spans"])
     assert "(from the agent's spans)" in next(a["reason"] for a in detail["assertions"]
                                               if a["name"] == "tool_called")
 
