@@ -15,6 +15,7 @@ A trace is served `visible_after` seconds after its last span arrived (a backend
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,8 +34,9 @@ _KINDS = {2: "server", 3: "client", 4: "producer", 5: "consumer"}
 
 
 class TraceBackend:
-    def __init__(self, kind: str, visible_after: float = 0.0) -> None:
+    def __init__(self, kind: str, visible_after: float = 0.0, shape: str = "v1") -> None:
         self.kind = kind
+        self.shape = shape
         self.visible_after = visible_after
         self.hide: Callable[[list[Span]], bool] = lambda spans: False
         self.queries: list[str] = []
@@ -62,19 +64,35 @@ class TraceBackend:
                 return JSONResponse({"data": None, "total": 0, "limit": 0, "offset": 0,
                                      "errors": [{"code": 404, "msg": "trace not found"}]}, status_code=404)
             return PlainTextResponse("trace not found", status_code=404)
-        return JSONResponse(_jaeger(trace_id, spans) if self.kind == "jaeger" else _tempo(spans))
+        return JSONResponse(_jaeger(trace_id, spans) if self.kind == "jaeger" else _tempo(spans, self.shape))
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/traces", self.ingest, methods=["POST"]),
                                  Route("/api/traces/{trace_id}", self.trace, methods=["GET"])])
 
 
-def _tempo(spans: list[tuple[Resource, Span]]) -> dict[str, Any]:
+def _tempo(spans: list[tuple[Resource, Span]], shape: str) -> dict[str, Any]:
+    """`v1`: `{"batches"}` with base64 ids, as gogo's jsonpb writes bytes; `legacy`: the same with OTLP's
+    pre-0.15 `instrumentationLibrarySpans`; `v2`: the v2 path's `{"trace": {"resourceSpans"}}` with hex ids."""
     batches: list[dict[str, Any]] = []
     for resource, span in spans:
-        batch = ResourceSpans(resource=resource, scope_spans=[ScopeSpans(spans=[span])])
-        batches.append(json_format.MessageToDict(batch))
+        batch = json_format.MessageToDict(ResourceSpans(resource=resource, scope_spans=[ScopeSpans(spans=[span])]))
+        if shape == "legacy":
+            batch["instrumentationLibrarySpans"] = [{"instrumentationLibrary": s.get("scope", {}), "spans": s["spans"]}
+                                                    for s in batch.pop("scopeSpans")]
+        batches.append(batch)
+    if shape == "v2":
+        return {"trace": {"resourceSpans": _hex_ids(batches)}, "status": "COMPLETE"}
     return {"batches": batches}
+
+
+def _hex_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") else _hex_ids(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_ids(item) for item in value]
+    return value
 
 
 def _jaeger(trace_id: str, spans: list[tuple[Resource, Span]]) -> dict[str, Any]:

@@ -31,7 +31,8 @@ ASSERTIONS = """\
 def stack(serve, request) -> Iterator[tuple[TraceBackend, TracedRestAgent, str, str]]:
     """(backend, agent, the backend's URL, the agent's URL): the agent exports to the backend."""
     options = getattr(request, "param", {})
-    backend = TraceBackend(options.get("kind", "jaeger"), visible_after=options.get("visible_after", 0.0))
+    backend = TraceBackend(options.get("kind", "jaeger"), visible_after=options.get("visible_after", 0.0),
+                           shape=options.get("shape", "v1"))
     backend_url = serve(backend.app()).url
     agent = TracedRestAgent(backend_url, batch_delay_ms=options.get("batch_delay_ms"))
     yield backend, agent, backend_url, serve(agent.app()).url
@@ -57,7 +58,9 @@ def run_files(tmp_path: Path) -> tuple[dict, dict, dict]:
             json.loads((run_dir / "run.json").read_text()))
 
 
-@pytest.mark.parametrize("stack", [{"kind": "jaeger"}, {"kind": "tempo"}], indirect=True, ids=["jaeger", "tempo"])
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}, {"kind": "tempo"}, {"kind": "tempo", "shape": "v2"},
+                                   {"kind": "tempo", "shape": "legacy"}], indirect=True,
+                         ids=["jaeger", "tempo", "tempo-v2-shape", "tempo-legacy-otlp"])
 def test_each_turns_trace_is_fetched_from_the_backend(tmp_path: Path, tamesu, stack) -> None:
     backend, _agent, backend_url, url = stack
     project(tmp_path, f"{{ query: {{ {backend.kind}: '{backend_url}' }}, wait: 300ms }}", url)
