@@ -65,7 +65,9 @@ def _suite(folder: Path, url: str, second: str, timeout: str = "60s") -> None:
 
 
 def _run(folder: Path) -> tuple[Any, Path]:
-    done = run_tamesu(["run", "cause.yaml", "--out", "out", "--report", "junit,html,json:report.json"], folder)
+    done = run_tamesu(["run", "cause.yaml", "--out", "out", "--report",
+                       "junit,html,json:report.json,markdown:summary.md,github"], folder,
+                      env={"GITHUB_STEP_SUMMARY": str(folder / "step-summary.md")})
     return done, only_run_dir(folder / "out")
 
 
@@ -106,6 +108,10 @@ def test_a_failed_conversation_is_its_root_cause_with_the_checks_it_kept_from_gr
     assert "echo: bye" not in failure.text
     page = (run_dir / "report.html").read_text()
     assert '<p class="note not-evaluated">5 checks not evaluated: the conversation failed first</p>' in page
+    for summary in ("summary.md", "step-summary.md"):  # the Markdown report and GitHub's job summary
+        [row] = [line for line in (tmp_path / summary).read_text().splitlines() if line.startswith("| `")]
+        assert f"| 0/1 | {cause}" in row, row
+        assert row.endswith("<br>5 checks not evaluated: the conversation failed first |"), row
 
 
 def test_a_conversation_that_completes_grades_every_check(tmp_path: Path, agent_url: str) -> None:
@@ -128,6 +134,7 @@ def test_a_run_that_is_an_error_counts_every_check(tmp_path: Path, serve: Callab
     [run] = json.loads(line)["runs"]
     assert run["status"] == "error" and run["not_evaluated"] == 7 and run["failures"] == []
     assert "- 7 checks not evaluated: the error above" in done.stdout
+    assert "<br>7 checks not evaluated: the error above |" in (tmp_path / "step-summary.md").read_text()
 
 
 def test_a_jsonl_case_whose_turn_failed_marks_the_rest_not_evaluated(tmp_path: Path, agent_url: str) -> None:

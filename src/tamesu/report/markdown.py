@@ -11,7 +11,7 @@ from pathlib import Path
 from tamesu.plugins import register
 from tamesu.report.baseline import Comparison, describe_change, failure_reason
 from tamesu.report.load import LoadedRun
-from tamesu.report.words import count_of
+from tamesu.report.words import count_of, not_evaluated
 from tamesu.results.records import TestResult
 
 _ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️", "inconclusive": "❔"}
@@ -37,10 +37,19 @@ def headline(run: LoadedRun) -> str:
     return ", ".join(parts)
 
 
+def _why(result: TestResult) -> str:
+    """The failure, then the count of checks its root cause kept from grading, as the console and JUnit say it."""
+    said = _cell(failure_reason(result))
+    counted = next((run for run in result.runs if run.not_evaluated), None)
+    if counted is not None:
+        said += "<br>" + not_evaluated(counted.not_evaluated, bool(counted.error))
+    return said
+
+
 def _table(rows: list[TestResult]) -> list[str]:
     lines = ["| test | runs | why |", "| --- | --- | --- |"]
     for result in rows[:LIMIT]:
-        cells = [f"`{_cell(result.id)}`", f"{result.passed_runs}/{result.total_runs}", _cell(failure_reason(result))]
+        cells = [f"`{_cell(result.id)}`", f"{result.passed_runs}/{result.total_runs}", _why(result)]
         lines.append("| " + " | ".join(cells) + " |")
     if len(rows) > LIMIT:
         lines.append(f"| … and {len(rows) - LIMIT} more | | |")
