@@ -102,7 +102,7 @@ def test_migrations_create_exactly_the_tables_from_an_empty_database(url: str) -
     assert store.revision() is None
     store.migrate()
     store.migrate()  # a second time changes nothing
-    assert store.revision() == "0003" == HEAD_REVISION
+    assert store.revision() == "0004" == HEAD_REVISION
     with store.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), metadata)
     assert differences == []

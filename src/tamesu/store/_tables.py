@@ -96,6 +96,9 @@ test_runs = Table(
     Column("metrics", JSON),
     # {name: value}: one column rather than a row per metric, so writing a test stays cheap; PostgreSQL reads
     # a value as metrics->>'turn_latency_ms_p95'
+    Column("not_evaluated", Integer),
+    # The checks the run's root cause (a failed conversation, an error) kept from grading; NULL when none,
+    # and in rows written before revision 0004 (docs/faults.md, "Root cause first").
 )
 
 assertions = Table(

@@ -43,7 +43,7 @@ def _timeout() -> float:
     return max(0.05, seconds)
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 """The newest migration; a store already there is opened without loading Alembic (a test keeps it true)."""
 _ADVISORY_LOCK = 7_154_221  # any constant: serialises migrations of shards that start at once on PostgreSQL
 
@@ -267,7 +267,8 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
                     "spans": waterfalls_of(detail, run_dir / summary.dir) if detail and run_dir else None,
                     "llm_cost_usd": metrics.get("llm_cost_usd"),
                     "llm_tokens": int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None,
-                    "metrics": {name: float(value) for name, value in metrics.items()}},
+                    "metrics": {name: float(value) for name, value in metrics.items()},
+                    "not_evaluated": summary.not_evaluated or None},
             "assertions": [{"name": a.name, "passed": a.passed, "reason": a.reason, "score": a.score,
                             "on_turn": None if a.on_turn is None else str(a.on_turn), "model": a.model,
                             "prompt_version": a.prompt_version, "fake": a.fake} for a in graded],

@@ -67,6 +67,8 @@ class RunOfTest:
     fault_reason: str | None = None
     spans: dict[str, Any] = field(default_factory=dict)
     """Each turn's waterfall by turn number (report.waterfall.TurnSpans as JSON), with `traces:`."""
+    not_evaluated: int = 0
+    """The checks the run's root cause kept from grading (docs/faults.md, "Root cause first")."""
 
 
 @dataclass
@@ -203,7 +205,7 @@ class Reader:
                 number=row.number, attempt=row.attempt, status=row.status, error=row.error, dir=row.dir,
                 transcript=row.transcript or [], trace_ids=row.trace_ids or [], assertions=graded[row.id],
                 metrics=dict(row.metrics or {}), fault=row.fault, fault_reason=row.fault_reason,
-                spans=row.spans or {}))
+                spans=row.spans or {}, not_evaluated=row.not_evaluated or 0))
         return out
 
     def as_loaded_run(self, run_id: str) -> LoadedRun | None:
@@ -221,7 +223,7 @@ class Reader:
                 run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,
                 failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"])
                           for a in item.assertions if not a["passed"]],
-                metrics=item.metrics) for item in runs.get(row.id, [])]
+                metrics=item.metrics, not_evaluated=item.not_evaluated) for item in runs.get(row.id, [])]
             results.append(TestResult(
                 suite=row.suite, test=row.name, id=row.test_id, case=row.case_name, tags=row.tags or [],
                 target=row.target or "", status=row.status, passed_runs=row.passed_runs,

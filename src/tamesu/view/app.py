@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from tamesu.report.baseline import compare, describe_change
 from tamesu.report.waterfall import TurnSpans, waterfall
+from tamesu.report.words import not_evaluated
 from tamesu.store.db import Store
 from tamesu.store.queries import WINDOW, HistoryEntry, Reader
 from tamesu.view._charts import constant, constant_line, trend
@@ -73,7 +74,7 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
                 f'value="{esc(run_id)}"><label>compare with <select name="a">{picker}</select></label>'
                 f"<button>compare</button></form>") if others else ""
         rows = [(test_link(r.id), status(r.status), f"{r.passed_runs}/{r.total_runs}",
-                 esc(f"{r.duration_ms:.0f} ms"), esc(_reason(r))) for r in loaded.results]
+                 esc(f"{r.duration_ms:.0f} ms"), _reason(r)) for r in loaded.results]
         folders = ", ".join(f"<code>{esc(d)}</code>" for d in run.dirs)
         meta = (f"<p>commit {_commit(run.commit)} · branch {esc(run.branch or '–')} · shards "
                 f"{esc(', '.join(run.shards) or '–')} · folders: {folders}</p>")
@@ -147,9 +148,17 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
 
 
 def _reason(result: Any) -> str:
+    """Why a test did not pass, then the checks its root cause kept from grading, as the reports say it."""
     from tamesu.report.baseline import failure_reason
 
-    return failure_reason(result) if result.status != "passed" else ""
+    if result.status == "passed":
+        return ""
+    said = esc(failure_reason(result))
+    counted = next((run for run in result.runs if run.not_evaluated), None)
+    if counted is not None:
+        line = not_evaluated(counted.not_evaluated, bool(counted.error))
+        said += f'<br><span class="not-evaluated">{esc(line)}</span>'
+    return said
 
 
 def _float(text: str | None, default: float) -> float:
@@ -232,6 +241,9 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
             error = f'<p class="error">{esc(run.error)}</p>' if run.error else ""
             if run.fault:
                 error += f"<p>fault: <b>{esc(run.fault)}</b>: {esc(run.fault_reason or run.status)}</p>"
+            if run.not_evaluated:
+                said = not_evaluated(run.not_evaluated, bool(run.error))
+                error += f'<p class="note not-evaluated">{esc(said)}</p>'
             opened = " open" if newest == 0 else ""  # the newest result's transcripts are read first: shown open
             attempt = "" if run.attempt == 1 else f" (attempt {run.attempt})"
             runs.append(f"<details{opened}><summary>run {run.number}{attempt}"
