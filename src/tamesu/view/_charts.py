@@ -1,6 +1,7 @@
 """The view's charts of a value over runs: inline SVG with a labelled value axis (unit, min and max), the runs'
-axis, each point's value printed beside it (and in its tooltip), the SLO as a dashed line; and the line that
-stands for a metric that never changed, in place of a flat chart."""
+axis, each point's value printed beside it (and in its tooltip), the SLO as a dashed line; the runs page's
+pass-rate bars on the same axes; and the line that stands for a metric that never changed, in place of a flat
+chart."""
 
 from __future__ import annotations
 
@@ -95,4 +96,56 @@ def trend(values: Sequence[float], labels: Sequence[str], name: str, limit: floa
     label = f"{name} over {len(values)} runs, from {value_text(min(values), said)} to " \
             f"{value_text(max(values), said)}" + (f", SLO {value_text(limit, said)}" if limit is not None else "")
     return (f'<svg class="chart trend" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
+            f"<title>{escape(label)}</title>{''.join(body)}</svg>")
+
+
+def _runs_axis(count: int, plot_w: float, plot_h: float) -> list[str]:
+    """The runs' axis under a chart: oldest on the left, how many runs in the middle, newest on the right."""
+    return [
+        f'<line class="axis" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{TOP + plot_h}" y2="{TOP + plot_h}"/>',
+        f'<text class="axis-label x-first" x="{LEFT}" y="{HEIGHT - 8}">oldest</text>',
+        f'<text class="axis-label x-title" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle">'
+        f"{count} run{'s' if count != 1 else ''}</text>",
+        f'<text class="axis-label x-last" x="{LEFT + plot_w}" y="{HEIGHT - 8}" text-anchor="end">newest</text>',
+    ]
+
+
+def pass_rate_bars(rates: Sequence[tuple[str, float | None]]) -> str:
+    """Pass rate per run, oldest left: one bar each, the passed share green over the rest red, on a 0-100 %
+    axis, each bar's rate printed above it (and on hover, with its run); a run where no test ran is a gap
+    that says so on hover."""
+    if not rates:
+        return ""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    step = plot_w / len(rates)
+    bar = max(min(step * 0.8, 48.0), 1.0)
+    body = [
+        f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}"/>',
+        f'<text class="axis-label y-max" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">100%</text>',
+        f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{TOP + plot_h / 2:.1f}" '
+        f'y2="{TOP + plot_h / 2:.1f}"/>',
+        f'<text class="axis-label y-mid" x="{LEFT - 6}" y="{TOP + plot_h / 2 + 4:.1f}" text-anchor="end">50%</text>',
+        f'<text class="axis-label y-min" x="{LEFT - 6}" y="{TOP + plot_h}" text-anchor="end">0%</text>',
+        *_runs_axis(len(rates), plot_w, plot_h),
+    ]
+    printed = len(rates) <= MAX_PRINTED
+    for i, (label, rate) in enumerate(rates):
+        x = LEFT + i * step + (step - bar) / 2
+        middle = x + bar / 2
+        if rate is None:
+            body.append(f'<text class="value none" x="{middle:.1f}" y="{TOP + plot_h - 4}" text-anchor="middle">'
+                        f"–<title>{escape(label)}: no test ran</title></text>")
+            continue
+        shown = f"{rate:.0%}"
+        good = plot_h * rate
+        tip = f"<title>{escape(label)}: {shown} passed</title>"
+        body.append(f'<rect class="s-failed" x="{x:.1f}" y="{TOP}" width="{bar:.1f}" height="{plot_h}">{tip}</rect>')
+        body.append(f'<rect class="s-passed" x="{x:.1f}" y="{TOP + plot_h - good:.1f}" width="{bar:.1f}" '
+                    f'height="{good:.1f}">{tip}</rect>')
+        if printed:
+            body.append(f'<text class="value" x="{middle:.1f}" y="{TOP - 5}" text-anchor="middle">{shown}</text>')
+    known = [rate for _, rate in rates if rate is not None]
+    label = f"pass rate of the last {len(rates)} runs" + \
+        (f", from {min(known):.0%} to {max(known):.0%}" if known else "")
+    return (f'<svg class="chart pass-rate" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
             f"<title>{escape(label)}</title>{''.join(body)}</svg>")

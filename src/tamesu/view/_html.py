@@ -63,23 +63,3 @@ def chat(lines: Sequence[dict[str, object]], after_agent: Mapping[str, str] | No
                    + ((after_agent or {}).get(str(line.get("turn")), "") if line.get("role") == "agent" else "")
                    for line in lines)
     return f'<div class="chat">{said}</div>'
-
-
-def pass_rate_bars(rates: Sequence[tuple[str, float | None]]) -> str:
-    """Pass rate per run, oldest left: one bar each, green share over red."""
-    if not rates:
-        return ""
-    width, height = 600, 60
-    step = width / len(rates)
-    body = []
-    for i, (label, rate) in enumerate(rates):
-        x = i * step
-        if rate is None:
-            continue
-        good = height * rate
-        body.append(f'<rect class="s-failed" x="{x:.1f}" y="0" width="{max(step - 1, 0.5):.1f}" height="{height}">'
-                    f"<title>{esc(label)}: {rate:.0%} passed</title></rect>")
-        body.append(f'<rect class="s-passed" x="{x:.1f}" y="{height - good:.1f}" width="{max(step - 1, 0.5):.1f}" '
-                    f'height="{good:.1f}"><title>{esc(label)}: {rate:.0%} passed</title></rect>')
-    return (f'<svg class="chart" viewBox="0 0 {width} {height}" preserveAspectRatio="none" role="img" '
-            f'aria-label="pass rate of the last {len(rates)} runs">{"".join(body)}</svg>')

@@ -15,13 +15,12 @@ from tamesu.report.waterfall import TurnSpans, waterfall
 from tamesu.report.words import not_evaluated
 from tamesu.store.db import Store
 from tamesu.store.queries import WINDOW, HistoryEntry, Reader
-from tamesu.view._charts import constant, constant_line, trend
+from tamesu.view._charts import constant, constant_line, pass_rate_bars, trend
 from tamesu.view._html import (
     chat,
     esc,
     link,
     page,
-    pass_rate_bars,
     percent,
     run_link,
     status,
