@@ -1,6 +1,7 @@
 """Root cause first in the run history: a run whose conversation failed (a local agent answering HTTP 500 on
 turn 2) keeps in the store how many checks it kept from grading, in a store made before that column existed
-(revision 0003, migrated by the run), and `tamesu view` says it on the run page and the test page as the
+(revision 0003, migrated by the run) and in one `tamesu store import` fills, and `tamesu view` says it on the
+run page and the test page as the
 reports do."""
 
 from __future__ import annotations
@@ -103,6 +104,21 @@ def test_the_store_keeps_not_evaluated_after_migrating(project: Path) -> None:
         loaded = Reader(store).as_loaded_run(run.id)
         assert loaded is not None
         assert {r.id: r.runs[0].not_evaluated for r in loaded.results} == {"cause/breaks": 5, "cause/fine": 0}
+    finally:
+        store.close()
+
+
+def test_store_import_keeps_not_evaluated_too(project: Path, tmp_path: Path) -> None:
+    from tamesu.store.db import Store
+    from tamesu.store.queries import Reader
+
+    copy = f"sqlite:///{tmp_path / 'imported.db'}"
+    done = run_tamesu(["store", "import", str(project / "out"), "--store", copy], project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = Store(copy)
+    try:
+        [entry] = Reader(store).history("cause/breaks")
+        assert [r.not_evaluated for r in entry.runs] == [5]
     finally:
         store.close()
 
