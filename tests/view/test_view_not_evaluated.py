@@ -1,8 +1,7 @@
 """Root cause first in the run history: a run whose conversation failed (a local agent answering HTTP 500 on
 turn 2) keeps in the store how many checks it kept from grading, in a store made before that column existed
 (revision 0003, migrated by the run) and in one `tamesu store import` fills, and `tamesu view` says it on the
-run page and the test page as the
-reports do."""
+run page and the test page as the reports do."""
 
 from __future__ import annotations
 
