@@ -16,14 +16,13 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
+from tamesu.audio import lag, noise, stt, tts
 from tamesu.audio import metrics as audio_metrics
-from tamesu.audio import noise, stt, tts
 from tamesu.audio.behaviors import Behaviour
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat, frames
@@ -61,6 +60,14 @@ class AudioConversation:
         self._heard_parts: dict[int, int] = {}
         self._heard_by_target: set[int] = set()
         self._listening_only = False
+        self.hear_live = False
+        """Transcribe each reply as its turn ends (a target sets it when something needs the agent's words
+        during the call); else every reply is transcribed once the call is over, in one batch, so no
+        transcription competes with the frames of the conversations still talking."""
+        self._in_call = True
+        self._hearings: list[dict[str, float | bool]] = []
+        self._lag = lag.monitor()
+        self._lag_mark = self._lag.watch()
         self._speech_rms = noise.TYPICAL_SPEECH_RMS
         self._unit_noise: np.ndarray | None = None
         """The loudness of the user's last utterance: noise between utterances is set against it."""
@@ -110,21 +117,28 @@ class AudioConversation:
         rate = self.send_format.rate
         frame = frames(Clip.silence(20, rate).wire(self.send_format), self.send_format)[0]
         between = await asyncio.to_thread(self._line_noise)
-        loop_start = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        loop_start = loop.time()
+        step = self.pacer.frame_ms / 1000
+        # one waiter for the whole line: a task per 20 ms frame (wait_for) costs the loop more than the frame
+        stopped = asyncio.ensure_future(stop.wait())
         k = 0
-        while not stop.is_set():
-            if between is not None:
-                n = 20 * rate // 1000  # one 20 ms frame, the noise looped
-                start = (k % (between.size // n)) * n
-                piece = Clip(between[start:start + n], rate)
-                self.recorder.user(piece, self.session.now_ms())
-                frame = piece.wire(self.send_format)
-            await send_frame(frame)
-            k += 1
-            delay = loop_start + k * self.pacer.frame_ms / 1000 - asyncio.get_running_loop().time()
-            if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
+        try:
+            while not stop.is_set():
+                if between is not None:
+                    n = 20 * rate // 1000  # one 20 ms frame, the noise looped
+                    start = (k % (between.size // n)) * n
+                    piece = Clip(between[start:start + n], rate)
+                    self.recorder.user(piece, self.session.now_ms())
+                    frame = piece.wire(self.send_format)
+                self.pacer.note((loop.time() - loop_start - k * step) * 1000)
+                await send_frame(frame)
+                k += 1
+                delay = loop_start + k * step - loop.time()
+                if delay > 0:
+                    await asyncio.wait({stopped}, timeout=delay)
+        finally:
+            stopped.cancel()
 
     def _line_noise(self) -> np.ndarray | None:
         """Ten seconds of the persona's noise at the line's rate and level, looped between utterances."""
@@ -226,9 +240,9 @@ class AudioConversation:
         if heard is not None:
             turn.agent_said = heard
             self._heard_by_target.add(id(turn))
-        if not self._listening_only:
-            # a turn the user said nothing in (a greeting) is heard at the end, in finish(): Whisper now would
-            # take the CPU from an agent preparing its next words on the same machine
+        if self.hear_live and not self._listening_only:
+            # else heard at the end, in finish(): Whisper during the call would take the CPU from the frames
+            # of the conversations still talking and from an agent preparing its next words on this machine
             self._hear(turn)
         measures: dict[str, float] = {}
         if turn.agent_from_ms is not None and turn.user_to_ms is not None:
@@ -236,8 +250,8 @@ class AudioConversation:
         return turn, measures
 
     def _hear(self, turn: TurnAudio) -> None:
-        """Transcribe the turn's reply in a worker thread now, while the conversation goes on, so the end of
-        the run does not wait for every reply at once. A barge-in later only shortens what was heard."""
+        """Transcribe the turn's reply off the event loop now (during the call when `hear_live`, else from
+        `finish`). A barge-in later only shortens what was heard."""
         parts = list(self._reply_audio.get(id(turn), []))
         if (id(turn) in self._heard_by_target or not parts or turn.agent_from_ms is None
                 or self._heard_parts.get(id(turn)) == len(parts)):
@@ -251,8 +265,10 @@ class AudioConversation:
             track[at:at + samples.size] += samples
         clip = Clip(np.clip(track, -32768, 32767).astype(np.int16), stt.WHISPER_RATE)
 
+        self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})
+
         async def hear() -> None:
-            heard = await asyncio.to_thread(stt.transcribe, clip, origin)
+            heard = await stt.transcribe_off_loop(clip, origin)
             if self._heard_parts.get(id(turn)) == len(parts):  # not overtaken by a later, longer hearing
                 turn.agent_said = heard.text
 
@@ -271,6 +287,9 @@ class AudioConversation:
     async def finish(self, turns: list[Any] | None = None) -> dict[str, float]:
         """Write audio.wav, transcribe the agent's replies, and compute the run's audio metrics (into
         the session's counters, which the engine reads after close)."""
+        self._in_call = False
+        self._lag.release()
+        paced = {**self.pacer.lateness(), **self._lag.since(self._lag_mark)}
         self.session.artifacts_dir.mkdir(parents=True, exist_ok=True)
         path = self.session.artifacts_dir / WAV_NAME
         await asyncio.to_thread(self.recorder.write, path)
@@ -282,7 +301,10 @@ class AudioConversation:
         result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
         self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
                            voice=self.voice_name, barge_ins=self.barge_ins,
-                           late_frame_ms_max=round(self.pacer.late_ms_max, 1))
+                           late_frame_ms_max=round(self.pacer.late_ms_max, 1), **paced,
+                           transcribed_during_call=sum(1 for h in self._hearings if h["during_call"]),
+                           transcribed_after_call=sum(1 for h in self._hearings if not h["during_call"]))
+        result.update({k: v for k, v in paced.items() if k != "frames_sent"})
         for name, value in result.items():
             self.session.counters[name] = value
         return result

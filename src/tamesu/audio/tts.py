@@ -1,8 +1,10 @@
 """The simulated user speaks: text to a Clip with the persona's voice.
 
-Piper voices are loaded once per process (a load is 0.3-0.6 s) and shared; synthesis runs in a worker
-thread so a conversation's pacing and the other conversations keep going. espeak-ng is the fallback, run as
-a process per utterance with a timeout. Nothing is downloaded: Piper gets the voice file a package ships.
+Piper voices are loaded once per process (a load is 0.3-0.6 s) and shared; synthesis runs in the speech
+worker process (`tamesu.audio.pool`: Piper holds the GIL long enough to make every conversation's frames
+late), where each voice is loaded once per run, so a conversation's pacing and the others keep going.
+espeak-ng is the fallback, run as a process per utterance with a timeout. Nothing is downloaded: Piper gets
+the voice file a package ships.
 
 Piper speaks without its generator and duration noise: with the voice's defaults the same sentence comes out
 differently each time (a different length, and Whisper heard "for two on Friday" in one take and "for two and
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tamesu.audio import voices
+from tamesu.audio import pool, voices
 from tamesu.audio.clip import Clip
 from tamesu.audio.voices import Voice
 
@@ -45,7 +47,7 @@ def _piper(voice: Voice) -> Any:
         return _loaded[voice.ref]
 
 
-def _piper_say(voice: Voice, text: str, rate: float = 1.0) -> Clip:
+def piper_say(voice: Voice, text: str, rate: float = 1.0) -> Clip:
     from piper import SynthesisConfig
 
     model = _piper(voice)
@@ -86,7 +88,7 @@ async def say(text: str, voice_name: str | None = None, rate: float = 1.0) -> tu
     if voice is None:
         raise SpeechError(voices.unknown_message(voice_name) if voice_name else "no voice is installed")
     if voice.engine == "piper":
-        return await asyncio.to_thread(_piper_say, voice, text, rate), voice
+        return await pool.run("synthesise", piper_say, voice, text, rate), voice
     return await _espeak_say(voice, text, rate), voice
 
 

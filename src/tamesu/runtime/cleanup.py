@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -38,3 +38,21 @@ async def finish(work: Awaitable[T], timeout: float) -> T | None:
     if task.done() and not task.cancelled():
         return task.result()
     return None
+
+
+_at_run_end: list[Callable[[], None]] = []
+
+
+def on_run_end(callback: Callable[[], None]) -> None:
+    """Call `callback` when the run ends, however it ends (`tamesu.runtime.signals.run_stoppable` calls
+    `run_ended`): what a run started once (a worker pool) ends with it, not with the interpreter."""
+    if callback not in _at_run_end:
+        _at_run_end.append(callback)
+
+
+def run_ended() -> None:
+    callbacks = list(_at_run_end)
+    _at_run_end.clear()
+    for callback in callbacks:
+        with contextlib.suppress(Exception):
+            callback()

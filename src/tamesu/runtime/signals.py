@@ -74,6 +74,8 @@ def gentle_stop(callback: Callable[[int], None]) -> Iterator[None]:
 
 def run_stoppable(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`, where SIGINT and SIGTERM cancel `main` and raise `Interrupted` once it has ended."""
+    from tamesu.runtime.cleanup import run_ended
+
     _received.clear()
     try:
         return asyncio.run(_guarded(main))
@@ -81,6 +83,8 @@ def run_stoppable(main: Coroutine[Any, Any, T]) -> T:
         if _received:
             raise Interrupted(_received[0]) from None
         raise Interrupted(signal.SIGINT) from None
+    finally:
+        run_ended()  # what the run started once (a pool of workers) ends with it
 
 
 async def _guarded(main: Coroutine[Any, Any, T]) -> T:

@@ -487,6 +487,6 @@ class AudioSocketTarget(Target):
         from tamesu.audio import stt
         from tamesu.audio.clip import Clip
 
-        result = await asyncio.to_thread(stt.transcribe, Clip(samples, 16000), heard.spoke_at or 0.0)
+        result = await stt.transcribe_off_loop(Clip(samples, 16000), heard.spoke_at or 0.0)
         return result.text
 

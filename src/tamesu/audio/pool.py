@@ -1,0 +1,175 @@
+"""The speech work that would stall the event loop, in worker processes.
+
+Piper's synthesis holds the GIL for tens of ms at a time (measured: with sentences being synthesised in a
+thread, a 10 ms timer on the loop woke 41-43 ms late at p99, against 18 ms idle on the same loaded machine),
+and every conversation's 20 ms frames wait for the loop. So synthesis and the transcription of the agent's
+audio run in worker processes (`tamesu.audio._worker`), started on first use (once per run), each loading
+its models on first need and keeping them for every conversation after. At most `MAX_QUEUED` jobs are in
+flight; more wait in the caller. A job waits for its reply in a thread, which holds no GIL while it waits.
+
+Nothing outlives tamesu: the run's end shuts the workers down (`tamesu.runtime.cleanup.on_run_end`, reached
+on SIGINT and SIGTERM too), as does the interpreter's exit; a worker asks Linux to kill it when its parent
+dies, and inherits the run's `TAMESU_OWNERS` mark for the watchdog of `tamesu.runtime.children`.
+
+`TAMESU_SPEECH_WORKERS` sets how many workers (default 1: on 2 cores the other core runs the event loop);
+`0` runs the work in threads of this process instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
+
+from tamesu.runtime.cleanup import on_run_end
+
+T = TypeVar("T")
+MAX_QUEUED = 8
+JOB_TIMEOUT_S = 120.0
+"""The longest one synthesis or transcription may take before its turn fails (a hung worker is killed)."""
+_STOP_WAIT_S = 5.0
+
+
+class PoolError(Exception):
+    """A speech worker failed, died or hung: the turn fails with this line."""
+
+
+def workers() -> int:
+    try:
+        return max(0, int(os.environ.get("TAMESU_SPEECH_WORKERS", "1")))
+    except ValueError:
+        return 1
+
+
+class Worker:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tamesu.audio._worker", str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def call(self, name: str, args: tuple[Any, ...]) -> Any:
+        """One job, blocking (run in a thread)."""
+        requests, replies = self.process.stdin, self.process.stdout
+        assert requests is not None and replies is not None
+        try:
+            pickle.dump((name, args), requests, protocol=pickle.HIGHEST_PROTOCOL)
+            requests.flush()
+            ok, value = pickle.load(replies)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            raise PoolError(f"the speech worker (pid {self.process.pid}) died during {name}") from None
+        if not ok:
+            raise PoolError(f"{name} failed in the speech worker: {value}")
+        return value
+
+    def stop(self) -> None:
+        """Close its stdin (it exits after the job in hand); kill it if it does not."""
+        with contextlib.suppress(OSError):
+            stdin: IO[bytes] | None = self.process.stdin
+            if stdin is not None:
+                stdin.close()
+        try:
+            self.process.wait(_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Pool:
+    def __init__(self, size: int) -> None:
+        self.workers = [Worker() for _ in range(size)]
+        self.idle: queue.Queue[Worker] = queue.Queue()
+        for worker in self.workers:
+            self.idle.put(worker)
+        self.closed = False
+
+    def call(self, name: str, args: tuple[Any, ...]) -> Any:
+        try:
+            worker = self.idle.get(timeout=JOB_TIMEOUT_S)
+        except queue.Empty:
+            raise PoolError(f"no speech worker was free within {JOB_TIMEOUT_S:g}s") from None
+        try:
+            return worker.call(name, args)
+        except PoolError:
+            if worker.process.poll() is not None and not self.closed:
+                worker = self._replace(worker)
+            raise
+        finally:
+            self.idle.put(worker)
+
+    def _replace(self, dead: Worker) -> Worker:
+        fresh = Worker()
+        self.workers = [fresh if w is dead else w for w in self.workers]
+        return fresh
+
+    def kill(self) -> None:
+        """A job took too long: kill the busy workers (their threads see the pipe close)."""
+        for worker in self.workers:
+            if worker.process.poll() is None and worker not in list(self.idle.queue):
+                worker.process.kill()
+
+    def stop(self) -> None:
+        self.closed = True
+        for worker in self.workers:
+            worker.stop()
+
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self.workers if w.process.poll() is None]
+
+
+_pool: Pool | None = None
+_lock = threading.Lock()
+_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _started() -> Pool:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = Pool(workers())
+            on_run_end(shutdown)
+        return _pool
+
+
+def pids() -> list[int]:
+    """The worker processes alive now (the benchmark and the tests look)."""
+    return _pool.pids() if _pool is not None else []
+
+
+def shutdown() -> None:
+    """End the workers; a later job starts new ones."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+        _slots.clear()
+    if pool is not None:
+        pool.stop()
+
+
+async def run(name: str, local: Callable[..., T], *args: Any) -> T:
+    """The job `name` (`local(*args)` in a worker, see `_worker`) off the event loop; in a thread of this
+    process when the pool is off."""
+    if workers() == 0:
+        return await asyncio.to_thread(local, *args)
+    loop = asyncio.get_running_loop()
+    slots = _slots.get(loop)
+    if slots is None:
+        slots = _slots[loop] = asyncio.Semaphore(MAX_QUEUED)
+    async with slots:
+        pool = _started()  # on the loop's thread: a worker's parent-death signal follows the thread that made it
+        try:
+            result: T = await asyncio.wait_for(asyncio.to_thread(pool.call, name, args), JOB_TIMEOUT_S)
+        except TimeoutError:
+            pool.kill()
+            raise PoolError(f"{name} took longer than {JOB_TIMEOUT_S:g}s in the speech worker") from None
+        return result
+
+
+atexit.register(shutdown)
