@@ -146,20 +146,40 @@ class Server:
 
 
 def conversations(url: str, n: int, suite: str = SUITE) -> dict[str, Any]:
+    """N conversations at once in one run: pass count, every frame's lateness (the runs' p50/p99/max, the
+    worst of each), the loop's lag, turns lost (a reply never heard), the load average while it ran."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder)
         (path / "suite.yaml").write_text(suite.format(url=url, n=n), encoding="utf-8")
+        load_before = os.getloadavg()[0]
         done = measure([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out", "--parallel", str(n)],
                        cwd=path)
-        lates: list[float] = []
-        passed = 0
+        audio: list[dict[str, Any]] = []
+        passed = lost = turns = 0
         for result in (path / "out").glob("*/*/*/run-*/result.json"):
             data = json.loads(result.read_text())
             passed += data["status"] == "passed"
-            lates += [e["data"]["late_frame_ms_max"] for e in data["events"] if e["name"] == "audio"]
-    return {"conversations": n, "passed": passed, "late_frame_ms_max": max(lates, default=None),
+            audio += [e["data"] for e in data["events"] if e["name"] == "audio"]
+            for turn in data["turns"]:
+                if turn["user"] is None:
+                    continue
+                turns += 1
+                record = turn["agent"].get("audio") or {}
+                lost += not (record.get("agent_audio_ms") and (record.get("agent_said") or turn["agent"]["text"]))
+
+    def worst(key: str) -> float | None:
+        return max((a[key] for a in audio if key in a), default=None)
+
+    p99 = worst("frame_late_ms_p99")
+    return {"conversations": n, "passed": passed, "turns": turns, "turns_lost": lost,
+            "frames_sent": sum(a.get("frames_sent", 0) for a in audio),
+            "frame_late_ms_p50": worst("frame_late_ms_p50"), "frame_late_ms_p99": p99,
+            "late_frame_ms_max": worst("frame_late_ms_max") or worst("late_frame_ms_max"),
+            "loop_lag_ms_p99": worst("loop_lag_ms_p99"), "loop_lag_ms_max": worst("loop_lag_ms_max"),
+            "transcribed_during_call": sum(a.get("transcribed_during_call", 0) for a in audio),
             "peak_rss_mib": round(done.peak_rss_mib, 1), "cpu_s": round(done.cpu_s, 2),
-            "wall_s": round(done.wall_s, 2), "real_time": passed == n and bool(lates) and max(lates) <= 20.0}
+            "wall_s": round(done.wall_s, 2), "load": round((load_before + os.getloadavg()[0]) / 2, 1),
+            "real_time": passed == n and lost == 0 and p99 is not None and p99 <= 20.0}
 
 
 def _at_once(what: str, many: list[dict[str, Any]]) -> str:

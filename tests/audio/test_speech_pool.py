@@ -1,0 +1,159 @@
+"""Many calls at once: the speech worker pool ends with the run and on SIGTERM, a scripted call transcribes
+nothing while it talks and has every reply's words after it, and the run records how late its frames left
+(against absolute deadlines that do not drift) and how late its event loop ran."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
+from tamesu.audio.lag import LoopLag
+from tamesu.audio.pacing import Pacer, percentile
+
+SUITE = """\
+targets:
+  bella: {{ type: realtime, url: "{url}", mode: audio, turn_detection: commit }}
+tests:
+  - name: call
+    target: bella
+    scenario:
+      script:
+{steps}
+"""
+TWO_TURNS = """\
+        - say: "Hello, I would like to book a table for two on Friday"
+        - say: "Yes please, seven is perfect"
+"""
+
+
+def _start(project: Path, url: str, steps: str) -> subprocess.Popen[str]:
+    (project / "suite.yaml").write_text(SUITE.format(url=url, steps=steps), encoding="utf-8")
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.Popen([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out"], cwd=project,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The speech workers among `pid`'s children, read from /proc."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and b"tamesu.audio._worker" in cmdline:
+            found.append(int(name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait_for_worker(process: subprocess.Popen[str], within: float = 60.0) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and process.poll() is None:
+        found = _workers_of(process.pid)
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("no speech worker started")
+
+
+def _result(project: Path) -> dict:
+    return json.loads(next((project / "out").glob("*/*/*/run-1/result.json")).read_text())
+
+
+@pytest.mark.audio
+@needs_voice
+@pytest.mark.timeout(240)
+def test_a_scripted_call_is_transcribed_after_it_and_its_worker_ends_with_the_run(
+        realtime_agent: str, tmp_path: Path) -> None:  # noqa: F811
+    process = _start(tmp_path, realtime_agent, TWO_TURNS)
+    worker = _wait_for_worker(process)
+    out, _ = process.communicate(timeout=200)
+    assert process.returncode == 0, out
+    assert not _alive(worker), "the speech worker outlived the run"
+    result = _result(tmp_path)
+    audio = next(e["data"] for e in result["events"] if e["name"] == "audio")
+    # nothing needed the agent's words live: none was transcribed while the call went on, all after it
+    assert audio["transcribed_during_call"] == 0
+    assert audio["transcribed_after_call"] == 2
+    transcript = json.loads(next((tmp_path / "out").glob("*/*/*/run-1/transcript.json")).read_text())
+    heard = [line["heard"] for line in transcript["lines"] if line["role"] == "agent"]
+    assert len(heard) == 2 and all(h and len(h.split()) >= 3 for h in heard), heard
+    # the frames' lateness and the loop's lag are the run's metrics
+    metrics = result["metrics"]
+    assert audio["frames_sent"] > 100
+    assert 0 <= metrics["frame_late_ms_p50"] <= metrics["frame_late_ms_p99"] <= metrics["frame_late_ms_max"]
+    assert metrics["loop_lag_ms_max"] >= metrics["loop_lag_ms_p99"] >= 0
+
+
+@pytest.mark.audio
+@needs_voice
+@pytest.mark.timeout(240)
+def test_sigterm_ends_the_speech_worker_with_the_run(realtime_agent: str, tmp_path: Path) -> None:  # noqa: F811
+    steps = "".join(f'        - say: "Sentence number {n} of a long call, said slowly and clearly"\n'
+                    for n in range(1, 9))
+    process = _start(tmp_path, realtime_agent, steps)
+    worker = _wait_for_worker(process)
+    time.sleep(1.0)  # into the call: the worker is synthesising or loaded
+    assert _alive(worker)
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 143, out
+    assert "Traceback" not in out
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker), "the speech worker outlived SIGTERM"
+
+
+def test_frames_keep_their_absolute_slots_after_the_loop_was_held_and_the_lateness_is_measured() -> None:
+    async def main() -> tuple[Pacer, float, LoopLag, int]:
+        pacer, sent = Pacer(), []
+        lag = LoopLag()
+        mark = lag.watch()
+
+        async def send(frame: bytes) -> None:
+            sent.append(frame)
+            if len(sent) == 10:
+                time.sleep(0.1)  # something holds the loop for 100 ms (5 frames' slots)
+
+        start = time.monotonic()
+        await pacer.stream([b"x"] * 50, send)
+        took = time.monotonic() - start
+        lag.release()
+        return pacer, took, lag, mark
+
+    pacer, took, lag, mark = asyncio.run(main())
+    figures = pacer.lateness()
+    assert figures["frames_sent"] == 50
+    # the frame after the stall left ~100 ms late; the ones after caught up to their slots: no drift
+    assert figures["frame_late_ms_max"] >= 80
+    assert figures["frame_late_ms_p50"] < 10
+    assert took < 49 * 0.02 + 0.05, f"the stream drifted: {took:.3f}s for 49 slots of 20 ms"
+    assert lag.since(mark)["loop_lag_ms_max"] >= 80
+
+
+def test_the_percentile_is_a_measured_value() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50 and percentile(values, 99) == 99 and percentile(values, 100) == 100
+    assert percentile([], 99) == 0
