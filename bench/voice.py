@@ -7,8 +7,10 @@ and refreshes the voice table in docs/performance.md.
   rusage. "x real time" is audio seconds per CPU second.
 - The memory of one audio conversation with the models loaded: the peak RSS of `tamesu run` of one audio
   test (2 turns) against bench/realtime_server.py (a cheap agent in its own process), from wait4.
-- Conversations at once: N audio conversations in one `tamesu run --parallel N`; real-time pace is kept
-  when every conversation passed and no user frame left more than one frame (20 ms) after its slot. Measured on
+- Conversations at once: N audio conversations in one `tamesu run --parallel N` (1, 4, 8, 16); real-time
+  pace is kept when every conversation passed, no turn was lost (a reply with no audio or no words) and in
+  every conversation the p99 of its frames' lateness (the run's `frame_late_ms_p99`) is at most 20 ms. The
+  loop's lag (`loop_lag_ms_p99`, a 10 ms timer) and the machine's load average say why when it is not. Measured on
   the realtime target and on the pipecat target (protobuf frames, RTVI) against bench/pipecat_server.py, a cheap
   bot of the same kind (the twilio and voice targets share the pipecat target's audio socket).
 """
@@ -84,6 +86,8 @@ def stages() -> dict[str, dict[str, float]]:
     from tamesu.audio.formats import AudioFormat, frames
     from tamesu.audio.pacing import Pacer
 
+    # CPU is read in this process: the stages run here (in threads), not in the speech worker
+    os.environ["TAMESU_SPEECH_WORKERS"] = "0"
     tts.preload()
     stt.model()
     clips: list[Clip] = []
@@ -116,6 +120,7 @@ def stages() -> dict[str, dict[str, float]]:
     out["pacing (wire audio, events, 20 ms frames)"] = _ratio(_cpu(pace), seconds)
     out["VAD (Silero ONNX)"] = _ratio(_cpu(lambda: vad.segments(speech)), seconds)
     out["transcription (Whisper tiny.en)"] = _ratio(_cpu(lambda: [stt.transcribe(c) for c in clips]), audio_s)
+    del os.environ["TAMESU_SPEECH_WORKERS"]
     return out
 
 
@@ -182,13 +187,27 @@ def conversations(url: str, n: int, suite: str = SUITE) -> dict[str, Any]:
             "real_time": passed == n and lost == 0 and p99 is not None and p99 <= 20.0}
 
 
+GOAL_AT_ONCE = 16
+
+
 def _at_once(what: str, many: list[dict[str, Any]]) -> str:
     held = [m["conversations"] for m in many if m["real_time"]]
     best = max(held, default=0)
-    detail = ", ".join(f"{m['conversations']}: {m['passed']} passed, late frame max {m['late_frame_ms_max']} ms"
-                       for m in many)
-    return f"| audio conversations at once in real time, {what} | {best} ({detail}) | >= 4 | " + \
-        f"{'yes' if best >= 4 else 'no'} |"
+    return (f"| audio conversations at once, every frame's p99 <= 20 ms late, none lost, {what} | {best} | "
+            f">= {GOAL_AT_ONCE} | {'yes' if best >= GOAL_AT_ONCE else 'no'} |")
+
+
+def at_once_table(runs: dict[str, list[dict[str, Any]]]) -> str:
+    rows = ["| target | at once | passed | turns lost | frame late p50 / p99 / max | loop lag p99 / max | "
+            "transcribed during the calls | CPU | wall | peak RSS (tamesu) | load average |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for what, many in runs.items():
+        for m in many:
+            rows.append(f"| {what} | {m['conversations']} | {m['passed']} | {m['turns_lost']} of {m['turns']} | "
+                        f"{m['frame_late_ms_p50']} / {m['frame_late_ms_p99']} / {m['late_frame_ms_max']} ms | "
+                        f"{m['loop_lag_ms_p99']} / {m['loop_lag_ms_max']} ms | {m['transcribed_during_call']} | "
+                        f"{m['cpu_s']} s | {m['wall_s']} s | {m['peak_rss_mib']} MiB | {m['load']} |")
+    return "\n".join(rows)
 
 
 def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[dict[str, Any]],
@@ -205,7 +224,7 @@ def table(stage: dict[str, dict[str, float]], one: dict[str, Any], many: list[di
     rows.append(_at_once("realtime", many))
     if pipecat:
         rows.append(_at_once("pipecat", pipecat))
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n\n" + at_once_table({"realtime": many, **({"pipecat": pipecat} if pipecat else {})})
 
 
 def main() -> None:
@@ -219,10 +238,12 @@ def main() -> None:
     if args.only:
         server = Server("realtime_server.py" if args.only == "realtime" else "pipecat_server.py")
         try:
-            print(json.dumps([conversations(server.url, n, SUITE if args.only == "realtime" else PIPECAT_SUITE)
-                              for n in counts], indent=2))
+            runs = [conversations(server.url, n, SUITE if args.only == "realtime" else PIPECAT_SUITE)
+                    for n in counts]
         finally:
             server.stop()
+        print(json.dumps(runs, indent=2))
+        print(at_once_table({args.only: runs}))
         return
     stage = stages()
     server = Server()
