@@ -274,6 +274,12 @@ class AudioConversation:
 
         self._hearing.append(asyncio.create_task(hear()))
 
+    async def transcribe_now(self, clip: Clip, offset_ms: float = 0.0) -> str:
+        """The agent's words in `clip` now, for a target that needs them during the call (its turn's text),
+        counted with the other transcriptions in the `audio` event."""
+        self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})
+        return (await stt.transcribe_off_loop(clip, offset_ms)).text
+
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""
         turn = self._pending_barge_in

@@ -487,6 +487,5 @@ class AudioSocketTarget(Target):
         from tamesu.audio import stt
         from tamesu.audio.clip import Clip
 
-        result = await stt.transcribe_off_loop(Clip(samples, 16000), heard.spoke_at or 0.0)
-        return result.text
+        return await self._voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
 
