@@ -67,14 +67,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _wait_for_worker(process: subprocess.Popen[str], within: float = 60.0) -> int:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline and process.poll() is None:
-        found = _workers_of(process.pid)
-        if found:
-            return found[0]
+def _watch_workers(process: subprocess.Popen[str], until: float) -> set[int]:
+    """Every speech worker `process` has had by `until` (monotonic) or its end: one for synthesis, one for
+    transcription, each started on first use."""
+    seen: set[int] = set()
+    while time.monotonic() < until and process.poll() is None:
+        seen.update(_workers_of(process.pid))
         time.sleep(0.05)
-    raise AssertionError("no speech worker started")
+    return seen
 
 
 def _result(project: Path) -> dict:
@@ -87,10 +87,11 @@ def _result(project: Path) -> dict:
 def test_a_scripted_call_is_transcribed_after_it_and_its_worker_ends_with_the_run(
         realtime_agent: str, tmp_path: Path) -> None:  # noqa: F811
     process = _start(tmp_path, realtime_agent, TWO_TURNS)
-    worker = _wait_for_worker(process)
-    out, _ = process.communicate(timeout=200)
+    workers = _watch_workers(process, time.monotonic() + 200)
+    out, _ = process.communicate(timeout=30)
     assert process.returncode == 0, out
-    assert not _alive(worker), "the speech worker outlived the run"
+    assert len(workers) == 2, workers  # synthesis and transcription, one process each for the whole run
+    assert not [w for w in workers if _alive(w)], "a speech worker outlived the run"
     result = _result(tmp_path)
     audio = next(e["data"] for e in result["events"] if e["name"] == "audio")
     # nothing needed the agent's words live: none was transcribed while the call went on, all after it
@@ -113,17 +114,19 @@ def test_sigterm_ends_the_speech_worker_with_the_run(realtime_agent: str, tmp_pa
     steps = "".join(f'        - say: "Sentence number {n} of a long call, said slowly and clearly"\n'
                     for n in range(1, 9))
     process = _start(tmp_path, realtime_agent, steps)
-    worker = _wait_for_worker(process)
-    time.sleep(1.0)  # into the call: the worker is synthesising or loaded
-    assert _alive(worker)
+    workers: set[int] = set()
+    while not workers and process.poll() is None:
+        workers = _watch_workers(process, time.monotonic() + 0.5)
+    workers |= _watch_workers(process, time.monotonic() + 1.0)  # into the call: the synthesis worker is busy
+    assert workers and all(_alive(w) for w in workers)
     process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 143, out
     assert "Traceback" not in out
     deadline = time.monotonic() + 5
-    while _alive(worker) and time.monotonic() < deadline:
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(worker), "the speech worker outlived SIGTERM"
+    assert not [w for w in workers if _alive(w)], "a speech worker outlived SIGTERM"
 
 
 def test_frames_keep_their_absolute_slots_after_the_loop_was_held_and_the_lateness_is_measured() -> None:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
-WORKER_NICENESS = 5
 
 
 def _jobs() -> dict[str, Callable[..., Any]]:
@@ -34,10 +33,6 @@ def main() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if len(sys.argv) > 1 and os.getppid() != int(sys.argv[1]):
         return  # the parent died before the line above took effect
-    with contextlib.suppress(OSError):
-        # the paced frames come first: on a busy machine the scheduler favours the process that sends them,
-        # and a synthesis a few ms slower only moves the next utterance's start, which is paced from then on
-        os.nice(WORKER_NICENESS)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer

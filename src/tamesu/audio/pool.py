@@ -3,16 +3,17 @@
 Piper's synthesis holds the GIL for tens of ms at a time (measured: with sentences being synthesised in a
 thread, a 10 ms timer on the loop woke 41-43 ms late at p99, against 18 ms idle on the same loaded machine),
 and every conversation's 20 ms frames wait for the loop. So synthesis and the transcription of the agent's
-audio run in worker processes (`tamesu.audio._worker`), started on first use (once per run), each loading
-its models on first need and keeping them for every conversation after. At most `MAX_QUEUED` jobs are in
+audio run in worker processes (`tamesu.audio._worker`), one pool for each (a synthesis never waits behind a
+transcription), started on first use (once per run), each worker loading its model on first need and
+keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
 flight; more wait in the caller. A job waits for its reply in a thread, which holds no GIL while it waits.
 
 Nothing outlives tamesu: the run's end shuts the workers down (`tamesu.runtime.cleanup.on_run_end`, reached
 on SIGINT and SIGTERM too), as does the interpreter's exit; a worker asks Linux to kill it when its parent
 dies, and inherits the run's `TAMESU_OWNERS` mark for the watchdog of `tamesu.runtime.children`.
 
-`TAMESU_SPEECH_WORKERS` sets how many workers (default 1: on 2 cores the other core runs the event loop);
-`0` runs the work in threads of this process instead.
+`TAMESU_SPEECH_WORKERS` sets how many workers each pool has (default 1); `0` runs the work in threads of
+this process instead.
 """
 
 from __future__ import annotations
@@ -124,32 +125,34 @@ class Pool:
         return [w.process.pid for w in self.workers if w.process.poll() is None]
 
 
-_pool: Pool | None = None
+_pools: dict[str, Pool] = {}
+"""One pool per kind of job: a synthesis (the caller's next words, a barge-in) never waits behind a
+transcription of the agent's last reply, as it would in one queue."""
 _lock = threading.Lock()
 _slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
 
-def _started() -> Pool:
-    global _pool
+def _started(name: str) -> Pool:
     with _lock:
-        if _pool is None:
-            _pool = Pool(workers())
+        pool = _pools.get(name)
+        if pool is None:
+            pool = _pools[name] = Pool(workers())
             on_run_end(shutdown)
-        return _pool
+        return pool
 
 
 def pids() -> list[int]:
     """The worker processes alive now (the benchmark and the tests look)."""
-    return _pool.pids() if _pool is not None else []
+    return [pid for pool in list(_pools.values()) for pid in pool.pids()]
 
 
 def shutdown() -> None:
     """End the workers; a later job starts new ones."""
-    global _pool
     with _lock:
-        pool, _pool = _pool, None
+        pools = list(_pools.values())
+        _pools.clear()
         _slots.clear()
-    if pool is not None:
+    for pool in pools:
         pool.stop()
 
 
@@ -163,7 +166,7 @@ async def run(name: str, local: Callable[..., T], *args: Any) -> T:
     if slots is None:
         slots = _slots[loop] = asyncio.Semaphore(MAX_QUEUED)
     async with slots:
-        pool = _started()  # on the loop's thread: a worker's parent-death signal follows the thread that made it
+        pool = _started(name)  # on the loop's thread: a worker's parent-death signal follows the thread that made it
         try:
             result: T = await asyncio.wait_for(asyncio.to_thread(pool.call, name, args), JOB_TIMEOUT_S)
         except TimeoutError:
