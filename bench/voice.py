@@ -199,7 +199,8 @@ def _at_once(what: str, many: list[dict[str, Any]]) -> str:
 
 def at_once_table(runs: dict[str, list[dict[str, Any]]]) -> str:
     rows = ["| target | at once | passed | turns lost | frame late p50 / p99 / max | loop lag p99 / max | "
-            "transcribed during the calls | CPU | wall | peak RSS (the larger of tamesu and its speech worker) | load average |",
+            "transcribed during the calls | CPU | wall | peak RSS (the larger of tamesu and its speech worker) | "
+            "load average |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for what, many in runs.items():
         for m in many:
