@@ -143,3 +143,47 @@ tests:
     error = _error(tmp_path)
     assert "openai:m: cannot reach" in error and "TLS: the certificate's CA is not trusted" in error, error
     assert "\n" not in error
+
+
+def _hooked_suite(tmp_path: Path, url: str, hook_tls: str = "", check_tls: str = "") -> None:
+    (tmp_path / "suite.yaml").write_text(f"""\
+hooks:
+  before_all: [{{ http: {{ url: "{url}/chat", method: POST, body: {{ message: seed }}{hook_tls} }} }}]
+targets:
+  desk: {{ type: rest, url: "{url}/chat", tls: {{ ca_file: ca.pem }} }}
+tests:
+  - name: ships
+    target: desk
+    scenario: {{ script: [{{ say: "when does it ship?" }}] }}
+    assert:
+      - http: {{ url: "{url}/chat", method: POST, body: {{ message: status }}, contains: Friday{check_tls} }}
+""")
+
+
+def test_hooks_and_the_http_check_take_a_tls_block(agent: str, ca: trustme.CA, tmp_path: Path) -> None:
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    _hooked_suite(tmp_path, agent, ", tls: { ca_file: ca.pem }", ", tls: { ca_file: ca.pem }")
+    code, output = _run(tmp_path)
+    assert code == 0, output
+
+
+def test_a_hook_to_an_untrusted_server_is_one_line_naming_the_reason(agent: str, ca: trustme.CA,
+                                                                    tmp_path: Path) -> None:
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    _hooked_suite(tmp_path, agent, check_tls=", tls: { ca_file: ca.pem }")
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert error.startswith(f"before_all hook 1: POST {agent}/chat: TLS: the certificate's CA is not trusted"), error
+    assert "\n" not in error and "Traceback" not in output
+
+
+def test_an_http_check_to_an_untrusted_server_is_an_infrastructure_error(agent: str, ca: trustme.CA,
+                                                                         tmp_path: Path) -> None:
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    _hooked_suite(tmp_path, agent, hook_tls=", tls: { ca_file: ca.pem }")
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert f"http check: POST {agent}/chat: TLS: the certificate's CA is not trusted" in error, error
+    assert "\n" not in error and "Traceback" not in output

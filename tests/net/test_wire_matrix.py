@@ -9,8 +9,9 @@ the remote agents' forward and push), against real servers on 127.0.0.1:
 - an agent that answers 413 while the body is still being sent, then half-closes (the answer is read);
 - an agent that resets the connection in the middle of the body (an error of the client's own kind).
 
-Routes without a `tls:` block of their own (hooks, the `http` check, the remote agents) take the CA from the
-environment only. The end-to-end tests (exit 3 and one line, from `tamesu run`) are in test_wire_cli.py."""
+The remote agents, the one route without a `tls:` block of its own, take the CA from the environment only. The
+end-to-end tests (exit 3 and one line, from `tamesu run`; hooks' and the `http` check's `tls:`) are in
+test_wire_cli.py."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ ROUTES: dict[str, Callable[[Path, TlsSpec | None, list[str]], Any]] = {
     "rest": _rest, "a2a": _a2a, "mcp": _mcp, "model": _model, "hooks+http check": _hooks_and_checks,
     "remote forward+push": _remote,
 }
-WITH_TLS_BLOCK = ("rest", "a2a", "mcp", "model")
+WITH_TLS_BLOCK = ("rest", "a2a", "mcp", "model", "hooks+http check")
 NO_RESEND = ("hooks+http check",)
 """Routes that never send a request again themselves (a hook's or a check's request is sent once)."""
 ERRORS = (httpx.HTTPError, httpx2.HTTPError)

@@ -2,8 +2,10 @@
 
 `http: "{{vars.admin_url}}/health"` expects a 2xx; the mapping form adds the request (`method`, `headers`,
 `body`, `timeout`) and what the answer must be (`status`, `contains` on the body text, `json_path` on the body
-as JSON, with the comparisons of the `json_path` assertion). Every string may hold templates. A backend that
-cannot be reached fails the assertion with the reason; it is not an infrastructure error of the run.
+as JSON, with the comparisons of the `json_path` assertion), and `tls:` (as a target's). Every string may hold
+templates. A backend that cannot be reached fails the assertion with the reason; it is not an infrastructure error
+of the run. A TLS failure (a CA not trusted, another host's or an expired certificate) is one: the suite's trust
+setup is wrong, not the backend.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from tamesu.checks._compare import (
 )
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.net.clients import async_client
+from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
 from tamesu.suite.schema import Duration, Strict
 
@@ -45,6 +48,8 @@ class HttpSpec(Strict):
     status: StatusCodes = Field(default_factory=lambda: list[int | str](["2xx"]), min_length=1)
     json_path: PathSpec | None = None
     contains: str | list[str] | None = None
+    tls: TlsSpec | None = None
+    """Trust and a client certificate for an HTTPS backend, as a target's `tls:` block (`tamesu.net.tls`)."""
 
     @field_validator("json_path", mode="before")
     @classmethod
@@ -98,7 +103,7 @@ class Http(Check[HttpSpec]):
         # Headers are never shown: they are where `{{secrets.X}}` tokens go.
         label = f"{self.spec.method} {request.url}"
         try:
-            async with async_client(self.spec.timeout) as client:
+            async with async_client(self.spec.timeout, tls=self.spec.tls) as client:
                 response = await client.request(
                     self.spec.method, request.url, headers=request.headers, **request.content()
                 )
@@ -106,6 +111,10 @@ class Http(Check[HttpSpec]):
             return Verdict(passed=False,
                            reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            tls = tls_reason(exc)
+            if tls is not None:
+                # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
+                raise InfraError(f"http check: {label}: {tls}") from None
             return Verdict(passed=False,
                            reason=f"{label}: could not reach it ({type(exc).__name__}: {str(exc) or 'no detail'})")
         return self._decide(label, request, response)

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 
 from tamesu.errors import TemplateError
-from tamesu.net.clients import async_client
+from tamesu.net.clients import async_client, os_reason
+from tamesu.net.tls import tls_reason
 from tamesu.runtime.children import reap
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.templates import Context
@@ -67,14 +68,16 @@ async def _run_request(hook: HookSpec, context: Context) -> None:
     body = context.render_value(spec.body)
     headers = {k: context.render_text(v) for k, v in spec.headers.items()}
     try:
-        async with async_client(spec.timeout) as client:
+        async with async_client(spec.timeout, tls=spec.tls) as client:
             response = await client.request(
                 spec.method, url, headers=headers,
                 **({"json": body} if body is not None and not isinstance(body, str) else
                    {"content": body} if isinstance(body, str) else {}),
             )
     except httpx.HTTPError as exc:
-        raise HookFailed(f"{spec.method} {url}: {type(exc).__name__}: {exc}") from None
+        # a TLS failure in the words a user acts on (which CA, which host), on one line
+        why = os_reason(exc) if tls_reason(exc) is not None else f"{type(exc).__name__}: {exc}"
+        raise HookFailed(f"{spec.method} {url}: {why}") from None
     expected = spec.expect_status
     ok = (response.status_code in expected if isinstance(expected, list)
           else response.status_code == expected if expected is not None else response.is_success)

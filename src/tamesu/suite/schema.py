@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
+from tamesu.net.tls import TlsSpec
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import expand
@@ -48,6 +49,8 @@ class HttpRequestSpec(Strict):
     """How long the whole request may take."""
     expect_status: list[int] | int | None = None
     """The status code(s) that count as success; default any 2xx."""
+    tls: TlsSpec | None = None
+    """Trust and a client certificate for an HTTPS hook, as a target's `tls:` block (`tamesu.net.tls`)."""
 
 
 class HookSpec(Strict):
