@@ -1,0 +1,54 @@
+"""The OpenAI SDK's public `post` for a chat completion, used only while nothing instruments `create`.
+
+Why: `chat.completions.create` walks its plain-JSON arguments against the SDK's TypedDicts (`async_maybe_transform`:
+every message against each of the six message types) and builds a typed `ChatCompletion` that tamesu turns back
+into JSON. For tamesu's requests (JSON already, no aliased keys, no dates or files) neither changes a byte on the
+wire, yet together they were over half of a simulated user's model call (`bench/model_layers.py`: 2.5 against
+1.5 ms per call one at a time; docs/performance.md, issue 28). The SDK's client still sends the call: its URL,
+auth, headers, timeout, error types and messages are the SDK's own (`post(..., cast_to=object)` answers the JSON
+as it came).
+
+What it must not cost: the ecosystem's view of the calls. An instrumentation (OpenTelemetry's
+`opentelemetry-instrumentation-openai-v2`, OpenLLMetry) wraps `AsyncCompletions.create`; while the method is not
+the SDK's own function, every call goes through `create` as before. test_model_sdk_post.py records both paths'
+requests on a local server and compares them byte for byte; test_model_sdk_calls.py runs a persona with the
+instrumentation installed and counts a span per call.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+_OWN: dict[str, object] = {}
+"""The SDK's own `create` once seen, so the check per call is one identity comparison."""
+
+
+def create_is_plain() -> bool:
+    """True when `AsyncCompletions.create` is the SDK's own function (no instrumentation wraps it)."""
+    from openai.resources.chat.completions import AsyncCompletions
+
+    found = AsyncCompletions.__dict__.get("create")
+    if found is not None and found is _OWN.get("create"):
+        return True
+    # wrapt's wrappers (the OTel and OpenLLMetry instrumentations) are not plain functions; a plain wrapper
+    # (functools.wraps) has its code outside the SDK's package
+    if type(found) is not types.FunctionType:
+        return False
+    import openai
+
+    package = Path(openai.__file__).resolve().parent
+    if not Path(found.__code__.co_filename).resolve().is_relative_to(package):
+        return False
+    _OWN["create"] = found
+    return True
+
+
+async def post_completion(sdk: Any, params: dict[str, Any], headers: dict[str, str] | None) -> Any:
+    """What `sdk.chat.completions.create(**params, extra_headers=headers)` sends, through the SDK's `post`; the
+    answer as JSON (a mapping, or the text of a body that is not JSON)."""
+    options: dict[str, Any] = {"security": {"bearer_auth": True}}  # what `create` asks of the client's auth
+    if headers:
+        options["headers"] = headers
+    return await sdk.post("/chat/completions", body=params, cast_to=object, options=options)

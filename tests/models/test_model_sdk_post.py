@@ -1,0 +1,164 @@
+"""`models/_sdk_post.py`: while nothing instruments the openai SDK's `create`, a chat completion goes through the
+SDK's `post` with the same request. Both paths' requests, recorded on a local server, are the same (method, path,
+query, every header but the SDK's per-call ones, the body's JSON: `create` orders its keys by its signature);
+their answers and their failures read the
+same; and wrapping `create` (wrapt, as the OpenTelemetry instrumentations do, or a plain decorator) sends every
+call back through `create`."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import wrapt
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+import tamesu.models.openai as provider_module
+from tamesu.models import _sdk_post
+from tamesu.models.base import Message, ModelError, ModelRequest, ToolRequest, ToolSpec
+from tamesu.models.openai import OpenAIProvider
+from tamesu.net.serve import ThreadServer
+
+SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}, "when": {"format": "date-time"}},
+          "required": ["input"]}
+REQUESTS = [
+    ModelRequest(purpose="simulator", messages=[Message(role="system", content="You are Ada."),
+                                                Message(role="user", content="hé, where is my order?")],
+                 json_schema=SCHEMA, temperature=0.3, max_tokens=200, seed=7, headers={"traceparent": "00-ab-cd-01"}),
+    ModelRequest(purpose="target", messages=[
+        Message(role="user", content="weather?"),
+        Message(role="assistant", tool_calls=[ToolRequest(id="call_1", name="weather", arguments={"city": "Oslo"})]),
+        Message(role="tool", tool_call_id="call_1", content='{"c": 3}', name="weather")],
+        tools=[ToolSpec(name="weather", description="the weather", parameters={
+            "type": "object", "properties": {"city": {"type": "string"}}})]),
+]
+VOLATILE = {"x-stainless-retry-count", "x-stainless-read-timeout", "content-length"}
+"""The SDK's per-call headers (a count and a timeout it sets on each request), and the length of a body whose keys
+`create` orders by its signature (the body's JSON is compared whole)."""
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self.answer: Callable[[], Response] = lambda: JSONResponse({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
+
+    async def chat(self, request: Request) -> Response:
+        self.seen.append({"method": request.method, "path": request.url.path, "query": request.url.query,
+                          "body": json.loads(await request.body()),
+                          "headers": sorted((k, v) for k, v in request.headers.items() if k not in VOLATILE)})
+        return self.answer()
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[Recorder, str]]:
+    recorder = Recorder()
+    server = ThreadServer(Starlette(routes=[Route("/v1/chat/completions", recorder.chat, methods=["POST"])])).start()
+    yield recorder, f"{server.url}/v1"
+    server.stop()
+
+
+def _provider(base_url: str) -> OpenAIProvider:
+    return OpenAIProvider("m", api_key="sk-test-0123456789", base_url=base_url, headers={"X-Team": "qa"})
+
+
+async def _both(base_url: str, request: ModelRequest, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The answer (or the error's text) of the post path, then of `create`, each on a provider of its own."""
+    said: list[Any] = []
+    for plain_create in (True, False):
+        monkeypatch.setattr(provider_module, "create_is_plain", lambda plain=plain_create: plain)
+        provider = _provider(base_url)
+        try:
+            said.append((await provider.generate(request)).model_dump())
+        except ModelError as exc:
+            said.append(str(exc))
+        finally:
+            await provider.aclose()
+    return said
+
+
+@pytest.mark.parametrize("request_number", range(len(REQUESTS)))
+async def test_both_paths_send_the_same_request_and_read_the_same_answer(
+        recorder: tuple[Recorder, str], request_number: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    server, base_url = recorder
+    posted, created = await _both(base_url, REQUESTS[request_number], monkeypatch)
+    assert posted == created
+    assert len(server.seen) == 2
+    assert server.seen[0] == server.seen[1]
+    headers = dict(server.seen[0]["headers"])
+    assert headers["authorization"] == "Bearer sk-test-0123456789" and headers["x-team"] == "qa"
+    assert server.seen[0]["body"]["model"] == "m"
+
+
+@pytest.mark.parametrize("code", [400, 401, 429, 500])
+async def test_a_failure_reads_the_same_on_both_paths(recorder: tuple[Recorder, str], code: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    server, base_url = recorder
+    server.answer = lambda: JSONResponse({"error": {"message": f"refused sk-test-0123456789 ({code})",
+                                                    "type": "x", "code": "x"}},
+                                         status_code=code, headers={"retry-after": "3"})
+    request = REQUESTS[1]  # no structured output: a 400 is not adapted away
+    posted, created = await _both(base_url, request, monkeypatch)
+    assert isinstance(posted, str) and posted == created
+    assert "sk-test-0123456789" not in posted
+
+
+async def test_a_body_that_is_not_json_reads_the_same(recorder: tuple[Recorder, str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    server, base_url = recorder
+    server.answer = lambda: Response("<html>login</html>", media_type="text/html")
+    posted, created = await _both(base_url, REQUESTS[1], monkeypatch)
+    assert isinstance(posted, str) and posted == created and "HTTP 200 but not a chat completion" in posted
+
+
+def test_a_wrapped_create_is_seen() -> None:
+    from openai.resources.chat.completions import AsyncCompletions
+
+    assert _sdk_post.create_is_plain()
+    own = AsyncCompletions.__dict__["create"]
+    try:
+        # as opentelemetry-instrumentation-openai-v2 and OpenLLMetry wrap it
+        wrapt.wrap_function_wrapper(AsyncCompletions, "create", lambda wrapped, instance, args, kwargs:
+                                    wrapped(*args, **kwargs))
+        assert not _sdk_post.create_is_plain()
+
+        @functools.wraps(own)
+        async def decorated(*args: Any, **kwargs: Any) -> Any:
+            return await own(*args, **kwargs)
+
+        AsyncCompletions.create = decorated  # type: ignore[method-assign]
+        assert not _sdk_post.create_is_plain()
+    finally:
+        AsyncCompletions.create = own  # type: ignore[method-assign]
+    assert _sdk_post.create_is_plain()
+
+
+async def test_a_wrapped_create_sees_every_call(recorder: tuple[Recorder, str]) -> None:
+    from openai.resources.chat.completions import AsyncCompletions
+
+    _, base_url = recorder
+    own = AsyncCompletions.__dict__["create"]
+    calls: list[str] = []
+
+    async def counted(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        calls.append(kwargs["model"])
+        return await wrapped(*args, **kwargs)
+
+    provider = _provider(base_url)
+    try:
+        await provider.generate(REQUESTS[0])  # before: the post path, nothing to see
+        wrapt.wrap_function_wrapper(AsyncCompletions, "create", counted)
+        for request in REQUESTS:
+            await provider.generate(request)
+    finally:
+        AsyncCompletions.create = own  # type: ignore[method-assign]
+        await provider.aclose()
+    assert calls == ["m", "m"]
