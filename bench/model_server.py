@@ -16,10 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agents import serve_forever
@@ -29,10 +26,10 @@ ANSWER = json.dumps({"input": "Where is my order?", "goal_achieved": False, "sto
 served = {"openai": 0, "anthropic": 0}
 
 
-async def openai_chat(request: Request) -> Response:
+async def openai_chat(request: web.Request) -> web.Response:
     body = await request.json()
     served["openai"] += 1
-    return JSONResponse({
+    return web.json_response({
         "id": f"chatcmpl-{served['openai']}", "object": "chat.completion", "created": int(time.time()),
         "model": body.get("model", "bench"),
         "choices": [{"index": 0, "finish_reason": "stop",
@@ -40,29 +37,27 @@ async def openai_chat(request: Request) -> Response:
         "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62}})
 
 
-async def anthropic_messages(request: Request) -> Response:
+async def anthropic_messages(request: web.Request) -> web.Response:
     body = await request.json()
     served["anthropic"] += 1
-    return JSONResponse({
+    return web.json_response({
         "id": f"msg_{served['anthropic']}", "type": "message", "role": "assistant",
         "model": body.get("model", "bench"), "stop_reason": "end_turn", "stop_sequence": None,
         "content": [{"type": "text", "text": ANSWER}],
         "usage": {"input_tokens": 50, "output_tokens": 12}})
 
 
-async def count(_: Request) -> Response:
-    return JSONResponse(served)
+async def count(_: web.Request) -> web.Response:
+    return web.json_response(served)
 
 
-async def models(_: Request) -> Response:
-    return JSONResponse({"object": "list", "data": [{"id": "bench", "object": "model"}]})
+async def models(_: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [{"id": "bench", "object": "model"}]})
 
 
 def main() -> None:
-    app = Starlette(routes=[Route("/v1/chat/completions", openai_chat, methods=["POST"]),
-                            Route("/v1/messages", anthropic_messages, methods=["POST"]),
-                            Route("/v1/models", models), Route("/count", count)])
-    serve_forever(app)
+    serve_forever([("POST", "/v1/chat/completions", openai_chat), ("POST", "/v1/messages", anthropic_messages),
+                   ("GET", "/v1/models", models), ("GET", "/count", count)])
 
 
 if __name__ == "__main__":

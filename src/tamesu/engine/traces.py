@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tamesu.conversation import Exchange, Session
 from tamesu.errors import TemplateError
@@ -19,9 +20,12 @@ from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
 from tamesu.telemetry.collector import RunSpans, SpanCollector
 from tamesu.telemetry.query import QueryError, TraceQuery
-from tamesu.telemetry.receiver import Receiver, ReceiverError
 from tamesu.telemetry.spans import SpansFile
 from tamesu.types import split_addr
+
+if TYPE_CHECKING:
+    # the receiver is an HTTP server (uvicorn, starlette: 16 MiB of memory): imported by suites with `traces:`
+    from tamesu.telemetry.receiver import Receiver
 
 _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -55,6 +59,8 @@ class Receivers:
         addr = _address(spec.receive)
         receiver = self._receivers.get(addr)
         if receiver is None:
+            from tamesu.telemetry.receiver import Receiver
+
             receiver = await Receiver(addr, self.collector).start()
             self._receivers[addr] = receiver
         if self._saved is None:
@@ -96,6 +102,8 @@ def _address(receive: str) -> str:
         addr = Context(env=dict(os.environ)).render_text(receive)
         split_addr(addr)
     except (TemplateError, ValueError) as exc:
+        from tamesu.telemetry.receiver import ReceiverError
+
         raise ReceiverError(f"traces.receive {receive!r}: {exc}") from None
     return addr
 

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec
-from tamesu.net.tls import TlsSpec
+# the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
+from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec, TlsSpec
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import expand

@@ -64,7 +64,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -78,7 +78,6 @@ from tamesu.targets.rest.answer import TurnReader
 from tamesu.targets.rest.body import Reading, reading_of
 from tamesu.targets.rest.files import attachments, file_refusal, multipart_request
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
-from tamesu.targets.rest.listen import Listener
 from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
 from tamesu.targets.rest.request import (
     message_with_trace,
@@ -98,8 +97,13 @@ from tamesu.targets.rest.spec import (
     RestSpec,
 )
 from tamesu.targets.rest.sse import DONE, sse_events
-from tamesu.targets.rest.ws import WsLink
 from tamesu.types import split_addr
+
+if TYPE_CHECKING:
+    # imported where used: websockets (6.6 MiB) by `streaming: websocket`, the listener's HTTP server (uvicorn,
+    # starlette: 16 MiB) by `listen:`
+    from tamesu.targets.rest.listen import Listener
+    from tamesu.targets.rest.ws import WsLink
 
 __all__ = ["Condition", "ListenSpec", "PathEquals", "PollSpec", "RequestSpec", "ResponseSpec",
            "RestSessionSpec", "RestSpec", "RestTarget"]
@@ -172,6 +176,8 @@ class RestTarget(Target[RestSpec]):
         host, port = split_addr(listen.addr) if listen.addr else ("127.0.0.1", 0)
         public_url = session.context.render_text(listen.url) if listen.url else None
         try:
+            from tamesu.targets.rest.listen import Listener
+
             self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url,
                                       max_bytes=self.spec.max_response_bytes)
             await self._listener.start()
@@ -208,6 +214,8 @@ class RestTarget(Target[RestSpec]):
         if not url.startswith(("ws://", "wss://")):
             raise InfraError(f"{self._what}: streaming: websocket needs a ws:// or wss:// url, "
                              f"got {session.redactor.text(url)}")
+        from tamesu.targets.rest.ws import WsLink
+
         self._ws = await WsLink.connect(url, self._headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
                                         session=session, what=self._what)
         return session.redactor.text(url)
