@@ -27,6 +27,11 @@ sys.path.insert(0, str(BENCH))
 
 from run import PYTHON, TAMESU, Agent, measure, tmpfs_root  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
+TIMEOUT = 600
+"""Seconds a model call or a turn may take, on both sides (the baseline's too): the figures are CPU, and at 1,000
+at once on a loaded 2-core machine a connection can wait over a minute for its turn of the CPU (96 of 1,000 tests
+hit the default 60 s in one run at load 14); a timeout there is the machine, not the code measured."""
+
 
 class ModelServer(Agent):
     script = "model_server.py"
@@ -46,8 +51,10 @@ def write_suite(folder: Path, model_url: str, agent_url: str, shape: str, conver
         for index in range(conversations))
     suite = folder / f"persona-{shape}-{conversations}x{turns}.yaml"
     suite.write_text(
-        f"models:\n  simulator: {{ provider: {shape}, model: bench, base_url: '{base_url}', api_key: bench-key }}\n"
-        f"targets:\n  bot: {{ type: rest, url: '{agent_url}/chat' }}\ntests:\n{tests}", encoding="utf-8")
+        f"models:\n  simulator: {{ provider: {shape}, model: bench, base_url: '{base_url}', api_key: bench-key, "
+        f"timeout: {TIMEOUT} }}\n"
+        f"targets:\n  bot: {{ type: rest, url: '{agent_url}/chat', turn_timeout: {TIMEOUT} }}\ntests:\n{tests}",
+        encoding="utf-8")
     return suite
 
 
@@ -206,15 +213,19 @@ def main() -> int:
     parser.add_argument("--shape", choices=["openai", "anthropic", "both"], default="both")
     parser.add_argument("--rounds", type=int, help="rounds of each size (default 3, 1 with --quick)")
     parser.add_argument("--disk", action="store_true", help="tamesu's run folders on the disk, not on tmpfs")
-    parser.add_argument("--at-once", type=int, help="only this concurrency (1, 100, 1000: its sizes as usual)")
+    parser.add_argument("--at-once", type=int, nargs="+", help="only these concurrencies (1, 100, 1000: their sizes as "
+                        "usual), in one run")
+    parser.add_argument("--large-rounds", type=int, help="rounds of the 1000-at-once sizes (default: --rounds)")
     args = parser.parse_args()
     model, agent = ModelServer(), Agent()
     out_root = None if args.disk else tmpfs_root()
     try:
         with tempfile.TemporaryDirectory(prefix="tamesu-persona-") as temporary:
             shapes = ("openai", "anthropic") if args.shape == "both" else (args.shape,)
-            rows = persona_figures(Path(temporary), model, agent, args.quick, shapes, out_root, args.rounds,
-                                   args.at_once)
+            rows = [row for at_once in args.at_once or [None]
+                    for row in persona_figures(Path(temporary), model, agent, args.quick, shapes, out_root,
+                                               args.large_rounds if at_once == 1000 and args.large_rounds
+                                               else args.rounds, at_once)]
     finally:
         model.stop()
         agent.stop()

@@ -47,8 +47,8 @@ async def conversation(model_url: str, agent_url: str, shape: str, turns: int, c
     session = uuid.uuid4().hex
     history: list[str] = []
     ok = 0
-    async with httpx.AsyncClient(timeout=60, verify=context) as model, \
-            httpx.AsyncClient(timeout=60, verify=context) as agent:
+    async with httpx.AsyncClient(timeout=600, verify=context) as model, \
+            httpx.AsyncClient(timeout=600, verify=context) as agent:
         for _ in range(turns):
             path, body = model_request(shape, history)
             said = json.loads(answer_text(shape, (await model.post(model_url + path, json=body)).json()))["input"]
@@ -66,7 +66,7 @@ async def aiohttp_conversation(model_url: str, agent_url: str, shape: str, turns
     session = uuid.uuid4().hex
     history: list[str] = []
     ok = 0
-    timeout = aiohttp.ClientTimeout(total=60)
+    timeout = aiohttp.ClientTimeout(total=600)  # persona.py's TIMEOUT: the figures are CPU, not latency
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), timeout=timeout) as model, \
             aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), timeout=timeout) as agent:
         for _ in range(turns):
