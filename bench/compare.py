@@ -49,7 +49,10 @@ def checkout(rev: str, into: Path) -> Path:
 def _tamesu(folder: Path, src: Path, suite: Path, parallel: int, extra: list[str]) -> float:
     out = folder / f"out-{time.monotonic_ns()}"
     measured = measure([PYTHON, "-m", "tamesu", "run", str(suite), "--parallel", str(parallel), "--out", str(out),
-                        "--color", "never", *extra], cwd=folder, env={"PYTHONPATH": str(src)})
+                        "--color", "never", *extra], cwd=folder,
+                       # PWD as the child's own folder: a dev machine's hook that puts $PWD/src first (a worktree's
+                       # source) would otherwise run the same code on both sides
+                       env={"PYTHONPATH": str(src), "PWD": str(folder)})
     if measured.returncode != 0:
         raise SystemExit(f"tamesu ({src}) exited {measured.returncode}:\n{measured.stdout[-2000:]}")
     return measured.cpu_s
