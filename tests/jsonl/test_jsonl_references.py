@@ -13,10 +13,11 @@ import pytest
 
 from tamesu.checks.functions import load_function
 from tamesu.errors import ConfigError
-from tamesu.jsonl.parser import ParseSettings, file_path, parse_text
+from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.models.attachments import refusal
 from tamesu.models.base import Message, MessageFile
 from tamesu.plan.targets import Resolver
+from tamesu.roles.files import file_path
 
 
 def _parse(lines: list[dict], tmp_path: Path, search: list[Path] | None = None) -> list:

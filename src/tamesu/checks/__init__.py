@@ -78,6 +78,15 @@ class AssertionProblem(Exception):
         self.at_key = at_key
 
 
+
+def tell_test_id(assertions: list[Assertion], test_id: str) -> None:
+    """Validator agents and scripts are told which test they grade (the JSONL design's `test_id`)."""
+    for assertion in assertions:
+        check = getattr(assertion.check, "inner", assertion.check)
+        if hasattr(check, "test_id"):
+            check.test_id = test_id
+
+
 def parse_assertion(entry: Any, prefix: str = "", search: list[Path] | None = None) -> Assertion:
     """Turn `{contains: "x", on_turn: last}` into an Assertion, or raise AssertionProblem.
 

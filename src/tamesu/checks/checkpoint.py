@@ -40,6 +40,23 @@ class PlannedCheckpoint:
     assertion: Assertion
 
 
+def in_order(planned: dict[str, PlannedCheckpoint]) -> tuple[list[PlannedCheckpoint], list[PlannedCheckpoint]]:
+    """The checkpoints with each after the ones it waits for (an unknown id waits for nothing), and those left
+    waiting for each other in a cycle (empty when there is none)."""
+    order: list[PlannedCheckpoint] = []
+    placed: set[str] = set()
+    pending = list(planned.values())
+    while pending:
+        ready = [c for c in pending if all(dep in placed or dep not in planned for dep in c.spec.after)]
+        if not ready:
+            return order, pending
+        for checkpoint in ready:
+            order.append(checkpoint)
+            placed.add(checkpoint.spec.id)
+            pending.remove(checkpoint)
+    return order, []
+
+
 @dataclass
 class CheckpointState:
     planned: PlannedCheckpoint

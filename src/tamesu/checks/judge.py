@@ -95,3 +95,10 @@ class Judge(Check[JudgeSpec]):
             trace=_trace(run) if spec.trace else None,
         ))
         return to_verdict(verdict)
+
+
+def criteria_rubric(metadata: Mapping[str, object]) -> str:
+    """A validator's metadata as a judge's rubric: the criteria first, then every other entry as `key: value`."""
+    lines = [str(metadata.get("criteria", ""))]
+    lines += [f"{key}: {value}" for key, value in metadata.items() if key not in ("criteria", "test_mode")]
+    return "\n".join(line for line in lines if line)

@@ -28,6 +28,7 @@ from pydantic import ValidationError, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.functions import load_function
+from tamesu.checks.judge import criteria_rubric
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
 from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
@@ -177,11 +178,4 @@ def _validator(spec: SpecAssertion, resolver: Resolver) -> Any:
         model = resolver.model_for(connector or name)
     except ValueError as exc:
         raise AssertionProblem(("options", "connector") if connector else ("use",), str(exc)) from None
-    return _engine({"judge": {"rubric": rubric(spec.metadata), "model": model}}, spec)
-
-
-def rubric(metadata: dict[str, Any]) -> str:
-    """The validator's criteria first, then every other metadata entry as `key: value`."""
-    lines = [str(metadata.get("criteria", ""))]
-    lines += [f"{key}: {value}" for key, value in metadata.items() if key not in ("criteria", "test_mode")]
-    return "\n".join(line for line in lines if line)
+    return _engine({"judge": {"rubric": criteria_rubric(spec.metadata), "model": model}}, spec)

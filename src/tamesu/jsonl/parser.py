@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,22 +17,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tamesu import targets
-from tamesu.checks import Assertion, AssertionProblem
-from tamesu.checks.checkpoint import PlannedCheckpoint
+from tamesu.checks import Assertion, AssertionProblem, tell_test_id
+from tamesu.checks.checkpoint import PlannedCheckpoint, in_order
 from tamesu.checks.functions import load_function
-from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Resolver
+from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls
 from tamesu.roles.case_user import SimulatorRef
+from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
-
-Loc = tuple[Any, ...]
 
 
 @dataclass
@@ -42,7 +38,7 @@ class Graded:
 
     raw: Any
     assertion: Assertion
-    loc: tuple[Any, ...] = ()
+    loc: Loc = ()
     """Where the assertion is written in its case."""
 
 
@@ -68,6 +64,12 @@ class ParsedCase:
     @property
     def line(self) -> int:
         return self.doc.problem((), "").line
+
+    def located(self) -> list[tuple[Loc, Assertion]]:
+        """Every assertion of the case with its place: the final ones, the turns', the checkpoints'."""
+        graded = [*self.final, *(g for turn in self.turn_assertions.values() for g in turn)]
+        located = [(g.loc, g.assertion) for g in graded]
+        return located + [(("checkpoints", i, "assertion"), c.assertion) for i, c in enumerate(self.checkpoints)]
 
 
 @dataclass
@@ -173,8 +175,7 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
         found.final = [*_graded(case.turns[0].assertions, ("turns", 0, key), resolver, None, doc, problems),
                        *_graded(case.assertions, (assert_key,), resolver, None, doc, problems)]
         found.case = _as_standard(case)
-        _stamp(found)
-        _warn_tools(found, settings)
+        _finish(found, settings)
         return found if len(problems) == before else None
     if case.mode == "standard":
         found.final = _graded(case.assertions, (assert_key,), resolver, None, doc, problems)
@@ -188,35 +189,14 @@ def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSett
     found.checkpoints = _checkpoints(case, doc, resolver, problems)
     if case.mode != "standard":
         found.simulator = _simulator(case, doc, settings, problems)
-    _stamp(found)
-    _warn_tools(found, settings)
+    _finish(found, settings)
     return found if len(problems) == before else None
 
 
-def _warn_tools(found: ParsedCase, settings: ParseSettings) -> None:
-    """An A2A agent never reports tool calls (only its messages and artifacts travel): a tool assertion on one
-    can only pass when it asks that a tool was not called."""
-    kind = settings.target_type
-    if kind is None or not targets.is_known(kind) or targets.target_class(kind).reports_tool_calls:
-        return
-    graded = [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]
-    located = [(g.loc, g.assertion) for g in graded]
-    located += [(("checkpoints", i, "assertion"), c.assertion) for i, c in enumerate(found.checkpoints)]
-    for loc, assertion in located:
-        names = tool_names(assertion.check)
-        if names is not None:
-            settings.warnings.append(found.doc.problem(loc, f"an A2A agent reports no tool calls, so {assertion.label} "
-                                                       "can never see one"))
-
-
-def _stamp(found: ParsedCase) -> None:
-    """Validator agents and scripts are told which case they grade (the design's `test_id`)."""
-    graded = [g.assertion for g in found.final] + [c.assertion for c in found.checkpoints]
-    graded += [g.assertion for turn in found.turn_assertions.values() for g in turn]
-    for assertion in graded:
-        check = getattr(assertion.check, "inner", assertion.check)
-        if hasattr(check, "test_id"):
-            check.test_id = found.case.id
+def _finish(found: ParsedCase, settings: ParseSettings) -> None:
+    located = found.located()
+    tell_test_id([assertion for _, assertion in located], found.case.id)
+    settings.warnings += [found.doc.problem(loc, why) for loc, why in unseen_tool_calls(settings.target_type, located)]
 
 
 def _as_standard(case: TestCase) -> TestCase:
@@ -300,34 +280,9 @@ def _parts(case: TestCase) -> list[tuple[Loc, ContentPart]]:
     return found
 
 
-def file_path(source: str, dirs: Path | list[Path]) -> Path | None:
-    """The local file a `file://` source (or a bare path) names, or None for a URL. A relative path is looked
-    for in each of `dirs` in turn (the JSONL file's folder, then the project's): the first that has the file
-    wins; when none has it, the path under the first (so the problem names where it was expected)."""
-    if source.startswith("file://"):
-        source = source.removeprefix("file://")
-    elif "://" in source:
-        return None
-    folders = [dirs] if isinstance(dirs, Path) else dirs
-    candidates = [folder / source for folder in folders]
-    return next((c for c in candidates if _is_file(c)), candidates[0])
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except (OSError, ValueError):  # a name longer than the system allows, a NUL byte
-        return False
-
-
 def file_ref(part: ContentPart, dirs: Path | list[Path]) -> FileRef:
     """A content part's file as a user turn carries it: a local path, or a URI the agent fetches."""
-    source = part.source or ""
-    path = file_path(source, dirs)
-    name = part.name or Path(source.split("?", 1)[0]).name or "file"
-    mime = part.mime or mimetypes.guess_type(name)[0] or "application/octet-stream"
-    return FileRef(name=name, mime=mime, path=str(path.resolve()) if path else None,
-                   uri=None if path else source)
+    return sent_file(part.source or "", part.name, part.mime, dirs)
 
 
 def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: list[Path],
@@ -338,7 +293,7 @@ def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: l
         # a single message written as an object has no index 0 in the file: point at the part anyway
         if isinstance(raw.get("input"), dict) and loc[0] == "input":
             loc = ("input", *loc[2:])
-        if path is not None and not _is_file(path):
+        if path is not None and not is_file(path):
             where = " or ".join(str(folder / (part.source or "").removeprefix("file://")) for folder in dirs)
             problems.append(doc.problem((*loc, "source"), f"file not found: {where}"))
             continue
@@ -385,27 +340,11 @@ def _checkpoints(case: TestCase, doc: JsonDocument, resolver: Resolver,
                 problems.append(doc.problem(where, "a checkpoint cannot wait for itself"))
             elif other not in ids:
                 problems.append(doc.problem(where, f"unknown checkpoint id {other!r} (ids: {', '.join(ids)})"))
-    return _ordered(planned, case, doc, problems)
-
-
-def _ordered(planned: dict[str, PlannedCheckpoint], case: TestCase, doc: JsonDocument,
-             problems: list[Problem]) -> list[PlannedCheckpoint]:
-    """Checkpoints with each after the ones it waits for; a cycle is a problem (it could never be reached)."""
-    order: list[PlannedCheckpoint] = []
-    placed: set[str] = set()
-    pending = [c for c in planned.values()]
-    while pending:
-        ready = [c for c in pending if all(dep in placed or dep not in planned for dep in c.spec.after)]
-        if not ready:
-            index = next(i for i, c in enumerate(case.checkpoints) if c.id == pending[0].spec.id)
-            cycle = ", ".join(c.spec.id for c in pending)
-            problems.append(doc.problem(("checkpoints", index, "after"), f"checkpoints wait for each other in a "
-                                        f"cycle and can never be reached: {cycle}"))
-            return order
-        for checkpoint in ready:
-            order.append(checkpoint)
-            placed.add(checkpoint.spec.id)
-            pending.remove(checkpoint)
+    order, cycle = in_order(planned)
+    if cycle:  # a cycle could never be reached
+        index = next(i for i, c in enumerate(case.checkpoints) if c.id == cycle[0].spec.id)
+        problems.append(doc.problem(("checkpoints", index, "after"), "checkpoints wait for each other in a cycle "
+                                    f"and can never be reached: {', '.join(c.spec.id for c in cycle)}"))
     return order
 
 

@@ -25,7 +25,8 @@ from tamesu.jsonl.schema import ChatMessage, ContentPart
 from tamesu.models.cache import CacheMode
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import LoadedSuite, Plan, PlannedTest, Project
-from tamesu.plan.targets import ResolvedTarget, with_connector
+from tamesu.plan.targets import ResolvedTarget, connector_target
+from tamesu.results.design_classes import design_classes
 from tamesu.results.records import RunResult
 from tamesu.roles.case_user import CaseUser, Interaction, MissingInput
 from tamesu.roles.human import Human
@@ -121,19 +122,8 @@ class PlannedCase:
         that fails (unreachable, refused) fails the case, where tamesu calls it an error (exit 3); a simulator
         that cannot give the next input skips a multi-turn case (the earlier revision: the turn is SKIPPED)
         and fails a dynamic one (the later). A judge or validator that fails stays an error."""
-        if result.status != "error":
-            return
         user = self.users.get(number)
-        if user is not None and user.simulator_error is not None:
-            reason = f"simulator error: {user.simulator_error}"
-            if self.parsed.case.mode == "dynamic":
-                result.status, result.error, result.fault, result.fault_reason = "failed", reason, "agent", reason
-            else:
-                result.status, result.skip_reason, result.error = "skipped", reason, None
-                result.fault = result.fault_reason = None
-        elif any(event.name == "agent_error" for event in result.events):
-            reason = f"agent error: {result.error}"
-            result.status, result.error, result.fault, result.fault_reason = "failed", reason, "agent", reason
+        design_classes(result, user.simulator_error if user is not None else None, self.parsed.case.mode == "dynamic")
 
     def tracker_of(self, view: RunView) -> Tracker:
         number = view.context.lookup("run.number")
@@ -178,7 +168,8 @@ class CasePlanner:
         # the engine asks the user side once more after the last turn, so it can end the conversation itself
         turns = 2 if case.mode == "standard" else min(case.turn_limit() + 1, 1000)
         suite = suite or self.suite
-        spec = TestSpec(name=case.id, target=self._target_for(connector, suite), scenario=Scenario(max_turns=turns),
+        target = connector_target(suite.targets, self.plan.target, connector)
+        spec = TestSpec(name=case.id, target=target, scenario=Scenario(max_turns=turns),
                         timeout=case.timeout or self.settings.timeout, **case.repeats())
         assertions = [g.assertion for n in sorted(parsed.turn_assertions) for g in parsed.turn_assertions[n]]
         assertions += [g.assertion for g in parsed.final]
@@ -189,15 +180,6 @@ class CasePlanner:
                            classify=planned_case.design_classes if self.settings.yao_errors else None)
         self.cases[test.id] = planned_case
         return test
-
-    def _target_for(self, connector: str | None, suite: LoadedSuite) -> str:
-        """A model target answered by the connector's model: the same target under its own name."""
-        target = self.plan.target
-        if connector is None or target.spec.type != "model":
-            return target.name
-        name = f"{target.name} ({connector})"
-        suite.targets.setdefault(name, with_connector(target.spec, connector))
-        return name
 
     def _user(self, parsed: ParsedCase, models: ModelRegistry | None, seed: int, tracker: Tracker | None) -> CaseUser:
         case, settings = parsed.case, self.settings

@@ -22,6 +22,8 @@ import httpx
 from pydantic import ValidationError
 
 from tamesu import plugins, targets
+from tamesu.checks import Assertion
+from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem, article
 from tamesu.net.clients import async_client
@@ -35,6 +37,9 @@ from tamesu.targets.base import TargetSpec
 
 if TYPE_CHECKING:  # a JSONL case, read for what it asks of the agent under test
     from tamesu.jsonl.parser import ParsedCase
+
+Loc = tuple[str | int, ...]
+"""A place inside a case, as keys and indexes."""
 
 
 def load_project_targets(project: Project) -> tuple[dict[str, TargetSpec], list[Problem]]:
@@ -230,6 +235,25 @@ def with_connector(spec: TargetSpec, connector: str | None) -> TargetSpec:
     if connector is None or spec.type != "model":
         return spec
     return spec.model_copy(update={"model": connector})
+
+
+def connector_target(suite_targets: dict[str, TargetSpec], target: ResolvedTarget, connector: str | None) -> str:
+    """The name of the target a test with this connector talks to: a model target answered by the connector's
+    model is the same target under its own name, added to the suite's targets."""
+    if connector is None or target.spec.type != "model":
+        return target.name
+    name = f"{target.name} ({connector})"
+    suite_targets.setdefault(name, with_connector(target.spec, connector))
+    return name
+
+
+def unseen_tool_calls(kind: str | None, located: list[tuple[Loc, Assertion]]) -> list[tuple[Loc, str]]:
+    """An A2A agent never reports tool calls (only its messages and artifacts travel): a tool assertion on one
+    can only pass when it asks that a tool was not called. The place of each such assertion, with the warning."""
+    if kind is None or not targets.is_known(kind) or targets.target_class(kind).reports_tool_calls:
+        return []
+    return [(loc, f"an A2A agent reports no tool calls, so {assertion.label} can never see one")
+            for loc, assertion in located if tool_names(assertion.check) is not None]
 
 
 @dataclass
