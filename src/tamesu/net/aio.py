@@ -183,7 +183,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
             if request.url.scheme == "https" and not self._client_certificate and tls_reason(exc) is None:
                 # TLS 1.3 ends the handshake before the server checks a client certificate: a server that
                 # requires one resets the connection at the first request, and the client sees only that
-                mapped.tamesu_reason = (f"the server ended the connection before answering ({_words(exc)}); "  # type: ignore[attr-defined]
+                mapped.tamesu_reason = (f"the server ended the connection before answering ({_words(exc)}); "  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
                                  "a server that requires a client certificate does this: give tls.cert_file and "
                                  "tls.key_file")
             return mapped
