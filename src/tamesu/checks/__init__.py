@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tamesu import plugins
 from tamesu.checks.base import Check
@@ -24,7 +24,7 @@ META_KEYS = {"on_turn", "name", "negate"}
 FLAT_KINDS = {"evaluator"}
 
 
-def _registered_check(key: str) -> type[Check] | None:
+def _registered_check(key: str) -> type[Check[BaseModel]] | None:
     """The Check class registered as `key` (a plug-in's function is only for `custom`)."""
     if not plugins.has("checks", key):
         return None
@@ -32,7 +32,7 @@ def _registered_check(key: str) -> type[Check] | None:
     return found if isinstance(found, type) and issubclass(found, Check) else None
 
 
-def check_class(key: str) -> type[Check]:
+def check_class(key: str) -> type[Check[BaseModel]]:
     found = _registered_check(key)
     if found is None:
         raise KeyError(key)
@@ -63,7 +63,7 @@ class Assertion:
     """One entry of an `assert:` list, parsed."""
 
     key: str
-    check: Check
+    check: Check[BaseModel]
     on_turn: int | str | None
     label: str
 

@@ -93,8 +93,9 @@ class RunView:
         return "\n".join(e.agent.text for e in self.exchanges if e.agent.text)
 
 
-SpecT = TypeVar("SpecT", bound=BaseModel)
-"""A check's own options type: `class Turns(Check[TurnsSpec])` reads `self.spec` as a TurnsSpec."""
+SpecT = TypeVar("SpecT", bound=BaseModel, covariant=True)
+"""A check's own options type: `class Turns(Check[TurnsSpec])` reads `self.spec` as a TurnsSpec; covariant, so
+any check is a `Check[BaseModel]` where only its spec's being a model matters."""
 
 
 class Check(ABC, Generic[SpecT]):

@@ -16,11 +16,11 @@ from tamesu.checks._compare import (
     compare,
     expectations,
     render_expectations,
-    shown,
     template_failed,
 )
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.matching import shown
 from tamesu.plugins import register
 
 

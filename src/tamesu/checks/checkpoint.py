@@ -19,6 +19,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import Exchange
 from tamesu.models.base import Models
 from tamesu.suite.templates import Context
+from tamesu.types import Strict
 
 
 class CheckpointSpec(Protocol):
@@ -114,17 +115,17 @@ class Tracker:
         return self._by_id[checkpoint_id]
 
 
-class CheckpointCheck(Check):
+class CheckpointCheck(Check[Strict]):
     """Reports one checkpoint: passed when reached, or when optional (`required: false`).
 
     The check belongs to the planned test, shared by its repeats; each run has its own tracker, which
     `tracker_of` finds from the run being graded."""
 
     key = "checkpoint"
-    Spec = None  # type: ignore[assignment]  # built from a tracker, never from what a user writes
+    Spec = Strict  # no options: built from a tracker, never from what a user writes
 
     def __init__(self, tracker_of: Callable[[RunView], Tracker], checkpoint_id: str) -> None:
-        super().__init__(None)
+        super().__init__(Strict())
         self.tracker_of = tracker_of
         self.checkpoint_id = checkpoint_id
 

@@ -20,9 +20,10 @@ import signal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.checks._compare import number_text, render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.matching import number_text, shown
 from tamesu.plugins import register
 from tamesu.runtime.children import reap
 from tamesu.suite.schema import Duration, Strict

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import load_function
@@ -62,7 +62,7 @@ class Custom(Check[CustomSpec]):
     def __init__(self, spec: CustomSpec) -> None:
         super().__init__(spec)
         self._function: Callable[..., Any] | None = None
-        self._check: Check | None = None
+        self._check: Check[BaseModel] | None = None
         if spec.name is not None:
             self._bind_registered(spec.name)
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
+from tamesu.matching import shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 

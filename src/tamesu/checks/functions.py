@@ -37,7 +37,7 @@ def load_function(reference: str, search: list[Path], role: Role = "validate", *
             f"(scripts:tests.{role})"
         raise ValueError(f"expected {expected}, got {reference!r}")
     module = _module(module_name, search)
-    function = getattr(module, function_name, None)
+    function: object = getattr(module, function_name, None)
     if not callable(function):
         raise ValueError(f"{module_name} has no function {function_name!r}")
     return function
@@ -52,7 +52,7 @@ def _script_id(name: str, search: list[Path], role: Role) -> Callable[..., Any]:
     for folder in folders:
         path = folder.joinpath(*segments).with_suffix(".py")
         if path.is_file():
-            function = getattr(_from_file(path.resolve()), role, None)
+            function: object = getattr(_from_file(path.resolve()), role, None)
             if not callable(function):
                 raise ValueError(f"{path} has no function {role!r} (a script id calls {role}())")
             return function
@@ -60,9 +60,9 @@ def _script_id(name: str, search: list[Path], role: Role) -> Callable[..., Any]:
         for folder in folders:
             path = folder.joinpath(*segments[:-1]).with_suffix(".py")
             if path.is_file():
-                function = getattr(_from_file(path.resolve()), segments[-1], None)
-                if callable(function):
-                    return function
+                named: object = getattr(_from_file(path.resolve()), segments[-1], None)
+                if callable(named):
+                    return named
     where = ", ".join(str(folder.joinpath(*segments).with_suffix(".py")) for folder in folders)
     raise ValueError(f"no script {name!r}: looked for {where}")
 

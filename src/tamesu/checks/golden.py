@@ -33,10 +33,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from tamesu.checks._compare import number_text, shown, template_failed
+from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.similar import lexical_similarity
 from tamesu.errors import InfraError, TemplateError
+from tamesu.matching import number_text, shown
 from tamesu.models.base import ModelError
 from tamesu.models.spec import ModelSpec
 from tamesu.plugins import register

@@ -12,11 +12,12 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.conversation import Handoff as HandoffSignal
 from tamesu.errors import TemplateError
+from tamesu.matching import shown
 from tamesu.plugins import register
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput

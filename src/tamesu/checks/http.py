@@ -21,15 +21,14 @@ from tamesu.checks._compare import (
     as_text,
     describe_statuses,
     expectations,
-    number_text,
     render_expectations,
-    shown,
     status_allowed,
     template_failed,
 )
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, TemplateError
+from tamesu.matching import number_text, shown
 from tamesu.net.clients import async_client
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register

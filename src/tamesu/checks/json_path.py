@@ -26,11 +26,11 @@ from tamesu.checks._compare import (
     expectations,
     placeholder_templates,
     render_expectations,
-    shown,
     template_failed,
 )
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.matching import shown
 from tamesu.plugins import register
 
 Path = jsonpath.JSONPath | jsonpath.CompoundJSONPath

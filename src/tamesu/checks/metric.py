@@ -10,8 +10,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from tamesu.checks._compare import Bounds, compare, describe, expectations, number_text
+from tamesu.checks._compare import Bounds, compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.matching import number_text
 from tamesu.plugins import register
 
 

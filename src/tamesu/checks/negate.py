@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.types import Strict
 
@@ -12,7 +14,7 @@ class Negated(Check[Strict]):
     key = "negate"
     Spec = Strict
 
-    def __init__(self, inner: Check) -> None:
+    def __init__(self, inner: Check[BaseModel]) -> None:
         super().__init__(Strict())  # no options of its own: the inner check's are its own
         self.inner = inner
 

@@ -35,9 +35,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.checks._compare import number_text, shown, template_failed
+from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.matching import number_text, shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 

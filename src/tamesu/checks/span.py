@@ -73,7 +73,7 @@ class SpanSpec(Strict):
 
 
 @register("checks", "span")
-class SpanCheck(Check):
+class SpanCheck(Check[SpanSpec]):
     key = "span"
     Spec = SpanSpec
     shorthand = "name"

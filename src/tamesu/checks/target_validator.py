@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.roles.scripted_users import HelperAgent, conversation
+from tamesu.types import Strict
 
 
 class ValidatorReply(BaseModel):
@@ -21,13 +22,13 @@ class ValidatorReply(BaseModel):
     suggestions: list[str] = Field(default_factory=list)
 
 
-class TargetValidator(Check):
+class TargetValidator(Check[Strict]):
     key = "agent"
-    Spec = BaseModel
+    Spec = Strict  # no options: the validator's metadata come from the JSONL case
 
     def __init__(self, helper: HelperAgent, metadata: dict[str, Any], test_id: str = "",
                  connector: str | None = None) -> None:
-        super().__init__(None)
+        super().__init__(Strict())
         self.helper = helper
         self.metadata = metadata
         self.test_id = test_id

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from pydantic import Field, field_validator
 
-from tamesu.checks._compare import render_pattern, shown, template_failed, valid_pattern
+from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
+from tamesu.matching import shown
 from tamesu.plugins import register
 from tamesu.speech.phrase import SIMILARITY, Heard, Match, closest, find, search
 from tamesu.suite.schema import SpeechMatch, Strict

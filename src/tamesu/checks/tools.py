@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
@@ -186,7 +186,7 @@ def _strict_problem(wanted: Wanted, calls: list[ToolCall]) -> str | None:
     return None
 
 
-def tool_names(check: Check) -> list[str] | None:
+def tool_names(check: Check[BaseModel]) -> list[str] | None:
     """The tool names a tool assertion's check asks about (a negated one's too), or None for any other check:
     for validation, which warns about tool assertions on agents that report no tool calls."""
     check = getattr(check, "inner", check)

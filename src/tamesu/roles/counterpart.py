@@ -20,11 +20,11 @@ from tamesu.roles.simulator import UserAction, UserSimulator
 from tamesu.suite.templates import Context
 
 if TYPE_CHECKING:
-    from tamesu.targets.base import Target
+    from tamesu.targets.base import Target, TargetSpec
 
 
 class CounterpartUser(UserSimulator):
-    def __init__(self, target: Target, name: str, *, opening: str | None, goal: str | None,
+    def __init__(self, target: Target[TargetSpec], name: str, *, opening: str | None, goal: str | None,
                  session: Session) -> None:
         # the engine builds the counterpart's target: a role never imports the targets (the browser target
         # uses roles)

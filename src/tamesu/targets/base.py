@@ -71,8 +71,9 @@ class StepContext:
     target_name: str
 
 
-SpecT = TypeVar("SpecT", bound=TargetSpec)
-"""A target's own spec type: `class RestTarget(Target[RestSpec])` reads `self.spec` as a RestSpec."""
+SpecT = TypeVar("SpecT", bound=TargetSpec, covariant=True)
+"""A target's own spec type: `class RestTarget(Target[RestSpec])` reads `self.spec` as a RestSpec; covariant, so
+any target is a `Target[TargetSpec]` where only its spec's being a target spec matters."""
 
 
 class Target(ABC, Generic[SpecT]):
