@@ -241,7 +241,7 @@ class Session:
     def now_ms(self) -> float:
         return (time.monotonic() - self._origin) * 1000.0
 
-    def event(self, name: str, /, **data: Any) -> Event:
+    def event(self, name: str, /, **data: object) -> Event:
         recorded = Event(name=name, at_ms=self.now_ms(), data=data)
         self.events.append(recorded)
         return recorded

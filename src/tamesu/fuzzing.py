@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from tamesu.conversation import Session, ToolCall
 from tamesu.suite.fuzz import DEFAULT_ERROR, FUZZ_MODES, HOSTILE_TEXT, INJECTION_MARKER, FuzzSpec
@@ -30,7 +29,7 @@ __all__ = ["DEFAULT_ERROR", "FUZZ_MODES", "HOSTILE_TEXT", "INJECTION_MARKER", "F
 def fuzz_tools_of(session: Session) -> Mapping[str, FuzzSpec]:
     """The test's `fuzz_tools`, which the engine puts on the session (values parsed here if it did not)."""
     # getattr: a Session built before the engine set `fuzz_tools` (tests, older callers) fuzzes nothing.
-    raw: Mapping[str, Any] = getattr(session, "fuzz_tools", None) or {}
+    raw: Mapping[str, object] = getattr(session, "fuzz_tools", None) or {}
     return {name: spec if isinstance(spec, FuzzSpec) else FuzzSpec.model_validate(spec) for name, spec in raw.items()}
 
 
@@ -39,7 +38,7 @@ def fuzz_for(session: Session, tool: str) -> FuzzSpec | None:
 
 
 async def fuzzed_call(
-    session: Session, spec: FuzzSpec, name: str, args: dict[str, Any], real: Callable[[], Awaitable[ToolCall]]
+    session: Session, spec: FuzzSpec, name: str, args: Mapping[str, object], real: Callable[[], Awaitable[ToolCall]]
 ) -> ToolCall:
     """One call to a fuzzed tool, recorded; `real` makes the real call (only `delay` uses it)."""
     session.event("tool_fuzzed", tool=name, mode=spec.mode)

@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 
-def show(value: Any, limit: int = 120) -> str:
+def show(value: object, limit: int = 120) -> str:
     """A value as it should read in a reason line: short, JSON for structures."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -23,7 +22,7 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
 
 
-def shown(value: Any, limit: int = 120) -> str:
+def shown(value: object, limit: int = 120) -> str:
     """`show` for a reason line: strings quoted on one line, floats as a person writes them (1500, not 1500.0)."""
     if isinstance(value, float):
         return number_text(value)
@@ -32,7 +31,7 @@ def shown(value: Any, limit: int = 120) -> str:
     return show(value, limit)
 
 
-def as_number(value: Any) -> float | None:
+def as_number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -45,11 +44,11 @@ def as_number(value: Any) -> float | None:
     return None
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def same(found: Any, expected: Any) -> bool:
+def same(found: object, expected: object) -> bool:
     """Equality that forgives a number written as text ("42" and 42), because captures and YAML disagree."""
     if isinstance(found, str) != isinstance(expected, str) and _scalar(found) and _scalar(expected):
         text, other = (found, expected) if isinstance(found, str) else (expected, found)
@@ -62,7 +61,7 @@ def same(found: Any, expected: Any) -> bool:
     return bool(found == expected)
 
 
-def args_problem(expected: Any, actual: Any, where: str = "args") -> str | None:
+def args_problem(expected: object, actual: object, where: str = "args") -> str | None:
     """Why `actual` does not match `expected` (the rules of the module docstring), or None when it does."""
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
@@ -87,7 +86,7 @@ def args_problem(expected: Any, actual: Any, where: str = "args") -> str | None:
     return f"{where} is {shown(actual)}, expected {shown(expected)}"
 
 
-def _full_match(pattern: str, actual: Any) -> bool:
+def _full_match(pattern: str, actual: object) -> bool:
     text = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False, default=str)
     try:
         return re.fullmatch(pattern, text) is not None

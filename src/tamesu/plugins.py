@@ -55,7 +55,7 @@ def group(kind: Kind) -> str:
 _registered: dict[Kind, dict[str, Any]] = {kind: {} for kind in KINDS}
 
 
-def register(kind: Kind, name: str, **attributes: Any) -> Callable[[T], T]:
+def register(kind: Kind, name: str, **attributes: object) -> Callable[[T], T]:
     """Registers the decorated object as `name` of `kind` when its module is imported. `attributes` are set
     on it (a report writer's `default_file`). The object is returned unchanged."""
     if kind not in KINDS:
@@ -77,7 +77,7 @@ def register(kind: Kind, name: str, **attributes: Any) -> Callable[[T], T]:
     return mark
 
 
-def _where(obj: Any) -> str:
+def _where(obj: object) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 

@@ -22,6 +22,7 @@ awaited). `expect*` raise AssertionError with the check's reason; `check*` retur
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,8 @@ class AsyncAgentSession:
                                       variables=loaded.spec.vars)
         return cls(live, _resolver(loaded, secrets))
 
-    async def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,
-                   options: dict[str, Any] | None = None) -> Reply:
+    async def send(self, message: str | dict[str, object] | list[dict[str, object]], *,
+                   options: Mapping[str, object] | None = None) -> Reply:
         """Say `message` (text, one message, or a history ending with the user's message) and get the answer.
         A history travels with the turn, as a standard JSONL case sends it; a target that cannot carry one
         (voice, phone, browser) raises ValueError rather than send the last message alone."""
@@ -104,8 +105,8 @@ class AsyncAgentSession:
         return Reply(text=agent.text, turn=index, tool_calls=list(agent.tool_calls), response=agent.response,
                      awaiting=detect(agent))
 
-    async def check(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
-                    **shorthand: Any) -> Verdict:
+    async def check(self, reply: Reply | None = None, assertion: Mapping[str, object] | None = None,
+                    **shorthand: object) -> Verdict:
         """Grade one assertion on `reply` (None: the whole conversation so far). The assertion is written as a
         suite writes it (`{"contains": "x"}`, or `contains="x"`) or as a JSONL file does (`{"type": ...}`)."""
         if (assertion is None) == (not shorthand):
@@ -118,24 +119,24 @@ class AsyncAgentSession:
             raise ValueError(f"{where + ': ' if where else ''}{exc.message}") from None
         return await parsed.check.evaluate(self._live.view().scoped(parsed.on_turn))
 
-    async def expect(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
-                     **shorthand: Any) -> Verdict:
+    async def expect(self, reply: Reply | None = None, assertion: Mapping[str, object] | None = None,
+                     **shorthand: object) -> Verdict:
         verdict = await self.check(reply, assertion, **shorthand)
         if not verdict.passed:
             raise AssertionError(verdict.reason)
         return verdict
 
     async def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
-                          **metadata: Any) -> Verdict:
+                          **metadata: object) -> Verdict:
         """A validator's verdict (`"type": "agent"`): `criteria` and the other metadata judged by the model `use`
         (default `models.judge`)."""
-        raw: dict[str, Any] = {"type": "agent", "options": {"metadata": {"criteria": criteria, **metadata}}}
+        raw: dict[str, object] = {"type": "agent", "options": {"metadata": {"criteria": criteria, **metadata}}}
         if use is not None:
             raw["use"] = use
         return await self.check(reply, raw)
 
     async def expect_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
-                           **metadata: Any) -> Verdict:
+                           **metadata: object) -> Verdict:
         verdict = await self.check_agent(reply, criteria, use=use, **metadata)
         if not verdict.passed:
             raise AssertionError(verdict.reason)
@@ -173,22 +174,22 @@ class AgentSession:
     def exchanges(self) -> list[Exchange]:
         return self._inner.exchanges
 
-    def send(self, message: str | dict[str, Any] | list[dict[str, Any]], *,
-             options: dict[str, Any] | None = None) -> Reply:
+    def send(self, message: str | dict[str, object] | list[dict[str, object]], *,
+             options: Mapping[str, object] | None = None) -> Reply:
         return self._runner.run(self._inner.send(message, options=options))
 
     def check(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None, **shorthand: Any) -> Verdict:
         return self._runner.run(self._inner.check(reply, assertion, **shorthand))
 
-    def expect(self, reply: Reply | None = None, assertion: dict[str, Any] | None = None,
-               **shorthand: Any) -> Verdict:
+    def expect(self, reply: Reply | None = None, assertion: Mapping[str, object] | None = None,
+               **shorthand: object) -> Verdict:
         return self._runner.run(self._inner.expect(reply, assertion, **shorthand))
 
-    def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None, **metadata: Any) -> Verdict:
+    def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None, **metadata: object) -> Verdict:
         return self._runner.run(self._inner.check_agent(reply, criteria, use=use, **metadata))
 
     def expect_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
-                     **metadata: Any) -> Verdict:
+                     **metadata: object) -> Verdict:
         return self._runner.run(self._inner.expect_agent(reply, criteria, use=use, **metadata))
 
     def close(self) -> None:

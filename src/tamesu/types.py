@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
@@ -15,7 +15,7 @@ MAX_DURATION = 7 * 24 * 3600.0
 """A week: longer is a typo, and asyncio's timers overflow long before a number stops being one."""
 
 
-def parse_duration(value: Any) -> float:
+def parse_duration(value: object) -> float:
     """`60s`, `500ms`, `2m`, or a number of seconds, as seconds (at most MAX_DURATION)."""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30s or 500ms")

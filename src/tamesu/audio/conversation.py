@@ -16,8 +16,7 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
@@ -290,7 +289,7 @@ class AudioConversation:
 
     # -- the end of the run ---------------------------------------------------------------------------
 
-    async def finish(self, turns: list[Any] | None = None) -> dict[str, float]:
+    async def finish(self, turns: Sequence[object] | None = None) -> dict[str, float]:
         """Write audio.wav, transcribe the agent's replies, and compute the run's audio metrics (into
         the session's counters, which the engine reads after close)."""
         self._in_call = False

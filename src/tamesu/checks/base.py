@@ -113,7 +113,7 @@ class Check(ABC, Generic[SpecT]):
         self.spec: SpecT = spec
 
     @classmethod
-    def parse(cls, value: Any) -> Any:
+    def parse(cls, value: object) -> Any:
         if cls.shorthand and not isinstance(value, dict):
             value = {cls.shorthand: value}
         return cls.Spec.model_validate(value)

@@ -83,7 +83,7 @@ class CallEndedBySpec(Strict):
 
     @field_validator("by", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _one_or_many(cls, value: object) -> Any:
         return [value] if isinstance(value, str) else value
 
 
@@ -96,7 +96,7 @@ class CallEndedBy(Check[CallEndedBySpec]):
     spec: CallEndedBySpec
 
     @classmethod
-    def parse(cls, value: Any) -> Any:
+    def parse(cls, value: object) -> Any:
         return cls.Spec.model_validate({"by": value} if not isinstance(value, dict) else value)
 
     async def evaluate(self, run: RunView) -> Verdict:

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from pydantic import Field, model_validator
 
@@ -35,7 +35,7 @@ class CapturedSpec(Equals, Matches):
         return self
 
 
-def _names(captured: dict[str, Any]) -> str:
+def _names(captured: Mapping[str, object]) -> str:
     names = sorted(k for k, v in captured.items() if v is not None)
     return f"captured: {', '.join(names)}" if names else "nothing was captured"
 

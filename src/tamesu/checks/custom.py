@@ -38,7 +38,7 @@ class CustomSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _a_bare_name_is_registered(cls, value: Any) -> Any:
+    def _a_bare_name_is_registered(cls, value: object) -> Any:
         # a project function is always `module:function`; a name without a colon can only be a registered check
         if isinstance(value, dict) and isinstance(value.get("function"), str) and ":" not in value["function"] \
                 and "name" not in value:

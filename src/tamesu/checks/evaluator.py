@@ -40,7 +40,7 @@ class EvaluatorSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _evaluator_names_it(cls, value: Any) -> Any:
+    def _evaluator_names_it(cls, value: object) -> Any:
         # the assembled form of the Concepts page's `{evaluator: NAME, min}`: the name under `evaluator`
         if isinstance(value, dict) and "evaluator" in value and "name" not in value:
             value = {("name" if key == "evaluator" else key): item for key, item in value.items()}
@@ -62,7 +62,7 @@ class EvaluatorSpec(Strict):
         return self
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 

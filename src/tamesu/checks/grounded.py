@@ -25,7 +25,7 @@ class ContextSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: Any) -> Any:
+    def _shorthand(cls, value: object) -> Any:
         return {"text": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
@@ -50,7 +50,7 @@ class GroundedSpec(Strict):
     """strict: a passing verdict whose quotes are none of them in the agent's words fails."""
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -60,7 +60,7 @@ def gather_context(spec: ContextSpec, run: RunView) -> str:
     if spec.tool is not None:
         return "\n".join(_as_text(call.result) for call in run.tool_calls
                          if call.name == spec.tool and call.result is not None)
-    found: list[Any] = []
+    found: list[object] = []
     for exchange in run.exchanges:
         if exchange.agent.response is not None:
             found.extend(jsonpath.findall(spec.json_path or "$", exchange.agent.response))

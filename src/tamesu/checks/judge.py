@@ -70,7 +70,7 @@ def _trace(run: RunView) -> str:
     return genai.summary(run.spans) or "(no spans)"
 
 
-def judge_client(run: RunView, override: Any) -> Any:
+def judge_client(run: RunView, override: object) -> Any:
     if run.models is None:
         raise ModelError("no model for the judge: set models.judge in tamesu.yaml or the suite")
     return run.models.client("judge", override)

@@ -4,7 +4,7 @@ suites too: `script: checks:has_reference` or `script: {use: ..., metadata: {...
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,8 +80,8 @@ class Script(Check[ScriptSpec]):
         return await call_verdict(f"script {self.spec.use}", self.spec.use, self.function, (script_run,), {})
 
 
-async def call_verdict(what: str, name: str, function: Callable[..., Any], args: tuple[Any, ...],
-                       kwargs: dict[str, Any]) -> Verdict:
+async def call_verdict(what: str, name: str, function: Callable[..., Any], args: tuple[object, ...],
+                       kwargs: Mapping[str, object]) -> Verdict:
     """A function's answer as a verdict (awaited when it is a coroutine); `name` is how a verdict names it,
     `what` how an error does. An AssertionError it raises is a failure; any other exception is the test's
     error (InfraError)."""
@@ -96,7 +96,7 @@ async def call_verdict(what: str, name: str, function: Callable[..., Any], args:
     return verdict_of(result, name)
 
 
-def verdict_of(result: Any, name: str) -> Verdict:
+def verdict_of(result: object, name: str) -> Verdict:
     if isinstance(result, Verdict):
         return result
     if result is None or result is True:

@@ -9,6 +9,7 @@ one; `max_duration_ms` bounds every selected span. `{status: error, count: {equa
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -102,7 +103,7 @@ class SpanCheck(Check[SpanSpec]):
                            f"(slowest: {worst.name} {worst.duration_ms:.1f} ms)", evidence=_evidence(slow))
         return Verdict(passed=True, reason=what, evidence=_evidence(chosen))
 
-    def _selects(self, span: Span, attributes: dict[str, Any]) -> bool:
+    def _selects(self, span: Span, attributes: Mapping[str, object]) -> bool:
         if self.spec.name is not None and re.fullmatch(self.spec.name, span.name) is None:
             return False
         if self.spec.status is not None and span.status != self.spec.status:

@@ -38,7 +38,7 @@ class Status(Check[StatusSpec]):
     spec: StatusSpec
 
     @classmethod
-    def parse(cls, value: Any) -> Any:
+    def parse(cls, value: object) -> Any:
         if isinstance(value, list):
             value = {"in": value}
         return super().parse(value)

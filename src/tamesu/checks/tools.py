@@ -13,6 +13,7 @@ agent records `gen_ai.tool.call.arguments`). Every reason says which source it r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -36,7 +37,7 @@ class CallSpec(Strict):
         return self.name if self.args is None else f"{self.name}({shown(self.args)})"
 
 
-def call_problem(spec: CallSpec, call: ToolCall, expected_args: dict[str, Any] | None) -> str | None:
+def call_problem(spec: CallSpec, call: ToolCall, expected_args: Mapping[str, object] | None) -> str | None:
     if call.name != spec.name:
         return f"called {call.name}"
     if expected_args is None:
@@ -133,7 +134,7 @@ class SequenceSpec(Strict):
 
     @field_validator("calls", mode="before")
     @classmethod
-    def _names_are_calls(cls, value: Any) -> Any:
+    def _names_are_calls(cls, value: object) -> Any:
         if isinstance(value, list):
             return [{"name": item} if isinstance(item, str) else item for item in value]
         return value

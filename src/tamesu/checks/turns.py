@@ -21,7 +21,7 @@ class TurnsSpec(Strict):
 
     @field_validator("equals", "gt", "gte", "lt", "lte", mode="before")
     @classmethod
-    def _not_a_bool(cls, value: Any) -> Any:
+    def _not_a_bool(cls, value: object) -> Any:
         # pydantic reads `true` as 1; `turns: true` is a mistake, not "one turn".
         if isinstance(value, bool):
             raise ValueError("expected a number of turns")

@@ -68,7 +68,7 @@ class TypeSpec(Strict):
     value: JsonType
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

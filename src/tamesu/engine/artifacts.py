@@ -8,7 +8,6 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pydantic_core
 from pydantic import BaseModel
@@ -18,7 +17,7 @@ from tamesu.suite.secrets import Redactor
 
 __all__ = ["RunDirectory", "new_run_dir", "slug"]
 
-def indented_json(data: Any) -> bytes:
+def indented_json(data: object) -> bytes:
     """`data` as UTF-8 JSON indented by two, and a newline: the text `json.dumps(data, indent=2,
     ensure_ascii=False)` writes (but for a float's exponent: `1e-7`, not `1e-07`), made by pydantic-core in
     Rust. With an indent Python's json runs its pure-Python encoder: a conversation's `result.json` took
@@ -49,7 +48,7 @@ class RunDirectory:
             self._used.add(name)
         return self.root / name
 
-    def write_json(self, path: Path, value: BaseModel | Any) -> None:
+    def write_json(self, path: Path, value: BaseModel | object) -> None:
         data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         text = indented_json(self.redactor.data(data))
         folder = os.path.dirname(path)

@@ -6,7 +6,7 @@ infrastructure error that came from the target itself with an `agent_error` even
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tamesu.conversation import Exchange, Session
@@ -59,7 +59,7 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
     result.fault, result.fault_reason = "agent", "; ".join(failures) or "the run failed"
 
 
-async def _audit(lines: list[dict[str, Any]], test: PlannedTest, models: ModelRegistry | None,
+async def _audit(lines: Sequence[Mapping[str, object]], test: PlannedTest, models: ModelRegistry | None,
                  failures: list[str]) -> Finding | None:
     if not any(line.get("source") == "simulator" for line in lines):
         return None  # nobody but the tester spoke for the user: there is no simulated user to blame

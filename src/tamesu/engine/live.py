@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,13 +117,13 @@ class TargetHelper:
         self.secrets = secrets
         self.base_dir = base_dir
 
-    async def ask(self, mode: str, request: dict[str, Any], models: Models | None,
+    async def ask(self, mode: str, request: Mapping[str, object], models: Models | None,
                   connector: str | None = None) -> tuple[Any, str]:
         """(response document, text) of the helper's answer to one request. `connector` (the design's
         `options.connector`) is the model a model target answers with, and travels as `options.connector` to
         any other target."""
         # the design's `Skip{History: true}` ("Don't save test messages to history") on every helper call
-        options: dict[str, Any] = {"skip": {"history": True}, "metadata": {"test_mode": mode, **request}}
+        options: dict[str, object] = {"skip": {"history": True}, "metadata": {"test_mode": mode, **request}}
         if connector is not None:
             options["connector"] = connector
         turn = UserTurn(text=json.dumps(request, ensure_ascii=False, default=str), options=options)
@@ -137,7 +138,7 @@ class TargetHelper:
             raise InfraError(f"{mode} {self.name}: {exc}") from exc
         return agent.response, agent.text
 
-    async def answer(self, mode: str, request: dict[str, Any], models: Models | None,
+    async def answer(self, mode: str, request: Mapping[str, object], models: Models | None,
                      schema: type[BaseModel], connector: str | None = None) -> BaseModel:
         """The answer read as `schema`: the response document when it has the fields, else the JSON object in
         the text; neither is an infrastructure error."""

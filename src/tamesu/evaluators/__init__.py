@@ -89,7 +89,7 @@ def find(name: str) -> Evaluator:
     return loaded
 
 
-def _evaluator(name: str, found: Any, source: str, reference: str) -> Evaluator:
+def _evaluator(name: str, found: object, source: str, reference: str) -> Evaluator:
     target = found
     if inspect.isclass(found):
         try:
@@ -108,7 +108,7 @@ def _evaluator(name: str, found: Any, source: str, reference: str) -> Evaluator:
     return Evaluator(name=name, source=source, call=call, default_min=default_min, default_max=default_max)
 
 
-def _as_score(name: str, answer: Any) -> Score:
+def _as_score(name: str, answer: object) -> Score:
     try:
         if isinstance(answer, Score):
             return answer

@@ -56,7 +56,7 @@ def _item(text: str, pos: int, index: int) -> int | None:
     return pos if pos < len(text) and text[pos] != "]" else None
 
 
-def locate(text: str, start: int, loc: Sequence[Any], *, key: bool = False) -> int:
+def locate(text: str, start: int, loc: Sequence[object], *, key: bool = False) -> int:
     """The offset of the value at `loc` in the JSON value starting at `start` (of its key when `key`), or of
     the nearest parent that exists."""
     pos = _skip(text, start)
@@ -89,7 +89,7 @@ class JsonDocument:
     text: str
     start: int
 
-    def problem(self, loc: Sequence[Any], message: str, *, key: bool = False) -> Problem:
+    def problem(self, loc: Sequence[object], message: str, *, key: bool = False) -> Problem:
         line, col = line_col(self.text, locate(self.text, self.start, loc, key=key))
         return Problem(self.label, line, col, format_loc(loc), message)
 

@@ -22,6 +22,7 @@ tamesu's own assertions as a suite writes them (`{"judge": "..."}`, `{"turns": {
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import ValidationError, model_validator
@@ -82,7 +83,7 @@ _NEEDS = {
 }
 
 
-def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Assertion:
+def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> Assertion:
     """One JSONL assertion as an engine Assertion, or AssertionProblem with its place inside `raw`."""
     if not isinstance(raw, dict):
         raise AssertionProblem((), 'an assertion is an object such as {"type": "contains", "value": "..."}')
@@ -112,7 +113,7 @@ def to_engine(raw: Any, resolver: Resolver, on_turn: int | None = None) -> Asser
 _FIELD = {"contains": "value", "regex": "pattern", "json_path": "path", "tool_called": "name"}
 
 
-def _engine(entry: dict[str, Any], spec: SpecAssertion) -> Any:
+def _engine(entry: Mapping[str, object], spec: SpecAssertion) -> Any:
     """A check of tamesu's own, with its problems pointed at the JSONL key they come from."""
     try:
         return parse_assertion(entry).check
@@ -133,7 +134,7 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
         return _engine({"not_regex" if negate else "regex": {"pattern": pattern,
                                                              "ignore_case": spec.ignore_case}}, spec)
     if kind == "json_path":
-        options: dict[str, Any] = {"path": spec.path}
+        options: dict[str, object] = {"path": spec.path}
         if spec.value is not None:
             options["not_equals" if negate else "equals"] = spec.value
         elif negate:

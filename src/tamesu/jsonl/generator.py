@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tamesu.errors import InfraError
@@ -51,7 +51,7 @@ async def from_model(client: ModelClient, about: dict[str, Any], params: dict[st
     return _with_ids(await write_cases(client, about, count, params), count)
 
 
-async def from_target(helper: HelperAgent, about: dict[str, Any], params: dict[str, str],
+async def from_target(helper: HelperAgent, about: Mapping[str, object], params: dict[str, str],
                       models: Models | None) -> list[Any]:
     """A target answering the design's generator interface (`TargetHelper`): {cases: [...]}."""
     count = count_of(params)
@@ -61,7 +61,7 @@ async def from_target(helper: HelperAgent, about: dict[str, Any], params: dict[s
     return _with_ids(answer.cases, count)
 
 
-async def from_script(function: Callable[..., Any], name: str, about: dict[str, Any],
+async def from_script(function: Callable[..., Any], name: str, about: Mapping[str, object],
                       params: dict[str, str]) -> list[Any]:
     count = count_of(params) if "count" in params else MAX_COUNT
     inputs = {**about, **params, **({"count": count} if "count" in params else {})}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,13 +137,13 @@ def parse_file(path: Path, label: str, settings: ParseSettings) -> list[ParsedCa
 
 
 @collector_paused()  # the cases live to the end (tamesu.runtime.gc_pause)
-def parse_objects(objects: list[Any], label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
+def parse_objects(objects: Sequence[object], label: str, base_dir: Path, settings: ParseSettings) -> list[ParsedCase]:
     """Cases made by a generator: one JSON line each, so a problem names the generated case's line."""
     text = "\n".join(json.dumps(item, ensure_ascii=False) for item in objects)
     return parse_text(text, label, base_dir, settings)
 
 
-def _parse_case(raw: Any, doc: JsonDocument, base_dir: Path, settings: ParseSettings,
+def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseSettings,
                 problems: list[Problem]) -> ParsedCase | None:
     if not isinstance(raw, dict):
         problems.append(doc.problem((), "a test case is a JSON object with id and input"))
@@ -285,7 +285,7 @@ def file_ref(part: ContentPart, dirs: Path | list[Path]) -> FileRef:
     return sent_file(part.source or "", part.name, part.mime, dirs)
 
 
-def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: list[Path],
+def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, dirs: list[Path],
                  settings: ParseSettings, problems: list[Problem]) -> None:
     connector = case.options.connector if case.options else None
     for loc, part in _parts(case):
@@ -303,7 +303,7 @@ def _check_files(case: TestCase, raw: dict[str, Any], doc: JsonDocument, dirs: l
                 problems.append(doc.problem((*loc, "source"), reason))
 
 
-def _graded(entries: list[Any], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,
+def _graded(entries: Sequence[object], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,
             problems: list[Problem]) -> list[Graded]:
     graded: list[Graded] = []
     for index, entry in enumerate(entries):

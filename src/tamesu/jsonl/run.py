@@ -10,6 +10,7 @@ The design's JSONL records (`-o`) and console tree are report formats (`tamesu.r
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,7 @@ class CasePlanner:
                         on_missing_input=policy, interaction=Interaction(human, timeout), tracker=tracker)
 
 
-def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options: dict[str, Any], *,
+def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options: Mapping[str, object], *,
               attachments: list[ContentPart] | None = None, source: str = "static") -> UserTurn:
     """The last message as the turn, the ones before it as its history."""
     *earlier, last = messages
@@ -209,7 +210,7 @@ def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options:
     return UserTurn(text=last.text, files=files, history=history, options=options, source=source)
 
 
-def static_turns(parsed: ParsedCase, options: dict[str, Any]) -> list[UserTurn]:
+def static_turns(parsed: ParsedCase, options: Mapping[str, object]) -> list[UserTurn]:
     """What the case itself says: each of its turns, or its input (one turn carrying the history)."""
     case, base = parsed.case, parsed.file_dirs or parsed.base_dir
     if case.turns:

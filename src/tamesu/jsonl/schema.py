@@ -61,7 +61,7 @@ class ChatMessage(Strict):
         return [] if isinstance(self.content, str) else [p for p in self.content if p.type != "text"]
 
 
-def as_messages(value: Any) -> Any:
+def as_messages(value: object) -> Any:
     """`input` as written (text, one message, a list of them) becomes a list of messages."""
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
@@ -70,7 +70,7 @@ def as_messages(value: Any) -> Any:
     return value
 
 
-def as_message(value: Any) -> Any:
+def as_message(value: object) -> Any:
     return {"role": "user", "content": value} if isinstance(value, str) else value
 
 
@@ -97,7 +97,7 @@ class Turn(Strict):
 
     @field_validator("input", mode="before")
     @classmethod
-    def _text_is_a_message(cls, value: Any) -> Any:
+    def _text_is_a_message(cls, value: object) -> Any:
         return as_message(value)
 
 
@@ -171,7 +171,7 @@ class TestCase(Strict):
 
     @field_validator("input", mode="before")
     @classmethod
-    def _input_is_messages(cls, value: Any) -> Any:
+    def _input_is_messages(cls, value: object) -> Any:
         return as_messages(value)
 
     @property

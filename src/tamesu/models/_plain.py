@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def mapping(value: Any) -> dict[str, Any]:
+def mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def text(value: Any) -> str:
+def text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def count(value: Any) -> int:
+def count(value: object) -> int:
     """A token count: a non-negative int, else 0 (a bool is not a count)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

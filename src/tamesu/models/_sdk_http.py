@@ -34,11 +34,11 @@ def sdk_http_client(tls: TlsSpec | None = None) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(transport=bounded_transport(httpx2, wire, None), **SDK_CLIENT_DEFAULTS)
 
 
-def _resent(request: Any, reason: str) -> None:
+def _resent(request: object, reason: str) -> None:
     """A model call sent again by the wire: nothing to record (it is the same call; the ledger counts answers)."""
 
 
-def plain(answer: Any) -> Any:
+def plain(answer: object) -> Any:
     """The SDK's typed answer as the JSON it came as (the providers read it the same way whatever a server sent:
     a 200 that is not a completion reaches them as a str or a mapping with holes)."""
     to_dict = getattr(answer, "to_dict", None)

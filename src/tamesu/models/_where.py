@@ -11,7 +11,6 @@ never appear: the host, port and path are what the reader needs.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import httpx2
 
@@ -29,7 +28,7 @@ def reached(exc: BaseException, endpoint: str, base_url: str) -> str:
 
     `endpoint` is the provider's path below its base URL (`/chat/completions`): the line names the base URL, as
     the user wrote it, rather than the endpoint. `base_url` is said when the error carries no request."""
-    request: Any = getattr(exc, "request", None)
+    request: object = getattr(exc, "request", None)
     url = getattr(request, "url", None)
     if isinstance(url, httpx2.URL) and url.is_absolute_url:
         path = url.raw_path.split(b"?", 1)[0].decode("ascii", "replace")

@@ -73,7 +73,7 @@ def anthropic_block(file: MessageFile) -> dict[str, Any]:
     kind = "image" if file.mime.startswith("image/") else "document"
     if file.data is None:
         return {"type": kind, "source": {"type": "url", "url": file.url}}
-    block: dict[str, Any] = {"type": kind, "source": {"type": "base64", "media_type": file.mime, "data": file.data}}
+    block: dict[str, object] = {"type": kind, "source": {"type": "base64", "media_type": file.mime, "data": file.data}}
     if kind == "document":
         block["title"] = file.name
     return block

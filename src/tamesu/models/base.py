@@ -159,7 +159,7 @@ class Models(Protocol):
     under `models:`. `override` is an assertion's `model:` (a name or a spec). Raises ModelError naming the
     missing `models.<role>` when nothing is configured for the role."""
 
-    def client(self, role: str, override: Any = None) -> ModelClient: ...
+    def client(self, role: str, override: object = None) -> ModelClient: ...
 
 
 def per_request_headers(request: ModelRequest, own: set[str]) -> dict[str, str]:

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,12 +45,12 @@ def label(spec: ModelSpec) -> str:
     return f"{spec.provider}:{spec.model}" if spec.model else spec.provider
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     # sorted keys, no whitespace, unicode kept: the same value always gives the same bytes
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def checksum(entry: dict[str, Any]) -> str:
+def checksum(entry: Mapping[str, object]) -> str:
     """sha256 of the entry's canonical JSON, without its own `checksum` field."""
     return "sha256:" + hashlib.sha256(canonical_json(entry).encode()).hexdigest()
 

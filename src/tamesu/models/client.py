@@ -138,7 +138,7 @@ class ResilientClient:
     def _with_defaults(self, request: ModelRequest) -> ModelRequest:
         # the spec's settings apply where the caller left them open; done before the cache key is taken,
         # so changing `temperature:` in tamesu.yaml records new answers
-        update: dict[str, Any] = {}
+        update: dict[str, object] = {}
         if request.temperature is None and self.spec.temperature is not None:
             update["temperature"] = self.spec.temperature
         if request.max_tokens is None and self.spec.max_tokens is not None:
@@ -174,7 +174,7 @@ class ResilientClient:
             await self._sleep(wait)
         raise AssertionError("unreachable")
 
-    def _note(self, name: str, request: ModelRequest, **data: Any) -> None:
+    def _note(self, name: str, request: ModelRequest, **data: object) -> None:
         """A retry or a timeout: counted in the ledger (the run's `llm_retries`, `llm_timeouts`) and an event."""
         if self.ledger is not None:
             self.ledger.note(retry=name == "model_retry", timeout=name == "model_timeout")
@@ -238,7 +238,7 @@ class ModelRegistry:
         return ModelRegistry(self.specs, render=self.render, cache=self.cache, ledger=ledger, sleep=self._sleep,
                              base_dir=self.base_dir, record=record, _providers=self._providers)
 
-    def spec(self, role: str, override: Any = None) -> ModelSpec:
+    def spec(self, role: str, override: object = None) -> ModelSpec:
         """The spec serving a role, or an assertion's `model:` override (a name under `models:`, a ModelSpec,
         a mapping, or `provider:model`)."""
         if override is not None:
@@ -250,7 +250,7 @@ class ModelRegistry:
             raise ModelError(f"no model for the {role}: set models.{role} in tamesu.yaml or the suite")
         return spec
 
-    def client(self, role: str, override: Any = None) -> ResilientClient:
+    def client(self, role: str, override: object = None) -> ResilientClient:
         return self._client(self.spec(role, override))
 
     async def aclose(self) -> None:
@@ -262,7 +262,7 @@ class ModelRegistry:
             with contextlib.suppress(Exception):
                 await provider.aclose()
 
-    def _resolve_override(self, override: Any) -> ModelSpec:
+    def _resolve_override(self, override: object) -> ModelSpec:
         if isinstance(override, ModelSpec):
             return override
         if isinstance(override, str) and override in self.specs:
@@ -431,7 +431,7 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def not_a_completion(answer: Any, needed: str) -> str:
+def not_a_completion(answer: object, needed: str) -> str:
     """What a 200 answer that is not a completion was, in a few words, for the one-line error."""
     if isinstance(answer, str | bytes):
         text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer

@@ -62,8 +62,8 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, Any]:
+    seen: dict[str, object] = {}
     for key, value in pairs:
         if key in seen:
             # json.loads would keep the last; a verdict that says two things is not read as either
@@ -81,7 +81,7 @@ def _not_json(name: str) -> Any:
     raise _NotJson(f"{name} is not a JSON number")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)[:60]
 
 

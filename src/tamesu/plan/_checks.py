@@ -15,7 +15,7 @@ from tamesu.targets.base import StepContext
 
 
 def check_audio(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem],
     warnings: list[Problem],
 ) -> None:
     """A persona's voice and behaviours only mean something on a target that speaks; a dtmf step needs a
@@ -50,7 +50,7 @@ def check_audio(
 
 
 def check_user_side(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
 ) -> None:
     """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
     if spec.skip or spec.steps:
@@ -79,7 +79,7 @@ def check_user_side(
 
 
 def check_steps(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
 ) -> None:
     """A test's `steps`, checked by its target's class when the type takes steps (a browser's)."""
     target = suite.targets.get(spec.target)
@@ -102,7 +102,7 @@ def check_steps(
 
 
 def _check_counterpart(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
 ) -> None:
     """The counterpart is a target of the suite, and it has something to start from."""
     counterpart = spec.counterpart
@@ -120,7 +120,7 @@ _JUDGED = {"judge", "grounded"}
 
 
 def check_models_needed(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem]
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
 ) -> None:
     """A judge, a golden file judged by a model, or an extracted capture need models.judge (or a `model:`)."""
     configured = {**suite.project.spec.models, **suite.spec.models}

@@ -9,7 +9,6 @@ import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -70,7 +69,7 @@ def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) ->
             parse_reports([entry])
         except ReportSpecError as exc:
             written = doc.data.get("report")
-            loc: tuple[Any, ...] = ("report", i) if isinstance(written, list) else \
+            loc: tuple[object, ...] = ("report", i) if isinstance(written, list) else \
                 ("report", "formats", i) if isinstance(written, dict) else ("report",)
             problems.append(doc.problem(loc, str(exc)))
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -180,7 +180,7 @@ def _load_suite(
 def _expand_test(
     suite: LoadedSuite,
     index: int,
-    raw: dict[str, Any],
+    raw: Mapping[str, object],
     problems: list[Problem],
     warnings: list[Problem],
     today: dt.date,
@@ -221,7 +221,7 @@ def _expand_test(
         problems.append(doc.problem((*loc, "cases"), f"two cases are named {name!r}"))
 
     base_vars = {**suite.project.spec.vars, **suite.spec.vars, **spec.vars}
-    variants: list[tuple[str | None, dict[str, Any]]] = (
+    variants: list[tuple[str | None, dict[str, object]]] = (
         [(c.name, {**base_vars, **c.vars}) for c in cases] if cases else [(None, base_vars)]
     )
     expanded: list[PlannedTest] = []
@@ -262,7 +262,7 @@ MAX_INLINE_CASES = 2_000
 
 
 def _attack(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem],
     assertions: list[Assertion],
 ) -> packs.AttackSpec | None:
     """`scenario.attack`: the pack's attack for the simulator, and the pack added to `assertions` unless the
@@ -298,7 +298,7 @@ def _attack(
 
 
 def _parse_assertions(
-    entries: list[Any], doc: Document, loc: tuple[Any, ...], problems: list[Problem],
+    entries: Sequence[object], doc: Document, loc: tuple[object, ...], problems: list[Problem],
     user_packs: dict[str, packs.PackSpec] | None = None, broken_packs: set[str] | None = None,
     search: list[Path] | None = None,
 ) -> list[Assertion]:

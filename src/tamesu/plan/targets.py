@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -175,7 +175,7 @@ def a2a_available() -> bool:
     return targets.is_known("a2a") and importlib.util.find_spec("tamesu.targets.a2a") is not None
 
 
-def _validated(kind: str, raw: dict[str, Any]) -> TargetSpec:
+def _validated(kind: str, raw: Mapping[str, object]) -> TargetSpec:
     try:
         return targets.target_class(kind).Spec.model_validate(raw)
     except ValidationError as exc:
@@ -302,7 +302,7 @@ def _voice_places(parsed: ParsedCase) -> Iterator[tuple[tuple[Any, ...], dict[st
             yield ("turns", i, "options", "metadata"), turn.options.metadata
 
 
-def voice_warnings(cases: list[ParsedCase], target_name: str, spec: Any) -> list[str]:
+def voice_warnings(cases: list[ParsedCase], target_name: str, spec: object) -> list[str]:
     """JSONL cases that ask for voice (a persona's `voice` or `behaviors`, a `dtmf` digit) against a target that
     cannot honour them: one line each, as `file:line:col: path: problem`, never silently dropped. A case may
     write them in `simulator.metadata`, `simulator.options.metadata`, `options.metadata` (voice, behaviors,

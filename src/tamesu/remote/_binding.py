@@ -9,7 +9,6 @@ methods have a slash (`message/send`), 1.0 ones do not (`SendMessage`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import grpc
 from a2a.server.context import ServerCallContext
@@ -51,7 +50,7 @@ class GrpcTagger(DefaultGrpcServerCallContextBuilder):
 
 def binding_of(context: ServerCallContext | None) -> tuple[str, str]:
     """(binding, version) of the request: `jsonrpc`/`http`/`grpc`, `1.0`/`0.3`."""
-    state: Mapping[str, Any] = context.state if context is not None else {}
+    state: Mapping[str, object] = context.state if context is not None else {}
     binding = str(state.get(_BINDING) or "unknown")
     version = state.get(_VERSION)
     if version is None:

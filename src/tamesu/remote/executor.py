@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -49,7 +49,7 @@ class Delegation(BaseModel):
 
 def message_text(message: Message) -> tuple[str, list[Any]]:
     texts: list[str] = []
-    data: list[Any] = []
+    data: list[object] = []
     for part in message.parts:
         kind = part.WhichOneof("content")
         if kind == "text":
@@ -114,7 +114,7 @@ class ScriptedExecutor(AgentExecutor):
         else:
             await updater.failed(status_message)
 
-    async def _reply(self, text: str, data: list[Any], delegation: Delegation) -> ReplySpec:
+    async def _reply(self, text: str, data: Sequence[object], delegation: Delegation) -> ReplySpec:
         searched = " ".join([text, *(json.dumps(d, sort_keys=True) for d in data)])
         fuzz = fuzz_for(self._session, self._name)
         if fuzz is None:
@@ -131,7 +131,7 @@ class ScriptedExecutor(AgentExecutor):
         if fuzz.mode == "delay":
             await asyncio.sleep(fuzz.hold_seconds())
             return self._spec.answer(searched)
-        answer: dict[str, Any] = {"say": fuzz.text}
+        answer: dict[str, object] = {"say": fuzz.text}
         if "data" in fuzz.model_fields_set:
             answer["data"] = fuzz.data
         return ReplySpec.model_validate(answer) if fuzz.text is not None or "data" in answer else ReplySpec(say="")

@@ -97,10 +97,10 @@ def extended_card_guard(public: AgentCard, token: str | None
 
 
 def _denying(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def unary(request: object, context: grpc.aio.ServicerContext) -> Any:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, _DENIED)
 
-    async def streaming(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def streaming(request: object, context: grpc.aio.ServicerContext) -> Any:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, _DENIED)
         yield  # pragma: no cover - abort raises
 

@@ -119,7 +119,7 @@ class RemoteAgents:
 
 
 def as_tool_call(delegation: Delegation, turn: int | None = None) -> ToolCall:
-    result: Any = delegation.reply
+    result: object = delegation.reply
     if delegation.reply_data is not None:
         result = {"text": delegation.reply, "data": delegation.reply_data}
     return ToolCall(name=delegation.agent, kind="delegation", turn=turn,

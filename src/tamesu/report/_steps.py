@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 from html import escape
 from pathlib import Path
-from typing import Any
 
 MAX_IMAGE_BYTES = 2_000_000
 """A larger screenshot (a full page) is linked, not inlined, so the report stays small enough to open."""
@@ -27,7 +26,7 @@ def _image(folder: Path, relative: str | None, alt: str, css: str) -> str:
     return f'<img class="{css}" alt="{escape(alt, quote=True)}" src="data:image/{kind};base64,{encoded}">'
 
 
-def step_html(record: Any, folder: Path) -> str:
+def step_html(record: object, folder: Path) -> str:
     """The screenshot after one step and, for a goal, each agent action with its own; "" for other turns."""
     if not isinstance(record, dict) or "step" not in record or "kind" not in record:
         return ""

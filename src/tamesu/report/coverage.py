@@ -20,7 +20,7 @@ as seen but not offered; it does not count toward the percentage.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -75,7 +75,7 @@ class CoverageReport(BaseModel):
     percent: float | None = None
 
 
-def _names(values: Any, *keys: str) -> list[str]:
+def _names(values: object, *keys: str) -> list[str]:
     if not isinstance(values, list):
         return []
     names = []

@@ -14,7 +14,6 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any
 from urllib.parse import quote
 
 from tamesu import __version__
@@ -40,7 +39,7 @@ def _asset(name: str) -> str:
     return resources.files("tamesu.report").joinpath("html_assets").joinpath(name).read_text(encoding="utf-8")
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
@@ -56,11 +55,11 @@ def _num(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _short(value: Any, limit: int = 300) -> str:
+def _short(value: object, limit: int = 300) -> str:
     return _clip(_text(value), limit)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

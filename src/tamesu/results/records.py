@@ -72,7 +72,7 @@ class TurnRecord(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _read_back(cls, data: Any) -> Any:
+    def _read_back(cls, data: object) -> Any:
         if isinstance(data, dict) and "agent" in data:
             return {**data, "agent": expand_agent(data["agent"])}
         return data

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -59,7 +58,7 @@ def _fact_contradicted(text: str, facts: Mapping[str, str]) -> str | None:
     return None
 
 
-def deterministic_finding(lines: Sequence[Mapping[str, Any]], facts: Mapping[str, str] | None = None
+def deterministic_finding(lines: Sequence[Mapping[str, object]], facts: Mapping[str, str] | None = None
                           ) -> Finding | None:
     """The first way the simulator's lines show it broke its part, or None."""
     previous: str | None = None
@@ -100,7 +99,7 @@ class SimulatorAudit:
         self._attempts = attempts
         self.prompt = _prompts.load("simulator_audit")
 
-    async def audit(self, lines: Sequence[Mapping[str, Any]], persona: Mapping[str, Any], goal: str | None,
+    async def audit(self, lines: Sequence[Mapping[str, object]], persona: Mapping[str, object], goal: str | None,
                     failures: Sequence[str]) -> Finding | None:
         shown = [{"role": line.get("role"), "text": line.get("text"), "turn": line.get("turn")} for line in lines]
         user_lines = [str(line.get("text") or "") for line in lines if line.get("role") == "user"]
@@ -130,6 +129,6 @@ class SimulatorAudit:
                        answer.evidence, check=self.prompt.version, model=f"{last.provider}:{last.model}")
 
 
-def _persona_text(persona: Mapping[str, Any]) -> str:
+def _persona_text(persona: Mapping[str, object]) -> str:
     parts = [f"{key}: {value}" for key, value in persona.items() if value not in (None, "", {}, [])]
     return "\n".join(parts) or "(none given)"

@@ -15,7 +15,7 @@ with the reason recorded so a surprising verdict can be traced:
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from pydantic import BaseModel
 
@@ -66,7 +66,7 @@ def looks_like_question(text: str) -> bool:
     return content.endswith("?") or bool(_ASKS.match(content) or _ASKS.match(last) or _CONFIRM.search(content))
 
 
-def _task_state(response: dict[str, Any]) -> str | None:
+def _task_state(response: Mapping[str, object]) -> str | None:
     status = response.get("status")
     state = status.get("state") if isinstance(status, dict) else None
     if not isinstance(state, str):

@@ -12,7 +12,7 @@ Every decision is recorded as a `user_side` event with the awaiting-input verdic
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -202,7 +202,7 @@ class CaseUser(UserSimulator):
             self.goal_note = self._reasoning
         return action
 
-    def _missing_input(self, turn: int, said: str, awaiting: Awaiting, note: dict[str, Any]) -> UserAction:
+    def _missing_input(self, turn: int, said: str, awaiting: Awaiting, note: Mapping[str, object]) -> UserAction:
         policy = self.on_missing_input
         self.missing = Missing(turn, last_sentence(said), awaiting.hint, policy)
         note = {**note, "next": f"missing ({policy})"}
@@ -215,7 +215,7 @@ class CaseUser(UserSimulator):
                 "(on_missing_input: fail)"))
         return UserAction(stop="missing_input", note=note)
 
-    def _noted(self, action: UserAction, note: dict[str, Any], source: str) -> UserAction:
+    def _noted(self, action: UserAction, note: Mapping[str, object], source: str) -> UserAction:
         action.note = {**note, "next": source}
         if source != "static" and isinstance(self._simulator, ModelSimulator):
             action.note["simulator_prompt"] = self._simulator.prompt.version  # the words the model was given

@@ -11,6 +11,7 @@ assertion says `evidence: lenient`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -145,7 +146,7 @@ class Judge:
         user = prompt.render(
             "user", transcript=as_text(lines, empty="(empty)"), tool_calls=_json(given.tool_calls),
             metrics=_json(given.metrics), context=given.context or "(none)")
-        context: dict[str, Any] = {
+        context: dict[str, object] = {
             "mode": "rubric", "rubric": given.rubric, "scale": given.scale, "min": given.min, "transcript": lines,
             "tool_calls": given.tool_calls, "metrics": given.metrics, "context": given.context}
         if given.images:
@@ -185,7 +186,7 @@ class Judge:
         return verdict
 
     async def _ask(
-        self, system: str, user: str, context: dict[str, Any], schema: type[_Answer], version: str,
+        self, system: str, user: str, context: Mapping[str, object], schema: type[_Answer], version: str,
         images: list[MessageFile] | None = None,
     ) -> tuple[_Answer, list[ModelResponse], list[Attempt]]:
         asked = Message(role="user", content=user, files=list(images or []))
@@ -219,5 +220,5 @@ class Judge:
             attempts=attempts, unsupported_evidence=found.unsupported, responses=responses)
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str) if value else "(none)"

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from string import Template
-from typing import Any
 
 _SECTION = re.compile(r"^--- ([a-z0-9 _-]+) ---[ \t]*$", re.MULTILINE)
 _FILE = re.compile(r"^(?P<role>[a-z_]+)\.v(?P<number>\d+)\.md$")
@@ -29,7 +28,7 @@ class Prompt:
     text: str
     sections: dict[str, str] = field(default_factory=dict)
 
-    def render(self, section: str, **values: Any) -> str:
+    def render(self, section: str, **values: object) -> str:
         """One section with its `$placeholders` filled; a missing value is a KeyError (a bug of ours)."""
         if section not in self.sections:
             raise KeyError(f"prompt {self.version} has no section {section!r}")

@@ -10,7 +10,7 @@ or `{"input", "goal_achieved", "reasoning"}`; a function may return None to hang
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -29,10 +29,10 @@ class HelperAgent(Protocol):
 
     name: str
 
-    async def ask(self, mode: str, request: dict[str, Any], models: Models | None,
+    async def ask(self, mode: str, request: Mapping[str, object], models: Models | None,
                   connector: str | None = None) -> tuple[Any, str]: ...
 
-    async def answer(self, mode: str, request: dict[str, Any], models: Models | None,
+    async def answer(self, mode: str, request: Mapping[str, object], models: Models | None,
                      schema: type[BaseModel], connector: str | None = None) -> BaseModel: ...
 
 
@@ -127,7 +127,7 @@ class TargetSimulator(_DesignSimulator):
         return self._act(_reply(response, text))
 
 
-def _reply(response: Any, text: str) -> SimulatorAnswer:
+def _reply(response: object, text: str) -> SimulatorAnswer:
     try:
         in_text = find_json(text)
     except ValueError:

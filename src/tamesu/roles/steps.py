@@ -4,6 +4,7 @@ answers with what it did; a step that fails ends the test there."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from tamesu.conversation import Exchange, UserTurn
@@ -27,7 +28,7 @@ class StepsUser(UserSimulator):
         return UserAction(turn=UserTurn(text=_line(raw), source="step", options={STEP_OPTION: raw}))
 
 
-def _line(raw: dict[str, Any]) -> str:
+def _line(raw: Mapping[str, object]) -> str:
     """How a step reads in a transcript: `goal: Find Solaris`, `click selector=#buy`."""
     if "goal" in raw:
         return f"goal: {raw['goal']}"

@@ -10,7 +10,7 @@ from tamesu.conversation import Exchange
 
 def lines_of(exchanges: Iterable[Exchange]) -> list[dict[str, Any]]:
     """`{role, text, turn}` per message, user before agent within a turn (the user turn starts it)."""
-    lines: list[dict[str, Any]] = []
+    lines: list[dict[str, object]] = []
     for exchange in exchanges:
         if exchange.user is not None:
             lines.append({"role": "user", "text": exchange.user.display(), "turn": exchange.index,
@@ -19,7 +19,7 @@ def lines_of(exchanges: Iterable[Exchange]) -> list[dict[str, Any]]:
     return lines
 
 
-def as_text(lines: Iterable[Mapping[str, Any]], empty: str = "(nothing yet)") -> str:
+def as_text(lines: Iterable[Mapping[str, object]], empty: str = "(nothing yet)") -> str:
     """`[1] user: ...` lines; multi-line messages stay indented under their speaker."""
     out = []
     for line in lines:

@@ -21,7 +21,7 @@ PACKS: dict[str, dict[str, Any]] = {
 """What each pack varies (the README's voice section lists them with the same words)."""
 
 
-def expand(value: Any) -> Any:
+def expand(value: object) -> Any:
     """A pack name, or a mapping with `pack:`, as the behaviours it stands for (the mapping's own keys win)."""
     if isinstance(value, str):
         if value not in PACKS:

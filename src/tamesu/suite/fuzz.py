@@ -50,7 +50,7 @@ class FuzzSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: Any) -> Any:
+    def _shorthand(cls, value: object) -> Any:
         return {"mode": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")

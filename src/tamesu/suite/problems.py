@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -28,7 +28,7 @@ _OWNER_NAMES = {
 }
 
 
-def _unwrap(annotation: Any) -> list[Any]:
+def _unwrap(annotation: object) -> list[Any]:
     """The model classes an annotation may hold (inside Optional, list, dict, Annotated, unions)."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
@@ -50,7 +50,7 @@ def _field(model: type[BaseModel], key: str) -> Any:
     return None
 
 
-def model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+def model_at(model: type[BaseModel], loc: Sequence[object]) -> type[BaseModel] | None:
     """The model that owns the mapping at `loc`, following field annotations."""
     current: type[BaseModel] | None = model
     for part in loc:
@@ -71,14 +71,14 @@ def keys_of(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def owner_name(loc: Sequence[Any], default: str) -> str:
+def owner_name(loc: Sequence[object], default: str) -> str:
     for part in reversed(loc):
         if isinstance(part, str):
             return _OWNER_NAMES.get(part, part)
     return default
 
 
-def _message(error: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], default_owner: str) -> str:
+def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[object, ...], default_owner: str) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         parent = loc[:-1]
@@ -105,7 +105,7 @@ def problems_from(
     exc: ValidationError,
     doc: Document,
     model: type[BaseModel],
-    prefix: tuple[Any, ...] = (),
+    prefix: tuple[object, ...] = (),
     owner: str = "",
 ) -> list[Problem]:
     problems: list[Problem] = []

@@ -134,7 +134,7 @@ class Redactor:
             return text
         return self._pattern.sub(MASK, text)
 
-    def data(self, value: Any) -> Any:
+    def data(self, value: object) -> Any:
         if self._pattern is None:
             return value
         if isinstance(value, str):

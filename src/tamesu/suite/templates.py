@@ -51,7 +51,7 @@ def references(text: str) -> Iterator[tuple[str, str]]:
         yield "", "bad template: '{{' without a matching '}}'"
 
 
-def walk_strings(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+def walk_strings(value: object, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
     """Every string inside a JSON-like value, with its path."""
     if isinstance(value, str):
         yield path, value
@@ -75,7 +75,7 @@ class Context:
     def __init__(self, **namespaces: Any) -> None:
         self._namespaces: dict[str, Any] = dict(namespaces)
 
-    def child(self, **namespaces: Any) -> Context:
+    def child(self, **namespaces: object) -> Context:
         merged = dict(self._namespaces)
         merged.update(namespaces)
         return Context(**merged)
@@ -122,7 +122,7 @@ class Context:
         value = self.render(text)
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
-    def render_value(self, value: Any) -> Any:
+    def render_value(self, value: object) -> Any:
         """Render every string inside a JSON-like value."""
         if isinstance(value, str):
             return self.render(value)
@@ -133,7 +133,7 @@ class Context:
         return value
 
 
-def render_partial(value: Any, known: Mapping[str, Any]) -> Any:
+def render_partial(value: object, known: Mapping[str, object]) -> Any:
     """Render only the namespaces in `known`, leaving every other template as written.
 
     Used when expanding cases: `{{vars.x}}` becomes its value, `{{captured.y}}` waits for the run.

@@ -103,22 +103,23 @@ class Target(ABC, Generic[SpecT]):
     """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
 
     @classmethod
-    def has_audio(cls, spec: Any) -> bool:
+    def has_audio(cls, spec: object) -> bool:
         """Whether a target of this configuration speaks audio."""
         return cls.audio and (not cls.text_mode or getattr(spec, "mode", None) == "audio")
 
     @classmethod
-    def sends_dtmf(cls, spec: Any) -> bool:
+    def sends_dtmf(cls, spec: object) -> bool:
         """Whether a target of this configuration can send digits."""
         if not cls.dtmf or cls.dtmf_needs is None:
             return cls.dtmf
-        value: Any = spec
+        value: object = spec
         for part in cls.dtmf_needs.split("."):
             value = getattr(value, part, None)
         return value is not None
 
     @classmethod
-    def step_problems(cls, steps: list[Any], loc: tuple[Any, ...], spec: Any, context: StepContext) -> list[Problem]:
+    def step_problems(cls, steps: list[Any], loc: tuple[object, ...], spec: object,
+                      context: StepContext) -> list[Problem]:
         """What is wrong with a test's `steps:` (none written: whether the type needs some) for a target of
         this configuration; asked of a type with `takes_steps` only."""
         return []
@@ -203,7 +204,7 @@ class Target(ABC, Generic[SpecT]):
         return {}
 
     @classmethod
-    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+    def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
         """Why this target cannot carry a user's file to its agent, or None when it can. Asked when a test
         loads, so a case with a file the agent would never get is refused, not run without it. `models` are
         the project's models (the model target's provider decides). A target type says so only once it

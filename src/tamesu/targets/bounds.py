@@ -18,7 +18,7 @@ DEFAULT_MAX_RESPONSE_BYTES = 4_000_000
 _EXCERPT_CHARS = 2_000
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, str):
@@ -34,7 +34,7 @@ def cut_text(text: str, limit: int) -> str:
     return encoded[:limit].decode("utf-8", errors="ignore")
 
 
-def _stand_in(value: Any, size: int) -> dict[str, Any]:
+def _stand_in(value: object, size: int) -> dict[str, Any]:
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return {"truncated": True, "bytes": size, "excerpt": shown[:_EXCERPT_CHARS]}
 

@@ -229,12 +229,12 @@ class LiveKitTarget(Target[LiveKitSpec]):
                 self._session.event("agent_joined", identity=str(participant.identity))
             self._joined.set()
 
-    def _left(self, participant: Any) -> None:
+    def _left(self, participant: object) -> None:
         if participant is self._agent and self._session is not None:
             self._session.event("agent_left", identity=str(participant.identity))
             self._agent = None
 
-    def _track(self, track: Any, publication: Any, participant: Any) -> None:
+    def _track(self, track: object, publication: object, participant: object) -> None:
         is_audio = "AUDIO" in str(getattr(track, "kind", "audio")).upper()
         if participant is not self._agent or self._sdk is None or not is_audio:
             return
@@ -242,7 +242,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         self._listening.add(task)
         task.add_done_callback(self._listening.discard)
 
-    async def _hear(self, track: Any) -> None:
+    async def _hear(self, track: object) -> None:
         assert self._sdk is not None
         async for pcm in self._sdk.audio_frames(track):
             self._heard.audio.append((time.monotonic(), pcm))
@@ -260,10 +260,10 @@ class LiveKitTarget(Target[LiveKitSpec]):
         self._listening.add(task)
         task.add_done_callback(self._listening.discard)
 
-    def _dtmf(self, event: Any) -> None:
+    def _dtmf(self, event: object) -> None:
         self._heard.dtmf.append((time.monotonic(), str(getattr(event, "digit", ""))))
 
-    def _from_agent(self, packet: Any) -> bool:
+    def _from_agent(self, packet: object) -> bool:
         sender = getattr(packet, "participant", None)
         return self._agent is None or sender is None or sender is self._agent
 

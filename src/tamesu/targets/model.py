@@ -177,7 +177,7 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _as_content(value: Any) -> str:
+def _as_content(value: object) -> str:
     """A tool result as the text of a tool message: strings as they are, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
@@ -427,7 +427,7 @@ class ModelTarget(Target[ModelTargetSpec]):
                             f"{json.dumps(request.arguments, ensure_ascii=False, default=str)})",
                             raw=[r.model_dump(mode="json") for r in responses]) from None
 
-    def _declared(self, tool: ModelToolSpec, args: dict[str, Any], context: Context) -> tuple[Any, str | None]:
+    def _declared(self, tool: ModelToolSpec, args: Mapping[str, object], context: Context) -> tuple[Any, str | None]:
         """(result, error) for these arguments: the first matching `results` entry, else the tool's own."""
         for case in tool.results:
             try:

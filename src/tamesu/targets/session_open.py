@@ -46,7 +46,7 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
         raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}: "
                          f"{session.redactor.text(text)}")
     try:
-        document: Any = answer.json()
+        document: object = answer.json()
     except (json.JSONDecodeError, ValueError):
         document = answer.text
     for name, path in spec.capture.items():

@@ -22,7 +22,6 @@ import base64
 import binascii
 import json
 import uuid
-from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -91,9 +90,9 @@ class TwilioWire(Wire):
             self.parameters["traceparent"] = traceparent
             self.trace_carriers = ("start.customParameters.traceparent",)
 
-    def _event(self, event: str, **body: Any) -> str:
+    def _event(self, event: str, **body: object) -> str:
         self.sequence += 1
-        message: dict[str, Any] = {"event": event, "sequenceNumber": str(self.sequence), **body}
+        message: dict[str, object] = {"event": event, "sequenceNumber": str(self.sequence), **body}
         if event != "connected":
             message["streamSid"] = self.stream_sid
         return json.dumps(message)

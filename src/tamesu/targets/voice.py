@@ -193,12 +193,12 @@ class VoiceSpec(TargetSpec):
         return self
 
 
-def _first(path: str | None, document: Any) -> Any:
+def _first(path: str | None, document: object) -> Any:
     found = _path(path).findall(document) if path else []
     return found[0] if found else None
 
 
-def _tool_call(match: ToolCallMatch, document: Any) -> dict[str, Any]:
+def _tool_call(match: ToolCallMatch, document: object) -> dict[str, Any]:
     """A tool call message as {name, args, id}: arguments given as JSON text are read."""
     args = _first(match.args, document)
     if isinstance(args, str):
@@ -212,11 +212,11 @@ def _tool_call(match: ToolCallMatch, document: Any) -> dict[str, Any]:
             {"_value": args}, "id": _first(match.id, document)}
 
 
-def _templates(value: Any) -> list[Any]:
+def _templates(value: object) -> list[Any]:
     return [] if value is None else value if isinstance(value, list) else [value]
 
 
-def _mentions_trace(value: Any) -> bool:
+def _mentions_trace(value: object) -> bool:
     """A message template that puts the conversation's trace somewhere (`{{trace.traceparent}}`, `{{trace.id}}`)."""
     return "{{trace." in json.dumps(value)
 
@@ -249,7 +249,7 @@ class VoiceWire(Wire):
         self._sniff_done = False
         self._sniff_seen = 0
 
-    def _render(self, template: Any, **names: Any) -> str:
+    def _render(self, template: object, **names: object) -> str:
         return json.dumps(self.context.child(**names).render_value(template))
 
     def opening(self, session: Session) -> list[str | bytes]:
@@ -355,7 +355,7 @@ class VoiceTarget(CapturedSocketAddress, AudioSocketTarget):
     def _make_wire(self, session: Session) -> Wire:
         return VoiceWire(self.spec, session, self.traceparent)
 
-    def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
+    def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: object) -> bool:
         if item.kind != "tool_call":
             return super()._handle(item, at, heard, turn, audio_turn)
         session = self._require_session()

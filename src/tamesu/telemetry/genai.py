@@ -25,7 +25,7 @@ def tool_name(span: Span) -> str:
     return name if isinstance(name, str) and name else span.name.removeprefix(f"{TOOL_OPERATION} ").strip()
 
 
-def _arguments(value: Any) -> dict[str, Any]:
+def _arguments(value: object) -> dict[str, Any]:
     """`gen_ai.tool.call.arguments` is JSON text (opt-in): its object, or nothing when it is not recorded."""
     if isinstance(value, dict):
         return value
@@ -38,7 +38,7 @@ def _arguments(value: Any) -> dict[str, Any]:
     return {}
 
 
-def _result(value: Any) -> Any:
+def _result(value: object) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -70,7 +70,7 @@ def measures(spans: list[Span]) -> dict[str, float]:
     }
 
 
-def _number(value: Any) -> float:
+def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
@@ -99,7 +99,7 @@ def summary(spans: list[Span], limit: int = 200) -> str:
     return "\n".join(lines)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 300 else text[:300] + "..."
 

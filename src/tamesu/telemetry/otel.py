@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tamesu.telemetry.traceparent import TraceContext
@@ -32,7 +32,7 @@ class Telemetry:
         return self._tracer is not None
 
     @contextlib.contextmanager
-    def span(self, name: str, **attributes: Any) -> Iterator[Any]:
+    def span(self, name: str, **attributes: object) -> Iterator[Any]:
         """A span, current for what runs inside it (asyncio tasks started inside inherit it)."""
         if self._tracer is None:
             yield None
@@ -41,7 +41,7 @@ class Telemetry:
             yield span
 
     @contextlib.contextmanager
-    def turn(self, **attributes: Any) -> Iterator[TraceContext]:
+    def turn(self, **attributes: object) -> Iterator[TraceContext]:
         """A turn's trace context; with export on, it is a real span's (a new trace linked to the test)."""
         if self._tracer is None:
             yield TraceContext.new()
@@ -56,7 +56,7 @@ class Telemetry:
             yield TraceContext(trace_id=f"{own.trace_id:032x}", span_id=f"{own.span_id:016x}")
 
     @contextlib.contextmanager
-    def conversation(self, **attributes: Any) -> Iterator[TraceContext]:
+    def conversation(self, **attributes: object) -> Iterator[TraceContext]:
         """A connection's trace context, for the whole conversation; with export on, a real span's (a new
         trace linked to the test). The span is not made current: the turns and model calls inside keep their
         own places (a turn's trace of its own, linked to the test)."""
@@ -84,7 +84,7 @@ class Telemetry:
             self._tracer = None
 
 
-def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
+def _clean(attributes: Mapping[str, object]) -> dict[str, Any]:
     return {f"tamesu.{k}": v for k, v in attributes.items() if isinstance(v, (str, bool, int, float))}
 
 

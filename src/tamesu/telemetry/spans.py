@@ -90,7 +90,7 @@ def decode(body: bytes, content_type: str) -> list[Span]:
     return list(spans_of(request))
 
 
-def _base64_ids(value: Any) -> Any:
+def _base64_ids(value: object) -> Any:
     """OTLP/JSON's hex ids as the base64 bytes fields of protobuf's own JSON mapping."""
     if isinstance(value, dict):
         return {k: _id_bytes(v) if k in _ID_FIELDS and isinstance(v, str) else _base64_ids(v)

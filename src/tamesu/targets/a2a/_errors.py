@@ -89,7 +89,7 @@ class AgentError:
         return f"the agent answered an error: {self.message}"
 
     def raw(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"message": self.message}
+        error: dict[str, object] = {"message": self.message}
         if self.code is not None:
             error["code"] = self.code
         if self.status is not None:

@@ -32,7 +32,7 @@ def _request_id(request: httpx.Request) -> Any:
     return payload["id"]
 
 
-def _check(expected: Any, document: Any, request: httpx.Request) -> None:
+def _check(expected: object, document: object, request: httpx.Request) -> None:
     if not isinstance(document, dict) or "jsonrpc" not in document:
         return
     got = document.get("id", _MISSING)

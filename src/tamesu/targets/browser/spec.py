@@ -200,7 +200,7 @@ Step = GoalStep | ExpectStep | ActionStep
 _KIND_KEYS = (("goal", GoalStep), ("expect", ExpectStep), ("action", ActionStep))
 
 
-def step_model(raw: Any) -> type[Step] | None:
+def step_model(raw: object) -> type[Step] | None:
     """Which kind of step a mapping is, from its one marker key; None when it names none."""
     if not isinstance(raw, dict):
         return None
@@ -210,7 +210,7 @@ def step_model(raw: Any) -> type[Step] | None:
     return None
 
 
-def parse_step(raw: Any) -> Step:
+def parse_step(raw: object) -> Step:
     """One step; raises ValueError (no marker) or pydantic's ValidationError (bad keys)."""
     model = step_model(raw)
     if model is None:
@@ -238,6 +238,6 @@ def selector_text(selector: Selector | None) -> str:
     return repr(selector)
 
 
-def _short(text: Any, limit: int = 60) -> str:
+def _short(text: object, limit: int = 60) -> str:
     text = str(text)
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -16,8 +16,9 @@ ProblemAt = Callable[[Sequence[Any], str], Problem]
 """`doc.problem`: a message at a location of the suite file."""
 
 
-def step_problems(steps: list[Any], loc: tuple[Any, ...], target: Any, models: set[str], problem_at: ProblemAt,
-                  from_validation: Callable[..., list[Problem]], has_conversation: bool) -> list[Problem]:
+def step_problems(steps: Sequence[object], loc: tuple[object, ...], target: object, models: set[str],
+                  problem_at: ProblemAt, from_validation: Callable[..., list[Problem]],
+                  has_conversation: bool) -> list[Problem]:
     problems: list[Problem] = []
     if not steps:
         if isinstance(target, BrowserSpec) and target.chat is None:

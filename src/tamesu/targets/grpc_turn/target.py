@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import grpc
 from pydantic import Field, field_validator
@@ -93,7 +93,7 @@ class GrpcTarget(Target[GrpcSpec]):
     carries_history = True
 
     @classmethod
-    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+    def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
         return None  # the turn API's File: its bytes, or its URI
 
     def __init__(self, spec: GrpcSpec, name: str) -> None:

@@ -86,7 +86,7 @@ def metadata(headers: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((name.lower(), value) for name, value in headers.items())
 
 
-def _json(value: Any) -> Any:
+def _json(value: object) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, default=str))
 
 

@@ -4,8 +4,7 @@ nothing in JSON)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, TurnError
 from tamesu.targets.rest.http import Answer, excerpt
@@ -46,7 +45,7 @@ class TurnReader:
             self._session().event("text_not_found", path=self.spec.response.text, note=message)
         return turn
 
-    def _reply_text(self, body: Any) -> str:
+    def _reply_text(self, body: object) -> str:
         """The reply at `response.text`; when it was left at its default and finds nothing, the first common
         reply field that holds text (`tamesu test -n URL` cannot set the path), said once as an event."""
         path = self.spec.response.text
@@ -68,7 +67,7 @@ class TurnReader:
         return self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
                          first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at)
 
-    def turn(self, *, text: str, raw: list[Any], scan: list[Any], status: int | None, sent_at_ms: float,
+    def turn(self, *, text: str, raw: Sequence[object], scan: Sequence[object], status: int | None, sent_at_ms: float,
              completed_at_ms: float, first_token_at_ms: float | None = None) -> AgentTurn:
         reply = self.spec.response
         handed = handoff(self.spec.handoff, text, scan)

@@ -42,7 +42,7 @@ def attachments(turn: UserTurn, what: str) -> list[dict[str, Any]]:
             for name, mime, content, url in _read(_turn_files(turn), what)]
 
 
-def multipart_request(client: httpx.AsyncClient, method: str, url: str, headers: dict[str, str], body: Any,
+def multipart_request(client: httpx.AsyncClient, method: str, url: str, headers: dict[str, str], body: object,
                       turn: UserTurn, field: str, what: str) -> httpx.Request:
     """multipart/form-data: each body key a form field (text as is, anything else as JSON), each file a
     file part under `field`. A file the agent would fetch by URL is refused when the test loads."""

@@ -63,7 +63,7 @@ class Listener:
 
     def drain(self) -> list[Any]:
         """Posts that arrived outside a turn."""
-        pending: list[Any] = []
+        pending: list[object] = []
         while not self._queue.empty():
             pending.append(self._queue.get_nowait()[0])
         return pending

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jsonpath
@@ -40,7 +40,7 @@ def _dotted_keys(path: str) -> tuple[str, ...] | None:
     return tuple(path[2:].split(".")) if _DOTTED.fullmatch(path) else None
 
 
-def values(path: str, doc: Any) -> list[Any]:
+def values(path: str, doc: object) -> list[Any]:
     """What a JSONPath finds in a document; nothing in a document that is not JSON structure.
 
     python-jsonpath would parse a string document as JSON, so a plain-text answer is never queried. A path of
@@ -52,7 +52,7 @@ def values(path: str, doc: Any) -> list[Any]:
     keys = _dotted_keys(path)
     if keys is None:
         return list(_compiled(path).findall(doc))
-    found: Any = doc
+    found: object = doc
     for key in keys:
         if not isinstance(found, Mapping) or key not in found:
             return []
@@ -60,7 +60,7 @@ def values(path: str, doc: Any) -> list[Any]:
     return [found]
 
 
-def describe_keys(doc: Any) -> str:
+def describe_keys(doc: object) -> str:
     """`its keys: a, b, c` (a list: its length and the first item's keys), short whatever the document."""
     if isinstance(doc, list):
         first = f"; the first item's keys: {_key_list(doc[0])}" if doc and isinstance(doc[0], Mapping) else ""
@@ -68,13 +68,13 @@ def describe_keys(doc: Any) -> str:
     return f"its keys: {_key_list(doc)}" if isinstance(doc, Mapping) and doc else "it is an empty object"
 
 
-def _key_list(doc: Mapping[str, Any]) -> str:
+def _key_list(doc: Mapping[str, object]) -> str:
     keys = [str(k)[:40] for k in list(doc)[:_KEYS_SHOWN]]
     more = f" (and {len(doc) - _KEYS_SHOWN} more)" if len(doc) > _KEYS_SHOWN else ""
     return ", ".join(keys) + more
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -82,14 +82,14 @@ def as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def text_of(path: str, doc: Any, joiner: str = "\n") -> str:
+def text_of(path: str, doc: object, joiner: str = "\n") -> str:
     """The text at `path`: several matches (`$[*].text`) are joined; a plain-text document is its own text."""
     if isinstance(doc, str):
         return doc
     return joiner.join(t for t in (as_text(v) for v in values(path, doc)) if t)
 
 
-def holds(condition: Condition | None, doc: Any) -> bool:
+def holds(condition: Condition | None, doc: object) -> bool:
     if condition is None:
         return False
     if isinstance(condition, PathEquals):
@@ -97,7 +97,7 @@ def holds(condition: Condition | None, doc: Any) -> bool:
     return any(bool(v) for v in values(condition, doc))
 
 
-def first_value(path: str, docs: Iterable[Any]) -> Any:
+def first_value(path: str, docs: Iterable[object]) -> Any:
     """The first value `path` finds, looking at the latest document first."""
     for doc in reversed(list(docs)):
         found = [v for v in values(path, doc) if v is not None]
@@ -106,7 +106,7 @@ def first_value(path: str, docs: Iterable[Any]) -> Any:
     return None
 
 
-def tool_calls(path: str, docs: Iterable[Any]) -> list[ToolCall]:
+def tool_calls(path: str, docs: Iterable[object]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for doc in docs:
         for item in _tool_items(values(path, doc)):
@@ -114,8 +114,8 @@ def tool_calls(path: str, docs: Iterable[Any]) -> list[ToolCall]:
     return calls
 
 
-def _tool_items(found: list[Any]) -> list[Any]:
-    items: list[Any] = []
+def _tool_items(found: Sequence[object]) -> list[Any]:
+    items: list[object] = []
     for value in found:
         if isinstance(value, list):
             items.extend(value)
@@ -124,12 +124,12 @@ def _tool_items(found: list[Any]) -> list[Any]:
     return items
 
 
-def _tool_call(item: Any, path: str) -> ToolCall:
+def _tool_call(item: object, path: str) -> ToolCall:
     """A tool call as agents write it: {name, args|arguments|input, result|output}, or OpenAI's {function: ...}."""
     if not isinstance(item, Mapping):
         raise TurnError(f"response.tool_calls ({path}): expected objects with a name, got {as_text(item)[:200]}")
     raw_function = item.get("function")
-    function: Mapping[str, Any] = raw_function if isinstance(raw_function, Mapping) else {}
+    function: Mapping[str, object] = raw_function if isinstance(raw_function, Mapping) else {}
     name = item.get("name") or item.get("tool") or function.get("name")
     if not isinstance(name, str) or not name:
         raise TurnError(f"response.tool_calls ({path}): a call without a name: {as_text(item)[:200]}")
@@ -140,14 +140,14 @@ def _tool_call(item: Any, path: str) -> ToolCall:
     return ToolCall(name=name, args=_args(args), result=result)
 
 
-def _first_present(item: Mapping[str, Any], *keys: str) -> Any:
+def _first_present(item: Mapping[str, object], *keys: str) -> Any:
     for key in keys:
         if item.get(key) is not None:
             return item[key]
     return None
 
 
-def _args(value: Any) -> dict[str, Any]:
+def _args(value: object) -> dict[str, Any]:
     # Many APIs send arguments as a JSON string (OpenAI does); assertions compare objects.
     if isinstance(value, str):
         try:
@@ -181,7 +181,7 @@ class StreamText:
     def text(self) -> str:
         return "".join(self.chunks)
 
-    def add(self, event: Any, at_ms: float) -> bool:
+    def add(self, event: object, at_ms: float) -> bool:
         """Take one event; True when it completes the turn."""
         if len(self.events) >= MAX_EVENTS:
             raise TurnError(f"more than {MAX_EVENTS} streamed events in one turn")
@@ -194,7 +194,7 @@ class StreamText:
             self.first_token_at_ms = at_ms
         return final
 
-    def _chunk(self, event: Any, final: bool) -> str:
+    def _chunk(self, event: object, final: bool) -> str:
         if isinstance(event, str):
             return event
         deltas = values(self._delta, event)
@@ -209,7 +209,7 @@ class StreamText:
         return text
 
 
-def handoff(spec: HandoffSpec | None, text: str, docs: list[Any]) -> Handoff | None:
+def handoff(spec: HandoffSpec | None, text: str, docs: Sequence[object]) -> Handoff | None:
     """The agent handed over when `json_path` finds a truthy value in any document, or `regex` is in its text."""
     if spec is None:
         return None

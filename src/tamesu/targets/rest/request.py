@@ -20,7 +20,7 @@ def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id:
     """The body `request.body` renders, or the default one; and whether there is a body at all."""
     if "body" in request.model_fields_set:
         return (None, False) if request.body is None else (ctx.render_value(request.body), True)
-    body: dict[str, Any] = {"message": turn.text, "session_id": session_id}
+    body: dict[str, object] = {"message": turn.text, "session_id": session_id}
     if turn.data is not None:
         body["data"] = turn.data
     if turn.history:
@@ -37,7 +37,7 @@ def trace_values(trace: TraceContext | None) -> dict[str, str]:
     return {"traceparent": trace.traceparent, "id": trace.trace_id} if trace is not None else {}
 
 
-def message_with_trace(body: Any, ctx: Context, spec: RestSpec, trace: TraceContext | None) -> Any:
+def message_with_trace(body: object, ctx: Context, spec: RestSpec, trace: TraceContext | None) -> Any:
     """A websocket's default message with `"traceparent"`: its headers went with the handshake, before any
     turn. The suite's own `traceparent` header wins; a body of the suite's own is left as written."""
     if "body" in spec.request.model_fields_set or not isinstance(body, dict):

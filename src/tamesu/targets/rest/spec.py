@@ -43,7 +43,7 @@ class PathEquals(Strict):
     """The value it must find for the condition to hold."""
 
 
-def _condition(value: Any) -> str | PathEquals:
+def _condition(value: object) -> str | PathEquals:
     # Validated by hand so an error sits at the key the user wrote, not under a union branch's name.
     if isinstance(value, str):
         return check_path(value)
@@ -71,7 +71,7 @@ class MultipartSpec(Strict):
     """The form field every attachment is sent under."""
 
 
-def _multipart(value: Any) -> Any:
+def _multipart(value: object) -> Any:
     if value is True:
         return MultipartSpec()
     if value is False:

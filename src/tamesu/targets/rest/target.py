@@ -63,7 +63,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -342,7 +342,7 @@ class RestTarget(Target[RestSpec]):
         limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
-        raw: list[Any] = [sent.body]
+        raw: list[object] = [sent.body]
         while True:
             self._waiting_for = f"polling {self._mask(str(poll_request.url))}, {len(raw) - 1} polls"
             answer = await http.fetch(poll_request)
@@ -367,7 +367,7 @@ class RestTarget(Target[RestSpec]):
         sent = await self._require_http().fetch(request)
         self._reader.fail_on_5xx(sent)
         self._waiting_for = f"waiting for a post to {listener.url}"
-        posts: list[tuple[Any, float]] = []
+        posts: list[tuple[object, float]] = []
         while True:
             # The first post may take the whole turn; after it, `idle` without a post ends the turn.
             got = await listener.receive(listen.idle if posts else None)
@@ -385,7 +385,7 @@ class RestTarget(Target[RestSpec]):
                           status=sent.status, sent_at_ms=sent.sent_at_ms, first_token_at_ms=first_token,
                           completed_at_ms=posts[-1][1])
 
-    def _note_unsolicited(self, messages: list[Any]) -> None:
+    def _note_unsolicited(self, messages: Sequence[object]) -> None:
         if messages:
             self._require_session().event("unsolicited", count=len(messages),
                                           messages=self._require_session().redactor.data(
@@ -393,16 +393,16 @@ class RestTarget(Target[RestSpec]):
 
     # -- rendering ------------------------------------------------------------------------------------
 
-    def _context(self, **extra: Any) -> Context:
+    def _context(self, **extra: object) -> Context:
         """The session's templates plus this target's namespaces: `session`, `listen`, and `extra`."""
         session = self._require_session()
-        own: dict[str, Any] = {"session": {"": self.session_id, **session.values} if self.session_id
+        own: dict[str, object] = {"session": {"": self.session_id, **session.values} if self.session_id
                                else dict(session.values)}
         if self._listener is not None:
             own["listen"] = {"url": self._listener.url}
         return session.context.child(**own, **extra)
 
-    def _turn_context(self, turn: UserTurn, **extra: Any) -> Context:
+    def _turn_context(self, turn: UserTurn, **extra: object) -> Context:
         """`{{message}}`, `{{attachments}}`, `{{trace.traceparent}}` and `{{trace.id}}` (the turn's W3C trace),
         and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))

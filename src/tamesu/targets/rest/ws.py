@@ -93,7 +93,7 @@ class WsLink:
 
     def drain(self) -> list[Any]:
         """Messages that arrived outside a turn (a greeting, events after the final one)."""
-        pending: list[Any] = []
+        pending: list[object] = []
         while not self._queue.empty():
             item = self._queue.get_nowait()
             if isinstance(item, Closed):
