@@ -171,7 +171,7 @@ class Event(BaseModel):
 class TurnError(Exception):
     """The agent answered a turn with an error it owns (a protocol error, a 5xx): the run fails."""
 
-    def __init__(self, message: str, raw: Any = None, status: int | None = None) -> None:
+    def __init__(self, message: str, raw: object = None, status: int | None = None) -> None:
         super().__init__(message)
         self.raw = raw
         self.status = status
@@ -201,7 +201,7 @@ class Session:
         self.base_dir = base_dir
         """The folder of the suite, against which relative paths resolve."""
         self.events: list[Event] = []
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, object] = {}
         """Values captured by `session.open`, seen as `{{session.NAME}}`."""
         self.counters: dict[str, float] = {}
         self.models = models

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
 from tamesu.audio import wording
 from tamesu.audio.noise import DEFAULT_LEVEL_DB
@@ -33,7 +32,7 @@ class Noise:
 
 
 class Behaviour:
-    def __init__(self, behaviors: Any, seed: int) -> None:
+    def __init__(self, behaviors: object, seed: int) -> None:
         self._rng = random.Random(seed)
         self.seed = seed
         self.interrupt_probability = float(getattr(behaviors, "interrupt_probability", None) or 0.0)

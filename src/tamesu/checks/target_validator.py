@@ -4,7 +4,7 @@ with {passed, score, reason, suggestions}; `options.connector` is the model that
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,7 +26,7 @@ class TargetValidator(Check[Strict]):
     key = "agent"
     Spec = Strict  # no options: the validator's metadata come from the JSONL case
 
-    def __init__(self, helper: HelperAgent, metadata: dict[str, Any], test_id: str = "",
+    def __init__(self, helper: HelperAgent, metadata: Mapping[str, object], test_id: str = "",
                  connector: str | None = None) -> None:
         super().__init__(Strict())
         self.helper = helper

@@ -4,9 +4,9 @@ plan recorder (and the results store's writer); `tests` narrows them (`--filter`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tamesu.engine.runner import Runner, RunOptions
 from tamesu.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
@@ -32,7 +32,8 @@ class JsonlRunner:
     """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
 
     def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: CaseSink,
-                 human: Human | None = None, *, provenance: Any = None, also: list[Any] | None = None) -> None:
+                 human: Human | None = None, *, provenance: object = None,
+                 also: Sequence[object] | None = None) -> None:
         self.plan = plan
         self.settings = settings
         self.reporter = reporter

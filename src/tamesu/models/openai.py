@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -227,7 +228,7 @@ class OpenAIProvider(Provider):
 def _wire_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    wire: dict[str, object] = {"role": message.role, "content": message.content}
     if message.files:
         text = [{"type": "text", "text": message.content}] if message.content else []
         wire["content"] = [*text, *(openai_part(f) for f in message.files)]
@@ -240,13 +241,13 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return wire
 
 
-def _content(value: Any) -> str:
+def _content(value: object) -> str:
     if isinstance(value, list):  # content as parts, as some compatible servers send it
         return "".join(_plain.text(_plain.mapping(part).get("text")) for part in value)
     return _plain.text(value)
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
+def _arguments(raw: object) -> dict[str, Any]:
     if isinstance(raw, dict):  # a server that sends the arguments as an object rather than a JSON string
         return raw
     if not isinstance(raw, str | None):
@@ -265,7 +266,7 @@ def _schema_name(request: ModelRequest) -> str:
     return name or "answer"
 
 
-def _schema_instruction(schema: dict[str, Any]) -> str:
+def _schema_instruction(schema: Mapping[str, object]) -> str:
     return ("Answer with one JSON object only (no prose, no code fence) that fits this JSON schema:\n"
             + json.dumps(schema, ensure_ascii=False))
 

@@ -57,7 +57,7 @@ def is_too_large(exc: BaseException) -> bool:
     return False
 
 
-def bounded_transport(module: ModuleType, inner: Any, limit: int | None, record: Record | None = None) -> Any:
+def bounded_transport(module: ModuleType, inner: object, limit: int | None, record: Record | None = None) -> Any:
     """`inner` (an `AsyncBaseTransport` of `module`: httpx or httpx2) reading at most `limit` bytes of each
     answer's body; `record` is told of each refusal. With `limit` None, the limit is `bounded_reading`'s
     where the call is made, and a call made outside one is not bounded."""

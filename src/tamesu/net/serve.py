@@ -55,7 +55,7 @@ def _server(app: Any) -> uvicorn.Server:
 class LoopServer:
     """An app served by a task of the running event loop; `stop` waits for it to finish."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: object, host: str = "127.0.0.1", port: int = 0) -> None:
         self._app = app
         self._sock = bind_socket(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
@@ -91,7 +91,7 @@ class LoopServer:
 class ThreadServer:
     """An app served from a thread of its own, for tests and demos that are not async."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: object, host: str = "127.0.0.1", port: int = 0) -> None:
         self._sock = bind_socket(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
         self._server = _server(app)

@@ -39,7 +39,7 @@ def read_call(http_method: str, path: str, body: bytes, a2a_version: str | None)
     if http_method == "POST" and isinstance(parsed, dict) and parsed.get("jsonrpc") == "2.0":
         method = str(parsed.get("method") or "")
         raw_params = parsed.get("params")
-        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        params: dict[str, object] = raw_params if isinstance(raw_params, dict) else {}
         version = a2a_version or ("0.3" if "/" in method else "1.0")
         message = params.get("message") if method in SEND_METHODS else None
         return Call(binding="jsonrpc", version=version, method=method,
@@ -60,11 +60,11 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def parts_of(parts: Any) -> tuple[list[str], list[Any]]:
+def parts_of(parts: object) -> tuple[list[str], list[Any]]:
     """(texts, data) of a list of parts: 0.3 `{kind: text, text}` / `{kind: data, data}`, 1.0 `{text}` /
     `{data}`, and 0.3 proto-JSON's `{data: {data: ...}}`."""
     texts: list[str] = []
-    data: list[Any] = []
+    data: list[object] = []
     for part in parts if isinstance(parts, list) else []:
         if not isinstance(part, dict):
             continue
@@ -81,7 +81,7 @@ def parts_of(parts: Any) -> tuple[list[str], list[Any]]:
     return texts, data
 
 
-def state_name(state: Any) -> str:
+def state_name(state: object) -> str:
     """`TASK_STATE_INPUT_REQUIRED` and `input-required` both as `input-required`."""
     text = str(state or "").removeprefix("TASK_STATE_").lower().replace("_", "-")
     return "canceled" if text == "cancelled" else text
@@ -183,7 +183,7 @@ class SseReader:
 
     def feed(self, chunk: bytes) -> list[Any]:
         self._buffer += chunk.replace(b"\r\n", b"\n")
-        events: list[Any] = []
+        events: list[object] = []
         while b"\n\n" in self._buffer:
             raw, self._buffer = self._buffer.split(b"\n\n", 1)
             lines = [line[5:].removeprefix(b" ") for line in raw.split(b"\n") if line.startswith(b"data:")]
@@ -192,13 +192,13 @@ class SseReader:
         return events
 
 
-def rewrite_card(card: Any, real_origin: str, proxy_origin: str) -> Any:
+def rewrite_card(card: object, real_origin: str, proxy_origin: str) -> Any:
     """The card with every interface at the real agent's origin moved to the proxy's. Interfaces elsewhere (gRPC,
     other hosts) are dropped: the proxy relays HTTP only, and a caller taking one of them would go round it."""
     if not isinstance(card, dict):
         return card
 
-    def moved(url: Any) -> str | None:
+    def moved(url: object) -> str | None:
         if not isinstance(url, str):
             return None
         if url == real_origin or url.startswith(real_origin + "/"):

@@ -81,7 +81,7 @@ class Interaction:
 
 class CaseUser(UserSimulator):
     def __init__(self, case_id: str, mode: Mode, static: list[UserTurn], simulator: SimulatorRef | None, *,
-                 base_dir: Path, models: Models | None, seed: int, options: dict[str, Any], max_turns: int,
+                 base_dir: Path, models: Models | None, seed: int, options: Mapping[str, object], max_turns: int,
                  on_missing_input: MissingInput, interaction: Interaction, tracker: Checkpoints | None) -> None:
         self.case_id = case_id
         self.mode = mode

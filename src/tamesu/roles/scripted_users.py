@@ -80,7 +80,7 @@ class _DesignSimulator(UserSimulator):
 
 
 class ScriptSimulator(_DesignSimulator):
-    def __init__(self, function: Callable[..., Any], name: str, settings: dict[str, Any], max_turns: int,
+    def __init__(self, function: Callable[..., Any], name: str, settings: Mapping[str, object], max_turns: int,
                  test_id: str = "") -> None:
         self._function = function
         self._test_id = test_id
@@ -112,7 +112,7 @@ class ScriptSimulator(_DesignSimulator):
 class TargetSimulator(_DesignSimulator):
     """A target of tamesu.yaml asked for each next message; a plain answer is the next message itself."""
 
-    def __init__(self, helper: HelperAgent, settings: dict[str, Any], max_turns: int, models: Models | None,
+    def __init__(self, helper: HelperAgent, settings: Mapping[str, object], max_turns: int, models: Models | None,
                  case_id: str) -> None:
         self.helper = helper
         self.settings = settings

@@ -82,7 +82,7 @@ class ScriptedUser(UserSimulator):
         return self._next >= len(self._steps)
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
-        heard_note: dict[str, Any] | None = None
+        heard_note: dict[str, object] | None = None
         while self._next < len(self._steps):
             number = self._next + 1
             step = self._steps[self._next]

@@ -4,8 +4,7 @@ answers with what it did; a step that fails ends the test there."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from tamesu.conversation import Exchange, UserTurn
 from tamesu.roles.simulator import UserAction, UserSimulator
@@ -16,7 +15,7 @@ STEP_OPTION = "browser_step"
 
 
 class StepsUser(UserSimulator):
-    def __init__(self, steps: list[dict[str, Any]]) -> None:
+    def __init__(self, steps: Sequence[Mapping[str, object]]) -> None:
         self._steps = steps
         self._next = 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,7 +285,7 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
 
 def transcript_of(result: RunResult) -> list[dict[str, Any]]:
     """The conversation as transcript.json has it: who said what, turn by turn."""
-    lines: list[dict[str, Any]] = []
+    lines: list[dict[str, object]] = []
     for turn in result.turns:
         if turn.user is not None:
             lines.append({"role": "user", "text": turn.user.display(), "turn": turn.index})
@@ -293,7 +293,7 @@ def transcript_of(result: RunResult) -> list[dict[str, Any]]:
     return lines
 
 
-def transcript_hash(lines: list[dict[str, Any]]) -> str:
+def transcript_hash(lines: Sequence[Mapping[str, object]]) -> str:
     text = json.dumps([[line["role"], line["text"]] for line in lines], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -72,8 +72,8 @@ class Context:
     Each namespace is a mapping or a resolver; a bare root (such as `message`) is a plain value.
     """
 
-    def __init__(self, **namespaces: Any) -> None:
-        self._namespaces: dict[str, Any] = dict(namespaces)
+    def __init__(self, **namespaces: object) -> None:
+        self._namespaces: dict[str, object] = dict(namespaces)
 
     def child(self, **namespaces: object) -> Context:
         merged = dict(self._namespaces)

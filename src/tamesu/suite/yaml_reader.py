@@ -26,14 +26,14 @@ from tamesu.suite import _fast_yaml
 class Document:
     """A parsed YAML file: its plain data, and the tree that remembers positions."""
 
-    def __init__(self, path: Path, tree: Any, label: str | None = None, *, data: Any = None) -> None:
+    def __init__(self, path: Path, tree: object, label: str | None = None, *, data: Any = None) -> None:
         """`data`: the plain data of `tree` when the reader made it already (else it is made from the tree)."""
         self.path = path
         self.label = label or str(path)
         self.tree = tree
         self.data = to_plain(tree, _Budget(self.label)) if data is None else data
 
-    def position(self, loc: Sequence[Any], *, key: bool = False) -> tuple[int, int]:
+    def position(self, loc: Sequence[object], *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the node at `loc` (of its key when `key`), or of its nearest parent."""
         node = self.tree
         line, col = 0, 0
@@ -59,12 +59,12 @@ class Document:
                 break
         return line + 1, col + 1
 
-    def problem(self, loc: Sequence[Any], message: str, *, key: bool = False) -> Problem:
+    def problem(self, loc: Sequence[object], message: str, *, key: bool = False) -> Problem:
         line, col = self.position(loc, key=key)
         return Problem(self.label, line, col, format_loc(loc), message)
 
 
-def format_loc(loc: Sequence[Any]) -> str:
+def format_loc(loc: Sequence[object]) -> str:
     text = ""
     for part in loc:
         if isinstance(part, int):
@@ -91,7 +91,7 @@ class _Budget:
                                        "values (aliases of aliases?): refused")])
 
 
-def to_plain(node: Any, budget: _Budget | None = None) -> Any:
+def to_plain(node: object, budget: _Budget | None = None) -> Any:
     if budget is not None:
         budget.spend()
     if isinstance(node, CommentedMap):
@@ -215,7 +215,7 @@ ruamel, whose time grows with the square of a key's length."""
 _EXCERPT = 60
 
 
-def _expanded_size(node: Any, seen: dict[int, int]) -> int:
+def _expanded_size(node: object, seen: dict[int, int]) -> int:
     """How many values `node` becomes once its aliases are copied out; shared nodes are counted once each
     time they are used but measured once, so this is linear in what was written."""
     if not isinstance(node, dict | list):

@@ -48,7 +48,7 @@ def _check(expected: object, document: object, request: httpx.Request) -> None:
 class _CheckedEvents(httpx.AsyncByteStream):
     """Passes an event stream through unchanged, checking the id of each `data:` line that is JSON-RPC."""
 
-    def __init__(self, inner: httpx.AsyncByteStream, expected: Any, request: httpx.Request) -> None:
+    def __init__(self, inner: httpx.AsyncByteStream, expected: object, request: httpx.Request) -> None:
         self._inner = inner
         self._expected = expected
         self._request = request

@@ -32,7 +32,7 @@ class PushListener:
     def __init__(self, session: Session, *, host: str, port: int, public_url: str | None) -> None:
         self._session = session
         self.token = secrets.token_urlsafe(24)
-        self._queue: asyncio.Queue[tuple[dict[str, Any], float]] = asyncio.Queue(QUEUE_LIMIT)
+        self._queue: asyncio.Queue[tuple[dict[str, object], float]] = asyncio.Queue(QUEUE_LIMIT)
         app = Starlette(routes=[Route("/{path:path}", self._receive, methods=["POST"])])
         self._server = LoopServer(app, host=host, port=port)
         shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host

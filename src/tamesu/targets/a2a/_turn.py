@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,12 @@ from tamesu.targets.a2a._normalize import ends_turn, merged, task_id_of
 from tamesu.targets.a2a._read import has_text
 
 
-def _as_json(value: Any) -> Any:
+def _as_json(value: object) -> Any:
     # YAML can hold dates and other values JSON has no type for; they travel as their text.
     return json.loads(json.dumps(value, default=str))
 
 
-def turn_metadata(target: dict[str, Any], turn: UserTurn) -> dict[str, Any]:
+def turn_metadata(target: Mapping[str, object], turn: UserTurn) -> dict[str, Any]:
     """The message's metadata: the target's, then a JSONL test's `options.metadata` for its own turns, and the
     design's `options.skip` (`{"history": true}`: keep no record of this call), which has no other place in A2A."""
     metadata = dict(target)
@@ -36,7 +36,7 @@ def turn_metadata(target: dict[str, Any], turn: UserTurn) -> dict[str, Any]:
 
 
 def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task_id: str | None,
-                 metadata: dict[str, Any], what: str) -> Message:
+                 metadata: Mapping[str, object], what: str) -> Message:
     """The turn as one message with a fresh messageId: a text part for the words, a data part for `data`,
     a file part per file (its bytes inline when it has a path, else its URI). A turn that carries the
     conversation before it (a stateless test's message history) sends it first, as a data part

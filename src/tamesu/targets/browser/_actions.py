@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from tamesu.targets.browser.spec import ActionStep, BrowserSpec, RoleSelector, S
 class StepFailed(Exception):
     """The step did not hold (nothing matched, a text is missing, a rule is violated): the run fails."""
 
-    def __init__(self, message: str, detail: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, detail: Mapping[str, object] | None = None) -> None:
         super().__init__(message)
         self.detail = detail or {}
 

@@ -22,14 +22,14 @@ class TurnEvents:
     """Feed it events with `add` until it says the turn is over."""
 
     def __init__(self) -> None:
-        self.raw: list[dict[str, Any]] = []
+        self.raw: list[dict[str, object]] = []
         self.texts: list[str] = []
         self.calls: list[ToolCall] = []
         self._ids: dict[str, ToolCall] = {}
         self.unmatched_results: list[str] = []
-        self.data: dict[str, Any] | None = None
+        self.data: dict[str, object] | None = None
         self.handoff: Handoff | None = None
-        self.session_end: dict[str, Any] | None = None
+        self.session_end: dict[str, object] | None = None
         self.error: dict[str, str] | None = None
         self.first_token_at_ms: float | None = None
         self.ended_at_ms: float | None = None

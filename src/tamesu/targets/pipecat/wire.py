@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -32,14 +33,14 @@ _KINDS = {"bot-llm-started": ("llm", True), "bot-llm-stopped": ("llm", False),
           "bot-tts-started": ("tts", True), "bot-tts-stopped": ("tts", False)}
 
 
-def rtvi(kind: str, data: Any = None) -> bytes:
+def rtvi(kind: str, data: object = None) -> bytes:
     """An RTVI client message in a protobuf frame."""
     frame = frames_pb2.Frame()
     frame.message.data = json.dumps({"label": RTVI_LABEL, "type": kind, "id": uuid.uuid4().hex[:12], "data": data})
     return frame.SerializeToString()
 
 
-def peek(message: Any) -> str:
+def peek(message: object) -> str:
     """What a message is, without reading it into a turn: `audio`, `interruption`, an RTVI type, or `other`."""
     if not isinstance(message, bytes):
         return "other"
@@ -181,9 +182,9 @@ def _spoken_text(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _kept(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+def _kept(kind: str, body: Mapping[str, object]) -> dict[str, Any]:
     """An RTVI message as the turn's record keeps it: its type and the data that says something."""
-    kept: dict[str, Any] = {"rtvi": kind}
+    kept: dict[str, object] = {"rtvi": kind}
     for key in ("text", "function_name", "tool_call_id", "args", "arguments", "error", "fatal", "input_type",
                 "spoken", "cancelled", "buttons"):
         if key in body:

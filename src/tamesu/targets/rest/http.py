@@ -45,7 +45,7 @@ def is_json_type(content_type: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def excerpt(doc: Any) -> str:
+def excerpt(doc: object) -> str:
     text = doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False)
     return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
 

@@ -27,7 +27,7 @@ class Listener:
         self._path = path
         self._max_bytes = min(max_bytes, MAX_BODY_BYTES)
         """The target's max_response_bytes: a post is read up to it, then refused."""
-        self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue(QUEUE_LIMIT)
+        self._queue: asyncio.Queue[tuple[object, float]] = asyncio.Queue(QUEUE_LIMIT)
         app = Starlette(routes=[Route(path, self._receive, methods=["POST", "PUT"])])
         self._server = LoopServer(app, host=host, port=port)
         shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host

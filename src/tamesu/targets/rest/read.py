@@ -174,7 +174,7 @@ class StreamText:
         self._delta = reply.delta or DEFAULT_DELTA
         self._text_fallback = reply.delta is None
         self.chunks: list[str] = []
-        self.events: list[Any] = []
+        self.events: list[object] = []
         self.first_token_at_ms: float | None = None
 
     @property

@@ -47,7 +47,7 @@ class WsLink:
     def __init__(self, conn: ClientConnection, session: Session) -> None:
         self._conn = conn
         self._session = session
-        self._queue: asyncio.Queue[tuple[Any, float, int] | Closed] = asyncio.Queue(QUEUE_LIMIT)
+        self._queue: asyncio.Queue[tuple[object, float, int] | Closed] = asyncio.Queue(QUEUE_LIMIT)
         self._reader = asyncio.create_task(self._read())
         self.sent = 0
         self.closed: Closed | None = None

@@ -58,7 +58,7 @@ def _own_stdout() -> None:
     os.dup2(2, 1)
 
 
-def emit(event: str, **data: Any) -> None:
+def emit(event: str, **data: object) -> None:
     _EVENTS.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
     _EVENTS.flush()
 
@@ -295,7 +295,7 @@ class Worker:
         self.endpoint.libDestroy()
 
 
-def _read_commands(into: queue.Queue[dict[str, Any] | None]) -> None:
+def _read_commands(into: queue.Queue[dict[str, object] | None]) -> None:
     for line in sys.stdin:
         line = line.strip()
         if line:
@@ -315,7 +315,7 @@ def main() -> int:
     except pj.Error as exc:
         emit("error", message=f"the SIP stack did not start: {exc.info()}")
         return 3
-    commands: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    commands: queue.Queue[dict[str, object] | None] = queue.Queue()
     threading.Thread(target=_read_commands, args=(commands,), daemon=True).start()
     running = True
     try:
