@@ -1,9 +1,9 @@
-"""Types every user-written model shares: strict mappings, durations, `host:port` addresses."""
+"""Types every user-written model shares: strict mappings, durations, `host:port` addresses; parsed JSON."""
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
@@ -45,6 +45,15 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+
+
+JSONValue: TypeAlias = str | int | float | bool | list["JSONValue"] | dict[str, "JSONValue"] | None
+"""A parsed JSON document, as `json.loads` gives it: read it by narrowing (`isinstance(value, dict)`), never by
+assuming its shape; what tamesu owns has a pydantic model or a TypedDict instead. For annotations only: a
+pydantic field that holds any JSON is `JsonValue` (pydantic's), which this alias cannot stand in for."""
+
+JSONObject: TypeAlias = dict[str, JSONValue]
+"""A parsed JSON object."""
 
 
 def split_addr(addr: str) -> tuple[str, int]:
