@@ -8,7 +8,7 @@ use, so `import tamesu` (and `tamesu --version`) stays cheap.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from tamesu.types import Strict
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'tamesu' has no attribute {name!r}")

@@ -52,7 +52,7 @@ def group(kind: Kind) -> str:
     return f"tamesu.{kind}"
 
 
-_registered: dict[Kind, dict[str, Any]] = {kind: {} for kind in KINDS}
+_registered: dict[Kind, dict[str, object]] = {kind: {} for kind in KINDS}
 
 
 def register(kind: Kind, name: str, **attributes: object) -> Callable[[T], T]:

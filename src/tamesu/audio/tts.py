@@ -29,7 +29,7 @@ from tamesu.audio.voices import Voice
 SYNTHESIS_TIMEOUT_S = 30.0
 ESPEAK_WPM = 175
 """espeak-ng's own default pace, in words per minute: a speaking rate scales it."""
-_loaded: dict[str, Any] = {}
+_loaded: dict[str, object] = {}
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()
 

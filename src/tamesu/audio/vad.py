@@ -21,7 +21,7 @@ VAD_RATE = 16000
 WINDOW = 512
 CONTEXT = 64
 WINDOW_MS = WINDOW / VAD_RATE * 1000
-_session: Any = None
+_session: object = None
 _lock = threading.Lock()
 
 

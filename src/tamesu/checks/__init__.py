@@ -50,7 +50,7 @@ def known_keys() -> list[str]:
                                 if k not in built_in and _registered_check(k) is not None)})
 
 
-def registered_custom(name: str) -> Any:
+def registered_custom(name: str) -> object:
     """What `custom: {name: NAME}` runs: a plug-in's function or Check class."""
     if plugins.has("checks", name) and not plugins.is_built_in("checks", name):
         return plugins.load("checks", name)
@@ -106,7 +106,7 @@ def parse_assertion(entry: Any, prefix: str = "", search: list[Path] | None = No
         raise
 
 
-def _folded(entry: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+def _folded(entry: dict[str, Any]) -> tuple[dict[str, object], set[str]]:
     """`{evaluator: NAME, min: 0.8}` as `{evaluator: {name: NAME, min: 0.8}}`, and the keys that moved."""
     kind = next((k for k in FLAT_KINDS if k in entry), None)
     if kind is None or isinstance(entry[kind], dict):

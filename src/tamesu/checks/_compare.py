@@ -97,7 +97,7 @@ class ValueComparisons(Equals, NotEquals, Matches, Bounds):
     length: int | None = Field(None, ge=0)
 
 
-def expectations(spec: BaseModel) -> dict[str, Any]:
+def expectations(spec: BaseModel) -> dict[str, object]:
     """The comparisons a user actually wrote in `spec`, by name."""
     given: dict[str, Any] = {}
     for key in COMPARISONS:
@@ -109,7 +109,7 @@ def expectations(spec: BaseModel) -> dict[str, Any]:
     return given
 
 
-def render_expectations(context: Context, expected: Mapping[str, Any]) -> dict[str, Any]:
+def render_expectations(context: Context, expected: Mapping[str, Any]) -> dict[str, object]:
     """Fill the templates of expected values; `matches` becomes a compiled pattern. May raise TemplateError."""
     rendered: dict[str, Any] = {}
     for key, value in expected.items():

@@ -83,7 +83,7 @@ class CallEndedBySpec(Strict):
 
     @field_validator("by", mode="before")
     @classmethod
-    def _one_or_many(cls, value: object) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
 

@@ -34,11 +34,11 @@ class CustomSpec(Strict):
     """`module:function` of the project."""
     name: str | None = None
     """A registered check."""
-    with_: dict[str, Any] = Field(default_factory=dict, alias="with")
+    with_: dict[str, object] = Field(default_factory=dict, alias="with")
 
     @model_validator(mode="before")
     @classmethod
-    def _a_bare_name_is_registered(cls, value: object) -> Any:
+    def _a_bare_name_is_registered(cls, value: object) -> object:
         # a project function is always `module:function`; a name without a colon can only be a registered check
         if isinstance(value, dict) and isinstance(value.get("function"), str) and ":" not in value["function"] \
                 and "name" not in value:

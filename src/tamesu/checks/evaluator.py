@@ -40,7 +40,7 @@ class EvaluatorSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _evaluator_names_it(cls, value: object) -> Any:
+    def _evaluator_names_it(cls, value: object) -> object:
         # the assembled form of the Concepts page's `{evaluator: NAME, min}`: the name under `evaluator`
         if isinstance(value, dict) and "evaluator" in value and "name" not in value:
             value = {("name" if key == "evaluator" else key): item for key, item in value.items()}

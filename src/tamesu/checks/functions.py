@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-_LOADED: dict[Path, Any] = {}
+_LOADED: dict[Path, object] = {}
 
 Role = Literal["validate", "generate", "simulate"]
 """The function a script id calls by convention: an assertion's `validate`, a generator's `generate`, a
@@ -67,7 +67,7 @@ def _script_id(name: str, search: list[Path], role: Role) -> Callable[..., Any]:
     raise ValueError(f"no script {name!r}: looked for {where}")
 
 
-def _module(name: str, search: list[Path]) -> Any:
+def _module(name: str, search: list[Path]) -> object:
     """Only the project's own modules: a file under one of the `search` folders. A name that would import a
     standard-library or installed module (`os:system`, `subprocess:run`) is refused, never imported."""
     parts = name.split(".")
@@ -93,7 +93,7 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
-def _from_file(path: Path) -> Any:
+def _from_file(path: Path) -> object:
     # loaded once per process under a private name, so two folders with a `checks.py` do not collide
     if path not in _LOADED:
         unique = f"tamesu_script_{len(_LOADED)}_{path.stem}"

@@ -25,7 +25,7 @@ class ContextSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: object) -> Any:
+    def _shorthand(cls, value: object) -> object:
         return {"text": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")

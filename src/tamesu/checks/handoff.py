@@ -37,7 +37,7 @@ class HandoffSpec(Strict):
 
     @field_validator("summary_contains", mode="before")
     @classmethod
-    def _one_or_many(cls, value: object) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
     @field_validator("to")

@@ -52,7 +52,7 @@ class HttpSpec(Strict):
 
     @field_validator("json_path", mode="before")
     @classmethod
-    def _path_alone(cls, value: object) -> Any:
+    def _path_alone(cls, value: object) -> object:
         # As for the json_path assertion, a bare path means "it exists".
         return {"path": value} if isinstance(value, str) else value
 

@@ -64,7 +64,7 @@ class PathSpec(ValueComparisons):
         return self
 
 
-def find(path: Path, document: Any) -> list[Any]:
+def find(path: Path, document: Any) -> list[object]:
     """The values `path` selects in `document`; a document that is JSON text is parsed first."""
     if document is None:
         return []
@@ -76,7 +76,7 @@ def find(path: Path, document: Any) -> list[Any]:
     return path.findall(document)
 
 
-def value_of(nodes: list[Any]) -> Any:
+def value_of(nodes: list[Any]) -> object:
     return nodes[0] if len(nodes) == 1 else nodes
 
 
@@ -96,7 +96,7 @@ def judge(spec: PathSpec, path_text: str, nodes: list[Any], expected: dict[str, 
     return Verdict(passed=True, reason=f"{path_text} is {shown(value)} in {where}")
 
 
-def _locate(path: Path, exchanges: list[Exchange]) -> tuple[list[Any], str] | None:
+def _locate(path: Path, exchanges: list[Exchange]) -> tuple[list[object], str] | None:
     """The nodes of the turn the module docstring's rule picks, and a name for where they came from."""
     for exchange in reversed(exchanges):
         nodes = find(path, exchange.agent.response)

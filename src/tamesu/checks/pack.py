@@ -67,7 +67,7 @@ def parse_pack(name: str, pack: PackSpec, *, judges: bool = True, model: Any = N
     return parsed
 
 
-def _with_model(entry: dict[str, Any], kind: str, model: Any) -> dict[str, Any]:
+def _with_model(entry: dict[str, Any], kind: str, model: Any) -> dict[str, object]:
     """The judge entry with the pack's `model` when it names none itself."""
     if model is None:
         return entry

@@ -114,7 +114,7 @@ def embeddings_available() -> bool:
     return importlib.util.find_spec("sentence_transformers") is not None
 
 
-_loaded: dict[str, Any] = {}
+_loaded: dict[str, object] = {}
 _loading = threading.Lock()
 
 

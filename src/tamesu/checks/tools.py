@@ -64,7 +64,7 @@ def _turn(call: ToolCall) -> str:
     return f" at turn {call.turn}" if call.turn is not None else ""
 
 
-def _rendered_args(spec: CallSpec, context: Context) -> dict[str, Any] | None:
+def _rendered_args(spec: CallSpec, context: Context) -> dict[str, object] | None:
     return None if spec.args is None else context.render_value(spec.args)
 
 
@@ -134,7 +134,7 @@ class SequenceSpec(Strict):
 
     @field_validator("calls", mode="before")
     @classmethod
-    def _names_are_calls(cls, value: object) -> Any:
+    def _names_are_calls(cls, value: object) -> object:
         if isinstance(value, list):
             return [{"name": item} if isinstance(item, str) else item for item in value]
         return value

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import field_validator, model_validator
 
 from tamesu.checks._compare import compare, describe, expectations
@@ -21,7 +19,7 @@ class TurnsSpec(Strict):
 
     @field_validator("equals", "gt", "gte", "lt", "lte", mode="before")
     @classmethod
-    def _not_a_bool(cls, value: object) -> Any:
+    def _not_a_bool(cls, value: object) -> object:
         # pydantic reads `true` as 1; `turns: true` is a mistake, not "one turn".
         if isinstance(value, bool):
             raise ValueError("expected a number of turns")

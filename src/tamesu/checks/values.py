@@ -22,7 +22,7 @@ def _last_text(run: RunView) -> tuple[str, str]:
     return last.agent.text, f"turn {last.index}"
 
 
-def _located(path_text: str, run: RunView) -> tuple[list[Any], str] | None:
+def _located(path_text: str, run: RunView) -> tuple[list[object], str] | None:
     """The values of a JSONPath in the last turn whose response has it, as `json_path` reads them."""
     path = compile_path(path_text)
     for exchange in reversed(run.exchanges):

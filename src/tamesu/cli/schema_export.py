@@ -82,7 +82,7 @@ _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "las
          "negate": {"type": "boolean", "description": "pass exactly when the assertion would fail"}}
 
 
-def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
+def _document(root: type[BaseModel], title: str) -> dict[str, object]:
     targets_ = _target_specs() if root is SuiteSpec else {}
     kinds = {key: checks.check_class(key) for key in checks.known_keys()}
     # One generation for every model: two models of one name (a target's HandoffSpec and the handoff
@@ -141,15 +141,15 @@ def _document(root: type[BaseModel], title: str) -> dict[str, Any]:
             **document, "$defs": defs}
 
 
-def suite_schema() -> dict[str, Any]:
+def suite_schema() -> dict[str, object]:
     return _document(SuiteSpec, "tamesu suite")
 
 
-def project_schema() -> dict[str, Any]:
+def project_schema() -> dict[str, object]:
     return _document(ProjectSpec, "tamesu project file (tamesu.yaml)")
 
 
-def schemas() -> dict[str, dict[str, Any]]:
+def schemas() -> dict[str, dict[str, object]]:
     return {"suite": suite_schema(), "project": project_schema()}
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from tamesu.plan import Project
     from tamesu.plan.targets import ResolvedTarget
     from tamesu.suite.secrets import Secrets
+
+F = TypeVar("F", bound=Callable[..., object])
+"""A click command, given back with the options added."""
+
 SUITE_PATH = click.Path(readable=False)
 """A suite file or folder: the loader tells an unreadable one as `file:1:1: cannot read the file`, as it tells
 every other problem, where click's own check would stop at the first with a line of its own."""
@@ -172,7 +177,7 @@ def open_store_writer(project: Any, redactor: Any, origin: Any, shard: str | Non
 COLOR = click.Choice(["auto", "always", "never"])
 
 
-def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: str = "") -> Any:
+def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: str = "") -> Callable[[F], F]:
     """The options `tamesu run` and `tamesu test` share, declared once: which tests, how they run, where their
     results go. `tests` names what runs ("tests", "test cases"), `ids` what --filter matches, `verbose` what -v
     shows; `tags` and `repeat` add what only one command has to say."""
@@ -207,7 +212,7 @@ def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: s
                           "Indexed Job's JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT."),
     ]
 
-    def declare(command: Any) -> Any:
+    def declare(command: F) -> F:
         for option in reversed(options):
             command = option(command)
         return command

@@ -148,7 +148,7 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
 
 
 async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any], resolver: Any,
-                  settings: Any, base_dir: Path) -> Any:
+                  settings: Any, base_dir: Path) -> object:
     from tamesu.checks.functions import load_function
     from tamesu.jsonl import generator, parser
 
@@ -172,7 +172,7 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
     return parser.parse_objects(made, source.text, base_dir, settings), source.text, base_dir
 
 
-def _folder_cases(folder: Path, settings: Any) -> list[Any]:
+def _folder_cases(folder: Path, settings: Any) -> list[object]:
     """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
     files at once. A case id is unique in its file only: two files may both have `lost-order`."""
     from tamesu.jsonl import parser
@@ -196,7 +196,7 @@ def _folder_cases(folder: Path, settings: Any) -> list[Any]:
 
 
 async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
-                      options: dict[str, Any]) -> list[Any]:
+                      options: dict[str, Any]) -> list[object]:
     """`agents:NAME`: a model under `models:` writes the cases, or else a target of tamesu.yaml."""
     from tamesu.engine.models import project_models
     from tamesu.jsonl import generator

@@ -290,7 +290,7 @@ async def _converse(
 async def _talk(
     test: PlannedTest, target: Target[Any], session: Session, user: UserSimulator, exchanges: list[Exchange],
     captured: dict[str, Any], spans: RunSpans | None = None,
-) -> tuple[Any, str | None, dict[str, float]]:
+) -> tuple[object, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
     try:
         with agents_side(session):
@@ -379,7 +379,7 @@ async def _talk(
 async def _hear_more(
     test: PlannedTest, target: Target[Any], session: Session, timeout: float, exchanges: list[Exchange],
     captured: dict[str, Any], spoken: bool, extractor: Extractor | None,
-) -> tuple[Any, str | None, dict[str, float]] | None:
+) -> tuple[object, str | None, dict[str, float]] | None:
     """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
     the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of
     `max_turns`: the wait's `timeout` bounds it."""

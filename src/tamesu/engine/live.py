@@ -118,7 +118,7 @@ class TargetHelper:
         self.base_dir = base_dir
 
     async def ask(self, mode: str, request: Mapping[str, object], models: Models | None,
-                  connector: str | None = None) -> tuple[Any, str]:
+                  connector: str | None = None) -> tuple[object, str]:
         """(response document, text) of the helper's answer to one request. `connector` (the design's
         `options.connector`) is the model a model target answers with, and travels as `options.connector` to
         any other target."""
@@ -153,7 +153,7 @@ class TargetHelper:
                          f"{(text or json.dumps(response, default=str))[:200]!r}")
 
 
-def json_in(text: str) -> Any:
+def json_in(text: str) -> object:
     """The JSON object in a helper's text, or None."""
     try:
         return find_json(text)

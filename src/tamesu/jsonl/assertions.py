@@ -164,7 +164,7 @@ def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
     return _validator(spec, resolver)
 
 
-def _validator(spec: SpecAssertion, resolver: Resolver) -> Any:
+def _validator(spec: SpecAssertion, resolver: Resolver) -> object:
     """`agent`: tamesu's judge with the criteria as its rubric and the named model, or a target of tamesu.yaml
     answering the design's validator interface."""
     name = spec.use.removeprefix("agents:") if spec.use else None

@@ -38,7 +38,7 @@ def count_of(params: dict[str, str]) -> int:
     return int(raw)
 
 
-def _with_ids(cases: list[Any], count: int) -> list[Any]:
+def _with_ids(cases: list[Any], count: int) -> list[object]:
     kept = cases[:count]
     for number, case in enumerate(kept, start=1):
         if isinstance(case, dict) and not case.get("id"):
@@ -46,13 +46,13 @@ def _with_ids(cases: list[Any], count: int) -> list[Any]:
     return kept
 
 
-async def from_model(client: ModelClient, about: dict[str, Any], params: dict[str, str]) -> list[Any]:
+async def from_model(client: ModelClient, about: dict[str, Any], params: dict[str, str]) -> list[object]:
     count = count_of(params)
     return _with_ids(await write_cases(client, about, count, params), count)
 
 
 async def from_target(helper: HelperAgent, about: Mapping[str, object], params: dict[str, str],
-                      models: Models | None) -> list[Any]:
+                      models: Models | None) -> list[object]:
     """A target answering the design's generator interface (`TargetHelper`): {cases: [...]}."""
     count = count_of(params)
     request = {**about, **params, "count": count}
@@ -62,7 +62,7 @@ async def from_target(helper: HelperAgent, about: Mapping[str, object], params: 
 
 
 async def from_script(function: Callable[..., Any], name: str, about: Mapping[str, object],
-                      params: dict[str, str]) -> list[Any]:
+                      params: dict[str, str]) -> list[object]:
     count = count_of(params) if "count" in params else MAX_COUNT
     inputs = {**about, **params, **({"count": count} if "count" in params else {})}
     try:

@@ -61,7 +61,7 @@ class ChatMessage(Strict):
         return [] if isinstance(self.content, str) else [p for p in self.content if p.type != "text"]
 
 
-def as_messages(value: object) -> Any:
+def as_messages(value: object) -> object:
     """`input` as written (text, one message, a list of them) becomes a list of messages."""
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
@@ -70,7 +70,7 @@ def as_messages(value: object) -> Any:
     return value
 
 
-def as_message(value: object) -> Any:
+def as_message(value: object) -> object:
     return {"role": "user", "content": value} if isinstance(value, str) else value
 
 
@@ -79,7 +79,7 @@ class Options(Strict):
 
     connector: str | None = None
     """A model for the target (a name under `models:`, or provider:model); model targets use it."""
-    skip: dict[str, Any] | None = None
+    skip: dict[str, object] | None = None
     search: Any = None
     mode: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -97,7 +97,7 @@ class Turn(Strict):
 
     @field_validator("input", mode="before")
     @classmethod
-    def _text_is_a_message(cls, value: object) -> Any:
+    def _text_is_a_message(cls, value: object) -> object:
         return as_message(value)
 
 
@@ -140,7 +140,7 @@ class TestCase(Strict):
     simulator: SimulatorSpec | None = None
     interactive: InteractiveSpec | None = None
     on_missing_input: MissingInput | None = None
-    final_assertions: list[Any] = Field(default_factory=list)
+    final_assertions: list[object] = Field(default_factory=list)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     max_turns: int | None = Field(None, ge=1, le=1000)
     timeout: Duration | None = None
@@ -164,14 +164,14 @@ class TestCase(Strict):
             self._simulated = True
         return self._simulated
 
-    def repeats(self) -> dict[str, Any]:
+    def repeats(self) -> dict[str, object]:
         """The fields a suite's test has of the same names, as written (the engine's defaults otherwise)."""
         names = ("repeat", "pass_threshold", "pass_k", "adaptive", "retries_inconclusive")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     @field_validator("input", mode="before")
     @classmethod
-    def _input_is_messages(cls, value: object) -> Any:
+    def _input_is_messages(cls, value: object) -> object:
         return as_messages(value)
 
     @property

@@ -205,7 +205,7 @@ class AnthropicProvider(Provider):
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
 
 
-def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def _wire_messages(messages: list[Message]) -> list[dict[str, object]]:
     """Messages as the API wants them: no system turns, tool results inside a user turn, and consecutive turns
     of one role merged (the results of several tool calls must arrive together, in one user turn)."""
     wire: list[dict[str, Any]] = []
@@ -226,7 +226,7 @@ def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
+def _blocks(message: Message) -> list[dict[str, object]]:
     if message.role == "tool":
         return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
     blocks: list[dict[str, Any]] = []

@@ -15,7 +15,6 @@ The fake provider takes every file (its rules read the turn's words, where a fil
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from tamesu.models.base import MessageFile
 
@@ -55,7 +54,7 @@ def _text_of(file: MessageFile) -> str:
     return base64.b64decode(file.data or "").decode("utf-8", errors="replace")
 
 
-def openai_part(file: MessageFile) -> dict[str, Any]:
+def openai_part(file: MessageFile) -> dict[str, object]:
     data_url = f"data:{file.mime};base64,{file.data}" if file.data is not None else None
     if file.mime.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": file.url or data_url}}
@@ -66,7 +65,7 @@ def openai_part(file: MessageFile) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": file.name, "file_data": data_url}}
 
 
-def anthropic_block(file: MessageFile) -> dict[str, Any]:
+def anthropic_block(file: MessageFile) -> dict[str, object]:
     if is_text(file.mime) and file.data is not None:
         return {"type": "document", "title": file.name,
                 "source": {"type": "text", "media_type": "text/plain", "data": _text_of(file)}}

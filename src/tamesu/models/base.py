@@ -58,7 +58,7 @@ class Message(BaseModel):
     """Attachments of a user message, sent as the provider's image, audio or file content parts."""
 
     @model_serializer(mode="wrap")
-    def _without_empty_files(self, handler: Any) -> Any:
+    def _without_empty_files(self, handler: Any) -> object:
         # a message without files dumps as it did before they existed, so replay-cache keys stay the same
         data = handler(self)
         if isinstance(data, dict) and not self.files:
@@ -74,7 +74,7 @@ class ModelRequest(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None
     seed: int | None = None
-    json_schema: dict[str, Any] | None = None
+    json_schema: dict[str, object] | None = None
     """Ask for JSON that fits this schema (structured output), where the provider supports it."""
     tools: list[ToolSpec] = Field(default_factory=list)
     prompt_version: str | None = None

@@ -277,7 +277,7 @@ def count_words(messages: Sequence[Message]) -> int:
     return sum(_words(m.content) for m in messages)
 
 
-def _default_for(schema: Mapping[str, Any]) -> Any:
+def _default_for(schema: Mapping[str, Any]) -> object:
     if "default" in schema:
         return schema["default"]
     kinds = schema.get("type")

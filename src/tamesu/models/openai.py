@@ -225,7 +225,7 @@ class OpenAIProvider(Provider):
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
 
 
-def _wire_message(message: Message) -> dict[str, Any]:
+def _wire_message(message: Message) -> dict[str, object]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
     wire: dict[str, object] = {"role": message.role, "content": message.content}
@@ -247,7 +247,7 @@ def _content(value: object) -> str:
     return _plain.text(value)
 
 
-def _arguments(raw: object) -> dict[str, Any]:
+def _arguments(raw: object) -> dict[str, object]:
     if isinstance(raw, dict):  # a server that sends the arguments as an object rather than a JSON string
         return raw
     if not isinstance(raw, str | None):

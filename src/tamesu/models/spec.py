@@ -58,7 +58,7 @@ class ModelSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: object) -> Any:
+    def _shorthand(cls, value: object) -> object:
         if isinstance(value, str):
             provider, _, model = value.partition(":")
             return {"provider": provider, "model": model}

@@ -18,7 +18,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -62,7 +62,7 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, Any]:
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     seen: dict[str, object] = {}
     for key, value in pairs:
         if key in seen:
@@ -76,7 +76,7 @@ class _NotJson(ValueError):
     pass
 
 
-def _not_json(name: str) -> Any:
+def _not_json(name: str) -> object:
     # Python's json reads NaN and Infinity; JSON has neither, and a score of NaN compares false with anything
     raise _NotJson(f"{name} is not a JSON number")
 
@@ -111,13 +111,13 @@ def read_strict(text: str, schema: type[Model]) -> tuple[Model, str | None]:
 
 
 @functools.cache
-def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+def json_schema_of(schema: type[BaseModel]) -> dict[str, object]:
     """A model's JSON schema, built once per class: pydantic builds it anew on every call (a simulated turn
     paid over a millisecond for it). Callers must not change the dict they get."""
     return schema.model_json_schema(by_alias=True)
 
 
-def find_json(text: str) -> Any:
+def find_json(text: str) -> object:
     """The JSON object in a model's answer: the whole text, a fenced block, or the first balanced object.
 
     Raises ValueError when there is none.

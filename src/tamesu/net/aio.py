@@ -142,7 +142,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
                                                   auto_decompress=False, skip_auto_headers=("User-Agent",))
             return self._session
 
-        async def handle_async_request(self, request: Any) -> Any:
+        async def handle_async_request(self, request: Any) -> object:
             session = self._session or self._open()
             url = request.url
             if url.scheme not in ("http", "https"):

@@ -101,7 +101,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
         def __init__(self, inner: Any, limit: int | None, record: Record | None) -> None:
             self._inner, self._limit, self._record = inner, limit, record
 
-        async def handle_async_request(self, request: Any) -> Any:
+        async def handle_async_request(self, request: Any) -> object:
             limit, record = (self._limit, self._record) if self._limit is not None else _READING.get() or (None, None)
             if limit is None:
                 return await self._inner.handle_async_request(request)

@@ -54,7 +54,7 @@ class PackSpec(Strict):
 
     @field_validator("assert_")
     @classmethod
-    def _no_nested_packs(cls, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _no_nested_packs(cls, entries: list[dict[str, Any]]) -> list[dict[str, object]]:
         if any("pack" in entry for entry in entries):
             raise ValueError("a pack cannot contain a pack; list the assertions themselves")
         return entries

@@ -264,7 +264,7 @@ class Resolver:
     models: set[str] = field(default_factory=set)
     targets: set[str] = field(default_factory=set)
     search: list[Path] = field(default_factory=list)
-    helpers: dict[str, Any] = field(default_factory=dict)
+    helpers: dict[str, object] = field(default_factory=dict)
     """`TargetHelper`s by target name: targets that may play the simulator, a validator or a generator."""
 
     def helper(self, name: str | None) -> Any:
@@ -289,7 +289,7 @@ class Resolver:
 _PERSONA_KEYS = ("voice", "behaviors")
 
 
-def _voice_places(parsed: ParsedCase) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+def _voice_places(parsed: ParsedCase) -> Iterator[tuple[tuple[object, ...], dict[str, object]]]:
     case = parsed.case
     if case.simulator is not None:
         yield ("simulator", "metadata"), case.simulator.metadata

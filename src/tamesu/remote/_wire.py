@@ -60,7 +60,7 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def parts_of(parts: object) -> tuple[list[str], list[Any]]:
+def parts_of(parts: object) -> tuple[list[str], list[object]]:
     """(texts, data) of a list of parts: 0.3 `{kind: text, text}` / `{kind: data, data}`, 1.0 `{text}` /
     `{data}`, and 0.3 proto-JSON's `{data: {data: ...}}`."""
     texts: list[str] = []
@@ -192,7 +192,7 @@ class SseReader:
         return events
 
 
-def rewrite_card(card: object, real_origin: str, proxy_origin: str) -> Any:
+def rewrite_card(card: object, real_origin: str, proxy_origin: str) -> object:
     """The card with every interface at the real agent's origin moved to the proxy's. Interfaces elsewhere (gRPC,
     other hosts) are dropped: the proxy relays HTTP only, and a caller taking one of them would go round it."""
     if not isinstance(card, dict):

@@ -35,7 +35,7 @@ class Delegation(BaseModel):
     message: str
     data: list[Any] = []
     reply: str = ""
-    reply_data: Any = None
+    reply_data: object = None
     state: str = "completed"
     binding: str = "unknown"
     version: str = "1.0"
@@ -47,7 +47,7 @@ class Delegation(BaseModel):
     """With `forward`: the real agent's URL the message went on to (its reply is the real agent's)."""
 
 
-def message_text(message: Message) -> tuple[str, list[Any]]:
+def message_text(message: Message) -> tuple[str, list[object]]:
     texts: list[str] = []
     data: list[object] = []
     for part in message.parts:

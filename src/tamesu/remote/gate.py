@@ -100,7 +100,7 @@ def _denying(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
     async def unary(request: object, context: grpc.aio.ServicerContext) -> Any:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, _DENIED)
 
-    async def streaming(request: object, context: grpc.aio.ServicerContext) -> Any:
+    async def streaming(request: object, context: grpc.aio.ServicerContext) -> object:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, _DENIED)
         yield  # pragma: no cover - abort raises
 

@@ -131,7 +131,7 @@ class RemoteAgentServer:
             return app
         return HttpGate(app, token=self._token, refused=lambda b: self._refused(self.name, b))
 
-    def _make_handler(self, at: Addresses) -> Any:
+    def _make_handler(self, at: Addresses) -> object:
         """The SDK's request handler with the scripted executor; returns the public card."""
         public = public_card(self.name, self.spec, at, self._token)
         configs, tasks = VersionedConfigStore(), InMemoryTaskStore()

@@ -52,7 +52,7 @@ class AssertionRecord(BaseModel):
     label: str = ""
 
     @model_serializer(mode="wrap")
-    def _as_written_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _as_written_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         # the keys the test wrote come first, then the verdict; `passed: null` (not graded) is always shown
         data = handler(self)
         verdict = {"passed": self.passed, "reason": data.pop("reason", ""), "label": data.pop("label", "")}

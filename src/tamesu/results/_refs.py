@@ -46,7 +46,7 @@ def _at_least(doc: Any, chars: int) -> bool:
     return seen >= chars
 
 
-def _shrink(doc: Any, text: str | None) -> Any:
+def _shrink(doc: Any, text: str | None) -> object:
     if text is not None and isinstance(doc, str) and doc == text:
         return dict(_TO_TEXT)
     if _looks_like_marker(doc):
@@ -58,7 +58,7 @@ def _shrink(doc: Any, text: str | None) -> Any:
     return doc
 
 
-def _expand(doc: Any, text: str) -> Any:
+def _expand(doc: Any, text: str) -> object:
     if isinstance(doc, dict):
         if doc == _TO_TEXT:
             return text
@@ -70,7 +70,7 @@ def _expand(doc: Any, text: str) -> Any:
     return doc
 
 
-def shrink_agent(agent: dict[str, Any]) -> dict[str, Any]:
+def shrink_agent(agent: dict[str, Any]) -> dict[str, object]:
     """An agent turn as dumped data, with its repeated large values replaced by references."""
     text = agent.get("text")
     big_text = text if isinstance(text, str) and len(text) >= MIN_CHARS else None
@@ -84,7 +84,7 @@ def shrink_agent(agent: dict[str, Any]) -> dict[str, Any]:
                     for doc in raw]}
 
 
-def expand_agent(agent: Any) -> Any:
+def expand_agent(agent: Any) -> object:
     """The inverse of shrink_agent, for data read back from result.json (anything else is left alone)."""
     if not isinstance(agent, dict) or not _mentions_markers(agent):
         return agent

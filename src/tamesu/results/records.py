@@ -64,7 +64,7 @@ class TurnRecord(BaseModel):
 
     # a large answer is written once: response and raw refer to the text or to each other (tamesu.results._refs)
     @model_serializer(mode="wrap")
-    def _written_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _written_once(self, handler: SerializerFunctionWrapHandler) -> object:
         data = handler(self)
         if isinstance(data, dict) and isinstance(data.get("agent"), dict):
             data["agent"] = shrink_agent(data["agent"])
@@ -72,7 +72,7 @@ class TurnRecord(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _read_back(cls, data: object) -> Any:
+    def _read_back(cls, data: object) -> object:
         if isinstance(data, dict) and "agent" in data:
             return {**data, "agent": expand_agent(data["agent"])}
         return data

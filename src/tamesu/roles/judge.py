@@ -40,7 +40,7 @@ class JudgeInput(BaseModel):
     rubric: str
     transcript: list[Line] = Field(default_factory=list)
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, object] = Field(default_factory=dict)
     context: str | None = None
     """Reference text the agent's claims should agree with, when the rubric needs one."""
     scale: Literal["binary", "1-5"] = "binary"

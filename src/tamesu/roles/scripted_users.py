@@ -30,7 +30,7 @@ class HelperAgent(Protocol):
     name: str
 
     async def ask(self, mode: str, request: Mapping[str, object], models: Models | None,
-                  connector: str | None = None) -> tuple[Any, str]: ...
+                  connector: str | None = None) -> tuple[object, str]: ...
 
     async def answer(self, mode: str, request: Mapping[str, object], models: Models | None,
                      schema: type[BaseModel], connector: str | None = None) -> BaseModel: ...
@@ -62,7 +62,7 @@ def conversation(exchanges: list[Exchange]) -> list[dict[str, str]]:
     return messages
 
 
-def _progress(exchanges: list[Exchange], max_turns: int) -> dict[str, Any]:
+def _progress(exchanges: list[Exchange], max_turns: int) -> dict[str, object]:
     return {"conversation": conversation(exchanges), "last_response": exchanges[-1].agent.text if exchanges else "",
             "turn_number": len(exchanges) + 1, "max_turns": max_turns}
 

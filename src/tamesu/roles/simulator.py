@@ -39,7 +39,7 @@ class UserAction:
     listen: float | None = None
     """Hear more of the agent first, for up to this many seconds, then ask again (a `wait_for` whose phrase
     the agent has not said yet): the engine adds what the agent says as turns without a user turn."""
-    note: dict[str, Any] | None = None
+    note: dict[str, object] | None = None
     """What the user side decided and why (whether the agent awaits input, where the next input came
     from), recorded as a `user_side` event in the run's timeline."""
 

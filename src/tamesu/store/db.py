@@ -245,7 +245,7 @@ def _delete_part(connection: Connection, part_id: int) -> None:
 
 
 def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float] | None = None,
-                run_dir: Path | None = None) -> dict[str, Any]:
+                run_dir: Path | None = None) -> dict[str, object]:
     """What the store keeps of a finished test, as plain data: small (no raw responses, no events, at most
     MAX_ROWS spans a turn), so the run pays little to hand it over and a redactor can mask it whole. The
     spans are read from the runs' spans.json in `run_dir`, the run folder."""
@@ -283,7 +283,7 @@ def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float]
             "runs": items}
 
 
-def transcript_of(result: RunResult) -> list[dict[str, Any]]:
+def transcript_of(result: RunResult) -> list[dict[str, object]]:
     """The conversation as transcript.json has it: who said what, turn by turn."""
     lines: list[dict[str, object]] = []
     for turn in result.turns:
@@ -298,7 +298,7 @@ def transcript_hash(lines: Sequence[Mapping[str, object]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def waterfalls_of(result: RunResult, folder: Path) -> dict[str, Any] | None:
+def waterfalls_of(result: RunResult, folder: Path) -> dict[str, object] | None:
     """Each turn's waterfall (`traces:`), from the run's spans.json; None without one."""
     try:
         spans = SpansFile.model_validate_json((folder / "spans.json").read_bytes())

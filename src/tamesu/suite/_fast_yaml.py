@@ -43,7 +43,7 @@ _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
 _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_IMPLICIT: dict[Any, list[tuple[str, Any]]] = VersionedResolver(version=(1, 2)).versioned_resolver
+_IMPLICIT: dict[object, list[tuple[str, object]]] = VersionedResolver(version=(1, 2)).versioned_resolver
 """ruamel's YAML 1.2 implicit resolvers by first character, read once: its `resolve` looks the document's
 version up again on every scalar, which was half of this reader's time."""
 
@@ -96,7 +96,7 @@ def syntax_error(text: str) -> tuple[int, int, str] | None:
     return None
 
 
-def _build(node: Any, left: list[int]) -> tuple[Any, Any]:
+def _build(node: Any, left: list[int]) -> tuple[object, object]:
     left[0] -= 1
     if left[0] < 0:
         raise _Declined
@@ -148,7 +148,7 @@ def _place(tree: Any, node: Any) -> None:
     tree.lc.line, tree.lc.col = node.start_mark.line, node.start_mark.column
 
 
-def _scalar(node: Any) -> Any:
+def _scalar(node: Any) -> object:
     value = node.value
     if not value and not node.style:
         # an empty value (`key:`): libyaml places it after the colon, ruamel at the next token

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-PACKS: dict[str, dict[str, Any]] = {
+PACKS: dict[str, dict[str, object]] = {
     "noisy_cafe": {"background_noise": {"name": "cafe", "level_db": -12, "between": True},
                    "silence_after_turn_ms": [300, 900]},
     "street_caller": {"background_noise": {"name": "street", "level_db": -10, "between": True}},

@@ -50,7 +50,7 @@ class FuzzSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: object) -> Any:
+    def _shorthand(cls, value: object) -> object:
         return {"mode": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
@@ -72,7 +72,7 @@ class FuzzSpec(Strict):
     def hold_seconds(self) -> float:
         return DEFAULT_DELAY if self.delay is None else self.delay
 
-    def tool_result(self) -> Any:
+    def tool_result(self) -> object:
         """What a tool answers in this mode (not for `delay`, which answers the real result late)."""
         if self.mode == "error":
             return {"error": self.error_message()}

@@ -63,7 +63,7 @@ class HookSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: object) -> Any:
+    def _shorthand(cls, value: object) -> object:
         return {"run": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
@@ -123,12 +123,12 @@ class Behaviors(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _pack(cls, value: object) -> Any:
+    def _pack(cls, value: object) -> object:
         return expand(value)
 
     @field_validator("background_noise", mode="before")
     @classmethod
-    def _noise_shorthand(cls, value: object) -> Any:
+    def _noise_shorthand(cls, value: object) -> object:
         return {"name": value} if isinstance(value, str) else value
 
     @field_validator("silence_after_turn_ms")
@@ -170,7 +170,7 @@ class FileSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: object) -> Any:
+    def _shorthand(cls, value: object) -> object:
         if isinstance(value, str):
             return {"uri": value} if re.match(r"^[a-z][a-z0-9+.-]*://", value) else {"path": value}
         return value
@@ -406,7 +406,7 @@ class ReportSettings(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: object) -> Any:
+    def _shorthand(cls, value: object) -> object:
         if isinstance(value, str):
             value = [part for part in value.split(",") if part.strip()]
         return {"formats": value} if isinstance(value, list) else value
@@ -422,7 +422,7 @@ class ProjectSpec(Strict):
 
     @field_validator("suites", mode="before")
     @classmethod
-    def _nothing_written(cls, value: object) -> Any:
+    def _nothing_written(cls, value: object) -> object:
         # `suites:` with nothing after it names no suite, as `suites: []` does: the loader says so at the key
         return [] if value is None else value
     models: dict[str, ModelSpec] = Field(default_factory=dict)

@@ -51,7 +51,7 @@ def references(text: str) -> Iterator[tuple[str, str]]:
         yield "", "bad template: '{{' without a matching '}}'"
 
 
-def walk_strings(value: object, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+def walk_strings(value: object, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple[object, ...], str]]:
     """Every string inside a JSON-like value, with its path."""
     if isinstance(value, str):
         yield path, value

@@ -119,7 +119,7 @@ class _PlacedConstructor(RoundTripConstructor):
         raise MarkedYAMLError(problem=f"unknown tag {_short(str(node.tag))[:_EXCERPT]}: suites are plain YAML",
                               problem_mark=node.start_mark)
 
-    def construct_non_recursive_object(self, node: Any, tag: str | None = None) -> Any:
+    def construct_non_recursive_object(self, node: Any, tag: str | None = None) -> object:
         try:
             return super().construct_non_recursive_object(node, tag)
         except MarkedYAMLError:

@@ -10,7 +10,6 @@ stdout lines in `_mcp_stdio`).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tamesu.conversation import AgentTurn, Session
 
@@ -34,7 +33,7 @@ def cut_text(text: str, limit: int) -> str:
     return encoded[:limit].decode("utf-8", errors="ignore")
 
 
-def _stand_in(value: object, size: int) -> dict[str, Any]:
+def _stand_in(value: object, size: int) -> dict[str, object]:
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return {"truncated": True, "bytes": size, "excerpt": shown[:_EXCERPT_CHARS]}
 

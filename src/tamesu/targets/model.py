@@ -427,7 +427,7 @@ class ModelTarget(Target[ModelTargetSpec]):
                             f"{json.dumps(request.arguments, ensure_ascii=False, default=str)})",
                             raw=[r.model_dump(mode="json") for r in responses]) from None
 
-    def _declared(self, tool: ModelToolSpec, args: Mapping[str, object], context: Context) -> tuple[Any, str | None]:
+    def _declared(self, tool: ModelToolSpec, args: Mapping[str, object], context: Context) -> tuple[object, str | None]:
         """(result, error) for these arguments: the first matching `results` entry, else the tool's own."""
         for case in tool.results:
             try:

@@ -107,7 +107,7 @@ class MessageMatch(Strict):
 
     @field_validator("when")
     @classmethod
-    def _paths(cls, when: dict[str, Any]) -> dict[str, Any]:
+    def _paths(cls, when: dict[str, Any]) -> dict[str, object]:
         for path in when:
             _path(path)
         return when
@@ -136,7 +136,7 @@ class MessagesSpec(Strict):
     """Sent for each keypad digit of a `dtmf` step, with `{{message.digit}}`."""
     close: Any = None
     """Sent before tamesu closes the socket: one message template, or a list."""
-    tool_result: Any = None
+    tool_result: object = None
     """The answer to a tool call: a template with {{message.id}}, {{message.name}}, {{message.result}} (JSON
     text) and {{message.output}} (the result as a value)."""
     interrupted: MessageMatch | None = None
@@ -193,7 +193,7 @@ class VoiceSpec(TargetSpec):
         return self
 
 
-def _first(path: str | None, document: object) -> Any:
+def _first(path: str | None, document: object) -> object:
     found = _path(path).findall(document) if path else []
     return found[0] if found else None
 
@@ -212,7 +212,7 @@ def _tool_call(match: ToolCallMatch, document: object) -> dict[str, Any]:
             {"_value": args}, "id": _first(match.id, document)}
 
 
-def _templates(value: object) -> list[Any]:
+def _templates(value: object) -> list[object]:
     return [] if value is None else value if isinstance(value, list) else [value]
 
 

@@ -25,7 +25,7 @@ def tool_name(span: Span) -> str:
     return name if isinstance(name, str) and name else span.name.removeprefix(f"{TOOL_OPERATION} ").strip()
 
 
-def _arguments(value: object) -> dict[str, Any]:
+def _arguments(value: object) -> dict[str, object]:
     """`gen_ai.tool.call.arguments` is JSON text (opt-in): its object, or nothing when it is not recorded."""
     if isinstance(value, dict):
         return value
@@ -38,7 +38,7 @@ def _arguments(value: object) -> dict[str, Any]:
     return {}
 
 
-def _result(value: object) -> Any:
+def _result(value: object) -> object:
     if isinstance(value, str):
         try:
             return json.loads(value)

@@ -84,7 +84,7 @@ class Telemetry:
             self._tracer = None
 
 
-def _clean(attributes: Mapping[str, object]) -> dict[str, Any]:
+def _clean(attributes: Mapping[str, object]) -> dict[str, object]:
     return {f"tamesu.{k}": v for k, v in attributes.items() if isinstance(v, (str, bool, int, float))}
 
 

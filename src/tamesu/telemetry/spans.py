@@ -133,7 +133,7 @@ def attributes(pairs: Any) -> dict[str, Any]:
     return {pair.key: _value(pair.value) for pair in pairs if isinstance(pair, KeyValue)}
 
 
-def _value(value: AnyValue) -> Any:
+def _value(value: AnyValue) -> object:
     kind = value.WhichOneof("value")
     if kind == "array_value":
         return [_value(v) for v in value.array_value.values]

@@ -370,7 +370,7 @@ class A2ATarget(Target[A2ASpec]):
 
         return await wire.call(choice.url, attempt)
 
-    async def _get_task(self, task_id: str) -> dict[str, Any]:
+    async def _get_task(self, task_id: str) -> dict[str, object]:
         client, wire, choice = self._require_client(), self._require_wire(), self._require_choice()
         task = await wire.call(choice.url, lambda: client.get_task(GetTaskRequest(id=task_id),
                                                                     context=wire.context(choice)))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 
@@ -20,7 +19,7 @@ class JsonRpcIdMismatch(httpx.DecodingError):
     """Raised from the transport; `agent_error` reports it by its own words."""
 
 
-def _request_id(request: httpx.Request) -> Any:
+def _request_id(request: httpx.Request) -> object:
     if request.method != "POST" or "json" not in request.headers.get("content-type", ""):
         return _MISSING
     try:

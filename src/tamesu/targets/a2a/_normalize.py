@@ -67,7 +67,7 @@ def _put(doc: dict[str, Any], key: str, value: Any) -> None:
         doc[key] = value
 
 
-def _struct(holder: Any, field: str) -> dict[str, Any] | None:
+def _struct(holder: Any, field: str) -> dict[str, object] | None:
     return MessageToDict(getattr(holder, field)) if holder.HasField(field) else None
 
 
@@ -111,7 +111,7 @@ def status(s: TaskStatus) -> dict[str, Any]:
     return doc
 
 
-def artifact(a: Artifact) -> dict[str, Any]:
+def artifact(a: Artifact) -> dict[str, object]:
     doc: dict[str, Any] = {"artifactId": a.artifact_id}
     _put(doc, "name", a.name)
     _put(doc, "description", a.description)
@@ -129,7 +129,7 @@ def task(t: Task) -> dict[str, Any]:
     return doc
 
 
-def status_update(e: TaskStatusUpdateEvent) -> dict[str, Any]:
+def status_update(e: TaskStatusUpdateEvent) -> dict[str, object]:
     shown = status(e.status)
     doc: dict[str, Any] = {"kind": "status-update", "taskId": e.task_id, "contextId": e.context_id,
                            "status": shown, "final": shown["state"] in SETTLED}
@@ -137,7 +137,7 @@ def status_update(e: TaskStatusUpdateEvent) -> dict[str, Any]:
     return doc
 
 
-def artifact_update(e: TaskArtifactUpdateEvent) -> dict[str, Any]:
+def artifact_update(e: TaskArtifactUpdateEvent) -> dict[str, object]:
     doc: dict[str, Any] = {"kind": "artifact-update", "taskId": e.task_id, "contextId": e.context_id,
                            "artifact": artifact(e.artifact), "append": e.append, "lastChunk": e.last_chunk}
     _put(doc, "metadata", _struct(e, "metadata"))

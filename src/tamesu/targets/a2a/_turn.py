@@ -23,7 +23,7 @@ def _as_json(value: object) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def turn_metadata(target: Mapping[str, object], turn: UserTurn) -> dict[str, Any]:
+def turn_metadata(target: Mapping[str, object], turn: UserTurn) -> dict[str, object]:
     """The message's metadata: the target's, then a JSONL test's `options.metadata` for its own turns, and the
     design's `options.skip` (`{"history": true}`: keep no record of this call), which has no other place in A2A."""
     metadata = dict(target)

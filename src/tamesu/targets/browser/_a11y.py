@@ -25,7 +25,7 @@ def _axe_script() -> str:
     return AXE_SCRIPT
 
 
-async def check_a11y(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+async def check_a11y(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
     page = env.page
     if step.aria is not None:
         scope = locate(page, step.selector) if step.selector is not None else page.locator("body")

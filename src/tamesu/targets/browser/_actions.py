@@ -43,7 +43,7 @@ class PageEnv:
     session: Session
     name: str
     update_golden: bool = False
-    mocks: list[dict[str, Any]] = field(default_factory=list)
+    mocks: list[dict[str, object]] = field(default_factory=list)
 
 
 def host_allowed(url: str, allowed: list[str]) -> bool:
@@ -174,7 +174,7 @@ async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
         raise InfraError(f"browser target {env.name}: {url} did not load: {_first_line(exc)}") from None
 
 
-async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
     page = env.page
     try:
         if step.selector is not None:
@@ -211,7 +211,7 @@ async def _assert_url(env: PageEnv, step: ActionStep, timeout: float) -> dict[st
     return {"detail": f"at {env.page.url}"}
 
 
-async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
     assert step.text is not None
     scope = locate(env.page, step.selector) if step.selector is not None else env.page.locator("body")
     try:
@@ -227,7 +227,7 @@ async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[s
     return {"detail": f"{step.text!r} is in {selector_text(step.selector)}"}
 
 
-async def _mock(env: PageEnv, step: ActionStep) -> dict[str, Any]:
+async def _mock(env: PageEnv, step: ActionStep) -> dict[str, object]:
     """Answer matching requests from now on; routes added later win over the allowed_domains guard."""
     assert step.url is not None
     record: dict[str, Any] = {"url": step.url, "status": step.status, "hits": 0}

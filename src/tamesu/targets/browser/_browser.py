@@ -14,7 +14,6 @@ import contextlib
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any
 
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -50,7 +49,7 @@ def executable() -> str | None:
 class _Shared:
     loop: asyncio.AbstractEventLoop
     playwright: Playwright | None = None
-    browsers: dict[tuple[Any, ...], Browser] = field(default_factory=dict)
+    browsers: dict[tuple[object, ...], Browser] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 

@@ -21,7 +21,7 @@ _SELECTOR = {"description": "A CSS selector, or {role, name} (an accessible role
                        {"type": "object", "properties": {"role": {"type": "string"}, "name": {"type": "string"}},
                         "required": ["role"]}]}
 
-AGENT_ACTIONS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+AGENT_ACTIONS: dict[str, tuple[str, dict[str, object], list[str]]] = {
     "navigate": ("Open a URL.", {"url": {"type": "string"}}, ["url"]),
     "click": ("Click an element.", {"selector": _SELECTOR}, ["selector"]),
     "fill": ("Type a value into a field, replacing what it holds.",

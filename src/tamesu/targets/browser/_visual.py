@@ -4,7 +4,6 @@ pixelmatch; `--update-golden` writes the baseline instead."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
 from tamesu.targets.browser._actions import PageEnv, StepFailed, artifact, locate
 from tamesu.targets.browser.spec import ActionStep
@@ -12,7 +11,7 @@ from tamesu.targets.browser.spec import ActionStep
 BASELINES = "__visual__"
 
 
-async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, Any]:
+async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
     from PIL import Image, ImageChops
     from pixelmatch.contrib.PIL import pixelmatch
 

@@ -163,7 +163,7 @@ class ActionStep(Strict):
     full_page: bool = False
     # mock
     status: int = Field(200, ge=100, le=599)
-    json_: Any = Field(None, alias="json")
+    json_: object = Field(None, alias="json")
     body: str | None = None
     file: str | None = None
     content_type: str | None = None

@@ -85,7 +85,7 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
                          errors: list[str] | None = None,
                          traceparent: Callable[[], str | None] | None = None,
                          max_bytes: int | None = None, refused: Record | None = None,
-                         resent: OnResend | None = None, tls: TlsSpec | None = None) -> AsyncIterator[Any]:
+                         resent: OnResend | None = None, tls: TlsSpec | None = None) -> AsyncIterator[object]:
     """The server at `url` over streamable HTTP, through `http_client(...)`."""
     async with (
         http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent, tls) as http,
@@ -283,7 +283,7 @@ def result_text(result: mcp_types.CallToolResult) -> str:
     return "\n".join(_block_text(block) for block in result.content)
 
 
-def result_value(result: mcp_types.CallToolResult) -> tuple[Any, bool]:
+def result_value(result: mcp_types.CallToolResult) -> tuple[object, bool]:
     """(the value the model sees and the run records, is it an error).
 
     The content is what a host shows a model, so it wins: its text, read as JSON when it is a JSON object or

@@ -98,7 +98,7 @@ def parsed(line: bytes, noise: Noise) -> SessionMessage | None:
 
 @asynccontextmanager
 async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO,
-                        noise: Noise, max_bytes: int, refused: Record) -> AsyncIterator[tuple[Any, Any]]:
+                        noise: Noise, max_bytes: int, refused: Record) -> AsyncIterator[tuple[object, object]]:
     """The server started with exactly `env`; yields the session's (read, write) streams. A stdout line longer
     than `max_bytes` plus `ENVELOPE_ROOM` is refused (`refused` is told) and ends the session."""
     process = await anyio.open_process([command, *args], env=env, cwd=cwd, stderr=errlog, start_new_session=True)

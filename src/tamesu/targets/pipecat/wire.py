@@ -182,7 +182,7 @@ def _spoken_text(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _kept(kind: str, body: Mapping[str, object]) -> dict[str, Any]:
+def _kept(kind: str, body: Mapping[str, object]) -> dict[str, object]:
     """An RTVI message as the turn's record keeps it: its type and the data that says something."""
     kept: dict[str, object] = {"rtvi": kind}
     for key in ("text", "function_name", "tool_call_id", "args", "arguments", "error", "fatal", "input_type",

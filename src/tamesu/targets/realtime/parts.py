@@ -64,7 +64,7 @@ def kept(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def history_items(turn: UserTurn) -> list[dict[str, Any]]:
+def history_items(turn: UserTurn) -> list[dict[str, object]]:
     """A turn's message history as Realtime conversation items, oldest first: a user's words as `input_text`,
     the assistant's as `output_text` (the content type of the assistant's own text items), a system line as a
     system message."""

@@ -35,7 +35,7 @@ class RealtimeSpec(TargetSpec):
     """Headers on the websocket handshake (`Authorization: Bearer {{secrets.OPENAI_API_KEY}}`)."""
     model: str | None = None
     """Sent as `?model=` unless the URL has one."""
-    session_update: dict[str, Any] = Field(default_factory=dict)
+    session_update: dict[str, object] = Field(default_factory=dict)
     """Merged into the `session.update` tamesu sends (instructions, tools, voice...); yours wins."""
     tool_results: dict[str, Any] = Field(default_factory=dict)
     """tool name: its result (any JSON), or a list of `{when: {arg: value|regex}, result | error}` tried in
@@ -100,7 +100,7 @@ def require_audio_extra(prefix: str = "") -> None:
         raise ValueError(f"{prefix}{missing}")
 
 
-def check_tool_results(results: dict[str, Any]) -> dict[str, Any]:
+def check_tool_results(results: dict[str, Any]) -> dict[str, object]:
     """`tool_results` as a validator sees it: each list of cases must be valid cases."""
     for name, value in results.items():
         if _is_cases(value):

@@ -151,7 +151,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
             fmt = AudioFormat(encoding, rate)  # type: ignore[arg-type]  # the table holds only valid encodings
             self._voice = AudioConversation(session, send=fmt, receive=fmt)
 
-    def _session_update(self) -> dict[str, Any]:
+    def _session_update(self) -> dict[str, object]:
         spec = self.spec
         update: dict[str, Any] = {"type": "realtime", "output_modalities": [spec.mode]}
         if spec.mode == "audio":
@@ -247,7 +247,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
         self._events += 1
         return item, at
 
-    async def _expect(self, kind: str) -> dict[str, Any]:
+    async def _expect(self, kind: str) -> dict[str, object]:
         while True:
             got = await self._next()
             assert got is not None

@@ -13,7 +13,7 @@ from tamesu.targets.realtime.parts import Reply
 from tamesu.targets.realtime.spec import RealtimeSpec, answer
 
 
-def call_args(event: dict[str, Any]) -> dict[str, Any]:
+def call_args(event: dict[str, Any]) -> dict[str, object]:
     """The call's arguments as a mapping: JSON that does not parse, or is not an object, is kept as written."""
     try:
         args = json.loads(event.get("arguments") or "{}")

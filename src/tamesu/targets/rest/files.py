@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -34,7 +33,7 @@ def _read(files: list[FileRef], what: str) -> list[tuple[str, str, bytes | None,
     return read
 
 
-def attachments(turn: UserTurn, what: str) -> list[dict[str, Any]]:
+def attachments(turn: UserTurn, what: str) -> list[dict[str, object]]:
     """Every file the turn carries as `{name, media_type, data}` (the bytes, base64), or `{name, media_type,
     url}` for a file the agent fetches."""
     return [{"name": name, "media_type": mime, "url": url} if content is None else

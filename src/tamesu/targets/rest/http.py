@@ -24,7 +24,7 @@ MAX_REDIRECTS = 10
 MAX_PARSED_URLS = 16
 
 
-def parse_body(text: str, content_type: str = "") -> Any:
+def parse_body(text: str, content_type: str = "") -> object:
     """JSON when the text is JSON (whatever the content type says), else the text; None when empty.
 
     A body that says it is JSON (`application/json`, `...+json`) and is not is a failed turn: passing its
@@ -208,7 +208,7 @@ async def read_text(response: httpx.Response, session: Session, limit: int) -> t
     return text, reading.cut
 
 
-def answer_body(response: httpx.Response, text: str, cut: bool) -> Any:
+def answer_body(response: httpx.Response, text: str, cut: bool) -> object:
     """The body as the turn keeps it: JSON when it is JSON, else the text (a cut text is never parsed)."""
     if cut:
         return text
@@ -217,7 +217,7 @@ def answer_body(response: httpx.Response, text: str, cut: bool) -> Any:
     return parse_body(text, content_type)
 
 
-def _stand_in(text: str, reading: Reading) -> dict[str, Any]:
+def _stand_in(text: str, reading: Reading) -> dict[str, object]:
     return {"truncated": True, "bytes_read": reading.read, "bytes": reading.declared, "excerpt": text[:2000]}
 
 

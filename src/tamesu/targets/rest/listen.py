@@ -61,7 +61,7 @@ class Listener:
         self.received += 1
         return JSONResponse({"ok": True})
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[object]:
         """Posts that arrived outside a turn."""
         pending: list[object] = []
         while not self._queue.empty():

@@ -97,7 +97,7 @@ def holds(condition: Condition | None, doc: object) -> bool:
     return any(bool(v) for v in values(condition, doc))
 
 
-def first_value(path: str, docs: Iterable[object]) -> Any:
+def first_value(path: str, docs: Iterable[object]) -> object:
     """The first value `path` finds, looking at the latest document first."""
     for doc in reversed(list(docs)):
         found = [v for v in values(path, doc) if v is not None]
@@ -114,7 +114,7 @@ def tool_calls(path: str, docs: Iterable[object]) -> list[ToolCall]:
     return calls
 
 
-def _tool_items(found: Sequence[object]) -> list[Any]:
+def _tool_items(found: Sequence[object]) -> list[object]:
     items: list[object] = []
     for value in found:
         if isinstance(value, list):
@@ -140,14 +140,14 @@ def _tool_call(item: object, path: str) -> ToolCall:
     return ToolCall(name=name, args=_args(args), result=result)
 
 
-def _first_present(item: Mapping[str, object], *keys: str) -> Any:
+def _first_present(item: Mapping[str, object], *keys: str) -> object:
     for key in keys:
         if item.get(key) is not None:
             return item[key]
     return None
 
 
-def _args(value: object) -> dict[str, Any]:
+def _args(value: object) -> dict[str, object]:
     # Many APIs send arguments as a JSON string (OpenAI does); assertions compare objects.
     if isinstance(value, str):
         try:

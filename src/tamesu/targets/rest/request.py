@@ -4,7 +4,6 @@ relative to the target's, and which statuses count as success."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import httpx
 
@@ -16,7 +15,7 @@ from tamesu.targets.rest.spec import RequestSpec, RestSpec
 from tamesu.telemetry.traceparent import TraceContext
 
 
-def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id: str | None) -> tuple[Any, bool]:
+def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id: str | None) -> tuple[object, bool]:
     """The body `request.body` renders, or the default one; and whether there is a body at all."""
     if "body" in request.model_fields_set:
         return (None, False) if request.body is None else (ctx.render_value(request.body), True)
@@ -37,7 +36,7 @@ def trace_values(trace: TraceContext | None) -> dict[str, str]:
     return {"traceparent": trace.traceparent, "id": trace.trace_id} if trace is not None else {}
 
 
-def message_with_trace(body: object, ctx: Context, spec: RestSpec, trace: TraceContext | None) -> Any:
+def message_with_trace(body: object, ctx: Context, spec: RestSpec, trace: TraceContext | None) -> object:
     """A websocket's default message with `"traceparent"`: its headers went with the handshake, before any
     turn. The suite's own `traceparent` header wins; a body of the suite's own is left as written."""
     if "body" in spec.request.model_fields_set or not isinstance(body, dict):

@@ -71,7 +71,7 @@ class MultipartSpec(Strict):
     """The form field every attachment is sent under."""
 
 
-def _multipart(value: object) -> Any:
+def _multipart(value: object) -> object:
     if value is True:
         return MultipartSpec()
     if value is False:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
 
 import httpx
 
@@ -17,7 +16,7 @@ DONE = "[DONE]"
 
 
 async def sse_events(response: httpx.Response, clock: Callable[[], float], reading: Reading
-                     ) -> AsyncGenerator[tuple[Any, float], None]:
+                     ) -> AsyncGenerator[tuple[object, float], None]:
     """Yield (event, arrival ms) for each event's data: parsed JSON, or the text when it is not JSON.
 
     Multi-line data is joined with newlines; comments, `event:`, `id:` and `retry:` fields carry no reply.
@@ -41,7 +40,7 @@ async def sse_events(response: httpx.Response, clock: Callable[[], float], readi
         yield _event(data), clock()
 
 
-def _event(data: list[str]) -> Any:
+def _event(data: list[str]) -> object:
     text = "\n".join(data)
     if text.strip() == DONE:
         return DONE

@@ -91,7 +91,7 @@ class WsLink:
             with contextlib.suppress(asyncio.QueueFull):
                 self._queue.put_nowait(closed)
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[object]:
         """Messages that arrived outside a turn (a greeting, events after the final one)."""
         pending: list[object] = []
         while not self._queue.empty():
