@@ -10,7 +10,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,14 @@ from tamesu.cli.shared import cache_mode, run_options
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
 from tamesu.models.base import ModelError
 from tamesu.plan.project import label as file_label
+
+if TYPE_CHECKING:  # the command imports what it runs on first use, so `tamesu --help` stays quick
+    from tamesu.jsonl.parser import ParsedCase, ParseSettings
+    from tamesu.jsonl.run import JsonlFile
+    from tamesu.jsonl.sources import InputSource
+    from tamesu.plan import Project
+    from tamesu.plan.targets import ResolvedTarget, Resolver
+    from tamesu.suite.secrets import Secrets
 
 MISSING = click.Choice(["skip", "fail", "end"])
 
@@ -38,7 +46,7 @@ def _usage(message: str) -> None:
     sys.exit(EXIT_CONFIG)
 
 
-def _duration(_ctx: Any, _param: Any, value: str) -> float:
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
     from tamesu.types import parse_duration
 
     try:
@@ -131,7 +139,8 @@ async def _main(**options: Any) -> int:
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)
 
 
-async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any]) -> Any:
+async def _cases(source: InputSource, project: Project, resolved: ResolvedTarget, secrets: Secrets,
+                 options: dict[str, Any]) -> tuple[list[ParsedCase], str, Path]:
     """The parsed cases, how the header names their source, and the folder their relative paths start from."""
     from tamesu.cli.shared import parse_settings
 
@@ -147,8 +156,9 @@ async def _cases(source: Any, project: Any, resolved: Any, secrets: Any, options
             click.echo(f"warning: {warning}", err=True)
 
 
-async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, options: dict[str, Any], resolver: Any,
-                  settings: Any, base_dir: Path) -> object:
+async def _parsed(source: InputSource, project: Project, resolved: ResolvedTarget, secrets: Secrets,
+                  options: dict[str, Any], resolver: Resolver, settings: ParseSettings,
+                  base_dir: Path) -> tuple[list[ParsedCase], str, Path]:
     from tamesu.checks.functions import load_function
     from tamesu.jsonl import generator, parser
 
@@ -172,7 +182,7 @@ async def _parsed(source: Any, project: Any, resolved: Any, secrets: Any, option
     return parser.parse_objects(made, source.text, base_dir, settings), source.text, base_dir
 
 
-def _folder_cases(folder: Path, settings: Any) -> list[object]:
+def _folder_cases(folder: Path, settings: ParseSettings) -> list[ParsedCase]:
     """The cases of every JSONL file directly in `folder`, file by file in name order; the problems of all
     files at once. A case id is unique in its file only: two files may both have `lost-order`."""
     from tamesu.jsonl import parser
@@ -183,7 +193,7 @@ def _folder_cases(folder: Path, settings: Any) -> list[object]:
     label = file_label(folder)
     if not files:
         raise ConfigError([Problem(label, 1, 1, "", "no JSONL files in the folder (.jsonl or .ndjson)")])
-    cases: list[Any] = []
+    cases: list[ParsedCase] = []
     problems: list[Problem] = []
     for path in files:
         try:
@@ -195,8 +205,8 @@ def _folder_cases(folder: Path, settings: Any) -> list[object]:
     return cases
 
 
-async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, Any], resolver: Any,
-                      options: dict[str, Any]) -> list[object]:
+async def _from_agent(source: InputSource, project: Project, secrets: Secrets, about: dict[str, Any],
+                      resolver: Resolver, options: dict[str, Any]) -> list[object]:
     """`agents:NAME`: a model under `models:` writes the cases, or else a target of tamesu.yaml."""
     from tamesu.engine.models import project_models
     from tamesu.jsonl import generator
@@ -220,7 +230,8 @@ async def _from_agent(source: Any, project: Any, secrets: Any, about: dict[str, 
             await registry.aclose()
 
 
-def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any], *, folder: bool = False) -> int:
+def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, options: dict[str, Any], *,
+             folder: bool = False) -> int:
     from tamesu.report.console import make_console
 
     console = make_console(options["color"])
@@ -249,8 +260,8 @@ def _dry_run(cases: list[Any], label: str, resolved: Any, options: dict[str, Any
     return 0
 
 
-async def _run(cases: list[Any], label: str, base_dir: Path, source: Any, project: Any, secrets: Any,
-               resolved: Any, options: dict[str, Any]) -> int:
+async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: InputSource, project: Project,
+               secrets: Secrets, resolved: ResolvedTarget, options: dict[str, Any]) -> int:
     """The cases on the engine, as `tamesu run` runs a suite: the same selection, run directory and reports."""
     from tamesu.cli.jsonl_runner import JsonlRunner
     from tamesu.cli.shared import (
@@ -347,11 +358,11 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
-def _files(cases: list[Any]) -> list[Any]:
+def _files(cases: list[ParsedCase]) -> list[JsonlFile]:
     """`-i FOLDER`: the cases grouped by the file they came from (in the order read), one suite each."""
     from tamesu.jsonl.run import JsonlFile
 
-    by_file: dict[str, list[Any]] = {}
+    by_file: dict[str, list[ParsedCase]] = {}
     for parsed in cases:
         by_file.setdefault(parsed.doc.label, []).append(parsed)
     labels = list(by_file)
