@@ -21,11 +21,15 @@ import secrets
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tamesu.errors import ConfigError
+
+if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only
+    from tamesu.plan import Plan, PlannedTest
+    from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 
 _SESSION = pytest.StashKey[str]()
 _WORKER_KEY = "tamesu_session"
@@ -155,20 +159,20 @@ class TamesuItem(pytest.Item):
 class _Quiet:
     """pytest prints the outcome; tamesu's console stays silent inside it, its warnings become pytest's."""
 
-    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         pass
 
-    def run_started(self, test: Any, number: int, total: int) -> None:
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
         pass
 
-    def run_finished(self, test: Any, result: Any) -> None:
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
         pass
 
-    def test_finished(self, result: Any, runs: list[Any]) -> None:
+    def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
         pass
 
     def warning(self, message: str) -> None:
         warnings.warn(f"tamesu: {message}", UserWarning, stacklevel=1)
 
-    def finish(self, summary: Any, run_dir: Path) -> None:
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
         pass

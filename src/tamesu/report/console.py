@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -15,6 +15,9 @@ from tamesu.report.words import count_of, not_evaluated
 from tamesu.results.load import LoadReport, table_lines
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
+
+if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only
+    from tamesu.plan import Plan, PlannedTest
 
 _BADGES = {
     "passed": ("PASS", "bold green"),
@@ -51,7 +54,7 @@ class ConsoleReporter:
 
     # ------------------------------------------------------------ lifecycle
 
-    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         suites = len({t.suite.name for t in tests})
         self._planned, self._done = len(tests), 0
         self._print(Text.assemble(("tamesu ", "bold"),
@@ -61,7 +64,7 @@ class ConsoleReporter:
                               transient=True, get_renderable=self._render_running)
             self._live.start()
 
-    def run_started(self, test: Any, number: int, total: int) -> None:
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
         label = test.id if total == 1 else f"{test.id} (run {number}/{total})"
         self._running[(test.id, number)] = (label, time.monotonic())
         if self._live is not None:
@@ -69,7 +72,7 @@ class ConsoleReporter:
         elif self.verbose:
             self._print(Text(f"  RUN  {label}", style="dim"))
 
-    def run_finished(self, test: Any, result: RunResult) -> None:
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
         self._running.pop((test.id, result.run), None)
         if self._live is not None:
             self._live.refresh()

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tamesu.report.load import PLAN_FILE, PlannedEntry, PlanRecord
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 
+if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only
+    from tamesu.plan import Plan, PlannedTest
 
-def planned_entries(tests: list[Any]) -> list[PlannedEntry]:
+
+def planned_entries(tests: list[PlannedTest]) -> list[PlannedEntry]:
     """Each planned test with the file and line that define it (annotations point there)."""
     entries = []
     for test in tests:
@@ -37,7 +40,7 @@ class PlanRecorder:
         self.provenance = provenance
         """The run id, commit and branch (`tamesu.results.provenance.Provenance`), kept for `tamesu store import`."""
 
-    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],
                             tests=planned_entries(tests), trace_url=self.trace_url)
         if self.provenance is not None:
@@ -55,10 +58,10 @@ class PlanRecorder:
             temporary.unlink(missing_ok=True)
             raise
 
-    def run_started(self, test: Any, number: int, total: int) -> None:
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
         pass
 
-    def run_finished(self, test: Any, result: RunResult) -> None:
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
         pass
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
@@ -77,15 +80,15 @@ class Fanout:
     def __init__(self, *reporters: Any) -> None:
         self.reporters = reporters
 
-    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         for reporter in self.reporters:
             reporter.start(plan, tests, run_dir)
 
-    def run_started(self, test: Any, number: int, total: int) -> None:
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
         for reporter in self.reporters:
             reporter.run_started(test, number, total)
 
-    def run_finished(self, test: Any, result: RunResult) -> None:
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
         for reporter in self.reporters:
             reporter.run_finished(test, result)
 

@@ -15,12 +15,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tamesu import __version__
 from tamesu.results.provenance import Provenance
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.store.db import PartInfo, RunInfo, Store, test_record
+
+if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only
+    from tamesu.plan import Plan, PlannedTest
 
 FLUSH_TIMEOUT_S = 30.0
 BATCH_WINDOW_S = 1.0
@@ -59,7 +62,7 @@ class StoreWriter:
 
     # the Reporter protocol
 
-    def start(self, plan: Any, tests: list[Any], run_dir: Path) -> None:
+    def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         now = dt.datetime.now(dt.UTC).isoformat()
         self._run = RunInfo(id=self.provenance.run_id or run_dir.name, started_at=now,
                             commit=self.provenance.commit, branch=self.provenance.branch,
@@ -70,10 +73,10 @@ class StoreWriter:
         self._thread.start()
         self._queue.put(lambda: self._begin(part))
 
-    def run_started(self, test: Any, number: int, total: int) -> None:
+    def run_started(self, test: PlannedTest, number: int, total: int) -> None:
         pass
 
-    def run_finished(self, test: Any, result: RunResult) -> None:
+    def run_finished(self, test: PlannedTest, result: RunResult) -> None:
         pass
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
