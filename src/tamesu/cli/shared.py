@@ -16,11 +16,16 @@ import click
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tamesu.jsonl.parser import ParseSettings
     from tamesu.models.cache import CacheMode
-    from tamesu.plan import Project
+    from tamesu.plan import Plan, PlannedTest, Project
     from tamesu.plan.targets import ResolvedTarget
-    from tamesu.suite.secrets import Secrets
+    from tamesu.report.spec import ReportRequest
+    from tamesu.results.sharding import Shard
+    from tamesu.store.writer import StoreWriter
+    from tamesu.suite.secrets import Redactor, Secrets
 
 F = TypeVar("F", bound=Callable[..., object])
 """A click command, given back with the options added."""
@@ -31,7 +36,7 @@ every other problem, where click's own check would stop at the first with a line
 CONFIG_PATH = click.Path(dir_okay=False, readable=False)
 
 
-def select_tests(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
+def select_tests(plan: Plan, pattern: str | None, tags: str | None) -> list[PlannedTest]:
     chosen = list(plan.tests)
     if pattern:
         try:
@@ -49,7 +54,7 @@ def select_tests(plan: Any, pattern: str | None, tags: str | None) -> list[Any]:
     return chosen
 
 
-def parse_shard(text: str | None) -> Any:
+def parse_shard(text: str | None) -> Shard | None:
     """`--shard K/N` parsed, or exit 2 saying what is wrong."""
     if text is None:
         return None
@@ -64,7 +69,8 @@ def parse_shard(text: str | None) -> Any:
         sys.exit(EXIT_CONFIG)
 
 
-def report_requests(cli_value: str | None, project: Any, *, default: bool = True) -> list[Any]:
+def report_requests(cli_value: str | None, project: Project | None, *,
+                    default: bool = True) -> list[ReportRequest]:
     """`--report` (paths from the current folder) wins over `report:` in tamesu.yaml (paths from its folder);
     `default=False` ignores the default (the HTML report) when tamesu.yaml does not name reports."""
     from tamesu.report.spec import ReportSpecError, parse_reports
@@ -80,8 +86,8 @@ def report_requests(cli_value: str | None, project: Any, *, default: bool = True
     return []
 
 
-def finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, tolerance: float,
-                    console: Any, code: int) -> int:
+def finish_reports(run_dir: Path, requests: list[ReportRequest], baseline: Path | None, tolerance: float,
+                    console: Console, code: int) -> int:
     """Compare with the baseline, write every report; a report that cannot be written is exit 3.
 
     Runs after the console's summary, so the comparison reads as its last lines."""
@@ -120,7 +126,7 @@ def finish_reports(run_dir: Path, requests: list[Any], baseline: Path | None, to
     return code
 
 
-def start_telemetry(console: Any) -> bool:
+def start_telemetry(console: Console) -> bool:
     """tamesu's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is imported otherwise)."""
     from tamesu import __version__
     from tamesu.telemetry import otel as _otel
@@ -142,7 +148,8 @@ def stop_telemetry(started: bool) -> None:
         _otel.stop()
 
 
-def open_store_writer(project: Any, redactor: Any, origin: Any, shard: str | None, console: Any) -> Any:
+def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: str | None,
+                      console: Console) -> StoreWriter | None:
     """The reporter that writes every finished test to the results store, or None when none is configured.
 
     A store configured without its extra is exit 2 before anything runs; a store that is down is only a
@@ -273,7 +280,7 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
         yao_errors=yao_errors or project.spec.yao_errors)
 
 
-def point_to_view(store_writer: Any, console: Any) -> None:
+def point_to_view(store_writer: StoreWriter | None, console: Console) -> None:
     """The run's last line, once the store holds two runs or more: where its history is seen."""
     if store_writer is None or store_writer.runs_stored < 2:
         return

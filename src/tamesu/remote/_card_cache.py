@@ -6,7 +6,10 @@ from __future__ import annotations
 import hashlib
 import time
 from email.utils import formatdate, parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 MAX_AGE = 60
@@ -16,12 +19,12 @@ MAX_AGE = 60
 class CardCache:
     """ASGI middleware around an app that serves cards: adds the headers, answers conditional requests."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.modified = formatdate(time.time(), usegmt=True)
         self._modified_at = int(time.time())
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD") or \
                 not str(scope.get("path", "")).endswith(CARD_PATHS):
             await self.app(scope, receive, send)
@@ -29,7 +32,7 @@ class CardCache:
         started: dict[str, Any] = {}
         body = bytearray()
 
-        async def keep(message: dict[str, Any]) -> None:
+        async def keep(message: Message) -> None:
             if message["type"] == "http.response.start":
                 started.update(message)
             elif message["type"] == "http.response.body":
@@ -54,7 +57,7 @@ class CardCache:
                     "headers": [*headers, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else bytes(body)})
 
-    def _not_modified(self, scope: dict[str, Any], etag: str) -> bool:
+    def _not_modified(self, scope: Scope, etag: str) -> bool:
         asked = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if b"if-none-match" in asked:
             return etag in [tag.strip() for tag in asked[b"if-none-match"].split(",")] or \

@@ -36,6 +36,7 @@ from tamesu.roles.case_user import Mode
 if TYPE_CHECKING:  # what a record is made of: read here, made by the JSONL loader and the user side
     from tamesu.checks.checkpoint import Tracker
     from tamesu.jsonl.parser import Graded, ParsedCase
+    from tamesu.jsonl.run import PlannedCase
     from tamesu.plan import Plan, PlannedTest
     from tamesu.roles.case_user import CaseUser
 
@@ -276,7 +277,7 @@ class CaseReporter:
     as it finishes and handed to the JSONL console (`sink`). `cases` are the planned cases by test id (what
     was parsed, and the user side and checkpoint tracker of each run); `by_file` names each record's file."""
 
-    def __init__(self, cases: dict[str, Any], sink: CaseSink, output: Path | None, by_file: bool) -> None:
+    def __init__(self, cases: dict[str, PlannedCase], sink: CaseSink, output: Path | None, by_file: bool) -> None:
         self.cases = cases
         self.sink = sink
         self.output = output
@@ -319,7 +320,7 @@ class CaseReporter:
     def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
         pass
 
-    def _record(self, case: Any, result: TestResult, runs: list[RunResult]) -> CaseRecord:
+    def _record(self, case: PlannedCase, result: TestResult, runs: list[RunResult]) -> CaseRecord:
         parsed = case.parsed
         if not runs:  # never started: after fail-fast or the budget, or a before_all hook failed
             why = (result.runs[0].error if result.runs else None) or result.skip_reason or "not run"
