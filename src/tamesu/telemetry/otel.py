@@ -12,9 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tamesu.telemetry.traceparent import TraceContext
+
+if TYPE_CHECKING:  # OpenTelemetry is the otel extra: imported only when export is on
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Span, Tracer
 
 OTEL_HINT = "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: pip install 'tamesu[otel]'"
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -23,7 +27,7 @@ _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES
 class Telemetry:
     """Spans through one tracer, or nothing at all (the default)."""
 
-    def __init__(self, tracer: Any = None, provider: Any = None) -> None:
+    def __init__(self, tracer: Tracer | None = None, provider: TracerProvider | None = None) -> None:
         self._tracer = tracer
         self._provider = provider
 
@@ -32,7 +36,7 @@ class Telemetry:
         return self._tracer is not None
 
     @contextlib.contextmanager
-    def span(self, name: str, **attributes: object) -> Iterator[Any]:
+    def span(self, name: str, **attributes: object) -> Iterator[Span | None]:
         """A span, current for what runs inside it (asyncio tasks started inside inherit it)."""
         if self._tracer is None:
             yield None
@@ -84,7 +88,7 @@ class Telemetry:
             self._tracer = None
 
 
-def _clean(attributes: Mapping[str, object]) -> dict[str, object]:
+def _clean(attributes: Mapping[str, object]) -> dict[str, str | bool | int | float]:
     return {f"tamesu.{k}": v for k, v in attributes.items() if isinstance(v, (str, bool, int, float))}
 
 
