@@ -25,7 +25,7 @@ from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
-from tamesu.models.base import ModelError
+from tamesu.models.base import ModelError, Models
 from tamesu.models.client import ModelRegistry, one_line
 from tamesu.models.ledger import Ledger
 from tamesu.plan import PlannedTest
@@ -38,7 +38,7 @@ from tamesu.roles.steps import StepsUser
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
-from tamesu.targets.base import Target
+from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.bounds import bound_turn
 from tamesu.telemetry import otel
 from tamesu.telemetry.collector import RunSpans
@@ -288,7 +288,7 @@ async def _converse(
 
 
 async def _talk(
-    test: PlannedTest, target: Target[Any], session: Session, user: UserSimulator, exchanges: list[Exchange],
+    test: PlannedTest, target: Target[TargetSpec], session: Session, user: UserSimulator, exchanges: list[Exchange],
     captured: dict[str, Any], spans: RunSpans | None = None,
 ) -> tuple[object, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
@@ -377,7 +377,7 @@ async def _talk(
 
 
 async def _hear_more(
-    test: PlannedTest, target: Target[Any], session: Session, timeout: float, exchanges: list[Exchange],
+    test: PlannedTest, target: Target[TargetSpec], session: Session, timeout: float, exchanges: list[Exchange],
     captured: dict[str, Any], spoken: bool, extractor: Extractor | None,
 ) -> tuple[object, str | None, dict[str, float]] | None:
     """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
@@ -401,7 +401,7 @@ async def _hear_more(
     return ("agent_ended", None, target.metrics()) if more.ended else None
 
 
-def _unconnected(test: PlannedTest, target: Target[Any]) -> str | None:
+def _unconnected(test: PlannedTest, target: Target[TargetSpec]) -> str | None:
     """The failure of a session that never reached the agent (a busy or unanswered call), unless the test
     asserts how it ended: then that assertion grades it, and a suite can expect a busy line."""
     why = target.never_connected()
@@ -410,7 +410,7 @@ def _unconnected(test: PlannedTest, target: Target[Any]) -> str | None:
     return f"before the first turn: {why}"
 
 
-def _extractor(test: PlannedTest, models: Any) -> Extractor | None:
+def _extractor(test: PlannedTest, models: Models | None) -> Extractor | None:
     if models is None or not any(c.extract for c in test.spec.capture):
         return None
     return Extractor(models.client("extract"))

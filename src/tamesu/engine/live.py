@@ -14,7 +14,6 @@ import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,7 +35,7 @@ CLOSE_TIMEOUT = 30.0
 
 
 class LiveSession:
-    def __init__(self, target: Target[Any], session: Session, models: Models | None, workdir: str,
+    def __init__(self, target: Target[TargetSpec], session: Session, models: Models | None, workdir: str,
                  owns_models: bool = True) -> None:
         self.target = target
         self.session = session

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tamesu import packs
 from tamesu.checks import Assertion
@@ -16,6 +17,17 @@ from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import TargetSpec
+
+if TYPE_CHECKING:  # what a test that brings its own user side hands the engine
+    from tamesu.models.client import ModelRegistry
+    from tamesu.results.records import RunResult
+    from tamesu.roles.simulator import UserSimulator
+
+
+class UserFactory(Protocol):
+    """Who plays the user in run `number` of a test that brings its own user side (a JSONL case)."""
+
+    def __call__(self, models: ModelRegistry | None, seed: int, number: int) -> UserSimulator: ...
 
 PROJECT_FILE = "tamesu.yaml"
 
@@ -82,12 +94,12 @@ class PlannedTest:
     """Position of the test in the suite's `tests` list, for messages."""
     attack: packs.AttackSpec | None = None
     """The attack the simulated user plays (`scenario.attack`), from its pack."""
-    user_factory: Any = None
+    user_factory: UserFactory | None = None
     """`(models, seed, number) -> UserSimulator`: who plays the user when the test brings its own (JSONL
     cases: static turns, their simulator, a person, checkpoints); None: the scenario's script or persona."""
     line: int | None = None
     """The line that defines the test when it is not `tests[index]` of the suite's YAML (a JSONL case)."""
-    classify: Any = None
+    classify: Callable[[RunResult, int], None] | None = None
     """`(result, number) -> None`: the test's own error classes, applied to run N's result before it is written
     (JSONL `--yao-errors`: the design's); None: tamesu's."""
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
@@ -37,6 +37,7 @@ from tamesu.targets.base import TargetSpec
 
 if TYPE_CHECKING:  # a JSONL case, read for what it asks of the agent under test
     from tamesu.jsonl.parser import ParsedCase
+    from tamesu.roles.scripted_users import HelperAgent
 
 Loc = tuple[str | int, ...]
 """A place inside a case, as keys and indexes."""
@@ -264,10 +265,10 @@ class Resolver:
     models: set[str] = field(default_factory=set)
     targets: set[str] = field(default_factory=set)
     search: list[Path] = field(default_factory=list)
-    helpers: dict[str, object] = field(default_factory=dict)
+    helpers: Mapping[str, HelperAgent] = field(default_factory=dict)
     """`TargetHelper`s by target name: targets that may play the simulator, a validator or a generator."""
 
-    def helper(self, name: str | None) -> Any:
+    def helper(self, name: str | None) -> HelperAgent | None:
         """The target helper `name` names when it is a target and not a model (a model wins a tie)."""
         if name is None or name in self.models:
             return None
