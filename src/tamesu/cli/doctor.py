@@ -7,11 +7,14 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from tamesu.errors import ConfigError
 from tamesu.report.words import count_of
+
+if TYPE_CHECKING:
+    from tamesu.plan import Plan
 
 Finding = tuple[bool | None, str]
 """(True: fine, None: worth knowing, False: will fail) and one line."""
@@ -71,7 +74,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     return findings
 
 
-def _store_findings(plan: Any) -> list[Finding]:
+def _store_findings(plan: Plan) -> list[Finding]:
     """The results store, when one is configured: the extra installed, the database reachable, its revision."""
     from tamesu.store import DEFAULT_SQLITE, StoreError, is_default, store_url
 
@@ -102,7 +105,7 @@ def _store_findings(plan: Any) -> list[Finding]:
     return [(True, f"results store {store.shown}: reachable, {state}")]
 
 
-async def _model_findings(plan: Any) -> list[Finding]:
+async def _model_findings(plan: Plan) -> list[Finding]:
     """Each configured model: key present, server reachable, key accepted. Keys are never shown."""
     from tamesu.models.client import check
     from tamesu.suite.templates import Context

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
@@ -30,6 +30,11 @@ from tamesu.cli.shared import (
     stop_telemetry,
 )
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, InfraError, Problem
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tamesu.report.load import LoadedRun
 
 MAX_SHOWN_PROBLEMS = 200
 """Problems printed at most: a file of thousands of broken cases is told in a screenful, not in 40,000 lines."""
@@ -238,7 +243,7 @@ def _project_near(config: str | None, start: Path) -> Any:
         _fail_config(exc.problems)
 
 
-def _print_summary(run: Any, console: Any) -> None:
+def _print_summary(run: LoadedRun, console: Console) -> None:
     """A finished run as `tamesu run` printed it: one line per test with its reasons, then the counts."""
     from tamesu.report.console import ConsoleReporter
     from tamesu.suite.secrets import Redactor

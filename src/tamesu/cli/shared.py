@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tamesu.plan.targets import ResolvedTarget
     from tamesu.report.spec import ReportRequest
     from tamesu.results.sharding import Shard
+    from tamesu.runtime.signals import Interrupted
     from tamesu.store.writer import StoreWriter
     from tamesu.suite.secrets import Redactor, Secrets
 
@@ -236,7 +237,7 @@ def cache_mode(no_cache: bool, cache_only: bool, said: str = "") -> CacheMode | 
     return "off" if no_cache else "only" if cache_only else None
 
 
-def interrupted_note(stop: Any, run_dir: Path | None) -> str:
+def interrupted_note(stop: Interrupted, run_dir: Path | None) -> str:
     """What an interrupted run left, naming only files that exist."""
     if run_dir is None:
         return f"{stop}: no test had started"

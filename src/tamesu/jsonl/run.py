@@ -10,10 +10,9 @@ The design's JSONL records (`-o`) and console tree are report formats (`tamesu.r
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
@@ -103,7 +102,8 @@ class JsonlFile:
 class PlannedCase:
     """One case's user side for each of its runs: the `CaseUser` and checkpoint tracker of run N."""
 
-    def __init__(self, parsed: ParsedCase, make_user: Any) -> None:
+    def __init__(self, parsed: ParsedCase,
+                 make_user: Callable[[ParsedCase, ModelRegistry | None, int, Tracker | None], CaseUser]) -> None:
         self.parsed = parsed
         self._make_user = make_user
         self.users: dict[int, CaseUser] = {}
