@@ -103,7 +103,7 @@ class TamesuFailure(Exception):
 
 
 class TamesuItem(pytest.Item):
-    def __init__(self, *, plan: Any, planned: Any, **kwargs: Any) -> None:
+    def __init__(self, *, plan: Plan, planned: PlannedTest, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.plan = plan
         self.planned = planned

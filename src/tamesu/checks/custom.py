@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -61,7 +60,7 @@ class Custom(Check[CustomSpec]):
 
     def __init__(self, spec: CustomSpec) -> None:
         super().__init__(spec)
-        self._function: Callable[..., Any] | None = None
+        self._function: Callable[..., object] | None = None
         self._check: Check[BaseModel] | None = None
         if spec.name is not None:
             self._bind_registered(spec.name)

@@ -54,7 +54,7 @@ class Script(Check[ScriptSpec]):
     shorthand = "use"
     spec: ScriptSpec
 
-    def __init__(self, spec: ScriptSpec, function: Callable[..., Any] | None = None) -> None:
+    def __init__(self, spec: ScriptSpec, function: Callable[..., object] | None = None) -> None:
         super().__init__(spec)
         self.function = function
         self.test_id = ""
@@ -80,7 +80,7 @@ class Script(Check[ScriptSpec]):
         return await call_verdict(f"script {self.spec.use}", self.spec.use, self.function, (script_run,), {})
 
 
-async def call_verdict(what: str, name: str, function: Callable[..., Any], args: tuple[object, ...],
+async def call_verdict(what: str, name: str, function: Callable[..., object], args: tuple[object, ...],
                        kwargs: Mapping[str, object]) -> Verdict:
     """A function's answer as a verdict (awaited when it is a coroutine); `name` is how a verdict names it,
     `what` how an error does. An AssertionError it raises is a failure; any other exception is the test's

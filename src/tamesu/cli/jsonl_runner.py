@@ -14,6 +14,7 @@ from tamesu.jsonl.run import CasePlanner, JsonlPlan, TestSettings
 from tamesu.plan import PlannedTest
 from tamesu.report.case_records import CaseRecord, CaseReporter, CaseSink
 from tamesu.report.recorder import Fanout, PlanRecorder
+from tamesu.results.provenance import Provenance
 from tamesu.results.records import RunSummaryFile
 from tamesu.roles.human import Human
 
@@ -32,7 +33,7 @@ class JsonlRunner:
     """Plans the cases and runs them on the engine; `tests` narrows them (`--filter`, `--tags`, `--shard`)."""
 
     def __init__(self, plan: JsonlPlan, settings: TestSettings, reporter: CaseSink,
-                 human: Human | None = None, *, provenance: object = None,
+                 human: Human | None = None, *, provenance: Provenance | None = None,
                  also: Sequence[object] | None = None) -> None:
         self.plan = plan
         self.settings = settings

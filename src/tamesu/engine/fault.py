@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 from tamesu.conversation import Exchange, Session
 from tamesu.errors import InfraError
@@ -34,7 +33,7 @@ def agents_side(session: Session) -> Iterator[None]:
 
 
 async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: PlannedTest,
-                    models: ModelRegistry | None, record: Callable[..., Any]) -> None:
+                    models: ModelRegistry | None, record: Callable[..., object]) -> None:
     """Set `fault` and `fault_reason` on a run that did not pass; a failed run the simulated user spoiled
     becomes `inconclusive`. An audit model that cannot answer makes the run an error (the environment's)."""
     if result.status == "error":

@@ -10,7 +10,6 @@ turn that completed before the failure (`on_turn: N`) has what it needs and is s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
@@ -49,7 +48,7 @@ def slo_assertions(slo: dict[str, float]) -> list[Assertion]:
 async def grade(
     test: PlannedTest, view: RunView, reached: int | None = None,
     unexpected: Callable[[Exception], str] | None = None,
-    record: Callable[..., Any] | None = None,
+    record: Callable[..., object] | None = None,
 ) -> tuple[list[AssertionResult], str | None]:
     """Every assertion's verdict, and the first failure that kept one from being decided: a model that could
     not answer, or an unexpected exception (`unexpected` records it and gives its line; the other assertions

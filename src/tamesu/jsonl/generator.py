@@ -61,7 +61,7 @@ async def from_target(helper: HelperAgent, about: Mapping[str, object], params: 
     return _with_ids(answer.cases, count)
 
 
-async def from_script(function: Callable[..., Any], name: str, about: Mapping[str, object],
+async def from_script(function: Callable[..., object], name: str, about: Mapping[str, object],
                       params: dict[str, str]) -> list[object]:
     count = count_of(params) if "count" in params else MAX_COUNT
     inputs = {**about, **params, **({"count": count} if "count" in params else {})}

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from tamesu.report.load import PLAN_FILE, PlannedEntry, PlanRecord
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 
-if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only
+if TYPE_CHECKING:  # the engine's types, named for the reporter protocol; the run's provenance
     from tamesu.plan import Plan, PlannedTest
+    from tamesu.results.provenance import Provenance
 
 
 def planned_entries(tests: list[PlannedTest]) -> list[PlannedEntry]:
@@ -32,7 +33,7 @@ class PlanRecorder:
     Written first so that a run killed half-way still tells `tamesu report` which tests never finished.
     """
 
-    def __init__(self, shard: str | None = None, redact: Any = None, provenance: Any = None,
+    def __init__(self, shard: str | None = None, redact: Any = None, provenance: Provenance | None = None,
                  trace_url: str | None = None) -> None:
         self.shard = shard
         self.trace_url = trace_url
