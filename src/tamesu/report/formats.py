@@ -20,12 +20,12 @@ from tamesu import plugins
 @dataclass(frozen=True)
 class ReportFormat:
     name: str
-    writer: str | Callable[..., Any]
+    writer: str | Callable[..., object]
     """`module:function`, imported when the report is written, or the function itself (a plug-in's)."""
     default_file: str | None
     """Its file inside the run directory when no path is given; None: the format takes no path."""
 
-    def write_function(self) -> Callable[..., Any]:
+    def write_function(self) -> Callable[..., object]:
         if callable(self.writer):
             return self.writer
         module_name, _, attribute = self.writer.partition(":")
