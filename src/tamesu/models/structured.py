@@ -23,6 +23,7 @@ from typing import Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
+from tamesu.types import JSONValue
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -117,7 +118,7 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, object]:
     return schema.model_json_schema(by_alias=True)
 
 
-def find_json(text: str) -> object:
+def find_json(text: str) -> JSONValue:
     """The JSON object in a model's answer: the whole text, a fenced block, or the first balanced object.
 
     Raises ValueError when there is none.

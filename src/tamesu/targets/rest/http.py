@@ -17,6 +17,7 @@ from tamesu.net.clients import client_options, os_reason
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
+from tamesu.types import JSONValue
 
 T = TypeVar("T")
 EXCERPT = 200
@@ -24,7 +25,7 @@ MAX_REDIRECTS = 10
 MAX_PARSED_URLS = 16
 
 
-def parse_body(text: str, content_type: str = "") -> object:
+def parse_body(text: str, content_type: str = "") -> JSONValue:
     """JSON when the text is JSON (whatever the content type says), else the text; None when empty.
 
     A body that says it is JSON (`application/json`, `...+json`) and is not is a failed turn: passing its
