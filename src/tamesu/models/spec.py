@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu import plugins
-from tamesu.net.tls import TlsSpec
+from tamesu.net.tls import TlsSpec as TlsSpec  # re-exported: suite.schema names the tls block from here
 from tamesu.types import Duration, Strict
 
 
