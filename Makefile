@@ -55,7 +55,8 @@ docs: $(BIN)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # two workers (the machine the suite is timed on has 2 cores); the audio, browser and database tests are each
-# one xdist group (tests/conftest.py), so the real-time audio tests never compete with each other
+# one xdist group (tests/conftest.py), so the real-time audio tests never compete with each other; a test's
+# `tamesu` command is a fork of a warm process per worker (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
 WORKERS ?= 2
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 

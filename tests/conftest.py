@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forked
 from tamesu.net.serve import ThreadServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,11 +39,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
                timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`tamesu ARGS` in a child process, exactly as from a shell."""
+    """`tamesu ARGS` in a child process, exactly as from a shell (forked from a warm process: tests/forked.py)."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "tamesu", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return forked.run(args, cwd, full_env, timeout)
 
 
 def why(record: dict[str, Any]) -> str:

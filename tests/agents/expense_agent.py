@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import forked
 from tamesu.net.serve import ThreadServer
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -49,10 +50,8 @@ def expense_agent() -> Iterator[ExpenseAgent]:
 
 def run_test(args: list[str], cwd: Path = EXAMPLE, env: dict[str, str] | None = None, stdin: str | None = None,
              timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`tamesu test ARGS` in a child process, as a user types it."""
+    """`tamesu test ARGS` in a child process, as a user types it (forked from a warm process: tests/forked.py)."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
     # no stdin unless the test gives one: a run that asked a person would otherwise wait on pytest's
-    feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-    return subprocess.run([sys.executable, "-m", "tamesu", "test", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout, **feed)
+    return forked.run(["test", *args], cwd, full_env, timeout, subprocess.DEVNULL if stdin is None else stdin)

@@ -1,0 +1,296 @@
+"""`tamesu ARGS` as a real child process that skips Python's start-up: a fork of a warm process.
+
+Most tests that run the command want its exit code and output, and each `python -m tamesu` spends about half a
+second importing tamesu and its libraries before it reads its arguments; some 300 such runs were most of the
+inner loop's CPU time. Here each pytest process starts one "zygote" that imports those modules once and then
+only forks: the fork gets the caller's stdin and two pipes as stdout and stderr, takes the caller's working
+folder, environment and arguments, and runs `python -m tamesu` as the interpreter would (`runpy`, so
+`sys.argv[0]`, `__main__` and the usage line are the same). It is a process of its own, with its own pid,
+signals, exit code, children and clean-up on exit; only what Python imported before the arguments is shared.
+
+A run whose environment changes how Python starts (a `PYTHON*` variable, the locale) is not one the zygote can
+stand in for, so it runs as a plain child process, as do all runs when `TAMESU_TEST_FORK=0`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import locale
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli.store", "tamesu.plan",
+        "tamesu.engine", "tamesu.report", "tamesu.targets.rest", "tamesu.targets.a2a", "tamesu.targets.mcp",
+        "tamesu.net.clients", "tamesu.net.serve", "tamesu.models.fake", "tamesu.runtime.signals")
+"""What the zygote imports before it forks: the command line, the loader and engine, and the HTTP targets that
+most runs use. None of them reads the environment or the working folder when imported, and none starts a
+thread (a fork copies only the thread that forks, so the zygote checks it is alone)."""
+
+_STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
+"""Environment variables Python reads when it starts: a run that changes one needs an interpreter of its own."""
+
+_HEADER = struct.Struct("!I")
+
+
+def _zygote(listen_path: str) -> None:
+    """Serve fork requests until the pytest process that started us closes our stdin."""
+    import gc
+    import importlib
+
+    for name in WARM:
+        importlib.import_module(name)
+    gc.freeze()  # the forks' collections leave the imported objects alone, so their memory stays shared
+    if threading.active_count() != 1:
+        raise SystemExit(f"tamesu test zygote: importing {WARM} started a thread; it cannot fork safely")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(listen_path)
+    listener.listen(16)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD writes to the wake-up pipe
+    waiting: dict[int, socket.socket] = {}
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "accept")
+    selector.register(wake_read, selectors.EVENT_READ, "child")
+    selector.register(sys.stdin, selectors.EVENT_READ, "parent")
+    while True:
+        for key, _ in selector.select():
+            if key.data == "parent":
+                return  # the pytest process ended
+            if key.data == "child":
+                os.read(wake_read, 4096)
+                _reap(waiting)
+                continue
+            connection, _ = listener.accept()
+            request, fds = _receive(connection)
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for fd in (wake_read, wake_write):
+                    os.close(fd)
+                selector.close()
+                listener.close()
+                connection.close()
+                for waiter in waiting.values():
+                    waiter.close()
+                _become_tamesu(request, fds)
+            for fd in fds:
+                os.close(fd)
+            connection.sendall(f"{pid}\n".encode())
+            waiting[pid] = connection
+            _reap(waiting)  # a child that ended before it was registered
+
+
+def _reap(waiting: dict[int, socket.socket]) -> None:
+    for pid in list(waiting):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            connection = waiting.pop(pid)
+            with contextlib.suppress(OSError):  # the caller gave up on it (a timeout) and went
+                connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            connection.close()
+
+
+def _receive(connection: socket.socket) -> tuple[dict[str, object], list[int]]:
+    head, fds, _, _ = socket.recv_fds(connection, _HEADER.size, 3)
+    (size,) = _HEADER.unpack(head)
+    body = b""
+    while len(body) < size:
+        chunk = connection.recv(size - len(body))
+        if not chunk:
+            raise SystemExit("tamesu test zygote: a request was cut short")
+        body += chunk
+    return json.loads(body), fds
+
+
+def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
+    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu`."""
+    import runpy
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(str(request["cwd"]))
+    env = request["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[0] = os.getcwd()  # what `python -m` puts first
+    args = request["args"]
+    assert isinstance(args, list)
+    sys.argv = ["-m", *map(str, args)]
+    try:
+        runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    _finish(code)
+
+
+def _exit_code(value: object) -> int:
+    """What the interpreter makes of `sys.exit(value)`."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+def _finish(code: int) -> None:
+    """The interpreter's own exit, less freeing every object inherited from the zygote (which would copy all
+    of its memory, page by page, into a process about to end): threads joined, `atexit`, streams flushed."""
+    threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter calls first on exit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+class _Zygote:
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="tamesu-zygote-")
+        self.path = os.path.join(self.folder, "socket")
+        self.env = dict(os.environ)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r})"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the tamesu test zygote did not start (its error is above)")
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        for name in os.listdir(self.folder):
+            os.unlink(os.path.join(self.folder, name))
+        os.rmdir(self.folder)
+
+    def stands_in_for(self, env: dict[str, str]) -> bool:
+        keys = {key for key in {*env, *self.env} if key.startswith(_STARTUP_KEYS)}
+        return all(env.get(key) == self.env.get(key) for key in keys)
+
+    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None
+            ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tamesu", *args]
+        deadline = time.monotonic() + timeout
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        body = json.dumps({"args": args, "cwd": str(cwd), "env": env}).encode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(self.path)
+            given = _stdin(stdin)
+            try:
+                socket.send_fds(connection, [_HEADER.pack(len(body))], [given, out_write, err_write])
+            finally:
+                for fd in {given, out_write, err_write} - {0}:
+                    os.close(fd)
+            connection.sendall(body)
+            replies = connection.makefile("r")
+            pid = int(replies.readline())
+            output = _read_both(out_read, err_read, deadline)
+            if output is None:
+                os.kill(pid, signal.SIGKILL)
+                output = _read_both(out_read, err_read, None)
+                assert output is not None
+                raise subprocess.TimeoutExpired(command, timeout, _text(output[0]), _text(output[1]))
+            connection.settimeout(max(deadline - time.monotonic(), 0.01))
+            try:
+                code = int(replies.readline())
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired(command, timeout, _text(output[0]), _text(output[1])) from None
+        return subprocess.CompletedProcess(command, code, _text(output[0]), _text(output[1]))
+
+
+def _stdin(stdin: str | int | None) -> int:
+    """The child's stdin as `subprocess.run` gives it: ours (None), /dev/null (DEVNULL) or a pipe with `input`."""
+    if isinstance(stdin, str):
+        read, write = os.pipe()
+
+        def feed() -> None:
+            with open(write, "w") as pipe, contextlib.suppress(BrokenPipeError):
+                pipe.write(stdin)
+
+        threading.Thread(target=feed, daemon=True).start()  # a pipe holds 64 KiB: the child reads the rest
+        return read
+    if stdin == subprocess.DEVNULL:
+        return os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.fstat(0)
+    except OSError:
+        return os.open(os.devnull, os.O_RDONLY)
+    return 0
+
+
+def _read_both(out_fd: int, err_fd: int, deadline: float | None) -> tuple[bytes, bytes] | None:
+    """Both pipes to their end, or None at the deadline (the pipes stay open to be read again)."""
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    selector = selectors.DefaultSelector()
+    for fd in chunks:
+        selector.register(fd, selectors.EVENT_READ)
+    try:
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            for key, _ in selector.select(left):
+                data = os.read(key.fd, 65536)
+                if data:
+                    chunks[key.fd].append(data)
+                else:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+    finally:
+        selector.close()
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+
+def _text(data: bytes) -> str:
+    """As `subprocess.run(text=True)` decodes: the locale's encoding, universal newlines."""
+    return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+
+
+_zygote_here: _Zygote | None = None
+_zygote_pid = 0
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    """`python -m tamesu ARGS` in `cwd` with exactly `env`, as `subprocess.run(capture_output=True, text=True)`
+    with `stdin` None (ours), `subprocess.DEVNULL` or the text to send."""
+    global _zygote_here, _zygote_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
+        if _zygote_here is None or _zygote_pid != os.getpid():
+            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+        if _zygote_here.stands_in_for(env):
+            return _zygote_here.run(args, cwd, env, timeout, stdin)
+    feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
+    return subprocess.run([sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, **feed)
