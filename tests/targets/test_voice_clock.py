@@ -16,7 +16,7 @@ from agents.voice import agent_module, needs_voice
 
 DELAYS_MS = (0, 800)
 FORMATS = ("pcm16", "g711_ulaw", "g711_alaw")
-pytestmark = [needs_voice, pytest.mark.timeout(400)]
+pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(400)]
 
 
 def test_time_to_first_audio_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:
