@@ -30,7 +30,9 @@ silent edges cut, so the pause is exact); `GAPS` keeps, per reply to committed a
 its clock (the wait for its first voiced sample, or a pause inside it).
 `?stop_delay_ms=200`: a reply the caller cancels (or talks over, with server VAD) goes on that long before it
 stops, its last chunk sent at that moment; `STOPS` keeps, per cancelled reply, the ms on its clock from the
-cancel to its last audio delta.
+cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once: from the caller's first voiced sample
+after the cancel (its audio arrives in real time from then) to the agent's last voiced sample as it played (a
+client flushes its player at the cancel, so the audio sent after it plays as it arrives).
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -68,6 +70,8 @@ GAPS: list[float] = []
 to its first voiced sample, or between two voiced samples of the reply."""
 STOPS: list[float] = []
 """The agent's own stop time of each cancelled reply (ms), in order: from the cancel to its last audio delta."""
+OVERLAPS: list[float] = []
+"""The agent's own talk-over of each cancelled reply with a stop delay (ms), in order."""
 VOICED = 300
 """A sample louder than this (about -41 dBFS) is voiced: the edge of a sentence the agent cuts and times."""
 # espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
@@ -190,6 +194,10 @@ class Connection:
         self.reply_pause_ms = float(query.get("reply_pause_ms", ["0"])[0])
         self.stop_delay_s = float(query.get("stop_delay_ms", ["0"])[0]) / 1000
         self.cancelled_at = 0.0
+        self.heard_since_cancel = 0
+        self.caller_voiced_at: float | None = None
+        self.spoke_until: float | None = None
+        """The agent's last voiced sample of a reply it stopped late, until the caller's voice is heard."""
         self.committed_at: float | None = None
         """The agent's clock when the user's audio was committed: its time to first audio starts there."""
         self.session: dict[str, Any] = {
@@ -252,7 +260,7 @@ class Connection:
             self._start_response((event.get("response") or {}).get("metadata"))
         elif kind == "response.cancel":
             if self.response is not None and not self.response.done():
-                self.cancelled, self.cancel_reason, self.cancelled_at = True, "client_cancelled", time.monotonic()
+                self._cancel("client_cancelled")
             else:
                 await self.error("there is no response in progress to cancel", "response_cancel_not_active",
                                  event_id)
@@ -307,13 +315,19 @@ class Connection:
         if not self.buffer:
             self.buffer_start_ms = time.monotonic() * 1000
         self.buffer.append(clip.samples)
+        if self.cancelled and self.caller_voiced_at is None:
+            loud = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > VOICED)
+            if loud.size:
+                self.caller_voiced_at = self.cancelled_at + (self.heard_since_cancel + loud[0]) / 16000
+                self._overlap()
+            self.heard_since_cancel += clip.samples.size
         if self.vad is None:
             return
         for what, at_ms in await asyncio.to_thread(self.vad.feed, clip.samples):
             if what == "started":
                 if self.response is not None and not self.response.done():
                     # the caller talks over the reply: it stops (turn_detected)
-                    self.cancelled, self.cancel_reason, self.cancelled_at = True, "turn_detected", time.monotonic()
+                    self._cancel("turn_detected")
                 self._speech_item = _id("item")
                 await self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": int(at_ms),
                                  "item_id": self._speech_item})
@@ -321,6 +335,15 @@ class Connection:
                 await self.emit({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": int(at_ms),
                                  "item_id": self._speech_item})
                 await self._commit(None, item_id=self._speech_item, respond=True)
+
+    def _cancel(self, reason: str) -> None:
+        self.cancelled, self.cancel_reason, self.cancelled_at = True, reason, time.monotonic()
+        self.heard_since_cancel, self.caller_voiced_at, self.spoke_until = 0, None, None
+
+    def _overlap(self) -> None:
+        if self.spoke_until is not None and self.caller_voiced_at is not None:
+            OVERLAPS.append(round(max(0.0, self.spoke_until - self.caller_voiced_at) * 1000, 3))
+            self.spoke_until = None
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
         self.committed_at = time.monotonic()
@@ -449,6 +472,8 @@ class Connection:
 
         producer = asyncio.create_task(synthesise())
         said, start, sent_ms, last_sent = "", None, 0.0, 0.0
+        # whether the client's player was flushed by a cancel, and the agent's last voiced sample since
+        flushed, spoke_until = False, 0.0
         # the agent's own clock of its silences: the end of its last voiced sample, from the commit on
         voiced_until, longest = self.committed_at, 0.0
         try:
@@ -472,8 +497,14 @@ class Connection:
                     await self.emit({"type": "response.output_audio.delta", **where,
                                      "delta": base64.b64encode(data).decode()})
                     last_sent = time.monotonic()
-                    if self.cancelled and last_sent >= self.cancelled_at + self.stop_delay_s:
-                        return said, self._stopped(last_sent)
+                    if self.cancelled:
+                        if not flushed:  # played from its arrival on, like the rest after it
+                            flushed, start, sent_ms = True, last_sent, 0.0
+                        loud = np.flatnonzero(np.abs(Clip.from_wire(data, fmt).samples.astype(np.int32)) > VOICED)
+                        if loud.size:
+                            spoke_until = start + sent_ms / 1000 + (loud[-1] + 1) / fmt.rate
+                        if last_sent >= self.cancelled_at + self.stop_delay_s:
+                            return said, self._stopped(last_sent, spoke_until)
                     if self.committed_at is not None:  # the first audio of the answer to that commit
                         TIMINGS.append(round((time.monotonic() - self.committed_at) * 1000, 3))
                         self.committed_at = None
@@ -498,13 +529,16 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError):
                 await producer
         if self.cancelled:  # cancelled while its stop delay ran, the audio ran out first
-            return said, self._stopped(last_sent)
+            return said, self._stopped(last_sent, spoke_until)
         if voiced_until is not None:
             GAPS.append(round(longest, 3))
         return said.strip(), "completed"
 
-    def _stopped(self, last_sent: float) -> str:
+    def _stopped(self, last_sent: float, spoke_until: float) -> str:
         STOPS.append(round(max(0.0, last_sent - self.cancelled_at) * 1000, 3))
+        if self.stop_delay_s:  # the caller's first voiced sample may come after: the overlap is taken then
+            self.spoke_until = spoke_until
+            self._overlap()
         return "cancelled"
 
 

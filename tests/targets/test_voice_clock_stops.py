@@ -1,8 +1,10 @@
-"""`interruption_stop_ms` checked against the agent's own clock: the caller talks over every reply
+"""`interruption_stop_ms` and `talk_over_ratio` checked against the agent's own clock: the caller talks over every reply
 (`interrupt_probability: 1`), tamesu cancels it, and the reference Realtime agent goes on for an injected
 `stop_delay_ms` before it stops, noting on its clock the ms from the cancel to its last audio delta; tamesu's
 `interruption_stop_ms` (the caller's first word over the reply to the last agent audio that still arrived)
-must agree within 20 ms for every delay and codec. Each call is made twice and the closer one counts, as in
+must agree within 20 ms for every delay and codec. The agent also notes how long both spoke at once (the
+caller's first voiced sample after the cancel to its own last one as it played): tamesu's `talk_over_ratio`
+times the agent's speech time must agree within 20 ms too. Each call is made twice and the closer one counts, as in
 test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment the last audio arrives."""
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tm
     stt.model()
     agent = module.ThreadAgent()
     module.STOPS.clear()
+    module.OVERLAPS.clear()
     try:
         targets, tests = [], []
         for fmt in FORMATS:
@@ -53,14 +56,23 @@ def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tm
     runs = []
     for path in out.rglob("result.json"):
         result = json.loads(path.read_text())
-        runs.append((result["started_at"], result["test"], result["turns"][0]["agent"]["measures"]))
+        runs.append((result["started_at"], result["test"], result["turns"][0]["agent"]["measures"],
+                     result["metrics"]))
     ordered = sorted(runs)
     # only the first reply is talked over (the second one has no caller turn after it)
-    assert len(ordered) == 2 * len(FORMATS) * len(DELAYS_MS) == len(module.STOPS), module.STOPS
-    differences: dict[str, list[float]] = {}
-    for (_start, name, measures), own in zip(ordered, module.STOPS, strict=True):
-        assert own >= int(name.rsplit("_", 1)[1]), (name, own)  # the agent kept talking as long as told
-        differences.setdefault(name, []).append(round(measures["interruption_stop_ms"] - own, 1))
+    assert len(ordered) == 2 * len(FORMATS) * len(DELAYS_MS) == len(module.STOPS) == len(module.OVERLAPS), \
+        (module.STOPS, module.OVERLAPS)
+    stops: dict[str, list[float]] = {}
+    overlaps: dict[str, list[float]] = {}
+    for (_start, name, measures, metrics), own_stop, own_overlap in zip(ordered, module.STOPS, module.OVERLAPS,
+                                                                       strict=True):
+        assert own_stop >= int(name.rsplit("_", 1)[1]), (name, own_stop)  # the agent kept talking as told
+        stops.setdefault(name, []).append(round(measures["interruption_stop_ms"] - own_stop, 1))
+        overlap = metrics["talk_over_ratio"] * metrics["agent_speech_ms"]
+        overlaps.setdefault(name, []).append(round(overlap - own_overlap, 1))
     print("agent's own stop (ms):", module.STOPS)
-    print("tamesu minus the agent's own clock (ms):", differences)
-    assert all(min(abs(d) for d in both) <= 20 for both in differences.values()), differences
+    print("agent's own talk-over (ms):", module.OVERLAPS)
+    print("interruption_stop_ms minus the agent's own clock (ms):", stops)
+    print("talk-over minus the agent's own clock (ms):", overlaps)
+    assert all(min(abs(d) for d in both) <= 20 for both in stops.values()), stops
+    assert all(min(abs(d) for d in both) <= 20 for both in overlaps.values()), overlaps
