@@ -30,9 +30,10 @@ silent edges cut, so the pause is exact); `GAPS` keeps, per reply to committed a
 its clock (the wait for its first voiced sample, or a pause inside it).
 `?stop_delay_ms=200`: a reply the caller cancels (or talks over, with server VAD) goes on that long before it
 stops, its last chunk sent at that moment; `STOPS` keeps, per cancelled reply, the ms on its clock from the
-cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once: from the caller's first voiced sample
-after the cancel (its audio arrives in real time from then) to the agent's last voiced sample as it played (a
-client flushes its player at the cancel, so the audio sent after it plays as it arrives).
+cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once after the cancel: the caller's audio
+(arriving in real time from then) and its own as it played (a client flushes its player at the cancel, so the
+audio sent after it plays as it arrives), each voiced where a millisecond holds a sample louder than `VOICED`,
+pauses under 200 ms bridged as a VAD does.
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -194,10 +195,12 @@ class Connection:
         self.reply_pause_ms = float(query.get("reply_pause_ms", ["0"])[0])
         self.stop_delay_s = float(query.get("stop_delay_ms", ["0"])[0]) / 1000
         self.cancelled_at = 0.0
-        self.heard_since_cancel = 0
-        self.caller_voiced_at: float | None = None
+        self.heard_since_cancel: list[np.ndarray] = []
+        """The caller's audio since the cancel (16 kHz)."""
+        self.said_since_cancel: list[tuple[float, np.ndarray, int]] = []
+        """The agent's audio since the cancel: (when it plays, samples, rate)."""
         self.spoke_until: float | None = None
-        """The agent's last voiced sample of a reply it stopped late, until the caller's voice is heard."""
+        """The end of the agent's audio of a reply it stopped late, until the caller's audio covers it."""
         self.committed_at: float | None = None
         """The agent's clock when the user's audio was committed: its time to first audio starts there."""
         self.session: dict[str, Any] = {
@@ -315,12 +318,9 @@ class Connection:
         if not self.buffer:
             self.buffer_start_ms = time.monotonic() * 1000
         self.buffer.append(clip.samples)
-        if self.cancelled and self.caller_voiced_at is None:
-            loud = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > VOICED)
-            if loud.size:
-                self.caller_voiced_at = self.cancelled_at + (self.heard_since_cancel + loud[0]) / 16000
-                self._overlap()
-            self.heard_since_cancel += clip.samples.size
+        if self.cancelled and self.stop_delay_s:
+            self.heard_since_cancel.append(clip.samples)
+            self._overlap()
         if self.vad is None:
             return
         for what, at_ms in await asyncio.to_thread(self.vad.feed, clip.samples):
@@ -338,12 +338,22 @@ class Connection:
 
     def _cancel(self, reason: str) -> None:
         self.cancelled, self.cancel_reason, self.cancelled_at = True, reason, time.monotonic()
-        self.heard_since_cancel, self.caller_voiced_at, self.spoke_until = 0, None, None
+        self.heard_since_cancel, self.said_since_cancel, self.spoke_until = [], [], None
 
     def _overlap(self) -> None:
-        if self.spoke_until is not None and self.caller_voiced_at is not None:
-            OVERLAPS.append(round(max(0.0, self.spoke_until - self.caller_voiced_at) * 1000, 3))
-            self.spoke_until = None
+        """Once the caller's audio since the cancel reaches past the agent's, how long both spoke at once."""
+        heard = np.concatenate(self.heard_since_cancel) if self.heard_since_cancel else np.zeros(0, np.int16)
+        if self.spoke_until is None or heard.size / 16000 < self.spoke_until - self.cancelled_at + 0.3:
+            return
+        caller = _voiced_ms(heard, 16000)
+        agent = np.zeros(caller.size, dtype=bool)
+        agent[0] = True  # it was mid-reply at the cancel: a short wait for its next chunk is bridged
+        for plays_at, samples, rate in self.said_since_cancel:
+            loud = _voiced_ms(samples, rate, bridge=False)
+            at = round((plays_at - self.cancelled_at) * 1000)
+            agent[at:at + loud.size] = loud[:max(0, agent.size - at)]
+        OVERLAPS.append(float(np.count_nonzero(caller & _bridged(agent))))
+        self.spoke_until = None
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
         self.committed_at = time.monotonic()
@@ -500,9 +510,9 @@ class Connection:
                     if self.cancelled:
                         if not flushed:  # played from its arrival on, like the rest after it
                             flushed, start, sent_ms = True, last_sent, 0.0
-                        loud = np.flatnonzero(np.abs(Clip.from_wire(data, fmt).samples.astype(np.int32)) > VOICED)
-                        if loud.size:
-                            spoke_until = start + sent_ms / 1000 + (loud[-1] + 1) / fmt.rate
+                        samples = Clip.from_wire(data, fmt).samples
+                        self.said_since_cancel.append((start + sent_ms / 1000, samples, fmt.rate))
+                        spoke_until = start + (sent_ms + fmt.duration_ms(len(data))) / 1000
                         if last_sent >= self.cancelled_at + self.stop_delay_s:
                             return said, self._stopped(last_sent, spoke_until)
                     if self.committed_at is not None:  # the first audio of the answer to that commit
@@ -536,10 +546,27 @@ class Connection:
 
     def _stopped(self, last_sent: float, spoke_until: float) -> str:
         STOPS.append(round(max(0.0, last_sent - self.cancelled_at) * 1000, 3))
-        if self.stop_delay_s:  # the caller's first voiced sample may come after: the overlap is taken then
+        if self.stop_delay_s:  # the caller's audio that far may come after: the overlap is taken then
             self.spoke_until = spoke_until
             self._overlap()
         return "cancelled"
+
+
+def _bridged(voiced: np.ndarray, gap_ms: int = 200) -> np.ndarray:
+    """Per-millisecond voicing with pauses shorter than `gap_ms` between voiced stretches filled."""
+    out = voiced.copy()
+    on = np.flatnonzero(voiced)
+    steps = np.diff(on)
+    for i in np.flatnonzero((steps > 1) & (steps < gap_ms)):
+        out[on[i]:on[i + 1]] = True
+    return out
+
+
+def _voiced_ms(samples: np.ndarray, rate: int, bridge: bool = True) -> np.ndarray:
+    """Whether each millisecond of `samples` holds a sample louder than VOICED (pauses bridged)."""
+    n = rate // 1000
+    ms = np.abs(samples[: samples.size // n * n].astype(np.int32)).reshape(-1, n).max(axis=1) > VOICED
+    return _bridged(ms) if bridge else ms
 
 
 def _voiced_part(clip: Clip) -> Clip:
