@@ -2,9 +2,9 @@
 pause (`reply_pause_ms`) between the two sentences of its reply ("Of course. For how many people...?"), their
 silent edges cut so the pause is exact, and notes the longest silence of the reply as it played on its clock
 (the wait from the commit to its first voiced sample, or the pause); tamesu's `silence_gap_max_ms`, from VAD
-on the recorded tracks, must agree within 20 ms for every pause and codec. Each call is made twice and the
-closer one counts, as in test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment a reply's
-audio arrives."""
+on the recorded tracks, must agree within 20 ms for every pause and codec. Each call is made three times and the
+closest counts (test_voice_clock.py makes two): a loaded machine can hold either loop at the moment a reply's
+audio arrives, and with two calls the closer one was 23 ms off once in three runs at load 19 on 2 cores."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_silence_gap_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path
                 name = f"{fmt}_{pause}"
                 targets.append(f'  {name}: {{ type: realtime, url: "{agent.url}?reply_pause_ms={pause}", '
                                f"mode: audio, audio_format: {fmt}, turn_detection: commit }}")
-                tests.append(f"  - {{ name: {name}, target: {name}, repeat: 2, scenario: {{ script: [ {{ say: "
+                tests.append(f"  - {{ name: {name}, target: {name}, repeat: 3, scenario: {{ script: [ {{ say: "
                              f'"I would like to book a table" }} ] }} }}')
         suite = tmp_path / "gaps.tamesu.yaml"
         suite.write_text("targets:\n" + "\n".join(targets) + "\ntests:\n" + "\n".join(tests) + "\n",
@@ -55,7 +55,7 @@ def test_silence_gap_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path
         result = json.loads(path.read_text())
         runs.append((result["started_at"], result["test"], result["metrics"]))
     ordered = sorted(runs)
-    assert len(ordered) == 2 * len(FORMATS) * len(PAUSES_MS) == len(module.GAPS), module.GAPS
+    assert len(ordered) == 3 * len(FORMATS) * len(PAUSES_MS) == len(module.GAPS), module.GAPS
     differences: dict[str, list[float]] = {}
     for (_start, name, metrics), own in zip(ordered, module.GAPS, strict=True):
         assert own >= int(name.rsplit("_", 1)[1]) - 1, (name, own)  # the pause was made, on the agent's clock
