@@ -1,7 +1,7 @@
 """A phone IVR agent on Debian's baresip, for the sip target's example suites and tests.
 
     python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
-                                         [--greeting TEXT] [--pause-s 1.8]
+                                         [--greeting TEXT] [--pause-s 1.8] [--heard DIR]
 
 baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
 its configuration, starts it, and drives it over its control socket as a small IVR:
@@ -12,6 +12,7 @@ its configuration, starts it, and drives it over its control socket as a small I
 - digit 9: it answers with the digits 1234# (DTMF from the agent);
 - `--greeting "First words.|Then these."` says another greeting, each `|` a pause of `--pause-s` (1.8 s)
   between two utterances, as an IVR that greets and then reads its menu does;
+- `--heard DIR` writes each call's audio to DIR (baresip's sndfile filter; `dump-*-dec.wav` is what it heard);
 - `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
   nothing, `drop` hangs up a second into its greeting.
 
@@ -110,7 +111,8 @@ def silence(path: Path) -> Path:
     return path
 
 
-def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, source: Path) -> None:
+def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, source: Path,
+                 heard: str | None = None) -> None:
     rtp = free_port(socket.SOCK_DGRAM)
     lines = [
         f"sip_listen 127.0.0.1:{sip_port}", "net_interface 127.0.0.1",
@@ -120,6 +122,8 @@ def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, sourc
         "module_app account.so", "module_app menu.so", "module_app ctrl_tcp.so",
         f"ctrl_tcp_listen 127.0.0.1:{ctrl_port}", "sip_trans_def udp",
     ]
+    if heard:  # baresip's sndfile filter writes each call's audio both ways: dump-*-dec.wav is what it heard
+        lines += ["module sndfile.so", f"snd_path {heard}"]
     (folder / "config").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "accounts").write_text(
         f"<sip:agent@127.0.0.1:{sip_port}>;regint=0;answermode={answer};audio_codecs=PCMU,PCMA\n", encoding="utf-8")
@@ -220,7 +224,7 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         ctrl_port = free_port()
         # a silent agent's line starts silent: switching the source after the answer would let words through
         first = silence(folder / "silence.wav") if args.mode == "silent" else prompts["greeting"]
-        write_config(folder, sip_port, ctrl_port, answer, first)
+        write_config(folder, sip_port, ctrl_port, answer, first, args.heard)
         log = (folder / "baresip.log").open("wb")
         peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
@@ -285,6 +289,7 @@ def main() -> int:
     parser.add_argument("--ring-ms", type=int, default=0)
     parser.add_argument("--greeting", default=PROMPTS["greeting"], help="what it says on answer; | is a pause")
     parser.add_argument("--pause-s", type=float, default=1.8, help="the pause a | in --greeting makes")
+    parser.add_argument("--heard", help="a folder where the agent writes each call's audio (dump-*-dec.wav: heard)")
     args = parser.parse_args()
     _die_with_parent_self()
     for tool in ("baresip", "espeak-ng", "sox"):

@@ -25,6 +25,15 @@ Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, s
 own saying B (an IVR that greets, then reads its menu).
 `?reply_delay_ms=300`: every answer waits that long more before it starts. Its own clock is kept in `TIMINGS`
 (per reply, the ms from the commit of the user's audio to its first audio delta), to check what tamesu measures.
+`?reply_pause_ms=1500`: a reply of several sentences has that much silence between them (each sentence's own
+silent edges cut, so the pause is exact); `GAPS` keeps, per reply to committed audio, its longest silence on
+its clock (the wait for its first voiced sample, or a pause inside it).
+`?stop_delay_ms=200`: a reply the caller cancels (or talks over, with server VAD) goes on that long before it
+stops, its last chunk sent at that moment; `STOPS` keeps, per cancelled reply, the ms on its clock from the
+cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once after the cancel: the caller's audio
+(arriving in real time from then) and its own as it played (a client flushes its player at the cancel, so the
+audio sent after it plays as it arrives), each voiced where a millisecond holds a sample louder than `VOICED`,
+pauses under 200 ms bridged as a VAD does.
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -57,6 +66,15 @@ from tamesu.audio.vad import StreamingVad
 CHUNK_MS = 100
 TIMINGS: list[float] = []
 """The agent's own time to first audio of each reply to committed audio (ms), in order."""
+GAPS: list[float] = []
+"""The longest silence of each reply to committed audio on the agent's clock (ms), in order: from the commit
+to its first voiced sample, or between two voiced samples of the reply."""
+STOPS: list[float] = []
+"""The agent's own stop time of each cancelled reply (ms), in order: from the cancel to its last audio delta."""
+OVERLAPS: list[float] = []
+"""The agent's own talk-over of each cancelled reply with a stop delay (ms), in order."""
+VOICED = 300
+"""A sample louder than this (about -41 dBFS) is voiced: the edge of a sentence the agent cuts and times."""
 # espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
 # its replies start quickly even on a loaded machine (the caller, played by tamesu, speaks with Piper)
 AGENT_VOICE = "espeak:en-us" if tts.voices.find("espeak:en-us") is not None else None
@@ -174,6 +192,15 @@ class Connection:
         self.greeting = [p.strip() for p in query.get("greeting", [""])[0].split("|") if p.strip()]
         self.pause_s = float(query.get("pause_s", ["2"])[0])
         self.reply_delay_s = float(query.get("reply_delay_ms", ["0"])[0]) / 1000
+        self.reply_pause_ms = float(query.get("reply_pause_ms", ["0"])[0])
+        self.stop_delay_s = float(query.get("stop_delay_ms", ["0"])[0]) / 1000
+        self.cancelled_at = 0.0
+        self.heard_since_cancel: list[np.ndarray] = []
+        """The caller's audio since the cancel (16 kHz)."""
+        self.said_since_cancel: list[tuple[float, np.ndarray, int]] = []
+        """The agent's audio since the cancel: (when it plays, samples, rate)."""
+        self.spoke_until: float | None = None
+        """The end of the agent's audio of a reply it stopped late, until the caller's audio covers it."""
         self.committed_at: float | None = None
         """The agent's clock when the user's audio was committed: its time to first audio starts there."""
         self.session: dict[str, Any] = {
@@ -236,7 +263,7 @@ class Connection:
             self._start_response((event.get("response") or {}).get("metadata"))
         elif kind == "response.cancel":
             if self.response is not None and not self.response.done():
-                self.cancelled, self.cancel_reason = True, "client_cancelled"
+                self._cancel("client_cancelled")
             else:
                 await self.error("there is no response in progress to cancel", "response_cancel_not_active",
                                  event_id)
@@ -291,13 +318,16 @@ class Connection:
         if not self.buffer:
             self.buffer_start_ms = time.monotonic() * 1000
         self.buffer.append(clip.samples)
+        if self.cancelled and self.stop_delay_s:
+            self.heard_since_cancel.append(clip.samples)
+            self._overlap()
         if self.vad is None:
             return
         for what, at_ms in await asyncio.to_thread(self.vad.feed, clip.samples):
             if what == "started":
                 if self.response is not None and not self.response.done():
                     # the caller talks over the reply: it stops (turn_detected)
-                    self.cancelled, self.cancel_reason = True, "turn_detected"
+                    self._cancel("turn_detected")
                 self._speech_item = _id("item")
                 await self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": int(at_ms),
                                  "item_id": self._speech_item})
@@ -305,6 +335,25 @@ class Connection:
                 await self.emit({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": int(at_ms),
                                  "item_id": self._speech_item})
                 await self._commit(None, item_id=self._speech_item, respond=True)
+
+    def _cancel(self, reason: str) -> None:
+        self.cancelled, self.cancel_reason, self.cancelled_at = True, reason, time.monotonic()
+        self.heard_since_cancel, self.said_since_cancel, self.spoke_until = [], [], None
+
+    def _overlap(self) -> None:
+        """Once the caller's audio since the cancel reaches past the agent's, how long both spoke at once."""
+        heard = np.concatenate(self.heard_since_cancel) if self.heard_since_cancel else np.zeros(0, np.int16)
+        if self.spoke_until is None or heard.size / 16000 < self.spoke_until - self.cancelled_at + 0.3:
+            return
+        caller = _voiced_ms(heard, 16000)
+        agent = np.zeros(caller.size, dtype=bool)
+        agent[0] = True  # it was mid-reply at the cancel: a short wait for its next chunk is bridged
+        for plays_at, samples, rate in self.said_since_cancel:
+            loud = _voiced_ms(samples, rate, bridge=False)
+            at = round((plays_at - self.cancelled_at) * 1000)
+            agent[at:at + loud.size] = loud[:max(0, agent.size - at)]
+        OVERLAPS.append(float(np.count_nonzero(caller & _bridged(agent))))
+        self.spoke_until = None
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
         self.committed_at = time.monotonic()
@@ -422,13 +471,21 @@ class Connection:
         ready: asyncio.Queue[tuple[str, bytes] | None] = asyncio.Queue()
 
         async def synthesise() -> None:
-            for sentence in sentences:
+            for k, sentence in enumerate(sentences):
                 spoken, _voice = await tts.say(sentence, AGENT_VOICE)
+                if self.reply_pause_ms:
+                    spoken = _voiced_part(spoken)
+                    if k:
+                        spoken = spoken.padded(before_ms=self.reply_pause_ms)
                 await ready.put((sentence, spoken.wire(fmt)))
             await ready.put(None)
 
         producer = asyncio.create_task(synthesise())
-        said, start, sent_ms = "", None, 0.0
+        said, start, sent_ms, last_sent = "", None, 0.0, 0.0
+        # whether the client's player was flushed by a cancel, and the agent's last voiced sample since
+        flushed, spoke_until = False, 0.0
+        # the agent's own clock of its silences: the end of its last voiced sample, from the commit on
+        voiced_until, longest = self.committed_at, 0.0
         try:
             while (next_up := await ready.get()) is not None:
                 sentence, wire = next_up
@@ -439,7 +496,7 @@ class Connection:
                 if start is None:
                     start = time.monotonic()
                 for k, data in enumerate(chunks):
-                    if self.cancelled:
+                    if self.cancelled and not self.stop_delay_s:
                         return said, "cancelled"
                     # the words said so far, in proportion to the audio sent
                     for word in words[told: round(len(words) * (k + 1) / len(chunks))]:
@@ -449,12 +506,30 @@ class Connection:
                                          "delta": word})
                     await self.emit({"type": "response.output_audio.delta", **where,
                                      "delta": base64.b64encode(data).decode()})
+                    last_sent = time.monotonic()
+                    if self.cancelled:
+                        if not flushed:  # played from its arrival on, like the rest after it
+                            flushed, start, sent_ms = True, last_sent, 0.0
+                        samples = Clip.from_wire(data, fmt).samples
+                        self.said_since_cancel.append((start + sent_ms / 1000, samples, fmt.rate))
+                        spoke_until = start + (sent_ms + fmt.duration_ms(len(data))) / 1000
+                        if last_sent >= self.cancelled_at + self.stop_delay_s:
+                            return said, self._stopped(last_sent, spoke_until)
                     if self.committed_at is not None:  # the first audio of the answer to that commit
                         TIMINGS.append(round((time.monotonic() - self.committed_at) * 1000, 3))
                         self.committed_at = None
+                    if voiced_until is not None:
+                        # the chunk plays from now, or from where the audio before it ends if that is later
+                        plays_at = max(time.monotonic(), start + sent_ms / 1000)
+                        loud = np.flatnonzero(np.abs(Clip.from_wire(data, fmt).samples.astype(np.int32)) > VOICED)
+                        if loud.size:
+                            longest = max(longest, (plays_at + loud[0] / fmt.rate - voiced_until) * 1000)
+                            voiced_until = plays_at + (loud[-1] + 1) / fmt.rate
                     sent_ms += fmt.duration_ms(len(data))
                     # never more than one chunk ahead of real time; a late sentence restarts the clock
                     delay = start + sent_ms / 1000 - CHUNK_MS / 1000 - time.monotonic()
+                    if self.cancelled:  # the last chunk of a cancelled reply goes out when its stop delay ends
+                        delay = min(delay, self.cancelled_at + self.stop_delay_s - time.monotonic())
                     if delay > 0:
                         await asyncio.sleep(delay)
                     elif delay < -CHUNK_MS / 1000:
@@ -463,7 +538,41 @@ class Connection:
             producer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await producer
+        if self.cancelled:  # cancelled while its stop delay ran, the audio ran out first
+            return said, self._stopped(last_sent, spoke_until)
+        if voiced_until is not None:
+            GAPS.append(round(longest, 3))
         return said.strip(), "completed"
+
+    def _stopped(self, last_sent: float, spoke_until: float) -> str:
+        STOPS.append(round(max(0.0, last_sent - self.cancelled_at) * 1000, 3))
+        if self.stop_delay_s:  # the caller's audio that far may come after: the overlap is taken then
+            self.spoke_until = spoke_until
+            self._overlap()
+        return "cancelled"
+
+
+def _bridged(voiced: np.ndarray, gap_ms: int = 200) -> np.ndarray:
+    """Per-millisecond voicing with pauses shorter than `gap_ms` between voiced stretches filled."""
+    out = voiced.copy()
+    on = np.flatnonzero(voiced)
+    steps = np.diff(on)
+    for i in np.flatnonzero((steps > 1) & (steps < gap_ms)):
+        out[on[i]:on[i + 1]] = True
+    return out
+
+
+def _voiced_ms(samples: np.ndarray, rate: int, bridge: bool = True) -> np.ndarray:
+    """Whether each millisecond of `samples` holds a sample louder than VOICED (pauses bridged)."""
+    n = rate // 1000
+    ms = np.abs(samples[: samples.size // n * n].astype(np.int32)).reshape(-1, n).max(axis=1) > VOICED
+    return _bridged(ms) if bridge else ms
+
+
+def _voiced_part(clip: Clip) -> Clip:
+    """The clip from its first voiced sample to its last: a pause the agent adds is then all the silence."""
+    loud = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > VOICED)
+    return Clip(clip.samples[loud[0]:loud[-1] + 1], clip.rate) if loud.size else clip
 
 
 async def _serve_connection(ws: ServerConnection, model: str) -> None:

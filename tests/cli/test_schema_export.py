@@ -95,3 +95,24 @@ def test_init_points_editors_at_schemas_that_exist(tmp_path: Path, tamesu) -> No
     assert written.returncode == 0
     assert (tmp_path / "elsewhere" / "suite.schema.json").read_text() == \
         (tmp_path / ".tamesu" / "schema" / "suite.schema.json").read_text()
+
+
+def test_a_persona_may_name_a_caller_pack_and_the_schema_lists_them(schemas: dict[str, dict]) -> None:
+    """`behaviors: noisy_cafe` and `behaviors: {pack: fast_talker, volume_db: -10}` pass as the loader takes
+    them; a pack that does not exist is flagged, in either form, as the loader rejects it."""
+    from tamesu.suite.caller_packs import PACKS
+
+    def suite(behaviors: object) -> dict:
+        return {"targets": {"bot": {"type": "rest", "url": "http://x"}},
+                "tests": [{"name": "t", "target": "bot", "persona": {"behaviors": behaviors},
+                           "scenario": {"script": [{"say": "hi"}]}}]}
+
+    packs = schemas["suite"]["$defs"]["Behaviors"]["anyOf"]
+    assert {"enum": list(PACKS), "description": "a caller pack"} in packs
+    for name in PACKS:
+        assert _errors(schemas["suite"], suite(name)) == [], name
+    assert _errors(schemas["suite"], suite({"pack": "fast_talker", "volume_db": -10})) == []
+    assert _errors(schemas["suite"], suite({"speaking_rate": 1.2})) == []
+    for wrong in ("noisy_kafe", {"pack": "noisy_kafe"}, 3):
+        errors = _errors(schemas["suite"], suite(wrong))
+        assert len(errors) == 1 and errors[0].startswith("tests/0/persona"), (wrong, errors)

@@ -234,14 +234,17 @@ class AudioConversation:
         that is what was heard, and the reply is not transcribed a second time (two transcriptions of one
         reply disagree)."""
         turn = self._current or TurnAudio()
+        talked_over = self.barge_in_due()
         self._interrupt_after = None if turn is not self._current else self._interrupt_after
         self.turns.append(turn)
         if heard is not None:
             turn.agent_said = heard
             self._heard_by_target.add(id(turn))
-        if self.hear_live and not self._listening_only:
+        if self.hear_live and not self._listening_only and not talked_over:
             # else heard at the end, in finish(): Whisper during the call would take the CPU from the frames
-            # of the conversations still talking and from an agent preparing its next words on this machine
+            # of the conversations still talking and from an agent preparing its next words on this machine;
+            # a reply the caller is about to talk over is heard once it stops (close_barge_in), not while its
+            # stop is timed
             self._hear(turn)
         measures: dict[str, float] = {}
         if turn.agent_from_ms is not None and turn.user_to_ms is not None:
@@ -285,6 +288,8 @@ class AudioConversation:
         if turn is None or turn.interrupted_at_ms is None or turn.agent_stopped_at_ms is None:
             return None
         self._pending_barge_in = None
+        if self.hear_live:
+            self._hear(turn)
         return round(turn.agent_stopped_at_ms - turn.interrupted_at_ms, 3)
 
     # -- the end of the run ---------------------------------------------------------------------------

@@ -62,6 +62,16 @@ class _Lenient(GenerateJsonSchema):
         inner = super().function_before_schema(schema)
         return {"anyOf": [inner, _NOT_OBJECT]}
 
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """A model that names its shorthands (`SHORTHAND_SCHEMA`, e.g. the caller packs a persona's
+        `behaviors:` may name) gets them instead of "anything but an object"."""
+        generated = super().model_schema(schema)
+        shorthand = getattr(schema["cls"], "SHORTHAND_SCHEMA", None)
+        branches = generated.get("anyOf")
+        if isinstance(shorthand, dict) and isinstance(branches, list) and _NOT_OBJECT in branches:
+            generated["anyOf"] = [copy.deepcopy(shorthand) if b == _NOT_OBJECT else b for b in branches]
+        return generated
+
 
 def _closed_inside(schema: dict[str, Any]) -> None:
     """A strict model with a shorthand comes out as `anyOf [object, non-object]` under an outer

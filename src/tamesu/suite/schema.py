@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec, TlsSpec
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
-from tamesu.suite.caller_packs import expand
+from tamesu.suite.caller_packs import PACKS, expand
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
@@ -120,6 +120,11 @@ class Behaviors(Strict):
     words ("I want- I want a table")."""
     spell_out: bool = False
     """Numbers and codes read digit by digit: "ORD-1001" is said "O R D one zero zero one"."""
+    pack: str | None = Field(None, exclude=True, json_schema_extra={"enum": list(PACKS)})
+    """A caller pack whose behaviours this mapping starts from (its own keys win); read by `expand` before
+    validation, so it is here for the schema only."""
+
+    SHORTHAND_SCHEMA: ClassVar[dict[str, Any]] = {"enum": list(PACKS), "description": "a caller pack"}
 
     @model_validator(mode="before")
     @classmethod

@@ -364,8 +364,6 @@ class RealtimeTarget(Target[RealtimeSpec]):
         session = self._require_session()
         self._drain()
         played = self._voice.played_ms()
-        interrupted = self._voice.barge_in()
-        session.event("barge_in", item_id=self._last_item, audio_end_ms=played)
         if self._active_response is not None:
             self._abandoned.add(self._active_response)
             if self.spec.turn_detection == "commit":
@@ -373,6 +371,10 @@ class RealtimeTarget(Target[RealtimeSpec]):
         if self._last_item is not None:
             await self._send({"type": "conversation.item.truncate", "item_id": self._last_item,
                               "content_index": 0, "audio_end_ms": played})
+        # the caller's first word goes out now, after the protocol's messages: interruption_stop_ms starts
+        # here (marked before them, it counted their sending on a loaded machine as the agent's time)
+        interrupted = self._voice.barge_in()
+        session.event("barge_in", item_id=self._last_item, audio_end_ms=played)
         if interrupted is not None and self._interrupted_turn is not None:
             self._interrupted_turn.audio = interrupted
 

@@ -10,8 +10,9 @@ runs the `trigger` (an HTTP request or a command, with `{{session.uri}}`), lets 
 `answer_after` and answers. Either way the agent usually speaks first: with `greeting: true` (the default)
 that speech is the first agent turn, so a script can `wait_for: "press 2"`. An agent turn ends after `idle`
 of silence following its speech, when the call ends, or at `turn_timeout`; the whole call at `max_duration`.
-A `dtmf` step sends RFC 4733 digits; digits the agent sends, its REFER (transfer) target and who ended the call
-are recorded for `dtmf_received`, `transferred_to` and `call_ended_by`.
+A persona's background noise with `between: true` is on the line between its utterances too (the call
+otherwise carries silence there). A `dtmf` step sends RFC 4733 digits; digits the agent sends, its REFER
+(transfer) target and who ended the call are recorded for `dtmf_received`, `transferred_to` and `call_ended_by`.
 
 Traces (telemetry.traceparent): an outbound call's INVITE carries the conversation's `traceparent` header (PJSIP adds
 it like any of `headers`; a `traceparent` there wins); an inbound call's INVITE is the agent's, so the trigger
@@ -39,6 +40,7 @@ from tamesu.plugins import register
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
 from tamesu.targets.sip.spec import SipSpec
+from tamesu.targets.ws_open import Line, stop_line
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 __all__ = ["SipSpec", "SipTarget"]
@@ -70,6 +72,8 @@ class SipTarget(Target[SipSpec]):
         """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
         self._metrics: dict[str, float] = {}
         self._speech_seen = False
+        self._line: Line | None = None
+        """The persona's noise between its utterances, while it is silent (only with `between` noise)."""
 
     # ---- the call ----------------------------------------------------------------------------------
 
@@ -250,7 +254,7 @@ class SipTarget(Target[SipSpec]):
             await self._phone.dtmf(turn.dtmf)
             session.event("sip_dtmf_sent", digits=turn.dtmf)
         if said:
-            await self._voice.speak(said, self._send_frame)
+            await self._voice.speak(said, self._first_word_closes_the_line)
         else:
             self._voice.listen_only()
         reply.sent_at_ms = session.now_ms()
@@ -269,6 +273,12 @@ class SipTarget(Target[SipSpec]):
     async def _send_frame(self, frame: bytes) -> None:
         await self._phone.frame(frame)
 
+    async def _first_word_closes_the_line(self, frame: bytes) -> None:
+        # the noise between utterances goes on through the persona's pause, until its first frame of speech
+        if self._line is not None:
+            await self._close_line()
+        await self._phone.frame(frame)
+
     async def _listen(self, turn: AgentTurn, *, first: bool, limit: float | None = None) -> AgentTurn | None:
         """The agent's speech until `idle` of silence after it, the call's end, `turn_timeout`, or the call's
         `max_duration`. With `limit`, None when the agent has not started speaking within that many seconds."""
@@ -276,6 +286,7 @@ class SipTarget(Target[SipSpec]):
         session = self._session
         voice = self._voice
         audio_turn = voice.current
+        self._open_line()
 
         async def over_time() -> bool:
             if self._answered is None or time.monotonic() - self._answered <= self.spec.max_duration:
@@ -301,6 +312,24 @@ class SipTarget(Target[SipSpec]):
         if self._ended_by is not None:
             turn.ended = True
         return turn
+
+    def _open_line(self) -> None:
+        noise = self._voice.behaviour.noise
+        if self._line is not None or noise is None or not noise.between or self._ended_by is not None:
+            return
+        from tamesu.targets.sip.phone import SipUnavailable
+
+        stop = asyncio.Event()
+
+        async def run() -> None:
+            with contextlib.suppress(SipUnavailable, OSError):  # a worker gone shows in the turn that listens
+                await self._voice.keep_line_open(self._send_frame, stop)
+
+        self._line = (asyncio.create_task(run()), stop)
+
+    async def _close_line(self) -> None:
+        line, self._line = self._line, None
+        await stop_line(line)
 
     def _ended_turn(self) -> AgentTurn:
         assert self._session is not None
@@ -351,6 +380,7 @@ class SipTarget(Target[SipSpec]):
         if phone is None:
             return
         session = self._session
+        await self._close_line()
         try:
             if phone.call.ended is None and phone.local is not None and self._answered is not None:
                 await phone.hangup()
