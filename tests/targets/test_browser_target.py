@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -100,8 +101,10 @@ EXPECTED_FAILURES = {
     "a selector that matches nothing": "step 1: click: nothing matches '#nope' within 0.5s",
     "a navigation outside allowed_domains":
         "step 1: navigate: http://203.0.113.7/ is outside allowed_domains (127.0.0.1)",
+    # the script only schedules the navigation: on a loaded machine Chromium asks for the page during step 2
+    # (the wait), and the failure names the step that was running when the request was blocked
     "a link outside allowed_domains":
-        "step 1: the page tried to go to http://203.0.113.7/, outside allowed_domains (127.0.0.1)",
+        "the page tried to go to http://203.0.113.7/, outside allowed_domains (127.0.0.1)",
     "the checkout with its a11y defect":
         "step 2: a11y: 1 axe violation at or above serious: label (critical, 1 node: #card)",
     "the cart is not the home page": "step 2: visual home: ",
@@ -125,7 +128,8 @@ def test_each_failure_is_one_line_naming_the_step(tmp_path: Path, web_shop_url: 
     assert set(results) == set(EXPECTED_FAILURES)
     for name, line in EXPECTED_FAILURES.items():
         assert results[name]["status"] == "failed", name
-        assert line in done.stdout, (line, done.stdout)
+        step = "" if line.startswith("step ") else r"step [12]: "
+        assert re.search("✗ conversation: " + step + re.escape(line), done.stdout), (line, done.stdout)
     assert "Traceback" not in done.stdout + done.stderr
     goal = _run_result(tmp_path / "out", "web-shop-failing", "a-goal-the-shop-cannot-meet")
     steps = goal["turns"][0]["agent"]["raw"][0]["agent_steps"]
