@@ -12,8 +12,39 @@ import httpx
 from tamesu.net.aio import DISCONNECTED, OnResend, aio_transport, resend_reason
 from tamesu.net.tls import TlsSpec, ssl_context, tls_reason
 
-__all__ = ["DISCONNECTED", "NO_BASE_URL", "NO_PARAMS", "async_client", "client_options", "os_reason",
-           "resend_reason", "ssl_context"]
+__all__ = ["DISCONNECTED", "NO_BASE_URL", "NO_PARAMS", "AsyncClient", "SetCookies", "async_client", "client_options",
+           "os_reason", "resend_reason", "ssl_context"]
+
+
+class SetCookies(httpx.Cookies):
+    """httpx's cookies, read from an answer only when it sets one (`Set-Cookie`, `Set-Cookie2`).
+
+    httpx hands every answer to the standard library's cookie jar through an `email.message.Message` of its
+    headers and a `urllib.request.Request`, and the jar then finds no cookie in most of them: 83 us per answer,
+    a tenth of a request's CPU over `tamesu.net.aio` (docs/performance.md, issue 28's third pass). httpx2, the
+    SDKs' fork of httpx, makes the same check first; what the jar holds is the same either way."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        headers = response.headers
+        if "set-cookie" in headers or "set-cookie2" in headers:
+            super().extract_cookies(response)
+
+
+class AsyncClient(httpx.AsyncClient):
+    """`httpx.AsyncClient` whose cookies are `SetCookies` (httpx's public `cookies` property, kept as httpx
+    keeps it: the setter takes what httpx's takes)."""
+
+    def __init__(self, *, cookies: Any = None, **options: Any) -> None:
+        super().__init__(**options)
+        self._set_cookies = SetCookies(cookies)
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._set_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._set_cookies = SetCookies(cookies)
 
 
 def client_options(*, tls: TlsSpec | None = None, on_resend: OnResend | None = None) -> dict[str, Any]:
@@ -23,7 +54,7 @@ def client_options(*, tls: TlsSpec | None = None, on_resend: OnResend | None = N
 
 
 def async_client(timeout: float, *, tls: TlsSpec | None = None, **options: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=timeout, **client_options(tls=tls), **options)
+    return AsyncClient(timeout=timeout, **client_options(tls=tls), **options)
 
 
 NO_BASE_URL = httpx.URL("")

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tamesu.conversation import Session
-from tamesu.net.clients import client_options
+from tamesu.net.clients import AsyncClient, client_options
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
 
@@ -75,7 +75,7 @@ class ForwardProxy:
         settles, or when it ends or is dropped."""
         # one client for the agent's life, its connections kept alive between calls: a call that went out on
         # one the real agent had just closed (its keep-alive time ran out between two delegations) is sent again
-        self._client = httpx.AsyncClient(**client_options(on_resend=self._resent),
+        self._client = AsyncClient(**client_options(on_resend=self._resent),
                                          timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     async def aclose(self) -> None:

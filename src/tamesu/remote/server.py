@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from tamesu.conversation import Session
 from tamesu.fuzzing import fuzz_for
-from tamesu.net.clients import client_options
+from tamesu.net.clients import AsyncClient, client_options
 from tamesu.net.serve import LoopServer
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
@@ -137,7 +137,7 @@ class RemoteAgentServer:
         configs, tasks = VersionedConfigStore(), InMemoryTaskStore()
         # kept alive between a run's pushes: one that went out on a connection the caller's listener had just
         # closed is sent again once (tamesu.net.aio); the sender only logs a push that failed
-        self._push_client = httpx.AsyncClient(**client_options(on_resend=self._push_resent), timeout=PUSH_TIMEOUT)
+        self._push_client = AsyncClient(**client_options(on_resend=self._push_resent), timeout=PUSH_TIMEOUT)
         self._handler = DefaultRequestHandler(
             agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
             task_store=tasks, agent_card=public, push_config_store=configs,

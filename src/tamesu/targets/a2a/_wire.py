@@ -20,7 +20,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
-from tamesu.net.clients import NO_BASE_URL, NO_PARAMS
+from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
@@ -47,7 +47,7 @@ class Wire:
         # check, no answer is read past max_response_bytes; beneath that, aiohttp (tamesu.net.aio: a call whose
         # connection ended at once, before any answer, is sent again once)
         wire = aio_transport(httpx, tls=tls, on_resend=self._resent)
-        self.http = httpx.AsyncClient(transport=IdCheckingTransport(bounded_transport(httpx, wire, max_response_bytes,
+        self.http = AsyncClient(transport=IdCheckingTransport(bounded_transport(httpx, wire, max_response_bytes,
                                                                                       self._refused)),
                                       base_url=NO_BASE_URL,
                                       params=NO_PARAMS, headers=headers,

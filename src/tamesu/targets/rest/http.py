@@ -13,7 +13,7 @@ import httpx
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
-from tamesu.net.clients import client_options, os_reason
+from tamesu.net.clients import AsyncClient, client_options, os_reason
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
@@ -107,7 +107,7 @@ class Http:
         self._what = what
         # a turn whose connection ended before any answer, at once, is sent again once (tamesu.net.aio);
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = httpx.AsyncClient(**client_options(on_resend=self._resent, tls=tls), follow_redirects=True,
+        self.client = AsyncClient(**client_options(on_resend=self._resent, tls=tls), follow_redirects=True,
                                         max_redirects=MAX_REDIRECTS,
                                         timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
                                         event_hooks={"request": [self._stamp_trace]})

@@ -1,0 +1,81 @@
+"""The HTTP clients read an answer's cookies only when it sets one (`tamesu.net.clients.SetCookies`), and keep
+and send back the cookies an agent sets, as httpx's own client does; against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.cookiejar
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from tamesu.conversation import Session
+from tamesu.net.clients import async_client
+from tamesu.suite.schema import ConnectSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets.rest.http import Http
+
+
+class CountingJar(http.cookiejar.CookieJar):
+    """The standard library's jar, counting the answers handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.extracted = 0
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        self.extracted += 1
+        super().extract_cookies(response, request)
+
+
+async def _answer(request: web.Request) -> web.Response:
+    answer = web.json_response({"cookie": request.headers.get("Cookie", "")})
+    if "set" in request.query:
+        answer.set_cookie("session", request.query["set"], path="/")
+    return answer
+
+
+@pytest.fixture
+async def agent() -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_get("/chat", _answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/chat"
+    finally:
+        await runner.cleanup()
+
+
+def _rest_client(tmp_path: Path) -> Any:
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    return Http(session=session, connect=ConnectSpec(), read_timeout=30, what="rest target",
+                max_bytes=1_000_000).client
+
+
+@pytest.mark.parametrize("route", ["rest", "hooks_and_checks"])
+async def test_cookies_set_by_the_agent_are_sent_back_and_only_answers_that_set_one_reach_the_jar(
+        route: str, agent: str, tmp_path: Path) -> None:
+    client = _rest_client(tmp_path) if route == "rest" else async_client(30)
+    jar = CountingJar()
+    client.cookies = jar
+    try:
+        plain = await client.get(agent)
+        assert plain.json() == {"cookie": ""}
+        assert jar.extracted == 0  # no Set-Cookie: the jar is not consulted
+        await client.get(agent, params={"set": "abc"})
+        assert jar.extracted == 1
+        again = await client.get(agent)
+        assert again.json() == {"cookie": "session=abc"}
+        assert jar.extracted == 1
+        assert client.cookies.get("session") == "abc"
+    finally:
+        await client.aclose()
