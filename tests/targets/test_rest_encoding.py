@@ -1,0 +1,72 @@
+"""The rest target decodes an answer by its charset as httpx would (`targets.rest.http.text_encoding` skips
+httpx's parse of a content type that names none), against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from tamesu.conversation import Session
+from tamesu.suite.schema import ConnectSpec
+from tamesu.suite.secrets import Secrets
+from tamesu.suite.templates import Context
+from tamesu.targets.rest.http import Http, text_encoding
+
+ANSWERS: dict[str, tuple[str | None, bytes, object]] = {
+    # path: (content type, body, the body the turn should read)
+    "plain": ("text/plain", "café".encode(), "café"),
+    "latin": ("text/plain; charset=ISO-8859-1", "café".encode("latin-1"), "café"),
+    "quoted": ('text/plain; Charset="latin-1"', "naïve".encode("latin-1"), "naïve"),
+    "unknown": ("text/plain; charset=made-up", "café".encode(), "café"),
+    "json": ("application/json", '{"text": "é"}'.encode(), {"text": "é"}),
+    "json-utf8": ("application/json; charset=utf-8", '{"text": "ü"}'.encode(), {"text": "ü"}),
+    "none": (None, b"ok", "ok"),
+}
+
+
+async def _answer(request: web.Request) -> web.StreamResponse:
+    content_type, body, _ = ANSWERS[request.match_info["name"]]
+    answer = web.Response(body=body)
+    if content_type is None:
+        answer.headers.popall("Content-Type", None)
+        answer.content_type = ""
+    else:
+        answer.headers["Content-Type"] = content_type
+    return answer
+
+
+@pytest.fixture
+async def agent() -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_get("/{name}", _answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def _http(tmp_path: Path) -> Http:
+    secrets = Secrets(environ={})
+    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
+                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    return Http(session=session, connect=ConnectSpec(), read_timeout=30, what="rest target", max_bytes=1_000_000)
+
+
+@pytest.mark.parametrize("name", list(ANSWERS))
+async def test_an_answer_is_decoded_by_its_charset_as_httpx_decodes_it(name: str, agent: str, tmp_path: Path) -> None:
+    http = _http(tmp_path)
+    try:
+        response = await http.client.get(f"{agent}/{name}")
+        assert text_encoding(response) == (response.encoding or "utf-8")
+        answer = await http.fetch(http.build("GET", f"{agent}/{name}", {}, None, has_body=False))
+        assert answer.body == ANSWERS[name][2]
+    finally:
+        await http.aclose()
