@@ -71,6 +71,11 @@ async def _sized(_: Request) -> Response:
     return Response(("word " * 1_000_000).encode(), media_type="text/plain")  # 5 MB with a Content-Length
 
 
+async def _sized_near_the_limit(request: Request) -> Response:
+    size = LIMIT + int(request.query_params.get("over", "0"))
+    return Response(b"w" * size, media_type="text/plain")  # with its Content-Length
+
+
 WS_MESSAGE = json.dumps({"delta": "word " * 1000})
 
 
@@ -100,7 +105,7 @@ async def _endless_messages(websocket: WebSocket) -> None:
 def _app() -> Starlette:
     routes = [("/endless-text", _endless_text), ("/endless-json", _endless_json), ("/endless-events",
               _endless_events), ("/endless-line", _endless_line), ("/sized", _sized),
-              ("/gzip-bomb", _gzip_bomb)]
+              ("/sized-near-the-limit", _sized_near_the_limit), ("/gzip-bomb", _gzip_bomb)]
     return Starlette(routes=[*(Route(path, handler, methods=["POST"]) for path, handler in routes),
                              WebSocketRoute("/endless-ws", _endless_messages)])
 
@@ -148,6 +153,21 @@ async def test_a_sized_answer_over_the_limit_names_its_length(tmp_path: Path, fl
     assert len(turn.text.encode()) == LIMIT
     [cut] = events(session, "response_truncated")
     assert cut["declared"] == 5_000_000 and "read 1,000,000 bytes of 5,000,000" in cut["note"]
+
+
+@pytest.mark.parametrize("over", [0, 1])
+async def test_a_sized_answer_at_the_limit_is_read_whole_and_one_byte_over_is_cut(tmp_path: Path, flooding: str,
+                                                                                  over: int) -> None:
+    session = make_session(tmp_path)
+    async with opened(_spec(f"{flooding}/sized-near-the-limit?over={over}"), session) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    assert turn.text == "w" * LIMIT
+    cuts = events(session, "response_truncated")
+    if over:
+        [cut] = cuts
+        assert cut["declared"] == LIMIT + 1 and f"read {LIMIT:,} bytes of {LIMIT + 1:,}" in cut["note"]
+    else:
+        assert cuts == []
 
 
 async def test_a_compressed_answer_is_counted_as_it_inflates(tmp_path: Path, flooding: str) -> None:
