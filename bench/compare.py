@@ -2,6 +2,7 @@
 the working tree's, and the bare loop's beside both.
 
     python bench/compare.py [--before REV] [--workload persona|rest] [--rounds R] [--small N] [--large N]
+    python bench/compare.py --pairs P [--before REV] [--workload persona|rest] [--large N]
 
 `--before` (default HEAD) is checked out with `git archive` into a temporary folder and the working tree's
 `src/` is copied beside it when the run starts (so editing during a run changes nothing); each side runs
@@ -11,6 +12,11 @@ OpenAI shape) and `bench/run.py`'s scripted REST conversations, 5 turns each, `-
 at once. Every round runs each side at two sizes, in an order that alternates between rounds, and takes the
 slope (so start-up cancels out); the figures are the medians of the rounds. The machine is shared: only the
 ratios measured in the same run mean anything.
+
+`--pairs P` measures whole runs instead: P pairs of `tamesu run` of `--large` conversations, before and after back
+to back (the order alternating), and the median of each pair's own after/before CPU ratio. Start-up is in each
+figure, so the ratio understates a per-turn change, but two runs a few seconds apart share the machine's load:
+at a load average of 17 the slopes' rounds read 0.28x to 1.35x for the same two commits (issue 28's third pass).
 """
 
 from __future__ import annotations
@@ -111,6 +117,35 @@ def compare(before: str, workload: str, rounds: int, small: int, large: int, par
             "load_average": [round(x, 1) for x in os.getloadavg()]}
 
 
+def pairs(before: str, workload: str, count: int, conversations: int, parallel: int) -> dict[str, Any]:
+    agent = Agent()
+    model = ModelServer() if workload == "persona" else None
+    cpu: dict[str, list[float]] = {"before": [], "after": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="tamesu-compare-") as temporary:
+            folder = Path(temporary)
+            sources = {"before": checkout(before, folder / "before"),
+                       "after": Path(shutil.copytree(ROOT / "src", folder / "after" / "src"))}
+            if workload == "persona":
+                assert model is not None
+                suite = persona_suite(folder, model.url, agent.url, "openai", conversations, TURNS)
+                extra = ["--no-cache"]
+            else:
+                suite, extra = rest_suite(folder, agent.url, conversations, TURNS), []
+            for number in range(count):
+                for side in ("before", "after") if number % 2 == 0 else ("after", "before"):
+                    cpu[side].append(_tamesu(folder, sources[side], suite, min(parallel, conversations), extra))
+    finally:
+        agent.stop()
+        if model is not None:
+            model.stop()
+    ratios = [a / b for a, b in zip(cpu["after"], cpu["before"], strict=True)]
+    return {"workload": workload, "before": before, "at_once": parallel, "conversations": conversations,
+            "pairs": count, "cpu_s": {side: [round(v, 2) for v in values] for side, values in cpu.items()},
+            "pair_ratios": [round(r, 3) for r in ratios], "after_over_before": round(statistics.median(ratios), 3),
+            "load_average": [round(x, 1) for x in os.getloadavg()]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="HEAD")
@@ -119,7 +154,15 @@ def main() -> int:
     parser.add_argument("--small", type=int, default=100)
     parser.add_argument("--large", type=int, default=300)
     parser.add_argument("--parallel", type=int, default=100)
+    parser.add_argument("--pairs", type=int, help="whole runs of --large conversations, before and after back to back")
     args = parser.parse_args()
+    if args.pairs:
+        found = pairs(args.before, args.workload, args.pairs, args.large, args.parallel)
+        print(f"{args.workload}, {args.large} conversations, {args.parallel} at once: after/before CPU of whole runs "
+              f"{found['after_over_before']}x (median of {args.pairs} pairs: {found['pair_ratios']}; load average "
+              f"{found['load_average'][0]})")
+        print(json.dumps(found, indent=1))
+        return 0
     result = compare(args.before, args.workload, args.rounds, args.small, args.large, args.parallel)
     cpu = result["cpu_ms_per_turn"]
     print(f"{args.workload}, {args.parallel} at once: CPU per turn before ({args.before}) {cpu['before']} ms, "
