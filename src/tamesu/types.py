@@ -45,8 +45,6 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-
-
 JSONValue: TypeAlias = str | int | float | bool | list["JSONValue"] | dict[str, "JSONValue"] | None
 """A parsed JSON document, as `json.loads` gives it: read it by narrowing (`isinstance(value, dict)`), never by
 assuming its shape; what tamesu owns has a pydantic model or a TypedDict instead. For annotations only: a
@@ -54,6 +52,17 @@ pydantic field that holds any JSON is `JsonValue` (pydantic's), which this alias
 
 JSONObject: TypeAlias = dict[str, JSONValue]
 """A parsed JSON object."""
+
+
+def json_object(value: object) -> JSONObject:
+    """`value` when it is a JSON object, else an empty one: reading an optional object of a document tamesu
+    wrote (or one an agent sent, already checked) without a branch at each step."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_list(value: object) -> list[JSONValue]:
+    """`value` when it is a JSON array, else an empty one (see `json_object`)."""
+    return value if isinstance(value, list) else []
 
 
 def split_addr(addr: str) -> tuple[str, int]:

@@ -202,8 +202,10 @@ class ModelTarget(Target[ModelTargetSpec]):
         self._calls = 0
 
     @classmethod
-    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+    def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
         """As the provider of the target's model (`models.target` when it names none) takes files."""
+        if not isinstance(spec, ModelTargetSpec):
+            raise TypeError(f"a model target's spec, not {type(spec).__name__}")
         model = spec.model if spec.model is not None else models.get("target")
         if isinstance(model, str):
             model = models.get(model) or model

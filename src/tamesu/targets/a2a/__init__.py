@@ -60,7 +60,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 from a2a.client import Client
 from a2a.types.a2a_pb2 import (
@@ -88,7 +87,7 @@ from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
 from tamesu.targets.a2a._turn import Progress, followed_task, turn_metadata, user_message
 from tamesu.targets.a2a._wire import Wire
 from tamesu.targets.base import Target
-from tamesu.types import split_addr
+from tamesu.types import JSONObject, JSONValue, split_addr
 
 __all__ = ["A2ASpec", "A2ATarget", "PushSpec"]
 
@@ -113,7 +112,7 @@ class A2ATarget(Target[A2ASpec]):
     """Seconds between tasks/get while a task works (the A2A target page's 500 ms)."""
 
     @classmethod
-    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+    def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
         return None  # a file part: its bytes inline, or its URI
 
     def __init__(self, spec: A2ASpec, name: str) -> None:
@@ -126,13 +125,13 @@ class A2ATarget(Target[A2ASpec]):
         self._url = ""
         self._choice: Choice | None = None
         self._card: AgentCard | None = None
-        self._metadata: dict[str, Any] = {}
+        self._metadata: dict[str, object] = {}
         self._streaming = False
         self._pushing = False
         self.context_id: str | None = None
         self.task_id: str | None = None
         """The task the next turn continues (it waits for input), or None for a new task."""
-        self._ended_status: dict[str, Any] | None = None
+        self._ended_status: JSONValue = None
         self._states: dict[str, str] = {}
         """Task id -> the last state seen: every task the session saw, for a2a_tasks and task_<state>."""
         self._requests_before = 0
@@ -327,19 +326,19 @@ class A2ATarget(Target[A2ASpec]):
         completed_at = progress.last_at if progress.last_at is not None else session.now_ms()
         state = shape.state_of(doc) if doc is not None else None
         if doc is not None and doc.get("kind") == "task":
-            self.context_id = doc.get("contextId") or self.context_id
+            self.context_id = str(doc.get("contextId") or "") or self.context_id
             waiting = state in shape.WAITING
-            self.task_id = doc.get("id") if waiting else None
+            self.task_id = shape.task_id_of(doc) if waiting else None
             self._ended_status = doc.get("status") if waiting else None
         elif doc is not None:
-            self.context_id = doc.get("contextId") or self.context_id
+            self.context_id = str(doc.get("contextId") or "") or self.context_id
         return AgentTurn(
             text=self._reader.text(doc, message_id), response=doc, raw=progress.raw, sent_at_ms=sent_at,
             first_token_at_ms=progress.first_text_at if self._streaming else None, completed_at_ms=completed_at,
             ended=state in shape.ENDED,
         )
 
-    def _observe(self, doc: dict[str, Any]) -> None:
+    def _observe(self, doc: JSONObject) -> None:
         """Every task the session sees, and a task_<state> event when one reports a new state."""
         task_id = shape.task_id_of(doc)
         state = shape.state_of(doc)
@@ -370,7 +369,7 @@ class A2ATarget(Target[A2ASpec]):
 
         return await wire.call(choice.url, attempt)
 
-    async def _get_task(self, task_id: str) -> dict[str, object]:
+    async def _get_task(self, task_id: str) -> JSONObject:
         client, wire, choice = self._require_client(), self._require_wire(), self._require_choice()
         task = await wire.call(choice.url, lambda: client.get_task(GetTaskRequest(id=task_id),
                                                                     context=wire.context(choice)))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,6 +18,7 @@ from a2a.types.a2a_pb2 import AgentCard
 from google.protobuf.json_format import ParseError
 
 from tamesu.targets.a2a._errors import unreachable
+from tamesu.types import JSONObject
 
 WELL_KNOWN = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"}
@@ -64,7 +64,7 @@ async def fetch_card(http: httpx.AsyncClient, place: str) -> tuple[AgentCard | N
         return None, f"not an agent card: {' '.join(str(exc).split())[:200]}"
 
 
-def summary(card: AgentCard) -> dict[str, Any]:
+def summary(card: AgentCard) -> JSONObject:
     return {"name": card.name, "version": card.version, "skills": [s.id for s in card.skills],
             "interfaces": [{"binding": i.protocol_binding, "url": i.url, "version": i.protocol_version}
                            for i in card.supported_interfaces],

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 import httpx
@@ -18,6 +17,7 @@ from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AEr
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
+from tamesu.types import JSONObject
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)
 """What a call through the SDK raises when the agent (or what it answered) is at fault; ValueError is the
@@ -88,8 +88,8 @@ class AgentError:
             return f"the agent answered HTTP {self.status}: {self.message}"
         return f"the agent answered an error: {self.message}"
 
-    def raw(self) -> dict[str, Any]:
-        error: dict[str, object] = {"message": self.message}
+    def raw(self) -> JSONObject:
+        error: JSONObject = {"message": self.message}
         if self.code is not None:
             error["code"] = self.code
         if self.status is not None:

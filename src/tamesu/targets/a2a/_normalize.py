@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import copy
-from typing import Any
 
 from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as types_v03
@@ -40,7 +39,9 @@ from a2a.types.a2a_pb2 import (
     TaskStatusUpdateEvent,
 )
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+from tamesu.types import JSONObject, JSONValue, json_list, json_object
 
 STATES: dict[int, str] = {
     TaskState.TASK_STATE_SUBMITTED: "submitted",
@@ -62,22 +63,23 @@ SETTLED = WAITING | ENDED | {"completed", "unknown"}
 ROLES = {Role.ROLE_USER: "user", Role.ROLE_AGENT: "agent"}
 
 
-def _put(doc: dict[str, Any], key: str, value: Any) -> None:
+def _put(doc: JSONObject, key: str, value: JSONValue) -> None:
     if value not in (None, "", [], {}):
         doc[key] = value
 
 
-def _struct(holder: Any, field: str) -> dict[str, object] | None:
+def _struct(holder: Part | Message | Artifact | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+            field: str) -> JSONObject | None:
     return MessageToDict(getattr(holder, field)) if holder.HasField(field) else None
 
 
-def part(p: Part) -> dict[str, Any]:
+def part(p: Part) -> JSONObject:
     content = p.WhichOneof("content")
-    doc: dict[str, Any]
+    doc: JSONObject
     if content == "data":
         doc = {"kind": "data", "data": MessageToDict(p.data)}
     elif content in ("raw", "url"):
-        file: dict[str, Any] = {}
+        file: JSONObject = {}
         _put(file, "name", p.filename)
         _put(file, "mimeType", p.media_type)
         if content == "raw":
@@ -91,8 +93,8 @@ def part(p: Part) -> dict[str, Any]:
     return doc
 
 
-def message(m: Message) -> dict[str, Any]:
-    doc: dict[str, Any] = {"kind": "message", "messageId": m.message_id, "role": ROLES.get(m.role, "agent"),
+def message(m: Message) -> JSONObject:
+    doc: JSONObject = {"kind": "message", "messageId": m.message_id, "role": ROLES.get(m.role, "agent"),
                            "parts": [part(p) for p in m.parts]}
     _put(doc, "contextId", m.context_id)
     _put(doc, "taskId", m.task_id)
@@ -102,8 +104,8 @@ def message(m: Message) -> dict[str, Any]:
     return doc
 
 
-def status(s: TaskStatus) -> dict[str, Any]:
-    doc: dict[str, Any] = {"state": STATES.get(s.state, "unknown")}
+def status(s: TaskStatus) -> JSONObject:
+    doc: JSONObject = {"state": STATES.get(s.state, "unknown")}
     if s.HasField("message"):
         doc["message"] = message(s.message)
     if s.HasField("timestamp"):
@@ -111,8 +113,8 @@ def status(s: TaskStatus) -> dict[str, Any]:
     return doc
 
 
-def artifact(a: Artifact) -> dict[str, object]:
-    doc: dict[str, Any] = {"artifactId": a.artifact_id}
+def artifact(a: Artifact) -> JSONObject:
+    doc: JSONObject = {"artifactId": a.artifact_id}
     _put(doc, "name", a.name)
     _put(doc, "description", a.description)
     doc["parts"] = [part(p) for p in a.parts]
@@ -121,30 +123,30 @@ def artifact(a: Artifact) -> dict[str, object]:
     return doc
 
 
-def task(t: Task) -> dict[str, Any]:
-    doc: dict[str, Any] = {"kind": "task", "id": t.id, "contextId": t.context_id, "status": status(t.status),
+def task(t: Task) -> JSONObject:
+    doc: JSONObject = {"kind": "task", "id": t.id, "contextId": t.context_id, "status": status(t.status),
                            "artifacts": [artifact(a) for a in t.artifacts],
                            "history": [message(m) for m in t.history]}
     _put(doc, "metadata", _struct(t, "metadata"))
     return doc
 
 
-def status_update(e: TaskStatusUpdateEvent) -> dict[str, object]:
+def status_update(e: TaskStatusUpdateEvent) -> JSONObject:
     shown = status(e.status)
-    doc: dict[str, Any] = {"kind": "status-update", "taskId": e.task_id, "contextId": e.context_id,
+    doc: JSONObject = {"kind": "status-update", "taskId": e.task_id, "contextId": e.context_id,
                            "status": shown, "final": shown["state"] in SETTLED}
     _put(doc, "metadata", _struct(e, "metadata"))
     return doc
 
 
-def artifact_update(e: TaskArtifactUpdateEvent) -> dict[str, object]:
-    doc: dict[str, Any] = {"kind": "artifact-update", "taskId": e.task_id, "contextId": e.context_id,
+def artifact_update(e: TaskArtifactUpdateEvent) -> JSONObject:
+    doc: JSONObject = {"kind": "artifact-update", "taskId": e.task_id, "contextId": e.context_id,
                            "artifact": artifact(e.artifact), "append": e.append, "lastChunk": e.last_chunk}
     _put(doc, "metadata", _struct(e, "metadata"))
     return doc
 
 
-def stream_event(event: StreamResponse) -> dict[str, Any]:
+def stream_event(event: StreamResponse) -> JSONObject:
     which = event.WhichOneof("payload")
     if which == "task":
         return task(event.task)
@@ -158,13 +160,13 @@ def stream_event(event: StreamResponse) -> dict[str, Any]:
 
 
 _V10_PAYLOADS = ("task", "message", "statusUpdate", "artifactUpdate", "status_update", "artifact_update")
-_V03_KINDS: dict[str, Any] = {
+_V03_KINDS: dict[str, type[BaseModel]] = {
     "task": types_v03.Task, "message": types_v03.Message,
     "status-update": types_v03.TaskStatusUpdateEvent, "artifact-update": types_v03.TaskArtifactUpdateEvent,
 }
 
 
-def push_body(body: Any) -> dict[str, Any]:
+def push_body(body: JSONValue) -> JSONObject:
     """A push notification in either version: A2A 1.0 posts a StreamResponse, A2A 0.3 the task itself."""
     if not isinstance(body, dict):
         raise ValueError("a push notification must be a JSON object")
@@ -173,7 +175,7 @@ def push_body(body: Any) -> dict[str, Any]:
             return stream_event(ParseDict(body, StreamResponse(), ignore_unknown_fields=True))
         kind = body.get("kind")
         if kind is None and isinstance(body.get("status"), dict) and "id" in body:
-            state = str(body["status"].get("state", ""))
+            state = str(json_object(body["status"]).get("state", ""))
             if state.startswith("TASK_STATE_"):
                 return task(ParseDict(body, Task(), ignore_unknown_fields=True))
             kind = "task"
@@ -194,20 +196,19 @@ def _one_line(exc: Exception) -> str:
 # -- reading documents ----------------------------------------------------------------------------------
 
 
-def state_of(doc: dict[str, Any]) -> str | None:
+def state_of(doc: JSONObject) -> str | None:
     """The task state a document reports, or None (a message, an artifact update)."""
     if doc.get("kind") in ("task", "status-update"):
-        return str(doc.get("status", {}).get("state", "unknown"))
+        return str(json_object(doc.get("status")).get("state", "unknown"))
     return None
 
 
-def task_id_of(doc: dict[str, Any]) -> str | None:
-    if doc.get("kind") == "task":
-        return doc.get("id") or None
-    return doc.get("taskId") or None
+def task_id_of(doc: JSONObject) -> str | None:
+    found = doc.get("id") if doc.get("kind") == "task" else doc.get("taskId")
+    return str(found) if found else None
 
 
-def ends_turn(doc: dict[str, Any]) -> bool:
+def ends_turn(doc: JSONObject) -> bool:
     """A plain message, or a task state the agent stops at."""
     if doc.get("kind") == "message":
         return True
@@ -215,7 +216,7 @@ def ends_turn(doc: dict[str, Any]) -> bool:
     return state is not None and state in SETTLED
 
 
-def merged(current: dict[str, Any] | None, event: dict[str, Any]) -> dict[str, Any]:
+def merged(current: JSONObject | None, event: JSONObject) -> JSONObject:
     """The task as it stands once `event` is applied (the event itself when it is a task or a message)."""
     kind = event.get("kind")
     if kind in ("task", "message"):
@@ -227,17 +228,21 @@ def merged(current: dict[str, Any] | None, event: dict[str, Any]) -> dict[str, A
         current = copy.deepcopy(current)
     if kind == "status-update":
         # The agent's store moves the previous status message into the history; so does this view.
-        previous = current.get("status", {}).get("message")
+        previous = json_object(current.get("status")).get("message")
         if previous is not None:
-            current.setdefault("history", []).append(previous)
+            history = current.setdefault("history", [])
+            if isinstance(history, list):
+                history.append(previous)
         current["status"] = copy.deepcopy(event["status"])
     elif kind == "artifact-update":
-        incoming = copy.deepcopy(event["artifact"])
-        artifacts: list[dict[str, Any]] = current.setdefault("artifacts", [])
+        incoming = json_object(copy.deepcopy(event["artifact"]))
+        artifacts = current.setdefault("artifacts", [])
+        if not isinstance(artifacts, list):
+            return current
         for index, existing in enumerate(artifacts):
-            if existing.get("artifactId") == incoming.get("artifactId"):
+            if isinstance(existing, dict) and existing.get("artifactId") == incoming.get("artifactId"):
                 if event.get("append"):
-                    existing["parts"] = [*existing.get("parts", []), *incoming.get("parts", [])]
+                    existing["parts"] = [*json_list(existing.get("parts")), *json_list(incoming.get("parts"))]
                 else:
                     artifacts[index] = incoming
                 break

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,6 +20,7 @@ from starlette.routing import Route
 from tamesu.conversation import Session
 from tamesu.net.serve import LoopServer
 from tamesu.targets.a2a._normalize import push_body, state_of, task_id_of
+from tamesu.types import JSONObject
 
 PATH = "/a2a/push"
 TOKEN_HEADER = "X-A2A-Notification-Token"
@@ -32,7 +32,7 @@ class PushListener:
     def __init__(self, session: Session, *, host: str, port: int, public_url: str | None) -> None:
         self._session = session
         self.token = secrets.token_urlsafe(24)
-        self._queue: asyncio.Queue[tuple[dict[str, object], float]] = asyncio.Queue(QUEUE_LIMIT)
+        self._queue: asyncio.Queue[tuple[JSONObject, float]] = asyncio.Queue(QUEUE_LIMIT)
         app = Starlette(routes=[Route("/{path:path}", self._receive, methods=["POST"])])
         self._server = LoopServer(app, host=host, port=port)
         shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host
@@ -65,7 +65,7 @@ class PushListener:
         self._session.event("push_received", task_id=task_id_of(doc), kind=doc.get("kind"), state=state_of(doc))
         return JSONResponse({"ok": True})
 
-    async def next(self, timeout: float) -> tuple[dict[str, Any], float] | None:
+    async def next(self, timeout: float) -> tuple[JSONObject, float] | None:
         """The next notification, or None when `timeout` passes first."""
         try:
             async with asyncio.timeout(timeout):

@@ -10,26 +10,28 @@ agent that streams its answer appends it to one artifact a few words at a time.
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from tamesu.types import JSONObject, JSONValue, json_list, json_object
 
 
-def part_text(part: dict[str, Any]) -> str:
+def part_text(part: JSONValue) -> str:
+    part = json_object(part)
     kind = part.get("kind")
     if kind == "data":
         return json.dumps(part.get("data"), ensure_ascii=False, sort_keys=True)
     if kind == "file":
-        file = part.get("file") or {}
+        file = json_object(part.get("file"))
         return f"[{file.get('name') or file.get('uri') or 'file'}]"
     return str(part.get("text", ""))
 
 
-def parts_text(parts: list[dict[str, Any]], *, run_on: bool = False) -> str:
+def parts_text(parts: JSONValue, *, run_on: bool = False) -> str:
     """The parts as lines; with `run_on`, adjacent text parts are one line."""
     pieces: list[str] = []
     previous_text = False
-    for part in parts:
+    for part in json_list(parts):
         text = part_text(part)
-        is_text = part.get("kind", "text") == "text"
+        is_text = json_object(part).get("kind", "text") == "text"
         if run_on and is_text and previous_text and pieces:
             pieces[-1] += text
         elif text:
@@ -38,17 +40,17 @@ def parts_text(parts: list[dict[str, Any]], *, run_on: bool = False) -> str:
     return "\n".join(piece for piece in pieces if piece)
 
 
-def has_text(doc: dict[str, Any]) -> bool:
+def has_text(doc: JSONObject) -> bool:
     """Whether a task, message or event carries words for the user (time_to_first_token_ms)."""
     kind = doc.get("kind")
     if kind == "message":
-        return bool(parts_text(doc.get("parts", [])))
+        return bool(parts_text(doc.get("parts")))
     if kind == "artifact-update":
-        return bool(parts_text(doc.get("artifact", {}).get("parts", [])))
-    message = doc.get("status", {}).get("message")
-    if message and parts_text(message.get("parts", [])):
+        return bool(parts_text(json_object(doc.get("artifact")).get("parts")))
+    message = json_object(doc.get("status")).get("message")
+    if message and parts_text(json_object(message).get("parts")):
         return True
-    return kind == "task" and any(parts_text(a.get("parts", [])) for a in doc.get("artifacts", []))
+    return kind == "task" and any(parts_text(json_object(a).get("parts")) for a in json_list(doc.get("artifacts")))
 
 
 class TurnReader:
@@ -58,30 +60,30 @@ class TurnReader:
         self._read: dict[tuple[str, str], int] = {}
         """(task id, artifact id) -> parts already read."""
 
-    def text(self, doc: dict[str, Any] | None, sent_message_id: str) -> str:
+    def text(self, doc: JSONObject | None, sent_message_id: str) -> str:
         if doc is None:
             return ""
         if doc.get("kind") == "message":
-            return parts_text(doc.get("parts", []))
+            return parts_text(doc.get("parts"))
         said: list[str] = []
-        status_message = doc.get("status", {}).get("message")
+        status_message = json_object(doc.get("status")).get("message")
         if status_message:
-            said.append(parts_text(status_message.get("parts", [])))
+            said.append(parts_text(json_object(status_message).get("parts")))
         task_id = str(doc.get("id", ""))
-        for artifact in doc.get("artifacts", []):
+        for artifact in map(json_object, json_list(doc.get("artifacts"))):
             key = (task_id, str(artifact.get("artifactId", "")))
-            parts = artifact.get("parts", [])
+            parts = json_list(artifact.get("parts"))
             said.append(parts_text(parts[self._read.get(key, 0):], run_on=True))
             self._read[key] = len(parts)
         text = "\n".join(s for s in said if s)
         return text or self._history_after(doc, sent_message_id)
 
     @staticmethod
-    def _history_after(doc: dict[str, Any], sent_message_id: str) -> str:
-        history = doc.get("history", [])
+    def _history_after(doc: JSONObject, sent_message_id: str) -> str:
+        history = [json_object(m) for m in json_list(doc.get("history"))]
         start = 0
         for index, message in enumerate(history):
             if message.get("messageId") == sent_message_id:
                 start = index + 1
-        return "\n".join(text for text in (parts_text(m.get("parts", [])) for m in history[start:]
+        return "\n".join(text for text in (parts_text(m.get("parts")) for m in history[start:]
                                            if m.get("role") == "agent") if text)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -45,7 +45,7 @@ class A2ASpec(TargetSpec):
     skill: str | None = None
     """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3); `tamesu
     coverage` counts it."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
     """Metadata sent with every message (templates allowed)."""
 
     @model_validator(mode="after")

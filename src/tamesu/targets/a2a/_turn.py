@@ -6,7 +6,6 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from a2a.types.a2a_pb2 import Message, Part, Role
 from google.protobuf.json_format import ParseDict
@@ -16,11 +15,13 @@ from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets.a2a._normalize import ends_turn, merged, task_id_of
 from tamesu.targets.a2a._read import has_text
+from tamesu.types import JSONObject, JSONValue, json_object
 
 
-def _as_json(value: object) -> Any:
+def _as_json(value: object) -> JSONValue:
     # YAML can hold dates and other values JSON has no type for; they travel as their text.
-    return json.loads(json.dumps(value, default=str))
+    parsed: JSONValue = json.loads(json.dumps(value, default=str))
+    return parsed
 
 
 def turn_metadata(target: Mapping[str, object], turn: UserTurn) -> dict[str, object]:
@@ -49,7 +50,7 @@ def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task
         parts.append(Part(text=turn.text))
     if turn.data is not None:
         value = Value()
-        ParseDict(_as_json(turn.data), value)
+        ParseDict(_as_json(turn.data), value)  # type: ignore[arg-type]  # protobuf's stub says dict; a Value takes any JSON
         parts.append(Part(data=value))
     for file in turn.files:
         if file.path:
@@ -66,7 +67,7 @@ def user_message(turn: UserTurn, *, base_dir: Path, context_id: str | None, task
                       context_id=context_id or "", task_id=task_id or "")
     if metadata:
         struct = Struct()
-        ParseDict(_as_json(metadata), struct)
+        ParseDict(json_object(_as_json(metadata)), struct)
         message.metadata.CopyFrom(struct)
     return message
 
@@ -84,18 +85,18 @@ def history_part(turn: UserTurn) -> Part:
 class Progress:
     """Everything one turn received, in order (`raw`), and the task (or message) as it now stands (`doc`)."""
 
-    def __init__(self, observe: Callable[[dict[str, Any]], None], *,
-                 stale_status: dict[str, Any] | None = None) -> None:
+    def __init__(self, observe: Callable[[JSONObject], None], *,
+                 stale_status: JSONValue = None) -> None:
         self._observe = observe
         self._stale_status = stale_status
         """The status the continued task stopped at last turn: seen again, it is old news, not an answer (an
         agent asked to return at once answers a follow-up with the task as it was)."""
-        self.raw: list[dict[str, Any]] = []
-        self.doc: dict[str, Any] | None = None
+        self.raw: list[JSONObject] = []
+        self.doc: JSONObject | None = None
         self.first_text_at: float | None = None
         self.last_at: float | None = None
 
-    def add(self, doc: dict[str, Any], at: float) -> None:
+    def add(self, doc: JSONObject, at: float) -> None:
         self.raw.append(doc)
         self.doc = merged(self.doc, doc)
         if self.first_text_at is None and has_text(doc):
@@ -103,7 +104,7 @@ class Progress:
         self.last_at = at
         self._observe(doc)
 
-    def add_polled(self, doc: dict[str, Any], at: float) -> None:
+    def add_polled(self, doc: JSONObject, at: float) -> None:
         """A tasks/get answer: kept only when it says something new, so a long wait is not 100 copies."""
         if doc != self.doc:
             self.add(doc, at)

@@ -64,7 +64,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -423,7 +423,9 @@ class RestTarget(Target[RestSpec]):
         return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
 
     @classmethod
-    def file_refusal(cls, spec: Any, file: FileRef, models: Mapping[str, Any]) -> str | None:
+    def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
+        if not isinstance(spec, RestSpec):
+            raise TypeError(f"a rest target's spec, not {type(spec).__name__}")
         return file_refusal(spec.request, file)
 
     @staticmethod
