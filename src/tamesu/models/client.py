@@ -187,10 +187,10 @@ class ResilientClient:
         # server's Retry-After is the least wait, spread over a quarter more; else half the backoff, plus up to
         # as much again at random
         if error.retry_after is not None:
-            floor = min(RETRY_FLOOR * 2**attempt, BACKOFF_CAP)
+            floor = min(RETRY_FLOOR * 2.0**attempt, BACKOFF_CAP)
             least = min(max(error.retry_after, floor), RETRY_AFTER_CAP)
             return least + random.uniform(0, max(least, floor) * RETRY_SPREAD)
-        ceiling = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
+        ceiling = min(BACKOFF_BASE * 2.0**attempt, BACKOFF_CAP)
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def _charge(self, response: ModelResponse, request: ModelRequest) -> None:

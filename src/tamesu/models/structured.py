@@ -127,12 +127,14 @@ def find_json(text: str) -> JSONValue:
     if not stripped:
         raise ValueError("the answer was empty")
     try:
-        return json.loads(stripped)
+        parsed: JSONValue = json.loads(stripped)
+        return parsed
     except json.JSONDecodeError:
         pass
     for block in _FENCE.findall(stripped):
         try:
-            return json.loads(block.strip())
+            parsed = json.loads(block.strip())
+            return parsed
         except json.JSONDecodeError:
             continue
     # raw_decode parses one value and ignores what follows, which is exactly "the first balanced object"

@@ -106,7 +106,7 @@ def aio_transport(module: ModuleType, *, tls: TlsSpec | None = None, on_resend: 
 
 @functools.cache
 def _classes(module: Any) -> tuple[Any, Any]:
-    class Body(module.AsyncByteStream):
+    class Body(module.AsyncByteStream):  # type: ignore[misc]  # httpx's or httpx2's, chosen at run time
         def __init__(self, response: aiohttp.ClientResponse, request: Any) -> None:
             self._response, self._request = response, request
 
@@ -123,7 +123,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
             else:
                 self._response.close()  # an answer not read to its end: its connection cannot be reused
 
-    class AioTransport(module.AsyncBaseTransport):
+    class AioTransport(module.AsyncBaseTransport):  # type: ignore[misc]  # httpx's or httpx2's, chosen at run time
         def __init__(self, *, tls: TlsSpec | None, on_resend: OnResend | None, max_connections: int,
                      keepalive_expiry: float) -> None:
             self._ssl = ssl_context(tls)
@@ -204,31 +204,39 @@ async def _chunks(stream: Any) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _mapped(module: Any, exc: BaseException, request: Any, *, answered: bool) -> Exception:
+def _mapped(module: ModuleType, exc: BaseException, request: Any, *, answered: bool) -> Exception:
     """`exc` (aiohttp's, or asyncio's) as the client module's exception of the same meaning."""
     tls = tls_reason(exc)
     if tls is not None:
-        return module.ConnectError(f"{tls} [{request.url.host}]", request=request)
+        return _error(module, "ConnectError")(f"{tls} [{request.url.host}]", request=request)
     if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
-        return module.ProxyError(f"the proxy failed: {_words(exc)}", request=request)
+        return _error(module, "ProxyError")(f"the proxy failed: {_words(exc)}", request=request)
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return module.ConnectTimeout(_words(exc), request=request)
+        return _error(module, "ConnectTimeout")(_words(exc), request=request)
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return module.ConnectError(str(exc.os_error) or _words(exc), request=request)
+        return _error(module, "ConnectError")(str(exc.os_error) or _words(exc), request=request)
     if isinstance(exc, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
-        return module.ReadTimeout(_words(exc) or "timed out reading the answer", request=request)
+        return _error(module, "ReadTimeout")(_words(exc) or "timed out reading the answer", request=request)
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         if not answered:
-            return module.RemoteProtocolError(DISCONNECTED, request=request)
-        return module.RemoteProtocolError("the connection ended in the middle of the answer", request=request)
+            return _error(module, "RemoteProtocolError")(DISCONNECTED, request=request)
+        return _error(module, "RemoteProtocolError")("the connection ended in the middle of the answer",
+                                                     request=request)
     if isinstance(exc, aiohttp.ClientPayloadError):
-        return module.RemoteProtocolError(f"the answer's body was malformed or cut: {_words(exc)}", request=request)
+        return _error(module, "RemoteProtocolError")(f"the answer's body was malformed or cut: {_words(exc)}",
+                                                     request=request)
     if isinstance(exc, aiohttp.ClientResponseError):
-        return module.RemoteProtocolError(f"a malformed answer: {exc.message}", request=request)
+        return _error(module, "RemoteProtocolError")(f"a malformed answer: {exc.message}", request=request)
     if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
-        return module.UnsupportedProtocol(f"not a URL tamesu can reach: {_words(exc)}", request=request)
+        return _error(module, "UnsupportedProtocol")(f"not a URL tamesu can reach: {_words(exc)}", request=request)
     if isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionError | OSError):
-        return (module.ReadError if answered else module.WriteError)(_words(exc), request=request)
+        return _error(module, "ReadError" if answered else "WriteError")(_words(exc), request=request)
     if isinstance(exc, aiohttp.ClientError):
-        return module.RemoteProtocolError(_words(exc), request=request)
+        return _error(module, "RemoteProtocolError")(_words(exc), request=request)
     return exc if isinstance(exc, Exception) else RuntimeError(_words(exc))
+
+
+def _error(module: ModuleType, name: str) -> Callable[..., Exception]:
+    """The client module's exception class `name` (httpx's and httpx2's have the same names, not the same types)."""
+    made: Callable[..., Exception] = getattr(module, name)
+    return made

@@ -72,10 +72,10 @@ def too_large_error(module: ModuleType) -> type[Exception]:
 
 @functools.cache
 def _classes(module: Any) -> tuple[Any, Any]:
-    class ResponseTooLarge(module.DecodingError):
+    class ResponseTooLarge(module.DecodingError):  # type: ignore[misc]  # httpx's or httpx2's class, chosen at run time
         too_large = True
 
-    class Capped(module.AsyncByteStream):
+    class Capped(module.AsyncByteStream):  # type: ignore[misc]  # httpx's or httpx2's class, chosen at run time
         def __init__(self, inner: Any, limit: int, declared: int | None, request: Any, record: Record | None):
             self._inner, self._limit, self._declared = inner, limit, declared
             self._request, self._record = request, record
@@ -97,7 +97,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
         async def aclose(self) -> None:
             await self._inner.aclose()
 
-    class BoundedTransport(module.AsyncBaseTransport):
+    class BoundedTransport(module.AsyncBaseTransport):  # type: ignore[misc]  # httpx's or httpx2's class, chosen at run time
         def __init__(self, inner: Any, limit: int | None, record: Record | None) -> None:
             self._inner, self._limit, self._record = inner, limit, record
 

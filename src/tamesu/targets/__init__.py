@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tamesu import plugins
 
 if TYPE_CHECKING:
-    from tamesu.targets.base import Target
+    from tamesu.targets.base import Target, TargetSpec
 
 
 _SHUTDOWN: list[Callable[[], Awaitable[None]]] = []
@@ -65,7 +65,7 @@ def is_known(kind: str) -> bool:
     return plugins.has("targets", kind)
 
 
-def target_class(kind: str) -> type[Target]:
+def target_class(kind: str) -> type[Target[TargetSpec]]:
     """The class of `kind`; raises KeyError for an unknown type, PluginError for a broken plug-in."""
     from tamesu.targets.base import Target
 

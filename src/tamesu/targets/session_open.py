@@ -4,7 +4,7 @@ call, mint a token), whose JSON answer's captures render as `{{session.NAME}}` i
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Protocol
 
 import httpx
 
@@ -58,10 +58,20 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
     session.event("session_open", url=masked, status=answer.status_code, captured=sorted(spec.capture))
 
 
+class SocketAddress(Protocol):
+    """What a socket target's spec says of where its agent is."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def headers(self) -> dict[str, str]: ...
+
+
 class CapturedSocketAddress:
     """`url` and `headers` of a socket target rendered with `session.open`'s captures (`{{session.NAME}}`)."""
 
-    spec: Any
+    spec: SocketAddress
 
     def _url(self, session: Session) -> str:
         return session.with_captures().render_text(self.spec.url)

@@ -147,7 +147,7 @@ class TwilioWire(Wire):
 
 
 @register("targets", "twilio")
-class TwilioTarget(AudioSocketTarget):
+class TwilioTarget(AudioSocketTarget[TwilioSpec]):
     kind = "twilio"
     Spec = TwilioSpec
     spec: TwilioSpec

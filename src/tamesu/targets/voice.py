@@ -46,7 +46,8 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
 from tamesu.plugins import register
-from tamesu.targets.audio.socket import AudioSocketTarget, Heard
+from tamesu.targets.audio.heard import Heard
+from tamesu.targets.audio.socket import AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
@@ -333,7 +334,7 @@ class VoiceWire(Wire):
 
 
 @register("targets", "voice")
-class VoiceTarget(CapturedSocketAddress, AudioSocketTarget):
+class VoiceTarget(CapturedSocketAddress, AudioSocketTarget[VoiceSpec]):
     kind = "voice"
     dtmf_needs = "messages.dtmf"
     Spec = VoiceSpec

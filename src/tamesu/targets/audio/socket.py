@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import time
 from abc import abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
@@ -35,14 +35,17 @@ from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood,
 from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
-from tamesu.targets.base import Target
+from tamesu.targets.base import SpecT, Target
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent
+
+if TYPE_CHECKING:
+    from tamesu.audio.conversation import AudioConversation
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
-class AudioSocketTarget(Target):
+class AudioSocketTarget(Target[SpecT]):
     """A target whose agent is reached over one audio websocket (see the module's docstring)."""
 
     audio = dtmf = True  # a phone-like call: it speaks, and its wire says how a digit travels
@@ -56,11 +59,11 @@ class AudioSocketTarget(Target):
     """The key of the agreed sample rate, for a target whose rate the suite sets: a steady stream at a multiple
     of real time (not a burst) then fails the turn naming it."""
 
-    def __init__(self, spec: Any, name: str) -> None:
+    def __init__(self, spec: SpecT, name: str) -> None:
         super().__init__(spec, name)
         self._ws: ClientConnection | None = None
         self._wire: Wire | None = None
-        self._voice: Any = None
+        self._voice: AudioConversation | None = None
         self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
         self._line: Line | None = None
@@ -77,6 +80,11 @@ class AudioSocketTarget(Target):
         """The conversation's `traceparent` the call carries (the suite's own when it set one)."""
         self._trace_id: str | None = None
         self._metrics: dict[str, float] = {}
+
+    def _require_voice(self) -> AudioConversation:
+        if self._voice is None:
+            raise RuntimeError(f"{self._what}: the audio is not open")
+        return self._voice
 
     @abstractmethod
     def _make_wire(self, session: Session) -> Wire: ...
@@ -147,7 +155,7 @@ class AudioSocketTarget(Target):
             if self._voice is not None and not self._finished:
                 self._finished = True
                 with contextlib.suppress(Exception):
-                    await self._voice.finish()
+                    await self._require_voice().finish()
 
         line, self._line = self._line, None
         await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
@@ -193,7 +201,7 @@ class AudioSocketTarget(Target):
 
         async def run() -> None:
             with contextlib.suppress(TurnError):  # a closed socket shows in the turn that reads
-                await self._voice.keep_line_open(frame, stop)
+                await self._require_voice().keep_line_open(frame, stop)
 
         self._line = (asyncio.create_task(run()), stop)
 
@@ -211,7 +219,7 @@ class AudioSocketTarget(Target):
 
     async def _unprompted(self, *, greeting: bool = False, wait_s: float | None = None) -> AgentTurn | None:
         """What the agent says without the user saying anything: its greeting, or more (a `wait_for`)."""
-        self._voice.listen_only()
+        self._require_voice().listen_only()
         turn = AgentTurn(sent_at_ms=self._require_session().now_ms())
         return await self._listen(turn, greeting=greeting, wait_s=wait_s)
 
@@ -230,7 +238,7 @@ class AudioSocketTarget(Target):
         if said:
             await self._speak(said)
         else:
-            self._voice.listen_only()
+            self._require_voice().listen_only()
         reply = AgentTurn(sent_at_ms=session.now_ms())
         return await self._listen(reply, greeting=False) or reply  # never None without wait_s
 
@@ -249,14 +257,14 @@ class AudioSocketTarget(Target):
 
         await self._close_line()
         try:
-            await self._voice.speak(said, frame, pause=not barging)
+            await self._require_voice().speak(said, frame, pause=not barging)
         finally:
             self._open_line()
 
     def _barge_in(self) -> None:
         session = self._require_session()
         self._place_queued_audio()
-        interrupted = self._voice.barge_in()
+        interrupted = self._require_voice().barge_in()
         session.event("barge_in", at=round(session.now_ms(), 3))
         if interrupted is not None and self._interrupted is not None:
             self._interrupted.audio = interrupted
@@ -277,7 +285,7 @@ class AudioSocketTarget(Target):
             for item in items:
                 if item.kind == "audio":
                     with contextlib.suppress(Exception):
-                        self._voice.agent_audio(item.audio, arrived_ms=at, turn=self._voice.last)
+                        self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=self._require_voice().last)
             if rest:
                 others.append((rest, at))
         for entry in others:
@@ -290,7 +298,7 @@ class AudioSocketTarget(Target):
         heard = Heard()
         started = time.monotonic()
         limit = self.spec.turn_timeout
-        audio_turn = self._voice.current
+        audio_turn = self._require_voice().current
         idle_ms = self.idle_s * 1000
         ended = False
         interrupted = False
@@ -323,7 +331,7 @@ class AudioSocketTarget(Target):
             if (heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty()
                     and not self._still_speaking()):
                 break
-            if heard.spoke_at is not None and self._voice.barge_in_due():
+            if heard.spoke_at is not None and self._require_voice().barge_in_due():
                 interrupted = True
                 self._barging = True
                 break
@@ -352,7 +360,7 @@ class AudioSocketTarget(Target):
         own = self._own_words(heard)
         turn.text = own or await self._transcribe(heard)
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
-        record, measures = self._voice.end_turn(heard=None if own else turn.text)
+        record, measures = self._require_voice().end_turn(heard=None if own else turn.text)
         turn.audio, turn.measures = record, measures
         turn.ended = ended
         if greeting and heard.spoke_at is not None and "greeting_ms" not in self._metrics:
@@ -380,15 +388,15 @@ class AudioSocketTarget(Target):
         if item.kind == "audio":
             if not item.audio:
                 return False
-            pending = self._voice._pending_barge_in
+            pending = self._require_voice()._pending_barge_in
             if pending is not None and audio_turn is not None and at < (audio_turn.user_to_ms or 0.0):
                 # the rest of the reply the user talked over, sent while the user was still speaking
                 with contextlib.suppress(Exception):
-                    self._voice.agent_audio(item.audio, arrived_ms=at, turn=None)
+                    self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=None)
                 return True
             try:
-                start = self._voice.agent_audio(item.audio, arrived_ms=at, turn=audio_turn)
-                clip = Clip.from_wire(item.audio, self._voice.receive_format)
+                start = self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=audio_turn)
+                clip = Clip.from_wire(item.audio, self._require_voice().receive_format)
             except (AudioFormatError, ValueError) as exc:
                 raise TurnError(f"the agent's audio does not fit the agreed format: {exc}",
                                 raw=heard.controls) from None
@@ -410,14 +418,14 @@ class AudioSocketTarget(Target):
             self._counts["clears"] += 1
             heard.controls.append({item.kind: round(at, 3)})
             session.event("agent_clear", kind=item.kind, at=round(at, 3))
-            self._voice.playback.flush(at)
-            self._voice.recorder.cut_agent(at)
+            self._require_voice().playback.flush(at)
+            self._require_voice().recorder.cut_agent(at)
             for handle, echo in self._marks:  # Twilio returns the marks still pending at once on a clear
                 if not handle.cancelled():
                     handle.cancel()
                     self._spawn(self._send_quietly(echo))
             self._marks.clear()
-            pending = self._voice._pending_barge_in
+            pending = self._require_voice()._pending_barge_in
             if pending is not None and pending.interrupted_at_ms is not None:
                 pending.agent_stopped_at_ms = at
                 self._close_barge_in()
@@ -442,7 +450,7 @@ class AudioSocketTarget(Target):
         if echo is None:
             return
         session = self._require_session()
-        delay = max(0.0, self._voice.playback.cursor_ms - session.now_ms()) / 1000
+        delay = max(0.0, self._require_voice().playback.cursor_ms - session.now_ms()) / 1000
 
         def fire() -> None:
             self._spawn(self._send_quietly(echo))
@@ -459,7 +467,7 @@ class AudioSocketTarget(Target):
             await self._send(message)
 
     def _close_barge_in(self) -> None:
-        stop = self._voice.close_barge_in()
+        stop = self._require_voice().close_barge_in()
         if stop is not None and self._interrupted is not None:
             self._interrupted.measures["interruption_stop_ms"] = stop
             self._interrupted = None
@@ -468,7 +476,7 @@ class AudioSocketTarget(Target):
         return flood(heard, STRICT_FLOOD_FACTOR if self.strict_pace or self.rate_key else FLOOD_FACTOR)
 
     def _pace_problem(self, heard: Heard, flood: str) -> str | None:
-        return pace_problem(heard, flood, self._voice.receive_format, self.strict_pace and self.pace_key,
+        return pace_problem(heard, flood, self._require_voice().receive_format, self.strict_pace and self.pace_key,
                             self.rate_key)
 
     def _own_words(self, heard: Heard) -> str:
@@ -487,5 +495,5 @@ class AudioSocketTarget(Target):
         from tamesu.audio import stt
         from tamesu.audio.clip import Clip
 
-        return await self._voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
+        return await self._require_voice().transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
 

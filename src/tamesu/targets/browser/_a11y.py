@@ -22,7 +22,8 @@ _RUN = """async ([scope, options]) => {
 def _axe_script() -> str:
     from axe_playwright_python.base import AXE_SCRIPT
 
-    return AXE_SCRIPT
+    script: str = AXE_SCRIPT  # the package ships no types: its script is a str constant
+    return script
 
 
 async def check_a11y(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:

@@ -119,7 +119,7 @@ class GrpcTarget(Target[GrpcSpec]):
         self.session_id = uuid.uuid4().hex
         self._channel = await dial(url, self.spec.connect, session, self._what,
                                    max_receive=self.spec.max_response_bytes)
-        self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)
+        self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated stub, untyped
         if self.spec.mode == "stream":
             self._call = self._stub.Converse(metadata=self._metadata)
         session.event("transport", url=session.redactor.text(url), mode=self.spec.mode, session_id=self.session_id,

@@ -53,8 +53,9 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTur
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
+from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
-from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, AudioSocketTarget, Heard
+from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
 from tamesu.targets.pipecat.wire import PipecatWire, peek
@@ -113,7 +114,7 @@ class PipecatSpec(TargetSpec):
 
 
 @register("targets", "pipecat")
-class PipecatTarget(CapturedSocketAddress, AudioSocketTarget):
+class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
     kind = "pipecat"
     text_mode = True
     Spec = PipecatSpec

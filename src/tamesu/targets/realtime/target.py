@@ -48,7 +48,7 @@ import base64
 import binascii
 import contextlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection
@@ -64,6 +64,9 @@ from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, as_output
 from tamesu.targets.realtime.tools import answered_call, call_args
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_trace_id, with_traceparent
+
+if TYPE_CHECKING:
+    from tamesu.audio.conversation import AudioConversation
 
 __all__ = ["RealtimeSpec", "RealtimeTarget"]
 
@@ -87,7 +90,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
         self._ws: ClientConnection | None = None
         self._queue: asyncio.Queue[tuple[Any, float]] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
-        self._voice: Any = None
+        self._voice: AudioConversation | None = None
         self._events = 0
         self._responses = 0
         self._active_response: str | None = None
@@ -105,6 +108,11 @@ class RealtimeTarget(Target[RealtimeSpec]):
         """The turn's trace when it did (the suite's own header wins over it)."""
 
     # -- open and close -------------------------------------------------------------------------------
+
+    def _require_voice(self) -> AudioConversation:
+        if self._voice is None:
+            raise RuntimeError(f"{self._what}: the audio is not open")
+        return self._voice
 
     def _url(self, session: Session) -> str:
         try:
@@ -185,7 +193,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
 
         async def run() -> None:
             with contextlib.suppress(TurnError):  # a closed socket shows in the turn that reads
-                await self._voice.keep_line_open(frame, stop)
+                await self._require_voice().keep_line_open(frame, stop)
 
         self._line = (asyncio.create_task(run()), stop)
 
@@ -194,7 +202,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
             if self._voice is not None and not self._finished:
                 self._finished = True
                 self._drain()
-                await self._voice.finish()
+                await self._require_voice().finish()
 
         line, self._line = self._line, None
         await hang_up(line=line, ws=self._ws, reader=self._reader, finish=finish)
@@ -271,7 +279,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
             item, at = self._queue.get_nowait()
             if isinstance(item, dict) and item.get("type") == "response.output_audio.delta":
                 with contextlib.suppress(TurnError):
-                    self._audio(item, at, None, self._voice.last)
+                    self._audio(item, at, None, self._require_voice().last)
             else:
                 others.append((item, at))
         for entry in others:
@@ -318,7 +326,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
             raise TurnError(f"no response.done within turn_timeout ({limit:g}s)", raw=reply.raw) from None
         measures: dict[str, float] = {}
         if self._voice is not None:
-            audio, measures = self._voice.end_turn()
+            audio, measures = self._require_voice().end_turn()
         agent = reply.turn(sent_at, session.now_ms(), audio, measures)
         if reply.interrupted:
             self._interrupted_turn = agent
@@ -343,7 +351,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
 
     async def _speak(self, said: str) -> TurnAudio:
         """The persona says the turn; if it is talking over the last reply, the protocol hears so first."""
-        voice = self._voice
+        voice = self._require_voice()
         barging = self._barging
         self._barging = False
         sent = {"first": True}
@@ -363,7 +371,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
     async def _barge_in(self) -> None:
         session = self._require_session()
         self._drain()
-        played = self._voice.played_ms()
+        played = self._require_voice().played_ms()
         if self._active_response is not None:
             self._abandoned.add(self._active_response)
             if self.spec.turn_detection == "commit":
@@ -373,7 +381,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
                               "content_index": 0, "audio_end_ms": played})
         # the caller's first word goes out now, after the protocol's messages: interruption_stop_ms starts
         # here (marked before them, it counted their sending on a loaded machine as the agent's time)
-        interrupted = self._voice.barge_in()
+        interrupted = self._require_voice().barge_in()
         session.event("barge_in", item_id=self._last_item, audio_end_ms=played)
         if interrupted is not None and self._interrupted_turn is not None:
             self._interrupted_turn.audio = interrupted
@@ -387,7 +395,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
         from tamesu.audio.conversation import AudioFormatError
 
         try:
-            self._voice.agent_audio(data, arrived_ms=at, turn=turn)
+            self._require_voice().agent_audio(data, arrived_ms=at, turn=turn)
         except AudioFormatError as exc:
             raise TurnError(f"the agent's audio does not fit the agreed format: {exc}") from None
         if reply is not None and reply.first_at is None:
@@ -400,7 +408,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
         while True:
             got = await self._next(POLL_S if self._voice is not None else None)
             if got is None:
-                if self._voice is not None and self._voice.barge_in_due():
+                if self._voice is not None and self._require_voice().barge_in_due():
                     reply.interrupted = True
                     self._barging = True
                     return
@@ -439,7 +447,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
                 if self._voice is None:
                     raise TurnError("the agent sent audio in a text session (output_modalities: [text])",
                                     raw=reply.raw)
-                self._audio(event, at, reply, self._voice.current)
+                self._audio(event, at, reply, self._require_voice().current)
             elif kind == "response.output_item.added":
                 item = event.get("item") or {}
                 if item.get("type") == "message":
@@ -460,7 +468,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
                     await self._send(self._response_create())
                     continue
                 return
-            if self._voice is not None and self._voice.barge_in_due():
+            if self._voice is not None and self._require_voice().barge_in_due():
                 reply.interrupted = True
                 self._barging = True
                 return
@@ -468,7 +476,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
     def _close_barge_in(self) -> None:
         if self._voice is None:
             return
-        stop = self._voice.close_barge_in()
+        stop = self._require_voice().close_barge_in()
         if stop is not None and self._interrupted_turn is not None:
             self._interrupted_turn.measures["interruption_stop_ms"] = stop
             self._interrupted_turn = None

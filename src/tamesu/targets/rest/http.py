@@ -33,7 +33,8 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
     if not text.strip():
         return None
     try:
-        return json.loads(text)
+        parsed: JSONValue = json.loads(text)
+        return parsed
     except json.JSONDecodeError as exc:
         if is_json_type(content_type):
             raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {exc.msg} at "

@@ -63,7 +63,7 @@ def emit(event: str, **data: object) -> None:
     _EVENTS.flush()
 
 
-class Port(pj.AudioMediaPort):
+class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
     """Where the call's audio meets the pipes: frames out from the queued utterances, frames in to the parent."""
 
     def __init__(self) -> None:
@@ -115,7 +115,7 @@ class Port(pj.AudioMediaPort):
             self._incoming.clear()
 
 
-class Call(pj.Call):
+class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
     def __init__(self, account: pj.Account, port: Port, call_id: int = pj.PJSUA_INVALID_ID) -> None:
         super().__init__(account, call_id)
         self.port = port
@@ -150,7 +150,7 @@ class Call(pj.Call):
         prm.statusCode = 603  # recorded, not followed: no one stands behind the target here
 
 
-class Account(pj.Account):
+class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
     def __init__(self, worker: Worker) -> None:
         super().__init__()
         self.worker = worker

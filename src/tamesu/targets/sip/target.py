@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tamesu.audio import stt
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
@@ -42,6 +42,10 @@ from tamesu.targets.base import Target
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.targets.ws_open import Line, stop_line
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
+
+if TYPE_CHECKING:
+    from tamesu.audio.conversation import AudioConversation
+    from tamesu.targets.sip.phone import SipPhone
 
 __all__ = ["SipSpec", "SipTarget"]
 
@@ -58,8 +62,8 @@ class SipTarget(Target[SipSpec]):
 
     def __init__(self, spec: SipSpec, name: str) -> None:
         super().__init__(spec, name)
-        self._phone: Any = None
-        self._voice: Any = None
+        self._phone: SipPhone | None = None
+        self._voice: AudioConversation | None = None
         self._seen_chunks = 0
         self._seen_dtmf = 0
         self._seen_transfers = 0
@@ -77,6 +81,16 @@ class SipTarget(Target[SipSpec]):
 
     # ---- the call ----------------------------------------------------------------------------------
 
+    def _require_phone(self) -> SipPhone:
+        if self._phone is None:
+            raise RuntimeError(f"{self._what}: the phone is not open")
+        return self._phone
+
+    def _require_voice(self) -> AudioConversation:
+        if self._voice is None:
+            raise RuntimeError(f"{self._what}: the call's audio is not open")
+        return self._voice
+
     async def _open(self, session: Session) -> None:
         from tamesu.audio.conversation import AudioConversation
         from tamesu.audio.formats import AudioFormat
@@ -85,7 +99,7 @@ class SipTarget(Target[SipSpec]):
         host, _, port = self.spec.listen.rpartition(":")
         self._phone = SipPhone()
         try:
-            local = await self._phone.start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number)
+            local = await self._require_phone().start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number)
         except SipUnavailable as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         session.event("transport", binding="sip", local=local, direction=self.spec.direction)
@@ -115,21 +129,21 @@ class SipTarget(Target[SipSpec]):
         session.event("sip_dial", to=to)
         if (trace_id := sent_trace_id(own, session.conversation_trace)) is not None:
             session.event("conversation_trace", trace_id=trace_id, sent_in=["INVITE header traceparent"])
-        await self._phone.dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
+        await self._require_phone().dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
         await self._await_answer(session)
 
     async def _take_call(self, session: Session, local: str) -> None:
         spec = self.spec
         assert spec.trigger is not None
         uri = f"sip:{spec.inbound_number}@{local}"
-        await self._phone.listen(spec.inbound_number)
+        await self._require_phone().listen(spec.inbound_number)
         session.values["uri"] = uri
         await self._trigger(session, uri)
-        if not await self._phone.wait_incoming(spec.ring_timeout):
+        if not await self._require_phone().wait_incoming(spec.ring_timeout):
             self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
             self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
             return
-        await self._phone.answer(after_ms=spec.answer_after * 1000)
+        await self._require_phone().answer(after_ms=spec.answer_after * 1000)
         await self._await_answer(session)
 
     @staticmethod
@@ -189,11 +203,11 @@ class SipTarget(Target[SipSpec]):
             raise InfraError(f"{self._what}: the trigger request answered HTTP {answer.status_code}")
 
     async def _await_answer(self, session: Session) -> None:
-        state = await self._phone.wait_for(["confirmed"], self.spec.ring_timeout)
-        call = self._phone.call
+        state = await self._require_phone().wait_for(["confirmed"], self.spec.ring_timeout)
+        call = self._require_phone().call
         if state is None:
-            await self._phone.hangup()
-            await self._phone.wait_for(["disconnected"], 3)
+            await self._require_phone().hangup()
+            await self._require_phone().wait_for(["disconnected"], 3)
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
@@ -240,7 +254,7 @@ class SipTarget(Target[SipSpec]):
             return self._ended_turn() if self._ended_by is not None else None
         assert self._session is not None
         turn = AgentTurn(sent_at_ms=self._session.now_ms())
-        self._voice.listen_only()
+        self._require_voice().listen_only()
         return await self._listen(turn, first=True)
 
     async def send(self, turn: UserTurn) -> AgentTurn:
@@ -251,12 +265,12 @@ class SipTarget(Target[SipSpec]):
         said = turn.text
         reply = AgentTurn(sent_at_ms=session.now_ms())
         if turn.dtmf:
-            await self._phone.dtmf(turn.dtmf)
+            await self._require_phone().dtmf(turn.dtmf)
             session.event("sip_dtmf_sent", digits=turn.dtmf)
         if said:
-            await self._voice.speak(said, self._first_word_closes_the_line)
+            await self._require_voice().speak(said, self._first_word_closes_the_line)
         else:
-            self._voice.listen_only()
+            self._require_voice().listen_only()
         reply.sent_at_ms = session.now_ms()
         heard = await self._listen(reply, first=False)
         assert heard is not None  # without a limit a turn is always heard (or fails)
@@ -267,33 +281,33 @@ class SipTarget(Target[SipSpec]):
         session = self._require_session()
         if self._ended_by is not None:
             return None
-        self._voice.listen_only()
+        self._require_voice().listen_only()
         return await self._listen(AgentTurn(sent_at_ms=session.now_ms()), first=False, limit=timeout)
 
     async def _send_frame(self, frame: bytes) -> None:
-        await self._phone.frame(frame)
+        await self._require_phone().frame(frame)
 
     async def _first_word_closes_the_line(self, frame: bytes) -> None:
         # the noise between utterances goes on through the persona's pause, until its first frame of speech
         if self._line is not None:
             await self._close_line()
-        await self._phone.frame(frame)
+        await self._require_phone().frame(frame)
 
     async def _listen(self, turn: AgentTurn, *, first: bool, limit: float | None = None) -> AgentTurn | None:
         """The agent's speech until `idle` of silence after it, the call's end, `turn_timeout`, or the call's
         `max_duration`. With `limit`, None when the agent has not started speaking within that many seconds."""
         assert self._session is not None
         session = self._session
-        voice = self._voice
+        voice = self._require_voice()
         audio_turn = voice.current
         self._open_line()
 
         async def over_time() -> bool:
             if self._answered is None or time.monotonic() - self._answered <= self.spec.max_duration:
                 return False
-            await self._phone.hangup()
+            await self._require_phone().hangup()
             self._end("timeout", session, reason=f"the call reached max_duration ({self.spec.max_duration:g}s)")
-            await self._phone.wait_for(["disconnected"], 3)
+            await self._require_phone().wait_for(["disconnected"], 3)
             turn.ended = True
             return True
 
@@ -314,7 +328,7 @@ class SipTarget(Target[SipSpec]):
         return turn
 
     def _open_line(self) -> None:
-        noise = self._voice.behaviour.noise
+        noise = self._require_voice().behaviour.noise
         if self._line is not None or noise is None or not noise.between or self._ended_by is not None:
             return
         from tamesu.targets.sip.phone import SipUnavailable
@@ -323,7 +337,7 @@ class SipTarget(Target[SipSpec]):
 
         async def run() -> None:
             with contextlib.suppress(SipUnavailable, OSError):  # a worker gone shows in the turn that listens
-                await self._voice.keep_line_open(self._send_frame, stop)
+                await self._require_voice().keep_line_open(self._send_frame, stop)
 
         self._line = (asyncio.create_task(run()), stop)
 
@@ -339,14 +353,14 @@ class SipTarget(Target[SipSpec]):
     # ---- the call as the listening loop's `Line` (targets.audio.listen) ----
 
     def fresh_audio(self) -> list[tuple[float, bytes]]:
-        audio = self._phone.call.audio
+        audio = self._require_phone().call.audio
         fresh = audio[self._seen_chunks:]
         self._seen_chunks = len(audio)
         return fresh
 
     def poll(self) -> None:
         assert self._session is not None
-        call = self._phone.call
+        call = self._require_phone().call
         for at, digit in call.dtmf[self._seen_dtmf:]:
             self._session.event("sip_dtmf", digit=digit, at=round(self.to_ms(at), 3))
         self._seen_dtmf = len(call.dtmf)
@@ -355,14 +369,14 @@ class SipTarget(Target[SipSpec]):
         self._seen_transfers = len(call.transfers)
 
     def call_over(self) -> bool:
-        if self._phone.call.ended is None:
+        if self._require_phone().call.ended is None:
             return False
         self._call_over()
         return True
 
     def _call_over(self) -> None:
         assert self._session is not None
-        ended = self._phone.call.ended
+        ended = self._require_phone().call.ended
         if ended is None or self._ended_by is not None:
             return
         by = "caller" if ended.by == "caller" else "agent" if self._answered is not None else "error"
@@ -396,6 +410,6 @@ class SipTarget(Target[SipSpec]):
                     session.counters["call_duration_ms"] = round((ended.at - self._answered) * 1000, 3)
                 if self._voice is not None:
                     with contextlib.suppress(Exception):
-                        await self._voice.finish()
+                        await self._require_voice().finish()
         finally:
             await phone.close()
