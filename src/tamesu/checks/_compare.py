@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
@@ -66,11 +66,11 @@ def template_failed(exc: TemplateError) -> Verdict:
 
 
 class Equals(Strict):
-    equals: Any = None
+    equals: object = None
 
 
 class NotEquals(Strict):
-    not_equals: Any = None
+    not_equals: object = None
 
 
 class Matches(Strict):
@@ -93,13 +93,13 @@ class Bounds(Strict):
 class ValueComparisons(Equals, NotEquals, Matches, Bounds):
     """Every comparison a JSON value may be put to (json_path, and http's json_path)."""
 
-    contains: Any = None
+    contains: object = None
     length: int | None = Field(None, ge=0)
 
 
 def expectations(spec: BaseModel) -> dict[str, object]:
     """The comparisons a user actually wrote in `spec`, by name."""
-    given: dict[str, Any] = {}
+    given: dict[str, object] = {}
     for key in COMPARISONS:
         if key not in type(spec).model_fields or key not in spec.model_fields_set:
             continue
@@ -109,12 +109,12 @@ def expectations(spec: BaseModel) -> dict[str, object]:
     return given
 
 
-def render_expectations(context: Context, expected: Mapping[str, Any]) -> dict[str, object]:
+def render_expectations(context: Context, expected: Mapping[str, object]) -> dict[str, object]:
     """Fill the templates of expected values; `matches` becomes a compiled pattern. May raise TemplateError."""
-    rendered: dict[str, Any] = {}
+    rendered: dict[str, object] = {}
     for key, value in expected.items():
         if key == "matches":
-            rendered[key] = render_pattern(context, value)
+            rendered[key] = render_pattern(context, str(value))
         else:
             rendered[key] = context.render_value(value)
     return rendered
@@ -123,12 +123,12 @@ def render_expectations(context: Context, expected: Mapping[str, Any]) -> dict[s
 # ---------------------------------------------------------------- deciding
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """How a found value reads when searched as text: strings as they are, the rest as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def contains(found: Any, expected: Any) -> bool:
+def contains(found: object, expected: object) -> bool:
     """Substring of a string, element of a list, key (or sub-mapping) of a mapping; a list expects all."""
     if isinstance(expected, list) and not isinstance(found, list):
         return all(contains(found, item) for item in expected)
@@ -144,7 +144,7 @@ def contains(found: Any, expected: Any) -> bool:
     return False
 
 
-def _length(found: Any) -> int | None:
+def _length(found: object) -> int | None:
     return len(found) if isinstance(found, str | list | Mapping) else None
 
 
@@ -156,10 +156,10 @@ _BOUNDS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
 }
 
 
-def phrase(key: str, expected: Any) -> str:
+def phrase(key: str, expected: object) -> str:
     """One expectation as words that follow "expected": `<= 6`, `to match /^ORD-/`."""
     if key in _BOUNDS:
-        return f"{_BOUNDS[key][0]} {number_text(expected)}"
+        return f"{_BOUNDS[key][0]} {number_text(_bound(expected))}"
     if key == "equals":
         return shown(expected)
     if key == "not_equals":
@@ -174,23 +174,27 @@ def phrase(key: str, expected: Any) -> str:
     raise KeyError(key)
 
 
-def describe(expected: Mapping[str, Any]) -> str:
+def describe(expected: Mapping[str, object]) -> str:
     return " and ".join(phrase(key, value) for key, value in expected.items())
 
 
-def _problem(key: str, found: Any, expected: Any) -> str | None:
+def _problem(key: str, found: object, expected: object) -> str | None:
     """Why `found` fails one expectation, or None when it holds."""
     if key in _BOUNDS:
         number = as_number(found)
         if number is None:
             return f"expected a number {phrase(key, expected)}, found {shown(found)}"
-        return None if _BOUNDS[key][1](number, expected) else f"expected {phrase(key, expected)}, found {shown(found)}"
+        if _BOUNDS[key][1](number, _bound(expected)):
+            return None
+        return f"expected {phrase(key, expected)}, found {shown(found)}"
     if key == "equals":
         return None if same(found, expected) else f"expected {shown(expected)}, found {shown(found)}"
     if key == "not_equals":
         return None if not same(found, expected) else f"expected anything but {shown(expected)}, found it"
     if key == "matches":
-        return None if expected.search(as_text(found)) else f"expected {phrase(key, expected)}, found {shown(found)}"
+        if _pattern(expected).search(as_text(found)):
+            return None
+        return f"expected {phrase(key, expected)}, found {shown(found)}"
     if key == "contains":
         return None if contains(found, expected) else f"expected {phrase(key, expected)}, found {shown(found)}"
     if key == "length":
@@ -202,9 +206,25 @@ def _problem(key: str, found: Any, expected: Any) -> str | None:
     raise KeyError(key)
 
 
-def compare(found: Any, expected: Mapping[str, Any]) -> list[str]:
+def compare(found: object, expected: Mapping[str, object]) -> list[str]:
     """Every expectation `found` fails, each as "expected ..., found ..."; empty when all hold."""
     return [p for key, value in expected.items() if (p := _problem(key, found, value)) is not None]
+
+
+def _bound(expected: object) -> float:
+    # the spec's `gt`..`lte` are floats: anything else here is a check passing the wrong thing along
+    if isinstance(expected, bool) or not isinstance(expected, int | float):
+        raise TypeError(f"a bound is a number, not {type(expected).__name__}")
+    return float(expected)
+
+
+def _pattern(expected: object) -> re.Pattern[str]:
+    # `matches` is compiled by render_expectations before it is compared
+    if isinstance(expected, str):
+        return re.compile(expected)
+    if not isinstance(expected, re.Pattern):
+        raise TypeError(f"`matches` is a pattern, not {type(expected).__name__}")
+    return expected
 
 
 # ---------------------------------------------------------------- HTTP status codes
@@ -212,7 +232,7 @@ def compare(found: Any, expected: Mapping[str, Any]) -> list[str]:
 _STATUS_CLASS = re.compile(r"^[1-5]xx$")
 
 
-def _status(value: Any) -> int | str:
+def _status(value: object) -> int | str:
     if isinstance(value, str):
         text = value.strip().lower()
         if _STATUS_CLASS.match(text):

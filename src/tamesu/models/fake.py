@@ -27,9 +27,9 @@ import json
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from ruamel.yaml import YAML
@@ -68,7 +68,7 @@ class _Rule(BaseModel):
 
 class FakeToolCall(_Rule):
     name: str = Field(min_length=1)
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, object] = Field(default_factory=dict)
 
 
 class TurnRule(_Rule):
@@ -162,6 +162,7 @@ class ExtractRule(_Rule):
 
 
 Rule = TurnRule | JudgeRule | ExtractRule
+RuleT = TypeVar("RuleT", bound=_Rule)
 
 _KINDS: list[tuple[set[str], type[_Rule], str]] = [
     ({"pass", "passed", "rubric", "transcript", "not_transcript", "check", "evaluator", "trace"}, JudgeRule,
@@ -171,13 +172,13 @@ _KINDS: list[tuple[set[str], type[_Rule], str]] = [
 ]
 
 
-def _problem(loc: Sequence[Any], message: str) -> str:
+def _problem(loc: Sequence[int | str], message: str) -> str:
     message = message.removeprefix("Value error, ")
     where = ".".join(str(part) for part in loc)
     return f"{where}: {message}" if where else message
 
 
-def parse_rule(raw: Any, number: int) -> Rule:
+def parse_rule(raw: object, number: int) -> Rule:
     """One rule from what a user wrote; the kind follows from its keys. Raises ValueError naming the rule."""
     if isinstance(raw, Rule):
         return raw
@@ -194,8 +195,8 @@ def parse_rule(raw: Any, number: int) -> Rule:
     raise ValueError(f"rule {number}: {unknown_kind(raw)}")
 
 
-def rule_kind(raw: Mapping[Any, Any]) -> tuple[type[BaseModel], str] | None:
-    """The model a written rule is checked against and its kind's name, told by its keys; None: no key says."""
+def rule_kind(raw: Iterable[object]) -> tuple[type[BaseModel], str] | None:
+    """The model a written rule (its keys) is checked against and its kind's name; None: no key says."""
     keys = set(raw)
     for markers, model, kind in _KINDS:
         if keys & markers:
@@ -207,8 +208,8 @@ UNKNOWN_KIND_HINT = ("a simulator or model-target rule has when/say/stop, a judg
                      "rule has description")
 
 
-def unknown_kind(raw: Mapping[Any, Any]) -> str:
-    """Why a rule with no telling key is refused, with the keys it may have meant."""
+def unknown_kind(raw: Iterable[object]) -> str:
+    """Why a rule with no telling key (`raw`: its keys) is refused, with the keys it may have meant."""
     keys = sorted(map(str, raw))
     known = sorted({key for _, model, _ in _KINDS for key in _keys(model)})
     guesses = [f"{key!r} (did you mean {close[0]!r}?)" for key in keys
@@ -221,7 +222,7 @@ def _keys(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def parse_rules(raw: Any) -> list[Rule]:
+def parse_rules(raw: object) -> list[Rule]:
     if raw is None:
         return []
     if not isinstance(raw, Sequence) or isinstance(raw, str):
@@ -277,17 +278,17 @@ def count_words(messages: Sequence[Message]) -> int:
     return sum(_words(m.content) for m in messages)
 
 
-def _default_for(schema: Mapping[str, Any]) -> object:
+def _default_for(schema: Mapping[str, object]) -> object:
     if "default" in schema:
         return schema["default"]
-    kinds = schema.get("type")
-    options = [kinds] if isinstance(kinds, str) else list(kinds or [])
-    options += [o.get("type") for o in schema.get("anyOf", []) if isinstance(o, Mapping)]
+    kinds, any_of = schema.get("type"), schema.get("anyOf")
+    options: list[object] = [kinds] if isinstance(kinds, str) else list(kinds) if isinstance(kinds, list) else []
+    options += [o.get("type") for o in (any_of if isinstance(any_of, list) else []) if isinstance(o, Mapping)]
     kind = next((k for k in options if k and k != "null"), None)
     return {"string": "", "boolean": False, "number": 0, "integer": 0, "array": [], "object": {}}.get(str(kind))
 
 
-def shaped(answer: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+def shaped(answer: dict[str, object], schema: Mapping[str, object] | None) -> dict[str, object]:
     """The answer in the schema's shape: its properties only, each present (a typed default if missing)."""
     properties = (schema or {}).get("properties")
     if not isinstance(properties, Mapping):
@@ -295,15 +296,20 @@ def shaped(answer: dict[str, Any], schema: Mapping[str, Any] | None) -> dict[str
     return {key: answer[key] if key in answer else _default_for(prop) for key, prop in properties.items()}
 
 
-def transcript_text(lines: Any) -> str:
+def transcript_text(lines: object) -> str:
     """How judge rules see a transcript: one `role: text` line per entry."""
     if isinstance(lines, str):
         return lines
     out = []
-    for line in lines or []:
+    for line in lines if isinstance(lines, list | tuple) else []:
         if isinstance(line, Mapping):
             out.append(f"{line.get('role', '')}: {line.get('text', '')}")
     return "\n".join(out)
+
+
+def _count(value: object) -> int:
+    # a turn count the engine put in the context (an int; the text of one read back from a cache)
+    return int(value) if isinstance(value, int | float | str) and value != "" else 0
 
 
 @register("providers", "fake")
@@ -312,7 +318,7 @@ class FakeProvider(Provider):
 
     name = "fake"
 
-    def __init__(self, rules: Sequence[Any] = (), model: str = "fake") -> None:
+    def __init__(self, rules: Sequence[object] = (), model: str = "fake") -> None:
         super().__init__(model or "fake")
         self.rules = parse_rules(list(rules))
 
@@ -321,7 +327,7 @@ class FakeProvider(Provider):
         """The rules are `spec.rules`: a list, or the path of a YAML file of them (relative to `base_dir`,
         default the current directory). A bad rule is a ValueError saying which and why."""
         del api_key  # a fake needs no key; the parameter keeps the providers' constructor shape
-        rules: Any = spec.rules
+        rules = spec.rules
         if isinstance(rules, str | Path):
             path = Path(rules)
             if not path.is_absolute():
@@ -329,7 +335,7 @@ class FakeProvider(Provider):
             return cls(load_rules_file(path), spec.model or "fake")
         return cls(parse_rules(rules), spec.model or "fake")
 
-    def _of(self, kind: type[_Rule]) -> list[tuple[int, Any]]:
+    def _of(self, kind: type[RuleT]) -> list[tuple[int, RuleT]]:
         return [(number, rule) for number, rule in enumerate(self.rules, start=1) if isinstance(rule, kind)]
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -350,12 +356,12 @@ class FakeProvider(Provider):
         )
 
     @staticmethod
-    def _json(answer: dict[str, Any], request: ModelRequest) -> str:
+    def _json(answer: dict[str, object], request: ModelRequest) -> str:
         return json.dumps(shaped(answer, request.json_schema), ensure_ascii=False)
 
-    def _simulator(self, context: Mapping[str, Any]) -> dict[str, Any]:
+    def _simulator(self, context: Mapping[str, object]) -> dict[str, object]:
         attack = context.get("attack")
-        turns = int(context.get("simulator_turns") or 0)
+        turns = _count(context.get("simulator_turns"))
         if isinstance(attack, Mapping) and turns < len(attack.get("openings") or []):
             return {"input": attack["openings"][turns],
                     "reasoning": f"fake simulator: opening {turns + 1} of the attack {attack.get('pack')}"}
@@ -365,7 +371,7 @@ class FakeProvider(Provider):
         last = str(context.get("last_agent") or "")
         for number, rule in self._of(TurnRule):
             if rule.when is None or _search(rule.when, last):
-                answer = {
+                answer: dict[str, object] = {
                     "input": rule.say or "", "stop": rule.stop, "goal_achieved": rule.goal_achieved,
                     "stop_when_met": rule.stop_when_met,
                     "reasoning": f"fake simulator: rule {number}" + (f" (when {rule.when!r})" if rule.when else ""),
@@ -375,8 +381,8 @@ class FakeProvider(Provider):
                 return answer
         return {"input": "", "stop": True, "reasoning": "fake simulator: no rule for the agent's last turn"}
 
-    def _judge(self, context: Mapping[str, Any]) -> dict[str, Any]:
-        mode = context.get("mode", "rubric")
+    def _judge(self, context: Mapping[str, object]) -> dict[str, object]:
+        mode = str(context.get("mode", "rubric"))
         rubric = str(context.get("rubric") or "")
         said = str(context.get("claims") or "") if mode == "grounded" else transcript_text(context.get("transcript"))
         reference = str(context.get("context") or "")
@@ -411,7 +417,7 @@ class FakeProvider(Provider):
             mode, "the grounded check")
         raise ModelError(f"fake judge: no rule matches {what}", retryable=False)
 
-    def _extract(self, context: Mapping[str, Any]) -> dict[str, Any]:
+    def _extract(self, context: Mapping[str, object]) -> dict[str, object]:
         description = str(context.get("description") or "")
         text = str(context.get("text") or "")
         described = False
