@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -43,7 +43,7 @@ class HttpRequestSpec(Strict):
     """The HTTP method."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Headers sent with the request; templates allowed (`{{secrets.NAME}}`)."""
-    body: Any = None
+    body: object = None
     """The JSON body sent, templates rendered in every string; none sends no body."""
     timeout: Duration = 30.0
     """How long the whole request may take."""
@@ -124,7 +124,7 @@ class Behaviors(Strict):
     """A caller pack whose behaviours this mapping starts from (its own keys win); read by `expand` before
     validation, so it is here for the schema only."""
 
-    SHORTHAND_SCHEMA: ClassVar[dict[str, Any]] = {"enum": list(PACKS), "description": "a caller pack"}
+    SHORTHAND_SCHEMA: ClassVar[dict[str, object]] = {"enum": list(PACKS), "description": "a caller pack"}
 
     @model_validator(mode="before")
     @classmethod
@@ -194,7 +194,7 @@ SpeechMatch = Literal["speech", "exact"]
 class ScriptStep(Strict):
     say: str | None = None
     """The user's words for this turn; templates allowed."""
-    data: Any = None
+    data: object = None
     """Structured data sent with the turn (an A2A data part, a rest `{{data}}`); templates rendered in every string."""
     files: list[FileSpec] = Field(default_factory=list)
     """Files sent with the turn (a path relative to the suite, or `{uri, mime_type}`), to targets that take files."""
@@ -248,7 +248,7 @@ class Quarantine(Strict):
 class Case(Strict):
     name: str = Field(min_length=1)
     """The case's name: the test runs once per case as `NAME [case]`."""
-    vars: dict[str, Any] = Field(default_factory=dict)
+    vars: dict[str, object] = Field(default_factory=dict)
     """The variables this case gives the test's templates (`{{vars.NAME}}`), over the test's and suite's."""
 
 
@@ -280,7 +280,7 @@ class AdaptiveSpec(Strict):
 
 
 class Defaults(Strict):
-    assert_: list[Any] = Field(default_factory=list, alias="assert")
+    assert_: list[object] = Field(default_factory=list, alias="assert")
     """Assertions graded on every test's runs, before the test's own."""
     slo: dict[str, float] = Field(default_factory=dict)
     """Metric bounds (`p95_latency_ms: 2000`) every test is held to."""
@@ -310,7 +310,7 @@ class TestSpec(Strict):
     """Who the simulated user is: name, style, language, voice, facts and behaviours."""
     scenario: Scenario = Field(default_factory=Scenario)
     """What the simulated user does: a goal, a script, when to stop."""
-    assert_: list[Any] = Field(default_factory=list, alias="assert")
+    assert_: list[object] = Field(default_factory=list, alias="assert")
     """The assertions graded on each run, after the suite's and project's `defaults.assert`."""
     repeat: int = Field(1, ge=1, le=10000)
     """How many times the test runs; the verdict comes from the pass rate of the runs."""
@@ -328,7 +328,7 @@ class TestSpec(Strict):
     """A flaky test run but not counted: `{reason, until}`."""
     skip: str | bool = False
     """`true` or a reason: the test is not run and is reported as skipped."""
-    vars: dict[str, Any] = Field(default_factory=dict)
+    vars: dict[str, object] = Field(default_factory=dict)
     """Variables for the test's templates (`{{vars.NAME}}`), over the suite's."""
     cases: list[Case] = Field(default_factory=list)
     """The test once per case, each with its own `vars`."""
@@ -342,7 +342,7 @@ class TestSpec(Strict):
     """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""
     counterpart: CounterpartSpec | None = None
     """Another target of the suite in the user's seat instead of a persona."""
-    steps: list[dict[str, Any]] = Field(default_factory=list)
+    steps: list[dict[str, object]] = Field(default_factory=list)
     """A browser test: `goal`, `expect` and `action` steps, in order (validated by the browser target)."""
 
     __test__ = False  # not a pytest class
@@ -371,14 +371,14 @@ class SuiteSpec(Strict):
     """The suite's name in reports; default the file's name."""
     description: str | None = None
     """What the suite tests, for people."""
-    targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    targets: dict[str, dict[str, object]] = Field(default_factory=dict)
     """The agents the tests talk to, by name: each a mapping with its `type` and that type's keys."""
     defaults: Defaults = Field(default_factory=Defaults)
     """What every test of the suite gets: `assert` (graded before each test's own), `slo`, `adaptive`."""
     hooks: HooksSpec = Field(default_factory=HooksSpec)
     """Commands or HTTP requests run around the suite's tests: `before_all`, `after_all`, `before_each`,
     `after_each`."""
-    vars: dict[str, Any] = Field(default_factory=dict)
+    vars: dict[str, object] = Field(default_factory=dict)
     """Variables for every test's templates (`{{vars.NAME}}`), over the project's."""
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     """`simulator`, `judge`, `extract`, or any name an assertion's `model:` refers to."""
@@ -393,7 +393,7 @@ class SuiteSpec(Strict):
     load: LoadSpec | None = None
     """After the tests ran: each `ramp` stage runs them with that many conversations at once for `hold`, and
     reports the stage's latency percentiles (`load.json`, the console, the HTML report)."""
-    tests: list[dict[str, Any]] = Field(default_factory=list)
+    tests: list[dict[str, object]] = Field(default_factory=list)
     """The suite's tests."""
 
 
@@ -422,7 +422,7 @@ class ProjectSpec(Strict):
 
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
     """Globs of the suite files the project runs, relative to tamesu.yaml."""
-    targets: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    targets: dict[str, dict[str, object]] = Field(default_factory=dict)
     """Agents named for `tamesu test -n NAME` (JSONL tests); the same shape as a suite's `targets`."""
 
     @field_validator("suites", mode="before")
@@ -444,7 +444,7 @@ class ProjectSpec(Strict):
     """Commands or HTTP requests run around every suite: `before_all`, `after_all`, `before_each`, `after_each`."""
     secrets: SecretsSpec = Field(default_factory=SecretsSpec)
     """Where secrets come from besides the environment: `env_files` (default `.env`)."""
-    vars: dict[str, Any] = Field(default_factory=dict)
+    vars: dict[str, object] = Field(default_factory=dict)
     """Variables for every suite's templates (`{{vars.NAME}}`)."""
     out: str = "tamesu-runs"
     """The folder run directories are written under, relative to tamesu.yaml."""

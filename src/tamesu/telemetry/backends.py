@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tamesu.telemetry.spans import BadExport, Span, SpanEvent, SpanStatus, spans_of
+from tamesu.types import JSONObject, JSONValue, json_list, json_object
 
 _ID_FIELDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
 _RENAMED = {"instrumentationLibrarySpans": "scopeSpans", "instrumentationLibrary": "scope"}
@@ -28,7 +28,7 @@ _JAEGER_STATUS: dict[str, SpanStatus] = {"OK": "ok", "ERROR": "error", "UNSET": 
 _JAEGER_FIELDS = {"span.kind", "otel.status_code", "otel.status_description", "error"}
 
 
-def tempo_spans(document: Any) -> list[Span]:
+def tempo_spans(document: JSONValue) -> list[Span]:
     """The spans of a Tempo trace-by-id answer (v1 or v2 path)."""
     if isinstance(document, dict) and isinstance(document.get("trace"), dict):
         document = document["trace"]
@@ -45,7 +45,7 @@ def tempo_spans(document: Any) -> list[Span]:
     return list(spans_of(request))
 
 
-def _otlp(value: Any, key: str = "") -> Any:
+def _otlp(value: JSONValue, key: str = "") -> JSONValue:
     """Tempo's JSON as protobuf's JSON mapping: ids in base64 (hex ones converted), old field names renamed."""
     if isinstance(value, dict):
         return {_RENAMED.get(k, k): _otlp(v, k) for k, v in value.items()}
@@ -69,45 +69,46 @@ def _base64_id(text: str, size: int) -> str:
     return text
 
 
-def jaeger_spans(document: Any) -> list[Span]:
+def jaeger_spans(document: JSONValue) -> list[Span]:
     """The spans of a Jaeger query-service answer (`{"data": [trace, ...]}`)."""
     if not isinstance(document, dict) or not isinstance(document.get("data") or [], list):
         raise BadExport("not a Jaeger answer: expected {\"data\": [traces]}")
     spans: list[Span] = []
-    for trace in document.get("data") or []:
+    for trace in json_list(document.get("data")):
         if not isinstance(trace, dict):
             continue
-        processes = trace.get("processes") or {}
-        for raw in trace.get("spans") or []:
+        processes = json_object(trace.get("processes"))
+        for raw in json_list(trace.get("spans")):
             if isinstance(raw, dict):
-                spans.append(_jaeger_span(raw, processes if isinstance(processes, dict) else {}))
+                spans.append(_jaeger_span(raw, processes))
     return spans
 
 
-def _jaeger_span(raw: dict[str, Any], processes: dict[str, Any]) -> Span:
+def _jaeger_span(raw: JSONObject, processes: JSONObject) -> Span:
     try:
         tags = _tags(raw.get("tags"))
-        parent = next((ref.get("spanID") for ref in raw.get("references") or []
+        parent = next((ref.get("spanID") for ref in json_list(raw.get("references"))
                        if isinstance(ref, dict) and ref.get("refType") == "CHILD_OF"), None)
-        start_us = int(raw.get("startTime") or 0)
-        duration_us = int(raw.get("duration") or 0)
+        start_us = _int(raw.get("startTime") or 0)
+        duration_us = _int(raw.get("duration") or 0)
         process = processes.get(str(raw.get("processID")), {})
         status = _JAEGER_STATUS.get(str(tags.get("otel.status_code", "")).upper(),
                                     "error" if tags.get("error") is True else "unset")
-        events = [_jaeger_event(log) for log in raw.get("logs") or [] if isinstance(log, dict)]
-        return Span(
-            trace_id=_hex_id(raw.get("traceID"), 16), span_id=_hex_id(raw.get("spanID"), 8),
-            parent_span_id=_hex_id(parent, 8) if parent else None, name=str(raw.get("operationName", "")),
-            kind=str(tags.get("span.kind", "internal")),
-            service=process.get("serviceName") if isinstance(process, dict) else None,
-            start_unix_nano=start_us * 1000, end_unix_nano=(start_us + duration_us) * 1000, status=status,
-            status_message=str(tags.get("otel.status_description", "")),
-            attributes={k: v for k, v in tags.items() if k not in _JAEGER_FIELDS}, events=events)
+        events = [_jaeger_event(log) for log in json_list(raw.get("logs")) if isinstance(log, dict)]
+        # validated as written, so a service name that is not text is refused as the span's fault
+        return Span.model_validate({
+            "trace_id": _hex_id(raw.get("traceID"), 16), "span_id": _hex_id(raw.get("spanID"), 8),
+            "parent_span_id": _hex_id(parent, 8) if parent else None, "name": str(raw.get("operationName", "")),
+            "kind": str(tags.get("span.kind", "internal")),
+            "service": process.get("serviceName") if isinstance(process, dict) else None,
+            "start_unix_nano": start_us * 1000, "end_unix_nano": (start_us + duration_us) * 1000, "status": status,
+            "status_message": str(tags.get("otel.status_description", "")),
+            "attributes": {k: v for k, v in tags.items() if k not in _JAEGER_FIELDS}, "events": events})
     except (TypeError, ValueError) as exc:
         raise BadExport(f"not a Jaeger span: {str(exc)[:200]}") from None
 
 
-def _hex_id(value: Any, size: int) -> str:
+def _hex_id(value: JSONValue, size: int) -> str:
     """Jaeger drops an id's leading zeros (a 64-bit trace id too): padded back to W3C's width."""
     text = str(value or "").lower()
     if not text or len(text) > size * 2 or any(c not in "0123456789abcdef" for c in text):
@@ -115,15 +116,21 @@ def _hex_id(value: Any, size: int) -> str:
     return text.rjust(size * 2, "0")
 
 
-def _tags(pairs: Any) -> dict[str, Any]:
-    tags: dict[str, Any] = {}
-    for pair in pairs or []:
+def _int(value: JSONValue) -> int:
+    if isinstance(value, list | dict) or value is None:
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    return int(value)
+
+
+def _tags(pairs: JSONValue) -> JSONObject:
+    tags: JSONObject = {}
+    for pair in json_list(pairs):
         if isinstance(pair, dict) and "key" in pair:
             tags[str(pair["key"])] = _tag_value(pair)
     return tags
 
 
-def _tag_value(pair: dict[str, Any]) -> Any:
+def _tag_value(pair: JSONObject) -> JSONValue:
     value, kind = pair.get("value"), pair.get("type", "string")
     if kind == "int64":
         return int(str(value))
@@ -136,7 +143,7 @@ def _tag_value(pair: dict[str, Any]) -> Any:
     return value
 
 
-def _jaeger_event(log: dict[str, Any]) -> SpanEvent:
+def _jaeger_event(log: JSONObject) -> SpanEvent:
     fields = _tags(log.get("fields"))
     name = fields.pop("event", "")
-    return SpanEvent(name=str(name), at_unix_nano=int(log.get("timestamp") or 0) * 1000, attributes=fields)
+    return SpanEvent(name=str(name), at_unix_nano=_int(log.get("timestamp") or 0) * 1000, attributes=dict(fields))

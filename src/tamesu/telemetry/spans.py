@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pydantic import BaseModel, Field
+
+from tamesu.types import JSONValue
 
 SCHEMA_VERSION = 1
 
@@ -27,7 +30,7 @@ _ID_FIELDS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "paren
 class SpanEvent(BaseModel):
     name: str
     at_unix_nano: int = 0
-    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes: dict[str, object] = Field(default_factory=dict)
 
 
 class Span(BaseModel):
@@ -44,7 +47,7 @@ class Span(BaseModel):
     end_unix_nano: int = 0
     status: SpanStatus = "unset"
     status_message: str = ""
-    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes: dict[str, object] = Field(default_factory=dict)
     events: list[SpanEvent] = Field(default_factory=list)
     turn: int | None = None
 
@@ -78,8 +81,10 @@ def decode(body: bytes, content_type: str) -> list[Span]:
     request = ExportTraceServiceRequest()
     if "json" in content_type.lower():
         try:
-            document = json.loads(body)
-            json_format.ParseDict(_base64_ids(document), request, ignore_unknown_fields=True)
+            document = _base64_ids(json.loads(body))
+            if not isinstance(document, dict):
+                raise ValueError("expected a JSON object")
+            json_format.ParseDict(document, request, ignore_unknown_fields=True)
         except (ValueError, json_format.ParseError) as exc:
             raise BadExport(f"not an OTLP/JSON trace export: {str(exc)[:200]}") from None
     else:
@@ -90,7 +95,7 @@ def decode(body: bytes, content_type: str) -> list[Span]:
     return list(spans_of(request))
 
 
-def _base64_ids(value: object) -> Any:
+def _base64_ids(value: JSONValue) -> JSONValue:
     """OTLP/JSON's hex ids as the base64 bytes fields of protobuf's own JSON mapping."""
     if isinstance(value, dict):
         return {k: _id_bytes(v) if k in _ID_FIELDS and isinstance(v, str) else _base64_ids(v)
@@ -107,7 +112,7 @@ def _id_bytes(hex_id: str) -> str:
         raise BadExport(f"a trace or span id is not hex: {hex_id[:40]!r}") from None
 
 
-def spans_of(request: ExportTraceServiceRequest) -> Any:
+def spans_of(request: ExportTraceServiceRequest) -> Iterator[Span]:
     """The spans of an export (or of a backend's trace in the same messages) that have W3C ids."""
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)
@@ -129,7 +134,7 @@ def spans_of(request: ExportTraceServiceRequest) -> Any:
                 )
 
 
-def attributes(pairs: Any) -> dict[str, Any]:
+def attributes(pairs: Iterable[KeyValue]) -> dict[str, object]:
     return {pair.key: _value(pair.value) for pair in pairs if isinstance(pair, KeyValue)}
 
 
