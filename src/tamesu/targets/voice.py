@@ -38,7 +38,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Literal
+from typing import Literal
 
 import jsonpath
 from pydantic import Field, field_validator, model_validator
@@ -53,7 +53,7 @@ from tamesu.targets.base import SessionOpenSpec, TargetSpec
 from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.telemetry.traceparent import TraceContext
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, JSONValue, Strict
 
 __all__ = ["VoiceSpec", "VoiceTarget"]
 
@@ -64,7 +64,7 @@ SNIFF_LIMIT = 64000
 """Windows are looked at until this much audio has passed (silence says nothing, speech decides)."""
 
 
-def _path(text: str) -> Any:
+def _path(text: str) -> jsonpath.JSONPath | jsonpath.CompoundJSONPath:
     try:
         return jsonpath.compile(text)
     except jsonpath.JSONPathError as exc:
@@ -79,7 +79,7 @@ class AudioSpec(Strict):
     frames: Literal["binary", "json"] = "binary"
     """`binary`: raw audio in binary websocket messages; `json`: base64 audio inside JSON messages (`send`,
     `receive`)."""
-    send: Any = None
+    send: object = None
     """json frames: the message for one 20 ms frame, `{{message.audio}}` where its base64 goes (and
     `{{message.digit}}` in `messages.dtmf`)."""
     receive: str | None = None
@@ -101,14 +101,14 @@ class AudioSpec(Strict):
 
 
 class MessageMatch(Strict):
-    when: dict[str, Any]
+    when: dict[str, object]
     """JSONPath: the value it must find (all of them)."""
     text: str | None = None
     """JSONPath of the text the message carries (a transcript)."""
 
     @field_validator("when")
     @classmethod
-    def _paths(cls, when: dict[str, Any]) -> dict[str, object]:
+    def _paths(cls, when: dict[str, object]) -> dict[str, object]:
         for path in when:
             _path(path)
         return when
@@ -131,11 +131,11 @@ class ToolCallMatch(MessageMatch):
 
 
 class MessagesSpec(Strict):
-    open: Any = None
+    open: object = None
     """Sent once after connecting: one message template, or a list of them."""
-    dtmf: Any = None
+    dtmf: object = None
     """Sent for each keypad digit of a `dtmf` step, with `{{message.digit}}`."""
-    close: Any = None
+    close: object = None
     """Sent before tamesu closes the socket: one message template, or a list."""
     tool_result: object = None
     """The answer to a tool call: a template with {{message.id}}, {{message.name}}, {{message.result}} (JSON
@@ -170,7 +170,7 @@ class VoiceSpec(TargetSpec):
     session: VoiceSessionSpec = Field(default_factory=VoiceSessionSpec)
     """`open`: a request made before connecting (create the call); its captures are `{{session.NAME}}` in `url` and
     `headers`."""
-    tool_results: dict[str, Any] = Field(default_factory=dict)
+    tool_results: dict[str, object] = Field(default_factory=dict)
     """tool name: its result, or a list of `{when, result | error}` cases (as the realtime target's)."""
     idle: Duration = 1.0
     """Silence after the agent's speech (on the playback clock) that ends its turn, unless `messages.done` ends
@@ -180,7 +180,7 @@ class VoiceSpec(TargetSpec):
 
     @field_validator("tool_results")
     @classmethod
-    def _cases(cls, results: dict[str, Any]) -> dict[str, Any]:
+    def _cases(cls, results: dict[str, object]) -> dict[str, object]:
         return check_tool_results(results)
 
     @field_validator("url")
@@ -194,12 +194,12 @@ class VoiceSpec(TargetSpec):
         return self
 
 
-def _first(path: str | None, document: object) -> object:
+def _first(path: str | None, document: JSONValue) -> object:
     found = _path(path).findall(document) if path else []
     return found[0] if found else None
 
 
-def _tool_call(match: ToolCallMatch, document: object) -> dict[str, Any]:
+def _tool_call(match: ToolCallMatch, document: JSONValue) -> dict[str, object]:
     """A tool call message as {name, args, id}: arguments given as JSON text are read."""
     args = _first(match.args, document)
     if isinstance(args, str):
@@ -295,7 +295,7 @@ class VoiceWire(Wire):
             self._check_encoding(message)
             return [Incoming("audio", message)]
         try:
-            document = json.loads(message)
+            document: JSONValue = json.loads(message)
         except ValueError:
             raise TurnError(f"the agent sent a text message that is not JSON: {message[:200]!r}") from None
         self.json_messages += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeGuard
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,7 +22,7 @@ AUDIO_FORMATS: dict[str, tuple[str, str, int]] = {
 _CASE_KEYS = {"when", "result", "error"}
 
 
-def _is_cases(value: Any) -> bool:
+def _is_cases(value: object) -> TypeGuard[list[dict[str, object]]]:
     """A list of `{when, result|error}` entries (not a result that happens to be a list)."""
     return (isinstance(value, list) and bool(value)
             and all(isinstance(v, dict) and v and set(v) <= _CASE_KEYS for v in value))
@@ -100,7 +100,7 @@ def require_audio_extra(prefix: str = "") -> None:
         raise ValueError(f"{prefix}{missing}")
 
 
-def check_tool_results(results: dict[str, Any]) -> dict[str, object]:
+def check_tool_results(results: dict[str, object]) -> dict[str, object]:
     """`tool_results` as a validator sees it: each list of cases must be valid cases."""
     for name, value in results.items():
         if _is_cases(value):
