@@ -80,9 +80,9 @@ class Options(Strict):
     connector: str | None = None
     """A model for the target (a name under `models:`, or provider:model); model targets use it."""
     skip: dict[str, object] | None = None
-    search: Any = None
+    search: object = None
     mode: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
 
     def sent(self) -> dict[str, Any]:
         """What travels with a user turn: the options that were written."""
@@ -91,7 +91,7 @@ class Options(Strict):
 
 class Turn(Strict):
     input: ChatMessage
-    assertions: list[Any] = Field(default_factory=list, alias="assert")
+    assertions: list[object] = Field(default_factory=list, alias="assert")
     options: Options | None = None
     attachments: list[ContentPart] = Field(default_factory=list)
 
@@ -107,7 +107,7 @@ class SimulatorSpec(Strict):
 
     use: str | None = None
     options: Options | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
     """The earlier revision writes persona and goal here directly; the later one under options.metadata."""
 
     def settings(self) -> dict[str, Any]:
@@ -123,7 +123,7 @@ class InteractiveSpec(Strict):
 class Checkpoint(Strict):
     id: str = Field(min_length=1)
     description: str | None = None
-    assertion: Any
+    assertion: object
     after: list[str] = Field(default_factory=list)
     """Checkpoints that must be reached first (at this turn or an earlier one)."""
     required: bool = True
@@ -134,7 +134,7 @@ class TestCase(Strict):
     name: str | None = None
     type: Literal["single_turn", "multi_turn", "dynamic"] | None = None
     input: list[ChatMessage] | None = None
-    assertions: list[Any] = Field(default_factory=list, alias="assert")
+    assertions: list[object] = Field(default_factory=list, alias="assert")
     options: Options | None = None
     turns: list[Turn] = Field(default_factory=list)
     simulator: SimulatorSpec | None = None

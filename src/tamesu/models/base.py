@@ -19,12 +19,16 @@ Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "gen
                   "simulator_audit"]
 
 
+def _no_parameters() -> dict[str, object]:
+    return {"type": "object", "properties": {}}
+
+
 class ToolSpec(BaseModel):
     """A function the model may call (model and mcp targets)."""
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, object] = Field(default_factory=_no_parameters)
 
 
 class ToolRequest(BaseModel):
@@ -32,7 +36,7 @@ class ToolRequest(BaseModel):
 
     id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, object] = Field(default_factory=dict)
 
 
 class MessageFile(BaseModel):
@@ -79,7 +83,7 @@ class ModelRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     prompt_version: str | None = None
     """Which version of tamesu's prompt template built the messages (simulator, judge...)."""
-    context: dict[str, Any] = Field(default_factory=dict)
+    context: dict[str, object] = Field(default_factory=dict)
     """The structured inputs the messages were built from (persona, goal, transcript, rubric...).
     Real providers ignore it; the fake provider's rules read it. Part of the cache key."""
     headers: dict[str, str] = Field(default_factory=dict, exclude=True)

@@ -37,7 +37,7 @@ class RealtimeSpec(TargetSpec):
     """Sent as `?model=` unless the URL has one."""
     session_update: dict[str, object] = Field(default_factory=dict)
     """Merged into the `session.update` tamesu sends (instructions, tools, voice...); yours wins."""
-    tool_results: dict[str, Any] = Field(default_factory=dict)
+    tool_results: dict[str, object] = Field(default_factory=dict)
     """tool name: its result (any JSON), or a list of `{when: {arg: value|regex}, result | error}` tried in
     order, as the model target's `results`. Results are templates with `{{args.x}}`."""
     done_tool: str | None = None
@@ -60,7 +60,7 @@ class RealtimeSpec(TargetSpec):
 
     @field_validator("tool_results")
     @classmethod
-    def _cases(cls, results: dict[str, Any]) -> dict[str, Any]:
+    def _cases(cls, results: dict[str, object]) -> dict[str, object]:
         return check_tool_results(results)
 
     @model_validator(mode="after")
@@ -75,7 +75,7 @@ class RealtimeSpec(TargetSpec):
 class ToolResults(Protocol):
     """A target spec whose `tool_results` answer the agent's function calls (realtime, pipecat)."""
 
-    tool_results: dict[str, Any]
+    tool_results: dict[str, object]
 
 
 def websocket_url(url: str, problem: str) -> str:

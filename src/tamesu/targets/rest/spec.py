@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import jsonpath
 from pydantic import (
@@ -39,7 +39,7 @@ class PathEquals(Strict):
 
     path: JsonPath
     """The JSONPath looked up."""
-    equals: Any
+    equals: object
     """The value it must find for the condition to hold."""
 
 
@@ -80,7 +80,7 @@ def _multipart(value: object) -> object:
 
 
 class RequestSpec(Strict):
-    body: Any = None
+    body: object = None
     """JSON with templates. Absent: `{"message": "{{message}}", "session_id": "{{session}}"}` (+ `data`,
     `messages`, `options`, `attachments` when the turn has them)."""
     multipart: Annotated[MultipartSpec | None, BeforeValidator(_multipart)] = None
@@ -107,7 +107,7 @@ class PollSpec(Strict):
     """The HTTP method of each poll."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Headers sent with each poll; templates allowed."""
-    body: Any = None
+    body: object = None
     """The JSON body of each poll, if any; templates allowed."""
     interval: Duration = 0.5
     """The pause between polls."""
