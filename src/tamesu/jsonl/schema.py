@@ -84,7 +84,7 @@ class Options(Strict):
     mode: str | None = None
     metadata: dict[str, object] = Field(default_factory=dict)
 
-    def sent(self) -> dict[str, Any]:
+    def sent(self) -> dict[str, object]:
         """What travels with a user turn: the options that were written."""
         return self.model_dump(exclude_defaults=True)
 
@@ -110,7 +110,7 @@ class SimulatorSpec(Strict):
     metadata: dict[str, object] = Field(default_factory=dict)
     """The earlier revision writes persona and goal here directly; the later one under options.metadata."""
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         return {**(self.options.metadata if self.options else {}), **self.metadata}
 
 

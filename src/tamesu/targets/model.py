@@ -50,7 +50,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -84,12 +84,16 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _NO_MATCH = "no result declared for these arguments"
 
 
+def _no_parameters() -> dict[str, object]:
+    return {"type": "object", "properties": {}}
+
+
 class ToolResultCase(Strict):
     """One entry of a tool's `results`: when the arguments match, this result (or this error)."""
 
-    when: dict[str, Any] = Field(default_factory=dict)
+    when: dict[str, object] = Field(default_factory=dict)
     """Argument name: expected value, or a full regular expression for its text. Empty matches every call."""
-    result: Any = None
+    result: object = None
     """The result returned when `when` matches."""
     error: str | None = None
     """The error the call fails with when `when` matches."""
@@ -108,9 +112,9 @@ class ModelToolSpec(Strict):
     """The tool's name, as the model calls it."""
     description: str = ""
     """What the tool does, as the model is told."""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, object] = Field(default_factory=_no_parameters)
     """The JSON schema of the arguments, as the provider's function-calling API takes it."""
-    result: Any = None
+    result: object = None
     """What every call returns (a string, or JSON), unless a `results` entry matches first; rendered as a template."""
     results: list[ToolResultCase] = Field(default_factory=list)
     """Results by the call's arguments: the first entry whose `when` matches answers the call."""
