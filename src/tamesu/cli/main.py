@@ -79,7 +79,8 @@ class _LazyGroup(click.Group):
             import importlib
 
             module, attribute = self._lazy[name]
-            return getattr(importlib.import_module(module), attribute)
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
         return super().get_command(ctx, name)
 
 

@@ -51,7 +51,7 @@ class HttpGate:
         await send({"type": "http.response.body", "body": body})
 
 
-class GrpcGate(grpc.aio.ServerInterceptor):
+class GrpcGate(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
     def __init__(self, token: str, refused: Callable[[str], None]) -> None:
         self.token = token
         self.refused = refused

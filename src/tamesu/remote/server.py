@@ -101,8 +101,9 @@ class RemoteAgentServer:
         at = Addresses(origin=self.url, grpc=self.grpc_addr)
         public = self._make_handler(at)
         assert self._handler is not None  # made by _make_handler
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
-        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+            GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
+        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
             CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
         self._app.app = self._gated(CardCache(self._starlette(public)))
         await self._grpc.start()
