@@ -111,7 +111,7 @@ def check_tool_results(results: dict[str, object]) -> dict[str, object]:
     return results
 
 
-def answer(spec: ToolResults, name: str, args: dict[str, Any], context: Context) -> tuple[Any, bool]:
+def answer(spec: ToolResults, name: str, args: dict[str, object], context: Context) -> tuple[object, bool]:
     """(the output for this call, whether tamesu declared it): the first matching `when`, else the result."""
     if name not in spec.tool_results:
         return {"error": f"no result declared for tool {name} (tool_results)"}, False
@@ -132,6 +132,6 @@ def answer(spec: ToolResults, name: str, args: dict[str, Any], context: Context)
     return scoped.render_value(value), True
 
 
-def as_output(value: Any) -> str:
+def as_output(value: object) -> str:
     """A function_call_output's `output` is a string: JSON for anything but a string."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -91,7 +91,7 @@ async def with_connect_retries(
 @dataclass
 class Answer:
     status: int
-    body: Any
+    body: JSONValue
     sent_at_ms: float
     completed_at_ms: float
 
@@ -219,7 +219,7 @@ def text_encoding(response: httpx.Response) -> str:
     return response.encoding or "utf-8"
 
 
-def answer_body(response: httpx.Response, text: str, cut: bool) -> object:
+def answer_body(response: httpx.Response, text: str, cut: bool) -> JSONValue:
     """The body as the turn keeps it: JSON when it is JSON, else the text (a cut text is never parsed)."""
     if cut:
         return text
