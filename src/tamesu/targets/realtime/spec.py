@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Protocol, TypeGuard
+from typing import Literal, Protocol, TypeGuard
 
 from pydantic import Field, field_validator, model_validator
 
