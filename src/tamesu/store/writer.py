@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 from tamesu import __version__
 from tamesu.results.provenance import Provenance
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
-from tamesu.store.db import PartInfo, RunInfo, Store, test_record
+from tamesu.store.lite import LiteStore
+from tamesu.store.records import PartInfo, RunInfo, test_record
 
-if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only
+if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only; Store only for its type
     from tamesu.plan import Plan, PlannedTest
+    from tamesu.store.db import Store
 
 FLUSH_TIMEOUT_S = 30.0
 BATCH_WINDOW_S = 1.0
@@ -42,7 +44,7 @@ class _Record:
 
 
 class StoreWriter:
-    def __init__(self, store: Store, provenance: Provenance, *, project_dir: Path, shard: str | None,
+    def __init__(self, store: Store | LiteStore, provenance: Provenance, *, project_dir: Path, shard: str | None,
                  redact: Callable[[Any], Any], warn: Callable[[str], None]) -> None:
         self.store = store
         self.provenance = provenance
