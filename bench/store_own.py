@@ -38,7 +38,8 @@ def main() -> None:
     redactor.add("bench-key-not-a-real-secret")  # a run with a model key masks every record: so does this one
     origin = Provenance(run_id=f"{run_dir.name}-{kind}-{time.time_ns()}", commit=None, branch=None)
     writer = StoreWriter(store, origin, project_dir=run_dir.parent, shard=None,  # type: ignore[arg-type]
-                         redact=redactor.data, warn=warnings.append)
+                         redact=redactor.data, warn=warnings.append,
+                         secret_in=redactor.in_json)
     writer.start(None, [], run_dir)  # type: ignore[arg-type]  # the plan is not read
     for result, runs in tests:
         writer.test_finished(result, runs)

@@ -187,7 +187,8 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
 
-    return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn)
+    return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn,
+                       secret_in=redactor.in_json)
 
 
 COLOR = click.Choice(["auto", "always", "never"])
