@@ -87,7 +87,8 @@ class StoreWriter:
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
         # masked here, on the run's thread, so no secret is ever queued for the database; most records hold
-        # none, and one search of their JSON text costs a fifth of masking every string (half the store's CPU)
+        # none, and one search of their JSON text is cheaper than masking every string (measured: the store's
+        # own CPU 0.21 s -> 0.17 s on 1000 tests, bench/store_own.py)
         record = test_record(result, runs, self._slo.get(result.id), self._run_dir)
         if self.secret_in is None or self.secret_in(json.dumps(record, ensure_ascii=False, default=str)):
             record = self.redact(record)
