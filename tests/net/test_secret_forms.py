@@ -184,3 +184,18 @@ def test_log_lines_of_libraries_are_masked() -> None:
     written = stream.getvalue()
     assert "WARNING a2a.client.transports.rest: request to http://127.0.0.1/a/*** failed" in written
     assert "ValueError: bad token ***" in written and leaks(written) == []
+
+
+def test_in_json_tells_a_record_holding_a_secret_anywhere() -> None:
+    """The store masks only records whose JSON text shows a secret: the search must find it in any string or
+    key, in any form, however JSON escapes it (the secret has quotes and a non-ASCII letter)."""
+    redactor = Redactor()
+    redactor.add(SECRET)
+    holding = [{"text": f"before{SECRET}after"}, {"runs": [1, {"deep": [None, SECRET + "\n"]}]}, {SECRET: 1},
+               {"b": forms(SECRET)["base64"]}, {"p": f"/x/{forms(SECRET)['path-encoded']}"},
+               {"j": f'said "{forms(SECRET)["JSON-escaped"]}"'}]
+    clean = [{"text": "tok en/7+ q ü-4711"}, {"n": 4711, "l": ["tok", "en"]}, {}]
+    for record in holding + clean:
+        shown = redactor.in_json(json.dumps(record, ensure_ascii=False))
+        assert shown == (record in holding) == (redactor.data(record) != record), record
+    assert not Redactor().in_json(json.dumps(holding))

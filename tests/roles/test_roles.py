@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from tamesu.conversation import AgentTurn, Exchange, UserTurn
 from tamesu.errors import InfraError
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Usage
-from tamesu.models.fake import FakeProvider
+from tamesu.models.fake import UNKNOWN_KIND_HINT, FakeProvider
 from tamesu.models.spec import ModelSpec
 from tamesu.models.structured import find_json, generate_structured
 from tamesu.roles import prompt_files as _prompts
@@ -188,17 +188,49 @@ async def test_fake_model_target_calls_tools_then_says() -> None:
 
 
 @pytest.mark.parametrize(("rule", "problem"), [
-    ({"when": "(unclosed", "say": "x"}, r"^rule 1 \(turn rule\): when: '\(unclosed' is not a valid regular"),
-    ({"when": "x"}, r"^rule 1 \(turn rule\): a rule with `when` needs say"),
-    ({"rubric": "x", "reason": "y"}, r"^rule 1 \(judge rule\): missing required key 'pass'"),
-    ({"description": "x", "value": "a", "pattern": "b"}, r"^rule 1 \(extract rule\): .*not both"),
-    ({"wen": "x", "sya": "y"}, "^rule 1: cannot tell what it is for"),
-    ({"when": "x", "say": "y", "typo": 1}, r"^rule 1 \(turn rule\): typo: Extra inputs"),
+    ({"when": "(unclosed", "say": "x"}, r"^rules\[0\]\.when: '\(unclosed' is not a valid regular"),
+    ({"when": "x"}, r"^rules\[0\]: a rule with `when` needs say"),
+    ({"rubric": "x", "reason": "y"}, r"^rules\[0\]: missing required key 'pass'"),
+    ({"description": "x", "value": "a", "pattern": "b"}, r"^rules\[0\]: .*not both"),
+    ({"wen": "x", "sya": "y"}, r"^rules\[0\]: cannot tell what it is for"),
+    ({"when": "x", "say": "y", "stpo": 1}, r"^rules\[0\]\.stpo: not a turn rule key \(did you mean 'stop'\?\)$"),
     ({"check": "grounded", "rubric": "x", "pass": True}, "grounded rule has no rubric"),
 ])
 def test_bad_rules_say_what_is_wrong(rule: dict[str, Any], problem: str) -> None:
-    with pytest.raises(ValueError, match=problem):
+    with pytest.raises(ValueError, match=problem) as raised:
         FakeProvider([rule])
+    assert "Extra inputs" not in str(raised.value) and "Value error" not in str(raised.value)
+
+
+def test_rules_from_python_name_every_bad_rule_by_its_index() -> None:
+    """Built from Python there is no file: each bad rule is one line placed by its index, all at once."""
+    with pytest.raises(ValueError) as raised:
+        FakeProvider([{"when": "hi", "say": "hello"}, {"wen": "x"}, 3, {"rubric": "x", "pas": True},
+                      {"rubric": "x", "pass": True}, {"when": "(x", "say": "y"}])
+    assert str(raised.value).splitlines() == [
+        "rules[1]: cannot tell what it is for (keys: 'wen' (did you mean 'when'?)); " + UNKNOWN_KIND_HINT,
+        "rules[2]: a rule is a mapping, got int",
+        "rules[3].pas: not a judge rule key (did you mean 'pass'?)",
+        "rules[5].when: '(x' is not a valid regular expression: missing ), unterminated subpattern at position 0",
+    ]
+
+
+def test_a_rules_file_places_every_bad_rule_at_its_line_and_column(tmp_path: Path) -> None:
+    rules = tmp_path / "judge.yaml"
+    rules.write_text('# the judge\'s rules\n- { rubric: "(?i)polite", pass: true }\n- rubric: "(?i)polite"\n'
+                     '  pas: false\n- { pas: true }\n- rubric: "([a"\n  pass: true\n- { description: "the order" }\n'
+                     '- 3\n', encoding="utf-8")
+    with pytest.raises(ValueError) as raised:
+        FakeProvider.from_spec(ModelSpec(provider="fake", rules=str(rules)), None)
+    lines = str(raised.value).splitlines()
+    assert [line.split(": ")[0] for line in lines] == [
+        f"{rules}:4:3", f"{rules}:5:3", f"{rules}:6:11", f"{rules}:8:3", f"{rules}:9:3"]
+    assert lines[0].endswith(": rules[1].pas: not a judge rule key (did you mean 'pass'?)")
+    assert ": rules[3].rubric: '([a' is not a valid regular expression" in lines[2]
+    rules.write_text("rules:\n  - { rubric: x, pass: true }\n  - { rubric: y, pas: true }\n", encoding="utf-8")
+    with pytest.raises(ValueError) as raised:
+        FakeProvider.from_spec(ModelSpec(provider="fake", rules=str(rules)), None)
+    assert str(raised.value) == f"{rules}:3:18: rules[1].pas: not a judge rule key (did you mean 'pass'?)"
 
 
 def test_rules_must_be_a_list() -> None:
@@ -221,7 +253,7 @@ async def test_rules_from_a_yaml_file(tmp_path: Path, monkeypatch: pytest.Monkey
         assert verdict.passed and verdict.reason == "said thanks"
 
     (tmp_path / "bad.yaml").write_text("- { when: x }\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"fake rules file .*bad\.yaml: rule 1"):
+    with pytest.raises(ValueError, match=r"bad\.yaml:1:3: rules\[0\]: a rule with `when` needs say"):
         FakeProvider.from_spec(ModelSpec(provider="fake", rules="bad.yaml"), None)
     with pytest.raises(ValueError, match="cannot read it"):
         FakeProvider.from_spec(ModelSpec(provider="fake", rules="missing.yaml"), None)

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from tamesu.report.spec import ReportRequest
     from tamesu.results.sharding import Shard
     from tamesu.runtime.signals import Interrupted
+    from tamesu.store.db import Store
+    from tamesu.store.lite import LiteStore
     from tamesu.store.writer import StoreWriter
     from tamesu.suite.secrets import Redactor, Secrets
 
@@ -166,10 +168,16 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
         console.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
 
     try:
-        from tamesu.store.db import Store
+        from tamesu.store.lite import open_lite
         from tamesu.store.writer import StoreWriter
 
-        store = Store(url)
+        # a current SQLite store is written without SQLAlchemy (its import was half the store's cost to a
+        # run); creating or migrating one, or PostgreSQL, takes the full writer
+        store: Store | LiteStore | None = open_lite(url)
+        if store is None:
+            from tamesu.store import db
+
+            store = db.Store(url)
     except (StoreError, OSError) as exc:
         if is_default(project.spec.store):
             reason = f"cannot create {project.dir / '.tamesu'}: {exc.strerror or exc}" if isinstance(exc, OSError) \
@@ -179,7 +187,8 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
 
-    return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn)
+    return StoreWriter(store, origin, project_dir=project.dir, shard=shard, redact=redactor.data, warn=warn,
+                       secret_in=redactor.in_json)
 
 
 COLOR = click.Choice(["auto", "always", "never"])

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tamesu.models._fake_rule_errors import Found, in_file, listed, validation_problems
 from tamesu.models.base import (
     Message,
     ModelError,
@@ -172,27 +173,20 @@ _KINDS: list[tuple[set[str], type[_Rule], str]] = [
 ]
 
 
-def _problem(loc: Sequence[int | str], message: str) -> str:
-    message = message.removeprefix("Value error, ")
-    where = ".".join(str(part) for part in loc)
-    return f"{where}: {message}" if where else message
-
-
-def parse_rule(raw: object, number: int) -> Rule:
-    """One rule from what a user wrote; the kind follows from its keys. Raises ValueError naming the rule."""
+def _checked(raw: object, index: int) -> tuple[Rule | None, list[Found]]:
+    """One rule from what a user wrote, the kind told by its keys; or what is wrong with it."""
     if isinstance(raw, Rule):
-        return raw
+        return raw, []
     if not isinstance(raw, Mapping):
-        raise ValueError(f"rule {number}: expected a mapping, got {type(raw).__name__}")
+        return None, [(index, (), f"a rule is a mapping, got {type(raw).__name__}", False)]
     found = rule_kind(raw)
-    if found is not None:
-        model, kind = found
-        try:
-            return model.model_validate(dict(raw))  # type: ignore[return-value]  # _KINDS holds only Rule's members
-        except ValidationError as exc:
-            problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
-            raise ValueError(f"rule {number} ({kind} rule): {problems}") from None
-    raise ValueError(f"rule {number}: {unknown_kind(raw)}")
+    if found is None:
+        return None, [(index, (), unknown_kind(raw), False)]
+    model, kind = found
+    try:
+        return model.model_validate(dict(raw)), []  # type: ignore[return-value]  # _KINDS holds only Rule's members
+    except ValidationError as exc:
+        return None, validation_problems(index, exc, model, kind)
 
 
 def rule_kind(raw: Iterable[object]) -> tuple[type[BaseModel], str] | None:
@@ -222,12 +216,23 @@ def _keys(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def parse_rules(raw: object) -> list[Rule]:
+def parse_rules(raw: object, *, path: Path | None = None, text: str = "") -> list[Rule]:
+    """The rules, or a RuleErrors naming every bad one at its place: in the file at `path` (its `text`) when
+    they were read from one, else by index."""
     if raw is None:
         return []
     if not isinstance(raw, Sequence) or isinstance(raw, str):
         raise ValueError(f"fake rules must be a list of rules, got {type(raw).__name__}")
-    return [parse_rule(item, number) for number, item in enumerate(raw, start=1)]
+    rules: list[Rule] = []
+    problems: list[Found] = []
+    for index, item in enumerate(raw):
+        rule, found = _checked(item, index)
+        problems.extend(found)
+        if rule is not None:
+            rules.append(rule)
+    if problems:
+        raise in_file(problems, path, text) if path is not None else listed(problems)
+    return rules
 
 
 MAX_RULES_BYTES = 4_000_000
@@ -254,7 +259,8 @@ def _rules_text(path: Path) -> str:
 
 def load_rules_file(path: Path) -> list[Rule]:
     try:
-        data = YAML(typ="safe").load(_rules_text(path))
+        text = _rules_text(path)
+        data = YAML(typ="safe").load(text)
     except OSError as exc:
         raise ValueError(f"fake rules file {path}: cannot read it: {exc.strerror or exc}") from None
     except ValueError as exc:
@@ -263,10 +269,9 @@ def load_rules_file(path: Path) -> list[Rule]:
         raise ValueError(f"fake rules file {path}: not valid YAML: {exc}") from None
     if isinstance(data, Mapping) and "rules" in data:
         data = data["rules"]  # also accept `rules:` at the top, so the file can say what it is
-    try:
-        return parse_rules(data)
-    except ValueError as exc:
-        raise ValueError(f"fake rules file {path}: {exc}") from None
+    if not isinstance(data, Sequence) or isinstance(data, str):
+        raise ValueError(f"fake rules file {path}: a list of rules, got {type(data).__name__}")
+    return parse_rules(data, path=path, text=text)
 
 
 def _words(text: str) -> int:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tamesu.report.waterfall import by_turn
 from tamesu.results.records import RunResult, TestResult
 from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
-from tamesu.telemetry.spans import SpansFile
+from tamesu.store.lite import HEAD_REVISION, store_timeout
+from tamesu.store.records import (  # re-exported: the store's plain data, importable without SQLAlchemy
+    PartInfo,
+    RunInfo,
+    test_record,
+    trace_ids_of,
+    transcript_hash,
+    transcript_of,
+    waterfalls_of,
+)
 
 try:
     import sqlalchemy as sa
@@ -24,50 +29,8 @@ except ImportError:  # pragma: no cover - a broken install: SQLAlchemy is a core
 
 from tamesu.store import _tables as t
 
-
-def _timeout() -> float:
-    """How long a write waits for a locked SQLite file or an unreachable server before it gives up
-    (TAMESU_STORE_TIMEOUT seconds, default 5)."""
-    import math
-    import os
-
-    given = os.environ.get("TAMESU_STORE_TIMEOUT", "").strip()
-    if not given:
-        return 5.0
-    try:
-        seconds = float(given)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise StoreError(f"TAMESU_STORE_TIMEOUT: expected a number of seconds above 0, got {given!r}")
-    return max(0.05, seconds)
-
 _MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0004"
-"""The newest migration; a store already there is opened without loading Alembic (a test keeps it true)."""
 _ADVISORY_LOCK = 7_154_221  # any constant: serialises migrations of shards that start at once on PostgreSQL
-
-
-@dataclass
-class RunInfo:
-    """What a run row holds: the same for every shard of one run."""
-
-    id: str
-    started_at: str
-    commit: str | None = None
-    branch: str | None = None
-    project: str | None = None
-    tamesu_version: str | None = None
-
-
-@dataclass
-class PartInfo:
-    """One invocation (a shard, or the whole run) and its folder."""
-
-    dir: str
-    started_at: str
-    shard: str | None = None
-    host: str | None = None
 
 
 def _make_engine(url: str) -> Engine:
@@ -78,7 +41,7 @@ def _make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, connect_args={"timeout": _timeout()})
+        engine = sa.create_engine(parsed, connect_args={"timeout": store_timeout()})
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -93,7 +56,7 @@ def _make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         try:
             return sa.create_engine(parsed, pool_pre_ping=True, connect_args={
-                "connect_timeout": max(1, round(_timeout())), "options": "-c statement_timeout=30000"})
+                "connect_timeout": max(1, round(store_timeout())), "options": "-c statement_timeout=30000"})
         except ImportError as exc:
             raise StoreError(EXTRA_HINT + f" ({exc})") from None
     raise StoreError(f"store: {parsed.get_backend_name()} is not supported (sqlite or postgresql)")
@@ -244,70 +207,5 @@ def _delete_part(connection: Connection, part_id: int) -> None:
     connection.execute(t.run_parts.delete().where(t.run_parts.c.id == part_id))
 
 
-def test_record(result: TestResult, runs: list[RunResult], slo: dict[str, float] | None = None,
-                run_dir: Path | None = None) -> dict[str, object]:
-    """What the store keeps of a finished test, as plain data: small (no raw responses, no events, at most
-    MAX_ROWS spans a turn), so the run pays little to hand it over and a redactor can mask it whole. The
-    spans are read from the runs' spans.json in `run_dir`, the run folder."""
-    by_key = {(r.run, r.attempt): r for r in runs}
-    items = []
-    for summary in result.runs:
-        detail = by_key.get((summary.run, summary.attempts))
-        transcript = transcript_of(detail) if detail is not None else []
-        metrics = dict(detail.metrics if detail is not None else summary.metrics)
-        graded = detail.assertions if detail is not None else summary.failures
-        items.append({
-            "row": {"number": summary.run, "attempt": summary.attempts, "status": summary.status,
-                    "error": summary.error, "fault": summary.fault, "fault_reason": summary.fault_reason,
-                    "end_reason": detail.end_reason if detail else None,
-                    "duration_ms": detail.duration_ms if detail else None, "dir": summary.dir,
-                    "target_type": detail.target_type if detail else None, "transcript": transcript,
-                    "transcript_hash": transcript_hash(transcript) if transcript else None,
-                    "trace_ids": trace_ids_of(detail) if detail else None,
-                    "spans": waterfalls_of(detail, run_dir / summary.dir) if detail and run_dir else None,
-                    "llm_cost_usd": metrics.get("llm_cost_usd"),
-                    "llm_tokens": int(metrics["llm_tokens"]) if "llm_tokens" in metrics else None,
-                    "metrics": {name: float(value) for name, value in metrics.items()},
-                    "not_evaluated": summary.not_evaluated or None},
-            "assertions": [{"name": a.name, "passed": a.passed, "reason": a.reason, "score": a.score,
-                            "on_turn": None if a.on_turn is None else str(a.on_turn), "model": a.model,
-                            "prompt_version": a.prompt_version, "fake": a.fake} for a in graded],
-        })
-    return {"test": {"test_id": result.id, "suite": result.suite, "name": result.test, "case_name": result.case,
-                     "tags": list(result.tags), "target": result.target, "status": result.status,
-                     "passed_runs": result.passed_runs, "total_runs": result.total_runs,
-                     "pass_threshold": result.pass_threshold, "duration_ms": result.duration_ms,
-                     "quarantine": result.quarantine, "skip_reason": result.skip_reason, "slo": slo or None,
-                     "stats": result.stats.model_dump(mode="json") if result.stats else None,
-                     "reason": result.reason},
-            "runs": items}
-
-
-def transcript_of(result: RunResult) -> list[dict[str, object]]:
-    """The conversation as transcript.json has it: who said what, turn by turn."""
-    lines: list[dict[str, object]] = []
-    for turn in result.turns:
-        if turn.user is not None:
-            lines.append({"role": "user", "text": turn.user.display(), "turn": turn.index})
-        lines.append({"role": "agent", "text": turn.agent.text, "turn": turn.index})
-    return lines
-
-
-def transcript_hash(lines: Sequence[Mapping[str, object]]) -> str:
-    text = json.dumps([[line["role"], line["text"]] for line in lines], ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def waterfalls_of(result: RunResult, folder: Path) -> dict[str, object] | None:
-    """Each turn's waterfall (`traces:`), from the run's spans.json; None without one."""
-    try:
-        spans = SpansFile.model_validate_json((folder / "spans.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    drawn = by_turn({turn.index: turn.agent.latency_ms for turn in result.turns}, spans)
-    return {index: turn.model_dump(mode="json") for index, turn in drawn.items()} or None
-
-
-def trace_ids_of(result: RunResult) -> list[str] | None:
-    ids = [turn.agent.trace_id for turn in result.turns if turn.agent.trace_id]
-    return ids or None
+__all__ = ["HEAD_REVISION", "PartInfo", "RunInfo", "Store", "test_record", "trace_ids_of", "transcript_hash",
+           "transcript_of", "waterfalls_of"]

@@ -208,9 +208,10 @@ class Reader:
                 spans=row.spans or {}, not_evaluated=row.not_evaluated or 0))
         return out
 
-    def as_loaded_run(self, run_id: str) -> LoadedRun | None:
-        """A run from the store in the shape `--baseline` compares (its folder may be on another machine)."""
-        run = self.run(run_id)
+    def as_loaded_run(self, run_id: str, run: RunRow | None = None) -> LoadedRun | None:
+        """A run from the store in the shape `--baseline` compares (its folder may be on another machine);
+        `run` is its row when the caller read it already."""
+        run = run if run is not None and run.id == run_id else self.run(run_id)
         if run is None:
             return None
         with self.engine.connect() as connection:
@@ -249,18 +250,26 @@ class Reader:
                       .having(sa.or_(sa.func.count(sa.distinct(a.passed)) > 1,
                                      sa.func.max(a.score) != sa.func.min(a.score)))
                       .limit(limit)).all()
-            cases = []
-            for transcript_hash, name in judged:
+            # every verdict of every case in one read (a read per case was up to 50 round trips a page)
+            wanted = {(transcript_hash, name) for transcript_hash, name in judged}
+            verdicts: dict[tuple[str, str], list[Any]] = defaultdict(list)
+            if wanted:
                 rows = connection.execute(
-                    sa.select(res.run_id, res.test_id, tr.transcript, a.model, a.prompt_version, a.passed, a.score,
-                              a.reason)
+                    sa.select(tr.transcript_hash, a.name, res.run_id, res.test_id, tr.transcript, a.model,
+                              a.prompt_version, a.passed, a.score, a.reason)
                     .select_from(t.assertions.join(t.test_runs, tr.id == a.test_run_id)
                                  .join(t.test_results, res.id == tr.test_result_id))
-                    .where(tr.transcript_hash == transcript_hash, a.name == name)
-                    .order_by(res.started_at)).all()
+                    .where(tr.transcript_hash.in_({h for h, _ in wanted}), a.name.in_({n for _, n in wanted}))
+                    .order_by(res.started_at, a.id)).all()
+                for row in rows:
+                    if (row.transcript_hash, row.name) in wanted:
+                        verdicts[(row.transcript_hash, row.name)].append(row)
+            cases = []
+            for transcript_hash, name in judged:
+                found = verdicts[(transcript_hash, name)]
                 cases.append(DriftCase(
-                    test_id=rows[0].test_id, assertion=name, transcript=rows[0].transcript or [],
+                    test_id=found[0].test_id, assertion=name, transcript=found[0].transcript or [],
                     verdicts=[{"run_id": row.run_id, "model": row.model, "prompt_version": row.prompt_version,
                                "passed": row.passed, "score": row.score, "reason": row.reason or ""}
-                              for row in rows]))
+                              for row in found]))
         return cases

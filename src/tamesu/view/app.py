@@ -64,7 +64,7 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
     def run_page(request: Request) -> HTMLResponse:
         run_id = request.query_params.get("id", "")
         run = reader.run(run_id)
-        loaded = reader.as_loaded_run(run_id) if run else None
+        loaded = reader.as_loaded_run(run_id, run) if run else None
         if run is None or loaded is None:
             return _html("No such run", f"<p>{esc(run_id)} is not in the store.</p>", code=404)
         others = [r.id for r in reader.runs(limit=50) if r.id != run_id]

@@ -1,0 +1,205 @@
+"""A run's writes to a SQLite store through the standard library's sqlite3, without SQLAlchemy.
+
+History is on by default, so every run pays for its writes: importing SQLAlchemy alone was half of what the
+store cost a run (0.16 s of CPU), and its statement machinery most of the rest. A run only appends rows to a
+schema that already exists, which needs neither. So when the SQLite file is already at HEAD_REVISION a run
+writes through this module; creating or migrating a store, PostgreSQL, `tamesu store import` and `tamesu view`
+use SQLAlchemy (`db`, `queries`). The column lists below are checked against `_tables` by a test, so the two
+writers cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tamesu.store import StoreError, shown_url
+from tamesu.store.records import PartInfo, RunInfo
+
+HEAD_REVISION = "0004"
+"""The newest migration; a store already there is written without SQLAlchemy or Alembic (a test keeps it true)."""
+
+RUN_COLUMNS = ("id", "started_at", "commit", "branch", "project", "tamesu_version")
+PART_COLUMNS = ("run_id", "shard", "dir", "host", "started_at")
+TEST_COLUMNS = ("id", "run_id", "part_id", "test_id", "suite", "name", "case_name", "tags", "target", "status",
+                "passed_runs", "total_runs", "pass_threshold", "duration_ms", "quarantine", "skip_reason", "commit",
+                "started_at", "slo", "stats", "reason")
+RUN_ROW_COLUMNS = ("id", "test_result_id", "number", "attempt", "status", "error", "fault", "fault_reason",
+                   "end_reason", "duration_ms", "dir", "target_type", "transcript", "transcript_hash", "trace_ids",
+                   "spans", "llm_cost_usd", "llm_tokens", "metrics", "not_evaluated")
+ASSERTION_COLUMNS = ("test_run_id", "name", "passed", "reason", "score", "on_turn", "model", "prompt_version", "fake")
+JSON_COLUMNS = frozenset({"tags", "slo", "stats", "transcript", "trace_ids", "spans", "metrics", "counts"})
+"""The columns `_tables` declares as JSON: SQLAlchemy keeps them as JSON text in SQLite, and so does this."""
+
+
+def store_timeout() -> float:
+    """How long a write waits for a locked SQLite file or an unreachable server before it gives up
+    (TAMESU_STORE_TIMEOUT seconds, default 5)."""
+    import math
+
+    given = os.environ.get("TAMESU_STORE_TIMEOUT", "").strip()
+    if not given:
+        return 5.0
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise StoreError(f"TAMESU_STORE_TIMEOUT: expected a number of seconds above 0, got {given!r}")
+    return max(0.05, seconds)
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a plain `sqlite:///PATH` URL (as `store_url` makes them); None for anything else (another
+    database, options in the URL, memory), which SQLAlchemy handles."""
+    if not url.startswith("sqlite:///") or "?" in url:
+        return None
+    path = url.removeprefix("sqlite:///")
+    return path if path and path != ":memory:" else None
+
+
+def open_lite(url: str) -> LiteStore | None:
+    """A writer for the SQLite store at `url` when its schema is current; None when the store is elsewhere,
+    absent or older (SQLAlchemy's `Store` creates or migrates it). Raises StoreError for a bad timeout."""
+    timeout = store_timeout()
+    path = sqlite_path(url)
+    if path is None or not os.path.isfile(path):
+        return None
+    try:
+        # without waiting: a file that cannot be read now is left to the full writer and its errors
+        probe = sqlite3.connect(path, timeout=0)
+        try:
+            row = probe.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            probe.close()
+    except sqlite3.Error:
+        return None
+    if row is None or row[0] != HEAD_REVISION:
+        return None
+    return LiteStore(url, path, timeout)
+
+
+def _cell(column: str, value: Any) -> Any:
+    return json.dumps(value) if column in JSON_COLUMNS and value is not None else value
+
+
+def _rows(columns: Sequence[str], items: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    return [tuple(_cell(column, item.get(column)) for column in columns) for item in items]
+
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    names = ", ".join(f'"{column}"' for column in columns)  # quoted: `commit` is an SQL keyword
+    return f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})"
+
+
+class LiteStore:
+    """The writes of one run (the methods `StoreWriter` calls on `db.Store`), on one connection opened by the
+    writer thread. Every write is one transaction that takes the write lock first (BEGIN IMMEDIATE), so ids
+    can be handed out as max(id) + 1, as SQLite would, and a batch of tests costs three executemany calls."""
+
+    def __init__(self, url: str, path: str, timeout: float) -> None:
+        self.url = url
+        self.path = path
+        self.timeout = timeout
+        self._connection: sqlite3.Connection | None = None
+
+    @property
+    def shown(self) -> str:
+        return shown_url(self.url)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            # the writer thread opens it; `close` may come from the run's thread once that one has ended
+            connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                         check_same_thread=False)
+            # the same settings as db's engine: WAL lets `tamesu view` read while runs write
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute("PRAGMA foreign_keys=ON")
+            self._connection = connection
+        return self._connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def migrate(self) -> None:
+        """The schema was current when this writer was chosen; one that changed since is refused, not written."""
+        found = self._connect().execute("SELECT version_num FROM alembic_version").fetchone()
+        if found is None or found[0] != HEAD_REVISION:
+            raise StoreError(f"the schema is at revision {found[0] if found else None}, this tamesu writes "
+                             f"{HEAD_REVISION}")
+
+    def _transaction(self) -> sqlite3.Cursor:
+        cursor = self._connect().cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        return cursor
+
+    def _commit(self, cursor: sqlite3.Cursor, ok: bool) -> None:
+        cursor.execute("COMMIT" if ok else "ROLLBACK")
+        cursor.close()
+
+    def begin_part(self, run: RunInfo, part: PartInfo) -> int:
+        """The run's row (whichever shard comes first) and this part's row; its id."""
+        cursor = self._transaction()
+        ok = False
+        try:
+            run_values = (run.id, run.started_at, run.commit, run.branch, run.project, run.tamesu_version)
+            cursor.execute(_insert("runs", RUN_COLUMNS) + " ON CONFLICT (id) DO NOTHING", run_values)
+            cursor.execute(_insert("run_parts", PART_COLUMNS),
+                           (run.id, part.shard, part.dir, part.host, part.started_at))
+            part_id = cursor.lastrowid
+            ok = part_id is not None
+        finally:
+            self._commit(cursor, ok)
+        assert part_id is not None
+        return part_id
+
+    def write_records(self, run: RunInfo, part_id: int, records: list[dict[str, Any]]) -> None:
+        """Finished tests (`test_record`s) in one transaction of three executemany calls."""
+        if not records:
+            return
+        cursor = self._transaction()
+        ok = False
+        try:
+            test_id = _max_id(cursor, "test_results")
+            run_id = _max_id(cursor, "test_runs")
+            tests: list[dict[str, Any]] = []
+            runs: list[dict[str, Any]] = []
+            graded: list[dict[str, Any]] = []
+            for record in records:
+                test_id += 1
+                tests.append({**record["test"], "id": test_id, "run_id": run.id, "part_id": part_id,
+                              "commit": run.commit, "started_at": run.started_at})
+                for item in record["runs"]:
+                    run_id += 1
+                    runs.append({**item["row"], "id": run_id, "test_result_id": test_id})
+                    graded.extend({**a, "test_run_id": run_id} for a in item["assertions"])
+            cursor.executemany(_insert("test_results", TEST_COLUMNS), _rows(TEST_COLUMNS, tests))
+            cursor.executemany(_insert("test_runs", RUN_ROW_COLUMNS), _rows(RUN_ROW_COLUMNS, runs))
+            cursor.executemany(_insert("assertions", ASSERTION_COLUMNS), _rows(ASSERTION_COLUMNS, graded))
+            ok = True
+        finally:
+            self._commit(cursor, ok)
+
+    def finish_part(self, part_id: int, finished_at: str, exit_code: int, counts: dict[str, int],
+                    interrupted: str | None) -> int:
+        """Close the part; how many runs the store now holds (the console's pointer to `tamesu view`)."""
+        cursor = self._transaction()
+        ok = False
+        try:
+            cursor.execute("UPDATE run_parts SET finished_at = ?, exit_code = ?, counts = ?, interrupted = ? "
+                           "WHERE id = ?", (finished_at, exit_code, json.dumps(counts), interrupted, part_id))
+            total = int(cursor.execute("SELECT count(*) FROM runs").fetchone()[0])
+            ok = True
+        finally:
+            self._commit(cursor, ok)
+        return total
+
+
+def _max_id(cursor: sqlite3.Cursor, table: str) -> int:
+    return int(cursor.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
