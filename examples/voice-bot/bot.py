@@ -18,6 +18,10 @@ scripted rules, acts on a keypad digit (pipecat's DTMF aggregator turns it into 
 `get_weather` tool (answered by the bot itself here), and stops talking when the caller talks over it (its VAD
 interrupts; the serializer sends the provider's `clear`).
 
+Its own clock (clock.py): `?reply_delay_ms=N` holds each reply N ms longer, and `--clock-file PATH` notes per
+reply the ms from the caller's last voiced frame to the reply's first audio frame, as both met the wire, tagged
+with the URL's `?call=`, so a test checks tamesu's `time_to_first_audio_ms` against what the bot did.
+
 pipecat-ai pins protobuf below 7 while tamesu's grpc target needs protobuf 7, so the bot runs in a venv of its
 own: `make .venv-voicebot` (see the Makefile) installs pipecat-ai[websocket,whisper,piper]==1.14.0 there.
 """
@@ -69,12 +73,15 @@ from pipecat.transports.websocket.fastapi import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from chat_model import ChatModel, start_chat_model  # noqa: E402
+from clock import ClockedSerializer, ReplyDelay  # noqa: E402
 
 GREETING = "Welcome to Acme, press 2 for billing or ask me about the weather."
 SYSTEM = "You are Acme's phone assistant. Keep answers short."
 PIPELINE_RATE = 16000
 """The pipeline runs at 16 kHz whatever the line's rate: Whisper hears nothing at 8 kHz; serializers resample."""
 TTS_PATIENCE_S = 20.0
+CLOCK_FILE: Path | None = None
+"""`--clock-file`: where the bot notes its own time to first audio of each reply (clock.py)."""
 WEATHER = FunctionSchema(name="get_weather", description="The weather in a city",
                          properties={"city": {"type": "string"}}, required=["city"])
 
@@ -117,6 +124,8 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
                    add_wav_header: bool = False, client_tools: bool = False) -> None:
     parts = [p.strip() for p in websocket.query_params.get("greeting", GREETING).split("|") if p.strip()]
     greeter = GreetingInParts(parts[1:], float(websocket.query_params.get("pause_s", "1.8")))
+    serializer = ClockedSerializer(serializer, CLOCK_FILE, websocket.query_params.get("call", ""))
+    delay = ReplyDelay(float(websocket.query_params.get("reply_delay_ms", "0")) / 1000)
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
     stt = WhisperSTTService(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
@@ -137,7 +146,7 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     context = LLMContext([{"role": "system", "content": SYSTEM}], tools=ToolsSchema(standard_tools=[WEATHER]))
     aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
         vad_analyzer=SileroVADAnalyzer()))
-    pipeline = Pipeline([transport.input(), stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, tts,
+    pipeline = Pipeline([transport.input(), stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, delay, tts,
                          transport.output(), greeter, aggregators.assistant()])
     task = PipelineTask(pipeline, params=PipelineParams(audio_in_sample_rate=PIPELINE_RATE,
                                                         audio_out_sample_rate=PIPELINE_RATE))
@@ -206,7 +215,10 @@ def build_app(model: ChatModel) -> FastAPI:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="the websocket port (0: a free one)")
+    parser.add_argument("--clock-file", type=Path, help="note the bot's own time to first audio of each reply here")
     args = parser.parse_args()
+    global CLOCK_FILE
+    CLOCK_FILE = args.clock_file
     model = await start_chat_model()
     config = uvicorn.Config(build_app(model), host="127.0.0.1", port=args.port, log_level="warning",
                             ws="websockets-sansio")
