@@ -51,6 +51,7 @@ from loguru import logger  # noqa: E402
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema  # noqa: E402
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema  # noqa: E402
 from pipecat.audio.vad.silero import SileroVADAnalyzer  # noqa: E402
+from pipecat.audio.vad.vad_analyzer import VADParams  # noqa: E402
 from pipecat.frames.frames import BotStoppedSpeakingFrame, Frame, TTSSpeakFrame  # noqa: E402
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.runner import PipelineRunner  # noqa: E402
@@ -61,6 +62,7 @@ from pipecat.processors.aggregators.llm_response_universal import (  # noqa: E40
     LLMContextAggregatorPair,
     LLMUserAggregatorParams,
 )
+from pipecat.processors.audio.vad_processor import VADProcessor  # noqa: E402
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor  # noqa: E402
 from pipecat.serializers.base_serializer import FrameSerializer  # noqa: E402
 from pipecat.services.openai.llm import OpenAILLMService  # noqa: E402
@@ -80,6 +82,8 @@ SYSTEM = "You are Acme's phone assistant. Keep answers short."
 PIPELINE_RATE = 16000
 """The pipeline runs at 16 kHz whatever the line's rate: Whisper hears nothing at 8 kHz; serializers resample."""
 TTS_PATIENCE_S = 20.0
+VAD_STOP_S = 0.5
+"""Silence that ends the caller's speech: pipecat's 0.2 s cut a sentence at the dip before a stop consonant."""
 CLOCK_FILE: Path | None = None
 """`--clock-file`: where the bot notes its own time to first audio of each reply (clock.py)."""
 WEATHER = FunctionSchema(name="get_weather", description="The weather in a city",
@@ -144,9 +148,13 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     tts._voice.config.noise_scale = 0.0
     tts._voice.config.noise_w_scale = 0.0
     context = LLMContext([{"role": "system", "content": SYSTEM}], tools=ToolsSchema(standard_tools=[WEATHER]))
-    aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
-        vad_analyzer=SileroVADAnalyzer()))
-    pipeline = Pipeline([transport.input(), stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, delay, tts,
+    # VAD right after the input, so its start and stop reach Whisper's segmenter in order with the audio: in the
+    # user aggregator (after the segmenter) they travelled back upstream, and on a loaded machine they came
+    # late: the segmenter, keeping 1 s while no one speaks, had dropped the start or the middle of a sentence
+    # ("in o'clock please." for "I would like to book a table ... at seven o'clock please")
+    vad = VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=VAD_STOP_S)))
+    aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams())
+    pipeline = Pipeline([transport.input(), vad, stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, delay, tts,
                          transport.output(), greeter, aggregators.assistant()])
     task = PipelineTask(pipeline, params=PipelineParams(audio_in_sample_rate=PIPELINE_RATE,
                                                         audio_out_sample_rate=PIPELINE_RATE))
