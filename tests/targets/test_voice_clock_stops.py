@@ -25,7 +25,10 @@ FORMATS = ("pcm16", "g711_ulaw")
 TALK_OVER_MS = 60
 """The talk-over rests on two timelines where the stop rests on one instant: a chunk of the agent's reply that
 tamesu's loop reads late is played late from then on (a player does that), and the caller's frames are placed
-where they arrived at the agent. Closer of two calls at load 16-24 on 2 cores: 0-44 ms off."""
+where they arrived at the agent; and VAD, deciding on 32 ms windows that fall differently on the agent's stretch
+than on the whole recording, can bridge a pause on one and not the other (single calls 35-147 ms off). Closer of
+two calls at load 15-19 on 2 cores: within 6 ms (0-44 ms before G.711 callers were recorded as the line carried
+them)."""
 pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(580)]
 
 
