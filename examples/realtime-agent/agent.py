@@ -30,10 +30,11 @@ silent edges cut, so the pause is exact); `GAPS` keeps, per reply to committed a
 its clock (the wait for its first voiced sample, or a pause inside it).
 `?stop_delay_ms=200`: a reply the caller cancels (or talks over, with server VAD) goes on that long before it
 stops, its last chunk sent at that moment; `STOPS` keeps, per cancelled reply, the ms on its clock from the
-cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once after the cancel: the caller's audio
-(arriving in real time from then) and its own as it played (a client flushes its player at the cancel, so the
-audio sent after it plays as it arrives), each voiced where a millisecond holds a sample louder than `VOICED`,
-pauses under 200 ms bridged as a VAD does.
+cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once around the cancel: the caller's audio
+(arriving in real time) and its own as it played (a client flushes its player at the cancel, so the audio sent
+after it plays as it arrives), each speaking where tamesu's one definition of speaking says so
+(`tamesu.audio.metrics.speech`: Silero VAD, edges sharpened to the millisecond), so the two clocks are compared,
+not two definitions.
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import collections
 import contextlib
 import copy
 import json
@@ -58,12 +60,14 @@ import numpy as np
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from tamesu.audio import stt, tts
+from tamesu.audio import metrics, stt, tts
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat
 from tamesu.audio.vad import StreamingVad
 
 CHUNK_MS = 100
+OVERLAP_LEAD_MS = 600
+"""The agent's talk-over is timed from this long before the cancel: VAD decides with the speech before it."""
 TIMINGS: list[float] = []
 """The agent's own time to first audio of each reply to committed audio (ms), in order."""
 GAPS: list[float] = []
@@ -197,8 +201,14 @@ class Connection:
         self.cancelled_at = 0.0
         self.heard_since_cancel: list[np.ndarray] = []
         """The caller's audio since the cancel (16 kHz)."""
+        self.heard_at = 0.0
+        """When the first of the caller's audio since the cancel arrived: the rest follows in real time."""
         self.said_since_cancel: list[tuple[float, np.ndarray, int]] = []
         """The agent's audio since the cancel: (when it plays, samples, rate)."""
+        self.player_until = 0.0
+        """When the audio sent so far has played on the client (the agent's clock): flushed at a cancel."""
+        self.played: collections.deque[tuple[float, np.ndarray, int]] = collections.deque(maxlen=10)
+        """The agent's last audio chunks as they play: (when, samples, rate); those before a cancel are kept."""
         self.spoke_until: float | None = None
         """The end of the agent's audio of a reply it stopped late, until the caller's audio covers it."""
         self.committed_at: float | None = None
@@ -319,6 +329,11 @@ class Connection:
             self.buffer_start_ms = time.monotonic() * 1000
         self.buffer.append(clip.samples)
         if self.cancelled and self.stop_delay_s:
+            # the caller's frames go out in real time: the one this loop took least late to read says best
+            # when the first one arrived
+            so_far = sum(part.size for part in self.heard_since_cancel) / 16000
+            arrived = time.monotonic() - so_far
+            self.heard_at = min(self.heard_at, arrived) if self.heard_since_cancel else arrived
             self.heard_since_cancel.append(clip.samples)
             self._overlap()
         if self.vad is None:
@@ -338,21 +353,33 @@ class Connection:
 
     def _cancel(self, reason: str) -> None:
         self.cancelled, self.cancel_reason, self.cancelled_at = True, reason, time.monotonic()
-        self.heard_since_cancel, self.said_since_cancel, self.spoke_until = [], [], None
+        self.heard_since_cancel, self.spoke_until = [], None
+        # what played before the cancel, cut there: the client's player is flushed at the cancel
+        self.said_since_cancel = []
+        self.player_until = min(self.player_until, self.cancelled_at)
+        for plays_at, samples, rate in self.played:
+            keep = max(0, min(samples.size, round((self.cancelled_at - plays_at) * rate)))
+            if keep:
+                self.said_since_cancel.append((plays_at, samples[:keep], rate))
 
     def _overlap(self) -> None:
-        """Once the caller's audio since the cancel reaches past the agent's, how long both spoke at once."""
+        """Once the caller's audio since the cancel reaches past the agent's, how long both spoke at once: each
+        side's speech found by the metric's own definition, on the agent's clock."""
         heard = np.concatenate(self.heard_since_cancel) if self.heard_since_cancel else np.zeros(0, np.int16)
         if self.spoke_until is None or heard.size / 16000 < self.spoke_until - self.cancelled_at + 0.3:
             return
-        caller = _voiced_ms(heard, 16000)
-        agent = np.zeros(caller.size, dtype=bool)
-        agent[0] = True  # it was mid-reply at the cancel: a short wait for its next chunk is bridged
+        origin = self.cancelled_at - OVERLAP_LEAD_MS / 1000
+        lead = max(0, round((self.heard_at - origin) * 16000))
+        caller = Clip(np.concatenate([np.zeros(lead, np.int16), heard]), 16000)
+        agent = np.zeros(caller.samples.size, dtype=np.int16)
         for plays_at, samples, rate in self.said_since_cancel:
-            loud = _voiced_ms(samples, rate, bridge=False)
-            at = round((plays_at - self.cancelled_at) * 1000)
-            agent[at:at + loud.size] = loud[:max(0, agent.size - at)]
-        OVERLAPS.append(float(np.count_nonzero(caller & _bridged(agent))))
+            part = Clip(samples, rate).at(16000).samples
+            at = round((plays_at - origin) * 16000)
+            if at < 0:  # played before the window (an earlier reply's last chunks): only what falls inside
+                part, at = part[-at:], 0
+            part = part[: max(0, agent.size - at)]
+            agent[at:at + part.size] = part
+        OVERLAPS.append(round(metrics.overlap(metrics.speech(caller), metrics.speech(Clip(agent, 16000))), 1))
         self.spoke_until = None
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
@@ -507,12 +534,17 @@ class Connection:
                     await self.emit({"type": "response.output_audio.delta", **where,
                                      "delta": base64.b64encode(data).decode()})
                     last_sent = time.monotonic()
+                    # where a client's player puts it: on arrival, or once the audio before it has played
+                    plays_at = max(last_sent, self.player_until)
+                    self.player_until = plays_at + fmt.duration_ms(len(data)) / 1000
+                    if not self.cancelled:
+                        self.played.append((plays_at, Clip.from_wire(data, fmt).samples, fmt.rate))
                     if self.cancelled:
                         if not flushed:  # played from its arrival on, like the rest after it
                             flushed, start, sent_ms = True, last_sent, 0.0
                         samples = Clip.from_wire(data, fmt).samples
-                        self.said_since_cancel.append((start + sent_ms / 1000, samples, fmt.rate))
-                        spoke_until = start + (sent_ms + fmt.duration_ms(len(data))) / 1000
+                        self.said_since_cancel.append((plays_at, samples, fmt.rate))
+                        spoke_until = self.player_until
                         if last_sent >= self.cancelled_at + self.stop_delay_s:
                             return said, self._stopped(last_sent, spoke_until)
                     if self.committed_at is not None:  # the first audio of the answer to that commit
@@ -550,23 +582,6 @@ class Connection:
             self.spoke_until = spoke_until
             self._overlap()
         return "cancelled"
-
-
-def _bridged(voiced: np.ndarray, gap_ms: int = 200) -> np.ndarray:
-    """Per-millisecond voicing with pauses shorter than `gap_ms` between voiced stretches filled."""
-    out = voiced.copy()
-    on = np.flatnonzero(voiced)
-    steps = np.diff(on)
-    for i in np.flatnonzero((steps > 1) & (steps < gap_ms)):
-        out[on[i]:on[i + 1]] = True
-    return out
-
-
-def _voiced_ms(samples: np.ndarray, rate: int, bridge: bool = True) -> np.ndarray:
-    """Whether each millisecond of `samples` holds a sample louder than VOICED (pauses bridged)."""
-    n = rate // 1000
-    ms = np.abs(samples[: samples.size // n * n].astype(np.int32)).reshape(-1, n).max(axis=1) > VOICED
-    return _bridged(ms) if bridge else ms
 
 
 def _voiced_part(clip: Clip) -> Clip:

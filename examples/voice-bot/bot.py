@@ -18,6 +18,10 @@ scripted rules, acts on a keypad digit (pipecat's DTMF aggregator turns it into 
 `get_weather` tool (answered by the bot itself here), and stops talking when the caller talks over it (its VAD
 interrupts; the serializer sends the provider's `clear`).
 
+Its own clock (clock.py): `?reply_delay_ms=N` holds each reply N ms longer, and `--clock-file PATH` notes per
+reply the ms from the caller's last voiced frame to the reply's first audio frame, as both met the wire, tagged
+with the URL's `?call=`, so a test checks tamesu's `time_to_first_audio_ms` against what the bot did.
+
 pipecat-ai pins protobuf below 7 while tamesu's grpc target needs protobuf 7, so the bot runs in a venv of its
 own: `make .venv-voicebot` (see the Makefile) installs pipecat-ai[websocket,whisper,piper]==1.14.0 there.
 """
@@ -47,6 +51,7 @@ from loguru import logger  # noqa: E402
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema  # noqa: E402
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema  # noqa: E402
 from pipecat.audio.vad.silero import SileroVADAnalyzer  # noqa: E402
+from pipecat.audio.vad.vad_analyzer import VADParams  # noqa: E402
 from pipecat.frames.frames import BotStoppedSpeakingFrame, Frame, TTSSpeakFrame  # noqa: E402
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.runner import PipelineRunner  # noqa: E402
@@ -57,6 +62,7 @@ from pipecat.processors.aggregators.llm_response_universal import (  # noqa: E40
     LLMContextAggregatorPair,
     LLMUserAggregatorParams,
 )
+from pipecat.processors.audio.vad_processor import VADProcessor  # noqa: E402
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor  # noqa: E402
 from pipecat.serializers.base_serializer import FrameSerializer  # noqa: E402
 from pipecat.services.openai.llm import OpenAILLMService  # noqa: E402
@@ -69,12 +75,17 @@ from pipecat.transports.websocket.fastapi import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from chat_model import ChatModel, start_chat_model  # noqa: E402
+from clock import ClockedSerializer, ReplyDelay  # noqa: E402
 
 GREETING = "Welcome to Acme, press 2 for billing or ask me about the weather."
 SYSTEM = "You are Acme's phone assistant. Keep answers short."
 PIPELINE_RATE = 16000
 """The pipeline runs at 16 kHz whatever the line's rate: Whisper hears nothing at 8 kHz; serializers resample."""
 TTS_PATIENCE_S = 20.0
+VAD_STOP_S = 0.5
+"""Silence that ends the caller's speech: pipecat's 0.2 s cut a sentence at the dip before a stop consonant."""
+CLOCK_FILE: Path | None = None
+"""`--clock-file`: where the bot notes its own time to first audio of each reply (clock.py)."""
 WEATHER = FunctionSchema(name="get_weather", description="The weather in a city",
                          properties={"city": {"type": "string"}}, required=["city"])
 
@@ -117,6 +128,8 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
                    add_wav_header: bool = False, client_tools: bool = False) -> None:
     parts = [p.strip() for p in websocket.query_params.get("greeting", GREETING).split("|") if p.strip()]
     greeter = GreetingInParts(parts[1:], float(websocket.query_params.get("pause_s", "1.8")))
+    serializer = ClockedSerializer(serializer, CLOCK_FILE, websocket.query_params.get("call", ""))
+    delay = ReplyDelay(float(websocket.query_params.get("reply_delay_ms", "0")) / 1000)
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
     stt = WhisperSTTService(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
@@ -135,9 +148,13 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     tts._voice.config.noise_scale = 0.0
     tts._voice.config.noise_w_scale = 0.0
     context = LLMContext([{"role": "system", "content": SYSTEM}], tools=ToolsSchema(standard_tools=[WEATHER]))
-    aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
-        vad_analyzer=SileroVADAnalyzer()))
-    pipeline = Pipeline([transport.input(), stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, tts,
+    # VAD right after the input, so its start and stop reach Whisper's segmenter in order with the audio: in the
+    # user aggregator (after the segmenter) they travelled back upstream, and on a loaded machine they came
+    # late: the segmenter, keeping 1 s while no one speaks, had dropped the start or the middle of a sentence
+    # ("in o'clock please." for "I would like to book a table ... at seven o'clock please")
+    vad = VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=VAD_STOP_S)))
+    aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams())
+    pipeline = Pipeline([transport.input(), vad, stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, delay, tts,
                          transport.output(), greeter, aggregators.assistant()])
     task = PipelineTask(pipeline, params=PipelineParams(audio_in_sample_rate=PIPELINE_RATE,
                                                         audio_out_sample_rate=PIPELINE_RATE))
@@ -206,7 +223,10 @@ def build_app(model: ChatModel) -> FastAPI:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="the websocket port (0: a free one)")
+    parser.add_argument("--clock-file", type=Path, help="note the bot's own time to first audio of each reply here")
     args = parser.parse_args()
+    global CLOCK_FILE
+    CLOCK_FILE = args.clock_file
     model = await start_chat_model()
     config = uvicorn.Config(build_app(model), host="127.0.0.1", port=args.port, log_level="warning",
                             ws="websockets-sansio")

@@ -264,11 +264,11 @@ def test_the_recorder_writes_both_sides_on_one_timeline(tmp_path: Path) -> None:
 
 
 def test_the_metrics_on_a_hand_built_timeline() -> None:
-    from tamesu.audio.metrics import _longest_gap, _overlap
+    from tamesu.audio.metrics import _longest_gap, overlap
 
     user = [(0.0, 1000.0), (2500.0, 3000.0)]
     agent = [(1800.0, 2700.0), (2900.0, 3500.0)]
-    assert _overlap(user, agent) == 300.0  # 2500-2700 and 2900-3000
+    assert overlap(user, agent) == 300.0  # 2500-2700 and 2900-3000
     # a reply expected from 1000: silence until 1800, then speech without a gap to 3500
     assert _longest_gap((1000.0, 3500.0), sorted(user + agent)) == 800.0
     assert _longest_gap((3500.0, 5000.0), sorted(user + agent)) == 1500.0

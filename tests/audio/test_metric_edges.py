@@ -40,3 +40,35 @@ async def test_a_known_pause_is_measured_to_the_millisecond_on_a_quiet_line() ->
     noisy = noise.mix(Clip(np.concatenate([a, np.zeros(16000, np.int16), b]), 16000), "cafe", -12, 3)
     found = vad.segments(noisy)
     assert metrics.sharpened(noisy, found) == found
+
+
+async def test_a_soft_onset_far_before_vads_window_is_followed_to_its_start() -> None:
+    """"For how many people" begins with an "f" that VAD hears 65-90 ms late (where its 32 ms windows fall
+    decides how late): the edge was looked for only 64 ms back, so a pause before it measured up to 27 ms long
+    (seen as G.711's steady offset against the realtime agent's clock). Over mu-law 8 kHz as on a phone line."""
+    from tamesu.audio import metrics, tts, vad, voices
+    from tamesu.audio.clip import Clip
+    from tamesu.audio.formats import AudioFormat
+
+    if voices.find("espeak:en-us") is None:
+        pytest.skip("espeak-ng is not installed")
+
+    def voiced(clip: Clip) -> np.ndarray:
+        loud = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > 300)
+        return clip.samples[loud[0]:loud[-1] + 1]
+
+    first, _ = await tts.say("Of course.", "espeak:en-us")
+    second, _ = await tts.say("For how many people, and on which day?", "espeak:en-us")
+    errors = []
+    for fmt in (AudioFormat("pcm16", 24000), AudioFormat("mulaw", 8000)):
+        line = [Clip.from_wire(Clip(voiced(c), c.rate).wire(fmt), fmt).at(16000) for c in (first, second)]
+        a, b = voiced(line[0]), voiced(line[1])  # the pause on the line, as the agent's own clock has it
+        for pause_ms in (1500, 3500):
+            for lead_ms in (0, 9, 18, 27, 250):
+                track = np.concatenate([np.zeros(lead_ms * 16, np.int16), a, np.zeros(pause_ms * 16, np.int16),
+                                        b, np.zeros(8000, np.int16)])
+                clip = Clip(track, 16000)
+                sharp = metrics.sharpened(clip, vad.segments(clip))
+                assert len(sharp) == 2, sharp
+                errors.append(round(sharp[1][0] - sharp[0][1] - pause_ms, 1))
+    assert max(abs(e) for e in errors) <= 5, errors

@@ -2,10 +2,11 @@
 (`interrupt_probability: 1`), tamesu cancels it, and the reference Realtime agent goes on for an injected
 `stop_delay_ms` before it stops, noting on its clock the ms from the cancel to its last audio delta; tamesu's
 `interruption_stop_ms` (the caller's first word over the reply to the last agent audio that still arrived)
-must agree within 20 ms for every delay and codec. The agent also notes how long both spoke at once after the
-cancel; tamesu's `talk_over_ratio` times the agent's speech time is printed beside it (they do not agree yet).
-Each call is made twice and the closer one counts, as in test_voice_clock.py: a loaded machine can hold
-tamesu's loop at the moment the last audio arrives."""
+must agree within 20 ms for every delay and codec. The agent also notes how long both spoke at once around the
+cancel, by the one definition of speaking the metric uses (`tamesu.audio.metrics.speech`) on its own clock of
+the caller's audio as it arrived and its own as a client's player played it; tamesu's `talk_over_ratio` times
+the agent's speech time must agree within `TALK_OVER_MS`. Each call is made twice and the closer one counts, as
+in test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment the last audio arrives."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ from agents.voice import agent_module, needs_voice
 # delay shorter than a chunk would be measured as the chunk; the delays start above it
 DELAYS_MS = (150, 400, 800)
 FORMATS = ("pcm16", "g711_ulaw")
+TALK_OVER_MS = 60
+"""The talk-over rests on two timelines where the stop rests on one instant: a chunk of the agent's reply that
+tamesu's loop reads late is played late from then on (a player does that), and the caller's frames are placed
+where they arrived at the agent; and VAD, deciding on 32 ms windows that fall differently on the agent's stretch
+than on the whole recording, can bridge a pause on one and not the other (single calls 35-147 ms off). Closer of
+two calls at load 15-19 on 2 cores: within 6 ms (0-44 ms before G.711 callers were recorded as the line carried
+them)."""
 pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(580)]
 
 
@@ -75,5 +83,4 @@ def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tm
     print("interruption_stop_ms minus the agent's own clock (ms):", stops)
     print("talk-over minus the agent's own clock (ms):", overlaps)
     assert all(min(abs(d) for d in both) <= 20 for both in stops.values()), stops
-    # not asserted yet: the agent's talk-over (voiced milliseconds, pauses under 200 ms bridged) and tamesu's
-    # (Silero VAD segments) part by up to 230 ms either way where a pause is near 200 ms or a stretch is short
+    assert all(min(abs(d) for d in both) <= TALK_OVER_MS for both in overlaps.values()), overlaps

@@ -102,12 +102,16 @@ class AudioConversation:
         return turn
 
     def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
-        """The utterance as the line carries it: louder or quieter, the noise under it, in wire frames."""
+        """The utterance as the line carries it: louder or quieter, the noise under it, decoded from the wire
+        (what is recorded), and in wire frames."""
         clip = noise.gained(clip, self.behaviour.volume_db)
         self._speech_rms = noise.speech_rms(clip) or self._speech_rms
         if self.behaviour.noise is not None:
             clip = noise.mix(clip, self.behaviour.noise.name, self.behaviour.noise.level_db, seed)
-        return clip, frames(clip.wire(self.send_format), self.send_format)
+        wire = clip.wire(self.send_format)
+        # recorded as the line carries it (a G.711 line drops what is above 4 kHz): the metrics then hear the
+        # caller as the agent does, and a talk-over timed by the agent finds the same speech
+        return Clip.from_wire(wire, self.send_format), frames(wire, self.send_format)
 
     async def keep_line_open(self, send_frame: Callable[[bytes], Awaitable[None]], stop: asyncio.Event) -> None:
         """Silence at wall-clock pace until `stop`: a caller's line stays open between utterances, so an agent

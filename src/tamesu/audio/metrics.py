@@ -26,7 +26,8 @@ from tamesu.conversation import TurnAudio
 Segments = list[tuple[float, float]]
 
 
-def _overlap(a: Segments, b: Segments) -> float:
+def overlap(a: Segments, b: Segments) -> float:
+    """The ms both lists of segments cover at once."""
     total, j = 0.0, 0
     for start, end in a:
         for other_start, other_end in b[j:]:
@@ -55,8 +56,26 @@ EDGE_DB = -35.0
 """An edge is where the speech is louder than the segment's level (its loud 1 ms frames) less this."""
 EDGE_REACH_MS = 64
 """How far from VAD's edge the exact one is looked for: two VAD windows."""
+EDGE_DIP_MS = 20
+"""A dip below the edge threshold shorter than this inside a soft onset or tail does not end the speech."""
+EDGE_WALK_MS = 250
+"""How far past VAD's edge a soft onset or tail is followed at most."""
 _QUIET_MARGIN_DB = 6.0
 """The surroundings must be this much below the edge threshold for the edge to be sharpened."""
+
+
+def _walk(levels: np.ndarray, threshold: float, at: int, step: int) -> int:
+    """From the loud millisecond `at`, on in direction `step` over loud milliseconds and dips shorter than
+    EDGE_DIP_MS, to the last loud one: a soft onset (an "f", an "h") can start more than EDGE_REACH_MS before
+    VAD's window, and stopping at the reach made a pause 19-27 ms long."""
+    limit = at + step * EDGE_WALK_MS
+    while True:
+        ahead = levels[at + step: at + step * (EDGE_DIP_MS + 1): step] if step > 0 else \
+            levels[max(0, at - EDGE_DIP_MS): at][::-1]
+        loud = np.flatnonzero(ahead > threshold)
+        if not loud.size or (at + step * (int(loud[0]) + 1) - limit) * step > 0:
+            return at
+        at += step * (int(loud[0]) + 1)
 
 
 def _frame_levels(clip: Clip) -> np.ndarray:
@@ -84,20 +103,26 @@ def sharpened(clip: Clip, speech: Segments) -> Segments:
             continue
         lo, hi = max(0, first - EDGE_REACH_MS), min(levels.size, first + EDGE_REACH_MS)
         loud = np.flatnonzero(levels[lo:hi] > threshold)
-        new_start = float(lo + loud[0]) if loud.size else start
+        new_start = float(_walk(levels, threshold, lo + int(loud[0]), -1)) if loud.size else start
         lo, hi = max(0, last - EDGE_REACH_MS), min(levels.size, last + EDGE_REACH_MS)
         loud = np.flatnonzero(levels[lo:hi] > threshold)
-        new_end = float(lo + loud[-1] + 1) if loud.size else end
+        new_end = float(_walk(levels, threshold, lo + int(loud[-1]), 1) + 1) if loud.size else end
         out.append((new_start, max(new_start, new_end)))
     return out
 
 
+def speech(clip: Clip) -> Segments:
+    """Where `clip` is speaking (ms): the one definition of speaking every audio metric uses, and the reference
+    agents time their own voice and the caller's by (docs/voice.md, "What counts as speaking")."""
+    return sharpened(clip, vad.segments(clip))
+
+
 def compute(user: Clip, agent: Clip, turns: list[TurnAudio]) -> dict[str, float]:
-    user_speech, agent_speech = sharpened(user, vad.segments(user)), sharpened(agent, vad.segments(agent))
+    user_speech, agent_speech = speech(user), speech(agent)
     out: dict[str, float] = {}
     agent_total = sum(end - start for start, end in agent_speech)
     if agent_total > 0:
-        out["talk_over_ratio"] = round(_overlap(user_speech, agent_speech) / agent_total, 4)
+        out["talk_over_ratio"] = round(overlap(user_speech, agent_speech) / agent_total, 4)
     both = sorted([*user_speech, *agent_speech])
     gaps = []
     track_end = user.duration_ms

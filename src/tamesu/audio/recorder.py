@@ -1,7 +1,8 @@
 """Both sides of a conversation on one timeline, written as the stereo `audio.wav` (user left, agent right).
 
-The user's audio is placed where it was sent; the agent's where the playback clock says it was heard. Both
-are kept at 16 kHz (what VAD and Whisper read), whatever rate the wire used.
+The user's audio is placed where it was sent, as the line carried it (decoded from the wire: a G.711 caller
+is recorded band-limited, as the agent heard it); the agent's where the playback clock says it was heard.
+Both are kept at 16 kHz (what VAD and Whisper read), whatever rate the wire used.
 """
 
 from __future__ import annotations
