@@ -137,6 +137,8 @@ class AudioConversation:
                 delay = loop_start + k * step - loop.time()
                 if delay > 0:
                     await asyncio.wait({stopped}, timeout=delay)
+                else:  # behind after a stall: yield once a frame, as `Pacer.stream` does
+                    await asyncio.sleep(0)
         finally:
             stopped.cancel()
 
