@@ -280,6 +280,7 @@ def conversations(url: str, n: int, suite: str = SUITE, agent: subprocess.Popen[
             "frame_late_ms_p50": worst("frame_late_ms_p50"), "frame_late_ms_p99": p99,
             "late_frame_ms_max": worst("frame_late_ms_max") or worst("late_frame_ms_max"),
             "loop_lag_ms_p99": worst("loop_lag_ms_p99"), "loop_lag_ms_max": worst("loop_lag_ms_max"),
+            "loop_cpu_ms": worst("loop_cpu_ms"), "loop_runqueue_ms": worst("loop_runqueue_ms"),
             "transcribed_during_call": sum(a.get("transcribed_during_call", 0) for a in audio),
             "machine_late_ms_p50": floor["p50"], "machine_late_ms_p99": floor["p99"],
             "machine_late_ms_max": floor["max"], "cpu_loop_process_s": round(done.cpu_s - workers_cpu, 2),
@@ -303,16 +304,18 @@ def _at_once(what: str, many: list[dict[str, Any]]) -> str:
 
 def at_once_table(runs: dict[str, list[dict[str, Any]]]) -> str:
     rows = ["| target | at once | passed | turns lost | frame late p50 / p99 / max | the machine's lateness (idle "
-            "probe) p50 / p99 / max | loop lag p99 / max | transcribed during the calls | CPU: tamesu's process / "
+            "probe) p50 / p99 / max | loop lag p99 / max | loop thread running / waiting for a core (the longest call) | "
+            "transcribed during the calls | CPU: tamesu's process / "
             "speech workers / agent | wall | peak RSS (the larger of tamesu and its speech worker) | load average |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for what, many in runs.items():
         for m in many:
             rows.append(f"| {what} | {m['conversations']} | {m['passed']} | {m['turns_lost']} of {m['turns']} | "
                         f"{m['frame_late_ms_p50']} / {m['frame_late_ms_p99']} / {m['late_frame_ms_max']} ms | "
                         f"{m.get('machine_late_ms_p50')} / {m.get('machine_late_ms_p99')} / "
                         f"{m.get('machine_late_ms_max')} ms | "
-                        f"{m['loop_lag_ms_p99']} / {m['loop_lag_ms_max']} ms | {m['transcribed_during_call']} | "
+                        f"{m['loop_lag_ms_p99']} / {m['loop_lag_ms_max']} ms | "
+                        f"{m.get('loop_cpu_ms')} / {m.get('loop_runqueue_ms')} ms | {m['transcribed_during_call']} | "
                         f"{m.get('cpu_loop_process_s')} / {m.get('cpu_speech_workers_s')} / {m.get('cpu_agent_s')} s "
                         f"| {m['wall_s']} s | {m['peak_rss_mib']} MiB | {m['load']} |")
     return "\n".join(rows)
