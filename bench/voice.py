@@ -304,8 +304,8 @@ def _at_once(what: str, many: list[dict[str, Any]]) -> str:
 
 def at_once_table(runs: dict[str, list[dict[str, Any]]]) -> str:
     rows = ["| target | at once | passed | turns lost | frame late p50 / p99 / max | the machine's lateness (idle "
-            "probe) p50 / p99 / max | loop lag p99 / max | loop thread running / waiting for a core (the longest call) | "
-            "transcribed during the calls | CPU: tamesu's process / "
+            "probe) p50 / p99 / max | loop lag p99 / max | loop thread running / waiting for a core (the longest "
+            "call) | transcribed during the calls | CPU: tamesu's process / "
             "speech workers / agent | wall | peak RSS (the larger of tamesu and its speech worker) | load average |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for what, many in runs.items():
