@@ -16,11 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
-NICENESS = 10
-"""How much lower than the run a worker's CPU priority is: on a busy machine the run's event loop, which
-sends every conversation's next 20 ms frame, gets the core first; a synthesis or a transcription can wait
-a few ms, a frame cannot (at 16 calls on 2 cores, frames went 80-400 ms late with the workers at the run's
-priority)."""
 
 
 def _jobs() -> dict[str, Callable[..., Any]]:
@@ -38,8 +33,6 @@ def main() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if len(sys.argv) > 1 and os.getppid() != int(sys.argv[1]):
         return  # the parent died before the line above took effect
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer

@@ -12,8 +12,7 @@ Nothing outlives tamesu: the run's end shuts the workers down (`tamesu.runtime.c
 on SIGINT and SIGTERM too), as does the interpreter's exit; a worker asks Linux to kill it when its parent
 dies, and inherits the run's `TAMESU_OWNERS` mark for the watchdog of `tamesu.runtime.children`.
 
-A worker runs `NICENESS` below the run's CPU priority: the event loop that paces the frames gets a busy
-core first. `TAMESU_SPEECH_WORKERS` sets how many workers each pool has (default 1); `0` runs the work in threads of
+`TAMESU_SPEECH_WORKERS` sets how many workers each pool has (default 1); `0` runs the work in threads of
 this process instead.
 """
 
@@ -31,7 +30,6 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
-from tamesu.audio._worker import NICENESS as NICENESS
 from tamesu.runtime.cleanup import on_run_end
 
 T = TypeVar("T")
