@@ -10,7 +10,11 @@ and refreshes the voice table in docs/performance.md.
 - Conversations at once: N audio conversations in one `tamesu run --parallel N` (1, 4, 8, 16); real-time
   pace is kept when every conversation passed, no turn was lost (a reply with no audio or no words) and in
   every conversation the p99 of its frames' lateness (the run's `frame_late_ms_p99`) is at most 20 ms. The
-  loop's lag (`loop_lag_ms_p99`, a 10 ms timer) and the machine's load average say why when it is not. Measured on
+  loop's lag (`loop_lag_ms_p99`, a 10 ms timer) and the machine's load average say why when it is not, and
+  the machine's own lateness beside it: a probe process (`--probe N`) that does nothing but wake N
+  coroutines on the same absolute 20 ms slots while the run goes on, so what any process suffers on the
+  machine at that moment is told from what tamesu adds. CPU is split between tamesu's process (the event
+  loop), its speech workers (read from /proc while they live) and the agent. Measured on
   the realtime target and on the pipecat target (protobuf frames, RTVI) against bench/pipecat_server.py, a cheap
   bot of the same kind (the twilio and voice targets share the pipecat target's audio socket).
 """
@@ -29,13 +33,14 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from run import measure  # noqa: E402  (the same wait4 helper as the main benchmark)
+from run import Measured  # noqa: E402  (the figures of the main benchmark's wait4 helper)
 
 SENTENCES = [
     "Hello, I would like to book a table for two on Friday evening.",
@@ -150,15 +155,109 @@ class Server:
             self.process.wait()
 
 
-def conversations(url: str, n: int, suite: str = SUITE) -> dict[str, Any]:
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_of(pid: int) -> float | None:
+    """A process's CPU so far (user + system), from /proc; None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) * _TICK_S
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def probe(n: int) -> None:
+    """`--probe N`: N coroutines wake on absolute 20 ms slots and note how late, until stdin closes; prints
+    the p50/p99/max. It does nothing else, so its lateness is the machine's, not any program's."""
+    from tamesu.audio.pacing import percentile
+
+    lates: list[float] = []
+
+    async def caller(stop: asyncio.Event) -> None:
+        start = time.monotonic()
+        k = 0
+        while not stop.is_set():
+            k += 1
+            slot = start + k * 0.02
+            if slot > time.monotonic():
+                await asyncio.sleep(slot - time.monotonic())
+            lates.append(max(0.0, (time.monotonic() - slot) * 1000))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_reader(sys.stdin.fileno(), stop.set)
+        print("probing", flush=True)
+        await asyncio.gather(*(caller(stop) for _ in range(n)))
+
+    asyncio.run(main())
+    print(json.dumps({"p50": round(percentile(lates, 50), 2), "p99": round(percentile(lates, 99), 2),
+                      "max": round(max(lates, default=0.0), 2)}), flush=True)
+
+
+class Probe:
+    def __init__(self, n: int) -> None:
+        self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--probe", str(n)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.process.stdout.readline()
+
+    def stop(self) -> dict[str, float]:
+        out, _ = self.process.communicate("", timeout=60)
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def _run_watched(command: list[str], cwd: Path) -> tuple[Measured, float]:
+    """`measure`'s figures (wait4: the run and every process it waited for), and the CPU of the run's
+    speech workers, polled from /proc while they live (their last reading before they end)."""
+    workers: dict[int, float] = {}
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            for child in _children_of(process.pid):
+                cpu = _cpu_of(child)
+                if cpu is not None:
+                    workers[child] = cpu
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    done.set()
+    watcher.join()
+    measured = Measured(usage.ru_utime + usage.ru_stime, time.perf_counter() - started, usage.ru_maxrss / 1024,
+                        os.waitstatus_to_exitcode(status), output)
+    return measured, sum(workers.values())
+
+
+def conversations(url: str, n: int, suite: str = SUITE, agent: subprocess.Popen[str] | None = None) -> dict[str, Any]:
     """N conversations at once in one run: pass count, every frame's lateness (the runs' p50/p99/max, the
-    worst of each), the loop's lag, turns lost (a reply never heard), the load average while it ran."""
+    worst of each), the loop's lag, turns lost (a reply never heard), the load average while it ran, the
+    machine's own lateness (a probe beside it) and the CPU of tamesu's process, its workers and the agent."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder)
         (path / "suite.yaml").write_text(suite.format(url=url, n=n), encoding="utf-8")
         load_before = os.getloadavg()[0]
-        done = measure([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out", "--parallel", str(n)],
-                       cwd=path)
+        agent_before = _cpu_of(agent.pid) if agent is not None else None
+        machine = Probe(n)
+        try:
+            done, workers_cpu = _run_watched([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out",
+                                              "--parallel", str(n)], cwd=path)
+        finally:
+            floor = machine.stop()
+        agent_after = _cpu_of(agent.pid) if agent is not None else None
         audio: list[dict[str, Any]] = []
         passed = lost = turns = 0
         for result in (path / "out").glob("*/*/*/run-*/result.json"):
@@ -181,7 +280,13 @@ def conversations(url: str, n: int, suite: str = SUITE) -> dict[str, Any]:
             "frame_late_ms_p50": worst("frame_late_ms_p50"), "frame_late_ms_p99": p99,
             "late_frame_ms_max": worst("frame_late_ms_max") or worst("late_frame_ms_max"),
             "loop_lag_ms_p99": worst("loop_lag_ms_p99"), "loop_lag_ms_max": worst("loop_lag_ms_max"),
+            "loop_cpu_ms": worst("loop_cpu_ms"), "loop_runqueue_ms": worst("loop_runqueue_ms"),
             "transcribed_during_call": sum(a.get("transcribed_during_call", 0) for a in audio),
+            "machine_late_ms_p50": floor["p50"], "machine_late_ms_p99": floor["p99"],
+            "machine_late_ms_max": floor["max"], "cpu_loop_process_s": round(done.cpu_s - workers_cpu, 2),
+            "cpu_speech_workers_s": round(workers_cpu, 2),
+            "cpu_agent_s": round(agent_after - agent_before, 2) if agent_before is not None and agent_after is not None
+            else None,
             "peak_rss_mib": round(done.peak_rss_mib, 1), "cpu_s": round(done.cpu_s, 2),
             "wall_s": round(done.wall_s, 2), "load": round((load_before + os.getloadavg()[0]) / 2, 1),
             "real_time": passed == n and lost == 0 and p99 is not None and p99 <= 20.0}
@@ -198,16 +303,21 @@ def _at_once(what: str, many: list[dict[str, Any]]) -> str:
 
 
 def at_once_table(runs: dict[str, list[dict[str, Any]]]) -> str:
-    rows = ["| target | at once | passed | turns lost | frame late p50 / p99 / max | loop lag p99 / max | "
-            "transcribed during the calls | CPU | wall | peak RSS (the larger of tamesu and its speech worker) | "
-            "load average |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| target | at once | passed | turns lost | frame late p50 / p99 / max | the machine's lateness (idle "
+            "probe) p50 / p99 / max | loop lag p99 / max | loop thread running / waiting for a core (the longest "
+            "call) | transcribed during the calls | CPU: tamesu's process / "
+            "speech workers / agent | wall | peak RSS (the larger of tamesu and its speech worker) | load average |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for what, many in runs.items():
         for m in many:
             rows.append(f"| {what} | {m['conversations']} | {m['passed']} | {m['turns_lost']} of {m['turns']} | "
                         f"{m['frame_late_ms_p50']} / {m['frame_late_ms_p99']} / {m['late_frame_ms_max']} ms | "
-                        f"{m['loop_lag_ms_p99']} / {m['loop_lag_ms_max']} ms | {m['transcribed_during_call']} | "
-                        f"{m['cpu_s']} s | {m['wall_s']} s | {m['peak_rss_mib']} MiB | {m['load']} |")
+                        f"{m.get('machine_late_ms_p50')} / {m.get('machine_late_ms_p99')} / "
+                        f"{m.get('machine_late_ms_max')} ms | "
+                        f"{m['loop_lag_ms_p99']} / {m['loop_lag_ms_max']} ms | "
+                        f"{m.get('loop_cpu_ms')} / {m.get('loop_runqueue_ms')} ms | {m['transcribed_during_call']} | "
+                        f"{m.get('cpu_loop_process_s')} / {m.get('cpu_speech_workers_s')} / {m.get('cpu_agent_s')} s "
+                        f"| {m['wall_s']} s | {m['peak_rss_mib']} MiB | {m['load']} |")
     return "\n".join(rows)
 
 
@@ -234,12 +344,16 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--only", choices=["realtime", "pipecat"], help="the conversations at once of one target "
                         "(and no stages): prints the figures, writes nothing")
+    parser.add_argument("--probe", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        probe(args.probe)
+        return
     counts = [int(n) for n in args.counts.split(",")]
     if args.only:
         server = Server("realtime_server.py" if args.only == "realtime" else "pipecat_server.py")
         try:
-            runs = [conversations(server.url, n, SUITE if args.only == "realtime" else PIPECAT_SUITE)
+            runs = [conversations(server.url, n, SUITE if args.only == "realtime" else PIPECAT_SUITE, server.process)
                     for n in counts]
         finally:
             server.stop()
@@ -249,13 +363,13 @@ def main() -> None:
     stage = stages()
     server = Server()
     try:
-        one = conversations(server.url, 1)
-        many = [conversations(server.url, n) for n in counts]
+        one = conversations(server.url, 1, agent=server.process)
+        many = [conversations(server.url, n, agent=server.process) for n in counts]
     finally:
         server.stop()
     server = Server("pipecat_server.py")
     try:
-        pipecat = [conversations(server.url, n, PIPECAT_SUITE) for n in counts]
+        pipecat = [conversations(server.url, n, PIPECAT_SUITE, server.process) for n in counts]
     finally:
         server.stop()
     load = os.getloadavg()[0]

@@ -27,7 +27,12 @@ async def _emit(ws: ServerConnection, event: dict[str, Any]) -> None:
     await ws.send(json.dumps({"event_id": "evt_1", **event}))
 
 
+OFFERED_EXTENSIONS: list[str | None] = []
+"""Each connection's Sec-WebSocket-Extensions header as the client sent it (None: no extension offered)."""
+
+
 async def _handler(ws: ServerConnection) -> None:
+    OFFERED_EXTENSIONS.append(ws.request.headers.get("Sec-WebSocket-Extensions") if ws.request is not None else None)
     mode = (ws.request.path if ws.request is not None else "/").strip("/").split("?")[0]
     if mode == "no-session":
         await ws.wait_closed()  # says nothing until the client gives up

@@ -172,10 +172,29 @@ def test_a_sentence_is_spoken_the_same_every_time() -> None:
     from tamesu.audio import tts
 
     text = "Press 2 for billing, or stay on the line."
-    first, voice = asyncio.run(tts.say(text))
-    again, _ = asyncio.run(tts.say(text))
+    voice = tts.voices.default()
+    assert voice is not None and voice.engine == "piper", voice
+    first, again = tts.piper_say(voice, text), tts.piper_say(voice, text)  # two syntheses (`say` keeps one)
     assert first.rate == again.rate and first.samples.size > first.rate // 2, voice
     assert np.array_equal(first.samples, again.samples), (first.duration_ms, again.duration_ms)
+
+
+def test_a_text_is_synthesised_once_for_every_caller_that_says_it() -> None:
+    """16 callers of a load test say the same script: one synthesis each text (and rate), shared by callers
+    asking at once, read-only so that no caller's gain or noise changes another's."""
+    from tamesu.audio import tts
+
+    async def main() -> list[tuple[object, object]]:
+        together = await asyncio.gather(*(tts.say("Table for two on Friday, please.") for _ in range(4)))
+        later = await tts.say("Table for two on Friday, please.")
+        faster = await tts.say("Table for two on Friday, please.", rate=1.3)
+        return [*together, later, faster]
+
+    said = [clip for clip, _voice in asyncio.run(main())]
+    assert all(clip is said[0] for clip in said[:5])
+    assert said[5] is not said[0] and said[5].samples.size < said[0].samples.size  # another rate, another take
+    with pytest.raises(ValueError):
+        said[0].samples[0] = 1
 
 
 def test_speech_is_found_where_it_was_put_and_understood() -> None:

@@ -91,19 +91,19 @@ class AudioConversation:
         seed = self.behaviour.noise_seed() if self.behaviour.noise is not None else 0
         # gain, noise and the wire encoding take tens to hundreds of ms of numpy for a sentence: off the event
         # loop, where they would hold back every other conversation's frames
-        clip, wire = await asyncio.to_thread(self._prepared, clip, seed)
+        recorded, wire = await asyncio.to_thread(self._prepared, clip, seed)
         wait_ms = ready_at - self.session.now_ms()
         if wait_ms > 0:
             await asyncio.sleep(wait_ms / 1000)
         turn.user_from_ms = self.session.now_ms()
-        self.recorder.user(clip, turn.user_from_ms)
+        self.recorder.user(recorded, turn.user_from_ms)
         await self.pacer.stream(wire, send_frame)
         turn.user_to_ms = self.session.now_ms()
         return turn
 
     def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
         """The utterance as the line carries it: louder or quieter, the noise under it, decoded from the wire
-        (what is recorded), and in wire frames."""
+        (what is recorded) at the recording's rate, and in wire frames."""
         clip = noise.gained(clip, self.behaviour.volume_db)
         self._speech_rms = noise.speech_rms(clip) or self._speech_rms
         if self.behaviour.noise is not None:
@@ -111,7 +111,8 @@ class AudioConversation:
         wire = clip.wire(self.send_format)
         # recorded as the line carries it (a G.711 line drops what is above 4 kHz): the metrics then hear the
         # caller as the agent does, and a talk-over timed by the agent finds the same speech
-        return Clip.from_wire(wire, self.send_format), frames(wire, self.send_format)
+        # (at the recording's rate here: resampling a sentence on the loop held it tens of ms)
+        return Clip.from_wire(wire, self.send_format).at(self.recorder.rate), frames(wire, self.send_format)
 
     async def keep_line_open(self, send_frame: Callable[[bytes], Awaitable[None]], stop: asyncio.Event) -> None:
         """Silence at wall-clock pace until `stop`: a caller's line stays open between utterances, so an agent
@@ -140,6 +141,8 @@ class AudioConversation:
                 delay = loop_start + k * step - loop.time()
                 if delay > 0:
                     await asyncio.wait({stopped}, timeout=delay)
+                else:  # behind after a stall: yield once a frame, as `Pacer.stream` does
+                    await asyncio.sleep(0)
         finally:
             stopped.cancel()
 
@@ -185,7 +188,8 @@ class AudioConversation:
             raise AudioFormatError(f"{exc} (agreed: {self.receive_format})") from None
         now = self.session.now_ms() if arrived_ms is None else arrived_ms
         start = self.playback.place(now, clip.duration_ms)
-        self.recorder.agent(clip, start)
+        heard = clip.at(stt.WHISPER_RATE)  # resampled once, for the recording and for Whisper (both 16 kHz)
+        self.recorder.agent(heard, start)
         if turn is not None:
             if turn.agent_from_ms is None:
                 turn.agent_from_ms = start
@@ -193,7 +197,7 @@ class AudioConversation:
                     self._interrupt_after = self.behaviour.interrupts()
             turn.agent_to_ms = start + clip.duration_ms
             turn.agent_audio_ms += clip.duration_ms
-            self._reply_audio.setdefault(id(turn), []).append((start, clip.at(stt.WHISPER_RATE).samples))
+            self._reply_audio.setdefault(id(turn), []).append((start, heard.samples))
         pending = self._pending_barge_in
         if pending is not None and pending.interrupted_at_ms is not None and now >= pending.interrupted_at_ms:
             pending.agent_stopped_at_ms = max(pending.agent_stopped_at_ms or now, now)
@@ -306,12 +310,13 @@ class AudioConversation:
         paced = {**self.pacer.lateness(), **self._lag.since(self._lag_mark)}
         self.session.artifacts_dir.mkdir(parents=True, exist_ok=True)
         path = self.session.artifacts_dir / WAV_NAME
-        await asyncio.to_thread(self.recorder.write, path)
+        # both tracks are built once, off the loop (numpy over the whole call held it 50-100 ms at 16 at once)
+        user, agent = await asyncio.to_thread(self.recorder.tracks)
+        await asyncio.to_thread(self.recorder.write, path, (user, agent))
         for turn in self.turns:
             self._hear(turn)  # a reply still playing when its turn ended (a barge-in) has audio left here
         if self._hearing:
             await asyncio.gather(*self._hearing)
-        user, agent = self.recorder.tracks()
         result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
         self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
                            voice=self.voice_name, barge_ins=self.barge_ins,

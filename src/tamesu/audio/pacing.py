@@ -59,8 +59,9 @@ class Pacer:
                 return k
             slot = start + k * self.frame_ms / 1000
             delay = slot - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            # a frame already due still yields once: a conversation catching up after a stall does not send
+            # its backlog in one go while every other conversation's due frames wait behind it
+            await asyncio.sleep(max(0.0, delay))
             # measured after the sleep: the loop wakes a sleeper late when something blocks it
             self.note((time.monotonic() - slot) * 1000)
             await send(frame)

@@ -57,8 +57,9 @@ class Recorder:
         length = self.length()
         return Clip(self._track(self._user, length), self.rate), Clip(self._track(self._agent, length), self.rate)
 
-    def write(self, path: Path) -> None:
-        user, agent = self.tracks()
+    def write(self, path: Path, tracks: tuple[Clip, Clip] | None = None) -> None:
+        """The stereo WAV; `tracks` when they were built already."""
+        user, agent = tracks or self.tracks()
         stereo = np.column_stack([user.samples, agent.samples]).astype("<i2")
         path.parent.mkdir(parents=True, exist_ok=True)
         with wave.open(str(path), "wb") as wav:
