@@ -50,12 +50,14 @@ tests:
 
 
 def project(tmp_path: Path, provider: str, extra: str = "") -> None:
+    # a generous timeout: the model server answers in this process, and on a loaded machine an answer took
+    # over 5 s; the timeout's retry then took the next planned answer and every later one was off by one
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\n"
         "cache: { dir: recorded }\n"
         "models:\n"
-        f"  simulator: {{ provider: {provider}, model: test-model, base_url: '{{{{env.MODEL_URL}}}}', timeout: 5s }}\n"
-        f"  judge: {{ provider: {provider}, model: test-model, base_url: '{{{{env.MODEL_URL}}}}', timeout: 5s }}\n"
+        f"  simulator: {{ provider: {provider}, model: test-model, base_url: '{{{{env.MODEL_URL}}}}', timeout: 60s }}\n"
+        f"  judge: {{ provider: {provider}, model: test-model, base_url: '{{{{env.MODEL_URL}}}}', timeout: 60s }}\n"
         + extra)
 
 
@@ -131,7 +133,7 @@ def test_a_budget_stops_the_run_with_exit_4_and_keeps_what_finished(tmp_path: Pa
     server = serve(model_server.app)
     project(tmp_path, "openai", extra="budget: { usd: 0.01 }\n")
     priced = (tmp_path / "tamesu.yaml").read_text().replace(
-        "timeout: 5s }", "timeout: 5s, price: { input_per_mtok: 100000, output_per_mtok: 100000 } }")
+        "timeout: 60s }", "timeout: 60s, price: { input_per_mtok: 100000, output_per_mtok: 100000 } }")
     (tmp_path / "tamesu.yaml").write_text(priced)
     (tmp_path / "suite.yaml").write_text(f"""\
 targets:
@@ -250,7 +252,7 @@ def test_a_model_target_against_an_openai_compatible_server(tmp_path: Path, tame
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\n"
         "models:\n"
-        "  target: { provider: openai, model: test-model, base_url: '{{env.MODEL_URL}}', timeout: 5s }\n")
+        "  target: { provider: openai, model: test-model, base_url: '{{env.MODEL_URL}}', timeout: 60s }\n")
     (tmp_path / "suite.yaml").write_text("""\
 targets:
   bot:

@@ -167,8 +167,8 @@ def test_the_doctor_command_says_which_model_is_ready(tmp_path: Path, tamesu: An
     good_url, broken_url = (s.base_url(serve(s.app).url) for s in (good, broken))
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\nmodels:\n"
-        f"  judge: {{ provider: openai, model: good-model, base_url: '{good_url}', timeout: 5s }}\n"
-        f"  simulator: {{ provider: openai, model: proxy, base_url: '{broken_url}', timeout: 5s }}\n")
+        f"  judge: {{ provider: openai, model: good-model, base_url: '{good_url}', timeout: 60s }}\n"
+        f"  simulator: {{ provider: openai, model: proxy, base_url: '{broken_url}', timeout: 60s }}\n")
     (tmp_path / "suite.yaml").write_text(f"""\
 targets:
   bot: {{ type: rest, url: "{good_url}/models" }}
