@@ -45,20 +45,35 @@ def ask() -> ModelRequest:
     return ModelRequest(purpose="judge", messages=[Message(role="user", content="hello")])
 
 
+@pytest.fixture
+async def registry() -> Any:
+    """ModelRegistry, each one made closed after the test: an unclosed one leaves its aiohttp session for the
+    garbage collector, whose "Unclosed client session" warning lands in whichever test runs then."""
+    made: list[ModelRegistry] = []
+
+    def make(*args: Any, **options: Any) -> ModelRegistry:
+        made.append(ModelRegistry(*args, **options))
+        return made[-1]
+
+    yield make
+    for models in made:
+        await models.aclose()
+
+
 @pytest.fixture(params=[OpenAIServer, AnthropicServer], ids=["openai", "anthropic"])
 def server(request: pytest.FixtureRequest, serve: Serve) -> tuple[Any, ModelSpec]:
     model_server = request.param()
     provider = "openai" if request.param is OpenAIServer else "anthropic"
     spec = ModelSpec(provider=provider, model="test-model", api_key="local",
-                     base_url=model_server.base_url(serve(model_server.app).url), timeout=5, max_retries=3)
+                     base_url=model_server.base_url(serve(model_server.app).url), timeout=60, max_retries=3)
     return model_server, spec
 
 
-async def test_retry_after_zero_is_never_a_burst(server: tuple[Any, ModelSpec]) -> None:
+async def test_retry_after_zero_is_never_a_burst(registry: Any, server: tuple[Any, ModelSpec]) -> None:
     model_server, spec = server
     model_server.plan(*(status(429, "slow down", retry_after="0") for _ in range(3)), text("at last"))
     sleeps, events, ledger = Sleeps(), Events(), Ledger()
-    models = ModelRegistry({"judge": spec}, sleep=sleeps, ledger=ledger).with_ledger(ledger.scope(), events)
+    models = registry({"judge": spec}, sleep=sleeps, ledger=ledger).with_ledger(ledger.scope(), events)
     response = await models.client("judge").generate(ask())
     assert response.text == "at last"
     # the floor doubles: four calls take at least 0.25 + 0.5 + 1 s, never a few milliseconds
@@ -71,22 +86,22 @@ async def test_retry_after_zero_is_never_a_burst(server: tuple[Any, ModelSpec]) 
     assert ledger.totals().retries == 3 and ledger.totals().timeouts == 0
 
 
-async def test_retry_after_zero_really_waits(server: tuple[Any, ModelSpec]) -> None:
+async def test_retry_after_zero_really_waits(registry: Any, server: tuple[Any, ModelSpec]) -> None:
     model_server, spec = server
     model_server.plan(status(429, "slow down", retry_after="0"), text("ok"))
-    models = ModelRegistry({"judge": spec})
+    models = registry({"judge": spec})
     await models.client("judge").generate(ask())
     await models.aclose()
     first, second = model_server.calls()
     assert second.at - first.at >= RETRY_FLOOR
 
 
-async def test_timeouts_are_counted_and_recorded(server: tuple[Any, ModelSpec]) -> None:
+async def test_timeouts_are_counted_and_recorded(registry: Any, server: tuple[Any, ModelSpec]) -> None:
     model_server, spec = server
     spec = spec.model_copy(update={"timeout": 0.3, "max_retries": 1})
     model_server.plan(delay(1.0), delay(1.0))
     events, ledger = Events(), Ledger()
-    models = ModelRegistry({"judge": spec}, sleep=Sleeps(), ledger=ledger).with_ledger(ledger.scope(), events)
+    models = registry({"judge": spec}, sleep=Sleeps(), ledger=ledger).with_ledger(ledger.scope(), events)
     with pytest.raises(ModelError, match=r"no answer within 0\.3s \(gave up after 2 attempts\)") as caught:
         await models.client("judge").generate(ask())
     assert caught.value.timed_out
@@ -99,7 +114,8 @@ async def test_timeouts_are_counted_and_recorded(server: tuple[Any, ModelSpec]) 
 # ---- the replay cache: no secrets, a checksum per entry ---------------------------------------------------
 
 
-async def test_a_cache_entry_holds_no_secret_and_still_replays(server: tuple[Any, ModelSpec], tmp_path: Path) -> None:
+async def test_a_cache_entry_holds_no_secret_and_still_replays(registry: Any, server: tuple[Any, ModelSpec],
+                                                              tmp_path: Path) -> None:
     model_server, spec = server
     secret = "sk-live-Zq9 /+x"
     redactor = Redactor()
@@ -107,32 +123,32 @@ async def test_a_cache_entry_holds_no_secret_and_still_replays(server: tuple[Any
     model_server.plan(text(f"the user said {secret}"))
     cache = ReplayCache(tmp_path, mask=redactor.data)
     request = ModelRequest(purpose="simulator", messages=[Message(role="user", content=f"my key is {secret}")])
-    recorded = await ModelRegistry({"simulator": spec}, cache=cache).client("simulator").generate(request)
+    recorded = await registry({"simulator": spec}, cache=cache).client("simulator").generate(request)
     assert recorded.text == f"the user said {secret}"  # the run itself saw the real answer
     [entry] = list(tmp_path.rglob("*.json"))
     stored = entry.read_text()
     assert secret not in stored and quote(secret) not in stored and "my key is ***" in stored
     assert json.loads(stored)["checksum"].startswith("sha256:")
-    replayed = await ModelRegistry({"simulator": spec}, cache=ReplayCache(tmp_path, "only")).client(
+    replayed = await registry({"simulator": spec}, cache=ReplayCache(tmp_path, "only")).client(
         "simulator").generate(request)
     assert replayed.cached and replayed.text == "the user said ***"
     assert len(model_server.calls()) == 1
 
 
-async def test_a_hand_edited_cache_entry_is_a_miss_that_says_so(server: tuple[Any, ModelSpec],
+async def test_a_hand_edited_cache_entry_is_a_miss_that_says_so(registry: Any, server: tuple[Any, ModelSpec],
                                                                 tmp_path: Path) -> None:
     model_server, spec = server
     model_server.plan(text('{"pass": false, "reason": "no reference"}'), text('{"pass": false, "reason": "again"}'))
-    await ModelRegistry({"judge": spec}, cache=ReplayCache(tmp_path)).client("judge").generate(ask())
+    await registry({"judge": spec}, cache=ReplayCache(tmp_path)).client("judge").generate(ask())
     [entry] = list(tmp_path.rglob("*.json"))
     entry.write_text(entry.read_text().replace('\\"pass\\": false', '\\"pass\\": true'))  # a verdict flipped
     assert '\\"pass\\": true' in entry.read_text()
 
     with pytest.raises(CacheMiss, match=r"does not match its checksum \(edited by hand\?\)"):
-        await ModelRegistry({"judge": spec}, cache=ReplayCache(tmp_path, "only")).client("judge").generate(ask())
+        await registry({"judge": spec}, cache=ReplayCache(tmp_path, "only")).client("judge").generate(ask())
 
     events = Events()
-    models = ModelRegistry({"judge": spec}, cache=ReplayCache(tmp_path)).with_ledger(Ledger(), events)
+    models = registry({"judge": spec}, cache=ReplayCache(tmp_path)).with_ledger(Ledger(), events)
     answer = await models.client("judge").generate(ask())
     assert not answer.cached and answer.text == '{"pass": false, "reason": "again"}'  # asked the model again
     assert [name for name, _ in events.seen] == ["cache_entry_rejected"]
