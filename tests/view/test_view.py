@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -18,6 +17,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from view.conftest import View
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
@@ -57,27 +58,6 @@ def _agent_app() -> Starlette:
     return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
 
 
-def _start_view(root: Path, env: dict[str, str], *extra: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", *extra], cwd=root,
-                               env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("tamesu view: "):
-        process.kill()
-        raise AssertionError(line + process.stderr.read() if process.stderr else line)
-    return process, line.split()[2].rstrip("/")
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> Iterator[Path]:
     """Two runs on one commit: `flaky` passes then fails; `judged` is graded by two judges differently."""
@@ -101,68 +81,67 @@ def history(tmp_path_factory) -> Iterator[Path]:
 
 
 @pytest.mark.browser
-def test_view_pages_in_chromium(history: Path) -> None:
+def test_view_pages_in_chromium(history: Path, view: Callable[..., View]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    process, url = _start_view(history, {}, "--no-open")
+    url = view(history, "--no-open").url
     requests: list[str] = []
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = browser.new_page()
-            page.on("request", lambda request: requests.append(request.url))
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.on("request", lambda request: requests.append(request.url))
 
-            page.goto(url + "/")
-            assert page.inner_text("h1") == "Runs"
-            rows = page.locator("main table tbody tr")
-            assert rows.count() == 2
-            assert "50%" in rows.nth(0).inner_text() and "100%" in rows.nth(1).inner_text()
-            assert page.locator("svg.chart rect").count() == 4
+        page.goto(url + "/")
+        assert page.inner_text("h1") == "Runs"
+        rows = page.locator("main table tbody tr")
+        assert rows.count() == 2
+        assert "50%" in rows.nth(0).inner_text() and "100%" in rows.nth(1).inner_text()
+        assert page.locator("svg.chart rect").count() == 4
 
-            page.click("header >> text=Tests")
-            assert page.inner_text("h1") == "Tests"
-            assert "1 flaky test(s)" in page.inner_text("main")
-            flaky_row = page.locator("tr", has_text="suite/flaky")
-            assert "flaky" in flaky_row.locator(".tag").inner_text()
-            assert "abc1234def" in flaky_row.inner_text()
-            assert page.locator("tr", has_text="suite/judged").locator(".tag").count() == 0
+        page.click("header >> text=Tests")
+        assert page.inner_text("h1") == "Tests"
+        assert "1 flaky test(s)" in page.inner_text("main")
+        flaky_row = page.locator("tr", has_text="suite/flaky")
+        assert "flaky" in flaky_row.locator(".tag").inner_text()
+        assert "abc1234def" in flaky_row.inner_text()
+        assert page.locator("tr", has_text="suite/judged").locator(".tag").count() == 0
 
-            page.click("text=suite/flaky")
-            assert page.inner_text("h1") == "suite/flaky"
-            assert page.locator("details").first.get_attribute("open") is not None  # the newest transcript, open
-            chat = page.locator(".chat").first.inner_text()
-            assert "user: flaky" in chat and "agent: bad" in chat
-            # each turn's trace id, linked through tamesu.yaml's trace_url (never followed here)
-            assert page.locator('a[href^="http://127.0.0.1:9/trace/"]').count() >= 2
-            assert "turn_latency_ms" in page.inner_text("main")
-            assert page.locator("svg.trend").count() >= 1
+        page.click("text=suite/flaky")
+        assert page.inner_text("h1") == "suite/flaky"
+        assert page.locator("details").first.get_attribute("open") is not None  # the newest transcript, open
+        chat = page.locator(".chat").first.inner_text()
+        assert "user: flaky" in chat and "agent: bad" in chat
+        # each turn's trace id, linked through tamesu.yaml's trace_url (never followed here)
+        assert page.locator('a[href^="http://127.0.0.1:9/trace/"]').count() >= 2
+        assert "turn_latency_ms" in page.inner_text("main")
+        assert page.locator("svg.trend").count() >= 1
 
-            page.click("header >> text=Compare")
-            assert page.inner_text("h1") == "Compare"
-            text = page.inner_text("main")
-            assert "1 regression" in text
-            regressions = page.locator("h2:has-text('Regressions') + table")
-            assert "suite/flaky" in regressions.inner_text() and "failed" in regressions.inner_text()
+        page.click("header >> text=Compare")
+        assert page.inner_text("h1") == "Compare"
+        text = page.inner_text("main")
+        assert "1 regression" in text
+        regressions = page.locator("h2:has-text('Regressions') + table")
+        assert "suite/flaky" in regressions.inner_text() and "failed" in regressions.inner_text()
 
-            page.click("header >> text=Judge drift")
-            drift = page.inner_text("main")
-            assert "suite/judged" in drift and "strict-judge" in drift and "lenient-judge" in drift
-            assert "barely" in drift and "clearly" in drift
-            browser.close()
-    finally:
-        _stop(process)
+        page.click("header >> text=Judge drift")
+        drift = page.inner_text("main")
+        assert "suite/judged" in drift and "strict-judge" in drift and "lenient-judge" in drift
+        assert "barely" in drift and "clearly" in drift
+        browser.close()
     assert requests, "the browser made no request"
     foreign = [r for r in requests if not r.startswith(url + "/")]
     assert foreign == []
 
 
-def test_view_opens_the_browser_unless_told_not_to(history: Path, tmp_path: Path) -> None:
+def test_view_opens_the_browser_unless_told_not_to(history: Path, tmp_path: Path,
+                                                   view: Callable[..., View]) -> None:
     opened = tmp_path / "opened"
     fake_browser = tmp_path / "browser.sh"
     fake_browser.write_text(f"#!/bin/sh\necho \"$1\" > {opened}\n")
     fake_browser.chmod(0o755)
-    process, url = _start_view(history, {"BROWSER": str(fake_browser)})
+    started = view(history, env={"BROWSER": str(fake_browser)})
+    url = started.url
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not opened.exists():
@@ -172,5 +151,5 @@ def test_view_opens_the_browser_unless_told_not_to(history: Path, tmp_path: Path
         missing = httpx.get(url + "/test", params={"id": "suite/nope"}, timeout=5)
         assert missing.status_code == 404 and "no results in the store" in missing.text
     finally:
-        _stop(process)
-    assert process.returncode is not None
+        started.stop()
+    assert started.process.returncode is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from starlette.routing import Route
 from browser_fixtures import shared_chromium
 from tamesu.net.serve import ThreadServer
 from tamesu.view._charts import constant_line, trend, unit, value_text
+from view.conftest import View
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
@@ -59,59 +60,43 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield root
 
 
-def _view(root: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"], cwd=root,
-                               env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("tamesu view: "):
-        process.kill()
-        raise AssertionError(line + (process.stderr.read() if process.stderr else ""))
-    return process, line.split()[2].rstrip("/")
-
-
 @pytest.mark.browser
 def test_the_test_page_has_transcripts_first_and_charts_with_axes_and_values(
-        three_runs: Path, shared_chromium: str, tmp_path: Path) -> None:
+        three_runs: Path, shared_chromium: str, tmp_path: Path, view: Callable[..., View]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    process, url = _view(three_runs)
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.connect_over_cdp(shared_chromium)
-            context = browser.new_context(viewport={"width": 1100, "height": 1400})
-            page = context.new_page()
-            page.goto(url + "/test?id=suite/greets")
-            assert page.inner_text("h1") == "suite/greets"
-            page.screenshot(path=str(tmp_path / "test-page.png"), full_page=True)
+    url = view(three_runs, "--no-open").url
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(shared_chromium)
+        context = browser.new_context(viewport={"width": 1100, "height": 1400})
+        page = context.new_page()
+        page.goto(url + "/test?id=suite/greets")
+        assert page.inner_text("h1") == "suite/greets"
+        page.screenshot(path=str(tmp_path / "test-page.png"), full_page=True)
 
-            # the newest transcript is open, and above every chart
-            assert page.locator(".chat").first.is_visible()
-            assert "user: hello" in page.locator(".chat").first.inner_text()
-            transcript_first = page.evaluate(
-                "() => { const chat = document.querySelector('.chat'), chart = document.querySelector('svg.chart');"
-                " return !!chat && !!chart && !!(chat.compareDocumentPosition(chart) & "
-                "Node.DOCUMENT_POSITION_FOLLOWING); }")
-            assert transcript_first
+        # the newest transcript is open, and above every chart
+        assert page.locator(".chat").first.is_visible()
+        assert "user: hello" in page.locator(".chat").first.inner_text()
+        transcript_first = page.evaluate(
+            "() => { const chat = document.querySelector('.chat'), chart = document.querySelector('svg.chart');"
+            " return !!chat && !!chart && !!(chat.compareDocumentPosition(chart) & "
+            "Node.DOCUMENT_POSITION_FOLLOWING); }")
+        assert transcript_first
 
-            latency = page.locator("svg.trend[aria-label^='turn_latency_ms ']")
-            assert latency.count() == 1
-            labels = latency.locator("text.axis-label").all_text_contents()
-            assert any(label.endswith(" ms") for label in labels), labels  # min and max with their unit
-            assert "oldest" in labels and "newest" in labels and "3 runs (ms)" in labels
-            values = latency.locator("text.value").all_text_contents()
-            assert len(values) == 3 and all(value.endswith(" ms") for value in values), values
-            hovered = latency.locator("circle title").all_text_contents()
-            assert [text.split(": ")[1] for text in hovered] == values
+        latency = page.locator("svg.trend[aria-label^='turn_latency_ms ']")
+        assert latency.count() == 1
+        labels = latency.locator("text.axis-label").all_text_contents()
+        assert any(label.endswith(" ms") for label in labels), labels  # min and max with their unit
+        assert "oldest" in labels and "newest" in labels and "3 runs (ms)" in labels
+        values = latency.locator("text.value").all_text_contents()
+        assert len(values) == 3 and all(value.endswith(" ms") for value in values), values
+        hovered = latency.locator("circle title").all_text_contents()
+        assert [text.split(": ")[1] for text in hovered] == values
 
-            # `turns` is 2 in every run: one line, no chart
-            assert page.locator("svg.trend[aria-label^='turns ']").count() == 0
-            folded = page.locator("ul.constants li", has_text="turns").inner_text()
-            assert folded == "turns is constant: 2 in all 3 runs"
-            context.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        # `turns` is 2 in every run: one line, no chart
+        assert page.locator("svg.trend[aria-label^='turns ']").count() == 0
+        folded = page.locator("ul.constants li", has_text="turns").inner_text()
+        assert folded == "turns is constant: 2 in all 3 runs"
+        context.close()
     assert (tmp_path / "test-page.png").stat().st_size > 10_000
 
 

@@ -6,10 +6,7 @@ run page and the test page as the reports do."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -21,6 +18,7 @@ from starlette.routing import Route
 
 from conftest import run_tamesu
 from tamesu.net.serve import ThreadServer
+from view.conftest import View
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
@@ -122,27 +120,17 @@ def test_store_import_keeps_not_evaluated_too(project: Path, tmp_path: Path) -> 
         store.close()
 
 
-def test_view_says_it_on_the_run_and_test_pages(project: Path) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"], cwd=project,
-                               env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("tamesu view: "), line
-        url = line.split()[2].rstrip("/")
-        runs = httpx.get(url + "/", timeout=10).text
-        run_id = runs.split('href="/run?id=', 1)[1].split('"', 1)[0]
-        run_page = httpx.get(url + "/run", params={"id": run_id}, timeout=10)
-        assert run_page.status_code == 200
-        row = run_page.text.split("cause/breaks", 1)[1].split("</tr>", 1)[0]
-        assert "conversation: turn 2: the agent answered HTTP 500" in row
-        assert f'<br><span class="not-evaluated">{LINE}</span>' in row
-        assert run_page.text.count("not evaluated") == 1  # the test that passed says nothing
-        test_page = httpx.get(url + "/test", params={"id": "cause/breaks"}, timeout=10)
-        assert f'<p class="note not-evaluated">{LINE}</p>' in test_page.text
-        fine_page = httpx.get(url + "/test", params={"id": "cause/fine"}, timeout=10)
-        assert "not evaluated" not in fine_page.text
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def test_view_says_it_on_the_run_and_test_pages(project: Path, view: Callable[..., View]) -> None:
+    url = view(project, "--no-open").url
+    runs = httpx.get(url + "/", timeout=10).text
+    run_id = runs.split('href="/run?id=', 1)[1].split('"', 1)[0]
+    run_page = httpx.get(url + "/run", params={"id": run_id}, timeout=10)
+    assert run_page.status_code == 200
+    row = run_page.text.split("cause/breaks", 1)[1].split("</tr>", 1)[0]
+    assert "conversation: turn 2: the agent answered HTTP 500" in row
+    assert f'<br><span class="not-evaluated">{LINE}</span>' in row
+    assert run_page.text.count("not evaluated") == 1  # the test that passed says nothing
+    test_page = httpx.get(url + "/test", params={"id": "cause/breaks"}, timeout=10)
+    assert f'<p class="note not-evaluated">{LINE}</p>' in test_page.text
+    fine_page = httpx.get(url + "/test", params={"id": "cause/fine"}, timeout=10)
+    assert "not evaluated" not in fine_page.text

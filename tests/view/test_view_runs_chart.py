@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from starlette.routing import Route
 from browser_fixtures import shared_chromium
 from tamesu.net.serve import ThreadServer
 from tamesu.view._charts import pass_rate_bars
+from view.conftest import View
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
@@ -71,57 +72,42 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield root
 
 
-def _view(root: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"], cwd=root,
-                               env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("tamesu view: "):
-        process.kill()
-        raise AssertionError(line + (process.stderr.read() if process.stderr else ""))
-    return process, line.split()[2].rstrip("/")
-
-
 @pytest.mark.browser
-def test_the_runs_page_bars_have_axes_and_values(three_runs: Path, shared_chromium: str, tmp_path: Path) -> None:
+def test_the_runs_page_bars_have_axes_and_values(three_runs: Path, shared_chromium: str, tmp_path: Path,
+                                                 view: Callable[..., View]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    process, url = _view(three_runs)
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.connect_over_cdp(shared_chromium)
-            context = browser.new_context(viewport={"width": 1100, "height": 900})
-            page = context.new_page()
-            page.goto(url + "/")
-            assert page.inner_text("h1") == "Runs"
-            page.screenshot(path=str(tmp_path / "runs-page.png"), full_page=True)
+    url = view(three_runs, "--no-open").url
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(shared_chromium)
+        context = browser.new_context(viewport={"width": 1100, "height": 900})
+        page = context.new_page()
+        page.goto(url + "/")
+        assert page.inner_text("h1") == "Runs"
+        page.screenshot(path=str(tmp_path / "runs-page.png"), full_page=True)
 
-            chart = page.locator("svg.pass-rate")
-            assert chart.count() == 1
-            assert chart.get_attribute("aria-label") == "pass rate of the last 3 runs, from 50% to 100%"
-            labels = chart.locator("text.axis-label").all_text_contents()
-            assert labels[:3] == ["100%", "50%", "0%"] and "oldest" in labels and "newest" in labels
-            assert "3 runs" in labels
-            assert chart.locator("text.value").all_text_contents() == ["50%", "100%", "50%"]
-            # each bar's rate on hover, with its run; the table lists the newest first, the chart oldest first
-            run_ids = [cell.inner_text() for cell in page.locator("main table tbody tr td:first-child a").all()]
-            hovered = chart.locator("rect.s-passed title").all_text_contents()
-            assert hovered == [f"{run}: {rate} passed" for run, rate in
-                               zip(reversed(run_ids), ["50%", "100%", "50%"], strict=True)]
+        chart = page.locator("svg.pass-rate")
+        assert chart.count() == 1
+        assert chart.get_attribute("aria-label") == "pass rate of the last 3 runs, from 50% to 100%"
+        labels = chart.locator("text.axis-label").all_text_contents()
+        assert labels[:3] == ["100%", "50%", "0%"] and "oldest" in labels and "newest" in labels
+        assert "3 runs" in labels
+        assert chart.locator("text.value").all_text_contents() == ["50%", "100%", "50%"]
+        # each bar's rate on hover, with its run; the table lists the newest first, the chart oldest first
+        run_ids = [cell.inner_text() for cell in page.locator("main table tbody tr td:first-child a").all()]
+        hovered = chart.locator("rect.s-passed title").all_text_contents()
+        assert hovered == [f"{run}: {rate} passed" for run, rate in
+                           zip(reversed(run_ids), ["50%", "100%", "50%"], strict=True)]
 
-            # drawn as read: the values sit above the plot, inside the chart, and the bars keep their share
-            box = chart.bounding_box()
-            assert box is not None and box["width"] > 300
-            for value in chart.locator("text.value").all():
-                inside = value.bounding_box()
-                assert inside is not None and box["y"] <= inside["y"] and \
-                    inside["y"] + inside["height"] <= box["y"] + box["height"]
-            heights = [rect.bounding_box()["height"] for rect in chart.locator("rect.s-passed").all()]  # type: ignore[index]
-            assert heights[1] == pytest.approx(2 * heights[0], rel=0.02) and heights[0] == pytest.approx(heights[2])
-            context.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        # drawn as read: the values sit above the plot, inside the chart, and the bars keep their share
+        box = chart.bounding_box()
+        assert box is not None and box["width"] > 300
+        for value in chart.locator("text.value").all():
+            inside = value.bounding_box()
+            assert inside is not None and box["y"] <= inside["y"] and \
+                inside["y"] + inside["height"] <= box["y"] + box["height"]
+        heights = [rect.bounding_box()["height"] for rect in chart.locator("rect.s-passed").all()]  # type: ignore[index]
+        assert heights[1] == pytest.approx(2 * heights[0], rel=0.02) and heights[0] == pytest.approx(heights[2])
+        context.close()
     assert (tmp_path / "runs-page.png").stat().st_size > 10_000
 
 

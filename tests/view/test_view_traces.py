@@ -8,12 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.traced import TracedRestAgent, free_port
+from view.conftest import View
 
 pytestmark = pytest.mark.browser
 
@@ -78,66 +79,50 @@ def test_the_store_keeps_each_turns_waterfall_and_import_does_too(traced_store: 
     assert _stored_waterfalls(copy) == written
 
 
-def _start_view(root: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"], cwd=root,
-                               env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("tamesu view: "):
-        process.kill()
-        raise AssertionError(line + (process.stderr.read() if process.stderr else ""))
-    return process, line.split()[2].rstrip("/")
-
-
-def test_the_view_draws_each_turns_spans_under_the_turn(traced_store: Path) -> None:
+def test_the_view_draws_each_turns_spans_under_the_turn(traced_store: Path, view: Callable[..., View]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    process, url = _start_view(traced_store)
+    url = view(traced_store, "--no-open").url
     requests: list[str] = []
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto(url + "/test?id=suite/order")
-            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-            rows = page.evaluate("""[...document.querySelectorAll('.chat .waterfall')].map(w => {
-                const agent = w.previousElementSibling;
-                return {after: agent ? agent.className + ':' + agent.textContent : '',
-                        said: w.querySelector('summary').textContent,
-                        rows: [...w.querySelectorAll('.wf-row')].map(r => {
-                  const bar = r.querySelector('.wf-bar').getBoundingClientRect();
-                  const track = r.querySelector('.wf-track').getBoundingClientRect();
-                  return {name: r.querySelector('.wf-name').textContent, cls: r.className,
-                          indent: parseFloat(getComputedStyle(r.querySelector('.wf-name')).paddingLeft),
-                          left: bar.left - track.left, width: bar.width, track: track.width, title: r.title};
-                })};
-              })""")
-            assert len(rows) == 2  # one waterfall under each agent turn
-            first, second = rows
-            assert first["after"].startswith("agent:agent: Sorry") and second["after"].startswith("agent:agent:")
-            assert first["said"].startswith("3 agent spans, 1 failed")
-            names = [r["name"] for r in first["rows"]]
-            assert names == ["tamesu turn 1", "invoke_agent shop", "chat fake-model", "execute_tool lookup_order"]
-            indents = [r["indent"] for r in first["rows"]]
-            assert indents[0] < indents[1] < indents[2] == indents[3]  # nested by parent, as in the report
-            for row in first["rows"]:
-                assert row["width"] > 0 and row["left"] >= -0.5 and row["left"] + row["width"] <= row["track"] + 0.5
-            tool = first["rows"][3]
-            assert "wf-error" in tool["cls"] and "status error: order service down" in tool["title"]
-            assert 'gen_ai.tool.call.arguments = {"order_id": "ORD-1001"}' in tool["title"]
-            color = page.evaluate("getComputedStyle(document.querySelector('.wf-error .wf-bar')).backgroundColor")
-            assert color == "rgb(201, 60, 60)"  # the report's CSS, served by the view
-            assert [r["name"] for r in second["rows"]] == ["tamesu turn 2", "invoke_agent shop", "chat fake-model"]
-            # under the agent's line, as wide as the transcript's lines at most, inside the history's cell
-            fits = page.evaluate("""[...document.querySelectorAll('.chat .waterfall')].every(w => {
-                const box = w.getBoundingClientRect(), cell = w.closest('td').getBoundingClientRect();
-                return box.width > 200 && box.right <= cell.right + 0.5; })""")
-            assert fits is True
-            browser.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(url + "/test?id=suite/order")
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        rows = page.evaluate("""[...document.querySelectorAll('.chat .waterfall')].map(w => {
+            const agent = w.previousElementSibling;
+            return {after: agent ? agent.className + ':' + agent.textContent : '',
+                    said: w.querySelector('summary').textContent,
+                    rows: [...w.querySelectorAll('.wf-row')].map(r => {
+              const bar = r.querySelector('.wf-bar').getBoundingClientRect();
+              const track = r.querySelector('.wf-track').getBoundingClientRect();
+              return {name: r.querySelector('.wf-name').textContent, cls: r.className,
+                      indent: parseFloat(getComputedStyle(r.querySelector('.wf-name')).paddingLeft),
+                      left: bar.left - track.left, width: bar.width, track: track.width, title: r.title};
+            })};
+          })""")
+        assert len(rows) == 2  # one waterfall under each agent turn
+        first, second = rows
+        assert first["after"].startswith("agent:agent: Sorry") and second["after"].startswith("agent:agent:")
+        assert first["said"].startswith("3 agent spans, 1 failed")
+        names = [r["name"] for r in first["rows"]]
+        assert names == ["tamesu turn 1", "invoke_agent shop", "chat fake-model", "execute_tool lookup_order"]
+        indents = [r["indent"] for r in first["rows"]]
+        assert indents[0] < indents[1] < indents[2] == indents[3]  # nested by parent, as in the report
+        for row in first["rows"]:
+            assert row["width"] > 0 and row["left"] >= -0.5 and row["left"] + row["width"] <= row["track"] + 0.5
+        tool = first["rows"][3]
+        assert "wf-error" in tool["cls"] and "status error: order service down" in tool["title"]
+        assert 'gen_ai.tool.call.arguments = {"order_id": "ORD-1001"}' in tool["title"]
+        color = page.evaluate("getComputedStyle(document.querySelector('.wf-error .wf-bar')).backgroundColor")
+        assert color == "rgb(201, 60, 60)"  # the report's CSS, served by the view
+        assert [r["name"] for r in second["rows"]] == ["tamesu turn 2", "invoke_agent shop", "chat fake-model"]
+        # under the agent's line, as wide as the transcript's lines at most, inside the history's cell
+        fits = page.evaluate("""[...document.querySelectorAll('.chat .waterfall')].every(w => {
+            const box = w.getBoundingClientRect(), cell = w.closest('td').getBoundingClientRect();
+            return box.width > 200 && box.right <= cell.right + 0.5; })""")
+        assert fits is True
+        browser.close()
     assert requests and all(r.startswith(url + "/") for r in requests)

@@ -1,0 +1,56 @@
+"""`tamesu view` as a child process for the view tests: started on a free port, stopped after the test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+
+class View:
+    """A running `tamesu view`: its process and its base URL (no trailing slash)."""
+
+    def __init__(self, root: Path, env: dict[str, str], extra: tuple[str, ...]) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", *extra], cwd=root,
+                                        env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # the view says where it listens once it does
+        if not line.startswith("tamesu view: "):
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(line + (self.process.stderr.read() if self.process.stderr else ""))
+        self.url = line.split()[2].rstrip("/")
+
+    def stop(self) -> None:
+        """As Ctrl-C stops it; killed when it does not stop within 10 s."""
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def view() -> Iterator[Callable[..., View]]:
+    """`view(root, *flags, env={})` starts `tamesu view` in `root` (the flags follow `--port 0`); every view
+    started is stopped after the test."""
+    started: list[View] = []
+
+    def start(root: Path, *extra: str, env: dict[str, str] | None = None) -> View:
+        started.append(View(root, env or {}, extra))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for one in started:
+            one.stop()
