@@ -1,11 +1,13 @@
 """What the voice tests share: a skip when the `voice` extra is absent, the reference Realtime agent
-(examples/realtime-agent) on its own loop for the whole session, and the models loaded once."""
+(examples/realtime-agent) on its own loop for the whole session, the models loaded once, and the calls of
+the tests that check a metric against the agent's own clock."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -46,3 +48,40 @@ def realtime_agent() -> Iterator[str]:
         yield agent.url
     finally:
         agent.stop()
+
+
+def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, values: Sequence[int],
+                              formats: Sequence[str], repeat: int, test: str, notes: Sequence[str],
+                              timeout: float) -> tuple[ModuleType, list[tuple[str, dict]]]:
+    """A target of the reference agent for each audio format and each value of its `knob` (a query parameter:
+    a delay or pause it injects), named `FORMAT_VALUE`, each with one test (`test`: the rest of its YAML
+    mapping after the name and target) made `repeat` times, through `tamesu run` one call at a time, so that
+    the agent's `notes` lists (cleared first) are in the order the calls ran. Returns the agent module and
+    each call's test name and result.json, in that order; the run must pass."""
+    from tamesu.audio import stt, tts
+
+    module = agent_module()
+    tts.preload()
+    stt.model()
+    agent = module.ThreadAgent()
+    for note in notes:
+        getattr(module, note).clear()
+    try:
+        targets, tests = [], []
+        for fmt in formats:
+            for value in values:
+                name = f"{fmt}_{value}"
+                targets.append(f'  {name}: {{ type: realtime, url: "{agent.url}?{knob}={value}", '
+                               f"mode: audio, audio_format: {fmt}, turn_detection: commit }}")
+                tests.append(f"  - {{ name: {name}, target: {name}, repeat: {repeat}, {test} }}")
+        suite = tmp_path / "clock.tamesu.yaml"
+        suite.write_text("targets:\n" + "\n".join(targets) + "\ntests:\n" + "\n".join(tests) + "\n",
+                         encoding="utf-8")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
+                      env={"HF_HUB_OFFLINE": "1"}, timeout=timeout)
+    finally:
+        agent.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = [json.loads(path.read_text()) for path in out.rglob("result.json")]
+    return module, [(r["test"], r) for r in sorted(results, key=lambda r: r["started_at"])]

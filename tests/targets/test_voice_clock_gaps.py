@@ -8,13 +8,12 @@ audio arrives, and with two calls the closer one was 23 ms off once in three run
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from agents.voice import agent_module, needs_voice
+from agents.voice import calls_on_the_agents_clock, needs_voice
 
 # the longest silence is the pause only when it is longer than the wait for the reply (2-3.5 s on a loaded
 # 2-core machine, the agent's Whisper hearing the caller): whichever is longer, the agent's clock has it
@@ -26,40 +25,13 @@ pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(580)]
 
 
 def test_silence_gap_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:
-    from tamesu.audio import stt, tts
-
-    module = agent_module()
-    tts.preload()
-    stt.model()
-    agent = module.ThreadAgent()
-    module.GAPS.clear()
-    try:
-        targets, tests = [], []
-        for fmt in FORMATS:
-            for pause in PAUSES_MS:
-                name = f"{fmt}_{pause}"
-                targets.append(f'  {name}: {{ type: realtime, url: "{agent.url}?reply_pause_ms={pause}", '
-                               f"mode: audio, audio_format: {fmt}, turn_detection: commit }}")
-                tests.append(f"  - {{ name: {name}, target: {name}, repeat: 3, scenario: {{ script: [ {{ say: "
-                             f'"I would like to book a table" }} ] }} }}')
-        suite = tmp_path / "gaps.tamesu.yaml"
-        suite.write_text("targets:\n" + "\n".join(targets) + "\ntests:\n" + "\n".join(tests) + "\n",
-                         encoding="utf-8")
-        out = tmp_path / "out"
-        # one call at a time: the agent's list is read in the order the calls ran
-        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
-                      env={"HF_HUB_OFFLINE": "1"}, timeout=560)
-    finally:
-        agent.stop()
-    assert done.returncode == 0, done.stdout + done.stderr
-    runs = []
-    for path in out.rglob("result.json"):
-        result = json.loads(path.read_text())
-        runs.append((result["started_at"], result["test"], result["metrics"]))
-    ordered = sorted(runs)
+    module, calls = calls_on_the_agents_clock(
+        tamesu, tmp_path, knob="reply_pause_ms", values=PAUSES_MS, formats=FORMATS, repeat=3,
+        test='scenario: { script: [ { say: "I would like to book a table" } ] }', notes=["GAPS"], timeout=560)
+    ordered = [(name, result["metrics"]) for name, result in calls]
     assert len(ordered) == 3 * len(FORMATS) * len(PAUSES_MS) == len(module.GAPS), module.GAPS
     differences: dict[str, list[float]] = {}
-    for (_start, name, metrics), own in zip(ordered, module.GAPS, strict=True):
+    for (name, metrics), own in zip(ordered, module.GAPS, strict=True):
         assert own >= int(name.rsplit("_", 1)[1]) - 1, (name, own)  # the pause was made, on the agent's clock
         differences.setdefault(name, []).append(round(metrics["silence_gap_max_ms"] - own, 1))
     print("agent's own longest silence (ms):", module.GAPS)

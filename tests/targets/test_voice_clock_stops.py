@@ -10,13 +10,12 @@ in test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from agents.voice import agent_module, needs_voice
+from agents.voice import calls_on_the_agents_clock, needs_voice
 
 # the agent paces its audio in 100 ms chunks: a cancel that arrives between two waits the next one, so a
 # delay shorter than a chunk would be measured as the chunk; the delays start above it
@@ -33,47 +32,18 @@ pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(580)]
 
 
 def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:
-    from tamesu.audio import stt, tts
-
-    module = agent_module()
-    tts.preload()
-    stt.model()
-    agent = module.ThreadAgent()
-    module.STOPS.clear()
-    module.OVERLAPS.clear()
-    try:
-        targets, tests = [], []
-        for fmt in FORMATS:
-            for delay in DELAYS_MS:
-                name = f"{fmt}_{delay}"
-                targets.append(f'  {name}: {{ type: realtime, url: "{agent.url}?stop_delay_ms={delay}", '
-                               f"mode: audio, audio_format: {fmt}, turn_detection: commit }}")
-                tests.append(f"  - {{ name: {name}, target: {name}, repeat: 2, persona: {{ behaviors: "
-                             "{ interrupt_probability: 1 } }, scenario: { script: [ { say: \"Can I see the "
-                             "menu\" }, { say: \"Sorry, is it open on Sunday\" } ] } }")
-        suite = tmp_path / "stops.tamesu.yaml"
-        suite.write_text("targets:\n" + "\n".join(targets) + "\ntests:\n" + "\n".join(tests) + "\n",
-                         encoding="utf-8")
-        out = tmp_path / "out"
-        # one call at a time: the agent's list is read in the order the calls ran
-        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
-                      env={"HF_HUB_OFFLINE": "1"}, timeout=560)
-    finally:
-        agent.stop()
-    assert done.returncode == 0, done.stdout + done.stderr
-    runs = []
-    for path in out.rglob("result.json"):
-        result = json.loads(path.read_text())
-        runs.append((result["started_at"], result["test"], result["turns"][0]["agent"]["measures"],
-                     result["metrics"]))
-    ordered = sorted(runs)
+    module, calls = calls_on_the_agents_clock(
+        tamesu, tmp_path, knob="stop_delay_ms", values=DELAYS_MS, formats=FORMATS, repeat=2,
+        test='persona: { behaviors: { interrupt_probability: 1 } }, scenario: { script: [ { say: "Can I see the '
+             'menu" }, { say: "Sorry, is it open on Sunday" } ] }', notes=["STOPS", "OVERLAPS"], timeout=560)
+    ordered = [(name, result["turns"][0]["agent"]["measures"], result["metrics"]) for name, result in calls]
     # only the first reply is talked over (the second one has no caller turn after it)
     assert len(ordered) == 2 * len(FORMATS) * len(DELAYS_MS) == len(module.STOPS) == len(module.OVERLAPS), \
         (module.STOPS, module.OVERLAPS)
     stops: dict[str, list[float]] = {}
     overlaps: dict[str, list[float]] = {}
-    for (_start, name, measures, metrics), own_stop, own_overlap in zip(ordered, module.STOPS, module.OVERLAPS,
-                                                                       strict=True):
+    for (name, measures, metrics), own_stop, own_overlap in zip(ordered, module.STOPS, module.OVERLAPS,
+                                                                strict=True):
         assert own_stop >= int(name.rsplit("_", 1)[1]), (name, own_stop)  # the agent kept talking as told
         stops.setdefault(name, []).append(round(measures["interruption_stop_ms"] - own_stop, 1))
         overlap = metrics["talk_over_ratio"] * metrics["agent_speech_ms"]
