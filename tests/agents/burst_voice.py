@@ -7,11 +7,12 @@ speech is tamesu's own text-to-speech (the voice extra), made once when the agen
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import numpy as np
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+
+from agents.ws_thread import ThreadedWebsocketServer
 
 RATE = 16000
 FRAME = 640
@@ -27,19 +28,14 @@ async def _speech(text: str) -> bytes:
     return clip.at(RATE).samples.astype("<i2").tobytes()
 
 
-class BurstVoiceAgent:
+class BurstVoiceAgent(ThreadedWebsocketServer):
     def __init__(self) -> None:
         self.connections = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="burst-voice-agent")
-        self._thread.start()
+        self.greeting = self.answer = b""
+        super().__init__("burst-voice-agent", start_timeout=60)  # its speech is made first
 
-        async def start() -> tuple[Server, bytes, bytes]:
-            greeting, answer = await _speech(GREETING), await _speech(ANSWER)
-            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None), greeting, answer
-
-        self.server, self.greeting, self.answer = asyncio.run_coroutine_threadsafe(start(), self._loop).result(60)
-        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+    async def _prepare(self) -> None:
+        self.greeting, self.answer = await _speech(GREETING), await _speech(ANSWER)
 
     async def _handler(self, ws: ServerConnection) -> None:
         self.connections += 1
@@ -70,12 +66,3 @@ class BurstVoiceAgent:
                         await ws.send(self.answer[k:k + FRAME])
         except ConnectionClosed:
             pass
-
-    def stop(self) -> None:
-        async def close() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)

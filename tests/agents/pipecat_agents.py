@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from http import HTTPStatus
 from typing import Any
 
 import numpy as np
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from agents.ws_thread import ThreadedWebsocketServer
 from tamesu._proto.pipecat.v1 import frames_pb2
 
 
@@ -54,21 +54,13 @@ def audio_frame(data: bytes, rate: int) -> bytes:
     return frame.SerializeToString()
 
 
-class PipecatAgents:
+class PipecatAgents(ThreadedWebsocketServer):
     def __init__(self) -> None:
         self.received: dict[str, list[dict[str, Any]]] = {}
         self.handshakes: dict[str, list[dict[str, str]]] = {}
         """Each connection's handshake headers (lower-cased names), by path."""
         self.started = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="pipecat-agents")
-        self._thread.start()
-
-        async def start() -> Server:
-            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None, process_request=self._http)
-
-        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
-        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        super().__init__("pipecat-agents")
 
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.path == "/start":
@@ -192,12 +184,3 @@ class PipecatAgents:
                 await self._say(ws, f"you said: {text}")
         elif document.get("type") == "llm-function-call-result":
             await self._say(ws, f"the weather: {json.dumps(data.get('result'))}")
-
-    def stop(self) -> None:
-        async def close() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)

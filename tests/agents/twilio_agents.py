@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import threading
 import time
 from typing import Any
 
 import numpy as np
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.ws_thread import ThreadedWebsocketServer
 from tamesu.audio.codecs import encode
 
 RATE = 8000
@@ -31,18 +31,10 @@ def tone(ms: int) -> bytes:
     return encode((np.sin(2 * np.pi * 440 * t) * 8000).astype(np.int16), "mulaw")
 
 
-class TwilioAgents:
+class TwilioAgents(ThreadedWebsocketServer):
     def __init__(self) -> None:
         self.received: dict[str, list[tuple[float, dict[str, Any]]]] = {}
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="twilio-agents")
-        self._thread.start()
-
-        async def start() -> Server:
-            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None)
-
-        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
-        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        super().__init__("twilio-agents")
 
     def events(self, path: str) -> list[dict[str, Any]]:
         return [event for _at, event in self.received.get(path, [])]
@@ -81,13 +73,3 @@ class TwilioAgents:
                     await self._speak(ws, sid, 1000, "d" + event["dtmf"]["digit"])
         except ConnectionClosed:
             pass
-
-    def stop(self) -> None:
-        async def close() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()

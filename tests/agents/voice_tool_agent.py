@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from http import HTTPStatus
 from typing import Any
 
 import numpy as np
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+
+from agents.ws_thread import ThreadedWebsocketServer
 
 RATE = 16000
 CALL = {"id": "c-123", "token": "t-9"}
@@ -27,21 +28,13 @@ def tone(ms: int) -> bytes:
     return (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
 
 
-class VoiceToolAgent:
+class VoiceToolAgent(ThreadedWebsocketServer):
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
         self.calls_created = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="voice-tool-agent")
-        self._thread.start()
-
-        async def start() -> Server:
-            return await serve(self._handler, "127.0.0.1", 0, ping_interval=None, process_request=self._http)
-
-        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
-        port = self.server.sockets[0].getsockname()[1]
-        self.http = f"http://127.0.0.1:{port}"
-        self.ws = f"ws://127.0.0.1:{port}"
+        super().__init__("voice-tool-agent")
+        self.http = f"http://127.0.0.1:{self.port}"
+        self.ws = self.url
 
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.path == "/calls":
@@ -85,12 +78,3 @@ class VoiceToolAgent:
                                               "arguments": json.dumps({"order": "42"})}))
         except ConnectionClosed:
             pass
-
-    def stop(self) -> None:
-        async def close() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
