@@ -443,11 +443,11 @@ async def test_listen_gathers_the_agents_posts(rest_agents: RunningAgents, tmp_p
 
 
 async def test_listen_done_ends_the_turn_at_once(rest_agents: RunningAgents, tmp_path: Path) -> None:
-    spec = listen_spec(rest_agents.url, idle="5s", done="$.end")
+    spec = listen_spec(rest_agents.url, idle="60s", done="$.end")
     async with opened(spec, make_session(tmp_path)) as target:
         started = time.monotonic()
         turn = await target.send(UserTurn(text="bye"))
-        assert time.monotonic() - started < 4  # well before the 5 s idle wait
+        assert time.monotonic() - started < 30  # far before the 60 s idle wait, however loaded the machine
     assert turn.text == "Bye" and turn.ended
 
 
