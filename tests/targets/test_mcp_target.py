@@ -230,7 +230,7 @@ async def test_a_call_that_hangs_is_answered_as_a_timeout_and_the_conversation_g
         took = time.monotonic() - started
         after = await target.send(UserTurn(text="where is ORD-1001"))
         metrics = target.metrics()
-    assert 0.4 < took < 4
+    assert 0.4 < took < 60  # the tool sleeps an hour: any bound far below that shows the timeout, loaded or not
     assert slow.tool_calls[0].result == {"error": "the tool did not answer within 0.5s"}
     assert slow.text == "The system is slow, please try later."
     assert after.tool_calls[0].result["status"] == "shipped"
