@@ -168,24 +168,6 @@ def test_tamesu_speaks_rtvi_in_protobuf_frames(agents: PipecatAgents, tmp_path: 
 
 
 @needs_voice
-def test_speech_before_its_bot_started_speaking_still_holds_the_turn(agents: PipecatAgents,
-                                                                     tmp_path: Path) -> None:
-    """A loaded bot's RTVI messages lag its audio: the /late bot pauses longer than `idle` between its first
-    speech and its bot-started-speaking; both replies (the first before the bot has announced any speech, the
-    second after) are still whole turns, ended by bot-stopped-speaking and not by the pause."""
-    project = _suite(tmp_path, _target("a", agents.url + "/late", "audio", "10s"), """
-  - name: late
-    target: a
-    scenario: { script: [ { say: "hello there" }, { say: "hello there" } ] }
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "pc" / "late" / "run-1" / "result.json").read_text())
-    assert [t["agent"]["text"] for t in result["turns"]] == ["heard you late", "heard you late"]
-
-
-@needs_voice
 def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_path: Path) -> None:
     cases = {"silent": ("/silent", "text", "the bot said nothing within turn_timeout"),
              "drop-text": ("/drop", "text", "closed the websocket"),

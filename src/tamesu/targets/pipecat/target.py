@@ -20,8 +20,7 @@ sentences (its streamed `bot-llm-text` when it sends none), and ends once its mo
 stopped and `idle` has passed with nothing more. Audio mode: the call is the audio socket's (`_audio_socket`):
 the persona's speech streams as 20 ms protobuf audio frames at real-time pace, silence between utterances, the
 bot's audio on the playback clock, `audio.wav`; a pause in its audio while it says it is speaking (between
-`bot-started-speaking` and `bot-stopped-speaking`) does not end its turn, nor does one in audio that came before
-its `bot-started-speaking` (a loaded bot's message lags its audio); the turn's text is what the bot
+`bot-started-speaking` and `bot-stopped-speaking`) does not end its turn; the turn's text is what the bot
 says it said (`bot-output`), or what Whisper hears when it says nothing of it.
 
 Traces (telemetry.traceparent): the websocket handshake carries the conversation's `traceparent` header (a
@@ -70,11 +69,6 @@ __all__ = ["PipecatSpec", "PipecatTarget"]
 _REPLY = {"said", "llm_text", "tool_call", "llm", "speaking", "tts"}
 """What the bot sends as it answers (its interruption of what it was doing, and its hearing of the user, are not
 an answer)."""
-
-ANNOUNCE_WAIT_S = 5.0
-"""How long speech that came before any `bot-started-speaking` holds the turn open, for a bot not yet heard
-announcing its speech in this call: RTVI's message goes through the bot's whole pipeline while its audio goes
-straight out, so on a loaded machine it comes seconds late; a bot that never sends it pays this once a turn."""
 
 
 class PipecatSessionSpec(Strict):
@@ -133,10 +127,6 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         self._speaking = False
         """Between the bot's bot-started-speaking and bot-stopped-speaking: a gap in its audio (a loaded bot
         falling behind) is then not the end of its turn."""
-        self._announces = False
-        """The bot has sent bot-started-speaking in this call: its speech that comes first is announced late."""
-        self._unannounced_at: float | None = None
-        """When the last speech came that no bot-started-speaking has covered yet (the call's clock)."""
         self._barge: tuple[AgentTurn, float] | None = None
         """The reply a barge-in talks over and the user's first word, until RTVI says it was interrupted."""
 
@@ -307,15 +297,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
             return True
         if kind == "speaking":
             self._speaking = bool(item.value)
-            self._announces = self._announces or self._speaking
-            self._unannounced_at = None
             return True
-        if kind == "audio" and not self._speaking:
-            quiet_from = heard.quiet_from
-            handled = super()._handle(item, at, heard, turn, audio_turn)
-            if heard.quiet_from != quiet_from:  # speech, not silence: the bot is talking before it says so
-                self._unannounced_at = at
-            return handled
         if kind in ("ready", "llm", "tts", "message"):
             return True
         if kind == "tool_call":
@@ -348,11 +330,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         return super()._handle(item, at, heard, turn, audio_turn)
 
     def _still_speaking(self) -> bool:
-        if self._speaking:
-            return True
-        if self._unannounced_at is None:
-            return False
-        return self._announces or self._require_session().now_ms() - self._unannounced_at < ANNOUNCE_WAIT_S * 1000
+        return self._speaking
 
     def _note_barge(self) -> None:
         """Keep the reply being talked over and the user's first word, for the RTVI message that follows, and
