@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ def _keep_bytecode() -> None:
     if not sys.dont_write_bytecode or os.environ.get("TAMESU_TEST_BYTECODE") == "0":
         return
     prefix = str(ROOT / ".pytest_cache" / "pycache")
+    # what earlier runs compiled in their temporary folders (plug-ins, hooks) is never read again
+    shutil.rmtree(prefix + os.path.realpath(tempfile.gettempdir()), ignore_errors=True)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     sys.pycache_prefix = prefix
