@@ -62,6 +62,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """`--dist loadgroup` under a pytest that loses its groups stops before the run, saying why.
+
+    xdist carries a test's group to the scheduler as a suffix of its node id (`...::test@audio`); pytest 9.2's
+    structured node ids ignore the assignment it makes (pytest-dev/pytest-xdist#1386), and every group is then
+    spread over the workers with no word said: the real-time audio tests run at once and starve each other.
+    pyproject.toml keeps pytest below 9.2 until xdist follows."""
+    if config.getoption("dist", None) != "loadgroup":
+        return
+    major, minor = (int(part) for part in pytest.__version__.split(".")[:2])
+    if (major, minor) >= (9, 2):
+        raise pytest.UsageError(f"pytest {pytest.__version__} loses --dist loadgroup's groups "
+                                "(pytest-dev/pytest-xdist#1386): install 'pytest<9.2' (pyproject.toml's dev extra)")
+
+
 def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
                timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`tamesu ARGS` in a child process, exactly as from a shell (forked from a warm process: tests/forked.py)."""
