@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from tamesu.conversation import Session
 from tamesu.net.clients import async_client
@@ -42,15 +43,8 @@ async def _answer(request: web.Request) -> web.Response:
 async def agent() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/chat", _answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/chat"
-    finally:
-        await runner.cleanup()
+    async with TestServer(app, host="127.0.0.1") as server:  # a free port, closed when the test ends
+        yield str(server.make_url("/chat"))
 
 
 def _rest_client(tmp_path: Path) -> Any:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from tamesu.conversation import Session
 from tamesu.suite.schema import ConnectSpec
@@ -42,15 +43,8 @@ async def _answer(request: web.Request) -> web.StreamResponse:
 async def agent() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/{name}", _answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with TestServer(app, host="127.0.0.1") as server:  # a free port, closed when the test ends
+        yield f"http://127.0.0.1:{server.port}"
 
 
 def _http(tmp_path: Path) -> Http:
