@@ -10,10 +10,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tamesu.conversation import Session
+from sessions import new_session
 from tamesu.suite.schema import ConnectSpec
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets.rest.http import Http, text_encoding
 
 ANSWERS: dict[str, tuple[str | None, bytes, object]] = {
@@ -48,10 +46,8 @@ async def agent() -> AsyncIterator[str]:
 
 
 def _http(tmp_path: Path) -> Http:
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
-    return Http(session=session, connect=ConnectSpec(), read_timeout=30, what="rest target", max_bytes=1_000_000)
+    return Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=30, what="rest target",
+                max_bytes=1_000_000)
 
 
 @pytest.mark.parametrize("name", list(ANSWERS))
