@@ -18,3 +18,8 @@ def new_session(tmp_path: Path, *, environ: dict[str, str] | None = None, vars: 
     return Session(context=Context(vars=vars or {}, captured={}, secrets=secrets, **namespaces),
                    artifacts_dir=tmp_path, redactor=secrets.redactor, run_id=run_id, base_dir=tmp_path,
                    models=models)
+
+
+def events(session: Session, name: str) -> list[dict[str, Any]]:
+    """The data of the session's events called `name`, in the order they happened."""
+    return [e.data for e in session.events if e.name == name]

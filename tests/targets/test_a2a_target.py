@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from agents.a2a_agents import SLOW_SECONDS, TOKEN, A2AAgents
 from ports import refused_port
-from sessions import new_session
+from sessions import events, new_session
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
@@ -58,10 +58,6 @@ async def opened(spec: dict[str, Any], session: Session, *, poll_interval: float
         yield target
     finally:
         await target.close()
-
-
-def events(session: Session, name: str) -> list[dict[str, Any]]:
-    return [e.data for e in session.events if e.name == name]
 
 
 def names(session: Session) -> list[str]:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from agents.fixtures import RunningAgents, dead_url, rest_agents
 from agents.rest_agents import PENDING_POLLS, SLOW_SECONDS
-from sessions import new_session
+from sessions import events, new_session
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets import target_class
@@ -39,10 +39,6 @@ async def opened(spec: dict[str, Any], session: Session) -> AsyncIterator[RestTa
         yield target
     finally:
         await target.close()
-
-
-def events(session: Session, name: str) -> list[dict[str, Any]]:
-    return [e.data for e in session.events if e.name == name]
 
 
 def assert_ordered(turn: AgentTurn) -> None:
