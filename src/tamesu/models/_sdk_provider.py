@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from abc import abstractmethod
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar, Self
 
 from tamesu.models._where import base_url_in_use, reached
@@ -65,14 +66,14 @@ class SdkProvider(Provider):
     @staticmethod
     @abstractmethod
     def _server_message(exc: Any) -> str:
-        """The server's own words in a refused call (the SDK's APIStatusError)."""
+        """The server's own words in a refused call (the subclass's SDK's APIStatusError, so typed loosely)."""
 
     def _reached(self, exc: Exception) -> str:
         # the URL the failed request went to: the suite's base_url, else the SDK's *_BASE_URL, else the public API
         base = base_url_in_use(self.base_url, DEFAULT_ENV_BASE_URLS[self.name], DEFAULT_BASE_URLS[self.name])
         return reached(exc, self.call_path, base)
 
-    def _error(self, exc: Exception, sdk: Any) -> ModelError:
+    def _error(self, exc: Exception, sdk: ModuleType) -> ModelError:
         """The SDK's error (`sdk` is the SDK's module) as one line, retryable when another try may work."""
         where = f"{self.name}:{self.model}"
         if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
