@@ -18,8 +18,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -27,11 +27,8 @@ from typing import IO, Any
 import grpc
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, A2AClientError, Client, ClientCallContext, ClientConfig, ClientFactory
-from a2a.client.transports.grpc import GrpcTransport
-from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
+from a2a.client import A2AClientError, Client, ClientCallContext
 from a2a.types.a2a_pb2 import (
-    AgentCard,
     GetExtendedAgentCardRequest,
     GetTaskRequest,
     Message,
@@ -51,6 +48,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from a2a_clients import pinned_client
 from tamesu.net.serve import ThreadServer
 from tamesu.targets import is_known
 
@@ -140,39 +138,10 @@ def slow_shop() -> Iterator[Shop]:
         _stop_shop(agent, running)
 
 
-def _channel(url: str) -> grpc.aio.Channel:
-    # the card writes gRPC as a bare host:port for 1.0 and as dns://HOST:PORT/HOST:PORT for 0.3: grpc dials both
-    return grpc.aio.insecure_channel(url)
-
-
-async def _card(shop: Shop) -> AgentCard:
-    async with httpx.AsyncClient(timeout=10) as http:
-        return await A2ACardResolver(http, shop.origin).get_agent_card()
-
-
-@asynccontextmanager
-async def connect(shop: Shop, binding: str, version: str, *, streaming: bool = False,
-                  push: TaskPushNotificationConfig | None = None) -> AsyncIterator[Client]:
+def connect(shop: Shop, binding: str, version: str, *, streaming: bool = False,
+            push: TaskPushNotificationConfig | None = None) -> AbstractAsyncContextManager[Client]:
     """A client that can only speak `binding` at `version`: the card is cut down to that one interface."""
-    card = await _card(shop)
-    chosen = [i for i in card.supported_interfaces if i.protocol_binding == binding and i.protocol_version == version]
-    assert len(chosen) == 1, f"the card lists {binding} {version} {len(chosen)} times"
-    del card.supported_interfaces[:]
-    card.supported_interfaces.extend(chosen)
-    async with httpx.AsyncClient(timeout=10) as http:
-        config = ClientConfig(streaming=streaming, httpx_client=http, grpc_channel_factory=_channel,
-                              supported_protocol_bindings=[binding], push_notification_config=push)
-        factory = ClientFactory(config)
-        if binding == "GRPC":
-            # the factory finds the 0.3 gRPC transport through an import that fails quietly once a2a's server
-            # modules are loaded (as other test modules do): it would then speak 1.0 to a 0.3 interface
-            transport = CompatGrpcTransport if version == "0.3" else GrpcTransport
-            factory.register("GRPC", lambda card, url, config: transport.create(card, url, config))
-        client = factory.create(card)
-        try:
-            yield client
-        finally:
-            await client.close()
+    return pinned_client(shop.origin, binding, version, streaming=streaming, push=push)
 
 
 def bearer(token: str) -> ClientCallContext:

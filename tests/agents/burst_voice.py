@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
 
 RATE = 16000
@@ -51,17 +51,11 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                     pass
                 return
             await ws.send(self.greeting)  # the whole greeting in one message
-            loud = quiet = 0
+            caller = EndOfSpeech(quiet_frames=25)
             async for message in ws:
                 if not isinstance(message, bytes):
                     continue
-                samples = np.frombuffer(message, "<i2")
-                if samples.size and np.abs(samples).max() > 500:
-                    loud, quiet = loud + 1, 0
-                else:
-                    quiet += 1
-                if loud > 10 and quiet == 25:
-                    loud = 0
+                if caller.heard(message):
                     for k in range(0, len(self.answer), FRAME):  # every frame at once: a burst
                         await ws.send(self.answer[k:k + FRAME])
         except ConnectionClosed:

@@ -29,6 +29,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
 from tamesu._proto.pipecat.v1 import frames_pb2
 
@@ -85,19 +86,17 @@ class PipecatAgents(ThreadedWebsocketServer):
             self.handshakes.setdefault(path, []).append(
                 {name.lower(): value for name, value in ws.request.headers.raw_items()})
         flood: asyncio.Task[None] | None = None
-        loud = quiet = 0
+        caller = EndOfSpeech(quiet_frames=20)
         try:
             async for message in ws:
                 frame = frames_pb2.Frame.FromString(message)  # type: ignore[arg-type]
                 which = frame.WhichOneof("frame")
                 if which == "audio":
+                    heard = caller.heard(frame.audio.audio)
                     log.append({"audio": len(frame.audio.audio), "sample_rate": frame.audio.sample_rate,
-                                "num_channels": frame.audio.num_channels,
-                                "loud": bool(np.abs(np.frombuffer(frame.audio.audio, "<i2")).max(initial=0) > 500)})
-                    user = log[-1]["loud"]
-                    loud, quiet = (loud + 1, 0) if user else (loud, quiet + 1)
-                    if path == "/echo" and loud > 10 and quiet == 20:
-                        loud = 0
+                                "num_channels": frame.audio.num_channels, "loud": caller.loud})
+                    user = caller.loud
+                    if path == "/echo" and heard:
                         await self._speak(ws)
                     document: dict[str, Any] = {}
                 else:

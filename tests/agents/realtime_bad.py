@@ -13,14 +13,14 @@ failure tests:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import threading
 from typing import Any
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+
+from agents.ws_thread import ThreadedWebsocketServer
 
 
 async def _emit(ws: ServerConnection, event: dict[str, Any]) -> None:
@@ -31,7 +31,7 @@ OFFERED_EXTENSIONS: list[str | None] = []
 """Each connection's Sec-WebSocket-Extensions header as the client sent it (None: no extension offered)."""
 
 
-async def _handler(ws: ServerConnection) -> None:
+async def _misbehave(ws: ServerConnection) -> None:
     OFFERED_EXTENSIONS.append(ws.request.headers.get("Sec-WebSocket-Extensions") if ws.request is not None else None)
     mode = (ws.request.path if ws.request is not None else "/").strip("/").split("?")[0]
     if mode == "no-session":
@@ -72,26 +72,11 @@ async def _handler(ws: ServerConnection) -> None:
         pass
 
 
-class BadRealtime:
+class BadRealtime(ThreadedWebsocketServer):
     """The servers on one port, on their own loop in a thread; `stop` ends them."""
 
     def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="bad-realtime")
-        self._thread.start()
+        super().__init__("bad-realtime")
 
-        async def start() -> Server:
-            return await serve(_handler, "127.0.0.1", 0, ping_interval=None)
-
-        self.server = asyncio.run_coroutine_threadsafe(start(), self._loop).result(10)
-        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-
-    def stop(self) -> None:
-        async def close() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+    async def _handler(self, ws: ServerConnection) -> None:
+        await _misbehave(ws)

@@ -17,6 +17,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
 
 RATE = 16000
@@ -57,7 +58,7 @@ class VoiceToolAgent(ThreadedWebsocketServer):
                 or request.headers.get("Authorization") != f"Bearer {CALL['token']}"):
             await ws.close(4001, "unknown call")
             return
-        loud = quiet = 0
+        caller = EndOfSpeech(quiet_frames=20)
         try:
             await self._speak(ws, 600)
             async for message in ws:
@@ -67,13 +68,7 @@ class VoiceToolAgent(ThreadedWebsocketServer):
                     if document.get("type") == "function_result" and document.get("id") == "f1":
                         await self._speak(ws, 600)
                     continue
-                samples = np.frombuffer(message, "<i2")
-                if samples.size and np.abs(samples).max() > 500:
-                    loud, quiet = loud + 1, 0
-                else:
-                    quiet += 1
-                if loud > 10 and quiet == 20:
-                    loud = 0
+                if caller.heard(message):
                     await ws.send(json.dumps({"type": "function_call", "id": "f1", "name": "lookup_order",
                                               "arguments": json.dumps({"order": "42"})}))
         except ConnectionClosed:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tamesu.checks import AssertionProblem, parse_assertion
+from checks.grading import fails, passes, problem, verdict
 from tamesu.checks._compare import compare, same
-from tamesu.checks.base import Exchange, RunView, Verdict
+from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, Handoff, ToolCall, UserTurn
 from tamesu.suite.templates import Context
 
@@ -38,30 +38,6 @@ def make_view(
 
 def said(*texts: str) -> RunView:
     return make_view(*(AgentTurn(text=t) for t in texts))
-
-
-async def verdict(entry: dict[str, Any], run: RunView) -> Verdict:
-    assertion = parse_assertion(entry)
-    return await assertion.check.evaluate(run.scoped(assertion.on_turn))
-
-
-async def passes(entry: dict[str, Any], run: RunView) -> Verdict:
-    result = await verdict(entry, run)
-    assert result.passed, result.reason
-    return result
-
-
-async def fails(entry: dict[str, Any], run: RunView) -> Verdict:
-    result = await verdict(entry, run)
-    assert not result.passed, result.reason
-    assert result.reason
-    return result
-
-
-def problem(entry: dict[str, Any]) -> AssertionProblem:
-    with pytest.raises(AssertionProblem) as caught:
-        parse_assertion(entry)
-    return caught.value
 
 
 CONVERSATION = said("Hello, how can I help?", "Your order ORD-1234 ships Friday.", "Anything else?")

@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from checks.grading import fails, passes, problem
 from ports import refused_port
-from tamesu.checks import AssertionProblem, parse_assertion
-from tamesu.checks.base import Exchange, RunView, Verdict
+from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, UserTurn
 from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
@@ -81,29 +81,6 @@ def run_with(base: str = "", tmp: Path | None = None, **captured: Any) -> RunVie
         base_dir=tmp or Path.cwd(),
         vars=variables,
     )
-
-
-def problem(entry: dict[str, Any]) -> AssertionProblem:
-    with pytest.raises(AssertionProblem) as caught:
-        parse_assertion(entry)
-    return caught.value
-
-
-async def verdict(entry: dict[str, Any], run: RunView) -> Verdict:
-    assertion = parse_assertion(entry)
-    return await assertion.check.evaluate(run.scoped(assertion.on_turn))
-
-
-async def passes(entry: dict[str, Any], run: RunView) -> Verdict:
-    result = await verdict(entry, run)
-    assert result.passed, result.reason
-    return result
-
-
-async def fails(entry: dict[str, Any], run: RunView) -> Verdict:
-    result = await verdict(entry, run)
-    assert not result.passed, result.reason
-    return result
 
 
 # ---------------------------------------------------------------- http

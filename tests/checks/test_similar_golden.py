@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from checks.grading import fails, passes, verdict
 from tamesu.checks import AssertionProblem, parse_assertion
 from tamesu.checks import similar as similar_module
-from tamesu.checks.base import Exchange, RunView, Verdict
+from tamesu.checks.base import Exchange, RunView
 from tamesu.checks.golden import parse, render
 from tamesu.checks.similar import NEEDS_EXTRA, lexical_similarity
 from tamesu.conversation import AgentTurn, ToolCall, UserTurn
@@ -38,23 +39,6 @@ def conversation(*pairs: tuple[Any, str], base_dir: Path | None = None, update_g
 
 def said(*texts: str) -> RunView:
     return conversation(*((f"question {i}", text) for i, text in enumerate(texts, start=1)))
-
-
-async def verdict(entry: dict[str, Any], run: RunView) -> Verdict:
-    assertion = parse_assertion(entry)
-    return await assertion.check.evaluate(run.scoped(assertion.on_turn))
-
-
-async def passes(entry: dict[str, Any], run: RunView) -> Verdict:
-    result = await verdict(entry, run)
-    assert result.passed, result.reason
-    return result
-
-
-async def fails(entry: dict[str, Any], run: RunView) -> Verdict:
-    result = await verdict(entry, run)
-    assert not result.passed, result.reason
-    return result
 
 
 # -- lexical similarity ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from hidden_modules import hiding
 from tamesu.cli.installed import ALL_COMMAND, EXTRAS, SYSTEM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,20 +36,14 @@ def test_doctors_table_is_pyprojects_extras_and_all_is_every_one_but_embeddings(
 def test_doctor_says_what_is_missing_and_the_one_command_that_adds_it(tmp_path: Path) -> None:
     # the machine has everything: hide the browser and otel extras' modules and every system binary
     hidden = ["playwright", "pixelmatch", "opentelemetry.sdk", "opentelemetry.exporter"]  # (opentelemetry.proto: core)
-    (tmp_path / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class _Hide:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        f"        if any(name == h or name.startswith(h + '.') for h in {hidden!r}):\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, _Hide())\n")
+    hide = hiding(tmp_path, *hidden)
     (tmp_path / "bin").mkdir()
     (tmp_path / "tamesu.yaml").write_text("")
     (tmp_path / "s.tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
                                             "tests:\n  - name: t\n    target: bot\n"
                                             "    scenario: { script: [ { say: hi } ] }\n")
     env = {**os.environ, "NO_COLOR": "1", "PATH": str(tmp_path / "bin"),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")])}
     env.pop("TAMESU_CHROMIUM", None)
     done = subprocess.run([sys.executable, "-m", "tamesu", "doctor"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=60)

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, text
-from tamesu.conversation import Session, TurnError, UserTurn
+from sessions import new_session
+from tamesu.conversation import TurnError, UserTurn
 from tamesu.models.base import Message, ModelRequest
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 
 LIMIT = 100_000
@@ -29,9 +28,7 @@ async def test_an_answer_past_the_limit_is_refused_once_and_fails_the_turn(provi
     server = SERVERS[provider]()
     base_url = server.base_url(serve(server.app).url)
     models = ModelRegistry({"target": ModelSpec(provider=provider, model="m", base_url=base_url, api_key="k")})
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path, models=models)
+    session = new_session(tmp_path, models=models)
     target = ModelTarget(ModelTargetSpec.model_validate({"type": "model", "max_response_bytes": LIMIT}), "bot")
     server.plan(text("hello back"), text("x" * 300_000), text("y" * 300_000))
     await target.open(session)

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from sessions import new_session
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelError, ModelRequest, ModelResponse, ToolRequest
 from tamesu.models.spec import ModelSpec
-from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets import target_class
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
@@ -90,9 +90,7 @@ class StubModels:
 
 
 def make_session(tmp_path: Path, models: Any, vars: dict[str, Any] | None = None) -> Session:
-    secrets = Secrets(environ={})
-    return Session(context=Context(vars=vars or {}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                   redactor=secrets.redactor, run_id="t", base_dir=tmp_path, models=models)
+    return new_session(tmp_path, vars=vars, models=models)
 
 
 def make_target(**spec: Any) -> ModelTarget:

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
-from tamesu.conversation import Session
+from sessions import new_session
 from tamesu.net.clients import async_client
 from tamesu.suite.schema import ConnectSpec
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets.rest.http import Http
 
 
@@ -42,22 +41,12 @@ async def _answer(request: web.Request) -> web.Response:
 async def agent() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/chat", _answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/chat"
-    finally:
-        await runner.cleanup()
+    async with TestServer(app, host="127.0.0.1") as server:  # a free port, closed when the test ends
+        yield str(server.make_url("/chat"))
 
 
 def _rest_client(tmp_path: Path) -> Any:
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
-    return Http(session=session, connect=ConnectSpec(), read_timeout=30, what="rest target",
+    return Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=30, what="rest target",
                 max_bytes=1_000_000).client
 
 

@@ -26,22 +26,19 @@ import httpx2
 import pytest
 import trustme
 
+from sessions import new_session
 from tamesu.conversation import Session
 from tamesu.net import aio, tls
 from tamesu.net.clients import async_client, client_options, os_reason
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from wire_servers import ConnectProxy, echo_server, faulty_server
 
 VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 def _session(tmp_path: Path) -> Session:
-    secrets = Secrets(environ={})
-    return Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                   redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    return new_session(tmp_path)
 
 
 def _rest(tmp_path: Path, spec: TlsSpec | None, resent: list[str]) -> Any:

@@ -10,16 +10,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import grpc
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, A2AClientError, Client, ClientCallContext, ClientConfig, ClientFactory
-from a2a.client.transports.grpc import GrpcTransport
-from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
+from a2a.client import A2AClientError, Client, ClientCallContext
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetExtendedAgentCardRequest,
@@ -44,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from a2a_clients import pinned_client
 from tamesu.conversation import AgentTurn, Exchange, Session, UserTurn
 from tamesu.fuzzing import HOSTILE_TEXT, FuzzSpec
 from tamesu.net.serve import LoopServer
@@ -88,27 +87,9 @@ async def agents(tmp_path: Path, specs: dict[str, dict[str, Any]], fuzz: dict[st
         await group.stop()
 
 
-@asynccontextmanager
-async def connect(url: str, binding: str, version: str, *, streaming: bool = False) -> AsyncIterator[Client]:
+def connect(url: str, binding: str, version: str, *, streaming: bool = False) -> AbstractAsyncContextManager[Client]:
     # no credentials on the client itself: each call says whether it carries the token (`call`)
-    async with httpx.AsyncClient(timeout=10) as http:
-        card = await A2ACardResolver(http, url).get_agent_card()
-        chosen = [i for i in card.supported_interfaces
-                  if i.protocol_binding == binding and i.protocol_version == version]
-        assert len(chosen) == 1, card.supported_interfaces
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(chosen)
-        config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
-                              grpc_channel_factory=grpc.aio.insecure_channel)
-        factory = ClientFactory(config)
-        if binding == "GRPC":  # name the transport: the factory's own lookup of the 0.3 one can fail quietly
-            transport = CompatGrpcTransport if version == "0.3" else GrpcTransport
-            factory.register("GRPC", lambda card, u, config: transport.create(card, u, config))
-        client = factory.create(card)
-        try:
-            yield client
-        finally:
-            await client.close()
+    return pinned_client(url, binding, version, streaming=streaming)
 
 
 def call(token: str | None = None) -> ClientCallContext:

@@ -103,3 +103,11 @@ def test_an_empty_shard_is_an_empty_passing_run(tmp_path: Path, tamesu) -> None:
     assert json.loads((_only(tmp_path / "out") / "run.json").read_text())["counts"]["total"] == 0
     bad = tamesu(["run", "one.yaml", "--shard", "3/2"], cwd=tmp_path)
     assert bad.returncode == 2 and "1 <= K <= N" in bad.stderr
+
+
+@pytest.mark.parametrize("command", [["merge"], ["store", "import", "--store", "sqlite:///store.db"]])
+def test_a_folder_that_is_no_run_and_holds_none_is_one_line(command: list[str], tmp_path: Path, tamesu) -> None:
+    (tmp_path / "empty" / "nothing-here").mkdir(parents=True)
+    done = tamesu([*command, "empty"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == "empty: not a run directory and holds none"

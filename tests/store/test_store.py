@@ -185,23 +185,13 @@ def test_two_shards_write_into_one_run_at_once(tmp_path: Path, agent_url: str, u
     assert sorted(r.id for r in loaded.results) == sorted(f"suite/t{i}" for i in range(12))
 
 
-def test_a_killed_run_has_its_finished_tests_in_the_store(tmp_path: Path, agent_url: str, url: str) -> None:
-    tests = "".join(f"""\
-  - name: slow{i}
-    target: bot
-    scenario: {{ script: [ {{ say: "slow 0.6" }} ] }}
-    assert: [ {{ contains: finally }} ]
-""" for i in range(8))
-    root = project(tmp_path, agent_url, tests)
-    # the store exists, as after a project's first run: on SQLite this run writes it as later runs do, through
-    # sqlite3 alone (store.lite); `tamesu test` below is killed on a store it creates (SQLAlchemy's writer)
-    existing = Store(store_url(url, root, environ={}))
-    existing.migrate()
-    existing.close()
+def _killed_once_two_are_stored(args: list[str], cwd: Path, url: str) -> Reader:
+    """Start `tamesu ARGS` writing to the store at `url`, kill it (SIGKILL: no clean-up runs) once two tests are
+    in the store, and give back a reader of that store."""
     env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": url}
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=root, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    reader = Reader(Store(store_url(url, root, environ={})))
+    reader = Reader(Store(store_url(url, cwd, environ={})))
     try:
         deadline, written = time.monotonic() + 60, 0
         while time.monotonic() < deadline and written < 2:
@@ -217,6 +207,23 @@ def test_a_killed_run_has_its_finished_tests_in_the_store(tmp_path: Path, agent_
     finally:
         if process.poll() is None:
             process.kill()
+    return reader
+
+
+def test_a_killed_run_has_its_finished_tests_in_the_store(tmp_path: Path, agent_url: str, url: str) -> None:
+    tests = "".join(f"""\
+  - name: slow{i}
+    target: bot
+    scenario: {{ script: [ {{ say: "slow 0.6" }} ] }}
+    assert: [ {{ contains: finally }} ]
+""" for i in range(8))
+    root = project(tmp_path, agent_url, tests)
+    # the store exists, as after a project's first run: on SQLite this run writes it as later runs do, through
+    # sqlite3 alone (store.lite); `tamesu test` below is killed on a store it creates (SQLAlchemy's writer)
+    existing = Store(store_url(url, root, environ={}))
+    existing.migrate()
+    existing.close()
+    reader = _killed_once_two_are_stored(["run", "--out", "out"], root, url)
     run = reader.runs()[0]
     assert not run.finished and run.exit_code is None
     assert 2 <= run.counts["passed"] == run.counts["total"] < 8
@@ -420,26 +427,8 @@ def test_a_killed_tamesu_test_has_its_finished_cases_in_the_store(tmp_path: Path
     (tmp_path / "cases.jsonl").write_text("".join(
         f'{{"id": "slow{i}", "input": "slow 1", "assert": [{{"type": "contains", "value": "finally"}}]}}\n'
         for i in range(8)))
-    env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": url}
-    process = subprocess.Popen([sys.executable, "-m", "tamesu", "test", "-i", "cases.jsonl", "-n",
-                                f"{agent_url}/chat", "--out", "out"], cwd=tmp_path, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    reader = Reader(Store(store_url(url, tmp_path, environ={})))
-    try:
-        deadline, written = time.monotonic() + 60, 0
-        while time.monotonic() < deadline and written < 2:
-            time.sleep(0.05)
-            try:
-                runs = reader.runs()
-            except Exception:  # the tables may not exist yet
-                continue
-            written = runs[0].counts.get("total", 0) if runs else 0
-        assert written >= 2, "no two cases reached the store in time"
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    reader = _killed_once_two_are_stored(["test", "-i", "cases.jsonl", "-n", f"{agent_url}/chat", "--out", "out"],
+                                         tmp_path, url)
     run = reader.runs()[0]
     assert not run.finished and run.exit_code is None
     assert 2 <= run.counts["passed"] == run.counts["total"] < 8

@@ -108,6 +108,24 @@ def test_the_lite_writer_writes_what_sqlalchemys_writes(tmp_path: Path) -> None:
     assert _read_back(urls["lite"], "r1") == _read_back(urls["full"], "r1")
 
 
+def test_both_writers_open_sqlite_with_the_same_settings(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store(url)
+    store.migrate()
+    asked = ("journal_mode", "synchronous", "foreign_keys")
+    with store.engine.connect() as connection:
+        full = [connection.exec_driver_sql(f"PRAGMA {name}").scalar() for name in asked]
+    store.close()
+    fast = lite.open_lite(url)
+    assert fast is not None
+    fast.migrate()
+    connection = fast._connect()
+    fast_settings = [connection.execute(f"PRAGMA {name}").fetchone()[0] for name in asked]
+    fast.close()
+    # WAL; synchronous NORMAL is 1 (the default FULL is 2); foreign keys on (off by default)
+    assert full == fast_settings == ["wal", 1, 1]
+
+
 def test_only_a_current_sqlite_store_is_written_without_sqlalchemy(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     url = f"sqlite:///{path}"

@@ -19,12 +19,11 @@ from pydantic import ValidationError
 
 from agents.a2a_agents import SLOW_SECONDS, TOKEN, A2AAgents
 from ports import refused_port
+from sessions import events, new_session
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets import target_class
 from tamesu.targets.a2a import A2ASpec, A2ATarget
 from tamesu.targets.a2a._normalize import merged, push_body
@@ -45,9 +44,7 @@ def agents() -> Iterator[A2AAgents]:
 
 
 def make_session(tmp_path: Path) -> Session:
-    secrets = Secrets(environ={"SHOP_TOKEN": TOKEN})
-    return Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                   redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    return new_session(tmp_path, environ={"SHOP_TOKEN": TOKEN})
 
 
 @asynccontextmanager
@@ -61,10 +58,6 @@ async def opened(spec: dict[str, Any], session: Session, *, poll_interval: float
         yield target
     finally:
         await target.close()
-
-
-def events(session: Session, name: str) -> list[dict[str, Any]]:
-    return [e.data for e in session.events if e.name == name]
 
 
 def names(session: Session) -> list[str]:

@@ -30,6 +30,7 @@ from browser_fixtures import (
     web_shop_url,
 )
 from conftest import run_tamesu
+from hidden_modules import hiding
 from model_servers import OpenAIServer, text, tool_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -295,15 +296,7 @@ def test_suite_errors_are_one_line_with_exit_2(tmp_path: Path, body: str, line: 
 
 
 def test_without_the_extra_a_suite_gets_one_line_naming_it(tmp_path: Path) -> None:
-    blocker = tmp_path / "block"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class _NoPlaywright:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'playwright' or name.startswith('playwright.'):\n"
-        "            raise ModuleNotFoundError(\"No module named 'playwright'\")\n"
-        "sys.meta_path.insert(0, _NoPlaywright())\n")
+    blocker = hiding(tmp_path, "playwright")
     _suite(tmp_path, """
 targets:
   shop: { type: browser, url: "http://127.0.0.1:1/" }

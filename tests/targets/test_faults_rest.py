@@ -13,10 +13,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from sessions import events
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.net.serve import ThreadServer
 from tamesu.results.records import RunResult
-from targets.test_rest_target import events, make_session, opened
+from targets.test_rest_target import make_session, opened
 
 
 async def _malformed(_: Request) -> Response:

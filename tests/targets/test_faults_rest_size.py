@@ -22,10 +22,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from sessions import events
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.net.serve import ThreadServer
 from tamesu.targets.rest.body import Reading, bounded_chunks
-from targets.test_rest_target import events, make_session, opened
+from targets.test_rest_target import make_session, opened
 
 LIMIT = 1_000_000
 CHUNK = "word " * 13_000  # 65 kB a piece

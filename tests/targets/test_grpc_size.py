@@ -11,10 +11,9 @@ from typing import Any
 import grpc
 import pytest
 
+from sessions import new_session
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import Session, TurnError, UserTurn
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
 
 LIMIT = 100_000
@@ -56,9 +55,7 @@ async def agent_url() -> AsyncIterator[str]:
 
 
 def _session(tmp_path: Path) -> Session:
-    secrets = Secrets(environ={})
-    return Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                   redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    return new_session(tmp_path)
 
 
 async def _refusal(url: str, mode: str, said: str, tmp_path: Path) -> tuple[TurnError, Session]:

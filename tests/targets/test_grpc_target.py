@@ -21,6 +21,7 @@ from typing import IO, Any
 import pytest
 
 from ports import refused_port
+from sessions import new_session
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "grpc-agent"
@@ -263,14 +264,10 @@ async def test_a_first_message_refused_by_grpc_still_names_the_agents_status(age
     letting the write go out on a call that has already ended."""
     import asyncio
 
-    from tamesu.conversation import Session, TurnError, UserTurn
-    from tamesu.suite.secrets import Secrets
-    from tamesu.suite.templates import Context
+    from tamesu.conversation import TurnError, UserTurn
     from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
 
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    session = new_session(tmp_path)
     spec = GrpcSpec.model_validate({"type": "grpc", "url": agent.url, "headers": {"Authorization": "Bearer wrong"}})
     target = GrpcTarget(spec, "stranger")
     await target.open(session)

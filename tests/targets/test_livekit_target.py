@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 
 from ports import refused_port
+from sessions import new_session
 
 pytest.importorskip("livekit.rtc", reason="the livekit extra is not installed (pip install 'tamesu[livekit]')")
 
 from agents import livekit_double
 from tamesu.audio.extra import problem as voice_problem
 from tamesu.conversation import Session, UserTurn
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets.livekit import LiveKitSpec, LiveKitTarget
 
 pytestmark = pytest.mark.audio
@@ -30,9 +29,7 @@ SECRET = "s3cr3t-livekit-api-secret-value-of-32-bytes-or-more"
 
 
 def make_session(tmp_path: Path) -> Session:
-    secrets = Secrets(environ={"LK_KEY": "APIkey123", "LK_SECRET": SECRET})
-    return Session(context=Context(vars={}, captured={}, secrets=secrets, run={"id": "t1"}), artifacts_dir=tmp_path,
-                   redactor=secrets.redactor, run_id="t1", base_dir=tmp_path)
+    return new_session(tmp_path, environ={"LK_KEY": "APIkey123", "LK_SECRET": SECRET}, run_id="t1", run={"id": "t1"})
 
 
 @asynccontextmanager

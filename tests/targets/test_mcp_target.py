@@ -22,6 +22,7 @@ import pytest
 from pydantic import ValidationError
 
 from ports import refused_port
+from sessions import events
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import Session, TurnError, UserTurn
@@ -88,10 +89,6 @@ async def opened(session: Session, **spec: Any) -> AsyncIterator[McpTarget]:
         await target.close()
         assert session.models is not None
         await session.models.aclose()  # type: ignore[attr-defined]
-
-
-def events(session: Session, name: str) -> list[dict[str, Any]]:
-    return [e.data for e in session.events if e.name == name]
 
 
 def calls_logged(log: Path) -> list[str]:

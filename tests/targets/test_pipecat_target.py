@@ -17,6 +17,7 @@ import pytest
 from agents.pipecat_agents import PipecatAgents
 from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
+from hidden_modules import hiding
 from tamesu.audio.extra import problem
 
 # the first test of this module also pays for its module fixture, a whole tamesu run of the pipecat suite (its own
@@ -253,16 +254,7 @@ def test_a_fuzzed_tool_answers_the_bot_as_fuzz_tools_says(agents: PipecatAgents,
 def test_text_mode_runs_without_the_voice_extra(agents: PipecatAgents, tmp_path: Path) -> None:
     """The voice extra (numpy with it) is hidden from the child process by a site hook: a text-mode pipecat
     target still runs, and an audio-mode one is a suite error naming the extra."""
-    hide = tmp_path / "hide"
-    hide.mkdir()
-    (hide / "sitecustomize.py").write_text(
-        "import importlib.abc, sys\n"
-        "class Hide(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('numpy', 'faster_whisper', 'onnxruntime', 'silero_vad', 'piper'):\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "        return None\n"
-        "sys.meta_path.insert(0, Hide())\n", encoding="utf-8")
+    hide = hiding(tmp_path, "numpy", "faster_whisper", "onnxruntime", "silero_vad", "piper")
     env = {"PYTHONPATH": os.pathsep.join([str(hide), str(Path(__file__).resolve().parents[2] / "src")])}
     project = _suite(tmp_path, _target("t", agents.url + "/echo", "text"), """
   - name: text

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
-from tamesu.conversation import Session
+from sessions import new_session
 from tamesu.suite.schema import ConnectSpec
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets.rest.http import Http, text_encoding
 
 ANSWERS: dict[str, tuple[str | None, bytes, object]] = {
@@ -42,22 +41,13 @@ async def _answer(request: web.Request) -> web.StreamResponse:
 async def agent() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/{name}", _answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with TestServer(app, host="127.0.0.1") as server:  # a free port, closed when the test ends
+        yield f"http://127.0.0.1:{server.port}"
 
 
 def _http(tmp_path: Path) -> Http:
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
-    return Http(session=session, connect=ConnectSpec(), read_timeout=30, what="rest target", max_bytes=1_000_000)
+    return Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=30, what="rest target",
+                max_bytes=1_000_000)
 
 
 @pytest.mark.parametrize("name", list(ANSWERS))

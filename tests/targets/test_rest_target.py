@@ -15,10 +15,9 @@ from pydantic import ValidationError
 
 from agents.fixtures import RunningAgents, dead_url, rest_agents
 from agents.rest_agents import PENDING_POLLS, SLOW_SECONDS
+from sessions import events, new_session
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.targets import target_class
 from tamesu.targets.rest.read import StreamText
 from tamesu.targets.rest.target import ResponseSpec, RestSpec, RestTarget
@@ -29,9 +28,7 @@ SECRET = "s3cr3t-token"
 
 
 def make_session(tmp_path: Path, vars: dict[str, Any] | None = None) -> Session:
-    secrets = Secrets(environ={"TOKEN": SECRET})
-    return Session(context=Context(vars=vars or {}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                   redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    return new_session(tmp_path, environ={"TOKEN": SECRET}, vars=vars)
 
 
 @asynccontextmanager
@@ -42,10 +39,6 @@ async def opened(spec: dict[str, Any], session: Session) -> AsyncIterator[RestTa
         yield target
     finally:
         await target.close()
-
-
-def events(session: Session, name: str) -> list[dict[str, Any]]:
-    return [e.data for e in session.events if e.name == name]
 
 
 def assert_ordered(turn: AgentTurn) -> None:

@@ -7,6 +7,7 @@ import os
 import textwrap
 from pathlib import Path
 
+from hidden_modules import hiding
 from tamesu import targets
 from tamesu.plan import load_plan
 from tamesu.targets.a2a import A2ASpec
@@ -42,16 +43,7 @@ def test_validate_warns_about_a_key_of_another_type(tmp_path: Path) -> None:
 def test_a_stray_key_without_the_voice_extra_is_still_one_line(tmp_path: Path, tamesu) -> None:
     """Finding the owner of a stray key reads every type's spec; a type whose module needs an extra that is
     not installed (numpy for the phone-like targets) is passed over, never a crash."""
-    hide = tmp_path / "hide"
-    hide.mkdir()
-    (hide / "sitecustomize.py").write_text(
-        "import importlib.abc, sys\n"
-        "class Hide(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'numpy':\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "        return None\n"
-        "sys.meta_path.insert(0, Hide())\n", encoding="utf-8")
+    hide = hiding(tmp_path, "numpy")
     (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
         targets:
           api: { type: rest, url: "http://127.0.0.1:9/chat", skill: x, sample_rate: 8000 }

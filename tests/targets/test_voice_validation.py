@@ -11,6 +11,7 @@ import pytest
 
 from agents.voice import needs_voice
 from conftest import ROOT
+from hidden_modules import hiding
 
 pytestmark = pytest.mark.audio
 
@@ -79,16 +80,7 @@ def test_dtmf_on_a_target_that_cannot_send_it_and_an_unknown_voice_are_errors(tm
 def test_audio_without_the_voice_extra_is_one_line_naming_it(tmp_path: Path, tamesu) -> None:
     """The extra is hidden from a child process (a site hook makes its modules unfindable): a suite that needs
     it gets one line saying what to install, exit 2, while a text suite still runs."""
-    hide = tmp_path / "hide"
-    hide.mkdir()
-    (hide / "sitecustomize.py").write_text(
-        "import importlib.abc, sys\n"
-        "class Hide(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('faster_whisper', 'onnxruntime', 'silero_vad'):\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "        return None\n"
-        "sys.meta_path.insert(0, Hide())\n", encoding="utf-8")
+    hide = hiding(tmp_path, "faster_whisper", "onnxruntime", "silero_vad")
     write(tmp_path, "  - { name: a, target: voice, scenario: { script: [ { say: hi } ] } }\n")
     env = {"PYTHONPATH": os.pathsep.join([str(hide), str(ROOT / "src")])}
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=env)

@@ -12,6 +12,7 @@ import pytest
 from agents.trace_backend import TraceBackend
 from agents.traced import TracedA2AAgent, TracedRealtimeAgent, free_port
 from conftest import why
+from sessions import new_session
 
 ASSERTIONS = """\
     assert:
@@ -136,9 +137,7 @@ async def test_realtime_turn_trace_id_is_a_query_that_answers_the_same_twice(tmp
     from starlette.routing import WebSocketRoute
     from starlette.websockets import WebSocket, WebSocketDisconnect
 
-    from tamesu.conversation import Session, UserTurn
-    from tamesu.suite.secrets import Secrets
-    from tamesu.suite.templates import Context
+    from tamesu.conversation import UserTurn
     from tamesu.targets.realtime.spec import RealtimeSpec
     from tamesu.targets.realtime.target import RealtimeTarget
     from tamesu.telemetry.traceparent import TraceContext
@@ -161,9 +160,7 @@ async def test_realtime_turn_trace_id_is_a_query_that_answers_the_same_twice(tmp
             return
 
     url = "ws" + serve(Starlette(routes=[WebSocketRoute("/rt", agent)])).url.removeprefix("http") + "/rt"
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets, run={"id": "t1"}),
-                      artifacts_dir=tmp_path, redactor=secrets.redactor, run_id="t1", base_dir=tmp_path)
+    session = new_session(tmp_path, run_id="t1", run={"id": "t1"})
     session.conversation_trace = conversation = TraceContext.new()
     target = RealtimeTarget(RealtimeSpec.model_validate({"type": "realtime", "url": url}), "rt")
     await target.open(session)

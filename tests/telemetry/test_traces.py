@@ -19,9 +19,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agents.a2a_agents import A2AAgents
-from tamesu.conversation import Session, UserTurn
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
+from sessions import new_session
+from tamesu.conversation import UserTurn
 from tamesu.targets.a2a import A2ASpec, A2ATarget
 from tamesu.telemetry.traceparent import TraceContext
 
@@ -93,9 +92,7 @@ def agents() -> Iterator[A2AAgents]:
 @pytest.mark.parametrize("transport", ["jsonrpc", "http", "grpc"])
 async def test_a2a_sends_the_trace_as_header_or_grpc_metadata_and_as_message_metadata(
         agents: A2AAgents, tmp_path: Path, transport: str) -> None:
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    session = new_session(tmp_path)
     target = A2ATarget(A2ASpec.model_validate({"type": "a2a", "url": f"{agents.urls['v10']}/a2a",
                                                "transport": transport, "stream": False}), "shop")
     await target.open(session)
@@ -127,9 +124,7 @@ async def test_the_grpc_targets_unary_calls_carry_the_turns_trace(tmp_path: Path
     turn_pb2_grpc.add_TurnServiceServicer_to_server(Agent(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    session = new_session(tmp_path)
     target = GrpcTarget(GrpcTarget.Spec.model_validate({"type": "grpc", "url": f"grpc://127.0.0.1:{port}",
                                                         "mode": "unary"}), "agent")
     try:

@@ -19,9 +19,8 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from browser_fixtures import shared_chromium  # noqa: F401  (a fixture)
+from sessions import new_session
 from tamesu.conversation import Session
-from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
 from tamesu.telemetry.traceparent import TraceContext
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
@@ -60,9 +59,7 @@ def _linked(run_dir: Path, trace_ids: list[str]) -> bool:
 
 
 def _session(tmp_path: Path) -> Session:
-    secrets = Secrets(environ={})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=tmp_path,
-                      redactor=secrets.redactor, run_id="t", base_dir=tmp_path)
+    session = new_session(tmp_path)
     session.conversation_trace = TraceContext.new()
     return session
 
@@ -332,9 +329,7 @@ async def test_livekit_puts_the_conversations_trace_in_the_tokens_attributes_and
     from tamesu.targets.livekit import LiveKitSpec, LiveKitTarget
 
     secret = "s3cr3t-livekit-api-secret-value-of-32-bytes-or-more"
-    secrets = Secrets(environ={"LK_SECRET": secret})
-    session = Session(context=Context(vars={}, captured={}, secrets=secrets, run={"id": "t1"}),
-                      artifacts_dir=tmp_path, redactor=secrets.redactor, run_id="t1", base_dir=tmp_path)
+    session = new_session(tmp_path, environ={"LK_SECRET": secret}, run_id="t1", run={"id": "t1"})
     session.conversation_trace = conversation = TraceContext.new()
     rooms: list[Any] = []
     target = LiveKitTarget(LiveKitSpec.model_validate({

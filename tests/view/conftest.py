@@ -1,4 +1,5 @@
-"""`tamesu view` as a child process for the view tests: started on a free port, stopped after the test."""
+"""`tamesu view` as a child process for the view tests: started on a free port, stopped after the test; and the
+runs that fill the store it shows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+
+def stored_run(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`tamesu run --out out` in `root` with the project's SQLite store on, the store `tamesu view` reads."""
+    return subprocess.run([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=root,
+                          env={**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true", **(env or {})},
+                          capture_output=True, text=True, timeout=120)
 
 
 class View:

@@ -3,10 +3,7 @@ the flaky test listed, the regression in a comparison, judge drift, and no reque
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from view.conftest import View
+from view.conftest import View, stored_run
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
@@ -67,11 +64,9 @@ def history(tmp_path_factory) -> Iterator[Path]:
     server = ThreadServer(_agent_app()).start()
     try:
         (root / "suite.yaml").write_text(SUITE.format(url=server.url))
-        env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true", "TAMESU_COMMIT": "abc1234def"}
         for model, score, reason in (("strict-judge", 4, "barely"), ("lenient-judge", 5, "clearly")):
             (root / "tamesu.yaml").write_text(JUDGE.format(model=model, score=score, reason=reason))
-            done = subprocess.run([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=root, env=env,
-                                  capture_output=True, text=True, timeout=120)
+            done = stored_run(root, env={"TAMESU_COMMIT": "abc1234def"})
             assert done.returncode in (0, 1), done.stdout + done.stderr
             # no pause between the runs: run folders sort in start order even within one second (bc87877), and
             # the store orders runs by a start time kept to the microsecond

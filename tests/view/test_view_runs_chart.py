@@ -5,9 +5,6 @@ fails every other time fill the store (50 %, 100 %, 50 %); a screenshot of the p
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from starlette.routing import Route
 from browser_fixtures import shared_chromium
 from tamesu.net.serve import ThreadServer
 from tamesu.view._charts import pass_rate_bars
-from view.conftest import View
+from view.conftest import View, stored_run
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
@@ -62,10 +59,8 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         (root / "suite.yaml").write_text(SUITE.format(url=server.url))
         (root / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
-        env = {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true"}
         for expected in (1, 0, 1):
-            done = subprocess.run([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=root, env=env,
-                                  capture_output=True, text=True, timeout=120)
+            done = stored_run(root)
             assert done.returncode == expected, done.stdout + done.stderr
     finally:
         server.stop()

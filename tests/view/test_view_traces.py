@@ -4,17 +4,14 @@ parent, a failed span marked, attributes on hover), from the results store: writ
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.traced import TracedRestAgent, free_port
-from view.conftest import View
+from view.conftest import View, stored_run
 
 pytestmark = pytest.mark.browser
 
@@ -44,9 +41,7 @@ tests:
     target: shop
     scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }}, {{ say: 'thanks' }} ] }}
 """)
-        done = subprocess.run([sys.executable, "-m", "tamesu", "run", "--out", "out"], cwd=root,
-                              env={**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true"},
-                              capture_output=True, text=True, timeout=120)
+        done = stored_run(root)
         assert done.returncode == 0, done.stdout + done.stderr
     finally:
         server.stop()

@@ -305,17 +305,14 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
 
     Each DIR is a run directory, or a folder whose run directories are all taken."""
     from tamesu.report.console import make_console
-    from tamesu.report.load import RunDirError, is_run_dir, load_run
+    from tamesu.report.load import RunDirError, load_run, run_dirs_in
     from tamesu.report.merge import MergeError, merge_runs
 
-    inputs: list[Path] = []
-    for name in dirs:
-        folder = Path(name)
-        found = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
-        if not found:
-            click.echo(f"{folder}: not a run directory and holds none", err=True)
-            sys.exit(EXIT_CONFIG)
-        inputs.extend(found)
+    try:
+        inputs = run_dirs_in(dirs)
+    except RunDirError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
     project = _project_near(config, Path.cwd())
     out_dir = Path(out) if out else (project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
     try:

@@ -67,18 +67,15 @@ def store_group() -> None:
 @_CONFIG_OPTION
 def import_command(dirs: tuple[str, ...], store_url_option: str | None, config: str | None) -> None:
     """Write run folders into the store (a folder of runs imports each); importing again replaces."""
-    from tamesu.report.load import RunDirError, is_run_dir
+    from tamesu.report.load import RunDirError, run_dirs_in
     from tamesu.store.importer import import_run
 
     store, _ = open_store(store_url_option, config)
-    folders: list[Path] = []
-    for name in dirs:
-        folder = Path(name)
-        found = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
-        if not found:
-            click.echo(f"{folder}: not a run directory and holds none", err=True)
-            sys.exit(EXIT_CONFIG)
-        folders.extend(found)
+    try:
+        folders = run_dirs_in(dirs)
+    except RunDirError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
     try:
         for folder in folders:
             try:

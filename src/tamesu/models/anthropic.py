@@ -13,38 +13,22 @@ the server refuses it once.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
 from tamesu.models._sdk_http import plain, sdk_http_client
-from tamesu.models._where import base_url_in_use, reached
+from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
     Message,
     ModelError,
     ModelRequest,
     ModelResponse,
-    Provider,
     ToolRequest,
     Usage,
     per_request_headers,
 )
-from tamesu.models.client import (
-    DEFAULT_BASE_URLS,
-    DEFAULT_ENV_BASE_URLS,
-    LOCAL_PLACEHOLDER_KEY,
-    is_local_url,
-    not_a_completion,
-    one_line,
-    redact,
-    retry_after_from_headers,
-)
-from tamesu.models.spec import ModelSpec
-from tamesu.net.bounded import is_too_large
-from tamesu.net.clients import os_reason
-from tamesu.net.tls import TlsSpec
+from tamesu.models.client import not_a_completion
 from tamesu.plugins import register
 
 if TYPE_CHECKING:
@@ -60,37 +44,15 @@ DEFAULT_MAX_TOKENS = 4096
 
 
 @register("providers", "anthropic")
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
     name = "anthropic"
 
-    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 60.0,
-                 headers: dict[str, str] | None = None, tls: TlsSpec | None = None) -> None:
-        super().__init__(model)
-        self.base_url = base_url
-        self.timeout = timeout
-        self._api_key = api_key
-        self._own_headers = {name.lower() for name in headers or {}}
-        self._headers = headers
-        self._tls = tls
-        self._client: Any = None
-        """The SDK's client, made on the first call (importing the SDK is not free)."""
-        self._send_temperature = True
+    key_variable = "ANTHROPIC_API_KEY"
+    call_path = "/v1/messages"
 
-    @classmethod
-    def from_spec(cls, spec: ModelSpec, api_key: str | None, *, base_dir: Path | None = None) -> AnthropicProvider:
-        del base_dir  # reads no files
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["anthropic"], "")):
-                raise ModelError("anthropic: no API key (set ANTHROPIC_API_KEY or models.X.api_key)")
-            key = LOCAL_PLACEHOLDER_KEY
-        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers,
-                   tls=spec.tls)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+    @staticmethod
+    def _server_message(exc: Any) -> str:
+        return _server_message(exc)
 
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
@@ -122,7 +84,7 @@ class AnthropicProvider(Provider):
                     self._send_temperature = False
                     continue
                 if isinstance(exc, anthropic.AnthropicError):
-                    raise self._error(exc) from None
+                    raise self._error(exc, anthropic) from None
                 raise
             return self._response(message)
         raise ModelError(f"anthropic:{self.model}: the server kept refusing the request's parameters")
@@ -175,34 +137,6 @@ class AnthropicProvider(Provider):
             provider=self.name,
             model=_plain.text(message.get("model")) or self.model,
         )
-
-    def _reached(self, exc: Exception) -> str:
-        # the URL the failed request went to: the suite's base_url, else ANTHROPIC_BASE_URL, else the public API
-        base = base_url_in_use(self.base_url, DEFAULT_ENV_BASE_URLS["anthropic"], DEFAULT_BASE_URLS["anthropic"])
-        return reached(exc, "/v1/messages", base)
-
-    def _error(self, exc: anthropic.AnthropicError) -> ModelError:
-        import anthropic
-
-        where = f"anthropic:{self.model}"
-        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
-            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f" ({os_reason(cause)})" if cause else ""  # a TLS failure's reason, or the OS's
-            return ModelError(f"{where}: cannot reach {self._reached(exc)}{detail}",
-                              retryable=True)
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            message = redact(one_line(_server_message(exc)), self._api_key)
-            # 529 is Anthropic's "overloaded": a 5xx like the others
-            return ModelError(f"{where}: HTTP {status}: {message}",
-                              retryable=status in (408, 409, 429) or status >= 500,
-                              retry_after=retry_after_from_headers(exc.response.headers),
-                              should_retry=exc.response.headers.get("x-should-retry"))
-        return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
 
 
 def _wire_messages(messages: list[Message]) -> list[dict[str, object]]:

@@ -10,40 +10,25 @@ becomes `max_completion_tokens` (reasoning models), and a `temperature` the mode
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
 from tamesu.models._sdk_http import plain, sdk_http_client
 from tamesu.models._sdk_post import create_is_plain, post_completion
-from tamesu.models._where import base_url_in_use, reached
+from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
     Message,
     ModelError,
     ModelRequest,
     ModelResponse,
-    Provider,
     ToolRequest,
     Usage,
     per_request_headers,
 )
-from tamesu.models.client import (
-    DEFAULT_BASE_URLS,
-    DEFAULT_ENV_BASE_URLS,
-    LOCAL_PLACEHOLDER_KEY,
-    is_local_url,
-    not_a_completion,
-    one_line,
-    redact,
-    retry_after_from_headers,
-)
-from tamesu.models.spec import ModelSpec
-from tamesu.net.bounded import is_too_large
-from tamesu.net.clients import os_reason
+from tamesu.models.client import not_a_completion
 from tamesu.net.tls import TlsSpec
 from tamesu.plugins import register
 
@@ -56,40 +41,22 @@ _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
 @register("providers", "openai")
-class OpenAIProvider(Provider):
+class OpenAIProvider(SdkProvider):
     name = "openai"
+
+    key_variable = "OPENAI_API_KEY"
+    call_path = "/chat/completions"
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 60.0,
                  headers: dict[str, str] | None = None, tls: TlsSpec | None = None) -> None:
-        super().__init__(model)
-        self.base_url = base_url
-        self.timeout = timeout
-        self._api_key = api_key
-        self._own_headers = {name.lower() for name in headers or {}}
-        self._headers = headers
-        self._tls = tls
-        self._client: Any = None
-        """The SDK's client, made on the first call (importing the SDK is not free)."""
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout, headers=headers, tls=tls)
         # what this server refused once, so later calls do not pay for the 400 again
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
         self._max_tokens_param = "max_tokens"
-        self._send_temperature = True
 
-    @classmethod
-    def from_spec(cls, spec: ModelSpec, api_key: str | None, *, base_dir: Path | None = None) -> OpenAIProvider:
-        del base_dir  # reads no files
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS["openai"], "")):
-                raise ModelError("openai: no API key (set OPENAI_API_KEY or models.X.api_key)")
-            key = LOCAL_PLACEHOLDER_KEY  # Ollama, vLLM, LM Studio on this machine need none
-        return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers,
-                   tls=spec.tls)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+    @staticmethod
+    def _server_message(exc: Any) -> str:
+        return _server_message(exc)
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -121,7 +88,7 @@ class OpenAIProvider(Provider):
                 if isinstance(exc, openai.BadRequestError) and self._adapt(exc):
                     continue
                 if isinstance(exc, openai.OpenAIError):
-                    raise self._error(exc) from None
+                    raise self._error(exc, openai) from None
                 raise
             return self._response(completion)
         raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
@@ -197,32 +164,6 @@ class OpenAIProvider(Provider):
             provider=self.name,
             model=_plain.text(completion.get("model")) or self.model,
         )
-
-    def _reached(self, exc: Exception) -> str:
-        # the URL the failed request went to: the suite's base_url, else OPENAI_BASE_URL, else the public API
-        base = base_url_in_use(self.base_url, DEFAULT_ENV_BASE_URLS["openai"], DEFAULT_BASE_URLS["openai"])
-        return reached(exc, "/chat/completions", base)
-
-    def _error(self, exc: openai.OpenAIError) -> ModelError:
-        import openai
-
-        where = f"openai:{self.model}"
-        if is_too_large(exc):  # the model target's max_response_bytes: the same answer again would be refused too
-            return ModelError(f"{where}: {one_line(str(exc.__cause__ or exc.__context__ or exc))}")
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout:g}s", retryable=True, timed_out=True)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f" ({os_reason(cause)})" if cause else ""  # a TLS failure's reason, or the OS's
-            return ModelError(f"{where}: cannot reach {self._reached(exc)}{detail}", retryable=True)
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            message = redact(one_line(_server_message(exc)), self._api_key)
-            return ModelError(f"{where}: HTTP {status}: {message}",
-                              retryable=status in (408, 409, 429) or status >= 500,
-                              retry_after=retry_after_from_headers(exc.response.headers),
-                              should_retry=exc.response.headers.get("x-should-retry"))
-        return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")
 
 
 def _wire_message(message: Message) -> dict[str, object]:

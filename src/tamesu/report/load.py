@@ -8,6 +8,7 @@ and maybe a torn last line in results.jsonl: both are tolerated, since what fini
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -139,6 +140,19 @@ def shown_path(path: Path) -> str:
 def is_run_dir(path: Path) -> bool:
     """A run killed before its first result is still a run: its plan.json is written first."""
     return any((path / name).is_file() for name in ("results.jsonl", "run.json", PLAN_FILE))
+
+
+def run_dirs_in(names: Iterable[str]) -> list[Path]:
+    """Each name a run directory, or a folder whose run directories are all taken (`tamesu merge`, `tamesu store
+    import`); RunDirError names a folder that is neither."""
+    found: list[Path] = []
+    for name in names:
+        folder = Path(name)
+        inside = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
+        if not inside:
+            raise RunDirError(f"{folder}: not a run directory and holds none")
+        found.extend(inside)
+    return found
 
 
 def latest_run_dir(folder: Path, exclude: Path | None = None) -> Path | None:

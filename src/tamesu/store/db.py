@@ -9,7 +9,7 @@ from typing import Any
 
 from tamesu.results.records import RunResult, TestResult
 from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
-from tamesu.store.lite import HEAD_REVISION, store_timeout
+from tamesu.store.lite import HEAD_REVISION, SQLITE_PRAGMAS, store_timeout
 from tamesu.store.records import (  # re-exported: the store's plain data, importable without SQLAlchemy
     PartInfo,
     RunInfo,
@@ -46,10 +46,8 @@ def _make_engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
-            # WAL lets `tamesu view` read while runs write; NORMAL syncs at checkpoints, not every commit
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
+            for pragma in SQLITE_PRAGMAS:
+                cursor.execute(pragma)
             cursor.close()
 
         return engine

@@ -33,6 +33,9 @@ RUN_ROW_COLUMNS = ("id", "test_result_id", "number", "attempt", "status", "error
 ASSERTION_COLUMNS = ("test_run_id", "name", "passed", "reason", "score", "on_turn", "model", "prompt_version", "fake")
 JSON_COLUMNS = frozenset({"tags", "slo", "stats", "transcript", "trace_ids", "spans", "metrics", "counts"})
 """The columns `_tables` declares as JSON: SQLAlchemy keeps them as JSON text in SQLite, and so does this."""
+SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
+"""Run on every SQLite connection, by this writer and by `db`'s engine: WAL lets `tamesu view` read while runs
+write; NORMAL syncs at checkpoints, not every commit; SQLite leaves foreign keys off unless asked."""
 
 
 def store_timeout() -> float:
@@ -115,10 +118,8 @@ class LiteStore:
             # the writer thread opens it; `close` may come from the run's thread once that one has ended
             connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
                                          check_same_thread=False)
-            # the same settings as db's engine: WAL lets `tamesu view` read while runs write
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute("PRAGMA foreign_keys=ON")
+            for pragma in SQLITE_PRAGMAS:
+                connection.execute(pragma)
             self._connection = connection
         return self._connection
 

@@ -1,12 +1,14 @@
 """Opening the one websocket an audio or realtime target talks over: `connect` retries for what never reached
-the agent, and one line for a refused handshake or a bad URL (infrastructure errors, exit 3); and closing it
-again in the one order both need (`hang_up`)."""
+the agent, and one line for a refused handshake or a bad URL (infrastructure errors, exit 3); closing it
+again in the one order both need (`hang_up`); and how the agent closed it (`Closed`, which the rest target's
+websocket reads too)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
@@ -17,6 +19,18 @@ from tamesu.net.clients import os_reason
 from tamesu.net.tls import platform_context
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import with_connect_retries
+
+
+@dataclass
+class Closed:
+    """How the agent closed the websocket, kept for the turn that reads on past it."""
+
+    code: int | None
+    reason: str
+
+    def describe(self) -> str:
+        code = "no close code" if self.code is None else f"code {self.code}"
+        return f"the agent closed the websocket ({code}{', ' + self.reason if self.reason else ''})"
 
 
 def unreachable(exc: BaseException) -> str | None:

@@ -362,7 +362,7 @@ class A2ATarget(Target[A2ASpec]):
         async def attempt() -> StreamResponse:
             # Without streaming the SDK yields exactly one result: the task or the message.
             sent = client.send_message(request, context=wire.context(choice))
-            async with contextlib.aclosing(sent) as results:  # type: ignore[type-var]  # an async generator
+            async with contextlib.aclosing(sent) as results:  # type: ignore[type-var]  # the SDK says AsyncIterator; it is an async generator, which has aclose
                 async for result in results:
                     return result
             raise TurnError("the agent answered the message with nothing")

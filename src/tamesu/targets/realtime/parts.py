@@ -1,5 +1,5 @@
-"""The pieces the realtime target reads its websocket with: what a turn gathered, how the line closed, the
-session as `session.update`s merge into it, and an event as result.json keeps it."""
+"""The pieces the realtime target reads its websocket with: what a turn gathered, the session as
+`session.update`s merge into it, and an event as result.json keeps it (how the line closed: `ws_open.Closed`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tamesu.conversation import AgentTurn, ToolCall, TurnAudio, UserTurn
-
-
-@dataclass
-class Closed:
-    code: int | None
-    reason: str
-
-    def describe(self) -> str:
-        code = "no close code" if self.code is None else f"code {self.code}"
-        return f"the agent closed the websocket ({code}{', ' + self.reason if self.reason else ''})"
 
 
 @dataclass

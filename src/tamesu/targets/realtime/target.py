@@ -59,10 +59,10 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.base import Target
-from tamesu.targets.realtime.parts import Closed, NotJson, Reply, history_items, kept, merge, unprompted
+from tamesu.targets.realtime.parts import NotJson, Reply, history_items, kept, merge, unprompted
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, as_output
 from tamesu.targets.realtime.tools import answered_call, call_args
-from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
+from tamesu.targets.ws_open import Closed, Line, hang_up, open_websocket, stop_line
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent, sent_trace_id, with_traceparent
 
 if TYPE_CHECKING:

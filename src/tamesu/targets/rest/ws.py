@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -12,35 +11,15 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, W
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
-from tamesu.net.clients import os_reason
 from tamesu.net.tls import platform_context
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import parse_body, with_connect_retries
+from tamesu.targets.ws_open import Closed, unreachable
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 # Messages waiting for a turn; beyond this the reader stops reading, so the agent feels back-pressure.
 QUEUE_LIMIT = 10_000
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-
-
-@dataclass
-class Closed:
-    code: int | None
-    reason: str
-
-    def describe(self) -> str:
-        code = "no close code" if self.code is None else f"code {self.code}"
-        return f"the agent closed the websocket ({code}{', ' + self.reason if self.reason else ''})"
-
-
-def _unreachable(exc: BaseException) -> str | None:
-    if isinstance(exc, InvalidStatus | InvalidURI | WebSocketException):
-        return None
-    if isinstance(exc, TimeoutError):
-        return "connect timed out"
-    if isinstance(exc, OSError):
-        return os_reason(exc)
-    return None
 
 
 class WsLink:
@@ -67,7 +46,7 @@ class WsLink:
                                  close_timeout=2, max_size=MAX_MESSAGE_BYTES)
 
         try:
-            conn = await with_connect_retries(attempt, reason_of=_unreachable, connect=connect_spec,
+            conn = await with_connect_retries(attempt, reason_of=unreachable, connect=connect_spec,
                                               session=session, what=what, url=url)
         except InvalidStatus as exc:
             status = exc.response.status_code
