@@ -7,6 +7,10 @@ what checks that description. Each records the frames tamesu sent it, and its ha
   "weather" makes it call get_weather client-side and read the result back; a dtmf makes it say "pressed <key>";
   speech (loud audio frames, then 0.4 s of quiet ones) gets 0.6 s of tone at real-time pace and "heard you";
 - `/keys`, `/fuzz`: as `/echo`, each for a test of its own;
+- `/late`: as `/echo` to speech, but the way a loaded bot answers: 0.3 s of tone first, a 1.2 s pause, and only
+  then bot-started-speaking, 0.3 s more, "heard you late" and bot-stopped-speaking;
+- `/unannounced`: as `/echo` to speech, but it never says it is speaking (no bot-started-speaking or
+  bot-stopped-speaking): 0.6 s of tone and "heard you unannounced";
 - `GET /start`: a bot runner's start endpoint, `{"ws_url": ".../started", "token": "tk-1"}`; `/started` is
   `/echo` for a client that sends `Authorization: Bearer tk-1` (any other is refused, close code 4001);
 - `/no-ready`: never answers client-ready;
@@ -96,8 +100,8 @@ class PipecatAgents(ThreadedWebsocketServer):
                     log.append({"audio": len(frame.audio.audio), "sample_rate": frame.audio.sample_rate,
                                 "num_channels": frame.audio.num_channels, "loud": caller.loud})
                     user = caller.loud
-                    if path == "/echo" and heard:
-                        await self._speak(ws)
+                    if path in ("/echo", "/late", "/unannounced") and heard:
+                        await self._speak(ws, late=path == "/late", announced=path != "/unannounced")
                     document: dict[str, Any] = {}
                 else:
                     document = json.loads(frame.message.data)
@@ -148,16 +152,26 @@ class PipecatAgents(ThreadedWebsocketServer):
             if flood is not None:
                 flood.cancel()
 
-    async def _speak(self, ws: ServerConnection) -> None:
+    async def _speak(self, ws: ServerConnection, *, late: bool = False, announced: bool = True) -> None:
         await ws.send(rtvi("user-input", {"text": "hello there", "input_type": "transcription", "final": True}))
-        await ws.send(rtvi("bot-started-speaking"))
-        audio = tone(600, 16000)
-        for k in range(0, len(audio), 640):
-            await ws.send(audio_frame(audio[k:k + 640], 16000))
-            await asyncio.sleep(0.02)
-        await ws.send(rtvi("bot-output", {"text": "heard you", "segment_id": 2, "will_be_spoken": True,
+
+        async def play(ms: int) -> None:
+            audio = tone(ms, 16000)
+            for k in range(0, len(audio), 640):
+                await ws.send(audio_frame(audio[k:k + 640], 16000))
+                await asyncio.sleep(0.02)
+
+        if late:
+            await play(300)
+            await asyncio.sleep(1.2)
+        if announced:
+            await ws.send(rtvi("bot-started-speaking"))
+        await play(300 if late else 600)
+        text = "heard you late" if late else "heard you" if announced else "heard you unannounced"
+        await ws.send(rtvi("bot-output", {"text": text, "segment_id": 2, "will_be_spoken": True,
                                           "spoken_status": "completed"}))
-        await ws.send(rtvi("bot-stopped-speaking"))
+        if announced:
+            await ws.send(rtvi("bot-stopped-speaking"))
 
     async def _echo(self, ws: ServerConnection, document: dict[str, Any]) -> None:
         data = document.get("data") or {}

@@ -169,6 +169,44 @@ def test_tamesu_speaks_rtvi_in_protobuf_frames(agents: PipecatAgents, tmp_path: 
 
 
 @needs_voice
+def test_speech_before_its_bot_started_speaking_still_holds_the_turn(agents: PipecatAgents,
+                                                                     tmp_path: Path) -> None:
+    """A loaded bot's RTVI messages lag its audio: the /late bot pauses longer than `idle` between its first
+    speech and its bot-started-speaking; both replies (the first before the bot has announced any speech, the
+    second after) are still whole turns, ended by bot-stopped-speaking and not by the pause."""
+    project = _suite(tmp_path, _target("a", agents.url + "/late", "audio", "10s"), """
+  - name: late
+    target: a
+    scenario: { script: [ { say: "hello there" }, { say: "hello there" } ] }
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "pc" / "late" / "run-1" / "result.json").read_text())
+    assert [t["agent"]["text"] for t in result["turns"]] == ["heard you late", "heard you late"]
+
+
+@needs_voice
+def test_speech_no_message_ever_announces_ends_its_turn_well_before_turn_timeout(agents: PipecatAgents,
+                                                                                 tmp_path: Path) -> None:
+    """Speech counts as the bot speaking until its bot-started-speaking comes, but not for ever: the
+    /unannounced bot never sends one, and its turn still ends (ANNOUNCE_WAIT_S, 10 s, after its speech) with its
+    words, not at turn_timeout. The bound, 40 s against turn_timeout's 60, tells those two apart on a machine of
+    any load: the bot's reply itself is under a second."""
+    project = _suite(tmp_path, _target("a", agents.url + "/unannounced", "audio", "60s"), """
+  - name: unannounced
+    target: a
+    scenario: { script: [ { say: "hello there" } ] }
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    [turn] = json.loads((run_dir / "pc" / "unannounced" / "run-1" / "result.json").read_text())["turns"]
+    assert turn["agent"]["text"] == "heard you unannounced"
+    assert turn["agent"]["completed_at_ms"] - turn["agent"]["first_token_at_ms"] < 40_000
+
+
+@needs_voice
 def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_path: Path) -> None:
     cases = {"silent": ("/silent", "text", "the bot said nothing within turn_timeout"),
              "drop-text": ("/drop", "text", "closed the websocket"),

@@ -20,8 +20,9 @@ sentences (its streamed `bot-llm-text` when it sends none), and ends once its mo
 stopped and `idle` has passed with nothing more. Audio mode: the call is the audio socket's (`_audio_socket`):
 the persona's speech streams as 20 ms protobuf audio frames at real-time pace, silence between utterances, the
 bot's audio on the playback clock, `audio.wav`; a pause in its audio while it says it is speaking (between
-`bot-started-speaking` and `bot-stopped-speaking`) does not end its turn; the turn's text is what the bot
-says it said (`bot-output`), or what Whisper hears when it says nothing of it.
+`bot-started-speaking` and `bot-stopped-speaking`) does not end its turn, and its speech that comes before its
+`bot-started-speaking` counts as the bot speaking too (a loaded bot's message lags its audio by seconds); the
+turn's text is what the bot says it said (`bot-output`), or what Whisper hears when it says nothing of it.
 
 Traces (telemetry.traceparent): the websocket handshake carries the conversation's `traceparent` header (a
 `traceparent` in `headers` wins); RTVI messages have no slot for one, so every turn records that trace id.
@@ -69,6 +70,12 @@ __all__ = ["PipecatSpec", "PipecatTarget"]
 _REPLY = {"said", "llm_text", "tool_call", "llm", "speaking", "tts"}
 """What the bot sends as it answers (its interruption of what it was doing, and its hearing of the user, are not
 an answer)."""
+
+ANNOUNCE_WAIT_S = 10.0
+"""How long after its last unannounced speech the bot's `bot-started-speaking` may still come. Pipecat writes
+the audio as it plays it, but the message goes through the bot's RTVI observer first: at load 15-20 it came up
+to 5.3 s after the audio it announced. Twice that, so only speech no message will ever cover (a bot that does
+not send them) waits this long before its turn can end."""
 
 
 class PipecatSessionSpec(Strict):
@@ -127,6 +134,9 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         self._speaking = False
         """Between the bot's bot-started-speaking and bot-stopped-speaking: a gap in its audio (a loaded bot
         falling behind) is then not the end of its turn."""
+        self._unannounced_at: float | None = None
+        """When the bot's latest speech came that no bot-started-speaking has covered yet (the call's clock): its
+        audio came before its message, and it is speaking all the same."""
         self._barge: tuple[AgentTurn, float] | None = None
         """The reply a barge-in talks over and the user's first word, until RTVI says it was interrupted."""
 
@@ -297,7 +307,14 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
             return True
         if kind == "speaking":
             self._speaking = bool(item.value)
+            self._unannounced_at = None  # the speech heard so far is the speech this message is about
             return True
+        if kind == "audio" and not self._speaking:
+            quiet_from = heard.quiet_from
+            handled = super()._handle(item, at, heard, turn, audio_turn)
+            if heard.quiet_from != quiet_from:  # speech, not silence, and not yet announced
+                self._unannounced_at = at
+            return handled
         if kind in ("ready", "llm", "tts", "message"):
             return True
         if kind == "tool_call":
@@ -330,7 +347,10 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         return super()._handle(item, at, heard, turn, audio_turn)
 
     def _still_speaking(self) -> bool:
-        return self._speaking
+        if self._speaking:
+            return True
+        unannounced = self._unannounced_at
+        return unannounced is not None and self._require_session().now_ms() - unannounced < ANNOUNCE_WAIT_S * 1000
 
     def _note_barge(self) -> None:
         """Keep the reply being talked over and the user's first word, for the RTVI message that follows, and
