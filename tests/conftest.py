@@ -44,21 +44,31 @@ MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "shared_
                    "web_shop_url": "browser", "postgres": "db"}
 """A test that uses one of these session fixtures needs what the mark says, whether or not its module says so."""
 GROUPS = ("audio", "browser", "db")
-"""Under `--dist loadgroup` each of these marks is one xdist group, run by one worker: the real-time audio
-tests do not compete with each other for the CPU (their timing is real time), and the speech models, the
-voice agents, Chromium and PostgreSQL start once per run instead of once per worker. A test with two of
-these marks joins the first group."""
+"""Under `--dist loadgroup` each of these marks is an xdist group, run by one worker: Chromium and PostgreSQL
+start once per run instead of once per worker. A test with two of these marks joins the first group."""
+AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot"}
+"""The audio tests are split in lanes, each one xdist group: a lane's real-time tests never run beside each
+other, and a lane's agent (the pipecat bot here: 3 GB and half a minute to start) starts in one worker only.
+One lane alone took 26 minutes of wall clock for 6 minutes of CPU (the tests wait on real time), so three lanes
+on three workers keep the run short. The clock tests (`test_voice_clock*.py`, many calls each) are a lane of
+their own through their module's `xdist_group` mark, but the pipecat bot's clock test joins the bot's lane (the
+lanes took 7-10 minutes each at load 12); every other audio test is the `audio` lane."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # tryfirst: before `-m` deselects by mark and before xdist reads the groups
     for item in items:
+        fixtures = getattr(item, "fixturenames", ())
         for fixture, mark in MARK_BY_FIXTURE.items():
-            if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None:
+            if fixture in fixtures and item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
         group = next((name for name in GROUPS if item.get_closest_marker(name) is not None), None)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
+        if group == "audio":
+            group = next((lane for fixture, lane in AUDIO_LANE_BY_FIXTURE.items() if fixture in fixtures), group)
+        if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
 
 

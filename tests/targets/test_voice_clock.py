@@ -19,7 +19,8 @@ from agents.voice import calls_on_the_agents_clock, needs_voice
 
 DELAYS_MS = (0, 800)
 FORMATS = ("pcm16", "g711_ulaw", "g711_alaw")
-pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(400)]  # real time: the audio group
+pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.xdist_group("audio-clock"),  # real time: the clock lane
+              pytest.mark.timeout(400)]
 
 
 def test_time_to_first_audio_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:

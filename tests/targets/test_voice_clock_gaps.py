@@ -21,7 +21,7 @@ PAUSES_MS = (1500, 3500, 5000)
 # G.711 was 19-27 ms long over a 3.5-5 s pause: the second sentence's soft "F" starts 65-90 ms before VAD's
 # window and the edge was looked for only 64 ms back (test_metric_edges.py now follows it)
 FORMATS = ("pcm16", "g711_ulaw")
-pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(580)]
+pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.xdist_group("audio-clock"), pytest.mark.timeout(580)]
 
 
 def test_silence_gap_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:

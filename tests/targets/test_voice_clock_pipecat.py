@@ -18,7 +18,7 @@ from agents.voice_bot import needs_bot, voice_bot
 # the first call also waits for the bot to build its first pipeline (Whisper, Piper), 30 s and more on a loaded
 # machine: turn_timeout leaves room for it
 DELAYS_MS = (0, 500, 1000)
-pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.timeout(580)]
+pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
 
 
 def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ where they arrived at the agent; and VAD, deciding on 32 ms windows that fall di
 than on the whole recording, can bridge a pause on one and not the other (single calls 35-147 ms off). Closer of
 two calls at load 15-19 on 2 cores: within 6 ms (0-44 ms before G.711 callers were recorded as the line carried
 them)."""
-pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.timeout(580)]
+pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.xdist_group("audio-clock"), pytest.mark.timeout(580)]
 
 
 def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:
