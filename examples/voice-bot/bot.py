@@ -75,7 +75,7 @@ from pipecat.transports.websocket.fastapi import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from chat_model import ChatModel, start_chat_model  # noqa: E402
-from clock import ClockedSerializer, ReplyDelay  # noqa: E402
+from clock import ClockedSerializer, PausedVoice, ReplyDelay  # noqa: E402
 
 GREETING = "Welcome to Acme, press 2 for billing or ask me about the weather."
 SYSTEM = "You are Acme's phone assistant. Keep answers short."
@@ -129,7 +129,6 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     parts = [p.strip() for p in websocket.query_params.get("greeting", GREETING).split("|") if p.strip()]
     greeter = GreetingInParts(parts[1:], float(websocket.query_params.get("pause_s", "1.8")))
     serializer = ClockedSerializer(serializer, CLOCK_FILE, websocket.query_params.get("call", ""))
-    delay = ReplyDelay(float(websocket.query_params.get("reply_delay_ms", "0")) / 1000)
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
     stt = WhisperSTTService(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
@@ -147,6 +146,9 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     # loaded voice's defaults are set)
     tts._voice.config.noise_scale = 0.0
     tts._voice.config.noise_w_scale = 0.0
+    voice = PausedVoice(tts._voice, float(websocket.query_params.get("reply_pause_ms", "0")))
+    tts._voice = voice
+    delay = ReplyDelay(float(websocket.query_params.get("reply_delay_ms", "0")) / 1000, voice)
     context = LLMContext([{"role": "system", "content": SYSTEM}], tools=ToolsSchema(standard_tools=[WEATHER]))
     # VAD right after the input, so its start and stop reach Whisper's segmenter in order with the audio: in the
     # user aggregator (after the segmenter) they travelled back upstream, and on a loaded machine they came

@@ -2,11 +2,19 @@
 
 - `ReplyDelay`: `?reply_delay_ms=N` on the call's URL holds each reply N ms longer before its speech is
   synthesised (between the model and the speech, on the model's first words).
-- `ClockedSerializer`: wraps the call's serializer, where frames meet the wire, and notes per reply the ms from
-  the caller's last voiced audio frame as it arrived (one with a sample that is not zero: a caller's open line
-  between utterances carries digital silence) to the first audio frame of the reply as it went out:
-  `{"call": "<?call= on the URL>", "first_audio_ms": N}`, one JSON line per reply, in the file `--clock-file`
-  names. The greeting, said before the caller spoke, is no reply and is not noted.
+- `PausedVoice`: `?reply_pause_ms=N` puts exactly N ms of silence between the sentences of a reply: each
+  sentence's silent edges are cut (to its first and last sample louder than `VOICED`), so the pause is all the
+  silence there is.
+- `ClockedSerializer`: wraps the call's serializer, where frames meet the wire, and notes per reply, one JSON
+  line each in the file `--clock-file` names, tagged with the URL's `?call=`:
+  - `{"call": C, "first_audio_ms": N}`: from the caller's last voiced audio frame as it arrived (one with a
+    sample louder than the line's silence: a caller's open line between utterances carries digital silence,
+    which G.711 A-law decodes to +-8) to the first audio frame of the reply as it went out;
+  - `{"call": C, "reply": K, "silence_ms": N}`: the longest silence of reply K so far (written again each time
+    it grows: the last line of a reply is its longest): the wait from that same caller frame to the reply's
+    first voiced sample, or a pause between two voiced samples of the reply, each sample at its place in the
+    frame that carried it (frames go out at real-time pace, each as it starts to play).
+  The greeting, said before the caller spoke, is no reply and is not noted.
 """
 
 from __future__ import annotations
@@ -14,22 +22,66 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 from pipecat.frames.frames import Frame, InputAudioRawFrame, LLMFullResponseStartFrame, OutputAudioRawFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor, FrameProcessorSetup
 from pipecat.serializers.base_serializer import FrameSerializer
 
+VOICED = 300
+"""A sample louder than this (about -41 dBFS) is voiced: the edge of a sentence the bot cuts and times (the
+reference Realtime agent's threshold)."""
+LINE_SILENCE = 32
+"""A caller frame with no sample louder than this is the open line's silence (A-law's silence decodes to 8)."""
+
+
+class PausedVoice:
+    """Piper's voice, its sentences cut to their voiced part and `pause_ms` of silence put before each sentence
+    of a reply but the first (`new_reply()` marks where a reply starts); with no pause, Piper's own."""
+
+    def __init__(self, voice: Any, pause_ms: float) -> None:
+        self.voice, self.pause_ms = voice, pause_ms
+        self.first = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.voice, name)
+
+    def new_reply(self) -> None:
+        self.first = True
+
+    def synthesize(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for chunk in self.voice.synthesize(text, *args, **kwargs):
+            if not self.pause_ms:
+                yield chunk
+                continue
+            samples = np.frombuffer(chunk.audio_int16_bytes, dtype=np.int16)
+            loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > VOICED)
+            if loud.size:
+                samples = samples[loud[0]:loud[-1] + 1]
+            if not self.first:
+                samples = np.concatenate([np.zeros(round(chunk.sample_rate * self.pause_ms / 1000), np.int16),
+                                          samples])
+            self.first = False
+            # pipecat's Piper service reads only the bytes
+            yield SimpleNamespace(audio_int16_bytes=samples.tobytes(), sample_rate=chunk.sample_rate)
+
 
 class ReplyDelay(FrameProcessor):
-    def __init__(self, delay_s: float) -> None:
+    def __init__(self, delay_s: float, voice: PausedVoice | None = None) -> None:
         super().__init__()
-        self.delay_s = delay_s
+        self.delay_s, self.voice = delay_s, voice
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
-        if isinstance(frame, LLMFullResponseStartFrame) and self.delay_s > 0:
-            await asyncio.sleep(self.delay_s)
+        if isinstance(frame, LLMFullResponseStartFrame):
+            if self.voice is not None:  # the reply's sentences follow: its first gets no pause
+                self.voice.new_reply()
+            if self.delay_s > 0:
+                await asyncio.sleep(self.delay_s)
         await self.push_frame(frame, direction)
 
 
@@ -39,6 +91,11 @@ class ClockedSerializer(FrameSerializer):
         self.inner, self.log, self.call = inner, log, call
         self.voiced_at: float | None = None
         """When the caller's last voiced audio frame arrived, until the reply's first audio goes out."""
+        self.quiet_from: float | None = None
+        """The start of the reply's current silence: that caller frame's arrival, then the end of the reply's
+        last voiced sample; None before the caller first speaks."""
+        self.replies, self.longest = 0, 0.0
+        self.replying = False
 
     def should_ignore_frame(self, frame: Frame) -> bool:
         return self.inner.should_ignore_frame(frame)
@@ -46,18 +103,37 @@ class ClockedSerializer(FrameSerializer):
     async def setup(self, setup: FrameProcessorSetup) -> None:
         await self.inner.setup(setup)
 
+    def _note(self, **note: object) -> None:
+        if self.log is not None:
+            with self.log.open("a", encoding="utf-8") as out:
+                out.write(json.dumps({"call": self.call, **note}) + "\n")
+
     async def serialize(self, frame: Frame) -> str | bytes | None:
         payload = await self.inner.serialize(frame)
-        if isinstance(frame, OutputAudioRawFrame) and payload is not None and self.voiced_at is not None:
-            first_audio_ms = (time.monotonic() - self.voiced_at) * 1000
+        if not isinstance(frame, OutputAudioRawFrame) or payload is None:
+            return payload
+        now = time.monotonic()
+        if self.voiced_at is not None:
+            self._note(first_audio_ms=round((now - self.voiced_at) * 1000, 3))
             self.voiced_at = None
-            if self.log is not None:
-                with self.log.open("a", encoding="utf-8") as out:
-                    out.write(json.dumps({"call": self.call, "first_audio_ms": round(first_audio_ms, 3)}) + "\n")
+        if self.quiet_from is not None:
+            samples = np.frombuffer(frame.audio, dtype=np.int16).astype(np.int32)
+            loud = np.flatnonzero(np.abs(samples) > VOICED)
+            if loud.size:
+                if not self.replying:
+                    self.replying, self.replies, self.longest = True, self.replies + 1, 0.0
+                silence = (now + loud[0] / frame.sample_rate - self.quiet_from) * 1000
+                if silence > self.longest:
+                    self.longest = silence
+                    self._note(reply=self.replies, silence_ms=round(silence, 3))
+                self.quiet_from = now + (loud[-1] + 1) / frame.sample_rate
         return payload
 
     async def deserialize(self, data: str | bytes) -> Frame | None:
         frame = await self.inner.deserialize(data)
-        if isinstance(frame, InputAudioRawFrame) and any(frame.audio):
-            self.voiced_at = time.monotonic()
+        if isinstance(frame, InputAudioRawFrame) and frame.audio:
+            samples = np.frombuffer(frame.audio, dtype=np.int16)
+            if samples.size and int(np.abs(samples.astype(np.int32)).max()) > LINE_SILENCE:
+                self.voiced_at = self.quiet_from = time.monotonic()
+                self.replying = False
         return frame
