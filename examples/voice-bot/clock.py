@@ -6,7 +6,8 @@
   sentence's silent edges are cut (to its first and last sample louder than `VOICED`), so the pause is all the
   silence there is.
 - `ClockedSerializer`: wraps the call's serializer, where frames meet the wire, and notes per reply, one JSON
-  line each in the file `--clock-file` names, tagged with the URL's `?call=`:
+  line each in the file `--clock-file` names, tagged with the URL's `?call=` and the connection's number in the
+  bot's life (`line`: a call made twice is two lines):
   - `{"call": C, "first_audio_ms": N}`: from the caller's last voiced audio frame as it arrived (one with a
     sample louder than the line's silence: a caller's open line between utterances carries digital silence,
     which G.711 A-law decodes to +-8) to the first audio frame of the reply as it went out;
@@ -20,6 +21,9 @@
 from __future__ import annotations
 
 import asyncio
+import audioop
+import base64
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -35,8 +39,10 @@ from pipecat.serializers.base_serializer import FrameSerializer
 VOICED = 300
 """A sample louder than this (about -41 dBFS) is voiced: the edge of a sentence the bot cuts and times (the
 reference Realtime agent's threshold)."""
-LINE_SILENCE = 32
-"""A caller frame with no sample louder than this is the open line's silence (A-law's silence decodes to 8)."""
+_LINES = itertools.count(1)
+LINE_SILENCE = 8
+"""A caller frame with no sample louder than this is the open line's silence (A-law's silence decodes to 8; a
+caller's inaudible tail is silence too, on a G.711 line)."""
 
 
 class PausedVoice:
@@ -85,10 +91,29 @@ class ReplyDelay(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
+def _as_sent(data: str | bytes, frame: Frame, law: str) -> tuple[np.ndarray, int]:
+    """The samples a frame carries as they are on the wire, and their rate: a JSON media message's G.711 payload
+    decoded, else the frame's own (pcm16 at the pipeline's rate). The serializer's resampler holds a few ms
+    back: read after it, the caller's last words came out with the next (silent) message, 20-40 ms late."""
+    if isinstance(data, str):
+        try:
+            payload = json.loads(data).get("media", {}).get("payload")
+        except ValueError:
+            payload = None
+        if payload:
+            raw = base64.b64decode(payload)
+            pcm = audioop.alaw2lin(raw, 2) if law == "alaw" else audioop.ulaw2lin(raw, 2)
+            return np.frombuffer(pcm, dtype=np.int16), 8000
+    return np.frombuffer(getattr(frame, "audio", b""), dtype=np.int16), getattr(frame, "sample_rate", 16000)
+
+
 class ClockedSerializer(FrameSerializer):
     def __init__(self, inner: FrameSerializer, log: Path | None, call: str) -> None:
         super().__init__()
         self.inner, self.log, self.call = inner, log, call
+        # Telnyx's line here is A-law (PCMA), Twilio's mu-law
+        self.law = "alaw" if type(inner).__name__.startswith("Telnyx") else "mulaw"
+        self.line = next(_LINES)
         self.voiced_at: float | None = None
         """When the caller's last voiced audio frame arrived, until the reply's first audio goes out."""
         self.quiet_from: float | None = None
@@ -106,7 +131,7 @@ class ClockedSerializer(FrameSerializer):
     def _note(self, **note: object) -> None:
         if self.log is not None:
             with self.log.open("a", encoding="utf-8") as out:
-                out.write(json.dumps({"call": self.call, **note}) + "\n")
+                out.write(json.dumps({"call": self.call, "line": self.line, **note}) + "\n")
 
     async def serialize(self, frame: Frame) -> str | bytes | None:
         payload = await self.inner.serialize(frame)
@@ -117,22 +142,22 @@ class ClockedSerializer(FrameSerializer):
             self._note(first_audio_ms=round((now - self.voiced_at) * 1000, 3))
             self.voiced_at = None
         if self.quiet_from is not None:
-            samples = np.frombuffer(frame.audio, dtype=np.int16).astype(np.int32)
-            loud = np.flatnonzero(np.abs(samples) > VOICED)
+            samples, rate = _as_sent(payload, frame, self.law)
+            loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > VOICED)
             if loud.size:
                 if not self.replying:
                     self.replying, self.replies, self.longest = True, self.replies + 1, 0.0
-                silence = (now + loud[0] / frame.sample_rate - self.quiet_from) * 1000
+                silence = (now + loud[0] / rate - self.quiet_from) * 1000
                 if silence > self.longest:
                     self.longest = silence
                     self._note(reply=self.replies, silence_ms=round(silence, 3))
-                self.quiet_from = now + (loud[-1] + 1) / frame.sample_rate
+                self.quiet_from = now + (loud[-1] + 1) / rate
         return payload
 
     async def deserialize(self, data: str | bytes) -> Frame | None:
         frame = await self.inner.deserialize(data)
         if isinstance(frame, InputAudioRawFrame) and frame.audio:
-            samples = np.frombuffer(frame.audio, dtype=np.int16)
+            samples, _rate = _as_sent(data, frame, self.law)
             if samples.size and int(np.abs(samples.astype(np.int32)).max()) > LINE_SILENCE:
                 self.voiced_at = self.quiet_from = time.monotonic()
                 self.replying = False

@@ -50,14 +50,31 @@ def realtime_agent() -> Iterator[str]:
         agent.stop()
 
 
+def calls_one_at_a_time(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
+                        timeout: float) -> list[tuple[str, dict]]:
+    """A suite of `targets` (name: its YAML flow mapping), each with one test of the same name (`test`: the rest of
+    its YAML mapping after the name and target) made `repeat` times, through `tamesu run` one call at a time, so
+    that an agent's notes are in the order the calls ran. Returns each call's test name and result.json, in that
+    order; the run must pass."""
+    lines = ["targets:", *(f"  {name}: {target}" for name, target in targets.items()), "tests:",
+             *(f"  - {{ name: {name}, target: {name}, repeat: {repeat}, {test} }}" for name in targets)]
+    suite = tmp_path / "clock.tamesu.yaml"
+    suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
+                  env={"HF_HUB_OFFLINE": "1"}, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = [json.loads(path.read_text()) for path in out.rglob("result.json")]
+    return [(r["test"], r) for r in sorted(results, key=lambda r: r["started_at"])]
+
+
 def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, values: Sequence[int],
                               formats: Sequence[str], repeat: int, test: str, notes: Sequence[str],
                               timeout: float) -> tuple[ModuleType, list[tuple[str, dict]]]:
     """A target of the reference agent for each audio format and each value of its `knob` (a query parameter:
-    a delay or pause it injects), named `FORMAT_VALUE`, each with one test (`test`: the rest of its YAML
-    mapping after the name and target) made `repeat` times, through `tamesu run` one call at a time, so that
-    the agent's `notes` lists (cleared first) are in the order the calls ran. Returns the agent module and
-    each call's test name and result.json, in that order; the run must pass."""
+    a delay or pause it injects), named `FORMAT_VALUE`, each with one test made `repeat` times one call at a
+    time (`calls_one_at_a_time`), so that the agent's `notes` lists (cleared first) are in the order the calls
+    ran. Returns the agent module and each call's test name and result.json, in that order."""
     from tamesu.audio import stt, tts
 
     module = agent_module()
@@ -67,21 +84,10 @@ def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, va
     for note in notes:
         getattr(module, note).clear()
     try:
-        targets, tests = [], []
-        for fmt in formats:
-            for value in values:
-                name = f"{fmt}_{value}"
-                targets.append(f'  {name}: {{ type: realtime, url: "{agent.url}?{knob}={value}", '
-                               f"mode: audio, audio_format: {fmt}, turn_detection: commit }}")
-                tests.append(f"  - {{ name: {name}, target: {name}, repeat: {repeat}, {test} }}")
-        suite = tmp_path / "clock.tamesu.yaml"
-        suite.write_text("targets:\n" + "\n".join(targets) + "\ntests:\n" + "\n".join(tests) + "\n",
-                         encoding="utf-8")
-        out = tmp_path / "out"
-        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
-                      env={"HF_HUB_OFFLINE": "1"}, timeout=timeout)
+        targets = {f"{fmt}_{value}": f'{{ type: realtime, url: "{agent.url}?{knob}={value}", mode: audio, '
+                                     f"audio_format: {fmt}, turn_detection: commit }}"
+                   for fmt in formats for value in values}
+        calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=test, repeat=repeat, timeout=timeout)
     finally:
         agent.stop()
-    assert done.returncode == 0, done.stdout + done.stderr
-    results = [json.loads(path.read_text()) for path in out.rglob("result.json")]
-    return module, [(r["test"], r) for r in sorted(results, key=lambda r: r["started_at"])]
+    return module, calls

@@ -4,6 +4,7 @@ grpc target needs 7); without that venv, or without the voice extra here, the te
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -11,13 +12,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
 import pytest
 
+from agents.voice import calls_one_at_a_time
 from tamesu.audio.extra import problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +77,36 @@ def voice_bot(*args: str) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(5)
+
+
+def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
+                            timeout: float) -> list[tuple[str, dict, dict[str, list[float]]]]:
+    """The bot started with `--clock-file`, and `targets` (name: YAML flow mapping, `{base}` for the bot's ws://
+    URL, `{call}` for `call=NAME`, which tags the bot's notes) called one at a time (`calls_one_at_a_time`).
+    Returns each call, in the order they ran: its test name, result.json and what the bot noted on its clock:
+    `first_audio_ms` and `silence_ms` (the longest silence of each reply), lists in reply order."""
+    clock = tmp_path / "clock.jsonl"
+    with voice_bot("--clock-file", str(clock)) as base:
+        filled = {name: target.replace("{base}", base).replace("{call}", f"call={name}")
+                  for name, target in targets.items()}
+        calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout)
+    lines: dict[str, dict[int, dict[str, list[float]]]] = {}
+    for text in clock.read_text(encoding="utf-8").splitlines():
+        note = json.loads(text)
+        own = lines.setdefault(note["call"], {}).setdefault(note["line"], {"first_audio_ms": [], "silence_ms": []})
+        if "first_audio_ms" in note:
+            own["first_audio_ms"].append(note["first_audio_ms"])
+        else:  # written again as it grows: the last of a reply is its longest
+            del own["silence_ms"][note["reply"] - 1:]
+            own["silence_ms"].append(note["silence_ms"])
+    # each name's calls ran in order, and so were its lines opened
+    noted = {name: [lines[name][line] for line in sorted(lines.get(name, {}))] for name in targets}
+    seen: dict[str, int] = {}
+    out = []
+    for name, result in calls:
+        k = seen[name] = seen.get(name, -1) + 1
+        out.append((name, result, noted[name][k] if k < len(noted[name]) else {}))
+    return out
 
 
 if __name__ == "__main__":  # a manual check: start it and print the URL

@@ -1,65 +1,75 @@
-"""`time_to_first_audio_ms` on the pipecat target checked against the pipecat bot's own clock: the bot
-(examples/voice-bot) holds each reply an injected `?reply_delay_ms=` longer and notes, where frames meet its
-websocket (clock.py), the ms from the caller's last voiced audio frame as it arrived to the first audio frame of
-its reply as it went out; tamesu's value (its last frame of the utterance sent to the reply's first audio on the
-playback clock) must agree within 20 ms for every delay. Each call is made twice and the closer one counts, as
-in test_voice_clock.py: a loaded machine can hold either process at the moment the reply's audio goes out."""
+"""Voice metrics on the pipecat target checked against the pipecat bot's own clock (examples/voice-bot, clock.py:
+where frames meet its websocket):
+
+- `time_to_first_audio_ms`: the bot holds each reply an injected `?reply_delay_ms=` longer and notes the ms from
+  the caller's last voiced audio frame as it arrived to the first audio frame of its reply as it went out;
+  tamesu's value (its last frame of the utterance sent to the reply's first audio on the playback clock);
+- `silence_gap_max_ms`: the bot puts an exact `?reply_pause_ms=` between the two sentences of its reply ("I can
+  book a table for you. For how many people?", their silent edges cut) and notes the reply's longest silence
+  between voiced samples (or the wait before its first); tamesu's value from VAD on the recorded tracks.
+
+Each must agree within 20 ms for every delay and pause. Each call is made twice and the closer one counts, as in
+test_voice_clock.py: a loaded machine can hold either process at the moment the reply's audio goes out."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from agents.voice_bot import needs_bot, voice_bot
+from agents.voice_bot import calls_on_the_bots_clock, needs_bot
 
 # the first call also waits for the bot to build its first pipeline (Whisper, Piper), 30 s and more on a loaded
 # machine: turn_timeout leaves room for it
 DELAYS_MS = (0, 500, 1000)
+PAUSES_MS = (1500, 3000)
+SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
+# the bot's lane (tests/conftest.py): one bot process at a time
 pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
 
 
+def closest(tamesu_by_call: list[tuple[str, float, float]]) -> dict[str, list[float]]:
+    """tamesu's value minus the bot's, per target name, one per call."""
+    differences: dict[str, list[float]] = {}
+    for name, measured, own in tamesu_by_call:
+        differences.setdefault(name, []).append(round(measured - own, 1))
+    return differences
+
+
 def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:
-    clock = tmp_path / "clock.jsonl"
-    out = tmp_path / "out"
-    with voice_bot("--clock-file", str(clock)) as base:
-        targets, tests = [], []
-        for delay in DELAYS_MS:
-            name = f"delay_{delay}"
-            targets.append(f'  {name}: {{ type: pipecat, url: "{base}/pipecat?reply_delay_ms={delay}&call={name}", '
-                           "mode: audio, sample_rate: 16000, idle: 2s, turn_timeout: 90s }")
-            tests.append(f"  - {{ name: {name}, target: {name}, repeat: 2, scenario: {{ script: [ "
-                         '{ wait_for: "press|billing" }, { say: "Can I book a table for two people?" } ] } }')
-        suite = tmp_path / "clock.tamesu.yaml"
-        suite.write_text("targets:\n" + "\n".join(targets) + "\ntests:\n" + "\n".join(tests) + "\n",
-                         encoding="utf-8")
-        # one call at a time: the bot's notes are read in the order the calls ran
-        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
-                      env={"HF_HUB_OFFLINE": "1"}, timeout=560)
-    assert done.returncode == 0, done.stdout + done.stderr
-    own: dict[str, list[float]] = {}
-    for line in clock.read_text(encoding="utf-8").splitlines():
-        note = json.loads(line)
-        own.setdefault(note["call"], []).append(note["first_audio_ms"])
-    runs = []
-    for path in out.rglob("result.json"):
-        result = json.loads(path.read_text())
+    targets = {f"delay_{delay}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_delay_ms={delay}'
+                                 '&{call}", mode: audio, sample_rate: 16000, idle: 2s, turn_timeout: 90s }'
+               for delay in DELAYS_MS}
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
+    rows = []
+    for name, result, own in calls:
         measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
                     if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
-        runs.append((result["started_at"], result["test"], measured))
-    differences: dict[str, list[float]] = {}
-    measured_by_name: dict[str, list[float]] = {}
-    for _start, name, measured in sorted(runs):
-        assert len(measured) == 1, (name, measured)  # the reply to the caller; the greeting has no user turn
-        measured_by_name.setdefault(name, []).append(measured[0])
-    assert sorted(own) == sorted(measured_by_name), (own, measured_by_name)
-    for name, values in measured_by_name.items():
-        assert len(own[name]) == len(values) == 2, (name, own[name], values)
-        differences[name] = [round(m - o, 1) for m, o in zip(values, own[name], strict=True)]
-        delay = int(name.rsplit("_", 1)[1])
-        assert min(own[name]) >= delay, (name, own[name])  # the bot waited as told, on its clock
-    print("the bot's own time to first audio (ms):", own)
+        assert len(measured) == len(own["first_audio_ms"]) == 1, (name, measured, own)  # the greeting is none
+        assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), (name, own)  # the bot waited as told
+        rows.append((name, measured[0], own["first_audio_ms"][0]))
+    differences = closest(rows)
+    print("the bot's own time to first audio and tamesu's (ms):", rows)
     print("tamesu minus the bot's own clock (ms):", differences)
+    assert len(differences) == len(DELAYS_MS) and all(len(both) == 2 for both in differences.values())
+    assert all(min(abs(d) for d in both) <= 20 for both in differences.values()), differences
+
+
+def test_silence_gap_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:
+    # idle above the pause: the bot's silence inside its reply is no end of its turn
+    targets = {f"pause_{pause}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_pause_ms={pause}'
+                                 '&{call}", mode: audio, sample_rate: 16000, idle: 4s, turn_timeout: 90s }'
+               for pause in PAUSES_MS}
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
+    rows = []
+    for name, result, own in calls:
+        assert len(own["silence_ms"]) == 1, (name, own)
+        # the pause was made (a frame goes out a few ms early or late of its place on the bot's loop)
+        assert own["silence_ms"][0] >= int(name.rsplit("_", 1)[1]) - 50, (name, own)
+        rows.append((name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]))
+    differences = closest(rows)
+    print("the bot's own longest silence and tamesu's (ms):", rows)
+    print("tamesu minus the bot's own clock (ms):", differences)
+    assert len(differences) == len(PAUSES_MS) and all(len(both) == 2 for both in differences.values())
     assert all(min(abs(d) for d in both) <= 20 for both in differences.values()), differences

@@ -30,6 +30,8 @@ from tamesu.audio.recorder import Recorder
 from tamesu.conversation import Session, TurnAudio
 
 WAV_NAME = "audio.wav"
+INAUDIBLE = 32
+"""A sample no louder than this (-60 dBFS) is inaudible: a synthesised utterance's tail of them is not sent."""
 
 
 class AudioFormatError(Exception):
@@ -103,7 +105,13 @@ class AudioConversation:
 
     def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
         """The utterance as the line carries it: louder or quieter, the noise under it, decoded from the wire
-        (what is recorded) at the recording's rate, and in wire frames."""
+        (what is recorded) at the recording's rate, and in wire frames. The synthesis's inaudible tail is left
+        off: the utterance (and `user_to_ms`, where time to first audio and the silence after it start) ends
+        with its last audible sample, where an agent on a G.711 line hears it end (Piper's last 90-130 ms are
+        under -60 dBFS, which mu-law and A-law carry as their silence)."""
+        audible = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > INAUDIBLE)
+        if audible.size:
+            clip = Clip(clip.samples[:audible[-1] + 1], clip.rate)
         clip = noise.gained(clip, self.behaviour.volume_db)
         self._speech_rms = noise.speech_rms(clip) or self._speech_rms
         if self.behaviour.noise is not None:

@@ -1,0 +1,65 @@
+"""`time_to_first_audio_ms` and `silence_gap_max_ms` on the `twilio` and `voice` targets checked against the
+reference pipecat bot's own clock (examples/voice-bot, clock.py: where frames meet its websocket), on each line
+the bot serves with a provider's serializer: Twilio Media Streams through the `twilio` target (mu-law 8 kHz),
+and through the `voice` target Vonage's (binary pcm16 16 kHz) and Telnyx's (JSON, A-law 8 kHz) sockets.
+
+Each call injects a reply delay (`?reply_delay_ms=`, 0/400/900) and a pause between the two sentences of the
+reply (`?reply_pause_ms=`); the bot notes its time to first audio and the reply's longest silence (the pause,
+or the wait before the reply when that is longer). tamesu's values must agree within 20 ms for every delay on
+every line; each call is made twice and the closer one counts (test_voice_clock.py says why)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agents.voice_bot import calls_on_the_bots_clock, needs_bot
+
+# (delay, pause): the pause is the longest silence unless the wait for the reply is longer (2-4 s on a loaded
+# 2-core machine); either way the bot's clock has the longest
+VALUES_MS = ((0, 1500), (400, 3000), (900, 2000))
+# idle above the pause: the silence inside the reply is no end of the bot's turn
+COMMON = 'idle: 3.5s, turn_timeout: 90s'
+LINES = {
+    "twilio": '{ type: twilio, url: "{base}/twilio?QUERY", ' + COMMON + " }",
+    "vonage": ('{ type: voice, url: "{base}/vonage?QUERY", audio: { encoding: pcm16, sample_rate: 16000, '
+               'frames: binary }, messages: { open: { event: "websocket:connected", '
+               'content-type: "audio/l16;rate=16000" }, interrupted: { when: { "$.action": clear } } }, '
+               + COMMON + " }"),
+    "telnyx": ('{ type: voice, url: "{base}/telnyx?QUERY", audio: { encoding: alaw, sample_rate: 8000, '
+               'frames: json, send: { event: media, media: { track: inbound, payload: "{{message.audio}}" } }, '
+               'receive: "$.media.payload" }, messages: { open: [ { event: connected, version: "1.0.0" }, '
+               '{ event: start, start: { media_format: { encoding: PCMA, sample_rate: 8000, channels: 1 } } } ], '
+               'interrupted: { when: { "$.event": clear } }, close: { event: stop } }, ' + COMMON + " }"),
+}
+SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
+# the bot's lane (tests/conftest.py): one bot process at a time
+pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
+
+
+@pytest.mark.parametrize("line", sorted(LINES))
+def test_time_to_first_audio_and_silence_agree_with_the_bots_own_clock(tamesu: Callable, tmp_path: Path,
+                                                                        line: str) -> None:
+    targets = {f"{line}_{delay}": LINES[line].replace(
+        "QUERY", f"greeting=Hello.&reply_delay_ms={delay}&reply_pause_ms={pause}&{{call}}")
+        for delay, pause in VALUES_MS}
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
+    first: dict[str, list[float]] = {}
+    silence: dict[str, list[float]] = {}
+    rows = []
+    for name, result, own in calls:
+        measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
+                    if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
+        rows.append((name, measured, own, result["metrics"].get("silence_gap_max_ms")))
+        assert len(measured) == len(own["first_audio_ms"]) == len(own["silence_ms"]) == 1, rows[-1]
+        assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), rows[-1]  # the bot waited as told
+        first.setdefault(name, []).append(round(measured[0] - own["first_audio_ms"][0], 1))
+        silence.setdefault(name, []).append(round(result["metrics"]["silence_gap_max_ms"] - own["silence_ms"][0], 1))
+    print("per call: tamesu's time to first audio, the bot's notes, tamesu's silence gap (ms):", rows)
+    print("time to first audio, tamesu minus the bot's clock (ms):", first)
+    print("longest silence, tamesu minus the bot's clock (ms):", silence)
+    assert len(first) == len(VALUES_MS) and all(len(both) == 2 for both in first.values()), first
+    assert all(min(abs(d) for d in both) <= 20 for both in first.values()), first
+    assert all(min(abs(d) for d in both) <= 20 for both in silence.values()), silence
