@@ -104,7 +104,9 @@ def _as_sent(data: str | bytes, frame: Frame, law: str) -> tuple[np.ndarray, int
             raw = base64.b64decode(payload)
             pcm = audioop.alaw2lin(raw, 2) if law == "alaw" else audioop.ulaw2lin(raw, 2)
             return np.frombuffer(pcm, dtype=np.int16), 8000
-    return np.frombuffer(getattr(frame, "audio", b""), dtype=np.int16), getattr(frame, "sample_rate", 16000)
+    if isinstance(frame, (InputAudioRawFrame, OutputAudioRawFrame)):
+        return np.frombuffer(frame.audio, dtype=np.int16), frame.sample_rate
+    return np.zeros(0, dtype=np.int16), 16000
 
 
 class ClockedSerializer(FrameSerializer):
@@ -156,7 +158,9 @@ class ClockedSerializer(FrameSerializer):
 
     async def deserialize(self, data: str | bytes) -> Frame | None:
         frame = await self.inner.deserialize(data)
-        if isinstance(frame, InputAudioRawFrame) and frame.audio:
+        # judged on the message as it came, whatever the frame: the serializer's resampler gives out audio in
+        # blocks, and a message whose samples it kept back gives no audio frame (the caller's last 60-90 ms)
+        if isinstance(frame, InputAudioRawFrame) or isinstance(data, str):
             samples, _rate = _as_sent(data, frame, self.law)
             if samples.size and int(np.abs(samples.astype(np.int32)).max()) > LINE_SILENCE:
                 self.voiced_at = self.quiet_from = time.monotonic()
