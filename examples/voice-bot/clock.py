@@ -10,11 +10,12 @@
   bot's life (`line`: a call made twice is two lines):
   - `{"call": C, "first_audio_ms": N}`: from the caller's last voiced audio frame as it arrived (one with a
     sample louder than the line's silence: a caller's open line between utterances carries digital silence,
-    which G.711 A-law decodes to +-8) to the first audio frame of the reply as it went out;
+    which G.711 A-law decodes to +-8) to the first audio frame of the reply as a client's player plays it (on
+    arrival, or once the audio before it has played);
   - `{"call": C, "reply": K, "silence_ms": N}`: the longest silence of reply K so far (written again each time
     it grows: the last line of a reply is its longest): the wait from that same caller frame to the reply's
     first voiced sample, or a pause between two voiced samples of the reply, each sample at its place in the
-    frame that carried it (frames go out at real-time pace, each as it starts to play).
+    frame that carried it, played as above. Samples are read as on the wire (a G.711 payload decoded).
   The greeting, said before the caller spoke, is no reply and is not noted.
 """
 
@@ -122,6 +123,8 @@ class ClockedSerializer(FrameSerializer):
         """The start of the reply's current silence: that caller frame's arrival, then the end of the reply's
         last voiced sample; None before the caller first speaks."""
         self.replies, self.longest = 0, 0.0
+        self.player_until = 0.0
+        """When the audio sent so far has finished playing at the client (monotonic s)."""
         self.replying = False
 
     def should_ignore_frame(self, frame: Frame) -> bool:
@@ -139,21 +142,24 @@ class ClockedSerializer(FrameSerializer):
         payload = await self.inner.serialize(frame)
         if not isinstance(frame, OutputAudioRawFrame) or payload is None:
             return payload
-        now = time.monotonic()
+        samples, rate = _as_sent(payload, frame, self.law)
+        # where a client's player plays it: on arrival, or once the audio before it has played (the transport
+        # can send a few frames early after a slow one, which a player does not hear early)
+        plays_at = max(time.monotonic(), self.player_until)
+        self.player_until = plays_at + samples.size / rate
         if self.voiced_at is not None:
-            self._note(first_audio_ms=round((now - self.voiced_at) * 1000, 3))
+            self._note(first_audio_ms=round((plays_at - self.voiced_at) * 1000, 3))
             self.voiced_at = None
         if self.quiet_from is not None:
-            samples, rate = _as_sent(payload, frame, self.law)
             loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > VOICED)
             if loud.size:
                 if not self.replying:
                     self.replying, self.replies, self.longest = True, self.replies + 1, 0.0
-                silence = (now + loud[0] / rate - self.quiet_from) * 1000
+                silence = (plays_at + loud[0] / rate - self.quiet_from) * 1000
                 if silence > self.longest:
                     self.longest = silence
                     self._note(reply=self.replies, silence_ms=round(silence, 3))
-                self.quiet_from = now + (loud[-1] + 1) / rate
+                self.quiet_from = plays_at + (loud[-1] + 1) / rate
         return payload
 
     async def deserialize(self, data: str | bytes) -> Frame | None:
