@@ -49,10 +49,12 @@ start once per run instead of once per worker. A test with two of these marks jo
 AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot"}
 """The audio tests are split in lanes, each one xdist group: a lane's real-time tests never run beside each
 other, and a lane's agent (the pipecat bot here: 3 GB and half a minute to start) starts in one worker only.
-One lane alone took 26 minutes of wall clock for 6 minutes of CPU (the tests wait on real time), so three lanes
+One lane alone took 26 minutes of wall clock for 6 minutes of CPU (the tests wait on real time), so lanes
 on three workers keep the run short. The clock tests (`test_voice_clock*.py`, many calls each) are a lane of
 their own through their module's `xdist_group` mark, but the pipecat bot's clock test joins the bot's lane (the
-lanes took 7-10 minutes each at load 12); every other audio test is the `audio` lane."""
+lanes took 7-10 minutes each at load 12), and the twilio/voice lines against the bot's clock
+(`test_voice_clock_lines.py`, 18 calls on a bot of its own) are a fourth; every other audio test is the `audio`
+lane."""
 
 
 @pytest.hookimpl(tryfirst=True)

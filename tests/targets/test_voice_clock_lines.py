@@ -35,8 +35,8 @@ LINES = {
                'interrupted: { when: { "$.event": clear } }, close: { event: stop } }, ' + COMMON + " }"),
 }
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
-# the bot's lane (tests/conftest.py): one bot process at a time
-pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
+# a lane of its own (tests/conftest.py): its own bot, 18 calls one at a time
+pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-lines"), pytest.mark.timeout(580)]
 
 
 @pytest.mark.parametrize("line", sorted(LINES))
