@@ -149,6 +149,8 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
     args = request["args"]
     assert isinstance(args, list)
     sys.argv = ["-m", *map(str, args)]
+    if request.get("as_user") and os.geteuid() == 0:
+        _drop_file_mode_overrides()
     try:
         runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
         code = 0
@@ -158,6 +160,32 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
         sys.excepthook(*sys.exc_info())
         code = 1
     _finish(code)
+
+
+_FILE_MODE_OVERRIDES = (1, 2)
+"""CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: what lets root read and write past file modes."""
+
+
+def _drop_file_mode_overrides() -> None:
+    """In the fork of a root process: give up for good the two capabilities that let root ignore file modes, as
+    `setpriv --bounding-set=-dac_override,-dac_read_search` does for a new process, so a file's modes hold as for
+    a user. Here and not with setpriv: a setpriv child would start Python afresh (half a second of imports)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop, version_3 = 24, 0x20080522
+    for cap in _FILE_MODE_OVERRIDES:
+        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+    header = (ctypes.c_uint32 * 2)(version_3, 0)
+    sets = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: capabilities 0-31, then 32-63
+    if libc.capget(header, sets) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    keep = ~sum(1 << cap for cap in _FILE_MODE_OVERRIDES) & 0xFFFFFFFF
+    for index in range(3):
+        sets[index] &= keep
+    if libc.capset(header, sets) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
 
 
 def _exit_code(value: object) -> int:
@@ -210,13 +238,13 @@ class _Zygote:
         keys = {key for key in {*env, *self.env} if key.startswith(_STARTUP_KEYS)}
         return all(env.get(key) == self.env.get(key) for key in keys)
 
-    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None
-            ) -> subprocess.CompletedProcess[str]:
+    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None,
+            as_user: bool = False) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "tamesu", *args]
         deadline = time.monotonic() + timeout
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        body = json.dumps({"args": args, "cwd": str(cwd), "env": env}).encode()
+        body = json.dumps({"args": args, "cwd": str(cwd), "env": env, "as_user": as_user}).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(self.path)
             given = _stdin(stdin)
@@ -295,16 +323,19 @@ _zygote_here: _Zygote | None = None
 _zygote_pid = 0
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None
-        ) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
+        as_user: bool = False) -> subprocess.CompletedProcess[str]:
     """`python -m tamesu ARGS` in `cwd` with exactly `env`, as `subprocess.run(capture_output=True, text=True)`
-    with `stdin` None (ours), `subprocess.DEVNULL` or the text to send."""
+    with `stdin` None (ours), `subprocess.DEVNULL` or the text to send. `as_user`: file modes hold even for
+    root (the capabilities that override them dropped; a plain child runs under setpriv)."""
     global _zygote_here, _zygote_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
         if _zygote_here is None or _zygote_pid != os.getpid():
             _zygote_here, _zygote_pid = _Zygote(), os.getpid()
         if _zygote_here.stands_in_for(env):
-            return _zygote_here.run(args, cwd, env, timeout, stdin)
+            return _zygote_here.run(args, cwd, env, timeout, stdin, as_user)
     feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
-    return subprocess.run([sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True,
+    drop = "-" + ",-".join(("dac_override", "dac_read_search"))
+    prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []
+    return subprocess.run([*prefix, sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout, **feed)

@@ -3,7 +3,8 @@ code (2 for what the user wrote, 3 for where tamesu could not write), never an i
 suite of 5,000 tests in one plain file loads and runs.
 
 Unreadable and read-only folders are played as root by dropping the two capabilities that let root ignore
-file modes (setpriv), so the same tests mean the same thing in CI (root) and on a laptop (a user).
+file modes (in the fork of the warm zygote, as setpriv would for a new process), so the same tests mean the same
+thing in CI (root) and on a laptop (a user).
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forked
 from tamesu.plan import load_plan
 from tamesu.results.sharding import Shard, select
 
@@ -28,23 +28,18 @@ PROJECT = ('models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n
 CASES = '{"id": "a", "input": "hi"}\n'
 
 
-def _as_a_user() -> list[str]:
-    """The command prefix under which file modes hold: none for a user; for root, setpriv without the
-    capabilities that override them."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: file modes cannot be made to hold")
-    drop = "-dac_override,-dac_read_search"
-    return ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"]
-
-
 def _tamesu(args: list[str], cwd: Path, *, as_user: bool = False, timeout: float = 60) -> Any:
+    """`tamesu ARGS` as a child process (a fork of the warm zygote: tests/forked.py); `as_user`: without the
+    capabilities that let root ignore file modes."""
+    if as_user and os.geteuid() == 0 and not _forked() and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file modes cannot be made to hold")
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("TAMESU_DEBUG", None)
-    prefix = _as_a_user() if as_user else []
-    return subprocess.run([*prefix, sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return forked.run(args, cwd, env, timeout, as_user=as_user)
+
+
+def _forked() -> bool:
+    return os.environ.get("TAMESU_TEST_FORK", "1") != "0"
 
 
 def _one_line(done: Any, code: int, *words: str) -> str:

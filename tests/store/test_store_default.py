@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from cli.test_crash_list import _as_a_user
+import forked
 
 
 async def _chat(request: Request) -> JSONResponse:
@@ -47,9 +47,9 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tamesu", *args], cwd=folder, env=_env(**env),
-                          capture_output=True, text=True, timeout=120)
+def _run(folder: Path, *args: str, as_user: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
+    """`tamesu ARGS` forked from the warm zygote (tests/forked.py); `as_user`: file modes hold even for root."""
+    return forked.run(list(args), folder, _env(**env), 120, as_user=as_user)
 
 
 def test_two_runs_then_view_lists_both_with_no_configuration(tmp_path: Path, agent_url: str) -> None:
@@ -104,9 +104,7 @@ def test_a_folder_the_default_store_cannot_be_made_in_is_a_warning(tmp_path: Pat
     folder = _suite(tmp_path / "checkout", agent_url)
     folder.chmod(0o555)  # a read-only checkout: runs write elsewhere (--out)
     try:
-        done = subprocess.run([*_as_a_user(), sys.executable, "-m", "tamesu", "run", "shop.yaml", "--out",
-                               str(tmp_path / "runs")], cwd=folder, env=_env(), capture_output=True, text=True,
-                              timeout=120)
+        done = _run(folder, "run", "shop.yaml", "--out", str(tmp_path / "runs"), as_user=True)
     finally:
         folder.chmod(0o755)
     assert done.returncode == 0, done.stdout + done.stderr
