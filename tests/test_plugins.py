@@ -4,7 +4,10 @@ through `custom: {name: ...}`), its report format and its model provider. The de
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -21,19 +24,39 @@ FIXTURE = Path(__file__).parent / "fixtures" / "plugin_demo"
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The plug-in installed with pip into a folder (`--target`), offline; built from a copy so the fixture
-    folder stays clean."""
+    folder stays clean. Built once per run: the xdist workers share the session's temporary folder, and the
+    first to take the lock builds it (a build is some 3 s of CPU, and it took 20 s on each loaded worker)."""
     if importlib.util.find_spec("setuptools") is None:
         pytest.skip("building the plug-in package needs setuptools in the test venv")
-    work = tmp_path_factory.mktemp("plugin")
-    source = work / "source"
+    here = tmp_path_factory.getbasetemp()
+    shared = (here.parent if os.environ.get("PYTEST_XDIST_WORKER") else here) / f"plugin-{_source_hash()}"
+    shared.mkdir(exist_ok=True)
+    site = shared / "site"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes: the other worker waits for the build
+        if not (shared / "built").exists():
+            _build(shared / "source", site)
+            (shared / "built").touch()
+    assert list(site.glob("tamesu_plugin_demo-*.dist-info/entry_points.txt"))
+    return site
+
+
+def _source_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(FIXTURE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and "build" not in path.parts:
+            digest.update(str(path.relative_to(FIXTURE)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _build(source: Path, site: Path) -> None:
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(site, ignore_errors=True)  # a build cut short before
     shutil.copytree(FIXTURE, source)
-    site = work / "site"
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                            "--no-build-isolation", "--disable-pip-version-check", "--target", str(site), str(source)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert list(site.glob("tamesu_plugin_demo-*.dist-info/entry_points.txt"))
-    return site
 
 
 SUITE = """\
