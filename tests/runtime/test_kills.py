@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_tamesu
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 ROUNDS = int(os.environ.get("TAMESU_KILLS", "3"))
@@ -163,13 +165,10 @@ def test_sigterm_stops_a_parallel_run_with_remote_agents_up(tmp_path: Path) -> N
     finished = summary["counts"]["total"]
     assert finished < 12
     # `report` and `merge` exit with the interrupted run's code and say what did not finish
-    env = {**os.environ, "NO_COLOR": "1"}
-    again = subprocess.run([PYTHON, "-m", "tamesu", "report", str(run_dir)], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=60)
+    again = run_tamesu(["report", str(run_dir)], tmp_path, timeout=60)  # forked: tests/forked.py
     left = 12 - finished
     assert again.returncode == 143, again.stderr
     assert f"{left} of 12 planned tests did not finish (interrupted by SIGTERM)" in again.stderr
-    merged = subprocess.run([PYTHON, "-m", "tamesu", "merge", str(run_dir), "--out", str(tmp_path / "merged")],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    merged = run_tamesu(["merge", str(run_dir), "--out", str(tmp_path / "merged")], tmp_path, timeout=60)
     assert merged.returncode == 143, merged.stdout + merged.stderr
     assert f"{left} of 12 planned tests did not finish" in merged.stderr
