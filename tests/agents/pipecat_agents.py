@@ -131,7 +131,9 @@ class PipecatAgents(ThreadedWebsocketServer):
                     flood = asyncio.create_task(chatter())
                 if path == "/flood" and flood is None:
                     async def pour() -> None:
-                        chunk = audio_frame(tone(20, 16000), 16000)
+                        # 200 ms a frame: a reader starved of CPU (a loaded machine) still sees several times
+                        # real time arrive; 20 ms frames read at its own slow pace looked paced
+                        chunk = audio_frame(tone(200, 16000), 16000)
                         try:
                             while True:
                                 await ws.send(chunk)
