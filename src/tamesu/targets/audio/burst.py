@@ -41,10 +41,6 @@ def flood(heard: Heard, factor: float) -> str | None:
     return None
 
 
-STEADY_CHUNKS = 25
-"""Chunks a stream must span before its pace says anything about its sample rate."""
-RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000)
-"""The sample rates audio is sent at, for the one a stream's pace points to."""
 BURST_GAP_MS = 5.0
 """Chunks that typically arrive closer than this came in a burst (sent as fast as the socket takes them)."""
 
