@@ -9,6 +9,9 @@ what checks that description. Each records the frames tamesu sent it, and its ha
 - `/keys`, `/fuzz`: as `/echo`, each for a test of its own;
 - `/late`: as `/echo` to speech, but the way a loaded bot answers: 0.3 s of tone first, a 1.2 s pause, and only
   then bot-started-speaking, 0.3 s more, "heard you late" and bot-stopped-speaking;
+- `/lagging`: to its first speech, bot-started-speaking, a bot-output "the first answer" announced before its
+  speech, 0.6 s of tone and bot-stopped-speaking, but never the report that the sentence was spoken; to the
+  next, that report at last (as a loaded bot sends it), then "the second answer" spoken as `/echo` speaks;
 - `/unannounced`: as `/echo` to speech, but it never says it is speaking (no bot-started-speaking or
   bot-stopped-speaking): 0.6 s of tone and "heard you unannounced";
 - `GET /start`: a bot runner's start endpoint, `{"ws_url": ".../started", "token": "tk-1"}`; `/started` is
@@ -24,6 +27,7 @@ what checks that description. Each records the frames tamesu sent it, and its ha
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from http import HTTPStatus
 from typing import Any
@@ -36,6 +40,8 @@ from websockets.http11 import Request, Response
 from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
 from tamesu._proto.pipecat.v1 import frames_pb2
+
+SEGMENT_IDS = itertools.count(1)  # pipecat's segment ids are the ids of its text frames: never reused
 
 
 def rtvi(kind: str, data: Any = None) -> bytes:
@@ -76,7 +82,7 @@ class PipecatAgents(ThreadedWebsocketServer):
 
     async def _say(self, ws: ServerConnection, text: str) -> None:
         await ws.send(rtvi("bot-llm-started"))
-        await ws.send(rtvi("bot-output", {"text": text, "segment_id": 1, "will_be_spoken": False,
+        await ws.send(rtvi("bot-output", {"text": text, "segment_id": next(SEGMENT_IDS), "will_be_spoken": False,
                                           "spoken_status": "new"}))
         await ws.send(rtvi("bot-llm-stopped"))
 
@@ -90,6 +96,7 @@ class PipecatAgents(ThreadedWebsocketServer):
             self.handshakes.setdefault(path, []).append(
                 {name.lower(): value for name, value in ws.request.headers.raw_items()})
         flood: asyncio.Task[None] | None = None
+        lagging: int | None = None
         caller = EndOfSpeech(quiet_frames=20)
         try:
             async for message in ws:
@@ -102,6 +109,8 @@ class PipecatAgents(ThreadedWebsocketServer):
                     user = caller.loud
                     if path in ("/echo", "/late", "/unannounced") and heard:
                         await self._speak(ws, late=path == "/late", announced=path != "/unannounced")
+                    if path == "/lagging" and heard:
+                        lagging = await self._lag(ws, lagging)
                     document: dict[str, Any] = {}
                 else:
                     document = json.loads(frame.message.data)
@@ -170,10 +179,30 @@ class PipecatAgents(ThreadedWebsocketServer):
             await ws.send(rtvi("bot-started-speaking"))
         await play(300 if late else 600)
         text = "heard you late" if late else "heard you" if announced else "heard you unannounced"
-        await ws.send(rtvi("bot-output", {"text": text, "segment_id": 2, "will_be_spoken": True,
+        await ws.send(rtvi("bot-output", {"text": text, "segment_id": next(SEGMENT_IDS), "will_be_spoken": True,
                                           "spoken_status": "completed"}))
         if announced:
             await ws.send(rtvi("bot-stopped-speaking"))
+
+    async def _lag(self, ws: ServerConnection, first: int | None) -> int | None:
+        """`/lagging`: the first answer's segment is reported spoken only when the caller speaks again."""
+        await ws.send(rtvi("bot-started-speaking"))
+        if first is not None:
+            await ws.send(rtvi("bot-output", {"text": "the first answer", "segment_id": first, "will_be_spoken": True,
+                                              "spoken_status": "completed"}))
+        segment = next(SEGMENT_IDS)
+        text = "the first answer" if first is None else "the second answer"
+        await ws.send(rtvi("bot-output", {"text": text, "segment_id": segment, "will_be_spoken": True,
+                                          "spoken_status": "new"}))
+        audio = tone(600, 16000)
+        for k in range(0, len(audio), 640):
+            await ws.send(audio_frame(audio[k:k + 640], 16000))
+            await asyncio.sleep(0.02)
+        if first is not None:
+            await ws.send(rtvi("bot-output", {"text": text, "segment_id": segment, "will_be_spoken": True,
+                                              "spoken_status": "completed"}))
+        await ws.send(rtvi("bot-stopped-speaking"))
+        return segment if first is None else None
 
     async def _echo(self, ws: ServerConnection, document: dict[str, Any]) -> None:
         data = document.get("data") or {}

@@ -106,8 +106,12 @@ def test_a_barge_in_is_seen_in_the_audio_and_in_the_bots_messages(bot_run: tuple
     assert abs(metrics["bot_interrupted_ms"] - metrics["interruption_stop_ms"]) < 500
     assert metrics["interruption_audio_stop_ms_max"] <= metrics["interruption_stop_ms"] + 100
     talked_over = result["turns"][1]["agent"]
-    # what the caller heard of it: the start of the long answer, never the sentences it did not get to
+    # what the caller heard of it up to the barge-in: the start of the long answer, never the sentences it did
+    # not get to; one hearing, the recording's
     assert "city" in talked_over["text"].lower() and "restaurants" not in talked_over["text"].lower()
+    assert talked_over["text"] == talked_over["audio"]["agent_said"]
+    # the answer to the caller's next line is that answer's, not the long one's sentences the bot reported late
+    assert "history" not in result["turns"][2]["agent"]["text"].lower()
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +188,26 @@ def test_speech_before_its_bot_started_speaking_still_holds_the_turn(agents: Pip
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     result = json.loads((run_dir / "pc" / "late" / "run-1" / "result.json").read_text())
     assert [t["agent"]["text"] for t in result["turns"]] == ["heard you late", "heard you late"]
+
+
+@needs_voice
+def test_a_sentence_reported_spoken_in_the_next_turn_stays_the_earlier_replys(agents: PipecatAgents,
+                                                                             tmp_path: Path) -> None:
+    """A loaded bot (or one talked over that played on) reports a sentence spoken only after the caller has
+    spoken again: the /lagging bot's first answer is reported done in the second turn, and the second turn's
+    text is the second answer alone, the late report kept in its record."""
+    project = _suite(tmp_path, _target("a", agents.url + "/lagging", "audio", "10s"), """
+  - name: lagging
+    target: a
+    scenario: { script: [ { say: "hello there" }, { say: "hello again" } ] }
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    first, second = json.loads((run_dir / "pc" / "lagging" / "run-1" / "result.json").read_text())["turns"]
+    assert "answer" not in first["agent"]["text"]  # never reported spoken within its turn: what Whisper heard
+    assert second["agent"]["text"] == "the second answer"
+    assert [c["said_earlier"][1] for c in second["agent"]["raw"] if "said_earlier" in c] == ["the first answer"]
 
 
 @needs_voice

@@ -270,7 +270,8 @@ class AudioConversation:
     def _hear(self, turn: TurnAudio) -> None:
         """Transcribe the turn's reply off the event loop now (during the call when `hear_live`, else from
         `finish`). A barge-in later only shortens what was heard."""
-        parts = list(self._reply_audio.get(id(turn), []))
+        cut = turn.interrupted_at_ms  # what was queued to play after the barge-in was flushed, never heard
+        parts = [(s, a) for s, a in self._reply_audio.get(id(turn), []) if cut is None or s < cut]
         if (id(turn) in self._heard_by_target or not parts or turn.agent_from_ms is None
                 or self._heard_parts.get(id(turn)) == len(parts)):
             return
@@ -281,6 +282,8 @@ class AudioConversation:
         for start, samples in parts:
             at = int((start - origin) * stt.WHISPER_RATE / 1000)
             track[at:at + samples.size] += samples
+        if cut is not None:
+            track = track[:max(0, int((cut - origin) * stt.WHISPER_RATE / 1000))]
         clip = Clip(np.clip(track, -32768, 32767).astype(np.int16), stt.WHISPER_RATE)
 
         self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})

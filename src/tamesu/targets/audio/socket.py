@@ -11,7 +11,9 @@ travel, what each message it receives means); this module owns the call:
   agent that finds the end of speech itself (VAD) hears the pause;
 - barge-in: when the persona talks over a reply, the turn ends there and the next one is spoken at once; the
   agent's `clear` (or `interrupted`) is recorded and `interruption_stop_ms` is the time from the user's first
-  word to the clear, or to the last audio of that reply when the agent sends none.
+  word to the clear, or to the last audio of that reply when the agent sends none. The talked-over reply's text
+  is the agent's own words for it when its protocol gives them, else what the caller heard of it up to the
+  barge-in, transcribed once the call ends (not before the user speaks: that would hold the barge-in back);
 
 Each failure is a failed turn with its reason: the socket closed in the middle of a turn, nothing said within
 `turn_timeout`, audio that does not fit the agreed format, audio arriving faster than real time for longer
@@ -70,6 +72,9 @@ class AudioSocketTarget(Target[SpecT]):
         self._closed: str | None = None
         self._barging = False
         self._interrupted: AgentTurn | None = None
+        self._heard_after_stop: list[AgentTurn] = []
+        """Replies talked over with no words of the agent's own: their text is what the caller heard up to the
+        barge-in, transcribed once the call ends."""
         self._finished = False
         self._send_lock = asyncio.Lock()
         self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
@@ -156,6 +161,7 @@ class AudioSocketTarget(Target[SpecT]):
                 self._finished = True
                 with contextlib.suppress(Exception):
                     await self._require_voice().finish()
+                self._text_of_talked_over()
 
         line, self._line = self._line, None
         await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
@@ -358,9 +364,16 @@ class AudioSocketTarget(Target[SpecT]):
             if problem:
                 raise TurnError(problem, raw=heard.controls)
         own = self._own_words(heard)
-        turn.text = own or await self._transcribe(heard)
+        if interrupted and not own:
+            # the user starts talking over it now: transcribing first would hold the barge-in back by Whisper's
+            # time (seconds on a loaded machine) while the reply went on playing, and would hear only the audio
+            # that had come by then; its text is what the caller heard up to the barge-in (_text_of_talked_over)
+            turn.text = ""
+            self._heard_after_stop.append(turn)
+        else:
+            turn.text = own or await self._transcribe(heard)
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
-        record, measures = self._require_voice().end_turn(heard=None if own else turn.text)
+        record, measures = self._require_voice().end_turn(heard=None if own or interrupted else turn.text)
         turn.audio, turn.measures = record, measures
         turn.ended = ended
         if greeting and heard.spoke_at is not None and "greeting_ms" not in self._metrics:
@@ -465,6 +478,16 @@ class AudioSocketTarget(Target[SpecT]):
     async def _send_quietly(self, message: str | bytes) -> None:
         with contextlib.suppress(TurnError):
             await self._send(message)
+
+    def _text_of_talked_over(self) -> None:
+        """Once the call's audio is transcribed: each reply talked over without words of its own takes what
+        the caller heard of it, up to the barge-in."""
+        for turn in self._heard_after_stop:
+            record = turn.audio
+            turn.text = (getattr(record, "agent_said", None) or "").strip()
+            if turn.raw and isinstance(turn.raw[-1], dict) and "heard" in turn.raw[-1]:
+                turn.raw[-1]["heard"] = turn.text
+        self._heard_after_stop.clear()
 
     def _close_barge_in(self) -> None:
         stop = self._require_voice().close_barge_in()

@@ -22,7 +22,9 @@ the persona's speech streams as 20 ms protobuf audio frames at real-time pace, s
 bot's audio on the playback clock, `audio.wav`; a pause in its audio while it says it is speaking (between
 `bot-started-speaking` and `bot-stopped-speaking`) does not end its turn, and its speech that comes before its
 `bot-started-speaking` counts as the bot speaking too (a loaded bot's message lags its audio by seconds); the
-turn's text is what the bot says it said (`bot-output`), or what Whisper hears when it says nothing of it.
+turn's text is what the bot says it said (`bot-output`: the sentences first reported in this turn; one of an
+earlier reply reported late is kept in the record as `said_earlier`), or what Whisper hears when it says nothing of
+it (for a reply the caller talked over: what was heard up to the barge-in, transcribed once the call ends).
 
 Traces (telemetry.traceparent): the websocket handshake carries the conversation's `traceparent` header (a
 `traceparent` in `headers` wins); RTVI messages have no slot for one, so every turn records that trace id.
@@ -139,6 +141,10 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         audio came before its message, and it is speaking all the same."""
         self._barge: tuple[AgentTurn, float] | None = None
         """The reply a barge-in talks over and the user's first word, until RTVI says it was interrupted."""
+        self._segment_turns: dict[tuple[object, str], int] = {}
+        """Each `bot-output` sentence (its segment id and text) and the turn it was first reported in (`id` of
+        its AgentTurn, or the latest turn that announced it before its speech): pipecat's segment ids are unique
+        frame ids, a bot of one's own may reuse one."""
 
     @property
     def _pipecat_wire(self) -> PipecatWire:
@@ -300,7 +306,15 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
             heard.controls.append({**item.value, "at": round(at, 3)})
             return True
         if kind == "said":
-            heard.controls.append({"said": list(item.value)})
+            segment, spoken, sentence = item.value
+            if spoken is None or (segment, sentence) not in self._segment_turns:  # announced: this reply's
+                self._segment_turns[(segment, sentence)] = id(turn)
+            if segment is not None and self._segment_turns[(segment, sentence)] != id(turn):
+                # a sentence of an earlier reply, reported late (a loaded bot, or one talked over that went on):
+                # kept in the record, never this reply's words
+                heard.controls.append({"said_earlier": [segment, spoken]})
+                return True
+            heard.controls.append({"said": [segment, spoken]})
             return True
         if kind == "llm_text":
             heard.controls.append({"llm_text": item.value})

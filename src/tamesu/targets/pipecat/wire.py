@@ -146,7 +146,8 @@ class PipecatWire(Wire):
         if kind == "bot-ready":
             return [record, Incoming("ready", value=body)]
         if kind == "bot-output":
-            return [record, Incoming("said", value=(body.get("segment_id"), _spoken_text(body)))]
+            return [record, Incoming("said", value=(body.get("segment_id"), _spoken_text(body),
+                                                     str(body.get("text", ""))))]
         if kind == "bot-llm-text":
             return [Incoming("llm_text", value=str(body.get("text", "")))]
         if kind == "llm-function-call":
