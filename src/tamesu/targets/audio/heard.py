@@ -1,4 +1,5 @@
-"""What one listening to the agent on an audio socket gathered (its own module to keep the socket's small)."""
+"""What one listening to the agent on an audio socket gathered, and the words made of it (its own module to keep
+the socket's small)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
     import numpy as np
+
+    from tamesu.audio.conversation import AudioConversation
+    from tamesu.conversation import AgentTurn
 
 
 @dataclass
@@ -24,3 +28,29 @@ class Heard:
     arrivals: list[tuple[float, float]] = field(default_factory=list)
     """Each audio chunk's arrival (ms on the session's clock) and duration: a burst from a steady stream."""
     controls: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def transcribed(voice: AudioConversation, heard: Heard) -> str:
+    """tamesu's speech-to-text of what one listening heard, from the agent's first sound; empty for under
+    0.2 s of it."""
+    if not heard.pcm:
+        return ""
+    import numpy as np
+
+    samples = np.concatenate(heard.pcm)
+    if samples.size < 3200:
+        return ""
+    from tamesu.audio import stt
+    from tamesu.audio.clip import Clip
+
+    return await voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
+
+
+def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
+    """Once the call's audio is transcribed: each reply talked over without words of its own takes what the
+    caller heard of it, up to the barge-in."""
+    for turn in talked_over:
+        turn.text = (getattr(turn.audio, "agent_said", None) or "").strip()
+        if turn.raw and isinstance(turn.raw[-1], dict) and "heard" in turn.raw[-1]:
+            turn.raw[-1]["heard"] = turn.text
+    talked_over.clear()

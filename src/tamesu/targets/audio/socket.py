@@ -34,7 +34,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem
-from tamesu.targets.audio.heard import Heard
+from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
@@ -161,7 +161,7 @@ class AudioSocketTarget(Target[SpecT]):
                 self._finished = True
                 with contextlib.suppress(Exception):
                     await self._require_voice().finish()
-                self._text_of_talked_over()
+                take_what_was_heard(self._heard_after_stop)
 
         line, self._line = self._line, None
         await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
@@ -367,11 +367,11 @@ class AudioSocketTarget(Target[SpecT]):
         if interrupted and not own:
             # the user starts talking over it now: transcribing first would hold the barge-in back by Whisper's
             # time (seconds on a loaded machine) while the reply went on playing, and would hear only the audio
-            # that had come by then; its text is what the caller heard up to the barge-in (_text_of_talked_over)
+            # that had come by then; its text is what the caller heard up to the barge-in (take_what_was_heard)
             turn.text = ""
             self._heard_after_stop.append(turn)
         else:
-            turn.text = own or await self._transcribe(heard)
+            turn.text = own or await transcribed(self._require_voice(), heard)
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
         record, measures = self._require_voice().end_turn(heard=None if own or interrupted else turn.text)
         turn.audio, turn.measures = record, measures
@@ -479,16 +479,6 @@ class AudioSocketTarget(Target[SpecT]):
         with contextlib.suppress(TurnError):
             await self._send(message)
 
-    def _text_of_talked_over(self) -> None:
-        """Once the call's audio is transcribed: each reply talked over without words of its own takes what
-        the caller heard of it, up to the barge-in."""
-        for turn in self._heard_after_stop:
-            record = turn.audio
-            turn.text = (getattr(record, "agent_said", None) or "").strip()
-            if turn.raw and isinstance(turn.raw[-1], dict) and "heard" in turn.raw[-1]:
-                turn.raw[-1]["heard"] = turn.text
-        self._heard_after_stop.clear()
-
     def _close_barge_in(self) -> None:
         stop = self._require_voice().close_barge_in()
         if stop is not None and self._interrupted is not None:
@@ -506,17 +496,3 @@ class AudioSocketTarget(Target[SpecT]):
         """What the agent says it said, where its protocol says so (its text is then the turn's, and tamesu's
         speech-to-text of its audio is `heard` beside it); empty when it says nothing of it."""
         return ""
-
-    async def _transcribe(self, heard: Heard) -> str:
-        if not heard.pcm:
-            return ""
-        import numpy as np
-
-        samples = np.concatenate(heard.pcm)
-        if samples.size < 3200:
-            return ""
-        from tamesu.audio import stt
-        from tamesu.audio.clip import Clip
-
-        return await self._require_voice().transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
-
