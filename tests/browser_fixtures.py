@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cdp import chromium_binary
+from lifeline import tied
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB_SHOP = ROOT / "examples" / "web-shop"
@@ -77,8 +78,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
 def web_shop_url() -> Iterator[str]:
     """examples/web-shop/shop.py on a free port (it starts the REST example agent behind its chat widget)."""
     skip_without_browser()
-    shop = subprocess.Popen([sys.executable, str(WEB_SHOP / "shop.py"), "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    shop = subprocess.Popen(tied([sys.executable, str(WEB_SHOP / "shop.py"), "--port", "0"]),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         yield _read_line(shop, r"listening on (http://\S+/)", "stdout", 30)
     finally:
@@ -92,8 +93,9 @@ def shared_chromium() -> Iterator[str]:
     binary = chromium_binary()
     assert binary is not None
     profile = tempfile.mkdtemp(prefix="tamesu-chromium-")
-    browser = subprocess.Popen([binary, *LAUNCH_ARGS, "--remote-debugging-port=0", f"--user-data-dir={profile}",
-                                "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    browser = subprocess.Popen(tied([binary, *LAUNCH_ARGS, "--remote-debugging-port=0",
+                                     f"--user-data-dir={profile}", "about:blank"]),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         yield _read_line(browser, r"DevTools listening on (ws://\S+)", "stderr", 30)
     finally:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -74,13 +76,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+"""What ends a pytest process from outside (a CI runner's timeout, a closed terminal, `kill PID`): by default
+each ends it on the spot, its session fixtures' agents, bots and Chromium left running for good."""
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second one ends pytest at once, finalizers or not
+    raise KeyboardInterrupt(f"pytest got {signal.Signals(signum).name}")
+
+
+def stop_as_interrupted() -> None:
+    """SIGTERM and SIGHUP act as Ctrl-C: pytest stops the test in hand and runs every fixture's finalizer, which
+    ends what the fixture started. In the controller and in each xdist worker (each loads this conftest), on
+    the main thread; again before each test, as a test may have left a signal to its default or to tamesu's
+    own handler (an event loop's, `exit_before_the_run`'s). A signal ignored stays ignored (`nohup pytest`)."""
+    for signum in STOPPING:
+        with contextlib.suppress(ValueError):  # not the main thread: the signal stays as it was
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                signal.signal(signum, _interrupted)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    stop_as_interrupted()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """`--dist loadgroup` under a pytest that loses its groups stops before the run, saying why.
+    """SIGTERM and SIGHUP stop pytest as Ctrl-C does (`stop_as_interrupted`).
+
+    `--dist loadgroup` under a pytest that loses its groups stops before the run, saying why.
 
     xdist carries a test's group to the scheduler as a suffix of its node id (`...::test@audio`); pytest 9.2's
     structured node ids ignore the assignment it makes (pytest-dev/pytest-xdist#1386), and every group is then
     spread over the workers with no word said: the real-time audio tests run at once and starve each other.
     pyproject.toml keeps pytest below 9.2 until xdist follows."""
+    stop_as_interrupted()
     if config.getoption("dist", None) != "loadgroup":
         return
     major, minor = (int(part) for part in pytest.__version__.split(".")[:2])

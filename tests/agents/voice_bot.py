@@ -20,6 +20,7 @@ from typing import IO
 import pytest
 
 from agents.voice import calls_one_at_a_time
+from lifeline import tied
 from tamesu.audio.extra import problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,7 @@ def _drain(stream: IO[str], seen: list[str]) -> None:
 @contextmanager
 def voice_bot(*args: str) -> Iterator[str]:
     """Start the bot; yields its base ws:// URL (paths /twilio, /vonage, /telnyx). Stopped, and waited for, after."""
-    process = subprocess.Popen([str(BOT_PYTHON), str(BOT_DIR / "bot.py"), *args], stdout=subprocess.PIPE,
+    process = subprocess.Popen(tied([str(BOT_PYTHON), str(BOT_DIR / "bot.py"), *args]), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -169,3 +169,39 @@ def test_the_percentile_is_a_measured_value() -> None:
     values = [float(v) for v in range(1, 101)]
     assert percentile(values, 50) == 50 and percentile(values, 99) == 99 and percentile(values, 100) == 100
     assert percentile([], 99) == 0
+
+
+@pytest.mark.audio
+@needs_voice
+@pytest.mark.timeout(240)
+def test_a_pool_started_on_a_thread_that_ended_serves_the_next_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool is the process's: a server run in a thread (a test's voice agent) may be the first to speak,
+    and its thread ends with the server. The worker it started must outlive that thread (Linux's parent-death
+    signal follows the thread that forked), or the next job in the process fails: test_voice_burst.py before
+    test_metric_edges.py in one process did, with "the speech worker died during synthesise"."""
+    import threading
+
+    from tamesu.audio import pool, tts, voices
+
+    monkeypatch.setenv("TAMESU_SPEECH_WORKERS", "1")
+    voice = voices.find(None)
+    assert voice is not None and voice.engine == "piper"
+    pool.shutdown()  # a pool of this test's own, started below
+    clips = []
+    thread = threading.Thread(target=lambda: clips.append(asyncio.run(
+        pool.run("synthesise", tts.piper_say, voice, "Spoken by a server in a thread.", 1.0))))
+    try:
+        thread.start()
+        thread.join(180)
+        assert clips and len(clips[0].samples) > 0
+        workers = pool.pids()
+        assert len(workers) == 1
+        # the signal arrives as the thread ends: give it time to, then the worker must still be there
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            assert _alive(workers[0]), "the speech worker died with the thread that started it"
+            time.sleep(0.05)
+        clip = asyncio.run(pool.run("synthesise", tts.piper_say, voice, "And the next job here.", 1.0))
+        assert len(clip.samples) > 0 and pool.pids() == workers
+    finally:
+        pool.shutdown()

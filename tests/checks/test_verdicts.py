@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +43,15 @@ def verdict(passed: bool = True, score: float | None = None, **extra: Any) -> st
 
 
 @pytest.fixture(params=[OpenAIServer, AnthropicServer], ids=["openai", "anthropic"])
-def judge_server(request: pytest.FixtureRequest, serve: Serve) -> tuple[Any, Judge]:
+async def judge_server(request: pytest.FixtureRequest, serve: Serve) -> AsyncIterator[tuple[Any, Judge]]:
     server = request.param()
     provider = "openai" if request.param is OpenAIServer else "anthropic"
     spec = ModelSpec(provider=provider, model="test-model", base_url=server.base_url(serve(server.app).url),
                      api_key="local", timeout=5)
-    return server, Judge(ModelRegistry({"judge": spec}).client("judge"))
+    registry = ModelRegistry({"judge": spec})
+    yield server, Judge(registry.client("judge"))
+    # its providers' connection pools (aiohttp, on this test's loop): left open, each was an "Unclosed connector"
+    await registry.aclose()
 
 
 async def grade(judge: Judge, **given: Any) -> JudgeVerdict:
@@ -335,11 +338,15 @@ async def test_a_packs_judges_keep_what_was_done_to_their_answers(serve: Serve, 
                      api_key="local", timeout=5)
     server.plan(text('Sure! {"pass": true, "reason": "polite", "evidence": ["Thank you"]}'),
                 text('{"pass": true, "reason": "polite", "evidence": ["thank you", "you are great"]}'))
+    registry = ModelRegistry({"judge": spec})
     run = RunView(exchanges=[Exchange(1, UserTurn(text="hi"), AgentTurn(text="Thank you for asking."))],
                   metrics={}, captured={}, events=[], tool_calls=[], context=Context(), base_dir=tmp_path,
-                  models=ModelRegistry({"judge": spec}))
+                  models=registry)
     pack = parse_assertion({"pack": {"name": "manners", "assert": [{"judge": "The agent is polite"}]}})
-    found = await pack.check.evaluate(run)
+    try:
+        found = await pack.check.evaluate(run)
+    finally:
+        await registry.aclose()
     assert found.passed
     assert [(a.number, a.outcome) for a in found.attempts] == [(1, "rejected")]
     assert found.attempts[0].reason.startswith("judge: the JSON object was surrounded by other text")
@@ -353,13 +360,17 @@ async def test_grounded_min_decides_on_the_supported_fraction(serve: Serve, tmp_
     half = json.dumps({"pass": False, "score": 0.5, "reason": "one of two claims", "evidence": ["ships free"]})
     invented = json.dumps({"pass": True, "score": 1, "reason": "all supported", "evidence": ["never said"]})
     server.plan(text(half), text(half), text(invented))
+    registry = ModelRegistry({"judge": spec})
     run = RunView(exchanges=[Exchange(1, UserTurn(text="hi"), AgentTurn(text="Returns take 30 days; it ships free."))],
                   metrics={}, captured={}, events=[], tool_calls=[], context=Context(), base_dir=tmp_path,
-                  models=ModelRegistry({"judge": spec}))
+                  models=registry)
     lenient_min = parse_assertion({"grounded": {"context": "Returns: 30 days", "min": 0.5}})
     strict_min = parse_assertion({"grounded": {"context": "Returns: 30 days"}})
-    assert (await lenient_min.check.evaluate(run)).passed
-    assert not (await strict_min.check.evaluate(run)).passed
-    unsupported = await strict_min.check.evaluate(run)
+    try:
+        assert (await lenient_min.check.evaluate(run)).passed
+        assert not (await strict_min.check.evaluate(run)).passed
+        unsupported = await strict_min.check.evaluate(run)
+    finally:
+        await registry.aclose()
     assert not unsupported.passed and unsupported.prompt_version == "grounded.v1"
     assert unsupported.unsupported_evidence == ["never said"]

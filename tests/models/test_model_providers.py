@@ -755,6 +755,28 @@ async def test_doctor_check(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> No
     assert dead is not None and "not reachable" in dead and KEY not in dead
 
 
+async def test_doctor_times_the_completion_not_the_sdk_import(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doctor's completion budget is the call's: the SDK's first import (seconds on a loaded machine) is
+    done before it starts. A first use of the SDK that outlasts the whole budget stands in for that import."""
+    import time
+
+    import tamesu.models.client as client_module
+
+    server = OpenAIServer()
+    spec = openai_spec(server.base_url(serve(server.app).url), timeout=4)
+    monkeypatch.setattr(client_module, "TIMEOUT_MARGIN", 0.0)  # the budget is then the spec's 4 s
+    made = OpenAIProvider._sdk
+
+    def slow_first_use(self: OpenAIProvider) -> Any:
+        if self._client is None:
+            time.sleep(5)  # longer than the budget: counted in it, the check would say "no completion"
+        return made(self)
+
+    monkeypatch.setattr(OpenAIProvider, "_sdk", slow_first_use)
+    assert await check(spec) is None
+    assert [r.path for r in server.requests] == ["/v1/models", "/v1/chat/completions"]
+
+
 async def test_doctor_asks_the_server_the_environment_names(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     """No base_url in the suite, `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` set: doctor asks that server (as the
     run's calls would go there), a local one needs no key, and a dead one is named by host and port only."""

@@ -424,3 +424,27 @@ async def test_the_fake_provider_drives_the_target_through_the_registry(tmp_path
     with pytest.raises(InfraError, match=r"^model target bot: no model named 'nope' under models:"):
         await make_target(model="nope").open(session)
     await registry.aclose()
+
+
+def test_a_bad_handoff_path_or_pattern_is_a_load_error(tmp_path: Path, tamesu: Any) -> None:
+    """The model target reads `handoff` as rest and grpc do, and its paths and pattern are checked at load
+    by the one check they share (on HandoffSpec): a suite problem, not a surprise at the first turn."""
+    (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "hi" }] }\n')
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "targets:\n"
+        "  bot:\n"
+        "    type: model\n"
+        "    model: target\n"
+        "    handoff: { json_path: \"$.tool_calls[?(@.name ==\" }\n"
+        "  pattern: { type: model, model: target, handoff: { regex: \"(\" } }\n"
+        "  fine: { type: model, model: target, handoff: { json_path: \"$.tool_calls[0]\", regex: \"a (person|human)\","
+        " to: \"$.tool_calls[0].arguments.queue\", summary: \"$.text\" } }\n"
+        "tests:\n"
+        "  - { name: a, target: fine, scenario: { script: [ { say: hi } ] } }\n")
+    done = tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "s.tamesu.yaml:5:14: targets.bot.handoff: json_path: bad JSONPath '$.tool_calls[?(@.name ==': "
+        "unexpected end of expression",
+        "s.tamesu.yaml:6:51: targets.pattern.handoff: regex: missing ), unterminated subpattern at position 0",
+        "2 problems found"]

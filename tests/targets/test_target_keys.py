@@ -4,11 +4,13 @@ key belongs to: a built type, or one not built yet (a small declared list until 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 from hidden_modules import hiding
-from tamesu import targets
+from tamesu import plugins, targets
 from tamesu.plan import load_plan
 from tamesu.targets.a2a import A2ASpec
 
@@ -53,6 +55,18 @@ def test_a_stray_key_without_the_voice_extra_is_still_one_line(tmp_path: Path, t
             scenario: { script: [ { say: hi } ] }
         """))
     env = {"PYTHONPATH": os.pathsep.join([str(hide), str(ROOT / "src")])}
+    # the scan for sample_rate's owner must pass a type it cannot import in that environment, or this test
+    # would pass just as well with nothing hidden (it failed, exit 3, with the `except ImportError` taken out)
+    probe = subprocess.run(
+        [sys.executable, "-c", "from tamesu import plugins, targets\n"
+                               "for kind in plugins.built_in_names('targets'):\n"
+                               "    try: targets.keys_of(kind)\n"
+                               "    except ImportError: print(kind)\n"],
+        cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    order = plugins.built_in_names("targets")
+    passed_over = [kind for kind in probe.stdout.split() if order.index(kind) < order.index("pipecat")]
+    assert passed_over, f"nothing before pipecat is unimportable without numpy: {probe.stdout.split()}"
     done = tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert [line.split(": ", 2)[2] for line in done.stderr.splitlines()] == [

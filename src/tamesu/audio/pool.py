@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any, TypeVar
 
 from tamesu.runtime.cleanup import on_run_end
@@ -50,11 +51,27 @@ def workers() -> int:
         return 1
 
 
+_spawner: tuple[int, ThreadPoolExecutor] | None = None
+_spawner_lock = threading.Lock()
+
+
+def _start_worker() -> subprocess.Popen[bytes]:
+    """A worker process, started by the one thread that lasts as long as this process. Linux's parent-death
+    signal (`_worker`) follows the thread that forked, not the process: a worker started on a thread that
+    then ended (the event loop of a server run in a thread, an executor's thread) was killed under a pool
+    that still held it, and the next job anywhere in the process failed with "the speech worker died"."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or _spawner[0] != os.getpid():  # a forked child has none of its parent's threads
+            _spawner = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="tamesu-speech-spawner"))
+        spawner = _spawner[1]
+    return spawner.submit(subprocess.Popen, [sys.executable, "-m", "tamesu.audio._worker", str(os.getpid())],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).result()
+
+
 class Worker:
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tamesu.audio._worker", str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.process = _start_worker()
 
     def call(self, name: str, args: tuple[Any, ...]) -> Any:
         """One job, blocking (run in a thread)."""
@@ -166,7 +183,7 @@ async def run(name: str, local: Callable[..., T], *args: Any) -> T:
     if slots is None:
         slots = _slots[loop] = asyncio.Semaphore(MAX_QUEUED)
     async with slots:
-        pool = _started(name)  # on the loop's thread: a worker's parent-death signal follows the thread that made it
+        pool = _started(name)
         try:
             result: T = await asyncio.wait_for(asyncio.to_thread(pool.call, name, args), JOB_TIMEOUT_S)
         except TimeoutError:

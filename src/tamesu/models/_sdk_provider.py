@@ -58,6 +58,13 @@ class SdkProvider(Provider):
         return cls(spec.model, api_key=key, base_url=spec.base_url, timeout=spec.timeout, headers=spec.headers,
                    tls=spec.tls)
 
+    @abstractmethod
+    def _sdk(self) -> Any:
+        """The SDK's client, made (and the SDK imported) on the first use."""
+
+    def prepare(self) -> None:
+        self._sdk()
+
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None

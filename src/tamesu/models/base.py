@@ -147,6 +147,10 @@ class Provider(ABC):
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """One call, bounded by the provider's timeout. Raises ModelError."""
 
+    def prepare(self) -> None:  # noqa: B027 - most providers have nothing to make ready
+        """Do now what the first call would do before it reaches the network (import an SDK, make its client),
+        for a caller whose time limit is meant for the call alone (`tamesu doctor`)."""
+
     async def aclose(self) -> None:  # noqa: B027 - most providers hold nothing to release
         """Release connections; called once when the run ends."""
 

@@ -391,6 +391,8 @@ async def _completes(spec: ModelSpec, api_key: str) -> str | None:
     except ModelError as exc:
         return str(exc)
     try:
+        # the SDK's first import is no part of the server's answer: on a loaded machine it alone took seconds
+        provider.prepare()
         async with asyncio.timeout(timeout + TIMEOUT_MARGIN):
             response = await provider.generate(request)
     except TimeoutError:

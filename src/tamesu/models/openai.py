@@ -69,6 +69,10 @@ class OpenAIProvider(SdkProvider):
         client: openai.AsyncOpenAI = self._client
         return client
 
+    def prepare(self) -> None:
+        super().prepare()
+        create_is_plain()  # imports the SDK's chat resource too, which its client leaves to the first call
+
     # ---- one call ------------------------------------------------------------------------------------
 
     async def generate(self, request: ModelRequest) -> ModelResponse:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import Field
+import jsonpath
+from pydantic import Field, model_validator
 
 from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
 from tamesu.errors import Problem, TemplateError
@@ -36,6 +38,34 @@ class HandoffSpec(Strict):
     """JSONPath to who took over (a queue, a person)."""
     summary: str | None = None
     """JSONPath to the summary the agent handed over."""
+
+    @model_validator(mode="after")
+    def _checked(self) -> HandoffSpec:
+        """Every target that reads a handoff (rest, grpc, model) gets it here, at load, as a suite problem:
+        a bad path or pattern would otherwise only show in the first turn that reads it."""
+        for key in ("json_path", "to", "summary"):
+            path = getattr(self, key)
+            if path is not None:
+                try:
+                    check_path(path)
+                except ValueError as exc:
+                    raise ValueError(f"{key}: {exc}") from None
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"regex: {exc}") from None
+        return self
+
+
+def check_path(path: str) -> str:
+    """`path` if it is a JSONPath, else a ValueError whose message is one line naming it."""
+    try:
+        jsonpath.compile(path)
+    except jsonpath.JSONPathError as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"bad JSONPath {path!r}: {first_line}") from None
+    return path
 
 
 class TargetSpec(Strict):

@@ -44,7 +44,7 @@ from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
-from tamesu.targets.base import HandoffSpec, Target, TargetSpec
+from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
 from tamesu.targets.grpc_turn.wire import (
     code_failure,
@@ -56,7 +56,6 @@ from tamesu.targets.grpc_turn.wire import (
     user_turn,
 )
 from tamesu.targets.rest.read import handoff as handoff_by_spec
-from tamesu.targets.rest.spec import _check_handoff
 
 _HUNG_UP = "the agent closed the conversation's stream without answering this turn"
 
@@ -76,13 +75,6 @@ class GrpcSpec(TargetSpec):
             dial_target(value)
         elif not value.startswith(("{{", "grpc://", "grpcs://")):
             raise ValueError("url must start with grpc:// or grpcs://")
-        return value
-
-    @field_validator("handoff")
-    @classmethod
-    def _handoff_paths(cls, value: HandoffSpec | None) -> HandoffSpec | None:
-        if value is not None:
-            _check_handoff(value)
         return value
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
-import jsonpath
 from pydantic import (
     AfterValidator,
     BeforeValidator,
@@ -18,18 +16,8 @@ from pydantic import (
 
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
-from tamesu.targets.base import HandoffSpec, SessionOpenSpec, TargetSpec
+from tamesu.targets.base import SessionOpenSpec, TargetSpec, check_path
 from tamesu.types import HostPort
-
-
-def check_path(path: str) -> str:
-    try:
-        jsonpath.compile(path)
-    except jsonpath.JSONPathError as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"bad JSONPath {path!r}: {first_line}") from None
-    return path
-
 
 JsonPath = Annotated[str, AfterValidator(check_path)]
 
@@ -239,25 +227,3 @@ class RestSpec(TargetSpec):
         if self.streaming == "websocket" and self.request.multipart is not None:
             raise ValueError("a websocket sends text messages: request.multipart needs streaming none or sse")
         return self
-
-    @field_validator("handoff")
-    @classmethod
-    def _handoff_paths(cls, value: HandoffSpec | None) -> HandoffSpec | None:
-        if value is not None:
-            _check_handoff(value)
-        return value
-
-
-def _check_handoff(handoff: HandoffSpec) -> None:
-    for key in ("json_path", "to", "summary"):
-        path = getattr(handoff, key)
-        if path is not None:
-            try:
-                check_path(path)
-            except ValueError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-    if handoff.regex is not None:
-        try:
-            re.compile(handoff.regex)
-        except re.error as exc:
-            raise ValueError(f"regex: {exc}") from None
