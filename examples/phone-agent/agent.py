@@ -2,6 +2,7 @@
 
     python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
                                          [--greeting TEXT] [--pause-s 1.8] [--heard DIR]
+                                         [--reply-delay-ms MS [--reply-pause-ms MS] [--clock-file PATH]]
 
 baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
 its configuration, starts it, and drives it over its control socket as a small IVR:
@@ -13,6 +14,10 @@ its configuration, starts it, and drives it over its control socket as a small I
 - `--greeting "First words.|Then these."` says another greeting, each `|` a pause of `--pause-s` (1.8 s)
   between two utterances, as an IVR that greets and then reads its menu does;
 - `--heard DIR` writes each call's audio to DIR (baresip's sndfile filter; `dump-*-dec.wav` is what it heard);
+- `--reply-delay-ms MS` makes it answer speech: when the caller stops talking it waits MS more and says "I can
+  book a table for you. For how many people?" (`--reply-pause-ms`: exactly that silence between the two
+  sentences), noting on its own clock (clock.py) when it heard the caller stop and when its reply went out,
+  one JSON line a reply in `--clock-file`; it needs tamesu's voice toolkit (`tamesu[voice]`) to speak;
 - `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
   nothing, `drop` hangs up a second into its greeting.
 
@@ -38,12 +43,15 @@ import wave
 from pathlib import Path
 from typing import Any
 
+from clock import Clock, reply_wav
+
 PROMPTS = {
     "greeting": "Welcome to Acme. Press 2 for billing, or 3 to talk to a person.",
     "billing": "You chose billing. Your balance is forty two dollars. Goodbye.",
     "transfer": "Transferring you now.",
     "echo": "Here are your digits.",
 }
+REPLY = "I can book a table for you.|For how many people?"
 RATE = 8000
 TAIL_S = 60
 """Silence after each prompt: baresip's file source ends the call when its file ends."""
@@ -112,7 +120,7 @@ def silence(path: Path) -> Path:
 
 
 def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, source: Path,
-                 heard: str | None = None) -> None:
+                 heard: str | None = None, jitter: str = "5-10") -> None:
     rtp = free_port(socket.SOCK_DGRAM)
     lines = [
         f"sip_listen 127.0.0.1:{sip_port}", "net_interface 127.0.0.1",
@@ -120,7 +128,7 @@ def write_config(folder: Path, sip_port: int, ctrl_port: int, answer: str, sourc
         f"ausrc_srate {RATE}", f"auplay_srate {RATE}", f"rtp_ports {rtp}-{rtp + 40}",
         "module_path /usr/lib/baresip/modules", "module g711.so", "module aufile.so",
         "module_app account.so", "module_app menu.so", "module_app ctrl_tcp.so",
-        f"ctrl_tcp_listen 127.0.0.1:{ctrl_port}", "sip_trans_def udp",
+        f"ctrl_tcp_listen 127.0.0.1:{ctrl_port}", "sip_trans_def udp", f"jitter_buffer_delay {jitter}",
     ]
     if heard:  # baresip's sndfile filter writes each call's audio both ways: dump-*-dec.wav is what it heard
         lines += ["module sndfile.so", f"snd_path {heard}"]
@@ -224,7 +232,10 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         ctrl_port = free_port()
         # a silent agent's line starts silent: switching the source after the answer would let words through
         first = silence(folder / "silence.wav") if args.mode == "silent" else prompts["greeting"]
-        write_config(folder, sip_port, ctrl_port, answer, first, args.heard)
+        # an agent that times its hearing hears each packet as it comes: baresip's jitter buffer (5 frames
+        # by default) would hold the caller's audio 100 ms before the agent's ears (clock.py) get it
+        jitter = "0-0" if args.reply_delay_ms is not None else "5-10"
+        write_config(folder, sip_port, ctrl_port, answer, first, args.heard or dumps(args, folder), jitter)
         log = (folder / "baresip.log").open("wb")
         peer = subprocess.Popen(["baresip", "-f", str(folder)], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
@@ -244,8 +255,19 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         events = asyncio.create_task(_events(control, ivr, stop))
+        clock = None
+        if args.reply_delay_ms is not None:
+            def reply() -> None:  # from the clock's thread
+                loop.call_soon_threadsafe(lambda: ivr.after(0, ("ausrc", f"aufile,{folder / 'reply.wav'}")))
+
+            clock = Clock(Path(args.heard or dumps(args, folder) or folder),
+                          Path(args.clock_file) if args.clock_file else None,
+                          args.reply_delay_ms, reply)
+            clock.start()
         await stop.wait()
         events.cancel()
+        if clock is not None:
+            clock.stopped.set()
         server.close()
     finally:
         peer.terminate()
@@ -254,6 +276,14 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         except subprocess.TimeoutExpired:
             peer.kill()
     return 0
+
+
+def dumps(args: argparse.Namespace, folder: Path) -> str | None:
+    """Where baresip writes each call's audio when the agent answers speech: its ears (clock.py)."""
+    if args.reply_delay_ms is None:
+        return None
+    (folder / "dumps").mkdir(exist_ok=True)
+    return str(folder / "dumps")
 
 
 async def _events(control: Control, ivr: Ivr, stop: asyncio.Event) -> None:
@@ -290,6 +320,9 @@ def main() -> int:
     parser.add_argument("--greeting", default=PROMPTS["greeting"], help="what it says on answer; | is a pause")
     parser.add_argument("--pause-s", type=float, default=1.8, help="the pause a | in --greeting makes")
     parser.add_argument("--heard", help="a folder where the agent writes each call's audio (dump-*-dec.wav: heard)")
+    parser.add_argument("--reply-delay-ms", type=float, help="answer speech, this much after the caller stops")
+    parser.add_argument("--reply-pause-ms", type=float, default=400, help="the silence between the reply's sentences")
+    parser.add_argument("--clock-file", help="where the agent notes its own time to first audio (JSON lines)")
     args = parser.parse_args()
     _die_with_parent_self()
     for tool in ("baresip", "espeak-ng", "sox"):
@@ -302,6 +335,8 @@ def main() -> int:
         prompts = {name: folder / f"{name}.wav" for name in PROMPTS}
         said = {**PROMPTS, "greeting": args.greeting}
         lengths = {name: speak(text, prompts[name], pause_s=args.pause_s) for name, text in said.items()}
+        if args.reply_delay_ms is not None:
+            reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S)
         return asyncio.run(serve(args, folder, prompts, lengths))
 
 

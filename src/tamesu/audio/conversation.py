@@ -186,16 +186,17 @@ class AudioConversation:
         """The last turn that ended (the one a barge-in talks over)."""
         return self.turns[-1] if self.turns else None
 
-    def agent_audio(self, data: bytes, *, arrived_ms: float | None = None, turn: TurnAudio | None = None) -> float:
+    def agent_audio(self, data: bytes, *, arrived_ms: float | None = None, turn: TurnAudio | None = None,
+                    paced: bool = False) -> float:
         """One chunk of the agent's audio, placed on the playback clock at its arrival and recorded, and
         counted in `turn`'s reply when given (audio of a cancelled response belongs to none). Returns its
-        playback start (ms)."""
+        playback start (ms). `paced`: the line plays its audio out itself (`PlaybackClock.place`)."""
         try:
             clip = Clip.from_wire(data, self.receive_format)
         except ValueError as exc:
             raise AudioFormatError(f"{exc} (agreed: {self.receive_format})") from None
         now = self.session.now_ms() if arrived_ms is None else arrived_ms
-        start = self.playback.place(now, clip.duration_ms)
+        start = self.playback.place(now, clip.duration_ms, paced=paced)
         heard = clip.at(stt.WHISPER_RATE)  # resampled once, for the recording and for Whisper (both 16 kHz)
         self.recorder.agent(heard, start)
         if turn is not None:

@@ -20,3 +20,10 @@ def pcm16(data: bytes) -> np.ndarray:
 
 def is_speech(data: bytes) -> bool:
     return rms(pcm16(data)) > SPEECH_RMS
+
+
+def first_sound(data: bytes) -> int:
+    """The index of the first sample louder than the speech level (0 when none is): where a reply starts in a
+    chunk of a line that carries its silence too (a SIP call's 100 ms chunks)."""
+    loud = np.flatnonzero(np.abs(pcm16(data).astype(np.int32)) > SPEECH_RMS)
+    return int(loud[0]) if loud.size else 0

@@ -75,10 +75,12 @@ class PlaybackClock:
         self.cursor_ms = 0.0
         """When the audio received so far has finished playing."""
 
-    def place(self, arrived_ms: float, duration_ms: float) -> float:
-        """The playback start of a chunk that arrived at `arrived_ms`."""
-        start = max(arrived_ms, self.cursor_ms)
-        self.cursor_ms = start + duration_ms
+    def place(self, arrived_ms: float, duration_ms: float, *, paced: bool = False) -> float:
+        """The playback start of a chunk that arrived at `arrived_ms`. A `paced` chunk comes off a line that
+        plays its audio out itself (a SIP call's media clock): it plays as it arrives, never after the cursor,
+        which a few chunks handed over together once would otherwise keep ahead for the rest of the call."""
+        start = arrived_ms if paced else max(arrived_ms, self.cursor_ms)
+        self.cursor_ms = max(self.cursor_ms, start + duration_ms)
         return start
 
     def playing_at(self, now_ms: float) -> bool:

@@ -59,12 +59,14 @@ class Speech:
 
 async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle: float, turn_timeout: float,
                  now_ms: Callable[[], float], give_up: Callable[[], Awaitable[bool]] | None = None,
-                 limit: float | None = None) -> Speech:
+                 limit: float | None = None, paced: bool = False) -> Speech:
     """The agent's reply into `turn` (first sound, `ended`); raises TurnError when it said nothing within
     `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
     `max_duration`). With `limit`, a reply that has not started within that many seconds is no reply: the
-    Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words)."""
-    from tamesu.audio.level import is_speech  # numpy: this module's POLL_S is read by text-mode targets too
+    Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words). `paced`:
+    the line plays its audio out at its own pace, and each chunk is heard as it arrives (a SIP call's)."""
+    # numpy: this module's POLL_S is read by text-mode targets too
+    from tamesu.audio.level import first_sound, is_speech
 
     heard = Speech()
     audio_turn: TurnAudio | None = voice.current
@@ -74,8 +76,12 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
         line.poll()
         for at, pcm in line.fresh_audio():
             loud = is_speech(pcm)
-            # the line's silence is recorded, but the reply starts with the agent's first sound
-            voice.agent_audio(pcm, arrived_ms=line.to_ms(at),
+            if loud and heard.spoke_at is None and (cut := first_sound(pcm)):
+                # the line's silence is recorded, but the reply starts with the agent's first sound: in the
+                # chunk that carries it, after up to 100 ms of the line's silence, each sample at its place
+                voice.agent_audio(pcm[:cut * 2], arrived_ms=line.to_ms(at), paced=paced)
+                at, pcm = at + cut / voice.receive_format.rate, pcm[cut * 2:]
+            voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced,
                               turn=audio_turn if heard.spoke_at is not None or loud else None)
             if loud:
                 if heard.spoke_at is None:

@@ -312,7 +312,7 @@ class SipTarget(Target[SipSpec]):
             return True
 
         heard = await listen(self, voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
-                             now_ms=session.now_ms, give_up=over_time, limit=limit)
+                             now_ms=session.now_ms, give_up=over_time, limit=limit, paced=True)
         if limit is not None and heard.spoke_at is None and not turn.ended:
             return None
         if (first and heard.spoke_at is not None and self._answered is not None

@@ -1,0 +1,161 @@
+"""The phone agent's ears and its own clock: it hears the caller, answers after an injected delay, and notes when.
+
+baresip's sndfile filter writes each call's audio both ways as it passes, one 20 ms frame per write:
+`dump-*-dec.wav` as each frame the agent heard is decoded, `dump-*-enc.wav` as each frame it says is encoded
+(then sent at once). `Clock` watches both files from a thread of its own (a few ms a look), so the moment a
+frame shows up is the moment the agent heard or sent it:
+
+- the caller's speech ends `END_MS` after its last voiced frame (the agent's end-of-speech detection); the
+  agent then waits `--reply-delay-ms` more and starts its reply (`reply` asks the IVR to play it);
+- it notes `{"call": N, "first_audio_ms": MS}`: from the caller's last voiced frame as it heard it to the first
+  frame of its reply with a voiced sample as it went out, plus that sample's place in the frame;
+- and `{"call": N, "reply": K, "silence_ms": MS}`: the longest silence of reply K so far (written again each time
+  it grows: the last line of a reply is its longest): the wait from that caller frame to the reply's first
+  voiced sample, or a pause between two voiced samples of the reply, each sample at its place in its frame.
+
+One JSON line each, in the file `--clock-file` names; N counts the agent's calls from 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import wave
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+FRAME = 320
+"""20 ms of pcm16 at 8 kHz: what baresip's filter writes at once."""
+RATE = 8000
+HEADER = 44
+LINE_SILENCE = 8
+"""A caller frame with no sample louder than this is the open line's silence (A-law's silence decodes to 8)."""
+VOICED = 300
+"""A sample of the reply louder than this (about -41 dBFS) is voiced (the other reference agents' threshold)."""
+END_MS = 600
+"""Silence after the caller's last voiced frame that ends its utterance for the agent."""
+LOOK_S = 0.002
+
+
+class Clock(threading.Thread):
+    def __init__(self, folder: Path, log: Path | None, delay_ms: float, reply: Callable[[], None]) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.log, self.delay_ms, self.reply = folder, log, delay_ms, reply
+        self.stopped = threading.Event()
+        self.calls = 0
+
+    def _note(self, **note: object) -> None:
+        if self.log is not None:
+            with self.log.open("a", encoding="utf-8") as out:
+                out.write(json.dumps({"call": self.calls, **note}) + "\n")
+
+    def _newest(self) -> Path | None:
+        dumps = sorted(self.folder.glob("dump-*-dec.wav"))  # named by the second the call started
+        return dumps[-1] if dumps else None
+
+    def run(self) -> None:
+        watched: Path | None = None
+        while not self.stopped.is_set():
+            dec = self._newest()
+            enc = dec.with_name(dec.name.replace("-dec.wav", "-enc.wav")) if dec is not None else None
+            if dec is not None and enc is not None and dec != watched and enc.exists():
+                watched = dec
+                self.calls += 1
+                self._watch(dec, enc)
+            else:
+                time.sleep(0.05)
+
+    def _watch(self, dec: Path, enc: Path) -> None:
+        """One call, until the next call's dumps appear or the agent stops."""
+        heard, said = Tail(dec), Tail(enc)
+        try:
+            self._hear_and_answer(dec, heard, said)
+        finally:
+            heard.file.close()
+            said.file.close()
+
+    def _hear_and_answer(self, dec: Path, heard: Tail, said: Tail) -> None:
+        voiced_at: float | None = None
+        """When the caller's last voiced frame was heard; None until it speaks, and once the reply is due."""
+        quiet_from: float | None = None
+        """Where the reply's current silence started: that caller frame, then the reply's last voiced sample."""
+        replying = False
+        replies, longest = 0, 0.0
+        due: float | None = None
+        asked = False
+        looked = time.monotonic()
+        while not self.stopped.is_set():
+            now = time.monotonic()
+            for frame in heard.frames():
+                if int(np.abs(frame.astype(np.int32)).max()) > LINE_SILENCE:
+                    voiced_at = quiet_from = now
+                    replying, due, asked = False, None, False
+            if voiced_at is not None and not asked and now - voiced_at >= END_MS / 1000:
+                due = voiced_at + (END_MS + self.delay_ms) / 1000
+            if due is not None and now >= due:
+                due, asked = None, True  # once for this utterance
+                self.reply()
+            for frame in said.frames():
+                loud = np.flatnonzero(np.abs(frame.astype(np.int32)) > VOICED)
+                if quiet_from is None or not loud.size:
+                    continue
+                if not replying:
+                    replying, replies, longest = True, replies + 1, 0.0
+                    out_at = now + loud[0] / RATE
+                    if voiced_at is not None:
+                        self._note(first_audio_ms=round((out_at - voiced_at) * 1000, 3), heard_at=voiced_at,
+                                   out_at=out_at)
+                    voiced_at = None
+                silence = (now + loud[0] / RATE - quiet_from) * 1000
+                if silence > longest:
+                    longest = silence
+                    self._note(reply=replies, silence_ms=round(silence, 3))
+                quiet_from = now + (loud[-1] + 1) / RATE
+            if now - looked > 0.1:
+                looked = now
+                if self._newest() != dec:
+                    return
+            time.sleep(LOOK_S)
+
+
+class Tail:
+    """The frames a growing WAV file gained since the last look."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("rb")
+        self.file.seek(HEADER)
+        self.rest = b""
+
+    def frames(self) -> list[np.ndarray]:
+        data = self.rest + self.file.read()
+        whole = len(data) - len(data) % FRAME
+        self.rest = data[whole:]
+        return [np.frombuffer(data[at:at + FRAME], dtype="<i2") for at in range(0, whole, FRAME)]
+
+
+def reply_wav(text: str, path: Path, pause_ms: float, tail_s: int) -> None:
+    """The reply as pcm16 8 kHz: each `|`-separated sentence spoken by tamesu's voice toolkit (Piper) and cut to
+    its voiced part, `pause_ms` of silence between two (so the pause is all the silence there is), no lead-in
+    (the reply starts with its first voiced sample), and `tail_s` of silence after (baresip's file source ends
+    the call when its file ends)."""
+    from tamesu.audio import tts
+
+    parts = []
+    for sentence in text.split("|"):
+        clip, _ = asyncio.run(tts.say(sentence.strip()))  # before the agent's own loop starts
+        samples = clip.at(RATE).samples.astype("<i2")
+        loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > VOICED)
+        parts.append(samples[loud[0]:loud[-1] + 1] if loud.size else samples)
+    gap = np.zeros(round(pause_ms * RATE / 1000), dtype="<i2")
+    joined = [parts[0]]
+    for part in parts[1:]:
+        joined += [gap, part]
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        out.writeframes(np.concatenate([*joined, np.zeros(tail_s * RATE, dtype="<i2")]).tobytes())
