@@ -110,6 +110,15 @@ def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[s
     return out
 
 
+def closest(tamesu_by_call: list[tuple[str, float, float]]) -> dict[str, list[float]]:
+    """tamesu's value minus the agent's own, per target name, one per call (a test takes the closer of a
+    name's calls: a loaded machine can hold either process at the moment that counts)."""
+    differences: dict[str, list[float]] = {}
+    for name, measured, own in tamesu_by_call:
+        differences.setdefault(name, []).append(round(measured - own, 1))
+    return differences
+
+
 if __name__ == "__main__":  # a manual check: start it and print the URL
     with voice_bot(*sys.argv[1:]) as url:
         print(url)

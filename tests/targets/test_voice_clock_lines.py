@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.voice_bot import calls_on_the_bots_clock, needs_bot
+from agents.voice_bot import calls_on_the_bots_clock, closest, needs_bot
 
 # (delay, pause): the pause is the longest silence unless the wait for the reply is longer (3-6 s on a loaded
 # 2-core machine); either way the bot's clock has the longest
@@ -46,17 +46,16 @@ def test_time_to_first_audio_and_silence_agree_with_the_bots_own_clock(tamesu: C
         "QUERY", f"greeting=Hello.&reply_delay_ms={delay}&reply_pause_ms={pause}&{{call}}")
         for delay, pause in VALUES_MS}
     calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
-    first: dict[str, list[float]] = {}
-    silence: dict[str, list[float]] = {}
-    rows = []
+    first_rows, silence_rows, rows = [], [], []
     for name, result, own in calls:
         measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
                     if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
         rows.append((name, measured, own, result["metrics"].get("silence_gap_max_ms")))
         assert len(measured) == len(own["first_audio_ms"]) == len(own["silence_ms"]) == 1, rows[-1]
         assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), rows[-1]  # the bot waited as told
-        first.setdefault(name, []).append(round(measured[0] - own["first_audio_ms"][0], 1))
-        silence.setdefault(name, []).append(round(result["metrics"]["silence_gap_max_ms"] - own["silence_ms"][0], 1))
+        first_rows.append((name, measured[0], own["first_audio_ms"][0]))
+        silence_rows.append((name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]))
+    first, silence = closest(first_rows), closest(silence_rows)
     print("per call: tamesu's time to first audio, the bot's notes, tamesu's silence gap (ms):", rows)
     print("time to first audio, tamesu minus the bot's clock (ms):", first)
     print("longest silence, tamesu minus the bot's clock (ms):", silence)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.voice_bot import calls_on_the_bots_clock, needs_bot
+from agents.voice_bot import calls_on_the_bots_clock, closest, needs_bot
 
 # the first call also waits for the bot to build its first pipeline (Whisper, Piper), 30 s and more on a loaded
 # machine: turn_timeout leaves room for it
@@ -27,14 +27,6 @@ PAUSES_MS = (1500, 3000)
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
 # the bot's lane (tests/conftest.py): one bot process at a time
 pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
-
-
-def closest(tamesu_by_call: list[tuple[str, float, float]]) -> dict[str, list[float]]:
-    """tamesu's value minus the bot's, per target name, one per call."""
-    differences: dict[str, list[float]] = {}
-    for name, measured, own in tamesu_by_call:
-        differences.setdefault(name, []).append(round(measured - own, 1))
-    return differences
 
 
 def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:
