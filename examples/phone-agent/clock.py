@@ -2,8 +2,9 @@
 
 baresip's sndfile filter writes each call's audio both ways as it passes, one 20 ms frame per write:
 `dump-*-dec.wav` as each frame the agent heard is decoded, `dump-*-enc.wav` as each frame it says is encoded
-(then sent at once). `Clock` watches both files from a thread of its own (a few ms a look), so the moment a
-frame shows up is the moment the agent heard or sent it:
+(then sent at once). `Clock` watches both files from a thread of its own (a look every 2 ms), so the moment a
+frame shows up is the moment the agent heard or sent it (frames found together at one look, the thread having
+been held, are dated back a frame apart):
 
 - the caller's speech ends `END_MS` after its last voiced frame (the agent's end-of-speech detection); the
   agent then waits `--reply-delay-ms` more and starts its reply (`reply` asks the IVR to play it);
@@ -90,31 +91,31 @@ class Clock(threading.Thread):
         looked = time.monotonic()
         while not self.stopped.is_set():
             now = time.monotonic()
-            for frame in heard.frames():
+            for at, frame in heard.frames(now):
                 if int(np.abs(frame.astype(np.int32)).max()) > LINE_SILENCE:
-                    voiced_at = quiet_from = now
+                    voiced_at = quiet_from = at
                     replying, due, asked = False, None, False
             if voiced_at is not None and not asked and now - voiced_at >= END_MS / 1000:
                 due = voiced_at + (END_MS + self.delay_ms) / 1000
             if due is not None and now >= due:
                 due, asked = None, True  # once for this utterance
                 self.reply()
-            for frame in said.frames():
+            for at, frame in said.frames(now):
                 loud = np.flatnonzero(np.abs(frame.astype(np.int32)) > VOICED)
                 if quiet_from is None or not loud.size:
                     continue
                 if not replying:
                     replying, replies, longest = True, replies + 1, 0.0
-                    out_at = now + loud[0] / RATE
+                    out_at = at + loud[0] / RATE
                     if voiced_at is not None:
                         self._note(first_audio_ms=round((out_at - voiced_at) * 1000, 3), heard_at=voiced_at,
                                    out_at=out_at)
                     voiced_at = None
-                silence = (now + loud[0] / RATE - quiet_from) * 1000
+                silence = (at + loud[0] / RATE - quiet_from) * 1000
                 if silence > longest:
                     longest = silence
                     self._note(reply=replies, silence_ms=round(silence, 3))
-                quiet_from = now + (loud[-1] + 1) / RATE
+                quiet_from = at + (loud[-1] + 1) / RATE
             if now - looked > 0.1:
                 looked = now
                 if self._newest() != dec:
@@ -130,11 +131,15 @@ class Tail:
         self.file.seek(HEADER)
         self.rest = b""
 
-    def frames(self) -> list[np.ndarray]:
+    def frames(self, now: float) -> list[tuple[float, np.ndarray]]:
+        """Each new frame with when it was written: the last just now, those before it a frame apart (baresip
+        writes one every 20 ms; several at a look mean this thread was held, not that they came together)."""
         data = self.rest + self.file.read()
         whole = len(data) - len(data) % FRAME
         self.rest = data[whole:]
-        return [np.frombuffer(data[at:at + FRAME], dtype="<i2") for at in range(0, whole, FRAME)]
+        count = whole // FRAME
+        return [(now - (count - 1 - k) * FRAME / 2 / RATE, np.frombuffer(data[k * FRAME:(k + 1) * FRAME], dtype="<i2"))
+                for k in range(count)]
 
 
 def reply_wav(text: str, path: Path, pause_ms: float, tail_s: int) -> None:

@@ -7,6 +7,7 @@ wants every call made from the thread that pumps its events. So each call runs i
 - commands on stdin: `{"op": "call", "uri", "from", "headers", "auth"}`, `{"op": "listen"}` (wait for the agent to
   call), `{"op": "answer", "after_ms"}`, `{"op": "play", "id", "pcm"}` (base64 pcm16 8 kHz mono, queued and sent
   at the call's own 20 ms clock), `{"op": "frame", "pcm"}` (audio the parent paces itself),
+  `{"op": "mark", "id"}` (a `played` end event once the frames sent before it have gone out),
   `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
@@ -73,6 +74,19 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         self._incoming = bytearray()
         self._incoming_at = 0.0
         self._streamed = bytearray()
+        self._marks: list[tuple[str, int]] = []
+        """Marks in the streamed audio: (id, bytes of it still to go out before the mark)."""
+        self._streamed_out_at = 0.0
+        self._lock = threading.Lock()  # the media clock's thread takes frames, the main thread marks
+
+    def mark(self, mark_id: str) -> None:
+        """`played` (end) once what was streamed so far has gone out: when the caller's words really ended."""
+        with self._lock:
+            if self._streamed:
+                self._marks.append((mark_id, len(self._streamed)))
+                return
+            at = self._streamed_out_at or time.monotonic()
+        emit("played", id=mark_id, edge="end", t=at)
 
     def stream(self, pcm: bytes) -> None:
         """Audio the parent paces itself: it goes out as it comes, after any queued utterance."""
@@ -81,8 +95,14 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
     def onFrameRequested(self, frame: Any) -> None:
         chunk = _SILENCE
         if self._current is None and not self.outgoing and self._streamed:
-            chunk = bytes(self._streamed[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
-            del self._streamed[:FRAME_BYTES]
+            with self._lock:
+                chunk = bytes(self._streamed[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
+                del self._streamed[:FRAME_BYTES]
+                self._streamed_out_at = time.monotonic()
+                due = [mark for mark, left in self._marks if left <= FRAME_BYTES]
+                self._marks = [(mark, left - FRAME_BYTES) for mark, left in self._marks if left > FRAME_BYTES]
+            for mark in due:
+                emit("played", id=mark, edge="end")
         elif self._current is None and self.outgoing:
             utterance_id, pcm = self.outgoing.popleft()
             self._current = (utterance_id, pcm, 0)
@@ -233,6 +253,8 @@ class Worker:
             self.pending_answer = (time.monotonic() + command.get("after_ms", 0) / 1000, self.call)
         elif op == "frame":
             self.port.stream(base64.b64decode(command["pcm"]))
+        elif op == "mark":
+            self.port.mark(command["id"])
         elif op == "play":
             self.port.outgoing.append((command["id"], base64.b64decode(command["pcm"])))
         elif op == "dtmf" and self._active():

@@ -126,6 +126,12 @@ class SipPhone:
         """Append audio to what goes out (already paced by the caller); no `played` event."""
         await self._send({"op": "frame", "pcm": base64.b64encode(pcm).decode()})
 
+    async def mark(self) -> str:
+        """A mark after the audio sent so far with `frame`; `wait_played` says when that audio had gone out."""
+        mark = f"m{next(self._ids)}"
+        await self._send({"op": "mark", "id": mark})
+        return mark
+
     async def dtmf(self, digits: str) -> None:
         await self._send({"op": "dtmf", "digits": digits})
 

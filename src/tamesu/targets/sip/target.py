@@ -34,7 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tamesu.audio import stt
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import listen
@@ -51,6 +51,8 @@ __all__ = ["SipSpec", "SipTarget"]
 
 BUSY_CODES = {486, 600}
 NO_ANSWER_CODES = {408, 480, 487}
+WORDS_OUT_TIMEOUT_S = 3.0
+"""How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
 
 @register("targets", "sip")
@@ -268,13 +270,23 @@ class SipTarget(Target[SipSpec]):
             await self._require_phone().dtmf(turn.dtmf)
             session.event("sip_dtmf_sent", digits=turn.dtmf)
         if said:
-            await self._require_voice().speak(said, self._first_word_closes_the_line)
+            spoken = await self._require_voice().speak(said, self._first_word_closes_the_line)
+            await self._words_went_out(spoken)
         else:
             self._require_voice().listen_only()
         reply.sent_at_ms = session.now_ms()
         heard = await self._listen(reply, first=False)
         assert heard is not None  # without a limit a turn is always heard (or fails)
         return heard
+
+    async def _words_went_out(self, spoken: TurnAudio) -> None:
+        """The caller's words end when their last frame leaves the SIP worker on the call's media clock, not
+        when it was handed over: a loaded machine's late frames queue there (seen: 350 ms), and time to first
+        audio and the silence after the words start from this end."""
+        phone = self._require_phone()
+        went = await phone.wait_played(await phone.mark(), WORDS_OUT_TIMEOUT_S)
+        if went is not None and spoken.user_to_ms is not None:
+            spoken.user_to_ms = max(spoken.user_to_ms, self.to_ms(went))
 
     async def listen(self, timeout: float) -> AgentTurn | None:
         """The agent's next utterance on the call without the caller saying anything (a `wait_for`)."""
