@@ -6,10 +6,13 @@ voiced frame as it heard it (baresip's jitter buffer off) to its reply's first v
 the reply's longest silence. Each call is made twice and the closer one counts (test_voice_clock.py says why).
 
 What holds and is asserted: one reply per call, the agent waited and paused as told. What does not hold yet:
-the 20 ms agreement. tamesu measures ~100 ms more than the agent (83-119 ms at load 2-4, 83-184 at load 19):
-~45 ms from the caller's last frame handed to the SIP worker until PJSIP's media clock sends it, ~55 ms from
-the agent's RTP arriving to the worker's audio port (PJSIP's jitter buffer and conference bridge). The test
-then ends as an expected failure that names the offsets, so the gap stays visible in every run.
+the 20 ms agreement. tamesu measures 55-95 ms more than the agent (closer of two calls; load 8-11): ~20 ms
+from the caller's last frame leaving the SIP worker's media clock to the agent hearing it, the rest from the
+agent's RTP arriving to the worker's audio port (PJSIP's jitter buffer and conference bridge). Found and fixed
+on the way (it was 83-460 ms): the caller's words now end when their last frame leaves the worker (a `mark`),
+not when handed over to it, where a loaded machine's late frames queue; a reply starts at its first loud
+sample in its 100 ms chunk; a SIP chunk plays as it arrives. The test ends as an expected failure that names
+the offsets, so the gap stays visible in every run.
 `silence_gap_max_ms` is not compared: on a SIP call the caller waits out `idle` after the greeting, a longer
 silence than the reply's pause.
 
