@@ -6,7 +6,7 @@ voiced frame as it heard it (baresip's jitter buffer off) to its reply's first v
 the reply's longest silence. Each call is made twice and the closer one counts (test_voice_clock.py says why).
 
 What holds and is asserted: one reply per call, the agent waited and paused as told. What does not hold yet:
-the 20 ms agreement. tamesu measures 55-95 ms more than the agent (closer of two calls; load 8-11): ~20 ms
+the 20 ms agreement. tamesu measures 52-82 ms more than the agent (closer of two calls; load 4-13): ~20 ms
 from the caller's last frame leaving the SIP worker's media clock to the agent hearing it, the rest from the
 agent's RTP arriving to the worker's audio port (PJSIP's jitter buffer and conference bridge). Found and fixed
 on the way (it was 83-460 ms): the caller's words now end when their last frame leaves the worker (a `mark`),
