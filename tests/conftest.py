@@ -59,8 +59,30 @@ lanes took 7-10 minutes each at load 12), and the twilio/voice lines against the
 lane."""
 
 
+GROUP_ORDER = ("audio-bot", "audio", "audio-lines", "audio-clock", "browser", "db")
+"""Under `--dist loadgroup` the groups are handed out in this order, longest first (worker minutes measured at
+`-n 4`: bot 6.5, audio 6.5, lines 6.4, clock 5.3, browser 1.8, db 0.8), and every ungrouped test after them.
+xdist hands its work units out in the order it collected them (`--no-loadscope-reorder`, set in
+pytest_configure); by default it sorts them by test count, and a lane of few, long tests (the clock lanes) then
+started only when another worker ran dry, and ended the run minutes after everything else."""
+
+
+def _group(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
+def _rank(item: pytest.Item) -> int:
+    group = _group(item)
+    if group is None:
+        return len(GROUP_ORDER) + 1
+    return GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
+
+
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # tryfirst: before `-m` deselects by mark and before xdist reads the groups
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
@@ -74,6 +96,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             group = next((lane for fixture, lane in AUDIO_LANE_BY_FIXTURE.items() if fixture in fixtures), group)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if config.getoption("dist", None) == "loadgroup":
+        items.sort(key=_rank)  # stable: a group's tests, and the ungrouped ones, keep their module order
 
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
@@ -113,6 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
     stop_as_interrupted()
     if config.getoption("dist", None) != "loadgroup":
         return
+    config.option.loadscopereorder = False  # GROUP_ORDER decides which groups start first
     major, minor = (int(part) for part in pytest.__version__.split(".")[:2])
     if (major, minor) >= (9, 2):
         raise pytest.UsageError(f"pytest {pytest.__version__} loses --dist loadgroup's groups "
@@ -161,8 +186,9 @@ def serve() -> Iterator[Callable[[Any], ThreadServer]]:
 @pytest.fixture(scope="session")
 def voice_bot_url() -> Iterator[str]:
     """The reference pipecat voice bot (examples/voice-bot), started once for every module that needs it:
-    loading pipecat and its models is the slow part, and each call gets a pipeline of its own."""
+    loading pipecat and its models is the slow part, and each call gets a pipeline of its own. One warm-up call
+    has loaded the models before the first test measures a turn (agents.voice_bot.warm)."""
     from agents.voice_bot import voice_bot
 
-    with voice_bot() as url:
+    with voice_bot(warm_up=True) as url:
         yield url

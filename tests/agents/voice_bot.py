@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from websockets.exceptions import WebSocketException
 
 from agents.voice import calls_one_at_a_time
 from lifeline import tied
@@ -28,6 +29,9 @@ BOT_DIR = ROOT / "examples" / "voice-bot"
 BOT_PYTHON = Path(os.environ.get("VOICE_BOT_PYTHON", ROOT / ".venv-voicebot" / "bin" / "python"))
 START_TIMEOUT_S = 90.0
 """A loaded machine imports pipecat and its models slowly; the bot says when it listens."""
+WARM_TIMEOUT_S = 120.0
+"""The warm-up call's limit: a first call on a machine busy starting every xdist worker loads Whisper, Piper and
+Silero and synthesises the greeting; a bot that cannot greet in two minutes is broken, not slow."""
 
 
 def bot_problem() -> str | None:
@@ -49,9 +53,33 @@ def _drain(stream: IO[str], seen: list[str]) -> None:
         del seen[:-200]
 
 
+def warm(base: str, timeout: float = WARM_TIMEOUT_S) -> None:
+    """One call over the bot's /twilio line until the first audio of its greeting comes back, then hang up.
+
+    The bot listens before a call has ever loaded its models: the first call of a run paid for opening Whisper,
+    Piper and Silero and for pipecat's lazy imports, at the very moment every xdist worker was importing too,
+    and the pipecat suite's first text turn took 15.9 s against its 15 s bound. A test measures the bot's turns,
+    not its first load, so the fixture pays for that load here."""
+    from websockets.sync.client import connect
+
+    deadline = time.monotonic() + timeout
+    with connect(f"{base}/twilio", open_timeout=timeout, close_timeout=5) as line:
+        line.send(json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}))
+        line.send(json.dumps({"event": "start", "streamSid": "warm-up",
+                              "start": {"streamSid": "warm-up", "callSid": "warm-up"}}))
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the voice bot sent no audio within {timeout:.0f} s of a call")
+            message = line.recv(timeout=left)
+            if isinstance(message, str) and json.loads(message).get("event") == "media":
+                return
+
+
 @contextmanager
-def voice_bot(*args: str) -> Iterator[str]:
-    """Start the bot; yields its base ws:// URL (paths /twilio, /vonage, /telnyx). Stopped, and waited for, after."""
+def voice_bot(*args: str, warm_up: bool = False) -> Iterator[str]:
+    """Start the bot; yields its base ws:// URL (paths /twilio, /vonage, /telnyx). Stopped, and waited for, after.
+    With `warm_up`, one call (`warm`) has loaded its models before the URL is yielded."""
     process = subprocess.Popen(tied([str(BOT_PYTHON), str(BOT_DIR / "bot.py"), *args]), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -67,7 +95,14 @@ def voice_bot(*args: str) -> Iterator[str]:
             if found:
                 # its log keeps coming: read it, or a full pipe would stall the bot
                 threading.Thread(target=_drain, args=(process.stdout, seen), daemon=True).start()
-                yield f"ws://127.0.0.1:{found.group(1)}"
+                base = f"ws://127.0.0.1:{found.group(1)}"
+                if warm_up:
+                    try:
+                        warm(base)
+                    except (OSError, TimeoutError, WebSocketException) as error:
+                        raise RuntimeError(f"the voice bot did not answer a warm-up call ({error}):\n"
+                                           + "".join(seen[-20:])) from error
+                yield base
                 return
         raise RuntimeError("the voice bot did not start:\n" + "".join(seen[-20:]))
     finally:
