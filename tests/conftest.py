@@ -96,7 +96,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = next((lane for fixture, lane in AUDIO_LANE_BY_FIXTURE.items() if fixture in fixtures), group)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    if config.getoption("dist", None) == "loadgroup":
+    # in an xdist worker (whose `dist` option xdist resets to "no"): its collection is the order work is handed out
+    if hasattr(config, "workerinput"):
         items.sort(key=_rank)  # stable: a group's tests, and the ungrouped ones, keep their module order
 
 
