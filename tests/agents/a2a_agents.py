@@ -30,6 +30,8 @@ The shop's skills are `order-status` and `returns`; the extended card adds `bulk
              return_immediately); EARLY_SECONDS later the agent completes "Ready", artifact `result` with a
              text part "ready" and a data part {"ready": true}
     nopush   like early, and no push notification is ever sent for the task
+    linger   like early, but completes only LINGER_SECONDS later: a turn timeout of a few seconds ends the turn
+             while the task is surely still working, however slow the machine
     error    the request fails with InvalidParamsError "no order number given" (JSON-RPC -32602)
     fail     failed "Cannot do that"          reject   rejected "Not for me"
     ping     a plain Message "pong", no task
@@ -103,6 +105,7 @@ DROP_AFTER = 2
 SLOW_SECONDS = 3.0
 HUGE_CHARS = 300_000
 EARLY_SECONDS = 0.6
+LINGER_SECONDS = 120.0
 SKILLS = [("order-status", "Order status"), ("returns", "Returns")]
 EXTENDED_SKILLS = [("bulk-orders", "Bulk orders")]
 SECURE_EXTENDED_SKILLS = [("bulk-orders", "Bulk orders"), ("refunds", "Refunds")]
@@ -199,11 +202,11 @@ class ShopExecutor(AgentExecutor):
         elif word == "slow":
             await asyncio.sleep(SLOW_SECONDS)
             await updater.complete(_agent_text("Finally"))
-        elif word in ("early", "nopush"):
+        elif word in ("early", "nopush", "linger"):
             if word == "nopush":
                 self._agents.silent_tasks.add(task.id)
             await updater.start_work()
-            await asyncio.sleep(EARLY_SECONDS)
+            await asyncio.sleep(LINGER_SECONDS if word == "linger" else EARLY_SECONDS)
             await updater.add_artifact([Part(text="ready"), Part(data=_value({"ready": True}))], name="result")
             await updater.complete(_agent_text("Ready"))
         elif word == "huge":  # an answer larger than a target's max_response_bytes (tests set 100 kB)
@@ -248,7 +251,7 @@ class ShopHandler(DefaultRequestHandler):
         if word == "ping":
             return Message(message_id="pong-1", role=Role.ROLE_AGENT, parts=[Part(text="pong")],
                            context_id=params.message.context_id or "ctx-ping")
-        if word in ("early", "nopush"):
+        if word in ("early", "nopush", "linger"):
             params.configuration.return_immediately = True
         return await super().on_message_send(params, context)
 

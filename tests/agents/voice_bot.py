@@ -68,10 +68,10 @@ def warm(base: str, timeout: float = WARM_TIMEOUT_S) -> None:
         line.send(json.dumps({"event": "start", "streamSid": "warm-up",
                               "start": {"streamSid": "warm-up", "callSid": "warm-up"}}))
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"the voice bot sent no audio within {timeout:.0f} s of a call")
-            message = line.recv(timeout=left)
+            try:
+                message = line.recv(timeout=max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise TimeoutError(f"the voice bot sent no audio within {timeout:.0f} s of a call") from None
             if isinstance(message, str) and json.loads(message).get("event") == "media":
                 return
 

@@ -109,13 +109,14 @@ async def test_a_card_with_no_interface_tamesu_speaks_is_one_line(faulty: Faulty
 async def test_a_task_still_working_at_the_turn_timeout_is_cancelled(agents: A2AAgents, tmp_path: Path,
                                                                      mode: str) -> None:
     session = make_session(tmp_path)
-    # `early` answers at once with a working task and completes 0.6 s later; `slow` streams for 3 s
-    limit = "0.3s" if mode == "send" else "1s"
-    spec = {"url": f"{agents.urls['v10']}/a2a", "turn_timeout": limit, "stream": mode == "stream"}
+    # `linger` answers at once with a working task and completes only two minutes later: the 3 s turn timeout
+    # falls inside the task's work even on a loaded machine (with `early`'s 0.6 s and a 0.3 s timeout, a slow
+    # first answer was itself cut by the timeout, and no task was there to cancel)
+    spec = {"url": f"{agents.urls['v10']}/a2a", "turn_timeout": "3s", "stream": mode == "stream"}
     async with opened(spec, session) as target:
         with pytest.raises(TurnError, match=r"turn timed out after .*; the (working|submitted) task \S+ was "
                                             r"cancelled"):
-            await target.send(UserTurn(text="early bird" if mode == "send" else "slow one"))
+            await target.send(UserTurn(text="linger on"))
     [cancel] = [e.data for e in session.events if e.name == "task_cancelled_at_timeout"]
     assert cancel["cancelled"] is True and cancel["now"] == "canceled"
     assert cancel["task_id"] in agents.canceled  # the agent was really asked
