@@ -154,7 +154,11 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     # user aggregator (after the segmenter) they travelled back upstream, and on a loaded machine they came
     # late: the segmenter, keeping 1 s while no one speaks, had dropped the start or the middle of a sentence
     # ("in o'clock please." for "I would like to book a table ... at seven o'clock please")
-    vad = VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=VAD_STOP_S)))
+    # and no idle watchdog: a caller's line (tamesu's, a phone's) streams audio all call long, silence included,
+    # so a second without frames at the VAD is this process starved of CPU, not a muted microphone; pipecat's
+    # default (1 s) then forced a speech stop mid-sentence, and the bot answered "Tell me" and "about the city"
+    # apart (a barge-in test at load 16-18)
+    vad = VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=VAD_STOP_S)), audio_idle_timeout=0)
     aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams())
     pipeline = Pipeline([transport.input(), vad, stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, delay, tts,
                          transport.output(), greeter, aggregators.assistant()])

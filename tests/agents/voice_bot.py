@@ -47,10 +47,13 @@ BOT_MISSING = bot_problem()
 needs_bot = pytest.mark.skipif(BOT_MISSING is not None, reason=BOT_MISSING or "")
 
 
-def _drain(stream: IO[str], seen: list[str]) -> None:
+def _drain(stream: IO[str], seen: list[str], log: IO[str] | None) -> None:
     for line in stream:
         seen.append(line)
         del seen[:-200]
+        if log is not None:
+            log.write(line)
+            log.flush()
 
 
 def warm(base: str, timeout: float = WARM_TIMEOUT_S) -> None:
@@ -77,9 +80,13 @@ def warm(base: str, timeout: float = WARM_TIMEOUT_S) -> None:
 
 
 @contextmanager
-def voice_bot(*args: str, warm_up: bool = False) -> Iterator[str]:
+def voice_bot(*args: str, warm_up: bool = False, log: Path | None = None) -> Iterator[str]:
     """Start the bot; yields its base ws:// URL (paths /twilio, /vonage, /telnyx). Stopped, and waited for, after.
-    With `warm_up`, one call (`warm`) has loaded its models before the URL is yielded."""
+    With `warm_up`, one call (`warm`) has loaded its models before the URL is yielded. Its whole log goes to
+    `log` when given: a call that went wrong under load is read there (the pipeline's warnings say which
+    part of the bot gave up on what)."""
+    sink = log.open("a", encoding="utf-8") if log is not None else None
+    drainer: threading.Thread | None = None
     process = subprocess.Popen(tied([str(BOT_PYTHON), str(BOT_DIR / "bot.py"), *args]), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -91,10 +98,13 @@ def voice_bot(*args: str, warm_up: bool = False) -> Iterator[str]:
             if not line:
                 break
             seen.append(line)
+            if sink is not None:
+                sink.write(line)
             found = re.search(r"listening http://127\.0\.0\.1:(\d+)", line)
             if found:
                 # its log keeps coming: read it, or a full pipe would stall the bot
-                threading.Thread(target=_drain, args=(process.stdout, seen), daemon=True).start()
+                drainer = threading.Thread(target=_drain, args=(process.stdout, seen, sink), daemon=True)
+                drainer.start()
                 base = f"ws://127.0.0.1:{found.group(1)}"
                 if warm_up:
                     try:
@@ -113,6 +123,10 @@ def voice_bot(*args: str, warm_up: bool = False) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(5)
+        if drainer is not None:
+            drainer.join(10)  # the bot's last lines, up to the end of its pipe
+        if sink is not None and (drainer is None or not drainer.is_alive()):
+            sink.close()
 
 
 def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
@@ -122,7 +136,7 @@ def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[s
     Returns each call, in the order they ran: its test name, result.json and what the bot noted on its clock:
     `first_audio_ms` and `silence_ms` (the longest silence of each reply), lists in reply order."""
     clock = tmp_path / "clock.jsonl"
-    with voice_bot("--clock-file", str(clock)) as base:
+    with voice_bot("--clock-file", str(clock), log=tmp_path / "voice-bot.log") as base:
         filled = {name: target.replace("{base}", base).replace("{call}", f"call={name}")
                   for name, target in targets.items()}
         calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout)
