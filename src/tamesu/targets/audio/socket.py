@@ -337,7 +337,9 @@ class AudioSocketTarget(Target[SpecT]):
             if (heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty()
                     and not self._still_speaking()):
                 break
-            if heard.spoke_at is not None and self._require_voice().barge_in_due():
+            # only once what came before has been read: a reader ahead of a starved listener holds messages
+            # (the reply's own sentences, the agent's stop) that belong before the barge-in, not after it
+            if heard.spoke_at is not None and self._queue.empty() and self._require_voice().barge_in_due():
                 interrupted = True
                 self._barging = True
                 break
