@@ -42,6 +42,18 @@ def test_runs_until_stopped(agent):
 '''
 
 
+DEFAULT_SIGNALS = """
+import os, signal, sys
+for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(signum, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+"""Runs argv[1:] with SIGINT, SIGHUP and SIGTERM at their defaults: a pytest started as `nohup make test &` (or
+from any shell's background job) inherits them ignored, and Python keeps an ignored signal ignored, so the
+child would neither see the SIGHUP under test nor let xdist's SIGINT stop a worker (execnet ends a worker that
+ignores it with os._exit, no finalizer run)."""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -66,7 +78,8 @@ def _stops(tmp_path: Path, *, xdist: bool, signalled: str, signum: int, tied: bo
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     mark = tmp_path / "mark"
     # tests/conftest.py as a plug-in of a pytest of its own: the hook under test, in a run that is only this
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "conftest",
+    command = [sys.executable, "-c", DEFAULT_SIGNALS,
+               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "conftest",
                "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), *(["-n", "1"] if xdist else []),
                str(tmp_path / "test_child.py")]
     env = {**os.environ, "MARK": str(mark), "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT / "src")]),
