@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -50,12 +50,35 @@ def realtime_agent() -> Iterator[str]:
         agent.stop()
 
 
+Again = Callable[[list[tuple[str, dict]]], Collection[str]]
+"""Given every call made so far (name, result.json), in order: the names that need another call."""
+
+
 def calls_one_at_a_time(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
-                        timeout: float) -> list[tuple[str, dict]]:
+                        timeout: float, again: Again | None = None) -> list[tuple[str, dict]]:
     """A suite of `targets` (name: its YAML flow mapping), each with one test of the same name (`test`: the rest of
-    its YAML mapping after the name and target) made `repeat` times, through `tamesu run` one call at a time, so
-    that an agent's notes are in the order the calls ran. Returns each call's test name and result.json, in that
-    order; the run must pass."""
+    its YAML mapping after the name and target), through `tamesu run` one call at a time, so that an agent's notes
+    are in the order the calls ran. Each name is called `repeat` times; with `again`, in rounds of one call each,
+    a name called again only while `again` names it (a test that takes the closer of a name's calls needs no
+    second call when the first already agrees: the clock lanes' wall time halves). Returns each call's test name
+    and result.json, in the order they ran; every run must pass."""
+    if again is None:
+        return _run(tamesu, tmp_path, targets=targets, test=test, repeat=repeat, timeout=timeout)
+    calls: list[tuple[str, dict]] = []
+    pending = list(targets)
+    for round_number in range(1, repeat + 1):
+        folder = tmp_path / f"round{round_number}"
+        folder.mkdir()
+        calls += _run(tamesu, folder, targets={name: targets[name] for name in pending}, test=test, repeat=1,
+                      timeout=timeout)
+        pending = [name for name in pending if name in set(again(calls))]
+        if not pending:
+            break
+    return calls
+
+
+def _run(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
+         timeout: float) -> list[tuple[str, dict]]:
     lines = ["targets:", *(f"  {name}: {target}" for name, target in targets.items()), "tests:",
              *(f"  - {{ name: {name}, target: {name}, repeat: {repeat}, {test} }}" for name in targets)]
     suite = tmp_path / "clock.tamesu.yaml"
@@ -68,13 +91,20 @@ def calls_one_at_a_time(tamesu: Callable, tmp_path: Path, *, targets: dict[str, 
     return [(r["test"], r) for r in sorted(results, key=lambda r: r["started_at"])]
 
 
+def not_yet_within(differences: dict[str, list[float]], bound: float) -> list[str]:
+    """The names none of whose calls is within `bound` of the agent's own clock (tamesu minus the agent, ms)."""
+    return [name for name, found in differences.items() if not any(abs(d) <= bound for d in found)]
+
+
 def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, values: Sequence[int],
                               formats: Sequence[str], repeat: int, test: str, notes: Sequence[str],
-                              timeout: float) -> tuple[ModuleType, list[tuple[str, dict]]]:
+                              timeout: float, again: Callable[[ModuleType, list[tuple[str, dict]]], Collection[str]]
+                              ) -> tuple[ModuleType, list[tuple[str, dict]]]:
     """A target of the reference agent for each audio format and each value of its `knob` (a query parameter:
     a delay or pause it injects), named `FORMAT_VALUE`, each with one test made `repeat` times one call at a
-    time (`calls_one_at_a_time`), so that the agent's `notes` lists (cleared first) are in the order the calls
-    ran. Returns the agent module and each call's test name and result.json, in that order."""
+    time, up to `repeat` times while `again` (given the agent module and the calls so far) names it
+    (`calls_one_at_a_time`), so that the agent's `notes` lists (cleared first) are in the order the calls ran.
+    Returns the agent module and each call's test name and result.json, in that order."""
     from tamesu.audio import stt, tts
 
     module = agent_module()
@@ -87,7 +117,8 @@ def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, va
         targets = {f"{fmt}_{value}": f'{{ type: realtime, url: "{agent.url}?{knob}={value}", mode: audio, '
                                      f"audio_format: {fmt}, turn_detection: commit }}"
                    for fmt in formats for value in values}
-        calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=test, repeat=repeat, timeout=timeout)
+        calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=test, repeat=repeat, timeout=timeout,
+                                    again=lambda done: again(module, done))
     finally:
         agent.stop()
     return module, calls

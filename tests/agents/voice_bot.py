@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -129,19 +129,30 @@ def voice_bot(*args: str, warm_up: bool = False, log: Path | None = None) -> Ite
             sink.close()
 
 
+Call = tuple[str, dict, dict[str, list[float]]]
+"""One call on the bot's clock: its test name, result.json, and what the bot noted (`first_audio_ms`,
+`silence_ms`: lists in reply order)."""
+
+
 def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
-                            timeout: float) -> list[tuple[str, dict, dict[str, list[float]]]]:
+                            timeout: float, again: Callable[[list[Call]], Collection[str]]) -> list[Call]:
     """The bot started with `--clock-file`, and `targets` (name: YAML flow mapping, `{base}` for the bot's ws://
-    URL, `{call}` for `call=NAME`, which tags the bot's notes) called one at a time (`calls_one_at_a_time`).
-    Returns each call, in the order they ran: its test name, result.json and what the bot noted on its clock:
-    `first_audio_ms` and `silence_ms` (the longest silence of each reply), lists in reply order."""
+    URL, `{call}` for `call=NAME`, which tags the bot's notes) called one at a time, up to `repeat` times each
+    while `again` (given the calls so far) names it (`calls_one_at_a_time`). Returns each call, in the order
+    they ran: its test name, result.json and what the bot noted on its clock: `first_audio_ms` and `silence_ms`
+    (the longest silence of each reply), lists in reply order."""
     clock = tmp_path / "clock.jsonl"
     with voice_bot("--clock-file", str(clock), log=tmp_path / "voice-bot.log") as base:
         filled = {name: target.replace("{base}", base).replace("{call}", f"call={name}")
                   for name, target in targets.items()}
-        calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout)
+        calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout,
+                                    again=lambda done: again(_with_notes(clock, targets, done)))
+    return _with_notes(clock, targets, calls)
+
+
+def _with_notes(clock: Path, targets: dict[str, str], calls: list[tuple[str, dict]]) -> list[Call]:
     lines: dict[str, dict[int, dict[str, list[float]]]] = {}
-    for text in clock.read_text(encoding="utf-8").splitlines():
+    for text in clock.read_text(encoding="utf-8").splitlines() if clock.exists() else []:
         note = json.loads(text)
         own = lines.setdefault(note["call"], {}).setdefault(note["line"], {"first_audio_ms": [], "silence_ms": []})
         if "first_audio_ms" in note:
@@ -149,7 +160,7 @@ def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[s
         else:  # written again as it grows: the last of a reply is its longest
             del own["silence_ms"][note["reply"] - 1:]
             own["silence_ms"].append(note["silence_ms"])
-    # each name's calls ran in order, and so were its lines opened
+    # each name's calls ran in order, and so were its lines opened (numbered over the bot's life)
     noted = {name: [lines[name][line] for line in sorted(lines.get(name, {}))] for name in targets}
     seen: dict[str, int] = {}
     out = []

@@ -15,7 +15,8 @@ from agents import phone
 from tamesu.audio.extra import problem as voice_problem
 
 reason = phone.missing() or voice_problem()
-pytestmark = [pytest.mark.audio, pytest.mark.skipif(reason is not None, reason=reason or ""),
+pytestmark = [pytest.mark.audio, pytest.mark.xdist_group("audio-sip"),  # the SIP lane (tests/conftest.py)
+              pytest.mark.skipif(reason is not None, reason=reason or ""),
               pytest.mark.timeout(240)]
 
 

@@ -18,7 +18,8 @@ import pytest
 from agents import phone
 from tamesu.targets.sip.phone import SipPhone
 
-pytestmark = [pytest.mark.audio, pytest.mark.skipif(phone.missing() is not None, reason=phone.missing() or "")]
+pytestmark = [pytest.mark.audio, pytest.mark.xdist_group("audio-sip"),  # the SIP lane (tests/conftest.py)
+              pytest.mark.skipif(phone.missing() is not None, reason=phone.missing() or "")]
 
 
 @pytest.fixture(scope="module")

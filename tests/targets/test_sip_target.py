@@ -16,7 +16,8 @@ from tamesu.audio.extra import problem as voice_problem
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "phone-agent"
 reason = phone.missing() or voice_problem()
-pytestmark = [pytest.mark.audio, pytest.mark.skipif(reason is not None, reason=reason or "")]
+pytestmark = [pytest.mark.audio, pytest.mark.xdist_group("audio-sip"),  # the SIP lane (tests/conftest.py)
+              pytest.mark.skipif(reason is not None, reason=reason or "")]
 OFFLINE = {"HF_HUB_OFFLINE": "1"}
 
 

@@ -6,7 +6,8 @@ and through the `voice` target Vonage's (binary pcm16 16 kHz) and Telnyx's (JSON
 Each call injects a reply delay (`?reply_delay_ms=`, 0/400/900) and a pause between the two sentences of the
 reply (`?reply_pause_ms=`); the bot notes its time to first audio and the reply's longest silence (the pause,
 or the wait before the reply when that is longer). tamesu's values must agree within 20 ms for every delay on
-every line; each call is made twice and the closer one counts (test_voice_clock.py says why)."""
+every line; each call is made up to twice and the closer one counts (test_voice_clock.py says why): a
+second call only when the first did not agree."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.voice_bot import calls_on_the_bots_clock, closest, needs_bot
+from agents.voice import not_yet_within
+from agents.voice_bot import Call, calls_on_the_bots_clock, closest, needs_bot
 
 # (delay, pause): the pause is the longest silence unless the wait for the reply is longer (3-6 s on a loaded
 # 2-core machine); either way the bot's clock has the longest
@@ -39,17 +41,35 @@ SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] 
 pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-lines"), pytest.mark.timeout(580)]
 
 
+def _measured(result: dict) -> list[float]:
+    return [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
+            if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
+
+
+def _again(calls: list[Call]) -> set[str]:
+    """The lines none of whose calls yet agrees with the bot on both values (a call the bot noted no single
+    reply of counts as not agreeing)."""
+    first, silence = [], []
+    for name, result, own in calls:
+        if len(_measured(result)) == len(own.get("first_audio_ms", [])) == len(own.get("silence_ms", [])) == 1:
+            first.append((name, _measured(result)[0], own["first_audio_ms"][0]))
+            silence.append((name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]))
+    names = {name for name, _result, _own in calls}
+    return {*not_yet_within({name: closest(first).get(name, []) for name in names}, 20),
+            *not_yet_within({name: closest(silence).get(name, []) for name in names}, 20)}
+
+
 @pytest.mark.parametrize("line", sorted(LINES))
 def test_time_to_first_audio_and_silence_agree_with_the_bots_own_clock(tamesu: Callable, tmp_path: Path,
                                                                         line: str) -> None:
     targets = {f"{line}_{delay}": LINES[line].replace(
         "QUERY", f"greeting=Hello.&reply_delay_ms={delay}&reply_pause_ms={pause}&{{call}}")
         for delay, pause in VALUES_MS}
-    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560,
+                                    again=_again)
     first_rows, silence_rows, rows = [], [], []
     for name, result, own in calls:
-        measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
-                    if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
+        measured = _measured(result)
         rows.append((name, measured, own, result["metrics"].get("silence_gap_max_ms")))
         assert len(measured) == len(own["first_audio_ms"]) == len(own["silence_ms"]) == 1, rows[-1]
         assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), rows[-1]  # the bot waited as told
@@ -59,6 +79,6 @@ def test_time_to_first_audio_and_silence_agree_with_the_bots_own_clock(tamesu: C
     print("per call: tamesu's time to first audio, the bot's notes, tamesu's silence gap (ms):", rows)
     print("time to first audio, tamesu minus the bot's clock (ms):", first)
     print("longest silence, tamesu minus the bot's clock (ms):", silence)
-    assert len(first) == len(VALUES_MS) and all(len(both) == 2 for both in first.values()), first
+    assert set(first) == set(targets), first
     assert all(min(abs(d) for d in both) <= 20 for both in first.values()), first
     assert all(min(abs(d) for d in both) <= 20 for both in silence.values()), silence

@@ -8,8 +8,8 @@ where frames meet its websocket):
   book a table for you. For how many people?", their silent edges cut) and notes the reply's longest silence
   between voiced samples (or the wait before its first); tamesu's value from VAD on the recorded tracks.
 
-Each must agree within 20 ms for every delay and pause. Each call is made twice and the closer one counts, as in
-test_voice_clock.py: a loaded machine can hold either process at the moment the reply's audio goes out."""
+Each must agree within 20 ms for every delay and pause. Each call is made up to twice and the closer one counts, as
+in test_voice_clock.py: a loaded machine can hold either process at the moment the reply's audio goes out."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.voice_bot import calls_on_the_bots_clock, closest, needs_bot
+from agents.voice import not_yet_within
+from agents.voice_bot import Call, calls_on_the_bots_clock, closest, needs_bot
 
 # the first call also waits for the bot to build its first pipeline (Whisper, Piper), 30 s and more on a loaded
 # machine: turn_timeout leaves room for it
@@ -29,22 +30,41 @@ SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] 
 pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
 
 
+def _first(calls: list[Call]) -> list[tuple[str, float, float]]:
+    return [(name, measured[0], own["first_audio_ms"][0]) for name, result, own in calls
+            if len(measured := [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
+                                if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]) == 1
+            and len(own.get("first_audio_ms", [])) == 1]
+
+
+def _silence(calls: list[Call]) -> list[tuple[str, float, float]]:
+    return [(name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]) for name, result, own in calls
+            if len(own.get("silence_ms", [])) == 1]
+
+
+def _again(rows_of: Callable[[list[Call]], list[tuple[str, float, float]]]) -> Callable[[list[Call]], list[str]]:
+    """The targets none of whose calls yet agrees with the bot (a call whose notes are not one reply's counts as
+    not agreeing)."""
+    return lambda calls: not_yet_within({name: closest(rows_of(calls)).get(name, [])
+                                         for name, _result, _own in calls}, 20)
+
+
 def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:
     targets = {f"delay_{delay}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_delay_ms={delay}'
                                  '&{call}", mode: audio, sample_rate: 16000, idle: 2s, turn_timeout: 90s }'
                for delay in DELAYS_MS}
-    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
-    rows = []
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560,
+                                    again=_again(_first))
     for name, result, own in calls:
         measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
                     if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
         assert len(measured) == len(own["first_audio_ms"]) == 1, (name, measured, own)  # the greeting is none
         assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), (name, own)  # the bot waited as told
-        rows.append((name, measured[0], own["first_audio_ms"][0]))
+    rows = _first(calls)
     differences = closest(rows)
     print("the bot's own time to first audio and tamesu's (ms):", rows)
     print("tamesu minus the bot's own clock (ms):", differences)
-    assert len(differences) == len(DELAYS_MS) and all(len(both) == 2 for both in differences.values())
+    assert set(differences) == set(targets), differences
     assert all(min(abs(d) for d in both) <= 20 for both in differences.values()), differences
 
 
@@ -53,15 +73,15 @@ def test_silence_gap_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tm
     targets = {f"pause_{pause}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_pause_ms={pause}'
                                  '&{call}", mode: audio, sample_rate: 16000, idle: 4s, turn_timeout: 90s }'
                for pause in PAUSES_MS}
-    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
-    rows = []
-    for name, result, own in calls:
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560,
+                                    again=_again(_silence))
+    for name, _result, own in calls:
         assert len(own["silence_ms"]) == 1, (name, own)
         # the pause was made (a frame goes out a few ms early or late of its place on the bot's loop)
         assert own["silence_ms"][0] >= int(name.rsplit("_", 1)[1]) - 50, (name, own)
-        rows.append((name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]))
+    rows = _silence(calls)
     differences = closest(rows)
     print("the bot's own longest silence and tamesu's (ms):", rows)
     print("tamesu minus the bot's own clock (ms):", differences)
-    assert len(differences) == len(PAUSES_MS) and all(len(both) == 2 for both in differences.values())
+    assert set(differences) == set(targets), differences
     assert all(min(abs(d) for d in both) <= 20 for both in differences.values()), differences
