@@ -4,6 +4,7 @@ text and audio mode, and small bots written here for the exact frames tamesu sen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
 from hidden_modules import hiding
 from tamesu.audio.extra import problem
+from tamesu.suite.schema import Persona
 
 # the first test of this module also pays for its module fixture, a whole tamesu run of the pipecat suite (its own
 # timeout: 500 s), and maybe the voice bot's start (90 s):
@@ -208,6 +210,50 @@ def test_a_sentence_reported_spoken_in_the_next_turn_stays_the_earlier_replys(ag
     assert "answer" not in first["agent"]["text"]  # never reported spoken within its turn: what Whisper heard
     assert second["agent"]["text"] == "the second answer"
     assert [c["said_earlier"][1] for c in second["agent"]["raw"] if "said_earlier" in c] == ["the first answer"]
+
+
+def _late_talker(prefix: str, at_least_ms: float) -> str:
+    """A test name (in the suite `pc`) whose persona, seeded by it, talks over its first reply no sooner than
+    `at_least_ms` after the reply's first speech."""
+    from tamesu.audio.behaviors import Behaviour
+
+    behaviors = Persona.model_validate({"behaviors": {"interrupt_probability": 1}}).behaviors
+    for k in range(1000):
+        name = f"{prefix}-{k}"
+        seed = int(hashlib.sha256(f"pc/{name}".encode()).hexdigest()[:8], 16) % 2**31  # the engine's run seed
+        if (Behaviour(behaviors, seed).interrupts() or 0) >= at_least_ms:
+            return name
+    raise AssertionError("no seed draws so late a barge-in")
+
+
+@needs_voice
+def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgents, tmp_path: Path) -> None:
+    """The caller talks over a reply only once every message that arrived before that moment has been read: the
+    /starved bot holds tamesu still (SIGSTOP at an idle moment of its loop) while the rest of its first reply
+    arrives (its sentence reported spoken, its stop), and lets go after the persona's timer is due. Read ahead
+    of the barge-in, the sentence is the talked-over reply's words; decided first, it was left for the next turn
+    (reported there as an earlier reply's) and the talked-over reply had no words of its own."""
+    name = _late_talker("starved", 1100)  # the bot's hold is caught well before that
+    project = _suite(tmp_path, _target("a", agents.url + "/starved", "audio", "10s"), f"""
+  - name: {name}
+    target: a
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "hello there" }}, {{ say: "hello again" }} ] }}
+""")
+    for attempt in range(3):  # a hold not caught (tamesu never idle in time: a loaded machine) proves nothing
+        agents.starved.clear()
+        done = run_tamesu(["run", "--out", f"out{attempt}"], cwd=project, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+        if agents.starved == [True]:
+            break
+    assert agents.starved == [True], "tamesu was never caught idle to be held"
+    run_dir = next(d for d in (project / f"out{attempt}").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "pc" / name / "run-1" / "result.json").read_text())
+    first, second = result["turns"]
+    assert [e for e in result["events"] if e["name"] == "barge_in"], "the caller never talked over the reply"
+    assert first["agent"]["text"] == "the first answer"
+    assert second["agent"]["text"] == "the second answer"
+    assert not [c for c in second["agent"]["raw"] if "said_earlier" in c]
 
 
 @needs_voice
