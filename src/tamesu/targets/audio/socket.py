@@ -362,9 +362,9 @@ class AudioSocketTarget(Target[SpecT]):
         if flood:
             session.event("audio_flood", detail=flood)
             heard.controls.append({"audio_flood": flood})
-            problem = self._pace_problem(heard, flood)
-            if problem:
-                raise TurnError(problem, raw=heard.controls)
+        # without a flood too: a stream at another rate read by a starved tamesu can span more than its length
+        if problem := self._pace_problem(heard, flood):
+            raise TurnError(problem, raw=heard.controls)
         own = self._own_words(heard)
         if interrupted and not own:
             # the user starts talking over it now: transcribing first would hold the barge-in back by Whisper's
@@ -490,7 +490,7 @@ class AudioSocketTarget(Target[SpecT]):
     def _flood(self, heard: Heard) -> str | None:
         return flood(heard, STRICT_FLOOD_FACTOR if self.strict_pace or self.rate_key else FLOOD_FACTOR)
 
-    def _pace_problem(self, heard: Heard, flood: str) -> str | None:
+    def _pace_problem(self, heard: Heard, flood: str | None) -> str | None:
         return pace_problem(heard, flood, self._require_voice().receive_format, self.strict_pace and self.pace_key,
                             self.rate_key)
 
