@@ -5,7 +5,9 @@ or does not do wrong (silence, a drop, a flood). Each records what tamesu sent i
   dtmf digit with 1 s of tone and a mark `d<digit>`;
 - `/silent`: never says anything;
 - `/drop`: closes the socket right after `start`;
-- `/flood`: sends tone as fast as the socket takes it, forever.
+- `/flood`: sends tone as fast as the socket takes it, forever;
+- `/stray`: greets with 0.3 s of tone; 0.1 s into the caller's speech it sends 40 ms of tone (the tail of a reply
+  the caller talked over, late), and 1 s after the caller stops it answers with 0.6 s of tone and a mark `r1`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import numpy as np
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
-from tamesu.audio.codecs import encode
+from tamesu.audio.codecs import decode, encode
 
 RATE = 8000
 
@@ -51,6 +54,8 @@ class TwilioAgents(ThreadedWebsocketServer):
         path = ws.request.path if ws.request is not None else "/"
         log = self.received.setdefault(path, [])
         sid = ""
+        caller = EndOfSpeech(quiet_frames=20)
+        strayed = False
         try:
             async for raw in ws:
                 event = json.loads(raw)
@@ -69,6 +74,18 @@ class TwilioAgents(ThreadedWebsocketServer):
                             await ws.send(json.dumps({"event": "media", "streamSid": sid,
                                                       "media": {"payload": chunk}}))
                             await asyncio.sleep(0.01)
+                    if path == "/stray":
+                        await self._speak(ws, sid, 300, "greeting")
+                elif kind == "media" and path == "/stray":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    heard = caller.heard(pcm)
+                    if caller.loud and not strayed:
+                        strayed = True
+                        await asyncio.sleep(0.1)
+                        await self._speak(ws, sid, 40, "stray")
+                    if heard:
+                        await asyncio.sleep(0.6)
+                        await self._speak(ws, sid, 600, "r1")
                 elif kind == "dtmf" and path == "/marks":
                     await self._speak(ws, sid, 1000, "d" + event["dtmf"]["digit"])
         except ConnectionClosed:

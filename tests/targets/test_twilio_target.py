@@ -144,3 +144,21 @@ def test_a_bad_agent_fails_with_its_reason(agents: TwilioAgents, tmp_path: Path,
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert reason in output and "Traceback" not in output
+
+
+@needs_voice
+def test_audio_that_came_while_the_caller_spoke_is_not_the_reply_to_it(agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /stray agent sends 40 ms of tone while the caller is still speaking (a talked-over reply's tail, late)
+    and answers a second after the caller stops: the turn waits for that answer. Counted as the reply's start,
+    the stray chunk's quiet since then was already longer than `idle` when the caller stopped, and the turn
+    ended at once with 40 ms of audio; the answer came after it."""
+    project = _suite(tmp_path, agents.url + "/stray", "        - say: \"Hello there, could you tell me when you "
+                     "open tomorrow morning?\"")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    _greeting, turn = json.loads((run_dir / "tw" / "call" / "run-1" / "result.json").read_text())["turns"]
+    assert turn["agent"]["raw"][-1]["agent_audio_ms"] >= 600, turn["agent"]["raw"]  # the answer, whole
+    audio = turn["agent"]["audio"]
+    assert turn["agent"]["first_token_at_ms"] >= audio["user_to_ms"]
+    assert audio["agent_from_ms"] >= audio["user_to_ms"] + 900  # the agent answers 1 s after the caller stops

@@ -403,9 +403,9 @@ class AudioSocketTarget(Target[SpecT]):
         if item.kind == "audio":
             if not item.audio:
                 return False
-            pending = self._require_voice()._pending_barge_in
-            if pending is not None and audio_turn is not None and at < (audio_turn.user_to_ms or 0.0):
-                # the rest of the reply the user talked over, sent while the user was still speaking
+            if audio_turn is not None and audio_turn.said and at < (audio_turn.user_to_ms or 0.0):
+                # no reply to the caller, who was still speaking: the rest of the reply it talked over (after the
+                # agent's own stop too), or the agent talking over it; its quiet since is no end of the reply
                 with contextlib.suppress(Exception):
                     self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=None)
                 return True
