@@ -4,7 +4,6 @@ text and audio mode, and small bots written here for the exact frames tamesu sen
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,8 +18,8 @@ from agents.pipecat_agents import PipecatAgents
 from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
 from hidden_modules import hiding
+from seeded import name_where
 from tamesu.audio.extra import problem
-from tamesu.suite.schema import Persona
 
 # the first test of this module also pays for its module fixture, a whole tamesu run of the pipecat suite (its own
 # timeout: 500 s), and maybe the voice bot's start (90 s):
@@ -212,20 +211,6 @@ def test_a_sentence_reported_spoken_in_the_next_turn_stays_the_earlier_replys(ag
     assert [c["said_earlier"][1] for c in second["agent"]["raw"] if "said_earlier" in c] == ["the first answer"]
 
 
-def _late_talker(prefix: str, at_least_ms: float) -> str:
-    """A test name (in the suite `pc`) whose persona, seeded by it, talks over its first reply no sooner than
-    `at_least_ms` after the reply's first speech."""
-    from tamesu.audio.behaviors import Behaviour
-
-    behaviors = Persona.model_validate({"behaviors": {"interrupt_probability": 1}}).behaviors
-    for k in range(1000):
-        name = f"{prefix}-{k}"
-        seed = int(hashlib.sha256(f"pc/{name}".encode()).hexdigest()[:8], 16) % 2**31  # the engine's run seed
-        if (Behaviour(behaviors, seed).interrupts() or 0) >= at_least_ms:
-            return name
-    raise AssertionError("no seed draws so late a barge-in")
-
-
 @needs_voice
 def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgents, tmp_path: Path) -> None:
     """The caller talks over a reply only once every message that arrived before that moment has been read: the
@@ -233,7 +218,7 @@ def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgen
     arrives (its sentence reported spoken, its stop), and lets go after the persona's timer is due. Read ahead
     of the barge-in, the sentence is the talked-over reply's words; decided first, it was left for the next turn
     (reported there as an earlier reply's) and the talked-over reply had no words of its own."""
-    name = _late_talker("starved", 1100)  # the bot's hold is caught well before that
+    name = name_where("pc", "starved", 1, lambda draws: draws[0] >= 1100)  # the bot's hold is caught before
     project = _suite(tmp_path, _target("a", agents.url + "/starved", "audio", "10s"), f"""
   - name: {name}
     target: a

@@ -219,6 +219,13 @@ class AudioConversation:
             pending.agent_stopped_at_ms = max(pending.agent_stopped_at_ms or now, now)
         return start
 
+    def talked_over_tail(self, turn: TurnAudio | None, at_ms: float) -> bool:
+        """Whether audio arriving at `at_ms` is the rest of the reply the caller talked over (the last turn's):
+        it came after that barge-in, while the caller of `turn` was still speaking."""
+        last = self.last
+        return (turn is not None and last is not None and last.interrupted_at_ms is not None
+                and _caller_talking(turn, at_ms))
+
     def barge_in_due(self) -> bool:
         """The persona talks over this reply now: enough of it has played, as its behaviour drew."""
         if self._current is None or self._interrupt_after is None or self._heard_from_ms is None:

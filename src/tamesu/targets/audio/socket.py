@@ -403,9 +403,9 @@ class AudioSocketTarget(Target[SpecT]):
         if item.kind == "audio":
             if not item.audio:
                 return False
-            if audio_turn is not None and audio_turn.said and at < (audio_turn.user_to_ms or 0.0):
-                # no reply to the caller, who was still speaking: the rest of the reply it talked over (after the
-                # agent's own stop too), or the agent talking over it; its quiet since is no end of the reply
+            if self._require_voice().talked_over_tail(audio_turn, at):
+                # no reply to the caller, who was still speaking (after the agent's own stop too, a chunk came
+                # late): counted, its quiet since then ended the turn as soon as the caller stopped
                 with contextlib.suppress(Exception):
                     self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=None)
                 return True
