@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lifeline import tied
+
 
 def chromium_binary() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
@@ -38,10 +40,10 @@ class Browser:
             os.dup2(b, 4)
 
         self.process = subprocess.Popen(
-            [binary, "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
+            tied([binary, "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
              "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--disable-extensions", "--disable-default-apps",
-             "--metrics-recording-only", "--mute-audio", f"--user-data-dir={profile}", "about:blank"],
+             "--metrics-recording-only", "--mute-audio", f"--user-data-dir={profile}", "about:blank"]),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=plumb, close_fds=False,
         )

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from lifeline import tied
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "rest-shop"
 
@@ -23,7 +25,7 @@ def example_shop(folder: Path) -> Iterator[tuple[Path, str]]:
     copy = folder / "rest-shop"
     # its suite and project file only: never the runs someone left in the example folder
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("tamesu-runs", "__pycache__", ".tamesu"))
-    agent = subprocess.Popen([sys.executable, str(copy / "agent.py"), "--port", "0"],
+    agent = subprocess.Popen(tied([sys.executable, str(copy / "agent.py"), "--port", "0"]),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert agent.stdout is not None

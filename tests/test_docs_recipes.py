@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from lifeline import tied
 from tamesu.audio.extra import problem
 
 pytestmark = pytest.mark.audio
@@ -47,7 +48,7 @@ def test_a_bot_recipe_passes_its_suite(tmp_path: Path, title: str, test: str) ->
     bot_code, suite = _recipe(title)
     (tmp_path / "bot.py").write_text(bot_code)
     (tmp_path / "suite.yaml").write_text(suite)
-    bot = subprocess.Popen([sys.executable, str(tmp_path / "bot.py"), "0"], stdout=subprocess.PIPE,
+    bot = subprocess.Popen(tied([sys.executable, str(tmp_path / "bot.py"), "0"]), stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     try:
         assert bot.stdout is not None

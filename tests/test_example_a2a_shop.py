@@ -49,6 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from a2a_clients import pinned_client
+from lifeline import tied
 from tamesu.net.serve import ThreadServer
 from tamesu.targets import is_known
 
@@ -77,8 +78,8 @@ class Shop:
 
 def _start_shop(extra_env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], Shop]:
     agent = subprocess.Popen(
-        [sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--grpc-port", "0",
-         "--word-delay", str(WORD_DELAY), *args],
+        tied([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--grpc-port", "0",
+              "--word-delay", str(WORD_DELAY), *args]),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **extra_env},
     )
     output: list[str] = []

@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from lifeline import tied
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orchestrator"
 
 
 @pytest.fixture(scope="module")
 def orchestrator() -> Iterator[str]:
-    process = subprocess.Popen([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0"], cwd=EXAMPLE,
+    process = subprocess.Popen(tied([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0"]), cwd=EXAMPLE,
                                stdout=subprocess.PIPE, text=True,
                                env={**os.environ, "SHIPPING_AGENT_TOKEN": "demo-shipping-token"})
     try:

@@ -119,3 +119,60 @@ def test_a_tied_fixture_process_ends_even_when_pytest_is_killed(tmp_path: Path) 
     """SIGKILL runs no finalizer: a process started through `lifeline.tied` (the web shop, Chromium, the
     pipecat bot) is ended by Linux when pytest dies."""
     _stops(tmp_path, xdist=False, signalled="pytest", signum=signal.SIGKILL, tied=True)
+
+
+UNTIED = {
+    # a `tamesu run` a test starts, signals and waits on itself: it ends with its suite (bounded by the suite's
+    # own timeouts), and these tests judge what the run does with a signal, which an exec'ing wrapper would
+    # put a process between
+    ("runtime/test_kills.py", "_one_round"),
+    ("audio/test_speech_pool.py", "_start"),
+    ("targets/test_grpc_target.py", "test_the_agent_going_away_in_the_middle_of_a_turn_is_exit_3"),
+    ("targets/test_browser_target.py", "_watch"),
+    ("cli/test_cli_run.py", "test_a_killed_run_keeps_every_finished_test"),
+    ("store/test_store.py", "test_two_shards_write_into_one_run_at_once"),
+    ("store/test_store.py", "_killed_once_two_are_stored"),
+    ("store/test_store.py", "test_the_indexed_job_manifests_pods_write_one_postgresql_run_that_view_shows"),
+    # the test kills this parent itself, to see the SIP worker die with it
+    ("targets/test_sip_phone.py", "test_the_worker_dies_with_a_killed_parent"),
+    # the pytest under test here: it is killed on purpose, and its own group is killed in a finally
+    ("test_fixture_cleanup.py", "_stops"),
+    # the warm zygote ends when its stdin (a pipe from this pytest) closes, which the kernel does on any death
+    ("forked.py", "__init__"),
+}
+"""Processes tests start without `lifeline.tied`, each with why it cannot outlive pytest or must not be tied."""
+
+
+def _process_starts() -> list[tuple[str, str, int, bool]]:
+    """(file under tests/, enclosing function, line, started through `tied`) for every subprocess.Popen and
+    asyncio.create_subprocess_exec call in the test tree."""
+    import ast
+
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("Popen", "create_subprocess_exec")):
+                continue
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Starred):  # create_subprocess_exec(*tied([...]))
+                first = first.value
+            through_tied = isinstance(first, ast.Call) and ast.unparse(first.func) == "tied"
+            inner = min((f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)),
+                        key=lambda f: (f.end_lineno or f.lineno) - f.lineno, default=None)
+            found.append((path.relative_to(TESTS).as_posix(), inner.name if inner else "", node.lineno, through_tied))
+    return found
+
+
+def test_every_process_a_test_starts_is_tied_to_pytest_or_listed_with_why_not() -> None:
+    """A fixture's agent, bot or browser started without `tied` outlives a pytest that is SIGKILLed (an xdist
+    worker its controller gives up on): the next run finds its ports and CPU taken."""
+    starts = _process_starts()
+    assert len(starts) > 20  # the walk found the test tree's starts, not nothing
+    loose = [f"tests/{file}:{line} in {function}" for file, function, line, through_tied in starts
+             if not through_tied and (file, function) not in UNTIED]
+    assert not loose, "started without lifeline.tied (or add it to UNTIED, saying why):\n" + "\n".join(loose)
+    stale = UNTIED - {(file, function) for file, function, _, through_tied in starts if not through_tied}
+    assert not stale, f"UNTIED names starts that are gone or now tied: {sorted(stale)}"

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from lifeline import tied
 from remote.test_remote_agents import BILLING, agents
 from test_example_a2a_shop import STATUS_REPLY, Shop, shop  # noqa: F401  (shop is the shared fixture)
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 async def _js_client(card_url: str, text: str) -> list[dict[str, Any]]:
     process = await asyncio.create_subprocess_exec(
-        "node", str(CLIENT), card_url, text, *COMBOS, cwd=JS,
+        *tied(["node", str(CLIENT), card_url, text, *COMBOS]), cwd=JS,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout=120)  # the script gives up at 60 s

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lifeline import tied
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 AGENT = ROOT / "examples" / "phone-agent" / "agent.py"
 
@@ -54,7 +56,7 @@ class PhoneAgent:
 
 
 def start(*args: str) -> PhoneAgent:
-    process = subprocess.Popen([sys.executable, str(AGENT), *args], stdout=subprocess.PIPE,
+    process = subprocess.Popen(tied([sys.executable, str(AGENT), *args]), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     deadline = time.monotonic() + 30

@@ -12,6 +12,12 @@ what checks that description. Each records the frames tamesu sent it, and its ha
 - `/lagging`: to its first speech, bot-started-speaking, a bot-output "the first answer" announced before its
   speech, 0.6 s of tone and bot-stopped-speaking, but never the report that the sentence was spoken; to the
   next, that report at last (as a loaded bot sends it), then "the second answer" spoken as `/echo` speaks;
+- `/starved`: to its first speech, bot-started-speaking, "the first answer" announced and 40 ms of tone; then it
+  holds tamesu still (SIGSTOP, agents/freeze.py) at an idle moment of its loop and sends the rest of the reply
+  in a burst (200 ms of tone, the sentence reported spoken, bot-stopped-speaking) and lets tamesu go 1.5 s after
+  the reply's first tone, past any persona's interrupt timer: tamesu then holds the rest of the reply unread
+  when its caller is due to talk over it. `starved` says whether the hold was caught (else tamesu ran on). To
+  the next speech, "the second answer" spoken;
 - `/unannounced`: as `/echo` to speech, but it never says it is speaking (no bot-started-speaking or
   bot-stopped-speaking): 0.6 s of tone and "heard you unannounced";
 - `GET /start`: a bot runner's start endpoint, `{"ws_url": ".../started", "token": "tk-1"}`; `/started` is
@@ -29,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from http import HTTPStatus
 from typing import Any
 
@@ -37,6 +44,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from agents import freeze
 from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
 from tamesu._proto.pipecat.v1 import frames_pb2
@@ -69,6 +77,8 @@ class PipecatAgents(ThreadedWebsocketServer):
         self.handshakes: dict[str, list[dict[str, str]]] = {}
         """Each connection's handshake headers (lower-cased names), by path."""
         self.started = 0
+        self.starved: list[bool] = []
+        """`/starved`: for each call, whether tamesu was held still while the rest of the reply came."""
         super().__init__("pipecat-agents")
 
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -97,6 +107,7 @@ class PipecatAgents(ThreadedWebsocketServer):
                 {name.lower(): value for name, value in ws.request.headers.raw_items()})
         flood: asyncio.Task[None] | None = None
         lagging: int | None = None
+        starving = True
         caller = EndOfSpeech(quiet_frames=20)
         try:
             async for message in ws:
@@ -111,6 +122,8 @@ class PipecatAgents(ThreadedWebsocketServer):
                         await self._speak(ws, late=path == "/late", announced=path != "/unannounced")
                     if path == "/lagging" and heard:
                         lagging = await self._lag(ws, lagging)
+                    if path == "/starved" and heard:
+                        starving = await self._starve(ws, starving)
                     document: dict[str, Any] = {}
                 else:
                     document = json.loads(frame.message.data)
@@ -203,6 +216,45 @@ class PipecatAgents(ThreadedWebsocketServer):
                                               "spoken_status": "completed"}))
         await ws.send(rtvi("bot-stopped-speaking"))
         return segment if first is None else None
+
+    async def _starve(self, ws: ServerConnection, first: bool) -> bool:
+        """`/starved`: the first reply's rest comes while tamesu is held still; the next is plain."""
+        segment = next(SEGMENT_IDS)
+        client_port, server_port = ws.remote_address[1], ws.local_address[1]
+        pid = freeze.owner(client_port, server_port) if first else None
+        await ws.send(rtvi("bot-started-speaking"))
+        if not first:
+            await self._say_spoken(ws, "the second answer", segment)
+            await ws.send(audio_frame(tone(100, 16000), 16000))
+            await ws.send(rtvi("bot-stopped-speaking"))
+            return False
+        await ws.send(rtvi("bot-output", {"text": "the first answer", "segment_id": segment, "will_be_spoken": True,
+                                          "spoken_status": "new"}))
+        began = time.monotonic()
+        for _ in range(2):
+            await ws.send(audio_frame(tone(20, 16000), 16000))
+            await asyncio.sleep(0.02)
+        held = False
+        try:
+            # caught idle well before the persona is due to talk over the reply (its test draws 1.1 s or more)
+            while pid is not None and not held and time.monotonic() - began < 0.8:
+                held = freeze.stop_when_idle(pid, client_port, server_port)
+                if not held:
+                    await asyncio.sleep(0.005)
+            for _ in range(10):
+                await ws.send(audio_frame(tone(20, 16000), 16000))
+            await self._say_spoken(ws, "the first answer", segment)
+            await ws.send(rtvi("bot-stopped-speaking"))
+            await asyncio.sleep(max(0.0, began + 1.5 - time.monotonic()))
+        finally:
+            if held and pid is not None:
+                freeze.resume(pid)
+        self.starved.append(held)
+        return False
+
+    async def _say_spoken(self, ws: ServerConnection, text: str, segment: int) -> None:
+        await ws.send(rtvi("bot-output", {"text": text, "segment_id": segment, "will_be_spoken": True,
+                                          "spoken_status": "completed"}))
 
     async def _echo(self, ws: ServerConnection, document: dict[str, Any]) -> None:
         data = document.get("data") or {}

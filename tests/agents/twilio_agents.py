@@ -5,7 +5,10 @@ or does not do wrong (silence, a drop, a flood). Each records what tamesu sent i
   dtmf digit with 1 s of tone and a mark `d<digit>`;
 - `/silent`: never says anything;
 - `/drop`: closes the socket right after `start`;
-- `/flood`: sends tone as fast as the socket takes it, forever.
+- `/flood`: sends tone as fast as the socket takes it, forever;
+- `/stray`: greets with 0.3 s of tone; answers the caller's first utterance with 3 s of tone, and when the caller
+  talks over it stops (a `clear`) and 0.1 s later sends 40 ms more of it (late, as a loaded agent's last chunk
+  comes); 0.6 s after the caller's next utterance ends (its 0.4 s of quiet heard) it answers with 0.3 s of tone.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import numpy as np
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.end_of_speech import EndOfSpeech
 from agents.ws_thread import ThreadedWebsocketServer
-from tamesu.audio.codecs import encode
+from tamesu.audio.codecs import decode, encode
 
 RATE = 8000
 
@@ -51,6 +55,9 @@ class TwilioAgents(ThreadedWebsocketServer):
         path = ws.request.path if ws.request is not None else "/"
         log = self.received.setdefault(path, [])
         sid = ""
+        caller = EndOfSpeech(quiet_frames=20)
+        utterances = 0
+        reply: asyncio.Task[None] | None = None
         try:
             async for raw in ws:
                 event = json.loads(raw)
@@ -63,12 +70,28 @@ class TwilioAgents(ThreadedWebsocketServer):
                         return
                     if path == "/marks":
                         await self._speak(ws, sid, 1000, "m1")
+                    if path == "/stray":
+                        await self._speak(ws, sid, 300, "greeting")
                     if path == "/flood":
                         chunk = base64.b64encode(tone(1000)).decode()
                         while True:
                             await ws.send(json.dumps({"event": "media", "streamSid": sid,
                                                       "media": {"payload": chunk}}))
                             await asyncio.sleep(0.01)
+                elif kind == "media" and path == "/stray":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    utterances += caller.heard(pcm)
+                    if utterances == 1 and reply is None:
+                        reply = asyncio.create_task(self._speak(ws, sid, 3000, "r1"))
+                    elif caller.loud and reply is not None and not reply.done():
+                        reply.cancel()
+                        await ws.send(json.dumps({"event": "clear", "streamSid": sid}))
+                        await asyncio.sleep(0.1)
+                        await self._speak(ws, sid, 40, "stray")
+                    elif utterances == 2:
+                        utterances += 1
+                        await asyncio.sleep(0.6)
+                        await self._speak(ws, sid, 300, "r2")
                 elif kind == "dtmf" and path == "/marks":
                     await self._speak(ws, sid, 1000, "d" + event["dtmf"]["digit"])
         except ConnectionClosed:

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import forked
+from lifeline import tied
 
 
 async def _chat(request: Request) -> JSONResponse:
@@ -64,7 +65,7 @@ def test_two_runs_then_view_lists_both_with_no_configuration(tmp_path: Path, age
         f"history: 2 runs in {database}; `tamesu view` shows them (flaky tests, trends, comparisons)")
     run_ids = sorted(p.name for p in (folder / "tamesu-runs").iterdir())
     assert len(run_ids) == 2
-    view = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"], cwd=folder,
+    view = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"]), cwd=folder,
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert view.stdout is not None

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import pytest
 
+from lifeline import tied
 from ports import refused_port
 from sessions import new_session
 
@@ -36,7 +37,7 @@ class Agent:
 
 def start_agent(slow_seconds: float = 3) -> tuple[subprocess.Popen[str], Agent]:
     process = subprocess.Popen(
-        [sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--slow-seconds", str(slow_seconds)],
+        tied([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--slow-seconds", str(slow_seconds)]),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "GRPC_AGENT_TOKEN": TOKEN})
     output: list[str] = []
     found: dict[str, str] = {}

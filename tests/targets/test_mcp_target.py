@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from lifeline import tied
 from ports import refused_port
 from sessions import events
 from tamesu.checks import parse_assertion
@@ -289,7 +290,7 @@ def http_server() -> Iterator[Callable[..., str]]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*extra: str) -> str:
-        process = subprocess.Popen([PYTHON, str(SERVERS), "--http", "--port", "0", *extra],
+        process = subprocess.Popen(tied([PYTHON, str(SERVERS), "--http", "--port", "0", *extra]),
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         started.append(process)
         assert process.stdout is not None

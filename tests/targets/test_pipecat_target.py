@@ -18,6 +18,7 @@ from agents.pipecat_agents import PipecatAgents
 from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
 from hidden_modules import hiding
+from seeded import name_where
 from tamesu.audio.extra import problem
 
 # the first test of this module also pays for its module fixture, a whole tamesu run of the pipecat suite (its own
@@ -208,6 +209,45 @@ def test_a_sentence_reported_spoken_in_the_next_turn_stays_the_earlier_replys(ag
     assert "answer" not in first["agent"]["text"]  # never reported spoken within its turn: what Whisper heard
     assert second["agent"]["text"] == "the second answer"
     assert [c["said_earlier"][1] for c in second["agent"]["raw"] if "said_earlier" in c] == ["the first answer"]
+
+
+@needs_voice
+def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgents, tmp_path: Path) -> None:
+    """The caller talks over a reply only once every message that arrived before that moment has been read: the
+    /starved bot holds tamesu still (SIGSTOP at an idle moment of its loop) while the rest of its first reply
+    arrives (its sentence reported spoken, its stop), and lets go after the persona's timer is due. Read ahead
+    of the barge-in, the sentence is the talked-over reply's words; decided first, it was left for the next turn
+    (reported there as an earlier reply's) and the talked-over reply had no words of its own."""
+    name = name_where("pc", "starved", 1, lambda draws: draws[0] >= 1100)  # the bot's hold is caught before
+    project = _suite(tmp_path, _target("a", agents.url + "/starved", "audio", "10s"), f"""
+  - name: {name}
+    target: a
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "hello there" }}, {{ say: "hello again" }} ] }}
+""")
+    tries = []
+    for attempt in range(5):
+        agents.starved.clear()
+        done = run_tamesu(["run", "--out", f"out{attempt}"], cwd=project, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+        run_dir = next(d for d in (project / f"out{attempt}").iterdir() if d.is_dir())
+        result = json.loads((run_dir / "pc" / name / "run-1" / "result.json").read_text())
+        first, second = result["turns"]
+        # the situation arose when the bot caught tamesu idle to hold it, and tamesu read the rest of the reply
+        # (its sentence reported spoken came last) before it decided the barge-in (the interrupted turn's end);
+        # held just as its loop's wait had ended empty, tamesu decides first with nothing read, and the rule
+        # has nothing to order: try again
+        reported = max(c["at"] for t in (first, second) for c in t["agent"]["raw"]
+                       if c.get("rtvi") == "bot-output" and c.get("text") == "the first answer")
+        tries.append((agents.starved, round(reported - first["agent"]["completed_at_ms"], 1)))
+        if agents.starved == [True] and reported < first["agent"]["completed_at_ms"]:
+            break
+    else:
+        raise AssertionError(f"the situation never arose (held, ms from the report to the barge-in): {tries}")
+    assert [e for e in result["events"] if e["name"] == "barge_in"], "the caller never talked over the reply"
+    assert first["agent"]["text"] == "the first answer", tries
+    assert second["agent"]["text"] == "the second answer"
+    assert not [c for c in second["agent"]["raw"] if "said_earlier" in c]
 
 
 @needs_voice

@@ -17,6 +17,7 @@ import pytest
 from agents.twilio_agents import TwilioAgents
 from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu
+from seeded import name_where
 from tamesu.audio.extra import problem
 
 # the first test of this module also pays for its module fixture, a whole tamesu run of the twilio suite (its own
@@ -144,3 +145,34 @@ def test_a_bad_agent_fails_with_its_reason(agents: TwilioAgents, tmp_path: Path,
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert reason in output and "Traceback" not in output
+
+
+@needs_voice
+def test_audio_that_came_while_the_caller_spoke_is_not_the_reply_to_it(agents: TwilioAgents, tmp_path: Path) -> None:
+    """The caller talks over the /stray agent's first answer; the agent stops (a clear) but a last 40 ms of it
+    comes 0.1 s into the caller's words, and it answers those a second after they end: the turn waits for that
+    answer. Taken for the reply's start, the stray chunk's quiet since then was already longer than `idle` when
+    the caller stopped, and the turn ended at once with 40 ms of audio, the answer after it."""
+    # a caller that talks over the second answer no sooner than 1 s into it: that answer is whole by then
+    name = name_where("tw", "stray", 2, lambda draws: draws[1] >= 1000)
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/stray", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: {name}
+    target: line
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "When do you open?" }},
+                           {{ say: "Sorry, could you tell me when you open tomorrow morning?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / name / "run-1" / "result.json").read_text())
+    _greeting, first, second = result["turns"]
+    assert first["agent"]["audio"]["interrupted_at_ms"] is not None  # the caller talked over the first answer
+    assert second["agent"]["raw"][-1]["agent_audio_ms"] >= 300, second["agent"]["raw"]  # the answer, whole
+    audio = second["agent"]["audio"]
+    assert second["agent"]["first_token_at_ms"] >= audio["user_to_ms"]
+    assert audio["agent_from_ms"] >= audio["user_to_ms"] + 900  # the agent answers 1 s after the caller stops

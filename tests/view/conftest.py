@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import forked
+from lifeline import tied
 
 
 def stored_run(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -26,7 +27,7 @@ class View:
     """A running `tamesu view`: its process and its base URL (no trailing slash)."""
 
     def __init__(self, root: Path, env: dict[str, str], extra: tuple[str, ...]) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "tamesu", "view", "--port", "0", *extra], cwd=root,
+        self.process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "view", "--port", "0", *extra]), cwd=root,
                                         env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         assert self.process.stdout is not None

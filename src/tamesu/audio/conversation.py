@@ -25,6 +25,7 @@ from tamesu.audio import metrics as audio_metrics
 from tamesu.audio.behaviors import Behaviour
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat, frames
+from tamesu.audio.level import SPEECH_RMS, first_sound, rms
 from tamesu.audio.pacing import Pacer, PlaybackClock
 from tamesu.audio.recorder import Recorder
 from tamesu.conversation import Session, TurnAudio
@@ -52,6 +53,8 @@ class AudioConversation:
         self.turns: list[TurnAudio] = []
         self._current: TurnAudio | None = None
         self._interrupt_after: float | None = None
+        self._heard_from_ms: float | None = None
+        """Where the current reply's first speech plays: the persona's interrupt timer counts from here."""
         self._pending_barge_in: TurnAudio | None = None
         """The reply the user is talking over, until the agent's audio stops."""
         self.barge_ins = 0
@@ -82,7 +85,7 @@ class AudioConversation:
         text = self.behaviour.words(text)
         turn = TurnAudio(said=text)
         self._current = turn
-        self._interrupt_after = None
+        self._interrupt_after = self._heard_from_ms = None
         self._listening_only = False
         # a caller waits for the reply to finish playing (a burst plays for as long as it lasts), then pauses;
         # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
@@ -172,7 +175,7 @@ class AudioConversation:
         digits): its reply is placed on the timeline like any other, and the persona does not talk over it."""
         turn = TurnAudio()
         self._current = turn
-        self._interrupt_after = None
+        self._interrupt_after = self._heard_from_ms = None
         self._listening_only = True
         return turn
 
@@ -200,10 +203,14 @@ class AudioConversation:
         heard = clip.at(stt.WHISPER_RATE)  # resampled once, for the recording and for Whisper (both 16 kHz)
         self.recorder.agent(heard, start)
         if turn is not None:
-            if turn.agent_from_ms is None:
+            if turn.agent_from_ms is None and not _caller_talking(turn, now):
                 turn.agent_from_ms = start
-                if turn is self._current and not self._listening_only:
-                    self._interrupt_after = self.behaviour.interrupts()
+            if (turn is self._current and not self._listening_only and self._heard_from_ms is None
+                    and turn.agent_from_ms is not None and rms(heard.samples) > SPEECH_RMS):
+                # the persona talks over what it has heard of the reply: its timer starts at the reply's first
+                # speech (the level every audio target tells speech by), not at a quiet or stray chunk
+                self._heard_from_ms = start + first_sound(heard.samples.tobytes()) * 1000 / heard.rate
+                self._interrupt_after = self.behaviour.interrupts()
             turn.agent_to_ms = start + clip.duration_ms
             turn.agent_audio_ms += clip.duration_ms
             self._reply_audio.setdefault(id(turn), []).append((start, heard.samples))
@@ -212,12 +219,18 @@ class AudioConversation:
             pending.agent_stopped_at_ms = max(pending.agent_stopped_at_ms or now, now)
         return start
 
+    def talked_over_tail(self, turn: TurnAudio | None, at_ms: float) -> bool:
+        """Whether audio arriving at `at_ms` is the rest of the reply the caller talked over (the last turn's):
+        it came after that barge-in, while the caller of `turn` was still speaking."""
+        last = self.last
+        return (turn is not None and last is not None and last.interrupted_at_ms is not None
+                and _caller_talking(turn, at_ms))
+
     def barge_in_due(self) -> bool:
         """The persona talks over this reply now: enough of it has played, as its behaviour drew."""
-        turn = self._current
-        if turn is None or self._interrupt_after is None or turn.agent_from_ms is None:
+        if self._current is None or self._interrupt_after is None or self._heard_from_ms is None:
             return False
-        return self.session.now_ms() - turn.agent_from_ms >= self._interrupt_after
+        return self.session.now_ms() - self._heard_from_ms >= self._interrupt_after
 
     def barge_in(self) -> TurnAudio | None:
         """The user starts talking over the last reply now: the player is flushed (as a client's is) and the
@@ -232,7 +245,7 @@ class AudioConversation:
         self.recorder.cut_agent(now)
         if turn.agent_to_ms is not None:
             turn.agent_to_ms = min(turn.agent_to_ms, now)
-        self._interrupt_after = None
+        self._interrupt_after = self._heard_from_ms = None
         self._pending_barge_in = turn
         self.barge_ins += 1
         return turn
@@ -339,3 +352,10 @@ class AudioConversation:
         for name, value in result.items():
             self.session.counters[name] = value
         return result
+
+
+def _caller_talking(turn: TurnAudio, at_ms: float) -> bool:
+    """Whether audio arriving at `at_ms` came before the caller of `turn` had finished speaking: then it is
+    not the start of the reply to it, but the rest of the reply before (a stray chunk of the one the caller
+    talked over, sent after the agent's stop) or the agent talking while the caller does."""
+    return bool(turn.said) and (turn.user_to_ms is None or at_ms < turn.user_to_ms)

@@ -63,25 +63,60 @@ def steady_factor(arrivals: list[tuple[float, float]], rate: int) -> float | Non
     early = sum(duration for at, duration in run if at <= first + span / 2)
     if not 0.3 <= early / total <= 0.7:
         return None
-    factor = (total - run[-1][1]) / span  # the last chunk arrived at the span's end: its audio is after it
-    sent_at = likely_rate(rate * factor)
-    return factor if sent_at != rate and abs(rate * factor / sent_at - 1) <= RATE_TOLERANCE else None
+    return other_rate((total - run[-1][1]) / span, rate)  # the last chunk's audio is after the span's end
 
 def likely_rate(measured: float) -> int:
     """The usual sample rate nearest (by ratio) to the one a stream's pace measured."""
     return min(RATES, key=lambda rate: abs(math.log(rate / max(measured, 1.0))))
 
 
-def pace_problem(heard: Heard, flood: str, fmt: AudioFormat, paced_key: str | bool, rate_key: str) -> str | None:
-    """Why audio faster than real time (`flood`) fails the turn, or None: a burst plays on the playback clock;
-    an agent that must pace itself (`paced_key`, the option that says so) must not send one; a steady stream at
-    a usual rate's multiple of real time has another sample rate than `fmt`'s (`rate_key`, the option)."""
-    if paced_key:
-        return (f"the agent's audio arrives faster than real time for {fmt}: {flood}; {paced_key} is true, so the "
-                f"agent must send at real-time pace (or is {rate_key} ({fmt.rate}) not the rate it sends?)")
-    factor = steady_factor(heard.arrivals, fmt.rate) if rate_key else None
+PACE_SPREAD = 0.15
+"""How near a chunk's pace must be to the median pace to count as that pace."""
+
+
+def paced_factor(arrivals: list[tuple[float, float]]) -> float | None:
+    """How many times faster than real time a paced sender's chunks come, judged chunk by chunk: a chunk's
+    length over the time to the next one, only where the reader took them as they came. A starved reader reads
+    a backlog at once after a stall (gaps under BURST_GAP_MS: left out) or stalls long (over STEADY_GAP_MS: left
+    out); measured end to end instead, a 2x stream read by a tamesu that fell behind spanned more than its
+    length, came in under the flood factor, and its rate was never named. The median pace, when at least
+    STEADY_CHUNKS gaps were taken as they came and most of them are within PACE_SPREAD of it (not a burst's few
+    stray gaps, nor a sender's short catch-up); else None."""
+    ratios = sorted(previous[1] / (chunk[0] - previous[0]) for previous, chunk in itertools.pairwise(arrivals)
+                    if BURST_GAP_MS <= chunk[0] - previous[0] <= STEADY_GAP_MS)
+    if len(ratios) < STEADY_CHUNKS:
+        return None
+    middle = ratios[len(ratios) // 2]
+    near = sum(1 for ratio in ratios if abs(ratio / middle - 1) <= PACE_SPREAD)
+    return middle if near >= max(STEADY_CHUNKS, len(ratios) / 2) else None
+
+
+def other_rate(factor: float | None, rate: int) -> float | None:
+    """`factor` when a stream arriving that many times faster than real time is one at a usual rate other than
+    `rate` (within RATE_TOLERANCE), else None."""
     if factor is None:
         return None
-    return (f"the agent's audio arrives steadily at {factor:.1f}x real time for {fmt} ({flood}): is {rate_key} "
-            f"({fmt.rate}) the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would play in real time; "
-            "a reply sent in one burst is fine)")
+    sent_at = likely_rate(rate * factor)
+    return factor if sent_at != rate and abs(rate * factor / sent_at - 1) <= RATE_TOLERANCE else None
+
+
+def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: str | bool,
+                 rate_key: str) -> str | None:
+    """Why audio faster than real time (`flood`) fails the turn, or None: a burst plays on the playback clock;
+    an agent that must pace itself (`paced_key`, the option that says so) must not send one; a steady stream at
+    a usual rate's multiple of real time has another sample rate than `fmt`'s (`rate_key`, the option). Without
+    a flood, only a stream whose chunks came at another rate's pace one by one (`paced_factor`) fails."""
+    if paced_key and flood:
+        return (f"the agent's audio arrives faster than real time for {fmt}: {flood}; {paced_key} is true, so the "
+                f"agent must send at real-time pace (or is {rate_key} ({fmt.rate}) not the rate it sends?)")
+    if not rate_key:
+        return None
+    chunkwise = paced_factor(heard.arrivals)
+    # slower than real time is a sender behind its own clock (a loaded bot), never taken for another rate
+    paced = other_rate(chunkwise, fmt.rate) if chunkwise is not None and chunkwise >= STRICT_FLOOD_FACTOR else None
+    factor = (steady_factor(heard.arrivals, fmt.rate) or paced) if flood else paced
+    if factor is None:
+        return None
+    return (f"the agent's audio arrives steadily at {factor:.1f}x real time for {fmt}{f' ({flood})' if flood else ''}: "
+            f"is {rate_key} ({fmt.rate}) the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would play "
+            "in real time; a reply sent in one burst is fine)")

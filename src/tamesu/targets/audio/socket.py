@@ -362,9 +362,9 @@ class AudioSocketTarget(Target[SpecT]):
         if flood:
             session.event("audio_flood", detail=flood)
             heard.controls.append({"audio_flood": flood})
-            problem = self._pace_problem(heard, flood)
-            if problem:
-                raise TurnError(problem, raw=heard.controls)
+        # without a flood too: a stream at another rate read by a starved tamesu can span more than its length
+        if problem := self._pace_problem(heard, flood):
+            raise TurnError(problem, raw=heard.controls)
         own = self._own_words(heard)
         if interrupted and not own:
             # the user starts talking over it now: transcribing first would hold the barge-in back by Whisper's
@@ -403,9 +403,9 @@ class AudioSocketTarget(Target[SpecT]):
         if item.kind == "audio":
             if not item.audio:
                 return False
-            pending = self._require_voice()._pending_barge_in
-            if pending is not None and audio_turn is not None and at < (audio_turn.user_to_ms or 0.0):
-                # the rest of the reply the user talked over, sent while the user was still speaking
+            if self._require_voice().talked_over_tail(audio_turn, at):
+                # no reply to the caller, who was still speaking (after the agent's own stop too, a chunk came
+                # late): counted, its quiet since then ended the turn as soon as the caller stopped
                 with contextlib.suppress(Exception):
                     self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=None)
                 return True
@@ -490,7 +490,7 @@ class AudioSocketTarget(Target[SpecT]):
     def _flood(self, heard: Heard) -> str | None:
         return flood(heard, STRICT_FLOOD_FACTOR if self.strict_pace or self.rate_key else FLOOD_FACTOR)
 
-    def _pace_problem(self, heard: Heard, flood: str) -> str | None:
+    def _pace_problem(self, heard: Heard, flood: str | None) -> str | None:
         return pace_problem(heard, flood, self._require_voice().receive_format, self.strict_pace and self.pace_key,
                             self.rate_key)
 

@@ -1,0 +1,63 @@
+"""The sample rate a steady stream's pace names, on arrivals as a starved tamesu reads them.
+
+Seen once at load 15: the voice target's wrong-rate case (16 kHz audio, 8 kHz agreed: it arrives at 2x real
+time) read by a tamesu that fell behind spanned more than its length, came in under the flood factor, and the
+rate was never named. Here the reader is modelled exactly: each chunk is stamped at the reader's first wake-up
+after it arrived (a backlog read at once), and it stalls 0.3 s every 0.6 s, and 2.3 s before its last read."""
+
+from __future__ import annotations
+
+import time
+
+from tamesu.audio.formats import AudioFormat
+from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR, flood, pace_problem
+from tamesu.targets.audio.heard import Heard
+
+RATE_KEY = "audio.sample_rate"
+STARVED_WAKES = [float(ms) for start in (0, 900, 1800) for ms in range(start, start + 600)] + [4700.0]
+"""When the reader runs: every ms for 0.6 s (keeping up), then not for 0.3 s, twice; then 0.6 s more, and not
+from 2.4 s to 4.7 s. No stretch it kept up over is a second long (what a stream's pace end to end needed)."""
+
+
+def _sent(chunks: int, every_ms: float, chunk_ms: float) -> list[tuple[float, float]]:
+    """A paced sender's chunks: (arrival, duration as read at the agreed rate), a 1 ms jitter on every third."""
+    return [(k * every_ms + (1.0 if k % 3 == 0 else 0.0), chunk_ms) for k in range(chunks)]
+
+
+def _read(sent: list[tuple[float, float]], wakes: list[float]) -> Heard:
+    """What the reader stamped: each chunk at the first wake-up at or after its arrival, a backlog 0.01 ms apart."""
+    heard = Heard()
+    last = -1.0
+    for arrival, duration in sent:
+        wake = next((w for w in wakes if w >= arrival), wakes[-1])
+        stamp = max(wake, last + 0.01)
+        heard.arrivals.append((stamp, duration))
+        last = stamp
+    heard.audio_ms = sum(duration for _at, duration in sent)
+    now = time.monotonic()
+    heard.first_audio_wall, heard.last_audio_wall = now, now + (last - heard.arrivals[0][0]) / 1000
+    heard.last_chunk_ms = sent[-1][1]
+    return heard
+
+
+def test_a_starved_reader_still_names_the_rate_of_a_stream_at_twice_real_time() -> None:
+    heard = _read(_sent(150, 20.0, 40.0), STARVED_WAKES)  # 16 kHz read as 8 kHz: 40 ms of audio every 20 ms
+    assert flood(heard, STRICT_FLOOD_FACTOR) is None  # end to end it came in under the flood factor
+    problem = pace_problem(heard, None, AudioFormat("pcm16", 8000), False, RATE_KEY)
+    assert problem is not None and "arrives steadily at 2.0x real time" in problem
+    assert "is audio.sample_rate (8000) the rate the agent sends? (16000 Hz would play in real time" in problem
+
+
+def test_a_starved_reader_takes_no_right_rate_for_another() -> None:
+    fmt = AudioFormat("pcm16", 16000)
+    right = _read(_sent(150, 20.0, 20.0), STARVED_WAKES)  # real time, read by the same starved reader
+    assert pace_problem(right, flood(right, STRICT_FLOOD_FACTOR), fmt, False, RATE_KEY) is None
+    behind = _read(_sent(150, 28.0, 20.0), STARVED_WAKES)  # a loaded sender behind its own clock: 0.7x
+    assert pace_problem(behind, flood(behind, STRICT_FLOOD_FACTOR), fmt, False, RATE_KEY) is None
+    # a reply in one burst, cut into the socket's segments: a few gaps between them, the rest back to back
+    burst = Heard(arrivals=[(k * 0.01 + (k // 10) * 7.0, 20.0) for k in range(200)], audio_ms=4000.0)
+    assert pace_problem(burst, "4.0s of audio arrived in 0.2s", fmt, False, RATE_KEY) is None
+    # a sender catching up after it fell behind: 30 chunks at twice the pace among 150 at real time
+    catching_up = _read(_sent(150, 20.0, 20.0) + [(3000 + k * 10.0, 20.0) for k in range(30)],
+                        [float(ms) for ms in range(4000)])
+    assert pace_problem(catching_up, None, fmt, False, RATE_KEY) is None
