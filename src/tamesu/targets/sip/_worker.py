@@ -12,7 +12,8 @@ wants every call made from the thread that pumps its events. So each call runs i
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
   `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
-  of the agent's audio, base64, the time its first frame arrived), `played` (an utterance's first and last frame
+  of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
+  the audio PJSIP's jitter buffer still held behind it, `_held`), `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -35,6 +36,8 @@ from collections import deque
 from typing import Any
 
 import pjsua2 as pj
+
+from tamesu.targets.sip._held import HeldAudio
 
 FRAME_BYTES = 320
 """20 ms of pcm16 at 8 kHz."""
@@ -78,6 +81,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         """Marks in the streamed audio: (id, bytes of it still to go out before the mark)."""
         self._streamed_out_at = 0.0
         self._lock = threading.Lock()  # the media clock's thread takes frames, the main thread marks
+        self.held = HeldAudio()
 
     def mark(self, mark_id: str) -> None:
         """`played` (end) once what was streamed so far has gone out: when the caller's words really ended."""
@@ -122,7 +126,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
 
     def onFrameReceived(self, frame: Any) -> None:
         if not self._incoming:
-            self._incoming_at = time.monotonic()
+            self._incoming_at = time.monotonic() - self.held.ms() / 1000
         self._incoming += bytes(frame.buf)
         if len(self._incoming) >= FRAME_BYTES * AUDIO_CHUNK_FRAMES:
             self.flush()
@@ -162,6 +166,13 @@ class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
                 audio.startTransmit(self.port)
                 self.port.startTransmit(audio)
 
+    def onStreamCreated(self, prm: Any) -> None:
+        codec = self.getStreamInfo(prm.streamIdx).audCodecParam.info
+        self.port.held.attach(int(prm.stream), codec.frameLen / (codec.frameLenDenum or 1))
+
+    def onStreamDestroyed(self, prm: Any) -> None:
+        self.port.held.detach()
+
     def onDtmfDigit(self, prm: Any) -> None:
         emit("dtmf", digit=prm.digit, method=str(prm.method))
 
@@ -192,6 +203,9 @@ class Worker:
         config.logConfig.level = level
         config.logConfig.consoleLevel = level
         config.medConfig.noVad = True
+        # the conference bridge at the call's own rate: at its default 16 kHz it resamples the 8 kHz audio port
+        # both ways, and its buffers for that held each direction's audio a frame (measured: 20 ms out, 20-30 in)
+        config.medConfig.clockRate = 8000
         self.endpoint.libInit(config)
         transport = pj.TransportConfig()
         transport.port = port
