@@ -56,4 +56,4 @@ class HeldAudio:
         with self._lock:
             if self._stream is None or _STAT_JBUF(self._stream, ctypes.byref(self._state)) != 0:
                 return 0.0
-            return self._state.size * self._frame_ms
+            return float(self._state.size) * self._frame_ms
