@@ -13,7 +13,8 @@ wants every call made from the thread that pumps its events. So each call runs i
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
   `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
-  the audio PJSIP's jitter buffer still held behind it, `_held`), `played` (an utterance's first and last frame
+  the audio PJSIP's jitter buffer still held behind it, `_held`; a sound rising out of silence starts a chunk of
+  its own), `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -35,8 +36,10 @@ import time
 from collections import deque
 from typing import Any
 
+import numpy as np
 import pjsua2 as pj
 
+from tamesu.audio.level import SPEECH_RMS, pcm16
 from tamesu.targets.sip._held import HeldAudio
 
 FRAME_BYTES = 320
@@ -67,6 +70,12 @@ def emit(event: str, **data: object) -> None:
     _EVENTS.flush()
 
 
+def _sounds(pcm: bytes) -> bool:
+    """Whether a frame holds a sample above the speech level (where `level.first_sound` starts a reply)."""
+    samples: np.ndarray = pcm16(pcm).astype(np.int32)
+    return bool(samples.size) and int(np.abs(samples).max()) > SPEECH_RMS
+
+
 class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
     """Where the call's audio meets the pipes: frames out from the queued utterances, frames in to the parent."""
 
@@ -76,6 +85,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         self._current: tuple[str, bytes, int] | None = None
         self._incoming = bytearray()
         self._incoming_at = 0.0
+        self._incoming_sounds = False
         self._streamed = bytearray()
         self._marks: list[tuple[str, int]] = []
         """Marks in the streamed audio: (id, bytes of it still to go out before the mark)."""
@@ -125,9 +135,16 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         frame.size = FRAME_BYTES
 
     def onFrameReceived(self, frame: Any) -> None:
+        pcm = bytes(frame.buf)
+        sounds = _sounds(pcm)
+        if sounds and not self._incoming_sounds:
+            # a reply's first sound starts a chunk: at the end of a chunk of the line's silence, the chunk's
+            # level (how the listener tells speech) would be too low, and the reply would start a chunk later
+            self.flush()
         if not self._incoming:
             self._incoming_at = time.monotonic() - self.held.ms() / 1000
-        self._incoming += bytes(frame.buf)
+        self._incoming_sounds = self._incoming_sounds or sounds
+        self._incoming += pcm
         if len(self._incoming) >= FRAME_BYTES * AUDIO_CHUNK_FRAMES:
             self.flush()
 
@@ -137,6 +154,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
                                       "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
             _EVENTS.flush()
             self._incoming.clear()
+        self._incoming_sounds = False
 
 
 class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
