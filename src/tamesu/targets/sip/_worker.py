@@ -13,8 +13,8 @@ wants every call made from the thread that pumps its events. So each call runs i
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
   `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
-  the audio PJSIP's jitter buffer still held behind it, `_held`; a sound rising out of silence starts a chunk of
-  its own), `played` (an utterance's first and last frame
+  how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
+  `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -91,7 +91,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         """Marks in the streamed audio: (id, bytes of it still to go out before the mark)."""
         self._streamed_out_at = 0.0
         self._lock = threading.Lock()  # the media clock's thread takes frames, the main thread marks
-        self.held = HeldAudio()
+        self.held = HeldAudio(FRAME_BYTES / 16)  # the media clock ticks once a frame (pcm16 at 8 kHz)
 
     def mark(self, mark_id: str) -> None:
         """`played` (end) once what was streamed so far has gone out: when the caller's words really ended."""
