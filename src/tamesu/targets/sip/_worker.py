@@ -341,6 +341,7 @@ class Worker:
             while not self.call.ended and time.monotonic() < deadline:
                 self.endpoint.libHandleEvents(10)
         self.port.flush()
+        self.port.held.detach()  # its watch must not outlive the stream, whatever order the library ends in
         # pjsua2 asserts when a Call, an Account or a media port outlives the library: drop them first
         self.call = None
         self.pending_answer = None
