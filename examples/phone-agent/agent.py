@@ -189,6 +189,8 @@ class Ivr:
                 await self.say("greeting")  # the source is baresip's, not the call's: start each call anew
             if self.mode == "drop":
                 self.after(1.0, ("hangup", ""))
+        elif kind == "CALL_CLOSED" and self.mode == "silent":
+            await self.say("silence")  # a reply said on this call would start the next one
         elif kind == "CALL_DTMF_START":
             await self.on_digit(param.strip())
 
@@ -231,7 +233,7 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         sip_port = args.sip_port or free_sip_port()
         ctrl_port = free_port()
         # a silent agent's line starts silent: switching the source after the answer would let words through
-        first = silence(folder / "silence.wav") if args.mode == "silent" else prompts["greeting"]
+        first = prompts["silence"] = silence(folder / "silence.wav") if args.mode == "silent" else prompts["greeting"]
         # an agent that times its hearing hears each packet as it comes: baresip's jitter buffer (5 frames
         # by default) would hold the caller's audio 100 ms before the agent's ears (clock.py) get it
         jitter = "0-0" if args.reply_delay_ms is not None else "5-10"

@@ -12,7 +12,9 @@ wants every call made from the thread that pumps its events. So each call runs i
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
   `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
-  of the agent's audio, base64, the time its first frame arrived), `played` (an utterance's first and last frame
+  of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
+  how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
+  `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -34,7 +36,11 @@ import time
 from collections import deque
 from typing import Any
 
+import numpy as np
 import pjsua2 as pj
+
+from tamesu.audio.level import SPEECH_RMS, pcm16
+from tamesu.targets.sip._held import HeldAudio
 
 FRAME_BYTES = 320
 """20 ms of pcm16 at 8 kHz."""
@@ -64,6 +70,12 @@ def emit(event: str, **data: object) -> None:
     _EVENTS.flush()
 
 
+def _sounds(pcm: bytes) -> bool:
+    """Whether a frame holds a sample above the speech level (where `level.first_sound` starts a reply)."""
+    samples: np.ndarray = pcm16(pcm).astype(np.int32)
+    return bool(samples.size) and int(np.abs(samples).max()) > SPEECH_RMS
+
+
 class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
     """Where the call's audio meets the pipes: frames out from the queued utterances, frames in to the parent."""
 
@@ -73,11 +85,13 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         self._current: tuple[str, bytes, int] | None = None
         self._incoming = bytearray()
         self._incoming_at = 0.0
+        self._incoming_sounds = False
         self._streamed = bytearray()
         self._marks: list[tuple[str, int]] = []
         """Marks in the streamed audio: (id, bytes of it still to go out before the mark)."""
         self._streamed_out_at = 0.0
         self._lock = threading.Lock()  # the media clock's thread takes frames, the main thread marks
+        self.held = HeldAudio(FRAME_BYTES / 16)  # the media clock ticks once a frame (pcm16 at 8 kHz)
 
     def mark(self, mark_id: str) -> None:
         """`played` (end) once what was streamed so far has gone out: when the caller's words really ended."""
@@ -121,9 +135,16 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
         frame.size = FRAME_BYTES
 
     def onFrameReceived(self, frame: Any) -> None:
+        pcm = bytes(frame.buf)
+        sounds = _sounds(pcm)
+        if sounds and not self._incoming_sounds:
+            # a reply's first sound starts a chunk: at the end of a chunk of the line's silence, the chunk's
+            # level (how the listener tells speech) would be too low, and the reply would start a chunk later
+            self.flush()
         if not self._incoming:
-            self._incoming_at = time.monotonic()
-        self._incoming += bytes(frame.buf)
+            self._incoming_at = time.monotonic() - self.held.ms() / 1000
+        self._incoming_sounds = self._incoming_sounds or sounds
+        self._incoming += pcm
         if len(self._incoming) >= FRAME_BYTES * AUDIO_CHUNK_FRAMES:
             self.flush()
 
@@ -133,6 +154,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
                                       "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
             _EVENTS.flush()
             self._incoming.clear()
+        self._incoming_sounds = False
 
 
 class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
@@ -161,6 +183,13 @@ class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
                 audio = self.getAudioMedia(index)
                 audio.startTransmit(self.port)
                 self.port.startTransmit(audio)
+
+    def onStreamCreated(self, prm: Any) -> None:
+        codec = self.getStreamInfo(prm.streamIdx).audCodecParam.info
+        self.port.held.attach(int(prm.stream), codec.frameLen / (codec.frameLenDenum or 1))
+
+    def onStreamDestroyed(self, prm: Any) -> None:
+        self.port.held.detach()
 
     def onDtmfDigit(self, prm: Any) -> None:
         emit("dtmf", digit=prm.digit, method=str(prm.method))
@@ -192,6 +221,9 @@ class Worker:
         config.logConfig.level = level
         config.logConfig.consoleLevel = level
         config.medConfig.noVad = True
+        # the conference bridge at the call's own rate: at its default 16 kHz it resamples the 8 kHz audio port
+        # both ways, and its buffers for that held each direction's audio a frame (measured: 20 ms out, 20-30 in)
+        config.medConfig.clockRate = 8000
         self.endpoint.libInit(config)
         transport = pj.TransportConfig()
         transport.port = port
@@ -309,6 +341,7 @@ class Worker:
             while not self.call.ended and time.monotonic() < deadline:
                 self.endpoint.libHandleEvents(10)
         self.port.flush()
+        self.port.held.detach()  # its watch must not outlive the stream, whatever order the library ends in
         # pjsua2 asserts when a Call, an Account or a media port outlives the library: drop them first
         self.call = None
         self.pending_answer = None
