@@ -52,19 +52,20 @@ AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot"}
 """The audio tests are split in lanes, each one xdist group: a lane's real-time tests never run beside each
 other, and a lane's agent (the pipecat bot here: 3 GB and half a minute to start) starts in one worker only.
 One lane alone took 26 minutes of wall clock for 6 minutes of CPU (the tests wait on real time), so lanes
-on three workers keep the run short. The clock tests (`test_voice_clock*.py`, many calls each) are a lane of
-their own through their module's `xdist_group` mark, but the pipecat bot's clock test joins the bot's lane (the
-lanes took 7-10 minutes each at load 12), and the twilio/voice lines against the bot's clock
-(`test_voice_clock_lines.py`, 18 calls on a bot of its own) are a fourth; every other audio test is the `audio`
-lane."""
+side by side keep the run short. Through their modules' `xdist_group` marks: the clock tests
+(`test_voice_clock*.py`, many calls each) are the `audio-clock` lane, but the pipecat bot's clock test joins the
+bot's lane, the twilio/voice lines against the bot's clock (`test_voice_clock_lines.py`, a bot of its own) are
+`audio-lines`, and the SIP tests (baresip agents, the SIP clock) `audio-sip`; every other audio test is the
+`audio` lane."""
 
 
-GROUP_ORDER = ("audio-bot", "audio", "audio-lines", "audio-clock", "browser", "db")
-"""Under `--dist loadgroup` the groups are handed out in this order, longest first (worker minutes measured at
-`-n 4`: bot 6.5, audio 6.5, lines 6.4, clock 5.3, browser 1.8, db 0.8), and every ungrouped test after them.
-xdist hands its work units out in the order it collected them (`--no-loadscope-reorder`, set in
-pytest_configure); by default it sorts them by test count, and a lane of few, long tests (the clock lanes) then
-started only when another worker ran dry, and ended the run minutes after everything else."""
+GROUP_ORDER = ("audio-bot", "audio", "audio-lines", "audio-clock", "audio-sip", "browser", "db")
+"""Under `--dist loadgroup` the groups are handed out in this order, longest first (seconds of tests measured in
+one fresh-clone run at -n 3 once the clock tests call again only until they agree: bot 340, audio 300, lines
+260, clock 195, sip 185, browser 115, db 30), and every ungrouped test after them. xdist hands its work units
+out in the order it collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts
+them by test count, and a lane of few, long tests (the clock lanes) then started only when another worker ran
+dry, and ended the run minutes after everything else."""
 
 
 def _group(item: pytest.Item) -> str | None:

@@ -3,7 +3,8 @@
 each 20 ms frame is written): the agent answers the caller's speech after an injected `--reply-delay-ms`, with
 exactly `--reply-pause-ms` of silence between the two sentences of its reply, and notes from the caller's last
 voiced frame as it heard it (baresip's jitter buffer off) to its reply's first voiced sample as it went out, and
-the reply's longest silence. Each call is made twice and the closer one counts (test_voice_clock.py says why).
+the reply's longest silence. Each call is made up to twice (again only when it did not agree) and the closer one counts
+(test_voice_clock.py says why).
 
 Asserted: one reply per call, the agent waited and paused as told, and tamesu's time to first audio within
 20 ms of the agent's (closer of two calls). Measured: tamesu 1-9 ms over the agent, every single call (load
@@ -32,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from agents import phone
-from agents.voice import calls_one_at_a_time
+from agents.voice import calls_one_at_a_time, not_yet_within
 from agents.voice_bot import closest
 from tamesu.audio.extra import problem as voice_problem
 
@@ -41,7 +42,7 @@ reason = phone.missing() or voice_problem()
 VALUES_MS = ((0, 2500), (400, 3000), (900, 2000))
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
 pytestmark = [pytest.mark.audio, pytest.mark.skipif(reason is not None, reason=reason or ""),
-              pytest.mark.xdist_group("audio-lines"), pytest.mark.timeout(580)]
+              pytest.mark.xdist_group("audio-sip"), pytest.mark.timeout(580)]
 
 
 def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(tamesu: Callable,
@@ -54,18 +55,14 @@ def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(t
         # idle above the pause: the silence inside the reply is no end of the agent's turn
         targets = {name: f'{{ type: sip, to: "{agent.uri}", idle: 4s, turn_timeout: 30s, max_duration: 60s }}'
                    for name, agent in agents.items()}
-        calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560)
+        calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=2, timeout=560,
+                                    again=lambda done: not_yet_within(_first_differences(tmp_path, done), 20))
     finally:
         for agent in agents.values():
             agent.stop()
-    notes = {name: _notes(tmp_path / f"{name}.jsonl") for name in agents}
-    seen: dict[str, int] = {}
     first, silence, rows = [], [], []
-    for name, result in calls:
-        k = seen[name] = seen.get(name, 0) + 1  # the agent counts its calls from 1, in the order they ran
-        own = notes[name].get(k, {"first_audio_ms": [], "silence_ms": []})
-        measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
-                    if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
+    for name, result, own in _with_notes(tmp_path, calls):
+        measured = _measured(result)
         rows.append((name, measured, own, result["metrics"].get("silence_gap_max_ms")))
         assert len(measured) == len(own["first_audio_ms"]) == len(own["silence_ms"]) == 1, rows[-1]
         assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), rows[-1]  # the agent waited as told
@@ -75,7 +72,7 @@ def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(t
     first_differences, silence_differences = closest(first), closest(silence)
     print("time to first audio, tamesu minus the agent's clock (ms):", first_differences)
     print("longest silence, tamesu minus the agent's clock (ms):", silence_differences)
-    assert len(first_differences) == len(VALUES_MS) and all(len(both) == 2 for both in first_differences.values())
+    assert len(first_differences) == len(VALUES_MS), first_differences
     # the reply's pause as the agent made it (tamesu's silence_gap_max_ms is not compared here: on a SIP call
     # it is the caller's own wait of `idle` after the greeting, a longer silence than any pause in the reply)
     pauses = dict(VALUES_MS)
@@ -84,6 +81,30 @@ def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(t
     offsets = [min(both, key=abs) for both in first_differences.values()]
     # seen: 1-9 ms (the caller's last frame reaching the agent, the 2 ms watch of the newest packet)
     assert all(abs(offset) <= 20 for offset in offsets), first_differences
+
+
+def _measured(result: dict) -> list[float]:
+    return [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
+            if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
+
+
+def _with_notes(folder: Path, calls: list[tuple[str, dict]]) -> list[tuple[str, dict, dict[str, list[float]]]]:
+    """Each call with what its agent noted of it (each delay has an agent of its own, which counts its calls
+    from 1 in the order they ran)."""
+    notes = {name: _notes(folder / f"{name}.jsonl") for name, _result in calls}
+    seen: dict[str, int] = {}
+    out = []
+    for name, result in calls:
+        k = seen[name] = seen.get(name, 0) + 1
+        out.append((name, result, notes[name].get(k, {"first_audio_ms": [], "silence_ms": []})))
+    return out
+
+
+def _first_differences(folder: Path, calls: list[tuple[str, dict]]) -> dict[str, list[float]]:
+    """Time to first audio, tamesu minus the agent, per delay (a call not noted as one reply: no difference)."""
+    rows = [(name, _measured(result)[0], own["first_audio_ms"][0]) for name, result, own in _with_notes(folder, calls)
+            if len(_measured(result)) == len(own["first_audio_ms"]) == 1]
+    return {name: closest(rows).get(name, []) for name, _result in calls}
 
 
 def _notes(path: Path) -> dict[int, dict[str, list[float]]]:
