@@ -54,11 +54,12 @@ typecheck: $(BIN)/.installed
 docs: $(BIN)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# three workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
-# calls, agents answering), not CPU. The audio tests are four lanes (tests/conftest.py), each one xdist group,
-# so a lane's real-time tests never run beside each other; the browser and database tests are a group each. A
-# test's `tamesu` command is a fork of a warm process per worker (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
-WORKERS ?= 3
+# four workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
+# calls, agents answering), not CPU (a fresh-clone run at -n 4: 8 min 33 s of tests for 13 min 15 s of CPU). The
+# audio tests are five lanes (tests/conftest.py), each one xdist group, so a lane's real-time tests never run
+# beside each other; the browser and database tests are a group each. A test's `tamesu` command is a fork of a
+# warm process per worker (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
+WORKERS ?= 4
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 test: lint typecheck .venv-voicebot/.installed $(JS_SDK)

@@ -60,12 +60,13 @@ bot's lane, the twilio/voice lines against the bot's clock (`test_voice_clock_li
 
 
 GROUP_ORDER = ("audio-bot", "audio", "audio-lines", "audio-clock", "audio-sip", "browser", "db")
-"""Under `--dist loadgroup` the groups are handed out in this order, longest first (seconds of tests measured in
-one fresh-clone run at -n 3 once the clock tests call again only until they agree: bot 340, audio 300, lines
-260, clock 195, sip 185, browser 115, db 30), and every ungrouped test after them. xdist hands its work units
-out in the order it collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts
-them by test count, and a lane of few, long tests (the clock lanes) then started only when another worker ran
-dry, and ended the run minutes after everything else."""
+"""Under `--dist loadgroup` the groups are handed out in this order, the longest first (seconds of tests in one
+fresh-clone run at -n 4, once the clock tests call again only until they agree: bot 362, audio 328, sip 216,
+lines 207, clock 137, browser 118, db 26; the sip lane after the clock lane, so the two shorter ones share a
+worker), and every ungrouped test after them. xdist hands its work units out in the order it collected them
+(`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few,
+long tests (the clock lanes) then started only when another worker ran dry, and ended the run minutes after
+everything else."""
 
 
 def _group(item: pytest.Item) -> str | None:
