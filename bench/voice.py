@@ -168,10 +168,16 @@ def _cpu_of(pid: int) -> float | None:
 
 
 def _children_of(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    """Every child of `pid`, whichever of its threads started it: Linux lists a child under the thread that
+    forked it, and tamesu starts its speech workers from a thread of their own (`tamesu.audio.pool`), so the
+    main thread's list alone found none (the workers' CPU read 0 and was counted as the loop's)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def probe(n: int) -> None:
