@@ -54,12 +54,14 @@ typecheck: $(BIN)/.installed
 docs: $(BIN)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# four workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
-# calls, agents answering), not CPU (a fresh-clone run at -n 4: 8 min 33 s of tests for 13 min 15 s of CPU). The
-# audio tests are five lanes (tests/conftest.py), each one xdist group, so a lane's real-time tests never run
-# beside each other; the browser and database tests are a group each. A test's `tamesu` command is a fork of a
-# warm process per worker (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
-WORKERS ?= 4
+# three workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
+# calls, agents answering), not CPU. Four were measured (fresh clones, quiet machine: 8 min 33 s of tests
+# twice, 13 min of CPU) and not kept: one of the two runs failed two tests on load (the pipecat bot cut its own
+# reply short; a browser watcher saw a forked helper). The audio tests are five lanes (tests/conftest.py), each
+# one xdist group, so a lane's real-time tests never run beside each other; the browser and database tests are
+# a group each. A test's `tamesu` command is a fork of a warm process per worker (tests/forked.py;
+# TAMESU_TEST_FORK=0 turns it off)
+WORKERS ?= 3
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 test: lint typecheck .venv-voicebot/.installed $(JS_SDK)

@@ -158,13 +158,17 @@ def alive(pid: int) -> bool:
 
 
 def browser_main_process(pids: list[int]) -> int | None:
-    """The browser process itself (its helpers are started with --type=..., beside the crash handler)."""
+    """The browser process itself (its helpers are started with --type=..., beside the crash handler), whose
+    parent is no Chromium: a helper the browser has forked and not yet exec'd still has the browser's command
+    line, and a watcher polling on a loaded machine saw one as a second browser (CI at -n 4)."""
     for pid in pids:
         try:
             # helpers may rewrite their argv into one string, so look at the whole command line
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if command and b"crashpad" not in command and b"--type=" not in command:
+        parent = _parent(pid)
+        if (command and b"crashpad" not in command and b"--type=" not in command
+                and not (parent and _is_chromium(parent))):
             return pid
     return None
