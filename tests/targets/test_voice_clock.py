@@ -1,7 +1,7 @@
 """Metrics checked against the agent's own clock: the reference Realtime agent waits an injected
 `reply_delay_ms` before it answers and notes, on its clock, how long it took from the commit of the caller's
 audio to its first audio; tamesu's `time_to_first_audio_ms` must agree within 20 ms, for every delay and
-codec. Each call is made up to twice and the closer one counts: another process on a loaded machine can hold
+codec. Each call is made up to three times and the closest one counts: another process on a loaded machine can hold
 this one's event loop for tens of ms at the moment the first audio arrives (seen once: 44 ms). A call is made
 again only when none of its calls agrees yet (`calls_one_at_a_time`'s `again`): on a quiet machine most agree
 at once, and the clock lanes, the tail of `make test`, take half the time.
@@ -23,7 +23,7 @@ from agents.voice import calls_on_the_agents_clock, needs_voice, not_yet_within
 DELAYS_MS = (0, 800)
 FORMATS = ("pcm16", "g711_ulaw", "g711_alaw")
 pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.xdist_group("audio-clock"),  # real time: the clock lane
-              pytest.mark.timeout(400)]
+              pytest.mark.timeout(580)]
 
 
 def _differences(module: ModuleType, calls: list[tuple[str, dict]]) -> dict[str, list[float]]:
@@ -38,7 +38,7 @@ def _differences(module: ModuleType, calls: list[tuple[str, dict]]) -> dict[str,
 
 def test_time_to_first_audio_agrees_with_the_agents_own_clock(tamesu: Callable, tmp_path: Path) -> None:
     module, calls = calls_on_the_agents_clock(
-        tamesu, tmp_path, knob="reply_delay_ms", values=DELAYS_MS, formats=FORMATS, repeat=2,
+        tamesu, tmp_path, knob="reply_delay_ms", values=DELAYS_MS, formats=FORMATS, repeat=3,
         test='scenario: { script: [ { say: "I would like to book a table" } ] }', notes=["TIMINGS"],
         timeout=380, again=lambda module, calls: not_yet_within(_differences(module, calls), 20))
     differences = _differences(module, calls)

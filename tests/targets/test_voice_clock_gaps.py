@@ -3,7 +3,7 @@
 edges cut so the pause is exact, and notes the longest silence of the reply as it played on its clock (the wait
 from the commit to its first voiced sample, or the pause); tamesu's `silence_gap_max_ms`, from VAD on the
 recorded tracks, must agree within 20 ms for every pause and codec. Each call is made up to three times (again
-only while none agrees) and the closest counts (test_voice_clock.py makes two): a loaded machine can hold either
+only while none agrees) and the closest counts (as the other clock tests do): a loaded machine can hold either
 loop at the moment a reply's audio arrives, and with two calls the closer one was 23 ms off once in three runs at
 load 19 on 2 cores."""
 
