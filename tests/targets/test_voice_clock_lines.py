@@ -54,9 +54,10 @@ def _again(calls: list[Call]) -> set[str]:
         if len(_measured(result)) == len(own.get("first_audio_ms", [])) == len(own.get("silence_ms", [])) == 1:
             first.append((name, _measured(result)[0], own["first_audio_ms"][0]))
             silence.append((name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]))
+    by_first, by_silence = closest(first), closest(silence)
     names = {name for name, _result, _own in calls}
-    return {*not_yet_within({name: closest(first).get(name, []) for name in names}, 20),
-            *not_yet_within({name: closest(silence).get(name, []) for name in names}, 20)}
+    return {*not_yet_within({name: by_first.get(name, []) for name in names}, 20),
+            *not_yet_within({name: by_silence.get(name, []) for name in names}, 20)}
 
 
 @pytest.mark.parametrize("line", sorted(LINES))

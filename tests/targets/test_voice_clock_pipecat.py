@@ -46,8 +46,10 @@ def _silence(calls: list[Call]) -> list[tuple[str, float, float]]:
 def _again(rows_of: Callable[[list[Call]], list[tuple[str, float, float]]]) -> Callable[[list[Call]], list[str]]:
     """The targets none of whose calls yet agrees with the bot (a call whose notes are not one reply's counts as
     not agreeing)."""
-    return lambda calls: not_yet_within({name: closest(rows_of(calls)).get(name, [])
-                                         for name, _result, _own in calls}, 20)
+    def again(calls: list[Call]) -> list[str]:
+        found = closest(rows_of(calls))
+        return not_yet_within({name: found.get(name, []) for name, _result, _own in calls}, 20)
+    return again
 
 
 def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:

@@ -104,7 +104,8 @@ def _first_differences(folder: Path, calls: list[tuple[str, dict]]) -> dict[str,
     """Time to first audio, tamesu minus the agent, per delay (a call not noted as one reply: no difference)."""
     rows = [(name, _measured(result)[0], own["first_audio_ms"][0]) for name, result, own in _with_notes(folder, calls)
             if len(_measured(result)) == len(own["first_audio_ms"]) == 1]
-    return {name: closest(rows).get(name, []) for name, _result in calls}
+    found = closest(rows)
+    return {name: found.get(name, []) for name, _result in calls}
 
 
 def _notes(path: Path) -> dict[int, dict[str, list[float]]]:

@@ -22,8 +22,18 @@ def is_speech(data: bytes) -> bool:
     return rms(pcm16(data)) > SPEECH_RMS
 
 
+def _loud(data: bytes) -> np.ndarray:
+    """The indexes of the samples louder than the speech level."""
+    return np.flatnonzero(np.abs(pcm16(data).astype(np.int32)) > SPEECH_RMS)
+
+
+def sounds(data: bytes) -> bool:
+    """Whether any sample is louder than the speech level: where `first_sound` would start a reply."""
+    return bool(_loud(data).size)
+
+
 def first_sound(data: bytes) -> int:
     """The index of the first sample louder than the speech level (0 when none is): where a reply starts in a
     chunk of a line that carries its silence too (a SIP call's 100 ms chunks)."""
-    loud = np.flatnonzero(np.abs(pcm16(data).astype(np.int32)) > SPEECH_RMS)
+    loud = _loud(data)
     return int(loud[0]) if loud.size else 0

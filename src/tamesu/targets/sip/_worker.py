@@ -36,10 +36,9 @@ import time
 from collections import deque
 from typing import Any
 
-import numpy as np
 import pjsua2 as pj
 
-from tamesu.audio.level import SPEECH_RMS, pcm16
+from tamesu.audio import level
 from tamesu.targets.sip._held import HeldAudio
 
 FRAME_BYTES = 320
@@ -68,12 +67,6 @@ def _own_stdout() -> None:
 def emit(event: str, **data: object) -> None:
     _EVENTS.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
     _EVENTS.flush()
-
-
-def _sounds(pcm: bytes) -> bool:
-    """Whether a frame holds a sample above the speech level (where `level.first_sound` starts a reply)."""
-    samples: np.ndarray = pcm16(pcm).astype(np.int32)
-    return bool(samples.size) and int(np.abs(samples).max()) > SPEECH_RMS
 
 
 class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
@@ -136,7 +129,7 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
 
     def onFrameReceived(self, frame: Any) -> None:
         pcm = bytes(frame.buf)
-        sounds = _sounds(pcm)
+        sounds = level.sounds(pcm)
         if sounds and not self._incoming_sounds:
             # a reply's first sound starts a chunk: at the end of a chunk of the line's silence, the chunk's
             # level (how the listener tells speech) would be too low, and the reply would start a chunk later
