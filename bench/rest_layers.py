@@ -4,13 +4,13 @@
 
 Against `bench/agents.py` (its own process), one request at a time, this process's CPU per request
 (`time.process_time`), the median of R rounds, the layers in an order that alternates between rounds:
-- the rest target's `Http.build` + `Http.fetch` (httpx's API over `tamesu.net.aio`, the body read to the limit,
-  decoded and parsed);
+- the rest target's `Http.build` + `Http.fetch` (aiohttp's `ClientSession` through `tamesu.net.direct`, the
+  body read to the limit, decoded and parsed; httpx's API over `tamesu.net.aio` before issue 28's sixth pass);
 - a bare httpx client over `tamesu.net.aio` (`post` + `json()`);
 - a bare httpx client on its own transport (httpcore);
 - a bare aiohttp `ClientSession` (`post` + `json()`): the floor of issue 28's goals.
-The difference between the first and the last is what moving the rest target onto aiohttp directly could save
-(docs/performance.md, issue 28's fourth pass).
+The difference between the first and the last is what the rest target's own work costs above the wire
+(docs/performance.md, issue 28's fourth and sixth passes).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import httpx2
 import pytest
 import trustme
 
+from rest_client import RestClient
 from sessions import new_session
 from tamesu.conversation import Session
 from tamesu.net import aio, tls
@@ -46,8 +47,7 @@ def _rest(tmp_path: Path, spec: TlsSpec | None, resent: list[str]) -> Any:
 
     http = Http(session=_session(tmp_path), connect=ConnectSpec(), read_timeout=10, what="rest target",
                 max_bytes=10_000_000, tls=spec)
-    http._resent = lambda request, reason: resent.append(reason)  # type: ignore[method-assign]
-    return http.client
+    return RestClient(http)
 
 
 def _a2a(tmp_path: Path, spec: TlsSpec | None, resent: list[str]) -> Any:

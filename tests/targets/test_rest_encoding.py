@@ -1,11 +1,13 @@
-"""The rest target decodes an answer by its charset as httpx would (`targets.rest.http.text_encoding` skips
-httpx's parse of a content type that names none), against a real server on 127.0.0.1."""
+"""The rest target decodes an answer by its charset as httpx would (`targets.rest.http.text_encoding`, httpx's
+rule without httpx: its parse is skipped for a content type that names no charset), against a real server on
+127.0.0.1."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -54,8 +56,9 @@ def _http(tmp_path: Path) -> Http:
 async def test_an_answer_is_decoded_by_its_charset_as_httpx_decodes_it(name: str, agent: str, tmp_path: Path) -> None:
     http = _http(tmp_path)
     try:
-        response = await http.client.get(f"{agent}/{name}")
-        assert text_encoding(response) == (response.encoding or "utf-8")
+        async with httpx.AsyncClient() as plain:  # httpx's own reading of the same answer
+            response = await plain.get(f"{agent}/{name}")
+        assert text_encoding(response.headers) == (response.encoding or "utf-8")
         answer = await http.fetch(http.build("GET", f"{agent}/{name}", {}, None, has_body=False))
         assert answer.body == ANSWERS[name][2]
     finally:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -87,6 +88,13 @@ def _bypassed(host: str, no_proxy: str) -> bool:
     return False
 
 
+def tcp_connector(context: ssl.SSLContext | bool, *, limit: int, keepalive_expiry: float) -> aiohttp.TCPConnector:
+    """aiohttp's connection pool as every client of tamesu's opens it: TLS as `tamesu.net.tls` built it, idle
+    connections dropped after `keepalive_expiry`, happy eyeballs."""
+    return aiohttp.TCPConnector(limit=limit, keepalive_timeout=keepalive_expiry, ssl=context,
+                                happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY)
+
+
 def resend_reason(exc: BaseException) -> str:
     """Why a request was sent again on a new connection (the `resent` event's reason)."""
     return f"the connection ended before any answer ({_words(exc)})"
@@ -115,7 +123,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
                 async for chunk in self._response.content.iter_any():
                     yield chunk
             except Exception as exc:
-                raise _mapped(module, exc, self._request, answered=True) from exc
+                raise mapped(module, exc, self._request.url.host, answered=True, request=self._request) from exc
 
         async def aclose(self) -> None:
             if self._response.content.at_eof():
@@ -135,8 +143,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
             self._session: aiohttp.ClientSession | None = None
 
         def _open(self) -> aiohttp.ClientSession:
-            connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=self._keepalive, ssl=self._ssl,
-                                             happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY)
+            connector = tcp_connector(self._ssl, limit=self._limit, keepalive_expiry=self._keepalive)
             # cookies, redirects and decompression are the client module's (above): aiohttp passes answers on
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                                   auto_decompress=False, skip_auto_headers=("User-Agent",))
@@ -159,7 +166,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
                                        "timeout": timeout, "proxy": proxy_for(url.scheme, url.host)}
             if self._server_name is not None and url.scheme == "https":
                 options["server_hostname"] = self._server_name
-            resend = in_memory and self._on_resend is not None and request.method not in _IDEMPOTENT
+            resend = in_memory and self._on_resend is not None and request.method not in IDEMPOTENT
             while True:
                 sent = time.monotonic()
                 try:
@@ -173,20 +180,14 @@ def _classes(module: Any) -> tuple[Any, Any]:
                     assert self._on_resend is not None
                     self._on_resend(request, resend_reason(exc))
                 except Exception as exc:
-                    raise _mapped(module, exc, request, answered=False) from exc
+                    raise mapped(module, exc, url.host, answered=False, request=request) from exc
             return module.Response(response.status, headers=response.raw_headers, stream=Body(response, request),
                                    extensions={"http_version": b"HTTP/1.1",
                                                "reason_phrase": (response.reason or "").encode("latin-1", "replace")})
 
         def _unanswered(self, exc: Exception, request: Any) -> Exception:
-            mapped = _mapped(module, exc, request, answered=False)
-            if request.url.scheme == "https" and not self._client_certificate and tls_reason(exc) is None:
-                # TLS 1.3 ends the handshake before the server checks a client certificate: a server that
-                # requires one resets the connection at the first request, and the client sees only that
-                mapped.tamesu_reason = (f"the server ended the connection before answering ({_words(exc)}); "  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
-                                 "a server that requires a client certificate does this: give tls.cert_file and "
-                                 "tls.key_file")
-            return mapped
+            return unanswered(module, exc, request.url.scheme, request.url.host,
+                              client_certificate=self._client_certificate, request=request)
 
         async def aclose(self) -> None:
             if self._session is not None:
@@ -196,7 +197,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
     return AioTransport, Body
 
 
-_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 
 async def _chunks(stream: Any) -> AsyncIterator[bytes]:
@@ -204,11 +205,26 @@ async def _chunks(stream: Any) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _mapped(module: ModuleType, exc: BaseException, request: Any, *, answered: bool) -> Exception:
-    """`exc` (aiohttp's, or asyncio's) as the client module's exception of the same meaning."""
+def unanswered(module: ModuleType, exc: Exception, scheme: str, host: str, *, client_certificate: bool,
+               request: Any = None) -> Exception:
+    """`mapped` for a connection that failed before any answer, with what to do about it when that is known."""
+    error = mapped(module, exc, host, answered=False, request=request)
+    if scheme == "https" and not client_certificate and tls_reason(exc) is None:
+        # TLS 1.3 ends the handshake before the server checks a client certificate: a server that
+        # requires one resets the connection at the first request, and the client sees only that
+        error.tamesu_reason = (f"the server ended the connection before answering ({_words(exc)}); "  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
+                               "a server that requires a client certificate does this: give tls.cert_file and "
+                               "tls.key_file")
+    return error
+
+
+def mapped(module: ModuleType, exc: BaseException, host: str | None, *, answered: bool,
+           request: Any = None) -> Exception:
+    """`exc` (aiohttp's, or asyncio's) as the client module's exception of the same meaning (`request`, the
+    client module's request, when there is one: `tamesu.net.direct` sends none)."""
     tls = tls_reason(exc)
     if tls is not None:
-        return _error(module, "ConnectError")(f"{tls} [{request.url.host}]", request=request)
+        return _error(module, "ConnectError")(f"{tls} [{host}]", request=request)
     if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return _error(module, "ProxyError")(f"the proxy failed: {_words(exc)}", request=request)
     if isinstance(exc, aiohttp.ConnectionTimeoutError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import codecs
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -34,37 +34,36 @@ class Reading:
                       declared=self.declared, complete=False, note=self.note(what))
 
 
-def reading_of(response: httpx.Response, limit: int) -> Reading:
-    declared = response.headers.get("content-length", "")
+def reading_of(headers: Mapping[str, str], limit: int) -> Reading:
+    declared = headers.get("content-length", "")
     # a compressed body's length says nothing about the decoded bytes the limit counts
-    encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+    encoded = headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
     return Reading(limit=limit, declared=int(declared) if declared.isdigit() and not encoded else None)
 
 
-async def bounded_chunks(response: httpx.Response, reading: Reading) -> AsyncIterator[bytes]:
-    """The body's bytes, decoded from gzip or deflate, until `reading.limit`: then `reading.cut` is set and
-    nothing more is read (the caller closes the response, which drops the connection)."""
+async def bounded_chunks(raw: AsyncIterator[bytes], content_encoding: str, reading: Reading) -> AsyncIterator[bytes]:
+    """The body's bytes (`raw`, as they came), decoded from gzip or deflate (`content_encoding`), until
+    `reading.limit`: then `reading.cut` is set and nothing more is read (the caller closes the response, which
+    drops the connection). Other encodings are passed on as they came, as httpx passes them without a decoder."""
     if reading.declared is not None and reading.declared <= reading.limit:
         # the agent said the body's length, within the limit, and did not compress it (`reading_of`): the framing
-        # ends it there, so it is read as it comes, without httpx's decoding layer and the count's generator
-        # (a fiftieth of a scripted turn's CPU under cProfile, issue 28's third pass)
-        async for chunk in response.aiter_raw():
+        # ends it there, so it is read as it comes
+        async for chunk in raw:
             reading.read += len(chunk)
             yield chunk
         return
-    encoding = response.headers.get("content-encoding", "").strip().lower()
+    encoding = content_encoding.strip().lower()
     if encoding in ("gzip", "x-gzip", "deflate"):
-        # inflated here, at most up to the limit per step: httpx would inflate each network piece whole, and a
-        # 60 kB piece of gzip can hold 20 MB
-        pieces = _inflated(response, reading, gzip=encoding != "deflate")
+        # inflated here, at most up to the limit per step: a 60 kB piece of gzip can hold 20 MB
+        pieces = _inflated(raw, reading, gzip=encoding != "deflate")
     else:
-        pieces = _counted(response, reading)
+        pieces = _counted(raw, reading)
     async for piece in pieces:
         yield piece
 
 
-async def _counted(response: httpx.Response, reading: Reading) -> AsyncIterator[bytes]:
-    async for chunk in response.aiter_bytes():
+async def _counted(raw: AsyncIterator[bytes], reading: Reading) -> AsyncIterator[bytes]:
+    async for chunk in raw:
         room = reading.limit - reading.read
         if len(chunk) > room:
             if room:
@@ -76,11 +75,11 @@ async def _counted(response: httpx.Response, reading: Reading) -> AsyncIterator[
         yield chunk
 
 
-async def _inflated(response: httpx.Response, reading: Reading, *, gzip: bool) -> AsyncIterator[bytes]:
+async def _inflated(raw: AsyncIterator[bytes], reading: Reading, *, gzip: bool) -> AsyncIterator[bytes]:
     wbits = 16 + zlib.MAX_WBITS if gzip else zlib.MAX_WBITS
     inflater = zlib.decompressobj(wbits)
     started = False
-    async for data in response.aiter_raw():
+    async for data in raw:
         while data:
             room = reading.limit - reading.read
             try:

@@ -7,7 +7,8 @@ import base64
 import json
 from pathlib import Path
 
-import httpx
+import aiohttp
+from multidict import CIMultiDict
 
 from tamesu.conversation import FileRef, UserTurn
 from tamesu.errors import InfraError
@@ -41,16 +42,22 @@ def attachments(turn: UserTurn, what: str) -> list[dict[str, object]]:
             for name, mime, content, url in _read(_turn_files(turn), what)]
 
 
-def multipart_request(client: httpx.AsyncClient, method: str, url: str, headers: dict[str, str], body: object,
-                      turn: UserTurn, field: str, what: str) -> httpx.Request:
-    """multipart/form-data: each body key a form field (text as is, anything else as JSON), each file a
-    file part under `field`. A file the agent would fetch by URL is refused when the test loads."""
-    fields = {key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-              for key, value in (body or {}).items()} if isinstance(body, dict) else {}
-    files = [(field, (name, content, mime)) for name, mime, content, _ in _read(_turn_files(turn), what)
-             if content is not None]
-    headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}  # httpx sets the boundary
-    return client.build_request(method, url, headers=headers, data=fields, files=files or None)
+async def form_body(headers: dict[str, str], body: object, turn: UserTurn, field: str,
+                    what: str) -> tuple[CIMultiDict[str], bytes]:
+    """The headers and bytes of a multipart/form-data body: each body key a form field (text as is, anything else
+    as JSON), each file a file part under `field` (without files, the fields urlencoded, as httpx sends a form).
+    A file the agent would fetch by URL is refused when the test loads."""
+    form = aiohttp.FormData()
+    if isinstance(body, dict):
+        for key, value in body.items():
+            form.add_field(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    for name, mime, content, _ in _read(_turn_files(turn), what):
+        if content is not None:
+            form.add_field(field, content, filename=name, content_type=mime)
+    payload = form()
+    sent = CIMultiDict((k, v) for k, v in headers.items() if k.lower() != "content-type")  # the form's boundary
+    sent["Content-Type"] = payload.content_type
+    return sent, await payload.as_bytes()
 
 
 def file_refusal(request: RequestSpec, file: FileRef) -> str | None:

@@ -1,19 +1,26 @@
-"""HTTP for the rest target: one client per target instance, connect retries, answers as tamesu reads them."""
+"""HTTP for the rest target: one client per target instance (aiohttp's `ClientSession` through
+`tamesu.net.direct`), connect retries, answers as tamesu reads them."""
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import email.message
+import functools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import aiohttp
 import httpx
+from multidict import CIMultiDict
+from yarl import URL
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
-from tamesu.net.clients import AsyncClient, client_options, os_reason
+from tamesu.net.clients import os_reason
+from tamesu.net.direct import DirectClient, Request, chunks, finish, timeouts
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
@@ -106,58 +113,65 @@ class Http:
         """The target's max_response_bytes: no body is read past it."""
         self._connect = connect
         self._what = what
-        # a turn whose connection ended before any answer, at once, is sent again once (tamesu.net.aio);
+        # a turn whose connection ended before any answer, at once, is sent again once (tamesu.net.direct);
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = AsyncClient(**client_options(on_resend=self._resent, tls=tls), follow_redirects=True,
-                                        max_redirects=MAX_REDIRECTS,
-                                        timeout=httpx.Timeout(read_timeout, connect=connect.timeout),
-                                        event_hooks={"request": [self._stamp_trace]})
-        self._urls: dict[str, httpx.URL] = {}
+        self.client = DirectClient(tls=tls, on_resend=self._resent, max_redirects=MAX_REDIRECTS)
+        self._timeout = timeouts(read_timeout, connect.timeout)
+        self._urls: dict[str, URL] = {}
         self.requests = 0
         """Requests that reached the agent."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
 
-    def _resent(self, request: httpx.Request, reason: str) -> None:
+    def _resent(self, request: Request, reason: str) -> None:
         self._session.event("resent", reason=reason, url=self._mask(request))
 
-    async def _stamp_trace(self, request: httpx.Request) -> None:
-        """Every request of a turn carries the turn's `traceparent` (unless the suite set its own)."""
+    def _stamp_trace(self, request: Request) -> None:
+        """Every request of a turn carries the turn's `traceparent` (unless the suite set its own); the
+        redirects it is sent on carry its headers."""
         trace = self._session.trace
         if trace is not None and "traceparent" not in request.headers:
             request.headers["traceparent"] = trace.traceparent
 
     def build(self, method: str, url: str, headers: dict[str, str], body: Any, *, has_body: bool,
-              timeout: float | None = None) -> httpx.Request:
-        extra: dict[str, Any] = {}
-        parsed = self._parsed(url)
-        if timeout is not None:
-            extra["timeout"] = httpx.Timeout(timeout, connect=self._connect.timeout)
-        if not has_body:
-            return self.client.build_request(method, parsed, headers=headers, **extra)
-        if isinstance(body, str):
-            if not any(k.lower() == "content-type" for k in headers):
-                headers = {**headers, "Content-Type": "text/plain; charset=utf-8"}
-            return self.client.build_request(method, parsed, headers=headers, content=body.encode(), **extra)
-        return self.client.build_request(method, parsed, headers=headers, json=body, **extra)
+              timeout: float | None = None) -> Request:
+        """A body that is a string goes as text/plain (unless `headers` say otherwise), anything else as JSON
+        encoded as httpx encodes it (compact, UTF-8)."""
+        sent = CIMultiDict(headers)
+        content: bytes | None = None
+        if has_body:
+            if isinstance(body, str):
+                sent.setdefault("Content-Type", "text/plain; charset=utf-8")
+                content = body.encode()
+            else:
+                sent.setdefault("Content-Type", "application/json")
+                content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        return self.request(method, url, sent, content, timeout=timeout)
 
-    def _parsed(self, url: str) -> httpx.URL:
-        """`url` parsed once per conversation: a turn's URL is most often the last turn's, and httpx parsing
-        the text again cost a third of building the request (0.04 ms)."""
+    def request(self, method: str, url: str, headers: CIMultiDict[str], content: bytes | None, *,
+                timeout: float | None = None) -> Request:
+        """A request of these bytes (a body already encoded: a multipart form's)."""
+        chosen = self._timeout if timeout is None else timeouts(timeout, self._connect.timeout)
+        return Request(method, self._parsed(url), headers, content, chosen)
+
+    def _parsed(self, url: str) -> URL:
+        """`url` parsed once per conversation: a turn's URL is most often the last turn's."""
         found = self._urls.get(url)
         if found is None:
             if len(self._urls) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
                 self._urls.clear()
-            found = self._urls[url] = httpx.URL(url)
+            found = self._urls[url] = URL(url)
         return found
 
-    async def open_stream(self, request: httpx.Request) -> tuple[httpx.Response, float]:
-        """Send with connect retries; the response's body is left unread. Returns it and when it was sent."""
+    async def open_stream(self, request: Request) -> tuple[aiohttp.ClientResponse, float]:
+        """Send with connect retries; the response's body is left unread (`finish` it). Returns it and when it
+        was sent."""
 
-        async def attempt() -> tuple[httpx.Response, float]:
+        async def attempt() -> tuple[aiohttp.ClientResponse, float]:
             sent_at = self._session.now_ms()
+            self._stamp_trace(request)
             try:
-                response = await self.client.send(request, stream=True)
+                response = await self.client.send(request)
             except httpx.HTTPError as exc:
                 reason = unreachable_reason(exc)
                 self.unreachable = reason
@@ -176,55 +190,73 @@ class Http:
         return await with_connect_retries(attempt, reason_of=unreachable_reason, connect=self._connect,
                                           session=self._session, what=self._what, url=lambda: str(request.url))
 
-    async def fetch(self, request: httpx.Request) -> Answer:
+    async def fetch(self, request: Request) -> Answer:
         response, sent_at = await self.open_stream(request)
         try:
             text, cut = await read_text(response, self._session, self.max_bytes)
         finally:
-            await response.aclose()
-        return Answer(response.status_code, answer_body(response, text, cut), sent_at, self._session.now_ms())
+            finish(response)
+        return Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
+                      self._session.now_ms())
 
-    def _mask(self, request: httpx.Request) -> str:
+    def _mask(self, request: Request) -> str:
         return self._session.redactor.text(str(request.url))
 
     async def aclose(self) -> None:
         await self.client.aclose()
 
 
-async def read_text(response: httpx.Response, session: Session, limit: int) -> tuple[str, bool]:
+async def read_text(response: aiohttp.ClientResponse, session: Session, limit: int) -> tuple[str, bool]:
     """The body as text, read in pieces up to `limit` bytes, and whether it was cut. Past the limit tamesu
     stops reading and says so (a `response_truncated` event); a cut body that says it is JSON fails the
     turn, since half a document cannot be read for the reply, its tool calls or what an assertion checks."""
-    reading = reading_of(response, limit)
+    headers = response.headers
+    reading = reading_of(headers, limit)
     content = await _read(response, reading)
     # a cut body may end inside a character: an incremental decoder drops only that unfinished tail
-    decoder = codecs.getincrementaldecoder(text_encoding(response))(errors="replace")
+    decoder = codecs.getincrementaldecoder(text_encoding(headers))(errors="replace")
     text = decoder.decode(content, final=not reading.cut)
     if reading.cut:
         reading.record(session, "the answer")
-        content_type = response.headers.get("content-type", "")
-        if is_json_type(content_type) and response.status_code < 400:
+        content_type = headers.get("content-type", "")
+        if is_json_type(content_type) and response.status < 400:
             raise TurnError(f"{reading.note('the JSON answer')}: a cut JSON document cannot be read (raise "
                             f"the target's max_response_bytes to read it): {excerpt(text)}",
-                            raw=_stand_in(text, reading), status=response.status_code)
+                            raw=_stand_in(text, reading), status=response.status)
     return text, reading.cut
 
 
-def text_encoding(response: httpx.Response) -> str:
-    """httpx's `response.encoding` for tamesu's client (whose default encoding is httpx's, UTF-8). httpx reads the
-    charset through an `email.message.Message` of the content type, a twentieth of a scripted turn's CPU under
-    cProfile (issue 28's third pass); a content type that names no charset, nearly every agent's, needs no parse."""
-    if "charset" not in response.headers.get("content-type", "").lower():
+def text_encoding(headers: Mapping[str, str]) -> str:
+    """The encoding httpx's `Response.encoding` gives an answer with these headers (its default is UTF-8): the
+    content type's charset when Python knows it. A content type that names no charset, nearly every agent's,
+    needs no parse."""
+    content_type = headers.get("content-type", "")
+    if "charset" not in content_type.lower():
         return "utf-8"
-    return response.encoding or "utf-8"
+    return _charset(content_type)
 
 
-def answer_body(response: httpx.Response, text: str, cut: bool) -> JSONValue:
+@functools.lru_cache(maxsize=64)
+def _charset(content_type: str) -> str:
+    # as httpx reads it: through an email message's parameters, then looked up
+    message = email.message.Message()
+    message["content-type"] = content_type
+    charset = message.get_content_charset(failobj=None)
+    if charset is None:
+        return "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        return "utf-8"
+    return charset
+
+
+def answer_body(status: int, headers: Mapping[str, str], text: str, cut: bool) -> JSONValue:
     """The body as the turn keeps it: JSON when it is JSON, else the text (a cut text is never parsed)."""
     if cut:
         return text
     # an error page that claims to be JSON is still reported by its status, not as malformed
-    content_type = response.headers.get("content-type", "") if response.status_code < 400 else ""
+    content_type = headers.get("content-type", "") if status < 400 else ""
     return parse_body(text, content_type)
 
 
@@ -232,11 +264,11 @@ def _stand_in(text: str, reading: Reading) -> dict[str, object]:
     return {"truncated": True, "bytes_read": reading.read, "bytes": reading.declared, "excerpt": text[:2000]}
 
 
-async def _read(response: httpx.Response, reading: Reading) -> bytes:
+async def _read(response: aiohttp.ClientResponse, reading: Reading) -> bytes:
     parts: list[bytes] = []
     try:
-        async for chunk in bounded_chunks(response, reading):
+        async for chunk in bounded_chunks(chunks(response), response.headers.get("content-encoding", ""), reading):
             parts.append(chunk)
     except httpx.HTTPError as exc:
-        raise TurnError(f"the answer broke off: {os_reason(exc)}", status=response.status_code) from exc
+        raise TurnError(f"the answer broke off: {os_reason(exc)}", status=response.status) from exc
     return b"".join(parts)

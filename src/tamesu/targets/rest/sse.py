@@ -1,21 +1,23 @@
-"""Server-sent events as the HTML standard parses them, read off an httpx response."""
+"""Server-sent events as the HTML standard parses them, read off an aiohttp response."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 
+import aiohttp
 import httpx
 
 from tamesu.conversation import TurnError
 from tamesu.net.clients import os_reason
+from tamesu.net.direct import chunks
 from tamesu.targets.rest.body import Reading, bounded_chunks, lines
-from tamesu.targets.rest.http import parse_body
+from tamesu.targets.rest.http import parse_body, text_encoding
 
 DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
 
 
-async def sse_events(response: httpx.Response, clock: Callable[[], float], reading: Reading
+async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float], reading: Reading
                      ) -> AsyncGenerator[tuple[object, float], None]:
     """Yield (event, arrival ms) for each event's data: parsed JSON, or the text when it is not JSON.
 
@@ -25,7 +27,9 @@ async def sse_events(response: httpx.Response, clock: Callable[[], float], readi
     """
     data: list[str] = []
     try:
-        async for line in lines(bounded_chunks(response, reading), response.encoding or "utf-8", reading):
+        headers = response.headers
+        pieces = bounded_chunks(chunks(response), headers.get("content-encoding", ""), reading)
+        async for line in lines(pieces, text_encoding(headers), reading):
             if line:
                 field, _, value = line.partition(":")
                 if field == "data":
@@ -35,7 +39,7 @@ async def sse_events(response: httpx.Response, clock: Callable[[], float], readi
                 yield _event(data), clock()
                 data = []
     except httpx.HTTPError as exc:
-        raise TurnError(f"the event stream broke off: {os_reason(exc)}", status=response.status_code) from exc
+        raise TurnError(f"the event stream broke off: {os_reason(exc)}", status=response.status) from exc
     if data and not reading.cut:
         yield _event(data), clock()
 

@@ -66,17 +66,16 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import httpx
-
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.net.clients import os_reason
+from tamesu.net.direct import Request, finish
 from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
 from tamesu.targets.base import SessionOpenSpec, Target
 from tamesu.targets.rest.answer import TurnReader
 from tamesu.targets.rest.body import Reading, reading_of
-from tamesu.targets.rest.files import attachments, file_refusal, multipart_request
+from tamesu.targets.rest.files import attachments, file_refusal, form_body
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
 from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
 from tamesu.targets.rest.request import (
@@ -261,7 +260,7 @@ class RestTarget(Target[RestSpec]):
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         if self.spec.streaming == "websocket":
             return await self._websocket_turn(turn)
-        request = self._turn_request(turn)
+        request = await self._turn_request(turn)
         if self.spec.streaming == "sse":
             return await self._sse_turn(request)
         if self.spec.response.poll is not None:
@@ -272,21 +271,22 @@ class RestTarget(Target[RestSpec]):
         answer = await self._require_http().fetch(request)
         return self._reader.answer_turn(answer)
 
-    async def _sse_turn(self, request: httpx.Request) -> AgentTurn:
+    async def _sse_turn(self, request: Request) -> AgentTurn:
         session = self._require_session()
         http = self._require_http()
         self._waiting_for = "reading the event stream"
         response, sent_at = await http.open_stream(request)
         try:
             content_type = response.headers.get("content-type", "").lower()
-            if response.status_code >= 400 or not content_type.startswith("text/event-stream"):
+            if response.status >= 400 or not content_type.startswith("text/event-stream"):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
                 text, cut = await read_text(response, session, http.max_bytes)
-                answer = Answer(response.status_code, answer_body(response, text, cut), sent_at, session.now_ms())
+                answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
+                                session.now_ms())
                 return self._reader.answer_turn(answer)
             stream = StreamText(self.spec.response)
             completed_at: float | None = None
-            reading = reading_of(response, http.max_bytes)
+            reading = reading_of(response.headers, http.max_bytes)
             async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
                 async for event, at in events:
                     if event == DONE or stream.add(event, at):
@@ -298,8 +298,8 @@ class RestTarget(Target[RestSpec]):
             if completed_at is None:
                 completed_at = session.now_ms()
         finally:
-            await response.aclose()
-        return self._reader.stream_turn(stream, response.status_code, sent_at, completed_at)
+            finish(response)
+        return self._reader.stream_turn(stream, response.status, sent_at, completed_at)
 
     async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -327,7 +327,7 @@ class RestTarget(Target[RestSpec]):
                 break
         return self._reader.stream_turn(stream, None, sent_at, completed_at)
 
-    async def _poll_turn(self, request: httpx.Request, turn: UserTurn, poll: PollSpec) -> AgentTurn:
+    async def _poll_turn(self, request: Request, turn: UserTurn, poll: PollSpec) -> AgentTurn:
         http = self._require_http()
         self._waiting_for = "waiting for the send answer"
         sent = await http.fetch(request)
@@ -359,7 +359,7 @@ class RestTarget(Target[RestSpec]):
                                 status=answer.status)
             await asyncio.sleep(poll.interval)
 
-    async def _listen_turn(self, request: httpx.Request, listener: Listener) -> AgentTurn:
+    async def _listen_turn(self, request: Request, listener: Listener) -> AgentTurn:
         listen = self.spec.response.listen
         assert listen is not None
         self._note_unsolicited(listener.drain())
@@ -409,7 +409,7 @@ class RestTarget(Target[RestSpec]):
         return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
                              attachments=attachments(turn, self._what), **extra)
 
-    def _turn_request(self, turn: UserTurn) -> httpx.Request:
+    async def _turn_request(self, turn: UserTurn) -> Request:
         ctx = self._turn_context(turn)
         headers = self._headers(ctx, self.spec.headers)
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
@@ -418,8 +418,8 @@ class RestTarget(Target[RestSpec]):
         url = ctx.render_text(self.spec.url)
         multipart = self.spec.request.multipart
         if multipart is not None:
-            return multipart_request(self._require_http().client, self.spec.method, url, headers,
-                                     body if has_body else None, turn, multipart.files, self._what)
+            sent, content = await form_body(headers, body if has_body else None, turn, multipart.files, self._what)
+            return self._require_http().request(self.spec.method, url, sent, content)
         return self._require_http().build(self.spec.method, url, headers, body, has_body=has_body)
 
     @classmethod

@@ -1,0 +1,187 @@
+"""aiohttp's `ClientSession` directly, with tamesu's connection layer: the client of the routes that need no
+httpx API (the rest target today).
+
+httpx's API over `tamesu.net.aio` costs a request 0.3 ms of CPU more than aiohttp's own (docs/performance.md,
+issue 28's sixth pass): the request and response objects are built twice, and cookies, redirects and headers are
+handled by httpx above aiohttp. This client sends with aiohttp and keeps what `tamesu.net.aio` keeps, from the
+same helpers: TLS as `tamesu.net.tls` builds it, happy eyeballs, the environment's proxies (decided per hop),
+an early answer read beside the upload, and the resend of a request whose connection failed at once before any
+answer (`RESEND_WITHIN`, never an idempotent method: aiohttp sends those again itself). What it adds, as httpx
+does it: one cookie jar per client, redirects followed up to `max_redirects` (the method turned into GET by 301,
+302 and 303 as browsers do; `Authorization` dropped when the origin changes, unless it is the same host moving
+to https; `Cookie` set again from the jar), bodies sent as given (no `Content-Type` guessed).
+
+Failures are httpx's exception classes with `tamesu.net.aio`'s words (`mapped`), so a route handles them as it
+handles every other route's, and `tamesu.net.clients.os_reason` reads them alike. Bodies are not decoded here
+(`Accept-Encoding: gzip, deflate`, as httpx asks): the caller inflates up to its own bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import aiohttp
+import httpx
+from multidict import CIMultiDict
+from yarl import URL
+
+from tamesu.net.aio import (
+    IDEMPOTENT,
+    KEEPALIVE_EXPIRY,
+    RESEND_WITHIN,
+    mapped,
+    proxy_for,
+    resend_reason,
+    tcp_connector,
+    unanswered,
+)
+from tamesu.net.tls import TlsSpec, ssl_context
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
+
+
+@dataclass(slots=True)
+class Request:
+    """One request as a route built it: its body in memory (so it can be sent again, and on each redirect)."""
+
+    method: str
+    url: URL
+    headers: CIMultiDict[str]
+    body: bytes | None
+    timeout: aiohttp.ClientTimeout
+
+
+OnResend = Callable[[Request, str], None]
+"""Told of each resend: the request and why it was sent again."""
+
+
+def timeouts(read: float, connect: float) -> aiohttp.ClientTimeout:
+    """httpx's `Timeout(read, connect=connect)` in aiohttp's terms, as `tamesu.net.aio` maps it: every read of
+    the answer within `read`, a connection within `connect` (plus `read` waiting for a free one of the pool)."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read, connect=connect + read)
+
+
+class DirectClient:
+    """One `ClientSession` (its pool and cookie jar), opened on the first request in the running loop and closed
+    with `aclose`."""
+
+    def __init__(self, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None, max_redirects: int = 10,
+                 max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY) -> None:
+        self._ssl = ssl_context(tls)
+        self._server_name = tls.server_name if tls is not None else None
+        self._client_certificate = tls is not None and tls.cert_file is not None
+        self._on_resend = on_resend
+        self._max_redirects = max_redirects
+        self._limit = max_connections
+        self._keepalive = keepalive_expiry
+        self._session: aiohttp.ClientSession | None = None
+        # unsafe: agents on 127.0.0.1 or another address set cookies too (httpx's jar keeps them)
+        self.cookies = aiohttp.CookieJar(unsafe=True)
+
+    def _open(self) -> aiohttp.ClientSession:
+        self._session = aiohttp.ClientSession(
+            connector=tcp_connector(self._ssl, limit=self._limit, keepalive_expiry=self._keepalive),
+            cookie_jar=self.cookies, auto_decompress=False, headers=DEFAULT_HEADERS,
+            skip_auto_headers=("Content-Type",))
+        return self._session
+
+    async def send(self, request: Request) -> aiohttp.ClientResponse:
+        """The answer to `request` after its redirects, its body unread (`chunks`, then `finish`)."""
+        hops = 0
+        while True:
+            if hops > self._max_redirects:
+                raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.")
+            response = await self._send_once(request)
+            location = response.headers.get("Location")
+            if response.status not in REDIRECTS or location is None:
+                return response
+            try:
+                request = redirected(request, response.status, location)
+            finally:
+                finish(response)
+            hops += 1
+
+    async def _send_once(self, request: Request) -> aiohttp.ClientResponse:
+        session = self._session or self._open()
+        url = request.url
+        if url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"the URL's scheme {url.scheme!r} is not http(s)")
+        host = url.host or ""
+        proxy = proxy_for(url.scheme, host)
+        server_name = self._server_name if url.scheme == "https" else None
+        resend = self._on_resend is not None and request.method not in IDEMPOTENT
+        while True:
+            sent = time.monotonic()
+            try:
+                if server_name is not None:
+                    return await session.request(request.method, url, headers=request.headers, data=request.body,
+                                                 allow_redirects=False, timeout=request.timeout, proxy=proxy,
+                                                 server_hostname=server_name)
+                return await session.request(request.method, url, headers=request.headers, data=request.body,
+                                             allow_redirects=False, timeout=request.timeout, proxy=proxy)
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                if (not resend or isinstance(exc, aiohttp.ClientConnectorError)
+                        or time.monotonic() - sent > RESEND_WITHIN):
+                    raise unanswered(httpx, exc, url.scheme, host,
+                                     client_certificate=self._client_certificate) from exc
+                resend = False
+                assert self._on_resend is not None
+                self._on_resend(request, resend_reason(exc))
+            except Exception as exc:
+                raise mapped(httpx, exc, host, answered=False) from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+
+def redirected(request: Request, status: int, location: str) -> Request:
+    """The request a redirect asks for, as httpx builds it (`httpx.AsyncClient._build_redirect_request`)."""
+    try:
+        url = request.url.join(URL(location))
+    except ValueError as exc:
+        raise httpx.RemoteProtocolError(f"Invalid URL in location header: {exc}.") from None
+    method = request.method
+    if (status in (302, 303) and method != "HEAD") or (status == 301 and method == "POST"):
+        method = "GET"
+    headers = CIMultiDict(request.headers)
+    if not _same_origin(url, request.url) and not _https_upgrade(request.url, url):
+        headers.popall("Authorization", None)
+    headers.popall("Cookie", None)  # the jar's, for the new URL
+    body = request.body
+    if method != request.method and method == "GET":
+        headers.popall("Content-Length", None)
+        headers.popall("Transfer-Encoding", None)
+        body = None
+    return Request(method, url, headers, body, request.timeout)
+
+
+def _same_origin(url: URL, other: URL) -> bool:
+    return (url.scheme, url.host, url.port) == (other.scheme, other.host, other.port)
+
+
+def _https_upgrade(url: URL, location: URL) -> bool:
+    return (url.host == location.host and url.scheme == "http" and url.port == 80
+            and location.scheme == "https" and location.port == 443)
+
+
+async def chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """The body's bytes as they come (not decoded); a failure is httpx's class, as `send`'s are."""
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except Exception as exc:
+        raise mapped(httpx, exc, response.url.host, answered=True) from exc
+
+
+def finish(response: aiohttp.ClientResponse) -> None:
+    """Done with `response`: its connection goes back to the pool when the body was read to its end, else it is
+    dropped (an answer not read to its end cannot be followed by another on the same connection)."""
+    if response.content.at_eof():
+        response.release()
+    else:
+        response.close()

@@ -1,0 +1,68 @@
+"""The rest target follows redirects as httpx did before it moved onto aiohttp directly (`tamesu.net.direct`):
+the turn's `traceparent` on every hop, `Authorization` kept within the origin and dropped across origins, the
+agent's cookies sent on the next hop, a 307 sending its body again and a 303 turning into a GET; against two real
+servers on 127.0.0.1 (two origins: two ports)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from sessions import new_session
+from tamesu.suite.schema import ConnectSpec
+from tamesu.targets.rest.http import Http
+from tamesu.telemetry.traceparent import TraceContext
+
+
+def _app(seen: list[dict[str, Any]], other: list[str]) -> web.Application:
+    async def hop(request: web.Request) -> web.StreamResponse:
+        seen.append({"path": request.path, "method": request.method, "body": await request.text(),
+                     "traceparent": request.headers.get("traceparent"),
+                     "authorization": request.headers.get("Authorization"),
+                     "cookie": request.headers.get("Cookie")})
+        if request.path == "/start":  # a 307 keeps the method and the body, and sets a cookie
+            answer = web.Response(status=307, headers={"Location": "/same"})
+            answer.set_cookie("visit", "1", path="/")
+            return answer
+        if request.path == "/same":  # a 303 asks for a GET, to another origin
+            return web.Response(status=303, headers={"Location": f"{other[0]}/elsewhere"})
+        return web.json_response({"text": "arrived"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", hop)
+    return app
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+    seen: list[dict[str, Any]] = []
+    other: list[str] = []
+    async with TestServer(_app(seen, other), host="127.0.0.1") as first, \
+            TestServer(_app(seen, other), host="127.0.0.1") as second:
+        other.append(f"http://127.0.0.1:{second.port}")
+        yield f"http://127.0.0.1:{first.port}", seen
+
+
+async def test_redirects_carry_the_trace_on_every_hop_and_drop_authorization_across_origins(
+        servers: tuple[str, list[dict[str, Any]]], tmp_path: Path) -> None:
+    url, seen = servers
+    session = new_session(tmp_path)
+    session.trace = TraceContext.new()
+    http = Http(session=session, connect=ConnectSpec(), read_timeout=10, what="rest target", max_bytes=1_000_000)
+    try:
+        answer = await http.fetch(http.build("POST", f"{url}/start", {"Authorization": "Bearer k"},
+                                             {"message": "hi"}, has_body=True))
+    finally:
+        await http.aclose()
+    assert answer.status == 200 and answer.body == {"text": "arrived"}
+    assert [(hop["path"], hop["method"]) for hop in seen] == [("/start", "POST"), ("/same", "POST"),
+                                                              ("/elsewhere", "GET")]
+    assert {hop["traceparent"] for hop in seen} == {session.trace.traceparent}
+    assert [hop["authorization"] for hop in seen] == ["Bearer k", "Bearer k", None]
+    assert [hop["body"] for hop in seen] == ['{"message":"hi"}', '{"message":"hi"}', ""]
+    assert seen[1]["cookie"] == "visit=1"  # the jar's, on the next hop
