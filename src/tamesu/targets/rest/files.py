@@ -57,7 +57,19 @@ async def form_body(headers: dict[str, str], body: object, turn: UserTurn, field
     payload = form()
     sent = CIMultiDict((k, v) for k, v in headers.items() if k.lower() != "content-type")  # the form's boundary
     sent["Content-Type"] = payload.content_type
-    return sent, await payload.as_bytes()
+    collected = _Collected()
+    # written into memory through `write`, which every aiohttp 3 has (`Payload.as_bytes` is recent; the floor is
+    # 3.10): the body is then sent again as it is on a resend or a 307, as every other body of the rest target
+    await payload.write(collected)  # type: ignore[arg-type]  # a writer is anything with `async write(bytes)`
+    return sent, b"".join(collected.parts)
+
+
+class _Collected:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    async def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.parts.append(bytes(data))
 
 
 def file_refusal(request: RequestSpec, file: FileRef) -> str | None:
