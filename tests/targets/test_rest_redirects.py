@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from sessions import new_session
+from tamesu import __version__
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import Http
 from tamesu.telemetry.traceparent import TraceContext
@@ -24,7 +25,8 @@ def _app(seen: list[dict[str, Any]], other: list[str]) -> web.Application:
         seen.append({"path": request.path, "method": request.method, "body": await request.text(),
                      "traceparent": request.headers.get("traceparent"),
                      "authorization": request.headers.get("Authorization"),
-                     "cookie": request.headers.get("Cookie")})
+                     "cookie": request.headers.get("Cookie"),
+                     "user_agent": request.headers.get("User-Agent")})
         if request.path == "/start":  # a 307 keeps the method and the body, and sets a cookie
             answer = web.Response(status=307, headers={"Location": "/same"})
             answer.set_cookie("visit", "1", path="/")
@@ -66,3 +68,15 @@ async def test_redirects_carry_the_trace_on_every_hop_and_drop_authorization_acr
     assert [hop["authorization"] for hop in seen] == ["Bearer k", "Bearer k", None]
     assert [hop["body"] for hop in seen] == ['{"message":"hi"}', '{"message":"hi"}', ""]
     assert seen[1]["cookie"] == "visit=1"  # the jar's, on the next hop
+    assert {hop["user_agent"] for hop in seen} == {f"tamesu/{__version__}"}  # who calls, not aiohttp's default
+
+
+async def test_a_suites_own_user_agent_wins(servers: tuple[str, list[dict[str, Any]]], tmp_path: Path) -> None:
+    url, seen = servers
+    http = Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=10, what="rest target",
+                max_bytes=1_000_000)
+    try:
+        await http.fetch(http.build("GET", f"{url}/elsewhere", {"User-Agent": "shop-tests/2"}, None, has_body=False))
+    finally:
+        await http.aclose()
+    assert [hop["user_agent"] for hop in seen] == ["shop-tests/2"]

@@ -27,6 +27,7 @@ import httpx
 from multidict import CIMultiDict
 from yarl import URL
 
+from tamesu import __version__
 from tamesu.net.aio import (
     IDEMPOTENT,
     KEEPALIVE_EXPIRY,
@@ -40,7 +41,8 @@ from tamesu.net.aio import (
 from tamesu.net.tls import TlsSpec, ssl_context
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
+# a user agent that says who is calling (a suite's own `User-Agent` header wins), not aiohttp's default
+DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate", "User-Agent": f"tamesu/{__version__}"}
 
 
 @dataclass(slots=True)
