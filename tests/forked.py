@@ -52,22 +52,33 @@ most runs use, and what a run imports once it has started. None of them reads th
 folder when imported, and none starts a thread (a fork copies only the thread that forks, so the zygote checks
 it is alone). Tests that look at what a run imports run plain children, not forks."""
 
+SCRIPT_WARM = ("anyio", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
+               "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
+               "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl",
+               "uvicorn.lifespan.on", "uvicorn.loops.asyncio", "starlette.applications", "argparse")
+"""What the script zygote imports before it forks: the MCP SDK's server side (some 1.5 s of CPU per start,
+mostly building the pydantic models of `mcp_types`), which every MCP server of the tests
+(tests/agents/mcp_servers.py) imports before it reads its arguments. Its forks run a script as
+`python SCRIPT ARGS` would (`script_command`)."""
+
 _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 """Environment variables Python reads when it starts: a run that changes one needs an interpreter of its own."""
 
 _HEADER = struct.Struct("!I")
 
 
-def _zygote(listen_path: str) -> None:
-    """Serve fork requests until the pytest process that started us closes our stdin."""
+def _zygote(listen_path: str, kind: str = "tamesu") -> None:
+    """Serve fork requests until the pytest process that started us closes our stdin. `kind` "tamesu": the
+    forks run `python -m tamesu`; "script": `python SCRIPT` (the request names it)."""
     import gc
     import importlib
 
-    for name in WARM:
+    warm = WARM if kind == "tamesu" else SCRIPT_WARM
+    for name in warm:
         importlib.import_module(name)
     gc.freeze()  # the forks' collections leave the imported objects alone, so their memory stays shared
     if threading.active_count() != 1:
-        raise SystemExit(f"tamesu test zygote: importing {WARM} started a thread; it cannot fork safely")
+        raise SystemExit(f"tamesu test zygote: importing {warm} started a thread; it cannot fork safely")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(listen_path)
     listener.listen(16)
@@ -88,7 +99,10 @@ def _zygote(listen_path: str) -> None:
                 return  # the pytest process ended
             if key.data == "child":
                 os.read(wake_read, 4096)
-                _reap(waiting)
+                _reap(waiting, selector)
+                continue
+            if isinstance(key.data, int):
+                _caller_gone(key.data, waiting, selector)
                 continue
             connection, _ = listener.accept()
             request, fds = _receive(connection)
@@ -103,22 +117,43 @@ def _zygote(listen_path: str) -> None:
                 connection.close()
                 for waiter in waiting.values():
                     waiter.close()
-                _become_tamesu(request, fds)
+                if kind == "tamesu":
+                    _become_tamesu(request, fds)
+                _become_script(request, fds)
             for fd in fds:
                 os.close(fd)
             connection.sendall(f"{pid}\n".encode())
             waiting[pid] = connection
-            _reap(waiting)  # a child that ended before it was registered
+            selector.register(connection, selectors.EVENT_READ, pid)
+            _reap(waiting, selector)  # a child that ended before it was registered
 
 
-def _reap(waiting: dict[int, socket.socket]) -> None:
+def _reap(waiting: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
     for pid in list(waiting):
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             connection = waiting.pop(pid)
+            with contextlib.suppress(KeyError):  # its caller went first (`_caller_gone`)
+                selector.unregister(connection)
             with contextlib.suppress(OSError):  # the caller gave up on it (a timeout) and went
                 connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
             connection.close()
+
+
+def _caller_gone(pid: int, waiting: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    """The caller closed its connection while its fork runs (a killed `script_command` launcher: SIGKILL
+    cannot be passed on): the fork goes too, as a child killed with its process group would."""
+    connection = waiting.get(pid)
+    if connection is None:
+        return
+    try:
+        if connection.recv(1):
+            return  # callers send nothing after their request; a byte is no end
+    except OSError:
+        pass
+    selector.unregister(connection)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -153,6 +188,34 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
         _drop_file_mode_overrides()
     try:
         runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    _finish(code)
+
+
+def _become_script(request: dict[str, object], fds: list[int]) -> None:
+    """In the fork: the launcher's stdio, folder, environment and arguments, then `python SCRIPT ARGS`."""
+    import runpy
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(str(request["cwd"]))
+    env = request["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update(env)
+    script = os.path.abspath(str(request["script"]))
+    args = request["args"]
+    assert isinstance(args, list)
+    sys.argv = [script, *map(str, args)]
+    sys.path[0] = os.path.dirname(script)  # what `python SCRIPT` puts first
+    try:
+        runpy.run_path(script, run_name="__main__")
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -210,13 +273,13 @@ def _finish(code: int) -> None:
 
 
 class _Zygote:
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "tamesu") -> None:
         self.folder = tempfile.mkdtemp(prefix="tamesu-zygote-")
         self.path = os.path.join(self.folder, "socket")
         self.env = dict(os.environ)
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r})"],
+                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {kind!r})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "ready":
@@ -339,3 +402,22 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: 
     prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []
     return subprocess.run([*prefix, sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout, **feed)
+
+
+_LAUNCHER = str(Path(__file__).resolve().parent / "warm_launch.py")
+_scripts_here: _Zygote | None = None
+_scripts_pid = 0
+
+
+def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:
+    """`python SCRIPT ARGS` as a command to hand a target that starts it (an MCP server), run as a fork of a
+    warm process that has imported `SCRIPT_WARM`: a stdlib-only launcher (`warm_launch.py`, `python -I -S`, a
+    few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM, SIGINT and SIGHUP
+    on, exits with the fork's code, and takes the fork with it when it is killed. A plain `python SCRIPT` when
+    `TAMESU_TEST_FORK=0`."""
+    global _scripts_here, _scripts_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        return [sys.executable, str(script), *args]
+    if _scripts_here is None or _scripts_pid != os.getpid():
+        _scripts_here, _scripts_pid = _Zygote("script"), os.getpid()
+    return [sys.executable, "-I", "-S", _LAUNCHER, _scripts_here.path, str(script), *args]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from forked import script_command
 from lifeline import tied
 from ports import refused_port
 from sessions import events
@@ -77,7 +78,10 @@ def make_session(tmp_path: Path, *, rules: list[dict[str, Any]] | None = None,
 
 
 def stdio(*extra: str, **spec: Any) -> dict[str, Any]:
-    return {"type": "mcp", "command": PYTHON, "args": [str(SERVERS), *extra], **spec}
+    # a fork of a warm process that has imported the MCP SDK (tests/forked.py): each `python mcp_servers.py`
+    # spent some 1.5 s of CPU importing it, most of this module's time
+    command, *args = script_command(SERVERS, *extra)
+    return {"type": "mcp", "command": command, "args": args, **spec}
 
 
 @asynccontextmanager
@@ -290,7 +294,7 @@ def http_server() -> Iterator[Callable[..., str]]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*extra: str) -> str:
-        process = subprocess.Popen(tied([PYTHON, str(SERVERS), "--http", "--port", "0", *extra]),
+        process = subprocess.Popen(tied(script_command(SERVERS, "--http", "--port", "0", *extra)),
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         started.append(process)
         assert process.stdout is not None
