@@ -59,6 +59,21 @@ def test_a_fork_that_outlives_its_timeout_is_killed(shop: Path) -> None:
         forked.run(["view", "--port", "0", "--no-open"], shop, {**ENV, "TAMESU_STORE": str(shop / "s.db")}, 3)
 
 
+@pytest.mark.parametrize("folder", ["a module", "a sitecustomize", "tamesu itself"])
+def test_a_fork_takes_the_callers_pythonpath_as_the_interpreter_does(shop: Path, tmp_path: Path,
+                                                                      folder: str) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    if folder == "a module":  # put on sys.path by the fork (test_plugins.py's plug-in runs are such forks)
+        (extra / "shop_helper.py").write_text("")
+    elif folder == "a sitecustomize":  # Python imports it as it starts: the fork execs a fresh interpreter
+        (extra / "sitecustomize.py").write_text("import sys\nprint('started with sitecustomize', file=sys.stderr)\n")
+    else:  # a module the zygote has imported: a fresh interpreter too
+        (extra / "tamesu").mkdir()
+    done = _same(["validate"], shop, {**ENV, "PYTHONPATH": str(extra)})
+    assert ("started with sitecustomize" in done.stderr) == (folder == "a sitecustomize")
+
+
 _SCRIPT = """\
 import os, signal, sys, time
 print(sys.argv[1:], os.getcwd(), os.environ.get("WHO"), sys.stdin.read().strip(), flush=True)
