@@ -48,11 +48,16 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         "tamesu.report.emit", "tamesu.report.case_console", "tamesu.report.case_records", "tamesu.cli.jsonl_runner",
         "tamesu.jsonl", "tamesu.jsonl.parser", "tamesu.jsonl.run", "tamesu.store.writer", "tamesu.store.db",
         "alembic.command", "alembic.config", "alembic.runtime.migration", "alembic.operations", "alembic.script",
-        "sqlalchemy.dialects.sqlite", "sqlite3", "jsonpath", "statistics")
+        "sqlalchemy.dialects.sqlite", "sqlite3", "jsonpath", "statistics",
+        # the model SDKs a run imports at its first model call (anthropic 1.8 s of CPU, openai 0.5 s): some 30
+        # runs of the inner loop call a model server. They read OPENAI_LOG/ANTHROPIC_LOG as they are imported,
+        # which no test sets
+        "openai", "anthropic", "openai.resources.chat.completions", "tamesu.models.openai",
+        "tamesu.models.anthropic", "tamesu.models._sdk_post")
 """What the zygote imports before it forks: the command line, the loader and engine, the HTTP targets that
-most runs use, and what a run imports once it has started. None of them reads the environment or the working
-folder when imported, and none starts a thread (a fork copies only the thread that forks, so the zygote checks
-it is alone). Tests that look at what a run imports run plain children, not forks."""
+most runs use, and what a run imports once it has started. None of them (but the SDKs' log switches) reads the
+environment or the working folder when imported, and none starts a thread (a fork copies only the thread that
+forks, so the zygote checks it is alone). Tests that look at what a run imports run plain children, not forks."""
 
 SCRIPT_WARM = ("anyio", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
                "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
