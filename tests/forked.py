@@ -194,8 +194,7 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
     sys.argv = ["-m", *map(str, args)]
     if request.get("as_user") and os.geteuid() == 0:
         _drop_file_mode_overrides()
-    python_path = env.get("PYTHONPATH")
-    if python_path != _started_env.get("PYTHONPATH") and not _put_on_path(str(python_path)):
+    if not _starts_as_we_did(env):
         os.execve(sys.executable, [sys.executable, "-m", "tamesu", *map(str, args)], env)
     try:
         runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
@@ -210,6 +209,17 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
 
 _started_env: dict[str, str] = {}
 """The zygote's own environment as it started (what its imports saw)."""
+
+
+def _starts_as_we_did(env: dict[str, str]) -> bool:
+    """Whether a fork can stand in for an interpreter started with `env`: the variables Python reads as it starts
+    are the zygote's, but for a PYTHONPATH the fork can put on `sys.path` (where the zygote had none). A caller
+    through `tamesu_command` is not checked before it asks, so the fork asks here."""
+    keys = {key for key in {*env, *_started_env} if key.startswith(_STARTUP_KEYS)}
+    differ = {key for key in keys if env.get(key) != _started_env.get(key)}
+    if not differ:
+        return True
+    return differ == {"PYTHONPATH"} and "PYTHONPATH" not in _started_env and _put_on_path(env["PYTHONPATH"])
 
 
 def _put_on_path(python_path: str) -> bool:
@@ -443,6 +453,18 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: 
 _LAUNCHER = str(Path(__file__).resolve().parent / "warm_launch.py")
 _scripts_here: _Zygote | None = None
 _scripts_pid = 0
+
+
+def tamesu_command() -> list[str]:
+    """`python -m tamesu` as a command for a test to hand another program (a shell script's `tamesu`, a server
+    started with Popen): a fork of this worker's warm process through the launcher of `script_command`, with its
+    signals and exit code. A plain `python -m tamesu` when `TAMESU_TEST_FORK=0`."""
+    global _zygote_here, _zygote_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        return [sys.executable, "-m", "tamesu"]
+    if _zygote_here is None or _zygote_pid != os.getpid():
+        _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+    return [sys.executable, "-I", "-S", _LAUNCHER, _zygote_here.path, "-m", "tamesu"]
 
 
 def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:

@@ -74,6 +74,22 @@ def test_a_fork_takes_the_callers_pythonpath_as_the_interpreter_does(shop: Path,
     assert ("started with sitecustomize" in done.stderr) == (folder == "a sitecustomize")
 
 
+def test_tamesu_command_runs_a_fork_that_answers_as_the_interpreter_does(shop: Path, tmp_path: Path) -> None:
+    command = forked.tamesu_command()
+    assert command[:3] == [sys.executable, "-I", "-S"]  # the launcher, not a plain interpreter
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "sitecustomize.py").write_text("import sys\nprint('started with sitecustomize', file=sys.stderr)\n")
+    # the launcher's caller is not asked first: the fork itself execs a fresh interpreter for such a start
+    for env in (ENV, {**ENV, "PYTHONPATH": str(extra)}):
+        runs = [subprocess.run([*start, "validate", "bad.yaml"], cwd=shop, env=env, capture_output=True, text=True,
+                               timeout=120) for start in ([sys.executable, "-m", "tamesu"], command)]
+        assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [(runs[0].returncode, runs[0].stdout,
+                                                                      runs[0].stderr)] * 2
+        assert runs[0].returncode == 2
+        assert ("started with sitecustomize" in runs[1].stderr) == ("PYTHONPATH" in env)
+
+
 _SCRIPT = """\
 import os, signal, sys, time
 print(sys.argv[1:], os.getcwd(), os.environ.get("WHO"), sys.stdin.read().strip(), flush=True)

@@ -1,5 +1,6 @@
 """`python -I -S warm_launch.py SOCKET SCRIPT ARGS`: runs `python SCRIPT ARGS` as a fork of the warm script
-zygote listening on SOCKET (tests/forked.py, `script_command`), standing in for it as its caller sees it.
+zygote listening on SOCKET (tests/forked.py, `script_command`), standing in for it as its caller sees it;
+`SOCKET -m tamesu ARGS`: `python -m tamesu ARGS` as a fork of the tamesu zygote (`tamesu_command`).
 
 Only the standard library, no site: it starts in a few milliseconds. Its stdin, stdout and stderr go to the
 fork, and it keeps none of them open itself, so the caller sees the fork's end of file; SIGTERM, SIGINT and
@@ -21,7 +22,10 @@ from types import FrameType
 
 def main() -> None:
     path, script, *args = sys.argv[1:]
-    body = json.dumps({"script": script, "args": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    request = {"script": script, "args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
+    if script == "-m":  # `-m tamesu ARGS`, to the tamesu zygote (`tamesu_command`)
+        request = {"args": args[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
+    body = json.dumps(request).encode()
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(path)
     socket.send_fds(connection, [struct.pack("!I", len(body))], [0, 1, 2])
