@@ -473,9 +473,14 @@ def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:
     few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM, SIGINT and SIGHUP
     on, exits with the fork's code, and takes the fork with it when it is killed. A plain `python SCRIPT` when
     `TAMESU_TEST_FORK=0`."""
+    return [*script_python(), str(script), *args]
+
+
+def script_python() -> list[str]:
+    """What stands for `python` in `python SCRIPT ARGS` (`script_command`)."""
     global _scripts_here, _scripts_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
-        return [sys.executable, str(script), *args]
+        return [sys.executable]
     if _scripts_here is None or _scripts_pid != os.getpid():
         _scripts_here, _scripts_pid = _Zygote("script"), os.getpid()
-    return [sys.executable, "-I", "-S", _LAUNCHER, _scripts_here.path, str(script), *args]
+    return [sys.executable, "-I", "-S", _LAUNCHER, _scripts_here.path]
