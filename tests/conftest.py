@@ -79,7 +79,7 @@ def _group(item: pytest.Item) -> str | None:
 LONG_FIRST = ("test_pytest_plugin.py", "test_plugins.py", "runtime/test_kills.py", "checks/test_verdicts.py",
               "cli/test_crash_list.py", "targets/test_mcp_target.py", "models/test_model_sdk_calls.py",
               "jsonl/test_jsonl_design.py", "test_example_a2a_shop.py", "test_fixture_cleanup.py",
-              "store/test_ci_examples.py", "evaluators/test_evaluators.py")
+              "store/test_ci_examples.py", "evaluators/test_evaluators.py", "test_forked.py")
 """Modules under tests/ with the longest ungrouped tests, longest first (seconds of wall clock at -n 2 on the
 loaded 2-core machine: a nested pytest over two xdist workers 24, a plug-in target run 16, a verdict's model
 retries 15, the kill rounds 15, 5,000 generated tests 12, the MCP example suite 10): they start before every
