@@ -63,10 +63,10 @@ GROUP_ORDER = ("audio-bot", "audio", "audio-lines", "audio-clock", "audio-sip", 
 """Under `--dist loadgroup` the groups are handed out in this order, the longest first (seconds of tests in one
 fresh-clone run at -n 4, once the clock tests call again only until they agree: bot 362, audio 328, sip 216,
 lines 207, clock 137, browser 118, db 26; the sip lane after the clock lane, so the two shorter ones share a
-worker), and every ungrouped test after them. xdist hands its work units out in the order it collected them
-(`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few,
-long tests (the clock lanes) then started only when another worker ran dry, and ended the run minutes after
-everything else."""
+worker), and every ungrouped test after them (`LONG_FIRST`'s modules first). xdist hands its work units out
+in the order it collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by
+test count, and a lane of few, long tests (the clock lanes) then started only when another worker ran dry, and
+ended the run minutes after everything else."""
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -76,11 +76,29 @@ def _group(item: pytest.Item) -> str | None:
     return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
 
 
-def _rank(item: pytest.Item) -> int:
+LONG_FIRST = ("test_pytest_plugin.py", "test_plugins.py", "runtime/test_kills.py", "checks/test_verdicts.py",
+              "cli/test_crash_list.py", "targets/test_mcp_target.py", "models/test_model_sdk_calls.py",
+              "jsonl/test_jsonl_design.py", "test_example_a2a_shop.py", "test_fixture_cleanup.py",
+              "store/test_ci_examples.py", "evaluators/test_evaluators.py", "test_forked.py")
+"""Modules under tests/ with the longest ungrouped tests, longest first (seconds of wall clock at -n 2 on the
+loaded 2-core machine: a nested pytest over two xdist workers 24, a plug-in target run 16, a verdict's model
+retries 15, the kill rounds 15, 5,000 generated tests 12, the MCP example suite 10): they start before every
+other ungrouped test. Collected in folder order they came last (tests/test_*.py sort after the folders) and
+one of them ran alone at the end of the run, the other workers idle."""
+
+for _module in LONG_FIRST:
+    if not (ROOT / "tests" / _module).is_file():
+        raise RuntimeError(f"tests/conftest.py LONG_FIRST names tests/{_module}, which is gone")
+
+
+def _rank(item: pytest.Item) -> tuple[int, int]:
     group = _group(item)
     if group is None:
-        return len(GROUP_ORDER) + 1
-    return GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
+        module = item.path.relative_to(ROOT / "tests").as_posix() if item.path.is_relative_to(ROOT / "tests") else ""
+        if module in LONG_FIRST:
+            return len(GROUP_ORDER) + 1, LONG_FIRST.index(module)
+        return len(GROUP_ORDER) + 2, 0
+    return (GROUP_ORDER.index(group), 0) if group in GROUP_ORDER else (len(GROUP_ORDER), 0)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -9,7 +9,9 @@ folder, environment and arguments, and runs `python -m tamesu` as the interprete
 signals, exit code, children and clean-up on exit; only what Python imported before the arguments is shared.
 
 A run whose environment changes how Python starts (a `PYTHON*` variable, the locale) is not one the zygote can
-stand in for, so it runs as a plain child process, as do all runs when `TAMESU_TEST_FORK=0`.
+stand in for, so it runs as a plain child process, as do all runs when `TAMESU_TEST_FORK=0`; but a PYTHONPATH
+of folders the fork can put on `sys.path` as Python would (a plug-in's) is forked too (`_put_on_path`), and
+one it cannot (a folder with a `sitecustomize`, or a module the zygote has imported) is exec'd afresh by the fork.
 """
 
 from __future__ import annotations
@@ -46,11 +48,25 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         "tamesu.report.emit", "tamesu.report.case_console", "tamesu.report.case_records", "tamesu.cli.jsonl_runner",
         "tamesu.jsonl", "tamesu.jsonl.parser", "tamesu.jsonl.run", "tamesu.store.writer", "tamesu.store.db",
         "alembic.command", "alembic.config", "alembic.runtime.migration", "alembic.operations", "alembic.script",
-        "sqlalchemy.dialects.sqlite", "sqlite3", "jsonpath", "statistics")
+        "sqlalchemy.dialects.sqlite", "sqlite3", "jsonpath", "statistics",
+        # the model SDKs a run imports at its first model call (anthropic 1.8 s of CPU, openai 0.5 s): some 30
+        # runs of the inner loop call a model server. They read OPENAI_LOG/ANTHROPIC_LOG as they are imported,
+        # which no test sets
+        "openai", "anthropic", "openai.resources.chat.completions", "tamesu.models.openai",
+        "tamesu.models.anthropic", "tamesu.models._sdk_post")
 """What the zygote imports before it forks: the command line, the loader and engine, the HTTP targets that
-most runs use, and what a run imports once it has started. None of them reads the environment or the working
-folder when imported, and none starts a thread (a fork copies only the thread that forks, so the zygote checks
-it is alone). Tests that look at what a run imports run plain children, not forks."""
+most runs use, and what a run imports once it has started. None of them (but the SDKs' log switches) reads the
+environment or the working folder when imported, and none starts a thread (a fork copies only the thread that
+forks, so the zygote checks it is alone). Tests that look at what a run imports run plain children, not forks."""
+
+SCRIPT_WARM = ("anyio", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
+               "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
+               "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl",
+               "uvicorn.lifespan.on", "uvicorn.loops.asyncio", "starlette.applications", "argparse")
+"""What the script zygote imports before it forks: the MCP SDK's server side (some 1.5 s of CPU per start,
+mostly building the pydantic models of `mcp_types`), which every MCP server of the tests
+(tests/agents/mcp_servers.py) imports before it reads its arguments. Its forks run a script as
+`python SCRIPT ARGS` would (`script_command`)."""
 
 _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 """Environment variables Python reads when it starts: a run that changes one needs an interpreter of its own."""
@@ -58,16 +74,19 @@ _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 _HEADER = struct.Struct("!I")
 
 
-def _zygote(listen_path: str) -> None:
-    """Serve fork requests until the pytest process that started us closes our stdin."""
+def _zygote(listen_path: str, kind: str = "tamesu") -> None:
+    """Serve fork requests until the pytest process that started us closes our stdin. `kind` "tamesu": the
+    forks run `python -m tamesu`; "script": `python SCRIPT` (the request names it)."""
     import gc
     import importlib
 
-    for name in WARM:
+    warm = WARM if kind == "tamesu" else SCRIPT_WARM
+    _started_env.update(os.environ)
+    for name in warm:
         importlib.import_module(name)
     gc.freeze()  # the forks' collections leave the imported objects alone, so their memory stays shared
     if threading.active_count() != 1:
-        raise SystemExit(f"tamesu test zygote: importing {WARM} started a thread; it cannot fork safely")
+        raise SystemExit(f"tamesu test zygote: importing {warm} started a thread; it cannot fork safely")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(listen_path)
     listener.listen(16)
@@ -88,7 +107,10 @@ def _zygote(listen_path: str) -> None:
                 return  # the pytest process ended
             if key.data == "child":
                 os.read(wake_read, 4096)
-                _reap(waiting)
+                _reap(waiting, selector)
+                continue
+            if isinstance(key.data, int):
+                _caller_gone(key.data, waiting, selector)
                 continue
             connection, _ = listener.accept()
             request, fds = _receive(connection)
@@ -103,22 +125,43 @@ def _zygote(listen_path: str) -> None:
                 connection.close()
                 for waiter in waiting.values():
                     waiter.close()
-                _become_tamesu(request, fds)
+                if kind == "tamesu":
+                    _become_tamesu(request, fds)
+                _become_script(request, fds)
             for fd in fds:
                 os.close(fd)
             connection.sendall(f"{pid}\n".encode())
             waiting[pid] = connection
-            _reap(waiting)  # a child that ended before it was registered
+            selector.register(connection, selectors.EVENT_READ, pid)
+            _reap(waiting, selector)  # a child that ended before it was registered
 
 
-def _reap(waiting: dict[int, socket.socket]) -> None:
+def _reap(waiting: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
     for pid in list(waiting):
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             connection = waiting.pop(pid)
+            with contextlib.suppress(KeyError):  # its caller went first (`_caller_gone`)
+                selector.unregister(connection)
             with contextlib.suppress(OSError):  # the caller gave up on it (a timeout) and went
                 connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
             connection.close()
+
+
+def _caller_gone(pid: int, waiting: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    """The caller closed its connection while its fork runs (a killed `script_command` launcher: SIGKILL
+    cannot be passed on): the fork goes too, as a child killed with its process group would."""
+    connection = waiting.get(pid)
+    if connection is None:
+        return
+    try:
+        if connection.recv(1):
+            return  # callers send nothing after their request; a byte is no end
+    except OSError:
+        pass
+    selector.unregister(connection)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -151,8 +194,71 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
     sys.argv = ["-m", *map(str, args)]
     if request.get("as_user") and os.geteuid() == 0:
         _drop_file_mode_overrides()
+    if not _starts_as_we_did(env):
+        os.execve(sys.executable, [sys.executable, "-m", "tamesu", *map(str, args)], env)
     try:
         runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    _finish(code)
+
+
+_started_env: dict[str, str] = {}
+"""The zygote's own environment as it started (what its imports saw)."""
+
+
+def _starts_as_we_did(env: dict[str, str]) -> bool:
+    """Whether a fork can stand in for an interpreter started with `env`: the variables Python reads as it starts
+    are the zygote's, but for a PYTHONPATH the fork can put on `sys.path` (where the zygote had none). A caller
+    through `tamesu_command` is not checked before it asks, so the fork asks here."""
+    keys = {key for key in {*env, *_started_env} if key.startswith(_STARTUP_KEYS)}
+    differ = {key for key in keys if env.get(key) != _started_env.get(key)}
+    if not differ:
+        return True
+    return differ == {"PYTHONPATH"} and "PYTHONPATH" not in _started_env and _put_on_path(env["PYTHONPATH"])
+
+
+def _put_on_path(python_path: str) -> bool:
+    """A caller's PYTHONPATH (the zygote started without one) on `sys.path` where the interpreter puts it, right
+    after the first entry, when a fork can stand in for an interpreter started with it: every entry a folder,
+    none holding a module the zygote has imported (a fork would keep the zygote's) or one Python imports only
+    as it starts (`sitecustomize`, which the hidden-module folders use). False: a fresh interpreter is needed."""
+    import importlib
+
+    entries = python_path.split(os.pathsep)
+    if not all(entries) or not all(os.path.isdir(entry) for entry in entries):
+        return False
+    taken = {name.partition(".")[0] for name in sys.modules} | {"sitecustomize", "usercustomize"}
+    if any(name.partition(".")[0] in taken for entry in entries for name in os.listdir(entry)):
+        return False
+    sys.path[1:1] = [os.path.abspath(entry) for entry in entries]
+    importlib.invalidate_caches()
+    return True
+
+
+def _become_script(request: dict[str, object], fds: list[int]) -> None:
+    """In the fork: the launcher's stdio, folder, environment and arguments, then `python SCRIPT ARGS`."""
+    import runpy
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(str(request["cwd"]))
+    env = request["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update(env)
+    script = os.path.abspath(str(request["script"]))
+    args = request["args"]
+    assert isinstance(args, list)
+    sys.argv = [script, *map(str, args)]
+    sys.path[0] = os.path.dirname(script)  # what `python SCRIPT` puts first
+    try:
+        runpy.run_path(script, run_name="__main__")
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -210,13 +316,13 @@ def _finish(code: int) -> None:
 
 
 class _Zygote:
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "tamesu") -> None:
         self.folder = tempfile.mkdtemp(prefix="tamesu-zygote-")
         self.path = os.path.join(self.folder, "socket")
         self.env = dict(os.environ)
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r})"],
+                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {kind!r})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "ready":
@@ -236,7 +342,10 @@ class _Zygote:
 
     def stands_in_for(self, env: dict[str, str]) -> bool:
         keys = {key for key in {*env, *self.env} if key.startswith(_STARTUP_KEYS)}
-        return all(env.get(key) == self.env.get(key) for key in keys)
+        differ = {key for key in keys if env.get(key) != self.env.get(key)}
+        # a PYTHONPATH of the run's own where the zygote has none: the fork puts it on sys.path as Python would,
+        # or execs a fresh interpreter where it cannot (`_put_on_path`); a plug-in's run took 1.5 s of CPU
+        return not differ or (differ == {"PYTHONPATH"} and "PYTHONPATH" not in self.env)
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None,
             as_user: bool = False) -> subprocess.CompletedProcess[str]:
@@ -339,3 +448,39 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: 
     prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []
     return subprocess.run([*prefix, sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout, **feed)
+
+
+_LAUNCHER = str(Path(__file__).resolve().parent / "warm_launch.py")
+_scripts_here: _Zygote | None = None
+_scripts_pid = 0
+
+
+def tamesu_command() -> list[str]:
+    """`python -m tamesu` as a command for a test to hand another program (a shell script's `tamesu`, a server
+    started with Popen): a fork of this worker's warm process through the launcher of `script_command`, with its
+    signals and exit code. A plain `python -m tamesu` when `TAMESU_TEST_FORK=0`."""
+    global _zygote_here, _zygote_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        return [sys.executable, "-m", "tamesu"]
+    if _zygote_here is None or _zygote_pid != os.getpid():
+        _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+    return [sys.executable, "-I", "-S", _LAUNCHER, _zygote_here.path, "-m", "tamesu"]
+
+
+def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:
+    """`python SCRIPT ARGS` as a command to hand a target that starts it (an MCP server), run as a fork of a
+    warm process that has imported `SCRIPT_WARM`: a stdlib-only launcher (`warm_launch.py`, `python -I -S`, a
+    few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM, SIGINT and SIGHUP
+    on, exits with the fork's code, and takes the fork with it when it is killed. A plain `python SCRIPT` when
+    `TAMESU_TEST_FORK=0`."""
+    return [*script_python(), str(script), *args]
+
+
+def script_python() -> list[str]:
+    """What stands for `python` in `python SCRIPT ARGS` (`script_command`)."""
+    global _scripts_here, _scripts_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        return [sys.executable]
+    if _scripts_here is None or _scripts_pid != os.getpid():
+        _scripts_here, _scripts_pid = _Zygote("script"), os.getpid()
+    return [sys.executable, "-I", "-S", _LAUNCHER, _scripts_here.path]

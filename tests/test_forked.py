@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import forked
+from lifeline import tied
 
 SHOP = Path(__file__).resolve().parent.parent / "examples" / "rest-shop"
 ENV = {key: value for key, value in os.environ.items() if key not in ("TAMESU_DEBUG", "SHOP_URL")}
@@ -54,3 +57,87 @@ def test_a_fork_takes_the_callers_folder_environment_and_stdin(shop: Path) -> No
 def test_a_fork_that_outlives_its_timeout_is_killed(shop: Path) -> None:
     with pytest.raises(subprocess.TimeoutExpired):  # `view` serves until it is stopped
         forked.run(["view", "--port", "0", "--no-open"], shop, {**ENV, "TAMESU_STORE": str(shop / "s.db")}, 3)
+
+
+@pytest.mark.parametrize("folder", ["a module", "a sitecustomize", "tamesu itself"])
+def test_a_fork_takes_the_callers_pythonpath_as_the_interpreter_does(shop: Path, tmp_path: Path,
+                                                                      folder: str) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    if folder == "a module":  # put on sys.path by the fork (test_plugins.py's plug-in runs are such forks)
+        (extra / "shop_helper.py").write_text("")
+    elif folder == "a sitecustomize":  # Python imports it as it starts: the fork execs a fresh interpreter
+        (extra / "sitecustomize.py").write_text("import sys\nprint('started with sitecustomize', file=sys.stderr)\n")
+    else:  # a module the zygote has imported: a fresh interpreter too
+        (extra / "tamesu").mkdir()
+    done = _same(["validate"], shop, {**ENV, "PYTHONPATH": str(extra)})
+    assert ("started with sitecustomize" in done.stderr) == (folder == "a sitecustomize")
+
+
+def test_tamesu_command_runs_a_fork_that_answers_as_the_interpreter_does(shop: Path, tmp_path: Path) -> None:
+    command = forked.tamesu_command()
+    assert command[:3] == [sys.executable, "-I", "-S"]  # the launcher, not a plain interpreter
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "sitecustomize.py").write_text("import sys\nprint('started with sitecustomize', file=sys.stderr)\n")
+    # the launcher's caller is not asked first: the fork itself execs a fresh interpreter for such a start
+    for env in (ENV, {**ENV, "PYTHONPATH": str(extra)}):
+        runs = [subprocess.run([*start, "validate", "bad.yaml"], cwd=shop, env=env, capture_output=True, text=True,
+                               timeout=120) for start in ([sys.executable, "-m", "tamesu"], command)]
+        assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [(runs[0].returncode, runs[0].stdout,
+                                                                      runs[0].stderr)] * 2
+        assert runs[0].returncode == 2
+        assert ("started with sitecustomize" in runs[1].stderr) == ("PYTHONPATH" in env)
+
+
+_SCRIPT = """\
+import os, signal, sys, time
+print(sys.argv[1:], os.getcwd(), os.environ.get("WHO"), sys.stdin.read().strip(), flush=True)
+print("to stderr", file=sys.stderr)
+if sys.argv[1] == "wait":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))
+    print(os.getpid(), flush=True)
+    time.sleep(60)
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def _plain_and_warm(script: Path, *args: str) -> tuple[list[str], list[str]]:
+    return [sys.executable, str(script), *args], forked.script_command(script, *args)
+
+
+def test_a_warm_script_answers_as_the_interpreter_does(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT)
+    plain, warm = _plain_and_warm(script, "exit", "5")
+    assert warm[0] == sys.executable and str(script) in warm  # the fork, not a plain child
+    runs = [subprocess.run(command, cwd=tmp_path, env={**ENV, "WHO": "me"}, input="hello\n", capture_output=True,
+                           text=True, timeout=60) for command in (plain, warm)]
+    assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [
+        (5, f"['exit', '5'] {tmp_path} me hello\n", "to stderr\n")] * 2
+
+
+def test_a_warm_script_gets_sigterm_and_dies_with_a_killed_launcher(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT)
+    _, warm = _plain_and_warm(script, "wait", "0")
+    for sig, code in ((signal.SIGTERM, 7), (signal.SIGKILL, -signal.SIGKILL)):
+        launcher = subprocess.Popen(tied(warm), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        assert launcher.stdout is not None
+        launcher.stdout.readline()
+        fork = int(launcher.stdout.readline())
+        assert fork != launcher.pid
+        launcher.send_signal(sig)
+        assert launcher.wait(30) == code
+        deadline = time.monotonic() + 10
+        while _alive(fork) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(fork), f"the fork outlived its launcher's {sig.name}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -65,7 +64,8 @@ def test_two_runs_then_view_lists_both_with_no_configuration(tmp_path: Path, age
         f"history: 2 runs in {database}; `tamesu view` shows them (flaky tests, trends, comparisons)")
     run_ids = sorted(p.name for p in (folder / "tamesu-runs").iterdir())
     assert len(run_ids) == 2
-    view = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "view", "--port", "0", "--no-open"]), cwd=folder,
+    # a fork of the warm zygote through its launcher (tests/forked.py), SIGINT passed on
+    view = subprocess.Popen(tied([*forked.tamesu_command(), "view", "--port", "0", "--no-open"]), cwd=folder,
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert view.stdout is not None

@@ -4,22 +4,23 @@ on the console."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from agents.mcp_servers import NOISE_LINES
+from forked import script_command
 
 SERVERS = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
 
 
 def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, tamesu: Any) -> None:
+    command, *args = script_command(SERVERS, "noisy")  # a fork of a warm process (tests/forked.py)
     (tmp_path / "tamesu.yaml").write_text(
         'models:\n  target: { provider: fake, rules: [{ when: "(?i)order", '
         'tool_calls: [{ name: get_order, args: { order_id: ORD-1001 } }], say: "It has shipped." }] }\n')
     (tmp_path / "noisy.tamesu.yaml").write_text(
         "targets:\n"
-        f"  shop: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [{json.dumps(str(SERVERS))}, noisy] }}\n"
+        f"  shop: {{ type: mcp, command: {json.dumps(command)}, args: {json.dumps(args)} }}\n"
         "tests:\n"
         "  - name: order\n"
         "    target: shop\n"

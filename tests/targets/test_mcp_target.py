@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from forked import script_command, script_python
 from lifeline import tied
 from ports import refused_port
 from sessions import events
@@ -77,7 +79,10 @@ def make_session(tmp_path: Path, *, rules: list[dict[str, Any]] | None = None,
 
 
 def stdio(*extra: str, **spec: Any) -> dict[str, Any]:
-    return {"type": "mcp", "command": PYTHON, "args": [str(SERVERS), *extra], **spec}
+    # a fork of a warm process that has imported the MCP SDK (tests/forked.py): each `python mcp_servers.py`
+    # spent some 1.5 s of CPU importing it, most of this module's time
+    command, *args = script_command(SERVERS, *extra)
+    return {"type": "mcp", "command": command, "args": args, **spec}
 
 
 @asynccontextmanager
@@ -290,7 +295,7 @@ def http_server() -> Iterator[Callable[..., str]]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*extra: str) -> str:
-        process = subprocess.Popen(tied([PYTHON, str(SERVERS), "--http", "--port", "0", *extra]),
+        process = subprocess.Popen(tied(script_command(SERVERS, "--http", "--port", "0", *extra)),
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         started.append(process)
         assert process.stdout is not None
@@ -471,19 +476,25 @@ async def test_grounded_reads_the_context_from_an_mcp_tools_results(tmp_path: Pa
 # -- the example, through the command -------------------------------------------------------------------------
 
 
-def _example_env() -> dict[str, str]:
-    # `command: python` in the example means the Python of tamesu's environment, as in an activated venv
-    return {"PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+def _example_env(folder: Path) -> dict[str, str]:
+    """`command: python` in the example means the Python of tamesu's environment, as in an activated venv; here
+    a `python` first on PATH that runs `python server.py ...` as a fork of the warm process that has imported
+    the MCP SDK (tests/forked.py: 1.5 s of CPU less per server)."""
+    shim = folder / "bin" / "python"
+    shim.parent.mkdir(parents=True)
+    shim.write_text("#!/bin/sh\nexec " + " ".join(map(shlex.quote, script_python())) + ' "$@"\n')
+    shim.chmod(0o755)
+    return {"PATH": os.pathsep.join([str(shim.parent), str(Path(PYTHON).parent), os.environ.get("PATH", "")])}
 
 
 
 
 def test_the_example_suite_passes_over_stdio_and_streamable_http(tmp_path: Path, tamesu: Any) -> None:
-    done = tamesu(["run", str(EXAMPLE / "shop.tamesu.yaml"), "--out", str(tmp_path)], cwd=ROOT,
-                  env=_example_env())
+    done = tamesu(["run", str(EXAMPLE / "shop.tamesu.yaml"), "--out", str(tmp_path / "out")], cwd=ROOT,
+                  env=_example_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 passed, 0 failed" in done.stdout
-    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    [run_dir] = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
     results = {json.loads(line)["test"]: json.loads(line) for line in
                (run_dir / "results.jsonl").read_text().splitlines()}
     assert set(results) == {"order status", "product search", "refunds are not offered",
@@ -494,18 +505,20 @@ def test_the_example_suite_passes_over_stdio_and_streamable_http(tmp_path: Path,
 
 
 def test_the_example_fuzzed_suite_passes(tmp_path: Path, tamesu: Any) -> None:
-    done = tamesu(["run", str(EXAMPLE / "fuzz.tamesu.yaml"), "--out", str(tmp_path)], cwd=ROOT,
-                  env=_example_env())
+    done = tamesu(["run", str(EXAMPLE / "fuzz.tamesu.yaml"), "--out", str(tmp_path / "out")], cwd=ROOT,
+                  env=_example_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed, 0 failed" in done.stdout
 
 
 def test_a_server_that_crashes_at_start_exits_3_through_the_command(tmp_path: Path, tamesu: Any) -> None:
     shutil.copy(SERVERS, tmp_path / "servers.py")
+    python, *args = script_python()  # a fork of the warm MCP process (tests/forked.py)
     (tmp_path / "tamesu.yaml").write_text("models:\n  target: { provider: fake, rules: [{ say: hi }] }\n")
     (tmp_path / "crash.tamesu.yaml").write_text(
         "targets:\n"
-        f"  broken: {{ type: mcp, command: {json.dumps(PYTHON)}, args: [servers.py, crash] }}\n"
+        f"  broken: {{ type: mcp, command: {json.dumps(python)}, args: {json.dumps([*args, 'servers.py', 'crash'])} "
+        "}\n"
         "tests:\n"
         "  - name: says hello\n"
         "    target: broken\n"

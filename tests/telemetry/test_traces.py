@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agents.a2a_agents import A2AAgents
+from forked import script_command
 from sessions import new_session
 from tamesu.conversation import UserTurn
 from tamesu.targets.a2a import A2ASpec, A2ATarget
@@ -290,14 +290,16 @@ def test_each_mcp_tool_call_carries_its_turns_trace_in_meta_and_over_http_as_a_h
                                                                                        tamesu) -> None:
     servers = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
     stdio_log, http_log = tmp_path / "stdio.jsonl", tmp_path / "http.jsonl"
-    python = json.dumps(sys.executable)
+    # forks of a warm process that has imported the MCP SDK (tests/forked.py)
+    python, *stdio_args = script_command(servers, "--traces", str(stdio_log))
+    _, *http_args = script_command(servers, "--http", "--port", "{{session.port}}", "--traces", str(http_log))
     _project(tmp_path, f"""\
 targets:
-  stdio: {{ type: mcp, command: {python}, args: [ '{servers}', --traces, '{stdio_log}' ] }}
+  stdio: {{ type: mcp, command: {json.dumps(python)}, args: {json.dumps(stdio_args)} }}
   http:
     type: mcp
-    command: {python}
-    args: [ '{servers}', --http, --port, '{{{{session.port}}}}', --traces, '{http_log}' ]
+    command: {json.dumps(python)}
+    args: {json.dumps(http_args)}
     url: 'http://127.0.0.1:{{{{session.port}}}}/mcp'
 tests:
   - name: over stdio

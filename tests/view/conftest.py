@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,7 +26,8 @@ class View:
     """A running `tamesu view`: its process and its base URL (no trailing slash)."""
 
     def __init__(self, root: Path, env: dict[str, str], extra: tuple[str, ...]) -> None:
-        self.process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "view", "--port", "0", *extra]), cwd=root,
+        # a fork of the warm zygote through its launcher (tests/forked.py), SIGINT passed on
+        self.process = subprocess.Popen(tied([*forked.tamesu_command(), "view", "--port", "0", *extra]), cwd=root,
                                         env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
