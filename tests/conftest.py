@@ -189,9 +189,9 @@ def serve() -> Iterator[Callable[[Any], ThreadServer]]:
 @pytest.fixture(scope="session")
 def voice_bot_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The reference pipecat voice bot (examples/voice-bot), started once for every module that needs it:
-    loading pipecat and its models is the slow part, and each call gets a pipeline of its own. One warm-up call
-    has loaded the models before the first test measures a turn (agents.voice_bot.warm). Its log is
-    `voice-bot.log` in the session's temporary folder (`--basetemp`), to read after a failure."""
+    loading pipecat and its models is the slow part (once per bot), and each call gets a pipeline of its own.
+    One warm-up call has built the first pipeline before the first test measures a turn (agents.voice_bot.warm).
+    Its log is `voice-bot.log` in the session's temporary folder (`--basetemp`), to read after a failure."""
     from agents.voice_bot import voice_bot
 
     with voice_bot(warm_up=True, log=tmp_path_factory.mktemp("voice-bot") / "voice-bot.log") as url:

@@ -59,10 +59,10 @@ def _drain(stream: IO[str], seen: list[str], log: IO[str] | None) -> None:
 def warm(base: str, timeout: float = WARM_TIMEOUT_S) -> None:
     """One call over the bot's /twilio line until the first audio of its greeting comes back, then hang up.
 
-    The bot listens before a call has ever loaded its models: the first call of a run paid for opening Whisper,
-    Piper and Silero and for pipecat's lazy imports, at the very moment every xdist worker was importing too,
-    and the pipecat suite's first text turn took 15.9 s against its 15 s bound. A test measures the bot's turns,
-    not its first load, so the fixture pays for that load here."""
+    The bot loads Whisper and Piper before it listens, but its first call still builds the first pipeline (Silero,
+    pipecat's lazy imports), at the very moment every xdist worker was importing too: when the models were
+    loaded per call, the pipecat suite's first text turn took 15.9 s against its 15 s bound. A test measures the
+    bot's turns, not its first load, so the fixture pays for that load here."""
     from websockets.sync.client import connect
 
     deadline = time.monotonic() + timeout
