@@ -42,13 +42,13 @@ def _keep_bytecode() -> None:
 
 _keep_bytecode()
 
-MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "shared_chromium": "browser",
-                   "web_shop_url": "browser", "postgres": "db"}
+MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "voice_bot_clock": "audio",
+                   "shared_chromium": "browser", "web_shop_url": "browser", "postgres": "db"}
 """A test that uses one of these session fixtures needs what the mark says, whether or not its module says so."""
 GROUPS = ("audio", "browser", "db")
 """Under `--dist loadgroup` each of these marks is an xdist group, run by one worker: Chromium and PostgreSQL
 start once per run instead of once per worker. A test with two of these marks joins the first group."""
-AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot"}
+AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot", "voice_bot_clock": "audio-lines"}
 """The audio tests are split in lanes, each one xdist group: a lane's real-time tests never run beside each
 other, and a lane's agent (the pipecat bot here: 3 GB and half a minute to start) starts in one worker only.
 One lane alone took 26 minutes of wall clock for 6 minutes of CPU (the tests wait on real time), so lanes
@@ -196,3 +196,15 @@ def voice_bot_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with voice_bot(warm_up=True, log=tmp_path_factory.mktemp("voice-bot") / "voice-bot.log") as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def voice_bot_clock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The pipecat voice bot with its own clock (`--clock-file`), started once for the clock tests of a worker
+    (their lane): each tags its calls (`agents.voice_bot.calls_on_the_bots_clock`). Unwarmed: a clock test's
+    first call has a long `turn_timeout` for the first pipeline, and no call's notes depend on another's."""
+    from agents.voice_bot import ClockBot, voice_bot
+
+    folder = tmp_path_factory.mktemp("voice-bot-clock")
+    with voice_bot("--clock-file", str(folder / "clock.jsonl"), log=folder / "voice-bot.log") as url:
+        yield ClockBot(url, folder / "clock.jsonl")
