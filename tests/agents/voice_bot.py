@@ -4,6 +4,7 @@ grpc target needs 7); without that venv, or without the voice extra here, the te
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -59,10 +61,10 @@ def _drain(stream: IO[str], seen: list[str], log: IO[str] | None) -> None:
 def warm(base: str, timeout: float = WARM_TIMEOUT_S) -> None:
     """One call over the bot's /twilio line until the first audio of its greeting comes back, then hang up.
 
-    The bot listens before a call has ever loaded its models: the first call of a run paid for opening Whisper,
-    Piper and Silero and for pipecat's lazy imports, at the very moment every xdist worker was importing too,
-    and the pipecat suite's first text turn took 15.9 s against its 15 s bound. A test measures the bot's turns,
-    not its first load, so the fixture pays for that load here."""
+    The bot loads Whisper and Piper before it listens, but its first call still builds the first pipeline (Silero,
+    pipecat's lazy imports), at the very moment every xdist worker was importing too: when the models were
+    loaded per call, the pipecat suite's first text turn took 15.9 s against its 15 s bound. A test measures the
+    bot's turns, not its first load, so the fixture pays for that load here."""
     from websockets.sync.client import connect
 
     deadline = time.monotonic() + timeout
@@ -134,23 +136,35 @@ Call = tuple[str, dict, dict[str, list[float]]]
 `silence_ms`: lists in reply order)."""
 
 
-def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
-                            timeout: float, again: Callable[[list[Call]], Collection[str]]) -> list[Call]:
-    """The bot started with `--clock-file`, and `targets` (name: YAML flow mapping, `{base}` for the bot's ws://
-    URL, `{call}` for `call=NAME`, which tags the bot's notes) called one at a time, up to `repeat` times each
-    while `again` (given the calls so far) names it (`calls_one_at_a_time`). Returns each call, in the order
-    they ran: its test name, result.json and what the bot noted on its clock: `first_audio_ms` and `silence_ms`
-    (the longest silence of each reply), lists in reply order."""
-    clock = tmp_path / "clock.jsonl"
-    with voice_bot("--clock-file", str(clock), log=tmp_path / "voice-bot.log") as base:
-        filled = {name: target.replace("{base}", base).replace("{call}", f"call={name}")
-                  for name, target in targets.items()}
-        calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout,
-                                    again=lambda done: again(_with_notes(clock, targets, done)))
-    return _with_notes(clock, targets, calls)
+@dataclass(frozen=True)
+class ClockBot:
+    """A bot started with `--clock-file` (the `voice_bot_clock` fixture): its base ws:// URL and the file of its
+    notes, shared by the tests of a worker (each tags its calls apart: `calls_on_the_bots_clock`)."""
+
+    url: str
+    clock: Path
 
 
-def _with_notes(clock: Path, targets: dict[str, str], calls: list[tuple[str, dict]]) -> list[Call]:
+_RUNS = itertools.count(1)
+"""Tags each `calls_on_the_bots_clock` apart on a shared bot: a name called by two tests (a rerun) is two names."""
+
+
+def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, bot: ClockBot, *, targets: dict[str, str], test: str,
+                            repeat: int, timeout: float, again: Callable[[list[Call]], Collection[str]]) -> list[Call]:
+    """`targets` (name: YAML flow mapping, `{base}` for the clock bot's ws:// URL, `{call}` for `call=TAG`, which
+    tags the bot's notes of this name's calls) called one at a time, up to `repeat` times each while `again`
+    (given the calls so far) names it (`calls_one_at_a_time`). Returns each call, in the order they ran: its test
+    name, result.json and what the bot noted on its clock: `first_audio_ms` and `silence_ms` (the longest
+    silence of each reply), lists in reply order."""
+    tags = {name: f"r{next(_RUNS)}-{name}" for name in targets}
+    filled = {name: target.replace("{base}", bot.url).replace("{call}", f"call={tags[name]}")
+              for name, target in targets.items()}
+    calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout,
+                                again=lambda done: again(_with_notes(bot.clock, tags, done)))
+    return _with_notes(bot.clock, tags, calls)
+
+
+def _with_notes(clock: Path, tags: dict[str, str], calls: list[tuple[str, dict]]) -> list[Call]:
     lines: dict[str, dict[int, dict[str, list[float]]]] = {}
     for text in clock.read_text(encoding="utf-8").splitlines() if clock.exists() else []:
         note = json.loads(text)
@@ -161,7 +175,7 @@ def _with_notes(clock: Path, targets: dict[str, str], calls: list[tuple[str, dic
             del own["silence_ms"][note["reply"] - 1:]
             own["silence_ms"].append(note["silence_ms"])
     # each name's calls ran in order, and so were its lines opened (numbered over the bot's life)
-    noted = {name: [lines[name][line] for line in sorted(lines.get(name, {}))] for name in targets}
+    noted = {name: [lines[tag][line] for line in sorted(lines.get(tag, {}))] for name, tag in tags.items()}
     seen: dict[str, int] = {}
     out = []
     for name, result in calls:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agents.voice import not_yet_within
-from agents.voice_bot import Call, calls_on_the_bots_clock, closest, needs_bot
+from agents.voice_bot import Call, ClockBot, calls_on_the_bots_clock, closest, needs_bot
 
 # (delay, pause): the pause is the longest silence unless the wait for the reply is longer (3-6 s on a loaded
 # 2-core machine); either way the bot's clock has the longest
@@ -37,7 +37,8 @@ LINES = {
                'interrupted: { when: { "$.event": clear } }, close: { event: stop } }, ' + COMMON + " }"),
 }
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
-# a lane of its own (tests/conftest.py): its own bot, 18 calls one at a time
+# a lane of its own (tests/conftest.py), with test_voice_clock_pipecat.py: one clock bot (voice_bot_clock), calls one
+# at a time
 pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-lines"), pytest.mark.timeout(580)]
 
 
@@ -62,12 +63,12 @@ def _again(calls: list[Call]) -> set[str]:
 
 @pytest.mark.parametrize("line", sorted(LINES))
 def test_time_to_first_audio_and_silence_agree_with_the_bots_own_clock(tamesu: Callable, tmp_path: Path,
-                                                                        line: str) -> None:
+                                                                        voice_bot_clock: ClockBot, line: str) -> None:
     targets = {f"{line}_{delay}": LINES[line].replace(
         "QUERY", f"greeting=Hello.&reply_delay_ms={delay}&reply_pause_ms={pause}&{{call}}")
         for delay, pause in VALUES_MS}
-    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=3, timeout=560,
-                                    again=_again)
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, voice_bot_clock, targets=targets, test=SCRIPT, repeat=3,
+                                    timeout=560, again=_again)
     first_rows, silence_rows, rows = [], [], []
     for name, result, own in calls:
         measured = _measured(result)

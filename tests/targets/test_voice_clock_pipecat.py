@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from agents.voice import not_yet_within
-from agents.voice_bot import Call, calls_on_the_bots_clock, closest, needs_bot
+from agents.voice_bot import Call, ClockBot, calls_on_the_bots_clock, closest, needs_bot
 
-# the first call also waits for the bot to build its first pipeline (Whisper, Piper), 30 s and more on a loaded
-# machine: turn_timeout leaves room for it
+# the first call of a worker's clock bot also waits for its first pipeline, seconds on a loaded machine:
+# turn_timeout leaves room for it
 DELAYS_MS = (0, 500, 1000)
 PAUSES_MS = (1500, 3000)
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
-# the bot's lane (tests/conftest.py): one bot process at a time
-pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-bot"), pytest.mark.timeout(580)]
+# the lines lane (tests/conftest.py), beside test_voice_clock_lines.py: one clock bot for both, calls one at a time
+pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-lines"), pytest.mark.timeout(580)]
 
 
 def _first(calls: list[Call]) -> list[tuple[str, float, float]]:
@@ -52,12 +52,13 @@ def _again(rows_of: Callable[[list[Call]], list[tuple[str, float, float]]]) -> C
     return again
 
 
-def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:
+def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path,
+                                                                   voice_bot_clock: ClockBot) -> None:
     targets = {f"delay_{delay}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_delay_ms={delay}'
                                  '&{call}", mode: audio, sample_rate: 16000, idle: 2s, turn_timeout: 90s }'
                for delay in DELAYS_MS}
-    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=3, timeout=560,
-                                    again=_again(_first))
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, voice_bot_clock, targets=targets, test=SCRIPT, repeat=3,
+                                    timeout=560, again=_again(_first))
     for name, result, own in calls:
         measured = [t["agent"]["measures"]["time_to_first_audio_ms"] for t in result["turns"]
                     if "time_to_first_audio_ms" in (t["agent"].get("measures") or {})]
@@ -71,13 +72,14 @@ def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Call
     assert all(min(abs(d) for d in both) <= 20 for both in differences.values()), differences
 
 
-def test_silence_gap_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path) -> None:
+def test_silence_gap_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path,
+                                                            voice_bot_clock: ClockBot) -> None:
     # idle above the pause: the bot's silence inside its reply is no end of its turn
     targets = {f"pause_{pause}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_pause_ms={pause}'
                                  '&{call}", mode: audio, sample_rate: 16000, idle: 4s, turn_timeout: 90s }'
                for pause in PAUSES_MS}
-    calls = calls_on_the_bots_clock(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=3, timeout=560,
-                                    again=_again(_silence))
+    calls = calls_on_the_bots_clock(tamesu, tmp_path, voice_bot_clock, targets=targets, test=SCRIPT, repeat=3,
+                                    timeout=560, again=_again(_silence))
     for name, _result, own in calls:
         assert len(own["silence_ms"]) == 1, (name, own)
         # the pause was made (a frame goes out a few ms early or late of its place on the bot's loop)

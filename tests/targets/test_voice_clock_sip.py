@@ -21,8 +21,8 @@ chunk; a SIP chunk plays as it arrives.
 `silence_gap_max_ms` is not compared: on a SIP call the caller waits out `idle` after the greeting, a longer
 silence than the reply's pause.
 
-The lane is `audio-lines` (tests/conftest.py): calls one at a time in real time, like the provider lines' clock
-test; its baresip agents are small, and no pipecat bot shares the lane."""
+The lane is `audio-sip` (tests/conftest.py), with the other SIP tests: calls one at a time in real time; its
+baresip agents are small, and no pipecat bot shares the lane."""
 
 from __future__ import annotations
 
