@@ -113,7 +113,11 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
                 _caller_gone(key.data, waiting, selector)
                 continue
             connection, _ = listener.accept()
-            request, fds = _receive(connection)
+            try:
+                request, fds = _receive(connection)
+            except (_CutShort, OSError):  # its caller went before it asked: nothing to start, the next may come
+                connection.close()
+                continue
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
@@ -130,9 +134,13 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
                 _become_script(request, fds)
             for fd in fds:
                 os.close(fd)
-            connection.sendall(f"{pid}\n".encode())
             waiting[pid] = connection
-            selector.register(connection, selectors.EVENT_READ, pid)
+            try:
+                connection.sendall(f"{pid}\n".encode())
+            except OSError:  # its caller went as the fork started (a killed launcher): the fork goes too
+                os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid is still this fork's
+            else:
+                selector.register(connection, selectors.EVENT_READ, pid)
             _reap(waiting, selector)  # a child that ended before it was registered
 
 
@@ -164,16 +172,27 @@ def _caller_gone(pid: int, waiting: dict[int, socket.socket], selector: selector
         os.kill(pid, signal.SIGKILL)
 
 
+class _CutShort(Exception):
+    """A caller that went before its request was whole (a launcher killed as it started)."""
+
+
 def _receive(connection: socket.socket) -> tuple[dict[str, object], list[int]]:
     head, fds, _, _ = socket.recv_fds(connection, _HEADER.size, 3)
-    (size,) = _HEADER.unpack(head)
-    body = b""
-    while len(body) < size:
-        chunk = connection.recv(size - len(body))
-        if not chunk:
-            raise SystemExit("tamesu test zygote: a request was cut short")
-        body += chunk
-    return json.loads(body), fds
+    try:
+        if len(head) != _HEADER.size:
+            raise _CutShort
+        (size,) = _HEADER.unpack(head)
+        body = b""
+        while len(body) < size:
+            chunk = connection.recv(size - len(body))
+            if not chunk:
+                raise _CutShort
+            body += chunk
+        return json.loads(body), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
 
 
 def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:

@@ -3,9 +3,12 @@ case runs both ways and compares exit code, stdout and stderr."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -133,6 +136,30 @@ def test_a_warm_script_gets_sigterm_and_dies_with_a_killed_launcher(tmp_path: Pa
         while _alive(fork) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not _alive(fork), f"the fork outlived its launcher's {sig.name}"
+
+
+def test_a_caller_that_goes_before_its_fork_is_known_leaves_the_warm_process_serving(tmp_path: Path) -> None:
+    """A launcher killed as it starts (a test stopping an MCP server at once) goes at any point of its request:
+    before it, with the request cut short, or before the fork's pid came back. The warm process drops that
+    caller (and its fork) and serves the next one (the send of the pid to a gone caller once ended it)."""
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT)
+    path = forked.script_python()[-1]
+    body = json.dumps({"script": str(script), "args": ["wait", "0"], "cwd": str(tmp_path), "env": ENV}).encode()
+    header = struct.pack("!I", len(body))
+    for cut in ("nothing", "header only", "half the body", "before the pid"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as caller:
+            caller.connect(path)
+            if cut != "nothing":
+                socket.send_fds(caller, [header], [0, 1, 2])
+            if cut == "half the body":
+                caller.sendall(body[: len(body) // 2])
+            if cut == "before the pid":
+                caller.sendall(body)
+        plain, warm = _plain_and_warm(script, "exit", "3")
+        runs = [subprocess.run(command, cwd=tmp_path, env={**ENV, "WHO": cut}, input="x\n", capture_output=True,
+                               text=True, timeout=60) for command in (plain, warm)]
+        assert [(r.returncode, r.stdout) for r in runs] == [(3, f"['exit', '3'] {tmp_path} {cut} x\n")] * 2, cut
 
 
 def _alive(pid: int) -> bool:
