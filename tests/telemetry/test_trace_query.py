@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from agents.trace_backend import TraceBackend
-from agents.traced import TracedRestAgent, free_port
+from agents.traced import TracedRestAgent
+from ports import refused_port
 
 ASSERTIONS = """\
     assert:
@@ -145,9 +146,11 @@ def test_a_trace_the_backend_never_has_is_said(tmp_path: Path, tamesu, stack) ->
 
 
 def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, serve) -> None:
-    agent = TracedRestAgent(f"http://127.0.0.1:{free_port()}")
+    agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}")
     url = serve(agent.app()).url
-    closed = f"http://127.0.0.1:{free_port()}"
+    # held, never listening: a probe port closed at once was once given to another worker's server in between,
+    # which answered the check (a 404 is "no such trace yet") and was gone by the fetch, after the tests ran
+    closed = f"http://127.0.0.1:{refused_port()}"
     project(tmp_path, f"{{ query: {{ tempo: '{closed}', timeout: 2s }}, wait: 0s }}", url)
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
@@ -166,7 +169,7 @@ def test_a_backend_that_is_neither_is_exit_3(tmp_path: Path, tamesu, serve) -> N
         return HTMLResponse("<html>grafana login</html>")
 
     other = serve(Starlette(routes=[Route("/api/traces/{id}", page)])).url
-    agent = TracedRestAgent(f"http://127.0.0.1:{free_port()}")
+    agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}")
     url = serve(agent.app()).url
     project(tmp_path, f"{{ query: {{ jaeger: '{other}' }}, wait: 0s }}", url)
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
