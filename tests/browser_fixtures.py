@@ -148,15 +148,6 @@ def chromium_under(root: int) -> list[int]:
     return [pid for pid in descendants(root) if _is_chromium(pid)]
 
 
-def alive(pid: int) -> bool:
-    """Running, not a zombie waiting for its parent."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def browser_main_process(pids: list[int]) -> int | None:
     """The browser process itself (its helpers are started with --type=..., beside the crash handler), whose
     parent is no Chromium: a helper the browser has forked and not yet exec'd still has the browser's command

@@ -195,10 +195,8 @@ def _receive(connection: socket.socket) -> tuple[dict[str, object], list[int]]:
         raise
 
 
-def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
-    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu`."""
-    import runpy
-
+def _take_the_callers(request: dict[str, object], fds: list[int]) -> dict[str, str]:
+    """In the fork: the caller's stdio, folder and environment (returned)."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -207,6 +205,14 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
     assert isinstance(env, dict)
     os.environ.clear()
     os.environ.update(env)
+    return env
+
+
+def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
+    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu`."""
+    import runpy
+
+    env = _take_the_callers(request, fds)
     sys.path[0] = os.getcwd()  # what `python -m` puts first
     args = request["args"]
     assert isinstance(args, list)
@@ -263,14 +269,7 @@ def _become_script(request: dict[str, object], fds: list[int]) -> None:
     """In the fork: the launcher's stdio, folder, environment and arguments, then `python SCRIPT ARGS`."""
     import runpy
 
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    os.chdir(str(request["cwd"]))
-    env = request["env"]
-    assert isinstance(env, dict)
-    os.environ.clear()
-    os.environ.update(env)
+    _take_the_callers(request, fds)
     script = os.path.abspath(str(request["script"]))
     args = request["args"]
     assert isinstance(args, list)

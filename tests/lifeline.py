@@ -21,3 +21,13 @@ _TIE = ("import ctypes, os, signal, sys\n"
 def tied(command: list[str]) -> list[str]:
     """`command`, ended with SIGTERM when this process (its thread that starts it) ends."""
     return [sys.executable, "-I", "-c", _TIE, str(os.getpid()), *command]
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

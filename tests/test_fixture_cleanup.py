@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from lifeline import alive
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
@@ -54,14 +56,6 @@ child would neither see the SIGHUP under test nor let xdist's SIGINT stop a work
 ignores it with os._exit, no finalizer run)."""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _wait(condition: Callable[[], object], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -90,15 +84,15 @@ def _stops(tmp_path: Path, *, xdist: bool, signalled: str, signum: int, tied: bo
     try:
         assert _wait(lambda: mark.exists() and mark.read_text(), 180), "the child's test never started"
         runner, agent = map(int, mark.read_text().split())
-        assert _alive(agent)
+        assert alive(agent)
         os.kill(runner if signalled == "worker" else child.pid, signum)
         output, _ = child.communicate(timeout=120)
-        assert _wait(lambda: not _alive(agent), 30), f"the fixture's process outlived pytest:\n{output}"
+        assert _wait(lambda: not alive(agent), 30), f"the fixture's process outlived pytest:\n{output}"
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-        if agent and _alive(agent):
+        if agent and alive(agent):
             os.kill(agent, signal.SIGKILL)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import forked
-from lifeline import tied
+from lifeline import alive, tied
 
 SHOP = Path(__file__).resolve().parent.parent / "examples" / "rest-shop"
 ENV = {key: value for key, value in os.environ.items() if key not in ("TAMESU_DEBUG", "SHOP_URL")}
@@ -133,9 +133,9 @@ def test_a_warm_script_gets_sigterm_and_dies_with_a_killed_launcher(tmp_path: Pa
         launcher.send_signal(sig)
         assert launcher.wait(30) == code
         deadline = time.monotonic() + 10
-        while _alive(fork) and time.monotonic() < deadline:
+        while alive(fork) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not _alive(fork), f"the fork outlived its launcher's {sig.name}"
+        assert not alive(fork), f"the fork outlived its launcher's {sig.name}"
 
 
 def test_a_caller_that_goes_before_its_fork_is_known_leaves_the_warm_process_serving(tmp_path: Path) -> None:
@@ -160,11 +160,3 @@ def test_a_caller_that_goes_before_its_fork_is_known_leaves_the_warm_process_ser
         runs = [subprocess.run(command, cwd=tmp_path, env={**ENV, "WHO": cut}, input="x\n", capture_output=True,
                                text=True, timeout=60) for command in (plain, warm)]
         assert [(r.returncode, r.stdout) for r in runs] == [(3, f"['exit', '3'] {tmp_path} {cut} x\n")] * 2, cut
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
+from lifeline import alive
 from tamesu.audio.lag import LoopLag
 from tamesu.audio.pacing import Pacer, percentile
 
@@ -66,14 +67,6 @@ def _workers_of(pid: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _watch_workers(process: subprocess.Popen[str], until: float) -> set[int]:
     """Every speech worker `process` has had by `until` (monotonic) or its end: one for synthesis, one for
     transcription, each started on first use."""
@@ -98,7 +91,7 @@ def test_a_scripted_call_is_transcribed_after_it_and_its_worker_ends_with_the_ru
     out, _ = process.communicate(timeout=30)
     assert process.returncode == 0, out
     assert len(workers) == 2, workers  # synthesis and transcription, one process each for the whole run
-    assert not [w for w in workers if _alive(w)], "a speech worker outlived the run"
+    assert not [w for w in workers if alive(w)], "a speech worker outlived the run"
     result = _result(tmp_path)
     audio = next(e["data"] for e in result["events"] if e["name"] == "audio")
     # nothing needed the agent's words live: none was transcribed while the call went on, all after it
@@ -125,15 +118,15 @@ def test_sigterm_ends_the_speech_worker_with_the_run(realtime_agent: str, tmp_pa
     while not workers and process.poll() is None:
         workers = _watch_workers(process, time.monotonic() + 0.5)
     workers |= _watch_workers(process, time.monotonic() + 1.0)  # into the call: the synthesis worker is busy
-    assert workers and all(_alive(w) for w in workers)
+    assert workers and all(alive(w) for w in workers)
     process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 143, out
     assert "Traceback" not in out
     deadline = time.monotonic() + 5
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [w for w in workers if _alive(w)], "a speech worker outlived SIGTERM"
+    assert not [w for w in workers if alive(w)], "a speech worker outlived SIGTERM"
 
 
 def test_frames_keep_their_absolute_slots_after_the_loop_was_held_and_the_lateness_is_measured() -> None:
@@ -206,7 +199,7 @@ def test_a_pool_started_on_a_thread_that_ended_serves_the_next_job(monkeypatch: 
         # the signal arrives as the thread ends: give it time to, then the worker must still be there
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
-            assert _alive(workers[0]), "the speech worker died with the thread that started it"
+            assert alive(workers[0]), "the speech worker died with the thread that started it"
             time.sleep(0.05)
         clip = asyncio.run(pool.run("synthesise", tts.piper_say, voice, "And the next job here.", 1.0))
         assert len(clip.samples) > 0 and pool.pids() == workers

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from browser_fixtures import (
-    alive,
     browser_main_process,
     chromium_under,
     example_copy,
@@ -31,6 +30,7 @@ from browser_fixtures import (
 )
 from conftest import run_tamesu
 from hidden_modules import hiding
+from lifeline import alive
 from model_servers import OpenAIServer, text, tool_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
