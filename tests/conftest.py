@@ -42,8 +42,9 @@ def _keep_bytecode() -> None:
 
 _keep_bytecode()
 
-MARK_BY_FIXTURE = {"realtime_agent": "audio", "voice_bot_url": "audio", "voice_bot_clock": "audio",
-                   "shared_chromium": "browser", "web_shop_url": "browser", "postgres": "db"}
+MARK_BY_FIXTURE = {"realtime_agent": "audio", "realtime_clock": "audio", "voice_bot_url": "audio",
+                   "voice_bot_clock": "audio", "shared_chromium": "browser", "web_shop_url": "browser",
+                   "postgres": "db"}
 """A test that uses one of these session fixtures needs what the mark says, whether or not its module says so."""
 GROUPS = ("audio", "browser", "db")
 """Under `--dist loadgroup` each of these marks is an xdist group, run by one worker: Chromium and PostgreSQL
@@ -230,3 +231,15 @@ def voice_bot_clock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     folder = tmp_path_factory.mktemp("voice-bot-clock")
     with voice_bot("--clock-file", str(folder / "clock.jsonl"), log=folder / "voice-bot.log") as url:
         yield ClockBot(url, folder / "clock.jsonl")
+
+
+@pytest.fixture(scope="session")
+def realtime_clock(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The calls on the reference Realtime agent's own clock that test_voice_clock.py and _gaps share
+    (`agents.realtime_clock`), made once for the worker of their lane."""
+    from agents.realtime_clock import clocked_calls
+    from agents.voice import VOICE_MISSING
+
+    if VOICE_MISSING is not None:
+        pytest.skip(VOICE_MISSING)
+    return clocked_calls(run_tamesu, tmp_path_factory.mktemp("realtime-clock"))

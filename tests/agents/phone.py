@@ -56,8 +56,19 @@ class PhoneAgent:
 
 
 def start(*args: str) -> PhoneAgent:
-    process = subprocess.Popen(tied([sys.executable, str(AGENT), *args]), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    return ready(spawn(*args))
+
+
+def spawn(*args: str) -> subprocess.Popen[str]:
+    """The agent's process, not yet listening (`ready` waits for it): agents spawned one after the other start
+    side by side (each speaks its prompts first, 3-5 s at load 4-10). From the thread that lives as long as the
+    agent: it is tied to that thread (`lifeline.tied`)."""
+    return subprocess.Popen(tied([sys.executable, str(AGENT), *args]), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def ready(process: subprocess.Popen[str]) -> PhoneAgent:
+    """The spawned agent once it listens (killed, and an error raised, when it does not within 30 s)."""
     assert process.stdout is not None
     deadline = time.monotonic() + 30
     said: list[str] = []

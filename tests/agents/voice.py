@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from urllib.parse import urlencode
 
 import pytest
 
@@ -101,10 +102,21 @@ def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, va
                               timeout: float, again: Callable[[ModuleType, list[tuple[str, dict]]], Collection[str]]
                               ) -> tuple[ModuleType, list[tuple[str, dict]]]:
     """A target of the reference agent for each audio format and each value of its `knob` (a query parameter:
-    a delay or pause it injects), named `FORMAT_VALUE`, each with one test made `repeat` times one call at a
-    time, up to `repeat` times while `again` (given the agent module and the calls so far) names it
-    (`calls_one_at_a_time`), so that the agent's `notes` lists (cleared first) are in the order the calls ran.
-    Returns the agent module and each call's test name and result.json, in that order."""
+    a delay or pause it injects), named `FORMAT_VALUE` (`calls_with_knobs`)."""
+    return calls_with_knobs(tamesu, tmp_path, targets={f"{fmt}_{value}": (fmt, {knob: value})
+                                                       for fmt in formats for value in values},
+                            repeat=repeat, test=test, notes=notes, timeout=timeout, again=again)
+
+
+def calls_with_knobs(tamesu: Callable, tmp_path: Path, *, targets: dict[str, tuple[str, dict[str, int]]],
+                     repeat: int, test: str, notes: Sequence[str], timeout: float,
+                     again: Callable[[ModuleType, list[tuple[str, dict]]], Collection[str]]
+                     ) -> tuple[ModuleType, list[tuple[str, dict]]]:
+    """A target of the reference agent for each name of `targets` (name: its audio format and the query
+    parameters it injects, such as `reply_delay_ms`), each with one test made one call at a time, up to `repeat`
+    times while `again` (given the agent module and the calls so far) names it (`calls_one_at_a_time`), so that
+    the agent's `notes` lists (cleared first) are in the order the calls ran. Returns the agent module and each
+    call's test name and result.json, in that order."""
     from tamesu.audio import stt, tts
 
     module = agent_module()
@@ -114,10 +126,10 @@ def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, va
     for note in notes:
         getattr(module, note).clear()
     try:
-        targets = {f"{fmt}_{value}": f'{{ type: realtime, url: "{agent.url}?{knob}={value}", mode: audio, '
-                                     f"audio_format: {fmt}, turn_detection: commit }}"
-                   for fmt in formats for value in values}
-        calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=test, repeat=repeat, timeout=timeout,
+        suite = {name: f'{{ type: realtime, url: "{agent.url}?{urlencode(knobs)}", mode: audio, '
+                       f"audio_format: {fmt}, turn_detection: commit }}"
+                 for name, (fmt, knobs) in targets.items()}
+        calls = calls_one_at_a_time(tamesu, tmp_path, targets=suite, test=test, repeat=repeat, timeout=timeout,
                                     again=lambda done: again(module, done))
     finally:
         agent.stop()

@@ -74,9 +74,12 @@ def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Call
 
 def test_silence_gap_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path,
                                                             voice_bot_clock: ClockBot) -> None:
-    # idle above the pause: the bot's silence inside its reply is no end of its turn
+    # idle above the pause: the bot's silence inside its reply is no end of its turn; each call waits it out
+    # twice (after the greeting, after the reply), so each target's is its pause and 1 s (a loaded bot has
+    # stalled a reply 0.2-0.65 s), up to the 4 s both waited
     targets = {f"pause_{pause}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_pause_ms={pause}'
-                                 '&{call}", mode: audio, sample_rate: 16000, idle: 4s, turn_timeout: 90s }'
+                                 f'&{{call}}", mode: audio, sample_rate: 16000, idle: {min(4.0, pause / 1000 + 1):g}s, '
+                                 'turn_timeout: 90s }'
                for pause in PAUSES_MS}
     calls = calls_on_the_bots_clock(tamesu, tmp_path, voice_bot_clock, targets=targets, test=SCRIPT, repeat=3,
                                     timeout=560, again=_again(_silence))
