@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import re
 import shutil
 import subprocess
@@ -57,10 +58,14 @@ class PhoneAgent:
             self.process.wait()
 
 
-_PROMPTS = Path(tempfile.mkdtemp(prefix="tamesu-phone-prompts-"))
-"""The agents' spoken prompts, kept for every agent this process starts (`--prompt-cache`): speaking them loaded
-Piper in each agent, 5-12 s of a test's wall clock per agent on the 2-core machine (4 agents of one test: 23 s)."""
-atexit.register(shutil.rmtree, _PROMPTS, ignore_errors=True)
+@functools.cache
+def _prompts() -> Path:
+    """The agents' spoken prompts, kept for every agent this process starts (`--prompt-cache`; some 1 MB a
+    prompt with its silent tail, removed at exit): speaking them loaded Piper in each agent, 4-13 s of a
+    test's wall clock per agent on the 2-core machine (the four agents of one test: 23 s)."""
+    folder = Path(tempfile.mkdtemp(prefix="tamesu-phone-prompts-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def start(*args: str) -> PhoneAgent:
@@ -76,7 +81,7 @@ def start_all(argss: list[list[str]]) -> list[PhoneAgent]:
     processes: list[subprocess.Popen[str]] = []
     try:
         for batch in (argss[:1], argss[1:]):
-            processes += [subprocess.Popen(tied([sys.executable, str(AGENT), "--prompt-cache", str(_PROMPTS), *args]),
+            processes += [subprocess.Popen(tied([sys.executable, str(AGENT), "--prompt-cache", str(_prompts()), *args]),
                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                           for args in batch]
             agents += [_listening(process) for process in processes[len(agents):]]
