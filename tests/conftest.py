@@ -68,7 +68,14 @@ browser 118, db 26. Since then the bot loads its models once instead of per call
 moved to the lines lane, which shares one clock bot: the bot and lines lanes measured together at -n 2 beside
 other runs (LANES=audio-bot,audio-lines, load 4-9) went from bot 474 + lines 312 s to bot 216 + lines 353 s, so
 the audio lane leads, lines and sip follow, and the bot and clock lanes go to the first workers free; every
-ungrouped test after them (`LONG_FIRST`'s modules first). xdist hands its work units out in the order it
+ungrouped test after them (`LONG_FIRST`'s modules first). The CI run of fcd76dc at -n 3 (11 min 17 s): audio 336,
+lines 295, sip 200, bot 196, clock 167, browser 122, db 28 s, ungrouped 456 s in tests over 0.5 s. xdist gives a
+worker its next unit when two of its tests are left, so each long lane takes the next one early (there: sip and
+bot on one worker, lines and clock on another, audio and browser on the third) and the one-test units of the
+ungrouped tests fill the rest: replayed on those durations, every order of the lanes that starts the long ones
+first ends the three workers within 10 s of each other. The run lasts its total over three; no order shortens it.
+The bot lane's setups of 53, 52 and 37 s are whole suite runs against the one shared bot (its start and warm-up
+call: 5.6 s), not the bot's start. xdist hands its work units out in the order it
 collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a
 lane of few, long tests (the clock lanes) then started only when another worker ran dry, and ended the run
 minutes after everything else."""

@@ -448,6 +448,8 @@ def _text(data: bytes) -> str:
 
 _zygote_here: _Zygote | None = None
 _zygote_pid = 0
+_zygote_lock = threading.Lock()
+"""Runs started from two threads at once (a module fixture's two runs side by side) start one zygote."""
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
@@ -457,10 +459,12 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: 
     root (the capabilities that override them dropped; a plain child runs under setpriv)."""
     global _zygote_here, _zygote_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
-        if _zygote_here is None or _zygote_pid != os.getpid():
-            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
-        if _zygote_here.stands_in_for(env):
-            return _zygote_here.run(args, cwd, env, timeout, stdin, as_user)
+        with _zygote_lock:
+            if _zygote_here is None or _zygote_pid != os.getpid():
+                _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+            zygote = _zygote_here
+        if zygote.stands_in_for(env):
+            return zygote.run(args, cwd, env, timeout, stdin, as_user)
     feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
     drop = "-" + ",-".join(("dac_override", "dac_read_search"))
     prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []

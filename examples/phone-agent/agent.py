@@ -1,7 +1,7 @@
 """A phone IVR agent on Debian's baresip, for the sip target's example suites and tests.
 
     python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
-                                         [--greeting TEXT] [--pause-s 1.8] [--heard DIR]
+                                         [--greeting TEXT] [--pause-s 1.8] [--heard DIR] [--prompt-cache DIR]
                                          [--reply-delay-ms MS [--reply-pause-ms MS] [--clock-file PATH]]
 
 baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
@@ -21,6 +21,9 @@ its configuration, starts it, and drives it over its control socket as a small I
 - `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
   nothing, `drop` hangs up a second into its greeting.
 
+`--prompt-cache DIR` keeps each spoken prompt in DIR and reuses it: agents started one after another (a test
+suite's) speak each text once, and start in about a second instead of loading a voice first.
+
 It also takes an HTTP trigger for inbound tests: `POST /call?to=sip:user@host:port` makes the agent call out.
 It prints `listening sip:agent@127.0.0.1:PORT trigger http://127.0.0.1:PORT` once ready, and stops with its
 parent or on SIGTERM. The prompts are spoken by espeak-ng (Debian's `espeak-ng` package) into WAV files.
@@ -32,7 +35,9 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import hashlib
 import json
+import os
 import shutil
 import signal
 import socket
@@ -107,6 +112,31 @@ def speak(text: str, path: Path, lead_s: float = 0.3, pause_s: float = 1.8) -> f
                     str(TAIL_S)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     with wave.open(str(raw)) as spoken:
         return spoken.getnframes() / spoken.getframerate()
+
+
+def speak_once(text: str, path: Path, cache: Path | None, pause_s: float = 1.8) -> float:
+    """`speak`, through `cache` when given: a prompt already spoken there (the same text, pause and format) is
+    copied instead of spoken again. The voice is not part of the key: one cache serves the agents of one caller,
+    which all speak with the same voice."""
+    if cache is None:
+        return speak(text, path, pause_s=pause_s)
+    pause = pause_s if "|" in text else None  # a text of one utterance has no pause
+    key = hashlib.sha256(json.dumps([text, pause, RATE, TAIL_S]).encode()).hexdigest()[:24]
+    kept, length = cache / f"{key}.wav", cache / f"{key}.json"
+    if kept.is_file() and length.is_file():
+        shutil.copyfile(kept, path)
+        return float(json.loads(length.read_text()))
+    spoken_s = speak(text, path, pause_s=pause_s)
+    cache.mkdir(parents=True, exist_ok=True)
+    # written aside and renamed: an agent starting at the same moment reads a whole file or none
+    for source, target in ((path, kept), (None, length)):
+        aside = target.with_suffix(f".{os.getpid()}.part")
+        if source is None:
+            aside.write_text(json.dumps(spoken_s))
+        else:
+            shutil.copyfile(source, aside)
+        aside.replace(target)
+    return spoken_s
 
 
 def silence(path: Path) -> Path:
@@ -325,6 +355,7 @@ def main() -> int:
     parser.add_argument("--reply-delay-ms", type=float, help="answer speech, this much after the caller stops")
     parser.add_argument("--reply-pause-ms", type=float, default=400, help="the silence between the reply's sentences")
     parser.add_argument("--clock-file", help="where the agent notes its own time to first audio (JSON lines)")
+    parser.add_argument("--prompt-cache", type=Path, help="keep the spoken prompts here and reuse them")
     args = parser.parse_args()
     _die_with_parent_self()
     for tool in ("baresip", "espeak-ng", "sox"):
@@ -336,7 +367,8 @@ def main() -> int:
         folder = Path(temporary)
         prompts = {name: folder / f"{name}.wav" for name in PROMPTS}
         said = {**PROMPTS, "greeting": args.greeting}
-        lengths = {name: speak(text, prompts[name], pause_s=args.pause_s) for name, text in said.items()}
+        lengths = {name: speak_once(text, prompts[name], args.prompt_cache, pause_s=args.pause_s)
+                   for name, text in said.items()}
         if args.reply_delay_ms is not None:
             reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S)
         return asyncio.run(serve(args, folder, prompts, lengths))

@@ -92,10 +92,11 @@ async def test_each_behaviour_is_audible_in_the_wav(tmp_path: Path) -> None:
         at = int(turn.user_from_ms * 16)
         return track[at:int(turn.user_to_ms * 16)]
 
-    plain, plain_turns = await _call(tmp_path / "plain", None)
-    fast, fast_turns = await _call(tmp_path / "fast", "fast_talker")
-    quiet, quiet_turns = await _call(tmp_path / "quiet", "quiet_caller")
-    cafe, cafe_turns = await _call(tmp_path / "cafe", "noisy_cafe")
+    # the four calls at once (each is 10 s of real time, mostly waiting on its pace): what is measured is in
+    # each call's own recording, its samples as sent, whatever ran beside it
+    (plain, plain_turns), (fast, fast_turns), (quiet, quiet_turns), (cafe, cafe_turns) = await asyncio.gather(
+        _call(tmp_path / "plain", None), _call(tmp_path / "fast", "fast_talker"),
+        _call(tmp_path / "quiet", "quiet_caller"), _call(tmp_path / "cafe", "noisy_cafe"))
 
     # rate: the same words in two thirds of the time (speaking_rate 1.5), by the speech VAD finds
     def spoken_ms(track: Any, turn: Any) -> float:
@@ -130,10 +131,11 @@ async def test_each_behaviour_is_audible_in_the_wav(tmp_path: Path) -> None:
 
 @needs_voice
 async def test_the_wording_behaviours_change_what_is_said(tmp_path: Path) -> None:
-    _track, turns = await _call(tmp_path / "spell", "spells_it_out", "My order is ORD-1001.")
-    assert turns[0].said == "My order is O R D one zero zero one."
-    _track, turns = await _call(tmp_path / "hesitant", {"disfluency": 1.0}, LINE)
-    assert turns[0].said.split()[0] in ("Um,", "Uh,", "Er,") and turns[0].said.endswith(LINE)
+    (_track, spelt), (_track, hesitating) = await asyncio.gather(  # at once, as above
+        _call(tmp_path / "spell", "spells_it_out", "My order is ORD-1001."),
+        _call(tmp_path / "hesitant", {"disfluency": 1.0}, LINE))
+    assert spelt[0].said == "My order is O R D one zero zero one."
+    assert hesitating[0].said.split()[0] in ("Um,", "Uh,", "Er,") and hesitating[0].said.endswith(LINE)
 
 
 @needs_voice

@@ -60,7 +60,8 @@ def _suite(tmp_path: Path, body: str) -> Path:
 
 
 def test_busy_unanswered_dropped_and_silent_calls_end_the_right_way(tamesu: Callable, tmp_path: Path) -> None:
-    agents = {mode: phone.start("--mode", mode) for mode in ("busy", "no-answer", "drop", "silent")}
+    modes = ("busy", "no-answer", "drop", "silent")
+    agents = dict(zip(modes, phone.start_all([["--mode", mode] for mode in modes]), strict=True))
     try:
         targets = "".join(
             f"  {mode.replace('-', '_')}: {{ type: sip, to: '{agent.uri}', ring_timeout: 3s, idle: 1s, "

@@ -47,21 +47,11 @@ pytestmark = [pytest.mark.audio, pytest.mark.skipif(reason is not None, reason=r
 
 def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(tamesu: Callable,
                                                                                 tmp_path: Path) -> None:
-    # started side by side (phone.spawn)
-    spawned = {f"delay_{delay}": phone.spawn("--greeting", "Hello.", "--reply-delay-ms", str(delay),
-                                             "--reply-pause-ms", str(pause),
-                                             "--clock-file", str(tmp_path / f"delay_{delay}.jsonl"))
-               for delay, pause in VALUES_MS}
-    agents: dict[str, phone.PhoneAgent] = {}
-    try:
-        for name, process in spawned.items():
-            agents[name] = phone.ready(process)
-    finally:
-        if len(agents) < len(spawned):  # one did not start: none is left behind
-            for process in spawned.values():
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+    # the first speaks the prompts they share into the cache, the others start side by side (phone.start_all)
+    names = [f"delay_{delay}" for delay, _pause in VALUES_MS]
+    agents = dict(zip(names, phone.start_all([
+        ["--greeting", "Hello.", "--reply-delay-ms", str(delay), "--reply-pause-ms", str(pause),
+         "--clock-file", str(tmp_path / f"delay_{delay}.jsonl")] for delay, pause in VALUES_MS]), strict=True))
     try:
         # idle above the pause (1 s over the longest): the silence inside the reply is no end of the agent's turn;
         # each call waits it out twice (after the greeting, after the reply)
