@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -175,6 +176,13 @@ def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
     return forked.run(args, cwd, full_env, timeout)
+
+
+def warm_demo() -> dict[str, str]:
+    """What a demo script (scripts/demo*.py) needs in its environment to start its `tamesu run` as a fork of this
+    worker's warm process (`TAMESU_COMMAND`, read by scripts/_examples.py): a fresh one imported tamesu, the
+    target's SDKs and the store again, a second or more of CPU per demo."""
+    return {"TAMESU_COMMAND": shlex.join(forked.tamesu_command())}
 
 
 def why(record: dict[str, Any]) -> str:
