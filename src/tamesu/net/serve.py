@@ -68,8 +68,8 @@ class QuietServer(uvicorn.Server):
                 loop.call_soon_threadsafe(wake.set)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        if self.server_state.connections:
-            await super().shutdown(sockets)  # uvicorn's: open connections get 0.1 s and more to finish
+        if self.server_state.connections or self.server_state.tasks:
+            await super().shutdown(sockets)  # uvicorn's: open connections and requests get 0.1 s and more
             return
         # nothing to let finish: uvicorn's own shutdown would wait 0.1 s all the same
         for server in self.servers:
