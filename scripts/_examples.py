@@ -5,6 +5,7 @@ SIGTERM, then killed if it lingers."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -52,9 +53,17 @@ def running(what: str, args: list[str], addresses: dict[str, str], env: dict[str
             stop(agent)
 
 
+def tamesu_command(env: dict[str, str]) -> list[str]:
+    """How a demo starts tamesu: `TAMESU_COMMAND` (a command line, split as a shell splits it) when set, to run
+    another tamesu (an installed one; in the tests a fork of a warm process, tests/forked.py, which spares each
+    demo a second of imports), else this Python's `-m tamesu`."""
+    given = env.get("TAMESU_COMMAND", "").strip()
+    return shlex.split(given) if given else [sys.executable, "-m", "tamesu"]
+
+
 def run_suite(example: Path, tamesu_args: list[str], env: dict[str, str], log: Path | None = None) -> int:
     """`tamesu run EXAMPLE ...` from the project's root; on a failure the agent's log is shown."""
-    code = subprocess.call([sys.executable, "-m", "tamesu", "run", str(example), *tamesu_args], env=env, cwd=ROOT)
+    code = subprocess.call([*tamesu_command(env), "run", str(example), *tamesu_args], env=env, cwd=ROOT)
     if code != 0 and log is not None:
         print("demo: what the agent printed:\n" + _printed(log), file=sys.stderr)
     return code

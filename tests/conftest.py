@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -88,15 +89,19 @@ def _group(item: pytest.Item) -> str | None:
     return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
 
 
-LONG_FIRST = ("test_pytest_plugin.py", "test_plugins.py", "runtime/test_kills.py", "checks/test_verdicts.py",
-              "cli/test_crash_list.py", "targets/test_mcp_target.py", "models/test_model_sdk_calls.py",
-              "jsonl/test_jsonl_design.py", "test_example_a2a_shop.py", "test_fixture_cleanup.py",
-              "store/test_ci_examples.py", "evaluators/test_evaluators.py", "test_forked.py")
+LONG_FIRST = ("test_pytest_plugin.py", "test_plugins.py", "runtime/test_kills.py", "store/test_store_lite.py",
+              "targets/test_mcp_stdio_size.py", "targets/test_faults_rest_size.py", "targets/test_target_keys.py",
+              "runtime/test_faults_disk.py", "cli/test_crash_list.py", "test_example_a2a_shop.py",
+              "test_fixture_cleanup.py", "checks/test_verdicts.py", "targets/test_mcp_target.py",
+              "models/test_model_sdk_calls.py", "jsonl/test_jsonl_design.py", "store/test_ci_examples.py",
+              "evaluators/test_evaluators.py", "test_forked.py")
 """Modules under tests/ with the longest ungrouped tests, longest first (seconds of wall clock at -n 2 on the
-loaded 2-core machine: a nested pytest over two xdist workers 24, a plug-in target run 16, a verdict's model
-retries 15, the kill rounds 15, 5,000 generated tests 12, the MCP example suite 10): they start before every
-other ungrouped test. Collected in folder order they came last (tests/test_*.py sort after the folders) and
-one of them ran alone at the end of the run, the other workers idle."""
+loaded 2-core machine: a nested pytest over two xdist workers 24, a plug-in target run 16, the kill rounds 15,
+5,000 generated tests 12, the MCP example suite 10; at -n 3 beside other runs, load 5-7, 11-14 s each for the
+tests that start a fresh interpreter on purpose: the store's imports, a 400 MB line's memory, an endless
+stream, a disk that fills): they start before every other ungrouped test. Collected in folder order they came
+last (tests/test_*.py sort after the folders) and one of them ran alone at the end of the run, the other
+workers idle."""
 
 for _module in LONG_FIRST:
     if not (ROOT / "tests" / _module).is_file():
@@ -183,6 +188,13 @@ def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
     return forked.run(args, cwd, full_env, timeout)
+
+
+def warm_demo() -> dict[str, str]:
+    """What a demo script (scripts/demo*.py) needs in its environment to start its `tamesu run` as a fork of this
+    worker's warm process (`TAMESU_COMMAND`, read by scripts/_examples.py): a fresh one imported tamesu, the
+    target's SDKs and the store again, a second or more of CPU per demo."""
+    return {"TAMESU_COMMAND": shlex.join(forked.tamesu_command())}
 
 
 def why(record: dict[str, Any]) -> str:

@@ -129,7 +129,7 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
                 connection.close()
                 for waiter in waiting.values():
                     waiter.close()
-                if kind == "tamesu":
+                if kind == "tamesu" and "script" not in request:
                     _become_tamesu(request, fds)
                 _become_script(request, fds)
             for fd in fds:
@@ -366,12 +366,13 @@ class _Zygote:
         return not differ or (differ == {"PYTHONPATH"} and "PYTHONPATH" not in self.env)
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None,
-            as_user: bool = False) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "tamesu", *args]
+            as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, *([script] if script else ["-m", "tamesu"]), *args]
         deadline = time.monotonic() + timeout
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        body = json.dumps({"args": args, "cwd": str(cwd), "env": env, "as_user": as_user}).encode()
+        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user}
+        body = json.dumps({**request, "script": script} if script else request).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(self.path)
             given = _stdin(stdin)
@@ -453,23 +454,28 @@ _zygote_lock = threading.Lock()
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
-        as_user: bool = False) -> subprocess.CompletedProcess[str]:
+        as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m tamesu ARGS` in `cwd` with exactly `env`, as `subprocess.run(capture_output=True, text=True)`
     with `stdin` None (ours), `subprocess.DEVNULL` or the text to send. `as_user`: file modes hold even for
-    root (the capabilities that override them dropped; a plain child runs under setpriv)."""
+    root (the capabilities that override them dropped; a plain child runs under setpriv). `script`: `python
+    SCRIPT ARGS` instead, for a script that imports tamesu (a test's own launcher), forked from the same warm
+    process; only where the environment is the zygote's to the last PYTHON variable (no PYTHONPATH is put on
+    `sys.path` for a script)."""
     global _zygote_here, _zygote_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
         with _zygote_lock:
             if _zygote_here is None or _zygote_pid != os.getpid():
                 _zygote_here, _zygote_pid = _Zygote(), os.getpid()
             zygote = _zygote_here
-        if zygote.stands_in_for(env):
-            return zygote.run(args, cwd, env, timeout, stdin, as_user)
+        same_path = script is None or env.get("PYTHONPATH") == zygote.env.get("PYTHONPATH")
+        if zygote.stands_in_for(env) and same_path:
+            return zygote.run(args, cwd, env, timeout, stdin, as_user, script)
     feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
     drop = "-" + ",-".join(("dac_override", "dac_read_search"))
     prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []
-    return subprocess.run([*prefix, sys.executable, "-m", "tamesu", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, **feed)
+    python = [sys.executable, *([script] if script else ["-m", "tamesu"])]
+    return subprocess.run([*prefix, *python, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, **feed)
 
 
 _LAUNCHER = str(Path(__file__).resolve().parent / "warm_launch.py")

@@ -49,6 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from a2a_clients import pinned_client
+from conftest import warm_demo
 from lifeline import tied
 from tamesu.net.serve import ThreadServer
 from tamesu.targets import is_known
@@ -471,7 +472,7 @@ def test_the_a2a_demo_runs_its_suite_and_passes(tmp_path: Path, protocol: str) -
     demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_a2a.py"), "--protocol", protocol,
                            "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo()})
     assert demo.returncode == 0, demo.stdout + demo.stderr
 
 

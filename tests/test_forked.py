@@ -120,6 +120,19 @@ def test_a_warm_script_answers_as_the_interpreter_does(tmp_path: Path) -> None:
         (5, f"['exit', '5'] {tmp_path} me hello\n", "to stderr\n")] * 2
 
 
+def test_a_script_forked_from_the_tamesu_process_answers_as_the_interpreter_does(tmp_path: Path) -> None:
+    """`forked.run(script=...)`: a test's own launcher that imports tamesu, forked from the warm tamesu process."""
+    script = tmp_path / "script.py"
+    script.write_text("import tamesu.cli.main\n" + _SCRIPT)
+    env = {**ENV, "WHO": "me"}
+    plain = subprocess.run([sys.executable, "script.py", "exit", "5"], cwd=tmp_path, env=env, input="hello\n",
+                           capture_output=True, text=True, timeout=60)
+    fork = forked.run(["exit", "5"], tmp_path, env, 60, "hello\n", script="script.py")
+    assert fork.args[:2] == [sys.executable, "script.py"]
+    assert [(r.returncode, r.stdout, r.stderr) for r in (plain, fork)] == [
+        (5, f"['exit', '5'] {tmp_path} me hello\n", "to stderr\n")] * 2
+
+
 def test_a_warm_script_gets_sigterm_and_dies_with_a_killed_launcher(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(_SCRIPT)

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import pytest
 
+from conftest import warm_demo
 from lifeline import tied
 from ports import refused_port
 from sessions import new_session
@@ -130,7 +131,7 @@ def test_the_example_suite_passes_on_the_stream_and_the_unary_call(tmp_path: Pat
 def test_the_grpc_demo_runs_its_suite_and_passes(tmp_path: Path) -> None:
     demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_grpc.py"), "--out", str(tmp_path / "out")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NO_COLOR": "1", "GRPC_AGENT_TOKEN": ""})
+                          env={**os.environ, "NO_COLOR": "1", "GRPC_AGENT_TOKEN": "", **warm_demo()})
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "demo: gRPC shop agent at grpc://127.0.0.1:" in demo.stdout
     assert "3 passed, 0 failed" in demo.stdout
