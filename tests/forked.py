@@ -490,9 +490,11 @@ def tamesu_command() -> list[str]:
     global _zygote_here, _zygote_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
         return [sys.executable, "-m", "tamesu"]
-    if _zygote_here is None or _zygote_pid != os.getpid():
-        _zygote_here, _zygote_pid = _Zygote(), os.getpid()
-    return [sys.executable, "-I", "-S", _LAUNCHER, _zygote_here.path, "-m", "tamesu"]
+    with _zygote_lock:
+        if _zygote_here is None or _zygote_pid != os.getpid():
+            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+        zygote = _zygote_here
+    return [sys.executable, "-I", "-S", _LAUNCHER, zygote.path, "-m", "tamesu"]
 
 
 def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:
