@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from lifeline import alive
+from lifeline import alive, tied
 
 RUNNER = Path(__file__).resolve().parents[1] / "scripts" / "tests_beside_mypy.py"
 
@@ -44,7 +44,7 @@ def test_failing_tests_give_their_own_code_even_when_mypy_fails_too() -> None:
 def test_a_sigterm_reaches_the_tests_and_ends_mypy(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     record = f"import os, time; open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n'); time.sleep(60)"
-    runner = subprocess.Popen([sys.executable, str(RUNNER), *_stand_in(record), "--", *_stand_in(record)],
+    runner = subprocess.Popen(tied([sys.executable, str(RUNNER), *_stand_in(record), "--", *_stand_in(record)]),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
