@@ -453,6 +453,16 @@ _zygote_lock = threading.Lock()
 """Runs started from two threads at once (a module fixture's two runs side by side) start one zygote."""
 
 
+def _workers_zygote() -> _Zygote:
+    """This worker's warm process, started on first use (under a lock: two threads of a test share one; a
+    forked pytest process gets its own)."""
+    global _zygote_here, _zygote_pid
+    with _zygote_lock:
+        if _zygote_here is None or _zygote_pid != os.getpid():
+            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+        return _zygote_here
+
+
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
         as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m tamesu ARGS` in `cwd` with exactly `env`, as `subprocess.run(capture_output=True, text=True)`
@@ -461,12 +471,8 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: 
     SCRIPT ARGS` instead, for a script that imports tamesu (a test's own launcher), forked from the same warm
     process; only where the environment is the zygote's to the last PYTHON variable (no PYTHONPATH is put on
     `sys.path` for a script)."""
-    global _zygote_here, _zygote_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
-        with _zygote_lock:
-            if _zygote_here is None or _zygote_pid != os.getpid():
-                _zygote_here, _zygote_pid = _Zygote(), os.getpid()
-            zygote = _zygote_here
+        zygote = _workers_zygote()
         same_path = script is None or env.get("PYTHONPATH") == zygote.env.get("PYTHONPATH")
         if zygote.stands_in_for(env) and same_path:
             return zygote.run(args, cwd, env, timeout, stdin, as_user, script)
@@ -487,13 +493,9 @@ def tamesu_command() -> list[str]:
     """`python -m tamesu` as a command for a test to hand another program (a shell script's `tamesu`, a server
     started with Popen): a fork of this worker's warm process through the launcher of `script_command`, with its
     signals and exit code. A plain `python -m tamesu` when `TAMESU_TEST_FORK=0`."""
-    global _zygote_here, _zygote_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
         return [sys.executable, "-m", "tamesu"]
-    with _zygote_lock:
-        if _zygote_here is None or _zygote_pid != os.getpid():
-            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
-        zygote = _zygote_here
+    zygote = _workers_zygote()
     return [sys.executable, "-I", "-S", _LAUNCHER, zygote.path, "-m", "tamesu"]
 
 

@@ -166,28 +166,15 @@ def _classes(module: Any) -> tuple[Any, Any]:
                                        "timeout": timeout, "proxy": proxy_for(url.scheme, url.host)}
             if self._server_name is not None and url.scheme == "https":
                 options["server_hostname"] = self._server_name
-            resend = in_memory and self._on_resend is not None and request.method not in IDEMPOTENT
-            while True:
-                sent = time.monotonic()
-                try:
-                    response = await session.request(request.method, str(url), **options)
-                    break
-                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-                    if (not resend or isinstance(exc, aiohttp.ClientConnectorError)
-                            or time.monotonic() - sent > RESEND_WITHIN):
-                        raise self._unanswered(exc, request) from exc
-                    resend = False
-                    assert self._on_resend is not None
-                    self._on_resend(request, resend_reason(exc))
-                except Exception as exc:
-                    raise mapped(module, exc, url.host, answered=False, request=request) from exc
+            on_resend = self._on_resend
+            resent = (functools.partial(on_resend, request) if on_resend is not None and in_memory
+                      and request.method not in IDEMPOTENT else None)
+            response = await send_or_resend(session, request.method, str(url), options, module=module,
+                                            scheme=url.scheme, host=url.host, resent=resent,
+                                            client_certificate=self._client_certificate, request=request)
             return module.Response(response.status, headers=response.raw_headers, stream=Body(response, request),
                                    extensions={"http_version": b"HTTP/1.1",
                                                "reason_phrase": (response.reason or "").encode("latin-1", "replace")})
-
-        def _unanswered(self, exc: Exception, request: Any) -> Exception:
-            return unanswered(module, exc, request.url.scheme, request.url.host,
-                              client_certificate=self._client_certificate, request=request)
 
         async def aclose(self) -> None:
             if self._session is not None:
@@ -203,6 +190,27 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 async def _chunks(stream: Any) -> AsyncIterator[bytes]:
     async for chunk in stream:
         yield chunk
+
+
+async def send_or_resend(session: aiohttp.ClientSession, method: str, url: Any, options: dict[str, Any], *,
+                         module: ModuleType, scheme: str, host: str, resent: Callable[[str], None] | None,
+                         client_certificate: bool, request: Any = None) -> aiohttp.ClientResponse:
+    """`session.request(method, url, **options)`, sent once more on a new connection when the first ended before
+    any answer within `RESEND_WITHIN` of sending (`resent` told why; None: never sent again, as for an idempotent
+    method, which aiohttp resends itself, or a streamed body). Failures are `module`'s exceptions (`mapped`)."""
+    while True:
+        sent = time.monotonic()
+        try:
+            return await session.request(method, url, **options)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            if (resent is None or isinstance(exc, aiohttp.ClientConnectorError)
+                    or time.monotonic() - sent > RESEND_WITHIN):
+                raise unanswered(module, exc, scheme, host, client_certificate=client_certificate,
+                                 request=request) from exc
+            resent(resend_reason(exc))
+            resent = None
+        except Exception as exc:
+            raise mapped(module, exc, host, answered=False, request=request) from exc
 
 
 def unanswered(module: ModuleType, exc: Exception, scheme: str, host: str, *, client_certificate: bool,

@@ -18,9 +18,10 @@ handles every other route's, and `tamesu.net.clients.os_reason` reads them alike
 
 from __future__ import annotations
 
-import time
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import httpx
@@ -31,12 +32,10 @@ from tamesu import __version__
 from tamesu.net.aio import (
     IDEMPOTENT,
     KEEPALIVE_EXPIRY,
-    RESEND_WITHIN,
     mapped,
     proxy_for,
-    resend_reason,
+    send_or_resend,
     tcp_connector,
-    unanswered,
 )
 from tamesu.net.tls import TlsSpec, ssl_context
 
@@ -112,28 +111,15 @@ class DirectClient:
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"the URL's scheme {url.scheme!r} is not http(s)")
         host = url.host or ""
-        proxy = proxy_for(url.scheme, host)
-        server_name = self._server_name if url.scheme == "https" else None
-        resend = self._on_resend is not None and request.method not in IDEMPOTENT
-        while True:
-            sent = time.monotonic()
-            try:
-                if server_name is not None:
-                    return await session.request(request.method, url, headers=request.headers, data=request.body,
-                                                 allow_redirects=False, timeout=request.timeout, proxy=proxy,
-                                                 server_hostname=server_name)
-                return await session.request(request.method, url, headers=request.headers, data=request.body,
-                                             allow_redirects=False, timeout=request.timeout, proxy=proxy)
-            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-                if (not resend or isinstance(exc, aiohttp.ClientConnectorError)
-                        or time.monotonic() - sent > RESEND_WITHIN):
-                    raise unanswered(httpx, exc, url.scheme, host,
-                                     client_certificate=self._client_certificate) from exc
-                resend = False
-                assert self._on_resend is not None
-                self._on_resend(request, resend_reason(exc))
-            except Exception as exc:
-                raise mapped(httpx, exc, host, answered=False) from exc
+        options: dict[str, Any] = {"headers": request.headers, "data": request.body, "allow_redirects": False,
+                                   "timeout": request.timeout, "proxy": proxy_for(url.scheme, host)}
+        if self._server_name is not None and url.scheme == "https":
+            options["server_hostname"] = self._server_name
+        on_resend = self._on_resend
+        resent = (functools.partial(on_resend, request) if on_resend is not None
+                  and request.method not in IDEMPOTENT else None)
+        return await send_or_resend(session, request.method, url, options, module=httpx, scheme=url.scheme,
+                                    host=host, resent=resent, client_certificate=self._client_certificate)
 
     async def aclose(self) -> None:
         if self._session is not None:
