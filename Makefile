@@ -54,14 +54,15 @@ typecheck: $(BIN)/.installed
 docs: $(BIN)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# three workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
-# calls, agents answering), not CPU. Four were measured (fresh clones, quiet machine: 8 min 33 s of tests
-# twice, 13 min of CPU) and not kept: one of the two runs failed two tests on load (the pipecat bot cut its own
-# reply short; a browser watcher saw a forked helper). The audio tests are five lanes (tests/conftest.py), each
-# one xdist group, so a lane's real-time tests never run beside each other; the browser and database tests are
-# a group each. A test's `tamesu` command is a fork of a warm process per worker (tests/forked.py;
-# TAMESU_TEST_FORK=0 turns it off)
-WORKERS ?= 3
+# four workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
+# calls, agents answering), not CPU. The audio tests are five lanes (tests/conftest.py), each one xdist group, so
+# a lane's real-time tests never run beside each other; the browser and database tests are a group each. The
+# lanes are handed out first, and a worker done with its lanes runs the ungrouped tests niced (conftest
+# BACKGROUND_NICE), as mypy runs beside them (scripts/tests_beside_mypy.py): the lanes' bots and calls get the
+# cores first. Four were once measured without that (8 min 33 s of tests twice, one of the two runs failed two
+# tests on load: the pipecat bot cut its own reply short). A test's `tamesu` command is a fork of a warm process
+# per worker (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
+WORKERS ?= 4
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # mypy runs beside the tests (scripts/tests_beside_mypy.py: its 40 s of one core fill the time the tests wait on

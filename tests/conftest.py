@@ -159,8 +159,23 @@ def stop_as_interrupted() -> None:
                 signal.signal(signum, _interrupted)
 
 
+BACKGROUND_NICE = int(os.environ.get("TAMESU_TEST_NICE", "5"))
+"""The niceness an xdist worker takes when it starts its first ungrouped test (TAMESU_TEST_NICE=0 keeps it).
+The lanes (GROUP_ORDER) are handed out before every ungrouped test, so a worker that takes one has no lane
+left to run, while other workers may still run theirs: tests that measure real time (an audio call against its
+agent's clock, a bot that must keep up with the caller's speech) beside ungrouped tests that mostly burn CPU
+(tamesu runs, servers, fuzzing). On 2 cores the lanes' processes then get about three quarters of a core their
+neighbours want too, instead of half. Everything the worker starts afterwards inherits it (the warm forks take
+their caller's: tests/forked.py); what it started earlier (a lane's bot) keeps its own."""
+_background = False
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _background
     stop_as_interrupted()
+    if not _background and BACKGROUND_NICE and _group(item) is None and hasattr(item.config, "workerinput"):
+        _background = True
+        os.nice(BACKGROUND_NICE)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -201,6 +201,9 @@ def _take_the_callers(request: dict[str, object], fds: list[int]) -> dict[str, s
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(str(request["cwd"]))
+    nice = request.get("nice")
+    if isinstance(nice, int) and nice > os.getpriority(os.PRIO_PROCESS, 0):
+        os.setpriority(os.PRIO_PROCESS, 0, nice)  # the caller's, as a child of its own would have (conftest)
     env = request["env"]
     assert isinstance(env, dict)
     os.environ.clear()
@@ -371,7 +374,8 @@ class _Zygote:
         deadline = time.monotonic() + timeout
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user}
+        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user,
+                   "nice": os.getpriority(os.PRIO_PROCESS, 0)}
         body = json.dumps({**request, "script": script} if script else request).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(self.path)

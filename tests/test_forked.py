@@ -11,6 +11,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -131,6 +132,30 @@ def test_a_script_forked_from_the_tamesu_process_answers_as_the_interpreter_does
     assert fork.args[:2] == [sys.executable, "script.py"]
     assert [(r.returncode, r.stdout, r.stderr) for r in (plain, fork)] == [
         (5, f"['exit', '5'] {tmp_path} me hello\n", "to stderr\n")] * 2
+
+
+def test_forks_take_their_callers_niceness(tmp_path: Path) -> None:
+    """A worker on its ungrouped tests runs niced (conftest BACKGROUND_NICE); its warm processes may have started
+    before, but what they fork for it runs at its niceness, as its own children would: a fork, and a warm script
+    through its launcher. A thread of our own takes a niceness above the warm processes' (Linux: per thread)."""
+    script = tmp_path / "script.py"
+    script.write_text("import os\nprint(os.getpriority(os.PRIO_PROCESS, 0))\n")
+    forked.run(["--version"], tmp_path, ENV, 60)  # both warm processes exist before the caller is niced
+    forked.script_python()
+    seen: dict[str, str] = {}
+
+    def caller() -> None:
+        os.nice(3)
+        seen["caller"] = str(os.getpriority(os.PRIO_PROCESS, 0))
+        seen["fork"] = forked.run([], tmp_path, ENV, 60, script="script.py").stdout.strip()
+        seen["script"] = subprocess.run(forked.script_command(script), env=ENV, capture_output=True, text=True,
+                                        timeout=60).stdout.strip()
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join(120)
+    assert seen["caller"] != str(os.getpriority(os.PRIO_PROCESS, 0)), seen
+    assert seen["fork"] == seen["script"] == seen["caller"], seen
 
 
 def test_a_warm_script_gets_sigterm_and_dies_with_a_killed_launcher(tmp_path: Path) -> None:

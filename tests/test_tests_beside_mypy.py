@@ -4,6 +4,7 @@ Python stand-ins whose behaviour each test sets."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -39,6 +40,14 @@ def test_a_mypy_error_fails_the_run_after_passing_tests() -> None:
 def test_failing_tests_give_their_own_code_even_when_mypy_fails_too() -> None:
     run = _run("import sys; sys.exit(1)", "import sys; sys.exit(3)")
     assert run.returncode == 3, run
+
+
+def test_mypy_runs_niced_and_the_tests_do_not() -> None:
+    niceness = "import os; print('{}', os.getpriority(os.PRIO_PROCESS, 0))"
+    run = _run(niceness.format("mypy"), niceness.format("tests"))
+    seen = dict(line.split() for line in run.stdout.splitlines() if line.startswith(("mypy ", "tests ")))
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen == {"tests": str(ours), "mypy": str(min(ours + 10, 19))}, run.stdout
 
 
 def test_a_sigterm_reaches_the_tests_and_ends_mypy(tmp_path: Path) -> None:

@@ -30,9 +30,10 @@ signal its Python handler then never runs, and a caller that waits for it to sto
 
 def main() -> None:
     path, script, *args = sys.argv[1:]
-    request = {"script": script, "args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    request = {"script": script, "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "nice": nice}
     if script == "-m":  # `-m tamesu ARGS`, to the tamesu zygote (`tamesu_command`)
-        request = {"args": args[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
+        request = {"args": args[1:], "cwd": os.getcwd(), "env": dict(os.environ), "nice": nice}
     body = json.dumps(request).encode()
     fork = 0
     signals: list[int] = []
