@@ -202,8 +202,10 @@ def _take_the_callers(request: dict[str, object], fds: list[int]) -> dict[str, s
         os.close(fd)
     os.chdir(str(request["cwd"]))
     nice = request.get("nice")
-    if isinstance(nice, int) and nice > os.getpriority(os.PRIO_PROCESS, 0):
-        os.setpriority(os.PRIO_PROCESS, 0, nice)  # the caller's, as a child of its own would have (conftest)
+    if isinstance(nice, int) and nice != os.getpriority(os.PRIO_PROCESS, 0):
+        # the caller's, as a child of its own would have (conftest); below the warm process's only for root
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
     env = request["env"]
     assert isinstance(env, dict)
     os.environ.clear()
