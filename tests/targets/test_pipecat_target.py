@@ -154,7 +154,9 @@ def test_tamesu_speaks_rtvi_in_protobuf_frames(agents: PipecatAgents, tmp_path: 
       - contains: "heard you"
       - metric: { name: stt_word_error_rate, equals: 0 }
 """)
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
+    # the text and the audio call at once: their frames are told apart by kind (every connection opens with
+    # client-ready; only the text call sends text and keys, only the audio call audio)
+    done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     text = [f for f in agents.frames("/echo") if "type" in f]
     assert text[0]["type"] == "client-ready" and text[0]["label"] == "rtvi-ai"
@@ -173,42 +175,70 @@ def test_tamesu_speaks_rtvi_in_protobuf_frames(agents: PipecatAgents, tmp_path: 
     assert any(f["loud"] for f in audio)
 
 
+@pytest.fixture(scope="module")
+def lagging_messages(agents: PipecatAgents, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One run of three calls at once, on the small bots whose RTVI messages lag their audio (/late, /lagging,
+    /unannounced): each bot is a path of the module's server, a call on one changes nothing on another, and
+    run one after another they were 35 s of the audio lane (the /unannounced call alone waits 10 s)."""
+    project = tmp_path_factory.mktemp("pipecat-lagging")
+    _suite(project, _target("late", agents.url + "/late", "audio", "10s")
+           + _target("lagging", agents.url + "/lagging", "audio", "10s")
+           + _target("unannounced", agents.url + "/unannounced", "audio", "60s"), """
+  - name: late
+    target: late
+    scenario: { script: [ { say: "hello there" }, { say: "hello there" } ] }
+  - name: lagging
+    target: lagging
+    scenario: { script: [ { say: "hello there" }, { say: "hello again" } ] }
+  - name: unannounced
+    target: unannounced
+    scenario: { script: [ { say: "hello there" } ] }
+""")
+    done = run_tamesu(["run", "--out", "out", "--parallel", "3"], cwd=project, timeout=180)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output
+    return next(d for d in (project / "out").iterdir() if d.is_dir()), output
+
+
+def _passed(run: tuple[Path, str], test: str) -> dict[str, Any]:
+    """The result of `test` in `run`, which must have passed (as the run of that test alone exited 0)."""
+    run_dir, output = run
+    result: dict[str, Any] = json.loads((run_dir / "pc" / test / "run-1" / "result.json").read_text())
+    assert result["status"] == "passed", output
+    return result
+
+
 @needs_voice
-def test_speech_before_its_bot_started_speaking_still_holds_the_turn(agents: PipecatAgents,
-                                                                     tmp_path: Path) -> None:
+def test_speech_before_its_bot_started_speaking_still_holds_the_turn(lagging_messages: tuple[Path, str]) -> None:
     """A loaded bot's RTVI messages lag its audio: the /late bot pauses longer than `idle` between its first
     speech and its bot-started-speaking; both replies (the first before the bot has announced any speech, the
     second after) are still whole turns, ended by bot-stopped-speaking and not by the pause."""
-    project = _suite(tmp_path, _target("a", agents.url + "/late", "audio", "10s"), """
-  - name: late
-    target: a
-    scenario: { script: [ { say: "hello there" }, { say: "hello there" } ] }
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "pc" / "late" / "run-1" / "result.json").read_text())
+    result = _passed(lagging_messages, "late")
     assert [t["agent"]["text"] for t in result["turns"]] == ["heard you late", "heard you late"]
 
 
 @needs_voice
-def test_a_sentence_reported_spoken_in_the_next_turn_stays_the_earlier_replys(agents: PipecatAgents,
-                                                                             tmp_path: Path) -> None:
+def test_a_sentence_reported_spoken_in_the_next_turn_stays_the_earlier_replys(
+        lagging_messages: tuple[Path, str]) -> None:
     """A loaded bot (or one talked over that played on) reports a sentence spoken only after the caller has
     spoken again: the /lagging bot's first answer is reported done in the second turn, and the second turn's
     text is the second answer alone, the late report kept in its record."""
-    project = _suite(tmp_path, _target("a", agents.url + "/lagging", "audio", "10s"), """
-  - name: lagging
-    target: a
-    scenario: { script: [ { say: "hello there" }, { say: "hello again" } ] }
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
-    first, second = json.loads((run_dir / "pc" / "lagging" / "run-1" / "result.json").read_text())["turns"]
+    first, second = _passed(lagging_messages, "lagging")["turns"]
     assert "answer" not in first["agent"]["text"]  # never reported spoken within its turn: what Whisper heard
     assert second["agent"]["text"] == "the second answer"
     assert [c["said_earlier"][1] for c in second["agent"]["raw"] if "said_earlier" in c] == ["the first answer"]
+
+
+@needs_voice
+def test_speech_no_message_ever_announces_ends_its_turn_well_before_turn_timeout(
+        lagging_messages: tuple[Path, str]) -> None:
+    """Speech counts as the bot speaking until its bot-started-speaking comes, but not for ever: the
+    /unannounced bot never sends one, and its turn still ends (ANNOUNCE_WAIT_S, 10 s, after its speech) with its
+    words, not at turn_timeout. The bound, 40 s against turn_timeout's 60, tells those two apart on a machine of
+    any load: the bot's reply itself is under a second."""
+    [turn] = _passed(lagging_messages, "unannounced")["turns"]
+    assert turn["agent"]["text"] == "heard you unannounced"
+    assert turn["agent"]["completed_at_ms"] - turn["agent"]["first_token_at_ms"] < 40_000
 
 
 @needs_voice
@@ -248,26 +278,6 @@ def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgen
     assert first["agent"]["text"] == "the first answer", tries
     assert second["agent"]["text"] == "the second answer"
     assert not [c for c in second["agent"]["raw"] if "said_earlier" in c]
-
-
-@needs_voice
-def test_speech_no_message_ever_announces_ends_its_turn_well_before_turn_timeout(agents: PipecatAgents,
-                                                                                 tmp_path: Path) -> None:
-    """Speech counts as the bot speaking until its bot-started-speaking comes, but not for ever: the
-    /unannounced bot never sends one, and its turn still ends (ANNOUNCE_WAIT_S, 10 s, after its speech) with its
-    words, not at turn_timeout. The bound, 40 s against turn_timeout's 60, tells those two apart on a machine of
-    any load: the bot's reply itself is under a second."""
-    project = _suite(tmp_path, _target("a", agents.url + "/unannounced", "audio", "60s"), """
-  - name: unannounced
-    target: a
-    scenario: { script: [ { say: "hello there" } ] }
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=180)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
-    [turn] = json.loads((run_dir / "pc" / "unannounced" / "run-1" / "result.json").read_text())["turns"]
-    assert turn["agent"]["text"] == "heard you unannounced"
-    assert turn["agent"]["completed_at_ms"] - turn["agent"]["first_token_at_ms"] < 40_000
 
 
 @needs_voice

@@ -85,11 +85,8 @@ def agents() -> Iterator[TwilioAgents]:
         server.stop()
 
 
-def _suite(tmp_path: Path, url: str, script: str, timeout: str = "6s") -> Path:
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line:
+def _line(name: str, url: str, timeout: str) -> str:
+    return f"""  {name}:
     type: twilio
     url: "{url}"
     from: "+15550100"
@@ -98,7 +95,14 @@ targets:
     idle: 0.6s
     turn_timeout: {timeout}
     connect: {{ attempts: 1 }}
-tests:
+"""
+
+
+def _suite(tmp_path: Path, url: str, script: str, timeout: str = "6s") -> Path:
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+{_line("line", url, timeout)}tests:
   - name: call
     target: line
     scenario:
@@ -136,18 +140,34 @@ def test_tamesu_plays_twilio_start_media_dtmf_marks_and_stop(agents: TwilioAgent
     assert len(media) <= 50 * span + 10
 
 
+BAD_AGENTS = {"silent": "the agent said nothing within turn_timeout", "drop": "closed the websocket",
+              "flood": "faster than real time"}
+
+
+@pytest.fixture(scope="module")
+def bad_agents_run(agents: TwilioAgents, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, dict[str, str]]:
+    """One run of a call to each bad agent, the three at once (each a path of the module's server): one after
+    another, each its own run, they were 10 s of the audio lane. The exit code, the console output, and each
+    test's results.jsonl row as JSON."""
+    project = tmp_path_factory.mktemp("twilio-bad")
+    (project / "t.tamesu.yaml").write_text(
+        "name: tw\ntargets:\n" + "".join(_line(name, f"{agents.url}/{name}", "3s") for name in BAD_AGENTS)
+        + "tests:\n" + "".join(f"  - {{ name: {name}, target: {name}, scenario: {{ script: [ {{ say: hello }} ] }} }}\n"
+                               for name in BAD_AGENTS))
+    done = run_tamesu(["run", "--out", "out", "--parallel", "3"], cwd=project, timeout=60)
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    rows = {json.loads(line)["test"]: line for line in (run_dir / "results.jsonl").read_text().splitlines()}
+    return done.returncode, done.stdout + done.stderr, rows
+
+
 @needs_voice
-@pytest.mark.parametrize(("path", "reason"), [
-    ("/silent", "the agent said nothing within turn_timeout"),
-    ("/drop", "closed the websocket"),
-    ("/flood", "faster than real time"),
-])
-def test_a_bad_agent_fails_with_its_reason(agents: TwilioAgents, tmp_path: Path, path: str, reason: str) -> None:
-    project = _suite(tmp_path, agents.url + path, "        - say: \"hello\"", timeout="3s")
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=60)
-    output = done.stdout + done.stderr
-    assert done.returncode == 1, output
-    assert reason in output and "Traceback" not in output
+@pytest.mark.parametrize("name", list(BAD_AGENTS))
+def test_a_bad_agent_fails_with_its_reason(bad_agents_run: tuple[int, str, dict[str, str]], name: str) -> None:
+    code, output, rows = bad_agents_run
+    assert code == 1, output
+    assert json.loads(rows[name])["status"] == "failed", rows[name]
+    reason = BAD_AGENTS[name]
+    assert reason in rows[name] and reason in output and "Traceback" not in output, (rows[name], output)
 
 
 @needs_voice

@@ -21,7 +21,11 @@ _PR_SET_PDEATHSIG = 1
 def _jobs() -> dict[str, Callable[..., Any]]:
     from tamesu.audio import stt, tts
 
-    return {"synthesise": tts.piper_say, "transcribe": stt.transcribe}
+    def load_whisper() -> None:  # the model itself stays here: a reply is pickled
+        stt.model()
+
+    return {"synthesise": tts.piper_say, "transcribe": stt.transcribe, "load_voice": tts.preload,
+            "load_whisper": load_whisper}
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
-from tamesu.audio import lag, noise, stt, tts
+from tamesu.audio import lag, noise, pool, stt, tts
 from tamesu.audio import metrics as audio_metrics
 from tamesu.audio.behaviors import Behaviour
 from tamesu.audio.clip import Clip
@@ -75,6 +75,9 @@ class AudioConversation:
         self._speech_rms = noise.TYPICAL_SPEECH_RMS
         self._unit_noise: np.ndarray | None = None
         """The loudness of the user's last utterance: noise between utterances is set against it."""
+        # the speech workers load Whisper and the persona's voice while the call connects and the agent greets
+        pool.warm("transcribe", "load_whisper")
+        pool.warm("synthesise", "load_voice", self.voice_name)
 
     # -- the user speaks ------------------------------------------------------------------------------
 

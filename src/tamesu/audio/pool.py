@@ -7,6 +7,8 @@ audio run in worker processes (`tamesu.audio._worker`), one pool for each (a syn
 transcription), started on first use (once per run), each worker loading its model on first need and
 keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
 flight; more wait in the caller. A job waits for its reply in a thread, which holds no GIL while it waits.
+An audio call warms both pools as it opens (`warm`): the worker starts and loads its model while the call
+connects and the agent greets, not after the greeting, where it held up the caller's first words.
 
 Nothing outlives tamesu: the run's end shuts the workers down (`tamesu.runtime.cleanup.on_run_end`, reached
 on SIGINT and SIGTERM too), as does the interpreter's exit; a worker asks Linux to kill it when its parent
@@ -156,6 +158,27 @@ def _started(name: str) -> Pool:
             pool = _pools[name] = Pool(workers())
             on_run_end(shutdown)
         return pool
+
+
+def warm(name: str, load: str, *args: Any) -> None:
+    """Start the pool `name` now, if it is not running, and have its worker run the job `load` (a model load)
+    on a thread of its own. Measured on the reference bot at load 6-10: the first transcription of a run
+    waited 4-7 s for its worker to start and load Whisper, then the first synthesis as long again for Piper's,
+    one after the other between the greeting and the caller's first words. A load that fails is not reported
+    here: the job that needs the model fails with the reason, as it would have without the warm-up."""
+    if workers() == 0:
+        return
+    with _lock:
+        if name in _pools:
+            return
+    # the pool is made here, on the caller's thread, as `run` makes it: a run that ends stops it
+    pool = _started(name)
+
+    def load_now() -> None:
+        with contextlib.suppress(PoolError):
+            pool.call(load, args)
+
+    threading.Thread(target=load_now, name=f"tamesu-speech-warm-{name}", daemon=True).start()
 
 
 def pids() -> list[int]:
