@@ -12,7 +12,8 @@ VAD decides speech in 32 ms windows, and its edges land up to a window (and, for
 where the speech starts or ends: a silence measured from them was off by -40 to +68 ms against the agent's
 own clock. Where a segment's surroundings are quiet (a clean line, the agent's track), each edge is moved to
 the first or last millisecond louder than the segment's speech level less 35 dB, within 64 ms of where VAD put
-it; over background noise the VAD edge stays, as the noise would pull the edge into itself.
+it (and followed past it over short dips and up to 100 ms of a dropout: digital silence where nothing arrived
+to play); over background noise the VAD edge stays, as the noise would pull the edge into itself.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ EDGE_REACH_MS = 64
 """How far from VAD's edge the exact one is looked for: two VAD windows."""
 EDGE_DIP_MS = 20
 """A dip below the edge threshold shorter than this inside a soft onset or tail does not end the speech."""
+EDGE_DROPOUT_MS = 100
+"""How much digital silence inside a soft onset or tail (a player with nothing to play) does not end the speech."""
 EDGE_WALK_MS = 250
 """How far past VAD's edge a soft onset or tail is followed at most."""
 _QUIET_MARGIN_DB = 6.0
@@ -65,17 +68,36 @@ _QUIET_MARGIN_DB = 6.0
 
 
 def _walk(levels: np.ndarray, threshold: float, at: int, step: int) -> int:
-    """From the loud millisecond `at`, on in direction `step` over loud milliseconds and dips shorter than
-    EDGE_DIP_MS, to the last loud one: a soft onset (an "f", an "h") can start more than EDGE_REACH_MS before
-    VAD's window, and stopping at the reach made a pause 19-27 ms long."""
+    """From the loud millisecond `at`, on in direction `step` over loud milliseconds, dips shorter than
+    EDGE_DIP_MS and dropouts (`_next_loud`), to the last loud one: a soft onset (an "f", an "h") can start more
+    than EDGE_REACH_MS before VAD's window, and stopping at the reach made a pause 19-27 ms long."""
     limit = at + step * EDGE_WALK_MS
     while True:
-        ahead = levels[at + step: at + step * (EDGE_DIP_MS + 1): step] if step > 0 else \
-            levels[max(0, at - EDGE_DIP_MS): at][::-1]
-        loud = np.flatnonzero(ahead > threshold)
-        if not loud.size or (at + step * (int(loud[0]) + 1) - limit) * step > 0:
+        ahead = _next_loud(levels, threshold, at, step)
+        if ahead is None or (ahead - limit) * step > 0:
             return at
-        at += step * (int(loud[0]) + 1)
+        at = ahead
+
+
+def _next_loud(levels: np.ndarray, threshold: float, at: int, step: int) -> int | None:
+    """The next loud millisecond after `at` in direction `step`, across a dip shorter than EDGE_DIP_MS and up
+    to EDGE_DROPOUT_MS of digital silence (every sample 0: nothing arrived to play), or None. A reply that
+    starts with a dropout is speech from its first sound: the reference bot's 8 kHz lines send a reply's first
+    95 ms, then nothing for 25-75 ms (their resampler gives out audio in blocks), and VAD, hearing no speech in
+    95 ms followed by a gap, started the reply after the gap (a silence 124-135 ms longer than the bot's)."""
+    dip = dropout = 0
+    at += step
+    while 0 <= at < levels.size:
+        if levels[at] > threshold:
+            return at
+        if levels[at] == 0 and dropout < EDGE_DROPOUT_MS:
+            dropout += 1
+        else:
+            dip += 1
+            if dip >= EDGE_DIP_MS:
+                return None
+        at += step
+    return None
 
 
 def _frame_levels(clip: Clip) -> np.ndarray:
