@@ -21,7 +21,7 @@ _PR_SET_PDEATHSIG = 1
 def _jobs() -> dict[str, Callable[..., Any]]:
     from tamesu.audio import stt, tts
 
-    return {"synthesise": tts.piper_say, "transcribe": stt.transcribe}
+    return {"synthesise": tts.piper_say, "transcribe": stt.transcribe, "load_voice": tts.preload}
 
 
 def main() -> None:

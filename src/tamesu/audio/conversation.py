@@ -46,6 +46,7 @@ class AudioConversation:
         self.receive_format = receive
         persona = session.persona
         self.voice_name = persona.voice if persona is not None else None
+        tts.warm(self.voice_name)
         self.behaviour = Behaviour(persona.behaviors if persona is not None else None, session.seed)
         self.recorder = Recorder()
         self.playback = PlaybackClock()

@@ -192,4 +192,20 @@ async def run(name: str, local: Callable[..., T], *args: Any) -> T:
         return result
 
 
+def warm(name: str, job: str, *args: Any) -> None:
+    """Start the `name` pool now and have its worker run `job` (a model load, `_worker`) in a thread of its own,
+    so that the run's first `name` job finds the worker up and its model loaded: a caller's first words waited
+    for the worker to start and load Piper after the agent's greeting, 1-10 s on a loaded 2-core machine (the
+    voice clock tests: 4-10 s of a line's first call). A load that fails is not reported here: the first real
+    job fails with it. Nothing to do when the pool is off."""
+    if workers() == 0:
+        return
+
+    def load() -> None:
+        with contextlib.suppress(PoolError):  # the run ended first (its workers stopped), or the load failed
+            _started(name).call(job, args)
+
+    threading.Thread(target=load, name=f"tamesu-speech-warm-{name}", daemon=True).start()
+
+
 atexit.register(shutdown)
