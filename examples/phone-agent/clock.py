@@ -142,11 +142,11 @@ class Tail:
                 for k in range(count)]
 
 
-def reply_wav(text: str, path: Path, pause_ms: float, tail_s: int) -> None:
+def reply_wav(text: str, path: Path, pause_ms: float, tail_s: int) -> float:
     """The reply as pcm16 8 kHz: each `|`-separated sentence spoken by tamesu's voice toolkit (Piper) and cut to
     its voiced part, `pause_ms` of silence between two (so the pause is all the silence there is), no lead-in
     (the reply starts with its first voiced sample), and `tail_s` of silence after (baresip's file source ends
-    the call when its file ends)."""
+    the call when its file ends). Returns the seconds of the reply before that tail."""
     from tamesu.audio import tts
 
     parts = []
@@ -164,3 +164,4 @@ def reply_wav(text: str, path: Path, pause_ms: float, tail_s: int) -> None:
         out.setsampwidth(2)
         out.setframerate(RATE)
         out.writeframes(np.concatenate([*joined, np.zeros(tail_s * RATE, dtype="<i2")]).tobytes())
+    return sum(part.size for part in joined) / RATE
