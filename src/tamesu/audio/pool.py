@@ -4,8 +4,8 @@ Piper's synthesis holds the GIL for tens of ms at a time (measured: with sentenc
 thread, a 10 ms timer on the loop woke 41-43 ms late at p99, against 18 ms idle on the same loaded machine),
 and every conversation's 20 ms frames wait for the loop. So synthesis and the transcription of the agent's
 audio run in worker processes (`tamesu.audio._worker`), one pool for each (a synthesis never waits behind a
-transcription), started on first use (once per run), each worker loading its model on first need and
-keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
+transcription), started on first use (once per run; `warm` starts one ahead, as a call opens), each worker
+loading its model on first need and keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
 flight; more wait in the caller. A job waits for its reply in a thread, which holds no GIL while it waits.
 
 Nothing outlives tamesu: the run's end shuts the workers down (`tamesu.runtime.cleanup.on_run_end`, reached
