@@ -107,6 +107,8 @@ class Pool:
         for worker in self.workers:
             self.idle.put(worker)
         self.closed = False
+        self.warmed: set[tuple[str, tuple[Any, ...]]] = set()
+        """The loads `warm` has asked of this pool (once each: 16 calls opening at once ask one)."""
 
     def call(self, name: str, args: tuple[Any, ...]) -> Any:
         try:
@@ -202,8 +204,13 @@ def warm(name: str, job: str, *args: Any) -> None:
         return
 
     def load() -> None:
+        pool = _started(name)
+        with _lock:
+            if (job, args) in pool.warmed:
+                return
+            pool.warmed.add((job, args))
         with contextlib.suppress(PoolError):  # the run ended first (its workers stopped), or the load failed
-            _started(name).call(job, args)
+            pool.call(job, args)
 
     threading.Thread(target=load, name=f"tamesu-speech-warm-{name}", daemon=True).start()
 
