@@ -96,5 +96,11 @@ def test_a_dropout_after_the_first_sound_does_not_start_the_speech_later(monkeyp
 
     assert [start(gap) for gap in (25, 38, 75)] == [1000.0, 1000.0, 1000.0]
     assert start(150) == 1245.0  # 150 ms of nothing is a pause: the speech starts after it
+    # the speech after the dropout can start softly: 30 ms of it, then 40 ms under the edge threshold (in "I can")
+    soft = (rng.standard_normal(40 * 16) * 20).astype(np.int16)
+    track = np.concatenate([np.zeros(16000, np.int16), speech(95), np.zeros(31 * 16, np.int16), speech(30), soft,
+                            speech(600), np.zeros(8000, np.int16)])
+    assert metrics.sharpened(Clip(track, 16000), [(1196.0 + 40, 1796.0)])[0][0] == 1000.0
     monkeypatch.setattr(metrics, "EDGE_DROPOUT_MS", 0)
     assert start(38) == 1133.0  # what the walk over a dropout is for: it stopped at the dropout
+    assert metrics.sharpened(Clip(track, 16000), [(1196.0 + 40, 1796.0)])[0][0] == 1196.0
