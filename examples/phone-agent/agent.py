@@ -376,7 +376,7 @@ def main() -> int:
         lengths = {name: speak_once(text, prompts[name], args.prompt_cache, pause_s=args.pause_s)
                    for name, text in said.items()}
         if args.reply_delay_ms is not None:
-            args.reply_s = reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S)
+            args.reply_s = reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S, args.prompt_cache)
         return asyncio.run(serve(args, folder, prompts, lengths))
 
 
