@@ -2,7 +2,8 @@
 
     python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
                                          [--greeting TEXT] [--pause-s 1.8] [--heard DIR] [--prompt-cache DIR]
-                                         [--reply-delay-ms MS [--reply-pause-ms MS] [--clock-file PATH]]
+                                         [--reply-delay-ms MS [--reply-pause-ms MS] [--clock-file PATH]
+                                          [--hang-up-after-reply]]
 
 baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
 its configuration, starts it, and drives it over its control socket as a small IVR:
@@ -18,6 +19,8 @@ its configuration, starts it, and drives it over its control socket as a small I
   book a table for you. For how many people?" (`--reply-pause-ms`: exactly that silence between the two
   sentences), noting on its own clock (clock.py) when it heard the caller stop and when its reply went out,
   one JSON line a reply in `--clock-file`; it needs tamesu's voice toolkit (`tamesu[voice]`) to speak;
+  `--hang-up-after-reply`: it hangs up half a second after its reply has played (a caller then need not wait
+  out a silence to know the reply is over);
 - `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
   nothing, `drop` hangs up a second into its greeting.
 
@@ -291,6 +294,8 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
         if args.reply_delay_ms is not None:
             def reply() -> None:  # from the clock's thread
                 loop.call_soon_threadsafe(lambda: ivr.after(0, ("ausrc", f"aufile,{folder / 'reply.wav'}")))
+                if args.hang_up_after_reply:
+                    loop.call_soon_threadsafe(lambda: ivr.after(args.reply_s + 0.5, ("hangup", "")))
 
             clock = Clock(Path(args.heard or dumps(args, folder) or folder),
                           Path(args.clock_file) if args.clock_file else None,
@@ -355,6 +360,7 @@ def main() -> int:
     parser.add_argument("--reply-delay-ms", type=float, help="answer speech, this much after the caller stops")
     parser.add_argument("--reply-pause-ms", type=float, default=400, help="the silence between the reply's sentences")
     parser.add_argument("--clock-file", help="where the agent notes its own time to first audio (JSON lines)")
+    parser.add_argument("--hang-up-after-reply", action="store_true", help="hang up once a reply has played")
     parser.add_argument("--prompt-cache", type=Path, help="keep the spoken prompts here and reuse them")
     args = parser.parse_args()
     _die_with_parent_self()
@@ -370,7 +376,7 @@ def main() -> int:
         lengths = {name: speak_once(text, prompts[name], args.prompt_cache, pause_s=args.pause_s)
                    for name, text in said.items()}
         if args.reply_delay_ms is not None:
-            reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S)
+            args.reply_s = reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S, args.prompt_cache)
         return asyncio.run(serve(args, folder, prompts, lengths))
 
 

@@ -20,7 +20,10 @@ interrupts; the serializer sends the provider's `clear`).
 
 Its own clock (clock.py): `?reply_delay_ms=N` holds each reply N ms longer, and `--clock-file PATH` notes per
 reply the ms from the caller's last voiced frame to the reply's first audio frame, as both met the wire, tagged
-with the URL's `?call=`, so a test checks tamesu's `time_to_first_audio_ms` against what the bot did.
+with the URL's `?call=`, so a test checks tamesu's `time_to_first_audio_ms` against what the bot did. Two knobs
+say where its speech ends, so a caller need not wait out a silence to know (`SaidAll`): `?marks=1` sends the
+line's own end-of-audio message once an utterance (the greeting, a reply) has gone out (Vonage's `notify`,
+Telnyx's and Twilio's `mark`), and `?hang_up=1` hangs up once its first reply has gone out.
 
 pipecat-ai pins protobuf below 7 while tamesu's grpc target needs protobuf 7, so the bot runs in a venv of its
 own: `make .venv-voicebot` (see the Makefile) installs pipecat-ai[websocket,whisper,piper]==1.14.0 there.
@@ -36,6 +39,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -54,7 +58,13 @@ from pipecat.adapters.llm.schemas.function_schema import FunctionSchema  # noqa:
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema  # noqa: E402
 from pipecat.audio.vad.silero import SileroVADAnalyzer  # noqa: E402
 from pipecat.audio.vad.vad_analyzer import VADParams  # noqa: E402
-from pipecat.frames.frames import BotStoppedSpeakingFrame, Frame, TTSSpeakFrame  # noqa: E402
+from pipecat.frames.frames import (  # noqa: E402
+    BotStoppedSpeakingFrame,
+    Frame,
+    OutputAudioRawFrame,
+    TTSSpeakFrame,
+    TTSStoppedFrame,
+)
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.runner import PipelineRunner  # noqa: E402
 from pipecat.pipeline.task import PipelineParams, PipelineTask  # noqa: E402
@@ -163,8 +173,48 @@ class GreetingInParts(FrameProcessor):
             await self.task.queue_frames([TTSSpeakFrame(part)])
 
 
+class SaidAll(FrameProcessor):
+    """After the output transport: once an utterance's audio has all gone out, the whole greeting included,
+    sends `mark` (the line's end-of-audio message) when given, and after the first reply with `hang_up` closes
+    the call. An utterance has gone out once its TTSStoppedFrame has passed and then no audio for `QUIET_S`: a
+    reply's stop frame can pass before its last sentence's audio (a 4.5 s pause before it was cut off)."""
+
+    QUIET_S = 0.5
+
+    def __init__(self, websocket: WebSocket, greeting_parts: int, mark: dict | None, hang_up: bool) -> None:
+        super().__init__()
+        self.websocket, self.greeting_parts, self.mark, self.hang_up = websocket, greeting_parts, mark, hang_up
+        self.said = 0
+        self.last_audio = 0.0
+        self.waiting: asyncio.Task[None] | None = None
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        await self.push_frame(frame, direction)
+        if direction != FrameDirection.DOWNSTREAM:
+            return
+        if isinstance(frame, OutputAudioRawFrame):
+            self.last_audio = time.monotonic()
+        elif isinstance(frame, TTSStoppedFrame) and self.waiting is None:
+            self.last_audio = time.monotonic()
+            self.waiting = asyncio.create_task(self._once_quiet())
+
+    async def _once_quiet(self) -> None:
+        while (left := self.last_audio + self.QUIET_S - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+        self.waiting = None
+        self.said += 1
+        if self.said < self.greeting_parts:
+            return
+        with contextlib.suppress(Exception):  # a caller that hung up first needs neither
+            if self.mark is not None:
+                await self.websocket.send_text(json.dumps(self.mark))
+            if self.hang_up and self.said > self.greeting_parts:
+                await self.websocket.close()
+
+
 async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: ChatModel, *,
-                   add_wav_header: bool = False, client_tools: bool = False) -> None:
+                   add_wav_header: bool = False, client_tools: bool = False, mark: dict | None = None) -> None:
     parts = [p.strip() for p in websocket.query_params.get("greeting", GREETING).split("|") if p.strip()]
     greeter = GreetingInParts(parts[1:], float(websocket.query_params.get("pause_s", "1.8")))
     serializer = ClockedSerializer(serializer, CLOCK_FILE, websocket.query_params.get("call", ""))
@@ -192,8 +242,10 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     # apart (a barge-in test at load 16-18)
     vad = VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=VAD_STOP_S)), audio_idle_timeout=0)
     aggregators = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams())
+    said = SaidAll(websocket, len(parts), mark if websocket.query_params.get("marks") == "1" else None,
+                   websocket.query_params.get("hang_up") == "1")
     pipeline = Pipeline([transport.input(), vad, stt, DTMFAggregator(timeout=0.4), aggregators.user(), llm, delay, tts,
-                         transport.output(), greeter, aggregators.assistant()])
+                         transport.output(), greeter, said, aggregators.assistant()])
     task = PipelineTask(pipeline, params=PipelineParams(audio_in_sample_rate=PIPELINE_RATE,
                                                         audio_out_sample_rate=PIPELINE_RATE))
     # over RTVI the client answers get_weather (an `llm-function-call` message, answered with
@@ -229,7 +281,8 @@ def build_app(model: ChatModel) -> FastAPI:
                 break
         serializer = TwilioFrameSerializer(start.get("streamSid", ""), start.get("callSid"),
                                            params=TwilioFrameSerializer.InputParams(auto_hang_up=False))
-        await run_call(websocket, serializer, model)
+        await run_call(websocket, serializer, model, mark={"event": "mark", "streamSid": start.get("streamSid", ""),
+                                                           "mark": {"name": "said"}})
 
     @app.websocket("/pipecat")
     async def pipecat(websocket: WebSocket) -> None:
@@ -243,7 +296,7 @@ def build_app(model: ChatModel) -> FastAPI:
         from pipecat.serializers.vonage import VonageFrameSerializer
 
         await websocket.accept()
-        await run_call(websocket, VonageFrameSerializer(), model)
+        await run_call(websocket, VonageFrameSerializer(), model, mark={"action": "notify", "payload": {"said": True}})
 
     @app.websocket("/telnyx")
     async def telnyx(websocket: WebSocket) -> None:
@@ -253,7 +306,8 @@ def build_app(model: ChatModel) -> FastAPI:
         stream_id = websocket.query_params.get("stream_id", "telnyx-stream")
         serializer = TelnyxFrameSerializer(stream_id, "PCMA", "PCMA",
                                            params=TelnyxFrameSerializer.InputParams(auto_hang_up=False))
-        await run_call(websocket, serializer, model)
+        await run_call(websocket, serializer, model, mark={"event": "mark", "stream_id": stream_id,
+                                                           "mark": {"name": "said"}})
 
     return app
 

@@ -72,3 +72,35 @@ async def test_a_soft_onset_far_before_vads_window_is_followed_to_its_start() ->
                 assert len(sharp) == 2, sharp
                 errors.append(round(sharp[1][0] - sharp[0][1] - pause_ms, 1))
     assert max(abs(e) for e in errors) <= 5, errors
+
+
+def test_a_dropout_after_the_first_sound_does_not_start_the_speech_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference bot's 8 kHz lines send a reply's first 95 ms, then nothing for 25-75 ms (their resampler
+    gives out audio in blocks): VAD put the start after the dropout, 80 ms into the speech that resumed, and the
+    wait before the reply measured 124-135 ms longer than the bot's clock had it (twilio, two calls in three).
+    The start is walked back over the dropout to the first sound; a longer run of digital silence (a pause the
+    agent made) still ends the speech."""
+    from tamesu.audio import metrics
+    from tamesu.audio.clip import Clip
+
+    rng = np.random.default_rng(7)
+
+    def speech(ms: int) -> np.ndarray:
+        return (rng.standard_normal(ms * 16) * 3000).astype(np.int16)
+
+    def start(gap_ms: int) -> float:
+        track = np.concatenate([np.zeros(16000, np.int16), speech(95), np.zeros(gap_ms * 16, np.int16), speech(600),
+                                np.zeros(8000, np.int16)])
+        resumed = 1000 + 95 + gap_ms
+        return metrics.sharpened(Clip(track, 16000), [(resumed + 80.0, resumed + 600.0)])[0][0]
+
+    assert [start(gap) for gap in (25, 38, 75)] == [1000.0, 1000.0, 1000.0]
+    assert start(150) == 1245.0  # 150 ms of nothing is a pause: the speech starts after it
+    # the speech after the dropout can start softly: 30 ms of it, then 40 ms under the edge threshold (in "I can")
+    soft = (rng.standard_normal(40 * 16) * 20).astype(np.int16)
+    track = np.concatenate([np.zeros(16000, np.int16), speech(95), np.zeros(31 * 16, np.int16), speech(30), soft,
+                            speech(600), np.zeros(8000, np.int16)])
+    assert metrics.sharpened(Clip(track, 16000), [(1196.0 + 40, 1796.0)])[0][0] == 1000.0
+    monkeypatch.setattr(metrics, "EDGE_DROPOUT_MS", 0)
+    assert start(38) == 1133.0  # what the walk over a dropout is for: it stopped at the dropout
+    assert metrics.sharpened(Clip(track, 16000), [(1196.0 + 40, 1796.0)])[0][0] == 1196.0

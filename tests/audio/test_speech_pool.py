@@ -205,3 +205,29 @@ def test_a_pool_started_on_a_thread_that_ended_serves_the_next_job(monkeypatch: 
         assert len(clip.samples) > 0 and pool.pids() == workers
     finally:
         pool.shutdown()
+
+
+@needs_voice
+@pytest.mark.timeout(240)
+def test_a_call_that_opens_starts_the_synthesis_worker_with_its_voice_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call's caller waited, after the agent's greeting, for the synthesis worker to start and load Piper
+    (1-10 s on a loaded machine): the worker is started and the voice loaded as the call opens (`tts.warm`),
+    and the first words are then synthesised by that same worker."""
+    from tamesu.audio import pool, tts, voices
+
+    monkeypatch.setenv("TAMESU_SPEECH_WORKERS", "1")
+    voice = voices.find(None)
+    assert voice is not None and voice.engine == "piper"
+    pool.shutdown()
+    try:
+        tts.warm(None)
+        deadline = time.monotonic() + 180
+        while not pool.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = pool.pids()
+        assert len(workers) == 1, workers  # started with no synthesis asked of it yet
+        clip = asyncio.run(pool.run("synthesise", tts.piper_say, voice, "The first words of the call.", 1.0))
+        assert len(clip.samples) > 0 and pool.pids() == workers
+    finally:
+        pool.shutdown()

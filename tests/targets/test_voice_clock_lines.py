@@ -7,7 +7,19 @@ Each call injects a reply delay (`?reply_delay_ms=`, 0/400/900) and a pause betw
 reply (`?reply_pause_ms=`); the bot notes its time to first audio and the reply's longest silence (the pause,
 or the wait before the reply when that is longer). tamesu's values must agree within 20 ms for every delay on
 every line; each call is made up to three times and the closest one counts (test_voice_clock.py says why): a
-second call only when the first did not agree."""
+second call only when the first did not agree.
+
+No call waits out `idle` after the bot's reply, nor on Vonage and Telnyx after its greeting: the bot says where
+its speech ends (bot.py's `SaidAll`), with the line's own end-of-audio message after each utterance on Vonage
+(`notify`) and Telnyx (`mark`), which the `voice` target's `messages.done` matches, and by hanging up after its
+reply on Twilio (whose `mark` ends no turn of the `twilio` target), half a second after its last audio went out
+(each of the three calls waited the idle, 2.5-5 s, once or twice: 22 s a round on Vonage and Telnyx, 11 s on
+Twilio). The metrics end where the reply's audio ends either way.
+
+The 8 kHz lines (Twilio, Telnyx) send the first 95 ms of each reply and then nothing for 25-75 ms (the
+serializer's resampler gives audio out in blocks); VAD then started the reply after that dropout on some calls,
+124-135 ms later than the bot's clock, and the line was called again (twilio at 900 ms: three calls, 155 s). The
+edges of speech now walk over a dropout (`tamesu.audio.metrics`, test_metric_edges.py)."""
 
 from __future__ import annotations
 
@@ -22,22 +34,24 @@ from agents.voice_bot import Call, ClockBot, calls_on_the_bots_clock, closest, n
 # (delay, pause): the pause is the longest silence unless the wait for the reply is longer (3-6 s on a loaded
 # 2-core machine); either way the bot's clock has the longest
 VALUES_MS = ((0, 1500), (400, 4500), (900, 2500))
-# idle above the pause: the silence inside the reply is no end of the bot's turn. Each call waits it out twice
-# (after the greeting, after the reply), so each target's is its own pause and 1 s (a loaded bot has stalled a
-# reply 0.2-0.65 s), up to the 5 s all of them waited (0.5 s over the 4.5 s pause, green on CI)
+# idle above the pause: the silence inside the reply is no end of the bot's turn (the reply ends with the bot's
+# end-of-audio message or hang-up). Twilio's calls wait it out after the greeting, so each target's is its own
+# pause and 1 s (a loaded bot has stalled a reply 0.2-0.65 s), up to the 5 s all of them waited (0.5 s over the
+# 4.5 s pause, green on CI)
 IDLE_S = {pause: min(5.0, pause / 1000 + 1) for _delay, pause in VALUES_MS}
 COMMON = "idle: IDLEs, turn_timeout: 90s"
 LINES = {
-    "twilio": '{ type: twilio, url: "{base}/twilio?QUERY", ' + COMMON + " }",
-    "vonage": ('{ type: voice, url: "{base}/vonage?QUERY", audio: { encoding: pcm16, sample_rate: 16000, '
+    "twilio": '{ type: twilio, url: "{base}/twilio?hang_up=1&QUERY", ' + COMMON + " }",
+    "vonage": ('{ type: voice, url: "{base}/vonage?marks=1&QUERY", audio: { encoding: pcm16, sample_rate: 16000, '
                'frames: binary }, messages: { open: { event: "websocket:connected", '
-               'content-type: "audio/l16;rate=16000" }, interrupted: { when: { "$.action": clear } } }, '
-               + COMMON + " }"),
-    "telnyx": ('{ type: voice, url: "{base}/telnyx?QUERY", audio: { encoding: alaw, sample_rate: 8000, '
+               'content-type: "audio/l16;rate=16000" }, interrupted: { when: { "$.action": clear } }, '
+               'done: { when: { "$.action": notify } } }, ' + COMMON + " }"),
+    "telnyx": ('{ type: voice, url: "{base}/telnyx?marks=1&QUERY", audio: { encoding: alaw, sample_rate: 8000, '
                'frames: json, send: { event: media, media: { track: inbound, payload: "{{message.audio}}" } }, '
                'receive: "$.media.payload" }, messages: { open: [ { event: connected, version: "1.0.0" }, '
                '{ event: start, start: { media_format: { encoding: PCMA, sample_rate: 8000, channels: 1 } } } ], '
-               'interrupted: { when: { "$.event": clear } }, close: { event: stop } }, ' + COMMON + " }"),
+               'interrupted: { when: { "$.event": clear } }, done: { when: { "$.event": mark } }, '
+               'close: { event: stop } }, ' + COMMON + " }"),
 }
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
 # a lane of its own (tests/conftest.py), with test_voice_clock_pipecat.py: one clock bot (voice_bot_clock), calls one

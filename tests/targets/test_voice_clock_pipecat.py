@@ -10,7 +10,8 @@ where frames meet its websocket):
 
 Each must agree within 20 ms for every delay and pause. Each call is made up to three times and the closest one
 counts, as in test_voice_clock.py: a loaded machine can hold either process at the moment the reply's audio goes
-out."""
+out. The bot hangs up half a second after its reply's last audio went out (`?hang_up=1`, bot.py's `SaidAll`):
+no call waits out `idle` after the reply (6-6.5 s a round of each test), only after the greeting."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from agents.voice_bot import Call, ClockBot, calls_on_the_bots_clock, closest, n
 # turn_timeout leaves room for it
 DELAYS_MS = (0, 500, 1000)
 PAUSES_MS = (1500, 3000)
+HANG_UP = "hang_up=1&greeting=Hello."
 SCRIPT = 'scenario: { script: [ { say: "Can I book a table for two people?" } ] }'
 # the lines lane (tests/conftest.py), beside test_voice_clock_lines.py: one clock bot for both, calls one at a time
 pytestmark = [needs_bot, pytest.mark.audio, pytest.mark.xdist_group("audio-lines"), pytest.mark.timeout(580)]
@@ -54,8 +56,8 @@ def _again(rows_of: Callable[[list[Call]], list[tuple[str, float, float]]]) -> C
 
 def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path,
                                                                    voice_bot_clock: ClockBot) -> None:
-    targets = {f"delay_{delay}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_delay_ms={delay}'
-                                 '&{call}", mode: audio, sample_rate: 16000, idle: 2s, turn_timeout: 90s }'
+    targets = {f"delay_{delay}": f'{{ type: pipecat, url: "{{base}}/pipecat?{HANG_UP}&reply_delay_ms={delay}&{{call}}",'
+                                 ' mode: audio, sample_rate: 16000, idle: 2s, turn_timeout: 90s }'
                for delay in DELAYS_MS}
     calls = calls_on_the_bots_clock(tamesu, tmp_path, voice_bot_clock, targets=targets, test=SCRIPT, repeat=3,
                                     timeout=560, again=_again(_first))
@@ -74,11 +76,11 @@ def test_time_to_first_audio_agrees_with_the_pipecat_bots_own_clock(tamesu: Call
 
 def test_silence_gap_agrees_with_the_pipecat_bots_own_clock(tamesu: Callable, tmp_path: Path,
                                                             voice_bot_clock: ClockBot) -> None:
-    # idle above the pause: the bot's silence inside its reply is no end of its turn; each call waits it out
-    # twice (after the greeting, after the reply), so each target's is its pause and 1 s (a loaded bot has
-    # stalled a reply 0.2-0.65 s), up to the 4 s both waited
-    targets = {f"pause_{pause}": f'{{ type: pipecat, url: "{{base}}/pipecat?greeting=Hello.&reply_pause_ms={pause}'
-                                 f'&{{call}}", mode: audio, sample_rate: 16000, idle: {min(4.0, pause / 1000 + 1):g}s, '
+    # idle above the pause: the bot's silence inside its reply is no end of its turn (its hang-up is); each call
+    # waits it out after the greeting, so each target's is its pause and 1 s (a loaded bot has stalled a reply
+    # 0.2-0.65 s), up to the 4 s both waited
+    targets = {f"pause_{pause}": f'{{ type: pipecat, url: "{{base}}/pipecat?{HANG_UP}&reply_pause_ms={pause}&{{call}}",'
+                                 f' mode: audio, sample_rate: 16000, idle: {min(4.0, pause / 1000 + 1):g}s, '
                                  'turn_timeout: 90s }'
                for pause in PAUSES_MS}
     calls = calls_on_the_bots_clock(tamesu, tmp_path, voice_bot_clock, targets=targets, test=SCRIPT, repeat=3,

@@ -51,10 +51,11 @@ def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(t
     names = [f"delay_{delay}" for delay, _pause in VALUES_MS]
     agents = dict(zip(names, phone.start_all([
         ["--greeting", "Hello.", "--reply-delay-ms", str(delay), "--reply-pause-ms", str(pause),
-         "--clock-file", str(tmp_path / f"delay_{delay}.jsonl")] for delay, pause in VALUES_MS]), strict=True))
+         "--clock-file", str(tmp_path / f"delay_{delay}.jsonl"), "--hang-up-after-reply"]
+        for delay, pause in VALUES_MS]), strict=True))
     try:
         # idle above the pause (1 s over the longest): the silence inside the reply is no end of the agent's turn;
-        # each call waits it out twice (after the greeting, after the reply)
+        # each call waits it out after the greeting (the agent hangs up half a second after its reply)
         targets = {name: f'{{ type: sip, to: "{agent.uri}", idle: 3s, turn_timeout: 30s, max_duration: 60s }}'
                    for name, agent in agents.items()}
         calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=SCRIPT, repeat=3, timeout=560,

@@ -77,7 +77,7 @@ class AudioConversation:
         """The loudness of the user's last utterance: noise between utterances is set against it."""
         # the speech workers load Whisper and the persona's voice while the call connects and the agent greets
         pool.warm("transcribe", "load_whisper")
-        pool.warm("synthesise", "load_voice", self.voice_name)
+        tts.warm(self.voice_name)
 
     # -- the user speaks ------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ VAD decides speech in 32 ms windows, and its edges land up to a window (and, for
 where the speech starts or ends: a silence measured from them was off by -40 to +68 ms against the agent's
 own clock. Where a segment's surroundings are quiet (a clean line, the agent's track), each edge is moved to
 the first or last millisecond louder than the segment's speech level less 35 dB, within 64 ms of where VAD put
-it; over background noise the VAD edge stays, as the noise would pull the edge into itself.
+it (and followed past it over short dips and up to 100 ms of a dropout: digital silence where nothing arrived
+to play); over background noise the VAD edge stays, as the noise would pull the edge into itself.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ EDGE_REACH_MS = 64
 """How far from VAD's edge the exact one is looked for: two VAD windows."""
 EDGE_DIP_MS = 20
 """A dip below the edge threshold shorter than this inside a soft onset or tail does not end the speech."""
+EDGE_DROPOUT_MS = 100
+"""How much digital silence inside a soft onset or tail (a player with nothing to play) does not end the speech."""
 EDGE_WALK_MS = 250
 """How far past VAD's edge a soft onset or tail is followed at most."""
 _QUIET_MARGIN_DB = 6.0
@@ -65,17 +68,55 @@ _QUIET_MARGIN_DB = 6.0
 
 
 def _walk(levels: np.ndarray, threshold: float, at: int, step: int) -> int:
-    """From the loud millisecond `at`, on in direction `step` over loud milliseconds and dips shorter than
-    EDGE_DIP_MS, to the last loud one: a soft onset (an "f", an "h") can start more than EDGE_REACH_MS before
-    VAD's window, and stopping at the reach made a pause 19-27 ms long."""
+    """From the loud millisecond `at`, on in direction `step` over loud milliseconds, dips shorter than
+    EDGE_DIP_MS and dropouts (`_next_loud`), to the last loud one: a soft onset (an "f", an "h") can start more
+    than EDGE_REACH_MS before VAD's window, and stopping at the reach made a pause 19-27 ms long."""
     limit = at + step * EDGE_WALK_MS
     while True:
-        ahead = levels[at + step: at + step * (EDGE_DIP_MS + 1): step] if step > 0 else \
-            levels[max(0, at - EDGE_DIP_MS): at][::-1]
-        loud = np.flatnonzero(ahead > threshold)
-        if not loud.size or (at + step * (int(loud[0]) + 1) - limit) * step > 0:
+        ahead = _next_loud(levels, threshold, at, step)
+        if ahead is None or (ahead - limit) * step > 0:
             return at
-        at += step * (int(loud[0]) + 1)
+        at = ahead
+
+
+def _next_loud(levels: np.ndarray, threshold: float, at: int, step: int) -> int | None:
+    """The next loud millisecond after `at` in direction `step`, across a dip shorter than EDGE_DIP_MS and up
+    to EDGE_DROPOUT_MS of digital silence (every sample 0: nothing arrived to play), or None. A reply that
+    starts with a dropout is speech from its first sound: the reference bot's 8 kHz lines send a reply's first
+    95 ms, then nothing for 25-75 ms (their resampler gives out audio in blocks), and VAD, hearing no speech in
+    95 ms followed by a gap, started the reply after the gap (a silence 124-135 ms longer than the bot's)."""
+    dip = dropout = 0
+    at += step
+    while 0 <= at < levels.size:
+        if levels[at] > threshold:
+            return at
+        if levels[at] == 0 and dropout < EDGE_DROPOUT_MS:
+            dropout += 1
+        else:
+            dip += 1
+            if dip >= EDGE_DIP_MS:
+                return None
+        at += step
+    return None
+
+
+def _sound_before_dropout(levels: np.ndarray, threshold: float, start: int) -> int:
+    """Where speech that starts at `start` began before a dropout shortly ahead of it: when the last run of
+    digital silence within 2 * EDGE_REACH_MS before `start` is at most EDGE_DROPOUT_MS long and comes right
+    after sound, the start of that sound. VAD hears a first 95 ms cut off by a dropout as no speech, and the
+    speech after it can start softly (a 40 ms dip in "I can" stopped the walk short of the dropout: a wait
+    198 ms longer than the bot's clock, twilio, two calls of three)."""
+    lo = max(0, start - 2 * EDGE_REACH_MS)
+    zeros = np.flatnonzero(levels[lo:start] == 0)
+    if not zeros.size:
+        return start
+    end = lo + int(zeros[-1]) + 1
+    begin = end - 1
+    while begin > 0 and levels[begin - 1] == 0:
+        begin -= 1
+    if begin == 0 or end - begin > EDGE_DROPOUT_MS or levels[begin - 1] <= threshold:
+        return start
+    return _walk(levels, threshold, begin - 1, -1)
 
 
 def _frame_levels(clip: Clip) -> np.ndarray:
@@ -104,6 +145,7 @@ def sharpened(clip: Clip, speech: Segments) -> Segments:
         lo, hi = max(0, first - EDGE_REACH_MS), min(levels.size, first + EDGE_REACH_MS)
         loud = np.flatnonzero(levels[lo:hi] > threshold)
         new_start = float(_walk(levels, threshold, lo + int(loud[0]), -1)) if loud.size else start
+        new_start = float(_sound_before_dropout(levels, threshold, int(new_start)))
         lo, hi = max(0, last - EDGE_REACH_MS), min(levels.size, last + EDGE_REACH_MS)
         loud = np.flatnonzero(levels[lo:hi] > threshold)
         new_end = float(_walk(levels, threshold, lo + int(loud[-1]), 1) + 1) if loud.size else end

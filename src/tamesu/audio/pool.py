@@ -4,8 +4,8 @@ Piper's synthesis holds the GIL for tens of ms at a time (measured: with sentenc
 thread, a 10 ms timer on the loop woke 41-43 ms late at p99, against 18 ms idle on the same loaded machine),
 and every conversation's 20 ms frames wait for the loop. So synthesis and the transcription of the agent's
 audio run in worker processes (`tamesu.audio._worker`), one pool for each (a synthesis never waits behind a
-transcription), started on first use (once per run), each worker loading its model on first need and
-keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
+transcription), started on first use (once per run; `warm` starts one ahead, as a call opens), each worker
+loading its model on first need and keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
 flight; more wait in the caller. A job waits for its reply in a thread, which holds no GIL while it waits.
 An audio call warms both pools as it opens (`warm`): the worker starts and loads its model while the call
 connects and the agent greets, not after the greeting, where it held up the caller's first words.
@@ -109,6 +109,8 @@ class Pool:
         for worker in self.workers:
             self.idle.put(worker)
         self.closed = False
+        self.warmed: set[tuple[str, tuple[Any, ...]]] = set()
+        """The loads `warm` has asked of this pool (once each: 16 calls opening at once ask one)."""
 
     def call(self, name: str, args: tuple[Any, ...]) -> Any:
         try:
@@ -161,21 +163,23 @@ def _started(name: str) -> Pool:
 
 
 def warm(name: str, load: str, *args: Any) -> None:
-    """Start the pool `name` now, if it is not running, and have its worker run the job `load` (a model load)
-    on a thread of its own. Measured on the reference bot at load 6-10: the first transcription of a run
+    """Start the pool `name` now, if it is not running, and have its worker run the job `load` (a model load,
+    `_worker`) on a thread of its own, once per pool and load (16 calls opening at once ask one load, not 16
+    jobs between the syntheses). Measured on the reference bot at load 6-10: the first transcription of a run
     waited 4-7 s for its worker to start and load Whisper, then the first synthesis as long again for Piper's,
     one after the other between the greeting and the caller's first words. A load that fails is not reported
     here: the job that needs the model fails with the reason, as it would have without the warm-up."""
     if workers() == 0:
         return
-    with _lock:
-        if name in _pools:
-            return
     # the pool is made here, on the caller's thread, as `run` makes it: a run that ends stops it
     pool = _started(name)
+    with _lock:
+        if (load, args) in pool.warmed:
+            return
+        pool.warmed.add((load, args))
 
     def load_now() -> None:
-        with contextlib.suppress(PoolError):
+        with contextlib.suppress(PoolError):  # the run ended first (its workers stopped), or the load failed
             pool.call(load, args)
 
     threading.Thread(target=load_now, name=f"tamesu-speech-warm-{name}", daemon=True).start()

@@ -128,3 +128,12 @@ def preload(voice_name: str | None = None) -> None:
     voice = voices.find(voice_name)
     if voice is not None and voice.engine == "piper":
         _piper(voice)
+
+
+def warm(voice_name: str | None = None) -> None:
+    """Start the synthesis worker and load a Piper voice in it now, in the background (`pool.warm`): a call
+    does this as it opens, so the caller's first words are not held back by the load (the agent's greeting
+    plays meanwhile)."""
+    voice = voices.find(voice_name)
+    if voice is not None and voice.engine == "piper":
+        pool.warm("synthesise", "load_voice", voice_name)
