@@ -2,11 +2,12 @@
 
 Most tests that run the command want its exit code and output, and each `python -m tamesu` spends about half a
 second importing tamesu and its libraries before it reads its arguments; some 300 such runs were most of the
-inner loop's CPU time. Here each pytest process starts one "zygote" that imports those modules once and then
-only forks: the fork gets the caller's stdin and two pipes as stdout and stderr, takes the caller's working
-folder, environment and arguments, and runs `python -m tamesu` as the interpreter would (`runpy`, so
-`sys.argv[0]`, `__main__` and the usage line are the same). It is a process of its own, with its own pid,
-signals, exit code, children and clean-up on exit; only what Python imported before the arguments is shared.
+inner loop's CPU time. Here one "zygote" per pytest process (one per run under xdist, shared by its workers)
+imports those modules once and then only forks: the fork gets the caller's stdin and two pipes as stdout and
+stderr, takes the caller's working folder, environment and arguments, and runs `python -m tamesu` as the
+interpreter would (`runpy`, so `sys.argv[0]`, `__main__` and the usage line are the same). It is a process of
+its own, with its own pid, signals, exit code, children and clean-up on exit; only what Python imported before
+the arguments is shared.
 
 A run whose environment changes how Python starts (a `PYTHON*` variable, the locale) is not one the zygote can
 stand in for, so it runs as a plain child process, as do all runs when `TAMESU_TEST_FORK=0`; but a PYTHONPATH
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import locale
 import os
@@ -53,20 +55,20 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         # runs of the inner loop call a model server. They read OPENAI_LOG/ANTHROPIC_LOG as they are imported,
         # which no test sets
         "openai", "anthropic", "openai.resources.chat.completions", "tamesu.models.openai",
-        "tamesu.models.anthropic", "tamesu.models._sdk_post")
+        "tamesu.models.anthropic", "tamesu.models._sdk_post",
+        # the MCP SDK's server side, which every MCP server of the tests (tests/agents/mcp_servers.py, forked
+        # through `script_command`) imports before it reads its arguments. A second warm process of their own
+        # imported them for 0.9-1.05 s of CPU; here they add 0.3-0.5 s (mcp_types, the costly part, is the
+        # client's too)
+        "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
+        "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
+        "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl", "uvicorn.lifespan.on",
+        "uvicorn.loops.asyncio", "starlette.applications", "argparse")
 """What the zygote imports before it forks: the command line, the loader and engine, the HTTP targets that
-most runs use, and what a run imports once it has started. None of them (but the SDKs' log switches) reads the
-environment or the working folder when imported, and none starts a thread (a fork copies only the thread that
-forks, so the zygote checks it is alone). Tests that look at what a run imports run plain children, not forks."""
-
-SCRIPT_WARM = ("anyio", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
-               "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
-               "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl",
-               "uvicorn.lifespan.on", "uvicorn.loops.asyncio", "starlette.applications", "argparse")
-"""What the script zygote imports before it forks: the MCP SDK's server side (some 1.5 s of CPU per start,
-mostly building the pydantic models of `mcp_types`), which every MCP server of the tests
-(tests/agents/mcp_servers.py) imports before it reads its arguments. Its forks run a script as
-`python SCRIPT ARGS` would (`script_command`)."""
+most runs use, what a run imports once it has started, and what the tests' MCP servers import. None of them
+(but the SDKs' log switches) reads the environment or the working folder when imported, and none starts a thread
+(a fork copies only the thread that forks, so the zygote checks it is alone). Tests that look at what a run
+imports run plain children, not forks."""
 
 _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 """Environment variables Python reads when it starts: a run that changes one needs an interpreter of its own."""
@@ -74,19 +76,19 @@ _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 _HEADER = struct.Struct("!I")
 
 
-def _zygote(listen_path: str, kind: str = "tamesu") -> None:
-    """Serve fork requests until the pytest process that started us closes our stdin. `kind` "tamesu": the
-    forks run `python -m tamesu`; "script": `python SCRIPT` (the request names it)."""
+def _zygote(listen_path: str, run_pid: int = 0) -> None:
+    """Serve fork requests until the pytest process that started us closes our stdin, or, shared by the xdist
+    workers of one run (`run_pid`, their controller), until that process ends. The forks run `python -m tamesu`,
+    or `python SCRIPT` where the request names one."""
     import gc
     import importlib
 
-    warm = WARM if kind == "tamesu" else SCRIPT_WARM
     _started_env.update(os.environ)
-    for name in warm:
+    for name in WARM:
         importlib.import_module(name)
     gc.freeze()  # the forks' collections leave the imported objects alone, so their memory stays shared
     if threading.active_count() != 1:
-        raise SystemExit(f"tamesu test zygote: importing {warm} started a thread; it cannot fork safely")
+        raise SystemExit("tamesu test zygote: importing WARM started a thread; it cannot fork safely")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(listen_path)
     listener.listen(16)
@@ -100,11 +102,19 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "accept")
     selector.register(wake_read, selectors.EVENT_READ, "child")
-    selector.register(sys.stdin, selectors.EVENT_READ, "parent")
+    selector.register(os.pidfd_open(run_pid) if run_pid else sys.stdin, selectors.EVENT_READ, "parent")
     while True:
         for key, _ in selector.select():
-            if key.data == "parent":
-                return  # the pytest process ended
+            if key.data == "parent":  # the pytest process ended
+                if run_pid:  # no worker is left to clean up after us
+                    listener.close()
+                    folder = os.path.dirname(listen_path)
+                    for name in os.listdir(folder):
+                        with contextlib.suppress(OSError):
+                            os.unlink(os.path.join(folder, name))
+                    with contextlib.suppress(OSError):
+                        os.rmdir(folder)
+                return
             if key.data == "child":
                 os.read(wake_read, 4096)
                 _reap(waiting, selector)
@@ -129,7 +139,7 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
                 connection.close()
                 for waiter in waiting.values():
                     waiter.close()
-                if kind == "tamesu" and "script" not in request:
+                if "script" not in request:
                     _become_tamesu(request, fds)
                 _become_script(request, fds)
             for fd in fds:
@@ -339,18 +349,26 @@ def _finish(code: int) -> None:
 
 
 class _Zygote:
-    def __init__(self, kind: str = "tamesu") -> None:
-        self.folder = tempfile.mkdtemp(prefix="tamesu-zygote-")
+    def __init__(self, folder: str | None = None, run_pid: int = 0, start: bool = True) -> None:
+        """This pytest process's own warm process, ended by `close` (or by the kernel closing its stdin on any
+        death); with `run_pid`, one in `folder` that the xdist workers of that run share and that ends with
+        their controller; with `start` False, that one as another worker started it."""
+        self.folder = folder or tempfile.mkdtemp(prefix="tamesu-zygote-")
         self.path = os.path.join(self.folder, "socket")
         self.env = dict(os.environ)
+        if not start:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # a shared one's that died with its run's controller still alive
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {kind!r})"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {run_pid})"],
+            stdin=subprocess.DEVNULL if run_pid else subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "ready":
             raise RuntimeError("the tamesu test zygote did not start (its error is above)")
-        atexit.register(self.close)
+        if not run_pid:
+            atexit.register(self.close)
 
     def close(self) -> None:
         if self.process.stdin is not None:
@@ -461,12 +479,32 @@ _zygote_lock = threading.Lock()
 
 def _workers_zygote() -> _Zygote:
     """This worker's warm process, started on first use (under a lock: two threads of a test share one; a
-    forked pytest process gets its own)."""
+    forked pytest process gets its own): the one of its xdist run (`_runs_zygote`), else its own."""
     global _zygote_here, _zygote_pid
     with _zygote_lock:
         if _zygote_here is None or _zygote_pid != os.getpid():
-            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+            _zygote_here, _zygote_pid = _runs_zygote() or _Zygote(), os.getpid()
         return _zygote_here
+
+
+def _runs_zygote() -> _Zygote | None:
+    """The warm process the xdist workers of one run share, started by the first worker that needs it and
+    ended with their controller (the workers' parent, watched through a pidfd): a zygote per worker spent some
+    4 s of CPU on the imports of WARM in each. None outside xdist, or where Linux has no pidfd."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run or not hasattr(os, "pidfd_open"):
+        return None
+    controller = os.getppid()
+    folder = os.path.join(tempfile.gettempdir(), f"tamesu-zygote-{run}-{controller}")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes: the others wait for the first one's start
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(os.path.join(folder, "socket"))  # a caller that asks nothing: the zygote drops it
+            except OSError:
+                return _Zygote(folder, controller)
+        return _Zygote(folder, start=False)
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
@@ -491,8 +529,6 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: 
 
 
 _LAUNCHER = str(Path(__file__).resolve().parent / "warm_launch.py")
-_scripts_here: _Zygote | None = None
-_scripts_pid = 0
 
 
 def tamesu_command() -> list[str]:
@@ -506,19 +542,16 @@ def tamesu_command() -> list[str]:
 
 
 def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:
-    """`python SCRIPT ARGS` as a command to hand a target that starts it (an MCP server), run as a fork of a
-    warm process that has imported `SCRIPT_WARM`: a stdlib-only launcher (`warm_launch.py`, `python -I -S`, a
-    few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM, SIGINT and SIGHUP
-    on, exits with the fork's code, and takes the fork with it when it is killed. A plain `python SCRIPT` when
-    `TAMESU_TEST_FORK=0`."""
+    """`python SCRIPT ARGS` as a command to hand a target that starts it (an MCP server), run as a fork of the
+    warm process (which has imported the MCP SDK's server side for them): a stdlib-only launcher (`warm_launch.py`,
+    `python -I -S`, a few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM,
+    SIGINT and SIGHUP on, exits with the fork's code, and takes the fork with it when it is killed. A plain
+    `python SCRIPT` when `TAMESU_TEST_FORK=0`."""
     return [*script_python(), str(script), *args]
 
 
 def script_python() -> list[str]:
     """What stands for `python` in `python SCRIPT ARGS` (`script_command`)."""
-    global _scripts_here, _scripts_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
         return [sys.executable]
-    if _scripts_here is None or _scripts_pid != os.getpid():
-        _scripts_here, _scripts_pid = _Zygote("script"), os.getpid()
-    return [sys.executable, "-I", "-S", _LAUNCHER, _scripts_here.path]
+    return [sys.executable, "-I", "-S", _LAUNCHER, _workers_zygote().path]
