@@ -140,7 +140,7 @@ def _zygote(listen_path: str, run_pid: int = 0) -> None:
                 for waiter in waiting.values():
                     waiter.close()
                 if "script" not in request:
-                    _become_tamesu(request, fds)
+                    _become_module(request, fds)
                 _become_script(request, fds)
             for fd in fds:
                 os.close(fd)
@@ -223,11 +223,13 @@ def _take_the_callers(request: dict[str, object], fds: list[int]) -> dict[str, s
     return env
 
 
-def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
-    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu`."""
+def _become_module(request: dict[str, object], fds: list[int]) -> None:
+    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu` (or the
+    module the request names)."""
     import runpy
 
     env = _take_the_callers(request, fds)
+    module = str(request.get("module", "tamesu"))
     sys.path[0] = os.getcwd()  # what `python -m` puts first
     args = request["args"]
     assert isinstance(args, list)
@@ -235,9 +237,9 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
     if request.get("as_user") and os.geteuid() == 0:
         _drop_file_mode_overrides()
     if not _starts_as_we_did(env):
-        os.execve(sys.executable, [sys.executable, "-m", "tamesu", *map(str, args)], env)
+        os.execve(sys.executable, [sys.executable, "-m", module, *map(str, args)], env)
     try:
-        runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -389,12 +391,13 @@ class _Zygote:
         return not differ or (differ == {"PYTHONPATH"} and "PYTHONPATH" not in self.env)
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None,
-            as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, *([script] if script else ["-m", "tamesu"]), *args]
+            as_user: bool = False, script: str | None = None, module: str = "tamesu"
+            ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, *([script] if script else ["-m", module]), *args]
         deadline = time.monotonic() + timeout
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user,
+        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user, "module": module,
                    "nice": os.getpriority(os.PRIO_PROCESS, 0)}
         body = json.dumps({**request, "script": script} if script else request).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -508,22 +511,23 @@ def _runs_zygote() -> _Zygote | None:
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
-        as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
+        as_user: bool = False, script: str | None = None, module: str = "tamesu") -> subprocess.CompletedProcess[str]:
     """`python -m tamesu ARGS` in `cwd` with exactly `env`, as `subprocess.run(capture_output=True, text=True)`
     with `stdin` None (ours), `subprocess.DEVNULL` or the text to send. `as_user`: file modes hold even for
     root (the capabilities that override them dropped; a plain child runs under setpriv). `script`: `python
     SCRIPT ARGS` instead, for a script that imports tamesu (a test's own launcher), forked from the same warm
     process; only where the environment is the zygote's to the last PYTHON variable (no PYTHONPATH is put on
-    `sys.path` for a script)."""
+    `sys.path` for a script). `module`: `python -m MODULE ARGS` (a nested pytest, whose 0.6 s of start-up
+    imports of tamesu a fork skips)."""
     if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
         zygote = _workers_zygote()
         same_path = script is None or env.get("PYTHONPATH") == zygote.env.get("PYTHONPATH")
         if zygote.stands_in_for(env) and same_path:
-            return zygote.run(args, cwd, env, timeout, stdin, as_user, script)
+            return zygote.run(args, cwd, env, timeout, stdin, as_user, script, module)
     feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
     drop = "-" + ",-".join(("dac_override", "dac_read_search"))
     prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []
-    python = [sys.executable, *([script] if script else ["-m", "tamesu"])]
+    python = [sys.executable, *([script] if script else ["-m", module])]
     return subprocess.run([*prefix, *python, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, **feed)
 
