@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import json
 import locale
 import os
+import select
 import selectors
 import signal
 import socket
@@ -76,24 +76,27 @@ _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 _HEADER = struct.Struct("!I")
 
 
-def _zygote(listen_path: str, run_pid: int = 0) -> None:
-    """Serve fork requests until the pytest process that started us closes our stdin, or, shared by the xdist
-    workers of one run (`run_pid`, their controller), until that process ends. The forks run `python -m tamesu`,
-    or `python SCRIPT` where the request names one."""
+def _zygote(listen_path: str, lazy: bool = False) -> None:
+    """Serve fork requests until the pytest process that started us closes our stdin. `lazy` (the one an xdist
+    controller starts for its workers, `start_for_workers`): listening at once, importing only when the first
+    request comes, so a run whose tests fork nothing pays for an idle interpreter. The forks run `python -m
+    tamesu`, or `python SCRIPT` where the request names one."""
     import gc
     import importlib
 
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if lazy:
+        _listen(listener, listen_path)
+        if listener not in select.select([listener, sys.stdin], [], [])[0]:
+            return  # the pytest process ended before any test asked
     _started_env.update(os.environ)
     for name in WARM:
         importlib.import_module(name)
     gc.freeze()  # the forks' collections leave the imported objects alone, so their memory stays shared
     if threading.active_count() != 1:
         raise SystemExit("tamesu test zygote: importing WARM started a thread; it cannot fork safely")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(listen_path)
-    listener.listen(16)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
+    if not lazy:
+        _listen(listener, listen_path)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -102,19 +105,11 @@ def _zygote(listen_path: str, run_pid: int = 0) -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "accept")
     selector.register(wake_read, selectors.EVENT_READ, "child")
-    selector.register(os.pidfd_open(run_pid) if run_pid else sys.stdin, selectors.EVENT_READ, "parent")
+    selector.register(sys.stdin, selectors.EVENT_READ, "parent")
     while True:
         for key, _ in selector.select():
-            if key.data == "parent":  # the pytest process ended
-                if run_pid:  # no worker is left to clean up after us
-                    listener.close()
-                    folder = os.path.dirname(listen_path)
-                    for name in os.listdir(folder):
-                        with contextlib.suppress(OSError):
-                            os.unlink(os.path.join(folder, name))
-                    with contextlib.suppress(OSError):
-                        os.rmdir(folder)
-                return
+            if key.data == "parent":
+                return  # the pytest process ended
             if key.data == "child":
                 os.read(wake_read, 4096)
                 _reap(waiting, selector)
@@ -126,6 +121,11 @@ def _zygote(listen_path: str, run_pid: int = 0) -> None:
             try:
                 request, fds = _receive(connection)
             except (_CutShort, OSError):  # its caller went before it asked: nothing to start, the next may come
+                connection.close()
+                continue
+            if request.get("ping"):  # a worker waiting for a lazy start's imports (`_ping`)
+                with contextlib.suppress(OSError):
+                    connection.sendall(b"ready\n")
                 connection.close()
                 continue
             pid = os.fork()
@@ -152,6 +152,13 @@ def _zygote(listen_path: str, run_pid: int = 0) -> None:
             else:
                 selector.register(connection, selectors.EVENT_READ, pid)
             _reap(waiting, selector)  # a child that ended before it was registered
+
+
+def _listen(listener: socket.socket, path: str) -> None:
+    listener.bind(path)
+    listener.listen(16)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
 
 
 def _reap(waiting: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
@@ -351,26 +358,25 @@ def _finish(code: int) -> None:
 
 
 class _Zygote:
-    def __init__(self, folder: str | None = None, run_pid: int = 0, start: bool = True) -> None:
+    def __init__(self, lazy: bool = False, path: str | None = None) -> None:
         """This pytest process's own warm process, ended by `close` (or by the kernel closing its stdin on any
-        death); with `run_pid`, one in `folder` that the xdist workers of that run share and that ends with
-        their controller; with `start` False, that one as another worker started it."""
-        self.folder = folder or tempfile.mkdtemp(prefix="tamesu-zygote-")
-        self.path = os.path.join(self.folder, "socket")
+        death); `lazy`: one that imports at its first request (`start_for_workers`); `path`: the one listening
+        there, which another process started (an xdist worker's controller)."""
         self.env = dict(os.environ)
-        if not start:
+        if path is not None:
+            self.path = path
+            _ping(path)
             return
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)  # a shared one's that died with its run's controller still alive
+        self.folder = tempfile.mkdtemp(prefix="tamesu-zygote-")
+        self.path = os.path.join(self.folder, "socket")
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {run_pid})"],
-            stdin=subprocess.DEVNULL if run_pid else subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {lazy!r})"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "ready":
             raise RuntimeError("the tamesu test zygote did not start (its error is above)")
-        if not run_pid:
-            atexit.register(self.close)
+        atexit.register(self.close)
 
     def close(self) -> None:
         if self.process.stdin is not None:
@@ -480,34 +486,44 @@ _zygote_lock = threading.Lock()
 """Runs started from two threads at once (a module fixture's two runs side by side) start one zygote."""
 
 
+def _ping(path: str) -> None:
+    """Wait until the warm process at `path` has imported: a lazy one imports at its first request, whose
+    caller's own timeout (an MCP server's `connect_timeout`) would otherwise count seconds of imports."""
+    body = json.dumps({"ping": True}).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(120)
+        connection.connect(path)
+        connection.sendall(_HEADER.pack(len(body)) + body)
+        if connection.makefile("r").readline().strip() != "ready":
+            raise RuntimeError(f"the tamesu test zygote at {path} did not answer (its error is above)")
+
+
 def _workers_zygote() -> _Zygote:
-    """This worker's warm process, started on first use (under a lock: two threads of a test share one; a
-    forked pytest process gets its own): the one of its xdist run (`_runs_zygote`), else its own."""
+    """This worker's warm process: the one its xdist controller started for all its workers
+    (`start_for_workers`), else its own, started on first use (under a lock: two threads of a test share one; a
+    forked pytest process gets its own)."""
     global _zygote_here, _zygote_pid
     with _zygote_lock:
         if _zygote_here is None or _zygote_pid != os.getpid():
-            _zygote_here, _zygote_pid = _runs_zygote() or _Zygote(), os.getpid()
+            shared = os.environ.get(SHARED) if os.environ.get("PYTEST_XDIST_WORKER") else None
+            _zygote_here, _zygote_pid = _Zygote(path=shared) if shared else _Zygote(), os.getpid()
         return _zygote_here
 
 
-def _runs_zygote() -> _Zygote | None:
-    """The warm process the xdist workers of one run share, started by the first worker that needs it and
-    ended with their controller (the workers' parent, watched through a pidfd): a zygote per worker spent some
-    4 s of CPU on the imports of WARM in each. None outside xdist, or where Linux has no pidfd."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if not run or not hasattr(os, "pidfd_open"):
-        return None
-    controller = os.getppid()
-    folder = os.path.join(tempfile.gettempdir(), f"tamesu-zygote-{run}-{controller}")
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes: the others wait for the first one's start
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(os.path.join(folder, "socket"))  # a caller that asks nothing: the zygote drops it
-            except OSError:
-                return _Zygote(folder, controller)
-        return _Zygote(folder, start=False)
+SHARED = "TAMESU_TEST_ZYGOTE"
+"""Where the warm process of an xdist run listens, for its workers (who inherit it from their controller)."""
+
+
+def start_for_workers() -> None:
+    """In an xdist controller, before it starts its workers: one warm process for all of them, a child of the
+    controller, which ends it as it ends, so `time` counts its forks' CPU. A warm process per worker spent some
+    4 s of CPU on the same imports in each; this one imports them when a test first asks."""
+    global _zygote_here, _zygote_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        return
+    with _zygote_lock:
+        _zygote_here, _zygote_pid = _Zygote(lazy=True), os.getpid()
+    os.environ[SHARED] = _zygote_here.path
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
