@@ -60,8 +60,8 @@ docs: $(BIN)/.installed
 # lanes are handed out first, and a worker done with its lanes runs the ungrouped tests niced (conftest
 # BACKGROUND_NICE), as mypy runs beside them (scripts/tests_beside_mypy.py): the lanes' bots and calls get the
 # cores first. Four were once measured without that (8 min 33 s of tests twice, one of the two runs failed two
-# tests on load: the pipecat bot cut its own reply short). A test's `tamesu` command is a fork of a warm process
-# per worker (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
+# tests on load: the pipecat bot cut its own reply short). A test's `tamesu` command is a fork of one warm process
+# the workers share (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
 WORKERS ?= 4
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 

@@ -181,6 +181,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM and SIGHUP stop pytest as Ctrl-C does (`stop_as_interrupted`).
 
+    An xdist controller starts the one warm process its workers fork their `tamesu` runs from (tests/forked.py).
+
     `--dist loadgroup` under a pytest that loses its groups stops before the run, saying why.
 
     xdist carries a test's group to the scheduler as a suffix of its node id (`...::test@audio`); pytest 9.2's
@@ -188,6 +190,8 @@ def pytest_configure(config: pytest.Config) -> None:
     spread over the workers with no word said: the real-time audio tests run at once and starve each other.
     pyproject.toml keeps pytest below 9.2 until xdist follows."""
     stop_as_interrupted()
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        forked.start_for_workers()  # before xdist starts the workers, which inherit where it listens
     if config.getoption("dist", None) != "loadgroup":
         return
     config.option.loadscopereorder = False  # GROUP_ORDER decides which groups start first

@@ -2,11 +2,12 @@
 
 Most tests that run the command want its exit code and output, and each `python -m tamesu` spends about half a
 second importing tamesu and its libraries before it reads its arguments; some 300 such runs were most of the
-inner loop's CPU time. Here each pytest process starts one "zygote" that imports those modules once and then
-only forks: the fork gets the caller's stdin and two pipes as stdout and stderr, takes the caller's working
-folder, environment and arguments, and runs `python -m tamesu` as the interpreter would (`runpy`, so
-`sys.argv[0]`, `__main__` and the usage line are the same). It is a process of its own, with its own pid,
-signals, exit code, children and clean-up on exit; only what Python imported before the arguments is shared.
+inner loop's CPU time. Here one "zygote" per pytest process (one per run under xdist, shared by its workers)
+imports those modules once and then only forks: the fork gets the caller's stdin and two pipes as stdout and
+stderr, takes the caller's working folder, environment and arguments, and runs `python -m tamesu` as the
+interpreter would (`runpy`, so `sys.argv[0]`, `__main__` and the usage line are the same). It is a process of
+its own, with its own pid, signals, exit code, children and clean-up on exit; only what Python imported before
+the arguments is shared.
 
 A run whose environment changes how Python starts (a `PYTHON*` variable, the locale) is not one the zygote can
 stand in for, so it runs as a plain child process, as do all runs when `TAMESU_TEST_FORK=0`; but a PYTHONPATH
@@ -21,6 +22,7 @@ import contextlib
 import json
 import locale
 import os
+import select
 import selectors
 import signal
 import socket
@@ -53,20 +55,20 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         # runs of the inner loop call a model server. They read OPENAI_LOG/ANTHROPIC_LOG as they are imported,
         # which no test sets
         "openai", "anthropic", "openai.resources.chat.completions", "tamesu.models.openai",
-        "tamesu.models.anthropic", "tamesu.models._sdk_post")
+        "tamesu.models.anthropic", "tamesu.models._sdk_post",
+        # the MCP SDK's server side, which every MCP server of the tests (tests/agents/mcp_servers.py, forked
+        # through `script_command`) imports before it reads its arguments. A second warm process of their own
+        # imported them for 0.9-1.05 s of CPU; here they add 0.3-0.5 s (mcp_types, the costly part, is the
+        # client's too)
+        "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
+        "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
+        "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl", "uvicorn.lifespan.on",
+        "uvicorn.loops.asyncio", "starlette.applications", "argparse")
 """What the zygote imports before it forks: the command line, the loader and engine, the HTTP targets that
-most runs use, and what a run imports once it has started. None of them (but the SDKs' log switches) reads the
-environment or the working folder when imported, and none starts a thread (a fork copies only the thread that
-forks, so the zygote checks it is alone). Tests that look at what a run imports run plain children, not forks."""
-
-SCRIPT_WARM = ("anyio", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
-               "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
-               "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl",
-               "uvicorn.lifespan.on", "uvicorn.loops.asyncio", "starlette.applications", "argparse")
-"""What the script zygote imports before it forks: the MCP SDK's server side (some 1.5 s of CPU per start,
-mostly building the pydantic models of `mcp_types`), which every MCP server of the tests
-(tests/agents/mcp_servers.py) imports before it reads its arguments. Its forks run a script as
-`python SCRIPT ARGS` would (`script_command`)."""
+most runs use, what a run imports once it has started, and what the tests' MCP servers import. None of them
+(but the SDKs' log switches) reads the environment or the working folder when imported, and none starts a thread
+(a fork copies only the thread that forks, so the zygote checks it is alone). Tests that look at what a run
+imports run plain children, not forks."""
 
 _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 """Environment variables Python reads when it starts: a run that changes one needs an interpreter of its own."""
@@ -74,24 +76,27 @@ _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 _HEADER = struct.Struct("!I")
 
 
-def _zygote(listen_path: str, kind: str = "tamesu") -> None:
-    """Serve fork requests until the pytest process that started us closes our stdin. `kind` "tamesu": the
-    forks run `python -m tamesu`; "script": `python SCRIPT` (the request names it)."""
+def _zygote(listen_path: str, lazy: bool = False) -> None:
+    """Serve fork requests until the pytest process that started us closes our stdin. `lazy` (the one an xdist
+    controller starts for its workers, `start_for_workers`): listening at once, importing only when the first
+    request comes, so a run whose tests fork nothing pays for an idle interpreter. The forks run `python -m
+    tamesu`, or `python SCRIPT` where the request names one."""
     import gc
     import importlib
 
-    warm = WARM if kind == "tamesu" else SCRIPT_WARM
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if lazy:
+        _listen(listener, listen_path)
+        if listener not in select.select([listener, sys.stdin], [], [])[0]:
+            return  # the pytest process ended before any test asked
     _started_env.update(os.environ)
-    for name in warm:
+    for name in WARM:
         importlib.import_module(name)
     gc.freeze()  # the forks' collections leave the imported objects alone, so their memory stays shared
     if threading.active_count() != 1:
-        raise SystemExit(f"tamesu test zygote: importing {warm} started a thread; it cannot fork safely")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(listen_path)
-    listener.listen(16)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
+        raise SystemExit("tamesu test zygote: importing WARM started a thread; it cannot fork safely")
+    if not lazy:
+        _listen(listener, listen_path)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -118,6 +123,11 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
             except (_CutShort, OSError):  # its caller went before it asked: nothing to start, the next may come
                 connection.close()
                 continue
+            if request.get("ping"):  # a worker waiting for a lazy start's imports (`_ping`)
+                with contextlib.suppress(OSError):
+                    connection.sendall(b"ready\n")
+                connection.close()
+                continue
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
@@ -129,8 +139,8 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
                 connection.close()
                 for waiter in waiting.values():
                     waiter.close()
-                if kind == "tamesu" and "script" not in request:
-                    _become_tamesu(request, fds)
+                if "script" not in request:
+                    _become_module(request, fds)
                 _become_script(request, fds)
             for fd in fds:
                 os.close(fd)
@@ -142,6 +152,13 @@ def _zygote(listen_path: str, kind: str = "tamesu") -> None:
             else:
                 selector.register(connection, selectors.EVENT_READ, pid)
             _reap(waiting, selector)  # a child that ended before it was registered
+
+
+def _listen(listener: socket.socket, path: str) -> None:
+    listener.bind(path)
+    listener.listen(16)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
 
 
 def _reap(waiting: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
@@ -213,11 +230,13 @@ def _take_the_callers(request: dict[str, object], fds: list[int]) -> dict[str, s
     return env
 
 
-def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
-    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu`."""
+def _become_module(request: dict[str, object], fds: list[int]) -> None:
+    """In the fork: the caller's stdio, folder, environment and arguments, then `python -m tamesu` (or the
+    module the request names)."""
     import runpy
 
     env = _take_the_callers(request, fds)
+    module = str(request.get("module", "tamesu"))
     sys.path[0] = os.getcwd()  # what `python -m` puts first
     args = request["args"]
     assert isinstance(args, list)
@@ -225,9 +244,9 @@ def _become_tamesu(request: dict[str, object], fds: list[int]) -> None:
     if request.get("as_user") and os.geteuid() == 0:
         _drop_file_mode_overrides()
     if not _starts_as_we_did(env):
-        os.execve(sys.executable, [sys.executable, "-m", "tamesu", *map(str, args)], env)
+        os.execve(sys.executable, [sys.executable, "-m", module, *map(str, args)], env)
     try:
-        runpy.run_module("tamesu", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -339,13 +358,20 @@ def _finish(code: int) -> None:
 
 
 class _Zygote:
-    def __init__(self, kind: str = "tamesu") -> None:
+    def __init__(self, lazy: bool = False, path: str | None = None) -> None:
+        """This pytest process's own warm process, ended by `close` (or by the kernel closing its stdin on any
+        death); `lazy`: one that imports at its first request (`start_for_workers`); `path`: the one listening
+        there, which another process started (an xdist worker's controller)."""
+        self.env = dict(os.environ)
+        if path is not None:
+            self.path = path
+            _ping(path)
+            return
         self.folder = tempfile.mkdtemp(prefix="tamesu-zygote-")
         self.path = os.path.join(self.folder, "socket")
-        self.env = dict(os.environ)
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {kind!r})"],
+                                   f"import forked; del sys.path[0]; forked._zygote({self.path!r}, {lazy!r})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "ready":
@@ -371,12 +397,13 @@ class _Zygote:
         return not differ or (differ == {"PYTHONPATH"} and "PYTHONPATH" not in self.env)
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None,
-            as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, *([script] if script else ["-m", "tamesu"]), *args]
+            as_user: bool = False, script: str | None = None, module: str = "tamesu"
+            ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, *([script] if script else ["-m", module]), *args]
         deadline = time.monotonic() + timeout
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user,
+        request = {"args": args, "cwd": str(cwd), "env": env, "as_user": as_user, "module": module,
                    "nice": os.getpriority(os.PRIO_PROCESS, 0)}
         body = json.dumps({**request, "script": script} if script else request).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -459,40 +486,69 @@ _zygote_lock = threading.Lock()
 """Runs started from two threads at once (a module fixture's two runs side by side) start one zygote."""
 
 
+def _ping(path: str) -> None:
+    """Wait until the warm process at `path` has imported: a lazy one imports at its first request, whose
+    caller's own timeout (an MCP server's `connect_timeout`) would otherwise count seconds of imports."""
+    body = json.dumps({"ping": True}).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(120)
+        connection.connect(path)
+        connection.sendall(_HEADER.pack(len(body)) + body)
+        if connection.makefile("r").readline().strip() != "ready":
+            raise RuntimeError(f"the tamesu test zygote at {path} did not answer (its error is above)")
+
+
 def _workers_zygote() -> _Zygote:
-    """This worker's warm process, started on first use (under a lock: two threads of a test share one; a
+    """This worker's warm process: the one its xdist controller started for all its workers
+    (`start_for_workers`), else its own, started on first use (under a lock: two threads of a test share one; a
     forked pytest process gets its own)."""
     global _zygote_here, _zygote_pid
     with _zygote_lock:
         if _zygote_here is None or _zygote_pid != os.getpid():
-            _zygote_here, _zygote_pid = _Zygote(), os.getpid()
+            shared = os.environ.get(SHARED) if os.environ.get("PYTEST_XDIST_WORKER") else None
+            _zygote_here, _zygote_pid = _Zygote(path=shared) if shared else _Zygote(), os.getpid()
         return _zygote_here
 
 
+SHARED = "TAMESU_TEST_ZYGOTE"
+"""Where the warm process of an xdist run listens, for its workers (who inherit it from their controller)."""
+
+
+def start_for_workers() -> None:
+    """In an xdist controller, before it starts its workers: one warm process for all of them, a child of the
+    controller, which ends it as it ends, so `time` counts its forks' CPU. A warm process per worker spent some
+    4 s of CPU on the same imports in each; this one imports them when a test first asks."""
+    global _zygote_here, _zygote_pid
+    if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
+        return
+    with _zygote_lock:
+        _zygote_here, _zygote_pid = _Zygote(lazy=True), os.getpid()
+    os.environ[SHARED] = _zygote_here.path
+
+
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str | int | None = None,
-        as_user: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
+        as_user: bool = False, script: str | None = None, module: str = "tamesu") -> subprocess.CompletedProcess[str]:
     """`python -m tamesu ARGS` in `cwd` with exactly `env`, as `subprocess.run(capture_output=True, text=True)`
     with `stdin` None (ours), `subprocess.DEVNULL` or the text to send. `as_user`: file modes hold even for
     root (the capabilities that override them dropped; a plain child runs under setpriv). `script`: `python
     SCRIPT ARGS` instead, for a script that imports tamesu (a test's own launcher), forked from the same warm
     process; only where the environment is the zygote's to the last PYTHON variable (no PYTHONPATH is put on
-    `sys.path` for a script)."""
+    `sys.path` for a script). `module`: `python -m MODULE ARGS` (a nested pytest, whose 0.6 s of start-up
+    imports of tamesu a fork skips)."""
     if os.environ.get("TAMESU_TEST_FORK", "1") != "0":
         zygote = _workers_zygote()
         same_path = script is None or env.get("PYTHONPATH") == zygote.env.get("PYTHONPATH")
         if zygote.stands_in_for(env) and same_path:
-            return zygote.run(args, cwd, env, timeout, stdin, as_user, script)
+            return zygote.run(args, cwd, env, timeout, stdin, as_user, script, module)
     feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
     drop = "-" + ",-".join(("dac_override", "dac_read_search"))
     prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] if as_user and os.geteuid() == 0 else []
-    python = [sys.executable, *([script] if script else ["-m", "tamesu"])]
+    python = [sys.executable, *([script] if script else ["-m", module])]
     return subprocess.run([*prefix, *python, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, **feed)
 
 
 _LAUNCHER = str(Path(__file__).resolve().parent / "warm_launch.py")
-_scripts_here: _Zygote | None = None
-_scripts_pid = 0
 
 
 def tamesu_command() -> list[str]:
@@ -506,19 +562,16 @@ def tamesu_command() -> list[str]:
 
 
 def script_command(script: str | os.PathLike[str], *args: str) -> list[str]:
-    """`python SCRIPT ARGS` as a command to hand a target that starts it (an MCP server), run as a fork of a
-    warm process that has imported `SCRIPT_WARM`: a stdlib-only launcher (`warm_launch.py`, `python -I -S`, a
-    few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM, SIGINT and SIGHUP
-    on, exits with the fork's code, and takes the fork with it when it is killed. A plain `python SCRIPT` when
-    `TAMESU_TEST_FORK=0`."""
+    """`python SCRIPT ARGS` as a command to hand a target that starts it (an MCP server), run as a fork of the
+    warm process (which has imported the MCP SDK's server side for them): a stdlib-only launcher (`warm_launch.py`,
+    `python -I -S`, a few ms) passes its stdio, folder, environment and arguments to the fork, passes SIGTERM,
+    SIGINT and SIGHUP on, exits with the fork's code, and takes the fork with it when it is killed. A plain
+    `python SCRIPT` when `TAMESU_TEST_FORK=0`."""
     return [*script_python(), str(script), *args]
 
 
 def script_python() -> list[str]:
     """What stands for `python` in `python SCRIPT ARGS` (`script_command`)."""
-    global _scripts_here, _scripts_pid
     if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
         return [sys.executable]
-    if _scripts_here is None or _scripts_pid != os.getpid():
-        _scripts_here, _scripts_pid = _Zygote("script"), os.getpid()
-    return [sys.executable, "-I", "-S", _LAUNCHER, _scripts_here.path]
+    return [sys.executable, "-I", "-S", _LAUNCHER, _workers_zygote().path]

@@ -131,7 +131,8 @@ UNTIED = {
     ("targets/test_sip_phone.py", "test_the_worker_dies_with_a_killed_parent"),
     # the pytest under test here: it is killed on purpose, and its own group is killed in a finally
     ("test_fixture_cleanup.py", "_stops"),
-    # the warm zygote ends when its stdin (a pipe from this pytest) closes, which the kernel does on any death
+    # the warm zygote ends when its stdin (a pipe from this pytest, or from the xdist controller for the one its
+    # workers share) closes, which the kernel does on any death
     ("forked.py", "__init__"),
 }
 """Processes tests start without `lifeline.tied`, each with why it cannot outlive pytest or must not be tied."""

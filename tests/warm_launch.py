@@ -1,6 +1,6 @@
-"""`python -I -S warm_launch.py SOCKET SCRIPT ARGS`: runs `python SCRIPT ARGS` as a fork of the warm script
-zygote listening on SOCKET (tests/forked.py, `script_command`), standing in for it as its caller sees it;
-`SOCKET -m tamesu ARGS`: `python -m tamesu ARGS` as a fork of the tamesu zygote (`tamesu_command`).
+"""`python -I -S warm_launch.py SOCKET SCRIPT ARGS`: runs `python SCRIPT ARGS` as a fork of the warm zygote
+listening on SOCKET (tests/forked.py, `script_command`), standing in for it as its caller sees it;
+`SOCKET -m tamesu ARGS`: `python -m tamesu ARGS` as a fork of the same zygote (`tamesu_command`).
 
 Only the standard library, no site: it starts in a few milliseconds. Its stdin, stdout and stderr go to the
 fork, and it keeps none of them open itself, so the caller sees the fork's end of file; SIGTERM, SIGINT and

@@ -513,7 +513,7 @@ def test_the_example_fuzzed_suite_passes(tmp_path: Path, tamesu: Any) -> None:
 
 def test_a_server_that_crashes_at_start_exits_3_through_the_command(tmp_path: Path, tamesu: Any) -> None:
     shutil.copy(SERVERS, tmp_path / "servers.py")
-    python, *args = script_python()  # a fork of the warm MCP process (tests/forked.py)
+    python, *args = script_python()  # a fork of the warm process (tests/forked.py)
     (tmp_path / "tamesu.yaml").write_text("models:\n  target: { provider: fake, rules: [{ say: hi }] }\n")
     (tmp_path / "crash.tamesu.yaml").write_text(
         "targets:\n"
