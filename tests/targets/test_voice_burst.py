@@ -104,8 +104,10 @@ def test_a_steady_stream_at_twice_real_time_names_the_sample_rate(
     _run_dir, records = run
     assert records["rate"]["status"] == "failed"
     reason = why(records["rate"])
-    assert "arrives steadily at 2.0x real time" in reason and "is audio.sample_rate (8000) the rate the agent " \
-        "sends? (16000 Hz would play in real time" in reason, reason
+    # the agent sends 16 kHz at real-time pace; read as 8 kHz that is 2.0x, give or take the arrival jitter of a
+    # loaded machine with the other calls of the run at once (2.1x seen on CI: 5.0 s of audio in 2.4 s)
+    assert re.search(r"arrives steadily at (1\.9|2\.0|2\.1)x real time", reason) and "is audio.sample_rate (8000) " \
+        "the rate the agent sends? (16000 Hz would play in real time" in reason, reason
 
 
 def test_a_burst_is_told_from_a_stream_at_another_rate() -> None:
