@@ -63,7 +63,7 @@ docs: $(BIN)/.installed
 # and 8 min 50 s of tests against 9 min 4 s at three, and each of the two runs failed a test on load (a stream's
 # rate read as 2.1x, since tolerated; the pipecat bot's greeting split by a pause longer than `idle`): three stay.
 # A test's `tamesu` command is a fork of a warm process per run (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
-WORKERS ?= 3
+WORKERS ?= 4
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # mypy runs beside the tests (scripts/tests_beside_mypy.py: its 40 s of one core fill the time the tests wait on

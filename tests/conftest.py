@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import forked
+from lane_scheduling import LaneScheduling
 from tamesu.net.serve import ThreadServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,6 +139,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=_rank)  # stable: a group's tests, and the ungrouped ones, keep their module order
 
 
+LANE_WORKERS = int(os.environ.get("TAMESU_TEST_LANE_WORKERS", "3"))
+"""How many xdist workers may run the groups of GROUP_ORDER (one each at a time); any worker beyond them runs
+only ungrouped tests, niced (`lane_scheduling.py`). Three lanes at once is what two cores were measured to
+carry without a real-time test failing on load."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduling | None:
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    return LaneScheduling(config, log, lanes=GROUP_ORDER, lane_workers=LANE_WORKERS)
+
+
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 """What ends a pytest process from outside (a CI runner's timeout, a closed terminal, `kill PID`): by default
 each ends it on the spot, its session fixtures' agents, bots and Chromium left running for good."""
@@ -161,8 +174,9 @@ def stop_as_interrupted() -> None:
 
 BACKGROUND_NICE = int(os.environ.get("TAMESU_TEST_NICE", "5"))
 """The niceness an xdist worker takes when it starts its first ungrouped test (TAMESU_TEST_NICE=0 keeps it).
-The lanes (GROUP_ORDER) are handed out before every ungrouped test, so a worker that takes one has no lane
-left to run, while other workers may still run theirs: tests that measure real time (an audio call against its
+The lanes (GROUP_ORDER) are handed out to the lane workers (LANE_WORKERS) before every ungrouped test, so a lane
+worker that takes one has no lane left to run, and a worker beyond them runs nothing else, while other workers
+may still run their lanes: tests that measure real time (an audio call against its
 agent's clock, a bot that must keep up with the caller's speech) beside ungrouped tests that mostly burn CPU
 (tamesu runs, servers, fuzzing). On 2 cores the lanes' processes then get about three quarters of a core their
 neighbours want too, instead of half. Everything the worker starts afterwards inherits it (the warm forks take
