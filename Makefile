@@ -54,14 +54,14 @@ typecheck: $(BIN)/.installed
 docs: $(BIN)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# three workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio
-# calls, agents answering), not CPU. The audio tests are five lanes (tests/conftest.py), each one xdist group, so
-# a lane's real-time tests never run beside each other; the browser and database tests are a group each. The
-# lanes are handed out first, and a worker done with its lanes runs the ungrouped tests niced (conftest
-# BACKGROUND_NICE), as mypy runs beside them (scripts/tests_beside_mypy.py): the lanes' bots and calls get the
-# cores first. Four workers, niced so, were measured again on 2026-12-04 (fresh clones, quiet machine): 8 min 21 s
-# and 8 min 50 s of tests against 9 min 4 s at three, and each of the two runs failed a test on load (a stream's
-# rate read as 2.1x, since tolerated; the pipecat bot's greeting split by a pause longer than `idle`): three stay.
+# four workers on the 2-core machine: most of the suite's wall clock is tests waiting on real time (audio calls,
+# agents answering), not CPU. The audio tests are five lanes (tests/conftest.py), each one xdist group, so a
+# lane's real-time tests never run beside each other; the browser and database tests are a group each. The
+# lanes run only on the first three workers, one each at a time (tests/lane_scheduling.py; TAMESU_TEST_LANE_WORKERS):
+# four lanes at once failed a test on load in each of two fresh-clone runs. The fourth worker runs ungrouped
+# tests from the start, and a lane worker done with its lanes runs them too, niced (conftest BACKGROUND_NICE), as
+# mypy runs beside them (scripts/tests_beside_mypy.py): the lanes' bots and calls get the cores first. Fresh
+# clones on the quiet machine (2026-12-05): 8 min 13 s of tests against 9 min 4 s at three workers.
 # A test's `tamesu` command is a fork of a warm process per run (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
 WORKERS ?= 4
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
