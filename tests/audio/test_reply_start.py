@@ -20,8 +20,9 @@ pytestmark = [pytest.mark.audio, needs_voice]
 
 FORMAT_RATE = 16000
 CHUNK_MS = 40
-CALLER = "Actually, could you tell me instead when the kitchen closes on Sunday evenings, please?"
-"""Long enough (some 4 s) that a timer started near its start is due before it ends (at most 1.2 s)."""
+CALLER = "Could you tell me when the kitchen closes on Sundays?"
+"""Long enough (some 2.6 s) that a timer started near its start (100 ms in) is due before it ends (at most 1.2 s);
+the test asserts it. Each second more is a second of the audio lane: the line is spoken at a real-time pace."""
 
 
 def _voice(tmp_path: Path) -> Any:
