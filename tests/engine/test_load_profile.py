@@ -130,7 +130,7 @@ load: {{ ramp: [1, 2], hold: 1s }}
 tests:
   - name: hello
     target: bella
-    scenario: {{ script: [ {{ say: "Hello, I would like to book a table." }} ] }}
+    scenario: {{ script: [ {{ say: "Book a table." }} ] }}
 """)
     result = tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=280)
     assert result.returncode == 0, result.stdout + result.stderr
