@@ -34,7 +34,10 @@ cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once around 
 (arriving in real time) and its own as it played (a client flushes its player at the cancel, so the audio sent
 after it plays as it arrives), each speaking where tamesu's one definition of speaking says so
 (`tamesu.audio.metrics.speech`: Silero VAD, edges sharpened to the millisecond), so the two clocks are compared,
-not two definitions.
+not two definitions. VAD reads 32 ms windows from a clip's first sample, and where a cut-off reply ends in a
+fragment (a 50 ms burst after a dropout) whether it is speech depends on where those windows fall: `OVERLAPS`
+keeps the lowest and highest talk-over over the window's 16 alignments (2 ms apart), as tamesu's recording,
+which starts a few ms from the agent's window, falls on any one of them.
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -75,8 +78,12 @@ GAPS: list[float] = []
 to its first voiced sample, or between two voiced samples of the reply."""
 STOPS: list[float] = []
 """The agent's own stop time of each cancelled reply (ms), in order: from the cancel to its last audio delta."""
-OVERLAPS: list[float] = []
-"""The agent's own talk-over of each cancelled reply with a stop delay (ms), in order."""
+OVERLAPS: list[tuple[float, float]] = []
+"""The agent's own talk-over of each cancelled reply with a stop delay (ms), in order: the lowest and highest
+over `OVERLAP_ALIGNMENTS_MS`."""
+OVERLAP_ALIGNMENTS_MS = range(0, 32, 2)
+"""Where VAD's first 32 ms window starts in the agent's window: one talk-over was 463-620 ms over these (the
+same recording, cut 2 ms apart), where tamesu's figure, on its own alignment, was 620."""
 VOICED = 300
 """A sample louder than this (about -41 dBFS) is voiced: the edge of a sentence the agent cuts and times."""
 # espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
@@ -379,7 +386,10 @@ class Connection:
                 part, at = part[-at:], 0
             part = part[: max(0, agent.size - at)]
             agent[at:at + part.size] = part
-        OVERLAPS.append(round(metrics.overlap(metrics.speech(caller), metrics.speech(Clip(agent, 16000))), 1))
+        found = [metrics.overlap(metrics.speech(Clip(caller.samples[skip:], 16000)),
+                                 metrics.speech(Clip(agent[skip:], 16000)))
+                 for skip in (ms * 16 for ms in OVERLAP_ALIGNMENTS_MS)]
+        OVERLAPS.append((round(min(found), 1), round(max(found), 1)))
         self.spoke_until = None
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
