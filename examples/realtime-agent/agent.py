@@ -23,6 +23,8 @@ What it implements of the protocol, as a client of the real service would meet i
 Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, so a cancel shows on the wire.
 `?greeting=A|B&pause_s=2` on the URL: its first answer is A, then after the pause it starts a response of its
 own saying B (an IVR that greets, then reads its menu).
+`?heard=TEXT`: it takes every committed utterance to say TEXT instead of transcribing it (a test of its clock
+needs no ears: its Whisper took 1-3.5 s of every answer on a loaded machine, and the CPU).
 `?reply_delay_ms=300`: every answer waits that long more before it starts. Its own clock is kept in `TIMINGS`
 (per reply, the ms from the commit of the user's audio to its first audio delta), to check what tamesu measures.
 `?reply_pause_ms=1500`: a reply of several sentences has that much silence between them (each sentence's own
@@ -205,6 +207,7 @@ class Connection:
         self.reply_delay_s = float(query.get("reply_delay_ms", ["0"])[0]) / 1000
         self.reply_pause_ms = float(query.get("reply_pause_ms", ["0"])[0])
         self.stop_delay_s = float(query.get("stop_delay_ms", ["0"])[0]) / 1000
+        self.heard_as = query.get("heard", [""])[0]
         self.cancelled_at = 0.0
         self.heard_since_cancel: list[np.ndarray] = []
         """The caller's audio since the cancel (16 kHz)."""
@@ -404,12 +407,12 @@ class Connection:
         item = {"type": "message", "role": "user", "id": item_id, "object": "realtime.item", "status": "completed",
                 "content": [{"type": "input_audio", "transcript": None}]}
         await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": item})
-        heard = await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))
-        self.history.append({"type": "message", "role": "user", "text": heard.text})
+        text = self.heard_as or (await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))).text
+        self.history.append({"type": "message", "role": "user", "text": text})
         await self.emit({"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id,
-                         "content_index": 0, "transcript": heard.text,
+                         "content_index": 0, "transcript": text,
                          "usage": {"type": "duration", "seconds": round(samples.size / 16000, 3)}})
-        item["content"] = [{"type": "input_audio", "transcript": heard.text}]
+        item["content"] = [{"type": "input_audio", "transcript": text}]
         await self.emit({"type": "conversation.item.done", "previous_item_id": None, "item": item})
         if respond:
             self._start_response()

@@ -7,7 +7,9 @@ cancel, by the one definition of speaking the metric uses (`tamesu.audio.metrics
 the caller's audio as it arrived and its own as a client's player played it, at each alignment of VAD's windows
 (the lowest and highest); tamesu's `talk_over_ratio` times the agent's speech time must fall within
 `TALK_OVER_MS` of that span. Each call is made up to three times and the closest one counts, as in
-test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment the last audio arrives."""
+test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment the last audio arrives. The agent
+hears every utterance as "Can I see the menu" (`?heard=`): its Whisper, 1-3.5 s before each of a call's two
+replies, measured nothing this test checks."""
 
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tm
         tamesu, tmp_path, knob="stop_delay_ms", values=DELAYS_MS, formats=FORMATS, repeat=3,
         test='persona: { behaviors: { interrupt_probability: 1 } }, scenario: { script: [ { say: "Can I see the '
              'menu" }, { say: "Sorry, is it open on Sunday" } ] }', notes=["STOPS", "OVERLAPS"], timeout=560,
-        again=_again)
+        again=_again, heard="Can I see the menu")
     for (name, _result), own_stop in zip(calls, module.STOPS, strict=True):
         assert own_stop >= int(name.rsplit("_", 1)[1]), (name, own_stop)  # the agent kept talking as told
     stops, overlaps = _differences(module, calls)
