@@ -23,6 +23,8 @@ What it implements of the protocol, as a client of the real service would meet i
 Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, so a cancel shows on the wire.
 `?greeting=A|B&pause_s=2` on the URL: its first answer is A, then after the pause it starts a response of its
 own saying B (an IVR that greets, then reads its menu).
+`?heard=TEXT`: it takes every committed utterance to say TEXT instead of transcribing it (a test of its clock
+needs no ears: its Whisper took 1-3.5 s of every answer on a loaded machine, and the CPU).
 `?reply_delay_ms=300`: every answer waits that long more before it starts. Its own clock is kept in `TIMINGS`
 (per reply, the ms from the commit of the user's audio to its first audio delta), to check what tamesu measures.
 `?reply_pause_ms=1500`: a reply of several sentences has that much silence between them (each sentence's own
@@ -34,7 +36,10 @@ cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once around 
 (arriving in real time) and its own as it played (a client flushes its player at the cancel, so the audio sent
 after it plays as it arrives), each speaking where tamesu's one definition of speaking says so
 (`tamesu.audio.metrics.speech`: Silero VAD, edges sharpened to the millisecond), so the two clocks are compared,
-not two definitions.
+not two definitions. VAD reads 32 ms windows from a clip's first sample, and where a cut-off reply ends in a
+fragment (a 50 ms burst after a dropout) whether it is speech depends on where those windows fall: `OVERLAPS`
+keeps the lowest and highest talk-over over the window's 16 alignments (2 ms apart), as tamesu's recording,
+which starts a few ms from the agent's window, falls on any one of them.
 
     python examples/realtime-agent/agent.py --port 8767     # prints ws://127.0.0.1:PORT/v1/realtime
 """
@@ -75,8 +80,12 @@ GAPS: list[float] = []
 to its first voiced sample, or between two voiced samples of the reply."""
 STOPS: list[float] = []
 """The agent's own stop time of each cancelled reply (ms), in order: from the cancel to its last audio delta."""
-OVERLAPS: list[float] = []
-"""The agent's own talk-over of each cancelled reply with a stop delay (ms), in order."""
+OVERLAPS: list[tuple[float, float]] = []
+"""The agent's own talk-over of each cancelled reply with a stop delay (ms), in order: the lowest and highest
+over `OVERLAP_ALIGNMENTS_MS`."""
+OVERLAP_ALIGNMENTS_MS = range(0, 32, 2)
+"""Where VAD's first 32 ms window starts in the agent's window: one talk-over was 463-620 ms over these (the
+same recording, cut 2 ms apart), where tamesu's figure, on its own alignment, was 620."""
 VOICED = 300
 """A sample louder than this (about -41 dBFS) is voiced: the edge of a sentence the agent cuts and times."""
 # espeak-ng costs a few ms per sentence where Piper costs a few hundred: the agent uses it when it is there, so
@@ -198,6 +207,7 @@ class Connection:
         self.reply_delay_s = float(query.get("reply_delay_ms", ["0"])[0]) / 1000
         self.reply_pause_ms = float(query.get("reply_pause_ms", ["0"])[0])
         self.stop_delay_s = float(query.get("stop_delay_ms", ["0"])[0]) / 1000
+        self.heard_as = query.get("heard", [""])[0]
         self.cancelled_at = 0.0
         self.heard_since_cancel: list[np.ndarray] = []
         """The caller's audio since the cancel (16 kHz)."""
@@ -379,7 +389,12 @@ class Connection:
                 part, at = part[-at:], 0
             part = part[: max(0, agent.size - at)]
             agent[at:at + part.size] = part
-        OVERLAPS.append(round(metrics.overlap(metrics.speech(caller), metrics.speech(Clip(agent, 16000))), 1))
+        # 32 VAD passes over ~2 s of audio: 0.1 s of this loop (loaded 2-core machine), taken while the caller
+        # still talks and after the stop was noted, so no time this agent notes waits on it
+        found = [metrics.overlap(metrics.speech(Clip(caller.samples[skip:], 16000)),
+                                 metrics.speech(Clip(agent[skip:], 16000)))
+                 for skip in (ms * 16 for ms in OVERLAP_ALIGNMENTS_MS)]
+        OVERLAPS.append((round(min(found), 1), round(max(found), 1)))
         self.spoke_until = None
 
     async def _commit(self, event_id: str | None, item_id: str | None = None, respond: bool = False) -> None:
@@ -394,12 +409,12 @@ class Connection:
         item = {"type": "message", "role": "user", "id": item_id, "object": "realtime.item", "status": "completed",
                 "content": [{"type": "input_audio", "transcript": None}]}
         await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": item})
-        heard = await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))
-        self.history.append({"type": "message", "role": "user", "text": heard.text})
+        text = self.heard_as or (await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))).text
+        self.history.append({"type": "message", "role": "user", "text": text})
         await self.emit({"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id,
-                         "content_index": 0, "transcript": heard.text,
+                         "content_index": 0, "transcript": text,
                          "usage": {"type": "duration", "seconds": round(samples.size / 16000, 3)}})
-        item["content"] = [{"type": "input_audio", "transcript": heard.text}]
+        item["content"] = [{"type": "input_audio", "transcript": text}]
         await self.emit({"type": "conversation.item.done", "previous_item_id": None, "item": item})
         if respond:
             self._start_response()

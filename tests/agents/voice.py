@@ -99,16 +99,18 @@ def not_yet_within(differences: dict[str, list[float]], bound: float) -> list[st
 
 def calls_on_the_agents_clock(tamesu: Callable, tmp_path: Path, *, knob: str, values: Sequence[int],
                               formats: Sequence[str], repeat: int, test: str, notes: Sequence[str],
-                              timeout: float, again: Callable[[ModuleType, list[tuple[str, dict]]], Collection[str]]
-                              ) -> tuple[ModuleType, list[tuple[str, dict]]]:
+                              timeout: float, again: Callable[[ModuleType, list[tuple[str, dict]]], Collection[str]],
+                              heard: str = "") -> tuple[ModuleType, list[tuple[str, dict]]]:
     """A target of the reference agent for each audio format and each value of its `knob` (a query parameter:
-    a delay or pause it injects), named `FORMAT_VALUE` (`calls_with_knobs`)."""
-    return calls_with_knobs(tamesu, tmp_path, targets={f"{fmt}_{value}": (fmt, {knob: value})
+    a delay or pause it injects), named `FORMAT_VALUE` (`calls_with_knobs`); `heard`: what the agent takes every
+    utterance to say instead of transcribing it (`?heard=`)."""
+    extra: dict[str, int | str] = {"heard": heard} if heard else {}
+    return calls_with_knobs(tamesu, tmp_path, targets={f"{fmt}_{value}": (fmt, {knob: value, **extra})
                                                        for fmt in formats for value in values},
                             repeat=repeat, test=test, notes=notes, timeout=timeout, again=again)
 
 
-def calls_with_knobs(tamesu: Callable, tmp_path: Path, *, targets: dict[str, tuple[str, dict[str, int]]],
+def calls_with_knobs(tamesu: Callable, tmp_path: Path, *, targets: dict[str, tuple[str, dict[str, int | str]]],
                      repeat: int, test: str, notes: Sequence[str], timeout: float,
                      again: Callable[[ModuleType, list[tuple[str, dict]]], Collection[str]]
                      ) -> tuple[ModuleType, list[tuple[str, dict]]]:

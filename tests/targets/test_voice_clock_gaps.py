@@ -8,7 +8,7 @@ loop at the moment a reply's audio arrives, and with two calls the closer one wa
 load 19 on 2 cores.
 
 The calls are test_voice_clock.py's too (`agents.realtime_clock`: each also injects a delay, 800 ms with the
-1 s pause so that the wait is its longest silence, none with 2.5 and 4 s); each format and pause counts one
+500 ms pause so that the wait is its longest silence, none with 2.5 and 4 s); each format and pause counts one
 name's calls."""
 
 from __future__ import annotations

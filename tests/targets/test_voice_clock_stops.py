@@ -4,9 +4,12 @@
 `interruption_stop_ms` (the caller's first word over the reply to the last agent audio that still arrived)
 must agree within 20 ms for every delay and codec. The agent also notes how long both spoke at once around the
 cancel, by the one definition of speaking the metric uses (`tamesu.audio.metrics.speech`) on its own clock of
-the caller's audio as it arrived and its own as a client's player played it; tamesu's `talk_over_ratio` times
-the agent's speech time must agree within `TALK_OVER_MS`. Each call is made up to three times and the closest one
-counts, as in test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment the last audio arrives."""
+the caller's audio as it arrived and its own as a client's player played it, at each alignment of VAD's windows
+(the lowest and highest); tamesu's `talk_over_ratio` times the agent's speech time must fall within
+`TALK_OVER_MS` of that span. Each call is made up to three times and the closest one counts, as in
+test_voice_clock.py: a loaded machine can hold tamesu's loop at the moment the last audio arrives. The agent
+hears every utterance as "Can I see the menu" (`?heard=`): its Whisper, 1-3.5 s before each of a call's two
+replies, measured nothing this test checks."""
 
 from __future__ import annotations
 
@@ -25,16 +28,23 @@ FORMATS = ("pcm16", "g711_ulaw")
 TALK_OVER_MS = 60
 """The talk-over rests on two timelines where the stop rests on one instant: a chunk of the agent's reply that
 tamesu's loop reads late is played late from then on (a player does that), and the caller's frames are placed
-where they arrived at the agent; and VAD, deciding on 32 ms windows that fall differently on the agent's stretch
-than on the whole recording, can bridge a pause on one and not the other (single calls 35-147 ms off). Closer of
-two calls at load 15-19 on 2 cores: within 6 ms (0-44 ms before G.711 callers were recorded as the line carried
-them). One value's two calls were 113 and 152 ms off (CI, G.711 at 800 ms), hence up to three calls."""
+where they arrived at the agent. Closer of two calls at load 15-19 on 2 cores: within 6 ms.
+
+The agent's figure is a span, not one number: VAD reads 32 ms windows from the clip's first sample, and a reply
+cut off mid-word can end in a fragment (a 52 ms burst after 140 ms of nothing) that is speech at some
+alignments and not at others. The G.711 calls at 800 ms that failed on CI (+104 to +180 ms, three of three)
+were that: one reproduced (714 vs 609), and tamesu's own recording, cut where the agent's window starts, gives
+602-606 ms at 3 of 16 alignments 2 ms apart and 708 at the rest; spans of one call were up to 168 ms wide
+(G.711, 563-731) and a pcm16 call's 463-620 (tamesu 620). Against the span, four runs at load 3-6 on 2 cores:
+22 of 24 first calls within 16 ms; the other two 124 and 135 ms off while their stops were 64 and 154 ms off
+too (tamesu's loop held), their second calls within 1.1 ms."""
 pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.xdist_group("audio-clock"), pytest.mark.timeout(580)]
 
 
 def _differences(module: ModuleType, calls: list[tuple[str, dict]]) -> tuple[dict[str, list[float]],
                                                                            dict[str, list[float]]]:
-    """Per target, in call order: interruption_stop_ms and the talk-over, each minus the agent's own."""
+    """Per target, in call order: interruption_stop_ms minus the agent's own, and the talk-over minus the nearest
+    end of the agent's span (0 inside it)."""
     # only the first reply is talked over (the second one has no caller turn after it)
     assert len(calls) == len(module.STOPS) == len(module.OVERLAPS), (module.STOPS, module.OVERLAPS)
     stops: dict[str, list[float]] = {}
@@ -43,7 +53,8 @@ def _differences(module: ModuleType, calls: list[tuple[str, dict]]) -> tuple[dic
         measures, metrics = result["turns"][0]["agent"]["measures"], result["metrics"]
         stops.setdefault(name, []).append(round(measures["interruption_stop_ms"] - own_stop, 1))
         overlap = metrics["talk_over_ratio"] * metrics["agent_speech_ms"]
-        overlaps.setdefault(name, []).append(round(overlap - own_overlap, 1))
+        lowest, highest = own_overlap
+        overlaps.setdefault(name, []).append(round(overlap - min(max(overlap, lowest), highest), 1))
     return stops, overlaps
 
 
@@ -57,14 +68,14 @@ def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tm
         tamesu, tmp_path, knob="stop_delay_ms", values=DELAYS_MS, formats=FORMATS, repeat=3,
         test='persona: { behaviors: { interrupt_probability: 1 } }, scenario: { script: [ { say: "Can I see the '
              'menu" }, { say: "Sorry, is it open on Sunday" } ] }', notes=["STOPS", "OVERLAPS"], timeout=560,
-        again=_again)
+        again=_again, heard="Can I see the menu")
     for (name, _result), own_stop in zip(calls, module.STOPS, strict=True):
         assert own_stop >= int(name.rsplit("_", 1)[1]), (name, own_stop)  # the agent kept talking as told
     stops, overlaps = _differences(module, calls)
     print("agent's own stop (ms):", module.STOPS)
-    print("agent's own talk-over (ms):", module.OVERLAPS)
+    print("agent's own talk-over, lowest and highest over VAD's alignments (ms):", module.OVERLAPS)
     print("interruption_stop_ms minus the agent's own clock (ms):", stops)
-    print("talk-over minus the agent's own clock (ms):", overlaps)
+    print("talk-over outside the agent's own span (ms):", overlaps)
     assert set(stops) == {f"{fmt}_{delay}" for fmt in FORMATS for delay in DELAYS_MS}, stops
     assert all(min(abs(d) for d in both) <= 20 for both in stops.values()), stops
     assert all(min(abs(d) for d in both) <= TALK_OVER_MS for both in overlaps.values()), overlaps
