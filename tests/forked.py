@@ -51,6 +51,12 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         "tamesu.jsonl", "tamesu.jsonl.parser", "tamesu.jsonl.run", "tamesu.store.writer", "tamesu.store.db",
         "alembic.command", "alembic.config", "alembic.runtime.migration", "alembic.operations", "alembic.script",
         "sqlalchemy.dialects.sqlite", "sqlite3", "jsonpath", "statistics",
+        # what every fork still imported as it ran (sys.modules of a fork less the zygote's): rich's emoji table
+        # (its console prints with emoji on), `_strptime` (it rebuilds its tables if the locale changes), the
+        # resource readers, the run's heap settings and fake-model rules, `tamesu test`'s input sources;
+        # 4 ms of a `tamesu run` fork's 70 and 10 ms of a `tamesu test` fork's 78
+        "rich._emoji_codes", "_strptime", "importlib.readers", "importlib.resources.readers", "tamesu.engine.heap",
+        "tamesu.plan._fake_rules", "tamesu.jsonl.generator", "tamesu.jsonl.sources", "tamesu.roles.generator",
         # the model SDKs a run imports at its first model call (anthropic 1.8 s of CPU, openai 0.5 s): some 30
         # runs of the inner loop call a model server. They read OPENAI_LOG/ANTHROPIC_LOG as they are imported,
         # which no test sets

@@ -118,12 +118,16 @@ async def _reset_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWr
     _abort(writer)
 
 
+WORKED_S = 0.6
+"""How long `reset_after_working` works on a request before its reset: past the RESEND_WITHIN its test sets."""
+
+
 async def _reset_after_working(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """The whole request read, worked on for 3 s, then a reset: the agent may have acted on it."""
+    """The whole request read, worked on for WORKED_S, then a reset: the agent may have acted on it."""
     try:
         _, length = await _head(reader)
         await reader.readexactly(length)
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(WORKED_S)
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     _abort(writer)

@@ -7,6 +7,7 @@ fixed seed (`TAMESU_FUZZ=N` for N mutations of each file, default 12; `TAMESU_FU
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import shutil
@@ -22,6 +23,7 @@ from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_file
 from tamesu.plan import load_plan
 from tamesu.plan.targets import Resolver
+from tamesu.suite.yaml_reader import _DIGITS, _SAMPLE_STEP, MAX_DIGITS, _may_hold_a_long_number
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 2.0
@@ -170,6 +172,17 @@ def test_thousands_of_problems_are_told_in_a_screenful(tmp_path: Path, tamesu: A
     assert len(lines) == 202 and all(": tests[0].cases[" in line for line in lines[:200])
     assert lines[0].startswith("suite.yaml:8:") and "cases[0].colour" in lines[0]  # the first ones, in order
     assert lines[-2:] == ["... and 1,300 more, not shown: fix these first", "1,500 problems found"]
+
+
+@pytest.mark.parametrize("digits", [MAX_DIGITS, MAX_DIGITS + 1, MAX_DIGITS + 2, 2 * MAX_DIGITS])
+def test_a_number_too_long_is_found_wherever_it_starts(digits: int) -> None:
+    # the prescan looks for long numbers only where one character in _SAMPLE_STEP suggests one: at every
+    # offset from that step, it finds what the one regular expression finds, and only that
+    for digit, offset in itertools.product("7٣", range(_SAMPLE_STEP + 1)):  # an Arabic-Indic digit is \d too
+        text = "a: " + "x" * offset + " " + digit * digits + "\n"
+        found = _DIGITS.search(text) if _may_hold_a_long_number(text) else None
+        assert (found is not None) == (digits > MAX_DIGITS) == (_DIGITS.search(text) is not None), (digit, offset)
+        assert found is None or found.start() == 4 + offset
 
 
 def test_an_empty_suite_is_a_warning(tmp_path: Path) -> None:

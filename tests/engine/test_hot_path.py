@@ -189,6 +189,24 @@ def test_most_of_the_repositorys_yaml_takes_the_fast_reader() -> None:
     assert len(read) >= len(REPO_YAML) * 0.6, [str(p) for p in REPO_YAML if p not in read]
 
 
+ONE_PATTERN = re.compile(r"(?:^|[\s\[{,])[!&*]|<<|^%|[\t\x85\u2028\u2029]|^ +$", re.MULTILINE)
+"""What the fast reader declines, as one regular expression: `_declined` searches its parts only where a
+substring each needs is there, and must say the same."""
+EDGES = ["a: 1\n   \nb: 2\n", "a: 1\n   ", "a: 1 \n", "a: b!c\n", "a: [x,&y]\n", "a: 50%\n", "%YAML 1.2\n---\na: 1\n",
+         "a: x\n%b\n", "a: <b>\n", "a: <<\n", "a:\tb\n", "a: \u2028\n", "a: {b: *c}\n", "!a: 1\n", "a: b *c\n", " \n",
+         " ", "", "a: 1\n\n", "a: ' '\n"]
+
+
+@pytest.mark.parametrize("text", [*DECLINED, *YAML_TEXTS, *TRICKY, *EDGES])
+def test_the_declined_check_is_the_one_pattern(text: str) -> None:
+    assert _fast_yaml._declined(text) == (ONE_PATTERN.search(text) is not None)
+
+
+def test_the_declined_check_is_the_one_pattern_on_the_repositorys_yaml() -> None:
+    texts = [path.read_text(encoding="utf-8") for path in REPO_YAML]
+    assert [_fast_yaml._declined(t) for t in texts] == [ONE_PATTERN.search(t) is not None for t in texts]
+
+
 @pytest.mark.parametrize("text", DECLINED)
 def test_what_the_fast_reader_is_not_sure_of_goes_to_ruamel(tmp_path: Path, text: str) -> None:
     assert _fast_yaml.read(text, MAX_VALUES) is None

@@ -1,6 +1,7 @@
 """A run writes a current SQLite store through the standard library (`store.lite`), without SQLAlchemy: the
-same rows as SQLAlchemy's writer, read back the same by the view; an absent or older store still goes through
-SQLAlchemy, which creates or migrates it; and a second run really does not import SQLAlchemy."""
+same rows as SQLAlchemy's writer, read back the same by the view; an absent store is created with the very
+schema the migrations make; an older one still goes through SQLAlchemy, which migrates it; and neither the run
+that creates the store nor the next one imports SQLAlchemy or Alembic."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +131,6 @@ def test_both_writers_open_sqlite_with_the_same_settings(tmp_path: Path) -> None
 def test_only_a_current_sqlite_store_is_written_without_sqlalchemy(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     url = f"sqlite:///{path}"
-    assert lite.open_lite(url) is None  # absent: SQLAlchemy creates it
     assert lite.open_lite("postgresql+psycopg://u@127.0.0.1:1/x") is None
     assert lite.open_lite(url + "?timeout=3") is None
     store = Store(url)
@@ -143,11 +144,78 @@ def test_only_a_current_sqlite_store_is_written_without_sqlalchemy(tmp_path: Pat
     assert lite.open_lite(url) is None
 
 
+def _schema(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], str]:
+    with sqlite3.connect(path) as connection:
+        made = connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid").fetchall()
+        version = connection.execute("SELECT * FROM alembic_version").fetchall()
+        journal = connection.execute("PRAGMA journal_mode").fetchone()[0]
+    connection.close()
+    return made, version, journal
+
+
+def test_an_absent_store_is_created_as_the_migrations_create_it(tmp_path: Path) -> None:
+    migrated = Store(f"sqlite:///{tmp_path / 'migrated.db'}")
+    migrated.migrate()
+    migrated.close()
+    path = tmp_path / "new" / "folder" / "created.db"
+    created = lite.open_lite(f"sqlite:///{path}")
+    assert isinstance(created, lite.LiteStore) and created.create and path.parent.is_dir() and not path.exists()
+    created.migrate()
+    created.migrate()  # a second time changes nothing
+    created.close()
+    # the same tables, columns, indexes and their SQL text, in the same order: else schema.sql is older than the
+    # migrations (python scripts/gen_store_schema.py)
+    assert _schema(path) == _schema(tmp_path / "migrated.db")
+    assert _schema(path)[1:] == ([(lite.HEAD_REVISION,)], "wal")
+    again = Store(f"sqlite:///{path}")
+    assert again.revision() == lite.HEAD_REVISION  # Alembic reads it as its own
+    again.migrate()
+    again.close()
+    assert _schema(path) == _schema(tmp_path / "migrated.db")
+
+
+def test_a_created_store_holds_what_sqlalchemys_holds(tmp_path: Path) -> None:
+    full_url, lite_url = f"sqlite:///{tmp_path / 'full.db'}", f"sqlite:///{tmp_path / 'lite.db'}"
+    full = Store(full_url)
+    full.migrate()
+    _write(full, "r1")
+    full.close()
+    fast = lite.open_lite(lite_url)
+    assert fast is not None and fast.create
+    fast.migrate()
+    _write(fast, "r1")
+    fast.close()
+    assert _read_back(lite_url, "r1") == _read_back(full_url, "r1")
+
+
+def test_runs_that_create_one_store_at_once_make_its_tables_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writers: list[Store | lite.LiteStore] = [lite.open_lite(url) or pytest.fail("no lite writer") for _ in range(3)]
+    writers.append(Store(url))  # an older tamesu's way in, under the same lock
+    failed: list[BaseException] = []
+
+    def create(writer: Store | lite.LiteStore) -> None:
+        try:
+            writer.migrate()
+        except BaseException as exc:  # said by the assertion below, on the test's thread
+            failed.append(exc)
+
+    threads = [threading.Thread(target=create, args=(writer,)) for writer in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for writer in writers:
+        writer.close()
+    assert failed == [] and not any(thread.is_alive() for thread in threads)
+    assert _schema(tmp_path / "s.db")[1] == [(lite.HEAD_REVISION,)]
+
+
 async def _chat(request: Request) -> JSONResponse:
     return JSONResponse({"text": f"echo: {(await request.json()).get('message', '')}"})
 
 
-def test_a_run_on_a_current_store_does_not_import_sqlalchemy(tmp_path: Path, serve) -> None:
+def test_runs_that_create_and_write_a_store_do_not_import_sqlalchemy(tmp_path: Path, serve) -> None:
     url = serve(Starlette(routes=[Route("/chat", _chat, methods=["POST"])])).url
     (tmp_path / "suite.yaml").write_text(
         f"targets:\n  bot: {{ type: rest, url: '{url}/chat' }}\n"
@@ -166,9 +234,13 @@ def test_a_run_on_a_current_store_does_not_import_sqlalchemy(tmp_path: Path, ser
         return subprocess.run([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out"], cwd=tmp_path,
                               env={**env, "PYTHONPATH": paths}, capture_output=True, text=True, timeout=300)
 
-    first = run()  # creates the store, through SQLAlchemy and Alembic
-    assert first.returncode == 0 and "warning" not in first.stdout, first.stdout + first.stderr
-    second = run(str(blocked))  # SQLAlchemy cannot be imported: the run still writes its history
+    first = run(str(blocked))  # creates the store, without SQLAlchemy or Alembic, which cannot be imported
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "warning" not in first.stdout + first.stderr, first.stdout + first.stderr
+    with sqlite3.connect(tmp_path / ".tamesu" / "store.db") as connection:
+        assert connection.execute("SELECT count(*) FROM test_results").fetchone()[0] == 1
+    connection.close()
+    second = run(str(blocked))  # writes to the store the first made
     assert second.returncode == 0, second.stdout + second.stderr
     assert "warning" not in second.stdout + second.stderr, second.stdout + second.stderr
     assert "history: 2 runs in" in second.stdout

@@ -9,7 +9,7 @@ from typing import Any
 
 from tamesu.results.records import RunResult, TestResult
 from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
-from tamesu.store.lite import HEAD_REVISION, SQLITE_PRAGMAS, store_timeout
+from tamesu.store.lite import HEAD_REVISION, SQLITE_PRAGMAS, _migration_lock, store_timeout
 from tamesu.store.records import (  # re-exported: the store's plain data, importable without SQLAlchemy
     PartInfo,
     RunInfo,
@@ -116,14 +116,8 @@ class Store:
         if not database or database == ":memory:":
             yield
             return
-        import fcntl
-
-        with open(database + ".migrate-lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with _migration_lock(database):  # the one `lite` takes to create a new file
+            yield
 
     def revision(self) -> str | None:
         from alembic.runtime.migration import MigrationContext
