@@ -61,7 +61,8 @@ docs: $(BIN)/.installed
 # four lanes at once failed a test on load in each of two fresh-clone runs. The fourth worker runs ungrouped
 # tests from the start, and a lane worker done with its lanes runs them too, niced (conftest BACKGROUND_NICE), as
 # mypy runs beside them (scripts/tests_beside_mypy.py): the lanes' bots and calls get the cores first. Fresh
-# clones on the quiet machine (2026-12-05): 8 min 13 s of tests against 9 min 4 s at three workers.
+# clones on the quiet machine (2026-12-05): 7 min 51 s and 8 min 10 s of tests (9 min 4 s at three workers; five:
+# 7 min 39 s, and a starved clock bot failed a test).
 # A test's `tamesu` command is a fork of a warm process per run (tests/forked.py; TAMESU_TEST_FORK=0 turns it off)
 WORKERS ?= 4
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
