@@ -8,16 +8,18 @@ import base64
 import json
 import re
 import socket
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 from google.protobuf import json_format
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     SimpleSpanProcessor,
@@ -67,15 +69,52 @@ def _hex_ids(value: Any) -> Any:
     return value
 
 
+class HeldSpans(SpanProcessor):
+    """Keeps every span that ends until `release()`, then sends those and every later one as it ends: spans late
+    by an event (a later conversation's first request), where a batch's delay is a clock that a starved process
+    can outrun (a niced worker graded its run after spans 1.5 s late had come)."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self.inner = SimpleSpanProcessor(exporter)
+        self.held: list[ReadableSpan] = []
+        self.released = False
+        self._lock = threading.Lock()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.inner.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._lock:
+            if not self.released:
+                self.held.append(span)
+                return
+        self.inner.on_end(span)
+
+    def release(self) -> None:
+        with self._lock:
+            self.released, held, self.held = True, self.held, []
+        for span in held:
+            self.inner.on_end(span)
+
+    def shutdown(self) -> None:
+        self.release()
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
 def provider(endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | None = None,
-             service: str = "traced-agent") -> TracerProvider:
+             service: str = "traced-agent", held: bool = False) -> tuple[TracerProvider, SpanProcessor]:
     exporter: SpanExporter = JsonExporter(endpoint) if encoding == "json" else \
         OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=5)
     made = TracerProvider(resource=Resource.create({"service.name": service}))
     # a batch with a delay sends its spans after the turn was answered: late spans
-    made.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=batch_delay_ms)
-                            if batch_delay_ms is not None else SimpleSpanProcessor(exporter))
-    return made
+    processor: SpanProcessor = HeldSpans(exporter) if held else \
+        BatchSpanProcessor(exporter, schedule_delay_millis=batch_delay_ms) if batch_delay_ms is not None else \
+        SimpleSpanProcessor(exporter)
+    made.add_span_processor(processor)
+    return made, processor
 
 
 ORDER = re.compile(r"ORD-\d+")
@@ -114,8 +153,11 @@ class TracedRestAgent:
     """POST /chat {message} -> {text}: nothing but text; its spans go to the receiver."""
 
     def __init__(self, endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | None = None,
-                 extra_spans: int = 0, fail_tool: bool = False) -> None:
-        self.provider = provider(endpoint, encoding, batch_delay_ms)
+                 extra_spans: int = 0, fail_tool: bool = False, release_at_request: int | None = None) -> None:
+        """`release_at_request=N`: the spans of the requests before the Nth are held until it arrives."""
+        self.provider, self.processor = provider(endpoint, encoding, batch_delay_ms,
+                                                 held=release_at_request is not None)
+        self.release_at_request = release_at_request
         self.tracer = self.provider.get_tracer("traced-agent")
         self.extra_spans = extra_spans
         self.fail_tool = fail_tool
@@ -125,6 +167,8 @@ class TracedRestAgent:
         body = await request.json()
         message = str(body.get("message", ""))
         self.seen.append((message, request.headers.get("traceparent")))
+        if len(self.seen) == self.release_at_request and isinstance(self.processor, HeldSpans):
+            self.processor.release()
         text = handle_turn(self.tracer, request.headers, message, extra_spans=self.extra_spans,
                            fail_tool=self.fail_tool)
         return JSONResponse({"text": text})
@@ -149,7 +193,7 @@ class TracedRealtimeAgent:
     `response.metadata.traceparent` it carries, as an agent reading the metadata would."""
 
     def __init__(self, endpoint: str, encoding: str = "protobuf") -> None:
-        self.provider = provider(endpoint, encoding, service="traced-voice-agent")
+        self.provider, _processor = provider(endpoint, encoding, service="traced-voice-agent")
         self.tracer = self.provider.get_tracer("traced-voice-agent")
 
     async def handle(self, websocket: Any) -> None:
@@ -206,7 +250,7 @@ class TracedA2AAgent:
 
         from agents.a2a_agents import _agent_text, _card, _header
 
-        self.provider = provider(endpoint, encoding, service="traced-a2a-agent")
+        self.provider, _processor = provider(endpoint, encoding, service="traced-a2a-agent")
         tracer = self.tracer = self.provider.get_tracer("traced-a2a-agent")
 
         class Executor(AgentExecutor):
