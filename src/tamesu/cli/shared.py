@@ -171,8 +171,8 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
         from tamesu.store.lite import open_lite
         from tamesu.store.writer import StoreWriter
 
-        # a current SQLite store is written without SQLAlchemy (its import was half the store's cost to a
-        # run); creating or migrating one, or PostgreSQL, takes the full writer
+        # a current or new SQLite store is written without SQLAlchemy (its import was half the store's cost to
+        # a run); migrating an older one, or PostgreSQL, takes the full writer
         store: Store | LiteStore | None = open_lite(url)
         if store is None:
             from tamesu.store import db
