@@ -4,13 +4,14 @@ SIGTERM, then killed if it lingers."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,7 +38,8 @@ def running(what: str, args: list[str], addresses: dict[str, str], env: dict[str
     what it printed) and the log file. An agent that exits or stays silent is one line naming `what`."""
     patterns = {name: re.compile(regex) for name, regex in addresses.items()}
     with tempfile.NamedTemporaryFile("w+", prefix="tamesu-demo-", suffix=".log", encoding="utf-8") as log:
-        agent = subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+        agent = subprocess.Popen([*python_command(os.environ if env is None else env), *args], stdout=log,
+                                 stderr=subprocess.STDOUT, text=True, env=env)
         try:
             deadline, found = time.monotonic() + timeout, {}
             while time.monotonic() < deadline and agent.poll() is None:
@@ -51,6 +53,14 @@ def running(what: str, args: list[str], addresses: dict[str, str], env: dict[str
             yield found, Path(log.name)
         finally:
             stop(agent)
+
+
+def python_command(env: Mapping[str, str]) -> list[str]:
+    """How a demo starts its agent's `python`: `TAMESU_DEMO_PYTHON` (a command line, split as a shell splits it)
+    when set (in the tests a launcher that runs the agent as a fork of a warm process that has imported its SDKs,
+    tests/forked.py), else this Python."""
+    given = env.get("TAMESU_DEMO_PYTHON", "").strip()
+    return shlex.split(given) if given else [sys.executable]
 
 
 def tamesu_command(env: dict[str, str]) -> list[str]:

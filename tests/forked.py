@@ -69,12 +69,18 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.server.stdio",
         "mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp_types", "uvicorn",
         "uvicorn.config", "uvicorn.server", "uvicorn.protocols.http.h11_impl", "uvicorn.lifespan.on",
-        "uvicorn.loops.asyncio", "starlette.applications", "argparse")
+        "uvicorn.loops.asyncio", "starlette.applications", "argparse",
+        # a2a-sdk's server side, which the example A2A shop (examples/a2a-shop, forked through `script_command`
+        # by test_example_a2a_shop.py and the A2A demo) imports before it listens: 0.3 s of CPU once here, not in
+        # each of its some ten starts a run (grpc, uvicorn and starlette are above already)
+        "a2a.server.agent_execution", "a2a.server.context", "a2a.server.request_handlers", "a2a.server.routes",
+        "a2a.server.tasks", "a2a.compat.v0_3.grpc_handler", "a2a.compat.v0_3.a2a_v0_3_pb2_grpc",
+        "a2a.types.a2a_pb2_grpc", "starlette.middleware")
 """What the zygote imports before it forks: the command line, the loader and engine, the HTTP targets that
-most runs use, what a run imports once it has started, and what the tests' MCP servers import. None of them
-(but the SDKs' log switches) reads the environment or the working folder when imported, and none starts a thread
-(a fork copies only the thread that forks, so the zygote checks it is alone). Tests that look at what a run
-imports run plain children, not forks."""
+most runs use, what a run imports once it has started, and what the tests' MCP servers and the example A2A shop
+import. None of them (but the SDKs' log switches) reads the environment or the working folder when imported, and
+none starts a thread (a fork copies only the thread that forks, so the zygote checks it is alone). Tests that
+look at what a run imports run plain children, not forks."""
 
 _STARTUP_KEYS = ("PYTHON", "LC_", "LANG")
 """Environment variables Python reads when it starts: a run that changes one needs an interpreter of its own."""

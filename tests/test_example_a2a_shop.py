@@ -1,9 +1,11 @@
 """The example A2A shop agent (examples/a2a-shop) against a2a-sdk's own client, on every binding and version.
 
 The agent runs as a user runs it (`python examples/a2a-shop/agent.py --port 0 --grpc-port 0`), once for the
-module. Each test takes the agent's card, keeps only the interface of one binding and one protocol version, and
-lets the SDK's client factory pick the matching transport, so "jsonrpc-0.3" really speaks `message/send` to the
-JSON-RPC endpoint and "grpc-1.0" the `lf.a2a.v1.A2AService` service.
+module, as a fork of the warm process (`forked.script_command`, which has imported a2a-sdk's server side: a fresh
+interpreter spent 0.85 s of CPU importing it, grpc and starlette before it listened, in every worker that ran a
+test of this module). Each test takes the agent's card, keeps only the interface of one binding and one protocol
+version, and lets the SDK's client factory pick the matching transport, so "jsonrpc-0.3" really speaks
+`message/send` to the JSON-RPC endpoint and "grpc-1.0" the `lf.a2a.v1.A2AService` service.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import importlib.util
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -48,6 +51,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+import forked
 from a2a_clients import pinned_client
 from conftest import warm_demo
 from lifeline import tied
@@ -79,8 +83,8 @@ class Shop:
 
 def _start_shop(extra_env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], Shop]:
     agent = subprocess.Popen(
-        tied([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--grpc-port", "0",
-              "--word-delay", str(WORD_DELAY), *args]),
+        tied(forked.script_command(EXAMPLE / "agent.py", "--port", "0", "--grpc-port", "0",
+                                   "--word-delay", str(WORD_DELAY), *args)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **extra_env},
     )
     output: list[str] = []
@@ -469,10 +473,12 @@ def _a2a_target_missing() -> bool:
                     reason="tamesu's a2a target (tamesu.targets.a2a) is not available yet; the demo's suite needs it")
 @pytest.mark.parametrize("protocol", ["both", "0.3"])
 def test_the_a2a_demo_runs_its_suite_and_passes(tmp_path: Path, protocol: str) -> None:
+    # its agent a fork of the warm process too, as the module's shops are
+    agent_python = {"TAMESU_DEMO_PYTHON": shlex.join(forked.script_python())}
     demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_a2a.py"), "--protocol", protocol,
                            "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo()})
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo(), **agent_python})
     assert demo.returncode == 0, demo.stdout + demo.stderr
 
 

@@ -1,7 +1,9 @@
 """Model calls go through the SDKs' documented methods, so the ecosystem's instrumentations see every one:
-`tamesu run` of a persona suite in a child process with OpenTelemetry's official instrumentation of the openai
-SDK (`opentelemetry-instrumentation-openai-v2`) installed, and a span recorded for every call the local model
-server answered. Retries, a wrong key and the replay cache still read as they did; and a model server that
+`tamesu run` of a persona suite in a child process (a fork of the warm process, tests/forked.py, which has
+imported tamesu and the openai SDK before the instrumentation wraps it: a stricter order than a fresh
+interpreter's) with OpenTelemetry's official instrumentation of the openai SDK
+(`opentelemetry-instrumentation-openai-v2`) installed, and a span recorded for every call the local model server
+answered. Retries, a wrong key and the replay cache still read as they did; and a model server that
 answers 429 with Retry-After to many conversations at once gets their retries spread out, not in lockstep."""
 
 from __future__ import annotations
@@ -9,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,8 +70,9 @@ def sim(words: str, done: bool = False) -> str:
 
 def run(tmp_path: Path, shape: str, base_url: str, agent_url: str, instrumented: bool = True
         ) -> tuple[int, str, list[dict[str, Any]], dict[str, Any]]:
-    """`tamesu run` of one persona test; its exit code, output, the spans recorded (none unless `instrumented`:
-    then a plain fork of the warm process, tests/forked.py) and its results line."""
+    """`tamesu run` of one persona test, as a fork of the warm process (tests/forked.py; `instrumented`: through
+    WRAPPER, which a fresh interpreter ran for 1.3 s of CPU); its exit code, output, the spans recorded (none
+    unless `instrumented`) and its results line."""
     (tmp_path / "suite.yaml").write_text(
         f"models:\n  simulator: {{ provider: {shape}, model: test-model, base_url: '{base_url}', api_key: {KEY},"
         " timeout: 10s, max_retries: 2 }\n"
@@ -84,8 +85,9 @@ def run(tmp_path: Path, shape: str, base_url: str, agent_url: str, instrumented:
     for name in ("TAMESU_DEBUG", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"):
         env.pop(name, None)
     args = ["run", "suite.yaml", "--out", "out", "--no-cache"]
-    done = (subprocess.run([sys.executable, "-c", WRAPPER, *args], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=120) if instrumented else forked.run(args, tmp_path, env, 120))
+    if instrumented:
+        (tmp_path / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
+    done = forked.run(args, tmp_path, env, 120, script=str(tmp_path / "wrapper.py") if instrumented else None)
     [line] = [json.loads(x) for found in (tmp_path / "out").glob("*/results.jsonl")
               for x in found.read_text().splitlines()]
     return done.returncode, done.stdout + done.stderr, json.loads(spans.read_text()) if instrumented else [], line
