@@ -12,6 +12,7 @@ import pytest
 
 from model_servers import (
     DEFAULT_VERDICT,
+    IN_PROCESS_SDKS,
     AnthropicServer,
     OpenAIServer,
     delay,
@@ -43,6 +44,7 @@ from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
 from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
+pytestmark = IN_PROCESS_SDKS  # most tests here call an SDK in this process
 KEY = "sk-test-0123456789abcdef"
 VERDICT_SCHEMA = {"title": "Verdict", "type": "object", "required": ["pass", "reason"],
                   "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}}}
