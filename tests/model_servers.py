@@ -37,18 +37,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-IN_PROCESS_SDKS = pytest.mark.xdist_group("model-sdks")
-"""The mark of every test that calls a model through tamesu's providers in the pytest process itself (not in a
-`tamesu` child): `import anthropic` costs 1.7 s of CPU and `import openai` 0.5 s, paid once per process. Spread
-over four xdist workers each paid both (9 s of test-fast's CPU); as one group they run on one worker, one at a
-time (some 20 s of tests). The tests that import them were found by emptying `sys.modules` of both SDKs after
-each test of a serial run and recording which test imported them again."""
 
 DEFAULT_VERDICT = {"pass": True, "score": 1, "reason": "the test server's default verdict", "evidence": []}
 

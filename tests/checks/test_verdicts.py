@@ -17,7 +17,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import forked
-from model_servers import IN_PROCESS_SDKS, AnthropicServer, OpenAIServer, raw, status, text
+from model_servers import AnthropicServer, OpenAIServer, raw, status, text
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, UserTurn

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from model_servers import IN_PROCESS_SDKS
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.checks.functions import load_function
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text

@@ -12,7 +12,6 @@ import pytest
 
 from model_servers import (
     DEFAULT_VERDICT,
-    IN_PROCESS_SDKS,
     AnthropicServer,
     OpenAIServer,
     delay,
@@ -23,6 +22,7 @@ from model_servers import (
     tool_calls,
 )
 from ports import refused_port
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.errors import BudgetExceeded
 from tamesu.models import pricing
 from tamesu.models.anthropic import AnthropicProvider

@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 import pytest
 
-from model_servers import IN_PROCESS_SDKS, AnthropicServer, OpenAIServer, delay, raw, status, text
+from model_servers import AnthropicServer, OpenAIServer, delay, raw, status, text
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.cache import CacheMiss, ReplayCache
 from tamesu.models.client import RETRY_FLOOR, ModelRegistry, check

@@ -23,7 +23,8 @@ from starlette.routing import Route
 
 import forked
 from conftest import why
-from model_servers import IN_PROCESS_SDKS, AnthropicServer, OpenAIServer, status, text
+from model_servers import AnthropicServer, OpenAIServer, status, text
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models.base import Message, ModelRequest
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import tamesu.models.openai as provider_module
-from model_servers import IN_PROCESS_SDKS
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models import _sdk_post
 from tamesu.models.base import Message, ModelError, ModelRequest, ToolRequest, ToolSpec
 from tamesu.models.openai import OpenAIProvider

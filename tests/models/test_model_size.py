@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from model_servers import IN_PROCESS_SDKS, AnthropicServer, OpenAIServer, text
+from model_servers import AnthropicServer, OpenAIServer, text
+from sdk_groups import IN_PROCESS_SDKS
 from sessions import new_session
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.models.base import Message, ModelRequest

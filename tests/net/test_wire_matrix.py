@@ -27,6 +27,7 @@ import pytest
 import trustme
 
 from rest_client import RestClient
+from sdk_groups import IN_PROCESS_MCP
 from sessions import new_session
 from tamesu.conversation import Session
 from tamesu.net import aio, tls
@@ -87,7 +88,7 @@ NO_RESEND = ("hooks+http check",)
 ERRORS = (httpx.HTTPError, httpx2.HTTPError)
 
 
-@pytest.fixture(params=list(ROUTES))
+@pytest.fixture(params=[pytest.param(name, marks=IN_PROCESS_MCP) if name == "mcp" else name for name in ROUTES])
 def route(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
