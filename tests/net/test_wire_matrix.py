@@ -104,7 +104,9 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
 
 
 def _clear() -> None:
-    for cached in (aio.environment_proxies, aio.proxy_for, tls.platform_context):
+    # tls._context too: a block's context read SSL_CERT_FILE when it was made, and `ca` is made again when a
+    # worker comes back to this module after another one's tests (it then trusted the CA of before)
+    for cached in (aio.environment_proxies, aio.proxy_for, tls.platform_context, tls._context):
         cached.cache_clear()
 
 
