@@ -8,7 +8,12 @@ import ast
 import functools
 from pathlib import Path
 
+import pytest
+
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "tamesu"
+pytestmark = pytest.mark.xdist_group("layers")
+"""Five tests here read every module's imports (`_imports_of`, 0.9 s of CPU to parse the tree): in one xdist
+worker the tree is parsed once, spread over four it was parsed by each."""
 
 
 def _unit(path: Path) -> str:

@@ -5,7 +5,7 @@ Modes:
   `ghost` that is listed but unknown when called (a server whose listing and handler disagree).
 - `crash`: writes a reason to stderr and exits 3 before answering anything.
 - `mute`: starts and never answers (the handshake hangs).
-- `noisy`: like `tools`, after printing NOISE_LINES lines of chatter on stdout (where only JSON-RPC belongs).
+- `noisy`: like `tools`, after printing `--noise N` lines of chatter on stdout (where only JSON-RPC belongs).
 
 `--http --port 0` serves streamable HTTP at /mcp on a free port and prints `listening on URL`; `--token T`
 makes every HTTP request need `Authorization: Bearer T`. Every tool call is appended to `--log FILE` (one
@@ -132,10 +132,6 @@ def serve_http(server: Any, port: int, token: str | None) -> None:
     anyio.run(uvicorn.Server(config).serve, [sock])
 
 
-NOISE_LINES = 25
-"""Lines a `noisy` server prints on stdout before it speaks MCP."""
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", nargs="?", default="tools", choices=["tools", "crash", "mute", "noisy"])
@@ -144,6 +140,7 @@ def main() -> None:
     parser.add_argument("--token")
     parser.add_argument("--log", type=Path)
     parser.add_argument("--traces", type=Path)
+    parser.add_argument("--noise", type=int, default=25, help="lines a `noisy` server prints before it speaks MCP")
     options = parser.parse_args()
     if options.mode == "crash":
         print("boom: the database is unreachable", file=sys.stderr, flush=True)
@@ -154,7 +151,7 @@ def main() -> None:
     server = build(options.log, options.traces)
     if options.mode == "noisy":
         # a server that prints its own chatter on stdout, where only JSON-RPC belongs
-        for number in range(NOISE_LINES):
+        for number in range(options.noise):
             print(f"DEBUG loading plugin {number}", flush=True)
     if options.http:
         serve_http(server, options.port, options.token)

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 import forked
 from model_servers import AnthropicServer, OpenAIServer, raw, status, text
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, UserTurn
@@ -28,6 +29,7 @@ from tamesu.net.serve import ThreadServer
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.suite.templates import Context
 
+pytestmark = IN_PROCESS_SDKS  # the judge's tests call both SDKs in this process
 Serve = Callable[[Any], ThreadServer]
 TRANSCRIPT = [Line(role="user", text="Where is my refund?", turn=1),
               Line(role="agent", text="Your refund  RF-889 was issued today.", turn=1)]

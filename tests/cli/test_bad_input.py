@@ -37,44 +37,47 @@ _TEST = "tests:\n  - name: t\n    target: x\n    scenario: { script: [{ say: hi 
 _ALIASES = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True))
 
-SUITE_CLASSES: dict[str, str | bytes] = {
-    "yaml alias bomb": _ALIASES + "tests: []\n",
-    "nesting 10,000 deep": "tests: " + "[" * 10_000 + "]" * 10_000 + "\n",
-    "block nesting 3,000 deep": "tests:\n" + "".join(" " * (2 * i) + "- \n" for i in range(3000)),
-    "an integer of 5,000 digits": _TARGET + _TEST + "    repeat: " + "9" * 5000 + "\n",
-    "a timeout beyond its range": _TARGET + _TEST + "    timeout: 99999999999999999999999\n",
-    "a timeout of inf": _TARGET + _TEST + "    timeout: .inf\n",
-    "20,000 inline cases": _TARGET + _TEST + "    cases:\n" + "".join(
+# each made when its test runs: made at import, every xdist worker built them all as it collected this module
+# (0.25 s of CPU and some 40 MB each)
+SUITE_CLASSES: dict[str, Callable[[], str | bytes]] = {
+    "yaml alias bomb": lambda: _ALIASES + "tests: []\n",
+    "nesting 10,000 deep": lambda: "tests: " + "[" * 10_000 + "]" * 10_000 + "\n",
+    "block nesting 3,000 deep": lambda: "tests:\n" + "".join(" " * (2 * i) + "- \n" for i in range(3000)),
+    "an integer of 5,000 digits": lambda: _TARGET + _TEST + "    repeat: " + "9" * 5000 + "\n",
+    "a timeout beyond its range": lambda: _TARGET + _TEST + "    timeout: 99999999999999999999999\n",
+    "a timeout of inf": lambda: _TARGET + _TEST + "    timeout: .inf\n",
+    "20,000 inline cases": lambda: _TARGET + _TEST + "    cases:\n" + "".join(
         f"      - {{ name: c{i}, vars: {{ a: {i} }} }}\n" for i in range(20_000)),
-    "20,000 inline cases in flow style": _TARGET + _TEST + "    cases: [" + ", ".join(
+    "20,000 inline cases in flow style": lambda: _TARGET + _TEST + "    cases: [" + ", ".join(
         f"{{ name: c{i}, vars: {{ a: {i} }} }}" for i in range(20_000)) + "]\n",
-    "a flow list of 100,000 items": _TARGET + _TEST + "    tags: [" + ", ".join(
+    "a flow list of 100,000 items": lambda: _TARGET + _TEST + "    tags: [" + ", ".join(
         f"t{i}" for i in range(100_000)) + "]\n",
-    "300,000 flow collections": _TARGET + _TEST + "    tags: " + "[]" * 300_000 + "\n",
-    "2,500 inline cases": _TARGET + _TEST + "    cases:\n" + "".join(
+    "300,000 flow collections": lambda: _TARGET + _TEST + "    tags: " + "[]" * 300_000 + "\n",
+    "2,500 inline cases": lambda: _TARGET + _TEST + "    cases:\n" + "".join(
         f"      - {{ name: c{i} }}\n" for i in range(2_500)),
-    "binary": bytes(random.Random(1).randrange(256) for _ in range(4000)),
-    "a NUL byte": _TARGET + "tests:\n  - name: t\x00x\n",
-    "a target type that is a list": "targets:\n  x: { type: [rest] }\ntests: []\n",
-    "a target type that is a mapping": "targets:\n  x: { type: { a: 1 } }\ntests: []\n",
-    "until: 2026-02-30": _TARGET + _TEST + "    quarantine: { reason: r, until: 2026-02-30 }\n",
-    "!!float 0,8": _TARGET + _TEST + "    pass_threshold: !!float 0,8\n",
-    "a number too big for its field": _TARGET + _TEST + "    repeat: 100000000000\n",
-    "<<: *anchor at the top level": "base: &b { x: 1 }\n<<: *b\ntests: []\n",
-    "a merge of a list": "base: &b [1]\ntests:\n  - <<: *b\n",
-    "a recursive alias": "a: &a [*a]\ntests: []\n",
-    "a %TAG directive": "%TAG !e! tag:example.com,2000:\n---\ntests: !e!x []\n",
-    "an unknown tag": "tests: !python/object:os.system []\n",
-    "a byte-order mark": "\ufeff" + _TARGET + _TEST,
-    "an absolute glob in suites": "",  # the project file below
-    "a huge value quoted in a problem": _TARGET + "tests:\n  - name: t\n    target: " + "y" * 100_000 + "\n",
-    "an empty file": "",
-    "a mapping of 100,000 keys": _TARGET + _TEST + "    vars:\n" + "".join(f"      k{i}: 1\n" for i in range(100_000)),
-    "a flow mapping of 100,000 keys": _TARGET + _TEST + "    vars: {" + ", ".join(
+    "binary": lambda: bytes(random.Random(1).randrange(256) for _ in range(4000)),
+    "a NUL byte": lambda: _TARGET + "tests:\n  - name: t\x00x\n",
+    "a target type that is a list": lambda: "targets:\n  x: { type: [rest] }\ntests: []\n",
+    "a target type that is a mapping": lambda: "targets:\n  x: { type: { a: 1 } }\ntests: []\n",
+    "until: 2026-02-30": lambda: _TARGET + _TEST + "    quarantine: { reason: r, until: 2026-02-30 }\n",
+    "!!float 0,8": lambda: _TARGET + _TEST + "    pass_threshold: !!float 0,8\n",
+    "a number too big for its field": lambda: _TARGET + _TEST + "    repeat: 100000000000\n",
+    "<<: *anchor at the top level": lambda: "base: &b { x: 1 }\n<<: *b\ntests: []\n",
+    "a merge of a list": lambda: "base: &b [1]\ntests:\n  - <<: *b\n",
+    "a recursive alias": lambda: "a: &a [*a]\ntests: []\n",
+    "a %TAG directive": lambda: "%TAG !e! tag:example.com,2000:\n---\ntests: !e!x []\n",
+    "an unknown tag": lambda: "tests: !python/object:os.system []\n",
+    "a byte-order mark": lambda: "\ufeff" + _TARGET + _TEST,
+    "an absolute glob in suites": lambda: "",  # the project file below
+    "a huge value quoted in a problem": lambda: _TARGET + "tests:\n  - name: t\n    target: " + "y" * 100_000 + "\n",
+    "an empty file": lambda: "",
+    "a mapping of 100,000 keys": lambda: _TARGET + _TEST + "    vars:\n" + "".join(
+        f"      k{i}: 1\n" for i in range(100_000)),
+    "a flow mapping of 100,000 keys": lambda: _TARGET + _TEST + "    vars: {" + ", ".join(
         f'"k{i}":1' for i in range(100_000)) + "}\n",
-    "a 10 MB key": _TARGET + _TEST + "    vars:\n      " + "k" * 10_000_000 + ": 1\n",
-    "a 10 MB quoted key": _TARGET + _TEST + "    vars: { \"" + "k" * 10_000_000 + "\": 1 }\n",
-    "a 10 MB key after an anchor": _TARGET + _TEST + "    vars: &v\n      " + "k" * 10_000_000 + ": 1\n",
+    "a 10 MB key": lambda: _TARGET + _TEST + "    vars:\n      " + "k" * 10_000_000 + ": 1\n",
+    "a 10 MB quoted key": lambda: _TARGET + _TEST + "    vars: { \"" + "k" * 10_000_000 + "\": 1 }\n",
+    "a 10 MB key after an anchor": lambda: _TARGET + _TEST + "    vars: &v\n      " + "k" * 10_000_000 + ": 1\n",
 }
 
 
@@ -105,7 +108,7 @@ def _measured(action: Callable[[], Any], memory: bool = True) -> tuple[str, floa
 
 @pytest.mark.parametrize("name", list(SUITE_CLASSES))
 def test_every_class_of_bad_suite_is_one_answer_quickly(name: str, tmp_path: Path) -> None:
-    content = SUITE_CLASSES[name]
+    content = SUITE_CLASSES[name]()
     suite = tmp_path / "suite.yaml"
     suite.write_bytes(content if isinstance(content, bytes) else content.encode())
     if name == "an absolute glob in suites":
@@ -222,14 +225,14 @@ def test_a_dotenv_that_is_not_text_is_one_problem(tmp_path: Path) -> None:
     assert _measured(lambda: load_plan([tmp_path / "suite.yaml"], tmp_path / "tamesu.yaml"))[0] == "ok"
 
 
-JSONL_CLASSES: dict[str, str | bytes] = {
-    "a byte-order mark": '\ufeff{"id": "a", "input": "hi"}\n',
-    "a NUL byte": '{"id": "a", "input": "hi\x00"}\n',
-    "nesting 10,000 deep": '{"id": "a", "input": ' + "[" * 10_000 + "]" * 10_000 + "}\n",
-    "binary": bytes(random.Random(2).randrange(256) for _ in range(4000)),
-    "an integer of 5,000 digits": '{"id": "a", "input": "hi", "max_turns": ' + "9" * 5000 + "}\n",
-    # 20,000 take about 2 s on a quiet machine (docs/reliability.md); CI shares its cores
-    "5,000 cases": "".join(f'{{"id": "c{i}", "input": "hi"}}\n' for i in range(5_000)),
+JSONL_CLASSES: dict[str, Callable[[], str | bytes]] = {
+    "a byte-order mark": lambda: '\ufeff{"id": "a", "input": "hi"}\n',
+    "a NUL byte": lambda: '{"id": "a", "input": "hi\x00"}\n',
+    "nesting 10,000 deep": lambda: '{"id": "a", "input": ' + "[" * 10_000 + "]" * 10_000 + "}\n",
+    "binary": lambda: bytes(random.Random(2).randrange(256) for _ in range(4000)),
+    "an integer of 5,000 digits": lambda: '{"id": "a", "input": "hi", "max_turns": ' + "9" * 5000 + "}\n",
+    # 20,000 take about 0.8 s of CPU on a quiet machine (docs/reliability.md); CI shares its cores
+    "5,000 cases": lambda: "".join(f'{{"id": "c{i}", "input": "hi"}}\n' for i in range(5_000)),
 }
 
 
@@ -239,7 +242,7 @@ def _parse_jsonl(path: Path) -> None:
 
 @pytest.mark.parametrize("name", list(JSONL_CLASSES))
 def test_every_class_of_bad_jsonl_is_one_answer_quickly(name: str, tmp_path: Path) -> None:
-    content = JSONL_CLASSES[name]
+    content = JSONL_CLASSES[name]()
     path = tmp_path / "cases.jsonl"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     outcome, seconds, peak = _measured(lambda: _parse_jsonl(path))

@@ -12,6 +12,9 @@ import pytest
 from tamesu.suite.yaml_reader import load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.xdist_group("schema-export")
+"""In one xdist worker the `schemas` fixture runs once: two `tamesu schema` forks (0.7 s of CPU) and the
+metaschema check (1 s), which every worker that ran one of its three tests paid again."""
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.checks.functions import load_function
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
@@ -139,6 +140,7 @@ async def test_a_script_simulator_gets_the_runs_context() -> None:
         "tool_results": {"create_expense": {"id": "EXP-1"}}, "goal": "file it"}
 
 
+@IN_PROCESS_SDKS  # the only test here that calls the SDKs in this process
 async def test_each_kind_of_file_reaches_the_local_model_servers_in_its_providers_shape(serve: Any) -> None:
     from model_servers import AnthropicServer, OpenAIServer
     from tamesu.models.anthropic import AnthropicProvider

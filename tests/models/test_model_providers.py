@@ -22,6 +22,7 @@ from model_servers import (
     tool_calls,
 )
 from ports import refused_port
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.errors import BudgetExceeded
 from tamesu.models import pricing
 from tamesu.models.anthropic import AnthropicProvider
@@ -43,6 +44,7 @@ from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
 from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
+pytestmark = IN_PROCESS_SDKS  # most tests here call an SDK in this process
 KEY = "sk-test-0123456789abcdef"
 VERDICT_SCHEMA = {"title": "Verdict", "type": "object", "required": ["pass", "reason"],
                   "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}}}

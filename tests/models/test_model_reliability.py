@@ -14,6 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, delay, raw, status, text
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.cache import CacheMiss, ReplayCache
 from tamesu.models.client import RETRY_FLOOR, ModelRegistry, check
@@ -22,6 +23,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.net.serve import ThreadServer
 from tamesu.suite.secrets import Redactor
 
+pytestmark = IN_PROCESS_SDKS  # every test but one calls an SDK in this process
 Serve = Callable[[Any], ThreadServer]
 
 

@@ -24,6 +24,7 @@ from starlette.routing import Route
 import forked
 from conftest import why
 from model_servers import AnthropicServer, OpenAIServer, status, text
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models.base import Message, ModelRequest
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
@@ -127,6 +128,7 @@ def test_a_wrong_key_reads_as_before(serve: Serve, tmp_path: Path, agent_url: st
     assert len(server.calls()) == 1  # a 401 is not retried
 
 
+@IN_PROCESS_SDKS  # the only test here that calls the openai SDK in this process
 async def test_a_429_to_many_conversations_spreads_their_retries(serve: Serve) -> None:
     server, base_url = started(serve, "openai")
     many = 20

@@ -20,11 +20,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import tamesu.models.openai as provider_module
+from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models import _sdk_post
 from tamesu.models.base import Message, ModelError, ModelRequest, ToolRequest, ToolSpec
 from tamesu.models.openai import OpenAIProvider
 from tamesu.net.serve import ThreadServer
 
+pytestmark = IN_PROCESS_SDKS  # every test here calls the openai SDK in this process
 SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}, "when": {"format": "date-time"}},
           "required": ["input"]}
 REQUESTS = [

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, text
+from sdk_groups import IN_PROCESS_SDKS
 from sessions import new_session
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.models.base import Message, ModelRequest
@@ -18,6 +19,7 @@ from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 
+pytestmark = IN_PROCESS_SDKS
 LIMIT = 100_000
 SERVERS: dict[str, Callable[[], Any]] = {"openai": OpenAIServer, "anthropic": AnthropicServer}
 

@@ -27,6 +27,7 @@ import pytest
 import trustme
 
 from rest_client import RestClient
+from sdk_groups import IN_PROCESS_MCP
 from sessions import new_session
 from tamesu.conversation import Session
 from tamesu.net import aio, tls
@@ -87,7 +88,7 @@ NO_RESEND = ("hooks+http check",)
 ERRORS = (httpx.HTTPError, httpx2.HTTPError)
 
 
-@pytest.fixture(params=list(ROUTES))
+@pytest.fixture(params=[pytest.param(name, marks=IN_PROCESS_MCP) if name == "mcp" else name for name in ROUTES])
 def route(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -103,7 +104,9 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
 
 
 def _clear() -> None:
-    for cached in (aio.environment_proxies, aio.proxy_for, tls.platform_context):
+    # tls._context too: a block's context read SSL_CERT_FILE when it was made, and `ca` is made again when a
+    # worker comes back to this module after another one's tests (it then trusted the CA of before)
+    for cached in (aio.environment_proxies, aio.proxy_for, tls.platform_context, tls._context):
         cached.cache_clear()
 
 

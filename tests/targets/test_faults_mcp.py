@@ -7,14 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agents.mcp_servers import NOISE_LINES
 from forked import script_command
 
 SERVERS = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
+NOISE_LINES = 25
+"""Told to the server on its command line: importing it would import the MCP SDK into every xdist worker as it
+collects this module (0.6 s of CPU each), where nothing else needs it."""
 
 
 def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, tamesu: Any) -> None:
-    command, *args = script_command(SERVERS, "noisy")  # a fork of a warm process (tests/forked.py)
+    # a fork of a warm process (tests/forked.py)
+    command, *args = script_command(SERVERS, "noisy", "--noise", str(NOISE_LINES))
     (tmp_path / "tamesu.yaml").write_text(
         'models:\n  target: { provider: fake, rules: [{ when: "(?i)order", '
         'tool_calls: [{ name: get_order, args: { order_id: ORD-1001 } }], say: "It has shipped." }] }\n')

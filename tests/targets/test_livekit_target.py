@@ -4,6 +4,7 @@ end-to-end test that runs only against a real server named by LIVEKIT_URL, LIVEK
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import AsyncIterator, Callable
@@ -15,15 +16,15 @@ import pytest
 
 from ports import refused_port
 from sessions import new_session
-
-pytest.importorskip("livekit.rtc", reason="the livekit extra is not installed (pip install 'tamesu[livekit]')")
-
-from agents import livekit_double
 from tamesu.audio.extra import problem as voice_problem
 from tamesu.conversation import Session, UserTurn
 from tamesu.targets.livekit import LiveKitSpec, LiveKitTarget
 
-pytestmark = pytest.mark.audio
+# the extra is looked for, not imported: every xdist worker collects this module, and importing livekit.rtc
+# took 0.15 s of CPU in each (test-fast deselects the module whole: audio)
+pytestmark = [pytest.mark.audio, pytest.mark.skipif(
+    importlib.util.find_spec("livekit.rtc") is None,
+    reason="the livekit extra is not installed (pip install 'tamesu[livekit]')")]
 
 SECRET = "s3cr3t-livekit-api-secret-value-of-32-bytes-or-more"
 
@@ -34,6 +35,8 @@ def make_session(tmp_path: Path) -> Session:
 
 @asynccontextmanager
 async def opened(tmp_path: Path, rooms: list[Any], **spec: Any) -> AsyncIterator[tuple[LiveKitTarget, Session]]:
+    from agents import livekit_double  # imports the livekit SDK, numpy and jwt: not at collection
+
     session = make_session(tmp_path)
     target = LiveKitTarget(LiveKitSpec.model_validate({
         "type": "livekit", "url": "wss://lk.example.test", "api_key": "{{secrets.LK_KEY}}",

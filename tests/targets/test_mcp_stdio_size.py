@@ -14,15 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from sdk_groups import IN_PROCESS_MCP
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.spec import ModelSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
-from tamesu.targets.mcp.stdio import ENVELOPE_ROOM, LineBound
 from tamesu.targets.mcp.target import McpTarget, McpTargetSpec
 
+# the tests here read with the stdio reader (or ENVELOPE_ROOM of its module) in this process
+pytestmark = IN_PROCESS_MCP
 FLOOD = Path(__file__).resolve().parents[1] / "agents" / "mcp_flood.py"
 ROOT = Path(__file__).resolve().parents[2]
 LINE_MB = 400
@@ -41,6 +43,8 @@ sys.exit(done.returncode)
 
 
 def test_lines_are_cut_across_pieces_and_none_is_held_past_the_limit() -> None:
+    from tamesu.targets.mcp.stdio import LineBound  # imports the MCP SDK: only in the worker of their group
+
     lines = LineBound(10)
     assert lines.feed(b'{"a":') == ([], None)
     assert lines.feed(b'1}\n{"b"') == ([b'{"a":1}'], None)
@@ -52,6 +56,8 @@ def test_lines_are_cut_across_pieces_and_none_is_held_past_the_limit() -> None:
 
 
 def test_a_400_mb_line_is_refused_past_the_cap_and_never_held(tmp_path: Path) -> None:
+    from tamesu.targets.mcp.stdio import ENVELOPE_ROOM
+
     rules = [{"when": "ping", "tool_calls": [{"name": "ping"}], "say": "It answered."},
              {"when": "flood", "tool_calls": [{"name": "flood", "args": {"megabytes": LINE_MB}}],
               "say": "unreachable"}]

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from forked import script_command, script_python
 from lifeline import tied
 from ports import refused_port
+from sdk_groups import IN_PROCESS_MCP
 from sessions import events
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
@@ -39,6 +40,7 @@ from tamesu.targets import target_class
 from tamesu.targets.mcp.target import SYSTEM_PROMPT_VERSION, McpTarget, McpTargetSpec
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 
+pytestmark = IN_PROCESS_MCP  # most tests here open the target in this process
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
 EXAMPLE = ROOT / "examples" / "mcp-server"

@@ -1,0 +1,19 @@
+"""The xdist groups of the tests that use a heavy SDK in the pytest process itself (not in a `tamesu` child).
+
+An SDK is imported once per process, and an xdist worker is a process: spread over four workers, every worker
+imported every SDK some test of its share used. As one group, the tests of an SDK run on one worker, one at a
+time, and the other workers never import it. The tests that import one were found by emptying `sys.modules` of
+the SDK after each test of a serial run and recording which test imported it again; a module whose tests
+mostly use it is marked whole, else the tests (or the parameters) that do."""
+
+from __future__ import annotations
+
+import pytest
+
+IN_PROCESS_SDKS = pytest.mark.xdist_group("model-sdks")
+"""Tests that call a model through tamesu's providers: `import anthropic` costs 1.7 s of CPU and `import
+openai` 0.5 s (each worker paid both in test-fast: 9 s of its CPU). About 20 s of tests."""
+
+IN_PROCESS_MCP = pytest.mark.xdist_group("mcp-sdk")
+"""Tests that open the mcp target or its stdio reader here: `mcp` and `mcp_types` cost 0.65 s of CPU. About
+35 s of tests (most of it test_mcp_stdio_size's 400 MB line, in a child process)."""
