@@ -91,9 +91,9 @@ def _group(item: pytest.Item) -> str | None:
 
 
 LONG_FIRST = ("test_pytest_plugin.py", "test_plugins.py", "runtime/test_kills.py", "store/test_store_lite.py",
-              "targets/test_mcp_stdio_size.py", "targets/test_faults_rest_size.py", "targets/test_target_keys.py",
+              "targets/test_faults_rest_size.py", "targets/test_target_keys.py",
               "runtime/test_faults_disk.py", "cli/test_crash_list.py", "test_example_a2a_shop.py",
-              "test_fixture_cleanup.py", "checks/test_verdicts.py", "targets/test_mcp_target.py",
+              "test_fixture_cleanup.py",
               "models/test_model_sdk_calls.py", "jsonl/test_jsonl_design.py", "store/test_ci_examples.py",
               "evaluators/test_evaluators.py", "test_forked.py")
 """Modules under tests/ with the longest ungrouped tests, longest first (seconds of wall clock at -n 2 on the
@@ -102,7 +102,8 @@ loaded 2-core machine: a nested pytest over two xdist workers 24, a plug-in targ
 tests that start a fresh interpreter on purpose: the store's imports, a 400 MB line's memory, an endless
 stream, a disk that fills): they start before every other ungrouped test. Collected in folder order they came
 last (tests/test_*.py sort after the folders) and one of them ran alone at the end of the run, the other
-workers idle."""
+workers idle. Modules whose tests are one of tests/sdk_groups.py's groups are not here: a group is handed out
+before every ungrouped test already."""
 
 for _module in LONG_FIRST:
     if not (ROOT / "tests" / _module).is_file():
@@ -173,7 +174,8 @@ def stop_as_interrupted() -> None:
 
 
 BACKGROUND_NICE = int(os.environ.get("TAMESU_TEST_NICE", "15"))
-"""The niceness an xdist worker takes when it starts its first ungrouped test (TAMESU_TEST_NICE=0 keeps it).
+"""The niceness an xdist worker takes when it starts its first test that is not a lane's: an ungrouped test, or
+one of a group that only shares a worker's imports (tests/sdk_groups.py) (TAMESU_TEST_NICE=0 keeps it).
 The lanes (GROUP_ORDER) are handed out to the lane workers (LANE_WORKERS) before every ungrouped test, so a lane
 worker that takes one has no lane left to run, and a worker beyond them runs nothing else, while other workers
 may still run their lanes: tests that measure real time (an audio call against its agent's clock, a bot that
@@ -189,7 +191,7 @@ _background = False
 def pytest_runtest_setup(item: pytest.Item) -> None:
     global _background
     stop_as_interrupted()
-    if not _background and BACKGROUND_NICE and _group(item) is None and hasattr(item.config, "workerinput"):
+    if not _background and BACKGROUND_NICE and _group(item) not in GROUP_ORDER and hasattr(item.config, "workerinput"):
         _background = True
         os.nice(BACKGROUND_NICE)
 
