@@ -61,6 +61,7 @@ def _commands(url: str) -> dict[str, tuple[list[str], str]]:
         "validate": (["validate", "suite.yaml"], "suite"),
         "schema": (["schema", "suite"], "empty"),
         "init": (["init"], "empty"),
+        "version": (["--version"], "empty"),
     }
 
 
