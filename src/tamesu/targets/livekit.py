@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from tamesu.audio import stt
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
@@ -345,8 +346,6 @@ class LiveKitTarget(Target[LiveKitSpec]):
         assert self._session is not None
         heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
                              now_ms=self._session.now_ms)
-        from tamesu.audio import stt  # numpy and the speech pool, only for a call that is heard
-
         turn.text = await stt.heard_in(heard.pcm, RATE)
         record, measures = self._voice.end_turn(heard=turn.text)
         turn.audio, turn.measures = record, measures
