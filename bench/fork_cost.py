@@ -38,7 +38,7 @@ tests:
   - name: policy
     target: bot
     scenario: { script: [ { say: What is the expense policy? } ] }
-    assert: [ { contains: 'policy' } ]
+    assert: [ { contains: 'approval' } ]
 """
 
 _AGENT = (
@@ -115,7 +115,7 @@ def _one(args: list[str], kind: str, url: str, env: dict[str, str], profile: Pat
             _child(args, folder, env, profile)
         _, status, usage = os.wait4(pid, 0)
         code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
+        if code != 0:
             sys.stderr.write((folder / ".stdout").read_text()[-3000:])
         return usage.ru_utime + usage.ru_stime, code
     finally:
@@ -152,7 +152,7 @@ def main() -> None:
                 args, kind = commands[name]
                 dump = options.profile / f"{name}.{index}.prof" if options.profile else None
                 seconds, code = _one(args, kind, url, env, dump)
-                if code not in (0, 1):
+                if code != 0:  # every command here passes: another code means the figure is of something else
                     raise SystemExit(f"{name}: exit {code}")
                 cpu[name].append(seconds)
         for name in chosen:
