@@ -46,9 +46,12 @@ def test_the_shell_watchdog_kills_the_marked_and_only_them() -> None:
     assert _ends(dict(os.environ)) == (-9, None, -9)
 
 
-def test_without_a_grep_that_reads_nul_lines_the_python_scan_does_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("code", [1, 2])
+def test_without_a_grep_that_reads_nul_lines_the_python_scan_does_it(tmp_path: Path, code: int) -> None:
+    """Whatever a grep without -z exits with (GNU's usage error is 2, some others' 1), the shell sees it did not
+    list the line it was given and hands over to Python."""
     fake = tmp_path / "grep"
-    fake.write_text("#!/bin/sh\necho 'grep: invalid option -- z' >&2\nexit 2\n")
+    fake.write_text(f"#!/bin/sh\necho 'grep: invalid option -- z' >&2\nexit {code}\n")
     fake.chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
     assert _ends(env) == (-9, None, -9)

@@ -30,21 +30,28 @@ _WAIT_ON_EXIT = 3.0
 # end, then SIGKILLs every process whose environment holds the token, one by one (never a process group: the
 # group may be the user's shell pipeline). Passes until one kills nothing, three at most: a process may fork
 # while a pass runs. It is a POSIX shell and one grep a pass (~4 ms of CPU): a Python interpreter spent ~12 ms
-# starting and ~8 ms scanning, on every `tamesu run`. A grep that cannot read NUL-separated lines (-z), or
-# none, hands the scan to the same loop in Python (`_SCAN`).
+# starting and ~8 ms scanning, on every `tamesu run`. Each pass's grep also reads a line that must match from
+# its stdin: a grep that does not list it (no -z for NUL-separated lines, whatever its exit code, or no grep at
+# all) hands the scan to the same loop in Python (`_SCAN`).
 _WATCHDOG = r"""
 trap '' INT TERM HUP QUIT
 while read -r _; do :; done
 for _ in 1 2 3; do
-  found=$(grep -lzs -e "^TAMESU_OWNERS=\(.*:\)\{0,1\}$1\(:.*\)\{0,1\}\$" /proc/[0-9]*/environ)
-  if [ $? -ge 2 ] && ! printf 'x\0' | grep -qz '^x$' 2>/dev/null; then
-    exec "$2" -I -S -c "$3" "$1"
-  fi
-  [ -n "$found" ] || break
+  found=$(printf 'TAMESU_OWNERS=%s\0' "$1" |
+          grep -lzs -e "^TAMESU_OWNERS=\(.*:\)\{0,1\}$1\(:.*\)\{0,1\}\$" - /proc/[0-9]*/environ)
+  case $found in
+    *"(standard input)"*) ;;
+    *) exec "$2" -I -S -c "$3" "$1" ;;
+  esac
+  killed=
   for file in $found; do
-    pid=${file#/proc/}; pid=${pid%/environ}
-    [ "$pid" = "$$" ] || kill -9 "$pid" 2>/dev/null
+    case $file in
+      /proc/*/environ)
+        pid=${file#/proc/}; pid=${pid%/environ}
+        if [ "$pid" != "$$" ] && kill -9 "$pid" 2>/dev/null; then killed=1; fi ;;
+    esac
   done
+  [ -n "$killed" ] || break
 done
 """
 
