@@ -378,13 +378,14 @@ def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color
               help="Write both schemas into DIR (suite.schema.json, project.schema.json) instead of printing.")
 def schema(kind: str, directory: str | None) -> None:
     """The JSON Schema of a suite (or of tamesu.yaml), for editors; generated from the loader's own models."""
-    from tamesu.cli.schema_export import schemas, write_schemas
+    from tamesu.cli.schema_export import project_schema, suite_schema, write_schemas
 
     if directory is not None:
         for path in write_schemas(Path(directory)):
             click.echo(f"wrote {path}")
         return
-    click.echo(json.dumps(schemas()[kind], indent=2, ensure_ascii=False))
+    # only the one asked for: the suite's costs ~65 ms to generate, the project's ~25
+    click.echo(json.dumps(suite_schema() if kind == "suite" else project_schema(), indent=2, ensure_ascii=False))
 
 
 _STARTS_PROCESSES = {"run", "test", "doctor"}

@@ -34,7 +34,7 @@ from typing import Any
 
 import aiohttp
 
-from tamesu.net.tls import TlsSpec, ssl_context, tls_reason
+from tamesu.net.tls import TlsSpec, deferred_context, tls_reason
 
 OnResend = Callable[[Any, str], None]
 """Told of each resend: the request (of httpx or httpx2) and why it was sent again."""
@@ -88,11 +88,20 @@ def _bypassed(host: str, no_proxy: str) -> bool:
     return False
 
 
-def tcp_connector(context: ssl.SSLContext | bool, *, limit: int, keepalive_expiry: float) -> aiohttp.TCPConnector:
-    """aiohttp's connection pool as every client of tamesu's opens it: TLS as `tamesu.net.tls` built it, idle
-    connections dropped after `keepalive_expiry`, happy eyeballs."""
-    return aiohttp.TCPConnector(limit=limit, keepalive_timeout=keepalive_expiry, ssl=context,
+def tcp_connector(*, limit: int, keepalive_expiry: float) -> aiohttp.TCPConnector:
+    """aiohttp's connection pool as every client of tamesu's opens it: idle connections dropped after
+    `keepalive_expiry`, happy eyeballs. Its own TLS default is never used: every request that opens a TLS
+    connection carries `tamesu.net.tls`'s context (`with_tls`)."""
+    return aiohttp.TCPConnector(limit=limit, keepalive_timeout=keepalive_expiry,
                                 happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY)
+
+
+def with_tls(options: dict[str, Any], context: Callable[[], ssl.SSLContext | bool], scheme: str,
+             proxy: str | None) -> None:
+    """TLS as `tamesu.net.tls` builds it for a request to an https URL or through an https proxy (aiohttp hands a
+    request's context to the proxy's connection too); a plain request leaves the store unloaded."""
+    if scheme == "https" or (proxy is not None and proxy.startswith("https:")):
+        options["ssl"] = context()
 
 
 def resend_reason(exc: BaseException) -> str:
@@ -134,7 +143,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
     class AioTransport(module.AsyncBaseTransport):  # type: ignore[misc]  # httpx's or httpx2's, chosen at run time
         def __init__(self, *, tls: TlsSpec | None, on_resend: OnResend | None, max_connections: int,
                      keepalive_expiry: float) -> None:
-            self._ssl = ssl_context(tls)
+            self._ssl = deferred_context(tls)
             self._server_name = tls.server_name if tls is not None else None
             self._client_certificate = tls is not None and tls.cert_file is not None
             self._on_resend = on_resend
@@ -143,7 +152,7 @@ def _classes(module: Any) -> tuple[Any, Any]:
             self._session: aiohttp.ClientSession | None = None
 
         def _open(self) -> aiohttp.ClientSession:
-            connector = tcp_connector(self._ssl, limit=self._limit, keepalive_expiry=self._keepalive)
+            connector = tcp_connector(limit=self._limit, keepalive_expiry=self._keepalive)
             # cookies, redirects and decompression are the client module's (above): aiohttp passes answers on
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                                   auto_decompress=False, skip_auto_headers=("User-Agent",))
@@ -162,8 +171,10 @@ def _classes(module: Any) -> tuple[Any, Any]:
             connect, pool = timeouts.get("connect"), timeouts.get("pool")
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=timeouts.get("read"),
                                             connect=None if connect is None or pool is None else connect + pool)
+            proxy = proxy_for(url.scheme, url.host)
             options: dict[str, Any] = {"headers": headers, "data": body or None, "allow_redirects": False,
-                                       "timeout": timeout, "proxy": proxy_for(url.scheme, url.host)}
+                                       "timeout": timeout, "proxy": proxy}
+            with_tls(options, self._ssl, url.scheme, proxy)
             if self._server_name is not None and url.scheme == "https":
                 options["server_hostname"] = self._server_name
             on_resend = self._on_resend

@@ -36,8 +36,9 @@ from tamesu.net.aio import (
     proxy_for,
     send_or_resend,
     tcp_connector,
+    with_tls,
 )
-from tamesu.net.tls import TlsSpec, ssl_context
+from tamesu.net.tls import TlsSpec, deferred_context
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # a user agent that says who is calling (a suite's own `User-Agent` header wins), not aiohttp's default
@@ -71,7 +72,7 @@ class DirectClient:
 
     def __init__(self, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None, max_redirects: int = 10,
                  max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY) -> None:
-        self._ssl = ssl_context(tls)
+        self._ssl = deferred_context(tls)
         self._server_name = tls.server_name if tls is not None else None
         self._client_certificate = tls is not None and tls.cert_file is not None
         self._on_resend = on_resend
@@ -84,7 +85,7 @@ class DirectClient:
 
     def _open(self) -> aiohttp.ClientSession:
         self._session = aiohttp.ClientSession(
-            connector=tcp_connector(self._ssl, limit=self._limit, keepalive_expiry=self._keepalive),
+            connector=tcp_connector(limit=self._limit, keepalive_expiry=self._keepalive),
             cookie_jar=self.cookies, auto_decompress=False, headers=DEFAULT_HEADERS,
             skip_auto_headers=("Content-Type",))
         return self._session
@@ -111,8 +112,10 @@ class DirectClient:
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"the URL's scheme {url.scheme!r} is not http(s)")
         host = url.host or ""
+        proxy = proxy_for(url.scheme, host)
         options: dict[str, Any] = {"headers": request.headers, "data": request.body, "allow_redirects": False,
-                                   "timeout": request.timeout, "proxy": proxy_for(url.scheme, host)}
+                                   "timeout": request.timeout, "proxy": proxy}
+        with_tls(options, self._ssl, url.scheme, proxy)
         if self._server_name is not None and url.scheme == "https":
             options["server_hostname"] = self._server_name
         on_resend = self._on_resend

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tamesu.errors import ConfigError, Problem
-from tamesu.models.fake import MAX_RULES_BYTES, rule_kind, unknown_kind
+from tamesu.models.fake import MAX_RULES_BYTES, checked_rules, rule_kind, unknown_kind
 from tamesu.suite.problems import problems_from
 from tamesu.suite.yaml_reader import Document, parse_yaml, read_bounded
 
@@ -36,6 +36,8 @@ def rules_file_problems(path: Path, shown: str, doc: Document, loc: tuple[Any, .
     if not prefix:  # a plain list: its items are still called rules[N], as they are inline
         problems = [replace(p, path=f"rules{p.path}" if p.path.startswith("[") else p.path or "rules")
                     for p in problems]
+    if not problems:
+        checked_rules(text, rules_doc.data)
     return problems
 
 

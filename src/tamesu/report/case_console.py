@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tamesu.report.case_records import AssertionRecord, CaseRecord, TurnRecord
+from tamesu.report.console import writes_plain
 from tamesu.suite.secrets import Redactor
 
 MISSING_HINT = "Add more turns, use --interactive, or configure a simulator"
@@ -55,10 +56,22 @@ class TestConsole:
         self.redactor = redactor
         self.verbose = verbose
         self._limit = None if verbose else 100
+        self._plain: bool | None = None
+        """Whether lines are written as plain text (`writes_plain`), known at the first line."""
 
     def _line(self, *parts: str | tuple[str, str]) -> None:
+        plain = self.redactor.text("".join(part if isinstance(part, str) else part[0] for part in parts))
+        if self._plain is None:
+            self._plain = writes_plain(self.console)
+        if self._plain and plain.isprintable():
+            # what rich writes for it, without rich's 0.2 ms (a run of three cases prints some 70 lines);
+            # flushed as rich flushes, so the order with stderr stays
+            file = self.console.file
+            file.write(plain + "\n")
+            file.flush()
+            return
         text = Text.assemble(*parts)
-        self.console.print(Text(self.redactor.text(text.plain), spans=text.spans), soft_wrap=True)
+        self.console.print(Text(plain, spans=text.spans), soft_wrap=True)
 
     # -- the frame --------------------------------------------------------------------------------------
 
