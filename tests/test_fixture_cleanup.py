@@ -134,6 +134,8 @@ UNTIED = {
     # the warm zygote ends when its stdin (a pipe from this pytest, or from the xdist controller for the one its
     # workers share) closes, which the kernel does on any death
     ("forked.py", "__init__"),
+    # the watchdog under test: like tamesu's own, it ends once its stdin (a pipe from this pytest) closes
+    ("runtime/test_watchdog.py", "_ends"),
 }
 """Processes tests start without `lifeline.tied`, each with why it cannot outlive pytest or must not be tied."""
 

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from lifeline import tied
 from tamesu.runtime import children
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the watchdog needs /proc (Linux)")
 
 
 def _sleeper(owners: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["sleep", "60"], env={**os.environ, children.OWNERS_VAR: owners})
+    # tied: ended with pytest if the watchdog misses it; the tie's own interpreter carries the same mark
+    return subprocess.Popen(tied(["sleep", "60"]), env={**os.environ, children.OWNERS_VAR: owners})
 
 
 def _ends(env: dict[str, str]) -> tuple[int | None, int | None, int | None]:
@@ -27,7 +29,7 @@ def _ends(env: dict[str, str]) -> tuple[int | None, int | None, int | None]:
     token = secrets.token_hex(8)
     marked = _sleeper(f"outer:{token}")
     lookalike = _sleeper(f"outer:{token}x")
-    nested = subprocess.Popen(["sh", "-c", "sleep 60 & wait"], env={**os.environ, children.OWNERS_VAR: token})
+    nested = subprocess.Popen(tied(["sh", "-c", "sleep 60 & wait"]), env={**os.environ, children.OWNERS_VAR: token})
     try:
         watchdog = subprocess.Popen(["/bin/sh", "-c", children._WATCHDOG, "watchdog", token, sys.executable,
                                      children._SCAN], stdin=subprocess.PIPE, env=env, start_new_session=True)
