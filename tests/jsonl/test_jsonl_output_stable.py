@@ -119,6 +119,8 @@ def normalise(text: str, tmp: Path, ports: list[str]) -> str:
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:\+00:00|Z)?", "<TIME>", text)
     text = re.sub(rf"({_TIMING_KEY}:\s*)-?[\d.]+(?:e-?\d+)?", r"\1<N>", text)
     text = re.sub(r'("(?:trace_id|span_id|parent_span_id|commit|branch|traceparent)":\s*)"[^"]*"', r'\1"<ID>"', text)
+    # the checkout's, not the run's: a detached HEAD (CI checking out a commit) has no branch
+    text = re.sub(r'("branch":\s*)null', r'\1"<ID>"', text)
     text = re.sub(r"\b[0-9a-f]{32}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<UUID>", text)
     text = re.sub(r"\(\d+\.\ds\)", "(<S>)", text)
     text = re.sub(r"(Total time: )[\d.]+s", r"\1<S>", text)
