@@ -38,14 +38,14 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from tamesu.audio import stt
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import POLL_S, listen
 from tamesu.targets.base import Target, TargetSpec
+from tamesu.targets.realtime.spec import audio_mode_available
 from tamesu.types import Strict
 
 __all__ = ["LiveKitSpec", "LiveKitTarget", "Sdk"]
@@ -87,6 +87,11 @@ class LiveKitSpec(TargetSpec):
     """Seconds without more of the agent's text or speech that end its turn."""
     join_timeout: float = Field(15.0, gt=0, le=600)
     """How long to wait for the agent to join the room before the run is an infrastructure error."""
+
+    @model_validator(mode="after")
+    def _audio_available(self) -> LiveKitSpec:
+        audio_mode_available(self.mode)  # the voice extra is imported only as audio is heard: say so up front
+        return self
 
 
 @dataclass
@@ -346,6 +351,10 @@ class LiveKitTarget(Target[LiveKitSpec]):
         assert self._session is not None
         heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
                              now_ms=self._session.now_ms)
+        # here, not at the top: the speech-to-text imports numpy (the voice extra), which a text-mode target, and
+        # `schema`/`init` reading every type's spec, do without (124 ms of each)
+        from tamesu.audio import stt
+
         turn.text = await stt.heard_in(heard.pcm, RATE)
         record, measures = self._voice.end_turn(heard=turn.text)
         turn.audio, turn.measures = record, measures

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from tamesu.targets.base import TargetSpec
+from tamesu.targets.realtime.spec import require_audio_extra
 from tamesu.types import Duration, Strict
 
 
@@ -78,6 +79,11 @@ class SipSpec(TargetSpec):
     """Extra SIP headers on the INVITE (outbound)."""
 
     model_config = ConfigDict(**{**TargetSpec.model_config, "populate_by_name": True})
+
+    @model_validator(mode="after")
+    def _audio_available(self) -> SipSpec:
+        require_audio_extra()  # the voice extra is imported only as a turn is heard: say so up front
+        return self
 
     @model_validator(mode="after")
     def _direction(self) -> SipSpec:

@@ -33,7 +33,6 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from tamesu.audio import stt
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
@@ -330,6 +329,8 @@ class SipTarget(Target[SipSpec]):
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
             self._metrics["greeting_ms"] = round((heard.spoke_at - self._answered) * 1000, 3)
+        from tamesu.audio import stt  # numpy: not at the top, so `schema`/`init` read the spec without it
+
         turn.text = await stt.heard_in(heard.pcm, 8000, self.to_ms(heard.spoke_at or time.monotonic()))
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
