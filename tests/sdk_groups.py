@@ -17,3 +17,9 @@ openai` 0.5 s (each worker paid both in test-fast: 9 s of its CPU). About 20 s o
 IN_PROCESS_MCP = pytest.mark.xdist_group("mcp-sdk")
 """Tests that open the mcp target or its stdio reader here: `mcp` and `mcp_types` cost 0.65 s of CPU. About
 35 s of tests (most of it test_mcp_stdio_size's 400 MB line, in a child process)."""
+
+IN_PROCESS_A2A_SERVER = pytest.mark.xdist_group("a2a-server")
+"""Tests that serve A2A in this process (tests/agents/a2a_agents.py, tamesu's remote agents): a2a-sdk's server
+side with its gRPC compat handler imports SQLAlchemy and a2a's client, 0.55 s of CPU, and each worker that ran one
+of these modules' tests also started the module's agents. About 40 s of tests. tests/agents/a2a_agents.py is
+imported in the fixtures and tests, not at collection, so the other workers never import it."""

@@ -6,10 +6,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from agents.a2a_agents import TOKEN, A2AAgents
+from sdk_groups import IN_PROCESS_A2A_SERVER
+
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
+
+pytestmark = IN_PROCESS_A2A_SERVER  # serves A2A in this process: a2a-sdk's server side
+
 
 SUITE = """\
 targets:
@@ -57,11 +64,15 @@ tests:
 
 @pytest.fixture(scope="module")
 def agents() -> Iterator[A2AAgents]:
+    from agents.a2a_agents import A2AAgents  # here, not at collection: tests/sdk_groups.py
+
     with A2AAgents() as running:
         yield running
 
 
 def test_a2a_suite_through_the_command(tmp_path: Path, tamesu, agents: A2AAgents) -> None:
+    from agents.a2a_agents import TOKEN
+
     (tmp_path / "receipt.txt").write_text("ORD-1001: 2 items")
     (tmp_path / "shop.yaml").write_text(SUITE.format(url=agents.urls["v03"], grpc=agents.grpc_url))
     result = tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path, env={"SHOP_TOKEN": TOKEN})

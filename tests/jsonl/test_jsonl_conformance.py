@@ -9,21 +9,29 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from agents.a2a_agents import A2AAgents
 from agents.expense_agent import EXAMPLE, ExpenseAgent, expense_agent, run_test
 from conftest import run_tamesu
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from tamesu.engine.live import TargetHelper
 from tamesu.suite.secrets import Secrets
 from tamesu.targets.a2a import A2ASpec
+
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
+
+pytestmark = IN_PROCESS_A2A_SERVER  # serves A2A in this process: a2a-sdk's server side
 
 __all__ = ["expense_agent"]
 
 
 @pytest.fixture(scope="module")
 def agents() -> Iterator[A2AAgents]:
+    from agents.a2a_agents import A2AAgents  # here, not at collection: tests/sdk_groups.py
+
     with A2AAgents() as running:
         yield running
 

@@ -6,20 +6,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agents.a2a_agents import A2AAgents
 from agents.expense_agent import run_test
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from tamesu.errors import ConfigError
 from tamesu.net.serve import ThreadServer
 from tamesu.plan import Project, load_project
 from tamesu.plan import targets as plan_targets
 from tamesu.plan.targets import TargetProblem, resolve
 from tamesu.suite.secrets import Secrets
+
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
 
 
 def _project(tmp_path: Path, text: str) -> Project:
@@ -77,10 +81,13 @@ async def test_a_card_without_the_a2a_target_is_a_clear_error(tmp_path: Path, mo
 
 @pytest.fixture(scope="module")
 def a2a_agents() -> Iterator[A2AAgents]:
+    from agents.a2a_agents import A2AAgents  # here, not at collection: tests/sdk_groups.py
+
     with A2AAgents() as agents:
         yield agents
 
 
+@IN_PROCESS_A2A_SERVER  # serves A2A in this process: a2a-sdk's server side
 def test_a_multi_turn_case_against_an_a2a_agent_found_by_its_card(a2a_agents: A2AAgents, tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text("\n".join(json.dumps(case) for case in [

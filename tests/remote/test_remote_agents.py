@@ -43,6 +43,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from a2a_clients import pinned_client
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from tamesu.conversation import AgentTurn, Exchange, Session, UserTurn
 from tamesu.fuzzing import HOSTILE_TEXT, FuzzSpec
 from tamesu.net.serve import LoopServer
@@ -50,6 +51,8 @@ from tamesu.remote.group import RemoteAgents
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
+
+pytestmark = IN_PROCESS_A2A_SERVER  # tamesu's remote agents serve A2A in this process: a2a-sdk's server side
 
 TOKEN = "remote-token-42"
 REFUSED = (A2AClientError, A2AError, grpc.aio.AioRpcError)

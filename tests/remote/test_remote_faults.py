@@ -12,6 +12,9 @@ import httpx
 from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
 
 from remote.test_remote_agents import BILLING, agents, call, combos, connect, send
+from sdk_groups import IN_PROCESS_A2A_SERVER
+
+pytestmark = IN_PROCESS_A2A_SERVER  # tamesu's remote agents serve A2A in this process: a2a-sdk's server side
 
 
 @combos

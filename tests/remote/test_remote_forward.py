@@ -17,7 +17,10 @@ from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from remote.test_remote_agents import BILLING, TOKEN, agents, call, connect, reply_of, request, send
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from test_example_orchestrator import orchestrator  # noqa: F401 - a fixture
+
+pytestmark = IN_PROCESS_A2A_SERVER  # tamesu's remote agents serve A2A in this process: a2a-sdk's server side
 
 HTTP_COMBOS = [(b, v) for b in ("JSONRPC", "HTTP+JSON") for v in ("1.0", "0.3")]
 http_combos = pytest.mark.parametrize(("binding", "version"), HTTP_COMBOS, ids=[f"{b}-{v}" for b, v in HTTP_COMBOS])

@@ -10,15 +10,15 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface
 from pydantic import ValidationError
 
-from agents.a2a_agents import SLOW_SECONDS, TOKEN, A2AAgents
 from ports import refused_port
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from sessions import events, new_session
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import Exchange, RunView
@@ -31,6 +31,11 @@ from tamesu.targets.a2a._push import TOKEN_HEADER, PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._transport import choose, grpc_target
 
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
+
+pytestmark = IN_PROCESS_A2A_SERVER  # serves A2A in this process: a2a-sdk's server side
+
 VERSIONS = ["v10", "v03"]
 BINDINGS = ["jsonrpc", "http", "grpc"]
 MODES: dict[str, dict[str, Any]] = {"send": {}, "stream": {"stream": True}, "push": {"push": True}}
@@ -39,11 +44,15 @@ SHOWN_VERSION = {"v10": "1.0", "v03": "0.3"}
 
 @pytest.fixture(scope="module")
 def agents() -> Iterator[A2AAgents]:
+    from agents.a2a_agents import A2AAgents  # here, not at collection: tests/sdk_groups.py
+
     with A2AAgents() as running:
         yield running
 
 
 def make_session(tmp_path: Path) -> Session:
+    from agents.a2a_agents import TOKEN
+
     return new_session(tmp_path, environ={"SHOP_TOKEN": TOKEN})
 
 
@@ -164,6 +173,8 @@ async def test_matrix_same_assertions_everywhere(agents: A2AAgents, tmp_path: Pa
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_data_files_metadata_and_headers_reach_the_agent(agents: A2AAgents, tmp_path: Path,
                                                                binding: str) -> None:
+    from agents.a2a_agents import TOKEN
+
     (tmp_path / "note.txt").write_text("two pairs, size 42")
     session = make_session(tmp_path)
     spec = {"url": f"{agents.urls['v10']}/a2a", "transport": binding, "metadata": {"tenant": "acme"},
@@ -363,6 +374,8 @@ async def test_credentials_missing_for_a_secured_card(agents: A2AAgents, tmp_pat
 @pytest.mark.parametrize("origin, binding", [("secure", "jsonrpc"), ("secure03", "jsonrpc"), ("secure03", "http")])
 async def test_credentials_read_the_extended_card(agents: A2AAgents, tmp_path: Path, origin: str,
                                                   binding: str) -> None:
+    from agents.a2a_agents import TOKEN
+
     session = make_session(tmp_path)
     spec = {"url": f"{agents.urls[origin]}/a2a", "skill": "refunds", "transport": binding,
             "headers": {"Authorization": "Bearer {{secrets.SHOP_TOKEN}}"}}
@@ -435,6 +448,8 @@ async def test_a_protocol_error_fails_the_turn_with_code_and_message(agents: A2A
 @pytest.mark.parametrize("mode", ["send", "stream", "push"])
 async def test_an_agent_slower_than_turn_timeout_fails_on_time(agents: A2AAgents, tmp_path: Path,
                                                                mode: str) -> None:
+    from agents.a2a_agents import SLOW_SECONDS
+
     session = make_session(tmp_path)
     spec = {"url": f"{agents.urls['v10']}/a2a", "turn_timeout": "400ms", **MODES[mode]}
     async with opened(spec, session) as target:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
@@ -14,11 +14,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agents.a2a_agents import A2AAgents
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.serve import ThreadServer
 from targets.test_a2a_target import agents, make_session, opened
+
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
+
+pytestmark = IN_PROCESS_A2A_SERVER  # serves A2A in this process: a2a-sdk's server side
 
 __all__ = ["agents"]  # a fixture, imported to be found by pytest
 

@@ -12,6 +12,7 @@ import pytest
 from agents.trace_backend import TraceBackend
 from agents.traced import TracedA2AAgent, TracedRealtimeAgent, free_port
 from conftest import why
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from sessions import new_session
 
 ASSERTIONS = """\
@@ -73,6 +74,7 @@ def test_a_realtime_voice_agents_spans_by_conversation_and_turn(tmp_path: Path, 
                                               if a["name"] == "tool_called")
 
 
+@IN_PROCESS_A2A_SERVER  # the traced agent serves A2A in this process: a2a-sdk's server side
 def test_an_a2a_agents_spans_by_turn(tmp_path: Path, tamesu, serve) -> None:
     receive = f"127.0.0.1:{free_port()}"
     agent = TracedA2AAgent(f"http://{receive}")
@@ -112,6 +114,7 @@ def test_a_realtime_agents_spans_fetched_from_its_backend(tmp_path: Path, tamesu
     assert spans["not_found"] == []
 
 
+@IN_PROCESS_A2A_SERVER  # the traced agent serves A2A in this process: a2a-sdk's server side
 def test_an_a2a_agents_spans_fetched_from_jaeger(tmp_path: Path, tamesu, serve) -> None:
     backend = TraceBackend("jaeger")
     backend_url = serve(backend.app()).url

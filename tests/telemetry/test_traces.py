@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from starlette.applications import Starlette
@@ -17,12 +18,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agents.a2a_agents import A2AAgents
 from forked import script_command
+from sdk_groups import IN_PROCESS_A2A_SERVER
 from sessions import new_session
 from tamesu.conversation import UserTurn
 from tamesu.targets.a2a import A2ASpec, A2ATarget
 from tamesu.telemetry.traceparent import TraceContext
+
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 
@@ -85,10 +89,13 @@ tests:
 
 @pytest.fixture(scope="module")
 def agents() -> Iterator[A2AAgents]:
+    from agents.a2a_agents import A2AAgents  # here, not at collection: tests/sdk_groups.py
+
     with A2AAgents() as running:
         yield running
 
 
+@IN_PROCESS_A2A_SERVER  # serves A2A in this process: a2a-sdk's server side
 @pytest.mark.parametrize("transport", ["jsonrpc", "http", "grpc"])
 async def test_a2a_sends_the_trace_as_header_or_grpc_metadata_and_as_message_metadata(
         agents: A2AAgents, tmp_path: Path, transport: str) -> None:
