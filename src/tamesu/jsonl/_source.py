@@ -14,7 +14,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # public sinc
 from typing import Any
 
 from tamesu.errors import Problem
-from tamesu.suite.yaml_reader import format_loc
+from tamesu.suite.yaml_reader import column, format_loc
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\r\n"
@@ -95,7 +95,7 @@ class JsonDocument:
     def problem(self, loc: Sequence[object], message: str, *, key: bool = False) -> Problem:
         at = max(self.start, locate(self.text, self.start, loc, key=key))
         line = self.line + self.text.count("\n", self.start, at)
-        return Problem(self.label, line, at - (self.text.rfind("\n", 0, at) + 1) + 1, format_loc(loc), message)
+        return Problem(self.label, line, column(self.text, at), format_loc(loc), message)
 
 
 class _Lines:
@@ -113,7 +113,7 @@ class _Lines:
         else:
             self.line -= self.text.count("\n", offset, self.at)
         self.at = offset
-        return self.line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return self.line, column(self.text, offset)
 
 
 def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem]:

@@ -243,7 +243,12 @@ def _short(text: str) -> str:
 def line_col(text: str, offset: int) -> tuple[int, int]:
     offset = max(0, min(offset, len(text)))
     line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column(text, offset)
+
+
+def column(text: str, offset: int) -> int:
+    """The 1-based column of `offset` in its line."""
+    return offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
