@@ -120,10 +120,21 @@ def test_the_three_recipes_pass_against_the_bot(runs: Runs) -> None:
     ("rate", "is audio.sample_rate (8000) the rate the agent sends?"),
     ("path", "audio.receive $.media.audio found no audio"),
 ])
-def test_a_wrong_configuration_fails_naming_the_mismatch(runs: Runs, test: str, named: str) -> None:
+def test_a_wrong_configuration_fails_naming_the_mismatch(runs: Runs, test: str, named: str, voice_bot_url: str,
+                                                         tmp_path: Path) -> None:
     assert runs.wrong_code == 1
     record = _records(runs.wrong)[f"wrong/{test}"]
     assert record["status"] == "failed", record
+    if test == "rate" and named not in json.dumps(record):
+        # the rate is named from the pace the agent's audio arrives at, which holds while the agent keeps its own
+        # clock: a bot starved beside the example suite's calls once sent its 16 kHz greeting at half real-time
+        # pace, which read at 8 kHz plays in real time (then nothing is amiss but the words). Called again alone,
+        # with the bot idle, the mismatch must be named
+        (tmp_path / "wrong.tamesu.yaml").write_text(WRONG)
+        again = run_tamesu(["run", "wrong.tamesu.yaml", "--out", "out", "--filter", "^wrong/rate$"], cwd=tmp_path,
+                           env={"VOICE_BOT": voice_bot_url}, timeout=120)
+        assert again.returncode == 1, again.stdout + again.stderr
+        record = _records(next(d for d in (tmp_path / "out").iterdir() if d.is_dir()))["wrong/rate"]
     assert named in json.dumps(record), (named, record)
 
 

@@ -103,9 +103,11 @@ tests:
     assert: [ {{ contains: balance }} ]
   - name: never said
     target: audio
-    scenario: {{ script: [ {{ wait_for: "press 9 for the pharmacy", timeout: 8s }} ] }}
+    scenario: {{ script: [ {{ wait_for: "press 9 for the pharmacy", timeout: 15s }} ] }}
 """, encoding="utf-8")
     out = tmp_path / "out"
+    # "never said" waits twice the greeting's length (two utterances and the pause between them, 7.5 s spoken):
+    # at 8 s, three calls starting at once on a loaded bot once heard only the first utterance in time
     # the three calls at once (at two, the third waited for a slot: 26 s of the lane for 15 s of calls): no
     # caller says a word, so the bot's Whisper has nothing to transcribe
     done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "3"], cwd=tmp_path, env=OFFLINE,
@@ -119,7 +121,7 @@ tests:
         assert "billing" in menu["turns"][1]["agent"]["text"].lower()
         assert menu["turns"][1]["agent"]["spoken"] is (name == "audio menu")
     reason = _failure(results["never said"])
-    assert reason.startswith("script step 1 waited 8s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert reason.startswith("script step 1 waited 15s for 'press 9 for the pharmacy'; the agent said '"), reason
     assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
 
 
