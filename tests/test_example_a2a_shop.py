@@ -459,8 +459,14 @@ async def test_a_dropped_stream_is_picked_up_with_resubscribe_and_nothing_is_los
     assert later, "the rest of the answer streamed after resubscribing"
     whole = later[-1].artifact.parts[0].text
     assert later[-1].last_chunk and whole.startswith("Your recent orders: ORD-1001")
-    appended = "".join(p.text for p in snapshot) + "".join(c.artifact.parts[0].text for c in later if c.append)
-    assert appended == whole, "every word arrived once, before or after the drop"
+    before = "".join(p.text for p in snapshot)
+    after = [c.artifact.parts[0].text for c in later if c.append]
+    # a2a-sdk's tapped queue "may receive some old events" it had not dispatched when the task was read: a word at
+    # the seam may come in the snapshot and again as the first chunks after it (twice in some twenty full runs,
+    # under load). Nothing may be lost or come out of order, and a repeat only at the seam
+    seams = [k for k in range(len(after) + 1)
+             if before.endswith("".join(after[:k])) and before + "".join(after[k:]) == whole]
+    assert seams, ("every word arrived, before or after the drop", before, after, whole)
     assert again[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
