@@ -97,21 +97,39 @@ def _records(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {f"{r['suite']}/{r['test']}": r for r in map(json.loads, lines)}
 
 
+def _starved(record: dict[str, Any]) -> bool:
+    """tamesu's own audio loop waited for a core a tenth of the call or more (`loop_runqueue_ms`)."""
+    waited = max((r.get("metrics", {}).get("loop_runqueue_ms", 0.0) for r in record["runs"]), default=0.0)
+    return waited >= 0.1 * record["duration_ms"]
+
+
 @needs_bot
-def test_the_three_recipes_pass_against_the_bot(runs: Runs) -> None:
-    run_dir, output = runs.examples, runs.output
-    records = _records(run_dir)
-    for name in ("vonage greeting and answer", "telnyx digit", "twilio-shaped barge-in"):
+def test_the_three_recipes_pass_against_the_bot(runs: Runs, voice_bot_url: str) -> None:
+    output = runs.output
+    records = _records(runs.examples)
+    made_in = dict.fromkeys(records, runs.examples)
+    for index, name in enumerate(("vonage greeting and answer", "telnyx digit", "twilio-shaped barge-in")):
         record = records[f"voice-bot-voice/{name}"]
+        if record["status"] != "passed" and _starved(record):
+            # three calls at once on the bot beside the other lanes' agents: at load 6 the telnyx call's loop
+            # waited 12.6 s of 51 s for a core and the starved bot's answer came in pieces Whisper misheard
+            # ("your own simple colors"). Called again alone, it must pass
+            project = runs.examples.parent.parent
+            out = project / f"again-{index}"
+            again = run_tamesu(["run", "voice.tamesu.yaml", "--out", str(out), "--filter", f"^voice-bot-voice/{name}$"],
+                               cwd=project, env={"VOICE_BOT": voice_bot_url}, timeout=300)
+            assert "Traceback" not in again.stdout + again.stderr
+            made_in[record["id"]] = next(d for d in out.iterdir() if d.is_dir())
+            record = _records(made_in[record["id"]])[record["id"]]
         assert record["status"] == "passed", f"{name}: {why(record)}"
     assert "Traceback" not in output
-    vonage = json.loads((run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "result.json")
-                        .read_text())
+    vonage_dir = made_in["voice-bot-voice/vonage greeting and answer"] / "voice-bot-voice/vonage-greeting-and-answer"
+    vonage = json.loads((vonage_dir / "run-1" / "result.json").read_text())
     # the greeting is every agent turn before the caller first speaks (two, when a loaded bot paused between its
     # parts longer than `idle`), heard if not word for word
     greeting = " ".join(t["agent"]["text"] for t in itertools.takewhile(lambda t: t["user"] is None, vonage["turns"]))
     assert re.search("press|billing", greeting.lower()), vonage["turns"]
-    assert (run_dir / "voice-bot-voice" / "vonage-greeting-and-answer" / "run-1" / "audio.wav").stat().st_size > 0
+    assert (vonage_dir / "run-1" / "audio.wav").stat().st_size > 0
 
 
 @needs_bot
