@@ -308,6 +308,27 @@ def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_
 
 
 @needs_voice
+def test_a_wait_for_longer_than_turn_timeout_waits_its_own_timeout(agents: PipecatAgents, tmp_path: Path) -> None:
+    # listening on for a phrase, the step's own timeout bounds the wait (turn_timeout, 1 s here, bounds a reply
+    # once it started): the failure is the step's, naming what the bot said, not "said nothing within 1s"
+    targets = _target("t", agents.url + "/echo", "text", "1s") + _target("a", agents.url + "/echo", "audio", "1s")
+    tests = "".join(f"""  - name: {name}
+    target: {name}
+    scenario: {{ script: [ {{ say: "hello" }}, {{ wait_for: "pharmacy", timeout: 3s }} ] }}
+""" for name in ("t", "a"))
+    project = _suite(tmp_path, targets, tests)
+    done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in output, output
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    records = {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    for name, said in (("a", "heard you"), ("t", "you said: hello")):
+        reason = records[name]["runs"][0]["failures"][0]["reason"]
+        assert reason.startswith(f"script step 2 waited 3s for 'pharmacy'; the agent said '{said}"), reason
+        assert records[name]["duration_ms"] >= 3000, records[name]
+
+
+@needs_voice
 def test_a_bot_without_rtvi_is_an_infrastructure_error(agents: PipecatAgents, tmp_path: Path) -> None:
     project = _suite(tmp_path, _target("n", agents.url + "/no-ready", "text", "2s"),
                      "  - { name: n, target: n, scenario: { script: [ { say: hello } ] } }\n")

@@ -63,7 +63,8 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     """The agent's reply into `turn` (first sound, `ended`); raises TurnError when it said nothing within
     `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
     `max_duration`). With `limit`, a reply that has not started within that many seconds is no reply: the
-    Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words). `paced`:
+    Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words, whose
+    own timeout is the limit, however it compares with `turn_timeout`, which then runs from the first sound). `paced`:
     the line plays its audio out at its own pace, and each chunk is heard as it arrives (a SIP call's)."""
     # numpy: this module's POLL_S is read by text-mode targets too
     from tamesu.audio.level import first_sound, is_speech
@@ -71,6 +72,8 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     heard = Speech()
     audio_turn: TurnAudio | None = voice.current
     started = time.monotonic()
+    # a listen's turn_timeout runs from the agent's first sound: before it, `limit` alone says how long to wait
+    timed_from = started
     quiet_since: float | None = None
     while True:
         line.poll()
@@ -87,6 +90,8 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
                 if heard.spoke_at is None:
                     heard.spoke_at = at
                     turn.first_token_at_ms = line.to_ms(at)
+                    if limit is not None:
+                        timed_from = time.monotonic()
                 quiet_since = None
                 heard.pieces.append(pcm)
             elif heard.spoke_at is not None:
@@ -98,9 +103,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             break
         if heard.spoke_at is not None and quiet_since is not None and now - quiet_since >= idle:
             break
-        if limit is not None and heard.spoke_at is None and now - started > limit:
-            return heard
-        if now - started > turn_timeout:
+        if limit is not None and heard.spoke_at is None:
+            if now - started > limit:
+                return heard
+        elif now - timed_from > turn_timeout:
             if heard.spoke_at is None:
                 turn.completed_at_ms = now_ms()
                 raise TurnError(f"the agent said nothing within {turn_timeout:g}s")

@@ -4,20 +4,18 @@ travel, what each message it receives means); this module owns the call:
 
 - open: connect (retried as `connect` says), send the wire's opening messages, start reading;
 - the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its voice and
-  behaviours, through `tamesu.audio`) or digits, then the agent's reply until `idle` of silence after its
-  speech (on the playback clock: a burst plays for as long as it lasts), a `done` message, the agent hanging
-  up, or `turn_timeout`;
+  behaviours, through `tamesu.audio`) or digits, then the agent's reply until `idle` of silence after its speech
+  (on the playback clock: a burst plays for as long as it lasts), a `done` message, a hang-up, or `turn_timeout`;
 - between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
   agent that finds the end of speech itself (VAD) hears the pause;
 - barge-in: when the persona talks over a reply, the turn ends there and the next one is spoken at once; the
-  agent's `clear` (or `interrupted`) is recorded and `interruption_stop_ms` is the time from the user's first
-  word to the clear, or to the last audio of that reply when the agent sends none. The talked-over reply's text
-  is the agent's own words for it when its protocol gives them, else what the caller heard of it up to the
-  barge-in, transcribed once the call ends (not before the user speaks: that would hold the barge-in back);
+  agent's `clear` (or `interrupted`) is recorded and `interruption_stop_ms` is the time from the user's first word
+  to the clear, or to the last audio of that reply when the agent sends none. The talked-over reply's text is the
+  agent's own words for it when its protocol gives them, else what the caller heard of it, transcribed after the
+  call (not before the user speaks: that would hold the barge-in back).
 
 Each failure is a failed turn with its reason: the socket closed in the middle of a turn, nothing said within
-`turn_timeout`, audio that does not fit the agreed format, audio arriving faster than real time for longer
-than `turn_timeout` (a flood: said in the reason).
+`turn_timeout`, audio not in the agreed format, audio faster than real time for longer than `turn_timeout`.
 """
 
 from __future__ import annotations
@@ -178,10 +176,9 @@ class AudioSocketTarget(Target[SpecT]):
         session = self._require_session()
         ws = self._ws
         try:
-            async for message in ws:
-                await self._queue.put((message, session.now_ms()))
-        except ConnectionClosed:
-            pass
+            with contextlib.suppress(ConnectionClosed):
+                async for message in ws:
+                    await self._queue.put((message, session.now_ms()))
         finally:
             code = "no close code" if ws.close_code is None else f"code {ws.close_code}"
             reason = f", {ws.close_reason}" if ws.close_reason else ""
@@ -299,15 +296,15 @@ class AudioSocketTarget(Target[SpecT]):
 
     async def _listen(self, turn: AgentTurn, *, greeting: bool, wait_s: float | None = None) -> AgentTurn | None:
         """The agent's reply: until `idle` of silence after its speech, `done`, the socket closing, or
-        `turn_timeout`; None when it has not started speaking within `wait_s` (when given)."""
+        `turn_timeout`; None when it has not started speaking within `wait_s` (when given; may exceed turn_timeout)."""
         session = self._require_session()
         heard = Heard()
         started = time.monotonic()
         limit = self.spec.turn_timeout
+        timed_from = None if wait_s is not None else started  # listening on: turn_timeout from its first sound
         audio_turn = self._require_voice().current
         idle_ms = self.idle_s * 1000
-        ended = False
-        interrupted = False
+        ended = interrupted = False
         while True:
             try:
                 message, at = await asyncio.wait_for(self._queue.get(), POLL_S)
@@ -343,9 +340,12 @@ class AudioSocketTarget(Target[SpecT]):
                 interrupted = True
                 self._barging = True
                 break
-            if wait_s is not None and heard.spoke_at is None and time.monotonic() - started > wait_s:
-                return None
-            if time.monotonic() - started > limit:
+            if wait_s is not None and heard.spoke_at is None:
+                if time.monotonic() - started > wait_s:
+                    return None
+                continue
+            timed_from = timed_from or time.monotonic()
+            if time.monotonic() - timed_from > limit:
                 if heard.spoke_at is None:
                     hint = self._wire.silence_hint() if self._wire is not None else ""
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",

@@ -249,6 +249,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         heard = Heard()
         state = {"llm": False, "speaking": False, "tts": False}
         started = time.monotonic()
+        timed_from: float | None = None if wait_s is not None else started
         last_at: float | None = None
         limit = self.spec.turn_timeout
         while True:
@@ -280,9 +281,14 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
             if (last_at is not None and not busy and session.now_ms() - last_at >= self.idle_s * 1000
                     and self._queue.empty()):
                 break
-            if wait_s is not None and last_at is None and not busy and time.monotonic() - started > wait_s:
-                return None
-            if time.monotonic() - started > limit:
+            if wait_s is not None and last_at is None and not busy:
+                # listening on: `wait_s` alone bounds the wait for the reply's start; turn_timeout runs from it
+                if time.monotonic() - started > wait_s:
+                    return None
+                continue
+            if timed_from is None:
+                timed_from = time.monotonic()
+            if time.monotonic() - timed_from > limit:
                 if last_at is None:
                     raise TurnError(f"the bot said nothing within turn_timeout ({limit:g}s)", raw=heard.controls)
                 raise TurnError(f"the bot's reply did not end within turn_timeout ({limit:g}s): its "
