@@ -205,8 +205,9 @@ class Target(ABC, Generic[SpecT]):
 
     async def listen(self, timeout: float) -> AgentTurn | None:
         """The agent's next utterance without the user saying anything (a `wait_for` still listening), its
-        start waited for at most `timeout` seconds; None when it said nothing in that time, or when this
-        target hears the agent only in answer to a turn (the default). Raises TurnError as `send` does."""
+        start waited for at most `timeout` seconds (longer than `turn_timeout` too, which bounds the utterance
+        once it started); None when it said nothing in that time, or when this target hears the agent only in
+        answer to a turn (the default). Raises TurnError as `send` does."""
         return None
 
     @abstractmethod
