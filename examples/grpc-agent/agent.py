@@ -20,6 +20,7 @@ import re
 import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -177,12 +178,15 @@ class TurnService(turn_pb2_grpc.TurnServiceServicer):
         return reply
 
 
-async def serve(port: int, token: str, word_delay: float, slow_seconds: float) -> None:
+async def serve(port: int, token: str, word_delay: float, slow_seconds: float,
+                tls: grpc.ServerCredentials | None = None) -> None:
     server = grpc.aio.server()
     turn_pb2_grpc.add_TurnServiceServicer_to_server(TurnService(Shop(word_delay, slow_seconds), token), server)
-    bound = server.add_insecure_port(f"127.0.0.1:{port}")
+    address = f"127.0.0.1:{port}"
+    bound = server.add_secure_port(address, tls) if tls is not None else server.add_insecure_port(address)
     await server.start()
-    print(f"grpc shop agent listening on grpc://127.0.0.1:{bound} (tamesu.turn.v1.TurnService)", flush=True)
+    scheme = "grpcs" if tls is not None else "grpc"
+    print(f"grpc shop agent listening on {scheme}://127.0.0.1:{bound} (tamesu.turn.v1.TurnService)", flush=True)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -197,9 +201,19 @@ def main() -> None:
     parser.add_argument("--word-delay", type=float, default=0.01, help="seconds between streamed words")
     parser.add_argument("--slow-seconds", type=float, default=5.0,
                         help="how long a message with 'slowly' in it takes (to show turn_timeout)")
+    parser.add_argument("--tls-cert", help="serve TLS (grpcs://) with this certificate chain (PEM)")
+    parser.add_argument("--tls-key", help="the certificate's private key (PEM), with --tls-cert")
+    parser.add_argument("--client-ca", help="with --tls-cert: require a client certificate issued by this CA")
     args = parser.parse_args()
     token = os.environ.get("GRPC_AGENT_TOKEN") or "demo-token"
-    asyncio.run(serve(args.port, token, args.word_delay, args.slow_seconds))
+    tls = None
+    if args.tls_cert:
+        if not args.tls_key:
+            parser.error("--tls-cert needs --tls-key")
+        pair = (Path(args.tls_key).read_bytes(), Path(args.tls_cert).read_bytes())
+        client_ca = Path(args.client_ca).read_bytes() if args.client_ca else None
+        tls = grpc.ssl_server_credentials([pair], root_certificates=client_ca, require_client_auth=bool(client_ca))
+    asyncio.run(serve(args.port, token, args.word_delay, args.slow_seconds, tls))
 
 
 if __name__ == "__main__":

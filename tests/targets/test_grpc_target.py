@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+import trustme
 
 from conftest import warm_demo
 from lifeline import tied
@@ -28,6 +29,7 @@ from sessions import new_session
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "grpc-agent"
 TOKEN = "grpc-test-token-7"
+HEADERS = f'{{ Authorization: "Bearer {TOKEN}" }}'
 
 
 @dataclass
@@ -36,9 +38,10 @@ class Agent:
     output: list[str]
 
 
-def start_agent(slow_seconds: float = 3) -> tuple[subprocess.Popen[str], Agent]:
+def start_agent(slow_seconds: float = 3, *options: str) -> tuple[subprocess.Popen[str], Agent]:
     process = subprocess.Popen(
-        tied([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--slow-seconds", str(slow_seconds)]),
+        tied([sys.executable, str(EXAMPLE / "agent.py"), "--port", "0", "--slow-seconds", str(slow_seconds),
+              *options]),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "GRPC_AGENT_TOKEN": TOKEN})
     output: list[str] = []
     found: dict[str, str] = {}
@@ -47,7 +50,7 @@ def start_agent(slow_seconds: float = 3) -> tuple[subprocess.Popen[str], Agent]:
     def read(stdout: IO[str]) -> None:
         for line in stdout:  # until the agent exits, so its pipe never fills
             output.append(line)
-            if match := re.search(r"listening on (grpc://\S+)", line):
+            if match := re.search(r"listening on (grpcs?://\S+)", line):
                 found["url"] = match.group(1)
                 ready.set()
         ready.set()
@@ -287,3 +290,78 @@ async def test_a_first_message_refused_by_grpc_still_names_the_agents_status(age
     assert str(refused.value) == "the agent answered gRPC status UNAUTHENTICATED: send authorization: Bearer <token>"
     [said] = [e.data for e in session.events if e.name == "grpc_first_message_refused"]
     assert said == {"details": "Internal error from Core", "second_call": "UNAUTHENTICATED"}
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+def test_grpcs_trusts_the_platform_store_and_tls_ca_file_and_presents_a_client_certificate(tmp_path: Path,
+                                                                                          tamesu) -> None:
+    # the example agent over TLS with certificates from a CA made here: once for 127.0.0.1, once for another
+    # name and requiring a client certificate (mTLS). A grpcs:// target trusts what every other route trusts
+    # (tamesu.net.tls): the platform's store (SSL_CERT_FILE here) or tls.ca_file, and takes server_name and a
+    # client certificate from its tls: block
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    leaves = {"ip": ca.issue_cert("127.0.0.1"), "named": ca.issue_cert("agent.internal"), "client": ca.issue_cert("t")}
+    for name, leaf in leaves.items():
+        (tmp_path / f"{name}.pem").write_bytes(b"".join(pem.bytes() for pem in leaf.cert_chain_pems))
+        leaf.private_key_pem.write_to_path(str(tmp_path / f"{name}.key"))
+    tls_process, tls_agent = start_agent(3, "--tls-cert", str(tmp_path / "ip.pem"), "--tls-key",
+                                         str(tmp_path / "ip.key"))
+    mtls_process, mtls_agent = start_agent(3, "--tls-cert", str(tmp_path / "named.pem"), "--tls-key",
+                                           str(tmp_path / "named.key"), "--client-ca", str(tmp_path / "ca.pem"))
+    mtls = "ca_file: ca.pem, cert_file: client.pem, key_file: client.key, server_name: agent.internal"
+    try:
+        assert tls_agent.url.startswith("grpcs://127.0.0.1:") and mtls_agent.url.startswith("grpcs://127.0.0.1:")
+        (tmp_path / "suite.yaml").write_text(f"""name: tls
+targets:
+  by-ca-file: {{ type: grpc, url: "{tls_agent.url}", headers: {HEADERS}, tls: {{ ca_file: ca.pem }} }}
+  by-store: {{ type: grpc, url: "{tls_agent.url}", headers: {HEADERS} }}
+  mtls: {{ type: grpc, url: "{mtls_agent.url}", headers: {HEADERS}, tls: {{ {mtls} }} }}
+tests:
+""" + "".join(f"""  - {{ name: {name}, target: {name}, assert: [ {{ contains: shipped }} ],
+      scenario: {{ script: [ {{ say: "Where is my order ORD-1001?" }} ] }} }}
+""" for name in ("by-ca-file", "by-store", "mtls")))
+        done = tamesu(["run", "suite.yaml", "--out", "out", "--parallel", "3"], cwd=tmp_path,
+                      env={"SSL_CERT_FILE": str(tmp_path / "ca.pem")})
+        assert done.returncode == 0, done.stdout + done.stderr
+        # each missing piece alone: the agent is not reached (exit 3, one line)
+        for url, tls in ((tls_agent.url, None), (mtls_agent.url, mtls.split(", cert_file")[0] + ", server_name: "
+                                                 "agent.internal"), (mtls_agent.url, mtls.split(", server_name")[0])):
+            block = f", tls: {{ {tls} }}" if tls else ""
+            (tmp_path / "refused.yaml").write_text(f"""name: refused
+targets:
+  agent: {{ type: grpc, url: "{url}"{block}, connect: {{ attempts: 1, timeout: 3s }} }}
+tests:
+  - {{ name: t, target: agent, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+            refused = tamesu(["run", "refused.yaml", "--out", "refused"], cwd=tmp_path)
+            said = refused.stdout + refused.stderr
+            assert refused.returncode == 3 and "Traceback" not in said, (tls, said)
+            assert f"cannot reach the agent at {url} after 1 attempt(s)" in said, (tls, said)
+    finally:
+        _stop(tls_process)
+        _stop(mtls_process)
+
+
+def test_a_tls_block_grpc_cannot_honour_is_a_suite_error(tmp_path: Path, tamesu) -> None:
+    (tmp_path / "suite.yaml").write_text("""name: tls
+targets:
+  plain: { type: grpc, url: "grpc://127.0.0.1:9", tls: { ca_file: ca.pem } }
+  unchecked: { type: grpc, url: "grpcs://127.0.0.1:9", tls: { verify: false } }
+tests:
+  - { name: t, target: plain, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("suite.yaml:")]
+    assert any("targets.plain" in line and "tls: is for a grpcs:// url" in line for line in lines), lines
+    assert any("targets.unchecked" in line and "tls.verify: false is not possible over gRPC" in line
+               for line in lines), lines

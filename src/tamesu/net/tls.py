@@ -13,6 +13,7 @@ where a target or a model needs more, and one line naming the host and the reaso
 from __future__ import annotations
 
 import functools
+import os
 import ssl
 import sys
 from collections.abc import Callable
@@ -87,6 +88,30 @@ def deferred_context(spec: TlsSpec | None = None) -> Callable[[], ssl.SSLContext
     return lambda: context
 
 
+@functools.cache
+def trusted_pem(ca_file: str | None = None) -> bytes:
+    """The CAs a client that takes PEM bytes (gRPC) trusts, as `ssl_context` trusts them: the platform's store
+    (on Linux OpenSSL's default file or folder, SSL_CERT_FILE / SSL_CERT_DIR honoured; certifi's bundle where
+    there is none, and on macOS and Windows, whose stores are not files) and `ca_file`'s."""
+    import certifi
+
+    pem = b""
+    paths = ssl.get_default_verify_paths()
+    if sys.platform not in ("darwin", "win32"):
+        if paths.cafile is not None:
+            pem = Path(paths.cafile).read_bytes()
+        # the folder's hashed links repeat the default file; one named by SSL_CERT_DIR is read as well
+        folder = os.environ.get(paths.openssl_capath_env) or (paths.capath if paths.cafile is None else None)
+        if folder and Path(folder).is_dir():
+            found = (entry.read_bytes() for entry in sorted(Path(folder).iterdir()) if entry.is_file())
+            pem += b"\n" + b"\n".join(text for text in found if b"BEGIN CERTIFICATE" in text)
+    if b"BEGIN CERTIFICATE" not in pem:
+        pem = Path(certifi.where()).read_bytes()
+    if ca_file is not None:
+        pem += b"\n" + Path(readable(ca_file, "ca_file")).read_bytes()
+    return pem
+
+
 class TlsError(InfraError):
     """A `tls:` block naming files that cannot be read or used (exit 3, one line)."""
 
@@ -105,9 +130,9 @@ def _context(key: str) -> ssl.SSLContext | bool:
         context.verify_mode = ssl.CERT_NONE
     try:
         if spec.ca_file is not None:
-            context.load_verify_locations(cafile=_readable(spec.ca_file, "ca_file"))
+            context.load_verify_locations(cafile=readable(spec.ca_file, "ca_file"))
         if spec.cert_file is not None and spec.key_file is not None:
-            context.load_cert_chain(_readable(spec.cert_file, "cert_file"), _readable(spec.key_file, "key_file"))
+            context.load_cert_chain(readable(spec.cert_file, "cert_file"), readable(spec.key_file, "key_file"))
     except ssl.SSLError as exc:
         raise TlsError(f"tls: cannot load the certificates: {exc.reason or exc}") from None
     return context
@@ -120,7 +145,8 @@ def _fresh_platform() -> ssl.SSLContext:
     return context
 
 
-def _readable(name: str, key: str) -> str:
+def readable(name: str, key: str) -> str:
+    """The path of `tls.<key>`'s file, or TlsError naming it."""
     path = Path(name).expanduser()
     if not path.is_file():
         raise TlsError(f"tls.{key}: no such file: {name}")

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 import grpc
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
@@ -77,6 +77,17 @@ class GrpcSpec(TargetSpec):
             raise ValueError("url must start with grpc:// or grpcs://")
         return value
 
+    @model_validator(mode="after")
+    def _tls_over_grpcs(self) -> GrpcSpec:
+        if self.tls is None:
+            return self
+        if not self.tls.verify:
+            raise ValueError("tls.verify: false is not possible over gRPC (grpc-python checks every certificate):"
+                             " give the agent's CA as tls.ca_file")
+        if self.url.startswith("grpc://"):
+            raise ValueError("tls: is for a grpcs:// url (grpc:// is plaintext)")
+        return self
+
 
 @register("targets", "grpc")
 class GrpcTarget(Target[GrpcSpec]):
@@ -109,7 +120,7 @@ class GrpcTarget(Target[GrpcSpec]):
             raise InfraError(f"{self._what}: {session.redactor.text(str(exc))}") from None
         self._metadata = metadata({name: context.render_text(value) for name, value in self.spec.headers.items()})
         self.session_id = uuid.uuid4().hex
-        self._channel = await dial(url, self.spec.connect, session, self._what,
+        self._channel = await dial(url, self.spec.connect, session, self._what, tls_spec=self.spec.tls,
                                    max_receive=self.spec.max_response_bytes)
         self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated stub, untyped
         if self.spec.mode == "stream":

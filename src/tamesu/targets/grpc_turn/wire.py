@@ -16,6 +16,7 @@ from google.protobuf.json_format import ParseDict
 from tamesu._proto.turn.v1 import turn_pb2
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.tls import TlsSpec, readable, trusted_pem
 from tamesu.suite.schema import ConnectSpec
 
 _READY = grpc.ChannelConnectivity.READY
@@ -38,18 +39,36 @@ def dial_target(url: str) -> tuple[str, bool]:
     return f"{host}:{port or 443}", tls
 
 
+def credentials(spec: TlsSpec | None) -> grpc.ChannelCredentials:
+    """A grpcs:// channel's trust as every other route's (`tamesu.net.tls`): the platform's store and
+    `tls.ca_file`, and the client certificate of `tls.cert_file` + `key_file`. Unreadable files: TlsError."""
+    spec = spec or TlsSpec()
+    key = chain = None
+    if spec.cert_file is not None and spec.key_file is not None:
+        chain = Path(readable(spec.cert_file, "cert_file")).read_bytes()
+        key = Path(readable(spec.key_file, "key_file")).read_bytes()
+    return grpc.ssl_channel_credentials(root_certificates=trusted_pem(spec.ca_file), private_key=key,
+                                        certificate_chain=chain)
+
+
 async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
-               max_receive: int | None = None) -> grpc.aio.Channel:
+               max_receive: int | None = None, tls_spec: TlsSpec | None = None) -> grpc.aio.Channel:
     """A channel that is READY, or InfraError after `connect.attempts` tries `connect.backoff` apart, each
     waiting at most `connect.timeout` (a refused connection fails its try at once). Each try is a fresh
     channel, so gRPC's own reconnect backoff never stretches tamesu's. `max_receive`: the largest message
-    the channel takes (a larger one ends the call RESOURCE_EXHAUSTED, see `too_large`)."""
+    the channel takes (a larger one ends the call RESOURCE_EXHAUSTED, see `too_large`); `tls_spec`: a grpcs://
+    channel's `tls:` block (`credentials`; `server_name`: the name its certificate must carry)."""
     target, tls = dial_target(url)
     shown = session.redactor.text(url)
     reason = ""
-    options = [("grpc.max_receive_message_length", max_receive)] if max_receive is not None else []
+    options: list[tuple[str, str | int]] = []
+    if max_receive is not None:
+        options.append(("grpc.max_receive_message_length", max_receive))
+    secure = credentials(tls_spec) if tls else None
+    if secure is not None and tls_spec is not None and tls_spec.server_name:
+        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
     for attempt in range(1, connect.attempts + 1):
-        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options) if tls
+        channel = (grpc.aio.secure_channel(target, secure, options=options) if secure is not None
                    else grpc.aio.insecure_channel(target, options=options))
         reason = await _ready(channel, connect.timeout)
         if not reason:
