@@ -346,6 +346,7 @@ tests:
             said = refused.stdout + refused.stderr
             assert refused.returncode == 3 and "Traceback" not in said, (tls, said)
             assert f"cannot reach the agent at {url} after 1 attempt(s)" in said, (tls, said)
+            assert "check its CA (tls.ca_file or SSL_CERT_FILE)" in said, (tls, said)
     finally:
         _stop(tls_process)
         _stop(mtls_process)

@@ -77,8 +77,12 @@ async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
         if attempt < connect.attempts:
             session.event("connect_retry", attempt=attempt, reason=reason, url=shown)
             await asyncio.sleep(connect.backoff)
+    # gRPC does not say why a TLS handshake failed: the line names what to check instead
+    check = (" (if it serves TLS, check its CA (tls.ca_file or SSL_CERT_FILE), the name its certificate carries "
+             "(tls.server_name) and a client certificate it may require (tls.cert_file, tls.key_file))"
+             if secure is not None and reason == "the connection failed" else "")
     raise InfraError(f"{what}: cannot reach the agent at {shown} after {connect.attempts} attempt(s): "
-                     f"UNAVAILABLE ({reason})")
+                     f"UNAVAILABLE ({reason}){check}")
 
 
 async def _ready(channel: grpc.aio.Channel, timeout: float) -> str:
