@@ -285,6 +285,15 @@ def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgen
     assert not [c for c in second["agent"]["raw"] if "said_earlier" in c]
 
 
+def _failed_run(project: Path, parallel: int) -> dict[str, dict[str, Any]]:
+    """`tamesu run` of a project whose tests all fail: exit 1, no traceback; its records by test name."""
+    done = run_tamesu(["run", "--out", "out", "--parallel", str(parallel)], cwd=project, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in output, output
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    return {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+
+
 @needs_voice
 def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_path: Path) -> None:
     cases = {"silent": ("/silent", "text", "the bot said nothing within turn_timeout"),
@@ -297,11 +306,7 @@ def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_
     tests = "".join(f"  - {{ name: {name}, target: {name}, scenario: {{ script: [ {{ say: \"hello\" }} ] }} }}\n"
                     for name in cases)
     project = _suite(tmp_path, targets, tests)
-    done = run_tamesu(["run", "--out", "out", "--parallel", "3"], cwd=project, timeout=120)
-    output = done.stdout + done.stderr
-    assert done.returncode == 1 and "Traceback" not in output, output
-    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
-    records = {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    records = _failed_run(project, parallel=3)
     for name, (_path, _mode, reason) in cases.items():
         assert records[name]["status"] == "failed", records[name]
         assert reason in json.dumps(records[name]), (name, records[name])
@@ -317,11 +322,7 @@ def test_a_wait_for_longer_than_turn_timeout_waits_its_own_timeout(agents: Pipec
     scenario: {{ script: [ {{ say: "hello" }}, {{ wait_for: "pharmacy", timeout: 3s }} ] }}
 """ for name in ("t", "a"))
     project = _suite(tmp_path, targets, tests)
-    done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, timeout=120)
-    output = done.stdout + done.stderr
-    assert done.returncode == 1 and "Traceback" not in output, output
-    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
-    records = {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    records = _failed_run(project, parallel=2)
     for name, said in (("a", "heard you"), ("t", "you said: hello")):
         reason = records[name]["runs"][0]["failures"][0]["reason"]
         assert reason.startswith(f"script step 2 waited 3s for 'pharmacy'; the agent said '{said}"), reason
