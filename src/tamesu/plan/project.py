@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import ModelSpec
+from tamesu.plan._suite_glob import suite_glob
 from tamesu.plan.model import PROJECT_FILE, Project
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import ProjectSpec
@@ -111,7 +112,7 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
                 readable_folder(path)
             if _is_dir(path) and project.dir == path.resolve():
                 # the project's own folder: its `suites` patterns say which YAML files are suites
-                found.extend(p for pattern in project.spec.suites for p in _bounded_glob(path, pattern)
+                found.extend(p for pattern in project.spec.suites for p in _bounded_glob(path, pattern, project)
                              if p.name != PROJECT_FILE)
             elif _is_dir(path):
                 found.extend(p for p in sorted(path.glob("*.y*ml")) if p.name != PROJECT_FILE)
@@ -123,7 +124,7 @@ def suite_files(paths: list[Path], project: Project) -> list[Path]:
                 message = f"{pattern[:80]!r}: patterns are relative to the folder of tamesu.yaml"
                 raise ConfigError([project.doc.problem(("suites",), message) if project.doc else
                                    Problem(PROJECT_FILE, 1, 1, "suites", message)])
-            found.extend(p for p in _bounded_glob(project.dir, pattern) if p.name != PROJECT_FILE)
+            found.extend(p for p in _bounded_glob(project.dir, pattern, project) if p.name != PROJECT_FILE)
     unique: dict[Path, Path] = {}
     for path in found:
         try:
@@ -182,11 +183,13 @@ def jsonl_among(files: list[Path]) -> tuple[list[Path], list[Path]]:
     return suites, jsonl
 
 
-def _bounded_glob(folder: Path, pattern: str) -> list[Path]:
+def _bounded_glob(folder: Path, pattern: str, project: Project) -> list[Path]:
     """The files a `suites` pattern matches, sorted; a pattern that matches more than MAX_SUITE_FILES (a whole
-    file system) is a problem, found without walking all of it."""
+    file system) is a problem, found without walking all of it. Its `**` leaves out the run folders (the
+    project's `out` and any other), hidden folders, `node_modules` and virtual environments (`suite_glob`)."""
+    out = os.path.normpath(project.dir / project.spec.out)
     try:
-        found = list(itertools.islice(folder.glob(pattern), MAX_SUITE_FILES + 1))
+        found = list(itertools.islice(suite_glob(folder, pattern, skip=out), MAX_SUITE_FILES + 1))
     except (ValueError, NotImplementedError, OSError) as exc:
         raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r}: {exc}")]) from None
     if len(found) > MAX_SUITE_FILES:

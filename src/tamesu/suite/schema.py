@@ -421,7 +421,8 @@ class ProjectSpec(Strict):
     """`tamesu.yaml`: what every suite of a project shares."""
 
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
-    """Globs of the suite files the project runs, relative to tamesu.yaml."""
+    """Globs of the suite files the project runs, relative to tamesu.yaml; `**` does not go into hidden folders,
+    `node_modules`, `__pycache__`, virtual environments or run folders."""
     targets: dict[str, dict[str, object]] = Field(default_factory=dict)
     """Agents named for `tamesu test -n NAME` (JSONL tests); the same shape as a suite's `targets`."""
 
