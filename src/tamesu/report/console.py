@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -31,13 +33,32 @@ _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 def make_console(color: str, stderr: bool = False) -> Console:
-    """`auto` follows the terminal and NO_COLOR; `always` and `never` force it."""
+    """`auto` follows the terminal and NO_COLOR; `always` and `never` force it. The live lines are drawn only
+    on a terminal someone watches (`animates`), never because colour was forced."""
     # soft wrap: a reason line is never cut at 80 columns in a CI log; the terminal wraps it if it must
+    interactive = animates(sys.stderr if stderr else sys.stdout)
     if color == "always":
-        return Console(force_terminal=True, no_color=False, stderr=stderr, highlight=False, soft_wrap=True)
+        return Console(force_terminal=True, no_color=False, stderr=stderr, highlight=False, soft_wrap=True,
+                       force_interactive=interactive)
     if color == "never":
-        return Console(no_color=True, stderr=stderr, highlight=False, force_terminal=False, soft_wrap=True)
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+        return Console(no_color=True, stderr=stderr, highlight=False, force_terminal=False, soft_wrap=True,
+                       force_interactive=interactive)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, force_interactive=interactive)
+
+
+def animates(stream: TextIO) -> bool:
+    """Whether a live region may redraw itself on `stream`: a terminal (not `TERM=dumb`), unless
+    `TTY_INTERACTIVE=0` says no one watches it (`=1` says someone does). `--color always` and `FORCE_COLOR`
+    make a CI log coloured, not a terminal: redrawn 8 times a second, each frame would stay in it as lines."""
+    said = os.environ.get("TTY_INTERACTIVE")
+    if said in ("0", "1"):
+        return said == "1"
+    if os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no such method, or a closed stream
+        return False
 
 
 def writes_plain(console: Console) -> bool:
@@ -67,7 +88,7 @@ class ConsoleReporter:
         self._planned, self._done = len(tests), 0
         self._print(Text.assemble(("tamesu ", "bold"),
                                   f"running {count_of(len(tests), 'test')} from {count_of(suites, 'suite')}"))
-        if self.console.is_terminal:
+        if self.console.is_interactive:
             self._live = Live(self._render_running(), console=self.console, refresh_per_second=8,
                               transient=True, get_renderable=self._render_running)
             self._live.start()

@@ -1,0 +1,126 @@
+"""The console's live lines (a spinner and the elapsed time per running test, done/total): redrawn in place on a
+terminal, as `tamesu run` in a pseudo-terminal shows; never drawn into a pipe, even with colour forced
+(`--color always`, `FORCE_COLOR`: a CI log would keep every frame, 8 a second, as lines)."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import termios
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import forked
+
+TURN_S = 0.4
+"""How long the agent takes to answer: a test of two turns runs for about 0.8 s, long enough for several
+frames at 8 a second with nothing else happening."""
+
+ERASE_LINE_UP = "\x1b[1A\x1b[2K"
+"""What a redraw in place writes: the cursor up a line, the line erased."""
+
+_RUNNING = re.compile(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] (s/one|s/two)  (\d+\.\d)s")
+
+
+def _agent(serve: Any, turn_s: float = TURN_S) -> str:
+    async def chat(request: Request) -> JSONResponse:
+        await request.json()
+        await asyncio.sleep(turn_s)
+        return JSONResponse({"reply": "noted"})
+
+    return str(serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url)
+
+
+def _project(folder: Path, url: str) -> None:
+    (folder / "s.tamesu.yaml").write_text(
+        f"targets:\n  bot: {{ type: rest, url: '{url}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }},"
+        " response: { text: $.reply } }\ntests:\n"
+        "  - { name: one, target: bot, scenario: { script: [{ say: a }, { say: b }] } }\n"
+        "  - { name: two, target: bot, scenario: { script: [{ say: a }, { say: b }] } }\n", encoding="utf-8")
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TTY_INTERACTIVE",
+                                                              "TTY_COMPATIBLE", "COLUMNS", "LINES")}
+    env.update(TERM="xterm-256color", **extra)
+    return env
+
+
+def _in_a_terminal(folder: Path, env: dict[str, str]) -> tuple[int, str]:
+    """`tamesu run` with its stdin, stdout and stderr on a pseudo-terminal of 120 x 40; all it wrote there."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"], cwd=folder,
+                               env=env, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    written = bytearray()
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: every holder of the terminal's other end has closed it
+                break
+            if not chunk:
+                break
+            written += chunk
+        code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return code, written.decode("utf-8", "replace")
+
+
+def test_a_terminal_sees_the_running_tests_redrawn_in_place_then_only_the_results(
+        tmp_path: Path, serve: Any) -> None:
+    _project(tmp_path, _agent(serve))
+    code, screen = _in_a_terminal(tmp_path, _environment())
+    assert code == 0, screen
+    elapsed = {name: {float(s) for n, s in _RUNNING.findall(screen) if n == name} for name in ("s/one", "s/two")}
+    # the first test runs alone (parallel 1) for two turns: frames drawn by the clock alone, not by events
+    assert len(elapsed["s/one"]) >= 3 and max(elapsed["s/one"]) >= TURN_S, screen
+    assert elapsed["s/two"], screen
+    assert screen.count(ERASE_LINE_UP) >= 5, screen  # each frame replaces the one before
+    assert "0/2 done" in screen and "1/2 done" in screen
+    # the results stay; the live lines go with the run (the last frame is erased before the summary)
+    assert re.search(r"PASS\S*  s/one", screen) and re.search(r"PASS\S*  s/two", screen), screen
+    summary = screen.index("2 passed, 0 failed")
+    assert not _RUNNING.search(screen[summary:]) and "done" not in screen[summary:], screen[summary:]
+
+
+@pytest.mark.parametrize(("options", "env", "terminal"), [
+    (["--color", "always"], {}, False),
+    ([], {"FORCE_COLOR": "1"}, False),
+    ([], {"TTY_INTERACTIVE": "0"}, True),  # rich's own switch: a terminal no one watches
+], ids=["--color always", "FORCE_COLOR", "TTY_INTERACTIVE=0"])
+def test_colour_forced_into_a_log_draws_no_frames(tmp_path: Path, serve: Any, tamesu: Any, options: list[str],
+                                                  env: dict[str, str], terminal: bool) -> None:
+    _project(tmp_path, _agent(serve, turn_s=0.15))  # 0.6 s of running tests: frames every 0.125 s, were any drawn
+    if terminal:
+        code, written = _in_a_terminal(tmp_path, _environment(**env))
+    else:
+        # NO_COLOR empty is unset (the fixture sets it for every other test)
+        done = tamesu(["run", "s.tamesu.yaml", "--out", "out", *options], cwd=tmp_path,
+                      env=_environment(NO_COLOR="", **env))
+        code, written = done.returncode, done.stdout + done.stderr
+    assert code == 0, written
+    assert "\x1b[1;32mPASS\x1b[0m  s/one" in written, written  # coloured, as asked
+    assert not _RUNNING.search(written) and ERASE_LINE_UP not in written and "done" not in written, written
