@@ -396,9 +396,11 @@ def entry(command: click.Command | None = None) -> None:
     traceback (TAMESU_DEBUG=1 shows it)."""
     import os
 
+    from tamesu.cli._streams import steady_streams
     from tamesu.runtime.children import arm
     from tamesu.runtime.signals import exit_before_the_run
 
+    steady_streams()  # a console that goes away, or cannot write a character, never ends a run
     if command is not None or (sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES):
         # every process this command starts, and what they start, ends with it (even on SIGKILL)
         arm()

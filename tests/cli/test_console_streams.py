@@ -1,0 +1,82 @@
+"""A console that goes away, or cannot write a character, never ends a run: `tamesu run | head` ran two of four
+tests, wrote no report and exited 1 without a word (click swallows a broken pipe); an agent's emoji on an ASCII
+console was `internal error`, exit 3, and the results file was never written."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import forked
+
+REPLY = "Ok \U0001f44d café"
+
+
+def _agent(serve: Any, delay_s: float) -> str:
+    async def chat(request: Request) -> JSONResponse:
+        await request.json()
+        await asyncio.sleep(delay_s)
+        return JSONResponse({"reply": REPLY})
+
+    return str(serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url)
+
+
+def _suite(folder: Path, url: str, names: list[str], expect: str) -> None:
+    tests = "".join(f"  - name: {name}\n    target: bot\n    scenario: {{ script: [{{ say: hi }}] }}\n"
+                    f"    assert: [{{ contains: '{expect}' }}]\n" for name in names)
+    (folder / "s.tamesu.yaml").write_text(
+        f"targets:\n  bot: {{ type: rest, url: '{url}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }},"
+        f" response: {{ text: $.reply }} }}\ntests:\n{tests}", encoding="utf-8")
+
+
+def _only_run(out: Path) -> Path:
+    (run,) = out.iterdir()
+    return run
+
+
+def test_a_reader_that_stops_reading_stops_the_console_not_the_run(tmp_path: Path, serve: Any) -> None:
+    _suite(tmp_path, _agent(serve, 0.3), ["one", "two", "three", "four"], "café")
+    env = {**os.environ, "NO_COLOR": "1"}
+    process = subprocess.Popen([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()  # as `| head -1` reads, then goes
+        process.stdout.close()
+        code = process.wait(timeout=60)
+        said = process.stderr.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert first.startswith(b"tamesu running 4 tests"), first
+    assert code == 0, said  # every test passed: the verdict, not the console, decides
+    assert said.splitlines() == ["tamesu: stdout can no longer be written (Broken pipe): what follows is not shown; "
+                                 "the run goes on and writes its results and reports"], said
+    run = _only_run(tmp_path / "out")
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert sorted(line["test"] for line in lines) == ["four", "one", "three", "two"]
+    assert json.loads((run / "run.json").read_text())["counts"]["total"] == 4
+    assert (run / "report.html").is_file()
+
+
+def test_a_character_the_console_cannot_write_is_escaped(tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    _suite(tmp_path, _agent(serve, 0.0), ["plain", "thumbs \U0001f44d"], "\U0001f44e")  # both fail: not said
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out", "-vv"], cwd=tmp_path,
+                  env={"PYTHONIOENCODING": "ascii"})  # a console that writes ASCII only
+    assert done.returncode == 1, done.stdout + done.stderr  # two failed tests, not an internal error (3)
+    assert "internal error" not in done.stderr and done.stderr == "", done.stderr
+    assert "agent Ok \\U0001f44d caf\\xe9" in done.stdout, done.stdout
+    assert "FAIL  s/thumbs \\U0001f44d" in done.stdout and "0 passed, 2 failed" in done.stdout, done.stdout
+    run = _only_run(tmp_path / "out")
+    names = [json.loads(line)["test"] for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(names) == ["plain", "thumbs \U0001f44d"]  # the files keep the text as it was
