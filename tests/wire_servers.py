@@ -46,10 +46,12 @@ async def echo_server(context: ssl.SSLContext | None = None) -> AsyncIterator[in
 
 
 class ConnectProxy:
-    """An HTTP proxy that only tunnels (CONNECT host:port), remembering each target."""
+    """An HTTP proxy that only tunnels (CONNECT host:port), remembering each target; `hosts` are names it
+    resolves itself (a company's proxy reaches internal names its clients cannot)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: dict[str, str] | None = None) -> None:
         self.tunnels: list[str] = []
+        self.hosts = hosts or {}
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -60,7 +62,7 @@ class ConnectProxy:
                 return
             self.tunnels.append(target)
             host, port = target.rsplit(":", 1)
-            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+            up_reader, up_writer = await asyncio.open_connection(self.hosts.get(host, host), int(port))
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             await writer.drain()
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))

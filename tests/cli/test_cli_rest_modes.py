@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from agents.fixtures import RunningAgents, rest_agents
+from ports import refused_port
 
 __all__ = ["rest_agents"]  # a fixture, imported to be found by pytest
 
@@ -82,7 +83,11 @@ tests:
 
 def test_every_rest_mode_through_the_command(tmp_path: Path, tamesu, rest_agents: RunningAgents) -> None:
     (tmp_path / "modes.yaml").write_text(SUITE.format(url=rest_agents.url, ws=rest_agents.ws_url))
-    result = tamesu(["run", "modes.yaml", "--out", "out", "--parallel", "3"], cwd=tmp_path)
+    # with a proxy set for everything, as on a company's machine: no mode goes through it to reach this machine
+    # (nothing listens there; the websocket and the hook's request read the environment in their own ways)
+    nowhere = f"http://127.0.0.1:{refused_port()}"
+    proxies = {name: nowhere for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")}
+    result = tamesu(["run", "modes.yaml", "--out", "out", "--parallel", "3"], cwd=tmp_path, env=proxies)
     assert result.returncode == 0, result.stdout + result.stderr
     [run_dir] = list((tmp_path / "out").iterdir())
     parsed = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]

@@ -26,16 +26,19 @@ import httpx2
 import pytest
 import trustme
 
+from ports import refused_port
 from rest_client import RestClient
 from sdk_groups import IN_PROCESS_MCP
 from sessions import new_session
 from tamesu.conversation import Session
-from tamesu.net import aio, tls
+from tamesu.net import aio, proxies, tls
 from tamesu.net.clients import async_client, client_options, os_reason
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from wire_servers import WORKED_S, ConnectProxy, echo_server, faulty_server
 
+INTERNAL = "agent.internal.test"
+"""A host only the test's proxy resolves (to 127.0.0.1)."""
 VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
@@ -106,7 +109,7 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
 def _clear() -> None:
     # tls._context too: a block's context read SSL_CERT_FILE when it was made, and `ca` is made again when a
     # worker comes back to this module after another one's tests (it then trusted the CA of before)
-    for cached in (aio.environment_proxies, aio.proxy_for, tls.platform_context, tls._context):
+    for cached in (proxies.environment_proxies, proxies.proxy_for, tls.platform_context, tls._context):
         cached.cache_clear()
 
 
@@ -217,15 +220,49 @@ async def test_https_proxy_tunnels_and_no_proxy_goes_around(route: str, ca: trus
                                                             environment: pytest.MonkeyPatch, tmp_path: Path) -> None:
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     environment.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
-    proxy = ConnectProxy()
-    async with proxy.running() as proxy_url, echo_server(_server_context(ca.issue_cert("localhost"))) as port:
+    # a name only the proxy can resolve, as a company's proxy resolves its internal hosts (this machine's own
+    # names never go through a proxy: below)
+    proxy = ConnectProxy(hosts={INTERNAL: "127.0.0.1"})
+    async with proxy.running() as proxy_url, echo_server(_server_context(ca.issue_cert(INTERNAL))) as port:
         environment.setenv("HTTPS_PROXY", proxy_url)
-        assert (await _post(route, tmp_path, f"https://localhost:{port}/via")).status_code == 200
-        assert proxy.tunnels == [f"localhost:{port}"]
-        environment.setenv("NO_PROXY", "example.com,localhost")
+        assert (await _post(route, tmp_path, f"https://{INTERNAL}:{port}/via")).status_code == 200
+        assert proxy.tunnels == [f"{INTERNAL}:{port}"]
+        environment.setenv("NO_PROXY", f"example.com,.{INTERNAL.split('.', 1)[1]}")
         _clear()
-        assert (await _post(route, tmp_path, f"https://localhost:{port}/around")).status_code == 200
-        assert proxy.tunnels == [f"localhost:{port}"]  # no second tunnel
+        with pytest.raises(ERRORS) as caught:  # around the proxy: this machine cannot resolve the name
+            await _post(route, tmp_path, f"https://{INTERNAL}:{port}/around")
+        assert proxy.tunnels == [f"{INTERNAL}:{port}"], os_reason(caught.value)  # no second tunnel
+
+
+async def test_this_machines_own_addresses_never_go_through_a_proxy(route: str, ca: trustme.CA,
+                                                                    environment: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    environment.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    proxy = ConnectProxy()
+    async with proxy.running() as proxy_url, \
+            echo_server(_server_context(ca.issue_cert("localhost", "127.0.0.1", "::1"))) as port:
+        # a proxy for everything, NO_PROXY naming none of them
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+            environment.setenv(name, proxy_url)
+        _clear()
+        for host in ("localhost", "127.0.0.1"):
+            assert (await _post(route, tmp_path, f"https://{host}:{port}/direct")).status_code == 200
+    assert proxy.tunnels == []
+
+
+async def test_a_proxy_that_cannot_be_reached_is_named_and_is_a_connect_error(route: str,
+                                                                             environment: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    port = refused_port()
+    environment.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    _clear()
+    with pytest.raises(ERRORS) as caught:
+        await _post(route, tmp_path, f"https://{INTERNAL}:443/chat")
+    # a connect error: every route's "cannot reach" (exit 3), and the line blames the proxy, not the agent
+    assert type(caught.value).__name__ == "ConnectError", repr(caught.value)
+    assert os_reason(caught.value) == (f"the proxy 127.0.0.1:{port} that HTTP_PROXY / HTTPS_PROXY / ALL_PROXY name "
+                                       "cannot be reached: Connection refused")
 
 
 async def test_an_early_413_is_read_while_the_body_is_still_going(route: str, environment: pytest.MonkeyPatch,

@@ -154,6 +154,22 @@ targets:
     assert "Passed:  1" in result.stdout
 
 
+def test_a_proxy_the_environment_names_is_not_used_for_this_machine(tmp_path: Path, tamesu, agent: Agent) -> None:
+    # gRPC reads grpc_proxy, https_proxy and http_proxy itself; a proxy cannot reach this machine's loopback
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "{agent.url}", mode: unary, headers: {{ authorization: "Bearer {{{{secrets.T}}}}" }},
+          connect: {{ attempts: 1, timeout: 5s }} }}
+""")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({
+        "id": "T1", "input": "Where is ORD-2002?", "assertions": [{"type": "contains", "value": "processing"}]}) + "\n")
+    nowhere = f"http://127.0.0.1:{refused_port()}"  # nothing listens: a request through it could not succeed
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "shop"], cwd=tmp_path,
+                    env={"T": TOKEN, "grpc_proxy": nowhere, "https_proxy": nowhere, "http_proxy": nowhere})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed:  1" in result.stdout
+
+
 FAILURES = """\
 targets:
   shop: {{ type: grpc, url: "{url}", headers: {{ Authorization: "Bearer {{{{secrets.GRPC_AGENT_TOKEN}}}}" }},

@@ -7,7 +7,8 @@ What it keeps from the connection layer:
 
 - TLS as `tamesu.net.tls` builds it (the platform's store, a `tls:` block's CA, client certificate, name);
 - happy eyeballs (RFC 8305: a black-holed IPv6 address costs 250 ms, not the connect timeout);
-- the environment's proxies, read once (`HTTP_PROXY`, `HTTPS_PROXY` through CONNECT, `ALL_PROXY`, `NO_PROXY`);
+- the environment's proxies, read once (`HTTP_PROXY`, `HTTPS_PROXY` through CONNECT, `ALL_PROXY`, `NO_PROXY`;
+  never for a loopback host: `tamesu.net.proxies`);
 - an answer that comes while the body is still being sent (a 413 before the upload ends) is read and returned,
   never an error: aiohttp reads the answer beside the writing;
 - a request whose connection failed before any byte of the answer, within `RESEND_WITHIN` of being sent, with
@@ -25,15 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import ssl
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Callable
 from types import ModuleType
 from typing import Any
 
 import aiohttp
 
+from tamesu.net.proxies import proxy_for
 from tamesu.net.tls import TlsSpec, deferred_context, tls_reason
 
 OnResend = Callable[[Any, str], None]
@@ -54,38 +56,6 @@ DISCONNECTED = "Server disconnected without sending a response."
 """httpcore's words for a connection that ended before the status line, kept so callers' checks still hold."""
 
 HAPPY_EYEBALLS_DELAY = 0.25
-
-
-@functools.cache
-def environment_proxies() -> dict[str, str]:
-    """The proxies the environment names (scheme: URL, `no`: the NO_PROXY list), read once: tamesu does not change
-    its own environment while it runs, and reading it costs 0.3 ms."""
-    return urllib.request.getproxies_environment()
-
-
-@functools.cache
-def proxy_for(scheme: str, host: str) -> str | None:
-    """The proxy a request to `host` over `scheme` goes through, or None (direct, or NO_PROXY names the host)."""
-    proxies = environment_proxies()
-    url = proxies.get(scheme) or proxies.get("all")
-    if url is None:
-        return None
-    if _bypassed(host, proxies.get("no", "")):
-        return None
-    return url if "://" in url else f"http://{url}"
-
-
-def _bypassed(host: str, no_proxy: str) -> bool:
-    """Whether NO_PROXY names `host`: `*`, the host itself, or a domain it is in (`example.com` and
-    `.example.com` both cover `api.example.com`), as curl and the requests library read it."""
-    host = host.lower().strip("[]")
-    for entry in no_proxy.split(","):
-        name = entry.strip().lower().lstrip(".")
-        if name.startswith("[") or name.count(":") == 1:
-            name = name.rsplit(":", 1)[0].strip("[]")  # a port is not matched apart
-        if name == "*" or (name and (host == name or host.endswith("." + name))):
-            return True
-    return False
 
 
 def tcp_connector(*, limit: int, keepalive_expiry: float) -> aiohttp.TCPConnector:
@@ -111,6 +81,10 @@ def resend_reason(exc: BaseException) -> str:
 
 def _words(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _os_words(exc: OSError) -> str:
+    return os.strerror(exc.errno) if exc.errno and exc.errno > 0 else (exc.strerror or _words(exc))
 
 
 def aio_transport(module: ModuleType, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None,
@@ -228,7 +202,8 @@ def unanswered(module: ModuleType, exc: Exception, scheme: str, host: str, *, cl
                request: Any = None) -> Exception:
     """`mapped` for a connection that failed before any answer, with what to do about it when that is known."""
     error = mapped(module, exc, host, answered=False, request=request)
-    if scheme == "https" and not client_certificate and tls_reason(exc) is None:
+    if (scheme == "https" and not client_certificate and tls_reason(exc) is None
+            and not isinstance(exc, aiohttp.ClientConnectorError)):  # connected, then ended: not refused
         # TLS 1.3 ends the handshake before the server checks a client certificate: a server that
         # requires one resets the connection at the first request, and the client sees only that
         error.tamesu_reason = (f"the server ended the connection before answering ({_words(exc)}); "  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
@@ -244,8 +219,18 @@ def mapped(module: ModuleType, exc: BaseException, host: str | None, *, answered
     tls = tls_reason(exc)
     if tls is not None:
         return _error(module, "ConnectError")(f"{tls} [{host}]", request=request)
-    if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
-        return _error(module, "ProxyError")(f"the proxy failed: {_words(exc)}", request=request)
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        # a connect error: the request never reached the agent (every route's "cannot reach", exit 3); its words
+        # name the proxy, or the line would blame the agent for the proxy's refusal
+        error = _error(module, "ConnectError")(_words(exc), request=request)
+        error.tamesu_reason = (f"the proxy {exc.host}:{exc.port} that HTTP_PROXY / HTTPS_PROXY / ALL_PROXY name "  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
+                               f"cannot be reached: {_os_words(exc.os_error)}")
+        return error
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        error = _error(module, "ConnectError")(_words(exc), request=request)
+        error.tamesu_reason = (f"the proxy would not connect to {host}: HTTP {exc.status} {exc.message} "  # type: ignore[attr-defined]  # as above
+                               "(NO_PROXY lists the hosts to reach without it)")
+        return error
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return _error(module, "ConnectTimeout")(_words(exc), request=request)
     if isinstance(exc, aiohttp.ClientConnectorError):

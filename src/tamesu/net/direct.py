@@ -33,11 +33,11 @@ from tamesu.net.aio import (
     IDEMPOTENT,
     KEEPALIVE_EXPIRY,
     mapped,
-    proxy_for,
     send_or_resend,
     tcp_connector,
     with_tls,
 )
+from tamesu.net.proxies import proxy_for
 from tamesu.net.tls import TlsSpec, deferred_context
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})

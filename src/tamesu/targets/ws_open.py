@@ -16,6 +16,7 @@ from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
+from tamesu.net.proxies import websocket_proxy
 from tamesu.net.tls import platform_context
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import with_connect_retries
@@ -53,7 +54,7 @@ async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: Con
         # event loop per 20 ms frame, 5% of a core at 16 conversations, on the loop every frame waits for
         return await connect(url, additional_headers=headers, open_timeout=connect_spec.timeout,
                              ssl=platform_context() if url.startswith("wss://") else None, close_timeout=2,
-                             max_size=max_size, ping_interval=None, compression=None)
+                             max_size=max_size, ping_interval=None, compression=None, proxy=websocket_proxy(url))
 
     try:
         return await with_connect_retries(attempt, reason_of=unreachable, connect=connect_spec, session=session,

@@ -21,6 +21,7 @@ from tamesu.errors import InfraError
 from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
+from tamesu.net.proxies import grpc_direct_options
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
@@ -99,7 +100,7 @@ class Wire:
 
     def _channel(self, url: str) -> grpc.aio.Channel:
         target, tls = grpc_target(url)
-        options = [("grpc.max_receive_message_length", self.max_response_bytes)]
+        options = [("grpc.max_receive_message_length", self.max_response_bytes), *grpc_direct_options(target)]
         channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options) if tls
                    else grpc.aio.insecure_channel(target, options=options))
         self._channels.append(channel)

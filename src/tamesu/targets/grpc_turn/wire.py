@@ -16,6 +16,7 @@ from google.protobuf.json_format import ParseDict
 from tamesu._proto.turn.v1 import turn_pb2
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.proxies import grpc_direct_options
 from tamesu.net.tls import TlsSpec, readable, trusted_pem
 from tamesu.suite.schema import ConnectSpec
 
@@ -61,7 +62,7 @@ async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
     target, tls = dial_target(url)
     shown = session.redactor.text(url)
     reason = ""
-    options: list[tuple[str, str | int]] = []
+    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
     if max_receive is not None:
         options.append(("grpc.max_receive_message_length", max_receive))
     secure = credentials(tls_spec) if tls else None

@@ -11,6 +11,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, W
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
+from tamesu.net.proxies import websocket_proxy
 from tamesu.net.tls import platform_context
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import parse_body, with_connect_retries
@@ -43,7 +44,7 @@ class WsLink:
         async def attempt() -> ClientConnection:
             return await connect(url, additional_headers=sent, open_timeout=connect_spec.timeout,
                                  ssl=platform_context() if url.startswith("wss://") else None,
-                                 close_timeout=2, max_size=MAX_MESSAGE_BYTES)
+                                 close_timeout=2, max_size=MAX_MESSAGE_BYTES, proxy=websocket_proxy(url))
 
         try:
             conn = await with_connect_retries(attempt, reason_of=unreachable, connect=connect_spec,
