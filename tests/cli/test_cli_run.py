@@ -298,7 +298,8 @@ def test_a_failing_before_each_hook_is_retried_as_infrastructure(tmp_path: Path,
 def test_a_secret_never_reaches_disk_or_console(tmp_path: Path, tamesu, agent) -> None:
     chat, url = agent
     secret = "sk-very-secret-4711"
-    (tmp_path / ".env").write_text(f"BOT_TOKEN={secret}\n")
+    # quoted, with a comment after it, as .env files are often written: the value is what the quotes hold
+    (tmp_path / ".env").write_text(f'export BOT_TOKEN="{secret}"  # the bot\'s token\n')
     (tmp_path / "tamesu.yaml").write_text("suites: ['*.yaml']\n")
     suite(tmp_path, url, """\
   - name: leaky

@@ -47,13 +47,20 @@ def read_dotenv(path: Path) -> dict[str, str]:
         key, sep, value = line.partition("=")
         if not sep:
             continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        else:
-            value = re.sub(r"\s+#.*$", "", value)
-        values[key.strip()] = value
+        values[key.strip()] = _dotenv_value(value.strip())
     return values
+
+
+def _dotenv_value(value: str) -> str:
+    """A quoted value is what is between its quotes, a comment after them dropped (`KEY="abc"  # why` is abc,
+    as python-dotenv and shells read it); an unquoted one ends at ` #`."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    if value[:1] in ("'", '"'):
+        end = value.find(value[0], 1)
+        if end > 0 and value[end + 1:].lstrip().startswith("#"):
+            return value[1:end]
+    return re.sub(r"\s+#.*$", "", value)
 
 
 class Secrets:
