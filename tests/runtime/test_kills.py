@@ -1,4 +1,4 @@
-"""Killing tamesu mid-run (SIGKILL, SIGTERM, SIGINT at random moments, on a fixed seed) while remote agents,
+"""Killing tamesu mid-run (SIGKILL, SIGTERM, SIGINT, SIGHUP at random moments, on a fixed seed) while remote agents,
 MCP servers, hooks and `command` assertions are running: no finished result is lost, nothing it started is left,
 and a run stopped by a signal says so in run.json with the code the process exits with.
 
@@ -24,7 +24,7 @@ from forked import script_command
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-ROUNDS = int(os.environ.get("TAMESU_KILLS", "3"))
+ROUNDS = int(os.environ.get("TAMESU_KILLS", "4"))
 SEED = int(os.environ.get("TAMESU_KILL_SEED", "13"))
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
@@ -152,9 +152,11 @@ def summary_planned(run_dir: Path) -> int:
 def test_killed_runs_lose_no_line_and_leave_no_process(tmp_path: Path) -> None:
     _project(tmp_path, tests=6)
     chance = random.Random(SEED)
-    kinds = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
+    # SIGHUP: the terminal or ssh session the run was started from closed; it stops the run as Ctrl-C does (it
+    # killed it outright, leaving no run.json)
+    kinds = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
     for number in range(ROUNDS):
-        sig = kinds[number % 3] if number < 3 else chance.choice(kinds)
+        sig = kinds[number] if number < len(kinds) else chance.choice(kinds)
         _one_round(tmp_path, sig, delay=chance.uniform(0.0, 3.0), parallel=chance.choice([1, 3]))
 
 

@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_STOPPING = (signal.SIGINT, signal.SIGTERM)
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Each stops a run as Ctrl-C does. SIGHUP too: a terminal or ssh session that closes under a run would kill it
+by default, leaving no `run.json` and no report of the tests that had finished."""
 _received: list[int] = []
 _gentle: list[Callable[[int], None]] = []
 """What the first signal does instead of cancelling everything (a Runner ends its runs in flight)."""
@@ -39,8 +41,8 @@ class Interrupted(Exception):
 
 
 def exit_before_the_run() -> None:
-    """Before a run starts (loading suites, validating) and after it, Ctrl-C and SIGTERM exit at once with
-    130 and 143, quietly: nothing has been started that would need closing. `run_stoppable` takes over
+    """Before a run starts (loading suites, validating) and after it, Ctrl-C, SIGTERM and SIGHUP exit at once
+    with 130, 143 and 129, quietly: nothing has been started that would need closing. `run_stoppable` takes over
     while a run runs."""
 
     def leave(signum: int, _frame: object) -> None:
@@ -63,7 +65,7 @@ def exit_code_if_interrupted() -> int | None:
 
 @contextlib.contextmanager
 def gentle_stop(callback: Callable[[int], None]) -> Iterator[None]:
-    """While inside, the first SIGINT/SIGTERM calls `callback(signum)` instead of cancelling the main task;
+    """While inside, the first SIGINT/SIGTERM/SIGHUP calls `callback(signum)` instead of cancelling the main task;
     the caller then ends its work and raises `Interrupted` itself. A second signal still cancels."""
     _gentle.append(callback)
     try:
@@ -73,7 +75,7 @@ def gentle_stop(callback: Callable[[int], None]) -> Iterator[None]:
 
 
 def run_stoppable(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)`, where SIGINT and SIGTERM cancel `main` and raise `Interrupted` once it has ended."""
+    """`asyncio.run(main)`, where SIGINT, SIGTERM and SIGHUP cancel `main` and raise `Interrupted` once it has ended."""
     from tamesu.runtime.cleanup import run_ended
 
     _received.clear()
