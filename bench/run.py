@@ -398,6 +398,10 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| CPU per turn, rest, {row['at_once']} at once, against the loop on tamesu's transport | "
                          f"{row['tamesu_cpu_ms_per_turn']} ms | {row['same_transport_baseline_cpu_ms_per_turn']} ms "
                          f"(httpx client, tamesu's transport) | {row['same_transport_ratio']}x | | |")
+        if "aiohttp_ratio" in row:
+            lines.append(f"| CPU per turn, rest, {row['at_once']} at once, against a bare aiohttp loop | "
+                         f"{row['tamesu_cpu_ms_per_turn']} ms | {row['aiohttp_cpu_ms_per_turn']} ms (aiohttp loop) | "
+                         f"{row['aiohttp_ratio']}x | <= 1.5 | {'yes' if row['aiohttp_met'] else 'no'} |")
     for row in result["concurrency"]:
         ok = row["lost"] == 0 and row["passed"] == row["finished"]
         memory_ok = row["peak_rss_mib"] < 1024
@@ -410,7 +414,7 @@ def markdown(result: dict[str, Any]) -> str:
         ours, plain = acc[f"{metric}_error"], acc[f"baseline_{metric}_error"]
         lines.append(f"| {metric} error against a known {known} ms (n={ours['n']}) | p50 {ours['p50']} ms, p95 "
                      f"{ours['p95']} ms | plain httpx: p50 {plain['p50']} ms, p95 {plain['p95']} ms | "
-                     f"+{round(ours['p95'] - plain['p95'], 3)} ms at p95 | p95 <= 2 ms | "
+                     f"{round(ours['p95'] - plain['p95'], 3):+} ms at p95 | p95 <= 2 ms | "
                      f"{'yes' if abs(ours['p95']) <= 2 else 'no'} |")
     if result.get("persona"):
         from persona import markdown_rows
