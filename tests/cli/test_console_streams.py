@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import forked
+from lifeline import tied
 
 REPLY = "Ok \U0001f44d café"
 
@@ -46,7 +47,7 @@ def _only_run(out: Path) -> Path:
 def test_a_reader_that_stops_reading_stops_the_console_not_the_run(tmp_path: Path, serve: Any) -> None:
     _suite(tmp_path, _agent(serve, 0.3), ["one", "two", "three", "four"], "café")
     env = {**os.environ, "NO_COLOR": "1"}
-    process = subprocess.Popen([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path,
+    process = subprocess.Popen(tied([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"]), cwd=tmp_path,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert process.stdout is not None and process.stderr is not None

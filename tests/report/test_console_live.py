@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import forked
+from lifeline import tied
 
 TURN_S = 0.4
 """How long the agent takes to answer: a test of two turns runs for about 0.8 s, long enough for several
@@ -63,7 +64,7 @@ def _in_a_terminal(folder: Path, env: dict[str, str]) -> tuple[int, str]:
     """`tamesu run` with its stdin, stdout and stderr on a pseudo-terminal of 120 x 40; all it wrote there."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    process = subprocess.Popen([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"], cwd=folder,
+    process = subprocess.Popen(tied([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"]), cwd=folder,
                                env=env, stdin=follower, stdout=follower, stderr=follower)
     os.close(follower)
     written = bytearray()
