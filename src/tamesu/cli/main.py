@@ -104,6 +104,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.report.recorder import Fanout, PlanRecorder
     from tamesu.results.sharding import select
     from tamesu.runtime.gc_pause import collector_paused
+    from tamesu.runtime.open_files import allow_open_files
     from tamesu.runtime.signals import Interrupted, run_stoppable
     from tamesu.suite.secrets import mask_logging
 
@@ -145,7 +146,10 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.engine.heap import settle_for_a_run
 
     # this process is the run's: what was made before it lives to its end (see _heap)
-    settle_for_a_run(min(options.parallel, max(1, len(tests) * (options.repeat or 1))))
+    at_once = min(options.parallel, max(1, len(tests) * (options.repeat or 1)))
+    settle_for_a_run(at_once)
+    if (too_few := allow_open_files(at_once)) is not None:
+        console.print(f"[yellow]warning:[/] {too_few}", highlight=False, markup=True)
     paused.close()
     try:
         outcome = run_stoppable(runner.run())

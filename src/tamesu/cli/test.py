@@ -322,7 +322,12 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     from tamesu.engine.heap import settle_for_a_run
 
     # this process is the run's: what was made before it lives to its end (see _heap)
-    settle_for_a_run(min(settings.parallel, max(1, len(tests))))
+    at_once = min(settings.parallel, max(1, len(tests)))
+    settle_for_a_run(at_once)
+    from tamesu.runtime.open_files import allow_open_files
+
+    if (too_few := allow_open_files(at_once)) is not None:
+        rich_console.print(f"[yellow]warning:[/] {too_few}", highlight=False, markup=True)
     paused.close()
     telemetry = start_telemetry(rich_console)
     try:
