@@ -281,3 +281,20 @@ tests:
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert json.loads(tool_message["content"]) == {"order_id": "ORD-1001", "eta": "Friday"}
+
+
+def test_an_api_key_with_a_trailing_newline_is_one_line_naming_it(tmp_path: Path, tamesu, serve) -> None:
+    model_server = OpenAIServer()
+    server = serve(model_server.app)
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "models:\n  m: { provider: openai, model: test-model, base_url: '{{env.MODEL_URL}}' }\n"
+        "targets:\n  bot: { type: model, model: m }\n"
+        "tests:\n  - { name: one, target: bot, scenario: { script: [ { say: hi } ] } }\n")
+    # a mounted secret or a pasted value keeps its newline; sent as it was, the HTTP client raised an internal error
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path,
+                    env={"MODEL_URL": model_server.base_url(server.url), "OPENAI_API_KEY": "sk-test-4711\n"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("openai: the API key from OPENAI_API_KEY begins or ends with a line break or spaces, which an HTTP "
+            "header cannot carry: remove them") in result.stdout, result.stdout
+    assert "internal error" not in result.stdout and "sk-test-4711" not in result.stdout
+    assert model_server.calls() == []

@@ -316,6 +316,22 @@ def test_a_secret_never_reaches_disk_or_console(tmp_path: Path, tamesu, agent) -
     assert any("Bearer ***" in text for text in written)
 
 
+def test_a_secret_with_a_trailing_newline_in_a_header_is_one_line_exit_3(tmp_path: Path, tamesu, agent) -> None:
+    chat, url = agent
+    suite(tmp_path, url, """\
+  - name: header
+    target: bot
+    scenario: { script: [ { say: hi } ] }
+""", extra="    headers: { Authorization: 'Bearer {{secrets.BOT_TOKEN}}' }\n")
+    before = len(chat.requests)
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"BOT_TOKEN": "tok-4711\n"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("the header Authorization's value ends with a line break, which HTTP cannot carry (a secret or variable "
+            "read with its file's trailing newline?)") in result.stdout, result.stdout
+    assert "internal error" not in result.stdout and "tok-4711" not in result.stdout + result.stderr
+    assert len(chat.requests) == before  # never sent
+
+
 def test_fail_fast_stops_starting_tests(tmp_path: Path, tamesu, agent) -> None:
     _, url = agent
     suite(tmp_path, url, "".join(f"""\

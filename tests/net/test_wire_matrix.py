@@ -128,10 +128,10 @@ def _server_context(leaf: trustme.LeafCert, client_ca: trustme.CA | None = None)
 
 
 async def _post(route: str, tmp_path: Path, url: str, spec: TlsSpec | None = None, body: bytes = b'{"a": 1}',
-                resent: list[str] | None = None) -> Any:
+                resent: list[str] | None = None, headers: dict[str, str] | None = None) -> Any:
     client = ROUTES[route](tmp_path, spec, resent if resent is not None else [])
     try:
-        answer = await client.post(url, content=body, headers={"content-type": "application/json"})
+        answer = await client.post(url, content=body, headers={"content-type": "application/json", **(headers or {})})
         await answer.aread()
         return answer
     finally:
@@ -263,6 +263,21 @@ async def test_a_proxy_that_cannot_be_reached_is_named_and_is_a_connect_error(ro
     assert type(caught.value).__name__ == "ConnectError", repr(caught.value)
     assert os_reason(caught.value) == (f"the proxy 127.0.0.1:{port} that HTTP_PROXY / HTTPS_PROXY / ALL_PROXY name "
                                        "cannot be reached: Connection refused")
+
+
+async def test_a_header_with_a_line_break_is_named_and_never_sent(route: str, environment: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    # a secret read with its file's trailing newline: aiohttp refuses to write it (a ValueError, once reported as
+    # tamesu's internal error); the line names the header, never its value
+    async with echo_server() as port:
+        with pytest.raises(ERRORS) as caught:
+            await _post(route, tmp_path, f"http://127.0.0.1:{port}/chat", headers={"Authorization": "Bearer tok-7\n"})
+    assert type(caught.value).__name__ == "LocalProtocolError", repr(caught.value)
+    # (httpx's clients hand the transport names in lower case)
+    assert os_reason(caught.value).lower() == ("the header authorization's value ends with a line break, which HTTP "
+                                               "cannot carry (a secret or variable read with its file's trailing "
+                                               "newline?)").lower()
+    assert "tok-7" not in str(caught.value)
 
 
 async def test_an_early_413_is_read_while_the_body_is_still_going(route: str, environment: pytest.MonkeyPatch,

@@ -51,6 +51,12 @@ class SdkProvider(Provider):
     def from_spec(cls, spec: ModelSpec, api_key: str | None, *, base_dir: Path | None = None) -> Self:
         del base_dir  # reads no files
         key = api_key or os.environ.get(cls.key_variable)
+        if key and key != key.strip():
+            # a key file's trailing newline (`KEY=$(cat key)` keeps none; a mounted secret or a pasted value may):
+            # sent as it is, every call failed as an internal error of the HTTP client
+            where = "models.X.api_key" if api_key else cls.key_variable
+            raise ModelError(f"{cls.name}: the API key from {where} begins or ends with a line break or spaces, "
+                             "which an HTTP header cannot carry: remove them")
         if not key:
             if not is_local_url(base_url_in_use(spec.base_url, DEFAULT_ENV_BASE_URLS[cls.name], "")):
                 raise ModelError(f"{cls.name}: no API key (set {cls.key_variable} or models.X.api_key)")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
@@ -194,8 +195,35 @@ async def send_or_resend(session: aiohttp.ClientSession, method: str, url: Any, 
                                  request=request) from exc
             resent(resend_reason(exc))
             resent = None
+        except ValueError as exc:  # aiohttp refuses to write a header with a line break (looked for only then)
+            unsendable = unsendable_header(options.get("headers"))
+            if unsendable is None:
+                raise mapped(module, exc, host, answered=False, request=request) from exc
+            error = _error(module, "LocalProtocolError")(unsendable)
+            error.tamesu_reason = unsendable  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
+            raise error from exc
         except Exception as exc:
             raise mapped(module, exc, host, answered=False, request=request) from exc
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What a header's value may not hold (a tab may stay)."""
+
+
+def unsendable_header(headers: Any) -> str | None:
+    """Why HTTP cannot send one of `headers` (a line break or another control character in its value: a secret
+    or variable read with its file's trailing newline), naming the header, never its value; None when all can."""
+    pairs = headers.items() if hasattr(headers, "items") else headers or ()  # a mapping, or (name, value) pairs
+    for name, value in pairs:
+        text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        if _CONTROL.search(text):
+            name = name.decode("latin-1") if isinstance(name, bytes) else name
+            trimmed = text.rstrip("\r\n")
+            where = "ends with a line break" if trimmed != text and not _CONTROL.search(trimmed) \
+                else "holds a line break or another control character"
+            return (f"the header {name}'s value {where}, which HTTP cannot carry (a secret or variable read with "
+                    "its file's trailing newline?)")
+    return None
 
 
 def unanswered(module: ModuleType, exc: Exception, scheme: str, host: str, *, client_certificate: bool,

@@ -179,6 +179,8 @@ class Http:
                     self.requests += 1
                     raise TurnError(f"{request.method} {self._mask(request)}: a redirect loop (more than "
                                     f"{MAX_REDIRECTS} redirects)") from exc
+                if isinstance(exc, httpx.LocalProtocolError):  # never sent: the suite's values, not the agent
+                    raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: {os_reason(exc)}") from exc
                 if reason is None:
                     self.requests += 1
                     raise TurnError(f"{request.method} {self._mask(request)} failed: {os_reason(exc)}") from exc
