@@ -39,6 +39,18 @@ def _bounded(seconds: float) -> float:
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
+def expand_home(path: str) -> str:
+    """`~/x` and `~user/x` as the shell reads them: the home folder, never a folder named `~` in the project (a
+    later `rm -rf ~/...` of it is the user's home). Other paths stay as written."""
+    import os.path
+
+    return os.path.expanduser(path) if path.startswith("~") else path
+
+
+HomePath = Annotated[str, AfterValidator(expand_home)]
+"""A path a user writes in tamesu.yaml; a leading `~` is the home folder."""
+
+
 class Strict(BaseModel):
     """Every model a user writes rejects keys it does not know, so typos are caught."""
 

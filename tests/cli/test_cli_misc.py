@@ -68,3 +68,26 @@ def test_version_and_colour(tmp_path: Path, tamesu) -> None:
     assert "\x1b[" not in plain.stdout and "ERR   first/t" in plain.stdout
     never = tamesu(["run", "--color", "never", "--out", "o3"], cwd=tmp_path, env={"NO_COLOR": ""})
     assert "\x1b[" not in never.stdout
+
+
+def test_a_path_that_starts_with_a_tilde_is_in_the_home_folder(tmp_path: Path, tamesu) -> None:
+    # `out: ~/runs` made a folder named `~` in the project (and `rm -rf ~/runs` of it is the user's home)
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (home / "secrets.env").write_text("CODE=ORD-77\n")
+    (project / "tamesu.yaml").write_text(
+        "out: ~/runs\ncache: { dir: ~/cache }\nsecrets: { env_files: [~/secrets.env] }\n"
+        'models:\n  target: { provider: fake, rules: [{ say: "shipped" }] }\n'
+        "targets:\n  bot: { type: model, model: target }\n")
+    (project / "s.tamesu.yaml").write_text(
+        "tests:\n  - name: order\n    target: bot\n    scenario: { script: [{ say: 'where is {{secrets.CODE}}?' }] }\n")
+    done = tamesu(["run"], cwd=project, env={"HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (project / "~").exists()
+    [run] = (home / "runs").iterdir()
+    transcript = json.loads((run / "s" / "order" / "run-1" / "transcript.json").read_text())
+    assert "where is ***?" in json.dumps(transcript)  # the secret came from ~/secrets.env, masked as secrets are
+    again = tamesu(["run", "--out=~/other"], cwd=project, env={"HOME": str(home)})  # no shell expands it there
+    assert again.returncode == 0 and len(list((home / "other").iterdir())) == 1
+    assert not (project / "~").exists()

@@ -126,9 +126,9 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         tests = select(tests, shard)
     settings = plan.project.spec.report
     requests = report_requests(reports, plan.project)
-    baseline_dir = Path(baseline) if baseline else \
+    baseline_dir = Path(baseline).expanduser() if baseline else \
         (plan.project.dir / settings.baseline if settings.baseline else None)
-    out_dir = Path(out) if out else plan.project.dir / plan.project.spec.out
+    out_dir = Path(out).expanduser() if out else plan.project.dir / plan.project.spec.out
     options = RunOptions(out=out_dir, parallel=parallel or plan.project.spec.parallel, repeat=repeat,
                          fail_fast=fail_fast, cache_mode=cache_mode(no_cache, cache_only), update_golden=update_golden)
     from tamesu.results.provenance import provenance
@@ -290,7 +290,7 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
         click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     # the run's own code: a report of a failed or interrupted run is not a green CI step
-    code = finish_reports(run.dir, requests, Path(baseline) if baseline else None,
+    code = finish_reports(run.dir, requests, Path(baseline).expanduser() if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 
@@ -318,7 +318,8 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
     project = _project_near(config, Path.cwd())
-    out_dir = Path(out) if out else (project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
+    out_dir = (Path(out).expanduser() if out
+               else project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
     try:
         merged = merge_runs(inputs, out_dir)
     except (MergeError, RunDirError) as exc:
@@ -332,7 +333,7 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
         click.echo(f"{merged}: {note}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     code = finish_reports(merged, report_requests(reports, project, default=False),
-                           Path(baseline) if baseline else None,
+                           Path(baseline).expanduser() if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)
 

@@ -289,7 +289,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
                      base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None,
                      files=_files(cases) if source.kind == "folder" else [])
-    out = Path(options["out"]) if options["out"] else project.dir / project.spec.out
+    out = Path(options["out"]).expanduser() if options["out"] else project.dir / project.spec.out
     shard = parse_shard(options["shard_text"])
     requests = report_requests(options["reports"], project)
     settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],

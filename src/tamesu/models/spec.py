@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu import plugins
 from tamesu.net.tls import TlsSpec as TlsSpec  # re-exported: suite.schema names the tls block from here
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, HomePath, Strict
 
 
 def known_providers() -> list[str]:
@@ -92,7 +92,7 @@ class BudgetSpec(Strict):
 class CacheSpec(Strict):
     """The replay cache of model calls."""
 
-    dir: str = ".tamesu/cache"
+    dir: HomePath = ".tamesu/cache"
     """The cache's folder, relative to tamesu.yaml."""
     mode: Literal["use", "off", "only"] = "use"
     """use: read and write; off: neither (`--no-cache`); only: fail on a miss (`--cache-only`)."""

@@ -22,17 +22,17 @@ from pathlib import Path
 from pydantic import model_validator
 
 from tamesu.errors import InfraError
-from tamesu.types import Strict
+from tamesu.types import HomePath, Strict
 
 
 class TlsSpec(Strict):
     """A target's or a model's `tls:` block."""
 
-    ca_file: str | None = None
+    ca_file: HomePath | None = None
     """A PEM file of CAs trusted beside the platform's."""
-    cert_file: str | None = None
+    cert_file: HomePath | None = None
     """The client certificate (PEM) for servers that require one (mTLS); with `key_file`."""
-    key_file: str | None = None
+    key_file: HomePath | None = None
     """The client certificate's private key (PEM); with `cert_file`."""
     server_name: str | None = None
     """The name the server's certificate must carry (and SNI), when it is not the URL's host."""

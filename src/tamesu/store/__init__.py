@@ -48,7 +48,7 @@ def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, 
         return "postgresql+psycopg://" + text.split("://", 1)[1]
     if "://" in text:
         return text
-    path = Path(text)
+    path = Path(text).expanduser()
     return "sqlite:///" + str((path if path.is_absolute() else project_dir / path).resolve())
 
 

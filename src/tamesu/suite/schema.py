@@ -21,7 +21,7 @@ from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
-from tamesu.types import Duration, Strict, parse_duration
+from tamesu.types import Duration, HomePath, Strict, parse_duration
 
 __all__ = ["Duration", "Strict", "TraceQuerySpec", "TracesSpec", "parse_duration"]
 
@@ -362,7 +362,7 @@ class TestSpec(Strict):
 
 
 class SecretsSpec(Strict):
-    env_files: list[str] = Field(default_factory=lambda: [".env"])
+    env_files: list[HomePath] = Field(default_factory=lambda: [".env"])
     """Files of `NAME=value` lines read for `{{secrets.NAME}}`, relative to tamesu.yaml; the environment wins."""
 
 
@@ -404,7 +404,7 @@ class ReportSettings(Strict):
     """`junit:reports/junit.xml`, `html`, `github`...; a path is relative to tamesu.yaml. The loader checks the
     names against the report formats (built-in and plug-ins). Default: the HTML report in the run folder (small,
     and the run ends with its path); `report: []` writes none."""
-    baseline: str | None = None
+    baseline: HomePath | None = None
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
     tolerance: float = Field(0.2, ge=0)
     """A metric change smaller than this fraction of the baseline's value is not reported."""
@@ -447,8 +447,8 @@ class ProjectSpec(Strict):
     """Where secrets come from besides the environment: `env_files` (default `.env`)."""
     vars: dict[str, object] = Field(default_factory=dict)
     """Variables for every suite's templates (`{{vars.NAME}}`)."""
-    out: str = "tamesu-runs"
-    """The folder run directories are written under, relative to tamesu.yaml."""
+    out: HomePath = "tamesu-runs"
+    """The folder run directories are written under, relative to tamesu.yaml (`~/...`: the home folder)."""
     parallel: int = Field(1, ge=1, le=10000)
     """How many test runs go at once (`--parallel` overrides it)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
