@@ -18,6 +18,8 @@ targets:
     type: rest
     url: "{url}/sse"
     streaming: sse
+  sniffed: {{ type: rest, url: "{url}/sse" }}
+  raw: {{ type: rest, url: "{url}/sse", streaming: none }}
   ws:
     type: rest
     url: "{ws}"
@@ -59,6 +61,16 @@ tests:
     assert:
       - contains: "You said stream this"
       - metric: {{ name: time_to_first_token_ms, lte: 5000 }}
+  - name: sse not said
+    target: sniffed
+    scenario: {{ script: [ {{ say: "stream this" }} ] }}
+    assert:
+      - contains: "You said stream this"
+      - metric: {{ name: time_to_first_token_ms, lte: 5000 }}
+  - name: sse refused
+    target: raw
+    scenario: {{ script: [ {{ say: "stream this" }} ] }}
+    assert: [ {{ contains: "data: " }} ]
   - name: websocket
     target: ws
     scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
@@ -92,7 +104,8 @@ def test_every_rest_mode_through_the_command(tmp_path: Path, tamesu, rest_agents
     [run_dir] = list((tmp_path / "out").iterdir())
     parsed = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     lines = {line["test"]: line for line in parsed}
-    assert set(lines) == {"plain", "sse", "websocket", "poll", "listen", "session open"}
+    assert set(lines) == {"plain", "sse", "sse not said", "sse refused", "websocket", "poll", "listen",
+                          "session open"}
     assert {line["status"] for line in lines.values()} == {"passed"}
 
     def detail(test: str) -> dict:
@@ -103,6 +116,11 @@ def test_every_rest_mode_through_the_command(tmp_path: Path, tamesu, rest_agents
     assert len(turn["raw"]) >= 3  # every streamed event is kept
     assert turn["sent_at_ms"] <= turn["first_token_at_ms"] <= turn["completed_at_ms"]
     assert sse["metrics"]["time_to_first_token_ms"] > 0
+    # streaming not set: the answer's content type made it an event stream, said once; `none` said keeps the body
+    sniffed = detail("sse not said")
+    assert [e["name"] for e in sniffed["events"]].count("sse_detected") == 1
+    assert len(sniffed["turns"][0]["agent"]["raw"]) >= 3
+    assert "sse_detected" not in {e["name"] for e in detail("sse refused")["events"]}
     poll = detail("poll")["turns"][0]["agent"]
     assert poll["raw"][0]["job"] and poll["response"]["status"] == "done"
     assert len(poll["raw"]) >= 3  # the send, the pending polls, the answer

@@ -125,6 +125,7 @@ class RestTarget(Target[RestSpec]):
         self._listener: Listener | None = None
         self._requests_before = 0
         self._waiting_for = ""
+        self._sse_detected = False
         self._reader = TurnReader(spec, self._require_session)
 
     # -- open and close -------------------------------------------------------------------------------
@@ -267,14 +268,19 @@ class RestTarget(Target[RestSpec]):
             return await self._poll_turn(request, turn, self.spec.response.poll)
         if self._listener is not None:
             return await self._listen_turn(request, self._listener)
+        if "streaming" not in self.spec.model_fields_set:
+            # not said: the answer's content type says whether it streams (read as one answer when it does not)
+            return await self._sse_turn(request, sniffing=True)
         self._waiting_for = "waiting for the answer"
         answer = await self._require_http().fetch(request)
         return self._reader.answer_turn(answer)
 
-    async def _sse_turn(self, request: Request) -> AgentTurn:
+    async def _sse_turn(self, request: Request, *, sniffing: bool = False) -> AgentTurn:
+        """`sniffing`: `streaming` was not set, and an event stream is read as one only because the answer
+        says it is (`text/event-stream`), said once as an `sse_detected` event."""
         session = self._require_session()
         http = self._require_http()
-        self._waiting_for = "reading the event stream"
+        self._waiting_for = "waiting for the answer" if sniffing else "reading the event stream"
         response, sent_at = await http.open_stream(request)
         try:
             content_type = response.headers.get("content-type", "").lower()
@@ -284,6 +290,12 @@ class RestTarget(Target[RestSpec]):
                 answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
                                 session.now_ms())
                 return self._reader.answer_turn(answer)
+            if sniffing:
+                self._waiting_for = "reading the event stream"
+                if not self._sse_detected:
+                    self._sse_detected = True
+                    session.event("sse_detected", note="streaming is not set and the agent answered "
+                                  "text/event-stream: its events were read as with streaming: sse")
             stream = StreamText(self.spec.response)
             completed_at: float | None = None
             reading = reading_of(response.headers, http.max_bytes)
