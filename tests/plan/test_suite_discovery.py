@@ -74,3 +74,21 @@ def test_a_pattern_matches_what_path_glob_matches_where_nothing_is_left_out(tmp_
     expected = {p for p in project.dir.glob(pattern) if p.name != "tamesu.yaml"}
     assert expected, pattern  # each pattern matches something, so an empty answer cannot pass
     assert len(found) == len(set(found)) and set(found) == expected
+
+
+def test_two_suites_of_one_name_in_two_folders_are_one_problem(tmp_path: Path, tamesu: Any) -> None:
+    # a test's id is suite/test: billing/smoke and support/smoke would share ids, filters, history and baselines
+    _write(tmp_path / "tamesu.yaml", PROJECT)
+    _write(tmp_path / "billing" / "smoke.tamesu.yaml", _suite("order"))
+    _write(tmp_path / "support" / "smoke.tamesu.yaml", _suite("order"))
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines() == [
+        "support/smoke.tamesu.yaml:1:1: another suite is named 'smoke' (billing/smoke.tamesu.yaml): test ids "
+        "(suite/test) would be the same; give one a `name:`", "1 problem found"]
+    assert tamesu(["run"], cwd=tmp_path).returncode == 2  # nothing runs
+    _write(tmp_path / "support" / "smoke.tamesu.yaml", "name: support-smoke\n" + _suite("order"))
+    listed = tamesu(["list", "--json"], cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(json.loads(line)["id"] for line in listed.stdout.splitlines()) == ["smoke/order",
+                                                                                    "support-smoke/order"]

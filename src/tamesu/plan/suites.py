@@ -74,12 +74,20 @@ def load_plan(
         raise ConfigError([_no_suite_files(paths, project)])
     plan.warnings += said
     project_asserts = _project_assertions(project, problems)
+    named: dict[str, LoadedSuite] = {}
     for path in files:
         try:
             loaded, tests, warnings = _load_suite(path, project, project_asserts, today, secrets, require_secrets)
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue
+        first = named.setdefault(loaded.name, loaded)
+        if first is not loaded:
+            # a test's id is suite/test: two suites of one name (billing/smoke.yaml, support/smoke.yaml) would
+            # share ids, filters, history and baselines
+            problems.append(loaded.doc.problem(("name",) if loaded.spec.name else (),
+                                               f"another suite is named {loaded.name!r} ({label(first.doc.path)}): "
+                                               "test ids (suite/test) would be the same; give one a `name:`"))
         plan.suites.append(loaded)
         plan.tests.extend(tests)
         plan.warnings.extend(warnings)
