@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -60,8 +61,9 @@ def _environment(**extra: str) -> dict[str, str]:
     return env
 
 
-def _in_a_terminal(folder: Path, env: dict[str, str]) -> tuple[int, str]:
-    """`tamesu run` with its stdin, stdout and stderr on a pseudo-terminal of 120 x 40; all it wrote there."""
+def _in_a_terminal(folder: Path, env: dict[str, str], interrupt_when: Path | None = None) -> tuple[int, str]:
+    """`tamesu run` with its stdin, stdout and stderr on a pseudo-terminal of 120 x 40; all it wrote there.
+    `interrupt_when`: Ctrl-C twice (SIGINT) once that file exists."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     process = subprocess.Popen(tied([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"]), cwd=folder,
@@ -71,7 +73,12 @@ def _in_a_terminal(folder: Path, env: dict[str, str]) -> tuple[int, str]:
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 1.0)
+            if interrupt_when is not None and interrupt_when.exists():
+                process.send_signal(signal.SIGINT)  # an impatient user: twice, the second cancels everything
+                time.sleep(0.05)
+                process.send_signal(signal.SIGINT)
+                interrupt_when = None
+            ready, _, _ = select.select([leader], [], [], 0.05 if interrupt_when is not None else 1.0)
             if not ready:
                 continue
             try:
@@ -125,3 +132,17 @@ def test_colour_forced_into_a_log_draws_no_frames(tmp_path: Path, serve: Any, ta
     assert code == 0, written
     assert "\x1b[1;32mPASS\x1b[0m  s/one" in written, written  # coloured, as asked
     assert not _RUNNING.search(written) and ERASE_LINE_UP not in written and "done" not in written, written
+
+
+def test_ctrl_c_after_the_tests_still_shows_the_cursor_again(tmp_path: Path, serve: Any) -> None:
+    # Ctrl-C twice while after_all hooks ran: the run never reached its summary, the live region stayed (and with
+    # it the terminal's hidden cursor after tamesu had gone)
+    _project(tmp_path, _agent(serve, turn_s=0.0))
+    suite = tmp_path / "s.tamesu.yaml"
+    suite.write_text('hooks:\n  after_all: ["touch hook-started; sleep 30"]\n' + suite.read_text(), encoding="utf-8")
+    code, screen = _in_a_terminal(tmp_path, _environment(), interrupt_when=tmp_path / "hook-started")
+    # the live region also held sys.stderr (rich's proxy): the interrupted note was a traceback and exit 1
+    assert code == 130 and "Traceback" not in screen, screen[-2000:]
+    hidden = screen.index("\x1b[?25l")
+    assert "\x1b[?25h" in screen[hidden:], screen[-400:]
+    assert "interrupted by SIGINT: 2 of 2 planned tests finished" in screen, screen[-400:]

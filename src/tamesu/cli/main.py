@@ -134,7 +134,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.results.provenance import provenance
 
     origin = provenance(plan.project.dir)
-    reporters: list[Any] = [ConsoleReporter(console, plan.secrets.redactor, verbose),
+    console_reporter = ConsoleReporter(console, plan.secrets.redactor, verbose)
+    reporters: list[Any] = [console_reporter,
                             PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
                                          plan.project.spec.trace_url)]
     store_writer = open_store_writer(plan.project, plan.secrets.redactor, origin, str(shard) if shard else None,
@@ -154,9 +155,11 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     try:
         outcome = run_stoppable(runner.run())
     except InfraError as exc:  # the run folder, a traces receiver or backend: before any test ran
+        console_reporter.close()
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_INFRA)
     except Interrupted as stop:
+        console_reporter.close()
         if store_writer is not None:
             store_writer.close(timeout=5)
         click.echo(interrupted_note(stop, runner.run_dir), err=True)

@@ -135,10 +135,15 @@ class ConsoleReporter:
         for line in table_lines(report):
             self._print(Text(line, style="bold" if line.startswith("load:") else ""))
 
-    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+    def close(self) -> None:
+        """The live lines erased and the terminal's cursor shown again: at the run's end, and when it is
+        interrupted (Ctrl-C left the cursor hidden and the last frame after the interrupted note)."""
         if self._live is not None:
             self._live.stop()
             self._live = None
+
+    def finish(self, summary: RunSummaryFile, run_dir: Path) -> None:
+        self.close()
         c = summary.counts
         parts = [f"{c['passed']} passed", f"{c['failed']} failed"]
         if c["quarantined"]:
