@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os.path
 import re
 from typing import Annotated, TypeAlias
 
@@ -42,8 +43,6 @@ Duration = Annotated[float, BeforeValidator(parse_duration)]
 def expand_home(path: str) -> str:
     """`~/x` and `~user/x` as the shell reads them: the home folder, never a folder named `~` in the project (a
     later `rm -rf ~/...` of it is the user's home). Other paths stay as written."""
-    import os.path
-
     return os.path.expanduser(path) if path.startswith("~") else path
 
 

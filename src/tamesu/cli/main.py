@@ -26,6 +26,7 @@ from tamesu.cli.shared import (
     report_requests,
     run_options,
     select_tests,
+    settle_for,
     start_telemetry,
     stop_telemetry,
 )
@@ -104,7 +105,6 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.report.recorder import Fanout, PlanRecorder
     from tamesu.results.sharding import select
     from tamesu.runtime.gc_pause import collector_paused
-    from tamesu.runtime.open_files import allow_open_files
     from tamesu.runtime.signals import Interrupted, run_stoppable
     from tamesu.suite.secrets import mask_logging
 
@@ -144,13 +144,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         reporters.append(store_writer)
     telemetry = start_telemetry(console)
     runner = Runner(plan, tests, options, Fanout(*reporters))
-    from tamesu.engine.heap import settle_for_a_run
-
     # this process is the run's: what was made before it lives to its end (see _heap)
-    at_once = min(options.parallel, max(1, len(tests) * (options.repeat or 1)))
-    settle_for_a_run(at_once)
-    if (too_few := allow_open_files(at_once)) is not None:
-        console.print(f"[yellow]warning:[/] {too_few}", highlight=False, markup=True)
+    settle_for(min(options.parallel, max(1, len(tests) * (options.repeat or 1))), console)
     paused.close()
     try:
         outcome = run_stoppable(runner.run())

@@ -290,6 +290,17 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
         yao_errors=yao_errors or project.spec.yao_errors)
 
 
+def settle_for(at_once: int, console: Console) -> None:
+    """This process made ready for a run of `at_once` conversations at once, as `run` and `test` start one: the
+    heap frozen (`engine.heap`), the limit on open files raised (`runtime.open_files`, a warning when too low)."""
+    from tamesu.engine.heap import settle_for_a_run
+    from tamesu.runtime.open_files import allow_open_files
+
+    settle_for_a_run(at_once)
+    if (too_few := allow_open_files(at_once)) is not None:
+        console.print(f"[yellow]warning:[/] {too_few}", highlight=False, markup=True)
+
+
 def point_to_view(store_writer: StoreWriter | None, console: Console) -> None:
     """The run's last line, once the store holds two runs or more: where its history is seen."""
     if store_writer is None or store_writer.runs_stored < 2:

@@ -271,6 +271,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
         point_to_view,
         report_requests,
         select_tests,
+        settle_for,
         start_telemetry,
         stop_telemetry,
     )
@@ -319,15 +320,8 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
         tests = select(tests, shard)
     modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
     console.start(resolved.about, label, len(tests), modes)
-    from tamesu.engine.heap import settle_for_a_run
-
     # this process is the run's: what was made before it lives to its end (see _heap)
-    at_once = min(settings.parallel, max(1, len(tests)))
-    settle_for_a_run(at_once)
-    from tamesu.runtime.open_files import allow_open_files
-
-    if (too_few := allow_open_files(at_once)) is not None:
-        rich_console.print(f"[yellow]warning:[/] {too_few}", highlight=False, markup=True)
+    settle_for(min(settings.parallel, max(1, len(tests))), rich_console)
     paused.close()
     telemetry = start_telemetry(rich_console)
     try:

@@ -39,7 +39,7 @@ def proxy_for(scheme: str, host: str) -> str | None:
     the host, or no proxy is set)."""
     proxies = environment_proxies()
     url = proxies.get(scheme) or proxies.get("all")
-    if url is None or is_loopback(host) or _bypassed(host, proxies.get("no", "")):
+    if url is None or bypassed(host):
         return None
     return url if "://" in url else f"http://{url}"
 
