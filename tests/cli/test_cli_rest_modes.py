@@ -35,7 +35,9 @@ targets:
     request:
       body: {{ text: "{{{{message}}}}", callback: "{{{{listen.url}}}}", session_id: "{{{{session}}}}" }}
     response:
-      listen: {{ path: /hook, idle: 300ms }}
+      # the turn ends at the agent's last post; idle only bounds a post that never comes (300 ms of idle read
+      # half the turn once on a loaded machine, where the agent's second post came later than that)
+      listen: {{ path: /hook, idle: 5s, done: {{ path: $.text, equals: "Done: order pizza" }} }}
   conversation:
     type: rest
     url: "{url}/conversations/{{{{session.id}}}}/messages"
