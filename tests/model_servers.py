@@ -15,6 +15,9 @@ mentions a JSON schema), otherwise an echo of the last user message. Planned ans
     server.plan(status(429, "slow down", retry_after="0"))   # an error, with a Retry-After header
     server.plan(status(500, "boom"))
     server.plan(delay(2.0))                          # wait, then answer with the next planned (or default)
+    server.plan(reasoned("ok", "the user wants..."))  # an answer with the model's reasoning in a field of its
+                                                     # own (OpenAI: reasoning_content; Anthropic: a thinking
+                                                     # block); stop="length" cuts it at the token limit
     server.plan(status(400, "...", when="response_format"))  # only if the body has that key, else skipped
     server.plan(raw("<html>hi</html>", "text/html"))    # HTTP 200 with a body that is not a completion
     server.plan(raw({"id": "x", "object": "list"}))     # ... or JSON in another shape
@@ -62,10 +65,18 @@ class Planned:
     body: Any = None
     """raw: the whole 200 body (a str is sent as is, anything else as JSON)."""
     content_type: str = "application/json"
+    reasoning: str = ""
+    """The model's reasoning, sent apart from the text (`reasoned`)."""
+    stop: str | None = None
+    """Why the answer ended, when not the usual: "length" (OpenAI) / "max_tokens" (Anthropic) for "length"."""
 
 
 def text(value: str, usage: tuple[int, int] | None = None) -> Planned:
     return Planned("text", text=value, usage=usage)
+
+
+def reasoned(value: str, reasoning: str, stop: str | None = None) -> Planned:
+    return Planned("text", text=value, reasoning=reasoning, stop=stop)
 
 
 def tool_call(name: str, arguments: dict[str, Any], text: str = "") -> Planned:
@@ -202,6 +213,8 @@ class OpenAIServer(_ScriptedServer):
 
     def answer(self, body: dict[str, Any], planned: Planned) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": planned.text or None}
+        if planned.reasoning:  # as vLLM and llama.cpp send it
+            message["reasoning_content"] = planned.reasoning
         if planned.calls:
             message["tool_calls"] = [
                 {"id": f"call_{next(self._ids)}", "type": "function",
@@ -213,7 +226,7 @@ class OpenAIServer(_ScriptedServer):
             "id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", "test-model"),
             "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if planned.calls else "stop"}],
+                         "finish_reason": planned.stop or ("tool_calls" if planned.calls else "stop")}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
         }
@@ -252,6 +265,8 @@ class AnthropicServer(_ScriptedServer):
 
     def answer(self, body: dict[str, Any], planned: Planned) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": planned.text}] if planned.text else []
+        if planned.reasoning:
+            content.insert(0, {"type": "thinking", "thinking": planned.reasoning, "signature": "local"})
         content += [{"type": "tool_use", "id": f"toolu_{next(self._ids)}", "name": name, "input": arguments}
                     for name, arguments in planned.calls]
         asked = self.words(body.get("messages", [])) + self.words(body.get("system", ""))
@@ -259,7 +274,8 @@ class AnthropicServer(_ScriptedServer):
         return {
             "id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant",
             "model": body.get("model", "test-model"), "content": content,
-            "stop_reason": "tool_use" if planned.calls else "end_turn", "stop_sequence": None,
+            "stop_reason": {"length": "max_tokens"}.get(planned.stop or "", planned.stop)
+                           or ("tool_use" if planned.calls else "end_turn"), "stop_sequence": None,
             "usage": {"input_tokens": prompt, "output_tokens": completion},
         }
 

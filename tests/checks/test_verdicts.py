@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import forked
-from model_servers import AnthropicServer, OpenAIServer, raw, status, text
+from model_servers import AnthropicServer, OpenAIServer, raw, reasoned, status, text
 from sdk_groups import IN_PROCESS_SDKS
 from tamesu.checks import parse_assertion
 from tamesu.checks.base import RunView
@@ -79,6 +79,56 @@ async def test_a_fenced_answer_is_unwrapped_and_says_so(judge_server: tuple[Any,
     assert found.passed and outcomes(found) == ["repaired"]
     assert found.attempts[0].reason == "the JSON was inside a markdown code fence: unwrapped"
     assert len(server.calls()) == 1
+
+
+THOUGHT = 'The rubric wants a reference. If it had none: {"pass": false}. It gave RF-889.'
+TAKEN_OUT = "the model's reasoning came at the head of its answer, in <think> tags: taken out"
+
+
+@pytest.mark.parametrize(("answer", "repairs"), [
+    (f"<think>\n{THOUGHT}\n</think>\n\n{verdict(score=1)}", [TAKEN_OUT]),
+    # a chat template that opens the block itself: the model writes only its end
+    (f"{THOUGHT}\n</think>\n{verdict(score=1)}", [TAKEN_OUT]),
+    (f"<think>{THOUGHT}</think>\n```json\n{verdict(score=1)}\n```",
+     [TAKEN_OUT, "the JSON was inside a markdown code fence: unwrapped"]),
+], ids=["think-block", "closing-tag-only", "think-block-then-fence"])
+async def test_reasoning_at_the_head_of_a_verdict_is_taken_out_and_said(judge_server: tuple[Any, Judge], answer: str,
+                                                                         repairs: list[str]) -> None:
+    # open reasoning models behind llama.cpp, LM Studio or vLLM without a reasoning parser answer this way;
+    # read whole, every verdict was "surrounded by other text" and asked again until none was left
+    server, judge = judge_server
+    server.plan(text(answer))
+    found = await grade(judge)
+    assert found.passed and outcomes(found) == ["repaired"] and len(server.calls()) == 1
+    assert found.attempts[0].reason == "; ".join(repairs)
+    [response] = found.responses
+    assert response.reasoning == THOUGHT and response.reasoning_in_text
+    assert "<think>" not in response.text and "</think>" not in response.text
+
+
+async def test_reasoning_sent_apart_is_kept_and_the_verdict_accepted_as_it_came(
+        judge_server: tuple[Any, Judge]) -> None:
+    server, judge = judge_server
+    server.plan(reasoned(verdict(score=1), THOUGHT))  # reasoning_content (vLLM, llama.cpp); a thinking block
+    found = await grade(judge)
+    assert found.passed and outcomes(found) == ["accepted"]
+    [response] = found.responses
+    assert response.reasoning == THOUGHT and not response.reasoning_in_text and response.text == verdict(score=1)
+
+
+@pytest.mark.parametrize("answer", [reasoned("", THOUGHT, stop="length"),
+                                    reasoned(f"<think>{THOUGHT}", "", stop="length")], ids=["apart", "in-the-text"])
+async def test_a_verdict_cut_off_while_the_model_reasoned_says_so(judge_server: tuple[Any, Judge],
+                                                                  answer: Any) -> None:
+    server, judge = judge_server
+    server.plan(answer, answer, answer)
+    with pytest.raises(InfraError) as caught:
+        await grade(judge)
+    cut = "the model was still reasoning when it reached its token limit: no answer came (raise the model's " \
+          "max_tokens, or turn its reasoning off)"
+    assert str(caught.value) == f"judge: no verdict that fits the schema after 3 attempts (each answer: {cut})"
+    assert len(server.calls()) == 3
+    assert all(a.reasoning == THOUGHT and a.text == "" for a in caught.value.__cause__.responses)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("answer", "why"), [

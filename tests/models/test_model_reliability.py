@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
-from model_servers import AnthropicServer, OpenAIServer, delay, raw, status, text
+from model_servers import AnthropicServer, OpenAIServer, delay, raw, reasoned, status, text
 from sdk_groups import IN_PROCESS_SDKS
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.cache import CacheMiss, ReplayCache
@@ -171,12 +171,17 @@ async def test_doctor_calls_a_model_ready_only_after_a_completion(server: tuple[
     assert (await check(spec) or "").startswith(f"{label}: HTTP 200 but not a {what} (the JSON has no ")
     model_server.plan(text(""))
     assert await check(spec) == f"{label}: answered with an empty completion"
+    # a reasoning model spends the probe's 16 tokens thinking: it answered all the same
+    model_server.plan(reasoned("", "The user asks me to say", stop="length"))
+    assert await check(spec) is None
+    model_server.plan(text("<think>The user asks me to"))
+    assert await check(spec) is None
     model_server.plan(status(500, "model not loaded"))
     assert await check(spec) == f"{label}: HTTP 500: model not loaded"
     model_server.plan(text("ready"))
     assert await check(spec) is None
     completions = model_server.calls()
-    assert len(completions) == 5 and "Reply with the single word: ready" in json.dumps(completions[-1].body)
+    assert len(completions) == 7 and "Reply with the single word: ready" in json.dumps(completions[-1].body)
 
 
 def test_the_doctor_command_says_which_model_is_ready(tmp_path: Path, tamesu: Any, serve: Serve) -> None:

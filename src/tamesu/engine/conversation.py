@@ -319,9 +319,11 @@ async def _talk(
             except TemplateError as exc:
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
             if isinstance(user, ModelSimulator):
-                for attempt in user.last_attempts:  # an unusable answer the simulator was asked again for
-                    if attempt.outcome == "rejected":
+                for attempt in user.last_attempts:  # an unusable answer the simulator was asked again for,
+                    if attempt.outcome == "rejected":  # or one that was read after a repair
                         session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
+                    elif attempt.outcome == "repaired":
+                        session.event("simulator_repaired", attempt=attempt.number, reason=attempt.reason)
                 user.last_attempts = []
                 if user.last_reasoning:
                     session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)

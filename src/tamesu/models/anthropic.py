@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
+from tamesu.models._reasoning import split_reasoning
 from tamesu.models._sdk_http import plain, sdk_http_client
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import anthropic_block
@@ -116,6 +117,7 @@ class AnthropicProvider(SdkProvider):
             raise ModelError(f"anthropic:{self.model}: HTTP 200 but not a Messages answer "
                              f"({not_a_completion(message, 'content')})")
         texts: list[str] = []
+        thinking: list[str] = []
         calls: list[ToolRequest] = []
         for block in content:
             if not isinstance(block, dict):
@@ -123,13 +125,19 @@ class AnthropicProvider(SdkProvider):
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
                 texts.append(block["text"])
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                thinking.append(block["thinking"])
             elif kind == "tool_use":
                 arguments = block.get("input")
                 calls.append(ToolRequest(id=_plain.text(block.get("id")), name=_plain.text(block.get("name")),
                                          arguments=arguments if isinstance(arguments, dict) else {"_value": arguments}))
         usage = _plain.mapping(message.get("usage"))
+        # servers that speak the Messages API for an open reasoning model may put its thinking in the text
+        answer, inline = split_reasoning("".join(texts))
         return ModelResponse(
-            text="".join(texts),
+            text=answer,
+            reasoning="\n\n".join(thinking) or inline or "",
+            reasoning_in_text=inline is not None,
             tool_calls=calls,
             finish_reason=_plain.text(message.get("stop_reason")) or None,
             usage=Usage(input_tokens=_plain.count(usage.get("input_tokens")),

@@ -112,6 +112,22 @@ class ModelResponse(BaseModel):
     """Replayed from the cache: no call was made, nothing was spent."""
     fake: bool = False
     """Answered by the fake provider's rules, not by a model."""
+    reasoning: str = ""
+    """What a reasoning model thought before it answered, when the server sent it: in a field of its own
+    (`reasoning_content`, `reasoning`, Anthropic's thinking blocks) or at the head of the text between
+    `<think>` tags. Never part of `text`."""
+    reasoning_in_text: bool = False
+    """The reasoning came inside the answer's text, between `<think>` tags, and was taken out of it."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_reasoning(self, handler: Any) -> object:
+        # an answer without reasoning dumps as before there was any: a turn's response and its JSON paths, the
+        # replay cache's entries and the recorded outputs stay as they were
+        data = handler(self)
+        if isinstance(data, dict) and not self.reasoning and not self.reasoning_in_text:
+            data.pop("reasoning", None)
+            data.pop("reasoning_in_text", None)
+        return data
 
 
 class ModelError(Exception):

@@ -402,7 +402,8 @@ async def _completes(spec: ModelSpec, api_key: str) -> str | None:
     finally:
         with contextlib.suppress(Exception):
             await provider.aclose()
-    if not response.text.strip() and not response.tool_calls:
+    # a reasoning model spends the probe's few tokens thinking: its reasoning is an answer all the same
+    if not response.text.strip() and not response.tool_calls and not response.reasoning.strip():
         return f"{label(spec)}: answered with an empty completion"
     return None
 

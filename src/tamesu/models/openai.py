@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
+from tamesu.models._reasoning import split_reasoning
 from tamesu.models._sdk_http import plain, sdk_http_client
 from tamesu.models._sdk_post import create_is_plain, post_completion
 from tamesu.models._sdk_provider import SdkProvider
@@ -159,8 +160,13 @@ class OpenAIProvider(SdkProvider):
             calls.append(ToolRequest(id=str(call.get("id") or ""), name=str(function.get("name") or ""),
                                      arguments=_arguments(function.get("arguments"))))
         usage = _plain.mapping(completion.get("usage"))
+        answer, inline = split_reasoning(_content(message.get("content")))
+        # vLLM, llama.cpp and DeepSeek name the field reasoning_content; Ollama and OpenRouter, reasoning
+        separate = _plain.text(message.get("reasoning_content")) or _plain.text(message.get("reasoning"))
         return ModelResponse(
-            text=_content(message.get("content")) or _plain.text(message.get("refusal")),
+            text=answer or _plain.text(message.get("refusal")),
+            reasoning=separate or inline or "",
+            reasoning_in_text=inline is not None,
             tool_calls=calls,
             finish_reason=_plain.text(choice.get("finish_reason")) or None,
             usage=Usage(input_tokens=_plain.count(usage.get("prompt_tokens")),

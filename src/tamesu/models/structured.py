@@ -29,6 +29,7 @@ Model = TypeVar("Model", bound=BaseModel)
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _REPAIR = "That was not valid JSON for the schema: {error}. Answer with the JSON object only."
+_REASONING_TAKEN_OUT = "the model's reasoning came at the head of its answer, in <think> tags: taken out"
 _WHOLE_FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
 
 
@@ -176,6 +177,16 @@ def parse_answer(text: str, schema: type[Model]) -> Model:
     return schema.model_validate(value)
 
 
+def _unanswered(response: ModelResponse) -> str | None:
+    """Why an answer that is only reasoning gave nothing to read, or None when it is not that."""
+    if response.text.strip() or not response.reasoning:
+        return None
+    if response.finish_reason in ("length", "max_tokens"):
+        return ("the model was still reasoning when it reached its token limit: no answer came "
+                "(raise the model's max_tokens, or turn its reasoning off)")
+    return "the model reasoned but gave no answer"
+
+
 async def generate_structured(
     client: ModelClient,
     request: ModelRequest,
@@ -217,11 +228,13 @@ async def ask_structured(
             else:
                 value, repaired = parse_answer(response.text, schema), None
         except ValueError as exc:
-            last_error = short_error(exc)
+            last_error = _unanswered(response) or short_error(exc)
             record.append(Attempt(number=number, outcome="rejected", reason=last_error))
         else:
-            record.append(Attempt(number=number, outcome="repaired" if repaired else "accepted",
-                                  reason=repaired or ""))
+            repairs = [part for part in (_REASONING_TAKEN_OUT if response.reasoning_in_text else None, repaired)
+                       if part]
+            record.append(Attempt(number=number, outcome="repaired" if repairs else "accepted",
+                                  reason="; ".join(repairs)))
             return Structured(value, responses, record)
         # the next request carries the bad answer and what was wrong with it, so the model can fix it
         current = current.model_copy(update={"messages": [
