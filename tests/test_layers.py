@@ -189,6 +189,13 @@ def test_jsonl_reaches_the_engine_only_through_its_public_modules() -> None:
     assert {"plan", "checks", "roles"} <= set(edges["jsonl"])
 
 
+def test_jsonl_keeps_only_what_is_jsonl() -> None:
+    # issue 27's bound: the schema, the parser with positions, the inputs and the cases' translation; what grew
+    # past it (a console, records, users, checks, target resolution of its own) belongs to the shared packages
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in (SOURCE / "jsonl").rglob("*.py"))
+    assert lines < 1300, f"jsonl/ has {lines} lines: what is not JSONL belongs in plan/, roles/, checks/, report/"
+
+
 def _imported_names(unit: str) -> set[str]:
     names: set[str] = set()
     for path in sorted((SOURCE / unit).rglob("*.py")):

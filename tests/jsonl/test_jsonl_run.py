@@ -15,7 +15,7 @@ from agents.expense_agent import ExpenseAgent, expense_agent
 from tamesu.cli.jsonl_runner import JsonlRunner, TestOutcome
 from tamesu.engine.live import TargetHelper
 from tamesu.jsonl.parser import ParseSettings, parse_text
-from tamesu.jsonl.run import JsonlPlan, TestSettings
+from tamesu.jsonl.run import JsonlFile, JsonlPlan, TestSettings
 from tamesu.plan import load_project, load_project_targets
 from tamesu.plan.targets import Resolver, resolve
 from tamesu.report.case_records import CaseRecord
@@ -77,7 +77,7 @@ async def run_cases(folder: Path, text: str, target: str = "expense", **settings
     resolver = Resolver(models=set(loaded.spec.models), targets=set(specs), search=[folder],
                         helpers={name: TargetHelper(name, spec, secrets, folder) for name, spec in specs.items()})
     cases = parse_text(text, "cases.jsonl", folder, ParseSettings(resolver, settings.pop("simulator", None)))
-    plan = JsonlPlan(loaded, secrets, resolved, cases, "cases.jsonl", "cases", folder)
+    plan = JsonlPlan(loaded, secrets, resolved, folder, [JsonlFile("cases", None, cases, "cases.jsonl")])
     reporter = Quiet()
     outcome = await JsonlRunner(plan, TestSettings(out=folder / "runs", **settings), reporter).run()
     return outcome, reporter

@@ -50,7 +50,7 @@ class JsonlRunner:
         options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
                              fail_fast=self.settings.fail_fast, today=self.settings.today,
                              cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
-        cases = CaseReporter(self.planner.cases, self.reporter, self.settings.output, bool(self.plan.files))
+        cases = CaseReporter(self.planner.cases, self.reporter, self.settings.output, self.plan.folder)
         recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
                                 self.plan.project.spec.trace_url)
         outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()

@@ -275,7 +275,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
         start_telemetry,
         stop_telemetry,
     )
-    from tamesu.jsonl.run import JsonlPlan, TestSettings
+    from tamesu.jsonl.run import JsonlFile, JsonlPlan, TestSettings
     from tamesu.report.case_console import TestConsole
     from tamesu.report.console import make_console
     from tamesu.results.provenance import provenance
@@ -287,9 +287,10 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     paused.enter_context(collector_paused())
     name = Path(source.value).stem if source.kind == "file" else \
         Path(source.value).resolve().name if source.kind == "folder" else source.kind
-    plan = JsonlPlan(project=project, secrets=secrets, target=resolved, cases=cases, source=label, name=name,
-                     base_dir=base_dir, path=Path(source.value).resolve() if source.kind == "file" else None,
-                     files=_files(cases) if source.kind == "folder" else [])
+    path = Path(source.value).resolve() if source.kind == "file" else None
+    parts = _files(cases) if source.kind == "folder" else [JsonlFile(name, path, cases, label)]
+    plan = JsonlPlan(project=project, secrets=secrets, target=resolved, base_dir=base_dir, parts=parts,
+                     folder=source.kind == "folder")
     out = Path(options["out"]).expanduser() if options["out"] else project.dir / project.spec.out
     shard = parse_shard(options["shard_text"])
     requests = report_requests(options["reports"], project)

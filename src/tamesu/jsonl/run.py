@@ -68,35 +68,28 @@ class TestSettings:
 
 
 @dataclass
+class JsonlFile:
+    """One input the cases of a plan come from: a suite of the run, named `name` (the file's stem; the folder of
+    the run directory its cases' runs go in)."""
+
+    name: str
+    path: Path | None
+    """The JSONL file, when the cases come from one (plan.json points annotations at its lines)."""
+    cases: list[ParsedCase]
+    source: str
+    """How the header, problems and plan.json name it: a path, `message`, `agents:generator?count=3`."""
+
+
+@dataclass
 class JsonlPlan:
     project: Project
     secrets: Secrets
     target: ResolvedTarget
-    cases: list[ParsedCase]
-    source: str
-    """How the header names the input: a path, `message`, `agents:generator?count=3`."""
-    name: str
-    """The folder of the run directory the cases' runs go in (the file's stem)."""
     base_dir: Path
-    path: Path | None = None
-    """The JSONL file, when the cases come from one (plan.json points annotations at its lines)."""
-    files: list[JsonlFile] = field(default_factory=list)
-    """`-i FOLDER`: each JSONL file of the folder with its cases, a suite of its own (`<file stem>/<case id>`);
-    when empty, `cases` are one input named `name`."""
-
-    def parts(self) -> list[JsonlFile]:
-        return self.files or [JsonlFile(self.name, self.path, self.cases, self.source)]
-
-
-@dataclass
-class JsonlFile:
-    """One input the cases of a plan come from: a suite of the run, named `name` (the file's stem)."""
-
-    name: str
-    path: Path | None
-    cases: list[ParsedCase]
-    source: str
-    """How problems and plan.json name it: the file's label."""
+    parts: list[JsonlFile]
+    """The inputs: one, or (`-i FOLDER`, `folder`) each JSONL file of the folder, a suite of its own
+    (`<file stem>/<case id>`)."""
+    folder: bool = False
 
 
 class PlannedCase:
@@ -134,7 +127,7 @@ class PlannedCase:
 def stand_in_suite(plan: JsonlPlan, part: JsonlFile | None = None) -> LoadedSuite:
     """The suite the cases of one input belong to: the input's name, the one target, the project's hooks (run
     from the project's folder, as they always were for `tamesu test`)."""
-    part = part or plan.parts()[0]
+    part = part or plan.parts[0]
     doc_path = part.path if part.path is not None else plan.base_dir / part.name
     return LoadedSuite(spec=SuiteSpec(name=part.name), doc=Document(doc_path, CommentedMap(), part.source),
                        targets={plan.target.name: plan.target.spec}, project=plan.project,
@@ -148,7 +141,7 @@ class CasePlanner:
         self.plan = plan
         self.settings = settings
         self._human = human
-        self.suites = [stand_in_suite(plan, part) for part in plan.parts()]
+        self.suites = [stand_in_suite(plan, part) for part in plan.parts]
         self.suite = self.suites[0]
         self.cases: dict[str, PlannedCase] = {}
         """By test id (`<input name>/<case id>`): a case id is unique in its file, so ids of two files of a
@@ -156,7 +149,7 @@ class CasePlanner:
 
     def engine_plan(self) -> Plan:
         tests: list[PlannedTest] = []
-        for suite, part in zip(self.suites, self.plan.parts(), strict=True):
+        for suite, part in zip(self.suites, self.plan.parts, strict=True):
             tests += [self.planned(len(tests), parsed, suite) for parsed in part.cases]
         return Plan(self.plan.project, suites=self.suites, tests=tests, secrets=self.plan.secrets)
 

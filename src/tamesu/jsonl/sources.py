@@ -28,10 +28,6 @@ class InputSource:
     text: str = ""
     """As given on the command line."""
 
-    @property
-    def generated(self) -> bool:
-        return self.kind in ("agents", "scripts")
-
 
 def _is(text: str, kind: str) -> bool:
     """A message longer than a file name may be (or with a NUL byte) is a message, not an OSError."""
