@@ -85,8 +85,8 @@ class RunOutcome:
     """spans.json, with `traces:`."""
 
 
-def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, Any], run: dict[str, Any],
-                     remote: dict[str, Any] | None = None) -> Context:
+def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, object], run: dict[str, object],
+                     remote: dict[str, object] | None = None) -> Context:
     # `remote` is filled in place once the run's remote agents have their ports
     return Context(secrets=secrets, env=dict(os.environ), vars=test.vars, captured=captured, run=run,
                    remote=remote if remote is not None else {})
@@ -117,8 +117,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     test = inputs.test
     started_wall = dt.datetime.now(dt.UTC)
     started = time.monotonic()
-    captured: dict[str, Any] = {}
-    remote_urls: dict[str, Any] = {}
+    captured: dict[str, object] = {}
+    remote_urls: dict[str, object] = {}
     context = template_context(test, inputs.secrets, captured,
                                {"id": inputs.run_id, "number": inputs.number}, remote_urls)
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
@@ -269,7 +269,7 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
 
 
 async def _converse(
-    test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, Any],
+    test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, object],
     spans: RunSpans | None = None,
 ) -> tuple[Any, str | None, dict[str, float]]:
     """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics."""
@@ -289,7 +289,7 @@ async def _converse(
 
 async def _talk(
     test: PlannedTest, target: Target[TargetSpec], session: Session, user: UserSimulator, exchanges: list[Exchange],
-    captured: dict[str, Any], spans: RunSpans | None = None,
+    captured: dict[str, object], spans: RunSpans | None = None,
 ) -> tuple[object, str | None, dict[str, float]]:
     extractor = _extractor(test, session.models)
     try:
@@ -380,7 +380,7 @@ async def _talk(
 
 async def _hear_more(
     test: PlannedTest, target: Target[TargetSpec], session: Session, timeout: float, exchanges: list[Exchange],
-    captured: dict[str, Any], spoken: bool, extractor: Extractor | None,
+    captured: dict[str, object], spoken: bool, extractor: Extractor | None,
 ) -> tuple[object, str | None, dict[str, float]] | None:
     """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
     the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of

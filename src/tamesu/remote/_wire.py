@@ -27,7 +27,7 @@ class Call(BaseModel):
     version: str
     method: str
     """The JSON-RPC method, or `METHOD path` for HTTP+JSON."""
-    message: dict[str, Any] | None = None
+    message: dict[str, object] | None = None
     """The message sent, when the call sends one (a delegation)."""
     card: bool = False
     """The answer is a card, whose URLs the proxy rewrites."""
@@ -95,8 +95,8 @@ class Reply:
         self.state = ""
         self.task_id = ""
         self.context_id = ""
-        self._artifacts: dict[str, tuple[list[str], list[Any]]] = {}
-        self._message: tuple[list[str], list[Any]] = ([], [])
+        self._artifacts: dict[str, tuple[list[str], list[object]]] = {}
+        self._message: tuple[list[str], list[object]] = ([], [])
         self.error: str | None = None
 
     @property
@@ -143,7 +143,7 @@ class Reply:
         if kind in ("task", "message", "statusUpdate", "artifactUpdate"):
             self._one(kind, payload)
 
-    def _one(self, kind: str, body: dict[str, Any]) -> None:
+    def _one(self, kind: str, body: dict[str, object]) -> None:
         if kind in ("message", "msg"):
             self._message = parts_of(body.get("parts") or body.get("content"))
             self.state = self.state or "message"
@@ -155,15 +155,17 @@ class Reply:
             self._artifact(body.get("artifact"), bool(body.get("append")))
             return
         raw_status = body.get("status")
-        status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+        status: dict[str, object] = raw_status if isinstance(raw_status, dict) else {}
         if status.get("state"):
             self.state = state_name(status["state"])
-        if isinstance(status.get("message"), dict):
-            self._message = parts_of(status["message"].get("parts") or status["message"].get("content"))
-        for artifact in body.get("artifacts") or [] if kind == "task" else []:
+        message = status.get("message")
+        if isinstance(message, dict):
+            self._message = parts_of(message.get("parts") or message.get("content"))
+        artifacts = body.get("artifacts") if kind == "task" else None
+        for artifact in artifacts if isinstance(artifacts, list) else []:
             self._artifact(artifact, False)
 
-    def _artifact(self, artifact: Any, append: bool) -> None:
+    def _artifact(self, artifact: object, append: bool) -> None:
         if not isinstance(artifact, dict):
             return
         key = str(artifact.get("artifactId") or len(self._artifacts))
