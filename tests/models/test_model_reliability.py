@@ -184,6 +184,21 @@ async def test_doctor_calls_a_model_ready_only_after_a_completion(server: tuple[
     assert len(completions) == 7 and "Reply with the single word: ready" in json.dumps(completions[-1].body)
 
 
+async def test_a_base_url_that_misses_the_apis_path_says_which_one_was_meant(server: tuple[Any, ModelSpec]) -> None:
+    # Ollama's address alone (no /v1), or an Anthropic base_url with the /v1 its SDK adds itself: the server's
+    # "Not Found" alone did not say that the path was wrong, nor which one was right
+    model_server, spec = server
+    right = spec.base_url or ""
+    wrong = right.removesuffix("/v1") if spec.provider == "openai" else f"{right}/v1"
+    asked = f"{wrong}/chat/completions" if spec.provider == "openai" else f"{wrong}/v1/messages"
+    found = await check(spec.model_copy(update={"base_url": wrong}))
+    assert found == f"{spec.provider}:test-model: HTTP 404: Not Found (POST {asked}: is base_url {right!r}?)"
+    assert await check(spec) is None  # the base_url it named works
+    # a 404 from the right path (a model the server does not have) is only the server's words
+    model_server.plan(status(404, "model 'test-model' not found"))
+    assert await check(spec) == f"{spec.provider}:test-model: HTTP 404: model 'test-model' not found"
+
+
 def test_the_doctor_command_says_which_model_is_ready(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
     good, broken = OpenAIServer(), OpenAIServer()
     broken.plan(raw("Welcome to nginx!", "text/html"))

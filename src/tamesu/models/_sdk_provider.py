@@ -81,6 +81,23 @@ class SdkProvider(Provider):
     def _server_message(exc: Any) -> str:
         """The server's own words in a refused call (the subclass's SDK's APIStatusError, so typed loosely)."""
 
+    def base_url_meant(self, path: str) -> str | None:
+        """The base_url the suite likely meant when a call to `path` found no such path, or None."""
+        del path
+        return None
+
+    def _path_hint(self, exc: Any) -> str:
+        # a base_url without its /v1 (or, for Anthropic, with one) is the usual reason for a 404: say what was
+        # asked for and what was likely meant, rather than only the server's "404 page not found"
+        if not self.base_url:
+            return ""
+        try:
+            url = exc.response.request.url
+        except (AttributeError, RuntimeError):  # no request to read
+            return ""
+        meant = self.base_url_meant(url.path)
+        return f" (POST {url}: is base_url {meant!r}?)" if meant else ""
+
     def _reached(self, exc: Exception) -> str:
         # the URL the failed request went to: the suite's base_url, else the SDK's *_BASE_URL, else the public API
         base = base_url_in_use(self.base_url, DEFAULT_ENV_BASE_URLS[self.name], DEFAULT_BASE_URLS[self.name])
@@ -100,6 +117,8 @@ class SdkProvider(Provider):
         if isinstance(exc, sdk.APIStatusError):
             status = exc.status_code
             message = redact(one_line(self._server_message(exc)), self._api_key)
+            if status == 404:
+                message += redact(self._path_hint(exc), self._api_key)
             # 529 is Anthropic's "overloaded": a 5xx like the others
             return ModelError(f"{where}: HTTP {status}: {message}",
                               retryable=status in (408, 409, 429) or status >= 500,

@@ -55,6 +55,12 @@ class AnthropicProvider(SdkProvider):
     def _server_message(exc: Any) -> str:
         return _server_message(exc)
 
+    def base_url_meant(self, path: str) -> str | None:
+        # the SDK adds /v1/messages itself: a base_url that ends in /v1 asks for /v1/v1/messages
+        if "/v1/v1/" not in path or self.base_url is None:
+            return None
+        return self.base_url.rstrip("/").removesuffix("/v1")
+
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
             import anthropic  # on the first call: a run that makes none does not pay for the import (72 MB)

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
@@ -58,6 +59,13 @@ class OpenAIProvider(SdkProvider):
     @staticmethod
     def _server_message(exc: Any) -> str:
         return _server_message(exc)
+
+    def base_url_meant(self, path: str) -> str | None:
+        # Ollama, vLLM, LM Studio and llama.cpp serve OpenAI's API under /v1, and the SDK adds only the rest: a
+        # base_url of the server alone asks for /chat/completions
+        if self.base_url is None or urlsplit(self.base_url).path.strip("/") or path.startswith("/v1/"):
+            return None
+        return self.base_url.rstrip("/") + "/v1"
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
