@@ -5,14 +5,28 @@ from __future__ import annotations
 import datetime as dt
 import re
 import secrets as random
+import unicodedata
 from pathlib import Path
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_KEPT_CATEGORIES = ("L", "N", "M")
+"""What a folder name keeps of a test's name: letters, digits and marks of any script (the vowel signs of Hindi
+or Thai are marks), and `_`, `.`, `-`; every run of anything else is one `-`. Only ASCII was kept before, so
+tests named in Japanese, Chinese, Russian or Hindi were folders `test`, `test-2`, `test-3`... and `Réservation`
+was `R-servation`."""
+_NAME_BYTES = 200
+"""A folder name's UTF-8 bytes at most: file systems allow 255, and a test's name may be longer than that
+in a script of 3 bytes a letter (80 characters of Japanese were 240 bytes)."""
 
 
 def slug(text: str, limit: int = 80) -> str:
-    cleaned = _UNSAFE.sub("-", text).strip("-._") or "test"
-    return cleaned[:limit]
+    # NFC: a name typed on macOS (decomposed é) and on Linux (composed) is one folder
+    kept = [c if c in "_.-" or unicodedata.category(c)[0] in _KEPT_CATEGORIES else " "
+            for c in unicodedata.normalize("NFC", text)]
+    cleaned = "-".join("".join(kept).split()).strip("-._") or "test"
+    cut = cleaned[:limit]
+    while len(cut.encode("utf-8")) > _NAME_BYTES:
+        cut = cut[:-1]
+    return cut
 
 
 _STAMPED = re.compile(r"^(\d{8}-\d{6}-\d{3})-")
