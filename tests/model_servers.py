@@ -71,8 +71,8 @@ class Planned:
     """Why the answer ended, when not the usual: "length" (OpenAI) / "max_tokens" (Anthropic) for "length"."""
 
 
-def text(value: str, usage: tuple[int, int] | None = None) -> Planned:
-    return Planned("text", text=value, usage=usage)
+def text(value: str, usage: tuple[int, int] | None = None, stop: str | None = None) -> Planned:
+    return Planned("text", text=value, usage=usage, stop=stop)
 
 
 def reasoned(value: str, reasoning: str, stop: str | None = None) -> Planned:

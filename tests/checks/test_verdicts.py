@@ -131,6 +131,17 @@ async def test_a_verdict_cut_off_while_the_model_reasoned_says_so(judge_server: 
     assert all(a.reasoning == THOUGHT and a.text == "" for a in caught.value.__cause__.responses)  # type: ignore[union-attr]
 
 
+async def test_an_answer_withheld_by_the_server_says_so(judge_server: tuple[Any, Judge]) -> None:
+    # Azure's content filter ends a completion with no content; Claude ends a refusal with stop_reason refusal
+    server, judge = judge_server
+    stop = "content_filter" if isinstance(server, OpenAIServer) else "refusal"
+    server.plan(*(text("", stop=stop) for _ in range(3)))
+    with pytest.raises(InfraError) as caught:
+        await grade(judge)
+    assert str(caught.value) == ("judge: no verdict that fits the schema after 3 attempts (each answer: the server "
+                                 f"withheld the answer (finish reason {stop!r}))")
+
+
 @pytest.mark.parametrize(("answer", "why"), [
     (f"Here is my verdict: {verdict()} Hope it helps.", "surrounded by other text"),
     (f"The agent fails.\n```json\n{verdict()}\n```", "surrounded by other text"),

@@ -178,8 +178,13 @@ def parse_answer(text: str, schema: type[Model]) -> Model:
 
 
 def _unanswered(response: ModelResponse) -> str | None:
-    """Why an answer that is only reasoning gave nothing to read, or None when it is not that."""
-    if response.text.strip() or not response.reasoning:
+    """Why an empty answer or one that is only reasoning gave nothing to read, or None when it is not that."""
+    if response.text.strip():
+        return None
+    if response.finish_reason in ("content_filter", "refusal"):
+        # Azure's content filter (finish_reason content_filter); Claude's refusal (stop_reason refusal)
+        return f"the server withheld the answer (finish reason {response.finish_reason!r})"
+    if not response.reasoning:
         return None
     if response.finish_reason in ("length", "max_tokens"):
         return ("the model was still reasoning when it reached its token limit: no answer came "
