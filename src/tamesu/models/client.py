@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
+from tamesu.models._gate import Gate
 from tamesu.models._where import base_url_in_use
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider
 from tamesu.models.cache import ReplayCache, canonical_json, label
@@ -75,9 +76,12 @@ class ResilientClient:
         fallback: ResilientClient | None = None,
         sleep: Sleep | None = None,
         record: Record | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.spec = spec
         self._record = record
+        self._gate = gate or Gate(spec.max_concurrent)
+        """Held while a request is out (`max_concurrent`), shared by every client of the same server."""
         self._provider = provider if isinstance(provider, Provider) else None
         self._make_provider = None if isinstance(provider, Provider) else provider
         # the fake provider is free, offline and deterministic, and its rules are not part of the key: caching
@@ -153,7 +157,7 @@ class ResilientClient:
             try:
                 provider = self.provider()
                 self.attempts += 1
-                async with asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
+                async with self._gate.held(), asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
                     return await provider.generate(request)
             except TimeoutError:
                 error = ModelError(f"{self.label}: no answer within {self.spec.timeout:g}s", retryable=True,
@@ -219,6 +223,7 @@ class ModelRegistry:
         base_dir: Path | None = None,
         record: Record | None = None,
         _providers: dict[str, Provider] | None = None,
+        _gates: dict[str, Gate] | None = None,
     ) -> None:
         self.specs = dict(specs)
         self.base_dir = base_dir
@@ -229,6 +234,8 @@ class ModelRegistry:
         self._sleep = sleep
         self._record = record
         self._providers: dict[str, Provider] = _providers if _providers is not None else {}
+        self._gates: dict[str, Gate] = _gates if _gates is not None else {}
+        """By connection, as the providers: every test run's registry waits on the same gates."""
         self._clients: dict[str, ResilientClient] = {}
 
     def with_ledger(self, ledger: Ledger, record: Record | None = None) -> ModelRegistry:
@@ -236,7 +243,8 @@ class ModelRegistry:
         one test run, and reporting retries and timeouts to `record` (its `session.event`). Close the
         registry it came from, not this one."""
         return ModelRegistry(self.specs, render=self.render, cache=self.cache, ledger=ledger, sleep=self._sleep,
-                             base_dir=self.base_dir, record=record, _providers=self._providers)
+                             base_dir=self.base_dir, record=record, _providers=self._providers,
+                             _gates=self._gates)
 
     def spec(self, role: str, override: object = None) -> ModelSpec:
         """The spec serving a role, or an assertion's `model:` override (a name under `models:`, a ModelSpec,
@@ -280,14 +288,15 @@ class ModelRegistry:
         client = self._clients.get(key)
         if client is None:
             fallback = self._client(spec.fallback) if spec.fallback is not None else None
+            gate = self._gates.setdefault(_connection(spec), Gate(spec.max_concurrent))
             client = ResilientClient(spec, lambda: self._provider(spec), cache=self.cache, ledger=self.ledger,
-                                     fallback=fallback, sleep=self._sleep, record=self._record)
+                                     fallback=fallback, sleep=self._sleep, record=self._record, gate=gate)
             self._clients[key] = client
         return client
 
     def _provider(self, spec: ModelSpec) -> Provider:
         # one provider (one connection pool) per distinct connection, whatever retries or fallback say
-        key = canonical_json(spec.model_dump(mode="json", exclude={"fallback", "max_retries", "price"}))
+        key = _connection(spec)
         provider = self._providers.get(key)
         if provider is None:
             rendered, api_key = self._rendered(spec)
@@ -306,6 +315,11 @@ class ModelRegistry:
         except TemplateError as exc:
             raise ModelError(f"{label(spec)}: {exc}") from None
         return spec.model_copy(update=update), api_key or None
+
+
+def _connection(spec: ModelSpec) -> str:
+    """What makes two specs one connection to one server (retries, fallback and price aside)."""
+    return canonical_json(spec.model_dump(mode="json", exclude={"fallback", "max_retries", "price"}))
 
 
 def provider_class(name: str) -> type[Provider]:

@@ -47,6 +47,10 @@ class ModelSpec(Strict):
     """How long one model request may take before it counts as failed (and is retried)."""
     max_retries: int = Field(3, ge=0, le=10)
     """How often a failed or timed-out request is retried, backing off, before `fallback` (or an error)."""
+    max_concurrent: int | None = Field(None, ge=1)
+    """At most this many requests to the model at once, across the run; the others wait their turn, and the wait
+    is no part of `timeout`. For a server that answers one or a few at a time (Ollama, llama.cpp); default no
+    limit."""
     tls: TlsSpec | None = None
     """Trust and client certificates for the model's server (`tamesu.net.tls`)."""
     price: PriceSpec | None = None

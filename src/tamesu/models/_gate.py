@@ -1,0 +1,35 @@
+"""At most so many requests to one model's server at once (`max_concurrent`), the others waiting their turn.
+
+A local server answers one or a few requests at a time (Ollama, llama.cpp) and queues the rest: with twenty
+conversations at once every request waited in that queue with its timeout running, so the run ended in model
+timeouts and retries that made the queue longer. Waiting here instead, a request's timeout starts when it is
+sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator
+
+
+class Gate:
+    """`limit` holders at once (no limit: None). A semaphore per event loop, since asyncio's belongs to one."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = \
+            weakref.WeakKeyDictionary()
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        if self.limit is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        semaphore = self._by_loop.get(loop)
+        if semaphore is None:
+            semaphore = self._by_loop[loop] = asyncio.Semaphore(self.limit)
+        async with semaphore:
+            yield
