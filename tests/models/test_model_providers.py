@@ -269,6 +269,23 @@ async def test_reasoning_model_parameters_adapt(oai: tuple[OpenAIServer, str]) -
         assert "max_tokens" not in body and "temperature" not in body
 
 
+async def test_a_server_that_refuses_seed_is_asked_without_it(oai: tuple[OpenAIServer, str]) -> None:
+    # Mistral's API (and Azure AI Foundry's Mistral models) answer 422 to an OpenAI `seed`, in pydantic's words:
+    # every simulator turn, which sends its run's seed, failed
+    server, base_url = oai
+    refusal = ('{"detail":[{"type":"extra_forbidden","loc":["body","seed"],"msg":"Extra inputs are not '
+               'permitted","input":42}]}')
+    server.plan(status(422, refusal, when="seed"), text("first"), status(422, refusal, when="seed"), text("second"))
+    provider = OpenAIProvider("mistral-small-latest", api_key=KEY, base_url=base_url)
+    try:
+        first = await provider.generate(ask(seed=42))
+        second = await provider.generate(ask(seed=42))  # learnt once, for the rest of the run
+    finally:
+        await provider.aclose()
+    assert (first.text, second.text) == ("first", "second")
+    assert ["seed" in c.body for c in server.calls()] == [True, False, False]
+
+
 # ---- retries, fallback, timeouts, errors --------------------------------------------------------------
 
 

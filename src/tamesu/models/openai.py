@@ -1,10 +1,10 @@
 """OpenAI chat completions, and any server that speaks them through `base_url` (Azure-compatible endpoints,
 Ollama, vLLM, LM Studio, OpenRouter...).
 
-Servers differ in what they accept. Rather than a table of quirks, the provider learns from a 400 that names
-the parameter it rejected, adapts the request once, and remembers it for the rest of the run:
+Servers differ in what they accept. Rather than a table of quirks, the provider learns from a 400 (or 422) that
+names the parameter it rejected, adapts the request once, and remembers it for the rest of the run:
 `json_schema` structured output falls back to `json_object` (then to asking in the prompt), `max_tokens`
-becomes `max_completion_tokens` (reasoning models), and a `temperature` the model refuses is dropped.
+becomes `max_completion_tokens` (reasoning models), and a `temperature` or `seed` the server refuses is dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import openai
 
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+_SEED = re.compile(r"\bseed\b")
 
 
 @register("providers", "openai")
@@ -55,6 +56,7 @@ class OpenAIProvider(SdkProvider):
         # what this server refused once, so later calls do not pay for the 400 again
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
         self._max_tokens_param = "max_tokens"
+        self._send_seed = True
 
     @staticmethod
     def _server_message(exc: Any) -> str:
@@ -98,7 +100,8 @@ class OpenAIProvider(SdkProvider):
             except Exception as exc:
                 import openai  # a failed call's error is the SDK's (made from the answer): read as it always was
 
-                if isinstance(exc, openai.BadRequestError) and self._adapt(exc):
+                # a 422 too: servers that validate with pydantic (Mistral's) refuse an unknown parameter so
+                if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError) and self._adapt(exc):
                     continue
                 if isinstance(exc, openai.OpenAIError):
                     raise self._error(exc, openai) from None
@@ -113,7 +116,7 @@ class OpenAIProvider(SdkProvider):
             params["temperature"] = request.temperature
         if request.max_tokens is not None:
             params[self._max_tokens_param] = request.max_tokens
-        if request.seed is not None:
+        if request.seed is not None and self._send_seed:
             params["seed"] = request.seed
         if request.tools:
             params["tools"] = [{"type": "function", "function": {
@@ -131,7 +134,7 @@ class OpenAIProvider(SdkProvider):
                     params["response_format"] = {"type": "json_object"}
         return params
 
-    def _adapt(self, exc: openai.BadRequestError) -> bool:
+    def _adapt(self, exc: openai.BadRequestError | openai.UnprocessableEntityError) -> bool:
         """Learn from a 400 that names what the server refused; True when the request should be tried again."""
         text = _server_message(exc).lower()
         if "response_format" in text or "json_schema" in text:
@@ -146,6 +149,9 @@ class OpenAIProvider(SdkProvider):
             return True
         if "temperature" in text and self._send_temperature:
             self._send_temperature = False
+            return True
+        if _SEED.search(text) and self._send_seed:
+            self._send_seed = False
             return True
         return False
 
