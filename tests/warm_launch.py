@@ -23,7 +23,7 @@ from types import FrameType
 PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 AGAIN_S = 2.0
 AGAIN_TIMES = 3
-"""A signal passed on is passed again after AGAIN_S while the fork runs, at most AGAIN_TIMES times: now and
+"""A signal passed on is passed again within AGAIN_S while the fork runs, at most AGAIN_TIMES times: now and
 then (1 in some 300 SIGTERMs in a tight loop, never with a plain interpreter) a fork of the zygote takes a
 signal its Python handler then never runs, and a caller that waits for it to stop would wait for good."""
 
@@ -59,10 +59,14 @@ def main() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(fork, signum)
     again = 0
-    while (line := replies.next(AGAIN_S if signals and again < AGAIN_TIMES else None)) is None:
-        again += 1
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(fork, signals[-1])
+    # woken every AGAIN_S, signal or not: Python resumes a recv a signal interrupted as it was, so when the wait
+    # had no timeout (no signal yet as it began), a signal the fork then lost was never passed again and its
+    # caller waited for good (a test's launcher, 30 s, in a fresh clone's run)
+    while (line := replies.next(AGAIN_S)) is None:
+        if signals and again < AGAIN_TIMES:
+            again += 1
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(fork, signals[-1])
     code = int(line) if line.strip() else 1
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
