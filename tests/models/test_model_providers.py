@@ -284,6 +284,7 @@ async def test_a_server_that_refuses_seed_is_asked_without_it(oai: tuple[OpenAIS
         await provider.aclose()
     assert (first.text, second.text) == ("first", "second")
     assert ["seed" in c.body for c in server.calls()] == [True, False, False]
+    assert (first.adapted, second.adapted) == (["the server refused seed: sent without it from now on"], [])
 
 
 # ---- retries, fallback, timeouts, errors --------------------------------------------------------------

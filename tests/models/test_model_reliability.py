@@ -184,6 +184,21 @@ async def test_doctor_calls_a_model_ready_only_after_a_completion(server: tuple[
     assert len(completions) == 7 and "Reply with the single word: ready" in json.dumps(completions[-1].body)
 
 
+async def test_a_refused_parameter_is_learnt_once_and_said(registry: Any, server: tuple[Any, ModelSpec]) -> None:
+    # the refused call and the one made again were silent: a run's first calls cost twice, and nothing said why
+    model_server, spec = server
+    model_server.plan(status(400, "Unsupported value: 'temperature' does not support 0.2 with this model."),
+                      text("first"), text("second"))
+    events = Events()
+    models = registry({"judge": spec}).with_ledger(Ledger(), events)
+    request = ask().model_copy(update={"temperature": 0.2})
+    answers = [await models.client("judge").generate(request) for _ in range(2)]
+    assert [a.text for a in answers] == ["first", "second"]
+    assert events.seen == [("model_adapted", {"model": f"{spec.provider}:test-model", "purpose": "judge",
+                                              "change": "the server refused temperature: sent without it from now on"})]
+    assert [("temperature" in json.dumps(c.body)) for c in model_server.calls()] == [True, False, False]
+
+
 async def test_a_base_url_that_misses_the_apis_path_says_which_one_was_meant(server: tuple[Any, ModelSpec]) -> None:
     # Ollama's address alone (no /v1), or an Anthropic base_url with the /v1 its SDK adds itself: the server's
     # "Not Found" alone did not say that the path was wrong, nor which one was right

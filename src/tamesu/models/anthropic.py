@@ -73,6 +73,7 @@ class AnthropicProvider(SdkProvider):
         return client
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        adapted: list[str] = []
         for _ in range(2):
             try:
                 # the SDK's documented call, so its instrumentations see it; the request's own headers (a
@@ -89,11 +90,13 @@ class AnthropicProvider(SdkProvider):
                 if isinstance(exc, anthropic.BadRequestError) and self._send_temperature \
                         and request.temperature is not None and "temperature" in _server_message(exc).lower():
                     self._send_temperature = False
+                    adapted = ["the server refused temperature: sent without it from now on"]
                     continue
                 if isinstance(exc, anthropic.AnthropicError):
                     raise self._error(exc, anthropic) from None
                 raise
-            return self._response(message)
+            response = self._response(message)
+            return response.model_copy(update={"adapted": adapted}) if adapted else response
         raise ModelError(f"anthropic:{self.model}: the server kept refusing the request's parameters")
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

@@ -118,15 +118,21 @@ class ModelResponse(BaseModel):
     `<think>` tags. Never part of `text`."""
     reasoning_in_text: bool = False
     """The reasoning came inside the answer's text, between `<think>` tags, and was taken out of it."""
+    adapted: list[str] = Field(default_factory=list)
+    """What the provider changed in the request to get this answer, for the rest of the run (a parameter the
+    server refused by name: `seed`, `temperature`, `response_format`...)."""
 
     @model_serializer(mode="wrap")
-    def _without_absent_reasoning(self, handler: Any) -> object:
-        # an answer without reasoning dumps as before there was any: a turn's response and its JSON paths, the
-        # replay cache's entries and the recorded outputs stay as they were
+    def _without_absent_extras(self, handler: Any) -> object:
+        # an answer without reasoning or adaptation dumps as before there were any: a turn's response and its
+        # JSON paths, the replay cache's entries and the recorded outputs stay as they were
         data = handler(self)
-        if isinstance(data, dict) and not self.reasoning and not self.reasoning_in_text:
-            data.pop("reasoning", None)
-            data.pop("reasoning_in_text", None)
+        if isinstance(data, dict):
+            if not self.reasoning and not self.reasoning_in_text:
+                data.pop("reasoning", None)
+                data.pop("reasoning_in_text", None)
+            if not self.adapted:
+                data.pop("adapted", None)
         return data
 
 

@@ -134,8 +134,8 @@ class ResilientClient:
                 self.cache.put(self.spec, request, response)
             return response
         response = response.model_copy(update={"cost_usd": pricing.cost(self.spec, response.usage)})
-        if self.cache is not None:
-            self.cache.put(self.spec, request, response)
+        if self.cache is not None:  # what this run's server refused is no part of the answer a replay gets
+            self.cache.put(self.spec, request, response.model_copy(update={"adapted": []}))
         self._charge(response, request)
         return response
 
@@ -158,7 +158,11 @@ class ResilientClient:
                 provider = self.provider()
                 self.attempts += 1
                 async with self._gate.held(), asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
-                    return await provider.generate(request)
+                    response = await provider.generate(request)
+                for change in response.adapted:  # a refused parameter, learnt once: said where it happened
+                    if self._record is not None:
+                        self._record("model_adapted", model=self.label, purpose=request.purpose, change=change)
+                return response
             except TimeoutError:
                 error = ModelError(f"{self.label}: no answer within {self.spec.timeout:g}s", retryable=True,
                                    timed_out=True)

@@ -88,7 +88,8 @@ class OpenAIProvider(SdkProvider):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         # at most one adaptation per kind of refusal, so a server that refuses everything ends quickly
-        for _ in range(4):
+        adapted: list[str] = []
+        for _ in range(6):
             try:
                 # the SDK's documented call, so its instrumentations see it; the request's own headers (a
                 # turn's traceparent) go with it unless the model's `headers` set that name (the suite's wins)
@@ -101,12 +102,15 @@ class OpenAIProvider(SdkProvider):
                 import openai  # a failed call's error is the SDK's (made from the answer): read as it always was
 
                 # a 422 too: servers that validate with pydantic (Mistral's) refuse an unknown parameter so
-                if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError) and self._adapt(exc):
+                if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError) \
+                        and (change := self._adapt(exc)) is not None:
+                    adapted.append(change)
                     continue
                 if isinstance(exc, openai.OpenAIError):
                     raise self._error(exc, openai) from None
                 raise
-            return self._response(completion)
+            response = self._response(completion)
+            return response.model_copy(update={"adapted": adapted}) if adapted else response
         raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
@@ -134,26 +138,27 @@ class OpenAIProvider(SdkProvider):
                     params["response_format"] = {"type": "json_object"}
         return params
 
-    def _adapt(self, exc: openai.BadRequestError | openai.UnprocessableEntityError) -> bool:
-        """Learn from a 400 that names what the server refused; True when the request should be tried again."""
+    def _adapt(self, exc: openai.BadRequestError | openai.UnprocessableEntityError) -> str | None:
+        """Learn from a 400 (or 422) that names what the server refused: what was changed for the rest of the run
+        (the request is then tried again), or None."""
         text = _server_message(exc).lower()
         if "response_format" in text or "json_schema" in text:
             if self._response_format == "json_schema":
                 self._response_format = "json_object"
-                return True
+                return "the server refused response_format json_schema: json_object from now on"
             if self._response_format == "json_object":
                 self._response_format = "prompt"
-                return True
+                return "the server refused response_format json_object: the schema asked for in the prompt from now on"
         if "max_completion_tokens" in text and self._max_tokens_param == "max_tokens":
             self._max_tokens_param = "max_completion_tokens"
-            return True
+            return "the server refused max_tokens: max_completion_tokens from now on"
         if "temperature" in text and self._send_temperature:
             self._send_temperature = False
-            return True
+            return "the server refused temperature: sent without it from now on"
         if _SEED.search(text) and self._send_seed:
             self._send_seed = False
-            return True
-        return False
+            return "the server refused seed: sent without it from now on"
+        return None
 
     def _response(self, completion: Any) -> ModelResponse:
         # a 200 from a wrong base_url (a web page, a proxy's JSON) reaches here as a str, a list or a JSON
