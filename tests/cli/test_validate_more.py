@@ -193,3 +193,41 @@ tests:
         "set (environment or .env): the remote agent cannot start",
         "warning: suite.yaml:4:84: remote_agents.billing.headers.X-Team: environment variable TEAM_UNSET_VAR is not "
         "set: the remote agent cannot start"]
+
+
+def test_a_model_without_a_price_under_a_dollar_budget_is_a_warning(tmp_path: Path,
+                                                                     tamesu: Callable[..., Any]) -> None:
+    # its calls counted as $0: `budget: {usd: 1}` could never stop a run on a model newer than the price table
+    (tmp_path / "tamesu.yaml").write_text("""\
+suites: [suite.yaml]
+budget: { usd: 1.00 }
+models:
+  judge: { provider: openai, model: mistral-large-latest, fallback: "anthropic:claude-next" }
+  simulator: openai:gpt-4o-mini-2024-07-18
+  priced: { provider: openai, model: mistral-small, price: { input_per_mtok: 0.1, output_per_mtok: 0.3 } }
+  local: { provider: openai, model: qwen3, base_url: "http://127.0.0.1:11434/v1" }
+  rules: { provider: fake }
+""")
+    (tmp_path / "suite.yaml").write_text("""\
+models:
+  grader: anthropic:claude-sonnet-4-5
+  critic: openai:o9-preview
+targets:
+  desk: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - { name: hello, target: desk, scenario: { script: [ { say: hi } ] } }
+""")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = (result.stdout + result.stderr).splitlines()
+    unpriced = [line for line in lines if "no price known" in line]
+    tail = ": its calls count as $0 against budget.usd, which cannot stop them (give the model price: " \
+           "{input_per_mtok, output_per_mtok})"
+    assert unpriced == [
+        f"warning: tamesu.yaml:4:10: models.judge: no price known for openai:mistral-large-latest{tail}",
+        f"warning: tamesu.yaml:4:69: models.judge.fallback: no price known for anthropic:claude-next{tail}",
+        f"warning: suite.yaml:3:11: models.critic: no price known for openai:o9-preview{tail}"], lines
+    # without a dollar budget, nothing to warn of
+    (tmp_path / "tamesu.yaml").write_text((tmp_path / "tamesu.yaml").read_text().replace("budget: { usd: 1.00 }\n", ""))
+    again = tamesu(["validate"], cwd=tmp_path)
+    assert again.returncode == 0 and "no price known" not in again.stdout + again.stderr

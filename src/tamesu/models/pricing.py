@@ -1,7 +1,7 @@
 """What a model call costs: a small table of list prices, overridable per model with `price:`.
 
 The table only has to be good enough for budgets and the `llm_cost_usd` metric; a model it does not know
-costs 0 and `known()` says so, so the report can tell "free" from "unpriced".
+costs 0, and under a dollar budget the plan warns of it (`tamesu.plan._lint.unpriced_models`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@
 - a judge told to read the agent's trace (`judge: {trace: true}`, a test's own or in `defaults:`) in a suite
   that receives no spans (a warning: the judge would be shown no spans and grade the transcript alone);
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
-  of any test of the suite would stop with an infrastructure error when it starts the agent).
+  of any test of the suite would stop with an infrastructure error when it starts the agent);
+- a model the price table does not know, with no `price:`, under a dollar budget (a warning: its calls count
+  as $0, so the budget would never stop them).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.checks import Assertion
 from tamesu.checks.tools import tool_names
 from tamesu.errors import Problem
+from tamesu.models.spec import ModelSpec
 from tamesu.suite.schema import TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import references
@@ -120,6 +123,31 @@ def _judge_warnings(doc: Document, placed: list[tuple[Loc, Assertion]]) -> list[
                         "suite): the judge sees no trace")
             for loc, assertion in placed
             if isinstance(assertion.check, Judge) and getattr(assertion.check.spec, "trace", False)]
+
+
+def unpriced_models(suite: LoadedSuite) -> list[Problem]:
+    """A model of the suite or the project (or a fallback of one) whose calls would count as $0 against
+    `budget.usd`: not fake, not on this machine, no `price:`, and not in the price table."""
+    project = suite.project
+    if project.spec.budget.usd is None and suite.spec.budget.usd is None:
+        return []
+    # here, not at the top: loading a plan without a budget never imports the model client
+    from tamesu.models import pricing
+    from tamesu.models.client import is_local_url
+
+    warnings = []
+    for doc, models in ((project.doc, project.spec.models), (suite.doc, suite.spec.models)):
+        for name, named in models.items():
+            spec: ModelSpec | None = named
+            loc: Loc = ("models", name)
+            while spec is not None and doc is not None:
+                if spec.provider != "fake" and spec.price is None and not is_local_url(spec.base_url) \
+                        and pricing.price(spec.model) is None:
+                    warnings.append(doc.problem(loc, (
+                        f"no price known for {spec.provider}:{spec.model}: its calls count as $0 against budget.usd, "
+                        "which cannot stop them (give the model price: {input_per_mtok, output_per_mtok})")))
+                spec, loc = spec.fallback, (*loc, "fallback")
+    return warnings
 
 
 def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets) -> list[Problem]:

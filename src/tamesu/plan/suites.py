@@ -145,6 +145,7 @@ def _load_suite(
     check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
     warnings.extend(_lint.remote_tokens(suite, doc, secrets))
+    warnings.extend(_lint.unpriced_models(suite))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []
