@@ -201,6 +201,11 @@ base = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] + "/v1/traces"
 said = [httpx.post(base, content=b"\\xff\\x00junk", headers={"content-type": "application/x-protobuf"}, timeout=5),
         httpx.post(base, content=b"{}", headers={"content-type": "application/json"}, timeout=5),
         httpx.post(base, content=b"x", headers={"content-type": "application/json", "content-encoding": "br"},
+                   timeout=5),
+        # metrics and logs of an agent that exports every signal to the general endpoint: taken, dropped
+        httpx.post(base.replace("traces", "metrics"), content=b"\\x0a\\x00",
+                   headers={"content-type": "application/x-protobuf"}, timeout=5),
+        httpx.post(base.replace("traces", "logs"), content=b"{}", headers={"content-type": "application/json"},
                    timeout=5)]
 open("probe.txt", "w").write("\\n".join(f"{r.status_code} {r.text.strip()}" for r in said))
 """)
@@ -214,6 +219,7 @@ hooks:
     assert lines[0].startswith("400 not an OTLP protobuf trace export"), lines
     assert lines[1] == "200 {}"
     assert lines[2].startswith("400 content-encoding 'br'"), lines
+    assert lines[3:] == ["200 ", "200 {}"], lines
 
 
 def test_a_busy_receive_address_is_an_infrastructure_error(tmp_path: Path, tamesu, serve, agents) -> None:
@@ -233,3 +239,36 @@ def test_a_bad_traces_setting_is_one_line(tmp_path: Path, tamesu) -> None:
     assert result.returncode == 2
     assert re.search(r"tamesu.yaml:2:\d+: traces.receive: .*host:port", result.stdout + result.stderr), \
         result.stdout + result.stderr
+
+
+ZERO_CODE = """\
+import json, sys
+from opentelemetry import trace
+from opentelemetry.sdk._configuration import _OTelSDKConfigurator
+# what `opentelemetry-instrument` does through the distro's configurator: exporters chosen by the environment
+_OTelSDKConfigurator().configure()
+with trace.get_tracer("warm-up").start_as_current_span("cache refresh"):
+    pass
+trace.get_tracer_provider().shutdown()  # flushed: exported, or failed, before the hook ends
+"""
+
+
+@pytest.mark.parametrize("protocol", [None, "grpc"], ids=["protocol-unset", "protocol-grpc"])
+def test_an_agent_configured_by_the_environment_exports_over_http(tmp_path: Path, tamesu, serve, agents, receive,
+                                                                  protocol: str | None) -> None:
+    # Python's zero-code instrumentation (OTEL_TRACES_EXPORTER=otlp) exports over gRPC unless the environment
+    # says otherwise, and so does any SDK told `grpc` by the user's environment: to tamesu's OTLP/HTTP receiver
+    # nothing arrived (without the gRPC exporter installed the SDK refused to start and the hook failed)
+    _agent, url = start(serve, agents, receive)
+    (tmp_path / "zero_code.py").write_text(ZERO_CODE)
+    project(tmp_path, receive, url, TWO_TURNS + f"""\
+hooks:
+  before_all: [ {{ run: '{sys.executable} zero_code.py' }} ]
+""", traces="wait: 200ms")
+    env = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
+           "OTEL_SERVICE_NAME": "warm-up", **({"OTEL_EXPORTER_OTLP_PROTOCOL": protocol} if protocol else {})}
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    # the hook's span is no test's: it arrived, and was counted and dropped
+    assert "traces: 1 span(s) of 1 trace(s) no test sent were dropped" in run_json["warnings"], run_json

@@ -2,8 +2,9 @@
 spans that came back.
 
 One receiver per `receive` address, started when the first suite that names it runs and stopped at the end.
-While a suite runs, OTEL_EXPORTER_OTLP_ENDPOINT in tamesu's environment points at its receiver, so every hook
-and command tamesu starts (and `{{env.OTEL_EXPORTER_OTLP_ENDPOINT}}`) exports there; the variables are put back
+While a suite runs, OTEL_EXPORTER_OTLP_ENDPOINT in tamesu's environment points at its receiver (and
+OTEL_EXPORTER_OTLP_PROTOCOL says http/protobuf), so every hook and command tamesu starts (and
+`{{env.OTEL_EXPORTER_OTLP_ENDPOINT}}`) exports there; the variables are put back
 when the invocation ends. tamesu's own span export, if any, was set up before and is not redirected.
 """
 
@@ -27,7 +28,12 @@ if TYPE_CHECKING:
     # the receiver is an HTTP server (uvicorn, starlette: 16 MiB of memory): imported by suites with `traces:`
     from tamesu.telemetry.receiver import Receiver
 
-_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+              "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+_RECEIVED_PROTOCOL = "http/protobuf"
+"""What the receiver speaks, said to the exporters: Python's zero-code instrumentation (`opentelemetry-instrument`,
+OTEL_TRACES_EXPORTER=otlp) exports over gRPC unless told, and a gRPC export to an OTLP/HTTP receiver is lost
+(its error is in the agent's log, not tamesu's)."""
 
 
 @dataclass
@@ -66,9 +72,12 @@ class Receivers:
         if self._saved is None:
             self._saved = {name: os.environ.get(name) for name in _VARIABLES}
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = _RECEIVED_PROTOCOL
+        # the signal-specific variables win over the general ones in every SDK: they must say the same
         if self._saved["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] is not None:
-            # the signal-specific variable wins over the general one in every SDK: it must point here too
             os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{receiver.endpoint}/v1/traces"
+        if self._saved["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] is not None:
+            os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = _RECEIVED_PROTOCOL
         return SuiteTraces(self.collector, spec)
 
     async def _query(self, spec: TraceQuerySpec) -> TraceQuery:

@@ -1,4 +1,5 @@
-"""An OTLP/HTTP trace receiver for the run's duration: `POST /v1/traces`, protobuf or JSON, gzip or not.
+"""An OTLP/HTTP trace receiver for the run's duration: `POST /v1/traces`, protobuf or JSON, gzip or not (metrics
+and logs are answered and dropped).
 
 The agent exports to it as to any collector (`OTEL_EXPORTER_OTLP_ENDPOINT`). The answer is OTLP's: an empty
 `ExportTraceServiceResponse` in the request's encoding, 400 with one line for a body that is no export.
@@ -70,7 +71,19 @@ def app(collector: SpanCollector) -> Starlette:
             return Response("{}", media_type="application/json")
         return Response(ExportTraceServiceResponse().SerializeToString(), media_type="application/x-protobuf")
 
-    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
+    async def other_signal(request: Request) -> Response:
+        # the endpoint variable is the general one, so an agent that also exports metrics or logs sends them
+        # here: taken and dropped unread (an empty answer is OTLP's success for every signal), not a 404 in the
+        # agent's log at every export
+        async for _ in request.stream():
+            pass
+        if "json" in request.headers.get("content-type", "").lower():
+            return Response("{}", media_type="application/json")
+        return Response(b"", media_type="application/x-protobuf")
+
+    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"]),
+                             Route("/v1/metrics", other_signal, methods=["POST"]),
+                             Route("/v1/logs", other_signal, methods=["POST"])])
 
 
 class Receiver:
