@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
@@ -91,3 +93,30 @@ def test_a_path_that_starts_with_a_tilde_is_in_the_home_folder(tmp_path: Path, t
     again = tamesu(["run", "--out=~/other"], cwd=project, env={"HOME": str(home)})  # no shell expands it there
     assert again.returncode == 0 and len(list((home / "other").iterdir())) == 1
     assert not (project / "~").exists()
+
+
+def test_init_keeps_secrets_and_runs_out_of_the_repository(tmp_path: Path, tamesu, serve) -> None:
+    # the project reads its secrets from .env and leaves a folder per test per run: without a .gitignore,
+    # `git add .` committed the API keys, every run folder and the local store
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, timeout=30)
+    (tmp_path / ".gitignore").write_text("node_modules/")  # the user's own, without a final newline
+    made = tamesu(["init"], cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "added .env, tamesu-runs/, .tamesu/store.db* to .gitignore" in made.stdout
+    assert (tmp_path / ".gitignore").read_text().startswith("node_modules/\n# tamesu: ")
+
+    async def chat(request: Any) -> JSONResponse:
+        return JSONResponse({"reply": "Hi!"})
+
+    suite = tmp_path / "suites" / "first.yaml"
+    text = suite.read_text().replace("http://127.0.0.1:8765", serve(Starlette(routes=[
+        Route("/chat", chat, methods=["POST"])])).url)
+    suite.write_text(text[:text.index("hooks:")] + text[text.index("targets:"):])
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-not-committed\n")
+    assert tamesu(["run"], cwd=tmp_path).returncode in (0, 1)
+    assert (tmp_path / "tamesu-runs").is_dir() and list((tmp_path / ".tamesu").glob("store.db*"))
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True, timeout=30).stdout
+    tracked = sorted(line[3:] for line in status.splitlines())
+    assert not [p for p in tracked if p == ".env" or p.startswith("tamesu-runs/") or "store.db" in p], tracked
+    assert "tamesu.yaml" in tracked and ".tamesu/schema/suite.schema.json" in tracked

@@ -200,7 +200,7 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 def init(directory: str) -> None:
     """Write a tamesu.yaml and a first suite that validates."""
-    from tamesu.cli.scaffold import write_scaffold
+    from tamesu.cli.scaffold import ignore_what_runs_leave, write_scaffold
 
     try:
         written = write_scaffold(Path(directory))
@@ -212,6 +212,14 @@ def init(directory: str) -> None:
         sys.exit(EXIT_INFRA)
     for path in written:
         click.echo(f"wrote {path}")
+    try:
+        ignored = ignore_what_runs_leave(Path(directory))
+    except OSError as exc:  # the project is written: only its .gitignore could not be
+        click.echo(f"warning: cannot write {exc.filename}: {exc.strerror or exc} (ignore .env, tamesu-runs/ and "
+                   ".tamesu/store.db* in your version control)", err=True)
+    else:
+        if ignored:
+            click.echo(ignored)
     click.echo("next: `tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
                "target in suites/first.yaml at your agent")
 

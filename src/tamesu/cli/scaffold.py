@@ -94,6 +94,27 @@ if __name__ == "__main__":
 """
 
 
+IGNORED = (".env", "tamesu-runs/", ".tamesu/store.db*")
+"""What a project's repository should not hold: the secrets file the project reads (`.env`), the run folders (one
+per test per run, forever) and the local results store. The replay cache (`.tamesu/cache`) is meant to be
+committed, so it is not here."""
+
+
+def ignore_what_runs_leave(directory: Path) -> str | None:
+    """`.gitignore` made, or the lines it lacks added: what to say, or None when it had them all. Without it,
+    `git add .` in a new project committed its API keys and every run folder."""
+    path = directory / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in IGNORED if line not in present]
+    if not missing:
+        return None
+    lead = "" if not text or text.endswith("\n") else "\n"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(lead + "# tamesu: secrets, run folders, the local results store\n" + "\n".join(missing) + "\n")
+    return f"wrote {path}" if not text else f"added {', '.join(missing)} to {path}"
+
+
 def write_scaffold(directory: Path) -> list[Path]:
     """The two files, plus the JSON Schemas their first lines point editors at (`tamesu schema --write`
     refreshes them after an upgrade). Local files, so completion works offline and nothing is fetched."""
