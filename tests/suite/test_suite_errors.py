@@ -33,6 +33,12 @@ CASES = [
         id="unknown-key",
     ),
     pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ { say: 1.10 } ] }\n",
+        "suite.yaml:8:34: tests[0].scenario.script[0].say: input should be a valid string, got 1.1 (read as a "
+        "number: put it in quotes to keep it as written)",
+        id="a-number-for-text",
+    ),
+    pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      max_turns: lots\n",
         "suite.yaml:9:18: tests[0].scenario.max_turns: input should be a valid integer, unable to parse "
         "string as an integer, got 'lots'",

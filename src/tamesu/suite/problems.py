@@ -98,6 +98,10 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         found = error["input"]
         if not isinstance(found, dict | list):
             message += f", got {found!r}"
+        if kind == "string_type" and isinstance(found, bool | int | float):
+            # `say: 1.10` is the number 1.1 to YAML, `say: true` a boolean: the words as written are lost
+            what = "a boolean" if isinstance(found, bool) else "a number"
+            message += f" (read as {what}: put it in quotes to keep it as written)"
     return message
 
 
