@@ -37,10 +37,11 @@ from tamesu.models.base import (
     Usage,
 )
 from tamesu.models.cache import CacheMiss, ReplayCache
-from tamesu.models.client import ModelRegistry, ResilientClient, check, redact, retry_after_from_headers
+from tamesu.models.client import ModelRegistry, ResilientClient, check, redact
 from tamesu.models.ledger import Ledger
 from tamesu.models.openai import OpenAIProvider
 from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
+from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]

@@ -19,11 +19,11 @@ from tamesu.models.client import (
     is_local_url,
     one_line,
     redact,
-    retry_after_from_headers,
 )
 from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
+from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import os
 import random
 import re
@@ -462,30 +461,6 @@ def not_a_completion(answer: object, needed: str) -> str:
     if answer is None:
         return "no body"
     return f"the JSON has no {needed!r}"
-
-
-def retry_after_from_headers(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from `retry-after-ms` (OpenAI), or `retry-after` as seconds or an HTTP date."""
-    if not headers:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(float(value) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def _host(url: str) -> str:

@@ -50,11 +50,14 @@ Failures: a request that never reached the agent (refused, DNS, connect timeout)
 times `connect.backoff` apart (a `connect_retry` event per failed attempt that is retried), then InfraError.
 A turn that went out on a kept-alive connection the agent had just closed is sent again once on a new one
 (a `resent` event; `tamesu.net.aio`).
-A 5xx answer raises TurnError; a 4xx answer is a normal turn whose `status` the `status` assertion checks.
+A 5xx answer raises TurnError; a 4xx answer is a normal turn whose `status` the `status` assertion checks, but
+a 429 (too many requests), which is sent again `rate_limit_retries` times after its Retry-After (a
+`rate_limited` event each), then an InfraError.
 A turn over `turn_timeout` raises TurnError. session.open failing, or the websocket handshake, is InfraError.
 
-Events: `transport`, `session_open`, `connect_retry`, `resent`, `handoff`, `unsolicited`. Metric: `rest_requests`,
-the HTTP requests that reached the agent (session.open, sends, polls) plus the websocket messages sent.
+Events: `transport`, `session_open`, `connect_retry`, `resent`, `rate_limited`, `handoff`, `unsolicited`. Metric:
+`rest_requests`, the HTTP requests that reached the agent (session.open, sends, polls) plus the websocket messages
+sent.
 """
 
 from __future__ import annotations
@@ -133,7 +136,8 @@ class RestTarget(Target[RestSpec]):
     async def _open(self, session: Session) -> None:
         spec = self.spec
         self._http = Http(session=session, connect=spec.connect, tls=spec.tls, read_timeout=spec.turn_timeout + 1,
-                          what=self._what, max_bytes=spec.max_response_bytes)
+                          what=self._what, max_bytes=spec.max_response_bytes,
+                          rate_limit_retries=spec.rate_limit_retries)
         if spec.response.listen is not None:
             await self._start_listener(spec.response.listen)
         id_needs_captures = spec.session.id is not None and any(

@@ -1,0 +1,83 @@
+"""An agent (or the gateway in front of it) that answers HTTP 429 to tests run side by side: the request is sent
+again after its Retry-After, said as a `rate_limited` event; a limit that never lifts is an infrastructure error,
+not a failure of the agent's; `rate_limit_retries: 0` keeps a 429 as the turn's answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tamesu.net.serve import ThreadServer
+
+Serve = Callable[[Any], ThreadServer]
+
+
+def limited_agent(refusals: int) -> Starlette:
+    """Refuses each conversation's first `refusals` requests with 429 and `Retry-After: 0.2`, then answers."""
+    seen: dict[str, int] = {}
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        session = str(body.get("session_id"))
+        seen[session] = seen.get(session, 0) + 1
+        if seen[session] <= refusals:
+            return JSONResponse({"error": "rate limited"}, status_code=429, headers={"Retry-After": "0.2"})
+        return JSONResponse({"text": f"How can I help? ({body.get('message')})"})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def suite(url: str, extra: str = "", assertion: str = "{ contains: How can I help }") -> str:
+    return f"""\
+targets:
+  agent: {{ type: rest, url: "{url}/chat"{extra} }}
+tests:
+  - name: asks
+    target: agent
+    scenario: {{ script: [ {{ say: hi }}, {{ say: again }} ] }}
+    assert: [ {assertion} ]
+"""
+
+
+def result_of(folder: Path) -> dict[str, Any]:
+    [run] = list((folder / "out").iterdir())
+    return json.loads(next(run.rglob("result.json")).read_text())
+
+
+def test_a_429_is_waited_out_and_said(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # before: the 429's body was the turn's answer, "the agent said nothing", the test failed on the agent
+    url = serve(limited_agent(refusals=2)).url
+    (tmp_path / "s.tamesu.yaml").write_text(suite(url))
+    result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail = result_of(tmp_path)
+    assert [t["agent"]["status"] for t in detail["turns"]] == [200, 200]
+    limited = [e["data"] for e in detail["events"] if e["name"] == "rate_limited"]
+    assert [(e["attempt"], e["retry_after_s"], e["wait_s"]) for e in limited] == [(1, 0.2, 0.2), (2, 0.2, 0.2)]
+
+
+def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    url = serve(limited_agent(refusals=100)).url
+    (tmp_path / "s.tamesu.yaml").write_text(suite(url, ", rate_limit_retries: 2"))
+    result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 3, output
+    assert (f"POST {url}/chat: the agent answered HTTP 429 (too many requests) 3 times: lower --parallel or raise "
+            "its limit (rate_limit_retries: 0 takes a 429 as the turn's answer)") in output
+    assert result_of(tmp_path)["status"] == "error"
+
+
+def test_no_retries_keeps_the_429_as_the_answer(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # a test of the agent's own rate limit
+    url = serve(limited_agent(refusals=100)).url
+    (tmp_path / "s.tamesu.yaml").write_text(suite(url, ", rate_limit_retries: 0", "{ status: 429 }"))
+    result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not [e for e in result_of(tmp_path)["events"] if e["name"] == "rate_limited"]
