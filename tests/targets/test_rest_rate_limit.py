@@ -1,6 +1,7 @@
 """An agent (or the gateway in front of it) that answers HTTP 429 to tests run side by side: the request is sent
 again after its Retry-After, said as a `rate_limited` event; a limit that never lifts is an infrastructure error,
-not a failure of the agent's; `rate_limit_retries: 0` keeps a 429 as the turn's answer."""
+not a failure of the agent's; `rate_limit_retries: 0` keeps a 429 as the turn's answer. An agent that refused
+(a 401) is said to have refused, not only to have said nothing."""
 
 from __future__ import annotations
 
@@ -81,3 +82,17 @@ def test_no_retries_keeps_the_429_as_the_answer(tmp_path: Path, tamesu: Any, ser
     result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert not [e for e in result_of(tmp_path)["events"] if e["name"] == "rate_limited"]
+
+
+def test_an_agent_that_refused_is_said_to_have_refused(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # a wrong token's 401 is a turn (a test may check it with `status:`), but "the agent said nothing" alone
+    # sent the user to read the agent's code, not its token
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"error": "invalid token"}, status_code=401)
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "s.tamesu.yaml").write_text(suite(url))
+    result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ('contains: expected the agent to say "How can I help"; the agent said nothing in 2 turn(s) (its answers: '
+            "HTTP 401 on turn 1, HTTP 401 on turn 2)") in result.stdout, result.stdout

@@ -66,6 +66,10 @@ class _Transcript:
     def __init__(self, run: RunView, speech: bool = True) -> None:
         self.text = run.agent_text()
         self.turn_count = len(run.exchanges)
+        self.refusals = [f"HTTP {e.agent.status} on turn {e.index}" for e in run.exchanges
+                         if e.agent.status is not None and e.agent.status >= 400]
+        """The turns answered with an HTTP error status: an agent that said nothing because its server refused
+        (a wrong token's 401, a 404 from a wrong path) is not one that was silent."""
         self.spoken = [Heard(e.index, e.agent.text) for e in run.exchanges if e.agent.spoken and e.agent.text] \
             if speech else []
         """The spoken turns, read as speech too (empty with `match: exact`)."""
@@ -93,7 +97,9 @@ class _Transcript:
         """Why `what` (a clause: "not found", "none") was not found, as a sentence: "none in 2 turn(s) of agent
         text: ...", or, when there was nothing to search, that the agent said nothing."""
         if not self.text:
-            return f"the agent said nothing in {self.turn_count} turn(s)"
+            refused = f" (its answers: {', '.join(self.refusals[:3])}{', ...' if len(self.refusals) > 3 else ''})" \
+                if self.refusals else ""
+            return f"the agent said nothing in {self.turn_count} turn(s){refused}"
         return f"{what} in {self.turn_count} turn(s) of agent text: {shown(self.text)}"
 
 
