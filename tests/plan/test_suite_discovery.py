@@ -5,6 +5,7 @@ seconds once a few hundred runs were on disk), and otherwise matches as `Path.gl
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,19 @@ def test_two_suites_of_one_name_in_two_folders_are_one_problem(tmp_path: Path, t
     assert listed.returncode == 0, listed.stderr
     assert sorted(json.loads(line)["id"] for line in listed.stdout.splitlines()) == ["smoke/order",
                                                                                     "support-smoke/order"]
+
+
+def test_a_project_file_above_the_repository_is_not_the_projects(tmp_path: Path, tamesu: Any) -> None:
+    # a tamesu.yaml left in the home folder (or in /tmp) was read as the project of every repository below it:
+    # its suites, models, targets and `out`
+    _write(tmp_path / "tamesu.yaml", "suites: ['nowhere/*.yaml']\nout: far-away-runs\n")
+    repo = tmp_path / "repo"
+    _write(repo / "suites" / "smoke.tamesu.yaml", PROJECT + _suite("answers"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=30)
+    result = tamesu(["run", "suites/smoke.tamesu.yaml"], cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (repo / "tamesu-runs").is_dir() and not (tmp_path / "far-away-runs").exists()
+    # inside the repository, the nearest one is the project's, wherever the suite is
+    _write(repo / "tamesu.yaml", "suites: ['suites/*.yaml']\nout: repo-runs\n")
+    listed = tamesu(["list", "--json"], cwd=repo / "suites")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["id"] == "smoke/answers", listed.stdout + listed.stderr

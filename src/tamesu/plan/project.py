@@ -22,7 +22,9 @@ from tamesu.suite.yaml_reader import Document, load_yaml
 
 
 def find_project(start: Path) -> Path | None:
-    """The nearest tamesu.yaml in `start` or a folder above it."""
+    """The nearest tamesu.yaml in `start` or a folder above it, up to the root of the git repository `start` is
+    in: a tamesu.yaml above the repository (one left in the home folder, or in /tmp) is no part of the project,
+    and was read as its own (its suites, models and `out`)."""
     try:
         folder = (start if start.is_dir() else start.parent).resolve()
     except (OSError, RuntimeError):  # unreadable, or a symlink loop: loading the suite says so for it
@@ -31,6 +33,8 @@ def find_project(start: Path) -> Path | None:
         try:
             if (candidate / PROJECT_FILE).is_file():
                 return candidate / PROJECT_FILE
+            if (candidate / ".git").exists():  # a folder, or a file in a worktree or submodule
+                return None
         except OSError:  # a folder we may not look into holds no project we could read
             continue
     return None
