@@ -111,6 +111,16 @@ CASES = [
         id="unknown-target-type",
     ),
     pytest.param(
+        "targets:\n  api: { type: rest, url: 'https://agent.example.com:99999/chat' }\ntests: []\n",
+        "suite.yaml:2:27: targets.api.url: the port is not a number from 1 to 65535",
+        id="port-out-of-range",  # was an internal error in every test of the run
+    ),
+    pytest.param(
+        "targets:\n  shop: { type: a2a, url: 'http:///a2a' }\ntests: []\n",
+        "suite.yaml:2:27: targets.shop.url: no host after the scheme",
+        id="no-host",
+    ),
+    pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    quarantine: { until: 2026-01-01 }\n",
         "suite.yaml:8:17: tests[0].quarantine.reason: missing required key",
         id="quarantine-without-reason",
@@ -202,3 +212,14 @@ def test_a_test_needs_something_to_play_the_user(tmp_path: Path, tamesu) -> None
     assert result.stderr.splitlines()[0] == (
         "suite.yaml:9:15: tests[0].scenario: nothing plays the user: add scenario.script steps, or set "
         "models.simulator so the persona can speak")
+
+
+def test_a_url_made_from_templates_that_cannot_be_sent_to_is_one_line(tmp_path: Path, tamesu) -> None:
+    # whole only at run time: it was `internal error: ValueError: Port out of range 0-65535`
+    write(tmp_path, "targets:\n  api: { type: rest, url: '{{env.AGENT_URL}}/chat' }\n"
+                    "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                    env={"AGENT_URL": "http://127.0.0.1:99999", "NO_COLOR": "1"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "! rest target api: http://127.0.0.1:99999/chat: the port is not a number from 1 to 65535" in result.stdout
+    assert "internal error" not in result.stdout + result.stderr

@@ -27,6 +27,7 @@ from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem, article
 from tamesu.net.clients import async_client
+from tamesu.net.urls import url_problem
 from tamesu.plan.model import Project
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import ProjectSpec, SuiteSpec
@@ -97,6 +98,11 @@ def load_targets(
             loaded[name] = cls.Spec.model_validate(kept)
         except ValidationError as exc:
             problems.extend(problems_from(exc, doc, cls.Spec, loc, owner=f"{kind} target"))
+            continue
+        url = getattr(loaded[name], "url", None)  # every target type's, a plug-in's too
+        if isinstance(url, str) and (wrong := url_problem(url)) is not None:
+            problems.append(doc.problem((*loc, "url"), wrong))
+            del loaded[name]
     return loaded
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")

@@ -23,6 +23,7 @@ from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, Request, chunks, finish, timeouts
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
+from tamesu.net.urls import url_problem
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
 from tamesu.types import JSONValue
@@ -164,7 +165,16 @@ class Http:
         if found is None:
             if len(self._urls) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
                 self._urls.clear()
-            found = self._urls[url] = URL(url)
+            # a URL made from templates (`{{env.AGENT_URL}}/chat`) is first whole here; one that cannot be was an
+            # internal error in every test
+            wrong = url_problem(url)
+            try:
+                found = URL(url)
+            except ValueError as exc:
+                wrong = wrong or str(exc)
+            if wrong is not None:
+                raise InfraError(f"{self._what}: {self._session.redactor.text(url)}: {wrong}")
+            self._urls[url] = found
         return found
 
     async def open_stream(self, request: Request) -> tuple[aiohttp.ClientResponse, float]:

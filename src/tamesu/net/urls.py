@@ -1,0 +1,31 @@
+"""Whether a URL written in a suite can be sent to at all: a host, and a port in range.
+
+`https://agent:99999/chat` passed `validate` and was an `internal error: ValueError: Port out of range` in every
+test of the run."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+_NEEDS_A_HOST = frozenset({"http", "https", "ws", "wss", "grpc", "grpcs"})
+
+
+def url_problem(url: str) -> str | None:
+    """What makes `url` one no request can go to, or None. A URL that still holds templates is not judged."""
+    if "{{" in url:
+        return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # reading it is what checks it
+    except ValueError as exc:
+        reason = str(exc)
+        if "out of range" in reason or "cast to integer" in reason:
+            return "the port is not a number from 1 to 65535"
+        return f"not a URL ({reason})"
+    if parts.scheme.lower() in _NEEDS_A_HOST and not parts.hostname:  # file:// and about: need none
+        return "no host after the scheme"
+    if port == 0:
+        return "the port is not a number from 1 to 65535"
+    if parts.hostname and any(c.isspace() for c in parts.hostname):
+        return "a space in the host"
+    return None
