@@ -94,6 +94,15 @@ def test_problems_name_file_line_column_and_path(tmp_path: Path) -> None:
     ]
 
 
+def test_a_json_array_of_cases_is_its_cases_each_where_it_is_written(tmp_path: Path) -> None:
+    # a .json file of cases is most often an array: it was one problem, "a test case is a JSON object"
+    cases = parse('[\n  {"id": "a", "input": "Hello"},\n  {"id": "b", "turns": [{"input": "x"}]}\n]\n', tmp_path)
+    assert [(c.id, c.case.mode, c.line) for c in cases] == [("a", "standard", 2), ("b", "multi_turn", 3)]
+    assert problems('[{"id": "a", "input": "hi"},\n {"id": "b", "inptu": "hi"},\n 7]', tmp_path) == [
+        "cases.jsonl:2:14: inptu: not a test case key (did you mean 'input'?)",
+        "cases.jsonl:3:2: a test case is a JSON object with id and input"]
+
+
 def test_a_dynamic_case_takes_the_default_simulator(tmp_path: Path) -> None:
     text = '{"id": "a", "checkpoints": [{"id": "p", "assertion": {"type": "contains", "value": "x"}}]}'
     no_models = ParseSettings(Resolver(models=set()), None)

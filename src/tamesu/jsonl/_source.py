@@ -7,6 +7,7 @@ values with `raw_decode`.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,17 +44,15 @@ def _member(text: str, pos: int, name: str) -> tuple[int, int] | None:
     return None
 
 
-def _item(text: str, pos: int, index: int) -> int | None:
+def _starts(text: str, pos: int) -> Iterator[int]:
+    """Where each value of the (valid) JSON array at `pos` starts, in one pass."""
     pos = _skip(text, pos + 1)
-    for _ in range(index):
-        if pos >= len(text) or text[pos] == "]":
-            return None
-        _, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
+    while pos < len(text) and text[pos] != "]":
+        yield pos
+        pos = _skip(text, _DECODER.raw_decode(text, pos)[1])
         if pos >= len(text) or text[pos] != ",":
-            return None
+            return
         pos = _skip(text, pos + 1)
-    return pos if pos < len(text) and text[pos] != "]" else None
 
 
 def locate(text: str, start: int, loc: Sequence[object], *, key: bool = False) -> int:
@@ -69,7 +68,7 @@ def locate(text: str, start: int, loc: Sequence[object], *, key: bool = False) -
                     return pos
                 pos = found[0] if last and key else found[1]
             elif text[pos] == "[" and isinstance(part, int):
-                item = _item(text, pos, part)
+                item = next(itertools.islice(_starts(text, pos), part, None), None)
                 if item is None:
                     return pos
                 pos = item
@@ -119,9 +118,9 @@ class _Lines:
 def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem]:
     """Every JSON value of a JSONL text with its document, or a Problem for text that is not JSON.
 
-    One object per line is the format; an object spread over several lines is read too, and lines that
-    start with `#` or `//` are comments. After a syntax error reading resumes at the next line that starts
-    with `{`, so one bad line does not hide the problems of the others.
+    One object per line is the format; an object over several lines is read too, and an array of them (a `.json`
+    file of cases) is its objects; lines that start with `#` or `//` are comments. After a syntax error reading
+    resumes at the next line that starts with `{`, so one bad line does not hide the problems of the others.
     """
     pos = 0
     line_col = _Lines(text)
@@ -146,7 +145,9 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             yield Problem(label, line, col, "", why[:200])
             pos = _next_object(text, pos)
             continue
-        yield value, JsonDocument(label, text, pos, line_col(pos)[0])
+        # a .json file of cases, `[{...}, {...}]`: each case where it is written
+        for at, case in zip(_starts(text, pos), value, strict=True) if isinstance(value, list) else [(pos, value)]:
+            yield case, JsonDocument(label, text, at, line_col(at)[0])
         pos = end
 
 

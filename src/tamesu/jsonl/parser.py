@@ -216,6 +216,7 @@ def _as_standard(case: TestCase) -> TestCase:
 
 
 _NO_INPUT = ("a test case needs input", "a multi-turn case needs turns")
+_LAST_FROM_THE_USER = "the last message of input is the one the agent answers: it must be from the user"
 
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
@@ -232,18 +233,14 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
         elif not case.turns and not case.input:
             problems.append(doc.problem((), "a test case needs input (text, a message, or a message history)"))
         elif case.input and case.input[-1].role != "user":
-            problems.append(doc.problem(("input", len(case.input) - 1, "role"),
-                                        "the last message of input is the one the agent answers: it must be "
-                                        "from the user"))
+            problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
         return
     if mode == "standard":
         if not case.input:
             problems.append(doc.problem((), "a test case needs input (text, a message, or a message history), "
                                         "turns, or a simulator with checkpoints"))
         elif case.input[-1].role != "user":
-            problems.append(doc.problem(("input", len(case.input) - 1, "role"),
-                                        "the last message of input is the one the agent answers: it must be "
-                                        "from the user"))
+            problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
         if case.final_assertions:
             problems.append(doc.problem(("final_assertions",), "final_assertions belong to multi-turn cases; "
                                         "a standard case has assertions", key=True))

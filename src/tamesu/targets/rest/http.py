@@ -169,12 +169,12 @@ class Http:
             # internal error in every test
             wrong = url_problem(url)
             try:
-                found = URL(url)
+                parsed = URL(url)
             except ValueError as exc:
                 wrong = wrong or str(exc)
             if wrong is not None:
                 raise InfraError(f"{self._what}: {self._session.redactor.text(url)}: {wrong}")
-            self._urls[url] = found
+            found = self._urls[url] = parsed
         return found
 
     async def open_stream(self, request: Request) -> tuple[aiohttp.ClientResponse, float]:
