@@ -141,11 +141,14 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        ("cases.csv", "order,expect\n1,a\n", "cases.csv needs a header row with a name column"),
+        ("cases.csv", "order,expect\n1,a\n", "cases.csv needs a header row with a name column (its first row: "
+         "'order,expect')"),
         ("cases.json", "{\"name\": \"a\"}", "cases.json must be a JSON array of objects"),
         ("cases.json", "[{\"name\": \"a\",}]", "cases.json:1:15: not valid JSON: Expecting property name "
          "enclosed in double quotes"),
         ("cases.csv", "name,order\n,1\n", "cases.csv row 2 has no name"),
+        ("cases.csv", "name,price\na,1\nb,12,50\n", "cases.csv row 3 has more fields than its header (2): quote a "
+         "value that holds ','"),
     ],
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
@@ -154,6 +157,21 @@ def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expecte
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == f"suite.yaml:8:17: tests[0].cases_file: {expected}"
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t"], ids=["comma", "semicolon", "tab"])
+def test_a_spreadsheets_cases_file_is_read_whatever_its_delimiter(tmp_path: Path, tamesu, delimiter: str) -> None:
+    # Excel saves `;` where the comma is the decimal mark (and a byte-order mark and CRLF): it was "needs a header
+    # row with a name column"
+    price = '"12,50"' if delimiter == "," else "12,50"
+    rows = [["name", "question", "price"], ["refund", "Where is my refund?", price], ["hours", "Open?", "0"]]
+    text = "\r\n".join(delimiter.join(row) for row in rows) + "\r\n"
+    (tmp_path / "cases.csv").write_text(("\ufeff" if delimiter == ";" else "") + text, encoding="utf-8")
+    write(tmp_path, TARGET + "tests:\n  - name: faq\n    target: api\n    cases_file: cases.csv\n"
+                             "    scenario: { script: [ { say: '{{vars.question}} {{vars.price}}' } ] }\n")
+    result = tamesu(["list", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [line.split("  ")[0] for line in result.stdout.splitlines()] == ["suite/faq [refund]", "suite/faq [hours]"]
 
 
 def test_every_problem_at_once(tmp_path: Path, tamesu) -> None:

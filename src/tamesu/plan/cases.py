@@ -39,10 +39,18 @@ def read_cases(path: Path) -> list[Any]:
             raise ValueError(f"{path.name} must be a JSON array of objects")
         rows = data
     elif path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
+        # Excel writes `;` where the comma is the decimal mark, and spreadsheets export tabs: the delimiter is
+        # the one that makes a `name` column of the header
+        header = text.splitlines()[0] if text.strip() else ""
+        delimiter = next((d for d in ",;\t|" if "name" in next(csv.reader([header], delimiter=d))), ",")
+        reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
         if not reader.fieldnames or "name" not in reader.fieldnames:
-            raise ValueError(f"{path.name} needs a header row with a name column")
+            raise ValueError(f"{path.name} needs a header row with a name column (its first row: {header[:80]!r})")
         rows = list(reader)
+        for number, row in enumerate(rows, start=2):
+            if None in row:  # csv's key for the fields past the header's: a comma in a value that needs quotes
+                raise ValueError(f"{path.name} row {number} has more fields than its header "
+                                 f"({len(reader.fieldnames)}): quote a value that holds {delimiter!r}")
     else:
         raise ValueError(f"{path.name}: cases files are .csv or .json")
     cases = []
