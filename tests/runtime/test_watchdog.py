@@ -8,6 +8,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,24 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the wat
 
 def _sleeper(owners: str) -> subprocess.Popen[bytes]:
     # tied: ended with pytest if the watchdog misses it; the tie's own interpreter carries the same mark
-    return subprocess.Popen(tied(["sleep", "60"]), env={**os.environ, children.OWNERS_VAR: owners})
+    return _settled(subprocess.Popen(tied(["sleep", "60"]), env={**os.environ, children.OWNERS_VAR: owners}))
+
+
+def _settled(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """`process` once its tie has exec'd the command. In the middle of an exec a process's environment reads as
+    empty for a moment, so a scan then misses its mark: under load (five test-fast workers) a test once armed
+    the watchdog inside that moment and the sleeper lived on. Waiting makes the test about the watchdog, not
+    about that moment (which a tamesu killed while one of its children execs meets too)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            command = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+        except OSError:
+            return process
+        if command and b"prctl" not in command:  # the tie's script names prctl; empty: still in the exec
+            return process
+        time.sleep(0.005)
+    return process
 
 
 def _ends(env: dict[str, str]) -> tuple[int | None, int | None, int | None]:
@@ -29,7 +47,8 @@ def _ends(env: dict[str, str]) -> tuple[int | None, int | None, int | None]:
     token = secrets.token_hex(8)
     marked = _sleeper(f"outer:{token}")
     lookalike = _sleeper(f"outer:{token}x")
-    nested = subprocess.Popen(tied(["sh", "-c", "sleep 60 & wait"]), env={**os.environ, children.OWNERS_VAR: token})
+    nested = _settled(subprocess.Popen(tied(["sh", "-c", "sleep 60 & wait"]),
+                                       env={**os.environ, children.OWNERS_VAR: token}))
     try:
         watchdog = subprocess.Popen(["/bin/sh", "-c", children._WATCHDOG, "watchdog", token, sys.executable,
                                      children._SCAN], stdin=subprocess.PIPE, env=env, start_new_session=True)
