@@ -235,6 +235,13 @@ def test_tamesu_report_renders_the_same_files_again(shop_run: ShopRun, tmp_path:
     assert summary.returncode == 3
     assert "FAIL  shop/refund" in summary.stdout and "QUAR  shop/flaky" in summary.stdout
     assert "4 passed, 1 failed, 1 quarantined, 1 error, 1 skipped" in summary.stdout
+    # `-`: standard output, the report alone (it was a file named `-` in the current folder)
+    piped = run_tamesu(["report", str(run_dir), "--report", "json:-"], cwd=shop_run.folder)
+    assert piped.returncode == 3 and json.loads(piped.stdout)["tests"] == \
+        json.loads((shop_run.folder / "reports" / "report.json").read_text())["tests"]
+    markdown = run_tamesu(["report", str(run_dir), "--report", "markdown:-"], cwd=shop_run.folder)
+    assert markdown.stdout.startswith("### ❌ tamesu: 4 passed, 1 failed"), markdown.stdout
+    assert not (shop_run.folder / "-").exists() and not list(run_dir.glob(".*-report.tmp"))
     bad = run_tamesu(["report", str(run_dir), "--report", "pdf"], cwd=shop_run.folder)
     assert bad.returncode == 2 and "unknown report 'pdf'" in bad.stderr
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,11 +17,14 @@ from tamesu.report.formats import format_of, is_built_in
 from tamesu.report.load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
 from tamesu.report.spec import ReportRequest
 
+STDOUT = "-"
+"""A report's path that means standard output."""
+
 
 @dataclass
 class Emitted:
     written: list[tuple[str, Path | None]] = field(default_factory=list)
-    """(kind, file) of every report written; github has no file."""
+    """(kind, file) of every report written; github, and a report to standard output, have no file."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -48,11 +52,20 @@ def stored_comparison(run: LoadedRun) -> Comparison | None:
 def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Comparison | None) -> Emitted:
     emitted = Emitted()
     for request in requests:
-        path = request.target(run.dir)
+        to_stdout = request.path == STDOUT
+        # `-` is standard output (`tamesu report RUN --report json:- | jq`): written in the run directory, so its
+        # links are the run's, then printed; a file named `-` was made in the current folder
+        path = run.dir / f".{request.kind}-report.tmp" if to_stdout else request.target(run.dir)
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
             format_of(request.kind).write_function()(run, path, comparison)
+            if to_stdout and path is not None:
+                sys.stdout.flush()  # what the console printed before comes first
+                sys.stdout.buffer.write(path.read_bytes())
+                sys.stdout.buffer.flush()
+                path.unlink()
+                path = None
         except OSError as exc:
             emitted.errors.append(f"cannot write the {request.kind} report to {path}: {exc.strerror or exc}")
             continue
