@@ -13,7 +13,6 @@ import re
 
 _OPENING = re.compile(r"\A\s*<(think|thinking)>", re.IGNORECASE)
 _CLOSING = {"think": re.compile(r"</think>", re.IGNORECASE), "thinking": re.compile(r"</thinking>", re.IGNORECASE)}
-_CLOSING_ONLY = re.compile(r"</think>", re.IGNORECASE)
 
 
 def split_reasoning(content: str) -> tuple[str, str | None]:
@@ -28,7 +27,7 @@ def split_reasoning(content: str) -> tuple[str, str | None]:
         if closing is None:
             return "", rest.strip()
         return rest[closing.end():].lstrip(), rest[:closing.start()].strip()
-    closings = list(_CLOSING_ONLY.finditer(content))
+    closings = list(_CLOSING["think"].finditer(content))  # a template that opened the block: only its end
     if len(closings) == 1 and "<think" not in content[:closings[0].start()].lower():
         return content[closings[0].end():].lstrip(), content[:closings[0].start()].strip()
     return content, None

@@ -67,7 +67,10 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
                 path.unlink()
                 path = None
         except OSError as exc:
-            emitted.errors.append(f"cannot write the {request.kind} report to {path}: {exc.strerror or exc}")
+            where = "standard output" if to_stdout else path
+            emitted.errors.append(f"cannot write the {request.kind} report to {where}: {exc.strerror or exc}")
+            if to_stdout and path is not None:  # half a report to print is none: not left in the run either
+                path.unlink(missing_ok=True)
             continue
         except Exception as exc:  # a plug-in's writer: its failure is said, the other reports still written
             if is_built_in(request.kind):
