@@ -78,7 +78,10 @@ tests:
     reason = _failure(never)
     assert "\n" not in reason
     assert reason.startswith("script step 1 waited 12s for 'press 9 for the pharmacy'; the agent said '"), reason
-    assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
+    # both utterances are named, joined as the listener heard them; the words of the second are not compared: two
+    # calls at once on a loaded machine once came out of recognition as "press 1 for 0.5 to 4.5 to 4.5"
+    said = reason.split("the agent said '", 1)[1]
+    assert "clinic" in said.lower() and said.lower().count(" / press") == 1, reason
     assert reason in done.stdout  # the console's one line
 
 
