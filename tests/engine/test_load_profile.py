@@ -86,11 +86,12 @@ def test_each_stage_reports_where_the_agent_degrades(tmp_path: Path, tamesu, ser
     one, four, eight = (s["turn_latency_ms"]["p50"] for s in stages)
     # 30 ms a request in flight: alone at least 30 ms, four at once at least 90 (most requests meet three
     # others), eight at least 180. What a request costs above the agent's wait is the machine's: under the whole
-    # suite at load 20 a stage of four measured 2.3 s, so the bounds above are the degradation itself, not ms
+    # suite at load 20 a stage of four measured 2.3 s, so the bounds above are the degradation itself, not ms.
+    # The stages are not compared with each other: noise only adds, and a starved CI machine once read 536 ms
+    # alone against 267 ms at eight; eight's bound is six times what the agent takes alone
     assert one >= PER_REQUEST_MS, one
     assert four >= 3 * PER_REQUEST_MS, four
     assert eight >= 6 * PER_REQUEST_MS, eight
-    assert one < eight, (one, eight)
     for stage in stages:
         assert stage["runs_per_s"] == pytest.approx(stage["runs"] / stage["duration_s"], rel=0.01), stage
     said = result.stdout
