@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from sessions import events
@@ -53,9 +53,18 @@ async def _huge(_: Request) -> Response:
     return JSONResponse({"text": "word " * 600_000, "tool_calls": []})  # 3 MB
 
 
+async def _sign_in_page(_: Request) -> Response:
+    return HTMLResponse("\n<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>\n<title>\n  Sign in &ndash; "
+                        "Acme SSO\n</title></head><body><form>...</form></body></html>")
+
+
+async def _html_reply(_: Request) -> Response:
+    return HTMLResponse("<p>Your order <b>A-1</b> has shipped.</p>")
+
+
 def _app() -> Starlette:
     routes = [("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
-              ("/tools", _tools_only),
+              ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error)]
     return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
 
@@ -71,6 +80,17 @@ async def _turn_error(tmp_path: Path, spec: dict[str, Any]) -> TurnError:
         with pytest.raises(TurnError) as caught:
             await target.send(UserTurn(text="hi"))
     return caught.value
+
+
+async def test_a_web_page_for_an_answer_fails_the_turn_naming_the_page(tmp_path: Path, faulty: str) -> None:
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/sign-in"})
+    assert str(error).startswith("the agent answered HTTP 200 with a web page, titled 'Sign in \u2013 Acme SSO', "
+                                 "not a reply: is url the agent's API"), str(error)
+    assert error.status == 200
+    # an agent whose reply is marked up (a fragment, not a page) is still the agent's words
+    async with opened({"url": f"{faulty}/html-reply"}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    assert turn.text == "<p>Your order <b>A-1</b> has shipped.</p>"
 
 
 async def test_a_json_answer_that_is_not_json_fails_the_turn(tmp_path: Path, faulty: str) -> None:

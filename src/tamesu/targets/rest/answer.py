@@ -4,6 +4,8 @@ nothing in JSON)."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, TurnError
@@ -31,6 +33,7 @@ class TurnReader:
 
     def answer_turn(self, answer: Answer) -> AgentTurn:
         self.fail_on_5xx(answer)
+        self.fail_on_web_page(answer)
         turn = self.turn(text=self._reply_text(answer.body), raw=[answer.body], scan=[answer.body],
                          status=answer.status, sent_at_ms=answer.sent_at_ms, completed_at_ms=answer.completed_at_ms)
         if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
@@ -79,8 +82,26 @@ class TurnReader:
             first_token_at_ms=first_token_at_ms, completed_at_ms=completed_at_ms,
             ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
 
+    def fail_on_web_page(self, answer: Answer) -> None:
+        """A whole HTML document is a web page, not an agent's reply: a url that names the site rather than its
+        API, a sign-in page, a proxy's or captive portal's notice. Graded as the agent's words, every check
+        would fail on the agent while the fault is where tamesu was sent."""
+        body = answer.body
+        if answer.status >= 400 or not isinstance(body, str) or not _WHOLE_PAGE.match(body):
+            return
+        found = _TITLE.search(body)
+        title = " ".join(html.unescape(found.group(1)).split())[:80] if found else ""
+        named = f", titled '{self._session().redactor.text(title)}'" if title else ""
+        raise TurnError(f"the agent answered HTTP {answer.status} with a web page{named}, not a reply: is url "
+                        "the agent's API (a page behind a sign-in or proxy, or the site itself, answers HTML; "
+                        "a chat on a web page is the browser target's)?", raw=body, status=answer.status)
+
     def fail_on_5xx(self, answer: Answer) -> None:
         if answer.status >= 500:
             raise TurnError(f"the agent answered HTTP {answer.status}: "
                             f"{self._session().redactor.text(excerpt(answer.body))}",
                             raw=answer.body, status=answer.status)
+
+
+_WHOLE_PAGE = re.compile(r"\ufeff?\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
