@@ -106,14 +106,21 @@ def build(log: Path | None, traces: Path | None = None) -> Any:
     return server
 
 
-def serve_http(server: Any, port: int, token: str | None) -> None:
+def serve_http(server: Any, port: int, token: str | None, limit: int = 0) -> None:
     import socket
 
     import uvicorn
 
     app = server.streamable_http_app()
+    refused = [0]
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and refused[0] < limit:
+            # a gateway's rate limit: the first `limit` requests are refused, asked to come back in 0.1 s
+            refused[0] += 1
+            await send({"type": "http.response.start", "status": 429, "headers": [(b"retry-after", b"0.1")]})
+            await send({"type": "http.response.body", "body": b"too many requests"})
+            return
         if token and scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != \
                 f"Bearer {token}".encode():
             await send({"type": "http.response.start", "status": 401, "headers": []})
@@ -138,6 +145,7 @@ def main() -> None:
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token")
+    parser.add_argument("--limit", type=int, default=0, help="POSTs refused with 429 before the server answers")
     parser.add_argument("--log", type=Path)
     parser.add_argument("--traces", type=Path)
     parser.add_argument("--noise", type=int, default=25, help="lines a `noisy` server prints before it speaks MCP")
@@ -154,7 +162,7 @@ def main() -> None:
         for number in range(options.noise):
             print(f"DEBUG loading plugin {number}", flush=True)
     if options.http:
-        serve_http(server, options.port, options.token)
+        serve_http(server, options.port, options.token, options.limit)
     else:
         server.run()
 

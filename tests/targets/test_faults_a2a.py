@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sdk_groups import IN_PROCESS_A2A_SERVER
+from sessions import events
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.serve import ThreadServer
@@ -34,6 +35,7 @@ class Faulty:
 
     def __init__(self) -> None:
         self.origin = ""
+        self.refused: dict[str, int] = {}
 
     def app(self) -> Starlette:
         return Starlette(routes=[
@@ -59,6 +61,11 @@ class Faulty:
     async def rpc(self, request: Request) -> Response:
         version, mode = request.path_params["version"], request.path_params["mode"]
         payload = await request.json()
+        if mode.startswith("limited-"):  # `limited-N-key`: the first N requests of `key` are refused with 429
+            _, refusals, key = mode.split("-", 2)
+            self.refused[key] = self.refused.get(key, 0) + 1
+            if refusals == "always" or self.refused[key] <= int(refusals):
+                return JSONResponse({"error": "rate limited"}, status_code=429, headers={"Retry-After": "0.1"})
         answer_id = f"{payload['id']}-other" if mode in ("wrong-id", "stream") else payload["id"]
         if version == "v03":
             result: dict[str, Any] = {"kind": "message", "role": "agent", "messageId": "m1",
@@ -181,3 +188,29 @@ async def test_an_answer_past_max_response_bytes_is_refused_and_said(agents: A2A
     assert refused["limit"] == 100_000 and refused["complete"] is False
     if binding != "grpc":  # a stream is cut where it passes the limit; a body that declares more, at once
         assert refused["read"] > 100_000 or (refused["declared"] or 0) > 100_000, refused
+
+
+@pytest.mark.parametrize("version", ["v1", "v03"])
+async def test_a_429_is_waited_out_and_said(faulty: Faulty, tmp_path: Path, version: str) -> None:
+    # before: the 429 was the turn's error, a failure blamed on the agent for tests run side by side
+    session = make_session(tmp_path)
+    async with opened({"url": f"{faulty.origin}/{version}/limited-2-{version}/rpc"}, session) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == "hello"
+    limited = events(session, "rate_limited")
+    assert [(e["attempt"], e["retry_after_s"], e["wait_s"]) for e in limited] == [(1, 0.1, 0.1), (2, 0.1, 0.1)]
+    assert limited[0]["url"] == f"{faulty.origin}/{version}/limited-2-{version}/rpc"
+
+
+async def test_a_limit_that_never_lifts_is_an_infrastructure_error(faulty: Faulty, tmp_path: Path) -> None:
+    spec = {"url": f"{faulty.origin}/v1/limited-always-a/rpc", "rate_limit_retries": 2}
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError, match=r"the agent answered HTTP 429 \(too many requests\) 3 times: lower "
+                                             r"--parallel"):
+            await target.send(UserTurn(text="hi"))
+    assert faulty.refused["a"] == 3
+    # 0: a test of the agent's own limit sees the 429 as the agent's error, at once
+    spec = {"url": f"{faulty.origin}/v1/limited-always-b/rpc", "rate_limit_retries": 0}
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError, match="the agent answered HTTP 429"):
+            await target.send(UserTurn(text="hi"))
+    assert faulty.refused["b"] == 1

@@ -347,6 +347,18 @@ async def test_an_answer_past_max_response_bytes_is_refused_and_fails_the_turn(
     assert events(session, "tool_result")[-1]["outcome"] == "too_large"
 
 
+async def test_a_429_from_the_server_is_waited_out_and_said(tmp_path: Path, http_server: Callable[..., str]) -> None:
+    # before: the SDK's first request (initialize) failed, "cannot be reached ... HTTP 429", exit 3
+    url = http_server("--limit", "2")
+    session = make_session(tmp_path)
+    async with opened(session, type="mcp", url=url, connect={"backoff": "50ms"}) as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001"))
+    assert turn.tool_calls[0].result["status"] == "shipped"
+    limited = events(session, "rate_limited")
+    assert [(e["attempt"], e["retry_after_s"], e["wait_s"], e["url"]) for e in limited] == \
+        [(1, 0.1, 0.1, url), (2, 0.1, 0.1, url)]
+
+
 async def test_a_server_that_refuses_the_headers_is_an_infrastructure_error(
         tmp_path: Path, http_server: Callable[..., str]) -> None:
     url = http_server("--token", "t0ken")

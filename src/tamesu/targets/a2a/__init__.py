@@ -79,7 +79,7 @@ from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
 from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card, note_grpc_extended
-from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off
+from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, still_rate_limited
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec
@@ -151,7 +151,8 @@ class A2ATarget(Target[A2ASpec]):
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
         self._wire = Wire(session=session, connect=spec.connect, tls=spec.tls, turn_timeout=spec.turn_timeout,
-                          headers=headers, what=self._what, max_response_bytes=spec.max_response_bytes)
+                          headers=headers, what=self._what, max_response_bytes=spec.max_response_bytes,
+                          rate_limit_retries=spec.rate_limit_retries)
         search = await find_card(self._wire, self._url, spec.turn_timeout)
         card = search.card
         if card is None:
@@ -317,6 +318,8 @@ class A2ATarget(Target[A2ASpec]):
             error = agent_error(exc)
             if error.too_large_grpc is not None:
                 self._require_wire().grpc_refused(error.too_large_grpc)
+            if (limited := still_rate_limited(error, self.spec.rate_limit_retries, self._what)) is not None:
+                raise limited from None
             raise TurnError(error.describe(), raw=error.raw(), status=error.status) from None
         return self._agent_turn(progress, message.message_id, sent_at)
 

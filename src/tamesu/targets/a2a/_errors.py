@@ -14,6 +14,7 @@ import grpc
 import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
+from tamesu.errors import InfraError
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
@@ -95,6 +96,15 @@ class AgentError:
         if self.status is not None:
             error["status"] = self.status
         return {"error": error}
+
+
+def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError | None:
+    """A 429 after `retries` sends again (net.rate_limit, beneath the SDK): no answer of the agent's to grade, so
+    an infrastructure error, not a failed turn; with `retries` 0 the 429 is the agent's error."""
+    if error.status != 429 or retries == 0:
+        return None
+    return InfraError(f"{what}: the agent answered HTTP 429 (too many requests) {retries + 1} times: lower "
+                      "--parallel or raise its limit (rate_limit_retries: 0 takes a 429 as the agent's error)")
 
 
 def agent_error(exc: BaseException) -> AgentError:

@@ -47,6 +47,10 @@ class A2ASpec(TargetSpec):
     coverage` counts it."""
     metadata: dict[str, object] = Field(default_factory=dict)
     """Metadata sent with every message (templates allowed)."""
+    rate_limit_retries: int = Field(3, ge=0, le=10)
+    """How often an HTTP request the agent answered 429 (too many requests) is sent again, after its Retry-After
+    (at most 30 s) or a doubling `connect.backoff`; still 429 after them is an infrastructure error (exit 3).
+    0 takes a 429 as the agent's error. gRPC's RESOURCE_EXHAUSTED is the agent's answer, never sent again."""
 
     @model_validator(mode="after")
     def _coherent(self) -> A2ASpec:

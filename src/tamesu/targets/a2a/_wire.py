@@ -22,6 +22,7 @@ from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
 from tamesu.net.proxies import grpc_direct_options
+from tamesu.net.rate_limit import RateLimit, rate_limited_transport
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
@@ -38,7 +39,7 @@ class Wire:
 
     def __init__(self, *, session: Session, connect: ConnectSpec, turn_timeout: float, headers: dict[str, str],
                  what: str, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 tls: TlsSpec | None = None) -> None:
+                 tls: TlsSpec | None = None, rate_limit_retries: int = 3) -> None:
         self._session = session
         self._connect = connect
         self._what = what
@@ -46,8 +47,9 @@ class Wire:
         self.max_response_bytes = max_response_bytes
         # a JSON-RPC reply with another request's id is a protocol error (the SDK does not look); beneath that
         # check, no answer is read past max_response_bytes; beneath that, aiohttp (tamesu.net.aio: a call whose
-        # connection ended at once, before any answer, is sent again once)
-        wire = aio_transport(httpx, tls=tls, on_resend=self._resent)
+        # connection ended at once, before any answer, is sent again once), and a 429 sent again after its wait
+        wire = rate_limited_transport(httpx, aio_transport(httpx, tls=tls, on_resend=self._resent),
+                                      RateLimit(rate_limit_retries, connect.backoff, self._rate_limited))
         self.http = AsyncClient(transport=IdCheckingTransport(bounded_transport(httpx, wire, max_response_bytes,
                                                                                       self._refused)),
                                       base_url=NO_BASE_URL,
@@ -62,6 +64,10 @@ class Wire:
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", reason=reason, url=self._session.redactor.text(str(request.url)))
+
+    def _rate_limited(self, url: str, attempt: int, asked: float | None, wait: float) -> None:
+        self._session.event("rate_limited", url=self._session.redactor.text(url), attempt=attempt,
+                            retry_after_s=asked, wait_s=round(wait, 3))
 
     def _refused(self, note: str, read: int, declared: int | None) -> None:
         self._session.event("response_truncated", limit=self.max_response_bytes, sizes={"body": read}, read=read,

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from tamesu import __version__
 from tamesu.net.aio import OnResend, aio_transport
 from tamesu.net.bounded import Record, bounded_transport
+from tamesu.net.rate_limit import RateLimit, rate_limited_transport
 from tamesu.net.tls import TlsSpec
 from tamesu.runtime.children import owner_env
 from tamesu.targets.mcp.stdio import bounded_stdio
@@ -85,10 +86,12 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
                          errors: list[str] | None = None,
                          traceparent: Callable[[], str | None] | None = None,
                          max_bytes: int | None = None, refused: Record | None = None,
-                         resent: OnResend | None = None, tls: TlsSpec | None = None) -> AsyncIterator[object]:
+                         resent: OnResend | None = None, tls: TlsSpec | None = None,
+                         rate_limit: RateLimit | None = None) -> AsyncIterator[object]:
     """The server at `url` over streamable HTTP, through `http_client(...)`."""
     async with (
-        http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent, tls) as http,
+        http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent, tls,
+                    rate_limit) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
@@ -97,14 +100,15 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
 def http_client(headers: dict[str, str], connect_timeout: float, errors: list[str] | None = None,
                 traceparent: Callable[[], str | None] | None = None, max_bytes: int | None = None,
                 refused: Record | None = None, resent: OnResend | None = None,
-                tls: TlsSpec | None = None) -> httpx2.AsyncClient:
+                tls: TlsSpec | None = None, rate_limit: RateLimit | None = None) -> httpx2.AsyncClient:
     """The MCP SDK's HTTP client, with `headers` on every request. Each 4xx or 5xx answer is appended to
     `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the turn being
     played) carries it as the `traceparent` header, unless `headers` set one. No answer is read past
     `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST that
     whose connection ended at once, before any answer, is sent again once on a new one, and `resent` is told
     (`tamesu.net.aio`'s rule: a JSON-RPC message the server never read is safe to send again); `tls` is the
-    target's `tls:` block. aiohttp is beneath (`tamesu.net.aio`), the environment's proxies honoured."""
+    target's `tls:` block; a 429 is sent again as `rate_limit` says. aiohttp is beneath (`tamesu.net.aio`), the
+    environment's proxies honoured."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
 
     def bounded(transport: Any) -> Any:
@@ -121,7 +125,8 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
             request.headers["traceparent"] = value
 
     return httpx2.AsyncClient(headers=headers, timeout=timeout,
-                              transport=bounded(aio_transport(httpx2, tls=tls, on_resend=resent)),
+                              transport=bounded(rate_limited_transport(
+                                  httpx2, aio_transport(httpx2, tls=tls, on_resend=resent), rate_limit)),
                               event_hooks={"request": [stamp], "response": [seen]})
 
 

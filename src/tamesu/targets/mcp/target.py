@@ -63,6 +63,7 @@ from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
+from tamesu.net.rate_limit import RateLimit
 from tamesu.plugins import register
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 from tamesu.types import Duration
@@ -95,6 +96,10 @@ class McpTargetSpec(ModelTargetSpec):
     """Names (or `*` globs) of the server's tools the model is offered; default all of them."""
     call_timeout: Duration = 30.0
     """How long one tool call to the server may take; a call past it is answered to the model as an error."""
+    rate_limit_retries: int = Field(3, ge=0, le=10)
+    """How often a request the HTTP server answered 429 (too many requests) is sent again, after its Retry-After
+    (at most 30 s) or a doubling `connect.backoff`, a `rate_limited` event each; 0 takes the 429 as the
+    server's answer."""
 
     @model_validator(mode="after")
     def _reachable(self) -> McpTargetSpec:
@@ -206,11 +211,17 @@ class McpTarget(ModelTarget):
         if config["command"] is not None:
             await self._start_process(session, config)
 
+        def limited(url: str, attempt: int, asked: float | None, wait: float) -> None:
+            session.event("rate_limited", url=session.redactor.text(url), attempt=attempt, retry_after_s=asked,
+                          wait_s=round(wait, 3))
+
+        rate_limit = RateLimit(self.spec.rate_limit_retries, connect.backoff, limited)
+
         def http() -> Any:
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
                                       traceparent=lambda: session.trace.traceparent if session.trace else None,
                                       max_bytes=self.spec.max_response_bytes, refused=refused,
-                                      resent=resent, tls=self.spec.tls)
+                                      resent=resent, tls=self.spec.tls, rate_limit=rate_limit)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)

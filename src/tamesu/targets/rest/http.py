@@ -21,6 +21,7 @@ from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, Request, chunks, finish, timeouts
+from tamesu.net.rate_limit import rate_limit_wait
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
 from tamesu.net.urls import url_problem
@@ -32,8 +33,6 @@ T = TypeVar("T")
 EXCERPT = 200
 MAX_REDIRECTS = 10
 MAX_PARSED_URLS = 16
-RATE_LIMIT_WAIT_CAP = 30.0
-"""Seconds: the most a 429's Retry-After is waited (a longer one is still waited this long, then asked again)."""
 
 
 def parse_body(text: str, content_type: str = "") -> JSONValue:
@@ -215,7 +214,7 @@ class Http:
             finish(response)
             if retried == self._rate_limit_retries:
                 break
-            wait = min(asked if asked is not None else self._connect.backoff * 2**retried, RATE_LIMIT_WAIT_CAP)
+            wait = rate_limit_wait(asked, self._connect.backoff, retried)
             self._session.event("rate_limited", url=self._mask(request), attempt=retried + 1, retry_after_s=asked,
                                 wait_s=round(wait, 3))
             self.unreachable = "the agent answered HTTP 429 (too many requests)"  # said if the turn times out

@@ -1,0 +1,74 @@
+"""An agent (or the gateway in front of it) that answers HTTP 429 to tests run side by side: the request is sent
+again after the wait it asked for, a bounded number of times.
+
+The rest target applies the rule around its own client; the a2a and mcp targets read through SDKs that take an
+httpx client, so there the rule is an httpx transport beneath the SDK (`rate_limited_transport`): the SDK sees
+only the answer after the waits, and the last 429 when the limit never lifted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from tamesu.net.retry_after import retry_after_from_headers
+
+WAIT_CAP_S = 30.0
+"""The longest wait a Retry-After is honoured for (a gateway asking for an hour would hold the run)."""
+
+OnRateLimited = Callable[[str, int, float | None, float], None]
+"""Told before each wait: the request's URL, the attempt refused (1, 2...), the Retry-After asked (or None), the
+wait in seconds."""
+
+
+def rate_limit_wait(asked: float | None, backoff: float, retried: int) -> float:
+    """What the agent asked for, else a doubling `backoff`; never more than `WAIT_CAP_S`."""
+    return min(asked if asked is not None else backoff * 2**retried, WAIT_CAP_S)
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """How a route meets a 429: sent again at most `retries` times, waiting as asked or a doubling `backoff`."""
+
+    retries: int
+    backoff: float
+    on_limited: OnRateLimited
+
+
+def rate_limited_transport(module: ModuleType, inner: object, limit: RateLimit | None) -> Any:
+    """`inner` (an `AsyncBaseTransport` of `module`: httpx or httpx2) sending a request the agent answered 429
+    again, as `limit` says; a request whose body cannot be read twice (a stream) is never sent again."""
+    if limit is None or limit.retries == 0:
+        return inner
+    transport: type[Any] = _transport_class(module)
+    return transport(inner, limit)
+
+
+@functools.cache
+def _transport_class(module: Any) -> type[Any]:
+    class RateLimitedTransport(module.AsyncBaseTransport):  # type: ignore[misc]  # httpx's or httpx2's class, chosen at run time
+        def __init__(self, inner: Any, limit: RateLimit) -> None:
+            self._inner, self._limit = inner, limit
+
+        async def handle_async_request(self, request: Any) -> object:
+            limit = self._limit
+            for retried in range(limit.retries + 1):
+                response = await self._inner.handle_async_request(request)
+                if response.status_code != 429 or retried == limit.retries \
+                        or not isinstance(request.stream, module.ByteStream):
+                    return response
+                asked = retry_after_from_headers(response.headers)
+                await response.aclose()
+                wait = rate_limit_wait(asked, limit.backoff, retried)
+                limit.on_limited(str(request.url), retried + 1, asked, wait)
+                await asyncio.sleep(wait)
+            raise AssertionError("unreachable: the last attempt's answer is returned")
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return RateLimitedTransport
