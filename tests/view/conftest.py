@@ -25,9 +25,10 @@ def stored_run(root: Path, env: dict[str, str] | None = None) -> subprocess.Comp
 class View:
     """A running `tamesu view`: its process and its base URL (no trailing slash)."""
 
-    def __init__(self, root: Path, env: dict[str, str], extra: tuple[str, ...]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], extra: tuple[str, ...], port: str | None = "0") -> None:
         # a fork of the warm zygote through its launcher (tests/forked.py), SIGINT passed on
-        self.process = subprocess.Popen(tied([*forked.tamesu_command(), "view", "--port", "0", *extra]), cwd=root,
+        ports = ["--port", port] if port is not None else []
+        self.process = subprocess.Popen(tied([*forked.tamesu_command(), "view", *ports, *extra]), cwd=root,
                                         env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
@@ -52,12 +53,12 @@ class View:
 
 @pytest.fixture
 def view() -> Iterator[Callable[..., View]]:
-    """`view(root, *flags, env={})` starts `tamesu view` in `root` (the flags follow `--port 0`); every view
-    started is stopped after the test."""
+    """`view(root, *flags, env={}, port="0")` starts `tamesu view` in `root` (`port=None`: no `--port`); every
+    view started is stopped after the test."""
     started: list[View] = []
 
-    def start(root: Path, *extra: str, env: dict[str, str] | None = None) -> View:
-        started.append(View(root, env or {}, extra))
+    def start(root: Path, *extra: str, env: dict[str, str] | None = None, port: str | None = "0") -> View:
+        started.append(View(root, env or {}, extra, port))
         return started[-1]
 
     try:

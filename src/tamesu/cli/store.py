@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,10 @@ import click
 
 from tamesu.cli.shared import CONFIG_PATH
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError
+
+VIEW_PORT = 8765
+_EVERY_ADDRESS = ("0.0.0.0",)
+"""A host that listens on every interface: the browser opened here goes to this machine's loopback."""
 
 
 def _project(config: str | None) -> Any:
@@ -101,11 +107,14 @@ def migrate_command(store_url_option: str | None, config: str | None) -> None:
 @click.command(name="view")
 @_STORE_OPTION
 @_CONFIG_OPTION
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
-              help="The port on 127.0.0.1 (0: any free one).")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help=f"The port (0: any free one). Default {VIEW_PORT}, or a free one when {VIEW_PORT} is taken.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on; 0.0.0.0 lets other machines in (the history has no sign-in).")
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
-def view_command(store_url_option: str | None, config: str | None, port: int, no_open: bool) -> None:
-    """Serve the run history on 127.0.0.1: runs, flaky tests, a test's history, comparisons, judge drift."""
+def view_command(store_url_option: str | None, config: str | None, port: int | None, host: str,
+                 no_open: bool) -> None:
+    """Serve the run history: runs, flaky tests, a test's history, comparisons, judge drift."""
     import asyncio
 
     from tamesu.net.serve import LoopServer
@@ -114,18 +123,38 @@ def view_command(store_url_option: str | None, config: str | None, port: int, no
     store, project = open_store(store_url_option, config)
     app = create_app(store, project.spec.trace_url)
 
-    async def serve() -> None:
+    def listening() -> LoopServer:
         try:
-            server = LoopServer(app, port=port)
+            return LoopServer(app, host=host, port=VIEW_PORT if port is None else port)
         except OSError as exc:
-            click.echo(f"view: cannot listen on 127.0.0.1:{port}: {exc.strerror}", err=True)
+            if port is None and exc.errno == errno.EADDRINUSE:
+                # tamesu init's sample agent listens on the same port: a port not asked for is not worth failing
+                click.echo(f"view: {host}:{VIEW_PORT} is in use (tamesu init's sample agent listens there): "
+                           "serving on a free port; --port chooses one", err=True)
+                return listening_on_any()
+            click.echo(f"view: cannot listen on {host}:{VIEW_PORT if port is None else port}: "
+                       f"{exc.strerror or exc}", err=True)
             sys.exit(EXIT_INFRA)
+
+    def listening_on_any() -> LoopServer:
+        try:
+            return LoopServer(app, host=host, port=0)
+        except OSError as exc:
+            click.echo(f"view: cannot listen on {host}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_INFRA)
+
+    async def serve() -> None:
+        server = listening()
         await server.start()
-        click.echo(f"tamesu view: {server.url}/ (store {store.shown}); Ctrl-C stops it", err=False)
+        local = server.url if server.host not in _EVERY_ADDRESS else f"http://127.0.0.1:{server.port}"
+        if not ipaddress.ip_address(server.host).is_loopback:
+            click.echo(f"view: listening on {server.host}:{server.port}: anyone who can reach this machine can read "
+                       "the run history (secrets are masked in it; there is no sign-in)", err=True)
+        click.echo(f"tamesu view: {local}/ (store {store.shown}); Ctrl-C stops it", err=False)
         if not no_open:
             import webbrowser
 
-            webbrowser.open(server.url + "/")
+            webbrowser.open(local + "/")
         try:
             await asyncio.Event().wait()
         finally:
