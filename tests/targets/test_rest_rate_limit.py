@@ -62,6 +62,9 @@ def test_a_429_is_waited_out_and_said(tmp_path: Path, tamesu: Any, serve: Serve)
     assert [t["agent"]["status"] for t in detail["turns"]] == [200, 200]
     limited = [e["data"] for e in detail["events"] if e["name"] == "rate_limited"]
     assert [(e["attempt"], e["retry_after_s"], e["wait_s"]) for e in limited] == [(1, 0.2, 0.2), (2, 0.2, 0.2)]
+    # a green run does not hide it: the console's last words count it (before: only result.json said it)
+    said = result.stdout.rstrip().splitlines()
+    assert "along the way: 2 requests refused with HTTP 429 and sent again (rate_limited, 1 test)" in said, said
 
 
 def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tamesu: Any, serve: Serve) -> None:

@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
+from tamesu.report.along_the_way import AlongTheWay
 from tamesu.report.words import count_of, not_evaluated
 from tamesu.results.load import LoadReport, table_lines
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
@@ -79,6 +80,7 @@ class ConsoleReporter:
         self._started = time.monotonic()
         self._planned = 0
         self._done = 0
+        self._along_the_way = AlongTheWay()
         """Tests planned and finished: the live line shows done/total."""
 
     # ------------------------------------------------------------ lifecycle
@@ -110,6 +112,7 @@ class ConsoleReporter:
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
         self._done += 1
+        self._along_the_way.add(runs)
         badge, style = _BADGES[result.status]
         line = Text.assemble((badge, style), "  ", result.id)
         if result.total_runs > 1:
@@ -159,6 +162,8 @@ class ConsoleReporter:
         self._print(Text.assemble((", ".join(parts), style), f" in {summary.duration_ms / 1000:.2f}s"))
         if summary.stopped:
             self._print(Text(f"stopped early: {summary.stopped}", style="bold yellow"))
+        if noted := self._along_the_way.line():
+            self._print(Text(noted, style="yellow"))
         self._print(Text(f"results: {run_dir}", style="dim"))
 
     # ------------------------------------------------------------ helpers

@@ -1,0 +1,56 @@
+"""What happened in a run that changed no verdict but a person should know: requests sent again, answers cut or
+repaired, values looked for and not found, parameters a model server refused. Each is an event in its test's
+`result.json`; the console ends the run with one line counting them, so a green run does not hide them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from tamesu.report.words import count_of
+from tamesu.results.records import RunResult
+
+NOTABLE: dict[str, tuple[str, str, str]] = {
+    "rate_limited": ("request", "requests", "refused with HTTP 429 and sent again"),
+    "resent": ("request", "requests", "sent again after the connection dropped"),
+    "connect_retry": ("connection", "connections", "tried again"),
+    "model_retry": ("model call", "model calls", "retried"),
+    "model_timeout": ("model call", "model calls", "timed out"),
+    "model_fallback": ("model call", "model calls", "answered by the fallback model"),
+    "model_adapted": ("model parameter", "model parameters", "dropped for a server that refused it"),
+    "verdict_repaired": ("judge answer", "judge answers", "repaired"),
+    "verdict_reasked": ("judge answer", "judge answers", "asked again"),
+    "simulator_repaired": ("simulated user answer", "simulated user answers", "repaired"),
+    "simulator_reasked": ("simulated user answer", "simulated user answers", "asked again"),
+    "response_truncated": ("answer", "answers", "cut at max_response_bytes"),
+    "text_not_found": ("answer", "answers", "where response.text found nothing"),
+    "text_detected": ("reply field", "reply fields", "guessed (response.text unset)"),
+    "trace_not_found": ("trace", "traces", "looked for and not found"),
+}
+"""Event name -> the noun counted (one, several) and what happened to it."""
+
+
+class AlongTheWay:
+    """Counts the notable events of the runs it is given, and the tests they happened in."""
+
+    def __init__(self) -> None:
+        self._events: Counter[str] = Counter()
+        self._tests: dict[str, set[str]] = {}
+
+    def add(self, runs: Iterable[RunResult]) -> None:
+        for run in runs:
+            for event in run.events:
+                if event.name in NOTABLE:
+                    self._events[event.name] += 1
+                    self._tests.setdefault(event.name, set()).add(f"{run.suite}/{run.test}")
+
+    def line(self) -> str:
+        """`along the way: 8 requests refused with HTTP 429 and sent again (rate_limited, 3 tests); ...`, or ""."""
+        said = []
+        for name in NOTABLE:
+            number = self._events[name]
+            if number:
+                one, several, what = NOTABLE[name]
+                said.append(f"{count_of(number, one, several)} {what} ({name}, "
+                            f"{count_of(len(self._tests[name]), 'test')})")
+        return "along the way: " + "; ".join(said) if said else ""
