@@ -82,6 +82,36 @@ def test_what_the_loader_rejects_the_schema_rejects(schemas: dict[str, dict]) ->
     assert _errors(schemas["project"], {"paralel": 4}) != []
 
 
+def test_x_keys_hold_anchors_the_file_merges_and_are_otherwise_ignored(schemas: dict[str, dict], tmp_path: Path,
+                                                                       tamesu) -> None:
+    # before: `x-agent: &agent` was "not a suite key", exit 2, as Compose users write their shared blocks
+    (tmp_path / "tamesu.yaml").write_text("x-note: shared by hand\nparallel: 2\n")
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+x-agent: &agent
+  type: rest
+  url: http://127.0.0.1:9/chat
+  turn_timeout: 5s
+targets:
+  staging: { <<: *agent, url: "http://127.0.0.1:10/chat" }
+  local: *agent
+tests:
+  - { name: hi, target: staging, scenario: { script: [ { say: hi } ] } }
+  - { name: again, target: local, scenario: { script: [ { say: hi } ] } }
+""")
+    listed = tamesu(["list"], cwd=tmp_path)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert listed.stdout.split() == ["s/hi", "->", "staging", "s/again", "->", "local"], listed.stdout
+    for kind, name in (("suite", "s.tamesu.yaml"), ("project", "tamesu.yaml")):
+        assert _errors(schemas[kind], load_yaml(tmp_path / name).data) == [], kind
+    # only `x-`: any other key the file does not know is still a typo, for the loader and the editor alike
+    (tmp_path / "s.tamesu.yaml").write_text((tmp_path / "s.tamesu.yaml").read_text().replace("x-agent", "xagent"))
+    refused = tamesu(["validate"], cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("s.tamesu.yaml:1:1: xagent: not a suite key"), refused.stderr
+    assert _errors(schemas["suite"], load_yaml(tmp_path / "s.tamesu.yaml").data) == \
+        [": 'xagent' does not match any of the regexes: '^x-'"]
+
+
 def test_init_points_editors_at_schemas_that_exist(tmp_path: Path, tamesu) -> None:
     made = tamesu(["init"], cwd=tmp_path)
     assert made.returncode == 0, made.stderr

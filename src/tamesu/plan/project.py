@@ -17,7 +17,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.plan._suite_glob import suite_glob
 from tamesu.plan.model import PROJECT_FILE, Project
 from tamesu.suite.problems import problems_from
-from tamesu.suite.schema import ProjectSpec
+from tamesu.suite.schema import ProjectSpec, without_extensions
 from tamesu.suite.yaml_reader import Document, load_yaml
 
 
@@ -54,7 +54,7 @@ def load_project(path: Path | None, fallback_dir: Path) -> Project:
     if not isinstance(doc.data, dict):
         raise ConfigError([doc.problem((), "tamesu.yaml must be a mapping")])
     try:
-        spec = ProjectSpec.model_validate(doc.data)
+        spec = ProjectSpec.model_validate(without_extensions(doc.data))
     except ValidationError as exc:
         raise ConfigError(problems_from(exc, doc, ProjectSpec, owner="project")) from None
     problems: list[Problem] = []

@@ -25,7 +25,7 @@ from tamesu.plan.project import find_project, jsonl_among, label, load_project, 
 from tamesu.plan.targets import load_project_targets, load_targets
 from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
-from tamesu.suite.schema import SuiteSpec, TestSpec
+from tamesu.suite.schema import SuiteSpec, TestSpec, without_extensions
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import render_partial
 from tamesu.suite.yaml_reader import Document, load_yaml
@@ -126,7 +126,7 @@ def _load_suite(
     problems: list[Problem] = []
     warnings: list[Problem] = []
     try:
-        spec = SuiteSpec.model_validate(doc.data)
+        spec = SuiteSpec.model_validate(without_extensions(doc.data))
     except ValidationError as exc:
         raise ConfigError(problems_from(exc, doc, SuiteSpec, owner="suite")) from None
     spec.models = resolve_models(spec.models, doc, path.parent.resolve(), problems)

@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 # the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec, TlsSpec
@@ -366,7 +366,25 @@ class SecretsSpec(Strict):
     """Files of `NAME=value` lines read for `{{secrets.NAME}}`, relative to tamesu.yaml; the environment wins."""
 
 
-class SuiteSpec(Strict):
+EXTENSION_PREFIX = "x-"
+
+
+def without_extensions(data: object) -> object:
+    """A file's top level without its `x-` keys: the user's own (as in Compose files), a place for YAML anchors the
+    file merges elsewhere with `<<: *name`, ignored by the loader (and allowed by the exported schema)."""
+    if not isinstance(data, dict):
+        return data
+    return {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
+
+
+class FileTop(Strict):
+    """A file's top level: its `x-` keys are taken out before it is read (`without_extensions`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                              json_schema_extra={"patternProperties": {f"^{EXTENSION_PREFIX}": {}}})
+
+
+class SuiteSpec(FileTop):
     name: str | None = None
     """The suite's name in reports; default the file's name."""
     description: str | None = None
@@ -417,7 +435,7 @@ class ReportSettings(Strict):
         return {"formats": value} if isinstance(value, list) else value
 
 
-class ProjectSpec(Strict):
+class ProjectSpec(FileTop):
     """`tamesu.yaml`: what every suite of a project shares."""
 
     suites: list[str] = Field(default_factory=lambda: ["suites/*.yaml", "**/*.tamesu.yaml"])
