@@ -106,6 +106,7 @@ class Recorded:
     body: dict[str, Any]
     headers: dict[str, str]
     at: float = field(default_factory=time.monotonic)
+    query: dict[str, str] = field(default_factory=dict)
     """When the request arrived (monotonic seconds), to measure the waits between retries."""
 
 
@@ -153,7 +154,8 @@ class _ScriptedServer:
 
     async def _complete(self, request: Request) -> Response:
         body = await request.json()
-        self.requests.append(Recorded(request.url.path, body, dict(request.headers)))
+        self.requests.append(Recorded(request.url.path, body, dict(request.headers),
+                                      query=dict(request.query_params)))
         if (refused := self._refuse(request)) is not None:
             return refused
         planned = self._next(body)
@@ -284,3 +286,26 @@ class AnthropicServer(_ScriptedServer):
                 529: "overloaded_error"}.get(code, "api_error")
         return JSONResponse({"type": "error", "error": {"type": kind, "message": message}},
                             status_code=code, headers=headers)
+
+
+class AzureServer(OpenAIServer):
+    """Azure OpenAI's shape of the same API: `POST /openai/deployments/{deployment}/chat/completions
+    ?api-version=...`, the key in an `api-key` header; a request without an api-version is a 404, as Azure's."""
+
+    completion_path = "/openai/deployments/{deployment}/chat/completions"
+
+    @staticmethod
+    def base_url(url: str) -> str:
+        return url  # the resource's endpoint: the SDK adds /openai/deployments/...
+
+    def calls(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path.startswith("/openai/deployments/")]
+
+    def given_key(self, request: Request) -> str:
+        return request.headers.get("api-key", "")
+
+    def _refuse(self, request: Request) -> Response | None:
+        if "api-version" not in request.query_params:
+            return self.error(404, "Resource not found", {})
+        return super()._refuse(request)
+

@@ -274,7 +274,7 @@ def test_every_built_in_is_found_without_importing_it_and_registers_itself(tmp_p
     assert listed == first["listed"]
     assert {"rest", "a2a", "sip", "livekit", "browser"} <= set(listed["targets"]) and len(listed["targets"]) == 12
     assert {"contains", "judge", "evaluator", "custom", "span"} <= set(listed["checks"]) and len(listed["checks"]) == 30
-    assert sorted(listed["providers"]) == ["anthropic", "fake", "openai"]
+    assert sorted(listed["providers"]) == ["anthropic", "azure", "fake", "openai"]
     assert sorted(listed["reports"]) == ["github", "html", "json", "junit", "markdown"]
     assert sorted(listed["evaluators"]) == ["answer_relevancy", "faithfulness", "maliciousness"]
     assert found["loaded"]["targets:rest"] == "ABCMeta" and found["loaded"]["reports:junit"] == "function"

@@ -47,10 +47,12 @@ RETRY_SPREAD = 0.25
 TIMEOUT_MARGIN = 5.0
 """Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
 
-DEFAULT_ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_ENV_BASE_URLS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+DEFAULT_ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
+DEFAULT_ENV_BASE_URLS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
+                         "azure": "AZURE_OPENAI_ENDPOINT"}
 """Where each SDK reads its base URL when it is given none (tamesu gives none when the suite sets none)."""
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com", "azure": ""}
+"""The public API each provider's SDK sends to; Azure has none (every resource has its own endpoint)."""
 LOCAL_PLACEHOLDER_KEY = "tamesu-local"
 """Sent as the key to servers on this machine (Ollama, vLLM...) when none is configured: they need none."""
 
@@ -373,6 +375,11 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
         if not is_local_url(in_use):
             return f"{label(spec)}: no API key (set {env} or api_key)"
         api_key = LOCAL_PLACEHOLDER_KEY
+    if spec.provider == "azure":
+        # no model list to ask (deployments are listed by the management API, not the endpoint): the completion
+        # says whether the endpoint, the key, the deployment and the API version are right
+        return await _completes(spec.model_copy(update={"base_url": base_url, "headers": headers, "api_key": None}),
+                                api_key)
     url = in_use.rstrip("/")
     # both SDKs send the key as a bearer token (anthropic 2.x too)
     headers["Authorization"] = f"Bearer {api_key}"

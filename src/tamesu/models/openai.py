@@ -1,5 +1,5 @@
-"""OpenAI chat completions, and any server that speaks them through `base_url` (Azure-compatible endpoints,
-Ollama, vLLM, LM Studio, OpenRouter...).
+"""OpenAI chat completions, and any server that speaks them through `base_url` (Azure's /openai/v1, Ollama, vLLM,
+LM Studio, OpenRouter...; Azure's deployments are `tamesu.models.azure`).
 
 Servers differ in what they accept. Rather than a table of quirks, the provider learns from a 400 (or 422) that
 names the parameter it rejected, adapts the request once, and remembers it for the rest of the run:

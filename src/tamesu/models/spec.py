@@ -30,15 +30,18 @@ class ModelSpec(Strict):
     """One model: `openai:gpt-4o-mini`, or a mapping with the provider's settings."""
 
     provider: str
-    """A built-in provider (openai, anthropic, fake) or a plug-in's."""
+    """A built-in provider (openai, anthropic, azure, fake) or a plug-in's."""
     model: str = ""
     """The provider's model name (`gpt-4o-mini`, `claude-sonnet-4-5`); the fake provider needs none."""
     base_url: str | None = None
-    """Any OpenAI-compatible server (Azure, Ollama, vLLM, LM Studio, OpenRouter) or an Anthropic-shaped one."""
+    """Any OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter) or an Anthropic-shaped one; for azure,
+    the resource's endpoint (`https://NAME.openai.azure.com`)."""
     api_key: str | None = None
     """A template such as `{{secrets.OPENAI_API_KEY}}`; default the provider's usual environment variable."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra HTTP headers sent with every request to the model's server; templates allowed."""
+    api_version: str | None = None
+    """azure only: the Azure OpenAI API version (`2024-10-21`); default `OPENAI_API_VERSION`, else 2024-10-21."""
     temperature: float | None = Field(None, ge=0, le=2)
     """Sampling temperature (0-2); default the provider's."""
     max_tokens: int | None = Field(None, ge=1)
@@ -81,6 +84,8 @@ class ModelSpec(Strict):
             raise ValueError(f"a {self.provider} model needs a model name, such as {self.provider}:<model>")
         if self.provider != "fake" and self.rules is not None:
             raise ValueError("rules are for the fake provider only")
+        if self.provider != "azure" and self.api_version is not None:
+            raise ValueError("api_version is for the azure provider only")
         return self
 
 
