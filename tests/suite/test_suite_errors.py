@@ -66,8 +66,8 @@ CASES = [
         TARGET + "tests:\n  - name: a\n    target: api\n    assert:\n      - contains: \"{{weather.today}}\"\n"
         "    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:9:19: tests[0].assert[0].contains: bad template {{weather.today}}: unknown namespace "
-        "'weather' (one of args, attachments, captured, env, listen, message, remote, response, run, secrets, "
-        "session, trace, vars)",
+        "'weather' (one of args, attachments, captured, env, listen, message, messages, remote, response, run, "
+        "secrets, session, trace, vars)",
         id="bad-template-namespace",
     ),
     pytest.param(

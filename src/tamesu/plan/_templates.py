@@ -19,6 +19,8 @@ _REMOTE_LIFETIME = ("remote agents run only during each run (started after its b
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
+_TURN_ROOTS = ("messages", "attachments")
+"""What only a target's request has (the turn being sent): a test's script or assertion is never rendered with it."""
 
 
 def check_templates(
@@ -44,7 +46,12 @@ def check_templates(
                 if problem:
                     problems.append(doc.problem(loc, problem))
                     continue
-                if (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
+                if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) \
+                        and expr.partition(".")[0] in _TURN_ROOTS:
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
+                                                "target's request (its url, headers, body); a test's script and "
+                                                "assertions have none"))
+                elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
                                                 f"in the test, its cases or the suite"))
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":

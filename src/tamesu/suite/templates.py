@@ -21,6 +21,8 @@ KNOWN_ROOTS = {
     "session": "the session id, or a value captured by session.open",
     "message": "the user message of this turn",
     "attachments": "the files of this turn (rest request bodies): name, media_type, data (base64) or url",
+    "messages": "the conversation so far and this turn as [{role, content}] (rest request bodies, for an agent "
+                "that keeps no history of its own)",
     "remote": "a remote agent of the suite",
     "listen": "the URL of the API tamesu serves for the agent",
     "response": "the JSON the send request answered",

@@ -4,8 +4,9 @@ How a turn is sent: `method` `url` with `headers` and `request.body`, all templa
 `{{message}}` (the user's words), `{{session}}` (the session id), `{{session.NAME}}` (session.open captures),
 `{{listen.url}}`, `{{vars.x}}`, `{{captured.x}}`, `{{secrets.X}}`, `{{attachments}}` (the files the turn
 carries, its history's first: `[{name, media_type, data}]`, data the bytes in base64, or `url` instead of data
-for a file the agent fetches), and for JSONL tests `{{messages}}` (the history the test gives and this turn, as
-[{role, content}]) and `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
+for a file the agent fetches), `{{messages}}` (the conversation so far and this turn as [{role, content}], user
+and assistant, for an agent that keeps no history of its own; a JSONL test's given history stands for what came
+before) and for JSONL tests `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
 ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
 carries options, `"attachments"` when it carries files, `"traceparent"` on a websocket (`{{trace.traceparent}}`
 in a body of your own); `body: null` sends none. `request.multipart: true` (or `{files: FIELD}`) sends
@@ -130,11 +131,16 @@ class RestTarget(Target[RestSpec]):
         self._waiting_for = ""
         self._sse_detected = False
         self._reader = TurnReader(spec, self._require_session)
+        self._played: list[dict[str, object]] = []
+        """The conversation so far as `{role, content}` messages, for `{{messages}}` (an agent that keeps none)."""
+        self._messages: list[dict[str, object]] = []
+        """`_played` and the turn being sent."""
 
     # -- open and close -------------------------------------------------------------------------------
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
+        self._played = []
         self._http = Http(session=session, connect=spec.connect, tls=spec.tls, read_timeout=spec.turn_timeout + 1,
                           what=self._what, max_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)
@@ -250,9 +256,14 @@ class RestTarget(Target[RestSpec]):
         http = self._require_http()
         self._waiting_for = ""
         limit = self.spec.turn_timeout
+        # a history the test gives (JSONL) stands for everything before this turn; otherwise what was played
+        earlier = turn.messages()[:-1] if turn.history else self._played
+        self._messages = [*earlier, {"role": "user", "content": turn.display()}]
         try:
             async with asyncio.timeout(limit) as scope:
-                return await self._exchange(turn)
+                answered = await self._exchange(turn)
+            self._played = [*self._messages, {"role": "assistant", "content": answered.text}]
+            return answered
         except TimeoutError:
             if not scope.expired():
                 raise
@@ -420,9 +431,10 @@ class RestTarget(Target[RestSpec]):
 
     def _turn_context(self, turn: UserTurn, **extra: object) -> Context:
         """`{{message}}`, `{{attachments}}`, `{{trace.traceparent}}` and `{{trace.id}}` (the turn's W3C trace),
-        and `{{messages}}` (the history and this turn) and `{{options.X}}` of a JSONL test."""
+        `{{messages}}` (the conversation so far, or the history a JSONL test gives, and this turn) and
+        `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))
-        return self._context(message=turn.text, messages=turn.messages(), options=turn.options,
+        return self._context(message=turn.text, messages=self._messages, options=turn.options,
                              attachments=attachments(turn, self._what), **extra)
 
     async def _turn_request(self, turn: UserTurn) -> Request:
