@@ -18,7 +18,8 @@ $(BIN)/.installed: pyproject.toml
 	.venv-voicebot/bin/pip install --quiet -r examples/voice-bot/requirements.txt
 	touch $@
 
-# the JavaScript A2A SDK for the interop tests (tests/test_js_sdk_interop.py); without node/npm they skip
+# the JavaScript A2A SDK for the interop tests (tests/test_js_sdk_interop.py) and the Vercel AI SDK behind a chat
+# route (tests/targets/test_ai_sdk_chat.py); without node/npm they skip
 JS_SDK := tests/js/node_modules/.installed
 $(JS_SDK): tests/js/package.json tests/js/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \

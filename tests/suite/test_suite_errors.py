@@ -67,7 +67,7 @@ CASES = [
         "    scenario: { script: [ {say: hi} ] }\n",
         "suite.yaml:9:19: tests[0].assert[0].contains: bad template {{weather.today}}: unknown namespace "
         "'weather' (one of args, attachments, captured, env, listen, message, messages, remote, response, run, "
-        "secrets, session, trace, vars)",
+        "secrets, session, trace, ui_messages, vars)",
         id="bad-template-namespace",
     ),
     pytest.param(

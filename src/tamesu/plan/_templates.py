@@ -19,7 +19,7 @@ _REMOTE_LIFETIME = ("remote agents run only during each run (started after its b
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
-_TURN_ROOTS = ("messages", "attachments")
+_TURN_ROOTS = ("messages", "ui_messages", "attachments")
 """What only a target's request has (the turn being sent): a test's script or assertion is never rendered with it."""
 
 

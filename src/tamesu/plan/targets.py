@@ -109,8 +109,8 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CARD_TIMEOUT = 5.0
 _URL = re.compile(r"^https?://", re.IGNORECASE)
 # the namespaces a target of tamesu.yaml may use in `tamesu test`: no suite vars or captures exist there
-_ALLOWED_ROOTS = {"secrets", "env", "session", "message", "messages", "options", "listen", "response", "run",
-                  "args", "attachments"}
+_ALLOWED_ROOTS = {"secrets", "env", "session", "message", "messages", "ui_messages", "options", "listen",
+                  "response", "run", "args", "attachments"}
 
 
 class TargetProblem(Exception):
@@ -155,7 +155,7 @@ def _check_templates(name: str, project: Project, secrets: Secrets) -> None:
         for expr, problem in references(text):
             root = expr.partition(".")[0]
             loc = ("targets", name, *path)
-            if problem and root not in ("messages", "options", "attachments"):
+            if problem and root not in ("messages", "ui_messages", "options", "attachments"):
                 problems.append(project.doc.problem(loc, problem))
             elif not problem and root not in _ALLOWED_ROOTS:
                 problems.append(project.doc.problem(loc, f"{{{{{expr}}}}} is not available to `tamesu test`"))

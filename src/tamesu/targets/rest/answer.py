@@ -8,7 +8,7 @@ import html
 import re
 from collections.abc import Callable, Sequence
 
-from tamesu.conversation import AgentTurn, Session, TurnError
+from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.targets.rest.http import Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
@@ -21,6 +21,7 @@ from tamesu.targets.rest.read import (
     values,
 )
 from tamesu.targets.rest.spec import RestSpec
+from tamesu.targets.rest.ui_stream import UiMessageStream
 
 
 class TurnReader:
@@ -67,18 +68,21 @@ class TurnReader:
 
     def stream_turn(self, stream: StreamText, status: int | None, sent_at: float, completed_at: float) -> AgentTurn:
         events = stream.events
+        calls = stream.tool_calls if isinstance(stream, UiMessageStream) else None
         return self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
-                         first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at)
+                         first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at, calls=calls)
 
     def turn(self, *, text: str, raw: Sequence[object], scan: Sequence[object], status: int | None, sent_at_ms: float,
-             completed_at_ms: float, first_token_at_ms: float | None = None) -> AgentTurn:
+             completed_at_ms: float, first_token_at_ms: float | None = None,
+             calls: list[ToolCall] | None = None) -> AgentTurn:
+        """`calls`: the tool calls when the stream's own protocol named them, else read at `response.tool_calls`."""
         reply = self.spec.response
         handed = handoff(self.spec.handoff, text, scan)
         if handed is not None:
             self._session().event("handoff", to=handed.to, summary=handed.summary)
         return AgentTurn(
             text=text, response=raw[-1] if raw else None, raw=raw, status=status,
-            tool_calls=tool_calls(reply.tool_calls, scan), sent_at_ms=sent_at_ms,
+            tool_calls=tool_calls(reply.tool_calls, scan) if calls is None else calls, sent_at_ms=sent_at_ms,
             first_token_at_ms=first_token_at_ms, completed_at_ms=completed_at_ms,
             ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
 

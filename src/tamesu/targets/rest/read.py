@@ -137,7 +137,7 @@ def _tool_call(item: object, path: str) -> ToolCall:
     if args is None:
         args = function.get("arguments")
     result = _first_present(item, "result", "output")
-    return ToolCall(name=name, args=_args(args), result=result)
+    return ToolCall(name=name, args=tool_arguments(args), result=result)
 
 
 def _first_present(item: Mapping[str, object], *keys: str) -> object:
@@ -147,7 +147,7 @@ def _first_present(item: Mapping[str, object], *keys: str) -> object:
     return None
 
 
-def _args(value: object) -> dict[str, object]:
+def tool_arguments(value: object) -> dict[str, object]:
     # Many APIs send arguments as a JSON string (OpenAI does); assertions compare objects.
     if isinstance(value, str):
         try:

@@ -100,6 +100,7 @@ from tamesu.targets.rest.spec import (
     RestSpec,
 )
 from tamesu.targets.rest.sse import DONE, sse_events
+from tamesu.targets.rest.ui_stream import UiMessageStream, reads_ui_stream, ui_messages
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class RestTarget(Target[RestSpec]):
         self._requests_before = 0
         self._waiting_for = ""
         self._sse_detected = False
+        self._ui_stream_detected = False
         self._reader = TurnReader(spec, self._require_session)
         self._played: list[dict[str, object]] = []
         """The conversation so far as `{role, content}` messages, for `{{messages}}` (an agent that keeps none)."""
@@ -311,7 +313,7 @@ class RestTarget(Target[RestSpec]):
                     self._sse_detected = True
                     session.event("sse_detected", note="streaming is not set and the agent answered "
                                   "text/event-stream: its events were read as with streaming: sse")
-            stream = StreamText(self.spec.response)
+            stream = self._stream_reader(response.headers)
             completed_at: float | None = None
             reading = reading_of(response.headers, http.max_bytes)
             async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
@@ -327,6 +329,16 @@ class RestTarget(Target[RestSpec]):
         finally:
             finish(response)
         return self._reader.stream_turn(stream, response.status, sent_at, completed_at)
+
+    def _stream_reader(self, headers: Mapping[str, str]) -> StreamText:
+        if not reads_ui_stream(headers, self.spec.response):
+            return StreamText(self.spec.response)
+        if not self._ui_stream_detected:
+            self._ui_stream_detected = True
+            self._require_session().event("ui_message_stream", note="the agent answered the AI SDK's UI message "
+                                          "stream: its text-delta events are the reply, tool-input-available and "
+                                          "tool-output-available its tool calls")
+        return UiMessageStream(self.spec.response)
 
     async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -434,7 +446,8 @@ class RestTarget(Target[RestSpec]):
         `{{messages}}` (the conversation so far, or the history a JSONL test gives, and this turn) and
         `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))
-        return self._context(message=turn.text, messages=self._messages, options=turn.options,
+        return self._context(message=turn.text, messages=self._messages, ui_messages=ui_messages(self._messages),
+                             options=turn.options,
                              attachments=attachments(turn, self._what), **extra)
 
     async def _turn_request(self, turn: UserTurn) -> Request:

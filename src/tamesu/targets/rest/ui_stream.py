@@ -1,0 +1,65 @@
+"""The Vercel AI SDK's chat protocol (`useChat` and its route): UI messages in, a UI message stream out.
+
+An AI SDK route reads `{messages: [{id, role, parts: [{type: "text", text}]}]}` and answers a server-sent event
+stream marked `x-vercel-ai-ui-message-stream: v1`, one JSON object per event, by `type`: the reply's text comes
+as `text-delta` events, the model's reasoning as `reasoning-delta` (both carry a `delta`: read as any stream, the
+reasoning would be taken for the reply), a tool call as `tool-input-available` and its result as
+`tool-output-available` (or `tool-output-error`), a failure as `error`. `{{ui_messages}}` gives the conversation in
+the request's shape; the marked stream is read by its types unless the target sets `response.delta` or
+`response.tool_calls` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tamesu.conversation import ToolCall, TurnError
+from tamesu.targets.rest.read import StreamText, tool_arguments
+from tamesu.targets.rest.spec import ResponseSpec
+
+MARK = "x-vercel-ai-ui-message-stream"
+"""The header an AI SDK route's UI message stream carries (`v1`)."""
+
+
+def ui_messages(messages: list[dict[str, object]]) -> list[dict[str, object]]:
+    """`{role, content}` messages as the AI SDK's UI messages, with ids stable within the conversation."""
+    return [{"id": f"tamesu-{number}", "role": m["role"], "parts": [{"type": "text", "text": m["content"]}]}
+            for number, m in enumerate(messages, 1)]
+
+
+def reads_ui_stream(headers: Mapping[str, str], reply: ResponseSpec) -> bool:
+    """An AI SDK UI message stream, read by its types: the target did not say how to read the stream itself."""
+    return MARK in headers and not {"delta", "tool_calls"} & reply.model_fields_set
+
+
+class UiMessageStream(StreamText):
+    """The reply's text from `text-delta` events only; tool calls with their results by `toolCallId`."""
+
+    def __init__(self, reply: ResponseSpec) -> None:
+        super().__init__(reply)
+        self._calls: dict[str, ToolCall] = {}
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return list(self._calls.values())
+
+    def add(self, event: object, at_ms: float) -> bool:
+        done = super().add(event, at_ms)
+        if not isinstance(event, Mapping):
+            return done
+        kind = event.get("type")
+        call_id = str(event.get("toolCallId", ""))
+        if kind == "tool-input-available":
+            name, arguments = str(event.get("toolName") or ""), tool_arguments(event.get("input"))
+            self._calls[call_id] = ToolCall(name=name, args=arguments)
+        elif kind in ("tool-output-available", "tool-output-error") and call_id in self._calls:
+            result = event.get("output") if kind == "tool-output-available" else {"error": event.get("errorText")}
+            self._calls[call_id] = self._calls[call_id].model_copy(update={"result": result})
+        elif kind == "error":
+            raise TurnError(f"the agent's stream reported an error: {event.get('errorText')}", raw=dict(event))
+        return done or kind == "finish"
+
+    def _chunk(self, event: object, final: bool) -> str:
+        if isinstance(event, Mapping) and event.get("type") == "text-delta":
+            return str(event.get("delta") or "")
+        return ""

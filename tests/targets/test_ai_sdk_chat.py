@@ -1,0 +1,73 @@
+"""A chat route written with the Vercel AI SDK (`streamText`, UI messages in, a UI message stream out), served by
+node with the SDK's mock model (tests/js/ai_sdk_chat.mjs; the SDK from npm, `make js-sdk`): the rest target sends
+the conversation as UI messages (`{{ui_messages}}`) and reads the stream by its types: the reply from text deltas
+(never the model's reasoning), tool calls with their results, a failed stream as the turn's failure."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lifeline import tied
+
+JS = Path(__file__).resolve().parents[1] / "js"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or not (JS / "node_modules" / ".installed").exists(),
+    reason="the Vercel AI SDK is not installed: `make js-sdk` (needs node and npm)")
+
+
+@pytest.fixture(scope="module")
+def route() -> Iterator[str]:
+    process = subprocess.Popen(tied(["node", str(JS / "ai_sdk_chat.mjs")]), cwd=JS, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        match = re.search(r"listening on (\S+)", process.stdout.readline())
+        assert match, "the AI SDK route did not start"
+        yield match.group(1) + "/api/chat"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_a_conversation_with_an_ai_sdk_route(route: str, tmp_path: Path, tamesu: Any) -> None:
+    # before: {{ui_messages}} did not exist (the route refused {role, content}); the reasoning's deltas were read
+    # into the reply; tool calls were not seen
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: "{route}", request: {{ body: {{ messages: "{{{{ui_messages}}}}" }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "where is ORD-7" }} ] }}
+    assert:
+      - {{ equals: "heard so far: hello", on_turn: 1 }}
+      - {{ contains: "heard so far: hello | where is ORD-7", on_turn: 2 }}
+      - {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }}
+  - name: broken
+    target: shop
+    scenario: {{ script: [ {{ say: "please break" }} ] }}
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    results = {r["test"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json"))}
+    order = results["order"]
+    assert order["status"] == "passed", json.dumps(order["assertions"]) + done.stdout
+    [call] = order["turns"][1]["agent"]["tool_calls"]
+    assert (call["name"], call["args"], call["result"]) == ("lookup_order", {"id": "ORD-7"},
+                                                            {"id": "ORD-7", "status": "shipped"})
+    assert [e["name"] for e in order["events"]].count("ui_message_stream") == 1
+    broken = results["broken"]
+    assert broken["status"] == "failed" and done.returncode == 1
+    assert "the agent's stream reported an error: An error occurred." in done.stdout, done.stdout
