@@ -99,3 +99,12 @@ def test_an_agent_that_refused_is_said_to_have_refused(tmp_path: Path, tamesu: A
     assert result.returncode == 1, result.stdout + result.stderr
     assert ('contains: expected the agent to say "How can I help"; the agent said nothing in 2 turn(s) (its answers: '
             "HTTP 401 on turn 1, HTTP 401 on turn 2)") in result.stdout, result.stdout
+
+
+def test_tamesu_test_says_it_too(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # the JSONL console's summary: before, only the records said it
+    url = serve(limited_agent(refusals=1)).url
+    result = tamesu(["test", "-n", f"{url}/chat", "-i", "hello"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "along the way: 1 request refused with HTTP 429 and sent again (rate_limited, 1 test)" in result.stdout, \
+        result.stdout

@@ -25,6 +25,8 @@ class TestOutcome:
     run_dir: Path
     records: list[CaseRecord]
     summary: RunSummaryFile
+    along_the_way: str = ""
+    """The console's last line on what changed no verdict (`report.along_the_way`), or ""."""
 
     __test__ = False
 
@@ -57,4 +59,4 @@ class JsonlRunner:
         # a verdict with an incomplete -o file is an infrastructure failure; an interrupt keeps its own code
         code = EXIT_INFRA if cases.output_failed and outcome.exit_code in (EXIT_OK, EXIT_FAILED) else \
             outcome.exit_code
-        return TestOutcome(code, outcome.run_dir, cases.records, outcome.summary)
+        return TestOutcome(code, outcome.run_dir, cases.records, outcome.summary, cases.along_the_way.line())

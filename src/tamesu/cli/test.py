@@ -335,7 +335,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
             store_writer.close(timeout=5)  # at once after a finished run; bounded when it was stopped
         stop_telemetry(telemetry)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
-                   outcome.summary.stopped)
+                   outcome.summary.stopped, outcome.along_the_way)
     report = project.spec.report
     baseline = Path(options["baseline"]) if options["baseline"] else \
         (project.dir / report.baseline if report.baseline else None)

@@ -96,7 +96,7 @@ class TestConsole:
         self._line(("warning: ", "yellow"), message)
 
     def finish(self, records: list[CaseRecord], seconds: float, run_dir: Path, output: Path | None,
-               stopped: str | None) -> None:
+               stopped: str | None, along_the_way: str = "") -> None:
         counts = {status: sum(1 for r in records if r.status == status)
                   for status in ("passed", "failed", "skipped", "error")}
         multi_turn = any(r.mode != "standard" for r in records)
@@ -119,6 +119,8 @@ class TestConsole:
             self._line(f"  Time:    {seconds:.1f}s")
         if stopped:
             self._line(("  Stopped early: ", "yellow"), stopped)
+        if along_the_way:
+            self._line((f"  {along_the_way}", "yellow"))
         self._line("")
         self._line(("ℹ ", "cyan"), f"Results: {run_dir}")
         if output is not None:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from tamesu.checks import META_KEYS
 from tamesu.matching import shown
+from tamesu.report.along_the_way import AlongTheWay
 from tamesu.results.records import (
     FAILED_ENDS,
     SCHEMA_VERSION,
@@ -287,6 +288,8 @@ class CaseReporter:
         self._root: Path | None = None
         self.output_failed: str | None = None
         """Why `-o` stopped taking records (a full disk): the run then exits 3."""
+        self.along_the_way = AlongTheWay()
+        """What changed no verdict but should be said at the end (`report.along_the_way`)."""
 
     def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         self._redact, self._root = plan.secrets.redactor.data, run_dir
@@ -304,6 +307,7 @@ class CaseReporter:
         self.sink.warning(message)
 
     def test_finished(self, result: TestResult, runs: list[RunResult]) -> None:
+        self.along_the_way.add(runs)
         record = self._record(self.cases[result.id], result, runs)
         self.records.append(record)
         if self.output is not None and self.output_failed is None:
