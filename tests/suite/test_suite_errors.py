@@ -23,8 +23,33 @@ def write(tmp_path: Path, text: str, name: str = "suite.yaml") -> Path:
 CASES = [
     pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ]\n",
-        "suite.yaml:9:1: YAML syntax error: expected ',' or '}', but got '<stream end>'",
+        "suite.yaml:9:1: YAML syntax error: expected ',' or '}', but got '<stream end>' (a '{' or '[' opened at "
+        "line 8, column 15 is never closed)",
         id="syntax-error",
+    ),
+    pytest.param(
+        "targets:\n\tapi: { type: rest, url: http://127.0.0.1:9/chat }\n",
+        "suite.yaml:2:1: YAML syntax error: found character '\\t' that cannot start any token (a tab: YAML indents "
+        "with spaces)",
+        id="syntax-tab",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      script:\n        - say: Note: hi\n",
+        "suite.yaml:10:20: YAML syntax error: mapping values are not allowed here (quote a value that holds ': ', "
+        "or check this line's indentation)",
+        id="syntax-colon-in-a-value",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n   target: api\n",
+        "suite.yaml:7:4: YAML syntax error: expected <block end>, but found '<block mapping start>' (this line's "
+        "indentation does not match the lines above it)",
+        id="syntax-indentation",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    description: \"open\n",
+        "suite.yaml:8:1: YAML syntax error: found unexpected end of stream (a quote opened at line 7, column 18 is "
+        "never closed)",
+        id="syntax-open-quote",
     ),
     pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    persona:\n      colour: red\n",

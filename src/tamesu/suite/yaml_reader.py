@@ -174,7 +174,10 @@ def parse_yaml(text: str, path: Path, shown: str) -> Document:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = (exc.problem or exc.context or "invalid YAML").strip()
-        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}")]) from None
+        opened = exc.context_mark if exc.problem_mark is not None else None
+        where = f" at line {opened.line + 1}, column {opened.column + 1}" if opened is not None else ""
+        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}{_hint(what, where)}")]) \
+            from None
     except ReaderError as exc:
         line, col = line_col(text, exc.position)
         raise ConfigError([Problem(shown, line, col, "", f"cannot read the file: {_short(str(exc.reason))}")]) \
@@ -232,6 +235,24 @@ def _expanded_size(node: object, seen: dict[int, int]) -> int:
             break
     seen[id(node)] = total
     return total
+
+
+_HINTS = (
+    ("found character '\\t'", "a tab: YAML indents with spaces"),
+    ("but got ':'", "quote a value that holds ': '"),
+    ("mapping values are not allowed", "quote a value that holds ': ', or check this line's indentation"),
+    ("but got '<stream end>'", "a '{{' or '[' opened{where} is never closed"),
+    ("found unexpected end of stream", "a quote opened{where} is never closed"),
+    ("expected <block end>", "this line's indentation does not match the lines above it"),
+    ("could not find expected ':'", "a key without ': ' after it, or a quote left open"),
+)
+"""The parser's words for the usual slips, and what to change (its words alone name its own grammar)."""
+
+
+def _hint(what: str, where: str) -> str:
+    """What to change for the parser's words `what`; `where` (` at line 6, column 18`) is where the construct the
+    parser was in began (an unclosed quote or bracket)."""
+    return next((f" ({hint.format(where=where)})" for words, hint in _HINTS if words in what), "")
 
 
 def _short(text: str) -> str:
