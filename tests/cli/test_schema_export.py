@@ -149,3 +149,18 @@ def test_a_persona_may_name_a_caller_pack_and_the_schema_lists_them(schemas: dic
     for wrong in ("noisy_kafe", {"pack": "noisy_kafe"}, 3):
         errors = _errors(schemas["suite"], suite(wrong))
         assert len(errors) == 1 and errors[0].startswith("tests/0/persona"), (wrong, errors)
+
+
+def test_a_suite_of_one_target_lets_its_tests_leave_it_out(schemas: dict[str, dict], tmp_path: Path, tamesu) -> None:
+    # before: "tests[0].target: missing required key", exit 2, in a suite that has one agent to talk to
+    one = "targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
+    tests = "tests:\n  - { name: hi, scenario: { script: [ { say: hi } ] } }\n"
+    (tmp_path / "s.tamesu.yaml").write_text(one + tests)
+    listed = tamesu(["list"], cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout.split() == ["s/hi", "->", "bot"], listed.stdout + listed.stderr
+    assert _errors(schemas["suite"], load_yaml(tmp_path / "s.tamesu.yaml").data) == []
+    # with two, the test must say which
+    (tmp_path / "s.tamesu.yaml").write_text(one + "  other: { type: rest, url: 'http://127.0.0.1:9/x' }\n" + tests)
+    refused = tamesu(["validate"], cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.startswith("s.tamesu.yaml:5:5: tests[0].target: missing "
+                                                                 "required key"), refused.stderr

@@ -21,7 +21,7 @@ def _suite(name: str) -> str:
     return f"tests:\n  - name: {name}\n    target: bot\n    scenario: {{ script: [{{ say: hi }}] }}\n"
 
 
-BROKEN = "tests: [ { name: read by mistake } ]\n"  # no target: a suite error if it were ever loaded
+BROKEN = "tests: [ { name: read by mistake } ]\n"  # nothing plays the user: a suite error if it were ever loaded
 
 
 def _write(path: Path, text: str = "") -> None:
@@ -59,8 +59,9 @@ def test_a_project_cluttered_with_runs_venvs_and_node_modules_reads_only_its_sui
     (tmp_path / "tamesu.yaml").write_text("suites: ['**/*.tamesu.yaml', 'node_modules/*/*.yaml']\n" + PROJECT)
     named = tamesu(["validate"], cwd=tmp_path)
     assert named.returncode == 2, named.stdout + named.stderr
-    assert named.stderr.splitlines() == ["node_modules/pkg/x.tamesu.yaml:1:10: tests[0].target: missing required key",
-                                         "1 problem found"]
+    assert named.stderr.splitlines() == ["node_modules/pkg/x.tamesu.yaml:1:10: tests[0]: nothing plays the user: "
+                                         "add scenario.script steps, or set models.simulator so the persona can "
+                                         "speak", "1 problem found"]
 
 
 @pytest.mark.parametrize("pattern", ["**/*.yaml", "cases/**/*.yaml", "**/b/**/*.yaml", "cases/**", "*/*.yaml",

@@ -196,6 +196,9 @@ def _expand_test(
 ) -> list[PlannedTest]:
     doc = suite.doc
     loc = ("tests", index)
+    if "target" not in raw and len(suite.spec.targets) == 1:
+        # one agent to talk to (the suite's, or the project's only one): a test need not name it
+        raw = {**raw, "target": next(iter(suite.spec.targets))}
     target = raw.get("target")
     if isinstance(target, str) and target not in suite.spec.targets:
         known = ", ".join(suite.spec.targets) or "none declared"

@@ -39,6 +39,8 @@ class AlongTheWay:
 
     def add(self, runs: Iterable[RunResult]) -> None:
         for run in runs:
+            if run.status == "error":  # its error line is the news (a connection retried, then given up on)
+                continue
             for event in run.events:
                 if event.name in NOTABLE:
                     self._events[event.name] += 1

@@ -303,7 +303,7 @@ class TestSpec(Strict):
     description: str | None = None
     """What the test checks, for people: shown in reports."""
     target: str
-    """The name of the suite's (or project's) target the test talks to."""
+    """The name of the suite's (or project's) target the test talks to; left out, the only one there is."""
     tags: list[str] = Field(default_factory=list)
     """Labels to select tests with (`tamesu run -t smoke`)."""
     persona: Persona | None = None
