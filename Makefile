@@ -19,11 +19,13 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 # the JavaScript A2A SDK for the interop tests (tests/test_js_sdk_interop.py) and the Vercel AI SDK behind a chat
-# route (tests/targets/test_ai_sdk_chat.py); without node/npm they skip
+# route, versions 7 and 4 (tests/targets/test_ai_sdk_chat.py; 4 in tests/js/ai4: it needs zod 3); without
+# node/npm they skip
 JS_SDK := tests/js/node_modules/.installed
-$(JS_SDK): tests/js/package.json tests/js/package-lock.json
+$(JS_SDK): tests/js/package.json tests/js/package-lock.json tests/js/ai4/package.json tests/js/ai4/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
-	  npm ci --prefix tests/js --no-audit --no-fund --loglevel=error && touch $@ \
+	  npm ci --prefix tests/js --no-audit --no-fund --loglevel=error \
+	    && npm ci --prefix tests/js/ai4 --no-audit --no-fund --loglevel=error && touch $@ \
 	    || echo "npm ci failed: the JavaScript SDK interop tests will be skipped"; \
 	else echo "no npm here: the JavaScript SDK interop tests will be skipped"; fi
 

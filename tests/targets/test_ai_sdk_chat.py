@@ -1,7 +1,9 @@
-"""A chat route written with the Vercel AI SDK (`streamText`, UI messages in, a UI message stream out), served by
-node with the SDK's mock model (tests/js/ai_sdk_chat.mjs; the SDK from npm, `make js-sdk`): the rest target sends
-the conversation as UI messages (`{{ui_messages}}`) and reads the stream by its types: the reply from text deltas
-(never the model's reasoning), tool calls with their results, a failed stream as the turn's failure."""
+"""A chat route written with the Vercel AI SDK, served by node with the SDK's mock model (the SDK from npm,
+`make js-sdk`). AI SDK 7 (tests/js/ai_sdk_chat.mjs: UI messages in, a UI message stream out): the rest target sends
+the conversation as UI messages (`{{ui_messages}}`) and reads the stream by its types. AI SDK 4
+(tests/js/ai4/ai_sdk4_chat.mjs: `{role, content}` messages in, the data stream protocol out): `{{messages}}`, and
+the protocol's parts read. Either way: the reply from its text (never the model's reasoning), tool calls with their
+results, a failed stream as the turn's failure."""
 
 from __future__ import annotations
 
@@ -20,13 +22,13 @@ from lifeline import tied
 JS = Path(__file__).resolve().parents[1] / "js"
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or not (JS / "node_modules" / ".installed").exists(),
+    shutil.which("node") is None or not (JS / "node_modules" / ".installed").exists()
+    or not (JS / "ai4" / "node_modules").exists(),
     reason="the Vercel AI SDK is not installed: `make js-sdk` (needs node and npm)")
 
 
-@pytest.fixture(scope="module")
-def route() -> Iterator[str]:
-    process = subprocess.Popen(tied(["node", str(JS / "ai_sdk_chat.mjs")]), cwd=JS, stdout=subprocess.PIPE,
+def _route(script: Path) -> Iterator[str]:
+    process = subprocess.Popen(tied(["node", str(script)]), cwd=script.parent, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None
@@ -40,6 +42,16 @@ def route() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def route() -> Iterator[str]:
+    yield from _route(JS / "ai_sdk_chat.mjs")
+
+
+@pytest.fixture(scope="module")
+def route4() -> Iterator[str]:
+    yield from _route(JS / "ai4" / "ai_sdk4_chat.mjs")
 
 
 def test_a_conversation_with_an_ai_sdk_route(route: str, tmp_path: Path, tamesu: Any) -> None:
@@ -70,4 +82,32 @@ tests:
     assert [e["name"] for e in order["events"]].count("ui_message_stream") == 1
     broken = results["broken"]
     assert broken["status"] == "failed" and done.returncode == 1
+    assert "the agent's stream reported an error: An error occurred." in done.stdout, done.stdout
+
+
+def test_a_conversation_with_an_ai_sdk_4_route(route4: str, tmp_path: Path, tamesu: Any) -> None:
+    # before: the data stream's lines (`0:"heard so f"`, `9:{...}`) were the reply, tool calls were not seen
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: "{route4}", request: {{ body: {{ messages: "{{{{messages}}}}" }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "where is ORD-7" }} ] }}
+    assert:
+      - {{ equals: "heard so far: hello", on_turn: 1 }}
+      - {{ equals: "heard so far: hello | where is ORD-7", on_turn: 2 }}
+      - {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }}
+  - name: broken
+    target: shop
+    scenario: {{ script: [ {{ say: "please break" }} ] }}
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    results = {r["test"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json"))}
+    order = results["order"]
+    assert order["status"] == "passed", json.dumps(order["assertions"]) + done.stdout
+    [call] = order["turns"][1]["agent"]["tool_calls"]
+    assert call["result"] == {"id": "ORD-7", "status": "shipped"}
+    assert [e["name"] for e in order["events"]].count("data_stream") == 1
+    assert results["broken"]["status"] == "failed" and done.returncode == 1
     assert "the agent's stream reported an error: An error occurred." in done.stdout, done.stdout

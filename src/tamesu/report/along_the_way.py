@@ -24,7 +24,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "simulator_reasked": ("simulated user answer", "simulated user answers", "asked again"),
     "response_truncated": ("answer", "answers", "cut at max_response_bytes"),
     "text_not_found": ("answer", "answers", "where response.text found nothing"),
-    "text_detected": ("reply field", "reply fields", "guessed (response.text unset)"),
+    "text_detected": ("reply field", "reply fields", "guessed (response.text or response.delta not set)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
 }
 """Event name -> the noun counted (one, several) and what happened to it."""

@@ -21,7 +21,7 @@ from tamesu.targets.rest.read import (
     values,
 )
 from tamesu.targets.rest.spec import RestSpec
-from tamesu.targets.rest.ui_stream import UiMessageStream
+from tamesu.targets.rest.ui_stream import UiMessageStream, read_data_stream
 
 
 class TurnReader:
@@ -31,10 +31,20 @@ class TurnReader:
         self.spec = spec
         self._session = session
         self._detected_text = ""
+        self._data_stream_said = False
 
     def answer_turn(self, answer: Answer) -> AgentTurn:
         self.fail_on_5xx(answer)
         self.fail_on_web_page(answer)
+        if answer.data_stream and isinstance(answer.body, str) and answer.status < 400:
+            read = read_data_stream(answer.body)
+            if not self._data_stream_said:
+                self._data_stream_said = True
+                self._session().event("data_stream", note="the agent answered the AI SDK 4 data stream: its text "
+                                      "parts are the reply, its tool call and result parts the tool calls")
+            raw: list[object] = [{"parts": read.parts}]
+            return self.turn(text=read.text, raw=raw, scan=raw, status=answer.status, sent_at_ms=answer.sent_at_ms,
+                             completed_at_ms=answer.completed_at_ms, calls=read.tool_calls)
         turn = self.turn(text=self._reply_text(answer.body), raw=[answer.body], scan=[answer.body],
                          status=answer.status, sent_at_ms=answer.sent_at_ms, completed_at_ms=answer.completed_at_ms)
         if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
@@ -68,6 +78,11 @@ class TurnReader:
 
     def stream_turn(self, stream: StreamText, status: int | None, sent_at: float, completed_at: float) -> AgentTurn:
         events = stream.events
+        if stream.detected is not None and self._detected_text != stream.detected:
+            self._detected_text = stream.detected
+            self._session().event("text_detected", path=stream.detected,
+                                  note=f"response.delta is not set and the stream's events have no $.delta: its "
+                                       f"text was read at {stream.detected} (OpenAI-style chunks)")
         calls = stream.tool_calls if isinstance(stream, UiMessageStream) else None
         return self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
                          first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at, calls=calls)
@@ -82,9 +97,16 @@ class TurnReader:
             self._session().event("handoff", to=handed.to, summary=handed.summary)
         return AgentTurn(
             text=text, response=raw[-1] if raw else None, raw=raw, status=status,
-            tool_calls=tool_calls(reply.tool_calls, scan) if calls is None else calls, sent_at_ms=sent_at_ms,
+            tool_calls=self._tool_calls(scan) if calls is None else calls, sent_at_ms=sent_at_ms,
             first_token_at_ms=first_token_at_ms, completed_at_ms=completed_at_ms,
             ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
+
+    def _tool_calls(self, scan: Sequence[object]) -> list[ToolCall]:
+        """At `response.tool_calls`; left unset and finding nothing, where an OpenAI-shaped answer has them."""
+        found = tool_calls(self.spec.response.tool_calls, scan)
+        if found or "tool_calls" in self.spec.response.model_fields_set:
+            return found
+        return tool_calls(OPENAI_TOOL_CALLS, scan)
 
     def fail_on_web_page(self, answer: Answer) -> None:
         """A whole HTML document is a web page, not an agent's reply: a url that names the site rather than its
@@ -107,5 +129,7 @@ class TurnReader:
                             raw=answer.body, status=answer.status)
 
 
+OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
+"""Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 _WHOLE_PAGE = re.compile(r"\ufeff?\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)

@@ -104,6 +104,8 @@ class Answer:
     body: JSONValue
     sent_at_ms: float
     completed_at_ms: float
+    data_stream: bool = False
+    """The body is the AI SDK 4 data stream protocol (`ui_stream.read_data_stream`), read as such."""
 
 
 class Http:

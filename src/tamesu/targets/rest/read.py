@@ -15,6 +15,9 @@ from tamesu.targets.base import HandoffSpec
 from tamesu.targets.rest.spec import Condition, PathEquals, ResponseSpec
 
 DEFAULT_DELTA = "$.delta"
+OPENAI_DELTA = "$.choices[0].delta.content"
+"""Where an OpenAI-style stream's chunks (`chat.completion.chunk`: vLLM, LiteLLM, agents served as OpenAI's API)
+carry the reply's text; read there when `response.delta` is not set and the event has that shape."""
 # A stream that sends more than this in one turn is not a reply any more; memory stays bounded.
 MAX_EVENTS = 100_000
 COMMON_TEXT_PATHS = (
@@ -176,6 +179,8 @@ class StreamText:
         self.chunks: list[str] = []
         self.events: list[object] = []
         self.first_token_at_ms: float | None = None
+        self.detected: str | None = None
+        """The path the chunks were read at when `response.delta` was not set and another shape was recognised."""
 
     @property
     def text(self) -> str:
@@ -198,8 +203,18 @@ class StreamText:
         if isinstance(event, str):
             return event
         deltas = values(self._delta, event)
+        if deltas and self._text_fallback:
+            # `$.delta` as typed streams use it: OpenAI's Responses events carry the model's reasoning in `delta`
+            # too (`response.reasoning_text.delta`), Anthropic's a block (`{"type": "text_delta", "text"}`, or
+            # `thinking_delta`, `input_json_delta`): only the reply's text is the reply
+            if _is_reasoning(event):
+                return ""
+            return "".join(_text_delta(v) for v in deltas)
         if deltas:
             return "".join(as_text(v) for v in deltas)
+        if self._text_fallback and (chunk := _openai_chunk(event)) is not None:
+            self.detected = OPENAI_DELTA
+            return chunk
         if not (self._text_fallback or final):
             return ""
         text = text_of(self._reply.text, event)
@@ -207,6 +222,37 @@ class StreamText:
             # The final event repeats the whole reply: it is the text, not one more chunk.
             self.chunks.clear()
         return text
+
+
+def _is_reasoning(event: object) -> bool:
+    kind = event.get("type") if isinstance(event, Mapping) else None
+    return isinstance(kind, str) and ("reasoning" in kind or "thinking" in kind)
+
+
+def _text_delta(value: object) -> str:
+    """A delta's text: a string as it is; a typed block (Anthropic's) only when it is text."""
+    if not isinstance(value, Mapping):
+        return as_text(value)
+    kind = value.get("type")
+    if kind is not None and kind not in ("text_delta", "text"):
+        return ""  # thinking_delta, input_json_delta...
+    for key in ("text", "content"):
+        found = value.get(key)
+        if isinstance(found, str):
+            return found
+    return as_text(value) if kind is None else ""
+
+
+def _openai_chunk(event: object) -> str | None:
+    """The text of an OpenAI-style chunk (`{"choices": [{"delta": {"content": ...}}]}`; its reasoning, a tool
+    call's pieces or the last chunk's finish give ""), or None for an event of another shape."""
+    choices = event.get("choices") if isinstance(event, Mapping) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    delta = first.get("delta") if isinstance(first, Mapping) else None
+    if not isinstance(delta, Mapping):
+        return None
+    content = delta.get("content")
+    return content if isinstance(content, str) else ""
 
 
 def handoff(spec: HandoffSpec | None, text: str, docs: Sequence[object]) -> Handoff | None:

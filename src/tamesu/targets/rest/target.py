@@ -100,7 +100,7 @@ from tamesu.targets.rest.spec import (
     RestSpec,
 )
 from tamesu.targets.rest.sse import DONE, sse_events
-from tamesu.targets.rest.ui_stream import UiMessageStream, reads_ui_stream, ui_messages
+from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiMessageStream, reads_ui_stream, ui_messages
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:
@@ -305,7 +305,7 @@ class RestTarget(Target[RestSpec]):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
                 text, cut = await read_text(response, session, http.max_bytes)
                 answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
-                                session.now_ms())
+                                session.now_ms(), data_stream=sniffing and DATA_STREAM_MARK in response.headers)
                 return self._reader.answer_turn(answer)
             if sniffing:
                 self._waiting_for = "reading the event stream"

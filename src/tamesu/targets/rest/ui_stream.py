@@ -1,4 +1,5 @@
-"""The Vercel AI SDK's chat protocol (`useChat` and its route): UI messages in, a UI message stream out.
+"""The Vercel AI SDK's chat protocols (`useChat` and its route): UI messages in, a UI message stream out (AI SDK 5
+and later), or the data stream protocol (AI SDK 4).
 
 An AI SDK route reads `{messages: [{id, role, parts: [{type: "text", text}]}]}` and answers a server-sent event
 stream marked `x-vercel-ai-ui-message-stream: v1`, one JSON object per event, by `type`: the reply's text comes
@@ -7,11 +8,18 @@ reasoning would be taken for the reply), a tool call as `tool-input-available` a
 `tool-output-available` (or `tool-output-error`), a failure as `error`. `{{ui_messages}}` gives the conversation in
 the request's shape; the marked stream is read by its types unless the target sets `response.delta` or
 `response.tool_calls` itself.
+
+AI SDK 4's route reads `{role, content}` messages (`{{messages}}`) and answers `text/plain` marked
+`x-vercel-ai-data-stream: v1`, one `CODE:JSON` line per part: `0` text, `g` reasoning, `9` a tool call, `a` its
+result, `3` an error; the others (steps, finish, data, annotations) carry no reply. Read whole, when `streaming` is
+not set.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from tamesu.conversation import ToolCall, TurnError
 from tamesu.targets.rest.read import StreamText, tool_arguments
@@ -19,6 +27,8 @@ from tamesu.targets.rest.spec import ResponseSpec
 
 MARK = "x-vercel-ai-ui-message-stream"
 """The header an AI SDK route's UI message stream carries (`v1`)."""
+DATA_STREAM_MARK = "x-vercel-ai-data-stream"
+"""The header an AI SDK 4 route's data stream carries (`v1`)."""
 
 
 def ui_messages(messages: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -63,3 +73,40 @@ class UiMessageStream(StreamText):
         if isinstance(event, Mapping) and event.get("type") == "text-delta":
             return str(event.get("delta") or "")
         return ""
+
+
+@dataclass
+class DataStream:
+    """What an AI SDK 4 data stream said: the reply's text, its tool calls, its parts as read (for `raw`)."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    parts: list[dict[str, object]] = field(default_factory=list)
+
+
+def read_data_stream(body: str) -> DataStream:
+    """The data stream's lines (`0:"Your order "`); a line that is not `CODE:JSON` is kept as text of its own kind,
+    an error part fails the turn."""
+    read = DataStream()
+    calls: dict[str, ToolCall] = {}
+    for line in body.splitlines():
+        code, _, payload = line.partition(":")
+        if not line.strip():
+            continue
+        try:
+            value: object = json.loads(payload)
+        except ValueError:
+            code, value = "?", line
+        read.parts.append({"type": code, "value": value})
+        if code == "0" and isinstance(value, str):
+            read.text += value
+        elif code == "9" and isinstance(value, Mapping):
+            name, arguments = str(value.get("toolName") or ""), tool_arguments(value.get("args"))
+            calls[str(value.get("toolCallId", ""))] = ToolCall(name=name, args=arguments)
+        elif code == "a" and isinstance(value, Mapping) and str(value.get("toolCallId", "")) in calls:
+            call_id = str(value.get("toolCallId", ""))
+            calls[call_id] = calls[call_id].model_copy(update={"result": value.get("result")})
+        elif code == "3":
+            raise TurnError(f"the agent's stream reported an error: {value}", raw={"parts": read.parts})
+    read.tool_calls = list(calls.values())
+    return read

@@ -1,0 +1,133 @@
+"""An agent served as OpenAI's chat API (vLLM, LiteLLM, agent servers that speak it): with nothing set, the rest
+target reads a stream of `chat.completion.chunk` events at `choices[0].delta.content` (and says so once), and an
+answer's tool calls at `choices[0].message.tool_calls`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from tamesu.net.serve import ThreadServer
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": "c1", "object": "chat.completion.chunk", "model": "agent",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+def openai_streaming_agent() -> Starlette:
+    async def completions(request: Request) -> StreamingResponse:
+        said = (await request.json())["message"]
+
+        async def events() -> AsyncIterator[bytes]:
+            yield _chunk({"role": "assistant", "content": ""})
+            yield _chunk({"reasoning_content": "the user greets me; "})  # a reasoning model's thinking: not the reply
+            for word in ("You ", "said: ", said):
+                yield _chunk({"content": word})
+            yield _chunk({}, finish="stop")
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def answered(request: Request) -> JSONResponse:
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": "lookup_order", "arguments": json.dumps({"id": "ORD-7"})}}
+        return JSONResponse({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+                             "message": {"role": "assistant", "content": "Looking it up", "tool_calls": [call]}}]})
+
+    async def responses(request: Request) -> StreamingResponse:
+        said = (await request.json())["message"]
+        typed = [{"type": "response.created"}, {"type": "response.reasoning_summary_text.delta", "delta": "hm, "},
+                 {"type": "response.output_text.delta", "delta": "You said: "},
+                 {"type": "response.output_text.delta", "delta": said}, {"type": "response.completed"}]
+        return _stream(typed)
+
+    async def messages(request: Request) -> StreamingResponse:
+        said = (await request.json())["message"]
+        typed = [{"type": "message_start"},
+                 {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+                 {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "You said: "}},
+                 {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": said}},
+                 {"type": "content_block_delta", "index": 2,
+                  "delta": {"type": "input_json_delta", "partial_json": "{\"id\""}},
+                 {"type": "message_stop"}]
+        return _stream(typed)
+
+    return Starlette(routes=[Route("/v1/chat", completions, methods=["POST"]),
+                             Route("/v1/answer", answered, methods=["POST"]),
+                             Route("/v1/responses", responses, methods=["POST"]),
+                             Route("/v1/messages", messages, methods=["POST"])])
+
+
+def _stream(events: list[dict[str, Any]]) -> StreamingResponse:
+    async def sent() -> AsyncIterator[bytes]:
+        for event in events:
+            yield f"data: {json.dumps(event)}\n\n".encode()
+
+    return StreamingResponse(sent(), media_type="text/event-stream")
+
+
+def test_openai_style_chunks_are_read_without_settings(tmp_path: Path, tamesu: Any,
+                                                       serve: Callable[[Any], ThreadServer]) -> None:
+    # before: the chunks have no $.delta, so every turn read as empty: "the agent said nothing"
+    url = serve(openai_streaming_agent()).url
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{url}/v1/chat" }}
+tests:
+  - name: greets
+    target: bot
+    scenario: {{ script: [ {{ say: hello }}, {{ say: again }} ] }}
+    assert: [ {{ equals: "You said: hello", on_turn: 1 }}, {{ equals: "You said: again", on_turn: 2 }} ]
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    detected = [e["data"] for e in result["events"] if e["name"] == "text_detected"]
+    assert [d["path"] for d in detected] == ["$.choices[0].delta.content"]  # said once, not per turn
+    assert ("along the way: 1 reply field guessed (response.text or response.delta not set) (text_detected, 1 test)"
+            in done.stdout)
+
+
+def test_an_openai_shaped_answers_tool_calls_are_read_without_settings(
+        tmp_path: Path, tamesu: Any, serve: Callable[[Any], ThreadServer]) -> None:
+    # before: $.tool_calls found nothing, so tool_called failed on an agent that called the tool
+    url = serve(openai_streaming_agent()).url
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{url}/v1/answer" }}
+tests:
+  - name: looks up
+    target: bot
+    scenario: {{ script: [ {{ say: "where is ORD-7" }} ] }}
+    assert: [ {{ equals: "Looking it up" }}, {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }} ]
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_typed_streams_give_their_text_never_their_reasoning(tmp_path: Path, tamesu: Any,
+                                                              serve: Callable[[Any], ThreadServer]) -> None:
+    # OpenAI's Responses events and Anthropic's Messages events, relayed by an agent: before, the reasoning
+    # summary's delta was read into the reply, and Anthropic's blocks were read as JSON text
+    url = serve(openai_streaming_agent()).url
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  responses: {{ type: rest, url: "{url}/v1/responses" }}
+  messages: {{ type: rest, url: "{url}/v1/messages" }}
+tests:
+  - {{ name: responses, target: responses, scenario: {{ script: [ {{ say: hi }} ] }},
+      assert: [ {{ equals: "You said: hi" }} ] }}
+  - {{ name: messages, target: messages, scenario: {{ script: [ {{ say: hi }} ] }},
+      assert: [ {{ equals: "You said: hi" }} ] }}
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
