@@ -54,42 +54,19 @@ def route4() -> Iterator[str]:
     yield from _route(JS / "ai4" / "ai_sdk4_chat.mjs")
 
 
-def test_a_conversation_with_an_ai_sdk_route(route: str, tmp_path: Path, tamesu: Any) -> None:
+@pytest.mark.parametrize(("version", "messages", "said"), [
     # before: {{ui_messages}} did not exist (the route refused {role, content}); the reasoning's deltas were read
     # into the reply; tool calls were not seen
+    pytest.param("7", "ui_messages", "ui_message_stream", id="ai-sdk-7"),
+    # before: the data stream's lines (`0:"heard so f"`, `9:{...}`) were the reply; tool calls were not seen
+    pytest.param("4", "messages", "data_stream", id="ai-sdk-4"),
+])
+def test_a_conversation_with_an_ai_sdk_route(version: str, messages: str, said: str, route: str, route4: str,
+                                             tmp_path: Path, tamesu: Any) -> None:
+    url = route if version == "7" else route4
     (tmp_path / "s.tamesu.yaml").write_text(f"""\
 targets:
-  shop: {{ type: rest, url: "{route}", request: {{ body: {{ messages: "{{{{ui_messages}}}}" }} }} }}
-tests:
-  - name: order
-    target: shop
-    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "where is ORD-7" }} ] }}
-    assert:
-      - {{ equals: "heard so far: hello", on_turn: 1 }}
-      - {{ contains: "heard so far: hello | where is ORD-7", on_turn: 2 }}
-      - {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }}
-  - name: broken
-    target: shop
-    scenario: {{ script: [ {{ say: "please break" }} ] }}
-""")
-    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
-    results = {r["test"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json"))}
-    order = results["order"]
-    assert order["status"] == "passed", json.dumps(order["assertions"]) + done.stdout
-    [call] = order["turns"][1]["agent"]["tool_calls"]
-    assert (call["name"], call["args"], call["result"]) == ("lookup_order", {"id": "ORD-7"},
-                                                            {"id": "ORD-7", "status": "shipped"})
-    assert [e["name"] for e in order["events"]].count("ui_message_stream") == 1
-    broken = results["broken"]
-    assert broken["status"] == "failed" and done.returncode == 1
-    assert "the agent's stream reported an error: An error occurred." in done.stdout, done.stdout
-
-
-def test_a_conversation_with_an_ai_sdk_4_route(route4: str, tmp_path: Path, tamesu: Any) -> None:
-    # before: the data stream's lines (`0:"heard so f"`, `9:{...}`) were the reply, tool calls were not seen
-    (tmp_path / "s.tamesu.yaml").write_text(f"""\
-targets:
-  shop: {{ type: rest, url: "{route4}", request: {{ body: {{ messages: "{{{{messages}}}}" }} }} }}
+  shop: {{ type: rest, url: "{url}", request: {{ body: {{ messages: "{{{{{messages}}}}}" }} }} }}
 tests:
   - name: order
     target: shop
@@ -107,7 +84,8 @@ tests:
     order = results["order"]
     assert order["status"] == "passed", json.dumps(order["assertions"]) + done.stdout
     [call] = order["turns"][1]["agent"]["tool_calls"]
-    assert call["result"] == {"id": "ORD-7", "status": "shipped"}
-    assert [e["name"] for e in order["events"]].count("data_stream") == 1
+    assert (call["name"], call["args"], call["result"]) == ("lookup_order", {"id": "ORD-7"},
+                                                            {"id": "ORD-7", "status": "shipped"})
+    assert [e["name"] for e in order["events"]].count(said) == 1
     assert results["broken"]["status"] == "failed" and done.returncode == 1
     assert "the agent's stream reported an error: An error occurred." in done.stdout, done.stdout
