@@ -62,9 +62,15 @@ def test_a_429_is_waited_out_and_said(tmp_path: Path, tamesu: Any, serve: Serve)
     assert [t["agent"]["status"] for t in detail["turns"]] == [200, 200]
     limited = [e["data"] for e in detail["events"] if e["name"] == "rate_limited"]
     assert [(e["attempt"], e["retry_after_s"], e["wait_s"]) for e in limited] == [(1, 0.2, 0.2), (2, 0.2, 0.2)]
-    # a green run does not hide it: the console's last words count it (before: only result.json said it)
+    # a green run does not hide it: the console's last words count it, and the job summary (before: only
+    # result.json said it)
     said = result.stdout.rstrip().splitlines()
-    assert "along the way: 2 requests refused with HTTP 429 and sent again (rate_limited, 1 test)" in said, said
+    noted = "along the way: 2 requests refused with HTTP 429 and sent again (rate_limited, 1 test)"
+    assert noted in said, said
+    summary = tamesu(["report", str(next((tmp_path / "out").iterdir())), "--report", "markdown:-"], cwd=tmp_path)
+    assert f"> ℹ️ {noted}" in summary.stdout.splitlines(), summary.stdout
+    page = next((tmp_path / "out").rglob("report.html")).read_text()
+    assert f'<p class="note along-the-way">{noted}</p>' in page
 
 
 def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
