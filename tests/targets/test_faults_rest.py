@@ -33,6 +33,14 @@ async def _reply_key(_: Request) -> Response:
     return JSONResponse({"reply": "hello from reply", "id": 7})
 
 
+async def _ollama_shaped(_: Request) -> Response:
+    return JSONResponse({"model": "m", "message": {"role": "assistant", "content": "hello from ollama"}, "done": True})
+
+
+async def _langserve_shaped(_: Request) -> Response:
+    return JSONResponse({"output": {"content": "hello from langserve", "type": "ai"}, "metadata": {"run_id": "r"}})
+
+
 async def _tools_only(_: Request) -> Response:
     return JSONResponse({"tool_calls": [{"name": "lookup", "args": {}}]})
 
@@ -65,6 +73,7 @@ async def _html_reply(_: Request) -> Response:
 def _app() -> Starlette:
     routes = [("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
+              ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error)]
     return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
 
@@ -118,6 +127,13 @@ async def test_an_unset_response_text_finds_a_common_field_and_says_which(tmp_pa
     assert first.text == "hello from reply"
     detected = events(session, "text_detected")
     assert len(detected) == 1 and detected[0]["path"] == "$.reply"  # said once, not on every turn
+    # a common field holding an object is not the reply: its text is (before: the object's JSON was the reply)
+    for path, said, where in (("ollama", "hello from ollama", "$.message.content"),
+                              ("langserve", "hello from langserve", "$.output.content")):
+        session = make_session(tmp_path)
+        async with opened({"url": f"{faulty}/{path}"}, session) as target:
+            assert (await target.send(UserTurn(text="hi"))).text == said
+        assert events(session, "text_detected")[0]["path"] == where
     # the same answer with the path set elsewhere is not guessed at
     error = await _turn_error(tmp_path, {"url": f"{faulty}/reply", "response": {"text": "$.text"}})
     assert "its keys: reply, id" in str(error)

@@ -66,7 +66,8 @@ class TurnReader:
         if not isinstance(body, dict | list) or values(path, body) or "text" in self.spec.response.model_fields_set:
             return text_of(path, body)
         for candidate in COMMON_TEXT_PATHS:
-            text = text_of(candidate, body)
+            # text only: `$.message` holding `{role, content}` (Ollama's answer) is not the reply, its content is
+            text = "\n".join(v for v in values(candidate, body) if isinstance(v, str) and v)
             if text:
                 if self._detected_text != candidate:
                     self._detected_text = candidate
