@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
@@ -61,8 +62,14 @@ def openai_streaming_agent() -> Starlette:
                  {"type": "message_stop"}]
         return _stream(typed)
 
+    async def anthropic_answered(request: Request) -> JSONResponse:
+        blocks = [{"type": "thinking", "thinking": "an order question"}, {"type": "text", "text": "Looking it up"},
+                  {"type": "tool_use", "id": "toolu_1", "name": "lookup_order", "input": {"id": "ORD-7"}}]
+        return JSONResponse({"type": "message", "role": "assistant", "content": blocks, "stop_reason": "tool_use"})
+
     return Starlette(routes=[Route("/v1/chat", completions, methods=["POST"]),
                              Route("/v1/answer", answered, methods=["POST"]),
+                             Route("/v1/anthropic-answer", anthropic_answered, methods=["POST"]),
                              Route("/v1/responses", responses, methods=["POST"]),
                              Route("/v1/messages", messages, methods=["POST"])])
 
@@ -97,13 +104,15 @@ tests:
             in done.stdout)
 
 
-def test_an_openai_shaped_answers_tool_calls_are_read_without_settings(
-        tmp_path: Path, tamesu: Any, serve: Callable[[Any], ThreadServer]) -> None:
-    # before: $.tool_calls found nothing, so tool_called failed on an agent that called the tool
+@pytest.mark.parametrize("path", ["answer", "anthropic-answer"])
+def test_an_openai_or_anthropic_shaped_answers_tool_calls_are_read_without_settings(
+        path: str, tmp_path: Path, tamesu: Any, serve: Callable[[Any], ThreadServer]) -> None:
+    # before: $.tool_calls found nothing, so tool_called failed on an agent that called the tool; an Anthropic
+    # shaped answer's text was not found either
     url = serve(openai_streaming_agent()).url
     (tmp_path / "s.tamesu.yaml").write_text(f"""\
 targets:
-  bot: {{ type: rest, url: "{url}/v1/answer" }}
+  bot: {{ type: rest, url: "{url}/v1/{path}" }}
 tests:
   - name: looks up
     target: bot

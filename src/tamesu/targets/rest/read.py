@@ -23,7 +23,7 @@ MAX_EVENTS = 100_000
 COMMON_TEXT_PATHS = (
     "$.reply", "$.response", "$.answer", "$.message", "$.output", "$.content", "$.result",
     "$.choices[0].message.content", "$.reply.text", "$.message.content", "$.data.text", "$.output_text",
-    "$.output.content",
+    "$.output.content", "$.content[*].text",
 )
 """Where agents commonly put their reply, tried in order when `response.text` was not set and `$.text` is empty."""
 _KEYS_SHOWN = 12
