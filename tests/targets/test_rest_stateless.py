@@ -24,6 +24,8 @@ def stateless_agent(received: list[list[dict[str, Any]]]) -> Starlette:
         received.append(messages)
         said = [m["content"] for m in messages if m["role"] == "user"]
         answered = sum(m["role"] == "assistant" for m in messages)
+        if "look it up" in said[-1]:  # an answer of tool calls alone
+            return JSONResponse({"tool_calls": [{"name": "lookup_order", "args": {"id": "ORD-7"}}]})
         return JSONResponse({"text": f"heard so far: {' | '.join(said)} (my answers before: {answered})"})
 
     return Starlette(routes=[Route("/api/chat", chat, methods=["POST"])])
@@ -69,3 +71,22 @@ tests:
     assert done.returncode == 2
     assert done.stderr.startswith("s.tamesu.yaml:6:34: tests[0].scenario.script[0].say: bad template {{messages}}: "
                                   "the turn being sent, for the target's request (its url, headers, body)"), done.stderr
+
+
+def test_an_answer_of_tool_calls_alone_adds_no_empty_assistant_message(
+        tmp_path: Path, tamesu: Any, serve: Callable[[Any], ThreadServer]) -> None:
+    # an empty assistant message is refused by some models' APIs (Anthropic's), which a stateless agent relays
+    received: list[list[dict[str, Any]]] = []
+    url = serve(stateless_agent(received)).url
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{url}/api/chat", request: {{ body: {{ messages: "{{{{messages}}}}" }} }} }}
+tests:
+  - name: looks up
+    target: bot
+    scenario: {{ script: [ {{ say: "look it up" }}, {{ say: "thanks" }} ] }}
+    assert: [ {{ tool_called: lookup_order }} ]
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert received[1] == [{"role": "user", "content": "look it up"}, {"role": "user", "content": "thanks"}]

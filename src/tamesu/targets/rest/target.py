@@ -264,7 +264,9 @@ class RestTarget(Target[RestSpec]):
         try:
             async with asyncio.timeout(limit) as scope:
                 answered = await self._exchange(turn)
-            self._played = [*self._messages, {"role": "assistant", "content": answered.text}]
+            # an answer of tool calls alone adds no assistant message: an empty one is refused by some models' APIs
+            reply: list[dict[str, object]] = [{"role": "assistant", "content": answered.text}] if answered.text else []
+            self._played = [*self._messages, *reply]
             return answered
         except TimeoutError:
             if not scope.expired():
