@@ -19,7 +19,9 @@ secrets:
 FIRST_SUITE = """\
 # yaml-language-server: $schema=../.tamesu/schema/suite.schema.json
 # A first suite, against the sample agent in agent.py, which the hooks start and stop (tamesu ends it anyway
-# when the run ends). To test your own agent: point the target's url at it and delete the hooks.
+# when the run ends). To test your own agent: point the target's url at it and delete the hooks; one that keeps
+# no conversation of its own is sent it with `body: { messages: "{{messages}}" }` (an AI SDK route:
+# "{{ui_messages}}"), and OpenAI-, Anthropic- and AI SDK-shaped answers are read without `response:`.
 hooks:
   before_all:
     - "python3 agent.py --port 8765 --pid-file .agent.pid > .agent.log 2>&1 &"
