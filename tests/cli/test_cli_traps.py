@@ -88,6 +88,8 @@ def test_after_init_the_first_run_passes_with_nothing_else_running(tmp_path: Pat
     done = tamesu(["run"], cwd=tmp_path, env={"TAMESU_OWNERS": "init-test"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  first/greets and answers" in done.stdout
+    # its connect retries while the sample agent starts are what connect.attempts is for: nothing to say of them
+    assert "along the way" not in done.stdout, done.stdout
     # the sample agent was stopped (by after_all, else by the watchdog)
     from runtime.test_kills import _wait_gone
     assert not _wait_gone("init-test")

@@ -13,7 +13,6 @@ from tamesu.results.records import RunResult
 NOTABLE: dict[str, tuple[str, str, str]] = {
     "rate_limited": ("request", "requests", "refused with HTTP 429 and sent again"),
     "resent": ("request", "requests", "sent again after the connection dropped"),
-    "connect_retry": ("connection", "connections", "tried again"),
     "model_retry": ("model call", "model calls", "retried"),
     "model_timeout": ("model call", "model calls", "timed out"),
     "model_fallback": ("model call", "model calls", "answered by the fallback model"),
@@ -27,7 +26,9 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "text_detected": ("reply field", "reply fields", "guessed (response.text or response.delta not set)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
 }
-"""Event name -> the noun counted (one, several) and what happened to it."""
+"""Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
+is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the
+run's error line."""
 
 
 class AlongTheWay:
