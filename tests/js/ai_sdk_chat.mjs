@@ -3,10 +3,10 @@
 // (tests/targets/test_ai_sdk_chat.py). The model's rules: a message naming an order (ORD-n) calls the
 // lookup_order tool first; "break" fails the stream; otherwise it reasons a little, then answers with every user
 // message it was sent, so a test sees what the route received.
-import http from 'node:http';
 import { convertToModelMessages, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { z } from 'zod';
+import { serveChatRoute } from './chat_route.mjs';
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -53,16 +53,7 @@ const tools = {
   }),
 };
 
-const server = http.createServer(async (request, response) => {
-  if (request.method !== 'POST' || request.url !== '/api/chat') {
-    response.writeHead(404).end();
-    return;
-  }
-  let body = '';
-  for await (const chunk of request) body += chunk;
-  const { messages } = JSON.parse(body);
+serveChatRoute(async (messages, response) => {
   const result = streamText({ model, tools, messages: await convertToModelMessages(messages), stopWhen: stepCountIs(3) });
   result.pipeUIMessageStreamToResponse(response);
 });
-server.listen(0, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${server.address().port}`));
-for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => process.exit(0));

@@ -25,6 +25,14 @@ OnRateLimited = Callable[[str, int, float | None, float], None]
 wait in seconds."""
 
 
+def said_as_events(event: Callable[..., object], mask: Callable[[str], str]) -> OnRateLimited:
+    """What every route tells of a wait: a `rate_limited` event (`event`, a session's) with the URL as `mask`
+    shows it (its secrets masked)."""
+    def said(url: str, attempt: int, asked: float | None, wait: float) -> None:
+        event("rate_limited", url=mask(url), attempt=attempt, retry_after_s=asked, wait_s=round(wait, 3))
+    return said
+
+
 def rate_limit_wait(asked: float | None, backoff: float, retried: int) -> float:
     """What the agent asked for, else a doubling `backoff`; never more than `WAIT_CAP_S`."""
     return min(asked if asked is not None else backoff * 2**retried, WAIT_CAP_S)

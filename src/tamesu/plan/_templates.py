@@ -8,7 +8,7 @@ import re
 from tamesu.errors import Problem
 from tamesu.plan.model import PlannedTest
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import references, walk_strings
+from tamesu.suite.templates import TURN_ROOTS, references, walk_strings
 from tamesu.suite.yaml_reader import Document
 
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
@@ -19,8 +19,6 @@ _REMOTE_LIFETIME = ("remote agents run only during each run (started after its b
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
-_TURN_ROOTS = ("messages", "ui_messages", "attachments")
-"""What only a target's request has (the turn being sent): a test's script or assertion is never rendered with it."""
 
 
 def check_templates(
@@ -47,7 +45,7 @@ def check_templates(
                     problems.append(doc.problem(loc, problem))
                     continue
                 if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) \
-                        and expr.partition(".")[0] in _TURN_ROOTS:
+                        and expr.partition(".")[0] in TURN_ROOTS:
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
                                                 "target's request (its url, headers, body); a test's script and "
                                                 "assertions have none"))

@@ -32,7 +32,7 @@ from tamesu.plan.model import Project
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import ProjectSpec, SuiteSpec
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import references, walk_strings
+from tamesu.suite.templates import TURN_ROOTS, references, walk_strings
 from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import TargetSpec
 
@@ -109,8 +109,8 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CARD_TIMEOUT = 5.0
 _URL = re.compile(r"^https?://", re.IGNORECASE)
 # the namespaces a target of tamesu.yaml may use in `tamesu test`: no suite vars or captures exist there
-_ALLOWED_ROOTS = {"secrets", "env", "session", "message", "messages", "ui_messages", "options", "listen",
-                  "response", "run", "args", "attachments"}
+_ALLOWED_ROOTS = {"secrets", "env", "session", "message", "options", "listen", "response", "run", "args",
+                  *TURN_ROOTS}
 
 
 class TargetProblem(Exception):
@@ -155,7 +155,7 @@ def _check_templates(name: str, project: Project, secrets: Secrets) -> None:
         for expr, problem in references(text):
             root = expr.partition(".")[0]
             loc = ("targets", name, *path)
-            if problem and root not in ("messages", "ui_messages", "options", "attachments"):
+            if problem and root not in (*TURN_ROOTS, "options"):
                 problems.append(project.doc.problem(loc, problem))
             elif not problem and root not in _ALLOWED_ROOTS:
                 problems.append(project.doc.problem(loc, f"{{{{{expr}}}}} is not available to `tamesu test`"))

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from tamesu.report.words import count_of
 from tamesu.results.records import RunResult
+
+if TYPE_CHECKING:  # a run read back, for the reports written after it; the console needs none
+    from tamesu.report.load import LoadedRun
 
 NOTABLE: dict[str, tuple[str, str, str]] = {
     "rate_limited": ("request", "requests", "refused with HTTP 429 and sent again"),
@@ -57,3 +61,11 @@ class AlongTheWay:
                 said.append(f"{count_of(number, one, several)} {what} ({name}, "
                             f"{count_of(len(self._tests[name]), 'test')})")
         return "along the way: " + "; ".join(said) if said else ""
+
+
+def of_run(run: LoadedRun) -> str:
+    """The line for a run read back from its folder (its `result.json` files), for the reports written after it."""
+    along = AlongTheWay()
+    along.add(found for result in run.results for summary in result.runs
+              if (found := run.run_result(summary)) is not None)
+    return along.line()

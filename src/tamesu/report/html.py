@@ -18,9 +18,8 @@ from urllib.parse import quote
 
 from tamesu import __version__
 from tamesu.plugins import register
-from tamesu.report import _svg
+from tamesu.report import _svg, along_the_way
 from tamesu.report._steps import step_html
-from tamesu.report.along_the_way import AlongTheWay
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.load_html import load_sections
@@ -133,10 +132,7 @@ class _Page:
             facts.append(f"shard{'s' if len(plan.shards) > 1 else ''} {_e(', '.join(plan.shards))}")
         notes = [f'<p class="note">{_e(text)}</p>' for text in (s.interrupted, s.stopped) if text]
         notes.extend(f'<p class="note">warning: {_e(w)}</p>' for w in s.warnings)
-        along = AlongTheWay()
-        along.add(found for result in self.run.results for summary in result.runs
-                  if (found := self.run.run_result(summary)) is not None)
-        if noted := along.line():
+        if noted := along_the_way.of_run(self.run):
             notes.append(f'<p class="note along-the-way">{_e(noted)}</p>')
         return (f'<header><h1>tamesu <span class="run-name">{_e(self.run.name)}</span></h1>'
                 f'<p class="facts">{" · ".join(facts)}</p>{"".join(notes)}</header>')

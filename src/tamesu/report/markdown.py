@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tamesu.plugins import register
-from tamesu.report.along_the_way import AlongTheWay
+from tamesu.report import along_the_way
 from tamesu.report.baseline import Comparison, describe_change, failure_reason
 from tamesu.report.load import LoadedRun
 from tamesu.report.words import count_of, not_evaluated
@@ -87,10 +87,7 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
     for note in (s.interrupted, s.stopped):
         if note:
             lines += ["", f"> ⚠️ {note}"]
-    along = AlongTheWay()
-    along.add(found for result in run.results for summary in result.runs
-              if (found := run.run_result(summary)) is not None)
-    if noted := along.line():
+    if noted := along_the_way.of_run(run):
         lines += ["", f"> ℹ️ {_cell(noted, 1000)}"]
     groups = [("failed", "Failed"), ("error", "Errors (infrastructure)"),
               ("inconclusive", "Inconclusive (the simulated user at fault, not the agent)"),

@@ -35,6 +35,10 @@ KNOWN_ROOTS = {
 }
 
 
+TURN_ROOTS = ("messages", "ui_messages", "attachments")
+"""What only a target's request has, while a turn is being sent: never a test's script or assertion."""
+
+
 def references(text: str) -> Iterator[tuple[str, str]]:
     """Yield (expression, problem) for every template in `text`; problem is empty when well-formed."""
     opened = text.count("{{")

@@ -3,9 +3,9 @@
 // for tamesu's tests (tests/targets/test_ai_sdk_chat.py). The model's rules: a message naming an order (ORD-n)
 // reasons, then calls the lookup_order tool; "break" fails the stream; otherwise it answers with every user
 // message it was sent.
-import http from 'node:http';
 import { jsonSchema, streamText, tool } from 'ai';
 import { MockLanguageModelV1, convertArrayToReadableStream } from 'ai/test';
+import { serveChatRoute } from '../chat_route.mjs';
 
 const usage = { promptTokens: 1, completionTokens: 1 };
 const textOf = (message) => (typeof message.content === 'string' ? message.content
@@ -47,16 +47,7 @@ const tools = {
   }),
 };
 
-const server = http.createServer(async (request, response) => {
-  if (request.method !== 'POST' || request.url !== '/api/chat') {
-    response.writeHead(404).end();
-    return;
-  }
-  let body = '';
-  for await (const chunk of request) body += chunk;
-  const { messages } = JSON.parse(body);
+serveChatRoute(async (messages, response) => {
   const result = streamText({ model, tools, messages, maxSteps: 3 });
   result.pipeDataStreamToResponse(response, { sendReasoning: true });
 });
-server.listen(0, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${server.address().port}`));
-for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => process.exit(0));

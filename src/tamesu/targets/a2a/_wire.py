@@ -22,7 +22,7 @@ from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
 from tamesu.net.proxies import grpc_direct_options
-from tamesu.net.rate_limit import RateLimit, rate_limited_transport
+from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import unreachable
@@ -49,7 +49,8 @@ class Wire:
         # check, no answer is read past max_response_bytes; beneath that, aiohttp (tamesu.net.aio: a call whose
         # connection ended at once, before any answer, is sent again once), and a 429 sent again after its wait
         wire = rate_limited_transport(httpx, aio_transport(httpx, tls=tls, on_resend=self._resent),
-                                      RateLimit(rate_limit_retries, connect.backoff, self._rate_limited))
+                                      RateLimit(rate_limit_retries, connect.backoff,
+                                                said_as_events(session.event, session.redactor.text)))
         self.http = AsyncClient(transport=IdCheckingTransport(bounded_transport(httpx, wire, max_response_bytes,
                                                                                       self._refused)),
                                       base_url=NO_BASE_URL,
@@ -64,10 +65,6 @@ class Wire:
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", reason=reason, url=self._session.redactor.text(str(request.url)))
-
-    def _rate_limited(self, url: str, attempt: int, asked: float | None, wait: float) -> None:
-        self._session.event("rate_limited", url=self._session.redactor.text(url), attempt=attempt,
-                            retry_after_s=asked, wait_s=round(wait, 3))
 
     def _refused(self, note: str, read: int, declared: int | None) -> None:
         self._session.event("response_truncated", limit=self.max_response_bytes, sizes={"body": read}, read=read,

@@ -63,7 +63,7 @@ from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
-from tamesu.net.rate_limit import RateLimit
+from tamesu.net.rate_limit import RateLimit, said_as_events
 from tamesu.plugins import register
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 from tamesu.types import Duration
@@ -211,11 +211,8 @@ class McpTarget(ModelTarget):
         if config["command"] is not None:
             await self._start_process(session, config)
 
-        def limited(url: str, attempt: int, asked: float | None, wait: float) -> None:
-            session.event("rate_limited", url=session.redactor.text(url), attempt=attempt, retry_after_s=asked,
-                          wait_s=round(wait, 3))
-
-        rate_limit = RateLimit(self.spec.rate_limit_retries, connect.backoff, limited)
+        rate_limit = RateLimit(self.spec.rate_limit_retries, connect.backoff,
+                               said_as_events(session.event, session.redactor.text))
 
         def http() -> Any:
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,

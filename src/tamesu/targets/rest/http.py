@@ -21,7 +21,7 @@ from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, Request, chunks, finish, timeouts
-from tamesu.net.rate_limit import rate_limit_wait
+from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
 from tamesu.net.urls import url_problem
@@ -217,8 +217,8 @@ class Http:
             if retried == self._rate_limit_retries:
                 break
             wait = rate_limit_wait(asked, self._connect.backoff, retried)
-            self._session.event("rate_limited", url=self._mask(request), attempt=retried + 1, retry_after_s=asked,
-                                wait_s=round(wait, 3))
+            said_as_events(self._session.event, self._session.redactor.text)(str(request.url), retried + 1, asked,
+                                                                             wait)
             self.unreachable = "the agent answered HTTP 429 (too many requests)"  # said if the turn times out
             await asyncio.sleep(wait)
             self.unreachable = None
