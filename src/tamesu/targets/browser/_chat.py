@@ -7,12 +7,13 @@ import asyncio
 from collections.abc import Callable
 
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import AgentTurn, TurnError, UserTurn
 from tamesu.targets.browser._actions import PageEnv, locate
 from tamesu.targets.browser._browser import _first_line
-from tamesu.targets.browser.spec import ChatSpec, selector_text
+from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
 
@@ -29,6 +30,25 @@ _SETTLE = """async ([selector, from, quiet, every]) => {
 }"""
 """The new messages once unchanged for `quiet` ms, and how long ago they last changed (the turn ended then)."""
 
+_MARK_SHOWN = """(elements) => {
+  const shown = (e) => e.isConnected && e.getClientRects().length > 0 && e.checkVisibility({visibilityProperty: true});
+  const previous = window.__tamesuDone;
+  if (previous && previous.observer) previous.observer.disconnect();
+  const state = {marked: elements.filter(shown), hidden: false, observer: null};
+  if (state.marked.length) {
+    state.observer = new MutationObserver(() => {
+      if (state.marked.some((e) => !shown(e))) { state.hidden = true; state.observer.disconnect(); }
+    });
+    state.observer.observe(document.documentElement, {attributes: true, childList: true, subtree: true});
+  }
+  window.__tamesuDone = state;
+  return state.marked.length;
+}"""
+"""Marks the `done.visible` elements shown before a turn is sent and watches, inside the page, for one of them to
+be hidden or removed: a widget that hides its "answered" sign while it works and shows it again may do both
+between two polls of ours."""
+_ONE_WAS_HIDDEN = "() => Boolean(window.__tamesuDone && window.__tamesuDone.hidden)"
+
 
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
     page, session = env.page, env.session
@@ -39,6 +59,9 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
     except PlaywrightTimeout:
         raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in") from None
+    shown_before = 0
+    if chat.done.visible is not None:
+        shown_before = await _mark_shown(page, chat.done.visible)
     sent_at = session.now_ms()
     try:
         if chat.send is not None:
@@ -69,11 +92,11 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     try:
         if chat.done.hidden is not None:
             await locate(page, chat.done.hidden).first.wait_for(state="hidden", timeout=remaining * 1000)
-        if chat.done.visible is not None:
-            await locate(page, chat.done.visible).first.wait_for(state="visible", timeout=remaining * 1000)
     except PlaywrightTimeout:
         raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
-                        f"{selector_text(chat.done.hidden or chat.done.visible)})") from None
+                        f"{selector_text(chat.done.hidden)} still shown)") from None
+    if chat.done.visible is not None:
+        await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
     if isinstance(chat.messages, str):
         remaining = max(0.1, deadline - asyncio.get_running_loop().time())
         try:
@@ -88,6 +111,38 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     text = "\n".join(texts)
     return AgentTurn(text=text, response={"messages": texts, "url": page.url}, raw=[{"messages": texts}],
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
+
+
+async def _mark_shown(page: Page, selector: Selector) -> int:
+    """How many `done.visible` elements are shown before the turn is sent (a sign left from the last answer)."""
+    try:
+        return int(await locate(page, selector).evaluate_all(_MARK_SHOWN))
+    except PlaywrightError as exc:
+        raise TurnError(f"the widget's done sign {selector_text(selector)} could not be read: "
+                        f"{_first_line(exc)}") from None
+
+
+async def _shown_again(page: Page, selector: Selector, shown_before: int, deadline: float, timeout: float) -> None:
+    """Waits for this answer's `done.visible` sign: more of them shown than before the turn was sent (a new one
+    under each answer), or one shown after one of those was hidden (one sign hidden while the agent works). A
+    sign already shown from the last answer is not this one's."""
+    loop = asyncio.get_running_loop()
+    shown = locate(page, selector).filter(visible=True)
+    while True:
+        try:
+            count = await shown.count()
+            if count > shown_before or (count and await page.evaluate(_ONE_WAS_HIDDEN)):
+                return
+        except PlaywrightError as exc:
+            raise TurnError(f"the widget's done sign {selector_text(selector)} could not be read: "
+                            f"{_first_line(exc)}") from None
+        if loop.time() > deadline:
+            raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
+                            f"{selector_text(selector)} was not shown for this answer; {shown_before} shown "
+                            "before it was sent stayed shown)" if shown_before else
+                            f"the agent's answer never finished within {timeout:g}s (done: "
+                            f"{selector_text(selector)} never shown)")
+        await asyncio.sleep(_POLL)
 
 
 async def _quiet(messages: object, before: int, quiet: float, deadline: float,

@@ -46,7 +46,8 @@ class DoneSpec(Strict):
     hidden: Selector | None = None
     """An element (a typing indicator) that is hidden once the agent has answered."""
     visible: Selector | None = None
-    """An element that is shown once the agent has answered."""
+    """An element shown once the agent has answered: a new one under each answer, or one hidden while the agent
+    works and shown again (one left shown from the last answer is not this answer's)."""
     quiet: Duration = 0.4
     """The agent's messages stopped changing for this long (always waited for, after hidden/visible)."""
 

@@ -1,0 +1,183 @@
+"""Chat widgets that say an answer is finished by showing something (`chat.done.visible`), and whose messages are
+found by their accessible role and name: widgets written for the test, served by a real HTTP server, driven
+in Debian's Chromium.
+
+Both answer in two parts with a pause longer than `done.quiet` between them, so a turn that stopped waiting
+too early would read half an answer: the first widget adds a "Was this helpful?" button under every finished
+answer (the earlier ones stay shown), the second hides one "Answered" line while it works and shows it again.
+A third does the same within a few milliseconds; a done sign that was shown all along fails the turn, saying so."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from browser_fixtures import shared_chromium, skip_without_browser
+from conftest import run_tamesu, why
+from lifeline import tied
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+FIXTURES = (shared_chromium,)
+
+_PAUSE_MS = 900
+"""The widgets' pause between an answer's two parts: more than twice `done.quiet`."""
+
+_WIDGET = """<!doctype html><html><head><title>{title}</title></head><body>
+<div id="log" role="log" aria-label="conversation"></div>
+<p id="answered" {answered_at_start}>Answered</p>
+<form id="f"><input id="q" aria-label="Message" autocomplete="off"><button>Send</button></form>
+<script>
+const log = document.getElementById("log"), answered = document.getElementById("answered");
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+function message(who, text) {{
+  const div = document.createElement("div");
+  div.setAttribute("role", "article");
+  div.setAttribute("aria-label", who + " message");
+  div.className = "msg " + who;
+  div.textContent = text;
+  log.append(div);
+  return div;
+}}
+document.getElementById("f").addEventListener("submit", async (event) => {{
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  message("your", asked);
+  answered.hidden = {hide_while_working};
+  const reply = message("assistant", "");
+  await sleep({first_after});
+  reply.textContent = "You asked: " + asked + ".";
+  await sleep({pause});
+  reply.textContent += " That is all about " + asked + ".";
+  answered.hidden = false;
+  if ({button_per_answer}) {{
+    const rate = document.createElement("button");
+    rate.type = "button";
+    rate.textContent = "Was this helpful?";
+    log.append(rate);
+  }}
+}});
+</script></body></html>
+"""
+
+
+@pytest.fixture()
+def widgets(tmp_path: Path) -> Iterator[str]:
+    """The two widgets under `python -m http.server` on a free port; its base URL."""
+    skip_without_browser()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "feedback.html").write_text(_WIDGET.format(
+        title="feedback", answered_at_start="hidden", hide_while_working="false", first_after=50, pause=_PAUSE_MS,
+        button_per_answer="true"))
+    (site / "status.html").write_text(_WIDGET.format(
+        title="status", answered_at_start="hidden", hide_while_working="true", first_after=50, pause=_PAUSE_MS,
+        button_per_answer="false"))
+    # hidden and shown again within a few milliseconds: between two of tamesu's polls
+    (site / "quick.html").write_text(_WIDGET.format(
+        title="quick", answered_at_start="", hide_while_working="true", first_after=1, pause=1,
+        button_per_answer="false"))
+    server = subprocess.Popen(tied([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
+                                    "--directory", str(site)]),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        port = re.search(r"port (\d+)", line)
+        assert port, line
+        yield f"http://127.0.0.1:{port.group(1)}/"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+_SUITE = """
+name: done
+targets:
+  feedback:
+    type: browser
+    url: "{{env.WIDGETS}}feedback.html"
+    chat:
+      input: { role: textbox, name: Message }
+      messages: { role: article, name: assistant }
+      done: { visible: { role: button, name: "Was this helpful" }, quiet: 0.3 }
+  status:
+    type: browser
+    url: "{{env.WIDGETS}}status.html"
+    chat:
+      input: "#q"
+      messages: ".msg.assistant"
+      done: { visible: "#answered", quiet: 0.3 }
+  quick:
+    type: browser
+    url: "{{env.WIDGETS}}quick.html"
+    chat:
+      input: "#q"
+      messages: ".msg.assistant"
+      done: { visible: "#answered", quiet: 0.3 }
+  never-done:
+    type: browser
+    url: "{{env.WIDGETS}}quick.html"
+    turn_timeout: 2
+    chat:
+      input: "#q"
+      messages: ".msg.assistant"
+      done: { visible: "#f" }
+tests:
+  - name: three answers each marked by a new button
+    target: feedback
+    scenario:
+      script: [{ say: pears }, { say: plums }, { say: figs }]
+    assert:
+      - { contains: "That is all about pears.", on_turn: 1 }
+      - { contains: "That is all about plums.", on_turn: 2 }
+      - { contains: "That is all about figs.", on_turn: 3 }
+  - name: three answers each marked by one line shown again
+    target: status
+    scenario:
+      script: [{ say: pears }, { say: plums }, { say: figs }]
+    assert:
+      - { contains: "That is all about pears.", on_turn: 1 }
+      - { contains: "That is all about plums.", on_turn: 2 }
+      - { contains: "That is all about figs.", on_turn: 3 }
+  - name: a sign hidden and shown again at once
+    target: quick
+    scenario:
+      script: [{ say: pears }, { say: plums }, { say: figs }]
+    assert:
+      - { contains: "That is all about figs.", on_turn: 3 }
+  - name: a sign that was always there
+    target: never-done
+    scenario:
+      script: [{ say: pears }]
+"""
+
+
+def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_messages(
+        tmp_path: Path, widgets: str, shared_chromium: str) -> None:
+    (tmp_path / "done.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "done.tamesu.yaml", "--out", "out", "--parallel", "2"], cwd=tmp_path,
+                      env={"WIDGETS": widgets, "TAMESU_BROWSER_CDP_URL": shared_chromium})
+    run_dir = next((tmp_path / "out").iterdir())
+    rows = {row["test"]: row for row in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "three answers each marked by a new button": "passed",
+        "three answers each marked by one line shown again": "passed",
+        "a sign hidden and shown again at once": "passed",
+        "a sign that was always there": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
+    assert done.returncode == 1
+    never = rows["a sign that was always there"]["runs"][0]["failures"]
+    assert any("the agent's answer never finished within 2s (done: '#f' was not shown for this answer; 1 shown "
+               "before it was sent stayed shown)" in str(failure) for failure in never), never
+    for test_dir in ("three-answers-each-marked-by-a-new-button", "three-answers-each-marked-by-one-line-shown-again",
+                     "a-sign-hidden-and-shown-again-at-once"):
+        result = json.loads((run_dir / "done" / test_dir / "run-1" / "result.json").read_text())
+        said = [turn["agent"]["text"] for turn in result["turns"]]
+        # only the assistant's messages, one per turn, each read whole
+        assert said == [f"You asked: {fruit}. That is all about {fruit}." for fruit in ("pears", "plums", "figs")]
