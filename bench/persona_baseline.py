@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 PROMPT = (Path(__file__).resolve().parent.parent / "src" / "tamesu" / "roles" / "prompts" /
-          "simulator.v1.md").read_text(encoding="utf-8")
+          "simulator.v2.md").read_text(encoding="utf-8")
 SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}, "goal_achieved": {"type": "boolean"},
                                            "stop": {"type": "boolean"}, "stop_when_met": {"type": "boolean"},
                                            "reasoning": {"type": "string"}}, "required": ["input"]}

@@ -327,7 +327,7 @@ async def test_simulator_says_the_script_then_the_goal_then_answers() -> None:
     assert simulator.last_reasoning == "fake simulator: no rule for the agent's last turn"
     assert len(client.requests) == 3 == len(simulator.responses)  # the script costs nothing
     first = client.requests[0]
-    assert first.purpose == "simulator" and first.seed == 7 and first.prompt_version == "simulator.v1"
+    assert first.purpose == "simulator" and first.seed == 7 and first.prompt_version == "simulator.v2"
     assert first.context["persona"] == {"name": "Alice", "style": "impatient"}
     assert first.context["goal"] == "Ask where my refund is" and first.context["last_agent"] == "Hi"
     assert [line["text"] for line in first.context["history"]] == ["Hi there", "Welcome", "Hello?", "Hi"]

@@ -319,14 +319,16 @@ async def _talk(
             except TemplateError as exc:
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
             if isinstance(user, ModelSimulator):
+                asked = bool(user.last_attempts)  # the model was asked this turn (the script's steps ask none)
                 for attempt in user.last_attempts:  # an unusable answer the simulator was asked again for,
                     if attempt.outcome == "rejected":  # or one that was read after a repair
                         session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
                     elif attempt.outcome == "repaired":
                         session.event("simulator_repaired", attempt=attempt.number, reason=attempt.reason)
                 user.last_attempts = []
-                if user.last_reasoning:
-                    session.event("simulator", reasoning=user.last_reasoning, stop=action.stop)
+                if asked:  # with the words it was given: a change of prompt explains a change of conversation
+                    session.event("simulator", reasoning=user.last_reasoning, stop=action.stop,
+                                  prompt=user.prompt.version)
             if action.note:
                 session.event("user_side", **action.note)
             if action.listen is not None:

@@ -124,7 +124,7 @@ class CaseUser(UserSimulator):
         scenario = Scenario(goal=settings.get("goal"), stop_when=settings.get("stop_when"),
                             max_turns=self.max_turns)
         return ModelSimulator(self.models.client("simulator", ref.name), scenario, persona,
-                              base_dir=self.base_dir, seed=seed, run_context=True)
+                              base_dir=self.base_dir, seed=seed)
 
     # -- the next turn ----------------------------------------------------------------------------------
 

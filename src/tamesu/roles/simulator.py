@@ -166,13 +166,12 @@ class ModelSimulator(UserSimulator):
         seed: int | None = None,
         attempts: int = 3,
         attack: AttackSpec | None = None,
-        run_context: bool = False,
         keypad: bool = False,
     ) -> None:
         self._client = client
-        self._keypad = keypad and attack is None and not run_context
+        self._keypad = keypad and attack is None
         """The user is on a phone line whose protocol carries DTMF: it may press keys (prompt simulator_phone)
-        and its hanging up is the call's end. (JSONL cases keep simulator.v2, whose run context it lacks.)"""
+        and its hanging up is the call's end. That prompt has no run context (below)."""
         self._attack = attack
         """With an attack the model plays the pack's attacker (prompt `attacker`): the attack's goal, the
         scenario's goal as its cover story, the attack's style added to the persona's."""
@@ -181,9 +180,10 @@ class ModelSimulator(UserSimulator):
         self._script = ScriptedUser(scenario.script, base_dir)
         self._seed = seed
         self._attempts = attempts
-        self._run_context = run_context and attack is None
-        """The design's simulator context for JSONL cases (prompt simulator.v2): the agent's turn count and the
-        tool results of its last turn. YAML suites stay on v1's words, which their recorded answers key on."""
+        self._run_context = attack is None and not self._keypad
+        """The run context the agent test design hands its simulator (prompt simulator.v2), for YAML personas and
+        JSONL cases alike: how many times the agent has answered and what the tools of its last turn returned, so
+        that goal_achieved follows what the agent did, not only what it said."""
         if attack is not None:
             self.prompt = _prompts.load("attacker")
         elif self._keypad:
