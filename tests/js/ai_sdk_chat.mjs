@@ -2,8 +2,10 @@
 // on node's own http server, with the SDK's mock language model in place of a provider: for tamesu's tests
 // (tests/targets/test_ai_sdk_chat.py). The model's rules: a message naming an order (ORD-n) calls the
 // lookup_order tool first; "break" fails the stream; otherwise it reasons a little, then answers with every user
-// message it was sent, so a test sees what the route received.
-import { convertToModelMessages, stepCountIs, streamText, tool } from 'ai';
+// message it was sent and the tools whose results it was shown, so a test sees what the route received.
+// GET /api/log: each request's UI messages, with the assistant's UI message as the SDK's own `readUIMessageStream`
+// (what useChat keeps and sends back next) built it from the answer.
+import { convertToModelMessages, readUIMessageStream, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { z } from 'zod';
 import { serveChatRoute } from './chat_route.mjs';
@@ -26,7 +28,8 @@ function answer(prompt) {
   if (last.role === 'user' && textOf(last).includes('break')) {
     return null;
   }
-  const reply = `heard so far: ${said.join(' | ')}`;
+  const tools = prompt.filter((m) => m.role === 'tool').flatMap((m) => m.content.map((p) => p.toolName));
+  const reply = `heard so far: ${said.join(' | ')}` + (tools.length ? ` [tool results: ${tools.join(', ')}]` : '');
   return [
     { type: 'reasoning-start', id: 'r1' }, { type: 'reasoning-delta', id: 'r1', delta: 'the user wants a reply. ' },
     { type: 'reasoning-end', id: 'r1' },
@@ -53,7 +56,15 @@ const tools = {
   }),
 };
 
+const log = [];
 serveChatRoute(async (messages, response) => {
   const result = streamText({ model, tools, messages: await convertToModelMessages(messages), stopWhen: stepCountIs(3) });
+  const entry = { received: messages, kept: null };
+  log.push(entry);
   result.pipeUIMessageStreamToResponse(response);
-});
+  try {
+    for await (const message of readUIMessageStream({ stream: result.toUIMessageStream() })) entry.kept = message;
+  } catch (error) {
+    entry.kept = { error: String(error) };
+  }
+}, log);

@@ -11,7 +11,9 @@ import json
 import re
 import shutil
 import subprocess
+import urllib.request
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -54,15 +56,20 @@ def route4() -> Iterator[str]:
     yield from _route(JS / "ai4" / "ai_sdk4_chat.mjs")
 
 
-@pytest.mark.parametrize(("version", "messages", "said"), [
+_SEEN_TOOLS = " [tool results: lookup_order]"
+"""What AI SDK 7's mock model adds to its reply when its prompt holds the lookup's result."""
+
+
+@pytest.mark.parametrize(("version", "messages", "said", "seen"), [
     # before: {{ui_messages}} did not exist (the route refused {role, content}); the reasoning's deltas were read
-    # into the reply; tool calls were not seen
-    pytest.param("7", "ui_messages", "ui_message_stream", id="ai-sdk-7"),
+    # into the reply; tool calls were not seen; then the history it sent back held the assistant's text alone, so
+    # on the third turn the model no longer saw the lookup's result
+    pytest.param("7", "ui_messages", "ui_message_stream", _SEEN_TOOLS, id="ai-sdk-7"),
     # before: the data stream's lines (`0:"heard so f"`, `9:{...}`) were the reply; tool calls were not seen
-    pytest.param("4", "messages", "data_stream", id="ai-sdk-4"),
+    pytest.param("4", "messages", "data_stream", "", id="ai-sdk-4"),
 ])
-def test_a_conversation_with_an_ai_sdk_route(version: str, messages: str, said: str, route: str, route4: str,
-                                             tmp_path: Path, tamesu: Any) -> None:
+def test_a_conversation_with_an_ai_sdk_route(version: str, messages: str, said: str, seen: str, route: str,
+                                             route4: str, tmp_path: Path, tamesu: Any) -> None:
     url = route if version == "7" else route4
     (tmp_path / "s.tamesu.yaml").write_text(f"""\
 targets:
@@ -70,10 +77,11 @@ targets:
 tests:
   - name: order
     target: shop
-    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "where is ORD-7" }} ] }}
+    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "where is ORD-7" }}, {{ say: "thanks" }} ] }}
     assert:
       - {{ equals: "heard so far: hello", on_turn: 1 }}
-      - {{ equals: "heard so far: hello | where is ORD-7", on_turn: 2 }}
+      - {{ equals: "heard so far: hello | where is ORD-7{seen}", on_turn: 2 }}
+      - {{ equals: "heard so far: hello | where is ORD-7 | thanks{seen}", on_turn: 3 }}
       - {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }}
   - name: broken
     target: shop
@@ -89,3 +97,34 @@ tests:
     assert [e["name"] for e in order["events"]].count(said) == 1
     assert results["broken"]["status"] == "failed" and done.returncode == 1
     assert "the agent's stream reported an error: An error occurred." in done.stdout, done.stdout
+
+
+def _without_ids(message: dict[str, Any]) -> dict[str, Any]:
+    """A UI message as compared: ids are each side's own (tamesu numbers its messages, the SDK leaves them empty)."""
+    return {"role": message["role"], "parts": [{k: v for k, v in part.items() if k != "id"}
+                                               for part in message["parts"]]}
+
+
+def test_the_history_sent_back_is_what_use_chat_keeps(route: str, tmp_path: Path, tamesu: Any) -> None:
+    """Each request's UI messages are the previous request's and the assistant's UI message exactly as the AI SDK's
+    own `readUIMessageStream` (what useChat keeps) built it from that answer: its steps, its reasoning, the tool call
+    with its input and output, its text. Before, the assistant's text alone was sent back."""
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: "{route}", request: {{ body: {{ messages: "{{{{ui_messages}}}}" }} }} }}
+tests:
+  - name: kept
+    scenario: {{ script: [ {{ say: "history check one" }}, {{ say: "and ORD-9" }}, {{ say: "bye" }} ] }}
+""")
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with urllib.request.urlopen(route.replace("/api/chat", "/api/log"), timeout=10) as answer:
+        log = [entry for entry in json.load(answer)
+               if entry["received"][0]["parts"][0].get("text") == "history check one"]
+    assert len(log) == 3
+    tool_parts = [part for part in log[1]["kept"]["parts"] if part["type"] == "tool-lookup_order"]
+    assert tool_parts and tool_parts[0]["state"] == "output-available"  # the SDK's message has the call to send back
+    for earlier, later in pairwise(log):
+        expected = [*earlier["received"], earlier["kept"]]
+        assert [_without_ids(m) for m in later["received"][:-1]] == [_without_ids(m) for m in expected]
+        assert later["received"][-1]["role"] == "user"

@@ -23,8 +23,8 @@ KNOWN_ROOTS = {
     "attachments": "the files of this turn (rest request bodies): name, media_type, data (base64) or url",
     "messages": "the conversation so far and this turn as [{role, content}] (rest request bodies, for an agent "
                 "that keeps no history of its own)",
-    "ui_messages": "the same conversation as the Vercel AI SDK's UI messages, [{id, role, parts}] (rest request "
-                   "bodies, for an AI SDK chat route)",
+    "ui_messages": "the same conversation as the Vercel AI SDK's UI messages, [{id, role, parts}], each answer "
+                   "with the parts useChat keeps (rest request bodies, for an AI SDK chat route)",
     "remote": "a remote agent of the suite",
     "listen": "the URL of the API tamesu serves for the agent",
     "response": "the JSON the send request answered",

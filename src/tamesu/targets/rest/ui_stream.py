@@ -31,10 +31,18 @@ DATA_STREAM_MARK = "x-vercel-ai-data-stream"
 """The header an AI SDK 4 route's data stream carries (`v1`)."""
 
 
-def ui_messages(messages: list[dict[str, object]]) -> list[dict[str, object]]:
-    """`{role, content}` messages as the AI SDK's UI messages, with ids stable within the conversation."""
-    return [{"id": f"tamesu-{number}", "role": m["role"], "parts": [{"type": "text", "text": m["content"]}]}
-            for number, m in enumerate(messages, 1)]
+def ui_messages(messages: list[dict[str, object]], first: int = 1) -> list[dict[str, object]]:
+    """`{role, content}` messages as the AI SDK's UI messages, numbered from `first` (ids stable within the
+    conversation)."""
+    return [ui_message(number, str(m["role"]), [text_part(m["content"])]) for number, m in enumerate(messages, first)]
+
+
+def ui_message(number: int, role: str, parts: list[dict[str, object]]) -> dict[str, object]:
+    return {"id": f"tamesu-{number}", "role": role, "parts": parts}
+
+
+def text_part(text: object) -> dict[str, object]:
+    return {"type": "text", "text": text}
 
 
 def reads_ui_stream(headers: Mapping[str, str], reply: ResponseSpec) -> bool:
@@ -43,11 +51,16 @@ def reads_ui_stream(headers: Mapping[str, str], reply: ResponseSpec) -> bool:
 
 
 class UiMessageStream(StreamText):
-    """The reply's text from `text-delta` events only; tool calls with their results by `toolCallId`."""
+    """The reply's text from `text-delta` events only; tool calls with their results by `toolCallId`; and the
+    assistant's UI message as `useChat` builds it from the stream (`parts`: its steps, reasoning, tool calls with
+    their results, text), which the next turn's `{{ui_messages}}` sends back as the browser would."""
 
     def __init__(self, reply: ResponseSpec) -> None:
         super().__init__(reply)
         self._calls: dict[str, ToolCall] = {}
+        self.parts: list[dict[str, object]] = []
+        self._open: dict[tuple[str, str], dict[str, object]] = {}
+        """The text and reasoning parts being written, by kind and the stream's id for them; tool parts by call."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -67,7 +80,36 @@ class UiMessageStream(StreamText):
             self._calls[call_id] = self._calls[call_id].model_copy(update={"result": result})
         elif kind == "error":
             raise TurnError(f"the agent's stream reported an error: {event.get('errorText')}", raw=dict(event))
+        self._part(kind, event)
         return done or kind == "finish"
+
+    def _part(self, kind: object, event: Mapping[str, object]) -> None:
+        """The UI message's parts as `useChat` keeps them (the AI SDK's `readUIMessageStream`)."""
+        if kind == "start-step":
+            self.parts.append({"type": "step-start"})
+        elif kind in ("text-start", "text-delta", "reasoning-start", "reasoning-delta"):
+            what = "text" if str(kind).startswith("text") else "reasoning"
+            key = (what, str(event.get("id", "")))
+            part = self._open.get(key)
+            if part is None:
+                part = self._open[key] = {"type": what, "text": "", "state": "done"}
+                self.parts.append(part)
+            part["text"] = f"{part['text']}{event.get('delta') or ''}"
+        elif kind == "tool-input-available":
+            call_id = str(event.get("toolCallId", ""))
+            name = str(event.get("toolName") or "")
+            part = ({"type": "dynamic-tool", "toolName": name} if event.get("dynamic") else {"type": f"tool-{name}"})
+            part.update(toolCallId=call_id, state="input-available", input=event.get("input"))
+            self._open[("tool", call_id)] = part
+            self.parts.append(part)
+        elif kind in ("tool-output-available", "tool-output-error"):
+            part = self._open.get(("tool", str(event.get("toolCallId", ""))))
+            if part is None:
+                return
+            if kind == "tool-output-available":
+                part.update(state="output-available", output=event.get("output"))
+            else:
+                part.update(state="output-error", errorText=event.get("errorText"))
 
     def _chunk(self, event: object, final: bool) -> str:
         if isinstance(event, Mapping) and event.get("type") == "text-delta":
