@@ -100,14 +100,7 @@ from tamesu.targets.rest.spec import (
     RestSpec,
 )
 from tamesu.targets.rest.sse import DONE, sse_events
-from tamesu.targets.rest.ui_stream import (
-    DATA_STREAM_MARK,
-    UiMessageStream,
-    reads_ui_stream,
-    text_part,
-    ui_message,
-    ui_messages,
-)
+from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, UiMessageStream, reads_ui_stream
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:
@@ -144,18 +137,14 @@ class RestTarget(Target[RestSpec]):
         """The conversation so far as `{role, content}` messages, for `{{messages}}` (an agent that keeps none)."""
         self._messages: list[dict[str, object]] = []
         """`_played` and the turn being sent."""
-        self._ui_played: list[dict[str, object]] = []
-        """The same conversation as the AI SDK's UI messages, the assistant's with every part its stream gave."""
-        self._ui_messages: list[dict[str, object]] = []
-        """`_ui_played` and the turn being sent, for `{{ui_messages}}`."""
-        self._ui_reading: UiMessageStream | None = None
-        """The UI message stream this turn's answer was read from, if it was one."""
+        self._ui = UiConversation()
+        """The same conversation as the AI SDK's UI messages, for `{{ui_messages}}`."""
 
     # -- open and close -------------------------------------------------------------------------------
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
-        self._played, self._ui_played = [], []
+        self._played, self._ui = [], UiConversation()
         self._http = Http(session=session, connect=spec.connect, tls=spec.tls, read_timeout=spec.turn_timeout + 1,
                           what=self._what, max_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)
@@ -274,21 +263,14 @@ class RestTarget(Target[RestSpec]):
         # a history the test gives (JSONL) stands for everything before this turn; otherwise what was played
         earlier = turn.messages()[:-1] if turn.history else self._played
         self._messages = [*earlier, {"role": "user", "content": turn.display()}]
-        earlier_ui = ui_messages(earlier) if turn.history else self._ui_played
-        self._ui_messages = [*earlier_ui, ui_message(len(earlier_ui) + 1, "user", [text_part(turn.display())])]
-        self._ui_reading = None
+        self._ui.send(turn.display(), earlier if turn.history else None)
         try:
             async with asyncio.timeout(limit) as scope:
                 answered = await self._exchange(turn)
             # an answer of tool calls alone adds no assistant message: an empty one is refused by some models' APIs
             reply: list[dict[str, object]] = [{"role": "assistant", "content": answered.text}] if answered.text else []
             self._played = [*self._messages, *reply]
-            # useChat keeps the assistant's whole UI message (its tool calls with their results too) and sends it back
-            parts: list[dict[str, object]] = self._ui_reading.parts if self._ui_reading is not None else []
-            if not parts and answered.text:
-                parts = [text_part(answered.text)]
-            self._ui_played = [*self._ui_messages, *([ui_message(len(self._ui_messages) + 1, "assistant", parts)]
-                                                     if parts else [])]
+            self._ui.answered(answered.text)
             return answered
         except TimeoutError:
             if not scope.expired():
@@ -362,8 +344,7 @@ class RestTarget(Target[RestSpec]):
             self._require_session().event("ui_message_stream", note="the agent answered the AI SDK's UI message "
                                           "stream: its text-delta events are the reply, tool-input-available and "
                                           "tool-output-available its tool calls")
-        self._ui_reading = UiMessageStream(self.spec.response)
-        return self._ui_reading
+        return self._ui.reading(UiMessageStream(self.spec.response))
 
     async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -471,7 +452,7 @@ class RestTarget(Target[RestSpec]):
         `{{messages}}` (the conversation so far, or the history a JSONL test gives, and this turn) and
         `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))
-        return self._context(message=turn.text, messages=self._messages, ui_messages=self._ui_messages,
+        return self._context(message=turn.text, messages=self._messages, ui_messages=self._ui.messages,
                              options=turn.options,
                              attachments=attachments(turn, self._what), **extra)
 

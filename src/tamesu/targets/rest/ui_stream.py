@@ -45,6 +45,35 @@ def text_part(text: object) -> dict[str, object]:
     return {"type": "text", "text": text}
 
 
+class UiConversation:
+    """The conversation as `useChat` keeps it: each user turn's text, each answer's UI message with every part its
+    stream gave (its tool calls with their results too), or its text when it was no UI message stream."""
+
+    def __init__(self) -> None:
+        self._played: list[dict[str, object]] = []
+        self.messages: list[dict[str, object]] = []
+        """What was played and the turn being sent: `{{ui_messages}}`."""
+        self._reading: UiMessageStream | None = None
+
+    def send(self, text: str, given: list[dict[str, object]] | None) -> None:
+        """A user turn, after what was played, or after the history a test gives as `{role, content}` messages."""
+        earlier = ui_messages(given) if given is not None else self._played
+        self.messages = [*earlier, ui_message(len(earlier) + 1, "user", [text_part(text)])]
+        self._reading = None
+
+    def reading(self, stream: UiMessageStream) -> UiMessageStream:
+        """The UI message stream this turn's answer is read from."""
+        self._reading = stream
+        return stream
+
+    def answered(self, text: str) -> None:
+        parts = self._reading.parts if self._reading is not None else []
+        if not parts and text:
+            parts = [text_part(text)]
+        # an answer with nothing in it adds no message, as `{{messages}}` adds no empty one
+        self._played = [*self.messages, *([ui_message(len(self.messages) + 1, "assistant", parts)] if parts else [])]
+
+
 def reads_ui_stream(headers: Mapping[str, str], reply: ResponseSpec) -> bool:
     """An AI SDK UI message stream, read by its types: the target did not say how to read the stream itself."""
     return MARK in headers and not {"delta", "tool_calls"} & reply.model_fields_set
