@@ -32,8 +32,11 @@ Serve with `tamesu.net.serve.ThreadServer(server.app)` (or the `serve` fixture) 
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
+import re
+import struct
 import threading
 import time
 from collections import deque
@@ -196,8 +199,41 @@ class _ScriptedServer:
     def error(self, code: int, message: str, headers: dict[str, str]) -> Response: ...
 
 
+EMBEDDING_TOPICS = (("refund", "refunded", "money", "reimburse"),
+                    ("ship", "shipped", "deliver", "delivered", "arrives"), ("hello", "hi", "welcome"))
+"""The OpenAI-shaped server's embeddings: one number per topic, how many of the text's words are the topic's, and a
+last one of 0.1 so that no vector is zero. Texts on the same topics are near, whatever else they say."""
+
+
+def embedding_of(text: str) -> list[float]:
+    words = re.findall(r"[a-z]+", text.lower())
+    return [float(sum(word in topic for word in words)) for topic in EMBEDDING_TOPICS] + [0.1]
+
+
 class OpenAIServer(_ScriptedServer):
     completion_path = "/v1/chat/completions"
+
+    def __init__(self, require_key: str | None = None) -> None:
+        super().__init__(require_key)
+        self.app.router.routes.append(Route("/v1/embeddings", self._embeddings, methods=["POST"]))
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(Recorded(request.url.path, body, dict(request.headers)))
+        if (refused := self._refuse(request)) is not None:
+            return refused
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = [embedding_of(text) for text in texts]
+        # the SDK asks for base64 (little-endian float32) unless told otherwise, and decodes it itself
+        encoded: list[Any] = vectors if body.get("encoding_format") != "base64" else [
+            base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() for v in vectors]
+        used = sum(len(text.split()) for text in texts)
+        return JSONResponse({"object": "list", "model": body.get("model", "test-embedding"), "data": [
+            {"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(encoded)],
+            "usage": {"prompt_tokens": used, "total_tokens": used}})
+
+    def embedding_calls(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path == "/v1/embeddings"]
 
     @staticmethod
     def base_url(url: str) -> str:

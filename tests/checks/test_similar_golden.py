@@ -157,7 +157,8 @@ async def test_embedding_method_uses_the_optional_extra(monkeypatch: pytest.Monk
     assert similar_module._loaded["all-MiniLM-L6-v2"].name == "all-MiniLM-L6-v2"
 
 
-async def test_an_embedding_model_that_cannot_load_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_embedding_model_that_cannot_load_is_the_tests_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not the agent's failure: the check could not be made (before, a failed assertion blamed on the agent)."""
     def broken(name: str) -> None:
         raise OSError(f"{name} is not downloaded")
 
@@ -166,9 +167,16 @@ async def test_an_embedding_model_that_cannot_load_fails_the_check(monkeypatch: 
     monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
     monkeypatch.setattr(similar_module, "embeddings_available", lambda: True)
     monkeypatch.setattr(similar_module, "_loaded", {})
-    result = await fails({"similar_to": {"value": "x", "method": "embedding", "embedding_model": "./models/m"}},
-                         said("hello"))
-    assert result.reason == "cannot check: embedding model ./models/m failed: OSError: ./models/m is not downloaded"
+    entry = {"similar_to": {"value": "x", "method": "embedding", "embedding_model": "./models/m"}}
+    with pytest.raises(InfraError) as error:
+        await verdict(entry, said("hello"))
+    assert str(error.value) == ("the embedding model ./models/m failed: OSError: ./models/m is not "
+                                "downloaded")
+    monkeypatch.setattr(similar_module, "embeddings_available", lambda: False)
+    with pytest.raises(InfraError) as error:
+        await verdict(entry, said("hello"))
+    assert str(error.value).startswith("./models/m is not a model under models:, and embedding "
+                                       "similarity needs embedding_model naming a model under models:")
 
 
 # -- golden: files -----------------------------------------------------------------------------------------

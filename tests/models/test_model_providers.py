@@ -37,9 +37,10 @@ from tamesu.models.base import (
     Usage,
 )
 from tamesu.models.cache import CacheMiss, ReplayCache
-from tamesu.models.client import ModelRegistry, ResilientClient, check, redact
+from tamesu.models.client import ModelRegistry, ResilientClient, check
 from tamesu.models.ledger import Ledger
 from tamesu.models.openai import OpenAIProvider
+from tamesu.models.said import redact
 from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.serve import ThreadServer

@@ -16,9 +16,11 @@ follow-up questions) should not dilute it. `on_turn` narrows the comparison to o
 Close paraphrases score about 0.7 to 1, unrelated texts about 0. Lexical similarity cannot see that "was
 moved" and "could not be moved" disagree (about 0.8): for facts use `contains` or `judge`.
 
-`embedding` compares sentence embeddings instead (cosine, through `sentence_transformers` and
-`embedding_model`, a model name or a local path), the optional extra `tamesu[embeddings]`; without it the
-assertion is rejected when the suite is read.
+`embedding` compares embeddings instead (cosine). `embedding_model` names a model under `models:` whose provider
+has an embeddings API (openai, azure; the fake provider's vectors count shared words), asked through the replay
+cache, retries and ledger as every model call; or a sentence-transformers model name or local path, run here
+(the optional extra `tamesu[embeddings]`). An embedding model that cannot answer is the test's error, not a
+failure of the agent.
 """
 
 from __future__ import annotations
@@ -33,17 +35,19 @@ import threading
 from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import number_text, shown
+from tamesu.models.base import EmbeddingModels, ModelError
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-NEEDS_EXTRA = "embedding similarity needs the optional extra tamesu[embeddings]"
+NEEDS_EXTRA = ("embedding similarity needs embedding_model naming a model under models: (an openai, azure or fake "
+               "one), or the optional extra tamesu[embeddings] for a sentence-transformers model")
 
 _WORD = re.compile(r"[^\W_]+(?:[.,]\d+)*")  # letters or digits; 4.50 and 1,000 stay one word
 _NOT = (re.compile(r"\bcannot\b"), re.compile(r"n't\b"))
@@ -146,16 +150,20 @@ class SimilarSpec(Strict):
     value: str = Field(min_length=1)
     """The expected text, a template."""
     min: float = Field(0.7, ge=0, le=1)
-    method: Literal["lexical", "embedding"] = "lexical"
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    """method: embedding only: a sentence-transformers model name or a local path."""
+    """method: embedding only: a model under `models:` with an embeddings API (openai, azure, fake), or a
+    sentence-transformers model name or local path (the optional extra tamesu[embeddings])."""
+    method: Literal["lexical", "embedding"] = "lexical"
 
     @field_validator("method")
     @classmethod
-    def _extra_installed(cls, value: str) -> str:
-        if value == "embedding" and not embeddings_available():
+    def _runnable(cls, method: str, info: ValidationInfo) -> str:
+        # the default model is sentence-transformers': without the extra, nothing could run it (a model under
+        # models: is checked where the suite's models are known)
+        if method == "embedding" and info.data.get("embedding_model") == DEFAULT_EMBEDDING_MODEL \
+                and not embeddings_available():
             raise ValueError(NEEDS_EXTRA)
-        return value
+        return method
 
     @model_validator(mode="after")
     def _coherent(self) -> SimilarSpec:
@@ -183,18 +191,15 @@ class SimilarTo(Check[SimilarSpec]):
             return Verdict(passed=False, reason=f"expected the agent to say something like {shown(expected)}; "
                                                 f"it said nothing in {len(run.exchanges)} turn(s)")
         texts = [text for _, text in turns]
+        how = f"{self.spec.method}, min {number_text(self.spec.min)}"
         if self.spec.method == "embedding":
-            try:
-                scores = await embedding_similarity(self.spec.embedding_model, expected, texts)
-            except Exception as exc:  # a missing model file, no network for a first download...
-                return Verdict(passed=False, reason=f"cannot check: embedding model {self.spec.embedding_model} "
-                                                    f"failed: {type(exc).__name__}: {exc}")
+            scores = await self._embedding_scores(run, expected, texts)
+            how = f"embedding by {self.spec.embedding_model}, min {number_text(self.spec.min)}"
         else:
             scores = [lexical_similarity(expected, text) for text in texts]
         best = max(range(len(turns)), key=lambda i: scores[i])
         index, text = turns[best]
         score = scores[best]
-        how = f"{self.spec.method}, min {number_text(self.spec.min)}"
         if score >= self.spec.min:
             return Verdict(passed=True, score=score, evidence=[text],
                            reason=f"turn {index} is {score:.2f} similar to {shown(expected)} ({how})")
@@ -202,3 +207,27 @@ class SimilarTo(Check[SimilarSpec]):
         return Verdict(passed=False, score=score, evidence=[text],
                        reason=f"expected the agent to say something like {shown(expected)}; {closest} "
                        f"({index}) is only {score:.2f} similar ({how}): {shown(text)}")
+
+    async def _embedding_scores(self, run: RunView, expected: str, texts: list[str]) -> list[float]:
+        name = self.spec.embedding_model
+        embedder = run.models.embedder(name) if isinstance(run.models, EmbeddingModels) else None
+        if embedder is not None:
+            try:
+                found = await embedder.embed([expected, *texts])
+            except ModelError as exc:
+                raise InfraError(f"the embedding model {name} did not answer: {exc}") from None
+            reference, *others = found.vectors
+            return [round(max(0.0, min(1.0, _vector_cosine(reference, vector))), 4) for vector in others]
+        if not embeddings_available():
+            raise InfraError(f"{name} is not a model under models:, and {NEEDS_EXTRA}")
+        try:
+            return await embedding_similarity(name, expected, texts)
+        except Exception as exc:  # a missing model file, no network for a first download...
+            raise InfraError(f"the embedding model {name} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _vector_cosine(left: Sequence[float], right: Sequence[float]) -> float:
+    if len(left) != len(right):
+        raise InfraError(f"the embedding model gave vectors of {len(left)} and {len(right)} numbers")
+    norms = math.sqrt(sum(x * x for x in left)) * math.sqrt(sum(y * y for y in right))
+    return sum(x * y for x, y in zip(left, right, strict=True)) / norms if norms else 0.0

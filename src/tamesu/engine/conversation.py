@@ -26,8 +26,9 @@ from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models.base import ModelError, Models
-from tamesu.models.client import ModelRegistry, one_line
+from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
+from tamesu.models.said import one_line
 from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
 from tamesu.results.records import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord

@@ -12,14 +12,8 @@ from typing import Any, ClassVar, Self
 
 from tamesu.models._where import base_url_in_use, reached
 from tamesu.models.base import ModelError, Provider
-from tamesu.models.client import (
-    DEFAULT_BASE_URLS,
-    DEFAULT_ENV_BASE_URLS,
-    LOCAL_PLACEHOLDER_KEY,
-    is_local_url,
-    one_line,
-    redact,
-)
+from tamesu.models.client import DEFAULT_BASE_URLS, DEFAULT_ENV_BASE_URLS, LOCAL_PLACEHOLDER_KEY
+from tamesu.models.said import is_local_url, one_line, redact
 from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason

@@ -29,7 +29,7 @@ from tamesu.models.base import (
     Usage,
     per_request_headers,
 )
-from tamesu.models.client import not_a_completion
+from tamesu.models.said import not_a_completion
 from tamesu.plugins import register
 
 if TYPE_CHECKING:

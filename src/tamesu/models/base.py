@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field, model_serializer
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from tamesu.models.spec import ModelSpec
 
 Purpose = Literal["simulator", "judge", "extract", "target", "counterpart", "generator", "browser",
-                  "simulator_audit"]
+                  "simulator_audit", "embedding"]
 
 
 def _no_parameters() -> dict[str, object]:
@@ -100,6 +100,13 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
+class Embeddings(BaseModel):
+    """What an embeddings API answered: a vector per text, in the texts' order."""
+
+    vectors: list[list[float]]
+    usage: Usage = Field(default_factory=Usage)
+
+
 class ModelResponse(BaseModel):
     text: str = ""
     tool_calls: list[ToolRequest] = Field(default_factory=list)
@@ -169,6 +176,12 @@ class Provider(ABC):
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """One call, bounded by the provider's timeout. Raises ModelError."""
 
+    async def embed(self, texts: list[str]) -> Embeddings:
+        """One vector per text (`similar_to` with `method: embedding`), bounded by the provider's timeout. Raises
+        ModelError; by default, that this provider has no embeddings API."""
+        raise ModelError(f"{self.name}:{self.model}: the {self.name} provider has no embeddings API "
+                         "(an openai, azure or fake model has)")
+
     def prepare(self) -> None:  # noqa: B027 - most providers have nothing to make ready
         """Do now what the first call would do before it reaches the network (import an SDK, make its client),
         for a caller whose time limit is meant for the call alone (`tamesu doctor`)."""
@@ -182,6 +195,21 @@ class ModelClient(Protocol):
     retries, fallback and budget around it."""
 
     async def generate(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class Embedder(Protocol):
+    """A model that gives vectors for texts (a `models:` entry on a provider with an embeddings API)."""
+
+    async def embed(self, texts: list[str]) -> Embeddings: ...
+
+
+@runtime_checkable
+class EmbeddingModels(Protocol):
+    """Models that can also name an embedder: a run's registry."""
+
+    def embedder(self, name: str) -> Embedder | None:
+        """The `models:` entry called `name` as an embedder, None when there is none of that name."""
+        ...
 
 
 class Models(Protocol):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -28,9 +28,10 @@ from tamesu.errors import TemplateError
 from tamesu.models import pricing
 from tamesu.models._gate import Gate
 from tamesu.models._where import base_url_in_use
-from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Provider
+from tamesu.models.base import Embeddings, Message, ModelError, ModelRequest, ModelResponse, Provider
 from tamesu.models.cache import ReplayCache, canonical_json, label
 from tamesu.models.ledger import Ledger
+from tamesu.models.said import is_local_url
 from tamesu.models.spec import ModelSpec
 from tamesu.telemetry import otel
 
@@ -140,6 +141,32 @@ class ResilientClient:
         self._charge(response, request)
         return response
 
+    async def embed(self, texts: list[str]) -> Embeddings:
+        """Vectors for `texts` through the provider's embeddings API, with the cache, retries and ledger of
+        `generate` (no fallback: another model's vectors are not comparable with this one's)."""
+        request = ModelRequest(purpose="embedding", messages=[Message(role="user", content=t) for t in texts])
+        if self.cache is not None:
+            hit = self.cache.get(self.spec, request, self._record)
+            if hit is not None:
+                self._charge(hit, request)
+                return Embeddings(vectors=json.loads(hit.text), usage=hit.usage)
+
+        async def call(provider: Provider) -> ModelResponse:
+            found = await provider.embed(texts)
+            if len(found.vectors) != len(texts):
+                raise ModelError(f"{self.label}: the embeddings API gave {len(found.vectors)} vectors for "
+                                 f"{len(texts)} texts")
+            return ModelResponse(text=json.dumps(found.vectors), usage=found.usage, provider=self.spec.provider,
+                                 model=provider.model, fake=self.spec.provider == "fake")
+
+        with otel.active().span("tamesu.model_call", model=self.label, purpose="embedding"):
+            response = await self._call_with_retries(request, call)
+        response = response.model_copy(update={"cost_usd": pricing.cost(self.spec, response.usage)})
+        if self.cache is not None:
+            self.cache.put(self.spec, request, response)
+        self._charge(response, request)
+        return Embeddings(vectors=json.loads(response.text), usage=response.usage)
+
     def _with_defaults(self, request: ModelRequest) -> ModelRequest:
         # the spec's settings apply where the caller left them open; done before the cache key is taken,
         # so changing `temperature:` in tamesu.yaml records new answers
@@ -150,7 +177,8 @@ class ResilientClient:
             update["max_tokens"] = self.spec.max_tokens
         return request.model_copy(update=update) if update else request
 
-    async def _call_with_retries(self, request: ModelRequest) -> ModelResponse:
+    async def _call_with_retries(self, request: ModelRequest,
+                                 call: Callable[[Provider], Awaitable[ModelResponse]] | None = None) -> ModelResponse:
         tries = self.spec.max_retries + 1
         for attempt in range(tries):
             if self.ledger is not None:
@@ -159,7 +187,7 @@ class ResilientClient:
                 provider = self.provider()
                 self.attempts += 1
                 async with self._gate.held(), asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
-                    response = await provider.generate(request)
+                    response = await (provider.generate(request) if call is None else call(provider))
                 for change in response.adapted:  # a refused parameter, learnt once: said where it happened
                     if self._record is not None:
                         self._record("model_adapted", model=self.label, purpose=request.purpose, change=change)
@@ -265,6 +293,10 @@ class ModelRegistry:
 
     def client(self, role: str, override: object = None) -> ResilientClient:
         return self._client(self.spec(role, override))
+
+    def embedder(self, name: str) -> ResilientClient | None:
+        spec = self.specs.get(name)
+        return self._client(spec) if spec is not None else None
 
     async def aclose(self) -> None:
         providers = list(self._providers.values())
@@ -430,44 +462,6 @@ async def _completes(spec: ModelSpec, api_key: str) -> str | None:
     if not response.text.strip() and not response.tool_calls and not response.reasoning.strip():
         return f"{label(spec)}: answered with an empty completion"
     return None
-
-
-# ---- small helpers the providers share ------------------------------------------------------------------
-
-
-def is_local_url(url: str | None) -> bool:
-    """Whether a base_url points at this machine (where servers need no key)."""
-    if not url:
-        return False
-    host = (urlparse(url).hostname or "").lower()
-    return host in ("127.0.0.1", "localhost", "::1", "0.0.0.0") or host.endswith(".localhost")
-
-
-_KEYISH = re.compile(r"\b(sk-proj|sk-ant|sk)-[A-Za-z0-9_*.\-]{6,}")
-
-
-def redact(text: str, secret: str | None) -> str:
-    """A server's message without the key: some servers quote it back ("Incorrect API key provided: sk-...")."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return _KEYISH.sub(r"\1-***", text)
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def not_a_completion(answer: object, needed: str) -> str:
-    """What a 200 answer that is not a completion was, in a few words, for the one-line error."""
-    if isinstance(answer, str | bytes):
-        text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer
-        return f"the body is text: {one_line(text, 80)!r}" if text.strip() else "the body is empty"
-    if isinstance(answer, list):
-        return "the body is a JSON array"
-    if answer is None:
-        return "no body"
-    return f"the JSON has no {needed!r}"
 
 
 def _host(url: str) -> str:

@@ -16,6 +16,9 @@ Context keys it reads, by purpose:
 - extract: `description`, `text` (the agent turn to take the value from).
 - target, counterpart, generator: `message` if given, else the content of the last user message.
 
+Embeddings (`similar_to` with `method: embedding` naming a fake model) come from no rule: each text's words are
+counted into 64 slots by their CRC-32, so texts sharing words are near and nothing else is.
+
 A rule that does not apply is skipped; when none applies the fake says so, loudly: a judge never passes by
 default, a model target never makes an answer up. Only the simulator may end quietly (it stops talking).
 """
@@ -24,9 +27,11 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import stat
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -37,6 +42,7 @@ from ruamel.yaml.error import YAMLError
 
 from tamesu.models._fake_rule_errors import Found, in_file, listed, validation_problems
 from tamesu.models.base import (
+    Embeddings,
     Message,
     ModelError,
     ModelRequest,
@@ -356,6 +362,11 @@ class FakeProvider(Provider):
             return cls(load_rules_file(path), spec.model or "fake")
         return cls(parse_rules(rules), spec.model or "fake")
 
+    async def embed(self, texts: list[str]) -> Embeddings:
+        """Each text's words counted into `EMBEDDING_SLOTS` slots by their CRC-32, then scaled to length 1: texts
+        that share words are near, and nothing else is (no synonyms, no meaning)."""
+        return Embeddings(vectors=[_word_slots(text) for text in texts])
+
     def _of(self, kind: type[RuleT]) -> list[tuple[int, RuleT]]:
         return [(number, rule) for number, rule in enumerate(self.rules, start=1) if isinstance(rule, kind)]
 
@@ -475,3 +486,15 @@ class FakeProvider(Provider):
             return rule.say or "", []
         raise ModelError(f"fake {request.purpose}: no rule matches the message {str(message)[:80]!r}",
                          retryable=False)
+
+
+EMBEDDING_SLOTS = 64
+"""The length of the fake provider's vectors."""
+
+
+def _word_slots(text: str) -> list[float]:
+    counts = [0.0] * EMBEDDING_SLOTS
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        counts[zlib.crc32(word.encode()) % EMBEDDING_SLOTS] += 1.0
+    length = math.sqrt(sum(c * c for c in counts))
+    return [c / length for c in counts] if length else counts

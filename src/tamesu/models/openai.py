@@ -22,6 +22,7 @@ from tamesu.models._sdk_post import create_is_plain, post_completion
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
+    Embeddings,
     Message,
     ModelError,
     ModelRequest,
@@ -30,7 +31,7 @@ from tamesu.models.base import (
     Usage,
     per_request_headers,
 )
-from tamesu.models.client import not_a_completion
+from tamesu.models.said import not_a_completion
 from tamesu.net.tls import TlsSpec
 from tamesu.plugins import register
 
@@ -112,6 +113,20 @@ class OpenAIProvider(SdkProvider):
             response = self._response(completion)
             return response.model_copy(update={"adapted": adapted}) if adapted else response
         raise ModelError(f"openai:{self.model}: the server kept refusing the request's parameters")
+
+    async def embed(self, texts: list[str]) -> Embeddings:
+        """The SDK's documented `embeddings.create` (its instrumentations see it), the model its `model`."""
+        try:
+            answer = await self._sdk().embeddings.create(model=self.model, input=texts)
+        except Exception as exc:
+            import openai
+
+            if isinstance(exc, openai.OpenAIError):
+                raise self._error(exc, openai) from None
+            raise
+        vectors = [[float(x) for x in item.embedding] for item in sorted(answer.data, key=lambda item: item.index)]
+        used = answer.usage.prompt_tokens if answer.usage is not None else 0
+        return Embeddings(vectors=vectors, usage=Usage(input_tokens=used))
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = [_wire_message(m) for m in request.messages]

@@ -3,10 +3,13 @@ the models a judge or an extraction needs are configured."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tamesu import checks, packs, targets
+from tamesu.checks import similar
 from tamesu.errors import Problem
+from tamesu.models.spec import ModelSpec
 from tamesu.plan.model import LoadedSuite
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import TestSpec
@@ -124,6 +127,7 @@ def check_models_needed(
 ) -> None:
     """A judge, a golden file judged by a model, or an extracted capture need models.judge (or a `model:`)."""
     configured = {**suite.project.spec.models, **suite.spec.models}
+    _check_embedding_models(configured, spec, doc, loc, problems)
     if "judge" in configured or "extract" in configured:
         return
     for i, entry in enumerate(spec.assert_):
@@ -142,6 +146,24 @@ def check_models_needed(
         if capture.extract is not None and "judge" not in configured:
             problems.append(doc.problem((*loc, "capture", i, "extract"), "extract needs a model: set models.judge "
                                         "(or models.extract) in tamesu.yaml or the suite", key=True))
+
+
+def _check_embedding_models(configured: Mapping[str, ModelSpec], spec: TestSpec, doc: Document,
+                            loc: tuple[object, ...], problems: list[Problem]) -> None:
+    """`similar_to` with `method: embedding` names a model that has an embeddings API, or one this machine runs."""
+    for i, entry in enumerate(spec.assert_):
+        options = entry.get("similar_to") if isinstance(entry, dict) else None
+        if not isinstance(options, dict) or options.get("method") != "embedding" or "embedding_model" not in options:
+            continue
+        name = options["embedding_model"]
+        named = configured.get(name) if isinstance(name, str) else None
+        where = (*loc, "assert", i, "similar_to", "embedding_model")
+        if named is not None and named.provider == "anthropic":
+            problems.append(doc.problem(where, f"models.{name} is an anthropic model, and Anthropic's API has no "
+                                        "embeddings: name an openai, azure or fake model"))
+        elif named is None and not similar.embeddings_available():
+            problems.append(doc.problem(where, f"{name!r} is not a model under models:, and a sentence-transformers "
+                                        "model needs the optional extra tamesu[embeddings]"))
 
 
 def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:

@@ -133,7 +133,7 @@ def unpriced_models(suite: LoadedSuite) -> list[Problem]:
         return []
     # here, not at the top: loading a plan without a budget never imports the model client
     from tamesu.models import pricing
-    from tamesu.models.client import is_local_url
+    from tamesu.models.said import is_local_url
 
     warnings = []
     for doc, models in ((project.doc, project.spec.models), (suite.doc, suite.spec.models)):
