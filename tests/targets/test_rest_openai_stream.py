@@ -33,6 +33,11 @@ def openai_streaming_agent() -> Starlette:
             yield _chunk({"reasoning_content": "the user greets me; "})  # a reasoning model's thinking: not the reply
             for word in ("You ", "said: ", said):
                 yield _chunk({"content": word})
+            if "ORD" in said:  # a tool call in fragments: the name, then the arguments' JSON in pieces
+                yield _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                              "function": {"name": "lookup_order", "arguments": ""}}]})
+                for piece in ('{"id": ', '"ORD-7"}'):
+                    yield _chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
             yield _chunk({}, finish="stop")
             yield b"data: [DONE]\n\n"
 
@@ -46,9 +51,17 @@ def openai_streaming_agent() -> Starlette:
 
     async def responses(request: Request) -> StreamingResponse:
         said = (await request.json())["message"]
+        call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup_order",
+                "arguments": json.dumps({"id": "ORD-7"})}
         typed = [{"type": "response.created"}, {"type": "response.reasoning_summary_text.delta", "delta": "hm, "},
+                 {"type": "response.output_item.added", "item": {**call, "arguments": ""}},
+                 {"type": "response.function_call_arguments.delta", "delta": "{\"id\""},
+                 {"type": "response.output_item.done", "item": call},
                  {"type": "response.output_text.delta", "delta": "You said: "},
-                 {"type": "response.output_text.delta", "delta": said}, {"type": "response.completed"}]
+                 {"type": "response.output_text.delta", "delta": said},
+                 # the closing events repeat the whole text
+                 {"type": "response.output_text.done", "text": f"You said: {said}"},
+                 {"type": "response.completed", "response": {"status": "completed"}}]
         return _stream(typed)
 
     async def messages(request: Request) -> StreamingResponse:
@@ -57,8 +70,16 @@ def openai_streaming_agent() -> Starlette:
                  {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
                  {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "You said: "}},
                  {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": said}},
+                 {"type": "content_block_start", "index": 2,
+                  "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup_order", "input": {}}},
                  {"type": "content_block_delta", "index": 2,
-                  "delta": {"type": "input_json_delta", "partial_json": "{\"id\""}},
+                  "delta": {"type": "input_json_delta", "partial_json": "{\"id\": \"OR"}},
+                 {"type": "content_block_delta", "index": 2,
+                  "delta": {"type": "input_json_delta", "partial_json": "D-7\"}"}},
+                 {"type": "content_block_stop", "index": 2},
+                 # every Messages stream ends so: a delta object without text
+                 {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                  "usage": {"output_tokens": 9}},
                  {"type": "message_stop"}]
         return _stream(typed)
 
@@ -126,17 +147,25 @@ tests:
 def test_typed_streams_give_their_text_never_their_reasoning(tmp_path: Path, tamesu: Any,
                                                               serve: Callable[[Any], ThreadServer]) -> None:
     # OpenAI's Responses events and Anthropic's Messages events, relayed by an agent: before, the reasoning
-    # summary's delta was read into the reply, and Anthropic's blocks were read as JSON text
+    # summary's delta was read into the reply, and Anthropic's blocks were read as JSON text; then the closing
+    # message_delta's stop reason was added to the reply as JSON, the Responses' output_text.done repeated the
+    # reply, and the tool calls each of the three streams told in pieces were never seen (tool_not_called passed)
     url = serve(openai_streaming_agent()).url
     (tmp_path / "s.tamesu.yaml").write_text(f"""\
 targets:
   responses: {{ type: rest, url: "{url}/v1/responses" }}
   messages: {{ type: rest, url: "{url}/v1/messages" }}
+  chunks: {{ type: rest, url: "{url}/v1/chat" }}
 tests:
   - {{ name: responses, target: responses, scenario: {{ script: [ {{ say: hi }} ] }},
-      assert: [ {{ equals: "You said: hi" }} ] }}
+      assert: [ {{ equals: "You said: hi" }}, {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }} ] }}
   - {{ name: messages, target: messages, scenario: {{ script: [ {{ say: hi }} ] }},
-      assert: [ {{ equals: "You said: hi" }} ] }}
+      assert: [ {{ equals: "You said: hi" }}, {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }} ] }}
+  - {{ name: chunks, target: chunks, scenario: {{ script: [ {{ say: "where is ORD-7" }} ] }},
+      assert: [ {{ equals: "You said: where is ORD-7" }},
+                {{ tool_called: {{ name: lookup_order, args: {{ id: ORD-7 }} }} }} ] }}
+  - {{ name: no call, target: chunks, scenario: {{ script: [ {{ say: "hello" }} ] }},
+      assert: [ {{ tool_not_called: lookup_order }} ] }}
 """)
     done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -21,6 +21,7 @@ from tamesu.targets.rest.read import (
     values,
 )
 from tamesu.targets.rest.spec import RestSpec
+from tamesu.targets.rest.stream_tools import StreamedToolCalls
 from tamesu.targets.rest.ui_stream import UiMessageStream, read_data_stream
 
 
@@ -85,6 +86,11 @@ class TurnReader:
                                   note=f"response.delta is not set and the stream's events have no $.delta: its "
                                        f"text was read at {stream.detected} (OpenAI-style chunks)")
         calls = stream.tool_calls if isinstance(stream, UiMessageStream) else None
+        if calls is None and "tool_calls" not in self.spec.response.model_fields_set:
+            told = StreamedToolCalls()
+            for event in events:
+                told.add(event)
+            calls = told.calls or None
         return self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
                          first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at, calls=calls)
 

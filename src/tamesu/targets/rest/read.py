@@ -182,6 +182,7 @@ class StreamText:
         self.first_token_at_ms: float | None = None
         self.detected: str | None = None
         """The path the chunks were read at when `response.delta` was not set and another shape was recognised."""
+        self._read_deltas = False
 
     @property
     def text(self) -> str:
@@ -205,6 +206,7 @@ class StreamText:
             return event
         deltas = values(self._delta, event)
         if deltas and self._text_fallback:
+            self._read_deltas = True
             # `$.delta` as typed streams use it: OpenAI's Responses events carry the model's reasoning in `delta`
             # too (`response.reasoning_text.delta`), Anthropic's a block (`{"type": "text_delta", "text"}`, or
             # `thinking_delta`, `input_json_delta`): only the reply's text is the reply
@@ -216,7 +218,9 @@ class StreamText:
         if self._text_fallback and (chunk := _openai_chunk(event)) is not None:
             self.detected = OPENAI_DELTA
             return chunk
-        if not (self._text_fallback or final):
+        if not (self._text_fallback or final) or (self._read_deltas and not final):
+            # after deltas, an event that is not the last holds no more of the reply: a typed stream's closing
+            # event repeats the whole text (OpenAI's `response.output_text.done`)
             return ""
         text = text_of(self._reply.text, event)
         if final and text and text.strip().startswith(self.text.strip()):
@@ -225,9 +229,16 @@ class StreamText:
         return text
 
 
+_RESPONSES_TEXT = ("response.output_text.delta", "response.refusal.delta")
+"""Of OpenAI's Responses events with a `delta`, those whose delta is the reply (not a function call's arguments,
+audio, code, reasoning)."""
+
+
 def _is_reasoning(event: object) -> bool:
+    """An event whose `delta` is no part of the reply: reasoning, thinking, or a Responses event of another kind."""
     kind = event.get("type") if isinstance(event, Mapping) else None
-    return isinstance(kind, str) and ("reasoning" in kind or "thinking" in kind)
+    return isinstance(kind, str) and ("reasoning" in kind or "thinking" in kind
+                                      or (kind.startswith("response.") and kind not in _RESPONSES_TEXT))
 
 
 def _text_delta(value: object) -> str:
@@ -241,7 +252,7 @@ def _text_delta(value: object) -> str:
         found = value.get(key)
         if isinstance(found, str):
             return found
-    return as_text(value) if kind is None else ""
+    return ""  # an object without text (Anthropic's closing `message_delta`: a stop reason) says nothing
 
 
 def _openai_chunk(event: object) -> str | None:
