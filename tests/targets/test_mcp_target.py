@@ -420,6 +420,14 @@ async def test_a_fuzzed_tool_answers_as_its_mode_says_without_calling_the_server
     assert session.counters["tools_fuzzed"] == 1
 
 
+async def test_fuzz_tools_naming_no_tool_of_the_server_fails_the_start(tmp_path: Path) -> None:
+    # before: the misspelt name matched nothing, the real tool answered, and "get_order is down" passed untested
+    with pytest.raises(InfraError, match=r"fuzz_tools names 'get_ordre', which the server does not offer "
+                                         r"\(its tools: crash, get_order"):
+        async with opened(make_session(tmp_path, fuzz={"get_ordre": "error"}), **stdio()):
+            pass
+
+
 async def test_a_delayed_tool_answers_late_or_times_out(tmp_path: Path) -> None:
     session = make_session(tmp_path, fuzz={"get_order": {"mode": "delay", "delay": "300ms"},
                                            "search_docs": {"mode": "delay", "delay": "2s"}})
@@ -433,6 +441,8 @@ async def test_a_delayed_tool_answers_late_or_times_out(tmp_path: Path) -> None:
     assert timed_out.tool_calls[0].result == {"error": "the tool did not answer within 1s"}
     assert [e["outcome"] for e in events(session, "tool_result")] == ["ok", "timeout"]
     assert target.metrics()["mcp_tool_timeouts"] == 1
+    # the docs' `metric: {name: mcp_tool_errors, equals: 0}` sees it: before, it read 0 and passed
+    assert target.metrics()["mcp_tool_errors"] == 1
 
 
 def test_fuzz_options_that_do_not_fit_their_mode_are_refused() -> None:

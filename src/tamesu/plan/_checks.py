@@ -166,6 +166,42 @@ def _check_embedding_models(configured: Mapping[str, ModelSpec], spec: TestSpec,
                                         "model needs the optional extra tamesu[embeddings]"))
 
 
+def check_named_agents(suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...],
+                       problems: list[Problem]) -> None:
+    """`delegated_to` names a remote agent of the suite, and `fuzz_tools` a tool the target can call: a misspelt
+    name would never match, so "billing is down" would pass with billing answering."""
+    remote = set(suite.spec.remote_agents)
+    declared = ", ".join(sorted(remote)) or "none declared"
+    for i, entry in enumerate(spec.assert_):
+        named = entry.get("delegated_to") if isinstance(entry, dict) else None
+        agent = named.get("agent") if isinstance(named, dict) else named
+        if isinstance(agent, str) and "{{" not in agent and agent not in remote:
+            problems.append(doc.problem((*loc, "assert", i, "delegated_to"), f"delegated_to names {agent!r}, which is "
+                                        f"not a remote agent of the suite (remote_agents: {declared})"))
+    target = suite.targets.get(spec.target or "")
+    if target is None:
+        return
+    known = _known_tools(target)
+    if known is None:
+        return  # tools the target learns as it runs (an MCP server's): checked when it lists them
+    for name in spec.fuzz_tools:
+        if name not in remote and name not in known:
+            tools = ", ".join(sorted(known | remote)) or "none"
+            problems.append(doc.problem((*loc, "fuzz_tools", name), f"fuzz_tools names {name!r}, which this test's "
+                                        f"target cannot call (its tools and the suite's remote agents: {tools})",
+                                        key=True))
+
+
+def _known_tools(target: Any) -> set[str] | None:
+    """The tools a target can call, when the suite says them all: none but the remote agents for one that reports
+    no tool calls (an A2A agent's are its delegations), a model target's declared tools; None when not known."""
+    if not targets.target_class(target.type).reports_tool_calls:
+        return set()
+    if target.type == "model" and not getattr(target, "mcp", None):
+        return {tool.name for tool in getattr(target, "tools", [])}
+    return None
+
+
 def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
     node: Any = doc.data
     for part in loc:

@@ -17,7 +17,13 @@ from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.plan import _lint
-from tamesu.plan._checks import check_audio, check_models_needed, check_steps, check_user_side
+from tamesu.plan._checks import (
+    check_audio,
+    check_models_needed,
+    check_named_agents,
+    check_steps,
+    check_user_side,
+)
 from tamesu.plan._templates import check_suite_hooks, check_templates
 from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
@@ -259,6 +265,7 @@ def _expand_test(
             check_audio(suite, case_spec, doc, loc, problems, warnings)
             check_user_side(suite, case_spec, doc, loc, problems)
             check_models_needed(suite, case_spec, doc, loc, problems)
+            check_named_agents(suite, case_spec, doc, loc, problems)
             problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
             warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
             warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))

@@ -44,7 +44,7 @@ go to the model's provider, not to the server under test).
 
 Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`,
 `resent`.
-Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results and protocol errors), `mcp_tool_timeouts`,
+Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results, protocol errors and timeouts), `mcp_tool_timeouts`,
 `mcp_tools_refused`, `tools_fuzzed`, `model_calls`.
 """
 
@@ -155,6 +155,10 @@ class McpTarget(ModelTarget):
         self._server = await self._connect(session, config)
         self._listed = {tool.name for tool in self._server.tools}
         self._offered = self._narrow(self._server)
+        if unknown := sorted(set(session.fuzz_tools) - self._listed):
+            # a misspelt name would leave the tool working: "the tool is down" would pass untested
+            raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, unknown))}, which the server "
+                             f"does not offer (its tools: {', '.join(sorted(self._listed)) or 'none'})")
         url = session.redactor.text(config["url"]) if config["url"] is not None else None
         session.event("mcp_server", transport=self.spec.transport, url=url, server=self._server.name,
                       version=self._server.version, protocol=self._server.protocol_version,
@@ -260,11 +264,12 @@ class McpTarget(ModelTarget):
             await self._process.wait_listening(config["url"], self.spec.connect.timeout)
         except ProcessLookupError as exc:  # before OSError, which it is a kind of
             raise InfraError(f"{self._what}: {exc}{self._stderr_tail()}") from None
+        except TimeoutError:  # before OSError too: it was read as the command failing to start, with no reason
+            raise InfraError(f"{self._what}: the MCP server started but did not listen at its url within "
+                             f"{self.spec.connect.timeout:g}s (is url's port the one the command serves?)"
+                             f"{self._stderr_tail()}") from None
         except OSError as exc:
             raise InfraError(f"{self._what}: cannot start the MCP server's command: {exc.strerror or exc}") from None
-        except TimeoutError:
-            raise InfraError(f"{self._what}: the MCP server started but did not listen at its url within "
-                             f"{self.spec.connect.timeout:g}s{self._stderr_tail()}") from None
 
     def _narrow(self, server: ServerInfo) -> list[ToolSpec]:
         tools = [ToolSpec(name=tool.name, description=tool.description or "", parameters=dict(tool.input_schema))
@@ -424,7 +429,9 @@ class McpTarget(ModelTarget):
         return session.trace.traceparent if session.trace is not None else None
 
     def _timed_out(self, session: Session, name: str, args: dict[str, Any], started: float) -> ToolCall:
+        # a call slower than call_timeout is an error the model was given, as the docs' `mcp_tool_errors: 0` reads
         self._counts["mcp_tool_timeouts"] += 1
+        self._counts["mcp_tool_errors"] += 1
         session.event("tool_result", tool=name, outcome="timeout", ms=round(session.now_ms() - started, 3))
         return ToolCall(name=name, args=args,
                         result={"error": f"the tool did not answer within {self.spec.call_timeout:g}s"})
