@@ -92,3 +92,39 @@ def test_a_broken_suite_is_a_collection_error_with_its_position(tmp_path: Path) 
     result = run_pytest(["-q"], cwd=tmp_path)
     assert result.returncode == 2, result.stdout
     assert "bad.tamesu.yaml:4:13: tests[0].target: no target named 'nowhere'" in result.stdout
+
+
+def test_a_secret_the_agent_echoes_is_masked_in_pytests_output_and_junit(tmp_path: Path) -> None:
+    # before: the failure's text came from the results in memory, unmasked: the token in pytest's console and in
+    # its --junitxml, while tamesu's own files masked it
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def echo(request: Request) -> JSONResponse:
+        return JSONResponse({"reply": "ok", "auth": request.headers.get("authorization", "")})
+
+    server = ThreadServer(Starlette(routes=[Route("/chat", echo, methods=["POST"])])).start()
+    try:
+        (tmp_path / ".env").write_text("API_TOKEN=sk-SUPERSECRET-12345\n")
+        (tmp_path / "tamesu.yaml").write_text("suites: ['*.tamesu.yaml']\n")
+        (tmp_path / "echo.tamesu.yaml").write_text(f"""\
+targets:
+  bot:
+    type: rest
+    url: "{server.url}/chat"
+    headers: {{ Authorization: "Bearer {{{{secrets.API_TOKEN}}}}" }}
+    response: {{ text: $.reply }}
+tests:
+  - name: echoes
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert: [ {{ json_path: {{ path: $.auth, equals: nothing }} }} ]
+""")
+        result = run_pytest(["--junitxml", "junit.xml", "--tamesu-out", "runs"], cwd=tmp_path)
+    finally:
+        server.stop()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'found "Bearer ***"' in result.stdout, result.stdout
+    junit = (tmp_path / "junit.xml").read_text()
+    assert "SUPERSECRET" not in result.stdout + result.stderr and "SUPERSECRET" not in junit

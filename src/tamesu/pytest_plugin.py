@@ -135,10 +135,12 @@ class TamesuItem(pytest.Item):
         result = outcome.results[0]
         if result.status == "passed":
             return
+        # the results in memory hold what the agent said as it said it: masked as the run's files are
+        mask = self.plan.secrets.redactor.text
         if result.status == "skipped":
-            pytest.skip(result.skip_reason or "skipped")
+            pytest.skip(mask(result.skip_reason or "skipped"))
         if result.status == "quarantined":
-            pytest.xfail(f"quarantined ({result.quarantine}): {failure_reason(result)}")
+            pytest.xfail(mask(f"quarantined ({result.quarantine}): {failure_reason(result)}"))
         run = load_run(outcome.run_dir)
         lines = [f"tamesu: {result.id} {result.status}", failure_text(result, run)]
         for summary in result.runs:
@@ -146,7 +148,7 @@ class TamesuItem(pytest.Item):
             if summary.status != "passed" and transcript is not None and transcript.lines:
                 lines.append(f"transcript of run {summary.run}:")
                 lines.extend(f"  {line.role}: {line.text}" for line in transcript.lines)
-        raise TamesuFailure("\n".join(lines))
+        raise TamesuFailure(mask("\n".join(lines)))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TamesuFailure):

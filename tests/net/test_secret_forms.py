@@ -140,6 +140,22 @@ def test_tamesus_cannot_reach_line_leaks_no_encoded_secret(tmp_path: Path, tames
     assert {str(p.relative_to(tmp_path)): leaks(text) for p, text in written.items() if leaks(text)} == {}
 
 
+def test_a_secret_in_a_query_with_a_space_and_an_ampersand_leaks_nothing(tmp_path: Path, tamesu: Any,
+                                                                         judge_url: str) -> None:
+    # before: written into a query, `Zq9 pass&word` came back as `Zq9+pass&word` (the space as a form's `+`,
+    # the `&` left as the separator it became), which no form of the mask matched: console, results, reports
+    secret = "Zq9 pass&word"
+    _project(tmp_path, judge_url, f"    type: rest\n    url: 'http://127.0.0.1:{refused_port()}/chat?key="
+                                  "{{secrets.BOT_TOKEN}}'\n    connect: { attempts: 1 }")
+    (tmp_path / ".env").write_text(f"BOT_TOKEN='{secret}'\n")
+    output, written = _run_everywhere(tmp_path, tamesu)
+    assert "cannot reach http://127.0.0.1" in output, output
+    shapes = [secret, "Zq9+pass&word", "Zq9%20pass&word", "Zq9+pass%26word"]
+    assert [shape for shape in shapes if shape in output] == [], output
+    assert {str(p.relative_to(tmp_path)): shape for p, text in written.items() for shape in shapes
+            if shape in text} == {}
+
+
 def _card_then_404(agent_url: str) -> Starlette:
     """An A2A agent whose card offers HTTP+JSON at a URL holding the secret, and which answers 404 there:
     a2a-sdk's client then raises "Resource not found: <the URL as httpx encoded it>"."""

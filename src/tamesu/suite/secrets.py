@@ -97,7 +97,9 @@ def encoded_forms(value: str) -> set[str]:
     token as base64: each form is masked like the value itself."""
     forms = {value}
     quoted_forms = [quote(value, safe=safe) for safe in _URL_SAFE_SETS]
-    for quoted in [*quoted_forms, quote_plus(value), quote_plus(value, safe="/")]:
+    # a query as yarl (aiohttp) writes one: a space as a form's `+`, the rest as a query keeps it (`&` too)
+    in_query = [quoted.replace("%20", "+") for quoted in quoted_forms if "%20" in quoted]
+    for quoted in [*quoted_forms, *in_query, quote_plus(value), quote_plus(value, safe="/")]:
         forms.add(quoted)
         forms.add(_PERCENT.sub(lambda m: m.group(0).lower(), quoted))
     raw = value.encode()
