@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from model_servers import (
     DEFAULT_VERDICT,
@@ -42,6 +43,7 @@ from tamesu.models.ledger import Ledger
 from tamesu.models.openai import OpenAIProvider
 from tamesu.models.said import redact
 from tamesu.models.spec import BudgetSpec, ModelSpec, PriceSpec
+from tamesu.models.structured import StructuredOutputError, generate_structured
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.serve import ThreadServer
 
@@ -80,6 +82,11 @@ def oai(serve: Serve) -> tuple[OpenAIServer, str]:
 def claude(serve: Serve) -> tuple[AnthropicServer, str]:
     server = AnthropicServer()
     return server, server.base_url(serve(server.app).url)
+
+
+class _Verdict(BaseModel):
+    passed: bool
+    reason: str
 
 
 def openai_spec(base_url: str, model: str = "gpt-4o-mini", **fields: Any) -> ModelSpec:
@@ -524,6 +531,35 @@ async def test_anthropic_unauthorised_hides_the_key(serve: Serve) -> None:
 
 
 # ---- the replay cache ---------------------------------------------------------------------------------
+
+
+async def test_an_answer_that_did_not_validate_is_not_replayed(tmp_path: Path) -> None:
+    # before: every attempt's answer was recorded before it was read, so once a simulator's answers had all been
+    # refused, every later run replayed the same three refusals (0 requests to a server since fixed)
+    server = OpenAIServer()
+    running = ThreadServer(server.app).start()
+    spec = openai_spec(server.base_url(running.url))
+    request = ask("transcript...", purpose="judge", temperature=0.0)
+    verdict = '{"passed": true, "reason": "fine"}'
+    try:
+        server.plan(*[text('{"message": "x"}')] * 3)
+        broken = registry({"judge": spec}, cache=ReplayCache(tmp_path / "cache", "use"))
+        with pytest.raises(StructuredOutputError):
+            await generate_structured(broken.client("judge"), request, _Verdict)
+        await broken.aclose()
+        assert not list((tmp_path / "cache").rglob("*.json"))
+        # one refused, then one read: both kept, so that a replay asks them in the same order
+        server.plan(text('{"nope": 1}'), text(verdict))
+        fixed = registry({"judge": spec}, cache=ReplayCache(tmp_path / "cache", "use"))
+        answer, _ = await generate_structured(fixed.client("judge"), request, _Verdict)
+        await fixed.aclose()
+        assert answer.passed and len(server.calls()) == 5 and len(list((tmp_path / "cache").rglob("*.json"))) == 2
+        replayed = registry({"judge": spec}, cache=ReplayCache(tmp_path / "cache", "only"))
+        again, responses = await generate_structured(replayed.client("judge"), request, _Verdict)
+        await replayed.aclose()
+        assert again.passed and [r.cached for r in responses] == [True, True] and len(server.calls()) == 5
+    finally:
+        running.stop()
 
 
 async def test_record_then_replay_with_the_server_stopped(tmp_path: Path) -> None:

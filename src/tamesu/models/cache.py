@@ -125,6 +125,13 @@ class ReplayCache:
         entry["checksum"] = checksum(entry)
         self._write(self.path(key), json.dumps(entry, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
+    def forget(self, spec: ModelSpec, request: ModelRequest) -> None:
+        """Drop a recorded answer the caller could not use (a structured answer that did not validate): kept, it
+        would be replayed, and refused, on every later run. A replay-only cache is left as it is (committed)."""
+        if self.mode != "use":
+            return
+        self.path(self.key(spec, request)).unlink(missing_ok=True)
+
     @staticmethod
     def _read(path: Path) -> tuple[ModelResponse | None, str | None]:
         """The answer, or None and what is wrong with the entry (None when there is no entry)."""

@@ -167,6 +167,11 @@ class ResilientClient:
         self._charge(response, request)
         return Embeddings(vectors=json.loads(response.text), usage=response.usage)
 
+    def forget(self, request: ModelRequest) -> None:
+        """The answer to `request` was unusable: it leaves the replay cache (`ReplayCache.forget`)."""
+        if self.cache is not None:
+            self.cache.forget(self.spec, self._with_defaults(request))
+
     def _with_defaults(self, request: ModelRequest) -> ModelRequest:
         # the spec's settings apply where the caller left them open; done before the cache key is taken,
         # so changing `temperature:` in tamesu.yaml records new answers

@@ -18,7 +18,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -192,6 +192,13 @@ def _unanswered(response: ModelResponse) -> str | None:
     return "the model reasoned but gave no answer"
 
 
+@runtime_checkable
+class ForgetsAnswers(Protocol):
+    """A client with a replay cache that can drop an answer it recorded (ResilientClient)."""
+
+    def forget(self, request: ModelRequest) -> None: ...
+
+
 async def generate_structured(
     client: ModelClient,
     request: ModelRequest,
@@ -223,6 +230,7 @@ async def ask_structured(
     current = request.model_copy(update={"json_schema": json_schema_of(schema)})
     responses: list[ModelResponse] = []
     record: list[Attempt] = []
+    refused: list[ModelRequest] = []
     last_error = ""
     for number in range(1, attempts + 1):
         response = await client.generate(current)
@@ -235,6 +243,7 @@ async def ask_structured(
         except ValueError as exc:
             last_error = _unanswered(response) or short_error(exc)
             record.append(Attempt(number=number, outcome="rejected", reason=last_error))
+            refused.append(current)
         else:
             repairs = [part for part in (_REASONING_TAKEN_OUT if response.reasoning_in_text else None, repaired)
                        if part]
@@ -247,5 +256,10 @@ async def ask_structured(
             Message(role="assistant", content=response.text),
             Message(role="user", content=_REPAIR.format(error=last_error)),
         ]})
+    # given up: the refused answers leave the replay cache, which would give them back on every later run (those
+    # before an answer that was read stay: a replay of that run asks them again, in the same order)
+    if isinstance(client, ForgetsAnswers):
+        for asked in refused:
+            client.forget(asked)
     raise StructuredOutputError(
         f"{request.purpose}: no valid JSON after {attempts} attempts: {last_error}", responses, record)
