@@ -93,6 +93,13 @@ def test_two_shards_merged_give_the_totals_of_one_run(shop: tuple[Path, dict[str
     twice = run_tamesu(["merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-1")], cwd=tmp_path)
     assert twice.returncode == 2 and "the same test is in two runs" in twice.stderr
 
+    # a shard whose job died before it kept its folder: before, "1 passed, 0 failed", exit 0, a green merge job
+    alone = run_tamesu(["merge", str(tmp_path / "shard-1"), "--out", str(tmp_path / "alone")], cwd=tmp_path)
+    assert alone.returncode == 3, alone.stdout + alone.stderr
+    assert ("shard 2/2 missing: none of its tests is in the merged run (did its job end before it kept its run "
+            "folder?)") in alone.stderr
+    assert json.loads((_only(tmp_path / "alone") / "run.json").read_text())["exit_code"] == 3
+
 
 def test_an_empty_shard_is_an_empty_passing_run(tmp_path: Path, tamesu) -> None:
     suite = tmp_path / "one.yaml"

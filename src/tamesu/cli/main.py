@@ -337,6 +337,8 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     _print_summary(run, console)
     if note := run.unfinished_note():
         click.echo(f"{merged}: {note}", err=True)
+    if run.summary.stopped:
+        click.echo(f"{merged}: {run.summary.stopped}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     code = finish_reports(merged, report_requests(reports, project, default=False),
                            Path(baseline).expanduser() if baseline else None,

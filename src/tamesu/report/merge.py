@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from tamesu import __version__
-from tamesu.errors import EXIT_BUDGET
+from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
 from tamesu.results.records import RunSummaryFile, TestResult, count, exit_code_for
 from tamesu.results.rundir import new_run_dir
@@ -95,10 +95,16 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
     budget = any(r.summary.exit_code == EXIT_BUDGET for r in runs)
     notes = [f"{r.name}: {r.summary.interrupted}" for r in runs if r.summary.interrupted]
     stops = [f"{r.name}: {r.summary.stopped}" for r in runs if r.summary.stopped]
+    missing = missing_shards(shards)
+    if missing:
+        them = "their" if len(missing) > 1 else "its"
+        stops.append(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing: none of {them} tests "
+                     f"is in the merged run (did {them} job end before it kept {them} run folder?)")
     summary = RunSummaryFile(
         tamesu_version=__version__, started_at=min(starts).isoformat() if starts else "",
         finished_at=max(ends).isoformat() if ends else "", duration_ms=round(duration, 3),
-        exit_code=_merged_code(runs, merged, budget), counts=count(merged),
+        exit_code=EXIT_INFRA if missing and _merged_code(runs, merged, budget) in (0, 1)
+        else _merged_code(runs, merged, budget), counts=count(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
         warnings=[w for r in runs for w in r.summary.warnings],
     )
@@ -106,6 +112,16 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
     _write(temporary, summary.model_dump(mode="json"))
     os.replace(temporary, dest / "run.json")
     return dest
+
+
+def missing_shards(shards: list[str]) -> list[str]:
+    """The `K/N` shards of a split that none of the merged runs was (all of one split: the same N)."""
+    split = [tuple(int(p) for p in s.split("/")) for s in shards if s.replace("/", "").isdigit() and "/" in s]
+    totals = {total for _, total in split}
+    if len(totals) != 1:
+        return []
+    total = totals.pop()
+    return [f"{k}/{total}" for k in range(1, total + 1) if (k, total) not in split]
 
 
 def _merged_code(runs: list[LoadedRun], merged: list[TestResult], budget: bool) -> int:
