@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from sessions import events
 from tamesu.conversation import TurnError, UserTurn
+from tamesu.errors import InfraError
 from tamesu.net.serve import ThreadServer
 from tamesu.results.records import RunResult
 from targets.test_rest_target import make_session, opened
@@ -70,8 +71,17 @@ async def _html_reply(_: Request) -> Response:
     return HTMLResponse("<p>Your order <b>A-1</b> has shipped.</p>")
 
 
+async def _locked(_: Request) -> Response:
+    return Response("sign in first", status_code=401, media_type="text/plain")
+
+
+async def _json_404(_: Request) -> Response:
+    return JSONResponse({"error": "no such order"}, status_code=404)
+
+
 def _app() -> Starlette:
-    routes = [("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
+    routes = [("/locked", _locked), ("/json-404", _json_404),
+              ("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error)]
@@ -100,6 +110,21 @@ async def test_a_web_page_for_an_answer_fails_the_turn_naming_the_page(tmp_path:
     async with opened({"url": f"{faulty}/html-reply"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="hi"))
     assert turn.text == "<p>Your order <b>A-1</b> has shipped.</p>"
+
+
+async def test_a_refusal_with_no_json_is_where_tamesu_was_sent_not_the_agents_answer(tmp_path: Path,
+                                                                                     faulty: str) -> None:
+    # before: "Not Found" was the agent's reply, and a test with few checks passed against the wrong server
+    for path, said in [("/nowhere", "HTTP 404 (Not Found): does url name the agent's endpoint?"),
+                       ("/locked", "HTTP 401 (sign in first): check the target's headers (a token?)")]:
+        async with opened({"url": f"{faulty}{path}"}, make_session(tmp_path)) as target:
+            with pytest.raises(InfraError) as caught:
+                await target.send(UserTurn(text="hi"))
+        assert str(caught.value).startswith(f"the agent's server refused the request: {said}"), str(caught.value)
+    # an agent's own refusal in JSON stays its answer, with its status
+    async with opened({"url": f"{faulty}/json-404", "response": {"text": "$.error"}}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    assert (turn.text, turn.status) == ("no such order", 404)
 
 
 async def test_a_json_answer_that_is_not_json_fails_the_turn(tmp_path: Path, faulty: str) -> None:

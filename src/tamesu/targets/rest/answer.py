@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
+from tamesu.errors import InfraError
 from tamesu.targets.rest.http import Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
@@ -36,6 +37,7 @@ class TurnReader:
 
     def answer_turn(self, answer: Answer) -> AgentTurn:
         self.fail_on_5xx(answer)
+        self.fail_on_refusal(answer)
         self.fail_on_web_page(answer)
         if answer.data_stream and isinstance(answer.body, str) and answer.status < 400:
             read = read_data_stream(answer.body)
@@ -130,6 +132,17 @@ class TurnReader:
                         "the agent's API (a page behind a sign-in or proxy, or the site itself, answers HTML; "
                         "a chat on a web page is the browser target's)?", raw=body, status=answer.status)
 
+    def fail_on_refusal(self, answer: Answer) -> None:
+        """A 401, 403, 404 or 405 with no JSON is the server refusing the request, not an agent's answer: a url
+        that names no endpoint (another server on that port: `tamesu view`, a proxy), a missing or wrong token.
+        Read as the reply ("Not Found"), a test with few checks passed; it is where tamesu was sent that is wrong.
+        One with JSON stays a turn with its status (an agent's own `{"error": ...}`, which a test may expect)."""
+        if answer.status not in _REFUSALS or isinstance(answer.body, dict | list):
+            return
+        said = self._session().redactor.text(excerpt(answer.body)) or "no body"
+        raise InfraError(f"the agent's server refused the request: HTTP {answer.status} ({said}): "
+                         f"{_REFUSALS[answer.status]}")
+
     def fail_on_5xx(self, answer: Answer) -> None:
         if answer.status >= 500:
             raise TurnError(f"the agent answered HTTP {answer.status}: "
@@ -137,6 +150,9 @@ class TurnReader:
                             raw=answer.body, status=answer.status)
 
 
+_REFUSALS = {401: "check the target's headers (a token?)", 403: "check the target's headers (a token?)",
+             404: "does url name the agent's endpoint? (another server may hold that port)",
+             405: "does url name the agent's endpoint, and method its method?"}
 OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"
