@@ -14,10 +14,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from checks.grading import fails, passes, problem
+from checks.grading import fails, passes, problem, verdict
 from ports import refused_port
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, UserTurn
+from tamesu.errors import InfraError
 from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
 
@@ -139,12 +140,25 @@ async def test_http_method_headers_and_body(backend: str) -> None:
     assert "s3cret" not in result.reason
 
 
-async def test_http_unreachable_is_a_failed_verdict(backend: str) -> None:
+async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backend: str) -> None:
+    # before: a failed verdict blamed on the agent (exit 1), and with negate: true, a pass
     port = refused_port()
-    result = await fails({"http": f"http://127.0.0.1:{port}/health"}, run_with())
-    assert "could not reach it" in result.reason and f"127.0.0.1:{port}" in result.reason
-    result = await fails({"http": "not a url"}, run_with())
-    assert "could not reach it" in result.reason
+    for entry in ({"http": f"http://127.0.0.1:{port}/health"}, {"http": f"http://127.0.0.1:{port}/health",
+                                                                  "negate": True}):
+        with pytest.raises(InfraError) as caught:
+            await verdict(entry, run_with())
+        assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
+    with pytest.raises(InfraError, match="could not reach it"):
+        await verdict({"http": "not a url"}, run_with())
+
+
+async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
+    # before: "negated: cannot check: ..." passed: a value never found, a metric never measured
+    for entry in ({"http": {"url": f"{backend}/slow", "timeout": "300ms"}, "negate": True},
+                  {"metric": {"name": "time_to_frist_token_ms", "lte": 10}, "negate": True},
+                  {"contains": "{{captured.eta}}", "negate": True}):
+        result = await fails(entry, run_with())
+        assert result.reason.startswith("negated, but not decided: "), result.reason
 
 
 async def test_http_timeout(backend: str) -> None:

@@ -59,7 +59,7 @@ def render_pattern(context: Context, pattern: str, flags: int = 0) -> re.Pattern
 
 
 def template_failed(exc: TemplateError) -> Verdict:
-    return Verdict(passed=False, reason=f"cannot check: {exc}")
+    return Verdict(passed=False, reason=f"cannot check: {exc}", undecided=True)
 
 
 # ---------------------------------------------------------------- the comparison options, as pydantic mixins

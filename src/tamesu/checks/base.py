@@ -36,6 +36,9 @@ class Verdict(BaseModel):
     """A model-made verdict: every answer read for it (accepted, repaired, or rejected and asked again)."""
     unsupported_evidence: list[str] = Field(default_factory=list)
     """Quotes of the evidence that are not in what the judge was shown."""
+    undecided: bool = False
+    """The check could not be made (a value it reads has none, a metric was not measured, a backend did not
+    answer): failed, and `negate` cannot turn it into a pass."""
 
 
 @dataclass

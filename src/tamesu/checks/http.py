@@ -107,15 +107,16 @@ class Http(Check[HttpSpec]):
                     self.spec.method, request.url, headers=request.headers, **request.content()
                 )
         except httpx.TimeoutException:
-            return Verdict(passed=False,
+            return Verdict(passed=False, undecided=True,
                            reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             tls = tls_reason(exc)
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
                 raise InfraError(f"http check: {label}: {tls}") from None
-            return Verdict(passed=False,
-                           reason=f"{label}: could not reach it ({type(exc).__name__}: {str(exc) or 'no detail'})")
+            # the backend the check asks, not the agent: the test's error (exit 3), as an unreachable target is
+            raise InfraError(f"http check: {label}: could not reach it ({type(exc).__name__}: "
+                             f"{str(exc) or 'no detail'})") from None
         return self._decide(label, request, response)
 
     def _decide(self, label: str, request: _Request, response: httpx.Response) -> Verdict:
@@ -140,7 +141,7 @@ def _judge_json(spec: PathSpec, label: str, request: _Request, response: httpx.R
     try:
         path = compile_path(request.path_text)
     except ValueError as exc:
-        return Verdict(passed=False, reason=f"cannot check: {exc}")
+        return Verdict(passed=False, reason=f"cannot check: {exc}", undecided=True)
     try:
         document = response.json()
     except ValueError:

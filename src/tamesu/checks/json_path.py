@@ -134,7 +134,7 @@ class JsonPath(Check[PathSpec]):
         try:
             path = compile_path(path_text)
         except ValueError as exc:
-            return Verdict(passed=False, reason=f"cannot check: {exc}")
+            return Verdict(passed=False, reason=f"cannot check: {exc}", undecided=True)
         found = _locate(path, run.exchanges)
         if found is None:
             verdict = judge(self.spec, path_text, [], expected, _searched(run.exchanges))

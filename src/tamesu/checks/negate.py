@@ -1,4 +1,5 @@
-"""`negate: true` on any assertion (a JSONL one, or a suite's): passes exactly when the inner check fails."""
+"""`negate: true` on any assertion (a JSONL one, or a suite's): passes exactly when the inner check fails, and
+fails when the inner check could not be made (`Verdict.undecided`)."""
 
 from __future__ import annotations
 
@@ -23,4 +24,6 @@ class Negated(Check[Strict]):
 
     async def evaluate(self, run: RunView) -> Verdict:
         verdict = await self.inner.evaluate(run)
+        if verdict.undecided:  # "could not check" is no evidence that the opposite holds
+            return verdict.model_copy(update={"reason": f"negated, but not decided: {verdict.reason}"})
         return verdict.model_copy(update={"passed": not verdict.passed, "reason": f"negated: {verdict.reason}"})

@@ -126,7 +126,8 @@ class _TextCheck(Check[TextSpec]):
             return template_failed(exc)
         empty = [value for value, needle in zip(self._values(), needles, strict=True) if not needle]
         if empty:
-            return Verdict(passed=False, reason=f"cannot check: {shown(empty[0])} rendered to empty text")
+            return Verdict(passed=False, reason=f"cannot check: {shown(empty[0])} rendered to empty text",
+                           undecided=True)
         return self._decide(_Transcript(run, self.spec.match == "speech"), needles)
 
     def _heard(self, transcript: _Transcript, needle: str) -> Match | None:

@@ -69,6 +69,13 @@ async def grade(
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
         if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
             continue
+        if isinstance(assertion.on_turn, int) and assertion.on_turn > len(view.exchanges):
+            # nothing to grade, whatever the check: negated, "turn 5 did not say it" would have passed
+            turns = len(view.exchanges)
+            graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
+                                          reason=f"turn {assertion.on_turn} did not happen (the conversation had "
+                                                 f"{turns} turn{'' if turns == 1 else 's'})"))
+            continue
         try:
             verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
         except TemplateError as exc:
