@@ -29,6 +29,7 @@ from tamesu.cli.shared import (
     settle_for,
     start_telemetry,
     stop_telemetry,
+    to_stdout,
 )
 from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, InfraError, Problem
 
@@ -113,7 +114,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     paused.enter_context(collector_paused())
     plan = _load(paths, config, require_secrets=True)
     mask_logging(plan.secrets.redactor)  # a library's log line must not show a secret either
-    console = make_console(color)
+    requests = report_requests(reports, plan.project)
+    console = make_console(color, stderr=to_stdout(requests))
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)
     tests = select_tests(plan, pattern, tags)
@@ -125,7 +127,6 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         # an empty shard is a valid, empty run: its CI job passes and `merge` finds its directory
         tests = select(tests, shard)
     settings = plan.project.spec.report
-    requests = report_requests(reports, plan.project)
     baseline_dir = Path(baseline).expanduser() if baseline else \
         (plan.project.dir / settings.baseline if settings.baseline else None)
     out_dir = Path(out).expanduser() if out else plan.project.dir / plan.project.spec.out
@@ -331,16 +332,17 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     except (MergeError, RunDirError) as exc:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
-    console = make_console(color)
+    requests = report_requests(reports, project, default=False)
+    console = make_console(color, stderr=to_stdout(requests))
     run = load_run(merged)
-    click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}")
+    click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}", err=to_stdout(requests))
     _print_summary(run, console)
     if note := run.unfinished_note():
         click.echo(f"{merged}: {note}", err=True)
     if run.summary.stopped:
         click.echo(f"{merged}: {run.summary.stopped}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
-    code = finish_reports(merged, report_requests(reports, project, default=False),
+    code = finish_reports(merged, requests,
                            Path(baseline).expanduser() if baseline else None,
                            default_tolerance if tolerance is None else tolerance, console, run.summary.exit_code)
     sys.exit(code)

@@ -89,6 +89,14 @@ def report_requests(cli_value: str | None, project: Project | None, *,
     return []
 
 
+def to_stdout(requests: list[ReportRequest]) -> bool:
+    """A report goes to standard output (`json:-`): the console then writes to standard error, so that
+    `--report json:- | jq` reads the report alone."""
+    from tamesu.report.emit import STDOUT
+
+    return any(request.path == STDOUT for request in requests)
+
+
 def finish_reports(run_dir: Path, requests: list[ReportRequest], baseline: Path | None, tolerance: float,
                     console: Console, code: int) -> int:
     """Compare with the baseline, write every report; a report that cannot be written is exit 3.

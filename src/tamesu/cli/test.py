@@ -274,6 +274,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
         settle_for,
         start_telemetry,
         stop_telemetry,
+        to_stdout,
     )
     from tamesu.jsonl.run import JsonlFile, JsonlPlan, TestSettings
     from tamesu.report.case_console import TestConsole
@@ -307,7 +308,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
         if refused:
             click.echo(f"tamesu test: cannot write -o {settings.output}: {refused}", err=True)
             return EXIT_INFRA
-    rich_console = make_console(options["color"])
+    rich_console = make_console(options["color"], stderr=to_stdout(requests))
     console = TestConsole(rich_console, secrets.redactor, options["verbose"])
     origin = provenance(project.dir)
     # the same store and the same records as `tamesu run`: each case is written as it finishes

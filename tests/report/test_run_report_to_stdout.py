@@ -1,0 +1,32 @@
+"""`tamesu run --report json:-` (and `merge`): the report alone on standard output, the console on standard error.
+Before, stdout began with `tamesu running 2 tests...` and the PASS/FAIL lines, and `jq` could not read it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_tamesu
+
+_SUITE = """
+targets:
+  bot: { type: model, model: bot }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - { name: greets, scenario: { script: [ { say: hi } ] }, assert: [ { contains: hello } ] }
+  - { name: refunds, scenario: { script: [ { say: hi } ] }, assert: [ { contains: refund } ] }
+"""
+
+
+def test_a_report_to_stdout_is_alone_there(tmp_path: Path) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "json:-"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert sorted(test["test"] for test in report["tests"]) == ["greets", "refunds"]
+    assert "FAIL  s/refunds" in done.stderr and "1 passed, 1 failed" in done.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    merged = run_tamesu(["merge", str(run_dir), "--out", "merged", "--report", "junit:-"], cwd=tmp_path)
+    assert merged.returncode == 1 and merged.stdout.lstrip().startswith("<?xml"), merged.stdout + merged.stderr
+    assert "merged 1 run into" in merged.stderr
