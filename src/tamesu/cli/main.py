@@ -159,6 +159,9 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         if store_writer is not None:
             store_writer.close(timeout=5)
         click.echo(interrupted_note(stop, runner.run_dir), err=True)
+        if requests and runner.run_dir is not None and (runner.run_dir / "run.json").is_file():
+            # a CI job cancelled or timed out still gets the reports it asks for, of what finished
+            finish_reports(runner.run_dir, requests, None, settings.tolerance, console, stop.exit_code)
         sys.exit(stop.exit_code)
     finally:
         stop_telemetry(telemetry)

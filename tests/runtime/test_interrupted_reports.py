@@ -1,0 +1,52 @@
+"""A run stopped by SIGTERM (a CI job cancelled or past its time) still writes the reports it was asked for, of
+what finished. Before, exit 143 and no JUnit, HTML or Markdown at all: the CI system showed nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from lifeline import tied
+
+_SUITE = """
+targets:
+  bot: { type: model, model: bot }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - { name: quick, scenario: { script: [ { say: hi } ] }, assert: [ { contains: hello } ] }
+  - name: slow
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { command: "sleep 3" } ]
+"""
+
+
+def test_sigterm_still_writes_the_reports_of_what_finished(tmp_path: Path) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    process = subprocess.Popen(
+        tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out", "--parallel", "1",
+              "--report", "junit:reports/junit.xml,markdown:reports/summary.md"]),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            lines = [p for p in (tmp_path / "out").glob("*/results.jsonl") if p.read_text().strip()]
+            if lines:
+                break
+            time.sleep(0.1)
+        assert lines, "the quick test never finished"
+        time.sleep(0.5)  # the slow one is in its command
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, out + err
+    junit = ET.parse(tmp_path / "reports" / "junit.xml").getroot()
+    cases = {case.get("name"): case for case in junit.iter("testcase")}
+    assert "quick" in cases and cases["quick"].find("failure") is None, ET.tostring(junit)
+    assert "interrupted by SIGTERM" in (tmp_path / "reports" / "summary.md").read_text() + err
