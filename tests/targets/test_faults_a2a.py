@@ -117,6 +117,20 @@ async def test_a_card_with_no_interface_tamesu_speaks_is_one_line(faulty: Faulty
     assert "\n" not in message
 
 
+async def test_a_url_with_no_scheme_once_rendered_is_said_where_it_is(tmp_path: Path) -> None:
+    # before: "the agent answered an error: Network communication error: the URL's scheme '' is not http(s)",
+    # fault agent, exit 1 (`{{env.AGENT_URL}}` set to host:port, or `{{remote.X.grpc}}` as docs/remote-agents.md
+    # names the address)
+    session = make_session(tmp_path)
+    session.context = session.context.child(vars={"where": "127.0.0.1:9/a2a"})
+    with pytest.raises(InfraError) as caught:
+        async with opened({"url": "{{vars.where}}"}, session):
+            pass
+    assert str(caught.value) == (
+        "a2a target shop: url '127.0.0.1:9/a2a' (from '{{vars.where}}') must start with http://, https://, grpc:// "
+        "or grpcs:// (a remote agent's gRPC address is grpc://{{remote.NAME.grpc}})")
+
+
 @pytest.mark.parametrize("mode", ["send", "stream"])
 async def test_a_task_still_working_at_the_turn_timeout_is_cancelled(agents: A2AAgents, tmp_path: Path,
                                                                      mode: str) -> None:

@@ -82,7 +82,7 @@ from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_c
 from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, still_rate_limited
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
-from tamesu.targets.a2a._spec import A2ASpec, PushSpec
+from tamesu.targets.a2a._spec import URL_SCHEMES, A2ASpec, PushSpec
 from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
 from tamesu.targets.a2a._turn import Progress, followed_task, turn_metadata, user_message
 from tamesu.targets.a2a._wire import Wire
@@ -150,6 +150,12 @@ class A2ATarget(Target[A2ASpec]):
             self._metadata = session.context.render_value(spec.metadata)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
+        if not self._url.startswith(URL_SCHEMES):
+            # written `{{env.AGENT_URL}}` or `{{remote.X.grpc}}` (a bare host:port): said where it is, not as the
+            # agent's error
+            raise InfraError(f"{self._what}: url {session.redactor.text(self._url)!r} (from {spec.url!r}) must start "
+                             "with http://, https://, grpc:// or grpcs:// (a remote agent's gRPC address is "
+                             "grpc://{{remote.NAME.grpc}})")
         self._wire = Wire(session=session, connect=spec.connect, tls=spec.tls, turn_timeout=spec.turn_timeout,
                           headers=headers, what=self._what, max_response_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)
