@@ -391,6 +391,19 @@ async def test_credentials_read_the_extended_card(agents: A2AAgents, tmp_path: P
     assert TOKEN not in json.dumps([e.data for e in session.events])
 
 
+async def test_a_skill_only_the_extended_card_has_names_why_that_card_was_not_read(agents: A2AAgents,
+                                                                                    tmp_path: Path) -> None:
+    # before: "does not offer the skill 'refunds'", the refused token only in the card_extended event
+    session = make_session(tmp_path)
+    spec = {"url": f"{agents.urls['secure']}/a2a", "skill": "refunds", "headers": {"Authorization": "Bearer wrong"}}
+    with pytest.raises(InfraError) as caught:
+        async with opened(spec, session):
+            pass
+    message = str(caught.value)
+    assert "does not offer the skill 'refunds'" in message and \
+        "; the extended card, which may, could not be read: the agent answered HTTP 401" in message, message
+
+
 @pytest.mark.parametrize("port, rpc, version", [("grpc_url", "GetExtendedAgentCard", "1.0"),
                                                ("grpc03_url", "GetAgentCard", "0.3")])
 async def test_grpc_url_reads_the_card_over_grpc(agents: A2AAgents, tmp_path: Path, port: str, rpc: str,

@@ -174,11 +174,13 @@ class A2ATarget(Target[A2ASpec]):
         except NoSpokenInterface as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         self._choice = choice
+        unread = None
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
-            card = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
+            card, unread = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
         self._card = card
         skill = checked_skill(self.spec.skill, card, search, self._what,
-                              self._require_session().redactor.text("; ".join(search.tried) or self._url))
+                              self._require_session().redactor.text("; ".join(search.tried) or self._url),
+                              session.redactor.text(unread) if unread else None)
         self._streaming = spec.stream and (card is None or card.capabilities.streaming)
         if spec.stream and not self._streaming:
             session.event("no_streaming", reason="the agent card says the agent does not stream")

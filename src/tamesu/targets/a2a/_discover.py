@@ -68,15 +68,16 @@ async def _grpc_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
 
 
 async def extended_card(wire: Wire, session: Session, card: AgentCard, choice: Choice,
-                        turn_timeout: float) -> AgentCard:
-    """The extended card, read with the target's credentials; the public card when it cannot be read."""
+                        turn_timeout: float) -> tuple[AgentCard, str | None]:
+    """The extended card, read with the target's credentials; the public card and why, when it cannot be read."""
     reader = wire.client(card, choice, streaming=False)
     try:
         extended = await wire.call(choice.url, lambda: reader.get_extended_agent_card(
             GetExtendedAgentCardRequest(), context=wire.context(choice, timeout=turn_timeout)))
     except SDK_ERRORS as exc:
-        session.event("card_extended", added=0, error=agent_error(exc).describe())
-        return card
+        error = agent_error(exc).describe()
+        session.event("card_extended", added=0, error=error)
+        return card, error
     finally:
         with contextlib.suppress(Exception):
             await reader.close()
@@ -84,7 +85,7 @@ async def extended_card(wire: Wire, session: Session, card: AgentCard, choice: C
     added = [skill.id for skill in extended.skills if skill.id not in known]
     session.event("card_extended", added=len(added), skills=added, name=extended.name,
                   version=extended.version)
-    return extended
+    return extended, None
 
 
 def note_grpc_extended(session: Session, search: CardSearch) -> None:
@@ -103,16 +104,18 @@ def assumed_card(streaming: bool, push: bool) -> AgentCard:
     return AgentCard(capabilities=AgentCapabilities(streaming=streaming, push_notifications=push))
 
 
-def checked_skill(wanted: str | None, card: AgentCard | None, search: CardSearch, what: str, looked: str) -> str | None:
+def checked_skill(wanted: str | None, card: AgentCard | None, search: CardSearch, what: str, looked: str,
+                  unread: str | None = None) -> str | None:
     """The id of the skill the target asks for (what `tamesu coverage` counts as exercised); raises InfraError
     when the card does not offer it or there is no card to ask. `looked` is where the card was looked for,
-    masked."""
+    masked; `unread`, why the extended card (which may hold the skill) could not be read."""
     if wanted is None:
         return None
     if card is None:
         raise InfraError(f"{what}: skill {wanted!r} needs the agent card, and none was found ({looked})")
     found = find_skill(card, wanted)
     if found is None:
+        extended = f"; the extended card, which may, could not be read: {unread}" if unread else ""
         raise InfraError(f"{what}: the agent card ({card.name}) does not offer the skill {wanted!r}: "
-                         f"{skills_text(card)}")
+                         f"{skills_text(card)}{extended}")
     return found
