@@ -85,3 +85,21 @@ def test_coverage_lists_a_declared_remote_agent_nobody_called(orchestrator: str,
     remote = next(s for s in json.loads(report.stdout)["sections"] if s["kind"] == "remote_agents")
     assert {i["name"]: (i["offered"], i["uses"]) for i in remote["items"]} == {"billing": (True, 0),
                                                                               "shipping": (True, 1)}
+
+
+def test_a_delegation_refused_for_its_token_is_said_in_the_failure(tamesu: Callable[..., Any], tmp_path: Path) -> None:
+    # the orchestrator started without SHIPPING_AGENT_TOKEN: before, "no delegation to shipping; delegated to: none"
+    process = subprocess.Popen(tied(forked.script_command(EXAMPLE / "agent.py", "--port", "0")), cwd=EXAMPLE,
+                               stdout=subprocess.PIPE, text=True,
+                               env={k: v for k, v in os.environ.items() if k != "SHIPPING_AGENT_TOKEN"})
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().rsplit(" ", 1)[-1].strip()
+        done = tamesu(["run", "--out", str(tmp_path), "--filter", "shipping"], cwd=EXAMPLE,
+                      env={**os.environ, "ORCHESTRATOR_URL": url})
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("no delegation to shipping (1 message to it refused: no valid bearer token); delegated to: none"
+            in done.stdout), done.stdout

@@ -46,7 +46,12 @@ class DelegatedTo(Check[DelegatedToSpec]):
         to_agent = [c for c in delegations if c.name == self.spec.agent]
         if not to_agent:
             others = ", ".join(sorted({c.name for c in delegations})) or "none"
-            return Verdict(passed=False, reason=f"no delegation to {self.spec.agent}; delegated to: {others}")
+            refused = [e for e in run.events
+                       if e.name == "delegation_refused" and e.data.get("agent") == self.spec.agent]
+            turned_away = (f" ({len(refused)} message{'s' if len(refused) > 1 else ''} to it refused: "
+                           f"{refused[0].data.get('reason')})") if refused else ""
+            return Verdict(passed=False, reason=f"no delegation to {self.spec.agent}{turned_away}; "
+                                                f"delegated to: {others}")
         try:
             contains = run.context.render_text(self.spec.contains) if self.spec.contains is not None else None
             pattern = render_pattern(run.context, self.spec.regex) if self.spec.regex is not None else None
