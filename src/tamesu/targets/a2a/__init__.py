@@ -1,14 +1,8 @@
 """The `a2a` target: an agent that speaks the Agent2Agent protocol, 0.3 or 1.0, on JSON-RPC, HTTP+JSON or gRPC.
 
-Keys (templates allowed in `url`, `headers`, `metadata`):
-- `url`: the JSON-RPC endpoint, the base of the HTTP+JSON binding, or `grpc://host:port` (`grpcs://` for TLS).
-- `transport`: `jsonrpc`, `http` or `grpc`; how the choice is made is in `_transport`.
-- `headers`: sent with every request, the card's included; gRPC metadata on gRPC.
-- `stream`: message/stream. `push`: `true` or `{addr, url}`: a local listener receives push notifications.
-  The two are exclusive. `skill`: an id or name the card must list. `metadata`: every message's metadata
-  (a JSONL test's `options.metadata` adds to it for that test's turns, and its `options.skip` goes under `skip`).
-- `turn_timeout` (default 60s): one turn, including every wait for a working task. `connect`: retries of a
-  request that never reached the agent, then the run is an infrastructure error.
+Keys: `_spec.A2ASpec` (templates allowed in `url`, `headers`, `metadata`); how `transport` is chosen is in
+`_transport`; a JSONL test's `options.metadata` adds to the messages' metadata and its `options.skip` goes under
+`skip`.
 
 Opening a session:
 1. The card, looked for and read as `_discover` says (found: a `card` event; none: `card_missing`, and the card
@@ -82,7 +76,7 @@ from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_c
 from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, refused, still_rate_limited
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
-from tamesu.targets.a2a._spec import URL_SCHEMES, A2ASpec, PushSpec
+from tamesu.targets.a2a._spec import A2ASpec, PushSpec, check_rendered_url
 from tamesu.targets.a2a._transport import Choice, NoSpokenInterface, choose
 from tamesu.targets.a2a._turn import Progress, followed_task, turn_metadata, user_message
 from tamesu.targets.a2a._wire import Wire
@@ -150,12 +144,7 @@ class A2ATarget(Target[A2ASpec]):
             self._metadata = session.context.render_value(spec.metadata)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
-        if not self._url.startswith(URL_SCHEMES):
-            # written `{{env.AGENT_URL}}` or `{{remote.X.grpc}}` (a bare host:port): said where it is, not as the
-            # agent's error
-            raise InfraError(f"{self._what}: url {session.redactor.text(self._url)!r} (from {spec.url!r}) must start "
-                             "with http://, https://, grpc:// or grpcs:// (a remote agent's gRPC address is "
-                             "grpc://{{remote.NAME.grpc}})")
+        check_rendered_url(self._url, spec.url, self._what, session.redactor.text)
         self._wire = Wire(session=session, connect=spec.connect, tls=spec.tls, turn_timeout=spec.turn_timeout,
                           headers=headers, what=self._what, max_response_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu.errors import InfraError
 from tamesu.targets.base import TargetSpec
 from tamesu.types import HostPort, Strict
 
@@ -65,3 +67,11 @@ class A2ASpec(TargetSpec):
         if self.push is False:
             return None
         return PushSpec() if self.push is True else self.push
+
+
+def check_rendered_url(url: str, written: str, what: str, mask: Callable[[str], str]) -> None:
+    """A url written as a template (`{{env.AGENT_URL}}`, `{{remote.X.grpc}}`: a bare host:port) that rendered
+    without a scheme: an infrastructure error saying where, not the agent's error (the SDK's "scheme ''")."""
+    if not url.startswith(URL_SCHEMES):
+        raise InfraError(f"{what}: url {mask(url)!r} (from {written!r}) must start with http://, https://, grpc:// "
+                         "or grpcs:// (a remote agent's gRPC address is grpc://{{remote.NAME.grpc}})")
