@@ -130,6 +130,21 @@ def test_an_agent_echoing_a_secret_in_every_form_leaks_none(tmp_path: Path, tame
     assert {str(p.relative_to(tmp_path)): leaks(text) for p, text in written.items() if leaks(text)} == {}
 
 
+def test_the_judge_model_is_never_sent_a_secret_the_agent_repeated(tmp_path: Path, tamesu: Any,
+                                                                   serve: Serve) -> None:
+    # before: every file showed ***, but the judge's request held the token as the agent echoed it, in every form:
+    # to a hosted model, the secret left the machine
+    judge = OpenAIServer()
+    judge_url = judge.base_url(serve(judge.app).url)
+    agent = serve(Starlette(routes=[Route("/chat", _echo_everywhere, methods=["POST"])])).url
+    _project(tmp_path, judge_url, f"    type: rest\n    url: '{agent}/chat'\n"
+                                  "    request: { body: { message: '{{message}}', token: '{{secrets.BOT_TOKEN}}' } }")
+    _run_everywhere(tmp_path, tamesu)
+    sent = [json.dumps(call.body, ensure_ascii=False) for call in judge.calls()]
+    assert sent and all("plain ***" in body for body in sent), sent
+    assert [leaks(body) for body in sent if leaks(body)] == []
+
+
 def test_tamesus_cannot_reach_line_leaks_no_encoded_secret(tmp_path: Path, tamesu: Any, judge_url: str) -> None:
     port = refused_port()
     _project(tmp_path, judge_url, f"    type: rest\n    url: 'http://127.0.0.1:{port}/chat/{{{{secrets.BOT_TOKEN}}}}'\n"

@@ -23,4 +23,4 @@ def project_models(project: Project, secrets: Secrets, cache_mode: CacheMode | N
     context = Context(secrets=secrets, env=dict(os.environ), vars=project.spec.vars)
     return ModelRegistry(project.spec.models, render=context.render_text,
                          cache=ReplayCache.from_spec(cache_spec, base_dir=project.dir, mask=secrets.redactor.data),
-                         ledger=Ledger(project.spec.budget))
+                         ledger=Ledger(project.spec.budget), mask=secrets.redactor.data)

@@ -154,7 +154,8 @@ class Runner:
         budget = suite.spec.budget
         ledger = Ledger(budget, parent=self.ledger) if budget.usd is not None or budget.tokens is not None \
             else self.ledger
-        return ModelRegistry(specs, render=self._suite_context(suite).render_text, cache=self.cache, ledger=ledger)
+        return ModelRegistry(specs, render=self._suite_context(suite).render_text, cache=self.cache, ledger=ledger,
+                             mask=self.plan.secrets.redactor.data)
 
     def _suite_context(self, suite: LoadedSuite) -> Context:
         merged = {**self.plan.project.spec.vars, **suite.spec.vars}

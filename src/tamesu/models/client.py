@@ -48,6 +48,9 @@ RETRY_SPREAD = 0.25
 TIMEOUT_MARGIN = 5.0
 """Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
 
+_THE_AGENTS_OWN = ("target", "counterpart")
+"""Calls made as the agent under test (or the agent in the user's seat): sent as the test wrote them."""
+
 DEFAULT_ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 DEFAULT_ENV_BASE_URLS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
                          "azure": "AZURE_OPENAI_ENDPOINT"}
@@ -79,9 +82,14 @@ class ResilientClient:
         sleep: Sleep | None = None,
         record: Record | None = None,
         gate: Gate | None = None,
+        mask: Callable[[Any], Any] | None = None,
     ) -> None:
         self.spec = spec
         self._record = record
+        self._mask = mask
+        """The run's redactor: what tamesu's own roles send (a judge's transcript, a simulator's history) shows a
+        secret the agent repeated as `***`, as every file does; the agent's own model (a `model` target) is sent
+        what the test says."""
         self._gate = gate or Gate(spec.max_concurrent)
         """Held while a request is out (`max_concurrent`), shared by every client of the same server."""
         self._provider = provider if isinstance(provider, Provider) else None
@@ -176,6 +184,9 @@ class ResilientClient:
         # the spec's settings apply where the caller left them open; done before the cache key is taken,
         # so changing `temperature:` in tamesu.yaml records new answers
         update: dict[str, object] = {}
+        if self._mask is not None and request.purpose not in _THE_AGENTS_OWN:
+            update["messages"] = [m.model_copy(update={"content": self._mask(m.content)}) for m in request.messages]
+            update["context"] = self._mask(request.context)
         if request.temperature is None and self.spec.temperature is not None:
             update["temperature"] = self.spec.temperature
         if request.max_tokens is None and self.spec.max_tokens is not None:
@@ -260,10 +271,13 @@ class ModelRegistry:
         sleep: Sleep | None = None,
         base_dir: Path | None = None,
         record: Record | None = None,
+        mask: Callable[[Any], Any] | None = None,
         _providers: dict[str, Provider] | None = None,
         _gates: dict[str, Gate] | None = None,
     ) -> None:
         self.specs = dict(specs)
+        self.mask = mask
+        """The run's redactor (`Redactor.data`), for what tamesu's own roles send (`ResilientClient`)."""
         self.base_dir = base_dir
         """Where the fake provider finds a rules file named by a relative path (the suite's directory)."""
         self.render = render or (lambda text: text)
@@ -281,7 +295,7 @@ class ModelRegistry:
         one test run, and reporting retries and timeouts to `record` (its `session.event`). Close the
         registry it came from, not this one."""
         return ModelRegistry(self.specs, render=self.render, cache=self.cache, ledger=ledger, sleep=self._sleep,
-                             base_dir=self.base_dir, record=record, _providers=self._providers,
+                             base_dir=self.base_dir, record=record, mask=self.mask, _providers=self._providers,
                              _gates=self._gates)
 
     def spec(self, role: str, override: object = None) -> ModelSpec:
@@ -332,7 +346,8 @@ class ModelRegistry:
             fallback = self._client(spec.fallback) if spec.fallback is not None else None
             gate = self._gates.setdefault(_connection(spec), Gate(spec.max_concurrent))
             client = ResilientClient(spec, lambda: self._provider(spec), cache=self.cache, ledger=self.ledger,
-                                     fallback=fallback, sleep=self._sleep, record=self._record, gate=gate)
+                                     fallback=fallback, sleep=self._sleep, record=self._record, gate=gate,
+                                     mask=self.mask)
             self._clients[key] = client
         return client
 
