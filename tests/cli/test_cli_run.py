@@ -255,7 +255,9 @@ def test_cases_filter_tags_and_skip(tmp_path: Path, tamesu, agent) -> None:
                                                                         ("later", "skipped")]
     assert "waiting for the v2 endpoint" in filtered.stdout
     nothing = tamesu(["run", "suite.yaml", "--filter", "nomatch"], cwd=tmp_path)
-    assert nothing.returncode == 2 and "no test matches" in nothing.stderr
+    assert nothing.returncode == 2 and "no test matches --filter nomatch" in nothing.stderr
+    untagged = tamesu(["run", "suite.yaml", "--tags", "nightly"], cwd=tmp_path)  # was "matches the filter": which?
+    assert untagged.returncode == 2 and "no test matches --tags nightly" in untagged.stderr
 
 
 def test_hooks_run_in_order_project_first(tmp_path: Path, tamesu, agent) -> None:

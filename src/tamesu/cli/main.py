@@ -120,7 +120,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)
     tests = select_tests(plan, pattern, tags)
     if not tests:
-        click.echo("no test matches the filter", err=True)
+        asked = " and ".join(f"{flag} {value}" for flag, value in (("--filter", pattern), ("--tags", tags)) if value)
+        click.echo(f"no test matches {asked or 'the filter'}", err=True)
         sys.exit(EXIT_CONFIG)
     shard = parse_shard(shard_text)
     if shard is not None:

@@ -96,10 +96,10 @@ if __name__ == "__main__":
 """
 
 
-IGNORED = (".env", "tamesu-runs/", ".tamesu/store.db*")
+IGNORED = (".env", "tamesu-runs/", ".tamesu/store.db*", "suites/.agent.log", "suites/.agent.pid")
 """What a project's repository should not hold: the secrets file the project reads (`.env`), the run folders (one
-per test per run, forever) and the local results store. The replay cache (`.tamesu/cache`) is meant to be
-committed, so it is not here."""
+per test per run, forever), the local results store, and the sample agent's log and pid files its hooks write.
+The replay cache (`.tamesu/cache`) is meant to be committed, so it is not here."""
 
 
 def ignore_what_runs_leave(directory: Path) -> str | None:

@@ -83,7 +83,8 @@ async def grade(
                                           on_turn=assertion.on_turn))
             continue
         except (InfraError, ModelError) as exc:
-            reason = f"{assertion.label}: {exc}"
+            said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:"
+            reason = said if said.startswith(f"{assertion.label}:") else f"{assertion.label}: {said}"
             error = error or reason
             tried = getattr(exc.__cause__, "attempts", None) or []  # a judge that never answered in shape
             attempted(assertion.label, tried)
