@@ -113,6 +113,9 @@ def test_the_spec_says_what_is_missing_or_misplaced() -> None:
         "headers go with url": {"command": "srv", "headers": {"A": "b"}},
         "tools come from its server": {"command": "srv", "tools": [{"name": "x"}]},
         "call_timeout must be more than 0": {"command": "srv", "call_timeout": 0},
+        # before: validate said ok, the run "args: {{session.port}} has no value", exit 3
+        "{{session.port}} is the free port of a server tamesu starts and reaches over HTTP: it needs both command "
+        "and url": {"command": "srv", "args": ["--port", "{{session.port}}"]},
     }
     for message, spec in problems.items():
         with pytest.raises(ValidationError, match=re.escape(message)):

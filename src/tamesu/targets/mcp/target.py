@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import re
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -113,6 +114,10 @@ class McpTargetSpec(ModelTargetSpec):
             raise ValueError("headers go with url")
         if self.call_timeout <= 0:
             raise ValueError("call_timeout must be more than 0")
+        written = " ".join(map(str, [self.command or "", *self.args, *self.env.values(), self.url or ""]))
+        if re.search(r"\{\{\s*session\.port\s*\}\}", written) and (self.command is None or self.url is None):
+            raise ValueError("{{session.port}} is the free port of a server tamesu starts and reaches over HTTP: "
+                             "it needs both command and url")
         return self
 
     @property
