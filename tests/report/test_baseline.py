@@ -94,3 +94,7 @@ def test_no_earlier_run_is_a_warning_not_a_failure(tmp_path: Path, tamesu, serve
     assert "warning: baseline:" in result.stdout and "holds no earlier run" in result.stdout
     first_ever = tamesu(["run", "shop.yaml", "--out", "runs", "--baseline", "no-such-folder"], cwd=tmp_path)
     assert first_ever.returncode == 0 and "warning: baseline: no-such-folder" in first_ever.stdout
+    # a run compared with itself: before, "not a run directory (no results.jsonl)", of a folder that has one
+    run_dir = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())[0]
+    itself = tamesu(["report", str(run_dir), "--baseline", str(run_dir)], cwd=tmp_path)
+    assert "is this run itself: name an earlier run, or the folder of runs" in itself.stdout + itself.stderr

@@ -170,6 +170,8 @@ def resolve_run_dir(path: Path, exclude: Path | None = None) -> Path:
         return path
     latest = latest_run_dir(path, exclude)
     if latest is None:
+        if is_run_dir(path):  # the run being compared itself
+            raise RunDirError(f"{path}: is this run itself: name an earlier run, or the folder of runs")
         raise RunDirError(f"{path}: not a run directory (no results.jsonl) and holds no earlier run")
     return latest
 
