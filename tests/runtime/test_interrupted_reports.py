@@ -9,6 +9,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 from lifeline import tied
 
@@ -50,3 +51,47 @@ def test_sigterm_still_writes_the_reports_of_what_finished(tmp_path: Path) -> No
     cases = {case.get("name"): case for case in junit.iter("testcase")}
     assert "quick" in cases and cases["quick"].find("failure") is None, ET.tostring(junit)
     assert "interrupted by SIGTERM" in (tmp_path / "reports" / "summary.md").read_text() + err
+
+
+def test_a_conversation_cut_short_keeps_what_it_said(tmp_path: Path, serve: Any) -> None:
+    # before: the run folder held plan.json and run.json only; the answered first turn was gone
+    import asyncio
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    asked: list[str] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        asked.append((await request.json())["message"])
+        if len(asked) > 1:
+            await asyncio.sleep(30)  # the second turn hangs
+        return JSONResponse({"reply": "your order shipped"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "s.tamesu.yaml").write_text(f"""
+targets:
+  bot: {{ type: rest, url: "{url}/chat", response: {{ text: $.reply }} }}
+tests:
+  - name: hangs
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+""")
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out"]),
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(asked) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, out + err
+    assert "0 of 1 planned test finished" in err
+    [transcript] = list((tmp_path / "out").glob("*/s/hangs/run-1/transcript.json"))
+    said = [line["text"] for line in json.loads(transcript.read_text())["lines"]]
+    assert said[:2] == ["one", "your order shipped"], said

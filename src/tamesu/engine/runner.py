@@ -346,7 +346,12 @@ class Runner:
             if test.classify is not None and self.stopping.signum is None:
                 test.classify(outcome.result, number)
             if self.stopping.signum is not None and outcome.result.status == "error":
-                return None  # cut short: neither written nor retried
+                # cut short: no verdict, so no line of results.jsonl (the test did not finish) and no retry; what
+                # the conversation said until then is kept in its run folder, not lost
+                with contextlib.suppress(OSError):
+                    directory.write_json(run_dir / "transcript.json", outcome.transcript)
+                    directory.write_json(run_dir / "result.json", outcome.result)
+                return None
             try:
                 directory.write_json(run_dir / "transcript.json", outcome.transcript)
                 directory.write_json(run_dir / "result.json", outcome.result)
