@@ -81,3 +81,23 @@ def test_a_character_the_console_cannot_write_is_escaped(tmp_path: Path, serve: 
     run = _only_run(tmp_path / "out")
     names = [json.loads(line)["test"] for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(names) == ["plain", "thumbs \U0001f44d"]  # the files keep the text as it was
+
+
+def test_a_listing_whose_reader_stops_ends_quietly(tmp_path: Path, serve: Any) -> None:
+    # `tamesu list | head -1`: before, "stdout can no longer be written ... the run goes on and writes its results
+    # and reports", of a command that runs nothing
+    _suite(tmp_path, "http://127.0.0.1:9", [f"test {n}" for n in range(3000)], "x")
+    process = subprocess.Popen(tied([*forked.tamesu_command(), "list"]), cwd=tmp_path,
+                               env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        code = process.wait(timeout=60)
+        said = process.stderr.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert first.startswith(b"s/test 0"), first
+    assert code == 0 and said == "", said

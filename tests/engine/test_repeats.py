@@ -288,3 +288,5 @@ def test_jsonl_cases_take_repeat_pass_threshold_and_adaptive(tmp_path: Path, tam
     assert repeated.returncode == 0, repeated.stdout + repeated.stderr
     again = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "again.jsonl").read_text().splitlines()}
     assert again["adaptive"]["stats"]["runs"] == 3 and again["fixed"]["stats"]["runs"] == 3
+    # the console says them too (it showed run 1's line alone, under the verdict over every run)
+    assert repeated.stdout.count("  Runs: 3/3 passed (run 1 shown) · rate 1.00 [") == 2, repeated.stdout

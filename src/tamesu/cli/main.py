@@ -408,6 +408,7 @@ def schema(kind: str, directory: str | None) -> None:
 
 
 _STARTS_PROCESSES = {"run", "test", "doctor"}
+_RUNS_TESTS = {"run", "test", "merge"}
 
 
 def entry(command: click.Command | None = None) -> None:
@@ -419,7 +420,8 @@ def entry(command: click.Command | None = None) -> None:
     from tamesu.runtime.children import arm
     from tamesu.runtime.signals import exit_before_the_run
 
-    steady_streams()  # a console that goes away, or cannot write a character, never ends a run
+    # a console that goes away, or cannot write a character, never ends a run
+    steady_streams(runs=command is not None or (len(sys.argv) > 1 and sys.argv[1] in _RUNS_TESTS))
     if command is not None or (sys.argv[1:2] and sys.argv[1] in _STARTS_PROCESSES):
         # every process this command starts, and what they start, ends with it (even on SIGKILL)
         arm()

@@ -133,6 +133,11 @@ class TestConsole:
             self._standard(record)
         else:
             self._tree(record)
+        if record.stats is not None:
+            # repeated: the mark is the verdict over every run, the lines above are run 1's
+            stats = record.stats
+            self._line(f"  Runs: {stats.passes}/{stats.runs} passed (run 1 shown) · "
+                       + " · ".join(part for part in (stats.line(), stats.ks()) if part))
         self._line("")
 
     def _standard(self, record: CaseRecord) -> None:
