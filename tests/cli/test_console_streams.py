@@ -44,21 +44,26 @@ def _only_run(out: Path) -> Path:
     return run
 
 
-def test_a_reader_that_stops_reading_stops_the_console_not_the_run(tmp_path: Path, serve: Any) -> None:
-    _suite(tmp_path, _agent(serve, 0.3), ["one", "two", "three", "four"], "café")
-    env = {**os.environ, "NO_COLOR": "1"}
-    process = subprocess.Popen(tied([*forked.tamesu_command(), "run", "s.tamesu.yaml", "--out", "out"]), cwd=tmp_path,
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _head_one(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[bytes, int, str]:
+    """`tamesu ARGS | head -1`: the first line, then the reader goes; the exit code and what stderr said."""
+    process = subprocess.Popen(tied([*forked.tamesu_command(), *args]), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
     try:
         assert process.stdout is not None and process.stderr is not None
-        first = process.stdout.readline()  # as `| head -1` reads, then goes
+        first = process.stdout.readline()
         process.stdout.close()
         code = process.wait(timeout=60)
-        said = process.stderr.read().decode()
+        return first, code, process.stderr.read().decode()
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_reader_that_stops_reading_stops_the_console_not_the_run(tmp_path: Path, serve: Any) -> None:
+    _suite(tmp_path, _agent(serve, 0.3), ["one", "two", "three", "four"], "café")
+    env = {**os.environ, "NO_COLOR": "1"}
+    first, code, said = _head_one(["run", "s.tamesu.yaml", "--out", "out"], tmp_path, env)
     assert first.startswith(b"tamesu running 4 tests"), first
     assert code == 0, said  # every test passed: the verdict, not the console, decides
     assert said.splitlines() == ["tamesu: stdout can no longer be written (Broken pipe): what follows is not shown; "
@@ -87,17 +92,6 @@ def test_a_listing_whose_reader_stops_ends_quietly(tmp_path: Path, serve: Any) -
     # `tamesu list | head -1`: before, "stdout can no longer be written ... the run goes on and writes its results
     # and reports", of a command that runs nothing
     _suite(tmp_path, "http://127.0.0.1:9", [f"test {n}" for n in range(3000)], "x")
-    process = subprocess.Popen(tied([*forked.tamesu_command(), "list"]), cwd=tmp_path,
-                               env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert process.stdout is not None and process.stderr is not None
-        first = process.stdout.readline()
-        process.stdout.close()
-        code = process.wait(timeout=60)
-        said = process.stderr.read().decode()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    first, code, said = _head_one(["list"], tmp_path, {**os.environ, "NO_COLOR": "1"})
     assert first.startswith(b"s/test 0"), first
     assert code == 0 and said == "", said

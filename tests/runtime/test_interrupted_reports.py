@@ -26,6 +26,12 @@ tests:
 """
 
 
+def _terminated(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """SIGTERM, as a CI system cancelling the job sends it; what the run printed once it stopped."""
+    process.send_signal(signal.SIGTERM)
+    return process.communicate(timeout=60)
+
+
 def test_sigterm_still_writes_the_reports_of_what_finished(tmp_path: Path) -> None:
     (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
     process = subprocess.Popen(
@@ -41,8 +47,7 @@ def test_sigterm_still_writes_the_reports_of_what_finished(tmp_path: Path) -> No
             time.sleep(0.1)
         assert lines, "the quick test never finished"
         time.sleep(0.5)  # the slow one is in its command
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=60)
+        out, err = _terminated(process)
     finally:
         if process.poll() is None:
             process.kill()
@@ -85,8 +90,7 @@ tests:
         deadline = time.monotonic() + 60
         while len(asked) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=60)
+        out, err = _terminated(process)
     finally:
         if process.poll() is None:
             process.kill()
