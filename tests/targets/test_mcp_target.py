@@ -362,6 +362,18 @@ async def test_a_429_from_the_server_is_waited_out_and_said(tmp_path: Path, http
         [(1, 0.1, 0.1, url), (2, 0.1, 0.1, url)]
 
 
+async def test_a_server_still_limiting_after_the_retries_is_asked_rate_limit_retries_times(
+        tmp_path: Path, http_server: Callable[..., str]) -> None:
+    # before: the SDK's next request after the failed initialize was waited out as many times again (4 events, and
+    # their waits, for rate_limit_retries: 2)
+    url = http_server("--limit", "100")
+    session = make_session(tmp_path)
+    with pytest.raises(InfraError, match=r"cannot be reached: .*HTTP 429"):
+        async with opened(session, type="mcp", url=url, connect={"backoff": "50ms"}, rate_limit_retries=2):
+            pass
+    assert [e["attempt"] for e in events(session, "rate_limited")] == [1, 2]
+
+
 async def test_a_server_that_refuses_the_headers_is_an_infrastructure_error(
         tmp_path: Path, http_server: Callable[..., str]) -> None:
     url = http_server("--token", "t0ken")

@@ -61,12 +61,17 @@ def _transport_class(module: Any) -> type[Any]:
     class RateLimitedTransport(module.AsyncBaseTransport):  # type: ignore[misc]  # httpx's or httpx2's class, chosen at run time
         def __init__(self, inner: Any, limit: RateLimit) -> None:
             self._inner, self._limit = inner, limit
+            self._gave_up = False
+            """A request was still refused after every retry: the others that follow it on this connection (an
+            SDK's own, after the failure) are not waited for again."""
 
         async def handle_async_request(self, request: Any) -> object:
             limit = self._limit
             for retried in range(limit.retries + 1):
                 response = await self._inner.handle_async_request(request)
-                if response.status_code != 429 or retried == limit.retries \
+                if response.status_code == 429 and retried == limit.retries:
+                    self._gave_up = True
+                if response.status_code != 429 or retried == limit.retries or self._gave_up \
                         or not isinstance(request.stream, module.ByteStream):
                     return response
                 asked = retry_after_from_headers(response.headers)
