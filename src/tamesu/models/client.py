@@ -152,6 +152,8 @@ class ResilientClient:
     async def embed(self, texts: list[str]) -> Embeddings:
         """Vectors for `texts` through the provider's embeddings API, with the cache, retries and ledger of
         `generate` (no fallback: another model's vectors are not comparable with this one's)."""
+        if self._mask is not None:  # the agent's words: a secret it repeated is not sent either
+            texts = [str(self._mask(text)) for text in texts]
         request = ModelRequest(purpose="embedding", messages=[Message(role="user", content=t) for t in texts])
         if self.cache is not None:
             hit = self.cache.get(self.spec, request, self._record)
