@@ -171,6 +171,27 @@ def test_a_secret_in_a_query_with_a_space_and_an_ampersand_leaks_nothing(tmp_pat
             if shape in text} == {}
 
 
+def test_a_secret_cut_by_an_excerpt_leaks_no_part(tmp_path: Path, tamesu: Any, judge_url: str, serve: Serve) -> None:
+    # before: a reason's excerpt was shortened before it was masked: "Bearer supersecret-token…", the first 17 of
+    # the 21 characters in the console, the reports, results.jsonl and result.json
+    secret = "supersecret-token-123"
+
+    async def echo(request: Request) -> JSONResponse:
+        said = "Order ORD-1001 has shipped, arriving Friday,  your token is Bearer "  # the excerpt ends in the token
+        return JSONResponse({"text": said + (await request.json())["token"] + " thanks"})
+
+    agent = serve(Starlette(routes=[Route("/chat", echo, methods=["POST"])])).url
+    _project(tmp_path, judge_url, f"    type: rest\n    url: '{agent}/chat'\n"
+                                  "    request: { body: { message: '{{message}}', token: '{{secrets.BOT_TOKEN}}' } }",
+             assertion="not_contains: Friday")
+    (tmp_path / ".env").write_text(f"BOT_TOKEN={secret}\n")
+    output, written = _run_everywhere(tmp_path, tamesu)
+    assert "your token is Bearer ***…" in output, output  # cut where the excerpt ends, and masked
+    part = secret[:8]
+    assert part not in output
+    assert [str(p.relative_to(tmp_path)) for p, text in written.items() if part in text] == []
+
+
 def _card_then_404(agent_url: str) -> Starlette:
     """An A2A agent whose card offers HTTP+JSON at a URL holding the secret, and which answers 404 there:
     a2a-sdk's client then raises "Resource not found: <the URL as httpx encoded it>"."""

@@ -19,6 +19,13 @@ from tamesu.errors import TemplateError
 MASK = "***"
 # A value shorter than this would mask ordinary words everywhere; such a secret is not worth hiding by text.
 _MIN_REDACTED_LENGTH = 3
+_MIN_CUT = 6
+"""The shortest part of a secret, cut at an ellipsis, that is masked: shorter, ordinary words would be."""
+
+
+def _cut_short(text: str) -> bool:
+    """Whether `text` holds an ellipsis, where an excerpt was shortened (`…`, or `...`)."""
+    return "…" in text or "..." in text
 _MAX_DOTENV_BYTES = 1_000_000
 # Below this many bytes the shared part of a base64 text at another alignment is too short to mask safely.
 _MIN_BASE64_CORE = 6
@@ -130,6 +137,9 @@ class Redactor:
         self._forms: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
         self._json_pattern: re.Pattern[str] | None = None
+        self._cut_pattern: re.Pattern[str] | None = None
+        """A form cut short at an ellipsis (`supersecret-token…`, an excerpt shortened before it was masked): its
+        start before one, or its end after one, at least `_MIN_CUT` characters."""
 
     def add(self, value: str) -> None:
         if len(value) >= _MIN_REDACTED_LENGTH and value not in self._values:
@@ -139,11 +149,23 @@ class Redactor:
             ordered = sorted(self._forms, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
             self._json_pattern = None  # made again from the new forms when next asked
+            self._cut_pattern = None
+
+    def _cut(self) -> re.Pattern[str]:
+        if self._cut_pattern is None:
+            heads = {form[:n] for form in self._forms for n in range(_MIN_CUT, len(form))}
+            tails = {form[-n:] for form in self._forms for n in range(_MIN_CUT, len(form))}
+            self._cut_pattern = re.compile(
+                "|".join([*(f"{re.escape(h)}(?=…|\\.\\.\\.)" for h in sorted(heads, key=len, reverse=True)),
+                          *(f"(?:(?<=…)|(?<=\\.\\.\\.)){re.escape(t)}" for t in sorted(tails, key=len, reverse=True))])
+                or "(?!)")
+        return self._cut_pattern
 
     def text(self, text: str) -> str:
         if self._pattern is None or not text:
             return text
-        return self._pattern.sub(MASK, text)
+        masked = self._pattern.sub(MASK, text)
+        return self._cut().sub(MASK, masked) if _cut_short(masked) else masked
 
     def in_json(self, text: str) -> bool:
         """Whether any secret shows in `text`, JSON written by `json.dumps(..., ensure_ascii=False)`: one search
@@ -155,7 +177,9 @@ class Redactor:
             escaped = sorted({json.dumps(form, ensure_ascii=False)[1:-1] for form in self._forms}, key=len,
                              reverse=True)
             self._json_pattern = re.compile("|".join(re.escape(form) for form in escaped))
-        return self._json_pattern.search(text) is not None
+        if self._json_pattern.search(text) is not None:
+            return True
+        return _cut_short(text) and self._cut().search(text) is not None
 
     def data(self, value: object) -> Any:
         if self._pattern is None:
