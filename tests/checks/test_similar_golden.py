@@ -214,6 +214,22 @@ async def test_update_golden_writes_the_file_then_the_next_run_passes(tmp_path: 
     assert path.read_text(encoding="utf-8").endswith("agent: Sorry.\n")
 
 
+async def test_a_golden_file_written_masked_matches_the_next_run(tmp_path: Path) -> None:
+    # before: the file held "***", the next run's transcript the secret: "expected "user: hello ***", found
+    # "user: hello ***"" (both sides masked in the message), a failure blamed on the agent, forever
+    from dataclasses import replace
+
+    from tamesu.suite.secrets import Redactor
+
+    redactor = Redactor()
+    redactor.add("sk-live-0123456789")
+    run = conversation(("hello sk-live-0123456789", "Hi! Your key ends in 6789."), base_dir=tmp_path)
+    await passes({"golden": "g.txt"}, replace(run, update_golden=True, redactor=redactor))
+    assert "sk-live" not in (tmp_path / "g.txt").read_text()
+    again = await passes({"golden": "g.txt"}, replace(run, redactor=redactor))
+    assert again.reason == "the transcript matches golden file g.txt (2 lines)"
+
+
 async def test_exact_ignores_line_endings_and_trailing_space(tmp_path: Path) -> None:
     (tmp_path / "b.txt").write_bytes(GOLDEN_TEXT.replace("\n", "  \r\n").encode() + b"\r\n\r\n")
     await passes({"golden": {"file": "b.txt", "mode": "exact"}}, booking_run(tmp_path))
