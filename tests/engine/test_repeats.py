@@ -290,3 +290,24 @@ def test_jsonl_cases_take_repeat_pass_threshold_and_adaptive(tmp_path: Path, tam
     assert again["adaptive"]["stats"]["runs"] == 3 and again["fixed"]["stats"]["runs"] == 3
     # the console says them too (it showed run 1's line alone, under the verdict over every run)
     assert repeated.stdout.count("  Runs: 3/3 passed (run 1 shown) · rate 1.00 [") == 2, repeated.stdout
+
+
+def test_an_adaptive_test_that_ran_out_of_runs_is_judged_by_their_interval(tmp_path: Path, tamesu: Any) -> None:
+    # before: 20 of 20 passed, the statistics line said "decided: passes at 95%", and the test FAILED as
+    # "undecided at 20 runs" (the stopping rule, stricter than the interval of a fixed number of runs)
+    (tmp_path / "s.tamesu.yaml").write_text("""
+targets:
+  bot: { type: model, model: bot }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - name: steady
+    repeat: 20
+    pass_threshold: 0.8
+    adaptive: { confidence: 0.95, min_runs: 5 }
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { contains: hello } ]
+""")
+    result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  s/steady  20/20 runs passed" in result.stdout and "decided: passes" in result.stdout
