@@ -257,6 +257,8 @@ def test_every_class_of_bad_jsonl_is_one_answer_quickly(name: str, tmp_path: Pat
     ('{"id": "a", "input": "hi"\n{"id": "b", "input": "ok"}\n', "1:26", "the line ends before the value does"),
     ('{"id": "a", "input": "hi"\n', "1:26", "the file ends before the value does"),
     ('{"id": "a",\n "input": x}\n', "2:11", ""),  # an object over two lines fails where it really breaks
+    # a line that is no JSON at all, after a good one: before, reported at the end of the good line above it
+    ('{"id": "a", "input": "hi"}\nnot json at all\n', "2:1", ""),
 ])
 def test_an_unfinished_json_object_is_reported_on_its_own_line(content: str, at: str, note: str, tamesu: Any,
                                                                tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
         try:
             value, end = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            at, note = _where_it_broke(text, exc.pos)
+            at, note = _where_it_broke(text, exc.pos, pos)
             line, col = line_col(at)
             yield Problem(label, line, col, "", f"not valid JSON: {exc.msg}{note}")
             pos = _next_object(text, pos)
@@ -151,10 +151,13 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
         pos = end
 
 
-def _where_it_broke(text: str, at: int) -> tuple[int, str]:
-    """Where to report a syntax error found at `at`: the decoder skips line ends inside a value, so an object
-    left open at the end of its line fails on the next line's first character; the line at fault is the one
-    that ended too soon, reported just after its last character."""
+def _where_it_broke(text: str, at: int, start: int) -> tuple[int, str]:
+    """Where to report a syntax error found at `at` in a value begun at `start`: the decoder skips line ends
+    inside a value, so an object left open at the end of its line fails on the next line's first character; the
+    line at fault is the one that ended too soon, reported just after its last character. A line that is no JSON
+    at all fails where it starts: it is reported there."""
+    if at <= start:
+        return at, ""
     end = at
     while end > 0 and text[end - 1] in " \t\r\n":
         end -= 1
