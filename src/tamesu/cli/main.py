@@ -121,7 +121,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     tests = select_tests(plan, pattern, tags)
     if not tests:
         asked = " and ".join(f"{flag} {value}" for flag, value in (("--filter", pattern), ("--tags", tags)) if value)
-        click.echo(f"no test matches {asked or 'the filter'}", err=True)
+        click.echo(f"no test matches {asked}" if asked else "no test to run: the suites hold none", err=True)
         sys.exit(EXIT_CONFIG)
     shard = parse_shard(shard_text)
     if shard is not None:
