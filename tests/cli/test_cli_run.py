@@ -258,6 +258,9 @@ def test_cases_filter_tags_and_skip(tmp_path: Path, tamesu, agent) -> None:
     assert nothing.returncode == 2 and "no test matches --filter nomatch" in nothing.stderr
     untagged = tamesu(["run", "suite.yaml", "--tags", "nightly"], cwd=tmp_path)  # was "matches the filter": which?
     assert untagged.returncode == 2 and "no test matches --tags nightly" in untagged.stderr
+    (tmp_path / "empty.yaml").write_text("targets: {}\ntests: []\n")
+    empty = tamesu(["run", "empty.yaml"], cwd=tmp_path)  # was "no test matches the filter", of no filter
+    assert empty.returncode == 2 and "no test to run: the suites hold none" in empty.stderr, empty.stderr
 
 
 def test_hooks_run_in_order_project_first(tmp_path: Path, tamesu, agent) -> None:
