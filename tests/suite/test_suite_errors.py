@@ -117,6 +117,11 @@ CASES = [
         "suite.yaml:4:5: targets.api.uri: not a rest target key (did you mean 'url'?)",
         id="unknown-target-key",
     ),
+    pytest.param(  # before: "not an other key", after the name the user gave the model
+        "targets: {}\nmodels:\n  other: { provider: fake, temprature: 0.2 }\ntests: []\n",
+        "suite.yaml:3:28: models.other.temprature: not a model key (did you mean 'temperature'?)",
+        id="a-named-models-key",
+    ),
     pytest.param(
         "targets:\n  line:\n    type: voice\n    url: ws://127.0.0.1:9/x\n    audio: { encodng: pcm16 }\n"
         "tests: []\n",

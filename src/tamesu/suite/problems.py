@@ -71,9 +71,16 @@ def keys_of(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
+_NAMED_ENTRIES = {"models": "model", "targets": "target", "remote_agents": "remote agent"}
+"""Maps whose keys are names the user chose: `models.other.temprature` is not a *model* key, not an "other" one."""
+
+
 def owner_name(loc: Sequence[object], default: str) -> str:
-    for part in reversed(loc):
+    for index in range(len(loc) - 1, -1, -1):
+        part = loc[index]
         if isinstance(part, str):
+            if index > 0 and loc[index - 1] in _NAMED_ENTRIES and len(loc) == index + 1:
+                return _NAMED_ENTRIES[str(loc[index - 1])]
             return _OWNER_NAMES.get(part, part)
     return default
 
