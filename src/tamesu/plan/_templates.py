@@ -88,3 +88,35 @@ def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
     if field_name not in _REMOTE_FIELDS:
         return f"a remote agent has {', '.join(_REMOTE_FIELDS)}"
     return None
+
+
+_HOOK_ROOTS = {"before_all": ("vars", "env", "secrets"), "after_all": ("vars", "env", "secrets")}
+"""What a suite's first and last hooks can read: they run before any test and after every one, in the suite's
+context (its and the project's vars), so nothing of a test (captured, run, remote, session) is there."""
+
+
+def check_hook_templates(hooks: object, doc: Document, variables: set[str], test_vars: set[str],
+                         secret_problems: list[Problem], problems: list[Problem], secrets: Secrets) -> None:
+    """Every template of a `hooks:` block (a suite's or tamesu.yaml's, as written) names something that exists
+    when the hook runs; `test_vars` are those any test of the suite has, for its `before_each`/`after_each`."""
+    if not isinstance(hooks, dict):
+        return
+    for stage, entries in hooks.items():
+        for path, text in walk_strings(entries):
+            loc = ("hooks", stage, *path)
+            for expr, problem in references(text):
+                root = expr.partition(".")[0]
+                if problem:
+                    problems.append(doc.problem(loc, problem))
+                elif stage in _HOOK_ROOTS and root not in _HOOK_ROOTS[stage]:
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: a {stage} hook runs "
+                                                f"{'before' if stage == 'before_all' else 'after'} every test, "
+                                                "where only vars, env and secrets have values"))
+                elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (
+                        stage in _HOOK_ROOTS or m.group(1) not in test_vars):
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "
+                                                "the suite or the project"))
+                elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
+                    secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
+                elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
+                    secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))

@@ -24,7 +24,7 @@ from tamesu.plan._checks import (
     check_steps,
     check_user_side,
 )
-from tamesu.plan._templates import check_suite_hooks, check_templates
+from tamesu.plan._templates import check_hook_templates, check_suite_hooks, check_templates
 from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
@@ -97,6 +97,12 @@ def load_plan(
         plan.suites.append(loaded)
         plan.tests.extend(tests)
         plan.warnings.extend(warnings)
+    if project.doc is not None and isinstance(project.doc.data, dict):
+        # the project's hooks run with every suite: a var any of them (or any test) has may be meant
+        known = {*project.spec.vars, *(name for suite in plan.suites for name in suite.spec.vars)}
+        check_hook_templates(project.doc.data.get("hooks"), project.doc, known,
+                             {name for test in plan.tests for name in test.vars},
+                             problems if require_secrets else plan.warnings, problems, secrets)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
     plan.warnings = list(dict.fromkeys(plan.warnings))
@@ -187,6 +193,10 @@ def _load_suite(
             seen_names[test.name] = index
             check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
             planned.append(test)
+    suite_vars = {*project.spec.vars, *spec.vars}
+    test_vars = {name for test in planned for name in test.vars}
+    check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
+                         problems if require_secrets else warnings, problems, secrets)
     if problems:
         raise ConfigError(problems)
     return suite, planned, warnings

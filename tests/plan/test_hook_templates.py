@@ -1,0 +1,40 @@
+"""A hook's template that names nothing is a suite error before anything runs (exit 2), as every other template
+is: before, `tamesu validate` said ok and the run failed at the hook ("{{vars.nope}} has no value", exit 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_tamesu
+
+
+def test_hook_templates_that_name_nothing_are_refused_where_written(tmp_path: Path) -> None:
+    (tmp_path / "tamesu.yaml").write_text("""\
+suites: ["*.tamesu.yaml"]
+vars: { host: "127.0.0.1" }
+hooks:
+  before_all: [ "echo {{vars.nope}}" ]
+""")
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+vars: { port: "9" }
+hooks:
+  before_all: [ "echo {{vars.host}}:{{vars.port}} {{captured.id}}" ]
+  before_each: [ { http: { url: "http://{{vars.host}}:{{vars.port}}/{{vars.zzz}}" } } ]
+  after_each: [ "echo {{vars.lang}}" ]
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: t
+    vars: { lang: en }
+    scenario: { script: [ { say: hi } ] }
+""")
+    done = run_tamesu(["validate"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = sorted(line for line in done.stderr.splitlines() if ".yaml:" in line)
+    assert lines == [
+        "s.tamesu.yaml:3:17: hooks.before_all[0]: bad template {{captured.id}}: a before_all hook runs before every "
+        "test, where only vars, env and secrets have values",
+        "s.tamesu.yaml:4:33: hooks.before_each[0].http.url: bad template {{vars.zzz}}: no var 'zzz' in the suite or "
+        "the project",
+        "tamesu.yaml:4:17: hooks.before_all[0]: bad template {{vars.nope}}: no var 'nope' in the suite or the project",
+    ], done.stderr
