@@ -78,7 +78,7 @@ CASES = [
         TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      script:\n"
         "        - say: \"{{vars.city}}\"\n",
         "suite.yaml:10:16: tests[0].scenario.script[0].say: bad template {{vars.city}}: no var 'city' in the "
-        "test, its cases or the suite",
+        "test, its cases, the suite or the project",
         id="bad-template-var",
     ),
     pytest.param(

@@ -185,8 +185,9 @@ class Runner:
             try:
                 await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, hook_dir, "after_all")
             except HookFailed as exc:
-                warnings.append(str(exc))
-                self.reporter.warning(str(exc))
+                said = f"suite {suite.name}: {exc}"  # two suites' after_all hooks failing read as one line twice
+                warnings.append(said)
+                self.reporter.warning(said)
         return warnings
 
     def _unrun(self, test: PlannedTest, status: Literal["skipped", "error"], reason: str) -> TestResult:

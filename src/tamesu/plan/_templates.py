@@ -51,7 +51,7 @@ def check_templates(
                                                 "assertions have none"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
-                                                f"in the test, its cases or the suite"))
+                                                f"in the test, its cases, the suite or the project"))
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
                                                 f"{m.group(1)!r}"))
