@@ -38,3 +38,17 @@ tests:
         "the project",
         "tamesu.yaml:4:17: hooks.before_all[0]: bad template {{vars.nope}}: no var 'nope' in the suite or the project",
     ], done.stderr
+
+
+def test_a_project_targets_template_is_placed_in_tamesu_yaml(tmp_path: Path) -> None:
+    # before: "suites/a.tamesu.yaml:1:1: targets.shop.url: ..." (the suite's first character), once per suite
+    (tmp_path / "tamesu.yaml").write_text('suites: ["*.tamesu.yaml"]\ntargets:\n  shop:\n    type: rest\n'
+                                          '    url: "{{env.TAMESU_TEST_UNSET_URL}}/chat"\n')
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.tamesu.yaml").write_text(
+            f"name: {name}\ntests:\n  - {{ name: t, target: shop, scenario: {{ script: [ {{ say: hi }} ] }} }}\n")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[:2] == [
+        "tamesu.yaml:5:10: targets.shop.url: environment variable TAMESU_TEST_UNSET_URL is not set",
+        "1 problem found"], done.stderr

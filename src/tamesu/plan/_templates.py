@@ -36,34 +36,48 @@ def check_templates(
         # without its cases: walking all of them once per case made 20,000 inline cases quadratic
         raw_test = {key: value for key, value in raw_test.items() if key not in ("cases", "vars")}
     raw_target = test.suite.spec.targets.get(test.target_name, {})
-    sources = [(("tests", test.index), raw_test), (("targets", test.target_name), raw_target)]
-    for prefix, raw in sources:
+    sources = [(("tests", test.index), raw_test, doc),
+               (("targets", test.target_name), raw_target, _target_doc(test, doc))]
+    for prefix, raw, here in sources:
         for path, text in walk_strings(raw):
             for expr, problem in references(text):
                 loc = (*prefix, *path)
                 if problem:
-                    problems.append(doc.problem(loc, problem))
+                    problems.append(here.problem(loc, problem))
                     continue
                 if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) \
                         and expr.partition(".")[0] in TURN_ROOTS:
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
                                                 "target's request (its url, headers, body); a test's script and "
                                                 "assertions have none"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
                                                 f"in the test, its cases, the suite or the project"))
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
                                                 f"{m.group(1)!r}"))
                 elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
-                    secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
+                    secret_problems.append(here.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
-                    secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
+                    secret_problems.append(here.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
                 elif (m := _REMOTE_REF.match(expr)) and (wrong := _remote_problem(test, m)):
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
                 elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
-                    problems.append(doc.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
+                    problems.append(here.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
                                                 "assertion runs after they stop"))
+
+
+
+
+def _target_doc(test: PlannedTest, doc: Document) -> Document:
+    """The file that writes the test's target: the suite's, or tamesu.yaml for a target of the project's (its
+    problems were placed at the suite's 1:1)."""
+    own = doc.data.get("targets") if isinstance(doc.data, dict) else None
+    if isinstance(own, dict) and test.target_name in own:
+        return doc
+    project = test.suite.project.doc
+    targets = project.data.get("targets") if project is not None and isinstance(project.data, dict) else None
+    return project if project is not None and isinstance(targets, dict) and test.target_name in targets else doc
 
 
 def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
