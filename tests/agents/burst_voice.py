@@ -1,7 +1,8 @@
 """A `voice` websocket agent (binary pcm16 16 kHz, no control messages) that does not pace its audio, as a
 newcomer's bot often does not: on `/burst` its greeting is one binary message and its answer, once the caller
 has spoken and fallen quiet for 0.5 s, is every 20 ms frame sent at once. On `/paced` it greets in 20 ms frames
-sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stream at twice real time. Its
+sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stream at twice real time. On `/flood`
+it never stops sending its greeting, as fast as the socket takes it. Its
 speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
         self.connections += 1
         path = ws.request.path if ws.request is not None else ""
         try:
+            if path == "/flood":  # its greeting again and again, as fast as the socket takes it, never ending
+                while True:
+                    await ws.send(self.greeting)
             if path == "/paced":
                 start = asyncio.get_running_loop().time()
                 for n, k in enumerate(range(0, len(self.greeting), FRAME)):

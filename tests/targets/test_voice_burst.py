@@ -27,6 +27,7 @@ targets:
   bot: { type: voice, url: "{{env.BOT}}/burst", turn_timeout: 20s }
   paced-bot: { type: voice, url: "{{env.BOT}}/burst", audio: { paced: true }, turn_timeout: 20s }
   wrong-rate: { type: voice, url: "{{env.BOT}}/paced", audio: { sample_rate: 8000 }, turn_timeout: 20s }
+  flooder: { type: voice, url: "{{env.BOT}}/flood", turn_timeout: 2s }
 tests:
   - name: burst
     target: bot
@@ -37,6 +38,9 @@ tests:
     scenario: { script: [ { say: "When do you open?" } ] }
   - name: rate
     target: wrong-rate
+    scenario: { script: [ { say: "hello" } ] }
+  - name: flood
+    target: flooder
     scenario: { script: [ { say: "hello" } ] }
 """
 
@@ -49,9 +53,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
     project = tmp_path_factory.mktemp("voice-burst")
     (project / "burst.tamesu.yaml").write_text(SUITE)
     try:
-        # the three calls at once (each a connection of its own to the agent): at two, the third waited for a
+        # the calls at once (each a connection of its own to the agent): at two of three, the third waited for a
         # slot and the run took 20.7 s; at three 10.8 s (load 4)
-        done = run_tamesu(["run", "--out", "out", "--parallel", "3"], cwd=project,
+        done = run_tamesu(["run", "--out", "out", "--parallel", "4"], cwd=project,
                           env={"BOT": agent.url, "TAMESU_STORE": "off"}, timeout=300)
     finally:
         agent.stop()
@@ -59,6 +63,18 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     yield run_dir, {r["test"]: r for r in map(json.loads, lines)}
+
+
+def test_audio_that_never_ends_is_read_no_further_than_three_turn_timeouts(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: read until turn_timeout, every byte kept: 14,296 s of audio in 8.6 s, 5.6 GB of memory, a 915 MB
+    # audio.wav, for one agent whose audio never ended
+    run_dir, results = run
+    flooded = results["flood"]
+    assert flooded["status"] == "failed", why(flooded)
+    assert "more than 3 times turn_timeout (2s): read no further" in why(flooded), why(flooded)
+    wav = run_dir / "burst" / "flood" / "run-1" / "audio.wav"
+    assert not wav.exists() or wav.stat().st_size < 20_000_000
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:

@@ -30,6 +30,21 @@ RATE_TOLERANCE = 0.1
 """How near a usual rate's ratio a steady stream's pace must be to name that rate."""
 
 
+AUDIO_CAP_TIMES = 3
+"""A turn's audio past this many times `turn_timeout` (and `AUDIO_CAP_MARGIN_MS`) is not read: a burst that long
+could not even be played within the turn."""
+AUDIO_CAP_MARGIN_MS = 10_000.0
+
+
+def past_the_cap(heard: Heard, turn_timeout: float, flooded: str | None) -> str | None:
+    """Why a turn's audio is read no further, or None: an agent whose audio never ends, sent faster than it plays,
+    filled memory and disk (gigabytes in seconds) before `turn_timeout` came."""
+    if heard.audio_ms <= AUDIO_CAP_TIMES * turn_timeout * 1000 + AUDIO_CAP_MARGIN_MS:
+        return None
+    return (f"the agent sent {heard.audio_ms / 1000:.0f}s of audio in one turn, more than {AUDIO_CAP_TIMES} times "
+            f"turn_timeout ({turn_timeout:g}s): read no further ({flooded or 'an agent whose audio never ends'})")
+
+
 def flood(heard: Heard, factor: float) -> str | None:
     """What arrived faster than `factor` times real time, said in a reason; None when it did not."""
     if heard.first_audio_wall is None or heard.last_audio_wall is None:

@@ -8,14 +8,13 @@ travel, what each message it receives means); this module owns the call:
   (on the playback clock: a burst plays for as long as it lasts), a `done` message, a hang-up, or `turn_timeout`;
 - between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
   agent that finds the end of speech itself (VAD) hears the pause;
-- barge-in: when the persona talks over a reply, the turn ends there and the next one is spoken at once; the
-  agent's `clear` (or `interrupted`) is recorded and `interruption_stop_ms` is the time from the user's first word
-  to the clear, or to the last audio of that reply when the agent sends none. The talked-over reply's text is the
-  agent's own words for it when its protocol gives them, else what the caller heard of it, transcribed after the
-  call (not before the user speaks: that would hold the barge-in back).
+- barge-in: the persona talks over a reply, the turn ends there, the next one is spoken at once; the agent's
+  `clear` (or `interrupted`) is recorded; `interruption_stop_ms` runs from the user's first word to the clear, or
+  to the reply's last audio. The talked-over reply's text is the agent's words for it when its protocol gives
+  them, else what the caller heard, transcribed after the call (before the user speaks would hold it back).
 
-Each failure is a failed turn with its reason: the socket closed in the middle of a turn, nothing said within
-`turn_timeout`, audio not in the agreed format, audio faster than real time for longer than `turn_timeout`.
+Each failure is a failed turn with its reason: the socket closed mid-turn, nothing said within `turn_timeout`,
+audio not in the agreed format, faster than real time past `turn_timeout`, or over 3 times its length in all.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem
+from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming, Wire
@@ -71,8 +70,7 @@ class AudioSocketTarget(Target[SpecT]):
         self._barging = False
         self._interrupted: AgentTurn | None = None
         self._heard_after_stop: list[AgentTurn] = []
-        """Replies talked over with no words of the agent's own: their text is what the caller heard up to the
-        barge-in, transcribed once the call ends."""
+        """Replies talked over with no words of the agent's: their text is what the caller heard, transcribed later."""
         self._finished = False
         self._send_lock = asyncio.Lock()
         self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
@@ -325,6 +323,8 @@ class AudioSocketTarget(Target[SpecT]):
                     self._handle(item, at, heard, turn, audio_turn)
                     if item.kind in ("done", "hangup"):
                         stop_kind = item.kind
+                if too_much := past_the_cap(heard, limit, self._flood(heard)):
+                    raise TurnError(too_much, raw=heard.controls)
                 if stop_kind is not None:
                     ended = stop_kind == "hangup"
                     break
