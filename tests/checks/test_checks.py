@@ -321,7 +321,7 @@ async def test_metric() -> None:
 async def test_metric_not_measured() -> None:
     run = make_view(metrics={"turns": 3, "llm_cost_usd": 0.01})
     result = await fails({"metric": {"name": "silence_gap_max_ms", "lt": 100}}, run)
-    assert result.reason == "metric silence_gap_max_ms was not measured (measured: llm_cost_usd, turns)"
+    assert result.reason == "silence_gap_max_ms was not measured (measured: llm_cost_usd, turns)"
     await passes({"metric": {"name": "silence_gap_max_ms", "lt": 100, "missing": "pass"}}, run)
     # missing: pass changes nothing for a metric that was measured.
     await fails({"metric": {"name": "turns", "lt": 2, "missing": "pass"}}, run)

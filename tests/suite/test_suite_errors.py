@@ -117,6 +117,11 @@ CASES = [
         "suite.yaml:4:5: targets.api.uri: not a rest target key (did you mean 'url'?)",
         id="unknown-target-key",
     ),
+    pytest.param(  # before: accepted; the SIP client dropped the digits, Twilio's got "X"
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ { say: hi, dtmf: \"2X\" } ] }\n",
+        "suite.yaml:8:44: tests[0].scenario.script[0].dtmf: dtmf holds keypad keys only (0-9, *, #, A-D), not 'X'",
+        id="dtmf-not-a-key",
+    ),
     pytest.param(  # before: "not an other key", after the name the user gave the model
         "targets: {}\nmodels:\n  other: { provider: fake, temprature: 0.2 }\ntests: []\n",
         "suite.yaml:3:28: models.other.temprature: not a model key (did you mean 'temperature'?)",

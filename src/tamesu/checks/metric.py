@@ -40,8 +40,8 @@ class Metric(Check[MetricSpec]):
         if name not in run.metrics:
             measured = ", ".join(sorted(run.metrics)) or "none"
             if self.spec.missing == "pass":
-                return Verdict(passed=True, reason=f"metric {name} was not measured by this test (passes)")
-            return Verdict(passed=False, reason=f"metric {name} was not measured (measured: {measured})",
+                return Verdict(passed=True, reason=f"{name} was not measured by this test (passes)")
+            return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured})",
                            undecided=True)
         value = run.metrics[name]
         problems = compare(value, expected)

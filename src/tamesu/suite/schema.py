@@ -210,6 +210,15 @@ class ScriptStep(Strict):
     dtmf: str | None = None
     """Keypad digits (0-9, *, #, A-D) to press on a phone target in this turn."""
 
+    @field_validator("dtmf")
+    @classmethod
+    def _keypad(cls, digits: str | None) -> str | None:
+        # a key no keypad has was dropped by the SIP client (and the digits before it) or sent as it was
+        others = sorted({d for d in digits or "" if d not in "0123456789*#ABCDabcd"})
+        if others:
+            raise ValueError(f"dtmf holds keypad keys only (0-9, *, #, A-D), not {', '.join(map(repr, others))}")
+        return digits
+
     @model_validator(mode="after")
     def _something(self) -> ScriptStep:
         if self.say is None and self.data is None and not self.files and self.wait_for is None and not self.dtmf:
