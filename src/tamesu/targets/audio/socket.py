@@ -189,8 +189,9 @@ class AudioSocketTarget(Target[SpecT]):
         try:
             async with self._send_lock:
                 await self._ws.send(message)
-        except ConnectionClosed as exc:
-            raise TurnError(f"the agent closed the websocket: {exc}") from None
+        except ConnectionClosed as exc:  # its words as a close read elsewhere, not the library's "received 1000 (OK)"
+            code = f"code {exc.rcvd.code}{', ' + exc.rcvd.reason if exc.rcvd.reason else ''}" if exc.rcvd else "no code"
+            raise TurnError(f"the agent closed the websocket ({code}) while the user was speaking") from None
 
     def _open_line(self) -> None:
         stop = asyncio.Event()
@@ -293,8 +294,7 @@ class AudioSocketTarget(Target[SpecT]):
             self._queue.put_nowait(entry)
 
     async def _listen(self, turn: AgentTurn, *, greeting: bool, wait_s: float | None = None) -> AgentTurn | None:
-        """The agent's reply: until `idle` of silence after its speech, `done`, the socket closing, or
-        `turn_timeout`; None when it has not started speaking within `wait_s` (when given; may exceed turn_timeout)."""
+        """The reply: until `idle` of quiet after speech, `done`, a close or `turn_timeout`; None: silent to wait_s."""
         session = self._require_session()
         heard = Heard()
         started = time.monotonic()
