@@ -152,6 +152,24 @@ def test_an_inbound_call_triggered_over_http(ivr_runs: IvrRuns) -> None:
     assert os.path.exists(next(out.rglob("audio.wav")))
 
 
+def test_an_inbound_trigger_that_cannot_be_reached_names_where_and_why(tamesu: Callable, tmp_path: Path) -> None:
+    # before: "the trigger request failed: ConnectError", neither the URL nor the reason
+    suite = _suite(tmp_path, """
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    trigger: { http: { url: "http://127.0.0.1:1/call?to={{session.uri}}", method: POST } }
+    ring_timeout: 5s
+tests:
+  - { name: no trigger, target: callback, scenario: { script: [ { wait_for: billing } ] } }
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the trigger request to http://127.0.0.1:1/call?to=sip:" in done.stdout
+    assert "failed: Connection refused" in done.stdout, done.stdout
+
+
 def test_a_call_assertion_on_a_text_target_says_there_was_no_call(tamesu: Callable, tmp_path: Path) -> None:
     suite = _suite(tmp_path, """
 models: { bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] } }

@@ -199,7 +199,10 @@ class SipTarget(Target[SipSpec]):
                                                                        session.conversation_trace),
                                               **({"json": body} if body is not None else {}))
         except httpx.HTTPError as exc:
-            raise InfraError(f"{self._what}: the trigger request failed: {type(exc).__name__}") from None
+            from tamesu.net.clients import os_reason
+
+            where = session.redactor.text(str(rendered["url"]))
+            raise InfraError(f"{self._what}: the trigger request to {where} failed: {os_reason(exc)}") from None
         if answer.status_code >= 400:
             raise InfraError(f"{self._what}: the trigger request answered HTTP {answer.status_code}")
 
