@@ -152,6 +152,26 @@ def test_an_inbound_call_triggered_over_http(ivr_runs: IvrRuns) -> None:
     assert os.path.exists(next(out.rglob("audio.wav")))
 
 
+def test_a_call_to_an_address_where_nothing_listens_is_where_tamesu_was_sent(tamesu: Callable,
+                                                                           tmp_path: Path) -> None:
+    # before: "the call was not answered within 3s (no_answer); the agent was never reached", fault agent, exit 1
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a UDP port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    suite = _suite(tmp_path, f"""
+targets:
+  nobody: {{ type: sip, to: "sip:agent@127.0.0.1:{port}", ring_timeout: 3s }}
+tests:
+  - {{ name: dial, target: nobody, scenario: {{ script: [ {{ wait_for: billing }} ] }} }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert (f"nothing answered the call to sip:agent@127.0.0.1:{port} within 3s, and it never rang: is the "
+            "address right, is the agent running?") in done.stdout, done.stdout
+
+
 def test_an_inbound_trigger_that_cannot_be_reached_names_where_and_why(tamesu: Callable, tmp_path: Path) -> None:
     # before: "the trigger request failed: ConnectError", neither the URL nor the reason
     suite = _suite(tmp_path, """

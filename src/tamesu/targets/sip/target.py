@@ -72,6 +72,7 @@ class SipTarget(Target[SipSpec]):
         self._answered: float | None = None
         self._ended_by: str | None = None
         self._refused: str | None = None
+        self._to = ""
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
         self._unanswered: str | None = None
         """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
@@ -130,6 +131,7 @@ class SipTarget(Target[SipSpec]):
         session.event("sip_dial", to=to)
         if (trace_id := sent_trace_id(own, session.conversation_trace)) is not None:
             session.event("conversation_trace", trace_id=trace_id, sent_in=["INVITE header traceparent"])
+        self._to = to
         await self._require_phone().dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
         await self._await_answer(session)
 
@@ -212,6 +214,12 @@ class SipTarget(Target[SipSpec]):
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
+            if call.incoming is None and call.first("early") is None:
+                # dialled, and it never even rang: nothing at that address took the INVITE (a closed port, a
+                # wrong host), where tamesu was sent, not the agent's outcome
+                raise InfraError(f"{self._what}: nothing answered the call to {session.redactor.text(self._to)} "
+                                 f"within {self.spec.ring_timeout:g}s, and it never rang: is the address right, "
+                                 "is the agent running?")
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
