@@ -29,3 +29,10 @@ def url_problem(url: str) -> str | None:
     if parts.hostname and any(c.isspace() for c in parts.hostname):
         return "a space in the host"
     return None
+
+
+REFUSAL_HINTS = {401: "check the target's headers (a token?)", 403: "check the target's headers (a token?)",
+                 404: "does url name the agent's endpoint? (another server may hold that port)",
+                 405: "does url name the agent's endpoint, and method its method?"}
+"""HTTP statuses a server answers before any agent reads the request (the url or the credentials are wrong, not
+the agent), and what to check: the rest and a2a targets say them alike."""

@@ -17,6 +17,7 @@ from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AEr
 from tamesu.errors import InfraError
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
+from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 from tamesu.types import JSONObject
 
@@ -107,17 +108,15 @@ def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError
                       "--parallel or raise its limit (rate_limit_retries: 0 takes a 429 as the agent's error)")
 
 
-_REFUSALS = {401: "check the target's headers (a token?)", 403: "check the target's headers (a token?)",
-             404: "does url name the agent's endpoint?", 405: "does url name the agent's endpoint?"}
 
 
 def refused(error: AgentError, what: str) -> InfraError | None:
     """HTTP 401, 403, 404 or 405: the server refused the request before any agent read it (an A2A agent's own
     errors are its protocol's, in a 200): where tamesu was sent is wrong, as for an MCP server, not the agent."""
-    if error.status not in _REFUSALS:
+    if error.status not in REFUSAL_HINTS:
         return None
     return InfraError(f"{what}: the agent's server refused the request: HTTP {error.status} ({error.message}): "
-                      f"{_REFUSALS[error.status]}")
+                      f"{REFUSAL_HINTS[error.status]}")
 
 
 def agent_error(exc: BaseException) -> AgentError:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import InfraError
+from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets.rest.http import Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
@@ -137,11 +138,11 @@ class TurnReader:
         that names no endpoint (another server on that port: `tamesu view`, a proxy), a missing or wrong token.
         Read as the reply ("Not Found"), a test with few checks passed; it is where tamesu was sent that is wrong.
         One with JSON stays a turn with its status (an agent's own `{"error": ...}`, which a test may expect)."""
-        if answer.status not in _REFUSALS or isinstance(answer.body, dict | list):
+        if answer.status not in REFUSAL_HINTS or isinstance(answer.body, dict | list):
             return
         said = self._session().redactor.text(excerpt(answer.body)) or "no body"
         raise InfraError(f"the agent's server refused the request: HTTP {answer.status} ({said}): "
-                         f"{_REFUSALS[answer.status]}")
+                         f"{REFUSAL_HINTS[answer.status]}")
 
     def fail_on_5xx(self, answer: Answer) -> None:
         if answer.status >= 500:
@@ -150,9 +151,6 @@ class TurnReader:
                             raw=answer.body, status=answer.status)
 
 
-_REFUSALS = {401: "check the target's headers (a token?)", 403: "check the target's headers (a token?)",
-             404: "does url name the agent's endpoint? (another server may hold that port)",
-             405: "does url name the agent's endpoint, and method its method?"}
 OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"
