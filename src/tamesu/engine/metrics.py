@@ -6,6 +6,7 @@ A metric measured once per turn is a distribution: its plain name is the worst t
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -82,3 +83,27 @@ def from_turns(turns: Iterable[AgentTurn], counters: Mapping[str, float]) -> Met
         for name, value in turn.measures.items():
             distributions.setdefault(name, []).append(round(float(value), 3))
     return Metrics(scalars, distributions)
+
+
+def recorded(name: str, measured: Mapping[str, float]) -> bool:
+    """Whether `name` (a metric as an assertion names it) is one of a run's `measured` metrics as result.json
+    records them (`Metrics.standard`: a distribution's other `_pNN`, `_min`, `_mean` come from its base name)."""
+    if name in measured:
+        return True
+    match = _SUFFIX.match(name)
+    return match is not None and match.group("base") in measured
+
+
+def unmeasured_slos(slos: Iterable[str], runs_measured: Iterable[Mapping[str, float]]) -> dict[str, list[str]]:
+    """Each SLO metric no run measured, with the measured names it may be a misspelling of. An SLO passes a
+    test that does not measure its metric (an audio SLO on a text test), so a misspelt one passes every test:
+    the run says so instead."""
+    runs = [measured for measured in runs_measured if measured]
+    if not runs:  # nothing finished: the runs' errors are what the run says
+        return {}
+    known = sorted({name for measured in runs for name in measured})
+    out: dict[str, list[str]] = {}
+    for name in dict.fromkeys(slos):
+        if not any(recorded(name, measured) for measured in runs):
+            out[name] = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
+    return out

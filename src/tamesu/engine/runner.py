@@ -18,6 +18,7 @@ from tamesu import __version__, targets
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.metrics import unmeasured_slos
 from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
 from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
@@ -108,6 +109,9 @@ class Runner:
                     chosen = [t for t in self.tests if t.suite is suite]
                     if chosen and self.stopping.signum is None:
                         warnings.extend(await self._run_suite(suite, chosen, directory))
+                for said in self._unmeasured_slos():
+                    warnings.append(said)
+                    self.reporter.warning(said)
                 for said in await self.receivers.stop():
                     warnings.append(said)
                     self.reporter.warning(said)
@@ -143,6 +147,14 @@ class Runner:
         if self.stopping.signum is not None:
             raise Interrupted(self.stopping.signum)
         return Outcome(code, run_dir, self.results, summary)
+
+    def _unmeasured_slos(self) -> list[str]:
+        slos = [name for test in self.tests for name in test.slo]
+        graded = (run.metrics for result in self.results for run in result.runs
+                  if run.status == "passed" or (run.status == "failed" and not run.not_evaluated))
+        missing = unmeasured_slos(slos, graded)
+        return [f"slo {name}: no test of this run measured it, so it passed unchecked"
+                + (f" (did you mean {' or '.join(close)}?)" if close else "") for name, close in missing.items()]
 
     def _interrupt(self, signum: int) -> None:
         self.stopping.trigger(signum)
