@@ -276,3 +276,22 @@ def test_a_url_made_from_templates_that_cannot_be_sent_to_is_one_line(tmp_path: 
     assert result.returncode == 3, result.stdout + result.stderr
     assert "! rest target api: http://127.0.0.1:99999/chat: the port is not a number from 1 to 65535" in result.stdout
     assert "internal error" not in result.stdout + result.stderr
+
+
+def test_a_missing_secret_names_the_env_files_the_project_reads(tmp_path: Path, tamesu) -> None:
+    # a project whose secrets come from its own files: the line names them, not a `.env` it never reads
+    (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nsecrets: { env_files: [config/test.env] }\n")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config/test.env").write_text("OTHER=1\n")
+    write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat",
+                                   "url: http://127.0.0.1:9/chat\n    headers: { Authorization: \"Bearer "
+                                   "{{secrets.TAMESU_TEST_NOPE}}\" }")
+          + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ] }\n")
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert ("targets.api.headers.Authorization: secret TAMESU_TEST_NOPE is not set "
+            "(environment or config/test.env)") in checked.stderr, checked.stderr
+    (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nsecrets: { env_files: [] }\n")
+    ran = tamesu(["run"], cwd=tmp_path)
+    assert ran.returncode == 2
+    assert "secret TAMESU_TEST_NOPE is not set (environment)" in ran.stderr.splitlines()[0], ran.stderr

@@ -115,7 +115,8 @@ async def _target(name: str | None, project: Project, secrets: Secrets, done: Va
     try:
         resolved, warnings = await resolve(name, project, secrets)
     except ConfigError as exc:
-        if not all(p.message.endswith(("is not set", "is not set (environment or .env)")) for p in exc.problems):
+        if not all(p.message.endswith("is not set") or p.message.endswith(f"is not set ({secrets.sources})")
+                   for p in exc.problems):
             raise
         done.warnings += [str(p) for p in exc.problems]
         chosen = name or next(iter(project.spec.targets))

@@ -163,8 +163,8 @@ def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets) -> list[P
                 if problem:
                     continue  # the template check says what is wrong with it
                 if root == "secrets" and not secrets.has(key):
-                    warnings.append(doc.problem(loc, f"secret {key} is not set (environment or .env): the remote "
-                                                     "agent cannot start"))
+                    warnings.append(doc.problem(loc, f"{secrets.unset(key)}: the remote agent "
+                                                     "cannot start"))
                 elif root == "env" and key not in os.environ:
                     warnings.append(doc.problem(loc, f"environment variable {key} is not set: the remote agent "
                                                      "cannot start"))

@@ -59,7 +59,7 @@ def check_templates(
                 elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
                     secret_problems.append(here.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
-                    secret_problems.append(here.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
+                    secret_problems.append(here.problem(loc, secrets.unset(m.group(1))))
                 elif (m := _REMOTE_REF.match(expr)) and (wrong := _remote_problem(test, m)):
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
                 elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
@@ -133,4 +133,4 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                 elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
                     secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
-                    secret_problems.append(doc.problem(loc, f"secret {m.group(1)} is not set (environment or .env)"))
+                    secret_problems.append(doc.problem(loc, secrets.unset(m.group(1))))

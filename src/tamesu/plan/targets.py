@@ -162,7 +162,7 @@ def _check_templates(name: str, project: Project, secrets: Secrets) -> None:
             elif root == "env" and expr.partition(".")[2] not in os.environ:
                 problems.append(project.doc.problem(loc, f"environment variable {expr[4:]} is not set"))
             elif root == "secrets" and not secrets.has(expr.partition(".")[2]):
-                problems.append(project.doc.problem(loc, f"secret {expr[8:]} is not set (environment or .env)"))
+                problems.append(project.doc.problem(loc, secrets.unset(expr[8:])))
     if problems:
         raise ConfigError(problems)
 

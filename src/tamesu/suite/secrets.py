@@ -76,10 +76,18 @@ class Secrets:
     def __init__(self, env_files: Iterable[Path] = (), environ: Mapping[str, str] | None = None) -> None:
         self._environ = os.environ if environ is None else environ
         self._files: dict[str, str] = {}
-        for path in env_files:
+        files = list(env_files)
+        for path in files:
             for key, value in read_dotenv(path).items():
                 self._files.setdefault(key, value)
         self.redactor = Redactor()
+        places = ["environment", *(_shown(path) for path in files)]
+        self.sources = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
+        """Where a secret is looked for, as a user reads it: `environment or .env`."""
+
+    def unset(self, name: str) -> str:
+        """The line that says a secret has no value, and where it was looked for."""
+        return f"secret {name} is not set ({self.sources})"
 
     def has(self, name: str) -> bool:
         return name in self._environ or name in self._files
@@ -90,9 +98,17 @@ class Secrets:
         elif name in self._files:
             value = self._files[name]
         else:
-            raise TemplateError(f"secret {name} is not set (environment or .env)")
+            raise TemplateError(self.unset(name))
         self.redactor.add(value)
         return value
+
+
+def _shown(path: Path) -> str:
+    """An env file as the user named it: relative to the working directory when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 def encoded_forms(value: str) -> set[str]:
