@@ -190,7 +190,7 @@ async def test_allow_tools_narrows_the_offer_and_a_refused_call_never_reaches_th
     assert calls_logged(log) == []
     assert events(session, "tool_result") == [
         {"tool": "refund_order", "outcome": "refused", "reason": "not in allow_tools", "ms": 0.0}]
-    assert metrics["mcp_tools_refused"] == 1 and metrics["mcp_tool_errors"] == 0
+    assert metrics["mcp_tools_refused"] == metrics["mcp_tool_calls"] == 1 and metrics["mcp_tool_errors"] == 0
     # the assertions see the attempt
     view = run_view(session, turn)
     assert not (await parse_assertion({"tool_not_called": "refund_order"}).check.evaluate(view)).passed
