@@ -99,3 +99,45 @@ tests:
     [transcript] = list((tmp_path / "out").glob("*/s/hangs/run-1/transcript.json"))
     said = [line["text"] for line in json.loads(transcript.read_text())["lines"]]
     assert said[:2] == ["one", "your order shipped"], said
+
+
+def test_ctrl_c_cuts_a_command_check_that_is_running(tmp_path: Path) -> None:
+    # before: Ctrl-C waited for the check's command to end (30 s of `sleep 30`), then reported the run
+    import json
+    import os
+
+    (tmp_path / "s.tamesu.yaml").write_text("""
+targets:
+  bot: { type: model, model: bot }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - name: checked slowly
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { command: "echo $$ > command.pid; exec sleep 120" } ]
+""")
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out"]),
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file = tmp_path / "command.pid"
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        command = int(pid_file.read_text())
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)  # far below the command's 120 s
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, out + err
+    try:
+        os.kill(command, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the check's command outlived the run"
+    [result] = list((tmp_path / "out").glob("*/s/checked-slowly/run-1/result.json"))
+    recorded = json.loads(result.read_text())
+    assert recorded["status"] == "error", recorded
+    assert recorded["error"] == "interrupted by SIGINT while the checks were graded"
+    assert recorded["not_evaluated"] == 1

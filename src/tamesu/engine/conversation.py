@@ -199,37 +199,57 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.events = session.events
     skipped = user.skipped if user is not None and result.status != "error" else None
     result.skip_reason = skipped
-    if result.status != "error":
-        view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
-                       tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
-                       models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor,
-                       spans=spans_file.spans if spans_file is not None else None)
-        # a skipped run grades only what happened: the assertions of the turns it reached; a failed conversation
-        # only those of the turns that completed before it failed (tamesu.engine.grading)
-        completed = completed_turns(result.end_reason, exchanges, session.events)
-        reached = completed if completed is not None else len(exchanges) if skipped else None
+
+    async def settle() -> None:
+        """The verdict: the checks graded, the failure attributed."""
+        nonlocal budget_exceeded
+        if result.status != "error":
+            view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
+                           tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
+                           models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor,
+                           spans=spans_file.spans if spans_file is not None else None)
+            # a skipped run grades only what happened: the assertions of the turns it reached; a failed
+            # conversation only those of the turns that completed before it failed (tamesu.engine.grading)
+            completed = completed_turns(result.end_reason, exchanges, session.events)
+            reached = completed if completed is not None else len(exchanges) if skipped else None
+            try:
+                graded, grading_error = await grade(test, view, reached=reached, record=session.event,
+                                                    unexpected=lambda exc: unexpected(exc, inputs))
+            except BudgetExceeded as exc:
+                graded, grading_error, budget_exceeded = [], str(exc), True
+            result.assertions = [*failures, *graded]
+            if completed is not None:
+                result.not_evaluated = planned_checks(test) - len(graded)
+            if grading_error:
+                # a judge that could not answer is broken infrastructure, not a verdict on the agent
+                result.status, result.error = "error", grading_error
+            elif any(not a.passed for a in result.assertions):
+                result.status = "failed"
+            elif skipped:
+                result.status = "skipped"
+        else:
+            result.not_evaluated = planned_checks(test)
         try:
-            graded, grading_error = await grade(test, view, reached=reached,
-                                                unexpected=lambda exc: unexpected(exc, inputs), record=session.event)
-        except BudgetExceeded as exc:
-            graded, grading_error, budget_exceeded = [], str(exc), True
-        result.assertions = [*failures, *graded]
-        if completed is not None:
-            result.not_evaluated = planned_checks(test) - len(graded)
-        if grading_error:
-            # a judge that could not answer is broken infrastructure, not a verdict on the agent
-            result.status, result.error = "error", grading_error
-        elif any(not a.passed for a in result.assertions):
-            result.status = "failed"
-        elif skipped:
-            result.status = "skipped"
-    else:
-        result.not_evaluated = planned_checks(test)
+            await attribute(result, exchanges, test, models, session.event)
+        except BudgetExceeded as exc:  # the audit's model call was the one too many
+            result.status, result.error = "error", str(exc)
+            result.fault, result.fault_reason = "environment", str(exc)
+            budget_exceeded = True
+
     try:
-        await attribute(result, exchanges, test, models, session.event)
-    except BudgetExceeded as exc:  # the audit's model call was the one too many
-        result.status, result.error, result.fault, result.fault_reason = "error", str(exc), "environment", str(exc)
-        budget_exceeded = True
+        # a stopping run (Ctrl-C, SIGTERM) cuts the grading as it cuts the conversation: a `command` check's
+        # process or a judge's call is not waited for (its process group killed)
+        async with asyncio.timeout(None) as grading:
+            if inputs.stop is not None:
+                inputs.stop.watch(grading)
+            await settle()
+    except TimeoutError:
+        if inputs.stop is None or inputs.stop.reason is None:
+            raise
+        result.status, result.end_reason = "error", "error"
+        result.error = f"{inputs.stop.reason} while the checks were graded"
+        result.fault, result.fault_reason = "environment", result.error
+        result.assertions, result.not_evaluated = [], planned_checks(test)
     # judges (and the audit) are paid after the conversation: the recorded totals include them
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
