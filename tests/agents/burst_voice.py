@@ -2,7 +2,8 @@
 newcomer's bot often does not: on `/burst` its greeting is one binary message and its answer, once the caller
 has spoken and fallen quiet for 0.5 s, is every 20 ms frame sent at once. On `/paced` it greets in 20 ms frames
 sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stream at twice real time. On `/flood`
-it never stops sending its greeting, as fast as the socket takes it. Its
+it never stops sending its greeting, as fast as the socket takes it; on `/endless` it never stops saying it, in
+real time (a talker who never stops, no flood). Its
 speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
             if path == "/flood":  # its greeting again and again, as fast as the socket takes it, never ending
                 while True:
                     await ws.send(self.greeting)
-            if path == "/paced":
+            if path in ("/paced", "/endless"):
                 start = asyncio.get_running_loop().time()
-                for n, k in enumerate(range(0, len(self.greeting), FRAME)):
-                    await ws.send(self.greeting[k:k + FRAME])
+                said = self.greeting * (1 if path == "/paced" else 1000)  # 1000: longer than any test waits
+                for n, k in enumerate(range(0, len(said), FRAME)):
+                    await ws.send(said[k:k + FRAME])
                     # on a clock, as a phone network paces: a loaded machine does not slow the stream down
                     await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - asyncio.get_running_loop().time()))
                 async for _message in ws:  # read on, or the caller's frames pile up and its close goes unseen

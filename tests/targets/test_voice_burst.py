@@ -1,6 +1,7 @@
 """The `voice` target against an agent that sends its audio in bursts (tests/agents/burst_voice.py), through the
 command: a greeting in one message and an answer sent all at once play on the playback clock and pass; with
-`audio.paced: true` the burst fails saying so; a steady stream at twice real time names the sample rate."""
+`audio.paced: true` the burst fails saying so; a steady stream at twice real time names the sample rate; a reply
+that never ends, in real time, fails its turn at `turn_timeout`."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ targets:
   paced-bot: { type: voice, url: "{{env.BOT}}/burst", audio: { paced: true }, turn_timeout: 20s }
   wrong-rate: { type: voice, url: "{{env.BOT}}/paced", audio: { sample_rate: 8000 }, turn_timeout: 20s }
   flooder: { type: voice, url: "{{env.BOT}}/flood", turn_timeout: 2s }
+  talker: { type: voice, url: "{{env.BOT}}/endless", turn_timeout: 4s, idle: 1s }
 tests:
   - name: burst
     target: bot
@@ -41,6 +43,9 @@ tests:
     scenario: { script: [ { say: "hello" } ] }
   - name: flood
     target: flooder
+    scenario: { script: [ { say: "hello" } ] }
+  - name: endless
+    target: talker
     scenario: { script: [ { say: "hello" } ] }
 """
 
@@ -75,6 +80,15 @@ def test_audio_that_never_ends_is_read_no_further_than_three_turn_timeouts(
     assert "more than 3 times turn_timeout (2s): read no further" in why(flooded), why(flooded)
     wav = run_dir / "burst" / "flood" / "run-1" / "audio.wav"
     assert not wav.exists() or wav.stat().st_size < 20_000_000
+
+
+def test_a_reply_still_going_on_at_turn_timeout_fails_the_turn(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: the turn was cut at turn_timeout and taken as the reply: an agent that never stops talking passed
+    _run_dir, results = run
+    endless = results["endless"]
+    assert endless["status"] == "failed", why(endless)
+    assert ("the agent's reply did not end within turn_timeout (4s): it was still talking, never 1s silent (idle)"
+            in why(endless)), why(endless)
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:

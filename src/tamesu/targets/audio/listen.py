@@ -44,6 +44,13 @@ class Line(Protocol):
         ...
 
 
+def ended_late(turn_timeout: float, idle: float) -> str:
+    """Why a reply that was still going on at `turn_timeout` fails its turn: a caller would have given up (a
+    text target's answer that late fails too; cutting it and passing hid an agent that never stops talking)."""
+    return (f"the agent's reply did not end within turn_timeout ({turn_timeout:g}s): it was still talking, "
+            f"never {idle:g}s silent (idle)")
+
+
 @dataclass
 class Speech:
     """What one listening kept: the reply from its first sound on."""
@@ -107,10 +114,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             if now - started > limit:
                 return heard
         elif now - timed_from > turn_timeout:
+            turn.completed_at_ms = now_ms()
             if heard.spoke_at is None:
-                turn.completed_at_ms = now_ms()
                 raise TurnError(f"the agent said nothing within {turn_timeout:g}s")
-            break
+            raise TurnError(ended_late(turn_timeout, idle))
         if give_up is not None and await give_up():
             break
         await asyncio.sleep(POLL_S)

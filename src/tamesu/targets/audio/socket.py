@@ -5,7 +5,7 @@ travel, what each message it receives means); this module owns the call:
 - open: connect (retried as `connect` says), send the wire's opening messages, start reading;
 - the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its voice and
   behaviours, through `tamesu.audio`) or digits, then the agent's reply until `idle` of silence after its speech
-  (on the playback clock: a burst plays for as long as it lasts), a `done` message, a hang-up, or `turn_timeout`;
+  (on the playback clock: a burst plays for as long as it lasts), a `done` or a hang-up (`turn_timeout` fails it);
 - between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
   agent that finds the end of speech itself (VAD) hears the pause;
 - barge-in: the persona talks over a reply, the turn ends there, the next one is spoken at once; the agent's
@@ -32,7 +32,7 @@ from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed
-from tamesu.targets.audio.listen import POLL_S
+from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
@@ -350,11 +350,9 @@ class AudioSocketTarget(Target[SpecT]):
                     hint = self._wire.silence_hint() if self._wire is not None else ""
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
                                     raw=heard.controls)
-                flood = self._flood(heard)
-                if flood:
-                    raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}",
-                                    raw=heard.controls)
-                break
+                flood = self._flood(heard)  # else a reply that goes on in real time, as a talker who never stops
+                raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}" if flood
+                                else ended_late(limit, self.idle_s), raw=heard.controls)
         turn.completed_at_ms = session.now_ms()
         if not interrupted:
             self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over

@@ -9,7 +9,8 @@ Outbound: tamesu dials `to` (a SIP URI, or a number through `trunk`) presenting 
 runs the `trigger` (an HTTP request or a command, with `{{session.uri}}`), lets the agent's call ring for
 `answer_after` and answers. Either way the agent usually speaks first: with `greeting: true` (the default)
 that speech is the first agent turn, so a script can `wait_for: "press 2"`. An agent turn ends after `idle`
-of silence following its speech, when the call ends, or at `turn_timeout`; the whole call at `max_duration`.
+of silence following its speech, or when the call ends (a reply still going on at `turn_timeout` fails the
+turn); the whole call at `max_duration`.
 A persona's background noise with `between: true` is on the line between its utterances too (the call
 otherwise carries silence there). A `dtmf` step sends RFC 4733 digits; digits the agent sends, its REFER
 (transfer) target and who ended the call are recorded for `dtmf_received`, `transferred_to` and `call_ended_by`.
