@@ -292,6 +292,22 @@ def test_jsonl_cases_take_repeat_pass_threshold_and_adaptive(tmp_path: Path, tam
     assert repeated.stdout.count("  Runs: 3/3 passed (run 1 shown) · rate 1.00 [") == 2, repeated.stdout
 
 
+def test_a_jsonl_case_whose_adaptive_min_runs_exceeds_its_repeat_is_refused_where_written(
+        tmp_path: Path, tamesu: Any) -> None:
+    # before: `validate` said ok and `test` ended in "internal error: ValidationError" (exit 3)
+    (tmp_path / "tamesu.yaml").write_text("targets:\n  agent: { type: rest, url: 'http://127.0.0.1:9/chat' }\n")
+    cases = [{"id": "ok", "input": "hi", "assert": [{"type": "contains", "value": "x"}]},
+             {"id": "few", "input": "hi", "repeat": 3, "adaptive": {"min_runs": 5}},
+             {"id": "none", "input": "hi", "adaptive": {"confidence": 0.9}}]
+    (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    for command in (["validate", "cases.jsonl"], ["test", "-i", "cases.jsonl"]):
+        result = tamesu([*command, "-n", "agent"], cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stdout + result.stderr)
+        assert result.stderr.splitlines()[:2] == [
+            "cases.jsonl:2:1: adaptive.min_runs (5) is more than repeat (3)",
+            "cases.jsonl:3:1: adaptive.min_runs (5) is more than repeat (1)"], (command, result.stderr)
+
+
 def test_an_adaptive_test_that_ran_out_of_runs_is_judged_by_their_interval(tmp_path: Path, tamesu: Any) -> None:
     # before: 20 of 20 passed, the statistics line said "decided: passes at 95%", and the test FAILED as
     # "undecided at 20 runs" (the stopping rule, stricter than the interval of a fixed number of runs)

@@ -174,6 +174,14 @@ class TestCase(Strict):
     def _input_is_messages(cls, value: object) -> object:
         return as_messages(value)
 
+    @model_validator(mode="after")
+    def _adaptive_fits(self) -> TestCase:
+        # as a suite's test says it (TestSpec): a case the engine could not plan is refused where it is written
+        repeat = self.repeat or 1
+        if self.adaptive is not None and self.adaptive.min_runs > repeat:
+            raise ValueError(f"adaptive.min_runs ({self.adaptive.min_runs}) is more than repeat ({repeat})")
+        return self
+
     @property
     def mode(self) -> Mode:
         if self.type == "single_turn":
