@@ -74,8 +74,15 @@ def test_span_assertions_pass_and_fail(tmp_path: Path, tamesu, agent, receive) -
       - { name: tool on turn 2, span: { name: 'execute_tool .*' }, on_turn: 2 }
       - { name: too fast, span: { name: 'invoke_agent shop', max_duration_ms: 0 } }
       - { name: wrong attribute, span: { attributes: { gen_ai.tool.name: refund } } }
+      - { name: last turn, span: { name: 'chat .*', on_turn: last } }
+      - { name: no turn 7, span: { name: 'invoke.*', on_turn: 7, count: { equals: 0 } } }
 """)
     got = verdicts(detail)
+    # the span's own on_turn as the assertion's: `last` read (it was an internal error), a turn that never
+    # happened fails (the count of nothing held, and it passed)
+    assert got["last turn"]["passed"] and got["last turn"]["reason"].startswith("1 span(s) with name ~ 'chat .*'")
+    assert not got["no turn 7"]["passed"]
+    assert got["no turn 7"]["reason"] == "turn 7 did not happen (the conversation had 2 turns)"
     assert got["tool span"]["passed"], got["tool span"]
     assert got["tool span"]["reason"].startswith("1 span(s) with name ~ 'execute_tool lookup_order'")
     assert got["no errors"]["passed"] and got["two chats"]["passed"]
@@ -142,3 +149,11 @@ def test_a_judge_sees_the_trace_and_its_evidence_is_found_there(tmp_path: Path, 
     assert got["traced"]["unsupported_evidence"] == []
     assert not got["blind"]["passed"] and got["blind"]["prompt_version"] == "judge.v1"
     assert record["status"] == "failed"
+
+
+def test_a_span_count_no_number_can_hold_is_refused() -> None:
+    from tamesu.checks import AssertionProblem, parse_assertion
+
+    with pytest.raises(AssertionProblem) as problem:
+        parse_assertion({"span": {"name": "chat", "count": {"gte": 1, "lte": 0}}})
+    assert "gte (1) is more than lte (0): no count holds both" in str(problem.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -34,6 +34,8 @@ class CountSpec(Strict):
     def _something(self) -> CountSpec:
         if self.equals is None and self.gte is None and self.lte is None:
             raise ValueError("give equals, gte or lte")
+        if self.gte is not None and self.lte is not None and self.gte > self.lte:
+            raise ValueError(f"gte ({self.gte}) is more than lte ({self.lte}): no count holds both")
         return self
 
     def problem(self, found: int) -> str | None:
@@ -52,7 +54,7 @@ class SpanSpec(Strict):
     status: Literal["ok", "error", "unset"] | None = None
     count: CountSpec = Field(default_factory=lambda: CountSpec(gte=1))
     max_duration_ms: float | None = Field(None, ge=0)
-    on_turn: int | Literal["last"] | None = Field(None, ge=1)
+    on_turn: Annotated[int, Field(ge=1)] | Literal["last"] | None = None
     """As the assertion's own `on_turn` (the issue's examples write it among the span's options)."""
 
     @field_validator("name")
@@ -87,8 +89,14 @@ class SpanCheck(Check[SpanSpec]):
             attributes = run.context.render_value(self.spec.attributes)
         except TemplateError as exc:
             return template_failed(exc)
-        if self.spec.on_turn is not None:
-            run = run.scoped(self.spec.on_turn)
+        turn = self.spec.on_turn
+        if isinstance(turn, int) and turn > len(run.exchanges):
+            # as for the assertion's own on_turn (engine.grading): "no such span in turn 7" would have passed
+            had = len(run.exchanges)
+            return Verdict(passed=False, undecided=True, reason=f"turn {turn} did not happen (the conversation "
+                                                                f"had {had} turn{'' if had == 1 else 's'})")
+        if turn is not None:
+            run = run.scoped(turn)
         assert run.spans is not None
         chosen = [s for s in run.spans if self._selects(s, attributes)]
         what = f"{len(chosen)} span(s) with {self.spec.described()} among {len(run.spans)}"
