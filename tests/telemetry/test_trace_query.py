@@ -152,12 +152,19 @@ def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, s
     # which answered the check (a 404 is "no such trace yet") and was gone by the fetch, after the tests ran
     closed = f"http://127.0.0.1:{refused_port()}"
     project(tmp_path, f"{{ query: {{ tempo: '{closed}', timeout: 2s }}, wait: 0s }}", url)
-    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    result = tamesu(["run", "--out", "out", "--report", "junit:junit.xml"], cwd=tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
     said = [line for line in (result.stdout + result.stderr).splitlines() if "traces.query" in line]
     assert said and said[0].endswith(f"traces.query: tempo at {closed} cannot be reached: Connection refused"), said
     assert "Traceback" not in result.stderr
     assert agent.seen == []  # stopped before any test talked to the agent
+    # the suite's tests are errors of it, as a failing before_all hook makes them: run.json said exit 0 and
+    # no report was written
+    run_dir = next((tmp_path / "out").iterdir())
+    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 3
+    [line] = (run_dir / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["status"] == "error" and "cannot be reached" in json.loads(line)["runs"][0]["error"]
+    assert "cannot be reached" in (tmp_path / "junit.xml").read_text()
 
 
 def test_a_backend_that_is_neither_is_exit_3(tmp_path: Path, tamesu, serve) -> None:

@@ -178,7 +178,14 @@ class Runner:
         warnings: list[str] = []
         hook_dir = suite.hook_dir or suite.dir
         # before the hooks, so they start the agent with OTEL_EXPORTER_OTLP_ENDPOINT pointing at the receiver
-        traces = await self.receivers.for_suite(suite.spec.traces or self.plan.project.spec.traces)
+        try:
+            traces = await self.receivers.for_suite(suite.spec.traces or self.plan.project.spec.traces)
+        except InfraError as exc:
+            # as a failing before_all hook: the suite's tests are errors (exit 3), the other suites still run
+            # and the run's reports and run.json say so (the run stopped with run.json at exit 0, no reports)
+            for test in tests:
+                self._record(directory, self._unrun(test, "error", str(exc)), [])
+            return [f"suite {suite.name}: {exc}"]
         context = self._suite_context(suite)
         try:
             await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir, "before_all")
