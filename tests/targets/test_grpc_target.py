@@ -210,6 +210,60 @@ def test_server_errors_error_events_timeouts_and_a_wrong_token_fail_the_turn(tmp
     assert found["glitch"]["turns"][0]["agent"]["text"].startswith("Order ORD-1001")  # the first turn went well
 
 
+def test_the_agents_own_deadline_status_is_its_answer_and_a_server_without_the_turn_api_is_exit_3(
+        tmp_path: Path, tamesu) -> None:
+    # before: an agent ending the call at once with DEADLINE_EXCEEDED read "turn timed out after 30s (no reply)",
+    # its message lost; a server that is not the turn API (UNIMPLEMENTED) failed the turn on the agent (exit 1)
+    from concurrent import futures
+
+    import grpc
+
+    from tamesu._proto.turn.v1 import turn_pb2_grpc
+
+    class Upstream(turn_pb2_grpc.TurnServiceServicer):
+        def Converse(self, request_iterator, context):
+            next(request_iterator)
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the upstream lookup passed its deadline")
+
+        def SendTurn(self, request, context):
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the upstream lookup passed its deadline")
+
+    servers = [grpc.server(futures.ThreadPoolExecutor(max_workers=4)) for _ in range(2)]
+    turn_pb2_grpc.add_TurnServiceServicer_to_server(Upstream(), servers[0])  # the other serves nothing
+    ports = [server.add_insecure_port("127.0.0.1:0") for server in servers]
+    for server in servers:
+        server.start()
+    try:
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  stream: {{ type: grpc, url: "grpc://127.0.0.1:{ports[0]}" }}
+  unary: {{ type: grpc, url: "grpc://127.0.0.1:{ports[0]}", mode: unary }}
+tests:
+  - {{ name: stream, target: stream, scenario: {{ script: [ {{ say: "ORD-1001?" }} ] }} }}
+  - {{ name: unary, target: unary, scenario: {{ script: [ {{ say: "ORD-1001?" }} ] }} }}
+""")
+        result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+        assert result.returncode == 1, result.stdout + result.stderr
+        found = results(tmp_path / "out")
+        for name in ("stream", "unary"):
+            reason = next(a["reason"] for a in found[name]["assertions"] if a["name"] == "conversation")
+            assert reason == ("turn 1: the agent answered gRPC status DEADLINE_EXCEEDED: the upstream lookup "
+                              "passed its deadline"), (name, reason)
+        (tmp_path / "other.yaml").write_text(f"""\
+targets:
+  elsewhere: {{ type: grpc, url: "grpc://127.0.0.1:{ports[1]}", mode: unary }}
+tests:
+  - {{ name: elsewhere, target: elsewhere, scenario: {{ script: [ {{ say: "hello" }} ] }} }}
+""")
+        other = tamesu(["run", "other.yaml", "--out", "other"], cwd=tmp_path)
+        assert other.returncode == 3, other.stdout + other.stderr
+        [line] = [x for x in other.stdout.splitlines() if "UNIMPLEMENTED" in x]
+        assert "the server does not implement tamesu.turn.v1.TurnService/SendTurn (UNIMPLEMENTED: " in line, line
+    finally:
+        for server in servers:
+            server.stop(None)
+
+
 def test_an_unreachable_agent_is_retried_then_exit_3(tmp_path: Path, tamesu) -> None:
     port = refused_port()
     (tmp_path / "suite.yaml").write_text(f"""\

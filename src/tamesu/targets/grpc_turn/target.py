@@ -167,7 +167,9 @@ class GrpcTarget(Target[GrpcSpec]):
                 raise self._refused(session, f"a message of the answer was larger than max_response_bytes "
                                              f"({self.spec.max_response_bytes:,}), then refused ({exc.details()})",
                                     events) from None
-            raise status_failure(exc, self._what, index, limit) from None
+            raise status_failure(exc, self._what, index, limit, method="SendTurn" if self._call is None
+                                 else "Converse", deadline_passed=session.now_ms() - sent_at >= limit * 1000 - 50) \
+                from None
         except TimeoutError:
             if not scope.expired():
                 raise
@@ -198,7 +200,8 @@ class GrpcTarget(Target[GrpcSpec]):
             if request.turn == 1:
                 found = await self._ask_why_refused(session, exc)
                 if found is not None:
-                    raise code_failure(*found, self._what, request.turn, self.spec.turn_timeout) from None
+                    raise code_failure(*found, self._what, request.turn, self.spec.turn_timeout,
+                                       method="Converse") from None
                 raise
             raise TurnError(f"{_HUNG_UP} (gRPC: {exc.code().name}: {exc.details()})",
                             raw={"code": exc.code().name, "details": exc.details()}) from None
@@ -252,7 +255,8 @@ class GrpcTarget(Target[GrpcSpec]):
         up without saying so."""
         code = await call.code()
         if code != grpc.StatusCode.OK:
-            raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout)
+            raise code_failure(code, await call.details() or "", self._what, index, self.spec.turn_timeout,
+                               method="Converse")
         raise TurnError(_HUNG_UP)
 
     def _traceparent(self, session: Session) -> str | None:

@@ -141,16 +141,28 @@ def too_large(exc: grpc.aio.AioRpcError) -> bool:
     return exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in (exc.details() or "")
 
 
-def status_failure(exc: grpc.aio.AioRpcError, what: str, index: int, limit: float) -> Exception:
-    """What a non-OK status means for the run: UNAVAILABLE is the agent gone (InfraError, exit 3); a deadline
-    is the turn timing out; any other status fails the turn with that status."""
-    return code_failure(exc.code(), exc.details() or "", what, index, limit)
+TURN_SERVICE = "tamesu.turn.v1.TurnService"
 
 
-def code_failure(code: grpc.StatusCode, details: str, what: str, index: int, limit: float) -> Exception:
+def status_failure(exc: grpc.aio.AioRpcError, what: str, index: int, limit: float, *, method: str,
+                   deadline_passed: bool) -> Exception:
+    """What a non-OK status means for the run: UNAVAILABLE is the agent gone (InfraError, exit 3); our own
+    deadline (`deadline_passed`) is the turn timing out; any other status fails the turn with that status."""
+    return code_failure(exc.code(), exc.details() or "", what, index, limit, method=method,
+                        deadline_passed=deadline_passed)
+
+
+def code_failure(code: grpc.StatusCode, details: str, what: str, index: int, limit: float, *, method: str,
+                 deadline_passed: bool = False) -> Exception:
+    """`method`: the turn API's method called (`Converse`, `SendTurn`); `deadline_passed`: the call's own
+    deadline (turn_timeout) had passed, so a DEADLINE_EXCEEDED is ours, not the agent's status."""
     if code == grpc.StatusCode.UNAVAILABLE:
         return InfraError(f"{what}: the agent became unreachable during turn {index}: UNAVAILABLE: {details}")
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        # a server that is not the turn API (a wrong port, another service): nothing the agent said
+        return InfraError(f"{what}: the server does not implement {TURN_SERVICE}/{method} (UNIMPLEMENTED: "
+                          f"{details}): is url the agent's turn API (docs/grpc.md), and `mode` the method it serves?")
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and deadline_passed:
         return TurnError(f"turn timed out after {limit:g}s (no reply)", raw={"code": code.name, "details": details},
                          status=code.value[0])
     return TurnError(f"the agent answered gRPC status {code.name}: {details}".rstrip(": "),
