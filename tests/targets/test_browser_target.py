@@ -447,6 +447,32 @@ targets:
     assert "Passed:  1" in done.stdout and "Failed:  1" in done.stdout, done.stdout
 
 
+def test_a_chat_launcher_that_is_not_there_fails_the_test_before_its_first_turn(
+        tmp_path: Path, web_shop_url: str, shared_chromium: str) -> None:
+    # before: "internal error: TimeoutError: Locator.click: Timeout ..." with a traceback file, exit 3
+    (tmp_path / "widget.tamesu.yaml").write_text("""
+name: widget
+targets:
+  widget:
+    type: browser
+    url: "{{env.WEB_SHOP_URL}}help"
+    allowed_domains: ["127.0.0.1"]
+    step_timeout: 1s
+    chat:
+      input: "#chat-input"
+      messages: "#chat-log .msg.agent"
+      done: { hidden: "#typing" }
+      open: { role: button, name: Open chat }
+tests:
+  - { name: launcher, target: widget, scenario: { script: [ { say: "Where is my order ORD-1001?" } ] } }
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, env=_env(web_shop_url, shared_chromium))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("before the first turn: the chat launcher button 'Open chat' could not be clicked within "
+            "step_timeout (1s)") in done.stdout, done.stdout
+    assert "internal error" not in done.stdout + done.stderr
+
+
 def test_with_vision_the_browser_agent_and_the_judge_see_the_page(
         tmp_path: Path, web_shop_url: str, shared_chromium: str, serve: Any) -> None:
     """`vision: true`: each look at the page goes to the model with a JPEG of the viewport beside its text, the

@@ -143,10 +143,26 @@ class BrowserTarget(Target[BrowserSpec]):
             await navigate(self._env, url, timeout=self.spec.load_timeout * 1000)
         except StepFailed as exc:
             raise InfraError(f"{self._what}: {exc}") from None
-        if self.spec.chat is not None and self.spec.chat.open is not None:
-            from tamesu.targets.browser._actions import locate
 
-            await locate(page, self.spec.chat.open).click(timeout=self.spec.step_timeout * 1000)
+    async def greeting(self) -> AgentTurn | None:
+        """The widget's launcher (`chat.open`) clicked; the page says nothing first. Here, not in open(): a
+        launcher that is not there fails the test before its first turn, as a missing input or send control
+        fails its turn (in open() it was an internal error, exit 3)."""
+        if self.spec.chat is not None and self.spec.chat.open is not None and self._env is not None:
+            from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+            from tamesu.targets.browser._actions import locate
+            from tamesu.targets.browser.spec import selector_text
+
+            try:
+                await locate(self._env.page, self.spec.chat.open).click(timeout=self.spec.step_timeout * 1000)
+            except PlaywrightTimeout:
+                raise TurnError(f"the chat launcher {selector_text(self.spec.chat.open)} could not be clicked "
+                                f"within step_timeout ({self.spec.step_timeout:g}s)") from None
+        return None
+
+    def greets_first(self) -> bool:
+        return False
 
     async def close(self) -> None:
         context, self._context = self._context, None
