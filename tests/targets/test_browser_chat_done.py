@@ -5,7 +5,9 @@ in Debian's Chromium.
 Both answer in two parts with a pause longer than `done.quiet` between them, so a turn that stopped waiting
 too early would read half an answer: the first widget adds a "Was this helpful?" button under every finished
 answer (the earlier ones stay shown), the second hides one "Answered" line while it works and shows it again.
-A third does the same within a few milliseconds; a done sign that was shown all along fails the turn, saying so."""
+A third does the same within a few milliseconds; a done sign that was shown all along fails the turn, saying so.
+A typing sign (`done.hidden`) hidden at the end keeps the answer whole; one whose selector matches nothing (a
+typo) fails the turn, saying so (it read half the answer, at its pause, and blamed the agent)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ _PAUSE_MS = 900
 _WIDGET = """<!doctype html><html><head><title>{title}</title></head><body>
 <div id="log" role="log" aria-label="conversation"></div>
 <p id="answered" {answered_at_start}>Answered</p>
+<p id="typing" hidden>typing...</p>
 <form id="f"><input id="q" aria-label="Message" autocomplete="off"><button>Send</button></form>
 <script>
 const log = document.getElementById("log"), answered = document.getElementById("answered");
@@ -50,11 +53,14 @@ document.getElementById("f").addEventListener("submit", async (event) => {{
   input.value = "";
   message("your", asked);
   answered.hidden = {hide_while_working};
+  const typing = document.getElementById("typing");
+  typing.hidden = false;
   const reply = message("assistant", "");
   await sleep({first_after});
   reply.textContent = "You asked: " + asked + ".";
   await sleep({pause});
   reply.textContent += " That is all about " + asked + ".";
+  typing.hidden = true;
   answered.hidden = false;
   if ({button_per_answer}) {{
     const rate = document.createElement("button");
@@ -121,6 +127,14 @@ targets:
       input: "#q"
       messages: ".msg.assistant"
       done: { visible: "#answered", quiet: 0.3 }
+  typing:
+    type: browser
+    url: "{{env.WIDGETS}}status.html"
+    chat: { input: "#q", messages: ".msg.assistant", done: { hidden: "#typing", quiet: 0.3 } }
+  typo:
+    type: browser
+    url: "{{env.WIDGETS}}status.html"
+    chat: { input: "#q", messages: ".msg.assistant", done: { hidden: "#typnig", quiet: 0.3 } }
   never-done:
     type: browser
     url: "{{env.WIDGETS}}quick.html"
@@ -156,6 +170,16 @@ tests:
     target: never-done
     scenario:
       script: [{ say: pears }]
+  - name: a typing sign hidden at the end
+    target: typing
+    scenario:
+      script: [{ say: pears }]
+    assert:
+      - { contains: "That is all about pears." }
+  - name: a busy sign misspelt
+    target: typo
+    scenario:
+      script: [{ say: pears }]
 """
 
 
@@ -170,11 +194,17 @@ def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_me
         "three answers each marked by a new button": "passed",
         "three answers each marked by one line shown again": "passed",
         "a sign hidden and shown again at once": "passed",
-        "a sign that was always there": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
+        "a sign that was always there": "failed",
+        "a typing sign hidden at the end": "passed",
+        "a busy sign misspelt": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
     assert done.returncode == 1
     never = rows["a sign that was always there"]["runs"][0]["failures"]
     assert any("the agent's answer never finished within 2s (done: '#f' was not shown for this answer; 1 shown "
                "before it was sent stayed shown)" in str(failure) for failure in never), never
+    # a misspelt busy sign is hidden at once: the answer was read at its pause, half of it, the agent blamed
+    misspelt = rows["a busy sign misspelt"]["runs"][0]["failures"]
+    assert any("the widget's busy sign '#typnig' (done.hidden) matched no element while the agent answered: is "
+               "the selector right?" in str(failure) for failure in misspelt), misspelt
     for test_dir in ("three-answers-each-marked-by-a-new-button", "three-answers-each-marked-by-one-line-shown-again",
                      "a-sign-hidden-and-shown-again-at-once"):
         result = json.loads((run_dir / "done" / test_dir / "run-1" / "result.json").read_text())

@@ -49,6 +49,22 @@ be hidden or removed: a widget that hides its "answered" sign while it works and
 between two polls of ours."""
 _ONE_WAS_HIDDEN = "() => Boolean(window.__tamesuDone && window.__tamesuDone.hidden)"
 
+_WATCH_BUSY = """(selector) => {
+  const previous = window.__tamesuBusy;
+  if (previous && previous.observer) previous.observer.disconnect();
+  const state = {seen: document.querySelector(selector) !== null, observer: null};
+  if (!state.seen) {
+    state.observer = new MutationObserver(() => {
+      if (document.querySelector(selector) !== null) { state.seen = true; state.observer.disconnect(); }
+    });
+    state.observer.observe(document.documentElement, {childList: true, subtree: true});
+  }
+  window.__tamesuBusy = state;
+}"""
+"""Watches, inside the page, whether the `done.hidden` selector matches any element during the turn: a widget
+that adds its typing indicator for a moment and removes it is seen, a selector with a typo never is."""
+_BUSY_SEEN = "() => Boolean(window.__tamesuBusy && window.__tamesuBusy.seen)"
+
 
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
     page, session = env.page, env.session
@@ -62,6 +78,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     shown_before = 0
     if chat.done.visible is not None:
         shown_before = await _mark_shown(page, chat.done.visible)
+    if isinstance(chat.done.hidden, str):
+        await page.evaluate(_WATCH_BUSY, chat.done.hidden)
     sent_at = session.now_ms()
     try:
         if chat.send is not None:
@@ -95,6 +113,10 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     except PlaywrightTimeout:
         raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
                         f"{selector_text(chat.done.hidden)} still shown)") from None
+    if isinstance(chat.done.hidden, str) and not await page.evaluate(_BUSY_SEEN):
+        # a misspelt selector is "hidden" at once: the answer would be read at its first pause, the agent blamed
+        raise TurnError(f"the widget's busy sign {selector_text(chat.done.hidden)} (done.hidden) matched no "
+                        "element while the agent answered: is the selector right?")
     if chat.done.visible is not None:
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
     if isinstance(chat.messages, str):
