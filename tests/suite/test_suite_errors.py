@@ -295,3 +295,32 @@ def test_a_missing_secret_names_the_env_files_the_project_reads(tmp_path: Path, 
     ran = tamesu(["run"], cwd=tmp_path)
     assert ran.returncode == 2
     assert "secret TAMESU_TEST_NOPE is not set (environment)" in ran.stderr.splitlines()[0], ran.stderr
+
+
+def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
+    # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
+    # hid its tests' steps: three rounds of fixing to see what one could have shown
+    (tmp_path / "suite.yaml").write_text("""\
+traces: { receive: "127.0.0.1:4318", query: { tempo: "http://127.0.0.1:3200" } }
+targets:
+  a: { type: grpc, url: "grpc://127.0.0.1:1", mode: streaming }
+  page: { type: browser, url: "http://127.0.0.1:1/", engine: firefox }
+tests:
+  - { name: t, target: a, scenario: { script: [ { say: hi } ] } }
+  - name: clicks
+    target: page
+    steps:
+      - { action: clik, selector: "#a" }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == "suite.yaml:1:9: traces: receive or query, not both: spans come either to tamesu's receiver " \
+                       "or from a backend it asks", lines
+    assert "suite.yaml:3:53: targets.a.mode: input should be 'stream' or 'unary', got 'streaming' (did you mean " \
+           "'stream'?)" in lines, lines
+    assert any(line.startswith("suite.yaml:4:") and "targets.page.engine: engine 'firefox' is not available"
+               in line for line in lines), lines
+    assert any(line.startswith("suite.yaml:10:19: tests[1].steps[0].action: input should be ") and
+               line.endswith("got 'clik' (did you mean 'click'?)") for line in lines), lines
+    assert lines[-1] == "4 problems found"

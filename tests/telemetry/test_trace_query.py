@@ -189,7 +189,7 @@ def test_a_backend_that_is_neither_is_exit_3(tmp_path: Path, tamesu, serve) -> N
     ("{ query: { jaeger: 'localhost:16686' } }", "must start with http:// or https://"),
     ("{ query: { jaeger: 'http://a', tempo: 'http://b' } }", "name one backend"),
     ("{ query: { zipkin: 'http://a' } }", "zipkin"),
-    ("{ receive: '127.0.0.1:0', query: { tempo: 'http://a' } }", "name where spans come from"),
+    ("{ receive: '127.0.0.1:0', query: { tempo: 'http://a' } }", "receive or query, not both"),
     ("{ wait: 1s }", "name where spans come from"),
 ])
 def test_bad_query_keys_are_one_line(tmp_path: Path, tamesu, traces: str, problem: str) -> None:

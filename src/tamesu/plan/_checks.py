@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tamesu import checks, packs, targets
+from tamesu import checks, packs, plugins, targets
 from tamesu.checks import similar
 from tamesu.errors import Problem
 from tamesu.models.spec import ModelSpec
@@ -84,15 +84,21 @@ def check_user_side(
 def check_steps(
     suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
 ) -> None:
-    """A test's `steps`, checked by its target's class when the type takes steps (a browser's)."""
+    """A test's `steps`, checked by its target's class when the type takes steps (a browser's). A target whose
+    own keys are wrong (said where they are) still has its tests' steps checked: every problem at once."""
     target = suite.targets.get(spec.target)
-    if target is None:
+    raw = suite.spec.targets.get(spec.target) if spec.target else None
+    kind = target.type if target is not None else raw.get("type") if isinstance(raw, dict) else None
+    if not isinstance(kind, str) or not targets.is_known(kind):
         return
-    cls = targets.target_class(target.type)
+    try:
+        cls = targets.target_class(kind)
+    except plugins.PluginError:
+        return  # said where the target's type is
     if not cls.takes_steps:
         if spec.steps:
             problems.append(doc.problem((*loc, "steps"), f"steps are for browser targets; this test's target is "
-                                                         f"{target.type} (use scenario.script)"))
+                                                         f"{kind} (use scenario.script)"))
         return
     context = StepContext(
         models={*suite.spec.models, *suite.project.spec.models}, problem_at=doc.problem,

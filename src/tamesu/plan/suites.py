@@ -140,7 +140,12 @@ def _load_suite(
     try:
         spec = SuiteSpec.model_validate(without_extensions(doc.data))
     except ValidationError as exc:
-        raise ConfigError(problems_from(exc, doc, SuiteSpec, owner="suite")) from None
+        said = problems_from(exc, doc, SuiteSpec, owner="suite")
+        rest = _without_broken_parts(doc.data, exc)
+        if rest is None:
+            raise ConfigError(said) from None
+        problems.extend(said)
+        spec = rest
     spec.models = resolve_models(spec.models, doc, path.parent.resolve(), problems)
 
     if not spec.tests:
@@ -200,6 +205,26 @@ def _load_suite(
     if problems:
         raise ConfigError(problems)
     return suite, planned, warnings
+
+
+_SELF_CONTAINED = frozenset({"name", "description", "budget", "traces", "load", "formats", "baseline", "tolerance",
+                             "hooks", "defaults"})
+"""Top-level keys of a suite nothing else in it names: one that is wrong is said, and the suite is checked on
+without it (targets, tests, steps), so `validate` says every problem at once. A wrong `models`, `vars`, `packs`
+or `remote_agents` would make the tests that name them wrong too: then its problems alone are said."""
+
+
+def _without_broken_parts(data: Mapping[str, object], exc: ValidationError) -> SuiteSpec | None:
+    broken = {error["loc"][0] for error in exc.errors() if error["loc"]}
+    if not broken or not broken <= _SELF_CONTAINED:
+        return None
+    kept = without_extensions(data)
+    if not isinstance(kept, dict):
+        return None
+    try:
+        return SuiteSpec.model_validate({k: v for k, v in kept.items() if k not in broken})
+    except ValidationError:
+        return None
 
 
 def _expand_test(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -105,6 +106,12 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         found = error["input"]
         if not isinstance(found, dict | list):
             message += f", got {found!r}"
+        if kind == "literal_error" and isinstance(found, str):
+            ctx = error.get("ctx")
+            expected = ctx.get("expected", "") if isinstance(ctx, dict) else ""
+            close = difflib.get_close_matches(found, re.findall(r"'([^']*)'", str(expected)), n=1)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
         if kind == "string_type" and isinstance(found, bool | int | float):
             # `say: 1.10` is the number 1.1 to YAML, `say: true` a boolean: the words as written are lost
             what = "a boolean" if isinstance(found, bool) else "a number"

@@ -53,8 +53,11 @@ class TracesSpec(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> TracesSpec:
-        if (self.receive is None) == (self.query is None):
-            raise ValueError("traces: name where spans come from: receive: host:port, or query: "
+        if self.receive is not None and self.query is not None:
+            raise ValueError("receive or query, not both: spans come either to tamesu's receiver or from a backend "
+                             "it asks")
+        if self.receive is None and self.query is None:
+            raise ValueError("name where spans come from: receive: host:port, or query: "
                              "{ jaeger: URL } / { tempo: URL }")
         return self
 
