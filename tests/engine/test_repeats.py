@@ -234,7 +234,7 @@ tests:
       assert: [ {{ contains: booked }} ] }}
   - {{ name: broken, target: broken, repeat: 60, pass_threshold: 0.8, scenario: {{ script: [{{ say: hi }}] }},
       assert: [ {{ contains: booked }} ] }}
-  - {{ name: coin, target: coin, repeat: 12, pass_threshold: 0.8, pass_k: [1, 4],
+  - {{ name: coin, target: coin, repeat: 20, pass_threshold: 0.8, pass_k: [1, 4],
       scenario: {{ script: [{{ say: hi }}] }}, assert: [ {{ contains: booked }} ] }}
 """
 
@@ -251,16 +251,17 @@ def test_adaptive_repeats_end_to_end_stop_early_either_way_and_say_so(tmp_path: 
     assert 5 <= good["total_runs"] < 60 and good["stats"]["adaptive"]["runs_saved"] == 60 - good["total_runs"]
     assert broken["status"] == "failed" and broken["total_runs"] < 15
     assert broken["reason"].startswith(f"decided below the threshold at {broken['total_runs']} runs: rate 0.00 [")
-    # 12 runs of a 0.75 agent cannot settle 0.8 either way: undecided, and failed for it
-    assert coin["status"] == "failed" and coin["total_runs"] == 12, coin
+    # 20 runs of a 0.75 agent cannot settle 0.8 either way (20 passing of 20 could: fewer than 16 never can,
+    # and is refused): undecided, and failed for it
+    assert coin["status"] == "failed" and coin["total_runs"] == 20, coin
     stats = coin["stats"]
-    low, high = wilson(stats["passes"], 12)
-    assert coin["reason"] == (f"undecided at 12 runs: rate {stats['passes'] / 12:.2f} [{low:.2f}, {high:.2f}] "
+    low, high = wilson(stats["passes"], 20)
+    assert coin["reason"] == (f"undecided at 20 runs: rate {stats['passes'] / 20:.2f} [{low:.2f}, {high:.2f}] "
                               "(pass_threshold 0.8)")
-    assert stats["pass_hat_k"]["4"] == pytest.approx(pass_hat_k(12, stats["passes"], 4), abs=1e-6)
-    assert "undecided at 12 runs" in result.stdout and "adaptive: " in result.stdout
+    assert stats["pass_hat_k"]["4"] == pytest.approx(pass_hat_k(20, stats["passes"], 4), abs=1e-6)
+    assert "undecided at 20 runs" in result.stdout and "adaptive: " in result.stdout
     report = json.loads((tmp_path / "report.json").read_text())
-    assert {t["test"]: t["stats"]["runs"] for t in report["tests"]}["coin"] == 12
+    assert {t["test"]: t["stats"]["runs"] for t in report["tests"]}["coin"] == 20
     # --repeat N keeps its meaning: N runs of every test, adaptive or not
     again = tamesu(["run", "--out", "again", "--repeat", "3"], cwd=tmp_path)
     [run_dir] = list((tmp_path / "again").iterdir())
@@ -306,6 +307,39 @@ def test_a_jsonl_case_whose_adaptive_min_runs_exceeds_its_repeat_is_refused_wher
         assert result.stderr.splitlines()[:2] == [
             "cases.jsonl:2:1: adaptive.min_runs (5) is more than repeat (3)",
             "cases.jsonl:3:1: adaptive.min_runs (5) is more than repeat (1)"], (command, result.stderr)
+
+
+def test_an_adaptive_test_that_could_never_pass_is_refused_where_written(tmp_path: Path, tamesu: Any) -> None:
+    # before: 10 of 10 runs passing, "FAIL undecided at 10 runs: rate 1.00 [0.72, 1.00] (pass_threshold 1)",
+    # and validate said ok: with the default pass_threshold of 1, or too few runs to show 0.8, it never passes
+    (tmp_path / "s.tamesu.yaml").write_text("""
+targets:
+  bot: { type: model, model: bot }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+defaults:
+  adaptive: { min_runs: 5 }
+tests:
+  - { name: no threshold, repeat: 10, adaptive: { min_runs: 5 }, scenario: { script: [ { say: hi } ] } }
+  - { name: too few, repeat: 5, pass_threshold: 0.8, scenario: { script: [ { say: hi } ] } }
+  - { name: enough, repeat: 16, pass_threshold: 0.8, scenario: { script: [ { say: hi } ] } }
+""")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(
+        {"id": "few", "input": "hi", "repeat": 5, "pass_threshold": 0.8, "adaptive": {"min_runs": 5}}) + "\n")
+    result = tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "s.tamesu.yaml:9:49: tests[0].adaptive: adaptive with pass_threshold 1: no number of passing runs shows "
+        "that rate with confidence, so the test can never pass (give pass_threshold below 1, e.g. 0.9)",
+        "s.tamesu.yaml:10:5: tests[1]: adaptive: even 5 passing runs of 5 would not show pass_threshold 0.8 (their "
+        "interval's low end is 0.57), so the test can never pass: give repeat 16 or more, or a lower pass_threshold "
+        "(adaptive from defaults)",
+        "2 problems found"], result.stderr
+    (tmp_path / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n")
+    cases = tamesu(["validate", "cases.jsonl", "-n", "bot"], cwd=tmp_path)
+    assert cases.returncode == 2, cases.stdout + cases.stderr
+    assert cases.stderr.startswith("cases.jsonl:1:1: adaptive: even 5 passing runs of 5 would not show "
+                                   "pass_threshold 0.8"), cases.stderr
 
 
 def test_an_adaptive_test_that_ran_out_of_runs_is_judged_by_their_interval(tmp_path: Path, tamesu: Any) -> None:

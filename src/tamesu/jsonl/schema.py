@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from tamesu.plan.repeats import CaseRepeats
 from tamesu.roles.case_user import MissingInput, Mode
-from tamesu.suite.schema import AdaptiveSpec
 from tamesu.types import Duration, Strict
 
 DEFAULT_MAX_TURNS = 20
@@ -129,7 +129,7 @@ class Checkpoint(Strict):
     required: bool = True
 
 
-class TestCase(Strict):
+class TestCase(CaseRepeats):
     id: str = Field(min_length=1)
     name: str | None = None
     type: Literal["single_turn", "multi_turn", "dynamic"] | None = None
@@ -144,12 +144,6 @@ class TestCase(Strict):
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     max_turns: int | None = Field(None, ge=1, le=1000)
     timeout: Duration | None = None
-    repeat: int | None = Field(None, ge=1, le=10000)
-    """Run the case N times (`--repeat` on the command line wins); the verdict is over every run."""
-    pass_threshold: float | None = Field(None, ge=0.0, le=1.0)
-    pass_k: list[int] | None = None
-    adaptive: AdaptiveSpec | None = None
-    retries_inconclusive: int | None = Field(None, ge=0, le=20)
 
     _simulated: bool = PrivateAttr(default=False)
     """Played on by `--simulator` after its one input (`drive_with_simulator`)."""
@@ -164,23 +158,11 @@ class TestCase(Strict):
             self._simulated = True
         return self._simulated
 
-    def repeats(self) -> dict[str, object]:
-        """The fields a suite's test has of the same names, as written (the engine's defaults otherwise)."""
-        names = ("repeat", "pass_threshold", "pass_k", "adaptive", "retries_inconclusive")
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
-
     @field_validator("input", mode="before")
     @classmethod
     def _input_is_messages(cls, value: object) -> object:
         return as_messages(value)
 
-    @model_validator(mode="after")
-    def _adaptive_fits(self) -> TestCase:
-        # as a suite's test says it (TestSpec): a case the engine could not plan is refused where it is written
-        repeat = self.repeat or 1
-        if self.adaptive is not None and self.adaptive.min_runs > repeat:
-            raise ValueError(f"adaptive.min_runs ({self.adaptive.min_runs}) is more than repeat ({repeat})")
-        return self
 
     @property
     def mode(self) -> Mode:

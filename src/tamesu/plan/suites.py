@@ -29,6 +29,7 @@ from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
 from tamesu.plan.targets import load_project_targets, load_targets
+from tamesu.results.stats import adaptive_problem
 from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import SuiteSpec, TestSpec, without_extensions
@@ -193,6 +194,14 @@ def _load_suite(
                 # a default cannot know each test's repeat: its min_runs is at most the test's runs
                 fitted = adaptive.model_copy(update={"min_runs": min(adaptive.min_runs, test.spec.repeat)})
                 test.spec = test.spec.model_copy(update={"adaptive": fitted})
+            if test.spec.adaptive is not None and (never := adaptive_problem(
+                    test.spec.repeat, test.spec.pass_threshold, test.spec.adaptive.confidence,
+                    test.spec.adaptive.min_runs)) is not None:
+                own = isinstance(raw, dict) and "adaptive" in raw
+                where = doc.problem(("tests", index, "adaptive") if own else ("tests", index),
+                                    never if own else f"{never} (adaptive from defaults)")
+                if where not in problems:  # once for a test of many cases
+                    problems.append(where)
             if test.name in seen_names:
                 problems.append(doc.problem(("tests", index, "name"), f"another test is named {test.name!r}"))
             seen_names[test.name] = index

@@ -187,3 +187,31 @@ def sequential_decision(passes: int, runs: int, threshold: float, confidence: fl
     if ratio < math.log(1 / (1 - confidence)):
         return None
     return "pass" if passes / runs >= threshold else "fail"
+
+
+def runs_to_pass(threshold: float, confidence: float, min_runs: int, most: int = 10_000) -> int | None:
+    """The fewest runs, all passing, that decide an adaptive test passes (its stopping rule, or the interval
+    the runs are judged by once they are all made); None when no number up to `most` does (a threshold of 1:
+    an interval's low end never reaches it)."""
+    for runs in range(max(1, min_runs), most + 1):
+        if decide(wilson(runs, runs), threshold) == "pass" or \
+                sequential_decision(runs, runs, threshold, confidence, min_runs) == "pass":
+            return runs
+    return None
+
+
+def adaptive_problem(repeat: int, threshold: float, confidence: float, min_runs: int) -> str | None:
+    """Why an adaptive test of `repeat` runs cannot be run as written, or None: `min_runs` more than it, or even
+    every run passing would leave it undecided, a failure."""
+    if min_runs > repeat:
+        return f"adaptive.min_runs ({min_runs}) is more than repeat ({repeat})"
+    needed = runs_to_pass(threshold, confidence, min_runs, most=max(repeat, 10_000))
+    if needed is not None and needed <= repeat:
+        return None
+    if needed is None:
+        return (f"adaptive with pass_threshold {threshold:g}: no number of passing runs shows that rate with "
+                "confidence, so the test can never pass (give pass_threshold below 1, e.g. 0.9)")
+    low = wilson(repeat, repeat)[0]
+    return (f"adaptive: even {repeat} passing runs of {repeat} would not show pass_threshold {threshold:g} "
+            f"(their interval's low end is {low:.2f}), so the test can never pass: give repeat {needed} or more, "
+            "or a lower pass_threshold")
