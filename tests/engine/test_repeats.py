@@ -309,6 +309,26 @@ def test_a_jsonl_case_whose_adaptive_min_runs_exceeds_its_repeat_is_refused_wher
             "cases.jsonl:3:1: adaptive.min_runs (5) is more than repeat (1)"], (command, result.stderr)
 
 
+def test_a_repeated_case_that_failed_shows_a_failing_run_and_why(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # before: a ✗ over "Assertions: 1/1 passed" and run 1's right answer, no reason on the console; the -o
+    # record had no fault and left `decided` out
+    url = serve(_agent()).url
+    (tmp_path / "tamesu.yaml").write_text(
+        f"cache: {{ mode: off }}\ntargets:\n  agent: {{ type: rest, url: '{url}/chat?p=0.75' }}\n")
+    case = {"id": "coin", "input": "book it", "assert": [{"type": "contains", "value": "booked"}], "repeat": 20,
+            "pass_threshold": 0.8, "adaptive": {"min_runs": 5}}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "agent", "-o", "out.jsonl", "--out", "runs",
+                     "--parallel", "1"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [record] = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert record["status"] == "failed" and record["stats"]["decided"] is None, record
+    assert record["fault"] == "agent" and record["shown_run"] > 1, record
+    assert record["response"] == "Sorry, something went wrong.", record
+    assert f"(run {record['shown_run']} shown)" in result.stdout, result.stdout
+    assert "  Verdict: undecided at 20 runs: rate 0.85 [" in result.stdout, result.stdout
+
+
 def test_an_adaptive_test_that_could_never_pass_is_refused_where_written(tmp_path: Path, tamesu: Any) -> None:
     # before: 10 of 10 runs passing, "FAIL undecided at 10 runs: rate 1.00 [0.72, 1.00] (pass_threshold 1)",
     # and validate said ok: with the default pass_threshold of 1, or too few runs to show 0.8, it never passes

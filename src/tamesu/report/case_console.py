@@ -134,10 +134,12 @@ class TestConsole:
         else:
             self._tree(record)
         if record.stats is not None:
-            # repeated: the mark is the verdict over every run, the lines above are run 1's
+            # repeated: the mark is the verdict over every run, the lines above are one run's
             stats = record.stats
-            self._line(f"  Runs: {stats.passes}/{stats.runs} passed (run 1 shown) · "
+            self._line(f"  Runs: {stats.passes}/{stats.runs} passed (run {record.shown_run or 1} shown) · "
                        + " · ".join(part for part in (stats.line(), stats.ks()) if part))
+            if record.reason and record.status != "passed":
+                self._line("  Verdict: ", (record.reason, _MARK[record.status][1]))
         self._line("")
 
     def _standard(self, record: CaseRecord) -> None:

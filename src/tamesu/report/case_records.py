@@ -117,6 +117,9 @@ class CaseRecord(BaseModel):
     """Why the runs as a whole decided it (an undecided adaptive verdict, a simulated user at fault)."""
     stats: RepeatStats | None = None
     """`--repeat` or `repeat`: the pass rate, its interval, pass@k and pass^k over every run."""
+    shown_run: int | None = None
+    """Repeated: the run whose details the record shows (the first that did not pass when the case did not
+    pass, else run 1)."""
     simulator: str | None = None
     messages_count: int | None = None
     response: str | None = None
@@ -136,7 +139,10 @@ class CaseRecord(BaseModel):
     """result.json of the run, relative to the run directory."""
 
     def line(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        out = self.model_dump(mode="json", exclude_none=True)
+        if "stats" in out:  # undecided is an answer too: said as null, not left out
+            out["stats"].setdefault("decided", None)
+        return out
 
 
 def assertion_label(raw: Any) -> str:
@@ -331,15 +337,19 @@ class CaseReporter:
             error = result.status == "error"
             return CaseRecord(id=parsed.id, name=parsed.case.title, mode=parsed.case.mode, status=result.status,
                               error=why if error else None, skip_reason=None if error else why, duration_ms=0.0)
-        first = min(runs, key=lambda r: r.run)
+        # a case that did not pass shows a run that did not either: run 1's passing details under a failed
+        # verdict hid why
+        missed = [r for r in runs if r.status not in ("passed", "skipped")]
+        first = min(missed if missed and result.status not in ("passed", "skipped") else runs, key=lambda r: r.run)
         summary = next(s for s in result.runs if s.run == first.run)
         where = f"{summary.dir}/result.json"
         record = build(parsed, first, case.users.get(first.run), case.trackers.get(first.run), where)
         if self.by_file:
             record.file = parsed.doc.label
         if len(runs) > 1 or result.status == "inconclusive":
-            # the record shows run 1; the verdict is the test's, over every run
+            # the record shows one run; the verdict is the test's, over every run
             record.status = result.status if result.status != "quarantined" else record.status
+            record.shown_run = first.run
         record.fault, record.fault_reason = summary.fault, summary.fault_reason
         record.reason, record.stats = result.reason, result.stats
         return record
