@@ -68,6 +68,8 @@ def test_problems_name_file_line_column_and_path(tmp_path: Path) -> None:
         '{"id": "l", "turns": [{"input": "x"}], "input": "y"}',
         '{"id": "m", "input": "x", "final_assertions": [{"type": "contains", "value": "x"}]}',
         '{"id": "n", "simulator": {"use": "nobody"}, "checkpoints": [{"id": "p", "assertion": {"contains": "a"}}]}',
+        '{"id": "o", "input": "hi", "asertions": []}',
+        '{"id": "p", "input": 42}',
     ])
     assert problems(text, tmp_path) == [
         "cases.jsonl:1:52: assertions[0].type: unknown assertion type 'contain' (did you mean 'contains'?)",
@@ -91,6 +93,9 @@ def test_problems_name_file_line_column_and_path(tmp_path: Path) -> None:
         "assertions",
         "cases.jsonl:15:34: simulator.use: no model or target named 'nobody' for the simulator (models: judge, "
         "simulator, validator)",
+        # by the key's name too (it suggested final_assertions); input takes text, so 42 is not "not a list"
+        "cases.jsonl:16:28: asertions: not a test case key (did you mean 'assertions'?)",
+        "cases.jsonl:17:22: input: input is text, a message {role, content} or a list of them, got 42",
     ]
 
 

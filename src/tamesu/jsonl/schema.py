@@ -67,6 +67,8 @@ def as_messages(value: object) -> object:
         return [{"role": "user", "content": value}]
     if isinstance(value, dict):
         return [value]
+    if value is not None and not isinstance(value, list):
+        raise ValueError(f"input is text, a message {{role, content}} or a list of them, got {value!r}")
     return value
 
 

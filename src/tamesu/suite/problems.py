@@ -94,7 +94,9 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         owner_model = model_at(model, parent)
         hint = ""
         if owner_model is not None:
-            close = difflib.get_close_matches(str(loc[-1]), keys_of(owner_model), n=1)
+            # by its name too: `assertions` is a key (populate_by_name) though the key list shows `assert`
+            written = {*keys_of(owner_model), *owner_model.model_fields}
+            close = difflib.get_close_matches(str(loc[-1]), sorted(written), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else f" (keys: {', '.join(keys_of(owner_model))})"
         return f"not {article(owner)} key{hint}"
     if kind == "missing":
