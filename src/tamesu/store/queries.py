@@ -224,12 +224,15 @@ class Reader:
                 run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,
                 failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"])
                           for a in item.assertions if not a["passed"]],
+                fault=item.fault, fault_reason=item.fault_reason,
                 metrics=item.metrics, not_evaluated=item.not_evaluated) for item in runs.get(row.id, [])]
+            # the verdict over every run (an undecided adaptive test's "why"), as results.jsonl has it
             results.append(TestResult(
                 suite=row.suite, test=row.name, id=row.test_id, case=row.case_name, tags=row.tags or [],
                 target=row.target or "", status=row.status, passed_runs=row.passed_runs,
                 total_runs=row.total_runs, duration_ms=row.duration_ms or 0.0, quarantine=row.quarantine,
-                skip_reason=row.skip_reason, runs=summaries))
+                skip_reason=row.skip_reason, runs=summaries, reason=row.reason, stats=row.stats,
+                pass_threshold=row.pass_threshold if row.pass_threshold is not None else 1.0))
         summary = RunSummaryFile(tamesu_version="?", started_at=run.started_at, finished_at="", duration_ms=0.0,
                                  exit_code=exit_code_for(results), counts=count(results))
         # a run made of shards compares whole: no single shard's filter applies
