@@ -1,6 +1,7 @@
 """A repeated test's verdict over every run (an adaptive test undecided at its last run) is what the history
 says of it: the store gives back its reason, statistics and threshold, and `tamesu view`'s run page gives that
-reason as the "why" (it gave run 1's failed check, as if one run had decided it)."""
+reason as the "why" (it gave run 1's failed check, as if one run had decided it); its runs both passing and
+failing mark it flaky on the Tests page, without git too (it said 0 flaky tests)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,8 @@ tests:
     page = httpx.get(url + "/run", params={"id": run.id}, timeout=10)
     row = page.text.split("flaky/books", 1)[1].split("</tr>", 1)[0]
     assert "undecided at 20 runs: rate 0.75 [" in row, row
+    # passed and failed among its own repeats: flaky on that code, with no git commit to compare runs by
+    tests = httpx.get(url + "/tests", timeout=10).text
+    assert "1 flaky test(s)" in tests and "These runs have no commit (not a git checkout)" in tests, tests
+    row = tests.split("flaky/books", 1)[1].split("</tr>", 1)[0]
+    assert '<span class="tag">flaky</span> its repeats' in row, row

@@ -38,6 +38,11 @@ class RunRow:
         return self.counts.get("passed", 0) / ran if ran else None
 
 
+ONE_RUN = "its repeats"
+"""What a flaky test is flaky on when its runs without a commit (no git checkout) passed and failed among the
+repeats of one result."""
+
+
 @dataclass
 class TestRow:
     test_id: str
@@ -146,7 +151,8 @@ class Reader:
         return out
 
     def tests(self, window: int = WINDOW) -> list[TestRow]:
-        """Each test's pass rate over the newest runs, flaky ones (passed and failed on one commit) first."""
+        """Each test's pass rate over the newest runs, flaky ones (passed and failed on one commit, or among
+        the repeats of one result) first."""
         with self.engine.connect() as connection:
             recent = self._recent_run_ids(connection, window)
             r = t.test_results.c
@@ -162,6 +168,12 @@ class Reader:
                     .having(sa.func.sum(sa.case((failing, 1), else_=0)) > 0))
             for test_id, commit in connection.execute(both):
                 flaky[test_id].append(commit)
+            # a repeated test whose own runs both passed and failed: flaky on that code, with or without git
+            mixed = (sa.select(r.test_id, r.commit).distinct()
+                     .where(r.run_id.in_(recent), r.passed_runs > 0, r.passed_runs < r.total_runs))
+            for test_id, commit in connection.execute(mixed):
+                if (commit or ONE_RUN) not in flaky[test_id]:
+                    flaky[test_id].append(commit or ONE_RUN)
             newest = sa.select(r.test_id, sa.func.max(r.id).label("last")).where(r.run_id.in_(recent)) \
                 .group_by(r.test_id).subquery()
             last = dict(connection.execute(sa.select(r.test_id, r.status).join(newest, r.id == newest.c.last)).all())

@@ -14,7 +14,7 @@ from tamesu.report.baseline import compare, describe_change
 from tamesu.report.waterfall import TurnSpans, waterfall
 from tamesu.report.words import not_evaluated
 from tamesu.store.db import Store
-from tamesu.store.queries import WINDOW, HistoryEntry, Reader
+from tamesu.store.queries import ONE_RUN, WINDOW, HistoryEntry, Reader
 from tamesu.view._charts import constant, constant_line, pass_rate_bars, trend
 from tamesu.view._html import (
     chat,
@@ -83,10 +83,15 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
         tests = reader.tests()
         flaky = [t for t in tests if t.flaky_commits]
         rows = [(test_link(t.test_id), percent(t.pass_rate), esc(t.results), status(t.last_status),
-                 ('<span class="tag">flaky</span> ' + ", ".join(_commit(c) for c in t.flaky_commits))
+                 ('<span class="tag">flaky</span> ' + ", ".join(esc(c) if c == ONE_RUN else _commit(c)
+                                                                 for c in t.flaky_commits))
                  if t.flaky_commits else "") for t in tests]
+        uncommitted = "" if any(r.commit for r in reader.runs(limit=WINDOW)) else (
+            " These runs have no commit (not a git checkout): a test is compared across runs only on one commit, "
+            "so only the repeats of one result show it flaky.")
         body = (f"<p>Over the newest {WINDOW} runs. {len(flaky)} flaky test(s): passed and failed on the same "
-                "commit.</p>" + table(["test", "pass rate", "results", "last", "flaky on"], rows))
+                f"commit, or among the repeats of one result.{uncommitted}</p>"
+                + table(["test", "pass rate", "results", "last", "flaky on"], rows))
         return _html("Tests", body, "/tests")
 
     def test_page(request: Request) -> HTMLResponse:
