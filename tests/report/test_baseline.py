@@ -98,3 +98,39 @@ def test_no_earlier_run_is_a_warning_not_a_failure(tmp_path: Path, tamesu, serve
     run_dir = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())[0]
     itself = tamesu(["report", str(run_dir), "--baseline", str(run_dir)], cwd=tmp_path)
     assert "is this run itself: name an earlier run, or the folder of runs" in itself.stdout + itself.stderr
+
+
+def test_metric_changes_leave_out_jitter_and_repeats_and_say_what_was_cut() -> None:
+    # before: a fast agent's 1.9 ms -> 7.3 ms read "+283%", once for the plain name and again for _max, _p50 and
+    # _p95; 60 changes were cut to 20 (console) and 50 (Markdown) without a word; 📈 marked a fall too
+    from tamesu.report.baseline import compare, console_lines
+    from tamesu.report.load import LoadedRun, PlanRecord
+    from tamesu.report.markdown import LIMIT
+    from tamesu.results.records import RunSummary, RunSummaryFile, TestResult
+
+    def run(name: str, metrics: dict[str, dict[str, float]]) -> LoadedRun:
+        results = [TestResult(suite="s", test=test, id=f"s/{test}", target="bot", status="passed",
+                              runs=[RunSummary(run=1, status="passed", dir="x", metrics=values)])
+                   for test, values in metrics.items()]
+        summary = RunSummaryFile(tamesu_version="?", started_at="", finished_at="", duration_ms=0.0, exit_code=0,
+                                 counts={"passed": len(results)})
+        return LoadedRun(dir=Path(name), summary=summary, results=results, plan=PlanRecord())
+
+    jitter = {"turn_latency_ms": 1.9, "turn_latency_ms_max": 1.9, "turn_latency_ms_p50": 1.9}
+    slower = {"turn_latency_ms": 900.0, "turn_latency_ms_max": 900.0, "turn_latency_ms_p95": 900.0}
+    before = run("a", {"fast": jitter, "slow": {**slower, "turns": 4.0},
+                       **{f"t{i}": {"turns": 2.0} for i in range(LIMIT + 5)}})
+    after = run("b", {"fast": {k: 7.3 for k in jitter}, "slow": {k: 1800.0 for k in slower} | {"turns": 2.0},
+                      **{f"t{i}": {"turns": 3.0} for i in range(LIMIT + 5)}})
+    changes = compare(after, before).metric_changes
+    named = {(m.id, m.metric) for m in changes}
+    assert not any(test == "s/fast" for test, _ in named), named  # 5 ms of a fast agent
+    assert {metric for test, metric in named if test == "s/slow"} == {"turn_latency_ms", "turn_latency_ms_p95",
+                                                                      "turns"}
+    lines = [line for _style, line in console_lines(compare(after, before))]
+    assert lines[-1] == f"  ... and {len(changes) - 20} more (all of them in baseline.json)", lines
+    from tamesu.report.markdown import render_markdown
+
+    text = render_markdown(after, compare(after, before))
+    assert "- 📉 `s/slow` turns 4 -> 2 (-50%)" in text and "- 📈 `s/slow` turn_latency_ms 900 -> 1800 (+100%)" in text
+    assert f"- ... and {len(changes) - LIMIT} more (all of them in baseline.json)" in text

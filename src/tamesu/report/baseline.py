@@ -99,6 +99,11 @@ def compare(current: LoadedRun, baseline: LoadedRun, tolerance: float = 0.2) -> 
     return result
 
 
+MIN_MS = 25.0
+"""A timing metric (`..._ms`, its `_pNN`) must move by more than this as well as by the tolerance to count."""
+_TIMED = ("_ms", "_ms_p50", "_ms_p95", "_ms_p99", "_ms_max", "_ms_min", "_ms_mean")
+
+
 def _metric_changes(test_id: str, old: TestResult, new: TestResult, tolerance: float) -> list[MetricChange]:
     if not old.runs or not new.runs:
         return []
@@ -106,8 +111,10 @@ def _metric_changes(test_id: str, old: TestResult, new: TestResult, tolerance: f
     changes = []
     for name in sorted(before.keys() & now.keys()):
         a, b = before[name], now[name]
-        if a == b:
-            continue
+        if a == b or (name.endswith("_max") and name[:-4] in before):
+            continue  # a distribution's `_max` is its plain name's value: said once
+        if name.endswith(_TIMED) and abs(b - a) < MIN_MS:
+            continue  # a few milliseconds of a fast agent's jitter is no change (1.9 ms -> 7.3 ms read +283%)
         if a == 0:
             changes.append(MetricChange(id=test_id, metric=name, before=a, now=b, change=None))
         elif abs(b - a) > tolerance * abs(a):
@@ -139,4 +146,9 @@ def console_lines(comparison: Comparison, limit: int = 20) -> list[tuple[str, st
         lines.append(("dim", f"  removed     {test_id}"))
     for metric in comparison.metric_changes[:limit]:
         lines.append(("dim", f"  metric      {metric.id}: {describe_change(metric)}"))
+    cut = sum(max(0, len(group) - limit) for group in (comparison.regressions, comparison.fixes,
+                                                       comparison.quarantined, comparison.new, comparison.removed,
+                                                       comparison.metric_changes))
+    if cut:
+        lines.append(("dim", f"  ... and {cut} more (all of them in baseline.json)"))
     return lines

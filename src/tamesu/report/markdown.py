@@ -110,7 +110,13 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
             lines.append(f"- 🟡 quarantined `{_cell(change.id)}` (was {change.before}; not a regression)")
         lines.extend(f"- 🆕 new `{_cell(i)}`" for i in comparison.new[:LIMIT])
         lines.extend(f"- ➖ removed `{_cell(i)}`" for i in comparison.removed[:LIMIT])
-        lines.extend(f"- 📈 `{_cell(m.id)}` {describe_change(m)}" for m in comparison.metric_changes[:LIMIT])
+        lines.extend(f"- {'📉' if m.change is not None and m.change < 0 else '📈'} `{_cell(m.id)}` "
+                     f"{describe_change(m)}" for m in comparison.metric_changes[:LIMIT])
+        cut = sum(max(0, len(group) - LIMIT) for group in (comparison.regressions, comparison.fixes,
+                                                           comparison.quarantined, comparison.new,
+                                                           comparison.removed, comparison.metric_changes))
+        if cut:
+            lines.append(f"- ... and {cut} more (all of them in baseline.json)")
     missing = run.not_finished()
     if missing:
         lines += ["", f"#### Not finished ({len(missing)})", ""]
