@@ -436,3 +436,33 @@ tests:
     assert any("targets.plain" in line and "tls: is for a grpcs:// url" in line for line in lines), lines
     assert any("targets.unchecked" in line and "tls.verify: false is not possible over gRPC" in line
                for line in lines), lines
+
+
+def test_grpc_cores_own_log_lines_stay_off_the_console(tmp_path: Path) -> None:
+    # before: "I1206 06:10:06.713182 12891 ssl_transport_security.cc:2563] Handshake failed with error ..." on
+    # tamesu's stderr, beside its own one line. A plain child: the warm process of the forks imported grpc first
+    from concurrent import futures
+
+    import grpc
+
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    port = server.add_insecure_port("127.0.0.1:0")  # plaintext: the TLS handshake fails
+    server.start()
+    try:
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "grpcs://127.0.0.1:{port}", tls: {{ ca_file: ca.pem }}, connect: {{ attempts: 1 }} }}
+tests:
+  - {{ name: tls, target: shop, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+        done = subprocess.run(tied([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out"]),
+                              cwd=tmp_path, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        server.stop(None)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "ssl_transport_security" not in done.stdout + done.stderr, done.stderr
+    assert "Handshake failed" not in done.stderr, done.stderr

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -90,6 +91,9 @@ class _LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="tamesu")
 def main() -> None:
     """Test conversational AI agents the way their users meet them."""
+    # gRPC's core writes its INFO lines (a TLS handshake that failed, each retry) to the console past the
+    # logging module: tamesu says the failure in one line of its own. Set GRPC_VERBOSITY to see them.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 @main.command()
