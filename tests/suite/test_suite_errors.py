@@ -156,6 +156,12 @@ CASES = [
         id="no-host",
     ),
     pytest.param(
+        "targets:\n  page: { type: browser, url: '/plain' }\ntests: []\n",
+        "suite.yaml:2:31: targets.page.url: no scheme: write where it is, from http://, https://, ws:// or the "
+        "like (a path alone names no server)",
+        id="no-scheme",  # validate said ok; the run was exit 3, "Cannot navigate to invalid URL"
+    ),
+    pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    quarantine: { until: 2026-01-01 }\n",
         "suite.yaml:8:17: tests[0].quarantine.reason: missing required key",
         id="quarantine-without-reason",

@@ -22,6 +22,8 @@ def url_problem(url: str) -> str | None:
         if "out of range" in reason or "cast to integer" in reason:
             return "the port is not a number from 1 to 65535"
         return f"not a URL ({reason})"
+    if not parts.scheme:
+        return "no scheme: write where it is, from http://, https://, ws:// or the like (a path alone names no server)"
     if parts.scheme.lower() in _NEEDS_A_HOST and not parts.hostname:  # file:// and about: need none
         return "no host after the scheme"
     if port == 0:
