@@ -89,6 +89,11 @@ def widgets(tmp_path: Path) -> Iterator[str]:
     (site / "quick.html").write_text(_WIDGET.format(
         title="quick", answered_at_start="", hide_while_working="true", first_after=1, pause=1,
         button_per_answer="false"))
+    # a widget whose send handler throws: the turn says the page's script failed, not only that nobody answered
+    (site / "broken.html").write_text(
+        '<!doctype html><html><body><div id="log"></div><form id="f"><input id="q"><button>Send</button></form>'
+        '<script>document.getElementById("f").addEventListener("submit", (e) => { e.preventDefault(); '
+        'undefinedFunctionCall(); });</script></body></html>')
     server = subprocess.Popen(tied([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
                                     "--directory", str(site)]),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -135,6 +140,16 @@ targets:
     type: browser
     url: "{{env.WIDGETS}}status.html"
     chat: { input: "#q", messages: ".msg.assistant", done: { hidden: "#typnig", quiet: 0.3 } }
+  broken:
+    type: browser
+    url: "{{env.WIDGETS}}broken.html"
+    turn_timeout: 2
+    chat: { input: "#q", messages: ".msg", done: { quiet: 0.3 } }
+  missing:
+    type: browser
+    url: "{{env.WIDGETS}}missing.html"
+    chat: { input: "#q", messages: ".msg", done: { quiet: 0.3 } }
+    step_timeout: 1
   never-done:
     type: browser
     url: "{{env.WIDGETS}}quick.html"
@@ -180,6 +195,14 @@ tests:
     target: typo
     scenario:
       script: [{ say: pears }]
+  - name: a script that throws
+    target: broken
+    scenario:
+      script: [{ say: pears }]
+  - name: a page that is not there
+    target: missing
+    scenario:
+      script: [{ say: pears }]
 """
 
 
@@ -196,7 +219,9 @@ def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_me
         "a sign hidden and shown again at once": "passed",
         "a sign that was always there": "failed",
         "a typing sign hidden at the end": "passed",
-        "a busy sign misspelt": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
+        "a busy sign misspelt": "failed",
+        "a script that throws": "failed",
+        "a page that is not there": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
     assert done.returncode == 1
     never = rows["a sign that was always there"]["runs"][0]["failures"]
     assert any("the agent's answer never finished within 2s (done: '#f' was not shown for this answer; 1 shown "
@@ -205,6 +230,15 @@ def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_me
     misspelt = rows["a busy sign misspelt"]["runs"][0]["failures"]
     assert any("the widget's busy sign '#typnig' (done.hidden) matched no element while the agent answered: is "
                "the selector right?" in str(failure) for failure in misspelt), misspelt
+    # the page's own failures are on the run's timeline, and in the turn's reason when nothing answered
+    thrown = rows["a script that throws"]["runs"][0]["failures"]
+    assert any("the page's script failed meanwhile: undefinedFunctionCall is not defined" in str(failure)
+               for failure in thrown), thrown
+    result = json.loads((run_dir / "done" / "a-script-that-throws" / "run-1" / "result.json").read_text())
+    assert [e["data"]["message"] for e in result["events"] if e["name"] == "page_error"] == [
+        "undefinedFunctionCall is not defined"]
+    result = json.loads((run_dir / "done" / "a-page-that-is-not-there" / "run-1" / "result.json").read_text())
+    assert [e["data"]["status"] for e in result["events"] if e["name"] == "page_status"] == [404]
     for test_dir in ("three-answers-each-marked-by-a-new-button", "three-answers-each-marked-by-one-line-shown-again",
                      "a-sign-hidden-and-shown-again-at-once"):
         result = json.loads((run_dir / "done" / test_dir / "run-1" / "result.json").read_text())

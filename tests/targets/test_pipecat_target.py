@@ -316,9 +316,10 @@ def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_
 
 @needs_voice
 def test_a_wait_for_longer_than_turn_timeout_waits_its_own_timeout(agents: PipecatAgents, tmp_path: Path) -> None:
-    # listening on for a phrase, the step's own timeout bounds the wait (turn_timeout, 1 s here, bounds a reply
-    # once it started): the failure is the step's, naming what the bot said, not "said nothing within 1s"
-    targets = _target("t", agents.url + "/echo", "text", "1s") + _target("a", agents.url + "/echo", "audio", "1s")
+    # listening on for a phrase, the step's own timeout bounds the wait (turn_timeout, 2 s here, bounds a reply
+    # once it started): the failure is the step's, naming what the bot said, not "said nothing within 2s". Not
+    # 1 s: the first reply, still playing at 1 s, would fail its turn (a reply going on at turn_timeout does)
+    targets = _target("t", agents.url + "/echo", "text", "2s") + _target("a", agents.url + "/echo", "audio", "2s")
     tests = "".join(f"""  - name: {name}
     target: {name}
     scenario: {{ script: [ {{ say: "hello" }}, {{ wait_for: "pharmacy", timeout: 3s }} ] }}

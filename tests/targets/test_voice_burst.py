@@ -87,7 +87,7 @@ def test_a_reply_still_going_on_at_turn_timeout_fails_the_turn(run: tuple[Path, 
     _run_dir, results = run
     endless = results["endless"]
     assert endless["status"] == "failed", why(endless)
-    assert ("the agent's reply did not end within turn_timeout (4s): it was still talking, never 1s silent (idle)"
+    assert ("the agent's reply did not end within turn_timeout (4s): it was still talking then, never 1s silent (idle)"
             in why(endless)), why(endless)
 
 

@@ -47,7 +47,7 @@ class Line(Protocol):
 def ended_late(turn_timeout: float, idle: float) -> str:
     """Why a reply that was still going on at `turn_timeout` fails its turn: a caller would have given up (a
     text target's answer that late fails too; cutting it and passing hid an agent that never stops talking)."""
-    return (f"the agent's reply did not end within turn_timeout ({turn_timeout:g}s): it was still talking, "
+    return (f"the agent's reply did not end within turn_timeout ({turn_timeout:g}s): it was still talking then, "
             f"never {idle:g}s silent (idle)")
 
 
@@ -117,7 +117,11 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             turn.completed_at_ms = now_ms()
             if heard.spoke_at is None:
                 raise TurnError(f"the agent said nothing within {turn_timeout:g}s")
-            raise TurnError(ended_late(turn_timeout, idle))
+            if quiet_since is None or now - quiet_since < idle / 2:
+                # still talking at the deadline (a pause between words is no end); fallen quiet, the reply is
+                # what came
+                raise TurnError(ended_late(turn_timeout, idle))
+            break
         if give_up is not None and await give_up():
             break
         await asyncio.sleep(POLL_S)

@@ -350,9 +350,11 @@ class AudioSocketTarget(Target[SpecT]):
                     hint = self._wire.silence_hint() if self._wire is not None else ""
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
                                     raw=heard.controls)
-                flood = self._flood(heard)  # else a reply that goes on in real time, as a talker who never stops
-                raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}" if flood
-                                else ended_late(limit, self.idle_s), raw=heard.controls)
+                flood = self._flood(heard)  # else a reply still going on in real time: a talker who never stops
+                if flood or heard.quiet_from is None or now_ms - heard.quiet_from < idle_ms / 2:
+                    raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}"
+                                    if flood else ended_late(limit, self.idle_s), raw=heard.controls)
+                break
         turn.completed_at_ms = session.now_ms()
         if not interrupted:
             self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over

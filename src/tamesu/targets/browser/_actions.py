@@ -165,7 +165,10 @@ async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
     if not host_allowed(url, env.spec.allowed_domains):
         raise StepFailed(f"navigate: {url} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
     try:
-        await env.page.goto(url, timeout=timeout, wait_until="load")
+        response = await env.page.goto(url, timeout=timeout, wait_until="load")
+        if response is not None and response.status >= 400:
+            # the page came, as an error page: said on the run's timeline (a 500 page passed with no trace of it)
+            env.session.event("page_status", url=url, status=response.status)
     except PlaywrightTimeout:
         raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s") from None
     except PlaywrightError as exc:

@@ -10,7 +10,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from tamesu.conversation import AgentTurn, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Event, TurnError, UserTurn
 from tamesu.targets.browser._actions import PageEnv, locate
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
@@ -66,8 +66,15 @@ that adds its typing indicator for a moment and removes it is seen, a selector w
 _BUSY_SEEN = "() => Boolean(window.__tamesuBusy && window.__tamesuBusy.seen)"
 
 
+def _broken_script(events: list[Event], before: int) -> str:
+    """The page's own script errors since the turn was sent, as a hint for a turn that got no answer."""
+    said = [str(e.data.get("message", "")) for e in events[before:] if e.name == "page_error"]
+    return f"; the page's script failed meanwhile: {said[0]}" if said else ""
+
+
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
     page, session = env.page, env.session
+    events_before = len(session.events)
     messages = locate(page, chat.messages)
     before = await messages.count()
     field = locate(page, chat.input)
@@ -98,12 +105,14 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                                          timeout=timeout * 1000)
         except PlaywrightTimeout:
             raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                            f"({selector_text(chat.messages)} still matches {before})") from None
+                            f"({selector_text(chat.messages)} still matches {before})"
+                            f"{_broken_script(session.events, events_before)}") from None
     else:
         while await messages.count() <= before:
             if asyncio.get_running_loop().time() > deadline:
                 raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                                f"({selector_text(chat.messages)} still matches {before})")
+                                f"({selector_text(chat.messages)} still matches {before})"
+                                f"{_broken_script(session.events, events_before)}")
             await asyncio.sleep(_POLL)
     first_at = session.now_ms()
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())

@@ -173,8 +173,9 @@ class GrpcTarget(Target[GrpcSpec]):
         except TimeoutError:
             if not scope.expired():
                 raise
+            came = len(events.raw)
             detail = ("no reply" if self._call is None
-                      else f"{len(events.raw)} events received, none ended the turn")
+                      else f"{came} event{'' if came == 1 else 's'} received, none ended the turn")
             raise TurnError(f"turn timed out after {limit:g}s ({detail})", raw=events.raw) from None
         finally:
             self._events += len(events.raw)
