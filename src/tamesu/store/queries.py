@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 
 from tamesu.report.load import LoadedRun, PlanRecord
 from tamesu.results.records import AssertionResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.results.stats import RepeatStats
 from tamesu.store import _tables as t
 from tamesu.store.db import Store
 
@@ -243,7 +245,7 @@ class Reader:
                 suite=row.suite, test=row.name, id=row.test_id, case=row.case_name, tags=row.tags or [],
                 target=row.target or "", status=row.status, passed_runs=row.passed_runs,
                 total_runs=row.total_runs, duration_ms=row.duration_ms or 0.0, quarantine=row.quarantine,
-                skip_reason=row.skip_reason, runs=summaries, reason=row.reason, stats=row.stats,
+                skip_reason=row.skip_reason, runs=summaries, reason=row.reason, stats=_stats(row.stats),
                 pass_threshold=row.pass_threshold if row.pass_threshold is not None else 1.0))
         summary = RunSummaryFile(tamesu_version="?", started_at=run.started_at, finished_at="", duration_ms=0.0,
                                  exit_code=exit_code_for(results), counts=count(results))
@@ -288,3 +290,14 @@ class Reader:
                                "passed": row.passed, "score": row.score, "reason": row.reason or ""}
                               for row in found]))
         return cases
+
+
+def _stats(value: object) -> RepeatStats | None:
+    """A result's statistics as the store kept them; None when they are not whole (a store an older tamesu
+    wrote, or written by hand): the verdict's reason still says what they decided."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return RepeatStats.model_validate(value)
+    except ValidationError:
+        return None
