@@ -330,3 +330,28 @@ tests:
     assert any(line.startswith("suite.yaml:10:19: tests[1].steps[0].action: input should be ") and
                line.endswith("got 'clik' (did you mean 'click'?)") for line in lines), lines
     assert lines[-1] == "4 problems found"
+
+
+def test_validate_says_every_problem_of_tamesu_yaml_at_once(tmp_path: Path, tamesu) -> None:
+    # before: three rounds of fixing: a model's key, then a fake rule's, then the targets'
+    (tmp_path / "tamesu.yaml").write_text("""\
+targets:
+  geo:
+    type: rest
+    url: "http://127.0.0.1:9/chat"
+    respnse: { text: $.reply }
+    turn_timeout: fast
+models:
+  judge: { provider: fake, rules: [ { rubric: "x", pas: true } ] }
+  sim: { provider: openai, model: gpt-4o-mini, temperature: "hot" }
+""")
+    (tmp_path / "t.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    result = tamesu(["validate", "t.jsonl", "-n", "geo"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "tamesu.yaml:5:5: targets.geo.respnse: not a rest target key (did you mean 'response'?)",
+        "tamesu.yaml:6:19: targets.geo.turn_timeout: expected a duration such as 30s or 500ms, got 'fast'",
+        "tamesu.yaml:8:52: models.judge.rules[0].pas: not a judge rule key (did you mean 'pass'?)",
+        "tamesu.yaml:9:61: models.sim.temperature: input should be a valid number, unable to parse string as a "
+        "number, got 'hot'",
+        "4 problems found"], result.stderr

@@ -21,7 +21,7 @@ from typing import IO, Any
 import pytest
 import trustme
 
-from conftest import warm_demo
+from conftest import run_tamesu, warm_demo
 from lifeline import tied
 from ports import refused_port
 from sessions import new_session
@@ -466,3 +466,13 @@ tests:
     assert done.returncode == 3, done.stdout + done.stderr
     assert "ssl_transport_security" not in done.stdout + done.stderr, done.stderr
     assert "Handshake failed" not in done.stderr, done.stderr
+    # a tls: file that is not there names the target it belongs to (it said `tls.ca_file: no such file` alone)
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "grpcs://127.0.0.1:{port}", tls: {{ ca_file: nope.pem }} }}
+tests:
+  - {{ name: tls, target: shop, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+    missing = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert missing.returncode == 3, missing.stdout + missing.stderr
+    assert "grpc target shop: tls.ca_file: no such file: nope.pem" in missing.stdout, missing.stdout

@@ -53,16 +53,47 @@ def load_project(path: Path | None, fallback_dir: Path) -> Project:
     doc = load_yaml(path, label(path))
     if not isinstance(doc.data, dict):
         raise ConfigError([doc.problem((), "tamesu.yaml must be a mapping")])
+    problems: list[Problem] = []
     try:
         spec = ProjectSpec.model_validate(without_extensions(doc.data))
     except ValidationError as exc:
-        raise ConfigError(problems_from(exc, doc, ProjectSpec, owner="project")) from None
-    problems: list[Problem] = []
+        problems = problems_from(exc, doc, ProjectSpec, owner="project")
+        rest = _without_broken_parts(doc.data, exc)
+        if rest is None:
+            raise ConfigError(problems) from None
+        spec = rest
     spec.models = resolve_models(spec.models, doc, path.parent.resolve(), problems)
     _check_reports(spec, doc, problems)
     if problems:
-        raise ConfigError(problems)
+        # the targets' own problems too, so one `validate` says every problem of tamesu.yaml (it took three
+        # rounds: a model's key, then a fake rule's, then the targets')
+        from tamesu.plan.targets import load_targets
+
+        load_targets(spec, doc, problems, [])
+        raise ConfigError(list(dict.fromkeys(problems)))
     return Project(spec, path.parent.resolve(), doc)
+
+
+def _without_broken_parts(data: object, exc: ValidationError) -> ProjectSpec | None:
+    """tamesu.yaml without what did not validate (a model or target entry, or another top-level key), for the
+    rest to be checked too; None when nothing is left to check that way."""
+    kept = without_extensions(data)
+    if not isinstance(kept, dict):
+        return None
+    kept = dict(kept)
+    for error in exc.errors():
+        loc = error["loc"]
+        if not loc:
+            return None
+        entries = kept.get(loc[0])
+        if loc[0] in ("models", "targets") and len(loc) > 1 and isinstance(entries, dict):
+            kept[loc[0]] = {name: value for name, value in entries.items() if name != loc[1]}
+        else:
+            kept.pop(str(loc[0]), None)
+    try:
+        return ProjectSpec.model_validate(kept)
+    except ValidationError:
+        return None
 
 
 def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) -> None:

@@ -17,7 +17,7 @@ from tamesu._proto.turn.v1 import turn_pb2
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.proxies import grpc_direct_options
-from tamesu.net.tls import TlsSpec, readable, trusted_pem
+from tamesu.net.tls import TlsError, TlsSpec, readable, trusted_pem
 from tamesu.suite.schema import ConnectSpec
 
 _READY = grpc.ChannelConnectivity.READY
@@ -65,7 +65,10 @@ async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
     options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
     if max_receive is not None:
         options.append(("grpc.max_receive_message_length", max_receive))
-    secure = credentials(tls_spec) if tls else None
+    try:
+        secure = credentials(tls_spec) if tls else None
+    except TlsError as exc:  # a file of the tls: block: said with the target it belongs to
+        raise TlsError(f"{what}: {exc}") from None
     if secure is not None and tls_spec is not None and tls_spec.server_name:
         options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
     for attempt in range(1, connect.attempts + 1):
