@@ -73,6 +73,33 @@ document.getElementById("f").addEventListener("submit", async (event) => {{
 """
 
 
+_SHADOW = """<!doctype html><html><body><shadow-chat></shadow-chat><script>
+customElements.define("shadow-chat", class extends HTMLElement {
+  connectedCallback() {
+    const root = this.attachShadow({mode: "open"});
+    root.innerHTML = '<div id="log"></div><p id="typing" hidden>typing...</p>'
+      + '<form id="f"><input id="q"><button>Send</button></form>';
+    const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    root.getElementById("f").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const input = root.getElementById("q"), asked = input.value, typing = root.getElementById("typing");
+      input.value = "";
+      typing.hidden = false;
+      const reply = document.createElement("div");
+      reply.className = "msg assistant";
+      root.getElementById("log").append(reply);
+      await sleep(50);
+      reply.textContent = "You asked: " + asked + ".";
+      await sleep(__PAUSE__);
+      reply.textContent += " That is all about " + asked + ".";
+      typing.hidden = true;
+    });
+  }
+});
+</script></body></html>
+"""
+
+
 @pytest.fixture()
 def widgets(tmp_path: Path) -> Iterator[str]:
     """The two widgets under `python -m http.server` on a free port; its base URL."""
@@ -89,6 +116,9 @@ def widgets(tmp_path: Path) -> Iterator[str]:
     (site / "quick.html").write_text(_WIDGET.format(
         title="quick", answered_at_start="", hide_while_working="true", first_after=1, pause=1,
         button_per_answer="false"))
+    # the same widget inside a custom element's open shadow root (most embedded vendor widgets): its messages
+    # were never read ("'.msg.assistant' still matches 0")
+    (site / "shadow.html").write_text(_SHADOW.replace("__PAUSE__", str(_PAUSE_MS)))
     # a widget whose send handler throws: the turn says the page's script failed, not only that nobody answered
     (site / "broken.html").write_text(
         '<!doctype html><html><body><div id="log"></div><form id="f"><input id="q"><button>Send</button></form>'
@@ -140,6 +170,10 @@ targets:
     type: browser
     url: "{{env.WIDGETS}}status.html"
     chat: { input: "#q", messages: ".msg.assistant", done: { hidden: "#typnig", quiet: 0.3 } }
+  shadow:
+    type: browser
+    url: "{{env.WIDGETS}}shadow.html"
+    chat: { input: "#q", messages: ".msg.assistant", done: { hidden: "#typing", quiet: 0.3 } }
   broken:
     type: browser
     url: "{{env.WIDGETS}}broken.html"
@@ -195,6 +229,13 @@ tests:
     target: typo
     scenario:
       script: [{ say: pears }]
+  - name: a widget in a shadow root
+    target: shadow
+    scenario:
+      script: [{ say: pears }, { say: plums }]
+    assert:
+      - { contains: "That is all about pears.", on_turn: 1 }
+      - { contains: "That is all about plums.", on_turn: 2 }
   - name: a script that throws
     target: broken
     scenario:
@@ -220,6 +261,7 @@ def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_me
         "a sign that was always there": "failed",
         "a typing sign hidden at the end": "passed",
         "a busy sign misspelt": "failed",
+        "a widget in a shadow root": "passed",
         "a script that throws": "failed",
         "a page that is not there": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
     assert done.returncode == 1

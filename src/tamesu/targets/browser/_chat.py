@@ -17,9 +17,28 @@ from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
 
-_MORE_THAN = "([selector, count]) => document.querySelectorAll(selector).length > count"
+_DEEP = """const deepAll = (selector) => {
+  const found = [...document.querySelectorAll(selector)];
+  if (found.length) return found;
+  const walk = (root) => {
+    for (const element of root.querySelectorAll("*")) {
+      if (!element.shadowRoot) continue;
+      found.push(...element.shadowRoot.querySelectorAll(selector));
+      walk(element.shadowRoot);
+    }
+  };
+  walk(document);
+  return found;
+};"""
+"""The elements a CSS selector matches in the page, inside open shadow roots too (a widget in a custom element,
+as Playwright's own locators find them), looked for there only when the page itself has none: a widget in the
+light DOM pays nothing for it."""
+
+_MORE_THAN = "([selector, count]) => { " + _DEEP + " return deepAll(selector).length > count; }"
+_COUNT = "(selector) => { " + _DEEP + " return deepAll(selector).length; }"
 _SETTLE = """async ([selector, from, quiet, every]) => {
-  const read = () => [...document.querySelectorAll(selector)].slice(from).map((e) => e.innerText);
+""" + _DEEP + """
+  const read = () => deepAll(selector).slice(from).map((e) => e.innerText);
   let last = JSON.stringify(read()), since = performance.now();
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, every));
@@ -50,12 +69,13 @@ between two polls of ours."""
 _ONE_WAS_HIDDEN = "() => Boolean(window.__tamesuDone && window.__tamesuDone.hidden)"
 
 _WATCH_BUSY = """(selector) => {
+""" + _DEEP + """
   const previous = window.__tamesuBusy;
   if (previous && previous.observer) previous.observer.disconnect();
-  const state = {seen: document.querySelector(selector) !== null, observer: null};
+  const state = {seen: deepAll(selector).length > 0, observer: null};
   if (!state.seen) {
     state.observer = new MutationObserver(() => {
-      if (document.querySelector(selector) !== null) { state.seen = true; state.observer.disconnect(); }
+      if (deepAll(selector).length > 0) { state.seen = true; state.observer.disconnect(); }
     });
     state.observer.observe(document.documentElement, {childList: true, subtree: true});
   }
@@ -76,7 +96,9 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     page, session = env.page, env.session
     events_before = len(session.events)
     messages = locate(page, chat.messages)
-    before = await messages.count()
+    # counted as the waits below count (Playwright's locators also pierce shadow roots, and would count both)
+    before = int(await page.evaluate(_COUNT, chat.messages)) if isinstance(chat.messages, str) \
+        else await messages.count()
     field = locate(page, chat.input)
     try:
         await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
@@ -122,7 +144,9 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     except PlaywrightTimeout:
         raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
                         f"{selector_text(chat.done.hidden)} still shown)") from None
-    if isinstance(chat.done.hidden, str) and not await page.evaluate(_BUSY_SEEN):
+    if isinstance(chat.done.hidden, str) and not await page.evaluate(_BUSY_SEEN) \
+            and not await locate(page, chat.done.hidden).count():
+        # (a shadow root's changes are not the document's: an indicator there that is in the page now counts)
         # a misspelt selector is "hidden" at once: the answer would be read at its first pause, the agent blamed
         raise TurnError(f"the widget's busy sign {selector_text(chat.done.hidden)} (done.hidden) matched no "
                         "element while the agent answered: is the selector right?")
