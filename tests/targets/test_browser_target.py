@@ -30,7 +30,7 @@ from browser_fixtures import (
 )
 from conftest import run_tamesu
 from hidden_modules import hiding
-from lifeline import alive
+from lifeline import alive, tied
 from model_servers import OpenAIServer, text, tool_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -471,6 +471,23 @@ tests:
     assert ("before the first turn: the chat launcher button 'Open chat' could not be clicked within "
             "step_timeout (1s)") in done.stdout, done.stdout
     assert "internal error" not in done.stdout + done.stderr
+
+
+def test_headed_without_a_display_says_so(tmp_path: Path, web_shop_url: str) -> None:
+    # before: "/usr/bin/chromium did not start: BrowserType.launch: Target page, context or browser has been closed"
+    (tmp_path / "headed.tamesu.yaml").write_text("""
+name: headed
+targets:
+  page: { type: browser, url: "{{env.WEB_SHOP_URL}}", headless: false }
+tests:
+  - { name: look, target: page, steps: [ { action: assert_text, text: "Paper Moon" } ] }
+""")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "TAMESU_BROWSER_CDP_URL")}
+    done = subprocess.run(tied([sys.executable, "-m", "tamesu", "run", "--out", "out"]), cwd=tmp_path,
+                          env={**env, **_env(web_shop_url), "NO_COLOR": "1"}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "headless: false needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set" in done.stdout, done.stdout
 
 
 def test_with_vision_the_browser_agent_and_the_judge_see_the_page(

@@ -100,6 +100,10 @@ async def _launch(playwright: Playwright, headless: bool) -> Browser:
     if binary is None:
         raise BrowserUnavailable("no Chromium found: install Debian's chromium (apt-get install chromium) or set "
                                  f"{EXECUTABLE_ENV} to a Chromium binary")
+    if not headless and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        # Chromium would start and close at once, and Playwright say only "browser has been closed"
+        raise BrowserUnavailable("headless: false needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set "
+                                 "(run under xvfb-run, or leave headless on)")
     try:
         return await playwright.chromium.launch(executable_path=binary, headless=headless, args=LAUNCH_ARGS,
                                                 timeout=30_000)
