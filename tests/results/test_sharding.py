@@ -89,9 +89,11 @@ def test_two_shards_merged_give_the_totals_of_one_run(shop: tuple[Path, dict[str
     xmlschema.XMLSchema(XSD).validate(str(merged_dir / "junit.xml"))
     assert f"{one['counts']['passed']} passed, 0 failed" in merged.stdout
 
-    # shards never overlap: the same test twice is refused
+    # one run named twice is said so (it read as every test in two runs, "in X and X"); shards never overlap
     twice = run_tamesu(["merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-1")], cwd=tmp_path)
-    assert twice.returncode == 2 and "the same test is in two runs" in twice.stderr
+    assert twice.returncode == 2 and twice.stderr.strip() == f"{_only(tmp_path / 'shard-1')}: given twice", twice.stderr
+    overlap = run_tamesu(["merge", str(tmp_path / "whole"), str(tmp_path / "shard-1")], cwd=tmp_path)
+    assert overlap.returncode == 2 and "the same test is in two runs" in overlap.stderr, overlap.stderr
 
     # a shard whose job died before it kept its folder: before, "1 passed, 0 failed", exit 0, a green merge job
     alone = run_tamesu(["merge", str(tmp_path / "shard-1"), "--out", str(tmp_path / "alone")], cwd=tmp_path)

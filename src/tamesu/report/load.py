@@ -146,11 +146,16 @@ def run_dirs_in(names: Iterable[str]) -> list[Path]:
     """Each name a run directory, or a folder whose run directories are all taken (`tamesu merge`, `tamesu store
     import`); RunDirError names a folder that is neither."""
     found: list[Path] = []
+    seen: dict[Path, Path] = {}
     for name in names:
         folder = Path(name)
         inside = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p))
         if not inside:
             raise RunDirError(f"{folder}: not a run directory and holds none")
+        for run in inside:
+            # one run named twice (`shards/s1/* shards/s1/*`) would overlap itself, test by test
+            if (first := seen.setdefault(run.resolve(), run)) is not run:
+                raise RunDirError(f"{run}: given twice" + (f" (also as {first})" if str(first) != str(run) else ""))
         found.extend(inside)
     return found
 
