@@ -217,10 +217,16 @@ async def test_a_pass_with_none_of_its_quotes_in_the_transcript_fails(judge_serv
     assert not found.passed
     assert found.reason.startswith("the judge passed it, but none of its 2 quote(s) is in the transcript")
     assert found.unsupported_evidence == ["Refund RF-123 is on its way", "sorry for the wait"]
+    # a pass not taken decided nothing either way: `negate: true` cannot pass on it (it passed, "the agent does
+    # not give the reference", on a judge that said it does)
+    from tamesu.checks.judge import to_verdict
+
+    assert found.discarded and to_verdict(found).undecided
 
     server.plan(text(invented))
     lenient = await grade(judge, evidence="lenient")
     assert lenient.passed and lenient.reason == "the agent gave the reference"
+    assert not lenient.discarded and not to_verdict(lenient).undecided
     assert lenient.unsupported_evidence == ["Refund RF-123 is on its way", "sorry for the wait"]
 
 

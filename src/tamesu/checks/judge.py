@@ -45,7 +45,8 @@ def to_verdict(verdict: JudgeVerdict) -> Verdict:
     label = " (fake judge)" if verdict.fake else ""
     return Verdict(passed=verdict.passed, reason=verdict.reason + label + what_was_done(verdict), score=verdict.score,
                    evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
-                   fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence)
+                   fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence,
+                   undecided=verdict.discarded)
 
 
 def what_was_done(verdict: JudgeVerdict) -> str:

@@ -68,6 +68,9 @@ class JudgeVerdict(BaseModel):
     """Every answer read for this verdict: accepted, repaired (how) or rejected and asked again (why)."""
     unsupported_evidence: list[str] = Field(default_factory=list)
     """Quotes that are not in the transcript, tool calls or context the judge was shown."""
+    discarded: bool = False
+    """The judge's pass was not taken (strict evidence: none of its quotes is there): its answer decided
+    nothing either way, so a negated check cannot pass on it."""
     responses: list[ModelResponse] = Field(default_factory=list, exclude=True)
     """The calls behind the verdict, repairs included (for cost); not part of the verdict itself."""
 
@@ -209,7 +212,8 @@ class Judge:
                  attempts: list[Attempt], found: Evidence, mode: EvidenceMode) -> JudgeVerdict:
         last = responses[-1]
         reason = answer.reason
-        if passed and found.none_supported and mode == "strict":
+        discarded = passed and found.none_supported and mode == "strict"
+        if discarded:
             # the judge says pass but shows nothing that is there: a claim without support is not a pass
             passed = False
             reason = (f"the judge passed it, but none of its {len(answer.evidence)} quote(s) is in the transcript "
@@ -217,7 +221,7 @@ class Judge:
         return JudgeVerdict(
             passed=passed, score=score, reason=reason, evidence=answer.evidence,
             model=f"{last.provider}:{last.model}", prompt_version=self.version, fake=last.fake,
-            attempts=attempts, unsupported_evidence=found.unsupported, responses=responses)
+            attempts=attempts, unsupported_evidence=found.unsupported, discarded=discarded, responses=responses)
 
 
 def _json(value: object) -> str:
