@@ -30,7 +30,7 @@ class OneAtATime:
     def __init__(self, app: Any, seconds: float) -> None:
         self.app, self.seconds = app, seconds
         self.lock: asyncio.Lock | None = None
-        self.here = self.most = 0
+        self.here = self.most = self.served = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
@@ -42,6 +42,7 @@ class OneAtATime:
             async with self.lock:
                 await asyncio.sleep(self.seconds)
                 await self.app(scope, receive, send)
+                self.served += 1
         finally:
             self.here -= 1
 
@@ -79,3 +80,37 @@ def test_max_concurrent_keeps_the_queue_out_of_the_timeout(tmp_path: Path, tames
     code, statuses = run(", max_concurrent: 1")
     assert (code, statuses) == (0, ["passed"] * TESTS)
     assert slot.most == 1  # one request at the server at a time: the others waited in tamesu
+
+
+def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_path: Path, tamesu: Any,
+                                                                            serve: Serve) -> None:
+    # before: the budget was passed at the 3rd call, and the 4th, 5th and 6th, waiting for max_concurrent, were
+    # sent all the same (2.4 times the budget spent), every error saying the spend of the 3rd
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"text": "Your refund RF-889 was issued."})
+
+    async def completions(request: Request) -> JSONResponse:
+        verdict = {"pass": True, "score": 1, "reason": "it gives one", "evidence": ["RF-889"]}
+        return JSONResponse({
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": json.dumps(verdict)}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
+
+    desk = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    slot = OneAtATime(Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])]), 0.3)
+    url = serve(slot).url + "/v1"
+    tests = "".join(f"  - {{ name: t{n}, target: desk, scenario: {{ script: [ {{ say: hi }} ] }}, "
+                    "assert: [ { judge: The agent gives a reference } ] }\n" for n in range(TESTS))
+    (tmp_path / "suite.tamesu.yaml").write_text(
+        f'targets:\n  desk: {{ type: rest, url: "{desk}/chat" }}\ntests:\n{tests}')
+    # each call $0.0011 (1,100 tokens at $1 per million): the third passes $0.003
+    (tmp_path / "tamesu.yaml").write_text(
+        "cache: { mode: off }\nbudget: { usd: 0.003 }\nmodels:\n"
+        f"  judge: {{ provider: openai, model: m, base_url: '{url}', api_key: k, max_retries: 0, "
+        "max_concurrent: 1, price: { input_per_mtok: 1, output_per_mtok: 1 } }\n")
+    result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert slot.served == 3, slot.served
+    said = {line.strip() for line in result.stdout.splitlines() if "budget of $0.003 exceeded" in line}
+    assert said and all(line.endswith("spent $0.0033") for line in said), said

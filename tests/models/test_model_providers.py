@@ -716,7 +716,7 @@ async def test_budget_exceeded_stops_spending(oai: tuple[OpenAIServer, str]) -> 
             await models.client("simulator").generate(ask("c"))  # refused before any call
     finally:
         await models.aclose()
-    assert str(caught.value) == "budget of $0.25 exceeded: spent $0.4000"
+    assert str(caught.value) == "budget of $0.25 exceeded: spent $0.40"
     assert len(server.calls()) == 2
     assert first_run.usd == pytest.approx(0.2) and second_run.usd == pytest.approx(0.2)
     assert first_run.tokens == 2000 and run_ledger.tokens == 4000

@@ -205,6 +205,10 @@ class ResilientClient:
                 provider = self.provider()
                 self.attempts += 1
                 async with self._gate.held(), asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
+                    if self.ledger is not None:
+                        # again once its turn came: a call that waited for `max_concurrent` while the
+                        # budget was passed is not sent (they all were, 2.4 times the budget spent)
+                        self.ledger.ensure_open()
                     response = await (provider.generate(request) if call is None else call(provider))
                 for change in response.adapted:  # a refused parameter, learnt once: said where it happened
                     if self._record is not None:

@@ -95,9 +95,11 @@ class Ledger:
         with self._lock:
             self._state.total.add(response)
             self._state.by_purpose.setdefault(purpose, Totals()).add(response)
-            if not response.cached:
-                self._exceeded = self._exceeded or self._over()
-            exceeded = self._exceeded
+            if not response.cached and self._exceeded is None:
+                self._exceeded = self._over()
+            # what was spent by now, calls that were out when the budget was passed included (said as it was
+            # at the first call past it, a run that spent twice its budget said less)
+            exceeded = self._over() if self._exceeded is not None else None
         if self._parent is not None:
             self._parent.charge(response, purpose)
         if exceeded and not response.cached:
@@ -117,7 +119,7 @@ class Ledger:
         ledger: Ledger | None = self
         while ledger is not None:
             with ledger._lock:
-                exceeded = ledger._exceeded
+                exceeded = ledger._over() if ledger._exceeded is not None else None
             if exceeded:
                 raise BudgetExceeded(exceeded)
             ledger = ledger._parent
@@ -132,5 +134,8 @@ class Ledger:
 
 
 def _dollars(usd: float) -> str:
-    # cents for ordinary sums, more digits for the tiny sums of small models and tests
-    return f"{usd:.4f}" if usd >= 0.01 else f"{usd:.6f}"
+    # cents for ordinary sums, the digits that matter of the tiny sums of small models and tests, no trailing
+    # zeros either way ($0.012 and $0.0033, not $0.0120 and $0.003300)
+    text = f"{usd:.4f}" if usd >= 0.01 else f"{usd:.6f}"
+    whole, _, cents = text.partition(".")
+    return f"{whole}.{cents.rstrip('0').ljust(2, '0')}"
