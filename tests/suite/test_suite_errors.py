@@ -355,3 +355,26 @@ models:
         "tamesu.yaml:9:61: models.sim.temperature: input should be a valid number, unable to parse string as a "
         "number, got 'hot'",
         "4 problems found"], result.stderr
+
+
+def test_a_model_named_nowhere_and_a_base_url_with_no_scheme_are_suite_errors(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok; the run was exit 3 at its first judge ("no model named ..."), or retried a
+    # schemeless base_url four times before "the URL's scheme '' is not http(s)"
+    write(tmp_path, TARGET + """models:
+  judge: { provider: fake, rules: [ { pass: true, reason: fine } ] }
+  local: { provider: openai, model: m, base_url: "127.0.0.1:8000/v1" }
+tests:
+  - name: a
+    target: api
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { judge: { rubric: "x", model: nosuchmodel } } ]
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = result.stderr
+    assert "models.local.base_url: base_url starts with http:// or https://, got '127.0.0.1:8000/v1'" in said, said
+    (tmp_path / "suite.yaml").write_text((tmp_path / "suite.yaml").read_text().replace('"127.0.0.1', '"http://127.0.0.1'))
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "tests[0].assert[0].judge.model: no model named 'nosuchmodel' under models: (judge, local; or write " \
+           "provider:model)" in result.stderr, result.stderr

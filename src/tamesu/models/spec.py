@@ -71,6 +71,14 @@ class ModelSpec(Strict):
             return {"provider": provider, "model": model}
         return value
 
+    @field_validator("base_url")
+    @classmethod
+    def _a_server(cls, url: str | None) -> str | None:
+        # no scheme: retried four times at the run's first call, then "the URL's scheme '' is not http(s)"
+        if url is not None and "{{" not in url and not url.lower().startswith(("http://", "https://")):
+            raise ValueError(f"base_url starts with http:// or https://, got {url!r}")
+        return url
+
     @field_validator("provider")
     @classmethod
     def _known(cls, provider: str) -> str:

@@ -134,6 +134,14 @@ def check_models_needed(
     """A judge, a golden file judged by a model, or an extracted capture need models.judge (or a `model:`)."""
     configured = {**suite.project.spec.models, **suite.spec.models}
     _check_embedding_models(configured, spec, doc, loc, problems)
+    for i, entry in enumerate(spec.assert_):
+        # a check's own `model:` naming no model (it was exit 3 at the run's first judge, validate said ok)
+        key = next((k for k in entry if k not in checks.META_KEYS), None) if isinstance(entry, dict) else None
+        options = entry.get(key) if isinstance(entry, dict) and key else None
+        named = options.get("model") if isinstance(options, dict) else None
+        if isinstance(named, str) and ":" not in named and named not in configured:
+            problems.append(doc.problem((*loc, "assert", i, key, "model"), f"no model named {named!r} under "
+                                        f"models: ({', '.join(configured) or 'none'}; or write provider:model)"))
     if "judge" in configured or "extract" in configured:
         return
     for i, entry in enumerate(spec.assert_):
