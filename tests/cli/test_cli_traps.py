@@ -77,14 +77,14 @@ def test_the_html_report_is_written_by_default_and_its_path_ends_the_run(tmp_pat
 
 def test_after_init_the_first_run_passes_with_nothing_else_running(tmp_path: Path, tamesu: Any) -> None:
     assert tamesu(["init"], cwd=tmp_path).returncode == 0
-    # the scaffold's sample agent listens on 8765; two runs of this test at once (CI and an engineer on one
+    # the scaffold's sample agent listens on 8790; two runs of this test at once (CI and an engineer on one
     # machine) would share one agent, and one's after_all would stop it under the other: a port of its own
     first = tmp_path / "suites" / "first.yaml"
-    assert first.read_text().count("8765") == 2  # the hook that starts the agent, the target's url
+    assert first.read_text().count("8790") == 2  # the hook that starts the agent, the target's url
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    first.write_text(first.read_text().replace("8765", str(port)))
+    first.write_text(first.read_text().replace("8790", str(port)))
     done = tamesu(["run"], cwd=tmp_path, env={"TAMESU_OWNERS": "init-test"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  first/greets and answers" in done.stdout

@@ -378,3 +378,17 @@ tests:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "tests[0].assert[0].judge.model: no model named 'nosuchmodel' under models: (judge, local; or write " \
            "provider:model)" in result.stderr, result.stderr
+
+
+def test_a_base_url_with_credentials_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # before: "internal error: ValueError: Cannot combine AUTHORIZATION header with AUTH argument or credentials
+    # encoded in URL" in every test that called the model (exit 3)
+    write(tmp_path, TARGET + """models:
+  local: { provider: openai, model: m, base_url: "http://user:pw@127.0.0.1:8000/v1" }
+tests: []
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "models.local.base_url: base_url carries user:password@, which cannot go beside the API key's header" \
+        in result.stderr, result.stderr
+    assert "pw" not in result.stderr.replace("password", "")

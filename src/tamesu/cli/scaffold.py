@@ -24,13 +24,13 @@ FIRST_SUITE = """\
 # "{{ui_messages}}"), and OpenAI-, Anthropic- and AI SDK-shaped answers are read without `response:`.
 hooks:
   before_all:
-    - "python3 agent.py --port 8765 --pid-file .agent.pid > .agent.log 2>&1 &"
+    - "python3 agent.py --port 8790 --pid-file .agent.pid > .agent.log 2>&1 &"
   after_all:
     - "kill $(cat .agent.pid)"
 targets:
   my-agent:
     type: rest
-    url: http://127.0.0.1:8765/chat
+    url: http://127.0.0.1:8790/chat
     connect: { attempts: 20, backoff: 0.1s }   # the sample agent takes a moment to start
     request:
       body: { message: "{{message}}", session_id: "{{session}}" }
@@ -85,7 +85,7 @@ class Chat(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=8790)
     parser.add_argument("--pid-file")
     options = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", options.port), Chat)

@@ -77,6 +77,11 @@ class ModelSpec(Strict):
         # no scheme: retried four times at the run's first call, then "the URL's scheme '' is not http(s)"
         if url is not None and "{{" not in url and not url.lower().startswith(("http://", "https://")):
             raise ValueError(f"base_url starts with http:// or https://, got {url!r}")
+        if url is not None and "{{" not in url and "@" in url.split("://", 1)[1].split("/", 1)[0]:
+            # the SDKs send the key as a header of their own: beside credentials in the URL, the HTTP client
+            # refused the request ("internal error: ValueError: Cannot combine AUTHORIZATION header ...")
+            raise ValueError("base_url carries user:password@, which cannot go beside the API key's header: give "
+                             "the key as api_key, or other credentials as headers")
         return url
 
     @field_validator("provider")
