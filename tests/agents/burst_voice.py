@@ -3,12 +3,15 @@ newcomer's bot often does not: on `/burst` its greeting is one binary message an
 has spoken and fallen quiet for 0.5 s, is every 20 ms frame sent at once. On `/paced` it greets in 20 ms frames
 sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stream at twice real time. On `/flood`
 it never stops sending its greeting, as fast as the socket takes it; on `/endless` it never stops saying it, in
-real time (a talker who never stops, no flood). Its
+real time (a talker who never stops, no flood). On `/line` it is a phone bridge: 20 ms frames every 20 ms for the
+whole call, digital silence whenever it is not speaking, and its answer `LINE_DELAY_S` after it heard the caller
+stop (0.5 s of quiet). Its
 speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -20,6 +23,8 @@ RATE = 16000
 FRAME = 640
 """20 ms of 16 kHz pcm16."""
 GREETING = "Welcome to the bakery. How can I help you?"
+LINE_DELAY_S = 0.8
+"""`/line`: the silence it streams between hearing the caller stop and answering."""
 ANSWER = "We open at nine in the morning."
 
 
@@ -43,6 +48,9 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
         self.connections += 1
         path = ws.request.path if ws.request is not None else ""
         try:
+            if path == "/line":
+                await self._line(ws)
+                return
             if path == "/flood":  # its greeting again and again, as fast as the socket takes it, never ending
                 while True:
                     await ws.send(self.greeting)
@@ -66,3 +74,28 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                         await ws.send(self.answer[k:k + FRAME])
         except ConnectionClosed:
             pass
+
+    async def _line(self, ws: ServerConnection) -> None:
+        """A call's frames on a clock, silence between the greeting and the answer (`/line`)."""
+        loop = asyncio.get_running_loop()
+        queued = [self.greeting[k:k + FRAME] for k in range(0, len(self.greeting), FRAME)]
+        answer_at: list[float] = []
+        caller = EndOfSpeech(quiet_frames=25)
+
+        async def listen() -> None:
+            with contextlib.suppress(ConnectionClosed):
+                async for message in ws:
+                    if isinstance(message, bytes) and caller.heard(message):
+                        answer_at.append(loop.time() + LINE_DELAY_S)
+
+        listening = asyncio.create_task(listen())
+        try:
+            start = loop.time()
+            for n in range(60_000):  # 20 minutes of frames at most
+                if not queued and answer_at and loop.time() >= answer_at[0]:
+                    answer_at.pop(0)
+                    queued = [self.answer[k:k + FRAME] for k in range(0, len(self.answer), FRAME)]
+                await ws.send(queued.pop(0) if queued else bytes(FRAME))
+                await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - loop.time()))
+        finally:
+            listening.cancel()

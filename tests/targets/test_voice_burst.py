@@ -30,6 +30,7 @@ targets:
   wrong-rate: { type: voice, url: "{{env.BOT}}/paced", audio: { sample_rate: 8000 }, turn_timeout: 20s }
   flooder: { type: voice, url: "{{env.BOT}}/flood", turn_timeout: 2s }
   talker: { type: voice, url: "{{env.BOT}}/endless", turn_timeout: 4s, idle: 1s }
+  bridge: { type: voice, url: "{{env.BOT}}/line", turn_timeout: 20s, idle: 2s }
 tests:
   - name: burst
     target: bot
@@ -47,6 +48,10 @@ tests:
   - name: endless
     target: talker
     scenario: { script: [ { say: "hello" } ] }
+  - name: line
+    target: bridge
+    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
 """
 
 
@@ -89,6 +94,23 @@ def test_a_reply_still_going_on_at_turn_timeout_fails_the_turn(run: tuple[Path, 
     assert endless["status"] == "failed", why(endless)
     assert ("the agent's reply did not end within turn_timeout (4s): it was still talking then, never 1s silent (idle)"
             in why(endless)), why(endless)
+
+
+def test_an_agent_that_streams_silence_between_replies_is_timed_from_its_words(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # a phone bridge sends frames for the whole call, digital silence between replies: the reply was timed from
+    # its first silent frame (time to first audio 8 ms for an 800 ms wait), and the silence after it, until the
+    # turn ended, counted as a gap in it
+    from agents.burst_voice import LINE_DELAY_S
+
+    run_dir, results = run
+    assert results["line"]["status"] == "passed", why(results["line"])
+    result = json.loads((run_dir / "burst" / "line" / "run-1" / "result.json").read_text())
+    waited = result["turns"][-1]["agent"]["measures"]["time_to_first_audio_ms"]
+    # the agent hears the caller stop after 0.5 s of quiet, then waits LINE_DELAY_S
+    assert 500 + LINE_DELAY_S * 1000 - 200 <= waited <= 6000, result["turns"][-1]["agent"]["measures"]
+    # the longest silence is that wait, not the 2 s of silence the line carried after the answer (idle)
+    assert abs(result["metrics"]["silence_gap_max_ms"] - waited) < 200, (result["metrics"], waited)
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:

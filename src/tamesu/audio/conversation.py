@@ -25,7 +25,7 @@ from tamesu.audio import metrics as audio_metrics
 from tamesu.audio.behaviors import Behaviour
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat, frames
-from tamesu.audio.level import SPEECH_RMS, first_sound, rms
+from tamesu.audio.level import SPEECH_RMS, audible, first_sound, rms
 from tamesu.audio.pacing import Pacer, PlaybackClock
 from tamesu.audio.recorder import Recorder
 from tamesu.conversation import Session, TurnAudio
@@ -206,7 +206,9 @@ class AudioConversation:
         heard = clip.at(stt.WHISPER_RATE)  # resampled once, for the recording and for Whisper (both 16 kHz)
         self.recorder.agent(heard, start)
         if turn is not None:
-            if turn.agent_from_ms is None and not _caller_talking(turn, now):
+            # the reply starts at its first chunk with a sound in it: a line that carries the agent's digital
+            # silence between replies (a phone bridge) put it at the first silent frame, a time to first audio of 8 ms
+            if turn.agent_from_ms is None and not _caller_talking(turn, now) and audible(heard.samples):
                 turn.agent_from_ms = start
             if (turn is self._current and not self._listening_only and self._heard_from_ms is None
                     and turn.agent_from_ms is not None and rms(heard.samples) > SPEECH_RMS):

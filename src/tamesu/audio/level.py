@@ -32,6 +32,16 @@ def sounds(data: bytes) -> bool:
     return bool(_loud(data).size)
 
 
+DIGITAL_SILENCE = 16
+"""The loudest sample of a chunk that is no sound at all (-66 dBFS): a line's digital silence, or its dither."""
+
+
+def audible(samples: np.ndarray) -> bool:
+    """Whether a chunk holds any sound at all (a TTS voice's soft lead-in does; a line's digital silence does
+    not): where an agent's reply starts, as the agent's own clock puts its first frame."""
+    return bool(samples.size) and int(np.abs(samples.astype(np.int32)).max()) > DIGITAL_SILENCE
+
+
 def first_sound(data: bytes) -> int:
     """The index of the first sample louder than the speech level (0 when none is): where a reply starts in a
     chunk of a line that carries its silence too (a SIP call's 100 ms chunks)."""

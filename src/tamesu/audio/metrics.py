@@ -2,8 +2,8 @@
 
 - `talk_over_ratio`: time both sides speak at once (VAD on both tracks) over the agent's speech time.
 - `silence_gap_max_ms`: the longest stretch with neither side speaking while a reply was expected: from
-  the end of the user's speech to the end of the agent's reply (or, with no reply, to the user's next words
-  or the end of the recording).
+  the end of the user's speech to the end of the agent's reply's speech (the silence a line carries after it
+  is none of it; with no reply, to the user's next words or the end of the recording).
 - `stt_word_error_rate`: the agent's own transcript of the user, where the protocol reports one, against the
   text tamesu synthesised, numbers normalised; all edits over all words of the run.
 Per-turn metrics (`time_to_first_audio_ms`, `interruption_stop_ms`) are the turns' own measures.
@@ -172,7 +172,10 @@ def compute(user: Clip, agent: Clip, turns: list[TurnAudio]) -> dict[str, float]
         if turn.user_to_ms is None:
             continue
         if turn.agent_to_ms is not None:
-            end = turn.agent_to_ms
+            # the reply's last speech, not its last chunk: a line's silence after it, until the turn ended, is no
+            # gap inside the reply
+            spoken = [stop for start, stop in agent_speech if turn.user_to_ms < stop and start < turn.agent_to_ms]
+            end = min(turn.agent_to_ms, max(spoken)) if spoken else turn.agent_to_ms
         else:
             later = [t.user_from_ms for t in turns[i + 1:] if t.user_from_ms is not None]
             end = later[0] if later else track_end
