@@ -72,6 +72,14 @@ class TwilioAgents(ThreadedWebsocketServer):
                         await self._speak(ws, sid, 1000, "m1")
                     if path == "/stray":
                         await self._speak(ws, sid, 300, "greeting")
+                    if path == "/pcm":  # Twilio's mu-law agreed, pcm16 sent: a bridge that forgot to encode
+                        t = np.arange(RATE) / RATE
+                        audio = (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
+                        for k in range(0, len(audio), 320):
+                            payload = base64.b64encode(audio[k:k + 320]).decode()
+                            await ws.send(json.dumps({"event": "media", "streamSid": sid,
+                                                      "media": {"payload": payload}}))
+                            await asyncio.sleep(0.02)
                     if path == "/flood":
                         chunk = base64.b64encode(tone(1000)).decode()
                         while True:

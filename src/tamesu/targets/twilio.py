@@ -27,6 +27,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu.conversation import Session, TurnError
 from tamesu.plugins import register
+from tamesu.targets.audio.sniffer import EncodingSniffer
 from tamesu.targets.audio.socket import AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
@@ -74,6 +75,7 @@ class TwilioWire(Wire):
 
         self.send_format = self.receive_format = AudioFormat("mulaw", 8000)
         self.spec = spec
+        self._sniffer = EncodingSniffer("mulaw", "Twilio Media Streams' encoding")
         self.account_sid = _sid("AC")
         self.call_sid = _sid("CA")
         self.stream_sid = _sid("MZ")
@@ -134,10 +136,11 @@ class TwilioWire(Wire):
         if kind == "media":
             payload = (event.get("media") or {}).get("payload")
             try:
-                return [Incoming("audio", base64.b64decode(payload if isinstance(payload, str) else "",
-                                                           validate=True))]
+                audio = base64.b64decode(payload if isinstance(payload, str) else "", validate=True)
             except (binascii.Error, ValueError):
                 raise TurnError("the agent's media.payload is not base64 audio") from None
+            self._sniffer.check(audio)  # pcm16 payloads were heard as nothing: "the agent said nothing"
+            return [Incoming("audio", audio)]
         if kind == "mark":
             return [Incoming("mark", value=(event.get("mark") or {}).get("name", ""))]
         if kind == "clear":

@@ -47,6 +47,7 @@ from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
 from tamesu.plugins import register
 from tamesu.targets.audio.heard import Heard
+from tamesu.targets.audio.sniffer import EncodingSniffer
 from tamesu.targets.audio.socket import AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, TargetSpec
@@ -58,10 +59,6 @@ from tamesu.types import Duration, JSONValue, Strict
 __all__ = ["VoiceSpec", "VoiceTarget"]
 
 _AUDIO = "\u0000tamesu-audio\u0000"
-SNIFF_BYTES = 3200
-"""A window of the agent's audio in which to tell its encoding (0.1-0.2 s)."""
-SNIFF_LIMIT = 64000
-"""Windows are looked at until this much audio has passed (silence says nothing, speech decides)."""
 
 
 def _path(text: str) -> jsonpath.JSONPath | jsonpath.CompoundJSONPath:
@@ -246,9 +243,7 @@ class VoiceWire(Wire):
         self.json_messages = 0
         self.audio_messages = 0
         self.example: str | None = None
-        self._sniffed = bytearray()
-        self._sniff_done = False
-        self._sniff_seen = 0
+        self._sniffer = EncodingSniffer(self.spec.audio.encoding, "audio.encoding")
 
     def _render(self, template: object, **names: object) -> str:
         return json.dumps(self.context.child(**names).render_value(template))
@@ -270,21 +265,7 @@ class VoiceWire(Wire):
         return self.frame_text.replace(json.dumps(_AUDIO), json.dumps(base64.b64encode(data).decode()))
 
     def _check_encoding(self, data: bytes) -> None:
-        if self._sniff_done:
-            return
-        self._sniffed.extend(data)
-        if len(self._sniffed) < SNIFF_BYTES:
-            return
-        from tamesu.audio.sniff import likely_encoding
-
-        window = bytes(self._sniffed)
-        self._sniffed.clear()
-        self._sniff_seen += len(window)
-        self._sniff_done = self._sniff_seen >= SNIFF_LIMIT
-        other = likely_encoding(window, self.spec.audio.encoding)
-        if other is not None:
-            raise TurnError(f"the agent's audio is noise as {self.spec.audio.encoding} and sounds like speech as "
-                            f"{other}: audio.encoding is {self.spec.audio.encoding}, the agent sends {other}?")
+        self._sniffer.check(data)
 
     def read(self, message: str | bytes) -> list[Incoming]:
         if isinstance(message, bytes):

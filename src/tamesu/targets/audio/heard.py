@@ -54,3 +54,17 @@ def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
         if turn.raw and isinstance(turn.raw[-1], dict) and "heard" in turn.raw[-1]:
             turn.raw[-1]["heard"] = turn.text
     talked_over.clear()
+
+
+def unheard(heard: Heard, wire: Any, voice: AudioConversation | None, flood: str | None) -> str:
+    """Why an agent seemed to say nothing: the wire's own hint (`silence_hint`: a configuration that finds no
+    audio), else, when audio came, that none of it was speech in the agreed format (pcm16 sent where mu-law
+    was agreed, 8 kHz where 16 kHz was; it read "the agent said nothing" of 5.3 s of audio)."""
+    if said := (wire.silence_hint() if wire is not None else ""):
+        return str(said)
+    if heard.audio_ms <= 0:
+        return ""
+    came = f"{heard.audio_ms / 1000:.1f}s of audio came"
+    agreed = voice.receive_format if voice is not None else "the agreed format"
+    return (f"; {came} ({flood})" if flood else f"; {came}") + (
+        f", none of it speech as {agreed}: is that the encoding and rate the agent sends?")

@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
-from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed
+from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed, unheard
 from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
@@ -347,7 +347,7 @@ class AudioSocketTarget(Target[SpecT]):
             timed_from = timed_from or time.monotonic()
             if time.monotonic() - timed_from > limit:
                 if heard.spoke_at is None:
-                    hint = self._wire.silence_hint() if self._wire is not None else ""
+                    hint = unheard(heard, self._wire, self._voice, self._flood(heard))
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
                                     raw=heard.controls)
                 flood = self._flood(heard)  # else a reply still going on in real time: a talker who never stops
