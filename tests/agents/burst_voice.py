@@ -51,6 +51,9 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
             if path == "/line":
                 await self._line(ws)
                 return
+            if path == "/hum":  # a faint hum at real-time pace, never speech: audio came, nothing was said
+                await self._line(ws, hum=True)
+                return
             if path == "/flood":  # its greeting again and again, as fast as the socket takes it, never ending
                 while True:
                     await ws.send(self.greeting)
@@ -75,10 +78,15 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
         except ConnectionClosed:
             pass
 
-    async def _line(self, ws: ServerConnection) -> None:
-        """A call's frames on a clock, silence between the greeting and the answer (`/line`)."""
+    async def _line(self, ws: ServerConnection, hum: bool = False) -> None:
+        """A call's frames on a clock, silence between the greeting and the answer (`/line`); with `hum`, a
+        faint tone and nothing else (`/hum`)."""
+        import numpy as np
+
         loop = asyncio.get_running_loop()
-        queued = [self.greeting[k:k + FRAME] for k in range(0, len(self.greeting), FRAME)]
+        quiet = bytes(FRAME) if not hum else \
+            (np.sin(2 * np.pi * 100 * np.arange(FRAME // 2) / RATE) * 100).astype("<i2").tobytes()
+        queued = [] if hum else [self.greeting[k:k + FRAME] for k in range(0, len(self.greeting), FRAME)]
         answer_at: list[float] = []
         caller = EndOfSpeech(quiet_frames=25)
 
@@ -92,10 +100,10 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
         try:
             start = loop.time()
             for n in range(60_000):  # 20 minutes of frames at most
-                if not queued and answer_at and loop.time() >= answer_at[0]:
+                if not hum and not queued and answer_at and loop.time() >= answer_at[0]:
                     answer_at.pop(0)
                     queued = [self.answer[k:k + FRAME] for k in range(0, len(self.answer), FRAME)]
-                await ws.send(queued.pop(0) if queued else bytes(FRAME))
+                await ws.send(queued.pop(0) if queued else quiet)
                 await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - loop.time()))
         finally:
             listening.cancel()

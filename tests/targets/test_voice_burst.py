@@ -31,6 +31,7 @@ targets:
   flooder: { type: voice, url: "{{env.BOT}}/flood", turn_timeout: 2s }
   talker: { type: voice, url: "{{env.BOT}}/endless", turn_timeout: 4s, idle: 1s }
   bridge: { type: voice, url: "{{env.BOT}}/line", turn_timeout: 20s, idle: 2s }
+  hum: { type: voice, url: "{{env.BOT}}/hum", turn_timeout: 3s }
 tests:
   - name: burst
     target: bot
@@ -47,6 +48,9 @@ tests:
     scenario: { script: [ { say: "hello" } ] }
   - name: endless
     target: talker
+    scenario: { script: [ { say: "hello" } ] }
+  - name: hum
+    target: hum
     scenario: { script: [ { say: "hello" } ] }
   - name: line
     target: bridge
@@ -111,6 +115,15 @@ def test_an_agent_that_streams_silence_between_replies_is_timed_from_its_words(
     assert 500 + LINE_DELAY_S * 1000 - 200 <= waited <= 6000, result["turns"][-1]["agent"]["measures"]
     # the longest silence is that wait, not the 2 s of silence the line carried after the answer (idle)
     assert abs(result["metrics"]["silence_gap_max_ms"] - waited) < 200, (result["metrics"], waited)
+
+
+def test_audio_that_is_never_speech_is_said_to_have_come(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: "the agent said nothing within turn_timeout (3s)" of seconds of audio
+    _run_dir, results = run
+    reason = why(results["hum"])
+    assert results["hum"]["status"] == "failed", reason
+    assert re.search(r"the agent said nothing within turn_timeout \(3s\); \d+\.\ds of audio came, none of it "
+                     r"speech as pcm16 16000 Hz: is that the encoding and rate the agent sends\?", reason), reason
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
