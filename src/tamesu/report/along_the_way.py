@@ -33,6 +33,9 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
 is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the
 run's error line."""
+_RUN_AGAIN = "retries"
+NOTABLE[_RUN_AGAIN] = ("test run", "test runs", "made again after an error")
+"""A test's own `retries`: each run made again is counted, as the events are."""
 
 
 class AlongTheWay:
@@ -43,13 +46,17 @@ class AlongTheWay:
         self._tests: dict[str, set[str]] = {}
 
     def add(self, runs: Iterable[RunResult]) -> None:
+        # an errored run's events count too: its error line says why it ended, not the retries on the way (a
+        # summary of 2 retried calls in 1 test was 7 in 3)
         for run in runs:
-            if run.status == "error":  # its error line is the news (a connection retried, then given up on)
-                continue
+            test = f"{run.suite}/{run.test}"
+            if run.attempt > 1:  # the test's own `retries`: a run made again after an error
+                self._events[_RUN_AGAIN] += 1
+                self._tests.setdefault(_RUN_AGAIN, set()).add(test)
             for event in run.events:
                 if event.name in NOTABLE:
                     self._events[event.name] += 1
-                    self._tests.setdefault(event.name, set()).add(f"{run.suite}/{run.test}")
+                    self._tests.setdefault(event.name, set()).add(test)
 
     def line(self) -> str:
         """`along the way: 8 requests refused with HTTP 429 and sent again (rate_limited, 3 tests); ...`, or ""."""

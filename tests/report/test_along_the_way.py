@@ -1,0 +1,23 @@
+"""The console's `along the way:` line counts what happened in every run: an errored run's retries too (a run
+whose judge gave up after its retries said "2 model calls retried (1 test)" of 7 in 3 tests), and a test's own
+`retries` (a run made again after an error was said nowhere on the console)."""
+
+from __future__ import annotations
+
+from tamesu.conversation import Event
+from tamesu.report.along_the_way import AlongTheWay
+from tamesu.results.records import RunResult
+
+
+def _run(test: str, status: str, retries: int, attempt: int = 1) -> RunResult:
+    run = RunResult(suite="s", test=test, run=1, attempt=attempt, status=status, started_at="", target="bot",
+                    target_type="rest")  # type: ignore[arg-type]  # a status of the Literal
+    run.events = [Event(name="model_retry", at_ms=float(k), data={}) for k in range(retries)]
+    return run
+
+
+def test_every_runs_retries_are_counted_and_a_run_made_again_is_said() -> None:
+    along = AlongTheWay()
+    along.add([_run("passed", "passed", 2), _run("errored", "error", 3), _run("again", "passed", 0, attempt=2)])
+    assert along.line() == ("along the way: 5 model calls retried (model_retry, 2 tests); 1 test run made again "
+                            "after an error (retries, 1 test)")
