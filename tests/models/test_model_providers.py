@@ -333,12 +333,17 @@ async def test_server_errors_exhausted_then_the_fallback_answers(oai: tuple[Open
     spec = openai_spec(base_url, model="gpt-4o", max_retries=1, fallback=openai_spec(base_url, "gpt-4o-mini"))
     ledger = Ledger()
     models = registry({"judge": spec}, ledger=ledger)
+    events: list[tuple[str, dict[str, object]]] = []
     try:
-        response = await models.client("judge").generate(ask("judge", purpose="judge"))
+        recording = models.with_ledger(ledger, lambda name, **data: events.append((name, data)))
+        response = await recording.client("judge").generate(ask("judge", purpose="judge"))
     finally:
         await models.aclose()
     assert [c.body["model"] for c in server.calls()] == ["gpt-4o", "gpt-4o", "gpt-4o-mini"]
     assert (response.provider, response.model) == ("openai", "gpt-4o-mini")
+    # said as it happened (the run showed only the verdict's model): the console counts it along the way
+    [(name, data)] = [e for e in events if e[0] == "model_fallback"]
+    assert data["model"] == "openai:gpt-4o" and data["fallback"] == "openai:gpt-4o-mini", data
     assert response.cost_usd > 0  # priced as the fallback model
     assert ledger.totals().calls == 1 and ledger.usd == pytest.approx(response.cost_usd)
 

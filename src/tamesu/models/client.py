@@ -138,6 +138,9 @@ class ResilientClient:
                 response = await self.fallback.generate(request)
             except ModelError as secondary:
                 raise ModelError(f"{primary}; fallback {secondary}", retryable=secondary.retryable) from None
+            if self._record is not None:  # a judge's or simulator's answer from another model: said (it was silent)
+                self._record("model_fallback", model=self.label, purpose=request.purpose,
+                             fallback=self.fallback.label, reason=str(primary))
             # the fallback's client has priced, charged and recorded its answer under its own spec; record it
             # under this one too, so a replay of this run finds what this call ended with
             if self.cache is not None:
