@@ -342,7 +342,7 @@ async def test_server_errors_exhausted_then_the_fallback_answers(oai: tuple[Open
     assert [c.body["model"] for c in server.calls()] == ["gpt-4o", "gpt-4o", "gpt-4o-mini"]
     assert (response.provider, response.model) == ("openai", "gpt-4o-mini")
     # said as it happened (the run showed only the verdict's model): the console counts it along the way
-    [(name, data)] = [e for e in events if e[0] == "model_fallback"]
+    [(_name, data)] = [e for e in events if e[0] == "model_fallback"]
     assert data["model"] == "openai:gpt-4o" and data["fallback"] == "openai:gpt-4o-mini", data
     assert response.cost_usd > 0  # priced as the fallback model
     assert ledger.totals().calls == 1 and ledger.usd == pytest.approx(response.cost_usd)
