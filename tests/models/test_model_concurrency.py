@@ -114,3 +114,37 @@ def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_
     assert slot.served == 3, slot.served
     said = {line.strip() for line in result.stdout.splitlines() if "budget of $0.003 exceeded" in line}
     assert said and all(line.endswith("spent $0.0033") for line in said), said
+
+
+def test_a_suites_own_budget_stops_that_suite_only(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # before: the strict suite, read first, passed its budget and every test of the other suite was skipped
+    # ("not run: the budget was exceeded", $0 of the run's $1 spent); named to sort after it, they all ran
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"text": "Your refund RF-889 was issued."})
+
+    async def completions(request: Request) -> JSONResponse:
+        verdict = {"pass": True, "score": 1, "reason": "it gives one", "evidence": ["RF-889"]}
+        return JSONResponse({
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": json.dumps(verdict)}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
+
+    desk = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    url = serve(Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])).url + "/v1"
+    (tmp_path / "tamesu.yaml").write_text(
+        "cache: { mode: off }\nbudget: { usd: 1 }\nsuites: ['*.tamesu.yaml']\nmodels:\n"
+        f"  judge: {{ provider: openai, model: m, base_url: '{url}', api_key: k, max_retries: 0, "
+        "price: { input_per_mtok: 1, output_per_mtok: 1 } }\n")
+    tests = "".join(f"  - {{ name: t{n}, target: desk, scenario: {{ script: [ {{ say: hi }} ] }}, "
+                    "assert: [ { judge: The agent gives a reference } ] }\n" for n in range(2))
+    for name, budget in (("a_strict", "budget: { usd: 0.001 }\n"), ("other", "")):
+        (tmp_path / f"{name}.tamesu.yaml").write_text(
+            f'name: {name}\n{budget}targets:\n  desk: {{ type: rest, url: "{desk}/chat" }}\ntests:\n{tests}')
+    result = tamesu(["run", "--out", "out", "--parallel", "1"], cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()}
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "a_strict/t0": "error", "a_strict/t1": "skipped", "other/t0": "passed", "other/t1": "passed"}, rows
+    assert rows["a_strict/t1"]["skip_reason"] == "not run: suite a_strict's budget was exceeded"

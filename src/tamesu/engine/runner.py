@@ -71,6 +71,8 @@ class Runner:
         self.reporter = reporter
         self.results: list[TestResult] = []
         self._stop: str | None = None
+        self._suite_stops: dict[str, str] = {}
+        """Suites whose own budget was passed: their runs stop, the others go on."""
         """Why no more runs start: fail-fast or the budget."""
         self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
@@ -155,6 +157,19 @@ class Runner:
         missing = unmeasured_slos(slos, graded)
         return [f"slo {name}: no test of this run measured it, so it passed unchecked"
                 + (f" (did you mean {' or '.join(close)}?)" if close else "") for name, close in missing.items()]
+
+    def _over_budget(self, test: PlannedTest) -> None:
+        """A run passed a budget: the whole invocation's stops every run after it; a suite's own, stricter one
+        only that suite's (it stopped the other suites too, so a run's results hung on its files' order)."""
+        self.budget_exceeded = True
+        if self.ledger.exceeded:
+            self._stop = "the budget was exceeded"
+        else:
+            self._suite_stops[test.suite.name] = f"suite {test.suite.name}'s budget was exceeded"
+
+    def _stopped(self, test: PlannedTest) -> str | None:
+        """Why no more runs of `test` start (fail-fast, a budget), or None."""
+        return self._stop or self._suite_stops.get(test.suite.name)
 
     def _interrupt(self, signum: int) -> None:
         self.stopping.trigger(signum)
@@ -267,7 +282,8 @@ class Runner:
         if self.stopping.signum is not None:
             return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
         if not finished:
-            self._record(directory, self._unrun(test, "skipped", f"not run: {self._stop}" if self._stop
+            stopped = self._stopped(test)
+            self._record(directory, self._unrun(test, "skipped", f"not run: {stopped}" if stopped
                                                 else "not run"), [])
             return
         runs = [o.result for o in finished]
@@ -282,7 +298,7 @@ class Runner:
     ) -> RunOutcome | None:
         pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
         async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
-            if self._stop or self.stopping.signum is not None:
+            if self._stopped(test) or self.stopping.signum is not None:
                 return None
             self.reporter.run_started(test, number, total)
             outcome: RunOutcome | None = None
@@ -290,7 +306,7 @@ class Runner:
                 outcome = await self._attempts(test, number, rerun, test_dir, directory, models, traces)
                 if outcome is None:
                     return None
-                if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self._stop:
+                if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self._stopped(test):
                     break
                 if rerun < test.spec.retries_inconclusive:
                     self.reporter.warning(
@@ -313,7 +329,8 @@ class Runner:
         from tamesu.engine.load import load_finished, run_load
 
         runnable = [t for t in tests if not t.spec.skip]
-        if not runnable or suite.spec.load is None or self._stop or self.stopping.signum is not None:
+        if not runnable or suite.spec.load is None or self._stop or suite.name in self._suite_stops \
+                or self.stopping.signum is not None:
             return
         folder = directory.root / "load" / slug(suite.name)
         hooks = self.plan.project.spec.hooks, suite.spec.hooks
@@ -331,7 +348,7 @@ class Runner:
             except Exception as exc:  # as in _attempts: only this conversation's error
                 outcome = crashed_run(inputs, exc)
             if outcome.budget_exceeded:  # no stage goes on spending past the budget
-                self.budget_exceeded, self._stop = True, "the budget was exceeded"
+                self._over_budget(test)
             return outcome
 
         report = await run_load(suite.spec.load, suite.name, runnable, folder, one_run,
@@ -383,8 +400,7 @@ class Runner:
             for message in outcome.warnings:
                 self.reporter.warning(f"{test.id}: {message}")
             if outcome.budget_exceeded:
-                self.budget_exceeded = True
-                self._stop = "the budget was exceeded"
+                self._over_budget(test)
             if outcome.result.status != "error" or outcome.budget_exceeded:
                 break
         return outcome

@@ -63,6 +63,12 @@ class Ledger:
     # ---- reading -------------------------------------------------------------------------------------
 
     @property
+    def exceeded(self) -> bool:
+        """Whether this ledger's own budget has been passed (not a sub-ledger's)."""
+        with self._lock:
+            return self._exceeded is not None
+
+    @property
     def usd(self) -> float:
         with self._lock:
             return self._state.total.usd
