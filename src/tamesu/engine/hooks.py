@@ -82,4 +82,6 @@ async def _run_request(hook: HookSpec, context: Context) -> None:
     ok = (response.status_code in expected if isinstance(expected, list)
           else response.status_code == expected if expected is not None else response.is_success)
     if not ok:
-        raise HookFailed(f"{spec.method} {url} answered {response.status_code}")
+        wanted = (" or ".join(map(str, expected)) if isinstance(expected, list) else str(expected)) \
+            if expected is not None else "a 2xx status"
+        raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}")

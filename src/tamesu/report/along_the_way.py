@@ -28,6 +28,9 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "response_truncated": ("answer", "answers", "cut at max_response_bytes"),
     "text_not_found": ("answer", "answers", "where response.text found nothing"),
     "text_detected": ("reply field", "reply fields", "guessed (response.text or response.delta not set)"),
+    "sse_detected": ("answer", "answers", "read as an event stream by its content type (streaming not set)"),
+    "ui_message_stream": ("answer", "answers", "read as an AI SDK UI message stream"),
+    "data_stream": ("answer", "answers", "read as an AI SDK data stream"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`

@@ -80,7 +80,7 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
     bad = s.counts.get("failed", 0) or s.counts.get("error", 0) or s.counts.get("inconclusive", 0)
     icon = "❌" if bad else "✅"
     lines = [f"### {icon} tamesu: {headline(run)}", "",
-             f"{s.counts.get('total', len(run.results))} tests in {s.duration_ms / 1000:.2f} s · exit code "
+             f"{count_of(s.counts.get('total', len(run.results)), 'test')} in {s.duration_ms / 1000:.2f} s · exit code "
              f"{s.exit_code} · run `{run.name}`"]
     if run.plan and run.plan.shards:
         lines[-1] += f" · shards {', '.join(run.plan.shards)}"
