@@ -87,7 +87,12 @@ async def test_a_stray_chunk_while_the_caller_speaks_starts_no_reply_and_no_inte
     assert not voice.barge_in_due()
 
     silent = Clip.silence(200, FORMAT_RATE).samples.tobytes()
-    reply_from = voice.agent_audio(silent, turn=turn)
+    voice.agent_audio(silent, turn=turn)
+    assert turn.agent_from_ms is None  # a line's digital silence is no reply (a phone bridge sends it throughout)
+    import numpy as np
+
+    faint = (np.sin(2 * np.pi * 200 * np.arange(FORMAT_RATE // 5) / FORMAT_RATE) * 100).astype("<i2").tobytes()
+    reply_from = voice.agent_audio(faint, turn=turn)  # a sound, no speech: a voice's soft lead-in
     assert turn.agent_from_ms == reply_from >= turn.user_to_ms  # the reply (and time to first audio) starts here
     waited_from = time.monotonic()
     while time.monotonic() - waited_from < INTERRUPT_AFTER_MS[1] / 1000 + 0.1:

@@ -361,6 +361,24 @@ async def test_a_missing_card_fails_the_session_when_skill_needs_it(agents: A2AA
             pass
 
 
+async def test_a_path_the_server_redirects_is_where_tamesu_was_sent(tmp_path: Path, serve: Any) -> None:
+    # before: "the agent answered HTTP 307: Temporary Redirect", the agent's fault (exit 1), of a url one
+    # trailing / away from the endpoint
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def endpoint(request: Any) -> JSONResponse:
+        return JSONResponse({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no"}})
+
+    base = serve(Starlette(routes=[Route("/a2a/", endpoint, methods=["POST"])])).url
+    session = make_session(tmp_path)
+    async with opened({"url": f"{base}/a2a"}, session) as target:
+        with pytest.raises(InfraError, match=r"the agent's server redirected the request: HTTP 307 .*does url name "
+                                             r"the agent's endpoint exactly \(a trailing /\)\?"):
+            await target.send(UserTurn(text="hello"))
+
+
 async def test_credentials_missing_for_a_secured_card(agents: A2AAgents, tmp_path: Path) -> None:
     session = make_session(tmp_path)
     async with opened({"url": f"{agents.urls['secure']}/a2a"}, session) as target:

@@ -111,8 +111,13 @@ def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError
 
 
 def refused(error: AgentError, what: str) -> InfraError | None:
-    """HTTP 401, 403, 404 or 405: the server refused the request before any agent read it (an A2A agent's own
-    errors are its protocol's, in a 200): where tamesu was sent is wrong, as for an MCP server, not the agent."""
+    """HTTP 401, 403, 404 or 405, or a redirect: the server refused the request before any agent read it (an A2A
+    agent's own errors are its protocol's, in a 200): where tamesu was sent is wrong, as for an MCP server, not the
+    agent."""
+    if 300 <= error.status < 400:
+        # an A2A client follows no redirect (a wrong path, or one a trailing / away, read as the agent's answer)
+        return InfraError(f"{what}: the agent's server redirected the request: HTTP {error.status} "
+                          f"({error.message}): does url name the agent's endpoint exactly (a trailing /)?")
     if error.status not in REFUSAL_HINTS:
         return None
     return InfraError(f"{what}: the agent's server refused the request: HTTP {error.status} ({error.message}): "
