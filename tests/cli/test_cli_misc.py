@@ -57,6 +57,25 @@ def test_doctor_reports_the_project_and_unreachable_targets(tmp_path: Path, tame
     assert "FAIL  suites/broken.yaml:1:10: tests[0].target: missing required key" in broken.stdout
 
 
+def test_doctor_checks_template_urls_and_a_project_of_jsonl_cases(tmp_path: Path, tamesu, serve) -> None:
+    # before: a target whose url is `{{env.X}}/chat` (most of the docs') was left out without a word, and a
+    # project whose suites are JSONL cases stopped doctor at "JSONL test cases, not a suite" (exit 3)
+    async def chat(request):
+        return JSONResponse({"reply": "hi"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: [cases]\ntargets:\n  shop: { type: rest, url: '{{env.SHOP_URL}}/chat' }\n"
+        "  later: { type: rest, url: '{{session.url}}/chat' }\n")
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "c.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    result = tamesu(["doctor"], cwd=tmp_path, env={"SHOP_URL": url})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"ok    target shop (rest) at {url}/chat: reachable" in result.stdout, result.stdout
+    assert "target later (rest): its url is made during the run, not checked here" in result.stdout, result.stdout
+    assert "JSONL test cases, not a suite" in result.stdout
+
+
 def test_version_and_colour(tmp_path: Path, tamesu) -> None:
     version = tamesu(["--version"], cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.startswith("tamesu, version ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import sys
@@ -10,11 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from tamesu.errors import ConfigError
+from tamesu.errors import ConfigError, TemplateError
 from tamesu.report.words import count_of
 
 if TYPE_CHECKING:
     from tamesu.plan import Plan
+    from tamesu.suite.templates import Context
+    from tamesu.targets.base import TargetSpec
 
 Finding = tuple[bool | None, str]
 """(True: fine, None: worth knowing, False: will fail) and one line."""
@@ -50,8 +53,14 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     try:
         plan = load_plan(paths, config, require_secrets=False)
     except ConfigError as exc:
-        findings.extend((False, str(p)) for p in exc.problems)
-        return findings
+        cases_only = all(p.message.startswith("JSONL test cases, not a suite") for p in exc.problems)
+        if not cases_only:
+            findings.extend((False, str(p)) for p in exc.problems)
+            return findings
+        # a project whose `suites` are JSONL cases only (`tamesu test` runs them): its models, store and
+        # targets are checked all the same (doctor stopped at the first JSONL file)
+        plan = _project_only(paths, config)
+        findings.extend((None, str(p)) for p in exc.problems)
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
     findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} validate"))
@@ -62,16 +71,55 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     findings.extend(await _model_findings(plan))
     findings.extend(_store_findings(plan))
     seen: set[str] = set()
-    for suite in plan.suites:
-        for name, target in suite.targets.items():
-            url = getattr(target, "url", None)
-            if not isinstance(url, str) or "{{" in url or url in seen:
+    for name, target, context in _targets(plan):
+        url = getattr(target, "url", None)
+        if not isinstance(url, str):
+            continue
+        if "{{" in url:
+            # filled from the environment, secrets and vars as a run fills it; one that needs the run itself
+            # (a session's capture, a remote agent's port) is said, not skipped without a word
+            try:
+                url = context.render_text(url)
+            except TemplateError:
+                url = ""
+            if not url or "{{" in url:
+                findings.append((None, f"target {name} ({target.type}): its url is made during the run, not "
+                                       "checked here"))
                 continue
-            seen.add(url)
-            problem = await _reachable(url)
-            findings.append((problem is None or None, f"target {name} ({target.type}) at {url}: "
-                             f"{'reachable' if problem is None else problem}"))
+        if url in seen:
+            continue
+        seen.add(url)
+        problem = await _reachable(url)
+        shown = plan.secrets.redactor.text(url)
+        findings.append((problem is None or None, f"target {name} ({target.type}) at {shown}: "
+                         f"{'reachable' if problem is None else problem}"))
     return findings
+
+
+def _project_only(paths: list[Path], config: Path | None) -> Plan:
+    """The project alone (its models, store, targets), for a project whose suites are JSONL cases."""
+    from tamesu.plan import Plan, find_project, load_project
+    from tamesu.suite.secrets import Secrets
+
+    project = load_project(config or find_project(paths[0] if paths else Path.cwd()), Path.cwd())
+    return Plan(project, secrets=Secrets(project.dir / name for name in project.spec.secrets.env_files))
+
+
+def _targets(plan: Plan) -> list[tuple[str, TargetSpec, Context]]:
+    """Every target of the plan's suites, and the project's own (`tamesu test -n`), with what renders its url."""
+    from tamesu.plan import load_project_targets
+    from tamesu.suite.templates import Context
+
+    env = dict(os.environ)
+    found: list[tuple[str, TargetSpec, Context]] = []
+    for suite in plan.suites:
+        context = Context(secrets=plan.secrets, env=env, vars={**plan.project.spec.vars, **suite.spec.vars})
+        found += [(name, target, context) for name, target in suite.targets.items()]
+    if not plan.suites and plan.project.spec.targets:
+        with contextlib.suppress(ConfigError):
+            context = Context(secrets=plan.secrets, env=env, vars=dict(plan.project.spec.vars))
+            found += [(name, target, context) for name, target in load_project_targets(plan.project)[0].items()]
+    return found
 
 
 def _store_findings(plan: Plan) -> list[Finding]:

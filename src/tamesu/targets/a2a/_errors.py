@@ -114,7 +114,7 @@ def refused(error: AgentError, what: str) -> InfraError | None:
     """HTTP 401, 403, 404 or 405, or a redirect: the server refused the request before any agent read it (an A2A
     agent's own errors are its protocol's, in a 200): where tamesu was sent is wrong, as for an MCP server, not the
     agent."""
-    if 300 <= error.status < 400:
+    if error.status is not None and 300 <= error.status < 400:
         # an A2A client follows no redirect (a wrong path, or one a trailing / away, read as the agent's answer)
         return InfraError(f"{what}: the agent's server redirected the request: HTTP {error.status} "
                           f"({error.message}): does url name the agent's endpoint exactly (a trailing /)?")
