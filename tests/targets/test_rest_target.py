@@ -175,6 +175,12 @@ async def test_turn_timeout_fails_the_turn_without_waiting(rest_agents: RunningA
 # -- reaching the agent ----------------------------------------------------------------------------------
 
 
+async def test_one_attempt_is_said_as_one(dead_url: str, tmp_path: Path) -> None:
+    async with opened({"url": dead_url, "connect": {"attempts": 1}}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError, match=r"cannot reach .* after 1 attempt: .*refused"):  # not "1 attempts"
+            await target.send(UserTurn(text="hello"))
+
+
 async def test_unreachable_agent_is_retried_then_infra_error(dead_url: str, tmp_path: Path) -> None:
     session = make_session(tmp_path)
     spec = {"url": dead_url, "connect": {"attempts": 3, "backoff": "50ms", "timeout": "1s"}}

@@ -172,7 +172,8 @@ class Wire:
         self.unreachable = reason
         masked = self._session.redactor.text(url)
         if number >= self._connect.attempts:
-            raise InfraError(f"{self._what}: cannot reach {masked} after {number} attempts: {reason}") from exc
+            tries = f"{number} attempt{'s' if number != 1 else ''}"
+            raise InfraError(f"{self._what}: cannot reach {masked} after {tries}: {reason}") from exc
         self._session.event("connect_retry", attempt=number, attempts=self._connect.attempts, reason=reason,
                             url=masked)
         await asyncio.sleep(self._connect.backoff)

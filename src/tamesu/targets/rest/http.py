@@ -92,7 +92,8 @@ async def with_connect_retries(
                 raise
             masked = session.redactor.text(url if isinstance(url, str) else url())
             if number == connect.attempts:
-                raise InfraError(f"{what}: cannot reach {masked} after {number} attempts: {reason}") from exc
+                tries = f"{number} attempt{'s' if number != 1 else ''}"
+                raise InfraError(f"{what}: cannot reach {masked} after {tries}: {reason}") from exc
             session.event("connect_retry", attempt=number, attempts=connect.attempts, reason=reason, url=masked)
             await asyncio.sleep(connect.backoff)
     raise AssertionError("unreachable: connect.attempts is at least 1")
