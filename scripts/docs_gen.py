@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import datetime
 import inspect
 import json
 import sys
@@ -83,9 +84,10 @@ def _type_name(annotation: Any, metadata: list[Any] | None = None) -> str:
         return "mapping"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
-    if annotation is typing.Any:
+    if annotation is typing.Any or annotation is object:
         return "any"
-    return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(annotation, str(annotation))
+    named = {str: "string", int: "integer", float: "number", bool: "boolean", datetime.date: "date (YYYY-MM-DD)"}
+    return named.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
