@@ -38,6 +38,8 @@ async def _speech(text: str) -> bytes:
 class BurstVoiceAgent(ThreadedWebsocketServer):
     def __init__(self) -> None:
         self.connections = 0
+        self.stops: list[float] = []
+        """`/stops`: how long after the caller's first loud frame it stopped talking (ms, its own clock)."""
         self.greeting = self.answer = b""
         super().__init__("burst-voice-agent", start_timeout=60)  # its speech is made first
 
@@ -50,6 +52,9 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
         try:
             if path == "/line":
                 await self._line(ws)
+                return
+            if path.startswith("/stops"):  # `/stops?after_ms=N`: a caller talking over its answer stops it
+                await self._stops(ws, int(path.partition("after_ms=")[2] or -1))
                 return
             if path == "/hum":  # a faint hum at real-time pace, never speech: audio came, nothing was said
                 await self._line(ws, hum=True)
@@ -104,6 +109,45 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                     answer_at.pop(0)
                     queued = [self.answer[k:k + FRAME] for k in range(0, len(self.answer), FRAME)]
                 await ws.send(queued.pop(0) if queued else quiet)
+                await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - loop.time()))
+        finally:
+            listening.cancel()
+
+    async def _stops(self, ws: ServerConnection, after_ms: int) -> None:
+        """`/stops?after_ms=N`: greets, answers each utterance 0.3 s after it ended with a long answer (four
+        times ANSWER) on a clock, and stops it N ms after the caller's first loud frame over it, saying nothing
+        of it (no control message); N < 0: never stops. Its stops go to `self.stops` (ms after that frame)."""
+        loop = asyncio.get_running_loop()
+        queued = [self.greeting[k:k + FRAME] for k in range(0, len(self.greeting), FRAME)]
+        long_answer = self.answer * 4
+        answer_at: list[float] = []
+        state: dict[str, float | None] = {"talked_over": None}
+        caller = EndOfSpeech(quiet_frames=25)
+
+        async def listen() -> None:
+            with contextlib.suppress(ConnectionClosed):
+                async for message in ws:
+                    if not isinstance(message, bytes):
+                        continue
+                    if caller.heard(message):
+                        answer_at.append(loop.time() + 0.3)
+                    elif caller.loud and queued and state["talked_over"] is None and after_ms >= 0:
+                        state["talked_over"] = loop.time()
+
+        listening = asyncio.create_task(listen())
+        try:
+            start = loop.time()
+            for n in range(60_000):
+                now = loop.time()
+                over = state["talked_over"]
+                if over is not None and now >= over + after_ms / 1000:
+                    self.stops.append(round((now - over) * 1000, 1))
+                    queued.clear()
+                    state["talked_over"] = None
+                if not queued and answer_at and now >= answer_at[0]:
+                    answer_at.pop(0)
+                    queued = [long_answer[k:k + FRAME] for k in range(0, len(long_answer), FRAME)]
+                await ws.send(queued.pop(0) if queued else bytes(FRAME))
                 await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - loop.time()))
         finally:
             listening.cancel()

@@ -32,6 +32,8 @@ targets:
   talker: { type: voice, url: "{{env.BOT}}/endless", turn_timeout: 4s, idle: 1s }
   bridge: { type: voice, url: "{{env.BOT}}/line", turn_timeout: 20s, idle: 2s }
   hum: { type: voice, url: "{{env.BOT}}/hum", turn_timeout: 3s }
+  stops: { type: voice, url: "{{env.BOT}}/stops?after_ms=300", turn_timeout: 20s, idle: 1s }
+  ignores: { type: voice, url: "{{env.BOT}}/stops?after_ms=-1", turn_timeout: 20s, idle: 1s }
 tests:
   - name: burst
     target: bot
@@ -49,6 +51,14 @@ tests:
   - name: endless
     target: talker
     scenario: { script: [ { say: "hello" } ] }
+  - name: stops
+    target: stops
+    persona: { behaviors: { interrupt_probability: 1 } }
+    scenario: { script: [ { say: "When do you open?" }, { say: "Sorry, when do you open tomorrow morning?" } ] }
+  - name: ignores
+    target: ignores
+    persona: { behaviors: { interrupt_probability: 1 } }
+    scenario: { script: [ { say: "When do you open?" }, { say: "Sorry, when do you open tomorrow morning?" } ] }
   - name: hum
     target: hum
     scenario: { script: [ { say: "hello" } ] }
@@ -57,6 +67,10 @@ tests:
     scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
 """
+
+
+STOPS: list[float] = []
+"""The `/stops` agent's own stops: ms from the caller's first loud frame over its answer to its last frame."""
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +87,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
                           env={"BOT": agent.url, "TAMESU_STORE": "off"}, timeout=300)
     finally:
         agent.stop()
+    STOPS.extend(agent.stops)
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     lines = (run_dir / "results.jsonl").read_text().splitlines()
@@ -124,6 +139,28 @@ def test_audio_that_is_never_speech_is_said_to_have_come(run: tuple[Path, dict[s
     assert results["hum"]["status"] == "failed", reason
     assert re.search(r"the agent said nothing within turn_timeout \(3s\); \d+\.\ds of audio came, none of it "
                      r"speech as pcm16 16000 Hz: is that the encoding and rate the agent sends\?", reason), reason
+
+
+def test_a_stop_with_no_message_of_it_is_measured_and_one_never_made_is_long(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: on `voice` without an `interrupted` message the stop was never measured (each barge-in replaced
+    # the one before, unclosed), or measured to the end of the next reply (its audio extended the stop)
+    run_dir, results = run
+
+    def stops(test: str) -> list[float]:
+        result = json.loads((run_dir / "burst" / test / "run-1" / "result.json").read_text())
+        return [t["agent"]["measures"]["interruption_stop_ms"] for t in result["turns"]
+                if "interruption_stop_ms" in (t["agent"].get("measures") or {})]
+
+    assert results["stops"]["status"] == "passed", why(results["stops"])
+    measured = stops("stops")
+    assert measured and STOPS, (measured, STOPS)
+    # the agent stops 300 ms after the caller's first loud frame reached it (its own clock: STOPS); tamesu
+    # times from the caller's first frame to the talked-over reply's last audio
+    assert all(150 <= value <= 1500 for value in measured), (measured, STOPS)
+    ignored = stops("ignores")
+    print("tamesu's interruption_stop_ms:", measured, "the agent's own stops:", STOPS, "ignored:", ignored)
+    assert ignored and all(value >= 1000 for value in ignored), ignored  # talked on over the caller's words
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:

@@ -221,7 +221,14 @@ class AudioConversation:
             self._reply_audio.setdefault(id(turn), []).append((start, heard.samples))
         pending = self._pending_barge_in
         if pending is not None and pending.interrupted_at_ms is not None and now >= pending.interrupted_at_ms:
-            pending.agent_stopped_at_ms = max(pending.agent_stopped_at_ms or now, now)
+            # the talked-over reply goes on while the caller talks, and for as long as its audio keeps coming;
+            # the next reply, after the caller's words and a pause, is not its tail (it made the stop the end
+            # of the next reply)
+            last = pending.agent_stopped_at_ms or now
+            caller = self._current if self._current is not None and self._current is not pending else None
+            if audible(heard.samples) and (now - last <= TAIL_GAP_MS
+                                           or (caller is not None and _caller_talking(caller, now))):
+                pending.agent_stopped_at_ms = max(last, now)  # a line's silence after the stop is no tail
         return start
 
     def talked_over_tail(self, turn: TurnAudio | None, at_ms: float) -> bool:
@@ -357,6 +364,11 @@ class AudioConversation:
         for name, value in result.items():
             self.session.counters[name] = value
         return result
+
+
+TAIL_GAP_MS = 150.0
+"""A talked-over reply's audio that comes this soon after its last chunk is still its tail (chunks come every 20
+to 100 ms); later, after the caller stopped, it is the next reply."""
 
 
 def _caller_talking(turn: TurnAudio, at_ms: float) -> bool:

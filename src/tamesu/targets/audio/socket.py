@@ -381,12 +381,12 @@ class AudioSocketTarget(Target[SpecT]):
         if greeting and heard.spoke_at is not None and "greeting_ms" not in self._metrics:
             self._metrics["greeting_ms"] = round(heard.spoke_at - turn.sent_at_ms, 3)
         if interrupted:
+            self._close_barge_in()  # the reply talked over before this one: its stop is known by now
             self._interrupted = turn
         return turn
 
     def _still_speaking(self) -> bool:
-        """Whether the agent has said that it is still speaking (a pause in its audio is then not the end of
-        its turn); a protocol that says so overrides this."""
+        """Whether the agent said it is still speaking (a pause is then no end of its turn); protocols override."""
         return False
 
     def _read_message(self, message: str | bytes) -> list[Incoming]:
