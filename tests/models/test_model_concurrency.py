@@ -82,13 +82,20 @@ def test_max_concurrent_keeps_the_queue_out_of_the_timeout(tmp_path: Path, tames
     assert slot.most == 1  # one request at the server at a time: the others waited in tamesu
 
 
-def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_path: Path, tamesu: Any,
-                                                                            serve: Serve) -> None:
-    # before: the budget was passed at the 3rd call, and the 4th, 5th and 6th, waiting for max_concurrent, were
-    # sent all the same (2.4 times the budget spent), every error saying the spend of the 3rd
+PRICED = "price: { input_per_mtok: 1, output_per_mtok: 1 }"
+"""Each judge call of `priced_judge` then costs $0.0011 (1,100 tokens at $1 per million)."""
+
+
+def desk_app() -> Starlette:
+    """The agent under test: gives a refund reference."""
     async def chat(request: Request) -> JSONResponse:
         return JSONResponse({"text": "Your refund RF-889 was issued."})
 
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def priced_judge() -> Starlette:
+    """An OpenAI-shaped judge that passes every rubric, each answer 1,000 tokens in and 100 out."""
     async def completions(request: Request) -> JSONResponse:
         verdict = {"pass": True, "score": 1, "reason": "it gives one", "evidence": ["RF-889"]}
         return JSONResponse({
@@ -97,8 +104,15 @@ def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_
                          "message": {"role": "assistant", "content": json.dumps(verdict)}}],
             "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
 
-    desk = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
-    slot = OneAtATime(Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])]), 0.3)
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_path: Path, tamesu: Any,
+                                                                            serve: Serve) -> None:
+    # before: the budget was passed at the 3rd call, and the 4th, 5th and 6th, waiting for max_concurrent, were
+    # sent all the same (2.4 times the budget spent), every error saying the spend of the 3rd
+    desk = serve(desk_app()).url
+    slot = OneAtATime(priced_judge(), 0.3)
     url = serve(slot).url + "/v1"
     tests = "".join(f"  - {{ name: t{n}, target: desk, scenario: {{ script: [ {{ say: hi }} ] }}, "
                     "assert: [ { judge: The agent gives a reference } ] }\n" for n in range(TESTS))
@@ -108,7 +122,7 @@ def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_
     (tmp_path / "tamesu.yaml").write_text(
         "cache: { mode: off }\nbudget: { usd: 0.003 }\nmodels:\n"
         f"  judge: {{ provider: openai, model: m, base_url: '{url}', api_key: k, max_retries: 0, "
-        "max_concurrent: 1, price: { input_per_mtok: 1, output_per_mtok: 1 } }\n")
+        f"max_concurrent: 1, {PRICED} }}\n")
     result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path)
     assert result.returncode == 4, result.stdout + result.stderr
     assert slot.served == 3, slot.served
@@ -119,23 +133,12 @@ def test_calls_waiting_for_their_turn_are_not_sent_once_the_budget_is_spent(tmp_
 def test_a_suites_own_budget_stops_that_suite_only(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
     # before: the strict suite, read first, passed its budget and every test of the other suite was skipped
     # ("not run: the budget was exceeded", $0 of the run's $1 spent); named to sort after it, they all ran
-    async def chat(request: Request) -> JSONResponse:
-        return JSONResponse({"text": "Your refund RF-889 was issued."})
-
-    async def completions(request: Request) -> JSONResponse:
-        verdict = {"pass": True, "score": 1, "reason": "it gives one", "evidence": ["RF-889"]}
-        return JSONResponse({
-            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": json.dumps(verdict)}}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
-
-    desk = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
-    url = serve(Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])).url + "/v1"
+    desk = serve(desk_app()).url
+    url = serve(priced_judge()).url + "/v1"
     (tmp_path / "tamesu.yaml").write_text(
         "cache: { mode: off }\nbudget: { usd: 1 }\nsuites: ['*.tamesu.yaml']\nmodels:\n"
         f"  judge: {{ provider: openai, model: m, base_url: '{url}', api_key: k, max_retries: 0, "
-        "price: { input_per_mtok: 1, output_per_mtok: 1 } }\n")
+        f"{PRICED} }}\n")
     tests = "".join(f"  - {{ name: t{n}, target: desk, scenario: {{ script: [ {{ say: hi }} ] }}, "
                     "assert: [ { judge: The agent gives a reference } ] }\n" for n in range(2))
     for name, budget in (("a_strict", "budget: { usd: 0.001 }\n"), ("other", "")):
