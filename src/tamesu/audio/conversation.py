@@ -366,9 +366,10 @@ class AudioConversation:
         return result
 
 
-TAIL_GAP_MS = 150.0
+TAIL_GAP_MS = 300.0
 """A talked-over reply's audio that comes this soon after its last chunk is still its tail (chunks come every 20
-to 100 ms); later, after the caller stopped, it is the next reply."""
+to 100 ms, in bursts further apart on a loaded machine); later, after the caller stopped, it is the next
+reply."""
 
 
 def _caller_talking(turn: TurnAudio, at_ms: float) -> bool:

@@ -32,8 +32,9 @@ def sounds(data: bytes) -> bool:
     return bool(_loud(data).size)
 
 
-DIGITAL_SILENCE = 16
-"""The loudest sample of a chunk that is no sound at all (-66 dBFS): a line's digital silence, or its dither."""
+DIGITAL_SILENCE = 8
+"""The loudest sample of a chunk that is no sound at all: a line's digital silence (G.711's silence code decodes
+to 0 or 8), as VAD tells it (docs/voice.md). A voice's faint tail (Piper's last 100 ms, -60 dBFS) is above it."""
 
 
 def audible(samples: np.ndarray) -> bool:
