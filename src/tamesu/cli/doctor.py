@@ -53,7 +53,9 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     try:
         plan = load_plan(paths, config, require_secrets=False)
     except ConfigError as exc:
-        cases_only = all(p.message.startswith("JSONL test cases, not a suite") for p in exc.problems)
+        from tamesu.plan.suites import NOT_A_SUITE
+
+        cases_only = all(p.message.startswith(NOT_A_SUITE) for p in exc.problems)
         if not cases_only:
             findings.extend((False, str(p)) for p in exc.problems)
             return findings

@@ -71,9 +71,9 @@ class Runner:
         self.reporter = reporter
         self.results: list[TestResult] = []
         self._stop: str | None = None
+        """Why no more runs start: fail-fast or the budget."""
         self._suite_stops: dict[str, str] = {}
         """Suites whose own budget was passed: their runs stop, the others go on."""
-        """Why no more runs start: fail-fast or the budget."""
         self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
         self._pinned = asyncio.Lock()

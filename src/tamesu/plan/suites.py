@@ -71,7 +71,7 @@ def load_plan(
     secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
     plan = Plan(project, secrets=secrets)
     files, jsonl = jsonl_among(suite_files(paths, project))
-    not_suites = [f"JSONL test cases, not a suite: `tamesu test -i {'FILE' if p.is_dir() else label(p)} -n TARGET` "
+    not_suites = [f"{NOT_A_SUITE}: `tamesu test -i {'FILE' if p.is_dir() else label(p)} -n TARGET` "
                   "runs them, `tamesu validate` checks them" for p in jsonl]
     said = [Problem(label(p), 1, 1, "", why) for p, why in zip(jsonl, not_suites, strict=True)]
     problems: list[Problem] = []
@@ -234,6 +234,10 @@ def _without_broken_parts(data: Mapping[str, object], exc: ValidationError) -> S
         return SuiteSpec.model_validate({k: v for k, v in kept.items() if k not in broken})
     except ValidationError:
         return None
+
+
+NOT_A_SUITE = "JSONL test cases, not a suite"
+"""How a JSONL file among a project's suites is said (`tamesu test` runs it; doctor checks the rest)."""
 
 
 def _expand_test(
