@@ -49,6 +49,19 @@ def expand_home(path: str) -> str:
 HomePath = Annotated[str, AfterValidator(expand_home)]
 """A path a user writes in tamesu.yaml; a leading `~` is the home folder."""
 
+STORE_OFF_WORDS = frozenset({"", "off", "false", "no", "0", "none"})
+STORE_ON_WORDS = frozenset({"on", "true", "yes", "1", "sqlite"})
+
+
+def store_word_problem(text: str) -> str | None:
+    """Why a results store setting is no store at all, or None. A bare word that is neither on nor off
+    (`maybe`, `postgres`) would otherwise name a SQLite file of that name in the project's folder."""
+    word = text.strip()
+    if word.lower() in STORE_OFF_WORDS | STORE_ON_WORDS or not re.fullmatch(r"[A-Za-z][A-Za-z_-]*", word):
+        return None
+    return (f"'{word}' is no store: give true (SQLite in .tamesu/store.db), false (none), a SQLite file's path "
+            "(such as history.db) or postgresql://...")
+
 
 class Strict(BaseModel):
     """Every model a user writes rejects keys it does not know, so typos are caught."""

@@ -903,3 +903,24 @@ async def test_the_fake_simulator_says_the_goal_word_for_word_then_follows_its_r
     assert (await turn(simulator_turns=0))["input"] == "Find out where order ORD-1001 is"
     assert (await turn(simulator_turns=1, last_agent="Which order is it?"))["input"] == "It is ORD-1001"
     assert (await turn(simulator_turns=2, last_agent="Bye"))["stop"] is True
+
+
+async def test_an_answer_without_token_usage_is_said_not_counted_silently(oai: tuple[OpenAIServer, str]) -> None:
+    # a local server or proxy that leaves `usage` out: 0 tokens and $0, which a budget cannot see; said as an event
+    server, base_url = oai
+    completion = {"id": "x", "object": "chat.completion", "model": "gpt-4o",
+                  "choices": [{"index": 0, "message": {"role": "assistant", "content": "no counts"},
+                               "finish_reason": "stop"}]}
+    server.plan(raw(completion), text("with counts"))
+    ledger = Ledger()
+    models = registry({"judge": openai_spec(base_url, model="gpt-4o")}, ledger=ledger)
+    events: list[tuple[str, dict[str, object]]] = []
+    try:
+        recording = models.with_ledger(ledger, lambda name, **data: events.append((name, data)))
+        first = await recording.client("judge").generate(ask("judge", purpose="judge"))
+        second = await recording.client("judge").generate(ask("judge again", purpose="judge"))
+    finally:
+        await models.aclose()
+    assert (first.text, first.usage.reported, first.usage.total) == ("no counts", False, 0)
+    assert second.usage.reported and second.usage.total > 0
+    assert [(name, data["model"]) for name, data in events] == [("model_usage_missing", "openai:gpt-4o")]

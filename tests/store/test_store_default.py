@@ -112,3 +112,22 @@ def test_a_folder_the_default_store_cannot_be_made_in_is_a_warning(tmp_path: Pat
     assert f"warning: history is off for this run: cannot create {folder / '.tamesu'}: Permission denied" \
         in done.stdout, done.stdout
     assert "1 passed" in done.stdout and not (folder / ".tamesu").exists()
+
+
+@pytest.mark.parametrize("where", ["store: maybe", "TAMESU_STORE=maybe"])
+def test_a_store_setting_that_is_a_word_not_a_file_is_refused(where: str, tmp_path: Path, agent_url: str) -> None:
+    # `store: maybe` made a SQLite file named `maybe` beside tamesu.yaml
+    folder = _suite(tmp_path, agent_url)
+    env = {}
+    if where.startswith("store"):
+        (folder / "tamesu.yaml").write_text(f"{where}\n")
+        checked = _run(folder, "validate")
+        assert checked.returncode == 2, checked.stdout + checked.stderr
+        assert "tamesu.yaml:1:8: store: 'maybe' is no store: give true" in checked.stdout + checked.stderr
+    else:
+        env["TAMESU_STORE"] = "maybe"
+    done = _run(folder, "run", "shop.yaml", **env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    name = "store" if where.startswith("store") else "TAMESU_STORE"
+    assert f"{name}: 'maybe' is no store" in done.stdout + done.stderr
+    assert not (folder / "maybe").exists() and not (folder / "tamesu-runs").exists()

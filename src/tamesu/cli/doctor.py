@@ -128,7 +128,10 @@ def _store_findings(plan: Plan) -> list[Finding]:
     """The results store, when one is configured: the extra installed, the database reachable, its revision."""
     from tamesu.store import DEFAULT_SQLITE, StoreError, is_default, store_url
 
-    url = store_url(plan.project.spec.store, plan.project.dir)
+    try:
+        url = store_url(plan.project.spec.store, plan.project.dir)
+    except StoreError as exc:
+        return [(False, f"results store: {exc}")]
     if url is None:
         return [(True, "results store: off (store: false in tamesu.yaml or TAMESU_STORE=off)")]
     default_file = plan.project.dir / DEFAULT_SQLITE

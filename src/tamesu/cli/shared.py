@@ -168,7 +168,11 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
     read-only folder) is a warning too: history is a convenience, never a reason for a run not to run."""
     from tamesu.store import StoreError, is_default, store_url
 
-    url = store_url(project.spec.store, project.dir)
+    try:
+        url = store_url(project.spec.store, project.dir)
+    except StoreError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
     if url is None:
         return None
 

@@ -35,8 +35,12 @@ def open_store(url_option: str | None, config: str | None) -> Any:
     from tamesu.store import StoreError, store_url
 
     project = _project(config)
-    url = store_url(url_option, project.dir, environ={}) if url_option else \
-        store_url(project.spec.store, project.dir) or store_url(True, project.dir, environ={})
+    try:
+        url = store_url(url_option, project.dir, environ={}) if url_option else \
+            store_url(project.spec.store, project.dir) or store_url(True, project.dir, environ={})
+    except StoreError as exc:
+        click.echo(f"--{exc}" if url_option else str(exc), err=True)
+        sys.exit(EXIT_CONFIG)
     if url is None:
         click.echo("no store: --store is off", err=True)
         sys.exit(EXIT_CONFIG)

@@ -150,7 +150,8 @@ class AnthropicProvider(SdkProvider):
             tool_calls=calls,
             finish_reason=_plain.text(message.get("stop_reason")) or None,
             usage=Usage(input_tokens=_plain.count(usage.get("input_tokens")),
-                        output_tokens=_plain.count(usage.get("output_tokens"))),
+                        output_tokens=_plain.count(usage.get("output_tokens")),
+                        reported="input_tokens" in usage or "output_tokens" in usage),
             provider=self.name,
             model=_plain.text(message.get("model")) or self.model,
         )

@@ -2,8 +2,8 @@
 
 `ResilientClient.generate` does, in order: the cache (a hit is free and final; the fake provider skips it);
 the provider, retried on rate limits, 5xx and timeouts; on final failure the `fallback` model's own client
-(recursively); then the answer is priced, recorded in the cache and charged to the ledger. An answer that
-passes the budget is still recorded: it was paid for, and the next run replays it for free.
+(recursively); then the answer is priced (one without token counts said), recorded in the cache and charged.
+An answer that passes the budget is still recorded: it was paid for, and the next run replays it for free.
 
 `ModelRegistry` gives each role (`simulator`, `judge`, `extract`, or any name under `models:`) its client,
 creating providers lazily (importing `anthropic` alone costs a second) and sharing them between clients.
@@ -141,12 +141,13 @@ class ResilientClient:
             if self._record is not None:  # a judge's or simulator's answer from another model: said (it was silent)
                 self._record("model_fallback", model=self.label, purpose=request.purpose,
                              fallback=self.fallback.label, reason=str(primary))
-            # the fallback's client has priced, charged and recorded its answer under its own spec; record it
-            # under this one too, so a replay of this run finds what this call ended with
+            # priced, charged, recorded by the fallback's client under its spec; cached under this one for a replay
             if self.cache is not None:
                 self.cache.put(self.spec, request, response)
             return response
         response = response.model_copy(update={"cost_usd": pricing.cost(self.spec, response.usage)})
+        if not (response.usage.reported or response.fake or self._record is None):
+            self._record("model_usage_missing", model=self.label, purpose=request.purpose)
         if self.cache is not None:  # what this run's server refused is no part of the answer a replay gets
             self.cache.put(self.spec, request, response.model_copy(update={"adapted": []}))
         self._charge(response, request)

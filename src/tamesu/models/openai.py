@@ -204,7 +204,8 @@ class OpenAIProvider(SdkProvider):
             tool_calls=calls,
             finish_reason=_plain.text(choice.get("finish_reason")) or None,
             usage=Usage(input_tokens=_plain.count(usage.get("prompt_tokens")),
-                        output_tokens=_plain.count(usage.get("completion_tokens"))),
+                        output_tokens=_plain.count(usage.get("completion_tokens")),
+                        reported="prompt_tokens" in usage or "completion_tokens" in usage),
             provider=self.name,
             model=_plain.text(completion.get("model")) or self.model,
         )

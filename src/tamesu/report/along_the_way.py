@@ -20,6 +20,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "model_retry": ("model call", "model calls", "retried"),
     "model_timeout": ("model call", "model calls", "timed out"),
     "model_fallback": ("model call", "model calls", "answered by the fallback model"),
+    "model_usage_missing": ("model answer", "model answers", "came without token usage (counted as 0 tokens, $0)"),
     "model_adapted": ("model parameter", "model parameters", "dropped for a server that refused it"),
     "verdict_repaired": ("judge answer", "judge answers", "repaired"),
     "verdict_reasked": ("judge answer", "judge answers", "asked again"),

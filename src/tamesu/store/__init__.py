@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tamesu.types import STORE_OFF_WORDS, STORE_ON_WORDS, store_word_problem
+
 EXTRA_HINT = "the results store on PostgreSQL needs the store extra: pip install 'tamesu[store]'"
 CORE_HINT = "the results store needs SQLAlchemy, part of tamesu's own install: pip install --force-reinstall tamesu"
 DEFAULT_SQLITE = ".tamesu/store.db"
 """Where `store: true` (or `store: sqlite`) keeps the SQLite file, from the project's folder."""
 
-_OFF = {"", "off", "false", "no", "0", "none"}
-_ON = {"on", "true", "yes", "1", "sqlite"}
+_OFF = STORE_OFF_WORDS
+_ON = STORE_ON_WORDS
 
 
 class StoreError(Exception):
@@ -48,8 +50,16 @@ def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, 
         return "postgresql+psycopg://" + text.split("://", 1)[1]
     if "://" in text:
         return text
+    problem = store_word_problem(text)
+    if problem:
+        raise StoreError(f"{'TAMESU_STORE' if _from_env(environ) else 'store'}: {problem}")
     path = Path(text).expanduser()
     return "sqlite:///" + str((path if path.is_absolute() else project_dir / path).resolve())
+
+
+def _from_env(environ: dict[str, str] | None) -> bool:
+    given = (os.environ if environ is None else environ).get("TAMESU_STORE")
+    return given is not None and bool(given.strip())
 
 
 def _setting(setting: str | bool | None, environ: dict[str, str] | None) -> str | bool | None:

@@ -21,7 +21,7 @@ from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
-from tamesu.types import Duration, HomePath, Strict, parse_duration
+from tamesu.types import Duration, HomePath, Strict, parse_duration, store_word_problem
 
 __all__ = ["Duration", "Strict", "TraceQuerySpec", "TracesSpec", "parse_duration"]
 
@@ -485,6 +485,14 @@ class ProjectSpec(FileTop):
     `postgresql://...`, or `false` (off). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
     traces: TracesSpec | None = None
     """Receive the agent's spans (OTLP/HTTP) for every suite that does not say otherwise."""
+
+    @field_validator("store")
+    @classmethod
+    def _a_store(cls, value: str | bool | None) -> str | bool | None:
+        problem = store_word_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise ValueError(problem)
+        return value
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""
     yao_errors: bool = False
