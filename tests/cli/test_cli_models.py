@@ -116,10 +116,21 @@ def test_record_with_a_model_server_then_replay_offline(tmp_path: Path, tamesu, 
     if provider == "openai":
         assert isinstance(calls[0].body["seed"], int)
     assert list((tmp_path / "recorded").rglob("*.json")), "nothing was recorded"
+    # the run's spend in all, in run.json and on the console (it was only in each run's metrics)
+    spent = json.loads((run_dir(tmp_path / "rec") / "run.json").read_text())["models"]
+    assert {k: spent[k] for k in ("calls", "cached_calls", "retries", "timeouts", "usd")} == {
+        "calls": 5, "cached_calls": 0, "retries": 1, "timeouts": 0, "usd": 0.0}
+    assert spent["input_tokens"] > 0 and spent["output_tokens"] > 0
+    assert (f"models: 5 calls, {spent['input_tokens'] + spent['output_tokens']:,} tokens, $0.00, 1 retried"
+            in recorded.stdout), recorded.stdout
 
     replayed = tamesu(["run", "--out", "replay", "--cache-only"], cwd=tmp_path, env=env)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert outcome(tmp_path / "replay") == (said, verdicts)
+    replay_spent = json.loads((run_dir(tmp_path / "replay") / "run.json").read_text())["models"]
+    assert (replay_spent["calls"], replay_spent["cached_calls"], replay_spent["usd"]) == (0, 5, 0.0)
+    assert "models: no call made (5 answered from the replay cache), 0 tokens, $0.00" in replayed.stdout, \
+        replayed.stdout
 
     (tmp_path / "suite.yaml").write_text(SUITE.format(agent=agent_url).replace("ORD-1001", "ORD-2002"))
     missed = tamesu(["run", "--out", "miss", "--cache-only"], cwd=tmp_path, env=env)

@@ -77,6 +77,11 @@ def test_two_shards_merged_give_the_totals_of_one_run(shop: tuple[Path, dict[str
     one = json.loads((whole_dir / "run.json").read_text())
     joined = json.loads((merged_dir / "run.json").read_text())
     assert joined["counts"] == one["counts"] and joined["exit_code"] == one["exit_code"] == 0
+    # the model spend of the shards, added up (the shop's fake models: the whole run's calls, split in two)
+    parts = [json.loads((_only(tmp_path / f"shard-{k}") / "run.json").read_text())["models"] for k in (1, 2)]
+    spent = [part for part in parts if part]  # a shard whose tests call no model has none
+    assert spent and joined["models"] == {key: sum(part[key] for part in spent) for key in spent[0]}
+    assert joined["models"]["calls"] == joined["models"]["fake_calls"] == one["models"]["calls"] > 0
     assert _results(merged_dir) == _results(whole_dir)
     plan = json.loads((merged_dir / "plan.json").read_text())
     assert plan["shards"] == ["1/2", "2/2"] and len(plan["tests"]) == one["counts"]["total"]

@@ -28,7 +28,15 @@ from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
 from tamesu.plan import LoadedSuite, Plan, PlannedTest
-from tamesu.results.records import RunResult, RunSummary, RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.results.records import (
+    ModelSpend,
+    RunResult,
+    RunSummary,
+    RunSummaryFile,
+    TestResult,
+    count,
+    exit_code_for,
+)
 from tamesu.runtime.signals import Interrupted, gentle_stop
 from tamesu.suite.templates import Context
 from tamesu.telemetry import otel
@@ -137,6 +145,7 @@ class Runner:
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), interrupted=interrupted, stopped=self._stop, warnings=warnings,
+                models=self._spend(),
             )
             try:
                 directory.write_json(run_dir / "run.json", summary)
@@ -149,6 +158,12 @@ class Runner:
         if self.stopping.signum is not None:
             raise Interrupted(self.stopping.signum)
         return Outcome(code, run_dir, self.results, summary)
+
+    def _spend(self) -> ModelSpend | None:
+        totals = self.ledger.totals()
+        if not (totals.calls or totals.cached_calls):
+            return None
+        return ModelSpend(**{**vars(totals), "usd": round(totals.usd, 6)})
 
     def _unmeasured_slos(self) -> list[str]:
         slos = [name for test in self.tests for name in test.slo]

@@ -25,6 +25,8 @@ class Totals:
     """Calls answered by a provider (each one spent something)."""
     cached_calls: int = 0
     """Calls answered from the replay cache (free)."""
+    fake_calls: int = 0
+    """Of `calls`, those the fake provider answered by its rules (no model, nothing spent)."""
     retries: int = 0
     """Calls made again after a retryable failure (rate limit, 5xx, timeout)."""
     timeouts: int = 0
@@ -39,6 +41,7 @@ class Totals:
             self.cached_calls += 1
             return
         self.calls += 1
+        self.fake_calls += int(response.fake)
         self.usd += response.cost_usd
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
@@ -133,13 +136,14 @@ class Ledger:
     def _over(self) -> str | None:
         total = self._state.total
         if self.budget.usd is not None and total.usd > self.budget.usd:
-            return f"budget of ${self.budget.usd:g} exceeded: spent ${_dollars(total.usd)}"
+            return f"budget of ${self.budget.usd:g} exceeded: spent ${dollars(total.usd)}"
         if self.budget.tokens is not None and total.tokens > self.budget.tokens:
             return f"budget of {self.budget.tokens} tokens exceeded: spent {total.tokens} tokens"
         return None
 
 
-def _dollars(usd: float) -> str:
+def dollars(usd: float) -> str:
+    """A sum as people read it, without the `$`."""
     # cents for ordinary sums, the digits that matter of the tiny sums of small models and tests, no trailing
     # zeros either way ($0.012 and $0.0033, not $0.0120 and $0.003300)
     text = f"{usd:.4f}" if usd >= 0.01 else f"{usd:.6f}"

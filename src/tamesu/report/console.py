@@ -160,6 +160,8 @@ class ConsoleReporter:
         style = "bold red" if c["failed"] or c["error"] or c.get("inconclusive") else "bold green"
         self._print(Text(""))
         self._print(Text.assemble((", ".join(parts), style), f" in {summary.duration_ms / 1000:.2f}s"))
+        if summary.models:
+            self._print(Text(summary.models.said(), style="dim"))
         if summary.stopped:
             self._print(Text(f"stopped early: {summary.stopped}", style="bold yellow"))
         if noted := self._along_the_way.line():

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from tamesu import __version__
 from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
-from tamesu.results.records import RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.results.records import ModelSpend, RunSummaryFile, TestResult, count, exit_code_for
 from tamesu.results.rundir import new_run_dir
 
 
@@ -107,6 +107,8 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
         else _merged_code(runs, merged, budget), counts=count(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
         warnings=[w for r in runs for w in r.summary.warnings],
+        models=sum((r.summary.models for r in runs if r.summary.models), start=ModelSpend()) if any(
+            r.summary.models for r in runs) else None,
     )
     temporary = dest / "run.json.tmp"
     _write(temporary, summary.model_dump(mode="json"))

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 
 from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
 from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.models.ledger import dollars
 from tamesu.models.structured import Attempt
 from tamesu.results._refs import expand_agent, shrink_agent
 from tamesu.results.stats import RepeatStats
@@ -197,6 +198,37 @@ class TestResult(BaseModel):
         return "failed"
 
 
+class ModelSpend(BaseModel):
+    """What tamesu's own model calls (simulators, judges, extractors, the model target) took in one invocation."""
+
+    calls: int = 0
+    """Calls a provider answered (each one spent something); the fake provider's count, at $0."""
+    cached_calls: int = 0
+    """Calls answered from the replay cache (free)."""
+    fake_calls: int = 0
+    """Of `calls`, those the fake provider answered by its rules."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+    retries: int = 0
+    timeouts: int = 0
+
+    def said(self) -> str:
+        """The console's line: `models: 40 calls (8 from the replay cache), 51,200 tokens, $0.0124`."""
+        calls = f"{self.calls} call{'' if self.calls == 1 else 's'}" if self.calls else "no call made"
+        notes = [f"{'all' if self.fake_calls == self.calls else self.fake_calls} answered by the fake provider"
+                 ] if self.fake_calls else []
+        notes += [f"{self.cached_calls} answered from the replay cache"] if self.cached_calls else []
+        calls += f" ({'; '.join(notes)})" if notes else ""
+        extras = [f"{self.retries} retried"] if self.retries else []
+        extras += [f"{self.timeouts} timed out"] if self.timeouts else []
+        tokens = self.input_tokens + self.output_tokens
+        return ", ".join([f"models: {calls}", f"{tokens:,} tokens", f"${dollars(self.usd)}", *extras])
+
+    def __add__(self, other: ModelSpend) -> ModelSpend:
+        return ModelSpend(**{name: getattr(self, name) + getattr(other, name) for name in ModelSpend.model_fields})
+
+
 class RunSummaryFile(BaseModel):
     """run.json: the whole invocation, written at the end."""
 
@@ -211,6 +243,8 @@ class RunSummaryFile(BaseModel):
     stopped: str | None = None
     """Why runs stopped starting before the end: fail-fast, the budget."""
     warnings: list[str] = Field(default_factory=list)
+    models: ModelSpend | None = None
+    """The run's model calls, tokens and dollars in all (each run's own are its `llm_*` metrics); None: no call."""
 
 
 def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> int:
