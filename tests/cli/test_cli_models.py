@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from model_servers import AnthropicServer, OpenAIServer, status, text, tool_call
+from ports import refused_port
 from tamesu.net.serve import ThreadServer
 
 
@@ -309,3 +310,28 @@ def test_an_api_key_with_a_trailing_newline_is_one_line_naming_it(tmp_path: Path
             "header cannot carry: remove them") in result.stdout, result.stdout
     assert "internal error" not in result.stdout and "sk-test-4711" not in result.stdout
     assert model_server.calls() == []
+
+
+def test_a_judge_that_cannot_be_reached_is_said_once(tmp_path: Path, tamesu, agent_url: str) -> None:
+    # the run's error line and the judge's own "not decided" line said the same thing twice, one under the other
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\nstore: false\nmodels:\n"
+        f"  judge: {{ provider: openai, model: test-model, base_url: 'http://127.0.0.1:{refused_port()}/v1', "
+        "api_key: x, max_retries: 0, timeout: 5s }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: greets
+    target: desk
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: "The agent greets" }}, {{ judge: "The agent offers help" }}, {{ contains: nothing }} ]
+""")
+    result = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    said = [line.strip() for line in lines if "cannot reach" in line]
+    # the first judge's reason is the run's error; the second's and the contains' own lines stay
+    assert said[0].startswith("! judge: openai:test-model: cannot reach"), said
+    assert len(said) == 2 and said[1].startswith("✗ judge: not decided: "), said
+    assert any(line.strip().startswith("✗ contains") for line in lines), lines

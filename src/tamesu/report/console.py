@@ -206,7 +206,10 @@ class ConsoleReporter:
             else:
                 if run.error:
                     self._print(Text(f"      ! {prefix}{run.error}", style="magenta"))
+                echoed = next((f for f in run.failures if run.error and _said_by(run.error, f.reason)), None)
                 for failure in run.failures:
+                    if failure is echoed:
+                        continue  # the check the run's error came from: its line above says it
                     where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
                     self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
                 if run.not_evaluated:
@@ -240,3 +243,9 @@ def stats_line(result: TestResult) -> str:
         a = stats.adaptive
         parts.append(f"adaptive: {result.total_runs} of {a.max_runs} runs ({a.runs_saved} saved)")
     return " · ".join(p for p in parts if p)
+
+
+def _said_by(error: str, reason: str | None) -> bool:
+    """Whether a check's `not decided: X` is the run's error line (`judge: X`) again."""
+    undecided = (reason or "").removeprefix("not decided: ")
+    return undecided != (reason or "") and bool(undecided) and error.endswith(undecided)
