@@ -95,8 +95,9 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     reported: bool = Field(True, exclude=True)
-    """Not written (a raw response keeps the server's own fields). False: the server's answer carried no token counts (some local servers, proxies), so the call counts
-    0 tokens and $0, which a budget cannot see; the client says so as a `model_usage_missing` event."""
+    """Not written (a raw response keeps the server's own fields). False: the server's answer carried no token
+    counts (some local servers, proxies), so the call counts 0 tokens and $0, which a budget cannot see; the
+    client says so as a `model_usage_missing` event."""
 
     @property
     def total(self) -> int:
