@@ -303,6 +303,22 @@ def test_a_missing_secret_names_the_env_files_the_project_reads(tmp_path: Path, 
     assert "secret TAMESU_TEST_NOPE is not set (environment)" in ran.stderr.splitlines()[0], ran.stderr
 
 
+def test_a_models_unset_key_is_a_warning_where_it_is_written(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok, and every test that called the judge was an error at run time (exit 3)
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: [suite.yaml]\nmodels:\n  judge: { provider: openai, model: gpt-4o-mini, "
+        "api_key: \"{{secrets.TAMESU_TEST_NO_KEY}}\" }\n")
+    write(tmp_path, TARGET + "models:\n  grader: { provider: anthropic, model: claude-x, "
+          "api_key: \"{{env.TAMESU_TEST_NO_ENV}}\" }\n"
+          "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ] }\n")
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert ("tamesu.yaml:3:59: models.judge.api_key: secret TAMESU_TEST_NO_KEY is not set (environment or .env): "
+            "a test that calls this model will be an error") in checked.stderr, checked.stderr
+    assert ("suite.yaml:6:60: models.grader.api_key: environment variable TAMESU_TEST_NO_ENV is not set: a test "
+            "that calls this model will be an error") in checked.stderr, checked.stderr
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

@@ -134,3 +134,21 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                     secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
                     secret_problems.append(doc.problem(loc, secrets.unset(m.group(1))))
+
+
+def model_secret_warnings(doc: Document, secrets: Secrets) -> list[Problem]:
+    """A `models:` entry's secret or environment variable that is not set (an `api_key`, a header): a warning,
+    since a model no test of this run calls needs no key, where a target's missing secret fails every test."""
+    models = doc.data.get("models") if isinstance(doc.data, dict) else None
+    said: list[Problem] = []
+    for path, text in walk_strings(models if isinstance(models, dict) else {}):
+        for expr, problem in references(text):
+            if problem:
+                continue  # the models' own check says it
+            if (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
+                said.append(doc.problem(("models", *path), f"environment variable {m.group(1)} is not set: a "
+                                                           "test that calls this model will be an error"))
+            elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
+                said.append(doc.problem(("models", *path), f"{secrets.unset(m.group(1))}: a test that calls "
+                                                           "this model will be an error"))
+    return said

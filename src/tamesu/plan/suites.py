@@ -24,7 +24,12 @@ from tamesu.plan._checks import (
     check_steps,
     check_user_side,
 )
-from tamesu.plan._templates import check_hook_templates, check_suite_hooks, check_templates
+from tamesu.plan._templates import (
+    check_hook_templates,
+    check_suite_hooks,
+    check_templates,
+    model_secret_warnings,
+)
 from tamesu.plan.cases import read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
@@ -80,6 +85,8 @@ def load_plan(
             raise ConfigError(said)
         raise ConfigError([_no_suite_files(paths, project)])
     plan.warnings += said
+    if project.doc is not None:
+        plan.warnings += model_secret_warnings(project.doc, secrets)
     project_asserts = _project_assertions(project, problems)
     named: dict[str, LoadedSuite] = {}
     for path in files:
@@ -164,6 +171,7 @@ def _load_suite(
     suite = LoadedSuite(spec, doc, target_specs, project)
     warnings.extend(_lint.remote_tokens(suite, doc, secrets))
     warnings.extend(_lint.unpriced_models(suite))
+    warnings.extend(model_secret_warnings(doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []
