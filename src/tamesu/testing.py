@@ -78,6 +78,8 @@ class AsyncAgentSession:
         start = Path(project) if project is not None else Path.cwd()
         loaded = load_project(Path(config) if config else find_project(start), start)
         secrets = Secrets(loaded.dir / name for name in loaded.spec.secrets.env_files)
+        if loaded.doc is not None:
+            secrets.mask_named(loaded.doc.data)
         resolved, _ = await resolve(target, loaded, secrets)
         live = await LiveSession.open(resolved.name, with_connector(resolved.spec, connector), secrets=secrets,
                                       base_dir=loaded.dir, models=project_models(loaded, secrets, None),

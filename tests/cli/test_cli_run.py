@@ -329,6 +329,31 @@ def test_a_secret_never_reaches_disk_or_console(tmp_path: Path, tamesu, agent) -
     assert any("Bearer ***" in text for text in written)
 
 
+def test_a_secret_a_later_test_sends_is_masked_in_the_tests_before_it(tmp_path: Path, tamesu, agent) -> None:
+    # a secret was masked only once a template had handed it out: the first test's transcript, result and the
+    # reports kept what the agent said of it in plain text. An SDK's own key variable is a secret too.
+    _, url = agent
+    secret, sdk_key = "sk-later-secret-0815", "sk-env-openai-key-4242"
+    (tmp_path / ".env").write_text(f"BOT_TOKEN={secret}\n")
+    (tmp_path / "tamesu.yaml").write_text("suites: ['*.yaml']\n")
+    suite(tmp_path, url, """\
+  - name: first
+    target: bot
+    scenario: { script: [ { say: "{{env.WHAT_THE_AGENT_KNOWS}} and {{env.OPENAI_API_KEY}}" } ] }
+  - name: second
+    target: authed
+    scenario: { script: [ { say: hi } ] }
+""", extra="  authed:\n    type: rest\n    url: " + url + "/chat\n"
+           "    headers: { Authorization: 'Bearer {{secrets.BOT_TOKEN}}' }\n")
+    result = tamesu(["run", "--out", "out", "--report", "junit,json,html"], cwd=tmp_path,
+                    env={"WHAT_THE_AGENT_KNOWS": secret, "OPENAI_API_KEY": sdk_key})
+    assert result.returncode == 0, result.stdout + result.stderr
+    first = (only_run_dir(tmp_path / "out") / "suite/first/run-1/transcript.json").read_text()
+    assert "*** and ***" in first, first
+    written = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert written and not any(secret.encode() in data or sdk_key.encode() in data for data in written)
+
+
 def test_a_secret_with_a_trailing_newline_in_a_header_is_one_line_exit_3(tmp_path: Path, tamesu, agent) -> None:
     chat, url = agent
     suite(tmp_path, url, """\

@@ -924,3 +924,11 @@ async def test_an_answer_without_token_usage_is_said_not_counted_silently(oai: t
     assert (first.text, first.usage.reported, first.usage.total) == ("no counts", False, 0)
     assert second.usage.reported and second.usage.total > 0
     assert [(name, data["model"]) for name, data in events] == [("model_usage_missing", "openai:gpt-4o")]
+
+
+def test_every_providers_own_key_variable_is_masked_as_a_secret() -> None:
+    from tamesu.models.azure import AzureOpenAIProvider
+    from tamesu.models.spec import PROVIDER_KEY_VARIABLES
+
+    assert {OpenAIProvider.key_variable, AnthropicProvider.key_variable, AzureOpenAIProvider.key_variable} == \
+        set(PROVIDER_KEY_VARIABLES)

@@ -110,6 +110,8 @@ async def _main(**options: Any) -> int:
     except ConfigError as exc:
         _fail(exc.problems)
     secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
+    if project.doc is not None:
+        secrets.mask_named(project.doc.data)
     mask_logging(secrets.redactor)  # a library's log line must not show a secret either
     if source.kind != "file" and options["target"] is None:
         _usage("-n is needed with a message or generated test cases: name the agent to test")

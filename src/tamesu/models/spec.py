@@ -10,6 +10,9 @@ from tamesu import plugins
 from tamesu.net.tls import TlsSpec as TlsSpec  # re-exported: suite.schema names the tls block from here
 from tamesu.types import Duration, HomePath, Strict
 
+PROVIDER_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
+"""Where the SDK providers find a key no `api_key` gave (each provider's `key_variable`): secrets like any other."""
+
 
 def known_providers() -> list[str]:
     """The built-in providers (each registered in its own module), then the plug-ins'."""

@@ -114,6 +114,9 @@ def load_plan(
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
     plan.warnings = list(dict.fromkeys(plan.warnings))
+    for doc in [project.doc, *(suite.doc for suite in plan.suites)]:
+        if doc is not None:
+            secrets.mask_named(doc.data)
     return plan
 
 

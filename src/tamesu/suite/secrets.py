@@ -15,8 +15,11 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from tamesu.errors import TemplateError
+from tamesu.models.spec import PROVIDER_KEY_VARIABLES
+from tamesu.suite.templates import walk_strings
 
 MASK = "***"
+_SECRET_NAMES = re.compile(r"\{\{\s*secrets\.([A-Za-z0-9_-]+)\s*\}\}")
 # A value shorter than this would mask ordinary words everywhere; such a secret is not worth hiding by text.
 _MIN_REDACTED_LENGTH = 3
 _MIN_CUT = 6
@@ -81,6 +84,9 @@ class Secrets:
             for key, value in read_dotenv(path).items():
                 self._files.setdefault(key, value)
         self.redactor = Redactor()
+        for variable in PROVIDER_KEY_VARIABLES:  # a key the SDK providers read themselves when no api_key is given
+            if self._environ.get(variable):
+                self.redactor.add(self._environ[variable])
         places = ["environment", *(_shown(path) for path in files)]
         self.sources = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
         """Where a secret is looked for, as a user reads it: `environment or .env`."""
@@ -91,6 +97,16 @@ class Secrets:
 
     def has(self, name: str) -> bool:
         return name in self._environ or name in self._files
+
+    def mask_named(self, data: object) -> None:
+        """Mask from now on every set secret that a template in `data` (a suite or tamesu.yaml, as read) names:
+        a secret first sent by a later test is then masked in the files of the tests before it too (it was
+        masked only once a template had handed it out, and the first tests' transcripts kept it)."""
+        for _path, text in walk_strings(data):
+            if "secrets." in text:
+                for name in _SECRET_NAMES.findall(text):
+                    if self.has(name):
+                        self(name)
 
     def __call__(self, name: str) -> str:
         if name in self._environ:
