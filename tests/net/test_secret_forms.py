@@ -44,6 +44,7 @@ def forms(value: str) -> dict[str, str]:
         "url-safe base64": base64.urlsafe_b64encode(raw).decode().rstrip("="),
         "JSON-escaped": json.dumps(value)[1:-1],
         "JSON-escaped, not ASCII-only": json.dumps(value, ensure_ascii=False)[1:-1],
+        "JSON-escaped as PHP writes it (\\/)": json.dumps(value)[1:-1].replace("/", "\\/"),
     }
 
 
@@ -251,3 +252,28 @@ def test_in_json_tells_a_record_holding_a_secret_anywhere() -> None:
         shown = redactor.in_json(json.dumps(record, ensure_ascii=False))
         assert shown == (record in holding) == (redactor.data(record) != record), record
     assert not Redactor().in_json(json.dumps(holding))
+
+
+async def _stream_in_pieces(request: Request) -> PlainTextResponse:
+    # as a model streams a key: a token per event, the secret cut between two of them
+    token = (await request.json())["token"]
+    pieces = ["my token is ", token[:7], token[7:], " and that is all"]
+    body = "".join(f"data: {json.dumps({'delta': piece})}\n\n" for piece in pieces)
+    return PlainTextResponse(body, media_type="text/event-stream")
+
+
+def test_a_secret_streamed_in_pieces_leaks_no_piece(tmp_path: Path, tamesu: Any, serve: Serve,
+                                                     judge_url: str) -> None:
+    # the turn's joined text was masked, but result.json kept the raw events: `tok en/` then `+"q"ü-4711`
+    agent = serve(Starlette(routes=[Route("/chat", _stream_in_pieces, methods=["POST"])])).url
+    _project(tmp_path, judge_url, f"    type: rest\n    url: '{agent}/chat'\n    streaming: sse\n"
+                                  "    response: { delta: $.delta }\n"
+                                  "    request: { body: { message: '{{message}}', token: '{{secrets.BOT_TOKEN}}' } }",
+             assertion="contains: 'that is all'")
+    output, written = _run_everywhere(tmp_path, tamesu)
+    assert "my token is *** and that is all" in output, output
+    head, tail = SECRET[:7], json.dumps(SECRET[7:], ensure_ascii=False)[1:-1]
+    [result] = [text for p, text in written.items() if p.name == "result.json"]
+    assert '"delta": "***"' in result, result
+    assert {str(p.relative_to(tmp_path)): [piece for piece in (head, tail, SECRET[7:]) if piece in text]
+            for p, text in written.items() if head in text or tail in text or SECRET[7:] in text} == {}

@@ -84,3 +84,19 @@ def test_metrics_from_turn_timestamps() -> None:
     standard = metrics.standard()
     assert standard["turn_latency_ms_p95"] == pytest.approx(290)
     assert "turn_latency_ms_p90" not in standard
+
+
+def test_double_quoted_dotenv_values_read_their_escapes(tmp_path: Path) -> None:
+    # `A="ab\"cd"` was read as `ab\"cd`: tamesu sent (and masked) another value than the agent, started from the
+    # same file by bash or python-dotenv, expected. `\n` between double quotes is a line break as python-dotenv
+    # and node's dotenv read it (bash keeps the two characters)
+    import subprocess
+
+    env_file = tmp_path / ".env"
+    env_file.write_text('A="ab\\"cd12345"\nB="line1\\nline2"  # two lines\nC=\'x\\ny\'\nD="a\\\\b"\n'
+                        'E="unterminated\n', encoding="utf-8")
+    read = read_dotenv(env_file)
+    assert read == {"A": 'ab"cd12345', "B": "line1\nline2", "C": "x\\ny", "D": "a\\b", "E": '"unterminated'}
+    script = f"set -a; . {env_file} 2>/dev/null; printf '%s\\0' \"$A\" \"$C\" \"$D\""
+    by_bash = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True, timeout=10).stdout
+    assert by_bash.split("\0")[:-1] == [read["A"], read["C"], read["D"]]

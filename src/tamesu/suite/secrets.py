@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import html
 import json
 import logging
@@ -63,14 +64,25 @@ def read_dotenv(path: Path) -> dict[str, str]:
 
 def _dotenv_value(value: str) -> str:
     """A quoted value is what is between its quotes, a comment after them dropped (`KEY="abc"  # why` is abc,
-    as python-dotenv and shells read it); an unquoted one ends at ` #`."""
+    as python-dotenv and shells read it); between double quotes a backslash escapes a quote, a backslash, n, t
+    or r (bash and python-dotenv give the agent `ab"cd` for `"ab\\"cd"`: what is sent and masked); an unquoted
+    one ends at ` #`."""
+    if value[:1] == '"':
+        quoted = _DOUBLE_QUOTED.match(value)
+        if quoted and (not (rest := value[quoted.end():].strip()) or rest.startswith("#")):
+            return _DOTENV_ESCAPE.sub(lambda m: _DOTENV_ESCAPES[m.group(1)], quoted.group(1))
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
-    if value[:1] in ("'", '"'):
+    if value[:1] == "'":
         end = value.find(value[0], 1)
         if end > 0 and value[end + 1:].lstrip().startswith("#"):
             return value[1:end]
     return re.sub(r"\s+#.*$", "", value)
+
+
+_DOUBLE_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_DOTENV_ESCAPE = re.compile(r'\\(["\\ntr])')
+_DOTENV_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
 
 
 class Secrets:
@@ -155,7 +167,8 @@ def encoded_forms(value: str) -> set[str]:
         plain = base64.b64encode(raw).decode().rstrip("=")
         forms.add(plain[: len(raw) * 8 // 6])  # followed by more bytes, the last character changes
     for ascii_only in (True, False):
-        forms.add(json.dumps(value, ensure_ascii=ascii_only)[1:-1])
+        escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+        forms.update({escaped, escaped.replace("/", "\\/")})  # `\/` as PHP's json_encode writes a slash
     forms.update({html.escape(value), html.escape(value, quote=False)})
     return {form for form in forms if len(form) >= _MIN_REDACTED_LENGTH}
 
@@ -221,8 +234,51 @@ class Redactor:
         if isinstance(value, dict):
             return {self.text(str(k)) if isinstance(k, str) else k: self.data(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
+            return [self.data(v) for v in self._across(value)]
         return value
+
+    def _across(self, items: list[Any] | tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
+        """`items` with every secret that is streamed in pieces masked in each piece: the strings at one place
+        of consecutive items (an SSE event's `delta`, a chunk's `choices.0.delta.content`) are read joined,
+        as the agent's text is, so `{"delta": "sk-ab"}`, `{"delta": "cd-12"}` keep no part of `sk-abcd-12`."""
+        assert self._pattern is not None
+        if len(items) < 2:
+            return items
+        places: dict[tuple[object, ...], list[tuple[int, str]]] = {}
+        for index, item in enumerate(items):
+            for path, text in walk_strings(item):
+                places.setdefault(path, []).append((index, text))
+        changed: dict[int, Any] = {}
+        for path, pieces in places.items():
+            if len(pieces) < 2:
+                continue
+            joined = "".join(text for _, text in pieces)
+            spans = [m.span() for m in self._pattern.finditer(joined)]
+            start = 0
+            for index, text in pieces:
+                end = start + len(text)
+                # only a secret that crosses this piece's edge: one inside it is masked by `text` as it is
+                cut = [(max(a, start) - start, min(b, end) - start) for a, b in spans
+                       if a < end and b > start and (a < start or b > end)]
+                if cut:
+                    masked = text
+                    for a, b in reversed(cut):
+                        masked = masked[:a] + MASK + masked[b:]
+                    item = changed.setdefault(index, copy.deepcopy(items[index]))
+                    changed[index] = _replaced(item, path, masked)
+                start = end
+        return [changed.get(i, item) for i, item in enumerate(items)] if changed else items
+
+
+def _replaced(value: Any, path: tuple[object, ...], text: str) -> Any:
+    """`value` (a copy) with the string at `path` now `text`."""
+    if not path:
+        return text
+    holder = value
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = text
+    return value
 
 
 class MaskingFilter(logging.Filter):
