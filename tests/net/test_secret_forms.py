@@ -45,6 +45,7 @@ def forms(value: str) -> dict[str, str]:
         "JSON-escaped": json.dumps(value)[1:-1],
         "JSON-escaped, not ASCII-only": json.dumps(value, ensure_ascii=False)[1:-1],
         "JSON-escaped as PHP writes it (\\/)": json.dumps(value)[1:-1].replace("/", "\\/"),
+        "JSON-escaped twice (an escaped reply quoted in a reason)": json.dumps(json.dumps(value)[1:-1])[1:-1],
     }
 
 

@@ -169,6 +169,9 @@ def encoded_forms(value: str) -> set[str]:
     for ascii_only in (True, False):
         escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
         forms.update({escaped, escaped.replace("/", "\\/")})  # `\/` as PHP's json_encode writes a slash
+        # JSON in JSON: an agent's reply that holds an escaped secret, quoted again in a check's reason
+        forms.update(json.dumps(once, ensure_ascii=twice)[1:-1] for once in (escaped, escaped.replace("/", "\\/"))
+                     for twice in (True, False))
     forms.update({html.escape(value), html.escape(value, quote=False)})
     return {form for form in forms if len(form) >= _MIN_REDACTED_LENGTH}
 
