@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lifeline import tied
 
 _SUITE = """
@@ -141,3 +143,47 @@ tests:
     assert recorded["status"] == "error", recorded
     assert recorded["error"] == "interrupted by SIGINT while the checks were graded"
     assert recorded["not_evaluated"] == 1
+
+
+@pytest.mark.parametrize("stage", ["before_all", "before_each"])
+def test_sigterm_cuts_a_hook_that_is_running(stage: str, tmp_path: Path) -> None:
+    # before: the first SIGTERM (or Ctrl-C) waited for the hook to end (28.7 s of a `sleep 30` before_each):
+    # past a CI runner's grace period, which kills the job with no report written
+    import json
+    import os
+
+    (tmp_path / "s.tamesu.yaml").write_text(f"""
+hooks:
+  {stage}: [ {{ run: "echo $$ > hook.pid; exec sleep 120", timeout: 300s }} ]
+targets:
+  bot: {{ type: model, model: bot }}
+models:
+  bot: {{ provider: fake, rules: [ {{ when: "hi", say: "hello" }} ] }}
+tests:
+  - name: waits
+    scenario: {{ script: [ {{ say: hi }} ] }}
+""")
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out",
+                                     "--report", "junit"]),
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file = tmp_path / "hook.pid"
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        hook = int(pid_file.read_text())
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)  # far below the hook's 120 s
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, out + err
+    try:
+        os.kill(hook, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the hook outlived the run"
+    [run_json] = list((tmp_path / "out").glob("*/run.json"))
+    assert json.loads(run_json.read_text())["interrupted"] == "interrupted by SIGTERM"
+    assert list((tmp_path / "out").glob("*/junit.xml")), "no report of the interrupted run"

@@ -145,10 +145,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     user: UserSimulator | None = None
     run_spans = inputs.traces.run() if inputs.traces is not None else None
     try:
-        await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
         async with asyncio.timeout(test.spec.timeout) as deadline:
             if inputs.stop is not None:
                 inputs.stop.watch(deadline)
+            # within the deadline: Ctrl-C cuts a hook that is still running (it waited for it), and the test's
+            # timeout counts it as the rest of the test
+            await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:

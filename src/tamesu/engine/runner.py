@@ -218,7 +218,14 @@ class Runner:
             return [f"suite {suite.name}: {exc}"]
         context = self._suite_context(suite)
         try:
-            await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir, "before_all")
+            async with asyncio.timeout(None) as deadline:
+                self.stopping.watch(deadline)  # Ctrl-C cuts a before_all hook still running (it waited for it)
+                await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir,
+                                "before_all")
+        except TimeoutError:
+            if self.stopping.reason is None:
+                raise
+            return []  # its tests never started: the reports list them as not finished
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
