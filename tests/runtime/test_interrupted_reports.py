@@ -187,3 +187,46 @@ tests:
     [run_json] = list((tmp_path / "out").glob("*/run.json"))
     assert json.loads(run_json.read_text())["interrupted"] == "interrupted by SIGTERM"
     assert list((tmp_path / "out").glob("*/junit.xml")), "no report of the interrupted run"
+
+
+def test_an_interrupted_tamesu_test_writes_the_reports_it_was_asked_for(tmp_path: Path, serve: Any) -> None:
+    # before: `tamesu test --report junit,json` Ctrl-C'd (or SIGTERM'd, a cancelled CI job) wrote no report at
+    # all, and said "finished test cases are in the output file" with no -o given
+    import asyncio
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        message = (await request.json())["message"]
+        if message == "slow":
+            (tmp_path / "asked").write_text("1")
+            await asyncio.sleep(60)
+        return JSONResponse({"text": f"ok {message}"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "tamesu.yaml").write_text(f"store: false\ntargets:\n  bot: {{ type: rest, url: '{url}/chat' }}\n")
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "fast", "input": "quick", "assertions": [{"type": "contains", "value": "ok"}]}\n'
+        '{"id": "slow", "input": "slow", "assertions": [{"type": "contains", "value": "ok"}]}\n')
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "test", "-i", "cases.jsonl", "-n", "bot",
+                                     "--out", "out", "--report", "junit,json"]),
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "asked").is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, out + err
+    assert "interrupted by SIGINT: 1 of 2 planned tests finished, kept in " in err, err
+    [run_dir] = list((tmp_path / "out").iterdir())
+    junit = ET.parse(run_dir / "junit.xml").getroot()
+    assert junit.get("tests") == "2", ET.tostring(junit)  # the one that finished and the one cut short
+    assert json.loads((run_dir / "report.json").read_text())["summary"]["exit_code"] == 130

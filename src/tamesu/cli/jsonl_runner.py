@@ -46,6 +46,8 @@ class JsonlRunner:
         """More engine reporters, as `tamesu run` has them (the results store's writer)."""
         self.planner = CasePlanner(plan, settings, human)
         self.engine_plan = self.planner.engine_plan()
+        self.engine: Runner | None = None
+        """The engine's run, once started: its `run_dir` holds what an interrupted run finished."""
 
     async def run(self, tests: list[PlannedTest] | None = None) -> TestOutcome:
         chosen = self.engine_plan.tests if tests is None else tests
@@ -55,7 +57,8 @@ class JsonlRunner:
         cases = CaseReporter(self.planner.cases, self.reporter, self.settings.output, self.plan.folder)
         recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
                                 self.plan.project.spec.trace_url)
-        outcome = await Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also)).run()
+        self.engine = Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also))
+        outcome = await self.engine.run()
         # a verdict with an incomplete -o file is an infrastructure failure; an interrupt keeps its own code
         code = EXIT_INFRA if cases.output_failed and outcome.exit_code in (EXIT_OK, EXIT_FAILED) else \
             outcome.exit_code

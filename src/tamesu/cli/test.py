@@ -91,7 +91,7 @@ def test_command(**options: Any) -> None:
     try:
         code = run_stoppable(_main(**options))
     except Interrupted as stop:
-        click.echo(f"{stop}: finished test cases are in the output file", err=True)
+        click.echo(stop.said or f"{stop}: no test case had started", err=True)
         sys.exit(stop.exit_code)
     sys.exit(code)
 
@@ -268,6 +268,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     from tamesu.cli.jsonl_runner import JsonlRunner
     from tamesu.cli.shared import (
         finish_reports,
+        interrupted_note,
         open_store_writer,
         parse_shard,
         point_to_view,
@@ -284,6 +285,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     from tamesu.results.provenance import provenance
     from tamesu.results.sharding import select
     from tamesu.runtime.gc_pause import collector_paused
+    from tamesu.runtime.signals import Interrupted
 
     # no cyclic collection walks the cases' plan while the run is set up: on again once it is frozen
     paused = contextlib.ExitStack()
@@ -328,18 +330,27 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     settle_for(min(settings.parallel, max(1, len(tests))), rich_console)
     paused.close()
     telemetry = start_telemetry(rich_console)
+    report = project.spec.report
     try:
         outcome = await runner.run(tests)
     except InfraError as exc:  # the run folder, a traces receiver or backend: before any test ran
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
+    except Interrupted as stop:
+        run_dir = runner.engine.run_dir if runner.engine is not None else None
+        stop.said = interrupted_note(stop, run_dir) + (
+            f"; the finished test cases are in {settings.output}" if settings.output is not None else "")
+        if requests and run_dir is not None and (run_dir / "run.json").is_file():
+            # a CI job cancelled or timed out still gets the reports it asks for, of what finished
+            tolerance = report.tolerance if options["tolerance"] is None else options["tolerance"]
+            finish_reports(run_dir, requests, None, tolerance, rich_console, stop.exit_code)
+        raise
     finally:
         if store_writer is not None:
             store_writer.close(timeout=5)  # at once after a finished run; bounded when it was stopped
         stop_telemetry(telemetry)
     console.finish(outcome.records, outcome.summary.duration_ms / 1000, outcome.run_dir, settings.output,
                    outcome.summary.stopped, outcome.along_the_way)
-    report = project.spec.report
     baseline = Path(options["baseline"]) if options["baseline"] else \
         (project.dir / report.baseline if report.baseline else None)
     code = outcome.exit_code

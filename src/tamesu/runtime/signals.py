@@ -34,6 +34,8 @@ class Interrupted(Exception):
         self.signum = signum
         self.name = signal.Signals(signum).name
         super().__init__(f"interrupted by {self.name}")
+        self.said: str | None = None
+        """What the run kept, once a command has said it (the line is not printed twice)."""
 
     @property
     def exit_code(self) -> int:
