@@ -384,6 +384,60 @@ def test_fail_fast_stops_starting_tests(tmp_path: Path, tamesu, agent) -> None:
     assert statuses == [("t0", "passed"), ("t1", "failed"), ("t2", "skipped"), ("t3", "skipped")]
 
 
+def test_fail_fast_waits_for_a_repeated_tests_verdict(tmp_path: Path, tamesu, agent) -> None:
+    # before: the flaky test's second run (bad) stopped the run and cut its last two; graded on 1 of 2 runs it
+    # PASSED, the run exited 0 and said "stopped early: fail-fast: an earlier test failed"
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: flaky
+    target: bot
+    repeat: 4
+    pass_threshold: 0.5
+    scenario: { script: [ { say: flaky } ] }
+    assert: [ { contains: good } ]
+  - name: always bad
+    target: bot
+    repeat: 2
+    scenario: { script: [ { say: flaky } ] }
+    assert: [ { contains: nothing } ]
+  - name: after
+    target: bot
+    scenario: { script: [ { say: hi } ] }
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--fail-fast"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    lines = {line["test"]: line for line in results(only_run_dir(tmp_path / "out"))}
+    assert (lines["flaky"]["status"], lines["flaky"]["passed_runs"], lines["flaky"]["total_runs"]) == \
+        ("passed", 2, 4)
+    # its first failed run left it no way to pass (pass_threshold 1): fail-fast stopped there
+    assert (lines["always bad"]["status"], lines["always bad"]["total_runs"]) == ("failed", 1)
+    assert lines["after"]["status"] == "skipped"
+
+
+def test_a_repeated_test_cut_by_fail_fast_is_not_graded_on_the_runs_it_made(tmp_path: Path, tamesu,
+                                                                              agent) -> None:
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: fails
+    target: bot
+    scenario: { script: [ { say: "slow 0.2" } ] }
+    assert: [ { contains: nothing } ]
+  - name: repeated
+    target: bot
+    repeat: 3
+    scenario: { script: [ { say: "slow 1" } ] }
+""")
+    # two at once: the failing test's one run and the repeated test's first, which ends after the failure; its
+    # other two never start
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--fail-fast", "--parallel", "2"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    lines = {line["test"]: line for line in results(only_run_dir(tmp_path / "out"))}
+    assert lines["fails"]["status"] == "failed"
+    assert lines["repeated"]["status"] == "skipped", lines["repeated"]
+    assert lines["repeated"]["skip_reason"].startswith("not run: fail-fast: an earlier test failed (")
+    assert lines["repeated"]["skip_reason"].endswith(" of 3 runs made)")
+
+
 def test_parallel_runs_side_by_side(tmp_path: Path, tamesu, agent) -> None:
     chat, url = agent
     suite(tmp_path, url, "".join(f"""\

@@ -92,6 +92,8 @@ class Runner:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
         self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir, mask=plan.secrets.redactor.data)
         self.stopping = RunStop()
+        self._failures: dict[str, int] = {}
+        """Failed runs per test so far: fail-fast stops once a test cannot pass (`_could_pass`)."""
         """Set by the first Ctrl-C or SIGTERM: the runs in flight end, no new one starts."""
         self.write_failed: str | None = None
         """Why the run folder could not take a result (full disk, read-only): the run stops, exit 3."""
@@ -181,6 +183,12 @@ class Runner:
             self._stop = "the budget was exceeded"
         else:
             self._suite_stops[test.suite.name] = f"suite {test.suite.name}'s budget was exceeded"
+
+    def _could_pass(self, test: PlannedTest, runs: int) -> bool:
+        """Whether `test` may still reach its pass_threshold with the runs it failed so far, of `runs`."""
+        if self.options.repeat is None and runs > 1 and test.spec.adaptive is not None:
+            return True
+        return (runs - self._failures.get(test.id, 0)) / runs >= test.spec.pass_threshold - 1e-9
 
     def _stopped(self, test: PlannedTest) -> str | None:
         """Why no more runs of `test` start (fail-fast, a budget), or None."""
@@ -309,10 +317,20 @@ class Runner:
                                                 else "not run"), [])
             return
         runs = [o.result for o in finished]
+        if adaptive is None and len(finished) < repeat and self._could_pass(test, repeat):
+            # a verdict on the runs that happened would hold a threshold to fewer runs than it was set for (2 of
+            # 4 passing at 0.5 passed a test whose last two runs fail-fast had cut)
+            stopped = self._stopped(test) or "the run stopped"
+            self._record(directory, self._unrun(test, "skipped", f"not run: {stopped} ({len(finished)} of "
+                                                f"{repeat} runs made)"), runs)
+            return
         result = aggregate(test, runs, test_dir, directory.root, self.options.today, adaptive, repeat)
         # the time the runs took, not the time spent waiting for a slot
         result.duration_ms = round(sum(r.duration_ms for r in runs), 3)
         self._record(directory, result, runs)
+        if self.options.fail_fast and result.status in ("failed", "error") and self._stop is None \
+                and adaptive is not None and not test.quarantined(self.options.today):
+            self._stop = "fail-fast: an earlier test failed"  # adaptive runs decide by their sequence, not counts
 
     async def _run_with_retries(
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
@@ -338,7 +356,10 @@ class Runner:
             # decided before the slot is released, so no later run slips in after a failure
             # a skipped run (the agent awaited input nobody gave) is not a failure
             failed = outcome.result.status in ("failed", "error") and not test.quarantined(self.options.today)
-            if self.options.fail_fast and failed and self._stop is None:
+            if failed:
+                self._failures[test.id] = self._failures.get(test.id, 0) + 1
+            # a repeated test fails by its runs together (`pass_threshold`): fail-fast waits until it cannot pass
+            if self.options.fail_fast and failed and self._stop is None and not self._could_pass(test, total):
                 self._stop = "fail-fast: an earlier test failed"
             self.reporter.run_finished(test, outcome.result)
             return outcome
