@@ -392,6 +392,38 @@ tests:
     assert "not a delegated_to option" in out
 
 
+def test_an_unquoted_date_in_data_is_text_sent_and_answered(tmp_path: Path, tamesu: Any) -> None:
+    # YAML makes `2026-01-31` a date: validate said ok, then "internal error: TypeError: Object of type date is
+    # not JSON serializable" for a step's data, and a remote agent's reply data failed as the agent's fault
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+remote_agents:
+  billing:
+    reply: default
+    replies: [ { when: "(?i)date", say: "a date", data: { due: 2026-01-31 } } ]
+targets:
+  b: { type: a2a, url: "{{remote.billing.url}}" }
+tests:
+  - name: step date
+    target: b
+    scenario: { script: [ { data: { due: 2026-01-31, at: 2026-01-31T10:00:00 } } ] }
+    assert: [ { contains: default } ]
+  - name: reply date
+    target: b
+    scenario: { script: [ { say: "date please" } ] }
+    assert: [ { contains: "a date" }, { json_path: { path: "$..due", equals: "2026-01-31" } } ]
+  - name: quarantined until a date
+    target: b
+    quarantine: { reason: still a date, until: 2099-01-01 }
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { contains: nothing } ]
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 0 failed, 1 quarantined" in done.stdout, done.stdout
+    [transcript] = list((tmp_path / "out").glob("*/*/step-date/run-1/transcript.json"))
+    assert '2026-01-31T10:00:00' in transcript.read_text()
+
+
 PINNED = """\
 remote_agents:
   billing: { ADDR reply: "hello from billing" }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import itertools
 import os
@@ -103,6 +104,11 @@ def to_plain(node: object, budget: _Budget | None = None) -> Any:
         return {k: to_plain(v, budget) for k, v in node.items()}
     if isinstance(node, list):
         return [to_plain(v, budget) for v in node]
+    if isinstance(node, dt.date):
+        # an unquoted `2026-01-31` in a message's `data` or an answer is text to JSON (it was kept as a date:
+        # "Object of type date is not JSON serializable" at run time); a date field (quarantine's `until`)
+        # reads the text as pydantic reads any ISO date
+        return node.isoformat()
     # ruamel scalar subclasses (ScalarFloat, TimeStamp...) become their plain built-in type
     for kind in (bool, int, float, str):
         if isinstance(node, kind):
