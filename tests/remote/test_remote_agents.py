@@ -170,6 +170,17 @@ async def test_push_configs_and_the_extended_card(tmp_path: Path, binding: str, 
     assert [d.message for d in group.delegations] == ["refund"], "a refused request is not a delegation"
 
 
+async def test_an_agent_without_an_extended_card_gives_0_3_grpc_its_public_card(tmp_path: Path) -> None:
+    # before: "The agent does not support authenticated extended cards", so a 0.3 gRPC client (and tamesu's a2a
+    # target with a `skill:`) found no card at all
+    spec = {key: value for key, value in BILLING.items() if key != "extended"}
+    async with agents(tmp_path, {"billing": spec}) as group, \
+            connect(group.urls["billing"]["url"], "GRPC", "0.3") as client:
+        card = await client.get_extended_agent_card(GetExtendedAgentCardRequest(), context=call())
+    assert [s.id for s in card.skills] == ["refund", "invoice-lookup"]
+    assert not card.capabilities.extended_agent_card
+
+
 class Listener:
     """A caller's push-notification endpoint on a free port: keeps each notification's token and body."""
 

@@ -26,6 +26,7 @@ from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2_grpc
+from a2a.types.a2a_pb2 import AgentCard
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
@@ -73,7 +74,7 @@ class RemoteAgentServer:
         self._refused = refused
         self._http: LoopServer | None = None
         self._grpc: grpc.aio.Server | None = None
-        self._handler: DefaultRequestHandler | None = None
+        self._handler: _CardHandler | None = None
         self._push_client: httpx.AsyncClient | None = None
         self._app = _Later()
         self.forwarding = forwarding
@@ -139,8 +140,8 @@ class RemoteAgentServer:
         # kept alive between a run's pushes: one that went out on a connection the caller's listener had just
         # closed is sent again once (tamesu.net.aio); the sender only logs a push that failed
         self._push_client = AsyncClient(**client_options(on_resend=self._push_resent), timeout=PUSH_TIMEOUT)
-        self._handler = DefaultRequestHandler(
-            agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
+        self._handler = _CardHandler(
+            public, agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
             task_store=tasks, agent_card=public, push_config_store=configs,
             push_sender=VersionedPushSender(self._push_client, configs, tasks),
             extended_agent_card=extended_card(self.name, self.spec, at, self._token),
@@ -191,3 +192,20 @@ async def _stop_grpc(server: grpc.aio.Server) -> None:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise  # it is this task that is cancelled, not grpc's
+
+
+class _CardHandler(DefaultRequestHandler):
+    """The SDK's handler, but an agent without an extended card answers the extended-card call with its public
+    one: 0.3 gRPC's `GetAgentCard`, how a 0.3 gRPC client (and tamesu's a2a target) reads any card, goes to that
+    call, which the SDK refuses unless the card declares an extended one ("does not support authenticated
+    extended cards": a remote agent without `extended:` had no card over 0.3 gRPC)."""
+
+    def __init__(self, public: AgentCard, **options: Any) -> None:
+        super().__init__(**options)
+        self.public = public
+
+    async def on_get_extended_agent_card(self, params: Any, context: Any) -> AgentCard:
+        if self.extended_agent_card is None:
+            return self.public
+        card: AgentCard = await super().on_get_extended_agent_card(params, context)
+        return card
