@@ -379,6 +379,38 @@ async def test_a_path_the_server_redirects_is_where_tamesu_was_sent(tmp_path: Pa
             await target.send(UserTurn(text="hello"))
 
 
+async def test_a_404_with_no_a2a_error_in_it_is_where_tamesu_was_sent(tmp_path: Path, serve: Any) -> None:
+    # before: an HTTP+JSON message:send answered 404 by a server with no such route read "the agent answered error
+    # -32601: Resource not found" (a2a-sdk names a bare 404 MethodNotFound): the agent's fault, exit 1
+    from starlette.applications import Starlette
+
+    base = serve(Starlette()).url  # every path: 404 Not Found, no A2A error
+    async with opened({"url": base, "transport": "http"}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError, match=r"the agent's server refused the request: HTTP 404 .*does url name "
+                                             r"the agent's endpoint"):
+            await target.send(UserTurn(text="hello"))
+
+
+async def test_a_grpc_call_refused_as_unauthenticated_is_where_tamesu_was_sent(tmp_path: Path) -> None:
+    # before: "the agent answered an error: gRPC UNAUTHENTICATED: ...", the agent's fault (exit 1), where HTTP's
+    # 401 of the same server was an infrastructure error (exit 3)
+    from tamesu.remote.group import RemoteAgents
+    from tamesu.suite.remote_agents import RemoteAgentSpec
+
+    urls: dict[str, Any] = {}
+    session = make_session(tmp_path)
+    group = RemoteAgents({"billing": RemoteAgentSpec.model_validate({"reply": "ok", "token": "t-0815"})},
+                         session, urls)
+    await group.start()
+    try:
+        async with opened({"url": f"grpc://{urls['billing']['grpc']}"}, session) as target:
+            with pytest.raises(InfraError, match=r"the agent's server refused the call: gRPC UNAUTHENTICATED: .*"
+                                                 r"check the target's headers \(a token\?\)"):
+                await target.send(UserTurn(text="hello"))
+    finally:
+        await group.stop()
+
+
 async def test_credentials_missing_for_a_secured_card(agents: A2AAgents, tmp_path: Path) -> None:
     session = make_session(tmp_path)
     async with opened({"url": f"{agents.urls['secure']}/a2a"}, session) as target:

@@ -80,6 +80,9 @@ class AgentError:
     """tamesu's own refusal of the answer (larger than max_response_bytes): said as it is."""
     too_large_grpc: str | None = None
     """The details of a gRPC message the channel refused for its size."""
+    grpc_refusal: str | None = None
+    """A gRPC status the server (an interceptor, a proxy) answered before any agent read the call, with no A2A
+    error in it: UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED (gRPC's 401, 403 and 404)."""
 
     def describe(self) -> str:
         if self.own:
@@ -118,6 +121,9 @@ def refused(error: AgentError, what: str) -> InfraError | None:
         # an A2A client follows no redirect (a wrong path, or one a trailing / away, read as the agent's answer)
         return InfraError(f"{what}: the agent's server redirected the request: HTTP {error.status} "
                           f"({error.message}): does url name the agent's endpoint exactly (a trailing /)?")
+    if error.grpc_refusal is not None:
+        return InfraError(f"{what}: the agent's server refused the call: {error.message}: "
+                          f"{_GRPC_HINTS[error.grpc_refusal]}")
     if error.status not in REFUSAL_HINTS:
         return None
     return InfraError(f"{what}: the agent's server refused the request: HTTP {error.status} ({error.message}): "
@@ -141,6 +147,13 @@ def agent_error(exc: BaseException) -> AgentError:
             # the SDK words every DEADLINE_EXCEEDED as "Client Request timed out"; tamesu's turns set no gRPC
             # deadline, so this is the agent's (or a proxy's) status, said as it was sent
             return AgentError(f"gRPC DEADLINE_EXCEEDED: {_one_line(link.details() or 'no details')}")
+    for link in _chain(exc):
+        if isinstance(link, httpx.HTTPStatusError):
+            plain = _http_error(link.response)
+            if plain.code is None and plain.status in REFUSAL_HINTS:
+                # a 404 with no A2A error in it is a server's, not an agent's TaskNotFound: the SDK names it
+                # MethodNotFound (-32601), which read as the agent's answer (exit 1, fault agent)
+                return plain
     if isinstance(exc, A2AError) and type(exc) in JSON_RPC_ERROR_CODE_MAP:
         return AgentError(_one_line(exc.message), code=JSON_RPC_ERROR_CODE_MAP[type(exc)])
     text = str(exc.message if isinstance(exc, A2AError) else exc)
@@ -152,7 +165,8 @@ def agent_error(exc: BaseException) -> AgentError:
             return _http_error(link.response)
     match = _GRPC_TEXT.match(text)
     if match:
-        return AgentError(f"gRPC {match.group(1)}: {_one_line(match.group(2))}")
+        said = f"gRPC {match.group(1)}: {_one_line(match.group(2))}"
+        return AgentError(said, grpc_refusal=match.group(1) if match.group(1) in _GRPC_HINTS else None)
     return AgentError(_one_line(text) or type(exc).__name__)
 
 
@@ -187,6 +201,8 @@ def _http_error(response: httpx.Response) -> AgentError:
 
 
 _ERRORS_BY_NAME = {kind.__name__: kind for kind in JSON_RPC_ERROR_CODE_MAP}
+_GRPC_HINTS = {"UNAUTHENTICATED": REFUSAL_HINTS[401], "PERMISSION_DENIED": REFUSAL_HINTS[403],
+               "UNIMPLEMENTED": "does the server at url serve A2A over gRPC (which version)?"}
 
 
 def _one_line(text: str) -> str:
