@@ -181,6 +181,14 @@ async def test_an_agent_without_an_extended_card_gives_0_3_grpc_its_public_card(
     assert not card.capabilities.extended_agent_card
 
 
+async def test_a_suite_with_remote_agents_measures_no_delegation_as_zero(tmp_path: Path) -> None:
+    # before: `metric: {name: delegations, lte: 2}` failed "delegations was not measured" for an agent that
+    # answered without delegating, and the example needed `missing: pass` on delegations_refused
+    async with agents(tmp_path, {"billing": BILLING}) as group:
+        pass
+    assert (group._session.counters["delegations"], group._session.counters["delegations_refused"]) == (0, 0)
+
+
 class Listener:
     """A caller's push-notification endpoint on a free port: keeps each notification's token and body."""
 

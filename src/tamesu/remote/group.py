@@ -45,6 +45,11 @@ class RemoteAgents:
         # imported here: a2a-sdk's server side is heavy, and most suites have no remote agents
         from tamesu.remote.server import RemoteAgentServer
 
+        # measured from the start: an agent that delegated nothing made 0 delegations, not none measured (a
+        # `metric: {name: delegations, lte: 2}` failed "not measured" for it)
+        self._session.count("delegations", 0)
+        self._session.count("delegations_refused", 0)
+
         for name, spec in self._specs.items():
             try:
                 token = self._session.context.render_text(spec.token) if spec.token else None
