@@ -272,3 +272,25 @@ def test_a_suite_records_the_real_agent_through_the_proxy(
     assert calls["billing"]["result"] == {"text": "Refund of 42 euros issued, reference RF-889",
                                           "data": {"reference": "RF-889"}}
     assert calls["billing"]["args"]["message"] == calls["real_billing"]["args"]["message"]
+
+
+def test_a_run_whose_forward_cannot_reach_the_real_agent_is_an_error(tamesu: Any, tmp_path: Path) -> None:
+    # before: the proxy's 502 read as the agent's answer: "the agent answered HTTP 502", fault agent, exit 1
+    import socket
+
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+        (tmp_path / "f.tamesu.yaml").write_text(f"""\
+remote_agents:
+  shop: {{ forward: "http://127.0.0.1:{port}/a2a" }}
+targets:
+  rpc: {{ type: a2a, url: "{{{{remote.shop.url}}}}" }}
+tests:
+  - {{ name: through, target: rpc, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: x }} ] }}
+""", encoding="utf-8")
+        done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"! remote agent shop: forward to http://127.0.0.1:{port}/a2a: the real agent did " \
+           "not answer: ConnectError" in done.stdout, done.stdout
+    assert "fault: environment" in done.stdout

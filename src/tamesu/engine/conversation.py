@@ -189,6 +189,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping)
     if spans_error and result.status != "error":  # the tracing backend could not be asked: not the agent's
         result.status, result.error, result.end_reason = "error", spans_error, "error"
+    if result.status != "error" and (broken := remote_agents.forward_failure()):
+        result.status, result.error, result.end_reason = "error", broken, "error"
     if spans_file is not None:
         target_metrics.update(attach(spans_file, exchanges, session))
         warnings.extend(spans_warnings(spans_file, inputs.traces))

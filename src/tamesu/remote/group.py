@@ -96,6 +96,15 @@ class RemoteAgents:
         if cancelled:
             raise asyncio.CancelledError
 
+    def forward_failure(self) -> str | None:
+        """Why a `forward` could not reach the real agent it names, or None: tamesu's proxy answered 502 in its
+        place, so what the agent under test did next is no test of it (the setup is broken, as a hook's is)."""
+        failed = next((e for e in self._session.events if e.name == "forward_failed"), None)
+        if failed is None:
+            return None
+        return (f"remote agent {failed.data.get('agent')}: forward to {failed.data.get('url')}: "
+                f"{failed.data.get('error')}")
+
     def _record(self, delegation: Delegation) -> None:
         self.delegations.append(delegation)
         self._session.count("delegations")
