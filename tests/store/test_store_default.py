@@ -131,3 +131,13 @@ def test_a_store_setting_that_is_a_word_not_a_file_is_refused(where: str, tmp_pa
     name = "store" if where.startswith("store") else "TAMESU_STORE"
     assert f"{name}: 'maybe' is no store" in done.stdout + done.stderr
     assert not (folder / "maybe").exists() and not (folder / "tamesu-runs").exists()
+
+
+def test_a_configured_store_whose_folder_cannot_be_made_is_a_warning(tmp_path: Path, agent_url: str) -> None:
+    # before: only "[Errno 2] No such file or directory: '/proc/nope'", exit 2, and no test ran
+    folder = _suite(tmp_path, agent_url)
+    done = _run(folder, "run", "shop.yaml", TAMESU_STORE="/proc/nope/history.db")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("warning: store: cannot write to sqlite:////proc/nope/history.db: No such file or directory; history is "
+            "off for this run") in done.stdout, done.stdout
+    assert "1 passed" in done.stdout
