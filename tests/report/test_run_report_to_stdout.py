@@ -30,3 +30,10 @@ def test_a_report_to_stdout_is_alone_there(tmp_path: Path) -> None:
     merged = run_tamesu(["merge", str(run_dir), "--out", "merged", "--report", "junit:-"], cwd=tmp_path)
     assert merged.returncode == 1 and merged.stdout.lstrip().startswith("<?xml"), merged.stdout + merged.stderr
     assert "merged 1 run into" in merged.stderr
+    # `tamesu report` of the run against a baseline: the comparison on stderr, the JSON alone on stdout (before,
+    # stdout began with "compared with ...: 1 regression" and json.load failed)
+    baseline = next((tmp_path / "merged").iterdir())  # the same verdicts in another folder: a run to compare with
+    again = run_tamesu(["report", str(run_dir), "--baseline", str(baseline), "--report", "json:-"], cwd=tmp_path)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert json.loads(again.stdout)["baseline"] is not None
+    assert "compared with" in again.stderr

@@ -293,7 +293,8 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
     project = _project_near(config, Path(run_dir))
     # run again, a run shows its console summary unless reports are named (here or in tamesu.yaml)
     requests = report_requests(reports, project, default=False)
-    console = make_console(color)
+    # a report written to stdout (`--report json:-`) keeps it to itself: the baseline's comparison goes to stderr
+    console = make_console(color, stderr=to_stdout(requests))
     try:
         run = load_run(Path(run_dir))
     except RunDirError as exc:
