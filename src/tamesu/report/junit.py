@@ -176,6 +176,10 @@ def render_junit(run: LoadedRun) -> bytes:
             _testcase(element, result, run)
         for entry in missing:
             case = ET.SubElement(element, "testcase", name=_clean(entry.name), classname=_clean(suite), time="0.000")
+            if entry.file:  # as for a finished test: a CI's test view links it to where it is written
+                case.set("file", shown_path(Path(entry.file)))
+                if entry.line:
+                    case.set("line", str(entry.line))
             ET.SubElement(case, "skipped", message=run.summary.stopped or run.summary.interrupted or "not run")
         for key in totals:
             totals[key] += counts[key]

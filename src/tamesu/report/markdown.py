@@ -78,7 +78,8 @@ def _stats_table(rows: list[TestResult]) -> list[str]:
 def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str:
     s = run.summary
     bad = s.counts.get("failed", 0) or s.counts.get("error", 0) or s.counts.get("inconclusive", 0)
-    icon = "❌" if bad else "✅"
+    # an interrupted run (130, 143), a budget (4) or a broken run folder (3) is no green run, whatever finished
+    icon = "❌" if bad else "⚠️" if s.exit_code != 0 else "✅"
     lines = [f"### {icon} tamesu: {headline(run)}", "",
              f"{count_of(s.counts.get('total', len(run.results)), 'test')} in {s.duration_ms / 1000:.2f} s · exit code "
              f"{s.exit_code} · run `{run.name}`"]
