@@ -327,8 +327,15 @@ tests:
     scenario: {{ script: [ {{ say: hello }} ] }}
     assert: [ {{ judge: "The agent greets" }}, {{ judge: "The agent offers help" }}, {{ contains: nothing }} ]
 """)
-    result = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    result = tamesu(["run", "--out", "out", "--color", "never", "--report", "junit:junit.xml"], cwd=tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
+    # JUnit's error text too: the fault named alone, the error line, the second judge, the contains
+    import xml.etree.ElementTree as ET
+
+    [error] = list(ET.parse(tmp_path / "junit.xml").getroot().iter("error"))
+    text = (error.text or "").splitlines()
+    assert text[0] == "fault environment" and text[1].startswith("error: judge: openai:test-model: cannot reach")
+    assert sum("cannot reach" in line for line in text) == 2, text
     lines = result.stdout.splitlines()
     said = [line.strip() for line in lines if "cannot reach" in line]
     # the first judge's reason is the run's error; the second's and the contains' own lines stay

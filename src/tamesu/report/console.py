@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from tamesu.report.along_the_way import AlongTheWay
-from tamesu.report.words import count_of, not_evaluated
+from tamesu.report.words import count_of, echoed_failure, not_evaluated
 from tamesu.results.load import LoadReport, table_lines
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
@@ -206,7 +206,7 @@ class ConsoleReporter:
             else:
                 if run.error:
                     self._print(Text(f"      ! {prefix}{run.error}", style="magenta"))
-                echoed = next((f for f in run.failures if run.error and _said_by(run.error, f.reason)), None)
+                echoed = echoed_failure(run.error, run.failures)
                 for failure in run.failures:
                     if failure is echoed:
                         continue  # the check the run's error came from: its line above says it
@@ -243,9 +243,3 @@ def stats_line(result: TestResult) -> str:
         a = stats.adaptive
         parts.append(f"adaptive: {result.total_runs} of {a.max_runs} runs ({a.runs_saved} saved)")
     return " · ".join(p for p in parts if p)
-
-
-def _said_by(error: str, reason: str | None) -> bool:
-    """Whether a check's `not decided: X` is the run's error line (`judge: X`) again."""
-    undecided = (reason or "").removeprefix("not decided: ")
-    return undecided != (reason or "") and bool(undecided) and error.endswith(undecided)

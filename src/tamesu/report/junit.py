@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
-from tamesu.report.words import not_evaluated
+from tamesu.report.words import echoed_failure, not_evaluated
 from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -50,15 +50,22 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
         lines.append(result.reason)
     for summary in result.runs:
         prefix = f"run {summary.run}: " if several else ""
+        inconclusive = summary.status == "inconclusive"
+        detail = None if inconclusive else run.run_result(summary)
+        failures = [] if inconclusive else detail.failed_assertions if detail is not None else summary.failures
         if summary.fault is not None:
-            lines.append(f"{prefix}fault {summary.fault}: {summary.fault_reason or summary.status}")
-        if summary.status == "inconclusive":
+            # the reason once: a fault whose reason is the error or a failure said below is named alone
+            below = {summary.error, *(f"{f.name}: {f.reason}" for f in failures), *(f.reason for f in failures)}
+            why = summary.fault_reason or summary.status
+            lines.append(f"{prefix}fault {summary.fault}" + ("" if why in below else f": {why}"))
+        if inconclusive:
             continue  # the assertions it failed are not the agent's failures
         if summary.error:
             lines.append(f"{prefix}error: {summary.error}")
-        detail = run.run_result(summary)
-        failures = detail.failed_assertions if detail is not None else summary.failures
+        echoed = echoed_failure(summary.error, failures)
         for failure in failures:
+            if failure is echoed:
+                continue  # the check the error line came from
             where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
             judge = " (fake judge)" if failure.fake and "fake judge" not in failure.reason else ""
             lines.append(f"{prefix}{failure.name}{where}: {failure.reason}{judge}")

@@ -1,6 +1,10 @@
-"""Counts in words, with the plural right: `1 test`, `2 tests`, `1 error`."""
+"""Counts in words, with the plural right: `1 test`, `2 tests`, `1 error`; what a run's problems say once."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tamesu.results.records import AssertionResult
 
 
 def count_of(number: int, singular: str, plural: str | None = None) -> str:
@@ -11,3 +15,13 @@ def not_evaluated(number: int, error: bool) -> str:
     """The line that stands for the checks a failed conversation (or an error) kept from being graded."""
     cause = "the error above" if error else "the conversation failed first"
     return f"{count_of(number, 'check')} not evaluated: {cause}"
+
+
+def echoed_failure(error: str | None, failures: Sequence[AssertionResult]) -> AssertionResult | None:
+    """The check a run's error came from (`not decided: X` where the error is `judge: X`): said once, as the
+    error, where the run's problems are listed."""
+    for failure in failures:
+        undecided = (failure.reason or "").removeprefix("not decided: ")
+        if error and undecided and undecided != failure.reason and error.endswith(undecided):
+            return failure
+    return None
