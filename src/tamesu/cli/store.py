@@ -132,9 +132,9 @@ def view_command(store_url_option: str | None, config: str | None, port: int | N
             return LoopServer(app, host=host, port=VIEW_PORT if port is None else port)
         except OSError as exc:
             if port is None and exc.errno == errno.EADDRINUSE:
-                # tamesu init's sample agent listens on the same port: a port not asked for is not worth failing
-                click.echo(f"view: {host}:{VIEW_PORT} is in use (tamesu init's sample agent listens there): "
-                           "serving on a free port; --port chooses one", err=True)
+                # another server (an example agent, a second view): a port not asked for is not worth failing
+                click.echo(f"view: {host}:{VIEW_PORT} is in use: serving on a free port; --port chooses one",
+                           err=True)
                 return listening_on_any()
             click.echo(f"view: cannot listen on {host}:{VIEW_PORT if port is None else port}: "
                        f"{exc.strerror or exc}", err=True)
