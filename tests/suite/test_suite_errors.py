@@ -319,6 +319,22 @@ def test_a_models_unset_key_is_a_warning_where_it_is_written(tmp_path: Path, tam
             "that calls this model will be an error") in checked.stderr, checked.stderr
 
 
+def test_json_style_surrogate_escapes_make_their_character_and_a_lone_half_is_refused(tmp_path: Path,
+                                                                                       tamesu) -> None:
+    # `"\ud83d\ude00"` (an emoji as JSON writes it) validated, then every turn was "internal error:
+    # UnicodeEncodeError: ... surrogates not allowed"
+    from tamesu.suite.yaml_reader import load_yaml
+
+    test = 'tests:\n  - { name: a, target: api, scenario: { script: [ { say: "hi SAID" } ] } }\n'
+    write(tmp_path, TARGET + test.replace("SAID", "\\ud83d\\ude00"))
+    assert load_yaml(tmp_path / "suite.yaml").data["tests"][0]["scenario"]["script"][0]["say"] == "hi \U0001F600"
+    write(tmp_path, TARGET + test.replace("SAID", "\\ud83d"))
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert "suite.yaml:6:62: \\ud83d is half of a UTF-16 pair without its other half: write the character itself" \
+        in checked.stdout + checked.stderr
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

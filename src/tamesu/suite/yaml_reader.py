@@ -160,6 +160,38 @@ def load_yaml(path: Path, label: str | None = None) -> Document:
 
 def parse_yaml(text: str, path: Path, shown: str) -> Document:
     """`text` (read from `path`, called `shown` in problems) parsed as load_yaml does, with the same bounds."""
+    document = _parsed(text, path, shown)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        document.data = _paired(document.data, text, shown)
+    return document
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_PAIR = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _paired(value: Any, text: str, shown: str) -> Any:
+    """Strings with `\\ud83d\\ude00` (an emoji as JSON escapes it, pasted into a double-quoted YAML string, which
+    reads each half as a character of its own) made of the character the pair stands for; a half without the
+    other is a problem where it is written (it was "internal error: UnicodeEncodeError" when sent)."""
+    if isinstance(value, dict):
+        return {key: _paired(item, text, shown) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_paired(item, text, shown) for item in value]
+    if isinstance(value, str) and any("\ud800" <= character <= "\udfff" for character in value):
+        try:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16")
+        except UnicodeDecodeError:
+            lone = next((m for m in _SURROGATE_ESCAPE.finditer(text)
+                         if not any(p.start() <= m.start() < p.end() for p in _PAIR.finditer(text))), None)
+            line, col = line_col(text, lone.start()) if lone else (1, 1)
+            raise ConfigError([Problem(shown, line, col, "", f"{lone.group(0) if lone else 'a surrogate'} is half "
+                                       "of a UTF-16 pair without its other half: write the character itself")]) \
+                from None
+    return value
+
+
+def _parsed(text: str, path: Path, shown: str) -> Document:
     _prescan(text, shown)
     fast = _fast_yaml.read(text, MAX_VALUES)
     if fast is not None:
