@@ -61,3 +61,14 @@ def test_a_starved_reader_takes_no_right_rate_for_another() -> None:
     catching_up = _read(_sent(150, 20.0, 20.0) + [(3000 + k * 10.0, 20.0) for k in range(30)],
                         [float(ms) for ms in range(4000)])
     assert pace_problem(catching_up, None, fmt, False, RATE_KEY) is None
+
+
+def test_a_flood_read_with_a_backlog_names_the_rate_of_its_pace_not_of_its_span() -> None:
+    # seen on a loaded CI: a 16 kHz stream agreed as 8 kHz (2.0x) whose reader stalled, read a backlog at once, then
+    # kept up; the longest stretch's span said 2.7x and named 22050 Hz. Chunk by chunk it is 2.0x: 16000 Hz
+    arrivals = [(k * 20.0, 40.0) for k in range(30)] + [(900.0 + k * 0.1, 40.0) for k in range(20)] + \
+        [(900.0 + k * 20.0, 40.0) for k in range(1, 60)]
+    heard = Heard(arrivals=arrivals, audio_ms=sum(duration for _at, duration in arrivals))
+    problem = pace_problem(heard, "4.4s of audio arrived in 2.1s", AudioFormat("pcm16", 8000), False, RATE_KEY)
+    assert problem is not None and "arrives steadily at 2.0x real time" in problem, problem
+    assert "(16000 Hz would play in real time" in problem, problem
