@@ -88,8 +88,14 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
   - name: nothing to say
     target: buyer
     counterpart: { target: supplier }
+  - name: a script beside it
+    target: buyer
+    counterpart: { target: supplier, opening: hi }
+    scenario: { script: [ { say: never said } ] }
 """)
     done = tamesu(["validate"], cwd=tmp_path)
     assert done.returncode != 0
     assert "no target named 'seller'" in done.stdout + done.stderr
     assert "the counterpart needs an opening, or scenario.goal" in done.stdout + done.stderr
+    # it validated, then the script was never sent and the run went on to max_turns
+    assert "counterpart plays the user, so scenario.script would never be used" in done.stdout + done.stderr

@@ -367,6 +367,16 @@ class TestSpec(Strict):
     def _adaptive_fits(self) -> TestSpec:
         if self.adaptive is not None and self.adaptive.min_runs > self.repeat:
             raise ValueError(f"adaptive.min_runs ({self.adaptive.min_runs}) is more than repeat ({self.repeat})")
+        if self.counterpart is not None:
+            # the counterpart is the user: a script or persona beside it was never said (the run went on to
+            # max_turns with the counterpart talking)
+            ignored = [name for name, there in (("scenario.script", self.scenario.script),
+                                                ("scenario.attack", self.scenario.attack),
+                                                ("persona", self.persona)) if there]
+            if ignored:
+                raise ValueError(f"counterpart plays the user, so {' and '.join(ignored)} would never be used: keep "
+                                 "one of them (the counterpart's first turn is its opening, or its answer to "
+                                 "scenario.goal)")
         return self
 
 
