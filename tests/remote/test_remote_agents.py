@@ -8,6 +8,7 @@ factory picks the matching transport, so "GRPC 0.3" really calls the `a2a.v1.A2A
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -441,6 +442,36 @@ tests:
     assert "2 passed, 0 failed, 1 quarantined" in done.stdout, done.stdout
     [transcript] = list((tmp_path / "out").glob("*/*/step-date/run-1/transcript.json"))
     assert '2026-01-31T10:00:00' in transcript.read_text()
+
+
+def test_data_is_matched_and_asserted_as_written(tmp_path: Path, tamesu: Any) -> None:
+    # before: `{qty: 2}` arrived as `{"qty": 2.0}` (a protobuf Struct's doubles), `Müller` was searched as
+    # `M\u00fcller`, and `delegated_to` read only the message's text: all three failed
+    (tmp_path / "q.tamesu.yaml").write_text("""\
+remote_agents:
+  billing:
+    reply: default
+    replies:
+      - { when: '"qty": 2}', say: two }
+      - { when: "Müller", say: "hello Müller" }
+targets:
+  b: { type: a2a, url: "{{remote.billing.url}}" }
+tests:
+  - { name: int, target: b, scenario: { script: [ { data: { qty: 2 } } ] }, assert: [ { contains: two } ] }
+  - name: unicode
+    target: b
+    scenario: { script: [ { data: { name: "Müller" } } ] }
+    assert: [ { contains: "hello Müller" } ]
+  - name: delegated data
+    target: b
+    scenario: { script: [ { data: { order: ORD-13 } } ] }
+    assert: [ { delegated_to: { agent: billing, contains: ORD-13 } } ]
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = list((tmp_path / "out").glob("*/*/int/run-1/result.json"))
+    [call] = [c for c in json.loads(result.read_text())["tool_calls"] if c["kind"] == "delegation"]
+    assert call["args"]["data"] == [{"qty": 2}]
 
 
 PINNED = """\

@@ -2,10 +2,13 @@
 
 `delegated_to: billing`, or `{agent, contains, regex}`: at least one delegation to that agent whose message
 holds `contains` (case-insensitive) and matches `regex` (searched). Delegations are the tool calls of kind
-`delegation` (`run.tool_calls`), with the message as `args.message`; templates allowed in both options.
+`delegation` (`run.tool_calls`), with the message as `args.message` and its data parts as `args.data` (both
+searched, the data as JSON); templates allowed in both options.
 """
 
 from __future__ import annotations
+
+import json
 
 from pydantic import Field, field_validator
 
@@ -30,8 +33,14 @@ class DelegatedToSpec(Strict):
 
 
 def _message(call: ToolCall) -> str:
+    """What the delegation said: its text and its data (a `data` part alone has no text to look in)."""
     message = call.args.get("message", "")
-    return message if isinstance(message, str) else shown(message)
+    said = message if isinstance(message, str) else shown(message)
+    data = call.args.get("data")
+    if data:
+        said = " ".join([said, *(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in
+                                 (data if isinstance(data, list) else [data]))]).strip()
+    return said
 
 
 @register("checks", "delegated_to")

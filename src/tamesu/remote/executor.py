@@ -55,10 +55,22 @@ def message_text(message: Message) -> tuple[str, list[object]]:
         if kind == "text":
             texts.append(part.text)
         elif kind == "data":
-            data.append(MessageToDict(part.data))
+            data.append(_whole(MessageToDict(part.data)))
         elif kind in ("raw", "url"):
             texts.append(f"[{part.filename or 'file'}]")
     return " ".join(texts), data
+
+
+def _whole(value: Any) -> Any:
+    """A message's data as it was written: a protobuf Struct carries every number as a double, so `{"qty": 2}`
+    came back `{"qty": 2.0}`, and a `when: '"qty": 2}'` or an assertion on it never matched."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    return value
 
 
 def _parts(text: str | None, data: Any, with_data: bool) -> list[Part]:
@@ -115,7 +127,8 @@ class ScriptedExecutor(AgentExecutor):
             await updater.failed(status_message)
 
     async def _reply(self, text: str, data: Sequence[object], delegation: Delegation) -> ReplySpec:
-        searched = " ".join([text, *(json.dumps(d, sort_keys=True) for d in data)])
+        # as written: `Müller`, not `M\u00fcller`
+        searched = " ".join([text, *(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in data)])
         fuzz = fuzz_for(self._session, self._name)
         if fuzz is None:
             return self._spec.answer(searched)
