@@ -411,6 +411,28 @@ async def test_a_grpc_call_refused_as_unauthenticated_is_where_tamesu_was_sent(t
         await group.stop()
 
 
+@pytest.mark.parametrize("body, said", [
+    ("<!doctype html><html><head><title>Sign in</title></head><body>...</body></html>",
+     "a web page, titled 'Sign in', not an A2A answer: is url the agent's A2A endpoint"),
+    ('{"jsonrpc": "2.0", "id": ', "an answer that is not JSON (cut short?): Expecting value at character 25 of 25"),
+])
+async def test_an_answer_that_is_not_json_is_said_as_what_it_is(tmp_path: Path, serve: Any, body: str,
+                                                                  said: str) -> None:
+    # before: "the agent answered an error: JSON Decode Error: Expecting value: line 1 column 1 (char 0)"
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def endpoint(request: Any) -> Response:
+        return Response(body, media_type="text/html" if body.startswith("<") else "application/json")
+
+    base = serve(Starlette(routes=[Route("/a2a", endpoint, methods=["POST"])])).url
+    async with opened({"url": f"{base}/a2a"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="hello"))
+    assert said in str(caught.value), str(caught.value)
+
+
 async def test_credentials_missing_for_a_secured_card(agents: A2AAgents, tmp_path: Path) -> None:
     session = make_session(tmp_path)
     async with opened({"url": f"{agents.urls['secure']}/a2a"}, session) as target:

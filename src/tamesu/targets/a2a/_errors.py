@@ -7,6 +7,7 @@ the code of the same A2A error).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from tamesu.errors import InfraError
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.net.urls import REFUSAL_HINTS
+from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 from tamesu.types import JSONObject
 
@@ -154,6 +156,8 @@ def agent_error(exc: BaseException) -> AgentError:
                 # a 404 with no A2A error in it is a server's, not an agent's TaskNotFound: the SDK names it
                 # MethodNotFound (-32601), which read as the agent's answer (exit 1, fault agent)
                 return plain
+        if isinstance(link, json.JSONDecodeError):
+            return _not_json(link)
     if isinstance(exc, A2AError) and type(exc) in JSON_RPC_ERROR_CODE_MAP:
         return AgentError(_one_line(exc.message), code=JSON_RPC_ERROR_CODE_MAP[type(exc)])
     text = str(exc.message if isinstance(exc, A2AError) else exc)
@@ -168,6 +172,22 @@ def agent_error(exc: BaseException) -> AgentError:
         said = f"gRPC {match.group(1)}: {_one_line(match.group(2))}"
         return AgentError(said, grpc_refusal=match.group(1) if match.group(1) in _GRPC_HINTS else None)
     return AgentError(_one_line(text) or type(exc).__name__)
+
+
+def _not_json(error: json.JSONDecodeError) -> AgentError:
+    """An answer that is no JSON, said as what it is (it was only "JSON Decode Error: Expecting value: line 1
+    column 1 (char 0)"): a web page by its title, else the text around where it stopped being JSON."""
+    body = error.doc if isinstance(error.doc, str) else ""
+    if is_web_page(body):
+        title = page_title(body)
+        named = f", titled '{title}'" if title else ""
+        return AgentError(f"a web page{named}, not an A2A answer: is url the agent's A2A endpoint (a page behind a "
+                          "sign-in or proxy, or the site itself, answers HTML)?")
+    start = max(0, error.pos - 60)
+    shown = ("..." if start else "") + body[start:error.pos + 20] + ("..." if error.pos + 20 < len(body) else "")
+    cut = " (cut short?)" if error.pos >= len(body.rstrip()) else ""
+    return AgentError(f"an answer that is not JSON{cut}: {error.msg} at character {error.pos} of {len(body)}: "
+                      f"{_one_line(shown)!r}")
 
 
 def _http_error(response: httpx.Response) -> AgentError:

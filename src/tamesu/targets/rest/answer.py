@@ -4,13 +4,12 @@ nothing in JSON)."""
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.urls import REFUSAL_HINTS
+from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.rest.http import Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
@@ -124,10 +123,9 @@ class TurnReader:
         API, a sign-in page, a proxy's or captive portal's notice. Graded as the agent's words, every check
         would fail on the agent while the fault is where tamesu was sent."""
         body = answer.body
-        if answer.status >= 400 or not isinstance(body, str) or not _WHOLE_PAGE.match(body):
+        if answer.status >= 400 or not isinstance(body, str) or not is_web_page(body):
             return
-        found = _TITLE.search(body)
-        title = " ".join(html.unescape(found.group(1)).split())[:80] if found else ""
+        title = page_title(body)
         named = f", titled '{self._session().redactor.text(title)}'" if title else ""
         raise TurnError(f"the agent answered HTTP {answer.status} with a web page{named}, not a reply: is url "
                         "the agent's API (a page behind a sign-in or proxy, or the site itself, answers HTML; "
@@ -155,5 +153,3 @@ OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"
 """Where an agent served as Anthropic's Messages API puts them (`{type: tool_use, id, name, input}` blocks)."""
-_WHOLE_PAGE = re.compile(r"\ufeff?\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
