@@ -104,3 +104,14 @@ def _checked_addr(addr: str) -> str:
 
 HostPort = Annotated[str, AfterValidator(_checked_addr)]
 """A `host:port` a user writes (where tamesu listens); checked when the suite loads."""
+
+
+def _a_store(value: str | bool | None) -> str | bool | None:
+    problem = store_word_problem(value) if isinstance(value, str) else None
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+StoreSetting = Annotated[str | bool | None, AfterValidator(_a_store)]
+"""tamesu.yaml's `store:`: true, false, a SQLite path or a URL; a bare word that is none of them is refused."""

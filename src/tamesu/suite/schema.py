@@ -21,7 +21,7 @@ from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
-from tamesu.types import Duration, HomePath, Strict, parse_duration, store_word_problem
+from tamesu.types import Duration, HomePath, StoreSetting, Strict, parse_duration
 
 __all__ = ["Duration", "Strict", "TraceQuerySpec", "TracesSpec", "parse_duration"]
 
@@ -367,16 +367,12 @@ class TestSpec(Strict):
     def _adaptive_fits(self) -> TestSpec:
         if self.adaptive is not None and self.adaptive.min_runs > self.repeat:
             raise ValueError(f"adaptive.min_runs ({self.adaptive.min_runs}) is more than repeat ({self.repeat})")
-        if self.counterpart is not None:
-            # the counterpart is the user: a script or persona beside it was never said (the run went on to
-            # max_turns with the counterpart talking)
-            ignored = [name for name, there in (("scenario.script", self.scenario.script),
-                                                ("scenario.attack", self.scenario.attack),
-                                                ("persona", self.persona)) if there]
-            if ignored:
-                raise ValueError(f"counterpart plays the user, so {' and '.join(ignored)} would never be used: keep "
-                                 "one of them (the counterpart's first turn is its opening, or its answer to "
-                                 "scenario.goal)")
+        # the counterpart is the user: a script or persona beside it was never said (on to max_turns without them)
+        ignored = [name for name, there in (("scenario.script", self.scenario.script), ("persona", self.persona),
+                                            ("scenario.attack", self.scenario.attack)) if there and self.counterpart]
+        if ignored:
+            raise ValueError(f"counterpart plays the user, so {' and '.join(ignored)} would never be used: keep one "
+                             "of them (the counterpart's first turn is its opening, or its answer to scenario.goal)")
         return self
 
 
@@ -490,19 +486,11 @@ class ProjectSpec(FileTop):
     """How many test runs go at once (`--parallel` overrides it)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
     """The reports every run writes (`formats`), and the baseline it is compared with."""
-    store: str | bool | None = None
+    store: StoreSetting = None
     """The results store: unset or `true` (SQLite in .tamesu/store.db, the default), a SQLite path,
     `postgresql://...`, or `false` (off). TAMESU_STORE overrides it (an empty TAMESU_STORE is unset)."""
     traces: TracesSpec | None = None
     """Receive the agent's spans (OTLP/HTTP) for every suite that does not say otherwise."""
-
-    @field_validator("store")
-    @classmethod
-    def _a_store(cls, value: str | bool | None) -> str | bool | None:
-        problem = store_word_problem(value) if isinstance(value, str) else None
-        if problem:
-            raise ValueError(problem)
-        return value
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""
     yao_errors: bool = False
