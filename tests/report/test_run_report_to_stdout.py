@@ -37,3 +37,12 @@ def test_a_report_to_stdout_is_alone_there(tmp_path: Path) -> None:
     assert again.returncode == 1, again.stdout + again.stderr
     assert json.loads(again.stdout)["baseline"] is not None
     assert "compared with" in again.stderr
+
+
+def test_report_given_twice_writes_both(tmp_path: Path) -> None:
+    # click kept only the last --report: `--report json --report junit` wrote junit.xml alone
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "json", "--report", "junit"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    assert (run_dir / "report.json").is_file() and (run_dir / "junit.xml").is_file()

@@ -21,6 +21,7 @@ from tamesu.cli.shared import (
     cache_mode,
     finish_reports,
     interrupted_note,
+    joined_reports,
     open_store_writer,
     parse_shard,
     point_to_view,
@@ -277,7 +278,7 @@ def _print_summary(run: LoadedRun, console: Console) -> None:
 
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--report", "reports", metavar="SPECS",
+@click.option("--report", "reports", metavar="SPECS", multiple=True, callback=joined_reports,
               help="junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github (default: tamesu.yaml's report:).")
 @click.option("--baseline", type=click.Path(exists=True, file_okay=False),
               help="Compare with an earlier run (default: the comparison kept by the run's own --baseline).")
@@ -314,7 +315,8 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
 @main.command()
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), help="Where the merged run goes (default tamesu-runs).")
-@click.option("--report", "reports", metavar="SPECS", help="Reports of the merged run, as for `run`.")
+@click.option("--report", "reports", metavar="SPECS", multiple=True, callback=joined_reports,
+              help="Reports of the merged run, as for `run`.")
 @click.option("--baseline", type=click.Path(file_okay=False), help="Compare with an earlier run, as for `run`.")
 @click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
 @click.option("--color", type=COLOR, default="auto", show_default=True)

@@ -236,9 +236,9 @@ def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: s
                      "fails."),
         click.option("--update-golden", is_flag=True, help="golden assertions write what they saw instead of "
                      "comparing."),
-        click.option("--report", "reports", metavar="SPECS",
+        click.option("--report", "reports", metavar="SPECS", multiple=True, callback=joined_reports,
                      help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github "
-                          "(and plug-ins' formats)."),
+                          "(and plug-ins' formats); given twice, both."),
         click.option("--baseline", type=click.Path(file_okay=False),
                      help="Compare with an earlier run directory (or the newest run in a folder of runs)."),
         click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
@@ -328,3 +328,8 @@ def point_to_view(store_writer: StoreWriter | None, console: Console) -> None:
     console.print(f"history: {store_writer.runs_stored} runs in {store_writer.store.shown.removeprefix('sqlite:///')}; "
                   "`tamesu view` shows them (flaky tests, trends, comparisons)", style="dim", highlight=False,
                   markup=False, soft_wrap=True)
+
+
+def joined_reports(_context: object, _option: object, given: tuple[str, ...]) -> str | None:
+    """`--report json --report junit` as `--report json,junit`: click kept only the last one given."""
+    return ",".join(given) if given else None
