@@ -474,6 +474,23 @@ tests:
     assert call["args"]["data"] == [{"qty": 2}]
 
 
+def test_a_remote_template_in_a_suite_hook_is_one_problem(tmp_path: Path, tamesu: Any) -> None:
+    # each was said twice, once as "a after_all hook runs after every test"; in tamesu.yaml's hooks, not said why
+    (tmp_path / "tamesu.yaml").write_text('hooks:\n  after_all: [ "echo {{remote.billing.url}}" ]\n')
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+remote_agents: { billing: { reply: ok } }
+hooks:
+  before_all: [ "echo {{remote.billing.url}}" ]
+targets: { b: { type: a2a, url: "{{remote.billing.url}}" } }
+tests:
+  - { name: t, target: b, scenario: { script: [ { say: hi } ] } }
+""", encoding="utf-8")
+    done = tamesu(["validate"], cwd=tmp_path)
+    said = [line for line in (done.stdout + done.stderr).splitlines() if "remote.billing.url" in line]
+    assert [line.split(": ", 1)[0] for line in said] == ["s.tamesu.yaml:3:17", "tamesu.yaml:2:16"], said
+    assert all("remote agents run only during each run" in line for line in said), said
+
+
 PINNED = """\
 remote_agents:
   billing: { ADDR reply: "hello from billing" }

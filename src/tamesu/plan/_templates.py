@@ -122,8 +122,10 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                 root = expr.partition(".")[0]
                 if problem:
                     problems.append(doc.problem(loc, problem))
-                elif stage in _HOOK_ROOTS and root not in _HOOK_ROOTS[stage]:
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: a {stage} hook runs "
+                elif stage in _HOOK_ROOTS and root not in _HOOK_ROOTS[stage] and root != "remote":
+                    # `remote.` is said by check_suite_hooks, with why (it was said twice)
+                    article = "an" if stage.startswith("after") else "a"
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {article} {stage} hook runs "
                                                 f"{'before' if stage == 'before_all' else 'after'} every test, "
                                                 "where only vars, env and secrets have values"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (

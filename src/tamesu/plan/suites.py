@@ -108,6 +108,7 @@ def load_plan(
     if project.doc is not None and isinstance(project.doc.data, dict):
         # the project's hooks run with every suite: a var any of them (or any test) has may be meant
         known = {*project.spec.vars, *(name for suite in plan.suites for name in suite.spec.vars)}
+        check_suite_hooks(project.doc, problems)  # `{{remote...}}`: said there, with why
         check_hook_templates(project.doc.data.get("hooks"), project.doc, known,
                              {name for test in plan.tests for name in test.vars},
                              problems if require_secrets else plan.warnings, problems, secrets)
