@@ -235,3 +235,38 @@ def test_an_interrupted_tamesu_test_writes_the_reports_it_was_asked_for(tmp_path
     junit = ET.parse(run_dir / "junit.xml").getroot()
     assert junit.get("tests") == "2", ET.tostring(junit)  # the one that finished and the one cut short
     assert json.loads((run_dir / "report.json").read_text())["summary"]["exit_code"] == 130
+
+
+def test_a_hook_that_leaves_a_process_running_is_done_when_its_shell_exits(tmp_path: Path) -> None:
+    # hooks start agents with `&`: through a pipe, tamesu waited for the background process holding it (the hook
+    # timed out, every test an error), and a command check's pipe left "Event loop is closed" on stderr at exit
+    import os
+
+    (tmp_path / "s.tamesu.yaml").write_text("""
+hooks:
+  before_all: [ { run: "sleep 600 & echo $! > agent.pid; echo started", timeout: 5s } ]
+targets:
+  bot: { type: model, model: bot }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - name: greets
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { contains: hello }, { command: { run: "sleep 600 & echo checked", contains: checked, timeout: 5s } } ]
+""")
+    started = time.monotonic()
+    done = subprocess.run(tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out"]),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert time.monotonic() - started < 30  # not the hooks' and check's timeouts run out
+    assert "Event loop is closed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    agent = int((tmp_path / "agent.pid").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(agent, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the hook's background process outlived the run")

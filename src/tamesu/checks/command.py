@@ -10,13 +10,10 @@ the script as one argument, never as shell syntax. Write `{{captured.x}}` bare, 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
 import shlex
-import signal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,12 +22,11 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import number_text, shown
 from tamesu.plugins import register
-from tamesu.runtime.children import reap
+from tamesu.runtime.shell import run_shell
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import TEMPLATE, Context
 
 _TAIL_LINES = 5
-_CHUNK = 65536
 
 EnvValue = str | int | float | bool
 
@@ -90,35 +86,8 @@ class _Outcome:
 
 async def _execute(command: str, cwd: str, env: dict[str, str], timeout: float) -> _Outcome:
     """Run `command` in its own process group; past `timeout` the whole group is killed."""
-    process = await asyncio.create_subprocess_shell(
-        command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-    )
-    chunks: list[bytes] = []
-
-    async def drain() -> None:
-        assert process.stdout is not None
-        while chunk := await process.stdout.read(_CHUNK):
-            chunks.append(chunk)
-        await process.wait()
-
-    try:
-        await asyncio.wait_for(drain(), timeout)
-    except TimeoutError:
-        _kill_group(process.pid)
-        await process.wait()
-        return _Outcome(None, b"".join(chunks).decode(errors="replace"))
-    finally:
-        # Cancelled from outside (the test's own timeout): leave no process behind.
-        if process.returncode is None:
-            _kill_group(process.pid)
-            await reap(process)
-    return _Outcome(process.returncode, b"".join(chunks).decode(errors="replace"))
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    outcome = await run_shell(command, cwd, env, timeout)
+    return _Outcome(outcome.code, outcome.output)
 
 
 @register("checks", "command")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import signal
 from pathlib import Path
 
 import httpx
@@ -13,7 +10,7 @@ import httpx
 from tamesu.errors import TemplateError
 from tamesu.net.clients import async_client, os_reason
 from tamesu.net.tls import tls_reason
-from tamesu.runtime.children import reap
+from tamesu.runtime.shell import run_shell
 from tamesu.suite.schema import HookSpec
 from tamesu.suite.templates import Context
 
@@ -39,26 +36,12 @@ async def _run_command(hook: HookSpec, context: Context, cwd: Path) -> None:
     assert hook.run is not None
     command = context.render_text(hook.run)
     env = {**os.environ, **{k: context.render_text(v) for k, v in hook.env.items()}}
-    process = await asyncio.create_subprocess_shell(
-        command, cwd=cwd, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        output, _ = await asyncio.wait_for(process.communicate(), timeout=hook.timeout)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await process.wait()
-        raise HookFailed(f"`{command}` timed out after {hook.timeout:g}s") from None
-    finally:
-        # cancelled (Ctrl-C, SIGTERM, the test's timeout): the hook and what it started end now
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await reap(process)
-    if process.returncode != 0:
-        tail = output.decode(errors="replace").strip().splitlines()[-3:]
-        raise HookFailed(f"`{command}` exited with {process.returncode}: {' | '.join(tail)}")
+    outcome = await run_shell(command, cwd, env, hook.timeout)
+    if outcome.code is None:
+        raise HookFailed(f"`{command}` timed out after {hook.timeout:g}s")
+    if outcome.code != 0:
+        tail = outcome.output.strip().splitlines()[-3:]
+        raise HookFailed(f"`{command}` exited with {outcome.code}: {' | '.join(tail)}")
 
 
 async def _run_request(hook: HookSpec, context: Context) -> None:
