@@ -41,3 +41,30 @@ def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, t
     assert noise["lines"] == NOISE_LINES and noise["first"] == "DEBUG loading plugin 0"
     assert noise["note"] == (f"the server printed {NOISE_LINES} lines on stdout that are not JSON-RPC "
                              "(in mcp-server.log)")
+
+
+def test_a_tool_call_the_server_may_have_carried_out_is_never_sent_again(tmp_path: Path, tamesu: Any) -> None:
+    # before: the refund was made twice (the call sent again on a new connection) and the test passed, with
+    # "1 request sent again after the connection dropped" the only trace
+    import sys
+
+    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_drops_after_acting.py"
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ when: "(?i)refund", '
+        'tool_calls: [{ name: refund, args: { id: "9" } }], say: "Refund issued." }] }\n')
+    (tmp_path / "bank.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  bank: {{ type: mcp, command: {json.dumps(sys.executable)}, "
+        f"args: [{json.dumps(str(server))}, '{{{{session.port}}}}', {json.dumps(str(tmp_path))}], "
+        "url: 'http://127.0.0.1:{{session.port}}/mcp' }\n"
+        "tests:\n"
+        "  - name: one refund\n"
+        "    target: bank\n"
+        '    scenario: { script: [{ say: "Please refund order 9" }] }\n')
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert (tmp_path / "refunds.txt").read_text() == "1", done.stdout + done.stderr
+    [run] = list((tmp_path / "out").glob("*/bank/one-refund/run-1"))
+    events = json.loads((run / "result.json").read_text())["events"]
+    assert not [e for e in events if e["name"] == "resent"], events
+    [result] = [e["data"] for e in events if e["name"] == "tool_result"]
+    assert result["outcome"] != "ok", result  # the dropped call is the tool's failure, said to the model

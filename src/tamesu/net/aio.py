@@ -89,11 +89,14 @@ def _os_words(exc: OSError) -> str:
 
 
 def aio_transport(module: ModuleType, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None,
-                  max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY) -> Any:
+                  max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY,
+                  resend_if: Callable[[Any], bool] | None = None) -> Any:
     """A transport for a client of `module` (httpx, or httpx2 for the MCP and model SDKs) over its own aiohttp
-    session, opened on the first request (it belongs to the running loop) and closed with the client."""
+    session, opened on the first request (it belongs to the running loop) and closed with the client.
+    `resend_if(request)`: whether a request of a non-idempotent method may be sent again at all (an MCP
+    `tools/call` never is: a server that acted on it and then dropped the connection would act twice)."""
     return _classes(module)[0](tls=tls, on_resend=on_resend, max_connections=max_connections,
-                               keepalive_expiry=keepalive_expiry)
+                               keepalive_expiry=keepalive_expiry, resend_if=resend_if)
 
 
 @functools.cache
@@ -117,7 +120,8 @@ def _classes(module: Any) -> tuple[Any, Any]:
 
     class AioTransport(module.AsyncBaseTransport):  # type: ignore[misc]  # httpx's or httpx2's, chosen at run time
         def __init__(self, *, tls: TlsSpec | None, on_resend: OnResend | None, max_connections: int,
-                     keepalive_expiry: float) -> None:
+                     keepalive_expiry: float, resend_if: Callable[[Any], bool] | None = None) -> None:
+            self._resend_if = resend_if
             self._ssl = deferred_context(tls)
             self._server_name = tls.server_name if tls is not None else None
             self._client_certificate = tls is not None and tls.cert_file is not None
@@ -154,7 +158,8 @@ def _classes(module: Any) -> tuple[Any, Any]:
                 options["server_hostname"] = self._server_name
             on_resend = self._on_resend
             resent = (functools.partial(on_resend, request) if on_resend is not None and in_memory
-                      and request.method not in IDEMPOTENT else None)
+                      and request.method not in IDEMPOTENT
+                      and (self._resend_if is None or self._resend_if(request)) else None)
             response = await send_or_resend(session, request.method, str(url), options, module=module,
                                             scheme=url.scheme, host=url.host, resent=resent,
                                             client_certificate=self._client_certificate, request=request)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -126,8 +127,18 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
 
     return httpx2.AsyncClient(headers=headers, timeout=timeout,
                               transport=bounded(rate_limited_transport(
-                                  httpx2, aio_transport(httpx2, tls=tls, on_resend=resent), rate_limit)),
+                                  httpx2, aio_transport(httpx2, tls=tls, on_resend=resent,
+                                                              resend_if=_not_a_tool_call), rate_limit)),
                               event_hooks={"request": [stamp], "response": [seen]})
+
+
+_TOOL_CALL = re.compile(rb'"method"\s*:\s*"tools/call"')
+
+
+def _not_a_tool_call(request: httpx2.Request) -> bool:
+    """A message that may be sent again after a dropped connection: not a `tools/call`, which a server may have
+    carried out before it dropped it (a refund made twice, the run none the wiser)."""
+    return _TOOL_CALL.search(request.content) is None
 
 
 class McpConnection:
