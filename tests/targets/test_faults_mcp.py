@@ -39,8 +39,10 @@ def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, t
     [noise] = [e["data"] for e in json.loads((run / "result.json").read_text())["events"]
                if e["name"] == "mcp_stdout_noise"]
     assert noise["lines"] == NOISE_LINES and noise["first"] == "DEBUG loading plugin 0"
-    assert noise["note"] == (f"the server printed {NOISE_LINES} lines on stdout that are not JSON-RPC "
-                             "(in mcp-server.log)")
+    assert noise["note"] == \
+        f"the server printed {NOISE_LINES} lines that are not JSON-RPC on stdout (in mcp-server.log)"
+    # a green run says it along the way (the stdio protocol's own channel was misused), the lines themselves not
+    assert "1 MCP server printed lines that are not JSON-RPC on stdout" in done.stdout, done.stdout
 
 
 def test_a_tool_call_the_server_may_have_carried_out_is_never_sent_again(tmp_path: Path, tamesu: Any) -> None:
@@ -68,3 +70,32 @@ def test_a_tool_call_the_server_may_have_carried_out_is_never_sent_again(tmp_pat
     assert not [e for e in events if e["name"] == "resent"], events
     [result] = [e["data"] for e in events if e["name"] == "tool_result"]
     assert result["outcome"] != "ok", result  # the dropped call is the tool's failure, said to the model
+
+
+def test_a_listing_that_breaks_the_mcp_schema_is_said_in_one_line(tmp_path: Path, tamesu: Any) -> None:
+    # before: "ValidationError: 1 validation error for ListToolsResult tools.0.inputSchema Field required
+    # [type=missing, ...] For further information visit https://errors.pydantic.dev/..."
+    import sys
+
+    (tmp_path / "server.py").write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    if 'id' not in msg:\n"
+        "        continue\n"
+        "    result = {}\n"
+        "    if msg['method'] == 'initialize':\n"
+        "        result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
+        "                  'serverInfo': {'name': 's', 'version': '1'}}\n"
+        "    elif msg['method'] == 'tools/list':\n"
+        "        result = {'tools': [{'name': 'lookup', 'description': 'forgot its inputSchema'}]}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': result}), flush=True)\n")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "models:\n  target: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
+        f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py] }}\n"
+        "tests:\n  - { name: t, target: s, scenario: { script: [ { say: hi } ] } }\n")
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert ("the server's ListToolsResult breaks the MCP schema: tools.0.inputSchema: Field required"
+            in done.stdout), done.stdout
+    assert "errors.pydantic.dev" not in done.stdout + done.stderr

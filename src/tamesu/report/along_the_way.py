@@ -32,6 +32,8 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "sse_detected": ("answer", "answers", "read as an event stream by its content type (streaming not set)"),
     "ui_message_stream": ("answer", "answers", "read as an AI SDK UI message stream"),
     "data_stream": ("answer", "answers", "read as an AI SDK data stream"),
+    "mcp_stdout_noise": ("MCP server", "MCP servers", "printed lines that are not JSON-RPC on stdout (the stdio "
+                         "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`

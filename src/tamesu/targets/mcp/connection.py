@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from tamesu import __version__
 from tamesu.net.aio import OnResend, aio_transport
@@ -273,6 +274,12 @@ def describe(exc: BaseException) -> str:
         return f"HTTP {exc.response.status_code} from {exc.request.url}"
     if isinstance(exc, FileNotFoundError):
         return f"cannot start the command: {exc.strerror or exc} ({exc.filename})"
+    if isinstance(exc, ValidationError):
+        # the SDK's model of an answer the server sent (a tool without inputSchema): what broke, in one line
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return f"the server's {exc.title} breaks the MCP schema: {where}: {first['msg']}{more}"
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

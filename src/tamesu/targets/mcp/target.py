@@ -317,12 +317,10 @@ class McpTarget(ModelTarget):
         noise, self._noise = self._noise, None
         if noise is not None and noise.lines and self._session is not None:
             # said in the result; the lines themselves are in the server's log, not on the console
-            plural = "" if noise.lines == 1 else "s"
+            lines = f"{noise.lines} line that is" if noise.lines == 1 else f"{noise.lines} lines that are"
             self._session.event(
                 "mcp_stdout_noise", lines=noise.lines, first=self._session.redactor.text(noise.first),
-                log=_STDERR_FILE,
-                note=f"the server printed {noise.lines} line{plural} on stdout that are not JSON-RPC "
-                     f"(in {_STDERR_FILE})")
+                log=_STDERR_FILE, note=f"the server printed {lines} not JSON-RPC on stdout (in {_STDERR_FILE})")
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
