@@ -204,7 +204,8 @@ def _card_then_404(agent_url: str) -> Starlette:
     async def answer(request: Request) -> Any:
         if request.url.path == "/.well-known/agent-card.json":
             return JSONResponse(card)
-        return PlainTextResponse("no such agent", status_code=404)
+        # an A2A error in it: the agent's own answer (a bare 404 is where tamesu was sent, said without the URL)
+        return JSONResponse({"error": {"code": -32601, "message": "no such agent"}}, status_code=404)
 
     return Starlette(routes=[Route("/{path:path}", answer, methods=["GET", "POST"])])
 

@@ -335,6 +335,33 @@ def test_json_style_surrogate_escapes_make_their_character_and_a_lone_half_is_re
         in checked.stdout + checked.stderr
 
 
+def test_a_model_or_mcp_targets_model_and_system_file_are_checked_where_written(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok; the run was exit 3 at every test ("no model named ...", "cannot read system_file"),
+    # an mcp server started first
+    (tmp_path / "suite.yaml").write_text("""\
+models:
+  bot: { provider: fake, rules: [ { when: hi, say: hello } ] }
+targets:
+  a: { type: model, model: bot, system_file: nope.txt }
+  b: { type: model, model: nosuchmodel, fallback: nosuchfallback }
+  c: { type: mcp, command: "true" }
+  d: { type: model, model: "openai:gpt-4o-mini" }
+tests:
+  - { name: t, target: a, scenario: { script: [ { say: hi } ] } }
+""")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 2, said
+    assert "suite.yaml:4:46: targets.a.system_file: no file nope.txt (system_file is read from the suite's folder)" \
+        in said, said
+    assert "suite.yaml:5:28: targets.b.model: no model named 'nosuchmodel' under models: (bot; or write " \
+        "provider:model)" in said, said
+    assert "targets.b.fallback: no model named 'nosuchfallback'" in said
+    assert "suite.yaml:6:6: targets.c: no model named 'target' under models: (bot; or write provider:model) (a " \
+        "model or mcp target without model: uses models.target)" in said, said
+    assert "targets.d" not in said
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

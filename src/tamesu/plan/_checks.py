@@ -224,3 +224,31 @@ def doc_keys(doc: Document, loc: tuple[Any, ...]) -> set[str]:
         except (KeyError, IndexError, TypeError):
             return set()
     return set(node) if isinstance(node, dict) else set()
+
+
+_PROMPTED = ("model", "mcp")
+"""Target types that prompt a model themselves: their `model`, `fallback` and `system_file` are checked here."""
+
+
+def check_prompted_targets(suite: LoadedSuite, problems: list[Problem]) -> None:
+    """A model or mcp target's `model` or `fallback` naming no model, or a `system_file` that is not there: a
+    suite error where it is written (validate said ok; the run was exit 3 at each test, an mcp server started
+    first)."""
+    configured = {**suite.project.spec.models, **suite.spec.models}
+    written = suite.doc.data.get("targets") if isinstance(suite.doc.data, dict) else None
+    for name, raw in (written if isinstance(written, dict) else {}).items():  # tamesu.yaml's: said by `test -n`
+        if not isinstance(raw, dict) or raw.get("type") not in _PROMPTED:
+            continue
+        for key in ("model", "fallback"):
+            named = raw.get(key, "target" if key == "model" else None)
+            if isinstance(named, str) and ":" not in named and "{{" not in named and named not in configured:
+                said = "" if key in raw else " (a model or mcp target without model: uses models.target)"
+                problems.append(suite.doc.problem(("targets", name, key) if key in raw else ("targets", name),
+                                                  f"no model named {named!r} under models: "
+                                                  f"({', '.join(configured) or 'none'}; or write provider:model)"
+                                                  f"{said}"))
+        prompt = raw.get("system_file")
+        if isinstance(prompt, str) and "{{" not in prompt and not (suite.dir / prompt).is_file():
+            problems.append(suite.doc.problem(("targets", name, "system_file"),
+                                              f"no file {suite.dir / prompt} (system_file is read from the "
+                                              "suite's folder)"))

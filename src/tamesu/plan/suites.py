@@ -21,6 +21,7 @@ from tamesu.plan._checks import (
     check_audio,
     check_models_needed,
     check_named_agents,
+    check_prompted_targets,
     check_steps,
     check_user_side,
 )
@@ -173,6 +174,7 @@ def _load_suite(
                 spec.targets[name] = project.spec.targets[name]
     check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
+    check_prompted_targets(suite, problems)
     warnings.extend(_lint.remote_tokens(suite, doc, secrets))
     warnings.extend(_lint.unpriced_models(suite))
     warnings.extend(model_secret_warnings(doc, secrets))
