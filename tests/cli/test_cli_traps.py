@@ -93,3 +93,20 @@ def test_after_init_the_first_run_passes_with_nothing_else_running(tmp_path: Pat
     # the sample agent was stopped (by after_all, else by the watchdog)
     from runtime.test_kills import _wait_gone
     assert not _wait_gone("init-test")
+
+
+def test_inits_sample_suite_refuses_to_test_another_server_on_its_port(tmp_path: Path, tamesu: Any) -> None:
+    # before: the sample agent could not listen (the port taken), the hook said nothing, and the suite passed
+    # against whatever answered there; its after_all then killed the pid left in .agent.pid by an earlier run
+    assert tamesu(["init"], cwd=tmp_path).returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        first = tmp_path / "suites" / "first.yaml"
+        first.write_text(first.read_text().replace("8790", str(port)))
+        (tmp_path / "suites" / ".agent.pid").write_text("999999")  # an earlier run's
+        done = tamesu(["run"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"agent.py: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stdout, done.stdout
+    assert "PASS" not in done.stdout
