@@ -61,3 +61,12 @@ class TemplateError(Exception):
 
 class BudgetExceeded(Exception):
     """The run spent more than its budget (exit 4)."""
+
+
+def os_words(exc: OSError) -> str:
+    """Why a file or folder could not be written, in the words a user acts on: a path that runs through a file
+    (`--report junit:notes.txt/x.xml`) is said so, not "File exists" or "Not a directory" alone."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    if isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename:
+        return f"a file is in the way of a folder: {exc.filename} (or a folder above it) is a file"
+    return f"{exc.strerror or exc}{where}"

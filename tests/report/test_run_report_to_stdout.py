@@ -46,3 +46,17 @@ def test_report_given_twice_writes_both(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     run_dir = next((tmp_path / "out").iterdir())
     assert (run_dir / "report.json").is_file() and (run_dir / "junit.xml").is_file()
+
+
+def test_a_path_through_a_file_is_said_so(tmp_path: Path) -> None:
+    # "cannot write the junit report to .../notes/x.xml: File exists", and `tamesu schema --write` through a file
+    # was "internal error: NotADirectoryError"
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    (tmp_path / "notes").write_text("a file")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "junit:notes/x.xml"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"cannot write the junit report to {tmp_path}/notes/x.xml: a file is in the way of a folder: " \
+           f"{tmp_path}/notes (or a folder above it) is a file" in done.stdout + done.stderr
+    schema = run_tamesu(["schema", "--write", "notes/schemas"], cwd=tmp_path)
+    assert schema.returncode == 3 and "internal error" not in schema.stderr, schema.stderr
+    assert "tamesu schema: cannot write notes/schemas: a file is in the way of a folder" in schema.stderr

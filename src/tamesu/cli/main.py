@@ -33,7 +33,7 @@ from tamesu.cli.shared import (
     stop_telemetry,
     to_stdout,
 )
-from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, InfraError, Problem
+from tamesu.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, ConfigError, InfraError, Problem, os_words
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -407,7 +407,12 @@ def schema(kind: str, directory: str | None) -> None:
     from tamesu.cli.schema_export import project_schema, suite_schema, write_schemas
 
     if directory is not None:
-        for path in write_schemas(Path(directory)):
+        try:
+            written = write_schemas(Path(directory))
+        except OSError as exc:
+            click.echo(f"tamesu schema: cannot write {directory}: {os_words(exc)}", err=True)
+            sys.exit(EXIT_INFRA)
+        for path in written:
             click.echo(f"wrote {path}")
         return
     # only the one asked for: the suite's costs ~65 ms to generate, the project's ~25

@@ -23,7 +23,7 @@ from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
 from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import Receivers, SuiteTraces
-from tamesu.errors import EXIT_INFRA, InfraError
+from tamesu.errors import EXIT_INFRA, InfraError, os_words
 from tamesu.models.cache import CacheMode, ReplayCache
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
@@ -454,4 +454,4 @@ class RunFolderError(InfraError):
 
 
 def _os_words(exc: OSError) -> str:
-    return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    return os_words(exc)

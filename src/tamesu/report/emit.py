@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tamesu.errors import os_words
 from tamesu.report.baseline import Comparison, compare
 from tamesu.report.formats import format_of, is_built_in
 from tamesu.report.load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
@@ -68,7 +69,8 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
                 path = None
         except OSError as exc:
             where = "standard output" if to_stdout else path
-            emitted.errors.append(f"cannot write the {request.kind} report to {where}: {exc.strerror or exc}")
+            emitted.errors.append(f"cannot write the {request.kind} report to {where}: "
+                                  f"{os_words(exc) if exc.filename else exc.strerror or exc}")
             if to_stdout and path is not None:  # half a report to print is none: not left in the run either
                 path.unlink(missing_ok=True)
             continue
