@@ -28,7 +28,8 @@ def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(tmp_path: Path
     (tmp_path / "afile").write_text("")
     done = tamesu(["run", "--out", "afile/runs"], cwd=tmp_path)
     assert done.returncode == 3
-    assert done.stderr.startswith("error: cannot write the run folder in afile/runs: Not a directory")
+    assert done.stderr.startswith("error: cannot write the run folder in afile/runs: a file is in the way of a "
+                                  "folder: afile/runs/")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert "PASS" not in done.stdout  # nothing ran
 
