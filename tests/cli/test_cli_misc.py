@@ -25,6 +25,10 @@ def test_init_writes_a_project_that_validates(tmp_path: Path, tamesu) -> None:
                                          "tags": ["smoke"], "quarantined": False}
     again = tamesu(["init"], cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
+    assert made.stdout.splitlines()[-1].startswith("next: `tamesu run`")
+    # into another folder: the next step says to go there first
+    elsewhere = tamesu(["init", "my project"], cwd=tmp_path)
+    assert elsewhere.stdout.splitlines()[-1].startswith("next: `cd 'my project'`, then `tamesu run`"), elsewhere.stdout
 
 
 def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serve) -> None:

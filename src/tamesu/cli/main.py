@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -230,7 +231,9 @@ def init(directory: str) -> None:
     else:
         if ignored:
             click.echo(ignored)
-    click.echo("next: `tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
+    there = Path(directory)
+    step_in = "" if there.resolve() == Path.cwd().resolve() else f"`cd {shlex.quote(directory)}`, then "
+    click.echo(f"next: {step_in}`tamesu run` (its hooks start the sample agent in suites/agent.py); then point the "
                "target in suites/first.yaml at your agent")
 
 

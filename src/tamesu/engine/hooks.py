@@ -41,7 +41,8 @@ async def _run_command(hook: HookSpec, context: Context, cwd: Path) -> None:
         raise HookFailed(f"`{command}` timed out after {hook.timeout:g}s")
     if outcome.code != 0:
         tail = outcome.output.strip().splitlines()[-3:]
-        raise HookFailed(f"`{command}` exited with {outcome.code}: {' | '.join(tail)}")
+        raise HookFailed(f"`{command}` exited with {outcome.code}" + (f": {' | '.join(tail)}" if tail else
+                                                                       " (no output)"))
 
 
 async def _run_request(hook: HookSpec, context: Context) -> None:
