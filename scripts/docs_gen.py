@@ -183,7 +183,7 @@ def _option_row(param: click.Parameter) -> str:
     names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
     if isinstance(param, click.Option) and isinstance(param.type, click.Choice):
         names += " " + "|".join(str(c) for c in param.type.choices)
-    elif isinstance(param, click.Option) and not param.is_flag:
+    elif isinstance(param, click.Option) and not param.is_flag and not param.count:
         names += f" {param.metavar or param.type.name.upper().replace(' RANGE', '')}"
     help_text = getattr(param, "help", None) or ""
     default = ""

@@ -64,3 +64,9 @@ def test_a_field_without_a_description_is_caught() -> None:
     rows = {CELL.split(row)[1].strip(): CELL.split(row)[4].strip()
             for row in docs_gen.model_table(f"{__name__}:Sample").splitlines() if row.startswith("| `")}
     assert rows == {"`documented`": "Says what it is.", "`bare`": ""}
+
+
+def test_the_cli_reference_shows_a_count_option_as_a_flag() -> None:
+    # `-v, --verbose INTEGER` read as taking a number: `tamesu run --verbose 2` then took 2 for a suite file
+    reference = docs_gen.cli_reference()
+    assert "`-v`, `--verbose` INTEGER" not in reference and "`-v`, `--verbose` |" in reference
