@@ -110,3 +110,20 @@ def test_a_project_file_above_the_repository_is_not_the_projects(tmp_path: Path,
     _write(repo / "tamesu.yaml", "suites: ['suites/*.yaml']\nout: repo-runs\n")
     listed = tamesu(["list", "--json"], cwd=repo / "suites")
     assert listed.returncode == 0 and json.loads(listed.stdout)["id"] == "smoke/answers", listed.stdout + listed.stderr
+
+
+def test_a_nested_project_is_left_to_its_own_project_file(tmp_path: Path, tamesu: Any) -> None:
+    # before: `tamesu validate` from above read sub/x.tamesu.yaml with the outer project ("no target named
+    # 'bot'"), while naming the file, or running from sub/, said ok: two verdicts for one suite
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tamesu.yaml").write_text('targets:\n  bot: { type: rest, url: "http://127.0.0.1:9/c" }\n')
+    (tmp_path / "sub" / "x.tamesu.yaml").write_text(
+        "tests:\n  - { name: t, target: bot, scenario: { script: [ { say: hi } ] } }\n")
+    (tmp_path / "top.tamesu.yaml").write_text(
+        'targets:\n  b: { type: rest, url: "http://127.0.0.1:9/x" }\n'
+        "tests:\n  - { name: top, target: b, scenario: { script: [ { say: hi } ] } }\n")
+    assert [p.name for p in suite_files([], load_project(None, tmp_path))] == ["top.tamesu.yaml"]
+    from_above = tamesu(["validate"], cwd=tmp_path)
+    assert from_above.returncode == 0 and from_above.stdout.strip() == "ok: 1 test in 1 suite", from_above.stderr
+    inside = tamesu(["validate"], cwd=tmp_path / "sub")
+    assert inside.returncode == 0 and inside.stdout.strip() == "ok: 1 test in 1 suite", inside.stderr

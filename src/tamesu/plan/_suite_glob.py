@@ -9,6 +9,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 
+from tamesu.plan.model import PROJECT_FILE
+
 NEVER_WALKED = frozenset({"node_modules", "__pycache__"})
 """Folder names `**` never enters, besides hidden folders (a leading dot: `.git`, `.venv`, `.tox`)."""
 
@@ -47,9 +49,12 @@ def _expand(folder: Path, pattern: str, skip: str | None) -> Iterator[Path]:
 
 
 def _walk(base: Path, skip: str | None) -> Iterator[Path]:
-    """`base` and the folders below it, as `**` visits them (symlinked folders not followed), less the pruned."""
+    """`base` and the folders below it, as `**` visits them (symlinked folders not followed), less the pruned. A
+    folder below `base` with a tamesu.yaml of its own is another project: its suites are read with their own
+    project file (its targets, models, vars), never with this one (they failed `validate` from above and passed
+    from inside)."""
     for top, folders, files in os.walk(base):
-        if VENV_FILE in files or RUN_FOLDER_FILES.issubset(files):
+        if VENV_FILE in files or RUN_FOLDER_FILES.issubset(files) or (PROJECT_FILE in files and top != str(base)):
             folders.clear()
             continue
         absolute = os.path.abspath(top)
