@@ -128,3 +128,17 @@ tests:
     assert 'found "Bearer ***"' in result.stdout, result.stdout
     junit = (tmp_path / "junit.xml").read_text()
     assert "SUPERSECRET" not in result.stdout + result.stderr and "SUPERSECRET" not in junit
+
+
+def test_a_run_folder_that_cannot_be_made_is_one_line_per_item(tmp_path: Path) -> None:
+    # before: a full asyncio and pytest traceback per item (4,687 lines for five tests)
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\n"
+        "models:\n  bot: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
+        "tests:\n  - { name: greets, scenario: { script: [ { say: hi } ] } }\n")
+    result = run_pytest(["-q", "--tamesu-out", "afile/runs"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert "tamesu: cannot write the run folder in " in result.stdout, result.stdout
+    assert "Traceback" not in result.stdout and "asyncio" not in result.stdout, result.stdout
+    assert len(result.stdout.splitlines()) < 20, result.stdout

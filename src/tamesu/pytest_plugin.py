@@ -121,7 +121,7 @@ class TamesuItem(pytest.Item):
         return base / self.config.stash[_SESSION]
 
     def runtest(self) -> None:
-        from tamesu.engine.runner import Runner, RunOptions
+        from tamesu.engine.runner import RunFolderError, Runner, RunOptions
         from tamesu.report.baseline import failure_reason
         from tamesu.report.junit import failure_text
         from tamesu.report.load import load_run
@@ -129,7 +129,10 @@ class TamesuItem(pytest.Item):
 
         options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel)
         reporter = Fanout(_Quiet(), PlanRecorder(None, self.plan.secrets.redactor.data))
-        outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())
+        try:
+            outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())
+        except RunFolderError as exc:  # one line, as the command line says it (it was a traceback per item)
+            raise TamesuFailure(f"tamesu: {exc}") from None
         if not outcome.results:
             raise TamesuFailure(f"the test did not run: {outcome.summary.stopped or outcome.summary.interrupted}")
         result = outcome.results[0]
