@@ -38,7 +38,7 @@ from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.run import user_turn
 from tamesu.jsonl.schema import ChatMessage, as_messages
 from tamesu.plan import Project, find_project, load_project, load_project_targets
-from tamesu.plan.targets import Resolver, history_refusal, resolve, with_connector
+from tamesu.plan.targets import Resolver, TargetProblem, history_refusal, resolve, with_connector
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.suite.secrets import Secrets
 
@@ -80,7 +80,13 @@ class AsyncAgentSession:
         secrets = Secrets(loaded.dir / name for name in loaded.spec.secrets.env_files)
         if loaded.doc is not None:
             secrets.mask_named(loaded.doc.data)
-        resolved, _ = await resolve(target, loaded, secrets)
+        try:
+            resolved, _ = await resolve(target, loaded, secrets)
+        except TargetProblem as exc:
+            # in the words of this API, not of `tamesu test -n` (ValueError: what a wrong argument raises)
+            said = str(exc).removeprefix(f"-n {target}: ").replace("with -n ", "")
+            raise ValueError(f"{said} (AgentSession.open takes a target of {loaded.dir / 'tamesu.yaml'}; a "
+                             "suite's targets are not there)") from None
         live = await LiveSession.open(resolved.name, with_connector(resolved.spec, connector), secrets=secrets,
                                       base_dir=loaded.dir, models=project_models(loaded, secrets, None),
                                       variables=loaded.spec.vars)

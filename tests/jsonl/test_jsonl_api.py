@@ -54,6 +54,10 @@ def test_wrong_input_is_a_clear_error(agent_env: None) -> None:
             agent.send([{"role": "assistant", "content": "hi"}])
         with pytest.raises(ValueError, match="unknown assertion type 'contain'"):
             agent.check(None, {"type": "contain", "value": "x"})
+    # a target that is not there: a ValueError in this API's words (it was a private TargetProblem: "-n expens: ...")
+    with pytest.raises(ValueError, match=r"^no target named 'expens' \(targets: expense, expense-model\); or give "
+                                         r"a URL \(AgentSession.open takes a target of .*tamesu.yaml"):
+        AgentSession.open("expens", project=EXAMPLE)
 
 
 async def test_the_async_session_for_async_tests(agent_env: None) -> None:
