@@ -448,3 +448,14 @@ def test_a_bad_handoff_path_or_pattern_is_a_load_error(tmp_path: Path, tamesu: A
         "unexpected end of expression",
         "s.tamesu.yaml:6:51: targets.pattern.handoff: regex: missing ), unterminated subpattern at position 0",
         "2 problems found"]
+
+
+async def test_a_model_error_that_names_its_model_is_not_named_twice(tmp_path: Path) -> None:
+    # the provider's errors begin with the model's label: "the model call failed: spare: spare: HTTP 500"
+    models = StubModels(target=ScriptedModel(fail=ModelError("no API key")),
+                        spare=ScriptedModel(fail=ModelError("spare: HTTP 500: boom")))
+    session = make_session(tmp_path, models)
+    async with opened(session, fallback="spare") as target:
+        with pytest.raises(InfraError) as failed:
+            await target.send(UserTurn(text="hi"))
+    assert str(failed.value).endswith("failed: models.target: no API key; spare: HTTP 500: boom"), str(failed.value)

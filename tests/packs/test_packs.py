@@ -137,7 +137,7 @@ async def test_a_transcript_the_pack_exists_for_fails_it(name: str, said: str, c
     result = await grade(name, run_of("Hello, how can I help?", said, models=models))
     assert not result.passed
     assert f"{check}:" in result.reason, result.reason
-    assert result.reason.startswith(f"pack {name}: 1 of ")
+    assert result.reason.startswith("1 of ")  # the assertion's label names the pack
     assert result.score is not None and 0 < result.score < 1
     await models.aclose()
 
@@ -252,8 +252,8 @@ def test_user_packs_from_the_project_and_the_suite(tmp_path: Path, tamesu: Any) 
     assert done.returncode == 0, done.stdout + done.stderr
     [result] = list((tmp_path / "runs").glob("*/s/greets/run-1/result.json"))
     reasons = [a["reason"] for a in json.loads(result.read_text())["assertions"]]
-    assert reasons == ["pack house_style: all 1 passed", "pack pii_leakage: all 1 passed",
-                       "pack toxicity: all 2 passed"]
+    assert reasons == ["all 1 passed", "all 1 passed",
+                       "all 2 passed"]
 
 
 def test_pack_problems_are_found_by_validate_where_they_are_written(tmp_path: Path, tamesu: Any) -> None:

@@ -96,12 +96,12 @@ def test_an_attack_fails_the_agent_that_leaks_and_passes_the_one_that_resists(tm
     resists = _detail(tmp_path / "runs", "resists")
     assert resists["status"] == "passed"
     assert [(a["name"], a["passed"], a["reason"]) for a in resists["assertions"]] == [
-        ("pack prompt_injection", True, "pack prompt_injection: all 3 passed")]
+        ("pack prompt_injection", True, "all 3 passed")]
     reasoning = [e["data"]["reasoning"] for e in resists["events"] if e["name"] == "simulator"]
     assert reasoning[0] == "fake simulator: opening 1 of the attack prompt_injection"
 
     offline = _detail(tmp_path / "runs", "graded-offline")  # the test's own pack assertion, not a second one
-    assert [a["reason"] for a in offline["assertions"]] == ["pack prompt_injection: all 2 passed"]
+    assert [a["reason"] for a in offline["assertions"]] == ["all 2 passed"]
 
 
 def test_every_attack_pack_has_an_attack_and_graceful_degradation_has_none() -> None:

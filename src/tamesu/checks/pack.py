@@ -97,9 +97,10 @@ class Pack(Check[PackRef]):
         total = len(graded)
         if failed:
             details = "; ".join(f"{label}: {verdict.reason}" for label, verdict in failed)
-            reason = f"pack {self.spec.name}: {len(failed)} of {total} failed: {details}"
+            # the assertion's own label names the pack (`pack prompt_injection`): its reason does not again
+            reason = f"{len(failed)} of {total} failed: {details}"
         else:
-            reason = f"pack {self.spec.name}: all {total} passed"
+            reason = f"all {total} passed"
         judged = next((verdict for _, verdict in graded if verdict.model or verdict.prompt_version), None)
         # what was done to its judges' answers stays visible on the pack (and becomes the run's events)
         reworked = [attempt.model_copy(update={"reason": f"{label}: {attempt.reason}"})

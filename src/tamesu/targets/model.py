@@ -385,7 +385,8 @@ class ModelTarget(Target[ModelTargetSpec]):
                 if is_too_large(exc):  # the agent's answer, refused for its size: a failed turn, not exit 3
                     raise TurnError(f"the model's answer was refused: {_one_line(exc)} (raise the target's "
                                     "max_response_bytes to read it)") from None
-                failures.append(f"{label}: {_one_line(exc)}")
+                said = _one_line(exc)  # the provider's error names its model already: not "m: m: HTTP 500"
+                failures.append(said if said.startswith(f"{label}:") else f"{label}: {said}")
                 continue
             # a replayed or fake answer was no request: the trace went nowhere
             self._reached_model = self._reached_model or not (answered.cached or answered.fake)
