@@ -73,8 +73,11 @@ def _recorded_run(folder: Path) -> Path:
             suite="orchestrator", test="files", run=1, status="failed", started_at="2026-11-29T12:00:01+00:00",
             target="files", target_type="mcp",
             events=[Event(name="mcp_server", at_ms=1, data={"tools": ["read_file", "write_file", "delete_file"],
-                                                             "offered": ["read_file", "write_file"]})],
-            tool_calls=[ToolCall(name="read_file"), ToolCall(name="read_file"), ToolCall(name="stat")],
+                                                             "offered": ["read_file", "write_file"]}),
+                    # the model asked for a tool allow_tools withheld: refused, it never reached the server
+                    Event(name="tool_result", at_ms=2, data={"tool": "delete_file", "outcome": "refused"})],
+            tool_calls=[ToolCall(name="read_file"), ToolCall(name="read_file"), ToolCall(name="stat"),
+                        ToolCall(name="delete_file")],
         ),
     }
     results = []
@@ -101,9 +104,10 @@ def test_skills_tools_and_remote_agents_from_recorded_facts(tmp_path: Path, tame
     assert {i["name"]: (i["offered"], i["exercised"]) for i in skills["items"]} == {
         "refund": (True, True), "track": (True, False), "invoice": (True, False), "bulk-refund": (True, False)}
     tools = sections[("tools", "files")]
+    # a tool allow_tools withheld is no gap (it counted as one never exercised), and a refused call of it no use
     assert {i["name"]: (i["offered"], i["uses"]) for i in tools["items"]} == {
-        "read_file": (True, 2), "write_file": (True, 0), "delete_file": (True, 0), "stat": (False, 0 + 1)}
-    assert (tools["offered"], tools["covered"]) == (3, 1)  # a tool nobody offered does not count
+        "read_file": (True, 2), "write_file": (True, 0), "stat": (False, 0 + 1)}
+    assert (tools["offered"], tools["covered"]) == (2, 1)  # a tool nobody offered does not count
     remote = sections[("remote_agents", "remote agents")]
     # the delegation and its `delegated` event are one use, not two
     assert {i["name"]: i["uses"] for i in remote["items"]} == {"billing": 1, "shipping": 0}
@@ -111,7 +115,7 @@ def test_skills_tools_and_remote_agents_from_recorded_facts(tmp_path: Path, tame
     assert "support (card Support) (a2a): 1/4 skills exercised (25%)" in table.stdout
     assert "remote agents: 1/2 remote agents exercised (50%)" in table.stdout
     assert "✓ stat" in table.stdout and "(not offered)" in table.stdout
-    assert "total: 3/9 offered exercised (33%)" in table.stdout
+    assert "total: 3/8 offered exercised (38%)" in table.stdout
 
 
 def test_coverage_without_a_run(tmp_path: Path, tamesu) -> None:

@@ -20,6 +20,7 @@ as seen but not offered; it does not count toward the percentage.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
@@ -122,7 +123,9 @@ class _Collector:
                     card_owner = f"{target} (card {data['name']})"
                 self.offer("skills", card_owner, kind, _names(data.get("skills"), "id", "name"))
             if event.name in ("transport", "mcp_server", "tools", "tools_listed"):
-                self.offer("tools", target, kind, _names(data.get("tools"), "name"))
+                # an mcp server's tools that `allow_tools` withholds were never offered: not a gap to close
+                listed = data.get("offered") if event.name == "mcp_server" and "offered" in data else data.get("tools")
+                self.offer("tools", target, kind, _names(listed, "name"))
             if event.name == "remote_agent" and isinstance(data.get("name"), str):
                 self.offer("remote_agents", "remote agents", None, [data["name"]])
             if event.name == "remote_agent_started" and isinstance(data.get("agent"), str):
@@ -134,11 +137,17 @@ class _Collector:
                 skills_used.add(data["skill"])
         for skill in sorted(skills_used):
             self.use("skills", card_owner, kind, skill, test_id)
+        # calls that never reached the tool: refused (not offered), or, on an mcp server, answered by fuzz_tools
+        unreached = Counter(str(event.data.get("tool")) for event in result.events if event.name == "tool_result"
+                            and (event.data.get("outcome") == "refused"
+                                 or (kind == "mcp" and event.data.get("outcome") == "fuzzed")))
         delegations = set()
         for call in result.tool_calls:
             if call.kind == "delegation":
                 delegations.add(call.name)
                 self.use("remote_agents", "remote agents", None, call.name, test_id)
+            elif unreached[call.name]:
+                unreached[call.name] -= 1
             else:
                 self.use("tools", target, kind, call.name, test_id)
         # a `delegated` event counts only when no delegation tool call says the same (never twice)
