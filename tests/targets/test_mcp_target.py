@@ -445,6 +445,15 @@ async def test_fuzz_tools_naming_no_tool_of_the_server_fails_the_start(tmp_path:
             pass
 
 
+async def test_fuzz_tools_naming_a_tool_allow_tools_withholds_fails_the_start(tmp_path: Path) -> None:
+    # before: the tool was never offered, so never called, never fuzzed: "get_order is down" passed untested
+    with pytest.raises(InfraError, match=r"fuzz_tools names 'get_order', which allow_tools does not offer the "
+                                         r"model, so it would never misbehave"):
+        async with opened(make_session(tmp_path, fuzz={"get_order": "error"}), allow_tools=["search_*"],
+                          **stdio()):
+            pass
+
+
 async def test_a_delayed_tool_answers_late_or_times_out(tmp_path: Path) -> None:
     session = make_session(tmp_path, fuzz={"get_order": {"mode": "delay", "delay": "300ms"},
                                            "search_docs": {"mode": "delay", "delay": "2s"}})

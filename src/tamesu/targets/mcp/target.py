@@ -164,6 +164,10 @@ class McpTarget(ModelTarget):
             # a misspelt name would leave the tool working: "the tool is down" would pass untested
             raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, unknown))}, which the server "
                              f"does not offer (its tools: {', '.join(sorted(self._listed)) or 'none'})")
+        if withheld := sorted(set(session.fuzz_tools) - {tool.name for tool in self._offered}):
+            # never offered, never called: the test passed without its fault ever happening
+            raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, withheld))}, which allow_tools "
+                             "does not offer the model, so it would never misbehave: offer it, or fuzz another")
         url = session.redactor.text(config["url"]) if config["url"] is not None else None
         session.event("mcp_server", transport=self.spec.transport, url=url, server=self._server.name,
                       version=self._server.version, protocol=self._server.protocol_version,
