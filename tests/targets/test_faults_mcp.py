@@ -99,3 +99,20 @@ def test_a_listing_that_breaks_the_mcp_schema_is_said_in_one_line(tmp_path: Path
     assert ("the server's ListToolsResult breaks the MCP schema: tools.0.inputSchema: Field required"
             in done.stdout), done.stdout
     assert "errors.pydantic.dev" not in done.stdout + done.stderr
+
+
+def test_a_test_cut_by_its_timeout_keeps_what_the_target_counted(tmp_path: Path, tamesu: Any) -> None:
+    # before: the run's metrics held no mcp_tool_calls nor model_calls, though the call to `hang` was made
+    command, *args = script_command(SERVERS)
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ when: "(?i)hang", tool_calls: [{ name: hang, args: {} }], '
+        'say: "done" }] }\n')
+    (tmp_path / "t.tamesu.yaml").write_text(
+        f"targets:\n  shop: {{ type: mcp, command: {json.dumps(command)}, args: {json.dumps(args)} }}\n"
+        "tests:\n  - name: slow\n    target: shop\n    timeout: 3s\n"
+        '    scenario: { script: [{ say: "please hang" }] }\n')
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [run] = list((tmp_path / "out").glob("*/t/slow/run-1"))
+    metrics = json.loads((run / "result.json").read_text())["metrics"]
+    assert metrics.get("mcp_tool_calls") == 1 and metrics.get("model_calls") == 1, metrics

@@ -144,6 +144,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     budget_exceeded = False
     user: UserSimulator | None = None
     run_spans = inputs.traces.run() if inputs.traces is not None else None
+    made: list[Target[TargetSpec]] = []
     try:
         async with asyncio.timeout(test.spec.timeout) as deadline:
             if inputs.stop is not None:
@@ -157,10 +158,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                 user = choose_user(test, models, inputs.seed, session)
             await remote_agents.start()  # before the target opens: its config may name their URLs
             result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured,
-                                                                         run_spans)
+                                                                         run_spans, made)
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
+        # what the target counted before the deadline (its tool calls, timeouts, model calls) is kept
+        target_metrics = made[0].metrics() if made else {}
         if inputs.stop is not None and inputs.stop.reason is not None:
             result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
             failures = []
@@ -295,10 +298,13 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
 
 async def _converse(
     test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, object],
-    spans: RunSpans | None = None,
+    spans: RunSpans | None = None, made: list[Target[TargetSpec]] | None = None,
 ) -> tuple[Any, str | None, dict[str, float]]:
-    """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics."""
+    """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics; `made` gets
+    the target, whose counts a run cut short by its timeout still reports."""
     target = targets.target_class(test.target.type)(test.target, test.target_name)
+    if made is not None:
+        made.append(target)
     with contextlib.ExitStack() as conversation:
         # a target that connects before its first turn asks for the conversation's trace (its handshake's);
         # with OpenTelemetry its span then lasts until the target is closed (tamesu.telemetry.traceparent)
