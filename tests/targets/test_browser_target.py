@@ -165,7 +165,8 @@ def test_a_goal_with_a_real_provider_is_recorded_then_replayed(
         f"  browser: {{ provider: openai, model: test-model, base_url: '{OpenAIServer.base_url(server.url)}', "
         "api_key: k, timeout: 5s }\n"
         "  judge: { provider: fake, rules: fake-rules.yaml }\n"
-        "  simulator: { provider: fake, rules: fake-rules.yaml }\n")
+        "  simulator: { provider: fake, rules: fake-rules.yaml }\n"
+        "  customer: { provider: fake, rules: customer-rules.yaml }\n")  # the suite's model target names it
     env = _env(web_shop_url, shared_chromium)
     first = run_tamesu(["run", str(example), "--filter", "by goal", "--out", str(tmp_path / "a")],
                        cwd=tmp_path, env=env)
