@@ -270,3 +270,24 @@ tests:
         time.sleep(0.1)
     else:
         raise AssertionError("the hook's background process outlived the run")
+
+
+def test_after_a_run_a_second_signal_exits_with_its_own_code() -> None:
+    # before: the loop put back Python's own handlers once the run ended, so a second Ctrl-C while the reports
+    # were written was a KeyboardInterrupt (click: "Aborted!", exit 1) and a second SIGTERM killed the process
+    import asyncio
+
+    from tamesu.runtime.signals import run_stoppable
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        assert run_stoppable(asyncio.sleep(0, result="done")) == "done"
+        for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+            handler = signal.getsignal(signum)
+            assert callable(handler) and handler is not signal.default_int_handler, (signum, handler)
+            with pytest.raises(SystemExit) as left:
+                handler(signum, None)
+            assert left.value.code == code
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)

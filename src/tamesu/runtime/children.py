@@ -126,7 +126,8 @@ def disarm() -> None:
     with contextlib.suppress(OSError):
         if watchdog.stdin is not None:
             watchdog.stdin.close()
-    with contextlib.suppress(subprocess.TimeoutExpired):
+    # a signal while it waits (a second Ctrl-C) cuts the wait short, quietly: the watchdog ends the rest alone
+    with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt, SystemExit):
         watchdog.wait(_WAIT_ON_EXIT)
 
 

@@ -116,4 +116,9 @@ async def _guarded(main: Coroutine[Any, Any, T]) -> T:
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+        if installed:
+            # the loop's removal puts back Python's own handlers (Ctrl-C a KeyboardInterrupt, which click turns into
+            # "Aborted!" and exit 1; SIGTERM a death by the signal): a signal while the reports are written exits
+            # 128 + the signal, as one before the run does
+            exit_before_the_run()
     return result
