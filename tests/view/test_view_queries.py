@@ -99,3 +99,23 @@ def test_drift_finds_every_case_in_one_read_of_verdicts(tmp_path: Path) -> None:
         assert len(statements) == 3, statements  # the window, the cases, their verdicts
     finally:
         store.close()
+
+
+def test_the_runs_page_says_how_a_run_that_was_not_its_verdicts_ended(tmp_path: Path, view) -> None:
+    # before: a run interrupted (or stopped by its budget, or broken) showed only the pass rate of what finished:
+    # an interrupted run with two passing tests read as a green 100 %
+    import httpx
+
+    from view.conftest import stored_run
+
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "hooks: { after_all: [ 'true' ] }\n"
+        "targets:\n  bot: { type: model, model: bot }\n"
+        "models:\n  bot: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
+        "budget: { tokens: 1 }\n"
+        "tests:\n  - { name: greets, scenario: { script: [ { say: hi } ] } }\n"
+        "  - { name: again, scenario: { script: [ { say: hi } ] } }\n")
+    done = stored_run(tmp_path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    page = httpx.get(view(tmp_path, "--no-open").url + "/", timeout=10).text
+    assert "exit 4: the budget ran out" in page, page[-3000:]

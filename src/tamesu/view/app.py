@@ -53,7 +53,8 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
                  esc(", ".join(r.shards) or "–"), esc(r.counts.get("total", 0)),
                  status("passed") + f" {r.counts.get('passed', 0)}",
                  status("failed") + f" {r.counts.get('failed', 0) + r.counts.get('error', 0)}",
-                 percent(r.pass_rate) + ("" if r.finished else ' <span class="tag">not finished</span>'))
+                 percent(r.pass_rate) + ("" if r.finished else ' <span class="tag">not finished</span>')
+                 + _ended(r.exit_code))
                 for r in runs]
         body = (f"<h2>Pass rate, oldest to newest</h2>{chart}"
                 + table(["run", "started (UTC)", "commit", "branch", "shards", "tests", "passed", "failed",
@@ -264,3 +265,15 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
         rows.append((run_link(entry.run_id), esc(entry.started_at[:19].replace("T", " ")), _commit(entry.commit),
                      status(entry.status), about + "".join(runs)))
     return "<h2>History, newest first</h2>" + table(["run", "started (UTC)", "commit", "status", "runs"], rows)
+
+
+_EXIT_WORDS = {2: "a suite error", 3: "an infrastructure error", 4: "the budget ran out", 129: "interrupted (SIGHUP)",
+               130: "interrupted (Ctrl-C)", 143: "interrupted (SIGTERM)"}
+
+
+def _ended(code: int | None) -> str:
+    """A run that ended otherwise than by its verdicts (interrupted, exit 3 or 4): its pass rate is of what
+    finished, so the row says how it ended (an interrupted run read as a green 100%)."""
+    if code is None or code in (0, 1):
+        return ""
+    return f' <span class="tag">exit {code}: {esc(_EXIT_WORDS.get(code, "stopped"))}</span>'
