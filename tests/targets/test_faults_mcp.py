@@ -116,3 +116,53 @@ def test_a_test_cut_by_its_timeout_keeps_what_the_target_counted(tmp_path: Path,
     [run] = list((tmp_path / "out").glob("*/t/slow/run-1"))
     metrics = json.loads((run / "result.json").read_text())["metrics"]
     assert metrics.get("mcp_tool_calls") == 1 and metrics.get("model_calls") == 1, metrics
+
+
+def test_a_tool_name_a_provider_refuses_is_offered_under_one_it_takes(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # MCP allows `orders.get`; OpenAI's API refused the request ("Invalid 'tools[0].function.name'"), exit 3
+    import sys
+
+    from model_servers import OpenAIServer, text, tool_call
+
+    (tmp_path / "server.py").write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    if 'id' not in msg:\n"
+        "        continue\n"
+        "    result = {}\n"
+        "    if msg['method'] == 'initialize':\n"
+        "        result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
+        "                  'serverInfo': {'name': 's', 'version': '1'}}\n"
+        "    elif msg['method'] == 'tools/list':\n"
+        "        result = {'tools': [{'name': 'orders.get', 'inputSchema': {'type': 'object'}}]}\n"
+        "    elif msg['method'] == 'tools/call':\n"
+        "        result = {'content': [{'type': 'text', 'text': 'called ' + msg['params']['name']}]}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': result}), flush=True)\n")
+    model = OpenAIServer()
+    base = model.base_url(serve(model.app).url)
+    model.plan(tool_call("orders_get", {}), text("It has shipped."))
+    (tmp_path / "s.tamesu.yaml").write_text(
+        f"models:\n  target: {{ provider: openai, model: m, base_url: '{base}', api_key: k, timeout: 10s }}\n"
+        f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py] }}\n"
+        "tests:\n  - name: t\n    target: s\n    scenario: { script: [ { say: where is it } ] }\n"
+        "    assert: [ { tool_called: orders.get } ]\n")
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [t["function"]["name"] for t in model.calls()[0].body["tools"]] == ["orders_get"]
+    [run] = list((tmp_path / "out").glob("*/s/t/run-1"))
+    result = json.loads((run / "result.json").read_text())
+    assert [(c["name"], c["result"]) for c in result["tool_calls"]] == [("orders.get", "called orders.get")]
+    [server] = [e["data"] for e in result["events"] if e["name"] == "mcp_server"]
+    assert server["renamed"] == {"orders.get": "orders_get"}
+
+
+def test_model_names_keep_what_providers_take_and_tell_the_rest_apart() -> None:
+    from tamesu.targets.mcp._names import model_names
+
+    long = "a" * 100
+    names = model_names(["get_order", "orders.get", "orders/get", long, "x:y"])
+    assert names["get_order"] == "get_order" and names["orders.get"] == "orders_get" and names["x:y"] == "x_y"
+    assert names["orders/get"].startswith("orders_get_") and names["orders/get"] != "orders_get"  # told apart
+    assert len(names[long]) == 64 and names[long].startswith("a" * 55)
+    assert all(len(n) <= 64 and n.replace("_", "").replace("-", "").isalnum() for n in names.values())

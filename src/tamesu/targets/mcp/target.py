@@ -66,6 +66,7 @@ from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
 from tamesu.net.rate_limit import RateLimit, said_as_events
 from tamesu.plugins import register
+from tamesu.targets.mcp._names import model_names
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 from tamesu.types import Duration
 
@@ -147,6 +148,9 @@ class McpTarget(ModelTarget):
         self._server: ServerInfo | None = None
         self._listed: set[str] = set()
         self._offered: list[ToolSpec] = []
+        self._model_names: dict[str, str] = {}
+        """A server tool's name -> the name the model is given (the same unless a provider would refuse it)."""
+        self._server_names: dict[str, str] = {}
         self._http_errors: list[str] = []
         """The error statuses the server answered, for messages (the SDK does not say them)."""
         self._too_large: str | None = None
@@ -160,6 +164,8 @@ class McpTarget(ModelTarget):
         self._server = await self._connect(session, config)
         self._listed = {tool.name for tool in self._server.tools}
         self._offered = self._narrow(self._server)
+        self._model_names = model_names([tool.name for tool in self._offered])
+        self._server_names = {model: server for server, model in self._model_names.items()}
         if unknown := sorted(set(session.fuzz_tools) - self._listed):
             # a misspelt name would leave the tool working: "the tool is down" would pass untested
             raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, unknown))}, which the server "
@@ -172,6 +178,8 @@ class McpTarget(ModelTarget):
         session.event("mcp_server", transport=self.spec.transport, url=url, server=self._server.name,
                       version=self._server.version, protocol=self._server.protocol_version,
                       tools=sorted(self._listed), offered=[tool.name for tool in self._offered],
+                      **({"renamed": renamed} if (renamed := {k: v for k, v in self._model_names.items()
+                                                              if k != v}) else {}),
                       instructions=bool(self._server.instructions), system=self._system_source())
         await super()._open(session)
 
@@ -294,7 +302,8 @@ class McpTarget(ModelTarget):
         return [tool for tool in tools if any(fnmatch.fnmatchcase(tool.name, p) for p in patterns)]
 
     def _offered_tools(self) -> list[ToolSpec]:
-        return list(self._offered)
+        # under names every provider takes: MCP allows `orders.get`, OpenAI's API refuses it (HTTP 400, exit 3)
+        return [tool.model_copy(update={"name": self._model_names[tool.name]}) for tool in self._offered]
 
     def _system_source(self) -> str:
         if self.spec.system_file is not None:
@@ -358,7 +367,7 @@ class McpTarget(ModelTarget):
     # -- tool calls -----------------------------------------------------------------------------------
 
     async def _call_tool(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
-        name, args = request.name, request.arguments
+        name, args = self._server_names.get(request.name, request.name), request.arguments
         self._counts["mcp_tool_calls"] += 1
         session.event("tool_call", tool=name, args=args)
         if name not in {tool.name for tool in self._offered}:
