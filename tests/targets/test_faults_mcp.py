@@ -50,7 +50,7 @@ def test_a_tool_call_the_server_may_have_carried_out_is_never_sent_again(tmp_pat
     # "1 request sent again after the connection dropped" the only trace
     import sys
 
-    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_drops_after_acting.py"
+    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_http_faults.py"
     (tmp_path / "tamesu.yaml").write_text(
         'models:\n  target: { provider: fake, rules: [{ when: "(?i)refund", '
         'tool_calls: [{ name: refund, args: { id: "9" } }], say: "Refund issued." }] }\n')
@@ -166,3 +166,29 @@ def test_model_names_keep_what_providers_take_and_tell_the_rest_apart() -> None:
     assert names["orders/get"].startswith("orders_get_") and names["orders/get"] != "orders_get"  # told apart
     assert len(names[long]) == 64 and names[long].startswith("a" * 55)
     assert all(len(n) <= 64 and n.replace("_", "").replace("-", "").isalnum() for n in names.values())
+
+
+
+def test_an_http_status_of_a_tool_call_is_said_and_a_refusal_is_the_environments(tmp_path: Path, tamesu: Any) -> None:
+    # before: both read "Server returned an error response", graded as the tool's error the model saw: no status
+    # anywhere, and an expired token (401) blamed on nobody
+    import sys
+
+    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_http_faults.py"
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ when: "(?i)five", tool_calls: [{ name: five, args: {} }], '
+        'say: "sorry" }, { when: "(?i)unauth", tool_calls: [{ name: unauth, args: {} }], say: "sorry" }] }\n')
+    (tmp_path / "f.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  s: {{ type: mcp, command: {json.dumps(sys.executable)}, "
+        f"args: [{json.dumps(str(server))}, '{{{{session.port}}}}', {json.dumps(str(tmp_path))}], "
+        "url: 'http://127.0.0.1:{{session.port}}/mcp' }\n"
+        "tests:\n"
+        '  - { name: five, target: s, scenario: { script: [{ say: "use five" }] } }\n'
+        '  - { name: unauth, target: s, scenario: { script: [{ say: "use unauth" }] } }\n')
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "mcp target s: the MCP server refused the call to unauth: HTTP 401 Unauthorized" in done.stdout
+    [five] = list((tmp_path / "out").glob("*/f/five/run-1"))
+    [call] = json.loads((five / "result.json").read_text())["tool_calls"]
+    assert call["result"] == {"error": "Server returned an error response (HTTP 500 Internal Server Error)"}

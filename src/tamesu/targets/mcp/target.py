@@ -409,6 +409,7 @@ class McpTarget(ModelTarget):
             return round(session.now_ms() - started, 3)
 
         limit = self.spec.call_timeout
+        seen = len(self._http_errors)
         try:
             result = await self._connection.call(name, args, limit, traceparent=self._traceparent(session))
         except (MCPError, TimeoutError) as exc:
@@ -417,10 +418,18 @@ class McpTarget(ModelTarget):
             if exc.code == CONNECTION_CLOSED:
                 session.event("tool_result", tool=name, outcome=self._lost_outcome(), ms=took())
                 raise self._lost(name, describe(exc)) from None
+            # the HTTP answer the SDK words as "Server returned an error response": its status is what happened
+            status = "; ".join(dict.fromkeys(self._http_errors[seen:])) or None
+            if status is not None and status.startswith(("HTTP 401", "HTTP 403")):
+                session.event("tool_result", tool=name, outcome="refused_by_server", http=status, ms=took())
+                raise InfraError(f"{self._what}: the MCP server refused the call to {name}: {status}: check the "
+                                 "target's headers (a token that expired?)") from None
             # A protocol error (an unknown tool, bad arguments...): the model sees it, as it would a failed call.
             self._counts["mcp_tool_errors"] += 1
-            session.event("tool_result", tool=name, outcome="error", code=exc.code, ms=took())
-            return ToolCall(name=name, args=args, result={"error": exc.message})
+            session.event("tool_result", tool=name, outcome="error", code=exc.code, ms=took(),
+                          **({"http": status} if status else {}))
+            said = f"{exc.message} ({status})" if status else exc.message
+            return ToolCall(name=name, args=args, result={"error": said})
         except ConnectionLost as exc:
             session.event("tool_result", tool=name, outcome=self._lost_outcome(), ms=took())
             raise self._lost(name, str(exc)) from None

@@ -1,8 +1,8 @@
-"""A streamable-HTTP MCP server (plain JSON answers, standard library only) whose `refund` tool, the first time,
-acts (its count in `refunds.txt` beside it) and then drops the connection without answering: a client that sends
-the call again makes the refund twice.
+"""A streamable-HTTP MCP server (plain JSON answers, standard library only) with faulty tools: `refund`, the first
+time, acts (its count in `refunds.txt` in FOLDER) and then drops the connection without answering (a client that
+sends the call again makes the refund twice); `five` answers HTTP 500 and `unauth` HTTP 401, with no JSON-RPC.
 
-    python mcp_drops_after_acting.py PORT FOLDER
+    python mcp_http_faults.py PORT FOLDER
 """
 
 from __future__ import annotations
@@ -50,8 +50,16 @@ class Handler(BaseHTTPRequestHandler):
             result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
                       "serverInfo": {"name": "bank", "version": "1"}}
         elif message["method"] == "tools/list":
-            result = {"tools": [{"name": "refund", "inputSchema": {"type": "object",
-                                                                   "properties": {"id": {"type": "string"}}}}]}
+            result = {"tools": [{"name": name, "inputSchema": {"type": "object",
+                                                               "properties": {"id": {"type": "string"}}}}
+                                for name in ("refund", "five", "unauth")]}
+        elif message["method"] == "tools/call" and message["params"]["name"] in ("five", "unauth"):
+            status, data = (500, b"internal boom") if message["params"]["name"] == "five" else (401, b"expired")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         elif message["method"] == "tools/call":
             refunds += 1
             (FOLDER / "refunds.txt").write_text(str(refunds))
