@@ -26,6 +26,9 @@ def test_init_writes_a_project_that_validates(tmp_path: Path, tamesu) -> None:
     again = tamesu(["init"], cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert made.stdout.splitlines()[-1].startswith("next: `tamesu run`")
+    # a filter that matches nothing is said, as `run` says it (list printed nothing and nothing else)
+    none = tamesu(["list", "--tags", "nosuch"], cwd=tmp_path)
+    assert none.returncode == 0 and none.stdout == "" and "no test matches --tags nosuch" in none.stderr
     # into another folder: the next step says to go there first
     elsewhere = tamesu(["init", "my project"], cwd=tmp_path)
     assert elsewhere.stdout.splitlines()[-1].startswith("next: `cd 'my project'`, then `tamesu run`"), elsewhere.stdout

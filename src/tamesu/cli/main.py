@@ -196,6 +196,9 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
     today = dt.date.today()
     shard = parse_shard(shard_text)
     chosen = select_tests(plan, pattern, tags)
+    if not chosen and (pattern or tags):  # as `run` says it; an empty list read as "nothing is wrong"
+        asked = " and ".join(f"{flag} {value}" for flag, value in (("--filter", pattern), ("--tags", tags)) if value)
+        click.echo(f"no test matches {asked}", err=True)
     for test in select(chosen, shard) if shard is not None else chosen:
         if as_json:
             click.echo(json.dumps({"id": test.id, "suite": test.suite.name, "name": test.name,
