@@ -659,3 +659,17 @@ async def test_many_sessions_at_once(agents: A2AAgents, tmp_path: Path) -> None:
 
     said = await asyncio.gather(*(one(i) for i in range(12)))
     assert said == [f"Echo: n{i}" for i in range(12)]
+
+
+async def test_transport_grpc_against_an_http1_server_says_so_at_once(tmp_path: Path, serve: Any) -> None:
+    # before: "cannot reach http://... after 3 attempts: failed to connect to all addresses; ... Failed parsing
+    # HTTP/2": it did reach the server, which speaks HTTP/1
+    from starlette.applications import Starlette
+
+    base = serve(Starlette()).url
+    started = time.monotonic()
+    async with opened({"url": f"{base}/a2a", "transport": "grpc"}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError, match=r"answered in HTTP/1\.x, not gRPC \(HTTP/2\): is `transport: grpc` "
+                                             r"right"):
+            await target.send(UserTurn(text="hello"))
+    assert time.monotonic() - started < 10

@@ -60,6 +60,13 @@ def unreachable(exc: BaseException) -> str | None:
     return None
 
 
+def speaks_http1(reason: str) -> bool:
+    """Whether gRPC's words for a failed connect say the server answered, in HTTP/1 ("Trying to connect an
+    http1.x server", "Failed parsing HTTP/2": its first bytes were no HTTP/2 frame)."""
+    lowered = reason.lower()
+    return "http1.x" in lowered or "parsing http/2" in lowered
+
+
 def broken_off(exc: BaseException) -> bool:
     """The connection broke while an answer was being read (a stream dropped half-way)."""
     for link in _chain(exc):

@@ -25,7 +25,7 @@ from tamesu.net.proxies import grpc_direct_options
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec
-from tamesu.targets.a2a._errors import unreachable
+from tamesu.targets.a2a._errors import speaks_http1, unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
 from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES
@@ -171,6 +171,9 @@ class Wire:
             raise exc
         self.unreachable = reason
         masked = self._session.redactor.text(url)
+        if speaks_http1(reason):  # reached, but no gRPC server: asking again changes nothing
+            raise InfraError(f"{self._what}: {masked} answered in HTTP/1.x, not gRPC (HTTP/2): is `transport: "
+                             "grpc` right, or the port the agent's gRPC server listens on?") from exc
         if number >= self._connect.attempts:
             tries = f"{number} attempt{'s' if number != 1 else ''}"
             raise InfraError(f"{self._what}: cannot reach {masked} after {tries}: {reason}") from exc
