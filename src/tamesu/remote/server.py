@@ -48,6 +48,9 @@ from tamesu.types import split_addr
 PUSH_TIMEOUT = 5.0
 """A push notification that the listener does not take within this long is dropped (best effort)."""
 
+STOP_GRACE = 1
+"""Seconds a remote agent's stop lets a request in flight finish (uvicorn counts whole seconds)."""
+
 
 class _Later:
     """An ASGI app given after the socket is bound: the app's card needs the port the socket got."""
@@ -88,7 +91,9 @@ class RemoteAgentServer:
     async def start(self) -> RemoteAgentServer:
         host, port = split_addr(self.spec.addr) if self.spec.addr else ("127.0.0.1", 0)
         try:
-            self._http = LoopServer(self._app, host, port)
+            # a delegation still being answered when the run ends (its turn timed out, a fuzzed delay) is of
+            # no more use: cut after a second, not the 2 s every stop of the run waited for it
+            self._http = LoopServer(self._app, host, port, grace=STOP_GRACE)
         except OSError as exc:
             raise OSError(f"remote agent {self.name}: cannot listen on {host}:{port}: {exc.strerror}") from exc
         self.origin = self.url = self._http.url
