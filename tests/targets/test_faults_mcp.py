@@ -192,3 +192,14 @@ def test_an_http_status_of_a_tool_call_is_said_and_a_refusal_is_the_environments
     [five] = list((tmp_path / "out").glob("*/f/five/run-1"))
     [call] = json.loads((five / "result.json").read_text())["tool_calls"]
     assert call["result"] == {"error": "Server returned an error response (HTTP 500 Internal Server Error)"}
+
+
+def test_a_large_tool_result_is_written_whole_once_not_in_its_event_too() -> None:
+    # a 3 MB result made a 9 MB result.json: the tool_result event, the run's tool calls and the turn's each held it
+    from tamesu.targets.mcp.target import _for_the_timeline
+
+    small = {"content": [{"type": "text", "text": "ok"}]}
+    assert _for_the_timeline(small) is small
+    big = {"content": [{"type": "text", "text": "x" * 3_000_000}]}
+    cut = _for_the_timeline(big)
+    assert cut["cut"].endswith("characters; the whole result is the tool call's") and len(json.dumps(cut)) < 2_000

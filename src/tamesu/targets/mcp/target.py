@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 import re
 from importlib import resources
 from pathlib import Path
@@ -443,7 +444,7 @@ class McpTarget(ModelTarget):
         if is_error:
             self._counts["mcp_tool_errors"] += 1
         session.event("tool_result", tool=name, outcome="error" if is_error else "ok", ms=took(),
-                      result=result.model_dump(mode="json", exclude_none=True, exclude={"meta"}))
+                      result=_for_the_timeline(result.model_dump(mode="json", exclude_none=True, exclude={"meta"})))
         return ToolCall(name=name, args=args, result=value)
 
     def _traceparent(self, session: Session) -> str | None:
@@ -475,3 +476,15 @@ class McpTarget(ModelTarget):
 
 class _Unreached(Exception):
     """An attempt to reach a server at its url that never got there; the next attempt may."""
+
+
+_TIMELINE_RESULT_CHARS = 4096
+"""The most of a server's result a `tool_result` event holds: the whole of it is the call's (`tool_calls`), and a
+3 MB result was written three times into result.json (the event, the run's calls, the turn's calls)."""
+
+
+def _for_the_timeline(dumped: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(dumped, ensure_ascii=False)
+    if len(text) <= _TIMELINE_RESULT_CHARS:
+        return dumped
+    return {"cut": f"{len(text):,} characters; the whole result is the tool call's", "start": text[:1000]}
