@@ -46,6 +46,8 @@ class ConfigError(Exception):
     """Everything wrong in a suite or project file, reported at once (exit 2)."""
 
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    """What would only have been warned of (a secret not set): `validate` says it beside the problems."""
 
     def __str__(self) -> str:
         return "\n".join(str(p) for p in self.problems)

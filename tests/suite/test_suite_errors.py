@@ -362,6 +362,19 @@ tests:
     assert "targets.d" not in said
 
 
+def test_validate_says_the_warnings_beside_the_problems(tmp_path: Path, tamesu) -> None:
+    # before: with a problem in the suite its warnings (a secret not set) were not said: fixing the problems
+    # uncovered them one round later
+    write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat",
+                                   'url: http://127.0.0.1:9/chat\n    headers: { X: "{{secrets.TAMESU_TEST_UNSET}}" }')
+          + "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n"
+          + "  - { name: b, target: nowhere, scenario: { script: [ { say: hi } ] } }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert "targets.api.headers.X: secret TAMESU_TEST_UNSET is not set" in checked.stderr, checked.stderr
+    assert "tests[1].target: no target named 'nowhere'" in checked.stderr
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

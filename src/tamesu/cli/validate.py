@@ -39,6 +39,8 @@ def validate_command(paths: tuple[str, ...], config: str | None, target: str | N
             plan = load_plan(chosen.suites, Path(config) if config else None, require_secrets=False)
         except ConfigError as exc:
             problems += exc.problems
+            for warning in exc.warnings:  # said with the problems: fixing them should not uncover more
+                click.echo(f"warning: {warning}", err=True)
         else:
             for warning in plan.warnings:
                 click.echo(f"warning: {warning}", err=True)

@@ -95,6 +95,7 @@ def load_plan(
             loaded, tests, warnings = _load_suite(path, project, project_asserts, today, secrets, require_secrets)
         except ConfigError as exc:
             problems.extend(exc.problems)
+            plan.warnings.extend(exc.warnings)
             continue
         first = named.setdefault(loaded.name, loaded)
         if first is not loaded:
@@ -114,7 +115,7 @@ def load_plan(
                              {name for test in plan.tests for name in test.vars},
                              problems if require_secrets else plan.warnings, problems, secrets)
     if problems:
-        raise ConfigError(list(dict.fromkeys(problems)))
+        raise ConfigError(list(dict.fromkeys(problems)), warnings=list(dict.fromkeys(plan.warnings)))
     plan.warnings = list(dict.fromkeys(plan.warnings))
     for doc in [project.doc, *(suite.doc for suite in plan.suites)]:
         if doc is not None:
@@ -226,7 +227,7 @@ def _load_suite(
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
                          problems if require_secrets else warnings, problems, secrets)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, warnings=warnings)
     return suite, planned, warnings
 
 
