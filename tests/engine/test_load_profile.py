@@ -103,6 +103,45 @@ def test_each_stage_reports_where_the_agent_degrades(tmp_path: Path, tamesu, ser
     assert "Load: shop" in html and f"{eight:g}" in html
     # the suite's tests ran once each as always, before the load: their results are the usual ones
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == 2
+    # each load conversation keeps its artifacts, as the docs say (none were written)
+    written = sorted(run_dir.glob("load/shop/stage-*/*/run-*/result.json"))
+    assert len(written) == sum(stage["runs"] for stage in stages), written[:3]
+
+
+def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the_run(tmp_path: Path, serve) -> None:
+    # before: the conversations in flight at Ctrl-C counted as the stage's errors, an interrupted last stage read
+    # as whole, and a test named `../../x` had its load artifacts written outside the run folder
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from lifeline import tied
+
+    agent = CrowdedAgent()
+    url = serve(agent.app()).url
+    write(tmp_path, url, "{ ramp: [2], hold: 60s }")
+    suite = (tmp_path / "shop.yaml").read_text().replace("name: order", "name: ../../escaped")
+    (tmp_path / "shop.yaml").write_text(suite.replace("say: ORD-1", "say: 'slow ORD-1'"))
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "--out", "out", "--color", "never"]),
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while agent.served < 12 and time.monotonic() < deadline:  # the tests, then the load stage under way
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, out + err
+    run_dir = next((tmp_path / "out").iterdir())
+    report = json.loads((run_dir / "load" / "shop.json").read_text())
+    [stage] = report["stages"]
+    assert stage["errors"] == 0 and stage["runs"] == stage["passed"] > 0, stage
+    assert report["stopped"].startswith("interrupted by SIGINT (its last stage cut after "), report["stopped"]
+    assert not (tmp_path / "escaped").exists() and not (tmp_path.parent / "escaped").exists()
+    assert list(run_dir.glob("load/shop/stage-1-x2/escaped/run-*/result.json"))
 
 
 def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
@@ -143,4 +182,4 @@ tests:
         audio = stage["time_to_first_audio_ms"]
         assert audio is not None and audio["count"] >= stage["runs"], stage
         assert 200 <= audio["p50"] <= audio["p99"] < 60_000, audio  # the shared 2-core machine: seconds
-    assert "first audio p50/p90/p99 ms" in result.stdout
+    assert "first audio p50/p90/p99/max ms" in result.stdout

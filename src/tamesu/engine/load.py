@@ -3,8 +3,9 @@
 Each stage keeps `concurrency` conversations going: a worker takes the suite's tests in turn (worker w starts at
 test w, so the stage mixes them) and starts the next as soon as its last ends, until `hold` has passed; a
 conversation under way then is let finish and counted. Every conversation is a full run (hooks, grading), its
-artifacts under `load/SUITE/stage-N-xC/`; only the stage's counts and latency percentiles are kept
-(`tamesu.results.load`). Stages run one after another, so each measures the agent at one concurrency.
+artifacts under `load/SUITE/stage-N-xC/TEST/run-K/`; one cut short by Ctrl-C is not counted. Only the stage's
+counts and latency percentiles are kept (`tamesu.results.load`). Stages run one after another, so each measures
+the agent at one concurrency.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from tamesu.engine.artifacts import slug
 from tamesu.engine.conversation import RunOutcome
 from tamesu.plan import PlannedTest
 from tamesu.results.load import LoadReport, LoadStage, Percentiles
 from tamesu.results.records import RunResult
 from tamesu.suite.load_spec import LoadSpec
 
-OneRun = Callable[[PlannedTest, int, Path], Awaitable[RunOutcome]]
-"""(test, number, artifacts folder) -> the run's outcome."""
+OneRun = Callable[[PlannedTest, int, Path], Awaitable[RunOutcome | None]]
+"""(test, number, artifacts folder) -> the run's outcome; None: cut short (Ctrl-C), no verdict to count."""
 
 
 def load_finished(reporter: object, report: LoadReport) -> None:
@@ -40,6 +42,9 @@ async def run_load(spec: LoadSpec, suite: str, tests: list[PlannedTest], folder:
             break
         stage_dir = folder / f"stage-{index}-x{concurrency}"
         report.stages.append(await _stage(spec, concurrency, tests, stage_dir, one_run, stopped))
+    if report.stopped is None and (why := stopped()) is not None and report.stages \
+            and report.stages[-1].duration_s < spec.hold:
+        report.stopped = f"{why} (its last stage cut after {report.stages[-1].duration_s:g}s of {spec.hold:g}s)"
     return report
 
 
@@ -58,8 +63,10 @@ async def _stage(spec: LoadSpec, concurrency: int, tests: list[PlannedTest], sta
                 return
             test = tests[turn % len(tests)]
             turn += 1
-            outcome = await one_run(test, number, stage_dir / test.name / f"run-{number}")
-            results.append(outcome.result)
+            # a folder as every run's is named: a test name with `/` or `..` in it stays inside the run folder
+            outcome = await one_run(test, number, stage_dir / slug(test.name) / f"run-{number}")
+            if outcome is not None:
+                results.append(outcome.result)
 
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
     return summarise(concurrency, spec.hold, time.monotonic() - started, results)
@@ -83,6 +90,7 @@ def summarise(concurrency: int, hold: float, duration: float, results: list[RunR
     return LoadStage(
         concurrency=concurrency, hold_s=hold, duration_s=round(duration, 3), runs=len(results),
         passed=statuses.count("passed"), failed=statuses.count("failed"), errors=statuses.count("error"),
+        inconclusive=statuses.count("inconclusive"), skipped=statuses.count("skipped"),
         runs_per_s=round(len(results) / duration, 3) if duration > 0 else 0.0,
         turn_latency_ms=Percentiles.of(latencies), time_to_first_audio_ms=Percentiles.of(first_audio),
         first_token_ms=Percentiles.of(first_token))

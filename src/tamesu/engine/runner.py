@@ -378,7 +378,7 @@ class Runner:
         folder = directory.root / "load" / slug(suite.name)
         hooks = self.plan.project.spec.hooks, suite.spec.hooks
 
-        async def one_run(test: PlannedTest, number: int, run_dir: Path) -> RunOutcome:
+        async def one_run(test: PlannedTest, number: int, run_dir: Path) -> RunOutcome | None:
             inputs = RunInputs(
                 test=test, number=number, attempt=1, run_id=f"{directory.root.name}-load-{number}",
                 artifacts_dir=run_dir, secrets=self.plan.secrets, before_each=[*hooks[0].before_each,
@@ -390,6 +390,12 @@ class Runner:
                 outcome = await execute_run(inputs)
             except Exception as exc:  # as in _attempts: only this conversation's error
                 outcome = crashed_run(inputs, exc)
+            # its artifacts, as docs/performance.md says (none were written: a failing load run left nothing)
+            with contextlib.suppress(OSError):
+                directory.write_json(run_dir / "transcript.json", outcome.transcript)
+                directory.write_json(run_dir / "result.json", outcome.result)
+            if self.stopping.signum is not None and outcome.result.status == "error":
+                return None  # cut short by Ctrl-C or SIGTERM: no verdict, not an error of the agent's
             if outcome.budget_exceeded:  # no stage goes on spending past the budget
                 self._over_budget(test)
             return outcome

@@ -12,8 +12,12 @@ from tamesu.results.load import LoadReport, Percentiles
 
 def _cells(p: Percentiles | None) -> str:
     if p is None:
-        return "<td>-</td><td>-</td><td>-</td>"
-    return "".join(f"<td>{value:g}</td>" for value in (p.p50, p.p90, p.p99))
+        return "<td>-</td>" * 4
+    return "".join(f"<td>{value:g}</td>" for value in (p.p50, p.p90, p.p99, p.max))
+
+
+def _heads(what: str) -> str:
+    return f"<th>{what} p50</th><th>p90</th><th>p99</th><th>max</th>"
 
 
 def load_sections(run_dir: Path) -> str:
@@ -25,13 +29,17 @@ def load_sections(run_dir: Path) -> str:
         except (OSError, ValidationError):
             continue  # a torn file of a killed run: the rest of the report still renders
         audio = any(s.time_to_first_audio_ms is not None for s in report.stages)
-        head = ("<tr><th>at once</th><th>runs</th><th>passed</th><th>failed</th><th>errors</th><th>runs/s</th>"
-                "<th>turn p50</th><th>turn p90</th><th>turn p99</th>"
-                + ("<th>first audio p50</th><th>p90</th><th>p99</th>" if audio else "") + "</tr>")
+        token = any(s.first_token_ms is not None for s in report.stages)
+        other = any(s.inconclusive or s.skipped for s in report.stages)
+        head = ("<tr><th>at once</th><th>runs</th><th>passed</th><th>failed</th><th>errors</th>"
+                + ("<th>other</th>" if other else "") + "<th>runs/s</th>" + _heads("turn")
+                + (_heads("first token") if token else "") + (_heads("first audio") if audio else "") + "</tr>")
         rows = "".join(
             f"<tr><td>{s.concurrency}</td><td>{s.runs}</td><td>{s.passed}</td><td>{s.failed}</td>"
-            f"<td>{s.errors}</td><td>{s.runs_per_s:g}</td>{_cells(s.turn_latency_ms)}"
-            + (_cells(s.time_to_first_audio_ms) if audio else "") + "</tr>" for s in report.stages)
+            f"<td>{s.errors}</td>" + (f"<td>{s.inconclusive + s.skipped}</td>" if other else "")
+            + f"<td>{s.runs_per_s:g}</td>{_cells(s.turn_latency_ms)}"
+            + (_cells(s.first_token_ms) if token else "") + (_cells(s.time_to_first_audio_ms) if audio else "")
+            + "</tr>" for s in report.stages)
         note = f"<p class=\"note\">stopped: {html.escape(report.stopped)}</p>" if report.stopped else ""
         sections.append(
             f'<section class="load"><h2>Load: {html.escape(report.suite)}</h2>'

@@ -39,6 +39,9 @@ class LoadStage(BaseModel):
     passed: int = 0
     failed: int = 0
     errors: int = 0
+    inconclusive: int = 0
+    """Runs the simulated user spoiled (no verdict on the agent)."""
+    skipped: int = 0
     runs_per_s: float = 0.0
     turn_latency_ms: Percentiles | None = None
     """Every agent turn that answered a user turn: sent to complete."""
@@ -58,19 +61,26 @@ class LoadReport(BaseModel):
 
 
 def _cell(p: Percentiles | None) -> str:
-    return "-" if p is None else f"{p.p50:g}/{p.p90:g}/{p.p99:g}"
+    return "-" if p is None else f"{p.p50:g}/{p.p90:g}/{p.p99:g}/{p.max:g}"
 
 
 def table_lines(report: LoadReport) -> list[str]:
     """The stages as the console shows them: one line each, latencies as p50/p90/p99 in ms."""
     audio = any(s.time_to_first_audio_ms is not None for s in report.stages)
-    head = (f"{'at once':>8} {'runs':>6} {'passed':>6} {'failed':>6} {'errors':>6} {'runs/s':>7}  "
-            f"{'turn latency p50/p90/p99 ms':<27}" + ("  first audio p50/p90/p99 ms" if audio else ""))
+    token = any(s.first_token_ms is not None for s in report.stages)
+    other = any(s.inconclusive or s.skipped for s in report.stages)  # the columns then add up to `runs`
+    head = (f"{'at once':>8} {'runs':>6} {'passed':>6} {'failed':>6} {'errors':>6}"
+            + (f" {'other':>6}" if other else "") + f" {'runs/s':>7}  {'turn latency p50/p90/p99/max ms':<31}"
+            + ("  first token p50/p90/p99/max ms" if token else "")
+            + ("  first audio p50/p90/p99/max ms" if audio else ""))
     lines = [f"load: {report.suite} ({', '.join(report.tests)})", head.rstrip()]
     for s in report.stages:
-        line = (f"{s.concurrency:>8} {s.runs:>6} {s.passed:>6} {s.failed:>6} {s.errors:>6} {s.runs_per_s:>7g}  "
-                f"{_cell(s.turn_latency_ms):<27}")
-        lines.append((line + "  " + _cell(s.time_to_first_audio_ms)) if audio else line.rstrip())
+        line = (f"{s.concurrency:>8} {s.runs:>6} {s.passed:>6} {s.failed:>6} {s.errors:>6}"
+                + (f" {s.inconclusive + s.skipped:>6}" if other else "") + f" {s.runs_per_s:>7g}  "
+                f"{_cell(s.turn_latency_ms):<31}"
+                + (f"  {_cell(s.first_token_ms):<31}" if token else "")
+                + (f"  {_cell(s.time_to_first_audio_ms)}" if audio else ""))
+        lines.append(line.rstrip())
     if report.stopped:
-        lines.append(f"load stopped before its last stage: {report.stopped}")
+        lines.append(f"load stopped: {report.stopped}")
     return lines
