@@ -298,3 +298,14 @@ tests:
     bad = tamesu(["validate", str(suite)], cwd=tmp_path)
     assert bad.returncode == 2
     assert "tamesu.yaml:1:" in bad.stderr and "unknown report 'pdf'" in bad.stderr
+
+
+def test_html_anchors_are_one_per_test_and_inconclusive_has_a_filter() -> None:
+    # `a b` and `a-b` shared `t-s-a-b`: a regression's link jumped to the other test; inconclusive tests were
+    # hidden under every filter but "all"
+    from tamesu.report.html import _Page
+
+    first, second, third = _Page.anchor("s/a b"), _Page.anchor("s/a-b"), _Page.anchor("s/a-b")
+    assert first != second and second == third and first.startswith("t-s-a-b-")
+    assert _Page.anchor("plain-name9") == "t-plain-name9"
+    assert 'data-filter="inconclusive"' in _Page.controls(None)  # type: ignore[arg-type]  # it reads nothing of it

@@ -8,6 +8,7 @@ from the report's own folder. The agent's words are escaped, never trusted.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from html import escape
@@ -170,8 +171,8 @@ class _Page:
 
     def controls(self) -> str:
         buttons = "".join(f'<button type="button" data-filter="{s}">{label}</button>' for s, label in [
-            ("all", "all"), ("failed", "failed"), ("error", "errors"), ("quarantined", "quarantined"),
-            ("passed", "passed"), ("skipped", "skipped")])
+            ("all", "all"), ("failed", "failed"), ("error", "errors"), ("inconclusive", "inconclusive"),
+            ("quarantined", "quarantined"), ("passed", "passed"), ("skipped", "skipped")])
         return (f'<nav class="controls js-only" aria-label="filters">{buttons}'
                 '<input type="search" placeholder="search tests" aria-label="search tests">'
                 '<button type="button" data-expand="1">open all</button>'
@@ -182,7 +183,11 @@ class _Page:
 
     @staticmethod
     def anchor(test_id: str) -> str:
-        return "t-" + "".join(ch if ch.isalnum() else "-" for ch in test_id)
+        """The test's id in the page, one per test: readable, and when anything but letters, digits and `-` was
+        made a `-`, a short hash of the id (`a b` and `a-b` shared one, and a link went to the wrong test)."""
+        readable = "".join(ch if ch.isalnum() else "-" for ch in test_id)
+        plain = all(ch.isalnum() or ch == "-" for ch in test_id)
+        return "t-" + readable + ("" if plain else "-" + hashlib.sha1(test_id.encode()).hexdigest()[:6])
 
     def test(self, result: TestResult, number: int) -> str:
         opened = " open" if result.status in _NOT_PASSED else ""
