@@ -207,9 +207,13 @@ def test_a_steady_stream_at_twice_real_time_names_the_sample_rate(
     assert records["rate"]["status"] == "failed"
     reason = why(records["rate"])
     # the agent sends 16 kHz at real-time pace; read as 8 kHz that is 2.0x, give or take the arrival jitter of a
-    # loaded machine with the other calls of the run at once (2.1x seen on CI: 5.0 s of audio in 2.4 s)
-    assert re.search(r"arrives steadily at (1\.9|2\.0|2\.1)x real time", reason) and "is audio.sample_rate (8000) " \
-        "the rate the agent sends? (16000 Hz would play in real time" in reason, reason
+    # loaded machine with the other calls of the run at once (2.1x seen on CI: 5.0 s of audio in 2.4 s; a CI loaded
+    # by another job beside it timed the chunks at 2.5x and 2.7x): 16000 Hz is among the rates named
+    pace = re.search(r"arrives steadily at ([0-9.]+)x real time", reason)
+    assert pace and 1.8 <= float(pace.group(1)) <= 2.8, reason
+    named = re.search(r"is audio.sample_rate \(8000\) the rate the agent sends\? \(([0-9 or]+) Hz would play in real "
+                      r"time", reason)
+    assert named and "16000" in named.group(1).split(" or "), reason
 
 
 def test_a_burst_is_told_from_a_stream_at_another_rate() -> None:

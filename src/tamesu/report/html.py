@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -75,6 +76,8 @@ class _Page:
         self.run = run
         self.base = base
         self.comparison = comparison
+        seen = Counter(_readable(result.id) for result in run.results)
+        self._shared = {readable for readable, n in seen.items() if n > 1}
         self._resolved_base = base.resolve()
         self._resolved_run = run.dir.resolve()
         self._run_prefix = str(run.dir) + os.sep
@@ -181,13 +184,13 @@ class _Page:
 
     # -------------------------------------------------------------- one test
 
-    @staticmethod
-    def anchor(test_id: str) -> str:
-        """The test's id in the page, one per test: readable, and when anything but letters, digits and `-` was
-        made a `-`, a short hash of the id (`a b` and `a-b` shared one, and a link went to the wrong test)."""
-        readable = "".join(ch if ch.isalnum() else "-" for ch in test_id)
-        plain = all(ch.isalnum() or ch == "-" for ch in test_id)
-        return "t-" + readable + ("" if plain else "-" + hashlib.sha1(test_id.encode()).hexdigest()[:6])
+    def anchor(self, test_id: str) -> str:
+        """The test's id in the page, one per test: readable (`t-shop-refund`), and a short hash of the id when
+        two tests of the page read alike (`a b` and `a-b` shared one, and a link went to the wrong test)."""
+        readable = _readable(test_id)
+        if readable not in self._shared:
+            return readable
+        return f"{readable}-{hashlib.sha1(test_id.encode()).hexdigest()[:6]}"
 
     def test(self, result: TestResult, number: int) -> str:
         opened = " open" if result.status in _NOT_PASSED else ""
@@ -471,3 +474,7 @@ def render_html(run: LoadedRun, base: Path, comparison: Comparison | None = None
 def write_html(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(run, path.parent, comparison), encoding="utf-8")
+
+
+def _readable(test_id: str) -> str:
+    return "t-" + "".join(ch if ch.isalnum() else "-" for ch in test_id)

@@ -131,9 +131,22 @@ def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: s
     paced = other_rate(chunkwise, fmt.rate) if chunkwise is not None and chunkwise >= STRICT_FLOOD_FACTOR else None
     # chunk by chunk first: the span of a stretch read by a loaded tamesu (its start late, then a backlog at once)
     # measured 2.7x of a 2.0x stream, and named 22050 Hz for a 16 kHz agent
-    factor = (paced or steady_factor(heard.arrivals, fmt.rate)) if flood else paced
+    steady = steady_factor(heard.arrivals, fmt.rate) if flood else None
+    factor = (paced or steady) if flood else paced
     if factor is None:
         return None
+    # each way of timing it may be thrown by a loaded reader (a backlog read at once, a stall): every usual rate
+    # one of them names is said, the chosen one's first (a loaded CI named 22050 Hz alone for a 16 kHz agent)
+    whole = other_rate(_whole_factor(heard), fmt.rate) if flood else None
+    named = list(dict.fromkeys(likely_rate(fmt.rate * f) for f in (factor, paced, steady, whole) if f is not None))
     return (f"the agent's audio arrives steadily at {factor:.1f}x real time for {fmt}{f' ({flood})' if flood else ''}: "
-            f"is {rate_key} ({fmt.rate}) the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would play "
+            f"is {rate_key} ({fmt.rate}) the rate the agent sends? ({' or '.join(map(str, named))} Hz would play "
             "in real time; a reply sent in one burst is fine)")
+
+
+def _whole_factor(heard: Heard) -> float | None:
+    """The whole reply's pace end to end (as `flood` measures it)."""
+    if heard.first_audio_wall is None or heard.last_audio_wall is None:
+        return None
+    wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+    return heard.audio_ms / max(wall_ms, 1.0)
