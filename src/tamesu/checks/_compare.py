@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, Field, field_validator
 from tamesu.checks.base import Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import as_number, number_text, same, shown
+from tamesu.suite.patterns import runaway
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import TEMPLATE, Context
 
@@ -38,6 +39,8 @@ def valid_pattern(pattern: str) -> str:
         re.compile(placeholder_templates(pattern))
     except re.error as exc:
         raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    if (why := runaway(pattern)) is not None:  # it would hold the run past every timeout and signal
+        raise ValueError(why)
     return pattern
 
 

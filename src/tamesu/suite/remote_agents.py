@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tamesu.suite.patterns import Pattern
 from tamesu.types import HostPort, Strict
 
 ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
@@ -16,22 +17,12 @@ ReplyState = Literal["completed", "input-required", "auth-required", "failed", "
 class ReplySpec(Strict):
     """One scripted answer: used when `when` (a regex searched in the message's text) matches."""
 
-    when: str | None = None
+    when: Pattern | None = None
     """A regular expression searched in the delegated message (its text, then its data as JSON); none: always."""
     say: str | None = None
     data: Any = None
     """Answered as a data part beside the text."""
     state: ReplyState = "completed"
-
-    @field_validator("when")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression: {exc}") from None
-        return value
 
     @model_validator(mode="after")
     def _answers(self) -> ReplySpec:

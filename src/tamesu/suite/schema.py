@@ -19,6 +19,7 @@ from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import PACKS, expand
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.load_spec import LoadSpec
+from tamesu.suite.patterns import Pattern
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
 from tamesu.types import Duration, HomePath, StoreSetting, Strict, parse_duration
@@ -264,7 +265,7 @@ class Case(Strict):
 class CaptureSpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """The variable the captured value is stored as (`{{captured.NAME}}` in later turns and assertions)."""
-    regex: str | None = None
+    regex: Pattern | None = None
     """A regular expression run on the agent's text; the first group (or the whole match) is captured."""
     json_path: str | None = None
     """A JSONPath into the agent's raw response."""

@@ -1,0 +1,129 @@
+"""Regular expressions a user writes (assertions, captures), refused when they can run for ever.
+
+Python's `re` backtracks, and while it matches it holds the interpreter: no timeout, no Ctrl-C, no SIGTERM can
+stop it. `(a+)+$` against forty `a`s and a `b` (an agent's answer) never ends, and the run with it. The classic
+shape of such a pattern, a repeated group that itself repeats, is refused where it is written; written
+possessively (`a++`) or atomically (`(?>a+)+`), Python 3.11 does not backtrack into it, and it is fine."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+
+def runaway(pattern: str) -> str | None:
+    """Why `pattern` may backtrack for ever, or None: a repeated group that holds a repeat and nothing it must
+    match once (`(a+)+`, `(\\w+\\s?)+`, `(.*)*`; not `(?:[a-z]+\\.)+`, whose `.` splits the repeats)."""
+    stack: list[_Group] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "(":
+            body = _group_body(pattern, i)
+            if body is None:  # a comment or inline flags, `(?#...)`, `(?i)`: no group
+                i = pattern.find(")", i) + 1 or n
+                continue
+            stack.append(_Group(atomic=pattern.startswith("(?>", i)))
+            i = body
+            continue
+        if ch == ")" and stack:
+            group = stack.pop()
+            end, unbounded, optional, possessive = _quantifier(pattern, i + 1)
+            free = not group.atomic and not possessive
+            if unbounded and free and group.repeats and not group.anchored:
+                return (f"`{pattern[:end][-40:]}` repeats a group that itself repeats: on some texts that takes "
+                        "exponential time, and Python's regular expressions cannot be stopped then, not even by "
+                        "Ctrl-C: write it without the nesting, or make the inner repeat possessive (a++) or the "
+                        "group atomic ((?>...))")
+            if stack:
+                outer = stack[-1]
+                outer.repeats = outer.repeats or (group.repeats and free) or (unbounded and not possessive)
+                outer.anchored = outer.anchored or (group.anchored and not optional)
+            i = end
+            continue
+        if ch == "|" and stack:
+            stack[-1].anchored = False  # an alternative need not match what the other does
+            i += 1
+            continue
+        i = _atom_end(pattern, i)  # one character, an escape or a class: then its quantifier, if any
+        i, unbounded, optional, possessive = _quantifier(pattern, i)
+        if stack:
+            stack[-1].repeats = stack[-1].repeats or (unbounded and not possessive)
+            stack[-1].anchored = stack[-1].anchored or not (unbounded or optional)
+    return None
+
+
+def _group_body(pattern: str, i: int) -> int | None:
+    """Where a group's body begins, past `(`, `(?:`, `(?P<name>`, `(?<=`...; None for a comment or flags."""
+    if not pattern.startswith("(?", i):
+        return i + 1
+    rest = pattern[i + 2:i + 4]
+    if rest[:1] in (":", ">", "=", "!") or rest in ("<=", "<!"):
+        return i + 2 + (2 if rest in ("<=", "<!") else 1)
+    if rest.startswith("P<"):
+        return pattern.find(">", i) + 1 or len(pattern)
+    colon, close = pattern.find(":", i), pattern.find(")", i)
+    if 0 <= colon < close and rest[:1] != "#":  # `(?i:...)`: flags for the group
+        return colon + 1
+    return None
+
+
+class _Group:
+    def __init__(self, *, atomic: bool) -> None:
+        self.atomic = atomic
+        self.repeats = False
+        """It holds an unbounded repeat that may backtrack."""
+        self.anchored = False
+        """It holds something it must match exactly once (a literal, a class), which splits its repeats."""
+
+
+def _atom_end(pattern: str, i: int) -> int:
+    if pattern[i] == "\\":
+        return i + 2
+    if pattern[i] != "[":
+        return i + 1
+    i += 1  # a character class: its `*`, `+`, `(` are literal
+    if i < len(pattern) and pattern[i] == "^":
+        i += 1
+    if i < len(pattern) and pattern[i] == "]":
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1
+
+
+def _quantifier(pattern: str, at: int) -> tuple[int, bool, bool, bool]:
+    """The quantifier at `at`, if any: where it ends, whether it is unbounded (`*`, `+`, `{n,}`), whether it may
+    match nothing (`?`, `*`, `{0,...}`), whether it is possessive (a `+` after it)."""
+    n = len(pattern)
+    if at < n and pattern[at] in "*+?":
+        end, unbounded, optional = at + 1, pattern[at] != "?", pattern[at] != "+"
+    elif at < n and pattern[at] == "{":
+        close = pattern.find("}", at)
+        body = pattern[at + 1:close] if close > at else ""
+        low, comma, high = body.partition(",")
+        if close < 0 or not (low.isdigit() or (comma and not low)) or (high and not high.isdigit()):
+            return at, False, False, False  # a `{` that is no quantifier
+        end, unbounded, optional = close + 1, bool(comma) and not high, not low or int(low) == 0
+    else:
+        return at, False, False, False
+    possessive = end < n and pattern[end] == "+"
+    lazy = end < n and pattern[end] == "?"
+    return end + (1 if possessive or lazy else 0), unbounded, optional, possessive
+
+
+def checked(pattern: str) -> str:
+    """`pattern` when it compiles and cannot run for ever; else ValueError saying why (a suite error)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    if (why := runaway(pattern)) is not None:
+        raise ValueError(why)
+    return pattern
+
+
+Pattern = Annotated[str, AfterValidator(checked)]
+"""A regular expression a user writes, checked where it is written (a capture's `regex`, a reply's `when`)."""
