@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import forked
+from conftest import run_tamesu
 from lifeline import tied
 
 REPLY = "Ok \U0001f44d café"
@@ -95,3 +96,19 @@ def test_a_listing_whose_reader_stops_ends_quietly(tmp_path: Path, serve: Any) -
     first, code, said = _head_one(["list"], tmp_path, {**os.environ, "NO_COLOR": "1"})
     assert first.startswith(b"s/test 0"), first
     assert code == 0 and said == "", said
+
+
+def test_terminal_escapes_in_names_and_answers_are_shown_not_acted_on(tmp_path: Path) -> None:
+    # a test named with an ANSI colour and a bell, an agent answering "clear the screen": run -v and list wrote the
+    # raw ESC and BEL bytes, which the terminal acted on
+    (tmp_path / "esc.yaml").write_text(
+        'targets:\n  bot: { type: model, model: bot }\n'
+        'models:\n  bot: { provider: fake, rules: [ { when: hi, say: "hello \\e[2J" } ] }\n'
+        'tests:\n  - { name: "a\\e[31mRED\\a", scenario: { script: [ { say: hi } ] },\n'
+        '      assert: [ { contains: zzz } ] }\n')
+    for args in (["run", "esc.yaml", "--out", "out", "-v"], ["list", "esc.yaml"]):
+        done = run_tamesu(args, cwd=tmp_path)
+        output = done.stdout + done.stderr
+        assert "\x1b" not in output and "\x07" not in output, repr(output)
+        assert "a\\x1b[31mRED" in output, output
+    assert "hello \\x1b[2J" in run_tamesu(["run", "esc.yaml", "--out", "out", "-v"], cwd=tmp_path).stdout

@@ -190,6 +190,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
 def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, tags: str | None,
                as_json: bool, shard_text: str | None) -> None:
     """List the tests that `run` would run."""
+    from tamesu.report.words import visible
     from tamesu.results.sharding import select
 
     plan = _load(paths, config, require_secrets=False)
@@ -207,7 +208,7 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
         else:
             extra = f"  [{', '.join(test.tags)}]" if test.tags else ""
             mark = "  (quarantined)" if test.quarantined(today) else ""
-            click.echo(f"{test.id}  -> {test.target_name}{extra}{mark}")
+            click.echo(visible(f"{test.id}  -> {test.target_name}{extra}{mark}"))  # a name's escapes, shown
 
 
 @main.command()

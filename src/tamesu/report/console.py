@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from tamesu.report.along_the_way import AlongTheWay
-from tamesu.report.words import count_of, echoed_failure, not_evaluated
+from tamesu.report.words import count_of, echoed_failure, not_evaluated, visible
 from tamesu.results.load import LoadReport, table_lines
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 from tamesu.suite.secrets import Redactor
@@ -178,7 +178,10 @@ class ConsoleReporter:
                 # wrap: never cut) and costs 0.1-0.2 ms a line doing it; a test's line is written as is
                 self.console.file.write(plain + "\n")
                 return
-            renderable = Text(plain, style=renderable.style, spans=renderable.spans)
+            shown = visible(plain)
+            # a test named, or an agent answering, with terminal escapes (colours, a cleared screen, a bell, a
+            # right-to-left override) is shown them written out, never acted on by the terminal
+            renderable = Text(shown, style=renderable.style, spans=renderable.spans if shown == plain else [])
         self.console.print(renderable)
 
     def _writes_plain(self) -> bool:
@@ -228,8 +231,8 @@ class ConsoleReporter:
         self._print(Text(f"    transcript of {result.test}, run {result.run}:", style="dim"))
         for turn in result.turns:
             if turn.user is not None:
-                self.console.print(f"      [bold]user[/]  {escape(self.redactor.text(turn.user.display()))}")
-            self.console.print(f"      [bold]agent[/] {escape(self.redactor.text(turn.agent.text))}")
+                self.console.print(f"      [bold]user[/]  {escape(visible(self.redactor.text(turn.user.display())))}")
+            self.console.print(f"      [bold]agent[/] {escape(visible(self.redactor.text(turn.agent.text)))}")
 
 
 def stats_line(result: TestResult) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from tamesu.results.records import AssertionResult
@@ -25,3 +26,13 @@ def echoed_failure(error: str | None, failures: Sequence[AssertionResult]) -> As
         if error and undecided and undecided != failure.reason and error.endswith(undecided):
             return failure
     return None
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal acts on rather than shows: control characters (a line break and a tab aside), bidi overrides."""
+
+
+def visible(text: str) -> str:
+    """`text` with what a terminal would act on written out (`\\x1b[2J`): a test named, or an agent answering,
+    with terminal escapes (colours, a cleared screen, a bell, a right-to-left override) is shown them."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode(), text)
