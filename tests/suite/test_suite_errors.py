@@ -192,6 +192,10 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.csv", "name,order\n,1\n", "cases.csv row 2 has no name"),
         ("cases.csv", "name,price\na,1\nb,12,50\n", "cases.csv row 3 has more fields than its header (2): quote a "
          "value that holds ','"),
+        # a row cut short sent `None` for its missing value; a field past csv's limit was "internal error"
+        ("cases.csv", "name,price\na,1\nb\n", "cases.csv row 3 has fewer fields than its header (2): price missing"),
+        ("cases.csv", "name,x\none," + "y" * 200_000 + "\n", "cases.csv line 2: cannot read the CSV: field larger "
+         "than field limit (131072)"),
     ],
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:

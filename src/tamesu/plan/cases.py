@@ -46,11 +46,19 @@ def read_cases(path: Path) -> list[Any]:
         reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
         if not reader.fieldnames or "name" not in reader.fieldnames:
             raise ValueError(f"{path.name} needs a header row with a name column (its first row: {header[:80]!r})")
-        rows = list(reader)
+        try:
+            rows = list(reader)
+        except csv.Error as exc:  # a field past csv's limit (128 KiB), a NUL: the line it stopped at
+            raise ValueError(f"{path.name} line {reader.line_num + 1}: cannot read the CSV: {exc}") from None
         for number, row in enumerate(rows, start=2):
             if None in row:  # csv's key for the fields past the header's: a comma in a value that needs quotes
                 raise ValueError(f"{path.name} row {number} has more fields than its header "
                                  f"({len(reader.fieldnames)}): quote a value that holds {delimiter!r}")
+            if any(value is None for key, value in row.items() if key is not None):
+                # fewer fields than the header: the missing ones were sent as `None` (a row cut short)
+                raise ValueError(f"{path.name} row {number} has fewer fields than its header "
+                                 f"({len(reader.fieldnames)}): {', '.join(k for k, v in row.items() if v is None)} "
+                                 "missing")
     else:
         raise ValueError(f"{path.name}: cases files are .csv or .json")
     cases = []
