@@ -381,6 +381,22 @@ def test_validate_says_the_warnings_beside_the_problems(tmp_path: Path, tamesu) 
     assert "tests[1].target: no target named 'nowhere'" in checked.stderr
 
 
+def test_symlink_loops_are_one_line_not_an_internal_error(tmp_path: Path, tamesu) -> None:
+    # `ln -s .env .env` and a JSONL file linked to itself: "internal error: RuntimeError: Symlink loop"
+    (tmp_path / ".env").symlink_to(".env")
+    (tmp_path / "t.jsonl").symlink_to("t.jsonl")
+    (tmp_path / "tamesu.yaml").write_text('targets:\n  shop: { type: rest, url: "http://127.0.0.1:9/x" }\n')
+    write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat",
+                                   'url: http://127.0.0.1:9/chat\n    headers: { X: "{{secrets.TAMESU_TEST_NOPE}}" }')
+          + "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    suite = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert suite.returncode == 0 and "internal error" not in suite.stderr, suite.stderr
+    assert "secret TAMESU_TEST_NOPE is not set (environment or " in suite.stderr
+    cases = tamesu(["validate", "t.jsonl", "-n", "shop"], cwd=tmp_path)
+    assert cases.returncode == 2 and "internal error" not in cases.stderr, cases.stderr
+    assert "t.jsonl:1:1: cannot read the file: a symlink loop" in cases.stderr
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

@@ -262,7 +262,7 @@ def split_paths(paths: list[Path], config: Path | None) -> Split:
     except (ConfigError, OSError, RuntimeError):
         return Split(jsonl=[p for p in paths if named_jsonl(p)], suites=[p for p in paths if not named_jsonl(p)],
                      load_suites=not paths or any(not named_jsonl(p) for p in paths))
-    split.jsonl = list({path.resolve(): path for path in split.jsonl}.values())
+    split.jsonl = list({_key(path): path for path in split.jsonl}.values())
     split.load_suites = bool(split.suites) or not split.jsonl
     if not paths and split.load_suites and split.suites == [project.dir]:
         split.suites = []  # no JSONL among the project's suites: the loader reads them exactly as before
@@ -292,3 +292,11 @@ def _in_folder(folder: Path) -> tuple[list[Path], list[Path]]:
     yaml = [p for p in some("*.y*ml") if p.name != PROJECT_FILE and p.is_file()]
     jsonl = [p for suffix in JSONL_SUFFIXES for p in some(f"*{suffix}") if p.is_file()]
     return sorted(yaml), sorted(jsonl)
+
+
+def _key(path: Path) -> Path:
+    """A file as one key however it is named; a symlink loop as named (its reader says what is wrong with it)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()

@@ -135,7 +135,7 @@ def _shown(path: Path) -> str:
     """An env file as the user named it: relative to the working directory when it is below it."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (`ln -s .env .env`)
         return str(path)
 
 
