@@ -63,3 +63,21 @@ def test_a_disk_that_fills_mid_run_stops_it_cleanly(tmp_path: Path) -> None:
     assert summary["exit_code"] == 3 and summary["counts"]["total"] == len(lines)
     assert summary["stopped"].startswith("the run folder cannot be written")
     assert not list(run.rglob("*.tmp"))
+
+
+def test_a_nul_byte_in_a_path_or_a_command_is_one_line(tmp_path: Path, tamesu: Any) -> None:
+    # each was "internal error: ValueError: embedded null byte": the rules file at validate, the run folder, and a
+    # before_all hook's command mid-run
+    _project(tmp_path, 1)
+    (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: "r\\0.yaml" }\n')
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 2 and "no file can be named that: the name holds a NUL byte" in checked.stderr
+    (tmp_path / "tamesu.yaml").write_text('out: "a\\0b"\nmodels:\n  target: { provider: fake, rules: [{ say: x }] }\n')
+    ran = tamesu(["run"], cwd=tmp_path)
+    assert ran.returncode == 3 and "no folder can be named that: it holds a NUL byte" in ran.stderr, ran.stderr
+    (tmp_path / "tamesu.yaml").write_text('hooks: { before_all: [ "echo a\\0b" ] }\n'
+                                          'models:\n  target: { provider: fake, rules: [{ say: x }] }\n')
+    hooked = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert hooked.returncode == 3, hooked.stdout + hooked.stderr
+    assert "`echo a\\0b` holds a NUL byte, which no command line can" in hooked.stdout
+    assert "internal error" not in hooked.stdout + hooked.stderr + ran.stderr + checked.stderr

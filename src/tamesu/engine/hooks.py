@@ -26,7 +26,7 @@ async def run_hooks(hooks: list[HookSpec], context: Context, cwd: Path, stage: s
                 await _run_command(hook, context, cwd)
             else:
                 await _run_request(hook, context)
-        except TemplateError as exc:
+        except (TemplateError, ValueError) as exc:  # ValueError: a NUL byte, which no command line can hold
             raise HookFailed(f"{stage} hook {number}: {exc}") from None
         except HookFailed as exc:
             raise HookFailed(f"{stage} hook {number}: {exc}") from None

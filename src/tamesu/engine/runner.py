@@ -109,9 +109,11 @@ class Runner:
             run_dir = self.run_dir = new_run_dir(self.options.out)
             directory = RunDirectory(run_dir, self.plan.secrets.redactor)
             self.reporter.start(self.plan, self.tests, run_dir)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
             # before any test runs: one line, exit 3
-            raise RunFolderError(f"cannot write the run folder in {self.options.out}: {_os_words(exc)}") from None
+            why = _os_words(exc) if isinstance(exc, OSError) else "no folder can be named that: it holds a NUL byte"
+            where = str(self.options.out).replace("\0", "\\0")
+            raise RunFolderError(f"cannot write the run folder in {where}: {why}") from None
         warnings: list[str] = []
         interrupted: str | None = None
         try:

@@ -30,7 +30,11 @@ class ShellOutcome:
 
 
 async def run_shell(command: str, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float) -> ShellOutcome:
-    """Run `command` with `sh`; past `timeout`, or when cancelled, its whole process group is killed."""
+    """Run `command` with `sh`; past `timeout`, or when cancelled, its whole process group is killed. A command
+    holding a NUL byte (no command line can) raises ValueError saying so."""
+    if "\0" in command:
+        shown = command.replace("\0", "\\0")
+        raise ValueError(f"`{shown}` holds a NUL byte, which no command line can")
     with tempfile.TemporaryFile() as sink:
         process = await asyncio.create_subprocess_shell(
             command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=sink,

@@ -320,6 +320,9 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
     except OSError as exc:
         reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {reason}")]) from None
+    except ValueError:  # a NUL byte in the name (`rules: "r\0.yaml"`): no file can be called that
+        raise ConfigError([Problem(shown.replace("\0", "\\0"), 1, 1, "", "no file can be named that: the name "
+                                   "holds a NUL byte")]) from None
     if stat.S_ISDIR(info.st_mode):
         raise ConfigError([Problem(shown, 1, 1, "", "is a folder, not a file")])
     if not stat.S_ISREG(info.st_mode):
