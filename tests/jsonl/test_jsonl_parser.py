@@ -176,3 +176,12 @@ def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
         "cases.jsonl:2:135: checkpoints[0].after[0]: unknown checkpoint id 'nope' (ids: x)",
         "2 problems found",
     ]
+
+
+def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> None:
+    # `"hi\udc00"` validated, then the run ended in "internal error: UnicodeEncodeError: ... surrogates not allowed"
+    said = problems('{"id": "a", "input": "hi\\udc00"}\n{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)
+    assert said == ["cases.jsonl:1:25: \\udc00 is half of a UTF-16 pair without its other half: write the character "
+                    "itself"], said
+    [whole] = parse('{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)  # a whole pair is its character
+    assert "\U0001F600" in str(whole)

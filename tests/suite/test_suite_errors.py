@@ -196,6 +196,9 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.csv", "name,price\na,1\nb\n", "cases.csv row 3 has fewer fields than its header (2): price missing"),
         ("cases.csv", "name,x\none," + "y" * 200_000 + "\n", "cases.csv line 2: cannot read the CSV: field larger "
          "than field limit (131072)"),
+        # half a UTF-16 pair: validate said ok, the run ended in "internal error: PydanticSerializationError"
+        ("cases.json", '[{"name": "a", "vars": {"x": "\\udc00"}}]', "cases.json holds half of a UTF-16 pair without "
+         "its other half (a \\udXXX escape): write the character itself"),
     ],
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
