@@ -400,6 +400,20 @@ def test_symlink_loops_are_one_line_not_an_internal_error(tmp_path: Path, tamesu
     assert "t.jsonl:1:1: cannot read the file: a symlink loop" in cases.stderr
 
 
+def test_templates_a_script_can_never_fill_are_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # validated, then the test failed on the agent: "the next user turn could not be written: {{run.nope}} has no
+    # value"
+    write(tmp_path, TARGET + "tests:\n  - { name: a, target: api, scenario: { script: [ { say: "
+                             "'A{{ run.nope }}B {{listen.url}} {{run.number}}' } ] } }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 2, said
+    assert "tests[0].scenario.script[0].say: bad template {{run.nope}}: a run has run.id and run.number" in said
+    assert "bad template {{listen.url}}: it has a value in a target's request or a model target's tool result, " \
+           "never in a test's script" in said
+    assert "run.number" not in said.replace("run.id and run.number", "")
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public since 2.6, not in typeshed
 from typing import Any
 
 from tamesu.errors import Problem
+from tamesu.suite.surrogates import LONE_ESCAPE, PROBLEM, holds_half
 from tamesu.suite.yaml_reader import column, format_loc
 
 _DECODER = json.JSONDecoder()
@@ -146,33 +146,15 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             yield Problem(label, line, col, "", why[:200])
             pos = _next_object(text, pos)
             continue
-        if "\\u" in text[pos:end] and (lone := _LONE_SURROGATE.search(text, pos, end)) is not None \
-                and _holds_surrogate(value):
-            # `"\udc00"`: JSON reads half a UTF-16 pair as a character of its own, which no file, console or agent
-            # can take (it was "internal error: UnicodeEncodeError" when the case ran)
-            line, col = line_col(lone.start())
-            yield Problem(label, line, col, "", f"{lone.group(0)} is half of a UTF-16 pair without its other half: "
-                                                "write the character itself")
+        if "\\u" in text[pos:end] and (lone := LONE_ESCAPE.search(text, pos, end)) is not None and holds_half(value):
+            line, col = line_col(lone.start())  # it was "internal error: UnicodeEncodeError" when the case ran
+            yield Problem(label, line, col, "", f"{lone.group(0)} {PROBLEM}")
             pos = end
             continue
         # a .json file of cases, `[{...}, {...}]`: each case where it is written
         for at, case in zip(_starts(text, pos), value, strict=True) if isinstance(value, list) else [(pos, value)]:
             yield case, JsonDocument(label, text, at, line_col(at)[0])
         pos = end
-
-
-_LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![89abAB][0-9a-fA-F]{2})"
-                             r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
-
-
-def _holds_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= ch <= "\udfff" for ch in value)
-    if isinstance(value, dict):
-        return any(_holds_surrogate(k) or _holds_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_surrogate(item) for item in value)
-    return False
 
 
 def _where_it_broke(text: str, at: int, start: int) -> tuple[int, str]:

@@ -18,6 +18,9 @@ _REMOTE_LIFETIME = ("remote agents run only during each run (started after its b
                     "target opens; stopped after its after_each hooks)")
 _CAPTURED_REF = re.compile(r"^captured\.([^.]+)")
 _SECRET_REF = re.compile(r"^secrets\.([^.]+)$")
+_REQUEST_ROOTS = ("message", "listen", "response", "args", "trace")
+"""What a target's request or a model target's tool result has, never a script step (it had no value there: the
+next user turn "could not be written", and the agent was blamed)."""
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
 
 
@@ -45,11 +48,18 @@ def check_templates(
                 if problem:
                     problems.append(here.problem(loc, problem))
                     continue
-                if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) \
-                        and expr.partition(".")[0] in TURN_ROOTS:
+                root = expr.partition(".")[0]
+                if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) and root in TURN_ROOTS:
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
                                                 "target's request (its url, headers, body); a test's script and "
                                                 "assertions have none"))
+                elif prefix[0] == "tests" and path[:1] == ("scenario",) and root in _REQUEST_ROOTS:
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: it has a value in a target's "
+                                                "request or a model target's tool result, never in a test's script"))
+                elif root == "run" and expr not in ("run", "run.id", "run.number"):
+                    # `{{run.nope}}` validated, then failed the test as the agent's fault at its turn
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: a run has run.id and "
+                                                "run.number"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
                                                 f"in the test, its cases, the suite or the project"))

@@ -22,6 +22,7 @@ from ruamel.yaml.scanner import Scanner
 
 from tamesu.errors import ConfigError, Problem
 from tamesu.suite import _fast_yaml
+from tamesu.suite.surrogates import LONE_ESCAPE, PROBLEM
 
 
 class Document:
@@ -167,7 +168,6 @@ def parse_yaml(text: str, path: Path, shown: str) -> Document:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_PAIR = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
 def _paired(value: Any, text: str, shown: str) -> Any:
@@ -182,12 +182,10 @@ def _paired(value: Any, text: str, shown: str) -> Any:
         try:
             return value.encode("utf-16", "surrogatepass").decode("utf-16")
         except UnicodeDecodeError:
-            lone = next((m for m in _SURROGATE_ESCAPE.finditer(text)
-                         if not any(p.start() <= m.start() < p.end() for p in _PAIR.finditer(text))), None)
+            lone = LONE_ESCAPE.search(text)
             line, col = line_col(text, lone.start()) if lone else (1, 1)
-            raise ConfigError([Problem(shown, line, col, "", f"{lone.group(0) if lone else 'a surrogate'} is half "
-                                       "of a UTF-16 pair without its other half: write the character itself")]) \
-                from None
+            raise ConfigError([Problem(shown, line, col, "", f"{lone.group(0) if lone else 'a surrogate'} "
+                                       f"{PROBLEM}")]) from None
     return value
 
 
