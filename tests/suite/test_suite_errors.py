@@ -414,6 +414,17 @@ def test_templates_a_script_can_never_fill_are_refused_where_written(tmp_path: P
     assert "run.number" not in said.replace("run.id and run.number", "")
 
 
+def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # `timeout: 0s` validated, and every run then failed as the agent's fault
+    write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat", "url: http://127.0.0.1:9/chat\n    turn_timeout: 0s")
+          + "tests:\n  - { name: a, target: api, timeout: 0s, scenario: { script: [ { say: hi } ] } }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 2, said
+    assert "targets.api.turn_timeout: input should be greater than 0, got 0.0" in said, said
+    assert "tests[0].timeout: input should be greater than 0, got 0.0" in said
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

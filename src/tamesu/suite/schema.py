@@ -346,7 +346,7 @@ class TestSpec(Strict):
     """A CSV, JSON, JSONL or YAML file of cases (one row a case, columns as vars), relative to the suite."""
     capture: list[CaptureSpec] = Field(default_factory=list)
     """Values read from the agent's turns into `{{captured.NAME}}` for later turns and assertions."""
-    timeout: Duration = 300.0
+    timeout: Duration = Field(300.0, gt=0)
     """The most one run of the test may take; past it the run fails with `timeout`."""
     fuzz_tools: dict[str, FuzzSpec] = Field(default_factory=dict)
     """Tools (and remote agents) that misbehave on purpose in this test: name: error|empty|hostile|delay|custom."""

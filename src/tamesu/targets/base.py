@@ -80,7 +80,7 @@ class TargetSpec(Strict):
     """Trust and client certificates for the target's TLS routes (rest, a2a, mcp over HTTP, grpcs://): net.tls."""
     handoff: HandoffSpec | None = None
     """How the agent says a person took over (a JSONPath or a pattern): the conversation then ends with `handoff`."""
-    turn_timeout: Duration = 60.0
+    turn_timeout: Duration = Field(60.0, gt=0)
     """How long one turn may wait for the agent's answer before it fails."""
     max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
     """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
