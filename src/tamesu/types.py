@@ -21,7 +21,9 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30s or 500ms")
     if isinstance(value, int | float):
-        if value != value or value < 0:
+        if value != value:
+            raise ValueError("a duration is a number of seconds, not NaN")
+        if value < 0:
             raise ValueError("a duration cannot be negative")
         return _bounded(float(value) if abs(value) < 1e300 else float("inf"))
     if isinstance(value, str):

@@ -423,6 +423,11 @@ def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None
     assert checked.returncode == 2, said
     assert "targets.api.turn_timeout: input should be greater than 0, got 0.0" in said, said
     assert "tests[0].timeout: input should be greater than 0, got 0.0" in said
+    # NaN read "a duration cannot be negative"
+    write(tmp_path, TARGET + "tests:\n  - { name: a, target: api, timeout: .nan,\n"
+                             "      scenario: { script: [ { say: hi } ] } }\n")
+    nan = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert "tests[0].timeout: a duration is a number of seconds, not NaN" in nan.stdout + nan.stderr
 
 
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
