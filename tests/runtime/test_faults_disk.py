@@ -81,3 +81,15 @@ def test_a_nul_byte_in_a_path_or_a_command_is_one_line(tmp_path: Path, tamesu: A
     assert hooked.returncode == 3, hooked.stdout + hooked.stderr
     assert "`echo a\\0b` holds a NUL byte, which no command line can" in hooked.stdout
     assert "internal error" not in hooked.stdout + hooked.stderr + ran.stderr + checked.stderr
+
+
+def test_validate_warns_of_an_out_folder_that_runs_through_a_file(tmp_path: Path, tamesu: Any) -> None:
+    # validate said ok; every run then stopped at exit 3 before its first test
+    _project(tmp_path, 1)
+    (tmp_path / "notes").write_text("")
+    (tmp_path / "tamesu.yaml").write_text('out: notes/runs\n'
+                                          'models:\n  target: { provider: fake, rules: [{ say: x }] }\n')
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert f"tamesu.yaml:1:6: out: {tmp_path / 'notes'} is a file: no run folder can be made under it" \
+        in checked.stderr, checked.stderr

@@ -42,7 +42,7 @@ def validate_command(paths: tuple[str, ...], config: str | None, target: str | N
             for warning in exc.warnings:  # said with the problems: fixing them should not uncover more
                 click.echo(f"warning: {warning}", err=True)
         else:
-            for warning in plan.warnings:
+            for warning in [*plan.warnings, *_out_warnings(plan.project)]:
                 click.echo(f"warning: {warning}", err=True)
             said.append(f"ok: {count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')}")
     if problems:
@@ -126,3 +126,14 @@ async def _target(name: str | None, project: Project, secrets: Secrets, done: Va
         return ResolvedTarget(chosen, spec, f"{chosen} ({spec.type})")
     done.warnings += [str(w) for w in warnings]
     return resolved
+
+
+def _out_warnings(project: Project) -> list[Problem]:
+    """`out:` naming a file (or a path through one): every run would stop at exit 3 before its first test, unless
+    `--out` names another folder; said by validate, which a run is not needed for."""
+    out = project.dir / project.spec.out
+    blocked = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
+    if blocked is None or project.doc is None:
+        return []
+    return [project.doc.problem(("out",), f"{blocked} is a file: no run folder can be made under it (unless --out "
+                                          "names another folder)")]
