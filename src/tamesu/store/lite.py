@@ -145,10 +145,15 @@ class LiteStore:
     def migrate(self) -> None:
         """The schema was current when this writer was chosen, or is made now in a new file; one that changed
         since is refused, not written."""
-        connection = self._connect()
         if self.create:
+            # connected under the lock too: a new file's first connection sets its journal mode (WAL), which
+            # SQLite refuses at once, busy timeout or not, while another run's connection does the same ("database
+            # is locked": a CI run once)
             with _migration_lock(self.path):
+                connection = self._connect()
                 self._create_schema(connection)
+        else:
+            connection = self._connect()
         found = connection.execute("SELECT version_num FROM alembic_version").fetchone()
         if found is None or found[0] != HEAD_REVISION:
             raise StoreError(f"the schema is at revision {found[0] if found else None}, this tamesu writes "
