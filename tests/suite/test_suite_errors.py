@@ -430,6 +430,16 @@ def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None
     assert "tests[0].timeout: a duration is a number of seconds, not NaN" in nan.stdout + nan.stderr
 
 
+def test_an_empty_or_a_list_key_is_a_problem_not_a_name(tmp_path: Path, tamesu) -> None:
+    # `~:` made a target named "None", `? [a, b]` one named "('a', 'b')"
+    for key, said in (("~", "suite.yaml:2:3: an empty key (~ or null): a key is a name"),
+                      ("? [a, b]\n  ", "suite.yaml:2:5: a key that is a list or a mapping: a key is a name")):
+        write(tmp_path, f"targets:\n  {key}: {{ type: rest, url: 'http://127.0.0.1:9/x' }}\n"
+                        "tests:\n  - { name: t, target: b, scenario: { script: [ { say: hi } ] } }\n")
+        checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+        assert checked.returncode == 2 and said in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+
+
 def test_validate_says_the_problems_of_every_stage_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong `traces:` hid every other problem of the suite, and a browser target with a wrong key
     # hid its tests' steps: three rounds of fixing to see what one could have shown

@@ -97,6 +97,12 @@ def to_plain(node: object, budget: _Budget | None = None) -> Any:
     if budget is not None:
         budget.spend()
     if isinstance(node, CommentedMap):
+        if budget is not None and (odd := next((k for k in node if k is None or not isinstance(k, str | int | float
+                                                                                               | bool)), "")) != "":
+            # `~: {...}` or `? [a, b]` were made the keys "None" and "('a', 'b')" (a target named None)
+            line, col = node.lc.key(odd) if odd in node.lc.data else (0, 0)
+            what = "an empty key (~ or null)" if odd is None else "a key that is a list or a mapping"
+            raise ConfigError([Problem(budget.label, line + 1, col + 1, "", f"{what}: a key is a name")])
         return {str(k) if not isinstance(k, str | int | float | bool) else k: to_plain(v, budget)
                 for k, v in node.items()}
     if isinstance(node, CommentedSeq):
