@@ -108,10 +108,43 @@ tests:
     assert said[:2] == ["one", "your order shipped"], said
 
 
+def _signalled_once_started(args: list[str], folder: Path, pid_file: Path, signum: int,
+                            ) -> tuple[subprocess.Popen[str], int, str, str]:
+    """`tamesu ARGS` in `folder`, sent `signum` once `pid_file` (written by what the run started) names a
+    process: the run, that process's pid, and what the run printed."""
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", *args]), cwd=folder, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = int(pid_file.read_text())
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=60)  # far below the started process's own 120 s
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process, started, out, err
+
+
+def _gone(pid: int, within: float = 0.0) -> bool:
+    """Whether no process `pid` is left (waiting up to `within` seconds for it to end)."""
+    import os
+
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
 def test_ctrl_c_cuts_a_command_check_that_is_running(tmp_path: Path) -> None:
     # before: Ctrl-C waited for the check's command to end (30 s of `sleep 30`), then reported the run
     import json
-    import os
 
     (tmp_path / "s.tamesu.yaml").write_text("""
 targets:
@@ -123,26 +156,10 @@ tests:
     scenario: { script: [ { say: hi } ] }
     assert: [ { command: "echo $$ > command.pid; exec sleep 120" } ]
 """)
-    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out"]),
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pid_file = tmp_path / "command.pid"
-    try:
-        deadline = time.monotonic() + 60
-        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        command = int(pid_file.read_text())
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)  # far below the command's 120 s
-    finally:
-        if process.poll() is None:
-            process.kill()
+    process, command, out, err = _signalled_once_started(["run", "s.tamesu.yaml", "--out", "out"], tmp_path,
+                                                         tmp_path / "command.pid", signal.SIGINT)
     assert process.returncode == 130, out + err
-    try:
-        os.kill(command, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    assert not alive, "the check's command outlived the run"
+    assert _gone(command), "the check's command outlived the run"
     [result] = list((tmp_path / "out").glob("*/s/checked-slowly/run-1/result.json"))
     recorded = json.loads(result.read_text())
     assert recorded["status"] == "error", recorded
@@ -155,7 +172,6 @@ def test_sigterm_cuts_a_hook_that_is_running(stage: str, tmp_path: Path) -> None
     # before: the first SIGTERM (or Ctrl-C) waited for the hook to end (28.7 s of a `sleep 30` before_each):
     # past a CI runner's grace period, which kills the job with no report written
     import json
-    import os
 
     (tmp_path / "s.tamesu.yaml").write_text(f"""
 hooks:
@@ -168,27 +184,10 @@ tests:
   - name: waits
     scenario: {{ script: [ {{ say: hi }} ] }}
 """)
-    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out",
-                                     "--report", "junit"]),
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pid_file = tmp_path / "hook.pid"
-    try:
-        deadline = time.monotonic() + 60
-        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        hook = int(pid_file.read_text())
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)  # far below the hook's 120 s
-    finally:
-        if process.poll() is None:
-            process.kill()
+    process, hook, out, err = _signalled_once_started(["run", "s.tamesu.yaml", "--out", "out", "--report", "junit"],
+                                                      tmp_path, tmp_path / "hook.pid", signal.SIGTERM)
     assert process.returncode == 143, out + err
-    try:
-        os.kill(hook, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    assert not alive, "the hook outlived the run"
+    assert _gone(hook), "the hook outlived the run"
     [run_json] = list((tmp_path / "out").glob("*/run.json"))
     assert json.loads(run_json.read_text())["interrupted"] == "interrupted by SIGTERM"
     assert list((tmp_path / "out").glob("*/junit.xml")), "no report of the interrupted run"
@@ -240,7 +239,6 @@ def test_an_interrupted_tamesu_test_writes_the_reports_it_was_asked_for(tmp_path
 def test_a_hook_that_leaves_a_process_running_is_done_when_its_shell_exits(tmp_path: Path) -> None:
     # hooks start agents with `&`: through a pipe, tamesu waited for the background process holding it (the hook
     # timed out, every test an error), and a command check's pipe left "Event loop is closed" on stderr at exit
-    import os
 
     (tmp_path / "s.tamesu.yaml").write_text("""
 hooks:
@@ -260,16 +258,7 @@ tests:
     assert done.returncode == 0, done.stdout + done.stderr
     assert time.monotonic() - started < 30  # not the hooks' and check's timeouts run out
     assert "Event loop is closed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
-    agent = int((tmp_path / "agent.pid").read_text())
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(agent, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError("the hook's background process outlived the run")
+    assert _gone(int((tmp_path / "agent.pid").read_text()), within=10), "the hook's background process outlived the run"
 
 
 def test_after_a_run_a_second_signal_exits_with_its_own_code() -> None:

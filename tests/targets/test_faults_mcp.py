@@ -15,6 +15,16 @@ NOISE_LINES = 25
 collects this module (0.6 s of CPU each), where nothing else needs it."""
 
 
+def http_faults_target(name: str, folder: Path) -> str:
+    """A suite's target `name` on tests/agents/mcp_http_faults.py, started by tamesu on a port of the session's."""
+    import sys
+
+    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_http_faults.py"
+    return (f"  {name}: {{ type: mcp, command: {json.dumps(sys.executable)}, "
+            f"args: [{json.dumps(str(server))}, '{{{{session.port}}}}', {json.dumps(str(folder))}], "
+            "url: 'http://127.0.0.1:{{session.port}}/mcp' }\n")
+
+
 def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, tamesu: Any) -> None:
     # a fork of a warm process (tests/forked.py)
     command, *args = script_command(SERVERS, "noisy", "--noise", str(NOISE_LINES))
@@ -48,17 +58,11 @@ def test_stdout_noise_goes_to_the_servers_log_and_is_said_once(tmp_path: Path, t
 def test_a_tool_call_the_server_may_have_carried_out_is_never_sent_again(tmp_path: Path, tamesu: Any) -> None:
     # before: the refund was made twice (the call sent again on a new connection) and the test passed, with
     # "1 request sent again after the connection dropped" the only trace
-    import sys
-
-    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_http_faults.py"
     (tmp_path / "tamesu.yaml").write_text(
         'models:\n  target: { provider: fake, rules: [{ when: "(?i)refund", '
         'tool_calls: [{ name: refund, args: { id: "9" } }], say: "Refund issued." }] }\n')
     (tmp_path / "bank.tamesu.yaml").write_text(
-        "targets:\n"
-        f"  bank: {{ type: mcp, command: {json.dumps(sys.executable)}, "
-        f"args: [{json.dumps(str(server))}, '{{{{session.port}}}}', {json.dumps(str(tmp_path))}], "
-        "url: 'http://127.0.0.1:{{session.port}}/mcp' }\n"
+        "targets:\n" + http_faults_target("bank", tmp_path) +
         "tests:\n"
         "  - name: one refund\n"
         "    target: bank\n"
@@ -172,17 +176,11 @@ def test_model_names_keep_what_providers_take_and_tell_the_rest_apart() -> None:
 def test_an_http_status_of_a_tool_call_is_said_and_a_refusal_is_the_environments(tmp_path: Path, tamesu: Any) -> None:
     # before: both read "Server returned an error response", graded as the tool's error the model saw: no status
     # anywhere, and an expired token (401) blamed on nobody
-    import sys
-
-    server = Path(__file__).resolve().parents[1] / "agents" / "mcp_http_faults.py"
     (tmp_path / "tamesu.yaml").write_text(
         'models:\n  target: { provider: fake, rules: [{ when: "(?i)five", tool_calls: [{ name: five, args: {} }], '
         'say: "sorry" }, { when: "(?i)unauth", tool_calls: [{ name: unauth, args: {} }], say: "sorry" }] }\n')
     (tmp_path / "f.tamesu.yaml").write_text(
-        "targets:\n"
-        f"  s: {{ type: mcp, command: {json.dumps(sys.executable)}, "
-        f"args: [{json.dumps(str(server))}, '{{{{session.port}}}}', {json.dumps(str(tmp_path))}], "
-        "url: 'http://127.0.0.1:{{session.port}}/mcp' }\n"
+        "targets:\n" + http_faults_target("s", tmp_path) +
         "tests:\n"
         '  - { name: five, target: s, scenario: { script: [{ say: "use five" }] } }\n'
         '  - { name: unauth, target: s, scenario: { script: [{ say: "use unauth" }] } }\n')

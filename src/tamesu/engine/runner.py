@@ -38,6 +38,7 @@ from tamesu.results.records import (
     exit_code_for,
 )
 from tamesu.runtime.signals import Interrupted, gentle_stop
+from tamesu.suite.schema import AdaptiveSpec
 from tamesu.suite.templates import Context
 from tamesu.telemetry import otel
 
@@ -111,7 +112,7 @@ class Runner:
             self.reporter.start(self.plan, self.tests, run_dir)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
             # before any test runs: one line, exit 3
-            why = _os_words(exc) if isinstance(exc, OSError) else "no folder can be named that: it holds a NUL byte"
+            why = os_words(exc) if isinstance(exc, OSError) else "no folder can be named that: it holds a NUL byte"
             where = str(self.options.out).replace("\0", "\\0")
             raise RunFolderError(f"cannot write the run folder in {where}: {why}") from None
         warnings: list[str] = []
@@ -154,7 +155,7 @@ class Runner:
             try:
                 directory.write_json(run_dir / "run.json", summary)
             except OSError as exc:
-                self.reporter.warning(f"run.json could not be written: {_os_words(exc)}")
+                self.reporter.warning(f"run.json could not be written: {os_words(exc)}")
         if logs.records:
             self.reporter.warning(f"{logs.records} record{'' if logs.records == 1 else 's'} from the libraries "
                                   f"(a2a-sdk, uvicorn, grpc, mcp) in {run_dir / LOG_FILE}")
@@ -186,10 +187,14 @@ class Runner:
         else:
             self._suite_stops[test.suite.name] = f"suite {test.suite.name}'s budget was exceeded"
 
+    def _adaptive(self, test: PlannedTest, repeat: int) -> AdaptiveSpec | None:
+        # `--repeat N` keeps its meaning, N runs of every test: adaptive repeats are the suite's own `repeat`
+        return test.spec.adaptive if self.options.repeat is None and repeat > 1 else None
+
     def _could_pass(self, test: PlannedTest, runs: int) -> bool:
         """Whether `test` may still reach its pass_threshold with the runs it failed so far, of `runs`."""
-        if self.options.repeat is None and runs > 1 and test.spec.adaptive is not None:
-            return True
+        if self._adaptive(test, runs) is not None:
+            return True  # decided by its sequence of runs, not by counts
         return (runs - self._failures.get(test.id, 0)) / runs >= test.spec.pass_threshold - 1e-9
 
     def _stopped(self, test: PlannedTest) -> str | None:
@@ -287,7 +292,7 @@ class Runner:
     def _cannot_write(self, path: Path, exc: OSError) -> None:
         """A full disk or an unwritable folder mid-run: no new run starts, what finished is kept."""
         if self.write_failed is None:
-            self.write_failed = f"the run folder cannot be written ({path.name}): {_os_words(exc)}"
+            self.write_failed = f"the run folder cannot be written ({path.name}): {os_words(exc)}"
             self._stop = self.write_failed
             self.reporter.warning(self.write_failed)
 
@@ -299,8 +304,7 @@ class Runner:
             return
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
-        # `--repeat N` keeps its meaning, N runs of every test: adaptive repeats are the suite's own `repeat`
-        adaptive = test.spec.adaptive if self.options.repeat is None and repeat > 1 else None
+        adaptive = self._adaptive(test, repeat)
 
         def start(number: int) -> Awaitable[RunOutcome | None]:
             return self._run_with_retries(test, number, repeat, test_dir, directory, models, traces)
@@ -460,6 +464,3 @@ class Runner:
 class RunFolderError(InfraError):
     """The run folder cannot be created or written before any test runs."""
 
-
-def _os_words(exc: OSError) -> str:
-    return os_words(exc)

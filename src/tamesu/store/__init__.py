@@ -58,8 +58,7 @@ def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, 
 
 
 def _from_env(environ: dict[str, str] | None) -> bool:
-    given = (os.environ if environ is None else environ).get("TAMESU_STORE")
-    return given is not None and bool(given.strip())
+    return _setting(None, environ) is not None  # the setting is TAMESU_STORE's
 
 
 def _setting(setting: str | bool | None, environ: dict[str, str] | None) -> str | bool | None:

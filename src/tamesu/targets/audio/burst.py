@@ -47,10 +47,9 @@ def past_the_cap(heard: Heard, turn_timeout: float, flooded: str | None) -> str 
 
 def flood(heard: Heard, factor: float) -> str | None:
     """What arrived faster than `factor` times real time, said in a reason; None when it did not."""
-    if heard.first_audio_wall is None or heard.last_audio_wall is None:
+    wall_ms = _wall_ms(heard)
+    if wall_ms is None:
         return None
-    # from the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration
-    wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
     if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0):
         return f"{heard.audio_ms / 1000:.1f}s of audio arrived in {wall_ms / 1000:.1f}s (faster than real time)"
     return None
@@ -144,9 +143,14 @@ def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: s
             "in real time; a reply sent in one burst is fine)")
 
 
-def _whole_factor(heard: Heard) -> float | None:
-    """The whole reply's pace end to end (as `flood` measures it)."""
+def _wall_ms(heard: Heard) -> float | None:
+    """From the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration."""
     if heard.first_audio_wall is None or heard.last_audio_wall is None:
         return None
-    wall_ms = (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
-    return heard.audio_ms / max(wall_ms, 1.0)
+    return (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+
+
+def _whole_factor(heard: Heard) -> float | None:
+    """The whole reply's pace end to end (as `flood` measures it)."""
+    wall_ms = _wall_ms(heard)
+    return None if wall_ms is None else heard.audio_ms / max(wall_ms, 1.0)
