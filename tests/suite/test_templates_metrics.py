@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tamesu.conversation import AgentTurn
-from tamesu.engine.metrics import from_turns, percentile
+from tamesu.conversation import AgentTurn, Exchange, UserTurn
+from tamesu.engine.metrics import from_exchanges, percentile
 from tamesu.errors import TemplateError
 from tamesu.suite.secrets import Secrets, read_dotenv
 from tamesu.suite.templates import Context, references, render_partial
@@ -73,7 +73,8 @@ def test_metrics_from_turn_timestamps() -> None:
         AgentTurn(sent_at_ms=200, completed_at_ms=500),
         AgentTurn(sent_at_ms=600, completed_at_ms=800, first_token_at_ms=650),
     ]
-    metrics = from_turns(turns, {"rest_requests": 3})
+    metrics = from_exchanges([Exchange(i, UserTurn(text="hi"), t) for i, t in enumerate(turns, 1)],
+                             {"rest_requests": 3})
     assert metrics["turns"] == 3
     assert metrics["turn_latency_ms"] == 300  # the plain name is the worst turn
     assert metrics["turn_latency_ms_p50"] == 200
@@ -84,6 +85,22 @@ def test_metrics_from_turn_timestamps() -> None:
     standard = metrics.standard()
     assert standard["turn_latency_ms_p95"] == pytest.approx(290)
     assert "turn_latency_ms_p90" not in standard
+
+
+def test_a_turn_no_user_turn_asked_for_is_not_an_answer_time() -> None:
+    # a voice agent's greeting (sent_at: the call's start) read as the slowest "answer" of a run, and a
+    # `wait_for` listening on as another, though no user turn waited for either
+    greeting = AgentTurn(sent_at_ms=0, first_token_at_ms=2500, completed_at_ms=6000,
+                         measures={"time_to_first_audio_ms": 2500, "interruption_stop_ms": 300})
+    reply = AgentTurn(sent_at_ms=7000, first_token_at_ms=7400, completed_at_ms=8000,
+                      measures={"time_to_first_audio_ms": 400})
+    heard_more = AgentTurn(sent_at_ms=8000, first_token_at_ms=9900, completed_at_ms=12000)
+    metrics = from_exchanges([Exchange(1, None, greeting), Exchange(2, UserTurn(text="hi"), reply),
+                              Exchange(3, None, heard_more)], {})
+    assert metrics["turns"] == 3
+    assert metrics["turn_latency_ms"] == 1000 and metrics["time_to_first_token_ms"] == 400
+    assert metrics["time_to_first_audio_ms_max"] == 400
+    assert metrics["interruption_stop_ms"] == 300  # a greeting talked over still measures its stop
 
 
 def test_double_quoted_dotenv_values_read_their_escapes(tmp_path: Path) -> None:

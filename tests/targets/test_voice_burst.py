@@ -170,6 +170,12 @@ def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path
     turns = result["turns"]
     assert "bakery" in turns[0]["agent"]["text"].lower()
     assert "morning" in turns[-1]["agent"]["text"].lower()
+    # the answer was complete when its audio had played: the idle wait (1 s) that tells so was counted in its
+    # turn_latency_ms, and the greeting, which answers no user turn, was the run's "slowest answer"
+    answer = turns[-1]["agent"]
+    assert answer["first_token_at_ms"] < answer["completed_at_ms"] < answer["audio"]["agent_to_ms"] + 300, answer
+    latency = answer["completed_at_ms"] - answer["sent_at_ms"]
+    assert result["metrics"]["turn_latency_ms"] == pytest.approx(latency, abs=0.01), result["metrics"]
 
 
 def test_one_transcript_per_turn_and_the_greeting_on_the_timeline(

@@ -198,7 +198,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         target_metrics.update(attach(spans_file, exchanges, session))
         warnings.extend(spans_warnings(spans_file, inputs.traces))
     spent = _spending(run_ledger)
-    measured = metric_math.from_turns((e.agent for e in exchanges), {**session.counters, **target_metrics, **spent})
+    measured = metric_math.from_exchanges(exchanges, {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
     result.metrics = measured.standard()
     result.captured = dict(captured)

@@ -81,8 +81,7 @@ class LiveSession:
     def view(self) -> RunView:
         """The conversation so far as an assertion reads a finished run."""
         exchanges = list(self.exchanges)
-        measured = metric_math.from_turns((e.agent for e in exchanges),
-                                          {**self.session.counters, **self.target.metrics()})
+        measured = metric_math.from_exchanges(exchanges, {**self.session.counters, **self.target.metrics()})
         return RunView(exchanges=exchanges, metrics=measured, captured={}, events=self.session.events,
                        tool_calls=[c for e in exchanges for c in e.agent.tool_calls], context=self.session.context,
                        base_dir=self.session.base_dir, models=self.models, redactor=self.session.redactor)

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from tamesu.conversation import AgentTurn
+from tamesu.conversation import Exchange
 
 _STATS: dict[str, Callable[[list[float]], float]] = {"max": max, "min": min, "mean": lambda v: sum(v) / len(v)}
 _SUFFIX = re.compile(r"^(?P<base>.+?)_(?:p(?P<pct>\d{1,2}(?:\.\d+)?)|(?P<stat>max|min|mean))$")
@@ -73,14 +73,23 @@ class Metrics(Mapping[str, float]):
         return shown
 
 
-def from_turns(turns: Iterable[AgentTurn], counters: Mapping[str, float]) -> Metrics:
-    agent_turns = list(turns)
-    latencies = [round(t.latency_ms, 3) for t in agent_turns if t.completed_at_ms >= t.sent_at_ms]
-    first_tokens = [round(v, 3) for t in agent_turns if (v := t.first_token_ms) is not None]
-    scalars = {"turns": float(len(agent_turns)), **{k: float(v) for k, v in counters.items()}}
+# What one user turn took to be answered: a turn no user turn asked for (a greeting, more words heard by a
+# `wait_for`) answers none, and has its own metric (`greeting_ms`), as a load stage's percentiles leave it out.
+_ANSWER_TIMES = frozenset({"turn_latency_ms", "time_to_first_token_ms", "time_to_first_audio_ms"})
+
+
+def from_exchanges(exchanges: Iterable[Exchange], counters: Mapping[str, float]) -> Metrics:
+    """A run's metrics: `turns` counts every agent turn; the answer times count the replies to user turns."""
+    done = list(exchanges)
+    answers = [e.agent for e in done if e.user is not None]
+    latencies = [round(t.latency_ms, 3) for t in answers if t.completed_at_ms >= t.sent_at_ms]
+    first_tokens = [round(v, 3) for t in answers if (v := t.first_token_ms) is not None]
+    scalars = {"turns": float(len(done)), **{k: float(v) for k, v in counters.items()}}
     distributions: dict[str, list[float]] = {"turn_latency_ms": latencies, "time_to_first_token_ms": first_tokens}
-    for turn in agent_turns:  # what a target measured per turn (audio: time_to_first_audio_ms...)
-        for name, value in turn.measures.items():
+    for exchange in done:  # what a target measured per turn (audio: time_to_first_audio_ms...)
+        for name, value in exchange.agent.measures.items():
+            if exchange.user is None and name in _ANSWER_TIMES:
+                continue
             distributions.setdefault(name, []).append(round(float(value), 3))
     return Metrics(scalars, distributions)
 

@@ -344,7 +344,8 @@ class LiveKitTarget(Target[LiveKitSpec]):
             await asyncio.sleep(POLL_S)
         turn.text = " ".join(p.strip() for p in parts if p.strip())
         turn.raw = [{"topic": self.spec.reply_topic, "text": p} for p in parts]
-        turn.completed_at_ms = self._session.now_ms()
+        # the reply was complete at its last message: the idle wait after it is tamesu's, not the agent's
+        turn.completed_at_ms = self.to_ms(last) if last is not None else self._session.now_ms()
         return turn
 
     async def _read_audio(self, turn: AgentTurn) -> AgentTurn:

@@ -109,7 +109,9 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             turn.ended = True
             break
         if heard.spoke_at is not None and quiet_since is not None and now - quiet_since >= idle:
-            break
+            # the reply was complete when it fell quiet: the idle wait that tells so is not the agent's time
+            turn.completed_at_ms = line.to_ms(quiet_since)
+            return heard
         if limit is not None and heard.spoke_at is None:
             if now - started > limit:
                 return heard

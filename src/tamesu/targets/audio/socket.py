@@ -4,8 +4,8 @@ travel, what each message it receives means); this module owns the call:
 
 - open: connect (retried as `connect` says), send the wire's opening messages, start reading;
 - the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its voice and
-  behaviours, through `tamesu.audio`) or digits, then the agent's reply until `idle` of silence after its speech
-  (on the playback clock: a burst plays for as long as it lasts), a `done` or a hang-up (`turn_timeout` fails it);
+  behaviours, through `tamesu.audio`) or digits, then the agent's reply (ending with its sound, on the playback
+  clock: a burst plays as long as it lasts) once `idle` of silence followed, a `done` or a hang-up;
 - between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
   agent that finds the end of speech itself (VAD) hears the pause;
 - barge-in: the persona talks over a reply, the turn ends there, the next one is spoken at once; the agent's
@@ -302,7 +302,7 @@ class AudioSocketTarget(Target[SpecT]):
         timed_from = None if wait_s is not None else started  # listening on: turn_timeout from its first sound
         audio_turn = self._require_voice().current
         idle_ms = self.idle_s * 1000
-        ended = interrupted = False
+        ended = interrupted = fell_quiet = False
         while True:
             try:
                 message, at = await asyncio.wait_for(self._queue.get(), POLL_S)
@@ -333,6 +333,7 @@ class AudioSocketTarget(Target[SpecT]):
             # placed at its arrival, so the first stale chunk alone would look like a reply long finished
             if (heard.quiet_from is not None and now_ms - heard.quiet_from >= idle_ms and self._queue.empty()
                     and not self._still_speaking()):
+                fell_quiet = True
                 break
             # only once what came before has been read: a reader ahead of a starved listener holds messages
             # (the reply's own sentences, the agent's stop) that belong before the barge-in, not after it
@@ -355,11 +356,10 @@ class AudioSocketTarget(Target[SpecT]):
                     raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}"
                                     if flood else ended_late(limit, self.idle_s), raw=heard.controls)
                 break
-        turn.completed_at_ms = session.now_ms()
+        turn.completed_at_ms = heard.quiet_from if fell_quiet and heard.quiet_from else session.now_ms()
         if not interrupted:
             self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over
-        flood = self._flood(heard)
-        if flood:
+        if flood := self._flood(heard):
             session.event("audio_flood", detail=flood)
             heard.controls.append({"audio_flood": flood})
         # without a flood too: a stream at another rate read by a starved tamesu can span more than its length
