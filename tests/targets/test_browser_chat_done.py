@@ -179,6 +179,10 @@ targets:
     url: "{{env.WIDGETS}}broken.html"
     turn_timeout: 2
     chat: { input: "#q", messages: ".msg", done: { quiet: 0.3 } }
+  both-sides:
+    type: browser
+    url: "{{env.WIDGETS}}status.html"
+    chat: { input: "#q", messages: ".msg", done: { hidden: "#typing", quiet: 0.3 } }
   missing:
     type: browser
     url: "{{env.WIDGETS}}missing.html"
@@ -240,6 +244,12 @@ tests:
     target: broken
     scenario:
       script: [{ say: pears }]
+  - name: a messages selector that matches both sides
+    target: both-sides
+    scenario:
+      script: [{ say: pears }, { say: plums }]
+    assert:
+      - { not_contains: pears, on_turn: 2 }
   - name: a page that is not there
     target: missing
     scenario:
@@ -263,6 +273,7 @@ def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_me
         "a busy sign misspelt": "failed",
         "a widget in a shadow root": "passed",
         "a script that throws": "failed",
+        "a messages selector that matches both sides": "passed",
         "a page that is not there": "failed"}, "\n".join(why(row) for row in rows.values()) + done.stderr
     assert done.returncode == 1
     never = rows["a sign that was always there"]["runs"][0]["failures"]
@@ -287,3 +298,18 @@ def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_me
         said = [turn["agent"]["text"] for turn in result["turns"]]
         # only the assistant's messages, one per turn, each read whole
         assert said == [f"You asked: {fruit}. That is all about {fruit}." for fruit in ("pears", "plums", "figs")]
+    # `.msg` matches the user's bubble too: it was read as the first line of the agent's answer, and timed as its
+    # first token; now left out, and said. Each chat turn keeps the page as it was, in the report too
+    folder = run_dir / "done" / "a-messages-selector-that-matches-both-sides" / "run-1"
+    result = json.loads((folder / "result.json").read_text())
+    assert [turn["agent"]["text"] for turn in result["turns"]] == [
+        f"You asked: {fruit}. That is all about {fruit}." for fruit in ("pears", "plums")]
+    assert all(turn["agent"]["first_token_at_ms"] is None for turn in result["turns"])
+    own = [e["data"] for e in result["events"] if e["name"] == "chat_own_message"]
+    assert [e["dropped"] for e in own] == ["pears", "plums"] and "narrow the selector" in own[0]["hint"], own
+    assert [turn["agent"]["response"]["screenshot"] for turn in result["turns"]] == [
+        "steps/chat-01.jpg", "steps/chat-02.jpg"]
+    assert (folder / "steps" / "chat-02.jpg").stat().st_size > 1000
+    failed = json.loads((run_dir / "done" / "a-busy-sign-misspelt" / "run-1" / "result.json").read_text())
+    assert failed["turns"][0]["agent"]["response"]["screenshot"] == "steps/chat-01.jpg", failed["turns"]
+    assert 'alt="the page after this turn"' in (run_dir / "report.html").read_text()

@@ -27,9 +27,13 @@ def _image(folder: Path, relative: str | None, alt: str, css: str) -> str:
 
 
 def step_html(record: object, folder: Path) -> str:
-    """The screenshot after one step and, for a goal, each agent action with its own; "" for other turns."""
-    if not isinstance(record, dict) or "step" not in record or "kind" not in record:
+    """The screenshot after one step and, for a goal, each agent action with its own; the page after a chat
+    widget's turn; "" for other turns."""
+    if not isinstance(record, dict):
         return ""
+    if "step" not in record or "kind" not in record:  # a chat turn: its page, answered or not
+        return _image(folder, record.get("screenshot"), "the page after this turn", "step-shot") \
+            if isinstance(record.get("screenshot"), str) else ""
     parts = []
     agent_steps = record.get("agent_steps") or []
     if agent_steps:

@@ -87,6 +87,7 @@ class BrowserTarget(Target[BrowserSpec]):
         self._env: PageEnv | None = None
         self._crashed: str | None = None
         self._steps = 0
+        self._chat_turns = 0
         self._goal_steps: list[int] = []
         self._blocked: list[str] = []
         self._blocked_navigation: str | None = None
@@ -261,11 +262,20 @@ class BrowserTarget(Target[BrowserSpec]):
 
         from tamesu.targets.browser._chat import chat_turn
 
+        self._chat_turns += 1
+        label = f"chat-{self._chat_turns:02d}"
         try:
-            return await chat_turn(self._env, self.spec.chat, turn, self.spec.turn_timeout)
+            answer = await chat_turn(self._env, self.spec.chat, turn, self.spec.turn_timeout)
         except PlaywrightError as exc:
             await self._raise_if_crashed("a chat turn", exc)
-            raise TurnError(f"the chat widget failed: {str(exc).splitlines()[0]}") from None
+            failure = f"the chat widget failed: {str(exc).splitlines()[0]}"
+            raise TurnError(failure, raw={"failure": failure, "screenshot": await self._shoot(label)}) from None
+        except TurnError as exc:  # the page as it was when the answer did not come: what a user looks at first
+            raise TurnError(str(exc), raw={"failure": str(exc), "screenshot": await self._shoot(label)},
+                            status=exc.status) from None
+        if isinstance(answer.response, dict):
+            answer.response["screenshot"] = await self._shoot(label)
+        return answer
 
     async def _step(self, step: Step) -> AgentTurn:
         from playwright.async_api import Error as PlaywrightError

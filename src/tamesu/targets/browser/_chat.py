@@ -10,7 +10,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from tamesu.conversation import AgentTurn, Event, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Event, Session, TurnError, UserTurn
 from tamesu.targets.browser._actions import PageEnv, locate
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
@@ -119,24 +119,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         raise TurnError(f"the chat send control {selector_text(chat.send)} could not be clicked") from None
     session.event("chat_sent", chars=len(turn.display()))
     deadline = asyncio.get_running_loop().time() + timeout
-    first_at: float | None = None
-    if isinstance(chat.messages, str):
-        # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
-        try:
-            await page.wait_for_function(_MORE_THAN, arg=[chat.messages, before], polling=int(_POLL * 1000),
-                                         timeout=timeout * 1000)
-        except PlaywrightTimeout:
-            raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                            f"({selector_text(chat.messages)} still matches {before})"
-                            f"{_broken_script(session.events, events_before)}") from None
-    else:
-        while await messages.count() <= before:
-            if asyncio.get_running_loop().time() > deadline:
-                raise TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                                f"({selector_text(chat.messages)} still matches {before})"
-                                f"{_broken_script(session.events, events_before)}")
-            await asyncio.sleep(_POLL)
-    first_at = session.now_ms()
+    await _more_than(env, chat, before, deadline, timeout, events_before)
+    first_at: float | None = session.now_ms()
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
     try:
         if chat.done.hidden is not None:
@@ -163,9 +147,54 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         completed = session.now_ms() - float(settled["quiet_ms"])
     else:
         texts, completed = await _quiet(messages, before, chat.done.quiet, deadline, session.now_ms)
+    if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
+        texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
     return AgentTurn(text=text, response={"messages": texts, "url": page.url}, raw=[{"messages": texts}],
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
+
+
+async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float, timeout: float,
+                     events_before: int) -> None:
+    """Waits for the widget to show more than `before` messages; the turn fails when it does not in time."""
+    page, session = env.page, env.session
+
+    def nothing() -> TurnError:
+        return TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
+                         f"({selector_text(chat.messages)} still matches {before})"
+                         f"{_broken_script(session.events, events_before)}")
+
+    if isinstance(chat.messages, str):
+        # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
+        remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+        try:
+            await page.wait_for_function(_MORE_THAN, arg=[chat.messages, before], polling=int(_POLL * 1000),
+                                         timeout=remaining * 1000)
+        except PlaywrightTimeout:
+            raise nothing() from None
+        return
+    messages = locate(page, chat.messages)
+    while await messages.count() <= before:
+        if asyncio.get_running_loop().time() > deadline:
+            raise nothing()
+        await asyncio.sleep(_POLL)
+
+
+def _without_own_message(session: Session, chat: ChatSpec, texts: list[str], said: str) -> list[str]:
+    """The new messages without the user's own, when the `messages` selector matches it too (`.msg` for both
+    sides): first among them, with the agent's after it. One message alone that reads as the user's words may be
+    an agent that echoes them: kept, and said, since an answer slower than `done.quiet` would be read so too."""
+    if not texts or texts[0].casefold() != " ".join(said.split()).casefold():
+        return texts
+    hint = "narrow the selector to the agent's messages"
+    if len(texts) > 1:
+        session.event("chat_own_message", selector=selector_text(chat.messages), dropped=texts[0],
+                      hint=f"the messages selector matches the user's own message too: {hint}")
+        return texts[1:]
+    session.event("chat_own_message", selector=selector_text(chat.messages), dropped=None,
+                  hint="the only new message reads as the user's own words: if the messages selector matches the "
+                       f"user's message too, {hint} (the answer was read before the agent wrote)")
+    return texts
 
 
 async def _mark_shown(page: Page, selector: Selector) -> int:
