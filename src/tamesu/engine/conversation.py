@@ -156,6 +156,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                 user = inputs.user_factory(models, inputs.seed)
             else:
                 user = choose_user(test, models, inputs.seed, session)
+            if isinstance(user, CounterpartUser):
+                remote_agents.others = user.speaking_at
             await remote_agents.start()  # before the target opens: its config may name their URLs
             result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured,
                                                                          run_spans, made)

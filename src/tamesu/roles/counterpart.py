@@ -6,12 +6,18 @@ counterpart ends the conversation or answers nothing (`simulator_stopped`), the 
 `max_turns`. The counterpart runs in a session of its own (its artifacts under `counterpart/`), so its card,
 transport and task events do not mix with the agent under test's; the run records one `counterpart` event
 when it opens, and a `user_side` note for each turn it wrote.
+
+Both agents may delegate to the suite's remote agents, and a remote agent cannot tell its callers apart (they
+share its URL and need not say who they are). The turns alternate, so a message that reaches a remote agent
+while the counterpart is composing its answer (`speaking_at`) is the counterpart's, not a delegation of the agent
+under test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from typing import TYPE_CHECKING
 
 from tamesu.conversation import Exchange, Session, TurnError, UserTurn
@@ -34,6 +40,8 @@ class CounterpartUser(UserSimulator):
         self._run_session = session
         self._target = target
         self._opened = False
+        self._asked: list[tuple[float, float]] = []
+        """When the counterpart was composing an answer, on the run's clock (`inf`: it still is)."""
 
     async def _open(self) -> None:
         own = Session(context=self._run_session.context, artifacts_dir=self._run_session.artifacts_dir / "counterpart",
@@ -46,13 +54,20 @@ class CounterpartUser(UserSimulator):
 
     async def _ask(self, text: str) -> str | None:
         """The counterpart's answer to `text`, or None when it ended the conversation or said nothing."""
+        self._asked.append((self._run_session.now_ms(), math.inf))
         try:
             answer = await self._target.send(UserTurn(text=text, source="counterpart"))
         except TurnError as exc:
             raise InfraError(f"counterpart {self._name}: {exc}") from exc
+        finally:
+            self._asked[-1] = (self._asked[-1][0], self._run_session.now_ms())
         if answer.ended or answer.handoff is not None or not answer.text.strip():
             return None
         return answer.text
+
+    def speaking_at(self, at_ms: float) -> str | None:
+        """The counterpart's name when it was composing an answer at `at_ms` (the run's clock), else None."""
+        return self._name if any(start <= at_ms <= end for start, end in self._asked) else None
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         if not self._opened:
