@@ -155,3 +155,42 @@ tests:
     assert [(e["counterpart"], e["agent"], e["message"]) for e in theirs] == [
         ("supplier", "billing", "supplier asks: buyer checked billing")]
     assert result(tmp_path / "out", "the-supplier-is-no-delegation-of-the-buyer")["status"] == "failed"
+
+
+def test_a_counterpart_whose_task_fails_makes_the_run_an_error_saying_why(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # an A2A counterpart (a remote agent of the suite) answering with a failed task ended the run as
+    # simulator_stopped, passed, with nothing saying it had failed nor why
+    buyer, haggler = serve(negotiator("buyer", [])), serve(negotiator("haggler", []))
+    (tmp_path / "talk.tamesu.yaml").write_text(f"""\
+remote_agents:
+  supplier:
+    replies:
+      - {{ when: "buyer reply", say: "inventory database unreachable", state: failed }}
+      - {{ when: "haggler reply", say: "no deal", state: rejected }}
+targets:
+  buyer: {{ type: rest, url: {buyer.url}/chat }}
+  haggler: {{ type: rest, url: {haggler.url}/chat }}
+  seller: {{ type: a2a, url: "{{{{remote.supplier.url}}}}" }}
+tests:
+  - name: fails
+    target: buyer
+    counterpart: {{ target: seller, opening: "500 units" }}
+    scenario: {{ max_turns: 4 }}
+  - name: rejects
+    target: haggler
+    counterpart: {{ target: seller, opening: "500 units" }}
+    scenario: {{ max_turns: 4 }}
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "counterpart seller: its task failed: inventory database unreachable" in done.stdout
+    failed = result(tmp_path / "out", "fails")
+    assert (failed["status"], failed["end_reason"]) == ("error", "error")
+    assert [e["data"] for e in failed["events"] if e["name"] == "counterpart_failed"] == [
+        {"counterpart": "seller", "state": "failed", "message": "inventory database unreachable"}]
+    rejected = result(tmp_path / "out", "rejects")
+    assert (rejected["status"], rejected["end_reason"]) == ("passed", "simulator_stopped"), rejected
+    assert [e["data"] for e in rejected["events"] if e["name"] == "user_side"][-1] == {
+        "counterpart": "seller", "stopped": True, "reason": "ended the conversation", "state": "rejected",
+        "message": "no deal"}
