@@ -37,6 +37,11 @@ class ToolRequest(BaseModel):
     id: str
     name: str
     arguments: dict[str, object] = Field(default_factory=dict)
+    unreadable: str | None = None
+    """Why the model's arguments could not be read as one JSON object (then `arguments` is empty and
+    `written` holds them): no tool is called with arguments made up from them."""
+    written: str | None = None
+    """The arguments as the model wrote them, when they were unreadable: sent back to it as written."""
 
 
 class MessageFile(BaseModel):

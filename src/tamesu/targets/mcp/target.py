@@ -22,6 +22,8 @@ event with its outcome, duration and the server's raw result) and answered so:
 - a tool the model was not offered (not listed, or left out by `allow_tools`) never reaches the server: the
   model gets `{"error": "no tool named X"}` and the event says why (`refused`);
 - a tool the test names in `fuzz_tools` misbehaves as the mode says (`tamesu.fuzzing`);
+- a call whose arguments are no JSON object never reaches the server (`tool_arguments_invalid`, as the model
+  target's);
 - otherwise the server is called, bounded by `call_timeout` (default 30s). Its answer is the content's text
   (parsed when it is a JSON object or array; the structured content when there is no content). A result
   marked as an error, a protocol error (an unknown tool, bad arguments) and a call that timed out are given to
@@ -367,8 +369,11 @@ class McpTarget(ModelTarget):
 
     # -- tool calls -----------------------------------------------------------------------------------
 
+    def _recorded_name(self, name: str) -> str:
+        return self._server_names.get(name, name)
+
     async def _call_tool(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
-        name, args = self._server_names.get(request.name, request.name), request.arguments
+        name, args = self._recorded_name(request.name), request.arguments
         self._counts["mcp_tool_calls"] += 1
         session.event("tool_call", tool=name, args=args)
         if name not in {tool.name for tool in self._offered}:
