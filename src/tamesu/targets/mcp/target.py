@@ -45,7 +45,7 @@ SEP-414: the one carrier a stdio server has); over HTTP every request of the tur
 go to the model's provider, not to the server under test).
 
 Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`,
-`resent`.
+`resent`, `mcp_stray_reply` (over stdio: a reply whose id no request had; a timeout after it names it).
 Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results, protocol errors and timeouts), `mcp_tool_timeouts`,
 `mcp_tools_refused`, `tools_fuzzed`, `model_calls`.
 """
@@ -227,7 +227,8 @@ class McpTarget(ModelTarget):
 
         if config["url"] is None:
             errlog = self._errlog
-            noise = self._noise = mcp.StdoutNoise(errlog)
+            noise = self._noise = mcp.StdoutNoise(errlog, lambda stray, waiting: session.event(
+                "mcp_stray_reply", id=stray, waiting=waiting, note="a reply with an id no request had"))
             self._connection = mcp.McpConnection(lambda: mcp.stdio_transport(
                 config["command"], config["args"], config["env"], session.base_dir, errlog, noise,
                 self.spec.max_response_bytes, refused))
@@ -464,8 +465,9 @@ class McpTarget(ModelTarget):
         self._counts["mcp_tool_timeouts"] += 1
         self._counts["mcp_tool_errors"] += 1
         session.event("tool_result", tool=name, outcome="timeout", ms=round(session.now_ms() - started, 3))
+        strays = self._noise.stray_note() if self._noise is not None else ""
         return ToolCall(name=name, args=args,
-                        result={"error": f"the tool did not answer within {self.spec.call_timeout:g}s"})
+                        result={"error": f"the tool did not answer within {self.spec.call_timeout:g}s{strays}"})
 
     def _lost_outcome(self) -> str:
         return "too_large" if self._too_large is not None else "lost"
