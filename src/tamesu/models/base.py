@@ -43,6 +43,16 @@ class ToolRequest(BaseModel):
     written: str | None = None
     """The arguments as the model wrote them, when they were unreadable: sent back to it as written."""
 
+    @model_serializer(mode="wrap")
+    def _without_readable(self, handler: Any) -> object:
+        # a call whose arguments were read dumps as before: replay-cache keys (an assistant message holds its
+        # calls) and the recorded responses stay the same
+        data = handler(self)
+        if isinstance(data, dict) and self.unreadable is None:
+            data.pop("unreadable", None)
+            data.pop("written", None)
+        return data
+
 
 class MessageFile(BaseModel):
     """A file a user message carries to the model (an attachment): its bytes, or a URL the provider fetches.
