@@ -31,7 +31,8 @@ Every call is recorded as a ToolCall (name, args, result) for `tool_called` and 
 
 Failures: a ModelError (no key, unreachable, rate-limited after the client's retries) is not the agent's
 fault: it raises InfraError, after trying `fallback` (another model) when one is declared. A turn longer
-than `turn_timeout` raises TurnError. A failed turn leaves the conversation history as it was before it.
+than `turn_timeout` raises TurnError. A failed turn leaves the conversation history as it was before it; the
+tool calls it made before it failed go with its TurnError, and the transcript keeps them.
 
 Traces: every model request of a turn (each tool round, a fallback's) carries the turn's W3C `traceparent` header,
 unless the model's own `headers` set one (it wins); the judge's and the simulator's requests carry none.
@@ -206,6 +207,8 @@ class ModelTarget(Target[ModelTargetSpec]):
         """A request of this turn reached the model (not the replay cache, not the fake provider)."""
         self._tools = {tool.name: tool for tool in spec.tools}
         self._calls = 0
+        self._turn_calls: list[ToolCall] = []
+        """The tool calls of the turn being sent, kept for a turn that fails half-way (TurnError.tool_calls)."""
 
     @classmethod
     def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
@@ -299,7 +302,13 @@ class ModelTarget(Target[ModelTargetSpec]):
             del self._messages[kept:]
             if not scope.expired():
                 raise
-            raise TurnError(f"turn timed out after {limit:g}s") from None
+            timed_out = TurnError(f"turn timed out after {limit:g}s")
+            timed_out.tool_calls = list(self._turn_calls)
+            raise timed_out from None
+        except TurnError as exc:
+            del self._messages[kept:]
+            exc.tool_calls = exc.tool_calls or list(self._turn_calls)  # the calls made before it failed
+            raise
         except BaseException:
             # The engine ends the conversation on a failed turn, but a half-answered tool round must never
             # be sent to a model again (providers reject a tool call without its result).
@@ -324,6 +333,7 @@ class ModelTarget(Target[ModelTargetSpec]):
         self._reached_model = False
         responses: list[ModelResponse] = []
         calls: list[ToolCall] = []
+        self._turn_calls = calls
         sent_at = session.now_ms()
         for round_ in range(self.spec.max_tool_rounds + 1):
             response = await self._generate(said)
