@@ -66,7 +66,7 @@ class CounterpartUser(UserSimulator):
         finally:
             self._asked[-1] = (self._asked[-1][0], self._run_session.now_ms())
         if answer.ended:
-            state = _task_state(answer)
+            state = _task_state(answer) if self._target.kind == "a2a" else None
             if state == "failed":
                 # the counterpart broke, not the agent under test: what was graded after it would test nothing
                 self._run_session.event("counterpart_failed", counterpart=self._name, state=state,
@@ -111,8 +111,8 @@ class CounterpartUser(UserSimulator):
 
 
 def _task_state(answer: AgentTurn) -> str | None:
-    """How an A2A counterpart's task ended (`failed`, `canceled`, `rejected`): every a2a target's `response`
-    is its task in one shape, whatever the version and binding; None for any other target."""
+    """How an A2A counterpart's task ended (`failed`, `canceled`, `rejected`): an a2a target's `response` is
+    its task in one shape, whatever the version and binding."""
     response = answer.response
     status = response.get("status") if isinstance(response, dict) else None
     state = status.get("state") if isinstance(status, dict) else None
