@@ -114,7 +114,8 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
     writer_done = anyio.Event()
     sent: set[object] = set()
     """The ids of the requests sent, as the SDK matches them ("7" is 7); a late reply to one is no stray."""
-    waiting: set[object] = set()
+    waiting: dict[object, None] = {}
+    """The ids sent and not answered yet, in the order they went."""
     assert process.stdout is not None and process.stdin is not None  # spawned with both pipes
     stdout, stdin = process.stdout, process.stdin
 
@@ -136,8 +137,8 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
                         if isinstance(reply, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) \
                                 and reply.id is not None:
                             if _same_id(reply.id) not in sent:
-                                noise.stray(reply.id, sorted(waiting, key=str))
-                            waiting.discard(_same_id(reply.id))
+                                noise.stray(reply.id, list(waiting))
+                            waiting.pop(_same_id(reply.id), None)
                         await to_session.send(message)
                     if past is not None:
                         read, whole = past
@@ -155,7 +156,7 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
                     if isinstance(message.message, mcp_types.JSONRPCRequest):
                         # before it goes: the answer may be quick
                         sent.add(_same_id(message.message.id))
-                        waiting.add(_same_id(message.message.id))
+                        waiting[_same_id(message.message.id)] = None
                     text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send(text.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
