@@ -11,6 +11,7 @@ mentions a JSON schema), otherwise an echo of the last user message. Planned ans
 
     server.plan(text("hello"))                       # an assistant message
     server.plan(tool_call("lookup", {"id": 7}))      # a tool call (several: tool_calls([...]))
+    server.plan(tool_call("lookup", '{"id": 7'))     # ... whose arguments are written as given (broken JSON)
     server.plan(text('{"pass": tru'))                # malformed JSON is just text
     server.plan(status(429, "slow down", retry_after="0"))   # an error, with a Retry-After header
     server.plan(status(500, "boom"))
@@ -57,7 +58,8 @@ class Planned:
 
     kind: str
     text: str = ""
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    """Each call's name and arguments: a str is sent as written (a model's broken JSON), anything else as JSON."""
     status: int = 200
     message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
@@ -82,11 +84,11 @@ def reasoned(value: str, reasoning: str, stop: str | None = None) -> Planned:
     return Planned("text", text=value, reasoning=reasoning, stop=stop)
 
 
-def tool_call(name: str, arguments: dict[str, Any], text: str = "") -> Planned:
+def tool_call(name: str, arguments: dict[str, Any] | str, text: str = "") -> Planned:
     return Planned("tools", text=text, calls=[(name, arguments)])
 
 
-def tool_calls(calls: list[tuple[str, dict[str, Any]]], text: str = "") -> Planned:
+def tool_calls(calls: list[tuple[str, dict[str, Any] | str]], text: str = "") -> Planned:
     return Planned("tools", text=text, calls=calls)
 
 
@@ -256,7 +258,8 @@ class OpenAIServer(_ScriptedServer):
         if planned.calls:
             message["tool_calls"] = [
                 {"id": f"call_{next(self._ids)}", "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                 "function": {"name": name,
+                              "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
                 for name, arguments in planned.calls]
         prompt, completion = planned.usage or (self.words(body.get("messages", [])),
                                                max(self.words(planned.text), 1))

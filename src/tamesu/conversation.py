@@ -175,6 +175,8 @@ class TurnError(Exception):
         super().__init__(message)
         self.raw = raw
         self.status = status
+        self.tool_calls: list[ToolCall] = []
+        """The calls the agent made in the turn before it failed: the failed turn keeps them."""
 
 
 class Session:

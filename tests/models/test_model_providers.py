@@ -254,8 +254,9 @@ async def test_openai_answers_read_as_plain_json(oai: tuple[OpenAIServer, str]) 
         await provider.aclose()
     assert (parts.text, parts.model, parts.finish_reason, parts.usage.total) == ("in parts", "served-name", "stop", 0)
     assert (refused.text, refused.model, refused.finish_reason) == ("I cannot.", "gpt-4o-mini", None)
-    assert [(c.id, c.name, c.arguments) for c in called.tool_calls] == [
-        ("c1", "lookup", {"id": 7}), ("c2", "broken", {"_raw": "{not json"})]
+    assert [(c.id, c.name, c.arguments, c.written) for c in called.tool_calls] == [
+        ("c1", "lookup", {"id": 7}, None), ("c2", "broken", {}, "{not json")]
+    assert called.tool_calls[1].unreadable is not None and "not valid JSON" in called.tool_calls[1].unreadable
     assert (called.usage.input_tokens, called.usage.output_tokens) == (11, 3)
 
 
@@ -500,8 +501,8 @@ async def test_anthropic_answers_read_as_plain_json(claude: tuple[AnthropicServe
     finally:
         await provider.aclose()
     assert (answer.text, answer.model, answer.finish_reason) == ("Looking it up.", "served-name", "tool_use")
-    assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [
-        ("t1", "lookup", {"id": 7}), ("t2", "odd", {"_value": [1, 2]})]
+    assert [(c.id, c.name, c.arguments, c.unreadable) for c in answer.tool_calls] == [
+        ("t1", "lookup", {"id": 7}, None), ("t2", "odd", {}, "the arguments were JSON but not an object")]
     assert (answer.usage.input_tokens, answer.usage.output_tokens) == (9, 0)
 
 

@@ -459,3 +459,36 @@ async def test_a_model_error_that_names_its_model_is_not_named_twice(tmp_path: P
         with pytest.raises(InfraError) as failed:
             await target.send(UserTurn(text="hi"))
     assert str(failed.value).endswith("failed: models.target: no API key; spare: HTTP 500: boom"), str(failed.value)
+
+
+def test_a_turn_that_fails_half_way_keeps_its_tool_calls_and_its_time(tmp_path: Path, tamesu: Any) -> None:
+    # before: the failed turn had no tool calls (lookup, answered, was lost) and a latency of 0 ms
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+models:
+  bot:
+    provider: fake
+    rules: [ { when: order, tool_calls: [ { name: lookup, args: { id: "1" } }, { name: broken } ], say: done } ]
+targets:
+  shop:
+    type: model
+    model: bot
+    tools:
+      - { name: lookup, result: { status: shipped } }
+      - { name: broken, result: "{{args.nope}}" }
+tests:
+  - name: half way
+    target: shop
+    fuzz_tools: { lookup: { mode: delay, delay: 300ms } }
+    scenario: { script: [ { say: "where is my order?" } ] }
+    assert: [ { tool_called: lookup } ]
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [result] = list((tmp_path / "out").glob("*/s/half-way/run-1/result.json"))
+    run = json.loads(result.read_text())
+    assert run["end_reason"] == "turn_failed"
+    [turn] = run["turns"]
+    assert [(c["name"], c["result"], c["turn"]) for c in turn["agent"]["tool_calls"]] == [
+        ("lookup", {"status": "shipped"}, 1)]
+    assert [c["name"] for c in run["tool_calls"]] == ["lookup"]
+    assert turn["agent"]["completed_at_ms"] - turn["agent"]["sent_at_ms"] >= 300

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -533,3 +534,28 @@ def test_tests_pinning_an_addr_never_run_at_once(tmp_path: Path, tamesu: Any, pi
         assert second_start >= first_end - 0.01, spans
     else:  # the control: without a pinned addr the two runs do overlap under --parallel 2
         assert second_start < first_end, spans
+
+
+async def test_reply_data_numbers_go_out_as_the_sdk_writes_them(tmp_path: Path) -> None:
+    # what docs/remote-agents.md says: a2a-sdk carries a data part as a protobuf Value and prints its doubles
+    # with their `.0`, on every JSON binding and version, with no public way to write an integer. When this
+    # fails, the SDK writes whole numbers as written: say so there instead
+    billing = {"reply": "ok", "replies": [{"when": ".", "say": "three", "data": {"count": 3, "price": 2.5}}]}
+    sends = {
+        ("JSONRPC", "1.0"): ("", {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+            "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}),
+        ("JSONRPC", "0.3"): ("", {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+            "kind": "message", "messageId": "m2", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}),
+        ("HTTP+JSON", "1.0"): ("/message:send", {"message": {
+            "messageId": "m3", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+        ("HTTP+JSON", "0.3"): ("/v1/message:send", {"message": {
+            "messageId": "m4", "role": "ROLE_USER", "content": [{"text": "hi"}]}}),
+    }
+    async with agents(tmp_path, {"billing": billing}) as group, httpx.AsyncClient(timeout=10) as http:
+        url = group.urls["billing"]["url"]
+        for (binding, version), (path, body) in sends.items():
+            sent = await http.post(url + path, headers={"A2A-Version": version}, json=body)
+            assert sent.status_code == 200, (binding, version, sent.text)
+            assert re.search(r'"count":\s*3\.0\b', sent.text), (binding, version, sent.text)
+    # tamesu's own record keeps what the suite wrote
+    assert [d.reply_data for d in group.delegations] == [{"count": 3, "price": 2.5}] * 4

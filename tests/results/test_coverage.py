@@ -75,9 +75,11 @@ def _recorded_run(folder: Path) -> Path:
             events=[Event(name="mcp_server", at_ms=1, data={"tools": ["read_file", "write_file", "delete_file"],
                                                              "offered": ["read_file", "write_file"]}),
                     # the model asked for a tool allow_tools withheld: refused, it never reached the server
-                    Event(name="tool_result", at_ms=2, data={"tool": "delete_file", "outcome": "refused"})],
+                    Event(name="tool_result", at_ms=2, data={"tool": "delete_file", "outcome": "refused"}),
+                    # arguments that were no JSON object: the call never reached write_file either
+                    Event(name="tool_arguments_invalid", at_ms=3, data={"tool": "write_file", "arguments": "{"})],
             tool_calls=[ToolCall(name="read_file"), ToolCall(name="read_file"), ToolCall(name="stat"),
-                        ToolCall(name="delete_file")],
+                        ToolCall(name="delete_file"), ToolCall(name="write_file")],
         ),
     }
     results = []

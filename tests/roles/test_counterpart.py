@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -99,3 +101,96 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
     assert "the counterpart needs an opening, or scenario.goal" in done.stdout + done.stderr
     # it validated, then the script was never sent and the run went on to max_turns
     assert "counterpart plays the user, so scenario.script would never be used" in done.stdout + done.stderr
+
+
+def delegator(role: str) -> Starlette:
+    """Asks the remote agent named in the body (`billing`, over A2A JSON-RPC) before each answer, as an
+    orchestrator does: `ROLE asks: MESSAGE`."""
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        async with httpx.AsyncClient(timeout=10) as http:
+            await http.post(body["billing"], headers={"A2A-Version": "1.0"}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                    "messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+                    "parts": [{"text": f"{role} asks: {body['message']}"}]}}})
+        return JSONResponse({"text": f"{role} checked billing"})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def test_only_the_agent_under_tests_calls_are_its_delegations(tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # both agents delegate to billing: the supplier's calls (the counterpart's) were counted as the buyer's,
+    # so `delegations` said 3 and `delegated_to` passed on what the supplier sent
+    buyer, supplier = serve(delegator("buyer")), serve(delegator("supplier"))
+    body = '{ message: "{{message}}", billing: "{{remote.billing.url}}" }'
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: noted }\n"
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat, request: {{ body: {body} }} }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, request: {{ body: {body} }} }}\n"
+        """\
+tests:
+  - name: both delegate
+    target: buyer
+    counterpart: { target: supplier, opening: "500 units" }
+    scenario: { max_turns: 2 }
+    assert:
+      - metric: { name: delegations, equals: 2 }
+      - delegated_to: { agent: billing, contains: "buyer asks" }
+  - name: the supplier is no delegation of the buyer
+    target: buyer
+    counterpart: { target: supplier, opening: "500 units" }
+    scenario: { max_turns: 2 }
+    assert:
+      - delegated_to: { agent: billing, contains: "supplier asks" }
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    run = result(tmp_path / "out", "both-delegate")
+    assert run["status"] == "passed", run["assertions"]
+    assert [c["args"]["message"] for c in run["tool_calls"]] == ["buyer asks: 500 units",
+                                                                   "buyer asks: supplier checked billing"]
+    theirs = [e["data"] for e in run["events"] if e["name"] == "counterpart_delegated"]
+    assert [(e["counterpart"], e["agent"], e["message"]) for e in theirs] == [
+        ("supplier", "billing", "supplier asks: buyer checked billing")]
+    assert result(tmp_path / "out", "the-supplier-is-no-delegation-of-the-buyer")["status"] == "failed"
+
+
+def test_a_counterpart_whose_task_fails_makes_the_run_an_error_saying_why(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # an A2A counterpart (a remote agent of the suite) answering with a failed task ended the run as
+    # simulator_stopped, passed, with nothing saying it had failed nor why
+    buyer, haggler = serve(negotiator("buyer", [])), serve(negotiator("haggler", []))
+    (tmp_path / "talk.tamesu.yaml").write_text(f"""\
+remote_agents:
+  supplier:
+    replies:
+      - {{ when: "buyer reply", say: "inventory database unreachable", state: failed }}
+      - {{ when: "haggler reply", say: "no deal", state: rejected }}
+targets:
+  buyer: {{ type: rest, url: {buyer.url}/chat }}
+  haggler: {{ type: rest, url: {haggler.url}/chat }}
+  seller: {{ type: a2a, url: "{{{{remote.supplier.url}}}}" }}
+tests:
+  - name: fails
+    target: buyer
+    counterpart: {{ target: seller, opening: "500 units" }}
+    scenario: {{ max_turns: 4 }}
+  - name: rejects
+    target: haggler
+    counterpart: {{ target: seller, opening: "500 units" }}
+    scenario: {{ max_turns: 4 }}
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "counterpart seller: its task failed: inventory database unreachable" in done.stdout
+    failed = result(tmp_path / "out", "fails")
+    assert (failed["status"], failed["end_reason"]) == ("error", "error")
+    assert [e["data"] for e in failed["events"] if e["name"] == "counterpart_failed"] == [
+        {"counterpart": "seller", "state": "failed", "message": "inventory database unreachable"}]
+    rejected = result(tmp_path / "out", "rejects")
+    assert (rejected["status"], rejected["end_reason"]) == ("passed", "simulator_stopped"), rejected
+    assert [e["data"] for e in rejected["events"] if e["name"] == "user_side"][-1] == {
+        "counterpart": "seller", "stopped": True, "reason": "ended the conversation", "state": "rejected",
+        "message": "no deal"}

@@ -105,6 +105,42 @@ def test_a_listing_that_breaks_the_mcp_schema_is_said_in_one_line(tmp_path: Path
     assert "errors.pydantic.dev" not in done.stdout + done.stderr
 
 
+def test_a_reply_under_another_requests_id_is_said_not_only_a_timeout(tmp_path: Path, tamesu: Any) -> None:
+    # before: the SDK dropped the reply (id 1002 for request 2) without a word, and the call read only
+    # "the tool did not answer within 1s"
+    import sys
+
+    (tmp_path / "server.py").write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    if 'id' not in msg:\n"
+        "        continue\n"
+        "    answer_id, result = msg['id'], {}\n"
+        "    if msg['method'] == 'initialize':\n"
+        "        result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
+        "                  'serverInfo': {'name': 's', 'version': '1'}}\n"
+        "    elif msg['method'] == 'tools/list':\n"
+        "        result = {'tools': [{'name': 'lookup', 'inputSchema': {'type': 'object'}}]}\n"
+        "    elif msg['method'] == 'tools/call':\n"
+        "        answer_id, result = msg['id'] + 1000, {'content': [{'type': 'text', 'text': 'found'}]}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': answer_id, 'result': result}), flush=True)\n")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "models:\n  target: { provider: fake, rules: [ { when: hi, tool_calls: [ { name: lookup } ], say: ok } ] }\n"
+        f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py], call_timeout: 1s }}\n"
+        "tests:\n  - { name: t, target: s, scenario: { script: [ { say: hi } ] } }\n")
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = list((tmp_path / "out").glob("*/s/t/run-1"))
+    result = json.loads((run / "result.json").read_text())
+    [stray] = [e["data"] for e in result["events"] if e["name"] == "mcp_stray_reply"]
+    [call] = result["tool_calls"]
+    assert stray["waiting"] == [stray["id"] - 1000]  # the tools/call it was meant for, still waiting
+    assert call["result"]["error"] == (f"the tool did not answer within 1s (the server sent replies with ids no "
+                                       f"request had: {stray['id']}; an answer under another request's id?)")
+    assert f"[stdout, a reply to no request sent] id {stray['id']}" in (run / "mcp-server.log").read_text()
+
+
 def test_a_test_cut_by_its_timeout_keeps_what_the_target_counted(tmp_path: Path, tamesu: Any) -> None:
     # before: the run's metrics held no mcp_tool_calls nor model_calls, though the call to `hang` was made
     command, *args = script_command(SERVERS)

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from forked import script_command, script_python
 from lifeline import tied
+from model_servers import OpenAIServer, text, tool_call
 from ports import refused_port
 from sdk_groups import IN_PROCESS_MCP
 from sessions import events
@@ -493,6 +494,47 @@ async def test_the_model_target_fuzzes_its_declared_tools_too(tmp_path: Path) ->
         await session.models.aclose()  # type: ignore[union-attr]
     assert turn.tool_calls[0].result == HOSTILE_TEXT
     assert events(session, "tool_fuzzed") == [{"tool": "lookup", "mode": "hostile"}]
+
+
+async def test_arguments_that_are_no_json_reach_no_tool_and_the_model_is_told(tmp_path: Path, serve: Any) -> None:
+    # before: the model's broken JSON became {"_raw": ...}, sent on to the server's tool as its arguments
+    model = OpenAIServer()
+    base_url = model.base_url(serve(model.app).url)
+    model.plan(tool_call("get_order", '{"order_id": "ORD-1001"'), text("Let me try again."),
+               tool_call("lookup", '{"id": '), text("Sorry."))
+    session = make_session(tmp_path)
+    session.models = ModelRegistry({"target": ModelSpec(provider="openai", model="test-model", base_url=base_url,
+                                                        api_key="local", timeout=10)})
+    log = tmp_path / "calls.log"
+    async with opened(session, **stdio("--log", str(log))) as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001?"))
+    assert calls_logged(log) == []
+    [call] = turn.tool_calls
+    assert call.name == "get_order" and call.args == {}
+    assert call.result["error"].startswith("the arguments were not valid JSON (")
+    [told] = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"]
+    assert told["content"] == json.dumps(call.result)
+    # the model is shown its call as it wrote it
+    assert model.requests[1].body["messages"][-2]["tool_calls"][0]["function"]["arguments"] == \
+        '{"order_id": "ORD-1001"'
+    [invalid] = events(session, "tool_arguments_invalid")
+    assert invalid == {"tool": "get_order", "arguments": '{"order_id": "ORD-1001"', "error": call.result["error"]
+                       .split("; the tool was not called")[0]}
+    assert session.counters["tool_arguments_invalid"] == 1 and events(session, "tool_call") == []
+
+    session = make_session(tmp_path)
+    session.models = ModelRegistry({"target": ModelSpec(provider="openai", model="test-model", base_url=base_url,
+                                                        api_key="local", timeout=10)})
+    target = ModelTarget(ModelTargetSpec.model_validate(
+        {"type": "model", "tools": [{"name": "lookup", "result": {"ok": True}}]}), "bot")
+    await target.open(session)
+    try:
+        turn = await target.send(UserTurn(text="my order"))
+    finally:
+        await target.close()
+        await session.models.aclose()
+    assert turn.tool_calls[0].result != {"ok": True} and turn.tool_calls[0].args == {}
+    assert [e["tool"] for e in events(session, "tool_arguments_invalid")] == ["lookup"]
 
 
 # -- grounding on an MCP tool -------------------------------------------------------------------------------

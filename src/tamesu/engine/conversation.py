@@ -156,6 +156,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                 user = inputs.user_factory(models, inputs.seed)
             else:
                 user = choose_user(test, models, inputs.seed, session)
+            if isinstance(user, CounterpartUser):
+                remote_agents.others = user.speaking_at
             await remote_agents.start()  # before the target opens: its config may name their URLs
             result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured,
                                                                          run_spans, made)
@@ -371,6 +373,7 @@ async def _talk(
             if action.turn is None:
                 return action.stop or "simulator_stopped", action.failure, target.metrics()
             index = len(exchanges) + 1
+            sent_at = session.now_ms()
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
@@ -384,9 +387,12 @@ async def _talk(
                         if spans is not None:
                             spans.turn_ended()
             except TurnError as exc:
-                now = session.now_ms()
+                # what the agent did before it failed, and how long it took to fail, are the turn's
                 failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
-                                   status=exc.status, sent_at_ms=now, completed_at_ms=now, trace_id=sent_trace)
+                                   status=exc.status, sent_at_ms=sent_at, completed_at_ms=session.now_ms(),
+                                   trace_id=sent_trace, tool_calls=exc.tool_calls)
+                for call in failed.tool_calls:
+                    call.turn = index
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
                 what = "step" if action.turn.source == "step" else "turn"

@@ -138,8 +138,11 @@ class AnthropicProvider(SdkProvider):
                 thinking.append(block["thinking"])
             elif kind == "tool_use":
                 arguments = block.get("input")
+                odd = not isinstance(arguments, dict)  # a server's, never Anthropic's: no arguments to call with
                 calls.append(ToolRequest(id=_plain.text(block.get("id")), name=_plain.text(block.get("name")),
-                                         arguments=arguments if isinstance(arguments, dict) else {"_value": arguments}))
+                                         arguments={} if odd else arguments,
+                                         unreadable="the arguments were JSON but not an object" if odd else None,
+                                         written=json.dumps(arguments, ensure_ascii=False) if odd else None))
         usage = _plain.mapping(message.get("usage"))
         # servers that speak the Messages API for an open reasoning model may put its thinking in the text
         answer, inline = split_reasoning("".join(texts))

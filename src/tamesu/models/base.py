@@ -37,6 +37,21 @@ class ToolRequest(BaseModel):
     id: str
     name: str
     arguments: dict[str, object] = Field(default_factory=dict)
+    unreadable: str | None = None
+    """Why the model's arguments could not be read as one JSON object (then `arguments` is empty and
+    `written` holds them): no tool is called with arguments made up from them."""
+    written: str | None = None
+    """The arguments as the model wrote them, when they were unreadable: sent back to it as written."""
+
+    @model_serializer(mode="wrap")
+    def _without_readable(self, handler: Any) -> object:
+        # a call whose arguments were read dumps as before: replay-cache keys (an assistant message holds its
+        # calls) and the recorded responses stay the same
+        data = handler(self)
+        if isinstance(data, dict) and self.unreadable is None:
+            data.pop("unreadable", None)
+            data.pop("written", None)
+        return data
 
 
 class MessageFile(BaseModel):

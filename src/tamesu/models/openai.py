@@ -191,8 +191,11 @@ class OpenAIProvider(SdkProvider):
             function = _plain.mapping(call).get("function")
             if not isinstance(function, dict):  # custom (non-function) tools are never offered, so never expected
                 continue
+            arguments, unreadable = _arguments(function.get("arguments"))
+            written = function.get("arguments")
             calls.append(ToolRequest(id=str(call.get("id") or ""), name=str(function.get("name") or ""),
-                                     arguments=_arguments(function.get("arguments"))))
+                                     arguments=arguments, unreadable=unreadable,
+                                     written=written if unreadable is not None and isinstance(written, str) else None))
         usage = _plain.mapping(completion.get("usage"))
         answer, inline = split_reasoning(_content(message.get("content")))
         # vLLM, llama.cpp and DeepSeek name the field reasoning_content; Ollama and OpenRouter, reasoning
@@ -221,7 +224,8 @@ def _wire_message(message: Message) -> dict[str, object]:
     if message.role == "assistant" and message.tool_calls:
         wire["content"] = message.content or None
         wire["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-            "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in message.tool_calls]
+            "name": c.name, "arguments": c.written if c.written is not None
+            else json.dumps(c.arguments, ensure_ascii=False)}} for c in message.tool_calls]
     if message.name:
         wire["name"] = message.name
     return wire
@@ -233,17 +237,20 @@ def _content(value: object) -> str:
     return _plain.text(value)
 
 
-def _arguments(raw: object) -> dict[str, object]:
+def _arguments(raw: object) -> tuple[dict[str, object], str | None]:
+    """The call's arguments, or why they are none: models sometimes write broken JSON, and a tool called with
+    arguments made up from it (`{"_raw": ...}`) answered a call the model never made."""
     if isinstance(raw, dict):  # a server that sends the arguments as an object rather than a JSON string
-        return raw
+        return raw, None
     if not isinstance(raw, str | None):
-        return {"_value": raw}
-    # models sometimes write broken JSON arguments; keep the text rather than lose the call
+        return {}, f"the arguments were a JSON {type(raw).__name__}, not an object"
     try:
         value = json.loads(raw or "{}")
-    except ValueError:
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_value": value}
+    except ValueError as exc:
+        return {}, f"the arguments were not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return {}, "the arguments were JSON but not an object"
+    return value, None
 
 
 def _schema_name(request: ModelRequest) -> str:

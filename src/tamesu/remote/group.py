@@ -4,13 +4,15 @@
 and stops them after the run, whatever happened. Each message an agent receives is a `Delegation`
 (`tamesu.remote.executor`): a `delegated` event, the `delegations` metric, and after the run a tool call of
 kind `delegation` named after the agent, on the turn during which it was sent (`attach`).
-A request refused for a missing or wrong `token` is a `delegation_refused` event, not a delegation.
+A request refused for a missing or wrong `token` is a `delegation_refused` event, not a delegation. With a
+`counterpart:`, a message sent while the counterpart had the floor (`others`) is the counterpart's: a
+`counterpart_delegated` event, never a delegation of the agent under test.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tamesu.conversation import Exchange, Session, ToolCall
@@ -38,6 +40,9 @@ class RemoteAgents:
         self.urls = urls
         self.servers: list[RemoteAgentServer] = []
         self.delegations: list[Delegation] = []
+        self.others: Callable[[float], str | None] | None = None
+        """Who else was talking to the remote agents at a moment of the run's clock (the counterpart whose
+        turn was in flight), or None: the agent under test."""
 
     async def start(self) -> None:
         if not self._specs:
@@ -106,6 +111,11 @@ class RemoteAgents:
                 f"{failed.data.get('error')}")
 
     def _record(self, delegation: Delegation) -> None:
+        if self.others is not None and (other := self.others(delegation.at_ms)) is not None:
+            self._session.count("counterpart_delegations")
+            self._session.event("counterpart_delegated", counterpart=other, agent=delegation.agent,
+                                message=delegation.message, reply=delegation.reply, state=delegation.state)
+            return
         self.delegations.append(delegation)
         self._session.count("delegations")
         self._session.event("delegated", agent=delegation.agent, message=delegation.message,

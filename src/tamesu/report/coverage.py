@@ -137,10 +137,12 @@ class _Collector:
                 skills_used.add(data["skill"])
         for skill in sorted(skills_used):
             self.use("skills", card_owner, kind, skill, test_id)
-        # calls that never reached the tool: refused (not offered), or, on an mcp server, answered by fuzz_tools
-        unreached = Counter(str(event.data.get("tool")) for event in result.events if event.name == "tool_result"
+        # calls that never reached the tool: refused (not offered), with arguments that were no JSON object, or,
+        # on an mcp server, answered by fuzz_tools
+        unreached = Counter(str(event.data.get("tool")) for event in result.events
+                            if event.name == "tool_arguments_invalid" or (event.name == "tool_result"
                             and (event.data.get("outcome") == "refused"
-                                 or (kind == "mcp" and event.data.get("outcome") == "fuzzed")))
+                                 or (kind == "mcp" and event.data.get("outcome") == "fuzzed"))))
         delegations = set()
         for call in result.tool_calls:
             if call.kind == "delegation":

@@ -23,13 +23,16 @@ How a tool call is answered, from its declaration:
   else the test knows: `{{captured.x}}`, `{{vars.x}}`). A template naming an argument the model did not
   pass fails the turn, so a typo in the suite does not pass for the model's fault silently.
 - a tool the model invented is answered `{"error": "no tool named X"}`.
+- a call whose arguments are no JSON object (broken JSON) reaches no tool: the model is answered the error,
+  and the run records a `tool_arguments_invalid` event (`tool`, `arguments` as written, `error`) and metric.
 - a declared tool the test names in `fuzz_tools` misbehaves as the mode says (`tamesu.fuzzing`): `error`,
   `empty`, `hostile`, `custom` replace its answer; `delay` holds the declared answer back.
 Every call is recorded as a ToolCall (name, args, result) for `tool_called` and `tool_sequence`.
 
 Failures: a ModelError (no key, unreachable, rate-limited after the client's retries) is not the agent's
 fault: it raises InfraError, after trying `fallback` (another model) when one is declared. A turn longer
-than `turn_timeout` raises TurnError. A failed turn leaves the conversation history as it was before it.
+than `turn_timeout` raises TurnError. A failed turn leaves the conversation history as it was before it; the
+tool calls it made before it failed go with its TurnError, and the transcript keeps them.
 
 Traces: every model request of a turn (each tool round, a fallback's) carries the turn's W3C `traceparent` header,
 unless the model's own `headers` set one (it wins); the judge's and the simulator's requests carry none.
@@ -38,8 +41,8 @@ unless the model's own `headers` set one (it wins); the judge's and the simulato
 'transfer_to_human')]"` makes a tool call the handoff signal. Each request carries `purpose: target`, no seed,
 and `context: {message}` (the user's turn) for the fake provider's rules.
 
-Events: `transport` (the models and tools), `model_fallback`, `handoff`. Metric: `model_calls`, the calls
-made (a fallback's included).
+Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`. Metrics:
+`model_calls`, the calls made (a fallback's included); `tool_arguments_invalid`.
 """
 
 from __future__ import annotations
@@ -204,6 +207,8 @@ class ModelTarget(Target[ModelTargetSpec]):
         """A request of this turn reached the model (not the replay cache, not the fake provider)."""
         self._tools = {tool.name: tool for tool in spec.tools}
         self._calls = 0
+        self._turn_calls: list[ToolCall] = []
+        """The tool calls of the turn being sent, kept for a turn that fails half-way (TurnError.tool_calls)."""
 
     @classmethod
     def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
@@ -297,7 +302,13 @@ class ModelTarget(Target[ModelTargetSpec]):
             del self._messages[kept:]
             if not scope.expired():
                 raise
-            raise TurnError(f"turn timed out after {limit:g}s") from None
+            timed_out = TurnError(f"turn timed out after {limit:g}s")
+            timed_out.tool_calls = list(self._turn_calls)
+            raise timed_out from None
+        except TurnError as exc:
+            del self._messages[kept:]
+            exc.tool_calls = exc.tool_calls or list(self._turn_calls)  # the calls made before it failed
+            raise
         except BaseException:
             # The engine ends the conversation on a failed turn, but a half-answered tool round must never
             # be sent to a model again (providers reject a tool call without its result).
@@ -322,6 +333,7 @@ class ModelTarget(Target[ModelTargetSpec]):
         self._reached_model = False
         responses: list[ModelResponse] = []
         calls: list[ToolCall] = []
+        self._turn_calls = calls
         sent_at = session.now_ms()
         for round_ in range(self.spec.max_tool_rounds + 1):
             response = await self._generate(said)
@@ -335,7 +347,8 @@ class ModelTarget(Target[ModelTargetSpec]):
                                 f"results (max_tool_rounds: {self.spec.max_tool_rounds})",
                                 raw=[r.model_dump(mode="json") for r in responses])
             for request in response.tool_calls:
-                call = await self._call_tool(session, request, responses)
+                call = self._unreadable(session, request, request.unreadable) if request.unreadable is not None \
+                    else await self._call_tool(session, request, responses)
                 calls.append(call)
                 self._messages.append(Message(role="tool", content=_as_content(call.result),
                                               tool_call_id=request.id, name=request.name))
@@ -404,6 +417,19 @@ class ModelTarget(Target[ModelTargetSpec]):
     def _offered_tools(self) -> list[ToolSpec]:
         """The tools the model may call; the mcp target offers its server's instead."""
         return [tool.offered() for tool in self.spec.tools]
+
+    def _recorded_name(self, name: str) -> str:
+        """The name a call is recorded under: the tool's own (the mcp target's server may spell it otherwise)."""
+        return name
+
+    def _unreadable(self, session: Session, request: ToolRequest, why: str) -> ToolCall:
+        """A call whose arguments were no JSON object: the model is told so as the tool's answer, and may call it
+        again; no tool is called with arguments made up from them (it answered a call nobody made)."""
+        name = self._recorded_name(request.name)
+        session.count("tool_arguments_invalid")
+        session.event("tool_arguments_invalid", tool=name, arguments=request.written, error=why)
+        return ToolCall(name=name, result={"error": f"{why}; the tool was not called: call it again with its "
+                                                    "arguments as one JSON object"})
 
     async def _call_tool(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
         """One call answered: as the test's `fuzz_tools` says for this tool, else from its declaration. The mcp

@@ -61,12 +61,30 @@ class ServerInfo:
 
 
 class StdoutNoise:
-    """Lines a stdio server printed on stdout that are not JSON-RPC: kept in its log, counted, never shown."""
+    """Lines a stdio server printed on stdout that are not JSON-RPC: kept in its log, counted, never shown. And
+    replies whose id no request had (`stray`): the SDK drops them, so each is said (`on_stray`) and kept, for
+    the call left waiting to say why it timed out."""
 
-    def __init__(self, errlog: TextIO) -> None:
+    def __init__(self, errlog: TextIO, on_stray: Callable[[object, list[object]], object] | None = None) -> None:
         self._errlog = errlog
         self.lines = 0
         self.first = ""
+        self.strays: list[object] = []
+        self._on_stray = on_stray
+
+    def stray(self, request_id: object, waiting: list[object]) -> None:
+        self.strays.append(request_id)
+        with suppress(ValueError, OSError):
+            self._errlog.write(f"[stdout, a reply to no request sent] id {request_id!r}\n")
+        if self._on_stray is not None:
+            self._on_stray(request_id, waiting)
+
+    def stray_note(self) -> str:
+        """Why a call may have waited in vain, or "": the server's replies that carried no id tamesu had sent."""
+        if not self.strays:
+            return ""
+        ids = ", ".join(repr(i) for i in self.strays[-3:])
+        return f" (the server sent replies with ids no request had: {ids}; an answer under another request's id?)"
 
     def add(self, line: str) -> None:
         self.lines += 1

@@ -11,6 +11,8 @@ discarded, so a server stuck writing it can still exit when asked to.
 Otherwise this does what the SDK's transport does:
 - a stdout line that is not JSON-RPC never reaches the session: it goes to `noise` (the server's log, one note
   in the result), where the SDK logged a traceback and handed the session an exception;
+- a reply whose id no request sent had (a server answering with another request's id) is told to `noise` too:
+  the SDK drops it silently, and the call it was meant for read only as a timeout;
 - the process gets the environment it is given, stderr to `errlog`, a process group of its own;
 - shutdown follows MCP's lifecycle, every wait bounded and shielded from the caller's cancellation so the
   server never outlives its session: the messages already accepted are flushed, stdin is closed, a grace
@@ -31,6 +33,7 @@ import anyio
 import anyio.lowlevel
 import mcp_types
 from anyio.abc import ByteReceiveStream, Process
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 
 from tamesu.net.bounded import Record, too_large_note
@@ -51,9 +54,12 @@ _POLL = 0.01
 
 
 class Noise(Protocol):
-    """Where stdout lines that are not JSON-RPC go (`_mcp_connection.StdoutNoise`)."""
+    """Where stdout lines that are not JSON-RPC go, and replies that answer no request waiting for one
+    (`connection.StdoutNoise`)."""
 
     def add(self, line: str) -> None: ...
+
+    def stray(self, request_id: object, waiting: list[object]) -> None: ...
 
 
 class LineBound:
@@ -106,6 +112,10 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
+    sent: set[object] = set()
+    """The ids of the requests sent, as the SDK matches them ("7" is 7); a late reply to one is no stray."""
+    waiting: dict[object, None] = {}
+    """The ids sent and not answered yet, in the order they went."""
     assert process.stdout is not None and process.stdin is not None  # spawned with both pipes
     stdout, stdin = process.stdout, process.stdin
 
@@ -121,8 +131,15 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
                     complete, past = lines.feed(chunk)
                     for line in complete:
                         message = parsed(line, noise)
-                        if message is not None:
-                            await to_session.send(message)
+                        if message is None:
+                            continue
+                        reply = message.message
+                        if isinstance(reply, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) \
+                                and reply.id is not None:
+                            if _same_id(reply.id) not in sent:
+                                noise.stray(reply.id, list(waiting))
+                            waiting.pop(_same_id(reply.id), None)
+                        await to_session.send(message)
                     if past is not None:
                         read, whole = past
                         refused(too_large_note(max_bytes, read, whole), read, whole)
@@ -136,6 +153,10 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
         try:
             async with from_session:
                 async for message in from_session:
+                    if isinstance(message.message, mcp_types.JSONRPCRequest):
+                        # before it goes: the answer may be quick
+                        sent.add(_same_id(message.message.id))
+                        waiting[_same_id(message.message.id)] = None
                     text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send(text.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -163,6 +184,11 @@ async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd:
             with anyio.CancelScope(shield=True):  # every wait inside is bounded
                 await shutdown()
             group.cancel_scope.cancel()
+
+
+def _same_id(request_id: object) -> object:
+    """An id as the SDK correlates it: a stringified int is the int."""
+    return coerce_request_id(request_id) if isinstance(request_id, str | int) else request_id
 
 
 async def _drain(stdout: ByteReceiveStream) -> None:

@@ -22,6 +22,8 @@ event with its outcome, duration and the server's raw result) and answered so:
 - a tool the model was not offered (not listed, or left out by `allow_tools`) never reaches the server: the
   model gets `{"error": "no tool named X"}` and the event says why (`refused`);
 - a tool the test names in `fuzz_tools` misbehaves as the mode says (`tamesu.fuzzing`);
+- a call whose arguments are no JSON object never reaches the server (`tool_arguments_invalid`, as the model
+  target's);
 - otherwise the server is called, bounded by `call_timeout` (default 30s). Its answer is the content's text
   (parsed when it is a JSON object or array; the structured content when there is no content). A result
   marked as an error, a protocol error (an unknown tool, bad arguments) and a call that timed out are given to
@@ -43,7 +45,7 @@ SEP-414: the one carrier a stdio server has); over HTTP every request of the tur
 go to the model's provider, not to the server under test).
 
 Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`,
-`resent`.
+`resent`, `mcp_stray_reply` (over stdio: a reply whose id no request had; a timeout after it names it).
 Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results, protocol errors and timeouts), `mcp_tool_timeouts`,
 `mcp_tools_refused`, `tools_fuzzed`, `model_calls`.
 """
@@ -225,7 +227,8 @@ class McpTarget(ModelTarget):
 
         if config["url"] is None:
             errlog = self._errlog
-            noise = self._noise = mcp.StdoutNoise(errlog)
+            noise = self._noise = mcp.StdoutNoise(errlog, lambda stray, waiting: session.event(
+                "mcp_stray_reply", id=stray, waiting=waiting, note="a reply with an id no request had"))
             self._connection = mcp.McpConnection(lambda: mcp.stdio_transport(
                 config["command"], config["args"], config["env"], session.base_dir, errlog, noise,
                 self.spec.max_response_bytes, refused))
@@ -367,8 +370,11 @@ class McpTarget(ModelTarget):
 
     # -- tool calls -----------------------------------------------------------------------------------
 
+    def _recorded_name(self, name: str) -> str:
+        return self._server_names.get(name, name)
+
     async def _call_tool(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
-        name, args = self._server_names.get(request.name, request.name), request.arguments
+        name, args = self._recorded_name(request.name), request.arguments
         self._counts["mcp_tool_calls"] += 1
         session.event("tool_call", tool=name, args=args)
         if name not in {tool.name for tool in self._offered}:
@@ -459,8 +465,9 @@ class McpTarget(ModelTarget):
         self._counts["mcp_tool_timeouts"] += 1
         self._counts["mcp_tool_errors"] += 1
         session.event("tool_result", tool=name, outcome="timeout", ms=round(session.now_ms() - started, 3))
+        strays = self._noise.stray_note() if self._noise is not None else ""
         return ToolCall(name=name, args=args,
-                        result={"error": f"the tool did not answer within {self.spec.call_timeout:g}s"})
+                        result={"error": f"the tool did not answer within {self.spec.call_timeout:g}s{strays}"})
 
     def _lost_outcome(self) -> str:
         return "too_large" if self._too_large is not None else "lost"
