@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.traced import TracedRestAgent, free_port
+from ports import refused_port
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 
@@ -153,6 +155,18 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
     late_said = [w for w in run_json["warnings"] if "arrived after their run was graded" in w]
     assert late_said == [f"traces: {5 - len(early['spans'])} span(s) arrived after their run was graded "
                          "(raise traces.wait)"], run_json["warnings"]
+
+
+def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
+    project(tmp_path, receive, f"http://127.0.0.1:{refused_port()}", TWO_TURNS, traces="wait: 30s")
+    started = time.monotonic()
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    took = time.monotonic() - started
+    assert result.returncode == 3, result.stdout + result.stderr
+    [line] = results(tmp_path)
+    assert line["runs"][0]["status"] == "error" and "refused" in line["runs"][0]["error"], line
+    # it waited 30 s for spans of a conversation that never began
+    assert took < 20, f"the unreachable run took {took:.1f}s"
 
 
 def test_a_flood_past_max_spans_is_said_not_silently_cut(tmp_path: Path, tamesu, serve, agents, receive) -> None:
