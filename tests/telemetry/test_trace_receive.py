@@ -255,6 +255,47 @@ def test_a_bad_traces_setting_is_one_line(tmp_path: Path, tamesu) -> None:
         result.stdout + result.stderr
 
 
+GRPC_EXPORT = """\
+import os, grpc, httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest as Request
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse as Response
+# what an OTLP/gRPC exporter (opentelemetry-exporter-otlp-proto-grpc) sends, over grpcio's own channel
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
+with grpc.insecure_channel(endpoint.removeprefix("http://")) as channel:
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                 request_serializer=Request.SerializeToString,
+                                 response_deserializer=Response.FromString)
+    try:
+        export(Request(), timeout=5)
+        said = "exported"
+    except grpc.RpcError as exc:
+        said = f"{exc.code().name} {exc.details()}"
+answer = httpx.post(endpoint + "/v1/traces", content=b"", headers={"content-type": "application/grpc"}, timeout=5)
+open("grpc.txt", "w").write(f"{said}\\n{answer.status_code} {answer.text.strip()}")
+"""
+
+
+def test_an_exporter_speaking_grpc_is_told_and_the_run_says_what_to_set(tmp_path: Path, tamesu, serve, agents,
+                                                                        receive) -> None:
+    _agent, url = start(serve, agents, receive)
+    (tmp_path / "grpc_export.py").write_text(GRPC_EXPORT)
+    project(tmp_path, receive, url, TWO_TURNS + f"""\
+hooks:
+  before_all: [ {{ run: '{sys.executable} grpc_export.py' }} ]
+""", traces="wait: 0s")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    words = ("this receiver speaks OTLP over HTTP (http/protobuf or http/json), not gRPC: set "
+             "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+    exported, posted = (tmp_path / "grpc.txt").read_text().splitlines()
+    assert exported == f"UNIMPLEMENTED {words}" and posted == f"415 {words}", (exported, posted)
+    run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    said = [w for w in run_json["warnings"] if "over gRPC" in w]
+    # the call over gRPC and the request of gRPC's content type
+    assert said == [f"traces: 2 export(s) came over gRPC and were refused: {words}"], run_json["warnings"]
+    assert f"warning: {said[0]}" in result.stdout + result.stderr
+
+
 ZERO_CODE = """\
 import json, sys
 from opentelemetry import trace
