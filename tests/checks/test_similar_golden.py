@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from checks.grading import fails, passes, verdict
 from tamesu.checks import AssertionProblem, parse_assertion
@@ -19,6 +24,7 @@ from tamesu.checks.similar import NEEDS_EXTRA, lexical_similarity
 from tamesu.conversation import AgentTurn, ToolCall, UserTurn
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelRequest, ModelResponse
+from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
 
 
@@ -197,9 +203,34 @@ agent: Done: your booking is now on Saturday.
 """
 
 
-async def test_a_missing_golden_file_fails_and_says_how_to_write_it(tmp_path: Path) -> None:
-    result = await fails({"golden": "golden/booking.txt"}, booking_run(tmp_path))
-    assert result.reason == "no golden file golden/booking.txt: run with --update-golden to write it"
+async def _booked(request: Request) -> JSONResponse:
+    return JSONResponse({"text": "Done: your booking is now on Saturday."})
+
+
+def test_a_missing_golden_file_is_the_suites_to_fix_never_the_agents_failure(
+        tmp_path: Path, tamesu: Any, serve: Callable[[Any], ThreadServer]) -> None:
+    agent = serve(Starlette(routes=[Route("/chat", _booked, methods=["POST"])])).url
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{agent}/chat" }}
+tests:
+  - name: booking
+    scenario: {{ script: [ {{ say: move my booking }} ] }}
+    assert: [ {{ golden: golden/booking.txt }} ]
+""")
+    where = "suite.yaml:6:25: tests[0].assert[0].golden: no golden file golden/booking.txt"
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert where in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    [directory] = list((tmp_path / "out").iterdir())
+    [line] = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()]
+    [run] = line["runs"]
+    assert (run["status"], run["fault"]) == ("error", "environment"), line
+    assert run["error"] == "golden: no golden file golden/booking.txt: run with --update-golden to write it"
+    written = tamesu(["run", "suite.yaml", "--out", "out", "--update-golden"], cwd=tmp_path)
+    assert written.returncode == 0 and (tmp_path / "golden" / "booking.txt").is_file(), written.stdout
+    assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
 
 
 async def test_update_golden_writes_the_file_then_the_next_run_passes(tmp_path: Path) -> None:

@@ -209,30 +209,27 @@ async def test_quotes_are_found_whatever_the_whitespace_and_case(judge_server: t
     assert found.passed and found.unsupported_evidence == ["the agent apologised", "issued ... Your refund"]
 
 
-async def test_a_pass_with_none_of_its_quotes_in_the_transcript_fails(judge_server: tuple[Any, Judge]) -> None:
+async def test_a_verdict_none_of_whose_quotes_is_there_is_the_judges_error(judge_server: tuple[Any, Judge]) -> None:
     server, judge = judge_server
     invented = verdict(score=1, evidence=["Refund RF-123 is on its way", "sorry for the wait"])
-    server.plan(text(invented))
-    found = await grade(judge)
-    assert not found.passed
-    assert found.reason.startswith("the judge passed it, but none of its 2 quote(s) is in the transcript")
-    assert found.unsupported_evidence == ["Refund RF-123 is on its way", "sorry for the wait"]
-    # a pass not taken decided nothing either way: `negate: true` cannot pass on it (it passed, "the agent does
-    # not give the reference", on a judge that said it does)
-    from tamesu.checks.judge import to_verdict
-
-    assert found.discarded and to_verdict(found).undecided
+    failed_on_invented = verdict(passed=False, score=0, evidence=["I cannot help"])
+    for answer, said in ((invented, "passed it"), (failed_on_invented, "failed it")):
+        server.plan(text(answer))
+        # pass or fail, it rests on words nobody said: no verdict on the agent (and `negate` cannot turn it)
+        with pytest.raises(InfraError, match=f"^judge: {'openai' if 'OpenAI' in type(server).__name__ else 'anthropic'}"
+                                             f":test-model {said}, but none of its .* quote\\(s\\) is in what it was "
+                                             "shown \\('"):
+            await grade(judge)
 
     server.plan(text(invented))
     lenient = await grade(judge, evidence="lenient")
     assert lenient.passed and lenient.reason == "the agent gave the reference"
-    assert not lenient.discarded and not to_verdict(lenient).undecided
     assert lenient.unsupported_evidence == ["Refund RF-123 is on its way", "sorry for the wait"]
 
 
 async def test_a_failing_verdict_keeps_failing_with_its_quotes_marked(judge_server: tuple[Any, Judge]) -> None:
     server, judge = judge_server
-    server.plan(text(verdict(passed=False, score=0, evidence=["I cannot help"])))
+    server.plan(text(verdict(passed=False, score=0, evidence=["I cannot help", "Your refund RF-889"])))
     found = await grade(judge)
     assert not found.passed and found.unsupported_evidence == ["I cannot help"]
 
@@ -438,8 +435,39 @@ async def test_grounded_min_decides_on_the_supported_fraction(serve: Serve, tmp_
     try:
         assert (await lenient_min.check.evaluate(run)).passed
         assert not (await strict_min.check.evaluate(run)).passed
-        unsupported = await strict_min.check.evaluate(run)
+        with pytest.raises(InfraError, match="passed it, but none of its 1 quote"):  # the judge's, not the agent's
+            await strict_min.check.evaluate(run)
     finally:
         await registry.aclose()
-    assert not unsupported.passed and unsupported.prompt_version == "grounded.v1"
-    assert unsupported.unsupported_evidence == ["never said"]
+
+
+def test_invented_quotes_make_the_run_an_error_of_the_judge_never_a_failure_of_the_agent(
+        tmp_path: Path, tamesu: Any, serve: Serve, desk: str) -> None:
+    judge = OpenAIServer()
+    judge.plan(text('{"pass": true, "reason": "it greets", "evidence": ["Welcome to Acme!"]}'),
+               text('{"pass": false, "score": 0.5, "reason": "one claim is made up", '
+                    '"evidence": ["Shipping is free"]}'))
+    url = judge.base_url(serve(judge.app).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
+        f"  judge: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 5s }}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{desk}/chat" }}
+tests:
+  - name: judged
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ judge: "The agent greets" }} ]
+  - name: grounded
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ grounded: "The desk helps customers." }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 3, result.stdout + result.stderr
+    [directory] = list((tmp_path / "out").iterdir())
+    lines = {json.loads(x)["test"]: json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()}
+    for name, said, label in (("judged", "passed it", ""), ("grounded", "failed it", "grounded: ")):
+        [run] = lines[name]["runs"]
+        assert (run["status"], run["fault"]) == ("error", "environment"), lines[name]
+        assert run["error"].startswith(f"{label}judge: openai:test-model {said}, but none of its 1 quote(s) is in "
+                                       "what it was shown"), run["error"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import grpc
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -81,6 +83,48 @@ def test_doctor_checks_template_urls_and_a_project_of_jsonl_cases(tmp_path: Path
     assert f"ok    target shop (rest) at {url}/chat: reachable" in result.stdout, result.stdout
     assert "target later (rest): its url is made during the run, not checked here" in result.stdout, result.stdout
     assert "JSONL test cases, not a suite" in result.stdout
+
+
+def _grpc_server(health: bytes | None) -> Any:
+    """A gRPC server on 127.0.0.1: with `health`, grpc.health.v1's Check answering those bytes; else serving
+    nothing."""
+    server = grpc.server(ThreadPoolExecutor(2))
+    if health is not None:
+        answer = grpc.unary_unary_rpc_method_handler(lambda request, context: health)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("grpc.health.v1.Health",
+                                                                              {"Check": answer}),))
+    server.port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server
+
+
+def test_doctor_checks_a_grpc_agent_as_grpc_and_says_what_it_checked(tmp_path: Path, tamesu, serve) -> None:
+    # before: a TCP connect, so a web server on the port was "reachable" and a turn could only fail
+    web = serve(Starlette(routes=[])).url.removeprefix("http://")
+    servers = [_grpc_server(b"\x08\x01"), _grpc_server(b"\x08\x02"), _grpc_server(None)]
+    serving, not_serving, plain = (f"grpc://127.0.0.1:{server.port}" for server in servers)
+    try:
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  serving: {{ type: grpc, url: '{serving}' }}
+  not_serving: {{ type: grpc, url: '{not_serving}' }}
+  plain: {{ type: a2a, url: '{plain}' }}
+  web: {{ type: grpc, url: 'grpc://{web}' }}
+tests: [ {{ name: t, target: serving, scenario: {{ script: [ {{ say: hi }} ] }} }} ]
+""")
+        result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
+    finally:
+        for server in servers:
+            server.stop(None)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = result.stdout
+    assert (f"ok    target serving (grpc) at {serving}: gRPC channel ready (TCP, HTTP/2); health (grpc.health.v1): "
+            "SERVING") in said, said
+    assert f"warn  target not_serving (grpc) at {not_serving}: gRPC channel ready (TCP, HTTP/2); health " \
+           "(grpc.health.v1): NOT_SERVING" in said, said
+    assert (f"ok    target plain (a2a) at {plain}: gRPC channel ready (TCP, HTTP/2); it offers no health service "
+            "(grpc.health.v1)") in said, said
+    assert f"warn  target web (grpc) at grpc://{web}: no gRPC channel (TCP, HTTP/2): the connection failed" in said
 
 
 def test_version_and_colour(tmp_path: Path, tamesu) -> None:

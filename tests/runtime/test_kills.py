@@ -7,6 +7,7 @@ and a run stopped by a signal says so in run.json with the code the process exit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -179,3 +180,81 @@ def test_sigterm_stops_a_parallel_run_with_remote_agents_up(tmp_path: Path) -> N
     merged = run_tamesu(["merge", str(run_dir), "--out", str(tmp_path / "merged")], tmp_path, timeout=60)
     assert merged.returncode == 143, merged.stdout + merged.stderr
     assert f"{left} of 12 planned tests did not finish" in merged.stderr
+
+
+def _running(word: str) -> list[int]:
+    """Live processes whose command line holds `word`: marked or not (`env -i` clears the mark)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and word.encode() in command.split(b"\0"):
+            found.append(int(name))
+    return found
+
+
+_CLEARED = """\
+hooks:
+  # an agent started with a cleared environment carries no TAMESU_OWNERS mark for the watchdog to find
+  before_all: [ "env -i sleep {hook} >/dev/null 2>&1 &" ]
+targets:
+  shop: {{ type: rest, url: "{url}/chat" }}
+tests:
+  - name: cleared
+    target: shop
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert:
+      - command: "env -i sleep {check} >/dev/null 2>&1 & echo started"
+      - command: "sleep {wait}"
+"""
+
+
+@pytest.mark.parametrize("ending", ["exit", "SIGTERM", "SIGKILL"])
+def test_what_a_hook_or_check_starts_with_a_cleared_environment_ends_with_tamesu(tmp_path: Path, serve,
+                                                                                  ending: str) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: object) -> JSONResponse:
+        return JSONResponse({"text": "hello"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    # sleep takes fractions of seconds: a length no other process on the machine has names each sleeper
+    unique = f"{random.randrange(10**6):06d}"
+    hook, check, wait = f"300.{unique}", f"301.{unique}", f"60.{unique}"
+    (tmp_path / "suite.yaml").write_text(_CLEARED.format(hook=hook, check=check, url=url,
+                                                         wait="0" if ending == "exit" else wait))
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("TAMESU_DEBUG", None)
+    process = subprocess.Popen([PYTHON, "-m", "tamesu", "run", "suite.yaml", "--out", "out"], cwd=tmp_path, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if ending != "exit":
+            deadline = time.monotonic() + 60
+            while not (_running(hook) and _running(wait)) and process.poll() is None \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _running(hook) and _running(wait), "the hook's sleeper or the second check never started"
+            # the first check has ended: what it left behind ended with it, not with tamesu
+            assert not _running(check), "the first check's sleeper outlived the check"
+            process.send_signal(getattr(signal, ending))
+        stdout, stderr = process.communicate(timeout=60)
+        expected = {"exit": 0, "SIGTERM": 143, "SIGKILL": -signal.SIGKILL}[ending]
+        assert process.returncode == expected, stdout + stderr
+        deadline = time.monotonic() + 5
+        while (left := _running(hook) + _running(check)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not left, f"after {ending}: left running: {left}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in _running(hook) + _running(check) + _running(wait):  # none outlives the test, whatever it says
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

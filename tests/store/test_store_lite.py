@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,37 @@ def test_runs_that_create_one_store_at_once_make_its_tables_once(tmp_path: Path)
         writer.close()
     assert failed == [] and not any(thread.is_alive() for thread in threads)
     assert _schema(tmp_path / "s.db")[1] == [(lite.HEAD_REVISION,)]
+    assert sorted(p.name for p in tmp_path.iterdir() if "lock" in p.name) == []  # no s.db.migrate-lock left
+
+
+def test_the_migration_lock_leaves_no_file_and_is_held_by_one_at_a_time(tmp_path: Path) -> None:
+    # its holder removes the file before letting go: a run that waited on the removed file must not take it
+    # as held while another run locks the path's new one
+    path = str(tmp_path / "s.db")
+    inside, most, failed = [0], [0], []
+    guard = threading.Lock()
+
+    def take(times: int) -> None:
+        try:
+            for _ in range(times):
+                with lite._migration_lock(path):
+                    with guard:
+                        inside[0] += 1
+                        most[0] = max(most[0], inside[0])
+                    time.sleep(0.001)
+                    with guard:
+                        inside[0] -= 1
+        except BaseException as exc:  # said by the assertion below, on the test's thread
+            failed.append(exc)
+
+    threads = [threading.Thread(target=take, args=(40,)) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failed == [] and not any(thread.is_alive() for thread in threads)
+    assert most[0] == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 async def _chat(request: Request) -> JSONResponse:
@@ -236,6 +268,7 @@ def test_runs_that_create_and_write_a_store_do_not_import_sqlalchemy(tmp_path: P
 
     first = run(str(blocked))  # creates the store, without SQLAlchemy or Alembic, which cannot be imported
     assert first.returncode == 0, first.stdout + first.stderr
+    assert sorted(p.name for p in (tmp_path / ".tamesu").iterdir()) == ["store.db"]  # no store.db.migrate-lock
     assert "warning" not in first.stdout + first.stderr, first.stdout + first.stderr
     with sqlite3.connect(tmp_path / ".tamesu" / "store.db") as connection:
         assert connection.execute("SELECT count(*) FROM test_results").fetchone()[0] == 1

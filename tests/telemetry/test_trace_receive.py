@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.traced import TracedRestAgent, free_port
+from ports import refused_port
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 
@@ -155,6 +157,18 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
                          "(raise traces.wait)"], run_json["warnings"]
 
 
+def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
+    project(tmp_path, receive, f"http://127.0.0.1:{refused_port()}", TWO_TURNS, traces="wait: 30s")
+    started = time.monotonic()
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    took = time.monotonic() - started
+    assert result.returncode == 3, result.stdout + result.stderr
+    [line] = results(tmp_path)
+    assert line["runs"][0]["status"] == "error" and "refused" in line["runs"][0]["error"], line
+    # it waited 30 s for spans of a conversation that never began
+    assert took < 20, f"the unreachable run took {took:.1f}s"
+
+
 def test_a_flood_past_max_spans_is_said_not_silently_cut(tmp_path: Path, tamesu, serve, agents, receive) -> None:
     _agent, url = start(serve, agents, receive, extra_spans=60)
     project(tmp_path, receive, url, TWO_TURNS, traces="wait: 200ms, max_spans: 50")
@@ -239,6 +253,47 @@ def test_a_bad_traces_setting_is_one_line(tmp_path: Path, tamesu) -> None:
     assert result.returncode == 2
     assert re.search(r"tamesu.yaml:2:\d+: traces.receive: .*host:port", result.stdout + result.stderr), \
         result.stdout + result.stderr
+
+
+GRPC_EXPORT = """\
+import os, grpc, httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest as Request
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse as Response
+# what an OTLP/gRPC exporter (opentelemetry-exporter-otlp-proto-grpc) sends, over grpcio's own channel
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
+with grpc.insecure_channel(endpoint.removeprefix("http://")) as channel:
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                 request_serializer=Request.SerializeToString,
+                                 response_deserializer=Response.FromString)
+    try:
+        export(Request(), timeout=5)
+        said = "exported"
+    except grpc.RpcError as exc:
+        said = f"{exc.code().name} {exc.details()}"
+answer = httpx.post(endpoint + "/v1/traces", content=b"", headers={"content-type": "application/grpc"}, timeout=5)
+open("grpc.txt", "w").write(f"{said}\\n{answer.status_code} {answer.text.strip()}")
+"""
+
+
+def test_an_exporter_speaking_grpc_is_told_and_the_run_says_what_to_set(tmp_path: Path, tamesu, serve, agents,
+                                                                        receive) -> None:
+    _agent, url = start(serve, agents, receive)
+    (tmp_path / "grpc_export.py").write_text(GRPC_EXPORT)
+    project(tmp_path, receive, url, TWO_TURNS + f"""\
+hooks:
+  before_all: [ {{ run: '{sys.executable} grpc_export.py' }} ]
+""", traces="wait: 0s")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    words = ("this receiver speaks OTLP over HTTP (http/protobuf or http/json), not gRPC: set "
+             "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+    exported, posted = (tmp_path / "grpc.txt").read_text().splitlines()
+    assert exported == f"UNIMPLEMENTED {words}" and posted == f"415 {words}", (exported, posted)
+    run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    said = [w for w in run_json["warnings"] if "over gRPC" in w]
+    # the call over gRPC and the request of gRPC's content type
+    assert said == [f"traces: 2 export(s) came over gRPC and were refused: {words}"], run_json["warnings"]
+    assert f"warning: {said[0]}" in result.stdout + result.stderr
 
 
 ZERO_CODE = """\

@@ -86,7 +86,7 @@ class _Outcome:
 
 async def _execute(command: str, cwd: str, env: dict[str, str], timeout: float) -> _Outcome:
     """Run `command` in its own process group; past `timeout` the whole group is killed."""
-    outcome = await run_shell(command, cwd, env, timeout)
+    outcome = await run_shell(command, cwd, env, timeout, keep=False)
     return _Outcome(outcome.code, outcome.output)
 
 

@@ -12,7 +12,8 @@ the conversation: a script step's data shows as JSON and files as [name], as in 
 
 A message of several lines continues on lines indented by two spaces. `on_turn` narrows the transcript to
 that turn's user and agent lines. With `--update-golden` the check writes what it saw (creating folders)
-and passes with "golden file written"; a missing file fails and says so. Review the file, then commit it.
+and passes with "golden file written"; a missing file makes the run an error that says so (the suite's to
+fix: no verdict on the agent). Review the file, then commit it.
 
 Modes:
 - `exact`: the same text, ignoring trailing spaces, line endings and trailing blank lines. A difference
@@ -142,9 +143,10 @@ class Golden(Check[GoldenSpec]):
         try:
             golden = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return Verdict(passed=False, reason=f"no golden file {name}: run with --update-golden to write it")
+            # the suite's to fix, not the agent's failure: the run is an error saying so, as a broken judge's is
+            raise InfraError(f"no golden file {name}: run with --update-golden to write it") from None
         except OSError as exc:
-            return Verdict(passed=False, reason=f"cannot read golden file {name}: {exc.strerror or exc}")
+            raise InfraError(f"cannot read golden file {name}: {exc.strerror or exc}") from None
         if self.spec.mode == "exact":
             return _exact(name, golden, render(seen))
         if self.spec.mode == "similar":

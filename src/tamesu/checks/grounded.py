@@ -47,7 +47,8 @@ class GroundedSpec(Strict):
     min: float = Field(1.0, ge=0, le=1)
     """The fraction of claims that must be supported (default all of them)."""
     evidence: Literal["strict", "lenient"] = "strict"
-    """strict: a passing verdict whose quotes are none of them in the agent's words fails."""
+    """strict: a verdict whose quotes (the unsupported claims) are none of them in the agent's words is not taken:
+    the run is an error naming the judge, not a failure of the agent."""
 
 
 def _as_text(value: object) -> str:
@@ -85,9 +86,6 @@ class Grounded(Check[GroundedSpec]):
             return Verdict(passed=False, reason="the agent made no claims to check (it said nothing)")
         verdict = await Judge(judge_client(run, spec.model)).grade_grounding(claims, context, spec.evidence)
         result = to_verdict(verdict)
-        # the author's `min` decides on the supported fraction, as `min` does on the 1-5 scale; a verdict the
-        # judge passed (score 1) yet failed for quotes not in the agent's words stays failed
-        evidence_failed = verdict.score == 1 and not verdict.passed
-        if not evidence_failed:
-            result.passed = verdict.score >= spec.min
+        # the author's `min` decides on the supported fraction, as `min` does on the 1-5 scale
+        result.passed = verdict.score >= spec.min
         return result

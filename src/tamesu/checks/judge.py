@@ -31,8 +31,8 @@ class JudgeSpec(Strict):
     """Show the judge a summary of the agent's own spans (`traces:`): names, tools with arguments, durations,
     errors. Its evidence may quote it and is looked up in it as in the transcript."""
     evidence: Literal["strict", "lenient"] = "strict"
-    """strict: a passing verdict none of whose quotes is in the transcript fails; lenient: it passes, with
-    the quotes marked unsupported."""
+    """strict: a verdict none of whose quotes is in the transcript is not taken (the run is an error naming the
+    judge, not a failure of the agent); lenient: it is taken, with the quotes marked unsupported."""
 
     @model_validator(mode="after")
     def _min_needs_scale(self) -> JudgeSpec:
@@ -45,8 +45,7 @@ def to_verdict(verdict: JudgeVerdict) -> Verdict:
     label = " (fake judge)" if verdict.fake else ""
     return Verdict(passed=verdict.passed, reason=verdict.reason + label + what_was_done(verdict), score=verdict.score,
                    evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
-                   fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence,
-                   undecided=verdict.discarded)
+                   fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence)
 
 
 def what_was_done(verdict: JudgeVerdict) -> str:

@@ -91,10 +91,18 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         if url in seen:
             continue
         seen.add(url)
-        problem = await _reachable(url)
         shown = plan.secrets.redactor.text(url)
+        problem = await _reachable(url)
+        if problem is None and url.startswith(("grpc://", "grpcs://")):
+            # an open port says nothing of gRPC: an HTTP/1 server, or TLS it cannot make, fails every turn
+            from tamesu.targets.grpc_turn.wire import probe
+
+            fine, words = await probe(url, getattr(target, "tls", None))
+            words = plan.secrets.redactor.text(words)
+            findings.append((fine or None, f"target {name} ({target.type}) at {shown}: {words}"))
+            continue
         findings.append((problem is None or None, f"target {name} ({target.type}) at {shown}: "
-                         f"{'reachable' if problem is None else problem}"))
+                         f"{'reachable (TCP)' if problem is None else problem}"))
     return findings
 
 

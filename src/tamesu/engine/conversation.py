@@ -191,7 +191,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         await remote_agents.stop()  # after every run, a failed one too
         remote_agents.attach(exchanges)
         stopping = inputs.stop is not None and inputs.stop.reason is not None
-        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping)
+        reached = bool(exchanges) or result.status != "error"
+        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping, reached)
     if spans_error and result.status != "error":  # the tracing backend could not be asked: not the agent's
         result.status, result.error, result.end_reason = "error", spans_error, "error"
     if result.status != "error" and (broken := remote_agents.forward_failure()):

@@ -1,4 +1,5 @@
-"""Whose fault a run that did not pass is: `environment` (the infrastructure: an error), `simulated_user`
+"""Whose fault a run that did not pass is: `environment` (the infrastructure, a judge whose verdict cannot be
+taken, a golden file the suite lacks: an error), `simulated_user`
 (tamesu's own model-played user broke its part, so the run is `inconclusive`), or `agent` (every other
 failure). The simulated user is audited only after a failed run (see `roles.audit`). `agents_side` marks an
 infrastructure error that came from the target itself with an `agent_error` event."""

@@ -117,13 +117,16 @@ def _address(receive: str) -> str:
     return addr
 
 
-async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None,
-                     stopping: bool) -> tuple[SpansFile | None, str | None]:
+async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stopping: bool,
+                     reached: bool = True) -> tuple[SpansFile | None, str | None]:
     """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping);
-    with `traces.query`, fetched from the backend then. The second value: why the backend could not say."""
+    with `traces.query`, fetched from the backend then. The second value: why the backend could not say.
+
+    A run that never `reached` the agent (an error before its first turn: unreachable, refused, a hook) or
+    sent it no trace id has no spans to come: it does not wait for them, nor ask the backend."""
     if spans is None or traces is None:
         return None, None
-    if not stopping:
+    if not stopping and reached and spans.trace_ids:
         await spans.settle(traces.spec.wait)
         if traces.query is not None:
             try:

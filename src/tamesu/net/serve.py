@@ -80,23 +80,25 @@ class QuietServer(uvicorn.Server):
             await self.lifespan.shutdown()
 
 
-def _server(app: Any, grace: int = 2) -> QuietServer:
+def _server(app: Any, grace: int = 2, http: type[asyncio.Protocol] | None = None) -> QuietServer:
     # log_config=None: uvicorn would install its own stderr handlers; its records go where the run says
     # (tamesu.engine.runlog: the run folder's tamesu.log)
     config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off", access_log=False,
-                            timeout_graceful_shutdown=grace)
+                            timeout_graceful_shutdown=grace, http=http or "auto")
     return QuietServer(config)
 
 
 class LoopServer:
     """An app served by a task of the running event loop; `stop` waits for it to finish."""
 
-    def __init__(self, app: object, host: str = "127.0.0.1", port: int = 0, *, grace: int = 2) -> None:
-        """`grace`: the seconds `stop` lets requests still being answered finish before cancelling them."""
+    def __init__(self, app: object, host: str = "127.0.0.1", port: int = 0, *, grace: int = 2,
+                 http: type[asyncio.Protocol] | None = None) -> None:
+        """`grace`: the seconds `stop` lets requests still being answered finish before cancelling them; `http`:
+        uvicorn's protocol class for each connection, when not its own."""
         self._app = app
         self._sock = bind_socket(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
-        self._server = _server(app, grace)
+        self._server = _server(app, grace, http)
         self._task: asyncio.Task[None] | None = None
 
     @property

@@ -2,6 +2,8 @@
 
 - a script step's `files:` that do not exist (a problem: the run could only fail, later, as an infra error),
   or that the test's target would not send (a problem: the agent would never see them);
+- a `golden` file that does not exist (a warning, not a problem: `run --update-golden` is how it comes to be;
+  without it the run is an error of the suite's making, never the agent's failure);
 - a tool assertion on an A2A target (a warning): an A2A agent reports no tool calls, so `tool_called` can
   only fail there, unless the name is one of the suite's remote agents, whose delegations count as calls;
 - a judge told to read the agent's trace (`judge: {trace: true}`, a test's own or in `defaults:`) in a suite
@@ -41,6 +43,21 @@ def missing_files(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]
                                                   f"file not found: {suite.dir / file.path} (a path is relative "
                                                   "to the suite's folder)"))
     return problems
+
+
+def missing_golden(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:
+    """`assertions` are the test's own, in the order `spec.assert_` writes them."""
+    from tamesu.checks.golden import Golden
+
+    warnings = []
+    for index, assertion in enumerate(assertions[:len(spec.assert_)]):
+        check = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
+        if not isinstance(check, Golden) or "{{" in check.spec.file or (suite.dir / check.spec.file).is_file():
+            continue
+        warnings.append(suite.doc.problem((*loc, "assert", index, "golden"),
+                                          f"no golden file {check.spec.file} (relative to the suite's folder): "
+                                          "`tamesu run --update-golden` writes it; until then the test is an error"))
+    return warnings
 
 
 def refused_files(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:

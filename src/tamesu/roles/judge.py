@@ -4,8 +4,8 @@ against a reference text (grounding), and answers in structured output only.
 A verdict is a claim users act on, so it is exactly what the judge said or it says what was done to it: the
 answer is read strictly (see `models.structured.read_strict`), a pass that contradicts the score is asked
 again rather than guessed, every attempt is kept on the verdict, and each quote of its evidence is looked up
-in what the judge was shown. A passing verdict none of whose quotes can be found does not pass unless the
-assertion says `evidence: lenient`.
+in what the judge was shown. A verdict (pass or fail) none of whose quotes can be found is not taken unless
+the assertion says `evidence: lenient`: the judge's error (an InfraError), never a verdict on the agent.
 """
 
 from __future__ import annotations
@@ -68,9 +68,6 @@ class JudgeVerdict(BaseModel):
     """Every answer read for this verdict: accepted, repaired (how) or rejected and asked again (why)."""
     unsupported_evidence: list[str] = Field(default_factory=list)
     """Quotes that are not in the transcript, tool calls or context the judge was shown."""
-    discarded: bool = False
-    """The judge's pass was not taken (strict evidence: none of its quotes is there): its answer decided
-    nothing either way, so a negated check cannot pass on it."""
     responses: list[ModelResponse] = Field(default_factory=list, exclude=True)
     """The calls behind the verdict, repairs included (for cost); not part of the verdict itself."""
 
@@ -211,17 +208,18 @@ class Judge:
     def _verdict(self, answer: _Answer, passed: bool, score: float, responses: list[ModelResponse],
                  attempts: list[Attempt], found: Evidence, mode: EvidenceMode) -> JudgeVerdict:
         last = responses[-1]
-        reason = answer.reason
-        discarded = passed and found.none_supported and mode == "strict"
-        if discarded:
-            # the judge says pass but shows nothing that is there: a claim without support is not a pass
-            passed = False
-            reason = (f"the judge passed it, but none of its {len(answer.evidence)} quote(s) is in the transcript "
-                      f"(set evidence: lenient to accept such a verdict); the judge said: {answer.reason}")
+        if found.none_supported and mode == "strict":
+            # the judge shows nothing that is there: its verdict, pass or fail, rests on words nobody said, so it
+            # decides nothing about the agent; the run is an error naming the judge, as for an answer out of shape
+            quoted = ", ".join(repr(q[:60]) for q in found.unsupported[:3])
+            raise infra_error("judge", StructuredOutputError(
+                f"{last.provider}:{last.model} {'passed' if passed else 'failed'} it, but none of its "
+                f"{len(found.unsupported)} quote(s) is in what it was shown ({quoted}): its verdict is not taken "
+                f"(evidence: lenient takes it); the judge said: {answer.reason}", responses, attempts))
         return JudgeVerdict(
-            passed=passed, score=score, reason=reason, evidence=answer.evidence,
+            passed=passed, score=score, reason=answer.reason, evidence=answer.evidence,
             model=f"{last.provider}:{last.model}", prompt_version=self.version, fake=last.fake,
-            attempts=attempts, unsupported_evidence=found.unsupported, discarded=discarded, responses=responses)
+            attempts=attempts, unsupported_evidence=found.unsupported, responses=responses)
 
 
 def _json(value: object) -> str:

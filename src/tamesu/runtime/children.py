@@ -6,7 +6,9 @@ starts, it adds a fresh token and starts a watchdog: a small process in a sessio
 its stdin (a pipe only tamesu holds) to close. The pipe closes when tamesu exits, whichever way it exits, and
 the watchdog then kills every process whose environment carries the token. Marking by environment, not by
 registering pids, leaves no window in which a child is started but not yet known, and reaches grandchildren
-in process groups of their own. A child that clears its environment escapes; nothing tamesu starts does.
+in process groups of their own. A child that clears its environment (`env -i`, a daemon's own clean start)
+carries no mark: the process groups tamesu makes for the shells of hooks and `command` checks are told to the
+watchdog (a line each on its stdin, `own_group`), and it kills them too, whole.
 
 Only the command line (`tamesu.cli.main.entry`) arms it: a library caller (pytest, a notebook) owns its own
 processes.
@@ -27,21 +29,31 @@ _WAIT_ON_EXIT = 3.0
 """How long a normal exit waits for the watchdog to end the leftovers, so the shell sees them gone."""
 
 # The watchdog: ignores the terminal's signals (Ctrl-C reaches the whole foreground group), reads stdin to its
-# end, then SIGKILLs every process whose environment holds the token, one by one (never a process group: the
-# group may be the user's shell pipeline). Passes until one kills nothing, three at most: a process may fork
+# end (each line a process group tamesu made for a shell of its own, or `-N`: group N has ended and is not its
+# to kill: the number may be a new process's by then), then SIGKILLs those groups and every
+# process whose environment holds the token, one by one (never another group: it may be the user's shell
+# pipeline). Passes until one kills nothing, three at most: a process may fork
 # while a pass runs. It is a POSIX shell and one grep a pass (~4 ms of CPU): a Python interpreter spent ~12 ms
 # starting and ~8 ms scanning, on every `tamesu run`. Each pass's grep also reads a line that must match from
 # its stdin: a grep that does not list it (no -z for NUL-separated lines, whatever its exit code, or no grep at
 # all) hands the scan to the same loop in Python (`_SCAN`).
 _WATCHDOG = r"""
 trap '' INT TERM HUP QUIT
-while read -r _; do :; done
+groups=
+while read -r line; do
+  case $line in
+    ''|*[!0-9-]*) ;;
+    -*) kept=; for group in $groups; do [ "$group" = "${line#-}" ] || kept="$kept $group"; done; groups=$kept ;;
+    *) groups="$groups $line" ;;
+  esac
+done
 for _ in 1 2 3; do
+  for group in $groups; do kill -s KILL -- "-$group" 2>/dev/null; done
   found=$(printf 'TAMESU_OWNERS=%s\0' "$1" |
           grep -lzs -e "^TAMESU_OWNERS=\(.*:\)\{0,1\}$1\(:.*\)\{0,1\}\$" - /proc/[0-9]*/environ)
   case $found in
     *"(standard input)"*) ;;
-    *) exec "$2" -I -S -c "$3" "$1" ;;
+    *) exec "$2" -I -S -c "$3" "$1" $groups ;;
   esac
   killed=
   for file in $found; do
@@ -60,8 +72,17 @@ import os, signal, sys
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
     signal.signal(s, signal.SIG_IGN)
 token = sys.argv[1].encode()
-while os.read(0, 4096):
-    pass
+read = b""
+while chunk := os.read(0, 4096):
+    read += chunk
+groups = {int(g) for g in sys.argv[2:] if g.isdigit()}
+for line in read.decode(errors="replace").split():
+    if line.isdigit():
+        groups.add(int(line))
+    elif line[1:].isdigit():
+        groups.discard(int(line[1:]))
+groups.discard(0)
+groups.discard(1)
 me = os.getpid()
 def marked(pid):
     try:
@@ -75,6 +96,11 @@ def marked(pid):
     return False
 for _ in range(3):
     killed = False
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != me and marked(name):
             try:
@@ -129,6 +155,18 @@ def disarm() -> None:
     # a signal while it waits (a second Ctrl-C) cuts the wait short, quietly: the watchdog ends the rest alone
     with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt, SystemExit):
         watchdog.wait(_WAIT_ON_EXIT)
+
+
+def own_group(pgid: int, owned: bool = True) -> None:
+    """Tell the watchdog of a process group tamesu made (a hook's or a `command` check's shell, as its leader):
+    it is killed whole when tamesu ends, with what a child that cleared its environment left in it. `owned=False`:
+    the group was killed already, and its number is no longer tamesu's."""
+    watchdog = _watchdog
+    if watchdog is None or watchdog.stdin is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # a watchdog gone: the marked are still ended on our paths
+        watchdog.stdin.write(f"{'' if owned else '-'}{pgid}\n".encode())
+        watchdog.stdin.flush()
 
 
 def owner_env() -> dict[str, str]:

@@ -3,7 +3,10 @@
 Its output goes to an unnamed temporary file, not a pipe: a command that leaves a process behind it (`./agent &`,
 as hooks start agents) is done when its shell exits. Through a pipe, tamesu waited for every process holding the
 pipe's end, so `sleep 600 & echo started` ran into its timeout, and the pipe's transport, still open when the
-run ended, printed "Event loop is closed" at exit."""
+run ended, printed "Event loop is closed" at exit.
+
+What the command leaves running in its group ends with tamesu (`children.own_group`: even a process started with
+`env -i`, which no environment mark finds); with `keep=False` (a `command` check) it ends with the command."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import IO
 
-from tamesu.runtime.children import reap
+from tamesu.runtime.children import own_group, reap
 
 MAX_OUTPUT_BYTES = 1_000_000
 """The most of a command's output kept (its end): a check reads its last lines, a hook's failure its last three."""
@@ -29,9 +32,11 @@ class ShellOutcome:
     """Its stdout and stderr together (the last MAX_OUTPUT_BYTES), as written by then."""
 
 
-async def run_shell(command: str, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float) -> ShellOutcome:
-    """Run `command` with `sh`; past `timeout`, or when cancelled, its whole process group is killed. A command
-    holding a NUL byte (no command line can) raises ValueError saying so."""
+async def run_shell(command: str, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float, *,
+                    keep: bool = True) -> ShellOutcome:
+    """Run `command` with `sh`; past `timeout`, or when cancelled, its whole process group is killed, and when it
+    ends unless `keep` (a hook's `./agent &` lives on until tamesu ends). A command holding a NUL byte (no
+    command line can) raises ValueError saying so."""
     if "\0" in command:
         shown = command.replace("\0", "\\0")
         raise ValueError(f"`{shown}` holds a NUL byte, which no command line can")
@@ -39,17 +44,23 @@ async def run_shell(command: str, cwd: str | os.PathLike[str], env: dict[str, st
         process = await asyncio.create_subprocess_shell(
             command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=sink,
             stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        own_group(process.pid)
+        code: int | None = None
+        ended = False
         try:
-            code: int | None = await asyncio.wait_for(process.wait(), timeout)
+            code = await asyncio.wait_for(process.wait(), timeout)
+            ended = True
         except TimeoutError:
             kill_group(process.pid)
             await process.wait()
-            code = None
         finally:
             # cancelled (Ctrl-C, SIGTERM, the test's timeout): the command and what it started end now
             if process.returncode is None:
                 kill_group(process.pid)
                 await reap(process)
+            if not (keep and ended):
+                kill_group(process.pid)  # what it left in its group (`env -i daemon &` too) ends with it
+                own_group(process.pid, owned=False)
         return ShellOutcome(code, _tail(sink))
 
 

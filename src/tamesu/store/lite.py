@@ -248,15 +248,35 @@ def schema_statements() -> list[str]:
 
 @contextlib.contextmanager
 def _migration_lock(path: str) -> Iterator[None]:
-    """The lock `db.Store` takes to migrate a SQLite file: two runs starting at once make the tables once."""
+    """The lock `db.Store` takes to migrate a SQLite file: two runs starting at once make the tables once.
+
+    Its file (`<store>.migrate-lock`) is removed by the holder before it lets go, so none is left beside the
+    store. A run that was waiting on the removed file then holds a lock on a file no other run can find: it sees
+    the path is no longer its file and takes the lock again on the path's new one."""
     import fcntl
 
-    with open(path + ".migrate-lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    lock = path + ".migrate-lock"
+    while True:
+        handle = open(lock, "a")  # noqa: SIM115 - held past this loop, closed below
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            held = os.fstat(handle.fileno())
+            try:
+                named = os.stat(lock)
+            except FileNotFoundError:
+                named = None
+        except BaseException:
+            handle.close()
+            raise
+        if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            break
+        handle.close()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        handle.close()  # lets go of the lock, after its file is gone
 
 
 def _max_id(cursor: sqlite3.Cursor, table: str) -> int:

@@ -20,6 +20,11 @@ _CONVERSATION = -1
 _OTHER_TRACES_REMEMBERED = 100_000
 
 
+GRPC_REFUSED = ("this receiver speaks OTLP over HTTP (http/protobuf or http/json), not gRPC: set "
+                "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+"""What the run says of an exporter that spoke OTLP over gRPC to tamesu's receiver, and what the exporter is told."""
+
+
 @dataclass
 class Dropped:
     """Spans no run kept, for the run's warnings."""
@@ -27,9 +32,13 @@ class Dropped:
     other_spans: int = 0
     other_traces: int = 0
     late_spans: int = 0
+    grpc_exports: int = 0
+    """Connections (or requests) of an exporter speaking OTLP over gRPC, refused."""
 
     def words(self) -> list[str]:
         said = []
+        if self.grpc_exports:
+            said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
         if self.other_spans:
             said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
                         "were dropped")

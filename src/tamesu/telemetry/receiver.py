@@ -3,10 +3,17 @@ and logs are answered and dropped).
 
 The agent exports to it as to any collector (`OTEL_EXPORTER_OTLP_ENDPOINT`). The answer is OTLP's: an empty
 `ExportTraceServiceResponse` in the request's encoding, 400 with one line for a body that is no export.
+
+An exporter speaking OTLP over gRPC (HTTP/2: its connection opens with the HTTP/2 preface; or a request of
+content type `application/grpc`) is refused, and the run says so in one line (`Dropped.grpc_exports`); the
+exporter's call fails at once with gRPC status UNIMPLEMENTED and the same line as its message. Before, uvicorn logged
+"Invalid HTTP request received." to tamesu.log and the exporter's error was in the agent's log only.
 """
 
 from __future__ import annotations
 
+import asyncio
+import struct
 import zlib
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -14,10 +21,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from tamesu.errors import InfraError
 from tamesu.net.serve import LoopServer
-from tamesu.telemetry.collector import SpanCollector
+from tamesu.telemetry.collector import GRPC_REFUSED, SpanCollector
 from tamesu.telemetry.spans import BadExport, decode
 from tamesu.types import split_addr
 
@@ -49,9 +57,88 @@ class _TooLarge(Exception):
     pass
 
 
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+_SETTINGS, _HEADERS, _GOAWAY = 0x4, 0x1, 0x7
+_UNIMPLEMENTED = 12
+"""The gRPC status of the refusal: not retried by OTLP exporters, so the export fails at once."""
+
+
+def _frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+def _literal(name: str, value: str) -> bytes:
+    """An HPACK header field, literal and never indexed by the peer (RFC 7541 6.2.2); lengths below 127."""
+    return b"\x00" + bytes([len(name)]) + name.encode() + bytes([len(value)]) + value.encode()
+
+
+def _refusal(stream: int) -> bytes:
+    """A gRPC trailers-only answer to `stream`: status UNIMPLEMENTED with the line as its message, the stream
+    and the connection ended (GOAWAY)."""
+    block = b"\x88" + _literal("content-type", "application/grpc") + _literal("grpc-status", str(_UNIMPLEMENTED)) \
+        + _literal("grpc-message", GRPC_REFUSED)
+    return (_frame(_HEADERS, 0x5, stream, block)  # END_STREAM | END_HEADERS
+            + _frame(_GOAWAY, 0, 0, struct.pack(">II", stream, 0)))
+
+
+class _GrpcRefusal:
+    """An HTTP/2 connection (a gRPC exporter's, with prior knowledge) read just far enough to answer its first
+    call with the refusal; then closed. One that sends no call is closed after `_PATIENCE` seconds."""
+
+    _PATIENCE = 5.0
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._buffer = b""
+        self._preface = len(_PREFACE)  # still to skip
+        transport.write(_frame(_SETTINGS, 0, 0, b"") + _frame(_SETTINGS, 0x1, 0, b""))  # ours, and an ack of its
+        self._timer = asyncio.get_running_loop().call_later(self._PATIENCE, transport.close)
+
+    def feed(self, data: bytes) -> None:
+        skipped = min(self._preface, len(data))
+        self._preface -= skipped
+        self._buffer += data[skipped:]
+        while len(self._buffer) >= 9 and not self._transport.is_closing():
+            size = int.from_bytes(self._buffer[:3], "big")
+            if len(self._buffer) < 9 + size:
+                return
+            kind, stream = self._buffer[3], int.from_bytes(self._buffer[5:9], "big") & 0x7FFFFFFF
+            self._buffer = self._buffer[9 + size:]
+            if kind == _HEADERS and stream:
+                self._timer.cancel()
+                self._transport.write(_refusal(stream))
+                self._transport.close()
+        if len(self._buffer) > 1 << 20:  # a call's headers are small: this is no gRPC client
+            self._transport.close()
+
+
+def _protocol(collector: SpanCollector) -> type[asyncio.Protocol]:
+    class Protocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]  # uvicorn's choice: h11 or httptools
+        _first = True
+        _grpc: _GrpcRefusal | None = None
+
+        def data_received(self, data: bytes) -> None:
+            if self._grpc is not None:
+                self._grpc.feed(data)
+                return
+            if self._first:
+                self._first = False
+                if data.startswith(_PREFACE[:16]):  # an HTTP/2 client with prior knowledge: gRPC's exporters
+                    collector.dropped.grpc_exports += 1
+                    self._grpc = _GrpcRefusal(self.transport)
+                    self._grpc.feed(data)
+                    return
+            super().data_received(data)
+
+    return Protocol
+
+
 def app(collector: SpanCollector) -> Starlette:
     async def traces(request: Request) -> Response:
         content_type = request.headers.get("content-type", "application/x-protobuf")
+        if content_type.lower().startswith("application/grpc"):
+            collector.dropped.grpc_exports += 1
+            return Response(f"{GRPC_REFUSED}\n", status_code=415, media_type="text/plain")
         as_json = "json" in content_type.lower()
         if int(request.headers.get("content-length") or 0) > MAX_BODY:
             return Response("body too large\n", status_code=413, media_type="text/plain")
@@ -103,7 +190,8 @@ class Receiver:
     async def start(self) -> Receiver:
         host, port = split_addr(self.addr)
         try:
-            self._server = await LoopServer(app(self.collector), host, port).start()
+            self._server = await LoopServer(app(self.collector), host, port,
+                                            http=_protocol(self.collector)).start()
         except (OSError, SystemExit) as exc:
             words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ReceiverError(f"traces.receive: cannot listen on {self.addr}: {words}") from None

@@ -108,6 +108,43 @@ async def _ready(channel: grpc.aio.Channel, timeout: float) -> str:
     return ""
 
 
+_HEALTH = ("UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN")
+"""grpc.health.v1's HealthCheckResponse.ServingStatus, by number."""
+
+
+async def probe(url: str, tls_spec: TlsSpec | None, timeout: float = 2.0) -> tuple[bool, str]:
+    """What `tamesu doctor` says of a gRPC agent (the grpc target, a2a over gRPC): a channel made ready within
+    `timeout` (TCP, TLS for grpcs://, the HTTP/2 handshake: a port that answers HTTP/1 only is no gRPC server),
+    then the standard health service (grpc.health.v1 `Check`, the whole server) when the agent offers it.
+    (fine, the line). The messages are read as bytes: an empty request, a status in field 1."""
+    target, tls = dial_target(url)
+    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
+    try:
+        secure = credentials(tls_spec) if tls else None
+    except TlsError as exc:
+        return False, str(exc)
+    if secure is not None and tls_spec is not None and tls_spec.server_name:
+        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
+    channel = (grpc.aio.secure_channel(target, secure, options=options) if secure is not None
+               else grpc.aio.insecure_channel(target, options=options))
+    layers = "TCP, TLS, HTTP/2" if tls else "TCP, HTTP/2"
+    try:
+        if reason := await _ready(channel, timeout):
+            return False, f"no gRPC channel ({layers}): {reason}"
+        try:
+            answer = await channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return True, f"gRPC channel ready ({layers}); it offers no health service (grpc.health.v1)"
+            return False, f"gRPC channel ready ({layers}); its health check answered {exc.code().name}: " \
+                          f"{exc.details()}"
+        number = answer[1] if isinstance(answer, bytes) and answer[:1] == b"\x08" and len(answer) > 1 else 0
+        status = _HEALTH[number] if number < len(_HEALTH) else str(number)
+        return status == "SERVING", f"gRPC channel ready ({layers}); health (grpc.health.v1): {status}"
+    finally:
+        await channel.close()
+
+
 def metadata(headers: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """Headers as gRPC call metadata: keys lower-case, as gRPC requires."""
     return tuple((name.lower(), value) for name, value in headers.items())
