@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from tamesu.errors import InfraError
 from tamesu.targets.browser._actions import PageEnv, StepFailed, artifact, locate
 from tamesu.targets.browser.spec import ActionStep
 
@@ -29,7 +30,8 @@ async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, o
         baseline.write_bytes(shot)
         return {"detail": f"baseline {shown} written"}
     if not baseline.is_file():
-        raise StepFailed(f"visual: no baseline {shown}: run with --update-golden to write it")
+        # the suite's to set up, not the page's failure: the run is an error, as a missing golden file's is
+        raise InfraError(f"visual: no baseline {shown}: run with --update-golden to write it")
     actual = Image.open(io.BytesIO(shot)).convert("RGBA")
     expected = Image.open(baseline).convert("RGBA")
     if actual.size != expected.size:
