@@ -162,6 +162,17 @@ def test_negate_uses_the_engine_siblings_where_they_exist() -> None:
     assert isinstance(check({"type": "equals", "value": "x"}), Negated)
 
 
+def test_a_null_value_is_json_null() -> None:
+    from tamesu.checks._compare import expectations
+
+    # `"value": null` once meant "no value": json_path became `exists`, equals "needs value"
+    assert expectations(to_engine({"type": "json_path", "path": "$.a", "value": None}, RESOLVER).check.spec) == {
+        "equals": None}
+    negated = to_engine({"type": "json_path", "path": "$.a", "value": None, "negate": True}, RESOLVER).check
+    assert expectations(negated.spec) == {"not_equals": None} and negated.spec.exists is None
+    assert to_engine({"type": "equals", "value": None}, RESOLVER).check.spec.value is None
+
+
 def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "input": "hi", "assertions": [{"type": "contains"}]}\n'

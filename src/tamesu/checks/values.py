@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from tamesu.checks._compare import as_text
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, find
 from tamesu.matching import shown
@@ -57,7 +58,8 @@ class Equals(Check[EqualsSpec]):
             return Verdict(passed=value == self.spec.value,
                            reason=f"{self.spec.path} is {shown(value)} in {where}")
         text, where = _last_text(run)
-        expected = str(self.spec.value)
+        # a reply is text: a value that is not a string is its JSON text (`null`, `true`), never Python's ("None")
+        expected = as_text(self.spec.value)
         if text.strip() == expected.strip():
             return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
         return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {shown(text)}")

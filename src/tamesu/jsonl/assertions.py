@@ -56,7 +56,9 @@ class SpecAssertion(Strict):
 
     @model_validator(mode="after")
     def _complete(self) -> SpecAssertion:
-        needed = {"contains": self.value is not None, "equals": self.value is not None,
+        # `"value": null` is given (JSON null, for equals and json_path), as an `equals: null` of a suite is
+        given = "value" in self.model_fields_set
+        needed = {"contains": self.value is not None, "equals": given,
                   "regex": self.pattern is not None or isinstance(self.value, str),
                   "json_path": self.path is not None,
                   "tool_called": self.name is not None or isinstance(self.value, str),
@@ -135,7 +137,7 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
                                                              "ignore_case": spec.ignore_case}}, spec)
     if kind == "json_path":
         options: dict[str, object] = {"path": spec.path}
-        if spec.value is not None:
+        if "value" in spec.model_fields_set:
             options["not_equals" if negate else "equals"] = spec.value
         elif negate:
             options["exists"] = False
