@@ -6,7 +6,7 @@ import os.path
 import re
 from typing import Annotated, TypeAlias
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -40,6 +40,9 @@ def _bounded(seconds: float) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A bound or a limit: `.nan` passes or fails every comparison and `.inf` holds for every number, so neither is one."""
 
 
 def expand_home(path: str) -> str:

@@ -173,6 +173,17 @@ def test_a_null_value_is_json_null() -> None:
     assert to_engine({"type": "equals", "value": None}, RESOLVER).check.spec.value is None
 
 
+def test_a_bad_or_empty_path_is_a_problem_where_written(tmp_path: Path) -> None:
+    # before: an equals or type path was first compiled by the run: an internal error of every run
+    said = problems('{"id": "a", "input": "hi", "assertions": [{"type": "equals", "value": 1, "path": "$$"}, '
+                    '{"type": "type", "value": "number", "path": ""}, {"type": "json_path", "path": " "}]}\n',
+                    tmp_path)
+    empty = "an empty JSONPath: write a path such as $.status, or $ for the whole response"
+    assert said == ["cases.jsonl:1:82: assertions[0].path: invalid JSONPath '$$': unexpected token '$'",
+                    f"cases.jsonl:1:133: assertions[1].path: {empty}",
+                    f"cases.jsonl:1:168: assertions[2].path: {empty}"]
+
+
 def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "input": "hi", "assertions": [{"type": "contains"}]}\n'

@@ -529,3 +529,34 @@ tests: []
     assert "models.local.base_url: base_url carries user:password@, which cannot go beside the API key's header" \
         in result.stderr, result.stderr
     assert "pw" not in result.stderr.replace("password", "")
+
+
+def test_a_bound_that_is_not_finite_and_an_empty_path_are_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # before: all validated; `.nan` failed (or passed) every run, an empty path read the whole response, and a
+    # bad path of `equals` or `type` was an internal error of every run
+    write(tmp_path, TARGET + """defaults:
+  slo: { turn_latency_ms_p95: .nan }
+tests:
+  - name: a
+    target: api
+    scenario: { script: [ { say: hi } ] }
+    assert:
+      - json_path: { path: '' }
+      - json_path: { path: $.n, gt: .nan, lte: -.inf }
+      - metric: { name: turns, equals: .inf }
+      - http: { url: "http://127.0.0.1:9/", json_path: '' }
+      - equals: { value: 1, path: '$$' }
+      - type: { value: number, path: ' ' }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    empty = "an empty JSONPath: write a path such as $.status, or $ for the whole response"
+    assert result.stderr.splitlines() == [
+        "suite.yaml:6:31: defaults.slo.turn_latency_ms_p95: input should be a finite number, got nan",
+        f"suite.yaml:12:28: tests[0].assert[0].json_path.path: {empty}",
+        "suite.yaml:13:37: tests[0].assert[1].json_path.gt: input should be a finite number",
+        "suite.yaml:14:40: tests[0].assert[2].metric.equals: input should be a finite number",
+        f"suite.yaml:15:56: tests[0].assert[3].http.json_path.path: {empty}",
+        "suite.yaml:16:35: tests[0].assert[4].equals.path: invalid JSONPath '$$': unexpected token '$'",
+        f"suite.yaml:17:38: tests[0].assert[5].type.path: {empty}",
+        "7 problems found"], result.stderr

@@ -14,11 +14,12 @@ from tamesu.checks._compare import Bounds, compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.matching import number_text
 from tamesu.plugins import register
+from tamesu.types import Finite
 
 
 class MetricSpec(Bounds):
     name: str = Field(min_length=1)
-    equals: float | None = None
+    equals: Finite | None = None
     missing: Literal["fail", "pass"] = "fail"
 
     @field_validator("equals", mode="before")

@@ -3,7 +3,9 @@ the JSONL design's value checks, usable from YAML suites as from JSONL files."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator
 
 from tamesu.checks._compare import as_text
 from tamesu.checks.base import Check, RunView, Verdict
@@ -33,9 +35,16 @@ def _located(path_text: str, run: RunView) -> tuple[list[object], str] | None:
     return None
 
 
+def _valid_path(value: str | None) -> str | None:
+    # checked where it is written: at run time a bad path was an internal error of every run
+    if value is not None:
+        compile_path(value)
+    return value
+
+
 class EqualsSpec(Strict):
     value: Any
-    path: str | None = None
+    path: Annotated[str | None, AfterValidator(_valid_path)] = None
 
 
 @register("checks", "equals")
@@ -66,7 +75,7 @@ class Equals(Check[EqualsSpec]):
 
 
 class TypeSpec(Strict):
-    path: str
+    path: Annotated[str, AfterValidator(_valid_path)]
     value: JsonType
 
 
