@@ -560,3 +560,28 @@ tests:
         "suite.yaml:16:35: tests[0].assert[4].equals.path: invalid JSONPath '$$': unexpected token '$'",
         f"suite.yaml:17:38: tests[0].assert[5].type.path: {empty}",
         "7 problems found"], result.stderr
+
+
+def test_a_dotenv_line_that_is_not_key_value_is_a_warning_where_written(tmp_path: Path, tamesu) -> None:
+    # before: left out (or read quote and all) in silence, and the secret it held was "not set" with no reason
+    (tmp_path / ".env").write_text('export\n=x\nFOO BAR\nGOOD=1\nexport OK=2\nQ="abc\nR="abc" junk\n# c\nS=ok # y\n')
+    write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n"
+                             "    scenario: { script: [ { say: '{{secrets.GOOD}} {{secrets.OK}}' } ] }\n")
+    expected = ["warning: .env:1:1: not KEY=value: 'export' is left out",
+                "warning: .env:2:1: no name before '=': the line is left out",
+                "warning: .env:3:1: not KEY=value: 'FOO BAR' is left out",
+                "warning: .env:6:3: a quote that is never closed: Q is read with its quote (a value of several lines "
+                "is not read)",
+                "warning: .env:7:1: text after the closing quote of R: quote the whole value, or start a comment with "
+                "' #'"]
+    (tmp_path / "t.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    (tmp_path / "bad.jsonl").write_text('{"id": "a", "inpt": "hi"}\n')
+    url = "http://127.0.0.1:9/x"
+    # a suite and JSONL cases read one .env: said once; JSONL cases with a problem say it too
+    for command in (["validate", "suite.yaml"], ["run", "suite.yaml"], ["validate", "t.jsonl", "-n", url],
+                    ["test", "-i", "t.jsonl", "-n", url, "--timeout", "2s"],
+                    ["validate", "suite.yaml", "t.jsonl", "-n", url], ["validate", "bad.jsonl", "-n", url]):
+        result = tamesu(command, cwd=tmp_path)
+        said = result.stdout + result.stderr
+        assert [line for line in said.splitlines() if line.startswith("warning: .env")] == expected, said
+        assert "Traceback" not in said

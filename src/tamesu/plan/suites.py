@@ -85,7 +85,7 @@ def load_plan(
         if said:
             raise ConfigError(said)
         raise ConfigError([_no_suite_files(paths, project)])
-    plan.warnings += said
+    plan.warnings += [*secrets.warnings, *said]
     if project.doc is not None:
         plan.warnings += model_secret_warnings(project.doc, secrets)
     project_asserts = _project_assertions(project, problems)
