@@ -184,6 +184,18 @@ def test_a_bad_or_empty_path_is_a_problem_where_written(tmp_path: Path) -> None:
                     f"cases.jsonl:1:168: assertions[2].path: {empty}"]
 
 
+def test_a_key_written_twice_is_a_problem_where_written(tmp_path: Path) -> None:
+    # before: json kept the last one in silence (the case run was not the one written)
+    said = problems('{"id": "a", "input": "hi", "input": "bye", "assertions": [{"type": "contains", "value": "x", '
+                    '"value": "y"}]}\n{"id": "b", "input": "hi"}\n'
+                    '[{"id": "c", "input": "hi", "options": {"metadata": {"k": 1, "k": 2}}}, {"id": "d", "id": "e"}]\n',
+                    tmp_path)
+    assert said == ["cases.jsonl:1:28: duplicate key 'input'",
+                    "cases.jsonl:1:94: assertions[0]: duplicate key 'value'",
+                    "cases.jsonl:3:62: options.metadata: duplicate key 'k'",
+                    "cases.jsonl:3:85: duplicate key 'id'"]
+
+
 def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "input": "hi", "assertions": [{"type": "contains"}]}\n'

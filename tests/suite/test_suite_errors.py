@@ -190,6 +190,8 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.json", "[{\"name\": \"a\",}]", "cases.json:1:15: not valid JSON: Expecting property name "
          "enclosed in double quotes"),
         ("cases.csv", "name,order\n,1\n", "cases.csv row 2 has no name"),
+        # a key written twice: json kept the last in silence
+        ("cases.json", '[{"name": "a", "vars": {"q": 1, "q": 2}}]', "cases.json:1:33: duplicate key 'q'"),
         ("cases.csv", "name,price\na,1\nb,12,50\n", "cases.csv row 3 has more fields than its header (2): quote a "
          "value that holds ','"),
         # a row cut short sent `None` for its missing value; a field past csv's limit was "internal error"

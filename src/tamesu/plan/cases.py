@@ -9,8 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.errors import ConfigError
+from tamesu.suite.json_text import DECODER, DuplicateKey, duplicates
 from tamesu.suite.surrogates import holds_half
-from tamesu.suite.yaml_reader import read_bounded
+from tamesu.suite.yaml_reader import column, read_bounded
+
+
+class CasesFileError(ValueError):
+    """Every problem of a cases file found in one reading, each one line (a ValueError of one is one too)."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = messages
 
 
 def read_cases(path: Path) -> list[Any]:
@@ -31,7 +40,10 @@ def read_cases(path: Path) -> list[Any]:
     rows: list[dict[str, Any]]
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = DECODER.decode(text)
+        except DuplicateKey:  # json keeps the last in silence: the case would not be the one written
+            raise CasesFileError([f"{path.name}:{text.count(chr(10), 0, at) + 1}:{column(text, at)}: duplicate key "
+                                  f"{key!r}" for at, _, key in duplicates(text, 0)]) from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path.name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         except RecursionError:

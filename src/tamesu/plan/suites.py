@@ -31,7 +31,7 @@ from tamesu.plan._templates import (
     check_templates,
     model_secret_warnings,
 )
-from tamesu.plan.cases import read_cases
+from tamesu.plan.cases import CasesFileError, read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
 from tamesu.plan.targets import load_project_targets, load_targets
@@ -295,7 +295,8 @@ def _expand_test(
         try:
             cases.extend(read_cases(suite.dir / spec.cases_file))
         except ValueError as exc:
-            problems.append(doc.problem(cases_loc, str(exc)))
+            said = exc.messages if isinstance(exc, CasesFileError) else [str(exc)]
+            problems.extend(doc.problem(cases_loc, message) for message in said)
             return []
     counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
     for name in sorted(n for n, times in counted.items() if times > 1):
