@@ -22,6 +22,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
+from tamesu.types import narrows
 
 
 class CapturedSpec(Equals, Matches):
@@ -30,6 +31,7 @@ class CapturedSpec(Equals, Matches):
 
     @field_validator("equals", mode="before")
     @classmethod
+    @narrows
     def _not_null(cls, value: object) -> object:
         # a rule that finds null captures nothing, so `equals: null` could never pass
         if value is None:

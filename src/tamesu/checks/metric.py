@@ -14,7 +14,7 @@ from tamesu.checks._compare import Bounds, compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.matching import number_text
 from tamesu.plugins import register
-from tamesu.types import Finite
+from tamesu.types import Finite, narrows
 
 
 class MetricSpec(Bounds):
@@ -24,6 +24,7 @@ class MetricSpec(Bounds):
 
     @field_validator("equals", mode="before")
     @classmethod
+    @narrows
     def _not_null(cls, value: object) -> object:
         # kept as `equals: null` it would fail every run: a measured number is never null
         if value is None:

@@ -442,6 +442,7 @@ class ReportSettings(Strict):
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
     tolerance: float = Field(0.2, ge=0)
     """A metric change smaller than this fraction of the baseline's value is not reported."""
+    SHORTHAND_SCHEMA: ClassVar[dict[str, object]] = {"type": ["string", "array"], "items": {"type": "string"}}
 
     @model_validator(mode="before")
     @classmethod
