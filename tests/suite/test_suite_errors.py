@@ -587,3 +587,44 @@ def test_a_dotenv_line_that_is_not_key_value_is_a_warning_where_written(tmp_path
         said = result.stdout + result.stderr
         assert [line for line in said.splitlines() if line.startswith("warning: .env")] == expected, said
         assert "Traceback" not in said
+
+
+def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Path, tamesu) -> None:
+    # before: a problem of tamesu.yaml hid every suite's, an impossible date was a "YAML syntax error" that hid
+    # the rest of its file, and a cases file said its first bad row only: four rounds of fixing
+    (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nparallel: lots\n"
+                                          "models:\n  judge: { provider: fake, rulez: [] }\n")
+    (tmp_path / "cases.csv").write_text("name,x\n,1\nb,1,2\nc\n" + "".join(f"d{i},1,2\n" for i in range(20)))
+    write(tmp_path, TARGET + """tests:
+  - name: a
+    target: api
+    persona: { colour: red }
+    assert: [ { judge: polite } ]
+  - name: b
+    target: api
+    quarantine: { until: 2026-02-30, reason: flaky }
+  - { name: c, target: api, cases_file: cases.csv }
+""")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    cases = "suite.yaml:13:41: tests[2].cases_file: cases.csv"
+    assert result.stderr.splitlines() == [
+        "tamesu.yaml:2:11: parallel: input should be a valid integer, unable to parse string as an integer, "
+        "got 'lots'",
+        "tamesu.yaml:4:28: models.judge.rulez: not a model key (did you mean 'rules'?)",
+        "suite.yaml:8:16: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
+        "background, behaviors, facts)",
+        "suite.yaml:12:26: tests[1].quarantine.until: input should be a valid date or datetime, day value is "
+        "outside expected range, got '2026-02-30'",
+        f"{cases} row 2 has no name",
+        f"{cases} row 3 has more fields than its header (2): quote a value that holds ','",
+        f"{cases} row 4 has fewer fields than its header (2): x missing",
+        *(f"{cases} row {row} has more fields than its header (2): quote a value that holds ','"
+          for row in range(5, 22)),
+        f"{cases}: 3 more problems",
+        "25 problems found"], result.stderr
+    # what the suites read of tamesu.yaml, left out, would make their problems up: its own are said alone
+    (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nvars: 5\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.stderr.splitlines() == ["tamesu.yaml:2:7: vars: input should be a valid dictionary, got 5",
+                                          "1 problem found"], result.stderr

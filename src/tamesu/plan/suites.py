@@ -33,7 +33,15 @@ from tamesu.plan._templates import (
 )
 from tamesu.plan.cases import CasesFileError, read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
-from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
+from tamesu.plan.project import (
+    ProjectError,
+    find_project,
+    jsonl_among,
+    label,
+    load_project,
+    resolve_models,
+    suite_files,
+)
 from tamesu.plan.targets import load_project_targets, load_targets
 from tamesu.results.stats import adaptive_problem
 from tamesu.runtime.gc_pause import collector_paused
@@ -73,18 +81,22 @@ def load_plan(
     today = today or dt.date.today()
     if project_path is None:
         project_path = find_project(paths[0] if paths else Path.cwd())
-    project = load_project(project_path, Path.cwd())
+    problems: list[Problem] = []
+    try:
+        project = load_project(project_path, Path.cwd())
+    except ProjectError as exc:
+        if exc.partial is None:
+            raise
+        # tamesu.yaml's problems hid every suite's: the suites are checked against what of it could be read
+        project, problems = exc.partial, exc.problems
     secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
     plan = Plan(project, secrets=secrets)
     files, jsonl = jsonl_among(suite_files(paths, project))
     not_suites = [f"{NOT_A_SUITE}: `tamesu test -i {'FILE' if p.is_dir() else label(p)} -n TARGET` "
                   "runs them, `tamesu validate` checks them" for p in jsonl]
     said = [Problem(label(p), 1, 1, "", why) for p, why in zip(jsonl, not_suites, strict=True)]
-    problems: list[Problem] = []
     if not files:
-        if said:
-            raise ConfigError(said)
-        raise ConfigError([_no_suite_files(paths, project)])
+        raise ConfigError([*problems, *(said or [_no_suite_files(paths, project)])])
     plan.warnings += [*secrets.warnings, *said]
     if project.doc is not None:
         plan.warnings += model_secret_warnings(project.doc, secrets)
