@@ -628,3 +628,15 @@ def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Pa
     result = tamesu(["validate"], cwd=tmp_path)
     assert result.stderr.splitlines() == ["tamesu.yaml:2:7: vars: input should be a valid dictionary, got 5",
                                           "1 problem found"], result.stderr
+
+
+def test_a_value_every_member_of_a_union_refuses_is_one_line(tmp_path: Path, tamesu) -> None:
+    # before: `skip: 5` was two lines at one place, "a valid string" and "a valid boolean"
+    write(tmp_path, TARGET + "tests:\n  - { name: a, target: api, skip: 5, scenario: { script: [ { say: hi } ] } }\n"
+                             "  - { name: b, target: api, skip: [x], scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.stderr.splitlines() == [
+        "suite.yaml:6:35: tests[0].skip: expected text or a boolean (true, false), got 5 (read as a number: put it "
+        "in quotes to keep it as written)",
+        "suite.yaml:7:35: tests[1].skip: expected text or a boolean (true, false), got ['x']",
+        "2 problems found"], result.stderr
