@@ -640,3 +640,21 @@ def test_a_value_every_member_of_a_union_refuses_is_one_line(tmp_path: Path, tam
         "in quotes to keep it as written)",
         "suite.yaml:7:35: tests[1].skip: expected text or a boolean (true, false), got ['x']",
         "2 problems found"], result.stderr
+
+
+def test_a_dangling_symlink_is_named_by_the_path_written(tmp_path: Path, tamesu) -> None:
+    # before: a fake rules file linked to nothing was "nothere.yaml: file not found" (its target), and a suite
+    # the project's glob found, linked outside the folder, was named by its absolute path
+    (tmp_path / "rules.yaml").symlink_to("nothere.yaml")
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "link.yaml").symlink_to(tmp_path.parent / "gone" / "s.yaml")
+    (tmp_path / "tamesu.yaml").write_text('suites: [suite.yaml, "more/*.yaml"]\n'
+                                          "models:\n  sim: { provider: fake, rules: rules.yaml }\n")
+    write(tmp_path, TARGET + "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.stderr.splitlines() == [
+        "tamesu.yaml:3:33: models.sim.rules: fake rules file rules.yaml: file not found (a symlink to nothere.yaml, "
+        "which does not exist)",
+        f"more/link.yaml:1:1: file not found (a symlink to {tmp_path.parent / 'gone' / 's.yaml'}, which does not "
+        "exist)",
+        "2 problems found"], result.stderr

@@ -41,6 +41,12 @@ def find_project(start: Path) -> Path | None:
 
 
 def label(path: Path) -> str:
+    """A file as the user named it, relative to the working directory when it is below it. A symlink is named
+    by its own path, never its target's (a dangling `rules.yaml` link was "nothere.yaml: file not found")."""
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
+    except (ValueError, OSError):  # elsewhere, or the working directory reached through a symlink
+        pass
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (which loading reports)

@@ -326,7 +326,10 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise ConfigError([Problem(shown, 1, 1, "", "file not found")]) from None
+        dangling = os.path.islink(path)  # named as written; where it points said after
+        why = f"file not found (a symlink to {_short(os.readlink(path))}, which does not exist)" if dangling else \
+            "file not found"
+        raise ConfigError([Problem(shown, 1, 1, "", why)]) from None
     except OSError as exc:
         reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {reason}")]) from None
