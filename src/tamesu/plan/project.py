@@ -252,14 +252,23 @@ def _bounded_glob(folder: Path, pattern: str, project: Project) -> list[Path]:
     file system) is a problem, found without walking all of it. Its `**` leaves out the run folders (the
     project's `out` and any other), hidden folders, `node_modules` and virtual environments (`suite_glob`)."""
     out = os.path.normpath(project.dir / project.spec.out)
+    if not pattern.strip():  # pathlib's words for it were "Unacceptable pattern: ''"
+        raise _at_pattern(project, pattern, "an empty pattern names no file: write a glob such as suites/*.yaml")
     try:
         found = list(itertools.islice(suite_glob(folder, pattern, skip=out), MAX_SUITE_FILES + 1))
     except (ValueError, NotImplementedError, OSError) as exc:
-        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r}: {exc}")]) from None
+        raise _at_pattern(project, pattern, f"{pattern[:80]!r}: {exc}") from None
     if len(found) > MAX_SUITE_FILES:
-        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r} matches more than "
-                                   f"{MAX_SUITE_FILES:,} files: narrow it (suites/*.yaml)")])
+        raise _at_pattern(project, pattern, f"{pattern[:80]!r} matches more than {MAX_SUITE_FILES:,} files: narrow "
+                          "it (suites/*.yaml)")
     return sorted(found)
+
+
+def _at_pattern(project: Project, pattern: str, message: str) -> ConfigError:
+    """A problem of one `suites` pattern, where tamesu.yaml writes it (it was always line 1, column 1)."""
+    if project.doc is not None and pattern in project.spec.suites:
+        return ConfigError([project.doc.problem(("suites", project.spec.suites.index(pattern)), message)])
+    return ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", message)])
 
 
 @dataclass
