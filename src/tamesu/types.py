@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os.path
 import re
-from typing import Annotated, TypeAlias
+from collections.abc import Callable
+from typing import Annotated, Any, TypeAlias, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -40,6 +42,16 @@ def _bounded(seconds: float) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+def narrows(function: _F) -> _F:
+    """Mark a before-validator that only refuses values of its field's type (`true` for a count): the exported
+    JSON Schema keeps the field's type, where an unmarked one is widened to what a shorthand may be."""
+    function.__tamesu_narrows__ = True  # type: ignore[attr-defined]
+    return function
+
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A bound or a limit: `.nan` passes or fails every comparison and `.inf` holds for every number, so neither is one."""
 
 
 def expand_home(path: str) -> str:

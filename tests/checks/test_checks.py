@@ -215,6 +215,22 @@ async def test_json_path_equals_null() -> None:
     await fails({"json_path": {"path": "$.error", "not_equals": None}}, run)
 
 
+async def test_equals_null_means_json_null_everywhere() -> None:
+    # the reply was once compared with Python's text of the value: `equals: null` passed on "None"
+    await fails({"equals": None}, said("None"))
+    await passes({"equals": None}, said("null"))
+    await fails({"equals": True}, said("True"))
+    await passes({"equals": True}, said("true"))
+    run = make_view(AgentTurn(response={"n": None, "s": "None"}))
+    await passes({"equals": {"value": None, "path": "$.n"}}, run)
+    await fails({"equals": {"value": None, "path": "$.s"}}, run)
+    # where a value is never null, `equals: null` is a problem where written, not a test that always fails
+    assert problem({"turns": {"equals": None}}).message == "expected a number of turns, not null"
+    assert problem({"turns": None}).loc == ("turns",)
+    assert problem({"metric": {"name": "turns", "equals": None}}).loc == ("metric", "equals")
+    assert "exists: false" in problem({"captured": {"name": "x", "equals": None}}).message
+
+
 async def test_json_path_falls_back_to_raw_events() -> None:
     events = [{"type": "delta", "text": "he"}, {"type": "done", "usage": {"tokens": 12}}]
     run = make_view(AgentTurn(text="hello", response={"text": "hello"}, raw=events))

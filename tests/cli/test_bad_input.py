@@ -277,6 +277,9 @@ def test_an_unfinished_json_object_is_reported_on_its_own_line(content: str, at:
     ('suites: ["nothing/*.yaml"]\n', "tamesu.yaml:1:9: suites: no suite files match nothing/*.yaml"),
     ("out: runs\nsuites:\n", "tamesu.yaml:2:1: suites: the list is empty: name suite files or globs here "
                              '(suites: ["suites/*.yaml"]), or give paths'),
+    # it was "tamesu.yaml:1:1: suites: '': Unacceptable pattern: ''"
+    ('suites: ["suites/*.yaml", ""]\n', "tamesu.yaml:1:27: suites[1]: an empty pattern names no file: write a glob "
+                                        "such as suites/*.yaml"),
 ])
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_project_whose_suites_name_nothing_says_so_where_it_does(suites: str, said: str, command: str,

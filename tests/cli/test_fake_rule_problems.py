@@ -99,3 +99,12 @@ def test_a_rules_file_that_cannot_be_read_points_at_rules_key(project: Path, tam
     (project / "rules" / "judge.yaml").write_text("when: x\n")
     done = tamesu(["validate", "s.yaml"], project)
     assert "rules/judge.yaml:1:1: rules: a fake rules file is a list of rules, got a mapping" in done.stderr
+
+
+def test_an_empty_rules_file_is_said_so(project: Path, tamesu: Tamesu) -> None:
+    # before: "rules: a fake rules file is a list of rules, got a mapping" of a file that holds nothing
+    for empty in ("", "# the judge's rules, to come\n"):
+        (project / "rules" / "judge.yaml").write_text(empty)
+        done = tamesu(["validate", "s.yaml"], project)
+        assert done.returncode == 2, done.stderr
+        assert "rules/judge.yaml:1:1: the fake rules file is empty: write a list of rules" in done.stderr.splitlines()

@@ -164,3 +164,27 @@ def test_a_suite_of_one_target_lets_its_tests_leave_it_out(schemas: dict[str, di
     refused = tamesu(["validate"], cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.startswith("s.tamesu.yaml:5:5: tests[0].target: missing "
                                                                  "required key"), refused.stderr
+
+
+def test_the_schema_refuses_what_the_loader_refuses_for_suites_report_and_counts(schemas: dict[str, dict],
+                                                                                 tmp_path: Path, tamesu) -> None:
+    # before: `suites: 5`, a glob alone, `[]`, `report: 5` and `turns: {equals: "x"}` passed the editor's schema,
+    # and `tamesu validate` refused each
+    project, suite = schemas["project"], schemas["suite"]
+    for wrong in (5, "suites/*.yaml", [], [5], [""], None):
+        assert _errors(project, {"suites": wrong}) != [], wrong
+        (tmp_path / "tamesu.yaml").write_text(json.dumps({"suites": wrong}))
+        assert tamesu(["validate"], cwd=tmp_path).returncode == 2, wrong
+    assert _errors(project, {"suites": ["suites/*.yaml", "more/*.yaml"]}) == []
+    for wrong in (5, None, [5]):
+        assert _errors(project, {"report": wrong}) != [], wrong
+    for fine in ("html,junit", ["html"], {"formats": ["html"], "tolerance": 0.1}):
+        assert _errors(project, {"report": fine}) == [], fine
+
+    def asserting(entry: dict) -> dict:
+        return {"targets": {"bot": {"type": "rest", "url": "http://x"}},
+                "tests": [{"name": "t", "target": "bot", "scenario": {"script": [{"say": "hi"}]}, "assert": [entry]}]}
+
+    for entry in ({"turns": {"equals": "x"}}, {"turns": {"lte": [1]}}, {"metric": {"name": "m", "equals": "x"}}):
+        assert _errors(suite, asserting(entry)) != [], entry
+    assert _errors(suite, asserting({"turns": {"lte": 4}})) == []

@@ -162,6 +162,40 @@ def test_negate_uses_the_engine_siblings_where_they_exist() -> None:
     assert isinstance(check({"type": "equals", "value": "x"}), Negated)
 
 
+def test_a_null_value_is_json_null() -> None:
+    from tamesu.checks._compare import expectations
+
+    # `"value": null` once meant "no value": json_path became `exists`, equals "needs value"
+    assert expectations(to_engine({"type": "json_path", "path": "$.a", "value": None}, RESOLVER).check.spec) == {
+        "equals": None}
+    negated = to_engine({"type": "json_path", "path": "$.a", "value": None, "negate": True}, RESOLVER).check
+    assert expectations(negated.spec) == {"not_equals": None} and negated.spec.exists is None
+    assert to_engine({"type": "equals", "value": None}, RESOLVER).check.spec.value is None
+
+
+def test_a_bad_or_empty_path_is_a_problem_where_written(tmp_path: Path) -> None:
+    # before: an equals or type path was first compiled by the run: an internal error of every run
+    said = problems('{"id": "a", "input": "hi", "assertions": [{"type": "equals", "value": 1, "path": "$$"}, '
+                    '{"type": "type", "value": "number", "path": ""}, {"type": "json_path", "path": " "}]}\n',
+                    tmp_path)
+    empty = "an empty JSONPath: write a path such as $.status, or $ for the whole response"
+    assert said == ["cases.jsonl:1:82: assertions[0].path: invalid JSONPath '$$': unexpected token '$'",
+                    f"cases.jsonl:1:133: assertions[1].path: {empty}",
+                    f"cases.jsonl:1:168: assertions[2].path: {empty}"]
+
+
+def test_a_key_written_twice_is_a_problem_where_written(tmp_path: Path) -> None:
+    # before: json kept the last one in silence (the case run was not the one written)
+    said = problems('{"id": "a", "input": "hi", "input": "bye", "assertions": [{"type": "contains", "value": "x", '
+                    '"value": "y"}]}\n{"id": "b", "input": "hi"}\n'
+                    '[{"id": "c", "input": "hi", "options": {"metadata": {"k": 1, "k": 2}}}, {"id": "d", "id": "e"}]\n',
+                    tmp_path)
+    assert said == ["cases.jsonl:1:28: duplicate key 'input'",
+                    "cases.jsonl:1:94: assertions[0]: duplicate key 'value'",
+                    "cases.jsonl:3:62: options.metadata: duplicate key 'k'",
+                    "cases.jsonl:3:85: duplicate key 'id'"]
+
+
 def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "a", "input": "hi", "assertions": [{"type": "contains"}]}\n'

@@ -202,6 +202,14 @@ def test_bad_rules_say_what_is_wrong(rule: dict[str, Any], problem: str) -> None
     assert "Extra inputs" not in str(raised.value) and "Value error" not in str(raised.value)
 
 
+def test_a_rule_of_no_kind_names_its_right_keys_as_written() -> None:
+    # before: "keys: 'pas' (did you mean 'pass'?), 'reason' (did you mean 'reason'?)"
+    with pytest.raises(ValueError) as raised:
+        FakeProvider([{"reason": "x", "pas": True}])
+    assert str(raised.value) == ("rules[0]: cannot tell what it is for (keys: 'pas' (did you mean 'pass'?), "
+                                 "'reason'); " + UNKNOWN_KIND_HINT)
+
+
 def test_rules_from_python_name_every_bad_rule_by_its_index() -> None:
     """Built from Python there is no file: each bad rule is one line placed by its index, all at once."""
     with pytest.raises(ValueError) as raised:

@@ -190,6 +190,8 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.json", "[{\"name\": \"a\",}]", "cases.json:1:15: not valid JSON: Expecting property name "
          "enclosed in double quotes"),
         ("cases.csv", "name,order\n,1\n", "cases.csv row 2 has no name"),
+        # a key written twice: json kept the last in silence
+        ("cases.json", '[{"name": "a", "vars": {"q": 1, "q": 2}}]', "cases.json:1:33: duplicate key 'q'"),
         ("cases.csv", "name,price\na,1\nb,12,50\n", "cases.csv row 3 has more fields than its header (2): quote a "
          "value that holds ','"),
         # a row cut short sent `None` for its missing value; a field past csv's limit was "internal error"
@@ -529,3 +531,130 @@ tests: []
     assert "models.local.base_url: base_url carries user:password@, which cannot go beside the API key's header" \
         in result.stderr, result.stderr
     assert "pw" not in result.stderr.replace("password", "")
+
+
+def test_a_bound_that_is_not_finite_and_an_empty_path_are_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # before: all validated; `.nan` failed (or passed) every run, an empty path read the whole response, and a
+    # bad path of `equals` or `type` was an internal error of every run
+    write(tmp_path, TARGET + """defaults:
+  slo: { turn_latency_ms_p95: .nan }
+tests:
+  - name: a
+    target: api
+    scenario: { script: [ { say: hi } ] }
+    assert:
+      - json_path: { path: '' }
+      - json_path: { path: $.n, gt: .nan, lte: -.inf }
+      - metric: { name: turns, equals: .inf }
+      - http: { url: "http://127.0.0.1:9/", json_path: '' }
+      - equals: { value: 1, path: '$$' }
+      - type: { value: number, path: ' ' }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    empty = "an empty JSONPath: write a path such as $.status, or $ for the whole response"
+    assert result.stderr.splitlines() == [
+        "suite.yaml:6:31: defaults.slo.turn_latency_ms_p95: input should be a finite number, got nan",
+        f"suite.yaml:12:28: tests[0].assert[0].json_path.path: {empty}",
+        "suite.yaml:13:37: tests[0].assert[1].json_path.gt: input should be a finite number",
+        "suite.yaml:14:40: tests[0].assert[2].metric.equals: input should be a finite number",
+        f"suite.yaml:15:56: tests[0].assert[3].http.json_path.path: {empty}",
+        "suite.yaml:16:35: tests[0].assert[4].equals.path: invalid JSONPath '$$': unexpected token '$'",
+        f"suite.yaml:17:38: tests[0].assert[5].type.path: {empty}",
+        "7 problems found"], result.stderr
+
+
+def test_a_dotenv_line_that_is_not_key_value_is_a_warning_where_written(tmp_path: Path, tamesu) -> None:
+    # before: left out (or read quote and all) in silence, and the secret it held was "not set" with no reason
+    (tmp_path / ".env").write_text('export\n=x\nFOO BAR\nGOOD=1\nexport OK=2\nQ="abc\nR="abc" junk\n# c\nS=ok # y\n')
+    write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n"
+                             "    scenario: { script: [ { say: '{{secrets.GOOD}} {{secrets.OK}}' } ] }\n")
+    expected = ["warning: .env:1:1: not KEY=value: 'export' is left out",
+                "warning: .env:2:1: no name before '=': the line is left out",
+                "warning: .env:3:1: not KEY=value: 'FOO BAR' is left out",
+                "warning: .env:6:3: a quote that is never closed: Q is read with its quote (a value of several lines "
+                "is not read)",
+                "warning: .env:7:1: text after the closing quote of R: quote the whole value, or start a comment with "
+                "' #'"]
+    (tmp_path / "t.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    (tmp_path / "bad.jsonl").write_text('{"id": "a", "inpt": "hi"}\n')
+    url = "http://127.0.0.1:9/x"
+    # a suite and JSONL cases read one .env: said once; JSONL cases with a problem say it too
+    for command in (["validate", "suite.yaml"], ["run", "suite.yaml"], ["validate", "t.jsonl", "-n", url],
+                    ["test", "-i", "t.jsonl", "-n", url, "--timeout", "2s"],
+                    ["validate", "suite.yaml", "t.jsonl", "-n", url], ["validate", "bad.jsonl", "-n", url]):
+        result = tamesu(command, cwd=tmp_path)
+        said = result.stdout + result.stderr
+        assert [line for line in said.splitlines() if line.startswith("warning: .env")] == expected, said
+        assert "Traceback" not in said
+
+
+def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Path, tamesu) -> None:
+    # before: a problem of tamesu.yaml hid every suite's, an impossible date was a "YAML syntax error" that hid
+    # the rest of its file, and a cases file said its first bad row only: four rounds of fixing
+    (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nparallel: lots\n"
+                                          "models:\n  judge: { provider: fake, rulez: [] }\n")
+    (tmp_path / "cases.csv").write_text("name,x\n,1\nb,1,2\nc\n" + "".join(f"d{i},1,2\n" for i in range(20)))
+    write(tmp_path, TARGET + """tests:
+  - name: a
+    target: api
+    persona: { colour: red }
+    assert: [ { judge: polite } ]
+  - name: b
+    target: api
+    quarantine: { until: 2026-02-30, reason: flaky }
+  - { name: c, target: api, cases_file: cases.csv }
+""")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    cases = "suite.yaml:13:41: tests[2].cases_file: cases.csv"
+    assert result.stderr.splitlines() == [
+        "tamesu.yaml:2:11: parallel: input should be a valid integer, unable to parse string as an integer, "
+        "got 'lots'",
+        "tamesu.yaml:4:28: models.judge.rulez: not a model key (did you mean 'rules'?)",
+        "suite.yaml:8:16: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
+        "background, behaviors, facts)",
+        "suite.yaml:12:26: tests[1].quarantine.until: input should be a valid date or datetime, day value is "
+        "outside expected range, got '2026-02-30'",
+        f"{cases} row 2 has no name",
+        f"{cases} row 3 has more fields than its header (2): quote a value that holds ','",
+        f"{cases} row 4 has fewer fields than its header (2): x missing",
+        *(f"{cases} row {row} has more fields than its header (2): quote a value that holds ','"
+          for row in range(5, 22)),
+        f"{cases}: 3 more problems",
+        "25 problems found"], result.stderr
+    # what the suites read of tamesu.yaml, left out, would make their problems up: its own are said alone
+    (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nvars: 5\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.stderr.splitlines() == ["tamesu.yaml:2:7: vars: input should be a valid dictionary, got 5",
+                                          "1 problem found"], result.stderr
+
+
+def test_a_value_every_member_of_a_union_refuses_is_one_line(tmp_path: Path, tamesu) -> None:
+    # before: `skip: 5` was two lines at one place, "a valid string" and "a valid boolean"
+    write(tmp_path, TARGET + "tests:\n  - { name: a, target: api, skip: 5, scenario: { script: [ { say: hi } ] } }\n"
+                             "  - { name: b, target: api, skip: [x], scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.stderr.splitlines() == [
+        "suite.yaml:6:35: tests[0].skip: expected text or a boolean (true, false), got 5 (read as a number: put it "
+        "in quotes to keep it as written)",
+        "suite.yaml:7:35: tests[1].skip: expected text or a boolean (true, false), got ['x']",
+        "2 problems found"], result.stderr
+
+
+def test_a_dangling_symlink_is_named_by_the_path_written(tmp_path: Path, tamesu) -> None:
+    # before: a fake rules file linked to nothing was "nothere.yaml: file not found" (its target), and a suite
+    # the project's glob found, linked outside the folder, was named by its absolute path
+    (tmp_path / "rules.yaml").symlink_to("nothere.yaml")
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "link.yaml").symlink_to(tmp_path.parent / "gone" / "s.yaml")
+    (tmp_path / "tamesu.yaml").write_text('suites: [suite.yaml, "more/*.yaml"]\n'
+                                          "models:\n  sim: { provider: fake, rules: rules.yaml }\n")
+    write(tmp_path, TARGET + "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.stderr.splitlines() == [
+        "tamesu.yaml:3:33: models.sim.rules: fake rules file rules.yaml: file not found (a symlink to nothere.yaml, "
+        "which does not exist)",
+        f"more/link.yaml:1:1: file not found (a symlink to {tmp_path.parent / 'gone' / 's.yaml'}, which does not "
+        "exist)",
+        "2 problems found"], result.stderr

@@ -20,6 +20,7 @@ from tamesu.matching import as_number, number_text, same, shown
 from tamesu.suite.patterns import runaway
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import TEMPLATE, Context
+from tamesu.types import Finite
 
 COMPARISONS = ("equals", "not_equals", "matches", "contains", "gt", "gte", "lt", "lte", "length")
 # `equals: null` is a real expectation; for the others an explicit null means "not given".
@@ -87,10 +88,10 @@ class Matches(Strict):
 
 
 class Bounds(Strict):
-    gt: float | None = None
-    gte: float | None = None
-    lt: float | None = None
-    lte: float | None = None
+    gt: Finite | None = None
+    gte: Finite | None = None
+    lt: Finite | None = None
+    lte: Finite | None = None
 
 
 class ValueComparisons(Equals, NotEquals, Matches, Bounds):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import (
     Equals,
@@ -22,11 +22,22 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
+from tamesu.types import narrows
 
 
 class CapturedSpec(Equals, Matches):
     name: str = Field(min_length=1)
     exists: bool = True
+
+    @field_validator("equals", mode="before")
+    @classmethod
+    @narrows
+    def _not_null(cls, value: object) -> object:
+        # a rule that finds null captures nothing, so `equals: null` could never pass
+        if value is None:
+            raise ValueError("a captured value is never null (a rule that finds null captures nothing): "
+                             "write exists: false")
+        return value
 
     @model_validator(mode="after")
     def _absent_means_nothing_else(self) -> CapturedSpec:

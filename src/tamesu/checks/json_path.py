@@ -38,6 +38,9 @@ Path = jsonpath.JSONPath | jsonpath.CompoundJSONPath
 
 def compile_path(text: str) -> Path:
     """Raise ValueError naming the path when it is not valid JSONPath."""
+    if not text.strip():
+        # python-jsonpath reads a blank path as `$`: the whole document, which the user did not write
+        raise ValueError("an empty JSONPath: write a path such as $.status, or $ for the whole response")
     try:
         return jsonpath.compile(text)
     except jsonpath.JSONPathError as exc:

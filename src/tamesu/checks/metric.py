@@ -8,18 +8,28 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import Bounds, compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.matching import number_text
 from tamesu.plugins import register
+from tamesu.types import Finite, narrows
 
 
 class MetricSpec(Bounds):
     name: str = Field(min_length=1)
-    equals: float | None = None
+    equals: Finite | None = None
     missing: Literal["fail", "pass"] = "fail"
+
+    @field_validator("equals", mode="before")
+    @classmethod
+    @narrows
+    def _not_null(cls, value: object) -> object:
+        # kept as `equals: null` it would fail every run: a measured number is never null
+        if value is None:
+            raise ValueError("expected a number, not null")
+        return value
 
     @model_validator(mode="after")
     def _something(self) -> MetricSpec:

@@ -8,6 +8,7 @@ from tamesu.checks._compare import compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
+from tamesu.types import narrows
 
 
 class TurnsSpec(Strict):
@@ -19,10 +20,12 @@ class TurnsSpec(Strict):
 
     @field_validator("equals", "gt", "gte", "lt", "lte", mode="before")
     @classmethod
+    @narrows
     def _not_a_bool(cls, value: object) -> object:
-        # pydantic reads `true` as 1; `turns: true` is a mistake, not "one turn".
-        if isinstance(value, bool):
-            raise ValueError("expected a number of turns")
+        # pydantic reads `true` as 1; `turns: true` is a mistake, not "one turn". An explicit null would be
+        # kept as `equals: null` and fail every run: a count is never null.
+        if isinstance(value, bool) or value is None:
+            raise ValueError(f"expected a number of turns, not {'null' if value is None else 'true or false'}")
         return value
 
     @model_validator(mode="after")

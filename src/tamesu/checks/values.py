@@ -3,8 +3,11 @@ the JSONL design's value checks, usable from YAML suites as from JSONL files."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator
+
+from tamesu.checks._compare import as_text
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, find
 from tamesu.matching import shown
@@ -32,9 +35,16 @@ def _located(path_text: str, run: RunView) -> tuple[list[object], str] | None:
     return None
 
 
+def _valid_path(value: str | None) -> str | None:
+    # checked where it is written: at run time a bad path was an internal error of every run
+    if value is not None:
+        compile_path(value)
+    return value
+
+
 class EqualsSpec(Strict):
     value: Any
-    path: str | None = None
+    path: Annotated[str | None, AfterValidator(_valid_path)] = None
 
 
 @register("checks", "equals")
@@ -57,14 +67,15 @@ class Equals(Check[EqualsSpec]):
             return Verdict(passed=value == self.spec.value,
                            reason=f"{self.spec.path} is {shown(value)} in {where}")
         text, where = _last_text(run)
-        expected = str(self.spec.value)
+        # a reply is text: a value that is not a string is its JSON text (`null`, `true`), never Python's ("None")
+        expected = as_text(self.spec.value)
         if text.strip() == expected.strip():
             return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
         return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {shown(text)}")
 
 
 class TypeSpec(Strict):
-    path: str
+    path: Annotated[str, AfterValidator(_valid_path)]
     value: JsonType
 
 

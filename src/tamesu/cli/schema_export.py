@@ -8,7 +8,9 @@ completes. Two places where pydantic's schema would be stricter than the loader 
 - a boolean may be written as pydantic reads one: `1`, `yes`, `on`...;
 - a model that accepts a shorthand before validating (`hooks: ["./seed.sh"]`, `judge: "openai:gpt-4o"`,
   `contains: "shipped"`) also accepts a non-object value. The editor then checks the long form in full and
-  leaves the shorthand to `tamesu validate`, which always has the last word.
+  leaves the shorthand to `tamesu validate`, which always has the last word. A before-validator that only
+  refuses more (`types.narrows`: `turns: true`) keeps its field's own type, and `suites` is what the loader
+  takes: a non-empty list of globs.
 """
 
 from __future__ import annotations
@@ -57,9 +59,12 @@ class _Lenient(GenerateJsonSchema):
         return copy.deepcopy(_BOOLEAN)
 
     def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> JsonSchemaValue:
-        if schema["function"]["function"] is parse_duration:
+        function = schema["function"]["function"]
+        if function is parse_duration:
             return copy.deepcopy(_DURATION)
         inner = super().function_before_schema(schema)
+        if getattr(getattr(function, "__func__", function), "__tamesu_narrows__", False):
+            return inner
         return {"anyOf": [inner, _NOT_OBJECT]}
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
@@ -140,6 +145,10 @@ def _document(root: type[BaseModel], title: str) -> dict[str, object]:
         if isinstance(prop, dict) and prop.get("type") == "array":
             prop["items"] = {"$ref": "#/$defs/Assertion"}
     props = document.get("properties", {})
+    if root is ProjectSpec:
+        # `suites:` with nothing, `[]` or a glob alone: the loader refuses them ("the list is empty", "not a list")
+        props["suites"].pop("anyOf")
+        props["suites"].update(type="array", items={"type": "string", "minLength": 1}, minItems=1)
     if "targets" in props and targets_:
         props["targets"]["additionalProperties"] = {"$ref": "#/$defs/Target"}
     if "tests" in props and suite_parts:

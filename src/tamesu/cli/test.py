@@ -121,7 +121,7 @@ async def _main(**options: Any) -> int:
         _usage(str(exc))
     except ConfigError as exc:
         _fail(exc.problems)
-    for warning in warnings:
+    for warning in [*secrets.warnings, *warnings]:
         click.echo(f"warning: {warning}", err=True)
     try:
         cases, label, base_dir = await _cases(source, project, resolved, secrets, options)

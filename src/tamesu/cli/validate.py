@@ -30,8 +30,9 @@ def validate_command(paths: tuple[str, ...], config: str | None, target: str | N
     chosen = split_paths([Path(p) for p in paths], Path(config) if config else None)
     problems: list[Problem] = []
     said: list[str] = []
+    warn = _Warnings()
     if chosen.jsonl:
-        problems += _validate_jsonl(chosen.jsonl, config, target, said)
+        problems += _validate_jsonl(chosen.jsonl, config, target, said, warn)
     if chosen.load_suites:
         from tamesu.plan import load_plan
 
@@ -39,11 +40,9 @@ def validate_command(paths: tuple[str, ...], config: str | None, target: str | N
             plan = load_plan(chosen.suites, Path(config) if config else None, require_secrets=False)
         except ConfigError as exc:
             problems += exc.problems
-            for warning in exc.warnings:  # said with the problems: fixing them should not uncover more
-                click.echo(f"warning: {warning}", err=True)
+            warn(exc.warnings)  # said with the problems: fixing them should not uncover more
         else:
-            for warning in [*plan.warnings, *_out_warnings(plan.project)]:
-                click.echo(f"warning: {warning}", err=True)
+            warn([*plan.warnings, *_out_warnings(plan.project)])
             said.append(f"ok: {count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')}")
     if problems:
         _fail_config(problems)
@@ -51,17 +50,31 @@ def validate_command(paths: tuple[str, ...], config: str | None, target: str | N
         click.echo(line)
 
 
-def _validate_jsonl(paths: list[Path], config: str | None, target: str | None, said: list[str]) -> list[Problem]:
+class _Warnings:
+    """Prints each warning once: the JSONL files and the suites of one project share its `.env` and its words."""
+
+    def __init__(self) -> None:
+        self.said: set[str] = set()
+
+    def __call__(self, warnings: list[Problem] | list[str]) -> None:
+        for warning in map(str, warnings):
+            if warning not in self.said:
+                self.said.add(warning)
+                click.echo(f"warning: {warning}", err=True)
+
+
+def _validate_jsonl(paths: list[Path], config: str | None, target: str | None, said: list[str],
+                    warn: _Warnings) -> list[Problem]:
     """The JSONL files' problems (their warnings printed, their `ok:` line added to `said` when there are none)."""
     try:
         done = asyncio.run(validate_files(paths, Path(config) if config else None, target))
     except ConfigError as exc:
+        warn(exc.warnings)
         return exc.problems
     except TargetProblem as exc:
         click.echo(f"tamesu validate: {exc}", err=True)
         sys.exit(EXIT_CONFIG)
-    for warning in done.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    warn(done.warnings)
     against = f" for {done.target}" if done.target else ""
     said.append(f"ok: {done.cases} test case(s) in {done.files} JSONL file(s){against}")
     return []
@@ -86,7 +99,7 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
 
     project = load_project(config if config else find_project(paths[0]), Path.cwd())
     secrets = Secrets(project.dir / env for env in project.spec.secrets.env_files)
-    done = Validated(files=len(paths))
+    done = Validated(files=len(paths), warnings=[str(w) for w in secrets.warnings])
     resolved: ResolvedTarget | None = None
     if name is not None or len(project.spec.targets) == 1:
         resolved = await _target(name, project, secrets, done)
@@ -107,7 +120,7 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
                 done.warnings += voice_warnings(cases, resolved.name, resolved.spec)
         done.warnings += [str(w) for w in settings.warnings]
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, warnings=list(secrets.warnings))
     return done
 
 

@@ -1,83 +1,17 @@
-"""JSON text that remembers where things were written, for `file:line:col: path: problem` errors.
-
-Python's json module gives positions only for syntax errors, so a value's position is found again by walking
-the (already valid) text along the path with the decoder's own scanner: keys with `scanstring`, skipped
-values with `raw_decode`.
-"""
+"""JSON text that remembers where things were written, for `file:line:col: path: problem` errors (the walking
+is `tamesu.suite.json_text`'s)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from json.decoder import scanstring  # type: ignore[attr-defined]  # public since 2.6, not in typeshed
 from typing import Any
 
 from tamesu.errors import Problem
+from tamesu.suite.json_text import DECODER, DuplicateKey, duplicates, end_of, locate, skip, starts
 from tamesu.suite.surrogates import LONE_ESCAPE, PROBLEM, holds_half
 from tamesu.suite.yaml_reader import column, format_loc
-
-_DECODER = json.JSONDecoder()
-_SPACE = " \t\r\n"
-
-
-def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _SPACE:
-        pos += 1
-    return pos
-
-
-def _member(text: str, pos: int, name: str) -> tuple[int, int] | None:
-    """(key offset, value offset) of `name` in the object at `pos`."""
-    pos = _skip(text, pos + 1)
-    while pos < len(text) and text[pos] == '"':
-        key_at = pos
-        key, pos = scanstring(text, pos + 1)
-        pos = _skip(text, _skip(text, pos) + 1)  # past the colon
-        if key == name:
-            return key_at, pos
-        _, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
-        if pos >= len(text) or text[pos] != ",":
-            return None
-        pos = _skip(text, pos + 1)
-    return None
-
-
-def _starts(text: str, pos: int) -> Iterator[int]:
-    """Where each value of the (valid) JSON array at `pos` starts, in one pass."""
-    pos = _skip(text, pos + 1)
-    while pos < len(text) and text[pos] != "]":
-        yield pos
-        pos = _skip(text, _DECODER.raw_decode(text, pos)[1])
-        if pos >= len(text) or text[pos] != ",":
-            return
-        pos = _skip(text, pos + 1)
-
-
-def locate(text: str, start: int, loc: Sequence[object], *, key: bool = False) -> int:
-    """The offset of the value at `loc` in the JSON value starting at `start` (of its key when `key`), or of
-    the nearest parent that exists."""
-    pos = _skip(text, start)
-    try:
-        for depth, part in enumerate(loc):
-            last = depth == len(loc) - 1
-            if text[pos] == "{" and isinstance(part, str):
-                found = _member(text, pos, part)
-                if found is None:
-                    return pos
-                pos = found[0] if last and key else found[1]
-            elif text[pos] == "[" and isinstance(part, int):
-                item = next(itertools.islice(_starts(text, pos), part, None), None)
-                if item is None:
-                    return pos
-                pos = item
-            else:
-                return pos
-    except (IndexError, ValueError):
-        return pos
-    return pos
 
 
 @dataclass
@@ -126,19 +60,25 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
     pos = 0
     line_col = _Lines(text)
     while True:
-        pos = _skip(text, pos)
+        pos = skip(text, pos)
         if pos >= len(text):
             return
         if text.startswith(("#", "//"), pos):
             pos = _next_line(text, pos)
             continue
         try:
-            value, end = _DECODER.raw_decode(text, pos)
+            value, end = DECODER.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             at, note = _where_it_broke(text, exc.pos, pos)
             line, col = line_col(at)
             yield Problem(label, line, col, "", f"not valid JSON: {exc.msg}{note}")
             pos = _next_object(text, pos)
+            continue
+        except DuplicateKey:  # json keeps the last in silence: the case would not be the one written
+            in_array = text.startswith("[", pos)  # a .json file of cases: paths from each case, as below
+            for at, path, key in duplicates(text, pos):
+                yield Problem(label, *line_col(at), format_loc(path[in_array:]), f"duplicate key {key!r}")
+            pos = end_of(text, pos)
             continue
         except (RecursionError, ValueError) as exc:  # nesting, or an integer of thousands of digits
             line, col = line_col(pos)
@@ -152,7 +92,7 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             pos = end
             continue
         # a .json file of cases, `[{...}, {...}]`: each case where it is written
-        for at, case in zip(_starts(text, pos), value, strict=True) if isinstance(value, list) else [(pos, value)]:
+        for at, case in zip(starts(text, pos), value, strict=True) if isinstance(value, list) else [(pos, value)]:
             yield case, JsonDocument(label, text, at, line_col(at)[0])
         pos = end
 

@@ -4,7 +4,7 @@
 | ------------- | ---------------------------------------------------------------------------------- |
 | `contains`    | `contains` (`negate`: `not_contains`); `value` is text or a list of texts           |
 | `regex`       | `regex` (`negate`: `not_regex`); `pattern` (or `value`)                              |
-| `json_path`   | `json_path` with `equals: value` (`negate`: `not_equals`); no value: `exists`        |
+| `json_path`   | `json_path` with `equals: value` (null too; `negate`: `not_equals`); no `value`: `exists` |
 | `tool_called` | `tool_called` (`negate`: `tool_not_called`); `name` (or `value`), optional `args`    |
 | `equals`      | `equals` (`tamesu.checks.values`): the reply is exactly `value` (or the value at `path`) |
 | `type`        | `type` (`tamesu.checks.values`): the JSON type of the value at `path`                |
@@ -56,7 +56,7 @@ class SpecAssertion(Strict):
 
     @model_validator(mode="after")
     def _complete(self) -> SpecAssertion:
-        needed = {"contains": self.value is not None, "equals": self.value is not None,
+        needed = {"contains": self.value is not None, "equals": "value" in self.model_fields_set,
                   "regex": self.pattern is not None or isinstance(self.value, str),
                   "json_path": self.path is not None,
                   "tool_called": self.name is not None or isinstance(self.value, str),
@@ -135,7 +135,7 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
                                                              "ignore_case": spec.ignore_case}}, spec)
     if kind == "json_path":
         options: dict[str, object] = {"path": spec.path}
-        if spec.value is not None:
+        if "value" in spec.model_fields_set:
             options["not_equals" if negate else "equals"] = spec.value
         elif negate:
             options["exists"] = False
@@ -148,13 +148,15 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
 
 
 def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
-    if spec.type == "equals":
-        return Equals(EqualsSpec(value=spec.value, path=spec.path))
-    if spec.type == "type":
-        try:
+    try:
+        if spec.type == "equals":
+            return Equals(EqualsSpec(value=spec.value, path=spec.path))
+        if spec.type == "type":
             return TypeCheck(TypeSpec(path=spec.path, value=spec.value))
-        except ValidationError:
-            raise AssertionProblem(("value",), _NEEDS["type"]) from None
+    except ValidationError as exc:
+        on_path = (first := exc.errors()[0])["loc"] == ("path",)
+        message = str(first["msg"]).removeprefix("Value error, ") if on_path else _NEEDS["type"]
+        raise AssertionProblem(("path",) if on_path else ("value",), message) from None
     if spec.type == "script":
         try:
             function = load_function(str(spec.use), resolver.search)

@@ -27,6 +27,13 @@ class RuleErrors(ValueError):
         super().__init__("\n".join(lines))
 
 
+def guessed(key: str, known: list[str]) -> str:
+    """A key as written, with the known one it may be a misspelling of; a known key is never "did you mean"
+    itself (`'reason' (did you mean 'reason'?)`)."""
+    close = [] if key in known else difflib.get_close_matches(key, known, n=1)
+    return f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
+
+
 def validation_problems(index: int, exc: ValidationError, model: type[BaseModel], kind: str) -> list[Found]:
     """Pydantic's errors for one rule, in the words a suite's errors use."""
     keys = [info.alias or name for name, info in model.model_fields.items()]

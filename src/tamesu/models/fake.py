@@ -25,7 +25,6 @@ default, a model target never makes an answer up. Only the simulator may end qui
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
@@ -40,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from tamesu.models._fake_rule_errors import Found, in_file, listed, validation_problems
+from tamesu.models._fake_rule_errors import Found, guessed, in_file, listed, validation_problems
 from tamesu.models.base import (
     Embeddings,
     Message,
@@ -212,9 +211,7 @@ def unknown_kind(raw: Iterable[object]) -> str:
     """Why a rule with no telling key (`raw`: its keys) is refused, with the keys it may have meant."""
     keys = sorted(map(str, raw))
     known = sorted({key for _, model, _ in _KINDS for key in _keys(model)})
-    guesses = [f"{key!r} (did you mean {close[0]!r}?)" for key in keys
-               if (close := difflib.get_close_matches(key, known, n=1))]
-    written = ", ".join(guesses) if guesses else ", ".join(keys) or "none"
+    written = ", ".join(guessed(key, known) for key in keys) or "none"
     return f"cannot tell what it is for (keys: {written}); {UNKNOWN_KIND_HINT}"
 
 

@@ -30,6 +30,9 @@ def rules_file_problems(path: Path, shown: str, doc: Document, loc: tuple[Any, .
     except ConfigError as exc:
         return exc.problems
     data, prefix = rules_doc.data, ()
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        # the reader makes an empty mapping of an empty file: it was "a list of rules, got a mapping"
+        return [rules_doc.problem((), "the fake rules file is empty: write a list of rules")]
     if isinstance(data, Mapping) and "rules" in data:
         data, prefix = data["rules"], ("rules",)  # `rules:` at the top of the file is accepted too
     problems = rule_problems(data, rules_doc, prefix, "a fake rules file")

@@ -9,8 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.errors import ConfigError
+from tamesu.suite.json_text import DECODER, DuplicateKey, duplicates
 from tamesu.suite.surrogates import holds_half
-from tamesu.suite.yaml_reader import read_bounded
+from tamesu.suite.yaml_reader import column, read_bounded
+
+
+class CasesFileError(ValueError):
+    """Every problem of a cases file found in one reading, each one line (a ValueError of one is one too)."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = messages
 
 
 def read_cases(path: Path) -> list[Any]:
@@ -29,9 +38,13 @@ def read_cases(path: Path) -> list[Any]:
     except ConfigError as exc:
         raise ValueError(f"cases file {exc.problems[0].message}") from None
     rows: list[dict[str, Any]]
+    said: list[tuple[int, str]] = []  # (row, problem): every bad row at once, in the file's order
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = DECODER.decode(text)
+        except DuplicateKey:  # json keeps the last in silence: the case would not be the one written
+            raise CasesFileError([f"{path.name}:{text.count(chr(10), 0, at) + 1}:{column(text, at)}: duplicate key "
+                                  f"{key!r}" for at, _, key in duplicates(text, 0)]) from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path.name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         except RecursionError:
@@ -54,15 +67,8 @@ def read_cases(path: Path) -> list[Any]:
             rows = list(reader)
         except csv.Error as exc:  # a field past csv's limit (128 KiB), a NUL: the line it stopped at
             raise ValueError(f"{path.name} line {reader.line_num + 1}: cannot read the CSV: {exc}") from None
-        for number, row in enumerate(rows, start=2):
-            if None in row:  # csv's key for the fields past the header's: a comma in a value that needs quotes
-                raise ValueError(f"{path.name} row {number} has more fields than its header "
-                                 f"({len(reader.fieldnames)}): quote a value that holds {delimiter!r}")
-            if any(value is None for key, value in row.items() if key is not None):
-                # fewer fields than the header: the missing ones were sent as `None` (a row cut short)
-                raise ValueError(f"{path.name} row {number} has fewer fields than its header "
-                                 f"({len(reader.fieldnames)}): {', '.join(k for k, v in row.items() if v is None)} "
-                                 "missing")
+        said = [(number, problem) for number, row in enumerate(rows, start=2)
+                if (problem := _row_problem(path.name, number, row, len(reader.fieldnames), delimiter))]
     else:
         raise ValueError(f"{path.name}: cases files are .csv or .json")
     cases = []
@@ -70,9 +76,27 @@ def read_cases(path: Path) -> list[Any]:
         name = row.get("name")
         if not name or not str(name).strip():
             where = f"row {number + 1}" if path.suffix.lower() == ".csv" else f"item {number}"
-            raise ValueError(f"{path.name} {where} has no name")
+            said.append((number + 1, f"{path.name} {where} has no name"))
+        if said:  # a file with a wrong row makes no cases: the rest of it is read for its problems only
+            continue
         values = {k: v for k, v in row.items() if k not in ("name", "vars")}
         if isinstance(row.get("vars"), dict):
             values.update(row["vars"])
         cases.append(Case(name=str(name), vars=values))
+    if said:  # bounded: a spreadsheet of 10,000 wrong rows is not 10,000 lines
+        more = [f"{path.name}: {len(said) - _MAX_SAID:,} more problems"] if len(said) > _MAX_SAID else []
+        raise CasesFileError([problem for _, problem in sorted(said)[:_MAX_SAID]] + more)
     return cases
+
+
+_MAX_SAID = 20
+
+
+def _row_problem(name: str, number: int, row: dict[Any, Any], fields: int, delimiter: str) -> str | None:
+    if None in row:  # csv's key for the fields past the header's: a comma in a value that needs quotes
+        return f"{name} row {number} has more fields than its header ({fields}): quote a value that holds {delimiter!r}"
+    if any(value is None for key, value in row.items() if key is not None):
+        # fewer fields than the header: the missing ones were sent as `None` (a row cut short)
+        return (f"{name} row {number} has fewer fields than its header ({fields}): "
+                f"{', '.join(str(k) for k, v in row.items() if v is None)} missing")
+    return None

@@ -41,10 +41,29 @@ def find_project(start: Path) -> Path | None:
 
 
 def label(path: Path) -> str:
+    """A file as the user named it, relative to the working directory when it is below it. A symlink is named
+    by its own path, never its target's (a dangling `rules.yaml` link was "nothere.yaml: file not found")."""
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
+    except (ValueError, OSError):  # elsewhere, or the working directory reached through a symlink
+        pass
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (which loading reports)
         return str(path)
+
+
+@dataclass
+class ProjectError(ConfigError):
+    """tamesu.yaml's problems, with the project as far as it could be read (`partial`) for the suites' own
+    problems to be said beside them; None when what is left out would make problems up in them (a `vars:` or
+    `packs:` that is not a mapping, a target the suites would not find)."""
+
+    partial: Project | None = None
+
+
+_SUITES_READ = {"suites", "vars", "packs", "models", "targets"}
+"""tamesu.yaml's keys whose loss would make a suite's own check say something that is not so."""
 
 
 def load_project(path: Path | None, fallback_dir: Path) -> Project:
@@ -54,11 +73,12 @@ def load_project(path: Path | None, fallback_dir: Path) -> Project:
     if not isinstance(doc.data, dict):
         raise ConfigError([doc.problem((), "tamesu.yaml must be a mapping")])
     problems: list[Problem] = []
+    lost: set[str] = set()
     try:
         spec = ProjectSpec.model_validate(without_extensions(doc.data))
     except ValidationError as exc:
         problems = problems_from(exc, doc, ProjectSpec, owner="project")
-        rest = _without_broken_parts(doc.data, exc)
+        rest, lost = _without_broken_parts(doc.data, exc)
         if rest is None:
             raise ConfigError(problems) from None
         spec = rest
@@ -69,31 +89,40 @@ def load_project(path: Path | None, fallback_dir: Path) -> Project:
         # rounds: a model's key, then a fake rule's, then the targets')
         from tamesu.plan.targets import load_targets
 
+        said = len(problems)
         load_targets(spec, doc, problems, [])
-        raise ConfigError(list(dict.fromkeys(problems)))
+        whole = lost.isdisjoint(_SUITES_READ) and len(problems) == said
+        for name in (entry.split(".", 1)[1] for entry in lost if entry.startswith("models.")):
+            spec.models[name] = ModelSpec(provider="fake")  # a stand-in: a suite naming it finds it
+        partial = Project(spec, path.parent.resolve(), doc) if whole else None
+        raise ProjectError(list(dict.fromkeys(problems)), partial=partial)
     return Project(spec, path.parent.resolve(), doc)
 
 
-def _without_broken_parts(data: object, exc: ValidationError) -> ProjectSpec | None:
+def _without_broken_parts(data: object, exc: ValidationError) -> tuple[ProjectSpec | None, set[str]]:
     """tamesu.yaml without what did not validate (a model or target entry, or another top-level key), for the
-    rest to be checked too; None when nothing is left to check that way."""
+    rest to be checked too, and what was left out (`parallel`, `models.judge`); None when nothing is left to check
+    that way."""
     kept = without_extensions(data)
     if not isinstance(kept, dict):
-        return None
+        return None, set()
     kept = dict(kept)
+    lost: set[str] = set()
     for error in exc.errors():
         loc = error["loc"]
         if not loc:
-            return None
+            return None, lost
         entries = kept.get(loc[0])
         if loc[0] in ("models", "targets") and len(loc) > 1 and isinstance(entries, dict):
             kept[loc[0]] = {name: value for name, value in entries.items() if name != loc[1]}
+            lost.add(f"{loc[0]}.{loc[1]}")
         else:
             kept.pop(str(loc[0]), None)
+            lost.add(str(loc[0]))
     try:
-        return ProjectSpec.model_validate(kept)
+        return ProjectSpec.model_validate(kept), lost
     except ValidationError:
-        return None
+        return None, lost
 
 
 def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) -> None:
@@ -223,14 +252,23 @@ def _bounded_glob(folder: Path, pattern: str, project: Project) -> list[Path]:
     file system) is a problem, found without walking all of it. Its `**` leaves out the run folders (the
     project's `out` and any other), hidden folders, `node_modules` and virtual environments (`suite_glob`)."""
     out = os.path.normpath(project.dir / project.spec.out)
+    if not pattern.strip():  # pathlib's words for it were "Unacceptable pattern: ''"
+        raise _at_pattern(project, pattern, "an empty pattern names no file: write a glob such as suites/*.yaml")
     try:
         found = list(itertools.islice(suite_glob(folder, pattern, skip=out), MAX_SUITE_FILES + 1))
     except (ValueError, NotImplementedError, OSError) as exc:
-        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r}: {exc}")]) from None
+        raise _at_pattern(project, pattern, f"{pattern[:80]!r}: {exc}") from None
     if len(found) > MAX_SUITE_FILES:
-        raise ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", f"{pattern[:80]!r} matches more than "
-                                   f"{MAX_SUITE_FILES:,} files: narrow it (suites/*.yaml)")])
+        raise _at_pattern(project, pattern, f"{pattern[:80]!r} matches more than {MAX_SUITE_FILES:,} files: narrow "
+                          "it (suites/*.yaml)")
     return sorted(found)
+
+
+def _at_pattern(project: Project, pattern: str, message: str) -> ConfigError:
+    """A problem of one `suites` pattern, where tamesu.yaml writes it (it was always line 1, column 1)."""
+    if project.doc is not None and pattern in project.spec.suites:
+        return ConfigError([project.doc.problem(("suites", project.spec.suites.index(pattern)), message)])
+    return ConfigError([Problem(PROJECT_FILE, 1, 1, "suites", message)])
 
 
 @dataclass

@@ -31,9 +31,17 @@ from tamesu.plan._templates import (
     check_templates,
     model_secret_warnings,
 )
-from tamesu.plan.cases import read_cases
+from tamesu.plan.cases import CasesFileError, read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
-from tamesu.plan.project import find_project, jsonl_among, label, load_project, resolve_models, suite_files
+from tamesu.plan.project import (
+    ProjectError,
+    find_project,
+    jsonl_among,
+    label,
+    load_project,
+    resolve_models,
+    suite_files,
+)
 from tamesu.plan.targets import load_project_targets, load_targets
 from tamesu.results.stats import adaptive_problem
 from tamesu.runtime.gc_pause import collector_paused
@@ -73,19 +81,23 @@ def load_plan(
     today = today or dt.date.today()
     if project_path is None:
         project_path = find_project(paths[0] if paths else Path.cwd())
-    project = load_project(project_path, Path.cwd())
+    problems: list[Problem] = []
+    try:
+        project = load_project(project_path, Path.cwd())
+    except ProjectError as exc:
+        if exc.partial is None:
+            raise
+        # tamesu.yaml's problems hid every suite's: the suites are checked against what of it could be read
+        project, problems = exc.partial, exc.problems
     secrets = Secrets(project.dir / name for name in project.spec.secrets.env_files)
     plan = Plan(project, secrets=secrets)
     files, jsonl = jsonl_among(suite_files(paths, project))
     not_suites = [f"{NOT_A_SUITE}: `tamesu test -i {'FILE' if p.is_dir() else label(p)} -n TARGET` "
                   "runs them, `tamesu validate` checks them" for p in jsonl]
     said = [Problem(label(p), 1, 1, "", why) for p, why in zip(jsonl, not_suites, strict=True)]
-    problems: list[Problem] = []
     if not files:
-        if said:
-            raise ConfigError(said)
-        raise ConfigError([_no_suite_files(paths, project)])
-    plan.warnings += said
+        raise ConfigError([*problems, *(said or [_no_suite_files(paths, project)])])
+    plan.warnings += [*secrets.warnings, *said]
     if project.doc is not None:
         plan.warnings += model_secret_warnings(project.doc, secrets)
     project_asserts = _project_assertions(project, problems)
@@ -295,7 +307,8 @@ def _expand_test(
         try:
             cases.extend(read_cases(suite.dir / spec.cases_file))
         except ValueError as exc:
-            problems.append(doc.problem(cases_loc, str(exc)))
+            said = exc.messages if isinstance(exc, CasesFileError) else [str(exc)]
+            problems.extend(doc.problem(cases_loc, message) for message in said)
             return []
     counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
     for name in sorted(n for n, times in counted.items() if times > 1):

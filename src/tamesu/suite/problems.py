@@ -86,6 +86,9 @@ def owner_name(loc: Sequence[object], default: str) -> str:
     return default
 
 
+_READ_AS = " (read as {}: put it in quotes to keep it as written)"
+
+
 def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[object, ...], default_owner: str) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -116,8 +119,7 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
                 message += f" (did you mean {close[0]!r}?)"
         if kind == "string_type" and isinstance(found, bool | int | float):
             # `say: 1.10` is the number 1.1 to YAML, `say: true` a boolean: the words as written are lost
-            what = "a boolean" if isinstance(found, bool) else "a number"
-            message += f" (read as {what}: put it in quotes to keep it as written)"
+            message += _READ_AS.format("a boolean" if isinstance(found, bool) else "a number")
     return message
 
 
@@ -128,11 +130,33 @@ def problems_from(
     prefix: tuple[object, ...] = (),
     owner: str = "",
 ) -> list[Problem]:
-    problems: list[Problem] = []
+    grouped: dict[tuple[object, ...], list[tuple[dict[str, Any], str | None]]] = {}
     for error in exc.errors():
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # model validators put their errors on the model itself; pydantic may tack on the union member name
-        loc = tuple(p for p in loc if p not in ("str", "int", "float", "bool", "list[int]"))
-        message = _message(dict(error), model, loc, owner or model.__name__.lower())
-        problems.append(doc.problem((*prefix, *loc), message, key=error["type"] == "extra_forbidden"))
+        member = next((str(p) for p in reversed(loc) if p in _MEMBERS), None)
+        loc = tuple(p for p in loc if p not in _MEMBERS)
+        grouped.setdefault(loc, []).append((dict(error), member))
+    problems: list[Problem] = []
+    for where, errors in grouped.items():
+        members = [member for _, member in errors if member is not None]
+        if len(members) > 1 and len(members) == len(errors):
+            # one value each member of a union refused (`skip: 5`): one line, not one per member
+            problems.append(doc.problem((*prefix, *where), _union_message(errors[0][0].get("input"), members)))
+            continue
+        for detail, _ in errors:
+            message = _message(detail, model, where, owner or model.__name__.lower())
+            problems.append(doc.problem((*prefix, *where), message, key=detail["type"] == "extra_forbidden"))
     return problems
+
+
+_MEMBERS = {"str": "text", "int": "a whole number", "float": "a number", "bool": "a boolean (true, false)",
+            "list[int]": "a list of whole numbers"}
+
+
+def _union_message(found: object, members: list[str]) -> str:
+    said = [_MEMBERS[member] for member in dict.fromkeys(members)]
+    message = f"expected {', '.join(said[:-1])} or {said[-1]}, got {found!r}"
+    if "str" in members and isinstance(found, bool | int | float):
+        message += _READ_AS.format("a boolean" if isinstance(found, bool) else "a number")
+    return message

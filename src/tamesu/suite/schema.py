@@ -22,7 +22,7 @@ from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.patterns import Pattern
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
-from tamesu.types import Duration, HomePath, StoreSetting, Strict, parse_duration
+from tamesu.types import Duration, Finite, HomePath, StoreSetting, Strict, parse_duration
 
 __all__ = ["Duration", "Strict", "TraceQuerySpec", "TracesSpec", "parse_duration"]
 
@@ -292,7 +292,7 @@ class AdaptiveSpec(Strict):
 class Defaults(Strict):
     assert_: list[object] = Field(default_factory=list, alias="assert")
     """Assertions graded on every test's runs, before the test's own."""
-    slo: dict[str, float] = Field(default_factory=dict)
+    slo: dict[str, Finite] = Field(default_factory=dict)
     """Metric bounds (`p95_latency_ms: 2000`) every test is held to."""
     adaptive: AdaptiveSpec | None = None
     """Adaptive repeats for every test that repeats and does not say `adaptive:` itself."""
@@ -442,6 +442,7 @@ class ReportSettings(Strict):
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
     tolerance: float = Field(0.2, ge=0)
     """A metric change smaller than this fraction of the baseline's value is not reported."""
+    SHORTHAND_SCHEMA: ClassVar[dict[str, object]] = {"type": ["string", "array"], "items": {"type": "string"}}
 
     @model_validator(mode="before")
     @classmethod

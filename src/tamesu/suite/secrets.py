@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from tamesu.errors import TemplateError
+from tamesu.errors import Problem, TemplateError
 from tamesu.models.spec import PROVIDER_KEY_VARIABLES
 from tamesu.suite.templates import walk_strings
 
@@ -39,8 +39,9 @@ _URL_SAFE_SETS = ("", "/", "/+@!$&'()*,;=:~", "/+@!$&'()*,;=:~?")
 as httpx (and browsers, after the WHATWG URL standard) write them, keeping `+`, `@`, `=`..."""
 
 
-def read_dotenv(path: Path) -> dict[str, str]:
-    """KEY=value lines; `export`, quotes and comments as shells write them."""
+def read_dotenv(path: Path, warnings: list[Problem] | None = None) -> dict[str, str]:
+    """KEY=value lines; `export`, quotes and comments as shells write them. A line that is none of these is left
+    out, and said in `warnings`: a secret it was meant to hold would otherwise be "not set" with no reason."""
     from tamesu.suite.yaml_reader import read_bounded
 
     values: dict[str, str] = {}
@@ -49,17 +50,42 @@ def read_dotenv(path: Path) -> dict[str, str]:
             return values
     except (OSError, ValueError):  # a name longer than the system allows: no such file
         return values
+    said = [] if warnings is None else warnings
     # not UTF-8, NUL bytes or megabytes of garbage: one `file:line:col` problem (ConfigError), never a crash
-    for raw in read_bounded(path, str(path), limit=_MAX_DOTENV_BYTES).splitlines():
+    for number, raw in enumerate(read_bounded(path, str(path), limit=_MAX_DOTENV_BYTES).splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        line = line.removeprefix("export ").strip()
+        line = re.sub(r"^export\s+", "", line)
         key, sep, value = line.partition("=")
-        if not sep:
-            continue
-        values[key.strip()] = _dotenv_value(value.strip())
+        key, value = key.strip(), value.strip()
+        if (why := _dotenv_problem(key, sep, value)) is not None:
+            column = raw.find(value[:1]) + 1 if why.startswith("a quote") else len(raw) - len(raw.lstrip()) + 1
+            said.append(Problem(_shown(path), number, column, "", why))
+            if not sep or not _DOTENV_KEY.fullmatch(key):
+                continue
+        values[key] = _dotenv_value(value)
     return values
+
+
+_DOTENV_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _dotenv_problem(key: str, sep: str, value: str) -> str | None:
+    """Why a line of a `.env` file is not what its author meant, or None."""
+    if not sep:
+        return f"not KEY=value: {key[:40]!r} is left out"
+    if not _DOTENV_KEY.fullmatch(key):
+        what = "no name before '='" if not key else f"{key[:40]!r} is not a variable name"
+        return f"{what}: the line is left out"
+    quote = value[:1]
+    if quote in ("'", '"'):
+        closed = _DOUBLE_QUOTED.match(value) if quote == '"' else re.match(r"'[^']*'", value)
+        if closed is None:
+            return f"a quote that is never closed: {key} is read with its quote (a value of several lines is not read)"
+        if (rest := value[closed.end():].strip()) and not rest.startswith("#"):
+            return f"text after the closing quote of {key}: quote the whole value, or start a comment with ' #'"
+    return None
 
 
 def _dotenv_value(value: str) -> str:
@@ -91,9 +117,11 @@ class Secrets:
     def __init__(self, env_files: Iterable[Path] = (), environ: Mapping[str, str] | None = None) -> None:
         self._environ = os.environ if environ is None else environ
         self._files: dict[str, str] = {}
+        self.warnings: list[Problem] = []
+        """The lines of the `.env` files that are not KEY=value, each where it is written."""
         files = list(env_files)
         for path in files:
-            for key, value in read_dotenv(path).items():
+            for key, value in read_dotenv(path, self.warnings).items():
                 self._files.setdefault(key, value)
         self.redactor = Redactor()
         for variable in PROVIDER_KEY_VARIABLES:  # a key the SDK providers read themselves when no api_key is given

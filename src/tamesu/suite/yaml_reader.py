@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.parser import Parser
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scanner import Scanner
@@ -138,6 +139,11 @@ class _PlacedConstructor(RoundTripConstructor):
         except MarkedYAMLError:
             raise
         except (ValueError, TypeError, OverflowError) as exc:
+            if isinstance(node, ScalarNode) and node.style is None and \
+                    str(self.resolver.resolve(ScalarNode, node.value, (True, False))) == str(node.tag):
+                # a plain `2026-02-30` YAML takes for a date it cannot make: kept as the text written, for the
+                # schema to say what is wrong where it is (a syntax error hid every other problem of the file)
+                return str(node.value)
             raise MarkedYAMLError(problem=f"cannot read {_short(str(node.value))[:_EXCERPT]!r}: {exc}",
                                   problem_mark=node.start_mark) from None
 
@@ -320,7 +326,10 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise ConfigError([Problem(shown, 1, 1, "", "file not found")]) from None
+        dangling = os.path.islink(path)  # named as written; where it points said after
+        why = f"file not found (a symlink to {_short(os.readlink(path))}, which does not exist)" if dangling else \
+            "file not found"
+        raise ConfigError([Problem(shown, 1, 1, "", why)]) from None
     except OSError as exc:
         reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {reason}")]) from None
