@@ -120,6 +120,7 @@ UNTIED = {
     # own timeouts), and these tests judge what the run does with a signal, which an exec'ing wrapper would
     # put a process between
     ("runtime/test_kills.py", "_one_round"),
+    ("runtime/test_kills.py", "test_what_a_hook_or_check_starts_with_a_cleared_environment_ends_with_tamesu"),
     ("audio/test_speech_pool.py", "_start"),
     ("targets/test_grpc_target.py", "test_the_agent_going_away_in_the_middle_of_a_turn_is_exit_3"),
     ("targets/test_browser_target.py", "_watch"),
