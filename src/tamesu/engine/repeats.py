@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -28,6 +29,9 @@ Outcome = TypeVar("Outcome")
 GRADED = ("passed", "failed", "error")
 """The runs a verdict counts: a skipped run (no input to give) and an inconclusive one (the simulated user
 spoiled it) say nothing of the agent."""
+OPEN = ("inconclusive",)
+"""Runs that were made but say nothing of the agent: they count neither way, and a fixed number of runs they
+leave undecided (had they passed, or failed, the verdict would differ) is not decided by the others."""
 
 
 def run_dir_name(number: int, attempt: int = 1, rerun: int = 0) -> str:
@@ -55,6 +59,25 @@ async def run_adaptively(start: Callable[[int], Awaitable[Outcome | None]], resu
         wave = range(len(outcomes) + 1, min(max_runs, len(outcomes) + max(1, parallel)) + 1)
         outcomes += await asyncio.gather(*(start(n) for n in wave))
     return outcomes
+
+
+def _needed(threshold: float, runs: int) -> int:
+    """The passes of `runs` that reach `threshold` (0.5 of 4 needs 2)."""
+    return max(0, math.ceil(threshold * runs - 1e-9))
+
+
+def _open(runs: list[RunResult], passes: int, threshold: float) -> tuple[TestStatus, str] | None:
+    """A fixed number of runs, some of them saying nothing of the agent (OPEN): the verdict is the runs' only when
+    it holds whatever those runs would have been; else the test is as undecided as they are."""
+    made = [r for r in runs if r.status in (*GRADED, *OPEN)]
+    spoiled = [r for r in made if r.status in OPEN]
+    needed = _needed(threshold, len(made))
+    if not spoiled or passes >= needed or passes + len(spoiled) < needed:
+        return None
+    first = spoiled[0].fault_reason or spoiled[0].error or "no reason given"
+    said = f"{len(spoiled)} of {len(made)} runs inconclusive"
+    return "inconclusive", (f"{said}, too many to decide: {passes} passed, pass_threshold {threshold:g} needs "
+                            f"{needed} of {len(made)} (run {spoiled[0].run}: {first})")
 
 
 def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | None, max_runs: int
@@ -87,8 +110,15 @@ def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | N
             return "passed", None, stats
         words = "undecided" if decided is None else "decided below the threshold"
         reason = f"{words} at {graded} runs: {stats.line()} (pass_threshold {threshold:g})"
+        unsaid = sum(r.status in OPEN for r in runs)
+        if decided is None and unsaid:
+            # the runs that said nothing might have decided it: not the agent's failure
+            return "inconclusive", f"{reason}; {unsaid} of {len(runs)} runs inconclusive", stats
         return ("error" if errored else "failed"), reason, stats
-    if passes / graded >= threshold - 1e-9:
+    undecided = _open(runs, passes, threshold)
+    if undecided is not None:
+        return undecided[0], undecided[1], stats
+    if passes >= _needed(threshold, len([r for r in runs if r.status in (*GRADED, *OPEN)])):
         return "passed", None, stats
     return ("error" if errored else "failed"), None, stats
 
@@ -111,6 +141,7 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
     return TestResult(
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
         status=status, passed_runs=sum(r.status == "passed" for r in runs), total_runs=len(runs),
+        inconclusive_runs=sum(r.status == "inconclusive" for r in runs),
         pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
         skip_reason=skip_reason, reason=reason, stats=stats, runs=summaries,
     )

@@ -116,7 +116,7 @@ class ConsoleReporter:
         badge, style = _BADGES[result.status]
         line = Text.assemble((badge, style), "  ", result.id)
         if result.total_runs > 1:
-            line.append(f"  {result.passed_runs}/{result.total_runs} runs passed", style="dim")
+            line.append(f"  {result.runs_said()}", style="dim")
         if result.duration_ms:
             line.append(f"  {result.duration_ms / 1000:.2f}s", style="dim")
         self._print(line)

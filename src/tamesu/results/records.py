@@ -183,10 +183,17 @@ class TestResult(BaseModel):
     user's fault in a test still inconclusive."""
     stats: RepeatStats | None = None
     """The statistics of its runs, for a test that ran more than once."""
+    inconclusive_runs: int = 0
+    """Runs the simulated user spoiled (after their reruns): counted neither way, so said wherever the passes are."""
     duration_ms: float = 0.0
     runs: list[RunSummary] = Field(default_factory=list)
 
     __test__ = False
+
+    def runs_said(self) -> str:
+        """`1/4 runs passed, 3 inconclusive`: how the runs went, with those that said nothing of the agent."""
+        said = f"{self.passed_runs}/{self.total_runs} runs passed"
+        return said + (f", {self.inconclusive_runs} inconclusive" if self.inconclusive_runs else "")
 
     @property
     def underlying(self) -> str:
