@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -80,3 +81,73 @@ def test_enough_conclusive_runs_decide_and_the_inconclusive_ones_are_said(tmp_pa
     assert "PASS  suite/book  3/4 runs passed, 1 inconclusive" in result.stdout, result.stdout
     line = _results(tmp_path)["book"]
     assert line["status"] == "passed" and line["stats"]["runs"] == 3, line
+
+
+HOOKED = """\
+targets:
+  agent: {{ type: rest, url: "{url}/chat" }}
+hooks:
+  before_each:
+    # every second run's hook fails (runs 2 and 4): the environment's error, not the agent's
+    - run: 'n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; [ $((n % 2)) -eq 0 ]'
+tests:
+  - name: book
+    target: agent
+    repeat: {repeat}
+    pass_threshold: {threshold}
+    scenario: {{ script: [ {{ say: "book it" }} ] }}
+    assert: [ {{ contains: "booked" }} ]
+"""
+
+
+def _hooked(tmp_path: Path, url: str, repeat: int, threshold: float) -> None:
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(HOOKED.format(url=url, repeat=repeat, threshold=threshold))
+
+
+def _run_json(tmp_path: Path) -> dict[str, Any]:
+    [run_dir] = list((tmp_path / "out").iterdir())
+    return dict(json.loads((run_dir / "run.json").read_text()))
+
+
+def test_runs_the_environment_broke_count_neither_way_and_are_said(tmp_path: Path, tamesu: Any,
+                                                                   serve: Any) -> None:
+    # before: PASS 2/4 at 0.5 with the two errored runs counted as failures, and said nowhere (run.json error 0,
+    # nothing on the console); `tamesu view` called the test flaky
+    _hooked(tmp_path, serve(_agent("P")).url, 4, 0.5)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TAMESU_STORE": "true"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  suite/book  2/4 runs passed, 2 errors" in result.stdout, result.stdout
+    assert "! run 2: before_each hook" in result.stdout, result.stdout
+    line = _results(tmp_path)["book"]
+    assert (line["status"], line["error_runs"], line["stats"]["runs"], line["stats"]["rate"]) == (
+        "passed", 2, 2, 1.0), line
+    assert _run_json(tmp_path)["runs"] == {"passed": 2, "error": 2}
+    pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
+    from tamesu.store.db import Store
+    from tamesu.store.queries import Reader
+
+    store = Store(f"sqlite:///{tmp_path / '.tamesu' / 'store.db'}")
+    try:
+        [row] = Reader(store).tests()
+        assert row.flaky_commits == [], row
+    finally:
+        store.close()
+
+
+def test_errors_that_leave_too_few_runs_make_the_test_an_error_and_a_failure_stays_a_failure(
+        tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # 2 passes of 4 at 0.75: the two errored runs could have passed or failed, so nothing is decided (exit 3)
+    _hooked(tmp_path, serve(_agent("P")).url, 4, 0.75)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    line = _results(tmp_path)["book"]
+    assert line["status"] == "error" and line["reason"].startswith(
+        "2 of 4 runs errored, too many to decide: 2 passed, pass_threshold 0.75 needs 3 of 4 (run 2: "), line
+    # before: one failure of the agent beside an errored run made the whole test an error (exit 3); at a
+    # threshold of 1 the failure decides it whatever the errored run would have been
+    (tmp_path / "count").unlink()
+    _hooked(tmp_path, serve(_agent("F")).url, 3, 1)
+    failed = tamesu(["run", "--out", "out2"], cwd=tmp_path)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "FAIL  suite/book  0/3 runs passed, 1 error" in failed.stdout and "fault: " in failed.stdout

@@ -26,10 +26,11 @@ from tamesu.results.stats import (
 from tamesu.suite.schema import AdaptiveSpec
 
 Outcome = TypeVar("Outcome")
-GRADED = ("passed", "failed", "error")
-"""The runs a verdict counts: a skipped run (no input to give) and an inconclusive one (the simulated user
-spoiled it) say nothing of the agent."""
-OPEN = ("inconclusive",)
+GRADED = ("passed", "failed")
+"""The runs a verdict counts: a skipped run (no input to give), an inconclusive one (the simulated user spoiled
+it) and an error (the environment broke it: a hook, the network, a judge that could not answer) say nothing of
+the agent."""
+OPEN = ("inconclusive", "error")
 """Runs that were made but say nothing of the agent: they count neither way, and a fixed number of runs they
 leave undecided (had they passed, or failed, the verdict would differ) is not decided by the others."""
 
@@ -74,10 +75,20 @@ def _open(runs: list[RunResult], passes: int, threshold: float) -> tuple[TestSta
     needed = _needed(threshold, len(made))
     if not spoiled or passes >= needed or passes + len(spoiled) < needed:
         return None
-    first = spoiled[0].fault_reason or spoiled[0].error or "no reason given"
-    said = f"{len(spoiled)} of {len(made)} runs inconclusive"
-    return "inconclusive", (f"{said}, too many to decide: {passes} passed, pass_threshold {threshold:g} needs "
-                            f"{needed} of {len(made)} (run {spoiled[0].run}: {first})")
+    # an error among them makes the test the environment's (exit 3): its runs are to be made again
+    errors = [r for r in spoiled if r.status == "error"]
+    shown = (errors or spoiled)[0]
+    said = _open_said(len(errors), len(spoiled) - len(errors), len(made))
+    return ("error" if errors else "inconclusive"), (
+        f"{said}, too many to decide: {passes} passed, pass_threshold {threshold:g} needs {needed} of {len(made)} "
+        f"(run {shown.run}: {shown.error or shown.fault_reason or 'no reason given'})")
+
+
+def _open_said(errors: int, inconclusive: int, made: int) -> str:
+    """`2 of 4 runs errored`, `1 errored and 2 inconclusive of 4 runs`."""
+    if errors and inconclusive:
+        return f"{errors} errored and {inconclusive} inconclusive of {made} runs"
+    return f"{errors or inconclusive} of {made} runs {'errored' if errors else 'inconclusive'}"
 
 
 def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | None, max_runs: int
@@ -94,8 +105,9 @@ def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | N
                 confidence=adaptive.confidence, min_runs=adaptive.min_runs, max_runs=max_runs,
                 runs_saved=max(0, max_runs - len(runs)),
                 interval=sequence_interval(passes, graded, threshold, adaptive.confidence))
-    errored = any(r.status == "error" for r in runs)
     if not graded:
+        if any(r.status == "error" for r in runs):
+            return "error", None, stats  # each run's error says why
         spoiled = next((r for r in runs if r.status == "inconclusive"), None)
         if spoiled is not None:
             return "inconclusive", spoiled.fault_reason, stats
@@ -110,17 +122,19 @@ def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | N
             return "passed", None, stats
         words = "undecided" if decided is None else "decided below the threshold"
         reason = f"{words} at {graded} runs: {stats.line()} (pass_threshold {threshold:g})"
-        unsaid = sum(r.status in OPEN for r in runs)
-        if decided is None and unsaid:
+        errors = sum(r.status == "error" for r in runs)
+        inconclusive = sum(r.status == "inconclusive" for r in runs)
+        if decided is None and errors + inconclusive:
             # the runs that said nothing might have decided it: not the agent's failure
-            return "inconclusive", f"{reason}; {unsaid} of {len(runs)} runs inconclusive", stats
-        return ("error" if errored else "failed"), reason, stats
+            return ("error" if errors else "inconclusive"), \
+                f"{reason}; {_open_said(errors, inconclusive, len(runs))}", stats
+        return "failed", reason, stats
     undecided = _open(runs, passes, threshold)
     if undecided is not None:
         return undecided[0], undecided[1], stats
     if passes >= _needed(threshold, len([r for r in runs if r.status in (*GRADED, *OPEN)])):
         return "passed", None, stats
-    return ("error" if errored else "failed"), None, stats
+    return "failed", None, stats
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date,
@@ -142,6 +156,7 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
         status=status, passed_runs=sum(r.status == "passed" for r in runs), total_runs=len(runs),
         inconclusive_runs=sum(r.status == "inconclusive" for r in runs),
+        error_runs=sum(r.status == "error" for r in runs),
         pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
         skip_reason=skip_reason, reason=reason, stats=stats, runs=summaries,
     )

@@ -130,6 +130,11 @@ class ConsoleReporter:
             self._print(Text(f"      quarantined: {result.quarantine}", style="yellow"))
         if result.status in ("failed", "error", "quarantined", "inconclusive"):
             self._print_problems(result)
+        elif result.error_runs:
+            # runs that counted neither way still happened: a passing test says what broke them
+            for run in result.runs:
+                if run.status == "error":
+                    self._print(Text(f"      ! run {run.run}: {run.error}", style="magenta"))
 
     def warning(self, message: str) -> None:
         self._print(Text(f"warning: {message}", style="yellow"))

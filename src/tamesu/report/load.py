@@ -24,6 +24,7 @@ from tamesu.results.records import (
     TestResult,
     Transcript,
     count,
+    count_runs,
     exit_code_for,
 )
 
@@ -206,7 +207,7 @@ def load_run(path: Path) -> LoadedRun:
             tamesu_version="?", started_at="", finished_at="",
             exit_code=exit_code_for(results) or (EXIT_INFRA if left else 0),
             duration_ms=round(sum(r.duration_ms for r in results), 3), counts=count(results),
-            interrupted="the run did not finish (no run.json)",
+            runs=count_runs(results), interrupted="the run did not finish (no run.json)",
         )
     return LoadedRun(dir=path, summary=summary, results=results, plan=plan, problems=problems)
 
