@@ -220,9 +220,12 @@ def _unfinished(plan: PlanRecord | None, results: list[TestResult]) -> int:
 
 
 def mean_metrics(result: TestResult) -> dict[str, float]:
-    """Every metric of a test, averaged over its runs (a test repeated N times has N values of each)."""
+    """Every metric of a test, averaged over its runs (a test repeated N times has N values of each). A run that
+    errored or was skipped is left out: it graded nothing, and its `turns: 0` would read as the agent's change."""
     values: dict[str, list[float]] = {}
     for run in result.runs:
+        if run.status in ("error", "skipped"):
+            continue
         for name, value in run.metrics.items():
             values.setdefault(name, []).append(value)
     return {name: sum(vs) / len(vs) for name, vs in values.items()}
