@@ -115,6 +115,14 @@ async def _main(**options: Any) -> int:
     mask_logging(secrets.redactor)  # a library's log line must not show a secret either
     if source.kind != "file" and options["target"] is None:
         _usage("-n is needed with a message or generated test cases: name the agent to test")
+    from tamesu.cli._outputs import check_outputs
+    from tamesu.cli.shared import report_requests
+
+    refused, overwrites = check_outputs(source, options["output"], report_requests(options["reports"], project))
+    if refused is not None:
+        _usage(refused)
+    for overwrite in overwrites:
+        click.echo(f"warning: {overwrite}", err=True)
     try:
         resolved, warnings = await resolve(options["target"], project, secrets)
     except TargetProblem as exc:
