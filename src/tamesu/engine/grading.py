@@ -69,6 +69,14 @@ async def grade(
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
         if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
             continue
+        past = test.past_the_script(assertion)
+        if past is not None:
+            # a turn the script never makes: the suite's asking, not the agent's failure (an error, as a missing
+            # golden file is)
+            error = error or f"{assertion.label}: {past}"
+            graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
+                                          reason=f"not decided: {past}"))
+            continue
         if isinstance(assertion.on_turn, int) and assertion.on_turn > len(view.exchanges):
             # nothing to grade, whatever the check: negated, "turn 5 did not say it" would have passed
             turns = len(view.exchanges)

@@ -332,6 +332,8 @@ def _expand_test(
             problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
             warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
             warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))
+            warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
+            warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
