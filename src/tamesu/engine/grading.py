@@ -19,6 +19,7 @@ from tamesu.models.base import ModelError
 from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
 from tamesu.results.records import FAILED_ENDS, AssertionResult
+from tamesu.roles.failures import VerdictNotTaken
 
 
 def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequence[Event]) -> int | None:
@@ -94,10 +95,16 @@ async def grade(
             said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:"
             reason = said if said.startswith(f"{assertion.label}:") else f"{assertion.label}: {said}"
             error = error or reason
-            tried = getattr(exc.__cause__, "attempts", None) or []  # a judge that never answered in shape
+            # a verdict not taken keeps who answered, with which prompt, and each answer read
+            kept = exc if isinstance(exc, VerdictNotTaken) else None
+            tried = kept.attempts if kept is not None else getattr(exc.__cause__, "attempts", None) or []
             attempted(assertion.label, tried)
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
-                                          on_turn=assertion.on_turn, attempts=tried))
+                                          on_turn=assertion.on_turn, attempts=tried,
+                                          model=kept.model if kept else None,
+                                          prompt_version=kept.prompt_version if kept else None,
+                                          fake=kept.fake if kept else False,
+                                          unsupported_evidence=kept.unsupported if kept else []))
             continue
         except BudgetExceeded:
             raise

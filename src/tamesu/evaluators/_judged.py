@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tamesu.evaluators.base import Sample, Score
 from tamesu.models.base import Message, ModelError, ModelRequest
-from tamesu.models.structured import ask_structured
+from tamesu.models.structured import StructuredOutputError, ask_structured
 from tamesu.plugins import register
 from tamesu.roles import prompt_files as _prompts
-from tamesu.roles.failures import infra_error
+from tamesu.roles.failures import infra_error, not_taken
 from tamesu.roles.transcript import as_text
 
 ATTEMPTS = 3
@@ -58,6 +58,8 @@ class JudgedEvaluator:
                      "question": sample.question, "answer": sample.answer, "context": sample.context})
         try:
             read = await ask_structured(sample.judge(), request, _Answer, attempts=ATTEMPTS, strict=True)
+        except StructuredOutputError as exc:
+            raise not_taken(f"evaluator {self.name}", exc, prompt.version) from exc
         except ModelError as exc:
             raise infra_error(f"evaluator {self.name}", exc) from exc
         answer, last = read.value, read.responses[-1]
