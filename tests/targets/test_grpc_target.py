@@ -154,6 +154,34 @@ targets:
     assert "Passed:  1" in result.stdout
 
 
+def test_options_a_grpc_agent_never_gets_are_warned_at_validate_and_test(tmp_path: Path, tamesu, agent: Agent) -> None:
+    # before: options and -c (options.connector) were dropped on the way to a grpc agent, and nothing said so
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "{agent.url}", headers: {HEADERS} }}
+  web: {{ type: rest, url: "http://127.0.0.1:9/chat" }}
+  a2a: {{ type: a2a, url: "http://127.0.0.1:9" }}
+""")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({
+        "id": "T1", "input": "Where is ORD-2002?", "options": {"mode": "fast", "metadata": {"tenant": "acme"}},
+        "assertions": [{"type": "contains", "value": "processing"}]}) + "\n")
+    said = "cases.jsonl:1:56: options: a grpc target sends no options to the agent: options.mode, options.metadata " \
+           "are dropped"
+    checked = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=tmp_path)
+    assert checked.returncode == 0 and f"warning: {said}" in checked.stderr.splitlines(), checked.stderr
+    ran = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "-c", "gpt-x"], cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    warned = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [f"warning: {said}", "warning: -c gpt-x: a grpc target sends no options to the agent: "
+                                          "options.connector is dropped"], ran.stderr
+    # a rest agent gets them all in its body; an A2A agent its metadata only
+    rest = tamesu(["validate", "cases.jsonl", "-n", "web"], cwd=tmp_path)
+    assert rest.returncode == 0 and "options" not in rest.stderr, rest.stderr
+    a2a = tamesu(["validate", "cases.jsonl", "-n", "a2a"], cwd=tmp_path)
+    assert ("warning: cases.jsonl:1:56: options: an a2a target sends only options.metadata and options.skip to the "
+            "agent: options.mode is dropped") in a2a.stderr.splitlines(), a2a.stderr
+
+
 def test_a_proxy_the_environment_names_is_not_used_for_this_machine(tmp_path: Path, tamesu, agent: Agent) -> None:
     # gRPC reads grpc_proxy, https_proxy and http_proxy itself; a proxy cannot reach this machine's loopback
     (tmp_path / "tamesu.yaml").write_text(f"""\

@@ -140,10 +140,12 @@ async def _main(**options: Any) -> int:
     except (InfraError, ModelError) as exc:
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
-    from tamesu.plan.targets import voice_warnings
+    from tamesu.plan.targets import dropped_options, voice_warnings
 
     for voice_warning in voice_warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
         click.echo(f"warning: {voice_warning}", err=True)
+    if options["connector"] and (dropped := dropped_options(resolved.spec.type, ["connector"])) is not None:
+        click.echo(f"warning: -c {options['connector']}: {dropped}", err=True)
     if options["dry_run"]:
         return _dry_run(cases, label, resolved, options, folder=source.kind == "folder")
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -252,6 +252,40 @@ def connector_target(suite_targets: dict[str, TargetSpec], target: ResolvedTarge
     name = f"{target.name} ({connector})"
     suite_targets.setdefault(name, with_connector(target.spec, connector))
     return name
+
+
+class _WithOptions(Protocol):
+    """A JSONL case or turn, as far as its options go (`jsonl.schema`)."""
+
+    @property
+    def options(self) -> Any: ...
+
+
+class _Case(_WithOptions, Protocol):
+    @property
+    def turns(self) -> Sequence[_WithOptions]: ...
+
+
+def unsent_options(kind: str | None, case: _Case) -> list[tuple[Loc, str]]:
+    """Where a JSONL case writes options an agent of this type never gets, with the warning."""
+    written = [(("options",), case.options), *((("turns", n, "options"), t.options) for n, t in enumerate(case.turns))]
+    return [(loc, why) for loc, options in written
+            if options is not None and (why := dropped_options(kind, options.sent())) is not None]
+
+
+def dropped_options(kind: str | None, keys: Iterable[str]) -> str | None:
+    """Why some of these `options` keys never reach an agent of this type (its protocol has no place for
+    them), or None when all do."""
+    if kind is None or not targets.is_known(kind):
+        return None
+    taken = targets.target_class(kind).takes_options
+    dropped = [key for key in keys if taken is not None and key not in taken]
+    if not dropped:
+        return None
+    said = ", ".join(f"options.{key}" for key in dropped)
+    sends = "no options" if not taken else "only " + " and ".join(f"options.{key}" for key in sorted(taken))
+    return f"{article(kind)} target sends {sends} to the agent: {said} {'is' if len(dropped) == 1 else 'are'} " \
+           "dropped"
 
 
 def unseen_tool_calls(kind: str | None, located: list[tuple[Loc, Assertion]]) -> list[tuple[Loc, str]]:
