@@ -151,3 +151,28 @@ def test_errors_that_leave_too_few_runs_make_the_test_an_error_and_a_failure_sta
     failed = tamesu(["run", "--out", "out2"], cwd=tmp_path)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "FAIL  suite/book  0/3 runs passed, 1 error" in failed.stdout and "fault: " in failed.stdout
+
+
+def test_a_pass_k_larger_than_the_runs_is_said_not_dropped(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # before: pass_k [1, 5] with repeat 3 gave pass^1 alone, without a word, at validate or in the result
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {{ type: rest, url: "{serve(_agent("P")).url}/chat" }}
+tests:
+  - name: book
+    target: agent
+    repeat: 3
+    pass_k: [1, 5]
+    scenario: {{ script: [ {{ say: "book it" }} ] }}
+    assert: [ {{ contains: "booked" }} ]
+""")
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "warning: suite.yaml:7:17: tests[0].pass_k[1]: pass_k 5 is more than repeat (3): pass^5 cannot be " \
+           "estimated from 3 runs, so it is left out" in checked.stdout + checked.stderr, checked.stderr
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "pass^1 1.00 (pass_k 5: more than the 3 runs, left out)" in result.stdout, result.stdout
+    stats = _results(tmp_path)["book"]["stats"]
+    assert (list(stats["pass_hat_k"]), stats["left_out_k"]) == (["1"], [5]), stats

@@ -9,6 +9,7 @@
 - a `span` assertion or a metric of the agent's spans in a suite that receives none, and an assertion on a
   turn past the end of a script nobody else speaks in (warnings: every run would be an error of the suite's
   making, never the agent's failure);
+- a k of `pass_k` more than `repeat` (a warning: pass^k cannot be estimated from fewer runs, and is left out);
 - a judge told to read the agent's trace (`judge: {trace: true}`, a test's own or in `defaults:`) in a suite
   that receives no spans (a warning: the judge would be shown no spans and grade the transcript alone);
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
@@ -167,6 +168,14 @@ def turns_past_script(suite: LoadedSuite, spec: TestSpec, assertions: list[Asser
         where = (*loc, "assert", index, *(("on_turn",) if own else (assertion.key, "on_turn")))
         warnings.append(suite.doc.problem(where, f"{past}: every run of the test is an error"))
     return warnings
+
+
+def ks_past_repeat(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
+    """A k of `pass_k` more than the test's `repeat`: pass^k of fewer runs cannot be estimated (it is left out)."""
+    return [suite.doc.problem((*loc, "pass_k", index),
+                              f"pass_k {k} is more than repeat ({spec.repeat}): pass^{k} cannot be estimated from "
+                              f"{spec.repeat} run{'' if spec.repeat == 1 else 's'}, so it is left out")
+            for index, k in enumerate(spec.pass_k) if k > spec.repeat]
 
 
 def _traced(suite: LoadedSuite) -> bool:
