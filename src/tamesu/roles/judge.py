@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.roles import prompt_files as _prompts
-from tamesu.roles._evidence import Evidence, check_evidence
+from tamesu.roles.evidence import Evidence, check_evidence
 from tamesu.roles.failures import infra_error, not_taken
 from tamesu.roles.transcript import as_text
 
