@@ -26,8 +26,8 @@ def _handing_off() -> Starlette:
 def test_a_turn_that_never_happened_is_the_cases_reason(serve: Any, tamesu: Any, tmp_path: Path) -> None:
     # before: `└─ Result: FAILED` and nothing else, even with -v; the record had no error either
     url = serve(_handing_off()).url
-    (tmp_path / "tamesu.yaml").write_text(
-        f'targets:\n  bot: {{ type: rest, url: "{url}/chat", handoff: {{ json_path: $.handoff, to: $.handoff.queue }} }}\n')
+    handoff = "{ json_path: $.handoff, to: $.handoff.queue }"
+    (tmp_path / "tamesu.yaml").write_text(f'targets:\n  bot: {{ type: rest, url: "{url}/chat", handoff: {handoff} }}\n')
     (tmp_path / "c.jsonl").write_text(json.dumps({"id": "H3", "turns": [
         {"input": "a person please"},
         {"input": "ORD-1001?", "assertions": [{"type": "contains", "value": "shipped"}]}]}) + "\n")
