@@ -168,3 +168,22 @@ def test_spans_without_traces_and_a_turn_past_the_script_are_the_suites_not_the_
     [late] = lines["late turn"]["runs"]
     assert (late["status"], late["error"]) == ("error", "contains: on_turn 3 is past the script, which makes 1 "
                                                          "turn"), late
+
+
+def test_a_url_in_traces_receive_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok (the host read as `http://127.0.0.1`) and the run failed each test with
+    # "traces.receive: cannot listen on http://127.0.0.1:4318: Name or service not known" (exit 3)
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
+                                          "traces: { receive: 'http://127.0.0.1:4318' }\n")
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }
+tests:
+  - { name: one, target: bot, scenario: { script: [ { say: hi } ] } }
+""")
+    for command in (["validate"], ["run", "--out", "out"]):
+        done = tamesu(command, cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.splitlines()[0] == (
+            "tamesu.yaml:2:20: traces.receive: expected host:port, got the URL 'http://127.0.0.1:4318': give "
+            "host:port only ('127.0.0.1:4318')"), done.stderr
