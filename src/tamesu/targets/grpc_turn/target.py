@@ -163,7 +163,13 @@ class GrpcTarget(Target[GrpcSpec]):
                 else:
                     await self._unary_turn(self._stub, request, events, session, limit)
         except grpc.aio.AioRpcError as exc:
-            if too_large(exc):
+            sized = too_large(exc, self.spec.max_response_bytes, request.ByteSize())
+            if sized is not None and sized[0] == "request":
+                raise TurnError(f"the agent refused the user turn: its {sized[1]:,} bytes are larger than the agent "
+                                f"takes ({sized[2]:,} bytes; its grpc.max_receive_message_length) (gRPC: "
+                                f"{exc.code().name}: {exc.details()})", raw={"code": exc.code().name,
+                                "details": exc.details()}, status=exc.code().value[0]) from None
+            if sized is not None:
                 raise self._refused(session, f"a message of the answer was larger than max_response_bytes "
                                              f"({self.spec.max_response_bytes:,}), then refused ({exc.details()})",
                                     events) from None
