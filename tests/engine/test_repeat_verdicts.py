@@ -176,3 +176,26 @@ tests:
     assert "pass^1 1.00 (pass_k 5: more than the 3 runs, left out)" in result.stdout, result.stdout
     stats = _results(tmp_path)["book"]["stats"]
     assert (list(stats["pass_hat_k"]), stats["left_out_k"]) == (["1"], [5]), stats
+
+
+def test_a_repeated_test_below_its_threshold_says_why(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # before: FAIL with each failing run's check and no reason (results.jsonl reason null): no line said the runs
+    # together were below the threshold
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {{ type: rest, url: "{serve(_agent("PPFFFF")).url}/chat" }}
+tests:
+  - name: book
+    target: agent
+    repeat: 6
+    pass_threshold: 0.5
+    scenario: {{ script: [ {{ say: "book it" }} ] }}
+    assert: [ {{ contains: "booked" }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    why = "2 of 6 runs passed, rate 0.33 below pass_threshold 0.5"
+    assert f"      {why}\n" in result.stdout, result.stdout
+    line = _results(tmp_path)["book"]
+    assert (line["status"], line["reason"]) == ("failed", why), line

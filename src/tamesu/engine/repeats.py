@@ -132,9 +132,18 @@ def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | N
     undecided = _open(runs, passes, threshold)
     if undecided is not None:
         return undecided[0], undecided[1], stats
-    if passes >= _needed(threshold, len([r for r in runs if r.status in (*GRADED, *OPEN)])):
+    made = [r for r in runs if r.status in (*GRADED, *OPEN)]
+    if passes >= _needed(threshold, len(made)):
         return "passed", None, stats
-    return "failed", None, stats
+    if stats is None:
+        return "failed", None, stats  # one run: its failures say why
+    # the runs together failed it, no one run did: the verdict says so (a failing run alone read as the cause)
+    unsaid = [r for r in made if r.status in OPEN]
+    reason = f"{passes} of {len(made)} runs passed, rate {passes / len(made):.2f} below pass_threshold {threshold:g}"
+    if unsaid:
+        errors = sum(r.status == "error" for r in unsaid)
+        reason += f"; {_open_said(errors, len(unsaid) - errors, len(made))}, too few to reach it had they passed"
+    return "failed", reason, stats
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date,
