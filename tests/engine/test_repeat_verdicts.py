@@ -199,3 +199,24 @@ tests:
     assert f"      {why}\n" in result.stdout, result.stdout
     line = _results(tmp_path)["book"]
     assert (line["status"], line["reason"]) == ("failed", why), line
+
+
+def test_an_adaptive_test_at_threshold_0_stops_at_min_runs(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # before: decided (every rate reaches 0) from the first run, and all 30 runs were made all the same
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {{ type: rest, url: "{serve(_agent("F")).url}/chat" }}
+tests:
+  - name: book
+    target: agent
+    repeat: 30
+    pass_threshold: 0
+    adaptive: {{ min_runs: 3 }}
+    scenario: {{ script: [ {{ say: "book it" }} ] }}
+    assert: [ {{ contains: "booked" }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = _results(tmp_path)["book"]
+    assert (line["status"], line["total_runs"], line["stats"]["adaptive"]["runs_saved"]) == ("passed", 3, 27), line

@@ -187,6 +187,10 @@ def sequential_decision(passes: int, runs: int, threshold: float, confidence: fl
     """Adaptive repeats' stopping rule: decided once the confidence sequence leaves the threshold's side."""
     if runs < min_runs or runs <= 0:
         return None
+    if threshold <= 0:
+        # every rate reaches 0: decided before any run (the mixture's prior at 0 never rules out a rate of 0, so
+        # this rule alone made every run of `repeat`); `min_runs` are made for the statistics
+        return "pass"
     # the ratio is convex in the rate with its least at the observed rate, so the interval leaves the
     # threshold exactly when the ratio at the threshold reaches 1/alpha: no interval needs computing
     ratio = _log_mixture_ratio(passes, runs - passes, threshold, _prior(threshold))
