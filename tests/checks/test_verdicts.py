@@ -382,7 +382,9 @@ tests:
     assert "attempt 1 rejected: the JSON object was surrounded" in (directory / "report.html").read_text()
     lines = {json.loads(x)["test"]: json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()}
     undecided = json.loads((directory / lines["never decided"]["runs"][0]["dir"] / "result.json").read_text())
-    assert [e["data"]["attempt"] for e in undecided["events"] if e["name"] == "verdict_reasked"] == [1, 2, 3]
+    # three answers, two asked again (before: a verdict_reasked event for the third too, "3 judge answers asked again")
+    assert [e["data"]["attempt"] for e in undecided["events"] if e["name"] == "verdict_reasked"] == [1, 2]
+    assert "3 judge answers asked again (verdict_reasked, 2 tests)" in result.stdout  # the judged 1, this one 2
     assert [a["outcome"] for a in undecided["assertions"][0]["attempts"]] == ["rejected"] * 3
     assert (undecided["assertions"][0]["model"], undecided["assertions"][0]["prompt_version"]) == (
         "openai:test-model", "judge.v1")  # who never answered in shape, with which prompt

@@ -197,8 +197,8 @@ def test_a_simulator_that_never_answers_in_shape_keeps_every_answer_in_the_error
     assert (detail["status"], detail["error"]) == ("error", said)
     assert [(e["data"]["attempt"], e["data"]["reason"]) for e in detail["events"] if e["name"] == "simulator_reasked"] \
         == [(1, "no JSON object found in the answer"),
-            (2, "input is empty and the answer does not stop; write the user's next message"),
-            (3, "input: Field required")]
+            (2, "input is empty and the answer does not stop; write the user's next message")]  # the 3rd: the error
+    assert "along the way: 2 simulated user answers asked again (simulator_reasked, 1 test)" in result.stdout
     assert len(model_server.calls()) == 3
 
 

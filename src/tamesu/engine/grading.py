@@ -34,6 +34,12 @@ def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequ
     return 0  # it never connected: no turn happened
 
 
+def unasked(attempts: list[Attempt]) -> list[Attempt]:
+    """The attempts of a model that gave up, less a last rejected answer: nothing was asked again after it, so
+    it is no re-ask (the error says why it was not taken, the assertion's `attempts` keep it)."""
+    return attempts[:-1] if attempts and attempts[-1].outcome == "rejected" else attempts
+
+
 def planned_checks(test: PlannedTest) -> int:
     """The checks a run of `test` grades when its conversation completes: its assertions and its SLOs."""
     return len(test.assertions) + len(test.slo)
@@ -57,12 +63,12 @@ async def grade(
 
     With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
     (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
-    that was not taken as it came."""
+    that was not taken as it came and, for a re-ask, was asked again."""
     graded: list[AssertionResult] = []
     error: str | None = None
 
-    def attempted(label: str, attempts: list[Attempt]) -> None:
-        for attempt in attempts:
+    def attempted(label: str, attempts: list[Attempt], gave_up: bool = False) -> None:
+        for attempt in unasked(attempts) if gave_up else attempts:
             if record is not None and attempt.outcome != "accepted":
                 name = "verdict_repaired" if attempt.outcome == "repaired" else "verdict_reasked"
                 record(name, assertion=label, attempt=attempt.number, reason=attempt.reason)
@@ -98,7 +104,7 @@ async def grade(
             # a verdict not taken keeps who answered, with which prompt, and each answer read
             kept = exc if isinstance(exc, VerdictNotTaken) else None
             tried = kept.attempts if kept is not None else getattr(exc.__cause__, "attempts", None) or []
-            attempted(assertion.label, tried)
+            attempted(assertion.label, tried, gave_up=True)
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
                                           on_turn=assertion.on_turn, attempts=tried,
                                           model=kept.model if kept else None,
