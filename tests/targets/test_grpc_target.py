@@ -346,6 +346,19 @@ tests:
     assert "mode" in result.stderr
 
 
+def test_an_agent_imports_the_stubs_from_the_public_path_the_docs_name() -> None:
+    # before: docs/grpc.md, docs/targets/grpc.md, the example's docstring and the .proto named `tamesu.turn.v1`,
+    # which did not exist; the example and the docs' code imported the private `tamesu._proto.turn.v1`
+    from tamesu._proto.turn.v1 import turn_pb2 as generated
+    from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+
+    assert turn_pb2 is generated and turn_pb2_grpc.TurnServiceServicer.__name__ == "TurnServiceServicer"
+    private = re.compile(r"^\s*(from|import) tamesu\._proto", re.MULTILINE)
+    for told in [EXAMPLE / "agent.py", ROOT / "docs" / "grpc.md", ROOT / "docs" / "targets" / "grpc.md"]:
+        text = told.read_text()
+        assert "from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc" in text and not private.search(text), told
+
+
 def test_the_committed_stubs_match_the_proto() -> None:
     grpc_tools = pytest.importorskip("grpc_tools", reason="grpcio-tools (a dev dependency) is not installed")
     from importlib.metadata import version
