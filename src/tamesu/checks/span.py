@@ -101,6 +101,10 @@ class SpanCheck(Check[SpanSpec]):
         assert run.spans is not None
         chosen = [s for s in run.spans if self._selects(s, attributes)]
         what = f"{len(chosen)} span(s) with {self.spec.described()} among {len(run.spans)}"
+        over = int(run.metrics.get("trace_spans_over_limit", 0))
+        if over:
+            # the count is of the spans kept: one past max_spans may have been selected too
+            what += f" kept ({over} more of the run's past traces.max_spans were not kept, so not counted)"
         problem = self.spec.count.problem(len(chosen))
         if problem:
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
