@@ -88,7 +88,8 @@ class AsyncAgentSession:
     @classmethod
     async def open(cls, target: str, *, project: str | Path | None = None, config: str | Path | None = None,
                    connector: str | None = None) -> AsyncAgentSession:
-        """A session on `target` (a target of the project's tamesu.yaml, or a URL). `project` is a folder where
+        """A session on `target` (a target of the project's tamesu.yaml, or a URL: http(s):// for a rest or A2A
+        agent, grpc(s):// for tamesu's turn API). `project` is a folder where
         tamesu.yaml is found (default: the current one, or above); `config` names the file itself."""
         start = Path(project) if project is not None else Path.cwd()
         loaded = load_project(Path(config) if config else find_project(start), start)

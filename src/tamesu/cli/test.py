@@ -60,7 +60,8 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
               help="A JSONL file, a message, agents:MODEL?count=N&focus=..&complexity=.., or "
                    "scripts:MODULE:FUNC?k=v.")
 @click.option("-n", "--name", "target", metavar="TARGET",
-              help="The agent under test: a target of tamesu.yaml, or a URL (an A2A card there makes it A2A).")
+              help="The agent under test: a target of tamesu.yaml, or a URL: http(s):// (an A2A card there makes it "
+                   "A2A, else rest) or grpc(s):// (tamesu's turn API).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write one JSON record per test case here "
               "(with --dry-run: the test cases).")
 @click.option("-c", "--connector", help="The model a model target uses (a name under models:, or provider:model); "
