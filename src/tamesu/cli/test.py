@@ -103,6 +103,8 @@ async def _main(**options: Any) -> int:
     from tamesu.plan.targets import TargetProblem, resolve
     from tamesu.suite.secrets import Secrets, mask_logging
 
+    if not options["source"].strip():  # as a path, "" is the current folder: it would run every JSONL file there
+        _usage(f"-i {options['source']!r} is empty: give a JSONL file, a folder, a message, agents:... or scripts:...")
     source = sources.parse_input(options["source"])
     where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
     try:
