@@ -179,6 +179,15 @@ def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     ]
 
 
+def test_a_key_that_is_no_case_key_lists_the_documented_assertions(tmp_path: Path) -> None:
+    # before: "(keys: ..., input, assert, options, ...)": the alias only, not the `assertions` the docs write
+    [said] = problems('{"id": "K1", "input": "hello", "bogus": 1}', tmp_path)
+    assert said.startswith("cases.jsonl:1:32: bogus: not a test case key (keys: "), said
+    assert ", input, assertions (or assert), options, " in said, said
+    [turn] = problems('{"id": "K2", "turns": [{"input": "x", "bogus": 1}]}', tmp_path)
+    assert turn.endswith("turns[0].bogus: not a turns key (keys: input, assertions (or assert), options, attachments)")
+
+
 def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Path) -> None:
     # before: "" and "   " were sent to the agent as the user's words, and `-i ""` ran the current folder's cases
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": ""}\n{"id": "b", "input": "   "}\n'
