@@ -43,11 +43,12 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import grpc
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.tls import TlsSpec
 from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
@@ -73,25 +74,27 @@ class GrpcSpec(TargetSpec):
     mode: Literal["stream", "unary"] = "stream"
     """stream: the Converse stream, one per run; unary: one SendTurn call per user turn."""
 
+    # field validators, not one on the whole spec: that one runs only once every field is valid, so a wrong
+    # `mode` hid the `tls` problems of the same target
+
+    @field_validator("tls")
+    @classmethod
+    def _verified(cls, value: TlsSpec | None) -> TlsSpec | None:
+        if value is not None and not value.verify:
+            raise ValueError("verify: false is not possible over gRPC (grpc-python checks every certificate): give "
+                             "the agent's CA as tls.ca_file")
+        return value
+
     @field_validator("url")
     @classmethod
-    def _grpc_url(cls, value: str) -> str:
+    def _grpc_url(cls, value: str, info: ValidationInfo) -> str:
         if "{{" not in value:
             dial_target(value)
         elif not value.startswith(("{{", "grpc://", "grpcs://")):
             raise ValueError("url must start with grpc:// or grpcs://")
+        if info.data.get("tls") is not None and value.startswith("grpc://"):
+            raise ValueError("grpc:// is plaintext: tls: is for a grpcs:// url")
         return value
-
-    @model_validator(mode="after")
-    def _tls_over_grpcs(self) -> GrpcSpec:
-        if self.tls is None:
-            return self
-        if not self.tls.verify:
-            raise ValueError("tls.verify: false is not possible over gRPC (grpc-python checks every certificate):"
-                             " give the agent's CA as tls.ca_file")
-        if self.url.startswith("grpc://"):
-            raise ValueError("tls: is for a grpcs:// url (grpc:// is plaintext)")
-        return self
 
 
 @register("targets", "grpc")
