@@ -24,6 +24,7 @@ from tamesu.plan._checks import (
     check_prompted_targets,
     check_steps,
     check_user_side,
+    no_target,
 )
 from tamesu.plan._templates import (
     check_hook_templates,
@@ -270,8 +271,7 @@ def _expand_test(
         raw = {**raw, "target": next(iter(suite.spec.targets))}
     target = raw.get("target")
     if isinstance(target, str) and target not in suite.spec.targets:
-        known = ", ".join(suite.spec.targets) or "none declared"
-        problems.append(doc.problem((*loc, "target"), f"no target named {target!r} (targets: {known})"))
+        problems.append(doc.problem((*loc, "target"), no_target(target, list(suite.spec.targets))))
     try:
         spec = TestSpec.model_validate(raw)
     except ValidationError as exc:
