@@ -1,7 +1,8 @@
 """Regenerate the Python stubs of tamesu's .proto files: the turn API (src/tamesu/_proto/turn/v1/, from
 proto/tamesu/turn/v1/turn.proto) and the frames of a Pipecat bot's protobuf transport
 (src/tamesu/_proto/pipecat/v1/, from proto/tamesu/pipecat/v1/frames.proto, messages only). The proto packages
-keep their names on the wire (`tamesu.turn.v1.TurnService`); only the Python modules live under `_proto`.
+keep their names on the wire (`tamesu.turn.v1.TurnService`); only the Python modules live under `_proto`,
+and agents import the turn API's from `tamesu.turn.v1`, which re-exports them.
 
     python scripts/gen_turn_api.py           # writes the stubs (also: make proto)
     python scripts/gen_turn_api.py --check   # exits 1 when the committed stubs differ from what the .proto gives

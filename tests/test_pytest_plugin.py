@@ -130,6 +130,61 @@ tests:
     assert "SUPERSECRET" not in result.stdout + result.stderr and "SUPERSECRET" not in junit
 
 
+def test_a_secret_the_agent_echoes_is_masked_in_what_the_python_api_shows(tmp_path: Path) -> None:
+    # before: AgentSession.expect raised the check's reason as it was, and pytest printed the Reply's repr beside
+    # it: the token in clear in pytest's console and in --junitxml
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def echo(request: Request) -> JSONResponse:
+        said = (await request.json())["message"]
+        auth = request.headers.get("authorization", "")
+        if said == "fail":  # an error of the agent's quoting the header
+            return JSONResponse({"error": f"refused {auth}"}, status_code=500)
+        return JSONResponse({"reply": f"you sent {auth}"})
+
+    server = ThreadServer(Starlette(routes=[Route("/chat", echo, methods=["POST"])])).start()
+    try:
+        (tmp_path / ".env").write_text("API_TOKEN=sk-SUPERSECRET-12345\n")
+        (tmp_path / "tamesu.yaml").write_text(f"""\
+targets:
+  bot:
+    type: rest
+    url: "{server.url}/chat"
+    headers: {{ Authorization: "Bearer {{{{secrets.API_TOKEN}}}}" }}
+    response: {{ text: $.reply }}
+""")
+        (tmp_path / "test_api.py").write_text("""\
+import pytest
+from tamesu.testing import AgentSession
+
+TOKEN = open(".env").read().partition("=")[2].strip()
+
+def test_expect():
+    with AgentSession.open("bot") as agent:
+        reply = agent.send("hi")
+        assert reply.text == "you sent Bearer " + TOKEN  # the test itself reads what the agent sent
+        verdict = agent.check(reply, contains="nothere")
+        assert "Bearer ***" in verdict.reason and TOKEN not in verdict.reason + repr(reply)
+        agent.expect(reply, contains="nothere")
+
+def test_failed_turn():
+    with AgentSession.open("bot") as agent:
+        agent.send("fail")
+""")
+        result = run_pytest(["--junitxml", "junit.xml", "test_api.py"], cwd=tmp_path)
+    finally:
+        server.stop()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "2 failed" in result.stdout and 'not found in 1 turn(s) of agent text: "you sent Bearer ***"' in \
+        result.stdout, result.stdout
+    assert "refused Bearer ***" in result.stdout, result.stdout
+    junit = (tmp_path / "junit.xml").read_text()
+    assert "SUPERSECRET" not in result.stdout + result.stderr and "SUPERSECRET" not in junit, result.stdout
+
+
 def test_a_run_folder_that_cannot_be_made_is_one_line_per_item(tmp_path: Path) -> None:
     # before: a full asyncio and pytest traceback per item (4,687 lines for five tests)
     (tmp_path / "afile").write_text("")

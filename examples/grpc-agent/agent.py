@@ -27,7 +27,7 @@ import grpc
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import ParseDict
 
-from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
+from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
 
 ORDERS = {
     "ORD-1001": {"order_id": "ORD-1001", "item": "blue sneakers", "status": "shipped", "eta": "Friday"},

@@ -17,12 +17,16 @@ the engine's `Session`, the target is the target class `tamesu run` uses, the ch
 
 `AgentSession` runs its own event loop; inside `async` tests use `AsyncAgentSession` (the same methods,
 awaited). `expect*` raise AssertionError with the check's reason; `check*` return the Verdict.
+
+Every secret of the project (`{{secrets.X}}` in tamesu.yaml) is masked in what this API shows: the verdicts,
+the AssertionError, a failed turn's error and a Reply's repr (which pytest prints beside a failure and writes to
+`--junitxml`). A Reply's fields stay as the agent sent them, for the test's own assertions.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,9 +35,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from tamesu.checks import AssertionProblem
 from tamesu.checks.base import Verdict
-from tamesu.conversation import Exchange, ToolCall
+from tamesu.conversation import Exchange, ToolCall, TurnError
 from tamesu.engine.live import LiveSession, TargetHelper
 from tamesu.engine.models import project_models
+from tamesu.errors import InfraError
 from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.run import user_turn
 from tamesu.jsonl.schema import ChatMessage, as_messages
@@ -47,7 +52,11 @@ __all__ = ["AgentSession", "AsyncAgentSession", "Reply"]
 _MESSAGES = TypeAdapter(list[ChatMessage])
 
 
-@dataclass
+def _as_is(text: str) -> str:
+    return text
+
+
+@dataclass(repr=False)
 class Reply:
     """One answer of the agent."""
 
@@ -59,6 +68,12 @@ class Reply:
     """The response document (`json_path` reads it)."""
     awaiting: Awaiting | None = None
     """Whether the agent awaits input after this answer, and why (as multi-turn JSONL tests decide it)."""
+    _mask: Callable[[str], str] = field(default=_as_is, compare=False)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in
+                          ("text", "turn", "tool_calls", "response", "awaiting"))
+        return self._mask(f"Reply({shown})")
 
 
 class AsyncAgentSession:
@@ -73,7 +88,8 @@ class AsyncAgentSession:
     @classmethod
     async def open(cls, target: str, *, project: str | Path | None = None, config: str | Path | None = None,
                    connector: str | None = None) -> AsyncAgentSession:
-        """A session on `target` (a target of the project's tamesu.yaml, or a URL). `project` is a folder where
+        """A session on `target` (a target of the project's tamesu.yaml, or a URL: http(s):// for a rest or A2A
+        agent, grpc(s):// for tamesu's turn API). `project` is a folder where
         tamesu.yaml is found (default: the current one, or above); `config` names the file itself."""
         start = Path(project) if project is not None else Path.cwd()
         loaded = load_project(Path(config) if config else find_project(start), start)
@@ -109,9 +125,17 @@ class AsyncAgentSession:
             if refusal is not None:  # sent, only its last message would reach the agent
                 raise ValueError(f"a history of {len(messages)} messages cannot be sent: {refusal}")
         turn = user_turn(messages, self._live.session.base_dir, options or {})
-        index, agent = await self._live.send(turn)
+        redactor = self._live.session.redactor
+        try:
+            index, agent = await self._live.send(turn)
+        except TurnError as exc:  # the agent's own words may repeat a secret (a header it echoes)
+            masked = TurnError(redactor.text(str(exc)), redactor.data(exc.raw), exc.status)
+            masked.tool_calls = exc.tool_calls
+            raise masked from None
+        except InfraError as exc:
+            raise InfraError(redactor.text(str(exc))) from None
         return Reply(text=agent.text, turn=index, tool_calls=list(agent.tool_calls), response=agent.response,
-                     awaiting=detect(agent))
+                     awaiting=detect(agent), _mask=redactor.text)
 
     async def check(self, reply: Reply | None = None, assertion: Mapping[str, object] | None = None,
                     **shorthand: object) -> Verdict:
@@ -125,7 +149,9 @@ class AsyncAgentSession:
         except AssertionProblem as exc:
             where = ".".join(str(p) for p in exc.loc)
             raise ValueError(f"{where + ': ' if where else ''}{exc.message}") from None
-        return await parsed.check.evaluate(self._live.view().scoped(parsed.on_turn))
+        verdict = await parsed.check.evaluate(self._live.view().scoped(parsed.on_turn))
+        # a verdict quotes the agent (reason, evidence, a judge's answers): shown by the test, never a secret
+        return Verdict.model_validate(self._live.session.redactor.data(verdict.model_dump()))
 
     async def expect(self, reply: Reply | None = None, assertion: Mapping[str, object] | None = None,
                      **shorthand: object) -> Verdict:

@@ -105,6 +105,13 @@ def json_list(value: object) -> list[JSONValue]:
 
 def split_addr(addr: str) -> tuple[str, int]:
     """`host:port` as a pair; an empty host means 127.0.0.1."""
+    if "://" in addr or "/" in addr:
+        # a URL (the OTLP endpoint an exporter is given) read as host `http://127.0.0.1` passed here and failed
+        # only when the run listened on it
+        scheme, _, rest = addr.partition("://")
+        bare = (rest if rest else scheme).split("/", 1)[0]
+        raise ValueError(f"expected host:port, got the URL {addr!r}: give host:port only"
+                         + (f" ({bare!r})" if ":" in bare else ""))
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
         raise ValueError(f"expected host:port, got {addr!r}")

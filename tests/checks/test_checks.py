@@ -109,9 +109,9 @@ def test_contains_rejects_empty_text() -> None:
 def test_unknown_option_is_a_parse_error() -> None:
     found = problem({"contains": {"value": "x", "ignorecase": True}})
     assert found.loc == ("contains", "ignorecase")
-    assert found.message == "not a contains option"
+    assert found.message == "not a contains option (did you mean 'ignore_case'?)"
     assert found.at_key
-    assert problem({"equals": {"value": 1, "path": "$.x", "pth": 1}}).message == "not an equals option"
+    assert problem({"equals": {"value": 1, "path": "$.x", "xyzzy": 1}}).message == "not an equals option"
 
 
 # ---------------------------------------------------------------- regex / not_regex

@@ -382,8 +382,12 @@ tests:
     assert "attempt 1 rejected: the JSON object was surrounded" in (directory / "report.html").read_text()
     lines = {json.loads(x)["test"]: json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()}
     undecided = json.loads((directory / lines["never decided"]["runs"][0]["dir"] / "result.json").read_text())
-    assert [e["data"]["attempt"] for e in undecided["events"] if e["name"] == "verdict_reasked"] == [1, 2, 3]
+    # three answers, two asked again (before: a verdict_reasked event for the third too, "3 judge answers asked again")
+    assert [e["data"]["attempt"] for e in undecided["events"] if e["name"] == "verdict_reasked"] == [1, 2]
+    assert "3 judge answers asked again (verdict_reasked, 2 tests)" in result.stdout  # the judged 1, this one 2
     assert [a["outcome"] for a in undecided["assertions"][0]["attempts"]] == ["rejected"] * 3
+    assert (undecided["assertions"][0]["model"], undecided["assertions"][0]["prompt_version"]) == (
+        "openai:test-model", "judge.v1")  # who never answered in shape, with which prompt
     assert not undecided["assertions"][0]["passed"] and undecided["status"] == "error"
     line = lines["judged"]
     detail = json.loads((directory / line["runs"][0]["dir"] / "result.json").read_text())
@@ -471,3 +475,15 @@ tests:
         assert (run["status"], run["fault"]) == ("error", "environment"), lines[name]
         assert run["error"].startswith(f"{label}judge: openai:test-model {said}, but none of its 1 quote(s) is in "
                                        "what it was shown"), run["error"]
+    # the verdict not taken keeps its record (before: model, prompt_version null, attempts [])
+    kept = {}
+    for name in ("judged", "grounded"):
+        [checked] = json.loads((directory / lines[name]["runs"][0]["dir"] / "result.json").read_text())["assertions"]
+        kept[name] = {k: checked[k] for k in ("passed", "model", "prompt_version", "attempts", "unsupported_evidence")}
+    assert kept == {
+        "judged": {"passed": False, "model": "openai:test-model", "prompt_version": "judge.v1",
+                   "attempts": [{"number": 1, "outcome": "accepted", "reason": ""}],
+                   "unsupported_evidence": ["Welcome to Acme!"]},
+        "grounded": {"passed": False, "model": "openai:test-model", "prompt_version": "grounded.v1",
+                     "attempts": [{"number": 1, "outcome": "accepted", "reason": ""}],
+                     "unsupported_evidence": ["Shipping is free"]}}

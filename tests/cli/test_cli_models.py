@@ -178,6 +178,30 @@ tests:
     assert summary["exit_code"] == 4
 
 
+def test_a_simulator_that_never_answers_in_shape_keeps_every_answer_in_the_error(tmp_path: Path, tamesu,
+                                                                                 agent_url: str, serve) -> None:
+    # before: the run errored with only the last problem, and its simulator_reasked events were dropped
+    model_server = OpenAIServer()
+    model_server.plan(text("Sure, I will ask about my refund."), text(sim("")), text('{"goal": "refund"}'))
+    project(tmp_path, "openai")
+    (tmp_path / "suite.yaml").write_text(SUITE.format(agent=agent_url))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path,
+                    env={"MODEL_URL": model_server.base_url(serve(model_server.app).url), "OPENAI_API_KEY": ""})
+    assert result.returncode == 3, result.stdout + result.stderr
+    said = ("simulator: no valid JSON after 3 attempts: attempt 1: no JSON object found in the answer; attempt 2: "
+            "input is empty and the answer does not stop; write the user's next message; attempt 3: input: Field "
+            "required")
+    assert said in result.stdout, result.stdout
+    [line] = [json.loads(x) for x in (run_dir(tmp_path / "out") / "results.jsonl").read_text().splitlines()]
+    detail = json.loads((run_dir(tmp_path / "out") / line["runs"][0]["dir"] / "result.json").read_text())
+    assert (detail["status"], detail["error"]) == ("error", said)
+    assert [(e["data"]["attempt"], e["data"]["reason"]) for e in detail["events"] if e["name"] == "simulator_reasked"] \
+        == [(1, "no JSON object found in the answer"),
+            (2, "input is empty and the answer does not stop; write the user's next message")]  # the 3rd: the error
+    assert "along the way: 2 simulated user answers asked again (simulator_reasked, 1 test)" in result.stdout
+    assert len(model_server.calls()) == 3
+
+
 def test_a_fake_judge_without_a_matching_rule_fails_loudly(tmp_path: Path, tamesu, agent_url: str) -> None:
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\n"

@@ -107,4 +107,38 @@ def test_an_empty_rules_file_is_said_so(project: Path, tamesu: Tamesu) -> None:
         (project / "rules" / "judge.yaml").write_text(empty)
         done = tamesu(["validate", "s.yaml"], project)
         assert done.returncode == 2, done.stderr
-        assert "rules/judge.yaml:1:1: the fake rules file is empty: write a list of rules" in done.stderr.splitlines()
+        assert ("tamesu.yaml:2:35: models.judge.rules: fake rules file rules/judge.yaml is empty: write a list of "
+                "rules in it") in done.stderr.splitlines(), done.stderr
+
+
+def test_rules_that_contradict_themselves_run_for_ever_or_are_missing_are_refused(project: Path,
+                                                                                  tamesu: Tamesu) -> None:
+    # before: all three were accepted, and an empty file said "got a mapping"
+    (project / "rules" / "judge.yaml").write_text(
+        '- { rubric: "(x+)+$", pass: true }\n'
+        '- { description: "the order", pattern: "ORD-(\\\\d+)" }\n')
+    (project / "tamesu.yaml").write_text(PROJECT.replace('{ wen: "(?i)hello", say: "hi" }',
+                                                         '{ when: "(a+)+$", say: "hi" }')
+                                         .replace('{ when: "(?i)bye", say: "bye" }',
+                                                  '{ when: "(?i)bye", say: "bye", stop: true }')
+                                         .replace('{ rubic: "x", pass: true }',
+                                                  '{ when: "(?i)ok", goal_achieved: true, stop: true }'))
+    done = tamesu(["validate", "s.yaml"], project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[:3] == [
+        "rules/judge.yaml:1:13: rules[0].rubric: `(x+)+` repeats a group that itself repeats: on some texts that "
+        "takes exponential time, and Python's regular expressions cannot be stopped then, not even by Ctrl-C: write "
+        "it without the nesting, or make the inner repeat possessive (a++) or the group atomic ((?>...))",
+        "tamesu.yaml:6:17: models.sim.rules[0].when: `(a+)+` repeats a group that itself repeats: on some texts "
+        "that takes exponential time, and Python's regular expressions cannot be stopped then, not even by Ctrl-C: "
+        "write it without the nesting, or make the inner repeat possessive (a++) or the group atomic ((?>...))",
+        "tamesu.yaml:7:9: models.sim.rules[1]: say would never be sent: a rule with stop ends the conversation "
+        "without a turn; drop say, or stop"], done.stderr
+    assert "2 problems found" not in done.stderr and "3 problems found" in done.stderr  # both ends: documented
+    (project / "rules" / "judge.yaml").write_text("\n")
+    (project / "tamesu.yaml").write_text(PROJECT.replace("wen:", "when:").replace("rubic", "rubric"))
+    done = tamesu(["validate", "s.yaml"], project)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        "tamesu.yaml:2:35: models.judge.rules: fake rules file rules/judge.yaml is empty: write a list of rules in it")
+

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from model_servers import OpenAIServer, text
 from tamesu.results.stats import pass_at_k, pass_hat_k, repeat_stats, sequential_decision, wilson
 from tamesu.roles.audit import deterministic_finding
 
@@ -190,6 +191,30 @@ def test_the_honest_twin_with_a_broken_agent_fails_as_the_agents_fault(tmp_path:
     assert "fault: agent" in result.stdout
     [run] = _results(tmp_path)["book"]["runs"]
     assert (run["status"], run["fault"], run["reruns"]) == ("failed", "agent", 0)
+
+
+def test_a_simulator_that_ends_before_its_first_message_makes_the_run_inconclusive(tmp_path: Path, tamesu: Any,
+                                                                                  serve: Any) -> None:
+    # before: "the agent said nothing in 0 turn(s)", failed, fault: agent, though the agent was never asked
+    url = serve(_agent()).url
+    model = OpenAIServer()
+    model.plan(*[text(json.dumps({"input": "", "goal_achieved": True}))] * 2,
+               text(json.dumps({"input": "", "stop": True})))
+    base = OpenAIServer.base_url(serve(model.app).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
+        f"  simulator: {{ provider: openai, model: test-model, base_url: '{base}', api_key: x, timeout: 60s }}\n")
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=1))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "INC   suite/book" in result.stdout and "fault: simulated_user" in result.stdout, result.stdout
+    assert "running it again with a new seed (2 of 2)" in result.stdout and "fault: agent" not in result.stdout
+    line = _results(tmp_path)["book"]
+    assert line["status"] == "inconclusive"
+    assert "the simulated user ended the conversation (simulator_stopped) before its first message" in line["reason"]
+    [run] = line["runs"]
+    assert (run["fault"], run["reruns"]) == ("simulated_user", 2)
+    assert len(model.calls()) == 3  # each rerun asked the model anew; none reached the agent
 
 
 AUDIT = """\

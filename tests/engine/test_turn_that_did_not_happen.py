@@ -14,10 +14,13 @@ def test_an_assertion_on_a_turn_that_did_not_happen_fails_negated_or_not(tmp_pat
 targets:
   bot: { type: model, model: bot }
 models:
-  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+  bot: { provider: fake, rules: [ { say: "hello" } ] }
+  simulator: { provider: fake, rules: [ { say: "hi" } ] }
 tests:
+  # a simulated user, who might have gone on: a static script one turn long is the suite's error instead
+  # (tests/telemetry/test_trace_validate.py)
   - name: one turn
-    scenario: { script: [ { say: hi } ] }
+    scenario: { goal: "greet the bot", max_turns: 1 }
     assert:
       - { contains: hello, on_turn: 1 }
       - { contains: refund, on_turn: 5, negate: true }

@@ -34,7 +34,7 @@ RULES: list[dict[str, Any]] = [
     {"check": "evaluator", "evaluator": "faithfulness", "context": "5 days", "score": 1.0,
      "reason": "every claim is in the policy"},
     {"check": "evaluator", "evaluator": "answer_relevancy", "transcript": "(?i)weather", "score": 0.2,
-     "reason": "the agent talked about the weather", "evidence": ["Lovely weather today."]},
+     "reason": "the agent talked about the weather", "evidence": ["weather"]},
     {"check": "evaluator", "evaluator": "answer_relevancy", "score": 0.95, "reason": "it answers the question"},
     {"check": "evaluator", "evaluator": "maliciousness", "transcript": "(?i)card number", "score": 0.9,
      "reason": "it asks for the card number", "evidence": ["send me your card number"]},
@@ -228,6 +228,43 @@ def test_the_built_ins_through_the_command_with_the_fake_judge(tmp_path: Path, t
         "evaluator faithfulness": False, "evaluator answer_relevancy": False}
     [phished] = found["phishes"]["assertions"]
     assert (phished["passed"], phished["score"], phished["evidence"]) == (False, 0.9, ["send me your card number"])
+
+
+def test_a_score_whose_quotes_are_nowhere_is_not_taken_unless_lenient(tmp_path: Path, tamesu, desk_url: str) -> None:
+    # before: an evaluator's quotes were never looked up, and a score resting on words nobody said was taken
+    rules = [{"check": "evaluator", "evaluator": "answer_relevancy", "score": 0.9, "reason": "on topic",
+              "evidence": ["We refund within the hour"]},
+             {"check": "evaluator", "evaluator": "faithfulness", "score": 1.0, "reason": "all in the policy",
+              "evidence": ["Shipping is free over 50 euros"]}]  # in the context, not the answer: it was shown it
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\nmodels:\n  judge: { provider: fake, rules: "
+                                          + json.dumps(rules) + " }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{desk_url}/chat" }}
+tests:
+  - name: strict
+    target: desk
+    scenario: {{ script: [ {{ say: "How long do refunds take?" }} ] }}
+    assert: [ evaluator: answer_relevancy, evaluator: faithfulness ]
+  - name: lenient
+    target: desk
+    scenario: {{ script: [ {{ say: "How long do refunds take?" }} ] }}
+    assert: [ {{ evaluator: {{ name: answer_relevancy, evidence: lenient }} }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("evaluator answer_relevancy: fake:fake scored it 0.9, but none of its 1 quote(s) is in what it was "
+            "shown ('We refund within the hour'): its score is not taken (evidence: lenient takes it)") in result.stdout
+    assert "fault: environment" in result.stdout and "PASS  suite/lenient" in result.stdout, result.stdout
+    found = results(tmp_path / "out")
+    assert found["strict"]["status"] == "error"
+    undecided, faithful = found["strict"]["assertions"]
+    assert (undecided["passed"], undecided["model"], undecided["prompt_version"], undecided["unsupported_evidence"]) \
+        == (False, "fake:fake", "answer_relevancy.v1", ["We refund within the hour"])
+    assert (faithful["passed"], faithful["unsupported_evidence"]) == (True, [])
+    [taken] = found["lenient"]["assertions"]
+    assert taken["passed"] and taken["unsupported_evidence"] == ["We refund within the hour"]
+    assert "1 quote(s) not in the transcript: 'We refund within the hour'" in taken["reason"]
 
 
 def test_the_seeds_genkit_names_and_the_assembled_form_run_the_same_evaluators(tmp_path: Path, tamesu,

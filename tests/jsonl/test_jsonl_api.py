@@ -56,7 +56,9 @@ def test_wrong_input_is_a_clear_error(agent_env: None) -> None:
             agent.check(None, {"type": "contain", "value": "x"})
     # a target that is not there: a ValueError in this API's words (it was a private TargetProblem: "-n expens: ...")
     with pytest.raises(ValueError, match=r"^no target named 'expens' \(targets: expense, expense-model\); or give "
-                                         r"a URL \(AgentSession.open takes a target of .*tamesu.yaml"):
+                                         r"a URL \(http\(s\):// for a rest or A2A agent, grpc\(s\):// for one "
+                                         r"with tamesu's turn API\) "
+                                         r"\(AgentSession.open takes a target of .*tamesu.yaml"):
         AgentSession.open("expens", project=EXAMPLE)
 
 

@@ -78,3 +78,28 @@ def test_a_folder_says_every_files_problems_or_that_it_has_no_jsonl(tamesu: Any,
     assert none.returncode == 2
     assert none.stderr.splitlines() == ["empty:1:1: no JSONL files in the folder (.jsonl or .ndjson)",
                                         "1 problem found"]
+
+
+def test_records_are_never_written_over_the_cases_they_come_from(serve: Any, tamesu: Any, tmp_path: Path) -> None:
+    project = _folder(tmp_path, serve(_echo()).url)
+    cases = (project / "cases" / "a.jsonl").read_text()
+    (project / "link.jsonl").symlink_to("cases/a.jsonl")
+    for args, said in [
+        (["-i", "cases/a.jsonl", "-o", "cases/a.jsonl"], "-o cases/a.jsonl is the input file cases/a.jsonl"),
+        (["-i", "cases/a.jsonl", "-o", "link.jsonl"], "-o link.jsonl is the input file cases/a.jsonl"),
+        (["-i", "cases/a.jsonl", "--dry-run", "-o", "./cases/a.jsonl"], "-o cases/a.jsonl is the input file"),
+        (["-i", "cases", "-o", "cases/b.jsonl"], "-o cases/b.jsonl is the input file cases/b.jsonl"),
+        (["-i", "cases/a.jsonl", "--report", "junit:cases/a.jsonl"], "--report junit:cases/a.jsonl is the input"),
+    ]:
+        done = tamesu(["test", *args, "-n", "echo", "--out", "out"], cwd=project)
+        assert done.returncode == 2, done.stdout + done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"tamesu test: {said}") and line.endswith("would replace the test cases; write "
+                                                                         "elsewhere"), line
+        assert (project / "cases" / "a.jsonl").read_text() == cases  # untouched: nothing ran
+    # a new file in a folder read whole: written, and the next run of the folder would read it as cases
+    done = tamesu(["test", "-i", "cases", "-n", "echo", "--out", "out", "-o", "cases/records.jsonl"], cwd=project)
+    assert done.returncode == 1, done.stdout + done.stderr  # b/greet fails, as above
+    assert ("warning: -o cases/records.jsonl is written in the input folder cases: the next `tamesu test -i cases` "
+            "will read it as test cases") in done.stderr.splitlines(), done.stderr
+    assert len((project / "cases" / "records.jsonl").read_text().splitlines()) == 4

@@ -4,6 +4,7 @@ as one `file:line:col: path: problem` line, all at once (exit 2 through the comm
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,6 +211,35 @@ def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
         "cases.jsonl:2:135: checkpoints[0].after[0]: unknown checkpoint id 'nope' (ids: x)",
         "2 problems found",
     ]
+
+
+def test_a_key_that_is_no_case_key_lists_the_documented_assertions(tmp_path: Path) -> None:
+    # before: "(keys: ..., input, assert, options, ...)": the alias only, not the `assertions` the docs write
+    [said] = problems('{"id": "K1", "input": "hello", "bogus": 1}', tmp_path)
+    assert said.startswith("cases.jsonl:1:32: bogus: not a test case key (keys: "), said
+    assert ", input, assertions (or assert), options, " in said, said
+    [turn] = problems('{"id": "K2", "turns": [{"input": "x", "bogus": 1}]}', tmp_path)
+    assert turn.endswith("turns[0].bogus: not a turns key (keys: input, assertions (or assert), options, attachments)")
+
+
+def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Path) -> None:
+    # before: "" and "   " were sent to the agent as the user's words, and `-i ""` ran the current folder's cases
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": ""}\n{"id": "b", "input": "   "}\n'
+                                          '{"id": "c", "turns": [{"input": "hi"}, {"input": "\\n"}]}\n'
+                                          '{"id": "d", "input": "hi"}\n')
+    (tmp_path / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
+    for args in (["test", "-i", "cases.jsonl", "-n", "bot"], ["validate", "cases.jsonl", "-n", "bot"]):
+        done = tamesu(args, cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.splitlines() == [
+            "cases.jsonl:1:22: input: empty: write what the user says",
+            "cases.jsonl:2:22: input: only spaces: write what the user says",
+            "cases.jsonl:3:50: turns[1].input: only spaces: write what the user says",
+            "3 problems found"], done.stderr
+    for given in ("", " "):
+        done = run_test(["-i", given, "-n", "bot"], cwd=tmp_path)
+        assert done.returncode == 2 and done.stderr == f"tamesu test: -i {given!r} is empty: give a JSONL file, a " \
+                                                       "folder, a message, agents:... or scripts:...\n", done.stderr
 
 
 def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> None:

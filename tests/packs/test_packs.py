@@ -178,8 +178,12 @@ async def test_on_turn_scopes_the_whole_pack() -> None:
 
 def test_pack_problems_are_reported_where_they_are_written() -> None:
     cases: list[tuple[dict[str, Any], tuple[Any, ...], str]] = [
-        ({"pack": "pii_leak"}, ("pack",), "no pack named 'pii_leak' (built-in: graceful_degradation"),
+        ({"pack": "pii_leak"}, ("pack",), "no pack named 'pii_leak' (did you mean 'pii_leakage'? built-in: "
+                                          "graceful_degradation"),
+        ({"pack": "nothing_alike"}, ("pack",), "no pack named 'nothing_alike' (built-in: graceful_degradation"),
         ({"pack": {"name": "toxicity", "strict": True}}, ("pack", "strict"), "not a pack option"),
+        ({"pack": {"name": "toxicity", "judge": False}}, ("pack", "judge"),
+         "not a pack option (did you mean 'judges'?)"),
         ({"pack": {"name": "x", "assert": [{"not_regex": "("}]}}, ("pack",), "pack 'x', assert[0].not_regex"),
         ({"pack": {"name": "x", "assert": [{"pack": "toxicity"}]}}, ("pack", "assert"), "cannot contain a pack"),
         ({"pack": {"name": "toxicity", "judges": False, "assert": [{"judge": "polite"}]}}, ("pack",),

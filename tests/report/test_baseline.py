@@ -134,3 +134,52 @@ def test_metric_changes_leave_out_jitter_and_repeats_and_say_what_was_cut() -> N
     text = render_markdown(after, compare(after, before))
     assert "- 📉 `s/slow` turns 4 -> 2 (-50%)" in text and "- 📈 `s/slow` turn_latency_ms 900 -> 1800 (+100%)" in text
     assert f"- ... and {len(changes) - LIMIT} more (all of them in baseline.json)" in text
+
+
+def test_a_test_gone_inconclusive_is_listed_and_an_errored_run_moves_no_metric(tmp_path: Path, tamesu,
+                                                                               serve) -> None:
+    # before: a test that went from passed to inconclusive was no change at all, and a run that errored (it
+    # graded nothing) read as "metric change turns 1 -> 0 (-100%)"
+    import itertools
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    answers = itertools.chain(["Your flight is booked."] * 2, itertools.repeat("Sorry, no."))
+
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"text": next(answers)})
+
+    flights = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    echo = serve(ReportAgent().app()).url
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['shop.yaml']\ncache: { mode: off }\nmodels:\n"
+        "  simulator: { provider: fake, rules: [ { say: \"As an AI language model, I can't book flights\" } ] }\n")
+    (tmp_path / "shop.yaml").write_text(f"""
+name: shop
+targets:
+  flights: {{ type: rest, url: "{flights}/chat" }}
+  echo: {{ type: rest, url: "{{{{env.ECHO}}}}/chat", response: {{ text: $.text }} }}
+tests:
+  - name: spoiled
+    target: flights
+    retries_inconclusive: 0
+    scenario: {{ goal: "Book a flight to Paris", max_turns: 2 }}
+    assert: [ {{ contains: booked }} ]
+  - name: errored
+    target: echo
+    scenario: {{ script: [ {{ say: hello }} ] }}
+    assert: [ {{ contains: hello }} ]
+""")
+    first = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"ECHO": echo})
+    assert first.returncode == 0, first.stdout + first.stderr
+    # the echo agent is away: a connection refused is the environment's error
+    second = tamesu(["run", "--out", "out", "--baseline", "out", "--report", "json"], cwd=tmp_path,
+                    env={"ECHO": "http://127.0.0.1:9"})
+    assert second.returncode == 3, second.stdout + second.stderr
+    out = second.stdout
+    assert "regression  shop/spoiled: was passed, now inconclusive: the simulated user broke character" in out, out
+    assert "regression  shop/errored: was passed, now error:" in out, out
+    assert "metric      shop/errored" not in out and "0 metric changes" in out, out

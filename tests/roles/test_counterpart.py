@@ -94,10 +94,14 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
     target: buyer
     counterpart: { target: supplier, opening: hi }
     scenario: { script: [ { say: never said } ] }
+  - name: misspelt
+    target: buyer
+    counterpart: { target: suplier, opening: hi }
 """)
     done = tamesu(["validate"], cwd=tmp_path)
     assert done.returncode != 0
     assert "no target named 'seller'" in done.stdout + done.stderr
+    assert "no target named 'suplier' (did you mean 'supplier'? targets: " in done.stdout + done.stderr
     assert "the counterpart needs an opening, or scenario.goal" in done.stdout + done.stderr
     # it validated, then the script was never sent and the run went on to max_turns
     assert "counterpart plays the user, so scenario.script would never be used" in done.stdout + done.stderr

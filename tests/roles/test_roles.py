@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from tamesu.conversation import AgentTurn, Exchange, UserTurn
 from tamesu.errors import InfraError
 from tamesu.models.base import Message, ModelError, ModelRequest, ModelResponse, Usage
-from tamesu.models.fake import UNKNOWN_KIND_HINT, FakeProvider
+from tamesu.models.fake import FakeProvider
+from tamesu.models.fake_rules import UNKNOWN_KIND_HINT
 from tamesu.models.spec import ModelSpec
 from tamesu.models.structured import find_json, generate_structured
 from tamesu.roles import prompt_files as _prompts

@@ -88,3 +88,28 @@ async def test_a_stream_of_small_events_past_the_limit_is_refused(agent_url: str
     assert str(error).startswith("the turn's events were larger than max_response_bytes (100,000): read "), error
     [cut] = [e.data for e in session.events if e.name == "response_truncated"]
     assert LIMIT < cut["read"] < LIMIT + 6_000  # it stopped at the event that passed the limit
+
+
+@pytest.fixture
+async def small_inbox_url() -> AsyncIterator[str]:
+    """A turn-API agent that takes messages of at most 2,000 bytes (gRPC's `max_receive_message_length`)."""
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 2_000)])
+    turn_pb2_grpc.add_TurnServiceServicer_to_server(Talker(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield f"grpc://127.0.0.1:{port}"
+    finally:
+        await server.stop(grace=None)
+
+
+@pytest.mark.parametrize("mode", ["stream", "unary"])
+async def test_a_turn_larger_than_the_agent_takes_is_said_as_ours(small_inbox_url: str, mode: str,
+                                                                   tmp_path: Path) -> None:
+    # before: "a message of the answer was larger than max_response_bytes ... (raise the target's
+    # max_response_bytes to read it)": the agent had refused our request, and the advice could not help
+    error, session = await _refusal(small_inbox_url, mode, "z" * 5_000, tmp_path)
+    said = str(error)
+    assert said.startswith("the agent refused the user turn: its 5,0"), said
+    assert "larger than the agent takes (2,000 bytes; its grpc.max_receive_message_length)" in said, said
+    assert "max_response_bytes" not in said and not [e for e in session.events if e.name == "response_truncated"]

@@ -154,6 +154,34 @@ targets:
     assert "Passed:  1" in result.stdout
 
 
+def test_options_a_grpc_agent_never_gets_are_warned_at_validate_and_test(tmp_path: Path, tamesu, agent: Agent) -> None:
+    # before: options and -c (options.connector) were dropped on the way to a grpc agent, and nothing said so
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+targets:
+  shop: {{ type: grpc, url: "{agent.url}", headers: {HEADERS} }}
+  web: {{ type: rest, url: "http://127.0.0.1:9/chat" }}
+  a2a: {{ type: a2a, url: "http://127.0.0.1:9" }}
+""")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({
+        "id": "T1", "input": "Where is ORD-2002?", "options": {"mode": "fast", "metadata": {"tenant": "acme"}},
+        "assertions": [{"type": "contains", "value": "processing"}]}) + "\n")
+    said = "cases.jsonl:1:56: options: a grpc target sends no options to the agent: options.mode, options.metadata " \
+           "are dropped"
+    checked = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=tmp_path)
+    assert checked.returncode == 0 and f"warning: {said}" in checked.stderr.splitlines(), checked.stderr
+    ran = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "-c", "gpt-x"], cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    warned = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [f"warning: {said}", "warning: -c gpt-x: a grpc target sends no options to the agent: "
+                                          "options.connector is dropped"], ran.stderr
+    # a rest agent gets them all in its body; an A2A agent its metadata only
+    rest = tamesu(["validate", "cases.jsonl", "-n", "web"], cwd=tmp_path)
+    assert rest.returncode == 0 and "options" not in rest.stderr, rest.stderr
+    a2a = tamesu(["validate", "cases.jsonl", "-n", "a2a"], cwd=tmp_path)
+    assert ("warning: cases.jsonl:1:56: options: an a2a target sends only options.metadata and options.skip to the "
+            "agent: options.mode is dropped") in a2a.stderr.splitlines(), a2a.stderr
+
+
 def test_a_proxy_the_environment_names_is_not_used_for_this_machine(tmp_path: Path, tamesu, agent: Agent) -> None:
     # gRPC reads grpc_proxy, https_proxy and http_proxy itself; a proxy cannot reach this machine's loopback
     (tmp_path / "tamesu.yaml").write_text(f"""\
@@ -318,6 +346,19 @@ tests:
     assert "mode" in result.stderr
 
 
+def test_an_agent_imports_the_stubs_from_the_public_path_the_docs_name() -> None:
+    # before: docs/grpc.md, docs/targets/grpc.md, the example's docstring and the .proto named `tamesu.turn.v1`,
+    # which did not exist; the example and the docs' code imported the private `tamesu._proto.turn.v1`
+    from tamesu._proto.turn.v1 import turn_pb2 as generated
+    from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc
+
+    assert turn_pb2 is generated and turn_pb2_grpc.TurnServiceServicer.__name__ == "TurnServiceServicer"
+    private = re.compile(r"^\s*(from|import) tamesu\._proto", re.MULTILINE)
+    for told in [EXAMPLE / "agent.py", ROOT / "docs" / "grpc.md", ROOT / "docs" / "targets" / "grpc.md"]:
+        text = told.read_text()
+        assert "from tamesu.turn.v1 import turn_pb2, turn_pb2_grpc" in text and not private.search(text), told
+
+
 def test_the_committed_stubs_match_the_proto() -> None:
     grpc_tools = pytest.importorskip("grpc_tools", reason="grpcio-tools (a dev dependency) is not installed")
     from importlib.metadata import version
@@ -433,9 +474,25 @@ tests:
     done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("suite.yaml:")]
-    assert any("targets.plain" in line and "tls: is for a grpcs:// url" in line for line in lines), lines
-    assert any("targets.unchecked" in line and "tls.verify: false is not possible over gRPC" in line
+    assert any("targets.plain.url" in line and "tls: is for a grpcs:// url" in line for line in lines), lines
+    assert any("targets.unchecked.tls" in line and "verify: false is not possible over gRPC" in line
                for line in lines), lines
+
+
+def test_every_problem_of_a_grpc_target_is_said_at_once(tmp_path: Path, tamesu) -> None:
+    # before: a wrong mode hid the tls problem of the same target (only 'mode: ... got bidi' was said)
+    (tmp_path / "suite.yaml").write_text("""name: two
+targets:
+  s: { type: grpc, url: "grpcs://127.0.0.1:9", mode: bidi, tls: { verify: false } }
+tests:
+  - { name: t, target: s, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "suite.yaml:3:54: targets.s.mode: input should be 'stream' or 'unary', got 'bidi'",
+        "suite.yaml:3:65: targets.s.tls: verify: false is not possible over gRPC (grpc-python checks every "
+        "certificate): give the agent's CA as tls.ca_file", "2 problems found"], done.stderr
 
 
 def test_grpc_cores_own_log_lines_stay_off_the_console(tmp_path: Path) -> None:

@@ -75,14 +75,11 @@ def test_span_assertions_pass_and_fail(tmp_path: Path, tamesu, agent, receive) -
       - { name: too fast, span: { name: 'invoke_agent shop', max_duration_ms: 0 } }
       - { name: wrong attribute, span: { attributes: { gen_ai.tool.name: refund } } }
       - { name: last turn, span: { name: 'chat .*', on_turn: last } }
-      - { name: no turn 7, span: { name: 'invoke.*', on_turn: 7, count: { equals: 0 } } }
 """)
     got = verdicts(detail)
-    # the span's own on_turn as the assertion's: `last` read (it was an internal error), a turn that never
-    # happened fails (the count of nothing held, and it passed)
+    # the span's own on_turn as the assertion's: `last` read (it was an internal error); a turn past the script
+    # is the suite's error (tests/telemetry/test_trace_validate.py)
     assert got["last turn"]["passed"] and got["last turn"]["reason"].startswith("1 span(s) with name ~ 'chat .*'")
-    assert not got["no turn 7"]["passed"]
-    assert got["no turn 7"]["reason"] == "turn 7 did not happen (the conversation had 2 turns)"
     assert got["tool span"]["passed"], got["tool span"]
     assert got["tool span"]["reason"].startswith("1 span(s) with name ~ 'execute_tool lookup_order'")
     assert got["no errors"]["passed"] and got["two chats"]["passed"]

@@ -103,3 +103,87 @@ tests:
     (tmp_path / "tamesu.yaml").write_text((tmp_path / "tamesu.yaml").read_text()
                                           + "traces: { receive: '127.0.0.1:0' }\n")
     assert "trace: true" not in tamesu(["validate"], cwd=tmp_path).stderr
+
+
+UNTRACED = """\
+targets:
+  bot: {{ type: rest, url: '{url}/chat' }}
+tests:
+  - name: spans
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert:
+      - contains: hello
+      - span: {{ name: tool }}
+      - metric: {{ name: trace_spans_total, equals: 0 }}
+  - name: late turn
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert:
+      - {{ contains: hello, on_turn: 3 }}
+      - span: {{ name: tool, on_turn: 2 }}
+"""
+
+
+def _hello() -> object:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"text": "hello"})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def test_spans_without_traces_and_a_turn_past_the_script_are_the_suites_not_the_agents(
+        tmp_path: Path, tamesu, serve) -> None:
+    # before: validate said ok, and the run failed them with "fault: agent" (exit 1): the agent was blamed for
+    # spans no receiver could get and for a turn the script never makes
+    import json
+
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(UNTRACED.format(url=serve(_hello()).url))
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said = (checked.stdout + checked.stderr).splitlines()
+    assert "warning: suite.yaml:9:15: tests[0].assert[1].span: span reads the agent's spans, but no `traces:` " \
+           "receives them (tamesu.yaml or the suite): every run of the test is an error" in said, said
+    assert any(line.startswith("warning: suite.yaml:10:17: tests[0].assert[2].metric: metric trace_spans_total is "
+                               "measured from the agent's spans") for line in said), said
+    assert "warning: suite.yaml:15:37: tests[1].assert[0].on_turn: on_turn 3 is past the script, which makes 1 " \
+           "turn: every run of the test is an error" in said, said
+    assert "warning: suite.yaml:16:38: tests[1].assert[1].span.on_turn: on_turn 2 is past the script, which " \
+           "makes 1 turn: every run of the test is an error" in said, said
+    ran = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert "fault: agent" not in ran.stdout, ran.stdout
+    [run_dir] = list((tmp_path / "out").iterdir())
+    lines = {json.loads(x)["test"]: json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()}
+    [spans] = lines["spans"]["runs"]
+    assert (spans["status"], spans["fault"]) == ("error", "environment"), spans
+    assert spans["error"] == ("span: no spans: the suite receives none (set traces.receive in tamesu.yaml or "
+                              "the suite)"), spans
+    [late] = lines["late turn"]["runs"]
+    assert (late["status"], late["error"]) == ("error", "contains: on_turn 3 is past the script, which makes 1 "
+                                                         "turn"), late
+
+
+def test_a_url_in_traces_receive_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok (the host read as `http://127.0.0.1`) and the run failed each test with
+    # "traces.receive: cannot listen on http://127.0.0.1:4318: Name or service not known" (exit 3)
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
+                                          "traces: { receive: 'http://127.0.0.1:4318' }\n")
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }
+tests:
+  - { name: one, target: bot, scenario: { script: [ { say: hi } ] } }
+""")
+    for command in (["validate"], ["run", "--out", "out"]):
+        done = tamesu(command, cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.splitlines()[0] == (
+            "tamesu.yaml:2:20: traces.receive: expected host:port, got the URL 'http://127.0.0.1:4318': give "
+            "host:port only ('127.0.0.1:4318')"), done.stderr

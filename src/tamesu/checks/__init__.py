@@ -149,6 +149,10 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         message = first["msg"]
         if first["type"] == "extra_forbidden":
             message = f"not {article(key)} option"
+            if len(loc) == 1:  # one of the check's own options, misspelt (`judge: false` for `judges`)
+                options = [info.alias or name for name, info in cls.Spec.model_fields.items()]
+                close = difflib.get_close_matches(str(loc[0]), options, n=1)
+                message += f" (did you mean {close[0]!r}?)" if close else ""
         elif first["type"] == "missing":
             message = "missing required option"
         elif first["type"].startswith("value_error"):

@@ -11,7 +11,7 @@ of `faithfulness`; `model` picks the judge; `with` is handed to a plug-in evalua
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -37,6 +37,10 @@ class EvaluatorSpec(Strict):
     model: Any = None
     """A name under `models:` or `provider:model`; default `models.judge`."""
     options: dict[str, Any] = Field(default_factory=dict, alias="with")
+    evidence: Literal["strict", "lenient"] = "strict"
+    """strict: a built-in evaluator's score none of whose quotes is in the transcript or the context is not
+    taken (the run is an error naming the evaluator, not a failure of the agent); lenient: it is taken, with
+    the quotes marked unsupported."""
 
     @model_validator(mode="before")
     @classmethod
@@ -86,7 +90,7 @@ class EvaluatorCheck(Check[EvaluatorSpec]):
             question="\n".join(e.user.display() for e in run.exchanges if e.user is not None),
             answer=run.agent_text(), transcript=lines_of(run.exchanges), context=context,
             tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
-            metrics=judge_metrics(run.metrics, timings=False), options=dict(spec.options),
+            metrics=judge_metrics(run.metrics, timings=False), options=dict(spec.options), evidence=spec.evidence,
             judge_client=lambda: judge_client(run, spec.model))
         try:
             score = await found.score(sample)
@@ -102,4 +106,5 @@ class EvaluatorCheck(Check[EvaluatorSpec]):
         label = " (fake judge)" if score.fake else ""
         reason = f"{spec.name} {score.score:.2f} ({bounds})" + (f": {score.reason}" if score.reason else "")
         return Verdict(passed=passed, reason=reason + label, score=score.score, evidence=score.evidence,
-                       model=score.model, prompt_version=score.prompt_version, fake=score.fake)
+                       model=score.model, prompt_version=score.prompt_version, fake=score.fake,
+                       unsupported_evidence=score.unsupported_evidence)

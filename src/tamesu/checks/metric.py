@@ -12,8 +12,11 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import Bounds, compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.span import NO_TRACES
+from tamesu.errors import InfraError
 from tamesu.matching import number_text
 from tamesu.plugins import register
+from tamesu.telemetry.genai import from_spans
 from tamesu.types import Finite, narrows
 
 
@@ -44,6 +47,10 @@ class Metric(Check[MetricSpec]):
     Spec = MetricSpec
     spec: MetricSpec
 
+    def reads_spans(self) -> bool:
+        """Whether only the agent's spans measure this metric, and its absence fails (`traces:` is needed)."""
+        return self.spec.missing == "fail" and from_spans(self.spec.name)
+
     async def evaluate(self, run: RunView) -> Verdict:
         name = self.spec.name
         expected = expectations(self.spec)
@@ -51,6 +58,9 @@ class Metric(Check[MetricSpec]):
             measured = ", ".join(sorted(run.metrics)) or "none"
             if self.spec.missing == "pass":
                 return Verdict(passed=True, reason=f"{name} was not measured by this test (passes)")
+            if run.spans is None and self.reads_spans():
+                # nothing could measure it: the suite's making (no `traces:`), not the agent's failure
+                raise InfraError(f"{name} is measured from the agent's spans: {NO_TRACES}")
             return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured})",
                            undecided=True)
         value = run.metrics[name]

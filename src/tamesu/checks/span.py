@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
@@ -84,7 +84,8 @@ class SpanCheck(Check[SpanSpec]):
 
     async def evaluate(self, run: RunView) -> Verdict:
         if run.spans is None:
-            return Verdict(passed=False, reason=NO_TRACES)
+            # the suite's making, as a missing golden file is: the run is an error, never the agent's failure
+            raise InfraError(NO_TRACES)
         try:
             attributes = run.context.render_value(self.spec.attributes)
         except TemplateError as exc:
@@ -100,6 +101,10 @@ class SpanCheck(Check[SpanSpec]):
         assert run.spans is not None
         chosen = [s for s in run.spans if self._selects(s, attributes)]
         what = f"{len(chosen)} span(s) with {self.spec.described()} among {len(run.spans)}"
+        over = int(run.metrics.get("trace_spans_over_limit", 0))
+        if over:
+            # the count is of the spans kept: one past max_spans may have been selected too
+            what += f" kept ({over} more of the run's past traces.max_spans were not kept, so not counted)"
         problem = self.spec.count.problem(len(chosen))
         if problem:
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))

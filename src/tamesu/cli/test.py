@@ -60,7 +60,8 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
               help="A JSONL file, a message, agents:MODEL?count=N&focus=..&complexity=.., or "
                    "scripts:MODULE:FUNC?k=v.")
 @click.option("-n", "--name", "target", metavar="TARGET",
-              help="The agent under test: a target of tamesu.yaml, or a URL (an A2A card there makes it A2A).")
+              help="The agent under test: a target of tamesu.yaml, or a URL: http(s):// (an A2A card there makes it "
+                   "A2A, else rest) or grpc(s):// (tamesu's turn API).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write one JSON record per test case here "
               "(with --dry-run: the test cases).")
 @click.option("-c", "--connector", help="The model a model target uses (a name under models:, or provider:model); "
@@ -102,6 +103,8 @@ async def _main(**options: Any) -> int:
     from tamesu.plan.targets import TargetProblem, resolve
     from tamesu.suite.secrets import Secrets, mask_logging
 
+    if not options["source"].strip():  # as a path, "" is the current folder: it would run every JSONL file there
+        _usage(f"-i {options['source']!r} is empty: give a JSONL file, a folder, a message, agents:... or scripts:...")
     source = sources.parse_input(options["source"])
     where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
     try:
@@ -115,6 +118,14 @@ async def _main(**options: Any) -> int:
     mask_logging(secrets.redactor)  # a library's log line must not show a secret either
     if source.kind != "file" and options["target"] is None:
         _usage("-n is needed with a message or generated test cases: name the agent to test")
+    from tamesu.cli._outputs import check_outputs
+    from tamesu.cli.shared import report_requests
+
+    refused, overwrites = check_outputs(source, options["output"], report_requests(options["reports"], project))
+    if refused is not None:
+        _usage(refused)
+    for overwrite in overwrites:
+        click.echo(f"warning: {overwrite}", err=True)
     try:
         resolved, warnings = await resolve(options["target"], project, secrets)
     except TargetProblem as exc:
@@ -132,10 +143,12 @@ async def _main(**options: Any) -> int:
     except (InfraError, ModelError) as exc:
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
-    from tamesu.plan.targets import voice_warnings
+    from tamesu.plan.targets import dropped_options, voice_warnings
 
     for voice_warning in voice_warnings(cases, resolved.name, resolved.spec) if resolved is not None else []:
         click.echo(f"warning: {voice_warning}", err=True)
+    if options["connector"] and (dropped := dropped_options(resolved.spec.type, ["connector"])) is not None:
+        click.echo(f"warning: -c {options['connector']}: {dropped}", err=True)
     if options["dry_run"]:
         return _dry_run(cases, label, resolved, options, folder=source.kind == "folder")
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)

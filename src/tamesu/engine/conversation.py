@@ -20,7 +20,7 @@ from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.fault import agents_side, attribute
-from tamesu.engine.grading import completed_turns, grade, planned_checks
+from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
 from tamesu.engine.hooks import HookFailed, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
@@ -352,14 +352,12 @@ async def _talk(
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
                 return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
+            except InfraError:
+                if isinstance(user, ModelSimulator):  # the answers it gave up on are the error's story
+                    _simulator_attempts(user, session, gave_up=True)
+                raise
             if isinstance(user, ModelSimulator):
-                asked = bool(user.last_attempts)  # the model was asked this turn (the script's steps ask none)
-                for attempt in user.last_attempts:  # an unusable answer the simulator was asked again for,
-                    if attempt.outcome == "rejected":  # or one that was read after a repair
-                        session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
-                    elif attempt.outcome == "repaired":
-                        session.event("simulator_repaired", attempt=attempt.number, reason=attempt.reason)
-                user.last_attempts = []
+                asked = _simulator_attempts(user, session)
                 if asked:  # with the words it was given: a change of prompt explains a change of conversation
                     session.event("simulator", reasoning=user.last_reasoning, stop=action.stop,
                                   prompt=user.prompt.version)
@@ -416,6 +414,20 @@ async def _talk(
             await asyncio.shield(target.close())
         except Exception as exc:
             session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
+
+
+def _simulator_attempts(user: ModelSimulator, session: Session, gave_up: bool = False) -> bool:
+    """Record each answer of the simulator's last ask that was not taken as it came (asked again, or read after
+    a repair; the last answer of an ask it gave up on was not asked again); whether the model was asked at all
+    (the script's steps ask none)."""
+    asked = bool(user.last_attempts)
+    for attempt in unasked(user.last_attempts) if gave_up else user.last_attempts:
+        if attempt.outcome == "rejected":
+            session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
+        elif attempt.outcome == "repaired":
+            session.event("simulator_repaired", attempt=attempt.number, reason=attempt.reason)
+    user.last_attempts = []
+    return asked
 
 
 async def _hear_more(

@@ -45,7 +45,7 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
     failures = [f"{a.name}: {a.reason}" if a.reason else a.name for a in result.failed_assertions]
     lines = lines_of(exchanges)
     try:
-        finding = await _audit(lines, test, models, failures)
+        finding = _ended_before_speaking(result, lines) or await _audit(lines, test, models, failures)
     except InfraError as exc:
         result.status, result.error = "error", str(exc)
         result.fault, result.fault_reason = "environment", str(exc)
@@ -57,6 +57,19 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
         result.fault, result.fault_reason = "simulated_user", finding.reason
         return
     result.fault, result.fault_reason = "agent", "; ".join(failures) or "the run failed"
+
+
+def _ended_before_speaking(result: RunResult, lines: Sequence[Mapping[str, object]]) -> Finding | None:
+    """The simulated user ended the conversation before its first message: the agent was never asked
+    anything, so no check that failed says anything of it (the audit reads the user's lines, and there are
+    none). Only the model's own end counts: its last `simulator` event names the run's end reason."""
+    if any(line.get("role") == "user" for line in lines):
+        return None
+    asked = [event for event in result.events if event.name == "simulator"]
+    if not asked or asked[-1].data.get("stop") != result.end_reason:
+        return None
+    return Finding(f"the simulated user ended the conversation ({result.end_reason}) before its first message: "
+                   f"the agent was never asked anything")
 
 
 async def _audit(lines: Sequence[Mapping[str, object]], test: PlannedTest, models: ModelRegistry | None,

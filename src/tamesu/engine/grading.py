@@ -19,6 +19,7 @@ from tamesu.models.base import ModelError
 from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
 from tamesu.results.records import FAILED_ENDS, AssertionResult
+from tamesu.roles.failures import VerdictNotTaken
 
 
 def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequence[Event]) -> int | None:
@@ -31,6 +32,12 @@ def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequ
     if isinstance(failed, int):
         return min(failed - 1, len(exchanges))
     return 0  # it never connected: no turn happened
+
+
+def unasked(attempts: list[Attempt]) -> list[Attempt]:
+    """The attempts of a model that gave up, less a last rejected answer: nothing was asked again after it, so
+    it is no re-ask (the error says why it was not taken, the assertion's `attempts` keep it)."""
+    return attempts[:-1] if attempts and attempts[-1].outcome == "rejected" else attempts
 
 
 def planned_checks(test: PlannedTest) -> int:
@@ -56,18 +63,26 @@ async def grade(
 
     With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
     (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
-    that was not taken as it came."""
+    that was not taken as it came and, for a re-ask, was asked again."""
     graded: list[AssertionResult] = []
     error: str | None = None
 
-    def attempted(label: str, attempts: list[Attempt]) -> None:
-        for attempt in attempts:
+    def attempted(label: str, attempts: list[Attempt], gave_up: bool = False) -> None:
+        for attempt in unasked(attempts) if gave_up else attempts:
             if record is not None and attempt.outcome != "accepted":
                 name = "verdict_repaired" if attempt.outcome == "repaired" else "verdict_reasked"
                 record(name, assertion=label, attempt=attempt.number, reason=attempt.reason)
 
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
         if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
+            continue
+        past = test.past_the_script(assertion)
+        if past is not None:
+            # a turn the script never makes: the suite's asking, not the agent's failure (an error, as a missing
+            # golden file is)
+            error = error or f"{assertion.label}: {past}"
+            graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
+                                          reason=f"not decided: {past}"))
             continue
         if isinstance(assertion.on_turn, int) and assertion.on_turn > len(view.exchanges):
             # nothing to grade, whatever the check: negated, "turn 5 did not say it" would have passed
@@ -86,10 +101,16 @@ async def grade(
             said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:"
             reason = said if said.startswith(f"{assertion.label}:") else f"{assertion.label}: {said}"
             error = error or reason
-            tried = getattr(exc.__cause__, "attempts", None) or []  # a judge that never answered in shape
-            attempted(assertion.label, tried)
+            # a verdict not taken keeps who answered, with which prompt, and each answer read
+            kept = exc if isinstance(exc, VerdictNotTaken) else None
+            tried = kept.attempts if kept is not None else getattr(exc.__cause__, "attempts", None) or []
+            attempted(assertion.label, tried, gave_up=True)
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {exc}",
-                                          on_turn=assertion.on_turn, attempts=tried))
+                                          on_turn=assertion.on_turn, attempts=tried,
+                                          model=kept.model if kept else None,
+                                          prompt_version=kept.prompt_version if kept else None,
+                                          fake=kept.fake if kept else False,
+                                          unsupported_evidence=kept.unsupported if kept else []))
             continue
         except BudgetExceeded:
             raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -25,9 +26,13 @@ from tamesu.results.stats import (
 from tamesu.suite.schema import AdaptiveSpec
 
 Outcome = TypeVar("Outcome")
-GRADED = ("passed", "failed", "error")
-"""The runs a verdict counts: a skipped run (no input to give) and an inconclusive one (the simulated user
-spoiled it) say nothing of the agent."""
+GRADED = ("passed", "failed")
+"""The runs a verdict counts: a skipped run (no input to give), an inconclusive one (the simulated user spoiled
+it) and an error (the environment broke it: a hook, the network, a judge that could not answer) say nothing of
+the agent."""
+OPEN = ("inconclusive", "error")
+"""Runs that were made but say nothing of the agent: they count neither way, and a fixed number of runs they
+leave undecided (had they passed, or failed, the verdict would differ) is not decided by the others."""
 
 
 def run_dir_name(number: int, attempt: int = 1, rerun: int = 0) -> str:
@@ -57,6 +62,35 @@ async def run_adaptively(start: Callable[[int], Awaitable[Outcome | None]], resu
     return outcomes
 
 
+def _needed(threshold: float, runs: int) -> int:
+    """The passes of `runs` that reach `threshold` (0.5 of 4 needs 2)."""
+    return max(0, math.ceil(threshold * runs - 1e-9))
+
+
+def _open(runs: list[RunResult], passes: int, threshold: float) -> tuple[TestStatus, str] | None:
+    """A fixed number of runs, some of them saying nothing of the agent (OPEN): the verdict is the runs' only when
+    it holds whatever those runs would have been; else the test is as undecided as they are."""
+    made = [r for r in runs if r.status in (*GRADED, *OPEN)]
+    spoiled = [r for r in made if r.status in OPEN]
+    needed = _needed(threshold, len(made))
+    if not spoiled or passes >= needed or passes + len(spoiled) < needed:
+        return None
+    # an error among them makes the test the environment's (exit 3): its runs are to be made again
+    errors = [r for r in spoiled if r.status == "error"]
+    shown = (errors or spoiled)[0]
+    said = _open_said(len(errors), len(spoiled) - len(errors), len(made))
+    return ("error" if errors else "inconclusive"), (
+        f"{said}, too many to decide: {passes} passed, pass_threshold {threshold:g} needs {needed} of {len(made)} "
+        f"(run {shown.run}: {shown.error or shown.fault_reason or 'no reason given'})")
+
+
+def _open_said(errors: int, inconclusive: int, made: int) -> str:
+    """`2 of 4 runs errored`, `1 errored and 2 inconclusive of 4 runs`."""
+    if errors and inconclusive:
+        return f"{errors} errored and {inconclusive} inconclusive of {made} runs"
+    return f"{errors or inconclusive} of {made} runs {'errored' if errors else 'inconclusive'}"
+
+
 def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | None, max_runs: int
             ) -> tuple[TestStatus, str | None, RepeatStats | None]:
     """The test's status, the reason when the runs as a whole decide it, and its statistics (for more than
@@ -71,8 +105,9 @@ def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | N
                 confidence=adaptive.confidence, min_runs=adaptive.min_runs, max_runs=max_runs,
                 runs_saved=max(0, max_runs - len(runs)),
                 interval=sequence_interval(passes, graded, threshold, adaptive.confidence))
-    errored = any(r.status == "error" for r in runs)
     if not graded:
+        if any(r.status == "error" for r in runs):
+            return "error", None, stats  # each run's error says why
         spoiled = next((r for r in runs if r.status == "inconclusive"), None)
         if spoiled is not None:
             return "inconclusive", spoiled.fault_reason, stats
@@ -87,10 +122,28 @@ def verdict(test: PlannedTest, runs: list[RunResult], adaptive: AdaptiveSpec | N
             return "passed", None, stats
         words = "undecided" if decided is None else "decided below the threshold"
         reason = f"{words} at {graded} runs: {stats.line()} (pass_threshold {threshold:g})"
-        return ("error" if errored else "failed"), reason, stats
-    if passes / graded >= threshold - 1e-9:
+        errors = sum(r.status == "error" for r in runs)
+        inconclusive = sum(r.status == "inconclusive" for r in runs)
+        if decided is None and errors + inconclusive:
+            # the runs that said nothing might have decided it: not the agent's failure
+            return ("error" if errors else "inconclusive"), \
+                f"{reason}; {_open_said(errors, inconclusive, len(runs))}", stats
+        return "failed", reason, stats
+    undecided = _open(runs, passes, threshold)
+    if undecided is not None:
+        return undecided[0], undecided[1], stats
+    made = [r for r in runs if r.status in (*GRADED, *OPEN)]
+    if passes >= _needed(threshold, len(made)):
         return "passed", None, stats
-    return ("error" if errored else "failed"), None, stats
+    if stats is None:
+        return "failed", None, stats  # one run: its failures say why
+    # the runs together failed it, no one run did: the verdict says so (a failing run alone read as the cause)
+    unsaid = [r for r in made if r.status in OPEN]
+    reason = f"{passes} of {len(made)} runs passed, rate {passes / len(made):.2f} below pass_threshold {threshold:g}"
+    if unsaid:
+        errors = sum(r.status == "error" for r in unsaid)
+        reason += f"; {_open_said(errors, len(unsaid) - errors, len(made))}, too few to reach it had they passed"
+    return "failed", reason, stats
 
 
 def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Path, today: dt.date,
@@ -111,6 +164,8 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
     return TestResult(
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,
         status=status, passed_runs=sum(r.status == "passed" for r in runs), total_runs=len(runs),
+        inconclusive_runs=sum(r.status == "inconclusive" for r in runs),
+        error_runs=sum(r.status == "error" for r in runs),
         pass_threshold=test.spec.pass_threshold, quarantine=quarantine.reason if quarantine else None,
         skip_reason=skip_reason, reason=reason, stats=stats, runs=summaries,
     )

@@ -35,6 +35,7 @@ from tamesu.results.records import (
     RunSummaryFile,
     TestResult,
     count,
+    count_runs,
     exit_code_for,
 )
 from tamesu.runtime.signals import Interrupted, gentle_stop
@@ -149,7 +150,8 @@ class Runner:
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
-                counts=count(self.results), interrupted=interrupted, stopped=self._stop, warnings=warnings,
+                counts=count(self.results), runs=count_runs(self.results), interrupted=interrupted,
+                stopped=self._stop, warnings=warnings,
                 models=self._spend(),
             )
             try:

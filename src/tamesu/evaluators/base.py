@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,8 @@ class Score(BaseModel):
     prompt_version: str | None = None
     fake: bool = False
     """Decided by the fake provider's rules, not by a model."""
+    unsupported_evidence: list[str] = Field(default_factory=list)
+    """Quotes of the evidence that are not in what the model was shown (the built-ins look them up)."""
 
 
 @dataclass
@@ -43,6 +45,9 @@ class Sample:
     metrics: dict[str, float] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     """The assertion's `with:` mapping, for a plug-in's own settings."""
+    evidence: Literal["strict", "lenient"] = "strict"
+    """The assertion's `evidence`: with strict, a model's score none of whose quotes is in what it was shown is
+    not taken (the built-ins raise); with lenient it is, the quotes marked in `unsupported_evidence`."""
     judge_client: Callable[[], ModelClient] | None = None
 
     def judge(self) -> ModelClient:

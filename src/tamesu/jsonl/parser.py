@@ -25,7 +25,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls
+from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls, unsent_options
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
@@ -197,6 +197,7 @@ def _finish(found: ParsedCase, settings: ParseSettings) -> None:
     located = found.located()
     tell_test_id([assertion for _, assertion in located], found.case.id)
     settings.warnings += [found.doc.problem(loc, why) for loc, why in unseen_tool_calls(settings.target_type, located)]
+    settings.warnings += [found.doc.problem(loc, why) for loc, why in unsent_options(settings.target_type, found.case)]
 
 
 def _as_standard(case: TestCase) -> TestCase:

@@ -12,8 +12,7 @@ earlier one stays available:
 - **dynamic** (`checkpoints`): a simulator talks until every required checkpoint is reached (the later one).
 
 Assertions stay raw mappings here: `tamesu.jsonl.assertions` maps them onto the engine's checks, so an error
-in one points at its own position in the file.
-"""
+in one points at its own position in the file."""
 
 from __future__ import annotations
 
@@ -64,7 +63,7 @@ class ChatMessage(Strict):
 def as_messages(value: object) -> object:
     """`input` as written (text, one message, a list of them) becomes a list of messages."""
     if isinstance(value, str):
-        return [{"role": "user", "content": value}]
+        return [as_message(value)]
     if isinstance(value, dict):
         return [value]
     if value is not None and not isinstance(value, list):
@@ -73,6 +72,8 @@ def as_messages(value: object) -> object:
 
 
 def as_message(value: object) -> object:
+    if isinstance(value, str) and not value.strip():  # sent, the agent would be asked nothing
+        raise ValueError(f"{'empty' if not value else 'only spaces'}: write what the user says")
     return {"role": "user", "content": value} if isinstance(value, str) else value
 
 

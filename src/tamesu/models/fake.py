@@ -31,15 +31,15 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from tamesu.models._fake_rule_errors import Found, guessed, in_file, listed, validation_problems
+from tamesu.models._fake_rule_errors import Found, in_file, listed, validation_problems
 from tamesu.models.base import (
     Embeddings,
     Message,
@@ -50,132 +50,16 @@ from tamesu.models.base import (
     ToolRequest,
     Usage,
 )
+from tamesu.models.fake_rules import ExtractRule, JudgeRule, Rule, TurnRule, rule_kind, unknown_kind
 from tamesu.models.spec import ModelSpec
 from tamesu.plugins import register
-
-
-def _compile(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
-    return value
 
 
 def _search(pattern: str | None, text: str) -> re.Match[str] | None:
     return re.search(pattern, text) if pattern is not None else None
 
 
-class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class FakeToolCall(_Rule):
-    name: str = Field(min_length=1)
-    args: dict[str, object] = Field(default_factory=dict)
-
-
-class TurnRule(_Rule):
-    """Simulator and model-target rules: when the other side's last text matches `when`, answer."""
-
-    when: str | None = None
-    """A regular expression searched in the other side's last text; absent means any text."""
-    say: str | None = None
-    stop: bool = False
-    """Simulator: hang up here."""
-    dtmf: str | None = Field(None, pattern=r"^[0-9*#A-Da-d]+$")
-    """Simulator on a phone line: the keys it presses (with `say`, or alone)."""
-    goal_achieved: bool = False
-    """Simulator: the persona's goal is reached, so the conversation ends."""
-    stop_when_met: bool = False
-    """Simulator: the scenario's `stop_when` condition holds, so the conversation ends."""
-    tool_calls: list[FakeToolCall] = Field(default_factory=list)
-    """Model target: the calls to ask for first; `say` is the answer once their results are back."""
-
-    _when = field_validator("when")(_compile)
-
-    @model_validator(mode="after")
-    def _does_something(self) -> TurnRule:
-        if self.say is None and not (self.stop or self.goal_achieved or self.stop_when_met or self.tool_calls
-                                     or self.dtmf):
-            raise ValueError("a rule with `when` needs say, dtmf, tool_calls, stop, goal_achieved or stop_when_met")
-        return self
-
-
-class JudgeRule(_Rule):
-    """A verdict, given when every condition written holds."""
-
-    check: Literal["rubric", "grounded", "evaluator", "simulator_audit"] = "rubric"
-    """`simulator_audit`: the audit of the simulated user (`models.simulator_audit`); `pass: false` says the
-    simulated user broke its part, with `reason` and `evidence` quoted from its lines."""
-    rubric: str | None = None
-    """A regular expression searched in the rubric (rubric checks only)."""
-    evaluator: str | None = None
-    """A regular expression searched in the evaluator's name (evaluator checks only)."""
-    transcript: str | None = None
-    """Searched in the transcript, one `user: ...` / `agent: ...` line per turn; grounded: in the claims."""
-    not_transcript: str | None = None
-    context: str | None = None
-    """Searched in the reference text given to the judge."""
-    trace: str | None = None
-    """Searched in the summary of the agent's spans given to the judge (`judge: {trace: true}`)."""
-    passed: bool | None = Field(None, alias="pass")
-    """Required, except by an evaluator rule, whose score is what counts."""
-    score: float | None = None
-    """Default: 1/0 (binary, grounded, evaluator), 5/1 (1-5)."""
-    reason: str | None = None
-    evidence: list[str] | None = None
-    """Default: what `transcript` matched."""
-
-    _regexes = field_validator("rubric", "evaluator", "transcript", "not_transcript", "context", "trace")(_compile)
-
-    @model_validator(mode="after")
-    def _rubric_only_for_rubrics(self) -> JudgeRule:
-        if self.check != "rubric" and self.rubric is not None:
-            raise ValueError(f"a {self.check} rule has no rubric; match the claims with `transcript`")
-        if self.check != "evaluator" and self.evaluator is not None:
-            raise ValueError("only an evaluator rule (check: evaluator) names an evaluator")
-        if self.check == "evaluator":
-            if self.passed is None and self.score is None:
-                raise ValueError("an evaluator rule needs a score (from 0 to 1), or pass")
-            if self.score is not None and not 0 <= self.score <= 1:
-                raise ValueError("an evaluator's score is from 0 to 1")
-        elif self.passed is None:
-            raise ValueError("missing required key 'pass' (true or false)")
-        return self
-
-
-class ExtractRule(_Rule):
-    """A value for a description: fixed (`value`), or taken from the turn (`pattern`, its first group)."""
-
-    description: str
-    text: str | None = None
-    """Only when the turn text matches this too."""
-    value: str | None = None
-    pattern: str | None = None
-
-    _regexes = field_validator("description", "text", "pattern")(_compile)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ExtractRule:
-        if "value" in self.model_fields_set and self.pattern is not None:
-            raise ValueError("an extract rule takes value or pattern, not both")
-        if "value" not in self.model_fields_set and self.pattern is None:
-            raise ValueError("an extract rule needs value (null: not found) or pattern")
-        return self
-
-
-Rule = TurnRule | JudgeRule | ExtractRule
-RuleT = TypeVar("RuleT", bound=_Rule)
-
-_KINDS: list[tuple[set[str], type[_Rule], str]] = [
-    ({"pass", "passed", "rubric", "transcript", "not_transcript", "check", "evaluator", "trace"}, JudgeRule,
-     "judge"),
-    ({"description"}, ExtractRule, "extract"),
-    ({"when", "say", "dtmf", "stop", "goal_achieved", "stop_when_met", "tool_calls"}, TurnRule, "turn"),
-]
+RuleT = TypeVar("RuleT", bound=BaseModel)
 
 
 def _checked(raw: object, index: int) -> tuple[Rule | None, list[Found]]:
@@ -192,31 +76,6 @@ def _checked(raw: object, index: int) -> tuple[Rule | None, list[Found]]:
         return model.model_validate(dict(raw)), []  # type: ignore[return-value]  # _KINDS holds only Rule's members
     except ValidationError as exc:
         return None, validation_problems(index, exc, model, kind)
-
-
-def rule_kind(raw: Iterable[object]) -> tuple[type[BaseModel], str] | None:
-    """The model a written rule (its keys) is checked against and its kind's name; None: no key says."""
-    keys = set(raw)
-    for markers, model, kind in _KINDS:
-        if keys & markers:
-            return model, kind
-    return None
-
-
-UNKNOWN_KIND_HINT = ("a simulator or model-target rule has when/say/stop, a judge rule has pass, an extract "
-                     "rule has description")
-
-
-def unknown_kind(raw: Iterable[object]) -> str:
-    """Why a rule with no telling key (`raw`: its keys) is refused, with the keys it may have meant."""
-    keys = sorted(map(str, raw))
-    known = sorted({key for _, model, _ in _KINDS for key in _keys(model)})
-    written = ", ".join(guessed(key, known) for key in keys) or "none"
-    return f"cannot tell what it is for (keys: {written}); {UNKNOWN_KIND_HINT}"
-
-
-def _keys(model: type[BaseModel]) -> list[str]:
-    return [info.alias or name for name, info in model.model_fields.items()]
 
 
 def parse_rules(raw: object, *, path: Path | None = None, text: str = "") -> list[Rule]:

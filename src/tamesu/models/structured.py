@@ -261,5 +261,8 @@ async def ask_structured(
     if isinstance(client, ForgetsAnswers):
         for asked in refused:
             client.forget(asked)
+    # every answer's problem, not only the last one's: a model that failed three ways says all three
+    reasons = [a.reason for a in record]
+    said = last_error if len(set(reasons)) == 1 else "; ".join(f"attempt {a.number}: {a.reason}" for a in record)
     raise StructuredOutputError(
-        f"{request.purpose}: no valid JSON after {attempts} attempts: {last_error}", responses, record)
+        f"{request.purpose}: no valid JSON after {attempts} attempts: {said}", responses, record)

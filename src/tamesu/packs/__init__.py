@@ -15,6 +15,7 @@ project's of the same name, and either replaces a built-in one.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Mapping
 from importlib import resources
@@ -81,8 +82,10 @@ def resolve(name: str, user: Mapping[str, PackSpec] | None = None) -> PackSpec:
     found = builtin(name)
     if found is None:
         own = f"; the suite's: {', '.join(sorted(user))}" if user else ""
-        raise ValueError(f"no pack named {name!r} (built-in: {', '.join(builtin_names())}{own}; declare your "
-                         "own under packs:)")
+        close = difflib.get_close_matches(name, [*(user or ()), *builtin_names()], n=1)
+        meant = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"no pack named {name!r} ({meant}built-in: {', '.join(builtin_names())}{own}; declare "
+                         "your own under packs:)")
     return found
 
 

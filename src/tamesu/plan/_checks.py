@@ -3,6 +3,7 @@ the models a judge or an extraction needs are configured."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,6 +111,13 @@ def check_steps(
             problems.append(problem)
 
 
+def no_target(name: str, targets: list[str]) -> str:
+    """A test's (or a counterpart's) target that is not the suite's, with the one it may have meant."""
+    close = difflib.get_close_matches(name, targets, n=1)
+    meant = f"did you mean {close[0]!r}? " if close else ""
+    return f"no target named {name!r} ({meant}targets: {', '.join(targets) or 'none declared'})"
+
+
 def _check_counterpart(
     suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
 ) -> None:
@@ -117,9 +125,8 @@ def _check_counterpart(
     counterpart = spec.counterpart
     assert counterpart is not None
     if counterpart.target not in suite.spec.targets:
-        known = ", ".join(suite.spec.targets) or "none declared"
         problems.append(doc.problem((*loc, "counterpart", "target"),
-                                    f"no target named {counterpart.target!r} (targets: {known})"))
+                                    no_target(counterpart.target, list(suite.spec.targets))))
     if counterpart.opening is None and not spec.scenario.goal:
         problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
                                     "to answer first"))

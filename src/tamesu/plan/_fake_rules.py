@@ -11,7 +11,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from tamesu.errors import ConfigError, Problem
-from tamesu.models.fake import MAX_RULES_BYTES, checked_rules, rule_kind, unknown_kind
+from tamesu.models.fake import MAX_RULES_BYTES, checked_rules
+from tamesu.models.fake_rules import PATTERN_KEYS, rule_kind, unknown_kind
+from tamesu.suite.patterns import runaway
 from tamesu.suite.problems import problems_from
 from tamesu.suite.yaml_reader import Document, parse_yaml, read_bounded
 
@@ -29,10 +31,11 @@ def rules_file_problems(path: Path, shown: str, doc: Document, loc: tuple[Any, .
         rules_doc = parse_yaml(text, path, shown)
     except ConfigError as exc:
         return exc.problems
-    data, prefix = rules_doc.data, ()
     if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
-        # the reader makes an empty mapping of an empty file: it was "a list of rules, got a mapping"
-        return [rules_doc.problem((), "the fake rules file is empty: write a list of rules")]
+        # a YAML file with nothing (or comments only) in it reads as an empty mapping: "got a mapping" would send
+        # the user looking for one
+        return [doc.problem(loc, f"fake rules file {shown} is empty: write a list of rules in it")]
+    data, prefix = rules_doc.data, ()
     if isinstance(data, Mapping) and "rules" in data:
         data, prefix = data["rules"], ("rules",)  # `rules:` at the top of the file is accepted too
     problems = rule_problems(data, rules_doc, prefix, "a fake rules file")
@@ -65,6 +68,10 @@ def rule_problems(data: Any, doc: Document, prefix: tuple[Any, ...], what: str =
             model.model_validate(dict(raw))
         except ValidationError as exc:
             problems.extend(problems_from(exc, doc, model, at, f"{kind} rule"))
+            continue
+        # a pattern that can backtrack for ever holds the run where no timeout reaches it, as an assertion's would
+        problems.extend(doc.problem((*at, key), why) for key in PATTERN_KEYS.get(model, ())
+                        if isinstance(raw.get(key), str) and (why := runaway(raw[key])) is not None)
     return problems
 
 

@@ -6,6 +6,10 @@
   without it the run is an error of the suite's making, never the agent's failure);
 - a tool assertion on an A2A target (a warning): an A2A agent reports no tool calls, so `tool_called` can
   only fail there, unless the name is one of the suite's remote agents, whose delegations count as calls;
+- a `span` assertion or a metric of the agent's spans in a suite that receives none, and an assertion on a
+  turn past the end of a script nobody else speaks in (warnings: every run would be an error of the suite's
+  making, never the agent's failure);
+- a k of `pass_k` more than `repeat` (a warning: pass^k cannot be estimated from fewer runs, and is left out);
 - a judge told to read the agent's trace (`judge: {trace: true}`, a test's own or in `defaults:`) in a suite
   that receives no spans (a warning: the judge would be shown no spans and grade the transcript alone);
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
@@ -126,6 +130,52 @@ def untraced_default_judges(suite: LoadedSuite, own: list[tuple[int, Assertion]]
     if suite.project.doc is not None:
         warnings += _judge_warnings(suite.project.doc, [(("defaults", "assert", i), a) for i, a in project])
     return warnings
+
+
+def untraced_spans(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:
+    """`span` assertions and metrics of the agent's spans in a suite that receives none: each run is an error."""
+    if _traced(suite):
+        return []
+    from tamesu.checks.metric import Metric
+    from tamesu.checks.span import SpanCheck
+
+    warnings = []
+    for index, assertion in enumerate(assertions[:len(spec.assert_)]):
+        check = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
+        if isinstance(check, SpanCheck):
+            what = "span reads the agent's spans"
+        elif isinstance(check, Metric) and check.reads_spans():
+            what = f"metric {check.spec.name} is measured from the agent's spans"
+        else:
+            continue
+        warnings.append(suite.doc.problem((*loc, "assert", index, assertion.key), (
+            f"{what}, but no `traces:` receives them (tamesu.yaml or the suite): every run of the test is an "
+            "error")))
+    return warnings
+
+
+def turns_past_script(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:
+    """An assertion on a turn past the end of a test's script (nobody else speaks): every run is an error."""
+    from tamesu.plan.model import scripted_turns, turn_asked, turn_past
+
+    turns = scripted_turns(spec)
+    warnings = []
+    for index, assertion in enumerate(assertions[:len(spec.assert_)] if turns is not None else []):
+        past = turn_past(assertion, turns)
+        if past is None:
+            continue
+        own = isinstance(assertion.on_turn, int) and assertion.on_turn == turn_asked(assertion)
+        where = (*loc, "assert", index, *(("on_turn",) if own else (assertion.key, "on_turn")))
+        warnings.append(suite.doc.problem(where, f"{past}: every run of the test is an error"))
+    return warnings
+
+
+def ks_past_repeat(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
+    """A k of `pass_k` more than the test's `repeat`: pass^k of fewer runs cannot be estimated (it is left out)."""
+    return [suite.doc.problem((*loc, "pass_k", index),
+                              f"pass_k {k} is more than repeat ({spec.repeat}): pass^{k} cannot be estimated from "
+                              f"{spec.repeat} run{'' if spec.repeat == 1 else 's'}, so it is left out")
+            for index, k in enumerate(spec.pass_k) if k > spec.repeat]
 
 
 def _traced(suite: LoadedSuite) -> bool:

@@ -118,6 +118,22 @@ class PlannedTest:
     def quarantined(self, today: dt.date) -> bool:
         return self.spec.quarantine is not None and self.spec.quarantine.active(today)
 
+    def past_the_script(self, assertion: Assertion) -> str | None:
+        """Why `assertion` asks for a turn the test's script never makes, or None."""
+        turns = None if self.user_factory is not None else scripted_turns(self.spec)
+        return turn_past(assertion, turns)
+
+
+def scripted_turns(spec: TestSpec) -> int | None:
+    """The most turns a test's conversation can have when its user side is a script alone, or None when someone
+    may say more (a simulator's goal or persona, a counterpart, an attack, browser steps) or a `wait_for` step
+    listens instead of speaking. A turn past it is the suite's asking, never the agent's doing."""
+    scenario = spec.scenario
+    if not scenario.script or scenario.goal or scenario.attack or spec.persona or spec.counterpart or spec.steps \
+            or any(step.wait_for is not None for step in scenario.script):
+        return None
+    return min(len(scenario.script), scenario.max_turns)
+
 
 @dataclass
 class Plan:
@@ -126,3 +142,18 @@ class Plan:
     tests: list[PlannedTest] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     secrets: Secrets = field(default_factory=Secrets)
+
+
+def turn_asked(assertion: Assertion) -> int | None:
+    """The turn an assertion grades, its own `on_turn` or its check's (`span: {on_turn: 3}`), when a number."""
+    for turn in (assertion.on_turn, getattr(getattr(assertion.check, "spec", None), "on_turn", None)):
+        if isinstance(turn, int) and not isinstance(turn, bool):
+            return turn
+    return None
+
+
+def turn_past(assertion: Assertion, turns: int | None) -> str | None:
+    turn = turn_asked(assertion)
+    if turn is None or turns is None or turn <= turns:
+        return None
+    return f"on_turn {turn} is past the script, which makes {turns} turn{'' if turns == 1 else 's'}"

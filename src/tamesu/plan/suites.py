@@ -24,6 +24,7 @@ from tamesu.plan._checks import (
     check_prompted_targets,
     check_steps,
     check_user_side,
+    no_target,
 )
 from tamesu.plan._templates import (
     check_hook_templates,
@@ -282,8 +283,7 @@ def _expand_test(
         raw = {**raw, "target": next(iter(suite.spec.targets))}
     target = raw.get("target")
     if isinstance(target, str) and target not in suite.spec.targets:
-        known = ", ".join(suite.spec.targets) or "none declared"
-        problems.append(doc.problem((*loc, "target"), f"no target named {target!r} (targets: {known})"))
+        problems.append(doc.problem((*loc, "target"), no_target(target, list(suite.spec.targets))))
     try:
         spec = TestSpec.model_validate(raw)
     except ValidationError as exc:
@@ -345,6 +345,9 @@ def _expand_test(
             problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
             warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))
             warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))
+            warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
+            warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
+            warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]

@@ -1,9 +1,10 @@
 """Targets by name: each `targets:` entry validated by its type's own spec model (a key of another type is a
 warning), the agent `tamesu test -n` names (a target of tamesu.yaml, or a URL), and the connector rule.
 
-A URL where an A2A agent card is served (`/.well-known/agent-card.json`, or the older `agent.json`, at the
-origin or under the URL's path) is an A2A target when this tamesu has one; any other URL is a rest target
-with the default body (`{"message", "session_id"}`, plus `messages` when a case gives a history) whose reply
+A grpc:// or grpcs:// URL is a grpc target (tamesu's turn API, on its `Converse` stream). A URL where an A2A
+agent card is served (`/.well-known/agent-card.json`, or the older `agent.json`, at the origin or under the
+URL's path) is an A2A target when this tamesu has one; any other http(s) URL is a rest target with the default
+body (`{"message", "session_id"}`, plus `messages` when a case gives a history) whose reply
 text is `$.text`. A connector (`-c`, a case's `options.connector`) is the model a model target answers with.
 """
 
@@ -12,10 +13,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -107,7 +108,10 @@ def load_targets(
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CARD_TIMEOUT = 5.0
-_URL = re.compile(r"^https?://", re.IGNORECASE)
+_URL = re.compile(r"^(https?|grpcs?)://", re.IGNORECASE)
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+URLS = "http(s):// for a rest or A2A agent, grpc(s):// for one with tamesu's turn API"
+"""The URLs `-n` (and `AgentSession.open`) takes, as said to whoever gives another."""
 # the namespaces a target of tamesu.yaml may use in `tamesu test`: no suite vars or captures exist there
 _ALLOWED_ROOTS = {"secrets", "env", "session", "message", "options", "listen", "response", "run", "args",
                   *TURN_ROOTS}
@@ -133,6 +137,8 @@ async def resolve(name: str | None, project: Project, secrets: Secrets) -> tuple
     """The target `-n` names (None: the project's only target). Raises TargetProblem or ConfigError."""
     if name is not None and is_url(name):
         return await _from_url(name), []
+    if name is not None and _SCHEME.match(name):
+        raise TargetProblem(f"-n {name}: not a URL tamesu can test: give {URLS}, or a target of tamesu.yaml")
     loaded, warnings = load_project_targets(project)
     if name is None:
         if len(loaded) != 1:
@@ -141,7 +147,7 @@ async def resolve(name: str | None, project: Project, secrets: Secrets) -> tuple
         name = next(iter(loaded))
     if name not in loaded:
         known = ", ".join(loaded) or "tamesu.yaml has no targets: section"
-        raise TargetProblem(f"-n {name}: no target named {name!r} (targets: {known}); or give a URL")
+        raise TargetProblem(f"-n {name}: no target named {name!r} (targets: {known}); or give a URL ({URLS})")
     _check_templates(name, project, secrets)
     spec = loaded[name]
     return ResolvedTarget(name, spec, f"{name} ({spec.type})"), warnings
@@ -168,8 +174,12 @@ def _check_templates(name: str, project: Project, secrets: Secrets) -> None:
 
 
 async def _from_url(url: str) -> ResolvedTarget:
-    card_at = await find_card(url)
     host = urlsplit(url).netloc
+    if url.lower().startswith("grpc"):
+        if not targets.is_known("grpc"):
+            raise TargetProblem(f"-n {url}: the grpc target is not available in this version of tamesu")
+        return ResolvedTarget(host, _validated("grpc", {"type": "grpc", "url": url}), f"{url} (grpc)")
+    card_at = await find_card(url)
     if card_at is not None:
         if not a2a_available():
             raise TargetProblem(f"an A2A agent card is served at {card_at}, but the a2a target is not available "
@@ -252,6 +262,40 @@ def connector_target(suite_targets: dict[str, TargetSpec], target: ResolvedTarge
     name = f"{target.name} ({connector})"
     suite_targets.setdefault(name, with_connector(target.spec, connector))
     return name
+
+
+class _WithOptions(Protocol):
+    """A JSONL case or turn, as far as its options go (`jsonl.schema`)."""
+
+    @property
+    def options(self) -> Any: ...
+
+
+class _Case(_WithOptions, Protocol):
+    @property
+    def turns(self) -> Sequence[_WithOptions]: ...
+
+
+def unsent_options(kind: str | None, case: _Case) -> list[tuple[Loc, str]]:
+    """Where a JSONL case writes options an agent of this type never gets, with the warning."""
+    written = [(("options",), case.options), *((("turns", n, "options"), t.options) for n, t in enumerate(case.turns))]
+    return [(loc, why) for loc, options in written
+            if options is not None and (why := dropped_options(kind, options.sent())) is not None]
+
+
+def dropped_options(kind: str | None, keys: Iterable[str]) -> str | None:
+    """Why some of these `options` keys never reach an agent of this type (its protocol has no place for
+    them), or None when all do."""
+    if kind is None or not targets.is_known(kind):
+        return None
+    taken = targets.target_class(kind).takes_options
+    dropped = [key for key in keys if taken is not None and key not in taken]
+    if not dropped:
+        return None
+    said = ", ".join(f"options.{key}" for key in dropped)
+    sends = "no options" if not taken else "only " + " and ".join(f"options.{key}" for key in sorted(taken))
+    return f"{article(kind)} target sends {sends} to the agent: {said} {'is' if len(dropped) == 1 else 'are'} " \
+           "dropped"
 
 
 def unseen_tool_calls(kind: str | None, located: list[tuple[Loc, Assertion]]) -> list[tuple[Loc, str]]:

@@ -59,7 +59,9 @@ def _n(count: int, one: str, many: str | None = None) -> str:
     return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
-_FAILING = {"failed", "error"}
+_FAILING = {"failed", "error", "inconclusive"}
+"""What no longer passes: an inconclusive test is not the agent's failure, but it no longer shows the agent
+passes, and it fails the run (exit 1): a passed test gone inconclusive is listed, its reason says why."""
 
 
 def failure_reason(result: TestResult) -> str:

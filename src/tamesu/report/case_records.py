@@ -218,6 +218,10 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         missing = tracker.missing()
         if missing and record.status == "failed" and not record.error:
             record.error = f"missing checkpoints: {', '.join(missing)}"
+    # a turn the conversation never reached has no line of its own: its failed assertions are the case's reason
+    unreached = [a for a in graded if isinstance(a.on_turn, int) and a.on_turn > len(result.turns) and not a.passed]
+    if unreached and record.status == "failed" and not record.error:
+        record.error = "; ".join(f"{a.name}: {a.reason}" for a in unreached)
     if result.end_reason == "goal_achieved":
         record.goal_achieved = _goal_line(parsed, tracker)
     if user is not None and user.missing is not None:

@@ -116,7 +116,7 @@ class ConsoleReporter:
         badge, style = _BADGES[result.status]
         line = Text.assemble((badge, style), "  ", result.id)
         if result.total_runs > 1:
-            line.append(f"  {result.passed_runs}/{result.total_runs} runs passed", style="dim")
+            line.append(f"  {result.runs_said()}", style="dim")
         if result.duration_ms:
             line.append(f"  {result.duration_ms / 1000:.2f}s", style="dim")
         self._print(line)
@@ -130,6 +130,11 @@ class ConsoleReporter:
             self._print(Text(f"      quarantined: {result.quarantine}", style="yellow"))
         if result.status in ("failed", "error", "quarantined", "inconclusive"):
             self._print_problems(result)
+        elif result.error_runs:
+            # runs that counted neither way still happened: a passing test says what broke them
+            for run in result.runs:
+                if run.status == "error":
+                    self._print(Text(f"      ! run {run.run}: {run.error}", style="magenta"))
 
     def warning(self, message: str) -> None:
         self._print(Text(f"warning: {message}", style="yellow"))

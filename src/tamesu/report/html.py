@@ -194,7 +194,7 @@ class _Page:
 
     def test(self, result: TestResult, number: int) -> str:
         opened = " open" if result.status in _NOT_PASSED else ""
-        runs_note = f" · {result.passed_runs}/{result.total_runs} runs" if result.total_runs > 1 else ""
+        runs_note = f" · {result.runs_said()}" if result.total_runs > 1 else ""
         reason = ""
         if result.status in _NOT_PASSED:
             reason = f'<span class="why">{_e(_short(_first_reason(result), 160))}</span>'

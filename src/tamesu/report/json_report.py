@@ -66,6 +66,8 @@ class TestEntry(BaseModel):
     stats: RepeatStats | None = None
     passed_runs: int = 0
     total_runs: int = 0
+    inconclusive_runs: int = 0
+    error_runs: int = 0
     duration_ms: float = 0.0
     file: str | None = None
     line: int | None = None
@@ -104,7 +106,7 @@ def _entry(run: LoadedRun, result: TestResult) -> TestEntry:
         id=result.id, suite=result.suite, test=result.test, case=result.case, tags=result.tags, target=result.target,
         status=result.status, quarantine=result.quarantine, skip_reason=result.skip_reason,
         reason=result.reason, stats=result.stats, passed_runs=result.passed_runs, total_runs=result.total_runs,
-        duration_ms=result.duration_ms,
+        inconclusive_runs=result.inconclusive_runs, error_runs=result.error_runs, duration_ms=result.duration_ms,
         file=source.file if source else None, line=source.line if source else None, runs=details,
     )
 

@@ -45,7 +45,7 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
     lines: list[str] = []
     several = result.total_runs > 1
     if several:
-        lines.append(f"{result.passed_runs}/{result.total_runs} runs passed (needed {result.pass_threshold:.0%})")
+        lines.append(f"{result.runs_said()} (needed {result.pass_threshold:.0%})")
     if result.reason:
         lines.append(result.reason)
     for summary in result.runs:

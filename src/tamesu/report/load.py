@@ -24,6 +24,7 @@ from tamesu.results.records import (
     TestResult,
     Transcript,
     count,
+    count_runs,
     exit_code_for,
 )
 
@@ -206,7 +207,7 @@ def load_run(path: Path) -> LoadedRun:
             tamesu_version="?", started_at="", finished_at="",
             exit_code=exit_code_for(results) or (EXIT_INFRA if left else 0),
             duration_ms=round(sum(r.duration_ms for r in results), 3), counts=count(results),
-            interrupted="the run did not finish (no run.json)",
+            runs=count_runs(results), interrupted="the run did not finish (no run.json)",
         )
     return LoadedRun(dir=path, summary=summary, results=results, plan=plan, problems=problems)
 
@@ -219,9 +220,12 @@ def _unfinished(plan: PlanRecord | None, results: list[TestResult]) -> int:
 
 
 def mean_metrics(result: TestResult) -> dict[str, float]:
-    """Every metric of a test, averaged over its runs (a test repeated N times has N values of each)."""
+    """Every metric of a test, averaged over its runs (a test repeated N times has N values of each). A run that
+    errored or was skipped is left out: it graded nothing, and its `turns: 0` would read as the agent's change."""
     values: dict[str, list[float]] = {}
     for run in result.runs:
+        if run.status in ("error", "skipped"):
+            continue
         for name, value in run.metrics.items():
             values.setdefault(name, []).append(value)
     return {name: sum(vs) / len(vs) for name, vs in values.items()}

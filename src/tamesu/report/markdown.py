@@ -50,7 +50,7 @@ def _why(result: TestResult) -> str:
 def _table(rows: list[TestResult]) -> list[str]:
     lines = ["| test | runs | why |", "| --- | --- | --- |"]
     for result in rows[:LIMIT]:
-        cells = [f"`{_cell(result.id)}`", f"{result.passed_runs}/{result.total_runs}", _why(result)]
+        cells = [f"`{_cell(result.id)}`", result.runs_said().replace(" runs passed", ""), _why(result)]
         lines.append("| " + " | ".join(cells) + " |")
     if len(rows) > LIMIT:
         lines.append(f"| … and {len(rows) - LIMIT} more | | |")

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from tamesu import __version__
 from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
-from tamesu.results.records import ModelSpend, RunSummaryFile, TestResult, count, exit_code_for
+from tamesu.results.records import ModelSpend, RunSummaryFile, TestResult, count, count_runs, exit_code_for
 from tamesu.results.rundir import new_run_dir
 
 
@@ -104,7 +104,7 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
         tamesu_version=__version__, started_at=min(starts).isoformat() if starts else "",
         finished_at=max(ends).isoformat() if ends else "", duration_ms=round(duration, 3),
         exit_code=EXIT_INFRA if missing and _merged_code(runs, merged, budget) in (0, 1)
-        else _merged_code(runs, merged, budget), counts=count(merged),
+        else _merged_code(runs, merged, budget), counts=count(merged), runs=count_runs(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
         warnings=[w for r in runs for w in r.summary.warnings],
         models=sum((r.summary.models for r in runs if r.summary.models), start=ModelSpend()) if any(

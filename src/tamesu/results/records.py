@@ -183,10 +183,20 @@ class TestResult(BaseModel):
     user's fault in a test still inconclusive."""
     stats: RepeatStats | None = None
     """The statistics of its runs, for a test that ran more than once."""
+    inconclusive_runs: int = 0
+    """Runs the simulated user spoiled (after their reruns): counted neither way, so said wherever the passes are."""
+    error_runs: int = 0
+    """Runs the environment broke (after their retries): counted neither way too."""
     duration_ms: float = 0.0
     runs: list[RunSummary] = Field(default_factory=list)
 
     __test__ = False
+
+    def runs_said(self) -> str:
+        """`1/4 runs passed, 3 inconclusive, 1 error`: how the runs went, with those that said nothing of the agent."""
+        said = f"{self.passed_runs}/{self.total_runs} runs passed"
+        said += f", {self.inconclusive_runs} inconclusive" if self.inconclusive_runs else ""
+        return said + (f", {self.error_runs} error{'' if self.error_runs == 1 else 's'}" if self.error_runs else "")
 
     @property
     def underlying(self) -> str:
@@ -243,6 +253,9 @@ class RunSummaryFile(BaseModel):
     stopped: str | None = None
     """Why runs stopped starting before the end: fail-fast, the budget."""
     warnings: list[str] = Field(default_factory=list)
+    runs: dict[str, int] = Field(default_factory=dict)
+    """The tests' runs by status (`passed`, `failed`, `error`, `inconclusive`, `skipped`): a test that passed can
+    hold runs that errored, which `counts` (of tests) does not show."""
     models: ModelSpend | None = None
     """The run's model calls, tokens and dollars in all (each run's own are its `llm_*` metrics); None: no call."""
 
@@ -256,6 +269,16 @@ def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> i
     if "failed" in statuses or "inconclusive" in statuses:
         return EXIT_FAILED
     return EXIT_OK
+
+
+def count_runs(results: list[TestResult]) -> dict[str, int]:
+    """Every test's runs by status (run.json's `runs`)."""
+    counts: dict[str, int] = {}
+    for result in results:
+        for run in result.runs:
+            if run.run:  # run 0 stands for a test that never started
+                counts[run.status] = counts.get(run.status, 0) + 1
+    return counts
 
 
 def count(results: list[TestResult]) -> dict[str, int]:

@@ -55,6 +55,8 @@ class RepeatStats(BaseModel):
     """k -> the chance that at least one of k runs passes (unbiased over the n runs)."""
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
     """k -> pass^k, the chance that all k runs pass (unbiased over the n runs)."""
+    left_out_k: list[int] = Field(default_factory=list)
+    """The ks of `pass_k` more than the runs: no k of n runs can be drawn, so they are not estimated (said)."""
     threshold: float = 1.0
     decided: Decision | None = None
     """`pass` when the interval lies at or above `threshold`, `fail` when below it, None when it straddles."""
@@ -73,6 +75,9 @@ class RepeatStats(BaseModel):
             if at is not None and k != "1":
                 parts.append(f"pass@{k} {at:.2f}")
             parts.append(f"pass^{k} {hat:.2f}")
+        if self.left_out_k:
+            ks = ", ".join(map(str, self.left_out_k))
+            parts.append(f"(pass_k {ks}: more than the {self.runs} run{'' if self.runs == 1 else 's'}, left out)")
         return " ".join(parts)
 
 
@@ -119,10 +124,11 @@ def decide(interval: tuple[float, float], threshold: float) -> Decision | None:
 def repeat_stats(passes: int, runs: int, threshold: float, ks: list[int] | None = None,
                  confidence: float = 0.95) -> RepeatStats:
     """The statistics of `passes` out of `runs`, pass@k and pass^k for each k of `ks` that is at most `runs`
-    (default 1 and `runs`)."""
+    (default 1 and `runs`); the others are named in `left_out_k`."""
     chosen = sorted({k for k in (ks if ks else [1, runs]) if 1 <= k <= runs})
     interval = wilson(passes, runs, confidence)
     return RepeatStats(
+        left_out_k=sorted({k for k in ks or [] if k > runs}),
         runs=runs, passes=passes, rate=passes / runs if runs else 0.0, confidence=confidence, interval=interval,
         pass_at_k={str(k): round(pass_at_k(runs, passes, k), 6) for k in chosen},
         pass_hat_k={str(k): round(pass_hat_k(runs, passes, k), 6) for k in chosen},
@@ -181,6 +187,10 @@ def sequential_decision(passes: int, runs: int, threshold: float, confidence: fl
     """Adaptive repeats' stopping rule: decided once the confidence sequence leaves the threshold's side."""
     if runs < min_runs or runs <= 0:
         return None
+    if threshold <= 0:
+        # every rate reaches 0: decided before any run (the mixture's prior at 0 never rules out a rate of 0, so
+        # this rule alone made every run of `repeat`); `min_runs` are made for the statistics
+        return "pass"
     # the ratio is convex in the rate with its least at the observed rate, so the interval leaves the
     # threshold exactly when the ratio at the threshold reaches 1/alpha: no interval needs computing
     ratio = _log_mixture_ratio(passes, runs - passes, threshold, _prior(threshold))

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest
 from tamesu.models.structured import StructuredOutputError, ask_structured
 from tamesu.roles import prompt_files as _prompts
-from tamesu.roles._evidence import check_evidence, normalised
+from tamesu.roles.evidence import check_evidence, normalised
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import as_text
 

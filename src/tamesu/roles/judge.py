@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.roles import prompt_files as _prompts
-from tamesu.roles._evidence import Evidence, check_evidence
-from tamesu.roles.failures import infra_error
+from tamesu.roles.evidence import Evidence, check_evidence
+from tamesu.roles.failures import infra_error, not_taken
 from tamesu.roles.transcript import as_text
 
 EvidenceMode = Literal["strict", "lenient"]
@@ -167,9 +167,7 @@ class Judge:
         record = [as_text(lines, empty=""), *(_json(call) for call in given.tool_calls), given.context or "",
                   given.trace or ""]
         found = check_evidence(answer.evidence, record)
-        verdict = self._verdict(answer, passed, score, responses, attempts, found, given.evidence)
-        verdict.prompt_version = version
-        return verdict
+        return self._verdict(answer, passed, score, responses, attempts, found, given.evidence, version)
 
     async def grade_grounding(self, claims: str, context: str, evidence: EvidenceMode = "strict") -> JudgeVerdict:
         """Every factual claim in `claims` (the agent's text) is supported by `context`; the unsupported
@@ -180,10 +178,8 @@ class Judge:
         inputs = {"mode": "grounded", "claims": claims, "context": context}
         answer, responses, attempts = await self._ask(system, user, inputs, GroundedAnswer, prompt.version)
         found = check_evidence(answer.evidence, [claims])
-        verdict = self._verdict(answer, answer.passed, answer.score, responses,  # type: ignore[attr-defined]  # the scale chose the answer's schema
-                                attempts, found, evidence)
-        verdict.prompt_version = prompt.version
-        return verdict
+        return self._verdict(answer, answer.passed, answer.score, responses,  # type: ignore[attr-defined]  # the scale chose the answer's schema
+                             attempts, found, evidence, prompt.version)
 
     async def _ask(
         self, system: str, user: str, context: Mapping[str, object], schema: type[_Answer], version: str,
@@ -199,26 +195,28 @@ class Judge:
             reasons = [a.reason for a in exc.attempts]
             tried = f"each answer: {reasons[0]}" if len(set(reasons)) == 1 else \
                 "; ".join(f"attempt {a.number}: {a.reason}" for a in exc.attempts)
-            raise infra_error("judge", ModelError(
-                f"no verdict that fits the schema after {len(exc.attempts)} attempts ({tried})")) from exc
+            raise not_taken("judge", StructuredOutputError(
+                f"no verdict that fits the schema after {len(exc.attempts)} attempts ({tried})", exc.responses,
+                exc.attempts), version) from exc
         except ModelError as exc:
             raise infra_error("judge", exc) from exc
         return found.value, found.responses, found.attempts
 
     def _verdict(self, answer: _Answer, passed: bool, score: float, responses: list[ModelResponse],
-                 attempts: list[Attempt], found: Evidence, mode: EvidenceMode) -> JudgeVerdict:
+                 attempts: list[Attempt], found: Evidence, mode: EvidenceMode, version: str) -> JudgeVerdict:
         last = responses[-1]
         if found.none_supported and mode == "strict":
             # the judge shows nothing that is there: its verdict, pass or fail, rests on words nobody said, so it
             # decides nothing about the agent; the run is an error naming the judge, as for an answer out of shape
             quoted = ", ".join(repr(q[:60]) for q in found.unsupported[:3])
-            raise infra_error("judge", StructuredOutputError(
+            raise not_taken("judge", StructuredOutputError(
                 f"{last.provider}:{last.model} {'passed' if passed else 'failed'} it, but none of its "
                 f"{len(found.unsupported)} quote(s) is in what it was shown ({quoted}): its verdict is not taken "
-                f"(evidence: lenient takes it); the judge said: {answer.reason}", responses, attempts))
+                f"(evidence: lenient takes it); the judge said: {answer.reason}", responses, attempts), version,
+                found.unsupported)
         return JudgeVerdict(
             passed=passed, score=score, reason=answer.reason, evidence=answer.evidence,
-            model=f"{last.provider}:{last.model}", prompt_version=self.version, fake=last.fake,
+            model=f"{last.provider}:{last.model}", prompt_version=version, fake=last.fake,
             attempts=attempts, unsupported_evidence=found.unsupported, responses=responses)
 
 

@@ -162,7 +162,7 @@ class Reader:
                 sa.select(r.test_id, sa.func.count(), sa.func.sum(sa.case((r.status == "passed", 1), else_=0)))
                 .where(r.run_id.in_(recent), r.status != "skipped").group_by(r.test_id)).all()
             flaky: dict[str, list[str]] = defaultdict(list)
-            failing = r.status.in_(["failed", "error", "quarantined"])
+            failing = r.status.in_(["failed", "quarantined"])  # an error is the environment's, not the test's
             both = (sa.select(r.test_id, r.commit)
                     .where(r.run_id.in_(recent), r.commit.is_not(None))
                     .group_by(r.test_id, r.commit)
@@ -170,9 +170,14 @@ class Reader:
                     .having(sa.func.sum(sa.case((failing, 1), else_=0)) > 0))
             for test_id, commit in connection.execute(both):
                 flaky[test_id].append(commit)
-            # a repeated test whose own runs both passed and failed: flaky on that code, with or without git
+            # a repeated test whose own runs both passed and failed: flaky on that code, with or without git (a
+            # run that errored is the environment's, not a failure: passes beside errors are not flaky)
+            tr = t.test_runs.c
             mixed = (sa.select(r.test_id, r.commit).distinct()
-                     .where(r.run_id.in_(recent), r.passed_runs > 0, r.passed_runs < r.total_runs))
+                     .join(t.test_runs, tr.test_result_id == r.id)
+                     .where(r.run_id.in_(recent), r.passed_runs > 0, r.passed_runs < r.total_runs)
+                     .group_by(r.id, r.test_id, r.commit)
+                     .having(sa.func.sum(sa.case((tr.status == "failed", 1), else_=0)) > 0))
             for test_id, commit in connection.execute(mixed):
                 if (commit or ONE_RUN) not in flaky[test_id]:
                     flaky[test_id].append(commit or ONE_RUN)

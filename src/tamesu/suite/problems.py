@@ -72,6 +72,14 @@ def keys_of(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
+def _listed_keys(model: type[BaseModel]) -> list[str]:
+    """The keys as a hint lists them: a field written by its own name as well as by its alias (JSONL's
+    `assertions`, documented, and `assert`) is listed by both, its name first."""
+    by_name = model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    return [f"{name} (or {info.alias})" if by_name and info.alias and info.alias != name and not name.endswith("_")
+            else info.alias or name for name, info in model.model_fields.items()]
+
+
 _NAMED_ENTRIES = {"models": "model", "targets": "target", "remote_agents": "remote agent"}
 """Maps whose keys are names the user chose: `models.other.temprature` is not a *model* key, not an "other" one."""
 
@@ -100,7 +108,7 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
             # by its name too: `assertions` is a key (populate_by_name) though the key list shows `assert`
             written = {*keys_of(owner_model), *owner_model.model_fields}
             close = difflib.get_close_matches(str(loc[-1]), sorted(written), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f" (keys: {', '.join(keys_of(owner_model))})"
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (keys: {', '.join(_listed_keys(owner_model))})"
         return f"not {article(owner)} key{hint}"
     if kind == "missing":
         return "missing required key"

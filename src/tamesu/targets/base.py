@@ -131,6 +131,9 @@ class Target(ABC, Generic[SpecT]):
     """A test of it may have `steps:` (browser actions), checked by `step_problems`."""
     reports_tool_calls: ClassVar[bool] = True
     """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
+    takes_options: ClassVar[frozenset[str] | None] = frozenset()
+    """The keys of a JSONL case's `options` (`-c` is `options.connector`) that reach the agent; None: all of
+    them. `test` and `validate` warn of the others, which it drops."""
 
     @classmethod
     def has_audio(cls, spec: object) -> bool:

@@ -194,6 +194,7 @@ class ModelTarget(Target[ModelTargetSpec]):
     kind = "model"
     Spec = ModelTargetSpec
     carries_history = True
+    takes_options = frozenset({"connector"})  # the model that answers (`plan.targets.with_connector`)
     model_is_the_agent: ClassVar[bool] = True
     """Each model request of a turn carries the turn's `traceparent` (the mcp target's model is no agent)."""
 

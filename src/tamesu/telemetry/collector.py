@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tamesu.telemetry.spans import Span, SpansFile
+from tamesu.telemetry.spans import MAX_VALUE_CHARS, Span, SpansFile
 
 _CONVERSATION = -1
 """The route of a conversation's trace: its spans are placed on turns by their start time."""
@@ -34,9 +34,20 @@ class Dropped:
     late_spans: int = 0
     grpc_exports: int = 0
     """Connections (or requests) of an exporter speaking OTLP over gRPC, refused."""
+    rejected_spans: int = 0
+    """Spans left out of an export for a bad id (the rest of it kept: OTLP's partial success)."""
+    rejected_why: str = ""
+    cut_values: int = 0
+    """Attribute values cut to `spans.MAX_VALUE_CHARS`."""
 
     def words(self) -> list[str]:
         said = []
+        if self.rejected_spans:
+            said.append(f"traces: {self.rejected_spans} span(s) were left out of the agent's exports "
+                        f"({self.rejected_why}); the rest of those exports were kept")
+        if self.cut_values:
+            said.append(f"traces: {self.cut_values} attribute value(s) longer than {MAX_VALUE_CHARS:,} characters "
+                        "were cut to it (marked '… [cut: N characters in all]')")
         if self.grpc_exports:
             said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
         if self.other_spans:

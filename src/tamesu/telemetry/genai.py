@@ -4,6 +4,7 @@ with their arguments, tokens, errors; the metrics tamesu derives from them and t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,6 +14,15 @@ LLM_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 TOOL_OPERATION = "execute_tool"
 SPAN_METRICS = ("trace_spans", "llm_time_ms", "tool_time_ms", "llm_input_tokens", "llm_output_tokens",
                 "agent_errors")
+
+
+def from_spans(metric: str) -> bool:
+    """Whether a metric's name (`llm_time_ms_p95`, `trace_spans_total`) is one tamesu measures from the agent's
+    spans (`traces:`)."""
+    if metric.startswith("trace_"):
+        return True
+    base = re.sub(r"_(total|max|min|mean|p\d{1,2})$", "", metric)
+    return base in SPAN_METRICS
 
 
 def operation(span: Span) -> str | None:

@@ -16,6 +16,7 @@ import asyncio
 import struct
 import zlib
 
+from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -148,15 +149,24 @@ def app(collector: SpanCollector) -> Starlette:
             if len(body) > MAX_BODY:
                 return Response("body too large\n", status_code=413, media_type="text/plain")
         try:
-            spans = decode(_inflated(body, request.headers.get("content-encoding", "")), content_type)
+            export = decode(_inflated(body, request.headers.get("content-encoding", "")), content_type)
         except BadExport as exc:
             return Response(f"{exc}\n", status_code=400, media_type="text/plain")
         except _TooLarge:
             return Response("body too large\n", status_code=413, media_type="text/plain")
-        collector.take(spans)
+        collector.take(export.spans)
+        collector.dropped.rejected_spans += export.rejected
+        collector.dropped.rejected_why = collector.dropped.rejected_why or export.why
+        collector.dropped.cut_values += export.cut
+        # OTLP's partial success: the exporter is told how many spans were left out and why, the rest are kept
+        answer = ExportTraceServiceResponse()
+        if export.rejected:
+            answer.partial_success.rejected_spans = export.rejected
+            answer.partial_success.error_message = export.why
         if as_json:
-            return Response("{}", media_type="application/json")
-        return Response(ExportTraceServiceResponse().SerializeToString(), media_type="application/x-protobuf")
+            return Response(json_format.MessageToJson(answer, indent=None) if export.rejected else "{}",
+                            media_type="application/json")
+        return Response(answer.SerializeToString(), media_type="application/x-protobuf")
 
     async def other_signal(request: Request) -> Response:
         # the endpoint variable is the general one, so an agent that also exports metrics or logs sends them

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from google.protobuf import json_format
@@ -72,18 +73,39 @@ class SpansFile(BaseModel):
     spans: list[Span] = Field(default_factory=list)
 
 
+MAX_VALUE_CHARS = 64 * 1024
+"""An attribute's text (a string, or bytes as hex) is kept whole up to this many characters; a longer one is cut
+there and marked, so one span's 20 MB attribute does not fill spans.json, the store and every report."""
+
+
 class BadExport(ValueError):
     """A body that is no OTLP trace export: the receiver answers 400 with this line."""
 
 
-def decode(body: bytes, content_type: str) -> list[Span]:
+@dataclass
+class Export:
+    """What one export request gave: its spans, those left out, and the attribute values cut."""
+
+    spans: list[Span]
+    rejected: int = 0
+    """Spans left out (an id that is not hex, or not of W3C's length); the rest are kept, as OTLP's partial
+    success says to the exporter."""
+    why: str = ""
+    """The first rejected span's reason."""
+    cut: int = 0
+    """Attribute values longer than MAX_VALUE_CHARS, cut."""
+
+
+def decode(body: bytes, content_type: str) -> Export:
     """The spans of one `/v1/traces` request body, by its content type (protobuf unless it says JSON)."""
     request = ExportTraceServiceRequest()
+    rejected, why = 0, ""
     if "json" in content_type.lower():
         try:
-            document = _base64_ids(json.loads(body))
+            document = json.loads(body)
             if not isinstance(document, dict):
                 raise ValueError("expected a JSON object")
+            document, rejected, why = _hex_spans(document)
             json_format.ParseDict(document, request, ignore_unknown_fields=True)
         except (ValueError, json_format.ParseError) as exc:
             raise BadExport(f"not an OTLP/JSON trace export: {str(exc)[:200]}") from None
@@ -92,7 +114,47 @@ def decode(body: bytes, content_type: str) -> list[Span]:
             request.ParseFromString(body)
         except DecodeError as exc:
             raise BadExport(f"not an OTLP protobuf trace export: {exc}") from None
-    return list(spans_of(request))
+    cut = [0]
+    spans = list(spans_of(request, cut))
+    sent = sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+    if sent > len(spans):
+        rejected += sent - len(spans)
+        why = why or "a trace or span id is not of W3C's length (16 and 8 bytes)"
+    return Export(spans, rejected, why, cut[0])
+
+
+def _hex_spans(document: dict[str, JSONValue]) -> tuple[dict[str, JSONValue], int, str]:
+    """The export with its ids as protobuf's JSON mapping wants them; a span whose id is not hex is left out
+    (counted, the first one's reason kept), not the whole export with it."""
+    rejected, why = 0, ""
+
+    def kept(spans: JSONValue) -> JSONValue:
+        nonlocal rejected, why
+        if not isinstance(spans, list):
+            return _base64_ids(spans)
+        out = []
+        for span in spans:
+            try:
+                out.append(_base64_ids(span))
+            except BadExport as exc:
+                rejected, why = rejected + 1, why or str(exc)
+        return out
+
+    def scopes(value: JSONValue) -> JSONValue:
+        if not isinstance(value, list):
+            return _base64_ids(value)
+        return [{k: kept(v) if k == "spans" else _base64_ids(v) for k, v in scope.items()}
+                if isinstance(scope, dict) else _base64_ids(scope) for scope in value]
+
+    resources = document.get("resourceSpans")
+    converted = {k: v for k, v in document.items() if k != "resourceSpans"}
+    if isinstance(resources, list):
+        converted["resourceSpans"] = [
+            {k: scopes(v) if k in ("scopeSpans", "scope_spans") else _base64_ids(v) for k, v in resource.items()}
+            if isinstance(resource, dict) else resource for resource in resources]
+    elif resources is not None:
+        converted["resourceSpans"] = _base64_ids(resources)
+    return converted, rejected, why
 
 
 def _base64_ids(value: JSONValue) -> JSONValue:
@@ -112,8 +174,10 @@ def _id_bytes(hex_id: str) -> str:
         raise BadExport(f"a trace or span id is not hex: {hex_id[:40]!r}") from None
 
 
-def spans_of(request: ExportTraceServiceRequest) -> Iterator[Span]:
-    """The spans of an export (or of a backend's trace in the same messages) that have W3C ids."""
+def spans_of(request: ExportTraceServiceRequest, cut: list[int] | None = None) -> Iterator[Span]:
+    """The spans of an export (or of a backend's trace in the same messages) that have W3C ids; `cut[0]` counts
+    the attribute values cut to MAX_VALUE_CHARS."""
+    cut = [0] if cut is None else cut
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)
         service = resource.get("service.name")
@@ -128,22 +192,32 @@ def spans_of(request: ExportTraceServiceRequest) -> Iterator[Span]:
                     service=service if isinstance(service, str) else None,
                     start_unix_nano=span.start_time_unix_nano, end_unix_nano=span.end_time_unix_nano,
                     status=_STATUS.get(span.status.code, "unset"), status_message=span.status.message,
-                    attributes=attributes(span.attributes),
-                    events=[SpanEvent(name=e.name, at_unix_nano=e.time_unix_nano, attributes=attributes(e.attributes))
-                            for e in span.events],
+                    attributes=attributes(span.attributes, cut),
+                    events=[SpanEvent(name=e.name, at_unix_nano=e.time_unix_nano,
+                                      attributes=attributes(e.attributes, cut)) for e in span.events],
                 )
 
 
-def attributes(pairs: Iterable[KeyValue]) -> dict[str, object]:
-    return {pair.key: _value(pair.value) for pair in pairs if isinstance(pair, KeyValue)}
+def attributes(pairs: Iterable[KeyValue], cut: list[int] | None = None) -> dict[str, object]:
+    cut = [0] if cut is None else cut
+    return {pair.key: _value(pair.value, cut) for pair in pairs if isinstance(pair, KeyValue)}
 
 
-def _value(value: AnyValue) -> object:
+def _value(value: AnyValue, cut: list[int]) -> object:
     kind = value.WhichOneof("value")
     if kind == "array_value":
-        return [_value(v) for v in value.array_value.values]
+        return [_value(v, cut) for v in value.array_value.values]
     if kind == "kvlist_value":
-        return attributes(value.kvlist_value.values)
+        return attributes(value.kvlist_value.values, cut)
     if kind == "bytes_value":
-        return value.bytes_value.hex()
+        return _capped(value.bytes_value[:MAX_VALUE_CHARS].hex(), len(value.bytes_value) * 2, cut)
+    if kind == "string_value":
+        return _capped(value.string_value[:MAX_VALUE_CHARS], len(value.string_value), cut)
     return getattr(value, kind) if kind else None
+
+
+def _capped(text: str, length: int, cut: list[int]) -> str:
+    if length <= MAX_VALUE_CHARS:
+        return text
+    cut[0] += 1
+    return f"{text[:MAX_VALUE_CHARS]}… [cut: {length:,} characters in all]"

@@ -99,6 +99,7 @@ _CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SD
 class A2ATarget(Target[A2ASpec]):
     kind = "a2a"
     reports_tool_calls = False
+    takes_options = frozenset({"metadata", "skip"})  # the message's metadata (`_turn.turn_metadata`)
     """Only messages and artifacts travel over A2A."""
     Spec = A2ASpec
     carries_history = True

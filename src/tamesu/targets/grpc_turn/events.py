@@ -36,6 +36,14 @@ class TurnEvents:
         self.bytes = 0
         """The size of the turn's events as they came (a stream's total, against max_response_bytes)."""
 
+    @staticmethod
+    def plain(event: turn_pb2.AgentEvent) -> dict[str, object]:
+        """An event as JSON, as `raw` keeps it."""
+        if event.WhichOneof("event") == "delta":
+            return {"delta": {"text": event.delta.text}}
+        result: dict[str, object] = _plain(event)
+        return result
+
     @property
     def text(self) -> str:
         return "".join(self.texts)
@@ -44,7 +52,7 @@ class TurnEvents:
         """Take one event; True when it ends the turn."""
         kind = event.WhichOneof("event")
         # deltas are most of the events: built by hand, as MessageToDict is the costliest step of a turn
-        self.raw.append({"delta": {"text": event.delta.text}} if kind == "delta" else _plain(event))
+        self.raw.append(self.plain(event))
         if kind == "delta":
             if event.delta.text and self.first_token_at_ms is None:
                 self.first_token_at_ms = at_ms

@@ -25,7 +25,12 @@ Traces: every `UserTurn` carries its turn's W3C `traceparent` in its `traceparen
 metadata is fixed when it opens, that is the only per-turn carrier); unary calls send it as call metadata
 too. A `traceparent` in `headers` wins, in both places.
 
-Events: `transport`, `connect_retry`, `handoff`, `session_end`, `stream_ended`, `unmatched_tool_result`.
+Every turn ends with exactly one end event (docs/grpc.md): what a stream sends after a turn's end, before the
+next turn is sent, is that next turn's no more (`events_after_turn_end`), nor are a SendTurn reply's events
+past its first end; a SendTurn reply with no end fails its turn.
+
+Events: `transport`, `connect_retry`, `handoff`, `session_end`, `stream_ended`, `unmatched_tool_result`,
+`events_after_turn_end`.
 Metric: `grpc_events`, the agent events received.
 """
 
@@ -35,14 +40,15 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import grpc
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.tls import TlsSpec
 from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
@@ -68,25 +74,27 @@ class GrpcSpec(TargetSpec):
     mode: Literal["stream", "unary"] = "stream"
     """stream: the Converse stream, one per run; unary: one SendTurn call per user turn."""
 
+    # field validators, not one on the whole spec: that one runs only once every field is valid, so a wrong
+    # `mode` hid the `tls` problems of the same target
+
+    @field_validator("tls")
+    @classmethod
+    def _verified(cls, value: TlsSpec | None) -> TlsSpec | None:
+        if value is not None and not value.verify:
+            raise ValueError("verify: false is not possible over gRPC (grpc-python checks every certificate): give "
+                             "the agent's CA as tls.ca_file")
+        return value
+
     @field_validator("url")
     @classmethod
-    def _grpc_url(cls, value: str) -> str:
+    def _grpc_url(cls, value: str, info: ValidationInfo) -> str:
         if "{{" not in value:
             dial_target(value)
         elif not value.startswith(("{{", "grpc://", "grpcs://")):
             raise ValueError("url must start with grpc:// or grpcs://")
+        if info.data.get("tls") is not None and value.startswith("grpc://"):
+            raise ValueError("grpc:// is plaintext: tls: is for a grpcs:// url")
         return value
-
-    @model_validator(mode="after")
-    def _tls_over_grpcs(self) -> GrpcSpec:
-        if self.tls is None:
-            return self
-        if not self.tls.verify:
-            raise ValueError("tls.verify: false is not possible over gRPC (grpc-python checks every certificate):"
-                             " give the agent's CA as tls.ca_file")
-        if self.url.startswith("grpc://"):
-            raise ValueError("tls: is for a grpcs:// url (grpc:// is plaintext)")
-        return self
 
 
 @register("targets", "grpc")
@@ -110,6 +118,9 @@ class GrpcTarget(Target[GrpcSpec]):
         self._turns = 0
         self._events = 0
         self._agent_closed = False
+        self._ahead: asyncio.Future[object] | None = None
+        """A stream's read begun when a turn ended: what the agent sends before the next turn is sent is found
+        there, and said, not credited to that turn."""
 
     async def _open(self, session: Session) -> None:
         context = session.context
@@ -132,6 +143,11 @@ class GrpcTarget(Target[GrpcSpec]):
         call, self._call = self._call, None
         channel, self._channel = self._channel, None
         self._stub = None
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            if ahead.done() and not ahead.cancelled():
+                ahead.exception()  # the stream's end, taken: never "exception was never retrieved"
+            ahead.cancel()
         if call is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(call.done_writing(), 2.0)
@@ -163,7 +179,13 @@ class GrpcTarget(Target[GrpcSpec]):
                 else:
                     await self._unary_turn(self._stub, request, events, session, limit)
         except grpc.aio.AioRpcError as exc:
-            if too_large(exc):
+            sized = too_large(exc, self.spec.max_response_bytes, request.ByteSize())
+            if sized is not None and sized[0] == "request":
+                raise TurnError(f"the agent refused the user turn: its {sized[1]:,} bytes are larger than the agent "
+                                f"takes ({sized[2]:,} bytes; its grpc.max_receive_message_length) (gRPC: "
+                                f"{exc.code().name}: {exc.details()})", raw={"code": exc.code().name,
+                                "details": exc.details()}, status=exc.code().value[0]) from None
+            if sized is not None:
                 raise self._refused(session, f"a message of the answer was larger than max_response_bytes "
                                              f"({self.spec.max_response_bytes:,}), then refused ({exc.details()})",
                                     events) from None
@@ -186,6 +208,7 @@ class GrpcTarget(Target[GrpcSpec]):
 
     async def _stream_turn(self, call: grpc.aio.StreamStreamCall, request: turn_pb2.UserTurn, events: TurnEvents,
                            session: Session) -> None:
+        await self._after_the_end(session, request.turn - 1)
         if self._agent_closed or call.done():
             await self._stream_gone(call, request.turn)
         try:
@@ -207,7 +230,7 @@ class GrpcTarget(Target[GrpcSpec]):
             raise TurnError(f"{_HUNG_UP} (gRPC: {exc.code().name}: {exc.details()})",
                             raw={"code": exc.code().name, "details": exc.details()}) from None
         while True:
-            event = await call.read()
+            event = await self._read(call)
             if event is grpc.aio.EOF:
                 # read() raises for a status other than OK, so this is the agent hanging up cleanly
                 self._agent_closed = True
@@ -221,8 +244,37 @@ class GrpcTarget(Target[GrpcSpec]):
                                              f"({self.spec.max_response_bytes:,}): read {events.bytes:,} bytes in "
                                              f"{len(events.raw) + 1} events, then refused", events)
             if events.add(event, session.now_ms()):
+                self._ahead = asyncio.ensure_future(call.read())
                 return
             self._too_many(events)
+
+    async def _read(self, call: grpc.aio.StreamStreamCall) -> Any:  # an AgentEvent, or grpc.aio.EOF
+        ahead, self._ahead = self._ahead, None
+        return await (ahead if ahead is not None else call.read())
+
+    async def _after_the_end(self, session: Session, turn: int) -> None:
+        """The events the agent sent after `turn` had ended, before the next turn was sent (the turn API has
+        every turn end with exactly one end event): taken off the stream and said (`events_after_turn_end`),
+        never credited to the next turn. The end of the stream or its status is left for the next read."""
+        stray: list[dict[str, object]] = []
+        await asyncio.sleep(0)  # what has come is handed over
+        while self._ahead is not None and self._ahead.done() and len(stray) < MAX_EVENTS:
+            if self._ahead.cancelled() or self._ahead.exception() is not None or \
+                    self._ahead.result() is grpc.aio.EOF:
+                break
+            event = self._ahead.result()
+            assert isinstance(event, turn_pb2.AgentEvent)
+            stray.append(TurnEvents.plain(event))
+            self._ahead = asyncio.ensure_future(self._require_call().read())
+            # the agent is past its end: what it sent with the stray event is taken with it, a moment each
+            await asyncio.wait({self._ahead}, timeout=0.05)
+        if stray:
+            self._events += len(stray)
+            session.event("events_after_turn_end", turn=turn, count=len(stray), events=stray[:20])
+
+    def _require_call(self) -> grpc.aio.StreamStreamCall:
+        assert self._call is not None
+        return self._call
 
     def _refused(self, session: Session, note: str, events: TurnEvents) -> TurnError:
         """A turn past max_response_bytes: said as a `response_truncated` event and as the turn's failure."""
@@ -279,10 +331,16 @@ class GrpcTarget(Target[GrpcSpec]):
                           events: TurnEvents, session: Session, limit: float) -> None:
         reply = await stub.SendTurn(request, metadata=self._turn_metadata(session), timeout=limit)
         arrived = session.now_ms()
-        for event in reply.events:
+        for at, event in enumerate(reply.events):
             if events.add(event, arrived):
-                break
+                after = reply.events[at + 1:]
+                if after:  # a second end, or anything past the first: not this turn's, and said
+                    session.event("events_after_turn_end", turn=request.turn, count=len(after),
+                                  events=[TurnEvents.plain(e) for e in after[:20]])
+                return
             self._too_many(events)
+        raise TurnError(f"the agent's TurnReply ended no turn: none of its {len(reply.events)} events is turn_end, "
+                        "handoff, session_end or error (every turn ends with exactly one)", raw=events.raw)
 
     @staticmethod
     def _too_many(events: TurnEvents) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -176,9 +177,24 @@ def user_turn(turn: UserTurn, *, session_id: str, index: int, base_dir: Path, wh
     return message
 
 
-def too_large(exc: grpc.aio.AioRpcError) -> bool:
-    """The channel refused a message past its `max_receive` (gRPC says so as RESOURCE_EXHAUSTED)."""
-    return exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in (exc.details() or "")
+_TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. (\d+)\)")
+
+
+def too_large(exc: grpc.aio.AioRpcError, limit: int, sent: int) -> tuple[str, int, int] | None:
+    """A message refused for its size (RESOURCE_EXHAUSTED, `larger than max (N vs. M)`): who refused it
+    (`answer`: our channel, past `limit`, our max_response_bytes; `request`: the agent, our turn of `sent`
+    bytes past its own max_receive_message_length), N and M; None for any other status. gRPC words both the
+    same; its core prefixes the side (`SERVER:`, `CLIENT:`), and without that the limit and the size tell."""
+    details = exc.details() or ""
+    found = _TOO_LARGE.search(details)
+    if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or found is None:
+        return None
+    size, most = int(found.group(1)), int(found.group(2))
+    if details.startswith("SERVER:"):
+        return "request", size, most
+    if details.startswith("CLIENT:"):
+        return "answer", size, most
+    return ("request" if most != limit or size == sent else "answer"), size, most
 
 
 TURN_SERVICE = "tamesu.turn.v1.TurnService"

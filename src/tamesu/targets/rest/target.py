@@ -120,6 +120,7 @@ class RestTarget(Target[RestSpec]):
     kind = "rest"
     Spec = RestSpec
     carries_history = True
+    takes_options = None  # the body's `options`
 
     def __init__(self, spec: RestSpec, name: str) -> None:
         super().__init__(spec, name)

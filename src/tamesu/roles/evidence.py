@@ -1,4 +1,5 @@
-"""A judge's quotes looked up in what it was shown: whitespace, case and quote marks do not matter, words do."""
+"""A model's quotes looked up in what it was shown (judges, the simulator audit, the built-in evaluators):
+whitespace, case and quote marks do not matter, words do."""
 
 from __future__ import annotations
 

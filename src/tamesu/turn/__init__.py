@@ -1,0 +1,1 @@
+"""tamesu's turn API (proto/tamesu/turn/v1/turn.proto) for agents written in Python: `tamesu.turn.v1`."""

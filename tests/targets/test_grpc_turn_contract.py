@@ -1,0 +1,87 @@
+"""The turn API's contract, every turn ends with exactly one of turn_end, handoff, session_end or error
+(docs/grpc.md), held against an agent that breaks it, served here on a free port: events after a turn's end
+are said and never credited to the next turn; a unary TurnReply without an end fails its turn."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from sessions import new_session
+from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
+from tamesu.conversation import TurnError, UserTurn
+from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
+
+E = turn_pb2.AgentEvent
+END = E(turn_end=turn_pb2.TurnEnd())
+
+
+def _answer(text: str) -> list[turn_pb2.AgentEvent]:
+    """`twoends`: a turn, then a stray delta and a second end; `noend`: a delta and nothing to end the turn."""
+    if text == "twoends":
+        return [E(delta=turn_pb2.TextDelta(text="one")), END, E(delta=turn_pb2.TextDelta(text="LEAK")), END]
+    if text == "noend":
+        return [E(delta=turn_pb2.TextDelta(text="no end here"))]
+    return [E(delta=turn_pb2.TextDelta(text=f"you said {text}")), END]
+
+
+class Careless(turn_pb2_grpc.TurnServiceServicer):
+    async def Converse(self, request_iterator: AsyncIterator[turn_pb2.UserTurn],
+                       context: Any) -> AsyncIterator[turn_pb2.AgentEvent]:
+        async for turn in request_iterator:
+            for event in _answer(turn.text):
+                yield event
+
+    async def SendTurn(self, request: turn_pb2.UserTurn, context: Any) -> turn_pb2.TurnReply:
+        return turn_pb2.TurnReply(events=_answer(request.text))
+
+
+@pytest.fixture
+async def agent_url() -> AsyncIterator[str]:
+    server = grpc.aio.server()
+    turn_pb2_grpc.add_TurnServiceServicer_to_server(Careless(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield f"grpc://127.0.0.1:{port}"
+    finally:
+        await server.stop(grace=None)
+
+
+@pytest.mark.parametrize("mode", ["stream", "unary"])
+async def test_events_after_a_turns_end_are_said_and_not_credited_to_the_next_turn(agent_url: str, mode: str,
+                                                                                   tmp_path: Path) -> None:
+    # before, on the stream: turn 2 was answered "LEAK" (the rest of turn 1), and every later turn shifted by one;
+    # on unary the events past the first end were dropped without a word
+    session = new_session(tmp_path)
+    target = GrpcTarget(GrpcSpec.model_validate({"type": "grpc", "url": agent_url, "mode": mode,
+                                                 "turn_timeout": 10}), "careless")
+    await target.open(session)
+    try:
+        assert (await target.send(UserTurn(text="twoends"))).text == "one"
+        await asyncio.sleep(0.3)  # the stray events arrive before the next turn is sent
+        assert (await target.send(UserTurn(text="hello"))).text == "you said hello"
+        assert (await target.send(UserTurn(text="again"))).text == "you said again"
+    finally:
+        await target.close()
+    [said] = [e.data for e in session.events if e.name == "events_after_turn_end"]
+    assert said == {"turn": 1, "count": 2, "events": [{"delta": {"text": "LEAK"}}, {"turn_end": {}}]}
+
+
+async def test_a_unary_reply_that_ends_no_turn_fails_it(agent_url: str, tmp_path: Path) -> None:
+    # before: the reply was taken as a finished turn, "no end here", though the agent never ended it
+    session = new_session(tmp_path)
+    target = GrpcTarget(GrpcSpec.model_validate({"type": "grpc", "url": agent_url, "mode": "unary"}), "careless")
+    await target.open(session)
+    try:
+        with pytest.raises(TurnError, match=r"^the agent's TurnReply ended no turn: none of its 1 events is "
+                                            r"turn_end, handoff, session_end or error \(every turn ends with exactly "
+                                            r"one\)$"):
+            await target.send(UserTurn(text="noend"))
+    finally:
+        await target.close()
