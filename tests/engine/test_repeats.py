@@ -215,6 +215,13 @@ def test_a_simulator_that_ends_before_its_first_message_makes_the_run_inconclusi
     [run] = line["runs"]
     assert (run["fault"], run["reruns"]) == ("simulated_user", 2)
     assert len(model.calls()) == 3  # each rerun asked the model anew; none reached the agent
+    # the finding once on the console (its `?` line), and the test's time is its three runs' (before: the reason
+    # line said it again, and the time was the last rerun's alone)
+    assert result.stdout.count("ended the conversation (simulator_stopped)") == 1, result.stdout
+    [run_dir] = list((tmp_path / "out").iterdir())
+    made = [json.loads((run_dir / "suite" / "book" / name / "result.json").read_text())["duration_ms"]
+            for name in ("run-1", "run-1-rerun-1", "run-1-rerun-2")]
+    assert line["duration_ms"] == pytest.approx(sum(made), abs=0.01)
 
 
 AUDIT = """\

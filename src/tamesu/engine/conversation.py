@@ -84,6 +84,8 @@ class RunOutcome:
     budget_exceeded: bool = False
     spans: SpansFile | None = None
     """spans.json, with `traces:`."""
+    spent_ms: float = 0.0
+    """The time of every attempt and rerun this run took (its result's own `duration_ms` is the last one's)."""
 
 
 def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, object], run: dict[str, object],

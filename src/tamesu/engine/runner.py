@@ -333,8 +333,8 @@ class Runner:
                                                 f"{repeat} runs made)"), runs)
             return
         result = aggregate(test, runs, test_dir, directory.root, self.options.today, adaptive, repeat)
-        # the time the runs took, not the time spent waiting for a slot
-        result.duration_ms = round(sum(r.duration_ms for r in runs), 3)
+        # the time the runs took (each with the attempts and reruns it took), not the time spent waiting for a slot
+        result.duration_ms = round(sum(o.spent_ms for o in finished), 3)
         self._record(directory, result, runs)
         if self.options.fail_fast and result.status in ("failed", "error") and self._stop is None \
                 and adaptive is not None and not test.quarantined(self.options.today):
@@ -350,10 +350,13 @@ class Runner:
                 return None
             self.reporter.run_started(test, number, total)
             outcome: RunOutcome | None = None
+            spent = 0.0
             for rerun in range(test.spec.retries_inconclusive + 1):
                 outcome = await self._attempts(test, number, rerun, test_dir, directory, models, traces)
                 if outcome is None:
                     return None
+                spent += outcome.spent_ms
+                outcome.spent_ms = spent
                 if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self._stopped(test):
                     break
                 if rerun < test.spec.retries_inconclusive:
@@ -422,6 +425,7 @@ class Runner:
         was cut short or cannot be written."""
         hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
         outcome: RunOutcome | None = None
+        spent = 0.0
         for attempt in range(1, test.spec.retries + 2):
             run_dir = test_dir / run_dir_name(number, attempt, rerun)
             inputs = RunInputs(
@@ -437,6 +441,8 @@ class Runner:
                 outcome = await execute_run(inputs)
             except Exception as exc:  # what escaped the run's own guards is still only this run's error
                 outcome = crashed_run(inputs, exc)
+            spent += outcome.result.duration_ms
+            outcome.spent_ms = spent
             if test.classify is not None and self.stopping.signum is None:
                 test.classify(outcome.result, number)
             if self.stopping.signum is not None and outcome.result.status == "error":

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from tamesu import plugins
 from tamesu.net.tls import TlsSpec as TlsSpec  # re-exported: suite.schema names the tls block from here
@@ -70,7 +70,11 @@ class ModelSpec(Strict):
     @classmethod
     def _shorthand(cls, value: object) -> object:
         if isinstance(value, str):
-            provider, _, model = value.partition(":")
+            provider, colon, model = value.partition(":")
+            if not colon and not plugins.has("providers", provider):
+                # a name the models: map did not resolve (ModelMap): "unknown model provider" would mislead
+                raise ValueError(f"{value!r} is neither provider:model nor another model of the same models: "
+                                 f"(providers: {', '.join(known_providers())})")
             return {"provider": provider, "model": model}
         return value
 
@@ -121,3 +125,22 @@ class CacheSpec(Strict):
     """The cache's folder, relative to tamesu.yaml."""
     mode: Literal["use", "off", "only"] = "use"
     """use: read and write; off: neither (`--no-cache`); only: fail on a miss (`--cache-only`)."""
+
+
+def _named_fallbacks(models: object) -> object:
+    """`fallback: NAME` naming another model of the same `models:` is that model, as an assertion's `model: NAME`
+    names one; a name that comes round again is left for the model's own check to refuse."""
+    if not isinstance(models, dict):
+        return models
+
+    def resolved(entry: object, seen: frozenset[object]) -> object:
+        named = entry.get("fallback") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(named, str) or named not in models or named in seen:
+            return entry
+        return {**entry, "fallback": resolved(models[named], seen | {named})}
+
+    return {key: resolved(value, frozenset({key})) for key, value in models.items()}
+
+
+ModelMap = Annotated[dict[str, ModelSpec], BeforeValidator(_named_fallbacks)]
+"""A `models:` map: each model by name, a `fallback` naming another model of the map resolved to it."""

@@ -122,7 +122,10 @@ class ConsoleReporter:
         self._print(line)
         if result.stats is not None:
             self._print(Text(f"      {stats_line(result)}", style="dim"))
-        if result.reason:
+        # an inconclusive run's finding is said on its own `?` line below: not twice
+        echoed = result.status == "inconclusive" and any(
+            run.status == "inconclusive" and run.fault_reason == result.reason for run in result.runs)
+        if result.reason and not echoed:
             self._print(Text(f"      {result.reason}", style="yellow" if result.status == "inconclusive" else "red"))
         if result.status == "skipped" and result.skip_reason:
             self._print(Text(f"      {result.skip_reason}", style="dim"))

@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 # the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
-from tamesu.models.spec import BudgetSpec, CacheSpec, ModelSpec, TlsSpec
+from tamesu.models.spec import BudgetSpec, CacheSpec, ModelMap, TlsSpec
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import PACKS, expand
@@ -414,7 +414,7 @@ class SuiteSpec(FileTop):
     `after_each`."""
     vars: dict[str, object] = Field(default_factory=dict)
     """Variables for every test's templates (`{{vars.NAME}}`), over the project's."""
-    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    models: ModelMap = Field(default_factory=dict)
     """`simulator`, `judge`, `extract`, or any name an assertion's `model:` refers to."""
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     """The most this suite's runs may spend on tamesu's own model calls (`usd`, `tokens`)."""
@@ -466,7 +466,7 @@ class ProjectSpec(FileTop):
     def _nothing_written(cls, value: object) -> object:
         # `suites:` with nothing after it names no suite, as `suites: []` does: the loader says so at the key
         return [] if value is None else value
-    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    models: ModelMap = Field(default_factory=dict)
     """The models tamesu uses (`simulator`, `judge`, `extract`, or any name an assertion's `model:` names)."""
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     """The most a run may spend on tamesu's own model calls; past it the run stops with exit 4."""
