@@ -224,6 +224,25 @@ def test_a_simulator_that_ends_before_its_first_message_makes_the_run_inconclusi
     assert line["duration_ms"] == pytest.approx(sum(made), abs=0.01)
 
 
+def test_a_simulator_that_ends_before_anything_is_said_passes_nothing(tmp_path: Path, tamesu: Any,
+                                                                     serve: Any) -> None:
+    # before: PASS, exit 0: `not_contains` holds of an agent that was never asked anything
+    url = serve(_agent()).url
+    model = OpenAIServer()
+    model.plan(*[text(json.dumps({"input": "", "goal_achieved": True}))] * 3)
+    base = OpenAIServer.base_url(serve(model.app).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
+        f"  simulator: {{ provider: openai, model: test-model, base_url: '{base}', api_key: x, timeout: 60s }}\n")
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=1).replace('contains: "booked"',
+                                                                            'not_contains: "sorry"'))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "INC   suite/book" in result.stdout and "fault: simulated_user" in result.stdout, result.stdout
+    line = _results(tmp_path)["book"]
+    assert line["status"] == "inconclusive" and "before its first message" in line["reason"], line
+
+
 AUDIT = """\
   simulator_audit:
     provider: fake

@@ -1,7 +1,8 @@
 """Whose fault a run that did not pass is: `environment` (the infrastructure, a judge whose verdict cannot be
 taken, a golden file the suite lacks: an error), `simulated_user`
 (tamesu's own model-played user broke its part, so the run is `inconclusive`), or `agent` (every other
-failure). The simulated user is audited only after a failed run (see `roles.audit`). `agents_side` marks an
+failure). The simulated user is audited only after a failed run (see `roles.audit`), and after a passed one
+in which it ended the conversation before anything was said (a pass of nothing). `agents_side` marks an
 infrastructure error that came from the target itself with an `agent_error` event."""
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
     if result.status == "error":
         result.fault, result.fault_reason = "environment", result.error
         return
+    if result.status == "passed" and not exchanges:
+        # nothing was said on either side: a pass says nothing of the agent (`not_contains` holds of no answer)
+        finding = _ended_before_speaking(result, [])
+        if finding is not None:
+            _spoiled(result, finding, record)
+        return
     if result.status != "failed":
         return
     failures = [f"{a.name}: {a.reason}" if a.reason else a.name for a in result.failed_assertions]
@@ -51,12 +58,16 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
         result.fault, result.fault_reason = "environment", str(exc)
         return
     if finding is not None:
-        record("simulator_audit", check=finding.check, reason=finding.reason, evidence=finding.evidence,
-               **({"model": finding.model} if finding.model else {}))
-        result.status = "inconclusive"
-        result.fault, result.fault_reason = "simulated_user", finding.reason
+        _spoiled(result, finding, record)
         return
     result.fault, result.fault_reason = "agent", "; ".join(failures) or "the run failed"
+
+
+def _spoiled(result: RunResult, finding: Finding, record: Callable[..., object]) -> None:
+    record("simulator_audit", check=finding.check, reason=finding.reason, evidence=finding.evidence,
+           **({"model": finding.model} if finding.model else {}))
+    result.status = "inconclusive"
+    result.fault, result.fault_reason = "simulated_user", finding.reason
 
 
 def _ended_before_speaking(result: RunResult, lines: Sequence[Mapping[str, object]]) -> Finding | None:
