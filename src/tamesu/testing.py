@@ -43,7 +43,15 @@ from tamesu.jsonl.assertions import to_engine
 from tamesu.jsonl.run import user_turn
 from tamesu.jsonl.schema import ChatMessage, as_messages
 from tamesu.plan import Project, find_project, load_project, load_project_targets
-from tamesu.plan.targets import Resolver, TargetProblem, history_refusal, resolve, with_connector
+from tamesu.plan.targets import (
+    Resolver,
+    TargetProblem,
+    dropped_options,
+    for_the_agent,
+    history_refusal,
+    resolve,
+    with_connector,
+)
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.suite.secrets import Secrets
 
@@ -124,6 +132,8 @@ class AsyncAgentSession:
             refusal = history_refusal(target.kind, target.name)
             if refusal is not None:  # sent, only its last message would reach the agent
                 raise ValueError(f"a history of {len(messages)} messages cannot be sent: {refusal}")
+        if options and (dropped := dropped_options(self._live.target.kind, for_the_agent(options))) is not None:
+            raise ValueError(f"these options cannot be sent: {dropped}")  # as `tamesu test` warns of them
         turn = user_turn(messages, self._live.session.base_dir, options or {})
         redactor = self._live.session.redactor
         try:

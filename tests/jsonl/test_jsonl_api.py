@@ -67,3 +67,13 @@ async def test_the_async_session_for_async_tests(agent_env: None) -> None:
         reply = await agent.send("I want to submit an expense")
         await agent.expect(reply, {"type": "contains", "value": "type of expense"})
         assert reply.awaiting is not None and reply.awaiting.reason == "content_is_question"
+
+
+async def test_options_the_target_never_sends_are_refused(agent_env: None) -> None:
+    # before: a model target's send(options={"metadata": ...}) dropped them without a word (`tamesu test` warns)
+    async with await AsyncAgentSession.open("expense-model", project=EXAMPLE) as agent:
+        with pytest.raises(ValueError, match=r"these options cannot be sent: a model target sends only "
+                                             r"options\.connector to the agent: options\.metadata is dropped"):
+            await agent.send("hello", options={"metadata": {"tenant": "acme"}})
+        reply = await agent.send("I want to submit an expense", options={"connector": "expense-model"})
+        assert reply.text

@@ -280,10 +280,10 @@ def unsent_options(kind: str | None, case: _Case) -> list[tuple[Loc, str]]:
     """Where a JSONL case writes options an agent of this type never gets, with the warning."""
     written = [(("options",), case.options), *((("turns", n, "options"), t.options) for n, t in enumerate(case.turns))]
     return [(loc, why) for loc, options in written
-            if options is not None and (why := dropped_options(kind, _for_the_agent(options.sent()))) is not None]
+            if options is not None and (why := dropped_options(kind, for_the_agent(options.sent()))) is not None]
 
 
-def _for_the_agent(sent: Mapping[str, object]) -> list[str]:
+def for_the_agent(sent: Mapping[str, object]) -> list[str]:
     """The options keys meant for the agent: a `metadata` of voice keys alone (dtmf, voice, behaviors) is
     tamesu's own to act on, and `voice_warnings` says when the target cannot."""
     metadata = sent.get("metadata")
