@@ -170,6 +170,24 @@ async def test_a_servers_deadline_exceeded_is_reported_as_its_status(tmp_path: P
                                  "longer than 2s")
 
 
+async def test_a_message_larger_than_a_grpc_agent_takes_is_said_as_its_refusal(tmp_path: Path) -> None:
+    # before: "a gRPC message of the answer was larger than max_response_bytes ... raise the target's
+    # max_response_bytes": the agent's server had refused our 5 kB message, and that advice could not help
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 2000)])
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(_Stalling(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with opened({"url": f"grpc://127.0.0.1:{port}"}, make_session(tmp_path)) as target:
+            with pytest.raises(TurnError) as caught:
+                await target.send(UserTurn(text="x" * 5000))
+    finally:
+        await server.stop(grace=None)
+    said = str(caught.value)
+    assert "the agent refused the message: it is larger than the agent takes" in said, said
+    assert "max_response_bytes" not in said, said
+
+
 def test_grpc_unavailable_that_never_reached_the_agent_is_retried_then_infrastructure() -> None:
     """What grpc says when a name does not resolve (not looked up here: no network in tests)."""
     from tamesu.targets.a2a._errors import unreachable

@@ -149,6 +149,9 @@ def agent_error(exc: BaseException) -> AgentError:
         if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and \
                 "larger than max" in (link.details() or ""):
             details = _one_line(link.details() or "")
+            if details.startswith("SERVER:"):  # gRPC's core says which side refused: the agent, our message
+                return AgentError(f"the agent refused the message: it is larger than the agent takes ({details}; "
+                                  "its grpc.max_receive_message_length)")
             return AgentError(f"a gRPC message of the answer was larger than max_response_bytes, then refused "
                               f"({details}; raise the target's max_response_bytes to read it)", own=True,
                               too_large_grpc=details)
