@@ -344,6 +344,27 @@ def test_jsonl_cases_take_repeat_pass_threshold_and_adaptive(tmp_path: Path, tam
     assert repeated.stdout.count("  Runs: 3/3 passed (run 1 shown) · rate 1.00 [") == 2, repeated.stdout
 
 
+def test_a_jsonl_cases_runs_line_says_the_runs_that_said_nothing_of_the_agent(tmp_path: Path, tamesu: Any,
+                                                                            serve: Any) -> None:
+    # before: its verdict line was "internal error: KeyError: 'inconclusive'" (exit 3), and "Runs: 0/0 passed"
+    # of a case whose every run the simulated user spoiled said neither how many runs there were nor why none
+    # counted
+    url = serve(_agent()).url
+    (tmp_path / "tamesu.yaml").write_text(
+        f"cache: {{ mode: off }}\ntargets:\n  agent: {{ type: rest, url: '{url}/chat?p=0' }}\nmodels:\n"
+        "  simulator: { provider: fake, rules: [ { say: \"As an AI language model, I can't book flights\" } ] }\n")
+    case = {"id": "spoiled", "simulator": {"use": "simulator", "options": {"metadata": {"goal": "Book a flight"}}},
+            "max_turns": 2, "checkpoints": [{"id": "booked", "assertion": {"type": "contains", "value": "booked"}}],
+            "repeat": 2}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "agent", "-o", "out.jsonl", "--out", "runs"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "  Runs: 0/0 passed, 2 inconclusive (run 1 shown)" in result.stdout, result.stdout
+    assert "  Verdict: " in result.stdout and "internal error" not in result.stderr, result.stdout + result.stderr
+    [record] = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert record["status"] == "inconclusive" and record["inconclusive_runs"] == 2, record
+
+
 def test_a_jsonl_case_whose_adaptive_min_runs_exceeds_its_repeat_is_refused_where_written(
         tmp_path: Path, tamesu: Any) -> None:
     # before: `validate` said ok and `test` ended in "internal error: ValidationError" (exit 3)

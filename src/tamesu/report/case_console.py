@@ -26,7 +26,8 @@ MISSING_HINT = "Add more turns, use --interactive, or configure a simulator"
 HEAVY = "═" * 63
 LIGHT = "─" * 63
 _STYLE = {"PASSED": "green", "FAILED": "red", "SKIPPED": "yellow", "ERROR": "magenta", "ENDED": "cyan"}
-_MARK = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("!", "magenta"), "skipped": ("○", "yellow")}
+_MARK = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("!", "magenta"), "skipped": ("○", "yellow"),
+         "inconclusive": ("?", "yellow"), "quarantined": ("~", "yellow")}
 _SOURCE = {"simulator": "[Simulated] ", "human": "[Human] "}
 _PIPE = "  │          "
 
@@ -136,7 +137,9 @@ class TestConsole:
         if record.stats is not None:
             # repeated: the mark is the verdict over every run, the lines above are one run's
             stats = record.stats
-            self._line(f"  Runs: {stats.passes}/{stats.runs} passed (run {record.shown_run or 1} shown) · "
+            unsaid = "".join(f", {n} {what}" for n, what in ((record.inconclusive_runs, "inconclusive"),
+                                                               (record.error_runs, "errored")) if n)
+            self._line(f"  Runs: {stats.passes}/{stats.runs} passed{unsaid} (run {record.shown_run or 1} shown) · "
                        + " · ".join(part for part in (stats.line(), stats.ks()) if part))
             if record.reason and record.status != "passed":
                 self._line("  Verdict: ", (record.reason, _MARK[record.status][1]))

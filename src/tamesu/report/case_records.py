@@ -117,6 +117,9 @@ class CaseRecord(BaseModel):
     """Why the runs as a whole decided it (an undecided adaptive verdict, a simulated user at fault)."""
     stats: RepeatStats | None = None
     """`--repeat` or `repeat`: the pass rate, its interval, pass@k and pass^k over every run."""
+    inconclusive_runs: int | None = None
+    error_runs: int | None = None
+    """Repeated: runs that said nothing of the agent (the simulated user's, the environment's), when any."""
     shown_run: int | None = None
     """Repeated: the run whose details the record shows (the first that did not pass when the case did not
     pass, else run 1)."""
@@ -356,4 +359,7 @@ class CaseReporter:
             record.shown_run = first.run
         record.fault, record.fault_reason = summary.fault, summary.fault_reason
         record.reason, record.stats = result.reason, result.stats
+        if result.stats is not None:
+            record.inconclusive_runs = result.inconclusive_runs or None
+            record.error_runs = result.error_runs or None
         return record
