@@ -231,6 +231,17 @@ async def test_equals_null_means_json_null_everywhere() -> None:
     assert "exists: false" in problem({"captured": {"name": "x", "equals": None}}).message
 
 
+async def test_equals_at_a_path_is_json_equality_not_pythons() -> None:
+    # Python says True == 1 and [True] == [1]: `equals: {value: true, path: $.n}` passed on a count of 1
+    run = make_view(AgentTurn(response={"n": 1, "flags": [1, 0], "ok": True, "x": 2.0}))
+    await fails({"equals": {"value": True, "path": "$.n"}}, run)
+    await fails({"equals": {"value": [True, False], "path": "$.flags"}}, run)
+    await fails({"equals": {"value": 1, "path": "$.ok"}}, run)
+    await passes({"equals": {"value": True, "path": "$.ok"}}, run)
+    await passes({"equals": {"value": [1, 0], "path": "$.flags"}}, run)
+    await passes({"equals": {"value": 2, "path": "$.x"}}, run)  # one JSON number, however written
+
+
 async def test_json_path_falls_back_to_raw_events() -> None:
     events = [{"type": "delta", "text": "he"}, {"type": "done", "usage": {"tokens": 12}}]
     run = make_view(AgentTurn(text="hello", response={"text": "hello"}, raw=events))

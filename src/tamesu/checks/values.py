@@ -64,7 +64,7 @@ class Equals(Check[EqualsSpec]):
                 return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses")
             nodes, where = found
             value = nodes[0] if len(nodes) == 1 else nodes
-            return Verdict(passed=value == self.spec.value,
+            return Verdict(passed=_json_equal(value, self.spec.value),
                            reason=f"{self.spec.path} is {shown(value)} in {where}")
         text, where = _last_text(run)
         # a reply is text: a value that is not a string is its JSON text (`null`, `true`), never Python's ("None")
@@ -72,6 +72,17 @@ class Equals(Check[EqualsSpec]):
         if text.strip() == expected.strip():
             return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
         return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {shown(text)}")
+
+
+def _json_equal(found: object, expected: object) -> bool:
+    """Equality as JSON has it: `true` is no number (Python's True == 1), at any depth; 2 and 2.0 are one number."""
+    if isinstance(found, bool) or isinstance(expected, bool):
+        return type(found) is type(expected) and found == expected
+    if isinstance(found, list) and isinstance(expected, list):
+        return len(found) == len(expected) and all(map(_json_equal, found, expected))
+    if isinstance(found, dict) and isinstance(expected, dict):
+        return found.keys() == expected.keys() and all(_json_equal(found[k], expected[k]) for k in found)
+    return bool(found == expected)
 
 
 class TypeSpec(Strict):
