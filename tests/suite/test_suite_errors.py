@@ -549,6 +549,7 @@ tests:
       - http: { url: "http://127.0.0.1:9/", json_path: '' }
       - equals: { value: 1, path: '$$' }
       - type: { value: number, path: ' ' }
+      - json_path: { path: $.n, equals: .nan }
 """)
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
@@ -561,7 +562,9 @@ tests:
         f"suite.yaml:15:56: tests[0].assert[3].http.json_path.path: {empty}",
         "suite.yaml:16:35: tests[0].assert[4].equals.path: invalid JSONPath '$$': unexpected token '$'",
         f"suite.yaml:17:38: tests[0].assert[5].type.path: {empty}",
-        "7 problems found"], result.stderr
+        "suite.yaml:18:41: tests[0].assert[6].json_path.equals: nan is not a JSON number: write a number, or the "
+        "text in quotes",
+        "8 problems found"], result.stderr
 
 
 def test_a_dotenv_line_that_is_not_key_value_is_a_warning_where_written(tmp_path: Path, tamesu) -> None:

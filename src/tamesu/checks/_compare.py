@@ -8,6 +8,7 @@ decided here. HTTP status expectations (`200`, `[200, 201]`, `"2xx"`) live here 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Annotated
@@ -69,12 +70,30 @@ def template_failed(exc: TemplateError) -> Verdict:
 # ---------------------------------------------------------------- the comparison options, as pydantic mixins
 
 
+def _no_nan(value: object) -> object:
+    # NaN equals nothing, itself included, and JSON has no such number: `.nan` could only fail, or pass as
+    # `not_equals`, whatever the agent said
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a JSON number: write a number, or the text in quotes")
+    return value
+
+
 class Equals(Strict):
     equals: object = None
+
+    @field_validator("equals")
+    @classmethod
+    def _finite(cls, value: object) -> object:
+        return _no_nan(value)
 
 
 class NotEquals(Strict):
     not_equals: object = None
+
+    @field_validator("not_equals")
+    @classmethod
+    def _finite_other(cls, value: object) -> object:
+        return _no_nan(value)
 
 
 class Matches(Strict):
