@@ -40,7 +40,7 @@ from tamesu.results.records import (
 )
 from tamesu.runtime.signals import Interrupted, gentle_stop
 from tamesu.suite.schema import AdaptiveSpec
-from tamesu.suite.templates import Context
+from tamesu.suite.templates import Context, resolve_vars
 from tamesu.telemetry import otel
 
 
@@ -217,7 +217,7 @@ class Runner:
                              mask=self.plan.secrets.redactor.data)
 
     def _suite_context(self, suite: LoadedSuite) -> Context:
-        merged = {**self.plan.project.spec.vars, **suite.spec.vars}
+        merged, _ = resolve_vars({**self.plan.project.spec.vars, **suite.spec.vars})  # their problems: the plan's
         return Context(secrets=self.plan.secrets, env=dict(os.environ), vars=merged)
 
     async def _run_suite(self, suite: LoadedSuite, tests: list[PlannedTest], directory: RunDirectory) -> list[str]:
