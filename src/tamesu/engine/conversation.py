@@ -147,6 +147,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     user: UserSimulator | None = None
     run_spans = inputs.traces.run() if inputs.traces is not None else None
     made: list[Target[TargetSpec]] = []
+    hooked = False
     try:
         async with asyncio.timeout(test.spec.timeout) as deadline:
             if inputs.stop is not None:
@@ -154,6 +155,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             # within the deadline: Ctrl-C cuts a hook that is still running (it waited for it), and the test's
             # timeout counts it as the rest of the test
             await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
+            hooked = True
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:
@@ -171,6 +173,11 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         if inputs.stop is not None and inputs.stop.reason is not None:
             result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
             failures = []
+        elif not hooked:
+            # the agent was never spoken to: the environment's error, as a failing hook is, not the agent's failure
+            result.status, result.end_reason = "error", "error"
+            result.error = f"before_each: the hooks were still running when the test's timeout " \
+                           f"({test.spec.timeout:g}s) ran out"
         else:
             result.end_reason = "timeout"
             failures.append(AssertionResult(name="conversation", passed=False,

@@ -1,0 +1,35 @@
+"""What a run is when its hooks misbehave: the environment's error, never the agent's failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agents.fixtures import RunningAgents, rest_agents
+from conftest import run_tamesu
+
+__all__ = ["rest_agents"]  # a fixture, imported to be found by pytest
+
+
+def _suite(folder: Path, url: str, hooks: str, tests: str) -> None:
+    (folder / "tamesu.yaml").write_text('suites: ["*.tamesu.yaml"]\n')
+    (folder / "s.tamesu.yaml").write_text(
+        f"hooks:\n{hooks}targets:\n  bot:\n    type: rest\n    url: {url}/chat\n"
+        '    request: { body: { message: "{{message}}", session_id: "{{session}}" } }\n'
+        f"tests:\n{tests}")
+
+
+def test_a_timeout_that_runs_out_in_a_before_each_hook_is_an_error(tmp_path: Path,
+                                                                   rest_agents: RunningAgents) -> None:
+    # before: FAIL, "the test took longer than its timeout (1s)", fault: agent, exit 1: an agent never spoken to
+    _suite(tmp_path, rest_agents.url, '  before_each: [ { run: "sleep 5", timeout: 10s } ]\n',
+           "  - { name: slow seed, timeout: 1s, scenario: { script: [ { say: never-sent } ] } }\n")
+    spoken = dict(rest_agents.state.turns)
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "fault: environment" in done.stdout, done.stdout
+    [result] = (tmp_path / "out").glob("*/s/slow-seed/run-1/result.json")
+    record = json.loads(result.read_text())
+    assert record["status"] == "error", record
+    assert record["error"] == "before_each: the hooks were still running when the test's timeout (1s) ran out"
+    assert rest_agents.state.turns == spoken  # the agent was never spoken to
