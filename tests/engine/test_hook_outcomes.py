@@ -33,3 +33,19 @@ def test_a_timeout_that_runs_out_in_a_before_each_hook_is_an_error(tmp_path: Pat
     assert record["status"] == "error", record
     assert record["error"] == "before_each: the hooks were still running when the test's timeout (1s) ran out"
     assert rest_agents.state.turns == spoken  # the agent was never spoken to
+
+
+def test_after_all_hooks_clean_up_after_a_failing_before_all_hook(tmp_path: Path,
+                                                                  rest_agents: RunningAgents) -> None:
+    # before: the before_all hook that set something up ran, the next failed, and no after_all hook ran: what
+    # the first had started (a container, a seeded database) was left behind; after_each runs after a failing
+    # before_each
+    _suite(tmp_path, rest_agents.url,
+           '  before_all: [ "echo set-up >> log", "exit 4" ]\n  after_all: [ "echo cleaned-up >> log" ]\n',
+           "  - { name: t, scenario: { script: [ { say: hi } ] } }\n")
+    (tmp_path / "tamesu.yaml").write_text('suites: ["*.tamesu.yaml"]\n'
+                                          'hooks: { after_all: [ "echo project >> log" ] }\n')
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "before_all hook 2: `exit 4` exited with 4 (no output)" in done.stdout, done.stdout
+    assert (tmp_path / "log").read_text().split() == ["set-up", "project", "cleaned-up"]

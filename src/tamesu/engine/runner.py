@@ -246,7 +246,8 @@ class Runner:
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
-            return [str(exc)]
+            # what the before_all hooks before it set up (a container, a seeded database) is cleaned up still
+            return [str(exc), *await self._after_all(suite, context, hook_dir)]
         models = self._models_for(suite)
         try:
             await asyncio.gather(*(self._traced_test(test, directory, models, traces) for test in tests))
@@ -255,13 +256,18 @@ class Runner:
         finally:
             if models is not None:
                 await models.aclose()
-            try:
-                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, hook_dir, "after_all")
-            except HookFailed as exc:
-                said = f"suite {suite.name}: {exc}"  # two suites' after_all hooks failing read as one line twice
-                warnings.append(said)
-                self.reporter.warning(said)
+            warnings += await self._after_all(suite, context, hook_dir)
         return warnings
+
+    async def _after_all(self, suite: LoadedSuite, context: Context, hook_dir: Path) -> list[str]:
+        try:
+            await run_hooks([*self.plan.project.spec.hooks.after_all, *suite.spec.hooks.after_all], context,
+                            hook_dir, "after_all")
+        except HookFailed as exc:
+            said = f"suite {suite.name}: {exc}"  # two suites' after_all hooks failing read as one line twice
+            self.reporter.warning(said)
+            return [said]
+        return []
 
     def _unrun(self, test: PlannedTest, status: Literal["skipped", "error"], reason: str) -> TestResult:
         return TestResult(
