@@ -49,3 +49,23 @@ def test_after_all_hooks_clean_up_after_a_failing_before_all_hook(tmp_path: Path
     assert done.returncode == 3, done.stdout + done.stderr
     assert "before_all hook 2: `exit 4` exited with 4 (no output)" in done.stdout, done.stdout
     assert (tmp_path / "log").read_text().split() == ["set-up", "project", "cleaned-up"]
+
+
+def test_the_projects_hooks_run_in_its_folder_and_a_suites_in_the_suites(tmp_path: Path,
+                                                                         rest_agents: RunningAgents) -> None:
+    # before: tamesu.yaml's hooks ran in each suite's folder, so `./seed.sh` beside tamesu.yaml was not found
+    # from suites/ (and `tamesu test` ran them in the project's): paths in tamesu.yaml are relative to it
+    (tmp_path / "suites").mkdir()
+    _suite(tmp_path / "suites", rest_agents.url, '  before_all: [ "pwd > ../suite-before-all" ]\n',
+           "  - { name: t, scenario: { script: [ { say: hi } ] } }\n")
+    (tmp_path / "suites" / "tamesu.yaml").unlink()  # the project is the folder above
+    (tmp_path / "seed.sh").write_text("pwd > project-before-each\n")
+    (tmp_path / "tamesu.yaml").write_text(
+        'suites: ["suites/*.tamesu.yaml"]\nhooks:\n  before_all: [ "pwd > project-before-all" ]\n'
+        '  before_each: [ "sh ./seed.sh" ]\n  after_all: [ "pwd > project-after-all" ]\n')
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path / "suites")
+    assert done.returncode == 0, done.stdout + done.stderr
+    here = str(tmp_path.resolve())
+    assert [(tmp_path / name).read_text().strip() for name in (
+        "project-before-all", "project-before-each", "project-after-all", "suite-before-all")] == [
+        here, here, here, str((tmp_path / "suites").resolve())]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -19,8 +20,14 @@ class HookFailed(Exception):
     pass
 
 
-async def run_hooks(hooks: list[HookSpec], context: Context, cwd: Path, stage: str) -> None:
-    for number, hook in enumerate(hooks, start=1):
+HookGroup = tuple[Sequence[HookSpec], Path]
+"""Hooks and the folder their commands run in: tamesu.yaml's in the project's, a suite's in the suite's."""
+
+
+async def run_hooks(groups: Sequence[HookGroup], context: Context, stage: str) -> None:
+    """Each group's hooks in order, numbered across the groups (`before_all hook 3`)."""
+    numbered = [(hook, cwd) for hooks, cwd in groups for hook in hooks]
+    for number, (hook, cwd) in enumerate(numbered, start=1):
         try:
             if hook.run is not None:
                 await _run_command(hook, context, cwd)
