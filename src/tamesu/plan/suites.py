@@ -358,6 +358,7 @@ def _expand_test(
             warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
             warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
             warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
+            warnings.extend(_lint.unselectable_tags(suite, case_spec, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
