@@ -76,3 +76,26 @@ tests:
         "tamesu.yaml:2:12: vars.p: bad template {{vars.gone}}: no var 'gone' in the test, its cases, the suite or "
         "the project",
     ], done.stderr
+
+
+def test_an_unset_environment_variable_inside_a_var_is_said_where_the_var_is_used(tmp_path: Path) -> None:
+    # before: validate said ok and the run failed "the next user turn could not be written: {{env.X}} has no
+    # value", fault: agent, where the same template written in the step is refused before anything runs
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+vars:
+  region: "{{env.TAMESU_TEST_UNSET_REGION}}"
+  token: "{{secrets.TAMESU_TEST_UNSET_TOKEN}}"
+  unused: "{{env.TAMESU_TEST_UNSET_OTHER}}"
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat", headers: { Authorization: "Bearer {{vars.token}}" } }
+tests:
+  - { name: t, scenario: { script: [ { say: "in {{vars.region}}" } ] } }
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert sorted(line for line in done.stderr.splitlines() if ".yaml:" in line) == [
+        "s.tamesu.yaml:6:80: targets.bot.headers.Authorization: secret TAMESU_TEST_UNSET_TOKEN is not set "
+        "(environment or .env) (in {{vars.token}})",
+        "s.tamesu.yaml:8:45: tests[0].scenario.script[0].say: environment variable TAMESU_TEST_UNSET_REGION is not "
+        "set (in {{vars.region}})",
+    ], done.stderr

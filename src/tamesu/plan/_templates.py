@@ -64,6 +64,9 @@ def check_templates(
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
                                                 f"in the test, its cases, the suite or the project"))
+                elif m and (unset := _unset_in(test.vars[m.group(1)], secrets)):
+                    # as if written here: the run put it in, and the turn "could not be written", the agent blamed
+                    secret_problems.append(here.problem(loc, f"{unset} (in {{{{{expr}}}}})"))
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
                                                 f"{m.group(1)!r}"))
@@ -78,6 +81,17 @@ def check_templates(
                                                 "assertion runs after they stop"))
 
 
+
+
+def _unset_in(value: object, secrets: Secrets) -> str | None:
+    """The first environment variable or secret a var's value names that is not set."""
+    for _, text in walk_strings(value):
+        for expr, _ in references(text):
+            if (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
+                return f"environment variable {m.group(1)} is not set"
+            if (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
+                return secrets.unset(m.group(1))
+    return None
 
 
 def _target_doc(test: PlannedTest, doc: Document) -> Document:
