@@ -231,7 +231,7 @@ def _load_suite(
                                     never if own else f"{never} (adaptive from defaults)")
                 if where not in problems:  # once for a test of many cases
                     problems.append(where)
-            if test.name in seen_names:
+            if test.name in seen_names and seen_names[test.name] != index:  # two cases of one test: said
                 problems.append(doc.problem(("tests", index, "name"), f"another test is named {test.name!r}"))
             seen_names[test.name] = index
             check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
@@ -313,7 +313,10 @@ def _expand_test(
             return []
     counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
     for name in sorted(n for n, times in counted.items() if times > 1):
-        problems.append(doc.problem((*loc, "cases"), f"two cases are named {name!r}"))
+        # where the second is written: an inline case, else the cases_file (a cases_file row has no place here)
+        second = [i for i, c in enumerate(cases) if c.name == name][1]
+        where = (*loc, "cases", second, "name") if second < len(spec.cases) else (*loc, "cases_file")
+        problems.append(doc.problem(where, f"two cases are named {name!r}"))
 
     layers = (suite.project.spec.vars, suite.spec.vars, spec.vars)
     base_vars = {**layers[0], **layers[1], **layers[2]}
