@@ -69,3 +69,17 @@ def test_the_projects_hooks_run_in_its_folder_and_a_suites_in_the_suites(tmp_pat
     assert [(tmp_path / name).read_text().strip() for name in (
         "project-before-all", "project-before-each", "project-after-all", "suite-before-all")] == [
         here, here, here, str((tmp_path / "suites").resolve())]
+
+
+def test_a_failing_hook_that_printed_a_long_line_says_its_end(tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: the whole 300,000-character line was the run's error: on the console, in results.jsonl twice, in
+    # result.json, in the HTML report, for every test the hook ran before
+    _suite(tmp_path, rest_agents.url,
+           """  before_each: [ "python3 -c \\"print('x' * 300000 + ' the seed failed')\\"; exit 1" ]\n""",
+           "  - { name: t, scenario: { script: [ { say: hi } ] } }\n")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout[:2000] + done.stderr[:2000]
+    assert len(done.stdout) < 2000, len(done.stdout)
+    [result] = (tmp_path / "out").glob("*/s/t/run-1/result.json")
+    error = json.loads(result.read_text())["error"]
+    assert error.endswith("exited with 1: …" + "x" * 383 + " the seed failed"), error[-100:]
