@@ -70,3 +70,19 @@ def test_the_cli_reference_shows_a_count_option_as_a_flag() -> None:
     # `-v, --verbose INTEGER` read as taking a number: `tamesu run --verbose 2` then took 2 for a suite file
     reference = docs_gen.cli_reference()
     assert "`-v`, `--verbose` INTEGER" not in reference and "`-v`, `--verbose` |" in reference
+
+
+def test_the_cases_file_formats_a_test_s_table_names_are_the_ones_read(tmp_path: Path) -> None:
+    # before: "A CSV, JSON, JSONL or YAML file of cases", and cases.yaml was 'cases files are .csv or .json'
+    from tamesu.plan.cases import read_cases
+
+    [row] = [row for row in docs_gen.model_table("tamesu.suite.schema:TestSpec").splitlines()
+             if row.startswith("| `cases_file` |")]
+    written = {"CSV": ("csv", "name,city\nc1,Oslo\n"), "JSON": ("json", '[{"name": "c1", "city": "Oslo"}]'),
+               "JSONL": ("jsonl", '{"name": "c1", "city": "Oslo"}\n'), "YAML": ("yaml", "- {name: c1, city: Oslo}\n")}
+    named = re.findall(r"\b(CSV|JSONL|JSON|YAML)\b", row)
+    assert named, row
+    for kind in named:
+        suffix, text = written[kind]
+        (tmp_path / f"cases.{suffix}").write_text(text)
+        assert [case.name for case in read_cases(tmp_path / f"cases.{suffix}")] == ["c1"], (kind, row)

@@ -110,3 +110,6 @@ def test_inits_sample_suite_refuses_to_test_another_server_on_its_port(tmp_path:
     assert done.returncode == 3, done.stdout + done.stderr
     assert f"agent.py: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stdout, done.stdout
     assert "PASS" not in done.stdout
+    # after_all runs after a failing before_all: the earlier run's pid is forgotten, nothing stopped, no warning
+    assert not (tmp_path / "suites" / ".agent.pid").exists()
+    assert "after_all" not in done.stdout + done.stderr, done.stdout + done.stderr

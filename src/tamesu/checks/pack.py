@@ -4,8 +4,9 @@
 offline run with no judge model keeps the deterministic ones); `model` is the judge model of its judges.
 The pack passes when every assertion in it passes; the reason names each that failed, with its own reason,
 and the score is the fraction that passed. A judge that cannot answer is an infrastructure error, as for a
-`judge` written alone. The loader writes a suite's own pack into the entry (`description` and `assert`,
-see `tamesu.packs.inline`), which is also how an inline pack is written.
+`judge` written alone, whose line also names the pack's parts that failed. The loader writes a suite's own
+pack into the entry (`description` and `assert`, see `tamesu.packs.inline`), which is also how an inline pack
+is written.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, TemplateError
+from tamesu.models.base import ModelError
 from tamesu.packs import JUDGED_KEYS, PackSpec, resolve
 from tamesu.plugins import register
 from tamesu.types import Strict
@@ -87,20 +89,30 @@ class Pack(Check[PackRef]):
 
     async def evaluate(self, run: RunView) -> Verdict:
         graded: list[tuple[str, Verdict]] = []
+        undecided: InfraError | ModelError | None = None
         for assertion in self.spec.assertions:
             try:
                 verdict = await assertion.check.evaluate(run.scoped(assertion.on_turn))
             except TemplateError as exc:
                 verdict = Verdict(passed=False, reason=str(exc))
+            except (InfraError, ModelError) as exc:
+                # the pack's other parts are still graded: a judge that could not answer hid what they found
+                undecided = undecided or exc
+                continue
             graded.append((assertion.label, verdict))
         failed = [(label, verdict) for label, verdict in graded if not verdict.passed]
-        total = len(graded)
+        total = len(self.spec.assertions)
         if failed:
             details = "; ".join(f"{label}: {verdict.reason}" for label, verdict in failed)
             # the assertion's own label names the pack (`pack prompt_injection`): its reason does not again
             reason = f"{len(failed)} of {total} failed: {details}"
         else:
             reason = f"all {total} passed"
+        if undecided is not None:
+            # undecided as a judge written alone is, saying what the rest found (the error keeps its attempts)
+            if failed:
+                undecided.args = (f"{undecided}; and {reason}",)
+            raise undecided
         judged = next((verdict for _, verdict in graded if verdict.model or verdict.prompt_version), None)
         # what was done to its judges' answers stays visible on the pack (and becomes the run's events)
         reworked = [attempt.model_copy(update={"reason": f"{label}: {attempt.reason}"})

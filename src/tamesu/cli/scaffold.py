@@ -25,8 +25,8 @@ FIRST_SUITE = """\
 hooks:
   before_all:   # fails, saying why, when the port is taken: the suite never tests another server by mistake
     - "python3 agent.py --port 8790 --pid-file .agent.pid --background"
-  after_all:
-    - "kill $(cat .agent.pid)"
+  after_all:    # runs after a failing before_all too, to clean up what it had set up
+    - "python3 agent.py --stop --pid-file .agent.pid"
 targets:
   my-agent:
     type: rest
@@ -58,6 +58,7 @@ AGENT = """\
 import argparse
 import json
 import os
+import signal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -89,10 +90,23 @@ if __name__ == "__main__":
     parser.add_argument("--pid-file")
     parser.add_argument("--background", action="store_true",
                         help="once the port is ours, serve from a child process and exit (as a hook starts it)")
+    parser.add_argument("--stop", action="store_true", help="stop the agent the pid file names, if any")
     options = parser.parse_args()
+    if options.stop:
+        if options.pid_file and os.path.exists(options.pid_file):
+            with open(options.pid_file) as handle:
+                pid = int(handle.read())
+            os.remove(options.pid_file)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        raise SystemExit(0)
     try:
         server = ThreadingHTTPServer(("127.0.0.1", options.port), Chat)
     except OSError as error:
+        if options.pid_file and os.path.exists(options.pid_file):
+            os.remove(options.pid_file)  # an earlier run's: --stop must not stop what now has its number
         raise SystemExit(f"agent.py: cannot listen on 127.0.0.1:{options.port}: {error.strerror}")
     pid = os.fork() if options.background else 0
     if options.pid_file and (pid or not options.background):

@@ -21,7 +21,7 @@ from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from
 from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
-from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
@@ -36,7 +36,6 @@ from tamesu.roles.counterpart import CounterpartUser
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.roles.steps import StepsUser
-from tamesu.suite.schema import HookSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
@@ -55,8 +54,8 @@ class RunInputs:
     run_id: str
     artifacts_dir: Path
     secrets: Secrets
-    before_each: list[HookSpec] = field(default_factory=list)
-    after_each: list[HookSpec] = field(default_factory=list)
+    before_each: list[HookGroup] = field(default_factory=list)
+    after_each: list[HookGroup] = field(default_factory=list)
     models: ModelRegistry | None = None
     update_golden: bool = False
     rerun: int = 0
@@ -147,13 +146,15 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     user: UserSimulator | None = None
     run_spans = inputs.traces.run() if inputs.traces is not None else None
     made: list[Target[TargetSpec]] = []
+    hooked = False
     try:
         async with asyncio.timeout(test.spec.timeout) as deadline:
             if inputs.stop is not None:
                 inputs.stop.watch(deadline)
             # within the deadline: Ctrl-C cuts a hook that is still running (it waited for it), and the test's
             # timeout counts it as the rest of the test
-            await run_hooks(inputs.before_each, context, test.suite.dir, "before_each")
+            await run_hooks(inputs.before_each, context, "before_each")
+            hooked = True
             if inputs.user_factory is not None:
                 user = inputs.user_factory(models, inputs.seed)
             else:
@@ -171,6 +172,11 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         if inputs.stop is not None and inputs.stop.reason is not None:
             result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
             failures = []
+        elif not hooked:
+            # the agent was never spoken to: the environment's error, as a failing hook is, not the agent's failure
+            result.status, result.end_reason = "error", "error"
+            result.error = f"before_each: the hooks were still running when the test's timeout " \
+                           f"({test.spec.timeout:g}s) ran out"
         else:
             result.end_reason = "timeout"
             failures.append(AssertionResult(name="conversation", passed=False,
@@ -185,7 +191,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         result.error = unexpected(exc, inputs)
     finally:
         try:
-            await run_hooks(inputs.after_each, context, test.suite.dir, "after_each")
+            await run_hooks(inputs.after_each, context, "after_each")
         except HookFailed as exc:
             warnings.append(str(exc))
         if isinstance(user, CounterpartUser):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -19,8 +20,18 @@ class HookFailed(Exception):
     pass
 
 
-async def run_hooks(hooks: list[HookSpec], context: Context, cwd: Path, stage: str) -> None:
-    for number, hook in enumerate(hooks, start=1):
+TAIL_CHARS = 400
+"""At most this much of a failing command's last lines goes into its error: the console line, every record."""
+
+
+HookGroup = tuple[Sequence[HookSpec], Path]
+"""Hooks and the folder their commands run in: tamesu.yaml's in the project's, a suite's in the suite's."""
+
+
+async def run_hooks(groups: Sequence[HookGroup], context: Context, stage: str) -> None:
+    """Each group's hooks in order, numbered across the groups (`before_all hook 3`)."""
+    numbered = [(hook, cwd) for hooks, cwd in groups for hook in hooks]
+    for number, (hook, cwd) in enumerate(numbered, start=1):
         try:
             if hook.run is not None:
                 await _run_command(hook, context, cwd)
@@ -40,9 +51,10 @@ async def _run_command(hook: HookSpec, context: Context, cwd: Path) -> None:
     if outcome.code is None:
         raise HookFailed(f"`{command}` timed out after {hook.timeout:g}s")
     if outcome.code != 0:
-        tail = outcome.output.strip().splitlines()[-3:]
-        raise HookFailed(f"`{command}` exited with {outcome.code}" + (f": {' | '.join(tail)}" if tail else
-                                                                       " (no output)"))
+        tail = " | ".join(outcome.output.strip().splitlines()[-3:])
+        if len(tail) > TAIL_CHARS:  # its end says why it failed; a whole long line was each test's error line
+            tail = "…" + tail[-(TAIL_CHARS - 1):]
+        raise HookFailed(f"`{command}` exited with {outcome.code}" + (f": {tail}" if tail else " (no output)"))
 
 
 async def _run_request(hook: HookSpec, context: Context) -> None:

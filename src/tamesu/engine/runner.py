@@ -17,7 +17,7 @@ from typing import Literal, Protocol
 from tamesu import __version__, targets
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
-from tamesu.engine.hooks import HookFailed, run_hooks
+from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.metrics import unmeasured_slos
 from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
 from tamesu.engine.runlog import LOG_FILE, library_logs
@@ -40,7 +40,7 @@ from tamesu.results.records import (
 )
 from tamesu.runtime.signals import Interrupted, gentle_stop
 from tamesu.suite.schema import AdaptiveSpec
-from tamesu.suite.templates import Context
+from tamesu.suite.templates import Context, resolve_vars
 from tamesu.telemetry import otel
 
 
@@ -217,13 +217,11 @@ class Runner:
                              mask=self.plan.secrets.redactor.data)
 
     def _suite_context(self, suite: LoadedSuite) -> Context:
-        merged = {**self.plan.project.spec.vars, **suite.spec.vars}
+        merged, _ = resolve_vars({**self.plan.project.spec.vars, **suite.spec.vars})  # their problems: the plan's
         return Context(secrets=self.plan.secrets, env=dict(os.environ), vars=merged)
 
     async def _run_suite(self, suite: LoadedSuite, tests: list[PlannedTest], directory: RunDirectory) -> list[str]:
-        project_hooks, suite_hooks = self.plan.project.spec.hooks, suite.spec.hooks
         warnings: list[str] = []
-        hook_dir = suite.hook_dir or suite.dir
         # before the hooks, so they start the agent with OTEL_EXPORTER_OTLP_ENDPOINT pointing at the receiver
         try:
             traces = await self.receivers.for_suite(suite.spec.traces or self.plan.project.spec.traces)
@@ -237,8 +235,7 @@ class Runner:
         try:
             async with asyncio.timeout(None) as deadline:
                 self.stopping.watch(deadline)  # Ctrl-C cuts a before_all hook still running (it waited for it)
-                await run_hooks([*project_hooks.before_all, *suite_hooks.before_all], context, hook_dir,
-                                "before_all")
+                await run_hooks(self._hooks(suite, "before_all"), context, "before_all")
         except TimeoutError:
             if self.stopping.reason is None:
                 raise
@@ -246,7 +243,8 @@ class Runner:
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
-            return [str(exc)]
+            # what the before_all hooks before it set up (a container, a seeded database) is cleaned up still
+            return [str(exc), *await self._after_all(suite, context)]
         models = self._models_for(suite)
         try:
             await asyncio.gather(*(self._traced_test(test, directory, models, traces) for test in tests))
@@ -255,13 +253,23 @@ class Runner:
         finally:
             if models is not None:
                 await models.aclose()
-            try:
-                await run_hooks([*project_hooks.after_all, *suite_hooks.after_all], context, hook_dir, "after_all")
-            except HookFailed as exc:
-                said = f"suite {suite.name}: {exc}"  # two suites' after_all hooks failing read as one line twice
-                warnings.append(said)
-                self.reporter.warning(said)
+            warnings += await self._after_all(suite, context)
         return warnings
+
+    def _hooks(self, suite: LoadedSuite, stage: str) -> list[HookGroup]:
+        """The project's hooks of `stage` (run in its folder: its paths are relative to tamesu.yaml), then the
+        suite's (in the suite's folder)."""
+        return [(getattr(self.plan.project.spec.hooks, stage), self.plan.project.dir),
+                (getattr(suite.spec.hooks, stage), suite.hook_dir or suite.dir)]
+
+    async def _after_all(self, suite: LoadedSuite, context: Context) -> list[str]:
+        try:
+            await run_hooks(self._hooks(suite, "after_all"), context, "after_all")
+        except HookFailed as exc:
+            said = f"suite {suite.name}: {exc}"  # two suites' after_all hooks failing read as one line twice
+            self.reporter.warning(said)
+            return [said]
+        return []
 
     def _unrun(self, test: PlannedTest, status: Literal["skipped", "error"], reason: str) -> TestResult:
         return TestResult(
@@ -387,14 +395,12 @@ class Runner:
                 or self.stopping.signum is not None:
             return
         folder = directory.root / "load" / slug(suite.name)
-        hooks = self.plan.project.spec.hooks, suite.spec.hooks
 
         async def one_run(test: PlannedTest, number: int, run_dir: Path) -> RunOutcome | None:
             inputs = RunInputs(
                 test=test, number=number, attempt=1, run_id=f"{directory.root.name}-load-{number}",
-                artifacts_dir=run_dir, secrets=self.plan.secrets, before_each=[*hooks[0].before_each,
-                                                                             *hooks[1].before_each],
-                after_each=[*hooks[0].after_each, *hooks[1].after_each], models=models, stop=self.stopping,
+                artifacts_dir=run_dir, secrets=self.plan.secrets, before_each=self._hooks(suite, "before_each"),
+                after_each=self._hooks(suite, "after_each"), models=models, stop=self.stopping,
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces)
             try:
@@ -423,7 +429,6 @@ class Runner:
                         models: ModelRegistry | None, traces: SuiteTraces | None = None) -> RunOutcome | None:
         """One run (its seed moved on by `rerun`), made again on an error up to `retries` times; None when it
         was cut short or cannot be written."""
-        hooks = self.plan.project.spec.hooks, test.suite.spec.hooks
         outcome: RunOutcome | None = None
         spent = 0.0
         for attempt in range(1, test.spec.retries + 2):
@@ -431,8 +436,7 @@ class Runner:
             inputs = RunInputs(
                 test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
                 artifacts_dir=run_dir, secrets=self.plan.secrets, rerun=rerun,
-                before_each=[*hooks[0].before_each, *hooks[1].before_each],
-                after_each=[*hooks[0].after_each, *hooks[1].after_each],
+                before_each=self._hooks(test.suite, "before_each"), after_each=self._hooks(test.suite, "after_each"),
                 models=models, update_golden=self.options.update_golden, stop=self.stopping,
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces,

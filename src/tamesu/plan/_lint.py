@@ -9,6 +9,7 @@
 - a `span` assertion or a metric of the agent's spans in a suite that receives none, and an assertion on a
   turn past the end of a script nobody else speaks in (warnings: every run would be an error of the suite's
   making, never the agent's failure);
+- a tag `--tags` can never choose (a comma, a leading `!` or `-`, spaces around it) (a warning);
 - a k of `pass_k` more than `repeat` (a warning: pass^k cannot be estimated from fewer runs, and is left out);
 - a judge told to read the agent's trace (`judge: {trace: true}`, a test's own or in `defaults:`) in a suite
   that receives no spans (a warning: the judge would be shown no spans and grade the transcript alone);
@@ -176,6 +177,20 @@ def ks_past_repeat(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem
                               f"pass_k {k} is more than repeat ({spec.repeat}): pass^{k} cannot be estimated from "
                               f"{spec.repeat} run{'' if spec.repeat == 1 else 's'}, so it is left out")
             for index, k in enumerate(spec.pass_k) if k > spec.repeat]
+
+
+def unselectable_tags(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
+    """A tag `--tags` can never choose: it splits at commas, strips spaces, and reads a leading `!` or `-` as
+    "without"."""
+    said = []
+    for index, tag in enumerate(spec.tags):
+        why = ("it is empty" if not tag.strip() else "it has a comma, where --tags splits" if "," in tag else
+               "it begins with '!' or '-', which --tags reads as 'without'" if tag.startswith(("!", "-")) else
+               "it begins or ends with a space, which --tags strips" if tag != tag.strip() else None)
+        if why is not None:
+            said.append(suite.doc.problem((*loc, "tags", index), f"tag {tag!r} can never be chosen with --tags: "
+                                          f"{why}"))
+    return said
 
 
 def _traced(suite: LoadedSuite) -> bool:

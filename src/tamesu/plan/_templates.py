@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 from tamesu.errors import Problem
 from tamesu.plan.model import PlannedTest
@@ -63,6 +64,9 @@ def check_templates(
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
                                                 f"in the test, its cases, the suite or the project"))
+                elif m and (unset := _unset_in(test.vars[m.group(1)], secrets)):
+                    # as if written here: the run put it in, and the turn "could not be written", the agent blamed
+                    secret_problems.append(here.problem(loc, f"{unset} (in {{{{{expr}}}}})"))
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
                                                 f"{m.group(1)!r}"))
@@ -77,6 +81,17 @@ def check_templates(
                                                 "assertion runs after they stop"))
 
 
+
+
+def _unset_in(value: object, secrets: Secrets) -> str | None:
+    """The first environment variable or secret a var's value names that is not set."""
+    for _, text in walk_strings(value):
+        for expr, _ in references(text):
+            if (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
+                return f"environment variable {m.group(1)} is not set"
+            if (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
+                return secrets.unset(m.group(1))
+    return None
 
 
 def _target_doc(test: PlannedTest, doc: Document) -> Document:
@@ -163,4 +178,26 @@ def model_secret_warnings(doc: Document, secrets: Secrets) -> list[Problem]:
             elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
                 said.append(doc.problem(("models", *path), f"{secrets.unset(m.group(1))}: a test that calls "
                                                            "this model will be an error"))
+    return said
+
+
+def var_problems(test_loc: tuple[object, ...], doc: Document, project_doc: Document | None,
+                 layers: tuple[Mapping[str, object], Mapping[str, object], Mapping[str, object]],
+                 case: tuple[int | None, str, Mapping[str, object]] | None, wrong: Mapping[str, str]) -> list[Problem]:
+    """Each var's problem (`resolve_vars`) where the var the test sees is written: its case's, the test's, the
+    suite's or tamesu.yaml's `vars:` (`layers`: the project's, the suite's, the test's; `case`: its index among
+    the inline cases or None for a cases_file row, its name and vars)."""
+    project, suite, own = layers
+    said: list[Problem] = []
+    for name, why in wrong.items():
+        if case is not None and name in case[2]:
+            index, case_name, _ = case
+            said.append(doc.problem((*test_loc, "cases", index, "vars", name), why) if index is not None else
+                        doc.problem((*test_loc, "cases_file"), f"case {case_name!r}: vars.{name}: {why}"))
+        elif name in own:
+            said.append(doc.problem((*test_loc, "vars", name), why))
+        elif name in suite or project_doc is None:
+            said.append(doc.problem(("vars", name), why))
+        elif name in project:
+            said.append(project_doc.problem(("vars", name), why))
     return said

@@ -31,6 +31,7 @@ from tamesu.plan._templates import (
     check_suite_hooks,
     check_templates,
     model_secret_warnings,
+    var_problems,
 )
 from tamesu.plan.cases import CasesFileError, read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
@@ -49,7 +50,7 @@ from tamesu.runtime.gc_pause import collector_paused
 from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import SuiteSpec, TestSpec, without_extensions
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import render_partial
+from tamesu.suite.templates import render_partial, resolve_vars
 from tamesu.suite.yaml_reader import Document, load_yaml
 
 
@@ -230,7 +231,7 @@ def _load_suite(
                                     never if own else f"{never} (adaptive from defaults)")
                 if where not in problems:  # once for a test of many cases
                     problems.append(where)
-            if test.name in seen_names:
+            if test.name in seen_names and seen_names[test.name] != index:  # two cases of one test: said
                 problems.append(doc.problem(("tests", index, "name"), f"another test is named {test.name!r}"))
             seen_names[test.name] = index
             check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
@@ -312,14 +313,26 @@ def _expand_test(
             return []
     counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
     for name in sorted(n for n, times in counted.items() if times > 1):
-        problems.append(doc.problem((*loc, "cases"), f"two cases are named {name!r}"))
+        # where the second is written: an inline case, else the cases_file (a cases_file row has no place here)
+        second = [i for i, c in enumerate(cases) if c.name == name][1]
+        where = (*loc, "cases", second, "name") if second < len(spec.cases) else (*loc, "cases_file")
+        problems.append(doc.problem(where, f"two cases are named {name!r}"))
 
-    base_vars = {**suite.project.spec.vars, **suite.spec.vars, **spec.vars}
+    layers = (suite.project.spec.vars, suite.spec.vars, spec.vars)
+    base_vars = {**layers[0], **layers[1], **layers[2]}
     variants: list[tuple[str | None, dict[str, object]]] = (
         [(c.name, {**base_vars, **c.vars}) for c in cases] if cases else [(None, base_vars)]
     )
     expanded: list[PlannedTest] = []
-    for case_name, merged_vars in variants:
+    for number, (case_name, written_vars) in enumerate(variants):
+        # a var may name another, at any depth: the test sees them put in (the run renders what is left once)
+        merged_vars, wrong = resolve_vars(written_vars)
+        if wrong:
+            case = (number if number < len(spec.cases) else None, case_name or "", cases[number].vars) \
+                if cases else None
+            problems.extend(p for p in var_problems(loc, doc, suite.project.doc, layers, case, wrong)
+                            if p not in problems)
+            continue
         body = spec.model_dump(by_alias=True, exclude={"cases", "cases_file", "vars"}, exclude_unset=True)
         if not cases and spec.cases_file is None and "{{" not in json.dumps(body, default=str):
             # no case and no template: the test is its spec with the merged vars (rendering and validating it
@@ -348,6 +361,7 @@ def _expand_test(
             warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
             warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
             warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
+            warnings.extend(_lint.unselectable_tags(suite, case_spec, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file
         name = f"{spec.name} [{case_name}]" if case_name else spec.name
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]

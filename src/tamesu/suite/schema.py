@@ -293,7 +293,7 @@ class Defaults(Strict):
     assert_: list[object] = Field(default_factory=list, alias="assert")
     """Assertions graded on every test's runs, before the test's own."""
     slo: dict[str, Finite] = Field(default_factory=dict)
-    """Metric bounds (`p95_latency_ms: 2000`) every test is held to."""
+    """Metric bounds (`turn_latency_ms_p95: 2000`) every test is held to."""
     adaptive: AdaptiveSpec | None = None
     """Adaptive repeats for every test that repeats and does not say `adaptive:` itself."""
 
@@ -343,7 +343,8 @@ class TestSpec(Strict):
     cases: list[Case] = Field(default_factory=list)
     """The test once per case, each with its own `vars`."""
     cases_file: str | None = None
-    """A CSV, JSON, JSONL or YAML file of cases (one row a case, columns as vars), relative to the suite."""
+    """A CSV file of cases (a header row with a `name` column; one row a case, the other columns as vars) or a
+    JSON array of objects with `name`, relative to the suite."""
     capture: list[CaptureSpec] = Field(default_factory=list)
     """Values read from the agent's turns into `{{captured.NAME}}` for later turns and assertions."""
     timeout: Duration = Field(300.0, gt=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -139,6 +140,68 @@ class Context:
         if isinstance(value, list | tuple):
             return [self.render_value(item) for item in value]
         return value
+
+
+def resolve_vars(variables: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
+    """The vars with every `{{vars.X}}` inside them put in, at any depth, and what is wrong with those that name
+    a var that does not exist or, through others, themselves (kept as written). A value that is exactly one
+    template keeps the named value's type; any other namespace waits for the run."""
+    if not any("{{" in text for _, text in walk_strings(variables)):
+        return dict(variables), {}
+    resolved: dict[str, object] = {}
+    wrong: dict[str, str] = {}
+
+    def var(name: str, chain: tuple[str, ...]) -> object:
+        if name not in resolved:
+            if name in chain:
+                loop = " -> ".join(f"vars.{n}" for n in (*chain[chain.index(name):], name))
+                raise TemplateError(f"the vars name each other in a loop ({loop})")
+            try:
+                resolved[name] = value(variables[name], (*chain, name))
+            except TemplateError as exc:
+                # said by the var that has the template, once: the vars naming it are kept as written
+                if not isinstance(exc, _Said):
+                    wrong[name] = str(exc)
+                resolved[name] = variables[name]
+                raise _Said(name) from None
+        return resolved[name]
+
+    def lookup(expr: str, chain: tuple[str, ...]) -> object:
+        _, _, rest = expr.partition(".")
+        name, _, path = rest.partition(".")
+        if name not in variables:
+            raise TemplateError(f"bad template {{{{{expr}}}}}: no var {name!r} in the test, its cases, the suite "
+                                "or the project")
+        found = var(name, chain)
+        return Context(vars={name: found}).lookup(f"vars.{name}.{path}") if path else found
+
+    def value(item: object, chain: tuple[str, ...]) -> object:
+        if isinstance(item, Mapping):
+            return {key: value(inner, chain) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [value(inner, chain) for inner in item]
+        if not isinstance(item, str) or "{{" not in item:
+            return item
+        whole = TEMPLATE.fullmatch(item.strip())
+        if whole and whole.group(1).startswith("vars."):
+            return lookup(whole.group(1), chain)
+
+        def substitute(match: re.Match[str]) -> str:
+            if not match.group(1).startswith("vars."):
+                return match.group(0)
+            found = lookup(match.group(1), chain)
+            return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+
+        return TEMPLATE.sub(substitute, item)
+
+    for name in variables:
+        with contextlib.suppress(_Said):
+            var(name, ())
+    return resolved, wrong
+
+
+class _Said(TemplateError):
+    """A var's problem, already said where it is."""
 
 
 def render_partial(value: object, known: Mapping[str, object]) -> Any:
