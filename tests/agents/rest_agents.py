@@ -25,12 +25,20 @@ POST /sse             server-sent events: "You said MESSAGE" word by word as {"d
     "tools"           -> {"tool_calls": [{"name": "lookup", "args": {"q": "x"}}]}, then the deltas, then [DONE]
     "crash"           -> 500 {"error": "stream failed"}
     "nostream"        -> a plain JSON answer {"text": "not streamed"}
+    "overloaded"      -> {"delta": "Let me"}, then Anthropic's mid-stream failure, `event: error` with
+                         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, then the
+                         stream ends (no [DONE])
+    "gateway error"   -> {"delta": "Let me"}, then `event: error` with the text "upstream timed out", then [DONE]
+    "chunk error"     -> {"delta": "Let me"}, then OpenAI's chat stream failure {"error": {"message": "server had
+                         an error", "type": "server_error"}}, then [DONE]
 WS   /ws              websocket. Each JSON message {message, ...} is answered with "You said MESSAGE"
                       word by word as {"delta": " word"} messages, then {"done": true, "turn": N,
                       "key": <X-Api-Key header of the handshake>}.
     ?greet=1          -> sends {"text": "Welcome!"} as soon as the socket opens
     "bye"             -> {"delta": "Bye"}, then {"done": true, "hangup": true}
     "close"           -> closes the socket with code 1011
+    "error"           -> {"delta": "Let me"}, then {"type": "error", "message": "tool backend down"}, then the usual
+                         final message
 POST /jobs            poll style. Body {message, session_id} -> 202 {"job": ID}.
 GET  /jobs/{ID}       {"status": "pending"} for the first PENDING_POLLS polls, then
                       {"status": "done", "text": "Processed: MESSAGE"}; 404 for an unknown job.
@@ -74,6 +82,14 @@ BOOK_CALLS = [
     {"name": "find_slot", "arguments": json.dumps({"day": "saturday"}), "result": {"slot": "10:00"}},
     {"function": {"name": "book_room", "arguments": json.dumps({"day": "saturday"})}},
 ]
+
+STREAM_FAILURES: dict[str, list[Any]] = {
+    "overloaded": ['event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+                   '"message": "Overloaded"}}\n\n'],
+    "gateway error": ["event: error\ndata: upstream timed out\n\n", "data: [DONE]\n\n"],
+    "chunk error": [{"error": {"message": "server had an error", "type": "server_error"}}, "data: [DONE]\n\n"],
+}
+"""How the /sse agent's stream fails after its first delta, by the message that asks for it."""
 
 
 def chunks(text: str) -> list[str]:
@@ -145,6 +161,11 @@ class RestAgents:
         return StreamingResponse(self._sse_events(message), media_type="text/event-stream")
 
     async def _sse_events(self, message: str) -> AsyncIterator[str]:
+        if message in STREAM_FAILURES:
+            for event in [{"delta": "Let me"}, *STREAM_FAILURES[message]]:
+                await asyncio.sleep(STREAM_PAUSE)
+                yield event if isinstance(event, str) else f"data: {json.dumps(event)}\n\n"
+            return
         if message == "bye":
             events: list[Any] = [{"delta": "Goodbye!"}, {"done": True, "hangup": True}]
         else:
@@ -176,6 +197,9 @@ class RestAgents:
                 if message == "close":
                     await websocket.close(code=1011, reason="asked to close")
                     return
+                if message == "error":
+                    await websocket.send_json({"delta": "Let me"})
+                    await websocket.send_json({"type": "error", "message": "tool backend down"})
                 if message == "bye":
                     await websocket.send_json({"delta": "Bye"})
                     await websocket.send_json({"done": True, "hangup": True})

@@ -13,6 +13,7 @@ import jsonpath
 from tamesu.conversation import Handoff, ToolCall, TurnError
 from tamesu.targets.base import HandoffSpec
 from tamesu.targets.rest.spec import Condition, PathEquals, ResponseSpec
+from tamesu.targets.rest.stream_errors import error_event, stream_failure
 
 DEFAULT_DELTA = "$.delta"
 OPENAI_DELTA = "$.choices[0].delta.content"
@@ -169,7 +170,8 @@ class StreamText:
     """Folds streamed events (sse, websocket) into the turn's text and first-token time.
 
     Each event's chunk is its `delta` (default `$.delta`; an event without one gives its `response.text`
-    unless `delta` was set). The event that completes the turn (`final`) may carry the whole reply in
+    unless `delta` was set). An error event (`stream_errors`) fails the turn, unless a `final` of the suite's
+    own says it is the turn's end. The event that completes the turn (`final`) may carry the whole reply in
     `response.text` instead: it replaces what was streamed when it repeats it, else it is the last chunk.
     """
 
@@ -194,6 +196,8 @@ class StreamText:
             raise TurnError(f"more than {MAX_EVENTS} streamed events in one turn")
         self.events.append(event)
         final = holds(self._reply.final, event)
+        if error_event(event) and not (final and "final" in self._reply.model_fields_set):
+            raise stream_failure(event)
         chunk = self._chunk(event, final)
         if chunk:
             self.chunks.append(chunk)

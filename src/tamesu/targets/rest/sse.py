@@ -12,6 +12,7 @@ from tamesu.net.clients import os_reason
 from tamesu.net.direct import chunks
 from tamesu.targets.rest.body import Reading, bounded_chunks, lines
 from tamesu.targets.rest.http import parse_body, text_encoding
+from tamesu.targets.rest.stream_errors import stream_failure
 
 DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
@@ -21,11 +22,13 @@ async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float
                      ) -> AsyncGenerator[tuple[object, float], None]:
     """Yield (event, arrival ms) for each event's data: parsed JSON, or the text when it is not JSON.
 
-    Multi-line data is joined with newlines; comments, `event:`, `id:` and `retry:` fields carry no reply.
+    Multi-line data is joined with newlines; comments, `id:` and `retry:` fields carry no reply, nor does
+    `event:`, except `event: error`: the agent saying the turn failed (Anthropic's streams, gateways), a TurnError.
     Reading stops at `reading.limit` bytes (`reading.cut` is then set): an event not finished by then is
     dropped.
     """
     data: list[str] = []
+    name = ""
     try:
         headers = response.headers
         pieces = bounded_chunks(chunks(response), headers.get("content-encoding", ""), reading)
@@ -34,13 +37,20 @@ async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float
                 field, _, value = line.partition(":")
                 if field == "data":
                     data.append(value.removeprefix(" "))
+                elif field == "event":
+                    name = value.removeprefix(" ")
                 continue
             if data:
+                if name == "error":
+                    raise stream_failure(_event(data), response.status)
                 yield _event(data), clock()
                 data = []
+            name = ""
     except httpx.HTTPError as exc:
         raise TurnError(f"the event stream broke off: {os_reason(exc)}", status=response.status) from exc
     if data and not reading.cut:
+        if name == "error":
+            raise stream_failure(_event(data), response.status)
         yield _event(data), clock()
 
 
