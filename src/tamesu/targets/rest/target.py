@@ -233,7 +233,7 @@ class RestTarget(Target[RestSpec]):
         from tamesu.targets.rest.ws import WsLink
 
         self._ws = await WsLink.connect(url, self._headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
-                                        session=session, what=self._what)
+                                        session=session, what=self._what, tls=self.spec.tls)
         return session.redactor.text(url)
 
     async def close(self) -> None:
