@@ -18,6 +18,7 @@ POST /chat            plain JSON. Body {message, session_id, data?}. Remembers t
     anything else     -> {"text": "Echo N: MESSAGE"} (N = this session's turn number)
     Every JSON answer also has "session_id", "turn", "data" (as received) and "auth" (the Authorization header).
 POST /plain           text/plain "plain: MESSAGE".
+GET  /ask             a question in the query, as GET APIs take one: {"text": "asked: Q", "query": {every parameter}}.
 POST /sse             server-sent events: "You said MESSAGE" word by word as {"delta": " word"} events
                       (STREAM_PAUSE apart; the deltas joined give the sentence), then `data: [DONE]`.
     "final"           -> the deltas, then {"done": true, "text": <the whole reply>} and no [DONE]
@@ -112,6 +113,7 @@ class RestAgents:
         return Starlette(routes=[
             Route("/chat", self.chat, methods=["POST"]),
             Route("/plain", self.plain, methods=["POST"]),
+            Route("/ask", self.ask, methods=["GET"]),
             Route("/sse", self.sse, methods=["POST"]),
             WebSocketRoute("/ws", self.ws),
             Route("/jobs", self.create_job, methods=["POST"]),
@@ -149,6 +151,10 @@ class RestAgents:
     async def plain(self, request: Request) -> Response:
         body = await request.json()
         return PlainTextResponse(f"plain: {body.get('message', '')}")
+
+    async def ask(self, request: Request) -> Response:
+        query = dict(request.query_params)
+        return JSONResponse({"text": f"asked: {query.get('q', '')}", "query": query})
 
     # -- POST /sse ----------------------------------------------------------------------------------
 

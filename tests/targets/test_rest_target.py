@@ -522,3 +522,19 @@ async def test_close_is_safe_twice_and_before_open() -> None:
     await target.close()
     await target.close()
     assert target.metrics() == {"rest_requests": 0.0}
+
+
+# -- templates in a URL's query --------------------------------------------------------------------------
+
+
+async def test_a_query_parameters_template_is_sent_as_its_value(rest_agents: RunningAgents, tmp_path: Path) -> None:
+    """`?q={{message}}`: the user's words (and a key with `+`, `/`, `=`) arrive as the parameter's value, never as
+    more parameters (`&`), a fragment (`#`) or a space for `+`; a template that is not a value is left as written."""
+    token = "k+ey/with=signs&more"
+    session = new_session(tmp_path, environ={"TOKEN": token}, vars={"extra": "lang=en&n=2"})
+    url = f"{rest_agents.url}/ask?q={{{{message}}}}&key={{{{secrets.TOKEN}}}}&{{{{vars.extra}}}}"
+    async with opened({"url": url, "method": "GET", "request": {"body": None}}, session) as target:
+        turn = await target.send(UserTurn(text="fish & chips #1? a+b=c at 50%"))
+    assert turn.response["query"] == {"q": "fish & chips #1? a+b=c at 50%", "key": token, "lang": "en", "n": "2"}
+    [transport] = events(session, "transport")
+    assert token not in transport["url"] and "k%2Bey" not in transport["url"]

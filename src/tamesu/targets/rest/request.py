@@ -4,6 +4,7 @@ relative to the target's, and which statuses count as success."""
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import httpx
 
@@ -44,6 +45,23 @@ def message_with_trace(body: object, ctx: Context, spec: RestSpec, trace: TraceC
     own = next((value for name, value in spec.headers.items() if name.lower() == "traceparent"), None)
     value = ctx.render_text(own) if own is not None else trace.traceparent if trace is not None else None
     return {**body, "traceparent": value} if value else body
+
+
+def render_url(ctx: Context, template: str) -> str:
+    """`template` rendered, each template in a query parameter's value (`?q={{message}}`) percent-encoded as one:
+    written as is, the user's `&` or `#` cut the message short and its `+` arrived as a space. A template that
+    is no parameter's value (`{{env.AGENT_URL}}/chat`, `?{{vars.params}}`) is left as written."""
+    head, mark, query = template.partition("?")
+    if not mark or "{{" not in query:
+        return ctx.render_text(template)
+
+    def encoded(match: re.Match[str]) -> str:
+        name = query[query.rfind("&", 0, match.start()) + 1:match.start()]
+        if "=" not in name:
+            return match.group(0)
+        return quote(as_text(ctx.lookup(match.group(1))), safe="")
+
+    return ctx.render_text(head + mark + TEMPLATE.sub(encoded, query))
 
 
 def resolve_url(url: str, target_url: str, ctx: Context) -> str:

@@ -85,6 +85,7 @@ from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_te
 from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
 from tamesu.targets.rest.request import (
     message_with_trace,
+    render_url,
     request_body,
     resolve_url,
     status_expected,
@@ -183,7 +184,7 @@ class RestTarget(Target[RestSpec]):
     def _shown_url(self) -> str:
         """The URL for the transport event; a template that needs a turn's values is shown as written."""
         try:
-            return self._require_session().redactor.text(self._context().render_text(self.spec.url))
+            return self._require_session().redactor.text(render_url(self._context(), self.spec.url))
         except TemplateError:
             return self.spec.url
 
@@ -203,7 +204,7 @@ class RestTarget(Target[RestSpec]):
     async def _open_conversation(self, spec: SessionOpenSpec) -> None:
         session = self._require_session()
         ctx = self._context()
-        url = resolve_url(ctx.render_text(spec.url), self.spec.url, ctx)
+        url = resolve_url(render_url(ctx, spec.url), self.spec.url, ctx)
         masked = session.redactor.text(url)
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
@@ -226,7 +227,7 @@ class RestTarget(Target[RestSpec]):
     async def _connect_websocket(self) -> str:
         session = self._require_session()
         ctx = self._context()
-        url = ctx.render_text(self.spec.url)
+        url = render_url(ctx, self.spec.url)
         if not url.startswith(("ws://", "wss://")):
             raise InfraError(f"{self._what}: streaming: websocket needs a ws:// or wss:// url, "
                              f"got {session.redactor.text(url)}")
@@ -383,7 +384,7 @@ class RestTarget(Target[RestSpec]):
             return self._reader.answer_turn(sent)
         answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
         ctx = self._turn_context(turn, response=answered)
-        poll_request = http.build(poll.method.upper(), resolve_url(ctx.render_text(poll.url), self.spec.url, ctx),
+        poll_request = http.build(poll.method.upper(), resolve_url(render_url(ctx, poll.url), self.spec.url, ctx),
                                   self._headers(ctx, {**self.spec.headers, **poll.headers}),
                                   ctx.render_value(poll.body), has_body=poll.body is not None)
         limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
@@ -464,7 +465,7 @@ class RestTarget(Target[RestSpec]):
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
         body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
-        url = ctx.render_text(self.spec.url)
+        url = render_url(ctx, self.spec.url)
         multipart = self.spec.request.multipart
         if multipart is not None:
             sent, content = await form_body(headers, body if has_body else None, turn, multipart.files, self._what)
