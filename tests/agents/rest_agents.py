@@ -30,6 +30,7 @@ POST /sse             server-sent events: "You said MESSAGE" word by word as {"d
                          {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, then the
                          stream ends (no [DONE])
     "gateway error"   -> {"delta": "Let me"}, then `event: error` with the text "upstream timed out", then [DONE]
+    "stall"           -> {"delta": "Let me"}, then nothing for SLOW_SECONDS, the stream left open
     "chunk error"     -> {"delta": "Let me"}, then OpenAI's chat stream failure {"error": {"message": "server had
                          an error", "type": "server_error"}}, then [DONE]
 WS   /ws              websocket. Each JSON message {message, ...} is answered with "You said MESSAGE"
@@ -40,6 +41,7 @@ WS   /ws              websocket. Each JSON message {message, ...} is answered wi
     "close"           -> closes the socket with code 1011
     "error"           -> {"delta": "Let me"}, then {"type": "error", "message": "tool backend down"}, then the usual
                          final message
+    "stall"           -> {"delta": "Let me"}, then nothing until the next message
 POST /jobs            poll style. Body {message, session_id} -> 202 {"job": ID}.
 GET  /jobs/{ID}       {"status": "pending"} for the first PENDING_POLLS polls, then
                       {"status": "done", "text": "Processed: MESSAGE"}; 404 for an unknown job.
@@ -167,6 +169,10 @@ class RestAgents:
         return StreamingResponse(self._sse_events(message), media_type="text/event-stream")
 
     async def _sse_events(self, message: str) -> AsyncIterator[str]:
+        if message == "stall":
+            yield f"data: {json.dumps({'delta': 'Let me'})}\n\n"
+            await asyncio.sleep(SLOW_SECONDS)
+            return
         if message in STREAM_FAILURES:
             for event in [{"delta": "Let me"}, *STREAM_FAILURES[message]]:
                 await asyncio.sleep(STREAM_PAUSE)
@@ -203,6 +209,9 @@ class RestAgents:
                 if message == "close":
                     await websocket.close(code=1011, reason="asked to close")
                     return
+                if message == "stall":
+                    await websocket.send_json({"delta": "Let me"})
+                    continue
                 if message == "error":
                     await websocket.send_json({"delta": "Let me"})
                     await websocket.send_json({"type": "error", "message": "tool backend down"})

@@ -172,6 +172,20 @@ async def test_turn_timeout_fails_the_turn_without_waiting(rest_agents: RunningA
         assert time.monotonic() - started < SLOW_SECONDS / 2
 
 
+@pytest.mark.parametrize(("path", "streaming", "waiting"), [
+    ("/sse", "sse", "reading the event stream"),
+    ("/ws", "websocket", "waiting for the final websocket message"),
+])
+async def test_a_stream_that_stalls_times_out_with_what_came_before(rest_agents: RunningAgents, tmp_path: Path,
+                                                                    path: str, streaming: str, waiting: str) -> None:
+    url = rest_agents.ws_url if streaming == "websocket" else f"{rest_agents.url}{path}"
+    async with opened({"url": url, "streaming": streaming, "turn_timeout": "400ms"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="stall"))
+    assert str(failed.value) == f"turn timed out after 0.4s ({waiting}; 1 event came before, its text: 'Let me')"
+    assert failed.value.raw == [{"delta": "Let me"}]  # the failed turn keeps them
+
+
 # -- reaching the agent ----------------------------------------------------------------------------------
 
 

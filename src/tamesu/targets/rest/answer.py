@@ -149,6 +149,16 @@ class TurnReader:
                             raw=answer.body, status=answer.status)
 
 
+def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> TurnError:
+    """The turn over `turn_timeout`, with what a stream had brought by then: a stream that stalls part-way is
+    told from one that never began, and the failed turn keeps its events."""
+    came = "" if stream is None or not stream.events else (
+        f"; {len(stream.events)} event{'s' if len(stream.events) != 1 else ''} came before, "
+        + (f"its text: '{excerpt(stream.text)}'" if stream.text else "no text"))
+    detail = f" ({waiting_for}{came})" if waiting_for else ""
+    return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None)
+
+
 OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"

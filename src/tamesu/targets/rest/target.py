@@ -78,7 +78,7 @@ from tamesu.net.direct import Request, finish
 from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
 from tamesu.targets.base import SessionOpenSpec, Target
-from tamesu.targets.rest.answer import TurnReader
+from tamesu.targets.rest.answer import TurnReader, timed_out
 from tamesu.targets.rest.body import Reading, reading_of
 from tamesu.targets.rest.files import attachments, file_refusal, form_body
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
@@ -133,6 +133,8 @@ class RestTarget(Target[RestSpec]):
         self._listener: Listener | None = None
         self._requests_before = 0
         self._waiting_for = ""
+        self._stream: StreamText | None = None
+        """The stream the turn is reading, for what came before a timeout."""
         self._sse_detected = False
         self._ui_stream_detected = False
         self._reader = TurnReader(spec, self._require_session)
@@ -261,7 +263,7 @@ class RestTarget(Target[RestSpec]):
     async def send(self, turn: UserTurn) -> AgentTurn:
         self._require_session()
         http = self._require_http()
-        self._waiting_for = ""
+        self._waiting_for, self._stream = "", None
         limit = self.spec.turn_timeout
         # a history the test gives (JSONL) stands for everything before this turn; otherwise what was played
         earlier = turn.messages()[:-1] if turn.history else self._played
@@ -281,8 +283,7 @@ class RestTarget(Target[RestSpec]):
             if http.unreachable is not None:
                 raise InfraError(f"{self._what}: cannot reach the agent within the turn timeout ({limit:g}s): "
                                  f"{http.unreachable}") from None
-            detail = f" ({self._waiting_for})" if self._waiting_for else ""
-            raise TurnError(f"turn timed out after {limit:g}s{detail}") from None
+            raise timed_out(limit, self._waiting_for, self._stream) from None
 
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         if self.spec.streaming == "websocket":
@@ -322,7 +323,7 @@ class RestTarget(Target[RestSpec]):
                     self._sse_detected = True
                     session.event("sse_detected", note="streaming is not set and the agent answered "
                                   "text/event-stream: its events were read as with streaming: sse")
-            stream = self._stream_reader(response.headers)
+            stream = self._stream = self._stream_reader(response.headers)
             completed_at: float | None = None
             reading = reading_of(response.headers, http.max_bytes)
             async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
@@ -360,7 +361,7 @@ class RestTarget(Target[RestSpec]):
         self._waiting_for = "waiting for the final websocket message"
         sent_at = session.now_ms()
         await ws.send(payload)
-        stream = StreamText(self.spec.response)
+        stream = self._stream = StreamText(self.spec.response)
         reading = Reading(limit=self._require_http().max_bytes)
         while True:
             event, completed_at, size = await ws.receive()
