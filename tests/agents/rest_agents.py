@@ -18,6 +18,8 @@ POST /chat            plain JSON. Body {message, session_id, data?}. Remembers t
     anything else     -> {"text": "Echo N: MESSAGE"} (N = this session's turn number)
     Every JSON answer also has "session_id", "turn", "data" (as received) and "auth" (the Authorization header).
 POST /plain           text/plain "plain: MESSAGE".
+POST /upload          multipart/form-data, as a browser's form posts it: {"text": "N file(s)", "fields": {name: value},
+                      "files": [[field, filename, content type, size]]}.
 GET  /ask             a question in the query, as GET APIs take one: {"text": "asked: Q", "query": {every parameter}}.
 POST /sse             server-sent events: "You said MESSAGE" word by word as {"delta": " word"} events
                       (STREAM_PAUSE apart; the deltas joined give the sentence), then `data: [DONE]`.
@@ -69,6 +71,7 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
@@ -116,6 +119,7 @@ class RestAgents:
             Route("/chat", self.chat, methods=["POST"]),
             Route("/plain", self.plain, methods=["POST"]),
             Route("/ask", self.ask, methods=["GET"]),
+            Route("/upload", self.upload, methods=["POST"]),
             Route("/sse", self.sse, methods=["POST"]),
             WebSocketRoute("/ws", self.ws),
             Route("/jobs", self.create_job, methods=["POST"]),
@@ -153,6 +157,13 @@ class RestAgents:
     async def plain(self, request: Request) -> Response:
         body = await request.json()
         return PlainTextResponse(f"plain: {body.get('message', '')}")
+
+    async def upload(self, request: Request) -> Response:
+        form = await request.form()
+        files = [[name, value.filename, value.content_type, len(await value.read())]
+                 for name, value in form.multi_items() if isinstance(value, UploadFile)]
+        fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
+        return JSONResponse({"text": f"{len(files)} file(s)", "fields": fields, "files": files})
 
     async def ask(self, request: Request) -> Response:
         query = dict(request.query_params)

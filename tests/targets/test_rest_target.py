@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from agents.fixtures import RunningAgents, dead_url, rest_agents
 from agents.rest_agents import PENDING_POLLS, SLOW_SECONDS
 from sessions import events, new_session
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets import target_class
 from tamesu.targets.rest.read import StreamText
@@ -536,6 +536,20 @@ async def test_close_is_safe_twice_and_before_open() -> None:
     await target.close()
     await target.close()
     assert target.metrics() == {"rest_requests": 0.0}
+
+
+async def test_a_multipart_form_names_its_files_and_fields_as_a_browser_does(rest_agents: RunningAgents,
+                                                                           tmp_path: Path) -> None:
+    """Names beyond ASCII go as UTF-8, as browsers and httpx send them: percent-encoded, the agent (which takes the
+    header as written, as Starlette, Flask and FastAPI do) got `re%C3%A7u%20%C3%A9.txt` for `reçu é.txt`."""
+    (tmp_path / "reçu é.txt").write_text("hello")
+    spec = {"url": f"{rest_agents.url}/upload", "request": {"multipart": True, "body": {"message": "{{message}}",
+                                                                                        "pièce": "oui"}}}
+    async with opened(spec, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="voilà", files=[
+            FileRef(name="reçu é.txt", mime="text/plain", path=str(tmp_path / "reçu é.txt"))]))
+    assert turn.response["fields"] == {"message": "voilà", "pièce": "oui"}
+    assert turn.response["files"] == [["files", "reçu é.txt", "text/plain", 5]]
 
 
 # -- templates in a URL's query --------------------------------------------------------------------------
