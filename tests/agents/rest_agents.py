@@ -33,6 +33,8 @@ POST /sse             server-sent events: "You said MESSAGE" word by word as {"d
                          stream ends (no [DONE])
     "gateway error"   -> {"delta": "Let me"}, then `event: error` with the text "upstream timed out", then [DONE]
     "stall"           -> {"delta": "Let me"}, then nothing for SLOW_SECONDS, the stream left open
+    "malformed"       -> {"delta": "Let me"}, then `data: {"delta": " check` (JSON cut short), then [DONE]
+    "braces"          -> a text stream (no JSON): `data: x = `, `data: {"a": 1`, then [DONE]
     "chunk error"     -> {"delta": "Let me"}, then OpenAI's chat stream failure {"error": {"message": "server had
                          an error", "type": "server_error"}}, then [DONE]
 WS   /ws              websocket. Each JSON message {message, ...} is answered with "You said MESSAGE"
@@ -93,6 +95,7 @@ STREAM_FAILURES: dict[str, list[Any]] = {
     "overloaded": ['event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
                    '"message": "Overloaded"}}\n\n'],
     "gateway error": ["event: error\ndata: upstream timed out\n\n", "data: [DONE]\n\n"],
+    "malformed": ['data: {"delta": " check\n\n', "data: [DONE]\n\n"],
     "chunk error": [{"error": {"message": "server had an error", "type": "server_error"}}, "data: [DONE]\n\n"],
 }
 """How the /sse agent's stream fails after its first delta, by the message that asks for it."""
@@ -183,6 +186,10 @@ class RestAgents:
         if message == "stall":
             yield f"data: {json.dumps({'delta': 'Let me'})}\n\n"
             await asyncio.sleep(SLOW_SECONDS)
+            return
+        if message == "braces":
+            for data in ("x = ", '{"a": 1', "[DONE]"):
+                yield f"data: {data}\n\n"
             return
         if message in STREAM_FAILURES:
             for event in [{"delta": "Let me"}, *STREAM_FAILURES[message]]:

@@ -57,3 +57,30 @@ async def test_a_final_of_the_suites_own_may_take_the_error_event_as_the_turns_e
     finally:
         await target.close()
     assert turn.response == {"type": "error", "message": "tool backend down"}
+
+
+async def test_a_malformed_json_event_among_json_events_fails_the_turn(rest_agents: RunningAgents,
+                                                                      tmp_path: Path) -> None:
+    """Taken as a text chunk, `{"delta": " check` was spliced into the reply (`Let me{"delta": " check`)."""
+    target = RestTarget(RestSpec.model_validate({"type": "rest", "url": f"{rest_agents.url}/sse",
+                                                 "streaming": "sse"}), "api")
+    await target.open(new_session(tmp_path))
+    try:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="malformed"))
+    finally:
+        await target.close()
+    assert str(failed.value) == ("malformed JSON in event 2 of the stream, whose other events are JSON: "
+                                 "Unterminated string starting at: line 1 column 11 (char 10): {\"delta\": \" check")
+    assert failed.value.raw == [{"delta": "Let me"}, '{"delta": " check']
+
+
+async def test_a_text_stream_may_send_a_brace(rest_agents: RunningAgents, tmp_path: Path) -> None:
+    target = RestTarget(RestSpec.model_validate({"type": "rest", "url": f"{rest_agents.url}/sse",
+                                                 "streaming": "sse"}), "api")
+    await target.open(new_session(tmp_path))
+    try:
+        turn = await target.send(UserTurn(text="braces"))
+    finally:
+        await target.close()
+    assert turn.text == 'x = {"a": 1'

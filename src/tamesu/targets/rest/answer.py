@@ -22,6 +22,7 @@ from tamesu.targets.rest.read import (
     values,
 )
 from tamesu.targets.rest.spec import RestSpec
+from tamesu.targets.rest.stream_errors import malformed_event
 from tamesu.targets.rest.stream_tools import StreamedToolCalls
 from tamesu.targets.rest.ui_stream import UiMessageStream, read_data_stream
 
@@ -82,6 +83,9 @@ class TurnReader:
 
     def stream_turn(self, stream: StreamText, status: int | None, sent_at: float, completed_at: float) -> AgentTurn:
         events = stream.events
+        if (broken := malformed_event(events)) is not None:
+            broken.status = status
+            raise broken
         if stream.detected is not None and self._detected_text != stream.detected:
             self._detected_text = stream.detected
             self._session().event("text_detected", path=stream.detected,

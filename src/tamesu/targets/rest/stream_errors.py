@@ -1,10 +1,11 @@
 """The events by which a streaming agent says its turn failed part-way: read as the reply, what it streamed before
-(often a few words) was graded as the agent's whole answer, and a `not_contains` check passed on a broken turn."""
+(often a few words) was graded as the agent's whole answer, and a `not_contains` check passed on a broken turn;
+and a broken event among JSON ones, which was read as a chunk of text."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from tamesu.conversation import TurnError
 
@@ -44,3 +45,19 @@ def error_words(said: object) -> str:
             return f"{kind}: {message}"[:SAID_LIMIT] if isinstance(kind, str) and kind else message[:SAID_LIMIT]
     text = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
     return text[:SAID_LIMIT] or "no details"
+
+
+def malformed_event(events: Sequence[object]) -> TurnError | None:
+    """An event that is not JSON though it starts as an object, in a stream whose other events are JSON: a
+    broken event, whose text would be spliced into the reply. A text stream (no JSON event) may send a brace."""
+    if not any(isinstance(event, str) for event in events) or not any(isinstance(e, Mapping) for e in events):
+        return None
+    for number, event in enumerate(events, 1):
+        if isinstance(event, str) and event.lstrip().startswith("{"):
+            try:
+                json.loads(event)
+            except json.JSONDecodeError as exc:
+                shown = event if len(event) <= SAID_LIMIT else event[:SAID_LIMIT] + "..."
+                return TurnError(f"malformed JSON in event {number} of the stream, whose other events are JSON: "
+                                 f"{exc}: {shown}", raw=list(events))
+    return None

@@ -27,7 +27,7 @@ How the agent's turn is read, by mode:
   `$.done`), or at the end of the stream; a final event's `response.text` that repeats the streamed text
   replaces it. `raw` is every event, `response` the last one (so `json_path` reads the final event), and
   `first_token_at_ms` the arrival of the first event that brought text. A non-stream answer is read as plain.
-  An error event (`event: error`, `{"type": "error"}`...: `stream_errors`) fails the turn, websocket too.
+  An error event (`event: error`, `{"type": "error"}`...) or a broken JSON one fails the turn (`stream_errors`).
 - `websocket`: one connection per session, opened in `open()`; each turn sends the rendered body as one text
   message (JSON; a body that renders to a string goes as is) and reads messages as sse reads events, until
   `[DONE]` or `response.final` holds (a turn never ends on silence: an agent that answers with one message
