@@ -34,6 +34,7 @@ POST /sse             server-sent events: "You said MESSAGE" word by word as {"d
     "gateway error"   -> {"delta": "Let me"}, then `event: error` with the text "upstream timed out", then [DONE]
     "stall"           -> {"delta": "Let me"}, then nothing for SLOW_SECONDS, the stream left open
     "malformed"       -> {"delta": "Let me"}, then `data: {"delta": " check` (JSON cut short), then [DONE]
+    "bom"             -> the stream begins with a byte order mark, then the usual deltas (no `event:` lines), [DONE]
     "braces"          -> a text stream (no JSON): `data: x = `, `data: {"a": 1`, then [DONE]
     "chunk error"     -> {"delta": "Let me"}, then OpenAI's chat stream failure {"error": {"message": "server had
                          an error", "type": "server_error"}}, then [DONE]
@@ -206,11 +207,15 @@ class RestAgents:
                 events.append({"done": True, "text": f"You said {message}"})
             else:
                 events.append("[DONE]")
-        yield ": a comment line the reader must skip\n\n"
+        if message == "bom":
+            yield "\ufeff"  # its own piece: the reader must drop it wherever the network splits the stream
+        else:
+            yield ": a comment line the reader must skip\n\n"
         for event in events:
             await asyncio.sleep(STREAM_PAUSE)
             data = event if isinstance(event, str) else json.dumps(event)
-            yield f"event: message\ndata: {data}\n\n"
+            named = "" if message == "bom" else "event: message\n"  # after a BOM, a data line: the one it spoils
+            yield f"{named}data: {data}\n\n"
 
     # -- WS /ws -------------------------------------------------------------------------------------
 

@@ -303,6 +303,15 @@ async def test_sse_concatenates_deltas(rest_agents: RunningAgents, tmp_path: Pat
     assert events(session, "transport")[0]["streaming"] == "sse"
 
 
+async def test_a_byte_order_mark_before_the_first_event_is_dropped(rest_agents: RunningAgents,
+                                                                   tmp_path: Path) -> None:
+    """As the HTML standard reads a stream: a leading BOM is no part of the first line (it was `\ufeffdata`, a field
+    of no meaning, and the first event was lost: `said bom`)."""
+    async with opened({"url": f"{rest_agents.url}/sse", "streaming": "sse"}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="bom"))
+    assert turn.text == "You said bom"
+
+
 async def test_sse_final_event_carries_the_whole_text(rest_agents: RunningAgents, tmp_path: Path) -> None:
     async with opened({"url": f"{rest_agents.url}/sse", "streaming": "sse"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="final"))

@@ -32,7 +32,10 @@ async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float
     try:
         headers = response.headers
         pieces = bounded_chunks(chunks(response), headers.get("content-encoding", ""), reading)
+        first = True
         async for line in lines(pieces, text_encoding(headers), reading):
+            if first:  # the HTML standard: one leading byte order mark is no part of the stream
+                line, first = line.removeprefix("\ufeff"), False
             if line:
                 field, _, value = line.partition(":")
                 if field == "data":
