@@ -38,6 +38,9 @@ POST /sse             server-sent events: "You said MESSAGE" word by word as {"d
     "braces"          -> a text stream (no JSON): `data: x = `, `data: {"a": 1`, then [DONE]
     "chunk error"     -> {"delta": "Let me"}, then OpenAI's chat stream failure {"error": {"message": "server had
                          an error", "type": "server_error"}}, then [DONE]
+POST /ndjson          Ollama's /api/chat as it answers by default: newline-delimited JSON (application/x-ndjson),
+                      {"model", "created_at", "message": {"role": "assistant", "content": " word"}, "done": false} per
+                      word of "You said MESSAGE", then {"model", "message": {... "content": ""}, "done": true}.
 WS   /ws              websocket. Each JSON message {message, ...} is answered with "You said MESSAGE"
                       word by word as {"delta": " word"} messages, then {"done": true, "turn": N,
                       "key": <X-Api-Key header of the handshake>}.
@@ -125,6 +128,7 @@ class RestAgents:
             Route("/ask", self.ask, methods=["GET"]),
             Route("/upload", self.upload, methods=["POST"]),
             Route("/sse", self.sse, methods=["POST"]),
+            Route("/ndjson", self.ndjson, methods=["POST"]),
             WebSocketRoute("/ws", self.ws),
             Route("/jobs", self.create_job, methods=["POST"]),
             Route("/jobs/{job}", self.read_job, methods=["GET"]),
@@ -216,6 +220,18 @@ class RestAgents:
             data = event if isinstance(event, str) else json.dumps(event)
             named = "" if message == "bom" else "event: message\n"  # after a BOM, a data line: the one it spoils
             yield f"{named}data: {data}\n\n"
+
+    async def ndjson(self, request: Request) -> Response:
+        message = str((await request.json()).get("message", ""))
+
+        async def lines() -> AsyncIterator[str]:
+            for chunk in [*chunks(f"You said {message}"), ""]:
+                await asyncio.sleep(STREAM_PAUSE)
+                line = {"model": "llama3.2", "created_at": "2026-01-01T00:00:00Z",
+                        "message": {"role": "assistant", "content": chunk}, "done": not chunk}
+                yield json.dumps(line) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     # -- WS /ws -------------------------------------------------------------------------------------
 

@@ -312,6 +312,21 @@ async def test_a_byte_order_mark_before_the_first_event_is_dropped(rest_agents: 
     assert turn.text == "You said bom"
 
 
+async def test_a_newline_delimited_json_stream_is_read_as_its_events(rest_agents: RunningAgents,
+                                                                     tmp_path: Path) -> None:
+    """Ollama's chat API streams unless told not to (application/x-ndjson): its lines were the reply's text, raw."""
+    session = make_session(tmp_path)
+    async with opened({"url": f"{rest_agents.url}/ndjson"}, session) as target:
+        turn = await target.send(UserTurn(text="hello there"))
+    assert turn.text == "You said hello there"
+    assert len(turn.raw) == 5 and turn.response["done"] is True
+    assert turn.first_token_at_ms is not None and turn.completed_at_ms - turn.first_token_at_ms >= 60
+    [detected] = events(session, "sse_detected")
+    assert "application/x-ndjson" in detected["note"]
+    [text] = events(session, "text_detected")
+    assert text["path"] == "$.message.content"
+
+
 async def test_sse_final_event_carries_the_whole_text(rest_agents: RunningAgents, tmp_path: Path) -> None:
     async with opened({"url": f"{rest_agents.url}/sse", "streaming": "sse"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="final"))

@@ -13,6 +13,9 @@ from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.rest.http import Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
+    OLLAMA_DELTA,
+    OLLAMA_GENERATE_DELTA,
+    OPENAI_DELTA,
     StreamText,
     describe_keys,
     handoff,
@@ -90,7 +93,7 @@ class TurnReader:
             self._detected_text = stream.detected
             self._session().event("text_detected", path=stream.detected,
                                   note=f"response.delta is not set and the stream's events have no $.delta: its "
-                                       f"text was read at {stream.detected} (OpenAI-style chunks)")
+                                       f"text was read at {stream.detected} ({STACKS[stream.detected]})")
         calls = stream.tool_calls if isinstance(stream, UiMessageStream) else None
         if calls is None and "tool_calls" not in self.spec.response.model_fields_set:
             told = StreamedToolCalls()
@@ -163,6 +166,9 @@ def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> Turn
     return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None)
 
 
+STACKS = {OPENAI_DELTA: "OpenAI-style chunks", OLLAMA_DELTA: "Ollama's chat chunks",
+          OLLAMA_GENERATE_DELTA: "Ollama's generate chunks"}
+"""Whose stream a detected text path is."""
 OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"

@@ -19,6 +19,10 @@ DEFAULT_DELTA = "$.delta"
 OPENAI_DELTA = "$.choices[0].delta.content"
 """Where an OpenAI-style stream's chunks (`chat.completion.chunk`: vLLM, LiteLLM, agents served as OpenAI's API)
 carry the reply's text; read there when `response.delta` is not set and the event has that shape."""
+OLLAMA_DELTA = "$.message.content"
+OLLAMA_GENERATE_DELTA = "$.response"
+"""Where Ollama's streamed chunks (`{model, message: {role, content}, done}`, `/api/generate`'s `{model, response,
+done}`) carry the reply's text."""
 # A stream that sends more than this in one turn is not a reply any more; memory stays bounded.
 MAX_EVENTS = 100_000
 COMMON_TEXT_PATHS = (
@@ -222,6 +226,9 @@ class StreamText:
         if self._text_fallback and (chunk := _openai_chunk(event)) is not None:
             self.detected = OPENAI_DELTA
             return chunk
+        if self._text_fallback and (found := _ollama_chunk(event)) is not None:
+            self.detected, chunk = found
+            return chunk
         if not (self._text_fallback or final) or (self._read_deltas and not final):
             # after deltas, an event that is not the last holds no more of the reply: a typed stream's closing
             # event repeats the whole text (OpenAI's `response.output_text.done`)
@@ -269,6 +276,18 @@ def _openai_chunk(event: object) -> str | None:
         return None
     content = delta.get("content")
     return content if isinstance(content, str) else ""
+
+
+def _ollama_chunk(event: object) -> tuple[str, str] | None:
+    """Where an Ollama stream's chunk has its text (`/api/chat`'s `message.content`, never its `thinking`;
+    `/api/generate`'s `response`) and that text; None for an event of another shape."""
+    if not isinstance(event, Mapping) or "model" not in event or "done" not in event:
+        return None
+    message = event.get("message")
+    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+        return OLLAMA_DELTA, message["content"]
+    said = event.get("response")
+    return (OLLAMA_GENERATE_DELTA, said) if isinstance(said, str) else None
 
 
 def handoff(spec: HandoffSpec | None, text: str, docs: Sequence[object]) -> Handoff | None:

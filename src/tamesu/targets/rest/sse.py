@@ -1,4 +1,5 @@
-"""Server-sent events as the HTML standard parses them, read off an aiohttp response."""
+"""Streamed answers read off an aiohttp response, event by event: server-sent events as the HTML standard parses
+them, and newline-delimited JSON (Ollama's API streams it unless told not to; FastAPI agents often do)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,35 @@ from tamesu.targets.rest.stream_errors import stream_failure
 
 DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
+NDJSON_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines",
+                "application/jsonlines")
+"""Content types of a stream of JSON documents, one a line."""
+
+
+def is_stream(content_type: str) -> bool:
+    """An answer read event by event (`content_type` in lower case)."""
+    return content_type.startswith(("text/event-stream", *NDJSON_TYPES))
+
+
+def stream_events(response: aiohttp.ClientResponse, content_type: str, clock: Callable[[], float], reading: Reading
+                  ) -> AsyncGenerator[tuple[object, float], None]:
+    """The events of a stream `is_stream` says is one, by its kind."""
+    if content_type.startswith(NDJSON_TYPES):
+        return ndjson_events(response, clock, reading)
+    return sse_events(response, clock, reading)
+
+
+async def ndjson_events(response: aiohttp.ClientResponse, clock: Callable[[], float], reading: Reading
+                        ) -> AsyncGenerator[tuple[object, float], None]:
+    """Yield (event, arrival ms) for each line that is not blank: parsed JSON, or the text when it is not JSON."""
+    try:
+        headers = response.headers
+        pieces = bounded_chunks(chunks(response), headers.get("content-encoding", ""), reading)
+        async for line in lines(pieces, text_encoding(headers), reading):
+            if line.strip():
+                yield _event([line.strip()]), clock()
+    except httpx.HTTPError as exc:
+        raise TurnError(f"the stream broke off: {os_reason(exc)}", status=response.status) from exc
 
 
 async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float], reading: Reading

@@ -26,8 +26,9 @@ How the agent's turn is read, by mode:
   `response.text`). The turn ends at `data: [DONE]`, at an event where `response.final` holds (default
   `$.done`), or at the end of the stream; a final event's `response.text` that repeats the streamed text
   replaces it. `raw` is every event, `response` the last one (so `json_path` reads the final event), and
-  `first_token_at_ms` the arrival of the first event that brought text. A non-stream answer is read as plain.
-  An error event (`event: error`, `{"type": "error"}`...) or a broken JSON one fails the turn (`stream_errors`).
+  `first_token_at_ms` the arrival of the first event that brought text; NDJSON: a line an event. A non-stream
+  answer is read as plain. An error event (`event: error`, `{"type": "error"}`...) or a broken JSON one fails
+  the turn (`stream_errors`).
 - `websocket`: one connection per session, opened in `open()`; each turn sends the rendered body as one text
   message (JSON; a body that renders to a string goes as is) and reads messages as sse reads events, until
   `[DONE]` or `response.final` holds (a turn never ends on silence: an agent that answers with one message
@@ -101,7 +102,7 @@ from tamesu.targets.rest.spec import (
     RestSessionSpec,
     RestSpec,
 )
-from tamesu.targets.rest.sse import DONE, sse_events
+from tamesu.targets.rest.sse import DONE, is_stream, stream_events
 from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, UiMessageStream, reads_ui_stream
 from tamesu.types import split_addr
 
@@ -304,14 +305,14 @@ class RestTarget(Target[RestSpec]):
 
     async def _sse_turn(self, request: Request, *, sniffing: bool = False) -> AgentTurn:
         """`sniffing`: `streaming` was not set, and an event stream is read as one only because the answer
-        says it is (`text/event-stream`), said once as an `sse_detected` event."""
+        says it is (`text/event-stream`, newline-delimited JSON), said once as an `sse_detected` event."""
         session = self._require_session()
         http = self._require_http()
         self._waiting_for = "waiting for the answer" if sniffing else "reading the event stream"
         response, sent_at = await http.open_stream(request)
         try:
             content_type = response.headers.get("content-type", "").lower()
-            if response.status >= 400 or not content_type.startswith("text/event-stream"):
+            if response.status >= 400 or not is_stream(content_type):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
                 text, cut = await read_text(response, session, http.max_bytes)
                 answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
@@ -321,12 +322,12 @@ class RestTarget(Target[RestSpec]):
                 self._waiting_for = "reading the event stream"
                 if not self._sse_detected:
                     self._sse_detected = True
-                    session.event("sse_detected", note="streaming is not set and the agent answered "
-                                  "text/event-stream: its events were read as with streaming: sse")
+                    session.event("sse_detected", note=f"streaming is not set and the agent answered "
+                                  f"{content_type.split(';')[0]}: its events were read as with streaming: sse")
             stream = self._stream = self._stream_reader(response.headers)
             completed_at: float | None = None
             reading = reading_of(response.headers, http.max_bytes)
-            async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
+            async with contextlib.aclosing(stream_events(response, content_type, session.now_ms, reading)) as events:
                 async for event, at in events:
                     if event == DONE or stream.add(event, at):
                         completed_at = at
