@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 import pytest
@@ -438,6 +440,18 @@ async def test_poll_4xx_means_not_yet(rest_agents: RunningAgents, tmp_path: Path
             await target.send(UserTurn(text="hi"))
     polls = failed.value.raw[1:]
     assert len(polls) >= 2 and all(poll == {"error": "no such job"} for poll in polls)
+
+
+async def test_a_poll_url_naming_what_the_send_did_not_answer_fails_the_turn(rest_agents: RunningAgents,
+                                                                              tmp_path: Path) -> None:
+    """It was `internal error: TemplateError: {{response.id}} has no value`, a traceback for the test."""
+    spec = poll_spec(rest_agents.url, url="/jobs/{{response.id}}")
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="hi"))
+    assert re.fullmatch(r'poll: \{\{response\.id\}\} has no value: the send answered HTTP 202 \{"job": "job-\d+"\} '
+                        r"\(its keys: job\)", str(failed.value)), str(failed.value)
+    assert failed.value.raw == {"job": ANY} and failed.value.status == 202
 
 
 async def test_poll_5xx_fails_the_turn(rest_agents: RunningAgents, tmp_path: Path) -> None:

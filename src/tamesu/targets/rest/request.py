@@ -8,11 +8,13 @@ from urllib.parse import quote
 
 import httpx
 
-from tamesu.conversation import UserTurn
+from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import TemplateError
+from tamesu.net.direct import Request
 from tamesu.suite.templates import TEMPLATE, Context
-from tamesu.targets.rest.read import as_text
-from tamesu.targets.rest.spec import RequestSpec, RestSpec
+from tamesu.targets.rest.http import Answer, Http, excerpt
+from tamesu.targets.rest.read import as_text, describe_keys
+from tamesu.targets.rest.spec import PollSpec, RequestSpec, RestSpec
 from tamesu.telemetry.traceparent import TraceContext
 
 
@@ -62,6 +64,20 @@ def render_url(ctx: Context, template: str) -> str:
         return quote(as_text(ctx.lookup(match.group(1))), safe="")
 
     return ctx.render_text(head + mark + TEMPLATE.sub(encoded, query))
+
+
+def build_poll(http: Http, poll: PollSpec, ctx: Context, target_url: str, headers: dict[str, str],
+               sent: Answer) -> Request:
+    """The poll's request, its templates rendered with the send's answer as `{{response.X}}` (`headers`: the
+    target's, then the poll's own). One naming what that answer lacks fails the turn, saying what it held."""
+    try:
+        return http.build(poll.method.upper(), resolve_url(render_url(ctx, poll.url), target_url, ctx),
+                          {name: ctx.render_text(value) for name, value in headers.items()},
+                          ctx.render_value(poll.body), has_body=poll.body is not None)
+    except TemplateError as exc:
+        held = f" ({describe_keys(sent.body)})" if isinstance(sent.body, dict | list) else ""
+        raise TurnError(f"poll: {exc}: the send answered HTTP {sent.status} {excerpt(sent.body)}{held}",
+                        raw=sent.body, status=sent.status) from None
 
 
 def resolve_url(url: str, target_url: str, ctx: Context) -> str:

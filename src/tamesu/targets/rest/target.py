@@ -85,6 +85,7 @@ from tamesu.targets.rest.files import attachments, file_refusal, form_body
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
 from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
 from tamesu.targets.rest.request import (
+    build_poll,
     message_with_trace,
     render_url,
     request_body,
@@ -386,9 +387,7 @@ class RestTarget(Target[RestSpec]):
             return self._reader.answer_turn(sent)
         answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
         ctx = self._turn_context(turn, response=answered)
-        poll_request = http.build(poll.method.upper(), resolve_url(render_url(ctx, poll.url), self.spec.url, ctx),
-                                  self._headers(ctx, {**self.spec.headers, **poll.headers}),
-                                  ctx.render_value(poll.body), has_body=poll.body is not None)
+        poll_request = build_poll(http, poll, ctx, self.spec.url, {**self.spec.headers, **poll.headers}, sent)
         limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
