@@ -18,6 +18,7 @@ POST /chat            plain JSON. Body {message, session_id, data?}. Remembers t
     anything else     -> {"text": "Echo N: MESSAGE"} (N = this session's turn number)
     Every JSON answer also has "session_id", "turn", "data" (as received) and "auth" (the Authorization header).
 POST /plain           text/plain "plain: MESSAGE".
+POST /empty           204, no body.
 POST /upload          multipart/form-data, as a browser's form posts it: {"text": "N file(s)", "fields": {name: value},
                       "files": [[field, filename, content type, size]]}.
 GET  /ask             a question in the query, as GET APIs take one: {"text": "asked: Q", "query": {every parameter}}.
@@ -125,6 +126,7 @@ class RestAgents:
         return Starlette(routes=[
             Route("/chat", self.chat, methods=["POST"]),
             Route("/plain", self.plain, methods=["POST"]),
+            Route("/empty", self.empty, methods=["POST"]),
             Route("/ask", self.ask, methods=["GET"]),
             Route("/upload", self.upload, methods=["POST"]),
             Route("/sse", self.sse, methods=["POST"]),
@@ -165,6 +167,9 @@ class RestAgents:
     async def plain(self, request: Request) -> Response:
         body = await request.json()
         return PlainTextResponse(f"plain: {body.get('message', '')}")
+
+    async def empty(self, request: Request) -> Response:
+        return Response(status_code=204)
 
     async def upload(self, request: Request) -> Response:
         form = await request.form()

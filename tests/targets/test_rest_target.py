@@ -287,6 +287,21 @@ async def test_session_open_capture_that_finds_nothing_is_infra_error(rest_agent
         await target.open(make_session(tmp_path))
 
 
+
+@pytest.mark.parametrize(("body", "said"), [
+    ({"message": "x"}, "the answer is not JSON (HTTP 200): plain: x"),  # was: "found nothing in plain: x"
+    (None, "the answer is empty (HTTP 204)"),  # was: "found nothing in null"
+])
+async def test_session_open_capture_says_when_the_answer_is_no_json(rest_agents: RunningAgents, tmp_path: Path,
+                                                                    body: Any, said: str) -> None:
+    spec = {"url": f"{rest_agents.url}/chat", "session": {"open": {
+        "url": "/plain" if body else "/empty", "body": body, "capture": {"id": "$.id"}}}}
+    target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
+    with pytest.raises(InfraError) as failed:
+        await target.open(make_session(tmp_path))
+    assert str(failed.value) == f"rest target api: session.open capture id ($.id) found nothing: {said}"
+
+
 # -- server-sent events ----------------------------------------------------------------------------------
 
 

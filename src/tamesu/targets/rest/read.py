@@ -32,6 +32,7 @@ COMMON_TEXT_PATHS = (
 )
 """Where agents commonly put their reply, tried in order when `response.text` was not set and `$.text` is empty."""
 _KEYS_SHOWN = 12
+EXCERPT = 200
 
 
 @functools.lru_cache(maxsize=256)
@@ -67,6 +68,16 @@ def values(path: str, doc: object) -> list[Any]:
             return []
         found = found[key]
     return [found]
+
+
+def searched(status: int, doc: object) -> str:
+    """The answer a capture's JSONPath found nothing in, as a user reads it: an empty one, one that is not JSON
+    (a path finds nothing in text), or the JSON itself."""
+    if doc is None or doc == "":
+        return f"the answer is empty (HTTP {status})"
+    text = as_text(doc)
+    shown = text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+    return f"the answer is not JSON (HTTP {status}): {shown}" if isinstance(doc, str) else f"the answer was {shown}"
 
 
 def describe_keys(doc: object) -> str:

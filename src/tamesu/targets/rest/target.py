@@ -83,7 +83,7 @@ from tamesu.targets.rest.answer import TurnReader, timed_out
 from tamesu.targets.rest.body import Reading, reading_of
 from tamesu.targets.rest.files import attachments, file_refusal, form_body
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
-from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
+from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, searched, text_of, values
 from tamesu.targets.rest.request import (
     build_poll,
     message_with_trace,
@@ -223,8 +223,8 @@ class RestTarget(Target[RestSpec]):
         for name, path in spec.capture.items():
             found = [v for v in values(path, answer.body) if v is not None]
             if not found:
-                raise InfraError(f"{self._what}: session.open capture {name} ({path}) found nothing in "
-                                 f"{session.redactor.text(excerpt(answer.body))}")
+                raise InfraError(f"{self._what}: session.open capture {name} ({path}) found nothing: "
+                                 f"{session.redactor.text(searched(answer.status, answer.body))}")
             session.values[name] = found[0]
         session.event("session_open", url=masked, status=answer.status, captured=sorted(spec.capture))
 
