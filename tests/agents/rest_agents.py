@@ -18,6 +18,10 @@ POST /chat            plain JSON. Body {message, session_id, data?}. Remembers t
     anything else     -> {"text": "Echo N: MESSAGE"} (N = this session's turn number)
     Every JSON answer also has "session_id", "turn", "data" (as received) and "auth" (the Authorization header).
 POST /plain           text/plain "plain: MESSAGE".
+POST /empty           204, no body.
+POST /upload          multipart/form-data, as a browser's form posts it: {"text": "N file(s)", "fields": {name: value},
+                      "files": [[field, filename, content type, size]]}.
+GET  /ask             a question in the query, as GET APIs take one: {"text": "asked: Q", "query": {every parameter}}.
 POST /sse             server-sent events: "You said MESSAGE" word by word as {"delta": " word"} events
                       (STREAM_PAUSE apart; the deltas joined give the sentence), then `data: [DONE]`.
     "final"           -> the deltas, then {"done": true, "text": <the whole reply>} and no [DONE]
@@ -25,12 +29,28 @@ POST /sse             server-sent events: "You said MESSAGE" word by word as {"d
     "tools"           -> {"tool_calls": [{"name": "lookup", "args": {"q": "x"}}]}, then the deltas, then [DONE]
     "crash"           -> 500 {"error": "stream failed"}
     "nostream"        -> a plain JSON answer {"text": "not streamed"}
+    "overloaded"      -> {"delta": "Let me"}, then Anthropic's mid-stream failure, `event: error` with
+                         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, then the
+                         stream ends (no [DONE])
+    "gateway error"   -> {"delta": "Let me"}, then `event: error` with the text "upstream timed out", then [DONE]
+    "stall"           -> {"delta": "Let me"}, then nothing for SLOW_SECONDS, the stream left open
+    "malformed"       -> {"delta": "Let me"}, then `data: {"delta": " check` (JSON cut short), then [DONE]
+    "bom"             -> the stream begins with a byte order mark, then the usual deltas (no `event:` lines), [DONE]
+    "braces"          -> a text stream (no JSON): `data: x = `, `data: {"a": 1`, then [DONE]
+    "chunk error"     -> {"delta": "Let me"}, then OpenAI's chat stream failure {"error": {"message": "server had
+                         an error", "type": "server_error"}}, then [DONE]
+POST /ndjson          Ollama's /api/chat as it answers by default: newline-delimited JSON (application/x-ndjson),
+                      {"model", "created_at", "message": {"role": "assistant", "content": " word"}, "done": false} per
+                      word of "You said MESSAGE", then {"model", "message": {... "content": ""}, "done": true}.
 WS   /ws              websocket. Each JSON message {message, ...} is answered with "You said MESSAGE"
                       word by word as {"delta": " word"} messages, then {"done": true, "turn": N,
                       "key": <X-Api-Key header of the handshake>}.
     ?greet=1          -> sends {"text": "Welcome!"} as soon as the socket opens
     "bye"             -> {"delta": "Bye"}, then {"done": true, "hangup": true}
     "close"           -> closes the socket with code 1011
+    "error"           -> {"delta": "Let me"}, then {"type": "error", "message": "tool backend down"}, then the usual
+                         final message
+    "stall"           -> {"delta": "Let me"}, then nothing until the next message
 POST /jobs            poll style. Body {message, session_id} -> 202 {"job": ID}.
 GET  /jobs/{ID}       {"status": "pending"} for the first PENDING_POLLS polls, then
                       {"status": "done", "text": "Processed: MESSAGE"}; 404 for an unknown job.
@@ -58,6 +78,7 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
@@ -74,6 +95,15 @@ BOOK_CALLS = [
     {"name": "find_slot", "arguments": json.dumps({"day": "saturday"}), "result": {"slot": "10:00"}},
     {"function": {"name": "book_room", "arguments": json.dumps({"day": "saturday"})}},
 ]
+
+STREAM_FAILURES: dict[str, list[Any]] = {
+    "overloaded": ['event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+                   '"message": "Overloaded"}}\n\n'],
+    "gateway error": ["event: error\ndata: upstream timed out\n\n", "data: [DONE]\n\n"],
+    "malformed": ['data: {"delta": " check\n\n', "data: [DONE]\n\n"],
+    "chunk error": [{"error": {"message": "server had an error", "type": "server_error"}}, "data: [DONE]\n\n"],
+}
+"""How the /sse agent's stream fails after its first delta, by the message that asks for it."""
 
 
 def chunks(text: str) -> list[str]:
@@ -96,7 +126,11 @@ class RestAgents:
         return Starlette(routes=[
             Route("/chat", self.chat, methods=["POST"]),
             Route("/plain", self.plain, methods=["POST"]),
+            Route("/empty", self.empty, methods=["POST"]),
+            Route("/ask", self.ask, methods=["GET"]),
+            Route("/upload", self.upload, methods=["POST"]),
             Route("/sse", self.sse, methods=["POST"]),
+            Route("/ndjson", self.ndjson, methods=["POST"]),
             WebSocketRoute("/ws", self.ws),
             Route("/jobs", self.create_job, methods=["POST"]),
             Route("/jobs/{job}", self.read_job, methods=["GET"]),
@@ -134,6 +168,20 @@ class RestAgents:
         body = await request.json()
         return PlainTextResponse(f"plain: {body.get('message', '')}")
 
+    async def empty(self, request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def upload(self, request: Request) -> Response:
+        form = await request.form()
+        files = [[name, value.filename, value.content_type, len(await value.read())]
+                 for name, value in form.multi_items() if isinstance(value, UploadFile)]
+        fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
+        return JSONResponse({"text": f"{len(files)} file(s)", "fields": fields, "files": files})
+
+    async def ask(self, request: Request) -> Response:
+        query = dict(request.query_params)
+        return JSONResponse({"text": f"asked: {query.get('q', '')}", "query": query})
+
     # -- POST /sse ----------------------------------------------------------------------------------
 
     async def sse(self, request: Request) -> Response:
@@ -145,6 +193,19 @@ class RestAgents:
         return StreamingResponse(self._sse_events(message), media_type="text/event-stream")
 
     async def _sse_events(self, message: str) -> AsyncIterator[str]:
+        if message == "stall":
+            yield f"data: {json.dumps({'delta': 'Let me'})}\n\n"
+            await asyncio.sleep(SLOW_SECONDS)
+            return
+        if message == "braces":
+            for data in ("x = ", '{"a": 1', "[DONE]"):
+                yield f"data: {data}\n\n"
+            return
+        if message in STREAM_FAILURES:
+            for event in [{"delta": "Let me"}, *STREAM_FAILURES[message]]:
+                await asyncio.sleep(STREAM_PAUSE)
+                yield event if isinstance(event, str) else f"data: {json.dumps(event)}\n\n"
+            return
         if message == "bye":
             events: list[Any] = [{"delta": "Goodbye!"}, {"done": True, "hangup": True}]
         else:
@@ -155,11 +216,27 @@ class RestAgents:
                 events.append({"done": True, "text": f"You said {message}"})
             else:
                 events.append("[DONE]")
-        yield ": a comment line the reader must skip\n\n"
+        if message == "bom":
+            yield "\ufeff"  # its own piece: the reader must drop it wherever the network splits the stream
+        else:
+            yield ": a comment line the reader must skip\n\n"
         for event in events:
             await asyncio.sleep(STREAM_PAUSE)
             data = event if isinstance(event, str) else json.dumps(event)
-            yield f"event: message\ndata: {data}\n\n"
+            named = "" if message == "bom" else "event: message\n"  # after a BOM, a data line: the one it spoils
+            yield f"{named}data: {data}\n\n"
+
+    async def ndjson(self, request: Request) -> Response:
+        message = str((await request.json()).get("message", ""))
+
+        async def lines() -> AsyncIterator[str]:
+            for chunk in [*chunks(f"You said {message}"), ""]:
+                await asyncio.sleep(STREAM_PAUSE)
+                line = {"model": "llama3.2", "created_at": "2026-01-01T00:00:00Z",
+                        "message": {"role": "assistant", "content": chunk}, "done": not chunk}
+                yield json.dumps(line) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     # -- WS /ws -------------------------------------------------------------------------------------
 
@@ -176,6 +253,12 @@ class RestAgents:
                 if message == "close":
                     await websocket.close(code=1011, reason="asked to close")
                     return
+                if message == "stall":
+                    await websocket.send_json({"delta": "Let me"})
+                    continue
+                if message == "error":
+                    await websocket.send_json({"delta": "Let me"})
+                    await websocket.send_json({"type": "error", "message": "tool backend down"})
                 if message == "bye":
                     await websocket.send_json({"delta": "Bye"})
                     await websocket.send_json({"done": True, "hangup": True})

@@ -133,3 +133,26 @@ def test_every_rest_mode_through_the_command(tmp_path: Path, tamesu, rest_agents
     assert {"transport", "session_open"} <= {e["name"] for e in opened["events"]}
     assert "tok-" not in json.dumps(opened["events"])  # the captured token is a session value, not an event
     assert rest_agents.state.turns.get("hook") == 1  # the before_all HTTP hook reached the agent
+
+
+def test_a_request_template_with_no_value_yet_is_the_runs_error_in_one_line(tmp_path: Path, tamesu,
+                                                                           rest_agents: RunningAgents) -> None:
+    """`{{captured.order}}` in the body before the agent said an order: it was `internal error: TemplateError`, a
+    traceback for the test."""
+    (tmp_path / "s.yaml").write_text(f"""\
+targets:
+  api:
+    type: rest
+    url: "{rest_agents.url}/chat"
+    request: {{ body: {{ message: "{{{{message}}}} {{{{captured.order}}}}" }} }}
+tests:
+  - name: early
+    target: api
+    capture: [ {{ name: order, regex: "(ORD-[0-9]+)" }} ]
+    scenario: {{ script: [ {{ say: hi }} ] }}
+""")
+    result = tamesu(["run", "s.yaml", "--out", "out"], cwd=tmp_path)
+    said = result.stdout + result.stderr
+    assert result.returncode == 3, said
+    assert "turn 1: the request could not be written: {{captured.order}} has no value" in said, said
+    assert "internal error" not in said and not list((tmp_path / "out").rglob("traceback.txt"))

@@ -416,6 +416,22 @@ def test_templates_a_script_can_never_fill_are_refused_where_written(tmp_path: P
     assert "run.number" not in said.replace("run.id and run.number", "")
 
 
+def test_a_session_value_no_session_open_captures_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # validated, then each run was `internal error: TemplateError: {{session.token}} has no value`
+    write(tmp_path, TARGET + "    headers: { Authorization: 'Bearer {{session.token}}' }\n"
+                             "  opened:\n    type: rest\n    url: http://127.0.0.1:9/c/{{session.conv}}\n"
+                             "    session: { open: { url: /o, capture: { id: $.id } } }\n"
+                             "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n"
+                             "  - { name: b, target: opened, scenario: { script: [ { say: hi } ] } }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 2, said
+    assert ("suite.yaml:5:31: targets.api.headers.Authorization: bad template {{session.token}}: the target has no "
+            "session.open to capture it") in said, said
+    assert ("suite.yaml:8:10: targets.opened.url: bad template {{session.conv}}: session.open captures no 'conv' "
+            "(it captures id)") in said, said
+
+
 def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None:
     # `timeout: 0s` validated, and every run then failed as the agent's fault
     write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat", "url: http://127.0.0.1:9/chat\n    turn_timeout: 0s")

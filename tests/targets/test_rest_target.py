@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 import pytest
@@ -16,7 +18,7 @@ from pydantic import ValidationError
 from agents.fixtures import RunningAgents, dead_url, rest_agents
 from agents.rest_agents import PENDING_POLLS, SLOW_SECONDS
 from sessions import events, new_session
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.targets import target_class
 from tamesu.targets.rest.read import StreamText
@@ -172,6 +174,20 @@ async def test_turn_timeout_fails_the_turn_without_waiting(rest_agents: RunningA
         assert time.monotonic() - started < SLOW_SECONDS / 2
 
 
+@pytest.mark.parametrize(("path", "streaming", "waiting"), [
+    ("/sse", "sse", "reading the event stream"),
+    ("/ws", "websocket", "waiting for the final websocket message"),
+])
+async def test_a_stream_that_stalls_times_out_with_what_came_before(rest_agents: RunningAgents, tmp_path: Path,
+                                                                    path: str, streaming: str, waiting: str) -> None:
+    url = rest_agents.ws_url if streaming == "websocket" else f"{rest_agents.url}{path}"
+    async with opened({"url": url, "streaming": streaming, "turn_timeout": "400ms"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="stall"))
+    assert str(failed.value) == f"turn timed out after 0.4s ({waiting}; 1 event came before, its text: 'Let me')"
+    assert failed.value.raw == [{"delta": "Let me"}]  # the failed turn keeps them
+
+
 # -- reaching the agent ----------------------------------------------------------------------------------
 
 
@@ -271,6 +287,21 @@ async def test_session_open_capture_that_finds_nothing_is_infra_error(rest_agent
         await target.open(make_session(tmp_path))
 
 
+
+@pytest.mark.parametrize(("body", "said"), [
+    ({"message": "x"}, "the answer is not JSON (HTTP 200): plain: x"),  # was: "found nothing in plain: x"
+    (None, "the answer is empty (HTTP 204)"),  # was: "found nothing in null"
+])
+async def test_session_open_capture_says_when_the_answer_is_no_json(rest_agents: RunningAgents, tmp_path: Path,
+                                                                    body: Any, said: str) -> None:
+    spec = {"url": f"{rest_agents.url}/chat", "session": {"open": {
+        "url": "/plain" if body else "/empty", "body": body, "capture": {"id": "$.id"}}}}
+    target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
+    with pytest.raises(InfraError) as failed:
+        await target.open(make_session(tmp_path))
+    assert str(failed.value) == f"rest target api: session.open capture id ($.id) found nothing: {said}"
+
+
 # -- server-sent events ----------------------------------------------------------------------------------
 
 
@@ -287,6 +318,30 @@ async def test_sse_concatenates_deltas(rest_agents: RunningAgents, tmp_path: Pat
     # Four events 30 ms apart: the first token comes well before the turn completes.
     assert turn.completed_at_ms - turn.first_token_at_ms >= 60
     assert events(session, "transport")[0]["streaming"] == "sse"
+
+
+async def test_a_byte_order_mark_before_the_first_event_is_dropped(rest_agents: RunningAgents,
+                                                                   tmp_path: Path) -> None:
+    """As the HTML standard reads a stream: a leading BOM is no part of the first line (it was `\ufeffdata`, a field
+    of no meaning, and the first event was lost: `said bom`)."""
+    async with opened({"url": f"{rest_agents.url}/sse", "streaming": "sse"}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="bom"))
+    assert turn.text == "You said bom"
+
+
+async def test_a_newline_delimited_json_stream_is_read_as_its_events(rest_agents: RunningAgents,
+                                                                     tmp_path: Path) -> None:
+    """Ollama's chat API streams unless told not to (application/x-ndjson): its lines were the reply's text, raw."""
+    session = make_session(tmp_path)
+    async with opened({"url": f"{rest_agents.url}/ndjson"}, session) as target:
+        turn = await target.send(UserTurn(text="hello there"))
+    assert turn.text == "You said hello there"
+    assert len(turn.raw) == 5 and turn.response["done"] is True
+    assert turn.first_token_at_ms is not None and turn.completed_at_ms - turn.first_token_at_ms >= 60
+    [detected] = events(session, "sse_detected")
+    assert "application/x-ndjson" in detected["note"]
+    [text] = events(session, "text_detected")
+    assert text["path"] == "$.message.content"
 
 
 async def test_sse_final_event_carries_the_whole_text(rest_agents: RunningAgents, tmp_path: Path) -> None:
@@ -400,6 +455,18 @@ async def test_poll_4xx_means_not_yet(rest_agents: RunningAgents, tmp_path: Path
             await target.send(UserTurn(text="hi"))
     polls = failed.value.raw[1:]
     assert len(polls) >= 2 and all(poll == {"error": "no such job"} for poll in polls)
+
+
+async def test_a_poll_url_naming_what_the_send_did_not_answer_fails_the_turn(rest_agents: RunningAgents,
+                                                                              tmp_path: Path) -> None:
+    """It was `internal error: TemplateError: {{response.id}} has no value`, a traceback for the test."""
+    spec = poll_spec(rest_agents.url, url="/jobs/{{response.id}}")
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="hi"))
+    assert re.fullmatch(r'poll: \{\{response\.id\}\} has no value: the send answered HTTP 202 \{"job": "job-\d+"\} '
+                        r"\(its keys: job\)", str(failed.value)), str(failed.value)
+    assert failed.value.raw == {"job": ANY} and failed.value.status == 202
 
 
 async def test_poll_5xx_fails_the_turn(rest_agents: RunningAgents, tmp_path: Path) -> None:
@@ -522,3 +589,33 @@ async def test_close_is_safe_twice_and_before_open() -> None:
     await target.close()
     await target.close()
     assert target.metrics() == {"rest_requests": 0.0}
+
+
+async def test_a_multipart_form_names_its_files_and_fields_as_a_browser_does(rest_agents: RunningAgents,
+                                                                           tmp_path: Path) -> None:
+    """Names beyond ASCII go as UTF-8, as browsers and httpx send them: percent-encoded, the agent (which takes the
+    header as written, as Starlette, Flask and FastAPI do) got `re%C3%A7u%20%C3%A9.txt` for `reçu é.txt`."""
+    (tmp_path / "reçu é.txt").write_text("hello")
+    spec = {"url": f"{rest_agents.url}/upload", "request": {"multipart": True, "body": {"message": "{{message}}",
+                                                                                        "pièce": "oui"}}}
+    async with opened(spec, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="voilà", files=[
+            FileRef(name="reçu é.txt", mime="text/plain", path=str(tmp_path / "reçu é.txt"))]))
+    assert turn.response["fields"] == {"message": "voilà", "pièce": "oui"}
+    assert turn.response["files"] == [["files", "reçu é.txt", "text/plain", 5]]
+
+
+# -- templates in a URL's query --------------------------------------------------------------------------
+
+
+async def test_a_query_parameters_template_is_sent_as_its_value(rest_agents: RunningAgents, tmp_path: Path) -> None:
+    """`?q={{message}}`: the user's words (and a key with `+`, `/`, `=`) arrive as the parameter's value, never as
+    more parameters (`&`), a fragment (`#`) or a space for `+`; a template that is not a value is left as written."""
+    token = "k+ey/with=signs&more"
+    session = new_session(tmp_path, environ={"TOKEN": token}, vars={"extra": "lang=en&n=2"})
+    url = f"{rest_agents.url}/ask?q={{{{message}}}}&key={{{{secrets.TOKEN}}}}&{{{{vars.extra}}}}"
+    async with opened({"url": url, "method": "GET", "request": {"body": None}}, session) as target:
+        turn = await target.send(UserTurn(text="fish & chips #1? a+b=c at 50%"))
+    assert turn.response["query"] == {"q": "fish & chips #1? a+b=c at 50%", "key": token, "lang": "en", "n": "2"}
+    [transport] = events(session, "transport")
+    assert token not in transport["url"] and "k%2Bey" not in transport["url"]

@@ -404,6 +404,8 @@ async def _talk(
                 session.event("turn_failed", turn=index, reason=str(exc))
                 what = "step" if action.turn.source == "step" else "turn"
                 return "turn_failed", f"{what} {index}: {exc}", target.metrics()
+            except TemplateError as exc:  # `{{captured.x}}` in a request before anything captured it
+                raise InfraError(f"turn {index}: the request could not be written: {exc}") from None
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
             agent.spoken = spoken

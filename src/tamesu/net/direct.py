@@ -8,8 +8,9 @@ same helpers: TLS as `tamesu.net.tls` builds it, happy eyeballs, the environment
 an early answer read beside the upload, and the resend of a request whose connection failed at once before any
 answer (`RESEND_WITHIN`, never an idempotent method: aiohttp sends those again itself). What it adds, as httpx
 does it: one cookie jar per client, redirects followed up to `max_redirects` (the method turned into GET by 301,
-302 and 303 as browsers do; `Authorization` dropped when the origin changes, unless it is the same host moving
-to https; `Cookie` set again from the jar), bodies sent as given (no `Content-Type` guessed).
+302 and 303 as browsers do, though a body a 301 or 302 dropped so, refused there, is `DroppedBody`; `Authorization`
+dropped when the origin changes, unless it is the same host moving to https; `Cookie` set again from the jar),
+bodies sent as given (no `Content-Type` guessed).
 
 Failures are httpx's exception classes with `tamesu.net.aio`'s words (`mapped`), so a route handles them as it
 handles every other route's, and `tamesu.net.clients.os_reason` reads them alike. Bodies are not decoded here
@@ -93,17 +94,24 @@ class DirectClient:
     async def send(self, request: Request) -> aiohttp.ClientResponse:
         """The answer to `request` after its redirects, its body unread (`chunks`, then `finish`)."""
         hops = 0
+        dropped: DroppedBody | None = None
         while True:
             if hops > self._max_redirects:
                 raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.")
             response = await self._send_once(request)
             location = response.headers.get("Location")
             if response.status not in REDIRECTS or location is None:
+                if dropped is not None and response.status == 405:
+                    finish(response)
+                    raise dropped
                 return response
             try:
-                request = redirected(request, response.status, location)
+                sent_on = redirected(request, response.status, location)
             finally:
                 finish(response)
+            if response.status in (301, 302) and request.body is not None and sent_on.body is None:
+                dropped = DroppedBody(response.status, sent_on.url)
+            request = sent_on
             hops += 1
 
     async def _send_once(self, request: Request) -> aiohttp.ClientResponse:
@@ -128,6 +136,16 @@ class DirectClient:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+class DroppedBody(Exception):
+    """A request that a 301 or 302 sent on as a GET without its body, refused there (405): the URL moved (http://
+    to https://, a path to a new one). A Post/Redirect/Get answer, whose GET is answered, is no such thing."""
+
+    def __init__(self, status: int, location: URL) -> None:
+        super().__init__(f"redirected (HTTP {status}) to {location}")
+        self.status = status
+        self.location = location
 
 
 def redirected(request: Request, status: int, location: str) -> Request:

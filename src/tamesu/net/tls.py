@@ -18,6 +18,7 @@ import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import model_validator
 
@@ -75,6 +76,20 @@ def ssl_context(spec: TlsSpec | None = None) -> ssl.SSLContext | bool:
 
 
 _PLAIN = TlsSpec()
+
+
+def socket_tls(spec: TlsSpec | None = None) -> dict[str, Any]:
+    """The TLS arguments of a websocket's `connect` (websockets takes a context only, never False) under `spec`:
+    its context, a context that checks nothing for `verify: false`, and `server_name` as the name to check."""
+    context = ssl_context(spec)
+    if context is False:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    arguments: dict[str, Any] = {"ssl": context}
+    if spec is not None and spec.server_name:
+        arguments["server_hostname"] = spec.server_name
+    return arguments
 
 
 def deferred_context(spec: TlsSpec | None = None) -> Callable[[], ssl.SSLContext | bool]:

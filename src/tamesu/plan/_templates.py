@@ -23,6 +23,7 @@ _REQUEST_ROOTS = ("message", "listen", "response", "args", "trace")
 """What a target's request or a model target's tool result has, never a script step (it had no value there: the
 next user turn "could not be written", and the agent was blamed)."""
 _ENV_REF = re.compile(r"^env\.([^.]+)$")
+_SESSION_REF = re.compile(r"^session\.([^.]+)")
 
 
 def check_templates(
@@ -70,6 +71,9 @@ def check_templates(
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
                                                 f"{m.group(1)!r}"))
+                elif (m := _SESSION_REF.match(expr)) and prefix[0] == "targets" \
+                        and (wrong := _session_problem(raw_target, m.group(1))):
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
                 elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
                     secret_problems.append(here.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
@@ -116,6 +120,21 @@ def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
                 if _REMOTE_REF.match(expr):
                     problems.append(doc.problem(("hooks", stage, *path), f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; "
                                                 f"{stage} hooks run when none is up"))
+
+
+def _session_problem(raw_target: object, name: str) -> str | None:
+    """Why a rest target's `{{session.NAME}}` can have no value: its values are what `session.open` captures
+    (other targets fill their own: sip's `session.uri`)."""
+    if not isinstance(raw_target, dict) or raw_target.get("type") != "rest":
+        return None
+    session = raw_target.get("session")
+    opened = session.get("open") if isinstance(session, dict) else None
+    if not isinstance(opened, dict):
+        return "the target has no session.open to capture it"
+    captured = opened.get("capture")
+    if not isinstance(captured, dict) or name in captured:
+        return None
+    return f"session.open captures no {name!r} (it captures {', '.join(map(str, captured)) or 'nothing'})"
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:

@@ -12,7 +12,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError, TemplateError
 from tamesu.net.clients import async_client
 from tamesu.targets.base import SessionOpenSpec
-from tamesu.targets.rest.read import values
+from tamesu.targets.rest.read import searched, values
 
 _EXCERPT = 200
 
@@ -52,8 +52,8 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
     for name, path in spec.capture.items():
         found = [v for v in values(path, document) if v is not None]
         if not found:
-            raise InfraError(f"{what}: session.open capture {name} ({path}) found nothing in "
-                             f"{session.redactor.text(text)}")
+            raise InfraError(f"{what}: session.open capture {name} ({path}) found nothing: "
+                             f"{session.redactor.text(searched(answer.status_code, document))}")
         session.values[name] = found[0]
     session.event("session_open", url=masked, status=answer.status_code, captured=sorted(spec.capture))
 

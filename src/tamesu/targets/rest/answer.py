@@ -13,6 +13,9 @@ from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.rest.http import Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
+    OLLAMA_DELTA,
+    OLLAMA_GENERATE_DELTA,
+    OPENAI_DELTA,
     StreamText,
     describe_keys,
     handoff,
@@ -22,6 +25,7 @@ from tamesu.targets.rest.read import (
     values,
 )
 from tamesu.targets.rest.spec import RestSpec
+from tamesu.targets.rest.stream_errors import malformed_event
 from tamesu.targets.rest.stream_tools import StreamedToolCalls
 from tamesu.targets.rest.ui_stream import UiMessageStream, read_data_stream
 
@@ -82,11 +86,14 @@ class TurnReader:
 
     def stream_turn(self, stream: StreamText, status: int | None, sent_at: float, completed_at: float) -> AgentTurn:
         events = stream.events
+        if (broken := malformed_event(events)) is not None:
+            broken.status = status
+            raise broken
         if stream.detected is not None and self._detected_text != stream.detected:
             self._detected_text = stream.detected
             self._session().event("text_detected", path=stream.detected,
                                   note=f"response.delta is not set and the stream's events have no $.delta: its "
-                                       f"text was read at {stream.detected} (OpenAI-style chunks)")
+                                       f"text was read at {stream.detected} ({STACKS[stream.detected]})")
         calls = stream.tool_calls if isinstance(stream, UiMessageStream) else None
         if calls is None and "tool_calls" not in self.spec.response.model_fields_set:
             told = StreamedToolCalls()
@@ -149,6 +156,19 @@ class TurnReader:
                             raw=answer.body, status=answer.status)
 
 
+def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> TurnError:
+    """The turn over `turn_timeout`, with what a stream had brought by then: a stream that stalls part-way is
+    told from one that never began, and the failed turn keeps its events."""
+    came = "" if stream is None or not stream.events else (
+        f"; {len(stream.events)} event{'s' if len(stream.events) != 1 else ''} came before, "
+        + (f"its text: '{excerpt(stream.text)}'" if stream.text else "no text"))
+    detail = f" ({waiting_for}{came})" if waiting_for else ""
+    return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None)
+
+
+STACKS = {OPENAI_DELTA: "OpenAI-style chunks", OLLAMA_DELTA: "Ollama's chat chunks",
+          OLLAMA_GENERATE_DELTA: "Ollama's generate chunks"}
+"""Whose stream a detected text path is."""
 OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"

@@ -47,13 +47,15 @@ async def form_body(headers: dict[str, str], body: object, turn: UserTurn, field
     """The headers and bytes of a multipart/form-data body: each body key a form field (text as is, anything else
     as JSON), each file a file part under `field` (without files, the fields urlencoded, as httpx sends a form).
     A file the agent would fetch by URL is refused when the test loads."""
-    form = aiohttp.FormData()
+    # names as browsers and httpx write them (UTF-8, WHATWG's escapes): aiohttp's default quoting sent `reçu.txt`
+    # as `re%C3%A7u.txt`, which agents take as written, and failed on a field name beyond ASCII
+    form = aiohttp.FormData(quote_fields=False)
     if isinstance(body, dict):
         for key, value in body.items():
-            form.add_field(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            form.add_field(_name(key), value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
     for name, mime, content, _ in _read(_turn_files(turn), what):
         if content is not None:
-            form.add_field(field, content, filename=name, content_type=mime)
+            form.add_field(_name(field), content, filename=_name(name), content_type=mime)
     payload = form()
     sent = CIMultiDict((k, v) for k, v in headers.items() if k.lower() != "content-type")  # the form's boundary
     sent["Content-Type"] = payload.content_type
@@ -62,6 +64,14 @@ async def form_body(headers: dict[str, str], body: object, turn: UserTurn, field
     # 3.10): the body is then sent again as it is on a resend or a 307, as every other body of the rest target
     await payload.write(collected)  # type: ignore[arg-type]  # a writer is anything with `async write(bytes)`
     return sent, b"".join(collected.parts)
+
+
+_FORM_ESCAPES = str.maketrans({'"': "%22", "\r": "%0D", "\n": "%0A"})
+
+
+def _name(name: str) -> str:
+    """A field's or file's name in a part's header, escaped as the HTML standard's multipart/form-data encoding."""
+    return name.translate(_FORM_ESCAPES)
 
 
 class _Collected:

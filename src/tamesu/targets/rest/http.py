@@ -20,7 +20,7 @@ from yarl import URL
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
-from tamesu.net.direct import DirectClient, Request, chunks, finish, timeouts
+from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts
 from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
@@ -188,6 +188,13 @@ class Http:
             self._stamp_trace(request)
             try:
                 response = await self.client.send(request)
+            except DroppedBody as exc:
+                self.requests += 1
+                moved = self._session.redactor.text(str(exc.location))
+                raise InfraError(f"{self._what}: {request.method} {self._mask(request)} was redirected (HTTP "
+                                 f"{exc.status}) to {moved}, which refused the GET a {exc.status} is followed with, "
+                                 f"without its body (HTTP 405): use {moved} in the suite (a server that moved the "
+                                 "endpoint keeps the request with 307 or 308)") from None
             except httpx.HTTPError as exc:
                 reason = unreachable_reason(exc)
                 self.unreachable = reason

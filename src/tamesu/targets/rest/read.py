@@ -13,11 +13,16 @@ import jsonpath
 from tamesu.conversation import Handoff, ToolCall, TurnError
 from tamesu.targets.base import HandoffSpec
 from tamesu.targets.rest.spec import Condition, PathEquals, ResponseSpec
+from tamesu.targets.rest.stream_errors import error_event, stream_failure
 
 DEFAULT_DELTA = "$.delta"
 OPENAI_DELTA = "$.choices[0].delta.content"
 """Where an OpenAI-style stream's chunks (`chat.completion.chunk`: vLLM, LiteLLM, agents served as OpenAI's API)
 carry the reply's text; read there when `response.delta` is not set and the event has that shape."""
+OLLAMA_DELTA = "$.message.content"
+OLLAMA_GENERATE_DELTA = "$.response"
+"""Where Ollama's streamed chunks (`{model, message: {role, content}, done}`, `/api/generate`'s `{model, response,
+done}`) carry the reply's text."""
 # A stream that sends more than this in one turn is not a reply any more; memory stays bounded.
 MAX_EVENTS = 100_000
 COMMON_TEXT_PATHS = (
@@ -27,6 +32,7 @@ COMMON_TEXT_PATHS = (
 )
 """Where agents commonly put their reply, tried in order when `response.text` was not set and `$.text` is empty."""
 _KEYS_SHOWN = 12
+EXCERPT = 200
 
 
 @functools.lru_cache(maxsize=256)
@@ -62,6 +68,16 @@ def values(path: str, doc: object) -> list[Any]:
             return []
         found = found[key]
     return [found]
+
+
+def searched(status: int, doc: object) -> str:
+    """The answer a capture's JSONPath found nothing in, as a user reads it: an empty one, one that is not JSON
+    (a path finds nothing in text), or the JSON itself."""
+    if doc is None or doc == "":
+        return f"the answer is empty (HTTP {status})"
+    text = as_text(doc)
+    shown = text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+    return f"the answer is not JSON (HTTP {status}): {shown}" if isinstance(doc, str) else f"the answer was {shown}"
 
 
 def describe_keys(doc: object) -> str:
@@ -169,7 +185,8 @@ class StreamText:
     """Folds streamed events (sse, websocket) into the turn's text and first-token time.
 
     Each event's chunk is its `delta` (default `$.delta`; an event without one gives its `response.text`
-    unless `delta` was set). The event that completes the turn (`final`) may carry the whole reply in
+    unless `delta` was set). An error event (`stream_errors`) fails the turn, unless a `final` of the suite's
+    own says it is the turn's end. The event that completes the turn (`final`) may carry the whole reply in
     `response.text` instead: it replaces what was streamed when it repeats it, else it is the last chunk.
     """
 
@@ -194,6 +211,8 @@ class StreamText:
             raise TurnError(f"more than {MAX_EVENTS} streamed events in one turn")
         self.events.append(event)
         final = holds(self._reply.final, event)
+        if error_event(event) and not (final and "final" in self._reply.model_fields_set):
+            raise stream_failure(event)
         chunk = self._chunk(event, final)
         if chunk:
             self.chunks.append(chunk)
@@ -217,6 +236,9 @@ class StreamText:
             return "".join(as_text(v) for v in deltas)
         if self._text_fallback and (chunk := _openai_chunk(event)) is not None:
             self.detected = OPENAI_DELTA
+            return chunk
+        if self._text_fallback and (found := _ollama_chunk(event)) is not None:
+            self.detected, chunk = found
             return chunk
         if not (self._text_fallback or final) or (self._read_deltas and not final):
             # after deltas, an event that is not the last holds no more of the reply: a typed stream's closing
@@ -265,6 +287,18 @@ def _openai_chunk(event: object) -> str | None:
         return None
     content = delta.get("content")
     return content if isinstance(content, str) else ""
+
+
+def _ollama_chunk(event: object) -> tuple[str, str] | None:
+    """Where an Ollama stream's chunk has its text (`/api/chat`'s `message.content`, never its `thinking`;
+    `/api/generate`'s `response`) and that text; None for an event of another shape."""
+    if not isinstance(event, Mapping) or "model" not in event or "done" not in event:
+        return None
+    message = event.get("message")
+    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+        return OLLAMA_DELTA, message["content"]
+    said = event.get("response")
+    return (OLLAMA_GENERATE_DELTA, said) if isinstance(said, str) else None
 
 
 def handoff(spec: HandoffSpec | None, text: str, docs: Sequence[object]) -> Handoff | None:

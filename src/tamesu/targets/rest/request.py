@@ -4,14 +4,17 @@ relative to the target's, and which statuses count as success."""
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import httpx
 
-from tamesu.conversation import UserTurn
+from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import TemplateError
+from tamesu.net.direct import Request
 from tamesu.suite.templates import TEMPLATE, Context
-from tamesu.targets.rest.read import as_text
-from tamesu.targets.rest.spec import RequestSpec, RestSpec
+from tamesu.targets.rest.http import Answer, Http, excerpt
+from tamesu.targets.rest.read import as_text, describe_keys
+from tamesu.targets.rest.spec import PollSpec, RequestSpec, RestSpec
 from tamesu.telemetry.traceparent import TraceContext
 
 
@@ -44,6 +47,37 @@ def message_with_trace(body: object, ctx: Context, spec: RestSpec, trace: TraceC
     own = next((value for name, value in spec.headers.items() if name.lower() == "traceparent"), None)
     value = ctx.render_text(own) if own is not None else trace.traceparent if trace is not None else None
     return {**body, "traceparent": value} if value else body
+
+
+def render_url(ctx: Context, template: str) -> str:
+    """`template` rendered, each template in a query parameter's value (`?q={{message}}`) percent-encoded as one:
+    written as is, the user's `&` or `#` cut the message short and its `+` arrived as a space. A template that
+    is no parameter's value (`{{env.AGENT_URL}}/chat`, `?{{vars.params}}`) is left as written."""
+    head, mark, query = template.partition("?")
+    if not mark or "{{" not in query:
+        return ctx.render_text(template)
+
+    def encoded(match: re.Match[str]) -> str:
+        name = query[query.rfind("&", 0, match.start()) + 1:match.start()]
+        if "=" not in name:
+            return match.group(0)
+        return quote(as_text(ctx.lookup(match.group(1))), safe="")
+
+    return ctx.render_text(head + mark + TEMPLATE.sub(encoded, query))
+
+
+def build_poll(http: Http, poll: PollSpec, ctx: Context, target_url: str, headers: dict[str, str],
+               sent: Answer) -> Request:
+    """The poll's request, its templates rendered with the send's answer as `{{response.X}}` (`headers`: the
+    target's, then the poll's own). One naming what that answer lacks fails the turn, saying what it held."""
+    try:
+        return http.build(poll.method.upper(), resolve_url(render_url(ctx, poll.url), target_url, ctx),
+                          {name: ctx.render_text(value) for name, value in headers.items()},
+                          ctx.render_value(poll.body), has_body=poll.body is not None)
+    except TemplateError as exc:
+        held = f" ({describe_keys(sent.body)})" if isinstance(sent.body, dict | list) else ""
+        raise TurnError(f"poll: {exc}: the send answered HTTP {sent.status} {excerpt(sent.body)}{held}",
+                        raw=sent.body, status=sent.status) from None
 
 
 def resolve_url(url: str, target_url: str, ctx: Context) -> str:

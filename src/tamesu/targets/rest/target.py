@@ -26,7 +26,9 @@ How the agent's turn is read, by mode:
   `response.text`). The turn ends at `data: [DONE]`, at an event where `response.final` holds (default
   `$.done`), or at the end of the stream; a final event's `response.text` that repeats the streamed text
   replaces it. `raw` is every event, `response` the last one (so `json_path` reads the final event), and
-  `first_token_at_ms` the arrival of the first event that brought text. A non-stream answer is read as plain.
+  `first_token_at_ms` the arrival of the first event that brought text; NDJSON: a line an event. A non-stream
+  answer is read as plain. An error event (`event: error`, `{"type": "error"}`...) or a broken JSON one fails
+  the turn (`stream_errors`).
 - `websocket`: one connection per session, opened in `open()`; each turn sends the rendered body as one text
   message (JSON; a body that renders to a string goes as is) and reads messages as sse reads events, until
   `[DONE]` or `response.final` holds (a turn never ends on silence: an agent that answers with one message
@@ -77,13 +79,15 @@ from tamesu.net.direct import Request, finish
 from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
 from tamesu.targets.base import SessionOpenSpec, Target
-from tamesu.targets.rest.answer import TurnReader
+from tamesu.targets.rest.answer import TurnReader, timed_out
 from tamesu.targets.rest.body import Reading, reading_of
 from tamesu.targets.rest.files import attachments, file_refusal, form_body
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
-from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, text_of, values
+from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, searched, text_of, values
 from tamesu.targets.rest.request import (
+    build_poll,
     message_with_trace,
+    render_url,
     request_body,
     resolve_url,
     status_expected,
@@ -99,7 +103,7 @@ from tamesu.targets.rest.spec import (
     RestSessionSpec,
     RestSpec,
 )
-from tamesu.targets.rest.sse import DONE, sse_events
+from tamesu.targets.rest.sse import DONE, is_stream, stream_events
 from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, UiMessageStream, reads_ui_stream
 from tamesu.types import split_addr
 
@@ -131,6 +135,8 @@ class RestTarget(Target[RestSpec]):
         self._listener: Listener | None = None
         self._requests_before = 0
         self._waiting_for = ""
+        self._stream: StreamText | None = None
+        """The stream the turn is reading, for what came before a timeout."""
         self._sse_detected = False
         self._ui_stream_detected = False
         self._reader = TurnReader(spec, self._require_session)
@@ -182,7 +188,7 @@ class RestTarget(Target[RestSpec]):
     def _shown_url(self) -> str:
         """The URL for the transport event; a template that needs a turn's values is shown as written."""
         try:
-            return self._require_session().redactor.text(self._context().render_text(self.spec.url))
+            return self._require_session().redactor.text(render_url(self._context(), self.spec.url))
         except TemplateError:
             return self.spec.url
 
@@ -202,7 +208,7 @@ class RestTarget(Target[RestSpec]):
     async def _open_conversation(self, spec: SessionOpenSpec) -> None:
         session = self._require_session()
         ctx = self._context()
-        url = resolve_url(ctx.render_text(spec.url), self.spec.url, ctx)
+        url = resolve_url(render_url(ctx, spec.url), self.spec.url, ctx)
         masked = session.redactor.text(url)
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
@@ -217,22 +223,22 @@ class RestTarget(Target[RestSpec]):
         for name, path in spec.capture.items():
             found = [v for v in values(path, answer.body) if v is not None]
             if not found:
-                raise InfraError(f"{self._what}: session.open capture {name} ({path}) found nothing in "
-                                 f"{session.redactor.text(excerpt(answer.body))}")
+                raise InfraError(f"{self._what}: session.open capture {name} ({path}) found nothing: "
+                                 f"{session.redactor.text(searched(answer.status, answer.body))}")
             session.values[name] = found[0]
         session.event("session_open", url=masked, status=answer.status, captured=sorted(spec.capture))
 
     async def _connect_websocket(self) -> str:
         session = self._require_session()
         ctx = self._context()
-        url = ctx.render_text(self.spec.url)
+        url = render_url(ctx, self.spec.url)
         if not url.startswith(("ws://", "wss://")):
             raise InfraError(f"{self._what}: streaming: websocket needs a ws:// or wss:// url, "
                              f"got {session.redactor.text(url)}")
         from tamesu.targets.rest.ws import WsLink
 
         self._ws = await WsLink.connect(url, self._headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
-                                        session=session, what=self._what)
+                                        session=session, what=self._what, tls=self.spec.tls)
         return session.redactor.text(url)
 
     async def close(self) -> None:
@@ -259,7 +265,7 @@ class RestTarget(Target[RestSpec]):
     async def send(self, turn: UserTurn) -> AgentTurn:
         self._require_session()
         http = self._require_http()
-        self._waiting_for = ""
+        self._waiting_for, self._stream = "", None
         limit = self.spec.turn_timeout
         # a history the test gives (JSONL) stands for everything before this turn; otherwise what was played
         earlier = turn.messages()[:-1] if turn.history else self._played
@@ -279,8 +285,7 @@ class RestTarget(Target[RestSpec]):
             if http.unreachable is not None:
                 raise InfraError(f"{self._what}: cannot reach the agent within the turn timeout ({limit:g}s): "
                                  f"{http.unreachable}") from None
-            detail = f" ({self._waiting_for})" if self._waiting_for else ""
-            raise TurnError(f"turn timed out after {limit:g}s{detail}") from None
+            raise timed_out(limit, self._waiting_for, self._stream) from None
 
     async def _exchange(self, turn: UserTurn) -> AgentTurn:
         if self.spec.streaming == "websocket":
@@ -301,14 +306,14 @@ class RestTarget(Target[RestSpec]):
 
     async def _sse_turn(self, request: Request, *, sniffing: bool = False) -> AgentTurn:
         """`sniffing`: `streaming` was not set, and an event stream is read as one only because the answer
-        says it is (`text/event-stream`), said once as an `sse_detected` event."""
+        says it is (`text/event-stream`, newline-delimited JSON), said once as an `sse_detected` event."""
         session = self._require_session()
         http = self._require_http()
         self._waiting_for = "waiting for the answer" if sniffing else "reading the event stream"
         response, sent_at = await http.open_stream(request)
         try:
             content_type = response.headers.get("content-type", "").lower()
-            if response.status >= 400 or not content_type.startswith("text/event-stream"):
+            if response.status >= 400 or not is_stream(content_type):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
                 text, cut = await read_text(response, session, http.max_bytes)
                 answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
@@ -318,12 +323,12 @@ class RestTarget(Target[RestSpec]):
                 self._waiting_for = "reading the event stream"
                 if not self._sse_detected:
                     self._sse_detected = True
-                    session.event("sse_detected", note="streaming is not set and the agent answered "
-                                  "text/event-stream: its events were read as with streaming: sse")
-            stream = self._stream_reader(response.headers)
+                    session.event("sse_detected", note=f"streaming is not set and the agent answered "
+                                  f"{content_type.split(';')[0]}: its events were read as with streaming: sse")
+            stream = self._stream = self._stream_reader(response.headers)
             completed_at: float | None = None
             reading = reading_of(response.headers, http.max_bytes)
-            async with contextlib.aclosing(sse_events(response, session.now_ms, reading)) as events:
+            async with contextlib.aclosing(stream_events(response, content_type, session.now_ms, reading)) as events:
                 async for event, at in events:
                     if event == DONE or stream.add(event, at):
                         completed_at = at
@@ -358,7 +363,7 @@ class RestTarget(Target[RestSpec]):
         self._waiting_for = "waiting for the final websocket message"
         sent_at = session.now_ms()
         await ws.send(payload)
-        stream = StreamText(self.spec.response)
+        stream = self._stream = StreamText(self.spec.response)
         reading = Reading(limit=self._require_http().max_bytes)
         while True:
             event, completed_at, size = await ws.receive()
@@ -382,9 +387,7 @@ class RestTarget(Target[RestSpec]):
             return self._reader.answer_turn(sent)
         answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
         ctx = self._turn_context(turn, response=answered)
-        poll_request = http.build(poll.method.upper(), resolve_url(ctx.render_text(poll.url), self.spec.url, ctx),
-                                  self._headers(ctx, {**self.spec.headers, **poll.headers}),
-                                  ctx.render_value(poll.body), has_body=poll.body is not None)
+        poll_request = build_poll(http, poll, ctx, self.spec.url, {**self.spec.headers, **poll.headers}, sent)
         limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
@@ -463,7 +466,7 @@ class RestTarget(Target[RestSpec]):
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
         body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
-        url = ctx.render_text(self.spec.url)
+        url = render_url(ctx, self.spec.url)
         multipart = self.spec.request.multipart
         if multipart is not None:
             sent, content = await form_body(headers, body if has_body else None, turn, multipart.files, self._what)

@@ -12,7 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, W
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.proxies import websocket_proxy
-from tamesu.net.tls import platform_context
+from tamesu.net.tls import TlsSpec, socket_tls
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import parse_body, with_connect_retries
 from tamesu.targets.ws_open import Closed, unreachable
@@ -34,16 +34,17 @@ class WsLink:
 
     @classmethod
     async def connect(cls, url: str, headers: dict[str, str], *, connect_spec: ConnectSpec,
-                      session: Session, what: str) -> WsLink:
+                      session: Session, what: str, tls: TlsSpec | None = None) -> WsLink:
+        """`tls`: the target's `tls:` block, for a wss:// URL as for its HTTP requests."""
         masked = session.redactor.text(url)
+        secure = socket_tls(tls) if url.startswith("wss://") else {}
         # the handshake comes before any turn: it carries the conversation's trace (tamesu.telemetry.traceparent)
         sent = with_traceparent(headers, session.conversation_trace)
         if (trace_id := sent_trace_id(headers, session.conversation_trace)) is not None:
             session.event("conversation_trace", trace_id=trace_id, sent_in=["websocket handshake header traceparent"])
 
         async def attempt() -> ClientConnection:
-            return await connect(url, additional_headers=sent, open_timeout=connect_spec.timeout,
-                                 ssl=platform_context() if url.startswith("wss://") else None,
+            return await connect(url, additional_headers=sent, open_timeout=connect_spec.timeout, **secure,
                                  close_timeout=2, max_size=MAX_MESSAGE_BYTES, proxy=websocket_proxy(url))
 
         try:
