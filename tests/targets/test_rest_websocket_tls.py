@@ -89,3 +89,31 @@ async def test_a_client_certificate_is_presented(mtls_agent: str, ca: trustme.CA
 async def test_without_the_ca_one_line_says_it_is_not_trusted(agent: str, tmp_path: Path) -> None:
     with pytest.raises(InfraError, match=r"TLS: the certificate's CA is not trusted"):
         await _turn(tmp_path, agent, {"server_name": "agent.internal"})
+
+
+@pytest.mark.parametrize("kind", ["voice", "realtime", "pipecat"])
+async def test_the_audio_and_realtime_websockets_take_the_tls_block_too(agent: str, ca: trustme.CA, tmp_path: Path,
+                                                                        kind: str) -> None:
+    # before: their wss:// used the platform's store alone, whatever the target's `tls:` block said: an agent
+    # behind an internal CA was refused with "give it with tls.ca_file", which the suite had
+    from tamesu.targets import target_class
+
+    tls._context.cache_clear()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    block = {"ca_file": str(tmp_path / "ca.pem"), "server_name": "agent.internal"}
+    for given, trusted in ((block, True), (None, False)):
+        cls = target_class(kind)
+        spec = {"type": kind, "url": agent, "connect": {"attempts": 1}, "turn_timeout": "1s", "tls": given}
+        target = cls(cls.Spec.model_validate(spec), "agent")
+        try:
+            await target.open(new_session(tmp_path))
+        except InfraError as exc:
+            said = str(exc)
+        else:
+            said = "opened"
+        finally:
+            await target.close()
+        if trusted:
+            assert "certificate" not in said, said
+        else:
+            assert "TLS: the certificate's CA is not trusted" in said, said

@@ -77,7 +77,8 @@ class TargetSpec(Strict):
     connect: ConnectSpec = Field(default_factory=ConnectSpec)
     """How a request that never reached the agent is retried: `attempts`, `backoff`, `timeout`."""
     tls: TlsSpec | None = None
-    """Trust and client certificates for the target's TLS routes (rest, a2a, mcp over HTTP, grpcs://): net.tls."""
+    """Trust and client certificates for the target's TLS routes (rest, a2a, mcp over HTTP, grpcs://, a voice,
+    realtime or pipecat target's wss://): net.tls."""
     handoff: HandoffSpec | None = None
     """How the agent says a person took over (a JSONPath or a pattern): the conversation then ends with `handoff`."""
     turn_timeout: Duration = Field(60.0, gt=0)

@@ -17,7 +17,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
 from tamesu.net.proxies import websocket_proxy
-from tamesu.net.tls import platform_context
+from tamesu.net.tls import TlsSpec, socket_tls
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import with_connect_retries
 
@@ -46,15 +46,17 @@ def unreachable(exc: BaseException) -> str | None:
 
 
 async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: ConnectSpec, session: Session,
-                         what: str, max_size: int) -> ClientConnection:
+                         what: str, max_size: int, tls: TlsSpec | None = None) -> ClientConnection:
+    """`tls`: the target's `tls:` block, for a wss:// url (the platform's store without one)."""
     masked = session.redactor.text(url)
+    secure = socket_tls(tls) if url.startswith("wss://") else {"ssl": None}
 
     async def attempt() -> ClientConnection:
         # no permessage-deflate: audio barely compresses (base64 PCM by a quarter) and zlib cost ~60 us of the
         # event loop per 20 ms frame, 5% of a core at 16 conversations, on the loop every frame waits for
-        return await connect(url, additional_headers=headers, open_timeout=connect_spec.timeout,
-                             ssl=platform_context() if url.startswith("wss://") else None, close_timeout=2,
-                             max_size=max_size, ping_interval=None, compression=None, proxy=websocket_proxy(url))
+        return await connect(url, additional_headers=headers, open_timeout=connect_spec.timeout, **secure,
+                             close_timeout=2, max_size=max_size, ping_interval=None, compression=None,
+                             proxy=websocket_proxy(url))
 
     try:
         return await with_connect_retries(attempt, reason_of=unreachable, connect=connect_spec, session=session,

@@ -130,7 +130,7 @@ class AudioSocketTarget(Target[SpecT]):
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
         self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
-                                        what=self._what, max_size=MAX_MESSAGE_BYTES)
+                                        what=self._what, max_size=MAX_MESSAGE_BYTES, tls=self.spec.tls)
         self._wire = wire = self._make_wire(session)
         self._traced(session, wire)
         self._voice = AudioConversation(session, send=wire.send_format, receive=wire.receive_format)

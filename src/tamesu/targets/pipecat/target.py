@@ -167,7 +167,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
             except TemplateError as exc:
                 raise InfraError(f"{self._what}: {exc}") from exc
             self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
-                                            what=self._what, max_size=MAX_MESSAGE_BYTES)
+                                            what=self._what, max_size=MAX_MESSAGE_BYTES, tls=self.spec.tls)
             self._wire = self._make_wire(session)
             self._traced(session, self._wire)
             session.event("transport", url=session.redactor.text(url), mode="text")

@@ -133,7 +133,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
             raise InfraError(f"{self._what}: headers: {exc}") from exc
         headers = with_traceparent(self._own_headers, session.conversation_trace)
         self._ws = await open_websocket(url, headers, connect_spec=self.spec.connect, session=session,
-                                        what=self._what, max_size=MAX_MESSAGE_BYTES)
+                                        what=self._what, max_size=MAX_MESSAGE_BYTES, tls=self.spec.tls)
         if (trace_id := sent_trace_id(self._own_headers, session.conversation_trace)) is not None:
             session.event("conversation_trace", trace_id=trace_id, sent_in=["websocket handshake header traceparent"])
         self._reader = asyncio.create_task(self._read())
