@@ -21,7 +21,8 @@ POST /plain           text/plain "plain: MESSAGE".
 POST /empty           204, no body.
 POST /upload          multipart/form-data, as a browser's form posts it: {"text": "N file(s)", "fields": {name: value},
                       "files": [[field, filename, content type, size]]}.
-GET  /ask             a question in the query, as GET APIs take one: {"text": "asked: Q", "query": {every parameter}}.
+GET  /ask             a question in the query, as GET APIs take one: {"text": "asked: Q", "query": {every parameter},
+                      "body_bytes": how many bytes of body came, "content_type": its Content-Type}.
 POST /sse             server-sent events: "You said MESSAGE" word by word as {"delta": " word"} events
                       (STREAM_PAUSE apart; the deltas joined give the sentence), then `data: [DONE]`.
     "final"           -> the deltas, then {"done": true, "text": <the whole reply>} and no [DONE]
@@ -180,7 +181,9 @@ class RestAgents:
 
     async def ask(self, request: Request) -> Response:
         query = dict(request.query_params)
-        return JSONResponse({"text": f"asked: {query.get('q', '')}", "query": query})
+        body = await request.body()
+        return JSONResponse({"text": f"asked: {query.get('q', '')}", "query": query, "body_bytes": len(body),
+                             "content_type": request.headers.get("content-type")})
 
     # -- POST /sse ----------------------------------------------------------------------------------
 

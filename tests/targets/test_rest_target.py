@@ -608,6 +608,16 @@ async def test_a_multipart_form_names_its_files_and_fields_as_a_browser_does(res
 # -- templates in a URL's query --------------------------------------------------------------------------
 
 
+async def test_a_get_request_sends_no_default_body(rest_agents: RunningAgents, tmp_path: Path) -> None:
+    # before: `method: GET` sent the default JSON body ({"message": ..., "session_id": ...}) unless the suite
+    # wrote `request.body: null`: a GET with a body, which some servers and proxies refuse
+    url = f"{rest_agents.url}/ask?q={{{{message}}}}"
+    async with opened({"url": url, "method": "GET"}, new_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="opening hours"))
+    assert turn.response["body_bytes"] == 0 and turn.response["content_type"] is None, turn.response
+    assert turn.text == "asked: opening hours"
+
+
 async def test_a_query_parameters_template_is_sent_as_its_value(rest_agents: RunningAgents, tmp_path: Path) -> None:
     """`?q={{message}}`: the user's words (and a key with `+`, `/`, `=`) arrive as the parameter's value, never as
     more parameters (`&`), a fragment (`#`) or a space for `+`; a template that is not a value is left as written."""

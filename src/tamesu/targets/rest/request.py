@@ -18,10 +18,14 @@ from tamesu.targets.rest.spec import PollSpec, RequestSpec, RestSpec
 from tamesu.telemetry.traceparent import TraceContext
 
 
-def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id: str | None) -> tuple[object, bool]:
-    """The body `request.body` renders, or the default one; and whether there is a body at all."""
+def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id: str | None,
+                 method: str = "POST") -> tuple[object, bool]:
+    """The body `request.body` renders, or the default one (none for a GET or HEAD: the words go in the URL's
+    templates); and whether there is a body at all."""
     if "body" in request.model_fields_set:
         return (None, False) if request.body is None else (ctx.render_value(request.body), True)
+    if method in ("GET", "HEAD"):
+        return None, False
     body: dict[str, object] = {"message": turn.text, "session_id": session_id}
     if turn.data is not None:
         body["data"] = turn.data

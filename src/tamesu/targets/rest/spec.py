@@ -70,7 +70,7 @@ def _multipart(value: object) -> object:
 class RequestSpec(Strict):
     body: object = None
     """JSON with templates. Absent: `{"message": "{{message}}", "session_id": "{{session}}"}` (+ `data`,
-    `messages`, `options`, `attachments` when the turn has them)."""
+    `messages`, `options`, `attachments` when the turn has them); none for `method: GET` or `HEAD`."""
     multipart: Annotated[MultipartSpec | None, BeforeValidator(_multipart)] = None
     """`true` (or `{files: FIELD}`): multipart/form-data, the files as file parts (not base64 in JSON)."""
 

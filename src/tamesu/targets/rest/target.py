@@ -465,7 +465,7 @@ class RestTarget(Target[RestSpec]):
         headers = self._headers(ctx, self.spec.headers)
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
-        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id)
+        body, has_body = request_body(ctx, turn, self.spec.request, self.session_id, self.spec.method)
         url = render_url(ctx, self.spec.url)
         multipart = self.spec.request.multipart
         if multipart is not None:
