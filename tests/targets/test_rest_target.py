@@ -288,6 +288,17 @@ async def test_session_open_capture_that_finds_nothing_is_infra_error(rest_agent
 
 
 
+async def test_session_open_that_times_out_names_its_timeout(rest_agents: RunningAgents, tmp_path: Path) -> None:
+    # before: "session.open POST .../chat: ReadTimeout: " and nothing of which timeout ran out
+    spec = {"url": f"{rest_agents.url}/chat", "session": {"open": {
+        "url": "/chat", "body": {"message": "slow"}, "timeout": "300ms", "capture": {"id": "$.session_id"}}}}
+    target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
+    with pytest.raises(InfraError, match=r"session\.open POST .*/chat: no answer within 0\.3s "
+                                         r"\(session\.open\.timeout\)$"):
+        await target.open(make_session(tmp_path))
+    await target.close()
+
+
 @pytest.mark.parametrize(("body", "said"), [
     ({"message": "x"}, "the answer is not JSON (HTTP 200): plain: x"),  # was: "found nothing in plain: x"
     (None, "the answer is empty (HTTP 204)"),  # was: "found nothing in null"

@@ -23,6 +23,17 @@ def _expected(status: int, expect: list[int] | int | None) -> bool:
     return status in (expect if isinstance(expect, list) else [expect])
 
 
+def failed_because(exc: BaseException, spec: SessionOpenSpec, masked_url: str) -> str:
+    """`session.open METHOD URL: why` its request failed: a timeout names the setting that ran out (the error
+    alone said "Timeout on reading data from socket", of no setting)."""
+    cause = exc if isinstance(exc, httpx.TimeoutException) else exc.__cause__
+    if isinstance(cause, httpx.TimeoutException):
+        why = f"no answer within {spec.timeout:g}s (session.open.timeout)"
+    else:
+        why = f"{type(exc).__name__}: {exc}" if isinstance(exc, httpx.HTTPError) else str(exc)
+    return f"session.open {spec.method.upper()} {masked_url}: {why}"
+
+
 async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> None:
     """Make the request and keep its captures in `session.values`; anything wrong is an infrastructure
     error naming the request (and, for a capture, what the answer held instead)."""
@@ -40,7 +51,7 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
             answer = await client.request(method, url, headers=headers,
                                           **({"json": body} if body is not None else {}))
     except httpx.HTTPError as exc:
-        raise InfraError(f"{what}: session.open {method} {masked}: {type(exc).__name__}: {exc}") from exc
+        raise InfraError(f"{what}: {failed_because(exc, spec, masked)}") from exc
     text = answer.text[:_EXCERPT]
     if not _expected(answer.status_code, spec.expect_status):
         raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}: "

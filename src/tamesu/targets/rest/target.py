@@ -105,6 +105,7 @@ from tamesu.targets.rest.spec import (
 )
 from tamesu.targets.rest.sse import DONE, is_stream, stream_events
 from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, UiMessageStream, reads_ui_stream
+from tamesu.targets.session_open import failed_because
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ class RestTarget(Target[RestSpec]):
         try:
             answer = await self._require_http().fetch(request)
         except TurnError as exc:
-            raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked}: {exc}") from exc
+            raise InfraError(f"{self._what}: {failed_because(exc, spec, masked)}") from exc
         if not status_expected(answer.status, spec.expect_status):
             raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked} answered HTTP "
                              f"{answer.status}: {session.redactor.text(excerpt(answer.body))}")
