@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import AsyncIterator
@@ -267,6 +268,20 @@ async def test_session_open_captures_feed_later_requests(rest_agents: RunningAge
     assert opening["status"] == 201 and opening["captured"] == ["id", "token"]
     names = [e.name for e in session.events]
     assert names.index("session_open") < names.index("transport")
+
+
+async def test_a_token_session_open_captures_for_a_credential_header_is_masked(rest_agents: RunningAgents,
+                                                                               tmp_path: Path) -> None:
+    # before: the captured token went in Authorization, the agent echoed it, and it was in the run's files as is
+    spec = {"url": f"{rest_agents.url}/chat", "headers": {"Authorization": "Bearer {{session.token}}"},
+            "session": {"open": {"url": "/conversations", "capture": {"conv": "$.id", "token": "$.token"}}}}
+    session = make_session(tmp_path)
+    async with opened(spec, session) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    token, conv = str(session.values["token"]), str(session.values["conv"])
+    assert turn.response["auth"] == f"Bearer {token}"  # the agent echoed it
+    assert token not in json.dumps(session.redactor.data(turn.response))
+    assert session.redactor.text(conv) == conv  # a capture in no credential's header stays as it is
 
 
 async def test_session_open_with_unexpected_status_is_infra_error(rest_agents: RunningAgents,

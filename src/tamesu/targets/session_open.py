@@ -4,6 +4,8 @@ call, mint a token), whose JSON answer's captures render as `{{session.NAME}}` i
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 import httpx
@@ -67,6 +69,23 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
                              f"{session.redactor.text(searched(answer.status_code, document))}")
         session.values[name] = found[0]
     session.event("session_open", url=masked, status=answer.status_code, captured=sorted(spec.capture))
+    mask_credentials(session, spec.headers, spec.capture)
+
+
+_CREDENTIAL_HEADER = re.compile(r"authorization|cookie|token|key|secret|password|signature", re.IGNORECASE)
+
+
+def mask_credentials(session: Session, headers: Mapping[str, str], captured: Iterable[str]) -> None:
+    """A value `session.open` captured that goes in a credential's header (Authorization, Cookie, X-Api-Key,
+    ...: `Bearer {{session.token}}`) is masked as a secret is: an agent that echoes it, or an error that quotes
+    it, would otherwise write it to every file of the run."""
+    for header, template in headers.items():
+        if not _CREDENTIAL_HEADER.search(header):
+            continue
+        for name in captured:
+            value = session.values.get(name)
+            if value is not None and re.search(r"\{\{\s*session\." + re.escape(name) + r"\s*\}\}", template):
+                session.redactor.add(str(value))
 
 
 class SocketAddress(Protocol):
@@ -88,5 +107,6 @@ class CapturedSocketAddress:
         return session.with_captures().render_text(self.spec.url)
 
     def _headers(self, session: Session) -> dict[str, str]:
+        mask_credentials(session, self.spec.headers, session.values)
         context = session.with_captures()
         return {name: context.render_text(value) for name, value in self.spec.headers.items()}

@@ -9,14 +9,13 @@ and assistant, for an agent that keeps no history of its own; a JSONL test's giv
 before) and for JSONL tests `{{options.X}}`. Without `request.body` the body is `{"message": ..., "session_id":
 ...}`, plus `"data"` when the turn carries data, `"messages"` when it carries a history, `"options"` when it
 carries options, `"attachments"` when it carries files, `"traceparent"` on a websocket (`{{trace.traceparent}}`
-in a body of your own); `body: null` sends none. `request.multipart: true` (or `{files: FIELD}`) sends
-multipart/form-data instead: the body's keys as form fields (text as is, other values as JSON) and each file
-as a file part named `files` (or FIELD). A test whose files the request would
-drop (a body without `{{attachments}}`, a URL file with multipart) is refused when it loads.
-A body that renders to a string is sent as text/plain, anything else as JSON. A URL without a scheme
-(session.open, poll: `/jobs/{{response.job}}`) goes to the scheme, host and port of `url`. Poll requests
-send the target's `headers` and then their own; session.open, made before the target's headers can
-name its captures, sends only its own.
+in a body of your own); `body: null` sends none, nor does a GET. `request.multipart: true` (or `{files: FIELD}`)
+sends multipart/form-data instead: the body's keys as form fields (text as is, other values as JSON) and each
+file as a file part named `files` (or FIELD). A test whose files the request would drop (a body without
+`{{attachments}}`, a URL file with multipart) is refused when it loads. A body that renders to a string is sent
+as text/plain, anything else as JSON. A URL without a scheme (session.open, poll: `/jobs/{{response.job}}`) goes
+to the scheme, host and port of `url`. Poll requests send the target's `headers` and then their own;
+session.open, made before the target's headers can name its captures, sends only its own.
 
 How the agent's turn is read, by mode:
 - plain (`streaming: none`): the body is the turn's `response` and only `raw` item. Its text is what
@@ -105,7 +104,7 @@ from tamesu.targets.rest.spec import (
 )
 from tamesu.targets.rest.sse import DONE, is_stream, stream_events
 from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, UiMessageStream, reads_ui_stream
-from tamesu.targets.session_open import failed_because
+from tamesu.targets.session_open import failed_because, mask_credentials
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:
@@ -228,6 +227,7 @@ class RestTarget(Target[RestSpec]):
                                  f"{session.redactor.text(searched(answer.status, answer.body))}")
             session.values[name] = found[0]
         session.event("session_open", url=masked, status=answer.status, captured=sorted(spec.capture))
+        mask_credentials(session, {**spec.headers, **self.spec.headers}, spec.capture)
 
     async def _connect_websocket(self) -> str:
         session = self._require_session()
