@@ -112,3 +112,16 @@ def test_terminal_escapes_in_names_and_answers_are_shown_not_acted_on(tmp_path: 
         assert "\x1b" not in output and "\x07" not in output, repr(output)
         assert "a\\x1b[31mRED" in output, output
     assert "hello \\x1b[2J" in run_tamesu(["run", "esc.yaml", "--out", "out", "-v"], cwd=tmp_path).stdout
+
+
+def test_a_transcript_lines_of_several_lines_stay_under_their_first(tmp_path: Path) -> None:
+    # `-vv`: a reply of several lines (and a turn's file names) printed its later lines at the margin, where they
+    # read as tamesu's own lines
+    (tmp_path / "multi.yaml").write_text(
+        'targets:\n  bot: { type: model, model: bot }\n'
+        'models:\n  bot: { provider: fake, rules: [ { when: hi, say: "first line\\nsecond line" } ] }\n'
+        'tests:\n  - { name: two lines, scenario: { script: [ { say: hi } ] }, assert: [ { contains: zzz } ] }\n')
+    done = run_tamesu(["run", "multi.yaml", "--out", "out", "-vv"], cwd=tmp_path)
+    lines = done.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.endswith("agent first line"))
+    assert lines[first + 1] == " " * 12 + "second line", lines[first:first + 2]

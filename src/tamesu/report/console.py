@@ -239,8 +239,12 @@ class ConsoleReporter:
         self._print(Text(f"    transcript of {result.test}, run {result.run}:", style="dim"))
         for turn in result.turns:
             if turn.user is not None:
-                self.console.print(f"      [bold]user[/]  {escape(visible(self.redactor.text(turn.user.display())))}")
-            self.console.print(f"      [bold]agent[/] {escape(visible(self.redactor.text(turn.agent.text)))}")
+                self.console.print(f"      [bold]user[/]  {self._said(turn.user.display())}")
+            self.console.print(f"      [bold]agent[/] {self._said(turn.agent.text)}")
+
+    def _said(self, text: str) -> str:
+        # a turn's later lines (its files, a reply of several lines) under its first, not at the margin
+        return escape(visible(self.redactor.text(text))).replace("\n", "\n" + " " * 12)
 
 
 def stats_line(result: TestResult) -> str:
