@@ -585,7 +585,8 @@ tests:
 
 def test_a_dotenv_line_that_is_not_key_value_is_a_warning_where_written(tmp_path: Path, tamesu) -> None:
     # before: left out (or read quote and all) in silence, and the secret it held was "not set" with no reason
-    (tmp_path / ".env").write_text('export\n=x\nFOO BAR\nGOOD=1\nexport OK=2\nQ="abc\nR="abc" junk\n# c\nS=ok # y\n')
+    (tmp_path / ".env").write_text('export\n=x\nFOO BAR\nGOOD=1\nexport OK=2\nQ="abc\nR="abc" junk\n# c\nS=ok # y\n'
+                                   'GOOD=2\n')
     write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n"
                              "    scenario: { script: [ { say: '{{secrets.GOOD}} {{secrets.OK}}' } ] }\n")
     expected = ["warning: .env:1:1: not KEY=value: 'export' is left out",
@@ -594,7 +595,8 @@ def test_a_dotenv_line_that_is_not_key_value_is_a_warning_where_written(tmp_path
                 "warning: .env:6:3: a quote that is never closed: Q is read with its quote (a value of several lines "
                 "is not read)",
                 "warning: .env:7:1: text after the closing quote of R: quote the whole value, or start a comment with "
-                "' #'"]
+                "' #'",
+                "warning: .env:10:1: GOOD is set again (first on line 4): this later value is used"]
     (tmp_path / "t.jsonl").write_text('{"id": "a", "input": "hi"}\n')
     (tmp_path / "bad.jsonl").write_text('{"id": "a", "inpt": "hi"}\n')
     url = "http://127.0.0.1:9/x"

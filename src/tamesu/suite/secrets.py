@@ -51,6 +51,7 @@ def read_dotenv(path: Path, warnings: list[Problem] | None = None) -> dict[str, 
     except (OSError, ValueError):  # a name longer than the system allows: no such file
         return values
     said = [] if warnings is None else warnings
+    first_at: dict[str, int] = {}
     # not UTF-8, NUL bytes or megabytes of garbage: one `file:line:col` problem (ConfigError), never a crash
     for number, raw in enumerate(read_bounded(path, str(path), limit=_MAX_DOTENV_BYTES).splitlines(), start=1):
         line = raw.strip()
@@ -64,6 +65,10 @@ def read_dotenv(path: Path, warnings: list[Problem] | None = None) -> dict[str, 
             said.append(Problem(_shown(path), number, column, "", why))
             if not sep or not _DOTENV_KEY.fullmatch(key):
                 continue
+        if key in first_at:  # two values of one secret: the file's author meant one of them
+            said.append(Problem(_shown(path), number, len(raw) - len(raw.lstrip()) + 1, "",
+                                f"{key} is set again (first on line {first_at[key]}): this later value is used"))
+        first_at.setdefault(key, number)
         values[key] = _dotenv_value(value)
     return values
 
