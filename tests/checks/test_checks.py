@@ -352,6 +352,9 @@ async def test_metric_not_measured() -> None:
     await passes({"metric": {"name": "silence_gap_max_ms", "lt": 100, "missing": "pass"}}, run)
     # missing: pass changes nothing for a metric that was measured.
     await fails({"metric": {"name": "turns", "lt": 2, "missing": "pass"}}, run)
+    # a misspelt name is never measured: the reason says what it may have meant
+    result = await fails({"metric": {"name": "llm_cost_ud", "lt": 1}}, run)
+    assert result.reason.endswith("; did you mean llm_cost_usd?"), result.reason
 
 
 def test_metric_parse_errors() -> None:

@@ -6,6 +6,7 @@ A metric the run did not measure fails, unless `missing: pass`: the engine turns
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -61,7 +62,9 @@ class Metric(Check[MetricSpec]):
             if run.spans is None and self.reads_spans():
                 # nothing could measure it: the suite's making (no `traces:`), not the agent's failure
                 raise InfraError(f"{name} is measured from the agent's spans: {NO_TRACES}")
-            return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured})",
+            close = difflib.get_close_matches(name, list(run.metrics), n=1, cutoff=0.75)
+            meant = f"; did you mean {close[0]}?" if close else ""  # a misspelt name is never measured
+            return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured}){meant}",
                            undecided=True)
         value = run.metrics[name]
         problems = compare(value, expected)
