@@ -226,7 +226,8 @@ def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Pa
     # before: "" and "   " were sent to the agent as the user's words, and `-i ""` ran the current folder's cases
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": ""}\n{"id": "b", "input": "   "}\n'
                                           '{"id": "c", "turns": [{"input": "hi"}, {"input": "\\n"}]}\n'
-                                          '{"id": "d", "input": "hi"}\n')
+                                          '{"id": "d", "input": "hi"}\n'
+                                          '{"id": "e", "input": {"role": "user", "content": " "}}\n')
     (tmp_path / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
     for args in (["test", "-i", "cases.jsonl", "-n", "bot"], ["validate", "cases.jsonl", "-n", "bot"]):
         done = tamesu(args, cwd=tmp_path)
@@ -235,7 +236,8 @@ def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Pa
             "cases.jsonl:1:22: input: empty: write what the user says",
             "cases.jsonl:2:22: input: only spaces: write what the user says",
             "cases.jsonl:3:50: turns[1].input: only spaces: write what the user says",
-            "3 problems found"], done.stderr
+            "cases.jsonl:5:22: input[0]: a user message with no words and no file: write what the user says",
+            "4 problems found"], done.stderr
     for given in ("", " "):
         done = run_test(["-i", given, "-n", "bot"], cwd=tmp_path)
         assert done.returncode == 2 and done.stderr == f"tamesu test: -i {given!r} is empty: give a JSONL file, a " \

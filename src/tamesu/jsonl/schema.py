@@ -49,6 +49,12 @@ class ChatMessage(Strict):
     role: Literal["user", "assistant", "system"]
     content: str | list[ContentPart]
 
+    @model_validator(mode="after")
+    def _says_something(self) -> ChatMessage:
+        if self.role == "user" and not self.text.strip() and not self.files:  # the agent would be asked nothing
+            raise ValueError("a user message with no words and no file: write what the user says")
+        return self
+
     @property
     def text(self) -> str:
         if isinstance(self.content, str):
