@@ -170,6 +170,24 @@ def test_spans_without_traces_and_a_turn_past_the_script_are_the_suites_not_the_
                                                          "turn"), late
 
 
+def test_a_default_span_assertion_without_traces_is_warned_where_written(tmp_path: Path, tamesu) -> None:
+    # before: the warning above covered a test's own assertions; one in defaults.assert (the suite's or
+    # tamesu.yaml's) made every run of every test an error with no word at validate
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\ndefaults:\n  assert:\n"
+                                          "    - metric: { name: trace_spans_total, gte: 1 }\n")
+    (tmp_path / "suite.yaml").write_text("targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
+                                         "defaults:\n  assert:\n    - span: { name: tool }\n"
+                                         "tests:\n  - { name: a, target: bot, scenario: { script: [ { say: hi } ] } }"
+                                         "\n")
+    checked = tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said = (checked.stdout + checked.stderr).splitlines()
+    assert any(line.startswith("warning: suite.yaml:5:13: defaults.assert[0].span: span reads the agent's spans")
+               for line in said), said
+    assert any(line.startswith("warning: tamesu.yaml:4:15: defaults.assert[0].metric: metric trace_spans_total is "
+                               "measured from the agent's spans") for line in said), said
+
+
 def test_a_url_in_traces_receive_is_refused_where_written(tmp_path: Path, tamesu) -> None:
     # before: validate said ok (the host read as `http://127.0.0.1`) and the run failed each test with
     # "traces.receive: cannot listen on http://127.0.0.1:4318: Name or service not known" (exit 3)

@@ -127,9 +127,11 @@ def untraced_default_judges(suite: LoadedSuite, own: list[tuple[int, Assertion]]
     there: a default judge reads the trace in every test of a suite that has no `traces:`."""
     if _traced(suite):
         return []
-    warnings = _judge_warnings(suite.doc, [(("defaults", "assert", i), a) for i, a in own])
+    here = [(("defaults", "assert", i), a) for i, a in own]
+    warnings = _judge_warnings(suite.doc, here) + _span_warnings(suite.doc, here)
     if suite.project.doc is not None:
-        warnings += _judge_warnings(suite.project.doc, [(("defaults", "assert", i), a) for i, a in project])
+        there = [(("defaults", "assert", i), a) for i, a in project]
+        warnings += _judge_warnings(suite.project.doc, there) + _span_warnings(suite.project.doc, there)
     return warnings
 
 
@@ -137,11 +139,16 @@ def untraced_spans(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertio
     """`span` assertions and metrics of the agent's spans in a suite that receives none: each run is an error."""
     if _traced(suite):
         return []
+    return _span_warnings(suite.doc, [((*loc, "assert", index), assertion)
+                                      for index, assertion in enumerate(assertions[:len(spec.assert_)])])
+
+
+def _span_warnings(doc: Document, located: list[tuple[Loc, Assertion]]) -> list[Problem]:
     from tamesu.checks.metric import Metric
     from tamesu.checks.span import SpanCheck
 
     warnings = []
-    for index, assertion in enumerate(assertions[:len(spec.assert_)]):
+    for where, assertion in located:
         check = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
         if isinstance(check, SpanCheck):
             what = "span reads the agent's spans"
@@ -149,7 +156,7 @@ def untraced_spans(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertio
             what = f"metric {check.spec.name} is measured from the agent's spans"
         else:
             continue
-        warnings.append(suite.doc.problem((*loc, "assert", index, assertion.key), (
+        warnings.append(doc.problem((*where, assertion.key), (
             f"{what}, but no `traces:` receives them (tamesu.yaml or the suite): every run of the test is an "
             "error")))
     return warnings
