@@ -4,7 +4,7 @@ against the real A2A test agents), anything else a rest target."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,29 +56,15 @@ async def test_a_template_that_cannot_be_filled_is_an_error_at_its_place(tmp_pat
 
 async def test_a_grpc_url_is_a_grpc_target_and_other_urls_are_said(tmp_path: Path) -> None:
     # before: `-n grpc://host:port` (and AgentSession.open) said "no target named 'grpc://...'; or give a URL"
-    import grpc
-
-    from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
     from tamesu.testing import AsyncAgentSession
+    from turn_agents import said, serving
 
-    class Echo(turn_pb2_grpc.TurnServiceServicer):
-        async def Converse(self, turns: AsyncIterator[turn_pb2.UserTurn], _: object) -> AsyncIterator[object]:
-            async for turn in turns:
-                yield turn_pb2.AgentEvent(delta=turn_pb2.TextDelta(text=f"you said {turn.text}"))
-                yield turn_pb2.AgentEvent(turn_end=turn_pb2.TurnEnd())
-
-    server = grpc.aio.server()
-    turn_pb2_grpc.add_TurnServiceServicer_to_server(Echo(), server)
-    url = f"grpc://127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-    await server.start()
     project = _project(tmp_path, "targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
-    try:
+    async with serving(lambda text: said(f"you said {text}")) as url:
         found, _ = await resolve(url, project, Secrets([]))
         assert (found.spec.type, found.about) == ("grpc", f"{url} (grpc)")
         async with await AsyncAgentSession.open(url, project=tmp_path) as agent:
             assert (await agent.send("hello")).text == "you said hello"
-    finally:
-        await server.stop(grace=None)
     urls = "http(s):// for a rest or A2A agent, grpc(s):// for one with tamesu's turn API"
     with pytest.raises(TargetProblem) as other:
         await resolve("ws://127.0.0.1:9/chat", project, Secrets([]))

@@ -81,19 +81,7 @@ def test_a_listing_that_breaks_the_mcp_schema_is_said_in_one_line(tmp_path: Path
     # [type=missing, ...] For further information visit https://errors.pydantic.dev/..."
     import sys
 
-    (tmp_path / "server.py").write_text(
-        "import json, sys\n"
-        "for line in sys.stdin:\n"
-        "    msg = json.loads(line)\n"
-        "    if 'id' not in msg:\n"
-        "        continue\n"
-        "    result = {}\n"
-        "    if msg['method'] == 'initialize':\n"
-        "        result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
-        "                  'serverInfo': {'name': 's', 'version': '1'}}\n"
-        "    elif msg['method'] == 'tools/list':\n"
-        "        result = {'tools': [{'name': 'lookup', 'description': 'forgot its inputSchema'}]}\n"
-        "    print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': result}), flush=True)\n")
+    _hand_written_server(tmp_path, "{'name': 'lookup', 'description': 'forgot its inputSchema'}")
     (tmp_path / "s.tamesu.yaml").write_text(
         "models:\n  target: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
         f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py] }}\n"
@@ -110,21 +98,8 @@ def test_a_reply_under_another_requests_id_is_said_not_only_a_timeout(tmp_path: 
     # "the tool did not answer within 1s"
     import sys
 
-    (tmp_path / "server.py").write_text(
-        "import json, sys\n"
-        "for line in sys.stdin:\n"
-        "    msg = json.loads(line)\n"
-        "    if 'id' not in msg:\n"
-        "        continue\n"
-        "    answer_id, result = msg['id'], {}\n"
-        "    if msg['method'] == 'initialize':\n"
-        "        result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
-        "                  'serverInfo': {'name': 's', 'version': '1'}}\n"
-        "    elif msg['method'] == 'tools/list':\n"
-        "        result = {'tools': [{'name': 'lookup', 'inputSchema': {'type': 'object'}}]}\n"
-        "    elif msg['method'] == 'tools/call':\n"
-        "        answer_id, result = msg['id'] + 1000, {'content': [{'type': 'text', 'text': 'found'}]}\n"
-        "    print(json.dumps({'jsonrpc': '2.0', 'id': answer_id, 'result': result}), flush=True)\n")
+    _hand_written_server(tmp_path, "{'name': 'lookup', 'inputSchema': {'type': 'object'}}",
+                         "answer_id, result = msg['id'] + 1000, {'content': [{'type': 'text', 'text': 'found'}]}")
     (tmp_path / "s.tamesu.yaml").write_text(
         "models:\n  target: { provider: fake, rules: [ { when: hi, tool_calls: [ { name: lookup } ], say: ok } ] }\n"
         f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py], call_timeout: 1s }}\n"
@@ -237,3 +212,24 @@ def test_a_large_tool_result_is_written_whole_once_not_in_its_event_too() -> Non
     big = {"content": [{"type": "text", "text": "x" * 3_000_000}]}
     cut = _for_the_timeline(big)
     assert cut["cut"].endswith("characters; the whole result is the tool call's") and len(json.dumps(cut)) < 2_000
+
+
+def _hand_written_server(folder: Path, tool: str, on_call: str = "result = {}") -> None:
+    """`server.py` in `folder`: an MCP server over stdio written by hand (no SDK to correct it), listing the one
+    `tool` (a Python literal) and answering a tools/call with the line `on_call`, which sets `answer_id` (the
+    request's id unless it says otherwise) and `result`."""
+    (folder / "server.py").write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    if 'id' not in msg:\n"
+        "        continue\n"
+        "    answer_id, result = msg['id'], {}\n"
+        "    if msg['method'] == 'initialize':\n"
+        "        result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
+        "                  'serverInfo': {'name': 's', 'version': '1'}}\n"
+        "    elif msg['method'] == 'tools/list':\n"
+        f"        result = {{'tools': [{tool}]}}\n"
+        "    elif msg['method'] == 'tools/call':\n"
+        f"        {on_call}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': answer_id, 'result': result}), flush=True)\n")

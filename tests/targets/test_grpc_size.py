@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import grpc
 import pytest
 
 from sessions import new_session
-from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
+from tamesu.turn.v1 import turn_pb2
+from turn_agents import serving
 
 LIMIT = 100_000
 
@@ -31,27 +30,10 @@ def _answer(text: str) -> list[turn_pb2.AgentEvent]:
             turn_pb2.AgentEvent(turn_end=turn_pb2.TurnEnd())]
 
 
-class Talker(turn_pb2_grpc.TurnServiceServicer):
-    async def Converse(self, request_iterator: AsyncIterator[turn_pb2.UserTurn],
-                       context: Any) -> AsyncIterator[turn_pb2.AgentEvent]:
-        async for turn in request_iterator:
-            for event in _answer(turn.text):
-                yield event
-
-    async def SendTurn(self, request: turn_pb2.UserTurn, context: Any) -> turn_pb2.TurnReply:
-        return turn_pb2.TurnReply(events=_answer(request.text))
-
-
 @pytest.fixture
 async def agent_url() -> AsyncIterator[str]:
-    server = grpc.aio.server(options=[("grpc.max_send_message_length", 10_000_000)])
-    turn_pb2_grpc.add_TurnServiceServicer_to_server(Talker(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        yield f"grpc://127.0.0.1:{port}"
-    finally:
-        await server.stop(grace=None)
+    async with serving(_answer, max_send_message_length=10_000_000) as url:
+        yield url
 
 
 def _session(tmp_path: Path) -> Session:
@@ -93,14 +75,8 @@ async def test_a_stream_of_small_events_past_the_limit_is_refused(agent_url: str
 @pytest.fixture
 async def small_inbox_url() -> AsyncIterator[str]:
     """A turn-API agent that takes messages of at most 2,000 bytes (gRPC's `max_receive_message_length`)."""
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 2_000)])
-    turn_pb2_grpc.add_TurnServiceServicer_to_server(Talker(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        yield f"grpc://127.0.0.1:{port}"
-    finally:
-        await server.stop(grace=None)
+    async with serving(_answer, max_receive_message_length=2_000) as url:
+        yield url
 
 
 @pytest.mark.parametrize("mode", ["stream", "unary"])

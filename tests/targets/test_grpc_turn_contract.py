@@ -7,15 +7,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import grpc
 import pytest
 
 from sessions import new_session
-from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
+from tamesu.turn.v1 import turn_pb2
+from turn_agents import serving
 
 E = turn_pb2.AgentEvent
 END = E(turn_end=turn_pb2.TurnEnd())
@@ -30,27 +29,10 @@ def _answer(text: str) -> list[turn_pb2.AgentEvent]:
     return [E(delta=turn_pb2.TextDelta(text=f"you said {text}")), END]
 
 
-class Careless(turn_pb2_grpc.TurnServiceServicer):
-    async def Converse(self, request_iterator: AsyncIterator[turn_pb2.UserTurn],
-                       context: Any) -> AsyncIterator[turn_pb2.AgentEvent]:
-        async for turn in request_iterator:
-            for event in _answer(turn.text):
-                yield event
-
-    async def SendTurn(self, request: turn_pb2.UserTurn, context: Any) -> turn_pb2.TurnReply:
-        return turn_pb2.TurnReply(events=_answer(request.text))
-
-
 @pytest.fixture
 async def agent_url() -> AsyncIterator[str]:
-    server = grpc.aio.server()
-    turn_pb2_grpc.add_TurnServiceServicer_to_server(Careless(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        yield f"grpc://127.0.0.1:{port}"
-    finally:
-        await server.stop(grace=None)
+    async with serving(_answer) as url:
+        yield url
 
 
 @pytest.mark.parametrize("mode", ["stream", "unary"])

@@ -5,15 +5,15 @@ The agent exports to it as to any collector (`OTEL_EXPORTER_OTLP_ENDPOINT`). The
 `ExportTraceServiceResponse` in the request's encoding, 400 with one line for a body that is no export.
 
 An exporter speaking OTLP over gRPC (HTTP/2: its connection opens with the HTTP/2 preface; or a request of
-content type `application/grpc`) is refused, and the run says so in one line (`Dropped.grpc_exports`); the
-exporter's call fails at once with gRPC status UNIMPLEMENTED and the same line as its message. Before, uvicorn logged
-"Invalid HTTP request received." to tamesu.log and the exporter's error was in the agent's log only.
+content type `application/grpc`) is refused, and the run says so in one line (`Dropped.grpc_exports`): its
+connection is closed at once (its call fails UNAVAILABLE), an `application/grpc` request is answered 415 with the
+line. Before, uvicorn logged "Invalid HTTP request received." to tamesu.log and nothing else said it. No HTTP/2 is
+spoken here to word the refusal in gRPC's own terms: that would be a protocol of tamesu's own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import struct
 import zlib
 
 from google.protobuf import json_format
@@ -59,75 +59,19 @@ class _TooLarge(Exception):
 
 
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-_SETTINGS, _HEADERS, _GOAWAY = 0x4, 0x1, 0x7
-_UNIMPLEMENTED = 12
-"""The gRPC status of the refusal: not retried by OTLP exporters, so the export fails at once."""
-
-
-def _frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
-def _literal(name: str, value: str) -> bytes:
-    """An HPACK header field, literal and never indexed by the peer (RFC 7541 6.2.2); lengths below 127."""
-    return b"\x00" + bytes([len(name)]) + name.encode() + bytes([len(value)]) + value.encode()
-
-
-def _refusal(stream: int) -> bytes:
-    """A gRPC trailers-only answer to `stream`: status UNIMPLEMENTED with the line as its message, the stream
-    and the connection ended (GOAWAY)."""
-    block = b"\x88" + _literal("content-type", "application/grpc") + _literal("grpc-status", str(_UNIMPLEMENTED)) \
-        + _literal("grpc-message", GRPC_REFUSED)
-    return (_frame(_HEADERS, 0x5, stream, block)  # END_STREAM | END_HEADERS
-            + _frame(_GOAWAY, 0, 0, struct.pack(">II", stream, 0)))
-
-
-class _GrpcRefusal:
-    """An HTTP/2 connection (a gRPC exporter's, with prior knowledge) read just far enough to answer its first
-    call with the refusal; then closed. One that sends no call is closed after `_PATIENCE` seconds."""
-
-    _PATIENCE = 5.0
-
-    def __init__(self, transport: asyncio.Transport) -> None:
-        self._transport = transport
-        self._buffer = b""
-        self._preface = len(_PREFACE)  # still to skip
-        transport.write(_frame(_SETTINGS, 0, 0, b"") + _frame(_SETTINGS, 0x1, 0, b""))  # ours, and an ack of its
-        self._timer = asyncio.get_running_loop().call_later(self._PATIENCE, transport.close)
-
-    def feed(self, data: bytes) -> None:
-        skipped = min(self._preface, len(data))
-        self._preface -= skipped
-        self._buffer += data[skipped:]
-        while len(self._buffer) >= 9 and not self._transport.is_closing():
-            size = int.from_bytes(self._buffer[:3], "big")
-            if len(self._buffer) < 9 + size:
-                return
-            kind, stream = self._buffer[3], int.from_bytes(self._buffer[5:9], "big") & 0x7FFFFFFF
-            self._buffer = self._buffer[9 + size:]
-            if kind == _HEADERS and stream:
-                self._timer.cancel()
-                self._transport.write(_refusal(stream))
-                self._transport.close()
-        if len(self._buffer) > 1 << 20:  # a call's headers are small: this is no gRPC client
-            self._transport.close()
+"""How an HTTP/2 client with prior knowledge (gRPC's exporters) opens its connection (RFC 9113 3.4)."""
 
 
 def _protocol(collector: SpanCollector) -> type[asyncio.Protocol]:
     class Protocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]  # uvicorn's choice: h11 or httptools
         _first = True
-        _grpc: _GrpcRefusal | None = None
 
         def data_received(self, data: bytes) -> None:
-            if self._grpc is not None:
-                self._grpc.feed(data)
-                return
             if self._first:
                 self._first = False
-                if data.startswith(_PREFACE[:16]):  # an HTTP/2 client with prior knowledge: gRPC's exporters
+                if data.startswith(_PREFACE[:16]):  # the run's warning says what to set
                     collector.dropped.grpc_exports += 1
-                    self._grpc = _GrpcRefusal(self.transport)
-                    self._grpc.feed(data)
+                    self.transport.close()
                     return
             super().data_received(data)
 
