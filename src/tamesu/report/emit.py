@@ -6,8 +6,6 @@ write the same files for the same run.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from tamesu.report.baseline import Comparison, compare
 from tamesu.report.formats import format_of, is_built_in
 from tamesu.report.load import BASELINE_FILE, LoadedRun, load_run, resolve_run_dir
 from tamesu.report.spec import ReportRequest
+from tamesu.results.json_files import write_indented
 
 STDOUT = "-"
 """A report's path that means standard output."""
@@ -34,10 +33,7 @@ def compare_with(run: LoadedRun, baseline: Path, tolerance: float) -> Comparison
     earlier = load_run(resolve_run_dir(baseline, exclude=run.dir))
     comparison = compare(run, earlier, tolerance)
     path = run.dir / BASELINE_FILE
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
-    os.replace(temporary, path)
+    write_indented(path, comparison.model_dump(mode="json"), atomic=True)
     return comparison
 
 

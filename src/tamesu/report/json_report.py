@@ -7,7 +7,6 @@ upload. The shape is a pydantic model with a schema_version, like every other fi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from tamesu.conversation import ToolCall
 from tamesu.plugins import register
 from tamesu.report.baseline import Comparison
 from tamesu.report.load import LoadedRun, PlannedEntry
+from tamesu.results.json_files import write_indented
 from tamesu.results.records import (
     SCHEMA_VERSION,
     AssertionResult,
@@ -121,5 +121,4 @@ def build_json(run: LoadedRun, comparison: Comparison | None = None) -> JsonRepo
 @register("reports", "json", default_file="report.json")
 def write_json_report(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = build_json(run, comparison).model_dump(mode="json")
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_indented(path, build_json(run, comparison).model_dump(mode="json"))

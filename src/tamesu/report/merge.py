@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from tamesu import __version__
 from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
+from tamesu.results.json_files import write_indented
 from tamesu.results.records import ModelSpend, RunSummaryFile, TestResult, count, count_runs, exit_code_for
 from tamesu.results.rundir import new_run_dir
 
@@ -32,7 +33,7 @@ def _when(text: str) -> dt.datetime | None:
 
 
 def _write(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_indented(path, data)
 
 
 def _copy_artifacts(run: LoadedRun, result: TestResult, dest: Path, taken: set[str]) -> TestResult:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.report.load import PLAN_FILE, PlannedEntry, PlanRecord
+from tamesu.results.json_files import write_indented
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
 
 if TYPE_CHECKING:  # the engine's types, named for the reporter protocol; the run's provenance
@@ -51,13 +50,7 @@ class PlanRecorder:
         data = record.model_dump(mode="json")
         if self.redact is not None:
             data = self.redact(data)
-        temporary = run_dir / (PLAN_FILE + ".tmp")
-        try:
-            temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            os.replace(temporary, run_dir / PLAN_FILE)
-        except OSError:
-            temporary.unlink(missing_ok=True)
-            raise
+        write_indented(run_dir / PLAN_FILE, data, atomic=True)
 
     def run_started(self, test: PlannedTest, number: int, total: int) -> None:
         pass
