@@ -483,6 +483,18 @@ async def test_poll_4xx_means_not_yet(rest_agents: RunningAgents, tmp_path: Path
     assert len(polls) >= 2 and all(poll == {"error": "no such job"} for poll in polls)
 
 
+async def test_a_poll_the_server_refuses_fails_at_once_not_at_the_timeout(rest_agents: RunningAgents,
+                                                                           tmp_path: Path) -> None:
+    """It was "not yet" until `poll.timeout` ran out: a wrong method or token polled for the whole timeout."""
+    spec = poll_spec(rest_agents.url, method="DELETE", timeout="60s")
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as failed:
+            await target.send(UserTurn(text="hi"))
+    assert re.fullmatch(r"the poll URL http://127\.0\.0\.1:\d+/jobs/job-\d+ refused the request: HTTP 405 "
+                        r"\(Method Not Allowed\): does url name the agent's endpoint, and method its method\?",
+                        str(failed.value)), str(failed.value)
+
+
 async def test_a_poll_url_naming_what_the_send_did_not_answer_fails_the_turn(rest_agents: RunningAgents,
                                                                               tmp_path: Path) -> None:
     """It was `internal error: TemplateError: {{response.id}} has no value`, a traceback for the test."""

@@ -149,6 +149,17 @@ class TurnReader:
         raise InfraError(f"the agent's server refused the request: HTTP {answer.status} ({said}): "
                          f"{REFUSAL_HINTS[answer.status]}")
 
+    def fail_on_poll_answer(self, answer: Answer, url: str) -> None:
+        """A poll answered 5xx fails the turn. One answered 401, 403 or 405 is never "not yet" (a 404 is: a job not
+        made yet is often not found): the url, method or credentials are wrong, and polling on until the timeout
+        would only hide it."""
+        self.fail_on_5xx(answer)
+        if answer.status not in (401, 403, 405):
+            return
+        said = self._session().redactor.text(excerpt(answer.body)) or "no body"
+        raise InfraError(f"the poll URL {url} refused the request: HTTP {answer.status} ({said}): "
+                         f"{REFUSAL_HINTS[answer.status]}")
+
     def fail_on_5xx(self, answer: Answer) -> None:
         if answer.status >= 500:
             raise TurnError(f"the agent answered HTTP {answer.status}: "

@@ -35,7 +35,7 @@ How the agent's turn is read, by mode:
   `unsolicited` event, not given to a turn.
 - `response.poll`: after the send request, the poll URL (which may use `{{response.X}}`, the send's JSON
   answer) is requested at once and then every `interval` until `poll.text` finds text or `poll.done` holds,
-  within `poll.timeout` (default `turn_timeout`). A 4xx poll answer is "not yet"; a 5xx fails the turn.
+  within `poll.timeout` (default `turn_timeout`). A 4xx poll is "not yet" (401/403/405: InfraError); 5xx fails.
   `raw` is the send answer then every poll answer; `response`, `status`, tool calls, `done` and handoff
   come from the final poll answer.
 - `response.listen`: tamesu serves `listen.path` (at `{{listen.url}}`) and the agent posts its reply there;
@@ -397,7 +397,7 @@ class RestTarget(Target[RestSpec]):
             self._waiting_for = f"polling {self._mask(str(poll_request.url))}, {len(raw) - 1} polls"
             answer = await http.fetch(poll_request)
             raw.append(answer.body)
-            self._reader.fail_on_5xx(answer)
+            self._reader.fail_on_poll_answer(answer, self._mask(str(poll_request.url)))
             if answer.status < 400:
                 text = text_of(poll.text, answer.body)
                 if text or holds(poll.done, answer.body):
