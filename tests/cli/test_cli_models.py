@@ -398,4 +398,32 @@ tests:
     refused = tamesu(["validate"], cwd=tmp_path)
     assert refused.returncode == 2
     assert ("models.judge.fallback: 'bakup' is neither provider:model nor another model of the same models: "
-            "(providers: ") in refused.stdout + refused.stderr
+            "(nor, in a suite, of tamesu.yaml's) (providers: ") in refused.stdout + refused.stderr
+
+
+def test_a_suites_fallback_may_name_a_model_of_tamesu_yaml(tmp_path: Path, tamesu, agent_url: str, serve) -> None:
+    # before: "models.judge.fallback: 'backup' is neither provider:model nor another model of the same models:",
+    # though a target's or an assertion's `model:` in the same suite could name it
+    model_server = OpenAIServer()
+    model_server.plan(text(json.dumps({"pass": True, "reason": "it gave RF-889", "evidence": ["RF-889"]})))
+    url = model_server.base_url(serve(model_server.app).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
+        f"  backup: {{ provider: openai, model: test-model, base_url: '{url}' }}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+models:
+  judge: {{ provider: openai, model: primary, base_url: 'http://127.0.0.1:{refused_port()}/v1', max_retries: 0,
+           fallback: backup }}
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: judged
+    scenario: {{ script: [ {{ say: "A refund for ORD-1001" }} ] }}
+    assert: [ {{ judge: "The agent gives a refund reference" }} ]
+""")
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"OPENAI_API_KEY": "local"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    [line] = [json.loads(x) for x in (run_dir(tmp_path / "out") / "results.jsonl").read_text().splitlines()]
+    detail = json.loads((run_dir(tmp_path / "out") / line["runs"][0]["dir"] / "result.json").read_text())
+    [fallback] = [e["data"] for e in detail["events"] if e["name"] == "model_fallback"]
+    assert (fallback["model"], fallback["fallback"]) == ("openai:primary", "openai:test-model")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from tamesu import plugins
 from tamesu.net.tls import TlsSpec as TlsSpec  # re-exported: suite.schema names the tls block from here
@@ -74,7 +74,7 @@ class ModelSpec(Strict):
             if not colon and not plugins.has("providers", provider):
                 # a name the models: map did not resolve (ModelMap): "unknown model provider" would mislead
                 raise ValueError(f"{value!r} is neither provider:model nor another model of the same models: "
-                                 f"(providers: {', '.join(known_providers())})")
+                                 f"(nor, in a suite, of tamesu.yaml's) (providers: {', '.join(known_providers())})")
             return {"provider": provider, "model": model}
         return value
 
@@ -127,16 +127,25 @@ class CacheSpec(Strict):
     """use: read and write; off: neither (`--no-cache`); only: fail on a miss (`--cache-only`)."""
 
 
-def _named_fallbacks(models: object) -> object:
+OUTER_MODELS = "outer_models"
+"""The validation context's key for the models a suite's `models:` may also name: the project's (tamesu.yaml)."""
+
+
+def _named_fallbacks(models: object, info: ValidationInfo) -> object:
     """`fallback: NAME` naming another model of the same `models:` is that model, as an assertion's `model: NAME`
-    names one; a name that comes round again is left for the model's own check to refuse."""
+    names one; in a suite, a name its own map lacks may be one of the project's models (`OUTER_MODELS` in the
+    validation context), as a target's or assertion's `model:` may; a name that comes round again is left for
+    the model's own check to refuse."""
     if not isinstance(models, dict):
         return models
+    outer = (info.context or {}).get(OUTER_MODELS) or {}
 
     def resolved(entry: object, seen: frozenset[object]) -> object:
         named = entry.get("fallback") if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or not isinstance(named, str) or named not in models or named in seen:
+        if not isinstance(entry, dict) or not isinstance(named, str) or named in seen:
             return entry
+        if named not in models:
+            return {**entry, "fallback": outer[named]} if named in outer else entry
         return {**entry, "fallback": resolved(models[named], seen | {named})}
 
     return {key: resolved(value, frozenset({key})) for key, value in models.items()}

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
+from tamesu.models.spec import OUTER_MODELS
 from tamesu.plan import _lint
 from tamesu.plan._checks import (
     check_audio,
@@ -165,11 +166,12 @@ def _load_suite(
         raise ConfigError([doc.problem((), "a suite must be a mapping with targets and tests")])
     problems: list[Problem] = []
     warnings: list[Problem] = []
+    outer: dict[str, object] = {OUTER_MODELS: project.spec.models}  # a suite's fallback may name a model of tamesu.yaml
     try:
-        spec = SuiteSpec.model_validate(without_extensions(doc.data))
+        spec = SuiteSpec.model_validate(without_extensions(doc.data), context=outer)
     except ValidationError as exc:
         said = problems_from(exc, doc, SuiteSpec, owner="suite")
-        rest = _without_broken_parts(doc.data, exc)
+        rest = _without_broken_parts(doc.data, exc, outer)
         if rest is None:
             raise ConfigError(said) from None
         problems.extend(said)
@@ -252,7 +254,8 @@ without it (targets, tests, steps), so `validate` says every problem at once. A 
 or `remote_agents` would make the tests that name them wrong too: then its problems alone are said."""
 
 
-def _without_broken_parts(data: Mapping[str, object], exc: ValidationError) -> SuiteSpec | None:
+def _without_broken_parts(data: Mapping[str, object], exc: ValidationError,
+                          outer: dict[str, object]) -> SuiteSpec | None:
     broken = {error["loc"][0] for error in exc.errors() if error["loc"]}
     if not broken or not broken <= _SELF_CONTAINED:
         return None
@@ -260,7 +263,7 @@ def _without_broken_parts(data: Mapping[str, object], exc: ValidationError) -> S
     if not isinstance(kept, dict):
         return None
     try:
-        return SuiteSpec.model_validate({k: v for k, v in kept.items() if k not in broken})
+        return SuiteSpec.model_validate({k: v for k, v in kept.items() if k not in broken}, context=outer)
     except ValidationError:
         return None
 
