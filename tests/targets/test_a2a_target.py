@@ -240,6 +240,18 @@ async def test_auth_required_is_continued_like_input_required(agents: A2AAgents,
     assert events(session, "task_auth_required")
 
 
+@pytest.mark.parametrize("mode", ["send", "stream"])
+async def test_an_artifact_the_agent_replaces_is_read_again(agents: A2AAgents, tmp_path: Path, mode: str) -> None:
+    # before: the reader kept how many parts of each artifact it had read, so a draft revised in place (append
+    # false, same artifactId, one part as before) read as nothing new: turn 2 was "Revised" without the draft
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/a2a", **MODES[mode]}, session) as target:
+        first = await target.send(UserTurn(text="draft a letter"))
+        second = await target.send(UserTurn(text="yes, but shorter"))
+    assert first.text == "Approve?\ndraft one"
+    assert second.text == "Revised\ndraft two"
+
+
 async def test_closing_cancels_a_task_waiting_for_input(agents: A2AAgents, tmp_path: Path) -> None:
     session = make_session(tmp_path)
     async with opened({"url": f"{agents.urls['v10']}/rest", "transport": "http"}, session) as target:
