@@ -302,13 +302,20 @@ async def test_push_listener_checks_the_token(tmp_path: Path) -> None:
     try:
         async with httpx.AsyncClient(timeout=5) as client:
             refused = await client.post(listener.url, json=task, headers={TOKEN_HEADER: "guess"})
+            tokenless = await client.post(listener.url, json=task)
             garbled = await client.post(listener.url, json={"hello": 1}, headers={TOKEN_HEADER: listener.token})
             accepted = await client.post(listener.url, json=task, headers={TOKEN_HEADER: listener.token})
         arrived = await listener.next(1.0)
     finally:
         await listener.stop()
-    assert (refused.status_code, garbled.status_code, accepted.status_code) == (401, 400, 200)
+    assert (refused.status_code, tokenless.status_code, garbled.status_code, accepted.status_code) == \
+           (401, 401, 400, 200)
     assert listener.received == 1
+    # before: refused in silence, so an agent that never sent the token was only slower (the fallback poll)
+    said = events(session, "push_refused")
+    assert [(e["status"], e["reason"].split(":")[0]) for e in said] == \
+           [(401, f"a wrong {TOKEN_HEADER}"), (401, f"no {TOKEN_HEADER} header")]
+    assert all("guess" not in json.dumps(e) for e in said)
     assert arrived is not None and arrived[0]["id"] == "t1" and arrived[0]["status"]["state"] == "completed"
     assert events(session, "push_received") == [{"task_id": "t1", "kind": "task", "state": "completed"}]
     assert events(session, "push_unreadable")
