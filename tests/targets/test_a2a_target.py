@@ -410,6 +410,30 @@ async def test_a_404_with_no_a2a_error_in_it_is_where_tamesu_was_sent(tmp_path: 
             await target.send(UserTurn(text="hello"))
 
 
+async def test_a_refusal_at_the_url_the_card_gave_names_that_url(tmp_path: Path, serve: Any) -> None:
+    # before: "HTTP 404 (Not Found): does url name the agent's endpoint?" of a url the request never went to: the
+    # card sent it to its own interface URL, said only in the transport event
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def card(request: Request) -> JSONResponse:
+        moved = f"{str(request.base_url).rstrip('/')}/moved"
+        return JSONResponse({"name": "Moved", "version": "1", "description": "d", "capabilities": {}, "skills": [],
+                             "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "supportedInterfaces": [{"url": moved, "protocolBinding": "JSONRPC",
+                                                      "protocolVersion": "1.0"}]})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card)])).url
+    async with opened({"url": base}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as refused:
+            await target.send(UserTurn(text="hello"))
+    said = str(refused.value)
+    assert "HTTP 404" in said
+    assert f"at {base}/moved, the JSONRPC interface the agent card gives for url {base}" in said
+
+
 async def test_a_grpc_call_refused_as_unauthenticated_is_where_tamesu_was_sent(tmp_path: Path) -> None:
     # before: "the agent answered an error: gRPC UNAUTHENTICATED: ...", the agent's fault (exit 1), where HTTP's
     # 401 of the same server was an infrastructure error (exit 3)

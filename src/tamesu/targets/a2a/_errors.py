@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -21,6 +22,7 @@ from tamesu.net.clients import os_reason
 from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
+from tamesu.targets.a2a._transport import Choice
 from tamesu.types import JSONObject
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)
@@ -122,20 +124,28 @@ def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError
 
 
 
-def refused(error: AgentError, what: str) -> InfraError | None:
+def card_gave(choice: Choice, url: str, mask: Callable[[str], str]) -> str:
+    """Where a request went when the card, not the target's url, named it: said with a refusal, which otherwise
+    sends the user to check a url the request never went to."""
+    if choice.at(url):
+        return ""
+    return f" at {mask(choice.url)}, the {choice.binding} interface the agent card gives for url {mask(url)}"
+
+
+def refused(error: AgentError, what: str, where: str = "") -> InfraError | None:
     """HTTP 401, 403, 404 or 405, or a redirect: the server refused the request before any agent read it (an A2A
     agent's own errors are its protocol's, in a 200): where tamesu was sent is wrong, as for an MCP server, not the
-    agent."""
+    agent. `where` is `card_gave`'s."""
     if error.status is not None and 300 <= error.status < 400:
         # an A2A client follows no redirect (a wrong path, or one a trailing / away, read as the agent's answer)
-        return InfraError(f"{what}: the agent's server redirected the request: HTTP {error.status} "
+        return InfraError(f"{what}: the agent's server redirected the request{where}: HTTP {error.status} "
                           f"({error.message}): does url name the agent's endpoint exactly (a trailing /)?")
     if error.grpc_refusal is not None:
-        return InfraError(f"{what}: the agent's server refused the call: {error.message}: "
+        return InfraError(f"{what}: the agent's server refused the call{where}: {error.message}: "
                           f"{_GRPC_HINTS[error.grpc_refusal]}")
     if error.status not in REFUSAL_HINTS:
         return None
-    return InfraError(f"{what}: the agent's server refused the request: HTTP {error.status} ({error.message}): "
+    return InfraError(f"{what}: the agent's server refused the request{where}: HTTP {error.status} ({error.message}): "
                       f"{REFUSAL_HINTS[error.status]}")
 
 

@@ -55,6 +55,10 @@ class Choice:
     def interface(self) -> AgentInterface:
         return AgentInterface(url=self.url, protocol_binding=self.binding, protocol_version=self.version)
 
+    def at(self, url: str) -> bool:
+        """Whether this is the place `url` names (a gRPC address in any of its written forms)."""
+        return _same(self.interface(), url)
+
 
 def _binding(interface: AgentInterface) -> str:
     name = interface.protocol_binding.upper()
