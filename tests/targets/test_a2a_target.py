@@ -434,6 +434,36 @@ async def test_a_refusal_at_the_url_the_card_gave_names_that_url(tmp_path: Path,
     assert f"at {base}/moved, the JSONRPC interface the agent card gives for url {base}" in said
 
 
+async def test_a_method_not_found_says_the_version_the_card_named(tmp_path: Path, serve: Any) -> None:
+    # before: "the agent answered error -32601: Method not found", nothing saying tamesu had spoken A2A 0.3
+    # (message/send) because the card said so, to an agent that speaks only 1.0 (SendMessage)
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def card(request: Request) -> JSONResponse:
+        return JSONResponse({"name": "Old card", "version": "1", "description": "d", "capabilities": {},
+                             "skills": [], "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC",
+                             "url": f"{str(request.base_url).rstrip('/')}/a2a"})
+
+    async def only_1_0(request: Request) -> JSONResponse:
+        asked = await request.json()
+        if asked["method"] == "SendMessage":
+            return JSONResponse({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32600, "message": "no"}})
+        return JSONResponse({"jsonrpc": "2.0", "id": asked["id"],
+                             "error": {"code": -32601, "message": "Method not found"}})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card),
+                                   Route("/a2a", only_1_0, methods=["POST"])])).url
+    async with opened({"url": f"{base}/a2a"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="hello"))
+    assert str(failed.value) == ("the agent answered error -32601: Method not found (tamesu spoke A2A 0.3, the "
+                                 "version the agent card names for this interface: does the agent speak it?)")
+
+
 async def test_a_grpc_call_refused_as_unauthenticated_is_where_tamesu_was_sent(tmp_path: Path) -> None:
     # before: "the agent answered an error: gRPC UNAUTHENTICATED: ...", the agent's fault (exit 1), where HTTP's
     # 401 of the same server was an infrastructure error (exit 3)

@@ -73,7 +73,7 @@ from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
 from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card, note_grpc_extended
-from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, card_gave, refused, still_rate_limited
+from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, failure
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec, check_rendered_url
@@ -316,12 +316,8 @@ class A2ATarget(Target[A2ASpec]):
             error = agent_error(exc)
             if error.too_large_grpc is not None:
                 self._require_wire().grpc_refused(error.too_large_grpc)
-            if (limited := still_rate_limited(error, self.spec.rate_limit_retries, self._what)) is not None:
-                raise limited from None
-            where = card_gave(self._require_choice(), self._url, session.redactor.text)
-            if (refusal := refused(error, self._what, where)) is not None:
-                raise refusal from None
-            raise TurnError(error.describe(), raw=error.raw(), status=error.status) from None
+            raise failure(error, self.spec.rate_limit_retries, self._what, self._require_choice(), self._url,
+                          session.redactor.text) from None
         return self._agent_turn(progress, message.message_id, sent_at)
 
     def _agent_turn(self, progress: Progress, message_id: str, sent_at: float) -> AgentTurn:

@@ -16,6 +16,7 @@ import grpc
 import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
+from tamesu.conversation import TurnError
 from tamesu.errors import InfraError
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
@@ -111,6 +112,32 @@ class AgentError:
         if self.status is not None:
             error["status"] = self.status
         return {"error": error}
+
+
+METHOD_NOT_FOUND = -32601
+
+
+def described(error: AgentError, choice: Choice) -> str:
+    """The error as a turn reports it. A JSON-RPC agent that has no such method most likely speaks another A2A
+    version than the one tamesu spoke (0.3's `message/send`, 1.0's `SendMessage`), which the card chose: said."""
+    said = error.describe()
+    if error.code != METHOD_NOT_FOUND or choice.binding != "JSONRPC":
+        return said
+    if choice.reason.startswith("no agent card"):
+        return f"{said} (tamesu spoke A2A {choice.shown_version}, with no agent card to name the version)"
+    return (f"{said} (tamesu spoke A2A {choice.shown_version}, the version the agent card names for this "
+            "interface: does the agent speak it?)")
+
+
+def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str,
+            mask: Callable[[str], str]) -> InfraError | TurnError:
+    """What a turn the agent answered with an error raises: a 429 that outlasted `retries` and a refusal before any
+    agent read the request are the infrastructure's (exit 3), anything else the agent's answer (the turn fails)."""
+    if (limited := still_rate_limited(error, retries, what)) is not None:
+        return limited
+    if (refusal := refused(error, what, card_gave(choice, url, mask))) is not None:
+        return refusal
+    return TurnError(described(error, choice), raw=error.raw(), status=error.status)
 
 
 def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError | None:
