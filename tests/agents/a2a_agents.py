@@ -28,6 +28,8 @@ The shop's skills are `order-status` and `returns`; the extended card adds `bulk
              completed "Done"; the first stream of the task is closed by the server after DROP_AFTER events
              while the agent goes on (resubscribing picks it up)
     slow     completes "Finally" after SLOW_SECONDS
+    words    streams the artifact `answer` in chunks cut inside words ("Hel", "lo wor", "ld": append, lastChunk
+             on the last), then completed with no message
     early    the send is answered at once with the working task (as if the client asked for
              return_immediately); EARLY_SECONDS later the agent completes "Ready", artifact `result` with a
              text part "ready" and a data part {"ready": true}
@@ -208,6 +210,11 @@ class ShopExecutor(AgentExecutor):
                 await updater.add_artifact([Part(text=f"chunk {n}")], name=f"part-{n}")
             await asyncio.sleep(DROP_PAUSE)
             await updater.complete(_agent_text("Done"))
+        elif word == "words":
+            for n, chunk in enumerate(("Hel", "lo wor", "ld")):
+                await updater.add_artifact([Part(text=chunk)], artifact_id="answer", name="answer", append=n > 0,
+                                           last_chunk=n == 2)
+            await updater.complete()
         elif word == "slow":
             await asyncio.sleep(SLOW_SECONDS)
             await updater.complete(_agent_text("Finally"))
