@@ -302,8 +302,8 @@ class A2ATarget(Target[A2ASpec]):
         message = user_message(turn, base_dir=session.base_dir, context_id=self.context_id, task_id=self.task_id,
                                metadata=metadata, what=self._what)
         request = SendMessageRequest(message=message)
-        progress = self._progress = Progress(self._observe,
-                                             stale_status=self._ended_status if self.task_id else None)
+        stale = self._ended_status if self.task_id and self._mode != "send" else None  # `Progress._stale_status`
+        progress = self._progress = Progress(self._observe, stale_status=stale)
         sent_at = session.now_ms()
         try:
             if self._streaming:
@@ -467,7 +467,7 @@ class A2ATarget(Target[A2ASpec]):
         async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]  # an async generator: it has aclose
             async for event in stream:
                 doc = shape.stream_event(event)
-                progress.add(doc, session.now_ms())
+                progress.add(doc, session.now_ms(), streamed=True)
                 if progress.settled:
                     return True
         return False
