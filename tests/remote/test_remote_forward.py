@@ -255,6 +255,11 @@ def test_forward_and_headers_are_checked_when_the_suite_loads() -> None:
         RemoteAgentSpec.model_validate({"forward": "ftp://billing"})
     with pytest.raises(ValidationError, match="headers only apply with forward"):
         RemoteAgentSpec.model_validate({"headers": {"X": "y"}})
+    # before: accepted and never used (the real agent answers; fuzz_tools' modes answer with their own words)
+    for scripted in ({"reply": "Refunds are paused"}, {"replies": [{"when": "refund", "say": "No"}]}):
+        with pytest.raises(ValidationError, match="reply and replies do not apply with forward: the real agent "
+                                                  "answers"):
+            RemoteAgentSpec.model_validate({"forward": "https://billing.example.com/a2a", **scripted})
     assert RemoteAgentSpec.model_validate({"forward": "{{secrets.BILLING_URL}}"}).forward
 
 
