@@ -151,7 +151,7 @@ class RemoteAgentServer:
             public, self._refused_message,
             agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
             task_store=tasks, agent_card=public, push_config_store=configs,
-            push_sender=VersionedPushSender(self._push_client, configs, tasks),
+            push_sender=VersionedPushSender(self._push_client, configs, tasks, self._push_failed),
             extended_agent_card=extended_card(self.name, self.spec, at, self._token),
             extended_card_modifier=extended_card_guard(public, self._token),
         )
@@ -161,6 +161,10 @@ class RemoteAgentServer:
         delegation = refused_delegation(self.name, params.message, context, error, self._session.now_ms())
         if delegation is not None:
             self._record(delegation)
+
+    def _push_failed(self, task_id: str, url: str, reason: str) -> None:
+        self._session.event("push_failed", agent=self.name, task_id=task_id, url=self._session.redactor.text(url),
+                            reason=self._session.redactor.text(reason))
 
     def _push_resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
