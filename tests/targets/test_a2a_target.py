@@ -374,6 +374,39 @@ async def test_a_missing_card_is_an_event_not_an_error(agents: A2AAgents, tmp_pa
     assert "a2a_skills" not in metrics
 
 
+async def test_the_card_about_the_url_wins_over_the_hosts_card(tmp_path: Path, serve: Any) -> None:
+    # before: a host serving several agents, each with its card under its own path, and a card of its own at the
+    # origin: the origin's card was taken for every agent's (its skills, its streaming), so `skill` failed
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def card(name: str, path: str, skill: str) -> Any:
+        async def serve_card(request: Request) -> JSONResponse:
+            return JSONResponse({
+                "name": name, "version": "1", "description": "d", "capabilities": {},
+                "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                "skills": [{"id": skill, "name": skill, "description": skill, "tags": []}],
+                "supportedInterfaces": [{"url": f"{str(request.base_url).rstrip('/')}{path}",
+                                         "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+        return serve_card
+
+    base = serve(Starlette(routes=[
+        Route("/.well-known/agent-card.json", card("Host", "/a2a", "directory")),
+        Route("/agents/billing/.well-known/agent-card.json", card("Billing", "/agents/billing", "refund"))])).url
+    session = make_session(tmp_path)
+    async with opened({"url": f"{base}/agents/billing", "skill": "refund"}, session):
+        pass
+    [found] = events(session, "card")
+    assert (found["name"], found["found_at"]) == ("Billing", f"{base}/agents/billing/.well-known/agent-card.json")
+    # the host's own url still reads the host's card
+    session = make_session(tmp_path)
+    async with opened({"url": f"{base}/a2a", "skill": "directory"}, session):
+        pass
+    assert events(session, "card")[0]["name"] == "Host"
+
+
 async def test_a_missing_card_fails_the_session_when_skill_needs_it(agents: A2AAgents, tmp_path: Path) -> None:
     with pytest.raises(InfraError, match="skill 'returns' needs the agent card, and none was found"):
         async with opened({"url": f"{agents.urls['nocard']}/a2a", "skill": "returns"}, make_session(tmp_path)):

@@ -130,6 +130,12 @@ def _same(interface: AgentInterface, url: str) -> bool:
     return _http_key(interface.url) == _http_key(url)
 
 
+def names_url(card: AgentCard, url: str) -> bool:
+    """Whether the card is about `url`: it lists an interface there, or lists none to tell."""
+    listed = [i for i in card.supported_interfaces if i.url]
+    return not listed or any(_same(i, url) for i in listed)
+
+
 def _http_key(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
