@@ -467,6 +467,37 @@ async def test_a_refusal_at_the_url_the_card_gave_names_that_url(tmp_path: Path,
     assert f"at {base}/moved, the JSONRPC interface the agent card gives for url {base}" in said
 
 
+async def test_a_refusal_of_the_binding_the_card_named_says_so(tmp_path: Path, serve: Any) -> None:
+    # before: "HTTP 404 (Not Found): does url name the agent's endpoint?" of the right endpoint: the card named
+    # HTTP+JSON there, tamesu spoke it, and the JSON-RPC server had no /message:send
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def card(request: Request) -> JSONResponse:
+        return JSONResponse({"name": "Wrong binding", "version": "1", "description": "d", "capabilities": {},
+                             "skills": [], "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "supportedInterfaces": [{"url": f"{str(request.base_url).rstrip('/')}/a2a",
+                                                      "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]})
+
+    async def jsonrpc(request: Request) -> JSONResponse:
+        asked = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": asked["id"], "result": {"message": {
+            "messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": "hello"}]}}})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card),
+                                   Route("/a2a", jsonrpc, methods=["POST"])])).url
+    async with opened({"url": f"{base}/a2a"}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as refused:
+            await target.send(UserTurn(text="hello"))
+    assert "HTTP 404" in str(refused.value)
+    assert ("spoken as HTTP+JSON (A2A 1.0), the binding the agent card names for url: set transport if the agent "
+            "speaks another there") in str(refused.value)
+    async with opened({"url": f"{base}/a2a", "transport": "jsonrpc"}, make_session(tmp_path)) as target:
+        assert (await target.send(UserTurn(text="hello"))).text == "hello"
+
+
 async def test_a_method_not_found_says_the_version_the_card_named(tmp_path: Path, serve: Any) -> None:
     # before: "the agent answered error -32601: Method not found", nothing saying tamesu had spoken A2A 0.3
     # (message/send) because the card said so, to an agent that speaks only 1.0 (SendMessage)

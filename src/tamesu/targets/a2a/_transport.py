@@ -25,6 +25,8 @@ BINDINGS = {"jsonrpc": "JSONRPC", "http": "HTTP+JSON", "grpc": "GRPC"}
 """The target's `transport` values and the card's protocolBinding names."""
 KEYS = {name: key for key, name in BINDINGS.items()}
 DEFAULT_VERSION = "1.0"
+PREFERRED_HERE = "the card's preferred interface for this url"
+"""The reason of a choice the card made alone (no `transport`): a refusal then says so."""
 
 
 class NoSpokenInterface(ValueError):
@@ -176,7 +178,7 @@ def choose(card: AgentCard | None, url: str, transport: str | None) -> Choice:
         preferred = _binding(at_url[0])
         best = _best([i for i in at_url if _binding(i) == preferred])
         assert best is not None
-        return _choice(best, "the card's preferred interface for this url")
+        return _choice(best, PREFERRED_HERE)
     binding = "GRPC" if is_grpc_url else "JSONRPC"
     same_binding = _best([i for i in interfaces if _binding(i) == binding])
     version = same_binding.protocol_version if same_binding is not None else fallback_version
