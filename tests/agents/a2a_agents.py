@@ -22,10 +22,14 @@ The shop's skills are `order-status` and `returns`; the extended card adds `bulk
     order    input-required "Which order number?"; the follow-up completes: status "Order X has shipped",
              artifact `order` with the data part {"order": X, "status": "shipped"}
     login    auth-required "Please sign in"; the follow-up completes with "Signed in"
+    draft    input-required "Approve?", artifact `draft` (id `draft`) with the text "draft one"; the follow-up
+             replaces that artifact (append false, same id) with "draft two" and completes "Revised"
     drop     working "Looking...", artifacts `part-1`..`part-3` (text "chunk N") DROP_PAUSE apart, then
              completed "Done"; the first stream of the task is closed by the server after DROP_AFTER events
              while the agent goes on (resubscribing picks it up)
     slow     completes "Finally" after SLOW_SECONDS
+    words    streams the artifact `answer` in chunks cut inside words ("Hel", "lo wor", "ld": append, lastChunk
+             on the last), then completed with no message
     early    the send is answered at once with the working task (as if the client asked for
              return_immediately); EARLY_SECONDS later the agent completes "Ready", artifact `result` with a
              text part "ready" and a data part {"ready": true}
@@ -192,6 +196,13 @@ class ShopExecutor(AgentExecutor):
                 await updater.complete(_agent_text("Signed in"))
             else:
                 await updater.requires_auth(_agent_text("Please sign in"))
+        elif word == "draft":
+            revised = "draft two" if follow_up else "draft one"
+            await updater.add_artifact([Part(text=revised)], artifact_id="draft", name="draft", append=False)
+            if follow_up:
+                await updater.complete(_agent_text("Revised"))
+            else:
+                await updater.requires_input(_agent_text("Approve?"))
         elif word == "drop":
             await updater.start_work(_agent_text("Looking..."))
             for n in (1, 2, 3):
@@ -199,6 +210,11 @@ class ShopExecutor(AgentExecutor):
                 await updater.add_artifact([Part(text=f"chunk {n}")], name=f"part-{n}")
             await asyncio.sleep(DROP_PAUSE)
             await updater.complete(_agent_text("Done"))
+        elif word == "words":
+            for n, chunk in enumerate(("Hel", "lo wor", "ld")):
+                await updater.add_artifact([Part(text=chunk)], artifact_id="answer", name="answer", append=n > 0,
+                                           last_chunk=n == 2)
+            await updater.complete()
         elif word == "slow":
             await asyncio.sleep(SLOW_SECONDS)
             await updater.complete(_agent_text("Finally"))

@@ -194,14 +194,14 @@ async def test_a_suite_with_remote_agents_measures_no_delegation_as_zero(tmp_pat
 class Listener:
     """A caller's push-notification endpoint on a free port: keeps each notification's token and body."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 200) -> None:
         self.received: list[tuple[str | None, dict[str, Any]]] = []
         self.arrived = asyncio.Event()
 
         async def take(request: Request) -> Response:
             self.received.append((request.headers.get("x-a2a-notification-token"), await request.json()))
             self.arrived.set()
-            return Response(status_code=200)
+            return Response(status_code=status)
 
         self.server = LoopServer(Starlette(routes=[Route("/push", take, methods=["POST"])]))
         self.url = self.server.url + "/push"
@@ -218,8 +218,8 @@ class Listener:
 
 
 @asynccontextmanager
-async def listening() -> AsyncIterator[Listener]:
-    listener = Listener()
+async def listening(status: int = 200) -> AsyncIterator[Listener]:
+    listener = Listener(status)
     await listener.server.start()
     try:
         yield listener
@@ -255,6 +255,28 @@ async def test_push_notifications_reach_the_callers_listener_in_its_versions_sha
         assert body["artifacts"][0]["parts"][0] == {"kind": "text", "text": "Refund issued, reference RF-889"}
     else:  # 1.0: stream responses, as the SDK posts them
         assert (body.get("statusUpdate") or body.get("task"))["taskId" if "statusUpdate" in body else "id"] == task_id
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_a_push_the_callers_listener_refuses_is_said(tmp_path: Path, version: str) -> None:
+    # before: logged to the run folder only, so an orchestrator whose listener refused its notifications (or named
+    # a URL nothing listens at) waited for an answer that had come and gone, and the run never said so
+    async with agents(tmp_path, {"billing": BILLING}) as group, listening(status=401) as listener, \
+            connect(group.urls["billing"]["url"], "JSONRPC", version) as client:
+        asking = request("A refund for ORD-1001 please")
+        asking.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+        asking.configuration.task_push_notification_config.url = listener.url
+        asking.configuration.task_push_notification_config.token = "caller-token"
+        [answer] = [e async for e in client.send_message(asking, context=call())]
+        failed: list[Any] = []
+        async with asyncio.timeout(10):  # the refused post comes after the answer, on the agent's own time
+            while not failed:
+                failed = [e.data for e in group._session.events if e.name == "push_failed"]
+                await asyncio.sleep(0.02)
+    assert failed[0]["agent"] == "billing" and failed[0]["task_id"] == answer.task.id
+    assert failed[0]["url"] == listener.url
+    assert failed[0]["reason"].startswith("HTTP 401")
+    assert "caller-token" not in json.dumps(failed)
 
 
 @combos

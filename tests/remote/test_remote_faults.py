@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
 
-from remote.test_remote_agents import BILLING, agents, call, combos, connect, send
+from remote.test_remote_agents import BILLING, REFUSED, agents, call, combos, connect, request, send
 from sdk_groups import IN_PROCESS_A2A_SERVER
 
 pytestmark = IN_PROCESS_A2A_SERVER  # tamesu's remote agents serve A2A in this process: a2a-sdk's server side
@@ -34,6 +35,31 @@ async def test_a_follow_up_with_the_task_id_and_no_context_id_continues_the_task
             states.append(task.status.state)
     assert states == [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED]
     assert {d.context_id for d in group.delegations} == {asked.context_id}
+
+
+@combos
+async def test_a_message_the_remote_agent_refuses_is_a_delegation_that_failed(tmp_path: Path, binding: str,
+                                                                             version: str) -> None:
+    # before: the SDK refused these before the scripted agent saw them, and the run recorded nothing: no delegation,
+    # no event, `delegated_to` said the orchestrator never called billing while it did (wrongly)
+    async with agents(tmp_path, {"billing": BILLING}) as group:
+        url = group.urls["billing"]["url"]
+        async with connect(url, binding, version) as client:
+            done = await send(client, "hello")
+            with pytest.raises(REFUSED):
+                await send(client, "ORD-1001 after all", task=done)
+        async with connect(url, binding, version, streaming=True) as client:
+            unknown = request("about task nope")
+            unknown.message.task_id = "nope"
+            with pytest.raises(REFUSED):
+                _ = [e async for e in client.send_message(unknown, context=call())]
+    refused = [d for d in group.delegations if d.state == "error"]
+    assert [(d.message, d.task_id) for d in refused] == [("ORD-1001 after all", done.id), ("about task nope", "nope")]
+    assert "terminal state" in refused[0].reply and "-32004" in refused[0].reply
+    assert "not found" in refused[1].reply and "-32001" in refused[1].reply
+    assert {(d.binding, d.version) for d in refused} == {({"HTTP+JSON": "http"}.get(binding, binding.lower()), version)}
+    delegated = [e.data for e in group._session.events if e.name == "delegated" and e.data["state"] == "error"]
+    assert [e["message"] for e in delegated] == ["ORD-1001 after all", "about task nope"]
 
 
 async def test_the_card_is_served_with_cache_headers(tmp_path: Path) -> None:

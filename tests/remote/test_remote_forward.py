@@ -205,6 +205,33 @@ async def test_a_caller_that_hangs_up_mid_stream_stops_the_relay(tmp_path: Path)
     assert delegation.state in ("submitted", "working")
 
 
+async def test_a_recorded_reply_reads_as_the_a2a_target_reads_the_turn(tmp_path: Path) -> None:
+    # before: a streamed answer cut inside words was recorded "Hel lo wor ld" (every appended chunk joined by a
+    # space), and a task asking for input with an artifact lost its question (the status message was read only
+    # when the task had no artifact)
+    from agents.a2a_agents import A2AAgents
+
+    def message(text: str, task_id: str = "") -> dict[str, Any]:
+        return {"message": {"kind": "message", "messageId": f"m-{text}", "role": "user", "taskId": task_id or None,
+                            "parts": [{"kind": "text", "text": text}]}}
+
+    with A2AAgents() as real:
+        async with agents(tmp_path, {"shop": {"forward": f"{real.urls['v10']}/a2a"}}) as proxy, \
+                httpx.AsyncClient(timeout=10) as http:
+            url = proxy.urls["shop"]["url"]
+            async with http.stream("POST", url, json={"jsonrpc": "2.0", "id": 1, "method": "message/stream",
+                                                      "params": message("words please")}) as streamed:
+                await streamed.aread()
+            asked = (await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "message/send",
+                                                "params": message("draft a letter")})).json()["result"]
+            await http.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "message/send",
+                                       "params": message("yes", asked["id"])})
+    assert [(d.message, d.reply, d.state) for d in proxy.delegations] == [
+        ("words please", "Hello world", "completed"),
+        ("draft a letter", "Approve?\ndraft one", "input-required"),
+        ("yes", "Revised\ndraft two", "completed")]
+
+
 async def test_fuzzed_with_the_real_agent_down_the_local_card_stands_in(tmp_path: Path) -> None:
     import socket
 
@@ -228,6 +255,11 @@ def test_forward_and_headers_are_checked_when_the_suite_loads() -> None:
         RemoteAgentSpec.model_validate({"forward": "ftp://billing"})
     with pytest.raises(ValidationError, match="headers only apply with forward"):
         RemoteAgentSpec.model_validate({"headers": {"X": "y"}})
+    # before: accepted and never used (the real agent answers; fuzz_tools' modes answer with their own words)
+    for scripted in ({"reply": "Refunds are paused"}, {"replies": [{"when": "refund", "say": "No"}]}):
+        with pytest.raises(ValidationError, match="reply and replies do not apply with forward: the real agent "
+                                                  "answers"):
+            RemoteAgentSpec.model_validate({"forward": "https://billing.example.com/a2a", **scripted})
     assert RemoteAgentSpec.model_validate({"forward": "{{secrets.BILLING_URL}}"}).forward
 
 

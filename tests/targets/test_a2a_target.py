@@ -240,6 +240,18 @@ async def test_auth_required_is_continued_like_input_required(agents: A2AAgents,
     assert events(session, "task_auth_required")
 
 
+@pytest.mark.parametrize("mode", ["send", "stream"])
+async def test_an_artifact_the_agent_replaces_is_read_again(agents: A2AAgents, tmp_path: Path, mode: str) -> None:
+    # before: the reader kept how many parts of each artifact it had read, so a draft revised in place (append
+    # false, same artifactId, one part as before) read as nothing new: turn 2 was "Revised" without the draft
+    session = make_session(tmp_path)
+    async with opened({"url": f"{agents.urls['v10']}/a2a", **MODES[mode]}, session) as target:
+        first = await target.send(UserTurn(text="draft a letter"))
+        second = await target.send(UserTurn(text="yes, but shorter"))
+    assert first.text == "Approve?\ndraft one"
+    assert second.text == "Revised\ndraft two"
+
+
 async def test_closing_cancels_a_task_waiting_for_input(agents: A2AAgents, tmp_path: Path) -> None:
     session = make_session(tmp_path)
     async with opened({"url": f"{agents.urls['v10']}/rest", "transport": "http"}, session) as target:
@@ -290,13 +302,20 @@ async def test_push_listener_checks_the_token(tmp_path: Path) -> None:
     try:
         async with httpx.AsyncClient(timeout=5) as client:
             refused = await client.post(listener.url, json=task, headers={TOKEN_HEADER: "guess"})
+            tokenless = await client.post(listener.url, json=task)
             garbled = await client.post(listener.url, json={"hello": 1}, headers={TOKEN_HEADER: listener.token})
             accepted = await client.post(listener.url, json=task, headers={TOKEN_HEADER: listener.token})
         arrived = await listener.next(1.0)
     finally:
         await listener.stop()
-    assert (refused.status_code, garbled.status_code, accepted.status_code) == (401, 400, 200)
+    assert (refused.status_code, tokenless.status_code, garbled.status_code, accepted.status_code) == \
+           (401, 401, 400, 200)
     assert listener.received == 1
+    # before: refused in silence, so an agent that never sent the token was only slower (the fallback poll)
+    said = events(session, "push_refused")
+    assert [(e["status"], e["reason"].split(":")[0]) for e in said] == \
+           [(401, f"a wrong {TOKEN_HEADER}"), (401, f"no {TOKEN_HEADER} header")]
+    assert all("guess" not in json.dumps(e) for e in said)
     assert arrived is not None and arrived[0]["id"] == "t1" and arrived[0]["status"]["state"] == "completed"
     assert events(session, "push_received") == [{"task_id": "t1", "kind": "task", "state": "completed"}]
     assert events(session, "push_unreadable")
@@ -355,6 +374,39 @@ async def test_a_missing_card_is_an_event_not_an_error(agents: A2AAgents, tmp_pa
     assert "a2a_skills" not in metrics
 
 
+async def test_the_card_about_the_url_wins_over_the_hosts_card(tmp_path: Path, serve: Any) -> None:
+    # before: a host serving several agents, each with its card under its own path, and a card of its own at the
+    # origin: the origin's card was taken for every agent's (its skills, its streaming), so `skill` failed
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def card(name: str, path: str, skill: str) -> Any:
+        async def serve_card(request: Request) -> JSONResponse:
+            return JSONResponse({
+                "name": name, "version": "1", "description": "d", "capabilities": {},
+                "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                "skills": [{"id": skill, "name": skill, "description": skill, "tags": []}],
+                "supportedInterfaces": [{"url": f"{str(request.base_url).rstrip('/')}{path}",
+                                         "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+        return serve_card
+
+    base = serve(Starlette(routes=[
+        Route("/.well-known/agent-card.json", card("Host", "/a2a", "directory")),
+        Route("/agents/billing/.well-known/agent-card.json", card("Billing", "/agents/billing", "refund"))])).url
+    session = make_session(tmp_path)
+    async with opened({"url": f"{base}/agents/billing", "skill": "refund"}, session):
+        pass
+    [found] = events(session, "card")
+    assert (found["name"], found["found_at"]) == ("Billing", f"{base}/agents/billing/.well-known/agent-card.json")
+    # the host's own url still reads the host's card
+    session = make_session(tmp_path)
+    async with opened({"url": f"{base}/a2a", "skill": "directory"}, session):
+        pass
+    assert events(session, "card")[0]["name"] == "Host"
+
+
 async def test_a_missing_card_fails_the_session_when_skill_needs_it(agents: A2AAgents, tmp_path: Path) -> None:
     with pytest.raises(InfraError, match="skill 'returns' needs the agent card, and none was found"):
         async with opened({"url": f"{agents.urls['nocard']}/a2a", "skill": "returns"}, make_session(tmp_path)):
@@ -389,6 +441,91 @@ async def test_a_404_with_no_a2a_error_in_it_is_where_tamesu_was_sent(tmp_path: 
         with pytest.raises(InfraError, match=r"the agent's server refused the request: HTTP 404 .*does url name "
                                              r"the agent's endpoint"):
             await target.send(UserTurn(text="hello"))
+
+
+async def test_a_refusal_at_the_url_the_card_gave_names_that_url(tmp_path: Path, serve: Any) -> None:
+    # before: "HTTP 404 (Not Found): does url name the agent's endpoint?" of a url the request never went to: the
+    # card sent it to its own interface URL, said only in the transport event
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def card(request: Request) -> JSONResponse:
+        moved = f"{str(request.base_url).rstrip('/')}/moved"
+        return JSONResponse({"name": "Moved", "version": "1", "description": "d", "capabilities": {}, "skills": [],
+                             "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "supportedInterfaces": [{"url": moved, "protocolBinding": "JSONRPC",
+                                                      "protocolVersion": "1.0"}]})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card)])).url
+    async with opened({"url": base}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as refused:
+            await target.send(UserTurn(text="hello"))
+    said = str(refused.value)
+    assert "HTTP 404" in said
+    assert f"at {base}/moved, the JSONRPC interface the agent card gives for url {base}" in said
+
+
+async def test_a_refusal_of_the_binding_the_card_named_says_so(tmp_path: Path, serve: Any) -> None:
+    # before: "HTTP 404 (Not Found): does url name the agent's endpoint?" of the right endpoint: the card named
+    # HTTP+JSON there, tamesu spoke it, and the JSON-RPC server had no /message:send
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def card(request: Request) -> JSONResponse:
+        return JSONResponse({"name": "Wrong binding", "version": "1", "description": "d", "capabilities": {},
+                             "skills": [], "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "supportedInterfaces": [{"url": f"{str(request.base_url).rstrip('/')}/a2a",
+                                                      "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]})
+
+    async def jsonrpc(request: Request) -> JSONResponse:
+        asked = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": asked["id"], "result": {"message": {
+            "messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": "hello"}]}}})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card),
+                                   Route("/a2a", jsonrpc, methods=["POST"])])).url
+    async with opened({"url": f"{base}/a2a"}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as refused:
+            await target.send(UserTurn(text="hello"))
+    assert "HTTP 404" in str(refused.value)
+    assert ("spoken as HTTP+JSON (A2A 1.0), the binding the agent card names for url: set transport if the agent "
+            "speaks another there") in str(refused.value)
+    async with opened({"url": f"{base}/a2a", "transport": "jsonrpc"}, make_session(tmp_path)) as target:
+        assert (await target.send(UserTurn(text="hello"))).text == "hello"
+
+
+async def test_a_method_not_found_says_the_version_the_card_named(tmp_path: Path, serve: Any) -> None:
+    # before: "the agent answered error -32601: Method not found", nothing saying tamesu had spoken A2A 0.3
+    # (message/send) because the card said so, to an agent that speaks only 1.0 (SendMessage)
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def card(request: Request) -> JSONResponse:
+        return JSONResponse({"name": "Old card", "version": "1", "description": "d", "capabilities": {},
+                             "skills": [], "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC",
+                             "url": f"{str(request.base_url).rstrip('/')}/a2a"})
+
+    async def only_1_0(request: Request) -> JSONResponse:
+        asked = await request.json()
+        if asked["method"] == "SendMessage":
+            return JSONResponse({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32600, "message": "no"}})
+        return JSONResponse({"jsonrpc": "2.0", "id": asked["id"],
+                             "error": {"code": -32601, "message": "Method not found"}})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card),
+                                   Route("/a2a", only_1_0, methods=["POST"])])).url
+    async with opened({"url": f"{base}/a2a"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="hello"))
+    assert str(failed.value) == ("the agent answered error -32601: Method not found (tamesu spoke A2A 0.3, the "
+                                 "version the agent card names for this interface: does the agent speak it?)")
 
 
 async def test_a_grpc_call_refused_as_unauthenticated_is_where_tamesu_was_sent(tmp_path: Path) -> None:

@@ -31,11 +31,15 @@ __all__ = ["agents"]  # a fixture, imported to be found by pytest
 
 class Faulty:
     """`/v1/...` speaks A2A 1.0, `/v03/...` A2A 0.3; `wrong-id` in the path answers with another request's id,
-    `stream` answers over SSE; `/odd/` has a card offering only bindings nobody speaks."""
+    `stream` answers over SSE; `/odd/` has a card offering only bindings nobody speaks; `/v03/reask/` asks "Which
+    order?" (input-required) twice, its status the same each time (one messageId, no timestamp, as a hand-written
+    agent writes it), then completes; it answers message/send, message/stream (status-update events) and
+    tasks/get."""
 
     def __init__(self) -> None:
         self.origin = ""
         self.refused: dict[str, int] = {}
+        self.asked: dict[str, int] = {}
 
     def app(self) -> Starlette:
         return Starlette(routes=[
@@ -66,6 +70,8 @@ class Faulty:
             self.refused[key] = self.refused.get(key, 0) + 1
             if refusals == "always" or self.refused[key] <= int(refusals):
                 return JSONResponse({"error": "rate limited"}, status_code=429, headers={"Retry-After": "0.1"})
+        if mode == "reask":
+            return self.reask(payload)
         answer_id = f"{payload['id']}-other" if mode in ("wrong-id", "stream") else payload["id"]
         if version == "v03":
             result: dict[str, Any] = {"kind": "message", "role": "agent", "messageId": "m1",
@@ -80,6 +86,26 @@ class Faulty:
                 yield f"data: {json.dumps(body)}\n\n".encode()
             return StreamingResponse(events(), media_type="text/event-stream")
         return JSONResponse(body)
+
+
+    def reask(self, payload: dict[str, Any]) -> Response:
+        import json
+
+        params = payload["params"]
+        task_id = params.get("id") or params["message"].get("taskId") or f"t{len(self.asked)}"
+        if payload["method"] != "tasks/get":
+            self.asked[task_id] = self.asked.get(task_id, 0) + 1
+        done = self.asked[task_id] > 2
+        status = {"state": "completed" if done else "input-required", "message": {
+            "kind": "message", "role": "agent", "messageId": "done" if done else "ask",
+            "parts": [{"kind": "text", "text": "Noted" if done else "Which order?"}]}}
+        task = {"kind": "task", "id": task_id, "contextId": "c1", "status": status}
+        if payload["method"] != "message/stream":
+            return JSONResponse({"jsonrpc": "2.0", "id": payload["id"], "result": task})
+        update = {"kind": "status-update", "taskId": task_id, "contextId": "c1", "status": status, "final": True}
+        frames = [{"jsonrpc": "2.0", "id": payload["id"], "result": doc} for doc in (task, update)]
+        return Response("".join(f"data: {json.dumps(frame)}\n\n" for frame in frames),
+                        media_type="text/event-stream")
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +131,18 @@ async def test_a_streamed_reply_with_another_requests_id_is_a_protocol_error(fau
     async with opened({"url": f"{faulty.origin}/v1/stream/rpc"}, make_session(tmp_path)) as target:
         with pytest.raises(TurnError, match="protocol error: the JSON-RPC reply has id"):
             await target.send(UserTurn(text="hi"))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_question_asked_again_the_same_way_is_the_answer(faulty: Faulty, tmp_path: Path, stream: bool) -> None:
+    # before: the repeated status (one messageId, no timestamp) was taken for the task as it stood before the
+    # follow-up, so the turn polled tasks/get until turn_timeout and failed, blamed on the agent: an answer to
+    # message/send and a status-update event are the agent's answer, only a task read back may be old news
+    spec = {"url": f"{faulty.origin}/v03/reask/rpc", "stream": stream, "turn_timeout": "20s"}
+    async with opened(spec, make_session(tmp_path)) as target:
+        turns = [await target.send(UserTurn(text=words)) for words in ("hello", "which one?", "ORD-1")]
+    assert [(t.text, t.response["status"]["state"]) for t in turns] == [
+        ("Which order?", "input-required"), ("Which order?", "input-required"), ("Noted", "completed")]
 
 
 async def test_a_card_with_no_interface_tamesu_speaks_is_one_line(faulty: Faulty, tmp_path: Path) -> None:

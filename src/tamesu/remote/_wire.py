@@ -89,24 +89,30 @@ def state_name(state: object) -> str:
 
 class Reply:
     """What came back for one message, built up from a JSON-RPC answer, an HTTP+JSON body or the events of a
-    stream: the task's state, the text of its artifacts (appends joined) or else of its last message."""
+    stream, read as the a2a target reads a turn: the task's state, its status message, then the text of its
+    artifacts (an appended chunk joined as it came: an agent streaming its words cuts them anywhere), or else the
+    text of a direct message."""
 
     def __init__(self) -> None:
         self.state = ""
         self.task_id = ""
         self.context_id = ""
-        self._artifacts: dict[str, tuple[list[str], list[object]]] = {}
+        self._artifacts: dict[str, tuple[str, list[object]]] = {}
+        self._status: tuple[list[str], list[object]] = ([], [])
+        """The status message of the task as it stands (a later status without one clears it)."""
         self._message: tuple[list[str], list[object]] = ([], [])
         self.error: str | None = None
 
     @property
     def text(self) -> str:
-        texts = [t for parts, _ in self._artifacts.values() for t in parts] or self._message[0]
-        return " ".join(texts) if self.error is None else self.error
+        if self.error is not None:
+            return self.error
+        said = [" ".join(self._status[0]), *(text for text, _ in self._artifacts.values())]
+        return "\n".join(s for s in said if s) or " ".join(self._message[0])
 
     @property
     def data(self) -> Any:
-        found = [d for _, data in self._artifacts.values() for d in data] or self._message[1]
+        found = [d for _, data in self._artifacts.values() for d in data] or self._status[1] or self._message[1]
         return found[0] if len(found) == 1 else (found or None)
 
     @property
@@ -158,9 +164,10 @@ class Reply:
         status: dict[str, object] = raw_status if isinstance(raw_status, dict) else {}
         if status.get("state"):
             self.state = state_name(status["state"])
-        message = status.get("message")
-        if isinstance(message, dict):
-            self._message = parts_of(message.get("parts") or message.get("content"))
+        if raw_status is not None:
+            message = status.get("message")
+            self._status = parts_of(message.get("parts") or message.get("content")) if isinstance(message, dict) \
+                else ([], [])
         artifacts = body.get("artifacts") if kind == "task" else None
         for artifact in artifacts if isinstance(artifacts, list) else []:
             self._artifact(artifact, False)
@@ -170,10 +177,11 @@ class Reply:
             return
         key = str(artifact.get("artifactId") or len(self._artifacts))
         texts, data = parts_of(artifact.get("parts"))
+        text = " ".join(texts)
         if append and key in self._artifacts:
-            old_texts, old_data = self._artifacts[key]
-            texts, data = old_texts + texts, old_data + data
-        self._artifacts[key] = (texts, data)
+            old_text, old_data = self._artifacts[key]
+            text, data = old_text + text, old_data + data
+        self._artifacts[key] = (text, data)
 
 
 class SseReader:

@@ -1,10 +1,12 @@
 """What a remote agent does with each message: answer from its script (or as `fuzz_tools` says), and record it.
 
-Every message that reaches the executor is a delegation: it is recorded with the reply and the binding it came
-in on (`Delegation`), as a `delegated` event and in the `delegations` metric. Replies are shaped so the usual
-readers find them: a completed task carries the answer as a `reply` artifact (a text part, and a data part when
-the script gives data); a task that waits (input-required, auth-required) or ends badly (failed, rejected)
-carries it as its status message.
+Every message that reaches the executor is a delegation: it is recorded with the reply and the binding it came in
+on (`Delegation`), as a `delegated` event and in the `delegations` metric. A message the SDK refuses before the
+executor sees it (a follow-up to a finished or unknown task, a message without parts) is one too, in the state
+`error` with the error as its reply (`refused_delegation`), as `forward` records a real agent's refusal. Replies
+are shaped so the usual readers find them: a completed task carries the answer as a `reply` artifact (a text part,
+and a data part when the script gives data); a task that waits (input-required, auth-required) or ends badly
+(failed, rejected) carries it as its status message.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus
+from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 from pydantic import BaseModel
@@ -73,6 +77,25 @@ def _whole(value: Any) -> Any:
     return value
 
 
+_EXECUTED = "tamesu_executed"
+"""Set on a request's call context once the executor has recorded its message (`refused_delegation`)."""
+
+
+def refused_delegation(name: str, message: Message, context: ServerCallContext, error: A2AError,
+                       at_ms: float) -> Delegation | None:
+    """A message the SDK's handler refused, as a delegation that failed; None when the executor already recorded
+    it (the error came after the answer began)."""
+    if context.state.get(_EXECUTED):
+        return None
+    text, data = message_text(message)
+    binding, version = binding_of(context)
+    code = JSON_RPC_ERROR_CODE_MAP.get(type(error))
+    said = " ".join(str(error.message).split())[:500]
+    return Delegation(agent=name, message=text, data=data, reply=f"error {code}: {said}" if code else said,
+                      state="error", binding=binding, version=version, task_id=message.task_id,
+                      context_id=message.context_id, at_ms=at_ms)
+
+
 def _parts(text: str | None, data: Any, with_data: bool) -> list[Part]:
     parts = [Part(text=text)] if text is not None else []
     if with_data:
@@ -95,6 +118,8 @@ class ScriptedExecutor(AgentExecutor):
             # manager then rejects the events ("Context in event doesn't match"); the task's own context is right
             context_id = context.current_task.context_id
         message = context.message or Message()
+        if context.call_context is not None:
+            context.call_context.state[_EXECUTED] = True
         if context.current_task is None:  # the SDK wants the task before any update
             await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=[message],
                                                  status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import grpc
 import httpx
 from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
+from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2_grpc
-from a2a.types.a2a_pb2 import AgentCard
+from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest
+from a2a.utils.errors import A2AError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
@@ -38,7 +40,7 @@ from tamesu.net.serve import LoopServer
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
 from tamesu.remote.card import Addresses, extended_card, public_card
-from tamesu.remote.executor import Delegation, ScriptedExecutor
+from tamesu.remote.executor import Delegation, ScriptedExecutor, refused_delegation
 from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
@@ -146,13 +148,23 @@ class RemoteAgentServer:
         # closed is sent again once (tamesu.net.aio); the sender only logs a push that failed
         self._push_client = AsyncClient(**client_options(on_resend=self._push_resent), timeout=PUSH_TIMEOUT)
         self._handler = _CardHandler(
-            public, agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
+            public, self._refused_message,
+            agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
             task_store=tasks, agent_card=public, push_config_store=configs,
-            push_sender=VersionedPushSender(self._push_client, configs, tasks),
+            push_sender=VersionedPushSender(self._push_client, configs, tasks, self._push_failed),
             extended_agent_card=extended_card(self.name, self.spec, at, self._token),
             extended_card_modifier=extended_card_guard(public, self._token),
         )
         return public
+
+    def _refused_message(self, params: SendMessageRequest, context: ServerCallContext, error: A2AError) -> None:
+        delegation = refused_delegation(self.name, params.message, context, error, self._session.now_ms())
+        if delegation is not None:
+            self._record(delegation)
+
+    def _push_failed(self, task_id: str, url: str, reason: str) -> None:
+        self._session.event("push_failed", agent=self.name, task_id=task_id, url=self._session.redactor.text(url),
+                            reason=self._session.redactor.text(reason))
 
     def _push_resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
@@ -203,11 +215,31 @@ class _CardHandler(DefaultRequestHandler):
     """The SDK's handler, but an agent without an extended card answers the extended-card call with its public
     one: 0.3 gRPC's `GetAgentCard`, how a 0.3 gRPC client (and tamesu's a2a target) reads any card, goes to that
     call, which the SDK refuses unless the card declares an extended one ("does not support authenticated
-    extended cards": a remote agent without `extended:` had no card over 0.3 gRPC)."""
+    extended cards": a remote agent without `extended:` had no card over 0.3 gRPC). A message it refuses before
+    the executor runs is recorded as a delegation that failed (`refused`), not lost."""
 
-    def __init__(self, public: AgentCard, **options: Any) -> None:
+    def __init__(self, public: AgentCard, refused: Callable[[SendMessageRequest, ServerCallContext, A2AError], None],
+                 **options: Any) -> None:
         super().__init__(**options)
         self.public = public
+        self._on_refused = refused
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Any:
+        try:
+            return await super().on_message_send(params, context)
+        except A2AError as exc:
+            self._on_refused(params, context, exc)
+            raise
+
+    async def on_message_send_stream(self, params: SendMessageRequest,
+                                     context: ServerCallContext) -> AsyncGenerator[Any, None]:
+        try:
+            async with contextlib.aclosing(super().on_message_send_stream(params, context)) as events:
+                async for event in events:
+                    yield event
+        except A2AError as exc:
+            self._on_refused(params, context, exc)
+            raise
 
     async def on_get_extended_agent_card(self, params: Any, context: Any) -> AgentCard:
         if self.extended_agent_card is None:

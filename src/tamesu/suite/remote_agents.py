@@ -56,7 +56,8 @@ class RemoteAgentSpec(Strict):
     forward: str | None = None
     """The URL of a real A2A agent (its JSON-RPC endpoint or HTTP+JSON base): this agent then forwards every
     HTTP request to it and relays the answer unchanged, recording each message as a delegation; templates
-    allowed. `reply`, `replies`, `skills` are then only used when `fuzz_tools` names this agent."""
+    allowed. `skills` are then only used when `fuzz_tools` names this agent and the real agent's card cannot be
+    read; `reply` and `replies` are refused (the real agent answers, and fuzz_tools' modes with their own words)."""
     headers: dict[str, str] = Field(default_factory=dict)
     """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
     allowed."""
@@ -73,6 +74,9 @@ class RemoteAgentSpec(Strict):
     def _headers_need_forward(self) -> RemoteAgentSpec:
         if self.headers and self.forward is None:
             raise ValueError("headers only apply with forward: the headers sent to the real agent")
+        if self.forward is not None and ("reply" in self.model_fields_set or self.replies):
+            raise ValueError("reply and replies do not apply with forward: the real agent answers (and with "
+                             "fuzz_tools naming this agent, the fuzz mode's own words)")
         return self
 
     def answer(self, text: str) -> ReplySpec:

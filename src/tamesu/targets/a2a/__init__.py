@@ -73,7 +73,7 @@ from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
 from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card, note_grpc_extended
-from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, refused, still_rate_limited
+from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, failure
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec, check_rendered_url
@@ -302,8 +302,8 @@ class A2ATarget(Target[A2ASpec]):
         message = user_message(turn, base_dir=session.base_dir, context_id=self.context_id, task_id=self.task_id,
                                metadata=metadata, what=self._what)
         request = SendMessageRequest(message=message)
-        progress = self._progress = Progress(self._observe,
-                                             stale_status=self._ended_status if self.task_id else None)
+        stale = self._ended_status if self.task_id and self._mode != "send" else None  # `Progress._stale_status`
+        progress = self._progress = Progress(self._observe, stale_status=stale)
         sent_at = session.now_ms()
         try:
             if self._streaming:
@@ -316,11 +316,8 @@ class A2ATarget(Target[A2ASpec]):
             error = agent_error(exc)
             if error.too_large_grpc is not None:
                 self._require_wire().grpc_refused(error.too_large_grpc)
-            if (limited := still_rate_limited(error, self.spec.rate_limit_retries, self._what)) is not None:
-                raise limited from None
-            if (refusal := refused(error, self._what)) is not None:
-                raise refusal from None
-            raise TurnError(error.describe(), raw=error.raw(), status=error.status) from None
+            raise failure(error, self.spec.rate_limit_retries, self._what, self._require_choice(), self._url,
+                          session.redactor.text) from None
         return self._agent_turn(progress, message.message_id, sent_at)
 
     def _agent_turn(self, progress: Progress, message_id: str, sent_at: float) -> AgentTurn:
@@ -470,7 +467,7 @@ class A2ATarget(Target[A2ASpec]):
         async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]  # an async generator: it has aclose
             async for event in stream:
                 doc = shape.stream_event(event)
-                progress.add(doc, session.now_ms())
+                progress.add(doc, session.now_ms(), streamed=True)
                 if progress.settled:
                     return True
         return False

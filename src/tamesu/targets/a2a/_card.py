@@ -1,9 +1,11 @@
 """Finding and reading the agent card: where to look, what it says, what it asks of the caller.
 
-Over HTTP the card is looked for at `/.well-known/agent-card.json`, then `/.well-known/agent.json`, on the
-url's origin, then under the url itself; the first answer that parses as a card (either version's format)
-wins. A request that never reaches the agent is retried as `connect` says and then fails the session; any
-other failure (404, not JSON, not a card) moves on to the next place.
+Over HTTP the card is looked for at `/.well-known/agent-card.json`, then `/.well-known/agent.json`, on the url's
+origin, then under the url itself; the first answer that parses as a card (either version's format) wins, except
+that a card at the origin that lists interfaces, none at the url, is kept only when there is none under the url (a
+host serving several agents, each with its card under its own path, may have its own card at the origin:
+`at_origin`, `_transport.names_url`). A request that never reaches the agent is retried as `connect` says and then
+fails the session; any other failure (404, not JSON, not a card) moves on to the next place.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def card_urls(url: str) -> list[str]:
     if base != origin:
         places += [base + path for path in WELL_KNOWN]
     return places
+
+
+def at_origin(place: str, url: str) -> bool:
+    """Whether `place` is a card path at the origin of a url that has a path of its own."""
+    parts = urlsplit(url)
+    return parts.path.strip("/") != "" and urlsplit(place).path in WELL_KNOWN
 
 
 async def fetch_card(http: httpx.AsyncClient, place: str) -> tuple[AgentCard | None, str]:

@@ -22,9 +22,9 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, GetExtendedAgentCard
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
-from tamesu.targets.a2a._card import CardSearch, card_urls, fetch_card, find_skill, skills_text
+from tamesu.targets.a2a._card import CardSearch, at_origin, card_urls, fetch_card, find_skill, skills_text
 from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error
-from tamesu.targets.a2a._transport import Choice
+from tamesu.targets.a2a._transport import Choice, names_url
 from tamesu.targets.a2a._wire import Wire
 
 
@@ -33,13 +33,21 @@ async def find_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
     if url.startswith(("grpc://", "grpcs://")):
         return await _grpc_card(wire, url, turn_timeout)
     search = CardSearch()
+    other: tuple[AgentCard, str] | None = None
     for place in card_urls(url):
         card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]  # a lambda binding the loop variable
                                         counted=False)
+        if card is not None and (at_origin(place, url) and not names_url(card, url)):
+            # a host's own card, about other URLs: the agent at this url may have one of its own under it
+            other = other or (card, place)
+            search.tried.append(f"{place}: the card of {card.name or 'another agent'}, which does not list url")
+            continue
         if card is not None:
             search.card, search.found_at = card, place
             return search
         search.tried.append(f"{place}: {why_not}")
+    if other is not None:  # none under the url: the host's card is the one there is (it may name url otherwise)
+        search.card, search.found_at = other
     return search
 
 

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
 import httpx
 from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError
 
+from tamesu.conversation import TurnError
 from tamesu.errors import InfraError
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
+from tamesu.targets.a2a._transport import PREFERRED_HERE, Choice
 from tamesu.types import JSONObject
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (A2AError, grpc.aio.AioRpcError, httpx.HTTPError, ValueError)
@@ -111,6 +114,32 @@ class AgentError:
         return {"error": error}
 
 
+METHOD_NOT_FOUND = -32601
+
+
+def described(error: AgentError, choice: Choice) -> str:
+    """The error as a turn reports it. A JSON-RPC agent that has no such method most likely speaks another A2A
+    version than the one tamesu spoke (0.3's `message/send`, 1.0's `SendMessage`), which the card chose: said."""
+    said = error.describe()
+    if error.code != METHOD_NOT_FOUND or choice.binding != "JSONRPC":
+        return said
+    if choice.reason.startswith("no agent card"):
+        return f"{said} (tamesu spoke A2A {choice.shown_version}, with no agent card to name the version)"
+    return (f"{said} (tamesu spoke A2A {choice.shown_version}, the version the agent card names for this "
+            "interface: does the agent speak it?)")
+
+
+def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str,
+            mask: Callable[[str], str]) -> InfraError | TurnError:
+    """What a turn the agent answered with an error raises: a 429 that outlasted `retries` and a refusal before any
+    agent read the request are the infrastructure's (exit 3), anything else the agent's answer (the turn fails)."""
+    if (limited := still_rate_limited(error, retries, what)) is not None:
+        return limited
+    if (refusal := refused(error, what, card_gave(choice, url, mask), spoken_as(choice, url))) is not None:
+        return refusal
+    return TurnError(described(error, choice), raw=error.raw(), status=error.status)
+
+
 def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError | None:
     """A 429 after `retries` sends again (net.rate_limit, beneath the SDK): no answer of the agent's to grade, so
     an infrastructure error, not a failed turn; with `retries` 0 the 429 is the agent's error."""
@@ -122,21 +151,41 @@ def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError
 
 
 
-def refused(error: AgentError, what: str) -> InfraError | None:
+def card_gave(choice: Choice, url: str, mask: Callable[[str], str]) -> str:
+    """Where a request went when the card, not the target's url, named it: said with a refusal, which otherwise
+    sends the user to check a url the request never went to."""
+    if choice.at(url):
+        return ""
+    return f" at {mask(choice.url)}, the {choice.binding} interface the agent card gives for url {mask(url)}"
+
+
+def spoken_as(choice: Choice, url: str) -> str:
+    """How a request to url was spoken when the card alone chose the binding: said with a refusal of the path or
+    the method, which at the right url means the card named the wrong binding there (a request the card sent
+    elsewhere is `card_gave`'s to say)."""
+    if choice.reason != PREFERRED_HERE or not choice.at(url):
+        return ""
+    return (f" (spoken as {choice.binding} (A2A {choice.shown_version}), the binding the agent card names for url: "
+            "set transport if the agent speaks another there)")
+
+
+def refused(error: AgentError, what: str, where: str = "", spoken: str = "") -> InfraError | None:
     """HTTP 401, 403, 404 or 405, or a redirect: the server refused the request before any agent read it (an A2A
     agent's own errors are its protocol's, in a 200): where tamesu was sent is wrong, as for an MCP server, not the
-    agent."""
+    agent. `where` is `card_gave`'s, `spoken` `spoken_as`'s (said of a wrong path or method, not of credentials)."""
     if error.status is not None and 300 <= error.status < 400:
         # an A2A client follows no redirect (a wrong path, or one a trailing / away, read as the agent's answer)
-        return InfraError(f"{what}: the agent's server redirected the request: HTTP {error.status} "
+        return InfraError(f"{what}: the agent's server redirected the request{where}{spoken}: HTTP {error.status} "
                           f"({error.message}): does url name the agent's endpoint exactly (a trailing /)?")
     if error.grpc_refusal is not None:
-        return InfraError(f"{what}: the agent's server refused the call: {error.message}: "
+        wrong_service = spoken if error.grpc_refusal == "UNIMPLEMENTED" else ""
+        return InfraError(f"{what}: the agent's server refused the call{where}{wrong_service}: {error.message}: "
                           f"{_GRPC_HINTS[error.grpc_refusal]}")
     if error.status not in REFUSAL_HINTS:
         return None
-    return InfraError(f"{what}: the agent's server refused the request: HTTP {error.status} ({error.message}): "
-                      f"{REFUSAL_HINTS[error.status]}")
+    wrong_path = spoken if error.status in (404, 405) else ""
+    return InfraError(f"{what}: the agent's server refused the request{where}{wrong_path}: HTTP {error.status} "
+                      f"({error.message}): {REFUSAL_HINTS[error.status]}")
 
 
 def agent_error(exc: BaseException) -> AgentError:

@@ -1,9 +1,10 @@
 """The local listener push notifications arrive at: one per session, on 127.0.0.1 (or `push.addr`).
 
-A notification counts only with the session's token in `X-A2A-Notification-Token` (anything else is answered
-401 and ignored). Each one is stamped on arrival, recorded as a `push_received` event and queued for the turn
-that waits for its task; a body that is not an A2A task or event is answered 400 and recorded as
-`push_unreadable`.
+A notification counts only with the session's token in `X-A2A-Notification-Token` (anything else is answered 401
+and ignored, and said: a `push_refused` event, as is a body over MAX_BODY_BYTES or one past a full queue, so an
+agent whose notifications never count is seen, not only slower through the fallback poll). Each one is stamped on
+arrival, recorded as a `push_received` event and queued for the turn that waits for its task; a body that is not an
+A2A task or event is answered 400 and recorded as `push_unreadable`.
 """
 
 from __future__ import annotations
@@ -47,10 +48,17 @@ class PushListener:
 
     async def _receive(self, request: Request) -> JSONResponse:
         at = self._session.now_ms()
-        if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), self.token):
+        presented = request.headers.get(TOKEN_HEADER)
+        if not secrets.compare_digest(presented or "", self.token):
+            # the token an agent sent is never recorded: a wrong one may be another session's, or a secret
+            why = f"no {TOKEN_HEADER} header" if presented is None else f"a wrong {TOKEN_HEADER}"
+            self._session.event("push_refused", status=401, reason=f"{why}: the agent must send the token it was "
+                                                                   "given with the push config")
             return JSONResponse({"ok": False, "error": "unknown notification token"}, status_code=401)
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
+            self._session.event("push_refused", status=413,
+                                reason=f"a body of {len(body)} bytes, over {MAX_BODY_BYTES} bytes")
             return JSONResponse({"ok": False, "error": "body too large"}, status_code=413)
         try:
             doc = push_body(json.loads(body))
@@ -60,6 +68,8 @@ class PushListener:
         try:
             self._queue.put_nowait((doc, at))
         except asyncio.QueueFull:
+            self._session.event("push_refused", status=503,
+                                reason=f"{QUEUE_LIMIT} notifications already waiting to be read")
             return JSONResponse({"ok": False, "error": "too many notifications waiting"}, status_code=503)
         self.received += 1
         self._session.event("push_received", task_id=task_id_of(doc), kind=doc.get("kind"), state=state_of(doc))

@@ -1,10 +1,11 @@
 """The agent's turn as words, read from a task or a message in the shape of `_normalize`.
 
-A task reads as its status message, then the text of the artifacts not read in an earlier turn; when both
-are empty, as the agent's messages in the history after the user's message. A plain message reads as its
-parts. Text parts are the words, data parts are JSON (so a judge can read them), file parts are `[name]`;
-parts are joined by newlines, except that adjacent text parts of one artifact join as they are, because an
-agent that streams its answer appends it to one artifact a few words at a time.
+A task reads as its status message, then the text of the artifacts not read in an earlier turn (the parts added
+since, or all of an artifact the agent replaced: a draft revised in place); when both are empty, as the agent's
+messages in the history after the user's message. A plain message reads as its parts. Text parts are the words,
+data parts are JSON (so a judge can read them), file parts are `[name]`; parts are joined by newlines, except that
+adjacent text parts of one artifact join as they are, because an agent that streams its answer appends it to one
+artifact a few words at a time.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ class TurnReader:
     """Remembers what the session already read of each artifact, so a later turn reads only what is new."""
 
     def __init__(self) -> None:
-        self._read: dict[tuple[str, str], int] = {}
-        """(task id, artifact id) -> parts already read."""
+        self._read: dict[tuple[str, str], list[JSONValue]] = {}
+        """(task id, artifact id) -> the parts already read. Kept whole, not counted: an agent that replaces an
+        artifact (append false) keeps its id and may keep its number of parts, and what it says then is new."""
 
     def text(self, doc: JSONObject | None, sent_message_id: str) -> str:
         if doc is None:
@@ -73,8 +75,10 @@ class TurnReader:
         for artifact in map(json_object, json_list(doc.get("artifacts"))):
             key = (task_id, str(artifact.get("artifactId", "")))
             parts = json_list(artifact.get("parts"))
-            said.append(parts_text(parts[self._read.get(key, 0):], run_on=True))
-            self._read[key] = len(parts)
+            read = self._read.get(key, [])
+            unread = parts[len(read):] if parts[:len(read)] == read else parts
+            said.append(parts_text(unread, run_on=True))
+            self._read[key] = parts
         text = "\n".join(s for s in said if s)
         return text or self._history_after(doc, sent_message_id)
 

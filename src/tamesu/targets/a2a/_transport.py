@@ -25,6 +25,8 @@ BINDINGS = {"jsonrpc": "JSONRPC", "http": "HTTP+JSON", "grpc": "GRPC"}
 """The target's `transport` values and the card's protocolBinding names."""
 KEYS = {name: key for key, name in BINDINGS.items()}
 DEFAULT_VERSION = "1.0"
+PREFERRED_HERE = "the card's preferred interface for this url"
+"""The reason of a choice the card made alone (no `transport`): a refusal then says so."""
 
 
 class NoSpokenInterface(ValueError):
@@ -54,6 +56,10 @@ class Choice:
 
     def interface(self) -> AgentInterface:
         return AgentInterface(url=self.url, protocol_binding=self.binding, protocol_version=self.version)
+
+    def at(self, url: str) -> bool:
+        """Whether this is the place `url` names (a gRPC address in any of its written forms)."""
+        return _same(self.interface(), url)
 
 
 def _binding(interface: AgentInterface) -> str:
@@ -126,6 +132,12 @@ def _same(interface: AgentInterface, url: str) -> bool:
     return _http_key(interface.url) == _http_key(url)
 
 
+def names_url(card: AgentCard, url: str) -> bool:
+    """Whether the card is about `url`: it lists an interface there, or lists none to tell."""
+    listed = [i for i in card.supported_interfaces if i.url]
+    return not listed or any(_same(i, url) for i in listed)
+
+
 def _http_key(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
@@ -166,7 +178,7 @@ def choose(card: AgentCard | None, url: str, transport: str | None) -> Choice:
         preferred = _binding(at_url[0])
         best = _best([i for i in at_url if _binding(i) == preferred])
         assert best is not None
-        return _choice(best, "the card's preferred interface for this url")
+        return _choice(best, PREFERRED_HERE)
     binding = "GRPC" if is_grpc_url else "JSONRPC"
     same_binding = _best([i for i in interfaces if _binding(i) == binding])
     version = same_binding.protocol_version if same_binding is not None else fallback_version

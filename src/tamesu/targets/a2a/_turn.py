@@ -89,16 +89,24 @@ class Progress:
                  stale_status: JSONValue = None) -> None:
         self._observe = observe
         self._stale_status = stale_status
-        """The status the continued task stopped at last turn: seen again, it is old news, not an answer (an
-        agent asked to return at once answers a follow-up with the task as it was)."""
+        """The status the continued task stopped at last turn: seen again in the task read back, it is old news,
+        not an answer (an agent asked to return at once answers a follow-up with the task as it was; a stream may
+        open with the task as it stands). None when nothing can be old news: a blocking message/send answers
+        after the agent read the message, and an agent may well ask the same question again in the same words."""
+        self._status_is_news = False
+        """The status as it stands came in a status-update event of this turn's stream, which the agent sends
+        when it sets one: an answer even when it repeats the last one word for word. Not so a pushed one: it may
+        have waited in the listener's queue since the last turn."""
         self.raw: list[JSONObject] = []
         self.doc: JSONObject | None = None
         self.first_text_at: float | None = None
         self.last_at: float | None = None
 
-    def add(self, doc: JSONObject, at: float) -> None:
+    def add(self, doc: JSONObject, at: float, *, streamed: bool = False) -> None:
         self.raw.append(doc)
         self.doc = merged(self.doc, doc)
+        if doc.get("kind") in ("task", "status-update"):
+            self._status_is_news = streamed and doc.get("kind") == "status-update"
         if self.first_text_at is None and has_text(doc):
             self.first_text_at = at
         self.last_at = at
@@ -117,7 +125,7 @@ class Progress:
     def settled(self) -> bool:
         if self.doc is None or not ends_turn(self.doc):
             return False
-        return self._stale_status is None or self.doc.get("status") != self._stale_status
+        return self._stale_status is None or self._status_is_news or self.doc.get("status") != self._stale_status
 
 
 def followed_task(progress: Progress) -> str:
