@@ -43,11 +43,22 @@ def is_known(key: str) -> bool:
     return _registered_check(key) is not None
 
 
-def known_keys() -> list[str]:
-    """Every key under `assert:`; only a plug-in's entry is imported, to see whether it is a Check class."""
+def known_keys(broken: list[str] | None = None) -> list[str]:
+    """Every key under `assert:`; only a plug-in's entry is imported, to see whether it is a Check class. A
+    plug-in that cannot be imported is no key: it is left out (its error added to `broken`), since what lists
+    the keys (a hint for a misspelt one, the schema) is not about it; a suite that names it is told why."""
     built_in = plugins.built_in_names("checks")
-    return sorted({*built_in, *(k for k in plugins.names("checks")
-                                if k not in built_in and _registered_check(k) is not None)})
+    found = set(built_in)
+    for key in plugins.names("checks"):
+        if key in built_in:
+            continue
+        try:
+            if _registered_check(key) is not None:
+                found.add(key)
+        except plugins.PluginError as exc:
+            if broken is not None:
+                broken.append(str(exc))
+    return sorted(found)
 
 
 def registered_custom(name: str) -> object:

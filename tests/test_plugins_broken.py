@@ -1,0 +1,105 @@
+"""Installed plug-ins that are broken: an entry point whose module is missing, or that names something of the
+wrong shape. The package is laid out on disk as pip leaves one (a module and its `.dist-info` with
+`entry_points.txt`), found through PYTHONPATH as any installed distribution is; the dev venv never sees it."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_tamesu
+
+MODULE = '''\
+"""A plug-in whose entries are half right: the working ones beside the broken ones."""
+from tamesu import Check, RunView, Strict, Verdict
+
+not_a_target = 42
+
+
+class KindSpec(Strict):
+    word: str = "please"
+
+
+class Kind(Check):
+    key = "kind"
+    Spec = KindSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        return Verdict(passed=self.spec.word in run.agent_text(), reason="looked")
+'''
+
+ENTRY_POINTS = """\
+[tamesu.targets]
+gone = tamesu_half_broken_missing:Target
+shapeless = tamesu_half_broken:not_a_target
+
+[tamesu.checks]
+kind = tamesu_half_broken:Kind
+vanished = tamesu_half_broken_missing:check
+"""
+
+
+@pytest.fixture
+def broken_site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    (site / "tamesu_half_broken-0.1.dist-info").mkdir(parents=True)
+    (site / "tamesu_half_broken.py").write_text(MODULE)
+    info = site / "tamesu_half_broken-0.1.dist-info"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tamesu-half-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    return site
+
+
+def _with(site: Path) -> dict[str, str]:
+    # beside a PYTHONPATH the tests already run with (a worktree's src), not instead of it
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+
+
+def test_a_broken_plugin_costs_neither_init_nor_the_schema(broken_site: Path, tmp_path: Path) -> None:
+    """Before, `tamesu init` and `tamesu schema` were `internal error: PluginError`, exit 3, on any machine where
+    one installed plug-in did not load."""
+    env = _with(broken_site)
+    made = run_tamesu(["init", "project"], cwd=tmp_path, env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "internal error" not in made.stderr
+    suite = json.loads((tmp_path / "project" / ".tamesu" / "schema" / "suite.schema.json").read_text())
+    branches = suite["$defs"]["Assertion"]["oneOf"]
+    keys = {key for branch in branches for key in branch["required"]}
+    assert "kind" in keys and "contains" in keys and "vanished" not in keys  # the plug-in's working check stays
+    assert suite["$defs"]["Target"]["properties"]["type"]["enum"].count("rest") == 1
+    assert "gone" not in suite["$defs"]["Target"]["properties"]["type"]["enum"]
+    # each plug-in left out is said once, with why
+    warned = [line for line in made.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 3, made.stderr
+    assert any("tamesu.targets:gone" in line and "ModuleNotFoundError" in line and "left out of the schema" in line
+               for line in warned)
+    assert any("tamesu.targets:shapeless is not a Target class" in line for line in warned)
+    assert any("tamesu.checks:vanished" in line for line in warned)
+    printed = run_tamesu(["schema"], cwd=tmp_path, env=env)
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["title"] == "tamesu suite"
+    assert "tamesu.checks:vanished" in printed.stderr
+
+
+def test_a_misspelt_assertion_key_is_a_suite_problem_beside_a_broken_plugin(broken_site: Path,
+                                                                             tmp_path: Path) -> None:
+    """The "did you mean" hint imported every plug-in's check: one that did not load made a typo an internal
+    error naming a plug-in the suite never used."""
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+        tests:
+          - name: t
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+            assert: [ { kinf: please } ]
+        """))
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=_with(broken_site))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "suite.yaml:7:17: tests[0].assert[0].kinf: unknown assertion 'kinf' (did you mean 'kind'?)" in (
+        done.stderr.splitlines())
+    assert "internal error" not in done.stderr
