@@ -40,6 +40,10 @@ shapeless = tamesu_half_broken:not_a_target
 [tamesu.checks]
 kind = tamesu_half_broken:Kind
 vanished = tamesu_half_broken_missing:check
+
+[tamesu.providers]
+vanished = tamesu_half_broken_missing:Provider
+shapeless = tamesu_half_broken:not_a_target
 """
 
 
@@ -103,3 +107,31 @@ def test_a_misspelt_assertion_key_is_a_suite_problem_beside_a_broken_plugin(brok
     assert "suite.yaml:7:17: tests[0].assert[0].kinf: unknown assertion 'kinf' (did you mean 'kind'?)" in (
         done.stderr.splitlines())
     assert "internal error" not in done.stderr
+
+
+def test_a_model_provider_plugin_that_does_not_load_is_a_problem_where_the_suite_names_it(
+        broken_site: Path, tmp_path: Path) -> None:
+    """As a plug-in's target or check is. Before, `validate` said ok and every test of a model target on it was an
+    error at run time, exit 3 (`the model call failed: ... cannot be loaded`)."""
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        models:
+          gone: { provider: vanished, model: m1 }
+          odd: "shapeless:m2"
+        targets:
+          bot: { type: model, model: gone, system: "You answer." }
+        tests:
+          - name: t
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+        """))
+    env = _with(broken_site)
+    for command in (["validate", "suite.yaml"], ["run", "suite.yaml", "--out", "out"]):
+        done = run_tamesu(command, cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stdout + done.stderr
+        lines = done.stderr.splitlines()
+        assert ("suite.yaml:2:21: models.gone.provider: plug-in tamesu.providers:vanished "
+                "(tamesu_half_broken_missing:Provider, from tamesu-half-broken) cannot be loaded: "
+                "ModuleNotFoundError: No module named 'tamesu_half_broken_missing'") in lines, done.stderr
+        assert "suite.yaml:3:8: models.odd.provider: plug-in tamesu.providers:shapeless is not a Provider class" in (
+            lines), done.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything ran
