@@ -20,6 +20,10 @@ from tamesu import Check, RunView, Strict, Verdict
 not_a_target = 42
 
 
+def mentions(run: RunView, word: str, times: int = 1) -> bool:
+    return run.agent_text().count(word) >= times
+
+
 class KindSpec(Strict):
     word: str = "please"
 
@@ -39,6 +43,7 @@ shapeless = tamesu_half_broken:not_a_target
 
 [tamesu.checks]
 kind = tamesu_half_broken:Kind
+mentions = tamesu_half_broken:mentions
 vanished = tamesu_half_broken_missing:check
 
 [tamesu.providers]
@@ -135,3 +140,50 @@ def test_a_model_provider_plugin_that_does_not_load_is_a_problem_where_the_suite
         assert "suite.yaml:3:8: models.odd.provider: plug-in tamesu.providers:shapeless is not a Provider class" in (
             lines), done.stderr
     assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_a_custom_function_whose_parameters_do_not_fit_its_with_is_refused_where_written(
+        broken_site: Path, tmp_path: Path) -> None:
+    """A plug-in's function or the project's, for `custom` and `script`. Before, `validate` said ok and every run
+    was an error (`custom mentions raised TypeError: mentions() missing 1 required positional argument`, exit 3,
+    `fault: environment`)."""
+    (tmp_path / "project_checks.py").write_text(textwrap.dedent("""\
+        def has_reference(run, prefix="EXP-"):
+            return prefix in run.agent_text()
+
+
+        def two(run, other):
+            return True
+        """))
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+        tests:
+          - name: t
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+            assert:
+              - custom: { name: mentions }
+              - custom: { name: mentions, with: { word: hi, time: 2 } }
+              - custom: { name: mentions, with: { word: hi, times: 2 } }
+              - custom: { function: "project_checks:has_reference", with: { prefix: "INV-" } }
+              - custom: { function: "project_checks:has_reference", with: { prefx: "INV-" } }
+              - script: project_checks:two
+              - script: project_checks:has_reference
+        """))
+    env = _with(broken_site)
+    for command in (["validate", "suite.yaml"], ["run", "suite.yaml", "--out", "out"]):
+        done = run_tamesu(command, cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.splitlines() == [
+            "suite.yaml:8:17: tests[0].assert[0].custom: custom mentions: mentions(run, word, times=1) cannot be "
+            "called with the run alone (no with:): missing a required argument: 'word'",
+            "suite.yaml:9:17: tests[0].assert[1].custom: custom mentions: mentions(run, word, times=1) cannot be "
+            "called with the run and with: {word, time}: got an unexpected keyword argument 'time'",
+            "suite.yaml:12:17: tests[0].assert[4].custom: custom project_checks:has_reference: "
+            "has_reference(run, prefix='EXP-') cannot be called with the run and with: {prefx}: got an unexpected "
+            "keyword argument 'prefx'",
+            "suite.yaml:13:17: tests[0].assert[5].script: script project_checks:two: two(run, other) cannot be "
+            "called with one argument, the run: missing a required argument: 'other'",
+            "4 problems found",
+        ], done.stderr
