@@ -42,6 +42,7 @@ gone = tamesu_half_broken_missing:Target
 shapeless = tamesu_half_broken:not_a_target
 
 [tamesu.checks]
+contains = tamesu_half_broken:Kind
 kind = tamesu_half_broken:Kind
 mentions = tamesu_half_broken:mentions
 vanished = tamesu_half_broken_missing:check
@@ -60,6 +61,10 @@ def broken_site(tmp_path: Path) -> Path:
     info = site / "tamesu_half_broken-0.1.dist-info"
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tamesu-half-broken\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    other = site / "tamesu_other_kind-0.2.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: tamesu-other-kind\nVersion: 0.2\n")
+    (other / "entry_points.txt").write_text("[tamesu.checks]\nkind = tamesu_half_broken:Kind\n")
     return site
 
 
@@ -187,3 +192,19 @@ def test_a_custom_function_whose_parameters_do_not_fit_its_with_is_refused_where
             "called with one argument, the run: missing a required argument: 'other'",
             "4 problems found",
         ], done.stderr
+
+
+def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_site: Path, tmp_path: Path) -> None:
+    """A plug-in's name that is a built-in's (or that another package claimed first) is never what a suite gets.
+    Before, nothing said so: the plug-in's author saw the built-in `contains` run instead of theirs."""
+    done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
+    lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
+    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, shapeless; checks contains, kind, mentions, "
+            "vanished; providers shapeless, vanished") in lines, done.stdout
+    assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
+    assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
+            "and a built-in name wins") in lines, done.stdout
+    # which of the two packages claims `kind` first is the order Python lists them in: the other one is said
+    second = [line for line in lines if "tamesu.checks:kind is never used" in line]
+    assert len(second) == 1 and second[0].endswith("claims the name first"), lines
+    assert len(lines) == 4, lines
