@@ -24,6 +24,10 @@ def mentions(run: RunView, word: str, times: int = 1) -> bool:
     return run.agent_text().count(word) >= times
 
 
+def one_line(run):
+    raise AssertionError("never called: it takes the run alone, not (run, path, comparison)")
+
+
 class KindSpec(Strict):
     word: str = "please"
 
@@ -46,6 +50,9 @@ contains = tamesu_half_broken:Kind
 kind = tamesu_half_broken:Kind
 mentions = tamesu_half_broken:mentions
 vanished = tamesu_half_broken_missing:check
+
+[tamesu.reports]
+oneline = tamesu_half_broken:one_line
 
 [tamesu.providers]
 vanished = tamesu_half_broken_missing:Provider
@@ -200,7 +207,7 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
     assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, shapeless; checks contains, kind, mentions, "
-            "vanished; providers shapeless, vanished") in lines, done.stdout
+            "vanished; providers shapeless, vanished; reports oneline") in lines, done.stdout
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
             "and a built-in name wins") in lines, done.stdout
@@ -208,3 +215,28 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     second = [line for line in lines if "tamesu.checks:kind is never used" in line]
     assert len(second) == 1 and second[0].endswith("claims the name first"), lines
     assert len(lines) == 4, lines
+
+
+def test_a_report_writer_that_cannot_take_run_path_comparison_is_refused_before_the_run(
+        broken_site: Path, tmp_path: Path) -> None:
+    """Before, every test ran and only then `error: the oneline report failed: TypeError: one_line() takes 1
+    positional argument but 3 were given`, exit 3."""
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+        tests:
+          - name: t
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+        """))
+    said = ("plug-in tamesu.reports:oneline: its writer one_line(run) cannot be called with (run, path, comparison): "
+            "too many positional arguments")
+    env = _with(broken_site)
+    done = run_tamesu(["run", "suite.yaml", "--out", "out", "--report", "oneline"], cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"--report: {said}"]
+    (tmp_path / "tamesu.yaml").write_text("report: [junit, oneline]\n")
+    checked = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=env)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert f"tamesu.yaml:1:17: report[1]: {said}" in checked.stderr.splitlines()
+    assert not (tmp_path / "out").exists()  # nothing ran
