@@ -15,13 +15,53 @@ from conftest import run_tamesu
 
 MODULE = '''\
 """A plug-in whose entries are half right: the working ones beside the broken ones."""
-from tamesu import Check, RunView, Strict, Verdict
+from tamesu import AgentTurn, Check, RunView, Session, Strict, Target, TargetSpec, UserTurn, Verdict
 
 not_a_target = 42
 
 
 def mentions(run: RunView, word: str, times: int = 1) -> bool:
     return run.agent_text().count(word) >= times
+
+
+class ExplodesSpec(Strict):
+    pass
+
+
+class Explodes(Check):
+    key = "explodes"
+    Spec = ExplodesSpec
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        raise RuntimeError("the check's own bug")
+
+
+class StumblesSpec(TargetSpec):
+    pass
+
+
+class Stumbles(Target):
+    kind = "stumbles"
+    Spec = StumblesSpec
+
+    async def _open(self, session: Session) -> None:
+        pass
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        return {}["the target's own bug"]
+
+    async def close(self) -> None:
+        pass
+
+
+class Parrot(Stumbles):
+    kind = "parrot"
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        session = self._require_session()
+        sent = session.now_ms()
+        return AgentTurn(text=turn.text, response={"text": turn.text}, sent_at_ms=sent,
+                         completed_at_ms=session.now_ms())
 
 
 def one_line(run):
@@ -42,12 +82,15 @@ class Kind(Check):
 
 ENTRY_POINTS = """\
 [tamesu.targets]
+stumbles = tamesu_half_broken:Stumbles
+parrot = tamesu_half_broken:Parrot
 gone = tamesu_half_broken_missing:Target
 shapeless = tamesu_half_broken:not_a_target
 
 [tamesu.checks]
 contains = tamesu_half_broken:Kind
 kind = tamesu_half_broken:Kind
+explodes = tamesu_half_broken:Explodes
 mentions = tamesu_half_broken:mentions
 vanished = tamesu_half_broken_missing:check
 
@@ -206,8 +249,8 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     Before, nothing said so: the plug-in's author saw the built-in `contains` run instead of theirs."""
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
-    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, shapeless; checks contains, kind, mentions, "
-            "vanished; providers shapeless, vanished; reports oneline") in lines, done.stdout
+    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, parrot, shapeless, stumbles; checks contains, "
+            "explodes, kind, mentions, vanished; providers shapeless, vanished; reports oneline") in lines, done.stdout
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
             "and a built-in name wins") in lines, done.stdout
@@ -240,3 +283,31 @@ def test_a_report_writer_that_cannot_take_run_path_comparison_is_refused_before_
     assert checked.returncode == 2, checked.stdout + checked.stderr
     assert f"tamesu.yaml:1:17: report[1]: {said}" in checked.stderr.splitlines()
     assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_what_a_plugin_lets_escape_is_said_to_be_the_plugins_not_an_internal_error(
+        broken_site: Path, tmp_path: Path) -> None:
+    """A plug-in target's `send` or a plug-in check's `evaluate` that raises: that test's error, naming the plug-in
+    package. Before, `internal error: KeyError: ...`: tamesu blamed itself for its plug-in's bug."""
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: stumbles }
+          fine: { type: parrot }
+        tests:
+          - name: target
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+          - name: check
+            target: fine
+            scenario: { script: [ { say: "hi" } ] }
+            assert: [ { contains: hi }, { explodes: {} } ]
+        """))
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env=_with(broken_site))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert ("! plug-in tamesu-half-broken 0.1 raised KeyError: \"the target's own bug\" (traceback in "
+            "run-1/traceback.txt)") in done.stdout, done.stdout
+    assert ("! explodes: plug-in tamesu-half-broken 0.1 raised RuntimeError: the check's own bug (traceback in "
+            "run-1/traceback.txt)") in done.stdout, done.stdout
+    assert "internal error" not in done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert "tamesu_half_broken.py" in (run_dir / "suite" / "target" / "run-1" / "traceback.txt").read_text()

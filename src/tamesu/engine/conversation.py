@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tamesu import targets
+from tamesu import plugins, targets
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
@@ -295,8 +295,9 @@ def unexpected(exc: BaseException, inputs: RunInputs) -> str:
         with (inputs.artifacts_dir / "traceback.txt").open("a", encoding="utf-8") as handle:
             handle.write(inputs.secrets.redactor.text(
                 "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
-    return f"internal error: {type(exc).__name__}: {one_line(str(exc))} (traceback in " \
-           f"{inputs.artifacts_dir.name}/traceback.txt)"
+    whose = plugins.culprit(exc)
+    return f"{f'{whose} raised' if whose else 'internal error:'} {type(exc).__name__}: {one_line(str(exc))} " \
+           f"(traceback in {inputs.artifacts_dir.name}/traceback.txt)"
 
 
 def _spending(ledger: Ledger | None) -> dict[str, float]:
