@@ -24,6 +24,13 @@ def mentions(run: RunView, word: str, times: int = 1) -> bool:
     return run.agent_text().count(word) >= times
 
 
+class Specless(Check):
+    key = "specless"
+
+    async def evaluate(self, run: RunView) -> Verdict:
+        return Verdict(passed=True, reason="never reached")
+
+
 class ExplodesSpec(Strict):
     pass
 
@@ -91,6 +98,7 @@ shapeless = tamesu_half_broken:not_a_target
 contains = tamesu_half_broken:Kind
 kind = tamesu_half_broken:Kind
 explodes = tamesu_half_broken:Explodes
+specless = tamesu_half_broken:Specless
 mentions = tamesu_half_broken:mentions
 vanished = tamesu_half_broken_missing:check
 
@@ -138,7 +146,7 @@ def test_a_broken_plugin_costs_neither_init_nor_the_schema(broken_site: Path, tm
     assert "gone" not in suite["$defs"]["Target"]["properties"]["type"]["enum"]
     # each plug-in left out is said once, with why
     warned = [line for line in made.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warned) == 3, made.stderr
+    assert len(warned) == 4, made.stderr
     assert any("tamesu.targets:gone" in line and "ModuleNotFoundError" in line and "left out of the schema" in line
                for line in warned)
     assert any("tamesu.targets:shapeless is not a Target class" in line for line in warned)
@@ -250,7 +258,8 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
     assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, parrot, shapeless, stumbles; checks contains, "
-            "explodes, kind, mentions, vanished; providers shapeless, vanished; reports oneline") in lines, done.stdout
+            "explodes, kind, mentions, specless, vanished; providers shapeless, vanished; reports oneline") in lines, (
+        done.stdout)
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
             "and a built-in name wins") in lines, done.stdout
@@ -311,3 +320,33 @@ def test_what_a_plugin_lets_escape_is_said_to_be_the_plugins_not_an_internal_err
     assert "internal error" not in done.stdout + done.stderr
     (run_dir,) = (tmp_path / "out").iterdir()
     assert "tamesu_half_broken.py" in (run_dir / "suite" / "target" / "run-1" / "traceback.txt").read_text()
+
+
+def test_a_plugin_check_of_the_wrong_shape_or_a_function_written_as_a_key_is_one_line(
+        broken_site: Path, tmp_path: Path) -> None:
+    """Before, a Check class without a Spec was `internal error: AttributeError: type object 'Specless' has no
+    attribute 'Spec'` (exit 3) wherever it was named, and a plug-in's function written as a key was `unknown
+    assertion 'mentions'`, though it is installed."""
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: parrot }
+        tests:
+          - name: t
+            target: bot
+            scenario: { script: [ { say: "hi" } ] }
+            assert:
+              - specless: {}
+              - custom: { name: specless }
+              - mentions: { word: hi }
+        """))
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=_with(broken_site))
+    assert done.returncode == 2, done.stdout + done.stderr
+    specless = ("plug-in tamesu.checks:specless is a Check class without a Spec (a pydantic model of its options, "
+                "such as a tamesu.Strict subclass)")
+    assert done.stderr.splitlines() == [
+        f"suite.yaml:8:9: tests[0].assert[0].specless: {specless}",
+        f"suite.yaml:9:17: tests[0].assert[1].custom: {specless}",
+        "suite.yaml:10:9: tests[0].assert[2].mentions: 'mentions' is a plug-in's function, not an assertion key: "
+        "write custom: {name: mentions, with: {...}}",
+        "3 problems found",
+    ], done.stderr

@@ -29,7 +29,13 @@ def _registered_check(key: str) -> type[Check[BaseModel]] | None:
     if not plugins.has("checks", key):
         return None
     found = plugins.load("checks", key)
-    return found if isinstance(found, type) and issubclass(found, Check) else None
+    if not (isinstance(found, type) and issubclass(found, Check)):
+        return None
+    if not (isinstance(getattr(found, "Spec", None), type) and issubclass(found.Spec, BaseModel)):
+        # every check is parsed through its Spec: without one, each use was an internal error
+        raise plugins.PluginError(f"plug-in tamesu.checks:{key} is a Check class without a Spec (a pydantic model "
+                                  "of its options, such as a tamesu.Strict subclass)")
+    return found
 
 
 def check_class(key: str) -> type[Check[BaseModel]]:
@@ -141,6 +147,12 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         known = is_known(key)
     except plugins.PluginError as exc:
         raise AssertionProblem((key,), str(exc), at_key=True) from None
+    if not known and plugins.has("checks", key):
+        # installed, but a function (or something else): `custom` is how a suite names it
+        found = plugins.load("checks", key)
+        usage = f"custom: {{name: {key}, with: {{...}}}}" if callable(found) else "neither a Check class nor a function"
+        raise AssertionProblem((key,), f"{key!r} is a plug-in's function, not an assertion key: write {usage}"
+                               if callable(found) else f"plug-in tamesu.checks:{key} is {usage}", at_key=True)
     if not known:
         close = difflib.get_close_matches(key, known_keys(), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_keys())}"

@@ -70,6 +70,7 @@ class Custom(Check[CustomSpec]):
 
         found = checks.registered_custom(name)
         if isinstance(found, type) and issubclass(found, Check):
+            found = checks.check_class(name)  # a plug-in's class without a Spec is said as such
             try:
                 self._check = found(found.parse(self.spec.with_))
             except Exception as exc:
