@@ -61,6 +61,22 @@ class Stumbles(Target):
         pass
 
 
+class Mute(Target):
+    kind = "mute"
+    Spec = StumblesSpec
+
+    async def _open(self, session: Session) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+class Loose(Stumbles):
+    kind = "loose"
+    Spec = dict
+
+
 class Parrot(Stumbles):
     kind = "parrot"
 
@@ -91,6 +107,8 @@ ENTRY_POINTS = """\
 [tamesu.targets]
 stumbles = tamesu_half_broken:Stumbles
 parrot = tamesu_half_broken:Parrot
+mute = tamesu_half_broken:Mute
+loose = tamesu_half_broken:Loose
 gone = tamesu_half_broken_missing:Target
 shapeless = tamesu_half_broken:not_a_target
 
@@ -146,7 +164,7 @@ def test_a_broken_plugin_costs_neither_init_nor_the_schema(broken_site: Path, tm
     assert "gone" not in suite["$defs"]["Target"]["properties"]["type"]["enum"]
     # each plug-in left out is said once, with why
     warned = [line for line in made.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warned) == 4, made.stderr
+    assert len(warned) == 6, made.stderr
     assert any("tamesu.targets:gone" in line and "ModuleNotFoundError" in line and "left out of the schema" in line
                for line in warned)
     assert any("tamesu.targets:shapeless is not a Target class" in line for line in warned)
@@ -257,9 +275,9 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     Before, nothing said so: the plug-in's author saw the built-in `contains` run instead of theirs."""
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
-    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, parrot, shapeless, stumbles; checks contains, "
-            "explodes, kind, mentions, specless, vanished; providers shapeless, vanished; reports oneline") in lines, (
-        done.stdout)
+    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, loose, mute, parrot, shapeless, stumbles; checks "
+            "contains, explodes, kind, mentions, specless, vanished; providers shapeless, vanished; reports oneline"
+            ) in lines, done.stdout
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
             "and a built-in name wins") in lines, done.stdout
@@ -349,4 +367,31 @@ def test_a_plugin_check_of_the_wrong_shape_or_a_function_written_as_a_key_is_one
         "suite.yaml:10:9: tests[0].assert[2].mentions: 'mentions' is a plug-in's function, not an assertion key: "
         "write custom: {name: mentions, with: {...}}",
         "3 problems found",
+    ], done.stderr
+
+
+def test_a_plugin_target_class_of_the_wrong_shape_is_one_line_where_the_suite_names_it(
+        broken_site: Path, tmp_path: Path) -> None:
+    """A Target subclass whose Spec is not a TargetSpec, or that leaves `send` out. Before, the first was
+    `internal error: AttributeError: type object 'dict' has no attribute 'model_fields'` (exit 3) in `validate`,
+    `run`, `init` and `schema`."""
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          quiet: { type: mute }
+          loose: { type: loose }
+        tests:
+          - name: t
+            target: quiet
+            scenario: { script: [ { say: "hi" } ] }
+          - name: u
+            target: loose
+            scenario: { script: [ { say: "hi" } ] }
+        """))
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=_with(broken_site))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "suite.yaml:2:18: targets.quiet.type: plug-in tamesu.targets:mute does not implement send",
+        "suite.yaml:3:18: targets.loose.type: plug-in tamesu.targets:loose: its Spec is not a TargetSpec subclass (a "
+        "pydantic model of its keys)",
+        "2 problems found",
     ], done.stderr
