@@ -15,7 +15,7 @@ from conftest import run_tamesu
 
 MODULE = '''\
 """A plug-in whose entries are half right: the working ones beside the broken ones."""
-from tamesu import AgentTurn, Check, RunView, Session, Strict, Target, TargetSpec, UserTurn, Verdict
+from tamesu import AgentTurn, Check, Provider, RunView, Session, Strict, Target, TargetSpec, UserTurn, Verdict
 
 not_a_target = 42
 
@@ -91,6 +91,10 @@ def one_line(run):
     raise AssertionError("never called: it takes the run alone, not (run, path, comparison)")
 
 
+class Silent(Provider):
+    name = "silent"
+
+
 class KindSpec(Strict):
     word: str = "please"
 
@@ -126,6 +130,7 @@ oneline = tamesu_half_broken:one_line
 [tamesu.providers]
 vanished = tamesu_half_broken_missing:Provider
 shapeless = tamesu_half_broken:not_a_target
+silent = tamesu_half_broken:Silent
 """
 
 
@@ -203,6 +208,7 @@ def test_a_model_provider_plugin_that_does_not_load_is_a_problem_where_the_suite
         models:
           gone: { provider: vanished, model: m1 }
           odd: "shapeless:m2"
+          mum: { provider: silent, model: m3 }
         targets:
           bot: { type: model, model: gone, system: "You answer." }
         tests:
@@ -219,6 +225,10 @@ def test_a_model_provider_plugin_that_does_not_load_is_a_problem_where_the_suite
                 "(tamesu_half_broken_missing:Provider, from tamesu-half-broken) cannot be loaded: "
                 "ModuleNotFoundError: No module named 'tamesu_half_broken_missing'") in lines, done.stderr
         assert "suite.yaml:3:8: models.odd.provider: plug-in tamesu.providers:shapeless is not a Provider class" in (
+            lines), done.stderr
+        # a Provider class that leaves `generate` out: each model call was `internal error: TypeError: Can't
+        # instantiate abstract class`
+        assert "suite.yaml:4:20: models.mum.provider: plug-in tamesu.providers:silent does not implement generate" in (
             lines), done.stderr
     assert not (tmp_path / "out").exists()  # refused before anything ran
 
@@ -276,8 +286,8 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
     assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, loose, mute, parrot, shapeless, stumbles; checks "
-            "contains, explodes, kind, mentions, specless, vanished; providers shapeless, vanished; reports oneline"
-            ) in lines, done.stdout
+            "contains, explodes, kind, mentions, specless, vanished; providers shapeless, silent, vanished; reports "
+            "oneline") in lines, done.stdout
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
             "and a built-in name wins") in lines, done.stdout

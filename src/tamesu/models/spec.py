@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
@@ -103,9 +104,12 @@ class ModelSpec(Strict):
             from tamesu.models.client import provider_class
 
             try:
-                provider_class(provider)
+                found = provider_class(provider)
             except ModelError as exc:
                 raise ValueError(str(exc)) from None
+            if inspect.isabstract(found):  # else every call: internal error, "Can't instantiate abstract class"
+                missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
+                raise ValueError(f"plug-in tamesu.providers:{provider} does not implement {missing}")
         return provider
 
     @model_validator(mode="after")
