@@ -31,6 +31,11 @@ class Specless(Check):
         return Verdict(passed=True, reason="never reached")
 
 
+class Undecided(Check):
+    key = "undecided"
+    Spec = Strict
+
+
 class ExplodesSpec(Strict):
     pass
 
@@ -121,6 +126,7 @@ contains = tamesu_half_broken:Kind
 kind = tamesu_half_broken:Kind
 explodes = tamesu_half_broken:Explodes
 specless = tamesu_half_broken:Specless
+undecided = tamesu_half_broken:Undecided
 mentions = tamesu_half_broken:mentions
 vanished = tamesu_half_broken_missing:check
 
@@ -169,7 +175,7 @@ def test_a_broken_plugin_costs_neither_init_nor_the_schema(broken_site: Path, tm
     assert "gone" not in suite["$defs"]["Target"]["properties"]["type"]["enum"]
     # each plug-in left out is said once, with why
     warned = [line for line in made.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warned) == 6, made.stderr
+    assert len(warned) == 7, made.stderr
     assert any("tamesu.targets:gone" in line and "ModuleNotFoundError" in line and "left out of the schema" in line
                for line in warned)
     assert any("tamesu.targets:shapeless is not a Target class" in line for line in warned)
@@ -286,8 +292,8 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
     assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, loose, mute, parrot, shapeless, stumbles; checks "
-            "contains, explodes, kind, mentions, specless, vanished; providers shapeless, silent, vanished; reports "
-            "oneline") in lines, done.stdout
+            "contains, explodes, kind, mentions, specless, undecided, vanished; providers shapeless, silent, "
+            "vanished; reports oneline") in lines, done.stdout
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
             "and a built-in name wins") in lines, done.stdout
@@ -366,6 +372,7 @@ def test_a_plugin_check_of_the_wrong_shape_or_a_function_written_as_a_key_is_one
               - specless: {}
               - custom: { name: specless }
               - mentions: { word: hi }
+              - undecided: {}
         """))
     done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=_with(broken_site))
     assert done.returncode == 2, done.stdout + done.stderr
@@ -376,7 +383,9 @@ def test_a_plugin_check_of_the_wrong_shape_or_a_function_written_as_a_key_is_one
         f"suite.yaml:9:17: tests[0].assert[1].custom: {specless}",
         "suite.yaml:10:9: tests[0].assert[2].mentions: 'mentions' is a plug-in's function, not an assertion key: "
         "write custom: {name: mentions, with: {...}}",
-        "3 problems found",
+        # a Check class that leaves `evaluate` out: `internal error: TypeError: Can't instantiate abstract class`
+        "suite.yaml:11:9: tests[0].assert[3].undecided: plug-in tamesu.checks:undecided does not implement evaluate",
+        "4 problems found",
     ], done.stderr
 
 
