@@ -76,7 +76,8 @@ def registered_custom(name: str) -> object:
     if plugins.has("checks", name) and not plugins.is_built_in("checks", name):
         return plugins.load("checks", name)
     custom = sorted(n for n in plugins.names("checks") if not plugins.is_built_in("checks", n))
-    raise ValueError(f"no check registered as {name!r} (registered: {', '.join(custom) or 'none installed'})")
+    hint = f"; a function of the project is function: {name}" if ":" in name else ""
+    raise ValueError(f"no check registered as {name!r} (registered: {', '.join(custom) or 'none installed'}){hint}")
 
 
 @dataclass
