@@ -82,6 +82,13 @@ class Loose(Stumbles):
     Spec = dict
 
 
+class Wordy(Stumbles):
+    kind = "wordy"
+
+    async def send(self, turn: UserTurn) -> AgentTurn:
+        return "just words"  # type: ignore[return-value]  # the plug-in's bug under test
+
+
 class Parrot(Stumbles):
     kind = "parrot"
 
@@ -118,6 +125,7 @@ stumbles = tamesu_half_broken:Stumbles
 parrot = tamesu_half_broken:Parrot
 mute = tamesu_half_broken:Mute
 loose = tamesu_half_broken:Loose
+wordy = tamesu_half_broken:Wordy
 gone = tamesu_half_broken_missing:Target
 shapeless = tamesu_half_broken:not_a_target
 
@@ -291,8 +299,8 @@ def test_doctor_lists_the_plugins_and_says_which_names_are_never_used(broken_sit
     Before, nothing said so: the plug-in's author saw the built-in `contains` run instead of theirs."""
     done = run_tamesu(["doctor"], cwd=tmp_path, env=_with(broken_site))
     lines = [line for line in done.stdout.splitlines() if "plug-in" in line]
-    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, loose, mute, parrot, shapeless, stumbles; checks "
-            "contains, explodes, kind, mentions, specless, undecided, vanished; providers shapeless, silent, "
+    assert ("ok    plug-in tamesu-half-broken 0.1: targets gone, loose, mute, parrot, shapeless, stumbles, wordy; "
+            "checks contains, explodes, kind, mentions, specless, undecided, vanished; providers shapeless, silent, "
             "vanished; reports oneline") in lines, done.stdout
     assert "ok    plug-in tamesu-other-kind 0.2: checks kind" in lines, done.stdout
     assert ("warn  plug-in tamesu-half-broken 0.1: tamesu.checks:contains is never used: contains is tamesu's own, "
@@ -344,13 +352,20 @@ def test_what_a_plugin_lets_escape_is_said_to_be_the_plugins_not_an_internal_err
             target: fine
             scenario: { script: [ { say: "hi" } ] }
             assert: [ { contains: hi }, { explodes: {} } ]
-        """))
+          - name: not a turn
+            target: words
+            scenario: { script: [ { say: "hi" } ] }
+        """).replace("  fine: { type: parrot }\n", "  fine: { type: parrot }\n  words: { type: wordy }\n"))
     done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env=_with(broken_site))
     assert done.returncode == 3, done.stdout + done.stderr
     assert ("! plug-in tamesu-half-broken 0.1 raised KeyError: \"the target's own bug\" (traceback in "
             "run-1/traceback.txt)") in done.stdout, done.stdout
     assert ("! explodes: plug-in tamesu-half-broken 0.1 raised RuntimeError: the check's own bug (traceback in "
             "run-1/traceback.txt)") in done.stdout, done.stdout
+    # a send that returns no AgentTurn: before, `internal error: AttributeError: 'str' object has no attribute
+    # 'trace_id'`
+    assert ("! the wordy target (plug-in tamesu-half-broken 0.1) answered a turn with str, not an AgentTurn"
+            ) in done.stdout, done.stdout
     assert "internal error" not in done.stdout + done.stderr
     (run_dir,) = (tmp_path / "out").iterdir()
     assert "tamesu_half_broken.py" in (run_dir / "suite" / "target" / "run-1" / "traceback.txt").read_text()

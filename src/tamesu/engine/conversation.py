@@ -39,7 +39,7 @@ from tamesu.roles.steps import StepsUser
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
-from tamesu.targets.bounds import bound_turn
+from tamesu.targets.bounds import bound_turn, checked_turn
 from tamesu.telemetry import otel
 from tamesu.telemetry.collector import RunSpans
 from tamesu.telemetry.spans import SpansFile
@@ -388,7 +388,7 @@ async def _talk(
                     expect_turn(spans, trace.trace_id, index)  # before the agent can answer
                     try:
                         with agents_side(session):
-                            agent = await target.send(action.turn)
+                            agent = checked_turn(await target.send(action.turn), target.kind)
                     finally:
                         sent_trace = target.turn_trace_id(session)
                         session.trace = None  # what the target sends between turns is no turn's
@@ -456,6 +456,7 @@ async def _hear_more(
         return "turn_failed", f"turn {index} (listening): {exc}", target.metrics()
     if more is None:
         return None
+    more = checked_turn(more, target.kind)
     more.spoken = spoken
     more.trace_id = more.trace_id or target.turn_trace_id(session)
     more = bound_turn(more, target.spec.max_response_bytes, session, index)
