@@ -177,3 +177,32 @@ def refresh() -> None:
     """Forget what was read, after packages were installed in this process without a change of sys.path."""
     _read.cache_clear()
     _load.cache_clear()
+
+
+def _packages() -> dict[str, str]:
+    """The top-level module of every installed plug-in's entry point -> how a message names its package; read
+    from the entry points' values, nothing imported. (A module that registers names itself is the caller's
+    own code, a test's or a conftest's: not told apart from tamesu's.)"""
+    found: dict[str, str] = {}
+    for kind in KINDS:
+        for point in entry_points_of(kind).values():
+            top = point.value.partition(":")[0].strip().split(".")[0]
+            found.setdefault(top, f"plug-in {point.dist.name} {point.dist.version}" if point.dist is not None
+                             else f"plug-in {group(kind)}:{point.name}")
+    found.pop("tamesu", None)
+    return found
+
+
+def culprit(exc: BaseException) -> str | None:
+    """The plug-in whose code an unexpected exception came through (innermost first), or None: then it is
+    tamesu's own bug. What a plug-in let escape is its author's to fix, so the user is told whose it is."""
+    import traceback
+
+    packages = _packages()
+    if not packages:
+        return None
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if top in packages:
+            return packages[top]
+    return None

@@ -290,6 +290,19 @@ def test_a_project_whose_suites_name_nothing_says_so_where_it_does(suites: str, 
     assert done.stderr.splitlines() == [said, "1 problem found"]
 
 
+@pytest.mark.parametrize("command", ["validate", "run", "list"])
+def test_a_folder_with_no_project_points_at_init(command: str, tamesu: Any, tmp_path: Path) -> None:
+    """A new user's first `tamesu run` in an empty folder. Before, only the default globs were named ("(the default
+    suites of a project; tamesu.yaml can name others)"), not the command that makes a project."""
+    folder = tmp_path / "new"
+    folder.mkdir()
+    done = tamesu([command], cwd=folder)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        ".:1:1: no suite files match suites/*.yaml, **/*.tamesu.yaml, and there is no tamesu.yaml here or above: "
+        "`tamesu init` writes one with a first suite, or give the suite files to use", "1 problem found"]
+
+
 def test_a_message_longer_than_a_file_name_is_a_message(tamesu: Any, tmp_path: Path) -> None:
     done = tamesu(["test", "-i", "hello " * 100, "-n", "http://127.0.0.1:9/chat", "--dry-run"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -224,6 +224,7 @@ def test_custom_names_only_the_project_and_registered_checks(expense_agent: Expe
             - custom: "json:dumps"
             - custom: { name: no_such_check }
             - custom: { name: a, function: "b:c" }
+            - custom: { name: "project_checks:has_reference", with: { prefix: "INV-" } }
         """, CHECKS)
     done = run_tamesu(["validate", str(suite)], cwd=tmp_path)
     assert done.returncode == 2
@@ -231,6 +232,9 @@ def test_custom_names_only_the_project_and_registered_checks(expense_agent: Expe
     assert any("no module 'json' in the project" in e for e in errors), errors
     assert any("no check registered as 'no_such_check'" in e for e in errors), errors
     assert any('custom is "module:function", or {name: REGISTERED' in e for e in errors), errors
+    # a project function written as a registered name: the key it belongs under is said (before: only the list)
+    assert any(e.endswith("no check registered as 'project_checks:has_reference' (registered: none installed); a "
+                          "function of the project is function: project_checks:has_reference") for e in errors), errors
 
 
 def test_a_jsonl_case_uses_checks_only_suites_had(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ function) is also a check `custom: {name: ...}` can name (a built-in is written 
 from __future__ import annotations
 
 import difflib
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,16 @@ def _registered_check(key: str) -> type[Check[BaseModel]] | None:
     if not plugins.has("checks", key):
         return None
     found = plugins.load("checks", key)
-    return found if isinstance(found, type) and issubclass(found, Check) else None
+    if not (isinstance(found, type) and issubclass(found, Check)):
+        return None
+    if not (isinstance(getattr(found, "Spec", None), type) and issubclass(found.Spec, BaseModel)):
+        # every check is parsed through its Spec: without one, each use was an internal error
+        raise plugins.PluginError(f"plug-in tamesu.checks:{key} is a Check class without a Spec (a pydantic model "
+                                  "of its options, such as a tamesu.Strict subclass)")
+    if inspect.isabstract(found):
+        missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
+        raise plugins.PluginError(f"plug-in tamesu.checks:{key} does not implement {missing}")
+    return found
 
 
 def check_class(key: str) -> type[Check[BaseModel]]:
@@ -43,11 +53,22 @@ def is_known(key: str) -> bool:
     return _registered_check(key) is not None
 
 
-def known_keys() -> list[str]:
-    """Every key under `assert:`; only a plug-in's entry is imported, to see whether it is a Check class."""
+def known_keys(broken: list[str] | None = None) -> list[str]:
+    """Every key under `assert:`; only a plug-in's entry is imported, to see whether it is a Check class. A
+    plug-in that cannot be imported is no key: it is left out (its error added to `broken`), since what lists
+    the keys (a hint for a misspelt one, the schema) is not about it; a suite that names it is told why."""
     built_in = plugins.built_in_names("checks")
-    return sorted({*built_in, *(k for k in plugins.names("checks")
-                                if k not in built_in and _registered_check(k) is not None)})
+    found = set(built_in)
+    for key in plugins.names("checks"):
+        if key in built_in:
+            continue
+        try:
+            if _registered_check(key) is not None:
+                found.add(key)
+        except plugins.PluginError as exc:
+            if broken is not None:
+                broken.append(str(exc))
+    return sorted(found)
 
 
 def registered_custom(name: str) -> object:
@@ -55,7 +76,8 @@ def registered_custom(name: str) -> object:
     if plugins.has("checks", name) and not plugins.is_built_in("checks", name):
         return plugins.load("checks", name)
     custom = sorted(n for n in plugins.names("checks") if not plugins.is_built_in("checks", n))
-    raise ValueError(f"no check registered as {name!r} (registered: {', '.join(custom) or 'none installed'})")
+    hint = f"; a function of the project is function: {name}" if ":" in name else ""
+    raise ValueError(f"no check registered as {name!r} (registered: {', '.join(custom) or 'none installed'}){hint}")
 
 
 @dataclass
@@ -130,6 +152,12 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         known = is_known(key)
     except plugins.PluginError as exc:
         raise AssertionProblem((key,), str(exc), at_key=True) from None
+    if not known and plugins.has("checks", key):
+        # installed, but a function (or something else): `custom` is how a suite names it
+        found = plugins.load("checks", key)
+        usage = f"custom: {{name: {key}, with: {{...}}}}" if callable(found) else "neither a Check class nor a function"
+        raise AssertionProblem((key,), f"{key!r} is a plug-in's function, not an assertion key: write {usage}"
+                               if callable(found) else f"plug-in tamesu.checks:{key} is {usage}", at_key=True)
     if not known:
         close = difflib.get_close_matches(key, known_keys(), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_keys())}"

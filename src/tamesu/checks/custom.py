@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, model_validator
 
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.checks.functions import load_function
+from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.script import call_verdict
 from tamesu.errors import InfraError
 from tamesu.plugins import register
@@ -70,20 +70,32 @@ class Custom(Check[CustomSpec]):
 
         found = checks.registered_custom(name)
         if isinstance(found, type) and issubclass(found, Check):
+            found = checks.check_class(name)  # a plug-in's class without a Spec is said as such
             try:
                 self._check = found(found.parse(self.spec.with_))
             except Exception as exc:
                 raise ValueError(f"custom check {name!r}: {exc}") from None
         elif callable(found):
             self._function = found
+            self._fits(name)
         else:
             raise ValueError(f"custom check {name!r} is neither a function nor a Check class")
 
     def prepare(self, search: list[Path]) -> None:
         if self.spec.function is not None:
             self._function = load_function(self.spec.function, search, project_only=True)
+            self._fits(self.spec.function)
         elif self._check is not None:
             self._check.prepare(search)
+
+    def _fits(self, name: str) -> None:
+        assert self._function is not None
+        keys = ", ".join(self.spec.with_)
+        given = f"the run and with: {{{keys}}}" if keys else "the run alone (no with:)"
+        try:
+            check_callable(self._function, given, 1, self.spec.with_)
+        except ValueError as exc:
+            raise ValueError(f"custom {name}: {exc}") from None
 
     async def evaluate(self, run: RunView) -> Verdict:
         if self._check is not None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,3 +110,21 @@ def _from_file(path: Path) -> object:
             raise ValueError(f"{path.name} raised {type(exc).__name__} on import: {exc}") from None
         _LOADED[path] = module
     return _LOADED[path]
+
+
+def check_callable(function: Callable[..., Any], given: str, args: int, kwargs: Mapping[str, object]) -> None:
+    """Raises ValueError when `function` cannot be called with `args` positional arguments and `kwargs` (its
+    parameters read, nothing called), so a suite whose `with:` does not fit its function is refused where
+    written instead of failing every run of it. `given` says what it is called with, for the message."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # no readable signature (a C function): what it takes is found out when it is called
+    try:
+        signature.bind(*([None] * args), **kwargs)
+    except TypeError as exc:
+        plain = signature.replace(
+            parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+            return_annotation=inspect.Signature.empty)
+        name = getattr(function, "__name__", "the function")
+        raise ValueError(f"{name}{plain} cannot be called with {given}: {exc}") from None

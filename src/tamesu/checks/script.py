@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.checks.functions import load_function
+from tamesu.checks.functions import check_callable, load_function
 from tamesu.errors import InfraError
 from tamesu.matching import shown
 from tamesu.plugins import register
@@ -62,6 +62,10 @@ class Script(Check[ScriptSpec]):
 
     def prepare(self, search: list[Path]) -> None:
         self.function = load_function(self.spec.use, search)
+        try:
+            check_callable(self.function, "one argument, the run", 1, {})
+        except ValueError as exc:
+            raise ValueError(f"script {self.spec.use}: {exc}") from None
 
     async def evaluate(self, run: RunView) -> Verdict:
         if self.function is None:

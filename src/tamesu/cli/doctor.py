@@ -48,8 +48,10 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         findings.append((present, f"{module}: {'installed' if present else 'not installed'} "
                          f"(for {purpose})"))
     from tamesu.cli.installed import findings as installed
+    from tamesu.cli.installed import plugin_findings
 
     findings.extend(installed())
+    findings.extend(plugin_findings())
     try:
         plan = load_plan(paths, config, require_secrets=False)
     except ConfigError as exc:

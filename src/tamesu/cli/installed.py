@@ -106,3 +106,32 @@ def findings() -> list[Finding]:
     if absent:
         lines.append((None, f"every extra but embeddings at once: {ALL_COMMAND}"))
     return lines
+
+
+def plugin_findings() -> list[tuple[bool | None, str]]:
+    """Each installed plug-in package with the names it adds, and each of its names that is never used: a
+    built-in's (the built-in wins), or one another package claimed first. Read from the packages' metadata,
+    nothing imported: a suite that names a shadowed entry gets the other one without a word, so it is said here."""
+    from importlib.metadata import entry_points
+
+    from tamesu import plugins
+
+    added: dict[str, dict[str, list[str]]] = {}
+    unused: list[tuple[bool | None, str]] = []
+    for kind in plugins.KINDS:
+        group = plugins.group(kind)
+        claimed: dict[str, str] = {}
+        for point in entry_points(group=group):
+            package = f"{point.dist.name} {point.dist.version}" if point.dist is not None else "a package"
+            added.setdefault(package, {}).setdefault(kind, []).append(point.name)
+            if plugins.is_built_in(kind, point.name):
+                unused.append((None, f"plug-in {package}: {group}:{point.name} is never used: {point.name} is "
+                                     "tamesu's own, and a built-in name wins"))
+            elif claimed.setdefault(point.name, package) != package:
+                unused.append((None, f"plug-in {package}: {group}:{point.name} is never used: "
+                                     f"{claimed[point.name]} claims the name first"))
+    listed: list[tuple[bool | None, str]] = [
+        (True, f"plug-in {package}: " + "; ".join(f"{kind} {', '.join(sorted(set(names)))}"
+                                                  for kind, names in kinds.items()))
+        for package, kinds in sorted(added.items())]
+    return listed + unused

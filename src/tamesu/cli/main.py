@@ -216,9 +216,11 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
 def init(directory: str) -> None:
     """Write a tamesu.yaml and a first suite that validates."""
     from tamesu.cli.scaffold import ignore_what_runs_leave, write_scaffold
+    from tamesu.cli.schema_export import left_out_lines
 
+    left_out: list[str] = []
     try:
-        written = write_scaffold(Path(directory))
+        written = write_scaffold(Path(directory), left_out)
     except FileExistsError as exc:
         click.echo(f"{exc}: already exists, nothing written", err=True)
         sys.exit(EXIT_CONFIG)
@@ -227,6 +229,8 @@ def init(directory: str) -> None:
         sys.exit(EXIT_INFRA)
     for path in written:
         click.echo(f"wrote {path}")
+    for line in left_out_lines(left_out):
+        click.echo(line, err=True)
     try:
         ignored = ignore_what_runs_leave(Path(directory))
     except OSError as exc:  # the project is written: only its .gitignore could not be
@@ -411,19 +415,23 @@ def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color
               help="Write both schemas into DIR (suite.schema.json, project.schema.json) instead of printing.")
 def schema(kind: str, directory: str | None) -> None:
     """The JSON Schema of a suite (or of tamesu.yaml), for editors; generated from the loader's own models."""
-    from tamesu.cli.schema_export import project_schema, suite_schema, write_schemas
+    from tamesu.cli.schema_export import left_out_lines, project_schema, suite_schema, write_schemas
 
+    left_out: list[str] = []
     if directory is not None:
         try:
-            written = write_schemas(Path(directory))
+            written = write_schemas(Path(directory), left_out)
         except OSError as exc:
             click.echo(f"tamesu schema: cannot write {directory}: {os_words(exc)}", err=True)
             sys.exit(EXIT_INFRA)
         for path in written:
             click.echo(f"wrote {path}")
-        return
-    # only the one asked for: the suite's costs ~65 ms to generate, the project's ~25
-    click.echo(json.dumps(suite_schema() if kind == "suite" else project_schema(), indent=2, ensure_ascii=False))
+    else:
+        # only the one asked for: the suite's costs ~65 ms to generate, the project's ~25
+        document = suite_schema(left_out) if kind == "suite" else project_schema(left_out)
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    for line in left_out_lines(left_out):
+        click.echo(line, err=True)
 
 
 _STARTS_PROCESSES = {"run", "test", "doctor"}

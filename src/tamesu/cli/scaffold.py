@@ -140,9 +140,10 @@ def ignore_what_runs_leave(directory: Path) -> str | None:
     return f"wrote {path}" if not text else f"added {', '.join(missing)} to {path}"
 
 
-def write_scaffold(directory: Path) -> list[Path]:
+def write_scaffold(directory: Path, left_out: list[str] | None = None) -> list[Path]:
     """The two files, plus the JSON Schemas their first lines point editors at (`tamesu schema --write`
-    refreshes them after an upgrade). Local files, so completion works offline and nothing is fetched."""
+    refreshes them after an upgrade). Local files, so completion works offline and nothing is fetched.
+    `left_out` gets the installed plug-ins the schemas could not hold."""
     from tamesu.cli.schema_export import SCHEMA_DIR, write_schemas
 
     files = {directory / "tamesu.yaml": PROJECT, directory / "suites" / "first.yaml": FIRST_SUITE,
@@ -155,5 +156,5 @@ def write_scaffold(directory: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    written.extend(write_schemas(directory / SCHEMA_DIR))
+    written.extend(write_schemas(directory / SCHEMA_DIR, left_out))
     return written

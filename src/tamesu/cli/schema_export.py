@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
 from pydantic_core import core_schema
 
-from tamesu import __version__, checks, targets
+from tamesu import __version__, checks, plugins, targets
 from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
 from tamesu.types import parse_duration
 
@@ -88,8 +88,15 @@ def _closed_inside(schema: dict[str, Any]) -> None:
                 branch["additionalProperties"] = False
 
 
-def _target_specs() -> dict[str, type[BaseModel]]:
-    return {kind: targets.target_class(kind).Spec for kind in targets.known_types()}
+def _target_specs(left_out: list[str]) -> dict[str, type[BaseModel]]:
+    specs: dict[str, type[BaseModel]] = {}
+    for kind in targets.known_types():
+        try:
+            specs[kind] = targets.target_class(kind).Spec
+        except plugins.PluginError as exc:
+            # an installed plug-in that is broken must not cost the user the schema of everything else
+            left_out.append(str(exc))
+    return specs
 
 
 _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "last"}]},
@@ -97,9 +104,9 @@ _META = {"on_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "las
          "negate": {"type": "boolean", "description": "pass exactly when the assertion would fail"}}
 
 
-def _document(root: type[BaseModel], title: str) -> dict[str, object]:
-    targets_ = _target_specs() if root is SuiteSpec else {}
-    kinds = {key: checks.check_class(key) for key in checks.known_keys()}
+def _document(root: type[BaseModel], title: str, left_out: list[str]) -> dict[str, object]:
+    targets_ = _target_specs(left_out) if root is SuiteSpec else {}
+    kinds = {key: checks.check_class(key) for key in checks.known_keys(left_out)}
     # One generation for every model: two models of one name (a target's HandoffSpec and the handoff
     # assertion's) then get distinct $defs instead of one overwriting the other.
     suite_parts: list[type[BaseModel]] = [TestSpec, *targets_.values()] if root is SuiteSpec else []
@@ -163,23 +170,29 @@ def _document(root: type[BaseModel], title: str) -> dict[str, object]:
             **document, "$defs": defs}
 
 
-def suite_schema() -> dict[str, object]:
-    return _document(SuiteSpec, "tamesu suite")
+def suite_schema(left_out: list[str] | None = None) -> dict[str, object]:
+    """`left_out` gets a line for each installed plug-in that could not be put in (it does not load)."""
+    return _document(SuiteSpec, "tamesu suite", [] if left_out is None else left_out)
 
 
-def project_schema() -> dict[str, object]:
-    return _document(ProjectSpec, "tamesu project file (tamesu.yaml)")
+def project_schema(left_out: list[str] | None = None) -> dict[str, object]:
+    return _document(ProjectSpec, "tamesu project file (tamesu.yaml)", [] if left_out is None else left_out)
 
 
-def schemas() -> dict[str, dict[str, object]]:
-    return {"suite": suite_schema(), "project": project_schema()}
+def schemas(left_out: list[str] | None = None) -> dict[str, dict[str, object]]:
+    return {"suite": suite_schema(left_out), "project": project_schema(left_out)}
 
 
-def write_schemas(directory: Path) -> list[Path]:
+def write_schemas(directory: Path, left_out: list[str] | None = None) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for kind, schema in schemas().items():
+    for kind, schema in schemas(left_out).items():
         path = directory / FILES[kind]
         path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
     return written
+
+
+def left_out_lines(left_out: list[str]) -> list[str]:
+    """What `tamesu schema` and `tamesu init` say of the plug-ins the schemas could not hold, each once."""
+    return [f"warning: {problem}; left out of the schema" for problem in dict.fromkeys(left_out)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tamesu import targets
+from tamesu import plugins, targets
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
@@ -39,7 +39,7 @@ from tamesu.roles.steps import StepsUser
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
-from tamesu.targets.bounds import bound_turn
+from tamesu.targets.bounds import bound_turn, checked_turn
 from tamesu.telemetry import otel
 from tamesu.telemetry.collector import RunSpans
 from tamesu.telemetry.spans import SpansFile
@@ -295,8 +295,9 @@ def unexpected(exc: BaseException, inputs: RunInputs) -> str:
         with (inputs.artifacts_dir / "traceback.txt").open("a", encoding="utf-8") as handle:
             handle.write(inputs.secrets.redactor.text(
                 "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
-    return f"internal error: {type(exc).__name__}: {one_line(str(exc))} (traceback in " \
-           f"{inputs.artifacts_dir.name}/traceback.txt)"
+    whose = plugins.culprit(exc)
+    return f"{f'{whose} raised' if whose else 'internal error:'} {type(exc).__name__}: {one_line(str(exc))} " \
+           f"(traceback in {inputs.artifacts_dir.name}/traceback.txt)"
 
 
 def _spending(ledger: Ledger | None) -> dict[str, float]:
@@ -387,7 +388,7 @@ async def _talk(
                     expect_turn(spans, trace.trace_id, index)  # before the agent can answer
                     try:
                         with agents_side(session):
-                            agent = await target.send(action.turn)
+                            agent = checked_turn(await target.send(action.turn), target.kind)
                     finally:
                         sent_trace = target.turn_trace_id(session)
                         session.trace = None  # what the target sends between turns is no turn's
@@ -455,6 +456,7 @@ async def _hear_more(
         return "turn_failed", f"turn {index} (listening): {exc}", target.metrics()
     if more is None:
         return None
+    more = checked_turn(more, target.kind)
     more.spoken = spoken
     more.trace_id = more.trace_id or target.turn_trace_id(session)
     more = bound_turn(more, target.spec.max_response_bytes, session, index)

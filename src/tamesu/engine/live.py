@@ -29,6 +29,7 @@ from tamesu.plan.targets import with_connector
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
+from tamesu.targets.bounds import checked_turn
 
 OPEN_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 30.0
@@ -72,7 +73,7 @@ class LiveSession:
     async def send(self, turn: UserTurn) -> tuple[int, AgentTurn]:
         """One user turn; returns its number (from 1) and the agent's turn."""
         index = len(self.exchanges) + 1
-        agent = await self.target.send(turn)
+        agent = checked_turn(await self.target.send(turn), self.target.kind)
         for call in agent.tool_calls:
             call.turn = index
         self.exchanges.append(Exchange(index, turn, agent))

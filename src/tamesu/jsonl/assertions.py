@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import ValidationError, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
-from tamesu.checks.functions import load_function
+from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.judge import criteria_rubric
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
@@ -160,6 +160,7 @@ def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
     if spec.type == "script":
         try:
             function = load_function(str(spec.use), resolver.search)
+            check_callable(function, "one argument, the run", 1, {})
         except ValueError as exc:
             raise AssertionProblem(("use",), str(exc)) from None
         return Script(ScriptSpec(use=str(spec.use), metadata=spec.metadata), function)

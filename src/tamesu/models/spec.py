@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
@@ -96,6 +97,19 @@ class ModelSpec(Strict):
     def _known(cls, provider: str) -> str:
         if not plugins.has("providers", provider):
             raise ValueError(f"unknown model provider {provider!r} (one of {', '.join(known_providers())})")
+        if not plugins.is_built_in("providers", provider):
+            # imported now, as a plug-in's target or check is: one that does not load is a problem of the suite
+            # that names it (exit 2, where written), not an error of every test that calls it
+            from tamesu.models.base import ModelError
+            from tamesu.models.client import provider_class
+
+            try:
+                found = provider_class(provider)
+            except ModelError as exc:
+                raise ValueError(str(exc)) from None
+            if inspect.isabstract(found):  # else every call: internal error, "Can't instantiate abstract class"
+                missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
+                raise ValueError(f"plug-in tamesu.providers:{provider} does not implement {missing}")
         return provider
 
     @model_validator(mode="after")

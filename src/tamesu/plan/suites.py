@@ -65,8 +65,11 @@ def _no_suite_files(paths: list[Path], project: Project) -> Problem:
     if project.doc is not None and isinstance(project.doc.data, dict) and "suites" in project.doc.data:
         # a null value has no place of its own (YAML puts it at the next token): then the key's
         return project.doc.problem(("suites",), message, key=project.doc.data["suites"] is None)
-    where = label(project.path) if project.path is not None else "."
-    return Problem(where, 1, 1, "", f"{message} (the default suites of a project; tamesu.yaml can name others)")
+    if project.path is None:  # most likely a first try in a new folder: say what makes a project
+        return Problem(".", 1, 1, "", f"{message}, and there is no tamesu.yaml here or above: `tamesu init` writes "
+                                      "one with a first suite, or give the suite files to use")
+    return Problem(label(project.path), 1, 1, "", f"{message} (the default suites of a project; tamesu.yaml can "
+                                                  "name others)")
 
 
 @collector_paused()  # the plan lives to the end: walking it while it grows is wasted (tamesu.runtime.gc_pause)

@@ -10,6 +10,7 @@ the function has a `default_file` attribute). Only the writer's own module knows
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,8 +46,26 @@ def format_of(name: str) -> ReportFormat:
     if isinstance(found, ReportFormat):
         return found
     if callable(found):
+        _takes_three(name, found)
         return ReportFormat(name, found, getattr(found, "default_file", f"report.{name}"))
     raise plugins.PluginError(f"plug-in tamesu.reports:{name} is neither a ReportFormat nor a function")
+
+
+def _takes_three(name: str, writer: Callable[..., object]) -> None:
+    """A writer that cannot take (run, path, comparison) is said before the run, not after all of it."""
+    try:
+        signature = inspect.signature(writer)
+    except (TypeError, ValueError):
+        return  # no readable signature (a C function): found out when it is called
+    try:
+        signature.bind(None, None, None)
+    except TypeError as exc:
+        plain = signature.replace(
+            parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+            return_annotation=inspect.Signature.empty)
+        called = getattr(writer, "__name__", "")
+        raise plugins.PluginError(f"plug-in tamesu.reports:{name}: its writer {called}{plain} cannot be called with "
+                                  f"(run, path, comparison): {exc}") from None
 
 
 def known() -> list[str]:

@@ -7,6 +7,7 @@ type can do (audio, DTMF, steps, tool calls) is said by its class's attributes (
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -67,11 +68,18 @@ def is_known(kind: str) -> bool:
 
 def target_class(kind: str) -> type[Target[TargetSpec]]:
     """The class of `kind`; raises KeyError for an unknown type, PluginError for a broken plug-in."""
-    from tamesu.targets.base import Target
+    from tamesu.targets.base import Target, TargetSpec
 
     found = plugins.load("targets", kind)
     if not (isinstance(found, type) and issubclass(found, Target) and hasattr(found, "Spec")):
         raise plugins.PluginError(f"plug-in tamesu.targets:{kind} is not a Target class with a Spec")
+    # what the loader and the engine read of every target: said once here rather than as an internal error there
+    if not (isinstance(found.Spec, type) and issubclass(found.Spec, TargetSpec)):
+        raise plugins.PluginError(f"plug-in tamesu.targets:{kind}: its Spec is not a TargetSpec subclass (a pydantic "
+                                  "model of its keys)")
+    if inspect.isabstract(found):
+        missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
+        raise plugins.PluginError(f"plug-in tamesu.targets:{kind} does not implement {missing}")
     return found
 
 

@@ -68,3 +68,15 @@ def bound_turn(turn: AgentTurn, limit: int, session: Session, index: int) -> Age
                       note=f"turn {index}: the response was larger than max_response_bytes ({limit}): "
                            f"{', '.join(f'{k} {v} bytes' for k, v in cut.items())} cut")
     return turn
+
+
+def checked_turn(answer: object, kind: str) -> AgentTurn:
+    """What a target's `send` (or `listen`) returned, when it is a turn; a plug-in's target that returns anything
+    else fails the run saying so, not with an error about an attribute its value lacks deeper in the engine."""
+    if isinstance(answer, AgentTurn):
+        return answer
+    from tamesu import plugins
+    from tamesu.errors import InfraError
+
+    raise InfraError(f"the {kind} target ({plugins.origin('targets', kind)}) answered a turn with "
+                     f"{type(answer).__name__}, not an AgentTurn")
