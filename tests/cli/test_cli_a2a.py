@@ -108,3 +108,42 @@ def test_a2a_suite_through_the_command(tmp_path: Path, tamesu, agents: A2AAgents
     assert "push_received" in {event["name"] for event in pushed["events"]}
     transport = next(e for e in pushed["events"] if e["name"] == "transport")["data"]
     assert (transport["binding"], transport["protocol_version"], transport["mode"]) == ("grpc", "1.0", "push")
+
+
+HANDOFF_SUITE = """\
+targets:
+  desk:
+    type: a2a
+    url: "{url}/a2a"
+    turn_timeout: 10s
+    handoff: {{ regex: "(?i)echo: .*person", to: "$.artifacts[0].name" }}
+tests:
+  - name: handed over
+    target: desk
+    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "a person please" }}, {{ say: "never sent" }} ] }}
+    assert:
+      - handoff: {{ within_turns: 2, to: "^echo$" }}
+      - turns: {{ equals: 2 }}
+  - name: expects none
+    target: desk
+    scenario: {{ script: [ {{ say: "a person please" }} ] }}
+    assert: [ {{ handoff: false }} ]
+"""
+
+
+def test_an_a2a_targets_handoff_signal_is_read_and_ends_the_conversation(tmp_path: Path, tamesu,
+                                                                          agents: A2AAgents) -> None:
+    # the a2a target does not read `handoff:` itself: the engine reads it from each turn (it was ignored, so
+    # `handoff: false` passed however the agent handed over)
+    (tmp_path / "desk.yaml").write_text(HANDOFF_SUITE.format(url=agents.urls["v10"]))
+    result = tamesu(["run", "desk.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    lines = {line["test"]: line for line in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {name: line["status"] for name, line in lines.items()} == {"handed over": "passed",
+                                                                     "expects none": "failed"}
+    handed = json.loads((run_dir / lines["handed over"]["runs"][0]["dir"] / "result.json").read_text())
+    assert handed["end_reason"] == "handoff"
+    assert [e["data"] for e in handed["events"] if e["name"] == "handoff"] == [{"to": "echo", "summary": None}]
+    [failure] = lines["expects none"]["runs"][0]["failures"]
+    assert failure["reason"] == 'expected no handoff; turn 1 handed over to "echo"'

@@ -40,6 +40,7 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.bounds import bound_turn
+from tamesu.targets.handoff_signal import signalled
 from tamesu.telemetry import otel
 from tamesu.telemetry.collector import RunSpans
 from tamesu.telemetry.spans import SpansFile
@@ -409,7 +410,7 @@ async def _talk(
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
             agent.spoken = spoken
-            agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
+            agent = bound_turn(signalled(target, agent, session), target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))
@@ -457,7 +458,7 @@ async def _hear_more(
         return None
     more.spoken = spoken
     more.trace_id = more.trace_id or target.turn_trace_id(session)
-    more = bound_turn(more, target.spec.max_response_bytes, session, index)
+    more = bound_turn(signalled(target, more, session), target.spec.max_response_bytes, session, index)
     exchanges.append(Exchange(index, None, more))
     await capture_from(more, test.spec.capture, captured, session, extractor)
     if more.handoff is not None:

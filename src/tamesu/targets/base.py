@@ -130,6 +130,9 @@ class Target(ABC, Generic[SpecT]):
     """With `dtmf`: the spec key without which this configuration cannot send digits (`messages.dtmf`)."""
     takes_steps: ClassVar[bool] = False
     """A test of it may have `steps:` (browser actions), checked by `step_problems`."""
+    reads_handoff: ClassVar[bool] = False
+    """It reads the spec's `handoff:` signal itself, from documents of its own (rest's streamed events); for
+    the others the engine reads it from each turn as kept (`targets.handoff_signal`)."""
     reports_tool_calls: ClassVar[bool] = True
     """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
     takes_options: ClassVar[frozenset[str] | None] = frozenset()
