@@ -201,6 +201,9 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         # half a UTF-16 pair: validate said ok, the run ended in "internal error: PydanticSerializationError"
         ("cases.json", '[{"name": "a", "vars": {"x": "\\udc00"}}]', "cases.json holds half of a UTF-16 pair without "
          "its other half (a \\udXXX escape): write the character itself"),
+        # a spreadsheet that lost its rows: the test ran once, with no case, and validate said ok
+        ("cases.csv", "name,order\r\n", "cases.csv has no cases: a header row and no rows below it"),
+        ("cases.json", "[]", "cases.json has no cases: an empty array"),
     ],
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
@@ -209,6 +212,14 @@ def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expecte
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == f"suite.yaml:8:17: tests[0].cases_file: {expected}"
+
+
+def test_an_empty_cases_list_is_a_problem_where_written(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n    cases: []\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == ("suite.yaml:8:12: tests[0].cases: cases is empty: the test would run "
+                                             "once with no case; write a case, or leave cases out")
 
 
 @pytest.mark.parametrize("delimiter", [",", ";", "\t"], ids=["comma", "semicolon", "tab"])

@@ -302,6 +302,10 @@ def _expand_test(
         problems.append(doc.problem((*loc, "cases"), f"{len(spec.cases):,} inline cases (at most "
                                     f"{MAX_INLINE_CASES:,}): put them in a cases_file (CSV or JSON)"))
         return []
+    if "cases" in spec.model_fields_set and not spec.cases and spec.cases_file is None:
+        problems.append(doc.problem((*loc, "cases"), "cases is empty: the test would run once with no case; "
+                                    "write a case, or leave cases out"))
+        return []
     cases = list(spec.cases)
     if spec.cases_file:
         cases_loc = (*loc, "cases_file")
