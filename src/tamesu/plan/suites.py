@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
-from tamesu.plan import _lint
+from tamesu.plan import _fit, _lint
 from tamesu.plan._checks import (
     check_audio,
     check_models_needed,
@@ -236,6 +236,7 @@ def _load_suite(
             seen_names[test.name] = index
             check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
             planned.append(test)
+    warnings.extend(_fit.unfit_defaults(suite, planned, placed, project_placed))
     suite_vars = {*project.spec.vars, *spec.vars}
     test_vars = {name for test in planned for name in test.vars}
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
@@ -364,6 +365,7 @@ def _expand_test(
             warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))
             warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
             warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
+            warnings.extend(_fit.unfit_assertions(suite, case_spec.target, assertions, len(case_spec.assert_), loc))
             warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
             warnings.extend(_lint.unselectable_tags(suite, case_spec, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file

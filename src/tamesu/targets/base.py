@@ -130,6 +130,14 @@ class Target(ABC, Generic[SpecT]):
     """With `dtmf`: the spec key without which this configuration cannot send digits (`messages.dtmf`)."""
     takes_steps: ClassVar[bool] = False
     """A test of it may have `steps:` (browser actions), checked by `step_problems`."""
+    answers_http_status: ClassVar[bool] = False
+    """Each turn has an HTTP status (the `status` assertion)."""
+    phone_call: ClassVar[bool] = False
+    """Its session is a phone call (`call_ended_by`, `transferred_to`)."""
+    hears_dtmf: ClassVar[bool] = False
+    """The digits the agent sends on the line are heard (`dtmf_received`)."""
+    signals_handoff: ClassVar[bool] = False
+    """Its protocol says when a person took over, with or without the spec's `handoff:` (`handoff`)."""
     reads_handoff: ClassVar[bool] = False
     """It reads the spec's `handoff:` signal itself, from documents of its own (rest's streamed events); for
     the others the engine reads it from each turn as kept (`targets.handoff_signal`)."""
@@ -138,6 +146,11 @@ class Target(ABC, Generic[SpecT]):
     takes_options: ClassVar[frozenset[str] | None] = frozenset()
     """The keys of a JSONL case's `options` (`-c` is `options.connector`) that reach the agent; None: all of
     them. `test` and `validate` warn of the others, which it drops."""
+
+    @classmethod
+    def offers(cls, need: str, spec: TargetSpec) -> bool:
+        """Whether a target of this type, so configured, gives what a check `needs` (`Check.needs`)."""
+        return bool(getattr(cls, need, False)) or (need == "signals_handoff" and spec.handoff is not None)
 
     @classmethod
     def has_audio(cls, spec: object) -> bool:
