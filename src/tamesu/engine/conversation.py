@@ -18,7 +18,7 @@ from tamesu import targets
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
-from tamesu.engine.capture import capture_from
+from tamesu.engine.capture import capture_from, unfound
 from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -214,6 +214,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
     result.metrics = measured.standard()
     result.captured = dict(captured)
+    unfound(test.spec.capture, captured, session, len(exchanges))
     result.tool_calls = [call for e in exchanges for call in e.agent.tool_calls]
     result.events = session.events
     skipped = user.skipped if user is not None and result.status != "error" else None

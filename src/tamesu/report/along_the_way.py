@@ -35,6 +35,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "mcp_stdout_noise": ("MCP server", "MCP servers", "printed lines that are not JSON-RPC on stdout (the stdio "
                          "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
+    "capture_not_found": ("capture", "captures", "found in no agent turn"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
 is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the
