@@ -443,6 +443,35 @@ def test_a_session_value_no_session_open_captures_is_refused_where_written(tmp_p
             "(it captures id)") in said, said
 
 
+def test_a_session_value_of_a_type_without_session_open_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # a realtime or a2a target takes no session.open: validate said ok and each run was an error, `headers:
+    # {{session.token}} is not available here` (exit 3); a voice target's captures are checked as rest's are
+    write(tmp_path, "targets:\n"
+                    "  rt: { type: realtime, url: 'ws://127.0.0.1:9/v1', headers: { Authorization: 'Bearer "
+                    "{{session.token}}' } }\n"
+                    "  desk: { type: a2a, url: 'http://127.0.0.1:9/{{session.id}}' }\n"
+                    "  line: { type: sip, to: 'sip:a@127.0.0.1', trigger: { run: 'dial {{session.uri}} "
+                    "{{session.x}}' } }\n"
+                    "  call:\n    type: voice\n    url: 'ws://127.0.0.1:9/{{session.call}}'\n"
+                    "    session: { open: { url: 'http://127.0.0.1:9/o', capture: { id: $.id } } }\n"
+                    "    audio: { encoding: pcm16, sample_rate: 16000, frames: binary }\n"
+                    "tests:\n" + "".join(f"  - {{ name: {t}, target: {t}, scenario: {{ script: [ {{ say: x }} ] }} }}\n"
+                                         for t in ("rt", "desk", "line", "call")))
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = [line for line in checked.stderr.splitlines() if line.startswith("suite.yaml:")]
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert said == [
+        "suite.yaml:2:79: targets.rt.headers.Authorization: bad template {{session.token}}: a realtime target takes "
+        "no session.open (rest, voice and pipecat targets do), so nothing gives it a value",
+        "suite.yaml:3:27: targets.desk.url: bad template {{session.id}}: an a2a target takes no session.open (rest, "
+        "voice and pipecat targets do), so nothing gives it a value",
+        "suite.yaml:4:61: targets.line.trigger.run: bad template {{session.x}}: a sip target takes no session.open "
+        "(rest, voice and pipecat targets do) and fills only uri itself, so nothing gives it a value",
+        "suite.yaml:7:10: targets.call.url: bad template {{session.call}}: session.open captures no 'call' (it "
+        "captures id)",
+    ], checked.stderr
+
+
 def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None:
     # `timeout: 0s` validated, and every run then failed as the agent's fault
     write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat", "url: http://127.0.0.1:9/chat\n    turn_timeout: 0s")

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from tamesu.errors import Problem
+from tamesu.errors import Problem, article
 from tamesu.plan.model import PlannedTest
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import TURN_ROOTS, references, walk_strings
@@ -123,10 +123,22 @@ def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
 
 
 def _session_problem(raw_target: object, name: str) -> str | None:
-    """Why a rest target's `{{session.NAME}}` can have no value: its values are what `session.open` captures
-    (other targets fill their own: sip's `session.uri`)."""
-    if not isinstance(raw_target, dict) or raw_target.get("type") != "rest":
+    """Why a built-in target's `{{session.NAME}}` can have no value: it is a value the type fills itself (sip's
+    `uri`), or what its `session.open` captures (rest, voice, pipecat); other types have neither."""
+    from tamesu import plugins, targets
+
+    if not isinstance(raw_target, dict):
         return None
+    kind = raw_target.get("type")
+    if not isinstance(kind, str) or not targets.is_known(kind) or not plugins.is_built_in("targets", kind):
+        return None  # a plug-in's type: its own names are its own
+    cls = targets.target_class(kind)
+    if name in cls.session_names:
+        return None
+    if "session" not in targets.keys_of(kind):
+        fills = f" and fills only {', '.join(sorted(cls.session_names))} itself" if cls.session_names else ""
+        return f"{article(f'{kind} target')} takes no session.open (rest, voice and pipecat targets do){fills}, " \
+               "so nothing gives it a value"
     session = raw_target.get("session")
     opened = session.get("open") if isinstance(session, dict) else None
     if not isinstance(opened, dict):

@@ -138,6 +138,9 @@ class Target(ABC, Generic[SpecT]):
     """The digits the agent sends on the line are heard (`dtmf_received`)."""
     signals_handoff: ClassVar[bool] = False
     """Its protocol says when a person took over, with or without the spec's `handoff:` (`handoff`)."""
+    session_names: ClassVar[frozenset[str]] = frozenset()
+    """The `{{session.NAME}}` values it fills itself (sip's `uri`), beside a `session.open`'s captures where its
+    spec takes a `session` key; validate refuses any other name in its configuration."""
     reads_handoff: ClassVar[bool] = False
     """It reads the spec's `handoff:` signal itself, from documents of its own (rest's streamed events); for
     the others the engine reads it from each turn as kept (`targets.handoff_signal`)."""

@@ -59,6 +59,7 @@ WORDS_OUT_TIMEOUT_S = 3.0
 class SipTarget(Target[SipSpec]):
     kind = "sip"
     phone_call = hears_dtmf = True
+    session_names = frozenset({"uri"})
     audio = dtmf = True
     Spec = SipSpec
     spec: SipSpec
