@@ -71,3 +71,43 @@ def test_an_assertion_its_target_never_gives_is_warned_and_an_error(tmp_path: Pa
     # the target that declares a signal grades handoff: only the default status is what it cannot give
     declared = json.loads((run_dir / records["a declared signal"]["runs"][0]["dir"] / "result.json").read_text())
     assert {a["name"]: a["passed"] for a in declared["assertions"]} == {"defaults/status": False, "handoff": True}
+
+
+_METRICS = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+defaults:
+  slo: { time_to_first_audio_ms_p95: 1500 }
+tests:
+  - name: audio metrics of a chat
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_audio_ms_p95, lt: 1500 }
+      - metric: { name: call_setup_ms, lt: 3000 }
+      - metric: { name: turns, equals: 1 }
+"""
+
+
+def test_a_metric_its_target_never_measures_is_warned_and_an_error_but_an_slo_passes(tmp_path: Path) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(_METRICS)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        "warning: s.tamesu.yaml:12:17: tests[0].assert[0].metric: time_to_first_audio_ms_p95 is measured only in "
+        "audio, which model target shop does not speak: every run of the test is an error",
+        "warning: s.tamesu.yaml:13:17: tests[0].assert[1].metric: call_setup_ms is measured only on a phone call, "
+        "which model target shop never makes: every run of the test is an error",
+    ], done.stderr
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "audio-metrics-of-a-chat" / "run-1" / "result.json").read_text())
+    assert (result["status"], result["fault"]) == ("error", "environment")
+    # the metric it measures is graded; a metric the test does not measure passes its SLO, as Concepts says
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
+        ("metric", False), ("metric", False), ("metric", True), ("slo/time_to_first_audio_ms_p95", True)]
+    assert result["error"] == ("metric: time_to_first_audio_ms_p95 is measured only in audio, which model target "
+                               "shop does not speak")

@@ -5,11 +5,13 @@ That is the suite's asking, not the agent's doing: validate warns where it is wr
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from tamesu import targets
 from tamesu.checks import Assertion
 from tamesu.checks.base import Check
+from tamesu.checks.metric import Metric
 from tamesu.errors import Problem
 from tamesu.targets.base import TargetSpec
 
@@ -27,13 +29,32 @@ _GIVES = {
 }
 
 
+_METRIC_NEEDS = {
+    **dict.fromkeys(("time_to_first_audio_ms", "interruption_stop_ms", "talk_over_ratio", "silence_gap_max_ms",
+                     "stt_word_error_rate", "greeting_ms"), "speaks_audio"),
+    **dict.fromkeys(("call_setup_ms", "ring_ms", "call_duration_ms"), "phone_call"),
+    **dict.fromkeys(("goal_steps", "goal_steps_total", "browser_steps"), "takes_steps"),
+}
+"""The Concepts page's metrics that only some targets measure, by what the target must do to measure them."""
+_MEASURED = {
+    "speaks_audio": "{metric} is measured only in audio, which {kind} target {name} does not speak",
+    "phone_call": "{metric} is measured only on a phone call, which {kind} target {name} never makes",
+    "takes_steps": "{metric} is measured only by browser steps, which {kind} target {name} never takes",
+}
+_STAT = re.compile(r"_(?:p\d{1,2}|max|min|mean)$")
+
+
 def unfit(assertion: Assertion, name: str, target: TargetSpec) -> str | None:
     """Why `assertion` cannot be graded on the target `name`, or None."""
     check: Check[Any] = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
-    need = check.needs
+    need, said = check.needs, _GIVES
+    if isinstance(check, Metric):  # an SLO's (`missing: pass`) passes where its metric is not measured
+        metric = check.spec.name
+        need = None if check.spec.missing == "pass" else _METRIC_NEEDS.get(_STAT.sub("", metric))
+        said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
     if need is None or not targets.is_known(target.type) or targets.target_class(target.type).offers(need, target):
         return None
-    return _GIVES.get(need, "needs {need}, which {kind} target {name} never gives").format(
+    return said.get(need, "needs {need}, which {kind} target {name} never gives").format(
         need=need, kind=target.type, name=name)
 
 

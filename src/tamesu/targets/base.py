@@ -153,6 +153,8 @@ class Target(ABC, Generic[SpecT]):
     @classmethod
     def offers(cls, need: str, spec: TargetSpec) -> bool:
         """Whether a target of this type, so configured, gives what a check `needs` (`Check.needs`)."""
+        if need == "speaks_audio":
+            return cls.has_audio(spec)
         return bool(getattr(cls, need, False)) or (need == "signals_handoff" and spec.handoff is not None)
 
     @classmethod
