@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -147,3 +147,48 @@ def test_an_a2a_targets_handoff_signal_is_read_and_ends_the_conversation(tmp_pat
     assert [e["data"] for e in handed["events"] if e["name"] == "handoff"] == [{"to": "echo", "summary": None}]
     [failure] = lines["expects none"]["runs"][0]["failures"]
     assert failure["reason"] == 'expected no handoff; turn 1 handed over to "echo"'
+
+
+SESSION_SUITE = """\
+targets:
+  desk:
+    type: a2a
+    url: "{url}/a2a"
+    turn_timeout: 10s
+    headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
+    session:
+      open: {{ url: "{tokens}/token", capture: {{ token: $.token }} }}
+tests:
+  - name: minted
+    target: desk
+    scenario: {{ script: [ {{ say: "who am I" }} ] }}
+    assert:
+      - json_path: {{ path: "$.artifacts[0].parts[0].data.auth", equals: "Bearer minted-42" }}
+"""
+
+
+def test_session_open_mints_a_token_for_an_a2a_target(tmp_path: Path, tamesu, agents: A2AAgents,
+                                                       serve: Any) -> None:
+    # session.open was rest's, voice's and pipecat's alone: on an a2a target it was warned as "a key of
+    # pipecat targets" and ignored, and `{{session.token}}` made each run an error
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    minted: list[str] = []
+
+    async def token(request: Request) -> JSONResponse:
+        minted.append(request.method)
+        return JSONResponse({"token": "minted-42"})
+
+    tokens = serve(Starlette(routes=[Route("/token", token, methods=["POST"])]))
+    (tmp_path / "desk.yaml").write_text(SESSION_SUITE.format(url=agents.urls["v10"], tokens=tokens.url))
+    result = tamesu(["run", "desk.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "'session' is a key of" not in result.stderr and minted == ["POST"]
+    [run_dir] = list((tmp_path / "out").iterdir())
+    written = (run_dir / "desk" / "minted" / "run-1" / "result.json").read_text()
+    # captured for a credential's header: masked as a secret in what the run writes
+    assert "minted-42" not in written
+    assert [e["data"]["captured"] for e in json.loads(written)["events"] if e["name"] == "session_open"] == [["token"]]

@@ -443,9 +443,9 @@ def test_a_session_value_no_session_open_captures_is_refused_where_written(tmp_p
             "(it captures id)") in said, said
 
 
-def test_a_session_value_of_a_type_without_session_open_is_refused_where_written(tmp_path: Path, tamesu) -> None:
-    # a realtime or a2a target takes no session.open: validate said ok and each run was an error, `headers:
-    # {{session.token}} is not available here` (exit 3); a voice target's captures are checked as rest's are
+def test_a_session_value_nothing_fills_is_refused_on_every_type(tmp_path: Path, tamesu) -> None:
+    # a realtime or a2a target's `{{session.token}}` validated (session.open was rest's, voice's and pipecat's
+    # alone, and warned as "a key of pipecat targets") and each run was an error, `is not available here`
     write(tmp_path, "targets:\n"
                     "  rt: { type: realtime, url: 'ws://127.0.0.1:9/v1', headers: { Authorization: 'Bearer "
                     "{{session.token}}' } }\n"
@@ -461,15 +461,15 @@ def test_a_session_value_of_a_type_without_session_open_is_refused_where_written
     said = [line for line in checked.stderr.splitlines() if line.startswith("suite.yaml:")]
     assert checked.returncode == 2, checked.stdout + checked.stderr
     assert said == [
-        "suite.yaml:2:79: targets.rt.headers.Authorization: bad template {{session.token}}: a realtime target takes "
-        "no session.open (rest, voice and pipecat targets do), so nothing gives it a value",
-        "suite.yaml:3:27: targets.desk.url: bad template {{session.id}}: an a2a target takes no session.open (rest, "
-        "voice and pipecat targets do), so nothing gives it a value",
-        "suite.yaml:4:61: targets.line.trigger.run: bad template {{session.x}}: a sip target takes no session.open "
-        "(rest, voice and pipecat targets do) and fills only uri itself, so nothing gives it a value",
+        "suite.yaml:2:79: targets.rt.headers.Authorization: bad template {{session.token}}: the target has no "
+        "session.open to capture it",
+        "suite.yaml:3:27: targets.desk.url: bad template {{session.id}}: the target has no session.open to capture it",
+        "suite.yaml:4:61: targets.line.trigger.run: bad template {{session.x}}: the target has no session.open to "
+        "capture it (a sip target fills only uri itself)",
         "suite.yaml:7:10: targets.call.url: bad template {{session.call}}: session.open captures no 'call' (it "
         "captures id)",
     ], checked.stderr
+    assert "'session' is a key of" not in checked.stderr  # every type takes session.open now
 
 
 def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None:

@@ -123,8 +123,8 @@ def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
 
 
 def _session_problem(raw_target: object, name: str) -> str | None:
-    """Why a built-in target's `{{session.NAME}}` can have no value: it is a value the type fills itself (sip's
-    `uri`), or what its `session.open` captures (rest, voice, pipecat); other types have neither."""
+    """Why a built-in target's `{{session.NAME}}` can have no value: it is what its `session.open` captures, or
+    a value the type fills itself (sip's `uri`, mcp's `port`)."""
     from tamesu import plugins, targets
 
     if not isinstance(raw_target, dict):
@@ -132,21 +132,18 @@ def _session_problem(raw_target: object, name: str) -> str | None:
     kind = raw_target.get("type")
     if not isinstance(kind, str) or not targets.is_known(kind) or not plugins.is_built_in("targets", kind):
         return None  # a plug-in's type: its own names are its own
-    cls = targets.target_class(kind)
-    if name in cls.session_names:
+    own = targets.target_class(kind).session_names
+    if name in own:
         return None
-    if "session" not in targets.keys_of(kind):
-        fills = f" and fills only {', '.join(sorted(cls.session_names))} itself" if cls.session_names else ""
-        return f"{article(f'{kind} target')} takes no session.open (rest, voice and pipecat targets do){fills}, " \
-               "so nothing gives it a value"
+    fills = f" ({article(f'{kind} target')} fills only {', '.join(sorted(own))} itself)" if own else ""
     session = raw_target.get("session")
     opened = session.get("open") if isinstance(session, dict) else None
     if not isinstance(opened, dict):
-        return "the target has no session.open to capture it"
+        return f"the target has no session.open to capture it{fills}"
     captured = opened.get("capture")
     if not isinstance(captured, dict) or name in captured:
         return None
-    return f"session.open captures no {name!r} (it captures {', '.join(map(str, captured)) or 'nothing'})"
+    return f"session.open captures no {name!r} (it captures {', '.join(map(str, captured)) or 'nothing'}){fills}"
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:

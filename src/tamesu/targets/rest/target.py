@@ -121,7 +121,7 @@ UNSOLICITED_KEPT = 20
 @register("targets", "rest")
 class RestTarget(Target[RestSpec]):
     kind = "rest"
-    reads_handoff = answers_http_status = True
+    reads_handoff = answers_http_status = opens_session = True
     Spec = RestSpec
     carries_history = True
     takes_options = None  # the body's `options`
