@@ -57,8 +57,8 @@ class AlongTheWay:
         # summary of 2 retried calls in 1 test was 7 in 3)
         for run in runs:
             test = f"{run.suite}/{run.test}"
-            if run.attempt > 1:  # the test's own `retries`: a run made again after an error
-                self._events[_RUN_AGAIN] += 1
+            if run.attempt > 1:  # the test's own `retries`: the last attempt, made again `attempt - 1` times
+                self._events[_RUN_AGAIN] += run.attempt - 1
                 self._tests.setdefault(_RUN_AGAIN, set()).add(test)
             for event in run.events:
                 if event.name in NOTABLE:
