@@ -181,6 +181,10 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {article} {stage} hook runs "
                                                 f"{'before' if stage == 'before_all' else 'after'} every test, "
                                                 "where only vars, env and secrets have values"))
+                elif stage == "before_each" and root == "captured":
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: a before_each hook runs before "
+                                                "the conversation, which captures nothing yet (an after_each hook "
+                                                "has its captures)"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (
                         stage in _HOOK_ROOTS or m.group(1) not in test_vars):
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "
