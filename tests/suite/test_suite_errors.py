@@ -472,6 +472,24 @@ def test_a_session_value_nothing_fills_is_refused_on_every_type(tmp_path: Path, 
     assert "'session' is a key of" not in checked.stderr  # every type takes session.open now
 
 
+def test_a_capture_in_the_first_step_said_before_the_agent_speaks_is_refused(tmp_path: Path, tamesu) -> None:
+    # validated, then each run failed "the next user turn could not be written", blamed on the agent (exit 1)
+    write(tmp_path, TARGET + "  bot: { type: voice, url: 'ws://127.0.0.1:9/s', audio: { encoding: pcm16, "
+                             "sample_rate: 16000, frames: binary } }\n"
+                             "tests:\n  - name: a\n    target: api\n    capture: [ { name: x, regex: 'ORD-[0-9]+' } ]\n"
+                             "    scenario: { script: [ { say: 'hi {{captured.x}}' }, { say: '{{captured.x}}?' } ] }\n"
+                             "  - name: b\n    target: api\n    capture: [ { name: x, regex: 'ORD-[0-9]+' } ]\n"
+                             "    scenario: { script: [ { wait_for: 'ORD', say: '{{captured.x}}' } ] }\n"
+                             "  - name: c\n    target: bot\n    capture: [ { name: x, regex: 'ORD-[0-9]+' } ]\n"
+                             "    scenario: { script: [ { say: '{{captured.x}}' } ] }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = [line for line in checked.stderr.splitlines() if line.startswith("suite.yaml:")]
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    # after a wait_for, or on a target whose agent may greet first (a voice call), a capture can have a value
+    assert said == ["suite.yaml:10:34: tests[0].scenario.script[0].say: bad template {{captured.x}}: the first step "
+                    "is said before the agent's first turn, so nothing is captured yet"], checked.stderr
+
+
 def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None:
     # `timeout: 0s` validated, and every run then failed as the agent's fault
     write(tmp_path, TARGET.replace("url: http://127.0.0.1:9/chat", "url: http://127.0.0.1:9/chat\n    turn_timeout: 0s")

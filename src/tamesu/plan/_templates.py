@@ -55,6 +55,10 @@ def check_templates(
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
                                                 "target's request (its url, headers, body); a test's script and "
                                                 "assertions have none"))
+                elif prefix[0] == "tests" and root == "captured" and path[:3] == ("scenario", "script", 0) \
+                        and _said_first(test, raw_test):
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the first step is said before "
+                                                "the agent's first turn, so nothing is captured yet"))
                 elif prefix[0] == "tests" and path[:1] == ("scenario",) and root in _REQUEST_ROOTS:
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: it has a value in a target's "
                                                 "request or a model target's tool result, never in a test's script"))
@@ -96,6 +100,20 @@ def _unset_in(value: object, secrets: Secrets) -> str | None:
             if (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
                 return secrets.unset(m.group(1))
     return None
+
+
+def _said_first(test: PlannedTest, raw_test: object) -> bool:
+    """Whether the script's first step is said before the agent says anything: it waits for nothing, and the
+    target's agent does not speak first (a greeting, which a capture could read)."""
+    from tamesu import targets
+    from tamesu.targets.base import Target
+
+    scenario = raw_test.get("scenario") if isinstance(raw_test, dict) else None
+    script = scenario.get("script") if isinstance(scenario, dict) else None
+    first = script[0] if isinstance(script, list) and script else None
+    if not isinstance(first, dict) or "wait_for" in first or not targets.is_known(test.target.type):
+        return False
+    return targets.target_class(test.target.type).greeting is Target.greeting
 
 
 def _target_doc(test: PlannedTest, doc: Document) -> Document:
