@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -108,3 +108,87 @@ def test_a2a_suite_through_the_command(tmp_path: Path, tamesu, agents: A2AAgents
     assert "push_received" in {event["name"] for event in pushed["events"]}
     transport = next(e for e in pushed["events"] if e["name"] == "transport")["data"]
     assert (transport["binding"], transport["protocol_version"], transport["mode"]) == ("grpc", "1.0", "push")
+
+
+HANDOFF_SUITE = """\
+targets:
+  desk:
+    type: a2a
+    url: "{url}/a2a"
+    turn_timeout: 10s
+    handoff: {{ regex: "(?i)echo: .*person", to: "$.artifacts[0].name" }}
+tests:
+  - name: handed over
+    target: desk
+    scenario: {{ script: [ {{ say: "hello" }}, {{ say: "a person please" }}, {{ say: "never sent" }} ] }}
+    assert:
+      - handoff: {{ within_turns: 2, to: "^echo$" }}
+      - turns: {{ equals: 2 }}
+  - name: expects none
+    target: desk
+    scenario: {{ script: [ {{ say: "a person please" }} ] }}
+    assert: [ {{ handoff: false }} ]
+"""
+
+
+def test_an_a2a_targets_handoff_signal_is_read_and_ends_the_conversation(tmp_path: Path, tamesu,
+                                                                          agents: A2AAgents) -> None:
+    # the a2a target does not read `handoff:` itself: the engine reads it from each turn (it was ignored, so
+    # `handoff: false` passed however the agent handed over)
+    (tmp_path / "desk.yaml").write_text(HANDOFF_SUITE.format(url=agents.urls["v10"]))
+    result = tamesu(["run", "desk.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    lines = {line["test"]: line for line in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {name: line["status"] for name, line in lines.items()} == {"handed over": "passed",
+                                                                     "expects none": "failed"}
+    handed = json.loads((run_dir / lines["handed over"]["runs"][0]["dir"] / "result.json").read_text())
+    assert handed["end_reason"] == "handoff"
+    assert [e["data"] for e in handed["events"] if e["name"] == "handoff"] == [{"to": "echo", "summary": None}]
+    [failure] = lines["expects none"]["runs"][0]["failures"]
+    assert failure["reason"] == 'expected no handoff; turn 1 handed over to "echo"'
+
+
+SESSION_SUITE = """\
+targets:
+  desk:
+    type: a2a
+    url: "{url}/a2a"
+    turn_timeout: 10s
+    headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
+    session:
+      open: {{ url: "{tokens}/token", capture: {{ token: $.token }} }}
+tests:
+  - name: minted
+    target: desk
+    scenario: {{ script: [ {{ say: "who am I" }} ] }}
+    assert:
+      - json_path: {{ path: "$.artifacts[0].parts[0].data.auth", equals: "Bearer minted-42" }}
+"""
+
+
+def test_session_open_mints_a_token_for_an_a2a_target(tmp_path: Path, tamesu, agents: A2AAgents,
+                                                       serve: Any) -> None:
+    # session.open was rest's, voice's and pipecat's alone: on an a2a target it was warned as "a key of
+    # pipecat targets" and ignored, and `{{session.token}}` made each run an error
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    minted: list[str] = []
+
+    async def token(request: Request) -> JSONResponse:
+        minted.append(request.method)
+        return JSONResponse({"token": "minted-42"})
+
+    tokens = serve(Starlette(routes=[Route("/token", token, methods=["POST"])]))
+    (tmp_path / "desk.yaml").write_text(SESSION_SUITE.format(url=agents.urls["v10"], tokens=tokens.url))
+    result = tamesu(["run", "desk.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "'session' is a key of" not in result.stderr and minted == ["POST"]
+    [run_dir] = list((tmp_path / "out").iterdir())
+    written = (run_dir / "desk" / "minted" / "run-1" / "result.json").read_text()
+    # captured for a credential's header: masked as a secret in what the run writes
+    assert "minted-42" not in written
+    assert [e["data"]["captured"] for e in json.loads(written)["events"] if e["name"] == "session_open"] == [["token"]]

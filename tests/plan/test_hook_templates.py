@@ -19,13 +19,14 @@ hooks:
 vars: { port: "9" }
 hooks:
   before_all: [ "echo {{vars.host}}:{{vars.port}} {{captured.id}}" ]
-  before_each: [ { http: { url: "http://{{vars.host}}:{{vars.port}}/{{vars.zzz}}" } } ]
-  after_each: [ "echo {{vars.lang}}" ]
+  before_each: [ { http: { url: "http://{{vars.host}}:{{vars.port}}/{{vars.zzz}}" } }, "seed {{captured.id}}" ]
+  after_each: [ "echo {{vars.lang}} {{captured.id}}" ]
 targets:
   bot: { type: rest, url: "http://127.0.0.1:9/chat" }
 tests:
   - name: t
     vars: { lang: en }
+    capture: [ { name: id, regex: "ORD-[0-9]+" } ]
     scenario: { script: [ { say: hi } ] }
 """)
     done = run_tamesu(["validate"], cwd=tmp_path)
@@ -36,6 +37,9 @@ tests:
         "test, where only vars, env and secrets have values",
         "s.tamesu.yaml:4:33: hooks.before_each[0].http.url: bad template {{vars.zzz}}: no var 'zzz' in the suite or "
         "the project",
+        # a before_each runs before the conversation: validate said ok, and each run was an error (exit 3)
+        "s.tamesu.yaml:4:88: hooks.before_each[1]: bad template {{captured.id}}: a before_each hook runs before the "
+        "conversation, which captures nothing yet (an after_each hook has its captures)",
         "tamesu.yaml:4:17: hooks.before_all[0]: bad template {{vars.nope}}: no var 'nope' in the suite or the project",
     ], done.stderr
 

@@ -21,3 +21,11 @@ def test_every_runs_retries_are_counted_and_a_run_made_again_is_said() -> None:
     along.add([_run("passed", "passed", 2), _run("errored", "error", 3), _run("again", "passed", 0, attempt=2)])
     assert along.line() == ("along the way: 5 model calls retried (model_retry, 2 tests); 1 test run made again "
                             "after an error (retries, 1 test)")
+
+
+def test_a_run_made_again_twice_is_counted_twice() -> None:
+    # `retries: 2` on an agent that never answers: run-1, run-1-retry-1, run-1-retry-2, and the console said
+    # "1 test run made again" (only the last attempt reaches the reporter)
+    along = AlongTheWay()
+    along.add([_run("dead", "error", 0, attempt=3)])
+    assert along.line() == "along the way: 2 test runs made again after an error (retries, 1 test)"

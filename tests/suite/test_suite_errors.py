@@ -201,6 +201,9 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         # half a UTF-16 pair: validate said ok, the run ended in "internal error: PydanticSerializationError"
         ("cases.json", '[{"name": "a", "vars": {"x": "\\udc00"}}]', "cases.json holds half of a UTF-16 pair without "
          "its other half (a \\udXXX escape): write the character itself"),
+        # a spreadsheet that lost its rows: the test ran once, with no case, and validate said ok
+        ("cases.csv", "name,order\r\n", "cases.csv has no cases: a header row and no rows below it"),
+        ("cases.json", "[]", "cases.json has no cases: an empty array"),
     ],
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
@@ -209,6 +212,14 @@ def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expecte
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == f"suite.yaml:8:17: tests[0].cases_file: {expected}"
+
+
+def test_an_empty_cases_list_is_a_problem_where_written(tmp_path: Path, tamesu) -> None:
+    write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n    cases: []\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == ("suite.yaml:8:12: tests[0].cases: cases is empty: the test would run "
+                                             "once with no case; write a case, or leave cases out")
 
 
 @pytest.mark.parametrize("delimiter", [",", ";", "\t"], ids=["comma", "semicolon", "tab"])
@@ -430,6 +441,53 @@ def test_a_session_value_no_session_open_captures_is_refused_where_written(tmp_p
             "session.open to capture it") in said, said
     assert ("suite.yaml:8:10: targets.opened.url: bad template {{session.conv}}: session.open captures no 'conv' "
             "(it captures id)") in said, said
+
+
+def test_a_session_value_nothing_fills_is_refused_on_every_type(tmp_path: Path, tamesu) -> None:
+    # a realtime or a2a target's `{{session.token}}` validated (session.open was rest's, voice's and pipecat's
+    # alone, and warned as "a key of pipecat targets") and each run was an error, `is not available here`
+    write(tmp_path, "targets:\n"
+                    "  rt: { type: realtime, url: 'ws://127.0.0.1:9/v1', headers: { Authorization: 'Bearer "
+                    "{{session.token}}' } }\n"
+                    "  desk: { type: a2a, url: 'http://127.0.0.1:9/{{session.id}}' }\n"
+                    "  line: { type: sip, to: 'sip:a@127.0.0.1', trigger: { run: 'dial {{session.uri}} "
+                    "{{session.x}}' } }\n"
+                    "  call:\n    type: voice\n    url: 'ws://127.0.0.1:9/{{session.call}}'\n"
+                    "    session: { open: { url: 'http://127.0.0.1:9/o', capture: { id: $.id } } }\n"
+                    "    audio: { encoding: pcm16, sample_rate: 16000, frames: binary }\n"
+                    "tests:\n" + "".join(f"  - {{ name: {t}, target: {t}, scenario: {{ script: [ {{ say: x }} ] }} }}\n"
+                                         for t in ("rt", "desk", "line", "call")))
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = [line for line in checked.stderr.splitlines() if line.startswith("suite.yaml:")]
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert said == [
+        "suite.yaml:2:79: targets.rt.headers.Authorization: bad template {{session.token}}: the target has no "
+        "session.open to capture it",
+        "suite.yaml:3:27: targets.desk.url: bad template {{session.id}}: the target has no session.open to capture it",
+        "suite.yaml:4:61: targets.line.trigger.run: bad template {{session.x}}: the target has no session.open to "
+        "capture it (a sip target fills only uri itself)",
+        "suite.yaml:7:10: targets.call.url: bad template {{session.call}}: session.open captures no 'call' (it "
+        "captures id)",
+    ], checked.stderr
+    assert "'session' is a key of" not in checked.stderr  # every type takes session.open now
+
+
+def test_a_capture_in_the_first_step_said_before_the_agent_speaks_is_refused(tmp_path: Path, tamesu) -> None:
+    # validated, then each run failed "the next user turn could not be written", blamed on the agent (exit 1)
+    write(tmp_path, TARGET + "  bot: { type: voice, url: 'ws://127.0.0.1:9/s', audio: { encoding: pcm16, "
+                             "sample_rate: 16000, frames: binary } }\n"
+                             "tests:\n  - name: a\n    target: api\n    capture: [ { name: x, regex: 'ORD-[0-9]+' } ]\n"
+                             "    scenario: { script: [ { say: 'hi {{captured.x}}' }, { say: '{{captured.x}}?' } ] }\n"
+                             "  - name: b\n    target: api\n    capture: [ { name: x, regex: 'ORD-[0-9]+' } ]\n"
+                             "    scenario: { script: [ { wait_for: 'ORD', say: '{{captured.x}}' } ] }\n"
+                             "  - name: c\n    target: bot\n    capture: [ { name: x, regex: 'ORD-[0-9]+' } ]\n"
+                             "    scenario: { script: [ { say: '{{captured.x}}' } ] }\n")
+    checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = [line for line in checked.stderr.splitlines() if line.startswith("suite.yaml:")]
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    # after a wait_for, or on a target whose agent may greet first (a voice call), a capture can have a value
+    assert said == ["suite.yaml:10:34: tests[0].scenario.script[0].say: bad template {{captured.x}}: the first step "
+                    "is said before the agent's first turn, so nothing is captured yet"], checked.stderr
 
 
 def test_a_zero_timeout_is_refused_where_written(tmp_path: Path, tamesu) -> None:

@@ -109,6 +109,9 @@ class Check(ABC, Generic[SpecT]):
     shorthand: ClassVar[str | None] = None
     """The option a scalar value fills: `contains: "refund"` is `contains: {value: "refund"}`."""
     grades_unconnected: ClassVar[bool] = False
+    needs: ClassVar[str | None] = None
+    """What it reads that only some target types give, as a `Target.offers` name (`answers_http_status`): on
+    a target without it the check could only fail, so the run is an error of the suite's and validate warns."""
     """This check decides about a session that never reached the agent (`call_ended_by: busy`): with it in a
     test, a busy or unanswered call is the check's to grade, not a failure of the conversation."""
 

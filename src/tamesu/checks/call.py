@@ -62,6 +62,7 @@ class DtmfReceivedSpec(Strict):
 @register("checks", "dtmf_received")
 class DtmfReceived(Check[DtmfReceivedSpec]):
     key = "dtmf_received"
+    needs = "hears_dtmf"
     Spec = DtmfReceivedSpec
     shorthand = "equals"
     spec: DtmfReceivedSpec
@@ -90,6 +91,7 @@ class CallEndedBySpec(Strict):
 @register("checks", "call_ended_by")
 class CallEndedBy(Check[CallEndedBySpec]):
     key = "call_ended_by"
+    needs = "phone_call"
     Spec = CallEndedBySpec
     shorthand = "by"
     grades_unconnected = True
@@ -125,6 +127,7 @@ class TransferredToSpec(Strict):
 @register("checks", "transferred_to")
 class TransferredTo(Check[TransferredToSpec]):
     key = "transferred_to"
+    needs = "phone_call"
     Spec = TransferredToSpec
     shorthand = "matches"
     spec: TransferredToSpec

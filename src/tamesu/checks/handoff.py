@@ -59,6 +59,7 @@ def _destination(signal: HandoffSignal) -> str:
 @register("checks", "handoff")
 class Handoff(Check[HandoffSpec]):
     key = "handoff"
+    needs = "signals_handoff"
     Spec = HandoffSpec
     shorthand = "handed_off"
     spec: HandoffSpec

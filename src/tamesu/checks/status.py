@@ -35,6 +35,7 @@ class Status(Check[StatusSpec]):
     key = "status"
     Spec = StatusSpec
     shorthand = "equals"
+    needs = "answers_http_status"
     spec: StatusSpec
 
     @classmethod

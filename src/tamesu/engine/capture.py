@@ -50,3 +50,14 @@ async def capture_from(
         if value is not None:
             captured[spec.name] = value
             session.event("captured", name=spec.name)
+
+
+def unfound(specs: list[CaptureSpec], captured: dict[str, Any], session: Session, turns: int) -> None:
+    """A `capture_not_found` event for each capture no agent turn had: a value looked for and not found is said
+    in the result, not only by a later template or assertion that happens to read it."""
+    for spec in specs if turns else []:
+        if spec.name not in captured:
+            how = (f"regex {spec.regex!r}" if spec.regex is not None else f"json_path {spec.json_path}"
+                   if spec.json_path is not None else f"extract {spec.extract!r}")
+            session.event("capture_not_found", name=spec.name,
+                          note=f"capture {spec.name}: {how} found nothing in {turns} agent turn(s)")

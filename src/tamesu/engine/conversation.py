@@ -18,7 +18,7 @@ from tamesu import plugins, targets
 from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
-from tamesu.engine.capture import capture_from
+from tamesu.engine.capture import capture_from, unfound
 from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -40,6 +40,7 @@ from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.bounds import bound_turn, checked_turn
+from tamesu.targets.handoff_signal import signalled
 from tamesu.telemetry import otel
 from tamesu.telemetry.collector import RunSpans
 from tamesu.telemetry.spans import SpansFile
@@ -213,6 +214,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
     result.metrics = measured.standard()
     result.captured = dict(captured)
+    unfound(test.spec.capture, captured, session, len(exchanges))
     result.tool_calls = [call for e in exchanges for call in e.agent.tool_calls]
     result.events = session.events
     skipped = user.skipped if user is not None and result.status != "error" else None
@@ -410,7 +412,7 @@ async def _talk(
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
             agent.spoken = spoken
-            agent = bound_turn(agent, target.spec.max_response_bytes, session, index)
+            agent = bound_turn(signalled(target, agent, session), target.spec.max_response_bytes, session, index)
             for call in agent.tool_calls:
                 call.turn = index
             exchanges.append(Exchange(index, action.turn, agent))
@@ -459,7 +461,7 @@ async def _hear_more(
     more = checked_turn(more, target.kind)
     more.spoken = spoken
     more.trace_id = more.trace_id or target.turn_trace_id(session)
-    more = bound_turn(more, target.spec.max_response_bytes, session, index)
+    more = bound_turn(signalled(target, more, session), target.spec.max_response_bytes, session, index)
     exchanges.append(Exchange(index, None, more))
     await capture_from(more, test.spec.capture, captured, session, extractor)
     if more.handoff is not None:

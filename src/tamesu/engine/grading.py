@@ -76,10 +76,10 @@ async def grade(
     for assertion in [*test.assertions, *slo_assertions(test.slo)]:
         if reached is not None and not (isinstance(assertion.on_turn, int) and assertion.on_turn <= reached):
             continue
-        past = test.past_the_script(assertion)
+        past = test.past_the_script(assertion) or test.unfit(assertion)
         if past is not None:
-            # a turn the script never makes: the suite's asking, not the agent's failure (an error, as a missing
-            # golden file is)
+            # a turn the script never makes, or what the target never gives: the suite's asking, not the agent's
+            # failure (an error, as a missing golden file is)
             error = error or f"{assertion.label}: {past}"
             graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
                                           reason=f"not decided: {past}"))

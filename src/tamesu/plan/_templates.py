@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from tamesu.errors import Problem
+from tamesu.errors import Problem, article
 from tamesu.plan.model import PlannedTest
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import TURN_ROOTS, references, walk_strings
@@ -55,6 +55,10 @@ def check_templates(
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
                                                 "target's request (its url, headers, body); a test's script and "
                                                 "assertions have none"))
+                elif prefix[0] == "tests" and root == "captured" and path[:3] == ("scenario", "script", 0) \
+                        and _said_first(test, raw_test):
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the first step is said before "
+                                                "the agent's first turn, so nothing is captured yet"))
                 elif prefix[0] == "tests" and path[:1] == ("scenario",) and root in _REQUEST_ROOTS:
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: it has a value in a target's "
                                                 "request or a model target's tool result, never in a test's script"))
@@ -98,6 +102,20 @@ def _unset_in(value: object, secrets: Secrets) -> str | None:
     return None
 
 
+def _said_first(test: PlannedTest, raw_test: object) -> bool:
+    """Whether the script's first step is said before the agent says anything: it waits for nothing, and the
+    target's agent does not speak first (a greeting, which a capture could read)."""
+    from tamesu import targets
+    from tamesu.targets.base import Target
+
+    scenario = raw_test.get("scenario") if isinstance(raw_test, dict) else None
+    script = scenario.get("script") if isinstance(scenario, dict) else None
+    first = script[0] if isinstance(script, list) and script else None
+    if not isinstance(first, dict) or "wait_for" in first or not targets.is_known(test.target.type):
+        return False
+    return targets.target_class(test.target.type).greeting is Target.greeting
+
+
 def _target_doc(test: PlannedTest, doc: Document) -> Document:
     """The file that writes the test's target: the suite's, or tamesu.yaml for a target of the project's (its
     problems were placed at the suite's 1:1)."""
@@ -123,18 +141,27 @@ def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
 
 
 def _session_problem(raw_target: object, name: str) -> str | None:
-    """Why a rest target's `{{session.NAME}}` can have no value: its values are what `session.open` captures
-    (other targets fill their own: sip's `session.uri`)."""
-    if not isinstance(raw_target, dict) or raw_target.get("type") != "rest":
+    """Why a built-in target's `{{session.NAME}}` can have no value: it is what its `session.open` captures, or
+    a value the type fills itself (sip's `uri`, mcp's `port`)."""
+    from tamesu import plugins, targets
+
+    if not isinstance(raw_target, dict):
         return None
+    kind = raw_target.get("type")
+    if not isinstance(kind, str) or not targets.is_known(kind) or not plugins.is_built_in("targets", kind):
+        return None  # a plug-in's type: its own names are its own
+    own = targets.target_class(kind).session_names
+    if name in own:
+        return None
+    fills = f" ({article(f'{kind} target')} fills only {', '.join(sorted(own))} itself)" if own else ""
     session = raw_target.get("session")
     opened = session.get("open") if isinstance(session, dict) else None
     if not isinstance(opened, dict):
-        return "the target has no session.open to capture it"
+        return f"the target has no session.open to capture it{fills}"
     captured = opened.get("capture")
     if not isinstance(captured, dict) or name in captured:
         return None
-    return f"session.open captures no {name!r} (it captures {', '.join(map(str, captured)) or 'nothing'})"
+    return f"session.open captures no {name!r} (it captures {', '.join(map(str, captured)) or 'nothing'}){fills}"
 
 
 def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
@@ -172,6 +199,10 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: {article} {stage} hook runs "
                                                 f"{'before' if stage == 'before_all' else 'after'} every test, "
                                                 "where only vars, env and secrets have values"))
+                elif stage == "before_each" and root == "captured":
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: a before_each hook runs before "
+                                                "the conversation, which captures nothing yet (an after_each hook "
+                                                "has its captures)"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (
                         stage in _HOOK_ROOTS or m.group(1) not in test_vars):
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "

@@ -83,6 +83,9 @@ def read_cases(path: Path) -> list[Any]:
         if isinstance(row.get("vars"), dict):
             values.update(row["vars"])
         cases.append(Case(name=str(name), vars=values))
+    if not rows:  # the test would run once with no case at all, as if cases_file were not written
+        raise ValueError(f"{path.name} has no cases: " + ("an empty array" if path.suffix.lower() == ".json"
+                                                           else "a header row and no rows below it"))
     if said:  # bounded: a spreadsheet of 10,000 wrong rows is not 10,000 lines
         more = [f"{path.name}: {len(said) - _MAX_SAID:,} more problems"] if len(said) > _MAX_SAID else []
         raise CasesFileError([problem for _, problem in sorted(said)[:_MAX_SAID]] + more)

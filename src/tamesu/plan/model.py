@@ -123,6 +123,12 @@ class PlannedTest:
         turns = None if self.user_factory is not None else scripted_turns(self.spec)
         return turn_past(assertion, turns)
 
+    def unfit(self, assertion: Assertion) -> str | None:
+        """Why `assertion` reads what this test's target never gives, or None (`plan._fit`)."""
+        from tamesu.plan._fit import unfit
+
+        return unfit(assertion, self.spec.target, self.target) if self.spec.target in self.suite.targets else None
+
 
 def scripted_turns(spec: TestSpec) -> int | None:
     """The most turns a test's conversation can have when its user side is a script alone, or None when someone

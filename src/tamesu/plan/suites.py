@@ -17,7 +17,7 @@ from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import OUTER_MODELS
-from tamesu.plan import _lint
+from tamesu.plan import _fit, _lint
 from tamesu.plan._checks import (
     check_audio,
     check_models_needed,
@@ -241,6 +241,7 @@ def _load_suite(
             seen_names[test.name] = index
             check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
             planned.append(test)
+    warnings.extend(_fit.unfit_defaults(suite, planned, placed, project_placed))
     suite_vars = {*project.spec.vars, *spec.vars}
     test_vars = {name for test in planned for name in test.vars}
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
@@ -308,6 +309,10 @@ def _expand_test(
         problems.append(doc.problem((*loc, "cases"), f"{len(spec.cases):,} inline cases (at most "
                                     f"{MAX_INLINE_CASES:,}): put them in a cases_file (CSV or JSON)"))
         return []
+    if "cases" in spec.model_fields_set and not spec.cases and spec.cases_file is None:
+        problems.append(doc.problem((*loc, "cases"), "cases is empty: the test would run once with no case; "
+                                    "write a case, or leave cases out"))
+        return []
     cases = list(spec.cases)
     if spec.cases_file:
         cases_loc = (*loc, "cases_file")
@@ -366,6 +371,7 @@ def _expand_test(
             warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))
             warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
             warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
+            warnings.extend(_fit.unfit_assertions(suite, case_spec.target, assertions, len(case_spec.assert_), loc))
             warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
             warnings.extend(_lint.unselectable_tags(suite, case_spec, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file

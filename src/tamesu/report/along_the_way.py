@@ -35,6 +35,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "mcp_stdout_noise": ("MCP server", "MCP servers", "printed lines that are not JSON-RPC on stdout (the stdio "
                          "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
+    "capture_not_found": ("capture", "captures", "found in no agent turn"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
 is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the
@@ -56,8 +57,8 @@ class AlongTheWay:
         # summary of 2 retried calls in 1 test was 7 in 3)
         for run in runs:
             test = f"{run.suite}/{run.test}"
-            if run.attempt > 1:  # the test's own `retries`: a run made again after an error
-                self._events[_RUN_AGAIN] += 1
+            if run.attempt > 1:  # the test's own `retries`: the last attempt, made again `attempt - 1` times
+                self._events[_RUN_AGAIN] += run.attempt - 1
                 self._tests.setdefault(_RUN_AGAIN, set()).add(test)
             for event in run.events:
                 if event.name in NOTABLE:

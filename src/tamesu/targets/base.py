@@ -27,6 +27,12 @@ class SessionOpenSpec(HttpRequestSpec):
     """NAME: JSONPath into the response body."""
 
 
+class SessionSpec(Strict):
+    open: SessionOpenSpec | None = None
+    """A request made once per run before the target connects (create a conversation, mint a token); its
+    `capture` values are `{{session.NAME}}` in the target's configuration."""
+
+
 class HandoffSpec(Strict):
     """How the agent signals that a person took over: a JSONPath that is truthy, or a pattern in its text."""
 
@@ -79,6 +85,8 @@ class TargetSpec(Strict):
     tls: TlsSpec | None = None
     """Trust and client certificates for the target's TLS routes (rest, a2a, mcp over HTTP, grpcs://, a voice,
     realtime or pipecat target's wss://): net.tls."""
+    session: SessionSpec = Field(default_factory=SessionSpec)
+    """`open`: a request made once per run before the target connects; its captures are `{{session.NAME}}`."""
     handoff: HandoffSpec | None = None
     """How the agent says a person took over (a JSONPath or a pattern): the conversation then ends with `handoff`."""
     turn_timeout: Duration = Field(60.0, gt=0)
@@ -130,11 +138,35 @@ class Target(ABC, Generic[SpecT]):
     """With `dtmf`: the spec key without which this configuration cannot send digits (`messages.dtmf`)."""
     takes_steps: ClassVar[bool] = False
     """A test of it may have `steps:` (browser actions), checked by `step_problems`."""
+    answers_http_status: ClassVar[bool] = False
+    """Each turn has an HTTP status (the `status` assertion)."""
+    phone_call: ClassVar[bool] = False
+    """Its session is a phone call (`call_ended_by`, `transferred_to`)."""
+    hears_dtmf: ClassVar[bool] = False
+    """The digits the agent sends on the line are heard (`dtmf_received`)."""
+    signals_handoff: ClassVar[bool] = False
+    """Its protocol says when a person took over, with or without the spec's `handoff:` (`handoff`)."""
+    session_names: ClassVar[frozenset[str]] = frozenset()
+    """The `{{session.NAME}}` values it fills itself (sip's `uri`), beside a `session.open`'s captures where its
+    spec takes a `session` key; validate refuses any other name in its configuration."""
+    opens_session: ClassVar[bool] = False
+    """It makes the spec's `session.open` request itself, when its protocol needs it then (rest, voice, pipecat);
+    for the others `open` makes it before `_open`, and the run's templates see its captures."""
+    reads_handoff: ClassVar[bool] = False
+    """It reads the spec's `handoff:` signal itself, from documents of its own (rest's streamed events); for
+    the others the engine reads it from each turn as kept (`targets.handoff_signal`)."""
     reports_tool_calls: ClassVar[bool] = True
     """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
     takes_options: ClassVar[frozenset[str] | None] = frozenset()
     """The keys of a JSONL case's `options` (`-c` is `options.connector`) that reach the agent; None: all of
     them. `test` and `validate` warn of the others, which it drops."""
+
+    @classmethod
+    def offers(cls, need: str, spec: TargetSpec) -> bool:
+        """Whether a target of this type, so configured, gives what a check `needs` (`Check.needs`)."""
+        if need == "speaks_audio":
+            return cls.has_audio(spec)
+        return bool(getattr(cls, need, False)) or (need == "signals_handoff" and spec.handoff is not None)
 
     @classmethod
     def has_audio(cls, spec: object) -> bool:
@@ -178,6 +210,13 @@ class Target(ABC, Generic[SpecT]):
         once, so nothing it started outlives it."""
         self._session = session
         try:
+            opening = self.spec.session.open
+            if opening is not None and not type(self).opens_session:
+                from tamesu.targets.session_open import mask_credentials, open_session
+
+                await open_session(opening, session, self._what)
+                session.context = session.with_captures()
+                mask_credentials(session, getattr(self.spec, "headers", None) or {}, opening.capture)
             await self._open(session)
         except BaseException:
             await self.close()

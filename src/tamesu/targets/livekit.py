@@ -153,6 +153,7 @@ class _Heard:
 @register("targets", "livekit")
 class LiveKitTarget(Target[LiveKitSpec]):
     kind = "livekit"
+    hears_dtmf = True
     audio = text_mode = dtmf = True
     Spec = LiveKitSpec
     spec: LiveKitSpec

@@ -192,6 +192,7 @@ def _as_content(value: object) -> str:
 @register("targets", "model")
 class ModelTarget(Target[ModelTargetSpec]):
     kind = "model"
+    reads_handoff = True
     Spec = ModelTargetSpec
     carries_history = True
     takes_options = frozenset({"connector"})  # the model that answers (`plan.targets.with_connector`)

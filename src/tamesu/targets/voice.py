@@ -50,7 +50,7 @@ from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.sniffer import EncodingSniffer
 from tamesu.targets.audio.socket import AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
-from tamesu.targets.base import SessionOpenSpec, TargetSpec
+from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec
 from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.telemetry.traceparent import TraceContext
@@ -149,7 +149,7 @@ class MessagesSpec(Strict):
     """The agent's message that is a tool call: JSONPaths to its name, arguments and id."""
 
 
-class VoiceSessionSpec(Strict):
+class VoiceSessionSpec(SessionSpec):
     open: SessionOpenSpec | None = None
     """A request made before connecting (create the call); its captures are `{{session.NAME}}`."""
 
@@ -317,6 +317,7 @@ class VoiceWire(Wire):
 @register("targets", "voice")
 class VoiceTarget(CapturedSocketAddress, AudioSocketTarget[VoiceSpec]):
     kind = "voice"
+    opens_session = True
     dtmf_needs = "messages.dtmf"
     Spec = VoiceSpec
     spec: VoiceSpec

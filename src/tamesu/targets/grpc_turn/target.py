@@ -100,6 +100,7 @@ class GrpcSpec(TargetSpec):
 @register("targets", "grpc")
 class GrpcTarget(Target[GrpcSpec]):
     kind = "grpc"
+    reads_handoff = signals_handoff = True
     Spec = GrpcSpec
     carries_history = True
 

@@ -139,6 +139,7 @@ class McpTarget(ModelTarget):
     kind = "mcp"
     Spec = McpTargetSpec
     model_is_the_agent = False
+    session_names = frozenset({"port"})  # a server it starts, on a free port
 
     def __init__(self, spec: McpTargetSpec, name: str) -> None:
         super().__init__(spec, name)

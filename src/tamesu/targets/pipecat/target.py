@@ -60,12 +60,12 @@ from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, AudioSocketTarget
 from tamesu.targets.audio.wire import Incoming, Wire
-from tamesu.targets.base import SessionOpenSpec, TargetSpec
+from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec
 from tamesu.targets.pipecat.wire import PipecatWire, peek
 from tamesu.targets.realtime.spec import answer, audio_mode_available, check_tool_results, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.targets.ws_open import open_websocket
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration
 
 __all__ = ["PipecatSpec", "PipecatTarget"]
 
@@ -80,7 +80,7 @@ to 5.3 s after the audio it announced. Twice that, so only speech no message wil
 not send them) waits this long before its turn can end."""
 
 
-class PipecatSessionSpec(Strict):
+class PipecatSessionSpec(SessionSpec):
     open: SessionOpenSpec | None = None
     """A request made before connecting (a bot runner's start endpoint); its captures are `{{session.NAME}}`."""
 
@@ -125,6 +125,7 @@ class PipecatSpec(TargetSpec):
 @register("targets", "pipecat")
 class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
     kind = "pipecat"
+    opens_session = True
     text_mode = True
     Spec = PipecatSpec
     spec: PipecatSpec

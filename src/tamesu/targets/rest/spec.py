@@ -16,7 +16,7 @@ from pydantic import (
 
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
-from tamesu.targets.base import SessionOpenSpec, TargetSpec, check_path
+from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec, check_path
 from tamesu.types import HostPort
 
 JsonPath = Annotated[str, AfterValidator(check_path)]
@@ -162,7 +162,7 @@ class ResponseSpec(Strict):
     """The answer is what the agent posts to an endpoint tamesu serves for the run."""
 
 
-class RestSessionSpec(Strict):
+class RestSessionSpec(SessionSpec):
     id: str | None = None
     """Template of the session id; default a fresh uuid4 hex per run."""
     open: SessionOpenSpec | None = None

@@ -57,9 +57,8 @@ a 429 (too many requests), which is sent again `rate_limit_retries` times after 
 `rate_limited` event each), then an InfraError.
 A turn over `turn_timeout` raises TurnError. session.open failing, or the websocket handshake, is InfraError.
 
-Events: `transport`, `session_open`, `connect_retry`, `resent`, `rate_limited`, `handoff`, `unsolicited`. Metric:
-`rest_requests`, the HTTP requests that reached the agent (session.open, sends, polls) plus the websocket messages
-sent.
+Events: `transport`, `session_open`, `connect_retry`, `resent`, `rate_limited`, `handoff`, `unsolicited`.
+Metric: `rest_requests`, the HTTP requests that reached the agent (session.open, sends, polls) plus websocket sends.
 """
 
 from __future__ import annotations
@@ -122,6 +121,7 @@ UNSOLICITED_KEPT = 20
 @register("targets", "rest")
 class RestTarget(Target[RestSpec]):
     kind = "rest"
+    reads_handoff = answers_http_status = opens_session = True
     Spec = RestSpec
     carries_history = True
     takes_options = None  # the body's `options`

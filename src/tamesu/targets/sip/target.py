@@ -58,6 +58,8 @@ WORDS_OUT_TIMEOUT_S = 3.0
 @register("targets", "sip")
 class SipTarget(Target[SipSpec]):
     kind = "sip"
+    phone_call = hears_dtmf = True
+    session_names = frozenset({"uri"})
     audio = dtmf = True
     Spec = SipSpec
     spec: SipSpec

@@ -1,0 +1,85 @@
+"""An assertion that reads what its test's target never gives (an HTTP status, a phone call, the digits on the
+line, a handoff signal): it could only fail, or, negated or `handoff: false`, only pass, whatever the agent did.
+That is the suite's asking, not the agent's doing: validate warns where it is written and each run is an error
+(exit 3, fault `environment`), as an `on_turn` past the script is."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from tamesu import targets
+from tamesu.checks import Assertion
+from tamesu.checks.base import Check
+from tamesu.checks.metric import Metric
+from tamesu.errors import Problem
+from tamesu.targets.base import TargetSpec
+
+if TYPE_CHECKING:
+    from tamesu.plan.model import LoadedSuite, PlannedTest
+
+Loc = tuple[Any, ...]
+
+_GIVES = {
+    "answers_http_status": "needs an HTTP status on each turn, which {kind} target {name} never gives",
+    "phone_call": "needs a phone call, which {kind} target {name} never makes",
+    "hears_dtmf": "needs the digits the agent sends on the line, which {kind} target {name} never hears",
+    "signals_handoff": "needs a handoff signal, which {kind} target {name} never gives: declare one with the "
+                       "target's `handoff:` (a json_path or regex)",
+}
+
+
+_METRIC_NEEDS = {
+    **dict.fromkeys(("time_to_first_audio_ms", "interruption_stop_ms", "talk_over_ratio", "silence_gap_max_ms",
+                     "stt_word_error_rate", "greeting_ms"), "speaks_audio"),
+    **dict.fromkeys(("call_setup_ms", "ring_ms", "call_duration_ms"), "phone_call"),
+    **dict.fromkeys(("goal_steps", "goal_steps_total", "browser_steps"), "takes_steps"),
+}
+"""The Concepts page's metrics that only some targets measure, by what the target must do to measure them."""
+_MEASURED = {
+    "speaks_audio": "{metric} is measured only in audio, which {kind} target {name} does not speak",
+    "phone_call": "{metric} is measured only on a phone call, which {kind} target {name} never makes",
+    "takes_steps": "{metric} is measured only by browser steps, which {kind} target {name} never takes",
+}
+_STAT = re.compile(r"_(?:p\d{1,2}|max|min|mean)$")
+
+
+def unfit(assertion: Assertion, name: str, target: TargetSpec) -> str | None:
+    """Why `assertion` cannot be graded on the target `name`, or None."""
+    check: Check[Any] = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
+    need, said = check.needs, _GIVES
+    if isinstance(check, Metric):  # an SLO's (`missing: pass`) passes where its metric is not measured
+        metric = check.spec.name
+        need = None if check.spec.missing == "pass" else _METRIC_NEEDS.get(_STAT.sub("", metric))
+        said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
+    if need is None or not targets.is_known(target.type) or targets.target_class(target.type).offers(need, target):
+        return None
+    return said.get(need, "needs {need}, which {kind} target {name} never gives").format(
+        need=need, kind=target.type, name=name)
+
+
+def unfit_assertions(suite: LoadedSuite, name: str | None, assertions: list[Assertion], count: int,
+                     loc: Loc) -> list[Problem]:
+    """The test's own assertions (the first `count`, as `assert:` writes them) its target cannot grade."""
+    target = suite.targets.get(name or "")
+    if target is None or name is None:
+        return []
+    return [suite.doc.problem((*loc, "assert", index, assertion.key), f"{why}: every run of the test is an error")
+            for index, assertion in enumerate(assertions[:count])
+            if (why := unfit(assertion, name, target)) is not None]
+
+
+def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple[int, Assertion]],
+                   project: list[tuple[int, Assertion]]) -> list[Problem]:
+    """`defaults.assert` of the suite (`own`) and of tamesu.yaml (`project`) that a target of the suite's tests
+    cannot grade, once each where written, naming the targets."""
+    used = {test.spec.target: suite.targets[test.spec.target] for test in tests if test.spec.target in suite.targets}
+    said: list[Problem] = []
+    for doc, placed in ((suite.doc, own), (suite.project.doc, project)):
+        if doc is None:
+            continue
+        for index, assertion in placed:
+            said.extend(doc.problem(("defaults", "assert", index, assertion.key),
+                                    f"{why}: every run of its tests is an error")
+                        for name, target in sorted(used.items()) if (why := unfit(assertion, name, target)))
+    return said

@@ -1,0 +1,39 @@
+"""A capture no agent turn had is said in the result (a `capture_not_found` event naming what looked where) and
+counted on the console's `along the way` line. Before, it left no trace: only a later template or assertion that
+happened to read it said anything, and a capture nothing read vanished from a green run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+_SUITE = """\
+models:
+  bot: { provider: fake, rules: [ { say: "Your order ORD-1001 is on its way" } ] }
+targets:
+  bot: { type: model, model: bot }
+tests:
+  - name: order
+    target: bot
+    capture:
+      - { name: order, regex: "ORD-[0-9]+" }
+      - { name: carrier, regex: "via ([A-Z]+)" }
+      - { name: eta, json_path: "$.eta" }
+    scenario: { script: [ { say: "where is my order?" }, { say: "and when?" } ] }
+    assert: [ { captured: { name: order, matches: "^ORD-" } } ]
+"""
+
+
+def test_a_capture_no_turn_had_is_an_event_and_counted_along_the_way(tmp_path: Path, tamesu: Any) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "along the way: 2 captures found in no agent turn (capture_not_found, 1 test)" in done.stdout, done.stdout
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "order" / "run-1" / "result.json").read_text())
+    assert result["captured"] == {"order": "ORD-1001"}
+    assert [e["data"] for e in result["events"] if e["name"] == "capture_not_found"] == [
+        {"name": "carrier", "note": "capture carrier: regex 'via ([A-Z]+)' found nothing in 2 agent turn(s)"},
+        {"name": "eta", "note": "capture eta: json_path $.eta found nothing in 2 agent turn(s)"},
+    ]

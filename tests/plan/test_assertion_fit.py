@@ -1,0 +1,113 @@
+"""An assertion that reads what its test's target never gives (the Concepts page's table: `status` on rest,
+`dtmf_received` on sip and livekit, `call_ended_by` and `transferred_to` on sip, `handoff` where a handoff
+signal is declared): validate warns where it is written, and each run is an error (exit 3, fault
+`environment`). Before, validate said ok and every run failed blamed on the agent (exit 1), and `handoff: false`
+on a target with no signal passed whatever the agent did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_tamesu
+
+_SUITE = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop, system: "You are a shop assistant" }
+  desk: { type: model, model: shop, system: "You are a help desk", handoff: { regex: "(?i)a colleague" } }
+defaults:
+  assert:
+    - status: 200
+tests:
+  - name: phone checks on a chat
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - dtmf_received: "12"
+      - call_ended_by: agent
+      - transferred_to: { matches: "^sip:" }
+      - handoff: false
+  - name: a declared signal
+    target: desk
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - handoff: false
+"""
+
+
+def test_an_assertion_its_target_never_gives_is_warned_and_an_error(tmp_path: Path) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        "warning: s.tamesu.yaml:14:24: tests[0].assert[0].dtmf_received: needs the digits the agent sends on the "
+        "line, which model target shop never hears: every run of the test is an error",
+        "warning: s.tamesu.yaml:15:24: tests[0].assert[1].call_ended_by: needs a phone call, which model target "
+        "shop never makes: every run of the test is an error",
+        "warning: s.tamesu.yaml:16:25: tests[0].assert[2].transferred_to: needs a phone call, which model target "
+        "shop never makes: every run of the test is an error",
+        "warning: s.tamesu.yaml:17:18: tests[0].assert[3].handoff: needs a handoff signal, which model target shop "
+        "never gives: declare one with the target's `handoff:` (a json_path or regex): every run of the test is an "
+        "error",
+        "warning: s.tamesu.yaml:8:15: defaults.assert[0].status: needs an HTTP status on each turn, which model "
+        "target desk never gives: every run of its tests is an error",
+        "warning: s.tamesu.yaml:8:15: defaults.assert[0].status: needs an HTTP status on each turn, which model "
+        "target shop never gives: every run of its tests is an error",
+    ], done.stderr
+
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    records = {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {name: (r["status"], r["runs"][0]["fault"]) for name, r in records.items()} == {
+        "phone checks on a chat": ("error", "environment"), "a declared signal": ("error", "environment")}
+    result = json.loads((run_dir / records["phone checks on a chat"]["runs"][0]["dir"] / "result.json").read_text())
+    assert result["error"] == "defaults/status: needs an HTTP status on each turn, which model target shop never gives"
+    graded = {a["name"]: (a["passed"], a["reason"]) for a in result["assertions"]}
+    assert graded["handoff"] == (False, "not decided: needs a handoff signal, which model target shop never gives: "
+                                        "declare one with the target's `handoff:` (a json_path or regex)")
+    # the target that declares a signal grades handoff: only the default status is what it cannot give
+    declared = json.loads((run_dir / records["a declared signal"]["runs"][0]["dir"] / "result.json").read_text())
+    assert {a["name"]: a["passed"] for a in declared["assertions"]} == {"defaults/status": False, "handoff": True}
+
+
+_METRICS = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+defaults:
+  slo: { time_to_first_audio_ms_p95: 1500 }
+tests:
+  - name: audio metrics of a chat
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_audio_ms_p95, lt: 1500 }
+      - metric: { name: call_setup_ms, lt: 3000 }
+      - metric: { name: turns, equals: 1 }
+"""
+
+
+def test_a_metric_its_target_never_measures_is_warned_and_an_error_but_an_slo_passes(tmp_path: Path) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(_METRICS)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        "warning: s.tamesu.yaml:12:17: tests[0].assert[0].metric: time_to_first_audio_ms_p95 is measured only in "
+        "audio, which model target shop does not speak: every run of the test is an error",
+        "warning: s.tamesu.yaml:13:17: tests[0].assert[1].metric: call_setup_ms is measured only on a phone call, "
+        "which model target shop never makes: every run of the test is an error",
+    ], done.stderr
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "audio-metrics-of-a-chat" / "run-1" / "result.json").read_text())
+    assert (result["status"], result["fault"]) == ("error", "environment")
+    # the metric it measures is graded; a metric the test does not measure passes its SLO, as Concepts says
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
+        ("metric", False), ("metric", False), ("metric", True), ("slo/time_to_first_audio_ms_p95", True)]
+    assert result["error"] == ("metric: time_to_first_audio_ms_p95 is measured only in audio, which model target "
+                               "shop does not speak")
