@@ -39,7 +39,8 @@ unless the model's own `headers` set one (it wins); the judge's and the simulato
 
 `handoff` works as for rest, over the turn's ModelResponses: `json_path: "$.tool_calls[?(@.name ==
 'transfer_to_human')]"` makes a tool call the handoff signal. Each request carries `purpose: target`, no seed,
-and `context: {message}` (the user's turn) for the fake provider's rules.
+and `context: {message}` (the user's turn) for the fake provider's rules, plus `run` (its number) from a repeated
+test's second run on, so the replay cache keys every run apart.
 
 Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`. Metrics:
 `model_calls`, the calls made (a fallback's included); `tool_arguments_invalid`.
@@ -363,14 +364,27 @@ class ModelTarget(Target[ModelTargetSpec]):
                          first_token_at_ms=None, completed_at_ms=completed_at, handoff=handed)
 
     def _request(self, said: str) -> ModelRequest:
+        # What the fake provider's rules read, and which run of a repeated test asks. Nothing else goes here: the
+        # context is part of the replay cache key, and the messages already say everything else (renaming the
+        # target keeps the cache).
+        context: dict[str, object] = {"message": said}
+        if (number := self._run_number()) > 1:
+            # each run is another try of the agent: with run 1's key, runs 2..N replayed run 1's answer and
+            # pass^k was one answer counted N times; run 1 keeps the key it always had
+            context["run"] = number
         return ModelRequest(
             purpose="target", messages=list(self._messages), temperature=self.spec.temperature,
-            max_tokens=self.spec.max_tokens, seed=None, tools=self._offered_tools(),
-            # What the fake provider's rules read. Nothing else goes here: the context is part of the replay
-            # cache key, and the messages already say everything else (renaming the target keeps the cache).
-            context={"message": said},
+            max_tokens=self.spec.max_tokens, seed=None, tools=self._offered_tools(), context=context,
             headers=self._trace_headers(),
         )
+
+    def _run_number(self) -> int:
+        """Which run of its test this session is (`{{run.number}}`); 1 when the session says none."""
+        try:
+            number = self._require_session().context.lookup("run.number")
+        except TemplateError:
+            return 1
+        return number if isinstance(number, int) else 1
 
     def turn_trace_id(self, session: Session) -> str | None:
         if self.model_is_the_agent and not self._reached_model:
