@@ -42,7 +42,8 @@ unless the model's own `headers` set one (it wins); the judge's and the simulato
 and `context: {message}` (the user's turn) for the fake provider's rules, plus `run` (its number) from a repeated
 test's second run on, so the replay cache keys every run apart.
 
-Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`. Metrics:
+Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`,
+`model_answer_cut` / `model_answer_withheld` (an answer cut at the token limit, or withheld by the server). Metrics:
 `model_calls`, the calls made (a fallback's included); `tool_arguments_invalid`.
 """
 
@@ -77,6 +78,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import bounded_reading, is_too_large
 from tamesu.plugins import register
 from tamesu.suite.templates import Context
+from tamesu.targets._model_stops import say_why_it_stopped
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
 from tamesu.types import Strict
@@ -340,6 +342,7 @@ class ModelTarget(Target[ModelTargetSpec]):
         for round_ in range(self.spec.max_tool_rounds + 1):
             response = await self._generate(said)
             responses.append(response)
+            say_why_it_stopped(session, response, self.spec.max_tokens)
             self._messages.append(Message(role="assistant", content=response.text, tool_calls=response.tool_calls))
             if not response.tool_calls:
                 break
