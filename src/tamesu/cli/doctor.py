@@ -15,6 +15,7 @@ from tamesu.errors import ConfigError, TemplateError
 from tamesu.report.words import count_of
 
 if TYPE_CHECKING:
+    from tamesu.models.spec import ModelSpec
     from tamesu.plan import Plan
     from tamesu.suite.templates import Context
     from tamesu.targets.base import TargetSpec
@@ -167,23 +168,51 @@ def _store_findings(plan: Plan) -> list[Finding]:
 
 
 async def _model_findings(plan: Plan) -> list[Finding]:
-    """Each configured model: key present, server reachable, key accepted. Keys are never shown."""
+    """Each configured model, each fallback and each model a target names itself: key present, server reachable,
+    key accepted. Keys are never shown."""
     from tamesu.models.client import check
     from tamesu.suite.templates import Context
 
     context = Context(secrets=plan.secrets, env=dict(os.environ))
     found: list[Finding] = []
     seen: set[str] = set()
-    declared = [(name, spec) for name, spec in plan.project.spec.models.items()]
-    declared += [(name, spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
-    for role, spec in declared:
+    problems: dict[str, str | None] = {}
+    """By spec: a model that is also another's fallback is asked once."""
+    for where, spec in _models(plan):
         label = f"{spec.provider}:{spec.model or 'fake'}"
-        key = f"{role}/{spec.model_dump_json()}"
-        if key in seen:
+        asked = spec.model_copy(update={"fallback": None}).model_dump_json()
+        if f"{where}/{asked}" in seen:
             continue
-        seen.add(key)
-        problem = await check(spec, context.render_text)
+        seen.add(f"{where}/{asked}")
+        if asked not in problems:
+            problems[asked] = await check(spec, context.render_text)
+        problem = problems[asked]
         # a server may quote back a header or key it was sent, in any encoding: mask what was rendered
         shown = plan.secrets.redactor.text(problem) if problem else "ready"
-        found.append((problem is None, f"models.{role} ({label}): {shown}"))
+        found.append((problem is None, f"{where} ({label}): {shown}"))
     return found
+
+
+def _models(plan: Plan) -> list[tuple[str, ModelSpec]]:
+    """Where each model is written, and its spec: `models:`, a target's own `model`/`fallback` (a mapping or
+    `provider:model`; a name is one of `models:`), then each one's fallbacks. A fallback is asked only when its
+    model fails: its refused key was first met then, in the middle of a run."""
+    from tamesu.models.spec import ModelSpec
+
+    declared = [(f"models.{name}", spec) for name, spec in plan.project.spec.models.items()]
+    declared += [(f"models.{name}", spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
+    for name, target, _ in _targets(plan):
+        for key in ("model", "fallback"):
+            value = getattr(target, key, None)
+            if isinstance(value, str) and ":" in value:
+                with contextlib.suppress(ValueError):  # validate already refused what is neither
+                    value = ModelSpec.model_validate(value)
+            if isinstance(value, ModelSpec):
+                declared.append((f"targets.{name}.{key}", value))
+    chained: list[tuple[str, ModelSpec]] = []
+    for where, first in declared:
+        spec: ModelSpec | None = first
+        while spec is not None:
+            chained.append((where, spec))
+            where, spec = f"{where}.fallback", spec.fallback
+    return chained
