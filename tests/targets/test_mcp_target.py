@@ -537,6 +537,42 @@ async def test_arguments_that_are_no_json_reach_no_tool_and_the_model_is_told(tm
     assert [e["tool"] for e in events(session, "tool_arguments_invalid")] == ["lookup"]
 
 
+async def test_a_tool_without_arguments_listed_as_a_bare_object_reaches_an_openai_model(tmp_path: Path,
+                                                                                        serve: Any) -> None:
+    # before: the server's `ghost` ({"type": "object"}, as MCP allows and many servers list a tool without
+    # arguments) went to OpenAI as it was, which refuses the whole request: every turn of every test of such a
+    # server was exit 3 "Invalid schema for function 'ghost': In context=(), object schema missing properties."
+    model = OpenAIServer(strict_tools=True)
+    base_url = model.base_url(serve(model.app).url)
+    model.plan(text("Hello! How can I help?"), text("Pong."))
+    session = make_session(tmp_path)
+    session.models = ModelRegistry({"target": ModelSpec(provider="openai", model="test-model", base_url=base_url,
+                                                        api_key="local", timeout=10)})
+    async with opened(session, **stdio()) as target:
+        turn = await target.send(UserTurn(text="hello"))
+    assert turn.text == "Hello! How can I help?"
+    [asked] = model.calls()
+    offered = {tool["function"]["name"]: tool["function"]["parameters"] for tool in asked.body["tools"]}
+    assert offered["ghost"] == {"type": "object", "properties": {}}
+    assert offered["get_order"]["properties"] == {"order_id": {"title": "Order Id", "type": "string"}}
+    # a model target's own declarations: an object schema without properties, properties without a type
+    session = make_session(tmp_path)
+    session.models = ModelRegistry({"target": ModelSpec(provider="openai", model="test-model", base_url=base_url,
+                                                        api_key="local", timeout=10)})
+    target = ModelTarget(ModelTargetSpec.model_validate({"type": "model", "tools": [
+        {"name": "ping", "parameters": {"type": "object"}},
+        {"name": "echo", "parameters": {"properties": {"text": {"type": "string"}}}}]}), "bot")
+    await target.open(session)
+    try:
+        assert (await target.send(UserTurn(text="ping"))).text == "Pong."
+    finally:
+        await target.close()
+        await session.models.aclose()
+    offered = {tool["function"]["name"]: tool["function"]["parameters"] for tool in model.calls()[1].body["tools"]}
+    assert offered == {"ping": {"type": "object", "properties": {}},
+                       "echo": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+
 # -- grounding on an MCP tool -------------------------------------------------------------------------------
 
 GROUNDED_RULES: list[dict[str, Any]] = [
