@@ -331,6 +331,18 @@ async def test_a_running_server_at_a_url_with_headers(tmp_path: Path, http_serve
     assert events(session, "mcp_server")[0]["transport"] == "http"
 
 
+async def test_a_url_the_server_redirects_within_itself_is_followed(tmp_path: Path,
+                                                                    http_server: Callable[..., str]) -> None:
+    # before: `.../mcp/` (Starlette answers 307 to `.../mcp`, as a trailing slash is normalised) failed the start
+    # with "RequestNotRead: Attempted to access streaming request content": the redirected request, which the SDK
+    # rebuilds to follow it within the origin, was read as one that had its body in hand
+    url = http_server()
+    session = make_session(tmp_path)
+    async with opened(session, type="mcp", url=f"{url}/") as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001"))
+    assert turn.tool_calls[0].result["status"] == "shipped"
+
+
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 async def test_an_answer_past_max_response_bytes_is_refused_and_fails_the_turn(
         tmp_path: Path, http_server: Callable[..., str], transport: str) -> None:

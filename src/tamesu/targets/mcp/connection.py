@@ -157,7 +157,13 @@ _TOOL_CALL = re.compile(rb'"method"\s*:\s*"tools/call"')
 def _not_a_tool_call(request: httpx2.Request) -> bool:
     """A message that may be sent again after a dropped connection: not a `tools/call`, which a server may have
     carried out before it dropped it (a refund made twice, the run none the wiser)."""
-    return _TOOL_CALL.search(request.content) is None
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:
+        # a request the SDK rebuilt to follow a redirect within the server (`/mcp/` -> `/mcp`) carries the first
+        # one's body as a stream, in memory (the transport asks only then) but not read into `content` yet
+        body = request.read()
+    return _TOOL_CALL.search(body) is None
 
 
 class McpConnection:
