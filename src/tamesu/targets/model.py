@@ -49,7 +49,6 @@ Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_a
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -79,6 +78,7 @@ from tamesu.net.bounded import bounded_reading, is_too_large
 from tamesu.plugins import register
 from tamesu.suite.templates import Context
 from tamesu.targets._model_stops import say_why_it_stopped
+from tamesu.targets._turn_clock import turn_deadline
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
 from tamesu.types import Strict
@@ -300,7 +300,7 @@ class ModelTarget(Target[ModelTargetSpec]):
             del self._messages[kept:]
             raise
         try:
-            async with asyncio.timeout(limit) as scope:
+            async with turn_deadline(session, limit) as scope:
                 return await self._exchange(session, turn.display())
         except TimeoutError:
             del self._messages[kept:]
