@@ -177,3 +177,23 @@ def test_a_model_targets_turn_does_not_count_its_wait_for_max_concurrent(tmp_pat
              for e in json.loads(run.read_text())["events"] if e["name"] == "model_queued"]
     # the runs behind the first waited their turn, and said so; the last about five answers' time
     assert len(waits) >= 3 and max(waits) >= 2.0, waits
+
+
+def test_a_tests_timeout_does_not_count_its_wait_for_max_concurrent(tmp_path: Path, tamesu: Any,
+                                                                    serve: Serve) -> None:
+    # before: the test's own `timeout` (the whole conversation) counted tamesu's queue too: the runs at its back
+    # failed "the test took longer than its timeout (2s)", the agent's fault, though each answer took 0.6 s
+    bot = OpenAIServer()
+    slot = OneAtATime(bot.app, 0.6)
+    url = bot.base_url(serve(slot).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "cache: { mode: off }\nmodels:\n"
+        f"  bot: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 5s, max_retries: 0, "
+        "max_concurrent: 1 }\n")
+    (tmp_path / "suite.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\ntests:\n"
+        f"  - {{ name: greets, target: bot, repeat: {TESTS}, timeout: 2s, "
+        "scenario: { script: [ { say: hello } ] }, assert: [ { contains: hello } ] }\n")
+    result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert slot.most == 1 and slot.served == TESTS

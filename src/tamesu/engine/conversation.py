@@ -25,6 +25,7 @@ from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.models import queueing
 from tamesu.models.base import ModelError, Models
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
@@ -148,7 +149,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     made: list[Target[TargetSpec]] = []
     hooked = False
     try:
-        async with asyncio.timeout(test.spec.timeout) as deadline:
+        # the test's timeout is the agent's time: a model request waiting for max_concurrent stops its clock
+        async with asyncio.timeout(test.spec.timeout) as deadline, queueing.clock(deadline):
             if inputs.stop is not None:
                 inputs.stop.watch(deadline)
             # within the deadline: Ctrl-C cuts a hook that is still running (it waited for it), and the test's

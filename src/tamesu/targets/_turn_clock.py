@@ -11,18 +11,17 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from tamesu.conversation import Session
-from tamesu.models.queueing import turn_clock
+from tamesu.models.queueing import clock
 
 
 @contextlib.asynccontextmanager
 async def turn_deadline(session: Session, limit: float) -> AsyncIterator[asyncio.Timeout]:
     """`asyncio.timeout(limit)` whose deadline moves on by every wait for a place at the model."""
-    async with asyncio.timeout(limit) as scope:
-        with turn_clock(scope) as clock:
-            try:
-                yield scope
-            finally:
-                if clock.waited >= 0.001:
-                    session.event("model_queued", waited_s=round(clock.waited, 3),
-                                  note="the turn's model requests waited for a place at max_concurrent: not "
-                                       "counted in turn_timeout, but in the turn's latency")
+    async with asyncio.timeout(limit) as scope, clock(scope) as waits:
+        try:
+            yield scope
+        finally:
+            if waits.waited >= 0.001:
+                session.event("model_queued", waited_s=round(waits.waited, 3),
+                              note="the turn's model requests waited for a place at max_concurrent: not counted "
+                                   "in turn_timeout, but in the turn's latency")
