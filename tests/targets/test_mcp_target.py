@@ -331,6 +331,19 @@ async def test_a_running_server_at_a_url_with_headers(tmp_path: Path, http_serve
     assert events(session, "mcp_server")[0]["transport"] == "http"
 
 
+async def test_a_server_of_the_older_sse_transport_is_named_as_such(tmp_path: Path,
+                                                                    http_server: Callable[..., str]) -> None:
+    # before: "Server returned an error response (HTTP 405 Method Not Allowed)" and nothing on why
+    url = http_server("--sse")
+    session = make_session(tmp_path)
+    with pytest.raises(InfraError) as failed:
+        async with opened(session, type="mcp", url=url, connect={"attempts": 1}):
+            pass
+    assert "(HTTP 405 Method Not Allowed; a server that refuses the POST may speak only MCP's older HTTP+SSE " \
+        "transport (a url ending in /sse), which tamesu does not: give its streamable HTTP endpoint (often /mcp))" \
+        in str(failed.value), str(failed.value)
+
+
 async def test_a_url_the_server_redirects_within_itself_is_followed(tmp_path: Path,
                                                                     http_server: Callable[..., str]) -> None:
     # before: `.../mcp/` (Starlette answers 307 to `.../mcp`, as a trailing slash is normalised) failed the start

@@ -281,6 +281,19 @@ def is_unreached(exc: BaseException) -> bool:
     return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError)
 
 
+def http_statuses(errors: list[str]) -> str:
+    """` (HTTP 405 Method Not Allowed)`, the error statuses the server answered the session's start with, and what
+    a 405 most often means; "" when there were none."""
+    if not errors:
+        return ""
+    said = "; ".join(dict.fromkeys(errors))
+    if any(error.startswith("HTTP 405") for error in errors):
+        # a server of the older HTTP+SSE transport takes a GET at its url (`/sse`) and refuses the POST
+        said += ("; a server that refuses the POST may speak only MCP's older HTTP+SSE transport (a url ending in "
+                 "/sse), which tamesu does not: give its streamable HTTP endpoint (often /mcp)")
+    return f" ({said})"
+
+
 def server_environment(env: dict[str, str]) -> dict[str, str]:
     """What a server process sees: the same safe part of our environment the SDK gives a stdio server."""
     return {**get_default_environment(), **owner_env(), **env}
