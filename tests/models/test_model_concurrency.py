@@ -11,12 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from model_servers import OpenAIServer
+from tamesu.models import queueing
 from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
@@ -197,3 +199,17 @@ def test_a_tests_timeout_does_not_count_its_wait_for_max_concurrent(tmp_path: Pa
     result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
     assert result.returncode == 0, result.stdout + result.stderr
     assert slot.most == 1 and slot.served == TESTS
+
+
+async def test_a_wait_for_a_place_once_the_deadline_passed_leaves_it_be() -> None:
+    # before: a request waiting for its place while the deadline was already expiring (a clean-up after the
+    # timeout, in a `finally`) tried to move it and raised RuntimeError ("Cannot change state of expiring
+    # Timeout"), an internal error instead of the timeout
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05) as scope, queueing.clock(scope) as waits:
+            try:
+                await asyncio.sleep(5)
+            finally:
+                async with queueing.queued():
+                    await asyncio.sleep(0)
+    assert waits.waited < 1

@@ -49,7 +49,8 @@ async def queued() -> AsyncIterator[None]:
         return
     loop = asyncio.get_running_loop()
     started = loop.time()
-    deadlines = [(each, each.scope.when()) for each in clocks]
+    # a deadline that has just passed (its cancellation on its way) cannot be moved any more
+    deadlines = [(each, each.scope.when()) for each in clocks if not each.scope.expired()]
     for each, _ in deadlines:
         each.scope.reschedule(None)
     try:
