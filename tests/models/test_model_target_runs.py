@@ -57,7 +57,8 @@ def test_an_answer_cut_at_the_token_limit_or_withheld_is_said(tmp_path: Path, ta
     # of the cut (only the raw response's finish_reason knew)
     gpt, claude = OpenAIServer(), AnthropicServer()
     gpt.plan(text("Your refund is", stop="length"), text("", stop="content_filter"))
-    claude.plan(text("Your refund is", stop="length"), text("", stop="refusal"))
+    claude.plan(text("Your refund is", stop="length"), text("", stop="refusal"),
+                text("Your refund", stop="model_context_window_exceeded"))
     urls = [server.base_url(serve(server.app).url) for server in (gpt, claude)]
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
@@ -67,14 +68,14 @@ def test_an_answer_cut_at_the_token_limit_or_withheld_is_said(tmp_path: Path, ta
         f"  - {{ name: {name}, target: {target}, scenario: {{ script: [ {{ say: 'When is my refund?' }} ] }},"
         " assert: [ { contains: days } ] }\n"
         for name, target in (("gpt cut", "gpt"), ("gpt withheld", "gpt"), ("claude cut", "claude"),
-                             ("claude withheld", "claude")))
+                             ("claude withheld", "claude"), ("claude full", "claude")))
     (tmp_path / "suite.yaml").write_text(
         "targets:\n  gpt: { type: model, model: gpt, max_tokens: 3 }\n  claude: { type: model, model: claude }\n"
         f"tests:\n{tests}")
     done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path,
                   env={"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test"})
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "along the way: 2 model answers cut at the token limit (max_tokens) (model_answer_cut, 2 tests); " \
+    assert "along the way: 3 model answers cut short (max_tokens or the context window) (model_answer_cut, 3 tests); " \
         "2 model answers withheld by the server (content filter or refusal) (model_answer_withheld, 2 tests)" \
         in done.stdout, done.stdout
     [directory] = list((tmp_path / "out").iterdir())
@@ -92,3 +93,6 @@ def test_an_answer_cut_at_the_token_limit_or_withheld_is_said(tmp_path: Path, ta
     assert name == "model_answer_cut" and data["finish_reason"] == "max_tokens" and data["max_tokens"] is None
     assert [(name, data["finish_reason"]) for name, data in said("gpt-withheld") + said("claude-withheld")] == [
         ("model_answer_withheld", "content_filter"), ("model_answer_withheld", "refusal")]
+    [(name, data)] = said("claude-full")
+    assert name == "model_answer_cut" and data["note"].startswith(
+        "the model's answer was cut where the conversation filled its context window")

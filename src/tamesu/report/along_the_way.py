@@ -22,7 +22,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "model_fallback": ("model call", "model calls", "answered by the fallback model"),
     "model_usage_missing": ("model answer", "model answers", "came without token usage (counted as 0 tokens, $0)"),
     "model_adapted": ("model parameter", "model parameters", "dropped for a server that refused it"),
-    "model_answer_cut": ("model answer", "model answers", "cut at the token limit (max_tokens)"),
+    "model_answer_cut": ("model answer", "model answers", "cut short (max_tokens or the context window)"),
     "model_answer_withheld": ("model answer", "model answers",
                               "withheld by the server (content filter or refusal)"),
     "verdict_repaired": ("judge answer", "judge answers", "repaired"),
