@@ -23,9 +23,11 @@ mentions a JSON schema), otherwise an echo of the last user message. Planned ans
     server.plan(raw("<html>hi</html>", "text/html"))    # HTTP 200 with a body that is not a completion
     server.plan(raw({"id": "x", "object": "list"}))     # ... or JSON in another shape
 
-`require_key` makes the server answer 401 to any other key, quoting the wrong key back as some servers do
-(so tests can check tamesu never repeats it). Every request is recorded (`server.requests`: path, JSON body,
-lower-cased headers). Token usage is deterministic: words in the request and in the answer.
+`OpenAIServer(strict_tools=True)` refuses a tool schema OpenAI's API refuses (not an object's, or an object's
+without `properties`) with its 400. `require_key` makes the server answer 401 to any other key, quoting the wrong
+key back as some servers do (so tests can check tamesu never repeats it). Every request is recorded
+(`server.requests`: path, JSON body, lower-cased headers). Token usage is deterministic: words in the request
+and in the answer.
 
 Serve with `tamesu.net.serve.ThreadServer(server.app)` (or the `serve` fixture) and read `server.base_url(url)`.
 """
@@ -163,6 +165,8 @@ class _ScriptedServer:
                                       query=dict(request.query_params)))
         if (refused := self._refuse(request)) is not None:
             return refused
+        if (refused := self.refuse_body(body)) is not None:
+            return refused
         planned = self._next(body)
         while planned is not None and planned.kind == "delay":
             await asyncio.sleep(planned.seconds)
@@ -193,6 +197,10 @@ class _ScriptedServer:
     def words(value: Any) -> int:
         return len(json.dumps(value).split()) if not isinstance(value, str) else len(value.split())
 
+    def refuse_body(self, body: dict[str, Any]) -> Response | None:
+        """An answer refusing what the request asks, as the real API would (None: nothing refused)."""
+        return None
+
     # the shape of each API
     def given_key(self, request: Request) -> str: ...
     def wants_json(self, body: dict[str, Any]) -> bool: ...
@@ -215,9 +223,31 @@ def embedding_of(text: str) -> list[float]:
 class OpenAIServer(_ScriptedServer):
     completion_path = "/v1/chat/completions"
 
-    def __init__(self, require_key: str | None = None) -> None:
+    def __init__(self, require_key: str | None = None, strict_tools: bool = False) -> None:
         super().__init__(require_key)
+        self.strict_tools = strict_tools
+        """Refuse a tool whose parameters OpenAI's API refuses (HTTP 400, its own words): a root schema that is not
+        an object's, or an object's without `properties` (`{"type": "object"}`, as many MCP servers list a tool
+        without arguments)."""
         self.app.router.routes.append(Route("/v1/embeddings", self._embeddings, methods=["POST"]))
+
+    def refuse_body(self, body: dict[str, Any]) -> Response | None:
+        if not self.strict_tools:
+            return None
+        for number, tool in enumerate(body.get("tools") or []):
+            function = tool.get("function", {})
+            schema, name = function.get("parameters", {}), function.get("name")
+            if schema.get("type") != "object":
+                problem = f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'."
+            elif "properties" not in schema:
+                problem = "In context=(), object schema missing properties."
+            else:
+                continue
+            return JSONResponse({"error": {"message": f"Invalid schema for function '{name}': {problem}",
+                                           "type": "invalid_request_error",
+                                           "param": f"tools[{number}].function.parameters",
+                                           "code": "invalid_function_parameters"}}, status_code=400)
+        return None
 
     async def _embeddings(self, request: Request) -> Response:
         body = await request.json()

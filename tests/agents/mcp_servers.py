@@ -7,7 +7,8 @@ Modes:
 - `mute`: starts and never answers (the handshake hangs).
 - `noisy`: like `tools`, after printing `--noise N` lines of chatter on stdout (where only JSON-RPC belongs).
 
-`--http --port 0` serves streamable HTTP at /mcp on a free port and prints `listening on URL`; `--token T`
+`--http --port 0` serves streamable HTTP at /mcp on a free port and prints `listening on URL` (`--sse`: MCP's older
+HTTP+SSE transport instead, its URL then ending in /sse); `--token T`
 makes every HTTP request need `Authorization: Bearer T`. Every tool call is appended to `--log FILE` (one
 name per line), so a test can prove what reached the server; `--traces FILE` appends, for each call of
 `get_order` and `search_docs`, a JSON line with the `traceparent` of its `_meta` and of its HTTP request
@@ -106,12 +107,12 @@ def build(log: Path | None, traces: Path | None = None) -> Any:
     return server
 
 
-def serve_http(server: Any, port: int, token: str | None, limit: int = 0) -> None:
+def serve_http(server: Any, port: int, token: str | None, limit: int = 0, sse: bool = False) -> None:
     import socket
 
     import uvicorn
 
-    app = server.streamable_http_app()
+    app = server.sse_app() if sse else server.streamable_http_app()
     refused = [0]
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -134,7 +135,7 @@ def serve_http(server: Any, port: int, token: str | None, limit: int = 0) -> Non
     # listening before the address is printed: a client that connects at once waits in the backlog until
     # uvicorn accepts, rather than being refused (a proxy in front of it cannot retry as the mcp target does)
     sock.listen(128)
-    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/{'sse' if sse else 'mcp'}", flush=True)
     config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
     anyio.run(uvicorn.Server(config).serve, [sock])
 
@@ -143,6 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", nargs="?", default="tools", choices=["tools", "crash", "mute", "noisy"])
     parser.add_argument("--http", action="store_true")
+    parser.add_argument("--sse", action="store_true", help="with --http: MCP's older HTTP+SSE transport (GET /sse)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token")
     parser.add_argument("--limit", type=int, default=0, help="POSTs refused with 429 before the server answers")
@@ -162,7 +164,7 @@ def main() -> None:
         for number in range(options.noise):
             print(f"DEBUG loading plugin {number}", flush=True)
     if options.http:
-        serve_http(server, options.port, options.token, options.limit)
+        serve_http(server, options.port, options.token, options.limit, options.sse)
     else:
         server.run()
 

@@ -66,6 +66,28 @@ def test_doctor_reports_the_project_and_unreachable_targets(tmp_path: Path, tame
     assert "FAIL  suites/broken.yaml:1:10: tests[0].target: missing required key" in broken.stdout
 
 
+def test_doctor_checks_the_command_an_mcp_target_starts(tmp_path: Path, tamesu) -> None:
+    # before: an mcp target over stdio has no url, so doctor said nothing of it; a command that is not there was
+    # first met by `run`, each of its tests an error (exit 3)
+    (tmp_path / "tamesu.yaml").write_text("models:\n  target: { provider: fake, rules: [ { say: hi } ] }\n")
+    (tmp_path / "server.sh").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "server.sh").chmod(0o755)
+    (tmp_path / "notes.txt").write_text("not a program\n")
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "targets:\n"
+        "  typo: { type: mcp, command: pyhton-nowhere, args: [server.py] }\n"
+        "  local: { type: mcp, command: ./server.sh }\n"
+        "  text: { type: mcp, command: ./notes.txt }\n"
+        "tests:\n  - { name: a, target: local, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["doctor"], cwd=tmp_path)
+    lines = [line for line in result.stdout.splitlines() if "(mcp)" in line]
+    assert lines == [
+        "FAIL  target typo (mcp): command 'pyhton-nowhere' is not on PATH",
+        f"ok    target local (mcp): command ./server.sh found ({tmp_path / 'server.sh'})",
+        "FAIL  target text (mcp): command './notes.txt' is not an executable file"], result.stdout
+    assert result.returncode != 0
+
+
 def test_doctor_checks_template_urls_and_a_project_of_jsonl_cases(tmp_path: Path, tamesu, serve) -> None:
     # before: a target whose url is `{{env.X}}/chat` (most of the docs') was left out without a word, and a
     # project whose suites are JSONL cases stopped doctor at "JSONL test cases, not a suite" (exit 3)

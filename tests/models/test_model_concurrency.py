@@ -11,12 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from model_servers import OpenAIServer
+from tamesu.models import queueing
 from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
@@ -151,3 +153,63 @@ def test_a_suites_own_budget_stops_that_suite_only(tmp_path: Path, tamesu: Any, 
     assert {test: row["status"] for test, row in rows.items()} == {
         "a_strict/t0": "error", "a_strict/t1": "skipped", "other/t0": "passed", "other/t1": "passed"}, rows
     assert rows["a_strict/t1"]["skip_reason"] == "not run: suite a_strict's budget was exceeded"
+
+
+def test_a_model_targets_turn_does_not_count_its_wait_for_max_concurrent(tmp_path: Path, tamesu: Any,
+                                                                         serve: Serve) -> None:
+    # before: six model-target runs at once at a model of one place, 0.6 s each: the runs at the back of tamesu's
+    # own queue waited past their 2 s turn_timeout and failed "turn timed out", the agent's fault, while the model
+    # answered every request in 0.6 s
+    bot = OpenAIServer()  # echoes the user, who says hello
+    slot = OneAtATime(bot.app, 0.6)
+    url = bot.base_url(serve(slot).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "cache: { mode: off }\nmodels:\n"
+        f"  bot: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 5s, max_retries: 0, "
+        "max_concurrent: 1 }\n")
+    (tmp_path / "suite.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot, turn_timeout: 2s }\ntests:\n"
+        f"  - {{ name: greets, target: bot, repeat: {TESTS}, scenario: {{ script: [ {{ say: hello }} ] }}, "
+        "assert: [ { contains: hello } ] }\n")
+    result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert slot.most == 1 and slot.served == TESTS
+    [directory] = list((tmp_path / "out").iterdir())
+    waits = [e["data"]["waited_s"] for run in directory.glob("suite/greets/run-*/result.json")
+             for e in json.loads(run.read_text())["events"] if e["name"] == "model_queued"]
+    # the runs behind the first waited their turn, and said so; the last about five answers' time
+    assert len(waits) >= 3 and max(waits) >= 2.0, waits
+
+
+def test_a_tests_timeout_does_not_count_its_wait_for_max_concurrent(tmp_path: Path, tamesu: Any,
+                                                                    serve: Serve) -> None:
+    # before: the test's own `timeout` (the whole conversation) counted tamesu's queue too: the runs at its back
+    # failed "the test took longer than its timeout (2s)", the agent's fault, though each answer took 0.6 s
+    bot = OpenAIServer()
+    slot = OneAtATime(bot.app, 0.6)
+    url = bot.base_url(serve(slot).url)
+    (tmp_path / "tamesu.yaml").write_text(
+        "cache: { mode: off }\nmodels:\n"
+        f"  bot: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 5s, max_retries: 0, "
+        "max_concurrent: 1 }\n")
+    (tmp_path / "suite.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\ntests:\n"
+        f"  - {{ name: greets, target: bot, repeat: {TESTS}, timeout: 2s, "
+        "scenario: { script: [ { say: hello } ] }, assert: [ { contains: hello } ] }\n")
+    result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert slot.most == 1 and slot.served == TESTS
+
+
+async def test_a_wait_for_a_place_once_the_deadline_passed_leaves_it_be() -> None:
+    # before: a request waiting for its place while the deadline was already expiring (a clean-up after the
+    # timeout, in a `finally`) tried to move it and raised RuntimeError ("Cannot change state of expiring
+    # Timeout"), an internal error instead of the timeout
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05) as scope, queueing.clock(scope) as waits:
+            try:
+                await asyncio.sleep(5)
+            finally:
+                async with queueing.queued():
+                    await asyncio.sleep(0)
+    assert waits.waited < 1

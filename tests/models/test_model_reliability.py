@@ -235,3 +235,37 @@ tests:
     assert ("models.simulator (openai:proxy): openai:proxy: HTTP 200 but not a chat completion (the body is "
             "text: 'Welcome to nginx!')") in result.stdout, result.stdout
     assert result.returncode != 0
+
+
+def test_the_doctor_command_checks_fallbacks_and_the_models_a_target_names(tmp_path: Path, tamesu: Any,
+                                                                          serve: Serve) -> None:
+    # before: only the models under models: were asked; a fallback whose key was refused was first met when its
+    # model failed, in the middle of a run (exit 3), and a model written on a target was never asked
+    good, locked, claude = OpenAIServer(), OpenAIServer(require_key="sk-right"), AnthropicServer(require_key="sk-right")
+    good_url, locked_url, claude_url = (s.base_url(serve(s.app).url) for s in (good, locked, claude))
+    spare = f"{{ provider: openai, model: spare, base_url: '{locked_url}', api_key: '{{{{env.SPARE_KEY}}}}' }}"
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\nmodels:\n"
+        f"  target: {{ provider: openai, model: good-model, base_url: '{good_url}', fallback: {spare} }}\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot:
+    type: model
+    model: {{ provider: anthropic, model: claude-haiku-4-5, base_url: '{claude_url}', api_key: sk-right }}
+    fallback: {spare}
+tests:
+  - {{ name: hello, target: bot, scenario: {{ script: [ {{ say: hi }} ] }} }}
+""")
+    result = tamesu(["doctor"], cwd=tmp_path, env={"OPENAI_API_KEY": "", "SPARE_KEY": "sk-wrong"})
+    host = locked_url.removeprefix("http://").removesuffix("/v1")
+    refused = f"openai:spare: the key was refused by {host} (HTTP 401)"
+    lines = [line.split(None, 1) for line in result.stdout.splitlines() if "models." in line or "targets." in line]
+    assert lines == [
+        ["ok", "models.target (openai:good-model): ready"],
+        ["FAIL", f"models.target.fallback (openai:spare): {refused}"],
+        ["ok", "targets.bot.model (anthropic:claude-haiku-4-5): ready"],
+        ["FAIL", f"targets.bot.fallback (openai:spare): {refused}"]], result.stdout
+    assert "sk-wrong" not in result.stdout + result.stderr
+    assert result.returncode != 0
+    # the one spare model was asked once for both lines: one model list, no completion
+    assert [r.path for r in locked.requests] == ["/v1/models"]

@@ -331,6 +331,31 @@ async def test_a_running_server_at_a_url_with_headers(tmp_path: Path, http_serve
     assert events(session, "mcp_server")[0]["transport"] == "http"
 
 
+async def test_a_server_of_the_older_sse_transport_is_named_as_such(tmp_path: Path,
+                                                                    http_server: Callable[..., str]) -> None:
+    # before: "Server returned an error response (HTTP 405 Method Not Allowed)" and nothing on why
+    url = http_server("--sse")
+    session = make_session(tmp_path)
+    with pytest.raises(InfraError) as failed:
+        async with opened(session, type="mcp", url=url, connect={"attempts": 1}):
+            pass
+    assert "(HTTP 405 Method Not Allowed; a server that refuses the POST may speak only MCP's older HTTP+SSE " \
+        "transport (a url ending in /sse), which tamesu does not: give its streamable HTTP endpoint (often /mcp))" \
+        in str(failed.value), str(failed.value)
+
+
+async def test_a_url_the_server_redirects_within_itself_is_followed(tmp_path: Path,
+                                                                    http_server: Callable[..., str]) -> None:
+    # before: `.../mcp/` (Starlette answers 307 to `.../mcp`, as a trailing slash is normalised) failed the start
+    # with "RequestNotRead: Attempted to access streaming request content": the redirected request, which the SDK
+    # rebuilds to follow it within the origin, was read as one that had its body in hand
+    url = http_server()
+    session = make_session(tmp_path)
+    async with opened(session, type="mcp", url=f"{url}/") as target:
+        turn = await target.send(UserTurn(text="where is ORD-1001"))
+    assert turn.tool_calls[0].result["status"] == "shipped"
+
+
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 async def test_an_answer_past_max_response_bytes_is_refused_and_fails_the_turn(
         tmp_path: Path, http_server: Callable[..., str], transport: str) -> None:
@@ -535,6 +560,42 @@ async def test_arguments_that_are_no_json_reach_no_tool_and_the_model_is_told(tm
         await session.models.aclose()
     assert turn.tool_calls[0].result != {"ok": True} and turn.tool_calls[0].args == {}
     assert [e["tool"] for e in events(session, "tool_arguments_invalid")] == ["lookup"]
+
+
+async def test_a_tool_without_arguments_listed_as_a_bare_object_reaches_an_openai_model(tmp_path: Path,
+                                                                                        serve: Any) -> None:
+    # before: the server's `ghost` ({"type": "object"}, as MCP allows and many servers list a tool without
+    # arguments) went to OpenAI as it was, which refuses the whole request: every turn of every test of such a
+    # server was exit 3 "Invalid schema for function 'ghost': In context=(), object schema missing properties."
+    model = OpenAIServer(strict_tools=True)
+    base_url = model.base_url(serve(model.app).url)
+    model.plan(text("Hello! How can I help?"), text("Pong."))
+    session = make_session(tmp_path)
+    session.models = ModelRegistry({"target": ModelSpec(provider="openai", model="test-model", base_url=base_url,
+                                                        api_key="local", timeout=10)})
+    async with opened(session, **stdio()) as target:
+        turn = await target.send(UserTurn(text="hello"))
+    assert turn.text == "Hello! How can I help?"
+    [asked] = model.calls()
+    offered = {tool["function"]["name"]: tool["function"]["parameters"] for tool in asked.body["tools"]}
+    assert offered["ghost"] == {"type": "object", "properties": {}}
+    assert offered["get_order"]["properties"] == {"order_id": {"title": "Order Id", "type": "string"}}
+    # a model target's own declarations: an object schema without properties, properties without a type
+    session = make_session(tmp_path)
+    session.models = ModelRegistry({"target": ModelSpec(provider="openai", model="test-model", base_url=base_url,
+                                                        api_key="local", timeout=10)})
+    target = ModelTarget(ModelTargetSpec.model_validate({"type": "model", "tools": [
+        {"name": "ping", "parameters": {"type": "object"}},
+        {"name": "echo", "parameters": {"properties": {"text": {"type": "string"}}}}]}), "bot")
+    await target.open(session)
+    try:
+        assert (await target.send(UserTurn(text="ping"))).text == "Pong."
+    finally:
+        await target.close()
+        await session.models.aclose()
+    offered = {tool["function"]["name"]: tool["function"]["parameters"] for tool in model.calls()[1].body["tools"]}
+    assert offered == {"ping": {"type": "object", "properties": {}},
+                       "echo": {"type": "object", "properties": {"text": {"type": "string"}}}}
 
 
 # -- grounding on an MCP tool -------------------------------------------------------------------------------

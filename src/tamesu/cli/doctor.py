@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from tamesu.errors import ConfigError, TemplateError
 from tamesu.report.words import count_of
 
 if TYPE_CHECKING:
+    from tamesu.models.spec import ModelSpec
     from tamesu.plan import Plan
     from tamesu.suite.templates import Context
     from tamesu.targets.base import TargetSpec
@@ -75,7 +77,11 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     findings.extend(await _model_findings(plan))
     findings.extend(_store_findings(plan))
     seen: set[str] = set()
-    for name, target, context in _targets(plan):
+    commands: set[str] = set()
+    for name, target, context, folder in _targets(plan):
+        if (started := _command(name, target, context, folder)) is not None and started[1] not in commands:
+            commands.add(started[1])  # the same target in two suites of one folder: one line
+            findings.append((started[0], plan.secrets.redactor.text(started[1])))
         url = getattr(target, "url", None)
         if not isinstance(url, str):
             continue
@@ -117,21 +123,43 @@ def _project_only(paths: list[Path], config: Path | None) -> Plan:
     return Plan(project, secrets=Secrets(project.dir / name for name in project.spec.secrets.env_files))
 
 
-def _targets(plan: Plan) -> list[tuple[str, TargetSpec, Context]]:
-    """Every target of the plan's suites, and the project's own (`tamesu test -n`), with what renders its url."""
+def _targets(plan: Plan) -> list[tuple[str, TargetSpec, Context, Path]]:
+    """Every target of the plan's suites, and the project's own (`tamesu test -n`), with what renders its url and
+    the folder it runs from."""
     from tamesu.plan import load_project_targets
     from tamesu.suite.templates import Context
 
     env = dict(os.environ)
-    found: list[tuple[str, TargetSpec, Context]] = []
+    found: list[tuple[str, TargetSpec, Context, Path]] = []
     for suite in plan.suites:
         context = Context(secrets=plan.secrets, env=env, vars={**plan.project.spec.vars, **suite.spec.vars})
-        found += [(name, target, context) for name, target in suite.targets.items()]
+        found += [(name, target, context, suite.doc.path.parent) for name, target in suite.targets.items()]
     if not plan.suites and plan.project.spec.targets:
         with contextlib.suppress(ConfigError):
             context = Context(secrets=plan.secrets, env=env, vars=dict(plan.project.spec.vars))
-            found += [(name, target, context) for name, target in load_project_targets(plan.project)[0].items()]
+            found += [(name, target, context, plan.project.dir)
+                      for name, target in load_project_targets(plan.project)[0].items()]
     return found
+
+
+def _command(name: str, target: TargetSpec, context: Context, folder: Path) -> Finding | None:
+    """A target tamesu starts (an mcp server's `command`): found where the run will look for it, or None."""
+    command = getattr(target, "command", None)
+    if not isinstance(command, str):
+        return None
+    try:
+        command = context.render_text(command)
+    except TemplateError:
+        command = "{{"
+    if "{{" in command:
+        return None, f"target {name} ({target.type}): its command is made during the run, not checked here"
+    # as the run starts it: a path from the suite's folder, a bare name on PATH
+    found = str(folder / command) if "/" in command and os.access(folder / command, os.X_OK) else \
+        None if "/" in command else shutil.which(command)
+    if found is None:
+        return False, f"target {name} ({target.type}): command {command!r} " \
+                      f"{'is not an executable file' if '/' in command else 'is not on PATH'}"
+    return True, f"target {name} ({target.type}): command {command} found ({found})"
 
 
 def _store_findings(plan: Plan) -> list[Finding]:
@@ -169,23 +197,51 @@ def _store_findings(plan: Plan) -> list[Finding]:
 
 
 async def _model_findings(plan: Plan) -> list[Finding]:
-    """Each configured model: key present, server reachable, key accepted. Keys are never shown."""
+    """Each configured model, each fallback and each model a target names itself: key present, server reachable,
+    key accepted. Keys are never shown."""
     from tamesu.models.client import check
     from tamesu.suite.templates import Context
 
     context = Context(secrets=plan.secrets, env=dict(os.environ))
     found: list[Finding] = []
     seen: set[str] = set()
-    declared = [(name, spec) for name, spec in plan.project.spec.models.items()]
-    declared += [(name, spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
-    for role, spec in declared:
+    problems: dict[str, str | None] = {}
+    """By spec: a model that is also another's fallback is asked once."""
+    for where, spec in _models(plan):
         label = f"{spec.provider}:{spec.model or 'fake'}"
-        key = f"{role}/{spec.model_dump_json()}"
-        if key in seen:
+        asked = spec.model_copy(update={"fallback": None}).model_dump_json()
+        if f"{where}/{asked}" in seen:
             continue
-        seen.add(key)
-        problem = await check(spec, context.render_text)
+        seen.add(f"{where}/{asked}")
+        if asked not in problems:
+            problems[asked] = await check(spec, context.render_text)
+        problem = problems[asked]
         # a server may quote back a header or key it was sent, in any encoding: mask what was rendered
         shown = plan.secrets.redactor.text(problem) if problem else "ready"
-        found.append((problem is None, f"models.{role} ({label}): {shown}"))
+        found.append((problem is None, f"{where} ({label}): {shown}"))
     return found
+
+
+def _models(plan: Plan) -> list[tuple[str, ModelSpec]]:
+    """Where each model is written, and its spec: `models:`, a target's own `model`/`fallback` (a mapping or
+    `provider:model`; a name is one of `models:`), then each one's fallbacks. A fallback is asked only when its
+    model fails: its refused key was first met then, in the middle of a run."""
+    from tamesu.models.spec import ModelSpec
+
+    declared = [(f"models.{name}", spec) for name, spec in plan.project.spec.models.items()]
+    declared += [(f"models.{name}", spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
+    for name, target, _, _ in _targets(plan):
+        for key in ("model", "fallback"):
+            value = getattr(target, key, None)
+            if isinstance(value, str) and ":" in value:
+                with contextlib.suppress(ValueError):  # validate already refused what is neither
+                    value = ModelSpec.model_validate(value)
+            if isinstance(value, ModelSpec):
+                declared.append((f"targets.{name}.{key}", value))
+    chained: list[tuple[str, ModelSpec]] = []
+    for where, first in declared:
+        spec: ModelSpec | None = first
+        while spec is not None:
+            chained.append((where, spec))
+            where, spec = f"{where}.fallback", spec.fallback
+    return chained

@@ -25,6 +25,7 @@ from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.models import queueing
 from tamesu.models.base import ModelError, Models
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
@@ -122,15 +123,14 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     started = time.monotonic()
     captured: dict[str, object] = {}
     remote_urls: dict[str, object] = {}
-    context = template_context(test, inputs.secrets, captured,
-                               {"id": inputs.run_id, "number": inputs.number}, remote_urls)
+    context = template_context(test, inputs.secrets, captured, {"id": inputs.run_id, "number": inputs.number},
+                               remote_urls)
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
                       run_id=inputs.run_id, base_dir=test.suite.dir, fuzz_tools=test.spec.fuzz_tools,
                       persona=test.spec.persona, seed=inputs.seed)
     # the run's model clients charge its ledger and put their retries and timeouts on its timeline
-    models = inputs.models.with_ledger(run_ledger, session.event) \
-        if inputs.models is not None and run_ledger else None
+    models = inputs.models.with_ledger(run_ledger, session.event) if inputs.models is not None and run_ledger else None
     session.models = models
     session.update_golden = inputs.update_golden
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
@@ -149,7 +149,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     made: list[Target[TargetSpec]] = []
     hooked = False
     try:
-        async with asyncio.timeout(test.spec.timeout) as deadline:
+        async with asyncio.timeout(test.spec.timeout) as deadline, queueing.clock(deadline):  # see queueing
             if inputs.stop is not None:
                 inputs.stop.watch(deadline)
             # within the deadline: Ctrl-C cuts a hook that is still running (it waited for it), and the test's

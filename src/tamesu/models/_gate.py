@@ -3,7 +3,7 @@
 A local server answers one or a few requests at a time (Ollama, llama.cpp) and queues the rest: with twenty
 conversations at once every request waited in that queue with its timeout running, so the run ended in model
 timeouts and retries that made the queue longer. Waiting here instead, a request's timeout starts when it is
-sent.
+sent, and a turn's `turn_timeout` stands still (`queueing`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncIterator
+
+from tamesu.models.queueing import queued
 
 
 class Gate:
@@ -31,5 +33,12 @@ class Gate:
         semaphore = self._by_loop.get(loop)
         if semaphore is None:
             semaphore = self._by_loop[loop] = asyncio.Semaphore(self.limit)
-        async with semaphore:
+        if semaphore.locked():  # every place taken: a wait of tamesu's, which no turn's clock counts
+            async with queued():
+                await semaphore.acquire()
+        else:
+            await semaphore.acquire()
+        try:
             yield
+        finally:
+            semaphore.release()

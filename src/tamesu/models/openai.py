@@ -139,7 +139,8 @@ class OpenAIProvider(SdkProvider):
             params["seed"] = request.seed
         if request.tools:
             params["tools"] = [{"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}} for t in request.tools]
+                "name": t.name, "description": t.description, "parameters": _parameters(t.parameters)}}
+                for t in request.tools]
         if request.json_schema is not None:
             if self._response_format == "json_schema":
                 params["response_format"] = {"type": "json_schema", "json_schema": {
@@ -229,6 +230,16 @@ def _wire_message(message: Message) -> dict[str, object]:
     if message.name:
         wire["name"] = message.name
     return wire
+
+
+def _parameters(schema: Mapping[str, object]) -> dict[str, object]:
+    """A tool's arguments schema as OpenAI's API takes it. JSON Schema (and MCP) allow an object's schema without
+    `properties`, and MCP servers list a tool without arguments as `{"type": "object"}`; the API refuses the whole
+    request for it (HTTP 400 "object schema missing properties"; 'got type "None"' without a type). Arguments are
+    always an object, so both are added where missing: the schema accepts what it accepted."""
+    if "type" in schema and schema["type"] != "object":
+        return dict(schema)  # not an object's: the server's own refusal says it best
+    return {**schema, "type": "object", "properties": schema.get("properties", {})}
 
 
 def _content(value: object) -> str:

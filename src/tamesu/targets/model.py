@@ -39,15 +39,16 @@ unless the model's own `headers` set one (it wins); the judge's and the simulato
 
 `handoff` works as for rest, over the turn's ModelResponses: `json_path: "$.tool_calls[?(@.name ==
 'transfer_to_human')]"` makes a tool call the handoff signal. Each request carries `purpose: target`, no seed,
-and `context: {message}` (the user's turn) for the fake provider's rules.
+and `context: {message}` (the user's turn) for the fake provider's rules, plus `run` (its number) from a repeated
+test's second run on, so the replay cache keys every run apart.
 
-Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`. Metrics:
+Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`,
+`model_answer_cut` / `model_answer_withheld` (an answer cut at the token limit, or withheld by the server). Metrics:
 `model_calls`, the calls made (a fallback's included); `tool_arguments_invalid`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -76,6 +77,8 @@ from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import bounded_reading, is_too_large
 from tamesu.plugins import register
 from tamesu.suite.templates import Context
+from tamesu.targets._model_stops import say_why_it_stopped
+from tamesu.targets._turn_clock import turn_deadline
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
 from tamesu.types import Strict
@@ -298,7 +301,7 @@ class ModelTarget(Target[ModelTargetSpec]):
             del self._messages[kept:]
             raise
         try:
-            async with asyncio.timeout(limit) as scope:
+            async with turn_deadline(session, limit) as scope:
                 return await self._exchange(session, turn.display())
         except TimeoutError:
             del self._messages[kept:]
@@ -340,6 +343,7 @@ class ModelTarget(Target[ModelTargetSpec]):
         for round_ in range(self.spec.max_tool_rounds + 1):
             response = await self._generate(said)
             responses.append(response)
+            say_why_it_stopped(session, response, self.spec.max_tokens)
             self._messages.append(Message(role="assistant", content=response.text, tool_calls=response.tool_calls))
             if not response.tool_calls:
                 break
@@ -364,14 +368,27 @@ class ModelTarget(Target[ModelTargetSpec]):
                          first_token_at_ms=None, completed_at_ms=completed_at, handoff=handed)
 
     def _request(self, said: str) -> ModelRequest:
+        # What the fake provider's rules read, and which run of a repeated test asks. Nothing else goes here: the
+        # context is part of the replay cache key, and the messages already say everything else (renaming the
+        # target keeps the cache).
+        context: dict[str, object] = {"message": said}
+        if (number := self._run_number()) > 1:
+            # each run is another try of the agent: with run 1's key, runs 2..N replayed run 1's answer and
+            # pass^k was one answer counted N times; run 1 keeps the key it always had
+            context["run"] = number
         return ModelRequest(
             purpose="target", messages=list(self._messages), temperature=self.spec.temperature,
-            max_tokens=self.spec.max_tokens, seed=None, tools=self._offered_tools(),
-            # What the fake provider's rules read. Nothing else goes here: the context is part of the replay
-            # cache key, and the messages already say everything else (renaming the target keeps the cache).
-            context={"message": said},
+            max_tokens=self.spec.max_tokens, seed=None, tools=self._offered_tools(), context=context,
             headers=self._trace_headers(),
         )
+
+    def _run_number(self) -> int:
+        """Which run of its test this session is (`{{run.number}}`); 1 when the session says none."""
+        try:
+            number = self._require_session().context.lookup("run.number")
+        except TemplateError:
+            return 1
+        return number if isinstance(number, int) else 1
 
     def turn_trace_id(self, session: Session) -> str | None:
         if self.model_is_the_agent and not self._reached_model:

@@ -157,7 +157,13 @@ _TOOL_CALL = re.compile(rb'"method"\s*:\s*"tools/call"')
 def _not_a_tool_call(request: httpx2.Request) -> bool:
     """A message that may be sent again after a dropped connection: not a `tools/call`, which a server may have
     carried out before it dropped it (a refund made twice, the run none the wiser)."""
-    return _TOOL_CALL.search(request.content) is None
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:
+        # a request the SDK rebuilt to follow a redirect within the server (`/mcp/` -> `/mcp`) carries the first
+        # one's body as a stream, in memory (the transport asks only then) but not read into `content` yet
+        body = request.read()
+    return _TOOL_CALL.search(body) is None
 
 
 class McpConnection:
@@ -273,6 +279,19 @@ def jsonrpc_method(body: bytes) -> str | None:
 def is_unreached(exc: BaseException) -> bool:
     """The request never got to a server (refused, unresolved, timed out connecting): worth another try."""
     return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError)
+
+
+def http_statuses(errors: list[str]) -> str:
+    """` (HTTP 405 Method Not Allowed)`, the error statuses the server answered the session's start with, and what
+    a 405 most often means; "" when there were none."""
+    if not errors:
+        return ""
+    said = "; ".join(dict.fromkeys(errors))
+    if any(error.startswith("HTTP 405") for error in errors):
+        # a server of the older HTTP+SSE transport takes a GET at its url (`/sse`) and refuses the POST
+        said += ("; a server that refuses the POST may speak only MCP's older HTTP+SSE transport (a url ending in "
+                 "/sse), which tamesu does not: give its streamable HTTP endpoint (often /mcp)")
+    return f" ({said})"
 
 
 def server_environment(env: dict[str, str]) -> dict[str, str]:

@@ -258,7 +258,7 @@ class McpTarget(ModelTarget):
         raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
 
     async def _start(self, connection: McpConnection, timeout: float, failed: str, retry: bool = False) -> ServerInfo:
-        from tamesu.targets.mcp.connection import describe, is_unreached
+        from tamesu.targets.mcp.connection import describe, http_statuses, is_unreached
 
         try:
             return await connection.start(timeout)
@@ -270,7 +270,7 @@ class McpTarget(ModelTarget):
                 raise InfraError(f"{self._what}: the MCP server {failed}: its answer was refused: {self._too_large} "
                                  "(raise the target's max_response_bytes to read it)") from None
             # The SDK reports a refused request without its status; the HTTP client saw it.
-            status = f" ({'; '.join(dict.fromkeys(self._http_errors))})" if self._http_errors else ""
+            status = http_statuses(self._http_errors)
             raise InfraError(f"{self._what}: the MCP server {failed}: {describe(exc)}{status}"
                              f"{self._stderr_tail()}") from None
 

@@ -1,0 +1,64 @@
+"""Deadlines that stand still while a model request waits for a place at `max_concurrent`.
+
+The wait is tamesu's own queue (`_gate`), not the agent being slow: a model target's `turn_timeout` and a test's
+`timeout` counted it, so with `--parallel 6` and `max_concurrent: 1` the runs at the back of the queue failed
+"turn timed out" (or "the test took longer than its timeout"), the agent's fault, while the model answered each
+request well within time. A deadline is put under `clock(scope)`; a request that has to wait (`queued()`, around
+the wait) moves the deadline of every clock it runs under on by the time it waited, and each clock keeps the
+total for its owner to say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass
+class Clock:
+    scope: asyncio.Timeout
+    """The deadline."""
+    waited: float = 0.0
+    """Seconds the requests under it waited for a place, in all."""
+
+
+_CLOCKS: ContextVar[tuple[Clock, ...]] = ContextVar("tamesu_deadline_clocks", default=())
+
+
+@contextlib.asynccontextmanager
+async def clock(scope: asyncio.Timeout) -> AsyncIterator[Clock]:
+    """Within it, a model request of this task that waits its turn does not spend `scope`'s time (async, to go in
+    the same `async with` as the scope)."""
+    own = Clock(scope)
+    token = _CLOCKS.set((*_CLOCKS.get(), own))
+    try:
+        yield own
+    finally:
+        _CLOCKS.reset(token)
+
+
+@contextlib.asynccontextmanager
+async def queued() -> AsyncIterator[None]:
+    """Around a wait for a place: each deadline it runs under moves on by the time waited."""
+    clocks = _CLOCKS.get()
+    if not clocks:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    # a deadline that has just passed (its cancellation on its way) cannot be moved any more
+    deadlines = [(each, each.scope.when()) for each in clocks if not each.scope.expired()]
+    for each, _ in deadlines:
+        each.scope.reschedule(None)
+    try:
+        yield
+    finally:
+        waited = loop.time() - started
+        for each, deadline in deadlines:
+            each.waited += waited
+            # a deadline someone else moved meanwhile (Ctrl-C's stop moves it to now) is theirs: left as it is
+            if deadline is not None and not each.scope.expired() and each.scope.when() is None:
+                each.scope.reschedule(deadline + waited)
