@@ -6,6 +6,7 @@ write the same files for the same run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -52,6 +53,9 @@ def stored_comparison(run: LoadedRun) -> Comparison | None:
 
 def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Comparison | None) -> Emitted:
     emitted = Emitted()
+    # a report on standard output is read alone there (`| jq`): what the others print (github's annotations, which
+    # GitHub reads on either stream) goes to standard error
+    others_print_to = sys.stderr if any(r.path == STDOUT for r in requests) else sys.stdout
     for request in requests:
         to_stdout = request.path == STDOUT
         # `-` is standard output (`tamesu report RUN --report json:- | jq`): written in the run directory, so its
@@ -60,7 +64,8 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            format_of(request.kind).write_function()(run, path, comparison)
+            with contextlib.redirect_stdout(sys.stdout if to_stdout else others_print_to):
+                format_of(request.kind).write_function()(run, path, comparison)
             if to_stdout and path is not None:
                 sys.stdout.flush()  # what the console printed before comes first
                 sys.stdout.buffer.write(path.read_bytes())
