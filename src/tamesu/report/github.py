@@ -52,7 +52,9 @@ def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> li
         props.append(f"title={_property(f'{badge} {result.id}')}")
         message = failure_text(result, run)
         if result.status == "inconclusive":
-            message = f"inconclusive: the simulated user, not the agent, spoiled every run:\n{message}"
+            spoiled = ("every run" if result.inconclusive_runs >= result.total_runs
+                       else f"{result.inconclusive_runs} of {result.total_runs} runs, too many to decide")
+            message = f"inconclusive: the simulated user, not the agent, spoiled {spoiled}:\n{message}"
         if result.status == "quarantined":
             message = f"quarantined ({result.quarantine}), not failing the run:\n{message}"
         if result.id in regressed:
