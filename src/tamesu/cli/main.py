@@ -311,7 +311,8 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
     if not requests:
         _print_summary(run, console)
     if note := run.unfinished_note():
-        click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
+        why = run.summary.interrupted or ("results.jsonl has unreadable lines" if run.problems else "stopped early")
+        click.echo(f"{run.dir}: {note} ({why})", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     # the run's own code: a report of a failed or interrupted run is not a green CI step
     code = finish_reports(run.dir, requests, Path(baseline).expanduser() if baseline else None,

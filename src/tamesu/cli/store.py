@@ -89,11 +89,13 @@ def import_command(dirs: tuple[str, ...], store_url_option: str | None, config: 
     try:
         for folder in folders:
             try:
-                run_id, tests = import_run(store, folder)
+                run_id, tests, problems = import_run(store, folder)
             except RunDirError as exc:
                 click.echo(str(exc), err=True)
                 sys.exit(EXIT_CONFIG)
             click.echo(f"imported {folder}: {tests} test(s) as run {run_id}")
+            for problem in problems:
+                click.echo(f"warning: {problem}", err=True)
     finally:
         store.close()
 
