@@ -4,6 +4,7 @@ an import left out an unreadable result without a word)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -56,3 +57,9 @@ def test_an_unreadable_result_is_said_by_report_and_import(tmp_path: Path) -> No
     assert imported.returncode == 0, imported.stdout + imported.stderr
     assert f"imported {run_dir}: 1 test(s) as run {run_dir.name}" in imported.stdout
     assert f"warning: {run_dir}/results.jsonl:1: unreadable result (JSONDecodeError), left out" in imported.stderr
+    # `tamesu merge` of it: the line was left out of the merged run with no word
+    merged = run_tamesu(["merge", str(run_dir), "--out", "merged"], cwd=tmp_path)
+    assert f"warning: {run_dir}/results.jsonl:1: unreadable result (JSONDecodeError), left out" in merged.stderr
+    assert "1 of 2 planned tests did not finish (results.jsonl of a run has unreadable lines)" in merged.stderr
+    [merged_dir] = list((tmp_path / "merged").iterdir())
+    assert any("unreadable result" in w for w in json.loads((merged_dir / "run.json").read_text())["warnings"])

@@ -347,7 +347,7 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     out_dir = (Path(out).expanduser() if out
                else project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
     try:
-        merged = merge_runs(inputs, out_dir)
+        merged, unread = merge_runs(inputs, out_dir)
     except (MergeError, RunDirError) as exc:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
@@ -356,8 +356,11 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     run = load_run(merged)
     click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}", err=to_stdout(requests))
     _print_summary(run, console)
+    for problem in unread:
+        click.echo(f"warning: {problem}", err=True)
     if note := run.unfinished_note():
-        click.echo(f"{merged}: {note}", err=True)
+        click.echo(f"{merged}: {note}" + (" (results.jsonl of a run has unreadable lines)" if unread else ""),
+                   err=True)
     if run.summary.stopped:
         click.echo(f"{merged}: {run.summary.stopped}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
