@@ -163,6 +163,8 @@ class _Page:
         for change in cmp.quarantined:
             rows.append(f'<li class="warn">quarantined {_e(change.id)}: was {_e(change.before)}, '
                         f"not counted as a regression</li>")
+        rows.extend(f'<li class="warn">skipped now {_e(c.id)}: was {_e(c.before)}: {_e(c.reason)}</li>'
+                    for c in cmp.skipped)
         rows.extend(f"<li>new {_e(i)}</li>" for i in cmp.new)
         rows.extend(f"<li>removed {_e(i)}</li>" for i in cmp.removed)
         metrics = "".join(f"<tr><td>{_e(m.id)}</td><td>{_e(describe_change(m))}</td></tr>"

@@ -128,12 +128,14 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
             lines.append(f"- ✅ fixed {_code(change.id)} (was {change.before})")
         for change in comparison.quarantined[:LIMIT]:
             lines.append(f"- 🟡 quarantined {_code(change.id)} (was {change.before}; not a regression)")
+        for change in comparison.skipped[:LIMIT]:
+            lines.append(f"- ⏭️ skipped now {_code(change.id)} (was {change.before}): {_cell(change.reason, 200)}")
         lines.extend(f"- 🆕 new {_code(i)}" for i in comparison.new[:LIMIT])
         lines.extend(f"- ➖ removed {_code(i)}" for i in comparison.removed[:LIMIT])
         lines.extend(f"- {'📉' if m.change is not None and m.change < 0 else '📈'} {_code(m.id)} "
                      f"{describe_change(m)}" for m in comparison.metric_changes[:LIMIT])
         cut = sum(max(0, len(group) - LIMIT) for group in (comparison.regressions, comparison.fixes,
-                                                           comparison.quarantined, comparison.new,
+                                                           comparison.quarantined, comparison.skipped, comparison.new,
                                                            comparison.removed, comparison.metric_changes))
         if cut:
             lines.append(f"- ... and {cut} more (all of them in baseline.json)")

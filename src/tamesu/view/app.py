@@ -125,6 +125,8 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
                                                for c in result.quarantined], ["test", "was", "now", "why"]),
             ("Metric changes", [(test_link(m.id), esc(describe_change(m))) for m in result.metric_changes],
              ["test", "change"]),
+            ("Skipped now", [(test_link(c.id), status(c.before), esc(c.reason)) for c in result.skipped],
+             ["test", "was", "why"]),
             ("New tests", [(test_link(i),) for i in result.new], ["test"]),
             ("Removed tests", [(esc(i),) for i in result.removed], ["test"]),
         ]
