@@ -141,7 +141,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
                          fail_fast=fail_fast, cache_mode=cache_mode(no_cache, cache_only), update_golden=update_golden)
     from tamesu.results.provenance import provenance
 
-    origin = provenance(plan.project.dir)
+    origin = provenance(plan.project.dir, own=(out_dir, plan.project.dir / ".tamesu"))
     console_reporter = ConsoleReporter(console, plan.secrets.redactor, verbose)
     reporters: list[Any] = [console_reporter,
                             PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
