@@ -60,8 +60,21 @@ def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> li
         if result.id in regressed:
             message = f"regression: passed in {comparison.baseline if comparison else 'the baseline'}\n{message}"
         lines.append(f"::{level} {','.join(props)}::{_data(message)}")
-    lines.append(f"::notice title=tamesu::{_data(headline(run))}")
+    lines.append(_closing(run))
     return lines
+
+
+def _closing(run: LoadedRun) -> str:
+    """The run's own line: a notice, or an error when the run did not end by its verdicts (interrupted, stopped,
+    tests left unfinished): "1 passed, 0 failed" alone read as a green run over exit 143."""
+    notes = [note for note in (run.summary.interrupted, run.summary.stopped) if note]
+    if missing := run.not_finished():
+        planned = len(run.plan.tests) if run.plan is not None else len(missing)
+        shown = ", ".join(entry.id for entry in missing[:10]) + (", ..." if len(missing) > 10 else "")
+        notes.append(f"{len(missing)} of {planned} planned tests did not finish: {shown}")
+    if not notes:
+        return f"::notice title=tamesu::{_data(headline(run))}"
+    return f"::error title=tamesu::{_data(headline(run) + chr(10) + chr(10).join(notes))}"
 
 
 def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
