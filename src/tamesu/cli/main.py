@@ -404,7 +404,12 @@ def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color
         console.print(f"coverage of {run.dir}", style="dim", highlight=False, markup=False)
         for style, line in table_lines(result):
             console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
-    if fail_under is not None and (result.percent if result.percent is not None else 100.0) < fail_under:
+    if fail_under is not None and result.percent is None and fail_under > 0:
+        # a gate asked for is not passed by nothing to measure (an agent card never fetched, no tool list kept)
+        click.echo(f"coverage: nothing was offered to cover in {run.dir}: --fail-under {fail_under:g}% cannot be met",
+                   err=True)
+        sys.exit(EXIT_FAILED)
+    if fail_under is not None and result.percent is not None and result.percent < fail_under:
         click.echo(f"coverage {result.percent:.0f}% is under {fail_under:.0f}%", err=True)
         sys.exit(EXIT_FAILED)
 
