@@ -213,3 +213,20 @@ def test_a_test_skipped_now_or_no_longer_skipped_is_listed(tmp_path: Path, tames
     assert kept["new"] == ["shop/unskipped"] and kept["regressions"] == []
     assert "- ⏭️ skipped now `shop/hidden` (was passed): SUP-9 flaky on CI" in (after / "summary.md").read_text()
     assert "skipped now shop/hidden: was passed: SUP-9 flaky on CI" in (after / "report.html").read_text()
+
+
+def test_a_comparison_that_cannot_be_kept_is_still_shown_and_reported(tmp_path: Path, tamesu, serve) -> None:
+    # before: "tamesu: internal error: IsADirectoryError", exit 3, no report, when baseline.json could not be
+    # written into the run folder (another user's, a read-only copy; as root, a folder in the way stands for it)
+    server = serve(ReportAgent().app())
+    _suite(tmp_path / "shop.yaml", server.url, [_test("steady", "hello")])
+    for _ in range(2):
+        assert tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
+    before, after = sorted(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    (after / "baseline.json.tmp").mkdir()
+    again = tamesu(["report", str(after), "--baseline", str(before), "--report", "markdown:again.md"], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"compared with {before.name}: 0 regressions" in again.stdout
+    assert f"warning: baseline: cannot keep the comparison as {after}/baseline.json: " in again.stdout, again.stdout
+    assert f"#### Compared with `{before.name}`" in (tmp_path / "again.md").read_text()
+    assert not (after / "baseline.json").exists()

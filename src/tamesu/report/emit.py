@@ -30,16 +30,23 @@ class Emitted:
     errors: list[str] = field(default_factory=list)
 
 
-def compare_with(run: LoadedRun, baseline: Path, tolerance: float) -> Comparison:
-    """Compare with an earlier run (or the newest other run in a folder of runs) and keep the result on disk."""
+def compare_with(run: LoadedRun, baseline: Path, tolerance: float) -> tuple[Comparison, str | None]:
+    """Compare with an earlier run (or the newest other run in a folder of runs) and keep the result on disk; the
+    second value says why it could not be kept (a run folder another user owns, a read-only copy): the comparison
+    is shown and reported all the same."""
     earlier = load_run(resolve_run_dir(baseline, exclude=run.dir))
     comparison = compare(run, earlier, tolerance)
     path = run.dir / BASELINE_FILE
     temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
-    os.replace(temporary, path)
-    return comparison
+    try:
+        temporary.write_text(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        return comparison, f"cannot keep the comparison as {path}: {os_words(exc) if exc.filename else exc}"
+    return comparison, None
 
 
 def stored_comparison(run: LoadedRun) -> Comparison | None:
