@@ -72,9 +72,8 @@ def _closing(run: LoadedRun) -> str:
         planned = len(run.plan.tests) if run.plan is not None else len(missing)
         shown = ", ".join(entry.id for entry in missing[:10]) + (", ..." if len(missing) > 10 else "")
         notes.append(f"{len(missing)} of {planned} planned tests did not finish: {shown}")
-    if not notes:
-        return f"::notice title=tamesu::{_data(headline(run))}"
-    return f"::error title=tamesu::{_data(headline(run) + chr(10) + chr(10).join(notes))}"
+    said = _data("\n".join([headline(run), *notes]))
+    return f"::{'error' if notes else 'notice'} title=tamesu::{said}"
 
 
 def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:
