@@ -59,6 +59,11 @@ def test_a_fork_takes_the_callers_folder_environment_and_stdin(shop: Path) -> No
 
 
 def test_a_fork_that_outlives_its_timeout_is_killed(shop: Path) -> None:
+    from tamesu.store.db import Store
+
+    store = Store(f"sqlite:///{shop / 's.db'}")  # a store there to show: `view` says when there is none, and ends
+    store.migrate()
+    store.close()
     with pytest.raises(subprocess.TimeoutExpired):  # `view` serves until it is stopped
         forked.run(["view", "--port", "0", "--no-open"], shop, {**ENV, "TAMESU_STORE": str(shop / "s.db")}, 3)
 

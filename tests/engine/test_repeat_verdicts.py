@@ -60,7 +60,7 @@ def test_one_conclusive_run_of_four_does_not_decide_a_test_at_half(tmp_path: Pat
     # before: PASS, exit 0, "1/4 runs passed" and stats.runs 1: three runs the simulated user spoiled left one
     # run to stand for four, and nothing said three were inconclusive
     _spoiling_project(tmp_path, serve(_agent("PPFFFFFF")).url, 0.5)
-    result = tamesu(["run", "--out", "out", "--report", "json:report.json"], cwd=tmp_path)
+    result = tamesu(["run", "--out", "out", "--report", "json:report.json,github"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "INC   suite/book  1/4 runs passed, 3 inconclusive" in result.stdout, result.stdout
     line = _results(tmp_path)["book"]
@@ -70,6 +70,10 @@ def test_one_conclusive_run_of_four_does_not_decide_a_test_at_half(tmp_path: Pat
     report = json.loads((tmp_path / "report.json").read_text())
     [test] = report["tests"]
     assert (test["status"], test["inconclusive_runs"]) == ("inconclusive", 3), test
+    # before, the annotation said the simulated user "spoiled every run" of a test one of whose runs passed
+    [annotation] = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
+    assert "title=INC suite/book::inconclusive: the simulated user, not the agent, spoiled 3 of 4 runs, too many " \
+           "to decide:%0A1/4 runs passed, 3 inconclusive" in annotation, annotation
 
 
 def test_enough_conclusive_runs_decide_and_the_inconclusive_ones_are_said(tmp_path: Path, tamesu: Any,

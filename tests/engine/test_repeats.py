@@ -166,7 +166,7 @@ def test_a_simulator_that_breaks_character_makes_the_test_inconclusive(tmp_path:
     url = serve(_agent()).url
     _project(tmp_path, "As an AI language model, I can't book flights")
     (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0))
-    result = tamesu(["run", "--out", "out", "--report", "junit:junit.xml"], cwd=tmp_path)
+    result = tamesu(["run", "--out", "out", "--report", "junit:junit.xml,github"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
     assert "INC   suite/book" in out and "1 inconclusive (the simulated user at fault)" in out, out
@@ -178,6 +178,7 @@ def test_a_simulator_that_breaks_character_makes_the_test_inconclusive(tmp_path:
     assert (run["fault"], run["reruns"], run["dir"]) == ("simulated_user", 2, "suite/book/run-1-rerun-2")
     junit = (tmp_path / "junit.xml").read_text()
     assert 'type="inconclusive"' in junit and 'name="tamesu.run.1.fault" value="simulated_user"' in junit
+    assert "title=INC suite/book::inconclusive: the simulated user, not the agent, spoiled every run:%0A" in out
 
 
 def test_the_honest_twin_with_a_broken_agent_fails_as_the_agents_fault(tmp_path: Path, tamesu: Any,

@@ -188,3 +188,45 @@ tests:
     comparison = json.loads((run_dir / "baseline.json").read_text())
     assert [m for m in comparison["metric_changes"] if m["id"] == "shop/errored"] == [], comparison
     assert {r["id"] for r in comparison["regressions"]} == {"shop/spoiled", "shop/errored"}, comparison
+
+
+def test_a_test_skipped_now_or_no_longer_skipped_is_listed(tmp_path: Path, tamesu, serve) -> None:
+    # before: a passing test skipped in the next run, and a skipped test that ran and failed, were in no list:
+    # "0 regressions, 0 fixes, 0 new, 0 removed", and the first left the run green
+    server = serve(ReportAgent().app())
+    suite = tmp_path / "shop.yaml"
+    _suite(suite, server.url, [_test("hidden", "hello"), _test("unskipped", "goodbye", skip="SUP-7 not built yet")])
+    first = tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    _suite(suite, server.url, [_test("hidden", "hello", skip="SUP-9 flaky on CI"), _test("unskipped", "goodbye")])
+    second = tamesu(["run", "shop.yaml", "--out", "out", "--baseline", "out", "--report", "markdown,html"],
+                    cwd=tmp_path)
+    assert second.returncode == 1, second.stdout + second.stderr  # the test that runs now fails
+    out = second.stdout
+    assert "0 regressions, 0 fixes, 1 skipped now, 1 new, 0 removed, 0 metric changes" in out, out
+    assert "skipped     shop/hidden: was passed, skipped now: SUP-9 flaky on CI" in out
+    assert "new         shop/unskipped" in out
+    after = max(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    kept = json.loads((after / "baseline.json").read_text())
+    assert [(c["id"], c["before"], c["now"], c["reason"]) for c in kept["skipped"]] == [
+        ("shop/hidden", "passed", "skipped", "SUP-9 flaky on CI")]
+    assert kept["new"] == ["shop/unskipped"] and kept["regressions"] == []
+    assert "- ⏭️ skipped now `shop/hidden` (was passed): SUP-9 flaky on CI" in (after / "summary.md").read_text()
+    assert "skipped now shop/hidden: was passed: SUP-9 flaky on CI" in (after / "report.html").read_text()
+
+
+def test_a_comparison_that_cannot_be_kept_is_still_shown_and_reported(tmp_path: Path, tamesu, serve) -> None:
+    # before: "tamesu: internal error: IsADirectoryError", exit 3, no report, when baseline.json could not be
+    # written into the run folder (another user's, a read-only copy; as root, a folder in the way stands for it)
+    server = serve(ReportAgent().app())
+    _suite(tmp_path / "shop.yaml", server.url, [_test("steady", "hello")])
+    for _ in range(2):
+        assert tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
+    before, after = sorted(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    (after / "baseline.json.tmp").mkdir()
+    again = tamesu(["report", str(after), "--baseline", str(before), "--report", "markdown:again.md"], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"compared with {before.name}: 0 regressions" in again.stdout
+    assert f"warning: baseline: cannot keep the comparison as {after}/baseline.json: " in again.stdout, again.stdout
+    assert f"#### Compared with `{before.name}`" in (tmp_path / "again.md").read_text()
+    assert not (after / "baseline.json").exists()

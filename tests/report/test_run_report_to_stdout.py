@@ -60,3 +60,31 @@ def test_a_path_through_a_file_is_said_so(tmp_path: Path) -> None:
     schema = run_tamesu(["schema", "--write", "notes/schemas"], cwd=tmp_path)
     assert schema.returncode == 3 and "internal error" not in schema.stderr, schema.stderr
     assert "tamesu schema: cannot write notes/schemas: a file is in the way of a folder" in schema.stderr
+
+
+def test_github_annotations_beside_a_report_on_stdout_go_to_stderr(tmp_path: Path) -> None:
+    # before: `--report json:-,github` printed the annotations on stdout after the JSON, and json.loads failed
+    # ("Extra data"); GitHub reads workflow commands on standard error as well
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "github,json:-"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert [t["test"] for t in json.loads(done.stdout)["tests"] if t["status"] == "failed"] == ["refunds"]
+    assert "::error file=s.tamesu.yaml,line=" in done.stderr and "title=FAIL s/refunds::" in done.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    again = run_tamesu(["report", str(run_dir), "--report", "junit:-,github"], cwd=tmp_path)
+    assert again.returncode == 1 and again.stdout.lstrip().startswith("<?xml"), again.stdout + again.stderr
+    assert again.stdout.rstrip().endswith("</testsuites>") and "title=FAIL s/refunds::" in again.stderr
+
+
+def test_two_reports_on_stdout_are_refused(tmp_path: Path) -> None:
+    # before: `--report json:-,junit:-` wrote a JSON document with XML after it, readable as neither
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "json:-,junit:-"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == "--report: json:- and junit:-: one report at most goes to standard output (-)"
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "tamesu.yaml").write_text("suites: ['*.tamesu.yaml']\nreport: ['json:-', html, 'markdown:-']\n")
+    checked = run_tamesu(["validate"], cwd=tmp_path)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert "tamesu.yaml:2:9: report: json:- and markdown:-: one report at most goes to standard output (-)" in \
+        checked.stdout + checked.stderr

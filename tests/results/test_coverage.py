@@ -123,3 +123,20 @@ def test_skills_tools_and_remote_agents_from_recorded_facts(tmp_path: Path, tame
 def test_coverage_without_a_run(tmp_path: Path, tamesu) -> None:
     result = tamesu(["coverage"], cwd=tmp_path)
     assert result.returncode == 2 and "tamesu run` first" in result.stderr
+
+
+def test_a_gate_on_a_run_with_nothing_to_cover_fails(tmp_path: Path, tamesu) -> None:
+    # before: "nothing to cover" and exit 0, so `--fail-under 50` passed a run that recorded nothing to measure
+    (tmp_path / "tamesu.yaml").write_text("out: runs\n")
+    (tmp_path / "shop.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\nmodels:\n  bot: { provider: fake, rules: [ { say: hi } ] }\n"
+        "tests:\n  - { name: greets, scenario: { script: [ { say: hi } ] }, assert: [ { contains: hi } ] }\n")
+    assert tamesu(["run"], cwd=tmp_path).returncode == 0
+    plain = tamesu(["coverage"], cwd=tmp_path)
+    assert plain.returncode == 0 and "nothing to cover" in plain.stdout, plain.stdout + plain.stderr
+    gated = tamesu(["coverage", "--fail-under", "50"], cwd=tmp_path)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    assert gated.stderr.strip() == f"coverage: nothing was offered to cover in {run_dir}: " \
+                                   "--fail-under 50% cannot be met"
+    assert tamesu(["coverage", "--fail-under", "0"], cwd=tmp_path).returncode == 0

@@ -31,3 +31,36 @@ def test_commit_and_branch_from_git_and_from_ci(tmp_path: Path) -> None:
     _git(tmp_path, "checkout", "-q", "--detach")
     detached = provenance(tmp_path, {})
     assert (detached.commit, detached.branch) == (head, None)
+
+
+def test_a_checkout_with_changes_is_its_commit_and_a_fingerprint_of_them(tmp_path: Path) -> None:
+    # before: the commit alone, so a test that failed, was fixed in the working tree and passed was "flaky on" it
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    (tmp_path / "suite.yaml").write_text("a: 1\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    project = tmp_path / "project"  # a project below the checkout's top: changes anywhere in it count
+    project.mkdir()
+    out, own = project / "tamesu-runs", project / ".tamesu"
+    for folder in (out, own, tmp_path / "ignored"):  # tamesu's own output and what git ignores: no change
+        folder.mkdir()
+        (folder / "x.json").write_text("{}")
+
+    def commit() -> str | None:
+        return provenance(project, {}, own=(out, own)).commit
+
+    assert commit() == head
+    (tmp_path / "suite.yaml").write_text("a: 2\n")
+    first = commit()
+    assert first is not None and first.startswith(f"{head}+") and len(first) == len(head) + 13
+    (tmp_path / "suite.yaml").write_text("a: 3\n")
+    assert commit() not in (head, first)  # other changes: other code
+    (tmp_path / "suite.yaml").write_text("a: 2\n")
+    assert commit() == first  # the same changes: the same code
+    (tmp_path / "suite.yaml").write_text("a: 1\n")
+    assert commit() == head
+    (project / "agent.py").write_text("print('new')\n")  # a file git does not track yet
+    assert commit() not in (head, first)
+    assert provenance(project, {"GITHUB_SHA": "c0ffee"}, own=(out, own)).commit == "c0ffee"  # CI names its code

@@ -38,7 +38,7 @@ def test_sigterm_still_writes_the_reports_of_what_finished(tmp_path: Path) -> No
     (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
     process = subprocess.Popen(
         tied([sys.executable, "-m", "tamesu", "run", "s.tamesu.yaml", "--out", "out", "--parallel", "1",
-              "--report", "junit:reports/junit.xml,markdown:reports/summary.md"]),
+              "--report", "junit:reports/junit.xml,markdown:reports/summary.md,github"]),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -63,6 +63,10 @@ def test_sigterm_still_writes_the_reports_of_what_finished(tmp_path: Path) -> No
     summary = (tmp_path / "reports" / "summary.md").read_text()
     assert "interrupted by SIGTERM" in summary + err
     assert summary.startswith("### ⚠️ tamesu:"), summary  # it was ✅ over "exit code 143"
+    # the run's own annotation: it was "::notice title=tamesu::1 passed, 0 failed", green over exit 143
+    [closing] = [line for line in out.splitlines() if "title=tamesu::" in line]
+    assert closing == "::error title=tamesu::1 passed, 0 failed%0Ainterrupted by SIGTERM%0A1 of 2 planned tests did " \
+                      "not finish: s/slow", closing
 
 
 def test_a_conversation_cut_short_keeps_what_it_said(tmp_path: Path, serve: Any) -> None:

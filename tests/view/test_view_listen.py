@@ -30,6 +30,17 @@ def _held(port: int) -> Iterator[None]:
         sock.close()
 
 
+def _store(tmp_path: Path) -> dict[str, str]:
+    """A store made and empty: the view shows one, and says when there is none."""
+    from tamesu.store.db import Store
+
+    path = tmp_path / "s.db"
+    made = Store(f"sqlite:///{path}")
+    made.migrate()
+    made.close()
+    return {"TAMESU_STORE": str(path)}
+
+
 def _served(one: View) -> None:
     page = httpx.get(one.url + "/", timeout=10)
     assert page.status_code == 200, page.text[:500]
@@ -37,7 +48,7 @@ def _served(one: View) -> None:
 
 def test_a_taken_default_port_is_replaced_by_a_free_one(tmp_path: Path, view: Callable[..., View]) -> None:
     # before: "view: cannot listen on 127.0.0.1:8765: Address already in use", exit 3, beside the sample agent
-    env = {"TAMESU_STORE": str(tmp_path / "s.db")}
+    env = _store(tmp_path)
     with _held(VIEW_PORT):
         one = view(tmp_path, "--no-open", env=env, port=None)
         assert one.url.startswith("http://127.0.0.1:") and not one.url.endswith(f":{VIEW_PORT}"), one.url
@@ -54,7 +65,7 @@ def test_a_taken_default_port_is_replaced_by_a_free_one(tmp_path: Path, view: Ca
 
 
 def test_every_address_is_served_only_when_asked_and_warned(tmp_path: Path, view: Callable[..., View]) -> None:
-    one = view(tmp_path, "--no-open", "--host", "0.0.0.0", env={"TAMESU_STORE": str(tmp_path / "s.db")})
+    one = view(tmp_path, "--no-open", "--host", "0.0.0.0", env=_store(tmp_path))
     assert one.url.startswith("http://127.0.0.1:"), one.url  # the browser goes to this machine's loopback
     _served(one)
     one.stop()

@@ -141,7 +141,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
                          fail_fast=fail_fast, cache_mode=cache_mode(no_cache, cache_only), update_golden=update_golden)
     from tamesu.results.provenance import provenance
 
-    origin = provenance(plan.project.dir)
+    origin = provenance(plan.project.dir, own=(out_dir, plan.project.dir / ".tamesu"))
     console_reporter = ConsoleReporter(console, plan.secrets.redactor, verbose)
     reporters: list[Any] = [console_reporter,
                             PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
@@ -315,7 +315,8 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
     if not requests:
         _print_summary(run, console)
     if note := run.unfinished_note():
-        click.echo(f"{run.dir}: {note} ({run.summary.interrupted or 'stopped early'})", err=True)
+        why = run.summary.interrupted or ("results.jsonl has unreadable lines" if run.problems else "stopped early")
+        click.echo(f"{run.dir}: {note} ({why})", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
     # the run's own code: a report of a failed or interrupted run is not a green CI step
     code = finish_reports(run.dir, requests, Path(baseline).expanduser() if baseline else None,
@@ -350,7 +351,7 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     out_dir = (Path(out).expanduser() if out
                else project.dir / project.spec.out if project is not None else Path("tamesu-runs"))
     try:
-        merged = merge_runs(inputs, out_dir)
+        merged, unread = merge_runs(inputs, out_dir)
     except (MergeError, RunDirError) as exc:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_CONFIG)
@@ -359,8 +360,11 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
     run = load_run(merged)
     click.echo(f"merged {len(inputs)} run{'' if len(inputs) == 1 else 's'} into {merged}", err=to_stdout(requests))
     _print_summary(run, console)
+    for problem in unread:
+        click.echo(f"warning: {problem}", err=True)
     if note := run.unfinished_note():
-        click.echo(f"{merged}: {note}", err=True)
+        click.echo(f"{merged}: {note}" + (" (results.jsonl of a run has unreadable lines)" if unread else ""),
+                   err=True)
     if run.summary.stopped:
         click.echo(f"{merged}: {run.summary.stopped}", err=True)
     default_tolerance = project.spec.report.tolerance if project is not None else 0.2
@@ -404,7 +408,12 @@ def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color
         console.print(f"coverage of {run.dir}", style="dim", highlight=False, markup=False)
         for style, line in table_lines(result):
             console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
-    if fail_under is not None and (result.percent if result.percent is not None else 100.0) < fail_under:
+    if fail_under is not None and result.percent is None and fail_under > 0:
+        # a gate asked for is not passed by nothing to measure (an agent card never fetched, no tool list kept)
+        click.echo(f"coverage: nothing was offered to cover in {run.dir}: --fail-under {fail_under:g}% cannot be met",
+                   err=True)
+        sys.exit(EXIT_FAILED)
+    if fail_under is not None and result.percent is not None and result.percent < fail_under:
         click.echo(f"coverage {result.percent:.0f}% is under {fail_under:.0f}%", err=True)
         sys.exit(EXIT_FAILED)
 

@@ -116,7 +116,7 @@ def finish_reports(run_dir: Path, requests: list[ReportRequest], baseline: Path 
     comparison = None
     if baseline is not None:
         try:
-            comparison = compare_with(run, baseline, tolerance)
+            comparison, unkept = compare_with(run, baseline, tolerance)
         except RunDirError as exc:
             # the first run of a project has nothing to compare with: say so, and carry on
             console.print(f"warning: baseline: {exc}", style="yellow", highlight=False, markup=False)
@@ -124,6 +124,8 @@ def finish_reports(run_dir: Path, requests: list[ReportRequest], baseline: Path 
             console.print("")
             for style, line in console_lines(comparison):
                 console.print(line, style=style, highlight=False, markup=False)
+            if unkept:
+                console.print(f"warning: baseline: {unkept}", style="yellow", highlight=False, markup=False)
     else:
         comparison = stored_comparison(run)
     emitted = write_reports(run, requests, comparison)

@@ -30,8 +30,9 @@ def _project(config: str | None) -> Any:
         sys.exit(EXIT_CONFIG)
 
 
-def open_store(url_option: str | None, config: str | None) -> Any:
-    """--store, else TAMESU_STORE, else tamesu.yaml's store:, else the project's SQLite file; migrated."""
+def open_store(url_option: str | None, config: str | None, *, existing: bool = False) -> Any:
+    """--store, else TAMESU_STORE, else tamesu.yaml's store:, else the project's SQLite file; migrated. `existing`:
+    a SQLite file that is not there is said and no store is made (a reader's mistyped path made an empty one)."""
     from tamesu.store import StoreError, store_url
 
     project = _project(config)
@@ -43,6 +44,11 @@ def open_store(url_option: str | None, config: str | None) -> Any:
         sys.exit(EXIT_CONFIG)
     if url is None:
         click.echo("no store: --store is off", err=True)
+        sys.exit(EXIT_CONFIG)
+    file = _sqlite_file(url) if existing else None
+    if file is not None and not file.exists():
+        click.echo(f"no store at {file}: no run has written one there (a run with the store on makes it; "
+                   "`tamesu store import RUN_DIR` fills it in)", err=True)
         sys.exit(EXIT_CONFIG)
     try:
         from tamesu.store.db import Store
@@ -59,6 +65,19 @@ def open_store(url_option: str | None, config: str | None) -> Any:
         click.echo(f"store: cannot open {store.shown}: {_short(exc)}", err=True)
         sys.exit(EXIT_INFRA)
     return store, project
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a `sqlite:///PATH` store; None for another database or SQLite in memory."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # what the store itself would refuse: Store() says it
+        return None
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
 
 
 _STORE_OPTION = click.option("--store", "store_url_option", metavar="URL",
@@ -89,11 +108,13 @@ def import_command(dirs: tuple[str, ...], store_url_option: str | None, config: 
     try:
         for folder in folders:
             try:
-                run_id, tests = import_run(store, folder)
+                run_id, tests, problems = import_run(store, folder)
             except RunDirError as exc:
                 click.echo(str(exc), err=True)
                 sys.exit(EXIT_CONFIG)
             click.echo(f"imported {folder}: {tests} test(s) as run {run_id}")
+            for problem in problems:
+                click.echo(f"warning: {problem}", err=True)
     finally:
         store.close()
 
@@ -124,7 +145,7 @@ def view_command(store_url_option: str | None, config: str | None, port: int | N
     from tamesu.net.serve import LoopServer
     from tamesu.view.app import create_app
 
-    store, project = open_store(store_url_option, config)
+    store, project = open_store(store_url_option, config, existing=True)
     app = create_app(store, project.spec.trace_url)
 
     def listening() -> LoopServer:

@@ -327,7 +327,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
             return EXIT_INFRA
     rich_console = make_console(options["color"], stderr=to_stdout(requests))
     console = TestConsole(rich_console, secrets.redactor, options["verbose"])
-    origin = provenance(project.dir)
+    origin = provenance(project.dir, own=(settings.out, project.dir / ".tamesu"))
     # the same store and the same records as `tamesu run`: each case is written as it finishes
     store_writer = open_store_writer(project, secrets.redactor, origin, settings.shard, rich_console)
     runner = JsonlRunner(plan, settings, console, provenance=origin,

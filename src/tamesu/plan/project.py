@@ -129,6 +129,7 @@ def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) ->
     """`report:` names formats that exist (built in, or a plug-in's)."""
     from tamesu.report.spec import ReportSpecError, parse_reports
 
+    before = len(problems)
     for i, entry in enumerate(spec.report.formats):
         try:
             parse_reports([entry])
@@ -137,6 +138,13 @@ def _check_reports(spec: ProjectSpec, doc: Document, problems: list[Problem]) ->
             loc: tuple[object, ...] = ("report", i) if isinstance(written, list) else \
                 ("report", "formats", i) if isinstance(written, dict) else ("report",)
             problems.append(doc.problem(loc, str(exc)))
+    if len(problems) > before:
+        return
+    try:
+        parse_reports(spec.report.formats)  # what only the entries together break: two on standard output
+    except ReportSpecError as exc:
+        where = ("report", "formats") if isinstance(doc.data.get("report"), dict) else ("report",)
+        problems.append(doc.problem(where, str(exc)))
 
 
 def resolve_models(

@@ -42,7 +42,10 @@ class Comparison(BaseModel):
     fixes: list[StatusChange] = Field(default_factory=list)
     quarantined: list[StatusChange] = Field(default_factory=list)
     """Failing now under quarantine: not regressions, but shown."""
+    skipped: list[StatusChange] = Field(default_factory=list)
+    """Graded in the baseline, skipped now (`reason`: the skip's): no verdict any more, which no exit code shows."""
     new: list[str] = Field(default_factory=list)
+    """Tests with no earlier verdict: not in the baseline, or skipped there."""
     removed: list[str] = Field(default_factory=list)
     metric_changes: list[MetricChange] = Field(default_factory=list)
 
@@ -52,6 +55,8 @@ class Comparison(BaseModel):
                  _n(len(self.metric_changes), "metric change")]
         if self.quarantined:
             parts.insert(2, f"{len(self.quarantined)} quarantined")
+        if self.skipped:
+            parts.insert(-3, f"{len(self.skipped)} skipped now")
         return ", ".join(parts)
 
 
@@ -83,11 +88,14 @@ def compare(current: LoadedRun, baseline: LoadedRun, tolerance: float = 0.2) -> 
     result = Comparison(baseline=baseline.name, tolerance=tolerance)
     for test_id, test in now.items():
         old = before.get(test_id)
-        if old is None:
-            result.new.append(test_id)
+        if old is None or (old.status == "skipped" and test.status != "skipped"):
+            result.new.append(test_id)  # nothing earlier to compare with: a test un-skipped fails as a new one would
             continue
         change = StatusChange(id=test_id, before=old.status, now=test.status, reason=failure_reason(test))
-        if test.status == "quarantined":
+        if test.status == "skipped":
+            if old.status != "skipped":
+                result.skipped.append(change)
+        elif test.status == "quarantined":
             result.quarantined.append(change)
         elif old.status == "passed" and test.status in _FAILING:
             result.regressions.append(change)
@@ -142,6 +150,8 @@ def console_lines(comparison: Comparison, limit: int = 20) -> list[tuple[str, st
         lines.append(("green", f"  fixed       {change.id}: was {change.before}"))
     for change in comparison.quarantined[:limit]:
         lines.append(("yellow", f"  quarantined {change.id}: was {change.before} (not a regression)"))
+    for change in comparison.skipped[:limit]:
+        lines.append(("yellow", f"  skipped     {change.id}: was {change.before}, skipped now: {change.reason}"))
     for test_id in comparison.new[:limit]:
         lines.append(("dim", f"  new         {test_id}"))
     for test_id in comparison.removed[:limit]:
@@ -149,8 +159,8 @@ def console_lines(comparison: Comparison, limit: int = 20) -> list[tuple[str, st
     for metric in comparison.metric_changes[:limit]:
         lines.append(("dim", f"  metric      {metric.id}: {describe_change(metric)}"))
     cut = sum(max(0, len(group) - limit) for group in (comparison.regressions, comparison.fixes,
-                                                       comparison.quarantined, comparison.new, comparison.removed,
-                                                       comparison.metric_changes))
+                                                       comparison.quarantined, comparison.skipped, comparison.new,
+                                                       comparison.removed, comparison.metric_changes))
     if cut:
         lines.append(("dim", f"  ... and {cut} more (all of them in baseline.json)"))
     return lines

@@ -6,6 +6,7 @@ write the same files for the same run.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,13 +29,18 @@ class Emitted:
     errors: list[str] = field(default_factory=list)
 
 
-def compare_with(run: LoadedRun, baseline: Path, tolerance: float) -> Comparison:
-    """Compare with an earlier run (or the newest other run in a folder of runs) and keep the result on disk."""
+def compare_with(run: LoadedRun, baseline: Path, tolerance: float) -> tuple[Comparison, str | None]:
+    """Compare with an earlier run (or the newest other run in a folder of runs) and keep the result on disk; the
+    second value says why it could not be kept (a run folder another user owns, a read-only copy): the comparison
+    is shown and reported all the same."""
     earlier = load_run(resolve_run_dir(baseline, exclude=run.dir))
     comparison = compare(run, earlier, tolerance)
     path = run.dir / BASELINE_FILE
-    write_indented(path, comparison.model_dump(mode="json"), atomic=True)
-    return comparison
+    try:
+        write_indented(path, comparison.model_dump(mode="json"), atomic=True)
+    except OSError as exc:
+        return comparison, f"cannot keep the comparison as {path}: {os_words(exc) if exc.filename else exc}"
+    return comparison, None
 
 
 def stored_comparison(run: LoadedRun) -> Comparison | None:
@@ -48,6 +54,9 @@ def stored_comparison(run: LoadedRun) -> Comparison | None:
 
 def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Comparison | None) -> Emitted:
     emitted = Emitted()
+    # a report on standard output is read alone there (`| jq`): what the others print (github's annotations, which
+    # GitHub reads on either stream) goes to standard error
+    others_print_to = sys.stderr if any(r.path == STDOUT for r in requests) else sys.stdout
     for request in requests:
         to_stdout = request.path == STDOUT
         # `-` is standard output (`tamesu report RUN --report json:- | jq`): written in the run directory, so its
@@ -56,7 +65,8 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            format_of(request.kind).write_function()(run, path, comparison)
+            with contextlib.redirect_stdout(sys.stdout if to_stdout else others_print_to):
+                format_of(request.kind).write_function()(run, path, comparison)
             if to_stdout and path is not None:
                 sys.stdout.flush()  # what the console printed before comes first
                 sys.stdout.buffer.write(path.read_bytes())

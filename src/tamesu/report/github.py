@@ -52,14 +52,28 @@ def annotation_lines(run: LoadedRun, comparison: Comparison | None = None) -> li
         props.append(f"title={_property(f'{badge} {result.id}')}")
         message = failure_text(result, run)
         if result.status == "inconclusive":
-            message = f"inconclusive: the simulated user, not the agent, spoiled every run:\n{message}"
+            spoiled = ("every run" if result.inconclusive_runs >= result.total_runs
+                       else f"{result.inconclusive_runs} of {result.total_runs} runs, too many to decide")
+            message = f"inconclusive: the simulated user, not the agent, spoiled {spoiled}:\n{message}"
         if result.status == "quarantined":
             message = f"quarantined ({result.quarantine}), not failing the run:\n{message}"
         if result.id in regressed:
             message = f"regression: passed in {comparison.baseline if comparison else 'the baseline'}\n{message}"
         lines.append(f"::{level} {','.join(props)}::{_data(message)}")
-    lines.append(f"::notice title=tamesu::{_data(headline(run))}")
+    lines.append(_closing(run))
     return lines
+
+
+def _closing(run: LoadedRun) -> str:
+    """The run's own line: a notice, or an error when the run did not end by its verdicts (interrupted, stopped,
+    tests left unfinished): "1 passed, 0 failed" alone read as a green run over exit 143."""
+    notes = [note for note in (run.summary.interrupted, run.summary.stopped) if note]
+    if missing := run.not_finished():
+        planned = len(run.plan.tests) if run.plan is not None else len(missing)
+        shown = ", ".join(entry.id for entry in missing[:10]) + (", ..." if len(missing) > 10 else "")
+        notes.append(f"{len(missing)} of {planned} planned tests did not finish: {shown}")
+    said = _data("\n".join([headline(run), *notes]))
+    return f"::{'error' if notes else 'notice'} title=tamesu::{said}"
 
 
 def emit_github(run: LoadedRun, comparison: Comparison | None = None) -> list[str]:

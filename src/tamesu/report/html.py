@@ -21,6 +21,7 @@ from urllib.parse import quote
 from tamesu import __version__
 from tamesu.plugins import register
 from tamesu.report import _svg, along_the_way
+from tamesu.report._artifacts import other_files
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
@@ -163,6 +164,8 @@ class _Page:
         for change in cmp.quarantined:
             rows.append(f'<li class="warn">quarantined {_e(change.id)}: was {_e(change.before)}, '
                         f"not counted as a regression</li>")
+        rows.extend(f'<li class="warn">skipped now {_e(c.id)}: was {_e(c.before)}: {_e(c.reason)}</li>'
+                    for c in cmp.skipped)
         rows.extend(f"<li>new {_e(i)}</li>" for i in cmp.new)
         rows.extend(f"<li>removed {_e(i)}</li>" for i in cmp.removed)
         metrics = "".join(f"<tr><td>{_e(m.id)}</td><td>{_e(describe_change(m))}</td></tr>"
@@ -245,9 +248,11 @@ class _Page:
         folder = self.run.dir / summary.dir
         detail = self.run.run_result(summary)
         title = f"run {summary.run}" + (f" (attempt {summary.attempts})" if summary.attempts > 1 else "")
+        kept, count = other_files(folder)
         links = " · ".join([self.link(folder / "result.json", "result.json"),
                             self.link(folder / "transcript.json", "transcript.json"),
-                            self.link(folder, "folder")])
+                            *(self.link(path, path.relative_to(folder).as_posix()) for path in kept),
+                            self.link(folder, "folder" if count <= len(kept) else f"folder ({count} files)")])
         status = f'<span class="badge s-{summary.status}">{_BADGES[summary.status]}</span>'
         extra = ""
         if detail is not None:

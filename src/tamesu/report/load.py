@@ -197,17 +197,24 @@ def load_run(path: Path) -> LoadedRun:
             try:
                 results.append(TestResult.model_validate(json.loads(line)))
             except (ValueError, ValidationError) as exc:
-                problems.append(f"{lines_path}:{number}: unreadable result ({type(exc).__name__})")
+                problems.append(f"{lines_path}:{number}: unreadable result ({type(exc).__name__}), left out")
     plan = _read_model(path / PLAN_FILE, PlanRecord)
-    summary = _read_model(path / "run.json", RunSummaryFile)
+    summary_path = path / "run.json"
+    summary = _read_model(summary_path, RunSummaryFile)
     if summary is None:
-        # a killed run: say so, and count what finished; with tests left it is not a passing run
+        # a killed run: say so, and count what finished; with tests left it is not a passing run. A run.json
+        # there but unreadable (cut short, edited) is said too: the run's own code is lost with it, and a folder
+        # with nothing else readable is no passing run
+        unreadable = summary_path.is_file()
+        if unreadable:
+            problems.append(f"{summary_path}: unreadable: the run is counted from what results.jsonl holds")
         left = _unfinished(plan, results)
         summary = RunSummaryFile(
             tamesu_version="?", started_at="", finished_at="",
-            exit_code=exit_code_for(results) or (EXIT_INFRA if left else 0),
+            exit_code=exit_code_for(results) or (EXIT_INFRA if left or (unreadable and not results) else 0),
             duration_ms=round(sum(r.duration_ms for r in results), 3), counts=count(results),
-            runs=count_runs(results), interrupted="the run did not finish (no run.json)",
+            runs=count_runs(results),
+            interrupted="its run.json is unreadable" if unreadable else "the run did not finish (no run.json)",
         )
     return LoadedRun(dir=path, summary=summary, results=results, plan=plan, problems=problems)
 

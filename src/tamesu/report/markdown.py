@@ -6,6 +6,7 @@ Short on purpose: a job summary is read at a glance and GitHub caps its size, so
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tamesu.plugins import register
@@ -20,11 +21,29 @@ LIMIT = 50
 """Rows per list; the rest is counted, not shown."""
 
 
-def _cell(text: str, limit: int = 300) -> str:
+def _flat(text: str, limit: int) -> str:
     flat = " ".join(text.split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return flat.replace("|", "\\|")
+    return flat[: limit - 1] + "…" if len(flat) > limit else flat
+
+
+# What GitHub would read as markup in an agent's words: HTML, links and images, emphasis (`_` only at a word's edge:
+# within a word it is none), strikethrough, code, a table's cell border
+_MARKUP = re.compile(r"[\\`*\[\]~|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def _cell(text: str, limit: int = 300) -> str:
+    """Text as it was written, never markup: `<b>` in an answer is shown, not made bold."""
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), _flat(text, limit).translate(_HTML))
+
+
+def _code(text: str, limit: int = 300) -> str:
+    """A code span that holds any text: its fence longer than the backticks inside, `|` escaped for the table."""
+    flat = _flat(text, limit)
+    fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    inside = flat.replace("|", "\\|")
+    return f"{fence}{pad}{inside}{pad}{fence}"
 
 
 def headline(run: LoadedRun) -> str:
@@ -50,7 +69,7 @@ def _why(result: TestResult) -> str:
 def _table(rows: list[TestResult]) -> list[str]:
     lines = ["| test | runs | why |", "| --- | --- | --- |"]
     for result in rows[:LIMIT]:
-        cells = [f"`{_cell(result.id)}`", result.runs_said().replace(" runs passed", ""), _why(result)]
+        cells = [_code(result.id), result.runs_said().replace(" runs passed", ""), _why(result)]
         lines.append("| " + " | ".join(cells) + " |")
     if len(rows) > LIMIT:
         lines.append(f"| … and {len(rows) - LIMIT} more | | |")
@@ -67,7 +86,7 @@ def _stats_table(rows: list[TestResult]) -> list[str]:
         runs = f"{result.total_runs}"
         if stats.adaptive is not None:
             runs += f" of {stats.adaptive.max_runs} ({stats.adaptive.runs_saved} saved)"
-        cells = [f"`{_cell(result.id)}`", result.status, runs, stats.line(), stats.ks(),
+        cells = [_code(result.id), result.status, runs, stats.line(), stats.ks(),
                  f"{decided} (threshold {stats.threshold:g})"]
         lines.append("| " + " | ".join(cells) + " |")
     if len(rows) > LIMIT:
@@ -87,7 +106,7 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
         lines[-1] += f" · shards {', '.join(run.plan.shards)}"
     for note in (s.interrupted, s.stopped):
         if note:
-            lines += ["", f"> ⚠️ {note}"]
+            lines += ["", f"> ⚠️ {_cell(note, 1000)}"]
     if noted := along_the_way.of_run(run):
         lines += ["", f"> ℹ️ {_cell(noted, 1000)}"]
     groups = [("failed", "Failed"), ("error", "Errors (infrastructure)"),
@@ -103,25 +122,27 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
     if comparison is not None:
         lines += ["", f"#### Compared with `{comparison.baseline}`: {comparison.headline()}", ""]
         for change in comparison.regressions[:LIMIT]:
-            lines.append(f"- ❌ regression `{_cell(change.id)}`: was {change.before}, now {change.now}: "
+            lines.append(f"- ❌ regression {_code(change.id)}: was {change.before}, now {change.now}: "
                          f"{_cell(change.reason, 200)}")
         for change in comparison.fixes[:LIMIT]:
-            lines.append(f"- ✅ fixed `{_cell(change.id)}` (was {change.before})")
+            lines.append(f"- ✅ fixed {_code(change.id)} (was {change.before})")
         for change in comparison.quarantined[:LIMIT]:
-            lines.append(f"- 🟡 quarantined `{_cell(change.id)}` (was {change.before}; not a regression)")
-        lines.extend(f"- 🆕 new `{_cell(i)}`" for i in comparison.new[:LIMIT])
-        lines.extend(f"- ➖ removed `{_cell(i)}`" for i in comparison.removed[:LIMIT])
-        lines.extend(f"- {'📉' if m.change is not None and m.change < 0 else '📈'} `{_cell(m.id)}` "
+            lines.append(f"- 🟡 quarantined {_code(change.id)} (was {change.before}; not a regression)")
+        for change in comparison.skipped[:LIMIT]:
+            lines.append(f"- ⏭️ skipped now {_code(change.id)} (was {change.before}): {_cell(change.reason, 200)}")
+        lines.extend(f"- 🆕 new {_code(i)}" for i in comparison.new[:LIMIT])
+        lines.extend(f"- ➖ removed {_code(i)}" for i in comparison.removed[:LIMIT])
+        lines.extend(f"- {'📉' if m.change is not None and m.change < 0 else '📈'} {_code(m.id)} "
                      f"{describe_change(m)}" for m in comparison.metric_changes[:LIMIT])
         cut = sum(max(0, len(group) - LIMIT) for group in (comparison.regressions, comparison.fixes,
-                                                           comparison.quarantined, comparison.new,
+                                                           comparison.quarantined, comparison.skipped, comparison.new,
                                                            comparison.removed, comparison.metric_changes))
         if cut:
             lines.append(f"- ... and {cut} more (all of them in baseline.json)")
     missing = run.not_finished()
     if missing:
         lines += ["", f"#### Not finished ({len(missing)})", ""]
-        lines.extend(f"- `{_cell(entry.id)}`" for entry in missing[:LIMIT])
+        lines.extend(f"- {_code(entry.id)}" for entry in missing[:LIMIT])
     return "\n".join(lines) + "\n"
 
 

@@ -54,8 +54,10 @@ def _copy_artifacts(run: LoadedRun, result: TestResult, dest: Path, taken: set[s
     return result.model_copy(update={"runs": runs})
 
 
-def merge_runs(inputs: list[Path], out: Path) -> Path:
+def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
+    """The merged run's folder, and what of the inputs could not be read (said by the caller, kept in run.json)."""
     runs = [load_run(path) for path in inputs]
+    unread = [problem for run in runs for problem in run.problems]
     seen: dict[str, Path] = {}
     clashes = []
     for run in runs:
@@ -107,14 +109,14 @@ def merge_runs(inputs: list[Path], out: Path) -> Path:
         exit_code=EXIT_INFRA if missing and _merged_code(runs, merged, budget) in (0, 1)
         else _merged_code(runs, merged, budget), counts=count(merged), runs=count_runs(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
-        warnings=[w for r in runs for w in r.summary.warnings],
+        warnings=[w for r in runs for w in r.summary.warnings] + unread,
         models=sum((r.summary.models for r in runs if r.summary.models), start=ModelSpend()) if any(
             r.summary.models for r in runs) else None,
     )
     temporary = dest / "run.json.tmp"
     _write(temporary, summary.model_dump(mode="json"))
     os.replace(temporary, dest / "run.json")
-    return dest
+    return dest, unread
 
 
 def missing_shards(shards: list[str]) -> list[str]:

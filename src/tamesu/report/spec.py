@@ -60,4 +60,8 @@ def parse_reports(text: str | list[str], base: Path | None = None) -> list[Repor
         if sep and not path and takes_path:
             raise ReportSpecError(f"{entry!r}: a path after the colon, or no colon for the default")
         requests.append(ReportRequest(kind, path or None, base))
+    to_stdout = [f"{r.kind}:-" for r in requests if r.path == "-"]
+    if len(to_stdout) > 1:
+        # two files on one stream read as neither: `json:-,junit:-` was a JSON document with XML after it
+        raise ReportSpecError(f"{' and '.join(to_stdout)}: one report at most goes to standard output (-)")
     return requests

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -27,5 +28,6 @@ def write_indented(path: Path, data: object, *, atomic: bool = False) -> None:
         temporary.write_bytes(indented_json(data))
         os.replace(temporary, path)
     except OSError:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the write's error is the one to say
+            temporary.unlink(missing_ok=True)
         raise

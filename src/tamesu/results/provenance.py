@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,27 +20,64 @@ class Provenance:
     branch: str | None
 
 
-def _git(folder: Path, *args: str) -> str | None:
+def _git_bytes(folder: Path, *args: str) -> bytes | None:
     try:
-        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
-                              timeout=_GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, timeout=_GIT_TIMEOUT_S,
+                              check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    value = done.stdout.strip()
-    return value if done.returncode == 0 and value else None
+    return done.stdout if done.returncode == 0 else None
 
 
-def provenance(project_dir: Path, environ: dict[str, str] | None = None) -> Provenance:
-    """CI's own variables first (a CI checkout is often a detached HEAD), then git in the project's folder."""
+def _git(folder: Path, *args: str) -> str | None:
+    found = _git_bytes(folder, *args)
+    value = found.decode("utf-8", "replace").strip() if found is not None else ""
+    return value or None
+
+
+def _changes(folder: Path, root: Path, own: Iterable[Path]) -> str | None:
+    """A short fingerprint of the checkout's changes against HEAD (edits, staged or not, and files git does not
+    ignore), or None when there are none: two runs on one commit with other changes between them tested other code,
+    and a test that failed, was fixed and passed is no flaky test. tamesu's own output (`own`: the run folders, the
+    store, the replay cache) is no change of the code. Files git does not track count by name, size and time of
+    change, so a large one costs nothing to read."""
+    spec = ["--", ":(top)"]
+    for path in own:
+        try:
+            spec.append(f":(top,exclude){path.resolve().relative_to(root.resolve()).as_posix()}")
+        except (ValueError, OSError):
+            continue  # outside the checkout: nothing of it is in git's view
+    status = _git_bytes(folder, "status", "--porcelain=v1", "-z", "--untracked-files=all", *spec)
+    if not status:
+        return None  # clean, or git could not say: the commit alone, as before
+    digest = hashlib.sha256(_git_bytes(folder, "diff", "HEAD", "--no-ext-diff", "--no-textconv", "--binary", *spec)
+                            or b"")
+    for entry in status.split(b"\0"):
+        if entry.startswith(b"?? "):
+            try:
+                seen = (root / os.fsdecode(entry[3:])).stat()
+            except OSError:
+                continue
+            digest.update(b"\0%s\0%d\0%d" % (entry[3:], seen.st_size, seen.st_mtime_ns))
+    return digest.hexdigest()[:12]
+
+
+def provenance(project_dir: Path, environ: dict[str, str] | None = None, own: Iterable[Path] = ()) -> Provenance:
+    """CI's own variables first (a CI checkout is often a detached HEAD), then git in the project's folder: its
+    HEAD, and `HEAD+<fingerprint>` when the checkout holds changes (`own`: tamesu's output folders, not counted)."""
     env = os.environ if environ is None else environ
     commit = env.get("TAMESU_COMMIT") or env.get("GITHUB_SHA") or env.get("CI_COMMIT_SHA")
     branch = env.get("TAMESU_BRANCH") or env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME") \
         or env.get("CI_COMMIT_REF_NAME")
     if not commit or not branch:
-        # one git for both (a process each cost a run ~2 ms): the commit's line, then the branch's
-        lines = (_git(project_dir, "rev-parse", "HEAD", "--abbrev-ref", "HEAD") or "").splitlines()
-        if len(lines) == 2:
-            commit, branch = commit or lines[0].strip() or None, branch or lines[1].strip() or None
+        # one git for all three (a process each cost a run ~2 ms): the checkout's top, the commit, the branch
+        lines = (_git(project_dir, "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD") or "").splitlines()
+        if len(lines) == 3:
+            head = lines[1].strip() or None
+            # the commit CI names is the code it checked out; a checkout's HEAD is its code only while unchanged
+            changes = _changes(project_dir, Path(lines[0].strip()), own) if head and not commit else None
+            commit = commit or (f"{head}+{changes}" if changes else head)
+            branch = branch or lines[2].strip() or None
     if branch == "HEAD":
         branch = None
     return Provenance(run_id=env.get("TAMESU_RUN_ID") or None, commit=commit, branch=branch)

@@ -9,8 +9,9 @@ from tamesu.report.load import load_run
 from tamesu.store.db import PartInfo, RunInfo, Store, test_record
 
 
-def import_run(store: Store, run_dir: Path) -> tuple[str, int]:
-    """The run's id in the store and how many tests were written. Raises RunDirError for a bad folder."""
+def import_run(store: Store, run_dir: Path) -> tuple[str, int, list[str]]:
+    """The run's id in the store, how many tests were written and what of the folder could not be read (a
+    result left out is said, never dropped unseen). Raises RunDirError for a bad folder."""
     run = load_run(run_dir)
     plan = run.plan
     started = run.summary.started_at or _stamp_of(run_dir)
@@ -27,7 +28,7 @@ def import_run(store: Store, run_dir: Path) -> tuple[str, int]:
     store.write_records(info, part_id, records)
     store.finish_part(part_id, run.summary.finished_at or started, run.summary.exit_code, run.summary.counts,
                       run.summary.interrupted)
-    return info.id, len(run.results)
+    return info.id, len(run.results), run.problems
 
 
 

@@ -254,8 +254,10 @@ class Reader:
                 pass_threshold=row.pass_threshold if row.pass_threshold is not None else 1.0))
         summary = RunSummaryFile(tamesu_version="?", started_at=run.started_at, finished_at="", duration_ms=0.0,
                                  exit_code=exit_code_for(results), counts=count(results))
-        # a run made of shards compares whole: no single shard's filter applies
-        return LoadedRun(dir=Path(run_id), summary=summary, results=results, plan=PlanRecord())
+        # a run of one shard holds that shard's tests alone: the others are elsewhere, not removed (as `--baseline`
+        # reads its plan.json); a run made of several shards compares whole
+        shard = run.shards[0] if len(set(run.shards)) == 1 and len(run.shards) == len(run.dirs) else None
+        return LoadedRun(dir=Path(run_id), summary=summary, results=results, plan=PlanRecord(shard=shard))
 
     def drift(self, window: int = 500, limit: int = 50) -> list[DriftCase]:
         """Judged assertions that graded one transcript differently under different models or prompt versions."""

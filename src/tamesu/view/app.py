@@ -40,7 +40,12 @@ def _html(title: str, body: str, active: str = "", code: int = 200) -> HTMLRespo
 
 
 def _commit(value: str | None) -> str:
-    return f'<code>{esc(value[:10])}</code>' if value else '<span class="dim">–</span>'
+    if not value:
+        return '<span class="dim">–</span>'
+    head, plus, changes = value.partition("+")  # `HEAD+<fingerprint>`: a checkout with uncommitted changes
+    if plus:
+        return f'<code title="{esc(value)}: with uncommitted changes">{esc(head[:10])}+{esc(changes[:6])}</code>'
+    return f'<code>{esc(value[:10])}</code>'
 
 
 def create_app(store: Store, trace_url: str | None = None) -> Starlette:
@@ -125,6 +130,8 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
                                                for c in result.quarantined], ["test", "was", "now", "why"]),
             ("Metric changes", [(test_link(m.id), esc(describe_change(m))) for m in result.metric_changes],
              ["test", "change"]),
+            ("Skipped now", [(test_link(c.id), status(c.before), esc(c.reason)) for c in result.skipped],
+             ["test", "was", "why"]),
             ("New tests", [(test_link(i),) for i in result.new], ["test"]),
             ("Removed tests", [(esc(i),) for i in result.removed], ["test"]),
         ]
