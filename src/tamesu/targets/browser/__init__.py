@@ -392,11 +392,17 @@ def _mask_zip(path: Path, session: Session) -> None:
     changed = False
     rewritten = []
     for info, data in entries:
-        if info.filename.endswith((".trace", ".network", ".json", ".txt", ".html")):
-            text = data.decode("utf-8", errors="surrogateescape")
-            masked = session.redactor.text(text)
-            if masked != text:
-                data, changed = masked.encode("utf-8", errors="surrogateescape"), True
+        # every entry but Chromium's own frames of the screen (pixels it encoded, no bytes of the page's), whatever
+        # its name: a response body is kept under its type's extension (an event stream as .dat, a script as .js,
+        # bytes as .bin), and an agent's answer may come as any of them. The bytes go through text losslessly
+        # (surrogateescape), so a file without a secret is written back unchanged
+        if info.filename.startswith("screencast/"):
+            rewritten.append((info, data))
+            continue
+        text = data.decode("utf-8", errors="surrogateescape")
+        masked = session.redactor.text(text)
+        if masked != text:
+            data, changed = masked.encode("utf-8", errors="surrogateescape"), True
         rewritten.append((info, data))
     if changed:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:

@@ -1,0 +1,103 @@
+"""Chat widgets and pages as real sites have them, each written for its test and served by
+tests/agents/web_pages.py, driven in Debian's Chromium (one shared by the session, attached over CDP)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser_fixtures import ROOT, shared_chromium, skip_without_browser
+from conftest import run_tamesu
+from lifeline import tied
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+FIXTURES = (shared_chromium,)
+
+_PAGES = {
+    # the user's words go to the widget's backend, which streams them back; the bodies come in several types
+    "echo.html": """<!doctype html><html><body><div id="log"></div>
+<form id="f"><input id="q"><button>Send</button></form>
+<script>
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  const sizes = [];
+  for (const type of ["text/event-stream", "application/javascript", "application/octet-stream"]) {
+    const response = await fetch("/echo?t=" + encodeURIComponent(type) + "&m=" + encodeURIComponent(asked));
+    sizes.push((await response.text()).length);
+  }
+  const reply = document.createElement("div");
+  reply.className = "msg agent";
+  reply.textContent = "got " + sizes.length + " answers";
+  document.getElementById("log").append(reply);
+});
+</script></body></html>""",
+}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The pages above under tests/agents/web_pages.py on a free port; its base URL."""
+    skip_without_browser()
+    site = tmp_path_factory.mktemp("pages")
+    for name, text in _PAGES.items():
+        (site / name).write_text(text)
+    server = subprocess.Popen(tied([sys.executable, "-u", str(ROOT / "tests" / "agents" / "web_pages.py"),
+                                    str(site)]), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        found = re.search(r"listening on (\S+)", line)
+        assert found, line
+        yield found.group(1)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _run(tmp_path: Path, suite: str, pages: str, cdp: str, env: dict[str, str] | None = None
+         ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    (tmp_path / "suite.yaml").write_text(suite)
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                      env={"PAGES": pages, "TAMESU_BROWSER_CDP_URL": cdp, **(env or {})})
+    return done, next((tmp_path / "out").iterdir())
+
+
+def _result(run_dir: Path, test_dir: str) -> dict[str, Any]:
+    return json.loads((run_dir / "suite" / test_dir / "run-1" / "result.json").read_text())
+
+
+def test_a_secret_the_widgets_backend_streams_back_is_masked_in_every_file_of_the_trace(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """The trace keeps each response body as a file named by its type: an event stream (`.dat`), a script (`.js`),
+    bytes (`.bin`) kept the secret the user typed, unmasked (only `.json`, `.txt`, `.html` were masked)."""
+    secret = "zq9-widget-secret-7788"
+    done, run_dir = _run(tmp_path, """
+targets:
+  widget:
+    type: browser
+    url: "{{env.PAGES}}echo.html"
+    chat: { input: "#q", messages: ".msg.agent" }
+tests:
+  - name: a key typed into the widget
+    target: widget
+    scenario: { script: [{ say: "my key is {{secrets.WIDGET_KEY}}" }] }
+    assert: [{ contains: got 3 answers }]
+""", pages, shared_chromium, {"WIDGET_KEY": secret})
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = run_dir / "suite" / "a-key-typed-into-the-widget" / "run-1"
+    with zipfile.ZipFile(folder / "trace.zip") as trace:
+        names = trace.namelist()
+        assert any(name.endswith(".dat") for name in names), names  # the event stream's body is in the trace
+        leaked = [name for name in names if secret.encode() in trace.read(name)]
+    assert leaked == []
+    assert all(secret.encode() not in path.read_bytes() for path in folder.rglob("*") if path.is_file())
