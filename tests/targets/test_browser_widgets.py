@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from browser_fixtures import ROOT, shared_chromium, skip_without_browser
-from conftest import run_tamesu
+from conftest import run_tamesu, why
 from lifeline import tied
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -39,6 +39,23 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   reply.className = "msg agent";
   reply.textContent = "got " + sizes.length + " answers";
   document.getElementById("log").append(reply);
+});
+</script></body></html>""",
+    # the assistant's bubble is added empty at once and written into later, as most streaming widgets do
+    "bubble.html": """<!doctype html><html><body><div id="log"></div>
+<form id="f"><input id="q"><button>Send</button></form>
+<script>
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  const reply = document.createElement("div");
+  reply.className = "msg agent";
+  reply.setAttribute("role", "article");
+  reply.setAttribute("aria-label", "assistant");
+  document.getElementById("log").append(reply);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  reply.textContent = "About " + asked + ": yes.";
 });
 </script></body></html>""",
 }
@@ -72,6 +89,10 @@ def _run(tmp_path: Path, suite: str, pages: str, cdp: str, env: dict[str, str] |
     return done, next((tmp_path / "out").iterdir())
 
 
+def _rows(run_dir: Path) -> dict[str, dict[str, Any]]:
+    return {row["test"]: row for row in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+
+
 def _result(run_dir: Path, test_dir: str) -> dict[str, Any]:
     return json.loads((run_dir / "suite" / test_dir / "run-1" / "result.json").read_text())
 
@@ -101,3 +122,37 @@ tests:
         leaked = [name for name in names if secret.encode() in trace.read(name)]
     assert leaked == []
     assert all(secret.encode() not in path.read_bytes() for path in folder.rglob("*") if path.is_file())
+
+
+def test_an_empty_bubble_the_widget_writes_into_later_is_no_first_token(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """time_to_first_token_ms was the empty bubble's arrival (tens of ms), not the answer's (1.5 s later)."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  css:
+    type: browser
+    url: "{{env.PAGES}}bubble.html"
+    chat: { input: "#q", messages: ".msg.agent" }
+  role:
+    type: browser
+    url: "{{env.PAGES}}bubble.html"
+    chat: { input: "#q", messages: { role: article, name: assistant } }
+  impatient:
+    type: browser
+    url: "{{env.PAGES}}bubble.html"
+    turn_timeout: 1
+    chat: { input: "#q", messages: ".msg.agent" }
+tests:
+  - { name: css, target: css, scenario: { script: [{ say: pears }] }, assert: [{ contains: "About pears: yes." }] }
+  - { name: role, target: role, scenario: { script: [{ say: pears }] }, assert: [{ contains: "About pears: yes." }] }
+  - { name: impatient, target: impatient, scenario: { script: [{ say: pears }] } }
+""", pages, shared_chromium)
+    rows = _rows(run_dir)
+    # read at once, the answer was "" ("the agent said nothing"), timed at the empty bubble
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "css": "passed", "role": "passed", "impatient": "failed"}, [why(row) for row in rows.values()]
+    for test in ("css", "role"):
+        metrics = _result(run_dir, test)["metrics"]
+        assert metrics["time_to_first_token_ms"] >= 1400, (test, metrics)
+    assert "the agent wrote no message in the widget within 1s ('.msg.agent' matches 1 more, with nothing written " \
+           "in it)" in str(rows["impatient"]["runs"][0]["failures"]), done.stdout

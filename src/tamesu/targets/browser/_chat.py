@@ -34,7 +34,16 @@ _DEEP = """const deepAll = (selector) => {
 as Playwright's own locators find them), looked for there only when the page itself has none: a widget in the
 light DOM pays nothing for it."""
 
-_MORE_THAN = "([selector, count]) => { " + _DEEP + " return deepAll(selector).length > count; }"
+_SAID = """const said = (element) => (element.innerText || "").trim() !== ""
+  || element.querySelector("img, svg, video, audio, canvas, picture") !== null;"""
+"""A message with something in it: the empty bubble a widget adds before it writes the answer into it is no
+answer yet (read then, the answer was "", and its first token timed at the empty bubble)."""
+
+_MORE_THAN = "([selector, count]) => { " + _DEEP + _SAID + """
+  const found = deepAll(selector);
+  return found.length > count && found.slice(count).some(said);
+}"""
+_NEW_SAID = "(elements, count) => { " + _SAID + " return elements.length > count && elements.slice(count).some(said); }"
 _COUNT = "(selector) => { " + _DEEP + " return deepAll(selector).length; }"
 _SETTLE = """async ([selector, from, quiet, every]) => {
 """ + _DEEP + """
@@ -159,9 +168,13 @@ async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float,
     """Waits for the widget to show more than `before` messages; the turn fails when it does not in time."""
     page, session = env.page, env.session
 
-    def nothing() -> TurnError:
+    async def nothing() -> TurnError:
+        now = int(await page.evaluate(_COUNT, chat.messages)) if isinstance(chat.messages, str) \
+            else await locate(page, chat.messages).count()
+        matches = f"still matches {before}" if now <= before else \
+            f"matches {now - before} more, with nothing written in {'it' if now - before == 1 else 'them'}"
         return TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                         f"({selector_text(chat.messages)} still matches {before})"
+                         f"({selector_text(chat.messages)} {matches})"
                          f"{_broken_script(session.events, events_before)}")
 
     if isinstance(chat.messages, str):
@@ -171,12 +184,12 @@ async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float,
             await page.wait_for_function(_MORE_THAN, arg=[chat.messages, before], polling=int(_POLL * 1000),
                                          timeout=remaining * 1000)
         except PlaywrightTimeout:
-            raise nothing() from None
+            raise await nothing() from None
         return
     messages = locate(page, chat.messages)
-    while await messages.count() <= before:
+    while not await messages.evaluate_all(_NEW_SAID, before):
         if asyncio.get_running_loop().time() > deadline:
-            raise nothing()
+            raise await nothing()
         await asyncio.sleep(_POLL)
 
 
