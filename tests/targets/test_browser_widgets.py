@@ -58,6 +58,34 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   reply.textContent = "About " + asked + ": yes.";
 });
 </script></body></html>""",
+    # behind a launcher; once open, it greets after a moment: longer than done.quiet
+    "greets.html": """<!doctype html><html><body><button id="open">Chat</button>
+<div id="widget" hidden><div id="log"></div><p id="typing" hidden>typing...</p>
+<form id="f"><input id="q"><button>Send</button></form></div>
+<script>
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (text) => {
+  const div = document.createElement("div");
+  div.className = "msg agent";
+  div.textContent = text;
+  document.getElementById("log").append(div);
+};
+document.getElementById("open").addEventListener("click", async () => {
+  document.getElementById("widget").hidden = false;
+  document.getElementById("open").hidden = true;
+  await sleep(700);
+  say("Hi! I am the shop's assistant.");
+});
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value, typing = document.getElementById("typing");
+  input.value = "";
+  typing.hidden = false;
+  await sleep(1200);
+  say("Answer to " + asked + ".");
+  typing.hidden = true;
+});
+</script></body></html>""",
 }
 
 
@@ -156,3 +184,44 @@ tests:
         assert metrics["time_to_first_token_ms"] >= 1400, (test, metrics)
     assert "the agent wrote no message in the widget within 1s ('.msg.agent' matches 1 more, with nothing written " \
            "in it)" in str(rows["impatient"]["runs"][0]["failures"]), done.stdout
+
+
+def test_a_widget_that_greets_once_open_has_its_greeting_as_the_first_turn(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A greeting written after the launcher opened the widget was read as the first turn's answer; the real answer
+    came after that turn was read, went to no turn, and was never said. With `chat.greeting` it is the agent's first
+    turn; without it, what no turn read is said (`chat_unread`)."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  greets:
+    type: browser
+    url: "{{env.PAGES}}greets.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open", greeting: true, done: { hidden: "#typing" } }
+  unsaid:
+    type: browser
+    url: "{{env.PAGES}}greets.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open" }
+tests:
+  - name: greets
+    target: greets
+    scenario: { script: [{ say: one }, { say: two }] }
+    assert:
+      - { contains: "Hi! I am the shop's assistant.", on_turn: 1 }
+      - { contains: "Answer to one.", on_turn: 2 }
+      - { contains: "Answer to two.", on_turn: 3 }
+  - name: unsaid
+    target: unsaid
+    scenario: { script: [{ say: one }, { say: two }] }
+""", pages, shared_chromium)
+    rows = _rows(run_dir)
+    assert rows["greets"]["status"] == "passed", why(rows["greets"])
+    greets = _result(run_dir, "greets")
+    assert [turn["agent"]["text"] for turn in greets["turns"]] == [
+        "Hi! I am the shop's assistant.", "Answer to one.", "Answer to two."]
+    assert greets["turns"][0]["agent"]["response"]["screenshot"] == "steps/chat-01.jpg"
+    unsaid = _result(run_dir, "unsaid")
+    assert unsaid["turns"][0]["agent"]["text"] == "Hi! I am the shop's assistant."  # a greeting nobody said comes
+    unread = [e["data"] for e in unsaid["events"] if e["name"] == "chat_unread"]
+    assert [(e["after_turn"], e["messages"]) for e in unread] == [(1, ["Answer to one."])], unsaid["events"]
+    assert "set chat.greeting: true" in unread[0]["hint"]
+    assert done.returncode == 0, done.stdout + done.stderr

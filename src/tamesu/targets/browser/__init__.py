@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import importlib.util
 import zipfile
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -147,9 +148,18 @@ class BrowserTarget(Target[BrowserSpec]):
             raise InfraError(f"{self._what}: {exc}") from None
 
     async def greeting(self) -> AgentTurn | None:
-        """The widget's launcher (`chat.open`) clicked; the page says nothing first. Here, not in open(): a
-        launcher that is not there fails the test before its first turn, as a missing input or send control
-        fails its turn (in open() it was an internal error, exit 3)."""
+        """The widget's launcher (`chat.open`) clicked, then its greeting read when `chat.greeting` says it writes
+        first. Here, not in open(): a launcher that is not there fails the test before its first turn, as a
+        missing input or send control fails its turn (in open() it was an internal error, exit 3)."""
+        await self._open_widget()
+        if self.spec.chat is None or not self.spec.chat.greeting or self._env is None:
+            return None
+        from tamesu.targets.browser._chat import greeting_turn
+
+        return await self._widget_turn("the widget's greeting",
+                                       greeting_turn(self._env, self.spec.chat, self.spec.turn_timeout))
+
+    async def _open_widget(self) -> None:
         if self.spec.chat is not None and self.spec.chat.open is not None and self._env is not None:
             from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -161,10 +171,9 @@ class BrowserTarget(Target[BrowserSpec]):
             except PlaywrightTimeout:
                 raise TurnError(f"the chat launcher {selector_text(self.spec.chat.open)} could not be clicked "
                                 f"within step_timeout ({self.spec.step_timeout:g}s)") from None
-        return None
 
     def greets_first(self) -> bool:
-        return False
+        return self.spec.chat is not None and self.spec.chat.greeting
 
     async def close(self) -> None:
         context, self._context = self._context, None
@@ -258,19 +267,25 @@ class BrowserTarget(Target[BrowserSpec]):
         if self.spec.chat is None:
             raise TurnError(f"{self._what} has no chat block: a conversational test needs one (or give the test "
                             "steps)")
-        from playwright.async_api import Error as PlaywrightError
-
         from tamesu.targets.browser._chat import chat_turn
+
+        return await self._widget_turn("a chat turn", chat_turn(self._env, self.spec.chat, turn,
+                                                                self.spec.turn_timeout))
+
+    async def _widget_turn(self, what: str, reading: Coroutine[Any, Any, AgentTurn]) -> AgentTurn:
+        """One answer of the chat widget read, with the page as it was then kept (`steps/chat-NN.jpg`); the page
+        as it was when the answer did not come too: what a user looks at first."""
+        from playwright.async_api import Error as PlaywrightError
 
         self._chat_turns += 1
         label = f"chat-{self._chat_turns:02d}"
         try:
-            answer = await chat_turn(self._env, self.spec.chat, turn, self.spec.turn_timeout)
+            answer = await reading
         except PlaywrightError as exc:
-            await self._raise_if_crashed("a chat turn", exc)
+            await self._raise_if_crashed(what, exc)
             failure = f"the chat widget failed: {str(exc).splitlines()[0]}"
             raise TurnError(failure, raw={"failure": failure, "screenshot": await self._shoot(label)}) from None
-        except TurnError as exc:  # the page as it was when the answer did not come: what a user looks at first
+        except TurnError as exc:
             raise TurnError(str(exc), raw={"failure": str(exc), "screenshot": await self._shoot(label)},
                             status=exc.status) from None
         if isinstance(answer.response, dict):

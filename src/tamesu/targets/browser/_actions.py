@@ -44,6 +44,10 @@ class PageEnv:
     name: str
     update_golden: bool = False
     mocks: list[dict[str, object]] = field(default_factory=list)
+    chat_read: int | None = None
+    """How many messages the chat widget showed when its last answer was read (None before the first)."""
+    chat_answers: int = 0
+    """How many of the widget's answers were read (its greeting too)."""
 
 
 def host_allowed(url: str, allowed: list[str]) -> bool:

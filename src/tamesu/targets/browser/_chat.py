@@ -101,13 +101,55 @@ def _broken_script(events: list[Event], before: int) -> str:
     return f"; the page's script failed meanwhile: {said[0]}" if said else ""
 
 
+async def _count(page: Page, selector: Selector) -> int:
+    """How many messages the widget shows, counted as the waits below count (Playwright's locators also pierce
+    shadow roots, and would count both)."""
+    return int(await page.evaluate(_COUNT, selector)) if isinstance(selector, str) else \
+        await locate(page, selector).count()
+
+
+async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTurn:
+    """`chat.greeting`: the widget writes first, once it is open. Every message it shows is the greeting (one
+    already there when the page loaded too), waited for until something is written and its messages are quiet."""
+    session = env.session
+    started = session.now_ms()
+    deadline = asyncio.get_running_loop().time() + timeout
+    await _more_than(env, chat, 0, deadline, timeout, len(session.events), what="greeting")
+    first_at = session.now_ms()
+    texts, completed = await _read(env, chat, 0, deadline, timeout)
+    env.chat_read, env.chat_answers = len(texts), 1
+    return AgentTurn(text="\n".join(texts), response={"messages": texts, "url": env.page.url},
+                     raw=[{"messages": texts}], sent_at_ms=started, first_token_at_ms=first_at,
+                     completed_at_ms=completed)
+
+
+async def _say_unread(env: PageEnv, chat: ChatSpec, before: int) -> None:
+    """Messages the widget wrote after the last turn was read belong to no turn: said, with what usually causes
+    them, since the answers that follow are then each read one turn late or not at all."""
+    if env.chat_read is None or before <= env.chat_read:
+        return
+    texts = (await _texts(env.page, chat.messages))[env.chat_read:before]
+    env.session.event(
+        "chat_unread", after_turn=env.chat_answers, messages=[t[:300] for t in texts],
+        hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after turn {env.chat_answers} "
+             "was read, so no turn has them: a greeting it writes once it opens (set chat.greeting: true), or an "
+             "answer that pauses longer than done.quiet (set done.hidden or done.visible)")
+
+
+async def _texts(page: Page, selector: Selector) -> list[str]:
+    if isinstance(selector, str):
+        raw = await page.evaluate("(selector) => { " + _DEEP + " return deepAll(selector).map((e) => e.innerText); }",
+                                  selector)
+    else:
+        raw = await locate(page, selector).all_inner_texts()
+    return [" ".join(str(t).split()) for t in raw]
+
+
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
     page, session = env.page, env.session
     events_before = len(session.events)
-    messages = locate(page, chat.messages)
-    # counted as the waits below count (Playwright's locators also pierce shadow roots, and would count both)
-    before = int(await page.evaluate(_COUNT, chat.messages)) if isinstance(chat.messages, str) \
-        else await messages.count()
+    before = await _count(page, chat.messages)
+    await _say_unread(env, chat, before)
     field = locate(page, chat.input)
     try:
         await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
@@ -145,17 +187,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                         "element while the agent answered: is the selector right?")
     if chat.done.visible is not None:
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
-    if isinstance(chat.messages, str):
-        remaining = max(0.1, deadline - asyncio.get_running_loop().time())
-        try:
-            settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
-                                                                     int(_POLL * 1000)]), remaining)
-        except TimeoutError:
-            raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
-        texts = [" ".join(t.split()) for t in settled["texts"]]
-        completed = session.now_ms() - float(settled["quiet_ms"])
-    else:
-        texts, completed = await _quiet(messages, before, chat.done.quiet, deadline, session.now_ms)
+    texts, completed = await _read(env, chat, before, deadline, timeout)
+    env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
@@ -163,17 +196,31 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
 
 
+async def _read(env: PageEnv, chat: ChatSpec, before: int, deadline: float, timeout: float
+                ) -> tuple[list[str], float]:
+    """The messages after the first `before` once quiet for `done.quiet`, and when they last changed."""
+    page, session = env.page, env.session
+    if not isinstance(chat.messages, str):
+        return await _quiet(locate(page, chat.messages), before, chat.done.quiet, deadline, session.now_ms)
+    remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+    try:
+        settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
+                                                                 int(_POLL * 1000)]), remaining)
+    except TimeoutError:
+        raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
+    return [" ".join(t.split()) for t in settled["texts"]], session.now_ms() - float(settled["quiet_ms"])
+
+
 async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float, timeout: float,
-                     events_before: int) -> None:
+                     events_before: int, what: str = "message") -> None:
     """Waits for the widget to show more than `before` messages; the turn fails when it does not in time."""
     page, session = env.page, env.session
 
     async def nothing() -> TurnError:
-        now = int(await page.evaluate(_COUNT, chat.messages)) if isinstance(chat.messages, str) \
-            else await locate(page, chat.messages).count()
+        now = await _count(page, chat.messages)
         matches = f"still matches {before}" if now <= before else \
             f"matches {now - before} more, with nothing written in {'it' if now - before == 1 else 'them'}"
-        return TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
+        return TurnError(f"the agent wrote no {what} in the widget within {timeout:g}s "
                          f"({selector_text(chat.messages)} {matches})"
                          f"{_broken_script(session.events, events_before)}")
 
