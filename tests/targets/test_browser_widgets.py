@@ -86,6 +86,9 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   typing.hidden = true;
 });
 </script></body></html>""",
+    # a long page whose last line is what a rubric asks about
+    "long.html": "<!doctype html><html><body><h1>Terms</h1><p>"
+                 + " ".join(f"clause{i}" for i in range(2000)) + "</p><footer>Shipping is free.</footer></body></html>",
 }
 
 
@@ -225,3 +228,44 @@ tests:
     assert [(e["after_turn"], e["messages"]) for e in unread] == [(1, ["Answer to one."])], unsaid["events"]
     assert "set chat.greeting: true" in unread[0]["hint"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_expect_on_a_page_longer_than_the_judge_sees_says_the_cut(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """The judge saw the first 8000 characters of the page's text, unsaid: a rubric about its end failed, the page
+    blamed, though `assert_text` finds the words."""
+    (tmp_path / "rules.yaml").write_text("""
+rules:
+  - rubric: "shipping is free"
+    transcript: "Shipping is free"
+    pass: true
+    reason: "The footer says shipping is free."
+  - rubric: "shipping is free"
+    transcript: '[(]cut: the first 8000 of \\d+ characters of the page text are shown[)]'
+    pass: false
+    reason: "The part of the page shown says nothing of shipping."
+  - rubric: "shipping is free"
+    pass: false
+    reason: "Nothing on the page says shipping is free."
+""")
+    done, run_dir = _run(tmp_path, """
+models:
+  judge: { provider: fake, rules: rules.yaml }
+targets:
+  terms: { type: browser, url: "{{env.PAGES}}long.html" }
+tests:
+  - name: terms
+    target: terms
+    steps:
+      - { action: assert_text, text: Shipping is free. }
+      - expect: "the page says shipping is free"
+""", pages, shared_chromium)
+    assert done.returncode == 1, done.stdout + done.stderr
+    failures = str(_rows(run_dir)["terms"]["runs"][0]["failures"])
+    assert re.search(r"expect 'the page says shipping is free' did not hold: The part of the page shown says nothing "
+                     r"of shipping\. \(the judge saw only the first 8000 of \d+ characters of the page text and "
+                     r"the first 12000 of \d+ characters of the aria snapshot\)",
+                     failures), failures
+    step = _result(run_dir, "terms")["turns"][1]["agent"]["response"]
+    assert [re.sub(r"\d+ characters", "N characters", cut) for cut in step["cut"]] == [
+        "the first 8000 of N characters of the page text", "the first 12000 of N characters of the aria snapshot"]

@@ -316,13 +316,14 @@ class BrowserTarget(Target[BrowserSpec]):
                 if not outcome.reached:
                     failure = f"goal {step.goal!r} not reached: {outcome.summary}"
             elif isinstance(step, ExpectStep):
-                verdict, seen = await judge_page(self._env, step)
+                verdict, seen, cuts = await judge_page(self._env, step)
                 record.update(expect=step.expect, passed=verdict.passed, reason=verdict.reason,
                               evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
-                              fake=verdict.fake, url=seen.url)
+                              fake=verdict.fake, url=seen.url, cut=cuts)
                 text = f"expect held: {verdict.reason}"
                 if not verdict.passed:
-                    failure = f"expect {step.expect!r} did not hold: {verdict.reason}"
+                    seen_part = f" (the judge saw only {' and '.join(cuts)})" if cuts else ""
+                    failure = f"expect {step.expect!r} did not hold: {verdict.reason}{seen_part}"
             else:
                 done = await run_action(self._env, step, number)
                 record.update(action=step.action, **done)
