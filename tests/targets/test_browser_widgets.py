@@ -269,3 +269,37 @@ tests:
     step = _result(run_dir, "terms")["turns"][1]["agent"]["response"]
     assert [re.sub(r"\d+ characters", "N characters", cut) for cut in step["cut"]] == [
         "the first 8000 of N characters of the page text", "the first 12000 of N characters of the aria snapshot"]
+
+
+def test_a_storage_state_that_is_not_one_is_a_suite_error_where_it_is_named(tmp_path: Path) -> None:
+    """A storage state Playwright cannot read passed `validate`, then was an infrastructure error of every test
+    (exit 3) with Playwright's message over two lines."""
+    skip_without_browser()
+    (tmp_path / "cut.json").write_text('{"cookies": [], "origins": [\n')
+    (tmp_path / "list.json").write_text("[]")
+    (tmp_path / "nodomain.json").write_text('{"cookies": [{"name": "sid", "value": "1"}]}')
+    (tmp_path / "signed-in.json").write_text((ROOT / "examples" / "web-shop" / "signed-in.json").read_text())
+    (tmp_path / "suite.yaml").write_text("""
+targets:
+  cut: { type: browser, url: "http://127.0.0.1:1/", storage_state: cut.json }
+  list: { type: browser, url: "http://127.0.0.1:1/", storage_state: list.json }
+  nodomain: { type: browser, url: "http://127.0.0.1:1/", storage_state: nodomain.json }
+  good: { type: browser, url: "http://127.0.0.1:1/", storage_state: signed-in.json }
+tests:
+  - { name: cut, target: cut, steps: [{ action: wait, ms: 1 }] }
+  - { name: list, target: list, steps: [{ action: wait, ms: 1 }] }
+  - { name: nodomain, target: nodomain, steps: [{ action: wait, ms: 1 }] }
+  - { name: good, target: good, steps: [{ action: wait, ms: 1 }] }
+""")
+    for command in ("validate", "run"):
+        done = run_tamesu([command, "suite.yaml", "--out", "out"] if command == "run" else [command, "suite.yaml"],
+                          cwd=tmp_path)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2, said
+        assert [line for line in said.splitlines() if "storage_state" in line] == [
+            "suite.yaml:3:68: targets.cut.storage_state: cut.json is not a Playwright storage state: line 2, "
+            "column 1: Expecting value",
+            "suite.yaml:4:69: targets.list.storage_state: list.json is not a Playwright storage state: it holds a "
+            "JSON list, not an object with cookies and origins",
+            "suite.yaml:5:73: targets.nodomain.storage_state: nodomain.json is not a Playwright storage state: "
+            "cookies[0] (sid) needs a domain or a url"], said

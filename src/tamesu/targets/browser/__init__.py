@@ -68,14 +68,12 @@ class BrowserTarget(Target[BrowserSpec]):
     @classmethod
     def step_problems(cls, steps: list[Any], loc: tuple[Any, ...], spec: Any, context: StepContext
                       ) -> list[Problem]:
-        from tamesu.targets.browser.validate import step_problems
+        from tamesu.targets.browser.validate import step_problems, storage_state_problem
 
         problems = []
         state = getattr(spec, "storage_state", None)
-        if state and not (context.suite_dir / state).is_file():
-            problems.append(context.problem_at(("targets", context.target_name, "storage_state"),
-                                               f"no file {state} (a Playwright storage state, relative to the "
-                                               "suite)"))
+        if state and (problem := storage_state_problem(context.suite_dir / state, state)) is not None:
+            problems.append(context.problem_at(("targets", context.target_name, "storage_state"), problem))
         return problems + step_problems(steps, loc, spec, context.models, context.problem_at,
                                         context.from_validation, context.has_conversation)
 
