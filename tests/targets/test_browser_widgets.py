@@ -89,6 +89,26 @@ document.getElementById("f").addEventListener("submit", async (event) => {
     # a long page whose last line is what a rubric asks about
     "long.html": "<!doctype html><html><body><h1>Terms</h1><p>"
                  + " ".join(f"clause{i}" for i in range(2000)) + "</p><footer>Shipping is free.</footer></body></html>",
+    # the widget in an iframe from another origin (localhost for the page's 127.0.0.1), as vendors' widgets are
+    "host.html": """<!doctype html><html><body><h1>Shop</h1><iframe title="Chat" width="400" height="300"></iframe>
+<script>document.querySelector("iframe").src = location.href.replace("127.0.0.1", "localhost")
+  .replace("host.html", "framed.html");</script></body></html>""",
+    "framed.html": """<!doctype html><html><body><div id="log"></div><p id="typing" hidden>typing...</p>
+<form id="f"><input id="q"><button>Send</button></form>
+<script>
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value, typing = document.getElementById("typing");
+  input.value = "";
+  typing.hidden = false;
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const reply = document.createElement("div");
+  reply.className = "msg agent";
+  reply.textContent = "From the frame: " + asked + ".";
+  document.getElementById("log").append(reply);
+  typing.hidden = true;
+});
+</script></body></html>""",
 }
 
 
@@ -303,3 +323,43 @@ tests:
             "JSON list, not an object with cookies and origins",
             "suite.yaml:5:73: targets.nodomain.storage_state: nodomain.json is not a Playwright storage state: "
             "cookies[0] (sid) needs a domain or a url"], said
+
+
+def test_a_widget_in_an_iframe_from_another_origin_is_talked_to_through_chat_frame(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A widget in an iframe could not be reached at all ("the chat input '#q' is not there to type in")."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  framed:
+    type: browser
+    url: "{{env.PAGES}}host.html"
+    chat: { frame: "iframe[title=Chat]", input: "#q", messages: ".msg.agent", done: { hidden: "#typing" } }
+  unframed:
+    type: browser
+    url: "{{env.PAGES}}host.html"
+    step_timeout: 1
+    chat: { input: "#q", messages: ".msg.agent" }
+  misframed:
+    type: browser
+    url: "{{env.PAGES}}host.html"
+    step_timeout: 1
+    chat: { frame: "h1", input: "#q", messages: ".msg.agent" }
+tests:
+  - name: framed
+    target: framed
+    scenario: { script: [{ say: pears }, { say: plums }] }
+    assert:
+      - { contains: "From the frame: pears.", on_turn: 1 }
+      - { contains: "From the frame: plums.", on_turn: 2 }
+  - { name: unframed, target: unframed, scenario: { script: [{ say: pears }] } }
+  - { name: misframed, target: misframed, scenario: { script: [{ say: pears }] } }
+""", pages, shared_chromium)
+    rows = _rows(run_dir)
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "framed": "passed", "unframed": "failed", "misframed": "failed"}, [why(row) for row in rows.values()]
+    assert [turn["agent"]["text"] for turn in _result(run_dir, "framed")["turns"]] == [
+        "From the frame: pears.", "From the frame: plums."]
+    assert "the chat input '#q' is not there to type in (the page has 1 iframe: a widget in one needs chat.frame)" \
+        in str(rows["unframed"]["runs"][0]["failures"])
+    assert "the chat frame 'h1' is not an iframe" in str(rows["misframed"]["runs"][0]["failures"])
+    assert done.returncode == 1

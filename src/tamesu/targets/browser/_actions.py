@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from playwright.async_api import BrowserContext, Locator, Page, Route
+from playwright.async_api import BrowserContext, Frame, Locator, Page, Route
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -66,7 +66,7 @@ def host_allowed(url: str, allowed: list[str]) -> bool:
     return False
 
 
-def locate(page: Page, selector: Selector) -> Locator:
+def locate(page: Page | Frame, selector: Selector) -> Locator:
     if isinstance(selector, RoleSelector):
         return page.get_by_role(selector.role, name=selector.name, exact=selector.exact)  # type: ignore[arg-type]  # an ARIA role the schema checked
     return page.locator(selector)

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import Frame, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import AgentTurn, Event, Session, TurnError, UserTurn
@@ -101,7 +101,27 @@ def _broken_script(events: list[Event], before: int) -> str:
     return f"; the page's script failed meanwhile: {said[0]}" if said else ""
 
 
-async def _count(page: Page, selector: Selector) -> int:
+async def widget(env: PageEnv, chat: ChatSpec) -> Page | Frame:
+    """Where the widget's elements are: the page, or the document of the iframe `chat.frame` names (most vendors'
+    widgets live in one, often from another origin), found anew each turn since a widget may load it late."""
+    if chat.frame is None:
+        return env.page
+    frames = env.page.locator(chat.frame)
+    try:
+        await frames.first.wait_for(state="attached", timeout=env.spec.step_timeout * 1000)
+    except PlaywrightTimeout:
+        raise TurnError(f"the chat frame {chat.frame!r} is not in the page within {env.spec.step_timeout:g}s "
+                        "(chat.frame: the widget's iframe)") from None
+    if (count := await frames.count()) > 1:
+        raise TurnError(f"the chat frame {chat.frame!r} matches {count} elements; make it match the widget's iframe")
+    handle = await frames.element_handle(timeout=env.spec.step_timeout * 1000)
+    frame = await handle.content_frame()
+    if frame is None:
+        raise TurnError(f"the chat frame {chat.frame!r} is not an iframe (chat.frame: the widget's iframe)")
+    return frame
+
+
+async def _count(page: Page | Frame, selector: Selector) -> int:
     """How many messages the widget shows, counted as the waits below count (Playwright's locators also pierce
     shadow roots, and would count both)."""
     return int(await page.evaluate(_COUNT, selector)) if isinstance(selector, str) else \
@@ -114,21 +134,22 @@ async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTu
     session = env.session
     started = session.now_ms()
     deadline = asyncio.get_running_loop().time() + timeout
-    await _more_than(env, chat, 0, deadline, timeout, len(session.events), what="greeting")
+    root = await widget(env, chat)
+    await _more_than(env, root, chat, 0, deadline, timeout, len(session.events), what="greeting")
     first_at = session.now_ms()
-    texts, completed = await _read(env, chat, 0, deadline, timeout)
+    texts, completed = await _read(env, root, chat, 0, deadline, timeout)
     env.chat_read, env.chat_answers = len(texts), 1
     return AgentTurn(text="\n".join(texts), response={"messages": texts, "url": env.page.url},
                      raw=[{"messages": texts}], sent_at_ms=started, first_token_at_ms=first_at,
                      completed_at_ms=completed)
 
 
-async def _say_unread(env: PageEnv, chat: ChatSpec, before: int) -> None:
+async def _say_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: int) -> None:
     """Messages the widget wrote after the last turn was read belong to no turn: said, with what usually causes
     them, since the answers that follow are then each read one turn late or not at all."""
     if env.chat_read is None or before <= env.chat_read:
         return
-    texts = (await _texts(env.page, chat.messages))[env.chat_read:before]
+    texts = (await _texts(root, chat.messages))[env.chat_read:before]
     env.session.event(
         "chat_unread", after_turn=env.chat_answers, messages=[t[:300] for t in texts],
         hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after turn {env.chat_answers} "
@@ -136,7 +157,7 @@ async def _say_unread(env: PageEnv, chat: ChatSpec, before: int) -> None:
              "answer that pauses longer than done.quiet (set done.hidden or done.visible)")
 
 
-async def _texts(page: Page, selector: Selector) -> list[str]:
+async def _texts(page: Page | Frame, selector: Selector) -> list[str]:
     if isinstance(selector, str):
         raw = await page.evaluate("(selector) => { " + _DEEP + " return deepAll(selector).map((e) => e.innerText); }",
                                   selector)
@@ -146,15 +167,19 @@ async def _texts(page: Page, selector: Selector) -> list[str]:
 
 
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
-    page, session = env.page, env.session
+    session = env.session
     events_before = len(session.events)
+    page = await widget(env, chat)
     before = await _count(page, chat.messages)
-    await _say_unread(env, chat, before)
+    await _say_unread(env, page, chat, before)
     field = locate(page, chat.input)
     try:
         await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
     except PlaywrightTimeout:
-        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in") from None
+        frames = await env.page.locator("iframe").count() if chat.frame is None else 0
+        hint = f" (the page has {frames} iframe{'s' if frames > 1 else ''}: a widget in one needs chat.frame)" \
+            if frames else ""
+        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in{hint}") from None
     shown_before = 0
     if chat.done.visible is not None:
         shown_before = await _mark_shown(page, chat.done.visible)
@@ -170,7 +195,7 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         raise TurnError(f"the chat send control {selector_text(chat.send)} could not be clicked") from None
     session.event("chat_sent", chars=len(turn.display()))
     deadline = asyncio.get_running_loop().time() + timeout
-    await _more_than(env, chat, before, deadline, timeout, events_before)
+    await _more_than(env, page, chat, before, deadline, timeout, events_before)
     first_at: float | None = session.now_ms()
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
     try:
@@ -187,19 +212,19 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                         "element while the agent answered: is the selector right?")
     if chat.done.visible is not None:
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
-    texts, completed = await _read(env, chat, before, deadline, timeout)
+    texts, completed = await _read(env, page, chat, before, deadline, timeout)
     env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
-    return AgentTurn(text=text, response={"messages": texts, "url": page.url}, raw=[{"messages": texts}],
+    return AgentTurn(text=text, response={"messages": texts, "url": env.page.url}, raw=[{"messages": texts}],
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
 
 
-async def _read(env: PageEnv, chat: ChatSpec, before: int, deadline: float, timeout: float
+async def _read(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float, timeout: float
                 ) -> tuple[list[str], float]:
     """The messages after the first `before` once quiet for `done.quiet`, and when they last changed."""
-    page, session = env.page, env.session
+    session = env.session
     if not isinstance(chat.messages, str):
         return await _quiet(locate(page, chat.messages), before, chat.done.quiet, deadline, session.now_ms)
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
@@ -211,10 +236,10 @@ async def _read(env: PageEnv, chat: ChatSpec, before: int, deadline: float, time
     return [" ".join(t.split()) for t in settled["texts"]], session.now_ms() - float(settled["quiet_ms"])
 
 
-async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float, timeout: float,
-                     events_before: int, what: str = "message") -> None:
+async def _more_than(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float,
+                     timeout: float, events_before: int, what: str = "message") -> None:
     """Waits for the widget to show more than `before` messages; the turn fails when it does not in time."""
-    page, session = env.page, env.session
+    session = env.session
 
     async def nothing() -> TurnError:
         now = await _count(page, chat.messages)
@@ -257,7 +282,7 @@ def _without_own_message(session: Session, chat: ChatSpec, texts: list[str], sai
     return texts
 
 
-async def _mark_shown(page: Page, selector: Selector) -> int:
+async def _mark_shown(page: Page | Frame, selector: Selector) -> int:
     """How many `done.visible` elements are shown before the turn is sent (a sign left from the last answer)."""
     try:
         return int(await locate(page, selector).evaluate_all(_MARK_SHOWN))
@@ -266,7 +291,8 @@ async def _mark_shown(page: Page, selector: Selector) -> int:
                         f"{_first_line(exc)}") from None
 
 
-async def _shown_again(page: Page, selector: Selector, shown_before: int, deadline: float, timeout: float) -> None:
+async def _shown_again(page: Page | Frame, selector: Selector, shown_before: int, deadline: float,
+                       timeout: float) -> None:
     """Waits for this answer's `done.visible` sign: more of them shown than before the turn was sent (a new one
     under each answer), or one shown after one of those was hidden (one sign hidden while the agent works). A
     sign already shown from the last answer is not this one's."""

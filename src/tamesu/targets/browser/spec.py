@@ -64,7 +64,11 @@ class ChatSpec(Strict):
     done: DoneSpec = Field(default_factory=DoneSpec)
     """How to tell the agent has finished its answer: an element hidden or shown, then its messages quiet."""
     open: Selector | None = None
-    """A control that opens the widget (a launcher bubble), clicked once when the conversation starts."""
+    """A control that opens the widget (a launcher bubble), clicked once when the conversation starts; looked for
+    in the page, outside `frame`."""
+    frame: str | None = None
+    """A CSS selector of the iframe the widget lives in (`iframe[title='Chat']`): `input`, `send`, `messages` and
+    `done` are looked for in its document (from any origin)."""
     greeting: bool = False
     """The widget writes first (a welcome once it is open): its messages are the agent's first turn, waited for
     up to `turn_timeout` until something is written and they are quiet for `done.quiet`."""
