@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 import zipfile
@@ -107,6 +108,17 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   reply.textContent = "From the frame: " + asked + ".";
   document.getElementById("log").append(reply);
   typing.hidden = true;
+});
+</script></body></html>""",
+    # a widget whose backend is down: it logs, calls, and shows nothing (a missing picture is no failure of its)
+    "down.html": """<!doctype html><html><body><div id="log"></div><img src="missing.png" alt="">
+<form id="f"><input id="q"><button>Send</button></form>
+<script>
+console.error("chat: no API key configured");
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  await fetch("/api/chat", {method: "POST", body: document.getElementById("q").value}).catch(() => null);
+  await fetch(new URLSearchParams(location.search).get("status")).catch(() => null);
 });
 </script></body></html>""",
 }
@@ -363,3 +375,33 @@ tests:
         in str(rows["unframed"]["runs"][0]["failures"])
     assert "the chat frame 'h1' is not an iframe" in str(rows["misframed"]["runs"][0]["failures"])
     assert done.returncode == 1
+
+
+def test_a_widget_whose_backend_fails_says_so_in_the_turn_and_on_the_timeline(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """Only uncaught script errors were recorded: a widget whose backend answered 501, or could not be reached, and
+    that logged why, failed with "the agent wrote no message" and nothing else."""
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        status = f"http://127.0.0.1:{closed.getsockname()[1]}/status"
+    done, run_dir = _run(tmp_path, """
+targets:
+  down:
+    type: browser
+    url: "{{env.PAGES}}down.html?status={{env.STATUS}}"
+    turn_timeout: 2
+    chat: { input: "#q", messages: ".msg.agent" }
+tests:
+  - { name: down, target: down, scenario: { script: [{ say: pears }] } }
+""", pages, shared_chromium, {"STATUS": status})
+    assert done.returncode == 1, done.stdout + done.stderr
+    failures = str(_rows(run_dir)["down"]["runs"][0]["failures"])
+    assert f"the agent wrote no message in the widget within 2s ('.msg.agent' still matches 0); the page's request " \
+           f"POST {pages}api/chat failed meanwhile: 501 Unsupported method ('POST')" in failures, failures
+    events = _result(run_dir, "down")["events"]
+    assert [e["data"]["message"] for e in events if e["name"] == "page_console_error"] == [
+        "chat: no API key configured"]
+    failed = [(e["data"]["method"], e["data"]["url"], e["data"]["failure"]) for e in events
+              if e["name"] == "page_request_failed"]
+    assert failed == [("POST", f"{pages}api/chat", "501 Unsupported method ('POST')"),
+                      ("GET", status, "net::ERR_CONNECTION_REFUSED")], failed

@@ -99,7 +99,7 @@ class BrowserTarget(Target[BrowserSpec]):
         missing = missing_extra()
         if missing:
             raise InfraError(missing)
-        from tamesu.targets.browser import _browser
+        from tamesu.targets.browser import _browser, _watch
         from tamesu.targets.browser._actions import PageEnv, StepFailed, navigate
 
         try:
@@ -135,7 +135,7 @@ class BrowserTarget(Target[BrowserSpec]):
         except Exception as exc:
             raise InfraError(f"{self._what}: the browser could not open a page: {exc}") from None
         page.on("crash", self._on_crash)
-        page.on("pageerror", self._on_page_error)
+        _watch.watch(page, session)
         self._env = PageEnv(page=page, context=context, spec=self.spec, session=session, name=self.name,
                             update_golden=bool(getattr(session, "update_golden", False)))
         url = session.context.render_text(self.spec.url)
@@ -225,13 +225,6 @@ class BrowserTarget(Target[BrowserSpec]):
 
     def _on_disconnected(self, _browser: Any) -> None:
         self._crashed = self._crashed or "the browser exited"
-
-    def _on_page_error(self, error: Any) -> None:
-        """An uncaught exception in the page's JavaScript: a `page_error` event (the first 20 of a run), so a
-        widget that broke reads as broken, not as an agent that said nothing."""
-        session = self._session
-        if session is not None and sum(e.name == "page_error" for e in session.events) < 20:
-            session.event("page_error", message=str(getattr(error, "message", error)).splitlines()[0][:300])
 
     def _on_crash(self, _page: Any) -> None:
         self._crashed = self._crashed or "the page crashed"

@@ -10,9 +10,10 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from tamesu.conversation import AgentTurn, Event, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.targets.browser._actions import PageEnv, locate
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
@@ -93,12 +94,6 @@ _WATCH_BUSY = """(selector) => {
 """Watches, inside the page, whether the `done.hidden` selector matches any element during the turn: a widget
 that adds its typing indicator for a moment and removes it is seen, a selector with a typo never is."""
 _BUSY_SEEN = "() => Boolean(window.__tamesuBusy && window.__tamesuBusy.seen)"
-
-
-def _broken_script(events: list[Event], before: int) -> str:
-    """The page's own script errors since the turn was sent, as a hint for a turn that got no answer."""
-    said = [str(e.data.get("message", "")) for e in events[before:] if e.name == "page_error"]
-    return f"; the page's script failed meanwhile: {said[0]}" if said else ""
 
 
 async def widget(env: PageEnv, chat: ChatSpec) -> Page | Frame:
@@ -247,7 +242,7 @@ async def _more_than(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: i
             f"matches {now - before} more, with nothing written in {'it' if now - before == 1 else 'them'}"
         return TurnError(f"the agent wrote no {what} in the widget within {timeout:g}s "
                          f"({selector_text(chat.messages)} {matches})"
-                         f"{_broken_script(session.events, events_before)}")
+                         f"{failed_meanwhile(session.events, events_before)}")
 
     if isinstance(chat.messages, str):
         # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
