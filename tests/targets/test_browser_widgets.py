@@ -405,3 +405,37 @@ tests:
               if e["name"] == "page_request_failed"]
     assert failed == [("POST", f"{pages}api/chat", "501 Unsupported method ('POST')"),
                       ("GET", status, "net::ERR_CONNECTION_REFUSED")], failed
+
+
+def test_a_chat_selector_that_matches_several_elements_fails_the_turn_in_one_line(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A launcher selector matching two buttons was an internal error (exit 3, a traceback); a send or input one was
+    Playwright's "strict mode violation" line, cut before its list of elements."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  launchers:
+    type: browser
+    url: "{{env.PAGES}}greets.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "button" }
+  sends:
+    type: browser
+    url: "{{env.PAGES}}greets.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open", send: "button, form" }
+  inputs:
+    type: browser
+    url: "{{env.PAGES}}greets.html"
+    chat: { input: "input, #open", messages: ".msg.agent", open: "#open" }
+tests:
+  - { name: launchers, target: launchers, scenario: { script: [{ say: pears }] } }
+  - { name: sends, target: sends, scenario: { script: [{ say: pears }] } }
+  - { name: inputs, target: inputs, scenario: { script: [{ say: pears }] } }
+""", pages, shared_chromium)
+    rows = _rows(run_dir)
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "launchers": "failed", "sends": "failed", "inputs": "failed"}, [why(row) for row in rows.values()]
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = {test: str(row["runs"][0]["failures"]) for test, row in rows.items()}
+    assert "before the first turn: the chat launcher 'button' matches 2 elements; make it match one" \
+        in said["launchers"], said
+    assert "turn 1: the chat send control 'button, form' matches 3 elements; make it match one" in said["sends"], said
+    assert "turn 1: the chat input 'input, #open' matches 2 elements; make it match one" in said["inputs"], said

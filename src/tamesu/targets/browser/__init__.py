@@ -159,16 +159,24 @@ class BrowserTarget(Target[BrowserSpec]):
 
     async def _open_widget(self) -> None:
         if self.spec.chat is not None and self.spec.chat.open is not None and self._env is not None:
+            from playwright.async_api import Error as PlaywrightError
             from playwright.async_api import TimeoutError as PlaywrightTimeout
 
             from tamesu.targets.browser._actions import locate
+            from tamesu.targets.browser._chat import one
             from tamesu.targets.browser.spec import selector_text
 
+            launcher = locate(self._env.page, self.spec.chat.open)
             try:
-                await locate(self._env.page, self.spec.chat.open).click(timeout=self.spec.step_timeout * 1000)
+                await one(launcher.click(timeout=self.spec.step_timeout * 1000), launcher, "the chat launcher",
+                          self.spec.chat.open)
             except PlaywrightTimeout:
                 raise TurnError(f"the chat launcher {selector_text(self.spec.chat.open)} could not be clicked "
                                 f"within step_timeout ({self.spec.step_timeout:g}s)") from None
+            except PlaywrightError as exc:
+                await self._raise_if_crashed("the chat launcher's click", exc)
+                raise TurnError(f"the chat launcher {selector_text(self.spec.chat.open)} could not be clicked: "
+                                f"{str(exc).splitlines()[0]}") from None
 
     def greets_first(self) -> bool:
         return self.spec.chat is not None and self.spec.chat.greeting

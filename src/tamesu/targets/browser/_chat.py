@@ -4,10 +4,10 @@ messages read back once the widget says the agent has finished."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Frame, Page
+from playwright.async_api import Frame, Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
@@ -116,6 +116,19 @@ async def widget(env: PageEnv, chat: ChatSpec) -> Page | Frame:
     return frame
 
 
+async def one(action: Awaitable[None], locator: Locator, what: str, selector: Selector) -> None:
+    """`action` on the element `locator` names; a selector that matches several fails the turn in one line (it was
+    Playwright's "strict mode violation" message, cut at its list of elements, or an internal error)."""
+    try:
+        await action
+    except PlaywrightTimeout:
+        raise
+    except PlaywrightError:
+        if (count := await locator.count()) > 1:
+            raise TurnError(f"{what} {selector_text(selector)} matches {count} elements; make it match one") from None
+        raise
+
+
 async def _count(page: Page | Frame, selector: Selector) -> int:
     """How many messages the widget shows, counted as the waits below count (Playwright's locators also pierce
     shadow roots, and would count both)."""
@@ -169,7 +182,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     await _say_unread(env, page, chat, before)
     field = locate(page, chat.input)
     try:
-        await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
+        await one(field.fill(turn.display(), timeout=env.spec.step_timeout * 1000), field, "the chat input",
+                  chat.input)
     except PlaywrightTimeout:
         frames = await env.page.locator("iframe").count() if chat.frame is None else 0
         hint = f" (the page has {frames} iframe{'s' if frames > 1 else ''}: a widget in one needs chat.frame)" \
@@ -183,7 +197,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     sent_at = session.now_ms()
     try:
         if chat.send is not None:
-            await locate(page, chat.send).click(timeout=env.spec.step_timeout * 1000)
+            send = locate(page, chat.send)
+            await one(send.click(timeout=env.spec.step_timeout * 1000), send, "the chat send control", chat.send)
         else:
             await field.press("Enter", timeout=env.spec.step_timeout * 1000)
     except PlaywrightTimeout:
