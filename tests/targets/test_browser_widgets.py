@@ -121,6 +121,8 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   await fetch(new URLSearchParams(location.search).get("status")).catch(() => null);
 });
 </script></body></html>""",
+    # there at once, but a picture that never comes keeps its load event from firing
+    "stalled.html": '<!doctype html><html><body><h1>Shop</h1><img src="hang.png" alt=""></body></html>',
 }
 
 
@@ -439,3 +441,22 @@ tests:
         in said["launchers"], said
     assert "turn 1: the chat send control 'button, form' matches 3 elements; make it match one" in said["sends"], said
     assert "turn 1: the chat input 'input, #open' matches 2 elements; make it match one" in said["inputs"], said
+
+
+def test_a_page_that_never_finishes_loading_says_what_it_waits_for(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """"did not load within 2s" said nothing of whether the server sent no page or the page waited on a picture."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  stalled: { type: browser, url: "{{env.PAGES}}stalled.html", load_timeout: 2 }
+  silent: { type: browser, url: "{{env.PAGES}}hang", load_timeout: 2 }
+tests:
+  - { name: stalled, target: stalled, steps: [{ action: assert_text, text: Shop }] }
+  - { name: silent, target: silent, steps: [{ action: assert_text, text: Shop }] }
+""", pages, shared_chromium)
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = {test: row["runs"][0]["error"] for test, row in _rows(run_dir).items()}
+    assert errors == {
+        "stalled": f"browser target stalled: {pages}stalled.html did not load within 2s (the page came; its load "
+                   f"event waits for 1 request: {pages}hang.png)",
+        "silent": f"browser target silent: {pages}hang did not load within 2s (the server sent no page)"}, errors

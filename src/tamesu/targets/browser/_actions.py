@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from playwright.async_api import BrowserContext, Frame, Locator, Page, Route
+from playwright.async_api import BrowserContext, Frame, Locator, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -168,17 +168,47 @@ async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
     """Go to `url`; outside allowed_domains fails the step, a page that does not load is an InfraError."""
     if not host_allowed(url, env.spec.allowed_domains):
         raise StepFailed(f"navigate: {url} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
+    pending: dict[Request, None] = {}  # a dict keeps the order they were asked for
+
+    def asked(request: Request) -> None:
+        pending[request] = None
+
+    def answered(request: Request) -> None:
+        pending.pop(request, None)
+
+    page = env.page
+    page.on("request", asked)
+    page.on("requestfinished", answered)
+    page.on("requestfailed", answered)
     try:
         response = await env.page.goto(url, timeout=timeout, wait_until="load")
         if response is not None and response.status >= 400:
             # the page came, as an error page: said on the run's timeline (a 500 page passed with no trace of it)
             env.session.event("page_status", url=url, status=response.status)
     except PlaywrightTimeout:
-        raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s") from None
+        raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s"
+                         f"{_waiting_on(list(pending), env.page)}") from None
     except PlaywrightError as exc:
         if env.page.is_closed():
             raise
         raise InfraError(f"browser target {env.name}: {url} did not load: {_first_line(exc)}") from None
+    finally:
+        page.remove_listener("request", asked)
+        page.remove_listener("requestfinished", answered)
+        page.remove_listener("requestfailed", answered)
+
+
+def _waiting_on(pending: list[Request], page: Page) -> str:
+    """What a page that never finished loading still waits for: its document, or what the document asked for
+    (a picture, a script that never comes keeps the load event from firing though the page is there)."""
+    if not pending:
+        return ""
+    if any(request.is_navigation_request() and request.frame == page.main_frame for request in pending):
+        return " (the server sent no page)"
+    shown = ", ".join(request.url for request in pending[:3])
+    more = f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    return f" (the page came; its load event waits for {len(pending)} request{'s' if len(pending) > 1 else ''}: " \
+           f"{shown}{more})"
 
 
 async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
