@@ -123,6 +123,9 @@ document.getElementById("f").addEventListener("submit", async (event) => {
 </script></body></html>""",
     # there at once, but a picture that never comes keeps its load event from firing
     "stalled.html": '<!doctype html><html><body><h1>Shop</h1><img src="hang.png" alt=""></body></html>',
+    # a page for signed-in users only: anyone else is sent to sign in
+    "account.html": '<!doctype html><html><body><script>location.replace("signin.html")</script></body></html>',
+    "signin.html": '<!doctype html><html><body><h1>Sign in</h1><input id="user"></body></html>',
 }
 
 
@@ -460,3 +463,26 @@ tests:
         "stalled": f"browser target stalled: {pages}stalled.html did not load within 2s (the page came; its load "
                    f"event waits for 1 request: {pages}hang.png)",
         "silent": f"browser target silent: {pages}hang did not load within 2s (the server sent no page)"}, errors
+
+
+def test_a_step_or_turn_that_finds_nothing_says_where_the_page_is(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A page that sent the browser to sign in (a storage state that expired) failed with "nothing matches '#q'", and
+    nothing said the page was not the one the test was written for."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  steps: { type: browser, url: "{{env.PAGES}}account.html", step_timeout: 1 }
+  widget:
+    type: browser
+    url: "{{env.PAGES}}account.html"
+    step_timeout: 1
+    chat: { input: "#q", messages: ".msg.agent" }
+tests:
+  - { name: steps, target: steps, steps: [{ action: fill, selector: "#q", value: pears }] }
+  - { name: widget, target: widget, scenario: { script: [{ say: pears }] } }
+""", pages, shared_chromium)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = {test: str(row["runs"][0]["failures"]) for test, row in _rows(run_dir).items()}
+    assert f"step 1: fill: nothing matches '#q' within 1s (the page is at {pages}signin.html)" in said["steps"], said
+    assert f"turn 1: the chat input '#q' is not there to type in (the page is at {pages}signin.html)" \
+        in said["widget"], said

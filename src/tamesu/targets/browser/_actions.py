@@ -66,6 +66,12 @@ def host_allowed(url: str, allowed: list[str]) -> bool:
     return False
 
 
+def at(page: Page) -> str:
+    """Where the page is, for a failure that found nothing: a login page the site sent the browser to (a storage
+    state that expired) is then seen at once."""
+    return f" (the page is at {page.url})"
+
+
 def locate(page: Page | Frame, selector: Selector) -> Locator:
     if isinstance(selector, RoleSelector):
         return page.get_by_role(selector.role, name=selector.name, exact=selector.exact)  # type: ignore[arg-type]  # an ARIA role the schema checked
@@ -84,7 +90,8 @@ async def _one(env: PageEnv, step: ActionStep, verb: str) -> Locator:
     try:
         await locator.first.wait_for(state="attached", timeout=_timeout(env, step))
     except PlaywrightTimeout:
-        raise StepFailed(f"{verb}: nothing matches {what} within {_timeout(env, step) / 1000:g}s") from None
+        raise StepFailed(f"{verb}: nothing matches {what} within {_timeout(env, step) / 1000:g}s"
+                         f"{at(env.page)}") from None
     count = await locator.count()
     if count > 1:
         raise StepFailed(f"{verb}: {what} matches {count} elements; make it match one")
@@ -225,7 +232,7 @@ async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, obj
             return {"detail": f"at {page.url}"}
     except PlaywrightTimeout:
         what = selector_text(step.selector) if step.selector is not None else repr(step.text or step.url)
-        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s") from None
+        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s{at(page)}") from None
     await page.wait_for_timeout(step.ms or 0)
     return {"detail": f"waited {step.ms} ms"}
 
@@ -257,7 +264,7 @@ async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[s
         texts = [" ".join(t.split()) for t in await scope.all_inner_texts()]
         where = selector_text(step.selector)
         if not texts:
-            raise StepFailed(f"assert_text: nothing matches {where}") from None
+            raise StepFailed(f"assert_text: nothing matches {where}{at(env.page)}") from None
         seen = "; ".join(t[:80] for t in texts[:3])
         raise StepFailed(f"assert_text: {step.text!r} is not in {where} within {timeout / 1000:g}s "
                          f"(it says {seen!r})") from None

@@ -11,7 +11,7 @@ from playwright.async_api import Frame, Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
-from tamesu.targets.browser._actions import PageEnv, locate
+from tamesu.targets.browser._actions import PageEnv, at, locate
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
@@ -188,7 +188,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         frames = await env.page.locator("iframe").count() if chat.frame is None else 0
         hint = f" (the page has {frames} iframe{'s' if frames > 1 else ''}: a widget in one needs chat.frame)" \
             if frames else ""
-        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in{hint}") from None
+        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in{hint}{at(env.page)}"
+                        ) from None
     shown_before = 0
     if chat.done.visible is not None:
         shown_before = await _mark_shown(page, chat.done.visible)
