@@ -486,3 +486,21 @@ tests:
     assert f"step 1: fill: nothing matches '#q' within 1s (the page is at {pages}signin.html)" in said["steps"], said
     assert f"turn 1: the chat input '#q' is not there to type in (the page is at {pages}signin.html)" \
         in said["widget"], said
+
+
+def test_a_visual_of_an_element_says_a_selector_that_matches_several_or_none(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """`visual` with a selector said Playwright's strict-mode line cut before its list, or "timed out", where the
+    `screenshot` action says what its selector matched."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  page: { type: browser, url: "{{env.PAGES}}greets.html", step_timeout: 1 }
+tests:
+  - { name: several, target: page, steps: [{ action: visual, name: send, selector: button }] }
+  - { name: none, target: page, steps: [{ action: visual, name: send, selector: "#nope" }] }
+""", pages, shared_chromium)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = {test: str(row["runs"][0]["failures"]) for test, row in _rows(run_dir).items()}
+    assert "step 1: visual: 'button' matches 2 elements; make it match one" in said["several"], said
+    assert f"step 1: visual: nothing matches '#nope' within 1s (the page is at {pages}greets.html)" \
+        in said["none"], said

@@ -82,7 +82,7 @@ def _timeout(env: PageEnv, step: ActionStep) -> float:
     return (step.timeout if step.timeout is not None else env.spec.step_timeout) * 1000
 
 
-async def _one(env: PageEnv, step: ActionStep, verb: str) -> Locator:
+async def one_element(env: PageEnv, step: ActionStep, verb: str) -> Locator:
     """The one element the selector names, waited for; a selector matching nothing or several fails."""
     assert step.selector is not None
     locator = locate(env.page, step.selector)
@@ -109,11 +109,11 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 await navigate(env, step.url, timeout=max(timeout, env.spec.load_timeout * 1000))
                 return {"detail": f"at {page.url}"}
             case "click":
-                locator = await _one(env, step, "click")
+                locator = await one_element(env, step, "click")
                 await _act(locator.click(timeout=timeout), "click", step)
                 return {"detail": f"clicked {selector_text(step.selector)}"}
             case "fill":
-                locator = await _one(env, step, "fill")
+                locator = await one_element(env, step, "fill")
                 await _act(locator.fill(step.value or "", timeout=timeout), "fill", step)
                 return {"detail": f"filled {selector_text(step.selector)}"}
             case "press":
@@ -121,7 +121,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 if step.selector is None:
                     await page.keyboard.press(step.key)
                 else:
-                    locator = await _one(env, step, "press")
+                    locator = await one_element(env, step, "press")
                     await _act(locator.press(step.key, timeout=timeout), "press", step)
                 return {"detail": f"pressed {step.key}"}
             case "wait":
@@ -130,7 +130,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 path = env.session.artifacts_dir / "screenshots" / f"{step.name or f'step-{number:02d}'}.png"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if step.selector is not None:
-                    await (await _one(env, step, "screenshot")).screenshot(path=str(path), timeout=timeout)
+                    await (await one_element(env, step, "screenshot")).screenshot(path=str(path), timeout=timeout)
                 else:
                     await page.screenshot(path=str(path), full_page=step.full_page, timeout=timeout)
                 return {"detail": f"saved {path.name}", "file": str(path.relative_to(env.session.artifacts_dir))}
