@@ -178,8 +178,6 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     session = env.session
     events_before = len(session.events)
     page = await widget(env, chat)
-    before = await _count(page, chat.messages)
-    await _say_unread(env, page, chat, before)
     field = locate(page, chat.input)
     try:
         await one(field.fill(turn.display(), timeout=env.spec.step_timeout * 1000), field, "the chat input",
@@ -190,6 +188,10 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
             if frames else ""
         raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in{hint}{at(env.page)}"
                         ) from None
+    # counted once the words are typed: a widget that keeps its input disabled while it answers lets them in only
+    # after the last answer, which is then not this turn's
+    before = await _count(page, chat.messages)
+    await _say_unread(env, page, chat, before)
     shown_before = 0
     if chat.done.visible is not None:
         shown_before = await _mark_shown(page, chat.done.visible)
