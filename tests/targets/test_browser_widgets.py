@@ -507,3 +507,21 @@ tests:
     assert "step 1: visual: 'button' matches 2 elements; make it match one" in said["several"], said
     assert f"step 1: visual: nothing matches '#nope' within 1s (the page is at {pages}greets.html)" \
         in said["none"], said
+
+
+def test_a_long_eval_js_value_is_cut_in_the_transcript_saying_so(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """The step's line in the transcript was the value's first 500 characters, with nothing saying it was cut."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  page: { type: browser, url: "{{env.PAGES}}greets.html" }
+tests:
+  - name: long
+    target: page
+    steps: [{ action: eval_js, script: "'x'.repeat(2000)" }]
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    agent = _result(run_dir, "long")["turns"][0]["agent"]
+    assert agent["response"]["result"] == "x" * 2000
+    said = agent["text"]
+    assert said == '"' + "x" * 499 + "… (cut: 500 of 2002 characters shown; the whole value is $.result)", said

@@ -143,7 +143,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                     raise StepFailed(f"eval_js: the script did not finish within {timeout / 1000:g}s") from None
                 except PlaywrightError as exc:
                     raise StepFailed(f"eval_js: the script threw: {_first_line(exc)}") from None
-                return {"result": value, "detail": json.dumps(value, ensure_ascii=False, default=str)[:500]}
+                return {"result": value, "detail": _shown(json.dumps(value, ensure_ascii=False, default=str))}
             case "assert_url":
                 return await _assert_url(env, step, timeout)
             case "assert_text":
@@ -161,6 +161,13 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
     except PlaywrightTimeout as exc:
         raise StepFailed(f"{step.action}: timed out after {timeout / 1000:g}s: {_first_line(exc)}") from None
     raise AssertionError(f"unhandled action {step.action}")
+
+
+def _shown(text: str, limit: int = 500) -> str:
+    """A value as the transcript shows it: a long one cut, saying so and where the whole value is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (cut: {limit} of {len(text)} characters shown; the whole value is $.result)"
 
 
 async def _act(awaitable: Any, verb: str, step: ActionStep) -> None:
