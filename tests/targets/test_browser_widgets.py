@@ -128,6 +128,11 @@ document.getElementById("f").addEventListener("submit", async (event) => {
     # a page for signed-in users only: anyone else is sent to sign in
     "account.html": '<!doctype html><html><body><script>location.replace("signin.html")</script></body></html>',
     "signin.html": '<!doctype html><html><body><h1>Sign in</h1><input id="user"></body></html>',
+    # what the page shows comes from an iframe of another origin (an order widget)
+    "embeds.html": """<!doctype html><html><body><h1>Your account</h1><iframe title="Orders"></iframe>
+<script>document.querySelector("iframe").src = location.href.replace("127.0.0.1", "localhost")
+  .replace("embeds.html", "embedded.html");</script></body></html>""",
+    "embedded.html": '<!doctype html><html><body><p>Your order ORD-1001 has shipped.</p></body></html>',
 }
 
 
@@ -525,3 +530,41 @@ tests:
     assert agent["response"]["result"] == "x" * 2000
     said = agent["text"]
     assert said == '"' + "x" * 499 + "… (cut: 500 of 2002 characters shown; the whole value is $.result)", said
+
+
+def test_the_judge_and_the_browser_agent_see_what_the_pages_iframes_hold(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """The page's text and aria snapshot held `- iframe` and nothing of it: an expect about an embedded widget
+    failed, the page blamed, and the browser agent never saw it."""
+    (tmp_path / "rules.yaml").write_text("""
+rules:
+  - when: 'goal: Find out whether the order shipped[\\s\\S]*ORD-1001 has shipped'
+    tool_calls: [{ name: done, args: { summary: "The order ORD-1001 has shipped" } }]
+  - when: 'goal: Find out whether the order shipped'
+    tool_calls: [{ name: give_up, args: { reason: "no order is shown" } }]
+  - rubric: "the order has shipped"
+    transcript: "ORD-1001 has shipped"
+    pass: true
+    reason: "The orders widget says ORD-1001 has shipped."
+  - rubric: "the order has shipped"
+    pass: false
+    reason: "Nothing on the page says the order shipped."
+""")
+    done, run_dir = _run(tmp_path, """
+models:
+  browser: { provider: fake, rules: rules.yaml }
+  judge: { provider: fake, rules: rules.yaml }
+targets:
+  account: { type: browser, url: "{{env.PAGES}}embeds.html" }
+tests:
+  - name: account
+    target: account
+    steps:  # the page's load waits for the iframe its script made while the page was read
+      - goal: Find out whether the order shipped
+        max_steps: 2
+      - expect: the order has shipped
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    turns = _result(run_dir, "account")["turns"]
+    assert turns[0]["agent"]["response"]["summary"] == "The order ORD-1001 has shipped"
+    assert turns[1]["agent"]["response"]["reason"] == "The orders widget says ORD-1001 has shipped."

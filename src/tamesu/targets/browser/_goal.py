@@ -14,6 +14,7 @@ from tamesu.roles.browser_agent import SNAPSHOT_LIMIT, BrowserAgent, GoalOutcome
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.targets.browser._actions import PageEnv, StepFailed, run_action
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._frames import inside_frames
 from tamesu.targets.browser.spec import ActionStep, ExpectStep, GoalStep
 
 _SELECTOR = {"description": "A CSS selector, or {role, name} (an accessible role and name)",
@@ -56,6 +57,8 @@ async def observe(env: PageEnv) -> Observation:
         if page.is_closed():
             raise
         aria, title = f"(the page could not be read: {_first_line(exc)})", ""
+    if framed := await inside_frames(page, "aria", env.spec.step_timeout * 1000):
+        aria = f"{aria}\n{framed}"
     picture = await _picture(env) if env.spec.vision else None
     return Observation(url=page.url, title=title, aria=aria, screenshot=picture)
 
@@ -133,6 +136,8 @@ async def judge_page(env: PageEnv, step: ExpectStep) -> tuple[JudgeVerdict, Obse
         if env.page.is_closed():
             raise
         text = f"(no text: {_first_line(exc)})"
+    if framed := await inside_frames(env.page, "text", env.spec.step_timeout * 1000):
+        text = f"{text}\n{framed}"
     cuts: list[str] = []
     page_text = f"page {seen.url} ({seen.title or 'no title'}):\n" \
                 f"{_cut(' '.join(text.split()), PAGE_TEXT_LIMIT, 'the page text', cuts)}"
