@@ -133,6 +133,8 @@ document.getElementById("f").addEventListener("submit", async (event) => {
 <script>document.querySelector("iframe").src = location.href.replace("127.0.0.1", "localhost")
   .replace("embeds.html", "embedded.html");</script></body></html>""",
     "embedded.html": '<!doctype html><html><body><p>Your order ORD-1001 has shipped.</p></body></html>',
+    "chatty.html": '<!doctype html><html><body><h1>Chatty</h1><script>for (let i = 1; i <= 25; i++) '
+                   'console.error("error " + i);</script></body></html>',
 }
 
 
@@ -568,3 +570,19 @@ tests:
     turns = _result(run_dir, "account")["turns"]
     assert turns[0]["agent"]["response"]["summary"] == "The order ORD-1001 has shipped"
     assert turns[1]["agent"]["response"]["reason"] == "The orders widget says ORD-1001 has shipped."
+
+
+def test_a_page_with_more_errors_than_are_kept_says_so(tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """The first 20 of each kind of the page's own failures are kept: the rest went without a word."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  page: { type: browser, url: "{{env.PAGES}}chatty.html" }
+tests:
+  - { name: chatty, target: page, steps: [{ action: assert_text, text: Chatty }] }
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = _result(run_dir, "chatty")["events"]
+    assert [e["data"]["message"] for e in events if e["name"] == "page_console_error"] == [
+        f"error {i}" for i in range(1, 21)]
+    assert [(e["data"]["kind"], e["data"]["kept"]) for e in events if e["name"] == "page_events_cut"] == [
+        ("page_console_error", 20)]

@@ -25,7 +25,13 @@ def watch(page: Page, session: Session) -> None:
 
 
 def _room(session: Session, name: str) -> bool:
-    return sum(e.name == name for e in session.events) < LIMIT
+    """Whether one more `name` event is kept; the first one past the limit says that later ones are not."""
+    if sum(e.name == name for e in session.events) < LIMIT:
+        return True
+    if not any(e.name == "page_events_cut" and e.data.get("kind") == name for e in session.events):
+        session.event("page_events_cut", kind=name, kept=LIMIT,
+                      hint=f"the page had more {name} events than the first {LIMIT}, which are kept; the trace has all")
+    return False
 
 
 def _page_error(session: Session, error: Error) -> None:
