@@ -124,7 +124,9 @@ document.getElementById("f").addEventListener("submit", async (event) => {
 });
 </script></body></html>""",
     # there at once, but a picture that never comes keeps its load event from firing
-    "stalled.html": '<!doctype html><html><body><h1>Shop</h1><img src="hang.png" alt=""></body></html>',
+    # (its script's call that never answers holds up nothing)
+    "stalled.html": '<!doctype html><html><body><h1>Shop</h1><script>fetch("hang-poll")</script>'
+                    '<img src="hang.png" alt=""></body></html>',
     # a page for signed-in users only: anyone else is sent to sign in
     "account.html": '<!doctype html><html><body><script>location.replace("signin.html")</script></body></html>',
     "signin.html": '<!doctype html><html><body><h1>Sign in</h1><input id="user"></body></html>',

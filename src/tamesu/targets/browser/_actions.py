@@ -215,10 +215,13 @@ async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
 def _waiting_on(pending: list[Request], page: Page) -> str:
     """What a page that never finished loading still waits for: its document, or what the document asked for
     (a picture, a script that never comes keeps the load event from firing though the page is there)."""
-    if not pending:
-        return ""
     if any(request.is_navigation_request() and request.frame == page.main_frame for request in pending):
         return " (the server sent no page)"
+    # a script's own calls (a long poll, a stream) never hold up the load event: naming them would mislead
+    pending = [request for request in pending if request.resource_type not in ("fetch", "xhr", "eventsource",
+                                                                                "websocket")]
+    if not pending:
+        return ""
     shown = ", ".join(request.url for request in pending[:3])
     more = f" and {len(pending) - 3} more" if len(pending) > 3 else ""
     return f" (the page came; its load event waits for {len(pending)} request{'s' if len(pending) > 1 else ''}: " \
