@@ -166,7 +166,7 @@ def turns_past_script(suite: LoadedSuite, spec: TestSpec, assertions: list[Asser
     """An assertion on a turn past the end of a test's script (nobody else speaks): every run is an error."""
     from tamesu.plan.model import scripted_turns, turn_asked, turn_past
 
-    turns = scripted_turns(spec)
+    turns = scripted_turns(spec, suite.targets.get(spec.target))
     warnings = []
     for index, assertion in enumerate(assertions[:len(spec.assert_)] if turns is not None else []):
         past = turn_past(assertion, turns)

@@ -120,7 +120,7 @@ class PlannedTest:
 
     def past_the_script(self, assertion: Assertion) -> str | None:
         """Why `assertion` asks for a turn the test's script never makes, or None."""
-        turns = None if self.user_factory is not None else scripted_turns(self.spec)
+        turns = None if self.user_factory is not None else scripted_turns(self.spec, self.target)
         return turn_past(assertion, turns)
 
     def unfit(self, assertion: Assertion) -> str | None:
@@ -130,15 +130,17 @@ class PlannedTest:
         return unfit(assertion, self.spec.target, self.target) if self.spec.target in self.suite.targets else None
 
 
-def scripted_turns(spec: TestSpec) -> int | None:
+def scripted_turns(spec: TestSpec, target: TargetSpec | None = None) -> int | None:
     """The most turns a test's conversation can have when its user side is a script alone, or None when someone
     may say more (a simulator's goal or persona, a counterpart, an attack, browser steps) or a `wait_for` step
-    listens instead of speaking. A turn past it is the suite's asking, never the agent's doing."""
+    listens instead of speaking. A turn past it is the suite's asking, never the agent's doing. A greeting the
+    target's spec says will come is one more."""
     scenario = spec.scenario
     if not scenario.script or scenario.goal or scenario.attack or spec.persona or spec.counterpart or spec.steps \
             or any(step.wait_for is not None for step in scenario.script):
         return None
-    return min(len(scenario.script), scenario.max_turns)
+    greeting = target.greeting_turns() if target is not None else 0
+    return min(len(scenario.script), scenario.max_turns) + greeting
 
 
 @dataclass

@@ -94,6 +94,11 @@ class TargetSpec(Strict):
     max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
     """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 
+    def greeting_turns(self) -> int:
+        """The agent's turns before the user's first that the spec says will come (a chat widget's `greeting`):
+        a script of N turns makes N plus these."""
+        return 0
+
 
 @dataclass(frozen=True)
 class StepContext:

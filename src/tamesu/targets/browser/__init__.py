@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import importlib.util
 import zipfile
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -67,14 +68,12 @@ class BrowserTarget(Target[BrowserSpec]):
     @classmethod
     def step_problems(cls, steps: list[Any], loc: tuple[Any, ...], spec: Any, context: StepContext
                       ) -> list[Problem]:
-        from tamesu.targets.browser.validate import step_problems
+        from tamesu.targets.browser.validate import step_problems, storage_state_problem
 
         problems = []
         state = getattr(spec, "storage_state", None)
-        if state and not (context.suite_dir / state).is_file():
-            problems.append(context.problem_at(("targets", context.target_name, "storage_state"),
-                                               f"no file {state} (a Playwright storage state, relative to the "
-                                               "suite)"))
+        if state and (problem := storage_state_problem(context.suite_dir / state, state)) is not None:
+            problems.append(context.problem_at(("targets", context.target_name, "storage_state"), problem))
         return problems + step_problems(steps, loc, spec, context.models, context.problem_at,
                                         context.from_validation, context.has_conversation)
 
@@ -100,7 +99,7 @@ class BrowserTarget(Target[BrowserSpec]):
         missing = missing_extra()
         if missing:
             raise InfraError(missing)
-        from tamesu.targets.browser import _browser
+        from tamesu.targets.browser import _browser, _watch
         from tamesu.targets.browser._actions import PageEnv, StepFailed, navigate
 
         try:
@@ -136,7 +135,7 @@ class BrowserTarget(Target[BrowserSpec]):
         except Exception as exc:
             raise InfraError(f"{self._what}: the browser could not open a page: {exc}") from None
         page.on("crash", self._on_crash)
-        page.on("pageerror", self._on_page_error)
+        _watch.watch(page, session)
         self._env = PageEnv(page=page, context=context, spec=self.spec, session=session, name=self.name,
                             update_golden=bool(getattr(session, "update_golden", False)))
         url = session.context.render_text(self.spec.url)
@@ -147,24 +146,40 @@ class BrowserTarget(Target[BrowserSpec]):
             raise InfraError(f"{self._what}: {exc}") from None
 
     async def greeting(self) -> AgentTurn | None:
-        """The widget's launcher (`chat.open`) clicked; the page says nothing first. Here, not in open(): a
-        launcher that is not there fails the test before its first turn, as a missing input or send control
-        fails its turn (in open() it was an internal error, exit 3)."""
+        """The widget's launcher (`chat.open`) clicked, then its greeting read when `chat.greeting` says it writes
+        first. Here, not in open(): a launcher that is not there fails the test before its first turn, as a
+        missing input or send control fails its turn (in open() it was an internal error, exit 3)."""
+        await self._open_widget()
+        if self.spec.chat is None or not self.spec.chat.greeting or self._env is None:
+            return None
+        from tamesu.targets.browser._chat import greeting_turn
+
+        return await self._widget_turn("the widget's greeting",
+                                       greeting_turn(self._env, self.spec.chat, self.spec.turn_timeout))
+
+    async def _open_widget(self) -> None:
         if self.spec.chat is not None and self.spec.chat.open is not None and self._env is not None:
+            from playwright.async_api import Error as PlaywrightError
             from playwright.async_api import TimeoutError as PlaywrightTimeout
 
             from tamesu.targets.browser._actions import locate
+            from tamesu.targets.browser._chat import one
             from tamesu.targets.browser.spec import selector_text
 
+            launcher = locate(self._env.page, self.spec.chat.open)
             try:
-                await locate(self._env.page, self.spec.chat.open).click(timeout=self.spec.step_timeout * 1000)
+                await one(launcher.click(timeout=self.spec.step_timeout * 1000), launcher, "the chat launcher",
+                          self.spec.chat.open)
             except PlaywrightTimeout:
                 raise TurnError(f"the chat launcher {selector_text(self.spec.chat.open)} could not be clicked "
                                 f"within step_timeout ({self.spec.step_timeout:g}s)") from None
-        return None
+            except PlaywrightError as exc:
+                await self._raise_if_crashed("the chat launcher's click", exc)
+                raise TurnError(f"the chat launcher {selector_text(self.spec.chat.open)} could not be clicked: "
+                                f"{str(exc).splitlines()[0]}") from None
 
     def greets_first(self) -> bool:
-        return False
+        return self.spec.chat is not None and self.spec.chat.greeting
 
     async def close(self) -> None:
         context, self._context = self._context, None
@@ -219,13 +234,6 @@ class BrowserTarget(Target[BrowserSpec]):
     def _on_disconnected(self, _browser: Any) -> None:
         self._crashed = self._crashed or "the browser exited"
 
-    def _on_page_error(self, error: Any) -> None:
-        """An uncaught exception in the page's JavaScript: a `page_error` event (the first 20 of a run), so a
-        widget that broke reads as broken, not as an agent that said nothing."""
-        session = self._session
-        if session is not None and sum(e.name == "page_error" for e in session.events) < 20:
-            session.event("page_error", message=str(getattr(error, "message", error)).splitlines()[0][:300])
-
     def _on_crash(self, _page: Any) -> None:
         self._crashed = self._crashed or "the page crashed"
 
@@ -258,19 +266,25 @@ class BrowserTarget(Target[BrowserSpec]):
         if self.spec.chat is None:
             raise TurnError(f"{self._what} has no chat block: a conversational test needs one (or give the test "
                             "steps)")
-        from playwright.async_api import Error as PlaywrightError
-
         from tamesu.targets.browser._chat import chat_turn
+
+        return await self._widget_turn("a chat turn", chat_turn(self._env, self.spec.chat, turn,
+                                                                self.spec.turn_timeout))
+
+    async def _widget_turn(self, what: str, reading: Coroutine[Any, Any, AgentTurn]) -> AgentTurn:
+        """One answer of the chat widget read, with the page as it was then kept (`steps/chat-NN.jpg`); the page
+        as it was when the answer did not come too: what a user looks at first."""
+        from playwright.async_api import Error as PlaywrightError
 
         self._chat_turns += 1
         label = f"chat-{self._chat_turns:02d}"
         try:
-            answer = await chat_turn(self._env, self.spec.chat, turn, self.spec.turn_timeout)
+            answer = await reading
         except PlaywrightError as exc:
-            await self._raise_if_crashed("a chat turn", exc)
+            await self._raise_if_crashed(what, exc)
             failure = f"the chat widget failed: {str(exc).splitlines()[0]}"
             raise TurnError(failure, raw={"failure": failure, "screenshot": await self._shoot(label)}) from None
-        except TurnError as exc:  # the page as it was when the answer did not come: what a user looks at first
+        except TurnError as exc:
             raise TurnError(str(exc), raw={"failure": str(exc), "screenshot": await self._shoot(label)},
                             status=exc.status) from None
         if isinstance(answer.response, dict):
@@ -301,13 +315,14 @@ class BrowserTarget(Target[BrowserSpec]):
                 if not outcome.reached:
                     failure = f"goal {step.goal!r} not reached: {outcome.summary}"
             elif isinstance(step, ExpectStep):
-                verdict, seen = await judge_page(self._env, step)
+                verdict, seen, cuts = await judge_page(self._env, step)
                 record.update(expect=step.expect, passed=verdict.passed, reason=verdict.reason,
                               evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
-                              fake=verdict.fake, url=seen.url)
+                              fake=verdict.fake, url=seen.url, cut=cuts)
                 text = f"expect held: {verdict.reason}"
                 if not verdict.passed:
-                    failure = f"expect {step.expect!r} did not hold: {verdict.reason}"
+                    seen_part = f" (the judge saw only {' and '.join(cuts)})" if cuts else ""
+                    failure = f"expect {step.expect!r} did not hold: {verdict.reason}{seen_part}"
             else:
                 done = await run_action(self._env, step, number)
                 record.update(action=step.action, **done)
@@ -392,11 +407,17 @@ def _mask_zip(path: Path, session: Session) -> None:
     changed = False
     rewritten = []
     for info, data in entries:
-        if info.filename.endswith((".trace", ".network", ".json", ".txt", ".html")):
-            text = data.decode("utf-8", errors="surrogateescape")
-            masked = session.redactor.text(text)
-            if masked != text:
-                data, changed = masked.encode("utf-8", errors="surrogateescape"), True
+        # every entry but Chromium's own frames of the screen (pixels it encoded, no bytes of the page's), whatever
+        # its name: a response body is kept under its type's extension (an event stream as .dat, a script as .js,
+        # bytes as .bin), and an agent's answer may come as any of them. The bytes go through text losslessly
+        # (surrogateescape), so a file without a secret is written back unchanged
+        if info.filename.startswith("screencast/"):
+            rewritten.append((info, data))
+            continue
+        text = data.decode("utf-8", errors="surrogateescape")
+        masked = session.redactor.text(text)
+        if masked != text:
+            data, changed = masked.encode("utf-8", errors="surrogateescape"), True
         rewritten.append((info, data))
     if changed:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:

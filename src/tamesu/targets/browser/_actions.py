@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from playwright.async_api import BrowserContext, Locator, Page, Route
+from playwright.async_api import BrowserContext, Frame, Locator, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -44,6 +44,10 @@ class PageEnv:
     name: str
     update_golden: bool = False
     mocks: list[dict[str, object]] = field(default_factory=list)
+    chat_read: int | None = None
+    """How many messages the chat widget showed when its last answer was read (None before the first)."""
+    chat_answers: int = 0
+    """How many of the widget's answers were read (its greeting too)."""
 
 
 def host_allowed(url: str, allowed: list[str]) -> bool:
@@ -62,7 +66,13 @@ def host_allowed(url: str, allowed: list[str]) -> bool:
     return False
 
 
-def locate(page: Page, selector: Selector) -> Locator:
+def at(page: Page) -> str:
+    """Where the page is, for a failure that found nothing: a login page the site sent the browser to (a storage
+    state that expired) is then seen at once."""
+    return f" (the page is at {page.url})"
+
+
+def locate(page: Page | Frame, selector: Selector) -> Locator:
     if isinstance(selector, RoleSelector):
         return page.get_by_role(selector.role, name=selector.name, exact=selector.exact)  # type: ignore[arg-type]  # an ARIA role the schema checked
     return page.locator(selector)
@@ -72,7 +82,7 @@ def _timeout(env: PageEnv, step: ActionStep) -> float:
     return (step.timeout if step.timeout is not None else env.spec.step_timeout) * 1000
 
 
-async def _one(env: PageEnv, step: ActionStep, verb: str) -> Locator:
+async def one_element(env: PageEnv, step: ActionStep, verb: str) -> Locator:
     """The one element the selector names, waited for; a selector matching nothing or several fails."""
     assert step.selector is not None
     locator = locate(env.page, step.selector)
@@ -80,7 +90,8 @@ async def _one(env: PageEnv, step: ActionStep, verb: str) -> Locator:
     try:
         await locator.first.wait_for(state="attached", timeout=_timeout(env, step))
     except PlaywrightTimeout:
-        raise StepFailed(f"{verb}: nothing matches {what} within {_timeout(env, step) / 1000:g}s") from None
+        raise StepFailed(f"{verb}: nothing matches {what} within {_timeout(env, step) / 1000:g}s"
+                         f"{at(env.page)}") from None
     count = await locator.count()
     if count > 1:
         raise StepFailed(f"{verb}: {what} matches {count} elements; make it match one")
@@ -98,11 +109,11 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 await navigate(env, step.url, timeout=max(timeout, env.spec.load_timeout * 1000))
                 return {"detail": f"at {page.url}"}
             case "click":
-                locator = await _one(env, step, "click")
+                locator = await one_element(env, step, "click")
                 await _act(locator.click(timeout=timeout), "click", step)
                 return {"detail": f"clicked {selector_text(step.selector)}"}
             case "fill":
-                locator = await _one(env, step, "fill")
+                locator = await one_element(env, step, "fill")
                 await _act(locator.fill(step.value or "", timeout=timeout), "fill", step)
                 return {"detail": f"filled {selector_text(step.selector)}"}
             case "press":
@@ -110,7 +121,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 if step.selector is None:
                     await page.keyboard.press(step.key)
                 else:
-                    locator = await _one(env, step, "press")
+                    locator = await one_element(env, step, "press")
                     await _act(locator.press(step.key, timeout=timeout), "press", step)
                 return {"detail": f"pressed {step.key}"}
             case "wait":
@@ -119,7 +130,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 path = env.session.artifacts_dir / "screenshots" / f"{step.name or f'step-{number:02d}'}.png"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if step.selector is not None:
-                    await (await _one(env, step, "screenshot")).screenshot(path=str(path), timeout=timeout)
+                    await (await one_element(env, step, "screenshot")).screenshot(path=str(path), timeout=timeout)
                 else:
                     await page.screenshot(path=str(path), full_page=step.full_page, timeout=timeout)
                 return {"detail": f"saved {path.name}", "file": str(path.relative_to(env.session.artifacts_dir))}
@@ -132,7 +143,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                     raise StepFailed(f"eval_js: the script did not finish within {timeout / 1000:g}s") from None
                 except PlaywrightError as exc:
                     raise StepFailed(f"eval_js: the script threw: {_first_line(exc)}") from None
-                return {"result": value, "detail": json.dumps(value, ensure_ascii=False, default=str)[:500]}
+                return {"result": value, "detail": _shown(json.dumps(value, ensure_ascii=False, default=str))}
             case "assert_url":
                 return await _assert_url(env, step, timeout)
             case "assert_text":
@@ -152,6 +163,13 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
     raise AssertionError(f"unhandled action {step.action}")
 
 
+def _shown(text: str, limit: int = 500) -> str:
+    """A value as the transcript shows it: a long one cut, saying so and where the whole value is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (cut: {limit} of {len(text)} characters shown; the whole value is $.result)"
+
+
 async def _act(awaitable: Any, verb: str, step: ActionStep) -> None:
     try:
         await awaitable
@@ -164,17 +182,50 @@ async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
     """Go to `url`; outside allowed_domains fails the step, a page that does not load is an InfraError."""
     if not host_allowed(url, env.spec.allowed_domains):
         raise StepFailed(f"navigate: {url} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
+    pending: dict[Request, None] = {}  # a dict keeps the order they were asked for
+
+    def asked(request: Request) -> None:
+        pending[request] = None
+
+    def answered(request: Request) -> None:
+        pending.pop(request, None)
+
+    page = env.page
+    page.on("request", asked)
+    page.on("requestfinished", answered)
+    page.on("requestfailed", answered)
     try:
         response = await env.page.goto(url, timeout=timeout, wait_until="load")
         if response is not None and response.status >= 400:
             # the page came, as an error page: said on the run's timeline (a 500 page passed with no trace of it)
             env.session.event("page_status", url=url, status=response.status)
     except PlaywrightTimeout:
-        raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s") from None
+        raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s"
+                         f"{_waiting_on(list(pending), env.page)}") from None
     except PlaywrightError as exc:
         if env.page.is_closed():
             raise
         raise InfraError(f"browser target {env.name}: {url} did not load: {_first_line(exc)}") from None
+    finally:
+        page.remove_listener("request", asked)
+        page.remove_listener("requestfinished", answered)
+        page.remove_listener("requestfailed", answered)
+
+
+def _waiting_on(pending: list[Request], page: Page) -> str:
+    """What a page that never finished loading still waits for: its document, or what the document asked for
+    (a picture, a script that never comes keeps the load event from firing though the page is there)."""
+    if any(request.is_navigation_request() and request.frame == page.main_frame for request in pending):
+        return " (the server sent no page)"
+    # a script's own calls (a long poll, a stream) never hold up the load event: naming them would mislead
+    pending = [request for request in pending if request.resource_type not in ("fetch", "xhr", "eventsource",
+                                                                                "websocket")]
+    if not pending:
+        return ""
+    shown = ", ".join(request.url for request in pending[:3])
+    more = f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    return f" (the page came; its load event waits for {len(pending)} request{'s' if len(pending) > 1 else ''}: " \
+           f"{shown}{more})"
 
 
 async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
@@ -191,7 +242,7 @@ async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, obj
             return {"detail": f"at {page.url}"}
     except PlaywrightTimeout:
         what = selector_text(step.selector) if step.selector is not None else repr(step.text or step.url)
-        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s") from None
+        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s{at(page)}") from None
     await page.wait_for_timeout(step.ms or 0)
     return {"detail": f"waited {step.ms} ms"}
 
@@ -223,7 +274,7 @@ async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[s
         texts = [" ".join(t.split()) for t in await scope.all_inner_texts()]
         where = selector_text(step.selector)
         if not texts:
-            raise StepFailed(f"assert_text: nothing matches {where}") from None
+            raise StepFailed(f"assert_text: nothing matches {where}{at(env.page)}") from None
         seen = "; ".join(t[:80] for t in texts[:3])
         raise StepFailed(f"assert_text: {step.text!r} is not in {where} within {timeout / 1000:g}s "
                          f"(it says {seen!r})") from None

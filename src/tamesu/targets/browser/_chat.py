@@ -4,15 +4,16 @@ messages read back once the widget says the agent has finished."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import Frame, Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from tamesu.conversation import AgentTurn, Event, Session, TurnError, UserTurn
-from tamesu.targets.browser._actions import PageEnv, locate
+from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.targets.browser._actions import PageEnv, at, locate
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
@@ -34,7 +35,16 @@ _DEEP = """const deepAll = (selector) => {
 as Playwright's own locators find them), looked for there only when the page itself has none: a widget in the
 light DOM pays nothing for it."""
 
-_MORE_THAN = "([selector, count]) => { " + _DEEP + " return deepAll(selector).length > count; }"
+_SAID = """const said = (element) => (element.innerText || "").trim() !== ""
+  || element.querySelector("img, svg, video, audio, canvas, picture") !== null;"""
+"""A message with something in it: the empty bubble a widget adds before it writes the answer into it is no
+answer yet (read then, the answer was "", and its first token timed at the empty bubble)."""
+
+_MORE_THAN = "([selector, count]) => { " + _DEEP + _SAID + """
+  const found = deepAll(selector);
+  return found.length > count && found.slice(count).some(said);
+}"""
+_NEW_SAID = "(elements, count) => { " + _SAID + " return elements.length > count && elements.slice(count).some(said); }"
 _COUNT = "(selector) => { " + _DEEP + " return deepAll(selector).length; }"
 _SETTLE = """async ([selector, from, quiet, every]) => {
 """ + _DEEP + """
@@ -86,24 +96,102 @@ that adds its typing indicator for a moment and removes it is seen, a selector w
 _BUSY_SEEN = "() => Boolean(window.__tamesuBusy && window.__tamesuBusy.seen)"
 
 
-def _broken_script(events: list[Event], before: int) -> str:
-    """The page's own script errors since the turn was sent, as a hint for a turn that got no answer."""
-    said = [str(e.data.get("message", "")) for e in events[before:] if e.name == "page_error"]
-    return f"; the page's script failed meanwhile: {said[0]}" if said else ""
+async def widget(env: PageEnv, chat: ChatSpec) -> Page | Frame:
+    """Where the widget's elements are: the page, or the document of the iframe `chat.frame` names (most vendors'
+    widgets live in one, often from another origin), found anew each turn since a widget may load it late."""
+    if chat.frame is None:
+        return env.page
+    frames = env.page.locator(chat.frame)
+    try:
+        await frames.first.wait_for(state="attached", timeout=env.spec.step_timeout * 1000)
+    except PlaywrightTimeout:
+        raise TurnError(f"the chat frame {chat.frame!r} is not in the page within {env.spec.step_timeout:g}s "
+                        "(chat.frame: the widget's iframe)") from None
+    if (count := await frames.count()) > 1:
+        raise TurnError(f"the chat frame {chat.frame!r} matches {count} elements; make it match the widget's iframe")
+    handle = await frames.element_handle(timeout=env.spec.step_timeout * 1000)
+    frame = await handle.content_frame()
+    if frame is None:
+        raise TurnError(f"the chat frame {chat.frame!r} is not an iframe (chat.frame: the widget's iframe)")
+    return frame
+
+
+async def one(action: Awaitable[None], locator: Locator, what: str, selector: Selector) -> None:
+    """`action` on the element `locator` names; a selector that matches several fails the turn in one line (it was
+    Playwright's "strict mode violation" message, cut at its list of elements, or an internal error)."""
+    try:
+        await action
+    except PlaywrightTimeout:
+        raise
+    except PlaywrightError:
+        if (count := await locator.count()) > 1:
+            raise TurnError(f"{what} {selector_text(selector)} matches {count} elements; make it match one") from None
+        raise
+
+
+async def _count(page: Page | Frame, selector: Selector) -> int:
+    """How many messages the widget shows, counted as the waits below count (Playwright's locators also pierce
+    shadow roots, and would count both)."""
+    return int(await page.evaluate(_COUNT, selector)) if isinstance(selector, str) else \
+        await locate(page, selector).count()
+
+
+async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTurn:
+    """`chat.greeting`: the widget writes first, once it is open. Every message it shows is the greeting (one
+    already there when the page loaded too), waited for until something is written and its messages are quiet."""
+    session = env.session
+    started = session.now_ms()
+    deadline = asyncio.get_running_loop().time() + timeout
+    root = await widget(env, chat)
+    await _more_than(env, root, chat, 0, deadline, timeout, len(session.events), what="greeting")
+    first_at = session.now_ms()
+    texts, completed = await _read(env, root, chat, 0, deadline, timeout)
+    env.chat_read, env.chat_answers = len(texts), 1
+    return AgentTurn(text="\n".join(texts), response={"messages": texts, "url": env.page.url},
+                     raw=[{"messages": texts}], sent_at_ms=started, first_token_at_ms=first_at,
+                     completed_at_ms=completed)
+
+
+async def _say_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: int) -> None:
+    """Messages the widget wrote after the last turn was read belong to no turn: said, with what usually causes
+    them, since the answers that follow are then each read one turn late or not at all."""
+    if env.chat_read is None or before <= env.chat_read:
+        return
+    texts = (await _texts(root, chat.messages))[env.chat_read:before]
+    env.session.event(
+        "chat_unread", after_turn=env.chat_answers, messages=[t[:300] for t in texts],
+        hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after turn {env.chat_answers} "
+             "was read, so no turn has them: a greeting it writes once it opens (set chat.greeting: true), or an "
+             "answer that pauses longer than done.quiet (set done.hidden or done.visible)")
+
+
+async def _texts(page: Page | Frame, selector: Selector) -> list[str]:
+    if isinstance(selector, str):
+        raw = await page.evaluate("(selector) => { " + _DEEP + " return deepAll(selector).map((e) => e.innerText); }",
+                                  selector)
+    else:
+        raw = await locate(page, selector).all_inner_texts()
+    return [" ".join(str(t).split()) for t in raw]
 
 
 async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float) -> AgentTurn:
-    page, session = env.page, env.session
+    session = env.session
     events_before = len(session.events)
-    messages = locate(page, chat.messages)
-    # counted as the waits below count (Playwright's locators also pierce shadow roots, and would count both)
-    before = int(await page.evaluate(_COUNT, chat.messages)) if isinstance(chat.messages, str) \
-        else await messages.count()
+    page = await widget(env, chat)
     field = locate(page, chat.input)
     try:
-        await field.fill(turn.display(), timeout=env.spec.step_timeout * 1000)
+        await one(field.fill(turn.display(), timeout=env.spec.step_timeout * 1000), field, "the chat input",
+                  chat.input)
     except PlaywrightTimeout:
-        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in") from None
+        frames = await env.page.locator("iframe").count() if chat.frame is None else 0
+        hint = f" (the page has {frames} iframe{'s' if frames > 1 else ''}: a widget in one needs chat.frame)" \
+            if frames else ""
+        raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in{hint}{at(env.page)}"
+                        ) from None
+    # counted once the words are typed: a widget that keeps its input disabled while it answers lets them in only
+    # after the last answer, which is then not this turn's
+    before = await _count(page, chat.messages)
+    await _say_unread(env, page, chat, before)
     shown_before = 0
     if chat.done.visible is not None:
         shown_before = await _mark_shown(page, chat.done.visible)
@@ -112,14 +200,15 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     sent_at = session.now_ms()
     try:
         if chat.send is not None:
-            await locate(page, chat.send).click(timeout=env.spec.step_timeout * 1000)
+            send = locate(page, chat.send)
+            await one(send.click(timeout=env.spec.step_timeout * 1000), send, "the chat send control", chat.send)
         else:
             await field.press("Enter", timeout=env.spec.step_timeout * 1000)
     except PlaywrightTimeout:
         raise TurnError(f"the chat send control {selector_text(chat.send)} could not be clicked") from None
     session.event("chat_sent", chars=len(turn.display()))
     deadline = asyncio.get_running_loop().time() + timeout
-    await _more_than(env, chat, before, deadline, timeout, events_before)
+    await _more_than(env, page, chat, before, deadline, timeout, events_before)
     first_at: float | None = session.now_ms()
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
     try:
@@ -136,33 +225,42 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                         "element while the agent answered: is the selector right?")
     if chat.done.visible is not None:
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
-    if isinstance(chat.messages, str):
-        remaining = max(0.1, deadline - asyncio.get_running_loop().time())
-        try:
-            settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
-                                                                     int(_POLL * 1000)]), remaining)
-        except TimeoutError:
-            raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
-        texts = [" ".join(t.split()) for t in settled["texts"]]
-        completed = session.now_ms() - float(settled["quiet_ms"])
-    else:
-        texts, completed = await _quiet(messages, before, chat.done.quiet, deadline, session.now_ms)
+    texts, completed = await _read(env, page, chat, before, deadline, timeout)
+    env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
-    return AgentTurn(text=text, response={"messages": texts, "url": page.url}, raw=[{"messages": texts}],
+    return AgentTurn(text=text, response={"messages": texts, "url": env.page.url}, raw=[{"messages": texts}],
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
 
 
-async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float, timeout: float,
-                     events_before: int) -> None:
-    """Waits for the widget to show more than `before` messages; the turn fails when it does not in time."""
-    page, session = env.page, env.session
+async def _read(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float, timeout: float
+                ) -> tuple[list[str], float]:
+    """The messages after the first `before` once quiet for `done.quiet`, and when they last changed."""
+    session = env.session
+    if not isinstance(chat.messages, str):
+        return await _quiet(locate(page, chat.messages), before, chat.done.quiet, deadline, session.now_ms)
+    remaining = max(0.1, deadline - asyncio.get_running_loop().time())
+    try:
+        settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
+                                                                 int(_POLL * 1000)]), remaining)
+    except TimeoutError:
+        raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
+    return [" ".join(t.split()) for t in settled["texts"]], session.now_ms() - float(settled["quiet_ms"])
 
-    def nothing() -> TurnError:
-        return TurnError(f"the agent wrote no message in the widget within {timeout:g}s "
-                         f"({selector_text(chat.messages)} still matches {before})"
-                         f"{_broken_script(session.events, events_before)}")
+
+async def _more_than(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float,
+                     timeout: float, events_before: int, what: str = "message") -> None:
+    """Waits for the widget to show more than `before` messages; the turn fails when it does not in time."""
+    session = env.session
+
+    async def nothing() -> TurnError:
+        now = await _count(page, chat.messages)
+        matches = f"still matches {before}" if now <= before else \
+            f"matches {now - before} more, with nothing written in {'it' if now - before == 1 else 'them'}"
+        return TurnError(f"the agent wrote no {what} in the widget within {timeout:g}s "
+                         f"({selector_text(chat.messages)} {matches})"
+                         f"{failed_meanwhile(session.events, events_before)}")
 
     if isinstance(chat.messages, str):
         # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
@@ -171,12 +269,12 @@ async def _more_than(env: PageEnv, chat: ChatSpec, before: int, deadline: float,
             await page.wait_for_function(_MORE_THAN, arg=[chat.messages, before], polling=int(_POLL * 1000),
                                          timeout=remaining * 1000)
         except PlaywrightTimeout:
-            raise nothing() from None
+            raise await nothing() from None
         return
     messages = locate(page, chat.messages)
-    while await messages.count() <= before:
+    while not await messages.evaluate_all(_NEW_SAID, before):
         if asyncio.get_running_loop().time() > deadline:
-            raise nothing()
+            raise await nothing()
         await asyncio.sleep(_POLL)
 
 
@@ -197,7 +295,7 @@ def _without_own_message(session: Session, chat: ChatSpec, texts: list[str], sai
     return texts
 
 
-async def _mark_shown(page: Page, selector: Selector) -> int:
+async def _mark_shown(page: Page | Frame, selector: Selector) -> int:
     """How many `done.visible` elements are shown before the turn is sent (a sign left from the last answer)."""
     try:
         return int(await locate(page, selector).evaluate_all(_MARK_SHOWN))
@@ -206,7 +304,8 @@ async def _mark_shown(page: Page, selector: Selector) -> int:
                         f"{_first_line(exc)}") from None
 
 
-async def _shown_again(page: Page, selector: Selector, shown_before: int, deadline: float, timeout: float) -> None:
+async def _shown_again(page: Page | Frame, selector: Selector, shown_before: int, deadline: float,
+                       timeout: float) -> None:
     """Waits for this answer's `done.visible` sign: more of them shown than before the turn was sent (a new one
     under each answer), or one shown after one of those was hidden (one sign hidden while the agent works). A
     sign already shown from the last answer is not this one's."""

@@ -10,10 +10,11 @@ from pydantic import ValidationError
 
 from tamesu.errors import InfraError
 from tamesu.models.base import MessageFile, ModelError, ToolSpec
-from tamesu.roles.browser_agent import BrowserAgent, GoalOutcome, Observation
+from tamesu.roles.browser_agent import SNAPSHOT_LIMIT, BrowserAgent, GoalOutcome, Observation
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.targets.browser._actions import PageEnv, StepFailed, run_action
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._frames import inside_frames
 from tamesu.targets.browser.spec import ActionStep, ExpectStep, GoalStep
 
 _SELECTOR = {"description": "A CSS selector, or {role, name} (an accessible role and name)",
@@ -56,6 +57,8 @@ async def observe(env: PageEnv) -> Observation:
         if page.is_closed():
             raise
         aria, title = f"(the page could not be read: {_first_line(exc)})", ""
+    if framed := await inside_frames(page, "aria", env.spec.step_timeout * 1000):
+        aria = f"{aria}\n{framed}"
     picture = await _picture(env) if env.spec.vision else None
     return Observation(url=page.url, title=title, aria=aria, screenshot=picture)
 
@@ -105,8 +108,20 @@ async def pursue(env: PageEnv, step: GoalStep, number: int, seed: int, shoot: An
     return await agent.pursue(step.goal, lambda: observe(env), act, step.max_steps)
 
 
-async def judge_page(env: PageEnv, step: ExpectStep) -> tuple[JudgeVerdict, Observation]:
-    """The judge grades the rubric against the page's text, with its aria snapshot and URL as context."""
+PAGE_TEXT_LIMIT = 8000
+"""Characters of the page's text the judge of an `expect` step sees; a longer text is cut, and the cut said."""
+
+
+def _cut(text: str, limit: int, what: str, cuts: list[str]) -> str:
+    if len(text) <= limit:
+        return text
+    cuts.append(f"the first {limit} of {len(text)} characters of {what}")
+    return text[:limit] + f"\n(cut: the first {limit} of {len(text)} characters of {what} are shown)"
+
+
+async def judge_page(env: PageEnv, step: ExpectStep) -> tuple[JudgeVerdict, Observation, list[str]]:
+    """The judge grades the rubric against the page's text, with its aria snapshot and URL as context; the third
+    value says what of them was cut (the judge is told too), since what it never saw it says is not there."""
     models = env.session.models
     if models is None:
         raise InfraError("expect steps need a model: set models.judge")
@@ -121,9 +136,14 @@ async def judge_page(env: PageEnv, step: ExpectStep) -> tuple[JudgeVerdict, Obse
         if env.page.is_closed():
             raise
         text = f"(no text: {_first_line(exc)})"
-    page_text = f"page {seen.url} ({seen.title or 'no title'}):\n{' '.join(text.split())[:8000]}"
+    if framed := await inside_frames(env.page, "text", env.spec.step_timeout * 1000):
+        text = f"{text}\n{framed}"
+    cuts: list[str] = []
+    page_text = f"page {seen.url} ({seen.title or 'no title'}):\n" \
+                f"{_cut(' '.join(text.split()), PAGE_TEXT_LIMIT, 'the page text', cuts)}"
+    aria = _cut(seen.aria, SNAPSHOT_LIMIT, "the aria snapshot", cuts)
     verdict = await Judge(client).grade(JudgeInput(
         rubric=step.expect, transcript=[Line(role="agent", text=page_text)],
-        context=f"url: {seen.url}\ntitle: {seen.title}\naria snapshot:\n{seen.aria[:12000]}",
+        context=f"url: {seen.url}\ntitle: {seen.title}\naria snapshot:\n{aria}",
         metrics={}, images=[seen.screenshot] if seen.screenshot is not None else []))
-    return verdict, seen
+    return verdict, seen, cuts

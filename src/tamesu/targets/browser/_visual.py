@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from tamesu.errors import InfraError
-from tamesu.targets.browser._actions import PageEnv, StepFailed, artifact, locate
+from tamesu.targets.browser._actions import PageEnv, StepFailed, artifact, one_element
 from tamesu.targets.browser.spec import ActionStep
 
 BASELINES = "__visual__"
@@ -18,7 +18,9 @@ async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, o
 
     assert step.name is not None
     if step.selector is not None:
-        shot = await locate(env.page, step.selector).screenshot(timeout=timeout, animations="disabled")
+        # one element, as a screenshot's: several were Playwright's strict-mode line, cut before its list
+        element = await one_element(env, step, "visual")
+        shot = await element.screenshot(timeout=timeout, animations="disabled")
     else:
         shot = await env.page.screenshot(full_page=step.full_page, timeout=timeout, animations="disabled")
     baseline = env.session.base_dir / BASELINES / f"{step.name}.png"

@@ -64,7 +64,14 @@ class ChatSpec(Strict):
     done: DoneSpec = Field(default_factory=DoneSpec)
     """How to tell the agent has finished its answer: an element hidden or shown, then its messages quiet."""
     open: Selector | None = None
-    """A control that opens the widget (a launcher bubble), clicked once when the conversation starts."""
+    """A control that opens the widget (a launcher bubble), clicked once when the conversation starts; looked for
+    in the page, outside `frame`."""
+    frame: str | None = None
+    """A CSS selector of the iframe the widget lives in (`iframe[title='Chat']`): `input`, `send`, `messages` and
+    `done` are looked for in its document (from any origin)."""
+    greeting: bool = False
+    """The widget writes first (a welcome once it is open): its messages are the agent's first turn, waited for
+    up to `turn_timeout` until something is written and they are quiet for `done.quiet`."""
 
 
 class BrowserSpec(TargetSpec):
@@ -102,6 +109,9 @@ class BrowserSpec(TargetSpec):
     """Record a Playwright trace (`trace.zip`) and a HAR (`network.har`) of every run."""
     cdp_url: str | None = None
     """Attach to a Chromium that is already running (`http://127.0.0.1:9222`) instead of starting one."""
+
+    def greeting_turns(self) -> int:
+        return 1 if self.chat is not None and self.chat.greeting else 0
 
     @field_validator("engine")
     @classmethod

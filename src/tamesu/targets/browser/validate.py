@@ -4,7 +4,9 @@ The loader calls `step_problems` once per test; the suite schema keeps `steps` a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,3 +50,31 @@ def step_problems(steps: Sequence[object], loc: tuple[object, ...], target: obje
             problems.append(problem_at((*where, "expect"), "an expect step is graded by the judge: set "
                                                            "models.judge"))
     return problems
+
+
+def storage_state_problem(path: Path, given: str) -> str | None:
+    """Why the file at `path` (`storage_state: GIVEN`) is no Playwright storage state, or None: said where the
+    suite names it, since at run time Playwright's refusal was an infrastructure error of every test (exit 3)."""
+    if not path.is_file():
+        return f"no file {given} (a Playwright storage state, relative to the suite)"
+    what = f"{given} is not a Playwright storage state"
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        return f"{what}: it is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return f"{what}: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    if not isinstance(state, dict):
+        return f"{what}: it holds a JSON {type(state).__name__}, not an object with cookies and origins"
+    for key in ("cookies", "origins"):
+        if not isinstance(state.get(key, []), list):
+            return f"{what}: {key} is not a list"
+    for i, cookie in enumerate(state.get("cookies", [])):
+        if not isinstance(cookie, dict) or not all(isinstance(cookie.get(k), str) for k in ("name", "value")):
+            return f"{what}: cookies[{i}] needs a name and a value (strings)"
+        if not isinstance(cookie.get("domain"), str) and not isinstance(cookie.get("url"), str):
+            return f"{what}: cookies[{i}] ({cookie['name']}) needs a domain or a url"
+    for i, origin in enumerate(state.get("origins", [])):
+        if not isinstance(origin, dict) or not isinstance(origin.get("origin"), str):
+            return f"{what}: origins[{i}] needs an origin (a string such as http://127.0.0.1:8000)"
+    return None
