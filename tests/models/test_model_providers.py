@@ -444,7 +444,9 @@ async def test_anthropic_system_tool_blocks_and_json(claude: tuple[AnthropicServ
             Message(role="assistant", content=first.text, tool_calls=[
                 *first.tool_calls, ToolRequest(id="toolu_x", name="lookup_order", arguments={"order_id": "B"})]),
             Message(role="tool", tool_call_id=first.tool_calls[0].id, content="shipping"),
-            Message(role="tool", tool_call_id="toolu_x", content="unknown order"),
+            # a failed call, as the model and mcp targets answer one: before, sent without is_error, so the model
+            # read the failure as the tool's answer
+            Message.tool_result({"error": "unknown order"}, "toolu_x", "lookup_order"),
         ]
         second = await provider.generate(ModelRequest(purpose="judge", messages=history,
                                                       json_schema=VERDICT_SCHEMA))
@@ -469,7 +471,9 @@ async def test_anthropic_system_tool_blocks_and_json(claude: tuple[AnthropicServ
     # both results in one user turn, as the API requires
     assert results == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": first.tool_calls[0].id, "content": "shipping"},
-        {"type": "tool_result", "tool_use_id": "toolu_x", "content": "unknown order"}]}
+        {"type": "tool_result", "tool_use_id": "toolu_x", "content": '{"error": "unknown order"}', "is_error": True}]}
+    # a message that is no failed tool's dumps as before (the replay cache's keys stay the same)
+    assert "is_error" not in history[3].model_dump() and history[4].model_dump()["is_error"] is True
 
 
 async def test_anthropic_refused_temperature_is_dropped_for_the_run(claude: tuple[AnthropicServer, str]) -> None:

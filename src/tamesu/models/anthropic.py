@@ -183,7 +183,11 @@ def _wire_messages(messages: list[Message]) -> list[dict[str, object]]:
 
 def _blocks(message: Message) -> list[dict[str, object]]:
     if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
+        block: dict[str, object] = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
+                                     "content": message.content}
+        if message.is_error:
+            block["is_error"] = True  # the model is told the call failed, as the API asks
+        return [block]
     blocks: list[dict[str, Any]] = []
     if message.content or not (message.tool_calls or message.files):
         # the API refuses empty text blocks; an empty turn still needs some text

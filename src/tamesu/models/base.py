@@ -6,6 +6,7 @@ retries, fallback, cost accounting, the budget) is the `ModelClient`'s job, so a
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
@@ -75,13 +76,27 @@ class Message(BaseModel):
     name: str | None = None
     files: list[MessageFile] = Field(default_factory=list)
     """Attachments of a user message, sent as the provider's image, audio or file content parts."""
+    is_error: bool = False
+    """For a tool message: the tool failed (its result is `{"error": ...}`); Anthropic's API takes it as the
+    `tool_result` block's `is_error`, OpenAI's has no such flag."""
+
+    @classmethod
+    def tool_result(cls, result: object, call_id: str | None, name: str | None) -> Message:
+        """The tool message answering a call: a string result as it is, anything else as JSON; a result that is
+        `{"error": ...}` alone (how tamesu's targets answer a failed or refused call) is an error."""
+        content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+        failed = isinstance(result, dict) and list(result) == ["error"]
+        return cls(role="tool", content=content, tool_call_id=call_id, name=name, is_error=failed)
 
     @model_serializer(mode="wrap")
     def _without_empty_files(self, handler: Any) -> object:
-        # a message without files dumps as it did before they existed, so replay-cache keys stay the same
+        # a message without files (or one that is no failed tool's) dumps as it did before they existed, so
+        # replay-cache keys stay the same
         data = handler(self)
         if isinstance(data, dict) and not self.files:
             data.pop("files", None)
+        if isinstance(data, dict) and not self.is_error:
+            data.pop("is_error", None)
         return data
 
 

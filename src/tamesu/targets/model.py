@@ -187,11 +187,6 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _as_content(value: object) -> str:
-    """A tool result as the text of a tool message: strings as they are, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
 @register("targets", "model")
 class ModelTarget(Target[ModelTargetSpec]):
     kind = "model"
@@ -356,8 +351,7 @@ class ModelTarget(Target[ModelTargetSpec]):
                 call = self._unreadable(session, request, request.unreadable) if request.unreadable is not None \
                     else await self._call_tool(session, request, responses)
                 calls.append(call)
-                self._messages.append(Message(role="tool", content=_as_content(call.result),
-                                              tool_call_id=request.id, name=request.name))
+                self._messages.append(Message.tool_result(call.result, request.id, request.name))
         completed_at = session.now_ms()
         raw = [r.model_dump(mode="json") for r in responses]
         text = "\n".join(r.text for r in responses if r.text)
