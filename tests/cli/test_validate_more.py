@@ -199,6 +199,30 @@ tests:
         "set: the remote agent cannot start"]
 
 
+def test_a_remote_agents_template_that_is_not_one_is_a_problem_where_written(tmp_path: Path,
+                                                                             tamesu: Callable[..., Any]) -> None:
+    # before: "ok", and the remote agent then required the literal "{{secrets.BILLING_KEY" as its token (the
+    # orchestrator's calls refused, 401, exit 3)
+    (tmp_path / "suite.yaml").write_text("""\
+remote_agents:
+  billing: { token: "{{secrets.BILLING_KEY" }
+  shipping: { forward: "http://127.0.0.1:9/{{env.PATH_UNSET", headers: { X-Team: "{{team}}" } }
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9" }
+tests:
+  - { name: t, target: shop, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "suite.yaml:2:21: remote_agents.billing.token: bad template: '{{' without a matching '}}'",
+        "suite.yaml:3:24: remote_agents.shipping.forward: bad template: '{{' without a matching '}}'",
+        "suite.yaml:3:82: remote_agents.shipping.headers.X-Team: bad template {{team}}: unknown namespace 'team' "
+        "(one of args, attachments, captured, env, listen, message, messages, remote, response, run, secrets, "
+        "session, trace, ui_messages, vars)",
+        "3 problems found"]
+
+
 def test_a_model_without_a_price_under_a_dollar_budget_is_a_warning(tmp_path: Path,
                                                                      tamesu: Callable[..., Any]) -> None:
     # its calls counted as $0: `budget: {usd: 1}` could never stop a run on a model newer than the price table

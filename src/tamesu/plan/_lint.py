@@ -239,18 +239,22 @@ def unpriced_models(suite: LoadedSuite) -> list[Problem]:
     return warnings
 
 
-def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets) -> list[Problem]:
+def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets, problems: list[Problem]) -> list[Problem]:
+    """Warnings for a remote agent's token, forward url or forwarded header that names an unset secret or
+    variable; a template in them that is not one (`{{secrets.X` unclosed) is a problem: it would be sent as is."""
     warnings = []
     for name, agent in suite.spec.remote_agents.items():
         # a token or a forwarded header that names an unset secret: said before the run, not at its start
-        places: list[tuple[tuple[str, ...], str]] = [(("remote_agents", name, "token"), agent.token or "")]
+        places: list[tuple[tuple[str, ...], str]] = [(("remote_agents", name, "token"), agent.token or ""),
+                                                     (("remote_agents", name, "forward"), agent.forward or "")]
         places += [(("remote_agents", name, "headers", header), value)
                    for header, value in (getattr(agent, "headers", None) or {}).items() if isinstance(value, str)]
         for loc, text in places:
             for expr, problem in references(text):
                 root, _, key = expr.partition(".")
                 if problem:
-                    continue  # the template check says what is wrong with it
+                    problems.append(doc.problem(loc, problem))
+                    continue
                 if root == "secrets" and not secrets.has(key):
                     warnings.append(doc.problem(loc, f"{secrets.unset(key)}: the remote agent "
                                                      "cannot start"))

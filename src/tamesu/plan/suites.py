@@ -195,7 +195,7 @@ def _load_suite(
     check_suite_hooks(doc, problems)
     suite = LoadedSuite(spec, doc, target_specs, project)
     check_prompted_targets(suite, problems)
-    warnings.extend(_lint.remote_tokens(suite, doc, secrets))
+    warnings.extend(_lint.remote_tokens(suite, doc, secrets, problems))
     warnings.extend(_lint.unpriced_models(suite))
     warnings.extend(model_secret_warnings(doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
