@@ -125,3 +125,15 @@ def test_a_transcript_lines_of_several_lines_stay_under_their_first(tmp_path: Pa
     lines = done.stdout.splitlines()
     first = next(i for i, line in enumerate(lines) if line.endswith("agent first line"))
     assert lines[first + 1] == " " * 12 + "second line", lines[first:first + 2]
+
+
+def test_a_huge_answer_in_a_transcript_is_cut_saying_so(tmp_path: Path) -> None:
+    # `-vv`: a 1 MB answer was printed whole, burying the run's verdicts
+    (tmp_path / "huge.yaml").write_text(
+        'targets:\n  bot: { type: model, model: bot }\n'
+        'models:\n  bot: { provider: fake, rules: [ { when: hi, say: "' + "word " * 20000 + 'end" } ] }\n'
+        'tests:\n  - { name: huge, scenario: { script: [ { say: hi } ] }, assert: [ { contains: zzz } ] }\n')
+    done = run_tamesu(["run", "huge.yaml", "--out", "out", "-vv", "--color", "never"], cwd=tmp_path)
+    [line] = [line for line in done.stdout.splitlines() if line.lstrip().startswith("agent word")]
+    assert line.endswith(" … (cut: 4000 of 100003 characters shown; transcript.json has it whole)"), line[-200:]
+    assert len(done.stdout) < 20000, len(done.stdout)

@@ -244,7 +244,17 @@ class ConsoleReporter:
 
     def _said(self, text: str) -> str:
         # a turn's later lines (its files, a reply of several lines) under its first, not at the margin
-        return escape(visible(self.redactor.text(text))).replace("\n", "\n" + " " * 12)
+        shown = visible(self.redactor.text(text))
+        cut = ""
+        if len(shown) > TRANSCRIPT_CHARS:
+            # a megabyte answer printed whole buried the run's verdicts
+            cut = f" … (cut: {TRANSCRIPT_CHARS} of {len(shown)} characters shown; transcript.json has it whole)"
+            shown = shown[:TRANSCRIPT_CHARS]
+        return escape(shown).replace("\n", "\n" + " " * 12) + (f"[dim]{escape(cut)}[/]" if cut else "")
+
+
+TRANSCRIPT_CHARS = 4000
+"""How much of one turn's words `-vv` prints."""
 
 
 def stats_line(result: TestResult) -> str:
