@@ -181,6 +181,23 @@ def test_a_simulator_that_breaks_character_makes_the_test_inconclusive(tmp_path:
     assert "title=INC suite/book::inconclusive: the simulated user, not the agent, spoiled every run:%0A" in out
 
 
+def test_junit_says_how_many_runs_were_inconclusive_beside_the_runs_the_rate_is_of(tmp_path: Path, tamesu: Any,
+                                                                                   serve: Any) -> None:
+    # before: only tamesu.runs, the conclusive runs (0 here), so 3 runs that said nothing of the agent read as none
+    url = serve(_agent()).url
+    _project(tmp_path, "As an AI language model, I can't book flights")
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0).replace(
+        "    target: agent\n", "    target: agent\n    retries_inconclusive: 0\n"))
+    result = tamesu(["run", "--out", "out", "--repeat", "3", "--report", "junit:junit.xml"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    import xml.etree.ElementTree as ET
+
+    [case] = ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert (properties["tamesu.runs"], properties["tamesu.total_runs"], properties["tamesu.inconclusive_runs"]) \
+        == ("0", "3", "3"), properties
+
+
 def test_the_honest_twin_with_a_broken_agent_fails_as_the_agents_fault(tmp_path: Path, tamesu: Any,
                                                                       serve: Any) -> None:
     url = serve(_agent()).url
@@ -235,7 +252,7 @@ def test_a_simulator_that_ends_before_anything_is_said_passes_nothing(tmp_path: 
     (tmp_path / "tamesu.yaml").write_text(
         "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
         f"  simulator: {{ provider: openai, model: test-model, base_url: '{base}', api_key: x, timeout: 60s }}\n")
-    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=1).replace('contains: "booked"',
+    (tmp_path / "suite.yaml").write_text(FLIGHT.format(url=url, p=0).replace('contains: "booked"',
                                                                             'not_contains: "sorry"'))
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -86,6 +86,9 @@ def test_junit_is_valid_and_maps_every_status(shop_run: ShopRun) -> None:
     assert [child.tag for child in cases["repeated"]] == ["properties"]
     properties = {p.get("name"): p.get("value") for p in cases["repeated"].iter("property")}
     assert properties["tamesu.decided"] in ("pass", "fail", "undecided") and "tamesu.pass^1" in properties
+    # before: tamesu.runs alone, the conclusive runs: a test run 4 times with 2 inconclusive said 2
+    assert properties["tamesu.total_runs"] == "3" and properties["tamesu.runs"] == "3", properties
+    assert "tamesu.inconclusive_runs" not in properties and "tamesu.error_runs" not in properties
 
     failure = cases["refund"].find("failure")
     assert failure is not None and failure.get("type") == "assertion"

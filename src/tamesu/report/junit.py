@@ -140,7 +140,11 @@ def _properties(case: ET.Element, result: TestResult) -> None:
     stats = result.stats
     if stats is not None:
         low, high = stats.interval
-        found += [("tamesu.runs", str(stats.runs)), ("tamesu.passes", str(stats.passes)),
+        # tamesu.runs is the runs the rate is of; the others ran too, and said nothing of the agent
+        found += [("tamesu.runs", str(stats.runs)), ("tamesu.total_runs", str(result.total_runs)),
+                  *[(f"tamesu.{name}", str(count)) for name, count in (
+                      ("inconclusive_runs", result.inconclusive_runs), ("error_runs", result.error_runs)) if count],
+                  ("tamesu.passes", str(stats.passes)),
                   ("tamesu.pass_rate", f"{stats.rate:.4f}"), ("tamesu.interval", f"{low:.4f} {high:.4f}"),
                   ("tamesu.confidence", f"{stats.confidence:g}"),
                   ("tamesu.decided", stats.decided or "undecided")]
