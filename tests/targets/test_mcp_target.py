@@ -179,6 +179,24 @@ async def test_env_reaches_the_server_and_nothing_else_of_ours(tmp_path: Path,
     assert [c.result for c in turn.tool_calls] == ["s3cret-token", "<unset>"]
 
 
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "command and url"])
+async def test_the_servers_log_is_masked_as_it_is_written(tmp_path: Path, http: bool) -> None:
+    """mcp-server.log was the server's stderr itself, masked when the target closed: while the run ran, and for
+    good once tamesu was killed (SIGKILL, a second Ctrl-C), it held the token the server printed."""
+    session = make_session(tmp_path, secrets={"SHOP_TOKEN": "s3cret-token-77"})
+    log = tmp_path / "run" / "mcp-server.log"
+    where = {"url": "http://127.0.0.1:{{session.port}}/mcp"} if http else {}
+    extra = ("--http", "--port", "{{session.port}}") if http else ()
+    async with opened(session, **stdio(*extra, "--say-env", "SHOP_TOKEN"),
+                      env={"SHOP_TOKEN": "{{secrets.SHOP_TOKEN}}"}, **where):
+        async with asyncio.timeout(60):
+            while "SHOP_TOKEN=" not in log.read_text(encoding="utf-8"):
+                await asyncio.sleep(0.05)  # the server's line is on its way through the pipe
+        assert "s3cret-token-77" not in log.read_text(encoding="utf-8")
+        assert "SHOP_TOKEN=***" in log.read_text(encoding="utf-8").splitlines()
+    assert "SHOP_TOKEN=***" in log.read_text(encoding="utf-8").splitlines()
+
+
 async def test_allow_tools_narrows_the_offer_and_a_refused_call_never_reaches_the_server(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     session = make_session(tmp_path)
