@@ -239,7 +239,9 @@ class Runner:
         except TimeoutError:
             if self.stopping.reason is None:
                 raise
-            return []  # its tests never started: the reports list them as not finished
+            # its tests never started: the reports list them as not finished; what the before_all hooks before
+            # it set up (a container) is cleaned up still, as after a failing one
+            return await self._after_all(suite, context)
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
