@@ -8,6 +8,7 @@ other failure (404, not JSON, not a card) moves on to the next place.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -46,10 +47,15 @@ def card_urls(url: str) -> list[str]:
     return places
 
 
-async def fetch_card(http: httpx.AsyncClient, place: str) -> tuple[AgentCard | None, str]:
-    """The card at one place, or None and why not. Raises what `unreachable` recognises."""
+async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> tuple[AgentCard | None, str]:
+    """The card at one place, whole within `within` seconds, or None and why not. Raises what `unreachable`
+    recognises."""
     try:
-        response = await http.get(place, headers={"Accept": "application/json"})
+        # httpx's timeouts are per read: a server sending a byte a second held the run until the test's timeout
+        async with asyncio.timeout(within):
+            response = await http.get(place, headers={"Accept": "application/json"})
+    except TimeoutError:
+        return None, f"no whole answer within {within:g}s (connect.timeout + turn_timeout)"
     except httpx.HTTPError as exc:
         if unreachable(exc) is not None:
             raise

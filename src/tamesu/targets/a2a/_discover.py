@@ -34,8 +34,8 @@ async def find_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
         return await _grpc_card(wire, url, turn_timeout)
     search = CardSearch()
     for place in card_urls(url):
-        card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]  # a lambda binding the loop variable
-                                        counted=False)
+        card, why_not = await wire.call(place, lambda place=place: fetch_card(  # type: ignore[misc]  # a lambda binding the loop variable
+            wire.http, place, wire.connect_timeout + turn_timeout), counted=False)
         if card is not None:
             search.card, search.found_at = card, place
             return search
