@@ -314,6 +314,20 @@ async def test_session_open_that_times_out_names_its_timeout(rest_agents: Runnin
     await target.close()
 
 
+async def test_session_open_that_trickles_is_given_up_at_its_timeout(rest_agents: RunningAgents,
+                                                                      tmp_path: Path) -> None:
+    # before: each read had the timeout, so an answer coming a byte at a time was read to its end (SLOW_SECONDS)
+    spec = {"url": f"{rest_agents.url}/chat", "session": {"open": {
+        "url": "/trickle", "timeout": "300ms", "capture": {"id": "$.session_id"}}}}
+    target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
+    started = time.monotonic()
+    with pytest.raises(InfraError, match=r"session\.open POST .*/trickle: no answer within 0\.3s "
+                                         r"\(session\.open\.timeout\)$"):
+        await target.open(make_session(tmp_path))
+    await target.close()
+    assert time.monotonic() - started < 2.5
+
+
 @pytest.mark.parametrize(("body", "said"), [
     ({"message": "x"}, "the answer is not JSON (HTTP 200): plain: x"),  # was: "found nothing in plain: x"
     (None, "the answer is empty (HTTP 204)"),  # was: "found nothing in null"

@@ -208,14 +208,14 @@ class RestTarget(Target[RestSpec]):
     async def _open_conversation(self, spec: SessionOpenSpec) -> None:
         session = self._require_session()
         ctx = self._context()
-        url = resolve_url(render_url(ctx, spec.url), self.spec.url, ctx)
-        masked = session.redactor.text(url)
+        masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx))
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
             ctx.render_value(spec.body), has_body=spec.body is not None, timeout=spec.timeout)
         try:
-            answer = await self._require_http().fetch(request)
-        except TurnError as exc:
+            async with asyncio.timeout(spec.timeout):  # in all: a server answering a byte now and then held the run
+                answer = await self._require_http().fetch(request)
+        except (TurnError, TimeoutError) as exc:
             raise InfraError(f"{self._what}: {failed_because(exc, spec, masked)}") from exc
         if not status_expected(answer.status, spec.expect_status):
             raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked} answered HTTP "
