@@ -316,6 +316,7 @@ class RestTarget(Target[RestSpec]):
             content_type = response.headers.get("content-type", "").lower()
             if response.status >= 400 or not is_stream(content_type):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
+                self._waiting_for = f"reading the answer: HTTP {response.status} came, not the whole body"
                 text, cut = await read_text(response, session, http.max_bytes)
                 answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
                                 session.now_ms(), data_stream=sniffing and DATA_STREAM_MARK in response.headers)
@@ -458,8 +459,7 @@ class RestTarget(Target[RestSpec]):
         `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))
         return self._context(message=turn.text, messages=self._messages, ui_messages=self._ui.messages,
-                             options=turn.options,
-                             attachments=attachments(turn, self._what), **extra)
+                             options=turn.options, attachments=attachments(turn, self._what), **extra)
 
     async def _turn_request(self, turn: UserTurn) -> Request:
         ctx = self._turn_context(turn)
