@@ -243,10 +243,28 @@ async def test_a_command_that_does_not_exist_is_an_infrastructure_error(tmp_path
 
 async def test_a_server_that_never_answers_fails_the_start_after_connect_timeout(tmp_path: Path) -> None:
     started = time.monotonic()
-    with pytest.raises(InfraError, match=r"did not start: TimeoutError: no answer within 1s"):
+    with pytest.raises(InfraError, match=r"did not start: no answer to the MCP handshake within 1s "
+                                         r"\(connect\.timeout\)"):
         async with opened(make_session(tmp_path), **stdio("mute", connect={"timeout": "1s"})):
             pass
     assert time.monotonic() - started < 10  # the silent process was stopped, not waited for
+
+
+async def test_a_server_over_http_that_never_answers_names_connect_timeout(tmp_path: Path, serve: Any) -> None:
+    # before: "the MCP server cannot be reached: TimeoutError: no answer within 1s": it was reached, and the
+    # line named no setting
+    async def never(request: Any) -> None:
+        await asyncio.Event().wait()  # holds the request until the client gives up
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    site = serve(Starlette(routes=[Route("/mcp", never, methods=["GET", "POST", "DELETE"])]))
+    with pytest.raises(InfraError) as caught:
+        async with opened(make_session(tmp_path), type="mcp", url=f"{site.url}/mcp", connect={"timeout": "1s"}):
+            pass
+    assert str(caught.value) == ("mcp target shop: the MCP server did not answer: no answer to the MCP handshake "
+                                 "within 1s (connect.timeout)")
 
 
 async def test_a_call_that_hangs_is_answered_as_a_timeout_and_the_conversation_goes_on(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ class McpConnection:
         done, _ = await asyncio.wait({ready}, timeout=timeout)
         if not done:
             await self.stop()
-            raise TimeoutError(f"no answer within {timeout:g}s")
+            raise TimeoutError(f"no answer to the MCP handshake within {timeout:g}s (connect.timeout)")
         return ready.result()
 
     async def _hold(self, ready: asyncio.Future[ServerInfo]) -> None:
@@ -291,6 +291,8 @@ def describe(exc: BaseException) -> str:
         return f"cannot connect ({exc})"
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, TimeoutError) and str(exc):
+        return str(exc)  # McpConnection.start's, which names the setting
     if isinstance(exc, FileNotFoundError):
         return f"cannot start the command: {exc.strerror or exc} ({exc.filename})"
     if isinstance(exc, ValidationError):

@@ -271,6 +271,7 @@ class McpTarget(ModelTarget):
                                  "(raise the target's max_response_bytes to read it)") from None
             # The SDK reports a refused request without its status; the HTTP client saw it.
             status = f" ({'; '.join(dict.fromkeys(self._http_errors))})" if self._http_errors else ""
+            failed = "did not answer" if isinstance(exc, TimeoutError) and failed == "cannot be reached" else failed
             raise InfraError(f"{self._what}: the MCP server {failed}: {describe(exc)}{status}"
                              f"{self._stderr_tail()}") from None
 
