@@ -66,6 +66,8 @@ async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> tupl
         return parse_agent_card(response.json()), ""
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None, "not JSON"
+    except RecursionError:  # JSON nested deeper than Python reads: no card is
+        return None, "JSON nested too deeply to read"
     except (ParseError, ValueError, TypeError) as exc:
         return None, f"not an agent card: {' '.join(str(exc).split())[:200]}"
 
