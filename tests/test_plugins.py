@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -102,6 +103,29 @@ def test_a_plugin_package_adds_a_target_a_check_and_a_report(plugin_site: Path, 
     assert "'hello' 1 time(s)" in done.stdout  # the whispers test's custom verdict, shown as its reason
     # `custom: shouty`, the Concepts page's "a registered assertion by name": its own default threshold
     assert done.stdout.count("✗ custom: 0% capitals") == 1
+
+
+def test_a_record_that_cannot_be_written_is_that_tests_error_not_the_runs_end(plugin_site: Path,
+                                                                             tmp_path: Path) -> None:
+    # before: `tamesu: internal error: PydanticSerializationError: ... Maximum serialization depth exceeded`
+    # ended the whole run when a target's answer was nested 900 levels deep; the tests after it never ran
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  quiet: { type: echo }
+tests:
+  - { name: deep, target: quiet, scenario: { script: [ { say: "nest deeply" } ] } }
+  - { name: after, target: quiet, scenario: { script: [ { say: "hello" } ] }, assert: [ { contains: hello } ] }
+""")
+    # the tamesu on the path first, as the plug-in's own folder is added (not the one installed in the venv)
+    path = os.pathsep.join(filter(None, [str(plugin_site), os.environ.get("PYTHONPATH")]))
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"PYTHONPATH": path})
+    assert done.returncode == 3, done.stdout + done.stderr
+    (run_dir,) = (p for p in (tmp_path / "out").iterdir() if p.is_dir())
+    rows = {row["test"]: row for row in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {name: row["status"] for name, row in rows.items()} == {"deep": "error", "after": "passed"}
+    assert "internal error: PydanticSerializationError" in rows["deep"]["runs"][0]["error"]
+    assert json.loads((run_dir / "run.json").read_text())["counts"]["total"] == 2
+    assert (run_dir / "suite" / "deep" / "run-1" / "traceback.txt").is_file()
 
 
 def test_without_the_plugin_its_names_are_unknown(plugin_site: Path, tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ HTTP+SSE transport instead, its URL then ending in /sse); `--token T`
 makes every HTTP request need `Authorization: Bearer T`. Every tool call is appended to `--log FILE` (one
 name per line), so a test can prove what reached the server; `--traces FILE` appends, for each call of
 `get_order` and `search_docs`, a JSON line with the `traceparent` of its `_meta` and of its HTTP request
-(null when absent), as an instrumented server would read them.
+(null when absent), as an instrumented server would read them. `--say-env NAME` writes `NAME=value` to stderr
+as it starts, as a server logging its configuration does.
 """
 
 from __future__ import annotations
@@ -151,7 +152,10 @@ def main() -> None:
     parser.add_argument("--log", type=Path)
     parser.add_argument("--traces", type=Path)
     parser.add_argument("--noise", type=int, default=25, help="lines a `noisy` server prints before it speaks MCP")
+    parser.add_argument("--say-env", help="an environment variable written to stderr as NAME=value at start")
     options = parser.parse_args()
+    if options.say_env:
+        print(f"{options.say_env}={os.environ.get(options.say_env, '<unset>')}", file=sys.stderr, flush=True)
     if options.mode == "crash":
         print("boom: the database is unreachable", file=sys.stderr, flush=True)
         sys.exit(3)

@@ -73,6 +73,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -131,6 +132,7 @@ class RestAgents:
             Route("/ask", self.ask, methods=["GET"]),
             Route("/upload", self.upload, methods=["POST"]),
             Route("/sse", self.sse, methods=["POST"]),
+            Route("/trickle", self.trickle, methods=["POST"]),
             Route("/ndjson", self.ndjson, methods=["POST"]),
             WebSocketRoute("/ws", self.ws),
             Route("/jobs", self.create_job, methods=["POST"]),
@@ -186,6 +188,16 @@ class RestAgents:
                              "content_type": request.headers.get("content-type")})
 
     # -- POST /sse ----------------------------------------------------------------------------------
+
+    async def trickle(self, request: Request) -> Response:
+        """A byte every 50 ms for SLOW_SECONDS: no single read waits long enough for a per-read timeout."""
+        async def body() -> AsyncIterator[bytes]:
+            deadline = time.monotonic() + SLOW_SECONDS
+            while time.monotonic() < deadline:
+                yield b" "
+                await asyncio.sleep(0.05)
+            yield b'{"session_id": "late"}'
+        return StreamingResponse(body(), media_type="application/json")
 
     async def sse(self, request: Request) -> Response:
         message = str((await request.json()).get("message", ""))

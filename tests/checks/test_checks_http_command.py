@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from checks.grading import fails, passes, problem, verdict
@@ -56,7 +56,18 @@ async def slow(request: Request) -> Response:
     return PlainTextResponse("late")
 
 
+async def trickle(request: Request) -> Response:
+    # a byte every 50 ms for SLOW_SECONDS: never a read long enough to be a timeout of httpx's (each is per read)
+    async def body() -> AsyncIterator[bytes]:
+        deadline = time.monotonic() + SLOW_SECONDS
+        while time.monotonic() < deadline:
+            yield b"."
+            await asyncio.sleep(0.05)
+    return StreamingResponse(body(), media_type="text/plain")
+
+
 APP = Starlette(routes=[
+    Route("/trickle", trickle),
     Route("/orders/{order_id}", order),
     Route("/echo", echo, methods=["GET", "POST", "PUT"]),
     Route("/text", text),
@@ -166,6 +177,15 @@ async def test_http_timeout(backend: str) -> None:
     result = await fails({"http": {"url": f"{backend}/slow", "timeout": "300ms"}}, run_with())
     assert "no answer within 0.3s" in result.reason
     # given up at the timeout (0.3 s and a few ms), not when the answer came (SLOW_SECONDS)
+    assert time.monotonic() - started < SLOW_SECONDS / 2
+
+
+async def test_http_timeout_bounds_an_answer_that_trickles(backend: str) -> None:
+    # before: an answer arriving a byte at a time was waited for to its end (httpx's timeout is per read), and
+    # then passed: a check's `timeout` is the whole request's
+    started = time.monotonic()
+    result = await fails({"http": {"url": f"{backend}/trickle", "timeout": "300ms"}}, run_with())
+    assert "no answer within 0.3s" in result.reason
     assert time.monotonic() - started < SLOW_SECONDS / 2
 
 

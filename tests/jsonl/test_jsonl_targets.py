@@ -3,14 +3,17 @@ against the real A2A test agents), anything else a rest target."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from agents.expense_agent import run_test
@@ -86,6 +89,36 @@ async def test_a_url_without_a_card_is_a_rest_target(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert found.spec.type == "rest" and found.about == f"{server.url}/chat (rest)"
+
+
+async def test_a_card_place_that_never_finishes_answering_is_given_up_in_time(tmp_path: Path) -> None:
+    # before: `tamesu test -n URL` waited for ever on a server that answered 200 and then a byte now and then
+    # (httpx's timeout is per read); a card place that answers past the size of any card is not one either
+    async def trickle(_: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield b"{"
+            while True:
+                await asyncio.sleep(0.2)
+                yield b" "
+        return StreamingResponse(body(), media_type="application/json")
+
+    async def huge(_: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield b'{"name": "x", "skills": [], "pad": "'
+            while True:
+                yield b"x" * 65_536
+                await asyncio.sleep(0)
+        return StreamingResponse(body(), media_type="application/json")
+
+    for app in (Starlette(routes=[Route("/{path:path}", trickle)]), Starlette(routes=[Route("/{path:path}", huge)])):
+        server = ThreadServer(app).start()
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(60):
+                found, _ = await resolve(f"{server.url}/chat", _project(tmp_path, "{}\n"), Secrets([]))
+        finally:
+            server.stop()
+        assert found.spec.type == "rest" and time.monotonic() - started < plan_targets.CARD_TIMEOUT + 10
 
 
 async def test_a_card_without_the_a2a_target_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,3 +99,22 @@ tests:
         "s.tamesu.yaml:8:45: tests[0].scenario.script[0].say: environment variable TAMESU_TEST_UNSET_REGION is not "
         "set (in {{vars.region}})",
     ], done.stderr
+
+
+def test_a_var_holding_a_secret_reaches_the_agent_in_a_header(tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: the target's header went out as `Bearer {{secrets.SHOP_TOKEN}}` (the var was put in, its secret
+    # never rendered), so the agent refused a token nobody wrote; a step's `say` of the same var was rendered
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+vars: {{ token: "{{{{secrets.SHOP_TOKEN}}}}", auth: "Bearer {{{{vars.token}}}}" }}
+targets:
+  bot: {{ type: rest, url: "{rest_agents.url}/chat", headers: {{ Authorization: "{{{{vars.auth}}}}" }} }}
+tests:
+  - name: t
+    scenario: {{ script: [ {{ say: "hello" }} ] }}
+    assert: [ {{ json_path: {{ path: $.auth, equals: "Bearer s3cr3t-var-token" }} }} ]
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, env={"SHOP_TOKEN": "s3cr3t-var-token"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = [path for path in (tmp_path / "out").rglob("*") if path.is_file()
+               and "s3cr3t-var-token" in path.read_text(errors="replace")]
+    assert written == [] and "s3cr3t-var-token" not in done.stdout + done.stderr

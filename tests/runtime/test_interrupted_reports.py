@@ -177,9 +177,13 @@ def test_sigterm_cuts_a_hook_that_is_running(stage: str, tmp_path: Path) -> None
     # past a CI runner's grace period, which kills the job with no report written
     import json
 
+    # and the after_* hook of its stage cleans up still, as after a failing one (before: an interrupted
+    # before_all skipped after_all, so what an earlier before_all hook started, a container, was left running)
+    cleanup = stage.replace("before", "after")
     (tmp_path / "s.tamesu.yaml").write_text(f"""
 hooks:
   {stage}: [ {{ run: "echo $$ > hook.pid; exec sleep 120", timeout: 300s }} ]
+  {cleanup}: [ "echo cleaned > cleaned.txt" ]
 targets:
   bot: {{ type: model, model: bot }}
 models:
@@ -195,6 +199,7 @@ tests:
     [run_json] = list((tmp_path / "out").glob("*/run.json"))
     assert json.loads(run_json.read_text())["interrupted"] == "interrupted by SIGTERM"
     assert list((tmp_path / "out").glob("*/junit.xml")), "no report of the interrupted run"
+    assert (tmp_path / "cleaned.txt").is_file(), f"the {cleanup} hook did not run"
 
 
 def test_an_interrupted_tamesu_test_writes_the_reports_it_was_asked_for(tmp_path: Path, serve: Any) -> None:

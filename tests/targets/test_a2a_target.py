@@ -407,6 +407,39 @@ async def test_the_card_about_the_url_wins_over_the_hosts_card(tmp_path: Path, s
     assert events(session, "card")[0]["name"] == "Host"
 
 
+def trickling_card() -> Any:
+    """An app whose every card place answers 200 and then a byte every 0.2 s, for ever."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    async def card(_: Request) -> StreamingResponse:
+        async def trickle() -> AsyncIterator[bytes]:
+            yield b"{"
+            while True:
+                await asyncio.sleep(0.2)
+                yield b" "
+        return StreamingResponse(trickle(), media_type="application/json")
+
+    return Starlette(routes=[Route("/{path:path}", card, methods=["GET"])])
+
+
+async def test_a_card_that_never_ends_is_given_up_naming_the_timeouts(tmp_path: Path, serve: Any) -> None:
+    # before: httpx's timeouts are per read, so a server sending a byte now and then held the card's reading,
+    # and the run, until the test's own timeout (5 minutes by default)
+    site = serve(trickling_card())
+    session = make_session(tmp_path)
+    started = time.monotonic()
+    async with asyncio.timeout(90), opened({"url": f"{site.url}/a2a", "turn_timeout": "1s",
+                                           "connect": {"timeout": "1s"}}, session):
+        pass
+    tried = events(session, "card_missing")[0]["tried"]
+    assert len(tried) == 4, tried
+    assert all(t.endswith(": no whole answer within 2s (connect.timeout + turn_timeout)") for t in tried), tried
+    assert time.monotonic() - started < 60
+
+
 async def test_a_missing_card_fails_the_session_when_skill_needs_it(agents: A2AAgents, tmp_path: Path) -> None:
     with pytest.raises(InfraError, match="skill 'returns' needs the agent card, and none was found"):
         async with opened({"url": f"{agents.urls['nocard']}/a2a", "skill": "returns"}, make_session(tmp_path)):

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
 
 from browser_fixtures import (
     browser_main_process,
@@ -402,6 +405,43 @@ tests:
     with zipfile.ZipFile(run / "trace.zip") as trace:
         assert not any(secret.encode() in trace.read(name) for name in trace.namelist())
     assert all(secret not in p.read_text(errors="replace") for p in run.rglob("*.json"))
+
+
+def test_secrets_in_any_response_body_are_masked_in_the_trace(tmp_path: Path, serve: Any,
+                                                               shared_chromium: str) -> None:
+    """The trace keeps each response body as resources/<sha1>.<ext>: a stylesheet, an XML answer and a script
+    that hold the token are masked too (only .json, .html, .txt... were), and the page's PNG is left whole."""
+    secret = "s3cr3t-css-token-42"
+    png = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4"
+           b"\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7\x35\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82")
+    page = ('<html><head><title>t</title><link rel="stylesheet" href="/s.css"><script src="/a.js"></script></head>'
+            '<body><h1>Hello</h1><img src="/p.png"><p id="o"></p><script>fetch("/d.xml").then(r => r.text())'
+            '.then(t => { document.getElementById("o").textContent = "loaded" })</script></body></html>')
+    app = Starlette(routes=[
+        Route("/", lambda _: Response(page, media_type="text/html")),
+        Route("/s.css", lambda _: Response(f'h1::after {{ content: "{secret}" }}', media_type="text/css")),
+        Route("/a.js", lambda _: Response(f'var token = "{secret}";', media_type="text/javascript")),
+        Route("/d.xml", lambda _: Response(f"<token>{secret}</token>", media_type="application/xml")),
+        Route("/p.png", lambda _: Response(png, media_type="image/png")),
+    ])
+    site = serve(app)
+    _suite(tmp_path, f"""
+targets:
+  site: {{ type: browser, url: "{site.url}/?token={{{{secrets.SITE_TOKEN}}}}", allowed_domains: ["127.0.0.1"] }}
+tests:
+  - {{ name: with a token, target: site, steps: [{{ action: wait, text: loaded }}] }}
+""")
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+                      env={"TAMESU_BROWSER_CDP_URL": shared_chromium, "SITE_TOKEN": secret})
+    assert done.returncode == 0, done.stdout
+    run = next((tmp_path / "out").iterdir()) / "suite" / "with-a-token" / "run-1"
+    with zipfile.ZipFile(run / "trace.zip") as trace:
+        bodies = {name: trace.read(name) for name in trace.namelist() if name.startswith("resources/")}
+    kinds = {name.rsplit(".", 1)[-1] for name in bodies}
+    assert {"css", "xml", "png"} <= kinds, sorted(bodies)
+    assert [name for name, data in bodies.items() if secret.encode() in data] == []
+    assert [name for name, data in bodies.items() if name.endswith((".css", ".xml")) and b"***" not in data] == []
+    assert png in bodies.values()  # a picture is kept byte for byte
 
 
 def test_a_killed_tamesu_leaves_no_chromium(tmp_path: Path, web_shop_url: str) -> None:

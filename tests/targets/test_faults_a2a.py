@@ -145,6 +145,21 @@ async def test_a_question_asked_again_the_same_way_is_the_answer(faulty: Faulty,
         ("Which order?", "input-required"), ("Which order?", "input-required"), ("Noted", "completed")]
 
 
+async def test_answers_nested_deeper_than_python_reads_are_the_agents_fault(tmp_path: Path, serve: Any) -> None:
+    # before: `internal error: RecursionError` (fault: environment, exit 3), raised reading the card, then by
+    # the check of the reply's id, then by a2a-sdk's own reading of the reply
+    async def deep(_: Request) -> Response:
+        return Response(b"[" * 100_000 + b"]" * 100_000, media_type="application/json")
+
+    site = serve(Starlette(routes=[Route("/{path:path}", deep, methods=["GET", "POST"])]))
+    session = make_session(tmp_path)
+    async with opened({"url": f"{site.url}/rpc"}, session) as target:
+        with pytest.raises(TurnError, match="the answer is JSON nested deeper than Python reads"):
+            await target.send(UserTurn(text="hi"))
+    tried = events(session, "card_missing")[0]["tried"]
+    assert [t.rsplit(": ", 1)[1] for t in tried] == ["JSON nested too deeply to read"] * 4
+
+
 async def test_a_card_with_no_interface_tamesu_speaks_is_one_line(faulty: Faulty, tmp_path: Path) -> None:
     with pytest.raises(InfraError) as caught:
         async with opened({"url": f"{faulty.origin}/odd/x/rpc"}, make_session(tmp_path)):

@@ -79,8 +79,17 @@ async def _json_404(_: Request) -> Response:
     return JSONResponse({"error": "no such order"}, status_code=404)
 
 
+async def _deep(request: Request) -> Response:
+    depth = int(request.query_params["depth"])
+    return Response('{"text": "hi", "data": ' + "[" * depth + "]" * depth + "}", media_type="application/json")
+
+
+async def _long_number(_: Request) -> Response:
+    return Response('{"text": "hi", "n": ' + "9" * 5000 + "}", media_type="application/json")
+
+
 def _app() -> Starlette:
-    routes = [("/locked", _locked), ("/json-404", _json_404),
+    routes = [("/locked", _locked), ("/json-404", _json_404), ("/deep", _deep), ("/long-number", _long_number),
               ("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
@@ -182,6 +191,34 @@ async def test_a_redirect_loop_is_reported_as_one(tmp_path: Path, faulty: str) -
     assert "a redirect loop (more than 10 redirects)" in str(error)
     async with opened({"url": f"{faulty}/moved"}, make_session(tmp_path)) as target:
         assert (await target.send(UserTurn(text="hi"))).text == "hello from reply"  # one redirect is followed
+
+
+def test_json_deeper_or_longer_than_python_reads_fails_the_turn(tmp_path: Path, faulty: str, tamesu: Any) -> None:
+    # before: 100,000 levels and a 5,000-digit number were `internal error: RecursionError` / `ValueError`
+    # (fault: environment, exit 3), and 900 levels, which Python reads, ended the whole run:
+    # `tamesu: internal error: PydanticSerializationError: ... Maximum serialization depth exceeded`
+    (tmp_path / "deep.tamesu.yaml").write_text(f"""\
+targets:
+  deep: {{ type: rest, url: "{faulty}/deep?depth=100000" }}
+  nested: {{ type: rest, url: "{faulty}/deep?depth=900" }}
+  fine: {{ type: rest, url: "{faulty}/deep?depth=150" }}
+  long: {{ type: rest, url: "{faulty}/long-number" }}
+tests:
+  - {{ name: deep, target: deep, scenario: {{ script: [{{ say: hi }}] }} }}
+  - {{ name: nested, target: nested, scenario: {{ script: [{{ say: hi }}] }} }}
+  - {{ name: fine, target: fine, scenario: {{ script: [{{ say: hi }}] }}, assert: [{{ contains: hi }}] }}
+  - {{ name: long, target: long, scenario: {{ script: [{{ say: hi }}] }} }}
+""")
+    done = tamesu(["run", "deep.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "internal error" not in done.stdout + done.stderr, done.stdout + done.stderr
+    rows = {row["test"]: row for row in map(json.loads, next((tmp_path / "out").glob("*/results.jsonl"))
+                                            .read_text().splitlines())}
+    assert {name: row["status"] for name, row in rows.items()} == {
+        "deep": "failed", "nested": "failed", "fine": "passed", "long": "failed"}
+    said = {line.split(": JSON in the answer that cannot be read (application/json): ")[1].split(":")[0]
+            for line in done.stdout.splitlines() if "cannot be read" in line}
+    assert said == {"nested too deeply", "nested more than 200 levels deep", "a number of more than 4,300 digits"}
 
 
 def test_tamesu_test_against_a_url_says_where_it_read_the_reply(tmp_path: Path, faulty: str, tamesu: Any) -> None:

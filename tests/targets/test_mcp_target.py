@@ -179,6 +179,24 @@ async def test_env_reaches_the_server_and_nothing_else_of_ours(tmp_path: Path,
     assert [c.result for c in turn.tool_calls] == ["s3cret-token", "<unset>"]
 
 
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "command and url"])
+async def test_the_servers_log_is_masked_as_it_is_written(tmp_path: Path, http: bool) -> None:
+    """mcp-server.log was the server's stderr itself, masked when the target closed: while the run ran, and for
+    good once tamesu was killed (SIGKILL, a second Ctrl-C), it held the token the server printed."""
+    session = make_session(tmp_path, secrets={"SHOP_TOKEN": "s3cret-token-77"})
+    log = tmp_path / "run" / "mcp-server.log"
+    where = {"url": "http://127.0.0.1:{{session.port}}/mcp"} if http else {}
+    extra = ("--http", "--port", "{{session.port}}") if http else ()
+    async with opened(session, **stdio(*extra, "--say-env", "SHOP_TOKEN"),
+                      env={"SHOP_TOKEN": "{{secrets.SHOP_TOKEN}}"}, **where):
+        async with asyncio.timeout(60):
+            while "SHOP_TOKEN=" not in log.read_text(encoding="utf-8"):
+                await asyncio.sleep(0.05)  # the server's line is on its way through the pipe
+        assert "s3cret-token-77" not in log.read_text(encoding="utf-8")
+        assert "SHOP_TOKEN=***" in log.read_text(encoding="utf-8").splitlines()
+    assert "SHOP_TOKEN=***" in log.read_text(encoding="utf-8").splitlines()
+
+
 async def test_allow_tools_narrows_the_offer_and_a_refused_call_never_reaches_the_server(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     session = make_session(tmp_path)
@@ -225,10 +243,28 @@ async def test_a_command_that_does_not_exist_is_an_infrastructure_error(tmp_path
 
 async def test_a_server_that_never_answers_fails_the_start_after_connect_timeout(tmp_path: Path) -> None:
     started = time.monotonic()
-    with pytest.raises(InfraError, match=r"did not start: TimeoutError: no answer within 1s"):
+    with pytest.raises(InfraError, match=r"did not start: no answer to the MCP handshake within 1s "
+                                         r"\(connect\.timeout\)"):
         async with opened(make_session(tmp_path), **stdio("mute", connect={"timeout": "1s"})):
             pass
     assert time.monotonic() - started < 10  # the silent process was stopped, not waited for
+
+
+async def test_a_server_over_http_that_never_answers_names_connect_timeout(tmp_path: Path, serve: Any) -> None:
+    # before: "the MCP server cannot be reached: TimeoutError: no answer within 1s": it was reached, and the
+    # line named no setting
+    async def never(request: Any) -> None:
+        await asyncio.Event().wait()  # holds the request until the client gives up
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    site = serve(Starlette(routes=[Route("/mcp", never, methods=["GET", "POST", "DELETE"])]))
+    with pytest.raises(InfraError) as caught:
+        async with opened(make_session(tmp_path), type="mcp", url=f"{site.url}/mcp", connect={"timeout": "1s"}):
+            pass
+    assert str(caught.value) == ("mcp target shop: the MCP server did not answer: no answer to the MCP handshake "
+                                 "within 1s (connect.timeout)")
 
 
 async def test_a_call_that_hangs_is_answered_as_a_timeout_and_the_conversation_goes_on(tmp_path: Path) -> None:

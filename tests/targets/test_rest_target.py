@@ -175,6 +175,19 @@ async def test_turn_timeout_fails_the_turn_without_waiting(rest_agents: RunningA
         assert time.monotonic() - started < SLOW_SECONDS / 2
 
 
+async def test_a_turn_whose_answer_began_and_never_ended_says_so(rest_agents: RunningAgents, tmp_path: Path) -> None:
+    # before: "(waiting for the answer)", as if the agent had said nothing, though its HTTP 200 had come
+    spec = {"url": f"{rest_agents.url}/chat", "turn_timeout": "400ms"}
+    async with opened({**spec, "url": f"{rest_agents.url}/trickle"}, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="hi"))
+        assert str(failed.value) == "turn timed out after 0.4s (reading the answer: HTTP 200 came, not the whole body)"
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(TurnError) as silent:
+            await target.send(UserTurn(text="slow"))
+        assert str(silent.value) == "turn timed out after 0.4s (waiting for the answer)"
+
+
 @pytest.mark.parametrize(("path", "streaming", "waiting"), [
     ("/sse", "sse", "reading the event stream"),
     ("/ws", "websocket", "waiting for the final websocket message"),
@@ -312,6 +325,20 @@ async def test_session_open_that_times_out_names_its_timeout(rest_agents: Runnin
                                          r"\(session\.open\.timeout\)$"):
         await target.open(make_session(tmp_path))
     await target.close()
+
+
+async def test_session_open_that_trickles_is_given_up_at_its_timeout(rest_agents: RunningAgents,
+                                                                      tmp_path: Path) -> None:
+    # before: each read had the timeout, so an answer coming a byte at a time was read to its end (SLOW_SECONDS)
+    spec = {"url": f"{rest_agents.url}/chat", "session": {"open": {
+        "url": "/trickle", "timeout": "300ms", "capture": {"id": "$.session_id"}}}}
+    target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
+    started = time.monotonic()
+    with pytest.raises(InfraError, match=r"session\.open POST .*/trickle: no answer within 0\.3s "
+                                         r"\(session\.open\.timeout\)$"):
+        await target.open(make_session(tmp_path))
+    await target.close()
+    assert time.monotonic() - started < 2.5
 
 
 @pytest.mark.parametrize(("body", "said"), [

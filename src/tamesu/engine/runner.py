@@ -239,7 +239,9 @@ class Runner:
         except TimeoutError:
             if self.stopping.reason is None:
                 raise
-            return []  # its tests never started: the reports list them as not finished
+            # its tests never started: the reports list them as not finished; what the before_all hooks before
+            # it set up (a container) is cleaned up still, as after a failing one
+            return await self._after_all(suite, context)
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
@@ -409,8 +411,11 @@ class Runner:
                 outcome = crashed_run(inputs, exc)
             # its artifacts, as docs/performance.md says (none were written: a failing load run left nothing)
             with contextlib.suppress(OSError):
-                directory.write_json(run_dir / "transcript.json", outcome.transcript)
-                directory.write_json(run_dir / "result.json", outcome.result)
+                try:
+                    _write_records(directory, run_dir, outcome)
+                except ValueError as exc:  # as in _attempts
+                    outcome = crashed_run(inputs, exc)
+                    _write_records(directory, run_dir, outcome)
             if self.stopping.signum is not None and outcome.result.status == "error":
                 return None  # cut short by Ctrl-C or SIGTERM: no verdict, not an error of the agent's
             if outcome.budget_exceeded:  # no stage goes on spending past the budget
@@ -457,10 +462,11 @@ class Runner:
                     directory.write_json(run_dir / "result.json", outcome.result)
                 return None
             try:
-                directory.write_json(run_dir / "transcript.json", outcome.transcript)
-                directory.write_json(run_dir / "result.json", outcome.result)
-                if outcome.spans is not None:
-                    directory.write_json(run_dir / "spans.json", outcome.spans)
+                try:
+                    _write_records(directory, run_dir, outcome)
+                except ValueError as exc:  # a record no JSON holds (an answer nested too deep): this run's error,
+                    outcome = crashed_run(inputs, exc)  # never the end of the whole run
+                    _write_records(directory, run_dir, outcome)
             except OSError as exc:
                 self._cannot_write(run_dir / "result.json", exc)
                 return None
@@ -471,6 +477,13 @@ class Runner:
             if outcome.result.status != "error" or outcome.budget_exceeded:
                 break
         return outcome
+
+
+def _write_records(directory: RunDirectory, run_dir: Path, outcome: RunOutcome) -> None:
+    directory.write_json(run_dir / "transcript.json", outcome.transcript)
+    directory.write_json(run_dir / "result.json", outcome.result)
+    if outcome.spans is not None:
+        directory.write_json(run_dir / "spans.json", outcome.spans)
 
 
 class RunFolderError(InfraError):

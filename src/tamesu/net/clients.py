@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from typing import Any
@@ -32,11 +33,23 @@ class SetCookies(httpx.Cookies):
 
 class AsyncClient(httpx.AsyncClient):
     """`httpx.AsyncClient` whose cookies are `SetCookies` (httpx's public `cookies` property, kept as httpx
-    keeps it: the setter takes what httpx's takes)."""
+    keeps it: the setter takes what httpx's takes), and, given `total`, whose every request (a streamed one to
+    its headers) ends within `total` seconds."""
 
-    def __init__(self, *, cookies: Any = None, **options: Any) -> None:
+    def __init__(self, *, cookies: Any = None, total: float | None = None, **options: Any) -> None:
         super().__init__(**options)
         self._set_cookies = SetCookies(cookies)
+        self._total = total
+
+    async def send(self, request: httpx.Request, **options: Any) -> httpx.Response:
+        if self._total is None:
+            return await super().send(request, **options)
+        # httpx's timeouts are per read: a server answering a byte now and then held a request for ever
+        try:
+            async with asyncio.timeout(self._total):
+                return await super().send(request, **options)
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no whole answer within {self._total:g}s", request=request) from None
 
     @property
     def cookies(self) -> httpx.Cookies:
@@ -54,7 +67,8 @@ def client_options(*, tls: TlsSpec | None = None, on_resend: OnResend | None = N
 
 
 def async_client(timeout: float, *, tls: TlsSpec | None = None, **options: Any) -> httpx.AsyncClient:
-    return AsyncClient(timeout=timeout, **client_options(tls=tls), **options)
+    """A client for requests that each have `timeout` seconds in all (a check's, a hook's, a session.open's)."""
+    return AsyncClient(timeout=timeout, total=timeout, **client_options(tls=tls), **options)
 
 
 NO_BASE_URL = httpx.URL("")

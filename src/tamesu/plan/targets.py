@@ -10,7 +10,9 @@ text is `$.text`. A connector (`-c`, a case's `options.connector`) is the model 
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -108,6 +110,8 @@ def load_targets(
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CARD_TIMEOUT = 5.0
+"""The most a place may take to serve its whole card when `-n URL` is looked at."""
+CARD_MAX_BYTES = 1 << 20
 _URL = re.compile(r"^(https?|grpcs?)://", re.IGNORECASE)
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 URLS = "http(s):// for a rest or A2A agent, grpc(s):// for one with tamesu's turn API"
@@ -208,19 +212,34 @@ async def find_card(url: str) -> str | None:
     async with async_client(CARD_TIMEOUT) as http:
         for place in places:
             try:
-                answer = await http.get(place, headers={"Accept": "application/json"})
-            except httpx.HTTPError:
-                return None  # nothing answers there at all: the run itself will say so
-            if answer.status_code != 200:
+                # httpx's timeout is per read: a server sending a byte a second held `tamesu test` for ever
+                async with asyncio.timeout(CARD_TIMEOUT):
+                    body = await _card_body(http, place)
+            except (httpx.HTTPError, TimeoutError):
+                return None  # nothing answers there, or not in time: the run itself will say so
+            if body is None:
                 continue
             try:
-                card = answer.json()
+                card = json.loads(body)
             except ValueError:
                 continue
             if isinstance(card, dict) and "name" in card and \
                     any(k in card for k in ("url", "supportedInterfaces", "additionalInterfaces", "skills")):
                 return place
     return None
+
+
+async def _card_body(http: httpx.AsyncClient, place: str) -> bytes | None:
+    """The body of a 200 answer at `place`, or None (another status, or past CARD_MAX_BYTES: no card is)."""
+    async with http.stream("GET", place, headers={"Accept": "application/json"}) as answer:
+        if answer.status_code != 200:
+            return None
+        body = bytearray()
+        async for chunk in answer.aiter_bytes():
+            body += chunk
+            if len(body) > CARD_MAX_BYTES:
+                return None
+        return bytes(body)
 
 
 def file_refusal(resolved: ResolvedTarget, project: Project,

@@ -109,6 +109,11 @@ class Context:
                 value = value[int(part)]
             else:
                 raise TemplateError(f"{{{{{expr}}}}} has no value")
+        if root == "vars" and any("{{" in text for _, text in walk_strings(value)):
+            # a var holding `{{secrets.X}}` or `{{env.X}}` (its vars are put in already): rendered here too, as in a
+            # test's steps; a target's header `Bearer {{vars.token}}` went out as `Bearer {{secrets.TOKEN}}`
+            return Context(**{name: space for name, space in self._namespaces.items() if name != "vars"}
+                           ).render_value(value)
         return value
 
     def render(self, text: str) -> Any:

@@ -28,8 +28,8 @@ def _expected(status: int, expect: list[int] | int | None) -> bool:
 def failed_because(exc: BaseException, spec: SessionOpenSpec, masked_url: str) -> str:
     """`session.open METHOD URL: why` its request failed: a timeout names the setting that ran out (the error
     alone said "Timeout on reading data from socket", of no setting)."""
-    cause = exc if isinstance(exc, httpx.TimeoutException) else exc.__cause__
-    if isinstance(cause, httpx.TimeoutException):
+    cause = exc if isinstance(exc, httpx.TimeoutException | TimeoutError) else exc.__cause__
+    if isinstance(cause, httpx.TimeoutException | TimeoutError):
         why = f"no answer within {spec.timeout:g}s (session.open.timeout)"
     else:
         why = f"{type(exc).__name__}: {exc}" if isinstance(exc, httpx.HTTPError) else str(exc)

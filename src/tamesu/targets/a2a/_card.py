@@ -10,6 +10,7 @@ fails the session; any other failure (404, not JSON, not a card) moves on to the
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -54,10 +55,15 @@ def at_origin(place: str, url: str) -> bool:
     return parts.path.strip("/") != "" and urlsplit(place).path in WELL_KNOWN
 
 
-async def fetch_card(http: httpx.AsyncClient, place: str) -> tuple[AgentCard | None, str]:
-    """The card at one place, or None and why not. Raises what `unreachable` recognises."""
+async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> tuple[AgentCard | None, str]:
+    """The card at one place, whole within `within` seconds, or None and why not. Raises what `unreachable`
+    recognises."""
     try:
-        response = await http.get(place, headers={"Accept": "application/json"})
+        # httpx's timeouts are per read: a server sending a byte a second held the run until the test's timeout
+        async with asyncio.timeout(within):
+            response = await http.get(place, headers={"Accept": "application/json"})
+    except TimeoutError:
+        return None, f"no whole answer within {within:g}s (connect.timeout + turn_timeout)"
     except httpx.HTTPError as exc:
         if unreachable(exc) is not None:
             raise
@@ -68,6 +74,8 @@ async def fetch_card(http: httpx.AsyncClient, place: str) -> tuple[AgentCard | N
         return parse_agent_card(response.json()), ""
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None, "not JSON"
+    except RecursionError:  # JSON nested deeper than Python reads: no card is
+        return None, "JSON nested too deeply to read"
     except (ParseError, ValueError, TypeError) as exc:
         return None, f"not an agent card: {' '.join(str(exc).split())[:200]}"
 

@@ -35,8 +35,8 @@ async def find_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
     search = CardSearch()
     other: tuple[AgentCard, str] | None = None
     for place in card_urls(url):
-        card, why_not = await wire.call(place, lambda place=place: fetch_card(wire.http, place),  # type: ignore[misc]  # a lambda binding the loop variable
-                                        counted=False)
+        card, why_not = await wire.call(place, lambda place=place: fetch_card(  # type: ignore[misc]  # a lambda binding the loop variable
+            wire.http, place, wire.connect_timeout + turn_timeout), counted=False)
         if card is not None and (at_origin(place, url) and not names_url(card, url)):
             # a host's own card, about other URLs: the agent at this url may have one of its own under it
             other = other or (card, place)

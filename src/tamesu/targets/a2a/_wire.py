@@ -42,6 +42,7 @@ class Wire:
                  tls: TlsSpec | None = None, rate_limit_retries: int = 3) -> None:
         self._session = session
         self._connect = connect
+        self.connect_timeout = connect.timeout
         self._what = what
         self.headers = headers
         self.max_response_bytes = max_response_bytes

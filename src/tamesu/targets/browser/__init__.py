@@ -20,9 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 import importlib.util
-import zipfile
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -30,6 +28,7 @@ from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, Problem
 from tamesu.plugins import register
 from tamesu.targets.base import StepContext, Target
+from tamesu.targets.browser._mask import mask_artifacts
 from tamesu.targets.browser.spec import BrowserSpec, ExpectStep, GoalStep, Step, describe, parse_step
 
 if TYPE_CHECKING:
@@ -197,7 +196,7 @@ class BrowserTarget(Target[BrowserSpec]):
         with contextlib.suppress(Exception):  # a browser that is gone has nothing to close
             await asyncio.wait_for(context.close(), 30)  # writes the HAR
         if session is not None:
-            _mask_artifacts(session)
+            mask_artifacts(session)
 
     async def _trace_agent_origin(self, context: BrowserContext, session: Session) -> None:
         """Stamp requests to the agent's origin with a `traceparent`; routes added later (a step's `mock`)
@@ -386,43 +385,6 @@ def _kind(step: Step) -> str:
 def _seed(goal: str) -> int:
     """The same seed for the same goal on every run, so a replayed goal asks exactly what was recorded."""
     return int(hashlib.sha256(goal.encode()).hexdigest()[:8], 16) % 2**31
-
-
-def _mask_artifacts(session: Session) -> None:
-    """The HAR and the trace hold request headers and bodies: mask the run's secrets in them."""
-    har = session.artifacts_dir / "network.har"
-    if har.is_file():
-        text = har.read_text(encoding="utf-8", errors="replace")
-        masked = session.redactor.text(text)
-        if masked != text:
-            har.write_text(masked, encoding="utf-8")
-    trace = session.artifacts_dir / "trace.zip"
-    if trace.is_file():
-        _mask_zip(trace, session)
-
-
-def _mask_zip(path: Path, session: Session) -> None:
-    with zipfile.ZipFile(path) as source:
-        entries = [(info, source.read(info)) for info in source.infolist()]
-    changed = False
-    rewritten = []
-    for info, data in entries:
-        # every entry but Chromium's own frames of the screen (pixels it encoded, no bytes of the page's), whatever
-        # its name: a response body is kept under its type's extension (an event stream as .dat, a script as .js,
-        # bytes as .bin), and an agent's answer may come as any of them. The bytes go through text losslessly
-        # (surrogateescape), so a file without a secret is written back unchanged
-        if info.filename.startswith("screencast/"):
-            rewritten.append((info, data))
-            continue
-        text = data.decode("utf-8", errors="surrogateescape")
-        masked = session.redactor.text(text)
-        if masked != text:
-            data, changed = masked.encode("utf-8", errors="surrogateescape"), True
-        rewritten.append((info, data))
-    if changed:
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
-            for info, data in rewritten:
-                target.writestr(info, data)
 
 
 def _origin(url: str) -> str | None:

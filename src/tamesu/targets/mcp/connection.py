@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, cast
 
 import httpx2
 import mcp_types
@@ -30,6 +30,7 @@ from tamesu.net.bounded import Record, bounded_transport
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport
 from tamesu.net.tls import TlsSpec
 from tamesu.runtime.children import owner_env
+from tamesu.targets.mcp.errlog import MaskedLog
 from tamesu.targets.mcp.stdio import bounded_stdio
 
 Transport = AbstractAsyncContextManager[Any]
@@ -65,7 +66,7 @@ class StdoutNoise:
     replies whose id no request had (`stray`): the SDK drops them, so each is said (`on_stray`) and kept, for
     the call left waiting to say why it timed out."""
 
-    def __init__(self, errlog: TextIO, on_stray: Callable[[object, list[object]], object] | None = None) -> None:
+    def __init__(self, errlog: MaskedLog, on_stray: Callable[[object, list[object]], object] | None = None) -> None:
         self._errlog = errlog
         self.lines = 0
         self.first = ""
@@ -94,11 +95,11 @@ class StdoutNoise:
             self._errlog.write(f"[stdout, not JSON-RPC] {line[:2000]}\n")
 
 
-def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO,
+def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: MaskedLog,
                     noise: StdoutNoise, max_bytes: int, refused: Record) -> Transport:
     """The server as a child process, seeing only a safe part of our environment (the one the SDK would give
     it) plus `env`; no stdout line is read past `max_bytes` and its envelope (`_mcp_stdio`)."""
-    return bounded_stdio(command, args, server_environment(env), cwd, errlog, noise, max_bytes, refused)
+    return bounded_stdio(command, args, server_environment(env), cwd, errlog.fileno(), noise, max_bytes, refused)
 
 
 @asynccontextmanager
@@ -184,7 +185,7 @@ class McpConnection:
         done, _ = await asyncio.wait({ready}, timeout=timeout)
         if not done:
             await self.stop()
-            raise TimeoutError(f"no answer within {timeout:g}s")
+            raise TimeoutError(f"no answer to the MCP handshake within {timeout:g}s (connect.timeout)")
         return ready.result()
 
     async def _hold(self, ready: asyncio.Future[ServerInfo]) -> None:
@@ -309,6 +310,8 @@ def describe(exc: BaseException) -> str:
         return f"cannot connect ({exc})"
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, TimeoutError) and str(exc):
+        return str(exc)  # McpConnection.start's, which names the setting
     if isinstance(exc, FileNotFoundError):
         return f"cannot start the command: {exc.strerror or exc} ({exc.filename})"
     if isinstance(exc, ValidationError):

@@ -12,8 +12,9 @@ import os
 import signal
 import socket
 from pathlib import Path
-from typing import TextIO
 from urllib.parse import urlsplit
+
+from tamesu.targets.mcp.errlog import MaskedLog
 
 _POLL = 0.05
 _TERM_GRACE = 3.0
@@ -28,7 +29,7 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    def __init__(self, command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO) -> None:
+    def __init__(self, command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: MaskedLog) -> None:
         self._argv = [command, *args]
         self._env = env
         self._cwd = cwd
@@ -43,7 +44,7 @@ class ServerProcess:
         """Raises OSError when the command cannot be started."""
         self._process = await asyncio.create_subprocess_exec(
             *self._argv, cwd=self._cwd, env=self._env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=self._errlog, stderr=self._errlog,
+            stdout=self._errlog.fileno(), stderr=self._errlog.fileno(),
             # its own process group, so stopping it also stops what it started (a `uv run`, a shell)
             start_new_session=True,
         )

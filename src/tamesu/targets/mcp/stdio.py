@@ -13,7 +13,8 @@ Otherwise this does what the SDK's transport does:
   in the result), where the SDK logged a traceback and handed the session an exception;
 - a reply whose id no request sent had (a server answering with another request's id) is told to `noise` too:
   the SDK drops it silently, and the call it was meant for read only as a timeout;
-- the process gets the environment it is given, stderr to `errlog`, a process group of its own;
+- the process gets the environment it is given, stderr to the `stderr` descriptor (`errlog.MaskedLog`'s pipe),
+  a process group of its own;
 - shutdown follows MCP's lifecycle, every wait bounded and shielded from the caller's cancellation so the
   server never outlives its session: the messages already accepted are flushed, stdin is closed, a grace
   period, then SIGTERM to its process group, then SIGKILL.
@@ -27,7 +28,7 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -103,11 +104,11 @@ def parsed(line: bytes, noise: Noise) -> SessionMessage | None:
 
 
 @asynccontextmanager
-async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: TextIO,
+async def bounded_stdio(command: str, args: list[str], env: dict[str, str], cwd: Path, stderr: int,
                         noise: Noise, max_bytes: int, refused: Record) -> AsyncIterator[tuple[object, object]]:
     """The server started with exactly `env`; yields the session's (read, write) streams. A stdout line longer
     than `max_bytes` plus `ENVELOPE_ROOM` is refused (`refused` is told) and ends the session."""
-    process = await anyio.open_process([command, *args], env=env, cwd=cwd, stderr=errlog, start_new_session=True)
+    process = await anyio.open_process([command, *args], env=env, cwd=cwd, stderr=stderr, start_new_session=True)
     # no await between the spawn and the task group: a cancellation there would leave the process running
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)

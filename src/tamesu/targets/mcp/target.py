@@ -59,7 +59,7 @@ import re
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -70,6 +70,7 @@ from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
 from tamesu.net.rate_limit import RateLimit, said_as_events
 from tamesu.plugins import register
 from tamesu.targets.mcp._names import model_names
+from tamesu.targets.mcp.errlog import MaskedLog, discard
 from tamesu.targets.model import ModelTarget, ModelTargetSpec
 from tamesu.types import Duration
 
@@ -146,7 +147,7 @@ class McpTarget(ModelTarget):
         self.spec: McpTargetSpec = spec
         self._connection: McpConnection | None = None
         self._process: ServerProcess | None = None
-        self._errlog: TextIO | None = None
+        self._errlog: MaskedLog | None = None
         self._errlog_path: Path | None = None
         self._noise: StdoutNoise | None = None
         self._server: ServerInfo | None = None
@@ -214,7 +215,7 @@ class McpTarget(ModelTarget):
 
         session.artifacts_dir.mkdir(parents=True, exist_ok=True)
         self._errlog_path = session.artifacts_dir / _STDERR_FILE
-        self._errlog = self._errlog_path.open("w", encoding="utf-8")
+        self._errlog = MaskedLog(self._errlog_path, session.redactor.text)
         connect = self.spec.connect
 
         def refused(note: str, read: int, declared: int | None) -> None:
@@ -271,6 +272,7 @@ class McpTarget(ModelTarget):
                                  "(raise the target's max_response_bytes to read it)") from None
             # The SDK reports a refused request without its status; the HTTP client saw it.
             status = http_statuses(self._http_errors)
+            failed = "did not answer" if isinstance(exc, TimeoutError) and failed == "cannot be reached" else failed
             raise InfraError(f"{self._what}: the MCP server {failed}: {describe(exc)}{status}"
                              f"{self._stderr_tail()}") from None
 
@@ -339,22 +341,10 @@ class McpTarget(ModelTarget):
             self._session.event(
                 "mcp_stdout_noise", lines=noise.lines, first=self._session.redactor.text(noise.first),
                 log=_STDERR_FILE, note=f"the server printed {lines} not JSON-RPC on stdout (in {_STDERR_FILE})")
-        if self._errlog is not None:
-            self._errlog.close()
+        if self._errlog is not None and self._errlog_path is not None:
+            discard(self._errlog_path, self._errlog)
             self._errlog = None
-            self._mask_errlog()
         await super().close()
-
-    def _mask_errlog(self) -> None:
-        """The server may print what it was given, secrets included: the artifact is masked like the rest."""
-        path, session = self._errlog_path, self._session
-        if path is None or session is None or not path.exists():
-            return
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if text:
-            path.write_text(session.redactor.text(text), encoding="utf-8")
-        else:
-            path.unlink()
 
     def _stderr_tail(self) -> str:
         path, session = self._errlog_path, self._session

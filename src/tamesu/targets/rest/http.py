@@ -44,12 +44,42 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
         return None
     try:
         parsed: JSONValue = json.loads(text)
-        return parsed
     except json.JSONDecodeError as exc:
         if is_json_type(content_type):
             raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {exc.msg} at "
                             f"line {exc.lineno} column {exc.colno}: {excerpt(text)}", raw=text) from None
         return text
+    except (RecursionError, ValueError) as exc:  # JSON, but more than Python reads: the agent's, not a bug of ours
+        return _unreadable(text, content_type, "nested too deeply" if isinstance(exc, RecursionError) else
+                           "a number of more than 4,300 digits" if "digits" in str(exc) else str(exc))
+    # brackets counted first (in C): only a document that could be that deep is walked
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _deeper(parsed, MAX_JSON_DEPTH):
+        return _unreadable(text, content_type, f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return parsed
+
+
+MAX_JSON_DEPTH = 200
+"""Deeper JSON is no agent's answer, and tamesu's own walks over an answer (masking, excerpts, checks) recurse."""
+
+
+def _deeper(value: JSONValue, limit: int) -> bool:
+    stack: list[tuple[JSONValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _unreadable(text: str, content_type: str, why: str) -> JSONValue:
+    """A failed turn for a body that says it is JSON; any other (an event, a post) is kept as its text."""
+    if is_json_type(content_type):
+        raise TurnError(f"JSON in the answer that cannot be read ({content_type.split(';')[0].strip()}): {why}: "
+                        f"{excerpt(text)}", raw=text)
+    return text
 
 
 def is_json_type(content_type: str) -> bool:

@@ -208,14 +208,14 @@ class RestTarget(Target[RestSpec]):
     async def _open_conversation(self, spec: SessionOpenSpec) -> None:
         session = self._require_session()
         ctx = self._context()
-        url = resolve_url(render_url(ctx, spec.url), self.spec.url, ctx)
-        masked = session.redactor.text(url)
+        masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx))
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
             ctx.render_value(spec.body), has_body=spec.body is not None, timeout=spec.timeout)
         try:
-            answer = await self._require_http().fetch(request)
-        except TurnError as exc:
+            async with asyncio.timeout(spec.timeout):  # in all: a server answering a byte now and then held the run
+                answer = await self._require_http().fetch(request)
+        except (TurnError, TimeoutError) as exc:
             raise InfraError(f"{self._what}: {failed_because(exc, spec, masked)}") from exc
         if not status_expected(answer.status, spec.expect_status):
             raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked} answered HTTP "
@@ -316,6 +316,7 @@ class RestTarget(Target[RestSpec]):
             content_type = response.headers.get("content-type", "").lower()
             if response.status >= 400 or not is_stream(content_type):
                 # The agent answered without streaming (an error, or a plain JSON reply): read it as one.
+                self._waiting_for = f"reading the answer: HTTP {response.status} came, not the whole body"
                 text, cut = await read_text(response, session, http.max_bytes)
                 answer = Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
                                 session.now_ms(), data_stream=sniffing and DATA_STREAM_MARK in response.headers)
@@ -458,8 +459,7 @@ class RestTarget(Target[RestSpec]):
         `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))
         return self._context(message=turn.text, messages=self._messages, ui_messages=self._ui.messages,
-                             options=turn.options,
-                             attachments=attachments(turn, self._what), **extra)
+                             options=turn.options, attachments=attachments(turn, self._what), **extra)
 
     async def _turn_request(self, turn: UserTurn) -> Request:
         ctx = self._turn_context(turn)
