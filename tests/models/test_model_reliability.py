@@ -98,6 +98,33 @@ async def test_retry_after_zero_really_waits(registry: Any, server: tuple[Any, M
     assert second.at - first.at >= RETRY_FLOOR
 
 
+async def test_a_server_trickling_its_answer_is_cut_saying_how_long_it_had(registry: Any, serve: Serve) -> None:
+    # before: "no answer within 0.3s" after 5.3 s: the SDK's timeout is per read, tamesu's bound on the whole
+    # answer 5 s more, and the message named the first alone
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    async def trickle(_: Any) -> StreamingResponse:
+        async def spaces() -> Any:
+            yield b"{"
+            while True:
+                await asyncio.sleep(0.05)
+                yield b" "
+        return StreamingResponse(spaces(), media_type="application/json")
+
+    url = serve(Starlette(routes=[Route("/v1/chat/completions", trickle, methods=["POST"])])).url
+    spec = ModelSpec(provider="openai", model="test-model", api_key="local", base_url=f"{url}/v1", timeout=0.3,
+                     max_retries=0)
+    with pytest.raises(ModelError) as caught:
+        await registry({"judge": spec}, sleep=Sleeps()).client("judge").generate(ask())
+    assert str(caught.value).startswith("openai:test-model: no whole answer within 5.3s (timeout 0.3s, each read "
+                                        "within it, the whole answer 5s more)"), str(caught.value)
+    assert caught.value.timed_out
+
+
 async def test_timeouts_are_counted_and_recorded(registry: Any, server: tuple[Any, ModelSpec]) -> None:
     model_server, spec = server
     spec = spec.model_copy(update={"timeout": 0.3, "max_retries": 1})

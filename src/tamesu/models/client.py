@@ -219,8 +219,10 @@ class ResilientClient:
                         self._record("model_adapted", model=self.label, purpose=request.purpose, change=change)
                 return response
             except TimeoutError:
-                error = ModelError(f"{self.label}: no answer within {self.spec.timeout:g}s", retryable=True,
-                                   timed_out=True)
+                # the SDK's own timeout is per read: a server trickling its answer is cut here, later
+                error = ModelError(f"{self.label}: no whole answer within {self.spec.timeout + TIMEOUT_MARGIN:g}s "
+                                   f"(timeout {self.spec.timeout:g}s, each read within it, the whole answer "
+                                   f"{TIMEOUT_MARGIN:g}s more)", retryable=True, timed_out=True)
             except ModelError as exc:
                 error = exc
             last = not error.retryable or attempt == tries - 1
