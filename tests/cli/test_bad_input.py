@@ -374,3 +374,17 @@ def test_fuzzed_jsonl_is_parsed_or_refused(original: Path, tmp_path: Path) -> No
         path.write_text(_mutate(text, chance), encoding="utf-8", errors="surrogatepass")
         _, seconds, _ = _measured(lambda: _parse_jsonl(path), memory=False)
         assert seconds < SECONDS * 4
+
+
+def test_tags_that_name_no_tag_are_refused(tmp_path: Path, tamesu: Any) -> None:
+    # before: `--tags ,,` (a CI variable left empty) and `--tags '!'` ran every test, as if no --tags were given
+    (tmp_path / "suite.yaml").write_text(
+        "targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
+        "tests:\n  - { name: t, target: bot, tags: [smoke], scenario: { script: [ { say: hi } ] } }\n")
+    for command in ("run", "list"):
+        for tags in (",,", "!", ""):
+            done = tamesu([command, "suite.yaml", "--tags", tags, "--out", "out"][:6 if command == "run" else 4],
+                          cwd=tmp_path)
+            assert done.returncode == 2, (command, tags, done.stdout + done.stderr)
+            assert done.stderr.strip().splitlines()[-1] == (
+                f"--tags: no tag in {tags!r}: give tags separated by commas (!tag excludes one)"), done.stderr

@@ -48,8 +48,12 @@ def select_tests(plan: Plan, pattern: str | None, tags: str | None) -> list[Plan
             click.echo(f"--filter: not a valid regular expression: {exc}", err=True)
             sys.exit(EXIT_CONFIG)
         chosen = [t for t in chosen if regex.search(t.id) or regex.search(t.name)]
-    if tags:
+    if tags is not None:
         wanted = [t.strip() for t in tags.split(",") if t.strip()]
+        if not wanted or any(t in ("!", "-") for t in wanted):
+            # `--tags ,,` (a shell variable left empty) ran every test, as if no --tags were given
+            click.echo(f"--tags: no tag in {tags!r}: give tags separated by commas (!tag excludes one)", err=True)
+            sys.exit(EXIT_CONFIG)
         include = {t for t in wanted if not t.startswith(("!", "-"))}
         exclude = {t[1:] for t in wanted if t.startswith(("!", "-"))}
         chosen = [t for t in chosen
