@@ -7,8 +7,6 @@ after it arrived (a backlog read at once), and it stalls 0.3 s every 0.6 s, and 
 
 from __future__ import annotations
 
-import time
-
 from tamesu.audio.formats import AudioFormat
 from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR, flood, pace_problem
 from tamesu.targets.audio.heard import Heard
@@ -34,9 +32,6 @@ def _read(sent: list[tuple[float, float]], wakes: list[float]) -> Heard:
         heard.arrivals.append((stamp, duration))
         last = stamp
     heard.audio_ms = sum(duration for _at, duration in sent)
-    now = time.monotonic()
-    heard.first_audio_wall, heard.last_audio_wall = now, now + (last - heard.arrivals[0][0]) / 1000
-    heard.last_chunk_ms = sent[-1][1]
     return heard
 
 

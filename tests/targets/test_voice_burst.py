@@ -31,6 +31,7 @@ targets:
   flooder: { type: voice, url: "{{env.BOT}}/flood", turn_timeout: 2s }
   talker: { type: voice, url: "{{env.BOT}}/endless", turn_timeout: 4s, idle: 1s }
   bridge: { type: voice, url: "{{env.BOT}}/line", turn_timeout: 20s, idle: 2s }
+  paced-bridge: { type: voice, url: "{{env.BOT}}/line", audio: { paced: true }, turn_timeout: 20s, idle: 2s }
   hum: { type: voice, url: "{{env.BOT}}/hum", turn_timeout: 3s }
   stops: { type: voice, url: "{{env.BOT}}/stops?after_ms=300", turn_timeout: 20s, idle: 1s }
   ignores: { type: voice, url: "{{env.BOT}}/stops?after_ms=-1", turn_timeout: 20s, idle: 1s }
@@ -64,6 +65,10 @@ tests:
     scenario: { script: [ { say: "hello" } ] }
   - name: line
     target: bridge
+    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: paced-line
+    target: paced-bridge
     scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
 """
@@ -205,6 +210,18 @@ def test_a_paced_agent_that_bursts_fails_saying_paced(run: tuple[Path, dict[str,
     reason = why(records["paced"])
     assert "faster than real time" in reason and "audio.paced is true, so the agent must send at real-time pace" \
         in reason, reason
+
+
+def test_audio_that_came_while_the_caller_spoke_is_timed_by_its_arrival(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: the bridge's frames that came while the caller spoke were timed by when the turn read them, all at
+    # once after the caller's last frame ("1.8s of audio arrived in 0.0s"): with audio.paced a real-time agent
+    # failed as faster than real time, and without it the run said it flooded
+    run_dir, records = run
+    assert records["paced-line"]["status"] == "passed", why(records["paced-line"])
+    for test in ("line", "paced-line"):
+        events = json.loads((run_dir / "burst" / test / "run-1" / "result.json").read_text())["events"]
+        assert not [e for e in events if e["name"] == "audio_flood"], (test, events)
 
 
 def test_a_steady_stream_at_twice_real_time_names_the_sample_rate(

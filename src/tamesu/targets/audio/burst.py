@@ -144,10 +144,13 @@ def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: s
 
 
 def _wall_ms(heard: Heard) -> float | None:
-    """From the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration."""
-    if heard.first_audio_wall is None or heard.last_audio_wall is None:
+    """From the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration. The
+    reader's stamps, not when the turn read the chunks: audio that came while the caller spoke is read at once
+    after the caller's last frame, and timed so it was "2.0s of audio in 0.0s" from a paced agent (a flood
+    event, and a failed turn with `audio.paced: true`)."""
+    if not heard.arrivals:
         return None
-    return (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+    return heard.arrivals[-1][0] - heard.arrivals[0][0] + heard.arrivals[-1][1]
 
 
 def _whole_factor(heard: Heard) -> float | None:

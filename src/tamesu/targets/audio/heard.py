@@ -22,9 +22,6 @@ class Heard:
     quiet_from: float | None = None
     """The playback end of the agent's last loud chunk."""
     audio_ms: float = 0.0
-    first_audio_wall: float | None = None
-    last_audio_wall: float | None = None
-    last_chunk_ms: float = 0.0
     arrivals: list[tuple[float, float]] = field(default_factory=list)
     """Each audio chunk's arrival (ms on the session's clock) and duration: a burst from a steady stream."""
     controls: list[dict[str, Any]] = field(default_factory=list)

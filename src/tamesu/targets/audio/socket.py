@@ -416,10 +416,6 @@ class AudioSocketTarget(Target[SpecT]):
                 raise TurnError(f"the agent's audio does not fit the agreed format: {exc}",
                                 raw=heard.controls) from None
             heard.audio_ms += clip.duration_ms
-            if heard.first_audio_wall is None:
-                heard.first_audio_wall = time.monotonic()
-            heard.last_audio_wall = time.monotonic()
-            heard.last_chunk_ms = clip.duration_ms
             heard.arrivals.append((at, clip.duration_ms))
             if rms(clip.samples) > SPEECH_RMS:
                 if heard.spoke_at is None:
