@@ -8,7 +8,10 @@ or does not do wrong (silence, a drop, a flood). Each records what tamesu sent i
 - `/flood`: sends tone as fast as the socket takes it, forever;
 - `/stray`: greets with 0.3 s of tone; answers the caller's first utterance with 3 s of tone, and when the caller
   talks over it stops (a `clear`) and 0.1 s later sends 40 ms more of it (late, as a loaded agent's last chunk
-  comes); 0.6 s after the caller's next utterance ends (its 0.4 s of quiet heard) it answers with 0.3 s of tone.
+  comes); 0.6 s after the caller's next utterance ends (its 0.4 s of quiet heard) it answers with 0.3 s of tone;
+- `/pause`: greets with 0.3 s of tone; answers the caller's first utterance (its 0.4 s of quiet heard) 0.3 s later
+  with 0.5 s of tone, 1.2 s of nothing and 0.5 s more (a reply with a pause in it), and the next one 0.6 s after
+  it ends with 0.3 s of tone.
 """
 
 from __future__ import annotations
@@ -51,6 +54,14 @@ class TwilioAgents(ThreadedWebsocketServer):
             await asyncio.sleep(0.02)
         await ws.send(json.dumps({"event": "mark", "streamSid": sid, "mark": {"name": mark}}))
 
+    async def _later(self, ws: ServerConnection, sid: str, after_s: float, ms: int, mark: str) -> None:
+        await asyncio.sleep(after_s)
+        await self._speak(ws, sid, ms, mark)
+
+    async def _paused(self, ws: ServerConnection, sid: str) -> None:
+        await self._later(ws, sid, 0.3, 500, "r1a")
+        await self._later(ws, sid, 1.2, 500, "r1b")
+
     async def _handler(self, ws: ServerConnection) -> None:
         path = ws.request.path if ws.request is not None else "/"
         log = self.received.setdefault(path, [])
@@ -70,7 +81,7 @@ class TwilioAgents(ThreadedWebsocketServer):
                         return
                     if path == "/marks":
                         await self._speak(ws, sid, 1000, "m1")
-                    if path == "/stray":
+                    if path in ("/stray", "/pause"):
                         await self._speak(ws, sid, 300, "greeting")
                     if path == "/pcm":  # Twilio's mu-law agreed, pcm16 sent: a bridge that forgot to encode
                         t = np.arange(RATE) / RATE
@@ -100,6 +111,12 @@ class TwilioAgents(ThreadedWebsocketServer):
                         utterances += 1
                         await asyncio.sleep(0.6)
                         await self._speak(ws, sid, 300, "r2")
+                elif kind == "media" and path == "/pause":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    if caller.heard(pcm):
+                        utterances += 1
+                        reply = asyncio.create_task(self._paused(ws, sid) if utterances == 1 else
+                                                    self._later(ws, sid, 0.6, 300, "r2"))
                 elif kind == "dtmf" and path == "/marks":
                     await self._speak(ws, sid, 1000, "d" + event["dtmf"]["digit"])
         except ConnectionClosed:

@@ -202,3 +202,35 @@ tests:
     audio = second["agent"]["audio"]
     assert second["agent"]["first_token_at_ms"] >= audio["user_to_ms"]
     assert audio["agent_from_ms"] >= audio["user_to_ms"] + 900  # the agent answers 1 s after the caller stops
+
+
+@needs_voice
+def test_the_rest_of_a_reply_that_came_before_the_callers_words_is_not_the_reply_to_them(
+        agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /pause agent's first answer has a 1.2 s pause in it, longer than `idle` (0.6 s): its turn ends at the
+    pause, and the rest comes while the caller waits (2 s) before speaking again. Before: the rest was the reply to
+    the caller's next words, said before them, and its quiet since then ended that turn the moment the caller
+    stopped: the agent's answer to them, 1 s later, was never heard."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/pause", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: pause
+    target: line
+    persona: {{ behaviors: {{ silence_after_turn_ms: 2000 }} }}
+    scenario: {{ script: [ {{ say: "When do you open?" }}, {{ say: "And on Sundays?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "pause" / "run-1" / "result.json").read_text())
+    _greeting, _first, second = result["turns"]
+    audio = second["agent"]["audio"]
+    assert second["agent"]["first_token_at_ms"] >= audio["user_to_ms"], second["agent"]
+    assert audio["agent_from_ms"] >= audio["user_to_ms"] + 500, audio  # it answers 1 s after the caller stops
+    assert second["agent"]["raw"][-1]["agent_audio_ms"] >= 250, second["agent"]["raw"]
+    set_aside = [e["data"] for e in result["events"] if e["name"] == "agent_spoke_before_reply"]
+    assert set_aside and "went on after 0.6s of silence (idle) had ended its turn" in set_aside[0]["why"], set_aside
+    assert set_aside[0]["from_ms"] < audio["user_from_ms"], (set_aside, audio)
+

@@ -166,6 +166,15 @@ def test_a_stop_with_no_message_of_it_is_measured_and_one_never_made_is_long(
     ignored = stops("ignores")
     print("tamesu's interruption_stop_ms:", measured, "the agent's own stops:", STOPS, "ignored:", ignored)
     assert ignored and all(value >= 1000 for value in ignored), ignored  # talked on over the caller's words
+    # before: the talked-over answer playing on after the caller's words was the reply to them, "answered" at
+    # once (time to first audio 0-20 ms) with its end; the real answer (0.3 s after the first ended) never heard
+    result = json.loads((run_dir / "burst" / "ignores" / "run-1" / "result.json").read_text())
+    talked_over, last = (turn["agent"] for turn in result["turns"][-2:])
+    assert last["measures"]["time_to_first_audio_ms"] >= 250, last
+    # the answer starts 0.3 s after the talked-over one stopped (a loaded machine may stretch it, never shrink it)
+    assert last["audio"]["agent_from_ms"] >= talked_over["audio"]["agent_stopped_at_ms"] + 200, (talked_over, last)
+    set_aside = [e for e in result["events"] if e["name"] == "agent_spoke_before_reply"]
+    assert set_aside and "the reply the user talked over played on" in set_aside[0]["data"]["why"], result["events"]
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:

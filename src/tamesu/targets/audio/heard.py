@@ -25,6 +25,34 @@ class Heard:
     arrivals: list[tuple[float, float]] = field(default_factory=list)
     """Each audio chunk's arrival (ms on the session's clock) and duration: a burst from a steady stream."""
     controls: list[dict[str, Any]] = field(default_factory=list)
+    earlier: dict[str, list[float]] = field(default_factory=dict)
+    """Audio of an earlier reply that came while waiting for this one (`AudioConversation.earlier_reply`'s why):
+    where it played, from and to (ms)."""
+
+    def set_aside(self, earlier: tuple[str, bool], start_ms: float, at_ms: float, data: bytes, fmt: Any) -> None:
+        """A chunk of an earlier reply (why, whether it is speech; `fmt`: the agreed AudioFormat) that arrived at
+        `at_ms`, placed to play at `start_ms`: where its speech played is said, and it counts in the audio that
+        came (an agent flooding the line before the caller's words is still a flood)."""
+        why, speech = earlier
+        duration = len(data) * 1000 / (fmt.rate * (2 if fmt.encoding == "pcm16" else 1))
+        self.audio_ms += duration
+        self.arrivals.append((at_ms, duration))
+        if speech:
+            self.earlier.setdefault(why, [start_ms, start_ms + duration])[1] = start_ms + duration
+
+    def earlier_said(self, idle_s: float) -> list[dict[str, Any]]:
+        """What the `agent_spoke_before_reply` events say: the earlier reply's audio not taken for this one."""
+        return [{"from_ms": round(start, 1), "to_ms": round(end, 1), "why": _EARLIER[why].format(idle=idle_s)}
+                for why, (start, end) in self.earlier.items()]
+
+
+_EARLIER = {
+    "before the words": "the agent's reply before went on after {idle:g}s of silence (idle) had ended its turn; it "
+                        "came before the user's words, so it is not the reply to them (is idle shorter than the "
+                        "pauses in its replies?)",
+    "talked over": "the reply the user talked over played on, after the user's words too; it is not the reply "
+                   "to them",
+}
 
 
 async def transcribed(voice: AudioConversation, heard: Heard) -> str:
@@ -53,12 +81,15 @@ def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
     talked_over.clear()
 
 
-def unheard(heard: Heard, wire: Any, voice: AudioConversation | None, flood: str | None) -> str:
+def unheard(heard: Heard, wire: Any, voice: AudioConversation | None, flood: str | None, idle_s: float) -> str:
     """Why an agent seemed to say nothing: the wire's own hint (`silence_hint`: a configuration that finds no
     audio), else, when audio came, that none of it was speech in the agreed format (pcm16 sent where mu-law
     was agreed, 8 kHz where 16 kHz was; it read "the agent said nothing" of 5.3 s of audio)."""
     if said := (wire.silence_hint() if wire is not None else ""):
         return str(said)
+    if heard.earlier:  # all it said was an earlier reply's
+        return "".join(f"; {said['why']} ({(said['to_ms'] - said['from_ms']) / 1000:.1f}s of it)"
+                       for said in heard.earlier_said(idle_s)) + (f" ({flood})" if flood else "")
     if heard.audio_ms <= 0:
         return ""
     came = f"{heard.audio_ms / 1000:.1f}s of audio came"

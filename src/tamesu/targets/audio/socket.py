@@ -348,7 +348,7 @@ class AudioSocketTarget(Target[SpecT]):
             timed_from = timed_from or time.monotonic()
             if time.monotonic() - timed_from > limit:
                 if heard.spoke_at is None:
-                    hint = unheard(heard, self._wire, self._voice, self._flood(heard))
+                    hint = unheard(heard, self._wire, self._voice, self._flood(heard), self.idle_s)
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
                                     raw=heard.controls)
                 flood = self._flood(heard)  # else a reply still going on in real time: a talker who never stops
@@ -357,6 +357,8 @@ class AudioSocketTarget(Target[SpecT]):
                                     if flood else ended_late(limit, self.idle_s), raw=heard.controls)
                 break
         turn.completed_at_ms = heard.quiet_from if fell_quiet and heard.quiet_from else session.now_ms()
+        for said in heard.earlier_said(self.idle_s):
+            session.event("agent_spoke_before_reply", **said)
         if not interrupted:
             self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over
         if flood := self._flood(heard):
@@ -403,11 +405,13 @@ class AudioSocketTarget(Target[SpecT]):
         if item.kind == "audio":
             if not item.audio:
                 return False
-            if self._require_voice().talked_over_tail(audio_turn, at):
-                # no reply to the caller, who was still speaking (after the agent's own stop too, a chunk came
-                # late): counted, its quiet since then ended the turn as soon as the caller stopped
+            if earlier := self._require_voice().earlier_reply(audio_turn, item.audio, at):
+                # no reply to the caller: counted, its quiet since then ended the turn as soon as the caller
+                # stopped, and the answer after it was never heard
                 with contextlib.suppress(Exception):
-                    self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=None)
+                    voice = self._require_voice()
+                    start = voice.agent_audio(item.audio, arrived_ms=at, turn=None)
+                    heard.set_aside(earlier, start, at, item.audio, voice.receive_format)
                 return True
             try:
                 start = self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=audio_turn)
