@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 from typing import Any
@@ -55,8 +56,9 @@ class TwilioAgents(ThreadedWebsocketServer):
         await ws.send(json.dumps({"event": "mark", "streamSid": sid, "mark": {"name": mark}}))
 
     async def _later(self, ws: ServerConnection, sid: str, after_s: float, ms: int, mark: str) -> None:
-        await asyncio.sleep(after_s)
-        await self._speak(ws, sid, ms, mark)
+        with contextlib.suppress(ConnectionClosed):  # the caller may hang up first
+            await asyncio.sleep(after_s)
+            await self._speak(ws, sid, ms, mark)
 
     async def _paused(self, ws: ServerConnection, sid: str) -> None:
         await self._later(ws, sid, 0.3, 500, "r1a")

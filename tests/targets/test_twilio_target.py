@@ -234,3 +234,30 @@ tests:
     assert set_aside and "went on after 0.6s of silence (idle) had ended its turn" in set_aside[0]["why"], set_aside
     assert set_aside[0]["from_ms"] < audio["user_from_ms"], (set_aside, audio)
 
+
+
+@needs_voice
+def test_the_last_reply_is_heard_to_its_end_when_the_caller_has_nothing_more_to_say(
+        agents: TwilioAgents, tmp_path: Path) -> None:
+    """A persona that talks over every reply ends a turn where it starts talking (0.3-1.2 s into the reply), but
+    after the last one it has nothing more to say. Before: the call was hung up there, and the /stray agent's 3 s
+    answer was cut to what had come by then, its text too: an assertion on its last words failed the agent."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/stray", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: last
+    target: line
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "When do you open?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "last" / "run-1" / "result.json").read_text())
+    answer = result["turns"][-1]["agent"]
+    assert answer["audio"]["interrupted_at_ms"] is None, answer["audio"]  # nobody talked over it
+    assert answer["audio"]["agent_audio_ms"] >= 2900, answer["audio"]  # the 3 s answer, whole
+    assert answer["completed_at_ms"] - answer["first_token_at_ms"] >= 2500, answer
+    assert "reply_heard_out" in [e["name"] for e in result["events"]], result["events"]

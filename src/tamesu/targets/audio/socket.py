@@ -31,6 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
+from tamesu.targets.audio.hear_out import hear_out
 from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed, unheard
 from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
@@ -143,6 +144,9 @@ class AudioSocketTarget(Target[SpecT]):
         self._open_line()
 
     async def close(self) -> None:
+        if self._barging and self._closed is None and self._interrupted is not None:  # no words left to talk over it
+            await hear_out(self._queue, self._read_message, self._require_voice(), self._interrupted,
+                           idle_s=self.idle_s, limit_s=self.spec.turn_timeout)
         for handle, _echo in self._marks:
             handle.cancel()
         wire = self._wire
@@ -464,13 +468,9 @@ class AudioSocketTarget(Target[SpecT]):
         echo = self._wire.mark_echo(name)
         if echo is None:
             return
-        session = self._require_session()
-        delay = max(0.0, self._require_voice().playback.cursor_ms - session.now_ms()) / 1000
-
-        def fire() -> None:
-            self._spawn(self._send_quietly(echo))
-
-        self._marks.append((asyncio.get_running_loop().call_later(delay, fire), echo))
+        delay = max(0.0, self._require_voice().playback.cursor_ms - self._require_session().now_ms()) / 1000
+        handle = asyncio.get_running_loop().call_later(delay, lambda: self._spawn(self._send_quietly(echo)))
+        self._marks.append((handle, echo))
 
     def _spawn(self, job: Any) -> None:
         task = asyncio.ensure_future(job)
