@@ -11,7 +11,9 @@ or does not do wrong (silence, a drop, a flood). Each records what tamesu sent i
   comes); 0.6 s after the caller's next utterance ends (its 0.4 s of quiet heard) it answers with 0.3 s of tone;
 - `/pause`: greets with 0.3 s of tone; answers the caller's first utterance (its 0.4 s of quiet heard) 0.3 s later
   with 0.5 s of tone, 1.2 s of nothing and 0.5 s more (a reply with a pause in it), and the next one 0.6 s after
-  it ends with 0.3 s of tone.
+  it ends with 0.3 s of tone;
+- `/eager`: greets with 0.3 s of tone; answers 0.4 s into the caller's first utterance, while the caller still
+  speaks, with 0.3 s of tone.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class TwilioAgents(ThreadedWebsocketServer):
                         return
                     if path == "/marks":
                         await self._speak(ws, sid, 1000, "m1")
-                    if path in ("/stray", "/pause"):
+                    if path in ("/stray", "/pause", "/eager"):
                         await self._speak(ws, sid, 300, "greeting")
                     if path == "/pcm":  # Twilio's mu-law agreed, pcm16 sent: a bridge that forgot to encode
                         t = np.arange(RATE) / RATE
@@ -113,6 +115,12 @@ class TwilioAgents(ThreadedWebsocketServer):
                         utterances += 1
                         await asyncio.sleep(0.6)
                         await self._speak(ws, sid, 300, "r2")
+                elif kind == "media" and path == "/eager":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    caller.heard(pcm)
+                    utterances += caller.loud
+                    if utterances == 20:  # 0.4 s of the caller's speech
+                        reply = asyncio.create_task(self._later(ws, sid, 0.0, 300, "over"))
                 elif kind == "media" and path == "/pause":
                     pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
                     if caller.heard(pcm):

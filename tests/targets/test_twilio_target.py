@@ -261,3 +261,32 @@ tests:
     assert answer["audio"]["agent_audio_ms"] >= 2900, answer["audio"]  # the 3 s answer, whole
     assert answer["completed_at_ms"] - answer["first_token_at_ms"] >= 2500, answer
     assert "reply_heard_out" in [e["name"] for e in result["events"]], result["events"]
+
+
+@needs_voice
+def test_a_reply_begun_while_the_caller_still_spoke_has_no_negative_time_to_first_token(
+        agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /eager agent answers 0.4 s into the caller's words, while they go on. Before: its time to first token
+    was its start less the end of the caller's words, about -2000 ms, in the run's metrics (an SLO on it passed),
+    and nothing said the agent had talked over the caller."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/eager", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: eager
+    target: line
+    scenario: {{ script: [ {{ say: "I would like a table for four people on Friday evening at eight, please." }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "eager" / "run-1" / "result.json").read_text())
+    answer = result["turns"][-1]["agent"]
+    assert answer["raw"][-1]["agent_audio_ms"] >= 250, answer["raw"]  # its answer came, over the caller's words
+    assert answer["first_token_at_ms"] is None, answer
+    assert "time_to_first_token_ms" not in result["metrics"], result["metrics"]
+    said = [e["data"] for e in result["events"] if e["name"] == "agent_spoke_before_reply"]
+    assert said and "started its reply while the user was still speaking" in said[0]["why"], result["events"]
+    assert said[0]["from_ms"] < said[0]["to_ms"] == pytest.approx(answer["audio"]["user_to_ms"], abs=1), said
+

@@ -40,8 +40,20 @@ class Heard:
         if speech:
             self.earlier.setdefault(why, [start_ms, start_ms + duration])[1] = start_ms + duration
 
+    def reply_starts(self, start_ms: float, audio: Any) -> float | None:
+        """The reply's first speech, playing at `start_ms`, as its first token: None when it came before the
+        caller's words it answers had ended (`audio`, the turn's TurnAudio), said instead (`earlier_said`). An agent
+        that talks over the caller answered 2.1 s "before" it was asked: a time to first token of -2132 ms went into
+        the run's percentiles, and an SLO on it passed."""
+        said, ended = getattr(audio, "said", ""), getattr(audio, "user_to_ms", None)
+        if said and ended is not None and start_ms < ended:
+            self.earlier["over the words"] = [start_ms, ended]
+            return None
+        return start_ms
+
     def earlier_said(self, idle_s: float) -> list[dict[str, Any]]:
-        """What the `agent_spoke_before_reply` events say: the earlier reply's audio not taken for this one."""
+        """What the `agent_spoke_before_reply` events say: the earlier reply's audio not taken for this one, and a
+        reply that started while the caller was still speaking."""
         return [{"from_ms": round(start, 1), "to_ms": round(end, 1), "why": _EARLIER[why].format(idle=idle_s)}
                 for why, (start, end) in self.earlier.items()]
 
@@ -52,6 +64,8 @@ _EARLIER = {
                         "pauses in its replies?)",
     "talked over": "the reply the user talked over played on, after the user's words too; it is not the reply "
                    "to them",
+    "over the words": "the agent started its reply while the user was still speaking (from_ms to the end of the "
+                      "user's words, to_ms): no time to first audio or token is measured for it",
 }
 
 

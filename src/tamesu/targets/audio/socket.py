@@ -428,7 +428,7 @@ class AudioSocketTarget(Target[SpecT]):
             if rms(clip.samples) > SPEECH_RMS:
                 if heard.spoke_at is None:
                     heard.spoke_at = start
-                    turn.first_token_at_ms = start
+                    turn.first_token_at_ms = heard.reply_starts(start, audio_turn)
                 heard.quiet_from = start + clip.duration_ms
             if heard.spoke_at is not None:
                 heard.pcm.append(clip.samples if clip.rate == 16000 else clip.at(16000).samples)
