@@ -266,6 +266,10 @@ class AudioConversation:
             return False
         return self.session.now_ms() - self._heard_from_ms >= self._interrupt_after
 
+    def hold_barge_in(self) -> None:
+        """The persona talks over nothing more (it has nothing more to say): the reply plays to its end."""
+        self._interrupt_after = None
+
     def barge_in(self) -> TurnAudio | None:
         """The user starts talking over the last reply now: the player is flushed (as a client's is) and the
         reply is marked. Returns that turn; its stop is measured as the agent's audio keeps arriving."""
