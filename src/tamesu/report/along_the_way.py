@@ -35,6 +35,9 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "mcp_stdout_noise": ("MCP server", "MCP servers", "printed lines that are not JSON-RPC on stdout (the stdio "
                          "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
+    "agent_spoke_before_reply": ("stretch of agent speech", "stretches of agent speech",
+                                 "came before the user's words it would answer had ended"),
+    "audio_slow_pace": ("agent reply", "agent replies", "streamed at a usual sample rate's fraction of real time"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
 is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the

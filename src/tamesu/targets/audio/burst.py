@@ -114,6 +114,19 @@ def other_rate(factor: float | None, rate: int) -> float | None:
     return factor if sent_at != rate and abs(rate * factor / sent_at - 1) <= RATE_TOLERANCE else None
 
 
+def slow_pace(heard: Heard, fmt: AudioFormat, rate_key: str) -> str | None:
+    """What a stream whose chunks come steadily at a usual rate's fraction of real time says, or None: 8 kHz audio
+    read as 16 kHz plays at twice its speed with gaps (Whisper heard "Welcome to Dallas, check me out"), and the
+    turn passed without a word. Not a failure: a loaded agent behind its own clock is slower than real time too."""
+    chunkwise = paced_factor(heard.arrivals) if rate_key else None
+    factor = other_rate(chunkwise, fmt.rate) if chunkwise is not None and chunkwise * STRICT_FLOOD_FACTOR <= 1 \
+        else None
+    if factor is None:
+        return None
+    return (f"the agent's audio arrives steadily at {factor:.2f}x real time for {fmt}: is {rate_key} ({fmt.rate}) "
+            f"the rate the agent sends? ({likely_rate(fmt.rate * factor)} Hz would play in real time)")
+
+
 def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: str | bool,
                  rate_key: str) -> str | None:
     """Why audio faster than real time (`flood`) fails the turn, or None: a burst plays on the playback clock;

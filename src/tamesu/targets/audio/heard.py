@@ -85,6 +85,15 @@ async def transcribed(voice: AudioConversation, heard: Heard) -> str:
     return await voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
 
 
+def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:
+    """The events a listening ends with: each `agent_spoke_before_reply`, and `audio_slow_pace` (`slow_pace`)."""
+    from tamesu.targets.audio.burst import slow_pace  # burst reads Heard: imported when it runs
+
+    slow = slow_pace(heard, fmt, rate_key)
+    return [*(("agent_spoke_before_reply", said) for said in heard.earlier_said(idle_s)),
+            *([("audio_slow_pace", {"detail": slow})] if slow else [])]
+
+
 def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
     """Once the call's audio is transcribed: each reply talked over without words of its own takes what the
     caller heard of it, up to the barge-in."""

@@ -32,7 +32,7 @@ from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
-from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed, unheard
+from tamesu.targets.audio.heard import Heard, listening_notes, take_what_was_heard, transcribed, unheard
 from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
@@ -361,8 +361,8 @@ class AudioSocketTarget(Target[SpecT]):
                                     if flood else ended_late(limit, self.idle_s), raw=heard.controls)
                 break
         turn.completed_at_ms = heard.quiet_from if fell_quiet and heard.quiet_from else session.now_ms()
-        for said in heard.earlier_said(self.idle_s):
-            session.event("agent_spoke_before_reply", **said)
+        for name, said in listening_notes(heard, self.idle_s, self._require_voice().receive_format, self.rate_key):
+            session.event(name, **said)
         if not interrupted:
             self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over
         if flood := self._flood(heard):
