@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tamesu.conversation import AgentTurn, TurnError
+from tamesu.conversation import AgentTurn, TurnAudio, TurnError
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.audio.wire import Incoming
 
@@ -24,13 +24,27 @@ async def hear_out(queue: asyncio.Queue[tuple[Any, float]], read: Callable[[Any]
     """Read the agent's messages into the last reply (`reply`, and its audio: `voice.last`) until `idle_s` of quiet
     after its speech (on the playback clock), the socket's close (left in the queue) or `limit_s`; the reply is
     complete where its last speech ended. Its text is what was heard of it, transcribed when the call ends."""
+    turn = voice.last
+    if turn is None:
+        return
+    try:
+        spoke_until = await _read_on(queue, read, voice, turn, idle_s=idle_s, limit_s=limit_s)
+    except Exception as exc:  # the call is ending: the reply stays as it was, the socket is still closed after
+        voice.session.event("reply_heard_out_failed", reason=f"{type(exc).__name__}: {exc}")
+        return
+    if spoke_until is not None:
+        reply.completed_at_ms = spoke_until
+        voice.session.event("reply_heard_out", to_ms=round(spoke_until, 1), why="the persona was to talk over the "
+                            "last reply but had nothing more to say: it was heard to its end")
+
+
+async def _read_on(queue: asyncio.Queue[tuple[Any, float]], read: Callable[[Any], list[Incoming]],
+                   voice: AudioConversation, turn: TurnAudio, *, idle_s: float, limit_s: float) -> float | None:
+    """Where the last reply's speech ended, reading on until `idle_s` of quiet after it (see `hear_out`)."""
     from tamesu.audio.clip import Clip
     from tamesu.audio.conversation import AudioFormatError
     from tamesu.audio.level import SPEECH_RMS, rms
 
-    turn = voice.last
-    if turn is None:
-        return
     quiet_from = max(voice.playback.cursor_ms, voice.session.now_ms())
     spoke_until: float | None = None
     started = time.monotonic()
@@ -56,7 +70,4 @@ async def hear_out(queue: asyncio.Queue[tuple[Any, float]], read: Callable[[Any]
                     quiet_from = spoke_until = start + clip.duration_ms
         if queue.empty() and voice.session.now_ms() - quiet_from >= idle_s * 1000:
             break
-    if spoke_until is not None:
-        reply.completed_at_ms = spoke_until
-        voice.session.event("reply_heard_out", to_ms=round(spoke_until, 1), why="the persona was to talk over the "
-                            "last reply but had nothing more to say: it was heard to its end")
+    return spoke_until

@@ -7,7 +7,6 @@ the agent for words it was still saying."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING
 
 from tamesu.conversation import AgentTurn, TurnAudio, TurnError
@@ -23,11 +22,16 @@ async def hear_out(target: RealtimeTarget, last: tuple[Reply, TurnAudio | None, 
     reply, audio, sent_at = last
     session = target._require_session()
     target._require_voice().hold_barge_in()
-    with contextlib.suppress(TimeoutError, TurnError):
+    try:
         async with asyncio.timeout(target.spec.turn_timeout):
             await target._read_reply(session, reply, audio)
-        whole = reply.turn(sent_at, session.now_ms(), audio, turn.measures)
-        turn.text, turn.raw, turn.tool_calls = whole.text, whole.raw, whole.tool_calls
-        turn.completed_at_ms, turn.ended = whole.completed_at_ms, whole.ended
-        session.event("reply_heard_out", to_ms=round(turn.completed_at_ms, 1), why="the persona was to talk over "
-                      "the last reply but had nothing more to say: it was heard to its end")
+    except (TimeoutError, TurnError):
+        return  # the call ended, or the reply did not within turn_timeout: it stays as it was
+    except Exception as exc:  # the reply stays as it was; the socket is closed after all the same
+        session.event("reply_heard_out_failed", reason=f"{type(exc).__name__}: {exc}")
+        return
+    whole = reply.turn(sent_at, session.now_ms(), audio, turn.measures)
+    turn.text, turn.raw, turn.tool_calls = whole.text, whole.raw, whole.tool_calls
+    turn.completed_at_ms, turn.ended = whole.completed_at_ms, whole.ended
+    session.event("reply_heard_out", to_ms=round(turn.completed_at_ms, 1), why="the persona was to talk over the "
+                  "last reply but had nothing more to say: it was heard to its end")
