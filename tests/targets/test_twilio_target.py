@@ -290,3 +290,25 @@ tests:
     assert said and "started its reply while the user was still speaking" in said[0]["why"], result["events"]
     assert said[0]["from_ms"] < said[0]["to_ms"] == pytest.approx(answer["audio"]["user_to_ms"], abs=1), said
 
+
+@needs_voice
+def test_an_agent_that_hangs_up_in_the_middle_of_its_words_is_said(agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /cut agent closes the socket 0.5 s into its tone. Before: the reply was taken as it came, with only a
+    `hangup` event, as any goodbye is; nothing said the line was cut while the agent's audio was still speech."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/cut", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: cut
+    target: line
+    scenario: {{ script: [ {{ say: "When do you open?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 call closed by the agent while its audio was still speech (agent_hung_up_mid_speech" in done.stdout
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "cut" / "run-1" / "result.json").read_text())
+    names = [e["name"] for e in result["events"]]
+    assert "hangup" in names and "agent_hung_up_mid_speech" in names, result["events"]
+

@@ -94,6 +94,16 @@ def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> lis
             *([("audio_slow_pace", {"detail": slow})] if slow else [])]
 
 
+def hung_up(session: Any, heard: Heard, played_to_ms: float, reason: str | None) -> None:
+    """The agent closed the socket after speaking in this turn: a `hangup` event, and `agent_hung_up_mid_speech`
+    too when its last chunk (ending at `played_to_ms`) was speech, the line cut in the middle of a word (a reply
+    "I can both take." was taken as it came, and only the content assertion's failure said anything)."""
+    session.event("hangup", by="agent", reason=reason)
+    if heard.quiet_from is not None and abs(played_to_ms - heard.quiet_from) < 1:
+        session.event("agent_hung_up_mid_speech", at_ms=round(heard.quiet_from, 1), reason=f"{reason}: its "
+                      "audio was still speech when the socket closed, so its reply may be cut short")
+
+
 def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
     """Once the call's audio is transcribed: each reply talked over without words of its own takes what the
     caller heard of it, up to the barge-in."""

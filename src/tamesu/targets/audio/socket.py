@@ -32,7 +32,7 @@ from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
-from tamesu.targets.audio.heard import Heard, listening_notes, take_what_was_heard, transcribed, unheard
+from tamesu.targets.audio.heard import Heard, hung_up, listening_notes, take_what_was_heard, transcribed, unheard
 from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
@@ -318,7 +318,7 @@ class AudioSocketTarget(Target[SpecT]):
                     if heard.spoke_at is None:
                         raise TurnError(f"{self._closed or 'the agent closed the websocket'} before it said "
                                         "anything in this turn", raw=heard.controls)
-                    session.event("hangup", by="agent", reason=self._closed)
+                    hung_up(session, heard, self._require_voice().playback.cursor_ms, self._closed)
                     ended = True
                     break
                 items = message if isinstance(message, list) else self._read_message(message)
