@@ -116,12 +116,14 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
     async def _stops(self, ws: ServerConnection, after_ms: int) -> None:
         """`/stops?after_ms=N`: greets, answers each utterance 0.3 s after it ended with a long answer (four
         times ANSWER) on a clock, and stops it N ms after the caller's first loud frame over it, saying nothing
-        of it (no control message); N < 0: never stops. Its stops go to `self.stops` (ms after that frame)."""
+        of it (no control message); N < 0: never stops, and answers an utterance that came while it talked 0.3 s
+        after it has finished talking. Its stops go to `self.stops` (ms after that frame)."""
         loop = asyncio.get_running_loop()
         queued = [self.greeting[k:k + FRAME] for k in range(0, len(self.greeting), FRAME)]
         long_answer = self.answer * 4
         answer_at: list[float] = []
         state: dict[str, float | None] = {"talked_over": None}
+        spoke_until = 0.0
         caller = EndOfSpeech(quiet_frames=25)
 
         async def listen() -> None:
@@ -144,10 +146,14 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                     self.stops.append(round((now - over) * 1000, 1))
                     queued.clear()
                     state["talked_over"] = None
-                if not queued and answer_at and now >= answer_at[0]:
+                if not queued and answer_at and now >= max(answer_at[0], spoke_until):
                     answer_at.pop(0)
                     queued = [long_answer[k:k + FRAME] for k in range(0, len(long_answer), FRAME)]
-                await ws.send(queued.pop(0) if queued else bytes(FRAME))
+                if queued:
+                    await ws.send(queued.pop(0))
+                    spoke_until = now + 0.3  # a pause between its answers, as every agent makes
+                else:
+                    await ws.send(bytes(FRAME))
                 await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - loop.time()))
         finally:
             listening.cancel()

@@ -8,13 +8,21 @@ or does not do wrong (silence, a drop, a flood). Each records what tamesu sent i
 - `/flood`: sends tone as fast as the socket takes it, forever;
 - `/stray`: greets with 0.3 s of tone; answers the caller's first utterance with 3 s of tone, and when the caller
   talks over it stops (a `clear`) and 0.1 s later sends 40 ms more of it (late, as a loaded agent's last chunk
-  comes); 0.6 s after the caller's next utterance ends (its 0.4 s of quiet heard) it answers with 0.3 s of tone.
+  comes); 0.6 s after the caller's next utterance ends (its 0.4 s of quiet heard) it answers with 0.3 s of tone;
+- `/pause`: greets with 0.3 s of tone; answers the caller's first utterance (its 0.4 s of quiet heard) 0.3 s later
+  with 0.5 s of tone, 1.2 s of nothing and 0.5 s more (a reply with a pause in it), and the next one 0.6 s after
+  it ends with 0.3 s of tone;
+- `/cut`: greets with 0.3 s of tone; answers the caller's first utterance with tone and closes the socket 0.5 s
+  into it, in the middle of its sound;
+- `/eager`: greets with 0.3 s of tone; answers 0.4 s into the caller's first utterance, while the caller still
+  speaks, with 0.3 s of tone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 from typing import Any
@@ -51,6 +59,24 @@ class TwilioAgents(ThreadedWebsocketServer):
             await asyncio.sleep(0.02)
         await ws.send(json.dumps({"event": "mark", "streamSid": sid, "mark": {"name": mark}}))
 
+    async def _later(self, ws: ServerConnection, sid: str, after_s: float, ms: int, mark: str) -> None:
+        with contextlib.suppress(ConnectionClosed):  # the caller may hang up first
+            await asyncio.sleep(after_s)
+            await self._speak(ws, sid, ms, mark)
+
+    async def _cut(self, ws: ServerConnection, sid: str) -> None:
+        audio = tone(500)
+        with contextlib.suppress(ConnectionClosed):
+            for k in range(0, len(audio), 160):
+                payload = base64.b64encode(audio[k:k + 160]).decode()
+                await ws.send(json.dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}}))
+                await asyncio.sleep(0.02)
+            await ws.close()
+
+    async def _paused(self, ws: ServerConnection, sid: str) -> None:
+        await self._later(ws, sid, 0.3, 500, "r1a")
+        await self._later(ws, sid, 1.2, 500, "r1b")
+
     async def _handler(self, ws: ServerConnection) -> None:
         path = ws.request.path if ws.request is not None else "/"
         log = self.received.setdefault(path, [])
@@ -70,7 +96,7 @@ class TwilioAgents(ThreadedWebsocketServer):
                         return
                     if path == "/marks":
                         await self._speak(ws, sid, 1000, "m1")
-                    if path == "/stray":
+                    if path in ("/stray", "/pause", "/eager", "/cut"):
                         await self._speak(ws, sid, 300, "greeting")
                     if path == "/pcm":  # Twilio's mu-law agreed, pcm16 sent: a bridge that forgot to encode
                         t = np.arange(RATE) / RATE
@@ -100,6 +126,22 @@ class TwilioAgents(ThreadedWebsocketServer):
                         utterances += 1
                         await asyncio.sleep(0.6)
                         await self._speak(ws, sid, 300, "r2")
+                elif kind == "media" and path == "/eager":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    caller.heard(pcm)
+                    utterances += caller.loud
+                    if utterances == 20:  # 0.4 s of the caller's speech
+                        reply = asyncio.create_task(self._later(ws, sid, 0.0, 300, "over"))
+                elif kind == "media" and path == "/cut":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    if caller.heard(pcm):
+                        reply = asyncio.create_task(self._cut(ws, sid))
+                elif kind == "media" and path == "/pause":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    if caller.heard(pcm):
+                        utterances += 1
+                        reply = asyncio.create_task(self._paused(ws, sid) if utterances == 1 else
+                                                    self._later(ws, sid, 0.6, 300, "r2"))
                 elif kind == "dtmf" and path == "/marks":
                     await self._speak(ws, sid, 1000, "d" + event["dtmf"]["digit"])
         except ConnectionClosed:

@@ -7,10 +7,8 @@ after it arrived (a backlog read at once), and it stalls 0.3 s every 0.6 s, and 
 
 from __future__ import annotations
 
-import time
-
 from tamesu.audio.formats import AudioFormat
-from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR, flood, pace_problem
+from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR, flood, pace_problem, slow_pace
 from tamesu.targets.audio.heard import Heard
 
 RATE_KEY = "audio.sample_rate"
@@ -34,9 +32,6 @@ def _read(sent: list[tuple[float, float]], wakes: list[float]) -> Heard:
         heard.arrivals.append((stamp, duration))
         last = stamp
     heard.audio_ms = sum(duration for _at, duration in sent)
-    now = time.monotonic()
-    heard.first_audio_wall, heard.last_audio_wall = now, now + (last - heard.arrivals[0][0]) / 1000
-    heard.last_chunk_ms = sent[-1][1]
     return heard
 
 
@@ -73,3 +68,18 @@ def test_a_flood_read_with_a_backlog_names_the_rate_of_its_pace_not_of_its_span(
     assert problem is not None and "arrives steadily at 2.0x real time" in problem, problem
     # the span's timing is said too, after the chunks': a reader's backlog may have thrown either
     assert "(16000 or 22050 Hz would play in real time" in problem, problem
+
+
+def test_a_stream_at_a_fraction_of_real_time_is_said_with_the_rate_that_fits_also_by_a_starved_reader() -> None:
+    # before: 8 kHz audio read as the agreed 16 kHz (10 ms of audio every 20 ms) passed without a word, heard sped
+    # up with gaps ("Welcome to Dallas, check me out"); it is said, not failed (a loaded agent is slow too)
+    fmt = AudioFormat("pcm16", 16000)
+    for wakes in (None, STARVED_WAKES):
+        heard = _read(_sent(150, 20.0, 10.0), wakes) if wakes else Heard(arrivals=_sent(150, 20.0, 10.0))
+        said = slow_pace(heard, fmt, RATE_KEY)
+        assert said is not None and "arrives steadily at 0.50x real time for pcm16 16000 Hz: is audio.sample_rate " \
+            "(16000) the rate the agent sends? (8000 Hz would play in real time)" in said, (wakes is None, said)
+    assert slow_pace(Heard(arrivals=_sent(150, 20.0, 10.0)), fmt, "") is None  # a target whose rate is fixed
+    assert slow_pace(Heard(arrivals=_sent(150, 20.0, 20.0)), fmt, RATE_KEY) is None  # real time
+    assert slow_pace(Heard(arrivals=_sent(150, 28.0, 20.0)), fmt, RATE_KEY) is None  # a loaded sender: 0.7x
+

@@ -161,6 +161,16 @@ def test_a_barge_in_stops_the_agents_audio_and_is_measured(bella: BellaRun) -> N
     assert np.abs(data[quiet_from:quiet_to, 1]).max() < 200
 
 
+def test_the_last_reply_nobody_talks_over_is_heard_to_its_end(bella: BellaRun) -> None:
+    # the persona talks over every reply, but after the last one it has nothing more to say. Before: the call was
+    # hung up where it would have started talking (0.3-1.2 s into the reply): "Of course. For how "
+    result = bella.result("a-caller-who-talks-over-the-menu")
+    last = result["turns"][-1]["agent"]
+    assert last["audio"]["interrupted_at_ms"] is None, last["audio"]
+    assert "which day" in last["text"].lower(), last["text"]
+    assert "reply_heard_out" in [e["name"] for e in result["events"]], result["events"]
+
+
 def test_with_server_vad_the_agent_stops_when_it_hears_the_caller(bella: BellaRun) -> None:
     result = bella.result("a-caller-who-talks-over-the-agent-on-a-VAD-line")
     second = result["turns"][1]["agent"]["raw"]

@@ -202,3 +202,113 @@ tests:
     audio = second["agent"]["audio"]
     assert second["agent"]["first_token_at_ms"] >= audio["user_to_ms"]
     assert audio["agent_from_ms"] >= audio["user_to_ms"] + 900  # the agent answers 1 s after the caller stops
+
+
+@needs_voice
+def test_the_rest_of_a_reply_that_came_before_the_callers_words_is_not_the_reply_to_them(
+        agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /pause agent's first answer has a 1.2 s pause in it, longer than `idle` (0.6 s): its turn ends at the
+    pause, and the rest comes while the caller waits (2 s) before speaking again. Before: the rest was the reply to
+    the caller's next words, said before them, and its quiet since then ended that turn the moment the caller
+    stopped: the agent's answer to them, 1 s later, was never heard."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/pause", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: pause
+    target: line
+    persona: {{ behaviors: {{ silence_after_turn_ms: 2000 }} }}
+    scenario: {{ script: [ {{ say: "When do you open?" }}, {{ say: "And on Sundays?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "pause" / "run-1" / "result.json").read_text())
+    _greeting, _first, second = result["turns"]
+    audio = second["agent"]["audio"]
+    assert second["agent"]["first_token_at_ms"] >= audio["user_to_ms"], second["agent"]
+    assert audio["agent_from_ms"] >= audio["user_to_ms"] + 500, audio  # it answers 1 s after the caller stops
+    assert second["agent"]["raw"][-1]["agent_audio_ms"] >= 250, second["agent"]["raw"]
+    set_aside = [e["data"] for e in result["events"] if e["name"] == "agent_spoke_before_reply"]
+    assert set_aside and "went on after 0.6s of silence (idle) had ended its turn" in set_aside[0]["why"], set_aside
+    assert set_aside[0]["from_ms"] < audio["user_from_ms"], (set_aside, audio)
+
+
+
+@needs_voice
+def test_the_last_reply_is_heard_to_its_end_when_the_caller_has_nothing_more_to_say(
+        agents: TwilioAgents, tmp_path: Path) -> None:
+    """A persona that talks over every reply ends a turn where it starts talking (0.3-1.2 s into the reply), but
+    after the last one it has nothing more to say. Before: the call was hung up there, and the /stray agent's 3 s
+    answer was cut to what had come by then, its text too: an assertion on its last words failed the agent."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/stray", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: last
+    target: line
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "When do you open?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "last" / "run-1" / "result.json").read_text())
+    answer = result["turns"][-1]["agent"]
+    assert answer["audio"]["interrupted_at_ms"] is None, answer["audio"]  # nobody talked over it
+    assert answer["audio"]["agent_audio_ms"] >= 2900, answer["audio"]  # the 3 s answer, whole
+    assert answer["completed_at_ms"] - answer["first_token_at_ms"] >= 2500, answer
+    assert "reply_heard_out" in [e["name"] for e in result["events"]], result["events"]
+
+
+@needs_voice
+def test_a_reply_begun_while_the_caller_still_spoke_has_no_negative_time_to_first_token(
+        agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /eager agent answers 0.4 s into the caller's words, while they go on. Before: its time to first token
+    was its start less the end of the caller's words, about -2000 ms, in the run's metrics (an SLO on it passed),
+    and nothing said the agent had talked over the caller."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/eager", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: eager
+    target: line
+    scenario: {{ script: [ {{ say: "I would like a table for four people on Friday evening at eight, please." }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "eager" / "run-1" / "result.json").read_text())
+    answer = result["turns"][-1]["agent"]
+    assert answer["raw"][-1]["agent_audio_ms"] >= 250, answer["raw"]  # its answer came, over the caller's words
+    assert answer["first_token_at_ms"] is None, answer
+    assert "time_to_first_token_ms" not in result["metrics"], result["metrics"]
+    said = [e["data"] for e in result["events"] if e["name"] == "agent_spoke_before_reply"]
+    assert said and "started its reply while the user was still speaking" in said[0]["why"], result["events"]
+    assert said[0]["from_ms"] < said[0]["to_ms"] == pytest.approx(answer["audio"]["user_to_ms"], abs=1), said
+
+
+@needs_voice
+def test_an_agent_that_hangs_up_in_the_middle_of_its_words_is_said(agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /cut agent closes the socket 0.5 s into its tone. Before: the reply was taken as it came, with only a
+    `hangup` event, as any goodbye is; nothing said the line was cut while the agent's audio was still speech."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/cut", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
+tests:
+  - name: cut
+    target: line
+    scenario: {{ script: [ {{ say: "When do you open?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 call closed by the agent while its audio was still speech (agent_hung_up_mid_speech" in done.stdout
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "tw" / "cut" / "run-1" / "result.json").read_text())
+    names = [e["name"] for e in result["events"]]
+    assert "hangup" in names and "agent_hung_up_mid_speech" in names, result["events"]
+

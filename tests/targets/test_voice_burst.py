@@ -31,6 +31,7 @@ targets:
   flooder: { type: voice, url: "{{env.BOT}}/flood", turn_timeout: 2s }
   talker: { type: voice, url: "{{env.BOT}}/endless", turn_timeout: 4s, idle: 1s }
   bridge: { type: voice, url: "{{env.BOT}}/line", turn_timeout: 20s, idle: 2s }
+  paced-bridge: { type: voice, url: "{{env.BOT}}/line", audio: { paced: true }, turn_timeout: 20s, idle: 2s }
   hum: { type: voice, url: "{{env.BOT}}/hum", turn_timeout: 3s }
   stops: { type: voice, url: "{{env.BOT}}/stops?after_ms=300", turn_timeout: 20s, idle: 1s }
   ignores: { type: voice, url: "{{env.BOT}}/stops?after_ms=-1", turn_timeout: 20s, idle: 1s }
@@ -64,6 +65,10 @@ tests:
     scenario: { script: [ { say: "hello" } ] }
   - name: line
     target: bridge
+    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: paced-line
+    target: paced-bridge
     scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
 """
@@ -161,6 +166,15 @@ def test_a_stop_with_no_message_of_it_is_measured_and_one_never_made_is_long(
     ignored = stops("ignores")
     print("tamesu's interruption_stop_ms:", measured, "the agent's own stops:", STOPS, "ignored:", ignored)
     assert ignored and all(value >= 1000 for value in ignored), ignored  # talked on over the caller's words
+    # before: the talked-over answer playing on after the caller's words was the reply to them, "answered" at
+    # once (time to first audio 0-20 ms) with its end; the real answer (0.3 s after the first ended) never heard
+    result = json.loads((run_dir / "burst" / "ignores" / "run-1" / "result.json").read_text())
+    talked_over, last = (turn["agent"] for turn in result["turns"][-2:])
+    assert last["measures"]["time_to_first_audio_ms"] >= 250, last
+    # the answer starts 0.3 s after the talked-over one stopped (a loaded machine may stretch it, never shrink it)
+    assert last["audio"]["agent_from_ms"] >= talked_over["audio"]["agent_stopped_at_ms"] + 200, (talked_over, last)
+    set_aside = [e for e in result["events"] if e["name"] == "agent_spoke_before_reply"]
+    assert set_aside and "the reply the user talked over played on" in set_aside[0]["data"]["why"], result["events"]
 
 
 def test_a_greeting_in_one_message_and_an_answer_in_a_burst_pass(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
@@ -205,6 +219,18 @@ def test_a_paced_agent_that_bursts_fails_saying_paced(run: tuple[Path, dict[str,
     reason = why(records["paced"])
     assert "faster than real time" in reason and "audio.paced is true, so the agent must send at real-time pace" \
         in reason, reason
+
+
+def test_audio_that_came_while_the_caller_spoke_is_timed_by_its_arrival(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: the bridge's frames that came while the caller spoke were timed by when the turn read them, all at
+    # once after the caller's last frame ("1.8s of audio arrived in 0.0s"): with audio.paced a real-time agent
+    # failed as faster than real time, and without it the run said it flooded
+    run_dir, records = run
+    assert records["paced-line"]["status"] == "passed", why(records["paced-line"])
+    for test in ("line", "paced-line"):
+        events = json.loads((run_dir / "burst" / test / "run-1" / "result.json").read_text())["events"]
+        assert not [e for e in events if e["name"] == "audio_flood"], (test, events)
 
 
 def test_a_steady_stream_at_twice_real_time_names_the_sample_rate(

@@ -57,6 +57,8 @@ class AudioConversation:
         """Where the current reply's first speech plays: the persona's interrupt timer counts from here."""
         self._pending_barge_in: TurnAudio | None = None
         """The reply the user is talking over, until the agent's audio stops."""
+        self._earlier: tuple[float, str] | None = None
+        """The arrival of the last speech of an earlier reply heard while waiting for the next, and why it was."""
         self.barge_ins = 0
         self._reply_audio: dict[int, list[tuple[float, np.ndarray]]] = {}
         """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
@@ -231,18 +233,42 @@ class AudioConversation:
                 pending.agent_stopped_at_ms = max(last, now)  # a line's silence after the stop is no tail
         return start
 
-    def talked_over_tail(self, turn: TurnAudio | None, at_ms: float) -> bool:
-        """Whether audio arriving at `at_ms` is the rest of the reply the caller talked over (the last turn's):
-        it came after that barge-in, while the caller of `turn` was still speaking."""
+    def earlier_reply(self, turn: TurnAudio | None, data: bytes, at_ms: float) -> tuple[str, bool] | None:
+        """Why agent audio arriving at `at_ms`, before the reply to `turn` has started, is the rest of an earlier
+        reply and not that reply, and whether it is speech; None when it may be the reply. It is when it came
+        while the caller of `turn` was still speaking after talking over the last reply (`talked over`), before
+        the caller's first word (`before the words`: the last reply went on after a pause that ended its turn),
+        or when it goes on from such speech with no pause longer than TAIL_GAP_MS (a talked-over agent that
+        never stops plays on after the caller's words: taken for the reply, it was "answered" in 20 ms with the
+        end of the sentence the caller talked over, and the real answer came after the call had ended)."""
+        if turn is None or not turn.said or turn.agent_from_ms is not None:
+            return None
         last = self.last
-        return (turn is not None and last is not None and last.interrupted_at_ms is not None
-                and _caller_talking(turn, at_ms))
+        if last is not None and last.interrupted_at_ms is not None and _caller_talking(turn, at_ms):
+            why = "talked over"
+        elif turn.user_from_ms is None or at_ms < turn.user_from_ms:
+            why = "before the words"
+        elif self._earlier is not None and at_ms - self._earlier[0] <= TAIL_GAP_MS:
+            why = self._earlier[1]
+        else:
+            return None
+        try:
+            speech = rms(Clip.from_wire(data, self.receive_format).samples) > SPEECH_RMS
+        except ValueError:
+            return None  # not audio in the agreed format: the target's own reading of it says so
+        if speech:  # a line's silence or comfort noise between replies carries nothing on
+            self._earlier = (at_ms, why)
+        return why, speech
 
     def barge_in_due(self) -> bool:
         """The persona talks over this reply now: enough of it has played, as its behaviour drew."""
         if self._current is None or self._interrupt_after is None or self._heard_from_ms is None:
             return False
         return self.session.now_ms() - self._heard_from_ms >= self._interrupt_after
+
+    def hold_barge_in(self) -> None:
+        """The persona talks over nothing more (it has nothing more to say): the reply plays to its end."""
+        self._interrupt_after = None
 
     def barge_in(self) -> TurnAudio | None:
         """The user starts talking over the last reply now: the player is flushed (as a client's is) and the

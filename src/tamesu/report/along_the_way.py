@@ -39,6 +39,10 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
                          "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
     "capture_not_found": ("capture", "captures", "found in no agent turn"),
+    "agent_spoke_before_reply": ("stretch of agent speech", "stretches of agent speech",
+                                 "came before the user's words it would answer had ended"),
+    "agent_hung_up_mid_speech": ("call", "calls", "closed by the agent while its audio was still speech"),
+    "audio_slow_pace": ("agent reply", "agent replies", "streamed at a usual sample rate's fraction of real time"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
 is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the

@@ -114,6 +114,43 @@ def other_rate(factor: float | None, rate: int) -> float | None:
     return factor if sent_at != rate and abs(rate * factor / sent_at - 1) <= RATE_TOLERANCE else None
 
 
+SLOW_RATES = (8000, 16000, 24000, 48000)
+"""The rates a stream slower than real time is taken to be sent at: the telephony and speech ones only, so a
+loaded sender at 0.7x is not "11025 Hz"."""
+SLOW_TOLERANCE = 0.05
+
+
+def slow_pace(heard: Heard, fmt: AudioFormat, rate_key: str) -> str | None:
+    """What a stream whose chunks come steadily at a usual rate's fraction of real time says, or None: 8 kHz audio
+    read as 16 kHz plays at twice its speed with gaps (Whisper heard "Welcome to Dallas, check me out"), and the
+    turn passed without a word. Not a failure: a loaded agent behind its own clock is slower than real time too."""
+    if not rate_key:
+        return None
+    # chunk by chunk, else end to end over the longest stretch without a pause: a loaded reader's stamps throw
+    # either one off (a backlog read at once, a stall)
+    for factor in (paced_factor(heard.arrivals), _run_factor(heard.arrivals)):
+        if factor is None or factor * STRICT_FLOOD_FACTOR > 1:
+            continue
+        sent = min(SLOW_RATES, key=lambda rate: abs(math.log(rate / (fmt.rate * factor))))
+        if sent < fmt.rate and abs(fmt.rate * factor / sent - 1) <= SLOW_TOLERANCE:
+            return (f"the agent's audio arrives steadily at {factor:.2f}x real time for {fmt}: is {rate_key} "
+                    f"({fmt.rate}) the rate the agent sends? ({sent} Hz would play in real time)")
+    return None
+
+
+def _run_factor(arrivals: list[tuple[float, float]]) -> float | None:
+    """The pace of the longest stretch of arrivals without a pause (as `steady_factor` takes it), any pace."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for previous, chunk in itertools.pairwise(arrivals):
+        if chunk[0] - previous[0] > STEADY_GAP_MS:
+            runs.append([])
+        runs[-1].append(chunk)
+    run = max(runs, key=len)
+    if len(run) < STEADY_CHUNKS or run[-1][0] - run[0][0] < STEADY_SPAN_MS:
+        return None
+    return sum(duration for _at, duration in run[:-1]) / (run[-1][0] - run[0][0])
+
+
 def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: str | bool,
                  rate_key: str) -> str | None:
     """Why audio faster than real time (`flood`) fails the turn, or None: a burst plays on the playback clock;
@@ -144,10 +181,13 @@ def pace_problem(heard: Heard, flood: str | None, fmt: AudioFormat, paced_key: s
 
 
 def _wall_ms(heard: Heard) -> float | None:
-    """From the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration."""
-    if heard.first_audio_wall is None or heard.last_audio_wall is None:
+    """From the first chunk's arrival to the end of the last one's slot: a paced stream spans its duration. The
+    reader's stamps, not when the turn read the chunks: audio that came while the caller spoke is read at once
+    after the caller's last frame, and timed so it was "2.0s of audio in 0.0s" from a paced agent (a flood
+    event, and a failed turn with `audio.paced: true`)."""
+    if not heard.arrivals:
         return None
-    return (heard.last_audio_wall - heard.first_audio_wall) * 1000 + heard.last_chunk_ms
+    return heard.arrivals[-1][0] - heard.arrivals[0][0] + heard.arrivals[-1][1]
 
 
 def _whole_factor(heard: Heard) -> float | None:

@@ -22,12 +22,51 @@ class Heard:
     quiet_from: float | None = None
     """The playback end of the agent's last loud chunk."""
     audio_ms: float = 0.0
-    first_audio_wall: float | None = None
-    last_audio_wall: float | None = None
-    last_chunk_ms: float = 0.0
     arrivals: list[tuple[float, float]] = field(default_factory=list)
     """Each audio chunk's arrival (ms on the session's clock) and duration: a burst from a steady stream."""
     controls: list[dict[str, Any]] = field(default_factory=list)
+    earlier: dict[str, list[float]] = field(default_factory=dict)
+    """Audio of an earlier reply that came while waiting for this one (`AudioConversation.earlier_reply`'s why):
+    where it played, from and to (ms)."""
+
+    def set_aside(self, earlier: tuple[str, bool], start_ms: float, at_ms: float, data: bytes, fmt: Any) -> None:
+        """A chunk of an earlier reply (why, whether it is speech; `fmt`: the agreed AudioFormat) that arrived at
+        `at_ms`, placed to play at `start_ms`: where its speech played is said, and it counts in the audio that
+        came (an agent flooding the line before the caller's words is still a flood)."""
+        why, speech = earlier
+        duration = len(data) * 1000 / (fmt.rate * (2 if fmt.encoding == "pcm16" else 1))
+        self.audio_ms += duration
+        self.arrivals.append((at_ms, duration))
+        if speech:
+            self.earlier.setdefault(why, [start_ms, start_ms + duration])[1] = start_ms + duration
+
+    def reply_starts(self, start_ms: float, audio: Any) -> float | None:
+        """The reply's first speech, playing at `start_ms`, as its first token: None when it came before the
+        caller's words it answers had ended (`audio`, the turn's TurnAudio), said instead (`earlier_said`). An agent
+        that talks over the caller answered 2.1 s "before" it was asked: a time to first token of -2132 ms went into
+        the run's percentiles, and an SLO on it passed."""
+        said, ended = getattr(audio, "said", ""), getattr(audio, "user_to_ms", None)
+        if said and ended is not None and start_ms < ended:
+            self.earlier["over the words"] = [start_ms, ended]
+            return None
+        return start_ms
+
+    def earlier_said(self, idle_s: float) -> list[dict[str, Any]]:
+        """What the `agent_spoke_before_reply` events say: the earlier reply's audio not taken for this one, and a
+        reply that started while the caller was still speaking."""
+        return [{"from_ms": round(start, 1), "to_ms": round(end, 1), "why": _EARLIER[why].format(idle=idle_s)}
+                for why, (start, end) in self.earlier.items()]
+
+
+_EARLIER = {
+    "before the words": "the agent's reply before went on after {idle:g}s of silence (idle) had ended its turn; it "
+                        "came before the user's words, so it is not the reply to them (is idle shorter than the "
+                        "pauses in its replies?)",
+    "talked over": "the reply the user talked over played on, after the user's words too; it is not the reply "
+                   "to them",
+    "over the words": "the agent started its reply while the user was still speaking (from_ms to the end of the "
+                      "user's words, to_ms): no time to first audio or token is measured for it",
+}
 
 
 async def transcribed(voice: AudioConversation, heard: Heard) -> str:
@@ -46,6 +85,25 @@ async def transcribed(voice: AudioConversation, heard: Heard) -> str:
     return await voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
 
 
+def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:
+    """The events a listening ends with: each `agent_spoke_before_reply`, and `audio_slow_pace` (`slow_pace`)."""
+    from tamesu.targets.audio.burst import slow_pace  # burst reads Heard: imported when it runs
+
+    slow = slow_pace(heard, fmt, rate_key)
+    return [*(("agent_spoke_before_reply", said) for said in heard.earlier_said(idle_s)),
+            *([("audio_slow_pace", {"detail": slow})] if slow else [])]
+
+
+def hung_up(session: Any, heard: Heard, played_to_ms: float, reason: str | None) -> None:
+    """The agent closed the socket after speaking in this turn: a `hangup` event, and `agent_hung_up_mid_speech`
+    too when its last chunk (ending at `played_to_ms`) was speech, the line cut in the middle of a word (a reply
+    "I can both take." was taken as it came, and only the content assertion's failure said anything)."""
+    session.event("hangup", by="agent", reason=reason)
+    if heard.quiet_from is not None and abs(played_to_ms - heard.quiet_from) < 1:
+        session.event("agent_hung_up_mid_speech", at_ms=round(heard.quiet_from, 1), reason=f"{reason}: its "
+                      "audio was still speech when the socket closed, so its reply may be cut short")
+
+
 def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
     """Once the call's audio is transcribed: each reply talked over without words of its own takes what the
     caller heard of it, up to the barge-in."""
@@ -56,12 +114,15 @@ def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
     talked_over.clear()
 
 
-def unheard(heard: Heard, wire: Any, voice: AudioConversation | None, flood: str | None) -> str:
+def unheard(heard: Heard, wire: Any, voice: AudioConversation | None, flood: str | None, idle_s: float) -> str:
     """Why an agent seemed to say nothing: the wire's own hint (`silence_hint`: a configuration that finds no
     audio), else, when audio came, that none of it was speech in the agreed format (pcm16 sent where mu-law
     was agreed, 8 kHz where 16 kHz was; it read "the agent said nothing" of 5.3 s of audio)."""
     if said := (wire.silence_hint() if wire is not None else ""):
         return str(said)
+    if heard.earlier:  # all it said was an earlier reply's
+        return "".join(f"; {said['why']} ({(said['to_ms'] - said['from_ms']) / 1000:.1f}s of it)"
+                       for said in heard.earlier_said(idle_s)) + (f" ({flood})" if flood else "")
     if heard.audio_ms <= 0:
         return ""
     came = f"{heard.audio_ms / 1000:.1f}s of audio came"

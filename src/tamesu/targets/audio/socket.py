@@ -31,7 +31,8 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
-from tamesu.targets.audio.heard import Heard, take_what_was_heard, transcribed, unheard
+from tamesu.targets.audio.hear_out import hear_out
+from tamesu.targets.audio.heard import Heard, hung_up, listening_notes, take_what_was_heard, transcribed, unheard
 from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
@@ -143,6 +144,9 @@ class AudioSocketTarget(Target[SpecT]):
         self._open_line()
 
     async def close(self) -> None:
+        if self._barging and self._closed is None and self._interrupted is not None:  # no words left to talk over it
+            await hear_out(self._queue, self._read_message, self._require_voice(), self._interrupted,
+                           idle_s=self.idle_s, limit_s=self.spec.turn_timeout)
         for handle, _echo in self._marks:
             handle.cancel()
         wire = self._wire
@@ -314,7 +318,7 @@ class AudioSocketTarget(Target[SpecT]):
                     if heard.spoke_at is None:
                         raise TurnError(f"{self._closed or 'the agent closed the websocket'} before it said "
                                         "anything in this turn", raw=heard.controls)
-                    session.event("hangup", by="agent", reason=self._closed)
+                    hung_up(session, heard, self._require_voice().playback.cursor_ms, self._closed)
                     ended = True
                     break
                 items = message if isinstance(message, list) else self._read_message(message)
@@ -348,7 +352,7 @@ class AudioSocketTarget(Target[SpecT]):
             timed_from = timed_from or time.monotonic()
             if time.monotonic() - timed_from > limit:
                 if heard.spoke_at is None:
-                    hint = unheard(heard, self._wire, self._voice, self._flood(heard))
+                    hint = unheard(heard, self._wire, self._voice, self._flood(heard), self.idle_s)
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
                                     raw=heard.controls)
                 flood = self._flood(heard)  # else a reply still going on in real time: a talker who never stops
@@ -357,6 +361,8 @@ class AudioSocketTarget(Target[SpecT]):
                                     if flood else ended_late(limit, self.idle_s), raw=heard.controls)
                 break
         turn.completed_at_ms = heard.quiet_from if fell_quiet and heard.quiet_from else session.now_ms()
+        for name, said in listening_notes(heard, self.idle_s, self._require_voice().receive_format, self.rate_key):
+            session.event(name, **said)
         if not interrupted:
             self._close_barge_in()  # no clear came: the stop is the last audio of the reply talked over
         if flood := self._flood(heard):
@@ -403,11 +409,13 @@ class AudioSocketTarget(Target[SpecT]):
         if item.kind == "audio":
             if not item.audio:
                 return False
-            if self._require_voice().talked_over_tail(audio_turn, at):
-                # no reply to the caller, who was still speaking (after the agent's own stop too, a chunk came
-                # late): counted, its quiet since then ended the turn as soon as the caller stopped
+            if earlier := self._require_voice().earlier_reply(audio_turn, item.audio, at):
+                # no reply to the caller: counted, its quiet since then ended the turn as soon as the caller
+                # stopped, and the answer after it was never heard
                 with contextlib.suppress(Exception):
-                    self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=None)
+                    voice = self._require_voice()
+                    start = voice.agent_audio(item.audio, arrived_ms=at, turn=None)
+                    heard.set_aside(earlier, start, at, item.audio, voice.receive_format)
                 return True
             try:
                 start = self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=audio_turn)
@@ -416,15 +424,11 @@ class AudioSocketTarget(Target[SpecT]):
                 raise TurnError(f"the agent's audio does not fit the agreed format: {exc}",
                                 raw=heard.controls) from None
             heard.audio_ms += clip.duration_ms
-            if heard.first_audio_wall is None:
-                heard.first_audio_wall = time.monotonic()
-            heard.last_audio_wall = time.monotonic()
-            heard.last_chunk_ms = clip.duration_ms
             heard.arrivals.append((at, clip.duration_ms))
             if rms(clip.samples) > SPEECH_RMS:
                 if heard.spoke_at is None:
                     heard.spoke_at = start
-                    turn.first_token_at_ms = start
+                    turn.first_token_at_ms = heard.reply_starts(start, audio_turn)
                 heard.quiet_from = start + clip.duration_ms
             if heard.spoke_at is not None:
                 heard.pcm.append(clip.samples if clip.rate == 16000 else clip.at(16000).samples)
@@ -464,13 +468,9 @@ class AudioSocketTarget(Target[SpecT]):
         echo = self._wire.mark_echo(name)
         if echo is None:
             return
-        session = self._require_session()
-        delay = max(0.0, self._require_voice().playback.cursor_ms - session.now_ms()) / 1000
-
-        def fire() -> None:
-            self._spawn(self._send_quietly(echo))
-
-        self._marks.append((asyncio.get_running_loop().call_later(delay, fire), echo))
+        delay = max(0.0, self._require_voice().playback.cursor_ms - self._require_session().now_ms()) / 1000
+        handle = asyncio.get_running_loop().call_later(delay, lambda: self._spawn(self._send_quietly(echo)))
+        self._marks.append((handle, echo))
 
     def _spawn(self, job: Any) -> None:
         task = asyncio.ensure_future(job)

@@ -59,6 +59,7 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.base import Target
+from tamesu.targets.realtime.hear_out import hear_out
 from tamesu.targets.realtime.parts import NotJson, Reply, history_items, kept, merge, unprompted
 from tamesu.targets.realtime.spec import AUDIO_FORMATS, RealtimeSpec, as_output
 from tamesu.targets.realtime.tools import answered_call, call_args
@@ -98,6 +99,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
         self._barging = False
         self._last_item: str | None = None
         self._interrupted_turn: AgentTurn | None = None
+        self._last_reply: tuple[Reply, TurnAudio | None, float] | None = None
         self._finished = False
         self._line: Line | None = None
         """server VAD: the silence tamesu keeps sending between utterances, as an open phone line does."""
@@ -198,6 +200,9 @@ class RealtimeTarget(Target[RealtimeSpec]):
         self._line = (asyncio.create_task(run()), stop)
 
     async def close(self) -> None:
+        if self._barging and self._last_reply is not None and self._interrupted_turn is not None:
+            await hear_out(self, self._last_reply, self._interrupted_turn)  # no words left to talk over it
+
         async def finish() -> None:
             if self._voice is not None and not self._finished:
                 self._finished = True
@@ -329,7 +334,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
             audio, measures = self._require_voice().end_turn()
         agent = reply.turn(sent_at, session.now_ms(), audio, measures)
         if reply.interrupted:
-            self._interrupted_turn = agent
+            self._interrupted_turn, self._last_reply = agent, (reply, audio, sent_at)
         return agent
 
     def _response_create(self) -> dict[str, Any]:
