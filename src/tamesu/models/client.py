@@ -37,8 +37,7 @@ from tamesu.telemetry import otel
 
 BACKOFF_BASE = 0.5
 """Seconds before the first retry; doubled each time (0.5, 1, 2, 4, 8...)."""
-BACKOFF_CAP = 8.0
-RETRY_AFTER_CAP = 30.0
+BACKOFF_CAP, RETRY_AFTER_CAP = 8.0, 30.0
 """The longest a server's Retry-After is honoured; a longer wait is not worth holding a test run for."""
 RETRY_FLOOR = 0.25
 """The shortest wait before retry N+1 is this times 2**N, whatever Retry-After says: `Retry-After: 0` from a
@@ -46,7 +45,7 @@ server that is still overloaded must not become a burst of calls (four in a few 
 RETRY_SPREAD = 0.25
 """How far past a server's Retry-After retries are spread (a fraction of the wait)."""
 TIMEOUT_MARGIN = 5.0
-"""Seconds beyond the spec's timeout before a call is abandoned whatever the SDK does (a trickling server)."""
+"""Seconds beyond the spec's timeout (the SDK's, per read) before a call is abandoned (a trickling server)."""
 
 _THE_AGENTS_OWN = ("target", "counterpart")
 """Calls made as the agent under test (or the agent in the user's seat): sent as the test wrote them."""
@@ -219,7 +218,6 @@ class ResilientClient:
                         self._record("model_adapted", model=self.label, purpose=request.purpose, change=change)
                 return response
             except TimeoutError:
-                # the SDK's own timeout is per read: a server trickling its answer is cut here, later
                 error = ModelError(f"{self.label}: no whole answer within {self.spec.timeout + TIMEOUT_MARGIN:g}s "
                                    f"(timeout {self.spec.timeout:g}s, each read within it, the whole answer "
                                    f"{TIMEOUT_MARGIN:g}s more)", retryable=True, timed_out=True)
