@@ -251,7 +251,17 @@ def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
     """`tamesu ARGS` in a child process, exactly as from a shell (forked from a warm process: tests/forked.py)."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
+    if env and "PYTHONPATH" in env:
+        full_env["PYTHONPATH"] = beside_ours(env["PYTHONPATH"])
     return forked.run(args, cwd, full_env, timeout)
+
+
+def beside_ours(path: str) -> str:
+    """A test's PYTHONPATH (a plug-in's folder) followed by the one the tests run with: in a worktree that is its
+    `src`, and without it the child ran the tamesu installed in the venv, another checkout's code."""
+    ours = [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part]
+    given = [part for part in path.split(os.pathsep) if part]
+    return os.pathsep.join([*given, *(part for part in ours if part not in given)])
 
 
 def warm_demo(history: Path) -> dict[str, str]:
