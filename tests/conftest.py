@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import forked
+import source_tree
 from lane_scheduling import LaneScheduling
 from tamesu.net.serve import ThreadServer
 
@@ -196,6 +197,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         os.nice(BACKGROUND_NICE)
 
 
+_tree_before: set[Path] | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _tree_before
+    if not hasattr(session.config, "workerinput"):  # the controller sees every worker's tests, before and after
+        _tree_before = source_tree.files_under()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when its tests left files in examples/ or tests/fixtures (source_tree.py says why)."""
+    if _tree_before is None:
+        return
+    left = source_tree.left_behind(_tree_before)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        said = f"tests left files in the source tree (write them under tmp_path): {', '.join(left)}"
+        if reporter is not None:
+            reporter.write_line("")  # the progress line (`[100%]`) has no newline of its own yet
+            reporter.write_line(said, red=True)
+        else:
+            print(said, file=sys.stderr)
+        if exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM and SIGHUP stop pytest as Ctrl-C does (`stop_as_interrupted`).
 
@@ -224,14 +251,25 @@ def run_tamesu(args: list[str], cwd: Path, env: dict[str, str] | None = None,
     """`tamesu ARGS` in a child process, exactly as from a shell (forked from a warm process: tests/forked.py)."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     full_env.pop("TAMESU_DEBUG", None)
+    if env and "PYTHONPATH" in env:
+        full_env["PYTHONPATH"] = beside_ours(env["PYTHONPATH"])
     return forked.run(args, cwd, full_env, timeout)
 
 
-def warm_demo() -> dict[str, str]:
+def beside_ours(path: str) -> str:
+    """A test's PYTHONPATH (a plug-in's folder) followed by the one the tests run with: in a worktree that is its
+    `src`, and without it the child ran the tamesu installed in the venv, another checkout's code."""
+    ours = [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part]
+    given = [part for part in path.split(os.pathsep) if part]
+    return os.pathsep.join([*given, *(part for part in ours if part not in given)])
+
+
+def warm_demo(history: Path) -> dict[str, str]:
     """What a demo script (scripts/demo*.py) needs in its environment to start its `tamesu run` as a fork of this
     worker's warm process (`TAMESU_COMMAND`, read by scripts/_examples.py): a fresh one imported tamesu, the
-    target's SDKs and the store again, a second or more of CPU per demo."""
-    return {"TAMESU_COMMAND": shlex.join(forked.tamesu_command())}
+    target's SDKs and the store again, a second or more of CPU per demo. Its history goes in `history` (a
+    tmp_path): by default it is kept beside the example's tamesu.yaml, in the source tree (source_tree.py)."""
+    return {"TAMESU_COMMAND": shlex.join(forked.tamesu_command()), "TAMESU_STORE": str(history / "store.db")}
 
 
 def why(record: dict[str, Any]) -> str:

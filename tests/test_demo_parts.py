@@ -5,6 +5,7 @@ one line what to install and lets the demo go on, and the demo's last words name
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,27 @@ def test_the_demo_ends_with_the_reports_it_wrote_and_how_to_open_the_history(tmp
     assert lines[0] == "demo: the HTML reports (open them in a browser):"
     assert lines[-1].strip().startswith(".venv/bin/tamesu view ")
     assert not any("report.html" in line for line in lines)
+
+
+def _demo_recipe_examples() -> dict[str, str]:
+    """The example folder each script of the Makefile's `demo` target runs, by script."""
+    recipe = re.search(r"^demo: \$\(BIN\)/\.installed\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
+    assert recipe is not None, "no demo target in the Makefile"
+    found = {}
+    for script in re.findall(r"scripts/(demo\w*\.py)", recipe.group(1)):
+        source = (ROOT / "scripts" / script).read_text()
+        named = re.search(r'"examples" / "([\w-]+)"', source) or re.search(r"examples/([\w-]+)", source.split("\n")[0])
+        if named:  # demo_end.py runs none: it names the reports the others wrote
+            found[script] = named.group(1)
+    return found
+
+
+def test_the_readme_says_every_example_make_demo_runs() -> None:
+    # before: scripts/demo_traced.py (examples/traced-agent) ran in `make demo`, and the README did not say so
+    examples = _demo_recipe_examples()
+    assert "demo_traced.py" in examples and len(examples) >= 6, examples
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        said = re.search(r"^make demo .*?(?=^make test)", page.read_text(), re.M | re.S)
+        assert said is not None, page
+        assert {script: name for script, name in examples.items() if f"examples/{name}" not in said.group(0)} == {}, \
+            page

@@ -501,7 +501,7 @@ def test_the_a2a_demo_runs_its_suite_and_passes(tmp_path: Path, protocol: str) -
     demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_a2a.py"), "--protocol", protocol,
                            "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo(), **agent_python})
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo(tmp_path), **agent_python})
     assert demo.returncode == 0, demo.stdout + demo.stderr
 
 

@@ -52,7 +52,7 @@ def _run_result(out: Path, test: str) -> dict[str, Any]:
 
 
 def test_the_suite_passes_offline(orchestrator: str, tamesu: Callable[..., Any], tmp_path: Path) -> None:
-    env = {**os.environ, "ORCHESTRATOR_URL": orchestrator}
+    env = {**os.environ, "ORCHESTRATOR_URL": orchestrator, "TAMESU_STORE": str(tmp_path / "store.db")}
     done = tamesu(["run", "--out", str(tmp_path)], cwd=EXAMPLE, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     results = _results(tmp_path)
@@ -77,7 +77,7 @@ def test_the_suite_passes_offline(orchestrator: str, tamesu: Callable[..., Any],
 
 def test_coverage_lists_a_declared_remote_agent_nobody_called(orchestrator: str, tamesu: Callable[..., Any],
                                                               tmp_path: Path) -> None:
-    env = {**os.environ, "ORCHESTRATOR_URL": orchestrator}
+    env = {**os.environ, "ORCHESTRATOR_URL": orchestrator, "TAMESU_STORE": str(tmp_path / "store.db")}
     done = tamesu(["run", "--out", str(tmp_path), "--filter", "tracking"], cwd=EXAMPLE, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     report = tamesu(["coverage", str(next(tmp_path.glob("2*"))), "--json"], cwd=EXAMPLE)
@@ -96,7 +96,7 @@ def test_a_delegation_refused_for_its_token_is_said_in_the_failure(tamesu: Calla
         assert process.stdout is not None
         url = process.stdout.readline().rsplit(" ", 1)[-1].strip()
         done = tamesu(["run", "--out", str(tmp_path), "--filter", "shipping"], cwd=EXAMPLE,
-                      env={**os.environ, "ORCHESTRATOR_URL": url})
+                      env={**os.environ, "ORCHESTRATOR_URL": url, "TAMESU_STORE": str(tmp_path / "store.db")})
     finally:
         process.terminate()
         process.wait(timeout=10)

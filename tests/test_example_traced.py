@@ -19,7 +19,7 @@ def test_the_traced_demo_grades_the_agent_on_its_own_spans(tmp_path: Path) -> No
     out = tmp_path / "out"
     demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_traced.py"), "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "NO_COLOR": "1", "TRACES_PORT": "", **warm_demo()})
+                          env={**os.environ, "NO_COLOR": "1", "TRACES_PORT": "", **warm_demo(tmp_path)})
     said = demo.stdout + demo.stderr
     assert demo.returncode == 0, said
     assert "3 passed, 0 failed" in demo.stdout

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import forked
+import tamesu
 from conftest import run_tamesu
 
 FIXTURE = Path(__file__).parent / "fixtures" / "plugin_demo"
@@ -105,6 +106,19 @@ def test_a_plugin_package_adds_a_target_a_check_and_a_report(plugin_site: Path, 
     assert done.stdout.count("✗ custom: 0% capitals") == 1
 
 
+def test_a_run_with_the_plugin_on_its_path_runs_the_tamesu_the_tests_import(plugin_site: Path, tmp_path: Path) -> None:
+    # before: run_tamesu's PYTHONPATH replaced the one the tests ran with, so in a worktree (PYTHONPATH=<it>/src)
+    # these runs ran the tamesu installed in the venv: another checkout's code was the one tested
+    (tmp_path / "checks.py").write_text("import tamesu\n\ndef where(run):\n    return False, tamesu.__file__\n")
+    (tmp_path / "suite.yaml").write_text("""\
+targets: { quiet: { type: echo } }
+tests: [ { name: t, target: quiet, scenario: { script: [ { say: hi } ] }, assert: [ { script: checks:where } ] } ]
+""")
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"PYTHONPATH": str(plugin_site)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"✗ script: {tamesu.__file__}" in done.stdout, done.stdout
+
+
 def test_a_record_that_cannot_be_written_is_that_tests_error_not_the_runs_end(plugin_site: Path,
                                                                              tmp_path: Path) -> None:
     # before: `tamesu: internal error: PydanticSerializationError: ... Maximum serialization depth exceeded`
@@ -116,9 +130,7 @@ tests:
   - { name: deep, target: quiet, scenario: { script: [ { say: "nest deeply" } ] } }
   - { name: after, target: quiet, scenario: { script: [ { say: "hello" } ] }, assert: [ { contains: hello } ] }
 """)
-    # the tamesu on the path first, as the plug-in's own folder is added (not the one installed in the venv)
-    path = os.pathsep.join(filter(None, [str(plugin_site), os.environ.get("PYTHONPATH")]))
-    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"PYTHONPATH": path})
+    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"PYTHONPATH": str(plugin_site)})
     assert done.returncode == 3, done.stdout + done.stderr
     (run_dir,) = (p for p in (tmp_path / "out").iterdir() if p.is_dir())
     rows = {row["test"]: row for row in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}

@@ -33,17 +33,20 @@ def _example_module() -> Any:
 @dataclass
 class ExpenseAgent:
     url: str
+    store: Path
+    """The history of the runs against the example: by default it is kept beside the example's tamesu.yaml, in
+    the source tree (tests/source_tree.py)."""
 
     @property
     def env(self) -> dict[str, str]:
-        return {"EXPENSE_URL": self.url}
+        return {"EXPENSE_URL": self.url, "TAMESU_STORE": str(self.store)}
 
 
 @pytest.fixture(scope="module")
-def expense_agent() -> Iterator[ExpenseAgent]:
+def expense_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExpenseAgent]:
     server = ThreadServer(_example_module().create_app()).start()
     try:
-        yield ExpenseAgent(server.url)
+        yield ExpenseAgent(server.url, tmp_path_factory.mktemp("history") / "store.db")
     finally:
         server.stop()
 

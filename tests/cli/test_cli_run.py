@@ -494,7 +494,7 @@ def test_a_killed_run_keeps_every_finished_test(tmp_path: Path, agent) -> None:
 def test_the_demo_runs_the_example_suite(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo.py"), "--out", str(tmp_path / "out")],
                             capture_output=True, text=True, timeout=180,
-                            env={**os.environ, "NO_COLOR": "1", **warm_demo()})
+                            env={**os.environ, "NO_COLOR": "1", **warm_demo(tmp_path)})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = results(only_run_dir(tmp_path / "out"))
     assert {line["status"] for line in lines} == {"passed"}

@@ -242,7 +242,7 @@ def test_a_direct_message_is_one_standard_case(expense_agent: ExpenseAgent, tmp_
 
 def test_an_unreachable_agent_is_an_infrastructure_error(tmp_path: Path) -> None:
     done = run_test(["-i", "tests/history.jsonl", "-n", "expense", "--out", str(tmp_path)],
-                    env={"EXPENSE_URL": "http://127.0.0.1:1"})
+                    env={"EXPENSE_URL": "http://127.0.0.1:1", "TAMESU_STORE": str(tmp_path / "store.db")})
     assert done.returncode == 3, done.stdout + done.stderr
     assert "! [T002] Expense submission - final confirmation" in done.stdout
     assert "  Error: rest target expense: cannot reach http://127.0.0.1:1/chat" in done.stdout

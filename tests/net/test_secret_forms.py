@@ -40,6 +40,8 @@ def forms(value: str) -> dict[str, str]:
         "form-encoded": quote_plus(value),
         "as httpx writes a path": quote(value, safe="/+@!$&'()*,;=:~"),
         "lower-case hex": quote(value, safe="").lower(),
+        "hex of the bytes": raw.hex(),
+        "hex of the bytes, upper-case": raw.hex().upper(),
         "base64": base64.b64encode(raw).decode(),
         "url-safe base64": base64.urlsafe_b64encode(raw).decode().rstrip("="),
         "JSON-escaped": json.dumps(value)[1:-1],
@@ -83,7 +85,7 @@ async def _echo_everywhere(request: Request) -> JSONResponse:
     raw = token.encode()
     said = (f"plain {token} | path {quote(token, safe='')} | form {quote_plus(token)} | "
             f"b64 {base64.b64encode(raw).decode()} | basic {base64.b64encode(b'u:' + raw).decode()} | "
-            f"json {json.dumps(token)[1:-1]}")
+            f"json {json.dumps(token)[1:-1]} | hex {raw.hex()} | signed 0x{(b'sig:' + raw).hex().upper()}")
     return JSONResponse({"text": said, "echo": {"token": token}})
 
 
@@ -125,6 +127,7 @@ def test_an_agent_echoing_a_secret_in_every_form_leaks_none(tmp_path: Path, tame
                                   "    request: { body: { message: '{{message}}', token: '{{secrets.BOT_TOKEN}}' } }")
     output, written = _run_everywhere(tmp_path, tamesu)
     assert "plain *** | path *** | form *** | b64 *** | basic dTp***" in output, output
+    assert "| hex *** | signed 0x7369673A***" in output, output
     assert leaks(output) == []
     cache = [p for p in written if ".tamesu" in p.parts]
     assert cache, "the judge's answer was not recorded"

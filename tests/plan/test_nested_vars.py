@@ -118,3 +118,32 @@ tests:
     written = [path for path in (tmp_path / "out").rglob("*") if path.is_file()
                and "s3cr3t-var-token" in path.read_text(errors="replace")]
     assert written == [] and "s3cr3t-var-token" not in done.stdout + done.stderr
+
+
+def test_equals_fills_its_templates_as_contains_does_and_a_secret_in_it_stays_masked(
+        tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: `equals` compared the literal `{{secrets.SHOP_TOKEN}}` (`contains` filled it in), so an agent that
+    # answered exactly right failed as the agent's fault
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+vars: {{ token: "{{{{secrets.SHOP_TOKEN}}}}", n: 1 }}
+targets:
+  bot: {{ type: rest, url: "{rest_agents.url}/chat", response: {{ text: $.text }} }}
+tests:
+  - name: right
+    scenario: {{ script: [ {{ say: "{{{{secrets.SHOP_TOKEN}}}}" }} ] }}
+    assert:
+      - equals: "Echo 1: {{{{secrets.SHOP_TOKEN}}}}"
+      - equals: "Echo {{{{vars.n}}}}: {{{{vars.token}}}}"
+      - equals: {{ path: $.text, value: "Echo 1: {{{{env.SHOP_TOKEN}}}}" }}
+  - name: wrong
+    scenario: {{ script: [ {{ say: "nothing" }} ] }}
+    assert: [ {{ equals: "{{{{vars.token}}}}" }} ]
+""")
+    done = run_tamesu(["run", "--out", "out", "--report", "json,junit,html"], cwd=tmp_path,
+                      env={"SHOP_TOKEN": "s3cr3t-var-token"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "PASS  s/right" in done.stdout and 'expected exactly "***", turn 1 said "Echo 1: nothing"' in done.stdout, \
+        done.stdout
+    written = [path for path in (tmp_path / "out").rglob("*") if path.is_file()
+               and "s3cr3t-var-token" in path.read_text(errors="replace")]
+    assert written == [] and "s3cr3t-var-token" not in done.stdout + done.stderr

@@ -93,7 +93,8 @@ def results(out: Path) -> dict[str, dict[str, Any]]:
 
 def test_the_example_suite_passes_on_the_stream_and_the_unary_call(tmp_path: Path, tamesu, agent: Agent) -> None:
     result = tamesu(["run", str(EXAMPLE), "--out", str(tmp_path / "out")], cwd=ROOT,
-                    env={"GRPC_AGENT_URL": agent.url, "GRPC_AGENT_TOKEN": TOKEN})
+                    env={"GRPC_AGENT_URL": agent.url, "GRPC_AGENT_TOKEN": TOKEN,
+                         "TAMESU_STORE": str(tmp_path / "store.db")})
     assert result.returncode == 0, result.stdout + result.stderr + "".join(agent.output)
     found = results(tmp_path / "out")
     assert {name: test["status"] for name, test in found.items()} == {
@@ -134,7 +135,7 @@ def test_the_example_suite_passes_on_the_stream_and_the_unary_call(tmp_path: Pat
 def test_the_grpc_demo_runs_its_suite_and_passes(tmp_path: Path) -> None:
     demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_grpc.py"), "--out", str(tmp_path / "out")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NO_COLOR": "1", "GRPC_AGENT_TOKEN": "", **warm_demo()})
+                          env={**os.environ, "NO_COLOR": "1", "GRPC_AGENT_TOKEN": "", **warm_demo(tmp_path)})
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "demo: gRPC shop agent at grpc://127.0.0.1:" in demo.stdout
     assert "3 passed, 0 failed" in demo.stdout

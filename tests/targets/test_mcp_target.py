@@ -673,7 +673,9 @@ def _example_env(folder: Path) -> dict[str, str]:
     shim.parent.mkdir(parents=True)
     shim.write_text("#!/bin/sh\nexec " + " ".join(map(shlex.quote, script_python())) + ' "$@"\n')
     shim.chmod(0o755)
-    return {"PATH": os.pathsep.join([str(shim.parent), str(Path(PYTHON).parent), os.environ.get("PATH", "")])}
+    # the run's history too goes into `folder`: by default it is kept beside the example's tamesu.yaml
+    return {"PATH": os.pathsep.join([str(shim.parent), str(Path(PYTHON).parent), os.environ.get("PATH", "")]),
+            "TAMESU_STORE": str(folder / "store.db")}
 
 
 

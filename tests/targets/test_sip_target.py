@@ -71,7 +71,8 @@ def ivr_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IvrRuns]:
             inbound_done = beside.submit(run_tamesu, ["run", "calls.tamesu.yaml", "--out", "out"], cwd=folder,
                                          env=OFFLINE, timeout=120)
             example_done = run_tamesu(["run", "ivr.tamesu.yaml", "--out", str(example_out)], cwd=EXAMPLE,
-                                      env={**OFFLINE, "PHONE_AGENT_URI": example.uri}, timeout=170)
+                                      env={**OFFLINE, "PHONE_AGENT_URI": example.uri,
+                                           "TAMESU_STORE": str(example_out.parent / "store.db")}, timeout=170)
             inbound_run = inbound_done.result()
     finally:
         example.stop()

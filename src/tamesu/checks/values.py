@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator
 
-from tamesu.checks._compare import as_text
+from tamesu.checks._compare import as_text, template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, find
+from tamesu.errors import TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
 from tamesu.types import Strict
@@ -50,7 +51,7 @@ class EqualsSpec(Strict):
 @register("checks", "equals")
 class Equals(Check[EqualsSpec]):
     """The agent's reply (the last turn in scope, surrounding blanks aside) is exactly `value`; with `path`,
-    the value there is."""
+    the value there is. Templates in `value` are filled when the check runs, as in `contains` and `json_path`."""
 
     key = "equals"
     Spec = EqualsSpec
@@ -58,17 +59,23 @@ class Equals(Check[EqualsSpec]):
     spec: EqualsSpec
 
     async def evaluate(self, run: RunView) -> Verdict:
+        try:
+            wanted = run.context.render_value(self.spec.value)
+        except TemplateError as exc:
+            return template_failed(exc)
         if self.spec.path is not None:
             found = _located(self.spec.path, run)
             if found is None:
                 return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses")
             nodes, where = found
             value = nodes[0] if len(nodes) == 1 else nodes
-            return Verdict(passed=_json_equal(value, self.spec.value),
-                           reason=f"{self.spec.path} is {shown(value)} in {where}")
+            passed = _json_equal(value, wanted)
+            # the expected value is said when it is not what was found: filled from a template, it is not in the suite
+            return Verdict(passed=passed, reason=f"{self.spec.path} is {shown(value)} in {where}"
+                           + ("" if passed else f", expected {shown(wanted)}"))
         text, where = _last_text(run)
         # a reply is text: a value that is not a string is its JSON text (`null`, `true`), never Python's ("None")
-        expected = as_text(self.spec.value)
+        expected = as_text(wanted)
         if text.strip() == expected.strip():
             return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
         return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {shown(text)}")

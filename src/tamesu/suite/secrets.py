@@ -174,11 +174,12 @@ def _shown(path: Path) -> str:
 
 def encoded_forms(value: str) -> set[str]:
     """Every way a secret's value is commonly written where tamesu can see it: as it is; URL-encoded as a
-    path or query (`%20`; `/`, `+`, `@`... kept or not) and as a form (`+`), with upper- or lower-case hex; base64
+    path or query (`%20`; `/`, `+`, `@`... kept or not) and as a form (`+`), with upper- or lower-case `%xx`; base64
     (standard and URL-safe, padded or not, and the part that any base64 text containing the value at each
-    of the three byte alignments must contain, as in a Basic auth header of `user:secret`); JSON-escaped
-    (both ASCII-only and not); HTML-escaped. An SDK's error text quotes a URL encoded, an agent echoes a
-    token as base64: each form is masked like the value itself."""
+    of the three byte alignments must contain, as in a Basic auth header of `user:secret`); the hex of its
+    UTF-8 bytes, lower- or upper-case (a key or signature dumped as hex; inside a longer hex text too, which
+    keeps byte edges); JSON-escaped (both ASCII-only and not); HTML-escaped. An SDK's error text quotes a URL
+    encoded, an agent echoes a token as base64: each form is masked like the value itself."""
     forms = {value}
     quoted_forms = [quote(value, safe=safe) for safe in _URL_SAFE_SETS]
     # a query as yarl (aiohttp) writes one: a space as a form's `+`, the rest as a query keeps it (`&` too)
@@ -199,6 +200,7 @@ def encoded_forms(value: str) -> set[str]:
             forms.update({core, core.replace("+", "-").replace("/", "_")})
         plain = base64.b64encode(raw).decode().rstrip("=")
         forms.add(plain[: len(raw) * 8 // 6])  # followed by more bytes, the last character changes
+    forms.update({raw.hex(), raw.hex().upper()})
     for ascii_only in (True, False):
         escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
         forms.update({escaped, escaped.replace("/", "\\/")})  # `\/` as PHP's json_encode writes a slash
