@@ -81,6 +81,7 @@ from tamesu.targets._model_stops import say_why_it_stopped
 from tamesu.targets._turn_clock import turn_deadline
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
+from tamesu.targets.tool_parameters import ToolParameters
 from tamesu.types import Strict
 
 __all__ = ["ModelTarget", "ModelTargetSpec", "ModelToolSpec", "ToolResultCase"]
@@ -118,7 +119,7 @@ class ModelToolSpec(Strict):
     """The tool's name, as the model calls it."""
     description: str = ""
     """What the tool does, as the model is told."""
-    parameters: dict[str, object] = Field(default_factory=_no_parameters)
+    parameters: ToolParameters = Field(default_factory=_no_parameters)
     """The JSON schema of the arguments, as the provider's function-calling API takes it."""
     result: object = None
     """What every call returns (a string, or JSON), unless a `results` entry matches first; rendered as a template."""
