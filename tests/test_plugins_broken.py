@@ -429,3 +429,40 @@ def test_a_plugin_target_class_of_the_wrong_shape_is_one_line_where_the_suite_na
         "pydantic model of its keys)",
         "2 problems found",
     ], done.stderr
+
+
+def test_the_names_a_hint_offers_leave_out_the_plugins_that_cannot_load(broken_site: Path, tmp_path: Path) -> None:
+    """Before, "unknown target type ... (one of ...)" offered gone, loose, mute and shapeless, "unknown model
+    provider" shapeless, silent and vanished, and `custom`'s "registered:" specless, undecided and vanished: names
+    that, once written, are refused as broken."""
+    (tmp_path / "models.yaml").write_text(textwrap.dedent("""\
+        models:
+          m: { provider: opnai, model: x }
+        targets:
+          bot: { type: model, model: m }
+        tests:
+          - { name: t, target: bot, scenario: { script: [ { say: "hi" } ] } }
+        """))
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent("""\
+        targets:
+          bot: { type: rset, url: "http://127.0.0.1:9/chat" }
+          fine: { type: parrot }
+        tests:
+          - name: t
+            target: fine
+            scenario: { script: [ { say: "hi" } ] }
+            assert: [ { custom: { name: zzz } } ]
+        """))
+    done = run_tamesu(["validate", "models.yaml"], cwd=tmp_path, env=_with(broken_site))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "models.yaml:2:18: models.m.provider: unknown model provider 'opnai' (one of anthropic, azure, fake, openai)",
+        "1 problem found"], done.stderr
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path, env=_with(broken_site))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "suite.yaml:2:16: targets.bot.type: unknown target type 'rset' (one of a2a, browser, grpc, livekit, mcp, "
+        "model, parrot, pipecat, realtime, rest, sip, stumbles, twilio, voice, wordy)",
+        "suite.yaml:8:25: tests[0].assert[0].custom: no check registered as 'zzz' (registered: explodes, kind, "
+        "mentions)",
+        "2 problems found"], done.stderr

@@ -171,11 +171,12 @@ def test_the_schema_refuses_what_the_loader_refuses_for_suites_report_and_counts
     # before: `suites: 5`, a glob alone, `[]`, `report: 5` and `turns: {equals: "x"}` passed the editor's schema,
     # and `tamesu validate` refused each
     project, suite = schemas["project"], schemas["suite"]
-    for wrong in (5, "suites/*.yaml", [], [5], [""], None):
+    for wrong in (5, "suites/*.yaml", [5], [""], None):
         assert _errors(project, {"suites": wrong}) != [], wrong
         (tmp_path / "tamesu.yaml").write_text(json.dumps({"suites": wrong}))
         assert tamesu(["validate"], cwd=tmp_path).returncode == 2, wrong
     assert _errors(project, {"suites": ["suites/*.yaml", "more/*.yaml"]}) == []
+    assert _errors(project, {"suites": []}) == []  # no suites of its own: test_a_project_with_no_suites_of_its_own
     for wrong in (5, None, [5]):
         assert _errors(project, {"report": wrong}) != [], wrong
     for fine in ("html,junit", ["html"], {"formats": ["html"], "tolerance": 0.1}):
@@ -188,3 +189,23 @@ def test_the_schema_refuses_what_the_loader_refuses_for_suites_report_and_counts
     for entry in ({"turns": {"equals": "x"}}, {"turns": {"lte": [1]}}, {"metric": {"name": "m", "equals": "x"}}):
         assert _errors(suite, asserting(entry)) != [], entry
     assert _errors(suite, asserting({"turns": {"lte": 4}})) == []
+
+
+def test_a_project_with_no_suites_of_its_own_is_what_the_schema_and_the_loader_both_take(schemas: dict[str, dict],
+                                                                                       tmp_path: Path,
+                                                                                       tamesu) -> None:
+    # before: the editor's schema refused `suites: []` (minItems 1), which every command given paths, and
+    # `tamesu test` in a JSONL-only project (tests/fixtures/design/tamesu.yaml), takes as written
+    project = "suites: []\ntargets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
+    (tmp_path / "tamesu.yaml").write_text(project)
+    assert _errors(schemas["project"], load_yaml(tmp_path / "tamesu.yaml").data) == []
+    (tmp_path / "s.yaml").write_text("targets:\n  api: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
+                                     "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    for command in (["validate", "s.yaml"], ["list", "s.yaml"], ["validate", "cases.jsonl", "-n", "bot"],
+                    ["test", "-i", "cases.jsonl", "-n", "bot", "--dry-run"]):
+        done = tamesu(command, cwd=tmp_path)
+        assert done.returncode == 0, (command, done.stdout + done.stderr)
+    # given nothing to load, the list names none: said where it is
+    done = tamesu(["validate"], cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("tamesu.yaml:1:9: suites: the list is empty"), done.stderr

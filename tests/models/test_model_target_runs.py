@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from model_servers import AnthropicServer, OpenAIServer, text
+from ports import refused_port
 from tamesu.net.serve import ThreadServer
 
 Serve = Callable[[Any], ThreadServer]
@@ -96,3 +97,30 @@ def test_an_answer_cut_at_the_token_limit_or_withheld_is_said(tmp_path: Path, ta
     [(name, data)] = said("claude-full")
     assert name == "model_answer_cut" and data["note"].startswith(
         "the model's answer was cut where the conversation filled its context window")
+
+
+def test_the_transport_event_names_the_fallback_the_model_falls_to(tmp_path: Path, tamesu: Any) -> None:
+    # before: `fallback: None` when the model under `models:` had its own, which the turn then used (a
+    # model_fallback event followed, naming it)
+    dead = f"http://127.0.0.1:{refused_port()}/v1"
+    (tmp_path / "tamesu.yaml").write_text(
+        "suites: ['suite.yaml']\ncache: { mode: off }\nmodels:\n"
+        f"  bot: {{ provider: openai, model: gpt-4o-mini, base_url: '{dead}', max_retries: 0, fallback: spare }}\n"
+        "  spare: { provider: fake, model: spare, rules: [ { say: hello } ] }\n"
+        "  last: { provider: fake, model: last, rules: [ { say: hello } ] }\n")
+    (tmp_path / "suite.yaml").write_text(
+        "targets:\n  own: { type: model, model: bot }\n  both: { type: model, model: bot, fallback: last }\n"
+        "tests:\n" + "".join(f"  - {{ name: {name}, target: {name}, scenario: {{ script: [ {{ say: hi }} ] }} }}\n"
+                             for name in ("own", "both")))
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    newest = max((tmp_path / "out").iterdir())
+    said = {}
+    for line in (newest / "results.jsonl").read_text().splitlines():
+        [run] = json.loads(line)["runs"]
+        events = json.loads((newest / run["dir"] / "result.json").read_text())["events"]
+        transport = next(e["data"] for e in events if e["name"] == "transport")
+        fell = next(e["data"] for e in events if e["name"] == "model_fallback")
+        said[run["dir"].split("/")[-2]] = (transport["fallback"], transport.get("fallbacks"), fell["fallback"])
+    assert said == {"own": ("fake:spare", None, "fake:spare"),
+                    "both": ("fake:spare", ["fake:spare", "last"], "fake:spare")}, said

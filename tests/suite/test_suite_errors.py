@@ -737,3 +737,32 @@ def test_a_dangling_symlink_is_named_by_the_path_written(tmp_path: Path, tamesu)
         f"more/link.yaml:1:1: file not found (a symlink to {tmp_path.parent / 'gone' / 's.yaml'}, which does not "
         "exist)",
         "2 problems found"], result.stderr
+
+
+def test_a_mapping_where_a_text_or_boolean_or_a_block_goes_says_only_the_blocks_problems(tmp_path: Path,
+                                                                                         tamesu) -> None:
+    # before: `push: {url: ftp://x}` was two lines, "push: input should be a valid boolean" and
+    # "push.PushSpec.url: ...", a class name the user never wrote in the path
+    write(tmp_path, "targets:\n  t: { type: a2a, url: 'http://127.0.0.1:9/', push: { url: 'ftp://x' } }\n"
+                    "  m: { type: model, model: { provider: fake, temprature: 2 } }\n"
+                    "  page: { type: browser, url: 'http://127.0.0.1:9/', "
+                    "chat: { input: { role: 5 }, messages: .m } }\n"
+                    "tests:\n  - { name: a, target: t, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "suite.yaml:2:60: targets.t.push.url: url must start with http:// or https://",
+        "suite.yaml:3:46: targets.m.model.temprature: not a model key (did you mean 'temperature'?)",
+        "suite.yaml:4:77: targets.page.chat.input.role: input should be a valid string, got 5 (read as a number: put "
+        "it in quotes to keep it as written)",
+        "3 problems found"], result.stderr
+    # a value no member takes is one line, the block named as what it is (before: "push.PushSpec: input should
+    # be a valid dictionary or instance of PushSpec")
+    write(tmp_path, "targets:\n  t: { type: a2a, url: 'http://127.0.0.1:9/', push: 5 }\n"
+                    "  m: { type: model, model: [1] }\n"
+                    "tests:\n  - { name: a, target: t, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.stderr.splitlines() == [
+        "suite.yaml:2:53: targets.t.push: expected a boolean (true, false) or a mapping of keys, got 5",
+        "suite.yaml:3:28: targets.m.model: expected text or a mapping of keys, got [1]",
+        "2 problems found"], result.stderr

@@ -71,11 +71,19 @@ def known_keys(broken: list[str] | None = None) -> list[str]:
     return sorted(found)
 
 
+def _usable_custom(name: str) -> bool:
+    """Whether `custom: {name: NAME}` could run it: a plug-in that cannot load is no name to offer."""
+    try:
+        return _registered_check(name) is not None or callable(plugins.load("checks", name))
+    except plugins.PluginError:
+        return False
+
+
 def registered_custom(name: str) -> object:
     """What `custom: {name: NAME}` runs: a plug-in's function or Check class."""
     if plugins.has("checks", name) and not plugins.is_built_in("checks", name):
         return plugins.load("checks", name)
-    custom = sorted(n for n in plugins.names("checks") if not plugins.is_built_in("checks", n))
+    custom = sorted(n for n in plugins.names("checks") if not plugins.is_built_in("checks", n) and _usable_custom(n))
     hint = f"; a function of the project is function: {name}" if ":" in name else ""
     raise ValueError(f"no check registered as {name!r} (registered: {', '.join(custom) or 'none installed'}){hint}")
 

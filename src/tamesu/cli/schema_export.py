@@ -10,7 +10,7 @@ completes. Two places where pydantic's schema would be stricter than the loader 
   `contains: "shipped"`) also accepts a non-object value. The editor then checks the long form in full and
   leaves the shorthand to `tamesu validate`, which always has the last word. A before-validator that only
   refuses more (`types.narrows`: `turns: true`) keeps its field's own type, and `suites` is what the loader
-  takes: a non-empty list of globs.
+  takes: a list of globs, `[]` for a project with no suites of its own (JSONL tests, suites given as paths).
 """
 
 from __future__ import annotations
@@ -153,9 +153,11 @@ def _document(root: type[BaseModel], title: str, left_out: list[str]) -> dict[st
             prop["items"] = {"$ref": "#/$defs/Assertion"}
     props = document.get("properties", {})
     if root is ProjectSpec:
-        # `suites:` with nothing, `[]` or a glob alone: the loader refuses them ("the list is empty", "not a list")
+        # `suites:` with nothing or a glob alone: the loader refuses them ("the list is empty", "not a list"); `[]`
+        # is a project with no suites of its own (`tamesu test`'s JSONL, or suites given as paths), which the loader
+        # takes: only a run or validate given no paths says the list is empty, as it says a glob matched nothing
         props["suites"].pop("anyOf")
-        props["suites"].update(type="array", items={"type": "string", "minLength": 1}, minItems=1)
+        props["suites"].update(type="array", items={"type": "string", "minLength": 1})
     if "targets" in props and targets_:
         props["targets"]["additionalProperties"] = {"$ref": "#/$defs/Target"}
     if "tests" in props and suite_parts:

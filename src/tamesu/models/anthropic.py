@@ -30,6 +30,7 @@ from tamesu.models.base import (
     per_request_headers,
 )
 from tamesu.models.said import not_a_completion
+from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.plugins import register
 
 if TYPE_CHECKING:
@@ -139,9 +140,13 @@ class AnthropicProvider(SdkProvider):
             elif kind == "tool_use":
                 arguments = block.get("input")
                 odd = not isinstance(arguments, dict)  # a server's, never Anthropic's: no arguments to call with
+                # too deep for the run's records to hold (written as well): said as the model's, called with none
+                deep = not odd and deeper_than(arguments)
                 calls.append(ToolRequest(id=_plain.text(block.get("id")), name=_plain.text(block.get("name")),
-                                         arguments={} if odd else arguments,
-                                         unreadable="the arguments were JSON but not an object" if odd else None,
+                                         arguments={} if odd or deep else arguments,
+                                         unreadable="the arguments were JSON but not an object" if odd else
+                                         f"the arguments were JSON nested more than {MAX_JSON_DEPTH} levels deep"
+                                         if deep else None,
                                          written=json.dumps(arguments, ensure_ascii=False) if odd else None))
         usage = _plain.mapping(message.get("usage"))
         # servers that speak the Messages API for an open reasoning model may put its thinking in the text

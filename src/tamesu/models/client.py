@@ -32,7 +32,7 @@ from tamesu.models.base import Embeddings, Message, ModelError, ModelRequest, Mo
 from tamesu.models.cache import ReplayCache, canonical_json, label
 from tamesu.models.ledger import Ledger
 from tamesu.models.said import is_local_url
-from tamesu.models.spec import ModelSpec
+from tamesu.models.spec import ModelSpec, known_providers
 from tamesu.telemetry import otel
 
 BACKOFF_BASE = 0.5
@@ -394,7 +394,7 @@ def provider_class(name: str) -> type[Provider]:
     from tamesu import plugins
 
     if not plugins.has("providers", name):
-        known = ", ".join(plugins.names("providers"))
+        known = ", ".join(known_providers())
         raise ModelError(f"unknown model provider {name!r} (known: {known})")
     try:
         found = plugins.load("providers", name)

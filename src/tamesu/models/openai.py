@@ -32,6 +32,7 @@ from tamesu.models.base import (
     per_request_headers,
 )
 from tamesu.models.said import not_a_completion
+from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.net.tls import TlsSpec
 from tamesu.plugins import register
 
@@ -252,16 +253,25 @@ def _arguments(raw: object) -> tuple[dict[str, object], str | None]:
     """The call's arguments, or why they are none: models sometimes write broken JSON, and a tool called with
     arguments made up from it (`{"_raw": ...}`) answered a call the model never made."""
     if isinstance(raw, dict):  # a server that sends the arguments as an object rather than a JSON string
-        return raw, None
+        return ({}, _TOO_DEEP) if deeper_than(raw) else (raw, None)
     if not isinstance(raw, str | None):
         return {}, f"the arguments were a JSON {type(raw).__name__}, not an object"
     try:
         value = json.loads(raw or "{}")
     except ValueError as exc:
         return {}, f"the arguments were not valid JSON ({exc})"
+    except RecursionError:
+        return {}, _TOO_DEEP
     if not isinstance(value, dict):
         return {}, "the arguments were JSON but not an object"
+    # brackets counted first (in C): only arguments that could be that deep are walked
+    if raw is not None and raw.count("[") + raw.count("{") > MAX_JSON_DEPTH and deeper_than(value):
+        return {}, _TOO_DEEP
     return value, None
+
+
+_TOO_DEEP = f"the arguments were JSON nested more than {MAX_JSON_DEPTH} levels deep"
+"""The model's, not tamesu's: dumped into the run's records they would end the test as a bug of tamesu's."""
 
 
 def _schema_name(request: ModelRequest) -> str:

@@ -16,9 +16,26 @@ PROVIDER_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_A
 
 
 def known_providers() -> list[str]:
-    """The built-in providers (each registered in its own module), then the plug-ins'."""
+    """The built-in providers (each registered in its own module), then the plug-ins' that load: one that does
+    not is no name to offer (a suite that names it is told why)."""
     built_in = plugins.built_in_names("providers")
-    return [*built_in, *(name for name in plugins.names("providers") if name not in built_in)]
+    return [*built_in, *(name for name in plugins.names("providers")
+                         if name not in built_in and _plugin_problem(name) is None)]
+
+
+def _plugin_problem(provider: str) -> str | None:
+    """Why a plug-in's provider cannot be used, imported now; None when it can."""
+    from tamesu.models.base import ModelError
+    from tamesu.models.client import provider_class
+
+    try:
+        found = provider_class(provider)
+    except ModelError as exc:
+        return str(exc)
+    if inspect.isabstract(found):  # else every call: internal error, "Can't instantiate abstract class"
+        missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
+        return f"plug-in tamesu.providers:{provider} does not implement {missing}"
+    return None
 
 
 class PriceSpec(Strict):
@@ -100,16 +117,9 @@ class ModelSpec(Strict):
         if not plugins.is_built_in("providers", provider):
             # imported now, as a plug-in's target or check is: one that does not load is a problem of the suite
             # that names it (exit 2, where written), not an error of every test that calls it
-            from tamesu.models.base import ModelError
-            from tamesu.models.client import provider_class
-
-            try:
-                found = provider_class(provider)
-            except ModelError as exc:
-                raise ValueError(str(exc)) from None
-            if inspect.isabstract(found):  # else every call: internal error, "Can't instantiate abstract class"
-                missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
-                raise ValueError(f"plug-in tamesu.providers:{provider} does not implement {missing}")
+            problem = _plugin_problem(provider)
+            if problem is not None:
+                raise ValueError(problem)
         return provider
 
     @model_validator(mode="after")

@@ -69,16 +69,16 @@ def load_targets(
         kind = raw.get("type")
         if kind is None:
             problems.append(doc.problem(loc, "missing required key 'type' (one of "
-                                        f"{', '.join(targets.known_types())})"))
+                                        f"{', '.join(targets.usable_types())})"))
             continue
         if not isinstance(kind, str):
             written = "list" if isinstance(kind, list) else "mapping" if isinstance(kind, dict) else type(kind).__name__
             problems.append(doc.problem((*loc, "type"), f"type must be one word naming a target type (one of "
-                                        f"{', '.join(targets.known_types())}), not {article(written)}"))
+                                        f"{', '.join(targets.usable_types())}), not {article(written)}"))
             continue
         if not targets.is_known(kind):
             problems.append(doc.problem((*loc, "type"), f"unknown target type {kind!r} (one of "
-                                        f"{', '.join(targets.known_types())})"))
+                                        f"{', '.join(targets.usable_types())})"))
             continue
         try:
             cls = targets.target_class(kind)

@@ -139,7 +139,7 @@ def problems_from(
     owner: str = "",
 ) -> list[Problem]:
     grouped: dict[tuple[object, ...], list[tuple[dict[str, Any], str | None]]] = {}
-    for error in exc.errors():
+    for error in _mapping_meant_for_a_model(exc.errors()):
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # model validators put their errors on the model itself; pydantic may tack on the union member name
         member = next((str(p) for p in reversed(loc) if p in _MEMBERS), None)
@@ -158,8 +158,58 @@ def problems_from(
     return problems
 
 
+def _model_names() -> set[str]:
+    names: set[str] = set()
+    pending: list[type[BaseModel]] = [BaseModel]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            names.add(sub.__name__)
+            pending.append(sub)
+    return names
+
+
+def _member_tag(part: object, models: set[str]) -> bool:
+    """Whether a loc part is the tag pydantic gives a model member of a union: its class name, or the
+    validator chain wrapped around it (`function-after[..., ModelSpec]`)."""
+    return isinstance(part, str) and (part in models or part.startswith("function-"))
+
+
+def _mapping_meant_for_a_model(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A mapping written where `bool | PushSpec` (`str | RoleSelector`...) is expected can only have been meant
+    for the model: the scalar members' "should be a valid boolean" is noise, and the model's class name in the
+    path (`push.PushSpec.url`) is a name the user never wrote. Only the model's errors stay, at the path written."""
+    models = _model_names()
+    # `push: 5`: the model member's "valid dictionary or instance of PushSpec" is one member of the union message
+    errors = [{**e, "loc": (*e["loc"][:-1], _MAPPING)} if e["type"] in _NOT_A_MAPPING and len(e["loc"]) > 0
+              and _member_tag(e["loc"][-1], models) else e for e in errors]
+    refused_kind = {tuple(e["loc"][:-1]) for e in errors
+                    if len(e["loc"]) > 0 and e["loc"][-1] in _MEMBERS and isinstance(e.get("input"), dict)
+                    and str(e["type"]).endswith("_type")}
+    if not refused_kind:
+        return [dict(e) for e in errors]
+    kept: list[dict[str, Any]] = []
+    for error in errors:
+        loc = tuple(error["loc"])
+        at = next((where for where in refused_kind
+                   if loc[:len(where)] == where and len(loc) > len(where)
+                   and any(tuple(other["loc"][:len(where)]) == where
+                           and len(other["loc"]) > len(where) and _member_tag(other["loc"][len(where)], models)
+                           for other in errors)), None)
+        if at is None:
+            kept.append(dict(error))
+        elif loc[len(at)] in _MEMBERS and len(loc) == len(at) + 1:
+            continue
+        elif _member_tag(loc[len(at)], models):
+            kept.append({**error, "loc": (*at, *loc[len(at) + 1:])})
+        else:
+            kept.append(dict(error))
+    return kept
+
+
+_MAPPING = "{...}"
+_NOT_A_MAPPING = {"model_type", "model_attributes_type", "dict_type"}
 _MEMBERS = {"str": "text", "int": "a whole number", "float": "a number", "bool": "a boolean (true, false)",
-            "list[int]": "a list of whole numbers"}
+            "list[int]": "a list of whole numbers", _MAPPING: "a mapping of keys"}
 
 
 def _union_message(found: object, members: list[str]) -> str:

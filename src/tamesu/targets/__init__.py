@@ -62,6 +62,20 @@ def known_types() -> list[str]:
     return plugins.names("targets")
 
 
+def usable_types() -> list[str]:
+    """The types a hint lists: an installed plug-in that cannot load, or is no Target, is left out (imported
+    here, only for a message about a problem); a suite that names it is told why."""
+    usable = []
+    for kind in known_types():
+        if not plugins.is_built_in("targets", kind):
+            try:
+                target_class(kind)
+            except plugins.PluginError:
+                continue
+        usable.append(kind)
+    return usable
+
+
 def is_known(kind: str) -> bool:
     return plugins.has("targets", kind)
 

@@ -42,7 +42,7 @@ unless the model's own `headers` set one (it wins); the judge's and the simulato
 and `context: {message}` (the user's turn) for the fake provider's rules, plus `run` (its number) from a repeated
 test's second run on, so the replay cache keys every run apart.
 
-Events: `transport` (the models and tools), `model_fallback`, `handoff`, `tool_arguments_invalid`,
+Events: `transport` (the model, its fallbacks as tried, tools), `model_fallback`, `handoff`, `tool_arguments_invalid`,
 `model_answer_cut` / `model_answer_withheld` (an answer cut at the token limit, or withheld by the server). Metrics:
 `model_calls`, the calls made (a fallback's included); `tool_arguments_invalid`.
 """
@@ -77,10 +77,12 @@ from tamesu.models.spec import ModelSpec
 from tamesu.net.bounded import bounded_reading, is_too_large
 from tamesu.plugins import register
 from tamesu.suite.templates import Context
+from tamesu.targets._model_fallbacks import fallbacks_said
 from tamesu.targets._model_stops import say_why_it_stopped
 from tamesu.targets._turn_clock import turn_deadline
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
+from tamesu.targets.tool_parameters import ToolParameters
 from tamesu.types import Strict
 
 __all__ = ["ModelTarget", "ModelTargetSpec", "ModelToolSpec", "ToolResultCase"]
@@ -118,7 +120,7 @@ class ModelToolSpec(Strict):
     """The tool's name, as the model calls it."""
     description: str = ""
     """What the tool does, as the model is told."""
-    parameters: dict[str, object] = Field(default_factory=_no_parameters)
+    parameters: ToolParameters = Field(default_factory=_no_parameters)
     """The JSON schema of the arguments, as the provider's function-calling API takes it."""
     result: object = None
     """What every call returns (a string, or JSON), unless a `results` entry matches first; rendered as a template."""
@@ -235,8 +237,7 @@ class ModelTarget(Target[ModelTargetSpec]):
             self._clients.append((_label(self.spec.fallback), self._client(session, self.spec.fallback)))
         system = self._system(session)
         self._messages = [Message(role="system", content=system)] if system else []
-        session.event("transport", model=self._clients[0][0],
-                      fallback=self._clients[1][0] if len(self._clients) > 1 else None,
+        session.event("transport", model=self._clients[0][0], **fallbacks_said(self._clients),
                       tools=[tool.name for tool in self._offered_tools()], system_chars=len(system))
 
     def _client(self, session: Session, model: str | ModelSpec | None) -> ModelClient:

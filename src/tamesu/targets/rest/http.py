@@ -21,6 +21,7 @@ from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts
+from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
@@ -53,25 +54,9 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
         return _unreadable(text, content_type, "nested too deeply" if isinstance(exc, RecursionError) else
                            "a number of more than 4,300 digits" if "digits" in str(exc) else str(exc))
     # brackets counted first (in C): only a document that could be that deep is walked
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _deeper(parsed, MAX_JSON_DEPTH):
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and deeper_than(parsed):
         return _unreadable(text, content_type, f"nested more than {MAX_JSON_DEPTH} levels deep")
     return parsed
-
-
-MAX_JSON_DEPTH = 200
-"""Deeper JSON is no agent's answer, and tamesu's own walks over an answer (masking, excerpts, checks) recurse."""
-
-
-def _deeper(value: JSONValue, limit: int) -> bool:
-    stack: list[tuple[JSONValue, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            if depth > limit:
-                return True
-            stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 def _unreadable(text: str, content_type: str, why: str) -> JSONValue:
