@@ -108,3 +108,15 @@ def test_a_docs_block_validates(block: Block, tmp_path: Path) -> None:
         suite.write_text(block.body)
         code, output = _validate([str(suite)], tmp_path)
     assert code == 0, f"{block.id}: `tamesu validate` exits {code} (mark a partial block `{FRAGMENT}`):\n{output}"
+
+
+PYTHON_FILE = re.compile(r"\bpython3? (?:-m \S+ )?(?P<path>[\w.-]+(?:/[\w.-]+)+\.py)\b")
+
+
+def test_every_script_a_page_runs_is_in_the_repository() -> None:
+    # `python bench/model_lent.py` was still on the performance page after the script was removed
+    missing = [f"{page.relative_to(ROOT)}: python {m.group('path')}" for page in PAGES
+               for m in PYTHON_FILE.finditer(page.read_text(encoding="utf-8"))
+               if not (ROOT / m.group("path")).is_file()]
+    assert sum(1 for page in PAGES for _ in PYTHON_FILE.finditer(page.read_text(encoding="utf-8"))) > 10
+    assert not missing, missing

@@ -104,7 +104,14 @@ def test_doctor_checks_template_urls_and_a_project_of_jsonl_cases(tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"ok    target shop (rest) at {url}/chat: reachable" in result.stdout, result.stdout
     assert "target later (rest): its url is made during the run, not checked here" in result.stdout, result.stdout
-    assert "JSONL test cases, not a suite" in result.stdout
+    assert "ok    1 test case in 1 JSONL file validate" in result.stdout, result.stdout
+    # before: "0 tests in 0 suites validate", exit 0, over a case `tamesu validate` refuses (exit 2)
+    (tmp_path / "cases" / "d.jsonl").write_text('{"id": "b", "input": "  "}\n')
+    result = tamesu(["doctor"], cwd=tmp_path, env={"SHOP_URL": url})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "FAIL  cases/d.jsonl:1:" in result.stdout and "write what the user says" in result.stdout, \
+        result.stdout
+    assert "0 tests in 0 suites" not in result.stdout, result.stdout
 
 
 def _grpc_server(health: bytes | None) -> Any:

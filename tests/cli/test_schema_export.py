@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tamesu.suite.yaml_reader import load_yaml
+from tamesu.suite.yaml_reader import load_yaml, parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("schema-export")
@@ -54,6 +54,18 @@ def test_what_the_loader_accepts_the_schema_accepts(schemas: dict[str, dict]) ->
     assert checked >= 1  # at least the rest-shop example
     for path in ROOT.glob("examples/**/tamesu.yaml"):
         assert _errors(schemas["project"], load_yaml(path).data) == [], path
+
+
+def test_every_whole_yaml_block_of_the_docs_is_one_the_schema_accepts(schemas: dict[str, dict]) -> None:
+    """The pages' blocks, which `tamesu validate` takes (tests/test_docs_snippets.py), are what a user pastes into an
+    editor that reads the schema: none may be flagged there."""
+    from test_docs_snippets import BLOCKS, FRAGMENT
+
+    whole = [b for b in BLOCKS if b.lang == "yaml" and not b.body.startswith(FRAGMENT)]
+    assert len(whole) > 25
+    for block in whole:
+        kind = "project" if block.body.startswith("# tamesu.yaml") else "suite"
+        assert _errors(schemas[kind], parse_yaml(block.body, block.page, block.id).data) == [], block.id
 
 
 def test_what_the_loader_rejects_the_schema_rejects(schemas: dict[str, dict]) -> None:

@@ -144,6 +144,24 @@ def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the
     assert list(run_dir.glob("load/shop/stage-1-x2/escaped/run-*/result.json"))
 
 
+def test_a_ramp_is_not_run_when_no_test_of_the_suite_reached_the_agent(tmp_path: Path, tamesu) -> None:
+    # before: the docs' load suite against an agent that was not up ran every stage for its whole hold (4 minutes
+    # of "cannot reach" for ramp [1, 4, 8, 16] x 60s), measuring nothing but the refusals
+    from ports import refused_port
+
+    write(tmp_path, f"http://127.0.0.1:{refused_port()}", "{ ramp: [1, 2], hold: 120s }")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=100)
+    said = result.stdout + result.stderr
+    assert result.returncode == 3, said
+    run_dir = next((tmp_path / "out").iterdir())
+    report = json.loads((run_dir / "load" / "shop.json").read_text())
+    assert report["stages"] == [], report
+    assert report["stopped"].startswith("not run: every test of the suite was an error (the first: "), report
+    assert "cannot reach" in report["stopped"], report
+    assert "load stopped: not run: every test of the suite was an error" in said, said
+    assert not (run_dir / "load" / "shop").exists()
+
+
 def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
     write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1, 0], hold: 10s }")
     result = tamesu(["validate"], cwd=tmp_path)

@@ -96,6 +96,18 @@ def test_an_agent_with_an_untrusted_certificate_is_one_line_and_exit_3(agent: st
     assert "\n" not in error and "Traceback" not in output
 
 
+def test_https_to_a_plain_http_server_says_so(tmp_path: Path, serve) -> None:
+    # before: "TLS handshake failed: WRONG_VERSION_NUMBER", OpenSSL's word for an answer that is not TLS: the
+    # url's https:// (or wss://) for an agent that speaks plain HTTP on that port
+    plain = serve(Starlette(routes=[Route("/chat", _desk, methods=["POST"])])).url
+    _suite(tmp_path, plain.replace("http://", "https://"))
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert "TLS handshake failed: the server answered without TLS (plain HTTP on that port?): is the url's scheme " \
+           "http:// or ws://? (WRONG_VERSION_NUMBER)" in error, error
+
+
 def test_the_ca_given_as_tls_ca_file_or_ssl_cert_file_passes(agent: str, ca: trustme.CA, tmp_path: Path) -> None:
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     _suite(tmp_path, agent, ', tls: { ca_file: ca.pem }')

@@ -205,20 +205,17 @@ targets:
           turn_timeout: 1s }}
   unary: {{ type: grpc, url: "{url}", headers: {{ Authorization: "Bearer {{{{secrets.GRPC_AGENT_TOKEN}}}}" }},
            mode: unary, turn_timeout: 1s }}
-  stranger: {{ type: grpc, url: "{url}", headers: {{ Authorization: "Bearer wrong" }} }}
 tests:
   - {{ name: outage, target: shop, scenario: {{ script: [ {{ say: "ORD-1001 during the outage?" }} ] }} }}
   - {{ name: outage unary, target: unary, scenario: {{ script: [ {{ say: "outage?" }} ] }} }}
   - {{ name: glitch, target: shop, scenario: {{ script: [ {{ say: "ORD-1001" }}, {{ say: "glitch" }} ] }} }}
   - {{ name: slow, target: shop, scenario: {{ script: [ {{ say: "answer slowly" }} ] }} }}
   - {{ name: slow unary, target: unary, scenario: {{ script: [ {{ say: "answer slowly" }} ] }} }}
-  - {{ name: stranger, target: stranger, scenario: {{ script: [ {{ say: "hello" }} ] }} }}
   - {{ name: hung up, target: shop, scenario: {{ script: [ {{ say: "hang up" }}, {{ say: "hello?" }} ] }} }}
 """
 
 
-def test_server_errors_error_events_timeouts_and_a_wrong_token_fail_the_turn(tmp_path: Path, tamesu,
-                                                                             agent: Agent) -> None:
+def test_server_errors_error_events_and_timeouts_fail_the_turn(tmp_path: Path, tamesu, agent: Agent) -> None:
     (tmp_path / "suite.yaml").write_text(FAILURES.format(url=agent.url))
     result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"GRPC_AGENT_TOKEN": TOKEN})
     assert result.returncode == 1, result.stdout + result.stderr
@@ -231,12 +228,32 @@ def test_server_errors_error_events_timeouts_and_a_wrong_token_fail_the_turn(tmp
     assert reasons["glitch"] == "turn 2: the agent reported an error: lookup_failed: the lookup timed out"
     assert reasons["slow"] == "turn 1: turn timed out after 1s (0 events received, none ended the turn)"
     assert reasons["slow unary"] == "turn 1: turn timed out after 1s (no reply)"
-    assert reasons["stranger"] == ("turn 1: the agent answered gRPC status UNAUTHENTICATED: "
-                                   "send authorization: Bearer <token>")
     # whether gRPC saw the call end before the next message went out or refused that message, it reads the same
     assert reasons["hung up"].startswith("turn 2: the agent closed the conversation's stream without answering")
     assert found["outage"]["turns"][0]["agent"]["status"] == 13  # INTERNAL's code
     assert found["glitch"]["turns"][0]["agent"]["text"].startswith("Order ORD-1001")  # the first turn went well
+
+
+def test_a_wrong_token_is_the_servers_refusal_exit_3_never_the_agents_failure(tmp_path: Path, tamesu,
+                                                                              agent: Agent) -> None:
+    # before: UNAUTHENTICATED failed the turn (exit 1, fault agent), where the rest, a2a and mcp targets call a
+    # 401/403 the server refusing the request (exit 3); `tamesu test -n grpc://...` (docs/jsonl.md) read as the
+    # agent failing its test
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  stranger: {{ type: grpc, url: "{agent.url}", headers: {{ Authorization: "Bearer wrong" }} }}
+tests:
+  - {{ name: stranger, target: stranger, scenario: {{ script: [ {{ say: "hello" }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    [found] = results(tmp_path / "out").values()
+    assert found["status"] == "error" and found["fault"] == "environment", found
+    assert found["error"].endswith("the agent's server refused the call: gRPC status UNAUTHENTICATED "
+                                   "(send authorization: Bearer <token>): check the target's headers (a token?)")
+    said = tamesu(["test", "-i", "hello", "-n", agent.url], cwd=tmp_path)
+    assert said.returncode == 3, said.stdout + said.stderr
+    assert "gRPC status UNAUTHENTICATED" in said.stdout + said.stderr
 
 
 def test_the_agents_own_deadline_status_is_its_answer_and_a_server_without_the_turn_api_is_exit_3(
@@ -381,7 +398,8 @@ async def test_a_first_message_refused_by_grpc_still_names_the_agents_status(age
     letting the write go out on a call that has already ended."""
     import asyncio
 
-    from tamesu.conversation import TurnError, UserTurn
+    from tamesu.conversation import UserTurn
+    from tamesu.errors import InfraError
     from tamesu.targets.grpc_turn.target import GrpcSpec, GrpcTarget
 
     session = new_session(tmp_path)
@@ -395,11 +413,12 @@ async def test_a_first_message_refused_by_grpc_still_names_the_agents_status(age
             while not call.done():
                 await asyncio.sleep(0.02)
         call.done = lambda: False  # type: ignore[method-assign]  # the check passed just before the agent refused
-        with pytest.raises(TurnError) as refused:
+        with pytest.raises(InfraError) as refused:
             await target.send(UserTurn(text="hello"))
     finally:
         await target.close()
-    assert str(refused.value) == "the agent answered gRPC status UNAUTHENTICATED: send authorization: Bearer <token>"
+    assert str(refused.value).endswith("the agent's server refused the call: gRPC status UNAUTHENTICATED "
+                                       "(send authorization: Bearer <token>): check the target's headers (a token?)")
     [said] = [e.data for e in session.events if e.name == "grpc_first_message_refused"]
     assert said == {"details": "Internal error from Core", "second_call": "UNAUTHENTICATED"}
 

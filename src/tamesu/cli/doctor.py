@@ -66,10 +66,13 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         # a project whose `suites` are JSONL cases only (`tamesu test` runs them): its models, store and
         # targets are checked all the same (doctor stopped at the first JSONL file)
         plan = _project_only(paths, config)
-        findings.extend((None, str(p)) for p in exc.problems)
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
-    findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} validate"))
+    cases = await _jsonl_findings(paths, config)
+    if plan.suites or not cases:
+        findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} "
+                               "validate"))
+    findings.extend(cases)
     # what `run` would refuse (an unset secret or variable) fails here; the rest is worth knowing
     fatal = [w for w in plan.warnings if w.message.endswith("is not set") or "is not set (" in w.message]
     findings.extend((False, str(w)) for w in fatal)
@@ -112,6 +115,26 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         findings.append((problem is None or None, f"target {name} ({target.type}) at {shown}: "
                          f"{'reachable (TCP)' if problem is None else problem}"))
     return findings
+
+
+async def _jsonl_findings(paths: list[Path], config: Path | None) -> list[Finding]:
+    """The JSONL test cases among the project's `suites` (or the paths), checked as `tamesu validate` checks
+    them: "0 tests in 0 suites validate" said nothing of them, and a broken case passed doctor."""
+    from tamesu.cli.validate import validate_files
+    from tamesu.plan.project import split_paths
+    from tamesu.plan.targets import TargetProblem
+
+    jsonl = split_paths(paths, config).jsonl
+    if not jsonl:
+        return []
+    try:
+        done = await validate_files(jsonl, config, None)
+    except ConfigError as exc:
+        return [(False, str(p)) for p in exc.problems]
+    except TargetProblem as exc:
+        return [(False, str(exc))]
+    return [(True, f"{count_of(done.cases, 'test case')} in {count_of(done.files, 'JSONL file')} validate"),
+            *((None, w) for w in done.warnings if not w.startswith("no -n:"))]  # doctor has no -n to give
 
 
 def _project_only(paths: list[Path], config: Path | None) -> Plan:

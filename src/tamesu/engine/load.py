@@ -19,7 +19,7 @@ from tamesu.engine.artifacts import slug
 from tamesu.engine.conversation import RunOutcome
 from tamesu.plan import PlannedTest
 from tamesu.results.load import LoadReport, LoadStage, Percentiles
-from tamesu.results.records import RunResult
+from tamesu.results.records import RunResult, TestResult
 from tamesu.suite.load_spec import LoadSpec
 
 OneRun = Callable[[PlannedTest, int, Path], Awaitable[RunOutcome | None]]
@@ -33,9 +33,22 @@ def load_finished(reporter: object, report: LoadReport) -> None:
         show(report)
 
 
+def unreached(tests: list[PlannedTest], results: list[TestResult]) -> str | None:
+    """Why the ramp is not run: every test of the suite was an error (the agent not up, a before_each hook
+    failing), so each stage would only count that error again for its whole `hold`; None when one got further."""
+    ids = {t.id for t in tests}
+    mine = [r for r in results if r.id in ids]
+    if not mine or any(r.status != "error" for r in mine):
+        return None
+    first = next((run.error for r in mine for run in r.runs if run.error), None) or "no reason given"
+    return f"not run: every test of the suite was an error (the first: {first})"
+
+
 async def run_load(spec: LoadSpec, suite: str, tests: list[PlannedTest], folder: Path, one_run: OneRun,
-                   stopped: Callable[[], str | None]) -> LoadReport:
-    report = LoadReport(suite=suite, tests=[t.name for t in tests])
+                   stopped: Callable[[], str | None], not_run: str | None = None) -> LoadReport:
+    report = LoadReport(suite=suite, tests=[t.name for t in tests], stopped=not_run)
+    if not_run is not None:
+        return report
     for index, concurrency in enumerate(spec.ramp, start=1):
         if (why := stopped()) is not None:
             report.stopped = why

@@ -390,7 +390,7 @@ class Runner:
                     models: ModelRegistry | None, traces: SuiteTraces | None) -> None:
         """`load:`: the suite's tests again, stage by stage (tamesu.engine.load); `load/SUITE.json` and the
         reporters get each stage's numbers."""
-        from tamesu.engine.load import load_finished, run_load
+        from tamesu.engine.load import load_finished, run_load, unreached
 
         runnable = [t for t in tests if not t.spec.skip]
         if not runnable or suite.spec.load is None or self._stop or suite.name in self._suite_stops \
@@ -423,7 +423,7 @@ class Runner:
             return outcome
 
         report = await run_load(suite.spec.load, suite.name, runnable, folder, one_run,
-                                lambda: self._stop or self.stopping.reason)
+                                lambda: self._stop or self.stopping.reason, unreached(runnable, self.results))
         try:
             directory.write_json(folder.with_suffix(".json"), report)
         except OSError as exc:

@@ -181,7 +181,11 @@ def tls_reason(exc: BaseException) -> str | None:
         if isinstance(seen, ssl.SSLCertVerificationError):
             return f"TLS: {_verify_words(seen)} ({seen.verify_message})"
         if isinstance(seen, ssl.SSLError):
-            return f"TLS handshake failed: {seen.reason or seen.strerror or seen}"
+            reason = seen.reason or seen.strerror or str(seen)
+            if reason == "WRONG_VERSION_NUMBER":  # OpenSSL's word for an answer that is no TLS record at all
+                return ("TLS handshake failed: the server answered without TLS (plain HTTP on that port?): is the "
+                        f"url's scheme http:// or ws://? ({reason})")
+            return f"TLS handshake failed: {reason}"
         seen = seen.__cause__ or seen.__context__
     return None
 

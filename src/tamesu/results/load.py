@@ -57,7 +57,7 @@ class LoadReport(BaseModel):
     tests: list[str] = Field(default_factory=list)
     stages: list[LoadStage] = Field(default_factory=list)
     stopped: str | None = None
-    """Why the ramp ended before its last stage (the run was stopped)."""
+    """Why the ramp ended before its last stage (the run was stopped), or was not run at all."""
 
 
 def _cell(p: Percentiles | None) -> str:

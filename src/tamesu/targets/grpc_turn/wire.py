@@ -1,5 +1,6 @@
 """The grpc target's wire: dialing with `connect` retries, call metadata, a user turn as a `UserTurn`, and a
-gRPC status as the failure tamesu tells apart (unreachable: InfraError; anything else: the turn's TurnError)."""
+gRPC status as the failure tamesu tells apart (unreachable or credentials refused: InfraError; anything else: the
+turn's TurnError)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.proxies import grpc_direct_options
 from tamesu.net.tls import TlsError, TlsSpec, readable, trusted_pem
+from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.suite.schema import ConnectSpec
 
 _READY = grpc.ChannelConnectivity.READY
@@ -200,10 +202,15 @@ def too_large(exc: grpc.aio.AioRpcError, limit: int, sent: int) -> tuple[str, in
 TURN_SERVICE = "tamesu.turn.v1.TurnService"
 
 
+_REFUSED = {grpc.StatusCode.UNAUTHENTICATED: REFUSAL_HINTS[401], grpc.StatusCode.PERMISSION_DENIED: REFUSAL_HINTS[403]}
+"""gRPC's 401 and 403: the call refused for its metadata (a token), before or instead of any answer."""
+
+
 def status_failure(exc: grpc.aio.AioRpcError, what: str, index: int, limit: float, *, method: str,
                    deadline_passed: bool) -> Exception:
-    """What a non-OK status means for the run: UNAVAILABLE is the agent gone (InfraError, exit 3); our own
-    deadline (`deadline_passed`) is the turn timing out; any other status fails the turn with that status."""
+    """What a non-OK status means for the run: UNAVAILABLE is the agent gone and UNAUTHENTICATED or
+    PERMISSION_DENIED the call's credentials refused (InfraError, exit 3); our own deadline (`deadline_passed`) is
+    the turn timing out; any other status fails the turn with that status."""
     return code_failure(exc.code(), exc.details() or "", what, index, limit, method=method,
                         deadline_passed=deadline_passed)
 
@@ -214,6 +221,10 @@ def code_failure(code: grpc.StatusCode, details: str, what: str, index: int, lim
     deadline (turn_timeout) had passed, so a DEADLINE_EXCEEDED is ours, not the agent's status."""
     if code == grpc.StatusCode.UNAVAILABLE:
         return InfraError(f"{what}: the agent became unreachable during turn {index}: UNAVAILABLE: {details}")
+    if code in _REFUSED:
+        # the credentials, not the conversation: the rest, a2a and mcp targets say a 401/403 alike (exit 3)
+        return InfraError(f"{what}: the agent's server refused the call: gRPC status {code.name}"
+                          f"{f' ({details})' if details else ''}: {_REFUSED[code]}")
     if code == grpc.StatusCode.UNIMPLEMENTED:
         # a server that is not the turn API (a wrong port, another service): nothing the agent said
         return InfraError(f"{what}: the server does not implement {TURN_SERVICE}/{method} (UNIMPLEMENTED: "
