@@ -166,6 +166,11 @@ CASES = [
         "suite.yaml:8:17: tests[0].quarantine.reason: missing required key",
         id="quarantine-without-reason",
     ),
+    pytest.param(
+        "targets:\n  r: { type: rest, url: 'http://127.0.0.1:9/', response: { final: { path: 5 } } }\ntests: []\n",
+        "suite.yaml:2:67: targets.r.response.final: path: input should be a valid string, got 5",
+        id="condition-path-not-text",  # was "path: Input should be a valid string", pydantic's words as they came
+    ),
 ]
 
 

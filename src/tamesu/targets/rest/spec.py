@@ -44,6 +44,9 @@ def _condition(value: object) -> str | PathEquals:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
             message = first["msg"].removeprefix("Value error, ")
+            message = message[:1].lower() + message[1:]  # worded as the loader words every other problem
+            if first["type"] != "value_error" and not isinstance(first.get("input"), dict | list):
+                message += f", got {first.get('input')!r}"
             raise ValueError(f"{where}: {message}" if where else message) from None
     raise ValueError("expected a JSONPath, or {path: <JSONPath>, equals: <value>}")
 
