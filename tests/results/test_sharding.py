@@ -126,3 +126,25 @@ def test_a_folder_that_is_no_run_and_holds_none_is_one_line(command: list[str], 
     done = tamesu([*command, "empty"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == "empty: not a run directory and holds none"
+
+
+def test_shards_of_different_splits_are_refused(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """2/3 beside 2/4 and 3/4: before, "5 passed, 0 failed", exit 0, though 3 of the shop's 8 tests were in none."""
+    folder, env = shop
+    listed = run_tamesu(["list", str(folder), "--json"], cwd=tmp_path, env=env)
+    ids = [json.loads(line)["id"] for line in listed.stdout.splitlines()]
+    shards = [Shard(2, 3), Shard(2, 4), Shard(3, 4)]
+    chosen = [[i for i in ids if shard_of(i, s.total) == s.index] for s in shards]
+    covered = {i for part in chosen for i in part}
+    # the case the refusal is for: no test in two of them (that was already refused), some in none
+    assert sum(map(len, chosen)) == len(covered) and covered < set(ids), chosen
+    outs = [tmp_path / f"shard-{s.index}-of-{s.total}" for s in shards]
+    for shard, out in zip(shards, outs, strict=True):
+        done = run_tamesu(["run", str(folder), "--shard", str(shard), "--out", str(out)], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    merged = run_tamesu(["merge", *map(str, outs), "--out", str(tmp_path / "merged")], cwd=tmp_path)
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    line = merged.stderr.strip()
+    assert line.startswith("shards of different splits: 2/3 (") and "2/4 (" in line and "3/4 (" in line, line
+    assert "\n" not in line and "merge the K/N shards of one N" in line
+    assert not (tmp_path / "merged").exists()

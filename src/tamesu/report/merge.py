@@ -58,6 +58,7 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     """The merged run's folder, and what of the inputs could not be read (said by the caller, kept in run.json)."""
     runs = [load_run(path) for path in inputs]
     unread = [problem for run in runs for problem in run.problems]
+    _one_split(runs)  # first: shards of two splits overlap too, and that is not why they cannot be joined
     seen: dict[str, Path] = {}
     clashes = []
     for run in runs:
@@ -117,6 +118,20 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     _write(temporary, summary.model_dump(mode="json"))
     os.replace(temporary, dest / "run.json")
     return dest, unread
+
+
+def _one_split(runs: list[LoadedRun]) -> None:
+    """Refuse shards of different splits: a test's shard among 3 says nothing of its shard among 4, so `2/3` beside
+    `2/4` leaves some tests in none of them, and no shard of either split can be called missing."""
+    splits: dict[str, list[str]] = {}
+    for run in runs:
+        for shard in run.plan.shards if run.plan is not None else []:
+            _, _, total = shard.partition("/")
+            splits.setdefault(total, []).append(f"{shard} ({run.dir})")
+    if len(splits) > 1:
+        raise MergeError("shards of different splits: " + ", ".join(s for named in splits.values() for s in named)
+                         + ": a test's shard among one N says nothing of its shard among another, so some tests ran "
+                         "in none of these; merge the K/N shards of one N")
 
 
 def missing_shards(shards: list[str]) -> list[str]:
