@@ -144,6 +144,24 @@ def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the
     assert list(run_dir.glob("load/shop/stage-1-x2/escaped/run-*/result.json"))
 
 
+def test_a_stage_that_max_runs_ended_before_its_hold_says_so(tmp_path: Path, tamesu, serve) -> None:
+    # before: 4 runs in a fraction of a 60 s hold read as a whole stage: its runs/s and latencies with no word
+    # that the stage held for none of the time it was asked to
+    agent = CrowdedAgent()
+    write(tmp_path, serve(agent.app()).url, "{ ramp: [1, 2], hold: 60s, max_runs: 4 }")
+    result = tamesu(["run", "--out", "out", "--report", "html", "--color", "never"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    stages = json.loads((run_dir / "load" / "shop.json").read_text())["stages"]
+    assert [s["runs"] for s in stages] == [4, 4], stages
+    for n, stage in enumerate(stages, 1):
+        assert stage["duration_s"] < 60, stage
+        cut = f"max_runs (4) reached after {stage['duration_s']:g}s of its 60s hold"
+        assert stage["cut"] == cut, stage
+        assert f"stage {n} ({stage['concurrency']} at once): {cut}" in result.stdout, result.stdout
+        assert f"stage {n} ({stage['concurrency']} at once): {cut}" in next(run_dir.glob("*.html")).read_text()
+
+
 def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
     write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1, 0], hold: 10s }")
     result = tamesu(["validate"], cwd=tmp_path)
