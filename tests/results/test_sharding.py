@@ -148,3 +148,26 @@ def test_shards_of_different_splits_are_refused(shop: tuple[Path, dict[str, str]
     assert line.startswith("shards of different splits: 2/3 (") and "2/4 (" in line and "3/4 (" in line, line
     assert "\n" not in line and "merge the K/N shards of one N" in line
     assert not (tmp_path / "merged").exists()
+
+
+def test_shards_of_different_commits_are_refused(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """Before: joined, exit 0, the merged run filed under the first shard's commit, its verdicts of code it never
+    tested. Changes on top of one commit (a checkout's untracked files count by time of change) only warn."""
+    folder, env = shop
+    for name, shard, commit in (("one", "1/2", "c0ffee1"), ("two", "2/2", "beef222"), ("same", "2/2", "c0ffee1+a1b2")):
+        done = run_tamesu(["run", str(folder), "--shard", shard, "--out", str(tmp_path / name)], cwd=tmp_path,
+                          env={**env, "TAMESU_COMMIT": commit})
+        assert done.returncode == 0, done.stdout + done.stderr
+    one, two, same = (_only(tmp_path / name) for name in ("one", "two", "same"))
+    refused = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(tmp_path / "m")],
+                         cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.strip() == (f"runs of different commits: c0ffee1 ({one}); beef222 ({two}): shards of one "
+                                      "run test one commit; merge the shards of one commit"), refused.stderr
+    assert not (tmp_path / "m").exists()
+    joined = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "same"), "--out", str(tmp_path / "m")],
+                        cwd=tmp_path)
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    warning = (f"the runs tested different changes on top of one commit: c0ffee1 ({one}); c0ffee1+a1b2 ({same})")
+    assert f"warning: {warning}" in joined.stderr, joined.stderr
+    assert warning in json.loads((_only(tmp_path / "m") / "run.json").read_text())["warnings"]

@@ -55,10 +55,12 @@ def _copy_artifacts(run: LoadedRun, result: TestResult, dest: Path, taken: set[s
 
 
 def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
-    """The merged run's folder, and what of the inputs could not be read (said by the caller, kept in run.json)."""
+    """The merged run's folder, and what of the inputs could not be read or does not agree (said by the caller, kept
+    in run.json)."""
     runs = [load_run(path) for path in inputs]
     unread = [problem for run in runs for problem in run.problems]
     _one_split(runs)  # first: shards of two splits overlap too, and that is not why they cannot be joined
+    unread += _one_commit(runs)
     seen: dict[str, Path] = {}
     clashes = []
     for run in runs:
@@ -132,6 +134,22 @@ def _one_split(runs: list[LoadedRun]) -> None:
         raise MergeError("shards of different splits: " + ", ".join(s for named in splits.values() for s in named)
                          + ": a test's shard among one N says nothing of its shard among another, so some tests ran "
                          "in none of these; merge the K/N shards of one N")
+
+
+def _one_commit(runs: list[LoadedRun]) -> list[str]:
+    """Refuse runs of different commits: the merged run would be filed under the first one's, its verdicts of code
+    it never tested. Changes on top of one commit (`HEAD+<fingerprint>`, a checkout's files that git does not
+    track count by their time of change, which differs between machines) are a warning, not a refusal."""
+    commits: dict[str, list[str]] = {}
+    for run in runs:
+        if run.plan is not None and run.plan.commit:
+            commits.setdefault(run.plan.commit, []).append(str(run.dir))
+    heads = {commit.partition("+")[0] for commit in commits}
+    named = "; ".join(f"{commit} ({', '.join(dirs)})" for commit, dirs in commits.items())
+    if len(heads) > 1:
+        raise MergeError(f"runs of different commits: {named}: shards of one run test one commit; "
+                         "merge the shards of one commit")
+    return [f"the runs tested different changes on top of one commit: {named}"] if len(commits) > 1 else []
 
 
 def missing_shards(shards: list[str]) -> list[str]:
