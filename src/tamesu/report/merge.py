@@ -13,10 +13,13 @@ import os
 import shutil
 from pathlib import Path, PurePosixPath
 
+from pydantic import ValidationError
+
 from tamesu import __version__
 from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
 from tamesu.results.json_files import write_indented
+from tamesu.results.load import LoadReport
 from tamesu.results.records import ModelSpend, RunSummaryFile, TestResult, count, count_runs, exit_code_for
 from tamesu.results.rundir import new_run_dir
 
@@ -54,6 +57,32 @@ def _copy_artifacts(run: LoadedRun, result: TestResult, dest: Path, taken: set[s
     return result.model_copy(update={"runs": runs})
 
 
+def _copy_load(run: LoadedRun, dest: Path) -> None:
+    """A shard's `load:` stages (`load/SUITE.json`, its conversations under `load/SUITE/`), which the reports read.
+    Each shard ramps the tests it holds: a suite whose tests two shards share has two load reports, each kept and
+    named with its shard, never one dropped or the two mixed into figures no ramp measured."""
+    source = run.dir / "load"
+    if not source.is_dir():
+        return
+    (dest / "load").mkdir(exist_ok=True)
+    shard = run.plan.shard if run.plan is not None else None
+    for found in sorted(source.glob("*.json")):
+        name, n = found.stem, 1
+        while (dest / "load" / f"{name}.json").exists():
+            n += 1
+            name = f"{found.stem}-{n}"
+        try:
+            report = LoadReport.model_validate_json(found.read_bytes())
+        except (OSError, ValidationError):
+            shutil.copyfile(found, dest / "load" / f"{name}.json")  # as it is: the report skips what it cannot read
+            continue
+        if shard:  # its ramp had this shard's tests alone, while the other shards' ramps ran
+            report.suite = f"{report.suite} (shard {shard})"
+        write_indented(dest / "load" / f"{name}.json", report.model_dump(mode="json"))
+        if (source / found.stem).is_dir():
+            shutil.copytree(source / found.stem, dest / "load" / name)
+
+
 def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     """The merged run's folder, and what of the inputs could not be read or does not agree (said by the caller, kept
     in run.json)."""
@@ -80,6 +109,9 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
                 copied = _copy_artifacts(run, result, dest, taken)
                 merged.append(copied)
                 handle.write(json.dumps(copied.model_dump(mode="json"), ensure_ascii=False) + "\n")
+
+    for run in runs:
+        _copy_load(run, dest)
 
     entries: dict[str, PlannedEntry] = {}
     shards: list[str] = []
