@@ -171,3 +171,53 @@ def test_shards_of_different_commits_are_refused(shop: tuple[Path, dict[str, str
     warning = (f"the runs tested different changes on top of one commit: c0ffee1 ({one}); c0ffee1+a1b2 ({same})")
     assert f"warning: {warning}" in joined.stderr, joined.stderr
     assert warning in json.loads((_only(tmp_path / "m") / "run.json").read_text())["warnings"]
+
+
+def test_one_shard_in_two_runs_is_refused(tmp_path: Path, serve) -> None:
+    """A shard's job ran again into the same folder, its first try stopped before any test finished: before, the
+    merge exited 143 (the first try's SIGTERM) over the second's whole, passing results."""
+    import asyncio
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from lifeline import tied
+
+    asked, release = threading.Event(), threading.Event()
+
+    async def chat(request: Request) -> JSONResponse:
+        asked.set()
+        while not release.is_set():  # the first try's turn: held until that try is stopped
+            await asyncio.sleep(0.01)
+        return JSONResponse({"text": "hello"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "one.yaml").write_text(f"targets:\n  bot: {{ type: rest, url: '{url}/chat' }}\ntests:\n"
+                                       "  - name: only\n    target: bot\n    scenario: { script: [ { say: hi } ] }\n")
+    command = [sys.executable, "-m", "tamesu", "run", "one.yaml", "--shard", "1/1", "--out", "shards", "--color",
+               "never"]
+    first = subprocess.Popen(tied(command), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert asked.wait(60), "the first try never spoke to the agent"
+        first.send_signal(signal.SIGTERM)
+        out, err = first.communicate(timeout=60)
+    finally:
+        release.set()
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 143, out + err
+    again = run_tamesu(command[3:], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    tries = sorted(p for p in (tmp_path / "shards").iterdir() if p.is_dir())
+    unfinished = tries[0] / "results.jsonl"
+    assert len(tries) == 2 and (not unfinished.exists() or not unfinished.read_text().strip())
+    merged = run_tamesu(["merge", "shards", "--out", "merged"], cwd=tmp_path)
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert merged.stderr.strip() == (f"shard 1/1 is in two runs: {Path('shards') / tries[0].name} and "
+                                     f"{Path('shards') / tries[1].name} (its job ran again? merge one of them)")

@@ -90,6 +90,7 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     unread = [problem for run in runs for problem in run.problems]
     _one_split(runs)  # first: shards of two splits overlap too, and that is not why they cannot be joined
     unread += _one_commit(runs)
+    _each_shard_once(runs)
     seen: dict[str, Path] = {}
     clashes = []
     for run in runs:
@@ -166,6 +167,19 @@ def _one_split(runs: list[LoadedRun]) -> None:
         raise MergeError("shards of different splits: " + ", ".join(s for named in splits.values() for s in named)
                          + ": a test's shard among one N says nothing of its shard among another, so some tests ran "
                          "in none of these; merge the K/N shards of one N")
+
+
+def _each_shard_once(runs: list[LoadedRun]) -> None:
+    """Refuse one shard in two runs (a job run again into the same folder): their tests overlap, or the first one
+    ended before any finished and its interruption would be the merged run's code, whatever the second did."""
+    held: dict[str, Path] = {}
+    for run in runs:
+        shard = run.plan.shard if run.plan is not None else None
+        if shard is not None and shard in held:
+            raise MergeError(f"shard {shard} is in two runs: {held[shard]} and {run.dir} (its job ran again? "
+                             "merge one of them)")
+        if shard is not None:
+            held[shard] = run.dir
 
 
 def _one_commit(runs: list[LoadedRun]) -> list[str]:
