@@ -221,3 +221,29 @@ def test_one_shard_in_two_runs_is_refused(tmp_path: Path, serve) -> None:
     assert merged.returncode == 2, merged.stdout + merged.stderr
     assert merged.stderr.strip() == (f"shard 1/1 is in two runs: {Path('shards') / tries[0].name} and "
                                      f"{Path('shards') / tries[1].name} (its job ran again? merge one of them)")
+
+
+def test_shards_of_different_selections_are_refused(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """One shard's job with `--tags orders`, the other's without: before, merged, exit 0, the tests of shard 2/2's
+    share that are not tagged `orders` in no shard and nothing said."""
+    folder, env = shop
+    listed = run_tamesu(["list", str(folder), "--json"], cwd=tmp_path, env=env)
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert any(shard_of(r["id"], 2) == 2 and "orders" not in r["tags"] for r in rows), rows  # what goes missing
+    for name, extra in (("one", ["--shard", "1/2"]), ("two", ["--shard", "2/2", "--tags", "orders"]),
+                        ("all", ["--shard", "2/2"])):
+        done = run_tamesu(["run", str(folder), *extra, "--out", str(tmp_path / name)], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    one, two = _only(tmp_path / "one"), _only(tmp_path / "two")
+    chosen = sum(1 for r in rows if "orders" in r["tags"])
+    refused = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(tmp_path / "m")],
+                         cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    line = refused.stderr.strip()
+    assert line.startswith(f"shards of different selections of tests: 1/2 ({one}) chose {len(rows)} tests ("), line
+    assert f"; 2/2 ({two}) chose {chosen} tests (" in line, line
+    assert line.endswith("every shard's job must choose the same tests (suites, --filter, --tags) for --shard to "
+                         "split them"), line
+    joined = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "all"), "--out", str(tmp_path / "m")],
+                        cwd=tmp_path)
+    assert joined.returncode == 0, joined.stdout + joined.stderr

@@ -91,6 +91,7 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     _one_split(runs)  # first: shards of two splits overlap too, and that is not why they cannot be joined
     unread += _one_commit(runs)
     _each_shard_once(runs)
+    _one_selection(runs)
     seen: dict[str, Path] = {}
     clashes = []
     for run in runs:
@@ -125,7 +126,8 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     # the shards of one CI run share its id, commit and trace links: the merged run keeps the first one's
     first = next((run.plan for run in runs if run.plan is not None), None)
     keep = {k: getattr(first, k) for k in ("run_id", "commit", "branch", "trace_url")} if first else {}
-    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values()), **keep).model_dump(mode="json"))
+    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values()), **keep).model_dump(
+        mode="json", exclude={"selection"}))  # a shard's alone
 
     starts = [t for t in (_when(r.summary.started_at) for r in runs) if t]
     ends = [t for t in (_when(r.summary.finished_at) for r in runs) if t]
@@ -180,6 +182,20 @@ def _each_shard_once(runs: list[LoadedRun]) -> None:
                              "merge one of them)")
         if shard is not None:
             held[shard] = run.dir
+
+
+def _one_selection(runs: list[LoadedRun]) -> None:
+    """Refuse shards whose runs chose different tests before `--shard` took its share (other suites, `--filter`,
+    `--tags`, a test added between the jobs): a test one of them chose and its shard's run did not is in none."""
+    chose: dict[str, list[str]] = {}
+    for run in runs:
+        if run.plan is not None and run.plan.shard and run.plan.selection:
+            chose.setdefault(run.plan.selection, []).append(f"{run.plan.shard} ({run.dir})")
+    if len(chose) > 1:
+        named = "; ".join(f"{', '.join(shards)} chose {count} test{'' if count == '1' else 's'} ({digest[:8]})"
+                          for (count, _, digest), shards in ((p.partition(":"), s) for p, s in chose.items()))
+        raise MergeError(f"shards of different selections of tests: {named}: every shard's job must choose the same "
+                         "tests (suites, --filter, --tags) for --shard to split them")
 
 
 def _one_commit(runs: list[LoadedRun]) -> list[str]:
