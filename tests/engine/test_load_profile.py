@@ -162,6 +162,52 @@ def test_a_ramp_is_not_run_when_no_test_of_the_suite_reached_the_agent(tmp_path:
     assert not (run_dir / "load" / "shop").exists()
 
 
+def test_a_stage_that_max_runs_ended_before_its_hold_says_so(tmp_path: Path, tamesu, serve) -> None:
+    # before: 4 runs in a fraction of a 60 s hold read as a whole stage: its runs/s and latencies with no word
+    # that the stage held for none of the time it was asked to
+    agent = CrowdedAgent()
+    write(tmp_path, serve(agent.app()).url, "{ ramp: [1, 2], hold: 60s, max_runs: 4 }")
+    result = tamesu(["run", "--out", "out", "--report", "html", "--color", "never"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    stages = json.loads((run_dir / "load" / "shop.json").read_text())["stages"]
+    assert [s["runs"] for s in stages] == [4, 4], stages
+    for n, stage in enumerate(stages, 1):
+        assert stage["duration_s"] < 60, stage
+        cut = f"max_runs (4) reached after {stage['duration_s']:g}s of its 60s hold"
+        assert stage["cut"] == cut, stage
+        assert f"stage {n} ({stage['concurrency']} at once): {cut}" in result.stdout, result.stdout
+        assert f"stage {n} ({stage['concurrency']} at once): {cut}" in next(run_dir.glob("*.html")).read_text()
+
+
+def test_merged_shards_keep_each_shards_load_stages(tmp_path: Path, tamesu, serve) -> None:
+    # before: `tamesu merge` copied the tests' folders alone: the shards' load/SUITE.json were gone from the merged
+    # run and its HTML report, with no word of it
+    from tamesu.results.sharding import shard_of
+
+    agent = CrowdedAgent()
+    write(tmp_path, serve(agent.app()).url, "{ ramp: [1, 2], hold: 300ms }")
+    assert {shard_of("shop/hello", 2), shard_of("shop/order", 2)} == {1, 2}  # each shard ramps its own test
+    for k in (1, 2):
+        done = tamesu(["run", "--shard", f"{k}/2", "--out", f"shard-{k}", "--color", "never"], cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    merged = tamesu(["merge", "shard-1", "shard-2", "--out", "merged", "--report", "html"], cwd=tmp_path)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    run_dir = next((tmp_path / "merged").iterdir())
+    reports = {path.name: json.loads(path.read_text()) for path in (run_dir / "load").glob("*.json")}
+    assert sorted(reports) == ["shop-2.json", "shop.json"], sorted(reports)
+    by_shard = {report["suite"]: report for report in reports.values()}
+    assert sorted(by_shard) == ["shop (shard 1/2)", "shop (shard 2/2)"], sorted(by_shard)
+    for k, name in ((1, "shop"), (2, "shop-2")):
+        shard_dir = next((tmp_path / f"shard-{k}").iterdir())
+        alone = json.loads((shard_dir / "load" / "shop.json").read_text())
+        assert reports[f"{name}.json"]["stages"] == alone["stages"] and alone["stages"][0]["runs"] > 0
+        assert len(list((run_dir / "load" / name).glob("stage-*/*/run-*/result.json"))) == \
+            sum(stage["runs"] for stage in alone["stages"])
+    html = next(run_dir.glob("*.html")).read_text()
+    assert "Load: shop (shard 1/2)" in html and "Load: shop (shard 2/2)" in html
+
+
 def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
     write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1, 0], hold: 10s }")
     result = tamesu(["validate"], cwd=tmp_path)

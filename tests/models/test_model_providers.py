@@ -626,6 +626,33 @@ async def test_cache_only_miss_names_purpose_and_model(tmp_path: Path) -> None:
     assert models._providers == {}  # no provider was even created: a replay needs no SDK, key or server
 
 
+async def test_cache_only_miss_of_a_cache_another_tamesu_recorded_says_so(oai: tuple[OpenAIServer, str],
+                                                                          tmp_path: Path) -> None:
+    # before: "record the run once" alone, every call of a committed cache a miss after tamesu reworded a prompt
+    _, base_url = oai
+    spec = openai_spec(base_url)
+    recording = registry({"judge": spec}, cache=ReplayCache(tmp_path))
+    try:
+        for content in ("one", "two"):  # what an older tamesu asked: its judge prompt was judge.v0
+            await recording.client("judge").generate(ask(content, purpose="judge", prompt_version="judge.v0"))
+    finally:
+        await recording.aclose()
+    replaying = registry({"judge": spec}, cache=ReplayCache(tmp_path, "only"))
+    try:
+        with pytest.raises(CacheMiss) as newer:
+            await replaying.client("judge").generate(ask("one", purpose="judge", prompt_version="judge.v1"))
+        with pytest.raises(CacheMiss) as plain:  # the same prompt, a question never recorded: a plain miss
+            await replaying.client("judge").generate(ask("three", purpose="judge", prompt_version="judge.v0"))
+    finally:
+        await replaying.aclose()
+    assert str(newer.value) == (
+        "cache miss for judge on openai:gpt-4o-mini with --cache-only: its 2 recorded answers for judge on this "
+        "model were asked with judge.v0, this tamesu asks with judge.v1 (recorded by another version of tamesu?): "
+        "record the run once without --cache-only")
+    assert str(plain.value) == ("cache miss for judge on openai:gpt-4o-mini with --cache-only: "
+                                "record the run once without --cache-only")
+
+
 async def test_cache_off_neither_reads_nor_writes(oai: tuple[OpenAIServer, str], tmp_path: Path) -> None:
     _, base_url = oai
     spec = openai_spec(base_url)

@@ -126,3 +126,124 @@ def test_a_folder_that_is_no_run_and_holds_none_is_one_line(command: list[str], 
     done = tamesu([*command, "empty"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == "empty: not a run directory and holds none"
+
+
+def test_shards_of_different_splits_are_refused(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """2/3 beside 2/4 and 3/4: before, "5 passed, 0 failed", exit 0, though 3 of the shop's 8 tests were in none."""
+    folder, env = shop
+    listed = run_tamesu(["list", str(folder), "--json"], cwd=tmp_path, env=env)
+    ids = [json.loads(line)["id"] for line in listed.stdout.splitlines()]
+    shards = [Shard(2, 3), Shard(2, 4), Shard(3, 4)]
+    chosen = [[i for i in ids if shard_of(i, s.total) == s.index] for s in shards]
+    covered = {i for part in chosen for i in part}
+    # the case the refusal is for: no test in two of them (that was already refused), some in none
+    assert sum(map(len, chosen)) == len(covered) and covered < set(ids), chosen
+    outs = [tmp_path / f"shard-{s.index}-of-{s.total}" for s in shards]
+    for shard, out in zip(shards, outs, strict=True):
+        done = run_tamesu(["run", str(folder), "--shard", str(shard), "--out", str(out)], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    merged = run_tamesu(["merge", *map(str, outs), "--out", str(tmp_path / "merged")], cwd=tmp_path)
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    line = merged.stderr.strip()
+    assert line.startswith("shards of different splits: 2/3 (") and "2/4 (" in line and "3/4 (" in line, line
+    assert "\n" not in line and "merge the K/N shards of one N" in line
+    assert not (tmp_path / "merged").exists()
+
+
+def test_shards_of_different_commits_are_refused(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """Before: joined, exit 0, the merged run filed under the first shard's commit, its verdicts of code it never
+    tested. Changes on top of one commit (a checkout's untracked files count by time of change) only warn."""
+    folder, env = shop
+    for name, shard, commit in (("one", "1/2", "c0ffee1"), ("two", "2/2", "beef222"), ("same", "2/2", "c0ffee1+a1b2")):
+        done = run_tamesu(["run", str(folder), "--shard", shard, "--out", str(tmp_path / name)], cwd=tmp_path,
+                          env={**env, "TAMESU_COMMIT": commit})
+        assert done.returncode == 0, done.stdout + done.stderr
+    one, two, same = (_only(tmp_path / name) for name in ("one", "two", "same"))
+    refused = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(tmp_path / "m")],
+                         cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.strip() == (f"runs of different commits: c0ffee1 ({one}); beef222 ({two}): shards of one "
+                                      "run test one commit; merge the shards of one commit"), refused.stderr
+    assert not (tmp_path / "m").exists()
+    joined = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "same"), "--out", str(tmp_path / "m")],
+                        cwd=tmp_path)
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    warning = (f"the runs tested different changes on top of one commit: c0ffee1 ({one}); c0ffee1+a1b2 ({same})")
+    assert f"warning: {warning}" in joined.stderr, joined.stderr
+    assert warning in json.loads((_only(tmp_path / "m") / "run.json").read_text())["warnings"]
+
+
+def test_one_shard_in_two_runs_is_refused(tmp_path: Path, serve) -> None:
+    """A shard's job ran again into the same folder, its first try stopped before any test finished: before, the
+    merge exited 143 (the first try's SIGTERM) over the second's whole, passing results."""
+    import asyncio
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from lifeline import tied
+
+    asked, release = threading.Event(), threading.Event()
+
+    async def chat(request: Request) -> JSONResponse:
+        asked.set()
+        while not release.is_set():  # the first try's turn: held until that try is stopped
+            await asyncio.sleep(0.01)
+        return JSONResponse({"text": "hello"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "one.yaml").write_text(f"targets:\n  bot: {{ type: rest, url: '{url}/chat' }}\ntests:\n"
+                                       "  - name: only\n    target: bot\n    scenario: { script: [ { say: hi } ] }\n")
+    command = [sys.executable, "-m", "tamesu", "run", "one.yaml", "--shard", "1/1", "--out", "shards", "--color",
+               "never"]
+    first = subprocess.Popen(tied(command), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert asked.wait(60), "the first try never spoke to the agent"
+        first.send_signal(signal.SIGTERM)
+        out, err = first.communicate(timeout=60)
+    finally:
+        release.set()
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 143, out + err
+    again = run_tamesu(command[3:], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    tries = sorted(p for p in (tmp_path / "shards").iterdir() if p.is_dir())
+    unfinished = tries[0] / "results.jsonl"
+    assert len(tries) == 2 and (not unfinished.exists() or not unfinished.read_text().strip())
+    merged = run_tamesu(["merge", "shards", "--out", "merged"], cwd=tmp_path)
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert merged.stderr.strip() == (f"shard 1/1 is in two runs: {Path('shards') / tries[0].name} and "
+                                     f"{Path('shards') / tries[1].name} (its job ran again? merge one of them)")
+
+
+def test_shards_of_different_selections_are_refused(shop: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """One shard's job with `--tags orders`, the other's without: before, merged, exit 0, the tests of shard 2/2's
+    share that are not tagged `orders` in no shard and nothing said."""
+    folder, env = shop
+    listed = run_tamesu(["list", str(folder), "--json"], cwd=tmp_path, env=env)
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert any(shard_of(r["id"], 2) == 2 and "orders" not in r["tags"] for r in rows), rows  # what goes missing
+    for name, extra in (("one", ["--shard", "1/2"]), ("two", ["--shard", "2/2", "--tags", "orders"]),
+                        ("all", ["--shard", "2/2"])):
+        done = run_tamesu(["run", str(folder), *extra, "--out", str(tmp_path / name)], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    one, two = _only(tmp_path / "one"), _only(tmp_path / "two")
+    chosen = sum(1 for r in rows if "orders" in r["tags"])
+    refused = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(tmp_path / "m")],
+                         cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    line = refused.stderr.strip()
+    assert line.startswith(f"shards of different selections of tests: 1/2 ({one}) chose {len(rows)} tests ("), line
+    assert f"; 2/2 ({two}) chose {chosen} tests (" in line, line
+    assert line.endswith("every shard's job must choose the same tests (suites, --filter, --tags) for --shard to "
+                         "split them"), line
+    joined = run_tamesu(["merge", str(tmp_path / "one"), str(tmp_path / "all"), "--out", str(tmp_path / "m")],
+                        cwd=tmp_path)
+    assert joined.returncode == 0, joined.stdout + joined.stderr

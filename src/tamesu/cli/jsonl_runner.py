@@ -49,14 +49,15 @@ class JsonlRunner:
         self.engine: Runner | None = None
         """The engine's run, once started: its `run_dir` holds what an interrupted run finished."""
 
-    async def run(self, tests: list[PlannedTest] | None = None) -> TestOutcome:
+    async def run(self, tests: list[PlannedTest] | None = None, selection: str | None = None) -> TestOutcome:
+        """`selection`: what a shard's run chose before `--shard` took its share (plan.json keeps it)."""
         chosen = self.engine_plan.tests if tests is None else tests
         options = RunOptions(out=self.settings.out, parallel=self.settings.parallel, repeat=self.settings.repeat,
                              fail_fast=self.settings.fail_fast, today=self.settings.today,
                              cache_mode=self.settings.cache_mode, update_golden=self.settings.update_golden)
         cases = CaseReporter(self.planner.cases, self.reporter, self.settings.output, self.plan.folder)
         recorder = PlanRecorder(self.settings.shard, self.plan.secrets.redactor.data, self.provenance,
-                                self.plan.project.spec.trace_url)
+                                self.plan.project.spec.trace_url, selection)
         self.engine = Runner(self.engine_plan, chosen, options, Fanout(cases, recorder, *self.also))
         outcome = await self.engine.run()
         # a verdict with an incomplete -o file is an infrastructure failure; an interrupt keeps its own code

@@ -110,7 +110,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     from tamesu.engine.runner import Runner, RunOptions
     from tamesu.report.console import ConsoleReporter, make_console
     from tamesu.report.recorder import Fanout, PlanRecorder
-    from tamesu.results.sharding import select
+    from tamesu.results.sharding import select, selection
     from tamesu.runtime.gc_pause import collector_paused
     from tamesu.runtime.signals import Interrupted, run_stoppable
     from tamesu.suite.secrets import mask_logging
@@ -130,6 +130,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         click.echo(f"no test matches {asked}" if asked else "no test to run: the suites hold none", err=True)
         sys.exit(EXIT_CONFIG)
     shard = parse_shard(shard_text)
+    chose = selection(t.id for t in tests) if shard is not None else None
     if shard is not None:
         # an empty shard is a valid, empty run: its CI job passes and `merge` finds its directory
         tests = select(tests, shard)
@@ -145,7 +146,7 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
     console_reporter = ConsoleReporter(console, plan.secrets.redactor, verbose)
     reporters: list[Any] = [console_reporter,
                             PlanRecorder(str(shard) if shard else None, plan.secrets.redactor.data, origin,
-                                         plan.project.spec.trace_url)]
+                                         plan.project.spec.trace_url, chose)]
     store_writer = open_store_writer(plan.project, plan.secrets.redactor, origin, str(shard) if shard else None,
                                      console)
     if store_writer is not None:

@@ -296,7 +296,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     from tamesu.report.case_console import TestConsole
     from tamesu.report.console import make_console
     from tamesu.results.provenance import provenance
-    from tamesu.results.sharding import select
+    from tamesu.results.sharding import select, selection
     from tamesu.runtime.gc_pause import collector_paused
     from tamesu.runtime.signals import Interrupted
 
@@ -335,6 +335,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     tests = select_tests(runner.engine_plan, options["pattern"], options["tags"])
     if not tests:
         _usage("no test case matches the filter")
+    chose = selection(t.id for t in tests) if shard is not None else None
     if shard is not None:
         tests = select(tests, shard)
     modes: set[str] = {runner.planner.cases[t.id].parsed.case.mode for t in tests}
@@ -345,7 +346,7 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     telemetry = start_telemetry(rich_console)
     report = project.spec.report
     try:
-        outcome = await runner.run(tests)
+        outcome = await runner.run(tests, chose)
     except InfraError as exc:  # the run folder, a traces receiver or backend: before any test ran
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA

@@ -23,6 +23,7 @@ from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
+from tamesu.engine.timeouts import timed_out
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models import queueing
@@ -149,7 +150,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     made: list[Target[TargetSpec]] = []
     hooked = False
     try:
-        async with asyncio.timeout(test.spec.timeout) as deadline, queueing.clock(deadline):  # see queueing
+        async with asyncio.timeout(test.spec.timeout) as deadline, queueing.clock(deadline) as clock:  # see queueing
             if inputs.stop is not None:
                 inputs.stop.watch(deadline)
             # within the deadline: Ctrl-C cuts a hook that is still running (it waited for it), and the test's
@@ -170,18 +171,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     except TimeoutError:
         # what the target counted before the deadline (its tool calls, timeouts, model calls) is kept
         target_metrics = made[0].metrics() if made else {}
-        if inputs.stop is not None and inputs.stop.reason is not None:
-            result.status, result.error, result.end_reason = "error", inputs.stop.reason, "error"
-            failures = []
-        elif not hooked:
-            # the agent was never spoken to: the environment's error, as a failing hook is, not the agent's failure
-            result.status, result.end_reason = "error", "error"
-            result.error = f"before_each: the hooks were still running when the test's timeout " \
-                           f"({test.spec.timeout:g}s) ran out"
-        else:
-            result.end_reason = "timeout"
-            failures.append(AssertionResult(name="conversation", passed=False,
-                                        reason=f"the test took longer than its timeout ({test.spec.timeout:g}s)"))
+        failures = timed_out(result, test.spec.timeout, inputs.stop.reason if inputs.stop is not None else None,
+                             hooked, clock.cut, failures)
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
     except BudgetExceeded as exc:

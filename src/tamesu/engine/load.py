@@ -82,7 +82,11 @@ async def _stage(spec: LoadSpec, concurrency: int, tests: list[PlannedTest], sta
                 results.append(outcome.result)
 
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    return summarise(concurrency, spec.hold, time.monotonic() - started, results)
+    stage = summarise(concurrency, spec.hold, time.monotonic() - started, results)
+    if next(numbers, None) is None and stopped() is None and stage.duration_s < spec.hold:
+        # its throughput and latencies are of a shorter stage than asked: said, so no one reads them as a hold's
+        stage.cut = f"max_runs ({spec.max_runs}) reached after {stage.duration_s:g}s of its {spec.hold:g}s hold"
+    return stage
 
 
 def summarise(concurrency: int, hold: float, duration: float, results: list[RunResult]) -> LoadStage:

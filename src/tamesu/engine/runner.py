@@ -151,7 +151,7 @@ class Runner:
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), runs=count_runs(self.results), interrupted=interrupted,
-                stopped=self._stop, warnings=warnings,
+                stopped=self._stop or "; ".join(self._suite_stops.values()) or None, warnings=warnings,
                 models=self._spend(),
             )
             try:

@@ -13,7 +13,9 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator
 
-from tamesu.models.queueing import queued
+from tamesu.models.base import ModelRequest
+from tamesu.models.queueing import asking, queued
+from tamesu.models.spec import ModelSpec
 
 
 class Gate:
@@ -25,7 +27,17 @@ class Gate:
             weakref.WeakKeyDictionary()
 
     @contextlib.asynccontextmanager
-    async def held(self) -> AsyncIterator[None]:
+    async def held(self, request: ModelRequest | None = None, spec: ModelSpec | None = None) -> AsyncIterator[None]:
+        """A place for `request`; a deadline that passes while it waits or is answered keeps the name of a call of
+        tamesu's own model (a model target's is the agent's)."""
+        own = None if request is None or spec is None or request.purpose == "target" else \
+            f"the {request.purpose}'s call to {spec.provider}:{spec.model}"
+        with asking(own):
+            async with self._held():
+                yield
+
+    @contextlib.asynccontextmanager
+    async def _held(self) -> AsyncIterator[None]:
         if self.limit is None:
             yield
             return

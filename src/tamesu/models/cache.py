@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from tamesu.models import cache_versions
 from tamesu.models.base import ModelError, ModelRequest, ModelResponse
 from tamesu.models.spec import CacheSpec, ModelSpec
 
@@ -64,6 +65,7 @@ class ReplayCache:
         self.mode: CacheMode = mode
         self.mask = mask or (lambda value: value)
         """Applied to every entry before it is written: the run's secrets redactor (`Redactor.data`)."""
+        self._recorded: cache_versions.Recorded | None = None
 
     @classmethod
     def from_spec(cls, spec: CacheSpec, base_dir: Path | None = None,
@@ -103,10 +105,18 @@ class ReplayCache:
         if problem is not None and record is not None:
             record("cache_entry_rejected", entry=where, reason=problem)
         if self.mode == "only":
-            why = f": the entry {where} {problem}" if problem else ""
+            why = f": the entry {where} {problem}" if problem else self._stale(spec, request)
             raise CacheMiss(f"cache miss for {request.purpose} on {label(spec)} with --cache-only{why}: "
                             "record the run once without --cache-only")
         return None
+
+    def _stale(self, spec: ModelSpec, request: ModelRequest) -> str:
+        """': ' and what the cache's entries say of the miss (asked by another tamesu), or ''."""
+        if self._recorded is None:
+            self._recorded = cache_versions.scan(self.dir)
+        why = cache_versions.other_versions(self._recorded, spec.provider, spec.model, request.purpose,
+                                            FORMAT_VERSION, request.prompt_version)
+        return f": {why}" if why else ""
 
     def put(self, spec: ModelSpec, request: ModelRequest, response: ModelResponse) -> None:
         """Record an answer (never in mode `off`; a cached answer is not written again)."""

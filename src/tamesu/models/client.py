@@ -207,7 +207,7 @@ class ResilientClient:
             try:
                 provider = self.provider()
                 self.attempts += 1
-                async with self._gate.held(), asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
+                async with self._gate.held(request, self.spec), asyncio.timeout(self.spec.timeout + TIMEOUT_MARGIN):
                     if self.ledger is not None:
                         # again once its turn came: a call that waited for `max_concurrent` while the
                         # budget was passed is not sent (they all were, 2.4 times the budget spent)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -23,6 +23,9 @@ class Clock:
     """The deadline."""
     waited: float = 0.0
     """Seconds the requests under it waited for a place, in all."""
+    cut: list[str] = field(default_factory=list)
+    """tamesu's own model calls (the simulator's...) under way when the deadline passed: then it was not the agent
+    that took the time."""
 
 
 _CLOCKS: ContextVar[tuple[Clock, ...]] = ContextVar("tamesu_deadline_clocks", default=())
@@ -62,3 +65,16 @@ async def queued() -> AsyncIterator[None]:
             # a deadline someone else moved meanwhile (Ctrl-C's stop moves it to now) is theirs: left as it is
             if deadline is not None and not each.scope.expired() and each.scope.when() is None:
                 each.scope.reschedule(deadline + waited)
+
+
+@contextlib.contextmanager
+def asking(what: str | None) -> Iterator[None]:
+    """Around a call of tamesu's own model (`what` names it; None: a model target's, the agent itself): a deadline
+    that passes while it is under way keeps its name."""
+    clocks = _CLOCKS.get() if what else ()
+    try:
+        yield
+    finally:
+        for each in clocks:
+            if each.scope.expired() and what not in each.cut:
+                each.cut.append(str(what))

@@ -56,6 +56,8 @@ class PlanRecord(BaseModel):
     shard: str | None = None
     """`K/N` when the run was one shard of N; merged runs list every shard they joined."""
     shards: list[str] = Field(default_factory=list)
+    selection: str | None = None
+    """A shard's: the tests its run chose before `--shard` took its share (`sharding.selection`)."""
     tests: list[PlannedEntry] = Field(default_factory=list)
     run_id: str | None = None
     """TAMESU_RUN_ID when it was set: the run the store files this folder under (shards share it)."""

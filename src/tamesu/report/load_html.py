@@ -40,7 +40,9 @@ def load_sections(run_dir: Path) -> str:
             + f"<td>{s.runs_per_s:g}</td>{_cells(s.turn_latency_ms)}"
             + (_cells(s.first_token_ms) if token else "") + (_cells(s.time_to_first_audio_ms) if audio else "")
             + "</tr>" for s in report.stages)
-        note = f"<p class=\"note\">stopped: {html.escape(report.stopped)}</p>" if report.stopped else ""
+        note = "".join(f"<p class=\"note\">stage {n} ({s.concurrency} at once): {html.escape(s.cut)}</p>"
+                       for n, s in enumerate(report.stages, 1) if s.cut)
+        note += f"<p class=\"note\">stopped: {html.escape(report.stopped)}</p>" if report.stopped else ""
         sections.append(
             f'<section class="load"><h2>Load: {html.escape(report.suite)}</h2>'
             f"<p>{html.escape(', '.join(report.tests))}: each stage with that many conversations at once; "

@@ -13,10 +13,13 @@ import os
 import shutil
 from pathlib import Path, PurePosixPath
 
+from pydantic import ValidationError
+
 from tamesu import __version__
 from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
 from tamesu.results.json_files import write_indented
+from tamesu.results.load import LoadReport
 from tamesu.results.records import ModelSpend, RunSummaryFile, TestResult, count, count_runs, exit_code_for
 from tamesu.results.rundir import new_run_dir
 
@@ -54,10 +57,41 @@ def _copy_artifacts(run: LoadedRun, result: TestResult, dest: Path, taken: set[s
     return result.model_copy(update={"runs": runs})
 
 
+def _copy_load(run: LoadedRun, dest: Path) -> None:
+    """A shard's `load:` stages (`load/SUITE.json`, its conversations under `load/SUITE/`), which the reports read.
+    Each shard ramps the tests it holds: a suite whose tests two shards share has two load reports, each kept and
+    named with its shard, never one dropped or the two mixed into figures no ramp measured."""
+    source = run.dir / "load"
+    if not source.is_dir():
+        return
+    (dest / "load").mkdir(exist_ok=True)
+    shard = run.plan.shard if run.plan is not None else None
+    for found in sorted(source.glob("*.json")):
+        name, n = found.stem, 1
+        while (dest / "load" / f"{name}.json").exists():
+            n += 1
+            name = f"{found.stem}-{n}"
+        try:
+            report = LoadReport.model_validate_json(found.read_bytes())
+        except (OSError, ValidationError):
+            shutil.copyfile(found, dest / "load" / f"{name}.json")  # as it is: the report skips what it cannot read
+            continue
+        if shard:  # its ramp had this shard's tests alone, while the other shards' ramps ran
+            report.suite = f"{report.suite} (shard {shard})"
+        write_indented(dest / "load" / f"{name}.json", report.model_dump(mode="json"))
+        if (source / found.stem).is_dir():
+            shutil.copytree(source / found.stem, dest / "load" / name)
+
+
 def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
-    """The merged run's folder, and what of the inputs could not be read (said by the caller, kept in run.json)."""
+    """The merged run's folder, and what of the inputs could not be read or does not agree (said by the caller, kept
+    in run.json)."""
     runs = [load_run(path) for path in inputs]
     unread = [problem for run in runs for problem in run.problems]
+    _one_split(runs)  # first: shards of two splits overlap too, and that is not why they cannot be joined
+    unread += _one_commit(runs)
+    _each_shard_once(runs)
+    _one_selection(runs)
     seen: dict[str, Path] = {}
     clashes = []
     for run in runs:
@@ -78,6 +112,9 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
                 merged.append(copied)
                 handle.write(json.dumps(copied.model_dump(mode="json"), ensure_ascii=False) + "\n")
 
+    for run in runs:
+        _copy_load(run, dest)
+
     entries: dict[str, PlannedEntry] = {}
     shards: list[str] = []
     for run in runs:
@@ -89,7 +126,8 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     # the shards of one CI run share its id, commit and trace links: the merged run keeps the first one's
     first = next((run.plan for run in runs if run.plan is not None), None)
     keep = {k: getattr(first, k) for k in ("run_id", "commit", "branch", "trace_url")} if first else {}
-    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values()), **keep).model_dump(mode="json"))
+    _write(dest / PLAN_FILE, PlanRecord(shards=shards, tests=list(entries.values()), **keep).model_dump(
+        mode="json", exclude={"selection"}))  # a shard's alone
 
     starts = [t for t in (_when(r.summary.started_at) for r in runs) if t]
     ends = [t for t in (_when(r.summary.finished_at) for r in runs) if t]
@@ -117,6 +155,63 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     _write(temporary, summary.model_dump(mode="json"))
     os.replace(temporary, dest / "run.json")
     return dest, unread
+
+
+def _one_split(runs: list[LoadedRun]) -> None:
+    """Refuse shards of different splits: a test's shard among 3 says nothing of its shard among 4, so `2/3` beside
+    `2/4` leaves some tests in none of them, and no shard of either split can be called missing."""
+    splits: dict[str, list[str]] = {}
+    for run in runs:
+        for shard in run.plan.shards if run.plan is not None else []:
+            _, _, total = shard.partition("/")
+            splits.setdefault(total, []).append(f"{shard} ({run.dir})")
+    if len(splits) > 1:
+        raise MergeError("shards of different splits: " + ", ".join(s for named in splits.values() for s in named)
+                         + ": a test's shard among one N says nothing of its shard among another, so some tests ran "
+                         "in none of these; merge the K/N shards of one N")
+
+
+def _each_shard_once(runs: list[LoadedRun]) -> None:
+    """Refuse one shard in two runs (a job run again into the same folder): their tests overlap, or the first one
+    ended before any finished and its interruption would be the merged run's code, whatever the second did."""
+    held: dict[str, Path] = {}
+    for run in runs:
+        shard = run.plan.shard if run.plan is not None else None
+        if shard is not None and shard in held:
+            raise MergeError(f"shard {shard} is in two runs: {held[shard]} and {run.dir} (its job ran again? "
+                             "merge one of them)")
+        if shard is not None:
+            held[shard] = run.dir
+
+
+def _one_selection(runs: list[LoadedRun]) -> None:
+    """Refuse shards whose runs chose different tests before `--shard` took its share (other suites, `--filter`,
+    `--tags`, a test added between the jobs): a test one of them chose and its shard's run did not is in none."""
+    chose: dict[str, list[str]] = {}
+    for run in runs:
+        if run.plan is not None and run.plan.shard and run.plan.selection:
+            chose.setdefault(run.plan.selection, []).append(f"{run.plan.shard} ({run.dir})")
+    if len(chose) > 1:
+        named = "; ".join(f"{', '.join(shards)} chose {count} test{'' if count == '1' else 's'} ({digest[:8]})"
+                          for (count, _, digest), shards in ((p.partition(":"), s) for p, s in chose.items()))
+        raise MergeError(f"shards of different selections of tests: {named}: every shard's job must choose the same "
+                         "tests (suites, --filter, --tags) for --shard to split them")
+
+
+def _one_commit(runs: list[LoadedRun]) -> list[str]:
+    """Refuse runs of different commits: the merged run would be filed under the first one's, its verdicts of code
+    it never tested. Changes on top of one commit (`HEAD+<fingerprint>`, a checkout's files that git does not
+    track count by their time of change, which differs between machines) are a warning, not a refusal."""
+    commits: dict[str, list[str]] = {}
+    for run in runs:
+        if run.plan is not None and run.plan.commit:
+            commits.setdefault(run.plan.commit, []).append(str(run.dir))
+    heads = {commit.partition("+")[0] for commit in commits}
+    named = "; ".join(f"{commit} ({', '.join(dirs)})" for commit, dirs in commits.items())
+    if len(heads) > 1:
+        raise MergeError(f"runs of different commits: {named}: shards of one run test one commit; "
+                         "merge the shards of one commit")
+    return [f"the runs tested different changes on top of one commit: {named}"] if len(commits) > 1 else []
 
 
 def missing_shards(shards: list[str]) -> list[str]:

@@ -33,8 +33,9 @@ class PlanRecorder:
     """
 
     def __init__(self, shard: str | None = None, redact: Any = None, provenance: Provenance | None = None,
-                 trace_url: str | None = None) -> None:
+                 trace_url: str | None = None, selection: str | None = None) -> None:
         self.shard = shard
+        self.selection = selection
         self.trace_url = trace_url
         self.redact = redact
         self.provenance = provenance
@@ -42,12 +43,12 @@ class PlanRecorder:
 
     def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None:
         record = PlanRecord(shard=self.shard, shards=[self.shard] if self.shard else [],
-                            tests=planned_entries(tests), trace_url=self.trace_url)
+                            tests=planned_entries(tests), trace_url=self.trace_url, selection=self.selection)
         if self.provenance is not None:
             record.run_id = self.provenance.run_id
             record.commit = self.provenance.commit
             record.branch = self.provenance.branch
-        data = record.model_dump(mode="json")
+        data = record.model_dump(mode="json", exclude={"selection"} if self.selection is None else None)
         if self.redact is not None:
             data = self.redact(data)
         write_indented(run_dir / PLAN_FILE, data, atomic=True)

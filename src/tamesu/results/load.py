@@ -49,6 +49,8 @@ class LoadStage(BaseModel):
     """Audio targets: each turn's `time_to_first_audio_ms`."""
     first_token_ms: Percentiles | None = None
     """Streaming targets: sent to the first token."""
+    cut: str | None = None
+    """Why the stage ended before its `hold` with the run still going (`max_runs` reached)."""
 
 
 class LoadReport(BaseModel):
@@ -81,6 +83,7 @@ def table_lines(report: LoadReport) -> list[str]:
                 + (f"  {_cell(s.first_token_ms):<31}" if token else "")
                 + (f"  {_cell(s.time_to_first_audio_ms)}" if audio else ""))
         lines.append(line.rstrip())
+    lines += [f"stage {n} ({s.concurrency} at once): {s.cut}" for n, s in enumerate(report.stages, 1) if s.cut]
     if report.stopped:
         lines.append(f"load stopped: {report.stopped}")
     return lines

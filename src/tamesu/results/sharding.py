@@ -64,6 +64,13 @@ def shard_of(test_id: str, total: int) -> int:
     return int.from_bytes(digest[:8], "big") % total + 1
 
 
+def selection(test_ids: Iterable[str]) -> str:
+    """What a run chose before `--shard` took its share, as `COUNT:DIGEST`: every shard of one split must have
+    chosen the same tests (suites, `--filter`, `--tags`), or some tests are in no shard's share."""
+    ids = sorted(set(test_ids))
+    return f"{len(ids)}:" + hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:16]
+
+
 def in_shard(test_id: str, shard: Shard) -> bool:
     return shard_of(test_id, shard.total) == shard.index
 
