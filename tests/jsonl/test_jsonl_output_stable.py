@@ -97,7 +97,8 @@ def _run(case: Case, env: dict[str, str], tmp: Path) -> subprocess.CompletedProc
         args += ["--out", str(tmp / "out")]
     # the results store (on by default) counts the runs before this one in its closing line: not this test's
     # subject, and it would write into the examples' folders
-    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TAMESU_STORE": "off", **env, **dict(case.env)}
+    # (off over the agent fixtures' own TAMESU_STORE, which keeps their runs' history out of the examples)
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **env, "TAMESU_STORE": "off", **dict(case.env)}
     full_env.pop("TAMESU_DEBUG", None)
     if os.environ.get("TAMESU_TEST_FORK", "1") == "0":
         # a plain child: the tamesu under test, wherever its working folder is (a relative PYTHONPATH would not
