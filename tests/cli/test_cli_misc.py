@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,7 +46,7 @@ def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serv
     tamesu(["init"], cwd=tmp_path)
     suite = tmp_path / "suites" / "first.yaml"
     # the user's own agent: the url pointed at it, the sample agent's hooks deleted
-    text = suite.read_text().replace("http://127.0.0.1:8790", server.url)
+    text = re.sub(r"http://127\.0\.0\.1:\d+", server.url, suite.read_text())
     suite.write_text(text[:text.index("hooks:")] + text[text.index("targets:"):])
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -55,7 +56,7 @@ def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serv
 def test_doctor_reports_the_project_and_unreachable_targets(tmp_path: Path, tamesu) -> None:
     tamesu(["init"], cwd=tmp_path)
     suite = tmp_path / "suites" / "first.yaml"
-    suite.write_text(suite.read_text().replace("http://127.0.0.1:8790", "http://127.0.0.1:9"))
+    suite.write_text(re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:9", suite.read_text()))
     result = tamesu(["doctor"], cwd=tmp_path)
     assert result.returncode == 0, result.stdout
     assert "ok    1 test in 1 suite validate" in result.stdout
@@ -209,8 +210,8 @@ def test_init_keeps_secrets_and_runs_out_of_the_repository(tmp_path: Path, tames
         return JSONResponse({"reply": "Hi!"})
 
     suite = tmp_path / "suites" / "first.yaml"
-    text = suite.read_text().replace("http://127.0.0.1:8790", serve(Starlette(routes=[
-        Route("/chat", chat, methods=["POST"])])).url)
+    text = re.sub(r"http://127\.0\.0\.1:\d+", serve(Starlette(routes=[
+        Route("/chat", chat, methods=["POST"])])).url, suite.read_text())
     suite.write_text(text[:text.index("hooks:")] + text[text.index("targets:"):])
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-not-committed\n")
     assert tamesu(["run"], cwd=tmp_path).returncode in (0, 1)

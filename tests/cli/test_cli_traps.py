@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import re
 import socket
 from pathlib import Path
 from types import SimpleNamespace
@@ -77,15 +79,17 @@ def test_the_html_report_is_written_by_default_and_its_path_ends_the_run(tmp_pat
 
 def test_after_init_the_first_run_passes_with_nothing_else_running(tmp_path: Path, tamesu: Any) -> None:
     assert tamesu(["init"], cwd=tmp_path).returncode == 0
-    # the scaffold's sample agent listens on 8790; two runs of this test at once (CI and an engineer on one
-    # machine) would share one agent, and one's after_all would stop it under the other: a port of its own
+    # before: the sample agent listened on 8790, as the grpc and orchestrator examples do: with one of them
+    # running, the first run failed in before_all "Address already in use". Now init writes a port that was free,
+    # one per project (two runs of this test at once no longer share one agent, one's after_all stopping it)
     first = tmp_path / "suites" / "first.yaml"
-    assert first.read_text().count("8790") == 2  # the hook that starts the agent, the target's url
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    first.write_text(first.read_text().replace("8790", str(port)))
-    done = tamesu(["run"], cwd=tmp_path, env={"TAMESU_OWNERS": "init-test"})
+    ports = re.findall(r"(?:--port |127\.0\.0\.1:)(\d+)", first.read_text())
+    assert len(ports) == 2 and len(set(ports)) == 1 and ports[0] != "8790", ports  # the hook's, the url's
+    with socket.socket() as example:
+        with contextlib.suppress(OSError):  # another program has it already: as taken
+            example.bind(("127.0.0.1", 8790))
+            example.listen()
+        done = tamesu(["run"], cwd=tmp_path, env={"TAMESU_OWNERS": "init-test"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  first/greets and answers" in done.stdout
     # its connect retries while the sample agent starts are what connect.attempts is for: nothing to say of them
@@ -104,11 +108,14 @@ def test_inits_sample_suite_refuses_to_test_another_server_on_its_port(tmp_path:
         taken.listen()
         port = taken.getsockname()[1]
         first = tmp_path / "suites" / "first.yaml"
-        first.write_text(first.read_text().replace("8790", str(port)))
+        written = re.search(r"--port (\d+)", first.read_text())
+        assert written is not None
+        first.write_text(first.read_text().replace(written.group(1), str(port)))
         (tmp_path / "suites" / ".agent.pid").write_text("999999")  # an earlier run's
         done = tamesu(["run"], cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
-    assert f"agent.py: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stdout, done.stdout
+    assert f"agent.py: cannot listen on 127.0.0.1:{port}: Address already in use (write a free port in first.yaml, " \
+           "in the before_all hook and the target's url)" in done.stdout, done.stdout
     assert "PASS" not in done.stdout
     # after_all runs after a failing before_all: the earlier run's pid is forgotten, nothing stopped, no warning
     assert not (tmp_path / "suites" / ".agent.pid").exists()

@@ -147,3 +147,35 @@ tests:
     written = [path for path in (tmp_path / "out").rglob("*") if path.is_file()
                and "s3cr3t-var-token" in path.read_text(errors="replace")]
     assert written == [] and "s3cr3t-var-token" not in done.stdout + done.stderr
+
+
+def test_an_assertion_value_that_is_one_var_keeps_the_vars_type_and_a_say_stays_text(
+        tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: the plan put `{{vars.n}}` in as text, so `equals: {path: $.turn, value: "{{vars.n}}"}` failed
+    # `$.turn is 1 in turn 1, expected "1"` against an agent that answered exactly right
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+vars: {{ n: 1, on: true, ids: [1, 2], cfg: {{ k: 1.5 }} }}
+targets:
+  bot:
+    type: rest
+    url: "{rest_agents.url}/chat"
+    request:
+      body: {{ message: "{{{{message}}}}", session_id: "{{{{session}}}}", data: {{ ids: [1, 2], on: true }} }}
+    response: {{ text: $.text }}
+tests:
+  - name: typed
+    scenario: {{ script: [ {{ say: "{{{{vars.n}}}}" }} ] }}
+    assert:
+      - equals: {{ path: $.turn, value: "{{{{vars.n}}}}" }}
+      - equals: "Echo 1: 1"
+      - json_path: {{ path: $.data.ids, equals: "{{{{ vars.ids }}}}" }}
+      - json_path: {{ path: $.data.on, equals: "{{{{vars.on}}}}" }}
+      - json_path: {{ path: $.data.ids, not_equals: "{{{{vars.cfg}}}}" }}
+      - json_path: {{ path: $.turn, gte: "{{{{vars.n}}}}", lt: "{{{{vars.cfg.k}}}}" }}
+      - json_path: {{ path: $.text, equals: "Echo {{{{vars.n}}}}: {{{{vars.n}}}}" }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [json.loads(path.read_text())["lines"][0]["text"]
+            for path in (tmp_path / "out").glob("*/s/*/run-1/transcript.json")]
+    assert said == ["1"], said

@@ -88,3 +88,27 @@ def test_two_reports_on_stdout_are_refused(tmp_path: Path) -> None:
     assert checked.returncode == 2, checked.stdout + checked.stderr
     assert "tamesu.yaml:2:9: report: json:- and markdown:-: one report at most goes to standard output (-)" in \
         checked.stdout + checked.stderr
+
+
+def test_a_report_to_stdout_is_not_written_in_the_run_folder(tmp_path: Path) -> None:
+    # before: a report bound for stdout was rendered through `RUN/.KIND-report.tmp`, so a run folder tamesu may not
+    # write to failed "cannot write the json report to standard output: Permission denied" (exit 3), and a folder
+    # of that name there was an internal error (IsADirectoryError)
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    for kind in ("json", "html"):
+        (run_dir / f".{kind}-report.tmp").mkdir()  # in the way of any file of that name, for root as for others
+    before = sorted(path.name for path in run_dir.iterdir())
+    run_dir.chmod(0o555)
+    try:
+        piped = run_tamesu(["report", str(run_dir), "--report", "json:-"], cwd=tmp_path)
+        html = run_tamesu(["report", str(run_dir), "--report", "html:-"], cwd=tmp_path)
+    finally:
+        run_dir.chmod(0o755)
+    assert piped.returncode == 1, piped.stdout + piped.stderr
+    assert sorted(test["test"] for test in json.loads(piped.stdout)["tests"]) == ["greets", "refunds"]
+    # its links are the run folder's, as those of the run's own report.html
+    assert html.returncode == 1 and html.stdout == (run_dir / "report.html").read_text(), html.stderr
+    assert sorted(path.name for path in run_dir.iterdir()) == before

@@ -56,7 +56,7 @@ def test_a_taken_default_port_is_replaced_by_a_free_one(tmp_path: Path, view: Ca
         one.stop()
         assert one.process.stderr is not None
         said = one.process.stderr.read()
-        # it named tamesu init's sample agent, which moved to 8790
+        # it named tamesu init's sample agent, which has a port of its own now
         assert f"view: 127.0.0.1:{VIEW_PORT} is in use: serving on a free port" in said, said
         # a port asked for is kept to: taken, it is an infrastructure error
         taken = f"view: cannot listen on 127.0.0.1:{VIEW_PORT}: Address already in use"

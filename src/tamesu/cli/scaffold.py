@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import socket
 from pathlib import Path
 
 PROJECT = """\
@@ -23,14 +25,16 @@ FIRST_SUITE = """\
 # no conversation of its own is sent it with `body: { messages: "{{messages}}" }` (an AI SDK route:
 # "{{ui_messages}}"), and OpenAI-, Anthropic- and AI SDK-shaped answers are read without `response:`.
 hooks:
-  before_all:   # fails, saying why, when the port is taken: the suite never tests another server by mistake
-    - "python3 agent.py --port 8790 --pid-file .agent.pid --background"
+  # Port {port} was free when `tamesu init` wrote this; if another program takes it, write a free one here and in the
+  # target's url. The hook fails, saying why, when the port is taken: the suite never tests another server
+  before_all:
+    - "python3 agent.py --port {port} --pid-file .agent.pid --background"
   after_all:    # runs after a failing before_all too, to clean up what it had set up
     - "python3 agent.py --stop --pid-file .agent.pid"
 targets:
   my-agent:
     type: rest
-    url: http://127.0.0.1:8790/chat
+    url: http://127.0.0.1:{port}/chat
     connect: { attempts: 20, backoff: 0.1s }   # the sample agent takes a moment to start
     request:
       body: { message: "{{message}}", session_id: "{{session}}" }
@@ -86,7 +90,7 @@ class Chat(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=8790)
+    parser.add_argument("--port", type=int, default={port})
     parser.add_argument("--pid-file")
     parser.add_argument("--background", action="store_true",
                         help="once the port is ours, serve from a child process and exit (as a hook starts it)")
@@ -107,7 +111,8 @@ if __name__ == "__main__":
     except OSError as error:
         if options.pid_file and os.path.exists(options.pid_file):
             os.remove(options.pid_file)  # an earlier run's: --stop must not stop what now has its number
-        raise SystemExit(f"agent.py: cannot listen on 127.0.0.1:{options.port}: {error.strerror}")
+        raise SystemExit(f"agent.py: cannot listen on 127.0.0.1:{options.port}: {error.strerror} (write a free "
+                         "port in first.yaml, in the before_all hook and the target's url)")
     pid = os.fork() if options.background else 0
     if options.pid_file and (pid or not options.background):
         with open(options.pid_file, "w") as handle:
@@ -140,14 +145,34 @@ def ignore_what_runs_leave(directory: Path) -> str | None:
     return f"wrote {path}" if not text else f"added {', '.join(missing)} to {path}"
 
 
+def free_port() -> int:
+    """A port nothing listens on now, for the sample agent. A fixed one (8790, as the grpc and orchestrator
+    examples use) made `tamesu init && tamesu run` fail whenever one of those ran. Drawn from below the ports Linux
+    hands to outgoing connections (32768 and up), so a connection of the moment does not hold it later."""
+    chooser = random.SystemRandom()
+    for _ in range(100):
+        port = chooser.randint(20000, 29999)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:  # a machine with that range full: any port the system gives
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def write_scaffold(directory: Path, left_out: list[str] | None = None) -> list[Path]:
     """The two files, plus the JSON Schemas their first lines point editors at (`tamesu schema --write`
     refreshes them after an upgrade). Local files, so completion works offline and nothing is fetched.
     `left_out` gets the installed plug-ins the schemas could not hold."""
     from tamesu.cli.schema_export import SCHEMA_DIR, write_schemas
 
-    files = {directory / "tamesu.yaml": PROJECT, directory / "suites" / "first.yaml": FIRST_SUITE,
-             directory / "suites" / "agent.py": AGENT}
+    port = str(free_port())
+    files = {directory / "tamesu.yaml": PROJECT,
+             directory / "suites" / "first.yaml": FIRST_SUITE.replace("{port}", port),
+             directory / "suites" / "agent.py": AGENT.replace("{port}", port)}
     for path in files:
         if path.exists():
             raise FileExistsError(str(path))

@@ -34,6 +34,7 @@ from tamesu.plan._templates import (
     model_secret_warnings,
     var_problems,
 )
+from tamesu.plan._typed_vars import typed_assertions
 from tamesu.plan.cases import CasesFileError, read_cases
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import (
@@ -350,6 +351,8 @@ def _expand_test(
             # again, as for a case, was a fifth of planning a plain test)
             case_spec = spec.model_copy(update={"vars": merged_vars})
         else:
+            if "assert" in body:
+                body["assert"] = typed_assertions(body["assert"], merged_vars)
             rendered = render_partial(body, {"vars": merged_vars})
             try:
                 case_spec = TestSpec.model_validate({**rendered, "vars": merged_vars})

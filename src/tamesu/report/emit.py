@@ -7,7 +7,10 @@ write the same files for the same run.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,26 +62,20 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
     others_print_to = sys.stderr if any(r.path == STDOUT for r in requests) else sys.stdout
     for request in requests:
         to_stdout = request.path == STDOUT
-        # `-` is standard output (`tamesu report RUN --report json:- | jq`): written in the run directory, so its
-        # links are the run's, then printed; a file named `-` was made in the current folder
-        path = run.dir / f".{request.kind}-report.tmp" if to_stdout else request.target(run.dir)
         try:
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.redirect_stdout(sys.stdout if to_stdout else others_print_to):
-                format_of(request.kind).write_function()(run, path, comparison)
-            if to_stdout and path is not None:
-                sys.stdout.flush()  # what the console printed before comes first
-                sys.stdout.buffer.write(path.read_bytes())
-                sys.stdout.buffer.flush()
-                path.unlink()
+            if to_stdout:
+                _print_report(run, request.kind, comparison)
                 path = None
+            else:
+                path = request.target(run.dir)
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                with contextlib.redirect_stdout(others_print_to):
+                    format_of(request.kind).write_function()(run, path, comparison)
         except OSError as exc:
-            where = "standard output" if to_stdout else path
+            where = "standard output" if to_stdout else request.target(run.dir)
             emitted.errors.append(f"cannot write the {request.kind} report to {where}: "
                                   f"{os_words(exc) if exc.filename else exc.strerror or exc}")
-            if to_stdout and path is not None:  # half a report to print is none: not left in the run either
-                path.unlink(missing_ok=True)
             continue
         except Exception as exc:  # a plug-in's writer: its failure is said, the other reports still written
             if is_built_in(request.kind):
@@ -87,3 +84,29 @@ def write_reports(run: LoadedRun, requests: list[ReportRequest], comparison: Com
             continue
         emitted.written.append((request.kind, path))
     return emitted
+
+
+def _print_report(run: LoadedRun, kind: str, comparison: Comparison | None) -> None:
+    """`-` is standard output (`tamesu report RUN --report json:- | jq`). The report is written in a folder of its
+    own, not the run's (which may be read-only, or another user's), its links still starting at the run folder;
+    a file named `-` was made in the current folder."""
+    writer = format_of(kind).write_function()
+    with tempfile.TemporaryDirectory(prefix="tamesu-report-") as folder:
+        path = Path(folder) / f"report.{kind}"
+        if _takes_links_from(writer):
+            writer(run, path, comparison, links_from=run.dir)
+        else:
+            writer(run, path, comparison)
+        if path.exists():
+            sys.stdout.flush()  # what the console printed before comes first
+            sys.stdout.buffer.write(path.read_bytes())
+            sys.stdout.buffer.flush()
+
+
+def _takes_links_from(writer: Callable[..., object]) -> bool:
+    """A writer whose report links to the run's files says so with a `links_from` keyword (the folder its links
+    start from when its file is written elsewhere)."""
+    try:
+        return "links_from" in inspect.signature(writer).parameters
+    except (TypeError, ValueError):
+        return False

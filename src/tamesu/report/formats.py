@@ -2,7 +2,9 @@
 (see `tamesu.plugins`), imported when its report is written.
 
 A writer is `write(run: LoadedRun, path: Path | None, comparison: Comparison | None) -> None`; `path` is None
-for a format that takes no file (`github` prints annotations). Plug-ins add formats through the
+for a format that takes no file (`github` prints annotations). A report bound for standard output is written in
+a temporary folder first: a writer whose report links to the run's files takes a `links_from` keyword, the folder
+its links start from (the run folder, as for its own file). Plug-ins add formats through the
 `tamesu.reports` entry points: a `ReportFormat`, or a bare writer function (its file is `report.NAME` unless
 the function has a `default_file` attribute). Only the writer's own module knows a format.
 """

@@ -476,9 +476,10 @@ def render_html(run: LoadedRun, base: Path, comparison: Comparison | None = None
 
 
 @register("reports", "html", default_file="report.html")
-def write_html(run: LoadedRun, path: Path, comparison: Comparison | None = None) -> None:
+def write_html(run: LoadedRun, path: Path, comparison: Comparison | None = None,
+               links_from: Path | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(run, path.parent, comparison), encoding="utf-8")
+    path.write_text(render_html(run, links_from or path.parent, comparison), encoding="utf-8")
 
 
 def _readable(test_id: str) -> str:

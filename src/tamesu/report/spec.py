@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,4 +65,28 @@ def parse_reports(text: str | list[str], base: Path | None = None) -> list[Repor
     if len(to_stdout) > 1:
         # two files on one stream read as neither: `json:-,junit:-` was a JSON document with XML after it
         raise ReportSpecError(f"{' and '.join(to_stdout)}: one report at most goes to standard output (-)")
+    _one_each(requests)
     return requests
+
+
+def _one_each(requests: list[ReportRequest]) -> None:
+    """Two requests for one destination are refused: `html,html` wrote the same report twice, and
+    `json:r.out,junit:r.out` left only the second."""
+    seen: dict[tuple[str, str], str] = {}
+    for request in requests:
+        written = f"{request.kind}:{request.path}" if request.path else request.kind
+        default = format_of(request.kind).default_file
+        if request.path == "-":
+            continue  # said above: one at most
+        if default is None:
+            key, where = ("kind", request.kind), ""
+        elif request.path is None:
+            key, where = ("default", default), f"{default} in the run folder"
+        else:
+            path = Path(request.path)
+            full = os.path.normpath(request.base / path if request.base and not path.is_absolute() else path)
+            key, where = ("path", full), request.path
+        if key in seen:
+            said = f"both write {where}" if where else "named twice"
+            raise ReportSpecError(f"{seen[key]} and {written}: {said}; name each report once")
+        seen[key] = written
