@@ -3,11 +3,10 @@ targets. The target's `Wire` owns the protocol (what tamesu sends to open, how a
 travel, what each message it receives means); this module owns the call:
 
 - open: connect (retried as `connect` says), send the wire's opening messages, start reading;
-- the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its voice and
-  behaviours, through `tamesu.audio`) or digits, then the agent's reply (ending with its sound, on the playback
-  clock: a burst plays as long as it lasts) once `idle` of silence followed, a `done` or a hang-up;
-- between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
-  agent that finds the end of speech itself (VAD) hears the pause;
+- the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its
+  voice and behaviours) or digits, then the agent's reply (ending with its sound, on the playback clock) once
+  `idle` of silence followed, a `done` or a hang-up; between utterances the line carries silence at real-time
+  pace, as a phone line does, so an agent that finds the end of speech itself (VAD) hears the pause;
 - barge-in: the persona talks over a reply, the turn ends there, the next one is spoken at once; the agent's
   `clear` (or `interrupted`) is recorded; `interruption_stop_ms` runs from the user's first word to the clear, or
   to the reply's last audio. The talked-over reply's text is the agent's words for it when its protocol gives
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn, given_since
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
@@ -351,14 +350,15 @@ class AudioSocketTarget(Target[SpecT]):
                 continue
             timed_from = timed_from or time.monotonic()
             if time.monotonic() - timed_from > limit:
+                given = given_since(limit, timed_from, now_ms)
                 if heard.spoke_at is None:
                     hint = unheard(heard, self._wire, self._voice, self._flood(heard), self.idle_s)
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
-                                    raw=heard.controls)
+                                    raw=heard.controls, **given)
                 flood = self._flood(heard)  # else a reply still going on in real time: a talker who never stops
                 if flood or heard.quiet_from is None or now_ms - heard.quiet_from < idle_ms / 2:
                     raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}"
-                                    if flood else ended_late(limit, self.idle_s), raw=heard.controls)
+                                    if flood else ended_late(limit, self.idle_s), raw=heard.controls, **given)
                 break
         turn.completed_at_ms = heard.quiet_from if fell_quiet and heard.quiet_from else session.now_ms()
         for name, said in listening_notes(heard, self.idle_s, self._require_voice().receive_format, self.rate_key):
