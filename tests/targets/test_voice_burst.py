@@ -151,6 +151,32 @@ def test_a_turn_that_timed_out_counts_as_long_as_its_turn_timeout(
     assert result["metrics"]["turn_latency_ms"] == 3000.0, result["metrics"]
 
 
+def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(tmp_path: Path) -> None:
+    # before: no `greeting` key on voice: such an agent failed "turn 1 (the agent's greeting): the agent said
+    # nothing within turn_timeout", the docs' only way
+    from agents.burst_voice import BurstVoiceAgent
+
+    agent = BurstVoiceAgent()
+    (tmp_path / "w.tamesu.yaml").write_text("""name: w
+targets:
+  bot: { type: voice, url: "{{env.BOT}}/listens", greeting: false, turn_timeout: 20s }
+tests:
+  - name: listens
+    target: bot
+    scenario: { script: [ { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true }, on_turn: 1 } ]
+""")
+    try:
+        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, env={"BOT": agent.url, "TAMESU_STORE": "off"},
+                          timeout=200)
+    finally:
+        agent.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    assert [t["user"] is not None for t in result["turns"]] == [True], result["turns"]
+    assert "greeting_ms" not in result["metrics"], result["metrics"]
+
+
 def test_audio_that_is_never_speech_is_said_to_have_come(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
     # before: "the agent said nothing within turn_timeout (3s)" of seconds of audio
     _run_dir, results = run

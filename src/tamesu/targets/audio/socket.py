@@ -3,7 +3,7 @@ targets. The target's `Wire` owns the protocol (what tamesu sends to open, how a
 travel, what each message it receives means); this module owns the call:
 
 - open: connect (retried as `connect` says), send the wire's opening messages, start reading;
-- the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its
+- the agent speaks first (`greeting()`; `greeting: false`, the caller does); a turn is the persona's speech (its
   voice and behaviours) or digits, then the agent's reply (ending with its sound, on the playback clock) once
   `idle` of silence followed, a `done` or a hang-up; between utterances the line carries silence at real-time
   pace, as a phone line does, so an agent that finds the end of speech itself (VAD) hears the pause;
