@@ -145,7 +145,7 @@ class AudioSocketTarget(Target[SpecT]):
     async def close(self) -> None:
         if self._barging and self._closed is None and self._interrupted is not None:  # no words left to talk over it
             await hear_out(self._queue, self._read_message, self._require_voice(), self._interrupted,
-                           idle_s=self.idle_s, limit_s=self.spec.turn_timeout)
+                           idle_s=self.idle_s, limit_s=self.spec.turn_timeout, words=self._words_heard_out)
         for handle, _echo in self._marks:
             handle.cancel()
         wire = self._wire
@@ -166,9 +166,7 @@ class AudioSocketTarget(Target[SpecT]):
         await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
 
     def metrics(self) -> dict[str, float]:
-        out = {f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}
-        out.update(self._metrics)
-        return out
+        return {**{f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}, **self._metrics}
 
     # -- the socket -----------------------------------------------------------------------------------
 
@@ -495,6 +493,8 @@ class AudioSocketTarget(Target[SpecT]):
                             self.rate_key)
 
     def _own_words(self, heard: Heard) -> str:
-        """What the agent says it said, where its protocol says so (its text is then the turn's, and tamesu's
-        speech-to-text of its audio is `heard` beside it); empty when it says nothing of it."""
+        """What the agent says it said, where its protocol says so (then the turn's text); else empty."""
         return ""
+
+    def _words_heard_out(self, reply: AgentTurn, items: list[Incoming]) -> str | None:
+        return None  # no words of its own: the reply heard out is transcribed when the call ends

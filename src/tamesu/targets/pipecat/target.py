@@ -437,3 +437,18 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
 
     def _own_words(self, heard: Heard) -> str:
         return self._bot_text(heard)
+
+    def _words_heard_out(self, reply: AgentTurn, items: list[Incoming]) -> str | None:
+        """The last reply's words with the sentences the bot reported spoken while it was heard out; None when it
+        reported none (its text is then what was heard, transcribed when the call ends)."""
+        heard = Heard(controls=[c for c in reply.raw if isinstance(c, dict) and "said" in c])
+        before = len(heard.controls)
+        for item in items:
+            if item.kind == "said":
+                self._handle(item, 0.0, heard, reply, None)
+        reply.raw[-1:-1] = heard.controls[before:]  # before the last entry, the turn's `heard`
+        if not (text := self._bot_text(heard)):
+            return None
+        # its words are the bot's now, not a transcript's
+        self._heard_after_stop[:] = [turn for turn in self._heard_after_stop if turn is not reply]
+        return text
