@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -168,15 +168,34 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class TimeGiven(TypedDict):
+    """What a turn that timed out was given (TurnError's `limit_s`, `started_at_ms`)."""
+
+    limit_s: float
+    started_at_ms: float
+
+
+def given_since(limit_s: float, since: float, now_ms: float) -> TimeGiven:
+    """`limit_s` given from `since` (a time.monotonic()), placed on the session's clock by its `now_ms`."""
+    return {"limit_s": limit_s, "started_at_ms": now_ms - (time.monotonic() - since) * 1000}
+
+
 class TurnError(Exception):
     """The agent answered a turn with an error it owns (a protocol error, a 5xx): the run fails."""
 
-    def __init__(self, message: str, raw: object = None, status: int | None = None) -> None:
+    def __init__(self, message: str, raw: object = None, status: int | None = None, *, limit_s: float | None = None,
+                 started_at_ms: float | None = None) -> None:
         super().__init__(message)
         self.raw = raw
         self.status = status
         self.tool_calls: list[ToolCall] = []
         """The calls the agent made in the turn before it failed: the failed turn keeps them."""
+        self.limit_s = limit_s
+        """A turn that timed out: the time it was given, which its recorded time does not exceed (giving up and
+        cleaning up after it take longer)."""
+        self.started_at_ms = started_at_ms
+        """When that time started, if not when the engine sent the turn (a voice turn's, at the end of the user's
+        words)."""
 
 
 class Session:

@@ -5,7 +5,7 @@ sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stre
 it never stops sending its greeting, as fast as the socket takes it; on `/endless` it never stops saying it, in
 real time (a talker who never stops, no flood). On `/line` it is a phone bridge: 20 ms frames every 20 ms for the
 whole call, digital silence whenever it is not speaking, and its answer `LINE_DELAY_S` after it heard the caller
-stop (0.5 s of quiet). Its
+stop (0.5 s of quiet). On `/listens` it is `/burst` without its greeting: it waits for the caller. Its
 speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                 async for _message in ws:  # read on, or the caller's frames pile up and its close goes unseen
                     pass
                 return
-            await ws.send(self.greeting)  # the whole greeting in one message
+            if path != "/listens":  # `/listens` waits for the caller, who speaks first
+                await ws.send(self.greeting)  # the whole greeting in one message
             caller = EndOfSpeech(quiet_frames=25)
             async for message in ws:
                 if not isinstance(message, bytes):

@@ -18,6 +18,9 @@ what checks that description. Each records the frames tamesu sent it, and its ha
   the reply's first tone, past any persona's interrupt timer: tamesu then holds the rest of the reply unread
   when its caller is due to talk over it. `starved` says whether the hold was caught (else tamesu ran on). To
   the next speech, "the second answer" spoken;
+- `/long`: to speech, bot-started-speaking, "the first part" reported spoken after 0.2 s of tone, then "and the
+  second part" announced, 2 s of tone, that sentence reported spoken and bot-stopped-speaking: a caller who talks
+  over it does so in its second sentence;
 - `/unannounced`: as `/echo` to speech, but it never says it is speaking (no bot-started-speaking or
   bot-stopped-speaking): 0.6 s of tone and "heard you unannounced";
 - `GET /start`: a bot runner's start endpoint, `{"ws_url": ".../started", "token": "tk-1"}`; `/started` is
@@ -120,6 +123,8 @@ class PipecatAgents(ThreadedWebsocketServer):
                     user = caller.loud
                     if path in ("/echo", "/late", "/unannounced") and heard:
                         await self._speak(ws, late=path == "/late", announced=path != "/unannounced")
+                    if path == "/long" and heard:
+                        await self._long(ws)
                     if path == "/lagging" and heard:
                         lagging = await self._lag(ws, lagging)
                     if path == "/starved" and heard:
@@ -196,6 +201,19 @@ class PipecatAgents(ThreadedWebsocketServer):
                                           "spoken_status": "completed"}))
         if announced:
             await ws.send(rtvi("bot-stopped-speaking"))
+
+    async def _long(self, ws: ServerConnection) -> None:
+        await ws.send(rtvi("bot-started-speaking"))
+        for text, ms in (("the first part", 200), ("and the second part", 2000)):
+            segment = next(SEGMENT_IDS)
+            await ws.send(rtvi("bot-output", {"text": text, "segment_id": segment, "will_be_spoken": True,
+                                              "spoken_status": "new"}))
+            audio = tone(ms, 16000)
+            for k in range(0, len(audio), 640):
+                await ws.send(audio_frame(audio[k:k + 640], 16000))
+                await asyncio.sleep(0.02)
+            await self._say_spoken(ws, text, segment)
+        await ws.send(rtvi("bot-stopped-speaking"))
 
     async def _lag(self, ws: ServerConnection, first: int | None) -> int | None:
         """`/lagging`: the first answer's segment is reported spoken only when the caller speaks again."""

@@ -14,6 +14,8 @@ or does not do wrong (silence, a drop, a flood). Each records what tamesu sent i
   it ends with 0.3 s of tone;
 - `/cut`: greets with 0.3 s of tone; answers the caller's first utterance with tone and closes the socket 0.5 s
   into it, in the middle of its sound;
+- `/listens`: never greets; answers each utterance of the caller (its 0.4 s of quiet heard) 0.3 s later with 0.3 s
+  of tone;
 - `/eager`: greets with 0.3 s of tone; answers 0.4 s into the caller's first utterance, while the caller still
   speaks, with 0.3 s of tone.
 """
@@ -132,6 +134,10 @@ class TwilioAgents(ThreadedWebsocketServer):
                     utterances += caller.loud
                     if utterances == 20:  # 0.4 s of the caller's speech
                         reply = asyncio.create_task(self._later(ws, sid, 0.0, 300, "over"))
+                elif kind == "media" and path == "/listens":
+                    pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
+                    if caller.heard(pcm):
+                        reply = asyncio.create_task(self._later(ws, sid, 0.3, 300, "r"))
                 elif kind == "media" and path == "/cut":
                     pcm = decode(base64.b64decode(event["media"]["payload"]), "mulaw").astype("<i2").tobytes()
                     if caller.heard(pcm):

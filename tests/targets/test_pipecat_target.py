@@ -287,6 +287,30 @@ def test_a_barge_in_waits_for_what_came_before_it_to_be_read(agents: PipecatAgen
     assert not [c for c in second["agent"]["raw"] if "said_earlier" in c]
 
 
+@needs_voice
+def test_the_last_reply_heard_out_has_the_words_the_bot_reported_meanwhile(agents: PipecatAgents,
+                                                                           tmp_path: Path) -> None:
+    """The persona would talk over the /long bot's only reply in its second sentence, but has nothing more to say:
+    the reply is heard to its end, and so are its words. Before, its audio was heard out but its text stayed the
+    sentence reported before the turn ended ("the first part")."""
+    name = name_where("pc", "long", 1, lambda draws: draws[0] >= 600)  # past the first sentence's report
+    project = _suite(tmp_path, _target("a", agents.url + "/long", "audio", "10s"), f"""
+  - name: {name}
+    target: a
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "hello there" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    result = json.loads((run_dir / "pc" / name / "run-1" / "result.json").read_text())
+    [turn] = result["turns"]
+    events = {e["name"]: e for e in result["events"]}
+    assert "reply_heard_out" in events, result["events"]
+    assert turn["agent"]["text"] == "the first part and the second part", turn["agent"]
+    assert events["reply_heard_out"]["data"]["text"] == "what the agent said it said by its end", events
+
+
 def _failed_run(project: Path, parallel: int) -> dict[str, dict[str, Any]]:
     """`tamesu run` of a project whose tests all fail: exit 1, no traceback; its records by test name."""
     done = run_tamesu(["run", "--out", "out", "--parallel", str(parallel)], cwd=project, timeout=120)

@@ -312,3 +312,23 @@ tests:
     names = [e["name"] for e in result["events"]]
     assert "hangup" in names and "agent_hung_up_mid_speech" in names, result["events"]
 
+
+
+@needs_voice
+def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(agents: TwilioAgents, tmp_path: Path) -> None:
+    """The /listens agent never greets. Before: no `greeting` key on twilio: it failed "turn 1 (the agent's
+    greeting): the agent said nothing within turn_timeout"."""
+    (tmp_path / "t.tamesu.yaml").write_text(f"""
+name: tw
+targets:
+  line: {{ type: twilio, url: "{agents.url}/listens", greeting: false, idle: 0.6s, turn_timeout: 10s }}
+tests:
+  - name: listens
+    target: line
+    scenario: {{ script: [ {{ say: "When do you open?" }}, {{ say: "And on Sunday?" }} ] }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    assert [t["user"] is not None for t in result["turns"]] == [True, True], result["turns"]
+    assert all(t["agent"]["measures"].get("time_to_first_audio_ms") for t in result["turns"]), result["turns"]

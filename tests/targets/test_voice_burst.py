@@ -1,7 +1,8 @@
 """The `voice` target against an agent that sends its audio in bursts (tests/agents/burst_voice.py), through the
 command: a greeting in one message and an answer sent all at once play on the playback clock and pass; with
 `audio.paced: true` the burst fails saying so; a steady stream at twice real time names the sample rate; a reply
-that never ends, in real time, fails its turn at `turn_timeout`."""
+that never ends, in real time, fails its turn at `turn_timeout`, and one that never answers counts as long as
+`turn_timeout` gave it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ targets:
   bridge: { type: voice, url: "{{env.BOT}}/line", turn_timeout: 20s, idle: 2s }
   paced-bridge: { type: voice, url: "{{env.BOT}}/line", audio: { paced: true }, turn_timeout: 20s, idle: 2s }
   hum: { type: voice, url: "{{env.BOT}}/hum", turn_timeout: 3s }
+  mute: { type: voice, url: "{{env.BOT}}/paced", turn_timeout: 3s }
   stops: { type: voice, url: "{{env.BOT}}/stops?after_ms=300", turn_timeout: 20s, idle: 1s }
   ignores: { type: voice, url: "{{env.BOT}}/stops?after_ms=-1", turn_timeout: 20s, idle: 1s }
 tests:
@@ -60,6 +62,9 @@ tests:
     target: ignores
     persona: { behaviors: { interrupt_probability: 1 } }
     scenario: { script: [ { say: "When do you open?" }, { say: "Sorry, when do you open tomorrow morning?" } ] }
+  - name: mute
+    target: mute
+    scenario: { script: [ { say: "When do you open?" } ] }
   - name: hum
     target: hum
     scenario: { script: [ { say: "hello" } ] }
@@ -135,6 +140,41 @@ def test_an_agent_that_streams_silence_between_replies_is_timed_from_its_words(
     assert 500 + LINE_DELAY_S * 1000 - 200 <= waited <= 6000, result["turns"][-1]["agent"]["measures"]
     # the longest silence is that wait, not the 2 s of silence the line carried after the answer (idle)
     assert abs(result["metrics"]["silence_gap_max_ms"] - waited) < 200, (result["metrics"], waited)
+
+
+def test_a_turn_that_timed_out_counts_as_long_as_its_turn_timeout(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # before: from before the caller spoke to after the target gave up: 12.5 s for an 8 s turn_timeout
+    run_dir, results = run
+    assert "turn 2: the agent said nothing within turn_timeout (3s)" in why(results["mute"]), why(results["mute"])
+    result = json.loads((run_dir / "burst" / "mute" / "run-1" / "result.json").read_text())
+    assert result["metrics"]["turn_latency_ms"] == 3000.0, result["metrics"]
+
+
+def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(tmp_path: Path) -> None:
+    # before: no `greeting` key on voice: such an agent failed "turn 1 (the agent's greeting): the agent said
+    # nothing within turn_timeout", the docs' only way
+    from agents.burst_voice import BurstVoiceAgent
+
+    agent = BurstVoiceAgent()
+    (tmp_path / "w.tamesu.yaml").write_text("""name: w
+targets:
+  bot: { type: voice, url: "{{env.BOT}}/listens", greeting: false, turn_timeout: 20s }
+tests:
+  - name: listens
+    target: bot
+    scenario: { script: [ { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true }, on_turn: 1 } ]
+""")
+    try:
+        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, env={"BOT": agent.url, "TAMESU_STORE": "off"},
+                          timeout=200)
+    finally:
+        agent.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    assert [t["user"] is not None for t in result["turns"]] == [True], result["turns"]
+    assert "greeting_ms" not in result["metrics"], result["metrics"]
 
 
 def test_audio_that_is_never_speech_is_said_to_have_come(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:

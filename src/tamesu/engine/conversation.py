@@ -16,7 +16,7 @@ from typing import Any
 
 from tamesu import plugins, targets
 from tamesu.checks.base import RunView
-from tamesu.conversation import AgentTurn, Exchange, Session, TurnError
+from tamesu.conversation import Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import capture_from, unfound
 from tamesu.engine.fault import agents_side, attribute
@@ -389,9 +389,7 @@ async def _talk(
                             spans.turn_ended()
             except TurnError as exc:
                 # what the agent did before it failed, and how long it took to fail, are the turn's
-                failed = AgentTurn(raw=[exc.raw] if exc.raw is not None else [], response=exc.raw,
-                                   status=exc.status, sent_at_ms=sent_at, completed_at_ms=session.now_ms(),
-                                   trace_id=sent_trace, tool_calls=exc.tool_calls)
+                failed = metric_math.failed_turn(exc, sent_at, session.now_ms(), sent_trace)
                 for call in failed.tool_calls:
                     call.turn = index
                 exchanges.append(Exchange(index, action.turn, failed))

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from tamesu.conversation import Exchange
+from tamesu.conversation import AgentTurn, Exchange, TurnError
 
 _STATS: dict[str, Callable[[list[float]], float]] = {"max": max, "min": min, "mean": lambda v: sum(v) / len(v)}
 _SUFFIX = re.compile(r"^(?P<base>.+?)_(?:p(?P<pct>\d{1,2}(?:\.\d+)?)|(?P<stat>max|min|mean))$")
@@ -76,6 +76,16 @@ class Metrics(Mapping[str, float]):
 # What one user turn took to be answered: a turn no user turn asked for (a greeting, more words heard by a
 # `wait_for`) answers none, and has its own metric (`greeting_ms`), as a load stage's percentiles leave it out.
 _ANSWER_TIMES = frozenset({"turn_latency_ms", "time_to_first_token_ms", "time_to_first_audio_ms"})
+
+
+def failed_turn(exc: TurnError, sent_at_ms: float, now_ms: float, trace_id: str | None) -> AgentTurn:
+    """A failed turn, with what the agent did before it failed and how long it took. A turn that timed out
+    completed when its time was up: the target gives up, and cleans up, a little after it, and a turn read as
+    longer than it was given would blame the agent's slowness for the limit's."""
+    began = exc.started_at_ms if exc.started_at_ms is not None else sent_at_ms
+    done = now_ms if exc.limit_s is None else max(began, min(now_ms, began + exc.limit_s * 1000))
+    return AgentTurn(raw=[] if exc.raw is None else [exc.raw], response=exc.raw, status=exc.status, sent_at_ms=began,
+                     completed_at_ms=done, trace_id=trace_id, tool_calls=exc.tool_calls)
 
 
 def from_exchanges(exchanges: Iterable[Exchange], counters: Mapping[str, float]) -> Metrics:

@@ -340,7 +340,8 @@ class LiveKitTarget(Target[LiveKitSpec]):
             if now - started > self.spec.turn_timeout:
                 if not parts:
                     raise TurnError(f"the agent sent nothing on {self.spec.reply_topic} within "
-                                    f"{self.spec.turn_timeout:g}s")
+                                    f"{self.spec.turn_timeout:g}s", limit_s=self.spec.turn_timeout,
+                                    started_at_ms=self.to_ms(started))
                 break
             await asyncio.sleep(POLL_S)
         turn.text = " ".join(p.strip() for p in parts if p.strip())

@@ -303,7 +303,7 @@ class ModelTarget(Target[ModelTargetSpec]):
             del self._messages[kept:]
             if not scope.expired():
                 raise
-            timed_out = TurnError(f"turn timed out after {limit:g}s")
+            timed_out = TurnError(f"turn timed out after {limit:g}s", limit_s=limit)
             timed_out.tool_calls = list(self._turn_calls)
             raise timed_out from None
         except TurnError as exc:

@@ -13,7 +13,8 @@ Traces (telemetry.traceparent): the conversation's `traceparent` goes on the web
 turn records that trace id. A `traceparent` in `parameters` is the suite's own: it wins in both places.
 
 The call's turns, barge-in and failures are the audio socket's (`_audio_socket`): the agent's greeting is the
-first agent turn, a turn ends after `idle` of silence following the agent's speech.
+first agent turn (`greeting: false`: the caller speaks first), a turn ends after `idle` of silence following the
+agent's speech.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import uuid
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from tamesu.conversation import Session, TurnError
+from tamesu.conversation import AgentTurn, Session, TurnError
 from tamesu.plugins import register
 from tamesu.targets.audio.sniffer import EncodingSniffer
 from tamesu.targets.audio.socket import AudioSocketTarget
@@ -53,6 +54,8 @@ class TwilioSpec(TargetSpec):
     idle: Duration = 1.0
     """Silence after the agent's speech that ends its turn."""
     turn_timeout: Duration = 30.0
+    greeting: bool = True
+    """The agent speaks first (its greeting is the first agent turn); false: it waits for the caller, who does."""
 
     @field_validator("url")
     @classmethod
@@ -158,6 +161,12 @@ class TwilioTarget(AudioSocketTarget[TwilioSpec]):
     def __init__(self, spec: TwilioSpec, name: str) -> None:
         super().__init__(spec, name)
         self.idle_s = spec.idle
+
+    async def greeting(self) -> AgentTurn | None:
+        return await super().greeting() if self.spec.greeting else None
+
+    def greets_first(self) -> bool:
+        return self.spec.greeting
 
     def _url(self, session: Session) -> str:
         return session.context.render_text(self.spec.url)

@@ -19,8 +19,9 @@
       open: {url: "https://api.example.com/calls", capture: {call: $.id}}   # then {{session.call}} in url
 
 Binary frames carry the audio itself both ways (text messages are control); JSON frames carry it base64 at the
-`receive` JSONPath. The call is the audio socket's (`_audio_socket`): greeting first, turns end after `idle` of
-silence after the agent's speech (or `done`), barge-in with the agent's `interrupted` recorded, DTMF through
+`receive` JSONPath. The call is the audio socket's (`_audio_socket`): greeting first (`greeting: false`: the
+caller speaks first), turns end after `idle` of silence after the agent's speech (or `done`), barge-in with the
+agent's `interrupted` recorded, DTMF through
 `messages.dtmf`. A `tool_calls` message is recorded as a tool call (`tool_called`, `tool_sequence`), and answered
 with `messages.tool_result` (`{{message.id}}`, `{{message.name}}`, `{{message.result}}`: the result as JSON text,
 `{{message.output}}`: as a value) from `tool_results` when that template is given. `session.open` is made before
@@ -174,6 +175,8 @@ class VoiceSpec(TargetSpec):
     it first."""
     turn_timeout: Duration = 30.0
     """How long the agent may take to start speaking, or to finish a reply that never pauses for `idle`."""
+    greeting: bool = True
+    """The agent speaks first (its greeting is the first agent turn); false: it waits for the caller, who does."""
 
     @field_validator("tool_results")
     @classmethod
@@ -329,6 +332,12 @@ class VoiceTarget(CapturedSocketAddress, AudioSocketTarget[VoiceSpec]):
         self.strict_pace = spec.audio.paced
         self.idle_s = spec.idle
         self.can_dtmf = spec.messages.dtmf is not None
+
+    async def greeting(self) -> AgentTurn | None:
+        return await super().greeting() if self.spec.greeting else None
+
+    def greets_first(self) -> bool:
+        return self.spec.greeting
 
     async def _open(self, session: Session) -> None:
         if self.spec.session.open is not None:

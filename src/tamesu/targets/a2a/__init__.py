@@ -266,7 +266,7 @@ class A2ATarget(Target[A2ASpec]):
             progress = self._progress
             cancelled = await self._cancel_unsettled(progress)
             raise TurnError(f"turn timed out after {limit:g}s ({self._waiting_for}){cancelled}",
-                            raw=None if progress is None else progress.doc) from None
+                            raw=None if progress is None else progress.doc, limit_s=limit) from None
 
     async def _cancel_unsettled(self, progress: Progress | None) -> str:
         """A task still running when the turn timed out is cancelled, not left working on the agent; what the

@@ -20,27 +20,38 @@ if TYPE_CHECKING:
 
 
 async def hear_out(queue: asyncio.Queue[tuple[Any, float]], read: Callable[[Any], list[Incoming]],
-                   voice: AudioConversation, reply: AgentTurn, *, idle_s: float, limit_s: float) -> None:
+                   voice: AudioConversation, reply: AgentTurn, *, idle_s: float, limit_s: float,
+                   words: Callable[[AgentTurn, list[Incoming]], str | None] | None = None) -> None:
     """Read the agent's messages into the last reply (`reply`, and its audio: `voice.last`) until `idle_s` of quiet
     after its speech (on the playback clock), the socket's close (left in the queue) or `limit_s`; the reply is
-    complete where its last speech ended. Its text is what was heard of it, transcribed when the call ends."""
+    complete where its last speech ended. Its text is what the agent says it said by then, from the messages
+    other than audio read meanwhile (`words`: None where its protocol says nothing of it), else what was heard
+    of it, transcribed when the call ends."""
     turn = voice.last
     if turn is None:
         return
+    others: list[Incoming] = []
     try:
-        spoke_until = await _read_on(queue, read, voice, turn, idle_s=idle_s, limit_s=limit_s)
+        spoke_until = await _read_on(queue, read, voice, turn, others, idle_s=idle_s, limit_s=limit_s)
     except Exception as exc:  # the call is ending: the reply stays as it was, the socket is still closed after
         voice.session.event("reply_heard_out_failed", reason=f"{type(exc).__name__}: {exc}")
         return
+    said = words(reply, others) if words is not None else None
+    if said is not None and said != reply.text:
+        reply.text = said
     if spoke_until is not None:
         reply.completed_at_ms = spoke_until
         voice.session.event("reply_heard_out", to_ms=round(spoke_until, 1), why="the persona was to talk over the "
-                            "last reply but had nothing more to say: it was heard to its end")
+                            "last reply but had nothing more to say: it was heard to its end",
+                            text=("what the agent said it said by its end" if said is not None else
+                                  "what was heard of it, transcribed when the call ends"))
 
 
 async def _read_on(queue: asyncio.Queue[tuple[Any, float]], read: Callable[[Any], list[Incoming]],
-                   voice: AudioConversation, turn: TurnAudio, *, idle_s: float, limit_s: float) -> float | None:
-    """Where the last reply's speech ended, reading on until `idle_s` of quiet after it (see `hear_out`)."""
+                   voice: AudioConversation, turn: TurnAudio, others: list[Incoming], *, idle_s: float,
+                   limit_s: float) -> float | None:
+    """Where the last reply's speech ended, reading on until `idle_s` of quiet after it (see `hear_out`); the
+    messages other than audio go to `others`."""
     from tamesu.audio.clip import Clip
     from tamesu.audio.conversation import AudioFormatError
     from tamesu.audio.level import SPEECH_RMS, rms
@@ -59,6 +70,8 @@ async def _read_on(queue: asyncio.Queue[tuple[Any, float]], read: Callable[[Any]
             except TurnError:
                 break  # what the agent sent is no longer read: the call is ending
             for item in items:
+                if item.kind != "audio":
+                    others.append(item)
                 if item.kind != "audio" or not item.audio:
                     continue
                 try:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from tamesu.conversation import AgentTurn, TurnAudio, TurnError
+from tamesu.conversation import AgentTurn, TimeGiven, TurnAudio, TurnError
 
 if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
@@ -117,12 +117,13 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
                 return heard
         elif now - timed_from > turn_timeout:
             turn.completed_at_ms = now_ms()
+            given: TimeGiven = {"limit_s": turn_timeout, "started_at_ms": line.to_ms(timed_from)}
             if heard.spoke_at is None:
-                raise TurnError(f"the agent said nothing within {turn_timeout:g}s")
+                raise TurnError(f"the agent said nothing within {turn_timeout:g}s", **given)
             if quiet_since is None or now - quiet_since < idle / 2:
                 # still talking at the deadline (a pause between words is no end); fallen quiet, the reply is
                 # what came
-                raise TurnError(ended_late(turn_timeout, idle))
+                raise TurnError(ended_late(turn_timeout, idle), **given)
             break
         if give_up is not None and await give_up():
             break

@@ -3,11 +3,10 @@ targets. The target's `Wire` owns the protocol (what tamesu sends to open, how a
 travel, what each message it receives means); this module owns the call:
 
 - open: connect (retried as `connect` says), send the wire's opening messages, start reading;
-- the agent speaks first (`greeting()`), as a phone agent does; a turn is the persona's speech (its voice and
-  behaviours, through `tamesu.audio`) or digits, then the agent's reply (ending with its sound, on the playback
-  clock: a burst plays as long as it lasts) once `idle` of silence followed, a `done` or a hang-up;
-- between utterances the line stays open with silence at real-time pace, as a caller's phone line does, so an
-  agent that finds the end of speech itself (VAD) hears the pause;
+- the agent speaks first (`greeting()`; `greeting: false`, the caller does); a turn is the persona's speech (its
+  voice and behaviours) or digits, then the agent's reply (ending with its sound, on the playback clock) once
+  `idle` of silence followed, a `done` or a hang-up; between utterances the line carries silence at real-time
+  pace, as a phone line does, so an agent that finds the end of speech itself (VAD) hears the pause;
 - barge-in: the persona talks over a reply, the turn ends there, the next one is spoken at once; the agent's
   `clear` (or `interrupted`) is recorded; `interruption_stop_ms` runs from the user's first word to the clear, or
   to the reply's last audio. The talked-over reply's text is the agent's words for it when its protocol gives
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn, given_since
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
@@ -146,7 +145,7 @@ class AudioSocketTarget(Target[SpecT]):
     async def close(self) -> None:
         if self._barging and self._closed is None and self._interrupted is not None:  # no words left to talk over it
             await hear_out(self._queue, self._read_message, self._require_voice(), self._interrupted,
-                           idle_s=self.idle_s, limit_s=self.spec.turn_timeout)
+                           idle_s=self.idle_s, limit_s=self.spec.turn_timeout, words=self._words_heard_out)
         for handle, _echo in self._marks:
             handle.cancel()
         wire = self._wire
@@ -167,9 +166,7 @@ class AudioSocketTarget(Target[SpecT]):
         await hang_up(line=line, ws=self._ws, reader=self._reader, goodbye=goodbye, finish=finish)
 
     def metrics(self) -> dict[str, float]:
-        out = {f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}
-        out.update(self._metrics)
-        return out
+        return {**{f"{self.kind}_{k}": float(v) for k, v in self._counts.items()}, **self._metrics}
 
     # -- the socket -----------------------------------------------------------------------------------
 
@@ -351,14 +348,15 @@ class AudioSocketTarget(Target[SpecT]):
                 continue
             timed_from = timed_from or time.monotonic()
             if time.monotonic() - timed_from > limit:
+                given = given_since(limit, timed_from, now_ms)
                 if heard.spoke_at is None:
                     hint = unheard(heard, self._wire, self._voice, self._flood(heard), self.idle_s)
                     raise TurnError(f"the agent said nothing within turn_timeout ({limit:g}s){hint}",
-                                    raw=heard.controls)
+                                    raw=heard.controls, **given)
                 flood = self._flood(heard)  # else a reply still going on in real time: a talker who never stops
                 if flood or heard.quiet_from is None or now_ms - heard.quiet_from < idle_ms / 2:
                     raise TurnError(f"the agent's audio never stopped within turn_timeout ({limit:g}s): {flood}"
-                                    if flood else ended_late(limit, self.idle_s), raw=heard.controls)
+                                    if flood else ended_late(limit, self.idle_s), raw=heard.controls, **given)
                 break
         turn.completed_at_ms = heard.quiet_from if fell_quiet and heard.quiet_from else session.now_ms()
         for name, said in listening_notes(heard, self.idle_s, self._require_voice().receive_format, self.rate_key):
@@ -495,6 +493,8 @@ class AudioSocketTarget(Target[SpecT]):
                             self.rate_key)
 
     def _own_words(self, heard: Heard) -> str:
-        """What the agent says it said, where its protocol says so (its text is then the turn's, and tamesu's
-        speech-to-text of its audio is `heard` beside it); empty when it says nothing of it."""
+        """What the agent says it said, where its protocol says so (then the turn's text); else empty."""
         return ""
+
+    def _words_heard_out(self, reply: AgentTurn, items: list[Incoming]) -> str | None:
+        return None  # no words of its own: the reply heard out is transcribed when the call ends

@@ -216,7 +216,7 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
             await locate(page, chat.done.hidden).first.wait_for(state="hidden", timeout=remaining * 1000)
     except PlaywrightTimeout:
         raise TurnError(f"the agent's answer never finished within {timeout:g}s (done: "
-                        f"{selector_text(chat.done.hidden)} still shown)") from None
+                        f"{selector_text(chat.done.hidden)} still shown)", limit_s=timeout) from None
     if isinstance(chat.done.hidden, str) and not await page.evaluate(_BUSY_SEEN) \
             and not await locate(page, chat.done.hidden).count():
         # (a shadow root's changes are not the document's: an indicator there that is in the page now counts)
@@ -245,7 +245,7 @@ async def _read(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, d
         settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
                                                                  int(_POLL * 1000)]), remaining)
     except TimeoutError:
-        raise TurnError(f"the agent's messages kept changing for {timeout:g}s") from None
+        raise TurnError(f"the agent's messages kept changing for {timeout:g}s", limit_s=timeout) from None
     return [" ".join(t.split()) for t in settled["texts"]], session.now_ms() - float(settled["quiet_ms"])
 
 
@@ -260,7 +260,7 @@ async def _more_than(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: i
             f"matches {now - before} more, with nothing written in {'it' if now - before == 1 else 'them'}"
         return TurnError(f"the agent wrote no {what} in the widget within {timeout:g}s "
                          f"({selector_text(chat.messages)} {matches})"
-                         f"{failed_meanwhile(session.events, events_before)}")
+                         f"{failed_meanwhile(session.events, events_before)}", limit_s=timeout)
 
     if isinstance(chat.messages, str):
         # one wait inside the page, not a round trip per poll: ten widgets at once keep Chromium's CPU for pages
@@ -324,7 +324,7 @@ async def _shown_again(page: Page | Frame, selector: Selector, shown_before: int
                             f"{selector_text(selector)} was not shown for this answer; {shown_before} shown "
                             "before it was sent stayed shown)" if shown_before else
                             f"the agent's answer never finished within {timeout:g}s (done: "
-                            f"{selector_text(selector)} never shown)")
+                            f"{selector_text(selector)} never shown)", limit_s=timeout)
         await asyncio.sleep(_POLL)
 
 

@@ -199,7 +199,7 @@ class GrpcTarget(Target[GrpcSpec]):
             came = len(events.raw)
             detail = ("no reply" if self._call is None
                       else f"{came} event{'' if came == 1 else 's'} received, none ended the turn")
-            raise TurnError(f"turn timed out after {limit:g}s ({detail})", raw=events.raw) from None
+            raise TurnError(f"turn timed out after {limit:g}s ({detail})", raw=events.raw, limit_s=limit) from None
         finally:
             self._events += len(events.raw)
         if events.error is not None:

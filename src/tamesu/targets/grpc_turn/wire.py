@@ -231,6 +231,6 @@ def code_failure(code: grpc.StatusCode, details: str, what: str, index: int, lim
                           f"{details}): is url the agent's turn API (docs/grpc.md), and `mode` the method it serves?")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED and deadline_passed:
         return TurnError(f"turn timed out after {limit:g}s (no reply)", raw={"code": code.name, "details": details},
-                         status=code.value[0])
+                         status=code.value[0], limit_s=limit)
     return TurnError(f"the agent answered gRPC status {code.name}: {details}".rstrip(": "),
                      raw={"code": code.name, "details": details}, status=code.value[0])

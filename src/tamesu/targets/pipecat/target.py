@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError, UserTurn, given_since
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
@@ -290,11 +290,13 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
             if timed_from is None:
                 timed_from = time.monotonic()
             if time.monotonic() - timed_from > limit:
+                given = given_since(limit, timed_from, session.now_ms())
                 if last_at is None:
-                    raise TurnError(f"the bot said nothing within turn_timeout ({limit:g}s)", raw=heard.controls)
+                    raise TurnError(f"the bot said nothing within turn_timeout ({limit:g}s)", raw=heard.controls,
+                                    **given)
                 raise TurnError(f"the bot's reply did not end within turn_timeout ({limit:g}s): its "
                                 f"{', '.join(k for k, v in state.items() if v) or 'messages'} went on",
-                                raw=heard.controls)
+                                raw=heard.controls, **given)
         turn.completed_at_ms = last_at if last_at is not None else session.now_ms()
         turn.text = self._bot_text(heard)
         if not turn.text and not turn.tool_calls:
@@ -435,3 +437,18 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
 
     def _own_words(self, heard: Heard) -> str:
         return self._bot_text(heard)
+
+    def _words_heard_out(self, reply: AgentTurn, items: list[Incoming]) -> str | None:
+        """The last reply's words with the sentences the bot reported spoken while it was heard out; None when it
+        reported none (its text is then what was heard, transcribed when the call ends)."""
+        heard = Heard(controls=[c for c in reply.raw if isinstance(c, dict) and "said" in c])
+        before = len(heard.controls)
+        for item in items:
+            if item.kind == "said":
+                self._handle(item, 0.0, heard, reply, None)
+        reply.raw[-1:-1] = heard.controls[before:]  # before the last entry, the turn's `heard`
+        if not (text := self._bot_text(heard)):
+            return None
+        # its words are the bot's now, not a transcript's
+        self._heard_after_stop[:] = [turn for turn in self._heard_after_stop if turn is not reply]
+        return text

@@ -328,7 +328,8 @@ class RealtimeTarget(Target[RealtimeSpec]):
         except TimeoutError:
             if not scope.expired():
                 raise
-            raise TurnError(f"no response.done within turn_timeout ({limit:g}s)", raw=reply.raw) from None
+            raise TurnError(f"no response.done within turn_timeout ({limit:g}s)", raw=reply.raw, limit_s=limit,
+                            started_at_ms=sent_at) from None
         measures: dict[str, float] = {}
         if self._voice is not None:
             audio, measures = self._require_voice().end_turn()

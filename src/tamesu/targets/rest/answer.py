@@ -174,7 +174,8 @@ def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> Turn
         f"; {len(stream.events)} event{'s' if len(stream.events) != 1 else ''} came before, "
         + (f"its text: '{excerpt(stream.text)}'" if stream.text else "no text"))
     detail = f" ({waiting_for}{came})" if waiting_for else ""
-    return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None)
+    return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None,
+                     limit_s=limit)
 
 
 STACKS = {OPENAI_DELTA: "OpenAI-style chunks", OLLAMA_DELTA: "Ollama's chat chunks",

@@ -407,7 +407,7 @@ class RestTarget(Target[RestSpec]):
             if loop.time() + poll.interval > deadline:
                 raise TurnError(f"no reply from the poll URL within {limit:g}s (last answer HTTP "
                                 f"{answer.status}: {self._mask(excerpt(answer.body))})", raw=raw,
-                                status=answer.status)
+                                status=answer.status, limit_s=limit)
             await asyncio.sleep(poll.interval)
 
     async def _listen_turn(self, request: Request, listener: Listener) -> AgentTurn:
