@@ -296,3 +296,31 @@ tests:
     results_by_test = results(out)
     assert results_by_test["busy unasserted"]["end_reason"] == "turn_failed"
     assert results_by_test["busy unasserted"]["turns"] == []
+
+
+def test_a_call_over_tcp_reaches_the_agent_and_one_the_stack_cannot_place_says_why(tamesu: Callable,
+                                                                                  tmp_path: Path) -> None:
+    # before: the worker had no TCP transport, so `;transport=tcp` (a trunk's `transport: tcp`) and a malformed
+    # URI were refused by PJSIP unseen, and the run waited out ring_timeout to blame the address ("nothing
+    # answered ... and it never rang")
+    agent = phone.start("--mode", "busy")  # baresip listens on TCP too
+    try:
+        suite = _suite(tmp_path, f"""
+targets:
+  tcp: {{ type: sip, to: "{agent.uri};transport=tcp", ring_timeout: 20s, turn_timeout: 4s }}
+  bad: {{ type: sip, to: "sip:agent x@127.0.0.1:5", ring_timeout: 60s }}
+tests:
+  - {{ name: over tcp, target: tcp, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: bad uri, target: bad, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "1"], cwd=tmp_path,
+                      env=OFFLINE, timeout=120)
+    finally:
+        agent.stop()
+    said = done.stdout + done.stderr
+    assert "PASS  calls/over tcp" in said, said
+    assert ("sip target bad: the call to sip:agent x@127.0.0.1:5 could not be placed: Invalid Request URI "
+            "(PJSIP_EINVALIDREQURI)") in said, said
+    assert "nothing answered" not in said and "Traceback" not in said
+    assert done.returncode == 3, said

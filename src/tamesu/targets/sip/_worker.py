@@ -223,6 +223,7 @@ class Worker:
         transport.boundAddress = bind
         transport.publicAddress = bind
         transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        self._tcp(bind, self.endpoint.transportGetInfo(transport_id).localName.rpartition(":")[2])
         self.endpoint.libStart()
         self.endpoint.audDevManager().setNullDev()
         for codec in self.endpoint.codecEnum2():  # G.711 only: what every phone network carries
@@ -243,6 +244,20 @@ class Worker:
         self.call: Call | None = None
         self.pending_answer: tuple[float, Call] | None = None
         emit("ready", local=local)
+
+    def _tcp(self, bind: str, port: str) -> None:
+        """SIP over TCP beside UDP: a trunk with `transport: tcp` (`;transport=tcp` on the URI) needs one, or
+        PJSIP refuses the call (PJSIP_EUNSUPTRANSPORT). On UDP's port when it is free, as a phone's contact."""
+        for candidate in (int(port), 0):
+            transport = pj.TransportConfig()
+            transport.port = candidate
+            transport.boundAddress = bind
+            transport.publicAddress = bind
+            try:
+                self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_TCP, transport)
+                return
+            except pj.Error:
+                continue
 
     def make_account(self, identity: str, auth: dict[str, str] | None, registrar: str | None) -> Account:
         config = pj.AccountConfig()
@@ -380,7 +395,7 @@ def main() -> int:
                 try:
                     running = worker.handle(command)
                 except pj.Error as exc:
-                    emit("error", message=exc.info(), op=command.get("op"))
+                    emit("error", message=exc.info(), op=command.get("op"), reason=exc.reason)
     finally:
         worker.close()
         emit("closed")

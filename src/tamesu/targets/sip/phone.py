@@ -56,6 +56,8 @@ class Call:
     """Each utterance's `start` and `end`: when its first and last frame went out."""
     incoming: tuple[float, str] | None = None
     errors: list[str] = field(default_factory=list)
+    not_placed: str | None = None
+    """Why the SIP stack would not place the call (PJSIP's reason: an unsupported transport, a bad URI)."""
 
     def first(self, state: str) -> CallState | None:
         return next((s for s in self.states if s.state == state), None)
@@ -142,7 +144,8 @@ class SipPhone:
         """The first of `states` (or the call's end), or None after `timeout`."""
         wanted = set(states) | {"disconnected"}
         try:
-            await self._until(lambda: any(s.state in wanted for s in self.call.states) or self._gone(), timeout)
+            await self._until(lambda: any(s.state in wanted for s in self.call.states)
+                              or self.call.not_placed is not None or self._gone(), timeout)
         except TimeoutError:
             return None
         return next((s for s in self.call.states if s.state in wanted), None)
@@ -222,6 +225,8 @@ class SipPhone:
             call.incoming = (at, str(event.get("remote", "")))
         elif kind == "error":
             call.errors.append(str(event.get("message", "")))
+            if event.get("op") == "call":
+                call.not_placed = str(event.get("reason") or event.get("message") or "")
 
     def _gone(self) -> bool:
         return self._process is None or self._reader is None or self._reader.done()

@@ -214,6 +214,10 @@ class SipTarget(Target[SipSpec]):
     async def _await_answer(self, session: Session) -> None:
         state = await self._require_phone().wait_for(["confirmed"], self.spec.ring_timeout)
         call = self._require_phone().call
+        if call.not_placed is not None:
+            # PJSIP refused to send the INVITE at all: waiting out ring_timeout and blaming the address misled
+            raise InfraError(f"{self._what}: the call to {session.redactor.text(self._to)} could not be placed: "
+                             f"{call.not_placed}")
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
