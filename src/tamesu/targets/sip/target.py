@@ -346,7 +346,7 @@ class SipTarget(Target[SipSpec]):
             return None
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
-            self._metrics["greeting_ms"] = round((heard.spoke_at - self._answered) * 1000, 3)
+            self._metrics["greeting_ms"] = self._greeting_ms(heard.spoke_at)
         from tamesu.audio import stt  # numpy: not at the top, so `schema`/`init` read the spec without it
 
         turn.text = await stt.heard_in(heard.pcm, 8000, self.to_ms(heard.spoke_at or time.monotonic()))
@@ -357,6 +357,18 @@ class SipTarget(Target[SipSpec]):
         if self._ended_by is not None:
             turn.ended = True
         return turn
+
+    def _greeting_ms(self, spoke_at: float) -> float:
+        """From the answer to the agent's first speech; speech on early media (a 183 with audio, before the
+        answer) counts from that 183 instead, and says so: from the answer it came out negative."""
+        assert self._answered is not None and self._session is not None
+        since = self._answered
+        if spoke_at < since:
+            early = [s for s in self._require_phone().call.states if s.state == "early" and s.at <= spoke_at]
+            since = early[-1].at if early else spoke_at
+            self._session.event("early_media", code=early[-1].code if early else 0,
+                                spoke_before_answer_ms=round((self._answered - spoke_at) * 1000, 3))
+        return round((spoke_at - since) * 1000, 3)
 
     def _open_line(self) -> None:
         noise = self._require_voice().behaviour.noise
