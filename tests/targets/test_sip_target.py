@@ -6,8 +6,10 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import wave
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -368,3 +370,53 @@ tests:
     assert early["code"] == 183 and early["spoke_before_answer_ms"] > 500, early
     assert "billing" in result["turns"][0]["agent"]["text"].lower()
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _worker_at(port: int) -> int | None:
+    """The SIP worker (any process's) bound to `port`: its command line names it, and nothing else has it."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"tamesu.targets.sip._worker" in argv and str(port).encode() in argv:
+                return int(entry.name)
+    return None
+
+
+def test_a_sip_worker_that_dies_mid_call_is_an_infrastructure_error_at_once(tmp_path: Path) -> None:
+    # before: no more audio came, so the greeting never fell silent: 'the agent's reply did not end within
+    # turn_timeout (60s): it was still talking then', fault agent, a minute later
+    import socket
+
+    agent = phone.start()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # the worker's port, to know it by
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    try:
+        suite = _suite(tmp_path, f"""
+targets:
+  ivr: {{ type: sip, to: "{agent.uri}", listen: "127.0.0.1:{port}", ring_timeout: 20s, idle: 1s, turn_timeout: 60s }}
+tests:
+  - {{ name: worker killed, target: ivr, scenario: {{ script: [ {{ wait_for: billing }} ] }} }}
+""")
+        with ThreadPoolExecutor(1) as beside:
+            running = beside.submit(run_tamesu, ["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path,
+                                    env=OFFLINE, timeout=120)
+            deadline = time.monotonic() + 60
+            while not agent.events("CALL_ESTABLISHED") and time.monotonic() < deadline and not running.done():
+                time.sleep(0.05)
+            worker = _worker_at(port)
+            assert worker is not None and agent.events("CALL_ESTABLISHED"), agent.lines
+            killed_at = time.monotonic()
+            os.kill(worker, signal.SIGKILL)
+            done = running.result()
+        took = time.monotonic() - killed_at
+    finally:
+        agent.stop()
+    said = done.stdout + done.stderr
+    assert "sip target ivr: the SIP worker ended in the middle of the call (killed by signal 9)" in said, said
+    assert "Traceback" not in said and "still talking" not in said
+    assert done.returncode == 3, said
+    assert took < 45, took  # not turn_timeout waited out

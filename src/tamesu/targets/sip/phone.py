@@ -201,7 +201,15 @@ class SipPhone:
                 continue
             self._apply(event)
             self._changed.set()
+        await self._process.wait()  # its exit status says why it went (`gone`)
         self._changed.set()
+
+    def gone(self) -> str | None:
+        """Why the worker is no longer there (it exited or was killed), or None while it runs."""
+        if self._process is None or self._reader is None or not self._reader.done():
+            return None
+        code = self._process.returncode
+        return f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind, at = event.get("ev"), float(event.get("t", time.monotonic()))

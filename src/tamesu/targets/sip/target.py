@@ -412,7 +412,11 @@ class SipTarget(Target[SipSpec]):
         self._seen_transfers = len(call.transfers)
 
     def call_over(self) -> bool:
-        if self._require_phone().call.ended is None:
+        phone = self._require_phone()
+        if phone.call.ended is None:
+            if (why := phone.gone()) is not None:
+                # no more audio will come: waiting for silence read as an agent still talking at turn_timeout
+                raise InfraError(f"{self._what}: the SIP worker ended in the middle of the call ({why})")
             return False
         self._call_over()
         return True
@@ -439,7 +443,8 @@ class SipTarget(Target[SipSpec]):
         session = self._session
         await self._close_line()
         try:
-            if phone.call.ended is None and phone.local is not None and self._answered is not None:
+            if phone.call.ended is None and phone.local is not None and self._answered is not None \
+                    and phone.gone() is None:
                 await phone.hangup()
                 await phone.wait_for(["disconnected"], 3)
             if session is not None:
