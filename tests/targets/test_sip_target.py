@@ -420,3 +420,40 @@ tests:
     assert "Traceback" not in said and "still talking" not in said
     assert done.returncode == 3, said
     assert took < 45, took  # not turn_timeout waited out
+
+
+def test_register_true_registers_before_the_call_and_a_refused_registration_says_so(tamesu: Callable,
+                                                                                    tmp_path: Path) -> None:
+    # before: the INVITE went out beside the REGISTER (a trunk that takes calls only from a registered user
+    # refused it), and a refused REGISTER was said nowhere: only the call's own 403, when there was one
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-5d0a"
+    with SipTrunk(username="tamesu", password=password) as good, \
+            SipTrunk(username="tamesu", password=password) as strict:
+        trunk = "{{ host: 127.0.0.1, port: {port}, username: tamesu, password: \"{password}\", register: true }}"
+        suite = _suite(tmp_path, f"""
+targets:
+  good: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=good.port, password=password)},
+           ring_timeout: 5s, turn_timeout: 4s }}
+  wrong: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=strict.port, password="not-it")},
+            ring_timeout: 5s, turn_timeout: 4s }}
+tests:
+  - {{ name: registered, target: good, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: refused, target: wrong, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path, env=OFFLINE,
+                      timeout=120)
+    said = done.stdout + done.stderr
+    methods = [(s.method, s.digest_ok) for s in good.seen]
+    first_invite = methods.index(("INVITE", False))
+    assert ("REGISTER", True) in methods[:first_invite], methods
+    assert "PASS  calls/registered" in said, said
+    assert [s.method for s in strict.seen if s.method == "INVITE"] == []  # never placed
+    assert ("before the first turn: the trunk refused the registration: 403 Forbidden; the call was not placed"
+            in said), said
+    assert done.returncode == 1, said
+    events = results(out)["registered"]["events"]
+    assert {"code": 200, "reason": "OK"} in [e["data"] for e in events if e["name"] == "sip_registration"]

@@ -56,6 +56,8 @@ class Call:
     """Each utterance's `start` and `end`: when its first and last frame went out."""
     incoming: tuple[float, str] | None = None
     errors: list[str] = field(default_factory=list)
+    registration: tuple[int, str] | None = None
+    """The trunk's last answer to our REGISTER (status, reason), when the call registers first."""
     not_placed: str | None = None
     """Why the SIP stack would not place the call (PJSIP's reason: an unsupported transport, a bad URI)."""
 
@@ -65,6 +67,13 @@ class Call:
     @property
     def ended(self) -> CallState | None:
         return self.first("disconnected")
+
+    @property
+    def registration_refused(self) -> str | None:
+        """`403 Forbidden` when the REGISTER before the call failed (the call is then never placed)."""
+        if self.registration is None or 200 <= self.registration[0] < 300:
+            return None
+        return f"{self.registration[0]} {self.registration[1]}".strip()
 
 
 class SipPhone:
@@ -145,7 +154,8 @@ class SipPhone:
         wanted = set(states) | {"disconnected"}
         try:
             await self._until(lambda: any(s.state in wanted for s in self.call.states)
-                              or self.call.not_placed is not None or self._gone(), timeout)
+                              or self.call.not_placed is not None or self.call.registration_refused is not None
+                              or self._gone(), timeout)
         except TimeoutError:
             return None
         return next((s for s in self.call.states if s.state in wanted), None)
@@ -229,6 +239,8 @@ class SipPhone:
             call.dtmf.append((at, str(event["digit"])))
         elif kind == "transfer":
             call.transfers.append((at, str(event["to"])))
+        elif kind == "registration":
+            call.registration = (int(event.get("code") or 0), str(event.get("reason") or ""))
         elif kind == "incoming":
             call.incoming = (at, str(event.get("remote", "")))
         elif kind == "error":

@@ -22,8 +22,8 @@ Every turn of the call records that trace id.
 
 Metrics: `call_setup_ms` (dial or trigger to answered), `ring_ms` (ringing to answered), `greeting_ms`
 (answered to the agent's first speech), `call_duration_ms` (answered to hang-up), the audio metrics, and per
-turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_dtmf`, `sip_transfer`, `call_ended` (`by`, `code`,
-`reason`), `audio`.
+turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_registration`, `sip_dtmf`, `sip_transfer`,
+`call_ended` (`by`, `code`, `reason`), `audio`.
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ class SipTarget(Target[SipSpec]):
             auth = {"username": session.context.render_text(spec.trunk.username),
                     "password": session.context.render_text(spec.trunk.password or ""), "realm": spec.trunk.realm}
             if spec.trunk.register_:
-                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}"
+                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
+                    (";transport=tcp" if spec.trunk.transport == "tcp" else "")
         own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
         headers = with_traceparent(own, session.conversation_trace)
         session.event("sip_dial", to=to)
@@ -218,6 +219,12 @@ class SipTarget(Target[SipSpec]):
             # PJSIP refused to send the INVITE at all: waiting out ring_timeout and blaming the address misled
             raise InfraError(f"{self._what}: the call to {session.redactor.text(self._to)} could not be placed: "
                              f"{call.not_placed}")
+        if call.registration is not None:
+            session.event("sip_registration", code=call.registration[0], reason=call.registration[1])
+        if (refused := call.registration_refused) is not None:
+            self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
+            self._refused = f"the trunk refused the registration: {refused}; the call was not placed"
+            return
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
