@@ -1,9 +1,10 @@
-"""A phone agent that speaks before it answers (early media): `python early_media.py ANSWER_S WAV`.
+"""A phone agent that speaks before it answers (early media): `python early_media.py ANSWER_S WAV [CODEC]`.
 
 It takes a call with 183 Session Progress and an SDP, plays WAV (pcm16 8 kHz mono) on that early media at once
 (an announcement, as carriers and IVRs play before the answer), and answers with 200 OK `ANSWER_S` seconds after the
 INVITE came. It is PJSIP (pjsua2) on 127.0.0.1 and a free UDP port; it prints `listening sip:agent@HOST:PORT`,
-then `early T` and `answered T` (CLOCK_MONOTONIC seconds), and runs until it is ended.
+then `early T` and `answered T` (CLOCK_MONOTONIC seconds), and runs until it is ended. With CODEC (`G722`) it
+takes calls in that codec only, as an agent that carries no G.711 does.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def main() -> None:
     transport_id = endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
     endpoint.libStart()
     endpoint.audDevManager().setNullDev()
+    if len(sys.argv) > 3:
+        for codec in endpoint.codecEnum2():
+            endpoint.codecSetPriority(codec.codecId, 255 if codec.codecId.startswith(sys.argv[3] + "/") else 0)
     account_config = pj.AccountConfig()
     account_config.idUri = "sip:agent@127.0.0.1"
     account_config.regConfig.registerOnAdd = False

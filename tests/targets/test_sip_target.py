@@ -457,3 +457,34 @@ tests:
     assert done.returncode == 1, said
     events = results(out)["registered"]["events"]
     assert {"code": 200, "reason": "OK"} in [e["data"] for e in events if e["name"] == "sip_registration"]
+
+
+def test_an_agent_without_g711_is_a_refusal_that_names_the_codecs(tamesu: Callable, tmp_path: Path) -> None:
+    # before: 'the call was refused: 488 Not Acceptable Here', not what was not acceptable
+    announcement = tmp_path / "silence.wav"
+    with wave.open(str(announcement), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(bytes(8000 * 2))
+    agent = subprocess.Popen(tied([sys.executable, str(ROOT / "tests" / "agents" / "early_media.py"), "0",
+                                   str(announcement), "G722"]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert agent.stdout is not None
+        while (line := agent.stdout.readline()) and not (uri := re.search(r"listening (sip:\S+)", line)):
+            pass
+        assert uri is not None
+        suite = _suite(tmp_path, f"""
+targets:
+  wideband: {{ type: sip, to: "{uri.group(1)}", ring_timeout: 10s, turn_timeout: 4s }}
+tests:
+  - {{ name: codec, target: wideband, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE, timeout=120)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+    said = done.stdout + done.stderr
+    assert ("before the first turn: the call was refused: 488 Not Acceptable Here (no audio codec in common: "
+            "tamesu offers PCMU and PCMA, G.711)") in said, said
+    assert done.returncode == 1, said

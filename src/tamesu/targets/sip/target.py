@@ -51,6 +51,7 @@ __all__ = ["SipSpec", "SipTarget"]
 
 BUSY_CODES = {486, 600}
 NO_ANSWER_CODES = {408, 480, 487}
+NOT_ACCEPTABLE_HERE = 488
 WORDS_OUT_TIMEOUT_S = 3.0
 """How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
@@ -244,6 +245,8 @@ class SipTarget(Target[SipSpec]):
                 # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
                 # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
+                if state.code == NOT_ACCEPTABLE_HERE:  # the SDP's offer: tamesu's codecs, which the status leaves out
+                    self._refused += " (no audio codec in common: tamesu offers PCMU and PCMA, G.711)"
             else:
                 what = "busy" if by == "busy" else "not answered"
                 self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
