@@ -488,3 +488,32 @@ tests:
     assert ("before the first turn: the call was refused: 488 Not Acceptable Here (no audio codec in common: "
             "tamesu offers PCMU and PCMA, G.711)") in said, said
     assert done.returncode == 1, said
+
+
+def test_an_agent_that_calls_and_hangs_up_while_it_rings_is_said_to_have_hung_up(tamesu: Callable,
+                                                                                 tmp_path: Path) -> None:
+    # before: 'the call was not answered: 487 Request Terminated (no_answer); the agent was never reached', of a
+    # call the agent placed and then cancelled
+    caller = ROOT / "tests" / "agents" / "sip_caller.py"
+    suite = _suite(tmp_path, f"""
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    trigger: {{ run: "'{sys.executable}' '{caller}' '{{{{session.uri}}}}' 1 >/dev/null 2>&1 &" }}
+    answer_after: 20s
+    ring_timeout: 20s
+tests:
+  - {{ name: gave up, target: callback, scenario: {{ script: [ {{ wait_for: hello }} ] }} }}
+  - {{ name: expected, target: callback, scenario: {{ script: [ {{ wait_for: hello }} ] }},
+       assert: [ {{ call_ended_by: agent }} ] }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "1"], cwd=tmp_path, env=OFFLINE,
+                  timeout=120)
+    said = done.stdout + done.stderr
+    assert re.search(r"before the first turn: the agent hung up before tamesu answered, \d+\.\ds into answer_after "
+                     r"\(20s\): 487 Request Terminated \(agent\) \(`call_ended_by` asserts an expected end\)",
+                     said), said
+    assert "never reached" not in said and "not answered" not in said
+    assert "PASS  calls/expected" in said, said
+    assert done.returncode == 1, said

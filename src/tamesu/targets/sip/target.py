@@ -80,6 +80,8 @@ class SipTarget(Target[SipSpec]):
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
         self._unanswered: str | None = None
         """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
+        self._reached = False
+        """The agent called (inbound) and hung up before the answer."""
         self._metrics: dict[str, float] = {}
         self._speech_seen = False
         self._line: Line | None = None
@@ -238,6 +240,13 @@ class SipTarget(Target[SipSpec]):
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
+        if state.state == "disconnected" and call.incoming is not None and state.by != "caller":
+            # inbound: the agent called, then gave up (CANCEL) while tamesu let it ring: it was reached
+            self._end("agent", session, code=state.code, reason=state.reason)
+            self._unanswered = (f"the agent hung up before tamesu answered, {state.at - call.incoming[0]:.1f}s into "
+                                f"answer_after ({self.spec.answer_after:g}s): {state.code} {state.reason} (agent)")
+            self._reached = True
+            return
         if state.state == "disconnected":
             by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
             self._end(by, session, code=state.code, reason=state.reason)
@@ -268,7 +277,8 @@ class SipTarget(Target[SipSpec]):
     def never_connected(self) -> str | None:
         if self._unanswered is None:
             return None
-        return f"{self._unanswered}; the agent was never reached (`call_ended_by` asserts an expected end)"
+        reached = "" if self._reached else "; the agent was never reached"
+        return f"{self._unanswered}{reached} (`call_ended_by` asserts an expected end)"
 
     def greets_first(self) -> bool:
         return self.spec.greeting and self._answered is not None
