@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
+import signal
 import subprocess
+import sys
+import time
 import wave
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +20,7 @@ import pytest
 
 from agents import phone
 from conftest import run_tamesu
+from lifeline import tied
 from tamesu.audio.extra import problem as voice_problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -296,3 +302,218 @@ tests:
     results_by_test = results(out)
     assert results_by_test["busy unasserted"]["end_reason"] == "turn_failed"
     assert results_by_test["busy unasserted"]["turns"] == []
+
+
+def test_a_call_over_tcp_reaches_the_agent_and_one_the_stack_cannot_place_says_why(tamesu: Callable,
+                                                                                  tmp_path: Path) -> None:
+    # before: the worker had no TCP transport, so `;transport=tcp` (a trunk's `transport: tcp`) and a malformed
+    # URI were refused by PJSIP unseen, and the run waited out ring_timeout to blame the address ("nothing
+    # answered ... and it never rang")
+    agent = phone.start("--mode", "busy")  # baresip listens on TCP too
+    try:
+        suite = _suite(tmp_path, f"""
+targets:
+  tcp: {{ type: sip, to: "{agent.uri};transport=tcp", ring_timeout: 20s, turn_timeout: 4s }}
+  bad: {{ type: sip, to: "sip:agent x@127.0.0.1:5", ring_timeout: 60s }}
+tests:
+  - {{ name: over tcp, target: tcp, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: bad uri, target: bad, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "1"], cwd=tmp_path,
+                      env=OFFLINE, timeout=120)
+    finally:
+        agent.stop()
+    said = done.stdout + done.stderr
+    assert "PASS  calls/over tcp" in said, said
+    assert ("sip target bad: the call to sip:agent x@127.0.0.1:5 could not be placed: Invalid Request URI "
+            "(PJSIP_EINVALIDREQURI)") in said, said
+    assert "nothing answered" not in said and "Traceback" not in said
+    assert done.returncode == 3, said
+
+
+def test_an_agent_speaking_on_early_media_has_a_greeting_time_from_its_183(tamesu: Callable, tmp_path: Path) -> None:
+    # before: greeting_ms counted from the 200 OK, so speech on early media (before it) made it negative
+    from tamesu.audio import tts  # the voice extra: this module is skipped without it
+
+    clip, _ = asyncio.run(tts.say("Welcome to Acme. Press 2 for billing."))
+    announcement = tmp_path / "announcement.wav"
+    with wave.open(str(announcement), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(bytes(1600 * 2) + clip.at(8000).samples.astype("<i2").tobytes() + bytes(8000 * 2 * 5))
+    agent = subprocess.Popen(tied([sys.executable, str(ROOT / "tests" / "agents" / "early_media.py"), "3",
+                                   str(announcement)]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert agent.stdout is not None
+        said = []
+        while (line := agent.stdout.readline()) and not (uri := re.search(r"listening (sip:\S+)", line)):
+            said.append(line)  # pjlib's own first lines, written before its log level is set
+        assert uri is not None, said
+        suite = _suite(tmp_path, f"""
+targets:
+  early: {{ type: sip, to: "{uri.group(1)}", ring_timeout: 20s, idle: 1s, turn_timeout: 20s }}
+tests:
+  - {{ name: early media, target: early, scenario: {{ script: [ {{ wait_for: ".", timeout: 20s }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE, timeout=120)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+    result = results(tmp_path / "out")["early media"]
+    metrics = result["metrics"]
+    assert metrics["ring_ms"] >= 2500, metrics  # answered 3 s after the INVITE
+    # the words start 0.2 s into the early media: well before the answer, and not before the 183
+    assert 0 <= metrics["greeting_ms"] < 2500, metrics
+    [early] = [e["data"] for e in result["events"] if e["name"] == "early_media"]
+    assert early["code"] == 183 and early["spoke_before_answer_ms"] > 500, early
+    assert "billing" in result["turns"][0]["agent"]["text"].lower()
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _worker_at(port: int) -> int | None:
+    """The SIP worker (any process's) bound to `port`: its command line names it, and nothing else has it."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"tamesu.targets.sip._worker" in argv and str(port).encode() in argv:
+                return int(entry.name)
+    return None
+
+
+def test_a_sip_worker_that_dies_mid_call_is_an_infrastructure_error_at_once(tmp_path: Path) -> None:
+    # before: no more audio came, so the greeting never fell silent: 'the agent's reply did not end within
+    # turn_timeout (60s): it was still talking then', fault agent, a minute later
+    import socket
+
+    agent = phone.start()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # the worker's port, to know it by
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    try:
+        suite = _suite(tmp_path, f"""
+targets:
+  ivr: {{ type: sip, to: "{agent.uri}", listen: "127.0.0.1:{port}", ring_timeout: 20s, idle: 1s, turn_timeout: 60s }}
+tests:
+  - {{ name: worker killed, target: ivr, scenario: {{ script: [ {{ wait_for: billing }} ] }} }}
+""")
+        with ThreadPoolExecutor(1) as beside:
+            running = beside.submit(run_tamesu, ["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path,
+                                    env=OFFLINE, timeout=120)
+            deadline = time.monotonic() + 60
+            while not agent.events("CALL_ESTABLISHED") and time.monotonic() < deadline and not running.done():
+                time.sleep(0.05)
+            worker = _worker_at(port)
+            assert worker is not None and agent.events("CALL_ESTABLISHED"), agent.lines
+            killed_at = time.monotonic()
+            os.kill(worker, signal.SIGKILL)
+            done = running.result()
+        took = time.monotonic() - killed_at
+    finally:
+        agent.stop()
+    said = done.stdout + done.stderr
+    assert "sip target ivr: the SIP worker ended in the middle of the call (killed by signal 9)" in said, said
+    assert "Traceback" not in said and "still talking" not in said
+    assert done.returncode == 3, said
+    assert took < 45, took  # not turn_timeout waited out
+
+
+def test_register_true_registers_before_the_call_and_a_refused_registration_says_so(tamesu: Callable,
+                                                                                    tmp_path: Path) -> None:
+    # before: the INVITE went out beside the REGISTER (a trunk that takes calls only from a registered user
+    # refused it), and a refused REGISTER was said nowhere: only the call's own 403, when there was one
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-5d0a"
+    with SipTrunk(username="tamesu", password=password) as good, \
+            SipTrunk(username="tamesu", password=password) as strict:
+        trunk = "{{ host: 127.0.0.1, port: {port}, username: tamesu, password: \"{password}\", register: true }}"
+        suite = _suite(tmp_path, f"""
+targets:
+  good: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=good.port, password=password)},
+           ring_timeout: 5s, turn_timeout: 4s }}
+  wrong: {{ type: sip, to: "+15551234", trunk: {trunk.format(port=strict.port, password="not-it")},
+            ring_timeout: 5s, turn_timeout: 4s }}
+tests:
+  - {{ name: registered, target: good, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+  - {{ name: refused, target: wrong, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        out = tmp_path / "out"
+        done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path, env=OFFLINE,
+                      timeout=120)
+    said = done.stdout + done.stderr
+    methods = [(s.method, s.digest_ok) for s in good.seen]
+    first_invite = methods.index(("INVITE", False))
+    assert ("REGISTER", True) in methods[:first_invite], methods
+    assert "PASS  calls/registered" in said, said
+    assert [s.method for s in strict.seen if s.method == "INVITE"] == []  # never placed
+    assert ("before the first turn: the trunk refused the registration: 403 Forbidden; the call was not placed"
+            in said), said
+    assert done.returncode == 1, said
+    events = results(out)["registered"]["events"]
+    assert {"code": 200, "reason": "OK"} in [e["data"] for e in events if e["name"] == "sip_registration"]
+
+
+def test_an_agent_without_g711_is_a_refusal_that_names_the_codecs(tamesu: Callable, tmp_path: Path) -> None:
+    # before: 'the call was refused: 488 Not Acceptable Here', not what was not acceptable
+    announcement = tmp_path / "silence.wav"
+    with wave.open(str(announcement), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(bytes(8000 * 2))
+    agent = subprocess.Popen(tied([sys.executable, str(ROOT / "tests" / "agents" / "early_media.py"), "0",
+                                   str(announcement), "G722"]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert agent.stdout is not None
+        while (line := agent.stdout.readline()) and not (uri := re.search(r"listening (sip:\S+)", line)):
+            pass
+        assert uri is not None
+        suite = _suite(tmp_path, f"""
+targets:
+  wideband: {{ type: sip, to: "{uri.group(1)}", ring_timeout: 10s, turn_timeout: 4s }}
+tests:
+  - {{ name: codec, target: wideband, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE, timeout=120)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+    said = done.stdout + done.stderr
+    assert ("before the first turn: the call was refused: 488 Not Acceptable Here (no audio codec in common: "
+            "tamesu offers PCMU and PCMA, G.711)") in said, said
+    assert done.returncode == 1, said
+
+
+def test_an_agent_that_calls_and_hangs_up_while_it_rings_is_said_to_have_hung_up(tamesu: Callable,
+                                                                                 tmp_path: Path) -> None:
+    # before: 'the call was not answered: 487 Request Terminated (no_answer); the agent was never reached', of a
+    # call the agent placed and then cancelled
+    caller = ROOT / "tests" / "agents" / "sip_caller.py"
+    suite = _suite(tmp_path, f"""
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    trigger: {{ run: "'{sys.executable}' '{caller}' '{{{{session.uri}}}}' 1 >/dev/null 2>&1 &" }}
+    answer_after: 20s
+    ring_timeout: 20s
+tests:
+  - {{ name: gave up, target: callback, scenario: {{ script: [ {{ wait_for: hello }} ] }} }}
+  - {{ name: expected, target: callback, scenario: {{ script: [ {{ wait_for: hello }} ] }},
+       assert: [ {{ call_ended_by: agent }} ] }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "1"], cwd=tmp_path, env=OFFLINE,
+                  timeout=120)
+    said = done.stdout + done.stderr
+    assert re.search(r"before the first turn: the agent hung up before tamesu answered, \d+\.\ds into answer_after "
+                     r"\(20s\): 487 Request Terminated \(agent\) \(`call_ended_by` asserts an expected end\)",
+                     said), said
+    assert "never reached" not in said and "not answered" not in said
+    assert "PASS  calls/expected" in said, said
+    assert done.returncode == 1, said

@@ -4,9 +4,9 @@ PJSIP (through pjsua2) keeps one library instance per process, asserts rather th
 wants every call made from the thread that pumps its events. So each call runs in a worker process that the
 `SipPhone` in the test process talks to over pipes, one JSON object per line:
 
-- commands on stdin: `{"op": "call", "uri", "from", "headers", "auth"}`, `{"op": "listen"}` (wait for the agent to
-  call), `{"op": "answer", "after_ms"}`, `{"op": "play", "id", "pcm"}` (base64 pcm16 8 kHz mono, queued and sent
-  at the call's own 20 ms clock), `{"op": "frame", "pcm"}` (audio the parent paces itself),
+- commands on stdin: `{"op": "call", "uri", "from", "headers", "auth", "registrar"}`, `{"op": "listen"}` (wait
+  for the agent to call), `{"op": "answer", "after_ms"}`, `{"op": "play", "id", "pcm"}` (base64 pcm16 8 kHz
+  mono, queued and sent at the call's own 20 ms clock), `{"op": "frame", "pcm"}` (audio the parent paces itself),
   `{"op": "mark", "id"}` (a `played` end event once the frames sent before it have gone out),
   `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
@@ -14,7 +14,8 @@ wants every call made from the thread that pumps its events. So each call runs i
   `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
   how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
-  `played` (an utterance's first and last frame
+  `registration` (the trunk's answer to the REGISTER a `call` with a `registrar` waits for: the call is placed
+  only after a 2xx), `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -200,6 +201,10 @@ class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
     def onIncomingCall(self, prm: Any) -> None:
         self.worker.incoming(prm.callId)
 
+    def onRegState(self, prm: Any) -> None:
+        emit("registration", code=prm.code, reason=prm.reason)
+        self.worker.registered(prm.code)
+
 
 class Worker:
     def __init__(self, bind: str, port: int, user: str) -> None:
@@ -223,6 +228,7 @@ class Worker:
         transport.boundAddress = bind
         transport.publicAddress = bind
         transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        self._tcp(bind, self.endpoint.transportGetInfo(transport_id).localName.rpartition(":")[2])
         self.endpoint.libStart()
         self.endpoint.audDevManager().setNullDev()
         for codec in self.endpoint.codecEnum2():  # G.711 only: what every phone network carries
@@ -242,7 +248,23 @@ class Worker:
         self.account: Account | None = None
         self.call: Call | None = None
         self.pending_answer: tuple[float, Call] | None = None
+        self.pending_call: tuple[str, pj.CallOpParam] | None = None
+        """A call to place once the REGISTER it waits for has succeeded."""
         emit("ready", local=local)
+
+    def _tcp(self, bind: str, port: str) -> None:
+        """SIP over TCP beside UDP: a trunk with `transport: tcp` (`;transport=tcp` on the URI) needs one, or
+        PJSIP refuses the call (PJSIP_EUNSUPTRANSPORT). On UDP's port when it is free, as a phone's contact."""
+        for candidate in (int(port), 0):
+            transport = pj.TransportConfig()
+            transport.port = candidate
+            transport.boundAddress = bind
+            transport.publicAddress = bind
+            try:
+                self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_TCP, transport)
+                return
+            except pj.Error:
+                continue
 
     def make_account(self, identity: str, auth: dict[str, str] | None, registrar: str | None) -> Account:
         config = pj.AccountConfig()
@@ -269,7 +291,10 @@ class Worker:
                 header = pj.SipHeader()
                 header.hName, header.hValue = name, value
                 parameters.txOption.headers.append(header)
-            self.call.makeCall(command["uri"], parameters)
+            if command.get("registrar"):
+                self.pending_call = (command["uri"], parameters)  # REGISTER first: a trunk may take calls only then
+            else:
+                self.call.makeCall(command["uri"], parameters)
         elif op == "listen":
             identity = f"sip:{command.get('user') or self.user}@{self.local}"
             self.account = self.make_account(identity, None, None)
@@ -292,6 +317,14 @@ class Worker:
         elif op == "quit":
             return False
         return True
+
+    def registered(self, code: int) -> None:
+        pending, self.pending_call = self.pending_call, None
+        if pending is not None and 200 <= code < 300 and self.call is not None:
+            try:
+                self.call.makeCall(*pending)
+            except pj.Error as exc:
+                emit("error", message=exc.info(), op="call", reason=exc.reason)
 
     def incoming(self, call_id: int) -> None:
         assert self.account is not None
@@ -380,7 +413,7 @@ def main() -> int:
                 try:
                     running = worker.handle(command)
                 except pj.Error as exc:
-                    emit("error", message=exc.info(), op=command.get("op"))
+                    emit("error", message=exc.info(), op=command.get("op"), reason=exc.reason)
     finally:
         worker.close()
         emit("closed")

@@ -56,6 +56,10 @@ class Call:
     """Each utterance's `start` and `end`: when its first and last frame went out."""
     incoming: tuple[float, str] | None = None
     errors: list[str] = field(default_factory=list)
+    registration: tuple[int, str] | None = None
+    """The trunk's last answer to our REGISTER (status, reason), when the call registers first."""
+    not_placed: str | None = None
+    """Why the SIP stack would not place the call (PJSIP's reason: an unsupported transport, a bad URI)."""
 
     def first(self, state: str) -> CallState | None:
         return next((s for s in self.states if s.state == state), None)
@@ -63,6 +67,13 @@ class Call:
     @property
     def ended(self) -> CallState | None:
         return self.first("disconnected")
+
+    @property
+    def registration_refused(self) -> str | None:
+        """`403 Forbidden` when the REGISTER before the call failed (the call is then never placed)."""
+        if self.registration is None or 200 <= self.registration[0] < 300:
+            return None
+        return f"{self.registration[0]} {self.registration[1]}".strip()
 
 
 class SipPhone:
@@ -142,7 +153,9 @@ class SipPhone:
         """The first of `states` (or the call's end), or None after `timeout`."""
         wanted = set(states) | {"disconnected"}
         try:
-            await self._until(lambda: any(s.state in wanted for s in self.call.states) or self._gone(), timeout)
+            await self._until(lambda: any(s.state in wanted for s in self.call.states)
+                              or self.call.not_placed is not None or self.call.registration_refused is not None
+                              or self._gone(), timeout)
         except TimeoutError:
             return None
         return next((s for s in self.call.states if s.state in wanted), None)
@@ -198,7 +211,15 @@ class SipPhone:
                 continue
             self._apply(event)
             self._changed.set()
+        await self._process.wait()  # its exit status says why it went (`gone`)
         self._changed.set()
+
+    def gone(self) -> str | None:
+        """Why the worker is no longer there (it exited or was killed), or None while it runs."""
+        if self._process is None or self._reader is None or not self._reader.done():
+            return None
+        code = self._process.returncode
+        return f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind, at = event.get("ev"), float(event.get("t", time.monotonic()))
@@ -218,10 +239,14 @@ class SipPhone:
             call.dtmf.append((at, str(event["digit"])))
         elif kind == "transfer":
             call.transfers.append((at, str(event["to"])))
+        elif kind == "registration":
+            call.registration = (int(event.get("code") or 0), str(event.get("reason") or ""))
         elif kind == "incoming":
             call.incoming = (at, str(event.get("remote", "")))
         elif kind == "error":
             call.errors.append(str(event.get("message", "")))
+            if event.get("op") == "call":
+                call.not_placed = str(event.get("reason") or event.get("message") or "")
 
     def _gone(self) -> bool:
         return self._process is None or self._reader is None or self._reader.done()

@@ -22,8 +22,8 @@ Every turn of the call records that trace id.
 
 Metrics: `call_setup_ms` (dial or trigger to answered), `ring_ms` (ringing to answered), `greeting_ms`
 (answered to the agent's first speech), `call_duration_ms` (answered to hang-up), the audio metrics, and per
-turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_dtmf`, `sip_transfer`, `call_ended` (`by`, `code`,
-`reason`), `audio`.
+turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_registration`, `sip_dtmf`, `sip_transfer`,
+`call_ended` (`by`, `code`, `reason`), `audio`.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ __all__ = ["SipSpec", "SipTarget"]
 
 BUSY_CODES = {486, 600}
 NO_ANSWER_CODES = {408, 480, 487}
+NOT_ACCEPTABLE_HERE = 488
 WORDS_OUT_TIMEOUT_S = 3.0
 """How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
@@ -79,6 +80,8 @@ class SipTarget(Target[SipSpec]):
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
         self._unanswered: str | None = None
         """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
+        self._reached = False
+        """The agent called (inbound) and hung up before the answer."""
         self._metrics: dict[str, float] = {}
         self._speech_seen = False
         self._line: Line | None = None
@@ -128,7 +131,8 @@ class SipTarget(Target[SipSpec]):
             auth = {"username": session.context.render_text(spec.trunk.username),
                     "password": session.context.render_text(spec.trunk.password or ""), "realm": spec.trunk.realm}
             if spec.trunk.register_:
-                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}"
+                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
+                    (";transport=tcp" if spec.trunk.transport == "tcp" else "")
         own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
         headers = with_traceparent(own, session.conversation_trace)
         session.event("sip_dial", to=to)
@@ -214,6 +218,16 @@ class SipTarget(Target[SipSpec]):
     async def _await_answer(self, session: Session) -> None:
         state = await self._require_phone().wait_for(["confirmed"], self.spec.ring_timeout)
         call = self._require_phone().call
+        if call.not_placed is not None:
+            # PJSIP refused to send the INVITE at all: waiting out ring_timeout and blaming the address misled
+            raise InfraError(f"{self._what}: the call to {session.redactor.text(self._to)} could not be placed: "
+                             f"{call.not_placed}")
+        if call.registration is not None:
+            session.event("sip_registration", code=call.registration[0], reason=call.registration[1])
+        if (refused := call.registration_refused) is not None:
+            self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
+            self._refused = f"the trunk refused the registration: {refused}; the call was not placed"
+            return
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
@@ -226,6 +240,13 @@ class SipTarget(Target[SipSpec]):
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
+        if state.state == "disconnected" and call.incoming is not None and state.by != "caller":
+            # inbound: the agent called, then gave up (CANCEL) while tamesu let it ring: it was reached
+            self._end("agent", session, code=state.code, reason=state.reason)
+            self._unanswered = (f"the agent hung up before tamesu answered, {state.at - call.incoming[0]:.1f}s into "
+                                f"answer_after ({self.spec.answer_after:g}s): {state.code} {state.reason} (agent)")
+            self._reached = True
+            return
         if state.state == "disconnected":
             by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
             self._end(by, session, code=state.code, reason=state.reason)
@@ -233,6 +254,8 @@ class SipTarget(Target[SipSpec]):
                 # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
                 # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
+                if state.code == NOT_ACCEPTABLE_HERE:  # the SDP's offer: tamesu's codecs, which the status leaves out
+                    self._refused += " (no audio codec in common: tamesu offers PCMU and PCMA, G.711)"
             else:
                 what = "busy" if by == "busy" else "not answered"
                 self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
@@ -254,7 +277,8 @@ class SipTarget(Target[SipSpec]):
     def never_connected(self) -> str | None:
         if self._unanswered is None:
             return None
-        return f"{self._unanswered}; the agent was never reached (`call_ended_by` asserts an expected end)"
+        reached = "" if self._reached else "; the agent was never reached"
+        return f"{self._unanswered}{reached} (`call_ended_by` asserts an expected end)"
 
     def greets_first(self) -> bool:
         return self.spec.greeting and self._answered is not None
@@ -342,7 +366,7 @@ class SipTarget(Target[SipSpec]):
             return None
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
-            self._metrics["greeting_ms"] = round((heard.spoke_at - self._answered) * 1000, 3)
+            self._metrics["greeting_ms"] = self._greeting_ms(heard.spoke_at)
         from tamesu.audio import stt  # numpy: not at the top, so `schema`/`init` read the spec without it
 
         turn.text = await stt.heard_in(heard.pcm, 8000, self.to_ms(heard.spoke_at or time.monotonic()))
@@ -353,6 +377,18 @@ class SipTarget(Target[SipSpec]):
         if self._ended_by is not None:
             turn.ended = True
         return turn
+
+    def _greeting_ms(self, spoke_at: float) -> float:
+        """From the answer to the agent's first speech; speech on early media (a 183 with audio, before the
+        answer) counts from that 183 instead, and says so: from the answer it came out negative."""
+        assert self._answered is not None and self._session is not None
+        since = self._answered
+        if spoke_at < since:
+            early = [s for s in self._require_phone().call.states if s.state == "early" and s.at <= spoke_at]
+            since = early[-1].at if early else spoke_at
+            self._session.event("early_media", code=early[-1].code if early else 0,
+                                spoke_before_answer_ms=round((self._answered - spoke_at) * 1000, 3))
+        return round((spoke_at - since) * 1000, 3)
 
     def _open_line(self) -> None:
         noise = self._require_voice().behaviour.noise
@@ -396,7 +432,11 @@ class SipTarget(Target[SipSpec]):
         self._seen_transfers = len(call.transfers)
 
     def call_over(self) -> bool:
-        if self._require_phone().call.ended is None:
+        phone = self._require_phone()
+        if phone.call.ended is None:
+            if (why := phone.gone()) is not None:
+                # no more audio will come: waiting for silence read as an agent still talking at turn_timeout
+                raise InfraError(f"{self._what}: the SIP worker ended in the middle of the call ({why})")
             return False
         self._call_over()
         return True
@@ -423,7 +463,8 @@ class SipTarget(Target[SipSpec]):
         session = self._session
         await self._close_line()
         try:
-            if phone.call.ended is None and phone.local is not None and self._answered is not None:
+            if phone.call.ended is None and phone.local is not None and self._answered is not None \
+                    and phone.gone() is None:
                 await phone.hangup()
                 await phone.wait_for(["disconnected"], 3)
             if session is not None:
