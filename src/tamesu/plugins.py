@@ -19,6 +19,7 @@ a plug-in's of the same name.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import sys
 from collections.abc import Callable
@@ -46,6 +47,15 @@ _MARK = re.compile(rf"(?:@|\w+\s*(?::[^=]+)?=\s*){_CALL}")
 
 class PluginError(Exception):
     """An entry point that cannot be imported, or that names something of the wrong shape."""
+
+
+def unimplemented(kind: Kind, name: str, found: type) -> str | None:
+    """What a plug-in class leaves abstract, said as one line (`plug-in tamesu.targets:X does not implement send`);
+    None when it implements everything (else every use was "Can't instantiate abstract class", an internal error)."""
+    if not inspect.isabstract(found):
+        return None
+    missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
+    return f"plug-in {group(kind)}:{name} does not implement {missing}"
 
 
 def group(kind: Kind) -> str:

@@ -8,7 +8,6 @@ function) is also a check `custom: {name: ...}` can name (a built-in is written 
 from __future__ import annotations
 
 import difflib
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +35,8 @@ def _registered_check(key: str) -> type[Check[BaseModel]] | None:
         # every check is parsed through its Spec: without one, each use was an internal error
         raise plugins.PluginError(f"plug-in tamesu.checks:{key} is a Check class without a Spec (a pydantic model "
                                   "of its options, such as a tamesu.Strict subclass)")
-    if inspect.isabstract(found):
-        missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
-        raise plugins.PluginError(f"plug-in tamesu.checks:{key} does not implement {missing}")
+    if (unimplemented := plugins.unimplemented("checks", key, found)) is not None:
+        raise plugins.PluginError(unimplemented)
     return found
 
 

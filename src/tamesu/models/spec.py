@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
@@ -32,10 +31,7 @@ def _plugin_problem(provider: str) -> str | None:
         found = provider_class(provider)
     except ModelError as exc:
         return str(exc)
-    if inspect.isabstract(found):  # else every call: internal error, "Can't instantiate abstract class"
-        missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
-        return f"plug-in tamesu.providers:{provider} does not implement {missing}"
-    return None
+    return plugins.unimplemented("providers", provider, found)
 
 
 class PriceSpec(Strict):

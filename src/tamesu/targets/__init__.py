@@ -7,7 +7,6 @@ type can do (audio, DTMF, steps, tool calls) is said by its class's attributes (
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -91,9 +90,8 @@ def target_class(kind: str) -> type[Target[TargetSpec]]:
     if not (isinstance(found.Spec, type) and issubclass(found.Spec, TargetSpec)):
         raise plugins.PluginError(f"plug-in tamesu.targets:{kind}: its Spec is not a TargetSpec subclass (a pydantic "
                                   "model of its keys)")
-    if inspect.isabstract(found):
-        missing = ", ".join(sorted(getattr(found, "__abstractmethods__", ())))
-        raise plugins.PluginError(f"plug-in tamesu.targets:{kind} does not implement {missing}")
+    if (unimplemented := plugins.unimplemented("targets", kind, found)) is not None:
+        raise plugins.PluginError(unimplemented)
     return found
 
 
