@@ -15,9 +15,10 @@ import pytest
 
 from model_servers import AnthropicServer, OpenAIServer, delay, raw, reasoned, status, text
 from sdk_groups import IN_PROCESS_SDKS
+from tamesu.models._retries import RETRY_FLOOR
 from tamesu.models.base import Message, ModelError, ModelRequest
 from tamesu.models.cache import CacheMiss, ReplayCache
-from tamesu.models.client import RETRY_FLOOR, ModelRegistry, check
+from tamesu.models.client import ModelRegistry, check
 from tamesu.models.ledger import Ledger
 from tamesu.models.spec import ModelSpec
 from tamesu.net.serve import ThreadServer

@@ -13,6 +13,7 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator
 
+from tamesu.models._retries import call_name
 from tamesu.models.base import ModelRequest
 from tamesu.models.queueing import asking, queued
 from tamesu.models.spec import ModelSpec
@@ -30,8 +31,7 @@ class Gate:
     async def held(self, request: ModelRequest | None = None, spec: ModelSpec | None = None) -> AsyncIterator[None]:
         """A place for `request`; a deadline that passes while it waits or is answered keeps the name of a call of
         tamesu's own model (a model target's is the agent's)."""
-        own = None if request is None or spec is None or request.purpose == "target" else \
-            f"the {request.purpose}'s call to {spec.provider}:{spec.model}"
+        own = None if request is None or spec is None or request.purpose == "target" else call_name(request, spec)
         with asking(own):
             async with self._held():
                 yield

@@ -117,5 +117,5 @@ class SdkProvider(Provider):
             return ModelError(f"{where}: HTTP {status}: {message}",
                               retryable=status in (408, 409, 429) or status >= 500,
                               retry_after=retry_after_from_headers(exc.response.headers),
-                              should_retry=exc.response.headers.get("x-should-retry"))
+                              should_retry=exc.response.headers.get("x-should-retry"), status=status)
         return ModelError(f"{where}: {redact(one_line(str(exc)), self._api_key)}")

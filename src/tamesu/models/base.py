@@ -181,8 +181,10 @@ class ModelError(Exception):
     """A model call failed. `retryable` errors (rate limits, timeouts, 5xx) are tried again within a limit."""
 
     def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
-                 timed_out: bool = False, should_retry: str | None = None) -> None:
+                 timed_out: bool = False, should_retry: str | None = None, status: int | None = None) -> None:
         super().__init__(message)
+        self.status = status
+        """The server's HTTP status, when it answered with one (a retry's wait names it)."""
         # the server's own word (`x-should-retry`, which the SDKs honour) overrides what the status suggests
         self.retryable = {"true": True, "false": False}.get((should_retry or "").strip().lower(), retryable)
         self.retry_after = retry_after

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 from tamesu.errors import TemplateError
 from tamesu.models import pricing
 from tamesu.models._gate import Gate
+from tamesu.models._retries import Sleep, delay, wait_to_retry
 from tamesu.models._where import base_url_in_use
 from tamesu.models.base import Embeddings, Message, ModelError, ModelRequest, ModelResponse, Provider
 from tamesu.models.cache import ReplayCache, canonical_json, label
@@ -35,15 +35,6 @@ from tamesu.models.said import is_local_url
 from tamesu.models.spec import ModelSpec, known_providers
 from tamesu.telemetry import otel
 
-BACKOFF_BASE = 0.5
-"""Seconds before the first retry; doubled each time (0.5, 1, 2, 4, 8...)."""
-BACKOFF_CAP, RETRY_AFTER_CAP = 8.0, 30.0
-"""The longest a server's Retry-After is honoured; a longer wait is not worth holding a test run for."""
-RETRY_FLOOR = 0.25
-"""The shortest wait before retry N+1 is this times 2**N, whatever Retry-After says: `Retry-After: 0` from a
-server that is still overloaded must not become a burst of calls (four in a few milliseconds)."""
-RETRY_SPREAD = 0.25
-"""How far past a server's Retry-After retries are spread (a fraction of the wait)."""
 TIMEOUT_MARGIN = 5.0
 """Seconds beyond the spec's timeout (the SDK's, per read) before a call is abandoned (a trickling server)."""
 
@@ -59,7 +50,6 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https:
 LOCAL_PLACEHOLDER_KEY = "tamesu-local"
 """Sent as the key to servers on this machine (Ollama, vLLM...) when none is configured: they need none."""
 
-Sleep = Callable[[float], Awaitable[Any]]
 Record = Callable[..., Any]
 """`record(name, **data)`: where a client reports its retries and timeouts (a run's `session.event`)."""
 
@@ -230,11 +220,12 @@ class ResilientClient:
             if last:
                 if tries > 1 and error.retryable:
                     raise ModelError(f"{error} (gave up after {tries} attempts)", retryable=True,
-                                     retry_after=error.retry_after, timed_out=error.timed_out) from None
+                                     retry_after=error.retry_after, timed_out=error.timed_out,
+                                     status=error.status) from None
                 raise error
-            wait = self._delay(attempt, error)
+            wait = delay(attempt, error)
             self._note("model_retry", request, attempt=attempt + 2, after=str(error), wait_s=round(wait, 3))
-            await self._sleep(wait)
+            await wait_to_retry(self._sleep, wait, request, self.spec, error, attempt + 1, tries, self.label)
         raise AssertionError("unreachable")
 
     def _note(self, name: str, request: ModelRequest, **data: object) -> None:
@@ -243,18 +234,6 @@ class ResilientClient:
             self.ledger.note(retry=name == "model_retry", timeout=name == "model_timeout")
         if self._record is not None:
             self._record(name, model=self.label, purpose=request.purpose, **data)
-
-    @staticmethod
-    def _delay(attempt: int, error: ModelError) -> float:
-        # jittered, so conversations refused together (one 429 to a thousand) do not all come back together: a
-        # server's Retry-After is the least wait, spread over a quarter more; else half the backoff, plus up to
-        # as much again at random
-        if error.retry_after is not None:
-            floor = min(RETRY_FLOOR * 2.0**attempt, BACKOFF_CAP)
-            least = min(max(error.retry_after, floor), RETRY_AFTER_CAP)
-            return least + random.uniform(0, max(least, floor) * RETRY_SPREAD)
-        ceiling = min(BACKOFF_BASE * 2.0**attempt, BACKOFF_CAP)
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def _charge(self, response: ModelResponse, request: ModelRequest) -> None:
         if self.ledger is not None:

@@ -11,15 +11,16 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from tamesu.conversation import Session
-from tamesu.models.queueing import clock
+from tamesu.models.queueing import Clock, clock
 
 
 @contextlib.asynccontextmanager
-async def turn_deadline(session: Session, limit: float) -> AsyncIterator[asyncio.Timeout]:
-    """`asyncio.timeout(limit)` whose deadline moves on by every wait for a place at the model."""
+async def turn_deadline(session: Session, limit: float) -> AsyncIterator[Clock]:
+    """`asyncio.timeout(limit)` whose deadline moves on by every wait for a place at the model; the clock's `cut`
+    names a wait for the model's retry that the deadline passed in (then the model, not its answer, took the time)."""
     async with asyncio.timeout(limit) as scope, clock(scope) as waits:
         try:
-            yield scope
+            yield waits
         finally:
             if waits.waited >= 0.001:
                 session.event("model_queued", waited_s=round(waits.waited, 3),

@@ -297,12 +297,15 @@ class ModelTarget(Target[ModelTargetSpec]):
             del self._messages[kept:]
             raise
         try:
-            async with turn_deadline(session, limit) as scope:
+            async with turn_deadline(session, limit) as clock:
                 return await self._exchange(session, turn.display())
         except TimeoutError:
             del self._messages[kept:]
-            if not scope.expired():
+            if not clock.scope.expired():
                 raise
+            if clock.cut:  # the client was sleeping on the server's Retry-After: a model fault, as its 429 is
+                raise InfraError(f"{self._what}: turn_timeout ({limit:g}s) ran out during {' and '.join(clock.cut)}, "
+                                 "not while the model answered") from None
             timed_out = TurnError(f"turn timed out after {limit:g}s", limit_s=limit)
             timed_out.tool_calls = list(self._turn_calls)
             raise timed_out from None
