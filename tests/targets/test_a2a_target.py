@@ -435,9 +435,11 @@ async def test_a_card_that_never_ends_is_given_up_naming_the_timeouts(tmp_path: 
                                            "connect": {"timeout": "1s"}}, session):
         pass
     tried = events(session, "card_missing")[0]["tried"]
-    assert len(tried) == 4, tried
-    assert all(t.endswith(": no whole answer within 2s (connect.timeout + turn_timeout)") for t in tried), tried
-    assert time.monotonic() - started < 60
+    # the search stops there: a server this slow at one place is as slow at the others (it was four waits)
+    assert tried == [f"{site.url}/.well-known/agent-card.json: no whole answer within 2s (connect.timeout + "
+                     "turn_timeout); the server took the connection and gave no whole answer: the other 3 places "
+                     "were not tried"], tried
+    assert time.monotonic() - started < 30
 
 
 async def test_a_missing_card_fails_the_session_when_skill_needs_it(agents: A2AAgents, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,7 @@ from sessions import events
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.serve import ThreadServer
+from tamesu.targets.a2a import A2ASpec, A2ATarget
 from targets.test_a2a_target import agents, make_session, opened
 
 if TYPE_CHECKING:
@@ -299,3 +302,31 @@ async def test_a_limit_that_never_lifts_is_an_infrastructure_error(faulty: Fault
         with pytest.raises(TurnError, match="the agent answered HTTP 429"):
             await target.send(UserTurn(text="hi"))
     assert faulty.refused["b"] == 1
+
+
+async def test_a_card_search_against_a_server_that_never_answers_stops_at_the_first_place_that_hung(
+        tmp_path: Path) -> None:
+    # before: each of the four well-known places waited its whole connect.timeout + turn_timeout in turn (4 x 2 s
+    # here, 4 x 70 s by default) before the run said a word
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(16)  # the system completes each connection; nobody ever reads a byte or answers
+    try:
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}/agents/shop/rpc"
+        session = make_session(tmp_path)
+        target = A2ATarget(A2ASpec.model_validate(
+            {"type": "a2a", "url": url, "turn_timeout": "1s", "connect": {"timeout": "1s"}}), "shop")
+        started = time.monotonic()
+        try:
+            await target.open(session)
+        finally:
+            await target.close()
+        took = time.monotonic() - started
+    finally:
+        hung.close()
+    [missing] = events(session, "card_missing")
+    origin = url.split("/agents")[0]
+    assert missing["tried"] == [
+        f"{origin}/.well-known/agent-card.json: no whole answer within 2s (connect.timeout + turn_timeout); the "
+        "server took the connection and gave no whole answer: the other 3 places were not tried"], missing
+    assert took < 3.5, took

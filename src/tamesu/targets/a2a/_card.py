@@ -5,7 +5,9 @@ origin, then under the url itself; the first answer that parses as a card (eithe
 that a card at the origin that lists interfaces, none at the url, is kept only when there is none under the url (a
 host serving several agents, each with its card under its own path, may have its own card at the origin:
 `at_origin`, `_transport.names_url`). A request that never reaches the agent is retried as `connect` says and then
-fails the session; any other failure (404, not JSON, not a card) moves on to the next place.
+fails the session; a server that took the connection and gave no whole answer within connect.timeout +
+turn_timeout ends the search there (it would hang as long at each other place: four places were four such waits);
+any other failure (404, not JSON, not a card) moves on to the next place.
 """
 
 from __future__ import annotations
@@ -55,7 +57,15 @@ def at_origin(place: str, url: str) -> bool:
     return parts.path.strip("/") != "" and urlsplit(place).path in WELL_KNOWN
 
 
-async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> tuple[AgentCard | None, str]:
+@dataclass
+class Fetched:
+    card: AgentCard | None
+    why_not: str = ""
+    hung: bool = False
+    """The server took the connection and gave no whole answer in time: it will not at the next place either."""
+
+
+async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> Fetched:
     """The card at one place, whole within `within` seconds, or None and why not. Raises what `unreachable`
     recognises."""
     try:
@@ -63,21 +73,21 @@ async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> tupl
         async with asyncio.timeout(within):
             response = await http.get(place, headers={"Accept": "application/json"})
     except TimeoutError:
-        return None, f"no whole answer within {within:g}s (connect.timeout + turn_timeout)"
+        return Fetched(None, f"no whole answer within {within:g}s (connect.timeout + turn_timeout)", hung=True)
     except httpx.HTTPError as exc:
         if unreachable(exc) is not None:
             raise
-        return None, f"{type(exc).__name__}: {exc}"
+        return Fetched(None, f"{type(exc).__name__}: {exc}")
     if response.status_code != 200:
-        return None, f"HTTP {response.status_code}"
+        return Fetched(None, f"HTTP {response.status_code}")
     try:
-        return parse_agent_card(response.json()), ""
+        return Fetched(parse_agent_card(response.json()))
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return None, "not JSON"
+        return Fetched(None, "not JSON")
     except RecursionError:  # JSON nested deeper than Python reads: no card is
-        return None, "JSON nested too deeply to read"
+        return Fetched(None, "JSON nested too deeply to read")
     except (ParseError, ValueError, TypeError) as exc:
-        return None, f"not an agent card: {' '.join(str(exc).split())[:200]}"
+        return Fetched(None, f"not an agent card: {' '.join(str(exc).split())[:200]}")
 
 
 def summary(card: AgentCard) -> JSONObject:

@@ -34,9 +34,17 @@ async def find_card(wire: Wire, url: str, turn_timeout: float) -> CardSearch:
         return await _grpc_card(wire, url, turn_timeout)
     search = CardSearch()
     other: tuple[AgentCard, str] | None = None
-    for place in card_urls(url):
-        card, why_not = await wire.call(place, lambda place=place: fetch_card(  # type: ignore[misc]  # a lambda binding the loop variable
+    places = card_urls(url)
+    for number, place in enumerate(places, start=1):
+        fetched = await wire.call(place, lambda place=place: fetch_card(  # type: ignore[misc]  # a lambda binding the loop variable
             wire.http, place, wire.connect_timeout + turn_timeout), counted=False)
+        card, why_not = fetched.card, fetched.why_not
+        if fetched.hung:
+            left = len(places) - number
+            rest = "" if not left else ": the other place was not tried" if left == 1 else \
+                f": the other {left} places were not tried"
+            search.tried.append(f"{place}: {why_not}; the server took the connection and gave no whole answer{rest}")
+            break
         if card is not None and (at_origin(place, url) and not names_url(card, url)):
             # a host's own card, about other URLs: the agent at this url may have one of its own under it
             other = other or (card, place)
