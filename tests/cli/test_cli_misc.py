@@ -152,7 +152,10 @@ tests: [ {{ name: t, target: serving, scenario: {{ script: [ {{ say: hi }} ] }} 
             "SERVING") in said, said
     assert f"warn  target not_serving (grpc) at {not_serving}: gRPC channel ready (TCP, HTTP/2); health " \
            "(grpc.health.v1): NOT_SERVING" in said, said
-    assert (f"ok    target plain (a2a) at {plain}: gRPC channel ready (TCP, HTTP/2); it offers no health service "
+    # a gRPC server without the A2A service: no card to read, said (tests/cli/test_doctor_a2a.py reads real ones)
+    assert (f"warn  target plain (a2a) at {plain}: no agent card ({plain} GetExtendedAgentCard (A2A 1.0): gRPC "
+            "UNIMPLEMENTED: Method not found!; ") in said, said
+    assert (f"a run speaks GRPC 1.0 at {plain}: gRPC channel ready (TCP, HTTP/2); it offers no health service "
             "(grpc.health.v1)") in said, said
     assert f"warn  target web (grpc) at grpc://{web}: no gRPC channel (TCP, HTTP/2): the connection failed" in said
 

@@ -104,6 +104,15 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         seen.add(url)
         shown = plan.secrets.redactor.text(url)
         problem = await _reachable(url)
+        if problem is None and target.type == "a2a":
+            # the card, as a run reads it first, and the binding it chooses: an open port says neither
+            from tamesu.targets.a2a import A2ASpec
+            from tamesu.targets.a2a.checkup import check as check_a2a
+
+            assert isinstance(target, A2ASpec)
+            fine, words = await check_a2a(target, name, context, plan.secrets.redactor, folder)
+            findings.append((fine, f"target {name} ({target.type}) at {shown}: {words}"))
+            continue
         if problem is None and url.startswith(("grpc://", "grpcs://")):
             # an open port says nothing of gRPC: an HTTP/1 server, or TLS it cannot make, fails every turn
             from tamesu.targets.grpc_turn.wire import probe

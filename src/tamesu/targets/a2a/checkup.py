@@ -1,0 +1,70 @@
+"""What `tamesu doctor` says of an a2a target: the agent card read as a run reads it, and the binding a run would
+speak, checked as far as can be without sending a message.
+
+The target is opened as a run opens it (the card at the well-known places, or gRPC's card calls; the binding
+chosen from it), with short timeouts, one attempt per connection, and no push listener; nothing is sent to the
+agent but the card requests. A chosen gRPC binding is then probed as gRPC (`grpc_turn.wire.probe`): the card may
+name another port than the one it came from. The line says what was checked and what was not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from pathlib import Path
+
+from tamesu.conversation import Session
+from tamesu.errors import InfraError
+from tamesu.suite.secrets import Redactor
+from tamesu.suite.templates import Context
+from tamesu.targets.a2a import A2ATarget
+from tamesu.targets.a2a._spec import A2ASpec
+from tamesu.targets.a2a._transport import BINDINGS, grpc_target
+from tamesu.targets.grpc_turn.wire import probe
+
+CHECK_TIMEOUT = 5.0
+"""Each card request's whole answer, and each connection, in `tamesu doctor` (a run gives turn_timeout)."""
+
+
+async def check(spec: A2ASpec, name: str, context: Context, redactor: Redactor, folder: Path,
+                timeout: float = CHECK_TIMEOUT) -> tuple[bool | None, str]:
+    """(True: fine, None: worth knowing, False: a run will fail) and one line, masked."""
+    quick = spec.model_copy(update={
+        "turn_timeout": min(spec.turn_timeout, timeout), "push": False,
+        "connect": spec.connect.model_copy(update={"attempts": 1, "timeout": min(spec.connect.timeout, timeout)})})
+    target = A2ATarget(quick, name)
+    with tempfile.TemporaryDirectory(prefix="tamesu-doctor-") as scratch:
+        session = Session(context=context, artifacts_dir=Path(scratch), redactor=redactor, run_id="doctor",
+                          base_dir=folder)
+        try:
+            # four card places, each bounded, and the extended card: a whole bound besides, for a server that
+            # trickles its answers past every one of them
+            async with asyncio.timeout(6 * timeout):
+                await target.open(session)
+            choice = target._choice  # this package's own target: the interface a run would speak
+        except InfraError as exc:
+            return False, redactor.text(" ".join(str(exc).split()))
+        except TimeoutError:
+            return False, f"the agent card could not be read within {6 * timeout:g}s"
+        finally:
+            with contextlib.suppress(Exception):
+                await target.close()
+    said = {event.name: event.data for event in session.events}
+    card, missing, transport = said.get("card"), said.get("card_missing"), said.get("transport", {})
+    if card is not None:
+        fine: bool | None = True
+        words = f"agent card {card.get('name') or '(no name)'} read at {card.get('found_at')}"
+    else:
+        tried = "; ".join(str(t) for t in (missing or {}).get("tried", []))
+        fine, words = None, f"no agent card ({tried}): a run assumes the agent does what the target asks"
+    words += f"; a run speaks {BINDINGS.get(str(transport.get('binding')), transport.get('binding'))} " \
+             f"{transport.get('protocol_version')} at {transport.get('url')}"
+    if choice is not None and choice.binding == "GRPC":
+        host_port, tls = grpc_target(choice.url)
+        ready, how = await probe(f"{'grpcs' if tls else 'grpc'}://{host_port}", spec.tls)
+        fine = fine if ready else None
+        words += f": {how}"
+    else:
+        words += " (not called: doctor sends the agent no message)"
+    return fine, redactor.text(words)

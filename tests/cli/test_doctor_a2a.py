@@ -1,0 +1,46 @@
+"""`tamesu doctor` of a2a targets reads the agent card as a run reads it (over HTTP, or with gRPC's card calls) and
+checks the binding a run would speak, against a2a-sdk's own servers (tests/agents/a2a_agents.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sdk_groups import IN_PROCESS_A2A_SERVER
+from targets.test_a2a_target import agents
+
+if TYPE_CHECKING:
+    from agents.a2a_agents import A2AAgents
+
+pytestmark = IN_PROCESS_A2A_SERVER
+
+__all__ = ["agents"]  # a fixture, imported to be found by pytest
+
+
+def test_doctor_reads_an_a2a_agents_card_and_checks_the_binding_a_run_would_speak(
+        agents: A2AAgents, tmp_path: Path, tamesu: Any) -> None:
+    # before: a grpc:// url was a gRPC channel and its health service, an http one a TCP connect ("reachable
+    # (TCP)"): the card a run reads first was never asked for, nor the gRPC interface it names
+    grpc_interface = f"127.0.0.1:{agents.grpc_port}"
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  over_grpc: {{ type: a2a, url: '{agents.grpc_url}' }}
+  card_then_grpc: {{ type: a2a, url: '{agents.urls["v10"]}/a2a', transport: grpc }}
+  no_card: {{ type: a2a, url: '{agents.urls["nocard"]}/a2a' }}
+tests: [ {{ name: t, target: over_grpc, scenario: {{ script: [ {{ say: hi }} ] }} }} ]
+""")
+    result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
+    said = result.stdout
+    assert result.returncode == 0, said + result.stderr
+    assert (f"ok    target over_grpc (a2a) at {agents.grpc_url}: agent card Test Shop read at {agents.grpc_url} "
+            f"(GetExtendedAgentCard, A2A 1.0); a run speaks GRPC 1.0 at {grpc_interface}: gRPC channel ready (TCP, "
+            "HTTP/2)") in said, said
+    v10 = agents.urls["v10"]
+    assert (f"ok    target card_then_grpc (a2a) at {v10}/a2a: agent card Test Shop read at "
+            f"{v10}/.well-known/agent-card.json; a run speaks GRPC 1.0 at {grpc_interface}: gRPC channel ready "
+            "(TCP, HTTP/2)") in said, said
+    nocard = agents.urls["nocard"]
+    assert (f"warn  target no_card (a2a) at {nocard}/a2a: no agent card ({nocard}/.well-known/agent-card.json: "
+            "HTTP 404; ") in said, said
+    assert (f"a run assumes the agent does what the target asks; a run speaks JSONRPC 1.0 at {nocard}/a2a (not "
+            "called: doctor sends the agent no message)\n") in said, said
