@@ -553,3 +553,42 @@ tests:
     missing = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
     assert missing.returncode == 3, missing.stdout + missing.stderr
     assert "grpc target shop: tls.ca_file: no such file: nope.pem" in missing.stdout, missing.stdout
+
+
+def test_a_tls_block_on_a_plaintext_grpc_url_is_said_at_the_url_whatever_the_block_holds(
+        tmp_path: Path, tamesu) -> None:
+    # before: an a2a target's grpc:// url with a tls: block validated (the block was ignored: plaintext), and a grpc
+    # target's `verify: false` on a grpc:// url was said as "give the agent's CA as tls.ca_file", which then met
+    # "grpc:// is plaintext"
+    (tmp_path / "suite.yaml").write_text("""name: tls
+targets:
+  a2a_plain: { type: a2a, url: "grpc://127.0.0.1:9", tls: { ca_file: ca.pem } }
+  grpc_unchecked: { type: grpc, url: "grpc://127.0.0.1:9", tls: { verify: false } }
+  a2a_http: { type: a2a, url: "http://127.0.0.1:9/a2a", tls: { ca_file: ca.pem } }
+tests:
+  - { name: t, target: a2a_http, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "suite.yaml:3:32: targets.a2a_plain.url: grpc:// is plaintext: tls: is for a grpcs:// url",
+        "suite.yaml:4:38: targets.grpc_unchecked.url: grpc:// is plaintext: tls: is for a grpcs:// url",
+        "2 problems found"], done.stderr
+
+
+def test_a_tls_block_on_a_url_that_renders_to_plaintext_grpc_is_the_runs_error(tmp_path: Path, tamesu) -> None:
+    # before: the url made at run time (`{{env.AGENT}}`) dialled plaintext and the tls: block went unused, unsaid
+    (tmp_path / "suite.yaml").write_text("""name: tls
+targets:
+  g: { type: grpc, url: "{{env.AGENT}}", tls: { server_name: shop.internal } }
+  a: { type: a2a, url: "{{env.AGENT}}", tls: { server_name: shop.internal } }
+tests:
+  - { name: g, target: g, scenario: { script: [ { say: hi } ] } }
+  - { name: a, target: a, scenario: { script: [ { say: hi } ] } }
+""")
+    done = tamesu(["run", "suite.yaml", "--out", "out", "--color", "never"], cwd=tmp_path,
+                  env={"AGENT": "grpc://127.0.0.1:9"})
+    assert done.returncode == 3, done.stdout + done.stderr
+    for kind, name in (("grpc", "g"), ("a2a", "a")):
+        assert f"{kind} target {name}: url 'grpc://127.0.0.1:9' (from '{{{{env.AGENT}}}}'): grpc:// is plaintext: " \
+               "tls: is for a grpcs:// url" in done.stdout, done.stdout

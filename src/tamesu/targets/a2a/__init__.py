@@ -145,7 +145,7 @@ class A2ATarget(Target[A2ASpec]):
             self._metadata = session.context.render_value(spec.metadata)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: {exc}") from exc
-        check_rendered_url(self._url, spec.url, self._what, session.redactor.text)
+        check_rendered_url(self._url, spec.url, self._what, session.redactor.text, tls=spec.tls is not None)
         self._wire = Wire(session=session, connect=spec.connect, tls=spec.tls, turn_timeout=spec.turn_timeout,
                           headers=headers, what=self._what, max_response_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)

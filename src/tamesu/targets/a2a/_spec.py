@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tamesu.errors import InfraError
 from tamesu.targets.base import TargetSpec
+from tamesu.targets.grpc_turn.wire import PLAINTEXT_TLS, tls_on_plaintext
 from tamesu.types import HostPort, Strict
 
 Binding = Literal["jsonrpc", "http", "grpc"]
@@ -54,6 +55,19 @@ class A2ASpec(TargetSpec):
     (at most 30 s) or a doubling `connect.backoff`; still 429 after them is an infrastructure error (exit 3).
     0 takes a 429 as the agent's error. gRPC's RESOURCE_EXHAUSTED is the agent's answer, never sent again."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plaintext(cls, data: object) -> object:
+        return tls_on_plaintext(data)
+
+    @field_validator("url")
+    @classmethod
+    def _tls_for_grpcs(cls, value: str, info: ValidationInfo) -> str:
+        # tls: serves the card's https:// and a grpcs:// channel; on grpc:// it would be dropped without a word
+        if info.data.get("tls") is not None and value.startswith("grpc://"):
+            raise ValueError(PLAINTEXT_TLS)
+        return value
+
     @model_validator(mode="after")
     def _coherent(self) -> A2ASpec:
         if not self.url.startswith(("{{", *URL_SCHEMES)):
@@ -69,9 +83,12 @@ class A2ASpec(TargetSpec):
         return PushSpec() if self.push is True else self.push
 
 
-def check_rendered_url(url: str, written: str, what: str, mask: Callable[[str], str]) -> None:
+def check_rendered_url(url: str, written: str, what: str, mask: Callable[[str], str], tls: bool = False) -> None:
     """A url written as a template (`{{env.AGENT_URL}}`, `{{remote.X.grpc}}`: a bare host:port) that rendered
-    without a scheme: an infrastructure error saying where, not the agent's error (the SDK's "scheme ''")."""
+    without a scheme: an infrastructure error saying where, not the agent's error (the SDK's "scheme ''"); so is
+    a grpc:// one on a target with a `tls:` block (`tls`), which validation could not see."""
     if not url.startswith(URL_SCHEMES):
         raise InfraError(f"{what}: url {mask(url)!r} (from {written!r}) must start with http://, https://, grpc:// "
                          "or grpcs:// (a remote agent's gRPC address is grpc://{{remote.NAME.grpc}})")
+    if tls and url.startswith("grpc://"):
+        raise InfraError(f"{what}: url {mask(url)!r} (from {written!r}): {PLAINTEXT_TLS}")

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import grpc
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
@@ -53,11 +53,13 @@ from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
 from tamesu.targets.grpc_turn.wire import (
+    PLAINTEXT_TLS,
     code_failure,
     dial,
     dial_target,
     metadata,
     status_failure,
+    tls_on_plaintext,
     too_large,
     user_turn,
 )
@@ -77,6 +79,11 @@ class GrpcSpec(TargetSpec):
     # field validators, not one on the whole spec: that one runs only once every field is valid, so a wrong
     # `mode` hid the `tls` problems of the same target
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plaintext(cls, data: object) -> object:
+        return tls_on_plaintext(data)
+
     @field_validator("tls")
     @classmethod
     def _verified(cls, value: TlsSpec | None) -> TlsSpec | None:
@@ -93,7 +100,7 @@ class GrpcSpec(TargetSpec):
         elif not value.startswith(("{{", "grpc://", "grpcs://")):
             raise ValueError("url must start with grpc:// or grpcs://")
         if info.data.get("tls") is not None and value.startswith("grpc://"):
-            raise ValueError("grpc:// is plaintext: tls: is for a grpcs:// url")
+            raise ValueError(PLAINTEXT_TLS)
         return value
 
 
@@ -130,6 +137,9 @@ class GrpcTarget(Target[GrpcSpec]):
             dial_target(url)
         except ValueError as exc:
             raise InfraError(f"{self._what}: {session.redactor.text(str(exc))}") from None
+        if self.spec.tls is not None and url.startswith("grpc://"):  # a template's url: said once it is known
+            raise InfraError(f"{self._what}: url {session.redactor.text(url)!r} (from {self.spec.url!r}): "
+                             f"{PLAINTEXT_TLS}")
         self._metadata = metadata({name: context.render_text(value) for name, value in self.spec.headers.items()})
         self.session_id = uuid.uuid4().hex
         self._channel = await dial(url, self.spec.connect, session, self._what, tls_spec=self.spec.tls,

@@ -27,6 +27,19 @@ _READY = grpc.ChannelConnectivity.READY
 _FAILED = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
 
 
+PLAINTEXT_TLS = "grpc:// is plaintext: tls: is for a grpcs:// url"
+
+
+def tls_on_plaintext(data: object) -> object:
+    """A target's keys as written, before they are read: with a `tls:` block on a grpc:// url, the block is read as
+    empty, so what is wrong is said at the url (`PLAINTEXT_TLS`) and not hidden behind what the block holds (its
+    `verify: false` asked for a CA file a plaintext channel never uses)."""
+    if isinstance(data, dict) and isinstance(data.get("url"), str) and data["url"].startswith("grpc://") \
+            and data.get("tls") is not None:
+        return {**data, "tls": {}}
+    return data
+
+
 def dial_target(url: str) -> tuple[str, bool]:
     """`grpc://host:port` -> (`host:port`, no TLS); `grpcs://host[:443]` -> (`host:443`, TLS)."""
     parts = urlsplit(url)
