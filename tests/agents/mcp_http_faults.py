@@ -1,6 +1,7 @@
 """A streamable-HTTP MCP server (plain JSON answers, standard library only) with faulty tools: `refund`, the first
 time, acts (its count in `refunds.txt` in FOLDER) and then drops the connection without answering (a client that
-sends the call again makes the refund twice); `five` answers HTTP 500 and `unauth` HTTP 401, with no JSON-RPC.
+sends the call again makes the refund twice); `five` answers HTTP 500 and `unauth` HTTP 401, with no JSON-RPC;
+`stray_json` answers under an id 1000 past the request's (a JSON body), `stray_sse` the same in an event stream.
 
     python mcp_http_faults.py PORT FOLDER
 """
@@ -52,10 +53,23 @@ class Handler(BaseHTTPRequestHandler):
         elif message["method"] == "tools/list":
             result = {"tools": [{"name": name, "inputSchema": {"type": "object",
                                                                "properties": {"id": {"type": "string"}}}}
-                                for name in ("refund", "five", "unauth")]}
+                                for name in ("refund", "five", "unauth", "stray_json", "stray_sse")]}
         elif message["method"] == "tools/call" and message["params"]["name"] in ("five", "unauth"):
             status, data = (500, b"internal boom") if message["params"]["name"] == "five" else (401, b"expired")
             self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        elif message["method"] == "tools/call" and message["params"]["name"].startswith("stray_"):
+            stray = {"jsonrpc": "2.0", "id": message["id"] + 1000,
+                     "result": {"content": [{"type": "text", "text": "an answer to some other call"}]}}
+            if message["params"]["name"] == "stray_json":
+                self._answer(stray)
+                return
+            data = f"event: message\ndata: {json.dumps(stray)}\n\n".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -233,3 +233,28 @@ def _hand_written_server(folder: Path, tool: str, on_call: str = "result = {}") 
         "    elif msg['method'] == 'tools/call':\n"
         f"        {on_call}\n"
         "    print(json.dumps({'jsonrpc': '2.0', 'id': answer_id, 'result': result}), flush=True)\n")
+
+
+def test_a_reply_over_http_under_an_id_no_request_had_is_said_at_once(tmp_path: Path, tamesu: Any) -> None:
+    # before: a JSON body under id N+1000 was dropped by the SDK and the call read "the tool did not answer within
+    # 20s"; in an event stream, the SDK gave it the request's id and the answer to some other call was taken whole
+    (tmp_path / "tamesu.yaml").write_text(
+        'models:\n  target: { provider: fake, rules: [{ when: "(?i)json", tool_calls: [{ name: stray_json, args: {} }],'
+        ' say: "done" }, { when: "(?i)sse", tool_calls: [{ name: stray_sse, args: {} }], say: "done" }] }\n')
+    (tmp_path / "f.tamesu.yaml").write_text(
+        "targets:\n" + http_faults_target("s", tmp_path).replace(" }\n", ", call_timeout: 20s }\n") +
+        "tests:\n"
+        '  - { name: json, target: s, scenario: { script: [{ say: "use json" }] } }\n'
+        '  - { name: sse, target: s, scenario: { script: [{ say: "use sse" }] } }\n')
+    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("json", "sse"):
+        [run] = list((tmp_path / "out").glob(f"*/f/{name}/run-1"))
+        result = json.loads((run / "result.json").read_text())
+        [call] = result["tool_calls"]
+        [stray] = [e["data"] for e in result["events"] if e["name"] == "mcp_stray_reply"]
+        assert stray["id"] == stray["waiting"][0] + 1000, stray
+        assert call["result"] == {"error": f"protocol error: the server answered the tools/call with id {stray['id']}"
+                                           f", not the request's id {stray['waiting'][0]}"}, call
+        [outcome] = [e["data"] for e in result["events"] if e["name"] == "tool_result"]
+        assert outcome["outcome"] == "error" and outcome["ms"] < 10_000, outcome

@@ -30,6 +30,7 @@ from tamesu.net.bounded import Record, bounded_transport
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport
 from tamesu.net.tls import TlsSpec
 from tamesu.runtime.children import owner_env
+from tamesu.targets.mcp._reply_ids import OnStray, StrayReplyTransport
 from tamesu.targets.mcp.errlog import MaskedLog
 from tamesu.targets.mcp.stdio import bounded_stdio
 
@@ -108,11 +109,12 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
                          traceparent: Callable[[], str | None] | None = None,
                          max_bytes: int | None = None, refused: Record | None = None,
                          resent: OnResend | None = None, tls: TlsSpec | None = None,
-                         rate_limit: RateLimit | None = None) -> AsyncIterator[object]:
+                         rate_limit: RateLimit | None = None, on_stray: OnStray | None = None,
+                         ) -> AsyncIterator[object]:
     """The server at `url` over streamable HTTP, through `http_client(...)`."""
     async with (
         http_client(headers, connect_timeout, errors, traceparent, max_bytes, refused, resent, tls,
-                    rate_limit) as http,
+                    rate_limit, on_stray) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
@@ -121,14 +123,16 @@ async def http_transport(url: str, headers: dict[str, str], connect_timeout: flo
 def http_client(headers: dict[str, str], connect_timeout: float, errors: list[str] | None = None,
                 traceparent: Callable[[], str | None] | None = None, max_bytes: int | None = None,
                 refused: Record | None = None, resent: OnResend | None = None,
-                tls: TlsSpec | None = None, rate_limit: RateLimit | None = None) -> httpx2.AsyncClient:
+                tls: TlsSpec | None = None, rate_limit: RateLimit | None = None,
+                on_stray: OnStray | None = None) -> httpx2.AsyncClient:
     """The MCP SDK's HTTP client, with `headers` on every request. Each 4xx or 5xx answer is appended to
     `errors` as `HTTP 401 Unauthorized`. A request made while `traceparent()` gives a value (the turn being
     played) carries it as the `traceparent` header, unless `headers` set one. No answer is read past
     `max_bytes` (`refused` is told, and the call fails with `_bounded_http`'s ResponseTooLarge). A POST that
     whose connection ended at once, before any answer, is sent again once on a new one, and `resent` is told
     (`tamesu.net.aio`'s rule: a JSON-RPC message the server never read is safe to send again); `tls` is the
-    target's `tls:` block; a 429 is sent again as `rate_limit` says. aiohttp is beneath (`tamesu.net.aio`), the
+    target's `tls:` block; a 429 is sent again as `rate_limit` says; a reply under an id no request had is the
+    call's protocol error, and `on_stray` is told (`_reply_ids`). aiohttp is beneath (`tamesu.net.aio`), the
     environment's proxies honoured."""
     timeout = httpx2.Timeout(connect_timeout, read=_HTTP_READ)
 
@@ -146,9 +150,9 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
             request.headers["traceparent"] = value
 
     return httpx2.AsyncClient(headers=headers, timeout=timeout,
-                              transport=bounded(rate_limited_transport(
+                              transport=StrayReplyTransport(bounded(rate_limited_transport(
                                   httpx2, aio_transport(httpx2, tls=tls, on_resend=resent,
-                                                              resend_if=_not_a_tool_call), rate_limit)),
+                                                              resend_if=_not_a_tool_call), rate_limit)), on_stray),
                               event_hooks={"request": [stamp], "response": [seen]})
 
 

@@ -45,7 +45,8 @@ SEP-414: the one carrier a stdio server has); over HTTP every request of the tur
 go to the model's provider, not to the server under test).
 
 Events: `mcp_server`, `transport`, `tool_call`, `tool_result`, `tool_fuzzed`, `model_fallback`, `handoff`,
-`resent`, `mcp_stray_reply` (over stdio: a reply whose id no request had; a timeout after it names it).
+`resent`, `mcp_stray_reply` (a reply whose id no request had: over stdio, a timeout after it names it; over HTTP
+the call it came for fails at once with the protocol error, `_reply_ids`).
 Metrics: `mcp_tool_calls`, `mcp_tool_errors` (error results, protocol errors and timeouts), `mcp_tool_timeouts`,
 `mcp_tools_refused`, `tools_fuzzed`, `model_calls`.
 """
@@ -227,10 +228,12 @@ class McpTarget(ModelTarget):
             session.event("resent", reason=reason, url=session.redactor.text(str(request.url)),
                           method=mcp.jsonrpc_method(request.content))
 
+        def stray(reply_id: object, waiting: list[object]) -> None:
+            session.event("mcp_stray_reply", id=reply_id, waiting=waiting, note="a reply with an id no request had")
+
         if config["url"] is None:
             errlog = self._errlog
-            noise = self._noise = mcp.StdoutNoise(errlog, lambda stray, waiting: session.event(
-                "mcp_stray_reply", id=stray, waiting=waiting, note="a reply with an id no request had"))
+            noise = self._noise = mcp.StdoutNoise(errlog, stray)
             self._connection = mcp.McpConnection(lambda: mcp.stdio_transport(
                 config["command"], config["args"], config["env"], session.base_dir, errlog, noise,
                 self.spec.max_response_bytes, refused))
@@ -245,7 +248,7 @@ class McpTarget(ModelTarget):
             return mcp.http_transport(config["url"], config["headers"], connect.timeout, self._http_errors,
                                       traceparent=lambda: session.trace.traceparent if session.trace else None,
                                       max_bytes=self.spec.max_response_bytes, refused=refused,
-                                      resent=resent, tls=self.spec.tls, rate_limit=rate_limit)
+                                      resent=resent, tls=self.spec.tls, rate_limit=rate_limit, on_stray=stray)
 
         for attempt in range(1, connect.attempts + 1):
             self._connection = mcp.McpConnection(http)
