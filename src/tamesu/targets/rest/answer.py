@@ -118,12 +118,13 @@ class TurnReader:
             ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
 
     def _tool_calls(self, scan: Sequence[object]) -> list[ToolCall]:
-        """At `response.tool_calls`; left unset and finding nothing, where OpenAI- or Anthropic-shaped answers
-        have them."""
+        """At `response.tool_calls`; left unset and finding nothing, where OpenAI-, Anthropic- or Ollama-shaped
+        answers have them."""
         found = tool_calls(self.spec.response.tool_calls, scan)
         if found or "tool_calls" in self.spec.response.model_fields_set:
             return found
-        return tool_calls(OPENAI_TOOL_CALLS, scan) or tool_calls(ANTHROPIC_TOOL_CALLS, scan)
+        return tool_calls(OPENAI_TOOL_CALLS, scan) or tool_calls(ANTHROPIC_TOOL_CALLS, scan) or \
+            tool_calls(OLLAMA_TOOL_CALLS, scan)
 
     def fail_on_web_page(self, answer: Answer) -> None:
         """A whole HTML document is a web page, not an agent's reply: a url that names the site rather than its
@@ -185,3 +186,5 @@ OPENAI_TOOL_CALLS = "$.choices[0].message.tool_calls"
 """Where an agent served as OpenAI's chat API puts its tool calls (`{id, type, function: {name, arguments}}`)."""
 ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"
 """Where an agent served as Anthropic's Messages API puts them (`{type: tool_use, id, name, input}` blocks)."""
+OLLAMA_TOOL_CALLS = "$.message.tool_calls"
+"""Where Ollama's native `/api/chat` answer puts them (`{function: {name, arguments}}`, the arguments an object)."""

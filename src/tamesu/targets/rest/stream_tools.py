@@ -1,8 +1,14 @@
 """Tool calls a stream tells piece by piece, in the shapes the common model APIs stream them (an agent relaying
 its model's stream): OpenAI's chat chunks (`choices[0].delta.tool_calls`, a name then the arguments' JSON in
 fragments, by `index`), Anthropic's Messages events (a `tool_use` block's start, then its `input_json_delta`s, by
-block `index`) and OpenAI's Responses events (`response.output_item.done` holding a whole `function_call`).
-Read when the target does not say where its stream's tool calls are (`response.tool_calls`)."""
+block `index`), OpenAI's Responses events (`response.output_item.done` holding a whole `function_call`) and
+Ollama's native chat chunks (`message.tool_calls`, each call whole, its arguments an object).
+Read when the target does not say where its stream's tool calls are (`response.tool_calls`).
+
+A chunk's piece is added to the call at its `index` unless it carries an `id` other than that call's: Ollama's
+OpenAI-compatible endpoint sends each call whole with an id of its own, and older versions of it put every call at
+index 0 (two calls read as one, their arguments run together). Arguments that come whole as an object are taken
+as they are."""
 
 from __future__ import annotations
 
@@ -18,12 +24,15 @@ class _Pieces:
     name: str = ""
     arguments: str = ""
     given: object = None
-    """Arguments that came whole (an Anthropic block's `input` when no delta followed)."""
+    """Arguments that came whole (an Anthropic block's `input` when no delta followed, an object in a chunk)."""
+    id: str = ""
 
 
 class StreamedToolCalls:
     def __init__(self) -> None:
         self._calls: dict[str, _Pieces] = {}
+        self._at_index: dict[object, str] = {}
+        """A chunk's `index` -> the key of the call its pieces go to now."""
 
     def add(self, event: object) -> None:
         if not isinstance(event, Mapping):
@@ -48,6 +57,13 @@ class StreamedToolCalls:
             self._add_chunk(event)
 
     def _add_chunk(self, event: Mapping[str, object]) -> None:
+        message = event.get("message")
+        whole = message.get("tool_calls") if isinstance(message, Mapping) else None
+        for item in whole if isinstance(whole, list) else []:  # Ollama's native chunk: each call whole
+            function = item.get("function") if isinstance(item, Mapping) else None
+            if isinstance(function, Mapping):
+                self._calls[f"whole-{len(self._calls)}"] = _Pieces(name=str(function.get("name") or ""),
+                                                                  given=function.get("arguments"))
         choices = event.get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
         delta = first.get("delta") if isinstance(first, Mapping) else None
@@ -55,11 +71,28 @@ class StreamedToolCalls:
         for piece in pieces if isinstance(pieces, list) else []:
             if not isinstance(piece, Mapping):
                 continue
-            call = self._calls.setdefault(f"chunk-{piece.get('index', 0)}", _Pieces())
+            call = self._piece_of(piece)
             function = piece.get("function")
             if isinstance(function, Mapping):
                 call.name = str(function.get("name") or call.name)
-                call.arguments += str(function.get("arguments") or "")
+                arguments = function.get("arguments")
+                if isinstance(arguments, Mapping):
+                    call.given = arguments
+                elif arguments:
+                    call.arguments += str(arguments)
+
+    def _piece_of(self, piece: Mapping[str, object]) -> _Pieces:
+        """The call a chunk's piece belongs to: the one at its index, or a new one when its id is another's."""
+        index, given_id = piece.get("index", 0), piece.get("id")
+        key = self._at_index.get(index)
+        call = self._calls.get(key) if key is not None else None
+        if call is None or (given_id and call.id and given_id != call.id):
+            key = f"chunk-{index}-{len(self._calls)}"
+            call = self._calls[key] = _Pieces()
+            self._at_index[index] = key
+        if given_id and not call.id:
+            call.id = str(given_id)
+        return call
 
     @property
     def calls(self) -> list[ToolCall]:
