@@ -330,3 +330,40 @@ async def test_a_card_search_against_a_server_that_never_answers_stops_at_the_fi
         f"{origin}/.well-known/agent-card.json: no whole answer within 2s (connect.timeout + turn_timeout); the "
         "server took the connection and gave no whole answer: the other 3 places were not tried"], missing
     assert took < 3.5, took
+
+
+async def test_a_grpcs_agent_is_trusted_as_the_targets_tls_block_says(agents: A2AAgents, tmp_path: Path) -> None:
+    # before: the channel trusted the platform's store alone: the tls: block (ca_file, server_name, a client
+    # certificate) was dropped, and an agent behind an internal CA could not be reached however it was written
+    import httpx
+    import trustme
+    from a2a.server.request_handlers import GrpcHandler
+    from a2a.types.a2a_pb2 import AgentInterface
+
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    leaf = ca.issue_cert("shop.internal")
+    chain = b"".join(pem.bytes() for pem in leaf.cert_chain_pems)
+    server = grpc.aio.server()
+    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(leaf.private_key_pem.bytes(), chain)]))
+    url = f"grpcs://127.0.0.1:{port}"
+    card = agents.card("grpc")
+    del card.supported_interfaces[:]
+    card.supported_interfaces.append(AgentInterface(url=url, protocol_binding="GRPC", protocol_version="1.0"))
+    async with httpx.AsyncClient(timeout=5) as push:
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(agents._handler(card, push, extended=card)), server)
+        await server.start()
+        try:
+            tls = {"ca_file": str(tmp_path / "ca.pem"), "server_name": "shop.internal"}
+            session = make_session(tmp_path)
+            async with opened({"url": url, "tls": tls, "connect": {"attempts": 1}}, session) as target:
+                turn = await target.send(UserTurn(text="ping"))
+            assert turn.text == "pong"
+            assert events(session, "card")[0]["found_at"] == f"{url} (GetExtendedAgentCard, A2A 1.0)"
+            # and without the block the same agent is refused, as the certificate's CA is not the platform's
+            with pytest.raises(InfraError, match="cannot reach"):
+                async with opened({"url": url, "connect": {"attempts": 1}, "turn_timeout": "5s"},
+                                  make_session(tmp_path)) as target:
+                    await target.send(UserTurn(text="ping"))
+        finally:
+            await server.stop(None)

@@ -565,6 +565,7 @@ targets:
   a2a_plain: { type: a2a, url: "grpc://127.0.0.1:9", tls: { ca_file: ca.pem } }
   grpc_unchecked: { type: grpc, url: "grpc://127.0.0.1:9", tls: { verify: false } }
   a2a_http: { type: a2a, url: "http://127.0.0.1:9/a2a", tls: { ca_file: ca.pem } }
+  a2a_unchecked: { type: a2a, url: "grpcs://127.0.0.1:9", tls: { verify: false } }
 tests:
   - { name: t, target: a2a_http, scenario: { script: [ { say: hi } ] } }
 """)
@@ -573,7 +574,9 @@ tests:
     assert done.stderr.splitlines() == [
         "suite.yaml:3:32: targets.a2a_plain.url: grpc:// is plaintext: tls: is for a grpcs:// url",
         "suite.yaml:4:38: targets.grpc_unchecked.url: grpc:// is plaintext: tls: is for a grpcs:// url",
-        "2 problems found"], done.stderr
+        "suite.yaml:6:36: targets.a2a_unchecked.url: tls.verify: false is not possible over gRPC (grpc-python "
+        "checks every certificate): give the agent's CA as tls.ca_file",
+        "3 problems found"], done.stderr
 
 
 def test_a_tls_block_on_a_url_that_renders_to_plaintext_grpc_is_the_runs_error(tmp_path: Path, tamesu) -> None:

@@ -64,8 +64,12 @@ class A2ASpec(TargetSpec):
     @classmethod
     def _tls_for_grpcs(cls, value: str, info: ValidationInfo) -> str:
         # tls: serves the card's https:// and a grpcs:// channel; on grpc:// it would be dropped without a word
-        if info.data.get("tls") is not None and value.startswith("grpc://"):
+        tls = info.data.get("tls")
+        if tls is not None and value.startswith("grpc://"):
             raise ValueError(PLAINTEXT_TLS)
+        if tls is not None and not tls.verify and value.startswith("grpcs://"):
+            raise ValueError("tls.verify: false is not possible over gRPC (grpc-python checks every certificate): "
+                             "give the agent's CA as tls.ca_file")
         return value
 
     @model_validator(mode="after")

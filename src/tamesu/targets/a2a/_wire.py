@@ -23,12 +23,13 @@ from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
 from tamesu.net.proxies import grpc_direct_options
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
-from tamesu.net.tls import TlsSpec
+from tamesu.net.tls import TlsError, TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import speaks_http1, unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
 from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES
+from tamesu.targets.grpc_turn.wire import credentials
 
 T = TypeVar("T")
 
@@ -42,6 +43,7 @@ class Wire:
                  tls: TlsSpec | None = None, rate_limit_retries: int = 3) -> None:
         self._session = session
         self._connect = connect
+        self._tls = tls
         self.connect_timeout = connect.timeout
         self._what = what
         self.headers = headers
@@ -104,11 +106,22 @@ class Wire:
 
     def _channel(self, url: str) -> grpc.aio.Channel:
         target, tls = grpc_target(url)
-        options = [("grpc.max_receive_message_length", self.max_response_bytes), *grpc_direct_options(target)]
-        channel = (grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options) if tls
+        options: list[tuple[str, str | int]] = [("grpc.max_receive_message_length", self.max_response_bytes),
+                                                *grpc_direct_options(target)]
+        if tls and self._tls is not None and self._tls.server_name:
+            options.append(("grpc.ssl_target_name_override", self._tls.server_name))
+        # a TLS channel trusts what every other route trusts, and the target's tls: block (its CA, client
+        # certificate, the name the certificate carries): it trusted the platform's store alone
+        channel = (grpc.aio.secure_channel(target, self._credentials(), options=options) if tls
                    else grpc.aio.insecure_channel(target, options=options))
         self._channels.append(channel)
         return channel
+
+    def _credentials(self) -> grpc.ChannelCredentials:
+        try:
+            return credentials(self._tls)
+        except TlsError as exc:  # a file of the tls: block that cannot be read: said with the target
+            raise InfraError(f"{self._what}: {exc}") from None
 
     def context(self, choice: Choice, timeout: float | None = None) -> ClientCallContext:
         # HTTP requests carry the headers from the httpx client; gRPC needs them as metadata on each call.
