@@ -224,16 +224,18 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             completed = completed_turns(result.end_reason, exchanges, session.events)
             reached = completed if completed is not None else len(exchanges) if skipped else None
             try:
-                graded, grading_error = await grade(test, view, reached=reached, record=session.event,
-                                                    unexpected=lambda exc: unexpected(exc, inputs))
+                graded, grading_error, suites = await grade(test, view, reached=reached, record=session.event,
+                                                            unexpected=lambda exc: unexpected(exc, inputs))
             except BudgetExceeded as exc:
-                graded, grading_error, budget_exceeded = [], str(exc), True
+                graded, grading_error, suites, budget_exceeded = [], str(exc), False, True
             result.assertions = [*failures, *graded]
             if completed is not None:
                 result.not_evaluated = planned_checks(test) - len(graded)
             if grading_error:
-                # a judge that could not answer is broken infrastructure, not a verdict on the agent
+                # a judge that could not answer is broken infrastructure, not a verdict on the agent; what the
+                # suite asks that cannot be done (a golden file not written yet) is the suite's
                 result.status, result.error = "error", grading_error
+                result.fault = "suite" if suites else None
             elif any(not a.passed for a in result.assertions):
                 result.status = "failed"
             elif skipped:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import Event, Exchange
-from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
@@ -56,16 +56,18 @@ async def grade(
     test: PlannedTest, view: RunView, reached: int | None = None,
     unexpected: Callable[[Exception], str] | None = None,
     record: Callable[..., object] | None = None,
-) -> tuple[list[AssertionResult], str | None]:
-    """Every assertion's verdict, and the first failure that kept one from being decided: a model that could
-    not answer, or an unexpected exception (`unexpected` records it and gives its line; the other assertions
-    are still graded).
+) -> tuple[list[AssertionResult], str | None, bool]:
+    """Every assertion's verdict, the first failure that kept one from being decided (a model that could not
+    answer, or an unexpected exception: `unexpected` records it and gives its line; the other assertions are
+    still graded), and whether that failure is the suite's (a SuiteProblem, and no failure of anything else:
+    the environment's wins, as exit 3 wins over 2).
 
     With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
     (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
     that was not taken as it came and, for a re-ask, was asked again."""
     graded: list[AssertionResult] = []
     error: str | None = None
+    suites: str | None = None
 
     def attempted(label: str, attempts: list[Attempt], gave_up: bool = False) -> None:
         for attempt in unasked(attempts) if gave_up else attempts:
@@ -80,7 +82,7 @@ async def grade(
         if past is not None:
             # a turn the script never makes, or what the target never gives: the suite's asking, not the agent's
             # failure (an error, as a missing golden file is)
-            error = error or f"{assertion.label}: {past}"
+            suites = suites or f"{assertion.label}: {past}"
             graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
                                           reason=f"not decided: {past}"))
             continue
@@ -100,7 +102,10 @@ async def grade(
         except (InfraError, ModelError) as exc:
             said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:"
             reason = said if said.startswith(f"{assertion.label}:") else f"{assertion.label}: {said}"
-            error = error or reason
+            if isinstance(exc, SuiteProblem):
+                suites = suites or reason
+            else:
+                error = error or reason
             # a verdict not taken keeps who answered, with which prompt, and each answer read
             kept = exc if isinstance(exc, VerdictNotTaken) else None
             tried = kept.attempts if kept is not None else getattr(exc.__cause__, "attempts", None) or []
@@ -127,6 +132,6 @@ async def grade(
                                       prompt_version=verdict.prompt_version, fake=verdict.fake,
                                       attempts=verdict.attempts,
                                       unsupported_evidence=verdict.unsupported_evidence))
-    return graded, error
+    return graded, error or suites, error is None and suites is not None
 
 
