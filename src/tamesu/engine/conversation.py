@@ -25,7 +25,7 @@ from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.timeouts import timed_out
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
-from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem, TemplateError
 from tamesu.models import queueing
 from tamesu.models.base import ModelError, Models
 from tamesu.models.client import ModelRegistry
@@ -175,6 +175,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                              hooked, clock.cut, failures)
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
+        result.fault = "suite" if isinstance(exc, SuiteProblem) else None  # a browser's visual baseline not written
     except BudgetExceeded as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
         budget_exceeded = True

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from tamesu.conversation import Exchange, Session
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import PlannedTest
@@ -30,6 +30,8 @@ def agents_side(session: Session) -> Iterator[None]:
     it as the agent's failure, as the design does)."""
     try:
         yield
+    except SuiteProblem:
+        raise  # the suite's (a visual baseline not written yet), not the agent's side
     except (InfraError, ModelError) as exc:
         session.event("agent_error", reason=str(exc))
         raise
