@@ -103,3 +103,23 @@ def test_a_script_exit_code_the_command_expects_is_no_suite_problem(tmp_path: Pa
 """)
     assert done.returncode == 1, done.stdout + done.stderr
     assert _faults(records) == {"expects 127": ("passed", None), "exits 3": ("failed", "agent")}, records
+
+
+def test_the_markdown_summary_lists_the_suites_errors_apart(tmp_path: Path, rest_agents: RunningAgents,
+                                                            serve: Callable[[Any], ThreadServer]) -> None:
+    # before: under "Errors (infrastructure)", with the judge that could not be reached
+    judge = OpenAIServer()
+    url = judge.base_url(serve(judge.app).url)
+    judge.plan(status(500, "the judge is down"))
+    (tmp_path / "s.tamesu.yaml").write_text(
+        f"models:\n  judge: {{ provider: openai, model: m, base_url: '{url}', timeout: 5s, max_retries: 0 }}\n"
+        + _TARGET.format(url=rest_agents.url) + """tests:
+  - { name: judged, scenario: { script: [ { say: hi } ] }, assert: [ { judge: "The agent greets" } ] }
+  - { name: no such command, scenario: { script: [ { say: hi } ] }, assert: [ { command: ./not-written.sh } ] }
+""")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "markdown:m.md", "--no-cache"],
+                      cwd=tmp_path, env={"OPENAI_API_KEY": "sk-local-0123456789"})
+    assert done.returncode == 3, done.stdout + done.stderr
+    summary = (tmp_path / "m.md").read_text()
+    infrastructure, suites = summary.index("Errors (infrastructure)"), summary.index("Errors of the suite")
+    assert infrastructure < summary.index("judged") < suites < summary.index("no such command"), summary
