@@ -36,6 +36,11 @@ KNOWN_ROOTS = {
 }
 
 
+_HOOKS = ("; a hook passes no value to the run: a token the target needs is minted by its session.open "
+          "({{session.NAME}}), or read when tamesu starts (TOKEN=$(./get-token.sh) tamesu run: {{secrets.TOKEN}})")
+"""What a user reaching for a hook's output (`{{hooks.token}}`) is told to write instead."""
+
+
 TURN_ROOTS = ("messages", "ui_messages", "attachments")
 """What only a target's request has, while a turn is being sent: never a test's script or assertion."""
 
@@ -53,7 +58,8 @@ def references(text: str) -> Iterator[tuple[str, str]]:
         root = expr.split(".", 1)[0]
         if root not in KNOWN_ROOTS:
             known = ", ".join(sorted(KNOWN_ROOTS))
-            yield expr, f"bad template {{{{{expr}}}}}: unknown namespace {root!r} (one of {known})"
+            hint = _HOOKS if root in ("hooks", "hook") else ""
+            yield expr, f"bad template {{{{{expr}}}}}: unknown namespace {root!r} (one of {known}){hint}"
             continue
         yield expr, ""
     if opened > found:
