@@ -78,6 +78,17 @@ def test_without_a_grep_that_reads_nul_lines_the_python_scan_does_it(tmp_path: P
     assert _ends(env) == (-9, None, -9)
 
 
+def _python_watchdog(token: str) -> subprocess.Popen[bytes]:
+    """The watchdog's Python scan alone (where there is no /bin/sh or no grep that reads NUL lines)."""
+    return subprocess.Popen([sys.executable, "-I", "-S", "-c", children._SCAN, token], stdin=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _listener(told: Path) -> subprocess.Popen[bytes]:
+    """What stands for the watchdog where a test reads what it is told: its lines, written to `told`."""
+    return subprocess.Popen(["sh", "-c", f"cat > {told}"], stdin=subprocess.PIPE)
+
+
 def _stranger_taking(number: int) -> subprocess.Popen[bytes] | None:
     """A process in a session (and group) of its own, unmarked, given `number` as its pid, as Linux gives a freed
     number to a new process: the next pid is set with ns_last_pid (root). None when other processes of the
@@ -88,7 +99,7 @@ def _stranger_taking(number: int) -> subprocess.Popen[bytes] | None:
         except OSError:
             return None
         clean = {k: v for k, v in os.environ.items() if k != children.OWNERS_VAR}
-        stranger = subprocess.Popen(["sleep", "60"], env=clean, start_new_session=True)
+        stranger = subprocess.Popen(tied(["sleep", "60"]), env=clean, start_new_session=True)
         if stranger.pid == number:
             return stranger
         stranger.kill()
@@ -102,10 +113,9 @@ def test_a_group_whose_number_a_stranger_took_is_not_killed(monkeypatch: pytest.
     # ended was killed by number at tamesu's end: by then the number could lead another program's group (a job
     # of the user's shell, a daemon), which died with tamesu
     token = secrets.token_hex(8)
-    watchdog = children._start_watchdog(token) if scan == "shell" else subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", children._SCAN, token], stdin=subprocess.PIPE, start_new_session=True)
+    watchdog = children._start_watchdog(token) if scan == "shell" else _python_watchdog(token)
     monkeypatch.setattr(children, "_watchdog", watchdog)
-    ours = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    ours = subprocess.Popen(tied(["sleep", "60"]), start_new_session=True)
     children.own_group(ours.pid)  # as run_shell tells it of a hook's shell
     ours.kill()
     ours.wait()
@@ -117,7 +127,7 @@ def test_a_group_whose_number_a_stranger_took_is_not_killed(monkeypatch: pytest.
         watchdog.wait(10)
         pytest.skip("could not give the freed number to another process (ns_last_pid, a busy machine)")
     try:
-        kept = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        kept = subprocess.Popen(tied(["sleep", "60"]), start_new_session=True)
         children.own_group(kept.pid)  # a group of ours that still lives is killed as before
         assert watchdog.stdin is not None
         watchdog.stdin.close()
@@ -139,7 +149,7 @@ def test_a_hook_that_leaves_nothing_running_is_no_group_for_the_watchdog(tmp_pat
     from tamesu.runtime.shell import run_shell
 
     told = tmp_path / "told"
-    listener = subprocess.Popen(["sh", "-c", f"cat > {told}"], stdin=subprocess.PIPE)
+    listener = _listener(told)
     monkeypatch.setattr(children, "_watchdog", listener)
     done = asyncio.run(run_shell("echo $$", tmp_path, dict(os.environ), 10))
     left = asyncio.run(run_shell("sleep 60 & echo $$", tmp_path, dict(os.environ), 10))
