@@ -67,6 +67,11 @@ class SuiteProblem(InfraError):
 class TemplateError(Exception):
     """A template names something that does not exist when it is rendered."""
 
+    def __init__(self, message: str, expr: str | None = None) -> None:
+        super().__init__(message)
+        self.expr = expr
+        """The template's name (`captured.order`) when it named something that has no value."""
+
 
 class BudgetExceeded(Exception):
     """The run spent more than its budget (exit 4)."""

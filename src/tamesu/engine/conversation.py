@@ -18,7 +18,7 @@ from tamesu import plugins, targets
 from tamesu.checks.base import RunView
 from tamesu.conversation import Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
-from tamesu.engine.capture import capture_from, unfound
+from tamesu.engine.capture import capture_from, unfound, why_unset
 from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -356,7 +356,8 @@ async def _talk(
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
-                return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
+                said = why_unset(exc, test.spec.capture, captured, len(exchanges))
+                return "script_done", f"the next user turn could not be written: {said}", target.metrics()
             except InfraError:
                 if isinstance(user, ModelSimulator):  # the answers it gave up on are the error's story
                     _simulator_attempts(user, session, gave_up=True)

@@ -114,7 +114,7 @@ class Context:
             elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
                 value = value[int(part)]
             else:
-                raise TemplateError(f"{{{{{expr}}}}} has no value")
+                raise TemplateError(f"{{{{{expr}}}}} has no value", expr)
         if root == "vars" and any("{{" in text for _, text in walk_strings(value)):
             # a var holding `{{secrets.X}}` or `{{env.X}}` (its vars are put in already): rendered here too, as in a
             # test's steps; a target's header `Bearer {{vars.token}}` went out as `Bearer {{secrets.TOKEN}}`
