@@ -123,3 +123,20 @@ def test_the_markdown_summary_lists_the_suites_errors_apart(tmp_path: Path, rest
     summary = (tmp_path / "m.md").read_text()
     infrastructure, suites = summary.index("Errors (infrastructure)"), summary.index("Errors of the suite")
     assert infrastructure < summary.index("judged") < suites < summary.index("no such command"), summary
+
+
+def test_a_pattern_a_captured_value_makes_invalid_is_the_suites(tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: `x{{{captured.n}}}` filled with "2,1" (`x{2,1}`) failed the test, `fault: agent`, exit 1: "cannot
+    # check: ... is not a valid pattern once filled in"
+    done, records, junit = _run(tmp_path, rest_agents.url, """\
+  - name: braces
+    capture: [ { name: n, regex: "Echo 1: (.*)" } ]
+    scenario: { script: [ { say: "2,1" }, { say: two } ] }
+    assert: [ { regex: "x{{{captured.n}}}" } ]
+""")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert _faults(records) == {"braces": ("error", "suite")}, records
+    assert records["braces"]["runs"][0]["error"] == (
+        "regex: /x{{{captured.n}}}/ is not a valid pattern once filled in: min repeat greater than max repeat at "
+        "position 2")
+    assert junit == {"braces": "error:suite"}
