@@ -50,3 +50,20 @@ def test_a_step_that_needs_a_capture_no_turn_had_says_what_the_capture_looked_fo
     assert ("✗ conversation: the next user turn could not be written: {{captured.carrier}} has no value (capture "
             "carrier: regex 'via ([A-Z]+)' found nothing in 1 agent turn(s))") in done.stdout, done.stdout
     assert "fault: agent" in done.stdout
+
+
+def test_an_assertion_that_needs_a_capture_no_turn_had_says_what_the_capture_looked_for(tmp_path: Path,
+                                                                                        tamesu: Any) -> None:
+    # before: "contains: cannot check: {{captured.carrier}} has no value" alone
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace(
+        'assert: [ { captured: { name: order, matches: "^ORD-" } } ]',
+        'assert: [ { contains: "{{captured.carrier}}" }, { contains: "{{captured.order}}" } ]'))
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "order" / "run-1" / "result.json").read_text())
+    first = result["assertions"][0]
+    assert (first["passed"], first["reason"]) == (
+        False, "cannot check: {{captured.carrier}} has no value (capture carrier: regex 'via ([A-Z]+)' found nothing "
+               "in 2 agent turn(s))")
+    assert result["assertions"][1]["passed"] is True

@@ -9,6 +9,7 @@ turn that completed before the failure (`on_turn: N`) has what it needs and is s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from tamesu.checks import Assertion, parse_assertion
@@ -32,6 +33,18 @@ def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequ
     if isinstance(failed, int):
         return min(failed - 1, len(exchanges))
     return 0  # it never connected: no turn happened
+
+
+_UNSET_CAPTURE = re.compile(r"\{\{captured\.([^}.]+)\}\} has no value")
+
+
+def with_capture_notes(reason: str, events: Sequence[Event]) -> str:
+    """An assertion that could not check for want of a capture no agent turn had says what the capture looked for
+    (its `capture_not_found` note): whether the agent never said it or the capture looks for the wrong thing is
+    then the reader's to see, on the failure's line."""
+    notes = {e.data.get("name"): e.data.get("note") for e in events if e.name == "capture_not_found"}
+    wanted = [notes[name] for name in dict.fromkeys(_UNSET_CAPTURE.findall(reason)) if notes.get(name)]
+    return f"{reason} ({'; '.join(map(str, wanted))})" if wanted else reason
 
 
 def unasked(attempts: list[Attempt]) -> list[Attempt]:
@@ -126,7 +139,8 @@ async def grade(
                                           on_turn=assertion.on_turn))
             continue
         attempted(assertion.label, verdict.attempts)
-        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
+        reason = with_capture_notes(verdict.reason, view.events) if verdict.undecided else verdict.reason
+        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=reason,
                                       score=verdict.score, evidence=verdict.evidence,
                                       on_turn=assertion.on_turn, model=verdict.model,
                                       prompt_version=verdict.prompt_version, fake=verdict.fake,
