@@ -18,7 +18,7 @@ from checks.grading import fails, passes, problem, verdict
 from ports import refused_port
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, UserTurn
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
 
@@ -159,7 +159,8 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
         assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
-    with pytest.raises(InfraError, match="could not reach it"):
+    # a URL that is none is the suite's (it was "could not reach it", the environment's)
+    with pytest.raises(SuiteProblem, match="not a URL that can be requested"):
         await verdict({"http": "not a url"}, run_with())
 
 

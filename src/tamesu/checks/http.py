@@ -109,7 +109,12 @@ class Http(Check[HttpSpec]):
         except httpx.TimeoutException:
             return Verdict(passed=False, undecided=True,
                            reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            # the URL the suite wrote (or a value filled into it) is none that can be requested: nothing was
+            # reached, and neither the backend nor the agent is to blame
+            raise SuiteProblem(f"http check: {label}: not a URL that can be requested ({type(exc).__name__}: "
+                               f"{str(exc) or 'no detail'})") from None
+        except httpx.HTTPError as exc:
             tls = tls_reason(exc)
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
