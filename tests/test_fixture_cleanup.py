@@ -137,6 +137,8 @@ UNTIED = {
     ("forked.py", "__init__"),
     # the watchdog under test: like tamesu's own, it ends once its stdin (a pipe from this pytest) closes
     ("runtime/test_watchdog.py", "_ends"),
+    ("runtime/test_watchdog.py", "_python_watchdog"),
+    ("runtime/test_watchdog.py", "_listener"),
 }
 """Processes tests start without `lifeline.tied`, each with why it cannot outlive pytest or must not be tied."""
 

@@ -57,8 +57,20 @@ class InfraError(Exception):
     """The agent, a server or a tool could not be reached or broke: not the agent's fault (exit 3)."""
 
 
+class SuiteProblem(InfraError):
+    """What a suite asks that only a run can find wrong: a golden file not written yet, an `on_turn` past the
+    script, a JSONPath a filled-in value made invalid, a `command` the shell cannot find. Neither the agent's
+    failure nor the infrastructure's: the run is an error of `fault: suite` (exit 2, as a problem `validate`
+    finds). An InfraError, so every guard that ends a run on one ends it on this too."""
+
+
 class TemplateError(Exception):
     """A template names something that does not exist when it is rendered."""
+
+    def __init__(self, message: str, expr: str | None = None) -> None:
+        super().__init__(message)
+        self.expr = expr
+        """The template's name (`captured.order`) when it named something that has no value."""
 
 
 class BudgetExceeded(Exception):

@@ -18,7 +18,7 @@ from checks.grading import fails, passes, problem, verdict
 from ports import refused_port
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, UserTurn
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.net.serve import ThreadServer
 from tamesu.suite.templates import Context
 
@@ -159,7 +159,8 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
         assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
-    with pytest.raises(InfraError, match="could not reach it"):
+    # a URL that is none is the suite's (it was "could not reach it", the environment's)
+    with pytest.raises(SuiteProblem, match="not a URL that can be requested"):
         await verdict({"http": "not a url"}, run_with())
 
 
@@ -270,8 +271,9 @@ async def test_command_default_timeout_comes_from_the_run(tmp_path: Path) -> Non
 async def test_command_problems_are_failed_verdicts(tmp_path: Path) -> None:
     result = await fails({"command": "echo {{captured.none}}"}, run_with(tmp=tmp_path))
     assert "{{captured.none}}" in result.reason
-    result = await fails({"command": "echo hi"}, run_with(tmp=tmp_path / "missing"))
-    assert "could not start" in result.reason
+    # a folder the shell cannot start in is nobody's answer: the test's error (it was a failed verdict, the agent's)
+    with pytest.raises(InfraError, match="could not start"):
+        await verdict({"command": "echo hi"}, run_with(tmp=tmp_path / "missing"))
 
 
 def test_command_parse_errors() -> None:

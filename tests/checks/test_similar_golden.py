@@ -221,12 +221,15 @@ tests:
     where = "suite.yaml:6:25: tests[0].assert[0].golden: no golden file golden/booking.txt"
     checked = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert where in checked.stdout + checked.stderr, checked.stdout + checked.stderr
-    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
-    assert result.returncode == 3, result.stdout + result.stderr
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--report", "junit:j.xml"], cwd=tmp_path)
+    # the suite's to fix: exit 2 and `fault: suite` (it was exit 3 and `fault: environment`, the infrastructure's)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "fault: suite" in result.stdout, result.stdout
+    assert 'type="suite"' in (tmp_path / "j.xml").read_text()
     [directory] = list((tmp_path / "out").iterdir())
     [line] = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()]
     [run] = line["runs"]
-    assert (run["status"], run["fault"]) == ("error", "environment"), line
+    assert (run["status"], run["fault"]) == ("error", "suite"), line
     assert run["error"] == "golden: no golden file golden/booking.txt: run with --update-golden to write it"
     written = tamesu(["run", "suite.yaml", "--out", "out", "--update-golden"], cwd=tmp_path)
     assert written.returncode == 0 and (tmp_path / "golden" / "booking.txt").is_file(), written.stdout

@@ -37,3 +37,33 @@ def test_a_capture_no_turn_had_is_an_event_and_counted_along_the_way(tmp_path: P
         {"name": "carrier", "note": "capture carrier: regex 'via ([A-Z]+)' found nothing in 2 agent turn(s)"},
         {"name": "eta", "note": "capture eta: json_path $.eta found nothing in 2 agent turn(s)"},
     ]
+
+
+def test_a_step_that_needs_a_capture_no_turn_had_says_what_the_capture_looked_for(tmp_path: Path,
+                                                                                   tamesu: Any) -> None:
+    # before: "the next user turn could not be written: {{captured.order}} has no value", fault agent: whether the
+    # agent never gave an order number or the capture looks for the wrong thing was left to the run's events
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace(
+        '{ say: "and when?" }', '{ say: "and when does {{captured.carrier}} bring it?" }'))
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("✗ conversation: the next user turn could not be written: {{captured.carrier}} has no value (capture "
+            "carrier: regex 'via ([A-Z]+)' found nothing in 1 agent turn(s))") in done.stdout, done.stdout
+    assert "fault: agent" in done.stdout
+
+
+def test_an_assertion_that_needs_a_capture_no_turn_had_says_what_the_capture_looked_for(tmp_path: Path,
+                                                                                        tamesu: Any) -> None:
+    # before: "contains: cannot check: {{captured.carrier}} has no value" alone
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace(
+        'assert: [ { captured: { name: order, matches: "^ORD-" } } ]',
+        'assert: [ { contains: "{{captured.carrier}}" }, { contains: "{{captured.order}}" } ]'))
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "order" / "run-1" / "result.json").read_text())
+    first = result["assertions"][0]
+    assert (first["passed"], first["reason"]) == (
+        False, "cannot check: {{captured.carrier}} has no value (capture carrier: regex 'via ([A-Z]+)' found nothing "
+               "in 2 agent turn(s))")
+    assert result["assertions"][1]["passed"] is True

@@ -83,3 +83,21 @@ def test_a_failing_hook_that_printed_a_long_line_says_its_end(tmp_path: Path, re
     [result] = (tmp_path / "out").glob("*/s/t/run-1/result.json")
     error = json.loads(result.read_text())["error"]
     assert error.endswith("exited with 1: …" + "x" * 383 + " the seed failed"), error[-100:]
+
+
+def test_a_failing_before_all_hook_is_the_environments_fault_in_every_record(tmp_path: Path,
+                                                                              rest_agents: RunningAgents) -> None:
+    # before: the suite's tests were errors with no fault at all (results.jsonl, the JSON report: `fault: null`,
+    # no `fault:` line on the console), where a failing before_each hook says `fault: environment`
+    _suite(tmp_path, rest_agents.url, '  before_all: [ "exit 3" ]\n',
+           "  - { name: t, scenario: { script: [ { say: hi } ] } }\n")
+    done = run_tamesu(["run", "--out", "out", "--report", "json:r.json,junit:j.xml"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "fault: environment" in done.stdout, done.stdout
+    [line] = (tmp_path / "out").glob("*/results.jsonl")
+    [run] = json.loads(line.read_text())["runs"]
+    said = "before_all hook 1: `exit 3` exited with 3 (no output)"
+    assert (run["status"], run["fault"], run["fault_reason"]) == ("error", "environment", said), run
+    [test] = json.loads((tmp_path / "r.json").read_text())["tests"]
+    assert test["runs"][0]["fault"] == "environment", test
+    assert '<error message="before_all hook 1' in (tmp_path / "j.xml").read_text()

@@ -1,8 +1,9 @@
 """An assertion that reads what its test's target never gives (the Concepts page's table: `status` on rest,
 `dtmf_received` on sip and livekit, `call_ended_by` and `transferred_to` on sip, `handoff` where a handoff
-signal is declared): validate warns where it is written, and each run is an error (exit 3, fault
-`environment`). Before, validate said ok and every run failed blamed on the agent (exit 1), and `handoff: false`
-on a target with no signal passed whatever the agent did."""
+signal is declared): validate warns where it is written, and each run is an error (exit 2, fault
+`suite`: it was exit 3, fault `environment`, the infrastructure's). Before, validate said ok and every run
+failed blamed on the agent (exit 1), and `handoff: false` on a target with no signal passed whatever the agent
+did."""
 
 from __future__ import annotations
 
@@ -58,11 +59,11 @@ def test_an_assertion_its_target_never_gives_is_warned_and_an_error(tmp_path: Pa
     ], done.stderr
 
     ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
-    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert ran.returncode == 2, ran.stdout + ran.stderr
     [run_dir] = list((tmp_path / "out").iterdir())
     records = {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
     assert {name: (r["status"], r["runs"][0]["fault"]) for name, r in records.items()} == {
-        "phone checks on a chat": ("error", "environment"), "a declared signal": ("error", "environment")}
+        "phone checks on a chat": ("error", "suite"), "a declared signal": ("error", "suite")}
     result = json.loads((run_dir / records["phone checks on a chat"]["runs"][0]["dir"] / "result.json").read_text())
     assert result["error"] == "defaults/status: needs an HTTP status on each turn, which model target shop never gives"
     graded = {a["name"]: (a["passed"], a["reason"]) for a in result["assertions"]}
@@ -102,10 +103,10 @@ def test_a_metric_its_target_never_measures_is_warned_and_an_error_but_an_slo_pa
         "which model target shop never makes: every run of the test is an error",
     ], done.stderr
     ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
-    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert ran.returncode == 2, ran.stdout + ran.stderr
     [run_dir] = list((tmp_path / "out").iterdir())
     result = json.loads((run_dir / "s" / "audio-metrics-of-a-chat" / "run-1" / "result.json").read_text())
-    assert (result["status"], result["fault"]) == ("error", "environment")
+    assert (result["status"], result["fault"]) == ("error", "suite")
     # the metric it measures is graded; a metric the test does not measure passes its SLO, as Concepts says
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
         ("metric", False), ("metric", False), ("metric", True), ("slo/time_to_first_audio_ms_p95", True)]

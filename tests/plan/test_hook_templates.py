@@ -56,3 +56,23 @@ def test_a_project_targets_template_is_placed_in_tamesu_yaml(tmp_path: Path) -> 
     assert done.stderr.splitlines()[:2] == [
         "tamesu.yaml:5:10: targets.shop.url: environment variable TAMESU_TEST_UNSET_URL is not set",
         "1 problem found"], done.stderr
+
+
+def test_a_hooks_output_named_in_a_target_says_what_passes_a_token_instead(tmp_path: Path) -> None:
+    # before: "unknown namespace 'hooks'" alone: a user whose before_all hook fetched a token was not told that no
+    # hook passes a value, nor that session.open (or the environment when tamesu starts) is the way
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+hooks: { before_all: [ "./token.sh" ] }
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat", headers: { Authorization: "Bearer {{hooks.token}}" } }
+tests:
+  - { name: t, scenario: { script: [ { say: hi } ] } }
+""")
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("s.tamesu.yaml:")]
+    assert line.startswith("s.tamesu.yaml:3:80: targets.bot.headers.Authorization: bad template {{hooks.token}}: "
+                           "unknown namespace 'hooks' (one of "), line
+    assert line.endswith("; a hook passes no value to the run: a token the target needs is minted by its "
+                         "session.open ({{session.NAME}}), or read when tamesu starts (TOKEN=$(./get-token.sh) "
+                         "tamesu run: {{secrets.TOKEN}})"), line

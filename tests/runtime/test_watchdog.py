@@ -76,3 +76,89 @@ def test_without_a_grep_that_reads_nul_lines_the_python_scan_does_it(tmp_path: P
     fake.chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
     assert _ends(env) == (-9, None, -9)
+
+
+def _python_watchdog(token: str) -> subprocess.Popen[bytes]:
+    """The watchdog's Python scan alone (where there is no /bin/sh or no grep that reads NUL lines)."""
+    return subprocess.Popen([sys.executable, "-I", "-S", "-c", children._SCAN, token], stdin=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _listener(told: Path) -> subprocess.Popen[bytes]:
+    """What stands for the watchdog where a test reads what it is told: its lines, written to `told`."""
+    return subprocess.Popen(["sh", "-c", f"cat > {told}"], stdin=subprocess.PIPE)
+
+
+def _stranger_taking(number: int) -> subprocess.Popen[bytes] | None:
+    """A process in a session (and group) of its own, unmarked, given `number` as its pid, as Linux gives a freed
+    number to a new process: the next pid is set with ns_last_pid (root). None when other processes of the
+    machine keep taking it first."""
+    for _ in range(50):
+        try:
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(number - 1))
+        except OSError:
+            return None
+        clean = {k: v for k, v in os.environ.items() if k != children.OWNERS_VAR}
+        stranger = subprocess.Popen(tied(["sleep", "60"]), env=clean, start_new_session=True)
+        if stranger.pid == number:
+            return stranger
+        stranger.kill()
+        stranger.wait()
+    return None
+
+
+@pytest.mark.parametrize("scan", ["shell", "python"])
+def test_a_group_whose_number_a_stranger_took_is_not_killed(monkeypatch: pytest.MonkeyPatch, scan: str) -> None:
+    # before: the watchdog killed every group it had been told of, so a hook's group whose processes had all
+    # ended was killed by number at tamesu's end: by then the number could lead another program's group (a job
+    # of the user's shell, a daemon), which died with tamesu
+    token = secrets.token_hex(8)
+    watchdog = children._start_watchdog(token) if scan == "shell" else _python_watchdog(token)
+    monkeypatch.setattr(children, "_watchdog", watchdog)
+    ours = subprocess.Popen(tied(["sleep", "60"]), start_new_session=True)
+    children.own_group(ours.pid)  # as run_shell tells it of a hook's shell
+    ours.kill()
+    ours.wait()
+    # start times count clock ticks (10 ms): Linux hands a number out again only after the others, far later
+    time.sleep(0.05)
+    stranger = _stranger_taking(ours.pid)
+    if stranger is None:
+        watchdog.stdin.close()  # type: ignore[union-attr]
+        watchdog.wait(10)
+        pytest.skip("could not give the freed number to another process (ns_last_pid, a busy machine)")
+    try:
+        kept = subprocess.Popen(tied(["sleep", "60"]), start_new_session=True)
+        children.own_group(kept.pid)  # a group of ours that still lives is killed as before
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()
+        assert watchdog.wait(10) == 0
+        assert kept.wait(5) == -9
+        time.sleep(0.1)
+        assert stranger.poll() is None, "the watchdog killed a group that was no longer tamesu's"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_hook_that_leaves_nothing_running_is_no_group_for_the_watchdog(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: every hook's group stayed on the watchdog's list to the end of the run (one per run of every test
+    # with a before_each hook), each number free for another process as soon as its shell ended
+    import asyncio
+
+    from tamesu.runtime.shell import run_shell
+
+    told = tmp_path / "told"
+    listener = _listener(told)
+    monkeypatch.setattr(children, "_watchdog", listener)
+    done = asyncio.run(run_shell("echo $$", tmp_path, dict(os.environ), 10))
+    left = asyncio.run(run_shell("sleep 60 & echo $$", tmp_path, dict(os.environ), 10))
+    assert listener.stdin is not None
+    listener.stdin.close()
+    listener.wait(5)
+    shell, agent = int(done.output), int(left.output)
+    try:
+        lines = told.read_text().split()
+        assert [line.split(":")[0] for line in lines] == [str(shell), f"-{shell}", str(agent)], lines
+    finally:
+        os.killpg(agent, 9)

@@ -157,12 +157,12 @@ def test_spans_without_traces_and_a_turn_past_the_script_are_the_suites_not_the_
     assert "warning: suite.yaml:16:38: tests[1].assert[1].span.on_turn: on_turn 2 is past the script, which " \
            "makes 1 turn: every run of the test is an error" in said, said
     ran = tamesu(["run", "--out", "out"], cwd=tmp_path)
-    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert ran.returncode == 2, ran.stdout + ran.stderr
     assert "fault: agent" not in ran.stdout, ran.stdout
     [run_dir] = list((tmp_path / "out").iterdir())
     lines = {json.loads(x)["test"]: json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()}
     [spans] = lines["spans"]["runs"]
-    assert (spans["status"], spans["fault"]) == ("error", "environment"), spans
+    assert (spans["status"], spans["fault"]) == ("error", "suite"), spans
     assert spans["error"] == ("span: no spans: the suite receives none (set traces.receive in tamesu.yaml or "
                               "the suite)"), spans
     [late] = lines["late turn"]["runs"]

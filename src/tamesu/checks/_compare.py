@@ -16,7 +16,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from tamesu.checks.base import Verdict
-from tamesu.errors import TemplateError
+from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import as_number, number_text, same, shown
 from tamesu.suite.patterns import runaway
 from tamesu.suite.schema import Strict
@@ -60,7 +60,8 @@ def render_pattern(context: Context, pattern: str, flags: int = 0) -> re.Pattern
         return re.compile(TEMPLATE.sub(literal, pattern), flags)
     except re.error as exc:
         # Checked with placeholders at parse time; a value can still land where a quantifier was expected.
-        raise TemplateError(f"/{pattern}/ is not a valid pattern once filled in: {exc}") from None
+        # the suite's pattern, not the agent's answer: the run is the suite's error (the value is masked later)
+        raise SuiteProblem(f"/{pattern}/ is not a valid pattern once filled in: {exc}") from None
 
 
 def template_failed(exc: TemplateError) -> Verdict:

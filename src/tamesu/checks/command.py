@@ -19,7 +19,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
 from tamesu.plugins import register
 from tamesu.runtime.shell import run_shell
@@ -77,6 +77,10 @@ def _tail(output: str) -> str:
     return "output: " + shown(" | ".join(lines[-_TAIL_LINES:]), 300)
 
 
+_SHELL_COULD_NOT = {126: "the command is not executable", 127: "the shell found no such command"}
+"""The exit codes POSIX shells give a command they could not run (a script's own `exit 127` reads the same)."""
+
+
 class _Outcome:
     def __init__(self, code: int | None, output: str) -> None:
         self.code = code
@@ -112,8 +116,12 @@ class Command(Check[CommandSpec]):
         label = f"`{spec.run}`"
         try:
             outcome = await _execute(command, str(run.base_dir), env, timeout)
-        except OSError as exc:
-            return Verdict(passed=False, reason=f"{label} could not start: {exc}")
+        except OSError as exc:  # no shell, no process to spare: nothing the agent did
+            raise InfraError(f"{label} could not start: {exc}") from None
+        if outcome.code in _SHELL_COULD_NOT and spec.exit_code not in _SHELL_COULD_NOT:
+            # the shell found no such command, or could not run it: the suite's command, never the agent's answer
+            raise SuiteProblem(f"{label} could not be run: {_SHELL_COULD_NOT[outcome.code]} (exit code "
+                               f"{outcome.code}), {_tail(outcome.output)}")
         if outcome.code is None:
             return Verdict(passed=False, reason=f"{label} did not finish within {number_text(timeout)}s "
                                                 f"(killed); {_tail(outcome.output)}")

@@ -37,7 +37,7 @@ from pydantic import Field, model_validator
 from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.similar import lexical_similarity
-from tamesu.errors import InfraError, TemplateError
+from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
 from tamesu.models.base import ModelError
 from tamesu.models.spec import ModelSpec
@@ -144,7 +144,7 @@ class Golden(Check[GoldenSpec]):
             golden = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             # the suite's to fix, not the agent's failure: the run is an error saying so, as a broken judge's is
-            raise InfraError(f"no golden file {name}: run with --update-golden to write it") from None
+            raise SuiteProblem(f"no golden file {name}: run with --update-golden to write it") from None
         except OSError as exc:
             raise InfraError(f"cannot read golden file {name}: {exc.strerror or exc}") from None
         if self.spec.mode == "exact":
@@ -159,7 +159,7 @@ class Golden(Check[GoldenSpec]):
         from tamesu.roles.judge import Judge, JudgeInput, Line
 
         if run.models is None:
-            raise InfraError("golden (mode: judge) needs a judge model: configure models.judge or the "
+            raise SuiteProblem("golden (mode: judge) needs a judge model: configure models.judge or the "
                              "assertion's model")
         try:
             client = run.models.client("judge", self.spec.model)

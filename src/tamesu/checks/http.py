@@ -27,7 +27,7 @@ from tamesu.checks._compare import (
 )
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
-from tamesu.errors import InfraError, TemplateError
+from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
 from tamesu.net.clients import async_client
 from tamesu.net.tls import TlsSpec, tls_reason
@@ -109,7 +109,12 @@ class Http(Check[HttpSpec]):
         except httpx.TimeoutException:
             return Verdict(passed=False, undecided=True,
                            reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            # the URL the suite wrote (or a value filled into it) is none that can be requested: nothing was
+            # reached, and neither the backend nor the agent is to blame
+            raise SuiteProblem(f"http check: {label}: not a URL that can be requested ({type(exc).__name__}: "
+                               f"{str(exc) or 'no detail'})") from None
+        except httpx.HTTPError as exc:
             tls = tls_reason(exc)
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
@@ -140,8 +145,8 @@ class Http(Check[HttpSpec]):
 def _judge_json(spec: PathSpec, label: str, request: _Request, response: httpx.Response) -> Verdict:
     try:
         path = compile_path(request.path_text)
-    except ValueError as exc:
-        return Verdict(passed=False, reason=f"cannot check: {exc}", undecided=True)
+    except ValueError as exc:  # valid as written (the plan checked it), not once a template was filled in
+        raise SuiteProblem(f"{label}: the path once filled in is not one: {exc}") from None
     try:
         document = response.json()
     except ValueError:

@@ -29,7 +29,7 @@ from tamesu.checks._compare import (
     template_failed,
 )
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
-from tamesu.errors import TemplateError
+from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
 
@@ -136,8 +136,8 @@ class JsonPath(Check[PathSpec]):
             return template_failed(exc)
         try:
             path = compile_path(path_text)
-        except ValueError as exc:
-            return Verdict(passed=False, reason=f"cannot check: {exc}", undecided=True)
+        except ValueError as exc:  # valid as written (the plan checked it), not once a template was filled in
+            raise SuiteProblem(f"the path once filled in is not one: {exc}") from None
         found = _locate(path, run.exchanges)
         if found is None:
             verdict = judge(self.spec, path_text, [], expected, _searched(run.exchanges))

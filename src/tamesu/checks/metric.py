@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.checks._compare import Bounds, compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
-from tamesu.errors import InfraError
+from tamesu.errors import SuiteProblem
 from tamesu.matching import number_text
 from tamesu.plugins import register
 from tamesu.telemetry.genai import from_spans
@@ -61,7 +61,7 @@ class Metric(Check[MetricSpec]):
                 return Verdict(passed=True, reason=f"{name} was not measured by this test (passes)")
             if run.spans is None and self.reads_spans():
                 # nothing could measure it: the suite's making (no `traces:`), not the agent's failure
-                raise InfraError(f"{name} is measured from the agent's spans: {NO_TRACES}")
+                raise SuiteProblem(f"{name} is measured from the agent's spans: {NO_TRACES}")
             close = difflib.get_close_matches(name, list(run.metrics), n=1, cutoff=0.75)
             meant = f"; did you mean {close[0]}?" if close else ""  # a misspelt name is never measured
             return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured}){meant}",

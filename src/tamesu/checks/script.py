@@ -13,7 +13,7 @@ from pydantic import Field
 
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import check_callable, load_function
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.matching import shown
 from tamesu.plugins import register
 from tamesu.types import Strict
@@ -72,7 +72,7 @@ class Script(Check[ScriptSpec]):
             try:
                 self.function = load_function(self.spec.use, [run.base_dir])
             except ValueError as exc:
-                raise InfraError(f"script {self.spec.use}: {exc}") from None
+                raise SuiteProblem(f"script {self.spec.use}: {exc}") from None
         script_run = ScriptRun(
             text=run.agent_text(),
             response=run.exchanges[-1].agent.response if run.exchanges else None,
@@ -115,5 +115,5 @@ def verdict_of(result: object, name: str) -> Verdict:
         score = result.get("score")
         return Verdict(passed=bool(result["passed"]), reason=str(result.get("reason") or name),
                        score=float(score) if isinstance(score, int | float) else None)
-    raise InfraError(f"{name} returned {shown(result)}; expected a bool, (passed, reason), "
+    raise SuiteProblem(f"{name} returned {shown(result)}; expected a bool, (passed, reason), "
                      "{passed, reason}, a Verdict or a reason string")

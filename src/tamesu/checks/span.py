@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.errors import InfraError, TemplateError
+from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
@@ -85,7 +85,7 @@ class SpanCheck(Check[SpanSpec]):
     async def evaluate(self, run: RunView) -> Verdict:
         if run.spans is None:
             # the suite's making, as a missing golden file is: the run is an error, never the agent's failure
-            raise InfraError(NO_TRACES)
+            raise SuiteProblem(NO_TRACES)
         try:
             attributes = run.context.render_value(self.spec.attributes)
         except TemplateError as exc:

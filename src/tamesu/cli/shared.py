@@ -49,16 +49,48 @@ def select_tests(plan: Plan, pattern: str | None, tags: str | None) -> list[Plan
             sys.exit(EXIT_CONFIG)
         chosen = [t for t in chosen if regex.search(t.id) or regex.search(t.name)]
     if tags is not None:
-        wanted = [t.strip() for t in tags.split(",") if t.strip()]
-        if not wanted or any(t in ("!", "-") for t in wanted):
+        wanted = split_tags(tags)
+        if wanted is None:
+            click.echo(f"--tags: {tags!r} opens a double quote it never closes", err=True)
+            sys.exit(EXIT_CONFIG)
+        if not wanted or any(not tag for _, tag in wanted):
             # `--tags ,,` (a shell variable left empty) ran every test, as if no --tags were given
             click.echo(f"--tags: no tag in {tags!r}: give tags separated by commas (!tag excludes one)", err=True)
             sys.exit(EXIT_CONFIG)
-        include = {t for t in wanted if not t.startswith(("!", "-"))}
-        exclude = {t[1:] for t in wanted if t.startswith(("!", "-"))}
+        include = {tag for without, tag in wanted if not without}
+        exclude = {tag for without, tag in wanted if without}
         chosen = [t for t in chosen
                   if (not include or include & set(t.tags)) and not (exclude & set(t.tags))]
     return chosen
+
+
+def split_tags(text: str) -> list[tuple[bool, str]] | None:
+    """`--tags` as (without, tag) pairs: split at commas, each stripped, a leading `!` or `-` meaning "without".
+    A tag in double quotes is taken as written, commas, spaces and a leading `!` included: a case named
+    `Paris, France` is tagged `case:Paris, France`, chosen with `--tags '"case:Paris, France"'`. None: a quote
+    left open. Items with nothing in them (`,,`) are left out; a lone `!` is kept as an empty tag, refused."""
+    items, current, quoted = [], "", False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        if char == "," and not quoted:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    if quoted:
+        return None
+    pairs = []
+    for item in [*items, current]:
+        written = item.strip()
+        if not written:
+            continue
+        without = written.startswith(("!", "-"))
+        tag = written[1:].strip() if without else written
+        if len(tag) >= 2 and tag.startswith('"') and tag.endswith('"'):
+            tag = tag[1:-1]
+        pairs.append((without, tag))
+    return pairs
 
 
 def parse_shard(text: str | None) -> Shard | None:

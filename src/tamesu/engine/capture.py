@@ -8,6 +8,7 @@ from typing import Any
 import jsonpath
 
 from tamesu.conversation import AgentTurn, Session
+from tamesu.errors import TemplateError
 from tamesu.roles.extractor import Extractor
 from tamesu.speech.words import spoken
 from tamesu.suite.schema import CaptureSpec
@@ -57,7 +58,20 @@ def unfound(specs: list[CaptureSpec], captured: dict[str, Any], session: Session
     in the result, not only by a later template or assertion that happens to read it."""
     for spec in specs if turns else []:
         if spec.name not in captured:
-            how = (f"regex {spec.regex!r}" if spec.regex is not None else f"json_path {spec.json_path}"
-                   if spec.json_path is not None else f"extract {spec.extract!r}")
-            session.event("capture_not_found", name=spec.name,
-                          note=f"capture {spec.name}: {how} found nothing in {turns} agent turn(s)")
+            session.event("capture_not_found", name=spec.name, note=_not_found(spec, turns))
+
+
+def _not_found(spec: CaptureSpec, turns: int) -> str:
+    how = (f"regex {spec.regex!r}" if spec.regex is not None else f"json_path {spec.json_path}"
+           if spec.json_path is not None else f"extract {spec.extract!r}")
+    return f"capture {spec.name}: {how} found nothing in {turns} agent turn(s)"
+
+
+def why_unset(exc: TemplateError, specs: list[CaptureSpec], captured: dict[str, Any], turns: int) -> str:
+    """A template's error, with what its capture looked for when it named one no agent turn had: whether the agent
+    never said it or the capture looks for the wrong thing is then the reader's to see, on the failure's line."""
+    name = exc.expr.partition(".")[2] if exc.expr and exc.expr.startswith("captured.") else None
+    spec = next((s for s in specs if s.name == name), None)
+    if spec is None or spec.name in captured:
+        return str(exc)
+    return f"{exc} ({_not_found(spec, turns)})"

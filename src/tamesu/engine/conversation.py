@@ -18,14 +18,14 @@ from tamesu import plugins, targets
 from tamesu.checks.base import RunView
 from tamesu.conversation import Exchange, Session, TurnError
 from tamesu.engine import metrics as metric_math
-from tamesu.engine.capture import capture_from, unfound
+from tamesu.engine.capture import capture_from, unfound, why_unset
 from tamesu.engine.fault import agents_side, attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.timeouts import timed_out
 from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
-from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem, TemplateError
 from tamesu.models import queueing
 from tamesu.models.base import ModelError, Models
 from tamesu.models.client import ModelRegistry
@@ -175,6 +175,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
                              hooked, clock.cut, failures)
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
+        result.fault = "suite" if isinstance(exc, SuiteProblem) else None  # a browser's visual baseline not written
     except BudgetExceeded as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
         budget_exceeded = True
@@ -224,16 +225,18 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             completed = completed_turns(result.end_reason, exchanges, session.events)
             reached = completed if completed is not None else len(exchanges) if skipped else None
             try:
-                graded, grading_error = await grade(test, view, reached=reached, record=session.event,
-                                                    unexpected=lambda exc: unexpected(exc, inputs))
+                graded, grading_error, suites = await grade(test, view, reached=reached, record=session.event,
+                                                            unexpected=lambda exc: unexpected(exc, inputs))
             except BudgetExceeded as exc:
-                graded, grading_error, budget_exceeded = [], str(exc), True
+                graded, grading_error, suites, budget_exceeded = [], str(exc), False, True
             result.assertions = [*failures, *graded]
             if completed is not None:
                 result.not_evaluated = planned_checks(test) - len(graded)
             if grading_error:
-                # a judge that could not answer is broken infrastructure, not a verdict on the agent
+                # a judge that could not answer is broken infrastructure, not a verdict on the agent; what the
+                # suite asks that cannot be done (a golden file not written yet) is the suite's
                 result.status, result.error = "error", grading_error
+                result.fault = "suite" if suites else None
             elif any(not a.passed for a in result.assertions):
                 result.status = "failed"
             elif skipped:
@@ -353,7 +356,8 @@ async def _talk(
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
-                return "script_done", f"the next user turn could not be written: {exc}", target.metrics()
+                said = why_unset(exc, test.spec.capture, captured, len(exchanges))
+                return "script_done", f"the next user turn could not be written: {said}", target.metrics()
             except InfraError:
                 if isinstance(user, ModelSimulator):  # the answers it gave up on are the error's story
                     _simulator_attempts(user, session, gave_up=True)

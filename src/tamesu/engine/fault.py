@@ -1,5 +1,6 @@
 """Whose fault a run that did not pass is: `environment` (the infrastructure, a judge whose verdict cannot be
-taken, a golden file the suite lacks: an error), `simulated_user`
+taken: an error), `suite` (what the suite asks cannot be done, found only at run time, as a golden file it
+lacks: an error, set by the grading), `simulated_user`
 (tamesu's own model-played user broke its part, so the run is `inconclusive`), or `agent` (every other
 failure). The simulated user is audited only after a failed run (see `roles.audit`), and after a passed one
 in which it ended the conversation before anything was said (a pass of nothing). `agents_side` marks an
@@ -11,7 +12,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from tamesu.conversation import Exchange, Session
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import PlannedTest
@@ -29,6 +30,8 @@ def agents_side(session: Session) -> Iterator[None]:
     it as the agent's failure, as the design does)."""
     try:
         yield
+    except SuiteProblem:
+        raise  # the suite's (a visual baseline not written yet), not the agent's side
     except (InfraError, ModelError) as exc:
         session.event("agent_error", reason=str(exc))
         raise
@@ -39,7 +42,8 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
     """Set `fault` and `fault_reason` on a run that did not pass; a failed run the simulated user spoiled
     becomes `inconclusive`. An audit model that cannot answer makes the run an error (the environment's)."""
     if result.status == "error":
-        result.fault, result.fault_reason = "environment", result.error
+        # the suite's own error (grading found it asking what cannot be done) stays the suite's
+        result.fault, result.fault_reason = result.fault if result.fault == "suite" else "environment", result.error
         return
     if result.status == "passed" and not exchanges:
         # nothing was said on either side: a pass says nothing of the agent (`not_contains` holds of no answer)

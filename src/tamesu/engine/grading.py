@@ -9,12 +9,13 @@ turn that completed before the failure (`on_turn: N`) has what it needs and is s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from tamesu.checks import Assertion, parse_assertion
 from tamesu.checks.base import RunView
 from tamesu.conversation import Event, Exchange
-from tamesu.errors import BudgetExceeded, InfraError, TemplateError
+from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.models.structured import Attempt
 from tamesu.plan import PlannedTest
@@ -32,6 +33,18 @@ def completed_turns(end_reason: str, exchanges: Sequence[Exchange], events: Sequ
     if isinstance(failed, int):
         return min(failed - 1, len(exchanges))
     return 0  # it never connected: no turn happened
+
+
+_UNSET_CAPTURE = re.compile(r"\{\{captured\.([^}.]+)\}\} has no value")
+
+
+def with_capture_notes(reason: str, events: Sequence[Event]) -> str:
+    """An assertion that could not check for want of a capture no agent turn had says what the capture looked for
+    (its `capture_not_found` note): whether the agent never said it or the capture looks for the wrong thing is
+    then the reader's to see, on the failure's line."""
+    notes = {e.data.get("name"): e.data.get("note") for e in events if e.name == "capture_not_found"}
+    wanted = [notes[name] for name in dict.fromkeys(_UNSET_CAPTURE.findall(reason)) if notes.get(name)]
+    return f"{reason} ({'; '.join(map(str, wanted))})" if wanted else reason
 
 
 def unasked(attempts: list[Attempt]) -> list[Attempt]:
@@ -56,16 +69,18 @@ async def grade(
     test: PlannedTest, view: RunView, reached: int | None = None,
     unexpected: Callable[[Exception], str] | None = None,
     record: Callable[..., object] | None = None,
-) -> tuple[list[AssertionResult], str | None]:
-    """Every assertion's verdict, and the first failure that kept one from being decided: a model that could
-    not answer, or an unexpected exception (`unexpected` records it and gives its line; the other assertions
-    are still graded).
+) -> tuple[list[AssertionResult], str | None, bool]:
+    """Every assertion's verdict, the first failure that kept one from being decided (a model that could not
+    answer, or an unexpected exception: `unexpected` records it and gives its line; the other assertions are
+    still graded), and whether that failure is the suite's (a SuiteProblem, and no failure of anything else:
+    the environment's wins, as exit 3 wins over 2).
 
     With `reached`, only the assertions scoped to one of the first `reached` turns are graded. `record`
     (`session.event`) receives a `verdict_repaired` or `verdict_reasked` event for each answer of a model
     that was not taken as it came and, for a re-ask, was asked again."""
     graded: list[AssertionResult] = []
     error: str | None = None
+    suites: str | None = None
 
     def attempted(label: str, attempts: list[Attempt], gave_up: bool = False) -> None:
         for attempt in unasked(attempts) if gave_up else attempts:
@@ -80,7 +95,7 @@ async def grade(
         if past is not None:
             # a turn the script never makes, or what the target never gives: the suite's asking, not the agent's
             # failure (an error, as a missing golden file is)
-            error = error or f"{assertion.label}: {past}"
+            suites = suites or f"{assertion.label}: {past}"
             graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
                                           reason=f"not decided: {past}"))
             continue
@@ -100,7 +115,10 @@ async def grade(
         except (InfraError, ModelError) as exc:
             said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:"
             reason = said if said.startswith(f"{assertion.label}:") else f"{assertion.label}: {said}"
-            error = error or reason
+            if isinstance(exc, SuiteProblem):
+                suites = suites or reason
+            else:
+                error = error or reason
             # a verdict not taken keeps who answered, with which prompt, and each answer read
             kept = exc if isinstance(exc, VerdictNotTaken) else None
             tried = kept.attempts if kept is not None else getattr(exc.__cause__, "attempts", None) or []
@@ -121,12 +139,13 @@ async def grade(
                                           on_turn=assertion.on_turn))
             continue
         attempted(assertion.label, verdict.attempts)
-        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=verdict.reason,
+        reason = with_capture_notes(verdict.reason, view.events) if verdict.undecided else verdict.reason
+        graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=reason,
                                       score=verdict.score, evidence=verdict.evidence,
                                       on_turn=assertion.on_turn, model=verdict.model,
                                       prompt_version=verdict.prompt_version, fake=verdict.fake,
                                       attempts=verdict.attempts,
                                       unsupported_evidence=verdict.unsupported_evidence))
-    return graded, error
+    return graded, error or suites, error is None and suites is not None
 
 

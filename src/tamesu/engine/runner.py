@@ -278,7 +278,9 @@ class Runner:
             suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags,
             target=test.target_name, status=status,
             pass_threshold=test.spec.pass_threshold, skip_reason=reason if status == "skipped" else None,
-            runs=[RunSummary(run=0, status=status, dir="", error=reason)] if status == "error" else [],
+            # a test that never started for a hook or a receiver is the environment's, as every run error is
+            runs=[RunSummary(run=0, status=status, dir="", error=reason, fault="environment", fault_reason=reason)
+                  ] if status == "error" else [],
         )
 
     def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:

@@ -187,16 +187,19 @@ def ks_past_repeat(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem
 
 
 def unselectable_tags(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Problem]:
-    """A tag `--tags` can never choose: it splits at commas, strips spaces, and reads a leading `!` or `-` as
-    "without"."""
+    """A tag `--tags` can never choose (an empty one), or only in double quotes: it splits at commas, strips
+    spaces, and reads a leading `!` or `-` as "without" (tamesu.cli.shared.split_tags)."""
     said = []
     for index, tag in enumerate(spec.tags):
-        why = ("it is empty" if not tag.strip() else "it has a comma, where --tags splits" if "," in tag else
+        why = ("it has a comma, where --tags splits" if "," in tag else
                "it begins with '!' or '-', which --tags reads as 'without'" if tag.startswith(("!", "-")) else
                "it begins or ends with a space, which --tags strips" if tag != tag.strip() else None)
-        if why is not None:
+        if not tag.strip() or '"' in tag:
             said.append(suite.doc.problem((*loc, "tags", index), f"tag {tag!r} can never be chosen with --tags: "
-                                          f"{why}"))
+                                          f"{'it is empty' if not tag.strip() else 'it has a double quote'}"))
+        elif why is not None:
+            said.append(suite.doc.problem((*loc, "tags", index), f"tag {tag!r} can be chosen with --tags only in "
+                                          f"double quotes ('\"{tag}\"'): {why}"))
     return said
 
 

@@ -111,7 +111,7 @@ class CaseRecord(BaseModel):
     error: str | None = None
     skip_reason: str | None = None
     fault: str | None = None
-    """A case that did not pass: `agent`, `simulated_user` (status inconclusive) or `environment`."""
+    """A case that did not pass: `agent`, `simulated_user` (status inconclusive), `environment` or `suite`."""
     fault_reason: str | None = None
     reason: str | None = None
     """Why the runs as a whole decided it (an undecided adaptive verdict, a simulated user at fault)."""

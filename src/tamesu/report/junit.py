@@ -121,7 +121,8 @@ def _testcase(parent: ET.Element, result: TestResult, run: LoadedRun) -> None:
         element = ET.SubElement(case, "failure", message=_clean(first_reason(result)), type="assertion")
         element.text = _clean(failure_text(result, run))
     elif result.status == "error":
-        element = ET.SubElement(case, "error", message=_clean(first_reason(result)), type="infrastructure")
+        element = ET.SubElement(case, "error", message=_clean(first_reason(result)),
+                                type="suite" if result.suites_error else "infrastructure")
         element.text = _clean(failure_text(result, run))
     elif result.status == "skipped":
         ET.SubElement(case, "skipped", message=_clean(result.skip_reason or "skipped"))

@@ -109,11 +109,12 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
             lines += ["", f"> ⚠️ {_cell(note, 1000)}"]
     if noted := along_the_way.of_run(run):
         lines += ["", f"> ℹ️ {_cell(noted, 1000)}"]
-    groups = [("failed", "Failed"), ("error", "Errors (infrastructure)"),
-              ("inconclusive", "Inconclusive (the simulated user at fault, not the agent)"),
-              ("quarantined", "Quarantined (not failing the run)")]
-    for status, title in groups:
-        rows = [r for r in run.results if r.status == status]
+    groups = [("failed", "Failed", None), ("error", "Errors (infrastructure)", False),
+              ("error", "Errors of the suite (what it asks cannot be done)", True),
+              ("inconclusive", "Inconclusive (the simulated user at fault, not the agent)", None),
+              ("quarantined", "Quarantined (not failing the run)", None)]
+    for status, title, suites in groups:
+        rows = [r for r in run.results if r.status == status and suites in (None, r.suites_error)]
         if rows:
             lines += ["", f"#### {_ICONS[status]} {title}", "", *_table(rows)]
     repeated = [r for r in run.results if r.stats is not None]

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import ValidationError
 
 from tamesu import __version__
-from tamesu.errors import EXIT_BUDGET, EXIT_INFRA
+from tamesu.errors import EXIT_BUDGET, EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.report.load import PLAN_FILE, LoadedRun, PlannedEntry, PlanRecord, load_run
 from tamesu.results.json_files import write_indented
 from tamesu.results.load import LoadReport
@@ -144,7 +144,7 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
     summary = RunSummaryFile(
         tamesu_version=__version__, started_at=min(starts).isoformat() if starts else "",
         finished_at=max(ends).isoformat() if ends else "", duration_ms=round(duration, 3),
-        exit_code=EXIT_INFRA if missing and _merged_code(runs, merged, budget) in (0, 1)
+        exit_code=EXIT_INFRA if missing and _merged_code(runs, merged, budget) in _BELOW_INFRA
         else _merged_code(runs, merged, budget), counts=count(merged), runs=count_runs(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
         warnings=[w for r in runs for w in r.summary.warnings] + unread,
@@ -224,8 +224,12 @@ def missing_shards(shards: list[str]) -> list[str]:
     return [f"{k}/{total}" for k in range(1, total + 1) if (k, total) not in split]
 
 
+_BELOW_INFRA = (EXIT_OK, EXIT_FAILED, EXIT_CONFIG)
+"""The codes a missing or interrupted shard outranks: every verdict of the tests, the suite's errors among them."""
+
+
 def _merged_code(runs: list[LoadedRun], merged: list[TestResult], budget: bool) -> int:
     """The code of the joined results, unless a shard was interrupted or killed: then that shard's code."""
     code = exit_code_for(merged, budget)
     stopped = [r.summary.exit_code for r in runs if r.summary.interrupted and r.summary.exit_code]
-    return stopped[0] if stopped and code in (0, 1) else code
+    return stopped[0] if stopped and code in _BELOW_INFRA else code

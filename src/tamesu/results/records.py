@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
-from tamesu.errors import EXIT_BUDGET, EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from tamesu.errors import EXIT_BUDGET, EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.models.ledger import dollars
 from tamesu.models.structured import Attempt
 from tamesu.results._refs import expand_agent, shrink_agent
@@ -18,8 +18,9 @@ SCHEMA_VERSION = 1
 RunStatus = Literal["passed", "failed", "error", "skipped", "inconclusive"]
 """`inconclusive`: the run failed, and the audit found the simulated user at fault: it says nothing of the agent."""
 TestStatus = Literal["passed", "failed", "error", "skipped", "quarantined", "inconclusive"]
-Fault = Literal["agent", "simulated_user", "environment"]
-"""Whose fault a run that did not pass is: the agent's, tamesu's own simulated user's, or the infrastructure's."""
+Fault = Literal["agent", "simulated_user", "environment", "suite"]
+"""Whose fault a run that did not pass is: the agent's, tamesu's own simulated user's, the infrastructure's, or
+the suite's (what it asks cannot be done, found only at run time: `errors.SuiteProblem`)."""
 EndReason = Literal[
     "script_done", "max_turns", "agent_ended", "handoff", "stop_when", "goal_achieved", "simulator_stopped",
     "turn_failed", "error", "timeout", "not_started", "steps_done",
@@ -199,6 +200,12 @@ class TestResult(BaseModel):
         return said + (f", {self.error_runs} error{'' if self.error_runs == 1 else 's'}" if self.error_runs else "")
 
     @property
+    def suites_error(self) -> bool:
+        """An error of the suite's alone: every run that errored did so for what the suite asks (`fault: suite`)."""
+        errors = [run for run in self.runs if run.status == "error"]
+        return bool(errors) and all(run.fault == "suite" for run in errors)
+
+    @property
     def underlying(self) -> str:
         """What the test did when quarantine is set aside: passed, failed or error."""
         if self.status != "quarantined":
@@ -265,7 +272,9 @@ def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> i
         return EXIT_BUDGET
     statuses = {r.status for r in results}
     if "error" in statuses:
-        return EXIT_INFRA
+        # the suite's errors alone (a golden file not written yet): 2, as `validate`'s problems; the
+        # infrastructure's among them: 3
+        return EXIT_CONFIG if all(r.suites_error for r in results if r.status == "error") else EXIT_INFRA
     if "failed" in statuses or "inconclusive" in statuses:
         return EXIT_FAILED
     return EXIT_OK

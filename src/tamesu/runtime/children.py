@@ -29,26 +29,39 @@ _WAIT_ON_EXIT = 3.0
 """How long a normal exit waits for the watchdog to end the leftovers, so the shell sees them gone."""
 
 # The watchdog: ignores the terminal's signals (Ctrl-C reaches the whole foreground group), reads stdin to its
-# end (each line a process group tamesu made for a shell of its own, or `-N`: group N has ended and is not its
-# to kill: the number may be a new process's by then), then SIGKILLs those groups and every
-# process whose environment holds the token, one by one (never another group: it may be the user's shell
-# pipeline). Passes until one kills nothing, three at most: a process may fork
+# end (each line `N:START`, a process group tamesu made for a shell of its own, led by the process N that started
+# at START, or `-N`: group N has ended and is not its to kill: the number may be a new process's by then), then
+# SIGKILLs those groups and every process whose environment holds the token, one by one (never another group:
+# it may be the user's shell pipeline). A group is killed only while no process N lives that started at another
+# time: once every process of a group has ended, Linux may give its number to a new process, whose own group
+# (a job of the user's shell, a daemon's session) is a stranger's; while one of the group lives, the number is
+# taken. Passes until one kills nothing, three at most: a process may fork
 # while a pass runs. It is a POSIX shell and one grep a pass (~4 ms of CPU): a Python interpreter spent ~12 ms
 # starting and ~8 ms scanning, on every `tamesu run`. Each pass's grep also reads a line that must match from
 # its stdin: a grep that does not list it (no -z for NUL-separated lines, whatever its exit code, or no grep at
 # all) hands the scan to the same loop in Python (`_SCAN`).
 _WATCHDOG = r"""
 trap '' INT TERM HUP QUIT
+ours() {
+  { read -r stat < "/proc/$1/stat"; } 2>/dev/null || return 0
+  want=$2
+  set -- ${stat##*') '}
+  shift 19
+  [ "$1" = "$want" ]
+}
 groups=
 while read -r line; do
   case $line in
-    ''|*[!0-9-]*) ;;
-    -*) kept=; for group in $groups; do [ "$group" = "${line#-}" ] || kept="$kept $group"; done; groups=$kept ;;
-    *) groups="$groups $line" ;;
+    ''|*[!0-9:-]*) ;;
+    -*) kept=; for group in $groups; do [ "${group%%:*}" = "${line#-}" ] || kept="$kept $group"; done
+        groups=$kept ;;
+    *:*) groups="$groups $line" ;;
   esac
 done
 for _ in 1 2 3; do
-  for group in $groups; do kill -s KILL -- "-$group" 2>/dev/null; done
+  for group in $groups; do
+    ours "${group%%:*}" "${group#*:}" && kill -s KILL -- "-${group%%:*}" 2>/dev/null
+  done
   found=$(printf 'TAMESU_OWNERS=%s\0' "$1" |
           grep -lzs -e "^TAMESU_OWNERS=\(.*:\)\{0,1\}$1\(:.*\)\{0,1\}\$" - /proc/[0-9]*/environ)
   case $found in
@@ -75,15 +88,21 @@ token = sys.argv[1].encode()
 read = b""
 while chunk := os.read(0, 4096):
     read += chunk
-groups = {int(g) for g in sys.argv[2:] if g.isdigit()}
-for line in read.decode(errors="replace").split():
-    if line.isdigit():
-        groups.add(int(line))
-    elif line[1:].isdigit():
-        groups.discard(int(line[1:]))
-groups.discard(0)
-groups.discard(1)
+groups = []
+for line in [*sys.argv[2:], *read.decode(errors="replace").split()]:
+    number, _, start = line.partition(":")
+    if line.startswith("-") and line[1:].isdigit():
+        groups = [(g, s) for g, s in groups if g != int(line[1:])]
+    elif number.isdigit() and int(number) > 1 and start:
+        groups.append((int(number), start))
 me = os.getpid()
+def ours(group, start):
+    try:
+        with open(f"/proc/{group}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat.rsplit(b")", 1)[1].split()[19].decode() == start
 def marked(pid):
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -96,10 +115,11 @@ def marked(pid):
     return False
 for _ in range(3):
     killed = False
-    for group in groups:
+    for group, start in groups:
         try:
-            os.killpg(group, signal.SIGKILL)
-        except OSError:
+            if ours(group, start):
+                os.killpg(group, signal.SIGKILL)
+        except (OSError, IndexError):
             pass
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != me and marked(name):
@@ -164,9 +184,20 @@ def own_group(pgid: int, owned: bool = True) -> None:
     watchdog = _watchdog
     if watchdog is None or watchdog.stdin is None:
         return
+    line = f"{pgid}:{_started(pgid)}" if owned else f"-{pgid}"
     with contextlib.suppress(OSError, ValueError):  # a watchdog gone: the marked are still ended on our paths
-        watchdog.stdin.write(f"{'' if owned else '-'}{pgid}\n".encode())
+        watchdog.stdin.write(f"{line}\n".encode())
         watchdog.stdin.flush()
+
+
+def _started(pid: int) -> str:
+    """When process `pid` started (clock ticks since boot: the 22nd field of /proc's stat, after the name in
+    parentheses), "0" when it has ended: with its number, what tells it from a later process given the same."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return "0"
 
 
 def owner_env() -> dict[str, str]:

@@ -61,7 +61,21 @@ async def run_shell(command: str, cwd: str | os.PathLike[str], env: dict[str, st
             if not (keep and ended):
                 kill_group(process.pid)  # what it left in its group (`env -i daemon &` too) ends with it
                 own_group(process.pid, owned=False)
+            elif not _lives(process.pid):
+                # it left nothing running: its number is free for any new process, never the watchdog's to kill
+                own_group(process.pid, owned=False)
         return ShellOutcome(code, _tail(sink))
+
+
+def _lives(pgid: int) -> bool:
+    """Whether any process is left in group `pgid`."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def kill_group(pid: int) -> None:

@@ -36,6 +36,11 @@ KNOWN_ROOTS = {
 }
 
 
+_HOOKS = ("; a hook passes no value to the run: a token the target needs is minted by its session.open "
+          "({{session.NAME}}), or read when tamesu starts (TOKEN=$(./get-token.sh) tamesu run: {{secrets.TOKEN}})")
+"""What a user reaching for a hook's output (`{{hooks.token}}`) is told to write instead."""
+
+
 TURN_ROOTS = ("messages", "ui_messages", "attachments")
 """What only a target's request has, while a turn is being sent: never a test's script or assertion."""
 
@@ -53,7 +58,8 @@ def references(text: str) -> Iterator[tuple[str, str]]:
         root = expr.split(".", 1)[0]
         if root not in KNOWN_ROOTS:
             known = ", ".join(sorted(KNOWN_ROOTS))
-            yield expr, f"bad template {{{{{expr}}}}}: unknown namespace {root!r} (one of {known})"
+            hint = _HOOKS if root in ("hooks", "hook") else ""
+            yield expr, f"bad template {{{{{expr}}}}}: unknown namespace {root!r} (one of {known}){hint}"
             continue
         yield expr, ""
     if opened > found:
@@ -108,7 +114,7 @@ class Context:
             elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
                 value = value[int(part)]
             else:
-                raise TemplateError(f"{{{{{expr}}}}} has no value")
+                raise TemplateError(f"{{{{{expr}}}}} has no value", expr)
         if root == "vars" and any("{{" in text for _, text in walk_strings(value)):
             # a var holding `{{secrets.X}}` or `{{env.X}}` (its vars are put in already): rendered here too, as in a
             # test's steps; a target's header `Bearer {{vars.token}}` went out as `Bearer {{secrets.TOKEN}}`
