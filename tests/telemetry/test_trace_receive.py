@@ -169,6 +169,31 @@ def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, t
     assert took < 20, f"the unreachable run took {took:.1f}s"
 
 
+def test_a_trace_that_never_comes_is_said_not_silently_passed(tmp_path: Path, tamesu, serve, receive) -> None:
+    # the agent's exporter points somewhere else (a wrong port): not one span of the run reaches the receiver,
+    # so "no failed span" and "no refund" would pass on nothing at all
+    agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}", encoding="json")
+    url = serve(agent.app()).url
+    project(tmp_path, receive, url, TWO_TURNS + """\
+    assert:
+      - { name: no refund, tool_not_called: issue_refund }
+      - { name: nothing failed, span: { status: error, count: { equals: 0 } } }
+""", traces="wait: 200ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    assert spans["received"] == 0 and spans["not_found"] == trace_ids
+    assert [e["data"] for e in detail["events"] if e["name"] == "trace_not_found"] == \
+        [{"trace_id": trace_ids[0], "turn": 1}, {"trace_id": trace_ids[1], "turn": 2}]
+    assert detail["metrics"]["trace_not_found"] == 2
+    said = (f"2 trace(s) of this run never came: no span of them reached the receiver within traces.wait (0.2s): "
+            f"{trace_ids[0]}, {trace_ids[1]}")
+    assert said in result.stdout, result.stdout
+    reasons = {a["name"]: a["reason"] for a in detail["assertions"]}
+    assert reasons["no refund"].endswith("(from the agent's spans: none came)"), reasons
+
+
 def test_a_flood_past_max_spans_is_said_not_silently_cut(tmp_path: Path, tamesu, serve, agents, receive) -> None:
     _agent, url = start(serve, agents, receive, extra_spans=60)
     project(tmp_path, receive, url, TWO_TURNS, traces="wait: 200ms, max_spans: 50")

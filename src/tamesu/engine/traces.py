@@ -134,14 +134,18 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
             except QueryError as exc:
                 return spans.close(), str(exc)
             spans.fetched(fetched.spans, fetched.not_found)
+        else:
+            spans.unheard()
     return spans.close(), None
 
 
 def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[str]:
     said = []
-    if spans_file.not_found and traces is not None and traces.query is not None:
-        said.append(f"{len(spans_file.not_found)} trace(s) of this run were not found in {traces.query.name} "
-                    f"within traces.wait ({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}")
+    if spans_file.not_found and traces is not None:
+        where = f"were not found in {traces.query.name}" if traces.query is not None else \
+            "never came: no span of them reached the receiver"
+        said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within traces.wait "
+                    f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}")
     if spans_file.over_limit:
         said.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) were not kept")
     return said
