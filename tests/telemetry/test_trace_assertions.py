@@ -90,6 +90,26 @@ def test_span_assertions_pass_and_fail(tmp_path: Path, tamesu, agent, receive) -
     assert record["status"] == "failed", why(record)
 
 
+def test_a_span_that_should_not_be_there_is_named_with_its_turn_and_error(tmp_path: Path, tamesu, serve,
+                                                                          receive) -> None:
+    failing = TracedRestAgent(f"http://{receive}", fail_tool=True)
+    try:
+        _, detail = run(tmp_path, tamesu, receive, serve(failing.app()).url, """\
+      - { name: no errors, span: { status: error, count: { equals: 0 } } }
+      - { name: one chat at most, span: { name: 'chat .*', count: { lte: 1 } } }
+""")
+    finally:
+        failing.shutdown()
+    got = verdicts(detail)
+    # which span failed, on which turn and why: the reason a console line shows, not only the evidence
+    assert got["no errors"]["reason"] == ("1 span(s) with status error among 5; expected exactly 0: "
+                                          "execute_tool lookup_order (turn 1, error: order service down)")
+    assert got["no errors"]["evidence"][0].startswith("execute_tool lookup_order (")
+    assert got["no errors"]["evidence"][0].endswith(" ms, error: order service down, turn 1)")
+    assert got["one chat at most"]["reason"] == ("2 span(s) with name ~ 'chat .*' among 5; expected at most 1: "
+                                                 "chat fake-model (turn 1); chat fake-model (turn 2)")
+
+
 def test_tool_checks_read_the_spans_of_an_agent_that_answers_only_text(tmp_path: Path, tamesu, agent,
                                                                       receive) -> None:
     _, url = agent

@@ -47,6 +47,9 @@ class CountSpec(Strict):
             return f"expected at most {self.lte}"
         return None
 
+    def too_many(self, found: int) -> bool:
+        return (self.equals is not None and found > self.equals) or (self.lte is not None and found > self.lte)
+
 
 class SpanSpec(Strict):
     name: str | None = None
@@ -107,6 +110,10 @@ class SpanCheck(Check[SpanSpec]):
             what += f" kept ({over} more of the run's past traces.max_spans were not kept, so not counted)"
         problem = self.spec.count.problem(len(chosen))
         if problem:
+            if self.spec.count.too_many(len(chosen)):
+                # the spans that should not be there are the failure's whereabouts: which, on which turn, why
+                named = "; ".join(_whereabouts(s) for s in chosen[:3])
+                problem += f": {named}" + (f"; ... {len(chosen) - 3} more" if len(chosen) > 3 else "")
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
         limit = self.spec.max_duration_ms
         slow = [s for s in chosen if limit is not None and s.duration_ms > limit]
@@ -124,7 +131,15 @@ class SpanCheck(Check[SpanSpec]):
         return not attributes or args_problem(attributes, span.attributes, "attributes") is None
 
 
+def _whereabouts(span: Span) -> str:
+    """A span as a failure names it: its turn, and its error's message."""
+    parts = [f"turn {span.turn}"] if span.turn else []
+    if span.status == "error":
+        parts.append(f"error: {span.status_message[:200]}" if span.status_message else "error")
+    return f"{span.name} ({', '.join(parts)})" if parts else span.name
+
+
 def _evidence(spans: list[Span], limit: int = 5) -> list[str]:
-    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}{f', turn {s.turn}' if s.turn else ''})"
-            for s in spans[:limit]]
+    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}{f': {s.status_message[:200]}' if s.status_message else ''}"
+            f"{f', turn {s.turn}' if s.turn else ''})" for s in spans[:limit]]
     return [*said, f"... {len(spans) - limit} more"] if len(spans) > limit else said
