@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from agents.traced import TracedRestAgent, free_port
 from ports import refused_port
@@ -192,6 +194,26 @@ def test_a_trace_that_never_comes_is_said_not_silently_passed(tmp_path: Path, ta
     assert said in result.stdout, result.stdout
     reasons = {a["name"]: a["reason"] for a in detail["assertions"]}
     assert reasons["no refund"].endswith("(from the agent's spans: none came)"), reasons
+
+
+def test_a_span_sent_twice_counts_once_and_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    # an agent set up twice (a second exporter to the same endpoint, as zero-code instrumentation beside the
+    # agent's own setup does): every span arrives twice with its ids; one tool call is still one
+    agent, url = start(serve, agents, receive)
+    agent.provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://{receive}/v1/traces",
+                                                                           timeout=5)))
+    project(tmp_path, receive, url, TWO_TURNS + """\
+    assert:
+      - { name: one lookup, span: { name: 'execute_tool lookup_order', count: { equals: 1 } } }
+      - { name: five spans, metric: { name: trace_spans_total, equals: 5 } }
+""", traces="wait: 200ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert spans["received"] == 5 and len(spans["spans"]) == 5
+    run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    assert ("traces: 5 span(s) came again (the same trace and span id: an exporter's retry, or two exporters set "
+            "up in the agent) and were kept once") in run_json["warnings"], run_json["warnings"]
 
 
 def test_a_flood_past_max_spans_is_said_not_silently_cut(tmp_path: Path, tamesu, serve, agents, receive) -> None:

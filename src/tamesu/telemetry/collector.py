@@ -39,6 +39,8 @@ class Dropped:
     rejected_why: str = ""
     cut_values: int = 0
     """Attribute values cut to `spans.MAX_VALUE_CHARS`."""
+    duplicate_spans: int = 0
+    """Spans that came again (the same trace and span id), kept once."""
 
     def words(self) -> list[str]:
         said = []
@@ -48,6 +50,9 @@ class Dropped:
         if self.cut_values:
             said.append(f"traces: {self.cut_values} attribute value(s) longer than {MAX_VALUE_CHARS:,} characters "
                         "were cut to it (marked '… [cut: N characters in all]')")
+        if self.duplicate_spans:
+            said.append(f"traces: {self.duplicate_spans} span(s) came again (the same trace and span id: an exporter's "
+                        "retry, or two exporters set up in the agent) and were kept once")
         if self.grpc_exports:
             said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
         if self.other_spans:
@@ -101,6 +106,9 @@ class RunSpans:
         self._turn_traces: list[str] = []
         """The traces a turn carried (its own, or the conversation's it recorded): each is expected to come."""
         self._heard: set[str] = set()
+        self._ids: set[tuple[str, str]] = set()
+        """(trace id, span id) of every span taken: a span id is unique in its trace, so one seen again is the
+        same span sent twice (OTLP delivery is at least once), not a second call to count."""
 
     def expect(self, trace_id: str | None, turn: int | None) -> None:
         """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
@@ -128,6 +136,10 @@ class RunSpans:
         self.not_found = [trace_id for trace_id in self._turn_traces if trace_id not in self._heard]
 
     def add(self, span: Span, turn: int | None) -> None:
+        if (span.trace_id, span.span_id) in self._ids:
+            self._collector.dropped.duplicate_spans += 1
+            return
+        self._ids.add((span.trace_id, span.span_id))
         self.received += 1
         self._heard.add(span.trace_id)
         if len(self.kept) < self.max_spans:
