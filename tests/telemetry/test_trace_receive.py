@@ -375,3 +375,64 @@ hooks:
     run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
     # the hook's span is no test's: it arrived, and was counted and dropped
     assert "traces: 1 span(s) of 1 trace(s) no test sent were dropped" in run_json["warnings"], run_json
+
+
+BATCHING_AGENT = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+import uvicorn
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from agents.traced import handle_turn
+
+# set up as the SDK's docs show: the exporter and the batch processor with their defaults, read from the
+# environment (the endpoint; the batch's delay, 5 s unless OTEL_BSP_SCHEDULE_DELAY says otherwise)
+provider = TracerProvider(resource=Resource.create({"service.name": "batching-agent"}))
+provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+tracer = provider.get_tracer("batching-agent")
+
+async def chat(request: Request) -> JSONResponse:
+    body = await request.json()
+    return JSONResponse({"text": handle_turn(tracer, request.headers, str(body["message"]))})
+
+uvicorn.run(Starlette(routes=[Route("/chat", chat, methods=["POST"])]), host="127.0.0.1", port=int(sys.argv[2]),
+            log_level="warning")
+"""
+
+
+def test_an_agent_a_hook_starts_with_the_sdks_default_batch_sends_within_wait(tmp_path: Path, tamesu) -> None:
+    # the SDKs' batch processors send every 5 s by default, later than the default wait of 2 s: a hook's agent
+    # set up by the book had its spans arrive after its run was graded, which failed "no tool called"
+    port = free_port()
+    (tmp_path / "agent.py").write_text(BATCHING_AGENT)
+    tests_dir = Path(__file__).resolve().parents[1]
+    # the second hook returns once the agent listens (at most 10 s)
+    ready = (f"import socket, time; any(socket.socket().connect_ex(('127.0.0.1', {port})) == 0 or time.sleep(0.1) "
+             "for _ in range(100))")
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+suites: ['suite.yaml']
+traces: {{ receive: '127.0.0.1:0' }}
+hooks:
+  before_all:
+    - '{sys.executable} agent.py {tests_dir} {port} &'
+    - {json.dumps(f"{sys.executable} -c " + json.dumps(ready))}
+""")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: 'http://127.0.0.1:{port}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }} ] }}
+    assert: [ {{ tool_called: lookup_order }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert len(spans["spans"]) == 3 and {s["service"] for s in spans["spans"]} == {"batching-agent"}

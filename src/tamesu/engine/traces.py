@@ -3,7 +3,8 @@ spans that came back.
 
 One receiver per `receive` address, started when the first suite that names it runs and stopped at the end.
 While a suite runs, OTEL_EXPORTER_OTLP_ENDPOINT in tamesu's environment points at its receiver (and
-OTEL_EXPORTER_OTLP_PROTOCOL says http/protobuf), so every hook and command tamesu starts (and
+OTEL_EXPORTER_OTLP_PROTOCOL says http/protobuf, OTEL_BSP_SCHEDULE_DELAY a delay within `wait` unless the user
+set one), so every hook and command tamesu starts (and
 `{{env.OTEL_EXPORTER_OTLP_ENDPOINT}}`) exports there; the variables are put back
 when the invocation ends. tamesu's own span export, if any, was set up before and is not redirected.
 """
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from tamesu.telemetry.receiver import Receiver
 
 _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
-              "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+              "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_BSP_SCHEDULE_DELAY")
 _RECEIVED_PROTOCOL = "http/protobuf"
 """What the receiver speaks, said to the exporters: Python's zero-code instrumentation (`opentelemetry-instrument`,
 OTEL_TRACES_EXPORTER=otlp) exports over gRPC unless told, and a gRPC export to an OTLP/HTTP receiver is lost
@@ -78,6 +79,8 @@ class Receivers:
             os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{receiver.endpoint}/v1/traces"
         if self._saved["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] is not None:
             os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = _RECEIVED_PROTOCOL
+        if self._saved["OTEL_BSP_SCHEDULE_DELAY"] is None:
+            os.environ["OTEL_BSP_SCHEDULE_DELAY"] = str(batch_delay_ms(spec.wait))
         return SuiteTraces(self.collector, spec)
 
     async def _query(self, spec: TraceQuerySpec) -> TraceQuery:
@@ -103,6 +106,13 @@ class Receivers:
                     os.environ[name] = value
             self._saved = None
         return self.collector.dropped.words()
+
+
+def batch_delay_ms(wait: float) -> int:
+    """What OTEL_BSP_SCHEDULE_DELAY says to an agent tamesu starts: the SDKs' batch processors send every 5 s
+    by default, after the default `wait` of 2 s (a turn's spans were late and its run failed for "no tool
+    called"); a quarter of `wait`, so a batch comes within it, at most a second."""
+    return max(10, min(1000, int(wait * 250)))
 
 
 def _address(receive: str) -> str:
