@@ -12,6 +12,7 @@ when the invocation ends. tamesu's own span export, if any, was set up before an
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -128,12 +129,13 @@ def _address(receive: str) -> str:
 
 
 async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stopping: bool,
-                     reached: bool = True) -> tuple[SpansFile | None, str | None]:
+                     reached: bool = True, recorded: Iterable[str] = ()) -> tuple[SpansFile | None, str | None]:
     """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping);
     with `traces.query`, fetched from the backend then. The second value: why the backend could not say.
 
     A run that never `reached` the agent (an error before its first turn: unreachable, refused, a hook) or
-    sent it no trace id has no spans to come: it does not wait for them, nor ask the backend."""
+    sent it no trace id has no spans to come: it does not wait for them, nor ask the backend. `recorded`: the
+    trace each turn recorded, said when no span of it came to the receiver."""
     if spans is None or traces is None:
         return None, None
     if not stopping and reached and spans.trace_ids:
@@ -145,7 +147,7 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
                 return spans.close(), str(exc)
             spans.fetched(fetched.spans, fetched.not_found)
         else:
-            spans.unheard()
+            spans.unheard(recorded)
     return spans.close(), None
 
 

@@ -103,8 +103,6 @@ class RunSpans:
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
         self.not_found: list[str] = []
-        self._turn_traces: list[str] = []
-        """The traces a turn carried (its own, or the conversation's it recorded): each is expected to come."""
         self._heard: set[str] = set()
         self._ids: set[tuple[str, str]] = set()
         """(trace id, span id) of every span taken: a span id is unique in its trace, so one seen again is the
@@ -114,8 +112,6 @@ class RunSpans:
         """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
         if trace_id is None:
             return
-        if turn is not None and trace_id not in self._turn_traces:
-            self._turn_traces.append(trace_id)
         known = self._collector._routes.get(trace_id)
         if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
@@ -130,10 +126,11 @@ class RunSpans:
         self._collector.take(spans)
         self.not_found = list(not_found)
 
-    def unheard(self) -> None:
-        """With a receiver: the traces a turn carried of which no span came are `not_found`, as a backend's
-        are (an agent that exported nothing read as one that called no tool and failed nowhere)."""
-        self.not_found = [trace_id for trace_id in self._turn_traces if trace_id not in self._heard]
+    def unheard(self, recorded: Iterable[str]) -> None:
+        """With a receiver: the traces the turns recorded (each the one the agent got: its own, or the
+        conversation's) of which no span came are `not_found`, as a backend's are (an agent that exported
+        nothing read as one that called no tool and failed nowhere)."""
+        self.not_found = list(dict.fromkeys(t for t in recorded if t not in self._heard))
 
     def add(self, span: Span, turn: int | None) -> None:
         if (span.trace_id, span.span_id) in self._ids:
