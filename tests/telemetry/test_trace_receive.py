@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
-from agents.traced import TracedRestAgent, free_port
+from agents.traced import TracedRestAgent, free_port, handle_turn
 from ports import refused_port
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
@@ -194,6 +196,30 @@ def test_a_trace_that_never_comes_is_said_not_silently_passed(tmp_path: Path, ta
     assert said in result.stdout, result.stdout
     reasons = {a["name"]: a["reason"] for a in detail["assertions"]}
     assert reasons["no refund"].endswith("(from the agent's spans: none came)"), reasons
+
+
+class StartsItsOwnTraces(TracedRestAgent):
+    """Traced, but deaf to the `traceparent` it is sent (its server not instrumented to read it)."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        return JSONResponse({"text": handle_turn(self.tracer, {}, str(body.get("message", "")))})
+
+
+def test_an_agent_that_starts_its_own_traces_is_told_why_none_came(tmp_path: Path, tamesu, serve,
+                                                                   receive) -> None:
+    agent = StartsItsOwnTraces(f"http://{receive}")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, TWO_TURNS, traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert spans["received"] == 0 and len(spans["not_found"]) == 2
+    [said] = [line for line in result.stdout.splitlines() if "never came" in line]
+    assert said.endswith("; 5 span(s) of traces no test sent did come: an agent that starts traces of its own "
+                         "instead of continuing the traceparent it is sent has its spans there"), said
 
 
 def test_a_span_sent_twice_counts_once_and_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:

@@ -156,8 +156,13 @@ def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[st
     if spans_file.not_found and traces is not None:
         where = f"were not found in {traces.query.name}" if traces.query is not None else \
             "never came: no span of them reached the receiver"
+        others = traces.collector.dropped.other_spans if traces.query is None else 0
+        # the usual cause: the agent's server is not instrumented to read `traceparent`, so its spans start
+        # traces of their own, which the receiver got and could match to no run
+        hint = (f"; {others} span(s) of traces no test sent did come: an agent that starts traces of its own "
+                "instead of continuing the traceparent it is sent has its spans there") if others else ""
         said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within traces.wait "
-                    f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}")
+                    f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}{hint}")
     if spans_file.over_limit:
         said.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) were not kept")
     return said
