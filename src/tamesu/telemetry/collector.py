@@ -38,7 +38,7 @@ class Dropped:
     """Spans left out of an export for a bad id (the rest of it kept: OTLP's partial success)."""
     rejected_why: str = ""
     cut_values: int = 0
-    """Attribute values cut to `spans.MAX_VALUE_CHARS`."""
+    """Attribute values (and span names, status messages) cut to `spans.MAX_VALUE_CHARS`."""
     duplicate_spans: int = 0
     """Spans that came again (the same trace and span id), kept once."""
 
@@ -48,8 +48,8 @@ class Dropped:
             said.append(f"traces: {self.rejected_spans} span(s) were left out of the agent's exports "
                         f"({self.rejected_why}); the rest of those exports were kept")
         if self.cut_values:
-            said.append(f"traces: {self.cut_values} attribute value(s) longer than {MAX_VALUE_CHARS:,} characters "
-                        "were cut to it (marked '… [cut: N characters in all]')")
+            said.append(f"traces: {self.cut_values} text(s) longer than {MAX_VALUE_CHARS:,} characters (attribute "
+                        "values, span names, status messages) were cut to it (marked '… [cut: N characters in all]')")
         if self.duplicate_spans:
             said.append(f"traces: {self.duplicate_spans} span(s) came again (the same trace and span id: an exporter's "
                         "retry, or two exporters set up in the agent) and were kept once")

@@ -188,12 +188,12 @@ def spans_of(request: ExportTraceServiceRequest, cut: list[int] | None = None) -
                 yield Span(
                     trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
                     parent_span_id=span.parent_span_id.hex() if len(span.parent_span_id) == 8 else None,
-                    name=span.name, kind=_KINDS.get(span.kind, "unspecified"),
+                    name=_text(span.name, cut), kind=_KINDS.get(span.kind, "unspecified"),
                     service=service if isinstance(service, str) else None,
                     start_unix_nano=span.start_time_unix_nano, end_unix_nano=span.end_time_unix_nano,
-                    status=_STATUS.get(span.status.code, "unset"), status_message=span.status.message,
+                    status=_STATUS.get(span.status.code, "unset"), status_message=_text(span.status.message, cut),
                     attributes=attributes(span.attributes, cut),
-                    events=[SpanEvent(name=e.name, at_unix_nano=e.time_unix_nano,
+                    events=[SpanEvent(name=_text(e.name, cut), at_unix_nano=e.time_unix_nano,
                                       attributes=attributes(e.attributes, cut)) for e in span.events],
                 )
 
@@ -214,6 +214,12 @@ def _value(value: AnyValue, cut: list[int]) -> object:
     if kind == "string_value":
         return _capped(value.string_value[:MAX_VALUE_CHARS], len(value.string_value), cut)
     return getattr(value, kind) if kind else None
+
+
+def _text(text: str, cut: list[int]) -> str:
+    """A span's name, status message or event name, capped as an attribute's text is: an error's message that
+    quotes a whole prompt or a stack of megabytes is no smaller for not being an attribute."""
+    return _capped(text[:MAX_VALUE_CHARS], len(text), cut)
 
 
 def _capped(text: str, length: int, cut: list[int]) -> str:
