@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -220,6 +221,50 @@ def test_an_agent_that_starts_its_own_traces_is_told_why_none_came(tmp_path: Pat
     [said] = [line for line in result.stdout.splitlines() if "never came" in line]
     assert said.endswith("; 5 span(s) of traces no test sent did come: an agent that starts traces of its own "
                          "instead of continuing the traceparent it is sent has its spans there"), said
+
+
+class RecordsThePin(TracedRestAgent):
+    """Records the caller's PIN header in its turn's span as numbers: an int, a list of ints, a float."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        pin = int(request.headers["x-pin"])
+        parent = TraceContextTextMapPropagator().extract(carrier=dict(request.headers))
+        with self.tracer.start_as_current_span("invoke_agent shop", context=parent, attributes={
+                "user.pin": pin, "user.pins": [7, pin], "user.pin_float": float(pin), "turns": 1}) as span:
+            span.add_event("login", {"pin": pin})
+        return JSONResponse({"text": "welcome"})
+
+
+def test_a_numeric_secret_in_a_span_attribute_is_masked_on_disk(tmp_path: Path, tamesu, serve, receive) -> None:
+    # before: masking read text, so the PIN the agent recorded as a number was in spans.json, the HTML report
+    # and the store
+    agent = RecordsThePin(f"http://{receive}")
+    try:
+        url = serve(agent.app()).url
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 200ms }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: '{url}/chat', headers: {{ X-Pin: '{{{{secrets.PIN}}}}' }},
+          request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'hello' }} ] }}
+    assert: [ {{ span: 'invoke_agent shop' }} ]
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"PIN": "48213977", "TAMESU_STORE": "true"})
+    finally:
+        agent.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    [span] = spans["spans"]
+    assert span["attributes"] == {"user.pin": "***", "user.pins": [7, "***"], "user.pin_float": "***.0",
+                                  "turns": 1}, span["attributes"]
+    assert span["events"][0]["attributes"] == {"pin": "***"}
+    leaked = [str(f.relative_to(tmp_path)) for f in tmp_path.rglob("*") if f.is_file() and b"48213977" in
+              f.read_bytes() and f.name not in ("tamesu.yaml", "suite.yaml")]
+    assert leaked == [], leaked
 
 
 def test_a_span_sent_twice_counts_once_and_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,6 +71,32 @@ class SpansFile(BaseModel):
     turn_started_unix_nano: dict[str, int] = Field(default_factory=dict)
     """When tamesu sent each turn (by turn number), on the agent's clock: where a waterfall starts."""
     spans: list[Span] = Field(default_factory=list)
+
+    def numbers_masked(self, mask: Callable[[str], str]) -> SpansFile:
+        """The spans with every number attribute whose digits hold a secret written as masked text: the
+        artifacts' masking reads text, and an agent that records a numeric secret (a PIN, an account number)
+        as an int attribute would otherwise have it on disk, in the store and in the reports."""
+        changed = False
+
+        def masked(value: object) -> object:
+            nonlocal changed
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                text = str(value)
+                if (hidden := mask(text)) != text:
+                    changed = True
+                    return hidden
+                return value
+            if isinstance(value, list):
+                return [masked(item) for item in value]
+            if isinstance(value, dict):
+                return {key: masked(item) for key, item in value.items()}
+            return value
+
+        spans = [span.model_copy(update={
+            "attributes": masked(span.attributes),
+            "events": [e.model_copy(update={"attributes": masked(e.attributes)}) for e in span.events]})
+            for span in self.spans]
+        return self.model_copy(update={"spans": spans}) if changed else self
 
 
 MAX_VALUE_CHARS = 64 * 1024
