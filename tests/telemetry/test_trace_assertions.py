@@ -153,6 +153,24 @@ def test_span_metrics_per_turn_and_per_run(tmp_path: Path, tamesu, agent, receiv
                                                          abs=0.01)
 
 
+def test_a_per_turn_metric_that_fails_names_its_turn(tmp_path: Path, tamesu, agent, receive) -> None:
+    # before: "llm_input_tokens: expected < 50, found 58", of a run of two turns: which one was not said
+    _, url = agent
+    _, detail = run(tmp_path, tamesu, receive, url, """\
+      - { name: tokens, metric: { name: llm_input_tokens, lt: 50 } }
+      - { name: tokens max, metric: { name: llm_input_tokens_max, lt: 50 } }
+      - { name: tokens p50, metric: { name: llm_input_tokens_p50, lt: 50 } }
+      - { name: tokens total, metric: { name: llm_input_tokens_total, lt: 50 } }
+""")
+    got = verdicts(detail)
+    first = 40 + len("Where is ORD-1001?")
+    assert got["tokens"]["reason"] == f"llm_input_tokens: expected < 50, found {first} (turn 1)", got["tokens"]
+    assert got["tokens max"]["reason"].endswith(f"found {first} (turn 1)"), got["tokens max"]
+    # a percentile or a run's total is no one turn's
+    assert not got["tokens p50"]["reason"].endswith(")"), got["tokens p50"]
+    assert not got["tokens total"]["reason"].endswith(")"), got["tokens total"]
+
+
 def test_a_judge_sees_the_trace_and_its_evidence_is_found_there(tmp_path: Path, tamesu, agent, receive) -> None:
     _, url = agent
     record, detail = run(tmp_path, tamesu, receive, url, """\
