@@ -267,6 +267,32 @@ tests:
     assert leaked == [], leaked
 
 
+class FailsWithA500(TracedRestAgent):
+    """Its lookup fails inside (an error span) and it answers the turn HTTP 500, as a crashing agent does."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        handle_turn(self.tracer, request.headers, str(body.get("message", "")), fail_tool=True)
+        return JSONResponse({"detail": "internal error"}, status_code=500)
+
+
+def test_a_failed_turn_names_what_failed_inside_the_agent(tmp_path: Path, tamesu, serve, receive) -> None:
+    # before: "turn 1: ... HTTP 500 ...": the symptom; the agent's own spans said which call failed and why
+    agent = FailsWithA500(f"http://{receive}")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, TWO_TURNS, traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, _ = run_files(tmp_path, "order")
+    [conversation] = [a for a in detail["assertions"] if a["name"] == "conversation"]
+    assert "500" in conversation["reason"], conversation
+    assert conversation["reason"].endswith(" (the agent's failed spans: execute_tool lookup_order (turn 1, error: "
+                                           "order service down))"), conversation["reason"]
+    assert "order service down" in result.stdout, result.stdout
+
+
 def test_a_span_sent_twice_counts_once_and_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:
     # an agent set up twice (a second exporter to the same endpoint, as zero-code instrumentation beside the
     # agent's own setup does): every span arrives twice with its ids; one tool call is still one

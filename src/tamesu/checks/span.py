@@ -20,6 +20,7 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
+from tamesu.telemetry.genai import whereabouts
 from tamesu.telemetry.spans import Span
 
 NO_TRACES = "no spans: the suite receives none (set traces.receive in tamesu.yaml or the suite)"
@@ -112,7 +113,7 @@ class SpanCheck(Check[SpanSpec]):
         if problem:
             if self.spec.count.too_many(len(chosen)):
                 # the spans that should not be there are the failure's whereabouts: which, on which turn, why
-                named = "; ".join(_whereabouts(s) for s in chosen[:3])
+                named = "; ".join(whereabouts(s) for s in chosen[:3])
                 problem += f": {named}" + (f"; ... {len(chosen) - 3} more" if len(chosen) > 3 else "")
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
         limit = self.spec.max_duration_ms
@@ -129,14 +130,6 @@ class SpanCheck(Check[SpanSpec]):
         if self.spec.status is not None and span.status != self.spec.status:
             return False
         return not attributes or args_problem(attributes, span.attributes, "attributes") is None
-
-
-def _whereabouts(span: Span) -> str:
-    """A span as a failure names it: its turn, and its error's message."""
-    parts = [f"turn {span.turn}"] if span.turn else []
-    if span.status == "error":
-        parts.append(f"error: {span.status_message[:200]}" if span.status_message else "error")
-    return f"{span.name} ({', '.join(parts)})" if parts else span.name
 
 
 def _evidence(spans: list[Span], limit: int = 5) -> list[str]:

@@ -24,7 +24,7 @@ from tamesu.engine.grading import completed_turns, grade, planned_checks, unaske
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.timeouts import timed_out
-from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
+from tamesu.engine.traces import SuiteTraces, attach, expect_turn, failed_turn_said, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, TemplateError
 from tamesu.models import queueing
 from tamesu.models.base import ModelError, Models
@@ -201,6 +201,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     if spans_file is not None:
         target_metrics.update(attach(spans_file, exchanges, session))
         warnings.extend(spans_warnings(spans_file, inputs.traces))
+        if failures and failures[0].name == "conversation":
+            failures[0] = failed_turn_said(failures[0], spans_file, exchanges[-1].index if exchanges else None)
     spent = _spending(run_ledger)
     measured = metric_math.from_exchanges(exchanges, {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tamesu.conversation import Exchange, Session
 from tamesu.errors import TemplateError
+from tamesu.results.records import AssertionResult
 from tamesu.suite.schema import TraceQuerySpec, TracesSpec
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
@@ -189,3 +190,15 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session) -
     return {f"{name}_total": value for name, value in totals.items()} | {
         "trace_not_found": float(len(spans_file.not_found)),
         "trace_spans_received": float(spans_file.received), "trace_spans_over_limit": float(spans_file.over_limit)}
+
+
+def failed_turn_said(failure: AssertionResult, spans_file: SpansFile, turn: int | None) -> AssertionResult:
+    """A failed conversation's line with what the agent's own spans of the failed turn say failed inside it (an
+    HTTP 500 is the symptom; `execute_tool lookup_order` failing with `order service down` the cause)."""
+    failed = [s for s in spans_file.spans if s.turn == turn and s.status == "error"] if turn is not None else []
+    if not failed:
+        return failure
+    named = "; ".join(genai.whereabouts(s) for s in failed[:3]) + (f"; ... {len(failed) - 3} more"
+                                                                   if len(failed) > 3 else "")
+    return failure.model_copy(update={"reason": f"{failure.reason} (the agent's failed spans: {named})",
+                                      "evidence": [*failure.evidence, *(genai.whereabouts(s) for s in failed)]})

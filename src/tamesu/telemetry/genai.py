@@ -66,6 +66,14 @@ def tool_calls(spans: Iterable[Span]) -> list[dict[str, Any]]:
             for s in sorted(found, key=lambda s: s.start_unix_nano)]
 
 
+def whereabouts(span: Span) -> str:
+    """A span as a failure names it: its turn, and its error's message."""
+    parts = [f"turn {span.turn}"] if span.turn else []
+    if span.status == "error":
+        parts.append(f"error: {span.status_message[:200]}" if span.status_message else "error")
+    return f"{span.name} ({', '.join(parts)})" if parts else span.name
+
+
 def measures(spans: list[Span]) -> dict[str, float]:
     """The span metrics of some spans (one turn's, or a run's)."""
     llm = [s for s in spans if operation(s) in LLM_OPERATIONS]
