@@ -158,8 +158,10 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
     assert len(early["spans"]) == 0 and len(waited["spans"]) == 5
     run_json = json.loads((folder / "run.json").read_text())
     late_said = [w for w in run_json["warnings"] if "arrived after their run was graded" in w]
-    assert late_said == [f"traces: {5 - len(early['spans'])} span(s) arrived after their run was graded "
-                         "(raise traces.wait)"], run_json["warnings"]
+    # which run's spans were late is said (before: only how many)
+    late = 5 - len(early["spans"])
+    assert late_said == [f"traces: {late} span(s) arrived after their run was graded (raise traces.wait): "
+                         f"a/order run 1 ({late})"], run_json["warnings"]
 
 
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:

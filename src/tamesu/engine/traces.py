@@ -48,8 +48,8 @@ class SuiteTraces:
     query: TraceQuery | None = None
     """`traces.query`: the backend each run's traces are fetched from once its turns had `wait`."""
 
-    def run(self) -> RunSpans:
-        return self.collector.run(self.spec.max_spans)
+    def run(self, label: str = "") -> RunSpans:
+        return self.collector.run(self.spec.max_spans, label)
 
 
 class Receivers:

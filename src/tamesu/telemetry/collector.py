@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tamesu.telemetry.spans import MAX_VALUE_CHARS, Span, SpansFile
 
@@ -32,6 +32,8 @@ class Dropped:
     other_spans: int = 0
     other_traces: int = 0
     late_spans: int = 0
+    late_runs: dict[str, int] = field(default_factory=dict)
+    """The late spans by the run they were of (`suite/test run N`), first come first."""
     grpc_exports: int = 0
     """Connections (or requests) of an exporter speaking OTLP over gRPC, refused."""
     rejected_spans: int = 0
@@ -59,7 +61,11 @@ class Dropped:
             said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
                         "were dropped")
         if self.late_spans:
-            said.append(f"traces: {self.late_spans} span(s) arrived after their run was graded (raise traces.wait)")
+            runs = [f"{label} ({count})" if label else f"({count})" for label, count in self.late_runs.items()]
+            whose = f": {', '.join(runs[:5])}" + (f" and {len(runs) - 5} more run(s)" if len(runs) > 5 else "") \
+                if any(self.late_runs) else ""
+            said.append(f"traces: {self.late_spans} span(s) arrived after their run was graded (raise traces.wait)"
+                        f"{whose}")
         return said
 
 
@@ -71,8 +77,9 @@ class SpanCollector:
         self._other: set[str] = set()
         self.dropped = Dropped()
 
-    def run(self, max_spans: int) -> RunSpans:
-        return RunSpans(self, max_spans)
+    def run(self, max_spans: int, label: str = "") -> RunSpans:
+        """`label`: the run as the warnings name it (`suite/test run 2`)."""
+        return RunSpans(self, max_spans, label)
 
     def take(self, spans: Iterable[Span]) -> None:
         for span in spans:
@@ -84,6 +91,8 @@ class SpanCollector:
                     self.dropped.other_traces += 1
             elif route[0].closed:
                 self.dropped.late_spans += 1
+                late = self.dropped.late_runs
+                late[route[0].label] = late.get(route[0].label, 0) + 1
             else:
                 route[0].add(span, None if route[1] == _CONVERSATION else route[1])
 
@@ -91,8 +100,9 @@ class SpanCollector:
 class RunSpans:
     """One run's side of the collector: the traces it sent, the spans that came back for them."""
 
-    def __init__(self, collector: SpanCollector, max_spans: int) -> None:
+    def __init__(self, collector: SpanCollector, max_spans: int, label: str = "") -> None:
         self._collector = collector
+        self.label = label
         self.max_spans = max_spans
         self.kept: list[Span] = []
         self.received = 0
