@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -18,7 +19,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from agents.traced import TracedRestAgent, free_port, handle_turn
+from agents.traced import TracedRestAgent, free_port, handle_turn, provider
 from ports import refused_port
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
@@ -100,6 +101,45 @@ def test_the_agents_spans_come_back_matched_to_their_turns(tmp_path: Path, tames
     assert tool["parent_span_id"] == root["span_id"]
     assert spans["received"] == 5 and spans["over_limit"] == 0
     assert detail["metrics"]["trace_spans_total"] == 5
+
+
+def test_spans_of_two_agents_in_one_trace_are_told_apart_by_service(tmp_path: Path, tamesu, serve, agents,
+                                                                     receive) -> None:
+    # an orchestrator that calls a sub-agent with the turn's trace: both export to the receiver, each with its own
+    # service.name (a resource attribute, not the span's)
+    sub = TracedRestAgent(f"http://{receive}")
+    sub.provider = provider(f"http://{receive}", service="billing")[0]
+    sub.tracer = sub.provider.get_tracer("billing")
+    sub_url = serve(sub.app()).url
+    agents.append((sub, sub_url))
+
+    class Orchestrator(TracedRestAgent):
+        async def chat(self, request: Request) -> JSONResponse:
+            body = await request.json()
+            handle_turn(self.tracer, request.headers, str(body.get("message", "")))
+            async with httpx.AsyncClient() as client:  # the sub-agent gets the turn's traceparent as it came
+                await client.post(f"{sub_url}/chat", json=body, timeout=5,
+                                  headers={"traceparent": request.headers["traceparent"]})
+            return JSONResponse({"text": "done"})
+
+    orchestrator = Orchestrator(f"http://{receive}")
+    url = serve(orchestrator.app()).url
+    agents.append((orchestrator, url))
+    project(tmp_path, receive, url, """\
+  - name: order
+    target: shop
+    scenario: { script: [ { say: 'Where is ORD-1001?' } ] }
+    assert:
+      - { name: billing's lookup, span: { name: 'execute_tool .*', attributes: { service.name: billing },
+                                          count: { equals: 1 } } }
+      - { name: orchestrator's lookup, span: { name: 'execute_tool .*', attributes: { service.name: traced-agent },
+                                               count: { equals: 1 } } }
+      - { name: both, span: { name: 'execute_tool .*', count: { equals: 2 } } }
+""", traces="wait: 300ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert sorted({s["service"] for s in spans["spans"]}) == ["billing", "traced-agent"]
 
 
 def test_runs_side_by_side_get_only_their_own_spans(tmp_path: Path, tamesu, serve, agents, receive) -> None:
