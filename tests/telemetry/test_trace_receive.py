@@ -15,6 +15,7 @@ import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -333,6 +334,46 @@ def test_a_failed_turn_names_what_failed_inside_the_agent(tmp_path: Path, tamesu
     assert conversation["reason"].endswith(" (the agent's failed spans: execute_tool lookup_order (turn 1, error: "
                                            "order service down))"), conversation["reason"]
     assert "order service down" in result.stdout, result.stdout
+
+
+class QuotesTheTokenInItsError(TracedRestAgent):
+    """Its failed span's status message quotes a long request, the caller's token near its 200th character."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        parent = TraceContextTextMapPropagator().extract(carrier=dict(request.headers))
+        with self.tracer.start_as_current_span("execute_tool lookup_order", context=parent) as span:
+            span.set_status(Status(StatusCode.ERROR, "upstream refused " + "q" * 165 + " auth="
+                                   + request.headers["authorization"]))
+        return JSONResponse({"text": "sorry"})
+
+
+def test_a_secret_cut_in_an_error_message_excerpt_is_still_masked(tmp_path: Path, tamesu, serve, receive) -> None:
+    # before: the failure and its evidence quoted the message's first 200 characters, cut bare inside the token:
+    # its first characters reached result.json and the console as they were
+    token = "sk-live-0123456789abcdef"
+    agent = QuotesTheTokenInItsError(f"http://{receive}")
+    try:
+        url = serve(agent.app()).url
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 200ms }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: '{url}/chat', headers: {{ Authorization: '{{{{secrets.TOKEN}}}}' }},
+          request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'hello' }} ] }}
+    assert: [ {{ span: {{ status: error, count: {{ equals: 0 }} }} }} ]
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TOKEN": token})
+    finally:
+        agent.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, _ = run_files(tmp_path, "order")
+    [verdict] = detail["assertions"]
+    assert "error: upstream refused qqq" in verdict["reason"] and "***…" in verdict["reason"], verdict["reason"]
+    assert token[:6] not in json.dumps(detail) and token[:6] not in result.stdout, verdict
 
 
 def test_a_span_sent_twice_counts_once_and_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:

@@ -20,7 +20,7 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
-from tamesu.telemetry.genai import whereabouts
+from tamesu.telemetry.genai import excerpt, whereabouts
 from tamesu.telemetry.spans import Span
 
 NO_TRACES = "no spans: the suite receives none (set traces.receive in tamesu.yaml or the suite)"
@@ -139,6 +139,7 @@ class SpanCheck(Check[SpanSpec]):
 
 
 def _evidence(spans: list[Span], limit: int = 5) -> list[str]:
-    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}{f': {s.status_message[:200]}' if s.status_message else ''}"
-            f"{f', turn {s.turn}' if s.turn else ''})" for s in spans[:limit]]
+    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}"
+            f"{f': {excerpt(s.status_message)}' if s.status_message else ''}{f', turn {s.turn}' if s.turn else ''})"
+            for s in spans[:limit]]
     return [*said, f"... {len(spans) - limit} more"] if len(spans) > limit else said
