@@ -157,6 +157,64 @@ def test_errors_that_leave_too_few_runs_make_the_test_an_error_and_a_failure_sta
     assert "FAIL  suite/book  0/3 runs passed, 1 error" in failed.stdout and "fault: " in failed.stdout
 
 
+def test_a_passing_flaky_tests_failed_runs_are_said_with_their_check_and_fault(tmp_path: Path, tamesu: Any,
+                                                                               serve: Any) -> None:
+    # before: "PASS  suite/book  2/4 runs passed" and the statistics line, nothing of which runs failed or why
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {{ type: rest, url: "{serve(_agent("PF")).url}/chat" }}
+tests:
+  - name: book
+    target: agent
+    repeat: 4
+    pass_threshold: 0.5
+    scenario: {{ script: [ {{ say: "book it" }} ] }}
+    assert: [ {{ contains: "booked" }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert "PASS  suite/book  2/4 runs passed" in lines[1], result.stdout
+    failed = [line for line in lines if "✗ run " in line]
+    assert len(failed) == 2, result.stdout
+    assert all(line.strip().startswith("✗ run ") and ': contains: ' in line and '"booked"' in line
+               for line in failed), failed
+    numbers = sorted(line.split("✗ run ")[1].split(":")[0] for line in failed)
+    assert f"fault: agent (runs {', '.join(numbers)})" in result.stdout, result.stdout
+
+
+def test_a_repeated_test_whose_every_run_errored_has_no_rate(tmp_path: Path, tamesu: Any) -> None:
+    # before: "rate 0.00 [0.00, 1.00] · (pass_k 1, 2: more than the 0 runs, left out)" on the console and in
+    # Markdown, "0/0 = 0.00" in HTML and tamesu.pass_rate 0.0000 in JUnit: an agent never reached read as one
+    # that failed every time
+    from ports import refused_port
+
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {{ type: rest, url: "http://127.0.0.1:{refused_port()}/chat" }}
+tests:
+  - name: book
+    target: agent
+    repeat: 3
+    pass_k: [1, 2]
+    scenario: {{ script: [ {{ say: "book it" }} ] }}
+    assert: [ {{ contains: "booked" }} ]
+""")
+    result = tamesu(["run", "--out", "out", "--report", "html,junit:j.xml,markdown:m.md"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "ERR   suite/book  0/3 runs passed, 3 errors" in result.stdout, result.stdout
+    assert "      no rate: no run passed or failed · undecided at 95% (threshold 1)\n" in result.stdout, result.stdout
+    assert "rate 0.00" not in (tmp_path / "m.md").read_text()
+    assert "| no rate: no run passed or failed |" in (tmp_path / "m.md").read_text()
+    junit = (tmp_path / "j.xml").read_text()
+    assert 'name="tamesu.runs" value="0"' in junit and "tamesu.pass_rate" not in junit, junit
+    [run_dir] = list((tmp_path / "out").iterdir())
+    page = (run_dir / "report.html").read_text()
+    assert "no rate: no run passed or failed" in page and "0/0 = " not in page
+
+
 def test_a_pass_k_larger_than_the_runs_is_said_not_dropped(tmp_path: Path, tamesu: Any, serve: Any) -> None:
     # before: pass_k [1, 5] with repeat 3 gave pass^1 alone, without a word, at validate or in the result
     (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")

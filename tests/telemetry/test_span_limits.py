@@ -19,19 +19,20 @@ from starlette.routing import Route
 from agents.traced import free_port
 
 
-def _span(trace_id: str, parent: str, name: str = "tool", blob: int = 0) -> dict[str, Any]:
+def _span(trace_id: str, parent: str, name: str = "tool", blob: int = 0, error: str = "") -> dict[str, Any]:
     now = time.time_ns()
     attributes = [{"key": "gen_ai.tool.name", "value": {"stringValue": "lookup"}}]
     if blob:
         attributes.append({"key": "blob", "value": {"stringValue": "x" * blob}})
     return {"traceId": trace_id, "spanId": f"{random.getrandbits(64):016x}", "parentSpanId": parent, "name": name,
             "kind": 1, "startTimeUnixNano": str(now - 1_000_000), "endTimeUnixNano": str(now),
-            "status": {"code": 1}, "attributes": attributes}
+            "status": {"code": 2, "message": error} if error else {"code": 1}, "attributes": attributes}
 
 
 class ExportingAgent:
     """A REST agent that, before it answers, exports OTLP/JSON spans of the turn's trace as its message says:
-    `many:N` N tool spans, `big:N` one with an N-character attribute, `badid` one valid span and one whose trace
+    `many:N` N tool spans, `big:N` one with an N-character attribute, `stack:N` a failed one whose name and
+    status message are N characters, `badid` one valid span and one whose trace
     id is not hex. It keeps what the receiver answered each export."""
 
     def __init__(self, endpoint: str) -> None:
@@ -46,6 +47,8 @@ class ExportingAgent:
             spans = [_span(trace_id, parent) for _ in range(int(count))]
         elif kind == "big":
             spans = [_span(trace_id, parent, blob=int(count))]
+        elif kind == "stack":  # an error whose message quotes megabytes (a prompt, a stack), and a name as long
+            spans = [_span(trace_id, parent, name="tool " + "n" * int(count), error="e" * int(count))]
         else:
             spans = [_span(trace_id, parent), _span("zz" * 16, parent, name="bad")]
         export = {"resourceSpans": [{"resource": {"attributes": []},
@@ -103,7 +106,8 @@ def test_an_attribute_of_megabytes_is_cut_and_said(tmp_path: Path, tamesu: Any, 
     blob = span["attributes"]["blob"]
     assert blob.startswith("x" * 65536) and blob.endswith("… [cut: 3,000,000 characters in all]"), len(blob)
     assert len(blob) < 70_000
-    assert "warning: traces: 1 attribute value(s) longer than 65,536 characters were cut to it" in done.stdout
+    assert "warning: traces: 1 text(s) longer than 65,536 characters (attribute values, span names, status " \
+           "messages) were cut to it" in done.stdout
     assert (next((tmp_path / "out").iterdir()) / "suite" / "t" / "run-1" / "spans.json").stat().st_size < 200_000
 
 
@@ -118,3 +122,16 @@ def test_one_bad_id_loses_only_its_span(tmp_path: Path, tamesu: Any, serve: Any)
     assert [s["name"] for s in spans["spans"]] == ["tool"]
     assert "warning: traces: 1 span(s) were left out of the agent's exports (a trace or span id is not hex: " \
            "'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'); the rest of those exports were kept" in done.stdout, done.stdout
+
+
+def test_a_status_message_and_a_name_of_megabytes_are_cut_and_said(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # before: only attribute values were cut: an error's 3 MB message and a 3 MB name were kept whole
+    done, _ = _run(tmp_path, tamesu, serve, "stack:3000000", "{ name: 'tool .*', status: error }")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _, spans = _run_files(tmp_path)
+    [span] = spans["spans"]
+    assert span["status_message"].startswith("e" * 65536), len(span["status_message"])
+    assert span["status_message"].endswith("… [cut: 3,000,000 characters in all]")
+    assert span["name"].startswith("tool nnn") and span["name"].endswith("… [cut: 3,000,005 characters in all]")
+    assert "warning: traces: 2 text(s) longer than 65,536 characters" in done.stdout, done.stdout
+    assert (next((tmp_path / "out").iterdir()) / "suite" / "t" / "run-1" / "spans.json").stat().st_size < 400_000

@@ -90,6 +90,26 @@ def test_span_assertions_pass_and_fail(tmp_path: Path, tamesu, agent, receive) -
     assert record["status"] == "failed", why(record)
 
 
+def test_a_span_that_should_not_be_there_is_named_with_its_turn_and_error(tmp_path: Path, tamesu, serve,
+                                                                          receive) -> None:
+    failing = TracedRestAgent(f"http://{receive}", fail_tool=True)
+    try:
+        _, detail = run(tmp_path, tamesu, receive, serve(failing.app()).url, """\
+      - { name: no errors, span: { status: error, count: { equals: 0 } } }
+      - { name: one chat at most, span: { name: 'chat .*', count: { lte: 1 } } }
+""")
+    finally:
+        failing.shutdown()
+    got = verdicts(detail)
+    # which span failed, on which turn and why: the reason a console line shows, not only the evidence
+    assert got["no errors"]["reason"] == ("1 span(s) with status error among 5; expected exactly 0: "
+                                          "execute_tool lookup_order (turn 1, error: order service down)")
+    assert got["no errors"]["evidence"][0].startswith("execute_tool lookup_order (")
+    assert got["no errors"]["evidence"][0].endswith(" ms, error: order service down, turn 1)")
+    assert got["one chat at most"]["reason"] == ("2 span(s) with name ~ 'chat .*' among 5; expected at most 1: "
+                                                 "chat fake-model (turn 1); chat fake-model (turn 2)")
+
+
 def test_tool_checks_read_the_spans_of_an_agent_that_answers_only_text(tmp_path: Path, tamesu, agent,
                                                                       receive) -> None:
     _, url = agent
@@ -131,6 +151,24 @@ def test_span_metrics_per_turn_and_per_run(tmp_path: Path, tamesu, agent, receiv
     assert metrics["llm_output_tokens_total"] == 24
     assert metrics["llm_time_ms_total"] == pytest.approx(turns[0]["llm_time_ms"] + turns[1]["llm_time_ms"],
                                                          abs=0.01)
+
+
+def test_a_per_turn_metric_that_fails_names_its_turn(tmp_path: Path, tamesu, agent, receive) -> None:
+    # before: "llm_input_tokens: expected < 50, found 58", of a run of two turns: which one was not said
+    _, url = agent
+    _, detail = run(tmp_path, tamesu, receive, url, """\
+      - { name: tokens, metric: { name: llm_input_tokens, lt: 50 } }
+      - { name: tokens max, metric: { name: llm_input_tokens_max, lt: 50 } }
+      - { name: tokens p50, metric: { name: llm_input_tokens_p50, lt: 50 } }
+      - { name: tokens total, metric: { name: llm_input_tokens_total, lt: 50 } }
+""")
+    got = verdicts(detail)
+    first = 40 + len("Where is ORD-1001?")
+    assert got["tokens"]["reason"] == f"llm_input_tokens: expected < 50, found {first} (turn 1)", got["tokens"]
+    assert got["tokens max"]["reason"].endswith(f"found {first} (turn 1)"), got["tokens max"]
+    # a percentile or a run's total is no one turn's
+    assert not got["tokens p50"]["reason"].endswith(")"), got["tokens p50"]
+    assert not got["tokens total"]["reason"].endswith(")"), got["tokens total"]
 
 
 def test_a_judge_sees_the_trace_and_its_evidence_is_found_there(tmp_path: Path, tamesu, agent, receive) -> None:

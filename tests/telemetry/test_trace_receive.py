@@ -11,9 +11,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
-from agents.traced import TracedRestAgent, free_port
+from agents.traced import TracedRestAgent, free_port, handle_turn, provider
 from ports import refused_port
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
@@ -97,6 +104,45 @@ def test_the_agents_spans_come_back_matched_to_their_turns(tmp_path: Path, tames
     assert detail["metrics"]["trace_spans_total"] == 5
 
 
+def test_spans_of_two_agents_in_one_trace_are_told_apart_by_service(tmp_path: Path, tamesu, serve, agents,
+                                                                     receive) -> None:
+    # an orchestrator that calls a sub-agent with the turn's trace: both export to the receiver, each with its own
+    # service.name (a resource attribute, not the span's)
+    sub = TracedRestAgent(f"http://{receive}")
+    sub.provider = provider(f"http://{receive}", service="billing")[0]
+    sub.tracer = sub.provider.get_tracer("billing")
+    sub_url = serve(sub.app()).url
+    agents.append((sub, sub_url))
+
+    class Orchestrator(TracedRestAgent):
+        async def chat(self, request: Request) -> JSONResponse:
+            body = await request.json()
+            handle_turn(self.tracer, request.headers, str(body.get("message", "")))
+            async with httpx.AsyncClient() as client:  # the sub-agent gets the turn's traceparent as it came
+                await client.post(f"{sub_url}/chat", json=body, timeout=5,
+                                  headers={"traceparent": request.headers["traceparent"]})
+            return JSONResponse({"text": "done"})
+
+    orchestrator = Orchestrator(f"http://{receive}")
+    url = serve(orchestrator.app()).url
+    agents.append((orchestrator, url))
+    project(tmp_path, receive, url, """\
+  - name: order
+    target: shop
+    scenario: { script: [ { say: 'Where is ORD-1001?' } ] }
+    assert:
+      - { name: billing's lookup, span: { name: 'execute_tool .*', attributes: { service.name: billing },
+                                          count: { equals: 1 } } }
+      - { name: orchestrator's lookup, span: { name: 'execute_tool .*', attributes: { service.name: traced-agent },
+                                               count: { equals: 1 } } }
+      - { name: both, span: { name: 'execute_tool .*', count: { equals: 2 } } }
+""", traces="wait: 300ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert sorted({s["service"] for s in spans["spans"]}) == ["billing", "traced-agent"]
+
+
 def test_runs_side_by_side_get_only_their_own_spans(tmp_path: Path, tamesu, serve, agents, receive) -> None:
     agent, url = start(serve, agents, receive)
     tests = "".join(f"""\
@@ -153,8 +199,10 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
     assert len(early["spans"]) == 0 and len(waited["spans"]) == 5
     run_json = json.loads((folder / "run.json").read_text())
     late_said = [w for w in run_json["warnings"] if "arrived after their run was graded" in w]
-    assert late_said == [f"traces: {5 - len(early['spans'])} span(s) arrived after their run was graded "
-                         "(raise traces.wait)"], run_json["warnings"]
+    # which run's spans were late is said (before: only how many)
+    late = 5 - len(early["spans"])
+    assert late_said == [f"traces: {late} span(s) arrived after their run was graded (raise traces.wait): "
+                         f"a/order run 1 ({late})"], run_json["warnings"]
 
 
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
@@ -167,6 +215,185 @@ def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, t
     assert line["runs"][0]["status"] == "error" and "refused" in line["runs"][0]["error"], line
     # it waited 30 s for spans of a conversation that never began
     assert took < 20, f"the unreachable run took {took:.1f}s"
+
+
+def test_a_trace_that_never_comes_is_said_not_silently_passed(tmp_path: Path, tamesu, serve, receive) -> None:
+    # the agent's exporter points somewhere else (a wrong port): not one span of the run reaches the receiver,
+    # so "no failed span" and "no refund" would pass on nothing at all
+    agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}", encoding="json")
+    url = serve(agent.app()).url
+    project(tmp_path, receive, url, TWO_TURNS + """\
+    assert:
+      - { name: no refund, tool_not_called: issue_refund }
+      - { name: nothing failed, span: { status: error, count: { equals: 0 } } }
+""", traces="wait: 200ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    assert spans["received"] == 0 and spans["not_found"] == trace_ids
+    assert [e["data"] for e in detail["events"] if e["name"] == "trace_not_found"] == \
+        [{"trace_id": trace_ids[0], "turn": 1}, {"trace_id": trace_ids[1], "turn": 2}]
+    assert detail["metrics"]["trace_not_found"] == 2
+    said = (f"2 trace(s) of this run never came: no span of them reached the receiver within traces.wait (0.2s): "
+            f"{trace_ids[0]}, {trace_ids[1]}")
+    assert said in result.stdout, result.stdout
+    reasons = {a["name"]: a["reason"] for a in detail["assertions"]}
+    assert reasons["no refund"].endswith("(from the agent's spans: none came)"), reasons
+
+
+class StartsItsOwnTraces(TracedRestAgent):
+    """Traced, but deaf to the `traceparent` it is sent (its server not instrumented to read it)."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        return JSONResponse({"text": handle_turn(self.tracer, {}, str(body.get("message", "")))})
+
+
+def test_an_agent_that_starts_its_own_traces_is_told_why_none_came(tmp_path: Path, tamesu, serve,
+                                                                   receive) -> None:
+    agent = StartsItsOwnTraces(f"http://{receive}")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, TWO_TURNS, traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert spans["received"] == 0 and len(spans["not_found"]) == 2
+    [said] = [line for line in result.stdout.splitlines() if "never came" in line]
+    assert said.endswith("; 5 span(s) of traces no test sent did come: an agent that starts traces of its own "
+                         "instead of continuing the traceparent it is sent has its spans there"), said
+
+
+class RecordsThePin(TracedRestAgent):
+    """Records the caller's PIN header in its turn's span as numbers: an int, a list of ints, a float."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        pin = int(request.headers["x-pin"])
+        parent = TraceContextTextMapPropagator().extract(carrier=dict(request.headers))
+        with self.tracer.start_as_current_span("invoke_agent shop", context=parent, attributes={
+                "user.pin": pin, "user.pins": [7, pin], "user.pin_float": float(pin), "turns": 1}) as span:
+            span.add_event("login", {"pin": pin})
+        return JSONResponse({"text": "welcome"})
+
+
+def test_a_numeric_secret_in_a_span_attribute_is_masked_on_disk(tmp_path: Path, tamesu, serve, receive) -> None:
+    # before: masking read text, so the PIN the agent recorded as a number was in spans.json, the HTML report
+    # and the store
+    agent = RecordsThePin(f"http://{receive}")
+    try:
+        url = serve(agent.app()).url
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 200ms }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: '{url}/chat', headers: {{ X-Pin: '{{{{secrets.PIN}}}}' }},
+          request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'hello' }} ] }}
+    assert: [ {{ span: 'invoke_agent shop' }} ]
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"PIN": "48213977", "TAMESU_STORE": "true"})
+    finally:
+        agent.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    [span] = spans["spans"]
+    assert span["attributes"] == {"user.pin": "***", "user.pins": [7, "***"], "user.pin_float": "***.0",
+                                  "turns": 1}, span["attributes"]
+    assert span["events"][0]["attributes"] == {"pin": "***"}
+    leaked = [str(f.relative_to(tmp_path)) for f in tmp_path.rglob("*") if f.is_file() and b"48213977" in
+              f.read_bytes() and f.name not in ("tamesu.yaml", "suite.yaml")]
+    assert leaked == [], leaked
+
+
+class FailsWithA500(TracedRestAgent):
+    """Its lookup fails inside (an error span) and it answers the turn HTTP 500, as a crashing agent does."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        handle_turn(self.tracer, request.headers, str(body.get("message", "")), fail_tool=True)
+        return JSONResponse({"detail": "internal error"}, status_code=500)
+
+
+def test_a_failed_turn_names_what_failed_inside_the_agent(tmp_path: Path, tamesu, serve, receive) -> None:
+    # before: "turn 1: ... HTTP 500 ...": the symptom; the agent's own spans said which call failed and why
+    agent = FailsWithA500(f"http://{receive}")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, TWO_TURNS, traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, _ = run_files(tmp_path, "order")
+    [conversation] = [a for a in detail["assertions"] if a["name"] == "conversation"]
+    assert "500" in conversation["reason"], conversation
+    assert conversation["reason"].endswith(" (the agent's failed spans: execute_tool lookup_order (turn 1, error: "
+                                           "order service down))"), conversation["reason"]
+    assert "order service down" in result.stdout, result.stdout
+
+
+class QuotesTheTokenInItsError(TracedRestAgent):
+    """Its failed span's status message quotes a long request, the caller's token near its 200th character."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        parent = TraceContextTextMapPropagator().extract(carrier=dict(request.headers))
+        with self.tracer.start_as_current_span("execute_tool lookup_order", context=parent) as span:
+            span.set_status(Status(StatusCode.ERROR, "upstream refused " + "q" * 165 + " auth="
+                                   + request.headers["authorization"]))
+        return JSONResponse({"text": "sorry"})
+
+
+def test_a_secret_cut_in_an_error_message_excerpt_is_still_masked(tmp_path: Path, tamesu, serve, receive) -> None:
+    # before: the failure and its evidence quoted the message's first 200 characters, cut bare inside the token:
+    # its first characters reached result.json and the console as they were
+    token = "sk-live-0123456789abcdef"
+    agent = QuotesTheTokenInItsError(f"http://{receive}")
+    try:
+        url = serve(agent.app()).url
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 200ms }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: '{url}/chat', headers: {{ Authorization: '{{{{secrets.TOKEN}}}}' }},
+          request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'hello' }} ] }}
+    assert: [ {{ span: {{ status: error, count: {{ equals: 0 }} }} }} ]
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TOKEN": token})
+    finally:
+        agent.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, _ = run_files(tmp_path, "order")
+    [verdict] = detail["assertions"]
+    assert "error: upstream refused qqq" in verdict["reason"] and "***…" in verdict["reason"], verdict["reason"]
+    assert token[:6] not in json.dumps(detail) and token[:6] not in result.stdout, verdict
+
+
+def test_a_span_sent_twice_counts_once_and_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    # an agent set up twice (a second exporter to the same endpoint, as zero-code instrumentation beside the
+    # agent's own setup does): every span arrives twice with its ids; one tool call is still one
+    agent, url = start(serve, agents, receive)
+    agent.provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"http://{receive}/v1/traces",
+                                                                           timeout=5)))
+    project(tmp_path, receive, url, TWO_TURNS + """\
+    assert:
+      - { name: one lookup, span: { name: 'execute_tool lookup_order', count: { equals: 1 } } }
+      - { name: five spans, metric: { name: trace_spans_total, equals: 5 } }
+""", traces="wait: 200ms")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert spans["received"] == 5 and len(spans["spans"]) == 5
+    run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    assert ("traces: 5 span(s) came again (the same trace and span id: an exporter's retry, or two exporters set "
+            "up in the agent) and were kept once") in run_json["warnings"], run_json["warnings"]
 
 
 def test_a_flood_past_max_spans_is_said_not_silently_cut(tmp_path: Path, tamesu, serve, agents, receive) -> None:
@@ -328,3 +555,64 @@ hooks:
     run_json = json.loads((run_dir(tmp_path) / "run.json").read_text())
     # the hook's span is no test's: it arrived, and was counted and dropped
     assert "traces: 1 span(s) of 1 trace(s) no test sent were dropped" in run_json["warnings"], run_json
+
+
+BATCHING_AGENT = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+import uvicorn
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from agents.traced import handle_turn
+
+# set up as the SDK's docs show: the exporter and the batch processor with their defaults, read from the
+# environment (the endpoint; the batch's delay, 5 s unless OTEL_BSP_SCHEDULE_DELAY says otherwise)
+provider = TracerProvider(resource=Resource.create({"service.name": "batching-agent"}))
+provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+tracer = provider.get_tracer("batching-agent")
+
+async def chat(request: Request) -> JSONResponse:
+    body = await request.json()
+    return JSONResponse({"text": handle_turn(tracer, request.headers, str(body["message"]))})
+
+uvicorn.run(Starlette(routes=[Route("/chat", chat, methods=["POST"])]), host="127.0.0.1", port=int(sys.argv[2]),
+            log_level="warning")
+"""
+
+
+def test_an_agent_a_hook_starts_with_the_sdks_default_batch_sends_within_wait(tmp_path: Path, tamesu) -> None:
+    # the SDKs' batch processors send every 5 s by default, later than the default wait of 2 s: a hook's agent
+    # set up by the book had its spans arrive after its run was graded, which failed "no tool called"
+    port = free_port()
+    (tmp_path / "agent.py").write_text(BATCHING_AGENT)
+    tests_dir = Path(__file__).resolve().parents[1]
+    # the second hook returns once the agent listens (at most 10 s)
+    ready = (f"import socket, time; any(socket.socket().connect_ex(('127.0.0.1', {port})) == 0 or time.sleep(0.1) "
+             "for _ in range(100))")
+    (tmp_path / "tamesu.yaml").write_text(f"""\
+suites: ['suite.yaml']
+traces: {{ receive: '127.0.0.1:0' }}
+hooks:
+  before_all:
+    - '{sys.executable} agent.py {tests_dir} {port} &'
+    - {json.dumps(f"{sys.executable} -c " + json.dumps(ready))}
+""")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: rest, url: 'http://127.0.0.1:{port}/chat', request: {{ body: {{ message: '{{{{message}}}}' }} }} }}
+tests:
+  - name: order
+    target: shop
+    scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }} ] }}
+    assert: [ {{ tool_called: lookup_order }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, spans = run_files(tmp_path, "order")
+    assert len(spans["spans"]) == 3 and {s["service"] for s in spans["spans"]} == {"batching-agent"}

@@ -264,6 +264,36 @@ tests:
     assert _linked(run_dir, [conversation])
 
 
+def test_a_trace_said_never_to_come_is_one_the_agent_got(tmp_path: Path, tamesu) -> None:
+    # a pipecat bot gets the conversation's trace alone (RTVI has no slot for a turn's): with a receiver and a
+    # bot that exports nothing, the trace that never came is that one, never the turns' own that tamesu made
+    # and could not send (they were said never to come, and the conversation's was not)
+    from agents.pipecat_agents import PipecatAgents
+
+    bots = PipecatAgents()
+    try:
+        _project(tmp_path, f"""\
+targets:
+  bot: {{ type: pipecat, url: '{bots.url}/echo', greeting: false, idle: 0.3s }}
+tests:
+  - name: two turns
+    target: bot
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }} ] }}
+""", extra="traces: { receive: '127.0.0.1:0', wait: 0s }\n")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        bots.stop()
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    detail = _result(run_dir, "two-turns")
+    conversation = _conversation_event(detail)["trace_id"]
+    assert _turn_traces(detail) == [conversation, conversation]
+    spans = json.loads((run_dir / "suite" / "two-turns" / "run-1" / "spans.json").read_text())
+    assert spans["not_found"] == [conversation], (spans["not_found"], conversation)
+    assert [e["data"] for e in detail["events"] if e["name"] == "trace_not_found"] == \
+        [{"trace_id": conversation, "turn": 1}]
+
+
 # -- the model target: every model request of a turn carries the turn's trace -------------------------------
 
 

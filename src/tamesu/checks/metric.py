@@ -69,5 +69,24 @@ class Metric(Check[MetricSpec]):
         value = run.metrics[name]
         problems = compare(value, expected)
         if problems:
-            return Verdict(passed=False, reason=f"{name}: {'; '.join(problems)}")
+            turn = worst_turn(run, name, value)
+            where = f" (turn {turn})" if turn is not None and len(run.exchanges) > 1 else ""
+            return Verdict(passed=False, reason=f"{name}: {'; '.join(problems)}{where}")
         return Verdict(passed=True, reason=f"{name} was {number_text(value)}, expected {describe(expected)}")
+
+
+def worst_turn(run: RunView, name: str, value: float) -> int | None:
+    """The turn a per-turn metric's value came from when it is the worst turn's (the plain name, or `_max`):
+    a failure is placed on its turn, as a text check's is ("llm_time_ms: ... (turn 3)")."""
+    base = name.removesuffix("_max")
+    for exchange in run.exchanges:
+        agent = exchange.agent
+        if base == "turn_latency_ms":
+            measured: object = agent.latency_ms if exchange.user is not None else None
+        elif base == "time_to_first_token_ms":
+            measured = agent.first_token_ms if exchange.user is not None else None
+        else:
+            measured = agent.measures.get(base)
+        if isinstance(measured, int | float) and round(float(measured), 3) == value:
+            return exchange.index
+    return None

@@ -20,6 +20,7 @@ from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
+from tamesu.telemetry.genai import excerpt, whereabouts
 from tamesu.telemetry.spans import Span
 
 NO_TRACES = "no spans: the suite receives none (set traces.receive in tamesu.yaml or the suite)"
@@ -46,6 +47,9 @@ class CountSpec(Strict):
         if self.lte is not None and found > self.lte:
             return f"expected at most {self.lte}"
         return None
+
+    def too_many(self, found: int) -> bool:
+        return (self.equals is not None and found > self.equals) or (self.lte is not None and found > self.lte)
 
 
 class SpanSpec(Strict):
@@ -107,6 +111,10 @@ class SpanCheck(Check[SpanSpec]):
             what += f" kept ({over} more of the run's past traces.max_spans were not kept, so not counted)"
         problem = self.spec.count.problem(len(chosen))
         if problem:
+            if self.spec.count.too_many(len(chosen)):
+                # the spans that should not be there are the failure's whereabouts: which, on which turn, why
+                named = "; ".join(whereabouts(s) for s in chosen[:3])
+                problem += f": {named}" + (f"; ... {len(chosen) - 3} more" if len(chosen) > 3 else "")
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
         limit = self.spec.max_duration_ms
         slow = [s for s in chosen if limit is not None and s.duration_ms > limit]
@@ -121,10 +129,17 @@ class SpanCheck(Check[SpanSpec]):
             return False
         if self.spec.status is not None and span.status != self.spec.status:
             return False
-        return not attributes or args_problem(attributes, span.attributes, "attributes") is None
+        if not attributes:
+            return True
+        own = span.attributes
+        if "service.name" in attributes and "service.name" not in own and span.service is not None:
+            # a resource attribute, the exporting process's: how spans of two agents in one trace are told apart
+            own = {**own, "service.name": span.service}
+        return args_problem(attributes, own, "attributes") is None
 
 
 def _evidence(spans: list[Span], limit: int = 5) -> list[str]:
-    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}{f', turn {s.turn}' if s.turn else ''})"
+    said = [f"{s.name} ({s.duration_ms:.1f} ms, {s.status}"
+            f"{f': {excerpt(s.status_message)}' if s.status_message else ''}{f', turn {s.turn}' if s.turn else ''})"
             for s in spans[:limit]]
     return [*said, f"... {len(spans) - limit} more"] if len(spans) > limit else said

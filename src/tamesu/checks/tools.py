@@ -53,6 +53,8 @@ def _tool_calls(run: RunView) -> tuple[list[ToolCall], str]:
         return own, ""
     if own:
         return own, " (from the target's answers)"
+    if not run.spans:  # "none called" read from nothing at all: said, so a pass is not taken for evidence
+        return [], " (from the agent's spans: none came)"
     return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)"
 
 

@@ -24,7 +24,7 @@ from tamesu.engine.grading import completed_turns, grade, planned_checks, unaske
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.timeouts import timed_out
-from tamesu.engine.traces import SuiteTraces, attach, expect_turn, spans_back, spans_warnings
+from tamesu.engine.traces import SuiteTraces, attach, expect_turn, failed_turn_said, spans_back, spans_warnings
 from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem, TemplateError
 from tamesu.models import queueing
 from tamesu.models.base import ModelError, Models
@@ -146,7 +146,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     target_metrics: dict[str, float] = {}
     budget_exceeded = False
     user: UserSimulator | None = None
-    run_spans = inputs.traces.run() if inputs.traces is not None else None
+    run_spans = inputs.traces.run(f"{test.id} run {inputs.number}") if inputs.traces is not None else None
     made: list[Target[TargetSpec]] = []
     hooked = False
     try:
@@ -193,7 +193,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         remote_agents.attach(exchanges)
         stopping = inputs.stop is not None and inputs.stop.reason is not None
         reached = bool(exchanges) or result.status != "error"
-        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping, reached)
+        recorded = [e.agent.trace_id for e in exchanges if e.agent.trace_id]
+        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping, reached, recorded)
     if spans_error and result.status != "error":  # the tracing backend could not be asked: not the agent's
         result.status, result.error, result.end_reason = "error", spans_error, "error"
     if result.status != "error" and (broken := remote_agents.forward_failure()):
@@ -201,6 +202,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     if spans_file is not None:
         target_metrics.update(attach(spans_file, exchanges, session))
         warnings.extend(spans_warnings(spans_file, inputs.traces))
+        if failures and failures[0].name == "conversation":
+            failures[0] = failed_turn_said(failures[0], spans_file, exchanges[-1].index if exchanges else None)
     spent = _spending(run_ledger)
     measured = metric_math.from_exchanges(exchanges, {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]

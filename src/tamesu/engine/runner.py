@@ -485,7 +485,7 @@ def _write_records(directory: RunDirectory, run_dir: Path, outcome: RunOutcome) 
     directory.write_json(run_dir / "transcript.json", outcome.transcript)
     directory.write_json(run_dir / "result.json", outcome.result)
     if outcome.spans is not None:
-        directory.write_json(run_dir / "spans.json", outcome.spans)
+        directory.write_json(run_dir / "spans.json", outcome.spans.numbers_masked(directory.redactor.text))
 
 
 class RunFolderError(InfraError):

@@ -3,7 +3,8 @@ spans that came back.
 
 One receiver per `receive` address, started when the first suite that names it runs and stopped at the end.
 While a suite runs, OTEL_EXPORTER_OTLP_ENDPOINT in tamesu's environment points at its receiver (and
-OTEL_EXPORTER_OTLP_PROTOCOL says http/protobuf), so every hook and command tamesu starts (and
+OTEL_EXPORTER_OTLP_PROTOCOL says http/protobuf, OTEL_BSP_SCHEDULE_DELAY a delay within `wait` unless the user
+set one), so every hook and command tamesu starts (and
 `{{env.OTEL_EXPORTER_OTLP_ENDPOINT}}`) exports there; the variables are put back
 when the invocation ends. tamesu's own span export, if any, was set up before and is not redirected.
 """
@@ -11,11 +12,13 @@ when the invocation ends. tamesu's own span export, if any, was set up before an
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tamesu.conversation import Exchange, Session
 from tamesu.errors import TemplateError
+from tamesu.results.records import AssertionResult
 from tamesu.suite.schema import TraceQuerySpec, TracesSpec
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from tamesu.telemetry.receiver import Receiver
 
 _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
-              "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+              "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_BSP_SCHEDULE_DELAY")
 _RECEIVED_PROTOCOL = "http/protobuf"
 """What the receiver speaks, said to the exporters: Python's zero-code instrumentation (`opentelemetry-instrument`,
 OTEL_TRACES_EXPORTER=otlp) exports over gRPC unless told, and a gRPC export to an OTLP/HTTP receiver is lost
@@ -45,8 +48,8 @@ class SuiteTraces:
     query: TraceQuery | None = None
     """`traces.query`: the backend each run's traces are fetched from once its turns had `wait`."""
 
-    def run(self) -> RunSpans:
-        return self.collector.run(self.spec.max_spans)
+    def run(self, label: str = "") -> RunSpans:
+        return self.collector.run(self.spec.max_spans, label)
 
 
 class Receivers:
@@ -78,6 +81,8 @@ class Receivers:
             os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{receiver.endpoint}/v1/traces"
         if self._saved["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] is not None:
             os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = _RECEIVED_PROTOCOL
+        if self._saved["OTEL_BSP_SCHEDULE_DELAY"] is None:
+            os.environ["OTEL_BSP_SCHEDULE_DELAY"] = str(batch_delay_ms(spec.wait))
         return SuiteTraces(self.collector, spec)
 
     async def _query(self, spec: TraceQuerySpec) -> TraceQuery:
@@ -105,6 +110,13 @@ class Receivers:
         return self.collector.dropped.words()
 
 
+def batch_delay_ms(wait: float) -> int:
+    """What OTEL_BSP_SCHEDULE_DELAY says to an agent tamesu starts: the SDKs' batch processors send every 5 s
+    by default, after the default `wait` of 2 s (a turn's spans were late and its run failed for "no tool
+    called"); a quarter of `wait`, so a batch comes within it, at most a second."""
+    return max(10, min(1000, int(wait * 250)))
+
+
 def _address(receive: str) -> str:
     """`receive` with its `{{env.NAME}}` templates filled in (the schema allows no others)."""
     try:
@@ -118,12 +130,13 @@ def _address(receive: str) -> str:
 
 
 async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stopping: bool,
-                     reached: bool = True) -> tuple[SpansFile | None, str | None]:
+                     reached: bool = True, recorded: Iterable[str] = ()) -> tuple[SpansFile | None, str | None]:
     """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping);
     with `traces.query`, fetched from the backend then. The second value: why the backend could not say.
 
     A run that never `reached` the agent (an error before its first turn: unreachable, refused, a hook) or
-    sent it no trace id has no spans to come: it does not wait for them, nor ask the backend."""
+    sent it no trace id has no spans to come: it does not wait for them, nor ask the backend. `recorded`: the
+    trace each turn recorded, said when no span of it came to the receiver."""
     if spans is None or traces is None:
         return None, None
     if not stopping and reached and spans.trace_ids:
@@ -134,14 +147,23 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
             except QueryError as exc:
                 return spans.close(), str(exc)
             spans.fetched(fetched.spans, fetched.not_found)
+        else:
+            spans.unheard(recorded)
     return spans.close(), None
 
 
 def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[str]:
     said = []
-    if spans_file.not_found and traces is not None and traces.query is not None:
-        said.append(f"{len(spans_file.not_found)} trace(s) of this run were not found in {traces.query.name} "
-                    f"within traces.wait ({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}")
+    if spans_file.not_found and traces is not None:
+        where = f"were not found in {traces.query.name}" if traces.query is not None else \
+            "never came: no span of them reached the receiver"
+        others = traces.collector.dropped.other_spans if traces.query is None else 0
+        # the usual cause: the agent's server is not instrumented to read `traceparent`, so its spans start
+        # traces of their own, which the receiver got and could match to no run
+        hint = (f"; {others} span(s) of traces no test sent did come: an agent that starts traces of its own "
+                "instead of continuing the traceparent it is sent has its spans there") if others else ""
+        said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within traces.wait "
+                    f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}{hint}")
     if spans_file.over_limit:
         said.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) were not kept")
     return said
@@ -168,3 +190,15 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session) -
     return {f"{name}_total": value for name, value in totals.items()} | {
         "trace_not_found": float(len(spans_file.not_found)),
         "trace_spans_received": float(spans_file.received), "trace_spans_over_limit": float(spans_file.over_limit)}
+
+
+def failed_turn_said(failure: AssertionResult, spans_file: SpansFile, turn: int | None) -> AssertionResult:
+    """A failed conversation's line with what the agent's own spans of the failed turn say failed inside it (an
+    HTTP 500 is the symptom; `execute_tool lookup_order` failing with `order service down` the cause)."""
+    failed = [s for s in spans_file.spans if s.turn == turn and s.status == "error"] if turn is not None else []
+    if not failed:
+        return failure
+    named = "; ".join(genai.whereabouts(s) for s in failed[:3]) + (f"; ... {len(failed) - 3} more"
+                                                                   if len(failed) > 3 else "")
+    return failure.model_copy(update={"reason": f"{failure.reason} (the agent's failed spans: {named})",
+                                      "evidence": [*failure.evidence, *(genai.whereabouts(s) for s in failed)]})

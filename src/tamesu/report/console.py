@@ -131,13 +131,11 @@ class ConsoleReporter:
             self._print(Text(f"      {result.skip_reason}", style="dim"))
         if result.status == "quarantined" and result.quarantine:
             self._print(Text(f"      quarantined: {result.quarantine}", style="yellow"))
-        if result.status in ("failed", "error", "quarantined", "inconclusive"):
+        if result.status in ("failed", "error", "quarantined", "inconclusive") or any(
+                run.status in ("failed", "error", "inconclusive") for run in result.runs):
+            # a passing test's runs that did not pass still happened: a flaky one says which failed, on what
+            # check and whose fault, as errored ones say what broke them
             self._print_problems(result)
-        elif result.error_runs:
-            # runs that counted neither way still happened: a passing test says what broke them
-            for run in result.runs:
-                if run.status == "error":
-                    self._print(Text(f"      ! run {run.run}: {run.error}", style="magenta"))
 
     def warning(self, message: str) -> None:
         self._print(Text(f"warning: {message}", style="yellow"))

@@ -458,8 +458,9 @@ def stats_html(result: TestResult) -> str:
     assert stats is not None
     low, high = stats.interval
     decided = {"pass": "decided: passes", "fail": "decided: fails", None: "undecided"}[stats.decided]
-    rows = [f"<tr><th>pass rate</th><td>{stats.passes}/{stats.runs} = {stats.rate:.2f} "
-            f"[{low:.2f}, {high:.2f}] at {stats.confidence:.0%} (Wilson)</td></tr>",
+    rate = f"{stats.passes}/{stats.runs} = {stats.rate:.2f} [{low:.2f}, {high:.2f}] at {stats.confidence:.0%} " \
+        "(Wilson)" if stats.runs else stats.line()
+    rows = [f"<tr><th>pass rate</th><td>{_e(rate)}</td></tr>",
             f"<tr><th>verdict</th><td>{decided} against pass_threshold {stats.threshold:g}</td></tr>"]
     rows += [f"<tr><th>k = {_e(k)}</th><td>pass@{_e(k)} {stats.pass_at_k.get(k, 0):.3f} · pass^{_e(k)} {v:.3f}"
              "</td></tr>" for k, v in stats.pass_hat_k.items()]

@@ -146,7 +146,9 @@ def _properties(case: ET.Element, result: TestResult) -> None:
                   *[(f"tamesu.{name}", str(count)) for name, count in (
                       ("inconclusive_runs", result.inconclusive_runs), ("error_runs", result.error_runs)) if count],
                   ("tamesu.passes", str(stats.passes)),
-                  ("tamesu.pass_rate", f"{stats.rate:.4f}"), ("tamesu.interval", f"{low:.4f} {high:.4f}"),
+                  # no rate of no runs: "0.0000" read as an agent that failed every time
+                  *([("tamesu.pass_rate", f"{stats.rate:.4f}"), ("tamesu.interval", f"{low:.4f} {high:.4f}")]
+                    if stats.runs else []),
                   ("tamesu.confidence", f"{stats.confidence:g}"),
                   ("tamesu.decided", stats.decided or "undecided")]
         found += [(f"tamesu.pass@{k}", f"{v:.4f}") for k, v in stats.pass_at_k.items()]

@@ -41,6 +41,10 @@ class AdaptiveOutcome(BaseModel):
     rule: str = "beta-binomial confidence sequence"
 
 
+NO_RATE = "no rate: no run passed or failed"
+"""A repeated test whose every run errored or was inconclusive, where a rate would be."""
+
+
 class RepeatStats(BaseModel):
     """The statistics of a test's graded runs (passed or failed; skipped and inconclusive runs say nothing
     about the agent)."""
@@ -64,12 +68,16 @@ class RepeatStats(BaseModel):
 
     def line(self) -> str:
         """`rate 0.77 [0.59, 0.88]`, as every report words it."""
+        if not self.runs:  # every run errored or was inconclusive: 0 of 0 is no rate of 0
+            return NO_RATE
         low, high = self.interval
         return f"rate {self.rate:.2f} [{low:.2f}, {high:.2f}]"
 
     def ks(self) -> str:
         """`pass@1 0.77 pass^1 0.77 pass^5 0.24`: pass^k for every k, pass@k beside it when it says more."""
         parts = []
+        if not self.runs:
+            return ""  # no run to draw k from: the line already says so
         for k, hat in self.pass_hat_k.items():
             at = self.pass_at_k.get(k)
             if at is not None and k != "1":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tamesu.telemetry.spans import MAX_VALUE_CHARS, Span, SpansFile
 
@@ -32,13 +32,17 @@ class Dropped:
     other_spans: int = 0
     other_traces: int = 0
     late_spans: int = 0
+    late_runs: dict[str, int] = field(default_factory=dict)
+    """The late spans by the run they were of (`suite/test run N`), first come first."""
     grpc_exports: int = 0
     """Connections (or requests) of an exporter speaking OTLP over gRPC, refused."""
     rejected_spans: int = 0
     """Spans left out of an export for a bad id (the rest of it kept: OTLP's partial success)."""
     rejected_why: str = ""
     cut_values: int = 0
-    """Attribute values cut to `spans.MAX_VALUE_CHARS`."""
+    """Attribute values (and span names, status messages) cut to `spans.MAX_VALUE_CHARS`."""
+    duplicate_spans: int = 0
+    """Spans that came again (the same trace and span id), kept once."""
 
     def words(self) -> list[str]:
         said = []
@@ -46,15 +50,22 @@ class Dropped:
             said.append(f"traces: {self.rejected_spans} span(s) were left out of the agent's exports "
                         f"({self.rejected_why}); the rest of those exports were kept")
         if self.cut_values:
-            said.append(f"traces: {self.cut_values} attribute value(s) longer than {MAX_VALUE_CHARS:,} characters "
-                        "were cut to it (marked '… [cut: N characters in all]')")
+            said.append(f"traces: {self.cut_values} text(s) longer than {MAX_VALUE_CHARS:,} characters (attribute "
+                        "values, span names, status messages) were cut to it (marked '… [cut: N characters in all]')")
+        if self.duplicate_spans:
+            said.append(f"traces: {self.duplicate_spans} span(s) came again (the same trace and span id: an exporter's "
+                        "retry, or two exporters set up in the agent) and were kept once")
         if self.grpc_exports:
             said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
         if self.other_spans:
             said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
                         "were dropped")
         if self.late_spans:
-            said.append(f"traces: {self.late_spans} span(s) arrived after their run was graded (raise traces.wait)")
+            runs = [f"{label} ({count})" if label else f"({count})" for label, count in self.late_runs.items()]
+            whose = f": {', '.join(runs[:5])}" + (f" and {len(runs) - 5} more run(s)" if len(runs) > 5 else "") \
+                if any(self.late_runs) else ""
+            said.append(f"traces: {self.late_spans} span(s) arrived after their run was graded (raise traces.wait)"
+                        f"{whose}")
         return said
 
 
@@ -66,8 +77,9 @@ class SpanCollector:
         self._other: set[str] = set()
         self.dropped = Dropped()
 
-    def run(self, max_spans: int) -> RunSpans:
-        return RunSpans(self, max_spans)
+    def run(self, max_spans: int, label: str = "") -> RunSpans:
+        """`label`: the run as the warnings name it (`suite/test run 2`)."""
+        return RunSpans(self, max_spans, label)
 
     def take(self, spans: Iterable[Span]) -> None:
         for span in spans:
@@ -79,6 +91,8 @@ class SpanCollector:
                     self.dropped.other_traces += 1
             elif route[0].closed:
                 self.dropped.late_spans += 1
+                late = self.dropped.late_runs
+                late[route[0].label] = late.get(route[0].label, 0) + 1
             else:
                 route[0].add(span, None if route[1] == _CONVERSATION else route[1])
 
@@ -86,8 +100,9 @@ class SpanCollector:
 class RunSpans:
     """One run's side of the collector: the traces it sent, the spans that came back for them."""
 
-    def __init__(self, collector: SpanCollector, max_spans: int) -> None:
+    def __init__(self, collector: SpanCollector, max_spans: int, label: str = "") -> None:
         self._collector = collector
+        self.label = label
         self.max_spans = max_spans
         self.kept: list[Span] = []
         self.received = 0
@@ -98,6 +113,10 @@ class RunSpans:
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
         self.not_found: list[str] = []
+        self._heard: set[str] = set()
+        self._ids: set[tuple[str, str]] = set()
+        """(trace id, span id) of every span taken: a span id is unique in its trace, so one seen again is the
+        same span sent twice (OTLP delivery is at least once), not a second call to count."""
 
     def expect(self, trace_id: str | None, turn: int | None) -> None:
         """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
@@ -117,8 +136,19 @@ class RunSpans:
         self._collector.take(spans)
         self.not_found = list(not_found)
 
+    def unheard(self, recorded: Iterable[str]) -> None:
+        """With a receiver: the traces the turns recorded (each the one the agent got: its own, or the
+        conversation's) of which no span came are `not_found`, as a backend's are (an agent that exported
+        nothing read as one that called no tool and failed nowhere)."""
+        self.not_found = list(dict.fromkeys(t for t in recorded if t not in self._heard))
+
     def add(self, span: Span, turn: int | None) -> None:
+        if (span.trace_id, span.span_id) in self._ids:
+            self._collector.dropped.duplicate_spans += 1
+            return
+        self._ids.add((span.trace_id, span.span_id))
         self.received += 1
+        self._heard.add(span.trace_id)
         if len(self.kept) < self.max_spans:
             self.kept.append(span.model_copy(update={"turn": turn}) if turn is not None else span)
 

@@ -66,6 +66,20 @@ def tool_calls(spans: Iterable[Span]) -> list[dict[str, Any]]:
             for s in sorted(found, key=lambda s: s.start_unix_nano)]
 
 
+def whereabouts(span: Span) -> str:
+    """A span as a failure names it: its turn, and its error's message."""
+    parts = [f"turn {span.turn}"] if span.turn else []
+    if span.status == "error":
+        parts.append(f"error: {excerpt(span.status_message)}" if span.status_message else "error")
+    return f"{span.name} ({', '.join(parts)})" if parts else span.name
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    """`text` cut to `limit` characters at an ellipsis: a secret cut in two there is still masked (the masking
+    knows a secret's start before an ellipsis); cut bare, its first characters would be written as they are."""
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
 def measures(spans: list[Span]) -> dict[str, float]:
     """The span metrics of some spans (one turn's, or a run's)."""
     llm = [s for s in spans if operation(s) in LLM_OPERATIONS]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,6 +71,32 @@ class SpansFile(BaseModel):
     turn_started_unix_nano: dict[str, int] = Field(default_factory=dict)
     """When tamesu sent each turn (by turn number), on the agent's clock: where a waterfall starts."""
     spans: list[Span] = Field(default_factory=list)
+
+    def numbers_masked(self, mask: Callable[[str], str]) -> SpansFile:
+        """The spans with every number attribute whose digits hold a secret written as masked text: the
+        artifacts' masking reads text, and an agent that records a numeric secret (a PIN, an account number)
+        as an int attribute would otherwise have it on disk, in the store and in the reports."""
+        changed = False
+
+        def masked(value: object) -> object:
+            nonlocal changed
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                text = str(value)
+                if (hidden := mask(text)) != text:
+                    changed = True
+                    return hidden
+                return value
+            if isinstance(value, list):
+                return [masked(item) for item in value]
+            if isinstance(value, dict):
+                return {key: masked(item) for key, item in value.items()}
+            return value
+
+        spans = [span.model_copy(update={
+            "attributes": masked(span.attributes),
+            "events": [e.model_copy(update={"attributes": masked(e.attributes)}) for e in span.events]})
+            for span in self.spans]
+        return self.model_copy(update={"spans": spans}) if changed else self
 
 
 MAX_VALUE_CHARS = 64 * 1024
@@ -188,12 +214,12 @@ def spans_of(request: ExportTraceServiceRequest, cut: list[int] | None = None) -
                 yield Span(
                     trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
                     parent_span_id=span.parent_span_id.hex() if len(span.parent_span_id) == 8 else None,
-                    name=span.name, kind=_KINDS.get(span.kind, "unspecified"),
+                    name=_text(span.name, cut), kind=_KINDS.get(span.kind, "unspecified"),
                     service=service if isinstance(service, str) else None,
                     start_unix_nano=span.start_time_unix_nano, end_unix_nano=span.end_time_unix_nano,
-                    status=_STATUS.get(span.status.code, "unset"), status_message=span.status.message,
+                    status=_STATUS.get(span.status.code, "unset"), status_message=_text(span.status.message, cut),
                     attributes=attributes(span.attributes, cut),
-                    events=[SpanEvent(name=e.name, at_unix_nano=e.time_unix_nano,
+                    events=[SpanEvent(name=_text(e.name, cut), at_unix_nano=e.time_unix_nano,
                                       attributes=attributes(e.attributes, cut)) for e in span.events],
                 )
 
@@ -214,6 +240,12 @@ def _value(value: AnyValue, cut: list[int]) -> object:
     if kind == "string_value":
         return _capped(value.string_value[:MAX_VALUE_CHARS], len(value.string_value), cut)
     return getattr(value, kind) if kind else None
+
+
+def _text(text: str, cut: list[int]) -> str:
+    """A span's name, status message or event name, capped as an attribute's text is: an error's message that
+    quotes a whole prompt or a stack of megabytes is no smaller for not being an attribute."""
+    return _capped(text[:MAX_VALUE_CHARS], len(text), cut)
 
 
 def _capped(text: str, length: int, cut: list[int]) -> str:
