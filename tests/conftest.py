@@ -81,7 +81,9 @@ The bot lane's setups of 53, 52 and 37 s are whole suite runs against the one sh
 call: 5.6 s), not the bot's start. xdist hands its work units out in the order it
 collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a
 lane of few, long tests (the clock lanes) then started only when another worker ran dry, and ended the run
-minutes after everything else."""
+minutes after everything else. A lane worker is now handed its next unit only when its last test is left
+(tests/lane_scheduling.py): the lines lane, whose last two tests are its longest, took the clock lane some 420 s
+(at load 25) before it could start it."""
 
 
 def _group(item: pytest.Item) -> str | None:

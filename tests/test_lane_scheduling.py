@@ -73,3 +73,46 @@ def test_lanes_run_on_the_lane_workers_one_each_and_the_third_worker_runs_the_re
     for r in lanes:
         under_way = {o["test"][:2] for o in lanes if o["start"] <= r["start"] < o["end"]}
         assert len(under_way) <= 2, (r, lanes)
+
+
+LOOKAHEAD_TESTS = '''
+import json, os, time
+import pytest
+
+# g1's long test is its second-to-last: its worker is busy with it long after g2's worker is done
+SECONDS = {"g1": [0.05, 3.0, 0.05], "g2": [0.3, 0.3, 0.3], "g3": [0.2, 0.2, 0.2]}
+
+
+@pytest.mark.parametrize("lane", ["g1", "g2", "g3"])
+@pytest.mark.parametrize("n", range(3))
+def test_in_a_lane(lane, n):
+    start = time.time()
+    time.sleep(SECONDS[lane][n])
+    with open(os.environ["LANE_LOG"], "a") as log:
+        log.write(json.dumps({"test": f"{lane}-{n}", "worker": os.environ["PYTEST_XDIST_WORKER"], "start": start,
+                              "end": time.time()}) + "\\n")
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_ungrouped(n):
+    time.sleep(0.05)
+'''
+
+
+def test_a_lane_goes_to_the_lane_worker_free_first_not_to_one_with_a_long_test_still_to_run(tmp_path: Path) -> None:
+    """xdist hands a worker its next unit when two of its tests are left: g1's worker took g3 at its first test's
+    end and ran it after its 3 s test, while g2's worker stood free from 0.9 s on. A lane worker is handed its
+    next unit with its last test left: g3 goes to g2's worker."""
+    (tmp_path / "test_lanes.py").write_text(LOOKAHEAD_TESTS)
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    shutil.copy(Path(__file__).with_name("lane_scheduling.py"), tmp_path)
+    log = tmp_path / "ran.jsonl"
+    done = forked.run(["-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:randomly", "--rootdir",
+                       str(tmp_path), "-c", os.devnull, "-q", "-n", "3", "--dist", "loadgroup", "test_lanes.py"],
+                      tmp_path, {**os.environ, "LANE_LOG": str(log), "NO_COLOR": "1"}, 120, module="pytest")
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = {r["test"]: r for r in map(json.loads, log.read_text().splitlines())}
+    worker = {lane: {r["worker"] for name, r in ran.items() if name.startswith(lane)} for lane in ("g1", "g2", "g3")}
+    assert all(len(workers) == 1 for workers in worker.values()), ran
+    assert worker["g3"] == worker["g2"] != worker["g1"], ran
+    assert max(r["end"] for name, r in ran.items() if name.startswith("g3")) < ran["g1-1"]["end"], ran

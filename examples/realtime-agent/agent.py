@@ -24,7 +24,8 @@ Its audio goes out at real-time pace (100 ms chunks), as a voice agent's does, s
 `?greeting=A|B&pause_s=2` on the URL: its first answer is A, then after the pause it starts a response of its
 own saying B (an IVR that greets, then reads its menu).
 `?heard=TEXT`: it takes every committed utterance to say TEXT instead of transcribing it (a test of its clock
-needs no ears: its Whisper took 1-3.5 s of every answer on a loaded machine, and the CPU).
+needs no ears: its Whisper took 1-3.5 s of every answer on a loaded machine, and the CPU); `?heard=A|B`: the
+first utterance is A, every later one B (a long first answer to talk over, a short last one to wait out).
 `?reply_delay_ms=300`: every answer waits that long more before it starts. Its own clock is kept in `TIMINGS`
 (per reply, the ms from the commit of the user's audio to its first audio delta), to check what tamesu measures.
 `?reply_pause_ms=1500`: a reply of several sentences has that much silence between them (each sentence's own
@@ -207,7 +208,7 @@ class Connection:
         self.reply_delay_s = float(query.get("reply_delay_ms", ["0"])[0]) / 1000
         self.reply_pause_ms = float(query.get("reply_pause_ms", ["0"])[0])
         self.stop_delay_s = float(query.get("stop_delay_ms", ["0"])[0]) / 1000
-        self.heard_as = query.get("heard", [""])[0]
+        self.heard_as = [p.strip() for p in query.get("heard", [""])[0].split("|") if p.strip()]
         self.cancelled_at = 0.0
         self.heard_since_cancel: list[np.ndarray] = []
         """The caller's audio since the cancel (16 kHz)."""
@@ -409,7 +410,10 @@ class Connection:
         item = {"type": "message", "role": "user", "id": item_id, "object": "realtime.item", "status": "completed",
                 "content": [{"type": "input_audio", "transcript": None}]}
         await self.emit({"type": "conversation.item.added", "previous_item_id": None, "item": item})
-        text = self.heard_as or (await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))).text
+        if self.heard_as:
+            text = self.heard_as.pop(0) if len(self.heard_as) > 1 else self.heard_as[0]
+        else:
+            text = (await asyncio.to_thread(stt.transcribe, Clip(samples, 16000))).text
         self.history.append({"type": "message", "role": "user", "text": text})
         await self.emit({"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id,
                          "content_index": 0, "transcript": text,

@@ -16,7 +16,7 @@ import pytest
 
 from agents.twilio_agents import TwilioAgents
 from agents.voice_bot import BOT_DIR, needs_bot
-from conftest import run_tamesu
+from conftest import run_tamesu, why
 from seeded import name_where
 from tamesu.audio.extra import problem
 
@@ -98,25 +98,62 @@ def _line(name: str, url: str, timeout: str) -> str:
 """
 
 
-def _suite(tmp_path: Path, url: str, script: str, timeout: str = "6s") -> Path:
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-{_line("line", url, timeout)}tests:
-  - name: call
-    target: line
-    scenario:
-      script:
-{script}
-""")
-    return tmp_path
+# a caller that talks over the second answer no sooner than 1 s into it: that answer is whole by then
+STRAY = name_where("tw", "stray", 2, lambda draws: draws[1] >= 1000)
+ONE_CALL_TESTS = {
+    "marks": ("marks", 'scenario: { script: [ { dtmf: "7" } ] }'),
+    STRAY: ("stray", "persona: { behaviors: { interrupt_probability: 1 } }, scenario: { script: [ "
+                     '{ say: "When do you open?" }, '
+                     '{ say: "Sorry, could you tell me when you open tomorrow morning?" } ] }'),
+    "pause": ("pause", "persona: { behaviors: { silence_after_turn_ms: 2000 } }, "
+                       'scenario: { script: [ { say: "When do you open?" }, { say: "And on Sundays?" } ] }'),
+    "last": ("stray", "persona: { behaviors: { interrupt_probability: 1 } }, "
+                      'scenario: { script: [ { say: "When do you open?" } ] }'),
+    "eager": ("eager", "scenario: { script: [ "
+                       '{ say: "I would like a table for four people on Friday evening at eight, please." } ] }'),
+    "cut": ("cut", 'scenario: { script: [ { say: "When do you open?" } ] }'),
+    "listens": ("listens", 'scenario: { script: [ { say: "When do you open?" }, { say: "And on Sunday?" } ] }'),
+}
+"""The tests below that each need one call to an agent of the module's server (test name: its agent's path and
+the rest of its YAML mapping)."""
+
+
+@pytest.fixture(scope="module")
+def one_call_run(agents: TwilioAgents, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, dict]]:
+    """One `tamesu run` of every test of ONE_CALL_TESTS, one call at a time (their checks are timed), each its
+    own run before: seven runs, each paying for a process, its speech worker and its voices. The console output
+    and each test's result.json."""
+    project = tmp_path_factory.mktemp("twilio-one-call")
+    lines = ["name: tw", "targets:"]
+    for name, (path, _rest) in ONE_CALL_TESTS.items():
+        if path == "marks":  # the start message's parameters, from and to are checked: the full line
+            lines.append(_line(name, f"{agents.url}/{path}", "6s").rstrip("\n"))
+            continue
+        greeting = " greeting: false," if path == "listens" else ""
+        lines.append(f'  {name}: {{ type: twilio, url: "{agents.url}/{path}",{greeting} idle: 0.6s, '
+                     "turn_timeout: 10s, connect: { attempts: 1 } }")
+    lines.append("tests:")
+    lines += [f"  - {{ name: {name}, target: {name}, {rest} }}" for name, (_path, rest) in ONE_CALL_TESTS.items()]
+    (project / "t.tamesu.yaml").write_text("\n".join(lines) + "\n")
+    done = run_tamesu(["run", "--out", "out", "--parallel", "1"], cwd=project, timeout=300)
+    output = done.stdout + done.stderr
+    results = {name: json.loads(path.read_text()) for name in ONE_CALL_TESTS
+               for path in (project / "out").glob(f"*/tw/{name}/run-1/result.json")}
+    assert set(results) == set(ONE_CALL_TESTS), output
+    return output, results
+
+
+def _passed(one_call_run: tuple[str, dict[str, dict]], name: str) -> dict[str, Any]:
+    output, results = one_call_run
+    result = results[name]
+    assert result["status"] == "passed", why(result) + "\n" + output
+    return result
 
 
 @needs_voice
-def test_tamesu_plays_twilio_start_media_dtmf_marks_and_stop(agents: TwilioAgents, tmp_path: Path) -> None:
-    project = _suite(tmp_path, agents.url + "/marks", "        - dtmf: \"7\"")
-    done = run_tamesu(["run", "--out", "out"], cwd=project, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_tamesu_plays_twilio_start_media_dtmf_marks_and_stop(agents: TwilioAgents,
+                                                            one_call_run: tuple[str, dict[str, dict]]) -> None:
+    _passed(one_call_run, "marks")
     events = agents.events("/marks")
     kinds = [e["event"] for e in events]
     assert kinds[:2] == ["connected", "start"] and kinds[-1] == "stop"
@@ -174,28 +211,13 @@ def test_a_bad_agent_fails_with_its_reason(bad_agents_run: tuple[int, str, dict[
 
 
 @needs_voice
-def test_audio_that_came_while_the_caller_spoke_is_not_the_reply_to_it(agents: TwilioAgents, tmp_path: Path) -> None:
+def test_audio_that_came_while_the_caller_spoke_is_not_the_reply_to_it(
+        one_call_run: tuple[str, dict[str, dict]]) -> None:
     """The caller talks over the /stray agent's first answer; the agent stops (a clear) but a last 40 ms of it
     comes 0.1 s into the caller's words, and it answers those a second after they end: the turn waits for that
     answer. Taken for the reply's start, the stray chunk's quiet since then was already longer than `idle` when
     the caller stopped, and the turn ended at once with 40 ms of audio, the answer after it."""
-    # a caller that talks over the second answer no sooner than 1 s into it: that answer is whole by then
-    name = name_where("tw", "stray", 2, lambda draws: draws[1] >= 1000)
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line: {{ type: twilio, url: "{agents.url}/stray", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
-tests:
-  - name: {name}
-    target: line
-    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
-    scenario: {{ script: [ {{ say: "When do you open?" }},
-                           {{ say: "Sorry, could you tell me when you open tomorrow morning?" }} ] }}
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "tw" / name / "run-1" / "result.json").read_text())
+    result = _passed(one_call_run, STRAY)
     _greeting, first, second = result["turns"]
     assert first["agent"]["audio"]["interrupted_at_ms"] is not None  # the caller talked over the first answer
     assert second["agent"]["raw"][-1]["agent_audio_ms"] >= 300, second["agent"]["raw"]  # the answer, whole
@@ -206,25 +228,12 @@ tests:
 
 @needs_voice
 def test_the_rest_of_a_reply_that_came_before_the_callers_words_is_not_the_reply_to_them(
-        agents: TwilioAgents, tmp_path: Path) -> None:
+        one_call_run: tuple[str, dict[str, dict]]) -> None:
     """The /pause agent's first answer has a 1.2 s pause in it, longer than `idle` (0.6 s): its turn ends at the
     pause, and the rest comes while the caller waits (2 s) before speaking again. Before: the rest was the reply to
     the caller's next words, said before them, and its quiet since then ended that turn the moment the caller
     stopped: the agent's answer to them, 1 s later, was never heard."""
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line: {{ type: twilio, url: "{agents.url}/pause", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
-tests:
-  - name: pause
-    target: line
-    persona: {{ behaviors: {{ silence_after_turn_ms: 2000 }} }}
-    scenario: {{ script: [ {{ say: "When do you open?" }}, {{ say: "And on Sundays?" }} ] }}
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "tw" / "pause" / "run-1" / "result.json").read_text())
+    result = _passed(one_call_run, "pause")
     _greeting, _first, second = result["turns"]
     audio = second["agent"]["audio"]
     assert second["agent"]["first_token_at_ms"] >= audio["user_to_ms"], second["agent"]
@@ -235,27 +244,13 @@ tests:
     assert set_aside[0]["from_ms"] < audio["user_from_ms"], (set_aside, audio)
 
 
-
 @needs_voice
 def test_the_last_reply_is_heard_to_its_end_when_the_caller_has_nothing_more_to_say(
-        agents: TwilioAgents, tmp_path: Path) -> None:
+        one_call_run: tuple[str, dict[str, dict]]) -> None:
     """A persona that talks over every reply ends a turn where it starts talking (0.3-1.2 s into the reply), but
     after the last one it has nothing more to say. Before: the call was hung up there, and the /stray agent's 3 s
     answer was cut to what had come by then, its text too: an assertion on its last words failed the agent."""
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line: {{ type: twilio, url: "{agents.url}/stray", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
-tests:
-  - name: last
-    target: line
-    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
-    scenario: {{ script: [ {{ say: "When do you open?" }} ] }}
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "tw" / "last" / "run-1" / "result.json").read_text())
+    result = _passed(one_call_run, "last")
     answer = result["turns"][-1]["agent"]
     assert answer["audio"]["interrupted_at_ms"] is None, answer["audio"]  # nobody talked over it
     assert answer["audio"]["agent_audio_ms"] >= 2900, answer["audio"]  # the 3 s answer, whole
@@ -265,23 +260,11 @@ tests:
 
 @needs_voice
 def test_a_reply_begun_while_the_caller_still_spoke_has_no_negative_time_to_first_token(
-        agents: TwilioAgents, tmp_path: Path) -> None:
+        one_call_run: tuple[str, dict[str, dict]]) -> None:
     """The /eager agent answers 0.4 s into the caller's words, while they go on. Before: its time to first token
     was its start less the end of the caller's words, about -2000 ms, in the run's metrics (an SLO on it passed),
     and nothing said the agent had talked over the caller."""
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line: {{ type: twilio, url: "{agents.url}/eager", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
-tests:
-  - name: eager
-    target: line
-    scenario: {{ script: [ {{ say: "I would like a table for four people on Friday evening at eight, please." }} ] }}
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "tw" / "eager" / "run-1" / "result.json").read_text())
+    result = _passed(one_call_run, "eager")
     answer = result["turns"][-1]["agent"]
     assert answer["raw"][-1]["agent_audio_ms"] >= 250, answer["raw"]  # its answer came, over the caller's words
     assert answer["first_token_at_ms"] is None, answer
@@ -292,43 +275,22 @@ tests:
 
 
 @needs_voice
-def test_an_agent_that_hangs_up_in_the_middle_of_its_words_is_said(agents: TwilioAgents, tmp_path: Path) -> None:
+def test_an_agent_that_hangs_up_in_the_middle_of_its_words_is_said(
+        one_call_run: tuple[str, dict[str, dict]]) -> None:
     """The /cut agent closes the socket 0.5 s into its tone. Before: the reply was taken as it came, with only a
     `hangup` event, as any goodbye is; nothing said the line was cut while the agent's audio was still speech."""
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line: {{ type: twilio, url: "{agents.url}/cut", idle: 0.6s, turn_timeout: 10s, connect: {{ attempts: 1 }} }}
-tests:
-  - name: cut
-    target: line
-    scenario: {{ script: [ {{ say: "When do you open?" }} ] }}
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 call closed by the agent while its audio was still speech (agent_hung_up_mid_speech" in done.stdout
-    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
-    result = json.loads((run_dir / "tw" / "cut" / "run-1" / "result.json").read_text())
+    result = _passed(one_call_run, "cut")
+    output, _results = one_call_run
+    assert "1 call closed by the agent while its audio was still speech (agent_hung_up_mid_speech" in output
     names = [e["name"] for e in result["events"]]
     assert "hangup" in names and "agent_hung_up_mid_speech" in names, result["events"]
 
 
-
 @needs_voice
-def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(agents: TwilioAgents, tmp_path: Path) -> None:
+def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(
+        one_call_run: tuple[str, dict[str, dict]]) -> None:
     """The /listens agent never greets. Before: no `greeting` key on twilio: it failed "turn 1 (the agent's
     greeting): the agent said nothing within turn_timeout"."""
-    (tmp_path / "t.tamesu.yaml").write_text(f"""
-name: tw
-targets:
-  line: {{ type: twilio, url: "{agents.url}/listens", greeting: false, idle: 0.6s, turn_timeout: 10s }}
-tests:
-  - name: listens
-    target: line
-    scenario: {{ script: [ {{ say: "When do you open?" }}, {{ say: "And on Sunday?" }} ] }}
-""")
-    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    result = _passed(one_call_run, "listens")
     assert [t["user"] is not None for t in result["turns"]] == [True, True], result["turns"]
     assert all(t["agent"]["measures"].get("time_to_first_audio_ms") for t in result["turns"]), result["turns"]
