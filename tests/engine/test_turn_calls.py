@@ -1,0 +1,61 @@
+"""Work done once a test or once a run rather than once a turn (issue 28's eighth pass, docs/performance.md):
+each cut keeps what it computes, and is seen taken."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+
+def test_walk_strings_walks_in_order_and_at_any_depth() -> None:
+    from tamesu.suite.templates import walk_strings
+
+    value = {"a": ["x", {"b": "y", "c": [1, "z", ("q", "r")]}], "d": "w", "e": {}}
+    assert list(walk_strings(value)) == [
+        (("a", 0), "x"), (("a", 1, "b"), "y"), (("a", 1, "c", 1), "z"), (("a", 1, "c", 2, 0), "q"),
+        (("a", 1, "c", 2, 1), "r"), (("d",), "w")]
+    assert list(walk_strings("s", ("at",))) == [(("at",), "s")]
+    deep: object = "bottom"
+    for _ in range(5000):  # one generator, not one per level: no recursion limit
+        deep = {"k": [deep]}
+    [(path, text)] = list(walk_strings(deep))
+    assert text == "bottom" and len(path) == 10000
+
+
+class _Environ(Mapping[str, str]):
+    """os.environ's stand-in, counting how often it is read whole."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.copies = 0
+
+    def __getitem__(self, name: str) -> str:
+        return self.values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self.copies += 1
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def test_a_run_copies_the_environment_when_a_template_first_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.engine.conversation import template_context
+
+    environ = _Environ({"CITY": "Lyon"})
+    with monkeypatch.context() as patched:  # os.environ itself back before any fixture's teardown writes to it
+        patched.setattr(os, "environ", environ)
+        context = template_context(cast(Any, SimpleNamespace(vars={})), cast(Any, None), {}, {})
+        assert environ.copies == 0  # a run whose templates name no env. never copies it
+        assert context.render("{{env.CITY}}") == "Lyon"
+        environ.values["CITY"] = "Paris"  # kept from the first read on, as the run's copy was
+        assert context.render("to {{env.CITY}}") == "to Lyon"
+        assert environ.copies == 1
+        with pytest.raises(Exception, match="has no value"):
+            context.render("{{env.NOT_SET}}")
+
