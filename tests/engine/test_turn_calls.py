@@ -59,3 +59,26 @@ def test_a_run_copies_the_environment_when_a_template_first_reads_it(monkeypatch
         with pytest.raises(Exception, match="has no value"):
             context.render("{{env.NOT_SET}}")
 
+
+def test_a_target_class_is_checked_once_and_again_when_another_class_takes_its_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu import plugins, targets
+    from tamesu.targets.base import Target, TargetSpec
+    from tamesu.targets.rest.target import RestTarget
+
+    checked: list[type] = []
+    unimplemented = plugins.unimplemented
+    monkeypatch.setattr(plugins, "unimplemented",
+                        lambda kind, name, found: checked.append(found) or unimplemented(kind, name, found))
+    probe = type("Probe", (RestTarget,), {})
+    monkeypatch.setitem(plugins._registered["targets"], "probe-of-checks", probe)
+    for _ in range(3):
+        assert targets.target_class("probe-of-checks") is probe
+    assert checked == [probe]
+    broken = type("Broken", (Target,), {"Spec": TargetSpec})  # leaves Target's methods abstract
+    monkeypatch.setitem(plugins._registered["targets"], "probe-of-checks", broken)
+    for _ in range(2):  # refused each time, never taken from the one checked before
+        with pytest.raises(plugins.PluginError, match="does not implement"):
+            targets.target_class("probe-of-checks")
+    assert checked == [probe, broken, broken]
+
