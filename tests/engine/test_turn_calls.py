@@ -101,3 +101,34 @@ def test_a_report_escapes_only_what_needs_it_and_writes_what_it_wrote(monkeypatc
     for test_id in ("suite/c1", "bench-100x5/c12 (x=1)", "日本語/テスト_1", "a\u0301b", "x²y", "tab\there"):
         assert report_html._readable(test_id) == "t-" + "".join(ch if ch.isalnum() else "-" for ch in test_id)
 
+
+PATHS_BY_LEADING_KEY = ["$.choices[0].message.tool_calls", "$.content[?(@.type == 'tool_use')]", "$.reply[0].text",
+                        "$.a1.b_2[0].c", "$.missing[0]", "$.missing[?(@.x == 1)]", "$.text[*]", "$.reply..text"]
+DOCUMENTS = [{"text": "hi", "reply": [{"text": "r"}], "a1": {"b_2": [{"c": 1}]}},
+             {"choices": [{"message": {"tool_calls": [{"id": "1"}]}}], "content": [{"type": "tool_use", "id": "t"}]},
+             [{"text": "in a list"}], {}, []]
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_a_path_whose_first_key_is_missing_finds_what_python_jsonpath_finds(doc: Any) -> None:
+    import jsonpath
+
+    from tamesu.targets.rest.read import values
+
+    for path in PATHS_BY_LEADING_KEY:
+        assert values(path, doc) == jsonpath.findall(path, doc), path
+
+
+def test_a_path_whose_first_key_is_missing_is_not_queried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.targets.rest import read
+    from tamesu.targets.rest.answer import ANTHROPIC_TOOL_CALLS, OPENAI_TOOL_CALLS
+
+    def refused(path: str) -> Any:
+        raise AssertionError(f"{path} was handed to python-jsonpath")
+
+    monkeypatch.setattr(read, "_compiled", refused)
+    for path in (OPENAI_TOOL_CALLS, ANTHROPIC_TOOL_CALLS):  # asked of every answer of a turn
+        assert read.values(path, {"text": "echo: hi"}) == []
+    assert read.leading_key("$.a | $.b") is None and read.leading_key("$[0].a") is None
+    assert read.leading_key("$.a[?(@.x && @.y)]") is None and read.leading_key("$.content[0]") == "content"
+
