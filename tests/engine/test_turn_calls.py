@@ -132,3 +132,16 @@ def test_a_path_whose_first_key_is_missing_is_not_queried(monkeypatch: pytest.Mo
     assert read.leading_key("$.a | $.b") is None and read.leading_key("$[0].a") is None
     assert read.leading_key("$.a[?(@.x && @.y)]") is None and read.leading_key("$.content[0]") == "content"
 
+
+def test_a_models_table_price_is_looked_up_once_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.models import pricing
+
+    looked: list[str] = []
+    normalise = pricing._normalise
+    monkeypatch.setattr(pricing, "_normalise", lambda model: looked.append(model) or normalise(model))
+    name = "OpenAI/GPT-4o-mini-2031-01-02"  # a name no other test prices
+    for _ in range(3):
+        assert pricing.price(name) == pricing.PriceSpec(input_per_mtok=0.15, output_per_mtok=0.60)
+    assert looked == [name]
+    assert pricing.price("gpt-4o-2024-08-06") == pricing.PriceSpec(input_per_mtok=2.50, output_per_mtok=10.00)
+    assert pricing.price("gpt-4o-minis") is None and pricing.price("claude-3-5-haiku-latest") is not None
