@@ -1,7 +1,7 @@
 """Python calls per turn, counted, not timed: what a scripted REST turn and a persona turn cost tamesu, by package.
 
     python bench/turn_calls.py [--workload rest|persona|both] [--small 100] [--large 300] [--at-once 100]
-                               [--top 25] [--json FILE]
+                               [--top 25] [--json FILE] [--keep DIR] [--floor]
 
 Each workload (`bench/run.py`'s scripted REST suite, `bench/persona.py`'s OpenAI-shaped persona suite, 5 turns a
 conversation, run folders on tmpfs) runs twice under cProfile (`tamesu run` in a process of its own, the servers in
@@ -10,9 +10,12 @@ extra turns is one turn's own work, start-up and the run's end cancelled out. A 
 machine's load, so two commits can be compared on a shared machine where their timings cannot (issue 28's seventh
 pass). What still moves a little: how many reads a socket's bytes take and how often the loop wakes at 100 at once.
 
-Calls are put in the package of the function called, except builtins (`isinstance`, `len`, dict methods, C
+Every thread is counted (the results store writes from one of its own). Calls are put in the package of the function
+called, except builtins (`isinstance`, `len`, dict methods, C
 functions of pydantic-core and json), which are charged to the package of their caller; `--top` lists the
-functions of tamesu (with the builtins they call) that make the most calls per turn.
+functions of tamesu (with the builtins they call) that make the most calls per turn, and the calls tamesu makes
+into other packages. `--floor` counts the bare aiohttp loop's turn too (`bench/baseline_client.py` and
+`persona_baseline.py` with `aiohttp`, issue 28's floor), the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -48,20 +52,40 @@ _PACKAGES = ("tamesu", "aiohttp", "multidict", "yarl", "openai", "httpx2", "http
 
 
 def _child(profile_out: str, argv: list[str]) -> None:
-    """In the profiled process: `tamesu <argv>` under cProfile, the profile written to `profile_out`."""
+    """In the profiled process: `tamesu <argv>` (or, `argv` starting with a script's path, that script) under
+    cProfile, the profile written to `profile_out`."""
+    import runpy
+
     from tamesu.cli.main import entry
 
-    sys.argv = ["tamesu", *argv]
+    script = argv[0] if argv and argv[0].endswith(".py") else None
+    sys.argv = [script, *argv[1:]] if script else ["tamesu", *argv]
+    threads: list[cProfile.Profile] = []
+
+    def in_thread(*_: object) -> None:
+        # a cProfile profiler sees its own thread only: each thread started from now on (the results store's
+        # writer, file syncs, to_thread work) gets one of its own, merged below
+        sys.setprofile(None)
+        profiler = cProfile.Profile()
+        threads.append(profiler)
+        profiler.enable()
+
     profiler = cProfile.Profile()
     code = 0
+    threading.setprofile(in_thread)  # type: ignore[arg-type]
     profiler.enable()
     try:
-        entry()
+        runpy.run_path(script, run_name="__main__") if script else entry()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
     finally:
         profiler.disable()
-        profiler.dump_stats(profile_out)
+        threading.setprofile(None)  # type: ignore[arg-type]
+        merged = pstats.Stats(profiler)
+        for other in threads:
+            other.create_stats()
+            merged.add(other)
+        merged.dump_stats(profile_out)
     raise SystemExit(code)
 
 
@@ -132,11 +156,14 @@ def counts(profile: Path) -> tuple[dict[str, int], dict[str, int], dict[str, int
     return by_package, by_function, out_of_tamesu
 
 
-def profile_run(folder: Path, out_root: Path, suite: Path, parallel: int, extra: list[str]) -> Path:
+def profile_run(folder: Path, out_root: Path, suite: Path, parallel: int, extra: list[str],
+                floor: list[str] | None = None) -> Path:
+    """One profiled `tamesu run` of `suite`; with `floor`, the aiohttp loop's script and arguments instead."""
     out = out_root / f"out-{suite.stem}"
-    profile = folder / f"{suite.stem}.prof"
-    command = [PYTHON, str(Path(__file__).resolve()), "--child", str(profile), "--", "run", str(suite),
-               "--parallel", str(parallel), "--out", str(out), "--color", "never", *extra]
+    profile = folder / f"{suite.stem}{'-floor' if floor else ''}.prof"
+    command = [PYTHON, str(Path(__file__).resolve()), "--child", str(profile), "--",
+               *(floor or ["run", str(suite), "--parallel", str(parallel), "--out", str(out), "--color", "never",
+                           *extra])]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=1800)
     shutil.rmtree(out, ignore_errors=True)
     if KEEP is not None:
@@ -148,20 +175,26 @@ def profile_run(folder: Path, out_root: Path, suite: Path, parallel: int, extra:
     return profile
 
 
-def per_turn(folder: Path, out_root: Path, workload: str, small: int, large: int, at_once: int
-             ) -> tuple[dict[str, float], ...]:
+def per_turn(folder: Path, out_root: Path, workload: str, small: int, large: int, at_once: int,
+             floor: bool = False) -> tuple[dict[str, float], ...]:
+    """The calls of one turn of `workload`: tamesu's, or (`floor`) the bare aiohttp loop's sending the same."""
     agent = Agent()
     model = ModelServer() if workload == "persona" else None
     try:
         profiles = {}
         for size in (small, large):
+            parallel = min(at_once, size)
             if model is not None:
                 suite = persona_suite(folder, model.url, agent.url, "openai", size, TURNS)
                 extra = ["--no-cache"]
+                script = [str(BENCH / "persona_baseline.py"), model.url, f"{agent.url}/chat", "openai", str(size),
+                          str(TURNS), str(parallel), "aiohttp"]
             else:
                 suite = rest_suite(folder, agent.url, size, TURNS)
                 extra = []
-            profiles[size] = counts(profile_run(folder, out_root, suite, min(at_once, size), extra))
+                script = [str(BENCH / "baseline_client.py"), f"{agent.url}/chat", str(size), str(TURNS),
+                          str(parallel), "aiohttp"]
+            profiles[size] = counts(profile_run(folder, out_root, suite, parallel, extra, script if floor else None))
     finally:
         agent.stop()
         if model is not None:
@@ -205,6 +238,8 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep", type=Path, help="copy the profiles to this folder")
+    parser.add_argument("--floor", action="store_true",
+                        help="also count the bare aiohttp loop's turn (bench/baseline_client.py, persona_baseline.py)")
     args = parser.parse_args()
     global KEEP
     KEEP = args.keep
@@ -223,6 +258,16 @@ def main() -> int:
                                                       if abs(v) >= 0.01}}
             print(table(workload, by_package, by_function, out_of_tamesu, args.top), flush=True)
             print()
+            if args.floor:
+                floor = per_turn(folder, out_root, workload, args.small, args.large, args.at_once, floor=True)[0]
+                figures[workload]["floor_calls_per_turn"] = round(sum(floor.values()), 1)
+                figures[workload]["floor_by_package"] = {k: round(v, 1) for k, v in floor.items()}
+                lines = [f"## {workload}, the bare aiohttp loop: {sum(floor.values()):,.0f} calls per turn", "",
+                         "| package | calls per turn |", "| --- | --- |"]
+                lines += [f"| {name} | {calls:,.1f} |" for name, calls in sorted(floor.items(), key=lambda i: -i[1])
+                          if abs(calls) >= 0.5]
+                print("\n".join(lines), flush=True)
+                print()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         if out_root != folder:
