@@ -145,3 +145,29 @@ def test_a_models_table_price_is_looked_up_once_a_name(monkeypatch: pytest.Monke
     assert looked == [name]
     assert pricing.price("gpt-4o-2024-08-06") == pricing.PriceSpec(input_per_mtok=2.50, output_per_mtok=10.00)
     assert pricing.price("gpt-4o-minis") is None and pricing.price("claude-3-5-haiku-latest") is not None
+
+
+class _Walked(dict[str, Any]):
+    """A document that counts how often its values are walked."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        self.walks = 0
+
+    def values(self) -> Any:
+        self.walks += 1
+        return super().values()
+
+
+def test_a_raw_document_equal_to_the_response_is_walked_once_for_markers() -> None:
+    from tamesu.results._refs import expand_agent, shrink_agent
+
+    response, copy = _Walked(text="hi", n=1), _Walked(text="hi", n=1)
+    agent = {"text": "hi", "response": response, "raw": [copy]}
+    assert shrink_agent(agent) is agent
+    assert response.walks == 2 and copy.walks == 0  # sized and searched; the copy, equal to it, not walked again
+    marker = {"reply": {"$ref": "text"}}  # the agent's own document that looks like a marker, in raw only
+    written = shrink_agent({"text": "hi", "response": {"other": 1}, "raw": [{"other": 1}, marker]})
+    assert written["raw"] == [{"other": 1}, {"reply": {"$value": {"$ref": "text"}}}]
+    assert expand_agent(written) == {"text": "hi", "response": {"other": 1}, "raw": [{"other": 1}, marker]}
+
