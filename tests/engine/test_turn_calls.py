@@ -171,3 +171,11 @@ def test_a_raw_document_equal_to_the_response_is_walked_once_for_markers() -> No
     assert written["raw"] == [{"other": 1}, {"reply": {"$value": {"$ref": "text"}}}]
     assert expand_agent(written) == {"text": "hi", "response": {"other": 1}, "raw": [{"other": 1}, marker]}
 
+
+def test_the_stores_rows_hold_json_columns_as_json_text() -> None:
+    from tamesu.store.lite import JSON_COLUMNS, _rows
+
+    json_column = sorted(JSON_COLUMNS)[0]
+    columns = ["id", json_column, "note"]
+    items = [{"id": 1, json_column: {"a": [1, "é"]}, "note": "x"}, {"id": 2, json_column: None}, {}]
+    assert _rows(columns, items) == [(1, '{"a": [1, "\\u00e9"]}', "x"), (2, None, None), (None, None, None)]
