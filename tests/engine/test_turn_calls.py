@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -179,3 +180,48 @@ def test_the_stores_rows_hold_json_columns_as_json_text() -> None:
     columns = ["id", json_column, "note"]
     items = [{"id": 1, json_column: {"a": [1, "é"]}, "note": "x"}, {"id": 2, json_column: None}, {}]
     assert _rows(columns, items) == [(1, '{"a": [1, "\\u00e9"]}', "x"), (2, None, None), (None, None, None)]
+
+
+OWN_CALLS_PER_TURN = 640
+"""tamesu's own Python calls in a scripted REST turn (its functions and the builtins they call, bench/turn_calls.py
+at 10 and 30 conversations, 10 at once): 703 before issue 28's eighth pass, 608.5 after it. A count, not a time:
+it reads the same on a loaded machine; the margin is for what a later change adds on purpose (raise it then)."""
+
+
+def test_a_scripted_rest_turn_stays_within_its_count_of_tamesus_own_calls(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "turn_calls.py"
+    figures = tmp_path / "calls.json"
+    done = subprocess.run([sys.executable, str(bench), "--workload", "rest", "--small", "10", "--large", "30",
+                           "--at-once", "10", "--top", "1", "--json", str(figures)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rest = json.loads(figures.read_text())["rest"]
+    assert 0 < rest["own_calls_per_turn"] <= OWN_CALLS_PER_TURN, rest["tamesu_functions"]
+
+
+def test_a_models_messages_are_copied_only_where_a_secret_is_masked() -> None:
+    from tamesu.models.base import Message, ModelRequest
+    from tamesu.models.client import ResilientClient
+    from tamesu.models.spec import ModelSpec
+
+    client = ResilientClient(ModelSpec(provider="fake", model="m"), cast(Any, lambda: None),
+                             mask=lambda text: text.replace("s3cret", "***") if isinstance(text, str) else text)
+    plain, secret = Message(role="system", content="be brief"), Message(role="user", content="my s3cret")
+    sent = client._with_defaults(ModelRequest(purpose="simulator", messages=[plain, secret]))
+    assert sent.messages[0] is plain  # nothing to mask: the same message, not a copy of it
+    assert sent.messages[1].content == "my ***" and secret.content == "my s3cret"
+
+
+async def test_a_gate_without_a_limit_holds_no_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.models._gate import Gate
+
+    def no_place(self: Gate) -> Any:
+        raise AssertionError("a place was taken with no max_concurrent")
+
+    monkeypatch.setattr(Gate, "_held", no_place)
+    async with Gate(None).held():
+        pass

@@ -190,7 +190,10 @@ class ResilientClient:
         # so changing `temperature:` in tamesu.yaml records new answers
         update: dict[str, object] = {}
         if self._mask is not None and request.purpose not in _THE_AGENTS_OWN:
-            update["messages"] = [m.model_copy(update={"content": self._mask(m.content)}) for m in request.messages]
+            # a message with nothing to mask is kept as it is: copying each (pydantic's copy) on every call was
+            # a tenth of tamesu's own work in a simulated user's turn
+            update["messages"] = [m if (masked := self._mask(m.content)) == m.content
+                                  else m.model_copy(update={"content": masked}) for m in request.messages]
             update["context"] = self._mask(request.context)
         if request.temperature is None and self.spec.temperature is not None:
             update["temperature"] = self.spec.temperature
