@@ -190,9 +190,7 @@ class ResilientClient:
         # so changing `temperature:` in tamesu.yaml records new answers
         update: dict[str, object] = {}
         if self._mask is not None and request.purpose not in _THE_AGENTS_OWN:
-            # a message with nothing to mask is kept as it is: copying each (pydantic's copy) on every call was
-            # a tenth of tamesu's own work in a simulated user's turn
-            update["messages"] = [m if (masked := self._mask(m.content)) == m.content
+            update["messages"] = [m if (masked := self._mask(m.content)) == m.content  # nothing masked: not copied
                                   else m.model_copy(update={"content": masked}) for m in request.messages]
             update["context"] = self._mask(request.context)
         if request.temperature is None and self.spec.temperature is not None:
@@ -228,8 +226,7 @@ class ResilientClient:
                 error = exc
             last = not error.retryable or attempt == tries - 1
             if error.timed_out:
-                self._note("model_timeout", request, attempt=attempt + 1, after_s=self.spec.timeout,
-                           retried=not last)
+                self._note("model_timeout", request, attempt=attempt + 1, after_s=self.spec.timeout, retried=not last)
             if last:
                 if tries > 1 and error.retryable:
                     raise ModelError(f"{error} (gave up after {tries} attempts)", retryable=True,
