@@ -225,3 +225,38 @@ async def test_a_gate_without_a_limit_holds_no_place(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(Gate, "_held", no_place)
     async with Gate(None).held():
         pass
+
+
+def test_the_turns_encoders_and_ids_write_what_they_wrote() -> None:
+    import json
+    import re
+
+    from tamesu.targets import bounds
+    from tamesu.targets.rest.http import _BODY_JSON
+    from tamesu.telemetry.traceparent import TraceContext
+
+    doc = {"text": "é 日本", "n": [1, 2.5, None, True], "when": bounds}  # a module: written by default=str
+    assert bounds._size(doc) == len(json.dumps(doc, ensure_ascii=False, default=str).encode())
+    body = {"message": "é", "history": [{"role": "user", "content": "hi"}]}
+    assert _BODY_JSON.encode(body).encode() == json.dumps(
+        body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    with pytest.raises(ValueError):
+        _BODY_JSON.encode({"x": float("nan")})
+    ids = [TraceContext.new() for _ in range(50)]
+    assert all(re.fullmatch("[0-9a-f]{32}", i.trace_id) and re.fullmatch("[0-9a-f]{16}", i.span_id) for i in ids)
+    assert len({i.trace_id for i in ids}) == len({i.span_id for i in ids}) == 50
+
+
+def test_an_infrastructure_error_on_the_agents_side_is_said_and_raised_on() -> None:
+    from tamesu.engine.fault import agents_side
+    from tamesu.errors import InfraError
+
+    said: list[tuple[str, dict[str, Any]]] = []
+    session = cast(Any, SimpleNamespace(event=lambda name, **data: said.append((name, data))))
+    with pytest.raises(InfraError, match="refused"), agents_side(session):
+        raise InfraError("connection refused")
+    with pytest.raises(KeyError), agents_side(session):
+        raise KeyError("not the agent's")
+    with agents_side(session):
+        pass
+    assert said == [("agent_error", {"reason": "connection refused"})]
