@@ -64,7 +64,8 @@ class UserTurn(BaseModel):
             parts.append(f"[dtmf {self.dtmf}]")
         if self.data is not None:
             parts.append(json.dumps(self.data, ensure_ascii=False, sort_keys=True))
-        parts.extend(f"[{f.name}]" for f in self.files)
+        if self.files:
+            parts.extend(f"[{f.name}]" for f in self.files)
         return "\n".join(parts)
 
     def messages(self) -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import hashlib
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -39,7 +38,7 @@ from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.roles.steps import StepsUser
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import Context
+from tamesu.suite.templates import Context, Environ
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.bounds import bound_turn, checked_turn
 from tamesu.targets.handoff_signal import signalled
@@ -93,7 +92,7 @@ class RunOutcome:
 def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, object], run: dict[str, object],
                      remote: dict[str, object] | None = None) -> Context:
     # `remote` is filled in place once the run's remote agents have their ports
-    return Context(secrets=secrets, env=dict(os.environ), vars=test.vars, captured=captured, run=run,
+    return Context(secrets=secrets, env=Environ(), vars=test.vars, captured=captured, run=run,
                    remote=remote if remote is not None else {})
 
 

@@ -9,7 +9,8 @@ infrastructure error that came from the target itself with an `agent_error` even
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
 
 from tamesu.conversation import Exchange, Session
 from tamesu.errors import InfraError, SuiteProblem
@@ -23,18 +24,27 @@ from tamesu.roles.transcript import lines_of
 AUDIT_MODEL = "simulator_audit"
 
 
-@contextlib.contextmanager
-def agents_side(session: Session) -> Iterator[None]:
+class _AgentsSide:
+    # a class, not @contextlib.contextmanager: entered every turn, and the generator's machinery was some
+    # ten calls each time
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _: TracebackType | None) -> None:
+        # a SuiteProblem (a visual baseline not written yet) is the suite's, not the agent's side
+        if isinstance(exc, InfraError | ModelError) and not isinstance(exc, SuiteProblem):
+            self._session.event("agent_error", reason=str(exc))
+        # returns None: the exception is raised on as it was
+
+
+def agents_side(session: Session) -> contextlib.AbstractContextManager[None]:
     """An infrastructure error opening or talking to the target (unreachable, refused, its model down) is the
     agent's side failing, not tamesu's helpers': an `agent_error` event says so (JSONL `--yao-errors` counts
     it as the agent's failure, as the design does)."""
-    try:
-        yield
-    except SuiteProblem:
-        raise  # the suite's (a visual baseline not written yet), not the agent's side
-    except (InfraError, ModelError) as exc:
-        session.event("agent_error", reason=str(exc))
-        raise
+    return _AgentsSide(session)
 
 
 async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: PlannedTest,

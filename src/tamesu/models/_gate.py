@@ -33,14 +33,15 @@ class Gate:
         tamesu's own model (a model target's is the agent's)."""
         own = None if request is None or spec is None or request.purpose == "target" else call_name(request, spec)
         with asking(own):
+            if self.limit is None:  # no place to take: not another context manager entered on every call
+                yield
+                return
             async with self._held():
                 yield
 
     @contextlib.asynccontextmanager
     async def _held(self) -> AsyncIterator[None]:
-        if self.limit is None:
-            yield
-            return
+        assert self.limit is not None  # held() enters this only with a limit
         loop = asyncio.get_running_loop()
         semaphore = self._by_loop.get(loop)
         if semaphore is None:

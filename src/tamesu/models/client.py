@@ -180,7 +180,8 @@ class ResilientClient:
         # so changing `temperature:` in tamesu.yaml records new answers
         update: dict[str, object] = {}
         if self._mask is not None and request.purpose not in _THE_AGENTS_OWN:
-            update["messages"] = [m.model_copy(update={"content": self._mask(m.content)}) for m in request.messages]
+            update["messages"] = [m if (masked := self._mask(m.content)) == m.content  # nothing masked: not copied
+                                  else m.model_copy(update={"content": masked}) for m in request.messages]
             update["context"] = self._mask(request.context)
         if request.temperature is None and self.spec.temperature is not None:
             update["temperature"] = self.spec.temperature
@@ -215,8 +216,7 @@ class ResilientClient:
                 error = exc
             last = not error.retryable or attempt == tries - 1
             if error.timed_out:
-                self._note("model_timeout", request, attempt=attempt + 1, after_s=self.spec.timeout,
-                           retried=not last)
+                self._note("model_timeout", request, attempt=attempt + 1, after_s=self.spec.timeout, retried=not last)
             if last:
                 if tries > 1 and error.retryable:
                     raise ModelError(f"{error} (gave up after {tries} attempts)", retryable=True,

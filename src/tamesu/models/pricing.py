@@ -6,6 +6,7 @@ costs 0, and under a dollar budget the plan warns of it (`tamesu.plan._lint.unpr
 
 from __future__ import annotations
 
+import functools
 import re
 
 from tamesu.models.base import Usage
@@ -59,15 +60,27 @@ def _normalise(model: str) -> str:
     return name
 
 
-def price(model: str) -> PriceSpec | None:
-    """The table's price for a model name, or None when the table does not know it."""
+_LONGEST_FIRST = sorted(_TABLE, key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _listed(model: str) -> tuple[float, float] | None:
+    """The table's (input, output) price of a model name: looked up once a name, not once a call (every model
+    call is priced, and the search tried the table's names one by one)."""
     name = _normalise(model)
     # the longest table name that the model name starts with, followed only by a date or version
-    for known_name in sorted(_TABLE, key=len, reverse=True):
+    for known_name in _LONGEST_FIRST:
         if name.startswith(known_name) and _SUFFIX.match(name[len(known_name):]):
-            input_price, output_price = _TABLE[known_name]
-            return PriceSpec(input_per_mtok=input_price, output_per_mtok=output_price)
+            return _TABLE[known_name]
     return None
+
+
+def price(model: str) -> PriceSpec | None:
+    """The table's price for a model name, or None when the table does not know it."""
+    listed = _listed(model)
+    if listed is None:
+        return None
+    return PriceSpec(input_per_mtok=listed[0], output_per_mtok=listed[1])
 
 
 def known(model: str) -> bool:

@@ -54,11 +54,13 @@ class LoadedSuite:
     hook_dir: Path | None = None
     """Where before_all/after_all hooks run (default the suite's folder; JSONL cases: the project's)."""
 
-    @property
+    # cached: the plan, the engine and the reports ask a suite its name and folder several times a test, and each
+    # answer was pathlib parsing its path again
+    @functools.cached_property
     def name(self) -> str:
         return self.spec.name or self.doc.path.stem.removesuffix(".tamesu")
 
-    @property
+    @functools.cached_property
     def dir(self) -> Path:
         return self.doc.path.parent
 

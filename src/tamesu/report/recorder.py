@@ -17,11 +17,15 @@ if TYPE_CHECKING:  # the engine's types, named for the reporter protocol; the ru
 def planned_entries(tests: list[PlannedTest]) -> list[PlannedEntry]:
     """Each planned test with the file and line that define it (annotations point there)."""
     entries = []
+    files: dict[int, str] = {}  # resolved once a suite, not once a test (a system call per part of the path)
     for test in tests:
         doc = test.suite.doc
         line = test.line if test.line is not None else doc.position(("tests", test.index))[0]
+        file = files.get(id(doc))
+        if file is None:
+            file = files[id(doc)] = str(doc.path.resolve())
         entries.append(PlannedEntry(id=test.id, suite=test.suite.name, name=test.name, case=test.case,
-                                    tags=list(test.tags), file=str(doc.path.resolve()), line=line,
+                                    tags=list(test.tags), file=file, line=line,
                                     slo=dict(getattr(test, "slo", None) or {})))
     return entries
 

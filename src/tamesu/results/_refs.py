@@ -98,11 +98,21 @@ def expand_agent(agent: Any) -> object:
 
 
 def _mentions_markers(agent: dict[str, Any]) -> bool:
-    pending = [agent.get("response"), agent.get("raw")]
+    response = agent.get("response")
+    pending = [response]
+    raw = agent.get("raw")
+    if isinstance(raw, list):
+        # a raw document equal to the response (a one-request turn's body is both) holds the same dicts: it is
+        # not walked again, each time a turn is written or read back
+        for doc in raw:
+            if doc != response:
+                pending.append(doc)
+    else:
+        pending.append(raw)
     while pending:
         item = pending.pop()
         if isinstance(item, dict):
-            if _looks_like_marker(item):
+            if len(item) == 1 and (REF in item or VALUE in item):  # _looks_like_marker, without a call per dict
                 return True
             pending.extend(item.values())
         elif isinstance(item, list):

@@ -32,7 +32,13 @@ class Prompt:
         """One section with its `$placeholders` filled; a missing value is a KeyError (a bug of ours)."""
         if section not in self.sections:
             raise KeyError(f"prompt {self.version} has no section {section!r}")
-        return Template(self.sections[section]).substitute(values).strip()
+        return _template(self.sections[section]).substitute(values).strip()
+
+
+@cache
+def _template(text: str) -> Template:
+    """A section's Template, made once (a simulated user's turn renders four)."""
+    return Template(text)
 
 
 def _split(text: str) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -67,18 +68,48 @@ def references(text: str) -> Iterator[tuple[str, str]]:
 
 
 def walk_strings(value: object, path: tuple[object, ...] = ()) -> Iterator[tuple[tuple[object, ...], str]]:
-    """Every string inside a JSON-like value, with its path."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from walk_strings(item, (*path, key))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from walk_strings(item, (*path, index))
+    """Every string inside a JSON-like value, with its path, depth first in order.
+
+    One generator with a stack of what is left: nested generators (`yield from` per level) resumed every level
+    for every string, and the walk runs over each test and its target when the plan is checked and masked."""
+    pending: list[tuple[tuple[object, ...], object]] = [(path, value)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            yield path, value
+        elif isinstance(value, dict | Mapping):  # a dict first: the ABC check is a call of its own
+            pending.extend(reversed([((*path, key), item) for key, item in value.items()]))
+        elif isinstance(value, list | tuple):
+            pending.extend(reversed([((*path, index), item) for index, item in enumerate(value)]))
 
 
 Resolver = Callable[[str], Any]
+
+
+class Environ(Mapping[str, str]):
+    """`{{env.X}}`'s namespace for one run: the environment as it is when a template of the run first reads it,
+    kept from then on. Copied there and not when the run starts: most runs name no `env.` at all, and copying
+    every variable (each one decoded by `os.environ`) was some forty calls a test on a short environment."""
+
+    def __init__(self) -> None:
+        self._copy: dict[str, str] | None = None
+
+    def _values(self) -> dict[str, str]:
+        if self._copy is None:
+            self._copy = dict(os.environ)
+        return self._copy
+
+    def __getitem__(self, name: str) -> str:
+        return self._values()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
 
 
 class Context:

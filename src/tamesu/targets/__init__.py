@@ -79,11 +79,19 @@ def is_known(kind: str) -> bool:
     return plugins.has("targets", kind)
 
 
+_checked: dict[str, type[Target[TargetSpec]]] = {}
+"""The class each type last loaded as, once it passed target_class's checks: the plan and every run ask for their
+test's class several times, and the checks (`inspect.isabstract` among them) were a dozen calls each time."""
+
+
 def target_class(kind: str) -> type[Target[TargetSpec]]:
     """The class of `kind`; raises KeyError for an unknown type, PluginError for a broken plug-in."""
+    found = plugins.load("targets", kind)
+    checked = _checked.get(kind)
+    if checked is not None and checked is found:
+        return checked
     from tamesu.targets.base import Target, TargetSpec
 
-    found = plugins.load("targets", kind)
     if not (isinstance(found, type) and issubclass(found, Target) and hasattr(found, "Spec")):
         raise plugins.PluginError(f"plug-in tamesu.targets:{kind} is not a Target class with a Spec")
     # what the loader and the engine read of every target: said once here rather than as an internal error there
@@ -92,6 +100,7 @@ def target_class(kind: str) -> type[Target[TargetSpec]]:
                                   "model of its keys)")
     if (unimplemented := plugins.unimplemented("targets", kind, found)) is not None:
         raise plugins.PluginError(unimplemented)
+    _checked[kind] = found
     return found
 
 

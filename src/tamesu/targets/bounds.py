@@ -17,12 +17,16 @@ DEFAULT_MAX_RESPONSE_BYTES = 4_000_000
 _EXCERPT_CHARS = 2_000
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""`json.dumps(value, ensure_ascii=False, default=str)`'s encoder, made once rather than on every call."""
+
+
 def _size(value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, str):
         return len(value.encode("utf-8", errors="replace"))
-    return len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", errors="replace"))
+    return len(_JSON.encode(value).encode("utf-8", errors="replace"))
 
 
 def cut_text(text: str, limit: int) -> str:

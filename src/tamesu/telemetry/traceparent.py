@@ -22,8 +22,8 @@ agent's tracing UI (HTML report, `tamesu view`). A `traceparent` the suite sets 
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,7 +39,8 @@ class TraceContext:
 
     @classmethod
     def new(cls) -> TraceContext:
-        return cls(secrets.token_hex(16), secrets.token_hex(8))
+        ids = os.urandom(24).hex()  # what secrets.token_hex reads, once for both (a new trace every turn)
+        return cls(ids[:32], ids[32:])
 
     @classmethod
     def parse(cls, traceparent: str) -> TraceContext | None:

@@ -34,6 +34,8 @@ T = TypeVar("T")
 EXCERPT = 200
 MAX_REDIRECTS = 10
 MAX_PARSED_URLS = 16
+_BODY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""A JSON body as httpx encodes it (compact, UTF-8), the encoder made once rather than for every request."""
 
 
 def parse_body(text: str, content_type: str = "") -> JSONValue:
@@ -167,7 +169,7 @@ class Http:
                 content = body.encode()
             else:
                 sent.setdefault("Content-Type", "application/json")
-                content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+                content = _BODY_JSON.encode(body).encode()
         return self.request(method, url, sent, content, timeout=timeout)
 
     def request(self, method: str, url: str, headers: CIMultiDict[str], content: bytes | None, *,

@@ -270,8 +270,8 @@ class RestTarget(Target[RestSpec]):
         limit = self.spec.turn_timeout
         # a history the test gives (JSONL) stands for everything before this turn; otherwise what was played
         earlier = turn.messages()[:-1] if turn.history else self._played
-        self._messages = [*earlier, {"role": "user", "content": turn.display()}]
-        self._ui.send(turn.display(), earlier if turn.history else None)
+        self._messages = [*earlier, {"role": "user", "content": (shown := turn.display())}]
+        self._ui.send(shown, earlier if turn.history else None)
         try:
             async with asyncio.timeout(limit) as scope:
                 answered = await self._exchange(turn)
