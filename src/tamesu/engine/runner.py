@@ -224,7 +224,7 @@ class Runner:
         warnings: list[str] = []
         # before the hooks, so they start the agent with OTEL_EXPORTER_OTLP_ENDPOINT pointing at the receiver
         try:
-            traces = await self.receivers.for_suite(suite.spec.traces or self.plan.project.spec.traces)
+            traces = await self.receivers.for_suite(suite.traces)
         except InfraError as exc:
             # as a failing before_all hook: the suite's tests are errors (exit 3), the other suites still run
             # and the run's reports and run.json say so (the run stopped with run.json at exit 0, no reports)

@@ -204,7 +204,7 @@ def unselectable_tags(suite: LoadedSuite, spec: TestSpec, loc: Loc) -> list[Prob
 
 
 def _traced(suite: LoadedSuite) -> bool:
-    return suite.spec.traces is not None or suite.project.spec.traces is not None
+    return suite.traces is not None
 
 
 def _judge_warnings(doc: Document, placed: list[tuple[Loc, Assertion]]) -> list[Problem]:

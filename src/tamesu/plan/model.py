@@ -15,6 +15,7 @@ from tamesu.checks import Assertion
 from tamesu.errors import Problem
 from tamesu.suite.schema import ProjectSpec, SuiteSpec, TestSpec
 from tamesu.suite.secrets import Secrets
+from tamesu.suite.traces_spec import TracesSpec
 from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import TargetSpec
 
@@ -73,6 +74,13 @@ class LoadedSuite:
     def _search(self) -> tuple[Path, ...]:
         # resolved once per suite, not once per test (`resolve` is a system call per part of the path)
         return tuple(dict.fromkeys([self.dir.resolve(), self.project.dir]))
+
+    @property
+    def traces(self) -> TracesSpec | None:
+        """The suite's `traces:`, else the project's; none when the suite says `traces: false`."""
+        if self.spec.traces is False:
+            return None
+        return self.spec.traces or self.project.spec.traces
 
     @property
     def packs(self) -> dict[str, packs.PackSpec]:
