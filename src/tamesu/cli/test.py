@@ -134,6 +134,10 @@ async def _main(**options: Any) -> int:
         _fail(exc.problems)
     for warning in [*secrets.warnings, *warnings]:
         click.echo(f"warning: {warning}", err=True)
+    from tamesu.plan.targets import unknown_model
+
+    if resolved.spec.type == "model" and (why := unknown_model(options["connector"], project.spec.models)):
+        _usage(f"-c {options['connector']}: {why}")  # the model every case's answers come from
     try:
         cases, label, base_dir = await _cases(source, project, resolved, secrets, options)
     except ConfigError as exc:

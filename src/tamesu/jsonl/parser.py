@@ -25,7 +25,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls, unsent_options
+from tamesu.plan.targets import Loc, Resolver, unknown_model, unseen_tool_calls, unsent_options
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
@@ -166,6 +166,7 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
     _check_files(case, raw, doc, dirs, settings, problems)
+    _check_connectors(case, doc, settings, problems)
     resolver = settings.resolver
     assert_key = "assert" if "assert" in raw else "assertions"
     if case.type == "single_turn" and len(case.turns) == 1:
@@ -299,6 +300,18 @@ def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, d
             reason = settings.file_refusal(file_ref(part, dirs), connector)
             if reason is not None:
                 problems.append(doc.problem((*loc, "source"), reason))
+
+
+def _check_connectors(case: TestCase, doc: JsonDocument, settings: ParseSettings, problems: list[Problem]) -> None:
+    """On a model target a connector is the model that answers: one that names no model is refused where it is
+    written, not an error of every run."""
+    if settings.target_type != "model":
+        return  # any other target gets the connector as options.connector, whatever it names
+    written = [(("options", "connector"), case.options),
+               *((("turns", n, "options", "connector"), turn.options) for n, turn in enumerate(case.turns))]
+    for loc, options in written:
+        if options is not None and (why := unknown_model(options.connector, settings.resolver.models)):
+            problems.append(doc.problem(loc, why))
 
 
 def _graded(entries: Sequence[object], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,

@@ -358,10 +358,18 @@ class Resolver:
                 raise ValueError("no validator model: set models.judge in tamesu.yaml, or name a model with "
                                  "use: agents:NAME")
             return None
-        if name in self.models or ":" in name:
-            return name
-        known = ", ".join(sorted(self.models)) or "none configured"
-        raise ValueError(f"no model named {name!r} under models: (models: {known})")
+        if (why := unknown_model(name, self.models)) is not None:
+            raise ValueError(why)
+        return name
+
+
+def unknown_model(name: str | None, models: Iterable[str]) -> str | None:
+    """Why `name` (a connector, a validator's or simulator's model) names no model, or None when it does: a name
+    under `models:`, or provider:model."""
+    if name is None or name in models or ":" in name:
+        return None
+    known = ", ".join(sorted(models)) or "none configured"
+    return f"no model named {name!r} under models: (models: {known})"
 
 
 _PERSONA_KEYS = ("voice", "behaviors")
