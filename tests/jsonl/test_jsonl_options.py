@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.expense_agent import run_test
-from jsonl.test_jsonl_run import project
+from jsonl.test_jsonl_run import project, run_cases
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.plan.targets import Resolver
@@ -39,3 +39,16 @@ def test_c_naming_no_model_is_one_line_before_anything_runs(tmp_path: Path) -> N
         2, "tamesu test: -c nope: no model named 'nope' under models: (models: bot, simulator, terse)"), done.stdout
     assert not (tmp_path / "runs").exists()
 
+
+async def test_a_turns_own_connector_answers_that_turn_on_a_model_target(tmp_path: Path) -> None:
+    folder = project(tmp_path, "http://127.0.0.1:9")
+    text = json.dumps({"id": "t", "on_missing_input": "end", "turns": [
+        {"input": "File it"}, {"input": "And now?", "options": {"connector": "terse"}}, {"input": "Again"}]})
+    outcome, _ = await run_cases(folder, text, target="bot")
+    (record,) = outcome.records
+    assert [t.output for t in record.turns or []] == [
+        "Which expense do you mean?", "Done.", "Which expense do you mean?"]
+    # -c is the model of every turn, a turn's own connector included
+    outcome, _ = await run_cases(folder, text.replace('"terse"', '"bot"'), target="bot", connector="terse")
+    (record,) = outcome.records
+    assert [t.output for t in record.turns or []] == ["Done.", "Done.", "Done."]
