@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
-from agents.expense_agent import run_test
+from agents.expense_agent import ExpenseAgent, expense_agent, run_test
 from jsonl.test_jsonl_run import project, run_cases
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.plan.targets import Resolver
+
+__all__ = ["expense_agent"]
 
 
 def test_a_connector_naming_no_model_is_refused_where_it_is_written_on_a_model_target(tmp_path: Path) -> None:
@@ -52,3 +59,51 @@ async def test_a_turns_own_connector_answers_that_turn_on_a_model_target(tmp_pat
     outcome, _ = await run_cases(folder, text.replace('"terse"', '"bot"'), target="bot", connector="terse")
     (record,) = outcome.records
     assert [t.output for t in record.turns or []] == ["Done.", "Done.", "Done."]
+
+
+def _simulator_agent(asked: list[dict[str, Any]]) -> Starlette:
+    """A simulator agent over REST (the design's interface) that keeps what it was sent."""
+
+    async def simulate(request: Request) -> JSONResponse:
+        body = await request.json()
+        asked.append(body)
+        return JSONResponse({"goal_achieved": True} if body["options"]["metadata"]["turn_count"] > 1
+                            else {"input": "Business travel, $3500"})
+
+    return Starlette(routes=[Route("/simulate", simulate, methods=["POST"])])
+
+
+async def test_the_simulators_connector_is_its_model(expense_agent: ExpenseAgent, serve: Any, tmp_path: Path) -> None:
+    asked: list[dict[str, Any]] = []
+    helper = serve(_simulator_agent(asked))
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "tamesu.yaml").write_text((folder / "tamesu.yaml").read_text().replace(
+        "targets:\n", f"targets:\n  user-sim: {{ type: rest, url: \"{helper.url}/simulate\" }}\n", 1))
+    start = {"input": "I want to submit an expense", "max_turns": 3}
+    # a model simulator answers with the connector's model (terse: "Done."), not the one `use` names
+    # (the fake simulator says its goal first, then what its rules say: "Business travel, $3500" here)
+    outcome, _ = await run_cases(folder, json.dumps({"id": "m", "input": "Hmm", "max_turns": 3, "simulator": {
+        "use": "simulator", "options": {"connector": "terse", "metadata": {"goal": "I want to submit an expense"}}}}))
+    (record,) = outcome.records
+    assert [t.input for t in record.turns or []] == ["Hmm", "I want to submit an expense", "Done."]
+    # a simulator agent is sent the connector as options.connector, as a validator agent is
+    outcome, _ = await run_cases(folder, json.dumps({"id": "t", **start, "simulator": {
+        "use": "agents:user-sim", "options": {"connector": "terse"}}}))
+    assert [body["options"].get("connector") for body in asked] == ["terse", "terse"]
+    assert outcome.records[0].status == "passed"
+    # a script is given the options as written
+    (folder / "seen.py").write_text("def simulate(inputs):\n    return {'goal_achieved': True, "
+                                    "'reasoning': repr(inputs.get('options'))}\n")
+    outcome, _ = await run_cases(folder, json.dumps({"id": "s", **start, "simulator": {
+        "use": "scripts:seen:simulate", "options": {"connector": "terse", "mode": "chat"}}}))
+    result = json.loads((outcome.run_dir / str(outcome.records[0].result)).read_text())
+    notes = [e["data"] for e in result["events"] if e["name"] == "user_side"]
+    assert notes[-1]["simulator_reasoning"] == "{'connector': 'terse', 'mode': 'chat'}"
+
+
+def test_a_simulators_connector_naming_no_model_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    text = json.dumps({"id": "a", "input": "hi", "simulator": {"options": {"connector": "nope"}}})
+    with pytest.raises(ConfigError) as caught:
+        parse_text(text, "cases.jsonl", tmp_path, ParseSettings(Resolver(models={"simulator"})))
+    assert [str(p) for p in caught.value.problems] == [
+        "cases.jsonl:1:67: simulator.options.connector: no model named 'nope' under models: (models: simulator)"]

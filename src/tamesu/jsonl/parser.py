@@ -365,8 +365,10 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     use = spec.use if spec is not None and spec.use else settings.default_simulator
     loc: Loc = ("simulator", "use") if spec is not None and spec.use else ("simulator",) if spec else ()
     config = spec.settings() if spec is not None else {}
+    options = spec.options.sent() if spec is not None and spec.options is not None else {}
+    connector = spec.options.connector if spec is not None and spec.options is not None else None
     resolver = settings.resolver
-    if use is None:
+    if use is None and connector is None:
         if spec is None and case.mode == "multi_turn":
             return None  # static turns only: when the agent still waits, a person or on_missing_input answers
         if "simulator" in resolver.models:
@@ -374,16 +376,23 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
         problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
                                     "models.simulator in tamesu.yaml"))
         return None
-    if use.startswith("scripts:"):
-        try:
-            return SimulatorRef("script", use, config, load_function(use, resolver.search, "simulate"))
+    if use is not None and use.startswith("scripts:"):
+        try:  # a script is given the options as written: it has no model of its own to pick
+            function = load_function(use, resolver.search, "simulate")
+            return SimulatorRef("script", use, config, function, options=options)
         except ValueError as exc:
             problems.append(doc.problem(loc, str(exc)))
             return None
-    name = use.removeprefix("agents:")
+    name = use.removeprefix("agents:") if use is not None else None
     helper = resolver.helper(name)
-    if helper is not None:
-        return SimulatorRef("target", name, config, helper=helper)
+    if helper is not None:  # the design's simulator agent, answering with the connector's model
+        return SimulatorRef("target", name, config, helper=helper, connector=connector)
+    if connector is not None:  # the model that plays the user, as a validator's connector is the judge's model
+        if (why := unknown_model(connector, resolver.models)) is not None:
+            problems.append(doc.problem(("simulator", "options", "connector"), why))
+            return None
+        return SimulatorRef("model", name, config, connector=connector)
+    assert name is not None
     if name in resolver.models or ":" in name:
         return SimulatorRef("model", name, config)
     known = ", ".join(sorted(resolver.models)) or "none configured"
