@@ -75,6 +75,8 @@ class Missing:
     question: str
     hint: str | None
     policy: MissingInput
+    person: str | None = None
+    """A person was asked (`--interactive`) and gave nothing: why (`no reply within 5s`, `stdin ended`)."""
 
 
 @dataclass
@@ -167,6 +169,8 @@ class CaseUser(UserSimulator):
             if reply:
                 return UserAction(turn=UserTurn(text=reply, options=self._options, source="human"),
                                   note={**note, "next": "human"})
+            person = self.interaction.human.silence or "no reply"
+            return self._missing_input(turn, exchanges[-1].agent.text, awaiting, {**note, "person": person}, person)
         return self._missing_input(turn, exchanges[-1].agent.text, awaiting, note)
 
     async def _dynamic(self, exchanges: list[Exchange], context: Context) -> UserAction:
@@ -206,17 +210,19 @@ class CaseUser(UserSimulator):
             self.goal_note = self._reasoning
         return action
 
-    def _missing_input(self, turn: int, said: str, awaiting: Awaiting, note: Mapping[str, object]) -> UserAction:
+    def _missing_input(self, turn: int, said: str, awaiting: Awaiting, note: Mapping[str, object],
+                       person: str | None = None) -> UserAction:
         policy = self.on_missing_input
-        self.missing = Missing(turn, last_sentence(said), awaiting.hint, policy)
+        self.missing = Missing(turn, last_sentence(said), awaiting.hint, policy, person)
         note = {**note, "next": f"missing ({policy})"}
+        nobody = f", and the person asked gave none ({person})" if person else ""
         if policy == "skip":
-            self.skipped = f"the agent awaits input after turn {turn} and no next turn is defined"
+            self.skipped = f"the agent awaits input after turn {turn} and no next turn is defined{nobody}"
             return UserAction(stop="missing_input", note=note)
         if policy == "fail":
             return UserAction(stop="missing_input", note=note, failure=(
-                f"the agent awaits input after turn {turn} ({last_sentence(said)!r}) and no input is available "
-                "(on_missing_input: fail)"))
+                f"the agent awaits input after turn {turn} ({last_sentence(said)!r}) and no input is available"
+                f"{nobody} (on_missing_input: fail)"))
         return UserAction(stop="missing_input", note=note)
 
     def _noted(self, action: UserAction, note: Mapping[str, object], source: str) -> UserAction:
