@@ -107,3 +107,22 @@ def test_a_simulators_connector_naming_no_model_is_refused_where_it_is_written(t
         parse_text(text, "cases.jsonl", tmp_path, ParseSettings(Resolver(models={"simulator"})))
     assert [str(p) for p in caught.value.problems] == [
         "cases.jsonl:1:67: simulator.options.connector: no model named 'nope' under models: (models: simulator)"]
+
+
+def test_the_simulators_max_turns_setting_is_a_number_of_turns(tmp_path: Path) -> None:
+    # before: "10", 10.5, 0 or true were left for the default of 20 turns without a word
+    cases = [{"id": f"c{n}", "input": "hi", "simulator": {"metadata": {"max_turns": value}}}
+             for n, value in enumerate(["10", 10.5, 0, True])]
+    cases.append({"id": "o", "input": "hi", "simulator": {"options": {"metadata": {"max_turns": 2000}}}})
+    resolver = Resolver(models={"simulator"})
+    with pytest.raises(ConfigError) as caught:
+        parse_text("\n".join(map(json.dumps, cases)), "cases.jsonl", tmp_path, ParseSettings(resolver))
+    assert [(p.line, p.path, p.message) for p in caught.value.problems] == [
+        (1, "simulator.metadata.max_turns", 'max_turns is a number of turns from 1 to 1000, not "10"'),
+        (2, "simulator.metadata.max_turns", "max_turns is a number of turns from 1 to 1000, not 10.5"),
+        (3, "simulator.metadata.max_turns", "max_turns is a number of turns from 1 to 1000, not 0"),
+        (4, "simulator.metadata.max_turns", "max_turns is a number of turns from 1 to 1000, not true"),
+        (5, "simulator.options.metadata.max_turns", "max_turns is a number of turns from 1 to 1000, not 2000")]
+    (good,) = parse_text(json.dumps({**cases[0], "simulator": {"metadata": {"max_turns": 3}}}), "cases.jsonl",
+                         tmp_path, ParseSettings(resolver))
+    assert good.case.turn_limit() == 3

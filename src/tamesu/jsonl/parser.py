@@ -25,7 +25,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Loc, Resolver, unknown_model, unseen_tool_calls, unsent_options
+from tamesu.plan.targets import Loc, Resolver, unknown_connectors, unknown_model, unseen_tool_calls, unsent_options
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
@@ -166,7 +166,8 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
     _check_files(case, raw, doc, dirs, settings, problems)
-    _check_connectors(case, doc, settings, problems)
+    problems += [doc.problem(loc, why) for loc, why in unknown_connectors(settings.target_type, case,
+                                                                          settings.resolver.models)]
     resolver = settings.resolver
     assert_key = "assert" if "assert" in raw else "assertions"
     if case.type == "single_turn" and len(case.turns) == 1:
@@ -190,6 +191,7 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
     found.checkpoints = _checkpoints(case, doc, resolver, problems)
     if case.mode != "standard":
         found.simulator = _simulator(case, doc, settings, problems)
+        _check_turn_setting(case, doc, problems)
     _finish(found, settings)
     return found if len(problems) == before else None
 
@@ -302,16 +304,17 @@ def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, d
                 problems.append(doc.problem((*loc, "source"), reason))
 
 
-def _check_connectors(case: TestCase, doc: JsonDocument, settings: ParseSettings, problems: list[Problem]) -> None:
-    """On a model target a connector is the model that answers: one that names no model is refused where it is
-    written, not an error of every run."""
-    if settings.target_type != "model":
-        return  # any other target gets the connector as options.connector, whatever it names
-    written = [(("options", "connector"), case.options),
-               *((("turns", n, "options", "connector"), turn.options) for n, turn in enumerate(case.turns))]
-    for loc, options in written:
-        if options is not None and (why := unknown_model(options.connector, settings.resolver.models)):
-            problems.append(doc.problem(loc, why))
+def _check_turn_setting(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
+    """The earlier revision's `max_turns` in the simulator's metadata bounds the conversation as `max_turns`
+    does: one that is not a number of turns is refused where written, not left for the default of 20."""
+    spec = case.simulator
+    places: list[tuple[Loc, dict[str, object]]] = [] if spec is None else [(("simulator", "metadata"), spec.metadata),
+        *([(("simulator", "options", "metadata"), spec.options.metadata)] if spec.options is not None else [])]
+    for loc, metadata in places:
+        value = metadata.get("max_turns")
+        if "max_turns" in metadata and (type(value) is not int or not 1 <= value <= 1000):
+            problems.append(doc.problem((*loc, "max_turns"), f"max_turns is a number of turns from 1 to 1000, "
+                                                             f"not {json.dumps(value)}"))
 
 
 def _graded(entries: Sequence[object], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,
