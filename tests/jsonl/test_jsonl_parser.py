@@ -251,3 +251,19 @@ def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> N
                     "itself"], said
     [whole] = parse('{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)  # a whole pair is its character
     assert "\U0001F600" in str(whole)
+
+
+def test_a_timeout_of_nothing_is_refused(tmp_path: Path) -> None:
+    # before: a case's "timeout": "0s" ran under the default 5m without a word (0 read as unset), an
+    # interactive.timeout of 0 asked a person who could never answer, and --timeout 0s ended the command in
+    # 'internal error: ValidationError'
+    assert problems("\n".join([
+        '{"id": "a", "input": "hi", "timeout": "0s"}',
+        '{"id": "b", "turns": [{"input": "hi"}], "interactive": {"enabled": true, "timeout": 0}}']), tmp_path) == [
+        "cases.jsonl:1:39: timeout: input should be greater than 0, got '0s'",
+        "cases.jsonl:2:85: interactive.timeout: input should be greater than 0, got 0.0"]
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    done = run_test(["-i", str(tmp_path / "cases.jsonl"), "-n", "http://127.0.0.1:9", "--timeout", "0s"],
+                    cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.splitlines()[-1] == (
+        "Error: Invalid value for '--timeout': a timeout is more than 0s, got '0s'"), done.stderr
