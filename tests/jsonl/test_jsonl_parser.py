@@ -267,3 +267,23 @@ def test_a_timeout_of_nothing_is_refused(tmp_path: Path) -> None:
                     cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.splitlines()[-1] == (
         "Error: Invalid value for '--timeout': a timeout is more than 0s, got '0s'"), done.stderr
+
+
+def test_a_key_an_assertion_type_never_reads_is_refused_where_written(tmp_path: Path) -> None:
+    # before: each was accepted and did nothing: contains looked in the whole reply, not at path; the regex was
+    # pattern, value unread; equals compared case and all; tool_called's value lost to name
+    line = ('{"id": "a", "input": "hi", "assertions": [{"type": "contains", "value": "submitted", "path": "$.s"}, '
+            '{"type": "regex", "pattern": "a", "value": "b"}, {"type": "equals", "value": "x", "ignore_case": true}, '
+            '{"type": "tool_called", "name": "create", "value": "submit"}, {"type": "json_path", "path": "$.a", '
+            '"args": {}}, {"type": "agent", "value": "x", "options": {"metadata": {"criteria": "kind"}}}]}')
+    assert problems(line, tmp_path) == [
+        "cases.jsonl:1:86: assertions[0].path: not a key of a contains assertion, which reads value, ignore_case "
+        "(and negate)",
+        "cases.jsonl:1:136: assertions[1].value: pattern or value, not both (value is the short way to write pattern)",
+        "cases.jsonl:1:184: assertions[2].ignore_case: not a key of an equals assertion, which reads value, path "
+        "(and negate)",
+        "cases.jsonl:1:248: assertions[3].value: name or value, not both (value is the short way to write name)",
+        "cases.jsonl:1:305: assertions[4].args: not a key of a json_path assertion, which reads path, value "
+        "(and negate)",
+        "cases.jsonl:1:336: assertions[5].value: not a key of an agent assertion, which reads use, options "
+        "(and negate)"]
