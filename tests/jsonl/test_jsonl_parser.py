@@ -287,3 +287,12 @@ def test_a_key_an_assertion_type_never_reads_is_refused_where_written(tmp_path: 
         "(and negate)",
         "cases.jsonl:1:336: assertions[5].value: not a key of an agent assertion, which reads use, options "
         "(and negate)"]
+
+
+def test_a_turns_input_from_anyone_but_the_user_is_refused(tmp_path: Path) -> None:
+    # before: sent to the agent as the user's words, the role dropped without a word
+    line = ('{"id": "a", "turns": [{"input": "Hi"}, {"input": {"role": "assistant", "content": "What type?"}}, '
+            '{"input": {"role": "system", "content": "Be brief"}}]}')
+    assert problems(line, tmp_path) == [
+        f"cases.jsonl:1:{col}: turns[{n}].input.role: a turn's input is what the user says: its role is user (the "
+        "agent's words belong in a message history, input [...])" for n, col in ((1, 59), (2, 118))]

@@ -225,6 +225,9 @@ _LAST_FROM_THE_USER = "the last message of input is the one the agent answers: i
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
     mode = case.mode
+    problems += [doc.problem(("turns", n, "input", "role"), "a turn's input is what the user says: its role is user "
+                             "(the agent's words belong in a message history, input [...])")
+                 for n, turn in enumerate(case.turns) if turn.input.role != "user"]
     if case.type == "single_turn":
         if case.checkpoints or case.simulator is not None:
             what = "checkpoints" if case.checkpoints else "simulator"
@@ -305,8 +308,7 @@ def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, d
 
 
 def _check_turn_setting(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
-    """The earlier revision's `max_turns` in the simulator's metadata bounds the conversation as `max_turns`
-    does: one that is not a number of turns is refused where written, not left for the default of 20."""
+    """The simulator's `max_turns` setting (the earlier revision's) is a number of turns, not the default of 20."""
     spec = case.simulator
     places: list[tuple[Loc, dict[str, object]]] = [] if spec is None else [(("simulator", "metadata"), spec.metadata),
         *([(("simulator", "options", "metadata"), spec.options.metadata)] if spec.options is not None else [])]
@@ -395,8 +397,7 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
             problems.append(doc.problem(("simulator", "options", "connector"), why))
             return None
         return SimulatorRef("model", name, config, connector=connector)
-    assert name is not None
-    if name in resolver.models or ":" in name:
+    if name is not None and (name in resolver.models or ":" in name):
         return SimulatorRef("model", name, config)
     known = ", ".join(sorted(resolver.models)) or "none configured"
     targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
