@@ -16,7 +16,7 @@ from typing import Any
 
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelClient, Models
-from tamesu.models.structured import find_json
+from tamesu.models.structured import json_in
 from tamesu.roles.generator import write_cases
 from tamesu.roles.scripted_users import HelperAgent
 from tamesu.targets.base import TargetSpec
@@ -59,11 +59,7 @@ async def from_target(helper: HelperAgent, about: Mapping[str, object], params: 
     count = count_of(params)
     request = {**about, **params, "count": count}
     response, text = await helper.ask("generator", request, models)
-    try:
-        in_text = find_json(text)
-    except ValueError:
-        in_text = None
-    for answer in (response, in_text):
+    for answer in (response, json_in(text)):
         cases = answer.get("cases") if isinstance(answer, dict) else answer
         if isinstance(cases, list) and cases:
             return _with_ids(cases, count)
