@@ -296,3 +296,14 @@ def test_a_turns_input_from_anyone_but_the_user_is_refused(tmp_path: Path) -> No
     assert problems(line, tmp_path) == [
         f"cases.jsonl:1:{col}: turns[{n}].input.role: a turn's input is what the user says: its role is user (the "
         "agent's words belong in a message history, input [...])" for n, col in ((1, 59), (2, 118))]
+
+
+def test_the_earlier_revisions_keys_on_a_standard_case_are_refused(tmp_path: Path) -> None:
+    # before: a standard case is one call, never awaited: these were accepted and did nothing
+    line = '{"id": "a", "input": "hi", "on_missing_input": "fail", "interactive": {"enabled": true}}'
+    assert problems(line, tmp_path) == [
+        f"cases.jsonl:1:{col}: {key}: {key} belongs to multi-turn cases: a standard case is one call, its answer "
+        'never awaited ("type": "multi_turn" plays it on)'
+        for key, col in (("interactive", 56), ("on_missing_input", 28))]
+    assert [c.case.mode for c in parse(line.replace('"input"', '"type": "multi_turn", "input"'), tmp_path)] == [
+        "multi_turn"]

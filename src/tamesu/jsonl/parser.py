@@ -220,6 +220,9 @@ def _as_standard(case: TestCase) -> TestCase:
 
 
 _NO_INPUT = ("a test case needs input", "a multi-turn case needs turns")
+_MULTI_TURN_ONLY = {"final_assertions": "final_assertions belong to multi-turn cases; a standard case has assertions",
+                    **{key: f"{key} belongs to multi-turn cases: a standard case is one call, its answer never awaited "
+                            '("type": "multi_turn" plays it on)' for key in ("interactive", "on_missing_input")}}
 _LAST_FROM_THE_USER = "the last message of input is the one the agent answers: it must be from the user"
 
 
@@ -248,9 +251,8 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
                                         "turns, or a simulator with checkpoints"))
         elif case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
-        if case.final_assertions:
-            problems.append(doc.problem(("final_assertions",), "final_assertions belong to multi-turn cases; "
-                                        "a standard case has assertions", key=True))
+        problems += [doc.problem((key,), _MULTI_TURN_ONLY[key], key=True) for key in _MULTI_TURN_ONLY
+                     if getattr(case, key) not in (None, [])]  # never read by the one call a standard case is
     if mode == "multi_turn":
         if case.turns and case.input:
             problems.append(doc.problem(("input",), "the first input is turns[0].input or input, not both",
