@@ -126,3 +126,21 @@ def test_the_simulators_max_turns_setting_is_a_number_of_turns(tmp_path: Path) -
     (good,) = parse_text(json.dumps({**cases[0], "simulator": {"metadata": {"max_turns": 3}}}), "cases.jsonl",
                          tmp_path, ParseSettings(resolver))
     assert good.case.turn_limit() == 3
+
+
+async def test_the_turns_a_case_writes_are_all_said(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    # before: 22 written turns failed at the 20th, 'max turns (20) exceeded'; max_turns 2 beside 3 written turns
+    # loaded, and failed every run the same way
+    folder = project(tmp_path, expense_agent.url)
+    long = json.dumps({"id": "long", "turns": [{"input": "Hello"}] * 22, "on_missing_input": "end"})
+    outcome, _ = await run_cases(folder, long)
+    (record,) = outcome.records
+    assert (record.status, record.total_turns) == ("passed", 22)
+    short = [{"id": "a", "max_turns": 2, "turns": [{"input": "Hello"}] * 3},
+             {"id": "b", "turns": [{"input": "Hello"}] * 3, "simulator": {"metadata": {"max_turns": 2}}}]
+    with pytest.raises(ConfigError) as caught:
+        parse_text("\n".join(map(json.dumps, short)), "cases.jsonl", tmp_path,
+                   ParseSettings(Resolver(models={"simulator"})))
+    assert [(p.line, p.path, p.message) for p in caught.value.problems] == [
+        (n, path, "max_turns 2 is fewer than the 3 turns written: they could never all be said")
+        for n, path in ((1, "max_turns"), (2, "simulator.metadata.max_turns"))]

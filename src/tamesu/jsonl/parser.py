@@ -310,15 +310,17 @@ def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, d
 
 
 def _check_turn_setting(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
-    """The simulator's `max_turns` setting (the earlier revision's) is a number of turns, not the default of 20."""
-    spec = case.simulator
-    places: list[tuple[Loc, dict[str, object]]] = [] if spec is None else [(("simulator", "metadata"), spec.metadata),
-        *([(("simulator", "options", "metadata"), spec.options.metadata)] if spec.options is not None else [])]
-    for loc, metadata in places:
-        value = metadata.get("max_turns")
-        if "max_turns" in metadata and (type(value) is not int or not 1 <= value <= 1000):
-            problems.append(doc.problem((*loc, "max_turns"), f"max_turns is a number of turns from 1 to 1000, "
-                                                             f"not {json.dumps(value)}"))
+    """`max_turns` (the simulator's setting too, the earlier revision's) is a number of turns, and leaves room for
+    the turns the case writes: they would fail as 'max turns exceeded' before they were all said."""
+    spec, written = case.simulator, len(case.turns)
+    places: list[tuple[Loc, dict[str, object]]] = [((), case.model_dump(include={"max_turns"}, exclude_none=True))]
+    places += [] if spec is None else [(("simulator", "metadata"), spec.metadata), *(
+        [(("simulator", "options", "metadata"), spec.options.metadata)] if spec.options is not None else [])]
+    for loc, value in [(loc, metadata["max_turns"]) for loc, metadata in places if "max_turns" in metadata]:
+        why = f"max_turns is a number of turns from 1 to 1000, not {json.dumps(value)}" if type(value) is not int \
+            or not 1 <= value <= 1000 else f"max_turns {value} is fewer than the {written} turns written: they " \
+            "could never all be said" if value < written else None
+        problems += [doc.problem((*loc, "max_turns"), why)] if why else []
 
 
 def _graded(entries: Sequence[object], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,

@@ -188,11 +188,11 @@ class TestCase(CaseRepeats):
         return self.name or self.id
 
     def turn_limit(self) -> int:
-        """`max_turns`, else the simulator's `max_turns` setting (the earlier revision), else 20."""
+        """`max_turns`, else the simulator's setting (the earlier revision's), else 20 or the turns written."""
         if self.max_turns is not None:
             return self.max_turns
         setting = self.simulator.settings().get("max_turns") if self.simulator else None
-        return setting if isinstance(setting, int) and setting >= 1 else DEFAULT_MAX_TURNS
+        return setting if isinstance(setting, int) and setting >= 1 else max(DEFAULT_MAX_TURNS, len(self.turns))
 
     def as_json(self) -> dict[str, Any]:
         """The case as a JSONL line would hold it (a lone user message written as text)."""
