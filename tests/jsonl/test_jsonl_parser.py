@@ -307,3 +307,17 @@ def test_the_earlier_revisions_keys_on_a_standard_case_are_refused(tmp_path: Pat
         for key, col in (("interactive", 56), ("on_missing_input", 28))]
     assert [c.case.mode for c in parse(line.replace('"input"', '"type": "multi_turn", "input"'), tmp_path)] == [
         "multi_turn"]
+
+
+def test_dry_run_counts_one_turn_and_one_checkpoint_in_the_singular(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "turns": [{"input": "hi"}]}\n'
+                     '{"id": "b", "turns": [{"input": "hi"}, {"input": "x"}]}\n'
+                     '{"id": "c", "simulator": {"use": "agents:simulator"}, "checkpoints": [{"id": "p", "assertion": '
+                     '{"type": "contains", "value": "x"}}]}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  simulator: { provider: fake, rules: [] }\n")
+    done = run_test(["-i", str(cases), "-n", "http://127.0.0.1:9", "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-3:] == ["  [a] a: multi_turn, 1 turn, 0 assertion(s)",
+                                             "  [b] b: multi_turn, 2 turns, 0 assertion(s)",
+                                             "  [c] c: dynamic, 1 checkpoint, 0 assertion(s)"]

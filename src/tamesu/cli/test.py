@@ -252,6 +252,10 @@ async def _from_agent(source: InputSource, project: Project, secrets: Secrets, a
             await registry.aclose()
 
 
+def _counted(number: int, what: str) -> str:
+    return f"{number} {what}{'' if number == 1 else 's'}"
+
+
 def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, options: dict[str, Any], *,
              folder: bool = False) -> int:
     from tamesu.report.console import make_console
@@ -263,9 +267,9 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
     for parsed in cases:
         case = parsed.case
         count = len(parsed.final) + sum(len(v) for v in parsed.turn_assertions.values())
-        shape = f"{len(case.turns)} turns" if case.turns else f"{len(case.input or [])} message(s)"
+        shape = _counted(len(case.turns), "turn") if case.turns else f"{len(case.input or [])} message(s)"
         if case.checkpoints:
-            shape = f"{len(case.checkpoints)} checkpoints"
+            shape = _counted(len(case.checkpoints), "checkpoint")
         shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
         console.print(f"  [{shown}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
                       markup=False)
