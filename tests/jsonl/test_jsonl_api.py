@@ -75,5 +75,5 @@ async def test_options_the_target_never_sends_are_refused(agent_env: None) -> No
         with pytest.raises(ValueError, match=r"these options cannot be sent: a model target sends only "
                                              r"options\.connector to the agent: options\.metadata is dropped"):
             await agent.send("hello", options={"metadata": {"tenant": "acme"}})
-        reply = await agent.send("I want to submit an expense", options={"connector": "expense-model"})
+        reply = await agent.send("I want to submit an expense", options={"connector": "expense-bot"})
         assert reply.text

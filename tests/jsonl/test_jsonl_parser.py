@@ -251,3 +251,73 @@ def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> N
                     "itself"], said
     [whole] = parse('{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)  # a whole pair is its character
     assert "\U0001F600" in str(whole)
+
+
+def test_a_timeout_of_nothing_is_refused(tmp_path: Path) -> None:
+    # before: a case's "timeout": "0s" ran under the default 5m without a word (0 read as unset), an
+    # interactive.timeout of 0 asked a person who could never answer, and --timeout 0s ended the command in
+    # 'internal error: ValidationError'
+    assert problems("\n".join([
+        '{"id": "a", "input": "hi", "timeout": "0s"}',
+        '{"id": "b", "turns": [{"input": "hi"}], "interactive": {"enabled": true, "timeout": 0}}']), tmp_path) == [
+        "cases.jsonl:1:39: timeout: input should be greater than 0, got '0s'",
+        "cases.jsonl:2:85: interactive.timeout: input should be greater than 0, got 0.0"]
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    done = run_test(["-i", str(tmp_path / "cases.jsonl"), "-n", "http://127.0.0.1:9", "--timeout", "0s"],
+                    cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.splitlines()[-1] == (
+        "Error: Invalid value for '--timeout': a timeout is more than 0s, got '0s'"), done.stderr
+
+
+def test_a_key_an_assertion_type_never_reads_is_refused_where_written(tmp_path: Path) -> None:
+    # before: each was accepted and did nothing: contains looked in the whole reply, not at path; the regex was
+    # pattern, value unread; equals compared case and all; tool_called's value lost to name
+    line = ('{"id": "a", "input": "hi", "assertions": [{"type": "contains", "value": "submitted", "path": "$.s"}, '
+            '{"type": "regex", "pattern": "a", "value": "b"}, {"type": "equals", "value": "x", "ignore_case": true}, '
+            '{"type": "tool_called", "name": "create", "value": "submit"}, {"type": "json_path", "path": "$.a", '
+            '"args": {}}, {"type": "agent", "value": "x", "options": {"metadata": {"criteria": "kind"}}}]}')
+    assert problems(line, tmp_path) == [
+        "cases.jsonl:1:86: assertions[0].path: not a key of a contains assertion, which reads value, ignore_case "
+        "(and negate)",
+        "cases.jsonl:1:136: assertions[1].value: pattern or value, not both (value is the short way to write pattern)",
+        "cases.jsonl:1:184: assertions[2].ignore_case: not a key of an equals assertion, which reads value, path "
+        "(and negate)",
+        "cases.jsonl:1:248: assertions[3].value: name or value, not both (value is the short way to write name)",
+        "cases.jsonl:1:305: assertions[4].args: not a key of a json_path assertion, which reads path, value "
+        "(and negate)",
+        "cases.jsonl:1:336: assertions[5].value: not a key of an agent assertion, which reads use, options "
+        "(and negate)"]
+
+
+def test_a_turns_input_from_anyone_but_the_user_is_refused(tmp_path: Path) -> None:
+    # before: sent to the agent as the user's words, the role dropped without a word
+    line = ('{"id": "a", "turns": [{"input": "Hi"}, {"input": {"role": "assistant", "content": "What type?"}}, '
+            '{"input": {"role": "system", "content": "Be brief"}}]}')
+    assert problems(line, tmp_path) == [
+        f"cases.jsonl:1:{col}: turns[{n}].input.role: a turn's input is what the user says: its role is user (the "
+        "agent's words belong in a message history, input [...])" for n, col in ((1, 59), (2, 118))]
+
+
+def test_the_earlier_revisions_keys_on_a_standard_case_are_refused(tmp_path: Path) -> None:
+    # before: a standard case is one call, never awaited: these were accepted and did nothing
+    line = '{"id": "a", "input": "hi", "on_missing_input": "fail", "interactive": {"enabled": true}}'
+    assert problems(line, tmp_path) == [
+        f"cases.jsonl:1:{col}: {key}: {key} belongs to multi-turn cases: a standard case is one call, its answer "
+        'never awaited ("type": "multi_turn" plays it on)'
+        for key, col in (("interactive", 56), ("on_missing_input", 28))]
+    assert [c.case.mode for c in parse(line.replace('"input"', '"type": "multi_turn", "input"'), tmp_path)] == [
+        "multi_turn"]
+
+
+def test_dry_run_counts_one_turn_and_one_checkpoint_in_the_singular(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "turns": [{"input": "hi"}]}\n'
+                     '{"id": "b", "turns": [{"input": "hi"}, {"input": "x"}]}\n'
+                     '{"id": "c", "simulator": {"use": "agents:simulator"}, "checkpoints": [{"id": "p", "assertion": '
+                     '{"type": "contains", "value": "x"}}]}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  simulator: { provider: fake, rules: [] }\n")
+    done = run_test(["-i", str(cases), "-n", "http://127.0.0.1:9", "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-3:] == ["  [a] a: multi_turn, 1 turn, 0 assertion(s)",
+                                             "  [b] b: multi_turn, 2 turns, 0 assertion(s)",
+                                             "  [c] c: dynamic, 1 checkpoint, 0 assertion(s)"]

@@ -50,9 +50,12 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
     from tamesu.types import parse_duration
 
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    if seconds <= 0:  # no case could ever finish
+        raise click.BadParameter(f"a timeout is more than 0s, got {value!r}")
+    return seconds
 
 
 @click.command("test", context_settings={"help_option_names": ["-h", "--help"]})
@@ -134,6 +137,10 @@ async def _main(**options: Any) -> int:
         _fail(exc.problems)
     for warning in [*secrets.warnings, *warnings]:
         click.echo(f"warning: {warning}", err=True)
+    from tamesu.plan.targets import unknown_model
+
+    if resolved.spec.type == "model" and (why := unknown_model(options["connector"], project.spec.models)):
+        _usage(f"-c {options['connector']}: {why}")  # the model every case's answers come from
     try:
         cases, label, base_dir = await _cases(source, project, resolved, secrets, options)
     except ConfigError as exc:
@@ -245,6 +252,10 @@ async def _from_agent(source: InputSource, project: Project, secrets: Secrets, a
             await registry.aclose()
 
 
+def _counted(number: int, what: str) -> str:
+    return f"{number} {what}{'' if number == 1 else 's'}"
+
+
 def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, options: dict[str, Any], *,
              folder: bool = False) -> int:
     from tamesu.report.console import make_console
@@ -256,9 +267,9 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
     for parsed in cases:
         case = parsed.case
         count = len(parsed.final) + sum(len(v) for v in parsed.turn_assertions.values())
-        shape = f"{len(case.turns)} turns" if case.turns else f"{len(case.input or [])} message(s)"
+        shape = _counted(len(case.turns), "turn") if case.turns else f"{len(case.input or [])} message(s)"
         if case.checkpoints:
-            shape = f"{len(case.checkpoints)} checkpoints"
+            shape = _counted(len(case.checkpoints), "checkpoint")
         shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
         console.print(f"  [{shown}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
                       markup=False)

@@ -24,7 +24,7 @@ from tamesu.engine import metrics as metric_math
 from tamesu.errors import InfraError
 from tamesu.models.base import Models
 from tamesu.models.client import ModelRegistry
-from tamesu.models.structured import find_json
+from tamesu.models.structured import json_in
 from tamesu.plan.targets import with_connector
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context
@@ -150,14 +150,6 @@ class TargetHelper:
                 continue
         raise InfraError(f"{mode} {self.name}: no usable answer ({', '.join(schema.model_fields)}) in "
                          f"{(text or json.dumps(response, default=str))[:200]!r}")
-
-
-def json_in(text: str) -> object:
-    """The JSON object in a helper's text, or None."""
-    try:
-        return find_json(text)
-    except ValueError:
-        return None
 
 
 async def _quietly(closing: object) -> None:

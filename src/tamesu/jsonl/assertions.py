@@ -81,6 +81,10 @@ _NEEDS = {
     "agent": "an agent assertion needs options.metadata.criteria",
     "script": "a script assertion needs use: scripts:module:function or a script id (scripts:tests.check)",
 }
+_KEYS = {"contains": ("value", "ignore_case"), "equals": ("value", "path"), "json_path": ("path", "value"),
+         "regex": ("pattern", "value", "ignore_case"), "tool_called": ("name", "value", "args"),
+         "type": ("path", "value"), "agent": ("use", "options"), "script": ("use", "options")}
+"""The keys each type reads (beside type and negate): another would be accepted and do nothing."""
 
 
 def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> Assertion:
@@ -106,6 +110,13 @@ def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> As
         if first["type"] == "extra_forbidden":
             message = f"not a key of {article(kind)} assertion"
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
+    if unread := [key for key in raw if key not in ("type", "negate", *_KEYS[kind])]:
+        raise AssertionProblem((unread[0],), f"not a key of {article(kind)} assertion, which reads "
+                               f"{', '.join(_KEYS[kind])} (and negate)", at_key=True)
+    also = {"regex": "pattern", "tool_called": "name"}.get(kind, "")
+    if "value" in raw and also in raw:
+        raise AssertionProblem(("value",), f"{also} or value, not both (value is the short way to write {also})",
+                               at_key=True)
     check = _check(spec, resolver)
     return Assertion(key=kind, check=check, on_turn=on_turn, label=assertion_label(raw))
 

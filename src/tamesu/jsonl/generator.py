@@ -16,7 +16,8 @@ from typing import Any
 
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelClient, Models
-from tamesu.roles.generator import GeneratorAnswer, write_cases
+from tamesu.models.structured import json_in
+from tamesu.roles.generator import write_cases
 from tamesu.roles.scripted_users import HelperAgent
 from tamesu.targets.base import TargetSpec
 
@@ -53,12 +54,18 @@ async def from_model(client: ModelClient, about: dict[str, Any], params: dict[st
 
 async def from_target(helper: HelperAgent, about: Mapping[str, object], params: dict[str, str],
                       models: Models | None) -> list[object]:
-    """A target answering the design's generator interface (`TargetHelper`): {cases: [...]}."""
+    """A target answering the design's generator interface (`TargetHelper`): {cases: [...]}, or the JSON array
+    of test cases the design's example generator prompt asks for ("Output as JSON array of test cases")."""
     count = count_of(params)
     request = {**about, **params, "count": count}
-    answer = await helper.answer("generator", request, models, GeneratorAnswer)
-    assert isinstance(answer, GeneratorAnswer)
-    return _with_ids(answer.cases, count)
+    response, text = await helper.ask("generator", request, models)
+    for answer in (response, json_in(text)):
+        cases = answer.get("cases") if isinstance(answer, dict) else answer
+        if isinstance(cases, list) and cases:
+            return _with_ids(cases, count)
+    said = text or json.dumps(response, default=str)
+    raise InfraError(f"generator {helper.name}: no test cases ({{\"cases\": [...]}} or a JSON array of them) in "
+                     f"{said[:200]!r}")
 
 
 async def from_script(function: Callable[..., object], name: str, about: Mapping[str, object],

@@ -25,7 +25,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls, unsent_options
+from tamesu.plan.targets import Loc, Resolver, unknown_connectors, unknown_model, unseen_tool_calls, unsent_options
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
@@ -166,6 +166,8 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
     _check_files(case, raw, doc, dirs, settings, problems)
+    problems += [doc.problem(loc, why) for loc, why in unknown_connectors(settings.target_type, case,
+                                                                          settings.resolver.models)]
     resolver = settings.resolver
     assert_key = "assert" if "assert" in raw else "assertions"
     if case.type == "single_turn" and len(case.turns) == 1:
@@ -189,6 +191,7 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
     found.checkpoints = _checkpoints(case, doc, resolver, problems)
     if case.mode != "standard":
         found.simulator = _simulator(case, doc, settings, problems)
+        _check_turn_setting(case, doc, problems)
     _finish(found, settings)
     return found if len(problems) == before else None
 
@@ -217,11 +220,17 @@ def _as_standard(case: TestCase) -> TestCase:
 
 
 _NO_INPUT = ("a test case needs input", "a multi-turn case needs turns")
+_MULTI_TURN_ONLY = {"final_assertions": "final_assertions belong to multi-turn cases; a standard case has assertions",
+                    **{key: f"{key} belongs to multi-turn cases: a standard case is one call, its answer never awaited "
+                            '("type": "multi_turn" plays it on)' for key in ("interactive", "on_missing_input")}}
 _LAST_FROM_THE_USER = "the last message of input is the one the agent answers: it must be from the user"
 
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
     mode = case.mode
+    problems += [doc.problem(("turns", n, "input", "role"), "a turn's input is what the user says: its role is user "
+                             "(the agent's words belong in a message history, input [...])")
+                 for n, turn in enumerate(case.turns) if turn.input.role != "user"]
     if case.type == "single_turn":
         if case.checkpoints or case.simulator is not None:
             what = "checkpoints" if case.checkpoints else "simulator"
@@ -242,9 +251,8 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
                                         "turns, or a simulator with checkpoints"))
         elif case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
-        if case.final_assertions:
-            problems.append(doc.problem(("final_assertions",), "final_assertions belong to multi-turn cases; "
-                                        "a standard case has assertions", key=True))
+        problems += [doc.problem((key,), _MULTI_TURN_ONLY[key], key=True) for key in _MULTI_TURN_ONLY
+                     if getattr(case, key) not in (None, [])]  # never read by the one call a standard case is
     if mode == "multi_turn":
         if case.turns and case.input:
             problems.append(doc.problem(("input",), "the first input is turns[0].input or input, not both",
@@ -301,6 +309,20 @@ def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, d
                 problems.append(doc.problem((*loc, "source"), reason))
 
 
+def _check_turn_setting(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
+    """`max_turns` (the simulator's setting too, the earlier revision's) is a number of turns, and leaves room for
+    the turns the case writes: they would fail as 'max turns exceeded' before they were all said."""
+    spec, written = case.simulator, len(case.turns)
+    places: list[tuple[Loc, dict[str, object]]] = [((), case.model_dump(include={"max_turns"}, exclude_none=True))]
+    places += [] if spec is None else [(("simulator", "metadata"), spec.metadata), *(
+        [(("simulator", "options", "metadata"), spec.options.metadata)] if spec.options is not None else [])]
+    for loc, value in [(loc, metadata["max_turns"]) for loc, metadata in places if "max_turns" in metadata]:
+        why = f"max_turns is a number of turns from 1 to 1000, not {json.dumps(value)}" if type(value) is not int \
+            or not 1 <= value <= 1000 else f"max_turns {value} is fewer than the {written} turns written: they " \
+            "could never all be said" if value < written else None
+        problems += [doc.problem((*loc, "max_turns"), why)] if why else []
+
+
 def _graded(entries: Sequence[object], loc: Loc, resolver: Resolver, on_turn: int | None, doc: JsonDocument,
             problems: list[Problem]) -> list[Graded]:
     graded: list[Graded] = []
@@ -352,8 +374,10 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     use = spec.use if spec is not None and spec.use else settings.default_simulator
     loc: Loc = ("simulator", "use") if spec is not None and spec.use else ("simulator",) if spec else ()
     config = spec.settings() if spec is not None else {}
+    options = spec.options.sent() if spec is not None and spec.options is not None else {}
+    connector = spec.options.connector if spec is not None and spec.options is not None else None
     resolver = settings.resolver
-    if use is None:
+    if use is None and connector is None:
         if spec is None and case.mode == "multi_turn":
             return None  # static turns only: when the agent still waits, a person or on_missing_input answers
         if "simulator" in resolver.models:
@@ -361,17 +385,23 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
         problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
                                     "models.simulator in tamesu.yaml"))
         return None
-    if use.startswith("scripts:"):
-        try:
-            return SimulatorRef("script", use, config, load_function(use, resolver.search, "simulate"))
+    if use is not None and use.startswith("scripts:"):
+        try:  # a script is given the options as written: it has no model of its own to pick
+            function = load_function(use, resolver.search, "simulate")
+            return SimulatorRef("script", use, config, function, options=options)
         except ValueError as exc:
             problems.append(doc.problem(loc, str(exc)))
             return None
-    name = use.removeprefix("agents:")
+    name = use.removeprefix("agents:") if use is not None else None
     helper = resolver.helper(name)
-    if helper is not None:
-        return SimulatorRef("target", name, config, helper=helper)
-    if name in resolver.models or ":" in name:
+    if helper is not None:  # the design's simulator agent, answering with the connector's model
+        return SimulatorRef("target", name, config, helper=helper, connector=connector)
+    if connector is not None:  # the model that plays the user, as a validator's connector is the judge's model
+        if (why := unknown_model(connector, resolver.models)) is not None:
+            problems.append(doc.problem(("simulator", "options", "connector"), why))
+            return None
+        return SimulatorRef("model", name, config, connector=connector)
+    if name is not None and (name in resolver.models or ":" in name):
         return SimulatorRef("model", name, config)
     known = ", ".join(sorted(resolver.models)) or "none configured"
     targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""

@@ -188,9 +188,10 @@ class CasePlanner:
             human = self._human
         timeout = case.interactive.timeout if case.interactive is not None else DEFAULT_HUMAN_TIMEOUT
         policy = settings.on_missing_input or case.on_missing_input or "skip"
-        return CaseUser(case.id, case.mode, static_turns(parsed, options), parsed.simulator, base_dir=parsed.base_dir,
-                        models=models, seed=seed, options=options, max_turns=case.turn_limit(),
-                        on_missing_input=policy, interaction=Interaction(human, timeout), tracker=tracker)
+        static = static_turns(parsed, options, settings.connector)
+        return CaseUser(case.id, case.mode, static, parsed.simulator, base_dir=parsed.base_dir, models=models,
+                        seed=seed, options=options, max_turns=case.turn_limit(), on_missing_input=policy,
+                        interaction=Interaction(human, timeout), tracker=tracker)
 
 
 def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options: Mapping[str, object], *,
@@ -203,10 +204,12 @@ def user_turn(messages: list[ChatMessage], base_dir: Path | list[Path], options:
     return UserTurn(text=last.text, files=files, history=history, options=options, source=source)
 
 
-def static_turns(parsed: ParsedCase, options: Mapping[str, object]) -> list[UserTurn]:
-    """What the case itself says: each of its turns, or its input (one turn carrying the history)."""
+def static_turns(parsed: ParsedCase, options: Mapping[str, object], connector: str | None = None) -> list[UserTurn]:
+    """What the case itself says: each of its turns (its own options over the case's; `-c`, `connector`, over
+    both), or its input (one turn carrying the history)."""
     case, base = parsed.case, parsed.file_dirs or parsed.base_dir
     if case.turns:
-        return [user_turn([t.input], base, {**options, **(t.options.sent() if t.options else {})},
+        forced = {"connector": connector} if connector else {}
+        return [user_turn([t.input], base, {**options, **(t.options.sent() if t.options else {}), **forced},
                           attachments=t.attachments) for t in case.turns]
     return [user_turn(case.input, base, options)] if case.input else []

@@ -125,7 +125,7 @@ class SimulatorSpec(Strict):
 
 class InteractiveSpec(Strict):
     enabled: bool = False
-    timeout: Duration = 300.0
+    timeout: Duration = Field(300.0, gt=0)
     """How long a person has to answer before the input counts as missing."""
 
 
@@ -152,7 +152,7 @@ class TestCase(CaseRepeats):
     final_assertions: list[object] = Field(default_factory=list)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     max_turns: int | None = Field(None, ge=1, le=1000)
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(None, gt=0)
 
     _simulated: bool = PrivateAttr(default=False)
     """Played on by `--simulator` after its one input (`drive_with_simulator`)."""
@@ -188,11 +188,11 @@ class TestCase(CaseRepeats):
         return self.name or self.id
 
     def turn_limit(self) -> int:
-        """`max_turns`, else the simulator's `max_turns` setting (the earlier revision), else 20."""
+        """`max_turns`, else the simulator's setting (the earlier revision's), else 20 or the turns written."""
         if self.max_turns is not None:
             return self.max_turns
         setting = self.simulator.settings().get("max_turns") if self.simulator else None
-        return setting if isinstance(setting, int) and setting >= 1 else DEFAULT_MAX_TURNS
+        return setting if isinstance(setting, int) and setting >= 1 else max(DEFAULT_MAX_TURNS, len(self.turns))
 
     def as_json(self) -> dict[str, Any]:
         """The case as a JSONL line would hold it (a lone user message written as text)."""

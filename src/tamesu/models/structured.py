@@ -151,6 +151,14 @@ def find_json(text: str) -> JSONValue:
     raise ValueError("no JSON object found in the answer")
 
 
+def json_in(text: str) -> JSONValue | None:
+    """The JSON value in a helper's text (`find_json`), or None when there is none."""
+    try:
+        return find_json(text)
+    except ValueError:
+        return None
+
+
 def short_error(error: Exception) -> str:
     """One line a model (and a person reading the error) can act on."""
     if isinstance(error, ValidationError):

@@ -302,6 +302,17 @@ def unsent_options(kind: str | None, case: _Case) -> list[tuple[Loc, str]]:
             if options is not None and (why := dropped_options(kind, for_the_agent(options.sent()))) is not None]
 
 
+def unknown_connectors(kind: str | None, case: _Case, models: Iterable[str]) -> list[tuple[Loc, str]]:
+    """On a model target a connector (a case's, a turn's) is the model that answers: where one names no model,
+    with why; refused where it is written, not an error of every run. Any other target gets it as
+    options.connector, whatever it names."""
+    if kind != "model":
+        return []
+    written = [(("options",), case.options), *((("turns", n, "options"), t.options) for n, t in enumerate(case.turns))]
+    return [((*loc, "connector"), why) for loc, options in written
+            if options is not None and (why := unknown_model(options.connector, models)) is not None]
+
+
 def for_the_agent(sent: Mapping[str, object]) -> list[str]:
     """The options keys meant for the agent: a `metadata` of voice keys alone (dtmf, voice, behaviors) is
     tamesu's own to act on, and `voice_warnings` says when the target cannot."""
@@ -358,10 +369,18 @@ class Resolver:
                 raise ValueError("no validator model: set models.judge in tamesu.yaml, or name a model with "
                                  "use: agents:NAME")
             return None
-        if name in self.models or ":" in name:
-            return name
-        known = ", ".join(sorted(self.models)) or "none configured"
-        raise ValueError(f"no model named {name!r} under models: (models: {known})")
+        if (why := unknown_model(name, self.models)) is not None:
+            raise ValueError(why)
+        return name
+
+
+def unknown_model(name: str | None, models: Iterable[str]) -> str | None:
+    """Why `name` (a connector, a validator's or simulator's model) names no model, or None when it does: a name
+    under `models:`, or provider:model."""
+    if name is None or name in models or ":" in name:
+        return None
+    known = ", ".join(sorted(models)) or "none configured"
+    return f"no model named {name!r} under models: (models: {known})"
 
 
 _PERSONA_KEYS = ("voice", "behaviors")

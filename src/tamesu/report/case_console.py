@@ -208,10 +208,13 @@ class TestConsole:
         assert missing is not None
         word = {"skip": "SKIPPED", "fail": "FAILED", "end": "ENDED"}[missing.policy]
         self._line(f"  ├─ Turn {missing.after_turn + 1}: ", (word, _STYLE[word]))
-        self._line(_PIPE, f"Reason: Agent awaiting input, no next turn defined (on_missing_input: {missing.policy})")
+        nobody = f", nobody answered ({missing.person})" if missing.person else ""
+        self._line(_PIPE, f"Reason: Agent awaiting input, no next turn defined{nobody} (on_missing_input: "
+                          f"{missing.policy})")
         asked = _quoted(missing.question, self._limit)
         self._line(_PIPE, f"Agent asked: {asked}" + (f" (input hint: {missing.hint})" if missing.hint else ""))
-        self._line(_PIPE, f"Hint: {MISSING_HINT}")
+        # a person was asked already: --interactive is no way out
+        self._line(_PIPE, f"Hint: {MISSING_HINT if not missing.person else 'Add more turns or configure a simulator'}")
         self._line("  │")
 
     def _checkpoints(self, record: CaseRecord) -> None:

@@ -98,6 +98,8 @@ class MissingInputRecord(BaseModel):
     question: str
     hint: str | None = None
     policy: Literal["skip", "fail", "end"]
+    person: str | None = None
+    """`--interactive` (or `interactive.enabled`): why the person asked gave no input (`no reply within 5s`)."""
 
 
 class CaseRecord(BaseModel):
@@ -230,7 +232,7 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     if user is not None and user.missing is not None:
         m = user.missing
         record.missing_input = MissingInputRecord(after_turn=m.after_turn, question=m.question, hint=m.hint,
-                                                  policy=m.policy)
+                                                  policy=m.policy, person=m.person)
     return record
 
 

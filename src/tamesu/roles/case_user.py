@@ -41,10 +41,14 @@ class SimulatorRef:
     settings: dict[str, Any] = field(default_factory=dict)
     function: Callable[..., Any] | None = None
     helper: HelperAgent | None = None
+    connector: str | None = None
+    """`simulator.options.connector`: the model that plays the user (a model's, a target's)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """`simulator.options` as written, for a script."""
 
     @property
     def shown(self) -> str:
-        return self.name or "simulator"
+        return self.name or self.connector or "simulator"
 
 
 class Checkpoints(Protocol):
@@ -71,6 +75,8 @@ class Missing:
     question: str
     hint: str | None
     policy: MissingInput
+    person: str | None = None
+    """A person was asked (`--interactive`) and gave nothing: why (`no reply within 5s`, `stdin ended`)."""
 
 
 @dataclass
@@ -110,10 +116,10 @@ class CaseUser(UserSimulator):
         settings = ref.settings
         if ref.kind == "script":
             assert ref.function is not None
-            return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns, self.case_id)
+            return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns, self.case_id, ref.options)
         if ref.kind == "target":
             assert ref.helper is not None
-            return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case_id)
+            return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case_id, ref.connector)
         if self.models is None:
             raise InfraError("the simulator needs a model: configure models in tamesu.yaml")
         persona = settings.get("persona")
@@ -123,7 +129,7 @@ class CaseUser(UserSimulator):
             persona = Persona(background=str(persona)) if persona else None
         scenario = Scenario(goal=settings.get("goal"), stop_when=settings.get("stop_when"),
                             max_turns=self.max_turns)
-        return ModelSimulator(self.models.client("simulator", ref.name), scenario, persona,
+        return ModelSimulator(self.models.client("simulator", ref.connector or ref.name), scenario, persona,
                               base_dir=self.base_dir, seed=seed)
 
     # -- the next turn ----------------------------------------------------------------------------------
@@ -163,6 +169,8 @@ class CaseUser(UserSimulator):
             if reply:
                 return UserAction(turn=UserTurn(text=reply, options=self._options, source="human"),
                                   note={**note, "next": "human"})
+            person = self.interaction.human.silence or "no reply"
+            return self._missing_input(turn, exchanges[-1].agent.text, awaiting, {**note, "person": person}, person)
         return self._missing_input(turn, exchanges[-1].agent.text, awaiting, note)
 
     async def _dynamic(self, exchanges: list[Exchange], context: Context) -> UserAction:
@@ -202,17 +210,19 @@ class CaseUser(UserSimulator):
             self.goal_note = self._reasoning
         return action
 
-    def _missing_input(self, turn: int, said: str, awaiting: Awaiting, note: Mapping[str, object]) -> UserAction:
+    def _missing_input(self, turn: int, said: str, awaiting: Awaiting, note: Mapping[str, object],
+                       person: str | None = None) -> UserAction:
         policy = self.on_missing_input
-        self.missing = Missing(turn, last_sentence(said), awaiting.hint, policy)
+        self.missing = Missing(turn, last_sentence(said), awaiting.hint, policy, person)
         note = {**note, "next": f"missing ({policy})"}
+        nobody = f", and the person asked gave none ({person})" if person else ""
         if policy == "skip":
-            self.skipped = f"the agent awaits input after turn {turn} and no next turn is defined"
+            self.skipped = f"the agent awaits input after turn {turn} and no next turn is defined{nobody}"
             return UserAction(stop="missing_input", note=note)
         if policy == "fail":
             return UserAction(stop="missing_input", note=note, failure=(
-                f"the agent awaits input after turn {turn} ({last_sentence(said)!r}) and no input is available "
-                "(on_missing_input: fail)"))
+                f"the agent awaits input after turn {turn} ({last_sentence(said)!r}) and no input is available"
+                f"{nobody} (on_missing_input: fail)"))
         return UserAction(stop="missing_input", note=note)
 
     def _noted(self, action: UserAction, note: Mapping[str, object], source: str) -> UserAction:

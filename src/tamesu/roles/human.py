@@ -24,6 +24,11 @@ class StdinLines:
         self._started = False
         self._eof = False
 
+    @property
+    def ended(self) -> bool:
+        """The stream has ended: no line will ever come."""
+        return self._eof
+
     async def next_line(self, timeout: float) -> str | None:
         """The next line without its newline; None at end of input or after `timeout` seconds."""
         if self._eof:
@@ -63,6 +68,8 @@ class Human:
         self._lines = lines or StdinLines(sys.stdin)
         self._out = out or sys.stderr
         self._lock = asyncio.Lock()
+        self.silence: str | None = None
+        """Why the last `ask` got no reply (`no reply within 5s`, `an empty line`, `stdin ended`), or None."""
 
     async def ask(self, case_id: str, turn: int, question: str, hint: str | None, timeout: float) -> str | None:
         """The person's reply, or None (an empty line, end of input, or no answer within `timeout`)."""
@@ -77,4 +84,7 @@ class Human:
             if reply is None:
                 self._out.write("\n  (no reply)\n")
             self._out.flush()
+            # read by the caller as soon as this returns: no other question can be asked in between
+            self.silence = None if reply is not None and reply.strip() else "an empty line" if reply is not None \
+                else "stdin ended" if self._lines.ended else f"no reply within {timeout:g}s"
         return reply.strip() or None if reply is not None else None

@@ -3,7 +3,8 @@ or by another agent of tamesu.yaml (a `HelperAgent`), beside the model simulator
 
 Either is told the design's simulator input: `persona`, `goal`, `conversation` (`[{role, content}]`),
 `last_response`, `turn_number`, `max_turns`, the simulator's settings, `test_id`, and the run's context:
-`session_id`, `turn_count`, `tool_results` (of the last agent turn). It answers the next user message as text,
+`session_id`, `turn_count`, `tool_results` (of the last agent turn); a function also `options` (the case's
+`simulator.options`, when written), an agent the `connector` as its model. It answers the next user message as text,
 or `{"input", "goal_achieved", "reasoning"}`; a function may return None to hang up.
 """
 
@@ -81,8 +82,9 @@ class _DesignSimulator(UserSimulator):
 
 class ScriptSimulator(_DesignSimulator):
     def __init__(self, function: Callable[..., Any], name: str, settings: Mapping[str, object], max_turns: int,
-                 test_id: str = "") -> None:
+                 test_id: str = "", options: Mapping[str, object] | None = None) -> None:
         self._function = function
+        self._options = dict(options or {})
         self._test_id = test_id
         self._name = name
         self._settings = settings
@@ -91,7 +93,8 @@ class ScriptSimulator(_DesignSimulator):
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         inputs = {"persona": self._settings.get("persona"), "goal": self._settings.get("goal"),
                   **_progress(exchanges, self._max_turns), "metadata": dict(self._settings),
-                  "test_id": self._test_id, **runtime(exchanges, context)}
+                  "test_id": self._test_id, **runtime(exchanges, context),
+                  **({"options": self._options} if self._options else {})}
         try:
             result = self._function(inputs)
             if inspect.isawaitable(result):
@@ -113,8 +116,9 @@ class TargetSimulator(_DesignSimulator):
     """A target of tamesu.yaml asked for each next message; a plain answer is the next message itself."""
 
     def __init__(self, helper: HelperAgent, settings: Mapping[str, object], max_turns: int, models: Models | None,
-                 case_id: str) -> None:
+                 case_id: str, connector: str | None = None) -> None:
         self.helper = helper
+        self.connector = connector
         self.settings = settings
         self.max_turns = max_turns
         self.models = models
@@ -123,7 +127,7 @@ class TargetSimulator(_DesignSimulator):
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         request = {**self.settings, "test_id": self.case_id, **_progress(exchanges, self.max_turns),
                    **runtime(exchanges, context)}
-        response, text = await self.helper.ask("simulator", request, self.models)
+        response, text = await self.helper.ask("simulator", request, self.models, self.connector)
         return self._act(_reply(response, text))
 
 

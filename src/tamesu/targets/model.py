@@ -204,6 +204,8 @@ class ModelTarget(Target[ModelTargetSpec]):
         self.spec: ModelTargetSpec = spec
         self._clients: list[tuple[str, ModelClient]] = []
         """The model, then its fallback: (label, client)."""
+        self._turn_clients: list[tuple[str, ModelClient]] = []
+        """The turn's own model, when its options name another (`connector`); else the target's."""
         self._messages: list[Message] = []
         self._reached_model = False
         """A request of this turn reached the model (not the replay cache, not the fake provider)."""
@@ -270,8 +272,7 @@ class ModelTarget(Target[ModelTargetSpec]):
             raise InfraError(f"{self._what}: {where}: {exc}") from exc
 
     async def close(self) -> None:
-        # The clients belong to the run's model registry, which releases them; nothing is held here.
-        self._clients = []
+        self._clients = []  # the clients belong to the run's model registry, which releases them
 
     def metrics(self) -> dict[str, float]:
         return {"model_calls": float(self._calls)}
@@ -280,6 +281,9 @@ class ModelTarget(Target[ModelTargetSpec]):
 
     async def send(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
+        chosen = turn.options.get("connector")  # a JSONL turn's own options.connector answers that turn
+        self._turn_clients = [(chosen, self._client(session, chosen))] \
+            if isinstance(chosen, str) and chosen != _label(self.spec.model) else []
         kept = len(self._messages)
         limit = self.spec.turn_timeout
         try:
@@ -403,7 +407,7 @@ class ModelTarget(Target[ModelTargetSpec]):
         """Ask the model, then its fallback; what neither can answer is not the agent's fault."""
         request = self._request(said)
         failures: list[str] = []
-        for position, (label, client) in enumerate(self._clients):
+        for position, (label, client) in enumerate(self._turn_clients or self._clients):
             if position:
                 self._require_session().event("model_fallback", model=label, reason=failures[-1])
             self._calls += 1

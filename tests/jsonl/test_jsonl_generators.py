@@ -1,0 +1,59 @@
+"""Generator agents (`-i agents:NAME?count=N`, a target of tamesu.yaml) answering as the design has them: the
+structured output `{"cases": [...]}`, or the JSON array its example generator prompt asks for, through
+`tamesu test --dry-run -o` against a local REST generator agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agents.expense_agent import ExpenseAgent, expense_agent, run_test
+from jsonl.test_jsonl_run import project
+
+__all__ = ["expense_agent"]
+
+
+def _generator(shape: str) -> Starlette:
+    async def generate(request: Request) -> JSONResponse:
+        count = (await request.json())["options"]["metadata"]["count"]
+        cases = [{"id": f"g{n}", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]}
+                 for n in range(count)]
+        if shape == "array":  # the whole answer is the array ("Output as JSON array of test cases")
+            return JSONResponse(cases)
+        if shape == "array-in-text":  # a model's words around it, as a prompt on a model answers
+            return JSONResponse({"text": f"Here are the cases:\n```json\n{json.dumps(cases)}\n```"})
+        return JSONResponse({"text": "nothing to offer"})
+
+    return Starlette(routes=[Route("/generate", generate, methods=["POST"])])
+
+
+@pytest.mark.parametrize("shape", ["array", "array-in-text"])
+def test_a_generator_agent_may_answer_a_json_array_of_cases(expense_agent: ExpenseAgent, serve: Any,
+                                                            tmp_path: Path, shape: str) -> None:
+    helper = serve(_generator(shape))
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "tamesu.yaml").write_text((folder / "tamesu.yaml").read_text().replace(
+        "targets:\n", f"targets:\n  gen: {{ type: rest, url: \"{helper.url}/generate\" }}\n", 1))
+    out = tmp_path / "made.jsonl"
+    done = run_test(["-i", "agents:gen?count=2", "-n", "expense", "--dry-run", "-o", str(out)], cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["g0", "g1"]
+
+
+def test_a_generator_agent_answering_no_cases_is_one_line(expense_agent: ExpenseAgent, serve: Any,
+                                                         tmp_path: Path) -> None:
+    helper = serve(_generator("words"))
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "tamesu.yaml").write_text((folder / "tamesu.yaml").read_text().replace(
+        "targets:\n", f"targets:\n  gen: {{ type: rest, url: \"{helper.url}/generate\" }}\n", 1))
+    done = run_test(["-i", "agents:gen?count=2", "-n", "expense", "--dry-run"], cwd=folder)
+    assert (done.returncode, done.stderr.strip()) == (3, "tamesu test: generator gen: no test cases "
+                                                         "({\"cases\": [...]} or a JSON array of them) in "
+                                                         "'nothing to offer'"), done.stdout
