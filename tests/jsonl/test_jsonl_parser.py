@@ -251,3 +251,11 @@ def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> N
                     "itself"], said
     [whole] = parse('{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)  # a whole pair is its character
     assert "\U0001F600" in str(whole)
+
+
+def test_assert_and_assertions_both_written_are_one_key_written_twice(tmp_path: Path) -> None:
+    # before: "assertions: not a test case key (did you mean 'assertions'?)", the key it had just refused
+    said = problems('{"id": "A", "input": "hi", "assert": [], "assertions": [{"type": "contains", "value": "x"}]}\n'
+                    '{"id": "B", "turns": [{"input": "x", "assert": [], "assertions": []}]}', tmp_path)
+    assert said == ["cases.jsonl:1:42: assertions: assertions and assert are the same key: write one",
+                    "cases.jsonl:2:52: turns[0].assertions: assertions and assert are the same key: write one"]

@@ -104,6 +104,10 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         owner = owner_name(parent, default_owner)
         owner_model = model_at(model, parent)
         hint = ""
+        field = owner_model.model_fields.get(str(loc[-1])) if owner_model is not None else None
+        if field is not None and field.alias and field.alias != loc[-1]:
+            # pydantic took the alias and refused the name: both were written (`assert` and `assertions`)
+            return f"{loc[-1]} and {field.alias} are the same key: write one"
         if owner_model is not None:
             # by its name too: `assertions` is a key (populate_by_name) though the key list shows `assert`
             written = {*keys_of(owner_model), *owner_model.model_fields}
