@@ -163,11 +163,19 @@ async def test_the_simulator_flag_is_the_default_simulator(expense_agent: Expens
 async def test_a_case_timeout_fails_the_case(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     folder = project(tmp_path, expense_agent.url)
     text = json.dumps({"id": "slow", "simulator": {"use": "scripts:sims:chatty"}, "max_turns": 1000,
-                       "timeout": "300ms", "checkpoints": [{"id": "never", "assertion": {**CONTAINS, "value": "zz"}}]})
+                       "timeout": "1s", "checkpoints": [{"id": "spoke", "assertion": {"type": "regex", "pattern": "."}},
+                                                        {"id": "never", "assertion": {**CONTAINS, "value": "zz"}}]})
     outcome, _ = await run_cases(folder, text)
     (record,) = outcome.records
     assert record.status == "failed" and record.end_reason == "timeout"
-    assert record.error == "the test took longer than its timeout (0.3s)"
+    assert record.error == "the test took longer than its timeout (1s)"
+    # before: the checkpoint reached at turn 1 had no `passed` ("·" in the console), and one the timeout cut
+    # short before any turn had an empty reason
+    spoke, never = record.checkpoints or []
+    assert (spoke.reached_at_turn, spoke.passed) == (1, True) and spoke.reason.startswith("reached at turn 1: ")
+    assert (never.reached_at_turn, never.passed) == (None, None)
+    assert never.reason.startswith("not evaluated: the conversation failed first (last check: expected the agent "
+                                   'to say "zz"'), never.reason
 
 
 async def test_fail_fast_stops_starting_cases(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
