@@ -151,6 +151,9 @@ class AsyncAgentSession:
                     **shorthand: object) -> Verdict:
         """Grade one assertion on `reply` (None: the whole conversation so far). The assertion is written as a
         suite writes it (`{"contains": "x"}`, or `contains="x"`) or as a JSONL file does (`{"type": ...}`)."""
+        if reply is not None and not isinstance(reply, Reply):  # `reply.text`, as `t.assert.Agent(resp.content)`
+            raise TypeError(f"grade the Reply that send() returned (or None: the whole conversation), not "
+                            f"{type(reply).__name__}: expect(reply, contains='...') reads the reply's text itself")
         if (assertion is None) == (not shorthand):
             raise ValueError("give one assertion: a mapping, or one keyword such as contains='...'")
         raw = assertion if assertion is not None else shorthand
