@@ -259,3 +259,15 @@ def test_assert_and_assertions_both_written_are_one_key_written_twice(tmp_path: 
                     '{"id": "B", "turns": [{"input": "x", "assert": [], "assertions": []}]}', tmp_path)
     assert said == ["cases.jsonl:1:42: assertions: assertions and assert are the same key: write one",
                     "cases.jsonl:2:52: turns[0].assertions: assertions and assert are the same key: write one"]
+
+
+def test_a_simulators_connector_names_a_model(tmp_path: Path) -> None:
+    # before: accepted and never used, whatever it named
+    sim = '{"id": "%s", "input": "hi", "simulator": {"use": "%s", "options": {"connector": "%s"}}}'
+    said = problems("\n".join([sim % ("a", "simulator", "nobody"), sim % ("b", "scripts:sims:chatty", "judge"),
+                               sim % ("c", "simulator", "validator")]), tmp_path)
+    assert said == [
+        "cases.jsonl:1:87: simulator.options.connector: no model named 'nobody' under models: (models: judge, "
+        "simulator, validator)",
+        "cases.jsonl:2:97: simulator.options.connector: a script simulator has no model to answer with: connector "
+        "is for a model or an agent of tamesu.yaml"]

@@ -141,6 +141,18 @@ async def test_a_script_simulator_plays_a_multi_turn_case(expense_agent: Expense
     assert record.end_reason == "agent_done"
 
 
+async def test_the_simulators_connector_is_the_model_it_answers_with(expense_agent: ExpenseAgent,
+                                                                     tmp_path: Path) -> None:
+    # before: simulator.options.connector was read and dropped (models.simulator answered, "Business travel")
+    folder = project(tmp_path, expense_agent.url)
+    text = json.dumps({"id": "mt", "input": "I want to submit an expense", "max_turns": 2,
+                       "simulator": {"use": "simulator", "options": {"connector": "terse"}}})
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    assert [(t.input_source, t.input) for t in record.turns or []] == [
+        ("static", "I want to submit an expense"), ("simulator", "Done.")], record
+
+
 async def test_max_turns_fails_a_multi_turn_case_that_would_go_on(expense_agent: ExpenseAgent,
                                                                   tmp_path: Path) -> None:
     folder = project(tmp_path, expense_agent.url)

@@ -353,11 +353,22 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     loc: Loc = ("simulator", "use") if spec is not None and spec.use else ("simulator",) if spec else ()
     config = spec.settings() if spec is not None else {}
     resolver = settings.resolver
+    connector = spec.options.connector if spec is not None and spec.options is not None else None
+    if connector is not None:  # the model the simulator answers with, as an `agent` assertion's connector
+        try:
+            resolver.model_for(connector)
+        except ValueError as exc:
+            problems.append(doc.problem(("simulator", "options", "connector"), str(exc)))
+            return None
+        if use is not None and use.startswith("scripts:"):
+            problems.append(doc.problem(("simulator", "options", "connector"), "a script simulator has no model "
+                                        "to answer with: connector is for a model or an agent of tamesu.yaml"))
+            return None
     if use is None:
         if spec is None and case.mode == "multi_turn":
             return None  # static turns only: when the agent still waits, a person or on_missing_input answers
-        if "simulator" in resolver.models:
-            return SimulatorRef("model", None, config)
+        if "simulator" in resolver.models or connector is not None:
+            return SimulatorRef("model", None, config, connector=connector)
         problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
                                     "models.simulator in tamesu.yaml"))
         return None
@@ -370,9 +381,9 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     name = use.removeprefix("agents:")
     helper = resolver.helper(name)
     if helper is not None:
-        return SimulatorRef("target", name, config, helper=helper)
+        return SimulatorRef("target", name, config, helper=helper, connector=connector)
     if name in resolver.models or ":" in name:
-        return SimulatorRef("model", name, config)
+        return SimulatorRef("model", name, config, connector=connector)
     known = ", ".join(sorted(resolver.models)) or "none configured"
     targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
     problems.append(doc.problem(loc, f"no model or target named {name!r} for the simulator (models: {known}"

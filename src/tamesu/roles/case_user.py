@@ -41,6 +41,8 @@ class SimulatorRef:
     settings: dict[str, Any] = field(default_factory=dict)
     function: Callable[..., Any] | None = None
     helper: HelperAgent | None = None
+    connector: str | None = None
+    """`simulator.options.connector`: the model a model simulator or a target simulator answers with."""
 
     @property
     def shown(self) -> str:
@@ -113,7 +115,7 @@ class CaseUser(UserSimulator):
             return ScriptSimulator(ref.function, ref.shown, settings, self.max_turns, self.case_id)
         if ref.kind == "target":
             assert ref.helper is not None
-            return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case_id)
+            return TargetSimulator(ref.helper, settings, self.max_turns, self.models, self.case_id, ref.connector)
         if self.models is None:
             raise InfraError("the simulator needs a model: configure models in tamesu.yaml")
         persona = settings.get("persona")
@@ -123,7 +125,7 @@ class CaseUser(UserSimulator):
             persona = Persona(background=str(persona)) if persona else None
         scenario = Scenario(goal=settings.get("goal"), stop_when=settings.get("stop_when"),
                             max_turns=self.max_turns)
-        return ModelSimulator(self.models.client("simulator", ref.name), scenario, persona,
+        return ModelSimulator(self.models.client("simulator", ref.connector or ref.name), scenario, persona,
                               base_dir=self.base_dir, seed=seed)
 
     # -- the next turn ----------------------------------------------------------------------------------

@@ -114,17 +114,18 @@ class TargetSimulator(_DesignSimulator):
     """A target of tamesu.yaml asked for each next message; a plain answer is the next message itself."""
 
     def __init__(self, helper: HelperAgent, settings: Mapping[str, object], max_turns: int, models: Models | None,
-                 case_id: str) -> None:
+                 case_id: str, connector: str | None = None) -> None:
         self.helper = helper
         self.settings = settings
         self.max_turns = max_turns
         self.models = models
         self.case_id = case_id
+        self.connector = connector
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         request = {**self.settings, "test_id": self.case_id, **_progress(exchanges, self.max_turns),
                    **runtime(exchanges, context)}
-        response, text = await self.helper.ask("simulator", request, self.models)
+        response, text = await self.helper.ask("simulator", request, self.models, self.connector)
         return self._act(_reply(response, text))
 
 
