@@ -190,6 +190,23 @@ async def test_a_case_timeout_fails_the_case(expense_agent: ExpenseAgent, tmp_pa
                                    'to say "zz"'), never.reason
 
 
+async def test_a_checkpoint_that_cannot_be_checked_is_named_in_the_error(expense_agent: ExpenseAgent,
+                                                                         tmp_path: Path) -> None:
+    # before: "script scripts:checks:broken raised ValueError: checker broke", no word of which checkpoint, and
+    # the checkpoint itself "not evaluated"
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "checks.py").write_text("def broken(run):\n    raise ValueError('checker broke')\n")
+    text = dynamic([{"id": "ask", "assertion": {**CONTAINS, "value": "type"}},
+                    {"id": "made", "after": ["ask"], "assertion": {"type": "script", "use": "scripts:checks:broken"}}])
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    said = "script scripts:checks:broken raised ValueError: checker broke"
+    assert record.status == "error" and record.error == f"checkpoint made: {said}", record
+    assert [(c.id, c.passed, c.reason) for c in record.checkpoints or []] == [
+        ("ask", True, 'reached at turn 1: found "type" (turn 1)'), ("made", None, f"not evaluated (last check: "
+                                                                             f"not decided: {said})")]
+
+
 async def test_fail_fast_stops_starting_cases(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     folder = project(tmp_path, expense_agent.url)
     text = "\n".join(json.dumps({"id": f"c{n}", "input": "Hello", "assertions": [{**CONTAINS, "value": word}]})
