@@ -72,9 +72,23 @@ async def from_script(function: Callable[..., object], name: str, about: Mapping
     except Exception as exc:
         raise InfraError(f"generator {name} raised {type(exc).__name__}: {exc}") from exc
     if isinstance(result, str):
-        result = [json.loads(line) for line in result.splitlines() if line.strip()]
+        result = _lines(result, name)
     if isinstance(result, dict) and isinstance(result.get("cases"), list):
         result = result["cases"]
     if not isinstance(result, list) or not result:
         raise InfraError(f"generator {name} returned {type(result).__name__}; expected a list of test cases")
     return _with_ids(result, count)
+
+
+def _lines(text: str, name: str) -> list[object]:
+    """JSONL text a generator returned: a line that is not JSON is the generator's failure, told by its number
+    (json's own message would say line 1 of every line)."""
+    cases = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                cases.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InfraError(f"generator {name} returned JSONL whose line {number} is not JSON: {exc.msg} "
+                                 f"(column {exc.colno})") from None
+    return cases
