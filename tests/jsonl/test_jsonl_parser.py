@@ -271,3 +271,19 @@ def test_a_simulators_connector_names_a_model(tmp_path: Path) -> None:
         "simulator, validator)",
         "cases.jsonl:2:97: simulator.options.connector: a script simulator has no model to answer with: connector "
         "is for a model or an agent of tamesu.yaml"]
+
+
+def test_options_a_helper_is_never_given_are_warned_where_written(tmp_path: Path) -> None:
+    # before: accepted in silence; a validator, simulator or script gets only the connector and the metadata
+    settings = ParseSettings(RESOLVER)
+    text = ('{"id": "a", "input": "hi", "assertions": [{"type": "agent", "options": {"mode": "strict", "metadata": '
+            '{"criteria": "x"}}}, {"type": "contains", "value": "hi"}]}\n'
+            '{"id": "b", "simulator": {"use": "simulator", "options": {"search": {"q": 1}, "skip": {"history": '
+            'false}, "connector": "validator"}}, "checkpoints": [{"id": "p", "assertion": {"type": "agent", '
+            '"options": {"connector": "validator", "metadata": {"criteria": "y"}}}}]}\n')
+    parse_text(text, "cases.jsonl", tmp_path, settings)
+    assert [str(w) for w in settings.warnings] == [
+        "cases.jsonl:1:72: assertions[0].options: an agent assertion is given only options.connector and "
+        "options.metadata: options.mode is dropped",
+        "cases.jsonl:2:58: simulator.options: a simulator is given only options.connector and options.metadata: "
+        "options.skip, options.search are dropped"]

@@ -25,7 +25,7 @@ from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls, unsent_options
+from tamesu.plan.targets import Loc, Resolver, unseen_tool_calls, unsent_options, unsent_to_helpers
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
@@ -198,6 +198,11 @@ def _finish(found: ParsedCase, settings: ParseSettings) -> None:
     tell_test_id([assertion for _, assertion in located], found.case.id)
     settings.warnings += [found.doc.problem(loc, why) for loc, why in unseen_tool_calls(settings.target_type, located)]
     settings.warnings += [found.doc.problem(loc, why) for loc, why in unsent_options(settings.target_type, found.case)]
+    simulator = found.case.simulator
+    raws = [(g.loc, g.raw) for g in [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]]
+    raws += [(("checkpoints", n, "assertion"), c.assertion) for n, c in enumerate(found.case.checkpoints)]
+    unsent = unsent_to_helpers(simulator.options.sent() if simulator and simulator.options else None, raws)
+    settings.warnings += [found.doc.problem(loc, why) for loc, why in unsent]
 
 
 def _as_standard(case: TestCase) -> TestCase:
