@@ -287,3 +287,17 @@ def test_options_a_helper_is_never_given_are_warned_where_written(tmp_path: Path
         "options.metadata: options.mode is dropped",
         "cases.jsonl:2:58: simulator.options: a simulator is given only options.connector and options.metadata: "
         "options.skip, options.search are dropped"]
+
+
+def test_a_timeout_of_nothing_is_refused(tmp_path: Path) -> None:
+    # before: a case's "timeout": "0s" ran with the default 5m in silence, and `--timeout 0s` was
+    # "tamesu: internal error: ValidationError: 1 validation error for TestSpec"
+    said = problems('{"id": "a", "input": "hi", "timeout": "0s"}\n'
+                    '{"id": "b", "turns": [{"input": "hi"}], "interactive": {"enabled": true, "timeout": 0}}\n',
+                    tmp_path)
+    assert said == ["cases.jsonl:1:39: timeout: input should be greater than 0, got '0s'",
+                    "cases.jsonl:2:85: interactive.timeout: input should be greater than 0, got 0.0"]
+    (tmp_path / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
+    done = run_test(["-i", "hello", "-n", "bot", "--timeout", "0s"], cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.endswith(
+        "Error: Invalid value for '--timeout': a timeout longer than 0, got '0s'\n"), done.stderr

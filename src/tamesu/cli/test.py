@@ -50,9 +50,12 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
     from tamesu.types import parse_duration
 
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    if seconds <= 0:  # a test with no time at all never starts (it was an internal error of the run's spec)
+        raise click.BadParameter(f"a timeout longer than 0, got {value!r}")
+    return seconds
 
 
 @click.command("test", context_settings={"help_option_names": ["-h", "--help"]})

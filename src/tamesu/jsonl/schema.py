@@ -125,7 +125,7 @@ class SimulatorSpec(Strict):
 
 class InteractiveSpec(Strict):
     enabled: bool = False
-    timeout: Duration = 300.0
+    timeout: Duration = Field(300.0, gt=0)
     """How long a person has to answer before the input counts as missing."""
 
 
@@ -152,7 +152,7 @@ class TestCase(CaseRepeats):
     final_assertions: list[object] = Field(default_factory=list)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     max_turns: int | None = Field(None, ge=1, le=1000)
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(None, gt=0)
 
     _simulated: bool = PrivateAttr(default=False)
     """Played on by `--simulator` after its one input (`drive_with_simulator`)."""
