@@ -301,3 +301,9 @@ def test_a_timeout_of_nothing_is_refused(tmp_path: Path) -> None:
     done = run_test(["-i", "hello", "-n", "bot", "--timeout", "0s"], cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.endswith(
         "Error: Invalid value for '--timeout': a timeout longer than 0, got '0s'\n"), done.stderr
+
+
+def test_what_pydantic_says_it_got_is_not_said_twice(tmp_path: Path) -> None:
+    # before: "got a number with a fractional part, got 10.5"
+    assert problems('{"id": "c", "input": "hi", "max_turns": 10.5}', tmp_path) == [
+        "cases.jsonl:1:41: max_turns: input should be a valid integer, got a number with a fractional part (10.5)"]

@@ -122,7 +122,8 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
     if kind not in ("value_error", "assertion_error") and "input" in error:
         found = error["input"]
         if not isinstance(found, dict | list):
-            message += f", got {found!r}"
+            # pydantic may say what it got in words already ("got a number with a fractional part")
+            message += f" ({found!r})" if ", got " in message else f", got {found!r}"
         if kind == "literal_error" and isinstance(found, str):
             ctx = error.get("ctx")
             expected = ctx.get("expected", "") if isinstance(ctx, dict) else ""
