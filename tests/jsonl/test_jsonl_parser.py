@@ -307,3 +307,16 @@ def test_what_pydantic_says_it_got_is_not_said_twice(tmp_path: Path) -> None:
     # before: "got a number with a fractional part, got 10.5"
     assert problems('{"id": "c", "input": "hi", "max_turns": 10.5}', tmp_path) == [
         "cases.jsonl:1:41: max_turns: input should be a valid integer, got a number with a fractional part (10.5)"]
+
+
+def test_what_only_several_turns_read_is_refused_on_a_standard_case(tmp_path: Path) -> None:
+    # before: accepted and never read (the case is one call)
+    said = problems('{"id": "a", "input": "hi", "max_turns": 3}\n'
+                    '{"id": "b", "type": "single_turn", "input": "hi", "on_missing_input": "fail", '
+                    '"interactive": {"enabled": true}}\n'
+                    '{"id": "c", "input": "hi", "simulator": {"use": "simulator"}, "max_turns": 3}', tmp_path)
+    assert said == [
+        "cases.jsonl:1:28: max_turns: a standard case is one call: max_turns is for cases of several turns",
+        "cases.jsonl:2:51: on_missing_input: a standard case is one call: on_missing_input is for cases of several "
+        "turns",
+        "cases.jsonl:2:79: interactive: a standard case is one call: interactive is for cases of several turns"]

@@ -227,6 +227,10 @@ _LAST_FROM_THE_USER = "the last message of input is the one the agent answers: i
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
     mode = case.mode
+    if mode == "standard":  # one call: nothing would ever read them
+        problems += [doc.problem((key,), f"a standard case is one call: {key} is for cases of several turns",
+                                 key=True) for key in ("max_turns", "on_missing_input", "interactive")
+                     if getattr(case, key) is not None]
     if case.type == "single_turn":
         if case.checkpoints or case.simulator is not None:
             what = "checkpoints" if case.checkpoints else "simulator"
