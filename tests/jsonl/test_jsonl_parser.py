@@ -320,3 +320,9 @@ def test_what_only_several_turns_read_is_refused_on_a_standard_case(tmp_path: Pa
         "cases.jsonl:2:51: on_missing_input: a standard case is one call: on_missing_input is for cases of several "
         "turns",
         "cases.jsonl:2:79: interactive: a standard case is one call: interactive is for cases of several turns"]
+
+
+def test_an_empty_simulator_use_is_refused(tmp_path: Path) -> None:
+    # before: "use": "" fell back to models.simulator in silence
+    assert problems('{"id": "a", "input": "hi", "simulator": {"use": ""}}', tmp_path) == [
+        "cases.jsonl:1:49: simulator.use: string should have at least 1 character, got ''"]
