@@ -326,3 +326,13 @@ def test_an_empty_simulator_use_is_refused(tmp_path: Path) -> None:
     # before: "use": "" fell back to models.simulator in silence
     assert problems('{"id": "a", "input": "hi", "simulator": {"use": ""}}', tmp_path) == [
         "cases.jsonl:1:49: simulator.use: string should have at least 1 character, got ''"]
+
+
+def test_a_simulator_flag_that_names_nothing_is_one_line_even_when_no_case_uses_it(tmp_path: Path) -> None:
+    # before: ignored when every case named its own; else one problem per case, at no key of the case
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n{"id": "b", "input": "hi"}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  simulator: { provider: fake, rules: [] }\n"
+                                          "targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
+    done = run_test(["-i", "cases.jsonl", "-n", "bot", "--simulator", "nobody"], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "tamesu test: --simulator nobody: no model or target named 'nobody' "
+                                                 "for the simulator (models: simulator; targets: bot)\n")

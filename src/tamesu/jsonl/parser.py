@@ -381,20 +381,27 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
         problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
                                     "models.simulator in tamesu.yaml"))
         return None
+    named = simulator_named(use, resolver, config, connector)
+    if isinstance(named, str):
+        problems.append(doc.problem(loc, named))
+        return None
+    return named
+
+
+def simulator_named(use: str, resolver: Resolver, config: dict[str, object] | None = None,
+                    connector: str | None = None) -> SimulatorRef | str:
+    """The simulator `use` (or `--simulator`) names, or why nothing answers to that name."""
     if use.startswith("scripts:"):
         try:
-            return SimulatorRef("script", use, config, load_function(use, resolver.search, "simulate"))
+            return SimulatorRef("script", use, config or {}, load_function(use, resolver.search, "simulate"))
         except ValueError as exc:
-            problems.append(doc.problem(loc, str(exc)))
-            return None
+            return str(exc)
     name = use.removeprefix("agents:")
     helper = resolver.helper(name)
     if helper is not None:
-        return SimulatorRef("target", name, config, helper=helper, connector=connector)
+        return SimulatorRef("target", name, config or {}, helper=helper, connector=connector)
     if name in resolver.models or ":" in name:
-        return SimulatorRef("model", name, config, connector=connector)
+        return SimulatorRef("model", name, config or {}, connector=connector)
     known = ", ".join(sorted(resolver.models)) or "none configured"
     targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
-    problems.append(doc.problem(loc, f"no model or target named {name!r} for the simulator (models: {known}"
-                                f"{targets})"))
-    return None
+    return f"no model or target named {name!r} for the simulator (models: {known}{targets})"
