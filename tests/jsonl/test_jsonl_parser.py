@@ -262,10 +262,14 @@ def test_assert_and_assertions_both_written_are_one_key_written_twice(tmp_path: 
 
 
 def test_a_simulators_connector_names_a_model(tmp_path: Path) -> None:
-    # before: accepted and never used, whatever it named
+    # before: accepted and never used, whatever it named (an agent simulator gets it as its own to read)
+    (tmp_path / "sims.py").write_text("def chatty(inputs):\n    return 'more'\n")
     sim = '{"id": "%s", "input": "hi", "simulator": {"use": "%s", "options": {"connector": "%s"}}}'
-    said = problems("\n".join([sim % ("a", "simulator", "nobody"), sim % ("b", "scripts:sims:chatty", "judge"),
-                               sim % ("c", "simulator", "validator")]), tmp_path)
+    text = "\n".join([sim % ("a", "simulator", "nobody"), sim % ("b", "scripts:sims:chatty", "judge"),
+                      sim % ("c", "simulator", "validator")])
+    with pytest.raises(ConfigError) as caught:
+        parse_text(text, "cases.jsonl", tmp_path, ParseSettings(Resolver(models=RESOLVER.models, search=[tmp_path])))
+    said = [str(p) for p in caught.value.problems]
     assert said == [
         "cases.jsonl:1:87: simulator.options.connector: no model named 'nobody' under models: (models: judge, "
         "simulator, validator)",
@@ -336,3 +340,19 @@ def test_a_simulator_flag_that_names_nothing_is_one_line_even_when_no_case_uses_
     done = run_test(["-i", "cases.jsonl", "-n", "bot", "--simulator", "nobody"], cwd=tmp_path)
     assert (done.returncode, done.stderr) == (2, "tamesu test: --simulator nobody: no model or target named 'nobody' "
                                                  "for the simulator (models: simulator; targets: bot)\n")
+
+
+def test_a_model_targets_connector_names_a_model_when_the_case_loads(tmp_path: Path) -> None:
+    # before: every case was an error when it ran (exit 3): "model target bot (nosuch): no model named 'nosuch'"
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi", "options": {"connector": "nosuch"}}\n'
+                                          '{"id": "b", "turns": [{"input": "hi", "options": {"connector": "x"}}]}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  m: { provider: fake, rules: [{ say: hi }] }\n"
+                                          "targets:\n  bot: { type: model, model: m }\n")
+    done = run_test(["-i", "cases.jsonl", "-n", "bot"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        "cases.jsonl:1:53: options.connector: no model named 'nosuch' under models: (models: m)",
+        "cases.jsonl:2:64: turns[0].options.connector: no model named 'x' under models: (models: m)",
+        "2 problems found"]), done.stderr
+    done = run_test(["-i", "hello", "-n", "bot", "-c", "nosuch"], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "tamesu test: -c nosuch: no model named 'nosuch' under models: "
+                                                 "(models: m)\n")

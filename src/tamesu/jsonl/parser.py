@@ -167,6 +167,10 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
                                     f"its last message alone ({settings.history_refusal})"))
     _check_files(case, raw, doc, dirs, settings, problems)
     resolver = settings.resolver
+    if settings.target_type == "model":  # a model target's connector is the model that answers: one of ours
+        for at, options in [((), case.options), *((("turns", n), t.options) for n, t in enumerate(case.turns))]:
+            if options is not None and options.connector and (why := _no_model(options.connector, resolver)):
+                problems.append(doc.problem((*at, "options", "connector"), why))
     assert_key = "assert" if "assert" in raw else "assertions"
     if case.type == "single_turn" and len(case.turns) == 1:
         # the earlier revision's `{"type": "single_turn", "turns": [one]}` is `{"input": ...}`: the turn's
@@ -363,29 +367,33 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     config = spec.settings() if spec is not None else {}
     resolver = settings.resolver
     connector = spec.options.connector if spec is not None and spec.options is not None else None
-    if connector is not None:  # the model the simulator answers with, as an `agent` assertion's connector
-        try:
-            resolver.model_for(connector)
-        except ValueError as exc:
-            problems.append(doc.problem(("simulator", "options", "connector"), str(exc)))
-            return None
-        if use is not None and use.startswith("scripts:"):
-            problems.append(doc.problem(("simulator", "options", "connector"), "a script simulator has no model "
-                                        "to answer with: connector is for a model or an agent of tamesu.yaml"))
-            return None
     if use is None:
         if spec is None and case.mode == "multi_turn":
             return None  # static turns only: when the agent still waits, a person or on_missing_input answers
-        if "simulator" in resolver.models or connector is not None:
-            return SimulatorRef("model", None, config, connector=connector)
-        problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
-                                    "models.simulator in tamesu.yaml"))
-        return None
-    named = simulator_named(use, resolver, config, connector)
+        named: SimulatorRef | str = SimulatorRef("model", None, config, connector=connector) \
+            if "simulator" in resolver.models or connector is not None else "no simulator: set simulator.use, " \
+            "pass --simulator, or configure models.simulator in tamesu.yaml"
+    else:
+        named = simulator_named(use, resolver, config, connector)
     if isinstance(named, str):
         problems.append(doc.problem(loc, named))
         return None
+    # a model simulator answers with the connector's model; an agent gets it as options.connector, its own to read
+    why = None if connector is None or named.kind == "target" else _no_model(connector, resolver) \
+        if named.kind == "model" else "a script simulator has no model to answer with: connector is for a model " \
+        "or an agent of tamesu.yaml"
+    if why:
+        problems.append(doc.problem(("simulator", "options", "connector"), why))
+        return None
     return named
+
+
+def _no_model(name: str, resolver: Resolver) -> str | None:
+    try:
+        resolver.model_for(name)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def simulator_named(use: str, resolver: Resolver, config: dict[str, object] | None = None,
