@@ -356,3 +356,14 @@ def test_a_model_targets_connector_names_a_model_when_the_case_loads(tmp_path: P
     done = run_test(["-i", "hello", "-n", "bot", "-c", "nosuch"], cwd=tmp_path)
     assert (done.returncode, done.stderr) == (2, "tamesu test: -c nosuch: no model named 'nosuch' under models: "
                                                  "(models: m)\n")
+
+
+def test_an_assertion_that_could_never_fail_or_names_nothing_is_refused(tmp_path: Path) -> None:
+    # before: "use": "" was the default judge in silence, and an empty pattern passed every answer
+    said = problems('{"id": "a", "input": "hi", "assertions": [{"type": "agent", "use": "", "options": {"metadata": '
+                    '{"criteria": "x"}}}, {"type": "regex", "pattern": ""}, {"type": "regex", "value": ""}]}', tmp_path)
+    assert said == ["cases.jsonl:1:68: assertions[0].use: string should have at least 1 character",
+                    "cases.jsonl:1:117: assertions[1]: an empty pattern matches every answer: write what it should "
+                    "match",
+                    "cases.jsonl:1:151: assertions[2]: an empty pattern matches every answer: write what it should "
+                    "match"]

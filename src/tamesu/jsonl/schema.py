@@ -172,7 +172,6 @@ class TestCase(CaseRepeats):
     def _input_is_messages(cls, value: object) -> object:
         return as_messages(value)
 
-
     @property
     def mode(self) -> Mode:
         if self.type == "single_turn":
