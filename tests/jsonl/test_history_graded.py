@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from agents.expense_agent import ExpenseAgent, expense_agent, run_test
+from tamesu.testing import AgentSession
 
 __all__ = ["expense_agent"]
 
@@ -57,3 +60,20 @@ def test_a_validator_is_shown_the_history_before_the_last_message(expense_agent:
     assert [a["reason"] for a in records["agent"]["assertions"]] == ["the history was sent (checker)"], \
         records["agent"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_designs_conversation_metadata_reaches_the_judge_as_json(expense_agent: ExpenseAgent, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # t.assert.Agent(resp, validator, {metadata: {criteria, conversation: messages}}); before, the rubric read
+    # "conversation: [{'role': 'user', ...}]", as Python writes a list
+    (tmp_path / "tamesu.yaml").write_text(PROJECT.replace(
+        "    rules:\n      - { transcript:",
+        "    rules:\n      - { rubric: '\"role\": \"user\", \"content\": \"Travel, \\$500\"', pass: true, "
+        "reason: 'the conversation as JSON' }\n      - { transcript:", 1))
+    monkeypatch.setenv("EXPENSE_URL", expense_agent.url)
+    messages = [{"role": "user", "content": "I want to submit an expense"},
+                {"role": "assistant", "content": "What type of expense?"}, {"role": "user", "content": "Travel, $500"}]
+    with AgentSession.open("expense", project=tmp_path) as agent:
+        reply = agent.send(messages)
+        verdict = agent.expect_agent(reply, "Asks to confirm before creating the expense", conversation=messages)
+    assert verdict.reason == "the conversation as JSON (fake judge)"
