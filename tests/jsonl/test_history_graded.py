@@ -77,3 +77,14 @@ def test_the_designs_conversation_metadata_reaches_the_judge_as_json(expense_age
         reply = agent.send(messages)
         verdict = agent.expect_agent(reply, "Asks to confirm before creating the expense", conversation=messages)
     assert verdict.reason == "the conversation as JSON (fake judge)"
+
+
+def test_a_connector_picks_the_model_that_judges_in_the_python_api(expense_agent: ExpenseAgent, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: connector= was one more line of the rubric ("connector: lenient"), and models.judge answered
+    (tmp_path / "tamesu.yaml").write_text(PROJECT + "  lenient: { provider: fake, rules: [{ pass: true, "
+                                                    "reason: 'lenient judged' }] }\n")
+    monkeypatch.setenv("EXPENSE_URL", expense_agent.url)
+    with AgentSession.open("expense", project=tmp_path) as agent:
+        reply = agent.send("Business travel, $3500")
+        assert agent.expect_agent(reply, "Asks to confirm", connector="lenient").reason == "lenient judged (fake judge)"
