@@ -367,3 +367,9 @@ def test_an_assertion_that_could_never_fail_or_names_nothing_is_refused(tmp_path
                     "match",
                     "cases.jsonl:1:151: assertions[2]: an empty pattern matches every answer: write what it should "
                     "match"]
+
+
+def test_a_value_where_a_mapping_belongs_names_no_python_class(tmp_path: Path) -> None:
+    # before: "input should be a valid dictionary or instance of SimulatorSpec, got 'simulator'"
+    assert problems('{"id": "a", "input": "hi", "simulator": "simulator"}', tmp_path) == [
+        "cases.jsonl:1:41: simulator: expected a mapping of keys, got 'simulator'"]

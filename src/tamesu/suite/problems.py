@@ -119,6 +119,8 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
     message = str(error["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     message = message[:1].lower() + message[1:]
+    if kind in ("model_type", "model_attributes_type"):  # pydantic names the class ("instance of Persona")
+        message = "expected a mapping of keys"
     if kind not in ("value_error", "assertion_error") and "input" in error:
         found = error["input"]
         if not isinstance(found, dict | list):
