@@ -151,6 +151,9 @@ class AsyncAgentSession:
                     **shorthand: object) -> Verdict:
         """Grade one assertion on `reply` (None: the whole conversation so far). The assertion is written as a
         suite writes it (`{"contains": "x"}`, or `contains="x"`) or as a JSONL file does (`{"type": ...}`)."""
+        if reply is not None and not isinstance(reply, Reply):  # `reply.text`, as `t.assert.Agent(resp.content)`
+            raise TypeError(f"grade the Reply that send() returned (or None: the whole conversation), not "
+                            f"{type(reply).__name__}: expect(reply, contains='...') reads the reply's text itself")
         if (assertion is None) == (not shorthand):
             raise ValueError("give one assertion: a mapping, or one keyword such as contains='...'")
         raw = assertion if assertion is not None else shorthand
@@ -171,17 +174,21 @@ class AsyncAgentSession:
         return verdict
 
     async def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
-                          **metadata: object) -> Verdict:
+                          connector: str | None = None, **metadata: object) -> Verdict:
         """A validator's verdict (`"type": "agent"`): `criteria` and the other metadata judged by the model `use`
-        (default `models.judge`)."""
-        raw: dict[str, object] = {"type": "agent", "options": {"metadata": {"criteria": criteria, **metadata}}}
+        (default `models.judge`), or by the target `use` names; `connector` is the model that answers (the
+        design's `options.connector`), never a line of the rubric."""
+        options: dict[str, object] = {"metadata": {"criteria": criteria, **metadata}}
+        if connector is not None:
+            options["connector"] = connector
+        raw: dict[str, object] = {"type": "agent", "options": options}
         if use is not None:
             raw["use"] = use
         return await self.check(reply, raw)
 
     async def expect_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
-                           **metadata: object) -> Verdict:
-        verdict = await self.check_agent(reply, criteria, use=use, **metadata)
+                           connector: str | None = None, **metadata: object) -> Verdict:
+        verdict = await self.check_agent(reply, criteria, use=use, connector=connector, **metadata)
         if not verdict.passed:
             raise AssertionError(verdict.reason)
         return verdict
@@ -229,12 +236,14 @@ class AgentSession:
                **shorthand: object) -> Verdict:
         return self._runner.run(self._inner.expect(reply, assertion, **shorthand))
 
-    def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None, **metadata: object) -> Verdict:
-        return self._runner.run(self._inner.check_agent(reply, criteria, use=use, **metadata))
+    def check_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
+                    connector: str | None = None, **metadata: object) -> Verdict:
+        return self._runner.run(self._inner.check_agent(reply, criteria, use=use, connector=connector, **metadata))
 
     def expect_agent(self, reply: Reply | None, criteria: str, *, use: str | None = None,
-                     **metadata: object) -> Verdict:
-        return self._runner.run(self._inner.expect_agent(reply, criteria, use=use, **metadata))
+                     connector: str | None = None, **metadata: object) -> Verdict:
+        return self._runner.run(self._inner.expect_agent(reply, criteria, use=use, connector=connector,
+                                                         **metadata))
 
     def close(self) -> None:
         try:

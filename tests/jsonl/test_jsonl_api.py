@@ -54,6 +54,13 @@ def test_wrong_input_is_a_clear_error(agent_env: None) -> None:
             agent.send([{"role": "assistant", "content": "hi"}])
         with pytest.raises(ValueError, match="unknown assertion type 'contain'"):
             agent.check(None, {"type": "contain", "value": "x"})
+        # before: AttributeError: 'str' object has no attribute 'turn' (the design grades `response.content`)
+        reply = agent.send("I want to submit an expense")
+        for grade in (lambda: agent.expect(reply.text, contains="type"),
+                      lambda: agent.expect_agent(reply.text, "The agent asks what type of expense")):
+            with pytest.raises(TypeError, match=r"^grade the Reply that send\(\) returned \(or None: the whole "
+                                                r"conversation\), not str: expect\(reply, contains='...'\) reads"):
+                grade()
     # a target that is not there: a ValueError in this API's words (it was a private TargetProblem: "-n expens: ...")
     with pytest.raises(ValueError, match=r"^no target named 'expens' \(targets: expense, expense-model\); or give "
                                          r"a URL \(http\(s\):// for a rest or A2A agent, grpc\(s\):// for one "

@@ -182,6 +182,9 @@ def test_yao_errors_follow_the_designs_error_classes(expense_agent: ExpenseAgent
     said = "simulator error: simulator scripts:boom raised RuntimeError: no idea"
     # the earlier revision's multi-turn: the turn is SKIPPED; the later one's dynamic mode: the test FAILED
     assert _statuses(out) == {"M1": ("skipped", None, said), "D1": ("failed", said, None)}
+    # failed as the design has it, but not the agent's fault (before: fault "agent", in -o, JUnit and the store)
+    faults = {r["id"]: (r.get("fault"), r.get("fault_reason")) for r in map(json.loads, out.read_text().splitlines())}
+    assert faults == {"M1": (None, None), "D1": ("environment", said)}
     # an agent that cannot be reached: tamesu's error (exit 3), the design's "agent error" (FAILED)
     (project / "one.jsonl").write_text(json.dumps({"id": "A1", "input": "Hello"}) + "\n")
     gone = {"EXPENSE_URL": "http://127.0.0.1:1"}

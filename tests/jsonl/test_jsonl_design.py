@@ -192,7 +192,8 @@ def test_helper_agents_get_what_the_design_sends_them(servers: Servers, tmp_path
     cases = tmp_path / "helpers.jsonl"
     cases.write_text(json.dumps({
         "id": "T009", "input": "Business travel, $3500",
-        "simulator": {"use": "user-sim", "metadata": {"persona": "New employee", "goal": "Submit expense report"}},
+        "simulator": {"use": "user-sim", "metadata": {"persona": "New employee", "goal": "Submit expense report"},
+                      "options": {"connector": "validator-default"}},
         "final_assertions": [{"type": "agent", "use": "agents:checker", "options": {
             "connector": "openai-gpt4", "metadata": {"criteria": "The expense is submitted"}}}]}) + "\n")
     servers.recorder.helpers.clear()
@@ -209,6 +210,7 @@ def test_helper_agents_get_what_the_design_sends_them(servers: Servers, tmp_path
     assert asked["tool_results"] == {"create_expense": {"id": "EXP-2025-001", "type": "travel", "amount": 3500,
                                                         "status": "draft"}}
     assert validator["connector"] == "openai-gpt4"
+    assert simulator["connector"] == "validator-default"  # before: simulator.options.connector was dropped
     assert validator["metadata"]["test_mode"] == "validator" and validator["metadata"]["test_id"] == "T009"
     # the design's Skip{History: true} with every helper call: "Don't save test messages to history"
     assert simulator["skip"] == validator["skip"] == {"history": True}

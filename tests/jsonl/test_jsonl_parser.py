@@ -321,3 +321,108 @@ def test_dry_run_counts_one_turn_and_one_checkpoint_in_the_singular(tmp_path: Pa
     assert done.stdout.splitlines()[-3:] == ["  [a] a: multi_turn, 1 turn, 0 assertion(s)",
                                              "  [b] b: multi_turn, 2 turns, 0 assertion(s)",
                                              "  [c] c: dynamic, 1 checkpoint, 0 assertion(s)"]
+
+
+def test_assert_and_assertions_both_written_are_one_key_written_twice(tmp_path: Path) -> None:
+    # before: "assertions: not a test case key (did you mean 'assertions'?)", the key it had just refused
+    said = problems('{"id": "A", "input": "hi", "assert": [], "assertions": [{"type": "contains", "value": "x"}]}\n'
+                    '{"id": "B", "turns": [{"input": "x", "assert": [], "assertions": []}]}', tmp_path)
+    assert said == ["cases.jsonl:1:42: assertions: assertions and assert are the same key: write one",
+                    "cases.jsonl:2:52: turns[0].assertions: assertions and assert are the same key: write one"]
+
+
+def test_a_simulators_connector_names_a_model(tmp_path: Path) -> None:
+    # before: accepted and never used, whatever it named (an agent simulator gets it as its own to read)
+    (tmp_path / "sims.py").write_text("def chatty(inputs):\n    return 'more'\n")
+    sim = '{"id": "%s", "input": "hi", "simulator": {"use": "%s", "options": {"connector": "%s"}}}'
+    text = "\n".join([sim % ("a", "simulator", "nobody"), sim % ("b", "scripts:sims:chatty", "judge"),
+                      sim % ("c", "simulator", "validator")])
+    with pytest.raises(ConfigError) as caught:
+        parse_text(text, "cases.jsonl", tmp_path, ParseSettings(Resolver(models=RESOLVER.models, search=[tmp_path])))
+    said = [str(p) for p in caught.value.problems]
+    # a script simulator is given its options as written (inputs["options"]): its connector is its own to read
+    assert said == [
+        "cases.jsonl:1:87: simulator.options.connector: no model named 'nobody' under models: (models: judge, "
+        "simulator, validator)"]
+
+
+def test_options_a_helper_is_never_given_are_warned_where_written(tmp_path: Path) -> None:
+    # before: accepted in silence; a validator, simulator or script gets only the connector and the metadata
+    settings = ParseSettings(RESOLVER)
+    text = ('{"id": "a", "input": "hi", "assertions": [{"type": "agent", "options": {"mode": "strict", "metadata": '
+            '{"criteria": "x"}}}, {"type": "contains", "value": "hi"}]}\n'
+            '{"id": "b", "simulator": {"use": "simulator", "options": {"search": {"q": 1}, "skip": {"history": '
+            'false}, "connector": "validator"}}, "checkpoints": [{"id": "p", "assertion": {"type": "agent", '
+            '"options": {"connector": "validator", "metadata": {"criteria": "y"}}}}]}\n')
+    parse_text(text, "cases.jsonl", tmp_path, settings)
+    assert [str(w) for w in settings.warnings] == [
+        "cases.jsonl:1:72: assertions[0].options: an agent assertion is given only options.connector and "
+        "options.metadata: options.mode is dropped",
+        "cases.jsonl:2:58: simulator.options: a simulator is given only options.connector and options.metadata: "
+        "options.skip, options.search are dropped"]
+
+
+def test_what_pydantic_says_it_got_is_not_said_twice(tmp_path: Path) -> None:
+    # before: "got a number with a fractional part, got 10.5"
+    assert problems('{"id": "c", "input": "hi", "max_turns": 10.5}', tmp_path) == [
+        "cases.jsonl:1:41: max_turns: input should be a valid integer, got a number with a fractional part (10.5)"]
+
+
+def test_what_only_several_turns_read_is_refused_on_a_standard_case(tmp_path: Path) -> None:
+    # before: accepted and never read (the case is one call)
+    said = problems('{"id": "a", "input": "hi", "max_turns": 3}\n'
+                    '{"id": "b", "type": "single_turn", "input": "hi", "on_missing_input": "fail", '
+                    '"interactive": {"enabled": true}}\n'
+                    '{"id": "c", "input": "hi", "simulator": {"use": "simulator"}, "max_turns": 3}', tmp_path)
+    assert said[0] == ("cases.jsonl:1:28: max_turns: a standard case is one call: max_turns is for cases of "
+                       "several turns")
+    assert [line.split(": ")[1] for line in said[1:]] == ["interactive", "on_missing_input"], said
+
+
+def test_an_empty_simulator_use_is_refused(tmp_path: Path) -> None:
+    # before: "use": "" fell back to models.simulator in silence
+    assert problems('{"id": "a", "input": "hi", "simulator": {"use": ""}}', tmp_path) == [
+        "cases.jsonl:1:49: simulator.use: string should have at least 1 character, got ''"]
+
+
+def test_a_simulator_flag_that_names_nothing_is_one_line_even_when_no_case_uses_it(tmp_path: Path) -> None:
+    # before: ignored when every case named its own; else one problem per case, at no key of the case
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n{"id": "b", "input": "hi"}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  simulator: { provider: fake, rules: [] }\n"
+                                          "targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
+    done = run_test(["-i", "cases.jsonl", "-n", "bot", "--simulator", "nobody"], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "tamesu test: --simulator nobody: no model or target named 'nobody' "
+                                                 "for the simulator (models: simulator; targets: bot)\n")
+
+
+def test_a_model_targets_connector_names_a_model_when_the_case_loads(tmp_path: Path) -> None:
+    # before: every case was an error when it ran (exit 3): "model target bot (nosuch): no model named 'nosuch'"
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "hi", "options": {"connector": "nosuch"}}\n'
+                                          '{"id": "b", "turns": [{"input": "hi", "options": {"connector": "x"}}]}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  m: { provider: fake, rules: [{ say: hi }] }\n"
+                                          "targets:\n  bot: { type: model, model: m }\n")
+    done = run_test(["-i", "cases.jsonl", "-n", "bot"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        "cases.jsonl:1:53: options.connector: no model named 'nosuch' under models: (models: m)",
+        "cases.jsonl:2:64: turns[0].options.connector: no model named 'x' under models: (models: m)",
+        "2 problems found"]), done.stderr
+    done = run_test(["-i", "hello", "-n", "bot", "-c", "nosuch"], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "tamesu test: -c nosuch: no model named 'nosuch' under models: "
+                                                 "(models: m)\n")
+
+
+def test_an_assertion_that_could_never_fail_or_names_nothing_is_refused(tmp_path: Path) -> None:
+    # before: "use": "" was the default judge in silence, and an empty pattern passed every answer
+    said = problems('{"id": "a", "input": "hi", "assertions": [{"type": "agent", "use": "", "options": {"metadata": '
+                    '{"criteria": "x"}}}, {"type": "regex", "pattern": ""}, {"type": "regex", "value": ""}]}', tmp_path)
+    assert said == ["cases.jsonl:1:68: assertions[0].use: string should have at least 1 character",
+                    "cases.jsonl:1:117: assertions[1]: an empty pattern matches every answer: write what it should "
+                    "match",
+                    "cases.jsonl:1:151: assertions[2]: an empty pattern matches every answer: write what it should "
+                    "match"]
+
+
+def test_a_value_where_a_mapping_belongs_names_no_python_class(tmp_path: Path) -> None:
+    # before: "input should be a valid dictionary or instance of SimulatorSpec, got 'simulator'"
+    assert problems('{"id": "a", "input": "hi", "simulator": "simulator"}', tmp_path) == [
+        "cases.jsonl:1:41: simulator: expected a mapping of keys, got 'simulator'"]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agents.expense_agent import run_test
 from sdk_groups import IN_PROCESS_SDKS
 from tamesu.checks.functions import load_function
 from tamesu.errors import ConfigError
@@ -178,3 +179,14 @@ async def test_each_kind_of_file_reaches_the_local_model_servers_in_its_provider
         {"type": "document", "title": "n.txt", "source": {"type": "text", "media_type": "text/plain",
                                                           "data": "total: 42 €"}},
         {"type": "image", "source": {"type": "url", "url": "https://example.invalid/p.png"}}]
+
+
+def test_a_generator_returning_broken_jsonl_is_its_own_failure_at_its_line(tmp_path: Path) -> None:
+    # before: exit 2, "-i scripts:gen:cases: Expecting property name ...: line 1 column 2" of its second line
+    (tmp_path / "gen.py").write_text("def cases(inputs):\n"
+                                     "    return '{\"id\": \"g1\", \"input\": \"hi\"}\\n{not json'\n")
+    (tmp_path / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9/chat }\n")
+    done = run_test(["-i", "scripts:gen:cases", "-n", "bot"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "tamesu test: generator gen:cases returned JSONL whose line 2 is not JSON: Expecting property name " \
+           "enclosed in double quotes (column 2)" in done.stderr, done.stderr

@@ -141,6 +141,18 @@ async def test_a_script_simulator_plays_a_multi_turn_case(expense_agent: Expense
     assert record.end_reason == "agent_done"
 
 
+async def test_the_simulators_connector_is_the_model_it_answers_with(expense_agent: ExpenseAgent,
+                                                                     tmp_path: Path) -> None:
+    # before: simulator.options.connector was read and dropped (models.simulator answered, "Business travel")
+    folder = project(tmp_path, expense_agent.url)
+    text = json.dumps({"id": "mt", "input": "I want to submit an expense", "max_turns": 2,
+                       "simulator": {"use": "simulator", "options": {"connector": "terse"}}})
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    assert [(t.input_source, t.input) for t in record.turns or []] == [
+        ("static", "I want to submit an expense"), ("simulator", "Done.")], record
+
+
 async def test_max_turns_fails_a_multi_turn_case_that_would_go_on(expense_agent: ExpenseAgent,
                                                                   tmp_path: Path) -> None:
     folder = project(tmp_path, expense_agent.url)
@@ -163,11 +175,36 @@ async def test_the_simulator_flag_is_the_default_simulator(expense_agent: Expens
 async def test_a_case_timeout_fails_the_case(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     folder = project(tmp_path, expense_agent.url)
     text = json.dumps({"id": "slow", "simulator": {"use": "scripts:sims:chatty"}, "max_turns": 1000,
-                       "timeout": "300ms", "checkpoints": [{"id": "never", "assertion": {**CONTAINS, "value": "zz"}}]})
+                       "timeout": "1s", "checkpoints": [{"id": "spoke", "assertion": {"type": "regex", "pattern": "."}},
+                                                        {"id": "never", "assertion": {**CONTAINS, "value": "zz"}}]})
     outcome, _ = await run_cases(folder, text)
     (record,) = outcome.records
     assert record.status == "failed" and record.end_reason == "timeout"
-    assert record.error == "the test took longer than its timeout (0.3s)"
+    assert record.error == "the test took longer than its timeout (1s)"
+    # before: the checkpoint reached at turn 1 had no `passed` ("·" in the console), and one the timeout cut
+    # short before any turn had an empty reason
+    spoke, never = record.checkpoints or []
+    assert (spoke.reached_at_turn, spoke.passed) == (1, True) and spoke.reason.startswith("reached at turn 1: ")
+    assert (never.reached_at_turn, never.passed) == (None, None)
+    assert never.reason.startswith("not evaluated: the conversation failed first (last check: expected the agent "
+                                   'to say "zz"'), never.reason
+
+
+async def test_a_checkpoint_that_cannot_be_checked_is_named_in_the_error(expense_agent: ExpenseAgent,
+                                                                         tmp_path: Path) -> None:
+    # before: "script scripts:checks:broken raised ValueError: checker broke", no word of which checkpoint, and
+    # the checkpoint itself "not evaluated"
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "checks.py").write_text("def broken(run):\n    raise ValueError('checker broke')\n")
+    text = dynamic([{"id": "ask", "assertion": {**CONTAINS, "value": "type"}},
+                    {"id": "made", "after": ["ask"], "assertion": {"type": "script", "use": "scripts:checks:broken"}}])
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    said = "script scripts:checks:broken raised ValueError: checker broke"
+    assert record.status == "error" and record.error == f"checkpoint made: {said}", record
+    assert [(c.id, c.passed, c.reason) for c in record.checkpoints or []] == [
+        ("ask", True, 'reached at turn 1: found "type" (turn 1)'), ("made", None, f"not evaluated (last check: "
+                                                                             f"not decided: {said})")]
 
 
 async def test_fail_fast_stops_starting_cases(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

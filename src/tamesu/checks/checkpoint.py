@@ -17,7 +17,8 @@ from typing import Protocol
 from tamesu.checks import Assertion
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import Exchange
-from tamesu.models.base import Models
+from tamesu.errors import InfraError
+from tamesu.models.base import ModelError, Models
 from tamesu.suite.templates import Context
 from tamesu.types import Strict
 
@@ -91,7 +92,12 @@ class Tracker:
                 if waiting:
                     state.reason = f"waiting for {', '.join(waiting)}"
                     continue
-                verdict = await state.planned.assertion.check.evaluate(view)
+                try:
+                    verdict = await state.planned.assertion.check.evaluate(view)
+                except (InfraError, ModelError) as exc:  # the case's error: say which checkpoint could not be told
+                    state.reason = f"not decided: {exc}"
+                    exc.args = (f"checkpoint {state.id}: {exc}", *exc.args[1:])
+                    raise
                 state.reason = verdict.reason
                 if verdict.passed:
                     state.reached_at = exchange.index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -100,5 +101,7 @@ class Judge(Check[JudgeSpec]):
 def criteria_rubric(metadata: Mapping[str, object]) -> str:
     """A validator's metadata as a judge's rubric: the criteria first, then every other entry as `key: value`."""
     lines = [str(metadata.get("criteria", ""))]
-    lines += [f"{key}: {value}" for key, value in metadata.items() if key not in ("criteria", "test_mode")]
+    # a list or mapping (the design's `conversation: messages`) as JSON, not as Python writes it
+    lines += [f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)}"
+              for key, value in metadata.items() if key not in ("criteria", "test_mode")]
     return "\n".join(line for line in lines if line)

@@ -171,6 +171,16 @@ async def _cases(source: InputSource, project: Project, resolved: ResolvedTarget
     settings = parse_settings(project, secrets, base_dir, resolved, simulator=options["simulator"],
                               connector=options["connector"], yao_errors=options["yao_errors"])
     resolver = settings.resolver
+    if options["connector"] and resolved.spec.type == "model":  # the model that answers: one of the project's
+        try:
+            resolver.model_for(options["connector"])
+        except ValueError as exc:
+            raise _Usage(f"-c {options['connector']}: {exc}") from None
+    if options["simulator"]:  # told once, and even when every case names its own
+        from tamesu.plan.simulators import simulator_named
+
+        if isinstance(named := simulator_named(options["simulator"], resolver), str):
+            raise _Usage(f"--simulator {options['simulator']}: {named}")
     try:
         return await _parsed(source, project, resolved, secrets, options, resolver, settings, base_dir)
     finally:

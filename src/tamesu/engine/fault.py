@@ -64,7 +64,7 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
     if result.status != "failed":
         return
     failures = [f"{a.name}: {a.reason}" if a.reason else a.name for a in result.failed_assertions]
-    lines = lines_of(exchanges)
+    lines = lines_of(exchanges, history=False)  # the audit weighs the simulated user's words, not the test's
     try:
         finding = _ended_before_speaking(result, lines) or await _audit(lines, test, models, failures)
     except InfraError as exc:

@@ -25,7 +25,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.functions import check_callable, load_function
@@ -49,7 +49,7 @@ class SpecAssertion(Strict):
     path: str | None = None
     name: str | None = None
     args: dict[str, Any] | None = None
-    use: str | None = None
+    use: str | None = Field(None, min_length=1)
     options: Options | None = None
     negate: bool = False
     ignore_case: bool = False
@@ -64,6 +64,8 @@ class SpecAssertion(Strict):
                   "agent": bool(self.metadata.get("criteria")), "script": bool(self.use)}
         if not needed[self.type]:
             raise ValueError(_NEEDS[self.type])
+        if self.type == "regex" and (self.pattern if self.pattern is not None else self.value) == "":
+            raise ValueError("an empty pattern matches every answer: write what it should match")
         return self
 
     @property
@@ -106,7 +108,8 @@ def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> As
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(part for part in first["loc"] if isinstance(part, str | int))
-        message = str(first["msg"]).removeprefix("Value error, ")
+        said = str(first["msg"]).removeprefix("Value error, ")
+        message = said[:1].lower() + said[1:]
         if first["type"] == "extra_forbidden":
             message = f"not a key of {article(kind)} assertion"
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None

@@ -10,14 +10,12 @@ validated like a line of a file; a case without an id gets `G001`, `G002`... Onl
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelClient, Models
-from tamesu.models.structured import json_in
-from tamesu.roles.generator import write_cases
+from tamesu.roles.generator import cases_answered, cases_in_jsonl, write_cases
 from tamesu.roles.scripted_users import HelperAgent
 from tamesu.targets.base import TargetSpec
 
@@ -59,13 +57,7 @@ async def from_target(helper: HelperAgent, about: Mapping[str, object], params: 
     count = count_of(params)
     request = {**about, **params, "count": count}
     response, text = await helper.ask("generator", request, models)
-    for answer in (response, json_in(text)):
-        cases = answer.get("cases") if isinstance(answer, dict) else answer
-        if isinstance(cases, list) and cases:
-            return _with_ids(cases, count)
-    said = text or json.dumps(response, default=str)
-    raise InfraError(f"generator {helper.name}: no test cases ({{\"cases\": [...]}} or a JSON array of them) in "
-                     f"{said[:200]!r}")
+    return _with_ids(cases_answered(helper.name, response, text), count)
 
 
 async def from_script(function: Callable[..., object], name: str, about: Mapping[str, object],
@@ -79,9 +71,10 @@ async def from_script(function: Callable[..., object], name: str, about: Mapping
     except Exception as exc:
         raise InfraError(f"generator {name} raised {type(exc).__name__}: {exc}") from exc
     if isinstance(result, str):
-        result = [json.loads(line) for line in result.splitlines() if line.strip()]
+        result = cases_in_jsonl(result, name)
     if isinstance(result, dict) and isinstance(result.get("cases"), list):
         result = result["cases"]
     if not isinstance(result, list) or not result:
         raise InfraError(f"generator {name} returned {type(result).__name__}; expected a list of test cases")
     return _with_ids(result, count)
+

@@ -19,13 +19,13 @@ from pydantic import ValidationError
 
 from tamesu.checks import Assertion, AssertionProblem, tell_test_id
 from tamesu.checks.checkpoint import PlannedCheckpoint, in_order
-from tamesu.checks.functions import load_function
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
 from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
-from tamesu.plan.targets import Loc, Resolver, unknown_connectors, unknown_model, unseen_tool_calls, unsent_options
+from tamesu.plan.simulators import connector_problem, simulator_named
+from tamesu.plan.targets import Loc, Resolver, unknown_connectors, unseen_tool_calls, unsent_options, unsent_to_helpers
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
@@ -201,6 +201,13 @@ def _finish(found: ParsedCase, settings: ParseSettings) -> None:
     tell_test_id([assertion for _, assertion in located], found.case.id)
     settings.warnings += [found.doc.problem(loc, why) for loc, why in unseen_tool_calls(settings.target_type, located)]
     settings.warnings += [found.doc.problem(loc, why) for loc, why in unsent_options(settings.target_type, found.case)]
+    simulator = found.case.simulator
+    raws = [(g.loc, g.raw) for g in [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]]
+    raws += [(("checkpoints", n, "assertion"), c.assertion) for n, c in enumerate(found.case.checkpoints)]
+    # a script simulator is given its options as written: nothing of them is dropped
+    scripted = simulator is not None and (simulator.use or settings.default_simulator or "").startswith("scripts:")
+    sent = simulator.options.sent() if simulator and simulator.options and not scripted else None
+    settings.warnings += [found.doc.problem(loc, why) for loc, why in unsent_to_helpers(sent, raws)]
 
 
 def _as_standard(case: TestCase) -> TestCase:
@@ -231,6 +238,11 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
     problems += [doc.problem(("turns", n, "input", "role"), "a turn's input is what the user says: its role is user "
                              "(the agent's words belong in a message history, input [...])")
                  for n, turn in enumerate(case.turns) if turn.input.role != "user"]
+    if mode == "standard":  # never read by the one call a standard (or single_turn) case is
+        problems += [doc.problem((key,), _MULTI_TURN_ONLY[key], key=True) for key in _MULTI_TURN_ONLY
+                     if getattr(case, key) not in (None, [])]
+        problems += [doc.problem(("max_turns",), "a standard case is one call: max_turns is for cases of several "
+                                 "turns", key=True)] if case.max_turns is not None else []
     if case.type == "single_turn":
         if case.checkpoints or case.simulator is not None:
             what = "checkpoints" if case.checkpoints else "simulator"
@@ -251,8 +263,6 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
                                         "turns, or a simulator with checkpoints"))
         elif case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
-        problems += [doc.problem((key,), _MULTI_TURN_ONLY[key], key=True) for key in _MULTI_TURN_ONLY
-                     if getattr(case, key) not in (None, [])]  # never read by the one call a standard case is
     if mode == "multi_turn":
         if case.turns and case.input:
             problems.append(doc.problem(("input",), "the first input is turns[0].input or input, not both",
@@ -377,34 +387,20 @@ def _simulator(case: TestCase, doc: JsonDocument, settings: ParseSettings,
     options = spec.options.sent() if spec is not None and spec.options is not None else {}
     connector = spec.options.connector if spec is not None and spec.options is not None else None
     resolver = settings.resolver
-    if use is None and connector is None:
+    if use is None:
         if spec is None and case.mode == "multi_turn":
             return None  # static turns only: when the agent still waits, a person or on_missing_input answers
-        if "simulator" in resolver.models:
-            return SimulatorRef("model", None, config)
-        problems.append(doc.problem(loc, "no simulator: set simulator.use, pass --simulator, or configure "
-                                    "models.simulator in tamesu.yaml"))
+        named: SimulatorRef | str = SimulatorRef("model", None, config, connector=connector) \
+            if "simulator" in resolver.models or connector is not None else "no simulator: set simulator.use, " \
+            "pass --simulator, or configure models.simulator in tamesu.yaml"
+    else:
+        named = simulator_named(use, resolver, config, connector)
+    if isinstance(named, str):
+        problems.append(doc.problem(loc, named))
         return None
-    if use is not None and use.startswith("scripts:"):
-        try:  # a script is given the options as written: it has no model of its own to pick
-            function = load_function(use, resolver.search, "simulate")
-            return SimulatorRef("script", use, config, function, options=options)
-        except ValueError as exc:
-            problems.append(doc.problem(loc, str(exc)))
-            return None
-    name = use.removeprefix("agents:") if use is not None else None
-    helper = resolver.helper(name)
-    if helper is not None:  # the design's simulator agent, answering with the connector's model
-        return SimulatorRef("target", name, config, helper=helper, connector=connector)
-    if connector is not None:  # the model that plays the user, as a validator's connector is the judge's model
-        if (why := unknown_model(connector, resolver.models)) is not None:
-            problems.append(doc.problem(("simulator", "options", "connector"), why))
-            return None
-        return SimulatorRef("model", name, config, connector=connector)
-    if name is not None and (name in resolver.models or ":" in name):
-        return SimulatorRef("model", name, config)
-    known = ", ".join(sorted(resolver.models)) or "none configured"
-    targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
-    problems.append(doc.problem(loc, f"no model or target named {name!r} for the simulator (models: {known}"
-                                f"{targets})"))
-    return None
+    if named.kind == "script":  # a script is given the options as written: it has no model of its own to pick
+        named.options = options
+    elif why := connector_problem(named, connector, resolver):
+        problems.append(doc.problem(("simulator", "options", "connector"), why))
+        return None
+    return named

@@ -114,7 +114,7 @@ class SimulatorSpec(Strict):
     """Who plays the user when the static input runs out: a model under `models:` (or `agents:NAME`), a
     target of tamesu.yaml, or `scripts:module:function`. Default: `--simulator`, else `models.simulator`."""
 
-    use: str | None = None
+    use: str | None = Field(None, min_length=1)
     options: Options | None = None
     metadata: dict[str, object] = Field(default_factory=dict)
     """The earlier revision writes persona and goal here directly; the later one under options.metadata."""
@@ -171,7 +171,6 @@ class TestCase(CaseRepeats):
     @classmethod
     def _input_is_messages(cls, value: object) -> object:
         return as_messages(value)
-
 
     @property
     def mode(self) -> Mode:

@@ -313,6 +313,28 @@ def unknown_connectors(kind: str | None, case: _Case, models: Iterable[str]) -> 
             if options is not None and (why := unknown_model(options.connector, models)) is not None]
 
 
+_HELPERS_TAKE = {"simulator": ("connector", "metadata"), "agent": ("connector", "metadata"), "script": ("metadata",)}
+_HELPER_NAMES = {"simulator": "a simulator", "agent": "an agent assertion", "script": "a script assertion"}
+
+
+def unsent_to_helpers(simulator: Mapping[str, object] | None,
+                      assertions: Sequence[tuple[Loc, object]]) -> list[tuple[Loc, str]]:
+    """Where a JSONL case writes options its simulator, validator or script assertion is never given (only a
+    connector and the metadata travel to them; every helper call skips history), with the warning."""
+    written: list[tuple[Loc, str, Mapping[str, object]]] = [(("simulator", "options"), "simulator", simulator)] \
+        if simulator else []
+    written += [((*loc, "options"), raw["type"], raw["options"]) for loc, raw in assertions if isinstance(raw, dict)
+                and raw.get("type") in ("agent", "script") and isinstance(raw.get("options"), dict)]
+    warnings = []
+    for loc, kind, options in written:
+        taken = _HELPERS_TAKE[kind]
+        if dropped := [f"options.{key}" for key in options if key not in taken]:
+            given = " and ".join(f"options.{key}" for key in taken)
+            warnings.append((loc, f"{_HELPER_NAMES[kind]} is given only {given}: {', '.join(dropped)} "
+                                  f"{'is' if len(dropped) == 1 else 'are'} dropped"))
+    return warnings
+
+
 def for_the_agent(sent: Mapping[str, object]) -> list[str]:
     """The options keys meant for the agent: a `metadata` of voice keys alone (dtmf, voice, behaviors) is
     tamesu's own to act on, and `voice_warnings` says when the target cannot."""

@@ -186,10 +186,14 @@ def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str,
             records.append(AssertionRecord(**raw, passed=verdict.passed, reason=verdict.reason,
                                            label=item.assertion.label))
         else:
-            why = "not evaluated: the test was skipped" if status == "skipped" else \
-                "not evaluated: the conversation failed first" if end_reason in FAILED_ENDS else "not evaluated"
-            records.append(AssertionRecord(**raw, passed=None, reason=why, label=item.assertion.label))
+            records.append(AssertionRecord(**raw, passed=None, reason=_not_graded(status, end_reason),
+                                           label=item.assertion.label))
     return records
+
+
+def _not_graded(status: str, end_reason: str) -> str:
+    return "not evaluated: the test was skipped" if status == "skipped" else \
+        "not evaluated: the conversation failed first" if end_reason in FAILED_ENDS else "not evaluated"
 
 
 def _tools(calls: list[Any]) -> list[ToolCallRecord] | None:
@@ -219,7 +223,7 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     record.final_assertions = _verdicts(parsed.final, finals, result.status, result.end_reason) \
         if parsed.final else None
     if tracker is not None:
-        record.checkpoints = _checkpoints(parsed, tracker, graded)
+        record.checkpoints = _checkpoints(parsed, tracker, graded, _not_graded(result.status, result.end_reason))
         missing = tracker.missing()
         if missing and record.status == "failed" and not record.error:
             record.error = f"missing checkpoints: {', '.join(missing)}"
@@ -268,15 +272,21 @@ def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: 
     )
 
 
-def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionResult]) -> list[CheckpointRecord]:
+def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionResult],
+                 not_graded: str) -> list[CheckpointRecord]:
+    """Each checkpoint's verdict; one the grading never reached (a timeout, an error cut the conversation
+    short) passed if the tracker saw it reached, else is ungraded, with the last check of it."""
     verdicts = {a.name.removeprefix("checkpoint "): a for a in graded if a.name.startswith("checkpoint ")}
     records = []
     for spec in parsed.case.checkpoints:  # in the order the test wrote them
         state = tracker.state(spec.id)
         verdict = verdicts.get(state.id)
+        passed, reason = (verdict.passed, verdict.reason) if verdict is not None else \
+            (True, f"reached at turn {state.reached_at}: {state.reason}") if state.reached_at is not None else \
+            (None, not_graded + (f" (last check: {state.reason})" if state.reason else ""))
         records.append(CheckpointRecord(
             id=state.id, description=spec.description, required=spec.required, reached_at_turn=state.reached_at,
-            passed=verdict.passed if verdict else None, reason=verdict.reason if verdict else state.reason))
+            passed=passed, reason=reason))
     return records
 
 

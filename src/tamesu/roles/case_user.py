@@ -42,7 +42,7 @@ class SimulatorRef:
     function: Callable[..., Any] | None = None
     helper: HelperAgent | None = None
     connector: str | None = None
-    """`simulator.options.connector`: the model that plays the user (a model's, a target's)."""
+    """`simulator.options.connector`: the model a model simulator or a target simulator answers with."""
     options: dict[str, Any] = field(default_factory=dict)
     """`simulator.options` as written, for a script."""
 

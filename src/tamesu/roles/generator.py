@@ -4,12 +4,14 @@ structured output (repaired when malformed, like every role's answer). The promp
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tamesu.errors import InfraError
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest
-from tamesu.models.structured import StructuredOutputError, generate_structured
+from tamesu.models.structured import StructuredOutputError, generate_structured, json_in
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 
@@ -40,3 +42,29 @@ async def write_cases(client: ModelClient, about: dict[str, Any], count: int, pa
     except (StructuredOutputError, ModelError) as exc:
         raise infra_error("generator", exc) from exc
     return answer.cases
+
+
+def cases_answered(name: str, response: object, text: str) -> list[Any]:
+    """The cases a generator agent answered: {cases: [...]}, or the JSON array of test cases the design's example
+    generator prompt asks for ("Output as JSON array of test cases"), whole or as a block in its text."""
+    for answer in (response, json_in(text)):
+        cases = answer.get("cases") if isinstance(answer, dict) else answer
+        if isinstance(cases, list) and cases:
+            return cases
+    said = text or json.dumps(response, default=str)
+    raise InfraError(f"generator {name}: no test cases ({{\"cases\": [...]}} or a JSON array of them) in "
+                     f"{said[:200]!r}")
+
+
+def cases_in_jsonl(text: str, name: str) -> list[object]:
+    """JSONL text a generator returned: a line that is not JSON is the generator's failure, told by its number
+    (json's own message would say line 1 of every line)."""
+    cases = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                cases.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InfraError(f"generator {name} returned JSONL whose line {number} is not JSON: {exc.msg} "
+                                 f"(column {exc.colno})") from None
+    return cases

@@ -57,7 +57,8 @@ def runtime(exchanges: list[Exchange], context: Context) -> dict[str, Any]:
 def conversation(exchanges: list[Exchange]) -> list[dict[str, str]]:
     messages: list[dict[str, str]] = []
     for exchange in exchanges:
-        if exchange.user is not None:
+        if exchange.user is not None:  # the history a stateless case sent comes first: the agent answered in it
+            messages += [{"role": m.role, "content": m.content} for m in exchange.user.history]
             messages.append({"role": "user", "content": exchange.user.display()})
         messages.append({"role": "assistant", "content": exchange.agent.text})
     return messages
@@ -123,6 +124,7 @@ class TargetSimulator(_DesignSimulator):
         self.max_turns = max_turns
         self.models = models
         self.case_id = case_id
+        self.connector = connector
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         request = {**self.settings, "test_id": self.case_id, **_progress(exchanges, self.max_turns),

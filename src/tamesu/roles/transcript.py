@@ -8,10 +8,15 @@ from typing import Any
 from tamesu.conversation import Exchange
 
 
-def lines_of(exchanges: Iterable[Exchange]) -> list[dict[str, Any]]:
-    """`{role, text, turn}` per message, user before agent within a turn (the user turn starts it)."""
+def lines_of(exchanges: Iterable[Exchange], history: bool = True) -> list[dict[str, Any]]:
+    """`{role, text, turn}` per message, user before agent within a turn (the user turn starts it). A turn that
+    carried a message history (a stateless JSONL case) has it first, `turn: None`: the agent answered in its
+    context, so whoever grades the answer reads it too (`history=False`: only what was said in this run)."""
     lines: list[dict[str, object]] = []
     for exchange in exchanges:
+        if exchange.user is not None and history:
+            lines += [{"role": "user" if m.role == "user" else "agent", "text": m.content, "turn": None,
+                       "source": "history"} for m in exchange.user.history if m.role != "system"]
         if exchange.user is not None:
             lines.append({"role": "user", "text": exchange.user.display(), "turn": exchange.index,
                           "source": exchange.user.source})
@@ -24,7 +29,8 @@ def as_text(lines: Iterable[Mapping[str, object]], empty: str = "(nothing yet)")
     out = []
     for line in lines:
         text = str(line.get("text", "")).replace("\n", "\n    ")
-        out.append(f"[{line.get('turn', '?')}] {line.get('role', '?')}: {text}")
+        turn = line.get("turn", "?")
+        out.append(f"[{'earlier' if turn is None else turn}] {line.get('role', '?')}: {text}")
     return "\n".join(out) or empty
 
 

@@ -104,6 +104,10 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         owner = owner_name(parent, default_owner)
         owner_model = model_at(model, parent)
         hint = ""
+        field = owner_model.model_fields.get(str(loc[-1])) if owner_model is not None else None
+        if field is not None and field.alias and field.alias != loc[-1]:
+            # pydantic took the alias and refused the name: both were written (`assert` and `assertions`)
+            return f"{loc[-1]} and {field.alias} are the same key: write one"
         if owner_model is not None:
             # by its name too: `assertions` is a key (populate_by_name) though the key list shows `assert`
             written = {*keys_of(owner_model), *owner_model.model_fields}
@@ -115,10 +119,13 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
     message = str(error["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     message = message[:1].lower() + message[1:]
+    if kind in ("model_type", "model_attributes_type"):  # pydantic names the class ("instance of Persona")
+        message = "expected a mapping of keys"
     if kind not in ("value_error", "assertion_error") and "input" in error:
         found = error["input"]
         if not isinstance(found, dict | list):
-            message += f", got {found!r}"
+            # pydantic may say what it got in words already ("got a number with a fractional part")
+            message += f" ({found!r})" if ", got " in message else f", got {found!r}"
         if kind == "literal_error" and isinstance(found, str):
             ctx = error.get("ctx")
             expected = ctx.get("expected", "") if isinstance(ctx, dict) else ""
