@@ -15,7 +15,8 @@ wants every call made from the thread that pumps its events. So each call runs i
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
   how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
   `registration` (the trunk's answer to the REGISTER a `call` with a `registrar` waits for: the call is placed
-  only after a 2xx), `played` (an utterance's first and last frame
+  only after a 2xx), `log` (a line of PJSIP's log,
+  with `TAMESU_SIP_LOG` set: see `SipLog`), `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -65,9 +66,25 @@ def _own_stdout() -> None:
     os.dup2(2, 1)
 
 
+_WRITING = threading.Lock()
+"""PJSIP's log and the media clock's audio come from threads of their own: one event a line, never interleaved."""
+
+
 def emit(event: str, **data: object) -> None:
-    _EVENTS.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
-    _EVENTS.flush()
+    _write(json.dumps({"ev": event, "t": time.monotonic(), **data}))
+
+
+def _write(line: str) -> None:
+    with _WRITING:
+        _EVENTS.write(line + "\n")
+        _EVENTS.flush()
+
+
+class SipLog(pj.LogWriter):  # type: ignore[misc]  # pjsua2 ships no types
+    """PJSIP's log as `log` events: the parent masks the secrets and writes it to the run's `sip.log`."""
+
+    def write(self, entry: Any) -> None:
+        emit("log", line=str(entry.msg).rstrip("\n"))
 
 
 class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
@@ -144,9 +161,8 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
 
     def flush(self) -> None:
         if self._incoming:
-            _EVENTS.write(json.dumps({"ev": "audio", "t": self._incoming_at,
-                                      "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
-            _EVENTS.flush()
+            _write(json.dumps({"ev": "audio", "t": self._incoming_at,
+                               "pcm": base64.b64encode(bytes(self._incoming)).decode()}))
             self._incoming.clear()
         self._incoming_sounds = False
 
@@ -207,17 +223,20 @@ class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
 
 
 class Worker:
-    def __init__(self, bind: str, port: int, user: str) -> None:
+    def __init__(self, bind: str, port: int, user: str, log_level: int) -> None:
         self.endpoint = pj.Endpoint()
         self.endpoint.libCreate()
         config = pj.EpConfig()
         config.uaConfig.threadCnt = 0
         config.uaConfig.mainThreadOnly = True
         config.uaConfig.userAgent = "tamesu"
-        # PJSIP's own log, for debugging a call by hand: TAMESU_SIP_LOG=5 (it goes to the worker's stderr)
-        level = int(os.environ.get("TAMESU_SIP_LOG", "0") or 0)
-        config.logConfig.level = level
-        config.logConfig.consoleLevel = level
+        # PJSIP's log (TAMESU_SIP_LOG) goes to the parent, which masks it: on the worker's stderr it was lost
+        config.logConfig.level = log_level
+        config.logConfig.consoleLevel = log_level
+        if log_level:
+            self.log = SipLog()  # kept: PJSIP holds only a pointer to it
+            config.logConfig.writer = self.log
+            config.logConfig.decor = pj.PJ_LOG_HAS_TIME | pj.PJ_LOG_HAS_MICRO_SEC | pj.PJ_LOG_HAS_SENDER
         config.medConfig.noVad = True
         # the conference bridge at the call's own rate: at its default 16 kHz it resamples the 8 kHz audio port
         # both ways, and its buffers for that held each direction's audio a frame (measured: 20 ms out, 20-30 in)
@@ -391,8 +410,9 @@ def main() -> int:
     _die_with_parent()
     _own_stdout()
     bind, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "tamesu"
+    log_level = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     try:
-        worker = Worker(bind, port, user)
+        worker = Worker(bind, port, user, log_level)
     except pj.Error as exc:
         emit("error", message=f"the SIP stack did not start: {exc.info()}")
         return 3

@@ -85,15 +85,18 @@ class SipPhone:
         self.call = Call()
         self.local: str | None = None
         self.listening: str | None = None
+        self.log: list[str] = []
+        """PJSIP's log lines, as the worker wrote them (unmasked: `log_level` asks for them)."""
 
     async def start(self, bind: str = "127.0.0.1", port: int = 0, user: str = "tamesu",
-                    timeout: float = 10.0) -> str:
-        """Start the worker; returns the local SIP address (`host:port`)."""
+                    timeout: float = 10.0, log_level: int = 0) -> str:
+        """Start the worker; returns the local SIP address (`host:port`). With `log_level` (PJSIP's, 1-6) the
+        worker's log comes back in `log`."""
         reason = available()
         if reason:
             raise SipUnavailable(reason)
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tamesu.targets.sip._worker", bind, str(port), user,
+            sys.executable, "-m", "tamesu.targets.sip._worker", bind, str(port), user, str(log_level),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             limit=1 << 22)
         self._reader = asyncio.create_task(self._read())
@@ -239,6 +242,8 @@ class SipPhone:
             call.dtmf.append((at, str(event["digit"])))
         elif kind == "transfer":
             call.transfers.append((at, str(event["to"])))
+        elif kind == "log":
+            self.log.append(str(event.get("line", "")))
         elif kind == "registration":
             call.registration = (int(event.get("code") or 0), str(event.get("reason") or ""))
         elif kind == "incoming":

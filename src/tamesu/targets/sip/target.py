@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from typing import TYPE_CHECKING
 
@@ -39,6 +38,7 @@ from tamesu.errors import InfraError
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
+from tamesu.targets.sip._trigger import run_trigger
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.targets.ws_open import Line, stop_line
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
@@ -76,8 +76,12 @@ class SipTarget(Target[SipSpec]):
         self._answered: float | None = None
         self._ended_by: str | None = None
         self._refused: str | None = None
-        self._to = ""
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
+        self._to = ""
+        self._registrar: str | None = None
+        """The trunk's registrar, when the call waits for a REGISTER (`register: true`)."""
+        self._password: str | None = None
+        """The trunk's password as rendered: kept out of the SIP log, though PJSIP never sends it."""
         self._unanswered: str | None = None
         """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
         self._reached = False
@@ -102,13 +106,15 @@ class SipTarget(Target[SipSpec]):
     async def _open(self, session: Session) -> None:
         from tamesu.audio.conversation import AudioConversation
         from tamesu.audio.formats import AudioFormat
+        from tamesu.targets.sip._log import log_level
         from tamesu.targets.sip.phone import SipPhone, SipUnavailable
 
         host, _, port = self.spec.listen.rpartition(":")
         self._phone = SipPhone()
         try:
-            local = await self._require_phone().start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number)
-        except SipUnavailable as exc:
+            local = await self._require_phone().start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number,
+                                                      log_level=log_level())
+        except (SipUnavailable, ValueError) as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         session.event("transport", binding="sip", local=local, direction=self.spec.direction)
         self._voice = AudioConversation(session, send=AudioFormat("pcm16", 8000), receive=AudioFormat("pcm16", 8000))
@@ -126,12 +132,13 @@ class SipTarget(Target[SipSpec]):
         except ValueError as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         identity = session.context.render_text(spec.from_) if spec.from_ else None
-        auth = registrar = None
+        auth = None
         if spec.trunk is not None and spec.trunk.username:
-            auth = {"username": session.context.render_text(spec.trunk.username),
-                    "password": session.context.render_text(spec.trunk.password or ""), "realm": spec.trunk.realm}
+            self._password = session.context.render_text(spec.trunk.password or "")
+            auth = {"username": session.context.render_text(spec.trunk.username), "password": self._password,
+                    "realm": spec.trunk.realm}
             if spec.trunk.register_:
-                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
+                self._registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
                     (";transport=tcp" if spec.trunk.transport == "tcp" else "")
         own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
         headers = with_traceparent(own, session.conversation_trace)
@@ -139,7 +146,8 @@ class SipTarget(Target[SipSpec]):
         if (trace_id := sent_trace_id(own, session.conversation_trace)) is not None:
             session.event("conversation_trace", trace_id=trace_id, sent_in=["INVITE header traceparent"])
         self._to = to
-        await self._require_phone().dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
+        await self._require_phone().dial(to, identity=identity, headers=headers, auth=auth,
+                                         registrar=self._registrar)
         await self._await_answer(session)
 
     async def _take_call(self, session: Session, local: str) -> None:
@@ -148,7 +156,7 @@ class SipTarget(Target[SipSpec]):
         uri = f"sip:{spec.inbound_number}@{local}"
         await self._require_phone().listen(spec.inbound_number)
         session.values["uri"] = uri
-        await self._trigger(session, uri)
+        await run_trigger(self._what, spec, session, uri)
         if not await self._require_phone().wait_incoming(spec.ring_timeout):
             self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
             self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
@@ -156,64 +164,12 @@ class SipTarget(Target[SipSpec]):
         await self._require_phone().answer(after_ms=spec.answer_after * 1000)
         await self._await_answer(session)
 
-    @staticmethod
-    def _trigger_env(session: Session) -> dict[str, str] | None:
-        """The trigger command's environment: tamesu's, with the conversation's TRACEPARENT (the variable
-        OpenTelemetry's environment carrier names)."""
-        trace = session.conversation_trace
-        return {**os.environ, "TRACEPARENT": trace.traceparent} if trace is not None else None
-
     def turn_trace_id(self, session: Session) -> str | None:
         # the call is the one carrier: every turn's audio belongs to the conversation's trace
         trace = session.conversation_trace
         own = {k: session.context.render_text(v) for k, v in self.spec.headers.items()} \
             if self.spec.direction == "outbound" else {}
         return sent_trace_id(own, trace)
-
-    async def _trigger(self, session: Session, uri: str) -> None:
-        trigger = self.spec.trigger
-        assert trigger is not None
-        session.event("sip_trigger", uri=uri)
-        if session.conversation_trace is not None:  # the agent's INVITE is its own: the trigger carries the trace
-            session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
-                          sent_in=["trigger command TRACEPARENT" if trigger.run is not None
-                                   else "trigger request header traceparent"])
-        context = session.with_captures()
-        if trigger.run is not None:
-            command = context.render_text(trigger.run)
-            process = await asyncio.create_subprocess_shell(command, stdout=asyncio.subprocess.DEVNULL,
-                                                            stderr=asyncio.subprocess.PIPE,
-                                                            env=self._trigger_env(session))
-            try:
-                async with asyncio.timeout(trigger.timeout):
-                    _, err = await process.communicate()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-                raise InfraError(f"{self._what}: the trigger command took longer than {trigger.timeout:g}s") from None
-            if process.returncode != 0:
-                raise InfraError(f"{self._what}: the trigger command exited {process.returncode}: "
-                                 f"{session.redactor.text(err.decode(errors='replace').strip())[:200]}")
-            return
-        import httpx
-
-        from tamesu.net.clients import async_client  # aiohttp beneath, as every HTTP route (tamesu.net.aio)
-
-        rendered = context.render_value(dict(trigger.http or {}))
-        body = rendered.get("body")
-        try:
-            async with async_client(trigger.timeout, tls=self.spec.tls) as client:
-                answer = await client.request(str(rendered.get("method", "POST")), str(rendered["url"]),
-                                              headers=with_traceparent(rendered.get("headers") or {},
-                                                                       session.conversation_trace),
-                                              **({"json": body} if body is not None else {}))
-        except httpx.HTTPError as exc:
-            from tamesu.net.clients import os_reason
-
-            where = session.redactor.text(str(rendered["url"]))
-            raise InfraError(f"{self._what}: the trigger request to {where} failed: {os_reason(exc)}") from None
-        if answer.status_code >= 400:
-            raise InfraError(f"{self._what}: the trigger request answered HTTP {answer.status_code}")
 
     async def _await_answer(self, session: Session) -> None:
         state = await self._require_phone().wait_for(["confirmed"], self.spec.ring_timeout)
@@ -480,4 +436,8 @@ class SipTarget(Target[SipSpec]):
                     with contextlib.suppress(Exception):
                         await self._require_voice().finish()
         finally:
-            await phone.close()
+            await phone.close()  # every line of its log has come once it has exited
+            if session is not None:
+                from tamesu.targets.sip._log import write_log
+
+                write_log(session, phone.log, self._password)
