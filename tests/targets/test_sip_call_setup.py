@@ -1,9 +1,11 @@
-"""How a sip call's setup ends when it does not connect, and the call's SIP log (`TAMESU_SIP_LOG`), against the
-local trunk (tests/agents/sip_trunk.py)."""
+"""How a sip call's setup ends when it does not connect (a registrar that never answers), and the call's SIP log
+(`TAMESU_SIP_LOG`), against the local trunk (tests/agents/sip_trunk.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,43 @@ def _suite(tmp_path: Path, body: str) -> Path:
     suite = tmp_path / "calls.tamesu.yaml"
     suite.write_text(body, encoding="utf-8")
     return suite
+
+
+@pytest.fixture
+def silent_registrar() -> Iterator[int]:
+    """A UDP port where something takes the REGISTER and never answers it (a registrar that is down, a firewall
+    that drops): the port of a bound socket that nobody reads."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
+        sink.bind(("127.0.0.1", 0))
+        yield sink.getsockname()[1]
+
+
+def test_a_registrar_that_never_answers_is_named_with_the_time_waited(tamesu: Callable, tmp_path: Path,
+                                                                     silent_registrar: int) -> None:
+    # before: 'nothing answered the call to sip:+15551234@... within 3s, and it never rang' (no call was placed:
+    # the REGISTER was waiting), and past PJSIP's 32 s of resending 'the trunk refused the registration: 408
+    # Request Timeout', the agent's fault, exit 1
+    trunk = f"{{ host: 127.0.0.1, port: {silent_registrar}, username: tamesu, password: pw, register: true }}"
+    suite = _suite(tmp_path, f"""
+targets:
+  short: {{ type: sip, to: "+15551234", trunk: {trunk}, ring_timeout: 3s }}
+  long: {{ type: sip, to: "+15551234", trunk: {trunk}, ring_timeout: 60s }}
+tests:
+  - {{ name: short, target: short, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: long, target: long, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                  timeout=150)
+    said = done.stdout + done.stderr
+    registrar = f"sip:127.0.0.1:{silent_registrar}"
+    advice = "check trunk.host and trunk.port, and that a registrar runs there taking SIP over udp; the call was " \
+             "not placed"
+    assert (f"sip target short: the registrar {registrar} never answered the REGISTER within 3s (ring_timeout): "
+            f"{advice}") in said, said
+    assert re.search(rf"sip target long: the registrar {re.escape(registrar)} never answered the REGISTER within "
+                     rf"3\ds \(PJSIP stopped resending it\): {re.escape(advice)}", said), said
+    assert "nothing answered" not in said and "refused" not in said and "Traceback" not in said
+    assert done.returncode == 3, said
 
 
 def test_tamesu_sip_log_writes_the_calls_signalling_masked_in_the_run_folder(tamesu: Callable,

@@ -15,7 +15,7 @@ wants every call made from the thread that pumps its events. So each call runs i
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
   how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
   `registration` (the trunk's answer to the REGISTER a `call` with a `registrar` waits for: the call is placed
-  only after a 2xx), `log` (a line of PJSIP's log,
+  only after a 2xx; `answered` false when no answer came and PJSIP gave up on it), `log` (a line of PJSIP's log,
   with `TAMESU_SIP_LOG` set: see `SipLog`), `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
@@ -218,7 +218,8 @@ class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
         self.worker.incoming(prm.callId)
 
     def onRegState(self, prm: Any) -> None:
-        emit("registration", code=prm.code, reason=prm.reason)
+        # no message behind the status: PJSIP's own 408 once the REGISTER's retransmissions went unanswered
+        emit("registration", code=prm.code, reason=prm.reason, answered=bool(prm.rdata.wholeMsg))
         self.worker.registered(prm.code)
 
 

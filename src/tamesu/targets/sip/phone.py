@@ -58,6 +58,8 @@ class Call:
     errors: list[str] = field(default_factory=list)
     registration: tuple[int, str] | None = None
     """The trunk's last answer to our REGISTER (status, reason), when the call registers first."""
+    registration_unanswered: bool = False
+    """The REGISTER had no answer at all: PJSIP gave up on it (its own 408, after some 32 s of retransmissions)."""
     not_placed: str | None = None
     """Why the SIP stack would not place the call (PJSIP's reason: an unsupported transport, a bad URI)."""
 
@@ -71,7 +73,7 @@ class Call:
     @property
     def registration_refused(self) -> str | None:
         """`403 Forbidden` when the REGISTER before the call failed (the call is then never placed)."""
-        if self.registration is None or 200 <= self.registration[0] < 300:
+        if self.registration is None or 200 <= self.registration[0] < 300 or self.registration_unanswered:
             return None
         return f"{self.registration[0]} {self.registration[1]}".strip()
 
@@ -158,6 +160,7 @@ class SipPhone:
         try:
             await self._until(lambda: any(s.state in wanted for s in self.call.states)
                               or self.call.not_placed is not None or self.call.registration_refused is not None
+                              or self.call.registration_unanswered
                               or self._gone(), timeout)
         except TimeoutError:
             return None
@@ -246,6 +249,7 @@ class SipPhone:
             self.log.append(str(event.get("line", "")))
         elif kind == "registration":
             call.registration = (int(event.get("code") or 0), str(event.get("reason") or ""))
+            call.registration_unanswered = event.get("answered") is False
         elif kind == "incoming":
             call.incoming = (at, str(event.get("remote", "")))
         elif kind == "error":

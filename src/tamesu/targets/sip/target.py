@@ -180,6 +180,9 @@ class SipTarget(Target[SipSpec]):
                              f"{call.not_placed}")
         if call.registration is not None:
             session.event("sip_registration", code=call.registration[0], reason=call.registration[1])
+        unregistered = call.registration_unanswered or (state is None and call.registration is None)
+        if self._registrar is not None and unregistered:
+            self._unregistered(at_ring_timeout=not call.registration_unanswered)
         if (refused := call.registration_refused) is not None:
             self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
             self._refused = f"the trunk refused the registration: {refused}; the call was not placed"
@@ -224,6 +227,16 @@ class SipTarget(Target[SipSpec]):
         if rang_at is not None:
             self._metrics["ring_ms"] = round((state.at - rang_at) * 1000, 3)
         session.event("sip_state", state="confirmed", code=state.code)
+
+    def _unregistered(self, *, at_ring_timeout: bool) -> None:
+        """The REGISTER the call waits for went unanswered: where tamesu was sent (or a registrar that is down), so
+        the environment's fault; it read as an unanswered call, or as the trunk refusing with 408."""
+        assert self._registrar is not None and self.spec.trunk is not None
+        waited = f"{self.spec.ring_timeout:g}s (ring_timeout)" if at_ring_timeout else \
+            f"{time.monotonic() - self._started:.0f}s (PJSIP stopped resending it)"
+        raise InfraError(f"{self._what}: the registrar {self._registrar} never answered the REGISTER within {waited}: "
+                         f"check trunk.host and trunk.port, and that a registrar runs there taking SIP over "
+                         f"{self.spec.trunk.transport}; the call was not placed")
 
     def _end(self, by: str, session: Session, *, code: int = 0, reason: str = "") -> None:
         if self._ended_by is None:
