@@ -1,5 +1,5 @@
-"""How a sip call's setup ends when it does not connect (a registrar that never answers), and the call's SIP log
-(`TAMESU_SIP_LOG`), against the local trunk (tests/agents/sip_trunk.py)."""
+"""How a sip call's setup ends when it does not connect (a decline, a registrar that never answers), and the call's
+SIP log (`TAMESU_SIP_LOG`), against the local trunk (tests/agents/sip_trunk.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,38 @@ def silent_registrar() -> Iterator[int]:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
         sink.bind(("127.0.0.1", 0))
         yield sink.getsockname()[1]
+
+
+def test_a_declined_call_is_the_agents_outcome_like_a_busy_one(tamesu: Callable, tmp_path: Path) -> None:
+    # before: 603 Decline was 'the call was refused: 603 Decline', which no assertion could expect (baresip 1.0
+    # rejects every call with 486 whatever it is told: the local trunk declines instead)
+    from agents.sip_trunk import SipTrunk
+
+    password = "trunk-pass-603d"
+    with SipTrunk(username="tamesu", password=password, call_status=(603, "Decline")) as trunk:
+        target = (f"{{ type: sip, to: '+15551234', trunk: {{ host: 127.0.0.1, port: {trunk.port}, username: tamesu, "
+                  f"password: {password} }}, ring_timeout: 5s, turn_timeout: 4s }}")
+        suite = _suite(tmp_path, f"""
+targets:
+  ivr: {target}
+tests:
+  - {{ name: declined, target: ivr, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: decline expected, target: ivr, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: declined }} ] }}
+  - {{ name: busy expected, target: ivr, scenario: {{ script: [ {{ say: hello }} ] }},
+       assert: [ {{ call_ended_by: busy }} ] }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "3"], cwd=tmp_path,
+                      env=OFFLINE, timeout=120)
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said
+    assert ("before the first turn: the call was declined: 603 Decline (declined) (`call_ended_by` asserts an "
+            "expected end)") in said, said
+    assert "refused" not in said and "never reached" not in said
+    assert "PASS  calls/decline expected" in said, said
+    assert "FAIL  calls/busy expected" in said and "the call ended by declined (603 Decline), expected busy" in said
+    assert "fault: environment" not in said
+    assert done.returncode == 1, said
 
 
 def test_a_registrar_that_never_answers_is_named_with_the_time_waited(tamesu: Callable, tmp_path: Path,

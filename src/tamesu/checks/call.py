@@ -3,7 +3,7 @@
 - `dtmf_received: {equals: "1234#"}` or `{matches: "^12"}`: the digits the agent sent (RFC 4733), in order; on a
   `sip` call or in a `livekit` room (whose target records the agent's digits the same way);
 - `call_ended_by: agent` or `[agent, caller]`: who ended the call: `agent`, `caller`, `timeout`, `error`,
-  `no_answer`, `busy`;
+  `no_answer`, `busy`, `declined` (the agent's end turned the call down: 603 Decline);
 - `transferred_to: {matches: "^sip:billing@"}`: the agent transferred the call (a REFER) to a matching target.
 """
 
@@ -19,7 +19,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
-EndedBy = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
+EndedBy = Literal["agent", "caller", "timeout", "error", "no_answer", "busy", "declined"]
 
 
 def _digits(run: RunView) -> str:

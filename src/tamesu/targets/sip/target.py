@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["SipSpec", "SipTarget"]
 
 BUSY_CODES = {486, 600}
+DECLINED_CODES = {603}
+"""The callee (or a person at the agent's end) turned the call down: an outcome, like busy, not a failure."""
 NO_ANSWER_CODES = {408, 480, 487}
 NOT_ACCEPTABLE_HERE = 488
 WORDS_OUT_TIMEOUT_S = 3.0
@@ -207,17 +209,19 @@ class SipTarget(Target[SipSpec]):
             self._reached = True
             return
         if state.state == "disconnected":
-            by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
+            by = "busy" if state.code in BUSY_CODES else "declined" if state.code in DECLINED_CODES \
+                else "no_answer" if state.code in NO_ANSWER_CODES else "error"
             self._end(by, session, code=state.code, reason=state.reason)
             if by == "error":
-                # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
+                # busy, declined and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
                 # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
                 if state.code == NOT_ACCEPTABLE_HERE:  # the SDP's offer: tamesu's codecs, which the status leaves out
                     self._refused += " (no audio codec in common: tamesu offers PCMU and PCMA, G.711)"
             else:
-                what = "busy" if by == "busy" else "not answered"
+                what = {"busy": "busy", "declined": "declined"}.get(by, "not answered")
                 self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
+                self._reached = by == "declined"  # its end turned the call down: not "never reached"
             return
         self._answered = state.at
         dialled = self._started
