@@ -138,3 +138,30 @@ tests:
     assert "TAMESU_SIP_LOG='debug' is not a log level: write 1 (the SIP messages) to 6 (all of PJSIP's detail), " \
            "or 0 for none" in typo.stdout + typo.stderr, typo.stdout + typo.stderr
     assert typo.returncode == 3
+
+
+def test_a_call_that_cannot_get_through_is_where_tamesu_was_sent(tamesu: Callable, tmp_path: Path) -> None:
+    # before: PJSIP's own statuses read as the agent refusing the call: 'the call was refused: 502 gethostbyname()
+    # has returned error (PJ_ERESOLVE)', 'the call was refused: 503 Connection refused', fault agent, exit 1
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:  # a TCP port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    suite = _suite(tmp_path, f"""
+targets:
+  nohost: {{ type: sip, to: "sip:agent@no-such-host.invalid", ring_timeout: 10s }}
+  closed: {{ type: sip, to: "sip:agent@127.0.0.1:{port};transport=tcp", ring_timeout: 10s }}
+tests:
+  - {{ name: nohost, target: nohost, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: closed, target: closed, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "2"], cwd=tmp_path, env=OFFLINE,
+                  timeout=120)
+    said = done.stdout + done.stderr
+    advice = ": is the address right, is the agent running?"
+    # PJSIP finds out at once (the INVITE is not sent), or once its transaction fails: exit 3 either way
+    assert re.search(r"sip target nohost: the call to sip:agent@no-such-host\.invalid (could not be placed|did not "
+                     r"get through): .*\(PJ_ERESOLVE\)", said), said
+    assert (f"sip target closed: the call to sip:agent@127.0.0.1:{port};transport=tcp did not get through: "
+            f"Connection refused{advice}") in said, said
+    assert "the call was refused" not in said and "Traceback" not in said
+    assert done.returncode == 3, said

@@ -11,7 +11,8 @@ wants every call made from the thread that pumps its events. So each call runs i
   `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
-  `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
+  `connecting`, `confirmed`, `disconnected` with the status, reason, who ended it and `unreached` when PJSIP
+  ended it with no answer from the far end), `incoming`, `audio` (100 ms
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
   how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
   `registration` (the trunk's answer to the REGISTER a `call` with a `registrar` waits for: the call is placed
@@ -182,7 +183,7 @@ class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
             self.ended = True
             emit("state", state="disconnected", code=info.lastStatusCode, reason=info.lastReason,
                  by="caller" if self.hung_up_by_us else "remote", connected_s=info.connectDuration.sec
-                 + info.connectDuration.msec / 1000)
+                 + info.connectDuration.msec / 1000, unreached=_unreached(prm))
             return
         emit("state", state=state, code=info.lastStatusCode)
 
@@ -207,6 +208,18 @@ class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
     def onCallTransferRequest(self, prm: Any) -> None:
         emit("transfer", to=prm.dstUri)
         prm.statusCode = 603  # recorded, not followed: no one stands behind the target here
+
+
+def _unreached(prm: Any) -> bool:
+    """Whether the call ended without a word from the far end: PJSIP's own status, for a transport that failed (a
+    name that does not resolve, a TCP connection refused) or a request nobody answered."""
+    try:
+        if prm.e.type != pj.PJSIP_EVENT_TSX_STATE:
+            return False
+        tsx = prm.e.body.tsxState
+        return tsx.type in (pj.PJSIP_EVENT_TRANSPORT_ERROR, pj.PJSIP_EVENT_TIMER) and not tsx.src.rdata.wholeMsg
+    except (AttributeError, pj.Error):
+        return False
 
 
 class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types

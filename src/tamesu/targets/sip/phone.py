@@ -41,6 +41,8 @@ class CallState:
     code: int = 0
     reason: str = ""
     by: str | None = None
+    unreached: bool = False
+    """Ended by PJSIP itself with no answer from the far end (a transport error, a request nobody answered)."""
 
 
 @dataclass
@@ -236,7 +238,7 @@ class SipPhone:
             self.listening = str(event["uri"])
         elif kind == "state":
             call.states.append(CallState(event["state"], at, int(event.get("code") or 0),
-                                         str(event.get("reason") or ""), event.get("by")))
+                                         str(event.get("reason") or ""), event.get("by"), bool(event.get("unreached"))))
         elif kind == "audio":
             call.audio.append((at, base64.b64decode(event["pcm"])))
         elif kind == "played":

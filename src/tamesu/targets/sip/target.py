@@ -45,7 +45,7 @@ from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
-    from tamesu.targets.sip.phone import SipPhone
+    from tamesu.targets.sip.phone import CallState, SipPhone
 
 __all__ = ["SipSpec", "SipTarget"]
 
@@ -54,6 +54,7 @@ DECLINED_CODES = {603}
 """The callee (or a person at the agent's end) turned the call down: an outcome, like busy, not a failure."""
 NO_ANSWER_CODES = {408, 480, 487}
 NOT_ACCEPTABLE_HERE = 488
+REQUEST_TIMEOUT = 408
 WORDS_OUT_TIMEOUT_S = 3.0
 """How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
@@ -189,15 +190,16 @@ class SipTarget(Target[SipSpec]):
             self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
             self._refused = f"the trunk refused the registration: {refused}; the call was not placed"
             return
+        never_rang = call.incoming is None and call.first("early") is None
+        if state is not None and state.state == "disconnected" and state.unreached and never_rang:
+            self._not_reached(session, state)  # the INVITE failed on its way (no such host, a TCP port closed)
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
-            if call.incoming is None and call.first("early") is None:
+            if never_rang:
                 # dialled, and it never even rang: nothing at that address took the INVITE (a closed port, a
                 # wrong host), where tamesu was sent, not the agent's outcome
-                raise InfraError(f"{self._what}: nothing answered the call to {session.redactor.text(self._to)} "
-                                 f"within {self.spec.ring_timeout:g}s, and it never rang: is the address right, "
-                                 "is the agent running?")
+                self._not_reached(session, None)
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
@@ -231,6 +233,17 @@ class SipTarget(Target[SipSpec]):
         if rang_at is not None:
             self._metrics["ring_ms"] = round((state.at - rang_at) * 1000, 3)
         session.event("sip_state", state="confirmed", code=state.code)
+
+    def _not_reached(self, session: Session, state: CallState | None) -> None:
+        """The INVITE reached nothing: where tamesu was sent is wrong (or the agent is down), so the environment's
+        fault; it read as the agent refusing the call (`502 gethostbyname() has returned error`) or not answering."""
+        to = session.redactor.text(self._to)
+        if state is not None and state.code != REQUEST_TIMEOUT:  # PJSIP's own status: the transport's error
+            raise InfraError(f"{self._what}: the call to {to} did not get through: {state.reason}: is the address "
+                             "right, is the agent running?")
+        waited = f"{self.spec.ring_timeout:g}s" if state is None else f"{state.at - self._started:.0f}s"
+        raise InfraError(f"{self._what}: nothing answered the call to {to} within {waited}, and it never rang: is "
+                         "the address right, is the agent running?")
 
     def _unregistered(self, *, at_ring_timeout: bool) -> None:
         """The REGISTER the call waits for went unanswered: where tamesu was sent (or a registrar that is down), so
