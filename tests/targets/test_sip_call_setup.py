@@ -165,3 +165,32 @@ tests:
             f"Connection refused{advice}") in said, said
     assert "the call was refused" not in said and "Traceback" not in said
     assert done.returncode == 3, said
+
+
+def test_a_challenge_left_unanswered_says_which_credentials_to_check(tamesu: Callable, tmp_path: Path) -> None:
+    # before: 'the call was refused: 407 Proxy Authentication Required', whether the target gave no credentials
+    # or credentials for another realm
+    from agents.sip_trunk import SipTrunk
+
+    with SipTrunk(username="tamesu", password="trunk-pass-2b7e") as trunk:
+        suite = _suite(tmp_path, f"""
+targets:
+  none: {{ type: sip, to: "+15551234", trunk: {{ host: 127.0.0.1, port: {trunk.port} }}, ring_timeout: 5s }}
+  realm:
+    type: sip
+    to: "+15551234"
+    trunk: {{ host: 127.0.0.1, port: {trunk.port}, username: tamesu, password: trunk-pass-2b7e, realm: other.test }}
+    ring_timeout: 5s
+tests:
+  - {{ name: none, target: none, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: realm, target: realm, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out"), "--parallel", "2"], cwd=tmp_path,
+                      env=OFFLINE, timeout=120)
+    said = done.stdout + done.stderr
+    assert ("before the first turn: the call was refused: 407 Proxy Authentication Required (it asks for "
+            "credentials and the target gives none: set trunk.username and trunk.password)") in said, said
+    assert ("before the first turn: the call was refused: 407 Proxy Authentication Required (the credentials were "
+            "not taken: check trunk.username and trunk.password, and trunk.realm ('other.test') against the realm "
+            "it asks for)") in said, said
+    assert done.returncode == 1, said

@@ -55,6 +55,7 @@ DECLINED_CODES = {603}
 NO_ANSWER_CODES = {408, 480, 487}
 NOT_ACCEPTABLE_HERE = 488
 REQUEST_TIMEOUT = 408
+AUTH_CHALLENGES = {401, 407}
 WORDS_OUT_TIMEOUT_S = 3.0
 """How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
@@ -188,7 +189,9 @@ class SipTarget(Target[SipSpec]):
             self._unregistered(at_ring_timeout=not call.registration_unanswered)
         if (refused := call.registration_refused) is not None:
             self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
-            self._refused = f"the trunk refused the registration: {refused}; the call was not placed"
+            code = call.registration[0] if call.registration else 0
+            self._refused = f"the trunk refused the registration: {refused}{self._credentials_hint(code)}; the call " \
+                "was not placed"
             return
         never_rang = call.incoming is None and call.first("early") is None
         if state is not None and state.state == "disconnected" and state.unreached and never_rang:
@@ -220,6 +223,7 @@ class SipTarget(Target[SipSpec]):
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
                 if state.code == NOT_ACCEPTABLE_HERE:  # the SDP's offer: tamesu's codecs, which the status leaves out
                     self._refused += " (no audio codec in common: tamesu offers PCMU and PCMA, G.711)"
+                self._refused += self._credentials_hint(state.code)
             else:
                 what = {"busy": "busy", "declined": "declined"}.get(by, "not answered")
                 self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
@@ -233,6 +237,19 @@ class SipTarget(Target[SipSpec]):
         if rang_at is not None:
             self._metrics["ring_ms"] = round((state.at - rang_at) * 1000, 3)
         session.event("sip_state", state="confirmed", code=state.code)
+
+    def _credentials_hint(self, code: int) -> str:
+        """What to check when a challenge (401, 407) was the last word: PJSIP answers one once, with the trunk's
+        credentials when they are for its realm, and gives up with the challenge's own status."""
+        if code not in AUTH_CHALLENGES:
+            return ""
+        trunk = self.spec.trunk
+        if trunk is None or not trunk.username:
+            where = "set trunk.username and trunk.password" if trunk is not None else \
+                "a call gets them from its `trunk` (username, password)"
+            return f" (it asks for credentials and the target gives none: {where})"
+        realm = f", and trunk.realm ({trunk.realm!r}) against the realm it asks for" if trunk.realm != "*" else ""
+        return f" (the credentials were not taken: check trunk.username and trunk.password{realm})"
 
     def _not_reached(self, session: Session, state: CallState | None) -> None:
         """The INVITE reached nothing: where tamesu was sent is wrong (or the agent is down), so the environment's
