@@ -194,3 +194,24 @@ tests:
             "not taken: check trunk.username and trunk.password, and trunk.realm ('other.test') against the realm "
             "it asks for)") in said, said
     assert done.returncode == 1, said
+
+
+def test_register_true_without_credentials_still_registers(tamesu: Callable, tmp_path: Path) -> None:
+    # before: `register: true` was ignored without a username: no REGISTER, the INVITE went out alone and its 407
+    # said nothing of the registration asked for
+    from agents.sip_trunk import SipTrunk
+
+    with SipTrunk(username="tamesu", password="trunk-pass-91aa") as trunk:
+        suite = _suite(tmp_path, f"""
+targets:
+  trunk: {{ type: sip, to: "+15551234", trunk: {{ host: 127.0.0.1, port: {trunk.port}, register: true }},
+           ring_timeout: 5s }}
+tests:
+  - {{ name: register, target: trunk, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE, timeout=120)
+    said = done.stdout + done.stderr
+    assert [s.method for s in trunk.seen] == ["REGISTER"], trunk.seen  # asked, challenged, and no call placed
+    assert ("before the first turn: the trunk refused the registration: 401 Unauthorized (it asks for credentials "
+            "and the target gives none: set trunk.username and trunk.password); the call was not placed") in said, said
+    assert done.returncode == 1, said

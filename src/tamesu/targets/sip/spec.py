@@ -29,7 +29,8 @@ class TrunkSpec(Strict):
     realm: str = "*"
     """The digest realm the credentials are for; `*` any."""
     register_: bool = Field(False, alias="register")
-    """REGISTER with the trunk before calling (most trunks take calls from a known address without it)."""
+    """REGISTER with the trunk before calling (most trunks take calls from a known address without it); with the
+    credentials when there are any."""
 
 
 class TriggerSpec(Strict):

@@ -141,9 +141,9 @@ class SipTarget(Target[SipSpec]):
             self._password = session.context.render_text(spec.trunk.password or "")
             auth = {"username": session.context.render_text(spec.trunk.username), "password": self._password,
                     "realm": spec.trunk.realm}
-            if spec.trunk.register_:
-                self._registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
-                    (";transport=tcp" if spec.trunk.transport == "tcp" else "")
+        if spec.trunk is not None and spec.trunk.register_:  # without credentials too: a trunk may take it so
+            self._registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
+                (";transport=tcp" if spec.trunk.transport == "tcp" else "")
         own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
         headers = with_traceparent(own, session.conversation_trace)
         session.event("sip_dial", to=to)
