@@ -215,3 +215,23 @@ tests:
     assert ("before the first turn: the trunk refused the registration: 401 Unauthorized (it asks for credentials "
             "and the target gives none: set trunk.username and trunk.password); the call was not placed") in said, said
     assert done.returncode == 1, said
+
+
+def test_a_listen_address_that_is_taken_says_so_in_its_terms(tamesu: Callable, tmp_path: Path) -> None:
+    # before: 'the SIP worker did not start: the SIP stack did not start: pjsua_transport_create(type, &tcfg,
+    # &tid) error: Address already in use (status=120098) [../src/pjsua2/endpoint.cpp:2284]'
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        suite = _suite(tmp_path, f"""
+targets:
+  taken: {{ type: sip, to: "sip:agent@127.0.0.1:9", listen: "127.0.0.1:{port}", ring_timeout: 3s }}
+tests:
+  - {{ name: taken, target: taken, scenario: {{ script: [ {{ say: hello }} ] }} }}
+""")
+        done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE, timeout=120)
+    said = done.stdout + done.stderr
+    assert (f"sip target taken: the SIP worker did not start: cannot listen for SIP on 127.0.0.1:{port} (listen): "
+            "Address already in use") in said, said
+    assert "pjsua" not in said and ".cpp" not in said
+    assert done.returncode == 3, said

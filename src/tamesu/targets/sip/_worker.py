@@ -236,6 +236,10 @@ class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
         self.worker.registered(prm.code)
 
 
+class NoListen(Exception):
+    """The SIP address to listen on is taken or not this machine's."""
+
+
 class Worker:
     def __init__(self, bind: str, port: int, user: str, log_level: int) -> None:
         self.endpoint = pj.Endpoint()
@@ -260,7 +264,10 @@ class Worker:
         transport.port = port
         transport.boundAddress = bind
         transport.publicAddress = bind
-        transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        try:
+            transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        except pj.Error as exc:  # the one a user's `listen` decides: said in its terms, not pjsua2's call
+            raise NoListen(f"cannot listen for SIP on {bind}:{port} (listen): {exc.reason}") from None
         self._tcp(bind, self.endpoint.transportGetInfo(transport_id).localName.rpartition(":")[2])
         self.endpoint.libStart()
         self.endpoint.audDevManager().setNullDev()
@@ -427,8 +434,11 @@ def main() -> int:
     log_level = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     try:
         worker = Worker(bind, port, user, log_level)
+    except NoListen as exc:
+        emit("error", message=str(exc))
+        return 3
     except pj.Error as exc:
-        emit("error", message=f"the SIP stack did not start: {exc.info()}")
+        emit("error", message=f"the SIP stack did not start: {exc.reason}")
         return 3
     commands: queue.Queue[dict[str, object] | None] = queue.Queue()
     threading.Thread(target=_read_commands, args=(commands,), daemon=True).start()
