@@ -1,5 +1,6 @@
-"""How a sip call's setup ends when it does not connect (a decline, a registrar that never answers), and the call's
-SIP log (`TAMESU_SIP_LOG`), against the local trunk (tests/agents/sip_trunk.py)."""
+"""How a sip call's setup ends when it does not connect, and what it says: a decline, a registrar that never answers,
+a call that cannot get through, a challenge left unanswered, a listen address taken, a trigger refused; and the
+call's SIP log (`TAMESU_SIP_LOG`). Against the local trunk (tests/agents/sip_trunk.py) and local servers."""
 
 from __future__ import annotations
 
@@ -234,4 +235,34 @@ tests:
     assert (f"sip target taken: the SIP worker did not start: cannot listen for SIP on 127.0.0.1:{port} (listen): "
             "Address already in use") in said, said
     assert "pjsua" not in said and ".cpp" not in said
+    assert done.returncode == 3, said
+
+
+def test_a_trigger_the_server_refuses_names_the_request_and_its_answer(tamesu: Callable, tmp_path: Path,
+                                                                       serve: Callable) -> None:
+    # before: 'the trigger request answered HTTP 422': neither which request nor why
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    token = "trigger-token-5e0c"
+    app = Starlette(routes=[Route("/call", lambda _: JSONResponse({"error": "no campaign named spring"}, 422),
+                                  methods=["POST"])])
+    server = serve(app)
+    suite = _suite(tmp_path, f"""
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    trigger: {{ http: {{ url: "{server.url}/call?key={{{{secrets.TRIGGER_TOKEN}}}}&to={{{{session.uri}}}}" }} }}
+    ring_timeout: 5s
+tests:
+  - {{ name: refused, target: callback, scenario: {{ script: [ {{ wait_for: hello }} ] }} }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path,
+                  env={**OFFLINE, "TRIGGER_TOKEN": token}, timeout=120)
+    said = done.stdout + done.stderr
+    assert re.search(rf"sip target callback: the trigger request to {re.escape(server.url)}/call\?key=\*\*\*&to=sip:"
+                     r"\S+ answered HTTP 422: \{\"error\":\s?\"no campaign named spring\"\}", said), said
+    assert token not in said
     assert done.returncode == 3, said

@@ -61,4 +61,8 @@ async def run_trigger(what: str, spec: SipSpec, session: Session, uri: str) -> N
         where = session.redactor.text(str(rendered["url"]))
         raise InfraError(f"{what}: the trigger request to {where} failed: {os_reason(exc)}") from None
     if answer.status_code >= 400:
-        raise InfraError(f"{what}: the trigger request answered HTTP {answer.status_code}")
+        # which request, and what the server said of it: the status alone sent one to read the agent's logs
+        where = session.redactor.text(str(rendered["url"]))
+        said = " ".join(answer.text.split())[:200]
+        raise InfraError(f"{what}: the trigger request to {where} answered HTTP {answer.status_code}"
+                         + (f": {session.redactor.text(said)}" if said else ""))
