@@ -266,3 +266,26 @@ tests:
                      r"\S+ answered HTTP 422: \{\"error\":\s?\"no campaign named spring\"\}", said), said
     assert token not in said
     assert done.returncode == 3, said
+
+
+def test_an_agent_that_never_calls_back_is_told_with_the_address_it_was_given(tamesu: Callable,
+                                                                             tmp_path: Path) -> None:
+    # before: 'the agent did not call within 2s (no_answer); the agent was never reached', of an agent the
+    # trigger had reached
+    suite = _suite(tmp_path, """
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    inbound_number: customer
+    trigger: { run: "true" }
+    ring_timeout: 2s
+tests:
+  - { name: silent, target: callback, scenario: { script: [ { wait_for: hello } ] } }
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path, env=OFFLINE, timeout=120)
+    said = done.stdout + done.stderr
+    assert re.search(r"before the first turn: the agent did not call sip:customer@127\.0\.0\.1:\d+ within 2s of the "
+                     r"trigger \(no_answer\) \(`call_ended_by` asserts an expected end\)", said), said
+    assert "never reached" not in said
+    assert done.returncode == 1, said

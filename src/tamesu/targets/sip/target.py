@@ -163,7 +163,9 @@ class SipTarget(Target[SipSpec]):
         await run_trigger(self._what, spec, session, uri)
         if not await self._require_phone().wait_incoming(spec.ring_timeout):
             self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
-            self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
+            # the trigger reached it ("never reached" misled): what it was to call is what to check in its logs
+            self._unanswered = f"the agent did not call {uri} within {spec.ring_timeout:g}s of the trigger (no_answer)"
+            self._reached = True
             return
         await self._require_phone().answer(after_ms=spec.answer_after * 1000)
         await self._await_answer(session)
