@@ -289,3 +289,26 @@ tests:
                      r"trigger \(no_answer\) \(`call_ended_by` asserts an expected end\)", said), said
     assert "never reached" not in said
     assert done.returncode == 1, said
+
+
+def test_a_caller_identity_or_a_header_pjsip_cannot_send_is_refused_where_written(tamesu: Callable,
+                                                                                  tmp_path: Path) -> None:
+    # before: `from: "+15550100"` ran and failed as 'the call to sip:... could not be placed: Invalid URI
+    # (PJSIP_EINVALIDURI)', blaming `to`; a header name with a space went out in an INVITE a strict server refuses
+    _suite(tmp_path, """
+targets:
+  bare: { type: sip, to: "sip:agent@127.0.0.1:5099", from: "+15550100" }
+  spaced: { type: sip, to: "sip:agent@127.0.0.1:5099", headers: { "Account Id": "7" } }
+  named: { type: sip, to: "sip:agent@127.0.0.1:5099", from: '"Acme" <sip:+15550100@acme.test>' }
+tests:
+  - { name: bare, target: bare, scenario: { script: [ { say: hello } ] } }
+  - { name: spaced, target: spaced, scenario: { script: [ { say: hello } ] } }
+  - { name: named, target: named, scenario: { script: [ { say: hello } ] } }
+""")
+    done = tamesu(["validate", "calls.tamesu.yaml"], cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert ("calls.tamesu.yaml:3:60: targets.bare.from: '+15550100' is not a SIP URI: write sip:+15550100@example.com, "
+            "tel:+15550100, or \"Name\" <sip:+15550100@example.com>") in said, said
+    assert "targets.spaced.headers: 'Account Id' is not a SIP header name" in said, said
+    assert "targets.named" not in said
