@@ -21,8 +21,8 @@ its configuration, starts it, and drives it over its control socket as a small I
   one JSON line a reply in `--clock-file`; it needs tamesu's voice toolkit (`tamesu[voice]`) to speak;
   `--hang-up-after-reply`: it hangs up half a second after its reply has played (a caller then need not wait
   out a silence to know the reply is over);
-- `--mode busy` answers every call with 486 Busy Here, `no-answer` lets it ring, `silent` answers and says
-  nothing, `drop` hangs up a second into its greeting.
+- `--mode busy` rejects every call (486: baresip 1.0's hangup takes no status and says `486 Rejected`),
+  `no-answer` lets it ring, `silent` answers and says nothing, `drop` hangs up a second into its greeting.
 
 `--prompt-cache DIR` keeps each spoken prompt in DIR and reuses it: agents started one after another (a test
 suite's) speak each text once, and start in about a second instead of loading a voice first.

@@ -394,6 +394,58 @@ tests:
     assert done.returncode == 1
 
 
+def test_steps_reach_into_an_iframe_through_their_frame(tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """Only a chat widget could be reached in an iframe (chat.frame): an action step's selector looked in the page
+    alone ("fill: nothing matches '#q' within 1s"), so a form or widget in an iframe could not be driven by steps."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  host: { type: browser, url: "{{env.PAGES}}host.html" }
+  quick: { type: browser, url: "{{env.PAGES}}host.html", step_timeout: 1 }
+tests:
+  - name: framed
+    target: host
+    steps:
+      - { action: fill, frame: "iframe[title=Chat]", selector: "#q", value: pears }
+      - { action: click, frame: "iframe[title=Chat]", selector: { role: button, name: Send } }
+      - { action: wait, frame: "iframe[title=Chat]", text: "From the frame: pears." }
+      - { action: assert_text, frame: "iframe[title=Chat]", selector: ".msg.agent", text: "pears" }
+      - { action: eval_js, frame: "iframe[title=Chat]", script: "document.querySelector('.msg.agent').textContent" }
+      - { action: press, frame: "iframe[title=Chat]", selector: "#q", key: Enter }
+      - { action: screenshot, frame: "iframe[title=Chat]", selector: "#log", name: log }
+  - { name: unframed, target: quick, steps: [ { action: fill, selector: "#q", value: pears } ] }
+  - { name: misframed, target: quick, steps: [ { action: click, frame: "h1", selector: "#q" } ] }
+  - { name: no such frame, target: quick, steps: [ { action: click, frame: "iframe[title=Pay]", selector: "#q" } ] }
+""", pages, shared_chromium)
+    rows = _rows(run_dir)
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "framed": "passed", "unframed": "failed", "misframed": "failed", "no such frame": "failed"}, \
+        [why(row) for row in rows.values()]
+    turns = _result(run_dir, "framed")["turns"]
+    assert turns[4]["agent"]["raw"][0]["result"] == "From the frame: pears."
+    assert (run_dir / "suite" / "framed" / "run-1" / "screenshots" / "log.png").is_file()
+    failures = {test: str(row["runs"][0]["failures"]) for test, row in rows.items()}
+    assert "step 1: fill: nothing matches '#q' within 1s (the page has 1 iframe: an element in one needs the " \
+           "step's frame)" in failures["unframed"], failures
+    assert "step 1: click: the frame 'h1' is not an iframe" in failures["misframed"], failures
+    assert "step 1: click: the frame 'iframe[title=Pay]' is not in the page within 1s" in failures["no such frame"]
+    assert done.returncode == 1
+
+
+def test_a_frame_on_a_step_with_nothing_to_look_for_in_it_is_refused_where_written(tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text("""
+targets: { page: { type: browser, url: "http://127.0.0.1:9/" } }
+tests:
+  - { name: nav, target: page, steps: [ { action: navigate, url: "http://127.0.0.1:9/a", frame: "iframe" } ] }
+  - { name: key, target: page, steps: [ { action: press, key: Enter, frame: "iframe" } ] }
+""")
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert ("suite.yaml:4:97: tests[0].steps[0].frame: navigate is not done inside an iframe (frame applies to "
+            "click, fill, press, wait, assert_text, screenshot, eval_js)") in said, said
+    assert "tests[1].steps[0].frame: press without a selector presses the key wherever the focus is" in said, said
+
+
 def test_a_widget_whose_backend_fails_says_so_in_the_turn_and_on_the_timeline(
         tmp_path: Path, pages: str, shared_chromium: str) -> None:
     """Only uncaught script errors were recorded: a widget whose backend answered 501, or could not be reached, and

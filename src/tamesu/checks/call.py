@@ -3,23 +3,26 @@
 - `dtmf_received: {equals: "1234#"}` or `{matches: "^12"}`: the digits the agent sent (RFC 4733), in order; on a
   `sip` call or in a `livekit` room (whose target records the agent's digits the same way);
 - `call_ended_by: agent` or `[agent, caller]`: who ended the call: `agent`, `caller`, `timeout`, `error`,
-  `no_answer`, `busy`;
+  `no_answer`, `busy`, `declined` (the agent's end turned the call down: 603 Decline);
 - `transferred_to: {matches: "^sip:billing@"}`: the agent transferred the call (a REFER) to a matching target.
+
+`equals` and `matches` take templates (`{{captured.code}}`, `{{env.X}}`, `{{secrets.X}}`, a case's vars) filled in
+when the assertion runs, as other assertions' values do (docs/assertions.md).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import field_validator, model_validator
 
-from tamesu.checks._compare import valid_pattern
+from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.errors import TemplateError
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 
-EndedBy = Literal["agent", "caller", "timeout", "error", "no_answer", "busy"]
+EndedBy = Literal["agent", "caller", "timeout", "error", "no_answer", "busy", "declined"]
 
 
 def _digits(run: RunView) -> str:
@@ -70,12 +73,17 @@ class DtmfReceived(Check[DtmfReceivedSpec]):
     async def evaluate(self, run: RunView) -> Verdict:
         if (missing := _no_dtmf_channel(run)) is not None:
             return missing
+        try:
+            equals = run.context.render_text(self.spec.equals) if self.spec.equals is not None else None
+            pattern = render_pattern(run.context, self.spec.matches) if self.spec.matches is not None else None
+        except TemplateError as exc:
+            return template_failed(exc)
         digits = _digits(run)
         shown = repr(digits) if digits else "no digits"
-        if self.spec.equals is not None and digits != self.spec.equals:
-            return Verdict(passed=False, reason=f"the agent sent {shown}, expected {self.spec.equals!r}")
-        if self.spec.matches is not None and not re.search(self.spec.matches, digits):
-            return Verdict(passed=False, reason=f"the agent sent {shown}, which does not match {self.spec.matches!r}")
+        if equals is not None and digits != equals:
+            return Verdict(passed=False, reason=f"the agent sent {shown}, expected {equals!r}")
+        if pattern is not None and not pattern.search(digits):
+            return Verdict(passed=False, reason=f"the agent sent {shown}, which does not match {pattern.pattern!r}")
         return Verdict(passed=True, reason=f"the agent sent {shown}")
 
 
@@ -138,7 +146,11 @@ class TransferredTo(Check[TransferredToSpec]):
         targets = [str(e.data.get("to", "")) for e in run.events if e.name == "sip_transfer"]
         if not targets:
             return Verdict(passed=False, reason="the agent never transferred the call")
+        try:
+            pattern = render_pattern(run.context, self.spec.matches)
+        except TemplateError as exc:
+            return template_failed(exc)
         for target in targets:
-            if re.search(self.spec.matches, target):
+            if pattern.search(target):
                 return Verdict(passed=True, reason=f"transferred to {target}")
-        return Verdict(passed=False, reason=f"transferred to {', '.join(targets)}, none matches {self.spec.matches!r}")
+        return Verdict(passed=False, reason=f"transferred to {', '.join(targets)}, none matches {pattern.pattern!r}")

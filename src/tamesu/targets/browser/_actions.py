@@ -22,6 +22,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
 from tamesu.targets.browser.spec import ActionStep, BrowserSpec, RoleSelector, Selector, selector_text
 
 
@@ -82,16 +83,33 @@ def _timeout(env: PageEnv, step: ActionStep) -> float:
     return (step.timeout if step.timeout is not None else env.spec.step_timeout) * 1000
 
 
+async def document(env: PageEnv, step: ActionStep, verb: str) -> Page | Frame:
+    """Where the step looks: the page, or the document of the iframe its `frame` names."""
+    if step.frame is None:
+        return env.page
+    try:
+        return await find_frame(env.page, step.frame, _timeout(env, step))
+    except NoFrame as exc:
+        raise StepFailed(f"{verb}: the frame {step.frame!r} {exc}{at(env.page)}") from None
+
+
+async def _missed(env: PageEnv, step: ActionStep) -> str:
+    """Why a step may have found nothing, and where the page is: an element in an iframe needs `frame`."""
+    hint = await iframe_hint(env.page, "an element in one needs the step's frame") if step.frame is None else \
+        f" (in the frame {step.frame!r})"
+    return f"{hint}{at(env.page)}"
+
+
 async def one_element(env: PageEnv, step: ActionStep, verb: str) -> Locator:
     """The one element the selector names, waited for; a selector matching nothing or several fails."""
     assert step.selector is not None
-    locator = locate(env.page, step.selector)
+    locator = locate(await document(env, step, verb), step.selector)
     what = selector_text(step.selector)
     try:
         await locator.first.wait_for(state="attached", timeout=_timeout(env, step))
     except PlaywrightTimeout:
         raise StepFailed(f"{verb}: nothing matches {what} within {_timeout(env, step) / 1000:g}s"
-                         f"{at(env.page)}") from None
+                         f"{await _missed(env, step)}") from None
     count = await locator.count()
     if count > 1:
         raise StepFailed(f"{verb}: {what} matches {count} elements; make it match one")
@@ -136,9 +154,10 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
                 return {"detail": f"saved {path.name}", "file": str(path.relative_to(env.session.artifacts_dir))}
             case "eval_js":
                 assert step.script is not None
+                where = await document(env, step, "eval_js")
                 try:
                     # evaluate has no timeout of its own: a promise that never settles must not hang the run
-                    value = await asyncio.wait_for(page.evaluate(step.script), timeout / 1000)
+                    value = await asyncio.wait_for(where.evaluate(step.script), timeout / 1000)
                 except TimeoutError:
                     raise StepFailed(f"eval_js: the script did not finish within {timeout / 1000:g}s") from None
                 except PlaywrightError as exc:
@@ -230,19 +249,21 @@ def _waiting_on(pending: list[Request], page: Page) -> str:
 
 async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
     page = env.page
+    where = await document(env, step, "wait")
     try:
         if step.selector is not None:
-            await locate(page, step.selector).first.wait_for(state="visible", timeout=timeout)
+            await locate(where, step.selector).first.wait_for(state="visible", timeout=timeout)
             return {"detail": f"{selector_text(step.selector)} is visible"}
         if step.text is not None:
-            await page.get_by_text(step.text).first.wait_for(state="visible", timeout=timeout)
+            await where.get_by_text(step.text).first.wait_for(state="visible", timeout=timeout)
             return {"detail": f"{step.text!r} is visible"}
         if step.url is not None:
             await page.wait_for_url(_url_pattern(step.url), timeout=timeout)
             return {"detail": f"at {page.url}"}
     except PlaywrightTimeout:
         what = selector_text(step.selector) if step.selector is not None else repr(step.text or step.url)
-        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s{at(page)}") from None
+        missed = await _missed(env, step) if step.url is None else at(page)
+        raise StepFailed(f"wait: {what} did not appear within {timeout / 1000:g}s{missed}") from None
     await page.wait_for_timeout(step.ms or 0)
     return {"detail": f"waited {step.ms} ms"}
 
@@ -267,14 +288,15 @@ async def _assert_url(env: PageEnv, step: ActionStep, timeout: float) -> dict[st
 
 async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
     assert step.text is not None
-    scope = locate(env.page, step.selector) if step.selector is not None else env.page.locator("body")
+    inside = await document(env, step, "assert_text")
+    scope = locate(inside, step.selector) if step.selector is not None else inside.locator("body")
     try:
         await scope.filter(has_text=step.text).first.wait_for(state="attached", timeout=timeout)
     except PlaywrightTimeout:
         texts = [" ".join(t.split()) for t in await scope.all_inner_texts()]
         where = selector_text(step.selector)
         if not texts:
-            raise StepFailed(f"assert_text: nothing matches {where}{at(env.page)}") from None
+            raise StepFailed(f"assert_text: nothing matches {where}{await _missed(env, step)}") from None
         seen = "; ".join(t[:80] for t in texts[:3])
         raise StepFailed(f"assert_text: {step.text!r} is not in {where} within {timeout / 1000:g}s "
                          f"(it says {seen!r})") from None

@@ -13,6 +13,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.targets.browser._actions import PageEnv, at, locate
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
 from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
@@ -101,19 +102,10 @@ async def widget(env: PageEnv, chat: ChatSpec) -> Page | Frame:
     widgets live in one, often from another origin), found anew each turn since a widget may load it late."""
     if chat.frame is None:
         return env.page
-    frames = env.page.locator(chat.frame)
     try:
-        await frames.first.wait_for(state="attached", timeout=env.spec.step_timeout * 1000)
-    except PlaywrightTimeout:
-        raise TurnError(f"the chat frame {chat.frame!r} is not in the page within {env.spec.step_timeout:g}s "
-                        "(chat.frame: the widget's iframe)") from None
-    if (count := await frames.count()) > 1:
-        raise TurnError(f"the chat frame {chat.frame!r} matches {count} elements; make it match the widget's iframe")
-    handle = await frames.element_handle(timeout=env.spec.step_timeout * 1000)
-    frame = await handle.content_frame()
-    if frame is None:
-        raise TurnError(f"the chat frame {chat.frame!r} is not an iframe (chat.frame: the widget's iframe)")
-    return frame
+        return await find_frame(env.page, chat.frame, env.spec.step_timeout * 1000)
+    except NoFrame as exc:
+        raise TurnError(f"the chat frame {chat.frame!r} {exc} (chat.frame: the widget's iframe)") from None
 
 
 async def one(action: Awaitable[None], locator: Locator, what: str, selector: Selector) -> None:
@@ -183,9 +175,7 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         await one(field.fill(turn.display(), timeout=env.spec.step_timeout * 1000), field, "the chat input",
                   chat.input)
     except PlaywrightTimeout:
-        frames = await env.page.locator("iframe").count() if chat.frame is None else 0
-        hint = f" (the page has {frames} iframe{'s' if frames > 1 else ''}: a widget in one needs chat.frame)" \
-            if frames else ""
+        hint = await iframe_hint(env.page, "a widget in one needs chat.frame") if chat.frame is None else ""
         raise TurnError(f"the chat input {selector_text(chat.input)} is not there to type in{hint}{at(env.page)}"
                         ) from None
     # counted once the words are typed: a widget that keeps its input disabled while it answers lets them in only

@@ -7,9 +7,10 @@ validates them (the loader dispatches to `parse_steps`), the same way target spe
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, TypeAdapter, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 from tamesu.targets.base import TargetSpec
 from tamesu.types import Duration, Strict
@@ -167,6 +168,9 @@ class ActionStep(Strict):
     text: str | None = None
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$")
     script: str | None = None
+    frame: str | None = None
+    """A CSS selector of the iframe the step works in (`iframe[title='Payment']`), as `chat.frame`: its `selector`,
+    `text` or `script` is looked for in that iframe's document (from any origin)."""
     timeout: Duration | None = None
     """Overrides the target's `step_timeout` for this step."""
     ms: int | None = Field(None, ge=0, le=600_000)
@@ -205,6 +209,32 @@ class ActionStep(Strict):
                 and self.ms is None:
             raise ValueError("wait needs selector, text, url or ms")
         return self
+
+    @field_validator("frame")
+    @classmethod
+    def _framed(cls, frame: str | None, info: ValidationInfo) -> str | None:
+        # a field validator, so the problem points at `frame`: the keys it depends on are declared before it
+        action = info.data.get("action")
+        if frame is not None and action is not None and not _in_a_frame(action, info.data):
+            raise ValueError(f"{action} {_FRAME_USE.get(action, 'is not done inside an iframe')} (frame applies "
+                             f"to {', '.join(FRAME_ACTIONS)})")
+        return frame
+
+
+FRAME_ACTIONS = ("click", "fill", "press", "wait", "assert_text", "screenshot", "eval_js")
+"""The actions that look for something in a document, and so can look in an iframe's (`frame`)."""
+_FRAME_USE = {"press": "without a selector presses the key wherever the focus is",
+              "wait": "with url or ms waits for the page, not for something in the iframe",
+              "screenshot": "without a selector takes the whole page"}
+
+
+def _in_a_frame(action: str, keys: Mapping[str, Any]) -> bool:
+    """Whether a step has something to look for in its `frame`."""
+    if action in ("press", "screenshot"):
+        return keys.get("selector") is not None
+    if action == "wait":
+        return keys.get("selector") is not None or keys.get("text") is not None
+    return action in FRAME_ACTIONS
 
 
 Step = GoalStep | ExpectStep | ActionStep

@@ -11,11 +11,13 @@ wants every call made from the thread that pumps its events. So each call runs i
   `{"op": "dtmf", "digits"}` (RFC 4733), `{"op": "hangup"}`, `{"op": "quit"}`;
 - events on stdout, each with `t` (CLOCK_MONOTONIC seconds, the same clock as the parent's): `ready` (the local SIP
   address), `listening` (calls for that user are taken now), `state` (`calling`, `early` with its status code,
-  `connecting`, `confirmed`, `disconnected` with the status, reason and who ended it), `incoming`, `audio` (100 ms
+  `connecting`, `confirmed`, `disconnected` with the status, reason, who ended it and `unreached` when PJSIP
+  ended it with no answer from the far end), `incoming`, `audio` (100 ms
   of the agent's audio, base64, the time its first frame's RTP arrived: when it reached the audio port less
   how long ago that was by PJSIP's figures, `_held`; a sound rising out of silence starts a chunk of its own),
   `registration` (the trunk's answer to the REGISTER a `call` with a `registrar` waits for: the call is placed
-  only after a 2xx), `played` (an utterance's first and last frame
+  only after a 2xx; `answered` false when no answer came and PJSIP gave up on it), `log` (a line of PJSIP's log,
+  with `TAMESU_SIP_LOG` set: see `SipLog`), `played` (an utterance's first and last frame
   went out), `dtmf` (a digit the agent sent), `transfer` (the agent's REFER target; declined, since there is nobody
   to transfer to), `error`.
 
@@ -65,9 +67,25 @@ def _own_stdout() -> None:
     os.dup2(2, 1)
 
 
+_WRITING = threading.Lock()
+"""PJSIP's log and the media clock's audio come from threads of their own: one event a line, never interleaved."""
+
+
 def emit(event: str, **data: object) -> None:
-    _EVENTS.write(json.dumps({"ev": event, "t": time.monotonic(), **data}) + "\n")
-    _EVENTS.flush()
+    _write(json.dumps({"ev": event, "t": time.monotonic(), **data}))
+
+
+def _write(line: str) -> None:
+    with _WRITING:
+        _EVENTS.write(line + "\n")
+        _EVENTS.flush()
+
+
+class SipLog(pj.LogWriter):  # type: ignore[misc]  # pjsua2 ships no types
+    """PJSIP's log as `log` events: the parent masks the secrets and writes it to the run's `sip.log`."""
+
+    def write(self, entry: Any) -> None:
+        emit("log", line=str(entry.msg).rstrip("\n"))
 
 
 class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
@@ -144,9 +162,8 @@ class Port(pj.AudioMediaPort):  # type: ignore[misc]  # pjsua2 ships no types
 
     def flush(self) -> None:
         if self._incoming:
-            _EVENTS.write(json.dumps({"ev": "audio", "t": self._incoming_at,
-                                      "pcm": base64.b64encode(bytes(self._incoming)).decode()}) + "\n")
-            _EVENTS.flush()
+            _write(json.dumps({"ev": "audio", "t": self._incoming_at,
+                               "pcm": base64.b64encode(bytes(self._incoming)).decode()}))
             self._incoming.clear()
         self._incoming_sounds = False
 
@@ -166,7 +183,7 @@ class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
             self.ended = True
             emit("state", state="disconnected", code=info.lastStatusCode, reason=info.lastReason,
                  by="caller" if self.hung_up_by_us else "remote", connected_s=info.connectDuration.sec
-                 + info.connectDuration.msec / 1000)
+                 + info.connectDuration.msec / 1000, unreached=_unreached(prm))
             return
         emit("state", state=state, code=info.lastStatusCode)
 
@@ -193,6 +210,18 @@ class Call(pj.Call):  # type: ignore[misc]  # pjsua2 ships no types
         prm.statusCode = 603  # recorded, not followed: no one stands behind the target here
 
 
+def _unreached(prm: Any) -> bool:
+    """Whether the call ended without a word from the far end: PJSIP's own status, for a transport that failed (a
+    name that does not resolve, a TCP connection refused) or a request nobody answered."""
+    try:
+        if prm.e.type != pj.PJSIP_EVENT_TSX_STATE:
+            return False
+        tsx = prm.e.body.tsxState
+        return tsx.type in (pj.PJSIP_EVENT_TRANSPORT_ERROR, pj.PJSIP_EVENT_TIMER) and not tsx.src.rdata.wholeMsg
+    except (AttributeError, pj.Error):
+        return False
+
+
 class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
     def __init__(self, worker: Worker) -> None:
         super().__init__()
@@ -202,22 +231,30 @@ class Account(pj.Account):  # type: ignore[misc]  # pjsua2 ships no types
         self.worker.incoming(prm.callId)
 
     def onRegState(self, prm: Any) -> None:
-        emit("registration", code=prm.code, reason=prm.reason)
+        # no message behind the status: PJSIP's own 408 once the REGISTER's retransmissions went unanswered
+        emit("registration", code=prm.code, reason=prm.reason, answered=bool(prm.rdata.wholeMsg))
         self.worker.registered(prm.code)
 
 
+class NoListen(Exception):
+    """The SIP address to listen on is taken or not this machine's."""
+
+
 class Worker:
-    def __init__(self, bind: str, port: int, user: str) -> None:
+    def __init__(self, bind: str, port: int, user: str, log_level: int) -> None:
         self.endpoint = pj.Endpoint()
         self.endpoint.libCreate()
         config = pj.EpConfig()
         config.uaConfig.threadCnt = 0
         config.uaConfig.mainThreadOnly = True
         config.uaConfig.userAgent = "tamesu"
-        # PJSIP's own log, for debugging a call by hand: TAMESU_SIP_LOG=5 (it goes to the worker's stderr)
-        level = int(os.environ.get("TAMESU_SIP_LOG", "0") or 0)
-        config.logConfig.level = level
-        config.logConfig.consoleLevel = level
+        # PJSIP's log (TAMESU_SIP_LOG) goes to the parent, which masks it: on the worker's stderr it was lost
+        config.logConfig.level = log_level
+        config.logConfig.consoleLevel = log_level
+        if log_level:
+            self.log = SipLog()  # kept: PJSIP holds only a pointer to it
+            config.logConfig.writer = self.log
+            config.logConfig.decor = pj.PJ_LOG_HAS_TIME | pj.PJ_LOG_HAS_MICRO_SEC | pj.PJ_LOG_HAS_SENDER
         config.medConfig.noVad = True
         # the conference bridge at the call's own rate: at its default 16 kHz it resamples the 8 kHz audio port
         # both ways, and its buffers for that held each direction's audio a frame (measured: 20 ms out, 20-30 in)
@@ -227,7 +264,10 @@ class Worker:
         transport.port = port
         transport.boundAddress = bind
         transport.publicAddress = bind
-        transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        try:
+            transport_id = self.endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
+        except pj.Error as exc:  # the one a user's `listen` decides: said in its terms, not pjsua2's call
+            raise NoListen(f"cannot listen for SIP on {bind}:{port} (listen): {exc.reason}") from None
         self._tcp(bind, self.endpoint.transportGetInfo(transport_id).localName.rpartition(":")[2])
         self.endpoint.libStart()
         self.endpoint.audDevManager().setNullDev()
@@ -391,10 +431,14 @@ def main() -> int:
     _die_with_parent()
     _own_stdout()
     bind, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "tamesu"
+    log_level = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     try:
-        worker = Worker(bind, port, user)
+        worker = Worker(bind, port, user, log_level)
+    except NoListen as exc:
+        emit("error", message=str(exc))
+        return 3
     except pj.Error as exc:
-        emit("error", message=f"the SIP stack did not start: {exc.info()}")
+        emit("error", message=f"the SIP stack did not start: {exc.reason}")
         return 3
     commands: queue.Queue[dict[str, object] | None] = queue.Queue()
     threading.Thread(target=_read_commands, args=(commands,), daemon=True).start()

@@ -41,6 +41,8 @@ class CallState:
     code: int = 0
     reason: str = ""
     by: str | None = None
+    unreached: bool = False
+    """Ended by PJSIP itself with no answer from the far end (a transport error, a request nobody answered)."""
 
 
 @dataclass
@@ -58,6 +60,8 @@ class Call:
     errors: list[str] = field(default_factory=list)
     registration: tuple[int, str] | None = None
     """The trunk's last answer to our REGISTER (status, reason), when the call registers first."""
+    registration_unanswered: bool = False
+    """The REGISTER had no answer at all: PJSIP gave up on it (its own 408, after some 32 s of retransmissions)."""
     not_placed: str | None = None
     """Why the SIP stack would not place the call (PJSIP's reason: an unsupported transport, a bad URI)."""
 
@@ -71,7 +75,7 @@ class Call:
     @property
     def registration_refused(self) -> str | None:
         """`403 Forbidden` when the REGISTER before the call failed (the call is then never placed)."""
-        if self.registration is None or 200 <= self.registration[0] < 300:
+        if self.registration is None or 200 <= self.registration[0] < 300 or self.registration_unanswered:
             return None
         return f"{self.registration[0]} {self.registration[1]}".strip()
 
@@ -85,15 +89,18 @@ class SipPhone:
         self.call = Call()
         self.local: str | None = None
         self.listening: str | None = None
+        self.log: list[str] = []
+        """PJSIP's log lines, as the worker wrote them (unmasked: `log_level` asks for them)."""
 
     async def start(self, bind: str = "127.0.0.1", port: int = 0, user: str = "tamesu",
-                    timeout: float = 10.0) -> str:
-        """Start the worker; returns the local SIP address (`host:port`)."""
+                    timeout: float = 10.0, log_level: int = 0) -> str:
+        """Start the worker; returns the local SIP address (`host:port`). With `log_level` (PJSIP's, 1-6) the
+        worker's log comes back in `log`."""
         reason = available()
         if reason:
             raise SipUnavailable(reason)
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tamesu.targets.sip._worker", bind, str(port), user,
+            sys.executable, "-m", "tamesu.targets.sip._worker", bind, str(port), user, str(log_level),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             limit=1 << 22)
         self._reader = asyncio.create_task(self._read())
@@ -155,6 +162,7 @@ class SipPhone:
         try:
             await self._until(lambda: any(s.state in wanted for s in self.call.states)
                               or self.call.not_placed is not None or self.call.registration_refused is not None
+                              or self.call.registration_unanswered
                               or self._gone(), timeout)
         except TimeoutError:
             return None
@@ -230,7 +238,7 @@ class SipPhone:
             self.listening = str(event["uri"])
         elif kind == "state":
             call.states.append(CallState(event["state"], at, int(event.get("code") or 0),
-                                         str(event.get("reason") or ""), event.get("by")))
+                                         str(event.get("reason") or ""), event.get("by"), bool(event.get("unreached"))))
         elif kind == "audio":
             call.audio.append((at, base64.b64decode(event["pcm"])))
         elif kind == "played":
@@ -239,8 +247,11 @@ class SipPhone:
             call.dtmf.append((at, str(event["digit"])))
         elif kind == "transfer":
             call.transfers.append((at, str(event["to"])))
+        elif kind == "log":
+            self.log.append(str(event.get("line", "")))
         elif kind == "registration":
             call.registration = (int(event.get("code") or 0), str(event.get("reason") or ""))
+            call.registration_unanswered = event.get("answered") is False
         elif kind == "incoming":
             call.incoming = (at, str(event.get("remote", "")))
         elif kind == "error":

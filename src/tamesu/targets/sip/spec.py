@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.realtime.spec import require_audio_extra
 from tamesu.types import Duration, Strict
+
+_SIP_URI = re.compile(r"^\s*(?:(?:sips?|tel):\S+|(?:\"[^\"]*\"|[^<\"]*)\s*<(?:sips?|tel):[^>]+>)\s*$")
+"""A caller identity PJSIP takes: a SIP URI, or one in angle brackets after a display name."""
+_TOKEN = re.compile(r"[A-Za-z0-9.!%*_+`'~-]+")
+"""RFC 3261's token: what a header's name is made of."""
 
 
 class TrunkSpec(Strict):
@@ -29,7 +35,8 @@ class TrunkSpec(Strict):
     realm: str = "*"
     """The digest realm the credentials are for; `*` any."""
     register_: bool = Field(False, alias="register")
-    """REGISTER with the trunk before calling (most trunks take calls from a known address without it)."""
+    """REGISTER with the trunk before calling (most trunks take calls from a known address without it); with the
+    credentials when there are any."""
 
 
 class TriggerSpec(Strict):
@@ -94,6 +101,26 @@ class SipSpec(TargetSpec):
         if self.to and not self.to.startswith(("sip:", "sips:", "{{")) and self.trunk is None:
             raise ValueError(f"`to: {self.to}` is not a SIP URI; give a `trunk` to dial a number through")
         return self
+
+    @field_validator("from_")
+    @classmethod
+    def _caller_uri(cls, value: str | None) -> str | None:
+        # PJSIP refused it as the call's "Invalid URI", which read as `to`'s fault
+        if value is not None and "{{" not in value and not _SIP_URI.search(value):
+            raise ValueError(f"{value!r} is not a SIP URI: write sip:+15550100@example.com, tel:+15550100, or "
+                             "\"Name\" <sip:+15550100@example.com>")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, headers: dict[str, str]) -> dict[str, str]:
+        # a name with a space or a value across lines made an INVITE a strict server answers 400 Bad Request
+        for name, value in headers.items():
+            if not _TOKEN.fullmatch(name):
+                raise ValueError(f"{name!r} is not a SIP header name (letters, digits and -.!%*_+`'~, no spaces)")
+            if "\r" in value or "\n" in value:
+                raise ValueError(f"the header {name}'s value spans lines; a SIP header's value is one line")
+        return headers
 
     def dial_uri(self, to: str) -> str:
         """Where to send the INVITE; raises ValueError when `to` (as rendered) is neither a URI nor a number

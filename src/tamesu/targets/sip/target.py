@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from typing import TYPE_CHECKING
 
@@ -39,19 +38,24 @@ from tamesu.errors import InfraError
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
+from tamesu.targets.sip._trigger import run_trigger
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.targets.ws_open import Line, stop_line
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
-    from tamesu.targets.sip.phone import SipPhone
+    from tamesu.targets.sip.phone import CallState, SipPhone
 
 __all__ = ["SipSpec", "SipTarget"]
 
 BUSY_CODES = {486, 600}
+DECLINED_CODES = {603}
+"""The callee (or a person at the agent's end) turned the call down: an outcome, like busy, not a failure."""
 NO_ANSWER_CODES = {408, 480, 487}
 NOT_ACCEPTABLE_HERE = 488
+REQUEST_TIMEOUT = 408
+AUTH_CHALLENGES = {401, 407}
 WORDS_OUT_TIMEOUT_S = 3.0
 """How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
@@ -76,8 +80,12 @@ class SipTarget(Target[SipSpec]):
         self._answered: float | None = None
         self._ended_by: str | None = None
         self._refused: str | None = None
-        self._to = ""
         """Why the call never connected, when it was refused outright (not busy, not unanswered)."""
+        self._to = ""
+        self._registrar: str | None = None
+        """The trunk's registrar, when the call waits for a REGISTER (`register: true`)."""
+        self._password: str | None = None
+        """The trunk's password as rendered: kept out of the SIP log, though PJSIP never sends it."""
         self._unanswered: str | None = None
         """Why the call never connected, when it was busy or unanswered: an outcome a test may assert."""
         self._reached = False
@@ -102,13 +110,15 @@ class SipTarget(Target[SipSpec]):
     async def _open(self, session: Session) -> None:
         from tamesu.audio.conversation import AudioConversation
         from tamesu.audio.formats import AudioFormat
+        from tamesu.targets.sip._log import log_level
         from tamesu.targets.sip.phone import SipPhone, SipUnavailable
 
         host, _, port = self.spec.listen.rpartition(":")
         self._phone = SipPhone()
         try:
-            local = await self._require_phone().start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number)
-        except SipUnavailable as exc:
+            local = await self._require_phone().start(host or "127.0.0.1", int(port or 0), self.spec.inbound_number,
+                                                      log_level=log_level())
+        except (SipUnavailable, ValueError) as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         session.event("transport", binding="sip", local=local, direction=self.spec.direction)
         self._voice = AudioConversation(session, send=AudioFormat("pcm16", 8000), receive=AudioFormat("pcm16", 8000))
@@ -126,20 +136,22 @@ class SipTarget(Target[SipSpec]):
         except ValueError as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         identity = session.context.render_text(spec.from_) if spec.from_ else None
-        auth = registrar = None
+        auth = None
         if spec.trunk is not None and spec.trunk.username:
-            auth = {"username": session.context.render_text(spec.trunk.username),
-                    "password": session.context.render_text(spec.trunk.password or ""), "realm": spec.trunk.realm}
-            if spec.trunk.register_:
-                registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
-                    (";transport=tcp" if spec.trunk.transport == "tcp" else "")
+            self._password = session.context.render_text(spec.trunk.password or "")
+            auth = {"username": session.context.render_text(spec.trunk.username), "password": self._password,
+                    "realm": spec.trunk.realm}
+        if spec.trunk is not None and spec.trunk.register_:  # without credentials too: a trunk may take it so
+            self._registrar = f"sip:{spec.trunk.host}:{spec.trunk.port}" + \
+                (";transport=tcp" if spec.trunk.transport == "tcp" else "")
         own = {k: session.context.render_text(v) for k, v in spec.headers.items()}
         headers = with_traceparent(own, session.conversation_trace)
         session.event("sip_dial", to=to)
         if (trace_id := sent_trace_id(own, session.conversation_trace)) is not None:
             session.event("conversation_trace", trace_id=trace_id, sent_in=["INVITE header traceparent"])
         self._to = to
-        await self._require_phone().dial(to, identity=identity, headers=headers, auth=auth, registrar=registrar)
+        await self._require_phone().dial(to, identity=identity, headers=headers, auth=auth,
+                                         registrar=self._registrar)
         await self._await_answer(session)
 
     async def _take_call(self, session: Session, local: str) -> None:
@@ -148,20 +160,15 @@ class SipTarget(Target[SipSpec]):
         uri = f"sip:{spec.inbound_number}@{local}"
         await self._require_phone().listen(spec.inbound_number)
         session.values["uri"] = uri
-        await self._trigger(session, uri)
+        await run_trigger(self._what, spec, session, uri)
         if not await self._require_phone().wait_incoming(spec.ring_timeout):
             self._end("no_answer", session, reason=f"the agent did not call within {spec.ring_timeout:g}s")
-            self._unanswered = f"the agent did not call within {spec.ring_timeout:g}s (no_answer)"
+            # the trigger reached it ("never reached" misled): what it was to call is what to check in its logs
+            self._unanswered = f"the agent did not call {uri} within {spec.ring_timeout:g}s of the trigger (no_answer)"
+            self._reached = True
             return
         await self._require_phone().answer(after_ms=spec.answer_after * 1000)
         await self._await_answer(session)
-
-    @staticmethod
-    def _trigger_env(session: Session) -> dict[str, str] | None:
-        """The trigger command's environment: tamesu's, with the conversation's TRACEPARENT (the variable
-        OpenTelemetry's environment carrier names)."""
-        trace = session.conversation_trace
-        return {**os.environ, "TRACEPARENT": trace.traceparent} if trace is not None else None
 
     def turn_trace_id(self, session: Session) -> str | None:
         # the call is the one carrier: every turn's audio belongs to the conversation's trace
@@ -169,51 +176,6 @@ class SipTarget(Target[SipSpec]):
         own = {k: session.context.render_text(v) for k, v in self.spec.headers.items()} \
             if self.spec.direction == "outbound" else {}
         return sent_trace_id(own, trace)
-
-    async def _trigger(self, session: Session, uri: str) -> None:
-        trigger = self.spec.trigger
-        assert trigger is not None
-        session.event("sip_trigger", uri=uri)
-        if session.conversation_trace is not None:  # the agent's INVITE is its own: the trigger carries the trace
-            session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
-                          sent_in=["trigger command TRACEPARENT" if trigger.run is not None
-                                   else "trigger request header traceparent"])
-        context = session.with_captures()
-        if trigger.run is not None:
-            command = context.render_text(trigger.run)
-            process = await asyncio.create_subprocess_shell(command, stdout=asyncio.subprocess.DEVNULL,
-                                                            stderr=asyncio.subprocess.PIPE,
-                                                            env=self._trigger_env(session))
-            try:
-                async with asyncio.timeout(trigger.timeout):
-                    _, err = await process.communicate()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-                raise InfraError(f"{self._what}: the trigger command took longer than {trigger.timeout:g}s") from None
-            if process.returncode != 0:
-                raise InfraError(f"{self._what}: the trigger command exited {process.returncode}: "
-                                 f"{session.redactor.text(err.decode(errors='replace').strip())[:200]}")
-            return
-        import httpx
-
-        from tamesu.net.clients import async_client  # aiohttp beneath, as every HTTP route (tamesu.net.aio)
-
-        rendered = context.render_value(dict(trigger.http or {}))
-        body = rendered.get("body")
-        try:
-            async with async_client(trigger.timeout, tls=self.spec.tls) as client:
-                answer = await client.request(str(rendered.get("method", "POST")), str(rendered["url"]),
-                                              headers=with_traceparent(rendered.get("headers") or {},
-                                                                       session.conversation_trace),
-                                              **({"json": body} if body is not None else {}))
-        except httpx.HTTPError as exc:
-            from tamesu.net.clients import os_reason
-
-            where = session.redactor.text(str(rendered["url"]))
-            raise InfraError(f"{self._what}: the trigger request to {where} failed: {os_reason(exc)}") from None
-        if answer.status_code >= 400:
-            raise InfraError(f"{self._what}: the trigger request answered HTTP {answer.status_code}")
 
     async def _await_answer(self, session: Session) -> None:
         state = await self._require_phone().wait_for(["confirmed"], self.spec.ring_timeout)
@@ -224,19 +186,25 @@ class SipTarget(Target[SipSpec]):
                              f"{call.not_placed}")
         if call.registration is not None:
             session.event("sip_registration", code=call.registration[0], reason=call.registration[1])
+        unregistered = call.registration_unanswered or (state is None and call.registration is None)
+        if self._registrar is not None and unregistered:
+            self._unregistered(at_ring_timeout=not call.registration_unanswered)
         if (refused := call.registration_refused) is not None:
             self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
-            self._refused = f"the trunk refused the registration: {refused}; the call was not placed"
+            code = call.registration[0] if call.registration else 0
+            self._refused = f"the trunk refused the registration: {refused}{self._credentials_hint(code)}; the call " \
+                "was not placed"
             return
+        never_rang = call.incoming is None and call.first("early") is None
+        if state is not None and state.state == "disconnected" and state.unreached and never_rang:
+            self._not_reached(session, state)  # the INVITE failed on its way (no such host, a TCP port closed)
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
-            if call.incoming is None and call.first("early") is None:
+            if never_rang:
                 # dialled, and it never even rang: nothing at that address took the INVITE (a closed port, a
                 # wrong host), where tamesu was sent, not the agent's outcome
-                raise InfraError(f"{self._what}: nothing answered the call to {session.redactor.text(self._to)} "
-                                 f"within {self.spec.ring_timeout:g}s, and it never rang: is the address right, "
-                                 "is the agent running?")
+                self._not_reached(session, None)
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
@@ -248,17 +216,20 @@ class SipTarget(Target[SipSpec]):
             self._reached = True
             return
         if state.state == "disconnected":
-            by = "busy" if state.code in BUSY_CODES else "no_answer" if state.code in NO_ANSWER_CODES else "error"
+            by = "busy" if state.code in BUSY_CODES else "declined" if state.code in DECLINED_CODES \
+                else "no_answer" if state.code in NO_ANSWER_CODES else "error"
             self._end(by, session, code=state.code, reason=state.reason)
             if by == "error":
-                # busy and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
+                # busy, declined and unanswered are outcomes a test may expect; a refusal (a wrong number, credentials
                 # the trunk rejects, a server error) means no conversation happened, so the test cannot pass
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
                 if state.code == NOT_ACCEPTABLE_HERE:  # the SDP's offer: tamesu's codecs, which the status leaves out
                     self._refused += " (no audio codec in common: tamesu offers PCMU and PCMA, G.711)"
+                self._refused += self._credentials_hint(state.code)
             else:
-                what = "busy" if by == "busy" else "not answered"
+                what = {"busy": "busy", "declined": "declined"}.get(by, "not answered")
                 self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
+                self._reached = by == "declined"  # its end turned the call down: not "never reached"
             return
         self._answered = state.at
         dialled = self._started
@@ -268,6 +239,40 @@ class SipTarget(Target[SipSpec]):
         if rang_at is not None:
             self._metrics["ring_ms"] = round((state.at - rang_at) * 1000, 3)
         session.event("sip_state", state="confirmed", code=state.code)
+
+    def _credentials_hint(self, code: int) -> str:
+        """What to check when a challenge (401, 407) was the last word: PJSIP answers one once, with the trunk's
+        credentials when they are for its realm, and gives up with the challenge's own status."""
+        if code not in AUTH_CHALLENGES:
+            return ""
+        trunk = self.spec.trunk
+        if trunk is None or not trunk.username:
+            where = "set trunk.username and trunk.password" if trunk is not None else \
+                "a call gets them from its `trunk` (username, password)"
+            return f" (it asks for credentials and the target gives none: {where})"
+        realm = f", and trunk.realm ({trunk.realm!r}) against the realm it asks for" if trunk.realm != "*" else ""
+        return f" (the credentials were not taken: check trunk.username and trunk.password{realm})"
+
+    def _not_reached(self, session: Session, state: CallState | None) -> None:
+        """The INVITE reached nothing: where tamesu was sent is wrong (or the agent is down), so the environment's
+        fault; it read as the agent refusing the call (`502 gethostbyname() has returned error`) or not answering."""
+        to = session.redactor.text(self._to)
+        if state is not None and state.code != REQUEST_TIMEOUT:  # PJSIP's own status: the transport's error
+            raise InfraError(f"{self._what}: the call to {to} did not get through: {state.reason}: is the address "
+                             "right, is the agent running?")
+        waited = f"{self.spec.ring_timeout:g}s" if state is None else f"{state.at - self._started:.0f}s"
+        raise InfraError(f"{self._what}: nothing answered the call to {to} within {waited}, and it never rang: is "
+                         "the address right, is the agent running?")
+
+    def _unregistered(self, *, at_ring_timeout: bool) -> None:
+        """The REGISTER the call waits for went unanswered: where tamesu was sent (or a registrar that is down), so
+        the environment's fault; it read as an unanswered call, or as the trunk refusing with 408."""
+        assert self._registrar is not None and self.spec.trunk is not None
+        waited = f"{self.spec.ring_timeout:g}s (ring_timeout)" if at_ring_timeout else \
+            f"{time.monotonic() - self._started:.0f}s (PJSIP stopped resending it)"
+        raise InfraError(f"{self._what}: the registrar {self._registrar} never answered the REGISTER within {waited}: "
+                         f"check trunk.host and trunk.port, and that a registrar runs there taking SIP over "
+                         f"{self.spec.trunk.transport}; the call was not placed")
 
     def _end(self, by: str, session: Session, *, code: int = 0, reason: str = "") -> None:
         if self._ended_by is None:
@@ -480,4 +485,8 @@ class SipTarget(Target[SipSpec]):
                     with contextlib.suppress(Exception):
                         await self._require_voice().finish()
         finally:
-            await phone.close()
+            await phone.close()  # every line of its log has come once it has exited
+            if session is not None:
+                from tamesu.targets.sip._log import write_log
+
+                write_log(session, phone.log, self._password)
