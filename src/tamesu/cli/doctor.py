@@ -115,7 +115,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             continue
         if problem is None and url.startswith(("grpc://", "grpcs://")):
             # an open port says nothing of gRPC: an HTTP/1 server, or TLS it cannot make, fails every turn
-            from tamesu.targets.grpc_turn.wire import probe
+            from tamesu.net.grpc_channels import probe
 
             fine, words = await probe(url, getattr(target, "tls", None))
             words = plan.secrets.redactor.text(words)

@@ -77,10 +77,10 @@ class LoadedSuite:
 
     @property
     def traces(self) -> TracesSpec | None:
-        """The suite's `traces:`, else the project's; none when the suite says `traces: false`."""
+        """The suite's `traces:`, else (unset or `true`) the project's; none when the suite says `traces: false`."""
         if self.spec.traces is False:
             return None
-        return self.spec.traces or self.project.spec.traces
+        return self.spec.traces if isinstance(self.spec.traces, TracesSpec) else self.project.spec.traces
 
     @property
     def packs(self) -> dict[str, packs.PackSpec]:

@@ -423,8 +423,8 @@ class SuiteSpec(FileTop):
     """The suite's own packs, used as `pack: NAME`; they replace the project's and built-in ones of that name."""
     remote_agents: dict[str, RemoteAgentSpec] = Field(default_factory=dict)
     """Scripted A2A agents served for every run of the suite's tests, for the agent under test to delegate to."""
-    traces: TracesSpec | Literal[False] | None = None
-    """The project's `traces:` for this suite's tests, or its own; `false`: none (its agent is not traced)."""
+    traces: TracesSpec | bool | None = None
+    """The suite's own `traces:`; unset or `true`: the project's; `false`: none (its agent is not traced)."""
     load: LoadSpec | None = None
     """After the tests ran: each `ramp` stage runs them with that many conversations at once for `hold`, and
     reports the stage's latency percentiles (`load.json`, the console, the HTML report)."""

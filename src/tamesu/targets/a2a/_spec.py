@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tamesu.errors import InfraError
+from tamesu.net.grpc_channels import PLAINTEXT_TLS, tls_on_plaintext
 from tamesu.targets.base import TargetSpec
-from tamesu.targets.grpc_turn.wire import PLAINTEXT_TLS, tls_on_plaintext
 from tamesu.types import HostPort, Strict
 
 Binding = Literal["jsonrpc", "http", "grpc"]

@@ -21,6 +21,7 @@ from tamesu.errors import InfraError
 from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
+from tamesu.net.grpc_channels import credentials
 from tamesu.net.proxies import grpc_direct_options
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
 from tamesu.net.tls import TlsError, TlsSpec
@@ -29,7 +30,6 @@ from tamesu.targets.a2a._errors import speaks_http1, unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
 from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES
-from tamesu.targets.grpc_turn.wire import credentials
 
 T = TypeVar("T")
 

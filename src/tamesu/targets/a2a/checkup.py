@@ -16,12 +16,12 @@ from pathlib import Path
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
+from tamesu.net.grpc_channels import probe
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 from tamesu.targets.a2a import A2ATarget
 from tamesu.targets.a2a._spec import A2ASpec
 from tamesu.targets.a2a._transport import BINDINGS, grpc_target
-from tamesu.targets.grpc_turn.wire import probe
 
 CHECK_TIMEOUT = 5.0
 """Each card request's whole answer, and each connection, in `tamesu doctor` (a run gives turn_timeout)."""

@@ -48,21 +48,12 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.grpc_channels import PLAINTEXT_TLS, dial_target, tls_on_plaintext
 from tamesu.net.tls import TlsSpec
 from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
-from tamesu.targets.grpc_turn.wire import (
-    PLAINTEXT_TLS,
-    code_failure,
-    dial,
-    dial_target,
-    metadata,
-    status_failure,
-    tls_on_plaintext,
-    too_large,
-    user_turn,
-)
+from tamesu.targets.grpc_turn.wire import code_failure, dial, metadata, status_failure, too_large, user_turn
 from tamesu.targets.rest.read import handoff as handoff_by_spec
 
 _HUNG_UP = "the agent closed the conversation's stream without answering this turn"

@@ -1,0 +1,114 @@
+"""gRPC channels as every target that dials one makes them (the grpc target, a2a over gRPC): the url read
+(`grpc://` plaintext, `grpcs://` TLS), the channel's trust (`tamesu.net.tls`: the platform's store, `ca_file`, a
+client certificate), a channel made ready within a bound, and what `tamesu doctor` says of a gRPC agent."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import grpc
+
+from tamesu.net.proxies import grpc_direct_options
+from tamesu.net.tls import TlsError, TlsSpec, readable, trusted_pem
+
+_READY = grpc.ChannelConnectivity.READY
+_FAILED = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
+
+
+PLAINTEXT_TLS = "grpc:// is plaintext: tls: is for a grpcs:// url"
+
+
+def tls_on_plaintext(data: object) -> object:
+    """A target's keys as written, before they are read: with a `tls:` block on a grpc:// url, the block is read as
+    empty, so what is wrong is said at the url (`PLAINTEXT_TLS`) and not hidden behind what the block holds (its
+    `verify: false` asked for a CA file a plaintext channel never uses)."""
+    if isinstance(data, dict) and isinstance(data.get("url"), str) and data["url"].startswith("grpc://") \
+            and data.get("tls") is not None:
+        return {**data, "tls": {}}
+    return data
+
+
+def dial_target(url: str) -> tuple[str, bool]:
+    """`grpc://host:port` -> (`host:port`, no TLS); `grpcs://host[:443]` -> (`host:443`, TLS)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("grpc", "grpcs") or not parts.hostname:
+        raise ValueError(f"expected grpc://host:port or grpcs://host:port, got {url!r}")
+    tls = parts.scheme == "grpcs"
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"bad port in {url!r}") from None
+    if port is None and not tls:
+        raise ValueError(f"grpc:// needs a port: {url!r}")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{host}:{port or 443}", tls
+
+
+def credentials(spec: TlsSpec | None) -> grpc.ChannelCredentials:
+    """A grpcs:// channel's trust as every other route's (`tamesu.net.tls`): the platform's store and
+    `tls.ca_file`, and the client certificate of `tls.cert_file` + `key_file`. Unreadable files: TlsError."""
+    spec = spec or TlsSpec()
+    key = chain = None
+    if spec.cert_file is not None and spec.key_file is not None:
+        chain = Path(readable(spec.cert_file, "cert_file")).read_bytes()
+        key = Path(readable(spec.key_file, "key_file")).read_bytes()
+    return grpc.ssl_channel_credentials(root_certificates=trusted_pem(spec.ca_file), private_key=key,
+                                        certificate_chain=chain)
+
+
+async def ready(channel: grpc.aio.Channel, timeout: float) -> str:
+    """"" when the channel is ready, else why not."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    state = channel.get_state(try_to_connect=True)
+    while state != _READY:
+        if state in _FAILED:
+            return "the connection failed"
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return f"not connected within {timeout:g}s"
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(state), remaining)
+        except TimeoutError:
+            return f"not connected within {timeout:g}s"
+        state = channel.get_state(try_to_connect=True)
+    return ""
+
+
+_HEALTH = ("UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN")
+"""grpc.health.v1's HealthCheckResponse.ServingStatus, by number."""
+
+
+async def probe(url: str, tls_spec: TlsSpec | None, timeout: float = 2.0) -> tuple[bool, str]:
+    """What `tamesu doctor` says of a gRPC agent (the grpc target, a2a over gRPC): a channel made ready within
+    `timeout` (TCP, TLS for grpcs://, the HTTP/2 handshake: a port that answers HTTP/1 only is no gRPC server),
+    then the standard health service (grpc.health.v1 `Check`, the whole server) when the agent offers it.
+    (fine, the line). The messages are read as bytes: an empty request, a status in field 1."""
+    target, tls = dial_target(url)
+    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
+    try:
+        secure = credentials(tls_spec) if tls else None
+    except TlsError as exc:
+        return False, str(exc)
+    if secure is not None and tls_spec is not None and tls_spec.server_name:
+        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
+    channel = (grpc.aio.secure_channel(target, secure, options=options) if secure is not None
+               else grpc.aio.insecure_channel(target, options=options))
+    layers = "TCP, TLS, HTTP/2" if tls else "TCP, HTTP/2"
+    try:
+        if reason := await ready(channel, timeout):
+            return False, f"no gRPC channel ({layers}): {reason}"
+        try:
+            answer = await channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return True, f"gRPC channel ready ({layers}); it offers no health service (grpc.health.v1)"
+            return False, f"gRPC channel ready ({layers}); its health check answered {exc.code().name}: " \
+                          f"{exc.details()}"
+        number = answer[1] if isinstance(answer, bytes) and answer[:1] == b"\x08" and len(answer) > 1 else 0
+        status = _HEALTH[number] if number < len(_HEALTH) else str(number)
+        return status == "SERVING", f"gRPC channel ready ({layers}); health (grpc.health.v1): {status}"
+    finally:
+        await channel.close()
