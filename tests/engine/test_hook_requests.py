@@ -1,0 +1,64 @@
+"""Hooks' `http:` requests against a real local backend, as a user writes them in a suite."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from conftest import run_tamesu
+
+SLOW_SECONDS = 20.0
+
+_SUITE = """
+hooks:
+  before_all:
+{hooks}
+targets:
+  bot: {{ type: model, model: bot }}
+models:
+  bot: {{ provider: fake, rules: [ {{ when: "hi", say: "hello" }} ] }}
+tests:
+  - {{ name: t, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: hello }} ] }}
+"""
+
+
+async def _slow(request: Request) -> Response:
+    # answers after SLOW_SECONDS, or stops as soon as the caller gives up (so the server stops at once)
+    deadline = time.monotonic() + SLOW_SECONDS
+    while time.monotonic() < deadline and not await request.is_disconnected():
+        await asyncio.sleep(0.05)
+    return PlainTextResponse("late")
+
+
+async def _locked(request: Request) -> Response:
+    return JSONResponse({"error": "the database is locked"}, status_code=409)
+
+
+def _backend(serve: Callable[[Any], Any]) -> str:
+    return str(serve(Starlette(routes=[Route("/slow", _slow), Route("/seed", _locked, methods=["POST"])])).url)
+
+
+def _run(tmp_path: Path, hooks: str) -> tuple[int, str]:
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(hooks=hooks))
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_timeout_beside_http_bounds_the_request(tmp_path: Path, serve: Callable[[Any], Any]) -> None:
+    # before: the hook's `timeout:` (docs/concepts.md: hooks are commands or requests "with timeout") bounded only
+    # a command; an http hook waited the request's default 30 s, and here passed when the answer came after 20 s
+    url = _backend(serve)
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/slow" }}, timeout: 1s }}\n')
+    assert code == 3, said
+    assert f"before_all hook 1: GET {url}/slow" in said and "within 1s" in said, said
+    # the request's own timeout, written, still holds when it is the smaller
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/slow", timeout: 1s }}, timeout: 5s }}\n')
+    assert code == 3 and "within 1s" in said, said
