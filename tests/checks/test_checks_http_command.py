@@ -159,8 +159,9 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
         assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
+    # a URL a template makes is whole only when the check runs
     with pytest.raises(InfraError, match="could not reach it"):
-        await verdict({"http": "not a url"}, run_with())
+        await verdict({"http": "{{vars.admin_url}}/health"}, run_with(""))
 
 
 async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
@@ -196,6 +197,10 @@ async def test_http_template_without_value(backend: str) -> None:
 
 def test_http_parse_errors() -> None:
     assert problem({"http": {"url": "http://x", "status": "6xx"}}).loc[:2] == ("http", "status")
+    # before: each run's error (exit 3), 'could not reach it (UnsupportedProtocol: the URL's scheme ...)'
+    for url in ("not a url", "ftp://x/y", "/orders/1"):
+        assert "expected an http:// or https:// URL" in str(problem({"http": url}))
+        assert problem({"http": {"url": url}}).loc[:2] == ("http", "url")
     problem({"http": {"url": "http://x", "json_path": {"path": "$["}}})
     problem({"http": {"url": "http://x", "method": "GE T"}})
     problem({"http": {"url": "http://x", "timeout": "soon"}})

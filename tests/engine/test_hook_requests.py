@@ -62,3 +62,26 @@ def test_a_timeout_beside_http_bounds_the_request(tmp_path: Path, serve: Callabl
     # the request's own timeout, written, still holds when it is the smaller
     code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/slow", timeout: 1s }}, timeout: 5s }}\n')
     assert code == 3 and "within 1s" in said, said
+
+
+def test_a_request_no_server_could_take_is_a_suite_error_where_written(tmp_path: Path) -> None:
+    # before: validate said ok and each run was an error (exit 3): 'Method cannot contain non-token characters',
+    # 'the URL's scheme 'ftp' is not http(s)'; an env: beside http: was taken and sent nowhere
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(hooks=(
+        '    - { http: { url: "http://127.0.0.1:9/seed", method: "GE T" } }\n'
+        '    - { http: { url: "ftp://127.0.0.1:9/seed" } }\n'
+        '    - { http: { url: "/seed" } }\n'
+        '    - { http: { url: "http://127.0.0.1:9/seed" }, env: { TOKEN: x } }\n'
+        '    - { http: { url: "{{env.HOME}}/seed" } }\n'
+        '    - { run: "true", env: { TOKEN: x } }\n')))
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "s.tamesu.yaml:4:57: hooks.before_all[0].http.method: expected an HTTP method such as GET or POST, " \
+           "got 'GE T'" in said, said
+    assert "s.tamesu.yaml:5:22: hooks.before_all[1].http.url: expected an http:// or https:// URL, got " \
+           "'ftp://127.0.0.1:9/seed'" in said, said
+    assert "hooks.before_all[2].http.url: expected an http:// or https:// URL, got '/seed'" in said, said
+    assert "hooks.before_all[3].env: env is a command's environment: an http: hook sends none" in said, said
+    assert said.count("s.tamesu.yaml:") == 4, said  # a template's URL and a command's env are fine
+

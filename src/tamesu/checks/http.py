@@ -3,9 +3,10 @@
 `http: "{{vars.admin_url}}/health"` expects a 2xx; the mapping form adds the request (`method`, `headers`,
 `body`, `timeout`) and what the answer must be (`status`, `contains` on the body text, `json_path` on the body
 as JSON, with the comparisons of the `json_path` assertion), and `tls:` (as a target's). Every string may hold
-templates. A backend that cannot be reached fails the assertion with the reason; it is not an infrastructure error
-of the run. A TLS failure (a CA not trusted, another host's or an expired certificate) is one: the suite's trust
-setup is wrong, not the backend.
+templates. A URL that names no http(s) server is a suite problem where written. A backend that cannot be reached,
+or a TLS failure (a CA not trusted, another host's or an expired certificate), is the test's error (an
+InfraError, exit 3), never the agent's failure; one that does not answer within `timeout` fails the assertion,
+negated or not.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tamesu.matching import number_text, shown
 from tamesu.net.clients import async_client
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
+from tamesu.suite.hooks_spec import http_url
 from tamesu.suite.schema import Duration, Strict
 
 _METHOD = re.compile(r"^[A-Z]+$")
@@ -49,6 +51,11 @@ class HttpSpec(Strict):
     contains: str | list[str] | None = None
     tls: TlsSpec | None = None
     """Trust and a client certificate for an HTTPS backend, as a target's `tls:` block (`tamesu.net.tls`)."""
+
+    @field_validator("url")
+    @classmethod
+    def _whole(cls, value: str) -> str:
+        return http_url(value)
 
     @field_validator("json_path", mode="before")
     @classmethod

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+import re
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 # the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
 from tamesu.models.spec import TlsSpec
 from tamesu.types import Duration, Strict
+
+_METHOD = re.compile(r"[A-Z]+")
+_SCHEMES = ("http://", "https://")
 
 
 class HttpRequestSpec(Strict):
@@ -25,18 +30,52 @@ class HttpRequestSpec(Strict):
     tls: TlsSpec | None = None
     """Trust and a client certificate for an HTTPS hook, as a target's `tls:` block (`tamesu.net.tls`)."""
 
+    @field_validator("method")
+    @classmethod
+    def _method(cls, value: str) -> str:
+        # a method no server takes was each run's error ('Method cannot contain non-token characters'), exit 3
+        if not _METHOD.fullmatch(value.upper()):
+            raise ValueError(f"expected an HTTP method such as GET or POST, got {value!r}")
+        return value.upper()
+
+
+def http_url(value: str) -> str:
+    """A URL a request is sent to as written: one that names no http(s) server (`ftp://`, a path alone, `not a
+    url`) was each run's error, 'the URL's scheme is not http(s)', exit 3. One a template begins is whole only
+    when it runs."""
+    if not value.lower().startswith((*_SCHEMES, "{{")):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value
+
+
+class HookRequestSpec(HttpRequestSpec):
+    """A hook's request: its URL is whole (a session.open's may be a path on its target's host)."""
+
+    @field_validator("url")
+    @classmethod
+    def _whole(cls, value: str) -> str:
+        return http_url(value)
+
 
 class HookSpec(Strict):
     """A command (`run`) or an HTTP request (`http`) run around tests."""
 
     run: str | None = None
     """A shell command; templates allowed."""
-    http: HttpRequestSpec | None = None
+    http: HookRequestSpec | None = None
     """An HTTP request instead of a command."""
     timeout: Duration = 60.0
     """How long the command may run; beside `http:`, how long the request may take (its own `timeout` too)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables of the command; templates allowed."""
+
+    @field_validator("env")
+    @classmethod
+    def _command_only(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if value and info.data.get("http") is not None:
+            raise ValueError("env is a command's environment: an http: hook sends none (put values in its url, "
+                             "headers or body)")
+        return value
 
     @model_validator(mode="before")
     @classmethod
