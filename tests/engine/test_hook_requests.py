@@ -39,7 +39,8 @@ async def _slow(request: Request) -> Response:
 
 
 async def _locked(request: Request) -> Response:
-    return JSONResponse({"error": "the database is locked"}, status_code=409)
+    token = request.headers.get("x-api-key")
+    return JSONResponse({"error": "the database is locked", **({"key": token} if token else {})}, status_code=409)
 
 
 def _backend(serve: Callable[[Any], Any]) -> str:
@@ -48,7 +49,7 @@ def _backend(serve: Callable[[Any], Any]) -> str:
 
 def _run(tmp_path: Path, hooks: str) -> tuple[int, str]:
     (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(hooks=hooks))
-    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"SEED_KEY": "s3cret-key"})
     return done.returncode, done.stdout + done.stderr
 
 
@@ -85,3 +86,16 @@ def test_a_request_no_server_could_take_is_a_suite_error_where_written(tmp_path:
     assert "hooks.before_all[3].env: env is a command's environment: an http: hook sends none" in said, said
     assert said.count("s.tamesu.yaml:") == 4, said  # a template's URL and a command's env are fine
 
+
+
+def test_a_refused_request_says_what_the_backend_answered(tmp_path: Path, serve: Callable[[Any], Any]) -> None:
+    # before: 'POST URL answered 409, expected a 2xx status', and not a word of the backend's why
+    url = _backend(serve)
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/seed", method: POST, body: {{ n: 1 }} }} }}\n')
+    assert code == 3, said
+    assert f'POST {url}/seed answered 409, expected a 2xx status: {{"error":"the database is locked"}}' in said, said
+    # a backend that quotes the key it was sent: masked, on the console and in every record
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/seed", method: POST, '
+                                'headers: { X-Api-Key: "{{secrets.SEED_KEY}}" } } }\n')
+    assert code == 3 and '"key":"***"' in said, said
+    assert not [f for f in (tmp_path / "out").rglob("*") if f.is_file() and b"s3cret-key" in f.read_bytes()]

@@ -91,4 +91,7 @@ async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None
     if not ok:
         wanted = (" or ".join(map(str, expected)) if isinstance(expected, list) else str(expected)) \
             if expected is not None else "a 2xx status"
-        raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}")
+        # the backend's words say why (`{"error": "the database is locked"}`); an empty answer says nothing more
+        words = " ".join(response.text[:TAIL_CHARS * 4].split())
+        said = f": {words[:TAIL_CHARS]}{'…' if len(words) > TAIL_CHARS else ''}" if words else ""
+        raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}{said}")
