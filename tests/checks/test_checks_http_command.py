@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from checks.grading import fails, passes, problem, verdict
@@ -66,7 +66,12 @@ async def trickle(request: Request) -> Response:
     return StreamingResponse(body(), media_type="text/plain")
 
 
+async def moved(request: Request) -> Response:
+    return RedirectResponse("/orders/ORD-1", status_code=307)
+
+
 APP = Starlette(routes=[
+    Route("/moved", moved),
     Route("/trickle", trickle),
     Route("/orders/{order_id}", order),
     Route("/echo", echo, methods=["GET", "POST", "PUT"]),
@@ -122,6 +127,14 @@ async def test_http_json_path(backend: str) -> None:
     await passes({"http": {"url": url, "json_path": {"path": "$.refund_id", "exists": False}}}, run)
     result = await fails({"http": {"url": f"{backend}/text", "json_path": "$.x"}}, run)
     assert "expected a JSON body" in result.reason
+
+
+async def test_http_redirect_not_followed_says_where_to(backend: str) -> None:
+    # before: 'expected status 2xx, found 307: ""', and not where the backend sent it
+    result = await fails({"http": f"{backend}/moved"}, run_with())
+    assert result.reason.endswith(f"found 307: \"\" (redirected to {backend}/orders/ORD-1, which is not followed: "
+                                  "write that URL)"), result.reason
+    await passes({"http": {"url": f"{backend}/moved", "status": 307}}, run_with())
 
 
 async def test_http_contains(backend: str) -> None:

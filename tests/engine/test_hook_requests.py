@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from conftest import run_tamesu
@@ -43,8 +43,13 @@ async def _locked(request: Request) -> Response:
     return JSONResponse({"error": "the database is locked", **({"key": token} if token else {})}, status_code=409)
 
 
+async def _moved(request: Request) -> Response:
+    return RedirectResponse("/seed/", status_code=307)  # as FastAPI answers a path written without its slash
+
+
 def _backend(serve: Callable[[Any], Any]) -> str:
-    return str(serve(Starlette(routes=[Route("/slow", _slow), Route("/seed", _locked, methods=["POST"])])).url)
+    return str(serve(Starlette(routes=[Route("/slow", _slow), Route("/seed", _locked, methods=["POST"]),
+                                       Route("/moved", _moved, methods=["POST"])])).url)
 
 
 def _run(tmp_path: Path, hooks: str) -> tuple[int, str]:
@@ -99,3 +104,12 @@ def test_a_refused_request_says_what_the_backend_answered(tmp_path: Path, serve:
                                 'headers: { X-Api-Key: "{{secrets.SEED_KEY}}" } } }\n')
     assert code == 3 and '"key":"***"' in said, said
     assert not [f for f in (tmp_path / "out").rglob("*") if f.is_file() and b"s3cret-key" in f.read_bytes()]
+
+
+def test_a_redirect_not_followed_says_where_to(tmp_path: Path, serve: Callable[[Any], Any]) -> None:
+    # before: 'POST URL/moved answered 307, expected a 2xx status', and not where the backend sent it
+    url = _backend(serve)
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/moved", method: POST }} }}\n')
+    assert code == 3, said
+    assert (f"POST {url}/moved answered 307, expected a 2xx status (redirected to {url}/seed/, which is not "
+            "followed: write that URL)") in said, said

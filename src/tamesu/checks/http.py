@@ -30,7 +30,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import number_text, shown
-from tamesu.net.clients import async_client
+from tamesu.net.clients import async_client, moved
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
 from tamesu.suite.hooks_spec import http_url
@@ -132,7 +132,7 @@ class Http(Check[HttpSpec]):
             return Verdict(
                 passed=False,
                 reason=f"{label}: expected status {describe_statuses(allowed)}, found {response.status_code}: "
-                f"{shown(response.text)}",
+                f"{shown(response.text)}{moved(response)}",
             )
         missing = [n for n in request.contains if n not in response.text]
         if missing:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from tamesu.errors import TemplateError
-from tamesu.net.clients import async_client, os_reason
+from tamesu.net.clients import async_client, moved, os_reason
 from tamesu.net.tls import tls_reason
 from tamesu.runtime.shell import run_shell
 from tamesu.suite.schema import HookSpec
@@ -94,4 +94,5 @@ async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None
         # the backend's words say why (`{"error": "the database is locked"}`); an empty answer says nothing more
         words = " ".join(response.text[:TAIL_CHARS * 4].split())
         said = f": {words[:TAIL_CHARS]}{'…' if len(words) > TAIL_CHARS else ''}" if words else ""
+        said += moved(response)
         raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}{said}")

@@ -71,6 +71,15 @@ def async_client(timeout: float, *, tls: TlsSpec | None = None, **options: Any) 
     return AsyncClient(timeout=timeout, total=timeout, **client_options(tls=tls), **options)
 
 
+def moved(response: httpx.Response) -> str:
+    """` (redirected to URL, ...)` for a redirect a hook's or check's client does not follow, else "": a backend
+    that moved the path (FastAPI's `/orders` to `/orders/`) said only '307' and an empty body."""
+    location = response.headers.get("location") if response.is_redirect else None
+    if not location:
+        return ""
+    return f" (redirected to {response.url.join(location)}, which is not followed: write that URL)"
+
+
 NO_BASE_URL = httpx.URL("")
 NO_PARAMS = httpx.QueryParams()
 """A client's empty `base_url` and `params`, parsed once: httpx parses them again for every client it makes
