@@ -70,7 +70,17 @@ async def moved(request: Request) -> Response:
     return RedirectResponse("/orders/ORD-1", status_code=307)
 
 
+async def endless(request: Request) -> Response:
+    # a backend endpoint that streams for ever (a log tail, an export): 1 MB pieces until the caller stops
+    async def body() -> AsyncIterator[bytes]:
+        piece = b"x" * 1_000_000
+        while not await request.is_disconnected():
+            yield piece
+    return StreamingResponse(body(), media_type="text/plain")
+
+
 APP = Starlette(routes=[
+    Route("/endless", endless),
     Route("/moved", moved),
     Route("/trickle", trickle),
     Route("/orders/{order_id}", order),
@@ -135,6 +145,13 @@ async def test_http_redirect_not_followed_says_where_to(backend: str) -> None:
     assert result.reason.endswith(f"found 307: \"\" (redirected to {backend}/orders/ORD-1, which is not followed: "
                                   "write that URL)"), result.reason
     await passes({"http": {"url": f"{backend}/moved", "status": 307}}, run_with())
+
+
+async def test_http_reads_at_most_a_bounded_answer(backend: str) -> None:
+    # before: read whole into memory, the answer never ending: until the check's timeout, and then 'no answer'
+    result = await fails({"http": {"url": f"{backend}/endless", "contains": "done", "timeout": "20s"}}, run_with())
+    assert result.reason == f"GET {backend}/endless: the answer is larger than 16,000,000 bytes, more than an " \
+                            "http check reads", result.reason
 
 
 async def test_http_contains(backend: str) -> None:

@@ -30,6 +30,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import number_text, shown
+from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import async_client, moved
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
@@ -37,6 +38,8 @@ from tamesu.suite.hooks_spec import http_url
 from tamesu.suite.schema import Duration, Strict
 
 _METHOD = re.compile(r"^[A-Z]+$")
+MAX_ANSWER_BYTES = 16_000_000
+"""An answer is read whole to be checked, so at most this much of one is."""
 
 
 class HttpSpec(Strict):
@@ -109,7 +112,7 @@ class Http(Check[HttpSpec]):
         # Headers are never shown: they are where `{{secrets.X}}` tokens go.
         label = f"{self.spec.method} {request.url}"
         try:
-            async with async_client(self.spec.timeout, tls=self.spec.tls) as client:
+            async with async_client(self.spec.timeout, tls=self.spec.tls, max_bytes=MAX_ANSWER_BYTES) as client:
                 response = await client.request(
                     self.spec.method, request.url, headers=request.headers, **request.content()
                 )
@@ -117,6 +120,10 @@ class Http(Check[HttpSpec]):
             return Verdict(passed=False, undecided=True,
                            reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            if is_too_large(exc):
+                # read whole, a backend's endless or enormous answer held all of it in memory
+                return Verdict(passed=False, undecided=True, reason=f"{label}: the answer is larger than "
+                               f"{MAX_ANSWER_BYTES:,} bytes, more than an http check reads")
             tls = tls_reason(exc)
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
