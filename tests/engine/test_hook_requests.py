@@ -113,3 +113,13 @@ def test_a_redirect_not_followed_says_where_to(tmp_path: Path, serve: Callable[[
     assert code == 3, said
     assert (f"POST {url}/moved answered 307, expected a 2xx status (redirected to {url}/seed/, which is not "
             "followed: write that URL)") in said, said
+
+
+def test_a_url_a_template_makes_that_is_none_is_the_hooks_failure(tmp_path: Path) -> None:
+    # before: 'tamesu: internal error: InvalidURL: Invalid port: ':1'', the run ended with no result
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(hooks='    - { http: { url: "{{env.SEED_BASE}}/seed" } }\n'))
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"SEED_BASE": "http://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "before_all hook 1: GET http://[::1/seed: not a URL that can be sent to (Invalid port: ':1')" in said, said
+    assert "internal error" not in said

@@ -85,6 +85,8 @@ async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None
         # a TLS failure in the words a user acts on (which CA, which host), on one line
         why = os_reason(exc) if tls_reason(exc) is not None else f"{type(exc).__name__}: {exc}"
         raise HookFailed(f"{spec.method} {url}: {why}") from None
+    except httpx.InvalidURL as exc:  # a URL a template made (`{{env.BASE}}/seed`) that is none: 'internal error'
+        raise HookFailed(f"{spec.method} {url}: not a URL that can be sent to ({exc})") from None
     expected = spec.expect_status
     ok = (response.status_code in expected if isinstance(expected, list)
           else response.status_code == expected if expected is not None else response.is_success)
