@@ -1,0 +1,28 @@
+"""`session.open` on a target that is not rest: a URL a template makes that is no URL is the run's error, one
+line, never an internal error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_tamesu
+
+_SUITE = """
+targets:
+  bot: { type: model, model: bot, session: { open: { url: "{{env.OPEN_BASE}}/open" } } }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - { name: t, scenario: { script: [ { say: hi } ] }, assert: [ { contains: hello } ] }
+"""
+
+
+def test_a_url_a_template_makes_that_is_none_is_the_runs_error(tmp_path: Path) -> None:
+    # before: 'internal error: InvalidURL: Invalid port: ':1' (traceback in run-1/traceback.txt)'
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"OPEN_BASE": "http://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "model target bot: session.open POST http://[::1/open: not a URL that can be sent to (Invalid port: " \
+           "':1')" in said, said
+    assert "internal error" not in said
