@@ -38,3 +38,14 @@ def test_a_rest_targets_url_that_is_none_is_said_before_its_session_open(tmp_pat
     assert done.returncode == 3, said
     assert "rest target bot: http://[::1/chat: not a URL (Invalid port: ':1')" in said, said
     assert "internal error" not in said
+
+
+def test_a_websocket_url_that_is_none_is_the_runs_error(tmp_path: Path) -> None:
+    # before: 'internal error: ValueError: Invalid IPv6 URL (traceback in run-1/traceback.txt)'
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'targets:\n  bot: { type: rest, url: "{{env.OPEN_BASE}}/ws", streaming: websocket }\n'
+        "tests:\n  - { name: t, target: bot, scenario: { script: [ { say: hi } ] } }\n")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"OPEN_BASE": "ws://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "rest target bot: websocket ws://[::1/ws: not a URL (Invalid IPv6 URL)" in said, said
