@@ -194,6 +194,16 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
         await verdict({"http": "{{vars.admin_url}}/health"}, run_with(""))
 
 
+async def test_http_a_header_that_cannot_be_sent_is_not_said_unreachable(backend: str) -> None:
+    # before: 'could not reach it (LocalProtocolError: the header ...)': the backend was never asked
+    run = run_with(backend)
+    run.context = Context(captured={}, vars={}, secrets={"TOKEN": "s3cret\n"})
+    with pytest.raises(InfraError) as caught:
+        await verdict({"http": {"url": f"{backend}/echo", "headers": {"X-Token": "{{secrets.TOKEN}}"}}}, run)
+    said = str(caught.value)
+    assert said.startswith(f"http check: GET {backend}/echo: cannot be sent: ") and "line break" in said, said
+
+
 async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
     # before: "negated: cannot check: ..." passed: a value never found, a metric never measured
     for entry in ({"http": {"url": f"{backend}/slow", "timeout": "300ms"}, "negate": True},

@@ -128,6 +128,8 @@ class Http(Check[HttpSpec]):
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
                 raise InfraError(f"http check: {label}: {tls}") from None
+            if isinstance(exc, httpx.LocalProtocolError):  # never sent: a header the suite's values broke
+                raise InfraError(f"http check: {label}: cannot be sent: {exc}") from None
             # the backend the check asks, not the agent: the test's error (exit 3), as an unreachable target is
             raise InfraError(f"http check: {label}: could not reach it ({type(exc).__name__}: "
                              f"{str(exc) or 'no detail'})") from None
