@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from checks.grading import fails, passes, problem, verdict
@@ -66,7 +66,22 @@ async def trickle(request: Request) -> Response:
     return StreamingResponse(body(), media_type="text/plain")
 
 
+async def moved(request: Request) -> Response:
+    return RedirectResponse("/orders/ORD-1", status_code=307)
+
+
+async def endless(request: Request) -> Response:
+    # a backend endpoint that streams for ever (a log tail, an export): 1 MB pieces until the caller stops
+    async def body() -> AsyncIterator[bytes]:
+        piece = b"x" * 1_000_000
+        while not await request.is_disconnected():
+            yield piece
+    return StreamingResponse(body(), media_type="text/plain")
+
+
 APP = Starlette(routes=[
+    Route("/endless", endless),
+    Route("/moved", moved),
     Route("/trickle", trickle),
     Route("/orders/{order_id}", order),
     Route("/echo", echo, methods=["GET", "POST", "PUT"]),
@@ -124,6 +139,21 @@ async def test_http_json_path(backend: str) -> None:
     assert "expected a JSON body" in result.reason
 
 
+async def test_http_redirect_not_followed_says_where_to(backend: str) -> None:
+    # before: 'expected status 2xx, found 307: ""', and not where the backend sent it
+    result = await fails({"http": f"{backend}/moved"}, run_with())
+    assert result.reason.endswith(f"found 307: \"\" (redirected to {backend}/orders/ORD-1, which is not followed: "
+                                  "write that URL)"), result.reason
+    await passes({"http": {"url": f"{backend}/moved", "status": 307}}, run_with())
+
+
+async def test_http_reads_at_most_a_bounded_answer(backend: str) -> None:
+    # before: read whole into memory, the answer never ending: until the check's timeout, and then 'no answer'
+    result = await fails({"http": {"url": f"{backend}/endless", "contains": "done", "timeout": "20s"}}, run_with())
+    assert result.reason == f"GET {backend}/endless: the answer is larger than 16,000,000 bytes, more than an " \
+                            "http check reads", result.reason
+
+
 async def test_http_contains(backend: str) -> None:
     run = run_with(backend)
     await passes({"http": {"url": f"{backend}/text", "contains": "nominal"}}, run)
@@ -159,9 +189,20 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
         assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
-    # a URL that is none is the suite's (it was "could not reach it", the environment's)
+    # a URL written as none is refused where written; one a template makes is whole only when the check runs:
+    # none then is the suite's (it was "could not reach it", the environment's)
     with pytest.raises(SuiteProblem, match="not a URL that can be requested"):
-        await verdict({"http": "not a url"}, run_with())
+        await verdict({"http": "{{vars.admin_url}}/health"}, run_with(""))
+
+
+async def test_http_a_header_that_cannot_be_sent_is_not_said_unreachable(backend: str) -> None:
+    # before: 'could not reach it (LocalProtocolError: the header ...)': the backend was never asked
+    run = run_with(backend)
+    run.context = Context(captured={}, vars={}, secrets={"TOKEN": "s3cret\n"})
+    with pytest.raises(InfraError) as caught:
+        await verdict({"http": {"url": f"{backend}/echo", "headers": {"X-Token": "{{secrets.TOKEN}}"}}}, run)
+    said = str(caught.value)
+    assert said.startswith(f"http check: GET {backend}/echo: cannot be sent: ") and "line break" in said, said
 
 
 async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
@@ -197,6 +238,10 @@ async def test_http_template_without_value(backend: str) -> None:
 
 def test_http_parse_errors() -> None:
     assert problem({"http": {"url": "http://x", "status": "6xx"}}).loc[:2] == ("http", "status")
+    # before: each run's error (exit 3), 'could not reach it (UnsupportedProtocol: the URL's scheme ...)'
+    for url in ("not a url", "ftp://x/y", "/orders/1"):
+        assert "expected an http:// or https:// URL" in str(problem({"http": url}))
+        assert problem({"http": {"url": url}}).loc[:2] == ("http", "url")
     problem({"http": {"url": "http://x", "json_path": {"path": "$["}}})
     problem({"http": {"url": "http://x", "method": "GE T"}})
     problem({"http": {"url": "http://x", "timeout": "soon"}})

@@ -13,8 +13,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from sessions import new_session
+from tamesu.conversation import TurnError, UserTurn
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import Http, text_encoding
+from tamesu.targets.rest.spec import RestSpec
+from tamesu.targets.rest.target import RestTarget
 
 ANSWERS: dict[str, tuple[str | None, bytes, object]] = {
     # path: (content type, body, the body the turn should read)
@@ -39,10 +42,20 @@ async def _answer(request: web.Request) -> web.StreamResponse:
     return answer
 
 
+BROTLI_OF_A_REPLY = bytes([0x8B, 0x07, 0x80, 0x7B, 0x22, 0x74, 0x22, 0x3A, 0x31, 0x7D, 0x03])
+"""`{"t":1}` as brotli writes it, uncompressed blocks: what a server sends though it was asked for gzip or deflate."""
+
+
+async def _compressed(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=BROTLI_OF_A_REPLY, headers={"Content-Type": request.query.get("type", "application/json"),
+                                                         "Content-Encoding": request.match_info["coding"]})
+
+
 @pytest.fixture
 async def agent() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/{name}", _answer)
+    app.router.add_get("/compressed/{coding}", _compressed)
     async with TestServer(app, host="127.0.0.1") as server:  # a free port, closed when the test ends
         yield f"http://127.0.0.1:{server.port}"
 
@@ -63,3 +76,20 @@ async def test_an_answer_is_decoded_by_its_charset_as_httpx_decodes_it(name: str
         assert answer.body == ANSWERS[name][2]
     finally:
         await http.aclose()
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain", "text/event-stream"])
+async def test_an_answer_compressed_in_a_coding_not_asked_for_is_said_so(content_type: str, agent: str,
+                                                                        tmp_path: Path) -> None:
+    # before: its bytes were read as they came: 'malformed JSON in the answer (application/json): Expecting value
+    # at line 1 column 1: \ufffd\ufffd{"t":1}\x03', or as text, the reply graded, as the agent's words
+    target = RestTarget(RestSpec(type="rest", url=f"{agent}/compressed/br?type={content_type}", method="GET"), "shop")
+    session = new_session(tmp_path)
+    await target.open(session)
+    try:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="hi"))
+    finally:
+        await target.close()
+    assert str(caught.value) == ("the answer is compressed with br (Content-Encoding), which tamesu does not read "
+                                 "and did not ask for (Accept-Encoding: gzip, deflate): the agent's server ignored it")

@@ -612,9 +612,14 @@ async def test_listen_on_a_taken_address_is_infra_error(rest_agents: RunningAgen
     ({"handoff": {"regex": "("}}, "regex"),
     ({"streamin": "sse"}, "Extra inputs are not permitted"),
     ({"url": "localhost:8080/chat"}, "url must start with http://"),
+    # before: accepted, and the turn cut at turn_timeout all the same ('turn timed out after 2s (polling ...)')
+    ({"turn_timeout": "2s", "response": {"poll": {"url": "/p", "timeout": "5s"}}},
+     "response.poll.timeout (5s) is longer than turn_timeout (2s), which bounds the whole turn"),
+    # before: accepted, and every turn timed out after the agent's posts, which were lost
+    ({"response": {"listen": {"idle": "60s"}}}, "response.listen.idle (60s) is not shorter than turn_timeout (60s)"),
 ])
 def test_spec_rejects_what_cannot_work(extra: dict[str, Any], problem: str) -> None:
-    with pytest.raises(ValidationError, match=problem.replace("(", r"\(").replace("{", r"\{")):
+    with pytest.raises(ValidationError, match=re.escape(problem)):
         RestSpec.model_validate({"type": "rest", "url": "http://h/chat"} | extra)
 
 

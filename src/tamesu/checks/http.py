@@ -3,9 +3,10 @@
 `http: "{{vars.admin_url}}/health"` expects a 2xx; the mapping form adds the request (`method`, `headers`,
 `body`, `timeout`) and what the answer must be (`status`, `contains` on the body text, `json_path` on the body
 as JSON, with the comparisons of the `json_path` assertion), and `tls:` (as a target's). Every string may hold
-templates. A backend that cannot be reached fails the assertion with the reason; it is not an infrastructure error
-of the run. A TLS failure (a CA not trusted, another host's or an expired certificate) is one: the suite's trust
-setup is wrong, not the backend.
+templates. A URL that names no http(s) server is a suite problem where written. A backend that cannot be reached,
+or a TLS failure (a CA not trusted, another host's or an expired certificate), is the test's error (an
+InfraError, exit 3), never the agent's failure; one that does not answer within `timeout` fails the assertion,
+negated or not.
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
-from tamesu.net.clients import async_client
+from tamesu.net.bounded import is_too_large
+from tamesu.net.clients import async_client, moved
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
+from tamesu.suite.hooks_spec import http_url
 from tamesu.suite.schema import Duration, Strict
 
 _METHOD = re.compile(r"^[A-Z]+$")
+MAX_ANSWER_BYTES = 16_000_000
+"""An answer is read whole to be checked, so at most this much of one is."""
 
 
 class HttpSpec(Strict):
@@ -49,6 +54,11 @@ class HttpSpec(Strict):
     contains: str | list[str] | None = None
     tls: TlsSpec | None = None
     """Trust and a client certificate for an HTTPS backend, as a target's `tls:` block (`tamesu.net.tls`)."""
+
+    @field_validator("url")
+    @classmethod
+    def _whole(cls, value: str) -> str:
+        return http_url(value)
 
     @field_validator("json_path", mode="before")
     @classmethod
@@ -102,7 +112,7 @@ class Http(Check[HttpSpec]):
         # Headers are never shown: they are where `{{secrets.X}}` tokens go.
         label = f"{self.spec.method} {request.url}"
         try:
-            async with async_client(self.spec.timeout, tls=self.spec.tls) as client:
+            async with async_client(self.spec.timeout, tls=self.spec.tls, max_bytes=MAX_ANSWER_BYTES) as client:
                 response = await client.request(
                     self.spec.method, request.url, headers=request.headers, **request.content()
                 )
@@ -115,10 +125,16 @@ class Http(Check[HttpSpec]):
             raise SuiteProblem(f"http check: {label}: not a URL that can be requested ({type(exc).__name__}: "
                                f"{str(exc) or 'no detail'})") from None
         except httpx.HTTPError as exc:
+            if is_too_large(exc):
+                # read whole, a backend's endless or enormous answer held all of it in memory
+                return Verdict(passed=False, undecided=True, reason=f"{label}: the answer is larger than "
+                               f"{MAX_ANSWER_BYTES:,} bytes, more than an http check reads")
             tls = tls_reason(exc)
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
                 raise InfraError(f"http check: {label}: {tls}") from None
+            if isinstance(exc, httpx.LocalProtocolError):  # never sent: a header the suite's values broke
+                raise InfraError(f"http check: {label}: cannot be sent: {exc}") from None
             # the backend the check asks, not the agent: the test's error (exit 3), as an unreachable target is
             raise InfraError(f"http check: {label}: could not reach it ({type(exc).__name__}: "
                              f"{str(exc) or 'no detail'})") from None
@@ -130,7 +146,7 @@ class Http(Check[HttpSpec]):
             return Verdict(
                 passed=False,
                 reason=f"{label}: expected status {describe_statuses(allowed)}, found {response.status_code}: "
-                f"{shown(response.text)}",
+                f"{shown(response.text)}{moved(response)}",
             )
         missing = [n for n in request.contains if n not in response.text]
         if missing:

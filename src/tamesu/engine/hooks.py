@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from tamesu.errors import TemplateError
-from tamesu.net.clients import async_client, os_reason
+from tamesu.net.clients import async_client, moved, os_reason
 from tamesu.net.tls import tls_reason
 from tamesu.runtime.shell import run_shell
 from tamesu.suite.schema import HookSpec
@@ -36,7 +36,7 @@ async def run_hooks(groups: Sequence[HookGroup], context: Context, stage: str) -
             if hook.run is not None:
                 await _run_command(hook, context, cwd)
             else:
-                await _run_request(hook, context)
+                await _run_request(hook, context, _request_timeout(hook))
         except (TemplateError, ValueError) as exc:  # ValueError: a NUL byte, which no command line can hold
             raise HookFailed(f"{stage} hook {number}: {exc}") from None
         except HookFailed as exc:
@@ -57,14 +57,25 @@ async def _run_command(hook: HookSpec, context: Context, cwd: Path) -> None:
         raise HookFailed(f"`{command}` exited with {outcome.code}" + (f": {tail}" if tail else " (no output)"))
 
 
-async def _run_request(hook: HookSpec, context: Context) -> None:
+def _request_timeout(hook: HookSpec) -> float:
+    """An http hook's bound: the `timeout` written beside `http:` (as a command hook's bounds its command) or in
+    it; both written, the smaller; neither, the request's default."""
+    assert hook.http is not None
+    if "timeout" not in hook.model_fields_set:
+        return hook.http.timeout
+    if "timeout" not in hook.http.model_fields_set:
+        return hook.timeout
+    return min(hook.timeout, hook.http.timeout)
+
+
+async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None:
     assert hook.http is not None
     spec = hook.http
     url = context.render_text(spec.url)
     body = context.render_value(spec.body)
     headers = {k: context.render_text(v) for k, v in spec.headers.items()}
     try:
-        async with async_client(spec.timeout, tls=spec.tls) as client:
+        async with async_client(timeout, tls=spec.tls) as client:
             response = await client.request(
                 spec.method, url, headers=headers,
                 **({"json": body} if body is not None and not isinstance(body, str) else
@@ -74,10 +85,16 @@ async def _run_request(hook: HookSpec, context: Context) -> None:
         # a TLS failure in the words a user acts on (which CA, which host), on one line
         why = os_reason(exc) if tls_reason(exc) is not None else f"{type(exc).__name__}: {exc}"
         raise HookFailed(f"{spec.method} {url}: {why}") from None
+    except httpx.InvalidURL as exc:  # a URL a template made (`{{env.BASE}}/seed`) that is none: 'internal error'
+        raise HookFailed(f"{spec.method} {url}: not a URL that can be sent to ({exc})") from None
     expected = spec.expect_status
     ok = (response.status_code in expected if isinstance(expected, list)
           else response.status_code == expected if expected is not None else response.is_success)
     if not ok:
         wanted = (" or ".join(map(str, expected)) if isinstance(expected, list) else str(expected)) \
             if expected is not None else "a 2xx status"
-        raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}")
+        # the backend's words say why (`{"error": "the database is locked"}`); an empty answer says nothing more
+        words = " ".join(response.text[:TAIL_CHARS * 4].split())
+        said = f": {words[:TAIL_CHARS]}{'…' if len(words) > TAIL_CHARS else ''}" if words else ""
+        said += moved(response)
+        raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}{said}")

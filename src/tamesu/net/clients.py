@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from tamesu.net.aio import DISCONNECTED, OnResend, aio_transport, resend_reason
+from tamesu.net.bounded import bounded_transport
 from tamesu.net.tls import TlsSpec, ssl_context, tls_reason
 
 __all__ = ["DISCONNECTED", "NO_BASE_URL", "NO_PARAMS", "AsyncClient", "SetCookies", "async_client", "client_options",
@@ -66,9 +67,23 @@ def client_options(*, tls: TlsSpec | None = None, on_resend: OnResend | None = N
             "params": NO_PARAMS}
 
 
-def async_client(timeout: float, *, tls: TlsSpec | None = None, **options: Any) -> httpx.AsyncClient:
-    """A client for requests that each have `timeout` seconds in all (a check's, a hook's, a session.open's)."""
-    return AsyncClient(timeout=timeout, total=timeout, **client_options(tls=tls), **options)
+def async_client(timeout: float, *, tls: TlsSpec | None = None, max_bytes: int | None = None,
+                 **options: Any) -> httpx.AsyncClient:
+    """A client for requests that each have `timeout` seconds in all (a check's, a hook's, a session.open's);
+    given `max_bytes`, an answer longer than that is refused (`tamesu.net.bounded.is_too_large`), not read."""
+    chosen = client_options(tls=tls)
+    if max_bytes is not None:
+        chosen["transport"] = bounded_transport(httpx, chosen["transport"], max_bytes)
+    return AsyncClient(timeout=timeout, total=timeout, **chosen, **options)
+
+
+def moved(response: httpx.Response) -> str:
+    """` (redirected to URL, ...)` for a redirect a hook's or check's client does not follow, else "": a backend
+    that moved the path (FastAPI's `/orders` to `/orders/`) said only '307' and an empty body."""
+    location = response.headers.get("location") if response.is_redirect else None
+    if not location:
+        return ""
+    return f" (redirected to {response.url.join(location)}, which is not followed: write that URL)"
 
 
 NO_BASE_URL = httpx.URL("")

@@ -12,19 +12,20 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-# the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
-from tamesu.models.spec import BudgetSpec, CacheSpec, ModelMap, TlsSpec
+from tamesu.models.spec import BudgetSpec, CacheSpec, ModelMap
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import PACKS, expand
 from tamesu.suite.fuzz import FuzzSpec
+from tamesu.suite.hooks_spec import HookSpec, HooksSpec, HttpRequestSpec
 from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.patterns import Pattern
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
 from tamesu.types import Duration, Finite, HomePath, StoreSetting, Strict, parse_duration
 
-__all__ = ["Duration", "Strict", "TraceQuerySpec", "TracesSpec", "parse_duration"]
+__all__ = ["Duration", "HookSpec", "HooksSpec", "HttpRequestSpec", "Strict", "TraceQuerySpec", "TracesSpec",
+           "parse_duration"]
 
 class ConnectSpec(Strict):
     """How a request that never reached the agent is retried."""
@@ -35,54 +36,6 @@ class ConnectSpec(Strict):
     """The pause before the first resend; it doubles for each one after."""
     timeout: Duration = 10.0
     """How long connecting may take before the attempt counts as failed."""
-
-
-class HttpRequestSpec(Strict):
-    url: str
-    """Where the request goes; templates allowed."""
-    method: str = "GET"
-    """The HTTP method."""
-    headers: dict[str, str] = Field(default_factory=dict)
-    """Headers sent with the request; templates allowed (`{{secrets.NAME}}`)."""
-    body: object = None
-    """The JSON body sent, templates rendered in every string; none sends no body."""
-    timeout: Duration = 30.0
-    """How long the whole request may take."""
-    expect_status: list[int] | int | None = None
-    """The status code(s) that count as success; default any 2xx."""
-    tls: TlsSpec | None = None
-    """Trust and a client certificate for an HTTPS hook, as a target's `tls:` block (`tamesu.net.tls`)."""
-
-
-class HookSpec(Strict):
-    """A command (`run`) or an HTTP request (`http`) run around tests."""
-
-    run: str | None = None
-    http: HttpRequestSpec | None = None
-    timeout: Duration = 60.0
-    env: dict[str, str] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: object) -> object:
-        return {"run": value} if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> HookSpec:
-        if (self.run is None) == (self.http is None):
-            raise ValueError("a hook is either run: <command> or http: {url, ...}")
-        return self
-
-
-class HooksSpec(Strict):
-    before_all: list[HookSpec] = Field(default_factory=list)
-    """Run once before the first test of the suite (or of the project, in tamesu.yaml)."""
-    after_all: list[HookSpec] = Field(default_factory=list)
-    """Run once after the last test, a failed run's too."""
-    before_each: list[HookSpec] = Field(default_factory=list)
-    """Run before every run of every test."""
-    after_each: list[HookSpec] = Field(default_factory=list)
-    """Run after every run of every test, a failed one's too."""
 
 
 class NoiseSpec(Strict):

@@ -54,6 +54,8 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
                                           **({"json": body} if body is not None else {}))
     except httpx.HTTPError as exc:
         raise InfraError(f"{what}: {failed_because(exc, spec, masked)}") from exc
+    except httpx.InvalidURL as exc:  # a URL a template made (`{{env.BASE}}/open`) that is none: 'internal error'
+        raise InfraError(f"{what}: session.open {method} {masked}: not a URL that can be sent to ({exc})") from None
     text = answer.text[:_EXCERPT]
     if not _expected(answer.status_code, spec.expect_status):
         raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}: "

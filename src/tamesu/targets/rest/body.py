@@ -10,7 +10,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from tamesu.conversation import Session
+from tamesu.conversation import Session, TurnError
+from tamesu.net.direct import DEFAULT_HEADERS
+
+UNREADABLE_CODINGS = ("br", "zstd", "compress", "x-compress")
+"""Content codings tamesu cannot decode (it asks for gzip and deflate alone)."""
+ACCEPTED_CODINGS = DEFAULT_HEADERS["Accept-Encoding"]
 
 
 @dataclass
@@ -44,7 +49,13 @@ def reading_of(headers: Mapping[str, str], limit: int) -> Reading:
 async def bounded_chunks(raw: AsyncIterator[bytes], content_encoding: str, reading: Reading) -> AsyncIterator[bytes]:
     """The body's bytes (`raw`, as they came), decoded from gzip or deflate (`content_encoding`), until
     `reading.limit`: then `reading.cut` is set and nothing more is read (the caller closes the response, which
-    drops the connection). Other encodings are passed on as they came, as httpx passes them without a decoder."""
+    drops the connection). A compression tamesu never asked for and cannot undo (br, zstd) fails the turn: read
+    as it came, its bytes were graded as the reply or said to be malformed JSON. Other encodings are passed on as
+    they came, as httpx passes them without a decoder."""
+    coding = content_encoding.strip().lower()
+    if coding in UNREADABLE_CODINGS:
+        raise TurnError(f"the answer is compressed with {coding} (Content-Encoding), which tamesu does not read and "
+                        f"did not ask for (Accept-Encoding: {ACCEPTED_CODINGS}): the agent's server ignored it")
     if reading.declared is not None and reading.declared <= reading.limit:
         # the agent said the body's length, within the limit, and did not compress it (`reading_of`): the framing
         # ends it there, so it is read as it comes

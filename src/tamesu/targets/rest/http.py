@@ -39,7 +39,8 @@ _BODY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_n
 
 
 def parse_body(text: str, content_type: str = "") -> JSONValue:
-    """JSON when the text is JSON (whatever the content type says), else the text; None when empty.
+    """JSON when the text is a JSON object, array or string (whatever the content type says), else the text; None
+    when empty or JSON's null.
 
     A body that says it is JSON (`application/json`, `...+json`) and is not is a failed turn: passing its
     text on as the answer would hide the fault (and every tool call in it)."""
@@ -55,6 +56,10 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
     except (RecursionError, ValueError) as exc:  # JSON, but more than Python reads: the agent's, not a bug of ours
         return _unreadable(text, content_type, "nested too deeply" if isinstance(exc, RecursionError) else
                            "a number of more than 4,300 digits" if "digits" in str(exc) else str(exc))
+    if isinstance(parsed, bool | int | float):
+        # an answer `42`, a streamed token ` 2024`: words as written, which as JSON had no text at all (the reply
+        # was graded as saying nothing, the token dropped)
+        return text
     # brackets counted first (in C): only a document that could be that deep is walked
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and deeper_than(parsed):
         return _unreadable(text, content_type, f"nested more than {MAX_JSON_DEPTH} levels deep")

@@ -251,10 +251,14 @@ class StreamText:
                 return ""
             return "".join(_text_delta(v) for v in deltas)
         if deltas:
-            return "".join(as_text(v) for v in deltas)
-        if self._text_fallback and (chunk := _openai_chunk(event)) is not None:
-            self.detected = OPENAI_DELTA
+            chunk = "".join(as_text(v) for v in deltas)
+            if final and self.text.strip() and chunk.strip().startswith(self.text.strip()):
+                # the closing event repeats the whole reply at the delta's path too: it is the text, as below
+                self.chunks.clear()
             return chunk
+        if self._text_fallback and (openai := _openai_chunk(event)) is not None:
+            self.detected = OPENAI_DELTA
+            return openai
         if self._text_fallback and (found := _ollama_chunk(event)) is not None:
             self.detected, chunk = found
             return chunk

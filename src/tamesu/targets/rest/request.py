@@ -9,7 +9,7 @@ from urllib.parse import quote
 import httpx
 
 from tamesu.conversation import TurnError, UserTurn
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.net.direct import Request
 from tamesu.suite.templates import TEMPLATE, Context
 from tamesu.targets.rest.http import Answer, Http, excerpt
@@ -84,8 +84,9 @@ def build_poll(http: Http, poll: PollSpec, ctx: Context, target_url: str, header
                         raw=sent.body, status=sent.status) from None
 
 
-def resolve_url(url: str, target_url: str, ctx: Context) -> str:
-    """A URL without a scheme goes to the scheme, host and port of the target's `url` (ws:// as http://)."""
+def resolve_url(url: str, target_url: str, ctx: Context, what: str = "rest target") -> str:
+    """A URL without a scheme goes to the scheme, host and port of the target's `url` (ws:// as http://); a
+    target `url` its templates make into no URL is an InfraError, as a turn's request says it."""
     if "://" in url:
         return url
 
@@ -96,7 +97,11 @@ def resolve_url(url: str, target_url: str, ctx: Context) -> str:
         except TemplateError:
             return "_"
 
-    base = httpx.URL(TEMPLATE.sub(known, target_url))
+    rendered = TEMPLATE.sub(known, target_url)
+    try:
+        base = httpx.URL(rendered)
+    except httpx.InvalidURL as exc:  # was 'internal error: InvalidURL' before session.open was sent
+        raise InfraError(f"{what}: {rendered}: not a URL ({exc})") from None
     scheme = {"ws": "http", "wss": "https"}.get(base.scheme, base.scheme)
     return str(base.copy_with(scheme=scheme, path="/", query=None, fragment=None).join(url))
 

@@ -225,6 +225,7 @@ class RestSpec(TargetSpec):
         if self.streaming != "none" and (reply.poll is not None or reply.listen is not None):
             raise ValueError(f"streaming: {self.streaming} reads the reply from the stream; "
                              "response.poll and response.listen need streaming: none")
+        self._within_the_turn()
         if not self.url.startswith(("{{", "http://", "https://", "ws://", "wss://")):
             raise ValueError("url must start with http://, https://, ws:// or wss://")
         if self.streaming == "websocket" and "{{" not in self.url and not self.url.startswith(("ws://", "wss://")):
@@ -234,3 +235,15 @@ class RestSpec(TargetSpec):
         if self.streaming == "websocket" and self.request.multipart is not None:
             raise ValueError("a websocket sends text messages: request.multipart needs streaming none or sse")
         return self
+
+    def _within_the_turn(self) -> None:
+        """`turn_timeout` bounds the whole turn: a poll given longer was cut at it, and a listen that ends only on an
+        `idle` as long lost the posts that had come to a turn timeout."""
+        reply, limit = self.response, self.turn_timeout
+        if reply.poll is not None and reply.poll.timeout is not None and reply.poll.timeout > limit:
+            raise ValueError(f"response.poll.timeout ({reply.poll.timeout:g}s) is longer than turn_timeout "
+                             f"({limit:g}s), which bounds the whole turn: raise turn_timeout to poll that long")
+        if reply.listen is not None and reply.listen.done is None and reply.listen.idle >= limit:
+            raise ValueError(f"response.listen.idle ({reply.listen.idle:g}s) is not shorter than turn_timeout "
+                             f"({limit:g}s) and no listen.done ends the turn: every turn would time out after the "
+                             "agent's posts")

@@ -17,6 +17,8 @@ from tamesu.targets.rest.stream_errors import stream_failure
 
 DONE = "[DONE]"
 """The sentinel OpenAI-style streams send as the last data; it is no event of its own."""
+FIELDS = ("", "data", "event", "id", "retry")
+"""The fields of an event stream (the empty one is a comment's)."""
 NDJSON_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines",
                 "application/jsonlines")
 """Content types of a stream of JSON documents, one a line."""
@@ -59,6 +61,9 @@ async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float
     """
     data: list[str] = []
     name = ""
+    came = False
+    stray: str | None = None
+    """The first line that is no field of an event stream: a body that only says it is one."""
     try:
         headers = response.headers
         pieces = bounded_chunks(chunks(response), headers.get("content-encoding", ""), reading)
@@ -72,10 +77,13 @@ async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float
                     data.append(value.removeprefix(" "))
                 elif field == "event":
                     name = value.removeprefix(" ")
+                elif stray is None and field not in FIELDS:
+                    stray = line
                 continue
             if data:
                 if name == "error":
                     raise stream_failure(_event(data), response.status)
+                came = True
                 yield _event(data), clock()
                 data = []
             name = ""
@@ -85,6 +93,12 @@ async def sse_events(response: aiohttp.ClientResponse, clock: Callable[[], float
         if name == "error":
             raise stream_failure(_event(data), response.status)
         yield _event(data), clock()
+    elif not came and stray is not None:
+        # read as a stream, it was no event at all, and the agent "said nothing" while its words were right there
+        shown = stray if len(stray) <= 200 else stray[:200] + "..."
+        raise TurnError(f"the agent answered text/event-stream, but its body is no event stream (no data: line; it "
+                        f"began: {shown}): is it a JSON or text answer sent with the wrong content type?",
+                        status=response.status)
 
 
 def _event(data: list[str]) -> object:

@@ -208,7 +208,7 @@ class RestTarget(Target[RestSpec]):
     async def _open_conversation(self, spec: SessionOpenSpec) -> None:
         session = self._require_session()
         ctx = self._context()
-        masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx))
+        masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx, self._what))
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
             ctx.render_value(spec.body), has_body=spec.body is not None, timeout=spec.timeout)

@@ -55,6 +55,8 @@ class WsLink:
             raise InfraError(f"{what}: websocket handshake with {masked} refused: HTTP {status}") from exc
         except (InvalidURI, WebSocketException) as exc:
             raise InfraError(f"{what}: websocket {masked}: {exc}") from exc
+        except ValueError as exc:  # a URL a template made that is none (`ws://[::1`): 'internal error: ValueError'
+            raise InfraError(f"{what}: websocket {masked}: not a URL ({exc})") from None
         return cls(conn, session)
 
     async def _read(self) -> None:

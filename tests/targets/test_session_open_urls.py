@@ -1,0 +1,51 @@
+"""`session.open`: a URL a template makes that is no URL (its own, or a rest target's it is joined to) is the run's
+error, one line, never an internal error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_tamesu
+
+_SUITE = """
+targets:
+  bot: { type: model, model: bot, session: { open: { url: "{{env.OPEN_BASE}}/open" } } }
+models:
+  bot: { provider: fake, rules: [ { when: "hi", say: "hello" } ] }
+tests:
+  - { name: t, scenario: { script: [ { say: hi } ] }, assert: [ { contains: hello } ] }
+"""
+
+
+def test_a_url_a_template_makes_that_is_none_is_the_runs_error(tmp_path: Path) -> None:
+    # before: 'internal error: InvalidURL: Invalid port: ':1' (traceback in run-1/traceback.txt)'
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE)
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"OPEN_BASE": "http://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "model target bot: session.open POST http://[::1/open: not a URL that can be sent to (Invalid port: " \
+           "':1')" in said, said
+    assert "internal error" not in said
+
+
+def test_a_rest_targets_url_that_is_none_is_said_before_its_session_open(tmp_path: Path) -> None:
+    # before: 'internal error: InvalidURL: Invalid port: ':1'': session.open's path was joined to the target's url
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'targets:\n  bot: { type: rest, url: "{{env.OPEN_BASE}}/chat", session: { open: { url: /open } } }\n'
+        "tests:\n  - { name: t, target: bot, scenario: { script: [ { say: hi } ] } }\n")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"OPEN_BASE": "http://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "rest target bot: http://[::1/chat: not a URL (Invalid port: ':1')" in said, said
+    assert "internal error" not in said
+
+
+def test_a_websocket_url_that_is_none_is_the_runs_error(tmp_path: Path) -> None:
+    # before: 'internal error: ValueError: Invalid IPv6 URL (traceback in run-1/traceback.txt)'
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'targets:\n  bot: { type: rest, url: "{{env.OPEN_BASE}}/ws", streaming: websocket }\n'
+        "tests:\n  - { name: t, target: bot, scenario: { script: [ { say: hi } ] } }\n")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"OPEN_BASE": "ws://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "rest target bot: websocket ws://[::1/ws: not a URL (Invalid IPv6 URL)" in said, said
