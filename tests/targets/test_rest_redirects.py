@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from sessions import new_session
+from sessions import events, new_session
 from tamesu import __version__
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import Http
@@ -26,7 +26,8 @@ def _app(seen: list[dict[str, Any]], other: list[str]) -> web.Application:
                      "traceparent": request.headers.get("traceparent"),
                      "authorization": request.headers.get("Authorization"),
                      "cookie": request.headers.get("Cookie"),
-                     "user_agent": request.headers.get("User-Agent")})
+                     "user_agent": request.headers.get("User-Agent"),
+                     "api_key": request.headers.get("X-Api-Key"), "plain": request.headers.get("X-Shop")})
         if request.path == "/start":  # a 307 keeps the method and the body, and sets a cookie
             answer = web.Response(status=307, headers={"Location": "/same"})
             answer.set_cookie("visit", "1", path="/")
@@ -80,3 +81,23 @@ async def test_a_suites_own_user_agent_wins(servers: tuple[str, list[dict[str, A
     finally:
         await http.aclose()
     assert [hop["user_agent"] for hop in seen] == ["shop-tests/2"]
+
+
+async def test_a_header_carrying_a_secret_is_not_sent_on_to_another_origin(
+        servers: tuple[str, list[dict[str, Any]]], tmp_path: Path) -> None:
+    # before: Authorization was dropped across origins, but `X-Api-Key: {{secrets.K}}` went on to the other host
+    url, seen = servers
+    session = new_session(tmp_path)
+    session.redactor.add("k-4411-secret")
+    http = Http(session=session, connect=ConnectSpec(), read_timeout=10, what="rest target", max_bytes=1_000_000)
+    try:
+        answer = await http.fetch(http.build("POST", f"{url}/start", {"X-Api-Key": "k-4411-secret", "X-Shop": "7",
+                                                                     "Proxy-Authorization": "Basic eA=="},
+                                             {"message": "hi"}, has_body=True))
+    finally:
+        await http.aclose()
+    assert answer.status == 200
+    assert [hop["api_key"] for hop in seen] == ["k-4411-secret", "k-4411-secret", None]  # same origin keeps it
+    assert [hop["plain"] for hop in seen] == ["7", "7", "7"]  # a header with no secret goes on
+    withheld = events(session, "redirect_headers_withheld")
+    assert [(e["headers"], e["url"].endswith("/elsewhere")) for e in withheld] == [(["X-Api-Key"], True)]

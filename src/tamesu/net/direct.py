@@ -72,7 +72,13 @@ class DirectClient:
     with `aclose`."""
 
     def __init__(self, *, tls: TlsSpec | None = None, on_resend: OnResend | None = None, max_redirects: int = 10,
-                 max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY) -> None:
+                 max_connections: int = 100, keepalive_expiry: float = KEEPALIVE_EXPIRY,
+                 holds_secret: Callable[[str], bool] | None = None,
+                 on_withheld: Callable[[URL, list[str]], None] | None = None) -> None:
+        """`holds_secret`: whether a header's value carries one of the run's secrets (such a header is not sent on
+        to another origin a redirect names, as Authorization is not); `on_withheld`: told the names it held back."""
+        self._holds_secret = holds_secret
+        self._on_withheld = on_withheld
         self._ssl = deferred_context(tls)
         self._server_name = tls.server_name if tls is not None else None
         self._client_certificate = tls is not None and tls.cert_file is not None
@@ -109,6 +115,12 @@ class DirectClient:
                 sent_on = redirected(request, response.status, location)
             finally:
                 finish(response)
+            if self._holds_secret is not None and not _same_origin(sent_on.url, request.url) \
+                    and (withheld := [name for name, value in sent_on.headers.items() if self._holds_secret(value)]):
+                for name in withheld:
+                    sent_on.headers.popall(name, None)
+                if self._on_withheld is not None:
+                    self._on_withheld(sent_on.url, withheld)
             if response.status in (301, 302) and request.body is not None and sent_on.body is None:
                 dropped = DroppedBody(response.status, sent_on.url)
             request = sent_on
@@ -160,6 +172,7 @@ def redirected(request: Request, status: int, location: str) -> Request:
     headers = CIMultiDict(request.headers)
     if not _same_origin(url, request.url) and not _https_upgrade(request.url, url):
         headers.popall("Authorization", None)
+        headers.popall("Proxy-Authorization", None)
     headers.popall("Cookie", None)  # the jar's, for the new URL
     body = request.body
     if method != request.method and method == "GET":

@@ -144,7 +144,10 @@ class Http:
         self._what = what
         # a turn whose connection ended before any answer, at once, is sent again once (tamesu.net.direct);
         # redirects are followed as a browser or an SDK would; a loop ends after MAX_REDIRECTS, reported as one
-        self.client = DirectClient(tls=tls, on_resend=self._resent, max_redirects=MAX_REDIRECTS)
+        # a header carrying a secret (`X-Api-Key: {{secrets.K}}`) is not sent on to another host a redirect names
+        self.client = DirectClient(tls=tls, on_resend=self._resent, max_redirects=MAX_REDIRECTS,
+                                   holds_secret=lambda value: session.redactor.text(value) != value,
+                                   on_withheld=self._withheld)
         self._timeout = timeouts(read_timeout, connect.timeout)
         self._urls: dict[str, URL] = {}
         self.requests = 0
@@ -154,6 +157,10 @@ class Http:
 
     def _resent(self, request: Request, reason: str) -> None:
         self._session.event("resent", reason=reason, url=self._mask(request))
+
+    def _withheld(self, url: URL, names: list[str]) -> None:
+        self._session.event("redirect_headers_withheld", headers=names, url=self._session.redactor.text(str(url)),
+                            reason="they carry a secret, and the redirect names another host")
 
     def _stamp_trace(self, request: Request) -> None:
         """Every request of a turn carries the turn's `traceparent` (unless the suite set its own); the
