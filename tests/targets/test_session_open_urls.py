@@ -49,3 +49,15 @@ def test_a_websocket_url_that_is_none_is_the_runs_error(tmp_path: Path) -> None:
     said = done.stdout + done.stderr
     assert done.returncode == 3, said
     assert "rest target bot: websocket ws://[::1/ws: not a URL (Invalid IPv6 URL)" in said, said
+
+
+def test_a_voice_websocket_url_a_template_makes_that_is_none_is_one_line(tmp_path: Path) -> None:
+    # before: 'internal error: ValueError: Invalid IPv6 URL' (the voice, realtime and pipecat websockets)
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'targets:\n  bot: { type: voice, url: "{{env.BOT_URL}}" }\n'
+        "tests:\n  - { name: t, target: bot, scenario: { script: [ { say: hello there } ] } }\n")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"BOT_URL": "ws://[::1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "voice target bot: websocket ws://[::1: not a URL (Invalid IPv6 URL)" in said, said
+    assert "internal error" not in said

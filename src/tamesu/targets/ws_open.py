@@ -66,6 +66,8 @@ async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: Con
                          f"HTTP {exc.response.status_code}") from exc
     except (InvalidURI, WebSocketException) as exc:
         raise InfraError(f"{what}: websocket {masked}: {exc}") from exc
+    except ValueError as exc:  # a URL a template made that is none (`ws://[::1`): it was 'internal error: ValueError'
+        raise InfraError(f"{what}: websocket {masked}: not a URL ({exc})") from None
 
 
 Line = tuple[asyncio.Task[None], asyncio.Event]
