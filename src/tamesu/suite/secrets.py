@@ -24,6 +24,8 @@ _SECRET_NAMES = re.compile(r"\{\{\s*secrets\.([A-Za-z0-9_-]+)\s*\}\}")
 # A value shorter than this would mask ordinary words everywhere; such a secret is not worth hiding by text.
 _MIN_REDACTED_LENGTH = 3
 _MIN_CUT = 6
+_AGENT_DOCUMENTS = frozenset({"response", "raw"})
+"""The keys of a turn's record (`AgentTurn`) that hold what the agent sent as it sent it, numbers and all."""
 """The shortest part of a secret, cut at an ellipsis, that is masked: shorter, ordinary words would be."""
 
 
@@ -270,9 +272,26 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(str(k)) if isinstance(k, str) else k: self.data(v) for k, v in value.items()}
+            return {self.text(str(k)) if isinstance(k, str) else k:
+                    self.data(self._numbers(v) if k in _AGENT_DOCUMENTS else v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.data(v) for v in self._across(value)]
+        return value
+
+    def _numbers(self, value: object) -> Any:
+        """`value` (what an agent answered) with each number whose digits hold a secret written as masked text: a PIN
+        answered as `{"pin": 48213977}` is the secret as surely as `"48213977"`. Only there: tamesu's own typed
+        numbers (metrics, counts) stay numbers, read back as such."""
+        assert self._pattern is not None
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int | float):
+            digits = repr(value)
+            return self.text(digits) if self._pattern.search(digits) else value
+        if isinstance(value, dict):
+            return {k: self._numbers(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._numbers(v) for v in value]
         return value
 
     def _across(self, items: list[Any] | tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
