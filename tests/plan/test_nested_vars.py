@@ -179,3 +179,28 @@ tests:
     said = [json.loads(path.read_text())["lines"][0]["text"]
             for path in (tmp_path / "out").glob("*/s/*/run-1/transcript.json")]
     assert said == ["1"], said
+
+
+def test_a_var_in_a_regex_is_matched_as_text(tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: the plan pasted `{{vars.p}}` into the pattern as it was, so `9.9` matched "9x9" (docs/assertions.md:
+    # a value filled in is matched as text, as a captured value always was)
+    (tmp_path / "s.tamesu.yaml").write_text(f"""\
+vars: {{ p: "9.9", plus: "a+b" }}
+targets:
+  bot: {{ type: rest, url: "{rest_agents.url}/chat" }}
+tests:
+  - name: literal
+    target: bot
+    scenario: {{ script: [ {{ say: "price 9.9 for a+b" }} ] }}
+    assert:
+      - regex: "price {{{{vars.p}}}} for {{{{vars.plus}}}}"
+      - regex: {{ pattern: "PRICE {{{{ vars.p }}}}", ignore_case: true }}
+  - name: no wildcard
+    target: bot
+    scenario: {{ script: [ {{ say: "price 9x9 for aab" }} ] }}
+    assert:
+      - not_regex: "{{{{vars.p}}}}"
+      - not_regex: {{ pattern: "{{{{vars.plus}}}}" }}
+""")
+    done = run_tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

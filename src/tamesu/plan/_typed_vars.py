@@ -3,11 +3,14 @@
 Expanding a test puts vars in as text (a `say:` or a header must stay a string), which turned `value:
 "{{vars.n}}"` with `n: 1` into `"1"`, and `$.turn` (the number 1) then failed as the agent's fault. Only the
 options that compare a JSON value are given the typed value: a text option (`contains: "{{vars.n}}"`,
-`call: {equals: ...}`) keeps its text, as its schema asks for one.
+`call: {equals: ...}`) keeps its text, as its schema asks for one. A `regex`/`not_regex` pattern gets each var
+escaped: a value filled in is matched as text, whenever it is filled in.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,10 +40,31 @@ def _entry(entry: Mapping[str, Any], variables: Mapping[str, object]) -> dict[st
     for kind in _VALUE_KINDS:
         if isinstance(out.get(kind), Mapping):
             out[kind] = _options(out[kind], variables)
+    for kind in ("regex", "not_regex"):
+        pattern = out.get(kind)
+        if isinstance(pattern, str):
+            out[kind] = _as_text(pattern, variables)
+        elif isinstance(pattern, Mapping) and isinstance(pattern.get("pattern"), str):
+            out[kind] = {**pattern, "pattern": _as_text(pattern["pattern"], variables)}
     http = out.get("http")
     if isinstance(http, Mapping) and isinstance(http.get("json_path"), Mapping):
         out["http"] = {**http, "json_path": _options(http["json_path"], variables)}
     return out
+
+
+def _as_text(pattern: str, variables: Mapping[str, object]) -> str:
+    """A pattern with each `{{vars.x}}` put in escaped, matched as the text it is (a price `9.9` does not match
+    "9x9"), as a value filled in when the check runs is (`checks._compare`)."""
+    def escaped(found: re.Match[str]) -> str:
+        if not found.group(1).startswith("vars."):
+            return found.group(0)
+        try:
+            value = Context(vars=variables).lookup(found.group(1))
+        except TemplateError:
+            return found.group(0)  # left as written: the plan's template check says what is wrong with it
+        return re.escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+    return TEMPLATE.sub(escaped, pattern) if "{{" in pattern else pattern
 
 
 def _options(options: Mapping[str, Any], variables: Mapping[str, object]) -> dict[str, Any]:
