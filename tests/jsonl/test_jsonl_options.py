@@ -144,3 +144,11 @@ async def test_the_turns_a_case_writes_are_all_said(expense_agent: ExpenseAgent,
     assert [(p.line, p.path, p.message) for p in caught.value.problems] == [
         (n, path, "max_turns 2 is fewer than the 3 turns written: they could never all be said")
         for n, path in ((1, "max_turns"), (2, "simulator.metadata.max_turns"))]
+
+
+def test_a_generator_parameter_given_twice_is_refused(tmp_path: Path) -> None:
+    # before: `?count=2&count=3` generated 3 cases, the 2 dropped without a word
+    done = run_test(["-i", "agents:gen?count=2&focus=edge&count=3", "-n", "http://127.0.0.1:9"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "tamesu test: -i 'agents:gen?count=2&focus=edge&count=3' gives count more than once: give each once")

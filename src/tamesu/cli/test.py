@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 import click
 
@@ -109,6 +110,9 @@ async def _main(**options: Any) -> int:
     if not options["source"].strip():  # as a path, "" is the current folder: it would run every JSONL file there
         _usage(f"-i {options['source']!r} is empty: give a JSONL file, a folder, a message, agents:... or scripts:...")
     source = sources.parse_input(options["source"])
+    named = [key for key, _ in parse_qsl(options["source"].partition("?")[2])] if source.params else []
+    if twice := sorted({key for key in named if named.count(key) > 1}):  # dict() kept the last one, said nowhere
+        _usage(f"-i {options['source']!r} gives {', '.join(twice)} more than once: give each once")
     where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
     try:
         config = options["config"]
