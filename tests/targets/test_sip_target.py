@@ -205,11 +205,11 @@ tests:
   - { name: no call, target: bot, scenario: { script: [ { say: hi } ] }, assert: [ { dtmf_received: "1" } ] }
 """)
     done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path)
-    # the suite's asking, not the agent's failure: an error (exit 3, fault environment), warned where written
-    assert done.returncode == 3, done.stdout + done.stderr
+    # the suite's asking, not the agent's failure: the suite's error (exit 2, fault suite), warned where written
+    assert done.returncode == 2, done.stdout + done.stderr
     assert "dtmf_received: needs the digits the agent sends on the line, which model target bot never hears" \
         in done.stdout
-    assert "fault: environment" in done.stdout
+    assert "fault: suite" in done.stdout
 
 
 def test_a_number_is_dialled_through_a_trunk_that_asks_for_digest_credentials(tamesu: Callable,
