@@ -615,6 +615,11 @@ async def test_listen_on_a_taken_address_is_infra_error(rest_agents: RunningAgen
     # before: accepted, and the turn cut at turn_timeout all the same ('turn timed out after 2s (polling ...)')
     ({"turn_timeout": "2s", "response": {"poll": {"url": "/p", "timeout": "5s"}}},
      "response.poll.timeout (5s) is longer than turn_timeout (2s), which bounds the whole turn"),
+    # before: accepted, polled once and gave up, saying it had polled 'within 2s'
+    ({"response": {"poll": {"url": "/p", "timeout": "2s", "interval": "3s"}}},
+     "response.poll.interval (3s) is not shorter than the time polls are given (2s): it would poll once"),
+    ({"turn_timeout": "1s", "response": {"poll": {"url": "/p", "interval": "1s"}}},
+     "response.poll.interval (1s) is not shorter than the time polls are given (1s)"),
     # before: accepted, and every turn timed out after the agent's posts, which were lost
     ({"response": {"listen": {"idle": "60s"}}}, "response.listen.idle (60s) is not shorter than turn_timeout (60s)"),
 ])

@@ -243,6 +243,10 @@ class RestSpec(TargetSpec):
         if reply.poll is not None and reply.poll.timeout is not None and reply.poll.timeout > limit:
             raise ValueError(f"response.poll.timeout ({reply.poll.timeout:g}s) is longer than turn_timeout "
                              f"({limit:g}s), which bounds the whole turn: raise turn_timeout to poll that long")
+        poll_limit = reply.poll.timeout or limit if reply.poll is not None else None
+        if reply.poll is not None and poll_limit is not None and reply.poll.interval >= poll_limit:
+            raise ValueError(f"response.poll.interval ({reply.poll.interval:g}s) is not shorter than the time polls "
+                             f"are given ({poll_limit:g}s): it would poll once and give up")
         if reply.listen is not None and reply.listen.done is None and reply.listen.idle >= limit:
             raise ValueError(f"response.listen.idle ({reply.listen.idle:g}s) is not shorter than turn_timeout "
                              f"({limit:g}s) and no listen.done ends the turn: every turn would time out after the "
