@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from conftest import run_tamesu
@@ -47,9 +47,19 @@ async def _moved(request: Request) -> Response:
     return RedirectResponse("/seed/", status_code=307)  # as FastAPI answers a path written without its slash
 
 
+async def _endless(request: Request) -> Response:
+    async def chunks():  # a backend that never stops answering (bounded here, past what a hook reads)
+        for _ in range(40):
+            if await request.is_disconnected():
+                return
+            yield b"x" * 1_000_000
+
+    return StreamingResponse(chunks(), media_type="text/plain")
+
+
 def _backend(serve: Callable[[Any], Any]) -> str:
     return str(serve(Starlette(routes=[Route("/slow", _slow), Route("/seed", _locked, methods=["POST"]),
-                                       Route("/moved", _moved, methods=["POST"])])).url)
+                                       Route("/moved", _moved, methods=["POST"]), Route("/endless", _endless)])).url)
 
 
 def _run(tmp_path: Path, hooks: str) -> tuple[int, str]:
@@ -123,3 +133,11 @@ def test_a_url_a_template_makes_that_is_none_is_the_hooks_failure(tmp_path: Path
     assert done.returncode == 3, said
     assert "before_all hook 1: GET http://[::1/seed: not a URL that can be sent to (Invalid port: ':1')" in said, said
     assert "internal error" not in said
+
+
+def test_an_answer_past_what_a_hook_reads_is_its_failure(tmp_path: Path, serve: Callable[[Any], Any]) -> None:
+    # before: read whole into memory however large (40 MB here; an endless stream until the timeout)
+    url = _backend(serve)
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/endless" }} }}\n')
+    assert code == 3, said
+    assert f"GET {url}/endless: the answer is larger than 16,000,000 bytes, more than a hook reads" in said, said

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from tamesu.errors import TemplateError
+from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import async_client, moved, os_reason
 from tamesu.net.tls import tls_reason
 from tamesu.runtime.shell import run_shell
@@ -22,6 +23,8 @@ class HookFailed(Exception):
 
 TAIL_CHARS = 400
 """At most this much of a failing command's last lines goes into its error: the console line, every record."""
+MAX_ANSWER_BYTES = 16_000_000
+"""The most of an http hook's answer read (as an `http` check's): it is kept in memory to be said."""
 
 
 HookGroup = tuple[Sequence[HookSpec], Path]
@@ -75,13 +78,16 @@ async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None
     body = context.render_value(spec.body)
     headers = {k: context.render_text(v) for k, v in spec.headers.items()}
     try:
-        async with async_client(timeout, tls=spec.tls) as client:
+        async with async_client(timeout, tls=spec.tls, max_bytes=MAX_ANSWER_BYTES) as client:
             response = await client.request(
                 spec.method, url, headers=headers,
                 **({"json": body} if body is not None and not isinstance(body, str) else
                    {"content": body} if isinstance(body, str) else {}),
             )
     except httpx.HTTPError as exc:
+        if is_too_large(exc):  # an endless or enormous answer was read whole, held in memory
+            raise HookFailed(f"{spec.method} {url}: the answer is larger than {MAX_ANSWER_BYTES:,} bytes, more than "
+                             "a hook reads") from None
         # a TLS failure in the words a user acts on (which CA, which host), on one line
         why = os_reason(exc) if tls_reason(exc) is not None else f"{type(exc).__name__}: {exc}"
         raise HookFailed(f"{spec.method} {url}: {why}") from None
