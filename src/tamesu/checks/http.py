@@ -11,7 +11,6 @@ negated or not.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import httpx
@@ -34,10 +33,9 @@ from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import async_client, moved
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
-from tamesu.suite.hooks_spec import http_url
+from tamesu.suite.hooks_spec import http_method, http_url
 from tamesu.suite.schema import Duration, Strict
 
-_METHOD = re.compile(r"^[A-Z]+$")
 MAX_ANSWER_BYTES = 16_000_000
 """An answer is read whole to be checked, so at most this much of one is."""
 
@@ -69,9 +67,7 @@ class HttpSpec(Strict):
     @field_validator("method")
     @classmethod
     def _method(cls, value: str) -> str:
-        if not _METHOD.match(value.upper()):
-            raise ValueError(f"expected an HTTP method such as GET or POST, got {value!r}")
-        return value.upper()
+        return http_method(value)
 
 
 class _Request:

@@ -33,10 +33,15 @@ class HttpRequestSpec(Strict):
     @field_validator("method")
     @classmethod
     def _method(cls, value: str) -> str:
-        # a method no server takes was each run's error ('Method cannot contain non-token characters'), exit 3
-        if not _METHOD.fullmatch(value.upper()):
-            raise ValueError(f"expected an HTTP method such as GET or POST, got {value!r}")
-        return value.upper()
+        return http_method(value)
+
+
+def http_method(value: str) -> str:
+    """`value` as the method sent (upper-case); a method no server takes (`GE T`) was each run's error ('Method
+    cannot contain non-token characters', exit 3): a problem where written."""
+    if not _METHOD.fullmatch(value.upper()):
+        raise ValueError(f"expected an HTTP method such as GET or POST, got {value!r}")
+    return value.upper()
 
 
 def http_url(value: str) -> str:
