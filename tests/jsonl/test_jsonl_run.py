@@ -355,7 +355,9 @@ def _helper_app() -> Any:
             return JSONResponse({"text": f"I say: {said}", "input": said})
         if meta["test_mode"] == "validator":
             last = meta["messages"][-1]["content"]
-            return JSONResponse({"passed": meta["word"] in last, "score": 0.9, "reason": f"looked for {meta['word']}"})
+            advice = {"suggestions": [meta["advise"]]} if "advise" in meta else {}
+            return JSONResponse({"passed": meta["word"] in last, "score": 0.9, "reason": f"looked for {meta['word']}",
+                                 **advice})
         cases = [{"name": f"case {n}", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]}
                  for n in range(int(meta["count"]) + 1)]
         return JSONResponse({"text": "here", "cases": cases})
@@ -382,6 +384,27 @@ async def test_a_target_plays_simulator_and_validator(expense_agent: ExpenseAgen
     assert [(c.id, c.reached_at_turn) for c in record.checkpoints or []] == [("made", 2), ("judged", 3)]
     assert record.final_assertions is not None
     assert record.final_assertions[0].reason == "negated: looked for zebra (helper)"
+
+
+async def test_a_validators_score_and_suggestions_reach_the_records(expense_agent: ExpenseAgent, serve: Any,
+                                                                    tmp_path: Path) -> None:
+    helper = serve(_helper_app())
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "tamesu.yaml").write_text((folder / "tamesu.yaml").read_text().replace(
+        "targets:\n", f"targets:\n  helper: {{ type: rest, url: \"{helper.url}/helper\" }}\n", 1))
+    metadata = {"criteria": "asks the type", "word": "type", "advise": "Offer the expense types as a list"}
+    text = json.dumps({"id": "v", "input": "I want to submit an expense", "assertions": [
+        {"type": "agent", "use": "agents:helper", "options": {"metadata": metadata}},
+        {"type": "contains", "value": "type"}]})
+    out = tmp_path / "records.jsonl"
+    outcome, _ = await run_cases(folder, text, output=out)
+    assert outcome.exit_code == 0
+    (line,) = [json.loads(raw) for raw in out.read_text().splitlines()]
+    validator, plain = line["assertions"]
+    # the design's validator answers {passed, score, reason, suggestions}: the record keeps all four
+    assert (validator["passed"], validator["score"], validator["suggestions"]) == (
+        True, 0.9, ["Offer the expense types as a list"])
+    assert "score" not in plain and "suggestions" not in plain
 
 
 def test_a_target_generates_cases(expense_agent: ExpenseAgent, serve: Any, tmp_path: Path) -> None:

@@ -50,16 +50,22 @@ class AssertionRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     passed: bool | None
+    score: float | None = None
+    """A model-made verdict's score (a validator agent's, a judge's), when it gave one."""
     reason: str = ""
+    suggestions: list[str] | None = None
+    """A validator agent's `suggestions` (the design's validator answer), when it is one."""
     label: str = ""
 
     @model_serializer(mode="wrap")
     def _as_written_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # the keys the test wrote come first, then the verdict; `passed: null` (not graded) is always shown
+        # the keys the test wrote come first, then the verdict in the order of the design's validator answer;
+        # `passed: null` (not graded) is always shown
         data = handler(self)
-        verdict = {"passed": self.passed, "reason": data.pop("reason", ""), "label": data.pop("label", "")}
+        verdict = {"passed": self.passed, "score": data.pop("score", None), "reason": data.pop("reason", ""),
+                   "suggestions": data.pop("suggestions", None), "label": data.pop("label", "")}
         data.pop("passed", None)
-        return {**data, **verdict}
+        return {**data, **{key: value for key, value in verdict.items() if value is not None or key == "passed"}}
 
 
 class ToolCallRecord(BaseModel):
@@ -183,8 +189,10 @@ def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str,
         raw = item.raw if isinstance(item.raw, dict) else {"assertion": item.raw}
         if position < len(results):
             verdict = results[position]
-            records.append(AssertionRecord(**raw, passed=verdict.passed, reason=verdict.reason,
-                                           label=item.assertion.label))
+            # a validator agent's suggestions are its verdict's evidence (`checks.target_validator`)
+            suggestions = verdict.evidence if (verdict.model or "").startswith("target:") else None
+            records.append(AssertionRecord(**raw, passed=verdict.passed, score=verdict.score, reason=verdict.reason,
+                                           suggestions=suggestions, label=item.assertion.label))
         else:
             records.append(AssertionRecord(**raw, passed=None, reason=_not_graded(status, end_reason),
                                            label=item.assertion.label))
