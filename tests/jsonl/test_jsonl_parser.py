@@ -244,6 +244,20 @@ def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Pa
                                                        "folder, a message, agents:... or scripts:...\n", done.stderr
 
 
+def test_an_input_or_turns_written_empty_is_refused_at_its_key(tmp_path: Path) -> None:
+    # before: every one of these was reported at 1:1, the start of the case, as if no input had been written
+    text = "\n".join(['{"id": "a", "input": []}', '{"id": "b", "type": "multi_turn", "input": []}',
+                      '{"id": "c", "turns": []}', '{"id": "d", "type": "single_turn", "input": null}',
+                      '{"id": "e", "name": "nothing said"}'])
+    needs = "a test case needs input (text, a message, or a message history)"
+    assert problems(text, tmp_path) == [
+        f"cases.jsonl:1:13: input: empty: {needs}, turns, or a simulator with checkpoints",
+        "cases.jsonl:2:35: input: empty: a multi-turn case needs turns (or input to start with)",
+        f"cases.jsonl:3:13: turns: empty: {needs}, turns, or a simulator with checkpoints",
+        f"cases.jsonl:4:36: input: null: {needs}",
+        f"cases.jsonl:5:1: {needs}, turns, or a simulator with checkpoints"]
+
+
 def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> None:
     # `"hi\udc00"` validated, then the run ended in "internal error: UnicodeEncodeError: ... surrogates not allowed"
     said = problems('{"id": "a", "input": "hi\\udc00"}\n{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)

@@ -161,7 +161,7 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
     shape: list[Problem] = []
     _check_shape(case, doc, shape)
     # the design fails a case with no initial input when it runs; tamesu refuses it here
-    problems += [p for p in shape if not (settings.yao_errors and p.message.startswith(_NO_INPUT))]
+    problems += [p for p in shape if not (settings.yao_errors and any(no in p.message for no in _NO_INPUT))]
     if settings.history_refusal is not None and case.input is not None and len(case.input) > 1:
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
@@ -253,14 +253,14 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
         elif case.turns and case.input:
             problems.append(doc.problem(("input",), "the input is turns[0].input or input, not both", key=True))
         elif not case.turns and not case.input:
-            problems.append(doc.problem((), "a test case needs input (text, a message, or a message history)"))
+            problems.append(_no_input(case, doc, "a test case needs input (text, a message, or a message history)"))
         elif case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
         return
     if mode == "standard":
         if not case.input:
-            problems.append(doc.problem((), "a test case needs input (text, a message, or a message history), "
-                                        "turns, or a simulator with checkpoints"))
+            problems.append(_no_input(case, doc, "a test case needs input (text, a message, or a message history), "
+                                      "turns, or a simulator with checkpoints"))
         elif case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
     if mode == "multi_turn":
@@ -268,7 +268,7 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
             problems.append(doc.problem(("input",), "the first input is turns[0].input or input, not both",
                                         key=True))
         elif not case.turns and not case.input:
-            problems.append(doc.problem((), "a multi-turn case needs turns (or input to start with)"))
+            problems.append(_no_input(case, doc, "a multi-turn case needs turns (or input to start with)"))
         elif case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input",), "input must end with a user message"))
     if mode == "dynamic":
@@ -279,6 +279,14 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
             problems.append(doc.problem(("type",), "a dynamic case needs checkpoints"))
         if case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input",), "input must end with a user message"))
+
+
+def _no_input(case: TestCase, doc: JsonDocument, needs: str) -> Problem:
+    """A case with no first input: where `input` or `turns` is written empty (or null), else at the case."""
+    written = next((key for key in ("input", "turns") if key in case.model_fields_set), None)
+    if written is None:
+        return doc.problem((), needs)
+    return doc.problem((written,), f"{'null' if getattr(case, written) is None else 'empty'}: {needs}", key=True)
 
 
 def _parts(case: TestCase) -> list[tuple[Loc, ContentPart]]:
