@@ -22,13 +22,13 @@ from tamesu.checks.checkpoint import PlannedCheckpoint, in_order
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
-from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
 from tamesu.plan.simulators import connector_problem, simulator_named
 from tamesu.plan.targets import Loc, Resolver, unknown_connectors, unseen_tool_calls, unsent_options, unsent_to_helpers
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
+from tamesu.suite.json_lines import JsonDocument, values
 from tamesu.suite.problems import problems_from
 
 
