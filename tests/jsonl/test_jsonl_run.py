@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from agents.expense_agent import ExpenseAgent, expense_agent
 from tamesu.cli.jsonl_runner import JsonlRunner, TestOutcome
@@ -18,8 +20,9 @@ from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.jsonl.run import JsonlFile, JsonlPlan, TestSettings
 from tamesu.plan import load_project, load_project_targets
 from tamesu.plan.targets import Resolver, resolve
+from tamesu.report.case_console import TestConsole
 from tamesu.report.case_records import CaseRecord
-from tamesu.suite.secrets import Secrets
+from tamesu.suite.secrets import Redactor, Secrets
 
 __all__ = ["expense_agent"]
 
@@ -105,8 +108,19 @@ async def test_the_goal_reached_before_a_required_checkpoint_fails(expense_agent
     assert record.error == "missing checkpoints: policy"
     assert [(c.id, c.reached_at_turn, c.passed) for c in record.checkpoints or []] == [
         ("ask", 1, True), ("policy", None, False), ("nice", None, True)]
-    # the checkpoint reached last, not the simulator's private reasoning (issue 15, item 7)
-    assert record.goal_achieved == "checkpoint ask (turn 1)"
+    # the goal the simulator was given, not its private reasoning (issue 15, item 7), nor the checkpoint reached
+    # last: "ask" was reached at turn 1, and named under turn 3 it read as what that turn achieved
+    assert record.goal_achieved == "I need to submit an expense"
+    said = StringIO()
+    TestConsole(Console(file=said, width=200, color_system=None), Redactor()).case_finished(record)
+    lines = said.getvalue().splitlines()
+    last_turn = max(n for n, line in enumerate(lines) if line.startswith("  ├─ Turn "))
+    # as the design's console has it: under the turn after which the simulator said so
+    assert lines[last_turn].startswith("  ├─ Turn 3: [Simulated] \"Yes, confirm\"")
+    assert lines[last_turn + 1:last_turn + 6] == [
+        '  │          Agent: "Expense submitted. Reference: EXP-2025-001"',
+        '  │          [tool: submit_expense({"id": "EXP-2025-001"})]',
+        "  │          Goal achieved: I need to submit an expense", "  │", "  ├─ Checkpoints: 1/3 reached"]
 
 
 async def test_optional_checkpoints_do_not_hold_the_conversation(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

@@ -141,8 +141,8 @@ class CaseRecord(BaseModel):
     checkpoints: list[CheckpointRecord] | None = None
     missing_input: MissingInputRecord | None = None
     goal_achieved: str | None = None
-    """When the simulator said its goal was reached: the last checkpoint reached, else the goal it was given
-    (never the simulator's own reasoning, which stays in result.json's notes)."""
+    """When the simulator said its goal was reached: the goal it was given (never the simulator's own reasoning,
+    which stays in result.json's notes)."""
     end_reason: str | None = None
     total_turns: int | None = None
     duration_ms: float
@@ -240,7 +240,7 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     if unreached and record.status == "failed" and not record.error:
         record.error = "; ".join(f"{a.name}: {a.reason}" for a in unreached)
     if result.end_reason == "goal_achieved":
-        record.goal_achieved = _goal_line(parsed, tracker)
+        record.goal_achieved = _goal_line(parsed)
     if user is not None and user.missing is not None:
         m = user.missing
         record.missing_input = MissingInputRecord(after_turn=m.after_turn, question=m.question, hint=m.hint,
@@ -248,15 +248,10 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     return record
 
 
-def _goal_line(parsed: ParsedCase, tracker: Tracker | None) -> str:
-    """What the console's "Goal achieved" line says: the checkpoint reached last, or the goal."""
-    reached = [s for s in tracker.states if s.reached_at is not None] if tracker is not None else []
-    if reached:
-        last = max(reached, key=lambda s: s.reached_at or 0)
-        description = last.planned.spec.description
-        if description:
-            return f"{description} (checkpoint {last.id}, turn {last.reached_at})"
-        return f"checkpoint {last.id} (turn {last.reached_at})"
+def _goal_line(parsed: ParsedCase) -> str:
+    """What the console's "Goal achieved" line under the last turn says: the goal the simulator was given. Not a
+    checkpoint (one reached turns earlier read as that turn's doing; the checkpoints have their own lines), nor
+    the simulator's reasoning (its own words, in result.json's notes)."""
     goal = parsed.simulator.settings.get("goal") if parsed.simulator is not None else None
     return str(goal) if goal else "the simulated user reached its goal"
 
