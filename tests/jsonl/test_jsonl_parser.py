@@ -258,6 +258,22 @@ def test_an_input_or_turns_written_empty_is_refused_at_its_key(tmp_path: Path) -
         f"cases.jsonl:5:1: {needs}, turns, or a simulator with checkpoints"]
 
 
+def test_a_bad_content_part_is_one_problem_at_the_part(tmp_path: Path) -> None:
+    # before: each was also "content: input should be a valid string", and the part's own problem sat at the
+    # start of content under a path of pydantic's making ("content.list[function-after[_complete(), ...]][0]")
+    text = "\n".join([
+        '{"id": "a", "input": [{"role": "user", "content": [{"type": "video", "source": "file://x.mp4"}]}]}',
+        '{"id": "b", "input": [{"role": "user", "content": [{"type": "image"}]}]}',
+        '{"id": "c", "turns": [{"input": {"role": "user", "content": [{"type": "image", "src": "x"}]}}]}',
+        '{"id": "d", "input": [{"role": "user", "content": 5}]}'])
+    assert problems(text, tmp_path) == [
+        "cases.jsonl:1:61: input[0].content[0].type: input should be 'text', 'image', 'file' or 'audio', got 'video'",
+        "cases.jsonl:2:52: input[0].content[0]: an image part needs a source such as file://./receipt.jpg",
+        "cases.jsonl:3:80: turns[0].input.content[0].src: not a content key (did you mean 'source'?)",
+        'cases.jsonl:4:51: input[0].content: content is text, or a list of parts such as {"type": "text", "text": '
+        '"..."}, not 5']
+
+
 def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> None:
     # `"hi\udc00"` validated, then the run ended in "internal error: UnicodeEncodeError: ... surrogates not allowed"
     said = problems('{"id": "a", "input": "hi\\udc00"}\n{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)
