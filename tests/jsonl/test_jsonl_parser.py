@@ -258,6 +258,19 @@ def test_an_input_or_turns_written_empty_is_refused_at_its_key(tmp_path: Path) -
         f"cases.jsonl:5:1: {needs}, turns, or a simulator with checkpoints"]
 
 
+def test_checkpoints_written_empty_are_refused_at_the_key(tmp_path: Path) -> None:
+    # before: "a" and "c" loaded and ran as a multi-turn and a standard case, checking no checkpoint; "d" was
+    # told at 1:1 that a multi-turn case needs turns
+    text = "\n".join([
+        '{"id": "a", "input": "x", "simulator": {"use": "simulator"}, "checkpoints": []}',
+        '{"id": "b", "type": "dynamic", "input": "x", "simulator": {"use": "simulator"}, "checkpoints": []}',
+        '{"id": "c", "input": "x", "checkpoints": []}',
+        '{"id": "d", "simulator": {"use": "simulator"}, "checkpoints": []}'])
+    empty = "checkpoints: empty: a dynamic case needs at least one checkpoint"
+    assert problems(text, tmp_path) == [f"cases.jsonl:1:62: {empty}", f"cases.jsonl:2:81: {empty}",
+                                        f"cases.jsonl:3:27: {empty}", f"cases.jsonl:4:48: {empty}"]
+
+
 def test_a_bad_content_part_is_one_problem_at_the_part(tmp_path: Path) -> None:
     # before: each was also "content: input should be a valid string", and the part's own problem sat at the
     # start of content under a path of pydantic's making ("content.list[function-after[_complete(), ...]][0]")

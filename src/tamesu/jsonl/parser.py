@@ -234,6 +234,11 @@ _LAST_FROM_THE_USER = "the last message of input is the one the agent answers: i
 
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
+    if "checkpoints" in case.model_fields_set and not case.checkpoints:
+        # the case was meant to be dynamic: without a word it ran as a multi-turn or standard one, checking nothing
+        problems.append(doc.problem(("checkpoints",), "empty: a dynamic case needs at least one checkpoint",
+                                    key=True))
+        return
     mode = case.mode
     problems += [doc.problem(("turns", n, "input", "role"), "a turn's input is what the user says: its role is user "
                              "(the agent's words belong in a message history, input [...])")
