@@ -351,6 +351,31 @@ async def test_rest_targets_receive_the_history_and_options(serve: Any, tmp_path
         assert record.status == "passed", record.assertions
 
 
+async def test_a_turn_that_only_calls_a_tool_shows_the_call_as_the_agents_answer(serve: Any, tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(_: Any) -> JSONResponse:
+        return JSONResponse({"text": "", "tool_calls": [{"name": "create_expense", "args": {"amount": 3500}}]})
+
+    server = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])]))
+    folder = project(tmp_path, server.url)
+    text = "\n".join([json.dumps({"id": "t", "turns": [{"input": "Business travel, $3500"}]}),
+                      json.dumps({"id": "s", "input": "Business travel, $3500"})])
+    outcome, _ = await run_cases(folder, text)
+    said = StringIO()
+    console = TestConsole(Console(file=said, width=200, color_system=None), Redactor(), verbose=1)
+    for record in outcome.records:
+        console.case_finished(record)
+    lines = said.getvalue().splitlines()
+    # the design's console: `Agent: [tool: create_expense(...)]` where the agent said nothing but called a tool
+    assert lines[1].startswith('  ├─ Turn 1: "Business travel, $3500" → PASSED'), lines
+    assert lines[2] == '  │          Agent: [tool: create_expense({"amount": 3500})]', lines
+    standard = lines.index("  Messages: 1, Assertions: 0/0 passed")
+    assert lines[standard + 1:standard + 3] == ['  Agent: [tool: create_expense({"amount": 3500})]', ""], lines
+
+
 def _helper_app() -> Any:
     """A helper agent answering the design's simulator, validator and generator interfaces over REST."""
     from starlette.applications import Starlette
