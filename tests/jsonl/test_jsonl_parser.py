@@ -422,6 +422,18 @@ def test_what_only_several_turns_read_is_refused_on_a_standard_case(tmp_path: Pa
     assert [line.split(": ")[1] for line in said[1:]] == ["interactive", "on_missing_input"], said
 
 
+def test_what_only_a_multi_turn_case_reads_is_refused_on_a_dynamic_case(tmp_path: Path) -> None:
+    # before: accepted and never read (the simulator gives every input of a dynamic case: nobody is asked, no
+    # input is ever missing)
+    point = '"checkpoints": [{"id": "p", "assertion": {"type": "contains", "value": "x"}}]'
+    said = problems(f'{{"id": "a", "simulator": {{"use": "simulator"}}, {point}, "on_missing_input": "fail"}}\n'
+                    f'{{"id": "b", "simulator": {{"use": "simulator"}}, {point}, "interactive": {{"enabled": true}}}}',
+                    tmp_path)
+    why = "belongs to multi-turn cases: a dynamic case's simulator gives every input until its checkpoints are reached"
+    assert said == [f"cases.jsonl:1:127: on_missing_input: on_missing_input {why}",
+                    f"cases.jsonl:2:127: interactive: interactive {why}"]
+
+
 def test_an_empty_simulator_use_is_refused(tmp_path: Path) -> None:
     # before: "use": "" fell back to models.simulator in silence
     assert problems('{"id": "a", "input": "hi", "simulator": {"use": ""}}', tmp_path) == [

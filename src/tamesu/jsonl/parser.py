@@ -282,6 +282,9 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
                                         "(use input for a first message)", key=True))
         if not case.checkpoints:
             problems.append(doc.problem(("type",), "a dynamic case needs checkpoints"))
+        problems += [doc.problem((key,), f"{key} belongs to multi-turn cases: a dynamic case's simulator gives every "
+                                 "input until its checkpoints are reached", key=True)
+                     for key in ("interactive", "on_missing_input") if getattr(case, key) is not None]
         if case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input",), "input must end with a user message"))
 
